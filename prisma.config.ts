@@ -1,0 +1,7 @@
+// Prisma CLI configuration (used by `prisma generate`; migrations run through prisma/migrate.ts).
+import { defineConfig } from 'prisma/config';
+
+export default defineConfig({
+  schema: 'prisma/schema.prisma',
+  migrations: { path: 'prisma/migrations' },
+});
