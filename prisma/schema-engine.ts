@@ -5,11 +5,13 @@ import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { bindMigrationAwareSqlAdapterFactory } from '@prisma/driver-adapter-utils';
+import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum } from '@prisma/driver-adapter-utils';
 import * as engineBindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
+import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
 
 const prismaDir = path.dirname(fileURLToPath(import.meta.url));
 export const schemaPath = path.join(prismaDir, 'schema.prisma');
@@ -19,25 +21,93 @@ let wasmReady: Promise<void> | undefined;
 
 const PG_CHAR_OID = 18;
 const PG_TEXT_OID = 25;
+const CHAR_COLUMN_MARK = '\u0000walletflow-char';
 let charColumnsPatched = false;
 
 /**
- * The schema engine's catalog queries return PostgreSQL's one-byte `"char"` type (OID 18), which
- * @prisma/adapter-pg 7.10 has no column mapping for ("Column type 'char' could not be
- * deserialized"). A `"char"` value is plain text, so result fields of that type are read as text.
- * Only the migration tooling installs this; the application's queries never select `"char"`.
+ * The schema engine's catalog queries return PostgreSQL's one-byte `"char"` type (OID 18, e.g.
+ * pg_constraint.contype), which @prisma/adapter-pg 7.10 cannot map ("Column type 'char' could not
+ * be deserialized"). pg reads such a field as text with a mark on its name; runScriptsWhole's
+ * companion, reportCharColumns, turns the mark into the adapter's Character column type, which is
+ * what the engine asks for. Only the migration tooling installs this; the application's own
+ * queries never select `"char"`.
  */
 function readCharColumnsAsText(): void {
   if (charColumnsPatched) return;
   charColumnsPatched = true;
-  type FieldDescription = { dataTypeID: number };
+  type FieldDescription = { dataTypeID: number; name: string };
   const resultPrototype = (pg as unknown as { Result: { prototype: { addFields(fields: FieldDescription[]): void } } })
     .Result.prototype;
   const addFields = resultPrototype.addFields;
   resultPrototype.addFields = function (this: unknown, fields: FieldDescription[]) {
-    for (const field of fields) if (field.dataTypeID === PG_CHAR_OID) field.dataTypeID = PG_TEXT_OID;
+    for (const field of fields) {
+      if (field.dataTypeID === PG_CHAR_OID) {
+        field.dataTypeID = PG_TEXT_OID;
+        field.name += CHAR_COLUMN_MARK;
+      }
+    }
     addFields.call(this, fields);
   };
+}
+
+interface MigrationAdapter {
+  executeScript(script: string): Promise<void>;
+  queryRaw(query: unknown): Promise<{ columnNames: string[]; columnTypes: number[] }>;
+}
+
+/**
+ * Two fixes to the pg adapter for migration work:
+ * - its executeScript splits a migration on every `;`, which breaks `$$`-quoted function bodies
+ *   (triggers); PostgreSQL's simple query protocol runs a whole script in one call, as the native
+ *   engine behind `prisma migrate deploy` does;
+ * - `"char"` columns marked by readCharColumnsAsText are reported as Character columns.
+ */
+function adaptForMigrations<T extends MigrationAdapter>(adapter: T): T {
+  const internals = adapter as unknown as { client: pg.Pool | pg.PoolClient; onError(error: unknown): never };
+  adapter.executeScript = async (script: string) => {
+    try {
+      await internals.client.query(script);
+    } catch (error) {
+      internals.onError(error);
+    }
+  };
+  const queryRaw = adapter.queryRaw.bind(adapter);
+  adapter.queryRaw = async (query: unknown) => {
+    const result = await queryRaw(query);
+    result.columnNames.forEach((name, index) => {
+      if (name.endsWith(CHAR_COLUMN_MARK)) {
+        result.columnNames[index] = name.slice(0, -CHAR_COLUMN_MARK.length);
+        result.columnTypes[index] = ColumnTypeEnum.Character;
+      }
+    });
+    return result;
+  };
+  return adapter;
+}
+
+/**
+ * The pg adapter for the schema engine. Its own connectToShadowDb builds the shadow pool from the
+ * main connection string (which wins over the shadow database name), so "shadow" work would land
+ * in the main database; here the shadow database gets a URL of its own and is dropped on dispose.
+ */
+class MigrationPg extends PrismaPg {
+  constructor(private readonly databaseUrl: string) {
+    super({ connectionString: databaseUrl });
+  }
+  override async connect() {
+    return adaptForMigrations(await super.connect());
+  }
+  override async connectToShadowDb() {
+    const name = `prisma_migrate_shadow_db_${randomUUID().replace(/-/g, '')}`;
+    const shadowUrl = await ensureDatabaseExists(this.databaseUrl, name);
+    const adapter = await new PrismaPg({ connectionString: shadowUrl }).connect();
+    const dispose = adapter.dispose.bind(adapter);
+    adapter.dispose = async () => {
+      await dispose();
+      await dropDatabase(this.databaseUrl, name);
+    };
+    return adaptForMigrations(adapter);
+  }
 }
 
 /** Instantiates the engine's WebAssembly module once, without `--experimental-wasm-modules`. */
@@ -66,7 +136,7 @@ export interface EngineHandle {
 export async function openSchemaEngine(databaseUrl: string): Promise<EngineHandle> {
   await loadWasm();
   readCharColumnsAsText();
-  const factory = bindMigrationAwareSqlAdapterFactory(new PrismaPg({ connectionString: databaseUrl }));
+  const factory = bindMigrationAwareSqlAdapterFactory(new MigrationPg(databaseUrl));
   const schema = await readFile(schemaPath, 'utf8');
   const debug = (): void => {};
   const { SchemaEngine: Engine } = engineBindings as unknown as { SchemaEngine: typeof SchemaEngine };

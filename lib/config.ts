@@ -1,0 +1,312 @@
+// The one place configuration is read: a zod schema over the environment (names fixed by
+// contract-decisions section 1). A bad or missing value stops start-up with a message naming the
+// variable. Secrets may come from files through the same name with `_FILE` appended.
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { z } from 'zod';
+
+/** Variables that may be given as `NAME_FILE` (a path whose contents are the value). */
+export const secretVariables = [
+  'CONNECT_CLIENT_SECRET',
+  'TRANSFER_API_KEY',
+  'PROFILE_DECRYPTION_JWK',
+  'PROFILE_VERIFICATION_JWK',
+  'OPS_API_KEYS',
+  'TOKEN_ENCRYPTION_KEY',
+  'DATABASE_URL',
+] as const;
+
+/** The wallet service variables that must be given together (or not at all, for the sandbox). */
+export const walletServiceVariables = [
+  'CONNECT_URL',
+  'OP_URL',
+  'TRANSFER_URL',
+  'CONNECT_CLIENT_ID',
+  'CONNECT_CLIENT_SECRET',
+  'CONNECT_REDIRECT_URI',
+  'TRANSFER_API_KEY',
+  'PROFILE_DECRYPTION_JWK',
+  'PROFILE_VERIFICATION_JWK',
+  'MERCHANT_P2M_ID',
+] as const;
+
+const emptyAsUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+const optionalString = z.preprocess(emptyAsUndefined, z.string().optional());
+
+const httpUrl = z.preprocess(
+  emptyAsUndefined,
+  z
+    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
+    .transform((value) => value.replace(/\/+$/, ''))
+    .optional(),
+);
+
+const postgresUrl = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .refine((value) => /^postgres(ql)?:\/\/.+/.test(value), 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+);
+
+const jwkJson = (kind: 'RSA' | 'oct') =>
+  z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .transform((text, ctx) => {
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          ctx.addIssue({ code: 'custom', message: 'must be a JWK in JSON' });
+          return z.NEVER;
+        }
+      })
+      .pipe(
+        kind === 'RSA'
+          ? z.looseObject({ kty: z.literal('RSA', 'must be an RSA JWK (kty "RSA")'), n: z.string(), e: z.string(), d: z.string('must be a private RSA JWK (with "d")') })
+          : z.looseObject({ kty: z.literal('oct', 'must be a secret JWK (kty "oct")'), k: z.string().min(1) }),
+      )
+      .optional(),
+  );
+
+const commaList = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .transform((value) =>
+      value
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item.length > 0),
+    )
+    .optional(),
+);
+
+/** An IPv4/IPv6 address or CIDR range. */
+export function isAddressOrCidr(value: string): boolean {
+  const [address, prefix, ...rest] = value.split('/');
+  if (rest.length > 0 || !address) return false;
+  const family = isIP(address);
+  if (family === 0) return false;
+  if (prefix === undefined) return true;
+  if (!/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+const base64Key = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .transform((value, ctx) => {
+      const key = Buffer.from(value, 'base64');
+      if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== value.trim().replace(/=+$/, '')) {
+        ctx.addIssue({ code: 'custom', message: 'must be 32 bytes in base64 (openssl rand -base64 32)' });
+        return z.NEVER;
+      }
+      return key;
+    })
+    .optional(),
+);
+
+const portNumber = (fallback: number) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z.coerce
+      .number({ error: 'must be a port number' })
+      .int('must be a port number')
+      .min(0, 'must be a port number')
+      .max(65535, 'must be a port number')
+      .default(fallback),
+  );
+
+export const environmentSchema = z
+  .object({
+    NODE_ENV: z.preprocess(emptyAsUndefined, z.enum(['development', 'test', 'production']).default('development')),
+    PORT: portNumber(3000),
+    HOST: z.preprocess(emptyAsUndefined, z.string().default('127.0.0.1')),
+    PUBLIC_URL: httpUrl,
+    LOG_LEVEL: z.preprocess(emptyAsUndefined, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+
+    DATABASE_URL: postgresUrl,
+
+    TEMPORAL_ADDRESS: z.preprocess(
+      emptyAsUndefined,
+      z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port').optional(),
+    ),
+    TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
+    TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
+
+    CONNECT_URL: httpUrl,
+    OP_URL: httpUrl,
+    TRANSFER_URL: httpUrl,
+    CONNECT_CLIENT_ID: optionalString,
+    CONNECT_CLIENT_SECRET: optionalString,
+    CONNECT_REDIRECT_URI: httpUrl,
+    TRANSFER_API_KEY: optionalString,
+    PROFILE_DECRYPTION_JWK: jwkJson('RSA'),
+    PROFILE_VERIFICATION_JWK: jwkJson('oct'),
+    MERCHANT_P2M_ID: optionalString,
+    WALLET_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(120_000).default(10_000)),
+
+    SESSION_ALLOWED_IPS: commaList.pipe(
+      z
+        .array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range'))
+        .optional(),
+    ),
+    TRUSTED_PROXIES: commaList.pipe(
+      z.array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range')).optional(),
+    ),
+    OPS_API_KEYS: commaList,
+    TOKEN_ENCRYPTION_KEY: base64Key,
+  })
+  .superRefine((env, ctx) => {
+    const given = walletServiceVariables.filter((name) => env[name] !== undefined);
+    if (given.length > 0 && given.length < walletServiceVariables.length) {
+      for (const name of walletServiceVariables) {
+        if (env[name] === undefined) {
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: `is required when ${given.join(', ')} ${given.length === 1 ? 'is' : 'are'} set (set all wallet service variables, or none for the built-in sandbox)`,
+          });
+        }
+      }
+    }
+  });
+
+export type Environment = z.infer<typeof environmentSchema>;
+
+export interface WalletServiceConfig {
+  connectUrl: string;
+  opUrl: string;
+  transferUrl: string;
+  clientId: string;
+  clientSecret: string;
+  redirectUri: string;
+  transferApiKey: string;
+  profileDecryptionJwk: Record<string, unknown>;
+  profileVerificationJwk: Record<string, unknown>;
+  p2mId: string;
+  timeoutMs: number;
+}
+
+export interface AppConfig {
+  nodeEnv: Environment['NODE_ENV'];
+  port: number;
+  host: string;
+  publicUrl: string | undefined;
+  logLevel: Environment['LOG_LEVEL'];
+  /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
+  databaseUrl: string | undefined;
+  temporal: { address: string | undefined; namespace: string; taskQueue: string };
+  /** Absent: the built-in sandbox. */
+  wallet: WalletServiceConfig | undefined;
+  walletTimeoutMs: number;
+  sessionAllowedIps: string[];
+  trustedProxies: string[];
+  opsApiKeys: string[];
+  tokenEncryptionKey: Buffer | undefined;
+}
+
+export class ConfigError extends Error {
+  readonly code = 'CONFIG_INVALID';
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n${problems.map((problem) => `  - ${problem}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Replaces every `NAME_FILE` with the contents of that file as `NAME`. */
+function resolveSecretFiles(env: Env): { env: Env; problems: string[] } {
+  const resolved: Env = { ...env };
+  const problems: string[] = [];
+  for (const name of secretVariables) {
+    const filePath = env[`${name}_FILE`];
+    if (!filePath) continue;
+    if (env[name]) {
+      problems.push(`${name}: set either ${name} or ${name}_FILE, not both`);
+      continue;
+    }
+    try {
+      resolved[name] = readFileSync(filePath, 'utf8').trim();
+    } catch (error) {
+      problems.push(`${name}_FILE: cannot read ${filePath} (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  return { env: resolved, problems };
+}
+
+/** Validates the environment; throws ConfigError naming every bad variable. */
+export function loadConfig(source: Env = process.env): AppConfig {
+  const { env, problems } = resolveSecretFiles(source);
+  const parsed = environmentSchema.safeParse(env);
+  if (!parsed.success) {
+    for (const issue of parsed.error.issues) {
+      problems.push(`${String(issue.path[0] ?? 'environment')}: ${issue.message}`);
+    }
+  }
+  if (problems.length > 0 || !parsed.success) throw new ConfigError(problems);
+  const e = parsed.data;
+  const wallet: WalletServiceConfig | undefined =
+    e.CONNECT_URL &&
+    e.OP_URL &&
+    e.TRANSFER_URL &&
+    e.CONNECT_CLIENT_ID &&
+    e.CONNECT_CLIENT_SECRET &&
+    e.CONNECT_REDIRECT_URI &&
+    e.TRANSFER_API_KEY &&
+    e.PROFILE_DECRYPTION_JWK &&
+    e.PROFILE_VERIFICATION_JWK &&
+    e.MERCHANT_P2M_ID
+      ? {
+          connectUrl: e.CONNECT_URL,
+          opUrl: e.OP_URL,
+          transferUrl: e.TRANSFER_URL,
+          clientId: e.CONNECT_CLIENT_ID,
+          clientSecret: e.CONNECT_CLIENT_SECRET,
+          redirectUri: e.CONNECT_REDIRECT_URI,
+          transferApiKey: e.TRANSFER_API_KEY,
+          profileDecryptionJwk: e.PROFILE_DECRYPTION_JWK,
+          profileVerificationJwk: e.PROFILE_VERIFICATION_JWK,
+          p2mId: e.MERCHANT_P2M_ID,
+          timeoutMs: e.WALLET_TIMEOUT_MS,
+        }
+      : undefined;
+  return {
+    nodeEnv: e.NODE_ENV,
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl: e.PUBLIC_URL,
+    logLevel: e.LOG_LEVEL,
+    databaseUrl: e.DATABASE_URL,
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    wallet,
+    walletTimeoutMs: e.WALLET_TIMEOUT_MS,
+    sessionAllowedIps: e.SESSION_ALLOWED_IPS ?? [],
+    trustedProxies: e.TRUSTED_PROXIES ?? [],
+    opsApiKeys: e.OPS_API_KEYS ?? [],
+    tokenEncryptionKey: e.TOKEN_ENCRYPTION_KEY,
+  };
+}
+
+/** A config whose embedded defaults have all been resolved, as the API and the worker need it. */
+export interface ResolvedConfig extends AppConfig {
+  databaseUrl: string;
+  temporal: { address: string; namespace: string; taskQueue: string };
+  wallet: WalletServiceConfig;
+  tokenEncryptionKey: Buffer;
+}
+
+/** For processes that run against concrete services (the API and the worker). */
+export function requireResolved(config: AppConfig): ResolvedConfig {
+  const problems: string[] = [];
+  if (!config.databaseUrl) problems.push('DATABASE_URL: is required (`npm run dev` starts an embedded PostgreSQL)');
+  if (!config.temporal.address) problems.push('TEMPORAL_ADDRESS: is required (`npm run dev` starts the Temporal dev server)');
+  if (!config.wallet) problems.push(`${walletServiceVariables.join(', ')}: are required (\`npm run dev\` starts the sandbox)`);
+  if (!config.tokenEncryptionKey) problems.push('TOKEN_ENCRYPTION_KEY: is required (32 bytes, base64)');
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config as ResolvedConfig;
+}

