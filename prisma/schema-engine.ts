@@ -140,17 +140,13 @@ export async function openSchemaEngine(databaseUrl: string): Promise<EngineHandl
   const schema = await readFile(schemaPath, 'utf8');
   const debug = (): void => {};
   const { SchemaEngine: Engine } = engineBindings as unknown as { SchemaEngine: typeof SchemaEngine };
-  try {
-    const engine = await Engine.new({ datamodels: [[schemaPath, schema]] }, debug, factory);
-    return {
-      engine,
-      close: async () => {
-        engine.free();
-      },
-    };
-  } catch (error) {
-    throw factory.errorRegistry.lookupError(error as Error)?.error ?? error;
-  }
+  const engine = await Engine.new({ datamodels: [[schemaPath, schema]] }, debug, factory);
+  return {
+    engine,
+    close: async () => {
+      engine.free();
+    },
+  };
 }
 
 /** Reads prisma/migrations the way `prisma migrate deploy` does. */
