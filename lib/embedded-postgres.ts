@@ -51,7 +51,17 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const urlFor = (name: string) => `postgres://${USER}:${PASSWORD}@127.0.0.1:${options.port}/${name}`;
   const createDatabase = (name: string) => ensureDatabaseExists(urlFor('postgres'), name);
   const url = await createDatabase(database);
-  return { url, createDatabase, stop: () => server.stop() };
+  const child = (server as unknown as { process?: { exitCode: number | null; signalCode: string | null } }).process;
+  return {
+    url,
+    createDatabase,
+    // The package's stop() waits for an exit event; when PostgreSQL already exited (Ctrl-C reaches
+    // the whole process group) that event has passed, so skip it.
+    stop: async () => {
+      if (child && (child.exitCode !== null || child.signalCode !== null)) return;
+      await server.stop();
+    },
+  };
 }
 
 async function postgresIds(): Promise<[number, number]> {

@@ -1,0 +1,57 @@
+// The API process: loads configuration, connects PostgreSQL and Temporal, serves the app, and
+// on SIGTERM/SIGINT finishes in-flight requests before closing its connections.
+import type { Server } from 'node:http';
+import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
+import { createDatabase, pingDatabase } from '../lib/database.ts';
+import { createLogger } from '../lib/logger.ts';
+import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
+import { checkWalletServiceReachable } from '../wallet/reachability.ts';
+import { createApp } from './app.ts';
+
+let config;
+try {
+  config = requireResolved(loadConfig());
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`walletflow api: ${error.message}`);
+    process.exit(78);
+  }
+  throw error;
+}
+
+const logger = createLogger({ level: config.logLevel, name: 'api' });
+const database = createDatabase(config.databaseUrl);
+const temporal = connectTemporal(config.temporal.address, config.temporal.namespace);
+const wallet = config.wallet;
+const app = createApp({
+  logger,
+  readiness: {
+    postgres: () => pingDatabase(database),
+    temporal: () => pingTemporal(temporal, config.temporal.namespace),
+    walletService: () => checkWalletServiceReachable(wallet),
+  },
+});
+
+const server: Server = app.listen(config.port, config.host, () => {
+  logger.info({ url: `http://${config.host}:${config.port}` }, 'api listening');
+});
+server.on('error', (error) => {
+  logger.fatal({ err: error }, 'api cannot listen');
+  process.exit(1);
+});
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ signal }, 'api stopping: finishing in-flight requests');
+  server.close();
+  server.closeIdleConnections();
+  const force = setTimeout(() => server.closeAllConnections(), 10_000);
+  force.unref();
+  await new Promise((resolve) => server.once('close', resolve));
+  await Promise.allSettled([database.$disconnect(), temporal.close()]);
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));

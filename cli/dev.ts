@@ -1,0 +1,190 @@
+// `walletflow dev`: the whole stack on embedded defaults. Each dependency whose variable is absent
+// is started here (PostgreSQL, the Temporal dev server, the sandbox); migrations are applied, test
+// users seeded, the worker and the API started with fully resolved configuration, and the URLs
+// printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
+import { applyMigrations } from '../prisma/schema-engine.ts';
+import { loadConfig, type AppConfig } from '../lib/config.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
+import { isListening, waitForPort } from '../lib/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
+import { startTsChild, type ManagedChild } from './child-process.ts';
+import { loadDevState, saveDevState } from './dev-state.ts';
+import { seedTestUsers, type SeededUser } from './seed-users.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const stateDir = path.join(root, '.walletflow');
+
+const step = (message: string) => process.stdout.write(`• ${message}\n`);
+
+export async function runDev(): Promise<void> {
+  const config: AppConfig = loadConfig();
+  const devState = await loadDevState(stateDir);
+  const stops: Array<() => Promise<void>> = [];
+  let stopping: Promise<void> | undefined;
+  const stopAll = () => {
+    stopping ??= (async () => {
+      process.stdout.write('\nstopping walletflow dev...\n');
+      for (const stop of stops.reverse()) {
+        await stop().catch((error: Error) => process.stderr.write(`  stop failed: ${error.message}\n`));
+      }
+      process.stdout.write('stopped.\n');
+    })();
+    return stopping;
+  };
+  process.on('SIGINT', () => void stopAll().then(() => process.exit(0)));
+  process.on('SIGTERM', () => void stopAll().then(() => process.exit(0)));
+
+  try {
+    // PostgreSQL
+    let databaseUrl = config.databaseUrl;
+    if (databaseUrl) {
+      step('PostgreSQL: DATABASE_URL');
+    } else {
+      const port = Number(process.env.WALLETFLOW_POSTGRES_PORT ?? 54329);
+      step(`PostgreSQL: embedded, data in .walletflow/postgres, port ${port}`);
+      const postgres: RunningPostgres = await startEmbeddedPostgres({ dataDir: path.join(stateDir, 'postgres'), port });
+      stops.push(() => postgres.stop());
+      databaseUrl = postgres.url;
+    }
+    const applied = await applyMigrations(databaseUrl);
+    step(`migrations: ${applied.length === 0 ? 'up to date' : `applied ${applied.join(', ')}`}`);
+
+    // Temporal
+    let temporalAddress = config.temporal.address;
+    let temporalUi: string | undefined;
+    if (temporalAddress) {
+      step(`Temporal: TEMPORAL_ADDRESS ${temporalAddress}`);
+    } else {
+      const port = 7233;
+      const uiPort = 8233;
+      if (await isListening(port)) {
+        throw new Error(`port ${port} is taken: stop what runs there, or set TEMPORAL_ADDRESS=127.0.0.1:${port} to use it`);
+      }
+      step('Temporal: CLI dev server, history in .walletflow/temporal.db, Web UI on port 8233');
+      const temporal: RunningTemporal = await startTemporalDevServer({
+        binary: resolveTemporalCli(),
+        dbFile: path.join(stateDir, 'temporal.db'),
+        port,
+        uiPort,
+        namespace: config.temporal.namespace,
+      });
+      stops.push(() => temporal.stop());
+      temporalAddress = temporal.address;
+      temporalUi = temporal.uiUrl;
+    }
+
+    // Wallet service
+    const apiBase = `http://127.0.0.1:${config.port}`;
+    let walletEnv: NodeJS.ProcessEnv = {};
+    let sandbox: RunningSandbox | undefined;
+    let users: SeededUser[] = [];
+    if (config.wallet) {
+      step(`wallet service: ${config.wallet.connectUrl}, ${config.wallet.opUrl}, ${config.wallet.transferUrl}`);
+    } else {
+      const sandboxPort = Number(process.env.SANDBOX_PORT ?? 4010);
+      step(`wallet service: built-in sandbox on port ${sandboxPort}`);
+      sandbox = await startSandbox({
+        port: sandboxPort,
+        registration: {
+          ...(devState.sandboxRegistration ?? {}),
+          redirectUri: `${apiBase}/connect/callback`,
+          sessionUrl: `${apiBase}/embedded/session`,
+          landingUrl: `${apiBase}/app`,
+        },
+      });
+      const running = sandbox;
+      stops.push(() => running.close());
+      await saveDevState(stateDir, { ...devState, sandboxRegistration: { ...sandbox.partner } });
+      const partner = sandbox.partner;
+      walletEnv = {
+        CONNECT_URL: sandbox.connectUrl,
+        OP_URL: sandbox.opUrl,
+        TRANSFER_URL: sandbox.transferUrl,
+        CONNECT_CLIENT_ID: partner.clientId,
+        CONNECT_CLIENT_SECRET: partner.clientSecret,
+        CONNECT_REDIRECT_URI: partner.redirectUri,
+        TRANSFER_API_KEY: partner.transferApiKey,
+        PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
+        PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
+        MERCHANT_P2M_ID: partner.p2mId,
+        SESSION_ALLOWED_IPS: process.env.SESSION_ALLOWED_IPS ?? partner.senderIp,
+      };
+      users = await seedTestUsers(sandbox.url);
+    }
+
+    // Worker and API, with every default resolved.
+    const childEnv: NodeJS.ProcessEnv = {
+      ...process.env,
+      ...walletEnv,
+      DATABASE_URL: databaseUrl,
+      TEMPORAL_ADDRESS: temporalAddress,
+      OPS_API_KEYS: process.env.OPS_API_KEYS ?? devState.opsApiKey,
+      TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
+    };
+    const worker: ManagedChild = startTsChild('worker', 'worker/main.ts', childEnv, root);
+    stops.push(() => worker.stop());
+    const api: ManagedChild = startTsChild('api', 'api/main.ts', childEnv, root);
+    stops.push(() => api.stop());
+    let childFailure: string | undefined;
+    for (const child of [worker, api]) {
+      void child.exited.then((code) => {
+        if (stopping) return;
+        childFailure = `${child.name} exited with code ${code}`;
+        process.stderr.write(`walletflow dev: the ${childFailure}; stopping\n`);
+        void stopAll().then(() => process.exit(1));
+      });
+    }
+    await waitForPort(config.port, { timeoutMs: 60_000, failed: () => childFailure });
+
+    printSummary({ apiBase, temporalUi, sandbox, users, opsApiKey: childEnv.OPS_API_KEYS ?? '' });
+  } catch (error) {
+    process.stderr.write(`walletflow dev: ${(error as Error).message}\n`);
+    await stopAll();
+    process.exit(1);
+  }
+}
+
+function printSummary(summary: {
+  apiBase: string;
+  temporalUi: string | undefined;
+  sandbox: RunningSandbox | undefined;
+  users: SeededUser[];
+  opsApiKey: string;
+}): void {
+  const lines = [
+    '',
+    'walletflow is running. Ctrl-C stops everything.',
+    '',
+    `  API              ${summary.apiBase}   (health: ${summary.apiBase}/healthz, readiness: ${summary.apiBase}/readyz)`,
+    `  ops API key      ${summary.opsApiKey}   (Authorization: Bearer …)`,
+  ];
+  if (summary.temporalUi) lines.push(`  Temporal UI      ${summary.temporalUi}`);
+  if (summary.sandbox) {
+    const { partner, connectUrl, url } = summary.sandbox;
+    const firstMobile = summary.users[0]?.mobile ?? '';
+    const login = new URL(`${connectUrl}/authorize`);
+    login.search = new URLSearchParams({
+      response_type: 'code',
+      client_id: partner.clientId,
+      redirect_uri: partner.redirectUri,
+      prompt: 'login',
+      user_id: firstMobile,
+      state: 'dev-demo',
+    }).toString();
+    lines.push(
+      `  sandbox          ${url}/_sandbox/   (admin API under ${url}/_sandbox/)`,
+      `  sandbox login    ${login.toString()}`,
+      `  wallet launcher  ${url}/_sandbox/launcher`,
+      '',
+      '  test users (one-time password on the sandbox login page: 123456)',
+      ...summary.users.map(
+        (user) =>
+          `    ${user.mobile.padEnd(13)} password ${user.password.padEnd(12)} ${user.kycLevel}  balance ${user.balance.padStart(9)} PHP  ${user.name}  (userId ${user.userId})`,
+      ),
+    );
+  }
+  process.stdout.write(`${lines.join('\n')}\n\n`);
+}

@@ -1,0 +1,39 @@
+// The worker process: polls walletflow's task queue and runs its workflows and activities.
+// Development bundles workflows from source; SIGINT/SIGTERM drain in-flight tasks before exit.
+import { createRequire } from 'node:module';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../activities/index.ts';
+import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
+import { createDatabase } from '../lib/database.ts';
+import { createLogger } from '../lib/logger.ts';
+
+let config;
+try {
+  config = requireResolved(loadConfig());
+} catch (error) {
+  if (error instanceof ConfigError) {
+    console.error(`walletflow worker: ${error.message}`);
+    process.exit(78);
+  }
+  throw error;
+}
+
+const logger = createLogger({ level: config.logLevel, name: 'worker' });
+const database = createDatabase(config.databaseUrl);
+const connection = await NativeConnection.connect({ address: config.temporal.address });
+const require = createRequire(import.meta.url);
+const worker = await Worker.create({
+  connection,
+  namespace: config.temporal.namespace,
+  taskQueue: config.temporal.taskQueue,
+  workflowsPath: require.resolve('../workflows/index.ts'),
+  activities: createActivities({ database, logger }),
+});
+logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
+try {
+  await worker.run();
+} finally {
+  await connection.close();
+  await database.$disconnect();
+  logger.info('worker stopped');
+}
