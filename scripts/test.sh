@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The second command of the README, and what CI runs: a clean install, the Temporal CLI and
+# Chromium, typecheck, lint, then every test (vitest) against real PostgreSQL and Temporal.
+# Migrations are applied by the test setup to a fresh database. Ends with "N passed, N failed".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh --ci --browser
+echo "• typecheck"; npx tsc -p tsconfig.json
+echo "• lint"; npx eslint .
+echo "• tests"
+mkdir -p .walletflow
+status=0
+npx vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
+node -e '
+  const fs = require("fs");
+  const file = ".walletflow/test-results.json";
+  if (!fs.existsSync(file)) { console.log("0 passed, 1 failed"); process.exit(0); }
+  const r = JSON.parse(fs.readFileSync(file, "utf8"));
+  const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+  console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
+'
+exit $status
