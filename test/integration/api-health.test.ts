@@ -1,0 +1,99 @@
+// /healthz and /readyz against real PostgreSQL, Temporal and the sandbox; and 503 naming the
+// dependency that is down.
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createApp } from '../../api/app.ts';
+import { createDatabase, pingDatabase, type Database } from '../../lib/database.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { findFreePort } from '../../lib/ports.ts';
+import { connectTemporal, pingTemporal, type TemporalHandle } from '../../lib/temporal.ts';
+import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import { checkWalletServiceReachable } from '../../wallet/reachability.ts';
+
+let database: Database;
+let temporal: TemporalHandle;
+let deadTemporal: TemporalHandle;
+let sandbox: RunningSandbox;
+const servers: Server[] = [];
+const namespace = inject('temporalNamespace');
+
+async function serve(deps: Parameters<typeof createApp>[0]): Promise<string> {
+  const server = createApp(deps).listen(0, '127.0.0.1');
+  servers.push(server);
+  await new Promise((resolve) => server.once('listening', resolve));
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  database = createDatabase(inject('databaseUrl'));
+  temporal = connectTemporal(inject('temporalAddress'), namespace);
+  deadTemporal = connectTemporal(`127.0.0.1:${await findFreePort()}`, namespace);
+  sandbox = await startSandbox({ port: 0 });
+});
+
+afterAll(async () => {
+  for (const server of servers) server.close();
+  await Promise.allSettled([database.$disconnect(), temporal.close(), deadTemporal.close(), sandbox.close()]);
+});
+
+describe('health endpoints', () => {
+  it('answer ready when PostgreSQL, Temporal and the wallet service are up', async () => {
+    const base = await serve({
+      logger: createLogger({ level: 'silent' }),
+      readiness: {
+        postgres: () => pingDatabase(database),
+        temporal: () => pingTemporal(temporal, namespace),
+        walletService: () => checkWalletServiceReachable(sandbox),
+      },
+    });
+    const health = await fetch(`${base}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${base}/readyz`);
+    const body = (await ready.json()) as { status: string; checks: Record<string, { status: string }> };
+    expect(ready.status, JSON.stringify(body)).toBe(200);
+    expect(body.status).toBe('ready');
+    expect(Object.fromEntries(Object.entries(body.checks).map(([name, check]) => [name, check.status]))).toEqual({
+      postgres: 'up',
+      temporal: 'up',
+      walletService: 'up',
+    });
+  });
+
+  it('answer 503 naming each dependency that is down', async () => {
+    const closedPort = await findFreePort();
+    const base = await serve({
+      logger: createLogger({ level: 'silent' }),
+      readiness: {
+        postgres: () => pingDatabase(database),
+        temporal: () => pingTemporal(deadTemporal, namespace, 1000),
+        walletService: () =>
+          checkWalletServiceReachable({
+            connectUrl: `http://127.0.0.1:${closedPort}/connect`,
+            opUrl: `http://127.0.0.1:${closedPort}/op`,
+            transferUrl: `http://127.0.0.1:${closedPort}/v1`,
+          }),
+      },
+    });
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(503);
+    const body = (await ready.json()) as { status: string; checks: Record<string, { status: string; error?: string }> };
+    expect(body.status).toBe('not-ready');
+    expect(body.checks.postgres?.status).toBe('up');
+    expect(body.checks.temporal?.status).toBe('down');
+    expect(body.checks.walletService?.status).toBe('down');
+    expect(body.checks.walletService?.error).toMatch(/connect unreachable/);
+  });
+
+  it('answers unknown routes with problem details', async () => {
+    const base = await serve({
+      logger: createLogger({ level: 'silent' }),
+      readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+    });
+    const response = await fetch(`${base}/nope`);
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
+    expect(await response.json()).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+});
