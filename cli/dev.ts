@@ -15,7 +15,7 @@ import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedTestUsers, type SeededUser } from './seed-users.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const stateDir = path.join(root, '.walletflow');
+const stateDir = path.resolve(process.env.WALLETFLOW_STATE_DIR ?? path.join(root, '.walletflow'));
 
 const step = (message: string) => process.stdout.write(`• ${message}\n`);
 
@@ -44,7 +44,7 @@ export async function runDev(): Promise<void> {
       step('PostgreSQL: DATABASE_URL');
     } else {
       const port = Number(process.env.WALLETFLOW_POSTGRES_PORT ?? 54329);
-      step(`PostgreSQL: embedded, data in .walletflow/postgres, port ${port}`);
+      step(`PostgreSQL: embedded, data in ${path.relative(root, path.join(stateDir, 'postgres'))}, port ${port}`);
       const postgres: RunningPostgres = await startEmbeddedPostgres({ dataDir: path.join(stateDir, 'postgres'), port });
       stops.push(() => postgres.stop());
       databaseUrl = postgres.url;
@@ -58,12 +58,12 @@ export async function runDev(): Promise<void> {
     if (temporalAddress) {
       step(`Temporal: TEMPORAL_ADDRESS ${temporalAddress}`);
     } else {
-      const port = 7233;
-      const uiPort = 8233;
+      const port = Number(process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233);
+      const uiPort = Number(process.env.WALLETFLOW_TEMPORAL_UI_PORT ?? 8233);
       if (await isListening(port)) {
         throw new Error(`port ${port} is taken: stop what runs there, or set TEMPORAL_ADDRESS=127.0.0.1:${port} to use it`);
       }
-      step('Temporal: CLI dev server, history in .walletflow/temporal.db, Web UI on port 8233');
+      step(`Temporal: CLI dev server on port ${port}, history in ${path.relative(root, path.join(stateDir, 'temporal.db'))}, Web UI on port ${uiPort}`);
       const temporal: RunningTemporal = await startTemporalDevServer({
         binary: resolveTemporalCli(),
         dbFile: path.join(stateDir, 'temporal.db'),

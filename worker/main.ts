@@ -37,3 +37,4 @@ try {
   await database.$disconnect();
   logger.info('worker stopped');
 }
+process.exit(0);

@@ -1,0 +1,33 @@
+// Persists the wallet client's audit hook into the append-only `wallet_call` table: one row per
+// call with its Request-Reference-No, operation, status, outcome, error code and duration.
+import type { Database } from '../lib/database.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { AuditErrorHook, CallRecordHook, WalletCallRecord } from '../wallet/call-record.ts';
+
+export function createWalletCallLog(database: Database, logger: Logger): { onCall: CallRecordHook; onAuditError: AuditErrorHook } {
+  return {
+    onCall: async (record: WalletCallRecord) => {
+      await database.walletCall.create({
+        data: {
+          requestReferenceNo: record.requestReferenceNo,
+          service: record.service,
+          operation: record.operation,
+          method: record.method,
+          path: record.path.slice(0, 512),
+          httpStatus: record.httpStatus,
+          outcome: record.outcome,
+          errorCode: record.errorCode?.slice(0, 64) ?? null,
+          durationMs: Math.round(record.durationMs),
+          startedAt: record.startedAt,
+        },
+      });
+    },
+    // A lost audit row must not fail a money movement; it is logged (ids only) instead.
+    onAuditError: (error, record) => {
+      logger.error(
+        { err: error, requestReferenceNo: record.requestReferenceNo, operation: record.operation },
+        'could not record a wallet call',
+      );
+    },
+  };
+}

@@ -1,0 +1,96 @@
+// The README's main job as a user runs it: `walletflow dev` on embedded defaults brings up
+// PostgreSQL, Temporal (with its Web UI), the sandbox, the worker and the API; /readyz reports all
+// three dependencies up; Ctrl-C (SIGINT to the process group) stops everything; a second start
+// reuses the data.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findFreePort, isListening } from '../../lib/ports.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const stateDir = mkdtempSync(path.join(tmpdir(), 'walletflow-dev-'));
+
+interface DevRun {
+  child: ChildProcess;
+  output: () => string;
+  ports: Record<string, number>;
+}
+
+async function startDev(): Promise<DevRun> {
+  const ports = {
+    api: await findFreePort(),
+    sandbox: await findFreePort(),
+    postgres: await findFreePort(),
+    temporal: await findFreePort(),
+    temporalUi: await findFreePort(),
+  };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(ports.api),
+    SANDBOX_PORT: String(ports.sandbox),
+    WALLETFLOW_POSTGRES_PORT: String(ports.postgres),
+    WALLETFLOW_TEMPORAL_PORT: String(ports.temporal),
+    WALLETFLOW_TEMPORAL_UI_PORT: String(ports.temporalUi),
+    WALLETFLOW_STATE_DIR: stateDir,
+  };
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY']) {
+    delete env[name];
+  }
+  // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'dev'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const deadline = Date.now() + 150_000;
+  while (!output.includes('walletflow is running')) {
+    if (child.exitCode !== null) throw new Error(`walletflow dev exited early:\n${output}`);
+    if (Date.now() > deadline) throw new Error(`walletflow dev did not come up:\n${output}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return { child, output: () => output, ports };
+}
+
+async function interrupt(run: DevRun): Promise<number | null> {
+  const exited = new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code)));
+  process.kill(-run.child.pid!, 'SIGINT');
+  return exited;
+}
+
+afterAll(() => {
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+describe('walletflow dev', () => {
+  it('brings the stack up, reports it ready, and stops it all on Ctrl-C; a second start reuses the data', async () => {
+    const first = await startDev();
+    const base = `http://127.0.0.1:${first.ports.api}`;
+    expect(first.output()).toContain(base);
+    expect(first.output()).toContain(`http://127.0.0.1:${first.ports.temporalUi}`);
+    expect(first.output()).toMatch(/migrations: applied/);
+    expect(first.output()).toMatch(/09171234567 +password/);
+
+    const ready = await fetch(`${base}/readyz`);
+    const body = (await ready.json()) as { status: string };
+    expect(ready.status, JSON.stringify(body)).toBe(200);
+    expect(body.status).toBe('ready');
+    const ui = await fetch(`http://127.0.0.1:${first.ports.temporalUi}/`);
+    expect(ui.status).toBe(200);
+    const partner = await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/partner`);
+    const registration = (await partner.json()) as { clientId: string; redirectUri: string };
+    expect(registration.redirectUri).toBe(`${base}/connect/callback`);
+
+    expect(await interrupt(first)).toBe(0);
+    expect(first.output()).toContain('stopped.');
+    for (const [name, port] of Object.entries(first.ports)) {
+      expect(await isListening(port), `${name} still listening on ${port}`).toBe(false);
+    }
+
+    const second = await startDev();
+    expect(second.output()).toMatch(/migrations: up to date/);
+    const again = await fetch(`http://127.0.0.1:${second.ports.sandbox}/_sandbox/partner`);
+    expect(((await again.json()) as { clientId: string }).clientId).toBe(registration.clientId);
+    expect(await interrupt(second)).toBe(0);
+  }, 400_000);
+});
