@@ -1,0 +1,72 @@
+// Authentication of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS, compared in
+// constant time; failed attempts are limited per client address (429 with Retry-After).
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { RequestHandler } from 'express';
+import { sendProblem } from './problem.ts';
+
+export interface OpsAuthOptions {
+  keys: string[];
+  /** Failed attempts allowed per address within `windowMs` before answering 429. */
+  maxFailures?: number;
+  windowMs?: number;
+  now?: () => number;
+}
+
+const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
+
+export function opsAuth(options: OpsAuthOptions): RequestHandler {
+  // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
+  const keyDigests = options.keys.map(digest);
+  const maxFailures = options.maxFailures ?? 10;
+  const windowMs = options.windowMs ?? 60_000;
+  const now = options.now ?? Date.now;
+  const failures = new Map<string, { count: number; since: number }>();
+
+  const blockedFor = (address: string): number => {
+    const entry = failures.get(address);
+    if (!entry) return 0;
+    const elapsed = now() - entry.since;
+    if (elapsed >= windowMs) {
+      failures.delete(address);
+      return 0;
+    }
+    return entry.count >= maxFailures ? windowMs - elapsed : 0;
+  };
+  const recordFailure = (address: string) => {
+    const entry = failures.get(address);
+    if (!entry || now() - entry.since >= windowMs) failures.set(address, { count: 1, since: now() });
+    else entry.count += 1;
+    if (failures.size > 10_000) {
+      for (const [key, value] of failures) if (now() - value.since >= windowMs) failures.delete(key);
+    }
+  };
+
+  return (req, res, next) => {
+    const address = req.ip ?? 'unknown';
+    const waitMs = blockedFor(address);
+    if (waitMs > 0) {
+      res.setHeader('Retry-After', String(Math.ceil(waitMs / 1000)));
+      sendProblem(res, { status: 429, code: 'TOO_MANY_FAILED_ATTEMPTS', title: 'Too Many Requests', detail: 'too many requests with a wrong ops API key; wait and retry' });
+      return;
+    }
+    const header = req.get('authorization') ?? '';
+    const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
+    let accepted = false;
+    if (match?.[1]) {
+      const presented = digest(match[1]);
+      for (const key of keyDigests) accepted = timingSafeEqual(presented, key) || accepted;
+    }
+    if (!accepted) {
+      recordFailure(address);
+      res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-ops"');
+      sendProblem(res, {
+        status: 401,
+        code: 'UNAUTHORIZED',
+        title: 'Unauthorized',
+        detail: header ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
+      });
+      return;
+    }
+    next();
+  };
+}

@@ -1,0 +1,57 @@
+// Tokens at rest: AES-256-GCM under TOKEN_ENCRYPTION_KEY. Each value gets a fresh 96-bit nonce and
+// is bound (as associated data) to its row and column, so a ciphertext copied to another link or
+// field fails to decrypt instead of handing out the wrong user's token.
+import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+
+const FORMAT_VERSION = 1;
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+
+export class TokenCipherError extends Error {
+  readonly code = 'TOKEN_DECRYPTION_FAILED';
+}
+
+export interface TokenCipher {
+  /** Key id: the first 8 hex digits of SHA-256(key), stored with every value for rotation. */
+  readonly keyId: string;
+  encrypt(plaintext: string, context: string): Uint8Array<ArrayBuffer>;
+  decrypt(sealed: Uint8Array, context: string): string;
+}
+
+export function createTokenCipher(key: Buffer): TokenCipher {
+  if (key.length !== 32) throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32 bytes');
+  const keyIdBytes = createHash('sha256').update(key).digest().subarray(0, 4);
+  const keyId = keyIdBytes.toString('hex');
+  return {
+    keyId,
+    encrypt(plaintext, context) {
+      const nonce = randomBytes(NONCE_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      cipher.setAAD(Buffer.from(context, 'utf8'));
+      const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
+      const sealed = Buffer.concat([Buffer.from([FORMAT_VERSION]), keyIdBytes, nonce, cipher.getAuthTag(), body]);
+      return new Uint8Array(sealed.buffer.slice(sealed.byteOffset, sealed.byteOffset + sealed.byteLength));
+    },
+    decrypt(sealed, context) {
+      const data = Buffer.from(sealed);
+      const header = 1 + keyIdBytes.length;
+      if (data.length < header + NONCE_BYTES + TAG_BYTES || data[0] !== FORMAT_VERSION) {
+        throw new TokenCipherError('stored token has an unknown format');
+      }
+      if (!data.subarray(1, header).equals(keyIdBytes)) {
+        throw new TokenCipherError('stored token was encrypted under another key');
+      }
+      const nonce = data.subarray(header, header + NONCE_BYTES);
+      const tag = data.subarray(header + NONCE_BYTES, header + NONCE_BYTES + TAG_BYTES);
+      const body = data.subarray(header + NONCE_BYTES + TAG_BYTES);
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+        decipher.setAAD(Buffer.from(context, 'utf8'));
+        decipher.setAuthTag(tag);
+        return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
+      } catch {
+        throw new TokenCipherError('stored token failed authentication');
+      }
+    },
+  };
+}
