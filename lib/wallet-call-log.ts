@@ -1,12 +1,28 @@
 // Persists the wallet client's audit hook into the append-only `wallet_call` table: one row per
 // call with its Request-Reference-No, operation, status, outcome, error code and duration.
-import type { Database } from '../lib/database.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { AuditErrorHook, CallRecordHook, WalletCallRecord } from '../wallet/call-record.ts';
+import type { Database } from './database.ts';
+import type { Logger } from './logger.ts';
 
-export function createWalletCallLog(database: Database, logger: Logger): { onCall: CallRecordHook; onAuditError: AuditErrorHook } {
+/** The wallet client's audit record (wallet/call-record.ts), as this table stores it. */
+export interface WalletCallRow {
+  requestReferenceNo: string;
+  service: string;
+  operation: string;
+  method: string;
+  path: string;
+  httpStatus: number | null;
+  outcome: string;
+  errorCode: string | null;
+  durationMs: number;
+  startedAt: Date;
+}
+
+export function createWalletCallLog(
+  database: Database,
+  logger: Logger,
+): { onCall: (record: WalletCallRow) => Promise<void>; onAuditError: (error: unknown, record: WalletCallRow) => void } {
   return {
-    onCall: async (record: WalletCallRecord) => {
+    onCall: async (record) => {
       await database.walletCall.create({
         data: {
           requestReferenceNo: record.requestReferenceNo,
