@@ -1,6 +1,7 @@
 // Test infrastructure for the whole suite: a real PostgreSQL (DATABASE_URL's server, else the
 // embedded one) with a fresh database migrated for this run, and a real Temporal (TEMPORAL_ADDRESS,
 // else the CLI dev server, in memory). Tests read the addresses with `inject(...)`.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../prisma/schema-engine.ts';
@@ -20,6 +21,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject) {
   const root = path.resolve(import.meta.dirname, '..');
   let embedded: RunningPostgres | undefined;
+  let embeddedDir: string | undefined;
   let temporal: RunningTemporal | undefined;
   const databaseName = `walletflow_test_${process.pid}_${Date.now().toString(36)}`;
 
@@ -30,11 +32,15 @@ export default async function setup(project: TestProject) {
     await temporal?.stop();
     if (serverUrl) await dropDatabase(serverUrl, databaseName).catch(() => undefined);
     await embedded?.stop();
+    if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
   };
   let databaseUrl: string;
+  await mkdir(path.join(root, '.walletflow'), { recursive: true });
   try {
     if (!serverUrl) {
-      embedded = await startEmbeddedPostgres({ dataDir: path.join(root, '.walletflow/test-postgres'), port: await findFreePort() });
+      // A data directory per run, so overlapping runs never share a server.
+      embeddedDir = await mkdtemp(path.join(root, '.walletflow/test-postgres-'));
+      embedded = await startEmbeddedPostgres({ dataDir: path.join(embeddedDir, 'data'), port: await findFreePort() });
       serverUrl = embedded.url;
     }
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);

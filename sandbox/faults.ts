@@ -1,0 +1,228 @@
+// Fault injection, reproducible under a seed: one wrapper around each faultable endpoint decides
+// per request whether a configured rule fires, and whether its fault lands before the handler's
+// effect (nothing changes) or after it (the state changed and the caller cannot know).
+import { STATUS_CODES } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { RequestHandler, Response } from 'express';
+import { z } from 'zod';
+import { runHandler, sendAnswer, type EndpointHandler } from './answers.ts';
+
+export const faultEndpoints = [
+  'connect.token',
+  'op.tokens',
+  'op.profile',
+  'op.payments.create',
+  'op.payments.execute',
+  'transfers.create',
+  'transfers.execute',
+  'transfers.retrieve',
+] as const;
+export type FaultEndpoint = (typeof faultEndpoints)[number];
+
+export const faultModes = [
+  'latency',
+  'error-before-effect',
+  'error-after-effect',
+  'reset-after-effect',
+  'hang-after-effect',
+  'temporary-failure',
+  'rate-limited',
+  'garbage-body',
+] as const;
+export type FaultMode = (typeof faultModes)[number];
+
+const faultRuleInputSchema = z
+  .object({
+    endpoint: z.enum(faultEndpoints),
+    mode: z.enum(faultModes),
+    rate: z.number().min(0).max(1),
+    status: z.number().int().min(100).max(599).optional(),
+    delayMs: z.number().int().min(0).max(120_000).optional(),
+  })
+  .strict();
+
+export const faultConfigurationSchema = z
+  .object({
+    seed: z.number().int().optional(),
+    rules: z.array(faultRuleInputSchema).max(100),
+  })
+  .strict();
+export type FaultConfigurationInput = z.infer<typeof faultConfigurationSchema>;
+
+/** A rule with its defaults filled in, as `PUT /_sandbox/faults` answers it. */
+export interface FaultRule {
+  endpoint: FaultEndpoint;
+  mode: FaultMode;
+  rate: number;
+  status?: number;
+  delayMs: number;
+}
+
+export interface FaultConfiguration {
+  seed: number;
+  rules: FaultRule[];
+  /** The seeded generator: one draw per matching rule per request. */
+  random: () => number;
+}
+
+const defaultStatus: Partial<Record<FaultMode, number>> = {
+  'error-before-effect': 503,
+  'error-after-effect': 502,
+  'temporary-failure': 400,
+  'rate-limited': 429,
+};
+
+/** mulberry32: tiny, fast and good enough to make fault sequences reproducible. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A fresh configuration; its generator restarts from the seed, so a run can be replayed. */
+export function configureFaults(input: FaultConfigurationInput, defaultSeed: number): FaultConfiguration {
+  const seed = input.seed ?? defaultSeed;
+  const rules = input.rules.map((rule): FaultRule => {
+    const status = rule.status ?? defaultStatus[rule.mode];
+    return {
+      endpoint: rule.endpoint,
+      mode: rule.mode,
+      rate: rule.rate,
+      ...(status === undefined ? {} : { status }),
+      delayMs: rule.delayMs ?? (rule.mode === 'latency' ? 1000 : 0),
+    };
+  });
+  return { seed, rules, random: mulberry32(seed) };
+}
+
+export function describeFaults(configuration: FaultConfiguration): { seed: number; rules: FaultRule[] } {
+  return { seed: configuration.seed, rules: configuration.rules };
+}
+
+interface FaultDecision {
+  delayMs: number;
+  /** The first non-latency rule that fired, if any. */
+  fault: FaultRule | null;
+}
+
+function decide(configuration: FaultConfiguration, endpoint: FaultEndpoint): FaultDecision {
+  let delayMs = 0;
+  let fault: FaultRule | null = null;
+  // Every matching rule draws, fired or not, so one rule's outcome never shifts another's draws.
+  for (const rule of configuration.rules) {
+    if (rule.endpoint !== endpoint) continue;
+    const fires = configuration.random() < rule.rate;
+    if (!fires) continue;
+    if (rule.mode === 'latency') delayMs += rule.delayMs;
+    else if (fault === null) {
+      fault = rule;
+      delayMs += rule.delayMs;
+    }
+  }
+  return { delayMs, fault };
+}
+
+/** Error bodies differ per service: OAuth style at connect, `{ code, message }` elsewhere. */
+export type ErrorStyle = 'oauth' | 'service';
+
+export interface FaultContext {
+  faults(): FaultConfiguration;
+  /** Aborted when the sandbox closes, so no delay outlives it. */
+  shutdown: AbortSignal;
+}
+
+function gatewayPage(status: number): string {
+  const reason = STATUS_CODES[status] ?? 'Error';
+  return `<html><head><title>${status} ${reason}</title></head><body><center><h1>${status} ${reason}</h1></center><hr><center>sandbox-gateway</center></body></html>\n`;
+}
+
+function sendGatewayError(res: Response, status: number): void {
+  res.status(status).type('text/html').send(gatewayPage(status));
+}
+
+function temporaryFailureBody(style: ErrorStyle): unknown {
+  return style === 'oauth'
+    ? { error: 'temporarily_unavailable', error_description: 'temporary failure (7011), try again' }
+    : { code: '7011', message: 'Temporary failure, try again' };
+}
+
+function rateLimitedBody(style: ErrorStyle): unknown {
+  return style === 'oauth'
+    ? { error: 'temporarily_unavailable', error_description: 'too many requests, retry after 1 second' }
+    : { code: 'RATE_LIMITED', message: 'Too many requests, retry after 1 second' };
+}
+
+/** Resolves when the caller has gone (socket closed) or the sandbox shuts down. */
+function callerGone(res: Response, shutdown: AbortSignal): AbortSignal {
+  // Not AbortSignal.any: on Node 20 it keeps every per-request signal tied to the long-lived
+  // shutdown signal; here the listener is removed as soon as the request is over.
+  const controller = new AbortController();
+  const abort = () => controller.abort();
+  if (shutdown.aborted) abort();
+  else shutdown.addEventListener('abort', abort, { once: true });
+  res.once('close', () => {
+    shutdown.removeEventListener('abort', abort);
+    abort();
+  });
+  return controller.signal;
+}
+
+async function waitUntilAborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return;
+  await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+}
+
+/** Wraps an endpoint handler with the configured faults of `endpoint`. */
+export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: FaultContext, handler: EndpointHandler): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      const { delayMs, fault } = decide(context.faults(), endpoint);
+      const gone = callerGone(res, context.shutdown);
+      if (delayMs > 0) {
+        try {
+          await sleep(delayMs, undefined, { signal: gone });
+        } catch {
+          return; // the caller gave up or the sandbox closed during the delay: nothing to do
+        }
+      }
+      switch (fault?.mode) {
+        case 'error-before-effect':
+          return sendGatewayError(res, fault.status ?? 503);
+        case 'temporary-failure':
+          return void res.status(fault.status ?? 400).json(temporaryFailureBody(style));
+        case 'rate-limited':
+          return void res.status(fault.status ?? 429).set('Retry-After', '1').json(rateLimitedBody(style));
+        default:
+          break;
+      }
+      const answer = await runHandler(handler, req);
+      switch (fault?.mode) {
+        case 'error-after-effect':
+          return sendGatewayError(res, fault.status ?? 502);
+        case 'reset-after-effect': {
+          // A TCP reset, so the caller sees ECONNRESET rather than a clean end of stream.
+          const socket = req.socket;
+          if (typeof socket.resetAndDestroy === 'function') socket.resetAndDestroy();
+          else socket.destroy();
+          return;
+        }
+        case 'hang-after-effect':
+          // No answer and no timer: the wait ends when the caller's socket closes or on close().
+          await waitUntilAborted(gone);
+          if (!res.headersSent && !res.destroyed) req.socket.destroy();
+          return;
+        case 'garbage-body':
+          return void res.status(200).type('text/html').send('<html>upstream error');
+        default:
+          return sendAnswer(res, answer);
+      }
+    } catch (error) {
+      next(error);
+    }
+  };
+}
