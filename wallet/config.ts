@@ -1,0 +1,56 @@
+// What the wallet client needs to reach the three services and read profiles: one zod schema,
+// so lib/ can build it from the environment and tests from the sandbox's partner registration.
+import { z } from 'zod';
+import type { WalletCallRecord } from './call-record.ts';
+
+const baseUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
+
+/** The private RSA key that decrypts profile data (JWK, as issued at onboarding). */
+export const profileDecryptionJwkSchema = z.looseObject({
+  kty: z.literal('RSA'),
+  n: z.string().min(1),
+  e: z.string().min(1),
+  d: z.string().min(1),
+  p: z.string().optional(),
+  q: z.string().optional(),
+  dp: z.string().optional(),
+  dq: z.string().optional(),
+  qi: z.string().optional(),
+});
+
+/** The symmetric key that verifies the profile's inner HS256 JWS. */
+export const profileVerificationJwkSchema = z.looseObject({
+  kty: z.literal('oct'),
+  k: z.string().min(1),
+});
+
+const callback = <T extends (...args: never[]) => unknown>(what: string) =>
+  z.custom<T>((value) => typeof value === 'function', { error: `${what} must be a function` });
+
+export const walletClientConfigSchema = z.object({
+  connectUrl: baseUrl,
+  opUrl: baseUrl,
+  transferUrl: baseUrl,
+  clientId: z.string().min(1),
+  clientSecret: z.string().min(1),
+  redirectUri: z.url(),
+  transferApiKey: z.string().min(1),
+  p2mId: z.string().min(1),
+  profileDecryptionJwk: profileDecryptionJwkSchema,
+  profileVerificationJwk: profileVerificationJwkSchema,
+  /** Applies to every call, from sending the request to the end of the response body. */
+  timeoutMs: z.number().int().positive().default(10_000),
+  /** Milliseconds since the epoch; token expiry is computed from it. */
+  now: callback<() => number>('now').optional(),
+  /** Called after every HTTP call with a record that holds no secret; awaited, errors ignored. */
+  onCall: callback<(record: WalletCallRecord) => void | Promise<void>>('onCall').optional(),
+  /** Receives what onCall threw, so an audit failure is visible without failing the call. */
+  onAuditError: callback<(error: unknown, record: WalletCallRecord) => void>('onAuditError').optional(),
+});
+
+/** As given by the caller (timeoutMs optional). */
+export type WalletClientConfig = z.input<typeof walletClientConfigSchema>;
+/** After defaults. */
+export type ResolvedWalletClientConfig = z.output<typeof walletClientConfigSchema>;
+export type ProfileDecryptionJwk = z.infer<typeof profileDecryptionJwkSchema>;
+export type ProfileVerificationJwk = z.infer<typeof profileVerificationJwkSchema>;

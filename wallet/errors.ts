@@ -1,0 +1,64 @@
+// The wallet client's single error type: the HTTP status, the service's code, the request
+// reference and whether the caller must reconcile, may retry or must stop (stripe-node style).
+import type { WalletOperation } from './operations.ts';
+import type { WalletOutcome } from './outcome.ts';
+
+/** Codes the client itself assigns when the service gave none (or the failure was local). */
+export const transportCodes = {
+  timeout: 'TIMEOUT',
+  connectionReset: 'CONNECTION_RESET',
+  connectionRefused: 'CONNECTION_REFUSED',
+  connectionFailed: 'CONNECTION_FAILED',
+  unparsableResponse: 'UNPARSABLE_RESPONSE',
+  server: 'HTTP_5XX',
+  client: 'HTTP_4XX',
+  unexpectedStatus: 'HTTP_UNEXPECTED_STATUS',
+  invalidArgument: 'INVALID_ARGUMENT',
+} as const;
+
+export interface WalletErrorDetails {
+  operation: WalletOperation;
+  httpStatus: number | null;
+  code: string;
+  outcome: WalletOutcome;
+  requestReferenceNo: string;
+  retryAfterMs?: number;
+  /** The service's own message, with every secret of the call removed. */
+  serviceMessage?: string;
+  cause?: unknown;
+}
+
+/**
+ * The message is built from the operation, code, status and outcome only, so it never carries a
+ * token, a cash-in code or a key; the service's text stays in `serviceMessage`, redacted.
+ */
+export class WalletError extends Error {
+  override readonly name = 'WalletError';
+  readonly operation: WalletOperation;
+  readonly httpStatus: number | null;
+  readonly code: string;
+  readonly outcome: WalletOutcome;
+  readonly requestReferenceNo: string;
+  readonly retryAfterMs: number | undefined;
+  readonly serviceMessage: string | undefined;
+
+  constructor(details: WalletErrorDetails, explanation?: string) {
+    const status = details.httpStatus === null ? 'no HTTP status' : `HTTP ${details.httpStatus}`;
+    super(
+      `${details.operation} failed: ${details.code} (${status}, outcome ${details.outcome}, ` +
+        `Request-Reference-No ${details.requestReferenceNo})${explanation ? `: ${explanation}` : ''}`,
+      details.cause === undefined ? undefined : { cause: details.cause },
+    );
+    this.operation = details.operation;
+    this.httpStatus = details.httpStatus;
+    this.code = details.code;
+    this.outcome = details.outcome;
+    this.requestReferenceNo = details.requestReferenceNo;
+    this.retryAfterMs = details.retryAfterMs;
+    this.serviceMessage = details.serviceMessage;
+  }
+}
+
+export function isWalletError(error: unknown): error is WalletError {
+  return error instanceof WalletError;
+}

@@ -1,0 +1,16 @@
+// The wallet client's public surface: the factory, its configuration, results and errors.
+export { createWalletClient } from './client.ts';
+export type { WalletClient } from './client.ts';
+export { walletClientConfigSchema } from './config.ts';
+export type { WalletClientConfig } from './config.ts';
+export type { WalletCallRecord } from './call-record.ts';
+export { WalletError, isWalletError, transportCodes } from './errors.ts';
+export type { WalletOperation, WalletService } from './operations.ts';
+export { outcomeOf, outcomeTable } from './outcome.ts';
+export type { FailureCondition, WalletOutcome } from './outcome.ts';
+export type { WalletResult } from './transport.ts';
+export type { UserTokens } from './connect.ts';
+export type { ClientToken } from './client-token.ts';
+export type { EmbeddedTokens, Payment } from './op.ts';
+export type { Profile } from './profile-schema.ts';
+export type { Transfer, TransferRecipient, TransferStatus } from './transfers.ts';

@@ -1,0 +1,161 @@
+// The op service: embedded token refresh (which rotates the pair), the encrypted profile and
+// merchant payments. Every call carries the cached client token, renewed once if refused.
+import { z } from 'zod';
+import type { Amount } from '../domain/money.ts';
+import type { ClientTokenCache } from './client-token.ts';
+import { isWalletError } from './errors.ts';
+import type { WalletOperation } from './operations.ts';
+import { ProfileError } from './profile.ts';
+import type { ProfileReader } from './profile.ts';
+import type { Profile } from './profile-schema.ts';
+import type { WalletCall, WalletResult, WalletTransport } from './transport.ts';
+import { UnusableResponseError, parseWith } from './transport.ts';
+import { toWireAmount, wireAmountSchema } from './wire-amount.ts';
+
+const embeddedTokensSchema = z.object({
+  accessToken: z.string().min(1),
+  refreshToken: z.string().min(1),
+  /** UNIX seconds. */
+  expiresAt: z.number().int().positive(),
+});
+
+const profileResponseSchema = z.object({ data: z.string().min(1) });
+
+const paymentRecordSchema = z
+  .object({
+    id: z.string().min(1),
+    p2mId: z.string().min(1),
+    requestReferenceNumber: z.string().min(1),
+    amount: wireAmountSchema,
+    fee: wireAmountSchema,
+  })
+  .transform(({ id, ...rest }) => ({ paymentId: id, ...rest }));
+
+export interface EmbeddedTokens {
+  accessToken: string;
+  refreshToken: string;
+  /** The service's expiry of the new pair (UNIX seconds in the answer). */
+  expiresAt: Date;
+}
+
+export type Payment = z.output<typeof paymentRecordSchema>;
+
+export interface OpSettings {
+  opUrl: string;
+  p2mId: string;
+}
+
+export interface OpCalls {
+  refreshEmbedded(refreshToken: string): Promise<WalletResult<EmbeddedTokens>>;
+  getProfile(userAccessToken: string): Promise<WalletResult<Profile>>;
+  createPayment(input: { userAccessToken: string; amount: Amount }): Promise<WalletResult<Payment>>;
+  executePayment(input: { userAccessToken: string; paymentId: string }): Promise<WalletResult<Payment>>;
+}
+
+type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> & {
+  userAccessToken?: string;
+  secrets: readonly string[];
+};
+
+export function createOpCalls(
+  settings: OpSettings,
+  transport: WalletTransport,
+  clientTokens: ClientTokenCache,
+  profiles: ProfileReader,
+): OpCalls {
+  const sendWith = <T>(clientToken: string, call: OpRequest<T>) =>
+    transport.send<T>({
+      operation: call.operation,
+      method: call.method,
+      baseUrl: settings.opUrl,
+      path: call.path,
+      headers: {
+        accept: 'application/json',
+        'content-type': 'application/json',
+        authorization: `Bearer ${clientToken}`,
+        ...(call.userAccessToken === undefined ? {} : { 'x-authorization': call.userAccessToken }),
+      },
+      ...(call.body === undefined ? {} : { body: call.body }),
+      secrets: [clientToken, ...(call.userAccessToken === undefined ? [] : [call.userAccessToken]), ...call.secrets],
+      parse: call.parse,
+    });
+
+  /** A 401 CLIENT_TOKEN_INVALID means nothing happened: renew the client token and send once more. */
+  async function opCall<T>(call: OpRequest<T>): Promise<WalletResult<T>> {
+    const clientToken = await clientTokens.get();
+    try {
+      return await sendWith(clientToken, call);
+    } catch (error) {
+      if (!isWalletError(error) || error.httpStatus !== 401 || error.code !== 'CLIENT_TOKEN_INVALID') throw error;
+      clientTokens.invalidate(clientToken);
+      return sendWith(await clientTokens.get(), call);
+    }
+  }
+
+  const operations = {
+    refresh: 'op.tokens',
+    profile: 'op.profile',
+    create: 'op.payments.create',
+    execute: 'op.payments.execute',
+  } as const satisfies Record<string, WalletOperation>;
+
+  return {
+    refreshEmbedded(refreshToken) {
+      return opCall({
+        operation: operations.refresh,
+        method: 'POST',
+        path: '/tokens',
+        body: JSON.stringify({ refreshToken }),
+        secrets: [refreshToken],
+        parse: (body) => {
+          const tokens = parseWith(embeddedTokensSchema)(body);
+          return { ...tokens, expiresAt: new Date(tokens.expiresAt * 1000) };
+        },
+      });
+    },
+
+    getProfile(userAccessToken) {
+      return opCall({
+        operation: operations.profile,
+        method: 'GET',
+        path: '/profile',
+        userAccessToken,
+        secrets: [],
+        parse: async (body) => {
+          const { data } = parseWith(profileResponseSchema)(body);
+          try {
+            return await profiles.read(data);
+          } catch (error) {
+            // Keys or content are wrong: repeating the read would fail the same way.
+            if (error instanceof ProfileError) throw new UnusableResponseError(error.code, 'rejected', error.message);
+            throw error;
+          }
+        },
+      });
+    },
+
+    async createPayment({ userAccessToken, amount }) {
+      const wireAmount = toWireAmount(amount, operations.create);
+      return opCall({
+        operation: operations.create,
+        method: 'POST',
+        path: '/merchant/payments',
+        userAccessToken,
+        body: JSON.stringify({ p2mId: settings.p2mId, amount: wireAmount }),
+        secrets: [],
+        parse: parseWith(paymentRecordSchema),
+      });
+    },
+
+    executePayment({ userAccessToken, paymentId }) {
+      return opCall({
+        operation: operations.execute,
+        method: 'POST',
+        path: `/merchant/payments/${encodeURIComponent(paymentId)}/execute`,
+        userAccessToken,
+        secrets: [],
+        parse: parseWith(paymentRecordSchema),
+      });
+    },
+  };
+}
