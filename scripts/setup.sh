@@ -23,9 +23,13 @@ if [ "$node_major" -lt 20 ]; then
   exit 1
 fi
 
+# `npm ci` refuses this lockfile where the registry lacks some of @swc/core's optional platform
+# packages (darwin, windows: they 404 on the mirror this project's machines reach), so a clean
+# install is `rm -rf node_modules` plus `npm install`, which installs the locked versions.
 if $force_ci || [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  echo "• installing npm dependencies (npm ci)"
-  npm ci --no-audit --no-fund
+  echo "• installing npm dependencies (clean install of package-lock.json)"
+  if $force_ci; then rm -rf node_modules; fi
+  npm install --no-audit --no-fund
 else
   echo "• npm dependencies: up to date"
   npm run --silent db:generate >/dev/null
