@@ -1,12 +1,27 @@
 // The Express app factory: one router per area, one JSON error shape, nothing global.
 import express, { type ErrorRequestHandler } from 'express';
+import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { TokenStore } from '../lib/token-store.ts';
+import type { WalletClient } from '../wallet/index.ts';
+import { connectRouter } from './connect.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
+import { opsAuth } from './ops-auth.ts';
+import { opsLinksRouter } from './ops-links.ts';
 import { sendProblem } from './problem.ts';
 
 export interface AppDependencies {
   logger: Logger;
   readiness: ReadinessChecks;
+  /** Absent in a health-only app (tests of the health routes). */
+  services?: {
+    database: Database;
+    tokens: TokenStore;
+    wallet: WalletClient;
+    opsApiKeys: string[];
+    connectReturnUrl?: string | undefined;
+    trustedProxies?: string[];
+  };
 }
 
 export function createApp(deps: AppDependencies): express.Express {
@@ -14,6 +29,26 @@ export function createApp(deps: AppDependencies): express.Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   app.use(healthRouter(deps.readiness));
+  const services = deps.services;
+  if (services) {
+    // Client addresses (rate limits, the session URL allowlist) come from X-Forwarded-For only
+    // when the direct peer is a configured proxy.
+    app.set('trust proxy', services.trustedProxies && services.trustedProxies.length > 0 ? services.trustedProxies : false);
+    app.use(
+      connectRouter({
+        database: services.database,
+        tokens: services.tokens,
+        wallet: services.wallet,
+        logger: deps.logger,
+        returnUrl: services.connectReturnUrl,
+      }),
+    );
+    const ops = express.Router();
+    ops.use(opsAuth({ keys: services.opsApiKeys }));
+    ops.use(express.json({ limit: '16kb' }));
+    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens }));
+    app.use('/ops', ops);
+  }
 
   app.use((req, res) => {
     sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.path}` });

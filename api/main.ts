@@ -5,6 +5,10 @@ import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
+import { createTokenCipher } from '../lib/token-cipher.ts';
+import { createTokenStore } from '../lib/token-store.ts';
+import { createWalletCallLog } from '../lib/wallet-call-log.ts';
+import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
 
@@ -22,13 +26,23 @@ try {
 const logger = createLogger({ level: config.logLevel, name: 'api' });
 const database = createDatabase(config.databaseUrl);
 const temporal = connectTemporal(config.temporal.address, config.temporal.namespace);
-const wallet = config.wallet;
+const walletUrls = config.wallet;
+const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
+if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
   logger,
   readiness: {
     postgres: () => pingDatabase(database),
     temporal: () => pingTemporal(temporal, config.temporal.namespace),
-    walletService: () => checkWalletServiceReachable(wallet),
+    walletService: () => checkWalletServiceReachable(walletUrls),
+  },
+  services: {
+    database,
+    tokens: createTokenStore(createTokenCipher(config.tokenEncryptionKey)),
+    wallet,
+    opsApiKeys: config.opsApiKeys,
+    connectReturnUrl: config.connectReturnUrl,
+    trustedProxies: config.trustedProxies,
   },
 });
 
@@ -50,7 +64,7 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => server.closeAllConnections(), 10_000);
   force.unref();
   await new Promise((resolve) => server.once('close', resolve));
-  await Promise.allSettled([database.$disconnect(), temporal.close()]);
+  await Promise.allSettled([database.$disconnect(), temporal.close(), wallet.close()]);
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -4,6 +4,12 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import {
+  profileDecryptionJwkSchema,
+  profileVerificationJwkSchema,
+  type ProfileDecryptionJwk,
+  type ProfileVerificationJwk,
+} from '../domain/jwk.ts';
 
 /** Variables that may be given as `NAME_FILE` (a path whose contents are the value). */
 export const secretVariables = [
@@ -49,7 +55,8 @@ const postgresUrl = z.preprocess(
     .optional(),
 );
 
-const jwkJson = (kind: 'RSA' | 'oct') =>
+/** A JWK given as JSON text, validated by `schema`. */
+const jwkJson = <T extends z.ZodType>(schema: T) =>
   z.preprocess(
     emptyAsUndefined,
     z
@@ -62,11 +69,7 @@ const jwkJson = (kind: 'RSA' | 'oct') =>
           return z.NEVER;
         }
       })
-      .pipe(
-        kind === 'RSA'
-          ? z.looseObject({ kty: z.literal('RSA', 'must be an RSA JWK (kty "RSA")'), n: z.string(), e: z.string(), d: z.string('must be a private RSA JWK (with "d")') })
-          : z.looseObject({ kty: z.literal('oct', 'must be a secret JWK (kty "oct")'), k: z.string().min(1) }),
-      )
+      .pipe(schema)
       .optional(),
   );
 
@@ -144,9 +147,10 @@ export const environmentSchema = z
     CONNECT_CLIENT_SECRET: optionalString,
     CONNECT_REDIRECT_URI: httpUrl,
     TRANSFER_API_KEY: optionalString,
-    PROFILE_DECRYPTION_JWK: jwkJson('RSA'),
-    PROFILE_VERIFICATION_JWK: jwkJson('oct'),
+    PROFILE_DECRYPTION_JWK: jwkJson(profileDecryptionJwkSchema),
+    PROFILE_VERIFICATION_JWK: jwkJson(profileVerificationJwkSchema),
     MERCHANT_P2M_ID: optionalString,
+    CONNECT_RETURN_URL: httpUrl,
     WALLET_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(120_000).default(10_000)),
 
     SESSION_ALLOWED_IPS: commaList.pipe(
@@ -185,8 +189,8 @@ export interface WalletServiceConfig {
   clientSecret: string;
   redirectUri: string;
   transferApiKey: string;
-  profileDecryptionJwk: Record<string, unknown>;
-  profileVerificationJwk: Record<string, unknown>;
+  profileDecryptionJwk: ProfileDecryptionJwk;
+  profileVerificationJwk: ProfileVerificationJwk;
   p2mId: string;
   timeoutMs: number;
 }
@@ -203,6 +207,8 @@ export interface AppConfig {
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
+  /** Where /connect/callback sends the user after linking; absent: a success page. */
+  connectReturnUrl: string | undefined;
   sessionAllowedIps: string[];
   trustedProxies: string[];
   opsApiKeys: string[];
@@ -285,6 +291,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
+    connectReturnUrl: e.CONNECT_RETURN_URL,
     sessionAllowedIps: e.SESSION_ALLOWED_IPS ?? [],
     trustedProxies: e.TRUSTED_PROXIES ?? [],
     opsApiKeys: e.OPS_API_KEYS ?? [],

@@ -2,27 +2,11 @@
 // so lib/ can build it from the environment and tests from the sandbox's partner registration.
 import { z } from 'zod';
 import type { WalletCallRecord } from './call-record.ts';
+import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../domain/jwk.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
 
-/** The private RSA key that decrypts profile data (JWK, as issued at onboarding). */
-export const profileDecryptionJwkSchema = z.looseObject({
-  kty: z.literal('RSA'),
-  n: z.string().min(1),
-  e: z.string().min(1),
-  d: z.string().min(1),
-  p: z.string().optional(),
-  q: z.string().optional(),
-  dp: z.string().optional(),
-  dq: z.string().optional(),
-  qi: z.string().optional(),
-});
-
-/** The symmetric key that verifies the profile's inner HS256 JWS. */
-export const profileVerificationJwkSchema = z.looseObject({
-  kty: z.literal('oct'),
-  k: z.string().min(1),
-});
+export { profileDecryptionJwkSchema, profileVerificationJwkSchema };
 
 const callback = <T extends (...args: never[]) => unknown>(what: string) =>
   z.custom<T>((value) => typeof value === 'function', { error: `${what} must be a function` });

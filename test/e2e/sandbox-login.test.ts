@@ -3,9 +3,10 @@
 // with a code and the same state; the code is then exchanged once.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import { launchChromium, phoneContext } from '../support/browser.ts';
 import { adminOf, authorizeUrl, tokenRequest, type Admin } from '../support/sandbox-harness.ts';
 
 let partner: Server;
@@ -25,19 +26,7 @@ beforeAll(async () => {
   redirectUri = `http://127.0.0.1:${(partner.address() as AddressInfo).port}/connect/callback`;
   sandbox = await startSandbox({ port: 0, registration: { redirectUri } });
   admin = adminOf(sandbox);
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  browser = await launchChromium();
 });
 
 afterAll(async () => {
@@ -49,7 +38,7 @@ afterAll(async () => {
 
 beforeEach(async () => {
   await admin.reset();
-  context = await browser.newContext({ viewport: { width: 360, height: 740 }, isMobile: true, hasTouch: true });
+  context = await phoneContext(browser);
   page = await context.newPage();
 });
 

@@ -1,0 +1,216 @@
+// Standalone login through the connect service, over real HTTP: /connect/start → the sandbox's
+// login forms → /connect/callback, against real PostgreSQL; and every way the callback refuses.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { loginThroughPages } from '../support/wallet-sandbox.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+let partnerUsers = 0;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function startLogin(mobile: string, partnerUserId = `partner-user-${++partnerUsers}-${Date.now()}`) {
+  const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams({ partnerUserId, mobile })}`, { redirect: 'manual' });
+  expect(response.status).toBe(302);
+  const location = new URL(response.headers.get('location')!);
+  return { location, state: location.searchParams.get('state')!, partnerUserId };
+}
+
+const callback = (params: URLSearchParams | Record<string, string>) =>
+  fetch(`${stack.apiBase}/connect/callback?${new URLSearchParams(params)}`, { redirect: 'manual' });
+
+const linkCount = () => stack.database.link.count();
+
+describe('/connect/start', () => {
+  it('redirects to the wallet login with a fresh state and the registered redirect URI', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-start' });
+    const { location, state } = await startLogin(user.mobile);
+    expect(`${location.origin}${location.pathname}`).toBe(`${stack.sandbox.connectUrl}/authorize`);
+    expect(Object.fromEntries(location.searchParams)).toMatchObject({
+      response_type: 'code',
+      client_id: stack.sandbox.partner.clientId,
+      redirect_uri: `${stack.apiBase}/connect/callback`,
+      prompt: 'login',
+      user_id: user.mobile,
+    });
+    expect(Buffer.from(state, 'base64url').length).toBeGreaterThanOrEqual(16);
+    const second = await startLogin(user.mobile);
+    expect(second.state).not.toBe(state);
+  });
+
+  it.each([
+    [{ mobile: '09171234567' }, /partnerUserId/],
+    [{ partnerUserId: 'p1' }, /mobile/],
+    [{ partnerUserId: 'p1', mobile: 'abc' }, /mobile/],
+    [{ partnerUserId: 'x'.repeat(129), mobile: '09171234567' }, /partnerUserId/],
+  ])('refuses %o with 400 and stores nothing', async (query, message) => {
+    const before = await stack.database.loginState.count();
+    const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams(query)}`, { redirect: 'manual' });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toMatch(message);
+    expect(await stack.database.loginState.count()).toBe(before);
+  });
+});
+
+describe('/connect/callback', () => {
+  it('links the wallet: tokens stored encrypted, the link readable by ops without tokens', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-happy' });
+    const { location, state, partnerUserId } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-happy');
+    expect(params.get('state')).toBe(state);
+    const callbackAt = new Date();
+    const response = await callback(params);
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('Your wallet is linked');
+    const linkId = response.headers.get('x-link-id')!;
+
+    const link = await stack.database.link.findUniqueOrThrow({ where: { id: linkId } });
+    expect(link).toMatchObject({ partnerUserId, profileId: user.profileId, kind: 'STANDALONE', status: 'ACTIVE' });
+    const stored = await stack.tokens.read(stack.database, linkId);
+    expect(stored?.accessToken.length).toBeGreaterThan(10);
+
+    // The token columns hold ciphertext: neither token's text is in them.
+    const client = new pg.Client({ connectionString: inject('databaseUrl') });
+    await client.connect();
+    try {
+      const raw = await client.query('SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = $1', [linkId]);
+      const bytes = Buffer.concat([raw.rows[0].access_token_encrypted, raw.rows[0].refresh_token_encrypted]);
+      expect(bytes.includes(Buffer.from(stored!.accessToken))).toBe(false);
+      expect(bytes.includes(Buffer.from(stored!.refreshToken))).toBe(false);
+      const dump = await client.query("SELECT string_agg(t::text, ' ') AS all FROM token_set t");
+      expect(dump.rows[0].all).not.toContain(stored!.accessToken);
+    } finally {
+      await client.end();
+    }
+
+    const view = await stack.opsFetch(`/ops/links/${linkId}`);
+    expect(view.status).toBe(200);
+    const body = await view.text();
+    expect(JSON.parse(body)).toMatchObject({ linkId, kind: 'STANDALONE', status: 'ACTIVE', tokens: { version: 1 } });
+    expect(body).not.toContain(stored!.accessToken);
+    expect(body).not.toContain(stored!.refreshToken);
+
+    // The code exchange and the profile read are in the wallet call record.
+    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: callbackAt } } });
+    expect(calls.map((call) => call.operation)).toEqual(expect.arrayContaining(['connect.token.authorization_code', 'op.profile']));
+  });
+
+  it('refuses a forged state with 400 and stores nothing', async () => {
+    const before = await linkCount();
+    const response = await callback({ state: 'forged-state-value', code: 'whatever' });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('start the login again');
+    expect(await linkCount()).toBe(before);
+  });
+
+  it('refuses a missing state', async () => {
+    expect((await callback({ code: 'abc' })).status).toBe(400);
+  });
+
+  it('refuses a reused state', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-reuse' });
+    const { location } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-reuse');
+    expect((await callback(params)).status).toBe(200);
+    const before = await linkCount();
+    const again = await callback(params);
+    expect(again.status).toBe(400);
+    expect(await again.text()).toContain('already completed');
+    expect(await linkCount()).toBe(before);
+  });
+
+  it('refuses an expired state', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-expired' });
+    const { location, partnerUserId } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-expired');
+    await stack.database.loginState.updateMany({ where: { partnerUserId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const before = await linkCount();
+    const response = await callback(params);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('expired');
+    expect(await linkCount()).toBe(before);
+  });
+
+  it('refuses a replayed authorization code under a fresh state', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-replay' });
+    const first = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, first.location.toString(), 'pw-replay');
+    expect((await callback(params)).status).toBe(200);
+    const second = await startLogin(user.mobile, first.partnerUserId);
+    const replay = new URLSearchParams(params);
+    replay.set('state', second.state);
+    const response = await callback(replay);
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('refused this login');
+    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId: first.partnerUserId, type: 'LOGIN_FAILED' } });
+    expect(event?.detail).toContain('invalid_grant');
+  });
+
+  it('shows a clear page for error= and records it', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-error' });
+    const { state, partnerUserId } = await startLogin(user.mobile);
+    const before = await linkCount();
+    const response = await callback({ state, error: 'login_required' });
+    expect(response.status).toBe(400);
+    expect(await response.text()).toContain('The wallet login was not completed');
+    expect(await linkCount()).toBe(before);
+    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } });
+    expect(event?.detail).toBe('login_required');
+    const login = await stack.database.loginState.findFirst({ where: { partnerUserId } });
+    expect(login?.outcome).toBe('ERROR:login_required');
+  });
+
+  it('escapes what it echoes', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-xss' });
+    const { state } = await startLogin(user.mobile);
+    const response = await callback({ state, error: '<script>alert(1)</script>' });
+    const html = await response.text();
+    expect(html).not.toContain('<script>');
+  });
+});
+
+describe('ops links', () => {
+  it('refuses every /ops route without the right key, and limits failed attempts', async () => {
+    // Its own API: the failed attempts below would otherwise limit this address for the other tests.
+    const isolated = await startPartnerStack();
+    const id = '00000000-0000-4000-8000-000000000000';
+    for (const [method, path] of [
+      ['GET', `/ops/links/${id}`],
+      ['DELETE', `/ops/links/${id}`],
+      ['GET', `/ops/links/${id}/profile`],
+      ['GET', '/ops/fundings'],
+      ['POST', '/ops/fundings'],
+    ] as const) {
+      const missing = await fetch(`${isolated.apiBase}${path}`, { method });
+      expect(missing.status, `${method} ${path}`).toBe(401);
+      expect(missing.headers.get('content-type')).toMatch(/problem\+json/);
+      const wrong = await fetch(`${isolated.apiBase}${path}`, { method, headers: { authorization: `Bearer ${isolated.opsKey}x` } });
+      expect(wrong.status, `${method} ${path}`).toBe(401);
+    }
+    // Ten failures within a minute: the address is refused for a while, even with the right key.
+    const limited = await isolated.opsFetch(`/ops/links/${id}`);
+    expect(limited.status).toBe(429);
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    await isolated.close();
+  });
+
+  it('reads and unlinks a link; unknown and malformed ids are told apart', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-unlink' });
+    const { location } = await startLogin(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-unlink');
+    const linkId = (await callback(params)).headers.get('x-link-id')!;
+    const removed = await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' });
+    expect(removed.status).toBe(200);
+    expect(await removed.json()).toMatchObject({ linkId, status: 'UNLINKED', tokens: null });
+    expect(await stack.tokens.read(stack.database, linkId)).toBeNull();
+    expect((await stack.opsFetch('/ops/links/00000000-0000-4000-8000-000000000000')).status).toBe(404);
+    expect((await stack.opsFetch('/ops/links/not-a-uuid')).status).toBe(400);
+  });
+});

@@ -1,0 +1,173 @@
+// The token vault against the sandbox and PostgreSQL: refresh ahead of expiry, exactly one
+// refresh for many concurrent callers (across vault instances, as across workers), the forced
+// refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused.
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VaultError, type TokenVault } from '../../activities/token-vault.ts';
+import { saveLinkWithTokens } from '../../lib/links.ts';
+import { isWalletError } from '../../wallet/index.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+/** walletflow's clock follows the sandbox clock, which the tests advance. */
+let clockOffsetMs = 0;
+const now = () => Date.now() + clockOffsetMs;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function advance(seconds: number) {
+  await stack.admin.advanceClock(seconds);
+  clockOffsetMs += seconds * 1000;
+}
+
+async function embeddedLink() {
+  const user = await stack.admin.createUser();
+  const issued = await stack.admin.embeddedTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId: `wallet:${user.profileId}`,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'EMBEDDED',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: {
+      accessToken: issued.accessToken,
+      refreshToken: issued.refreshToken,
+      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+    },
+  });
+  return { user, linkId, issued };
+}
+
+async function standaloneLink() {
+  const user = await stack.admin.createUser();
+  const issued = await stack.admin.standaloneTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId: `standalone-${user.userId}`,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'STANDALONE',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: {
+      accessToken: issued.access_token,
+      refreshToken: issued.refresh_token,
+      accessTokenExpiresAt: new Date(now() + Number(issued.expires_in) * 1000),
+      refreshTokenExpiresAt: new Date(now() + 604_800_000),
+    },
+  });
+  return { user, linkId, issued };
+}
+
+const refreshesOf = async (userId: string) => (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === userId);
+
+/** 20 callers spread over 4 vaults (4 "workers"), all at once. */
+async function twentyConcurrentCalls(vaults: TokenVault[], linkId: string) {
+  return Promise.all(Array.from({ length: 20 }, (_, index) => vaults[index % vaults.length]!.getAccessToken(linkId)));
+}
+
+describe('token vault', () => {
+  it('hands out the stored token while it is fresh, without a refresh', async () => {
+    const { user, linkId, issued } = await embeddedLink();
+    const vault = stack.createVault({ now });
+    expect((await vault.getAccessToken(linkId)).accessToken).toBe(issued.accessToken);
+    expect(await refreshesOf(user.userId)).toHaveLength(0);
+  });
+
+  it('embedded: 20 concurrent calls at expiry make exactly one refresh, and all get the new valid token', async () => {
+    const { user, linkId, issued } = await embeddedLink();
+    await advance(600);
+    const vaults = Array.from({ length: 4 }, () => stack.createVault({ now }));
+    const tokens = await twentyConcurrentCalls(vaults, linkId);
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    const distinct = new Set(tokens.map((token) => token.accessToken));
+    expect(distinct.size).toBe(1);
+    expect(tokens[0]!.accessToken).not.toBe(issued.accessToken);
+    expect(tokens.every((token) => token.version === 2)).toBe(true);
+    const profile = await stack.wallet.getProfile(tokens[0]!.accessToken);
+    expect(profile.data.profileId).toBe(user.profileId);
+    const events = await stack.database.linkEvent.findMany({ where: { linkId, type: 'TOKEN_REFRESHED' } });
+    expect(events).toHaveLength(1);
+    expect(events[0]?.requestReferenceNo).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
+  it('standalone: 20 concurrent calls at expiry make exactly one refresh, and all get the new valid token', async () => {
+    const { user, linkId, issued } = await standaloneLink();
+    await advance(3600);
+    const vaults = Array.from({ length: 4 }, () => stack.createVault({ now }));
+    const tokens = await twentyConcurrentCalls(vaults, linkId);
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    expect(new Set(tokens.map((token) => token.accessToken)).size).toBe(1);
+    expect(tokens[0]!.accessToken).not.toBe(issued.access_token);
+    const profile = await stack.wallet.getProfile(tokens[0]!.accessToken);
+    expect(profile.data.profileId).toBe(user.profileId);
+  });
+
+  it('a 401 for the user token forces one refresh and one retry', async () => {
+    const { user, linkId, issued } = await embeddedLink();
+    const vault = stack.createVault({ now });
+    let attempts = 0;
+    const profileId = await vault.withUserToken(linkId, async (token) => {
+      attempts += 1;
+      // The first attempt uses a token the wallet refuses, as after an early revocation.
+      const result = await stack.wallet.getProfile(attempts === 1 ? `${token}broken` : token);
+      return result.data.profileId;
+    });
+    expect(profileId).toBe(user.profileId);
+    expect(attempts).toBe(2);
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    expect((await stack.tokens.read(stack.database, linkId))?.accessToken).not.toBe(issued.accessToken);
+  });
+
+  it('a second 401 after the forced refresh is the caller’s error, not a loop', async () => {
+    const { linkId } = await embeddedLink();
+    const vault = stack.createVault({ now });
+    let attempts = 0;
+    const failure = await vault
+      .withUserToken(linkId, async (token) => {
+        attempts += 1;
+        return stack.wallet.getProfile(`${token}broken`);
+      })
+      .catch((error: unknown) => error);
+    expect(attempts).toBe(2);
+    expect(isWalletError(failure) && failure.code).toBe('USER_TOKEN_INVALID');
+  });
+
+  it('an expired embedded refresh token marks the link REAUTH_REQUIRED with a typed error', async () => {
+    const { linkId } = await embeddedLink();
+    await advance(1300);
+    const vault = stack.createVault({ now });
+    const failure = await vault.getAccessToken(linkId).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(VaultError);
+    expect((failure as VaultError).code).toBe('REAUTH_REQUIRED');
+    expect((failure as Error).message).not.toMatch(/ey[A-Za-z0-9_-]{20,}/);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('REAUTH_REQUIRED');
+    // Later calls fail at once, without asking the wallet.
+    await expect(vault.getAccessToken(linkId)).rejects.toMatchObject({ code: 'REAUTH_REQUIRED' });
+  });
+
+  it('a refused standalone refresh marks the link REAUTH_REQUIRED', async () => {
+    const { linkId } = await standaloneLink();
+    // Past the refresh token's 604800 s at the sandbox, while walletflow still thinks it valid.
+    await stack.admin.advanceClock(604_800 + 60);
+    const vault = stack.createVault({ now: () => Date.now() + clockOffsetMs + 3_600_000 });
+    await expect(vault.getAccessToken(linkId)).rejects.toMatchObject({ code: 'REAUTH_REQUIRED' });
+    const event = await stack.database.linkEvent.findFirst({ where: { linkId, type: 'REAUTH_REQUIRED' } });
+    expect(event?.detail).toContain('invalid_grant');
+    clockOffsetMs += (604_800 + 60) * 1000;
+  });
+
+  it('refuses unknown and unlinked links', async () => {
+    const vault = stack.createVault({ now });
+    await expect(vault.getAccessToken('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({ code: 'LINK_NOT_FOUND' });
+    const { linkId } = await embeddedLink();
+    await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' });
+    await expect(vault.getAccessToken(linkId)).rejects.toMatchObject({ code: 'LINK_UNLINKED' });
+  });
+});

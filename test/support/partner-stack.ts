@@ -1,0 +1,89 @@
+// walletflow's API on real PostgreSQL, wired to a sandbox over HTTP, for integration tests: the
+// sandbox's registration points back at this API (redirect URI, session and landing URLs).
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { inject } from 'vitest';
+import { createTokenVault, type TokenVault } from '../../activities/token-vault.ts';
+import { createApp } from '../../api/app.ts';
+import { createDatabase, type Database } from '../../lib/database.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
+import { createWalletCallLog } from '../../lib/wallet-call-log.ts';
+import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
+
+export interface PartnerStack {
+  apiBase: string;
+  opsKey: string;
+  sandbox: RunningSandbox;
+  admin: SandboxAdmin;
+  database: Database;
+  wallet: WalletClient;
+  tokens: TokenStore;
+  /** A vault as a worker builds it (its own wallet client and clock). */
+  createVault(options?: { now?: () => number }): TokenVault;
+  opsFetch(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+export async function startPartnerStack(options: { connectReturnUrl?: string } = {}): Promise<PartnerStack> {
+  const server: Server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const sandbox = await startSandbox({
+    port: 0,
+    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+  });
+  const logger = createLogger({ level: 'silent' });
+  const database = createDatabase(inject('databaseUrl'));
+  const partner = sandbox.partner;
+  const walletConfig = {
+    connectUrl: sandbox.connectUrl,
+    opUrl: sandbox.opUrl,
+    transferUrl: sandbox.transferUrl,
+    clientId: partner.clientId,
+    clientSecret: partner.clientSecret,
+    redirectUri: partner.redirectUri,
+    transferApiKey: partner.transferApiKey,
+    p2mId: partner.p2mId,
+    profileDecryptionJwk: partner.profileDecryptionJwk as never,
+    profileVerificationJwk: partner.profileVerificationJwk as never,
+    timeoutMs: 5000,
+    ...createWalletCallLog(database, logger),
+  };
+  const wallet = createWalletClient(walletConfig);
+  const cipher = createTokenCipher(randomBytes(32));
+  const tokens = createTokenStore(cipher);
+  const opsKey = randomBytes(32).toString('base64url');
+  const app = createApp({
+    logger,
+    readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+    services: { database, tokens, wallet, opsApiKeys: [opsKey], connectReturnUrl: options.connectReturnUrl },
+  });
+  server.on('request', app);
+  const vaultWallets: WalletClient[] = [];
+  return {
+    apiBase,
+    opsKey,
+    sandbox,
+    admin: sandboxAdmin(sandbox),
+    database,
+    wallet,
+    tokens,
+    createVault: (vaultOptions = {}) => {
+      const vaultWallet = createWalletClient({ ...walletConfig, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
+      vaultWallets.push(vaultWallet);
+      return createTokenVault({ database, tokens, wallet: vaultWallet, logger, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
+    },
+    opsFetch: (path, init = {}) =>
+      fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await Promise.allSettled([sandbox.close(), wallet.close(), ...vaultWallets.map((w) => w.close()), database.$disconnect()]);
+    },
+  };
+}
