@@ -3,7 +3,10 @@ import express, { type ErrorRequestHandler } from 'express';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenStore } from '../lib/token-store.ts';
+import type { Client as TemporalClient } from '@temporalio/client';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
+import { opsFundingsRouter } from './ops-fundings.ts';
 import { connectRouter } from './connect.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
 import { opsAuth } from './ops-auth.ts';
@@ -17,7 +20,11 @@ export interface AppDependencies {
   services?: {
     database: Database;
     tokens: TokenStore;
+    cipher: TokenCipher;
+    fingerprintKey: Buffer;
     wallet: WalletClient;
+    temporal: TemporalClient;
+    taskQueue: string;
     opsApiKeys: string[];
     connectReturnUrl?: string | undefined;
     trustedProxies?: string[];
@@ -47,6 +54,16 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens }));
+    ops.use(
+      opsFundingsRouter({
+        database: services.database,
+        temporal: services.temporal,
+        taskQueue: services.taskQueue,
+        cipher: services.cipher,
+        fingerprintKey: services.fingerprintKey,
+        logger: deps.logger,
+      }),
+    );
     app.use('/ops', ops);
   }
 

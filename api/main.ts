@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
-import { createTokenCipher } from '../lib/token-cipher.ts';
+import { createTokenCipher, deriveSubkey } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../lib/token-store.ts';
 import { createWalletCallLog } from '../lib/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
@@ -27,6 +27,7 @@ const logger = createLogger({ level: config.logLevel, name: 'api' });
 const database = createDatabase(config.databaseUrl);
 const temporal = connectTemporal(config.temporal.address, config.temporal.namespace);
 const walletUrls = config.wallet;
+const cipher = createTokenCipher(config.tokenEncryptionKey);
 const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
@@ -38,8 +39,12 @@ const app = createApp({
   },
   services: {
     database,
-    tokens: createTokenStore(createTokenCipher(config.tokenEncryptionKey)),
+    tokens: createTokenStore(cipher),
+    cipher,
+    fingerprintKey: deriveSubkey(config.tokenEncryptionKey, 'funding-fingerprint'),
     wallet,
+    temporal: temporal.client,
+    taskQueue: config.temporal.taskQueue,
     opsApiKeys: config.opsApiKeys,
     connectReturnUrl: config.connectReturnUrl,
     trustedProxies: config.trustedProxies,

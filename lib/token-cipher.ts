@@ -1,7 +1,7 @@
 // Tokens at rest: AES-256-GCM under TOKEN_ENCRYPTION_KEY. Each value gets a fresh 96-bit nonce and
 // is bound (as associated data) to its row and column, so a ciphertext copied to another link or
 // field fails to decrypt instead of handing out the wrong user's token.
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const FORMAT_VERSION = 1;
 const NONCE_BYTES = 12;
@@ -54,4 +54,9 @@ export function createTokenCipher(key: Buffer): TokenCipher {
       }
     },
   };
+}
+
+/** A key for another purpose (e.g. request fingerprints) derived from TOKEN_ENCRYPTION_KEY (HKDF-SHA256). */
+export function deriveSubkey(key: Buffer, purpose: string): Buffer {
+  return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `walletflow:${purpose}`, 32));
 }

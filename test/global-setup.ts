@@ -1,7 +1,7 @@
 // Test infrastructure for the whole suite: a real PostgreSQL (DATABASE_URL's server, else the
 // embedded one) with a fresh database migrated for this run, and a real Temporal (TEMPORAL_ADDRESS,
 // else the CLI dev server, in memory). Tests read the addresses with `inject(...)`.
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../prisma/schema-engine.ts';
@@ -10,11 +10,21 @@ import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-pos
 import { findFreePort } from '../lib/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
 
+const quietBundlerLogger = {
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+  log: () => {},
+};
+
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
     temporalAddress: string;
     temporalNamespace: string;
+    workflowBundlePath: string;
   }
 }
 
@@ -33,6 +43,7 @@ export default async function setup(project: TestProject) {
     if (serverUrl) await dropDatabase(serverUrl, databaseName).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
+    await rm(path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`), { force: true });
   };
   let databaseUrl: string;
   await mkdir(path.join(root, '.walletflow'), { recursive: true });
@@ -54,7 +65,14 @@ export default async function setup(project: TestProject) {
     throw error;
   }
 
+  // Bundle the workflows once for every test worker (webpack takes seconds).
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
+  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
+  await writeFile(workflowBundlePath, bundle.code);
+
   project.provide('databaseUrl', databaseUrl);
+  project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('temporalAddress', temporalAddress);
   project.provide('temporalNamespace', namespace);
 

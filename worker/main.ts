@@ -6,6 +6,9 @@ import { createActivities } from '../activities/index.ts';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
+import { createTokenCipher } from '../lib/token-cipher.ts';
+import { createWalletCallLog } from '../lib/wallet-call-log.ts';
+import { createWalletClient } from '../wallet/index.ts';
 
 let config;
 try {
@@ -20,6 +23,7 @@ try {
 
 const logger = createLogger({ level: config.logLevel, name: 'worker' });
 const database = createDatabase(config.databaseUrl);
+const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
 const connection = await NativeConnection.connect({ address: config.temporal.address });
 const require = createRequire(import.meta.url);
 const worker = await Worker.create({
@@ -27,13 +31,14 @@ const worker = await Worker.create({
   namespace: config.temporal.namespace,
   taskQueue: config.temporal.taskQueue,
   workflowsPath: require.resolve('../workflows/index.ts'),
-  activities: createActivities({ database, logger }),
+  activities: createActivities({ database, wallet, cipher: createTokenCipher(config.tokenEncryptionKey), logger }),
 });
 logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
 try {
   await worker.run();
 } finally {
   await connection.close();
+  await wallet.close();
   await database.$disconnect();
   logger.info('worker stopped');
 }

@@ -1,3 +1,3 @@
 // Every workflow the worker runs, exported by name. Deterministic code only (see
 // design/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
-export {};
+export { fundWallet } from './fund-wallet.ts';

@@ -4,11 +4,14 @@ import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { inject } from 'vitest';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { Client, Connection } from '@temporalio/client';
+import { createActivities } from '../../activities/index.ts';
 import { createTokenVault, type TokenVault } from '../../activities/token-vault.ts';
 import { createApp } from '../../api/app.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
 import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
 import { createWalletCallLog } from '../../lib/wallet-call-log.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
@@ -23,6 +26,12 @@ export interface PartnerStack {
   database: Database;
   wallet: WalletClient;
   tokens: TokenStore;
+  temporal: Client;
+  taskQueue: string;
+  /** Starts an in-process worker on this stack's task queue (once). */
+  startWorker(): Promise<void>;
+  /** Stops the in-process worker (drains it). */
+  stopWorker(): Promise<void>;
   /** A vault as a worker builds it (its own wallet client and clock). */
   createVault(options?: { now?: () => number }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
@@ -55,14 +64,30 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
     ...createWalletCallLog(database, logger),
   };
   const wallet = createWalletClient(walletConfig);
-  const cipher = createTokenCipher(randomBytes(32));
+  const encryptionKey = randomBytes(32);
+  const cipher = createTokenCipher(encryptionKey);
   const tokens = createTokenStore(cipher);
   const opsKey = randomBytes(32).toString('base64url');
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  const temporal = new Client({ connection, namespace: inject('temporalNamespace') });
+  // A task queue per stack: test files share one Temporal server and must not take each other's tasks.
+  const taskQueue = `walletflow-test-${randomBytes(6).toString('hex')}`;
   const app = createApp({
     logger,
     readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
-    services: { database, tokens, wallet, opsApiKeys: [opsKey], connectReturnUrl: options.connectReturnUrl },
+    services: {
+      database,
+      tokens,
+      cipher,
+      fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
+      wallet,
+      temporal,
+      taskQueue,
+      opsApiKeys: [opsKey],
+      connectReturnUrl: options.connectReturnUrl,
+    },
   });
+  let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
   server.on('request', app);
   const vaultWallets: WalletClient[] = [];
   return {
@@ -73,6 +98,30 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
     database,
     wallet,
     tokens,
+    temporal,
+    taskQueue,
+    async startWorker() {
+      if (running) return;
+      const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
+      const workerWallet = createWalletClient(walletConfig);
+      const worker = await Worker.create({
+        connection: workerConnection,
+        namespace: inject('temporalNamespace'),
+        taskQueue,
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        activities: createActivities({ database, wallet: workerWallet, cipher, logger }),
+      });
+      running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+    },
+    async stopWorker() {
+      if (!running) return;
+      const current = running;
+      running = undefined;
+      current.worker.shutdown();
+      await current.done;
+      await current.connection.close();
+      await current.wallet.close();
+    },
     createVault: (vaultOptions = {}) => {
       const vaultWallet = createWalletClient({ ...walletConfig, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
       vaultWallets.push(vaultWallet);
@@ -81,6 +130,13 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
     opsFetch: (path, init = {}) =>
       fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
     close: async () => {
+      if (running) {
+        running.worker.shutdown();
+        await running.done.catch(() => undefined);
+        await running.connection.close();
+        await running.wallet.close();
+      }
+      await connection.close();
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await Promise.allSettled([sandbox.close(), wallet.close(), ...vaultWallets.map((w) => w.close()), database.$disconnect()]);

@@ -1,0 +1,33 @@
+// The funding as the ops API shows it (contract-decisions section 8): the masked code, never the
+// code; amounts as decimal strings; the timeline with each wallet call's Request-Reference-No.
+import type { Funding, FundingEvent } from '../generated/prisma/client.ts';
+import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
+import type { FundingView } from '../domain/funding.ts';
+
+export function amountOf(funding: Pick<Funding, 'amount' | 'currency'>): { currency: string; value: string } {
+  const minor = currencyMinorUnits[funding.currency as Currency] ?? 2;
+  const thousandths = toThousandths(funding.amount.toFixed(3)) ?? 0n;
+  return { currency: funding.currency, value: fromThousandths(thousandths, minor) };
+}
+
+export function fundingView(funding: Funding & { events: FundingEvent[] }): FundingView {
+  return {
+    fundingId: funding.id,
+    status: funding.status,
+    recipient:
+      funding.recipientType === 'CODE'
+        ? { type: 'CODE', masked: funding.cashInCodeMasked ?? '*******' }
+        : { type: 'TOKEN', linkId: funding.linkId ?? '' },
+    amount: amountOf(funding),
+    transferId: funding.transferId,
+    error: funding.errorCode ? { code: funding.errorCode, message: funding.errorMessage ?? funding.errorCode } : null,
+    createdAt: funding.createdAt.toISOString(),
+    updatedAt: funding.updatedAt.toISOString(),
+    events: funding.events.map((event) => ({
+      at: event.at.toISOString(),
+      status: event.status,
+      requestReferenceNo: event.requestReferenceNo,
+      detail: event.detail,
+    })),
+  };
+}

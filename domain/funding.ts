@@ -1,0 +1,99 @@
+// Fundings: the ops API's request and answer shapes (contract-decisions section 8), the states a
+// funding moves through, and which of them are final. Plain data and zod only: the workflow,
+// activities, API and CLI all read it.
+import { z } from 'zod';
+import { amountSchema } from './money.ts';
+
+export const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const;
+export type FundingStatus = (typeof fundingStatuses)[number];
+
+export const finalFundingStatuses = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const satisfies readonly FundingStatus[];
+export type FinalFundingStatus = (typeof finalFundingStatuses)[number];
+
+export function isFinalFundingStatus(status: string): status is FinalFundingStatus {
+  return (finalFundingStatuses as readonly string[]).includes(status);
+}
+
+/** Statuses from which a funding can still be cancelled: no execute has been sent. */
+export const cancellableFundingStatuses = ['PENDING', 'CREATING'] as const satisfies readonly FundingStatus[];
+
+export const cashInCodeSchema = z.string().regex(/^\d{7}$/, 'recipient.code must be the 7-digit cash-in code');
+
+export const fundingRecipientSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('CODE'), code: cashInCodeSchema }).strict(),
+    z.object({ type: z.literal('TOKEN'), linkId: z.uuid('recipient.linkId must be a link id (UUID)') }).strict(),
+  ],
+  { error: 'recipient.type must be CODE or TOKEN' },
+);
+
+export const createFundingSchema = z
+  .object({
+    recipient: fundingRecipientSchema,
+    amount: amountSchema,
+  })
+  .strict();
+export type CreateFundingRequest = z.infer<typeof createFundingSchema>;
+
+/** The Idempotency-Key header: 1 to 255 printable ASCII characters. */
+export const idempotencyKeySchema = z
+  .string({ error: 'the Idempotency-Key header is required' })
+  .regex(/^[\x20-\x7e]{1,255}$/, 'the Idempotency-Key header must be 1 to 255 printable characters');
+
+/** Masks a cash-in code to its last 2 digits (contract-decisions section 3). */
+export function maskCashInCode(code: string): string {
+  return `${'*'.repeat(Math.max(code.length - 2, 0))}${code.slice(-2)}`;
+}
+
+export const fundingEventSchema = z.object({
+  at: z.string(),
+  status: z.enum(fundingStatuses),
+  requestReferenceNo: z.string().nullable(),
+  detail: z.string().nullable(),
+});
+
+export const fundingSchema = z.object({
+  fundingId: z.string(),
+  status: z.enum(fundingStatuses),
+  recipient: z.discriminatedUnion('type', [
+    z.object({ type: z.literal('CODE'), masked: z.string() }),
+    z.object({ type: z.literal('TOKEN'), linkId: z.string() }),
+  ]),
+  amount: z.object({ currency: z.string(), value: z.string() }),
+  transferId: z.string().nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  events: z.array(fundingEventSchema),
+});
+export type FundingView = z.infer<typeof fundingSchema>;
+
+/** What the workflow returns: ids and states only, never a token or a code. */
+export interface FundingResult {
+  fundingId: string;
+  status: FinalFundingStatus;
+  transferId: string | null;
+  errorCode: string | null;
+}
+
+/** Messages fit for the user, by outcome code (60xx are safe to show, contract section 2). */
+export const fundingErrorMessages: Record<string, string> = {
+  M133: 'The wallet account is not upgraded. Ask the user to upgrade their account (KYC) in the wallet app, then try again.',
+  '1096': 'The sender and the recipient are the same wallet account.',
+  CODE_INVALID: 'The cash-in code is unknown, used or expired. Ask the user to generate a new code in the wallet app.',
+  '6001': 'The recipient wallet has reached its limit.',
+  '6002': 'The recipient wallet account is blocked.',
+  '6051': 'The partner funding wallet has insufficient balance.',
+  REAUTH_REQUIRED: 'The user must link their wallet again before they can be funded.',
+  USER_TOKEN_INVALID: 'The wallet refused the user’s authorization. Ask the user to link their wallet again.',
+  LINK_NOT_USABLE: 'The linked wallet account is no longer usable.',
+  CANCELLED: 'The funding was cancelled before any transfer was executed.',
+  TRANSFER_EXPIRED: 'The transfer intent expired before it could be executed; nothing was moved.',
+  CREATE_FAILED: 'The wallet service could not create the transfer; nothing was moved.',
+  VALIDATION_ERROR: 'The wallet service refused the transfer request.',
+};
+
+export function fundingErrorMessage(code: string, fallback?: string): string {
+  return fundingErrorMessages[code] ?? fallback ?? `The funding failed (${code}).`;
+}
