@@ -139,6 +139,7 @@ export const environmentSchema = z
     ),
     TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
+    WORKFLOW_BUNDLE_PATH: optionalString,
 
     CONNECT_URL: httpUrl,
     OP_URL: httpUrl,
@@ -204,6 +205,8 @@ export interface AppConfig {
   /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
   databaseUrl: string | undefined;
   temporal: { address: string | undefined; namespace: string; taskQueue: string };
+  /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
+  workflowBundlePath: string | undefined;
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
@@ -289,6 +292,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
     connectReturnUrl: e.CONNECT_RETURN_URL,

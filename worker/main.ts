@@ -30,7 +30,9 @@ const worker = await Worker.create({
   connection,
   namespace: config.temporal.namespace,
   taskQueue: config.temporal.taskQueue,
-  workflowsPath: require.resolve('../workflows/index.ts'),
+  ...(config.workflowBundlePath
+    ? { workflowBundle: { codePath: config.workflowBundlePath } }
+    : { workflowsPath: require.resolve('../workflows/index.ts') }),
   activities: createActivities({ database, wallet, cipher: createTokenCipher(config.tokenEncryptionKey), logger }),
 });
 logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');

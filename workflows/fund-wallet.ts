@@ -37,7 +37,7 @@ const database = proxyActivities<FundingActivities>({
 
 /** create: a retried create may leave an unexecuted intent behind (harmless); give up after ~10 minutes. */
 const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
-  startToCloseTimeout: '40 seconds',
+  startToCloseTimeout: '25 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 15, nonRetryableErrorTypes },
 });
 
@@ -46,13 +46,13 @@ const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
  * repeated execute is refused by the wallet (409), which reads as unknown and leads to retrieve.
  */
 const execute = proxyActivities<Pick<FundingActivities, 'executeTransfer'>>({
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
 });
 
 /** retrieve: a read, retried until the wallet answers. */
 const retrieve = proxyActivities<Pick<FundingActivities, 'retrieveTransfer'>>({
-  startToCloseTimeout: '30 seconds',
+  startToCloseTimeout: '20 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', nonRetryableErrorTypes },
 });
 

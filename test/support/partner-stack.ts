@@ -21,6 +21,10 @@ import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
 export interface PartnerStack {
   apiBase: string;
   opsKey: string;
+  /** TOKEN_ENCRYPTION_KEY of this stack, for a worker run as a separate process. */
+  encryptionKey: Buffer;
+  /** The environment a separate worker process needs to join this stack. */
+  workerEnv(): NodeJS.ProcessEnv;
   sandbox: RunningSandbox;
   admin: SandboxAdmin;
   database: Database;
@@ -93,6 +97,29 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
   return {
     apiBase,
     opsKey,
+    encryptionKey,
+    workerEnv: () => ({
+      ...process.env,
+      NODE_ENV: 'test',
+      LOG_LEVEL: 'warn',
+      DATABASE_URL: inject('databaseUrl'),
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TEMPORAL_TASK_QUEUE: taskQueue,
+      WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+      TOKEN_ENCRYPTION_KEY: encryptionKey.toString('base64'),
+      CONNECT_URL: sandbox.connectUrl,
+      OP_URL: sandbox.opUrl,
+      TRANSFER_URL: sandbox.transferUrl,
+      CONNECT_CLIENT_ID: partner.clientId,
+      CONNECT_CLIENT_SECRET: partner.clientSecret,
+      CONNECT_REDIRECT_URI: partner.redirectUri,
+      TRANSFER_API_KEY: partner.transferApiKey,
+      PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
+      PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
+      MERCHANT_P2M_ID: partner.p2mId,
+      WALLET_TIMEOUT_MS: '5000',
+    }),
     sandbox,
     admin: sandboxAdmin(sandbox),
     database,
