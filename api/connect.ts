@@ -171,6 +171,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
         title: 'Your wallet is linked',
         paragraphs: [
           query.data.userId ? `Wallet account ${query.data.userId} is now connected.` : 'Your wallet account is now connected.',
+          `Link reference: ${linkId}`,
           'You can close this page.',
         ],
       });

@@ -12,7 +12,7 @@ import { isListening, waitForPort } from '../lib/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
 import { startTsChild, type ManagedChild } from './child-process.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
-import { seedTestUsers, type SeededUser } from './seed-users.ts';
+import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const stateDir = path.resolve(process.env.WALLETFLOW_STATE_DIR ?? path.join(root, '.walletflow'));
@@ -81,6 +81,7 @@ export async function runDev(): Promise<void> {
     let walletEnv: NodeJS.ProcessEnv = {};
     let sandbox: RunningSandbox | undefined;
     let users: SeededUser[] = [];
+    let demoLinkId: string | undefined;
     if (config.wallet) {
       step(`wallet service: ${config.wallet.connectUrl}, ${config.wallet.opUrl}, ${config.wallet.transferUrl}`);
     } else {
@@ -124,6 +125,10 @@ export async function runDev(): Promise<void> {
       OPS_API_KEYS: process.env.OPS_API_KEYS ?? devState.opsApiKey,
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
     };
+    const firstUser = users[0];
+    if (sandbox && firstUser && childEnv.TOKEN_ENCRYPTION_KEY) {
+      demoLinkId = await seedDemoLink(sandbox.url, firstUser, databaseUrl, childEnv.TOKEN_ENCRYPTION_KEY);
+    }
     const worker: ManagedChild = startTsChild('worker', 'worker/main.ts', childEnv, root);
     stops.push(() => worker.stop());
     const api: ManagedChild = startTsChild('api', 'api/main.ts', childEnv, root);
@@ -139,7 +144,7 @@ export async function runDev(): Promise<void> {
     }
     await waitForPort(config.port, { timeoutMs: 60_000, failed: () => childFailure });
 
-    printSummary({ apiBase, temporalUi, sandbox, users, opsApiKey: childEnv.OPS_API_KEYS ?? '' });
+    printSummary({ apiBase, temporalUi, sandbox, users, demoLinkId, opsApiKey: childEnv.OPS_API_KEYS ?? '' });
   } catch (error) {
     process.stderr.write(`walletflow dev: ${(error as Error).message}\n`);
     await stopAll();
@@ -152,6 +157,7 @@ function printSummary(summary: {
   temporalUi: string | undefined;
   sandbox: RunningSandbox | undefined;
   users: SeededUser[];
+  demoLinkId: string | undefined;
   opsApiKey: string;
 }): void {
   const lines = [
@@ -184,6 +190,14 @@ function printSummary(summary: {
         (user) =>
           `    ${user.mobile.padEnd(13)} password ${user.password.padEnd(12)} ${user.kycLevel}  balance ${user.balance.padStart(9)} PHP  ${user.name}  (userId ${user.userId})`,
       ),
+      '',
+      '  try it',
+      `    a cash-in code for ${summary.users[0]?.name ?? 'a user'}:  curl -s -X POST ${url}/_sandbox/users/${summary.users[0]?.userId ?? '<userId>'}/cash-in-codes`,
+      '    fund by code:          npx walletflow fund --code <7 digits> --amount 100.50',
+      ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
+      `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
+      `    link a wallet:         ${summary.apiBase}/connect/start?partnerUserId=demo&mobile=${summary.users[0]?.mobile ?? ''}`,
+      `    follow fundings:       ${summary.temporalUi ?? 'the Temporal UI'} (search: WalletflowStatus="APPROVED")`,
     );
   }
   process.stdout.write(`${lines.join('\n')}\n\n`);

@@ -38,3 +38,38 @@ export async function seedTestUsers(sandboxUrl: string): Promise<SeededUser[]> {
   }
   return seeded;
 }
+
+/**
+ * A linked wallet for the first test user, as a standalone login would leave it (tokens from the
+ * sandbox's admin shortcut), so `walletflow fund --link` works at once in a demo.
+ */
+export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databaseUrl: string, tokenEncryptionKey: string): Promise<string> {
+  const { createDatabase } = await import('../lib/database.ts');
+  const { saveLinkWithTokens } = await import('../lib/links.ts');
+  const { createTokenCipher } = await import('../lib/token-cipher.ts');
+  const { createTokenStore } = await import('../lib/token-store.ts');
+  const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/standalone-tokens`, { method: 'POST' });
+  if (response.status !== 201) throw new Error(`sandbox standalone-tokens for ${user.mobile} failed: ${response.status}`);
+  const tokens = (await response.json()) as { access_token: string; refresh_token: string; expires_in: string; scope?: string };
+  const profile = (await (await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}`)).json()) as { profileId: string };
+  const database = createDatabase(databaseUrl, { maxConnections: 1 });
+  try {
+    const { linkId } = await saveLinkWithTokens(database, createTokenStore(createTokenCipher(Buffer.from(tokenEncryptionKey, 'base64'))), {
+      partnerUserId: `demo-${user.name.split(' ')[0]?.toLowerCase() ?? 'user'}`,
+      profileId: profile.profileId,
+      maskedUserId: `*******${user.mobile.slice(-4)}`,
+      kind: 'STANDALONE',
+      scopes: tokens.scope ? tokens.scope.split(' ') : ['openid'],
+      requestReferenceNo: null,
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        accessTokenExpiresAt: new Date(Date.now() + Number(tokens.expires_in) * 1000),
+        refreshTokenExpiresAt: new Date(Date.now() + 604_800_000),
+      },
+    });
+    return linkId;
+  } finally {
+    await database.$disconnect();
+  }
+}
