@@ -6,6 +6,7 @@ import type { TokenStore } from '../lib/token-store.ts';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
+import { createFundingService } from './funding-service.ts';
 import { opsFundingsRouter } from './ops-fundings.ts';
 import { connectRouter } from './connect.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
@@ -54,16 +55,15 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens }));
-    ops.use(
-      opsFundingsRouter({
-        database: services.database,
-        temporal: services.temporal,
-        taskQueue: services.taskQueue,
-        cipher: services.cipher,
-        fingerprintKey: services.fingerprintKey,
-        logger: deps.logger,
-      }),
-    );
+    const fundings = createFundingService({
+      database: services.database,
+      temporal: services.temporal,
+      taskQueue: services.taskQueue,
+      cipher: services.cipher,
+      fingerprintKey: services.fingerprintKey,
+      logger: deps.logger,
+    });
+    ops.use(opsFundingsRouter({ database: services.database, fundings }));
     app.use('/ops', ops);
   }
 
