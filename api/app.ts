@@ -8,6 +8,8 @@ import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { createFundingService } from './funding-service.ts';
 import { opsFundingsRouter } from './ops-fundings.ts';
+import { createPaymentService } from './payment-service.ts';
+import { opsPaymentsRouter } from './ops-payments.ts';
 import { connectRouter } from './connect.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
 import { opsAuth } from './ops-auth.ts';
@@ -64,6 +66,14 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     ops.use(opsFundingsRouter({ database: services.database, fundings }));
+    const payments = createPaymentService({
+      database: services.database,
+      temporal: services.temporal,
+      taskQueue: services.taskQueue,
+      fingerprintKey: services.fingerprintKey,
+      logger: deps.logger,
+    });
+    ops.use(opsPaymentsRouter({ database: services.database, payments }));
     app.use('/ops', ops);
   }
 

@@ -1,7 +1,7 @@
 // Fundings as a service shared by the ops API and the landing page: start one (idempotent on its
 // key: one funding and one workflow per key), read it, cancel it before it executes.
-import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
 import { Prisma } from '../generated/prisma/client.ts';
 import {
   cancellableFundingStatuses,
@@ -17,6 +17,7 @@ import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { fundingView } from './funding-view.ts';
+import { requestFingerprint, startWorkflowOnce, workflowIdFor } from './workflow-start.ts';
 
 export interface FundingServiceDependencies {
   database: Database;
@@ -39,42 +40,31 @@ export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | 
 /** Must match activities/funding.ts. */
 const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
 
-/** The workflow id is derived from the key, so one key can only ever start one workflow. */
-export function fundingWorkflowId(idempotencyKey: string): string {
-  return `funding-${createHash('sha256').update(idempotencyKey, 'utf8').digest('hex').slice(0, 40)}`;
-}
-
 export const withFundingEvents = { events: { orderBy: { id: 'asc' as const } } };
 
 export function createFundingService(deps: FundingServiceDependencies) {
   const fingerprint = (body: CreateFundingRequest) => {
     const amount = normaliseAmount(body.amount);
-    const canonical =
+    return requestFingerprint(
+      deps.fingerprintKey,
       body.recipient.type === 'CODE'
         ? ['CODE', body.recipient.code, amount.currency, amount.value]
-        : ['TOKEN', body.recipient.linkId.toLowerCase(), amount.currency, amount.value];
-    return createHmac('sha256', deps.fingerprintKey).update(JSON.stringify(canonical)).digest('hex');
+        : ['TOKEN', body.recipient.linkId.toLowerCase(), amount.currency, amount.value],
+    );
   };
 
-  async function startWorkflow(fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN') {
-    try {
-      await deps.temporal.workflow.start('fundWallet', {
-        taskQueue: deps.taskQueue,
-        workflowId,
-        args: [{ fundingId }],
-        workflowIdConflictPolicy: 'USE_EXISTING',
-        workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        searchAttributes: {
-          [searchAttributes.status.name]: ['PENDING'],
-          [searchAttributes.kind.name]: ['FUNDING'],
-          [searchAttributes.recipientType.name]: [recipientType],
-        },
-      });
-    } catch (error) {
-      // A closed workflow with this id: the funding already ran; nothing to start.
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    }
-  }
+  const startWorkflow = (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN') =>
+    startWorkflowOnce(deps.temporal, {
+      workflowType: 'fundWallet',
+      workflowId,
+      taskQueue: deps.taskQueue,
+      args: [{ fundingId }],
+      searchAttributes: {
+        [searchAttributes.status.name]: ['PENDING'],
+        [searchAttributes.kind.name]: ['FUNDING'],
+        [searchAttributes.recipientType.name]: [recipientType],
+      },
+    });
 
   const view = async (fundingId: string) => {
     const funding = await deps.database.funding.findUnique({ where: { id: fundingId }, include: withFundingEvents });
@@ -87,7 +77,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreateFundingRequest): Promise<StartFundingResult> {
       const requestFingerprint = fingerprint(body);
-      const workflowId = fundingWorkflowId(idempotencyKey);
+      const workflowId = workflowIdFor('funding', idempotencyKey);
       if (body.recipient.type === 'TOKEN') {
         const link = await deps.database.link.findUnique({ where: { id: body.recipient.linkId }, select: { status: true } });
         if (!link) return { kind: 'link-not-found' };

@@ -52,8 +52,9 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
     const header = req.get('authorization') ?? '';
     const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
     let accepted = false;
+    let presented: Buffer | undefined;
     if (match?.[1]) {
-      const presented = digest(match[1]);
+      presented = digest(match[1]);
       for (const key of keyDigests) accepted = timingSafeEqual(presented, key) || accepted;
     }
     if (!accepted) {
@@ -67,6 +68,8 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
       });
       return;
     }
+    // Who did it, for audits (e.g. a payment resolution), without the key itself.
+    res.locals.opsActor = `ops-key:${presented!.toString('hex').slice(0, 12)}`;
     next();
   };
 }

@@ -1,0 +1,139 @@
+// The payments ops API (contract-decisions section 8): start a payment (Idempotency-Key, the same
+// rules as fundings), read one, list them, and resolve one parked in NEEDS_REVIEW.
+import { Router } from 'express';
+import { z } from 'zod';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { idempotencyKeySchema } from '../domain/funding.ts';
+import { createPaymentSchema, paymentStatuses, resolvePaymentSchema } from '../domain/payment.ts';
+import type { Database } from '../lib/database.ts';
+import { decodeCursor, encodeCursor } from './page-cursor.ts';
+import type { PaymentService } from './payment-service.ts';
+import { withPaymentEvents } from './payment-service.ts';
+import { paymentView } from './payment-view.ts';
+import { sendProblem } from './problem.ts';
+import { validationProblem } from './validation.ts';
+
+export interface OpsPaymentsDependencies {
+  database: Database;
+  payments: PaymentService;
+}
+
+const listQuerySchema = z
+  .object({
+    status: z.enum(paymentStatuses, { error: `status must be one of ${paymentStatuses.join(', ')}` }).optional(),
+    from: z.iso.datetime({ offset: true, error: 'from must be an ISO-8601 date-time' }).optional(),
+    to: z.iso.datetime({ offset: true, error: 'to must be an ISO-8601 date-time' }).optional(),
+    limit: z.coerce.number().int().min(1).max(200).default(50),
+    cursor: z.string().max(200).optional(),
+  })
+  .strict();
+
+const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
+const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
+
+export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
+  const router = Router();
+  const notFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
+    sendProblem(res, { status: 404, code: 'PAYMENT_NOT_FOUND', title: 'Not Found', detail: `no payment ${id}` });
+
+  router.post('/payments', async (req, res) => {
+    const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
+    if (!key.success) {
+      sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      return;
+    }
+    const parsed = createPaymentSchema.safeParse(req.body);
+    if (!parsed.success) {
+      validationProblem(res, parsed.error);
+      return;
+    }
+    const result = await deps.payments.start(key.data, parsed.data);
+    switch (result.kind) {
+      case 'created':
+        res.status(202).json(result.payment);
+        return;
+      case 'existing':
+        res.status(200).json(result.payment);
+        return;
+      case 'key-reused':
+        sendProblem(res, {
+          status: 422,
+          code: 'IDEMPOTENCY_KEY_REUSED',
+          title: 'Unprocessable Content',
+          detail: 'this Idempotency-Key was used with a different request body',
+        });
+        return;
+      case 'link-not-found':
+        sendProblem(res, { status: 422, code: 'LINK_NOT_FOUND', title: 'Unprocessable Content', detail: 'linkId names no link' });
+        return;
+    }
+  });
+
+  router.get('/payments/:paymentId', async (req, res) => {
+    const id = paymentIdSchema.safeParse(req.params.paymentId);
+    const view = id.success ? await deps.payments.view(id.data) : null;
+    if (!view) {
+      notFound(res, req.params.paymentId);
+      return;
+    }
+    res.json(view);
+  });
+
+  router.get('/payments', async (req, res) => {
+    const query = listQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      validationProblem(res, query.error);
+      return;
+    }
+    const { status, from, to, limit, cursor } = query.data;
+    const after = cursor ? decodeCursor(cursor) : null;
+    if (cursor && !after) {
+      sendProblem(res, { status: 400, code: 'INVALID_CURSOR', title: 'Bad Request', detail: 'cursor is not one this API returned' });
+      return;
+    }
+    const where: Prisma.PaymentWhereInput = {
+      ...(status ? { status } : {}),
+      ...(from || to ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) } } : {}),
+      ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+    };
+    const rows = await deps.database.payment.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1, include: withPaymentEvents });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    res.json({ items: page.map(paymentView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null });
+  });
+
+  router.post('/payments/:paymentId/resolve', async (req, res) => {
+    const id = paymentIdSchema.safeParse(req.params.paymentId);
+    if (!id.success) {
+      notFound(res, req.params.paymentId);
+      return;
+    }
+    const parsed = resolvePaymentSchema.safeParse(req.body);
+    if (!parsed.success) {
+      validationProblem(res, parsed.error);
+      return;
+    }
+    // Who: a named operator when the caller says so (X-Ops-Actor), always with the key's fingerprint.
+    const actor = actorSchema.safeParse(req.get('x-ops-actor'));
+    const resolvedBy = `${actor.success ? `${actor.data} ` : ''}(${String(res.locals.opsActor)})`.slice(0, 128);
+    const result = await deps.payments.resolve(id.data, parsed.data, resolvedBy);
+    switch (result.kind) {
+      case 'resolved':
+        res.json(result.payment);
+        return;
+      case 'not-found':
+        notFound(res, id.data);
+        return;
+      case 'not-in-review':
+        sendProblem(res, {
+          status: 409,
+          code: 'PAYMENT_NOT_IN_REVIEW',
+          title: 'Conflict',
+          detail: `the payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved`,
+        });
+        return;
+    }
+  });
+
+  return router;
+}

@@ -1,0 +1,92 @@
+// Merchant payments from a user's wallet: the ops API's shapes (contract-decisions section 8),
+// states, and which are final. A payment whose execute outcome stays unknown is parked in
+// NEEDS_REVIEW for a person to settle: never a guessed state.
+import { z } from 'zod';
+import { amountSchema } from './money.ts';
+
+export const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'] as const;
+export type PaymentStatus = (typeof paymentStatuses)[number];
+
+export const finalPaymentStatuses = ['SUCCEEDED', 'FAILED'] as const satisfies readonly PaymentStatus[];
+export type FinalPaymentStatus = (typeof finalPaymentStatuses)[number];
+
+export function isFinalPaymentStatus(status: string): status is FinalPaymentStatus {
+  return (finalPaymentStatuses as readonly string[]).includes(status);
+}
+
+export const createPaymentSchema = z
+  .object({
+    linkId: z.uuid('linkId must be a link id (UUID)'),
+    amount: amountSchema,
+  })
+  .strict();
+export type CreatePaymentRequest = z.infer<typeof createPaymentSchema>;
+
+export const resolvePaymentSchema = z
+  .object({
+    outcome: z.enum(['SUCCEEDED', 'FAILED'], { error: 'outcome must be SUCCEEDED or FAILED' }),
+    note: z.string().trim().min(1, 'note must say why').max(500, 'note must be at most 500 characters'),
+  })
+  .strict();
+export type ResolvePaymentRequest = z.infer<typeof resolvePaymentSchema>;
+
+/** One execute attempt as evidence for a review: what was sent and what came back. */
+export const executeAttemptSchema = z.object({
+  at: z.string(),
+  requestReferenceNo: z.string().nullable(),
+  httpStatus: z.number().nullable(),
+  code: z.string(),
+  outcome: z.string(),
+});
+export type ExecuteAttempt = z.infer<typeof executeAttemptSchema>;
+
+export const paymentEventSchema = z.object({
+  at: z.string(),
+  status: z.enum(paymentStatuses),
+  requestReferenceNo: z.string().nullable(),
+  detail: z.string().nullable(),
+});
+
+export const paymentSchema = z.object({
+  /** walletflow's id of the payment (used in the ops routes). */
+  id: z.string(),
+  /** The wallet service's payment id, once created. */
+  paymentId: z.string().nullable(),
+  status: z.enum(paymentStatuses),
+  linkId: z.string(),
+  amount: z.object({ currency: z.string(), value: z.string() }),
+  fee: z.object({ currency: z.string(), value: z.string() }).nullable(),
+  error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  review: z
+    .object({
+      reason: z.string(),
+      attempts: z.array(executeAttemptSchema),
+      resolution: z.object({ outcome: z.enum(['SUCCEEDED', 'FAILED']), note: z.string(), by: z.string(), at: z.string() }).nullable(),
+    })
+    .nullable(),
+  createdAt: z.string(),
+  updatedAt: z.string(),
+  events: z.array(paymentEventSchema),
+});
+export type PaymentView = z.infer<typeof paymentSchema>;
+
+export interface PaymentResult {
+  id: string;
+  status: FinalPaymentStatus;
+  paymentId: string | null;
+  errorCode: string | null;
+}
+
+export const paymentErrorMessages: Record<string, string> = {
+  INSUFFICIENT_BALANCE: 'Your wallet balance is not enough for this payment and its fee. Top up your wallet and try again.',
+  REAUTH_REQUIRED: 'Your wallet session has ended. Please reopen the app from your wallet.',
+  LINK_NOT_USABLE: 'The linked wallet account is no longer usable.',
+  USER_TOKEN_INVALID: 'The wallet refused the authorization. Please reopen the app from your wallet.',
+  CREATE_FAILED: 'The payment could not be started; nothing was charged.',
+  VALIDATION_ERROR: 'The wallet service refused the payment request; nothing was charged.',
+  RESOLVED_FAILED: 'The payment was reviewed and did not go through.',
+};
+
+export function paymentErrorMessage(code: string): string {
+  return paymentErrorMessages[code] ?? `The payment failed (${code}).`;
+}
