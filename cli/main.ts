@@ -1,6 +1,8 @@
 // The `walletflow` command.
-import { Command } from 'commander';
+import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
+import type { FundOptions } from './fund.ts';
+import type { StatusOptions } from './status.ts';
 
 const program = new Command()
   .name('walletflow')
@@ -15,6 +17,54 @@ program
   .command('migrate')
   .description('apply database migrations (offline) to DATABASE_URL or the embedded PostgreSQL')
   .action(async () => (await import('./migrate.ts')).runMigrate());
+
+/** Usage errors of the ops commands exit 64 (EX_USAGE), like their own input checks. */
+const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
+
+const opsOptions = (command: Command) =>
+  command
+    .option('--api <url>', 'ops API base URL (default: $WALLETFLOW_API_URL, else http://127.0.0.1:${PORT:-3000})')
+    .option('--key <key>', 'ops API key (default: $WALLETFLOW_OPS_KEY, else the first of $OPS_API_KEYS, else the key `walletflow dev` saved)')
+    .showHelpAfterError('(add --help for usage)')
+    .exitOverride(usageExit);
+
+opsOptions(
+  program
+    .command('fund')
+    .description('fund a wallet through the ops API and follow the funding until it is final')
+    .option('--code <code>', "the recipient's 7-digit cash-in code (never printed whole)")
+    .option('--link <linkId>', 'the recipient by linked wallet account (link id)')
+    .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 100.50')
+    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
+    .option('--no-wait', 'return once the API has accepted the funding')
+    .option('--timeout <seconds>', 'how long to follow the funding', '120')
+    .option('--plain', 'plain lines, one per event, even on a terminal'),
+)
+  .addHelpText(
+    'after',
+    `
+Give exactly one of --code and --link.
+
+Exit codes: 0 APPROVED (or accepted, with --no-wait); 1 DECLINED, REJECTED or FAILED;
+2 not final within --timeout (the funding goes on); 3 the API refused the request or is
+not reachable; 64 bad input (nothing was sent); 78 no ops API key found.`,
+  )
+  .action(async (options: FundOptions) => {
+    process.exitCode = await (await import('./fund.ts')).runFund(options);
+  });
+
+opsOptions(
+  program
+    .command('status')
+    .description('show a funding and its timeline')
+    .argument('<fundingId>', 'the funding id `walletflow fund` printed')
+    .option('--json', 'print the funding as the API returns it'),
+)
+  .addHelpText('after', '\nExit codes: 0 found; 1 no such funding; 3 the API refused the request or is not reachable; 78 no ops API key found.')
+  .action(async (fundingId: string, options: StatusOptions) => {
+    process.exitCode = await (await import('./status.ts')).runStatus(fundingId, options);
+  });
 
 try {
   await program.parseAsync(process.argv);

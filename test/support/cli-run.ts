@@ -1,0 +1,44 @@
+// Runs the real `walletflow` CLI as a child process (tsx, cwd the project root, stdout a pipe so it
+// is not a terminal) and collects its exit code and output.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+  // No ambient ops settings from the developer's shell: each test says what the CLI gets.
+  const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
+  for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) {
+    if (!options.env?.[name]) delete env[name];
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  const timeoutMs = options.timeoutMs ?? 90_000;
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`walletflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, timeoutMs);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
