@@ -6,6 +6,7 @@ import type { TokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../lib/token-store.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { createFundingActivities } from './funding.ts';
+import { createPaymentActivities } from './payment.ts';
 import { createTokenVault } from './token-vault.ts';
 
 export interface ActivityDependencies {
@@ -26,6 +27,7 @@ export function createActivities(deps: ActivityDependencies) {
   });
   return {
     ...createFundingActivities({ database: deps.database, wallet: deps.wallet, vault, cipher: deps.cipher, logger: deps.logger }),
+    ...createPaymentActivities({ database: deps.database, wallet: deps.wallet, vault, logger: deps.logger }),
   };
 }
 

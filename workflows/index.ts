@@ -1,3 +1,4 @@
 // Every workflow the worker runs, exported by name. Deterministic code only (see
 // design/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
 export { fundWallet } from './fund-wallet.ts';
+export { payWallet } from './pay-wallet.ts';

@@ -60,7 +60,7 @@ export function sandboxAdmin(sandbox: RunningSandbox) {
     ledger: () =>
       ok<{
         transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string } }>;
-        payments: Array<{ paymentId: string; status: string; executions: number }>;
+        payments: Array<{ paymentId: string; status: string; executions: number; userId: string }>;
         refreshes: Array<{ kind: string; userId: string }>;
       }>('GET', '/ledger'),
     reset: () => ok('POST', '/reset'),

@@ -1,0 +1,163 @@
+// Merchant payments end to end: the ops API starts payWallet, the activities create and execute
+// at the sandbox with the user's embedded token, and the sandbox ledger witnesses each debit.
+// Unknown execute outcomes park the payment in NEEDS_REVIEW until ops resolve it.
+import { randomUUID } from 'node:crypto';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PaymentView } from '../../domain/payment.ts';
+import { saveLinkWithTokens } from '../../lib/links.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  await stack.startWorker();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function linkedUser(balance: string) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
+  const issued = await stack.admin.embeddedTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId: `wallet:${user.profileId}`,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'EMBEDDED',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: {
+      accessToken: issued.accessToken,
+      refreshToken: issued.refreshToken,
+      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+    },
+  });
+  return { user, linkId };
+}
+
+async function postPayment(body: unknown, key: string = randomUUID()) {
+  const response = await stack.opsFetch('/ops/payments', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
+  return { status: response.status, body: (await response.json()) as PaymentView & { code?: string; detail?: string } };
+}
+
+async function waitFor(id: string, statuses: string[], timeoutMs = 60_000): Promise<PaymentView> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const payment = (await (await stack.opsFetch(`/ops/payments/${id}`)).json()) as PaymentView;
+    if (statuses.includes(payment.status)) return payment;
+    if (Date.now() > deadline) throw new Error(`payment ${id} still ${payment.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+}
+
+const ledgerPayment = async (paymentId: string | null) => (await stack.admin.ledger()).payments.find((payment) => payment.paymentId === paymentId);
+
+const resolve = (id: string, body: unknown, actor?: string) =>
+  stack.opsFetch(`/ops/payments/${id}/resolve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...(actor ? { 'x-ops-actor': actor } : {}) },
+    body: JSON.stringify(body),
+  });
+
+describe('payments', () => {
+  it('succeed with one debit, the wallet payment id and fee recorded', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '30.00' } });
+    expect(started.status).toBe(202);
+    const payment = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    expect(payment).toMatchObject({ status: 'SUCCEEDED', amount: { currency: 'PHP', value: '30.00' }, fee: { currency: 'PHP', value: '0.00' }, error: null });
+    expect(payment.paymentId).toEqual(expect.any(String));
+    expect(payment.events.map((event) => event.status)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED']);
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('70.00');
+    // Readable by the wallet's payment id too.
+    const byWalletId = (await (await stack.opsFetch(`/ops/payments/${payment.paymentId}`)).json()) as PaymentView;
+    expect(byWalletId.id).toBe(payment.id);
+  });
+
+  it('end FAILED with a message fit for the user on insufficient balance, nothing debited', async () => {
+    const { user, linkId } = await linkedUser('10.00');
+    const payment = await waitFor((await postPayment({ linkId, amount: { currency: 'PHP', value: '50.00' } })).body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    expect(payment.status).toBe('FAILED');
+    expect(payment.error?.code).toBe('INSUFFICIENT_BALANCE');
+    expect(payment.error?.message).toMatch(/balance is not enough/);
+    expect((await stack.admin.user(user.userId)).balance).toBe('10.00');
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(0);
+  });
+
+  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED, goes to NEEDS_REVIEW; ops resolve it', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+    const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });
+    try {
+      // The first execute takes effect and its answer is lost; lift the fault before the retry (1 s later).
+      const deadline = Date.now() + 20_000;
+      while (!(await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1)) {
+        if (Date.now() > deadline) throw new Error('the first execute never took effect');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const parked = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    expect(parked.status).toBe('NEEDS_REVIEW');
+    expect(parked.review?.attempts.map((attempt) => attempt.code)).toEqual(['HTTP_5XX', 'PAYMENT_ALREADY_EXECUTED']);
+    expect(parked.review?.attempts.every((attempt) => /^[0-9a-f-]{36}$/.test(attempt.requestReferenceNo ?? ''))).toBe(true);
+    expect(parked.review?.resolution).toBeNull();
+    expect((await ledgerPayment(parked.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('80.00');
+
+    expect((await resolve(parked.id, { outcome: 'SUCCEEDED' })).status).toBe(400);
+    const resolved = await resolve(parked.id, { outcome: 'SUCCEEDED', note: 'ledger shows the debit' }, 'maria.ops');
+    expect(resolved.status).toBe(200);
+    const body = (await resolved.json()) as PaymentView;
+    expect(body.status).toBe('SUCCEEDED');
+    expect(body.review?.resolution).toMatchObject({ outcome: 'SUCCEEDED', note: 'ledger shows the debit' });
+    expect(body.review?.resolution?.by).toMatch(/^maria\.ops \(ops-key:[0-9a-f]{12}\)$/);
+    expect(body.events.at(-1)?.status).toBe('SUCCEEDED');
+    const again = await resolve(parked.id, { outcome: 'FAILED', note: 'changed my mind' });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ code: 'PAYMENT_NOT_IN_REVIEW' });
+  });
+
+  it('an outcome that stays unknown goes to NEEDS_REVIEW after the retries, and can be resolved FAILED', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
+    let parked: PaymentView;
+    try {
+      parked = await waitFor((await postPayment({ linkId, amount: { currency: 'PHP', value: '15.00' } })).body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    expect(parked.status).toBe('NEEDS_REVIEW');
+    expect(parked.review?.attempts).toHaveLength(4);
+    expect(parked.review?.reason).toMatch(/stayed unknown/);
+    const resolved = (await (await resolve(parked.id, { outcome: 'FAILED', note: 'no debit in the wallet ledger' })).json()) as PaymentView;
+    expect(resolved).toMatchObject({ status: 'FAILED', error: { code: 'RESOLVED_FAILED' } });
+    expect((await stack.admin.user(user.userId)).balance).toBe('100.00');
+  });
+
+  it('follow the fundings’ idempotency rules', async () => {
+    const { linkId } = await linkedUser('100.00');
+    const key = `pay-${randomUUID()}`;
+    const first = await postPayment({ linkId, amount: { currency: 'PHP', value: '1.00' } }, key);
+    const same = await postPayment({ linkId, amount: { currency: 'PHP', value: '1.0' } }, key);
+    const other = await postPayment({ linkId, amount: { currency: 'PHP', value: '2.00' } }, key);
+    expect([first.status, same.status, other.status]).toEqual([202, 200, 422]);
+    expect(same.body.id).toBe(first.body.id);
+    expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    const malformed = await postPayment({ linkId: 'x', amount: { currency: 'PHP', value: '1.00' } });
+    expect(malformed.status).toBe(400);
+    const unknownLink = await postPayment({ linkId: randomUUID(), amount: { currency: 'PHP', value: '1.00' } });
+    expect(unknownLink.status).toBe(422);
+    expect((await stack.opsFetch(`/ops/payments/${randomUUID()}`)).status).toBe(404);
+    expect((await stack.opsFetch('/ops/payments?status=NEEDS_REVIEW')).status).toBe(200);
+  });
+});

@@ -1,0 +1,141 @@
+// payWallet: a merchant payment from a user's wallet, executed at most once.
+//   walletPaymentId ← stored one, or createPayment (no debit; stored before any execute)
+//   execute: success → SUCCEEDED; INSUFFICIENT_BALANCE (or another refusal) → FAILED;
+//            unknown → retried (the wallet executes a payment id once) with backoff;
+//            PAYMENT_ALREADY_EXECUTED, or still unknown after the retries → NEEDS_REVIEW
+//   NEEDS_REVIEW waits for the `resolve` update (ops, with who and why).
+// There is no retrieve for payments: an unknown outcome is never turned into a guessed state.
+import { ActivityFailure, condition, defineQuery, defineUpdate, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import type { PaymentActivities, ResolveInput } from '../activities/payment.ts';
+import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
+import { kindKey, statusKey } from './search-attribute-keys.ts';
+
+export interface PayWalletInput {
+  paymentId: string;
+}
+
+export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
+export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolveInput]>('resolve');
+
+const nonRetryableErrorTypes = ['PaymentNotFound', 'PaymentCorrupt'];
+
+const database = proxyActivities<PaymentActivities>({
+  startToCloseTimeout: '15 seconds',
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes },
+});
+
+const create = proxyActivities<Pick<PaymentActivities, 'createPayment'>>({
+  startToCloseTimeout: '25 seconds',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
+});
+
+/** One attempt per activity: the workflow itself decides whether to execute again. */
+const execute = proxyActivities<Pick<PaymentActivities, 'executePayment'>>({
+  startToCloseTimeout: '25 seconds',
+  retry: { maximumAttempts: 1, nonRetryableErrorTypes },
+});
+
+/** Execute attempts before an outcome that stays unknown goes to review. */
+export const MAX_EXECUTE_ATTEMPTS = 4;
+
+export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
+  const id = input.paymentId;
+  let status = 'PENDING' as PaymentStatus;
+  let resolved: { status: FinalPaymentStatus } | undefined;
+  setHandler(paymentStatusQuery, () => status);
+  setHandler(
+    resolvePaymentUpdate,
+    async (resolution) => {
+      const result = await database.resolvePayment(id, resolution);
+      resolved = result;
+      return result;
+    },
+    {
+      validator: (resolution) => {
+        if (status !== 'NEEDS_REVIEW') throw new Error(`payment is ${status}, not NEEDS_REVIEW`);
+        if (resolution.outcome !== 'SUCCEEDED' && resolution.outcome !== 'FAILED') throw new Error('outcome must be SUCCEEDED or FAILED');
+        if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
+      },
+    },
+  );
+  const setStatus = (next: PaymentStatus) => {
+    status = next;
+    upsertSearchAttributes([{ key: statusKey, value: next }]);
+  };
+  const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null): Promise<PaymentResult> => {
+    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo });
+    setStatus(done.status);
+    return { id, status: done.status, paymentId: done.walletPaymentId, errorCode: done.errorCode };
+  };
+  const review = async (reason: string, attempts: ExecuteAttempt[], walletPaymentId: string | null): Promise<PaymentResult> => {
+    await database.parkForReview(id, reason, attempts);
+    setStatus('NEEDS_REVIEW');
+    await condition(() => resolved !== undefined);
+    setStatus(resolved!.status);
+    return { id, status: resolved!.status, paymentId: walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+  };
+
+  const snapshot = await database.loadPayment(id);
+  upsertSearchAttributes([{ key: kindKey, value: 'PAYMENT' }]);
+  setStatus(snapshot.status);
+  if (snapshot.status === 'SUCCEEDED' || snapshot.status === 'FAILED') {
+    return { id, status: snapshot.status, paymentId: snapshot.walletPaymentId, errorCode: null };
+  }
+  if (snapshot.status === 'NEEDS_REVIEW') {
+    await condition(() => resolved !== undefined);
+    return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: null };
+  }
+
+  let walletPaymentId = snapshot.walletPaymentId;
+  let createRequestReferenceNo: string | null = null;
+  if (!walletPaymentId) {
+    await database.markPaymentCreating(id);
+    setStatus('CREATING');
+    let created;
+    try {
+      created = await create.createPayment(id);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      return finish('FAILED', 'CREATE_FAILED', null);
+    }
+    if (created.kind === 'refused') return finish('FAILED', created.code, created.requestReferenceNo);
+    walletPaymentId = created.walletPaymentId;
+    createRequestReferenceNo = created.requestReferenceNo;
+  }
+  // Resumed in EXECUTING: an execute may already have been sent, so the first answer may be
+  // PAYMENT_ALREADY_EXECUTED, which goes to review like any unknown.
+  if (snapshot.status !== 'EXECUTING') await database.beginPaymentExecute(id, createRequestReferenceNo);
+  setStatus('EXECUTING');
+
+  const attempts: ExecuteAttempt[] = [];
+  for (let attempt = 1; attempt <= MAX_EXECUTE_ATTEMPTS; attempt += 1) {
+    let outcome;
+    try {
+      outcome = await execute.executePayment(id);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      // The activity died (worker lost, time-out): the execute may or may not have been sent.
+      outcome = { kind: 'unknown' as const, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_ACTIVITY_FAILED', outcome: 'unknown' } };
+    }
+    switch (outcome.kind) {
+      case 'succeeded':
+        return finish('SUCCEEDED', null, outcome.requestReferenceNo);
+      case 'failed':
+        // A refusal after an unknown attempt may hide an execution: only INSUFFICIENT_BALANCE is
+        // repeated faithfully by the wallet after a failed execute (contract section 5).
+        if (attempts.length === 0 || outcome.code === 'INSUFFICIENT_BALANCE') {
+          return finish('FAILED', outcome.code, outcome.attempt.requestReferenceNo);
+        }
+        attempts.push(outcome.attempt);
+        return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
+      case 'already-executed':
+        attempts.push(outcome.attempt);
+        return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
+      case 'unknown':
+        attempts.push(outcome.attempt);
+        if (attempt < MAX_EXECUTE_ATTEMPTS) await sleep(1000 * 2 ** (attempt - 1));
+        break;
+    }
+  }
+  return review(`the execute outcome stayed unknown after ${MAX_EXECUTE_ATTEMPTS} attempts`, attempts, walletPaymentId);
+}
