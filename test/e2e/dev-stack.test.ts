@@ -1,8 +1,10 @@
 // The README's main job as a user runs it: `walletflow dev` on embedded defaults brings up
 // PostgreSQL, Temporal (with its Web UI), the sandbox, the worker and the API; /readyz reports all
-// three dependencies up; Ctrl-C (SIGINT to the process group) stops everything; a second start
-// reuses the data.
-import { spawn, type ChildProcess } from 'node:child_process';
+// three dependencies up; the CLI funds a test user by code and by link, and the fundings are
+// searchable by status in Temporal; Ctrl-C (SIGINT to the process group) stops everything; a
+// second start reuses the data.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { Client, Connection } from '@temporalio/client';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -80,6 +82,41 @@ describe('walletflow dev', () => {
     const partner = await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/partner`);
     const registration = (await partner.json()) as { clientId: string; redirectUri: string };
     expect(registration.redirectUri).toBe(`${base}/connect/callback`);
+
+    // As a new user would: fund a sandbox user by code and by link with the CLI, no flags but the API.
+    const anaId = /09171234567 .*\(userId ([0-9a-f-]{36})\)/.exec(first.output())?.[1];
+    const linkId = /fund --link ([0-9a-f-]{36})/.exec(first.output())?.[1];
+    expect(anaId && linkId).toBeTruthy();
+    const { code } = (await (await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/users/${anaId}/cash-in-codes`, { method: 'POST' })).json()) as { code: string };
+    const cli = (args: string[]) =>
+      spawnSync(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+        cwd: root,
+        env: { ...process.env, PORT: String(first.ports.api), WALLETFLOW_STATE_DIR: stateDir, OPS_API_KEYS: '', WALLETFLOW_OPS_KEY: '' },
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+    const byCode = cli(['fund', '--code', code, '--amount', '100.50']);
+    expect(byCode.status, byCode.stdout + byCode.stderr).toBe(0);
+    expect(byCode.stdout).toContain('APPROVED');
+    expect(byCode.stdout).not.toContain(code);
+    const byLink = cli(['fund', '--link', linkId!, '--amount', '25.00']);
+    expect(byLink.status, byLink.stdout + byLink.stderr).toBe(0);
+
+    // Searchable by status in Temporal (what the Temporal UI queries).
+    const connection = await Connection.connect({ address: `127.0.0.1:${first.ports.temporal}` });
+    try {
+      const client = new Client({ connection });
+      const deadline = Date.now() + 20_000;
+      let approved = 0;
+      do {
+        approved = 0;
+        for await (const _ of client.workflow.list({ query: 'WalletflowStatus = "APPROVED" AND WalletflowKind = "FUNDING"' })) approved += 1;
+        if (approved < 2) await new Promise((resolve) => setTimeout(resolve, 300));
+      } while (approved < 2 && Date.now() < deadline);
+      expect(approved).toBeGreaterThanOrEqual(2);
+    } finally {
+      await connection.close();
+    }
 
     expect(await interrupt(first)).toBe(0);
     expect(first.output()).toContain('stopped.');
