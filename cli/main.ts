@@ -18,6 +18,15 @@ program
   .description('apply database migrations (offline) to DATABASE_URL or the embedded PostgreSQL')
   .action(async () => (await import('./migrate.ts')).runMigrate());
 
+program
+  .command('reconcile')
+  .description('run one reconciliation sweep now and print what it found (the schedule runs it every few minutes)')
+  .option('--older-than <seconds>', 'look at fundings not final after this many seconds (default: RECONCILE_AFTER_SECONDS)')
+  .option('--json', 'print the report as JSON')
+  .action(async (options: { olderThan?: string; json?: boolean }) => {
+    process.exitCode = await (await import('./reconcile.ts')).runReconcile(options);
+  });
+
 /** Usage errors of the ops commands exit 64 (EX_USAGE), like their own input checks. */
 const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
 

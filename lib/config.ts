@@ -140,6 +140,8 @@ export const environmentSchema = z
     TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
     WORKFLOW_BUNDLE_PATH: optionalString,
+    RECONCILE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(5)),
+    RECONCILE_AFTER_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(604_800).default(900)),
 
     CONNECT_URL: httpUrl,
     OP_URL: httpUrl,
@@ -164,6 +166,8 @@ export const environmentSchema = z
     ),
     OPS_API_KEYS: commaList,
     TOKEN_ENCRYPTION_KEY: base64Key,
+    EMBEDDED_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3600).default(120)),
+    WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
   })
   .superRefine((env, ctx) => {
     const given = walletServiceVariables.filter((name) => env[name] !== undefined);
@@ -207,6 +211,8 @@ export interface AppConfig {
   temporal: { address: string | undefined; namespace: string; taskQueue: string };
   /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
   workflowBundlePath: string | undefined;
+  /** The reconciliation sweep: how often, and how old a non-final funding must be to be looked at. */
+  reconcile: { everyMinutes: number; olderThanSeconds: number };
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
@@ -216,6 +222,10 @@ export interface AppConfig {
   trustedProxies: string[];
   opsApiKeys: string[];
   tokenEncryptionKey: Buffer | undefined;
+  /** How long a session id from the session URL may be used at the landing page. */
+  embeddedSessionTtlSeconds: number;
+  /** How long the partner's web session (cookie) in the wallet app's web view lasts. */
+  webSessionTtlSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -293,6 +303,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
+    reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
     connectReturnUrl: e.CONNECT_RETURN_URL,
@@ -300,6 +311,8 @@ export function loadConfig(source: Env = process.env): AppConfig {
     trustedProxies: e.TRUSTED_PROXIES ?? [],
     opsApiKeys: e.OPS_API_KEYS ?? [],
     tokenEncryptionKey: e.TOKEN_ENCRYPTION_KEY,
+    embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
+    webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
   };
 }
 

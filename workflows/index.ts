@@ -2,3 +2,5 @@
 // design/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
 export { fundWallet } from './fund-wallet.ts';
 export { payWallet } from './pay-wallet.ts';
+export { reconcileFundings } from './reconcile.ts';
+export { onboardEmbeddedSession } from './onboard-embedded-session.ts';

@@ -42,7 +42,9 @@ export interface PartnerStack {
   close(): Promise<void>;
 }
 
-export async function startPartnerStack(options: { connectReturnUrl?: string } = {}): Promise<PartnerStack> {
+export async function startPartnerStack(
+  options: { connectReturnUrl?: string; sessionAllowedIps?: string[]; trustedProxies?: string[]; embeddedSessionTtlSeconds?: number } = {},
+): Promise<PartnerStack> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -89,6 +91,10 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
       taskQueue,
       opsApiKeys: [opsKey],
       connectReturnUrl: options.connectReturnUrl,
+      // The sandbox calls the session URL from 127.0.0.1 (its registration's senderIp).
+      sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
+      ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
+      ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     },
   });
   let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
@@ -136,7 +142,7 @@ export async function startPartnerStack(options: { connectReturnUrl?: string } =
         namespace: inject('temporalNamespace'),
         taskQueue,
         workflowBundle: { codePath: inject('workflowBundlePath') },
-        activities: createActivities({ database, wallet: workerWallet, cipher, logger }),
+        activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
       });
       running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
     },

@@ -1,0 +1,139 @@
+// The reconciliation sweep: fundings that are not final long after they started are checked
+// against their workflow and the wallet, and repaired when their workflow can no longer finish
+// them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { fundingErrorMessage, type FinalFundingStatus } from '../domain/funding.ts';
+import { searchAttributes } from '../domain/search-attributes.ts';
+import type { Database } from '../lib/database.ts';
+import type { Logger } from '../lib/logger.ts';
+import { isWalletError, type WalletClient } from '../wallet/index.ts';
+
+export interface SweepInput {
+  /** Fundings younger than this are left to their workflow. */
+  olderThanSeconds: number;
+  limit?: number;
+}
+
+export type RepairAction =
+  | 'workflow-running'
+  | 'workflow-started'
+  | 'finished-from-wallet'
+  | 'failed-not-executed'
+  | 'left-for-ops';
+
+export interface SweepReport {
+  checked: number;
+  repaired: number;
+  items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
+  paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
+}
+
+export interface ReconcileDependencies {
+  database: Database;
+  wallet: Pick<WalletClient, 'retrieveTransfer'>;
+  temporal: Client;
+  taskQueue: string;
+  logger: Logger;
+}
+
+export function createReconcileActivities(deps: ReconcileDependencies) {
+  const { database, logger } = deps;
+
+  async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {
+    try {
+      const description = await deps.temporal.workflow.getHandle(workflowId).describe();
+      return description.status.name === 'RUNNING' ? 'running' : 'closed';
+    } catch (error) {
+      if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';
+      throw error;
+    }
+  }
+
+  async function finish(fundingId: string, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) {
+    return database.$transaction(async (tx) => {
+      const moved = await tx.funding.updateMany({
+        where: { id: fundingId, status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
+        data: { status, errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
+      });
+      if (moved.count === 1) await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo, detail } });
+      return moved.count === 1;
+    });
+  }
+
+  return {
+    async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
+      const before = new Date(Date.now() - input.olderThanSeconds * 1000);
+      const stuck = await database.funding.findMany({
+        where: { status: { in: ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'] }, createdAt: { lt: before } },
+        orderBy: { createdAt: 'asc' },
+        take: input.limit ?? 200,
+      });
+      const report: SweepReport = { checked: stuck.length, repaired: 0, items: [], paymentsNeedingReview: [] };
+      for (const funding of stuck) {
+        const state = await workflowState(funding.workflowId);
+        const note = (action: RepairAction, detail: string, repaired: boolean) => {
+          report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
+          if (repaired) report.repaired += 1;
+        };
+        if (state === 'running') {
+          note('workflow-running', 'its workflow is still working on it', false);
+          continue;
+        }
+        if (state === 'missing' && !funding.transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
+          // Stored, but the API died before starting its workflow: start it now.
+          await deps.temporal.workflow.start('fundWallet', {
+            taskQueue: deps.taskQueue,
+            workflowId: funding.workflowId,
+            args: [{ fundingId: funding.id }],
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            searchAttributes: {
+              [searchAttributes.status.name]: [funding.status],
+              [searchAttributes.kind.name]: ['FUNDING'],
+              [searchAttributes.recipientType.name]: [funding.recipientType],
+            },
+          });
+          await database.fundingEvent.create({ data: { fundingId: funding.id, status: funding.status, detail: 'reconciliation: workflow started' } });
+          note('workflow-started', 'the funding had no workflow', true);
+          continue;
+        }
+        if (!funding.transferId) {
+          // No transfer was ever stored, so nothing can have been executed for this funding.
+          await finish(funding.id, 'FAILED', 'CREATE_FAILED', null, 'reconciliation: workflow ended without a transfer; nothing executed');
+          note('failed-not-executed', 'no transfer was stored', true);
+          continue;
+        }
+        try {
+          const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(funding.transferId);
+          if (data.status === 'APPROVED' || data.status === 'DECLINED') {
+            await finish(funding.id, data.status, data.status === 'DECLINED' ? (data.decline?.code ?? 'DECLINED') : null, requestReferenceNo, 'reconciliation: state read back from the wallet');
+            note('finished-from-wallet', `the wallet says ${data.status}`, true);
+          } else if (data.status === 'CREATED' || data.status === 'EXPIRED') {
+            // Its workflow is gone and the transfer was never executed: nothing moved.
+            await finish(funding.id, 'FAILED', data.status === 'EXPIRED' ? 'TRANSFER_EXPIRED' : 'EXECUTE_FAILED', requestReferenceNo, 'reconciliation: transfer never executed');
+            note('failed-not-executed', `the wallet says ${data.status}`, true);
+          } else {
+            note('left-for-ops', 'the wallet says PROCESSING; checked again next sweep', false);
+          }
+        } catch (error) {
+          if (!isWalletError(error)) throw error;
+          if (error.outcome !== 'rejected') throw ApplicationFailure.retryable(`retrieve ${error.code}`, 'WalletTransient');
+          note('left-for-ops', `retrieve refused: ${error.code}`, false);
+        }
+      }
+      const review = await database.payment.findMany({ where: { status: 'NEEDS_REVIEW' }, orderBy: { updatedAt: 'asc' }, take: 200 });
+      report.paymentsNeedingReview = review.map((payment) => ({
+        id: payment.id,
+        paymentId: payment.walletPaymentId,
+        since: payment.updatedAt.toISOString(),
+        reason: payment.reviewReason,
+      }));
+      if (report.repaired > 0 || report.paymentsNeedingReview.length > 0) {
+        logger.warn({ checked: report.checked, repaired: report.repaired, needsReview: report.paymentsNeedingReview.length }, 'reconciliation sweep');
+      }
+      return report;
+    },
+  };
+}
+
+export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;

@@ -1,0 +1,49 @@
+// `walletflow reconcile`: runs one reconciliation sweep now (the reconcileFundings workflow, as
+// the schedule does) and prints what it found and repaired. Talks to Temporal directly.
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import type { SweepReport } from '../activities/reconcile.ts';
+import { loadConfig } from '../lib/config.ts';
+
+export interface ReconcileOptions {
+  olderThan?: string;
+  json?: boolean;
+}
+
+export async function runReconcile(options: ReconcileOptions): Promise<number> {
+  const config = loadConfig();
+  const address = config.temporal.address ?? `127.0.0.1:${process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233}`;
+  const olderThanSeconds = options.olderThan === undefined ? config.reconcile.olderThanSeconds : Number(options.olderThan);
+  if (!Number.isInteger(olderThanSeconds) || olderThanSeconds < 0) {
+    console.error('walletflow reconcile: --older-than must be a whole number of seconds');
+    return 64;
+  }
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 5000 });
+  } catch {
+    console.error(`walletflow reconcile: Temporal is not reachable at ${address} (is \`npm run dev\` running, or TEMPORAL_ADDRESS set?)`);
+    return 3;
+  }
+  try {
+    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const report = (await client.workflow.execute('reconcileFundings', {
+      taskQueue: config.temporal.taskQueue,
+      workflowId: `walletflow-reconcile-manual-${randomUUID()}`,
+      args: [{ olderThanSeconds }],
+    })) as SweepReport;
+    if (options.json) {
+      console.log(JSON.stringify(report, null, 2));
+      return 0;
+    }
+    console.log(`checked ${report.checked} funding(s) not final after ${olderThanSeconds} s; repaired ${report.repaired}`);
+    for (const item of report.items) console.log(`  ${item.fundingId}  ${item.status.padEnd(11)}  ${item.action.padEnd(20)}  ${item.detail}`);
+    console.log(`payments waiting for review: ${report.paymentsNeedingReview.length}`);
+    for (const payment of report.paymentsNeedingReview) {
+      console.log(`  ${payment.id}  since ${payment.since}  ${payment.reason ?? ''}  (resolve: POST /ops/payments/${payment.id}/resolve)`);
+    }
+    return 0;
+  } finally {
+    await connection.close();
+  }
+}

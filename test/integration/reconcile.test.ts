@@ -1,0 +1,173 @@
+// The reconciliation sweep (reconcileFundings) on real infrastructure: fundings whose workflow can
+// no longer finish them are repaired from the wallet's own record, a funding that never got its
+// workflow gets one, a running workflow is left alone, and payments in review are listed.
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { cashInCodeContext } from '../../activities/funding.ts';
+import type { SweepReport } from '../../activities/reconcile.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import { saveLinkWithTokens } from '../../lib/links.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const anHourAgo = () => new Date(Date.now() - 3_600_000);
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  await stack.startWorker();
+});
+afterAll(async () => {
+  await stack.admin.settings({ processingDelayMs: 0 }).catch(() => undefined);
+  await stack.close();
+});
+
+async function insertFunding(fields: { status: 'PENDING' | 'EXECUTING'; code: string; transferId: string | null }) {
+  const id = randomUUID();
+  const cipher = createTokenCipher(stack.encryptionKey);
+  await stack.database.funding.create({
+    data: {
+      id,
+      idempotencyKey: `reconcile-${id}`,
+      requestFingerprint: '0'.repeat(64),
+      workflowId: `funding-reconcile-test-${id}`,
+      status: fields.status,
+      recipientType: 'CODE',
+      cashInCodeEncrypted: cipher.encrypt(fields.code, cashInCodeContext(id)),
+      cashInCodeMasked: `*****${fields.code.slice(-2)}`,
+      currency: 'PHP',
+      amount: new Prisma.Decimal('12.00'),
+      transferId: fields.transferId,
+      createdAt: anHourAgo(),
+    },
+  });
+  return id;
+}
+
+async function codeOfNewUser() {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  return { user, code: (await stack.admin.cashInCode(user.userId)).code };
+}
+
+const sweep = (olderThanSeconds = 600) =>
+  stack.temporal.workflow.execute('reconcileFundings', {
+    taskQueue: stack.taskQueue,
+    workflowId: `reconcile-test-${randomUUID()}`,
+    args: [{ olderThanSeconds }],
+  }) as Promise<SweepReport>;
+
+describe('reconciliation sweep', () => {
+  it('repairs, starts, skips and lists what it should', async () => {
+    // a. Its workflow is gone, and the wallet executed the transfer: finish it from the wallet.
+    const executed = await codeOfNewUser();
+    const approvedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    await stack.wallet.executeTransfer(approvedTransfer.data.transferId);
+    const a = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: approvedTransfer.data.transferId });
+
+    // b. Its workflow is gone, and the transfer was never executed: FAILED, nothing moved.
+    const unexecuted = await codeOfNewUser();
+    const createdTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: unexecuted.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const b = await insertFunding({ status: 'EXECUTING', code: unexecuted.code, transferId: createdTransfer.data.transferId });
+
+    // c. Stored, but its workflow was never started (the API died in between): start it.
+    const orphan = await codeOfNewUser();
+    const c = await insertFunding({ status: 'PENDING', code: orphan.code, transferId: null });
+
+    // e. A payment parked in NEEDS_REVIEW.
+    const payer = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '50.00' });
+    const issued = await stack.admin.embeddedTokens(payer.userId);
+    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+      partnerUserId: `wallet:${payer.profileId}`,
+      profileId: payer.profileId,
+      maskedUserId: null,
+      kind: 'EMBEDDED',
+      scopes: ['openid'],
+      requestReferenceNo: null,
+      tokens: {
+        accessToken: issued.accessToken,
+        refreshToken: issued.refreshToken,
+        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+      },
+    });
+    const e = randomUUID();
+    await stack.database.payment.create({
+      data: {
+        id: e,
+        idempotencyKey: `review-${e}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `payment-review-${e}`,
+        status: 'NEEDS_REVIEW',
+        linkId,
+        currency: 'PHP',
+        amount: new Prisma.Decimal('5.00'),
+        reviewReason: 'the execute outcome stayed unknown after 4 attempts',
+      },
+    });
+
+    const report = await sweep();
+    const action = (id: string) => report.items.find((item) => item.fundingId === id)?.action;
+    expect(action(a)).toBe('finished-from-wallet');
+    expect(action(b)).toBe('failed-not-executed');
+    expect(action(c)).toBe('workflow-started');
+    expect(report.repaired).toBeGreaterThanOrEqual(3);
+    expect(report.paymentsNeedingReview.map((payment) => payment.id)).toContain(e);
+
+    const rowA = await stack.database.funding.findUniqueOrThrow({ where: { id: a }, include: { events: true } });
+    expect(rowA.status).toBe('APPROVED');
+    expect(rowA.events.at(-1)?.detail).toMatch(/reconciliation/);
+    expect(rowA.events.at(-1)?.requestReferenceNo).toMatch(/^[0-9a-f-]{36}$/);
+    const rowB = await stack.database.funding.findUniqueOrThrow({ where: { id: b } });
+    expect(rowB).toMatchObject({ status: 'FAILED', errorCode: 'EXECUTE_FAILED' });
+    const ledger = await stack.admin.ledger();
+    expect(ledger.transfers.find((transfer) => transfer.transferId === createdTransfer.data.transferId)?.executions).toBe(0);
+
+    // c's workflow runs to the end on its own.
+    const until = Date.now() + 30_000;
+    let rowC = await stack.database.funding.findUniqueOrThrow({ where: { id: c } });
+    while (rowC.status !== 'APPROVED' && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      rowC = await stack.database.funding.findUniqueOrThrow({ where: { id: c } });
+    }
+    expect(rowC.status).toBe('APPROVED');
+
+    // d. A workflow still at work (a long PROCESSING): left alone.
+    await stack.admin.settings({ processingDelayMs: 600_000 });
+    const slow = await codeOfNewUser();
+    const slowStart = await stack.opsFetch('/ops/fundings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ recipient: { type: 'CODE', code: slow.code }, amount: { currency: 'PHP', value: '3.00' } }),
+    });
+    const d = ((await slowStart.json()) as { fundingId: string }).fundingId;
+    const deadline = Date.now() + 20_000;
+    while ((await stack.database.funding.findUniqueOrThrow({ where: { id: d } })).status !== 'EXECUTING') {
+      if (Date.now() > deadline) throw new Error('funding d never reached EXECUTING');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    await stack.database.funding.update({ where: { id: d }, data: { createdAt: anHourAgo() } });
+
+    // A second sweep leaves a workflow at work alone, and repairs nothing twice.
+    const again = await sweep();
+    expect(again.items.find((item) => item.fundingId === d)?.action).toBe('workflow-running');
+    expect(again.items.find((item) => item.fundingId === a)).toBeUndefined();
+    await stack.admin.settings({ processingDelayMs: 0 });
+  });
+
+  it('walletflow reconcile runs a sweep now and prints the report', async () => {
+    // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
+    const result = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'reconcile', '--older-than', '600', '--json'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace'), TEMPORAL_TASK_QUEUE: stack.taskQueue },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    const report = JSON.parse(result.stdout) as SweepReport;
+    expect(report).toMatchObject({ checked: expect.any(Number), repaired: expect.any(Number) });
+    expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
+  });
+});

@@ -1,0 +1,14 @@
+// reconcileFundings: one reconciliation sweep, run by a Temporal Schedule every few minutes (and
+// once by `walletflow reconcile`). The sweep is one activity: it is a batch of database reads,
+// wallet retrieves and repairs, each repair idempotent.
+import { proxyActivities } from '@temporalio/workflow';
+import type { ReconcileActivities, SweepInput, SweepReport } from '../activities/reconcile.ts';
+
+const { sweepStuckFundings } = proxyActivities<ReconcileActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
+
+export async function reconcileFundings(input: SweepInput): Promise<SweepReport> {
+  return sweepStuckFundings(input);
+}
