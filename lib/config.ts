@@ -324,9 +324,37 @@ export interface ResolvedConfig extends AppConfig {
   tokenEncryptionKey: Buffer;
 }
 
+const loopbackHost = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
+
+/**
+ * In production, weak settings that are fine for development stop start-up: ops keys shorter than
+ * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
+ * public URL (the web session cookie must be Secure).
+ */
+export function productionProblems(config: AppConfig): string[] {
+  if (config.nodeEnv !== 'production') return [];
+  const problems: string[] = [];
+  if (config.opsApiKeys.length === 0) problems.push('OPS_API_KEYS: is required in production');
+  if (config.opsApiKeys.some((key) => Buffer.byteLength(key, 'utf8') < 32)) {
+    problems.push('OPS_API_KEYS: every key must be at least 32 bytes in production (openssl rand -base64 32)');
+  }
+  if (!config.tokenEncryptionKey) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
+  if (config.wallet) {
+    for (const [name, url] of [['CONNECT_URL', config.wallet.connectUrl], ['OP_URL', config.wallet.opUrl], ['TRANSFER_URL', config.wallet.transferUrl]] as const) {
+      if (loopbackHost.test(new URL(url).hostname) || new URL(url).hostname === '[::1]') {
+        problems.push(`${name}: points at this machine (the sandbox?); production needs the operator's service`);
+      }
+    }
+    if (config.wallet.clientId.startsWith('sandbox-')) problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
+  }
+  if (config.sessionAllowedIps.length === 0) problems.push("SESSION_ALLOWED_IPS: is required in production (the operator's sender addresses)");
+  if (!config.publicUrl?.startsWith('https://')) problems.push('PUBLIC_URL: must be the https:// address of the API in production');
+  return problems;
+}
+
 /** For processes that run against concrete services (the API and the worker). */
 export function requireResolved(config: AppConfig): ResolvedConfig {
-  const problems: string[] = [];
+  const problems: string[] = [...productionProblems(config)];
   if (!config.databaseUrl) problems.push('DATABASE_URL: is required (`npm run dev` starts an embedded PostgreSQL)');
   if (!config.temporal.address) problems.push('TEMPORAL_ADDRESS: is required (`npm run dev` starts the Temporal dev server)');
   if (!config.wallet) problems.push(`${walletServiceVariables.join(', ')}: are required (\`npm run dev\` starts the sandbox)`);

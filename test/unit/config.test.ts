@@ -3,7 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, requireResolved } from '../../lib/config.ts';
+import { ConfigError, loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
 
 const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB' });
 const octJwk = JSON.stringify({ kty: 'oct', k: 'c2VjcmV0' });
@@ -90,5 +90,23 @@ describe('loadConfig', () => {
     } catch (error) {
       expect((error as Error).message).not.toContain('super-secret-value');
     }
+  });
+
+  it('refuses weak configuration in production, naming each variable', () => {
+    const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
+    const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
+    expect(problems).toEqual(
+      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL']),
+    );
+    const strong = loadConfig({
+      ...wallet,
+      NODE_ENV: 'production',
+      OPS_API_KEYS: 'k'.repeat(40),
+      TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+      SESSION_ALLOWED_IPS: '203.0.113.0/28',
+      PUBLIC_URL: 'https://partner.example',
+    });
+    expect(productionProblems(strong)).toEqual([]);
+    expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
   });
 });
