@@ -43,7 +43,14 @@ export interface PartnerStack {
 }
 
 export async function startPartnerStack(
-  options: { connectReturnUrl?: string; sessionAllowedIps?: string[]; trustedProxies?: string[]; embeddedSessionTtlSeconds?: number } = {},
+  options: {
+    connectReturnUrl?: string;
+    sessionAllowedIps?: string[];
+    trustedProxies?: string[];
+    embeddedSessionTtlSeconds?: number;
+    /** Every log line of the API and the in-process worker, at trace level (default: silent). */
+    logTo?: NodeJS.WritableStream;
+  } = {},
 ): Promise<PartnerStack> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -52,7 +59,7 @@ export async function startPartnerStack(
     port: 0,
     registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
   });
-  const logger = createLogger({ level: 'silent' });
+  const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
   const database = createDatabase(inject('databaseUrl'));
   const partner = sandbox.partner;
   const walletConfig = {
