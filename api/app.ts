@@ -15,6 +15,10 @@ import { healthRouter, type ReadinessChecks } from './health.ts';
 import { opsAuth } from './ops-auth.ts';
 import { opsLinksRouter } from './ops-links.ts';
 import { sendProblem } from './problem.ts';
+import { createTokenVault } from '../activities/token-vault.ts';
+import { createIpAllowlist } from '../lib/ip-allowlist.ts';
+import { embeddedSessionRouter } from './embedded-session.ts';
+import { landingRouter } from './landing.ts';
 
 export interface AppDependencies {
   logger: Logger;
@@ -31,6 +35,13 @@ export interface AppDependencies {
     opsApiKeys: string[];
     connectReturnUrl?: string | undefined;
     trustedProxies?: string[];
+    /** Who may call the session URL (SESSION_ALLOWED_IPS); absent or empty: nobody. */
+    sessionAllowedIps?: string[];
+    /** PUBLIC_URL: an https URL makes the landing page's cookie Secure. */
+    publicUrl?: string | undefined;
+    /** Defaults: 120 s (session id use window), 1200 s (web session). */
+    embeddedSessionTtlSeconds?: number;
+    webSessionTtlSeconds?: number;
   };
 }
 
@@ -53,10 +64,23 @@ export function createApp(deps: AppDependencies): express.Express {
         returnUrl: services.connectReturnUrl,
       }),
     );
+    // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
+    const vault = createTokenVault({ database: services.database, tokens: services.tokens, wallet: services.wallet, logger: deps.logger });
+    app.use(
+      embeddedSessionRouter({
+        database: services.database,
+        cipher: services.cipher,
+        temporal: services.temporal,
+        taskQueue: services.taskQueue,
+        allowlist: createIpAllowlist(services.sessionAllowedIps ?? []),
+        sessionTtlMs: (services.embeddedSessionTtlSeconds ?? 120) * 1000,
+        logger: deps.logger,
+      }),
+    );
     const ops = express.Router();
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     ops.use(express.json({ limit: '16kb' }));
-    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens }));
+    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, profiles: { vault, wallet: services.wallet } }));
     const fundings = createFundingService({
       database: services.database,
       temporal: services.temporal,
@@ -74,6 +98,19 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     ops.use(opsPaymentsRouter({ database: services.database, payments }));
+    app.use(
+      landingRouter({
+        database: services.database,
+        temporal: services.temporal,
+        taskQueue: services.taskQueue,
+        fundings,
+        payments,
+        vault,
+        logger: deps.logger,
+        webSessionTtlMs: (services.webSessionTtlSeconds ?? 1200) * 1000,
+        secureCookies: services.publicUrl?.startsWith('https:') ? true : undefined,
+      }),
+    );
     app.use('/ops', ops);
   }
 

@@ -48,6 +48,10 @@ const app = createApp({
     opsApiKeys: config.opsApiKeys,
     connectReturnUrl: config.connectReturnUrl,
     trustedProxies: config.trustedProxies,
+    sessionAllowedIps: config.sessionAllowedIps,
+    publicUrl: config.publicUrl,
+    embeddedSessionTtlSeconds: config.embeddedSessionTtlSeconds,
+    webSessionTtlSeconds: config.webSessionTtlSeconds,
   },
 });
 

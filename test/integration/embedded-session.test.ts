@@ -1,0 +1,428 @@
+// Embedded-app sessions on real infrastructure: the session URL (sender allowlist, every
+// malformed call refused with nothing stored, an answer before onboarding runs), the landing page
+// (single use, 404/410, loading state, web session, CSRF-protected forms scoped to the session),
+// the onboarding workflow creating the EMBEDDED link, the ops profile route for every granted
+// scope, and an expired embedded refresh token ending in "reopen the app from your wallet".
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkflowHandle } from '@temporalio/client';
+import { hashBearer, onboardingWorkflowId } from '../../lib/embedded-sessions.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const fromOutside = new Agent({ localAddress: '127.0.0.2' });
+
+beforeAll(async () => {
+  // The worker starts later: the session URL must answer without it.
+  stack = await startPartnerStack();
+});
+afterAll(async () => {
+  await fromOutside.close();
+  await stack?.close();
+});
+
+const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Rows stored under these Request-Reference-Nos (other test files share the database). */
+async function rowsFor(references: string[]): Promise<number> {
+  return stack.database.embeddedSession.count({ where: { requestReferenceNo: { in: references } } });
+}
+
+async function callSessionUrl(options: {
+  body?: string;
+  headers?: Record<string, string>;
+  dispatcher?: Agent;
+  target?: PartnerStack;
+}): Promise<{ status: number; body: Record<string, unknown>; ms: number; reference: string }> {
+  const started = Date.now();
+  const reference = randomUUID();
+  const response = await request(`${(options.target ?? stack).apiBase}/embedded/session`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'request-reference-no': reference, ...options.headers },
+    body: options.body ?? '{}',
+    ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
+  });
+  const text = await response.body.text();
+  return { status: response.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ms: Date.now() - started, reference };
+}
+
+/** Every payload of a workflow's history (inputs, activity arguments and results), as text. */
+async function historyPayloads(handle: WorkflowHandle): Promise<string> {
+  const history = await handle.fetchHistory();
+  return (history.events ?? [])
+    .flatMap((event) => [
+      event.workflowExecutionStartedEventAttributes?.input,
+      event.activityTaskScheduledEventAttributes?.input,
+      event.activityTaskCompletedEventAttributes?.result,
+      event.workflowExecutionCompletedEventAttributes?.result,
+    ])
+    .flatMap((payloads) => payloads?.payloads ?? [])
+    .map((payload) => Buffer.from(payload.data ?? []).toString('utf8'))
+    .join('\n');
+}
+
+async function freshTokens(target: PartnerStack = stack) {
+  const user = await target.admin.createUser({ kycLevel: 'KYC1', balance: '500.00' });
+  return target.admin.embeddedTokens(user.userId);
+}
+
+/** A browser-like client: keeps the web session cookie, never follows redirects. */
+function browser() {
+  let cookie: string | undefined;
+  return {
+    get cookie() {
+      return cookie;
+    },
+    async get(path: string) {
+      const response = await fetch(`${stack.apiBase}${path}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+      const setCookie = response.headers.getSetCookie()[0];
+      if (setCookie) cookie = setCookie.split(';')[0];
+      return { status: response.status, headers: response.headers, text: await response.text(), setCookie };
+    },
+    async post(path: string, fields: Record<string, string>) {
+      const response = await fetch(`${stack.apiBase}${path}`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie ? { cookie } : {}) },
+        body: new URLSearchParams(fields).toString(),
+      });
+      return { status: response.status, location: response.headers.get('location'), text: await response.text() };
+    },
+  };
+}
+
+async function launch(userId: string): Promise<{ sessionId: string; landingUrl: string }> {
+  const answer = await stack.admin.call<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId });
+  expect(answer.status).toBe(200);
+  return answer.body;
+}
+
+async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value)) return value;
+    if (Date.now() > deadline) throw new Error(`timed out; last value ${JSON.stringify(value)}`);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+}
+
+const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1] ?? '';
+
+/** Opens the tile for a new user and lands: the browser then holds a ready web session. */
+async function landedUser(options: { kycLevel?: 'KYC0' | 'KYC1'; firstName?: string; balance?: string } = {}) {
+  await stack.startWorker();
+  const user = await stack.admin.createUser({
+    kycLevel: options.kycLevel ?? 'KYC1',
+    balance: options.balance ?? '500.00',
+    ...(options.firstName ? { firstName: options.firstName } : {}),
+  });
+  const { sessionId } = await launch(user.userId);
+  const client = browser();
+  expect((await client.get(`/app?sessionId=${sessionId}`)).status).toBe(303);
+  const home = await client.get('/app');
+  expect(home.status).toBe(200);
+  const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+  return { user, client, home, link, sessionId };
+}
+
+describe('session URL: sender allowlist', () => {
+  it('refuses a sender outside SESSION_ALLOWED_IPS with 403 and stores nothing', async () => {
+    const tokens = await freshTokens();
+    const answer = await callSessionUrl({ body: JSON.stringify(tokens), dispatcher: fromOutside });
+    expect(answer.status).toBe(403);
+    expect(answer.body).toMatchObject({ code: 'FORBIDDEN', message: expect.any(String) });
+    // X-Forwarded-For is not believed without a configured trusted proxy.
+    const spoofed = await callSessionUrl({ body: JSON.stringify(tokens), dispatcher: fromOutside, headers: { 'x-forwarded-for': '127.0.0.1' } });
+    expect(spoofed.status).toBe(403);
+    expect(await rowsFor([answer.reference, spoofed.reference])).toBe(0);
+  });
+
+  it('behind a configured trusted proxy, judges the forwarded client address', async () => {
+    const proxied = await startPartnerStack({ sessionAllowedIps: ['203.0.113.7', '2001:db8::/32'], trustedProxies: ['127.0.0.1'] });
+    try {
+      const tokens = await freshTokens(proxied);
+      const allowed = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), headers: { 'x-forwarded-for': '203.0.113.7' } });
+      expect(allowed.status).toBe(200);
+      const allowedV6 = await callSessionUrl({ target: proxied, body: JSON.stringify(await freshTokens(proxied)), headers: { 'x-forwarded-for': '2001:db8::42' } });
+      expect(allowedV6.status).toBe(200);
+      const other = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), headers: { 'x-forwarded-for': '203.0.113.8' } });
+      expect(other.status).toBe(403);
+      // The proxy itself is not an allowed sender.
+      const direct = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens) });
+      expect(direct.status).toBe(403);
+      // A proxy that is not trusted cannot forward for anyone.
+      const untrusted = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), dispatcher: fromOutside, headers: { 'x-forwarded-for': '203.0.113.7' } });
+      expect(untrusted.status).toBe(403);
+    } finally {
+      await proxied.close();
+    }
+  });
+});
+
+describe('session URL: malformed calls', () => {
+  it('answers each with 400 { code, message } and stores nothing', async () => {
+    const tokens = await freshTokens();
+    const now = Math.floor(Date.now() / 1000);
+    const body = (patch: Record<string, unknown>) => JSON.stringify({ ...tokens, ...patch });
+    const withoutField = (name: string) => {
+      const copy: Record<string, unknown> = { ...tokens };
+      delete copy[name];
+      return JSON.stringify(copy);
+    };
+    const cases: Array<[string, Parameters<typeof callSessionUrl>[0]]> = [
+      ['wrong content type', { body: JSON.stringify(tokens), headers: { 'content-type': 'text/plain' } }],
+      ['form content type', { body: new URLSearchParams({ accessToken: tokens.accessToken }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+      ['missing Request-Reference-No', { body: JSON.stringify(tokens), headers: { 'request-reference-no': '' } }],
+      ['Request-Reference-No not a UUID', { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'ref-123' } }],
+      ['Request-Reference-No a UUIDv1', { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'c232ab00-9414-11ec-b3c8-9f6bdeced846' } }],
+      ['not JSON', { body: '{"accessToken":' }],
+      ['JSON but not an object', { body: '[1,2]' }],
+      ['missing accessToken', { body: withoutField('accessToken') }],
+      ['missing refreshToken', { body: withoutField('refreshToken') }],
+      ['missing expiresAt', { body: withoutField('expiresAt') }],
+      ['accessToken a JWT, not a JWE', { body: body({ accessToken: tokens.refreshToken }) }],
+      ['accessToken five parts of garbage', { body: body({ accessToken: 'a.b.c.d.e' }) }],
+      ['refreshToken not a JWT', { body: body({ refreshToken: 'opaque-refresh-token' }) }],
+      ['refreshToken a JWE', { body: body({ refreshToken: tokens.accessToken }) }],
+      ['expiresAt in the past', { body: body({ expiresAt: now - 10 }) }],
+      ['expiresAt not an integer', { body: body({ expiresAt: now + 600.5 }) }],
+      ['expiresAt a string', { body: body({ expiresAt: String(now + 600) }) }],
+      ['expiresAt in milliseconds', { body: body({ expiresAt: (now + 600) * 1000 }) }],
+      ['an extra field', { body: body({ userId: 'u-1' }) }],
+      ['oversized body', { body: body({ accessToken: `${tokens.accessToken}${'A'.repeat(20_000)}` }) }],
+    ];
+    const references: string[] = [];
+    for (const [name, call] of cases) {
+      const answer = await callSessionUrl(call);
+      references.push(answer.reference);
+      expect(answer.status, name).toBe(400);
+      expect(answer.body, name).toEqual({ code: expect.any(String), message: expect.any(String) });
+      expect(JSON.stringify(answer.body), name).not.toContain(tokens.accessToken);
+    }
+    expect(await rowsFor(references)).toBe(0);
+    // The same tokens in a well-formed call are accepted: the refusals were about the form.
+    const good = await callSessionUrl({ body: JSON.stringify(tokens) });
+    expect(good.status).toBe(200);
+  });
+});
+
+describe('session URL and landing page', () => {
+  it('answers at once with a UUIDv4 while no worker runs; the landing page shows a loading state until onboarding links the user', async () => {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '500.00', firstName: 'Ana' });
+    const tokens = await stack.admin.embeddedTokens(user.userId);
+    const answer = await callSessionUrl({ body: JSON.stringify(tokens) });
+    expect(answer.status).toBe(200);
+    expect(Object.keys(answer.body)).toEqual(['sessionId']);
+    const sessionId = String(answer.body.sessionId);
+    expect(sessionId).toMatch(uuidV4);
+    expect(answer.ms).toBeLessThan(2000);
+
+    // Stored: hashed id, encrypted tokens; onboarding started but not done (no worker yet).
+    const row = await stack.database.embeddedSession.findFirstOrThrow({ where: { requestReferenceNo: answer.reference } });
+    expect(row).toMatchObject({ status: 'PENDING', linkId: null, consumedAt: null });
+    expect(row.sessionIdHash).not.toContain(sessionId);
+    expect(Buffer.from(row.accessTokenEncrypted!).includes(Buffer.from(tokens.accessToken))).toBe(false);
+    expect(Buffer.from(row.refreshTokenEncrypted!).includes(Buffer.from(tokens.refreshToken))).toBe(false);
+    expect(row.sessionIdHash).toBe(hashBearer(sessionId));
+    expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeGreaterThan(110_000);
+    expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeLessThanOrEqual(121_000);
+    const handle = stack.temporal.workflow.getHandle(onboardingWorkflowId(row.id));
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    expect(await historyPayloads(handle)).toContain(row.id);
+
+    // The web view arrives before onboarding is done: a 303 to a clean URL, then a loading page.
+    const client = browser();
+    const landing = await client.get(`/app?sessionId=${sessionId}`);
+    expect(landing.status).toBe(303);
+    expect(landing.headers.get('location')).toBe('/app');
+    expect(landing.setCookie).toMatch(/^walletflow_app=[A-Za-z0-9_-]{43}; Path=\/app; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
+    const loading = await client.get('/app');
+    expect(loading.status).toBe(200);
+    expect(loading.text).toContain('Opening your account');
+    expect(loading.headers.get('cache-control')).toBe('no-store');
+    expect(loading.headers.get('content-security-policy')).toContain("script-src 'nonce-");
+    expect(await (await fetch(`${stack.apiBase}/app/status`, { headers: { cookie: client.cookie! } })).json()).toEqual({ state: 'pending' });
+
+    await stack.startWorker();
+    expect(await handle.result()).toMatchObject({ status: 'READY', errorCode: null, linkId: expect.any(String) });
+    const payloads = await historyPayloads(handle);
+    for (const secret of [tokens.accessToken, tokens.refreshToken, sessionId, 'Ana']) expect(payloads).not.toContain(secret);
+    const home = await client.get('/app');
+    expect(home.status).toBe(200);
+    expect(home.text).toContain('Hello, Ana');
+    expect(home.text).toContain('Verified (KYC1)');
+    expect(home.text).not.toMatch(/target="_blank"|window\.open|type="file"|capture=/);
+
+    // The link: EMBEDDED, by the profile's profileId, holding the delivered tokens; the session row keeps none.
+    const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+    expect(link).toMatchObject({ status: 'ACTIVE', partnerUserId: `wallet:${user.profileId}` });
+    expect(link.scopes).toContain('openid');
+    expect((await stack.tokens.read(stack.database, link.id))?.accessToken).toBe(tokens.accessToken);
+    const done = await stack.database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } });
+    expect(done).toMatchObject({ status: 'READY', linkId: link.id, firstName: 'Ana', kycStatus: 'KYC1', accessTokenEncrypted: null, refreshTokenEncrypted: null });
+  });
+
+  it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
+    const { sessionId } = await launch(user.userId);
+    const first = browser();
+    expect((await first.get(`/app?sessionId=${sessionId}`)).status).toBe(303);
+
+    const reuse = await browser().get(`/app?sessionId=${sessionId}`);
+    expect(reuse.status).toBe(410);
+    expect(reuse.text).toContain('already used');
+    expect(reuse.text).not.toContain('Liza');
+    expect(reuse.setCookie).toBeUndefined();
+    // The same browser reloading the original URL gets the same answer.
+    expect((await first.get(`/app?sessionId=${sessionId}`)).status).toBe(410);
+
+    const unknown = await browser().get(`/app?sessionId=${randomUUID()}`);
+    expect(unknown.status).toBe(404);
+    expect((await browser().get('/app?sessionId=not-a-session')).status).toBe(404);
+    expect((await browser().get('/app?sessionId=a&sessionId=b')).status).toBe(404);
+    expect((await browser().get('/app')).status).toBe(401);
+
+    const late = await launch(user.userId);
+    await stack.database.embeddedSession.update({ where: { sessionIdHash: hashBearer(late.sessionId) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const expired = await browser().get(`/app?sessionId=${late.sessionId}`);
+    expect(expired.status).toBe(410);
+    expect(expired.text).toContain('expired');
+    expect(expired.text).not.toContain('Liza');
+  });
+
+  it('only one of many concurrent requests with the same session id wins it', async () => {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
+    const { sessionId } = await launch(user.userId);
+    const answers = await Promise.all(Array.from({ length: 8 }, () => browser().get(`/app?sessionId=${sessionId}`)));
+    expect(answers.map((answer) => answer.status).sort()).toEqual([303, 410, 410, 410, 410, 410, 410, 410]);
+  });
+
+  it('shows the upgrade hint to a KYC0 user', async () => {
+    const { home } = await landedUser({ kycLevel: 'KYC0', firstName: 'Ramon' });
+    expect(home.text).toContain('Hello, Ramon');
+    expect(home.text).toContain('Not upgraded (KYC0)');
+    expect(home.text).toContain('Upgrade your account in the wallet app');
+  });
+});
+
+describe('landing page forms', () => {
+  it('refuses a form without the session’s CSRF token (403) and starts nothing', async () => {
+    const { client, home, link } = await landedUser();
+    const fundings = () => stack.database.funding.count({ where: { linkId: link.id } });
+    const noToken = await client.post('/app/top-up', { formKey: field(home.text, 'formKey'), amount: '10.00' });
+    expect(noToken.status).toBe(403);
+    const wrongToken = await client.post('/app/top-up', { csrf: 'x'.repeat(43), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    expect(wrongToken.status).toBe(403);
+    // Another session's token does not work either.
+    const other = await landedUser();
+    const foreign = await client.post('/app/top-up', { csrf: field(other.home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    expect(foreign.status).toBe(403);
+    expect(await fundings()).toBe(0);
+  });
+
+  it('a double submit of one top-up form is one funding; its status is visible to this web session only', async () => {
+    const { client, home, link, user } = await landedUser({ balance: '0.00' });
+    const fields = { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '25' };
+    const [first, second] = await Promise.all([client.post('/app/top-up', fields), client.post('/app/top-up', fields)]);
+    expect(first.status).toBe(303);
+    expect(second.location).toBe(first.location);
+    const fundingId = first.location!.split('/').pop()!;
+    const funding = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } });
+    expect(funding).toMatchObject({ recipientType: 'TOKEN', linkId: link.id });
+
+    const status = await waitFor(
+      async () => (await (await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
+      (value) => value.final === true,
+    );
+    expect(status).toMatchObject({ status: 'APPROVED', title: 'Top-up approved', message: 'PHP 25.00 was added to your wallet.' });
+    expect((await stack.admin.user(user.userId)).balance).toBe('25.00');
+    const page = await client.get(`/app/top-ups/${fundingId}`);
+    expect(page.text).toContain('Top-up approved');
+
+    const stranger = await landedUser();
+    expect((await stranger.client.get(`/app/top-ups/${fundingId}`)).status).toBe(404);
+    expect((await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`, { headers: { cookie: stranger.client.cookie! } })).status).toBe(404);
+    expect((await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`)).status).toBe(401);
+  });
+
+  it('an invalid amount re-shows the form with a message and starts nothing', async () => {
+    const { client, home, link } = await landedUser();
+    const answer = await client.post('/app/pay', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '-5' });
+    expect(answer.status).toBe(400);
+    expect(answer.text).toContain('Enter an amount in pesos');
+    expect(await stack.database.payment.count({ where: { linkId: link.id } })).toBe(0);
+  });
+});
+
+describe('GET /ops/links/{linkId}/profile', () => {
+  it('returns every scope the sandbox grants, decrypted and validated, fetched fresh each time', async () => {
+    const { link, user } = await landedUser({ firstName: 'Carmela' });
+    const response = await stack.opsFetch(`/ops/links/${link.id}/profile`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as {
+      requestReferenceNo: string;
+      scopes: string[];
+      fetchedAt: string;
+      documentUrlsExpireAt: string | null;
+      profile: Record<string, Record<string, unknown>>;
+    };
+    expect(body.scopes).toEqual(stack.sandbox.partner.scopes);
+    expect(body.scopes).toEqual(['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document']);
+    expect(body.profile.openid).toEqual({ id: user.userId, profileId: user.profileId, kycStatus: 'KYC1' });
+    expect(body.profile.profile).toMatchObject({ name: { firstName: 'Carmela' }, birthDetails: { birthDate: expect.stringMatching(/^\d{2}-\d{2}-\d{4}$/) } });
+    expect(body.profile.contact?.contact).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'MSISDN', value: user.mobile })]));
+    expect(body.profile.address?.address).toEqual([expect.objectContaining({ type: 'PRESENT', country: 'PH' })]);
+    expect(body.profile.workDetails?.workDetails).toMatchObject({ natureOfWork: expect.any(String), sourceOfIncome: expect.any(String) });
+    const documents = body.profile.identity_document?.identityDocument as Array<{ frontUrl: string | null }>;
+    expect(documents[0]?.frontUrl).toMatch(/^https?:\/\//);
+    expect(Date.parse(body.documentUrlsExpireAt!) - Date.parse(body.fetchedAt)).toBe(15 * 60_000);
+
+    // Never cached: a second read is a second profile call (each answer names its wallet call).
+    const again = (await (await stack.opsFetch(`/ops/links/${link.id}/profile`)).json()) as typeof body;
+    expect(again.requestReferenceNo).not.toBe(body.requestReferenceNo);
+    const calls = await stack.database.walletCall.findMany({ where: { requestReferenceNo: { in: [body.requestReferenceNo, again.requestReferenceNo] } } });
+    expect(calls.map((call) => call.operation)).toEqual(['op.profile', 'op.profile']);
+    // Nothing of the URLs was stored.
+    const stored = JSON.stringify(await stack.database.embeddedSession.findMany({ where: { linkId: link.id } }));
+    expect(stored).not.toContain('http');
+  });
+
+  it('404 for an unknown link, 409 for an unlinked one', async () => {
+    expect((await stack.opsFetch(`/ops/links/${randomUUID()}/profile`)).status).toBe(404);
+    const { link } = await landedUser();
+    expect((await stack.opsFetch(`/ops/links/${link.id}`, { method: 'DELETE' })).status).toBe(200);
+    const unlinked = await stack.opsFetch(`/ops/links/${link.id}/profile`);
+    expect(unlinked.status).toBe(409);
+    expect(await unlinked.json()).toMatchObject({ code: 'LINK_UNLINKED' });
+  });
+});
+
+describe('an expired embedded refresh token', () => {
+  // Last in this file: it moves the sandbox clock past every token's lifetime.
+  it('ends the top-up with the reopen-from-wallet message, marks the link REAUTH_REQUIRED, and the page says so', async () => {
+    const { client, home, link } = await landedUser({ firstName: 'Teresa' });
+    await stack.admin.advanceClock(1300);
+
+    const started = await client.post('/app/top-up', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    expect(started.status).toBe(303);
+    const statusUrl = `${stack.apiBase}${started.location}/status`;
+    const status = await waitFor(
+      async () => (await (await fetch(statusUrl, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
+      (value) => value.final === true,
+    );
+    expect(status).toMatchObject({ status: 'FAILED', tone: 'error', message: expect.stringContaining('open the app again from your wallet') });
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).toMatchObject({ status: 'REAUTH_REQUIRED' });
+
+    const page = await client.get('/app');
+    expect(page.status).toBe(401);
+    expect(page.text).toContain('open the app again from your wallet');
+    expect(page.text).not.toContain('Teresa');
+    expect(page.text).not.toMatch(/at .*\.ts:\d+/);
+
+    const profile = await stack.opsFetch(`/ops/links/${link.id}/profile`);
+    expect(profile.status).toBe(409);
+    expect(await profile.json()).toMatchObject({ code: 'REAUTH_REQUIRED' });
+  });
+});

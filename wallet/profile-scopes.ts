@@ -1,0 +1,32 @@
+// A decrypted profile split by the scope that grants each part (interface, "Profile … by
+// scope"): which scopes a profile shows, and the fields of each.
+import type { Profile } from './profile-schema.ts';
+
+export const profileScopes = ['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document'] as const;
+export type ProfileScope = (typeof profileScopes)[number];
+
+export interface ProfileByScope {
+  openid: Pick<Profile, 'id' | 'profileId' | 'kycStatus'>;
+  profile?: Pick<Profile, 'name' | 'birthDetails'>;
+  contact?: Pick<Required<Profile>, 'contact'>;
+  address?: Pick<Required<Profile>, 'address'>;
+  workDetails?: Pick<Required<Profile>, 'workDetails'>;
+  identity_document?: Pick<Required<Profile>, 'identityDocument'>;
+}
+
+/** The profile's parts, keyed by the scope that granted them; absent scopes are left out. */
+export function profileByScope(profile: Profile): ProfileByScope {
+  const parts: ProfileByScope = { openid: { id: profile.id, profileId: profile.profileId, kycStatus: profile.kycStatus } };
+  if (profile.name || profile.birthDetails) parts.profile = { name: profile.name, birthDetails: profile.birthDetails };
+  if (profile.contact) parts.contact = { contact: profile.contact };
+  if (profile.address) parts.address = { address: profile.address };
+  if (profile.workDetails) parts.workDetails = { workDetails: profile.workDetails };
+  if (profile.identityDocument) parts.identity_document = { identityDocument: profile.identityDocument };
+  return parts;
+}
+
+/** The scopes a profile shows were granted (openid always). */
+export function scopesOf(profile: Profile): ProfileScope[] {
+  const parts = profileByScope(profile);
+  return profileScopes.filter((scope) => parts[scope] !== undefined);
+}
