@@ -1,0 +1,115 @@
+// The stored fundWallet histories (test/replay/histories/*.json, Temporal's JSON export format)
+// and the secret checks both the capture script and the replay test run on them. No vitest here.
+import { readdirSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
+
+/** One stored history per funding path; the file name is the path name. */
+export const historyNames = [
+  'code-approved',
+  'token-approved-with-refresh',
+  'm133-rejected',
+  'declined',
+  'execute-unknown-reconciled',
+  'processing-polled',
+  'cancelled',
+] as const;
+export type HistoryName = (typeof historyNames)[number];
+
+/** Where older captures are kept (one folder per label) while workflows on older code may still run. */
+export const archiveDir = path.join(historiesDir, 'archive');
+
+export const historyFile = (name: string) => path.join(historiesDir, `${name}.json`);
+
+/** Every stored history, current and archived, as paths relative to historiesDir without `.json`. */
+export function listStoredHistories(): string[] {
+  return readdirSync(historiesDir, { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.json'))
+    .map((file) => file.slice(0, -'.json'.length).split(path.sep).join('/'))
+    .sort();
+}
+
+export async function readStoredHistory(name: string): Promise<unknown> {
+  return JSON.parse(await readFile(historyFile(name), 'utf8')) as unknown;
+}
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+function decodeBase64(value: string): string {
+  return Buffer.from(value, 'base64').toString('utf8');
+}
+
+/**
+ * The history as text a person (or a scan) can read: every payload's base64 `data` decoded (and
+ * parsed when it is JSON), so a secret inside an activity argument or result is visible. In the
+ * raw file every JSON payload starts with `eyJ` (base64 of `{"`), which would hide a real JWT.
+ */
+export function readableHistory(history: unknown): string {
+  const visit = (node: Json): Json => {
+    if (Array.isArray(node)) return node.map(visit);
+    if (node === null || typeof node !== 'object') return node;
+    const metadata = node.metadata;
+    if (typeof node.data === 'string' && metadata && typeof metadata === 'object' && !Array.isArray(metadata)) {
+      const decodedMetadata = Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, typeof value === 'string' ? decodeBase64(value) : value]));
+      const text = decodeBase64(node.data);
+      let data: Json = text;
+      if (decodedMetadata.encoding === 'json/plain') {
+        try {
+          data = JSON.parse(text) as Json;
+        } catch {
+          // Not JSON after all: keep the text, the scan still sees it.
+        }
+      }
+      return { ...node, metadata: decodedMetadata, data };
+    }
+    return Object.fromEntries(Object.entries(node).map(([key, value]) => [key, visit(value)]));
+  };
+  return JSON.stringify(visit(history as Json));
+}
+
+/** Patterns no stored history may contain, whatever the test data was (scanned decoded). */
+const forbiddenPatterns: Array<{ name: string; pattern: RegExp }> = [
+  { name: 'a 7-digit number near a "CODE" value (a cash-in code)', pattern: /"CODE"[^{}]{0,120}?(?<![0-9A-Za-z])\d{7}(?![0-9A-Za-z])/ },
+  { name: 'a JWT/JWE-looking token (eyJ…)', pattern: /eyJ[A-Za-z0-9_-]{8,}/ },
+  { name: 'the name transferApiKey', pattern: /transferApiKey/i },
+  { name: 'the name clientSecret', pattern: /clientSecret/i },
+];
+
+/** Proto int64 fields (JSON strings of digits) and the worker identity (pid@host) may hold 7 digits. */
+const numericKey = /(?:Id|Bytes|[vV]ersion|Count|Size)$|^identity$/;
+const sevenDigits = /(?<![0-9A-Za-z])\d{7}(?![0-9A-Za-z])/;
+
+/** Paths of string values with a standalone 7-digit number (the shape of a cash-in code). */
+function sevenDigitValues(node: unknown, at = '$'): string[] {
+  if (Array.isArray(node)) return node.flatMap((item, index) => sevenDigitValues(item, `${at}[${index}]`));
+  if (node === null || typeof node !== 'object') return [];
+  return Object.entries(node).flatMap(([key, value]) => {
+    if (typeof value === 'string') return !numericKey.test(key) && sevenDigits.test(value) ? [`${at}.${key}`] : [];
+    if (typeof value === 'number') return sevenDigits.test(String(value)) && !numericKey.test(key) ? [`${at}.${key}`] : [];
+    return sevenDigitValues(value, `${at}.${key}`);
+  });
+}
+
+/**
+ * What in a history looks like a secret: each exact `secrets` value found in the raw or the
+ * decoded text, and each forbidden pattern in the decoded text. Empty when clean.
+ */
+export function findSecretLeaks(history: unknown, secrets: Array<{ name: string; value: string }> = []): string[] {
+  const raw = JSON.stringify(history);
+  const readable = readableHistory(history);
+  const leaks: string[] = [];
+  for (const secret of secrets) {
+    if (secret.value.length < 4) throw new Error(`secret ${secret.name} is too short to search for`);
+    if (raw.includes(secret.value) || readable.includes(secret.value)) leaks.push(secret.name);
+  }
+  for (const where of sevenDigitValues(JSON.parse(readable))) leaks.push(`a 7-digit number (a cash-in code?) at ${where}`);
+  for (const { name, pattern } of forbiddenPatterns) {
+    const match = pattern.exec(readable);
+    // Some context to find it by, with the match itself left out.
+    if (match) leaks.push(`${name} at …${readable.slice(Math.max(0, match.index - 60), match.index)}<here>…`);
+  }
+  return leaks;
+}

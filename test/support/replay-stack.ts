@@ -1,0 +1,278 @@
+// A whole walletflow stack in one process for capturing workflow histories, without vitest:
+// PostgreSQL (fresh database), Temporal (given or a dev server), the sandbox, the API, a worker.
+import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection } from '@temporalio/client';
+import type { History } from '@temporalio/common/lib/proto-utils';
+import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.ts';
+import { createApp } from '../../api/app.ts';
+import { applyMigrations } from '../../prisma/schema-engine.ts';
+import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
+import { startEmbeddedPostgres } from '../../lib/embedded-postgres.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { findFreePort } from '../../lib/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer } from '../../lib/temporal-dev-server.ts';
+import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
+import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
+import { createWalletCallLog } from '../../lib/wallet-call-log.ts';
+import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface ReplayStackOptions {
+  /** A running Temporal (e.g. `npm run dev`'s); absent: an in-memory dev server is started. */
+  temporalAddress?: string;
+  namespace?: string;
+  /** A PostgreSQL server URL: a fresh database is made on it (and dropped); absent: embedded. */
+  databaseUrl?: string;
+  log?: (line: string) => void;
+}
+
+export interface ReplayStack {
+  apiBase: string;
+  sandbox: RunningSandbox;
+  admin: SandboxAdminClient;
+  database: Database;
+  tokens: TokenStore;
+  temporal: Client;
+  temporalAddress: string;
+  namespace: string;
+  taskQueue: string;
+  /** Waits for a workflow's result; close() cancels the wait instead of leaving a call retrying. */
+  result(workflowId: string): Promise<unknown>;
+  /** The workflow's history as events; cancelled by close() like result(). */
+  fetchHistory(workflowId: string): Promise<History>;
+  startWorker(): Promise<void>;
+  /** Drains and stops the worker: workflows started meanwhile wait on the task queue. */
+  stopWorker(): Promise<void>;
+  opsFetch(path: string, init?: RequestInit): Promise<Response>;
+  close(): Promise<void>;
+}
+
+const quietBundlerLogger = {
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: (message: string) => console.warn(message),
+  error: (message: string) => console.error(message),
+  log: () => {},
+};
+
+const dataDirPrefix = 'capture-postgres-';
+
+/**
+ * Removes data folders of earlier captures whose PostgreSQL no longer runs: a capture killed
+ * outright (tsx SIGKILLs a child slow to take Ctrl-C) cannot remove its own.
+ */
+async function removeStaleDataDirs(): Promise<void> {
+  const parent = path.join(root, '.walletflow');
+  for (const entry of await readdir(parent)) {
+    if (!entry.startsWith(dataDirPrefix)) continue;
+    const pidFile = path.join(parent, entry, 'data/postmaster.pid');
+    const pid = existsSync(pidFile) ? Number((await readFile(pidFile, 'utf8')).split('\n')[0]) : NaN;
+    if (Number.isInteger(pid) && pid > 0 && isAlive(pid)) continue;
+    await rm(path.join(parent, entry), { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: it exists, as another user (PostgreSQL runs as `postgres` when we are root).
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** The sandbox's admin API (contract-decisions section 9), the few calls the capture needs. */
+export function sandboxAdminClient(sandbox: RunningSandbox) {
+  async function call<T>(method: 'GET' | 'POST' | 'PUT', route: string, body?: unknown): Promise<T> {
+    const response = await fetch(`${sandbox.url}/_sandbox${route}`, {
+      method,
+      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (response.status >= 300) throw new Error(`sandbox ${method} ${route}: ${response.status} ${text}`);
+    return (text === '' ? undefined : JSON.parse(text)) as T;
+  }
+  let mobiles = 0;
+  return {
+    createUser: (input: { kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean }) =>
+      call<{ userId: string; profileId: string }>('POST', '/users', {
+        mobile: `+6392${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
+        ...input,
+      }),
+    cashInCode: (userId: string) => call<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
+    embeddedTokens: (userId: string) => call<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
+    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number }>) => call('PUT', '/faults', { seed: 1, rules }),
+    clearFaults: () => call('PUT', '/faults', { rules: [] }),
+    settings: (settings: Record<string, unknown>) => call('PUT', '/settings', settings),
+    ledger: () =>
+      call<{ transfers: Array<{ transferId: string; executions: number }>; refreshes: Array<{ userId: string }> }>('GET', '/ledger'),
+  };
+}
+export type SandboxAdminClient = ReturnType<typeof sandboxAdminClient>;
+
+export async function startReplayStack(options: ReplayStackOptions = {}): Promise<ReplayStack> {
+  const log = options.log ?? (() => {});
+  const namespace = options.namespace ?? 'default';
+  // Undone in reverse order by close(), or right away when starting fails half-way.
+  const stops: Array<() => Promise<unknown>> = [];
+  // Client calls in flight when close() runs (Ctrl-C mid-capture) are cancelled first: a long
+  // poll would otherwise retry on the closed channel and throw from a timer.
+  const inFlight = new AbortController();
+  // Each wrapped call (and each retry of a long poll) listens on it: a capture makes dozens.
+  setMaxListeners(1000, inFlight.signal);
+  const stopAll = async () => {
+    inFlight.abort();
+    for (const stop of stops.splice(0).reverse()) await stop().catch((error: Error) => console.error(`cleanup: ${error.message}`));
+  };
+
+  try {
+    let databaseUrl: string;
+    if (options.databaseUrl) {
+      const serverUrl = options.databaseUrl;
+      const name = `walletflow_capture_${process.pid}_${Date.now().toString(36)}`;
+      databaseUrl = await ensureDatabaseExists(serverUrl, name);
+      stops.push(() => dropDatabase(serverUrl, name));
+      log(`PostgreSQL: database ${name} on DATABASE_URL's server`);
+    } else {
+      await mkdir(path.join(root, '.walletflow'), { recursive: true });
+      await removeStaleDataDirs();
+      const dir = await mkdtemp(path.join(root, `.walletflow/${dataDirPrefix}`));
+      stops.push(() => rm(dir, { recursive: true, force: true }));
+      const postgres = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data'), port: await findFreePort() });
+      stops.push(() => postgres.stop());
+      databaseUrl = postgres.url;
+      log('PostgreSQL: embedded, in a temporary folder');
+    }
+    await applyMigrations(databaseUrl);
+
+    let temporalAddress = options.temporalAddress;
+    if (temporalAddress) {
+      log(`Temporal: ${temporalAddress} (namespace ${namespace})`);
+    } else {
+      const temporal = await startTemporalDevServer({ binary: resolveTemporalCli(), port: await findFreePort(), namespace });
+      stops.push(() => temporal.stop());
+      temporalAddress = temporal.address;
+      log(`Temporal: dev server in memory on ${temporalAddress}`);
+    }
+
+    // Bundled once: the cancelled path stops and restarts the worker.
+    const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
+
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    stops.push(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const sandbox = await startSandbox({
+      port: 0,
+      registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+    });
+    stops.push(() => sandbox.close());
+    const logger = createLogger({ level: 'silent' });
+    const database = createDatabase(databaseUrl);
+    stops.push(() => database.$disconnect());
+    const partner = sandbox.partner;
+    const walletConfig = {
+      connectUrl: sandbox.connectUrl,
+      opUrl: sandbox.opUrl,
+      transferUrl: sandbox.transferUrl,
+      clientId: partner.clientId,
+      clientSecret: partner.clientSecret,
+      redirectUri: partner.redirectUri,
+      transferApiKey: partner.transferApiKey,
+      p2mId: partner.p2mId,
+      profileDecryptionJwk: partner.profileDecryptionJwk as never,
+      profileVerificationJwk: partner.profileVerificationJwk as never,
+      timeoutMs: 5000,
+      ...createWalletCallLog(database, logger),
+    };
+    const wallet: WalletClient = createWalletClient(walletConfig);
+    stops.push(() => wallet.close());
+    const encryptionKey = randomBytes(32);
+    const cipher = createTokenCipher(encryptionKey);
+    const tokens = createTokenStore(cipher);
+    const opsKey = randomBytes(32).toString('base64url');
+    const connection = await Connection.connect({ address: temporalAddress });
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace });
+    // A task queue of its own: on a shared dev server no other worker takes these tasks.
+    const taskQueue = `walletflow-capture-${randomBytes(6).toString('hex')}`;
+    server.on(
+      'request',
+      createApp({
+        logger,
+        readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+        services: {
+          database,
+          tokens,
+          cipher,
+          fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
+          wallet,
+          temporal,
+          taskQueue,
+          opsApiKeys: [opsKey],
+        },
+      }),
+    );
+
+    let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
+    const stopWorker = async () => {
+      if (!running) return;
+      const current = running;
+      running = undefined;
+      // A worker already shutting down (a shutdown signal reached the runtime) only needs awaiting.
+      if (current.worker.getState() === 'RUNNING') current.worker.shutdown();
+      await current.done.catch(() => undefined);
+      await current.connection.close();
+      await current.wallet.close();
+    };
+    stops.push(stopWorker);
+
+    return {
+      apiBase,
+      sandbox,
+      admin: sandboxAdminClient(sandbox),
+      database,
+      tokens,
+      temporal,
+      temporalAddress,
+      namespace,
+      taskQueue,
+      result: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
+      fetchHistory: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
+      async startWorker() {
+        if (running) return;
+        const workerConnection = await NativeConnection.connect({ address: temporalAddress });
+        const workerWallet = createWalletClient(walletConfig);
+        const worker = await Worker.create({
+          connection: workerConnection,
+          namespace,
+          taskQueue,
+          workflowBundle: { code: bundle.code },
+          activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
+        });
+        running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+      },
+      stopWorker,
+      opsFetch: (route, init = {}) => fetch(`${apiBase}${route}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+      close: stopAll,
+    };
+  } catch (error) {
+    await stopAll();
+    throw error;
+  }
+}
