@@ -98,6 +98,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   let createRequestReferenceNo: string | null = null;
   let progress: TransferProgress;
   let polls = input.reconcile?.polls ?? 0;
+  const pollsAtRunStart = polls;
 
   if (input.reconcile || (transferId && (snapshot.status === 'EXECUTING' || snapshot.status === 'RECONCILING'))) {
     // An execute may already have been sent: only retrieve may tell.
@@ -159,7 +160,8 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       case 'processing':
         break;
     }
-    if (polls > 0 && polls % POLLS_PER_RUN === 0) {
+    // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
+    if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
       await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls } });
     }
     // A durable timer: it survives worker restarts.
