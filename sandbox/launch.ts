@@ -16,8 +16,10 @@ export type LaunchResult =
 /** One connection pool bound to the sender address, as the partner's allowlist expects. */
 export function createSenderAgent(senderIp: string): Agent {
   // undici takes the source address as the client's `localAddress` option: a `connect.localAddress`
-  // would be overridden by it.
-  return new Agent({ localAddress: senderIp, connect: { timeout: sessionCallTimeoutMs } });
+  // would be overridden by it. 0.0.0.0 (or ::) lets the system choose, as in a container whose
+  // address is not known in advance.
+  const unbound = senderIp === '0.0.0.0' || senderIp === '::';
+  return new Agent({ ...(unbound ? {} : { localAddress: senderIp }), connect: { timeout: sessionCallTimeoutMs } });
 }
 
 export async function launchPartnerSession(context: SandboxContext, user: SandboxUser, agent: Agent): Promise<LaunchResult> {

@@ -1,0 +1,72 @@
+// The deployment files, checked without Docker (no engine runs here): docker-compose.yml has its
+// services, ports and a scalable worker, and every variable it gives walletflow exists in the
+// configuration schema; the Dockerfile is multi-stage on Debian slim (no musl: Temporal's bridge).
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { environmentSchema, secretVariables } from '../../lib/config.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+interface ComposeService {
+  image?: string;
+  build?: unknown;
+  command?: string[];
+  environment?: Record<string, unknown>;
+  ports?: string[];
+  profiles?: string[];
+  container_name?: string;
+  depends_on?: Record<string, unknown> | string[];
+}
+
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+const services = compose.services;
+const knownVariables = new Set([
+  ...Object.keys(environmentSchema.shape),
+  ...secretVariables.map((name) => `${name}_FILE`),
+]);
+
+describe('docker-compose.yml', () => {
+  it('has PostgreSQL, Temporal on it, the Temporal UI, migrations, the API, the worker and the sandbox', () => {
+    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgres', 'temporal', 'temporal-ui', 'migrate', 'api', 'worker', 'sandbox']));
+    expect(services.temporal?.environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgres' });
+    expect(Number(services.temporal?.environment?.NUM_HISTORY_SHARDS)).toBeGreaterThan(1);
+    expect(services.sandbox?.profiles).toEqual(['sandbox']);
+  });
+
+  it('publishes the API, the Temporal UI and the sandbox', () => {
+    expect(services.api?.ports).toContain('3000:3000');
+    expect(services['temporal-ui']?.ports).toContain('8080:8080');
+    expect(services.sandbox?.ports).toContain('4010:4010');
+  });
+
+  it('lets the worker scale (no fixed name, no published port)', () => {
+    expect(services.worker?.container_name).toBeUndefined();
+    expect(services.worker?.ports).toBeUndefined();
+    expect(services.worker?.command).toEqual(['node', '--import', 'tsx', 'worker/main.ts']);
+  });
+
+  it('sets only variables the configuration schema knows for walletflow processes', () => {
+    for (const name of ['api', 'worker', 'migrate']) {
+      const variables = Object.keys(services[name]?.environment ?? {});
+      expect(variables.length, name).toBeGreaterThan(10);
+      for (const variable of variables) expect(knownVariables.has(variable), `${name}: ${variable} is not in lib/config.ts`).toBe(true);
+    }
+    for (const variable of Object.keys(services.sandbox?.environment ?? {})) {
+      expect(variable === 'NODE_ENV' || variable.startsWith('SANDBOX_'), `sandbox: ${variable}`).toBe(true);
+    }
+  });
+});
+
+describe('Dockerfile', () => {
+  const dockerfile = readFileSync(path.join(root, 'Dockerfile'), 'utf8');
+  it('is multi-stage on Debian slim and runs as a non-root user', () => {
+    const bases = [...dockerfile.matchAll(/^FROM\s+(\S+)/gm)].map((match) => match[1]);
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    for (const base of bases.filter((image) => image?.startsWith('node:'))) expect(base).toMatch(/bookworm-slim$/);
+    expect(bases.some((image) => /alpine/i.test(image ?? ''))).toBe(false);
+    expect(dockerfile).toMatch(/^USER walletflow$/m);
+    expect(dockerfile).toMatch(/WORKFLOW_BUNDLE_PATH=/);
+  });
+});
