@@ -95,16 +95,19 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       const payment = await find(id);
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
-      try {
-        const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
-        await deps.temporal.workflow.getHandle(payment.workflowId).executeUpdate(resolvePaymentUpdate, { args: [input] });
-      } catch (error) {
-        // The workflow's validator refuses a payment that is no longer in review (a race).
-        if (error instanceof WorkflowUpdateFailedError) {
+      const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
+      // The row says NEEDS_REVIEW a moment before the workflow does (it parks, then waits): a
+      // refusal while the row still says NEEDS_REVIEW is retried briefly.
+      for (let attempt = 0; ; attempt += 1) {
+        try {
+          await deps.temporal.workflow.getHandle(payment.workflowId).executeUpdate(resolvePaymentUpdate, { args: [input] });
+          break;
+        } catch (error) {
+          if (!(error instanceof WorkflowUpdateFailedError)) throw error;
           const current = await find(id);
-          return { kind: 'not-in-review', status: current?.status ?? payment.status };
+          if (current?.status !== 'NEEDS_REVIEW' || attempt >= 20) return { kind: 'not-in-review', status: current?.status ?? payment.status };
+          await new Promise((resolve) => setTimeout(resolve, 250));
         }
-        throw error;
       }
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };

@@ -42,10 +42,13 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
   let status = 'PENDING' as PaymentStatus;
   let resolved: { status: FinalPaymentStatus } | undefined;
+  let resolving = false;
   setHandler(paymentStatusQuery, () => status);
   setHandler(
     resolvePaymentUpdate,
     async (resolution) => {
+      // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
+      resolving = true;
       const result = await database.resolvePayment(id, resolution);
       resolved = result;
       return result;
@@ -53,6 +56,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     {
       validator: (resolution) => {
         if (status !== 'NEEDS_REVIEW') throw new Error(`payment is ${status}, not NEEDS_REVIEW`);
+        if (resolving) throw new Error('the payment is already being resolved');
         if (resolution.outcome !== 'SUCCEEDED' && resolution.outcome !== 'FAILED') throw new Error('outcome must be SUCCEEDED or FAILED');
         if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
       },
@@ -83,7 +87,8 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   }
   if (snapshot.status === 'NEEDS_REVIEW') {
     await condition(() => resolved !== undefined);
-    return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: null };
+    setStatus(resolved!.status);
+    return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
   }
 
   let walletPaymentId = snapshot.walletPaymentId;
