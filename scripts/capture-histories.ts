@@ -1,22 +1,40 @@
-// `npm run histories:capture`: runs every fundWallet path on a real stack and stores each history
-// as Temporal JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
+// `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
+// onboardEmbeddedSession, reconcileFundings) on a real stack and stores each history as Temporal
+// JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
 //   npm run histories:capture -- --address 127.0.0.1:7233  # on a running Temporal (npm run dev's)
-//   npm run histories:capture -- --only cancelled,declined # a subset
+//   npm run histories:capture -- --only cancelled,declined # a subset (path names, or workflow types)
 //   npm run histories:capture -- --archive before-<change>  # keep the replaced ones in archive/
 // TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / DATABASE_URL are read too; flags win.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { inspect, parseArgs } from 'node:util';
 import { decodeJwt } from 'jose';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { cashInCodeContext } from '../activities/funding.ts';
+import type { SweepReport } from '../activities/reconcile.ts';
+import type { OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import type { FundingResult } from '../domain/funding.ts';
+import type { PaymentResult } from '../domain/payment.ts';
+import { Prisma } from '../generated/prisma/client.ts';
+import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../lib/embedded-sessions.ts';
 import { saveLinkWithTokens } from '../lib/links.ts';
-import { archiveDir, findSecretLeaks, historiesDir, historyFile, historyNames, type HistoryName } from '../test/support/replay-histories.ts';
+import {
+  archiveDir,
+  findSecretLeaks,
+  historiesDir,
+  historyFile,
+  historyNames,
+  historyPaths,
+  onboardingUserName,
+  workflowTypes,
+  type HistoryName,
+  type WorkflowType,
+} from '../test/support/replay-histories.ts';
 import { startReplayStack, type ReplayStack } from '../test/support/replay-stack.ts';
 
 interface Secret {
@@ -24,9 +42,12 @@ interface Secret {
   value: string;
 }
 
+/** What a path's workflow returned: a funding, payment or onboarding result, or a sweep report. */
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport;
+
 interface Captured {
   workflowId: string;
-  result: FundingResult;
+  result: CapturedResult;
   /** Secrets this path handled, which its history must not contain. */
   secrets: Secret[];
   check?: (history: HistoryJson) => Promise<void> | void;
@@ -49,8 +70,17 @@ if (args.help) {
   process.stdout.write('usage: npm run histories:capture [-- --address HOST:PORT] [--namespace NAME] [--only name,name] [--archive LABEL]\n');
   process.exit(0);
 }
-const selected = (args.only?.split(',').map((name) => name.trim()) ?? [...historyNames]) as HistoryName[];
-for (const name of selected) if (!historyNames.includes(name)) throw new Error(`unknown path ${name}; known: ${historyNames.join(', ')}`);
+// --only takes path names and workflow types (all of that workflow's paths), in the order given.
+const selected = [
+  ...new Set(
+    (args.only?.split(',').map((name) => name.trim()) ?? [...historyNames]).flatMap((name): string[] =>
+      workflowTypes.includes(name as WorkflowType) ? [...historyPaths[name as WorkflowType]] : [name],
+    ),
+  ),
+] as HistoryName[];
+for (const name of selected) {
+  if (!historyNames.includes(name)) throw new Error(`unknown path ${name}; known: ${historyNames.join(', ')} (or a workflow type: ${workflowTypes.join(', ')})`);
+}
 const archiveTo = args.archive === undefined ? undefined : path.join(archiveDir, args.archive);
 if (archiveTo !== undefined && (!/^[\w.-]+$/.test(args.archive ?? '') || existsSync(archiveTo))) {
   throw new Error(`--archive needs a new label of letters, digits, . _ -: ${archiveTo} exists or the label is not one`);
@@ -61,9 +91,20 @@ const fail = (message: string): never => {
   throw new Error(message);
 };
 
-// Core's INFO lines (worker started, polling) drown the steps; warnings still show. No shutdown
-// signals for the runtime: the handler in main() stops the worker, then what it depends on.
-Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+// Core's INFO lines (worker started, polling) drown the steps; warnings still show. An activity
+// failing for a wallet fault a path injected on purpose (onboarding-profile-unavailable retries six
+// times) gets one line instead of a stack trace. No shutdown signals for the runtime: the handler
+// in main() stops the worker, then what it depends on.
+const workerLog = (entry: LogEntry) => {
+  const meta = entry.meta as { activityType?: string; attempt?: number; error?: { type?: string; message?: string } } | undefined;
+  const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
+  if (entry.message === 'Activity failed' && meta?.error?.type === 'WalletTransient') {
+    process.stderr.write(`  ${at} ${meta.activityType ?? 'activity'} attempt ${meta.attempt ?? '?'} failed: ${meta.error.message ?? ''}\n`);
+    return;
+  }
+  process.stderr.write(`${at} [${entry.level}] ${entry.message}${meta === undefined ? '' : ` ${inspect(meta)}`}\n`);
+};
+Runtime.install({ logger: new DefaultLogger('WARN', workerLog), shutdownSignals: [] });
 
 const activityTypes = (history: HistoryJson) =>
   history.events.flatMap((event) => {
@@ -75,7 +116,7 @@ const expectActivities = (history: HistoryJson, must: string[], mustNot: string[
   for (const type of must) if (!types.includes(type)) fail(`expected activity ${type}, history has ${types.join(', ')}`);
   for (const type of mustNot) if (types.includes(type)) fail(`expected no activity ${type}, history has ${types.join(', ')}`);
 };
-const expectOutcome = (result: FundingResult, status: string, errorCode: string | null) => {
+const expectOutcome = (result: { status: string; errorCode: string | null }, status: string, errorCode: string | null) => {
   if (result.status !== status || result.errorCode !== errorCode) {
     fail(`expected ${status}/${errorCode ?? 'no code'}, the workflow returned ${result.status}/${result.errorCode ?? 'no code'}`);
   }
@@ -118,6 +159,7 @@ async function main() {
     const baseSecrets: Secret[] = [
       { name: 'the transfer API key', value: stack.sandbox.partner.transferApiKey },
       { name: 'the client secret', value: stack.sandbox.partner.clientSecret },
+      { name: 'the ops API key', value: stack.opsKey },
     ];
     const outputs = new Map<HistoryName, string>();
     for (const name of selected) {
@@ -126,7 +168,7 @@ async function main() {
         throw new Error(`${name}: ${error.message}`, { cause: error });
       });
       outputs.set(name, `${json}\n`);
-      step(`${name}: ${captured.result.status}${captured.result.errorCode ? `/${captured.result.errorCode}` : ''}, ${events} events`);
+      step(`${name}: ${describeResult(captured.result)}, ${events} events`);
     }
     // Written only once every path succeeded: a failed run leaves the stored histories as they were.
     if (interrupted) return;
@@ -142,6 +184,11 @@ async function main() {
   } finally {
     if (!interrupted) await stack.close();
   }
+}
+
+function describeResult(result: CapturedResult): string {
+  if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
+  return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
 
 /** Runs one path and returns its history as JSON, checked: the path it took, no secret in it. */
@@ -174,7 +221,7 @@ async function result(stack: ReplayStack, workflowId: string): Promise<FundingRe
   return (await stack.result(workflowId)) as FundingResult;
 }
 
-const amount = (value: string) => ({ currency: 'PHP', value });
+const amount = (value: string) => ({ currency: 'PHP' as const, value });
 
 /** A sandbox user and a fresh cash-in code; the code is a secret of the path. */
 async function codeFor(stack: ReplayStack, user: { kycLevel: 'KYC0' | 'KYC1'; blocked?: boolean }) {
@@ -189,6 +236,160 @@ async function fundByCode(stack: ReplayStack, user: { kycLevel: 'KYC0' | 'KYC1';
   return { workflowId, result: await result(stack, workflowId), secrets };
 }
 
+/**
+ * A sandbox user with an EMBEDDED link holding freshly issued tokens, made the way
+ * test/integration/payments.test.ts makes one (saveLinkWithTokens): no onboarding workflow runs.
+ */
+async function embeddedLink(stack: ReplayStack, balance: string, options: { accessTokenExpiresAt?: Date } = {}) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
+  const issued = await stack.admin.embeddedTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId: `wallet:${user.profileId}`,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'EMBEDDED',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: {
+      accessToken: issued.accessToken,
+      refreshToken: issued.refreshToken,
+      accessTokenExpiresAt: options.accessTokenExpiresAt ?? new Date(issued.expiresAt * 1000),
+      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+    },
+  });
+  return { user, issued, linkId };
+}
+
+/** The tokens a link was issued and holds now (a refresh may have replaced them): secrets of the path. */
+async function linkSecrets(stack: ReplayStack, linkId: string, issued: { accessToken: string; refreshToken: string }): Promise<Secret[]> {
+  const current = await stack.tokens.read(stack.database, linkId);
+  return [
+    { name: 'the issued access token', value: issued.accessToken },
+    { name: 'the issued refresh token', value: issued.refreshToken },
+    ...(current ? [{ name: 'the link’s access token', value: current.accessToken }, { name: 'the link’s refresh token', value: current.refreshToken }] : []),
+  ];
+}
+
+async function postPayment(stack: ReplayStack, linkId: string, value: string): Promise<{ id: string; workflowId: string }> {
+  const response = await stack.opsFetch('/ops/payments', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `capture-${randomUUID()}` },
+    body: JSON.stringify({ linkId, amount: amount(value) }),
+  });
+  const answer = (await response.json()) as { id?: string };
+  if (response.status !== 202 || !answer.id) fail(`POST /ops/payments: ${response.status} ${JSON.stringify(answer)}`);
+  const id = answer.id as string;
+  const { workflowId } = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { workflowId: true } });
+  return { id, workflowId };
+}
+
+async function until(what: string, done: () => Promise<boolean>, timeoutMs = 60_000, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (interrupted) fail('interrupted');
+    if (Date.now() > deadline) fail(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/**
+ * Waits until the payWallet workflow itself is in NEEDS_REVIEW: its `status` query, which is what
+ * the resolve update's validator reads. The database row says NEEDS_REVIEW a moment earlier (the
+ * parkForReview activity writes it before the workflow has seen the activity complete).
+ */
+async function untilInReview(stack: ReplayStack, workflowId: string): Promise<void> {
+  const handle = stack.temporal.workflow.getHandle(workflowId);
+  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query<string>('status')) === 'NEEDS_REVIEW');
+}
+
+/** Resolves a payment in review through the ops API, which runs the workflow's `resolve` update. */
+async function resolvePayment(stack: ReplayStack, id: string, outcome: 'SUCCEEDED' | 'FAILED', note: string): Promise<void> {
+  const response = await stack.opsFetch(`/ops/payments/${id}/resolve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
+    body: JSON.stringify({ outcome, note }),
+  });
+  if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
+}
+
+async function reviewOf(stack: ReplayStack, id: string) {
+  const payment = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { reviewReason: true, reviewEvidence: true } });
+  return { reason: payment.reviewReason ?? '', codes: ((payment.reviewEvidence ?? []) as Array<{ code: string }>).map((attempt) => attempt.code) };
+}
+
+const count = (history: HistoryJson, activityType: string) => activityTypes(history).filter((type) => type === activityType).length;
+const hasEvent = (history: HistoryJson, eventType: string) => history.events.some((event) => event.eventType === eventType);
+
+/** The review paths' history: the execute attempts, a parked review, and the resolve update that ended it. */
+const expectReviewResolved = (history: HistoryJson, executes: number) => {
+  expectActivities(history, ['createPayment', 'executePayment', 'parkForReview', 'resolvePayment'], ['finishPayment']);
+  if (count(history, 'executePayment') !== executes) fail(`expected ${executes} execute attempts, the history has ${count(history, 'executePayment')}`);
+  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED') || !hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) {
+    fail('expected the resolve update (accepted and completed) in the history');
+  }
+};
+
+/**
+ * Opens the partner's tile for a new sandbox user (the sandbox calls the session URL, which starts
+ * onboardEmbeddedSession) and waits for the onboarding result. The worker is stopped while the
+ * session URL answers, so the tokens it stored can be read (they are secrets of the path) before
+ * onboarding moves them to the link; `beforeOnboarding` runs then too (faults, the sandbox clock).
+ */
+async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessTokenExpiresAt: Date }) => Promise<unknown> = async () => {}) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00', ...onboardingUserName });
+  await stack.stopWorker();
+  let sessionId: string;
+  let row;
+  try {
+    sessionId = (await stack.admin.launch(user.userId)).sessionId;
+    row = await stack.database.embeddedSession.findUniqueOrThrow({ where: { sessionIdHash: hashBearer(sessionId) } });
+    if (row.status !== 'PENDING' || !row.accessTokenEncrypted || !row.refreshTokenEncrypted) fail(`the session row is ${row.status}, without its tokens`);
+    await beforeOnboarding(row);
+  } finally {
+    await stack.startWorker();
+  }
+  const workflowId = onboardingWorkflowId(row.id);
+  const outcome = (await stack.result(workflowId)) as OnboardEmbeddedSessionResult;
+  const secrets: Secret[] = [
+    { name: 'the session id', value: sessionId },
+    { name: 'the delivered access token', value: stack.cipher.decrypt(row.accessTokenEncrypted!, sessionAccessTokenContext(row.id)) },
+    { name: 'the delivered refresh token', value: stack.cipher.decrypt(row.refreshTokenEncrypted!, sessionRefreshTokenContext(row.id)) },
+    { name: 'the user’s first name', value: onboardingUserName.firstName },
+    { name: 'the user’s last name', value: onboardingUserName.lastName },
+    { name: 'the user’s mobile number', value: user.mobile },
+  ];
+  return { user, workflowId, outcome, secrets };
+}
+
+/**
+ * A funding stuck an hour ago in EXECUTING whose workflow never ran (its id was never started):
+ * what the reconciliation sweep repairs from the wallet's own record of the transfer.
+ */
+async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const { code } = await stack.admin.cashInCode(user.userId);
+  const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount('12.00') });
+  if (options.executed) await stack.wallet.executeTransfer(transfer.data.transferId);
+  const id = randomUUID();
+  await stack.database.funding.create({
+    data: {
+      id,
+      idempotencyKey: `capture-stuck-${id}`,
+      requestFingerprint: '0'.repeat(64),
+      workflowId: `funding-capture-stuck-${id}`,
+      status: 'EXECUTING',
+      recipientType: 'CODE',
+      cashInCodeEncrypted: stack.cipher.encrypt(code, cashInCodeContext(id)),
+      cashInCodeMasked: `*****${code.slice(-2)}`,
+      currency: 'PHP',
+      amount: new Prisma.Decimal('12.00'),
+      transferId: transfer.data.transferId,
+      createdAt: new Date(Date.now() - 3_600_000),
+    },
+  });
+  return { fundingId: id, secrets: [{ name: 'a stuck funding’s cash-in code', value: code }] };
+}
+
 async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured> {
   switch (name) {
     case 'code-approved': {
@@ -197,23 +398,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       return { ...captured, check: (history) => expectActivities(history, ['createTransfer', 'executeTransfer'], ['retrieveTransfer', 'markReconciling']) };
     }
     case 'token-approved-with-refresh': {
-      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-      const issued = await stack.admin.embeddedTokens(user.userId);
-      const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-        partnerUserId: `wallet:${user.profileId}`,
-        profileId: user.profileId,
-        maskedUserId: null,
-        kind: 'EMBEDDED',
-        scopes: ['openid'],
-        requestReferenceNo: null,
-        tokens: {
-          accessToken: issued.accessToken,
-          refreshToken: issued.refreshToken,
-          // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
-          accessTokenExpiresAt: new Date(Date.now() - 1000),
-          refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-        },
-      });
+      // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
+      const { user, issued, linkId } = await embeddedLink(stack, '0.00', { accessTokenExpiresAt: new Date(Date.now() - 1000) });
       const { workflowId } = await postFunding(stack, { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') });
       const outcome = await result(stack, workflowId);
       expectOutcome(outcome, 'APPROVED', null);
@@ -284,6 +470,140 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const outcome = await result(stack, captured.workflowId);
       expectOutcome(outcome, 'FAILED', 'CANCELLED');
       return { ...captured, result: outcome, check: (history) => expectActivities(history, ['loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
+    }
+
+    // payWallet
+    case 'payment-succeeded': {
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      const { workflowId } = await postPayment(stack, linkId, '30.00');
+      const outcome = (await stack.result(workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['loadPayment', 'markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') !== 1) fail('expected one execute');
+        },
+      };
+    }
+    case 'payment-insufficient-balance': {
+      const { issued, linkId } = await embeddedLink(stack, '10.00');
+      const { workflowId } = await postPayment(stack, linkId, '50.00');
+      const outcome = (await stack.result(workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'FAILED', 'INSUFFICIENT_BALANCE');
+      return {
+        workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') !== 1) fail('expected one execute: INSUFFICIENT_BALANCE is final');
+        },
+      };
+    }
+    case 'payment-lost-answer-review-resolved': {
+      const { user, issued, linkId } = await embeddedLink(stack, '100.00');
+      // The first execute takes effect and its answer is lost; the fault is lifted before the
+      // workflow's second attempt (1 s later), which the wallet answers PAYMENT_ALREADY_EXECUTED.
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '20.00');
+        await until(
+          'the first execute taking effect',
+          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          20_000,
+          25,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      await untilInReview(stack, posted.workflowId);
+      const review = await reviewOf(stack, posted.id);
+      if (review.codes.join(',') !== 'HTTP_5XX,PAYMENT_ALREADY_EXECUTED') fail(`expected attempts HTTP_5XX, PAYMENT_ALREADY_EXECUTED; the review holds ${review.codes.join(', ')}`);
+      await resolvePayment(stack, posted.id, 'SUCCEEDED', 'the wallet ledger shows the debit');
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return { workflowId: posted.workflowId, result: outcome, secrets: await linkSecrets(stack, linkId, issued), check: (history) => expectReviewResolved(history, 2) };
+    }
+    case 'payment-unknown-review-resolved-failed': {
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '15.00');
+        await untilInReview(stack, posted.workflowId);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const review = await reviewOf(stack, posted.id);
+      if (review.codes.length !== 4 || !/stayed unknown/.test(review.reason)) fail(`expected 4 unknown attempts; the review holds ${review.codes.join(', ')}: ${review.reason}`);
+      await resolvePayment(stack, posted.id, 'FAILED', 'no debit in the wallet ledger');
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'FAILED', 'RESOLVED_FAILED');
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectReviewResolved(history, 4);
+          const timers = history.events.filter((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED').length;
+          if (timers !== 3) fail(`expected 3 backoff timers between the 4 attempts, the history has ${timers}`);
+        },
+      };
+    }
+
+    // onboardEmbeddedSession
+    case 'onboarding-linked': {
+      const { user, workflowId, outcome, secrets } = await onboard(stack);
+      expectOutcome(outcome, 'READY', null);
+      const link = await stack.database.link.findUnique({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+      if (!link || link.id !== outcome.linkId) fail(`expected the user's EMBEDDED link ${outcome.linkId ?? '(none)'}, found ${link?.id ?? 'none'}`);
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+    }
+    case 'onboarding-profile-refused': {
+      // The delivered access token expires before onboarding runs (the sandbox clock moves past
+      // it): the profile call is refused with 401, so the user must open the tile again.
+      const { workflowId, outcome, secrets } = await onboard(stack, async (row) => {
+        const { now } = await stack.admin.clock();
+        await stack.admin.advanceClock(Math.max(1, Math.ceil((row.accessTokenExpiresAt.getTime() - Date.parse(now)) / 1000) + 1));
+      });
+      expectOutcome(outcome, 'FAILED', 'REAUTH_REQUIRED');
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+    }
+    case 'onboarding-profile-unavailable': {
+      // Every profile call fails with a 503: linkEmbeddedSession's retries run out (~16 s), then
+      // failEmbeddedSession ends the session FAILED.
+      let onboarded: Awaited<ReturnType<typeof onboard>>;
+      try {
+        onboarded = await onboard(stack, () => stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]));
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const { workflowId, outcome, secrets } = onboarded;
+      expectOutcome(outcome, 'FAILED', 'ONBOARDING_FAILED');
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession', 'failEmbeddedSession']) };
+    }
+
+    // reconcileFundings
+    case 'reconcile-sweep': {
+      const executed = await stuckFunding(stack, { executed: true });
+      const unexecuted = await stuckFunding(stack, { executed: false });
+      const workflowId = `capture-reconcile-${randomUUID()}`;
+      await stack.temporal.workflow.start('reconcileFundings', { taskQueue: stack.taskQueue, workflowId, args: [{ olderThanSeconds: 600 }] });
+      const report = (await stack.result(workflowId)) as SweepReport;
+      const action = (fundingId: string) => report.items.find((item) => item.fundingId === fundingId)?.action;
+      if (action(executed.fundingId) !== 'finished-from-wallet' || action(unexecuted.fundingId) !== 'failed-not-executed') {
+        fail(`expected finished-from-wallet and failed-not-executed, the sweep reported ${JSON.stringify(report.items)}`);
+      }
+      return {
+        workflowId,
+        result: report,
+        secrets: [...executed.secrets, ...unexecuted.secrets],
+        check: (history) => expectActivities(history, ['sweepStuckFundings']),
+      };
     }
   }
 }

@@ -1,23 +1,38 @@
-// The stored fundWallet histories (test/replay/histories/*.json, Temporal's JSON export format)
-// and the secret checks both the capture script and the replay test run on them. No vitest here.
-import { readdirSync } from 'node:fs';
+// The stored workflow histories (test/replay/histories/*.json, Temporal's JSON export format)
+// and the secret checks both the capture script and the replay tests run on them. No vitest here.
+import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DefaultLogger, Runtime, Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
-/** One stored history per funding path; the file name is the path name. */
-export const historyNames = [
-  'code-approved',
-  'token-approved-with-refresh',
-  'm133-rejected',
-  'declined',
-  'execute-unknown-reconciled',
-  'processing-polled',
-  'cancelled',
-] as const;
-export type HistoryName = (typeof historyNames)[number];
+/** One stored history per path, by workflow type; the file name is the path name. */
+export const historyPaths = {
+  fundWallet: [
+    'code-approved',
+    'token-approved-with-refresh',
+    'm133-rejected',
+    'declined',
+    'execute-unknown-reconciled',
+    'processing-polled',
+    'cancelled',
+  ],
+  payWallet: ['payment-succeeded', 'payment-insufficient-balance', 'payment-lost-answer-review-resolved', 'payment-unknown-review-resolved-failed'],
+  onboardEmbeddedSession: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
+  reconcileFundings: ['reconcile-sweep'],
+} as const;
+export type WorkflowType = keyof typeof historyPaths;
+export type HistoryName = (typeof historyPaths)[WorkflowType][number];
+export const workflowTypes = Object.keys(historyPaths) as WorkflowType[];
+export const historyNames: readonly HistoryName[] = workflowTypes.flatMap((type) => historyPaths[type]);
+
+/**
+ * The name the onboarding paths give their sandbox users: the profile the workflow reads holds it,
+ * and no stored history may (checked at capture and by the replay tests).
+ */
+export const onboardingUserName = { firstName: 'Marisol', lastName: 'Dimaculangan' } as const;
 
 /** Where older captures are kept (one folder per label) while workflows on older code may still run. */
 export const archiveDir = path.join(historiesDir, 'archive');
@@ -34,6 +49,37 @@ export function listStoredHistories(): string[] {
 
 export async function readStoredHistory(name: string): Promise<unknown> {
   return JSON.parse(await readFile(historyFile(name), 'utf8')) as unknown;
+}
+
+/** Replays stored histories (by name) with one replay worker; each result's workflowId is the name. */
+export async function replayStored(options: ReplayWorkerOptions, names: string[]): Promise<ReplayResult[]> {
+  const histories = await Promise.all(names.map(async (name) => ({ workflowId: name, history: await readStoredHistory(name) })));
+  const results: ReplayResult[] = [];
+  for await (const result of Worker.runReplayHistories(options, histories)) results.push(result);
+  return results;
+}
+
+/**
+ * For the replay tests: each replay worker logs its life (and webpack's) at INFO, and Core warns
+ * of each expected nondeterminism; errors still show. Not for the capture script (its own runtime).
+ */
+export function installQuietReplayRuntime(): void {
+  try {
+    Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+  } catch {
+    // A runtime exists already in this process (another file installed one): keep it.
+  }
+}
+
+/** The workflow type a history ran, from its first event. */
+export function workflowTypeOf(history: unknown): string | undefined {
+  const first = (history as { events?: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }> }).events?.[0];
+  return first?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+}
+
+/** The stored histories (current and archived) of one workflow type, by what each file ran. */
+export function storedHistoriesOf(type: WorkflowType): string[] {
+  return listStoredHistories().filter((name) => workflowTypeOf(JSON.parse(readFileSync(historyFile(name), 'utf8'))) === type);
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -19,7 +19,7 @@ import { startEmbeddedPostgres } from '../../lib/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../lib/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer } from '../../lib/temporal-dev-server.ts';
-import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
+import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../lib/token-cipher.ts';
 import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
 import { createWalletCallLog } from '../../lib/wallet-call-log.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
@@ -42,6 +42,12 @@ export interface ReplayStack {
   admin: SandboxAdminClient;
   database: Database;
   tokens: TokenStore;
+  /** The stack's token cipher: reads what the session URL stored, encrypts rows a capture inserts. */
+  cipher: TokenCipher;
+  /** The API's wallet client (transfers a capture makes directly, outside any workflow). */
+  wallet: WalletClient;
+  /** The ops API key opsFetch sends: a secret no history may hold. */
+  opsKey: string;
   temporal: Client;
   temporalAddress: string;
   namespace: string;
@@ -106,18 +112,26 @@ export function sandboxAdminClient(sandbox: RunningSandbox) {
   }
   let mobiles = 0;
   return {
-    createUser: (input: { kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean }) =>
-      call<{ userId: string; profileId: string }>('POST', '/users', {
+    createUser: (input: { kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean; firstName?: string; lastName?: string }) =>
+      call<{ userId: string; profileId: string; mobile: string }>('POST', '/users', {
         mobile: `+6392${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
         ...input,
       }),
     cashInCode: (userId: string) => call<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
     embeddedTokens: (userId: string) => call<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
-    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number }>) => call('PUT', '/faults', { seed: 1, rules }),
+    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number }>) => call('PUT', '/faults', { seed: 1, rules }),
     clearFaults: () => call('PUT', '/faults', { rules: [] }),
     settings: (settings: Record<string, unknown>) => call('PUT', '/settings', settings),
+    clock: () => call<{ now: string }>('GET', '/clock'),
+    advanceClock: (advanceSeconds: number) => call<{ now: string }>('POST', '/clock', { advanceSeconds }),
+    /** Opens the partner's tile as the wallet app does: the sandbox calls the session URL. */
+    launch: (userId: string) => call<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId }),
     ledger: () =>
-      call<{ transfers: Array<{ transferId: string; executions: number }>; refreshes: Array<{ userId: string }> }>('GET', '/ledger'),
+      call<{
+        transfers: Array<{ transferId: string; executions: number }>;
+        payments: Array<{ paymentId: string; userId: string; executions: number }>;
+        refreshes: Array<{ userId: string }>;
+      }>('GET', '/ledger'),
   };
 }
 export type SandboxAdminClient = ReturnType<typeof sandboxAdminClient>;
@@ -225,6 +239,8 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
           temporal,
           taskQueue,
           opsApiKeys: [opsKey],
+          // The sandbox's launch calls the session URL from its registration's sender address.
+          sessionAllowedIps: [sandbox.partner.senderIp],
         },
       }),
     );
@@ -248,6 +264,9 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
       admin: sandboxAdminClient(sandbox),
       database,
       tokens,
+      cipher,
+      wallet,
+      opsKey,
       temporal,
       temporalAddress,
       namespace,
