@@ -1,5 +1,8 @@
-// The Express app factory: one router per area, one JSON error shape, nothing global.
+// The Express app factory: security headers first, then one router per area; the ops API's error
+// shape (problem details) for whatever no area answers.
+import { STATUS_CODES } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
+import { defaultRateLimits } from '../lib/config.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenStore } from '../lib/token-store.ts';
@@ -14,15 +17,30 @@ import { connectRouter } from './connect.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
 import { opsAuth } from './ops-auth.ts';
 import { opsLinksRouter } from './ops-links.ts';
+import { clientErrorOf } from './client-errors.ts';
 import { sendProblem } from './problem.ts';
 import { createTokenVault } from '../activities/token-vault.ts';
 import { createIpAllowlist } from '../lib/ip-allowlist.ts';
 import { embeddedSessionRouter } from './embedded-session.ts';
 import { landingRouter } from './landing.ts';
+import { createRateLimiter } from './rate-limit.ts';
+import { securityHeaders } from './security-headers.ts';
+
+export interface HardeningOptions {
+  /** PUBLIC_URL: https means HSTS on every answer (else only on requests that came over TLS). */
+  publicUrl?: string | undefined;
+  /** Requests per client address per minute at the landing page and at the connect routes (each). */
+  publicRateLimitPerMinute?: number;
+  /** Requests per sender address per minute at the session URL. */
+  sessionRateLimitPerMinute?: number;
+  now?: () => number;
+}
 
 export interface AppDependencies {
   logger: Logger;
   readiness: ReadinessChecks;
+  /** Security headers and rate limits; absent: no HSTS unless over TLS, the default limits of lib/config.ts. */
+  hardening?: HardeningOptions;
   /** Absent in a health-only app (tests of the health routes). */
   services?: {
     database: Database;
@@ -49,9 +67,13 @@ export function createApp(deps: AppDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  const hardening = deps.hardening ?? {};
+  app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
   app.use(healthRouter(deps.readiness));
   const services = deps.services;
   if (services) {
+    const publicLimiter = () =>
+      createRateLimiter({ limit: hardening.publicRateLimitPerMinute ?? defaultRateLimits.publicPerMinute, ...(hardening.now ? { now: hardening.now } : {}) });
     // Client addresses (rate limits, the session URL allowlist) come from X-Forwarded-For only
     // when the direct peer is a configured proxy.
     app.set('trust proxy', services.trustedProxies && services.trustedProxies.length > 0 ? services.trustedProxies : false);
@@ -62,6 +84,7 @@ export function createApp(deps: AppDependencies): express.Express {
         wallet: services.wallet,
         logger: deps.logger,
         returnUrl: services.connectReturnUrl,
+        rateLimiter: publicLimiter(),
       }),
     );
     // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
@@ -75,6 +98,10 @@ export function createApp(deps: AppDependencies): express.Express {
         allowlist: createIpAllowlist(services.sessionAllowedIps ?? []),
         sessionTtlMs: (services.embeddedSessionTtlSeconds ?? 120) * 1000,
         logger: deps.logger,
+        rateLimiter: createRateLimiter({
+          limit: hardening.sessionRateLimitPerMinute ?? defaultRateLimits.sessionPerMinute,
+          ...(hardening.now ? { now: hardening.now } : {}),
+        }),
       }),
     );
     const ops = express.Router();
@@ -109,6 +136,7 @@ export function createApp(deps: AppDependencies): express.Express {
         logger: deps.logger,
         webSessionTtlMs: (services.webSessionTtlSeconds ?? 1200) * 1000,
         secureCookies: services.publicUrl?.startsWith('https:') ? true : undefined,
+        rateLimiter: publicLimiter(),
       }),
     );
     app.use('/ops', ops);
@@ -117,13 +145,11 @@ export function createApp(deps: AppDependencies): express.Express {
   app.use((req, res) => {
     sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.path}` });
   });
-  const onError: ErrorRequestHandler = (error: { status?: number; type?: string }, req, res, _next) => {
-    if (error.type === 'entity.too.large') {
-      sendProblem(res, { status: 413, code: 'BODY_TOO_LARGE', title: 'Payload Too Large' });
-      return;
-    }
-    if (error.type === 'entity.parse.failed') {
-      sendProblem(res, { status: 400, code: 'MALFORMED_JSON', title: 'Bad Request', detail: 'the body is not valid JSON' });
+  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    // A body or path the framework could not read is the client's fault (4xx), never a 500.
+    const refused = clientErrorOf(error);
+    if (refused) {
+      sendProblem(res, { status: refused.status, code: refused.code, title: STATUS_CODES[refused.status] ?? 'Bad Request', detail: refused.message });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'unhandled error');

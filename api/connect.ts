@@ -2,14 +2,16 @@
 // password): /connect/start stores a single-use state and redirects to the wallet's login page;
 // /connect/callback checks the state, exchanges the code and stores the link's tokens.
 import { createHash, randomBytes } from 'node:crypto';
-import { Router, type Response } from 'express';
+import { Router, type ErrorRequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../lib/database.ts';
 import { saveLinkWithTokens } from '../lib/links.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenStore } from '../lib/token-store.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { renderPage, type PageContent } from './pages.ts';
+import { clientErrorOf } from './client-errors.ts';
+import { pageCsp, renderPage, type PageContent } from './pages.ts';
+import { limitRequests, type RateLimiter } from './rate-limit.ts';
 
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
@@ -21,6 +23,8 @@ export interface ConnectDependencies {
   logger: Logger;
   /** Where to send the user after a successful link (with ?linkId=…); absent: a success page. */
   returnUrl?: string | undefined;
+  /** Requests per client address (PUBLIC_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
+  rateLimiter?: RateLimiter;
   now?: () => number;
 }
 
@@ -36,14 +40,17 @@ const callbackQuerySchema = z.object({
   code: printable(2048).optional(),
   error: z.string().max(200).optional(),
   error_description: z.string().max(2000).optional(),
-  userId: z.string().max(64).optional(),
-  profileId: z.string().max(64).optional(),
+  // Stored (the masked user id) or compared: printable text only, never NUL or a lone surrogate.
+  userId: z.string().regex(/^[\x20-\x7e]{0,64}$/).optional(),
+  profileId: z.string().regex(/^[\x21-\x7e]{0,64}$/).optional(),
 });
 
 const hashState = (state: string) => createHash('sha256').update(state, 'utf8').digest('hex');
 
 function page(res: Response, status: number, content: PageContent): void {
-  res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(renderPage(content));
+  const nonce = randomBytes(16).toString('base64');
+  res.setHeader('Content-Security-Policy', pageCsp(nonce));
+  res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(renderPage(content, nonce));
 }
 
 /** OAuth error codes are [a-z_]; anything else is not echoed. */
@@ -57,6 +64,19 @@ const errorExplanations: Record<string, string> = {
 export function connectRouter(deps: ConnectDependencies): Router {
   const router = Router();
   const now = deps.now ?? Date.now;
+
+  if (deps.rateLimiter) {
+    router.use(
+      '/connect',
+      limitRequests(deps.rateLimiter, (_req, res, retryAfterSeconds) =>
+        page(res, 429, {
+          tone: 'error',
+          title: 'Too many attempts',
+          paragraphs: [`Please wait ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'} and try again.`],
+        }),
+      ),
+    );
+  }
 
   router.get('/connect/start', async (req, res) => {
     const query = startQuerySchema.safeParse(req.query);
@@ -195,5 +215,20 @@ export function connectRouter(deps: ConnectDependencies): Router {
     }
   });
 
+  // Under /connect a page, never a problem document: unknown paths and methods, requests the
+  // framework could not read (their 4xx), and failures (500, logged).
+  router.use('/connect', (_req, res) => {
+    page(res, 404, { tone: 'error', title: 'Not found', paragraphs: ['There is no such page. Please start the login again from the partner app.'] });
+  });
+  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (!refused) deps.logger.error({ err: error, method: req.method, path: req.path }, 'connect route failed');
+    page(res, refused?.status ?? 500, {
+      tone: 'error',
+      title: refused ? 'This login link is not valid' : 'Something went wrong',
+      paragraphs: [refused ? 'Please start the login again from the partner app.' : 'Please try again in a moment.'],
+    });
+  };
+  router.use('/connect', onError);
   return router;
 }

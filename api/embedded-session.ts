@@ -1,9 +1,10 @@
 // The session URL (POST /embedded/session) the wallet service calls when a user opens the
-// partner's tile: sender allowlist first, then headers and body, then the tokens are stored
-// encrypted under a new one-time session id and the answer goes out at once; the profile fetch and
-// linking run afterwards in the onboardEmbeddedSession workflow. Errors: 400/403 `{ code, message }`.
+// partner's tile: rate limit and sender allowlist first, then headers and body, then the tokens are
+// stored encrypted under a new one-time session id and the answer goes out at once; the profile
+// fetch and linking run afterwards in the onboardEmbeddedSession workflow. Errors: `{ code,
+// message }` (400, 403, 429 with Retry-After; anything else under /embedded too).
 import { randomUUID } from 'node:crypto';
-import express, { Router, type ErrorRequestHandler, type Response } from 'express';
+import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { decodeJwt } from 'jose';
 import type { Client } from '@temporalio/client';
 import { requestReferenceNoSchema, sessionPayloadSchema, type OnboardEmbeddedSessionInput } from '../domain/embedded-session.ts';
@@ -12,6 +13,8 @@ import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRef
 import type { IpAllowlist } from '../lib/ip-allowlist.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
+import { clientErrorOf } from './client-errors.ts';
+import { limitRequests, type RateLimiter } from './rate-limit.ts';
 
 /** The session payload is three tokens and a number: a few KiB at most. */
 export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
@@ -25,8 +28,12 @@ export interface EmbeddedSessionDependencies {
   /** How long the session id may be used at the landing page. */
   sessionTtlMs: number;
   logger: Logger;
+  /** Calls per sender address (SESSION_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
+  rateLimiter?: RateLimiter;
   now?: () => number;
 }
+
+const passThrough: RequestHandler = (_req, _res, next) => next();
 
 /** Contract section 6: a refused session call answers `{ code, message }`. */
 function refuse(res: Response, status: number, code: string, message: string): void {
@@ -59,8 +66,16 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
   const now = deps.now ?? Date.now;
   const readBody = express.raw({ type: () => true, limit: SESSION_BODY_LIMIT_BYTES });
 
+  const limit = deps.rateLimiter
+    ? limitRequests(deps.rateLimiter, (_req, res, retryAfterSeconds) =>
+        refuse(res, 429, 'RATE_LIMITED', `too many calls from this sender; retry after ${retryAfterSeconds} s`),
+      )
+    : passThrough;
+
   router.post(
     '/embedded/session',
+    // Counted before the allowlist: a flood from outside is refused without a log line per call.
+    limit,
     (req, res, next) => {
       // First check, before anything is read or stored: only the wallet service's senders.
       if (!deps.allowlist.allows(req.ip)) {
@@ -123,17 +138,22 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
     },
   );
 
-  const onBodyError: ErrorRequestHandler = (error: { type?: string }, _req, res, next) => {
-    if (error.type === 'entity.too.large') {
-      refuse(res, 400, 'BODY_TOO_LARGE', `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes`);
+  // The contract's caller knows 200, 400 and 403: a body that cannot be read (too large, an
+  // unknown encoding or charset, cut short) is a malformed call, 400 with its own code.
+  const onBodyError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (refused) {
+      refuse(res, 400, refused.code, refused.code === 'BODY_TOO_LARGE' ? `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes` : refused.message);
       return;
     }
-    if (error.type === 'request.aborted' || error.type === 'entity.verify.failed' || error.type === 'encoding.unsupported' || error.type === 'charset.unsupported') {
-      refuse(res, 400, 'MALFORMED_BODY', 'the body could not be read');
-      return;
-    }
-    next(error);
+    deps.logger.error({ err: error, method: req.method, path: req.path }, 'session URL failed');
+    refuse(res, 500, 'INTERNAL', 'the session could not be stored; retry');
   };
-  router.use('/embedded/session', onBodyError);
+  router.all('/embedded/session', (_req, res) => {
+    res.setHeader('Allow', 'POST');
+    refuse(res, 405, 'METHOD_NOT_ALLOWED', 'the session URL takes POST only');
+  });
+  router.use('/embedded', (req, res) => refuse(res, 404, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`));
+  router.use('/embedded', onBodyError);
   return router;
 }

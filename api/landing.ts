@@ -21,6 +21,8 @@ import type { FundingService } from './funding-service.ts';
 import { amountOf } from './funding-view.ts';
 import { homePage, landingCsp, loadingPage, messagePage, progressPage, type HomePage, type MessagePage } from './landing-pages.ts';
 import type { PaymentService } from './payment-service.ts';
+import { clientErrorOf } from './client-errors.ts';
+import { limitRequests, type RateLimiter } from './rate-limit.ts';
 
 export interface LandingDependencies {
   database: Database;
@@ -35,6 +37,8 @@ export interface LandingDependencies {
   secureCookies?: boolean | undefined;
   /** How long GET /app waits for onboarding before it shows the loading page. */
   onboardingWaitMs?: number;
+  /** Requests per client address under /app (PUBLIC_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
+  rateLimiter?: RateLimiter;
   now?: () => number;
 }
 
@@ -78,6 +82,9 @@ const pages = {
     paragraphs: ['This form was already sent with another amount. Please go back to the app and start again.'],
   },
   notFound: { tone: 'error', title: 'Not found', paragraphs: ['There is nothing here for this session.'] },
+  tooMany: { tone: 'error', title: 'Too many requests', paragraphs: ['Please wait a moment and try again.'] },
+  formTooLarge: { tone: 'error', title: 'This form is too large', paragraphs: ['Please go back to the app and enter the amount again.'] },
+  unreadable: { tone: 'error', title: 'We could not read this request', paragraphs: ['Please go back to the app and try again.'] },
   broken: { tone: 'error', title: 'Something went wrong', paragraphs: ['Please try again in a moment, or open the app again from your wallet.'] },
 } satisfies Record<string, MessagePage>;
 
@@ -107,6 +114,17 @@ export function landingRouter(deps: LandingDependencies): Router {
   function json(res: Response, status: number, body: unknown): void {
     securityHeaders(res);
     res.status(status).json(body);
+  }
+
+  if (deps.rateLimiter) {
+    // The progress pages' status polls answer JSON; the pages, a page.
+    router.use(
+      '/app',
+      limitRequests(deps.rateLimiter, (req, res, retryAfterSeconds) => {
+        if (req.path.endsWith('/status')) json(res, 429, { code: 'RATE_LIMITED', message: `too many requests; retry after ${retryAfterSeconds} s` });
+        else message(res, 429, pages.tooMany);
+      }),
+    );
   }
 
   async function consumeSessionId(req: Request, res: Response, raw: unknown): Promise<void> {
@@ -200,6 +218,17 @@ export function landingRouter(deps: LandingDependencies): Router {
       }),
     );
   }
+
+  // A HEAD (a link preview, a prefetch) must not use up the single-use id: only a GET consumes it.
+  router.head('/app', (req, res, next) => {
+    if (req.query.sessionId === undefined) {
+      next();
+      return;
+    }
+    securityHeaders(res);
+    res.setHeader('Allow', 'GET');
+    res.status(405).end();
+  });
 
   router.get('/app', async (req, res) => {
     if (req.query.sessionId !== undefined) {
@@ -357,14 +386,21 @@ export function landingRouter(deps: LandingDependencies): Router {
     });
   }
 
-  // A page, never a stack trace or a problem document, for whatever went wrong under /app.
-  const onError: ErrorRequestHandler = (error: { type?: string }, req, res, _next) => {
-    if (error.type === 'entity.too.large' || error.type === 'entity.parse.failed') {
-      message(res, 400, pages.csrf);
+  // Under /app a page (or the status polls' JSON), never a problem document: unknown paths and
+  // methods, unreadable forms (the client's fault: its 4xx) and failures (500, logged).
+  const answer = (req: Request, res: Response, status: number, content: MessagePage, code: string, text: string) => {
+    if (req.path.endsWith('/status')) json(res, status, { code, message: text });
+    else message(res, status, content);
+  };
+  router.use('/app', (req, res) => answer(req, res, 404, pages.notFound, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`));
+  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (refused) {
+      answer(req, res, refused.status, refused.status === 413 ? pages.formTooLarge : pages.unreadable, refused.code, refused.message);
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'landing page failed');
-    message(res, 500, pages.broken);
+    answer(req, res, 500, pages.broken, 'INTERNAL', 'something went wrong; try again');
   };
   router.use('/app', onError);
   return router;

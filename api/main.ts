@@ -25,13 +25,18 @@ try {
 
 const logger = createLogger({ level: config.logLevel, name: 'api' });
 const database = createDatabase(config.databaseUrl);
-const temporal = connectTemporal(config.temporal.address, config.temporal.namespace);
+const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKey);
 const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
   logger,
+  hardening: {
+    publicUrl: config.publicUrl,
+    publicRateLimitPerMinute: config.rateLimits.publicPerMinute,
+    sessionRateLimitPerMinute: config.rateLimits.sessionPerMinute,
+  },
   readiness: {
     postgres: () => pingDatabase(database),
     temporal: () => pingTemporal(temporal, config.temporal.namespace),
@@ -58,6 +63,10 @@ const app = createApp({
 const server: Server = app.listen(config.port, config.host, () => {
   logger.info({ url: `http://${config.host}:${config.port}` }, 'api listening');
 });
+// A client must send its whole request within 30 s, its headers within 10 s: slow senders cannot
+// hold connections open (Node's defaults are 300 s and 60 s).
+server.headersTimeout = 10_000;
+server.requestTimeout = 30_000;
 server.on('error', (error) => {
   logger.fatal({ err: error }, 'api cannot listen');
   process.exit(1);
@@ -70,6 +79,10 @@ async function shutdown(signal: string): Promise<void> {
   logger.info({ signal }, 'api stopping: finishing in-flight requests');
   server.close();
   server.closeIdleConnections();
+  // A keep-alive connection becomes idle when its in-flight request is answered: close it then,
+  // not after the keep-alive timeout.
+  const sweep = setInterval(() => server.closeIdleConnections(), 100);
+  sweep.unref();
   const force = setTimeout(() => server.closeAllConnections(), 10_000);
   force.unref();
   await new Promise((resolve) => server.once('close', resolve));

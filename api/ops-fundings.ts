@@ -8,7 +8,7 @@ import type { Database } from '../lib/database.ts';
 import type { FundingService } from './funding-service.ts';
 import { withFundingEvents } from './funding-service.ts';
 import { fundingView } from './funding-view.ts';
-import { decodeCursor, encodeCursor } from './page-cursor.ts';
+import { decodeCursor, encodeCursor, listDateSchema } from './page-cursor.ts';
 import { sendProblem } from './problem.ts';
 import { validationProblem } from './validation.ts';
 
@@ -20,8 +20,8 @@ export interface OpsFundingsDependencies {
 const listQuerySchema = z
   .object({
     status: z.enum(fundingStatuses, { error: `status must be one of ${fundingStatuses.join(', ')}` }).optional(),
-    from: z.iso.datetime({ offset: true, error: 'from must be an ISO-8601 date-time' }).optional(),
-    to: z.iso.datetime({ offset: true, error: 'to must be an ISO-8601 date-time' }).optional(),
+    from: listDateSchema('from').optional(),
+    to: listDateSchema('to').optional(),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: z.string().max(200).optional(),
   })

@@ -6,7 +6,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { idempotencyKeySchema } from '../domain/funding.ts';
 import { createPaymentSchema, paymentStatuses, resolvePaymentSchema } from '../domain/payment.ts';
 import type { Database } from '../lib/database.ts';
-import { decodeCursor, encodeCursor } from './page-cursor.ts';
+import { decodeCursor, encodeCursor, listDateSchema } from './page-cursor.ts';
 import type { PaymentService } from './payment-service.ts';
 import { withPaymentEvents } from './payment-service.ts';
 import { paymentView } from './payment-view.ts';
@@ -21,8 +21,8 @@ export interface OpsPaymentsDependencies {
 const listQuerySchema = z
   .object({
     status: z.enum(paymentStatuses, { error: `status must be one of ${paymentStatuses.join(', ')}` }).optional(),
-    from: z.iso.datetime({ offset: true, error: 'from must be an ISO-8601 date-time' }).optional(),
-    to: z.iso.datetime({ offset: true, error: 'to must be an ISO-8601 date-time' }).optional(),
+    from: listDateSchema('from').optional(),
+    to: listDateSchema('to').optional(),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: z.string().max(200).optional(),
   })
@@ -30,6 +30,22 @@ const listQuerySchema = z
 
 const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
 const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
+
+/** Control characters other than tab and line breaks: PostgreSQL refuses NUL, terminals obey ESC. */
+const hasControlCharacter = (text: string) =>
+  [...text].some((char) => {
+    const code = char.codePointAt(0) ?? 0;
+    return (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f;
+  });
+/** Half of a surrogate pair without its other half: no character at all, stored as U+FFFD. */
+const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** The note is stored, audited and shown to people: well-formed text (no lone surrogate) only. */
+const resolveBodySchema = resolvePaymentSchema.superRefine((body, ctx) => {
+  if (hasControlCharacter(body.note) || loneSurrogate.test(body.note)) {
+    ctx.addIssue({ code: 'custom', path: ['note'], message: 'note must be plain text (no control characters or broken unicode)' });
+  }
+});
 
 export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
   const router = Router();
@@ -108,7 +124,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       notFound(res, req.params.paymentId);
       return;
     }
-    const parsed = resolvePaymentSchema.safeParse(req.body);
+    const parsed = resolveBodySchema.safeParse(req.body);
     if (!parsed.success) {
       validationProblem(res, parsed.error);
       return;

@@ -1,0 +1,110 @@
+// In-process rate limits for the public routes: a sliding-window counter per client address (IPv6
+// by its /64, which one subscriber usually holds whole); each route family answers 429 its own way.
+import { isIP } from 'node:net';
+import type { Request, RequestHandler, Response } from 'express';
+
+export interface RateLimiterOptions {
+  /** Requests allowed per address within one window. */
+  limit: number;
+  windowMs?: number;
+  /** Addresses tracked at most; beyond it stale entries are swept, then the oldest dropped. */
+  maxAddresses?: number;
+  now?: () => number;
+}
+
+export type RateVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
+
+export interface RateLimiter {
+  take(address: string | undefined): RateVerdict;
+}
+
+const mappedIpv4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+
+/** The key an address counts under: IPv4 as is, IPv6 by its first 64 bits. */
+export function rateKeyOf(address: string | undefined): string {
+  if (!address) return 'unknown';
+  const mapped = mappedIpv4.exec(address)?.[1];
+  if (mapped) return mapped;
+  if (isIP(address) !== 6) return address;
+  const [head = '', tail = ''] = address.toLowerCase().split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
+  return `${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+interface Window {
+  start: number;
+  current: number;
+  previous: number;
+}
+
+/**
+ * The sliding-window approximation: the previous window's count, weighted by how much of it still
+ * overlaps the last `windowMs`, plus the current window's. No burst of twice the limit at a window
+ * boundary, and one small record per address.
+ */
+export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
+  const windowMs = options.windowMs ?? 60_000;
+  const maxAddresses = options.maxAddresses ?? 100_000;
+  const now = options.now ?? Date.now;
+  const windows = new Map<string, Window>();
+
+  const roll = (entry: Window, at: number): void => {
+    const elapsedWindows = Math.floor((at - entry.start) / windowMs);
+    if (elapsedWindows <= 0) return;
+    entry.previous = elapsedWindows === 1 ? entry.current : 0;
+    entry.current = 0;
+    entry.start += elapsedWindows * windowMs;
+  };
+
+  const sweep = (at: number): void => {
+    for (const [key, entry] of windows) if (at - entry.start >= 2 * windowMs) windows.delete(key);
+    // Still full (a flood of distinct addresses): forget the oldest; a Map iterates in insertion order.
+    for (const key of windows.keys()) {
+      if (windows.size < maxAddresses) break;
+      windows.delete(key);
+    }
+  };
+
+  return {
+    take(address) {
+      const at = now();
+      const key = rateKeyOf(address);
+      let entry = windows.get(key);
+      if (!entry) {
+        if (windows.size >= maxAddresses) sweep(at);
+        entry = { start: at, current: 0, previous: 0 };
+        windows.set(key, entry);
+      }
+      roll(entry, at);
+      const overlap = 1 - (at - entry.start) / windowMs;
+      const weighted = entry.previous * overlap + entry.current;
+      if (weighted + 1 > options.limit) {
+        // When the count falls under the limit again: the previous window's weight fades linearly,
+        // and the current window's count leaves with the window.
+        const excess = weighted + 1 - options.limit;
+        const fadeMs = entry.previous > 0 && excess <= entry.previous * overlap ? (excess / entry.previous) * windowMs : entry.start + windowMs - at;
+        return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(fadeMs / 1000)) };
+      }
+      entry.current += 1;
+      return { allowed: true };
+    },
+  };
+}
+
+/** A middleware that counts every request and lets `refuse` answer (Retry-After is already set). */
+export function limitRequests(
+  limiter: RateLimiter,
+  refuse: (req: Request, res: Response, retryAfterSeconds: number) => void,
+): RequestHandler {
+  return (req, res, next) => {
+    const verdict = limiter.take(req.ip);
+    if (verdict.allowed) {
+      next();
+      return;
+    }
+    res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+    refuse(req, res, verdict.retryAfterSeconds);
+  };
+}
