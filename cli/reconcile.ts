@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { SweepReport } from '../activities/reconcile.ts';
 import { loadConfig } from '../lib/config.ts';
+import { dataConverterFor } from '../lib/payload-codec.ts';
 
 export interface ReconcileOptions {
   olderThan?: string;
@@ -26,7 +27,8 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
     return 3;
   }
   try {
-    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const dataConverter = dataConverterFor(config.payloadKeys);
+    const client = new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
     const report = (await client.workflow.execute('reconcileFundings', {
       taskQueue: config.temporal.taskQueue,
       workflowId: `walletflow-reconcile-manual-${randomUUID()}`,

@@ -1,5 +1,6 @@
 // The Temporal client connection for the API and CLI, and its readiness probe.
 import { Client, Connection } from '@temporalio/client';
+import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
 
 export interface TemporalHandle {
   connection: Connection;
@@ -8,9 +9,10 @@ export interface TemporalHandle {
 }
 
 /** Connects lazily: the API starts (and reports not-ready) even while Temporal is down. */
-export function connectTemporal(address: string, namespace: string): TemporalHandle {
+export function connectTemporal(address: string, namespace: string, payloadKeys?: PayloadKey[]): TemporalHandle {
   const connection = Connection.lazy({ address });
-  const client = new Client({ connection, namespace });
+  const dataConverter = dataConverterFor(payloadKeys);
+  const client = new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
   return { connection, client, close: () => connection.close() };
 }
 

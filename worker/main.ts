@@ -7,6 +7,7 @@ import { createActivities } from '../activities/index.ts';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
+import { dataConverterFor } from '../lib/payload-codec.ts';
 import { createTokenCipher } from '../lib/token-cipher.ts';
 import { createWalletCallLog } from '../lib/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
@@ -28,12 +29,14 @@ const database = createDatabase(config.databaseUrl);
 const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
 const connection = await NativeConnection.connect({ address: config.temporal.address });
 const clientConnection = await Connection.connect({ address: config.temporal.address });
-const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace });
+const dataConverter = dataConverterFor(config.payloadKeys);
+const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
 const require = createRequire(import.meta.url);
 const worker = await Worker.create({
   connection,
   namespace: config.temporal.namespace,
   taskQueue: config.temporal.taskQueue,
+  ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
     ? { workflowBundle: { codePath: config.workflowBundlePath } }
     : { workflowsPath: require.resolve('../workflows/index.ts') }),
