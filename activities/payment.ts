@@ -24,7 +24,9 @@ export type ExecutePaymentOutcome =
   | { kind: 'succeeded'; requestReferenceNo: string }
   | { kind: 'failed'; code: string; attempt: ExecuteAttempt }
   | { kind: 'already-executed'; attempt: ExecuteAttempt }
-  | { kind: 'unknown'; attempt: ExecuteAttempt };
+  | { kind: 'unknown'; attempt: ExecuteAttempt }
+  /** The wallet certainly did not process it (429, connection refused): safe to send again. */
+  | { kind: 'not-sent'; attempt: ExecuteAttempt };
 
 export interface ResolveInput {
   outcome: 'SUCCEEDED' | 'FAILED';
@@ -121,6 +123,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
         const attempt = attemptOf(error);
         if (error.code === 'PAYMENT_ALREADY_EXECUTED') return { kind: 'already-executed', attempt };
         if (error.outcome === 'rejected') return { kind: 'failed', code: error.code, attempt };
+        if (error.outcome === 'retryable') return { kind: 'not-sent', attempt };
         logger.warn({ paymentId: id, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'payment execute outcome not known');
         return { kind: 'unknown', attempt };
       }

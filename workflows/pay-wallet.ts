@@ -2,6 +2,7 @@
 //   walletPaymentId ← stored one, or createPayment (no debit; stored before any execute)
 //   execute: success → SUCCEEDED; INSUFFICIENT_BALANCE (or another refusal) → FAILED;
 //            unknown → retried (the wallet executes a payment id once) with backoff;
+//            not sent (429, connection refused) → sent again, without using up an attempt;
 //            PAYMENT_ALREADY_EXECUTED, or still unknown after the retries → NEEDS_REVIEW
 //   NEEDS_REVIEW waits for the `resolve` update (ops, with who and why).
 // There is no retrieve for payments: an unknown outcome is never turned into a guessed state.
@@ -37,6 +38,8 @@ const execute = proxyActivities<Pick<PaymentActivities, 'executePayment'>>({
 
 /** Execute attempts before an outcome that stays unknown goes to review. */
 export const MAX_EXECUTE_ATTEMPTS = 4;
+/** Execute calls the wallet certainly did not process (429, refused) before the payment gives up. */
+export const MAX_NOT_SENT = 10;
 
 export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
@@ -113,7 +116,8 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   setStatus('EXECUTING');
 
   const attempts: ExecuteAttempt[] = [];
-  for (let attempt = 1; attempt <= MAX_EXECUTE_ATTEMPTS; attempt += 1) {
+  let notSent = 0;
+  for (let attempt = 1; attempt <= MAX_EXECUTE_ATTEMPTS; ) {
     let outcome;
     try {
       outcome = await execute.executePayment(id);
@@ -136,9 +140,22 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
       case 'already-executed':
         attempts.push(outcome.attempt);
         return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
+      case 'not-sent':
+        // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
+        // does not use up an attempt. After too many, the payment fails unless an earlier attempt
+        // was unknown, which only review can settle.
+        notSent += 1;
+        if (notSent >= MAX_NOT_SENT) {
+          if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
+          attempts.push(outcome.attempt);
+          return review(`the wallet stayed unavailable after an attempt whose outcome was unknown`, attempts, walletPaymentId);
+        }
+        await sleep(Math.min(30_000, 1000 * 2 ** (notSent - 1)));
+        break;
       case 'unknown':
         attempts.push(outcome.attempt);
         if (attempt < MAX_EXECUTE_ATTEMPTS) await sleep(1000 * 2 ** (attempt - 1));
+        attempt += 1;
         break;
     }
   }
