@@ -2,6 +2,7 @@
 import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
 import type { FundOptions } from './fund.ts';
+import type { SoakOptions } from './soak.ts';
 import type { StatusOptions } from './status.ts';
 
 const program = new Command()
@@ -25,6 +26,22 @@ program
   .option('--json', 'print the report as JSON')
   .action(async (options: { olderThan?: string; json?: boolean }) => {
     process.exitCode = await (await import('./reconcile.ts')).runReconcile(options);
+  });
+
+program
+  .command('soak')
+  .description('chaos soak: fundings and payments under sandbox faults and process kills, then the ledger checked against walletflow')
+  .option('--fundings <n>', 'fundings to request', '60')
+  .option('--payments <n>', 'payments to request', '20')
+  .option('--concurrency <n>', 'requests in flight at once', '10')
+  .option('--seed <n>', 'seed of the plan, the faults and the chaos', '1')
+  .option('--timeout <seconds>', 'how long to wait for final states (default: 600, or 3 s per request if more)')
+  .option('--no-chaos', 'no faults and no process kills (a baseline)')
+  .option('--json <file>', 'also write the report as JSON to this file')
+  .option('--log-dir <dir>', 'keep the API, worker, Temporal and PostgreSQL logs in this folder')
+  .addHelpText('after', '\nExit codes: 0 every invariant holds; 1 violations (listed) or the run failed; 64 bad options; 130 interrupted.')
+  .action(async (options: SoakOptions) => {
+    process.exitCode = await (await import('./soak.ts')).runSoak(options);
   });
 
 /** Usage errors of the ops commands exit 64 (EX_USAGE), like their own input checks. */
