@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { parsePayloadKeys, type PayloadKey } from './payload-codec.ts';
 import {
   profileDecryptionJwkSchema,
   profileVerificationJwkSchema,
@@ -20,6 +21,7 @@ export const secretVariables = [
   'OPS_API_KEYS',
   'TOKEN_ENCRYPTION_KEY',
   'DATABASE_URL',
+  'PAYLOAD_ENCRYPTION_KEYS',
 ] as const;
 
 /** The wallet service variables that must be given together (or not at all, for the sandbox). */
@@ -123,6 +125,9 @@ const portNumber = (fallback: number) =>
       .default(fallback),
   );
 
+/** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
+export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000 } as const;
+
 export const environmentSchema = z
   .object({
     NODE_ENV: z.preprocess(emptyAsUndefined, z.enum(['development', 'test', 'production']).default('development')),
@@ -140,6 +145,20 @@ export const environmentSchema = z
     TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
     WORKFLOW_BUNDLE_PATH: optionalString,
+    PAYLOAD_ENCRYPTION_KEYS: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .transform((value, ctx) => {
+          try {
+            return parsePayloadKeys(value);
+          } catch (error) {
+            ctx.addIssue({ code: 'custom', message: (error as Error).message });
+            return z.NEVER;
+          }
+        })
+        .optional(),
+    ),
     RECONCILE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(5)),
     RECONCILE_AFTER_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(604_800).default(900)),
 
@@ -168,6 +187,8 @@ export const environmentSchema = z
     TOKEN_ENCRYPTION_KEY: base64Key,
     EMBEDDED_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3600).default(120)),
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
+    PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
+    SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
   })
   .superRefine((env, ctx) => {
     const given = walletServiceVariables.filter((name) => env[name] !== undefined);
@@ -211,6 +232,8 @@ export interface AppConfig {
   temporal: { address: string | undefined; namespace: string; taskQueue: string };
   /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
   workflowBundlePath: string | undefined;
+  /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */
+  payloadKeys: PayloadKey[] | undefined;
   /** The reconciliation sweep: how often, and how old a non-final funding must be to be looked at. */
   reconcile: { everyMinutes: number; olderThanSeconds: number };
   /** Absent: the built-in sandbox. */
@@ -226,6 +249,12 @@ export interface AppConfig {
   embeddedSessionTtlSeconds: number;
   /** How long the partner's web session (cookie) in the wallet app's web view lasts. */
   webSessionTtlSeconds: number;
+  /**
+   * Requests per client address per minute: `publicPerMinute` for the landing page and connect
+   * routes (each its own count), `sessionPerMinute` for the session URL, whose callers are the
+   * wallet service's few sender addresses carrying every user's tile opening.
+   */
+  rateLimits: { publicPerMinute: number; sessionPerMinute: number };
 }
 
 export class ConfigError extends Error {
@@ -303,6 +332,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
+    payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
@@ -313,6 +343,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     tokenEncryptionKey: e.TOKEN_ENCRYPTION_KEY,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
+    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
   };
 }
 

@@ -8,10 +8,11 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { Client, Connection } from '@temporalio/client';
 import { createActivities } from '../../activities/index.ts';
 import { createTokenVault, type TokenVault } from '../../activities/token-vault.ts';
-import { createApp } from '../../api/app.ts';
+import { createApp, type HardeningOptions } from '../../api/app.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
+import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
 import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
 import { createWalletCallLog } from '../../lib/wallet-call-log.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
@@ -48,8 +49,12 @@ export async function startPartnerStack(
     sessionAllowedIps?: string[];
     trustedProxies?: string[];
     embeddedSessionTtlSeconds?: number;
+    /** Security headers and rate limits (default: the API's defaults). */
+    hardening?: HardeningOptions;
     /** Every log line of the API and the in-process worker, at trace level (default: silent). */
     logTo?: NodeJS.WritableStream;
+    /** Temporal payload encryption for the API's client and the in-process worker. */
+    payloadKeys?: PayloadKey[];
   } = {},
 ): Promise<PartnerStack> {
   const server: Server = createServer();
@@ -82,11 +87,13 @@ export async function startPartnerStack(
   const tokens = createTokenStore(cipher);
   const opsKey = randomBytes(32).toString('base64url');
   const connection = await Connection.connect({ address: inject('temporalAddress') });
-  const temporal = new Client({ connection, namespace: inject('temporalNamespace') });
+  const dataConverter = dataConverterFor(options.payloadKeys);
+  const temporal = new Client({ connection, namespace: inject('temporalNamespace'), ...(dataConverter ? { dataConverter } : {}) });
   // A task queue per stack: test files share one Temporal server and must not take each other's tasks.
   const taskQueue = `walletflow-test-${randomBytes(6).toString('hex')}`;
   const app = createApp({
     logger,
+    ...(options.hardening ? { hardening: options.hardening } : {}),
     readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
     services: {
       database,
@@ -149,6 +156,7 @@ export async function startPartnerStack(
         namespace: inject('temporalNamespace'),
         taskQueue,
         workflowBundle: { codePath: inject('workflowBundlePath') },
+        ...(dataConverter ? { dataConverter } : {}),
         activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
       });
       running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
