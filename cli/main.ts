@@ -2,6 +2,7 @@
 import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
 import type { FundOptions } from './fund.ts';
+import type { PayOptions } from './pay.ts';
 import type { SoakOptions } from './soak.ts';
 import type { StatusOptions } from './status.ts';
 
@@ -44,6 +45,16 @@ program
     process.exitCode = await (await import('./soak.ts')).runSoak(options);
   });
 
+program
+  .command('codec-server')
+  .description('serve the codec endpoint so the Temporal UI and CLI show payloads encrypted under PAYLOAD_ENCRYPTION_KEYS')
+  .option('--port <port>', 'port to listen on', '8081')
+  .option('--host <host>', 'address to listen on (keep it loopback unless it is behind authentication)', '127.0.0.1')
+  .option('--origin <origin...>', 'browser origins allowed to call it (the Temporal UI)', ['http://localhost:8233', 'http://127.0.0.1:8233'])
+  .action(async (options: { port: string; host: string; origin: string[] }) => {
+    process.exitCode = await (await import('./codec-server.ts')).runCodecServer(options);
+  });
+
 /** Usage errors of the ops commands exit 64 (EX_USAGE), like their own input checks. */
 const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
 
@@ -78,6 +89,29 @@ not reachable; 64 bad input (nothing was sent); 78 no ops API key found.`,
   )
   .action(async (options: FundOptions) => {
     process.exitCode = await (await import('./fund.ts')).runFund(options);
+  });
+
+opsOptions(
+  program
+    .command('pay')
+    .description("take a merchant payment (to MERCHANT_P2M_ID) from a linked wallet and follow it until it is final")
+    .requiredOption('--link <linkId>', "the payer's linked wallet account (link id)")
+    .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 25.00')
+    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
+    .option('--no-wait', 'return once the API has accepted the payment')
+    .option('--timeout <seconds>', 'how long to follow the payment', '120'),
+)
+  .addHelpText(
+    'after',
+    `
+Exit codes: 0 SUCCEEDED (or accepted, with --no-wait); 1 FAILED; 2 not final within --timeout
+(the payment goes on); 3 the API refused the request or is not reachable; 4 NEEDS_REVIEW (an
+execute whose outcome is unknown: settle it with POST /ops/payments/{id}/resolve); 64 bad input;
+78 no ops API key found.`,
+  )
+  .action(async (options: PayOptions) => {
+    process.exitCode = await (await import('./pay.ts')).runPay(options);
   });
 
 opsOptions(

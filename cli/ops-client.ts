@@ -2,6 +2,7 @@
 // answers validated with the same zod shapes the API is built on, errors as two typed classes.
 import { z } from 'zod';
 import { fundingSchema, type CreateFundingRequest, type FundingView } from '../domain/funding.ts';
+import { paymentSchema, type CreatePaymentRequest, type PaymentView } from '../domain/payment.ts';
 import type { OpsTarget } from './ops-target.ts';
 
 /** The API answered with a problem (or with something that is not the expected shape). */
@@ -41,11 +42,20 @@ export interface FundingAnswer {
   raw: unknown;
 }
 
+export interface PaymentAnswer {
+  payment: PaymentView;
+  raw: unknown;
+}
+
 export interface OpsClient {
   /** POST /ops/fundings: `created` is false when the key was seen before (200, the same funding). */
   createFunding(request: CreateFundingRequest, idempotencyKey: string): Promise<FundingAnswer & { created: boolean }>;
   /** GET /ops/fundings/{id}: null when the API does not know it (404). */
   getFunding(fundingId: string): Promise<FundingAnswer | null>;
+  /** POST /ops/payments: `created` is false when the key was seen before (200, the same payment). */
+  createPayment(request: CreatePaymentRequest, idempotencyKey: string): Promise<PaymentAnswer & { created: boolean }>;
+  /** GET /ops/payments/{id}: null when the API does not know it (404). */
+  getPayment(id: string): Promise<PaymentAnswer | null>;
 }
 
 const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE']);
@@ -105,7 +115,30 @@ export function createOpsClient(target: OpsTarget, options: { requestTimeoutMs?:
     return { funding: funding.data, raw: body };
   };
 
+  const paymentOf = (status: number, body: unknown): PaymentAnswer => {
+    const payment = paymentSchema.safeParse(body);
+    if (!payment.success) {
+      throw new OpsApiError(status, 'UNEXPECTED_ANSWER', `the answer is not a payment (${payment.error.issues[0]?.path.join('.') || 'body'}: ${payment.error.issues[0]?.message ?? 'invalid'})`);
+    }
+    return { payment: payment.data, raw: body };
+  };
+
   return {
+    async createPayment(request, idempotencyKey) {
+      const { status, body } = await call('POST', '/ops/payments', { headers: { 'idempotency-key': idempotencyKey }, body: request });
+      if (status !== 200 && status !== 202) throw problemOf(status, body);
+      return { ...paymentOf(status, body), created: status === 202 };
+    },
+    async getPayment(id) {
+      const { status, body } = await call('GET', `/ops/payments/${encodeURIComponent(id)}`);
+      if (status === 404) {
+        const problem = problemSchema.safeParse(body);
+        if (problem.success && problem.data.code === 'PAYMENT_NOT_FOUND') return null;
+        throw problemOf(status, body);
+      }
+      if (status !== 200) throw problemOf(status, body);
+      return paymentOf(status, body);
+    },
     async createFunding(request, idempotencyKey) {
       const { status, body } = await call('POST', '/ops/fundings', { headers: { 'idempotency-key': idempotencyKey }, body: request });
       if (status !== 200 && status !== 202) throw problemOf(status, body);

@@ -168,6 +168,47 @@ describe('walletflow fund and status against a running stack', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`no funding ${id}`);
   });
+
+  async function linkedUser(balance: string) {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
+    const issued = await stack.admin.embeddedTokens(user.userId);
+    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+      partnerUserId: `wallet:${user.profileId}`,
+      profileId: user.profileId,
+      maskedUserId: null,
+      kind: 'EMBEDDED',
+      scopes: ['openid'],
+      requestReferenceNo: null,
+      tokens: {
+        accessToken: issued.accessToken,
+        refreshToken: issued.refreshToken,
+        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+      },
+    });
+    return { user, linkId };
+  }
+
+  it('pay: a merchant payment from a linked wallet, one line per step, exit 0; too little balance exits 1', async () => {
+    const { user, linkId } = await linkedUser('50.00');
+    const paid = await runCli(['pay', '--link', linkId, '--amount', '20.00', ...target()]);
+    expect(paid.code, paid.stderr).toBe(0);
+    for (const status of ['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED']) {
+      expect(paid.stdout, status).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+${status}\\b`, 'm'));
+    }
+    expect(paid.stdout).toMatch(/^payment [0-9a-f-]{36}\s+SUCCEEDED\s+wallet payment \S+/m);
+    expect(Number((await stack.admin.user(user.userId)).balance)).toBeLessThanOrEqual(30);
+    expect(paid.stdout + paid.stderr).not.toContain(stack.opsKey);
+
+    const refused = await runCli(['pay', '--link', linkId, '--amount', '500.00', ...target()]);
+    expect(refused.code, refused.stderr).toBe(1);
+    expect(refused.stdout).toMatch(/FAILED.*error INSUFFICIENT_BALANCE/);
+
+    const bad = await runCli(['pay', '--link', 'not-a-link', '--amount', '-1', ...target()]);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toMatch(/--link: .*UUID/);
+    expect(await stack.database.payment.count({ where: { linkId } })).toBe(2);
+  });
 });
 
 describe('the terminal renderer', () => {
