@@ -554,6 +554,36 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         },
       };
     }
+    case 'payment-rate-limited-then-succeeded': {
+      // Every execute is refused with 429 (not processed) more often than an unknown outcome may
+      // repeat; none counts as an attempt, and once the wallet takes it the payment succeeds.
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      const since = new Date();
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'rate-limited', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '12.00');
+        await until(
+          'five execute calls refused with 429',
+          async () => (await stack.database.walletCall.count({ where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } } })) >= 5,
+          60_000,
+          50,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') < 6) fail('expected at least five refused executes and the one that succeeded');
+        },
+      };
+    }
 
     // onboardEmbeddedSession
     case 'onboarding-linked': {

@@ -127,6 +127,30 @@ describe('payments', () => {
     expect(await again.json()).toMatchObject({ code: 'PAYMENT_NOT_IN_REVIEW' });
   });
 
+  it('an execute the wallet refused to take (429) is sent again without counting as unknown: SUCCEEDED, one debit', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    const since = new Date();
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'rate-limited', rate: 1 }]);
+    let id: string;
+    try {
+      id = (await postPayment({ linkId, amount: { currency: 'PHP', value: '12.00' } })).body.id;
+      // More 429s than an unknown outcome may have attempts (4): only then lift the fault.
+      const deadline = Date.now() + 60_000;
+      while ((await stack.database.walletCall.count({ where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } } })) < 5) {
+        if (Date.now() > deadline) throw new Error('the execute was not retried after 429');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect((await waitFor(id, ['EXECUTING', 'SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'])).status).toBe('EXECUTING');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const payment = await waitFor(id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 90_000);
+    expect(payment.status).toBe('SUCCEEDED');
+    expect(payment.review).toBeNull();
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('88.00');
+  }, 120_000);
+
   it('an outcome that stays unknown goes to NEEDS_REVIEW after the retries, and can be resolved FAILED', async () => {
     const { user, linkId } = await linkedUser('100.00');
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);

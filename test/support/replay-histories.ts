@@ -19,7 +19,13 @@ export const historyPaths = {
     'processing-polled',
     'cancelled',
   ],
-  payWallet: ['payment-succeeded', 'payment-insufficient-balance', 'payment-lost-answer-review-resolved', 'payment-unknown-review-resolved-failed'],
+  payWallet: [
+    'payment-succeeded',
+    'payment-insufficient-balance',
+    'payment-lost-answer-review-resolved',
+    'payment-unknown-review-resolved-failed',
+    'payment-rate-limited-then-succeeded',
+  ],
   onboardEmbeddedSession: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
   reconcileFundings: ['reconcile-sweep'],
 } as const;
