@@ -9,6 +9,7 @@ import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } fro
 import { fundingErrorMessage, isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from './token-vault.ts';
@@ -48,6 +49,8 @@ export interface FundingActivityDependencies {
   vault: Pick<TokenVault, 'withUserToken'>;
   cipher: TokenCipher;
   logger: Logger;
+  /** Counts fundings by final state and their time to it; absent: not counted. */
+  metrics?: Pick<Metrics, 'fundingFinished'>;
 }
 
 /** Codes of a refused create that end the funding REJECTED (before any execute, final). */
@@ -218,7 +221,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     /** Writes the final state once; a funding already final keeps its state (returned). */
     async finishFunding(fundingId: string, input: FinishInput): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
       const code = input.code ?? null;
-      await database.$transaction(async (tx) => {
+      const finished = await database.$transaction(async (tx) => {
         const moved = await tx.funding.updateMany({
           where: { id: fundingId, status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
           data: { status: input.status, errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
@@ -228,9 +231,12 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
             data: { fundingId, status: input.status, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code },
           });
         }
+        return moved.count === 1;
       });
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true } });
+      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
       if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', 'FundingCorrupt');
+      // Counted by whoever moved it: a retried activity, or a funding cancelled by ops, is not counted twice.
+      if (finished) deps.metrics?.fundingFinished(funding.status, funding.createdAt);
       return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
     },
   };

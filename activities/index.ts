@@ -1,7 +1,9 @@
 // Activities: the side effects workflows schedule, built by a factory from injected dependencies
-// so tests and the worker wire the same code to real services.
+// so tests and the worker wire the same code to real services. Each runs in a log context naming
+// its workflow and activity type (activities/log-context.ts).
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../lib/token-store.ts';
 import type { Client } from '@temporalio/client';
@@ -10,6 +12,7 @@ import { createReconcileActivities } from './reconcile.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createPaymentActivities } from './payment.ts';
+import { withActivityLogContext } from './log-context.ts';
 import { createTokenVault } from './token-vault.ts';
 
 export interface ActivityDependencies {
@@ -20,6 +23,8 @@ export interface ActivityDependencies {
   /** For the reconciliation sweep, which looks at workflows and may start one. */
   temporal: Client;
   taskQueue: string;
+  /** The worker's registry (lib/metrics.ts); absent: nothing is counted. */
+  metrics?: Metrics;
   now?: () => number;
 }
 
@@ -29,14 +34,16 @@ export function createActivities(deps: ActivityDependencies) {
     tokens: createTokenStore(deps.cipher),
     wallet: deps.wallet,
     logger: deps.logger,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.now ? { now: deps.now } : {}),
   });
-  return {
+  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
+  return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens: createTokenStore(deps.cipher), cipher: deps.cipher, logger: deps.logger }),
-    ...createFundingActivities({ database: deps.database, wallet: deps.wallet, vault, cipher: deps.cipher, logger: deps.logger }),
-    ...createPaymentActivities({ database: deps.database, wallet: deps.wallet, vault, logger: deps.logger }),
-    ...createReconcileActivities({ database: deps.database, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
-  };
+    ...createFundingActivities({ database: deps.database, wallet: deps.wallet, vault, cipher: deps.cipher, logger: deps.logger, ...metrics }),
+    ...createPaymentActivities({ database: deps.database, wallet: deps.wallet, vault, logger: deps.logger, ...metrics }),
+    ...createReconcileActivities({ database: deps.database, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
+  });
 }
 
 export type Activities = ReturnType<typeof createActivities>;

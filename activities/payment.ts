@@ -7,6 +7,7 @@ import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } fro
 import { paymentErrorMessage, isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from './token-vault.ts';
 
@@ -39,6 +40,8 @@ export interface PaymentActivityDependencies {
   wallet: Pick<WalletClient, 'createPayment' | 'executePayment'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
+  /** Counts payments by final state and their time to it; absent: not counted. */
+  metrics?: Pick<Metrics, 'paymentFinished'>;
 }
 
 export function createPaymentActivities(deps: PaymentActivityDependencies) {
@@ -141,15 +144,16 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     /** Settles a payment in NEEDS_REVIEW, with who and why. */
     async resolvePayment(id: string, input: ResolveInput): Promise<{ status: FinalPaymentStatus }> {
       const status: FinalPaymentStatus = input.outcome;
-      await moveTo(id, ['NEEDS_REVIEW'], status, null, `resolved ${input.outcome} by ${input.resolvedBy}: ${input.note}`.slice(0, 500), {
+      const resolved = await moveTo(id, ['NEEDS_REVIEW'], status, null, `resolved ${input.outcome} by ${input.resolvedBy}: ${input.note}`.slice(0, 500), {
         resolvedOutcome: input.outcome,
         resolvedBy: input.resolvedBy.slice(0, 128),
         resolvedNote: input.note.slice(0, 500),
         resolvedAt: new Date(),
         ...(status === 'FAILED' ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') } : {}),
       });
-      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true } });
+      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, createdAt: true } });
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', 'PaymentCorrupt');
+      if (resolved) deps.metrics?.paymentFinished(payment.status, payment.createdAt);
       return { status: payment.status };
     },
 
@@ -157,12 +161,13 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       id: string,
       input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null },
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
-      await moveTo(id, ['PENDING', 'CREATING', 'EXECUTING'], input.status, input.requestReferenceNo, input.code, {
+      const finished = await moveTo(id, ['PENDING', 'CREATING', 'EXECUTING'], input.status, input.requestReferenceNo, input.code, {
         errorCode: input.code,
         errorMessage: input.code ? paymentErrorMessage(input.code) : null,
       });
-      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true } });
+      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true } });
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', 'PaymentCorrupt');
+      if (finished) deps.metrics?.paymentFinished(payment.status, payment.createdAt);
       return { status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
     },
   };

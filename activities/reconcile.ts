@@ -7,6 +7,7 @@ import { fundingErrorMessage, type FinalFundingStatus } from '../domain/funding.
 import { searchAttributes } from '../domain/search-attributes.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 
 export interface SweepInput {
@@ -35,6 +36,8 @@ export interface ReconcileDependencies {
   temporal: Client;
   taskQueue: string;
   logger: Logger;
+  /** Counts repairs, and fundings the sweep finished; absent: not counted. */
+  metrics?: Pick<Metrics, 'reconcileRepair' | 'fundingFinished'>;
 }
 
 export function createReconcileActivities(deps: ReconcileDependencies) {
@@ -50,8 +53,9 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
     }
   }
 
-  async function finish(fundingId: string, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) {
-    return database.$transaction(async (tx) => {
+  async function finish(funding: { id: string; createdAt: Date }, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) {
+    const fundingId = funding.id;
+    const finished = await database.$transaction(async (tx) => {
       const moved = await tx.funding.updateMany({
         where: { id: fundingId, status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
         data: { status, errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
@@ -59,6 +63,8 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       if (moved.count === 1) await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo, detail } });
       return moved.count === 1;
     });
+    if (finished) deps.metrics?.fundingFinished(status, funding.createdAt);
+    return finished;
   }
 
   return {
@@ -74,7 +80,10 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
         const state = await workflowState(funding.workflowId);
         const note = (action: RepairAction, detail: string, repaired: boolean) => {
           report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
-          if (repaired) report.repaired += 1;
+          if (repaired) {
+            report.repaired += 1;
+            deps.metrics?.reconcileRepair(action);
+          }
         };
         if (state === 'running') {
           note('workflow-running', 'its workflow is still working on it', false);
@@ -99,18 +108,18 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
         }
         if (!funding.transferId) {
           // No transfer was ever stored, so nothing can have been executed for this funding.
-          await finish(funding.id, 'FAILED', 'CREATE_FAILED', null, 'reconciliation: workflow ended without a transfer; nothing executed');
+          await finish(funding, 'FAILED', 'CREATE_FAILED', null, 'reconciliation: workflow ended without a transfer; nothing executed');
           note('failed-not-executed', 'no transfer was stored', true);
           continue;
         }
         try {
           const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(funding.transferId);
           if (data.status === 'APPROVED' || data.status === 'DECLINED') {
-            await finish(funding.id, data.status, data.status === 'DECLINED' ? (data.decline?.code ?? 'DECLINED') : null, requestReferenceNo, 'reconciliation: state read back from the wallet');
+            await finish(funding, data.status, data.status === 'DECLINED' ? (data.decline?.code ?? 'DECLINED') : null, requestReferenceNo, 'reconciliation: state read back from the wallet');
             note('finished-from-wallet', `the wallet says ${data.status}`, true);
           } else if (data.status === 'CREATED' || data.status === 'EXPIRED') {
             // Its workflow is gone and the transfer was never executed: nothing moved.
-            await finish(funding.id, 'FAILED', data.status === 'EXPIRED' ? 'TRANSFER_EXPIRED' : 'EXECUTE_FAILED', requestReferenceNo, 'reconciliation: transfer never executed');
+            await finish(funding, 'FAILED', data.status === 'EXPIRED' ? 'TRANSFER_EXPIRED' : 'EXECUTE_FAILED', requestReferenceNo, 'reconciliation: transfer never executed');
             note('failed-not-executed', `the wallet says ${data.status}`, true);
           } else {
             note('left-for-ops', 'the wallet says PROCESSING; checked again next sweep', false);

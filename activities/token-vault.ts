@@ -5,6 +5,7 @@
 import { decodeJwt } from 'jose';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { PlainTokens, StoredTokens, TokenStore } from '../lib/token-store.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 
@@ -51,6 +52,8 @@ export interface TokenVaultDependencies {
   tokens: TokenStore;
   wallet: Pick<WalletClient, 'refreshStandalone' | 'refreshEmbedded'>;
   logger: Logger;
+  /** Counts refreshes (walletflow_token_refreshes_total); absent: not counted. */
+  metrics?: Pick<Metrics, 'tokenRefresh'>;
   now?: () => number;
   /** Longest a refresh may hold the row lock (the wallet call's time-out plus slack). */
   lockTimeoutMs?: number;
@@ -129,6 +132,7 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
         const refreshedMeanwhile = staleVersion === null ? isFresh(stored, link.kind) : stored.version > staleVersion;
         if (refreshedMeanwhile) return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
         if (stored.refreshTokenExpiresAt && stored.refreshTokenExpiresAt.getTime() <= now()) {
+          deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
           await markReauthRequired(tx, linkId, 'refresh token expired', null);
           return { kind: 'reauth', reason: 'refresh token expired' };
         }
@@ -137,11 +141,14 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
           refreshed = await refreshWithWallet(link.kind, stored);
         } catch (error) {
           if (isWalletError(error) && error.outcome === 'rejected') {
+            deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
             await markReauthRequired(tx, linkId, `refresh refused: ${error.code}`, error.requestReferenceNo);
             return { kind: 'reauth', reason: `refresh refused (${error.code})` };
           }
+          deps.metrics?.tokenRefresh(link.kind, 'failed');
           throw error;
         }
+        deps.metrics?.tokenRefresh(link.kind, 'refreshed');
         const version = await deps.tokens.save(tx, linkId, refreshed.tokens);
         await tx.linkEvent.create({
           data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: refreshed.requestReferenceNo, detail: `version ${version}` },

@@ -1,17 +1,23 @@
 // What the landing page tells the user about a top-up (funding) or a payment, by status and code:
 // plain words fit for the user, never internal codes alone.
+import { z } from 'zod';
 import type { FundingStatus } from '../domain/funding.ts';
 import type { PaymentStatus } from '../domain/payment.ts';
-import { isFinalFundingStatus } from '../domain/funding.ts';
-import { isFinalPaymentStatus, paymentErrorMessage } from '../domain/payment.ts';
+import { fundingStatuses, isFinalFundingStatus } from '../domain/funding.ts';
+import { isFinalPaymentStatus, paymentErrorMessage, paymentStatuses } from '../domain/payment.ts';
 
-export interface Outcome {
+export const outcomeSchema = z.object({
   /** No further change is expected (NEEDS_REVIEW is not final: it is still being checked). */
-  final: boolean;
-  tone: 'success' | 'error' | 'info';
-  title: string;
-  message: string;
-}
+  final: z.boolean(),
+  tone: z.enum(['success', 'error', 'info']),
+  title: z.string(),
+  message: z.string(),
+});
+export type Outcome = z.infer<typeof outcomeSchema>;
+
+/** What a progress page polls: the outcome and the funding's or payment's status. */
+export const outcomeStatusSchema = outcomeSchema.extend({ status: z.union([z.enum(fundingStatuses), z.enum(paymentStatuses)]) });
+export type OutcomeStatus = z.infer<typeof outcomeStatusSchema>;
 
 export const reopenFromWallet = 'Your wallet session has ended. Please close this page and open the app again from your wallet.';
 

@@ -5,6 +5,7 @@ import express, { type ErrorRequestHandler } from 'express';
 import { defaultRateLimits } from '../lib/config.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import { createMetrics, type Metrics } from '../lib/metrics.ts';
 import type { TokenStore } from '../lib/token-store.ts';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -14,7 +15,10 @@ import { opsFundingsRouter } from './ops-fundings.ts';
 import { createPaymentService } from './payment-service.ts';
 import { opsPaymentsRouter } from './ops-payments.ts';
 import { connectRouter } from './connect.ts';
+import { docsRouter } from './docs.ts';
 import { healthRouter, type ReadinessChecks } from './health.ts';
+import { metricsRouter, observeRequests } from './http-metrics.ts';
+import { requestId } from './request-id.ts';
 import { opsAuth } from './ops-auth.ts';
 import { opsLinksRouter } from './ops-links.ts';
 import { clientErrorOf } from './client-errors.ts';
@@ -39,6 +43,8 @@ export interface HardeningOptions {
 export interface AppDependencies {
   logger: Logger;
   readiness: ReadinessChecks;
+  /** The API's registry, served at GET /metrics; absent: one of its own. */
+  metrics?: Metrics;
   /** Security headers and rate limits; absent: no HSTS unless over TLS, the default limits of lib/config.ts. */
   hardening?: HardeningOptions;
   /** Absent in a health-only app (tests of the health routes). */
@@ -68,8 +74,14 @@ export function createApp(deps: AppDependencies): express.Express {
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
   const hardening = deps.hardening ?? {};
+  const metrics = deps.metrics ?? createMetrics();
+  app.use(requestId());
+  app.use(observeRequests({ metrics, logger: deps.logger }));
   app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
   app.use(healthRouter(deps.readiness));
+  // The API documentation (/docs, /docs/openapi.json): public, like the contract it describes.
+  app.use(docsRouter());
+  app.use(metricsRouter(metrics));
   const services = deps.services;
   if (services) {
     const publicLimiter = () =>
@@ -88,7 +100,7 @@ export function createApp(deps: AppDependencies): express.Express {
       }),
     );
     // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
-    const vault = createTokenVault({ database: services.database, tokens: services.tokens, wallet: services.wallet, logger: deps.logger });
+    const vault = createTokenVault({ database: services.database, tokens: services.tokens, wallet: services.wallet, logger: deps.logger, metrics });
     app.use(
       embeddedSessionRouter({
         database: services.database,
@@ -98,6 +110,7 @@ export function createApp(deps: AppDependencies): express.Express {
         allowlist: createIpAllowlist(services.sessionAllowedIps ?? []),
         sessionTtlMs: (services.embeddedSessionTtlSeconds ?? 120) * 1000,
         logger: deps.logger,
+        metrics,
         rateLimiter: createRateLimiter({
           limit: hardening.sessionRateLimitPerMinute ?? defaultRateLimits.sessionPerMinute,
           ...(hardening.now ? { now: hardening.now } : {}),
@@ -115,6 +128,7 @@ export function createApp(deps: AppDependencies): express.Express {
       cipher: services.cipher,
       fingerprintKey: services.fingerprintKey,
       logger: deps.logger,
+      metrics,
     });
     ops.use(opsFundingsRouter({ database: services.database, fundings }));
     const payments = createPaymentService({

@@ -30,12 +30,14 @@ export interface ConnectDependencies {
 
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters`);
 
-const startQuerySchema = z.object({
+/** GET /connect/start: who is logging in, and the mobile number the wallet's login page starts with. */
+export const startQuerySchema = z.object({
   partnerUserId: printable(128),
   mobile: z.string().regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +'),
 });
 
-const callbackQuerySchema = z.object({
+/** GET /connect/callback: what the connect service sends back (a code, or an OAuth error). */
+export const callbackQuerySchema = z.object({
   state: printable(512).optional(),
   code: printable(2048).optional(),
   error: z.string().max(200).optional(),

@@ -6,12 +6,14 @@
 import { randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { decodeJwt } from 'jose';
+import { z } from 'zod';
 import type { Client } from '@temporalio/client';
 import { requestReferenceNoSchema, sessionPayloadSchema, type OnboardEmbeddedSessionInput } from '../domain/embedded-session.ts';
 import type { Database } from '../lib/database.ts';
 import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../lib/embedded-sessions.ts';
 import type { IpAllowlist } from '../lib/ip-allowlist.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { clientErrorOf } from './client-errors.ts';
 import { limitRequests, type RateLimiter } from './rate-limit.ts';
@@ -28,6 +30,8 @@ export interface EmbeddedSessionDependencies {
   /** How long the session id may be used at the landing page. */
   sessionTtlMs: number;
   logger: Logger;
+  /** Times every answer (walletflow_session_url_duration_seconds); absent: not timed. */
+  metrics?: Pick<Metrics, 'sessionUrl'>;
   /** Calls per sender address (SESSION_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
   rateLimiter?: RateLimiter;
   now?: () => number;
@@ -35,9 +39,15 @@ export interface EmbeddedSessionDependencies {
 
 const passThrough: RequestHandler = (_req, _res, next) => next();
 
+/** The answer to an accepted call: the one-time session id the wallet opens the landing page with. */
+export const sessionCreatedSchema = z.object({ sessionId: z.uuidv4() });
+
 /** Contract section 6: a refused session call answers `{ code, message }`. */
+export const sessionRefusalSchema = z.object({ code: z.string(), message: z.string() });
+
 function refuse(res: Response, status: number, code: string, message: string): void {
-  res.status(status).setHeader('Cache-Control', 'no-store').json({ code, message });
+  const body: z.infer<typeof sessionRefusalSchema> = { code, message };
+  res.status(status).setHeader('Cache-Control', 'no-store').json(body);
 }
 
 /** Starts the onboarding workflow (or finds it running): the landing page calls it too, as a safety net. */
@@ -72,8 +82,16 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
       )
     : passThrough;
 
+  // Every answer of the session URL is timed, refusals included: the wallet service waits on it.
+  const timed: RequestHandler = (_req, res, next) => {
+    const started = performance.now();
+    res.once('finish', () => deps.metrics?.sessionUrl(res.statusCode, (performance.now() - started) / 1000));
+    next();
+  };
+
   router.post(
     '/embedded/session',
+    timed,
     // Counted before the allowlist: a flood from outside is refused without a log line per call.
     limit,
     (req, res, next) => {
@@ -134,7 +152,8 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
         deps.logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'could not start session onboarding; the landing page will');
       }
       deps.logger.info({ sessionRecordId: id, requestReferenceNo: reference.data }, 'embedded session stored');
-      res.status(200).setHeader('Cache-Control', 'no-store').json({ sessionId });
+      const body: z.infer<typeof sessionCreatedSchema> = { sessionId };
+      res.status(200).setHeader('Cache-Control', 'no-store').json(body);
     },
   );
 

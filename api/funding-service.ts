@@ -15,6 +15,7 @@ import { normaliseAmount } from '../domain/money.ts';
 import { searchAttributes } from '../domain/search-attributes.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, startWorkflowOnce, workflowIdFor } from './workflow-start.ts';
@@ -27,6 +28,8 @@ export interface FundingServiceDependencies {
   /** HMAC key for request fingerprints (a cash-in code is never stored or hashed bare). */
   fingerprintKey: Buffer;
   logger: Logger;
+  /** Counts fundings cancelled here (FAILED) among the finished ones; absent: not counted. */
+  metrics?: Pick<Metrics, 'fundingFinished'>;
 }
 
 export type StartFundingResult =
@@ -125,6 +128,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         return updated.count === 1;
       });
       if (!cancelled) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
+      deps.metrics?.fundingFinished('FAILED', funding.createdAt);
       await deps.temporal.workflow
         .getHandle(funding.workflowId)
         .signal('cancelled')

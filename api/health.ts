@@ -1,6 +1,7 @@
 // Liveness and readiness. /healthz says the process answers; /readyz checks PostgreSQL, Temporal
 // and the wallet service, each with a time limit, and answers 503 when any is down.
 import { Router } from 'express';
+import { z } from 'zod';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -10,11 +11,23 @@ export interface ReadinessChecks {
   walletService: ReadinessCheck;
 }
 
-interface CheckResult {
-  status: 'up' | 'down';
-  latencyMs: number;
-  error?: string;
-}
+/** GET /healthz: the process answers. */
+export const livenessSchema = z.object({ status: z.literal('ok') });
+
+const checkResultSchema = z.object({
+  status: z.enum(['up', 'down']),
+  latencyMs: z.number().int().nonnegative(),
+  /** Why a check is down (a host, a time-out); never a credential. */
+  error: z.string().optional(),
+});
+type CheckResult = z.infer<typeof checkResultSchema>;
+
+/** GET /readyz: 200 `ready` when every dependency is up, else 503 `not-ready`. */
+export const readinessSchema = z.object({
+  status: z.enum(['ready', 'not-ready']),
+  checks: z.object({ postgres: checkResultSchema, temporal: checkResultSchema, walletService: checkResultSchema }),
+});
+type Readiness = z.infer<typeof readinessSchema>;
 
 const CHECK_TIMEOUT_MS = 3000;
 
@@ -40,7 +53,7 @@ async function runCheck(check: ReadinessCheck): Promise<CheckResult> {
 export function healthRouter(checks: ReadinessChecks): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
-    res.json({ status: 'ok' });
+    res.json({ status: 'ok' } satisfies z.infer<typeof livenessSchema>);
   });
   router.get('/readyz', async (_req, res) => {
     const [postgres, temporal, walletService] = await Promise.all([
@@ -49,7 +62,8 @@ export function healthRouter(checks: ReadinessChecks): Router {
       runCheck(checks.walletService),
     ]);
     const ready = postgres.status === 'up' && temporal.status === 'up' && walletService.status === 'up';
-    res.status(ready ? 200 : 503).json({ status: ready ? 'ready' : 'not-ready', checks: { postgres, temporal, walletService } });
+    const body: Readiness = { status: ready ? 'ready' : 'not-ready', checks: { postgres, temporal, walletService } };
+    res.status(ready ? 200 : 503).json(body);
   });
   return router;
 }

@@ -15,7 +15,7 @@ import { hashBearer } from '../lib/embedded-sessions.ts';
 import type { Logger } from '../lib/logger.ts';
 import { VaultError, type TokenVault } from '../activities/token-vault.ts';
 import { appIdempotencyPrefix, createAppSession, csrfMatches, readAppSession, setAppCookie, type AppSessionView } from './app-sessions.ts';
-import { paymentOutcome, reopenFromWallet, topUpOutcome, type Outcome } from './app-outcomes.ts';
+import { paymentOutcome, reopenFromWallet, topUpOutcome, type OutcomeStatus } from './app-outcomes.ts';
 import { startOnboarding } from './embedded-session.ts';
 import type { FundingService } from './funding-service.ts';
 import { amountOf } from './funding-view.ts';
@@ -43,6 +43,31 @@ export interface LandingDependencies {
 }
 
 const uuidSchema = z.uuid();
+
+/** The id in a progress page's path (/app/top-ups/{id}, /app/payments/{id}): anything else is not found. */
+export const progressIdSchema = uuidSchema;
+
+/**
+ * The top-up and pay forms (application/x-www-form-urlencoded). Each field is checked on its own:
+ * a missing or wrong CSRF token is 403 (csrfMatches), a bad form key 400, an amount the page
+ * cannot read shows the page again with a message (amountFrom).
+ */
+export const appFormSchema = z.object({
+  /** The synchronizer token of the page that showed the form. */
+  csrf: z.string().min(1).max(128),
+  /** Chosen by the page per form instance: it is the form's idempotency key (a resend starts nothing new). */
+  formKey: uuidSchema,
+  /** Pesos as typed: "50", "50.25", "1,000.50". */
+  amount: z.string(),
+});
+
+/** GET /app/status: the web session's onboarding, for the loading page's poll. */
+export const appSessionStateSchema = z.object({ state: z.enum(['pending', 'ready', 'failed']) });
+
+/** The status polls' JSON refusals (401, 404, 429, …): `{ code, message }`, never a page. */
+export const appJsonErrorSchema = z.object({ code: z.string(), message: z.string() });
+
+type AppJson = z.infer<typeof appSessionStateSchema> | z.infer<typeof appJsonErrorSchema> | OutcomeStatus;
 
 const pages = {
   unknown: {
@@ -111,7 +136,7 @@ export function landingRouter(deps: LandingDependencies): Router {
 
   const message = (res: Response, status: number, content: MessagePage) => html(res, status, (nonce) => messagePage(nonce, content));
 
-  function json(res: Response, status: number, body: unknown): void {
+  function json(res: Response, status: number, body: AppJson): void {
     securityHeaders(res);
     res.status(status).json(body);
   }
@@ -251,7 +276,7 @@ export function landingRouter(deps: LandingDependencies): Router {
       json(res, 401, { code: 'NO_SESSION', message: 'no web session' });
       return;
     }
-    json(res, 200, { state: session.embeddedSession.status.toLowerCase() });
+    json(res, 200, { state: session.embeddedSession.status.toLowerCase() as Lowercase<typeof session.embeddedSession.status> });
   });
 
   /** The checks every form shares; null when a page was already sent. */
@@ -270,7 +295,7 @@ export function landingRouter(deps: LandingDependencies): Router {
       message(res, 403, pages.csrf);
       return null;
     }
-    const formKey = uuidSchema.safeParse(body.formKey);
+    const formKey = appFormSchema.shape.formKey.safeParse(body.formKey);
     if (!formKey.success) {
       message(res, 400, pages.csrf);
       return null;
@@ -339,9 +364,9 @@ export function landingRouter(deps: LandingDependencies): Router {
   });
 
   /** This web session's funding or payment (by the idempotency key prefix), as an outcome. */
-  async function ownOutcome(req: Request, kind: 'top-up' | 'payment'): Promise<{ session: AppSessionView | null; outcome: (Outcome & { status: string }) | null }> {
+  async function ownOutcome(req: Request, kind: 'top-up' | 'payment'): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
     const session = await readAppSession(deps.database, req, new Date(now()));
-    const id = uuidSchema.safeParse(req.params.id);
+    const id = progressIdSchema.safeParse(req.params.id);
     if (!session || !id.success) return { session, outcome: null };
     const where = { id: id.data, idempotencyKey: { startsWith: appIdempotencyPrefix(session) } };
     const select = { status: true, errorCode: true, amount: true, currency: true } as const;

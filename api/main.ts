@@ -4,6 +4,7 @@ import type { Server } from 'node:http';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
+import { createMetrics } from '../lib/metrics.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
 import { createTokenCipher, deriveSubkey } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../lib/token-store.ts';
@@ -23,15 +24,17 @@ try {
   throw error;
 }
 
-const logger = createLogger({ level: config.logLevel, name: 'api' });
+const logger = createLogger({ level: config.logLevel, name: 'api', format: config.logFormat });
+const metrics = createMetrics({ defaultMetrics: true });
 const database = createDatabase(config.databaseUrl);
 const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKey);
-const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
+const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger, metrics) });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
   logger,
+  metrics,
   hardening: {
     publicUrl: config.publicUrl,
     publicRateLimitPerMinute: config.rateLimits.publicPerMinute,

@@ -3,12 +3,12 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { createFundingSchema, fundingStatuses, idempotencyKeySchema } from '../domain/funding.ts';
+import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema } from '../domain/funding.ts';
 import type { Database } from '../lib/database.ts';
 import type { FundingService } from './funding-service.ts';
 import { withFundingEvents } from './funding-service.ts';
 import { fundingView } from './funding-view.ts';
-import { decodeCursor, encodeCursor, listDateSchema } from './page-cursor.ts';
+import { decodeCursor, encodeCursor, listDateSchema, pageSchema } from './page-cursor.ts';
 import { sendProblem } from './problem.ts';
 import { validationProblem } from './validation.ts';
 
@@ -17,7 +17,8 @@ export interface OpsFundingsDependencies {
   fundings: FundingService;
 }
 
-const listQuerySchema = z
+/** GET /ops/fundings: filters and paging. */
+export const fundingListQuerySchema = z
   .object({
     status: z.enum(fundingStatuses, { error: `status must be one of ${fundingStatuses.join(', ')}` }).optional(),
     from: listDateSchema('from').optional(),
@@ -27,7 +28,11 @@ const listQuerySchema = z
   })
   .strict();
 
-const fundingIdSchema = z.uuid();
+/** A page of GET /ops/fundings. */
+export const fundingPageSchema = pageSchema(fundingSchema);
+
+/** A funding id in a path: anything else is an unknown funding (404). */
+export const fundingIdSchema = z.uuid();
 
 export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
   const router = Router();
@@ -76,7 +81,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
   });
 
   router.get('/fundings', async (req, res) => {
-    const query = listQuerySchema.safeParse(req.query);
+    const query = fundingListQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
       return;
@@ -100,7 +105,8 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    res.json({ items: page.map(fundingView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null });
+    const body: z.infer<typeof fundingPageSchema> = { items: page.map(fundingView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
+    res.json(body);
   });
 
   router.post('/fundings/:fundingId/cancel', async (req, res) => {

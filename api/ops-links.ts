@@ -8,45 +8,20 @@ import type { Database } from '../lib/database.ts';
 import { unlink } from '../lib/links.ts';
 import type { TokenStore } from '../lib/token-store.ts';
 import { isWalletError, profileByScope, type WalletClient } from '../wallet/index.ts';
+import { linkView, type LinkProfileView } from './link-view.ts';
 import { sendProblem } from './problem.ts';
 
 /** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
 
-const linkIdSchema = z.uuid();
+/** A link id in a path: anything else is a bad request (400 INVALID_LINK_ID). */
+export const linkIdSchema = z.uuid();
 
 export interface OpsLinksDependencies {
   database: Database;
   tokens: TokenStore;
   /** For GET /links/{linkId}/profile: the vault hands out (and refreshes) the link's user token. */
   profiles?: { vault: Pick<TokenVault, 'withUserToken'>; wallet: Pick<WalletClient, 'getProfile'>; now?: () => number };
-}
-
-async function linkView(database: Database, linkId: string) {
-  const link = await database.link.findUnique({
-    where: { id: linkId },
-    include: { tokens: { select: { accessTokenExpiresAt: true, refreshTokenExpiresAt: true, version: true, refreshedAt: true } } },
-  });
-  if (!link) return null;
-  return {
-    linkId: link.id,
-    partnerUserId: link.partnerUserId,
-    profileId: link.profileId,
-    maskedUserId: link.maskedUserId,
-    kind: link.kind,
-    status: link.status,
-    scopes: link.scopes,
-    tokens: link.tokens
-      ? {
-          accessTokenExpiresAt: link.tokens.accessTokenExpiresAt.toISOString(),
-          refreshTokenExpiresAt: link.tokens.refreshTokenExpiresAt?.toISOString() ?? null,
-          version: link.tokens.version,
-          refreshedAt: link.tokens.refreshedAt?.toISOString() ?? null,
-        }
-      : null,
-    createdAt: link.createdAt.toISOString(),
-    updatedAt: link.updatedAt.toISOString(),
-  };
 }
 
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
@@ -104,14 +79,15 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       const profile = await profiles.vault.withUserToken(linkId.data, (token) => profiles.wallet.getProfile(token));
       const byScope = profileByScope(profile.data);
       res.setHeader('Cache-Control', 'no-store');
-      res.json({
+      const body: LinkProfileView = {
         linkId: linkId.data,
         fetchedAt: new Date(fetchedAt).toISOString(),
         requestReferenceNo: profile.requestReferenceNo,
-        scopes: Object.keys(byScope),
+        scopes: Object.keys(byScope) as LinkProfileView['scopes'],
         documentUrlsExpireAt: byScope.identity_document ? new Date(fetchedAt + DOCUMENT_URL_LIFETIME_MS).toISOString() : null,
         profile: byScope,
-      });
+      };
+      res.json(body);
     } catch (error) {
       if (error instanceof VaultError) {
         if (error.code === 'REAUTH_REQUIRED') reauth();

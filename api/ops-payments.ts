@@ -4,9 +4,9 @@ import { Router } from 'express';
 import { z } from 'zod';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { idempotencyKeySchema } from '../domain/funding.ts';
-import { createPaymentSchema, paymentStatuses, resolvePaymentSchema } from '../domain/payment.ts';
+import { createPaymentSchema, paymentSchema, paymentStatuses, resolvePaymentSchema } from '../domain/payment.ts';
 import type { Database } from '../lib/database.ts';
-import { decodeCursor, encodeCursor, listDateSchema } from './page-cursor.ts';
+import { decodeCursor, encodeCursor, listDateSchema, pageSchema } from './page-cursor.ts';
 import type { PaymentService } from './payment-service.ts';
 import { withPaymentEvents } from './payment-service.ts';
 import { paymentView } from './payment-view.ts';
@@ -18,7 +18,8 @@ export interface OpsPaymentsDependencies {
   payments: PaymentService;
 }
 
-const listQuerySchema = z
+/** GET /ops/payments: filters and paging. */
+export const paymentListQuerySchema = z
   .object({
     status: z.enum(paymentStatuses, { error: `status must be one of ${paymentStatuses.join(', ')}` }).optional(),
     from: listDateSchema('from').optional(),
@@ -28,8 +29,13 @@ const listQuerySchema = z
   })
   .strict();
 
-const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
-const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
+/** A page of GET /ops/payments. */
+export const paymentPageSchema = pageSchema(paymentSchema);
+
+/** A payment id in a path: anything else is an unknown payment (404). */
+export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
+/** The X-Ops-Actor header: who resolves, as the caller names them (ignored when malformed). */
+export const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
 
 /** Control characters other than tab and line breaks: PostgreSQL refuses NUL, terminals obey ESC. */
 const hasControlCharacter = (text: string) =>
@@ -41,7 +47,7 @@ const hasControlCharacter = (text: string) =>
 const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** The note is stored, audited and shown to people: well-formed text (no lone surrogate) only. */
-const resolveBodySchema = resolvePaymentSchema.superRefine((body, ctx) => {
+export const resolveBodySchema = resolvePaymentSchema.superRefine((body, ctx) => {
   if (hasControlCharacter(body.note) || loneSurrogate.test(body.note)) {
     ctx.addIssue({ code: 'custom', path: ['note'], message: 'note must be plain text (no control characters or broken unicode)' });
   }
@@ -96,7 +102,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
   });
 
   router.get('/payments', async (req, res) => {
-    const query = listQuerySchema.safeParse(req.query);
+    const query = paymentListQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
       return;
@@ -115,7 +121,8 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     const rows = await deps.database.payment.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1, include: withPaymentEvents });
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    res.json({ items: page.map(paymentView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null });
+    const body: z.infer<typeof paymentPageSchema> = { items: page.map(paymentView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
+    res.json(body);
   });
 
   router.post('/payments/:paymentId/resolve', async (req, res) => {

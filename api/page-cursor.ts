@@ -34,3 +34,6 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
     return null;
   }
 }
+
+/** A page of a list: its items, newest first, and the cursor of the next page (null on the last). */
+export const pageSchema = <Item extends z.ZodType>(item: Item) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });

@@ -124,6 +124,8 @@ export async function runDev(): Promise<void> {
       TEMPORAL_ADDRESS: temporalAddress,
       OPS_API_KEYS: process.env.OPS_API_KEYS ?? devState.opsApiKey,
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
+      // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
+      LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     };
     const firstUser = users[0];
     if (sandbox && firstUser && childEnv.TOKEN_ENCRYPTION_KEY) {
@@ -144,7 +146,15 @@ export async function runDev(): Promise<void> {
     }
     await waitForPort(config.port, { timeoutMs: 60_000, failed: () => childFailure });
 
-    printSummary({ apiBase, temporalUi, sandbox, users, demoLinkId, opsApiKey: childEnv.OPS_API_KEYS ?? '' });
+    printSummary({
+      apiBase,
+      temporalUi,
+      sandbox,
+      users,
+      demoLinkId,
+      opsApiKey: childEnv.OPS_API_KEYS ?? '',
+      workerMetrics: config.workerMetricsPort > 0 ? `http://127.0.0.1:${config.workerMetricsPort}/metrics` : undefined,
+    });
   } catch (error) {
     process.stderr.write(`walletflow dev: ${(error as Error).message}\n`);
     await stopAll();
@@ -159,6 +169,7 @@ function printSummary(summary: {
   users: SeededUser[];
   demoLinkId: string | undefined;
   opsApiKey: string;
+  workerMetrics: string | undefined;
 }): void {
   const lines = [
     '',
@@ -166,6 +177,7 @@ function printSummary(summary: {
     '',
     `  API              ${summary.apiBase}   (health: ${summary.apiBase}/healthz, readiness: ${summary.apiBase}/readyz)`,
     `  ops API key      ${summary.opsApiKey}   (Authorization: Bearer …)`,
+    `  metrics          ${summary.apiBase}/metrics${summary.workerMetrics ? `, worker ${summary.workerMetrics}` : ''}`,
   ];
   if (summary.temporalUi) lines.push(`  Temporal UI      ${summary.temporalUi}`);
   if (summary.sandbox) {

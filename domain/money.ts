@@ -40,7 +40,12 @@ export function fromThousandths(thousandths: bigint, minDecimals: number): strin
 export const amountSchema = z
   .object({
     currency: currencySchema,
-    value: z.string({ error: 'amount.value must be a decimal string such as "100.50"' }),
+    value: z.string({ error: 'amount.value must be a decimal string such as "100.50"' }).meta({
+      // For the API documentation: the superRefine below is what checks it.
+      description: 'a decimal string, 0.001 to 9999999999.99, with at most the currency\'s decimals (PHP 2): no sign, exponent or spaces',
+      pattern: decimalPattern.source,
+      examples: ['100.50'],
+    }),
   })
   .strict()
   .superRefine((amount, ctx) => {

@@ -135,6 +135,8 @@ export const environmentSchema = z
     HOST: z.preprocess(emptyAsUndefined, z.string().default('127.0.0.1')),
     PUBLIC_URL: httpUrl,
     LOG_LEVEL: z.preprocess(emptyAsUndefined, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+    LOG_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['json', 'pretty']).default('json')),
+    WORKER_METRICS_PORT: portNumber(9464),
 
     DATABASE_URL: postgresUrl,
 
@@ -227,6 +229,10 @@ export interface AppConfig {
   host: string;
   publicUrl: string | undefined;
   logLevel: Environment['LOG_LEVEL'];
+  /** `json` (one JSON object a line) or `pretty` (for a terminal: `walletflow dev`). */
+  logFormat: Environment['LOG_FORMAT'];
+  /** Where the worker serves GET /metrics (on HOST), its own series and the Temporal SDK's; 0: off. */
+  workerMetricsPort: number;
   /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
   databaseUrl: string | undefined;
   temporal: { address: string | undefined; namespace: string; taskQueue: string };
@@ -329,6 +335,8 @@ export function loadConfig(source: Env = process.env): AppConfig {
     host: e.HOST,
     publicUrl: e.PUBLIC_URL,
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
+    workerMetricsPort: e.WORKER_METRICS_PORT,
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,

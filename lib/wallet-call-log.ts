@@ -1,7 +1,9 @@
 // Persists the wallet client's audit hook into the append-only `wallet_call` table: one row per
-// call with its Request-Reference-No, operation, status, outcome, error code and duration.
+// call with its Request-Reference-No, operation, status, outcome, error code and duration; and,
+// when given metrics, counts the call and its latency (walletflow_wallet_call…).
 import type { Database } from './database.ts';
 import type { Logger } from './logger.ts';
+import type { Metrics } from './metrics.ts';
 
 /** The wallet client's audit record (wallet/call-record.ts), as this table stores it. */
 export interface WalletCallRow {
@@ -20,9 +22,12 @@ export interface WalletCallRow {
 export function createWalletCallLog(
   database: Database,
   logger: Logger,
+  metrics?: Pick<Metrics, 'walletCall'>,
 ): { onCall: (record: WalletCallRow) => Promise<void>; onAuditError: (error: unknown, record: WalletCallRow) => void } {
   return {
     onCall: async (record) => {
+      // Counted first: a lost audit row must not lose the sample too.
+      metrics?.walletCall(record);
       await database.walletCall.create({
         data: {
           requestReferenceNo: record.requestReferenceNo,

@@ -14,5 +14,5 @@ export type { ClientToken } from './client-token.ts';
 export type { EmbeddedTokens, Payment } from './op.ts';
 export type { Profile } from './profile-schema.ts';
 export type { Transfer, TransferRecipient, TransferStatus } from './transfers.ts';
-export { profileByScope, profileScopes, scopesOf } from './profile-scopes.ts';
+export { profileByScope, profileByScopeSchema, profileScopes, scopesOf } from './profile-scopes.ts';
 export type { ProfileByScope, ProfileScope } from './profile-scopes.ts';

@@ -1,18 +1,20 @@
 // A decrypted profile split by the scope that grants each part (interface, "Profile … by
 // scope"): which scopes a profile shows, and the fields of each.
-import type { Profile } from './profile-schema.ts';
+import { z } from 'zod';
+import { addressSchema, contactSchema, identityDocumentSchema, profileSchema, workDetailsSchema, type Profile } from './profile-schema.ts';
 
 export const profileScopes = ['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document'] as const;
 export type ProfileScope = (typeof profileScopes)[number];
 
-export interface ProfileByScope {
-  openid: Pick<Profile, 'id' | 'profileId' | 'kycStatus'>;
-  profile?: Pick<Profile, 'name' | 'birthDetails'>;
-  contact?: Pick<Required<Profile>, 'contact'>;
-  address?: Pick<Required<Profile>, 'address'>;
-  workDetails?: Pick<Required<Profile>, 'workDetails'>;
-  identity_document?: Pick<Required<Profile>, 'identityDocument'>;
-}
+export const profileByScopeSchema = z.object({
+  openid: profileSchema.pick({ id: true, profileId: true, kycStatus: true }),
+  profile: profileSchema.pick({ name: true, birthDetails: true }).optional(),
+  contact: z.object({ contact: z.array(contactSchema) }).optional(),
+  address: z.object({ address: z.array(addressSchema) }).optional(),
+  workDetails: z.object({ workDetails: workDetailsSchema }).optional(),
+  identity_document: z.object({ identityDocument: z.array(identityDocumentSchema) }).optional(),
+});
+export type ProfileByScope = z.output<typeof profileByScopeSchema>;
 
 /** The profile's parts, keyed by the scope that granted them; absent scopes are left out. */
 export function profileByScope(profile: Profile): ProfileByScope {

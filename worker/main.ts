@@ -7,10 +7,12 @@ import { createActivities } from '../activities/index.ts';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
 import { createDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
+import { createMetrics } from '../lib/metrics.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
 import { createTokenCipher } from '../lib/token-cipher.ts';
 import { createWalletCallLog } from '../lib/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
+import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 
 let config;
@@ -24,11 +26,52 @@ try {
   throw error;
 }
 
-const logger = createLogger({ level: config.logLevel, name: 'worker' });
+const logger = createLogger({ level: config.logLevel, name: 'worker', format: config.logFormat });
+const metrics = createMetrics({ defaultMetrics: true });
+// The SDK's runtime (its logger, its exporter) must be installed before the first connection creates it.
+const { sdkMetricsUrl } = await installTemporalRuntime(logger, { prometheus: config.workerMetricsPort > 0 });
+const metricsServer = sdkMetricsUrl
+  ? await serveWorkerMetrics({ metrics, host: config.host, port: config.workerMetricsPort, sdkMetricsUrl }).catch((error: Error) => {
+      // Metrics are not worth a worker that does not run: say so loudly and carry on.
+      logger.error({ err: error, port: config.workerMetricsPort }, 'worker metrics cannot listen (WORKER_METRICS_PORT); running without them');
+      return undefined;
+    })
+  : undefined;
+if (metricsServer) logger.info({ url: metricsServer.url }, 'worker metrics listening');
 const database = createDatabase(config.databaseUrl);
-const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger) });
-const connection = await NativeConnection.connect({ address: config.temporal.address });
-const clientConnection = await Connection.connect({ address: config.temporal.address });
+const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger, metrics) });
+/**
+ * Temporal may start after the worker (a restart of both, a compose `up`): retry for a while with
+ * backoff instead of exiting, so a supervisor does not have to. SIGTERM meanwhile stops at once.
+ */
+const temporalAddress = config.temporal.address;
+async function connectWithRetry<T>(what: string, connect: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 120_000;
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await connect();
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      const delayMs = Math.min(5000, 250 * 2 ** (attempt - 1));
+      logger.warn({ address: temporalAddress, attempt, retryInMs: delayMs, err: error as Error }, `${what}: Temporal not reachable yet`);
+      for (const until = Date.now() + delayMs; Date.now() < until; ) {
+        if (stopRequested) {
+          logger.info('stopped before Temporal was reachable');
+          process.exit(0);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+  }
+}
+let stopRequested = false;
+const requestStop = () => {
+  stopRequested = true;
+};
+process.on('SIGTERM', requestStop).on('SIGINT', requestStop);
+const connection = await connectWithRetry('worker connection', () => NativeConnection.connect({ address: temporalAddress }));
+const clientConnection = await connectWithRetry('client connection', () => Connection.connect({ address: temporalAddress }));
+process.off('SIGTERM', requestStop).off('SIGINT', requestStop);
 const dataConverter = dataConverterFor(config.payloadKeys);
 const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
 const require = createRequire(import.meta.url);
@@ -47,6 +90,7 @@ const worker = await Worker.create({
     logger,
     temporal,
     taskQueue: config.temporal.taskQueue,
+    metrics,
   }),
 });
 const schedule = await ensureReconcileSchedule(temporal, {
@@ -63,6 +107,7 @@ try {
   await clientConnection.close();
   await wallet.close();
   await database.$disconnect();
+  await metricsServer?.close();
   logger.info('worker stopped');
 }
 process.exit(0);

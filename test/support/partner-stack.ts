@@ -11,6 +11,7 @@ import { createTokenVault, type TokenVault } from '../../activities/token-vault.
 import { createApp, type HardeningOptions } from '../../api/app.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
+import { createMetrics, type Metrics } from '../../lib/metrics.ts';
 import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
 import { createTokenStore, type TokenStore } from '../../lib/token-store.ts';
@@ -21,6 +22,8 @@ import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
 
 export interface PartnerStack {
   apiBase: string;
+  /** The Express app the server runs (its routes can be listed). */
+  app: ReturnType<typeof createApp>;
   opsKey: string;
   /** TOKEN_ENCRYPTION_KEY of this stack, for a worker run as a separate process. */
   encryptionKey: Buffer;
@@ -33,6 +36,9 @@ export interface PartnerStack {
   tokens: TokenStore;
   temporal: Client;
   taskQueue: string;
+  /** The API's registry (also served at GET /metrics) and the in-process worker's. */
+  apiMetrics: Metrics;
+  workerMetrics: Metrics;
   /** Starts an in-process worker on this stack's task queue (once). */
   startWorker(): Promise<void>;
   /** Stops the in-process worker (drains it). */
@@ -66,6 +72,8 @@ export async function startPartnerStack(
   });
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
   const database = createDatabase(inject('databaseUrl'));
+  const apiMetrics = createMetrics();
+  const workerMetrics = createMetrics();
   const partner = sandbox.partner;
   const walletConfig = {
     connectUrl: sandbox.connectUrl,
@@ -81,7 +89,7 @@ export async function startPartnerStack(
     timeoutMs: 5000,
     ...createWalletCallLog(database, logger),
   };
-  const wallet = createWalletClient(walletConfig);
+  const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, apiMetrics) });
   const encryptionKey = randomBytes(32);
   const cipher = createTokenCipher(encryptionKey);
   const tokens = createTokenStore(cipher);
@@ -93,6 +101,7 @@ export async function startPartnerStack(
   const taskQueue = `walletflow-test-${randomBytes(6).toString('hex')}`;
   const app = createApp({
     logger,
+    metrics: apiMetrics,
     ...(options.hardening ? { hardening: options.hardening } : {}),
     readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
     services: {
@@ -116,6 +125,7 @@ export async function startPartnerStack(
   const vaultWallets: WalletClient[] = [];
   return {
     apiBase,
+    app,
     opsKey,
     encryptionKey,
     workerEnv: () => ({
@@ -139,6 +149,7 @@ export async function startPartnerStack(
       PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
       MERCHANT_P2M_ID: partner.p2mId,
       WALLET_TIMEOUT_MS: '5000',
+      WORKER_METRICS_PORT: '0',
     }),
     sandbox,
     admin: sandboxAdmin(sandbox),
@@ -147,17 +158,19 @@ export async function startPartnerStack(
     tokens,
     temporal,
     taskQueue,
+    apiMetrics,
+    workerMetrics,
     async startWorker() {
       if (running) return;
       const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-      const workerWallet = createWalletClient(walletConfig);
+      const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, workerMetrics) });
       const worker = await Worker.create({
         connection: workerConnection,
         namespace: inject('temporalNamespace'),
         taskQueue,
         workflowBundle: { codePath: inject('workflowBundlePath') },
         ...(dataConverter ? { dataConverter } : {}),
-        activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
+        activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, metrics: workerMetrics }),
       });
       running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
     },

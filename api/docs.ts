@@ -1,0 +1,97 @@
+// The API documentation: the OpenAPI document at GET /docs/openapi.json and an interactive viewer
+// at GET /docs (Swagger UI from the installed swagger-ui-dist package: no CDN, works offline). The
+// viewer's page loads only its own scripts and styles, so its CSP needs no inline script.
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import express, { Router, type Response } from 'express';
+import { buildOpenApiDocument } from './openapi.ts';
+
+export const DOCS_PATH = '/docs';
+export const OPENAPI_PATH = `${DOCS_PATH}/openapi.json`;
+const ASSETS_PATH = `${DOCS_PATH}/assets`;
+
+/** The files of swagger-ui-dist the page uses; nothing else of the package is served (its index.html loads a remote example). */
+const swaggerUiFiles = new Set(['/swagger-ui.css', '/swagger-ui-bundle.js', '/favicon-32x32.png', '/favicon-16x16.png']);
+
+const swaggerUiDirectory = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+
+/**
+ * The viewer's page: its own files only. Swagger UI sets element styles from script (allowed) and
+ * its stylesheet's icons are data: URLs; "Try it out" calls this origin only.
+ */
+export const docsCsp = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
+].join('; ');
+
+const viewerPage = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>walletflow API</title>
+<link rel="stylesheet" href="${ASSETS_PATH}/swagger-ui.css">
+<link rel="icon" type="image/png" href="${ASSETS_PATH}/favicon-32x32.png" sizes="32x32">
+<link rel="icon" type="image/png" href="${ASSETS_PATH}/favicon-16x16.png" sizes="16x16">
+</head>
+<body>
+<div id="swagger-ui"></div>
+<script src="${ASSETS_PATH}/swagger-ui-bundle.js"></script>
+<script src="${ASSETS_PATH}/init.js"></script>
+</body>
+</html>
+`;
+
+/** Starts the viewer on this API's document; validatorUrl null: no call to the public validator. */
+const initScript = `window.ui = SwaggerUIBundle({
+  url: ${JSON.stringify(OPENAPI_PATH)},
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: 'BaseLayout',
+});
+`;
+
+export function docsRouter(): Router {
+  const router = Router();
+  const document = buildOpenApiDocument();
+  const viewerHeaders = (res: Response) => {
+    res.setHeader('Content-Security-Policy', docsCsp);
+    res.setHeader('Cache-Control', 'no-cache');
+  };
+
+  router.get(DOCS_PATH, (_req, res) => {
+    viewerHeaders(res);
+    res.type('html').send(viewerPage);
+  });
+  router.get(OPENAPI_PATH, (_req, res) => {
+    res.setHeader('Cache-Control', 'no-cache');
+    res.json(document);
+  });
+
+  const staticFiles = express.static(swaggerUiDirectory, { index: false, redirect: false, fallthrough: true, maxAge: '1h' });
+  router.use(ASSETS_PATH, (req, res, next) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      next();
+      return;
+    }
+    if (req.path === '/init.js') {
+      res.setHeader('Cache-Control', 'no-cache');
+      res.type('text/javascript').send(initScript);
+      return;
+    }
+    if (!swaggerUiFiles.has(req.path)) {
+      next();
+      return;
+    }
+    staticFiles(req, res, next);
+  });
+  return router;
+}

@@ -1,0 +1,170 @@
+// walletflow's Prometheus series (prom-client), one registry per process or per test stack and
+// handed to whoever records through their dependency factories: no global registry, so several
+// stacks in one test process keep their own counts. Label values are bounded: route templates,
+// states, operation names and codes, never an id, a path with ids, or a token.
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import type { FinalFundingStatus } from '../domain/funding.ts';
+import type { FinalPaymentStatus } from '../domain/payment.ts';
+
+/** The wallet call fields the metrics read (lib/wallet-call-log.ts's row, wallet/call-record.ts). */
+export interface WalletCallSample {
+  service: string;
+  operation: string;
+  httpStatus: number | null;
+  outcome: string;
+  errorCode: string | null;
+  durationMs: number;
+}
+
+export type TokenRefreshResult = 'refreshed' | 'reauth_required' | 'failed';
+
+export interface Metrics {
+  readonly registry: Registry;
+  /** A funding reached a final state (counted once, by whoever moved it there). */
+  fundingFinished(status: FinalFundingStatus, createdAt: Date): void;
+  /** A payment reached a final state. */
+  paymentFinished(status: FinalPaymentStatus, createdAt: Date): void;
+  walletCall(call: WalletCallSample): void;
+  tokenRefresh(kind: 'EMBEDDED' | 'STANDALONE', result: TokenRefreshResult): void;
+  /** One repair of the reconciliation sweep (`action` is its RepairAction). */
+  reconcileRepair(action: string): void;
+  sessionUrl(status: number, seconds: number): void;
+  httpRequest(request: { method: string; route: string; status: number; seconds: number }): void;
+}
+
+/** Seconds from a request to its answer (HTTP, wallet calls, the session URL). */
+const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+/** Seconds from a funding or payment's creation to its final state: most in seconds, some after a reconciliation. */
+const settleBuckets = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+
+/** Past this many distinct values, a label's new values are reported as `other`. */
+export const MAX_LABEL_VALUES = 100;
+const labelValuePattern = /^[A-Za-z0-9_.:/{}*-]{1,64}$/;
+
+/**
+ * Keeps a label's values bounded: a value of unexpected shape, or any new value past `max`
+ * distinct ones, becomes `other` (an outside service's error codes, a route table that grew).
+ */
+export function boundedLabel(max = MAX_LABEL_VALUES): (value: string | null | undefined, fallback?: string) => string {
+  const seen = new Set<string>();
+  return (value, fallback = 'none') => {
+    if (value === null || value === undefined || value === '') return fallback;
+    if (!labelValuePattern.test(value)) return 'other';
+    if (seen.has(value)) return value;
+    if (seen.size >= max) return 'other';
+    seen.add(value);
+    return value;
+  };
+}
+
+const walletOutcomes = new Set(['ok', 'rejected', 'unknown', 'retryable']);
+const httpMethods = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+
+export function createMetrics(options: { defaultMetrics?: boolean; labels?: Record<string, string> } = {}): Metrics {
+  const registry = new Registry();
+  if (options.labels) registry.setDefaultLabels(options.labels);
+  if (options.defaultMetrics) collectDefaultMetrics({ register: registry });
+
+  const fundings = new Counter({
+    name: 'walletflow_fundings_finished_total',
+    help: 'Fundings that reached a final state, by that state',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const fundingSeconds = new Histogram({
+    name: 'walletflow_funding_duration_seconds',
+    help: 'Seconds from a funding request to its final state',
+    labelNames: ['status'] as const,
+    buckets: settleBuckets,
+    registers: [registry],
+  });
+  const payments = new Counter({
+    name: 'walletflow_payments_finished_total',
+    help: 'Payments that reached a final state, by that state',
+    labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const paymentSeconds = new Histogram({
+    name: 'walletflow_payment_duration_seconds',
+    help: 'Seconds from a payment request to its final state',
+    labelNames: ['status'] as const,
+    buckets: settleBuckets,
+    registers: [registry],
+  });
+  const walletCalls = new Counter({
+    name: 'walletflow_wallet_calls_total',
+    help: 'Calls to the wallet service, by operation, HTTP status (none: no answer), outcome and error code',
+    labelNames: ['service', 'operation', 'http_status', 'outcome', 'error_code'] as const,
+    registers: [registry],
+  });
+  const walletSeconds = new Histogram({
+    name: 'walletflow_wallet_call_duration_seconds',
+    help: 'Seconds per wallet service call, by operation and HTTP status',
+    labelNames: ['service', 'operation', 'http_status'] as const,
+    buckets: latencyBuckets,
+    registers: [registry],
+  });
+  const tokenRefreshes = new Counter({
+    name: 'walletflow_token_refreshes_total',
+    help: 'User token refreshes by the token vault, by link kind and result',
+    labelNames: ['kind', 'result'] as const,
+    registers: [registry],
+  });
+  const repairs = new Counter({
+    name: 'walletflow_reconcile_repairs_total',
+    help: 'Fundings repaired by the reconciliation sweep, by action',
+    labelNames: ['action'] as const,
+    registers: [registry],
+  });
+  const sessionSeconds = new Histogram({
+    name: 'walletflow_session_url_duration_seconds',
+    help: 'Seconds to answer the session URL (POST /embedded/session), by HTTP status',
+    labelNames: ['status'] as const,
+    buckets: latencyBuckets,
+    registers: [registry],
+  });
+  const httpSeconds = new Histogram({
+    name: 'walletflow_http_request_duration_seconds',
+    help: 'Seconds to answer an API request, by method, route template and HTTP status',
+    labelNames: ['method', 'route', 'status'] as const,
+    buckets: latencyBuckets,
+    registers: [registry],
+  });
+
+  const sinceSeconds = (createdAt: Date) => Math.max(0, (Date.now() - createdAt.getTime()) / 1000);
+  const operationLabel = boundedLabel();
+  const errorCodeLabel = boundedLabel();
+  const routeLabel = boundedLabel();
+  const actionLabel = boundedLabel(20);
+
+  return {
+    registry,
+    fundingFinished(status, createdAt) {
+      fundings.inc({ status });
+      fundingSeconds.observe({ status }, sinceSeconds(createdAt));
+    },
+    paymentFinished(status, createdAt) {
+      payments.inc({ status });
+      paymentSeconds.observe({ status }, sinceSeconds(createdAt));
+    },
+    walletCall(call) {
+      const service = ['connect', 'op', 'transfers'].includes(call.service) ? call.service : 'other';
+      const operation = operationLabel(call.operation);
+      const httpStatus = call.httpStatus === null ? 'none' : String(call.httpStatus);
+      walletCalls.inc({ service, operation, http_status: httpStatus, outcome: walletOutcomes.has(call.outcome) ? call.outcome : 'other', error_code: errorCodeLabel(call.errorCode) });
+      walletSeconds.observe({ service, operation, http_status: httpStatus }, call.durationMs / 1000);
+    },
+    tokenRefresh(kind, result) {
+      tokenRefreshes.inc({ kind, result });
+    },
+    reconcileRepair(action) {
+      repairs.inc({ action: actionLabel(action) });
+    },
+    sessionUrl(status, seconds) {
+      sessionSeconds.observe({ status: String(status) }, seconds);
+    },
+    httpRequest({ method, route, status, seconds }) {
+      httpSeconds.observe({ method: httpMethods.has(method) ? method : 'other', route: routeLabel(route), status: String(status) }, seconds);
+    },
+  };
+}
