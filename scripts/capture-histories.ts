@@ -106,10 +106,16 @@ const workerLog = (entry: LogEntry) => {
 };
 Runtime.install({ logger: new DefaultLogger('WARN', workerLog), shutdownSignals: [] });
 
+/** Activities and local activities (a marker whose details name the activity type), in order. */
 const activityTypes = (history: HistoryJson) =>
   history.events.flatMap((event) => {
     const attributes = event.activityTaskScheduledEventAttributes as { activityType?: { name?: string } } | undefined;
-    return attributes?.activityType?.name ? [attributes.activityType.name] : [];
+    if (attributes?.activityType?.name) return [attributes.activityType.name];
+    const marker = event.markerRecordedEventAttributes as { markerName?: string; details?: { data?: { payloads?: Array<{ data?: string }> } } } | undefined;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = marker.details?.data?.payloads?.[0]?.data;
+    const type = data ? /"activity_type":"([^"]+)"/.exec(Buffer.from(data, 'base64').toString('utf8'))?.[1] : undefined;
+    return type ? [type] : [];
   });
 const expectActivities = (history: HistoryJson, must: string[], mustNot: string[] = []) => {
   const types = activityTypes(history);

@@ -130,8 +130,11 @@ const forbiddenPatterns: Array<{ name: string; pattern: RegExp }> = [
   { name: 'the name clientSecret', pattern: /clientSecret/i },
 ];
 
-/** Proto int64 fields (JSON strings of digits) and the worker identity (pid@host) may hold 7 digits. */
-const numericKey = /(?:Id|Bytes|[vV]ersion|Count|Size)$|^identity$/;
+/**
+ * Proto int64 fields (JSON strings of digits), the worker identity (pid@host) and the nanoseconds
+ * of a timestamp (a local activity's marker records its completion time) may hold 7 digits.
+ */
+const numericKey = /(?:Id|Bytes|[vV]ersion|Count|Size)$|^identity$|^nanos$/;
 const sevenDigits = /(?<![0-9A-Za-z])\d{7}(?![0-9A-Za-z])/;
 
 /** Paths of string values with a standalone 7-digit number (the shape of a cash-in code). */
