@@ -1,6 +1,7 @@
 // The `walletflow` command.
 import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
+import type { BenchOptions } from './bench.ts';
 import type { FundOptions } from './fund.ts';
 import type { PayOptions } from './pay.ts';
 import type { SoakOptions } from './soak.ts';
@@ -43,6 +44,23 @@ program
   .addHelpText('after', '\nExit codes: 0 every invariant holds; 1 violations (listed) or the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: SoakOptions) => {
     process.exitCode = await (await import('./soak.ts')).runSoak(options);
+  });
+
+program
+  .command('bench')
+  .description('benchmark: fundings through the ops API at several concurrency levels against a wallet-client baseline, and the session URL')
+  .option('--levels <list>', 'concurrency levels, comma-separated', '1,8,32,128')
+  .option('--seconds <n>', 'timed seconds per level (walletflow and baseline each)', '10')
+  .option('--session-seconds <n>', 'seconds of autocannon on the session URL (0: skip)', '10')
+  .option('--session-connections <n>', 'autocannon connections on the session URL', '10')
+  .option('--temporal <kind>', 'dev (the CLI dev server) or server (a real Temporal server on the PostgreSQL at 127.0.0.1:5432, built on first use)', 'dev')
+  .option('--workers <n>', 'worker processes (default: 1 on the dev server, 2 on the server)')
+  .option('--out <dir>', 'where the JSON report and the SVG chart go', 'bench/results')
+  .option('--name <name>', 'file name of the report and chart (default: <temporal>-latest)')
+  .option('--compare <report.json>', 'an earlier report to draw in the chart too')
+  .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
+  .action(async (options: BenchOptions) => {
+    process.exitCode = await (await import('./bench.ts')).runBench(options);
   });
 
 program

@@ -1,6 +1,6 @@
 // The soak's chaos: seeded sandbox faults on every wallet endpoint, and process chaos (worker
 // SIGKILL, API SIGTERM and restart, Temporal dev server stop and start) at milestones of the run.
-import type { SoakStack } from './soak-stack.ts';
+import type { LocalStack } from './local-stack.ts';
 
 export interface FaultRule {
   endpoint: string;
@@ -72,7 +72,7 @@ export interface Chaos {
   log: string[];
 }
 
-export function createChaos(stack: SoakStack, options: { total: number; random: () => number; log: (line: string) => void }): Chaos {
+export function createChaos(stack: LocalStack, options: { total: number; random: () => number; log: (line: string) => void }): Chaos {
   const counts: ChaosCounts = { 'worker-kill': 0, 'api-restart': 0, 'temporal-restart': 0 };
   const history: string[] = [];
   const actions = plannedActions(options.total);

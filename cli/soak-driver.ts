@@ -54,7 +54,7 @@ export function shuffle<T>(items: T[], random: () => number): T[] {
   return out;
 }
 
-/** The sandbox admin API, as the soak uses it. */
+/** The sandbox admin API, as the soak and the bench use it. */
 export function sandboxAdmin(sandboxUrl: string) {
   async function call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<{ status: number; body: T }> {
     const response = await request(`${sandboxUrl}/_sandbox${path}`, {
@@ -74,10 +74,11 @@ export function sandboxAdmin(sandboxUrl: string) {
   }
   return {
     call,
-    createUser: (input: { mobile: string; kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean }) =>
+    createUser: (input: { mobile: string; kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean; walletLimit?: string }) =>
       ok<{ userId: string; profileId: string; balance: string }>('POST', '/users', input),
     users: () => ok<{ users: Array<{ userId: string; balance: string }> }>('GET', '/users'),
     cashInCode: (userId: string) => ok<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
+    embeddedTokens: (userId: string) => ok<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
     launch: (userId: string) => call<{ sessionId?: string; landingUrl?: string; message?: string }>('POST', '/launch', { userId }),
     setFaults: (rules: unknown[], seed: number) => ok('PUT', '/faults', { seed, rules }),
     clearFaults: () => ok('PUT', '/faults', { rules: [] }),

@@ -20,7 +20,7 @@ import {
   type ReviewRecord,
 } from './soak-driver.ts';
 import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, type SoakFundingRow, type SoakPaymentRow } from './soak-invariants.ts';
-import { createCleanup, startSoakStack, type SoakStack } from './soak-stack.ts';
+import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 
 export interface SoakOptions {
   fundings: string;
@@ -78,7 +78,7 @@ export async function runSoak(options: SoakOptions): Promise<number> {
 
   try {
     log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
-    const stack = await startSoakStack({ log, cleanup, ...(options.logDir ? { logDir: options.logDir } : {}) });
+    const stack = await startLocalStack({ purpose: 'soak', log, cleanup, ...(options.logDir ? { logDir: options.logDir } : {}) });
     const result = await drive(stack, { fundings, payments, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [
       '',
@@ -132,7 +132,7 @@ interface DriveResult {
   timelines: string[];
 }
 
-async function drive(stack: SoakStack, options: DriveOptions): Promise<DriveResult> {
+async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveResult> {
   const { log } = options;
   const deadline = options.started + options.timeoutSeconds * 1000;
   const admin = sandboxAdmin(stack.sandbox.url);
@@ -291,7 +291,7 @@ async function drive(stack: SoakStack, options: DriveOptions): Promise<DriveResu
   return { check, chaos: { counts: chaos?.counts ?? null, actions: chaos?.log ?? [] }, notes, timelines };
 }
 
-async function countOpen(stack: SoakStack, plan: PlannedItem[]): Promise<{ fundings: number; payments: number; review: number }> {
+async function countOpen(stack: LocalStack, plan: PlannedItem[]): Promise<{ fundings: number; payments: number; review: number }> {
   const fundingIds = plan.filter((item) => item.side === 'funding' && item.id).map((item) => item.id!);
   const paymentIds = plan.filter((item) => item.side === 'payment' && item.id).map((item) => item.id!);
   const fundings = await stack.database.funding.findMany({ where: { id: { in: fundingIds } }, select: { status: true } });

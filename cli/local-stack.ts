@@ -1,6 +1,7 @@
-// The soak's own stack in a temp state dir: PostgreSQL (embedded, or a fresh database on
-// DATABASE_URL's server), a Temporal dev server on a SQLite file (so it survives restarts), the
-// sandbox in-process, and the API and worker as supervised child processes that chaos can kill.
+// A whole walletflow stack of its own in a temp state dir, for `walletflow soak` and `walletflow
+// bench`: PostgreSQL (embedded, or a fresh database on DATABASE_URL's server), a Temporal dev server
+// on a SQLite file (so it survives restarts) or a Temporal server the caller started, the sandbox
+// in-process, and the API and worker(s) as supervised child processes that chaos can kill.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
@@ -22,6 +23,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export interface SupervisedProcess {
   readonly name: string;
   start(): void;
+  /** The running process's id (the node process itself), if it runs. */
+  pid(): number | undefined;
   /** Signals the process group and waits for the exit; SIGTERM escalates to SIGKILL after graceMs. */
   stop(signal: NodeJS.Signals, graceMs?: number): Promise<void>;
   /** Exits nobody asked for (each was followed by a restart). */
@@ -32,7 +35,7 @@ export interface SupervisedProcess {
   waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void>;
 }
 
-export interface SoakStack {
+export interface LocalStack {
   stateDir: string;
   logDir: string;
   databaseUrl: string;
@@ -41,12 +44,16 @@ export interface SoakStack {
   opsKey: string;
   sandbox: RunningSandbox;
   api: SupervisedProcess;
+  /** The first of `workers`. */
   worker: SupervisedProcess;
+  workers: SupervisedProcess[];
   /** Waits until the API accepts connections. */
   apiListening(timeoutMs?: number): Promise<void>;
-  /** Stops the Temporal dev server and starts it again on the same port and SQLite file. */
+  /** Stops the Temporal dev server and starts it again on the same port and SQLite file (dev server only). */
   restartTemporal(downMs: number): Promise<void>;
   temporalTail(): string;
+  /** The Temporal dev server's process id; undefined for a Temporal server the caller runs. */
+  temporalPid(): number | undefined;
 }
 
 /** Stop functions, run last-in first-out, once; one added after the run is run at once. */
@@ -76,7 +83,15 @@ export function createCleanup(log: (line: string) => void): Cleanup {
   };
 }
 
-export interface SoakStackOptions {
+export interface LocalStackOptions {
+  /** Names the temp dir and the fresh database. */
+  purpose: 'soak' | 'bench';
+  /** A Temporal server the caller started (namespace and search attributes ready); default: a dev server of the stack's own. */
+  temporal?: { address: string; namespace: string };
+  /** Worker processes (default 1). */
+  workers?: number;
+  /** Settings on top of the stack's own (e.g. LOG_LEVEL, limits). */
+  env?: NodeJS.ProcessEnv;
   /** Where the process logs go; default: inside the state dir (removed with it). */
   logDir?: string;
   log: (line: string) => void;
@@ -93,7 +108,7 @@ const quietBundlerLogger = {
   log: () => {},
 };
 
-/** The environment without any walletflow setting of the caller's shell: the soak sets them all. */
+/** The environment without any walletflow setting of the caller's shell: the stack sets them all. */
 function cleanEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const name of Object.keys(environmentSchema.shape)) delete env[name];
@@ -122,7 +137,7 @@ function supervise(
   };
 
   const start = () => {
-    // Once the soak is shutting down, nothing starts again (a chaos action may still be finishing).
+    // Once the stack is shutting down, nothing starts again (a chaos action may still be finishing).
     if (closing()) return;
     wanted = true;
     clearTimeout(restartTimer);
@@ -171,6 +186,7 @@ function supervise(
   return {
     name,
     start,
+    pid: () => (child && child.exitCode === null && child.signalCode === null ? child.pid : undefined),
     stop,
     get unplannedExits() {
       return unplannedExits;
@@ -186,12 +202,15 @@ function supervise(
   };
 }
 
+/** The worker's own line (at LOG_LEVEL info), or the SDK's, which it prints whatever the level. */
+export const workerReady = /worker polling|state: 'RUNNING'/;
+
 /** Boots everything; what it starts is registered with `options.cleanup` as it goes. */
-export async function startSoakStack(options: SoakStackOptions): Promise<SoakStack> {
-  const { log } = options;
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const { log, purpose } = options;
   const later = (stop: () => Promise<unknown>) => options.cleanup.add(stop);
   let closing = false;
-  const stateDir = await mkdtemp(path.join(tmpdir(), 'walletflow-soak-'));
+  const stateDir = await mkdtemp(path.join(tmpdir(), `walletflow-${purpose}-`));
   later(() => rm(stateDir, { recursive: true, force: true }));
   const logDir = path.resolve(options.logDir ?? path.join(stateDir, 'logs'));
   await mkdir(logDir, { recursive: true });
@@ -205,7 +224,7 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
   let databaseUrl: string;
   if (process.env.DATABASE_URL) {
     const serverUrl = process.env.DATABASE_URL;
-    const name = `walletflow_soak_${process.pid}_${Date.now().toString(36)}`;
+    const name = `walletflow_${purpose}_${process.pid}_${Date.now().toString(36)}`;
     databaseUrl = await ensureDatabaseExists(serverUrl, name);
     later(() => dropDatabase(serverUrl, name));
     log('PostgreSQL: a fresh database on DATABASE_URL’s server');
@@ -225,26 +244,33 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
   const database = createDatabase(databaseUrl);
   later(() => database.$disconnect());
 
-  // Temporal: the CLI dev server on a SQLite file, restartable.
-  const temporalBinary = resolveTemporalCli();
-  const temporalPort = await findFreePort();
-  const temporalDb = path.join(stateDir, 'temporal.db');
-  const temporalLog = openLog('temporal.log');
+  // Temporal: the caller's server, or the CLI dev server on a SQLite file, restartable.
   let temporalRecent = '';
-  const startTemporal = () =>
-    startTemporalDevServer({
-      binary: temporalBinary,
-      dbFile: temporalDb,
-      port: temporalPort,
-      namespace: 'default',
-      onLog: (line) => {
-        temporalLog.write(`${line}\n`);
-        temporalRecent = (temporalRecent + line + '\n').slice(-4000);
-      },
-    });
-  let temporal: RunningTemporal = await startTemporal();
-  later(() => temporal.stop());
-  log(`Temporal: dev server on port ${temporalPort}, history in a SQLite file`);
+  let temporal: RunningTemporal | undefined;
+  let startTemporal: (() => Promise<RunningTemporal>) | undefined;
+  const temporalTarget = options.temporal;
+  if (!temporalTarget) {
+    const temporalBinary = resolveTemporalCli();
+    const temporalPort = await findFreePort();
+    const temporalDb = path.join(stateDir, 'temporal.db');
+    const temporalLog = openLog('temporal.log');
+    startTemporal = () =>
+      startTemporalDevServer({
+        binary: temporalBinary,
+        dbFile: temporalDb,
+        port: temporalPort,
+        namespace: 'default',
+        onLog: (line) => {
+          temporalLog.write(`${line}\n`);
+          temporalRecent = (temporalRecent + line + '\n').slice(-4000);
+        },
+      });
+    temporal = await startTemporal();
+    later(() => temporal!.stop());
+    log(`Temporal: dev server on port ${temporalPort}, history in a SQLite file`);
+  }
+  const temporalAddress = temporalTarget?.address ?? temporal!.address;
+  const temporalNamespace = temporalTarget?.namespace ?? 'default';
 
   // The workflow bundle, once: worker restarts then take a second, not a webpack run.
   const { bundleWorkflowCode } = await import('@temporalio/worker');
@@ -270,9 +296,9 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
     HOST: '127.0.0.1',
     PORT: String(apiPort),
     DATABASE_URL: databaseUrl,
-    TEMPORAL_ADDRESS: temporal.address,
-    TEMPORAL_NAMESPACE: 'default',
-    TEMPORAL_TASK_QUEUE: 'walletflow-soak',
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: temporalNamespace,
+    TEMPORAL_TASK_QUEUE: `walletflow-${purpose}`,
     WORKFLOW_BUNDLE_PATH: bundlePath,
     // The sweep would repair stragglers: the soak must pass without it, so it never looks.
     RECONCILE_EVERY_MINUTES: '1440',
@@ -291,22 +317,28 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
     MERCHANT_P2M_ID: partner.p2mId,
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
     WALLET_TIMEOUT_MS: '5000',
+    ...options.env,
   };
 
   const isClosing = () => closing;
-  const worker = supervise('worker', 'worker/main.ts', env, openLog('worker.log'), log, isClosing);
-  later(() => worker.stop('SIGTERM', 10_000));
+  const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
+    const name = index === 0 ? 'worker' : `worker-${index + 1}`;
+    const supervised = supervise(name, 'worker/main.ts', env, openLog(`${name}.log`), log, isClosing);
+    later(() => supervised.stop('SIGTERM', 10_000));
+    return supervised;
+  });
+  const worker = workers[0]!;
   const api = supervise('api', 'api/main.ts', env, openLog('api.log'), log, isClosing);
   later(() => api.stop('SIGTERM', 10_000));
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {
     closing = true;
   });
-  worker.start();
+  for (const each of workers) each.start();
   api.start();
   const apiListening = (timeoutMs = 60_000) => waitForPort(apiPort, { timeoutMs });
-  await Promise.all([apiListening(), worker.waitForOutput(/worker polling/, 120_000)]);
-  log(`API on ${apiBase}; worker and API run as child processes (logs in ${logDir})`);
+  await Promise.all([apiListening(), ...workers.map((each) => each.waitForOutput(workerReady, 120_000))]);
+  log(`API on ${apiBase}; ${workers.length === 1 ? 'worker' : `${workers.length} workers`} and API run as child processes (logs in ${logDir})`);
 
   return {
     stateDir,
@@ -318,8 +350,10 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
     sandbox,
     api,
     worker,
+    workers,
     apiListening,
     async restartTemporal(downMs: number) {
+      if (!temporal || !startTemporal) throw new Error('only the stack’s own Temporal dev server can be restarted');
       await temporal.stop();
       await new Promise((resolve) => setTimeout(resolve, downMs));
       for (let attempt = 1; ; attempt += 1) {
@@ -336,5 +370,6 @@ export async function startSoakStack(options: SoakStackOptions): Promise<SoakSta
       }
     },
     temporalTail: () => temporalRecent,
+    temporalPid: () => temporal?.process.pid,
   };
 }
