@@ -141,7 +141,11 @@ function supervise(
     if (closing()) return;
     wanted = true;
     clearTimeout(restartTimer);
-    const current = spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], {
+    // WALLETFLOW_PROFILE_DIR: each API and worker process writes a V8 CPU profile there when it
+    // exits (open it in Chrome DevTools' Performance panel), to see where a funding's time goes.
+    const profileDir = process.env.WALLETFLOW_PROFILE_DIR;
+    const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
+    const current = spawn(process.execPath, [...profiling, '--import', 'tsx', path.join(root, entry)], {
       cwd: root,
       env,
       detached: true,
