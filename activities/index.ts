@@ -29,17 +29,19 @@ export interface ActivityDependencies {
 }
 
 export function createActivities(deps: ActivityDependencies) {
+  // exactOptionalPropertyTypes: pass `metrics` only when there is one.
+  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
+  const tokens = createTokenStore(deps.cipher);
   const vault = createTokenVault({
     database: deps.database,
-    tokens: createTokenStore(deps.cipher),
+    tokens,
     wallet: deps.wallet,
     logger: deps.logger,
-    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...metrics,
     ...(deps.now ? { now: deps.now } : {}),
   });
-  const metrics = deps.metrics ? { metrics: deps.metrics } : {};
   return withActivityLogContext({
-    ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens: createTokenStore(deps.cipher), cipher: deps.cipher, logger: deps.logger }),
+    ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
     ...createFundingActivities({ database: deps.database, wallet: deps.wallet, vault, cipher: deps.cipher, logger: deps.logger, ...metrics }),
     ...createPaymentActivities({ database: deps.database, wallet: deps.wallet, vault, logger: deps.logger, ...metrics }),
     ...createReconcileActivities({ database: deps.database, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
