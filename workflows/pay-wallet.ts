@@ -6,7 +6,18 @@
 //            PAYMENT_ALREADY_EXECUTED, or still unknown after the retries → NEEDS_REVIEW
 //   NEEDS_REVIEW waits for the `resolve` update (ops, with who and why).
 // There is no retrieve for payments: an unknown outcome is never turned into a guessed state.
-import { ActivityFailure, condition, defineQuery, defineUpdate, proxyActivities, setHandler, sleep, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  condition,
+  defineQuery,
+  defineUpdate,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { PaymentActivities, ResolveInput } from '../activities/payment.ts';
 import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
@@ -20,10 +31,22 @@ export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus },
 
 const nonRetryableErrorTypes = ['PaymentNotFound', 'PaymentCorrupt'];
 
-const database = proxyActivities<PaymentActivities>({
-  startToCloseTimeout: '15 seconds',
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes },
-});
+const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
+
+type DatabaseSteps = Pick<PaymentActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
+
+/** The database steps as activities: how payments started before the patch below run. */
+const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
+
+/**
+ * The same steps as local activities (as in fundWallet): short, idempotent PostgreSQL writes
+ * guarded by the payment's status, run inside the workflow task with no activity task round trip.
+ * The wallet calls (create, execute) stay activities, so what decides exactly-once is unchanged.
+ */
+const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+
+/** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
+export const localDatabaseStepsPatch = 'pay-wallet-local-database-steps';
 
 const create = proxyActivities<Pick<PaymentActivities, 'createPayment'>>({
   startToCloseTimeout: '25 seconds',
@@ -43,6 +66,7 @@ export const MAX_NOT_SENT = 10;
 
 export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
+  const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as PaymentStatus;
   let resolved: { status: FinalPaymentStatus } | undefined;
   let resolving = false;
