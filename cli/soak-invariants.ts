@@ -92,12 +92,23 @@ export interface SideSummary {
 
 export interface SoakTable {
   fundings: SideSummary;
-  payments: SideSummary & { reviews: { SUCCEEDED: number; FAILED: number } };
+  payments: SideSummary & {
+    reviews: { SUCCEEDED: number; FAILED: number };
+    /**
+     * Planned to succeed, parked because every execute attempt had an unknown outcome, and resolved
+     * FAILED with no execution in the ledger: the faults kept the execute from the wallet each time.
+     * The right end for such a payment (payWallet retries a bounded number of times, then a person
+     * decides from the wallet's record), so counted apart from the plan, not as a violation.
+     */
+    failedUnderFaults: number;
+  };
 }
 
 export interface SoakCheckResult {
   violations: Violation[];
   table: SoakTable;
+  /** Ids of the payments counted in `failedUnderFaults`, for their timelines. */
+  failedUnderFaults: string[];
 }
 
 const finalFunding = new Set(['APPROVED', 'DECLINED', 'REJECTED', 'FAILED']);
@@ -199,7 +210,8 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
   if (credited !== ledgerCredited) add('money-credited', [], `walletflow credited ${money(credited)}, the ledger ${money(ledgerCredited)} PHP`);
 
   // Payments: the same, amount plus fee debited.
-  const paymentSide = { ...emptySide(input.requested.payments, input.payments.length), reviews: { SUCCEEDED: 0, FAILED: 0 } };
+  const paymentSide = { ...emptySide(input.requested.payments, input.payments.length), reviews: { SUCCEEDED: 0, FAILED: 0 }, failedUnderFaults: 0 };
+  const failedUnderFaults: string[] = [];
   const paymentTimes: number[] = [];
   let debited = 0n;
   const ownPayments = new Set<string>();
@@ -228,6 +240,9 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     if (row.status === 'SUCCEEDED') debited += thousandths(row.amount) + thousandths(row.fee);
     if (matchesExpected(row.expected, row.status, row.errorCode) || (row.resolvedOutcome !== null && row.expected?.status === row.status)) {
       paymentSide.asPlanned += 1;
+    } else if (row.expected?.status === 'SUCCEEDED' && row.resolvedOutcome === 'FAILED' && row.status === 'FAILED' && executions === 0) {
+      paymentSide.failedUnderFaults += 1;
+      failedUnderFaults.push(row.id);
     } else {
       add('unexpected-outcome', [row.id], `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`);
     }
@@ -257,7 +272,7 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
   }
   fundingSide.statuses = countBy(input.fundings, (row) => row.status);
   paymentSide.statuses = countBy(input.payments, (row) => row.status);
-  return { violations, table: { fundings: fundingSide, payments: paymentSide } };
+  return { violations, table: { fundings: fundingSide, payments: paymentSide }, failedUnderFaults };
 }
 
 function emptySide(requested: number, recorded: number): SideSummary {
@@ -315,7 +330,12 @@ export function formatSoakTable(table: SoakTable, violations: Violation[]): stri
     ['executed without a funding / payment', String(f.executedWithoutRecord), String(p.executedWithoutRecord), mark('executed-without-record')],
     ['stuck (not final at the end)', String(f.stuck), String(p.stuck), mark('stuck')],
     ['reviews resolved (from the ledger)', '–', `${p.reviews.SUCCEEDED + p.reviews.FAILED} (SUCCEEDED ${p.reviews.SUCCEEDED}, FAILED ${p.reviews.FAILED})`, ''],
-    ['outcome as planned', `${f.asPlanned} / ${f.recorded - f.stuck}`, `${p.asPlanned} / ${p.recorded - p.stuck}`, mark('unexpected-outcome')],
+    [
+      'outcome as planned',
+      `${f.asPlanned} / ${f.recorded - f.stuck}`,
+      `${p.asPlanned} / ${p.recorded - p.stuck}${p.failedUnderFaults > 0 ? ` (and ${p.failedUnderFaults} reviewed FAILED, nothing debited: the faults kept every execute from the wallet)` : ''}`,
+      mark('unexpected-outcome'),
+    ],
   ];
   const lines = ['| check | fundings | payments | ok |', '|---|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)];
   return lines.join('\n');

@@ -275,19 +275,22 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   ];
 
   // Timelines of what went wrong, for whoever investigates.
-  const concerned = [...new Set(check.violations.flatMap((violation) => violation.ids))];
-  const timelines: string[] = [];
-  for (const id of concerned.slice(0, 15)) {
+  const timelineOf = (id: string) => {
     const funding = fundingRows.find((row) => row.id === id);
     const payment = paymentRows.find((row) => row.id === id);
     const row = funding ?? payment;
-    if (!row) continue;
-    timelines.push(`  ${funding ? 'funding' : 'payment'} ${id} (${funding ? `transfer ${funding.transferId ?? '-'}` : `wallet payment ${payment?.walletPaymentId ?? '-'}`})`);
-    for (const event of row.events) {
-      timelines.push(`    ${event.at.toISOString()}  ${event.status.padEnd(12)} ${event.detail ?? ''}${event.requestReferenceNo ? `  (ref ${event.requestReferenceNo})` : ''}`);
-    }
-  }
+    if (!row) return [];
+    return [
+      `  ${funding ? 'funding' : 'payment'} ${id} (${funding ? `transfer ${funding.transferId ?? '-'}` : `wallet payment ${payment?.walletPaymentId ?? '-'}`})`,
+      ...row.events.map((event) => `    ${event.at.toISOString()}  ${event.status.padEnd(12)} ${event.detail ?? ''}${event.requestReferenceNo ? `  (ref ${event.requestReferenceNo})` : ''}`),
+    ];
+  };
+  const concerned = [...new Set(check.violations.flatMap((violation) => violation.ids))];
+  const timelines = concerned.slice(0, 15).flatMap(timelineOf);
   if (chaos && check.violations.length > 0) timelines.push('', `chaos actions: ${chaos.log.join('; ')}`);
+  if (check.failedUnderFaults.length > 0) {
+    timelines.push('', 'payments reviewed FAILED with nothing debited (the faults kept every execute from the wallet):', ...check.failedUnderFaults.slice(0, 15).flatMap(timelineOf));
+  }
   return { check, chaos: { counts: chaos?.counts ?? null, actions: chaos?.log ?? [] }, notes, timelines };
 }
 

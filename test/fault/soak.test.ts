@@ -150,6 +150,33 @@ describe('the invariant checker', () => {
     expect(text).toContain('| executions per item: 0 / 1 / more | 0 / 2 / 1 | 1 / 1 / 0 | ✗ |');
   });
 
+  it('counts a payment the faults kept from the wallet apart: reviewed FAILED with nothing debited; anything else unplanned is a violation', () => {
+    const lost = payment({ id: 'p-lost', status: 'FAILED', errorCode: 'RESOLVED_FAILED', walletPaymentId: 'wp-lost', reviewAt: 1500, finalAt: 9000, resolvedOutcome: 'FAILED' });
+    const ledger = { ...healthy.ledger, payments: [...healthy.ledger.payments, ledgerPayment('wp-lost', 'CREATED', 0, '5.00')] };
+    const { violations, table, failedUnderFaults } = checkSoak({ ...healthy, requested: { fundings: 3, payments: 3 }, payments: [...healthy.payments, lost], ledger });
+    expect(violations).toEqual([]);
+    expect(failedUnderFaults).toEqual(['p-lost']);
+    expect(table.payments).toMatchObject({ asPlanned: 2, failedUnderFaults: 1 });
+    expect(formatSoakTable(table, violations)).toContain('| outcome as planned | 3 / 3 | 2 / 3 (and 1 reviewed FAILED, nothing debited: the faults kept every execute from the wallet) | ✓ |');
+
+    // Failed with no review (walletflow decided on its own), or a wallet that shows an execution: violations.
+    const unreviewed = checkSoak({
+      ...healthy,
+      requested: { fundings: 3, payments: 3 },
+      payments: [...healthy.payments, { ...lost, errorCode: 'EXECUTE_FAILED', reviewAt: null, resolvedOutcome: null }],
+      ledger,
+    });
+    expect(unreviewed.violations).toEqual([expect.objectContaining({ invariant: 'unexpected-outcome', ids: ['p-lost'] })]);
+    expect(unreviewed.failedUnderFaults).toEqual([]);
+    const executed = checkSoak({
+      ...healthy,
+      requested: { fundings: 3, payments: 3 },
+      payments: [...healthy.payments, lost],
+      ledger: { ...healthy.ledger, payments: [...healthy.ledger.payments, ledgerPayment('wp-lost', 'EXECUTED', 1, '5.00')] },
+    });
+    expect(executed.violations.map((violation) => violation.invariant).sort()).toEqual(['balances', 'execution-mismatch', 'money-debited', 'unexpected-outcome']);
+  });
+
   it('holds payments to the same rules: an executed FAILED, a debit mismatch, balances that moved otherwise', () => {
     const { violations } = checkSoak({
       ...healthy,
