@@ -2,7 +2,8 @@
 // PostgreSQL, Temporal (with its Web UI), the sandbox, the worker and the API; /readyz reports all
 // three dependencies up; the CLI funds a test user by code and by link, and the fundings are
 // searchable by status in Temporal; Ctrl-C (SIGINT to the process group) stops everything; a
-// second start reuses the data.
+// second start reuses the data and stops everything too when whatever read its output is gone
+// first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -27,6 +28,7 @@ async function startDev(): Promise<DevRun> {
     postgres: await findFreePort(),
     temporal: await findFreePort(),
     temporalUi: await findFreePort(),
+    workerMetrics: await findFreePort(),
   };
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -35,6 +37,7 @@ async function startDev(): Promise<DevRun> {
     WALLETFLOW_POSTGRES_PORT: String(ports.postgres),
     WALLETFLOW_TEMPORAL_PORT: String(ports.temporal),
     WALLETFLOW_TEMPORAL_UI_PORT: String(ports.temporalUi),
+    WORKER_METRICS_PORT: String(ports.workerMetrics),
     WALLETFLOW_STATE_DIR: stateDir,
   };
   for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY']) {
@@ -54,8 +57,12 @@ async function startDev(): Promise<DevRun> {
   return { child, output: () => output, ports };
 }
 
-async function interrupt(run: DevRun): Promise<number | null> {
+async function interrupt(run: DevRun, options: { closeOutputFirst?: boolean } = {}): Promise<number | null> {
   const exited = new Promise<number | null>((resolve) => run.child.once('exit', (code) => resolve(code)));
+  if (options.closeOutputFirst) {
+    run.child.stdout?.destroy();
+    run.child.stderr?.destroy();
+  }
   process.kill(-run.child.pid!, 'SIGINT');
   return exited;
 }
@@ -128,6 +135,11 @@ describe('walletflow dev', () => {
     expect(second.output()).toMatch(/migrations: up to date/);
     const again = await fetch(`http://127.0.0.1:${second.ports.sandbox}/_sandbox/partner`);
     expect(((await again.json()) as { clientId: string }).clientId).toBe(registration.clientId);
-    expect(await interrupt(second)).toBe(0);
+    // Its output pipe closed before Ctrl-C: every write from here on fails with EPIPE, and the
+    // stop must still go through (the worker and the API run in process groups of their own).
+    expect(await interrupt(second, { closeOutputFirst: true })).toBe(0);
+    for (const [name, port] of Object.entries(second.ports)) {
+      expect(await isListening(port), `${name} still listening on ${port}`).toBe(false);
+    }
   }, 400_000);
 });
