@@ -16,7 +16,7 @@ import { runSessionLoad } from './bench-session.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
-import { stopSignals, survivesClosedOutput } from './closed-output.ts';
+import { onStopSignal } from './stop-signals.ts';
 
 export interface BenchOptions {
   levels: string;
@@ -90,8 +90,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
     log(`${signal}: stopping everything the bench started...`);
     void cleanup.run().then(() => process.exit(130));
   };
-  survivesClosedOutput();
-  for (const signal of stopSignals) process.on(signal, onSignal);
+  onStopSignal(onSignal);
   try {
     const report = await bench(settings, log, cleanup);
     await mkdir(settings.out, { recursive: true });

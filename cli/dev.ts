@@ -11,7 +11,7 @@ import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-pos
 import { isListening, waitForPort } from '../lib/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
 import { startTsChild, type ManagedChild } from './child-process.ts';
-import { stopSignals, survivesClosedOutput } from './closed-output.ts';
+import { onStopSignal } from './stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
 
@@ -35,10 +35,7 @@ export async function runDev(): Promise<void> {
     })();
     return stopping;
   };
-  survivesClosedOutput();
-  for (const signal of stopSignals) {
-    process.on(signal, () => void stopAll().then(() => process.exit(0)));
-  }
+  onStopSignal(() => void stopAll().then(() => process.exit(0)));
 
   try {
     // PostgreSQL

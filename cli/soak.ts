@@ -21,7 +21,7 @@ import {
 } from './soak-driver.ts';
 import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, type SoakFundingRow, type SoakPaymentRow } from './soak-invariants.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
-import { stopSignals, survivesClosedOutput } from './closed-output.ts';
+import { onStopSignal } from './stop-signals.ts';
 
 export interface SoakOptions {
   fundings: string;
@@ -74,8 +74,7 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     log(`${signal}: stopping everything the soak started...`);
     void cleanup.run().then(() => process.exit(130));
   };
-  survivesClosedOutput();
-  for (const signal of stopSignals) process.on(signal, onSignal);
+  onStopSignal(onSignal);
 
   try {
     log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
