@@ -59,7 +59,11 @@ function cookieValueOf(req: Request): string | null {
 /** The request's live web session, or null (no cookie, unknown or expired). */
 export async function readAppSession(database: Database, req: Request, now: Date): Promise<AppSessionView | null> {
   const cookieValue = cookieValueOf(req);
-  if (!cookieValue) return null;
+  return cookieValue ? readAppSessionByCookie(database, cookieValue, now) : null;
+}
+
+/** The live web session that a cookie value names, or null (unknown or expired). */
+export async function readAppSessionByCookie(database: Database, cookieValue: string, now: Date): Promise<AppSessionView | null> {
   const row = await database.appSession.findUnique({
     where: { cookieHash: hashBearer(cookieValue) },
     include: {

@@ -10,6 +10,8 @@ export interface Layout {
   body: string;
   /** A self-refresh for browsers without script (seconds); absent: none. */
   noscriptRefreshSeconds?: number;
+  /** Where that refresh goes; absent: the page's own address. */
+  noscriptRefreshUrl?: string;
   script?: string;
 }
 
@@ -57,7 +59,8 @@ button[disabled] { opacity: .6; }
 `;
 
 export function renderLayout(layout: Layout): string {
-  const refresh = layout.noscriptRefreshSeconds === undefined ? '' : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}"></noscript>\n`;
+  const target = layout.noscriptRefreshUrl === undefined ? '' : `;url=${escapeHtml(layout.noscriptRefreshUrl)}`;
+  const refresh = layout.noscriptRefreshSeconds === undefined ? '' : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}${target}"></noscript>\n`;
   const script = layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}">${layout.script}</script>`;
   return `<!doctype html>
 <html lang="en">
@@ -95,18 +98,26 @@ ${content.paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`).join(
   });
 }
 
+/**
+ * The home and loading pages are also the answer to /app?sessionId=…: they take the used id out of
+ * the address first, so a reload or a later navigation asks for /app (the web session's cookie),
+ * never for the id again (that would be 410).
+ */
+const dropSessionIdFromAddress = `if(location.search){history.replaceState(null,'',location.pathname);}`;
+
 /** Onboarding is still running: a spinner and a poll of /app/status that reloads when it ends. */
 export function loadingPage(nonce: string): string {
   return renderLayout({
     nonce,
     title: 'Opening your account',
     noscriptRefreshSeconds: 2,
+    noscriptRefreshUrl: '/app',
     body: `<section class="card info" id="loading" aria-busy="true">
 <h1 id="title">Opening your account…</h1>
 <div class="spinner" role="status" aria-label="Loading"></div>
 <p>This takes a few seconds.</p>
 </section>`,
-    script: `(function(){var n=0;function tick(){fetch('/app/status',{credentials:'same-origin',cache:'no-store'}).then(function(r){return r.json();}).then(function(s){if(s.state!=='pending'){location.reload();return;}if(++n<120)setTimeout(tick,1000);}).catch(function(){if(++n<120)setTimeout(tick,2000);});}setTimeout(tick,700);})();`,
+    script: `${dropSessionIdFromAddress}(function(){var n=0;function tick(){fetch('/app/status',{credentials:'same-origin',cache:'no-store'}).then(function(r){return r.json();}).then(function(s){if(s.state!=='pending'){location.reload();return;}if(++n<120)setTimeout(tick,1000);}).catch(function(){if(++n<120)setTimeout(tick,2000);});}setTimeout(tick,700);})();`,
   });
 }
 
@@ -185,7 +196,7 @@ ${amountForm({
   error: content.error,
 })}`,
     // One submit per form: a double tap sends one request (the form key makes a repeat harmless anyway).
-    script: `document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){var b=f.querySelector('button');if(b){setTimeout(function(){b.disabled=true;},0);}});});`,
+    script: `${dropSessionIdFromAddress}document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){var b=f.querySelector('button');if(b){setTimeout(function(){b.disabled=true;},0);}});});`,
   });
 }
 

@@ -1,7 +1,9 @@
 // The landing page (GET /app?sessionId=…) and the partner pages behind it. The session id is
-// consumed atomically and traded for a web session cookie (303 to a clean /app, so a reload never
-// re-submits it); a used or expired id gets 410, an unknown one 404, never partner content. The
-// page waits briefly for onboarding, then shows a self-refreshing loading state. Top up and pay
+// consumed atomically and traded for a web session cookie, and the same response shows the partner
+// page (200: a client that follows no redirect and keeps no cookies still sees it); the page drops
+// the id from its address at once, so a reload asks for /app, never the used id. A used or expired
+// id gets 410, an unknown one 404, never partner content, whoever asks. The page waits briefly for
+// onboarding, then shows a self-refreshing loading state. Top up and pay
 // are CSRF-protected forms whose idempotency key is bound to the form instance; their progress
 // pages poll a JSON status that answers for this web session's fundings and payments only.
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -14,7 +16,15 @@ import type { Database } from '../lib/database.ts';
 import { hashBearer } from '../lib/embedded-sessions.ts';
 import type { Logger } from '../lib/logger.ts';
 import { VaultError, type TokenVault } from '../activities/token-vault.ts';
-import { appIdempotencyPrefix, createAppSession, csrfMatches, readAppSession, setAppCookie, type AppSessionView } from './app-sessions.ts';
+import {
+  appIdempotencyPrefix,
+  createAppSession,
+  csrfMatches,
+  readAppSession,
+  readAppSessionByCookie,
+  setAppCookie,
+  type AppSessionView,
+} from './app-sessions.ts';
 import { paymentOutcome, reopenFromWallet, topUpOutcome, type OutcomeStatus } from './app-outcomes.ts';
 import { startOnboarding } from './embedded-session.ts';
 import type { FundingService } from './funding-service.ts';
@@ -183,8 +193,16 @@ export function landingRouter(deps: LandingDependencies): Router {
       maxAgeSeconds: Math.floor(deps.webSessionTtlMs / 1000),
       secure: deps.secureCookies ?? req.secure,
     });
-    securityHeaders(res);
-    res.redirect(303, '/app');
+    const session = await readAppSessionByCookie(deps.database, started.cookieValue, new Date(now()));
+    if (!session) throw new Error('the web session created with the consumed session id is not readable');
+    await showHome(res, session);
+  }
+
+  /** The partner page of a web session: the home page, or the loading, reopen or failure page. */
+  async function showHome(res: Response, session: AppSessionView): Promise<void> {
+    const embedded = await activeLink(res, session, true);
+    if (!embedded) return;
+    home(res, session, embedded);
   }
 
   async function waitForOnboarding(session: AppSessionView): Promise<AppSessionView['embeddedSession']> {
@@ -265,9 +283,7 @@ export function landingRouter(deps: LandingDependencies): Router {
       message(res, 401, pages.noSession);
       return;
     }
-    const embedded = await activeLink(res, session, true);
-    if (!embedded) return;
-    home(res, session, embedded);
+    await showHome(res, session);
   });
 
   router.get('/app/status', async (req, res) => {

@@ -368,19 +368,18 @@ const landing = {
       summary: 'The landing page in the wallet app’s web view',
       description: [
         'With `sessionId` (from the session URL): the id is used up atomically and traded for the web session',
-        `cookie \`${APP_COOKIE}\` (HttpOnly, SameSite=Lax, Path=/app), then 303 to a clean /app. Without it: the`,
-        'page of the web session, after a short wait for onboarding. Pages are HTML with their own nonce CSP.',
+        `cookie \`${APP_COOKIE}\` (HttpOnly, SameSite=Lax, Path=/app), set on the same 200 that shows the page; the page`,
+        'drops the id from its address, so a reload asks for /app. Without it: the page of the web session. Either way',
+        'after a short wait for onboarding. Pages are HTML with their own nonce CSP.',
       ].join(' '),
       security: [{}, ...appSecurity],
       parameters: [
         parameter('query', 'sessionId', sessionIdSchema, 'the one-time session id the session URL gave the wallet service'),
       ],
       responses: {
-        '200': html('the home page (top up and pay), or the loading page while onboarding runs'),
-        '303': {
-          ...redirect('the session id was used up: to /app with the new web session'),
-          headers: { Location: header('`/app`'), 'Set-Cookie': header(`the web session cookie \`${APP_COOKIE}\``) },
-        },
+        '200': html('the home page (top up and pay), or the loading page while onboarding runs', {
+          'Set-Cookie': header(`with a session id that was just used up: the web session cookie \`${APP_COOKIE}\``),
+        }),
         '401': html('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
         '404': html('an unknown session id'),
         '410': html('the session id was already used, or has expired'),

@@ -216,11 +216,8 @@ export async function linkThroughSessionUrl(
 }
 
 async function visitLanding(landingUrl: string): Promise<void> {
-  const first = await request(landingUrl, { method: 'GET', headersTimeout: 15_000, bodyTimeout: 15_000 });
-  await first.body.dump();
-  const cookies = ([] as string[]).concat(first.headers['set-cookie'] ?? []).map((cookie) => cookie.split(';')[0]).join('; ');
-  if (first.statusCode !== 303 || !cookies) return;
-  const page = await request(new URL('/app', landingUrl), { method: 'GET', headers: { cookie: cookies }, headersTimeout: 30_000, bodyTimeout: 30_000 });
+  // The landing URL's answer is the page itself: it waits briefly for onboarding and starts it if it is not running.
+  const page = await request(landingUrl, { method: 'GET', headersTimeout: 30_000, bodyTimeout: 30_000 });
   await page.body.dump();
 }
 

@@ -120,9 +120,10 @@ async function landedUser(options: { kycLevel?: 'KYC0' | 'KYC1'; firstName?: str
   });
   const { sessionId } = await launch(user.userId);
   const client = browser();
-  expect((await client.get(`/app?sessionId=${sessionId}`)).status).toBe(303);
-  const home = await client.get('/app');
+  // The landing URL itself answers with the partner page (and the web session's cookie).
+  const home = await client.get(`/app?sessionId=${sessionId}`);
   expect(home.status).toBe(200);
+  expect(home.text).toContain('name="csrf"');
   const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
   return { user, client, home, link, sessionId };
 }
@@ -232,12 +233,16 @@ describe('session URL and landing page', () => {
     expect((await handle.describe()).status.name).toBe('RUNNING');
     expect(await historyPayloads(handle)).toContain(row.id);
 
-    // The web view arrives before onboarding is done: a 303 to a clean URL, then a loading page.
+    // The web view arrives before onboarding is done: the landing URL answers with the web
+    // session's cookie and a loading page that drops the id from its address (a reload asks for
+    // /app), and keeps answering the loading page at /app.
     const client = browser();
     const landing = await client.get(`/app?sessionId=${sessionId}`);
-    expect(landing.status).toBe(303);
-    expect(landing.headers.get('location')).toBe('/app');
+    expect(landing.status).toBe(200);
     expect(landing.setCookie).toMatch(/^walletflow_app=[A-Za-z0-9_-]{43}; Path=\/app; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
+    expect(landing.text).toContain('Opening your account');
+    expect(landing.text).toContain("history.replaceState(null,'',location.pathname)");
+    expect(landing.text).toContain('<meta http-equiv="refresh" content="2;url=/app">');
     const loading = await client.get('/app');
     expect(loading.status).toBe(200);
     expect(loading.text).toContain('Opening your account');
@@ -268,14 +273,14 @@ describe('session URL and landing page', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
     const { sessionId } = await launch(user.userId);
     const first = browser();
-    expect((await first.get(`/app?sessionId=${sessionId}`)).status).toBe(303);
+    expect((await first.get(`/app?sessionId=${sessionId}`)).status).toBe(200);
 
     const reuse = await browser().get(`/app?sessionId=${sessionId}`);
     expect(reuse.status).toBe(410);
     expect(reuse.text).toContain('already used');
     expect(reuse.text).not.toContain('Liza');
     expect(reuse.setCookie).toBeUndefined();
-    // The same browser reloading the original URL gets the same answer.
+    // The same browser asking for the original URL again (it holds the web session) gets the same answer.
     expect((await first.get(`/app?sessionId=${sessionId}`)).status).toBe(410);
 
     const unknown = await browser().get(`/app?sessionId=${randomUUID()}`);
@@ -296,7 +301,7 @@ describe('session URL and landing page', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
     const { sessionId } = await launch(user.userId);
     const answers = await Promise.all(Array.from({ length: 8 }, () => browser().get(`/app?sessionId=${sessionId}`)));
-    expect(answers.map((answer) => answer.status).sort()).toEqual([303, 410, 410, 410, 410, 410, 410, 410]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([200, 410, 410, 410, 410, 410, 410, 410]);
   });
 
   it('shows the upgrade hint to a KYC0 user', async () => {
