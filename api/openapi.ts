@@ -512,7 +512,10 @@ const opsPayments = {
       requestBody: jsonBody('CreatePayment'),
       responses: {
         '200': json('Payment', 'a repeated key with the same body: the same payment'),
-        '202': json('Payment', 'a new key: the payment, started'),
+        '202': json(
+          'Payment',
+          'a new key: the payment, started; the answer waits (up to 3 s) for the wallet’s create, so `paymentId` is the wallet’s id unless that create is slow (then null; `id` always works)',
+        ),
         '400': problem('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
         '422': problem('the key was used with another body, or `linkId` names no link', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND']),
         ...unreadableJsonBody,

@@ -16,6 +16,13 @@ import { validationProblem } from './validation.ts';
 export interface OpsPaymentsDependencies {
   database: Database;
   payments: PaymentService;
+  /**
+   * How long POST /ops/payments waits for the wallet service's create, so that its answer carries
+   * the wallet's `paymentId` (the contract's handle for a payment); absent: 3000 ms. The create
+   * debits nothing and is one call; under faults the answer goes out without it (`paymentId:
+   * null`, the payment's own `id` always works).
+   */
+  walletIdWaitMs?: number;
 }
 
 /** GET /ops/payments: filters and paging. */
@@ -72,11 +79,11 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     const result = await deps.payments.start(key.data, parsed.data);
     switch (result.kind) {
       case 'created':
-        res.status(202).json(result.payment);
+      case 'existing': {
+        const payment = (await deps.payments.viewOnceCreated(result.payment.id, deps.walletIdWaitMs ?? 3000)) ?? result.payment;
+        res.status(result.kind === 'created' ? 202 : 200).json(payment);
         return;
-      case 'existing':
-        res.status(200).json(result.payment);
-        return;
+      }
       case 'key-reused':
         sendProblem(res, {
           status: 422,

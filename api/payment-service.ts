@@ -1,6 +1,6 @@
 // Payments as a service shared by the ops API and the landing page: start one (idempotent on its
-// key), read it (by walletflow's id or the wallet's payment id), resolve one in NEEDS_REVIEW
-// through the workflow's `resolve` update.
+// key), read it (by walletflow's id or the wallet's payment id, also once the wallet has named it),
+// resolve one in NEEDS_REVIEW through the workflow's `resolve` update.
 import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { Prisma } from '../generated/prisma/client.ts';
@@ -60,6 +60,21 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     async view(id: string): Promise<PaymentView | null> {
       const payment = await find(id);
       return payment ? paymentView(payment) : null;
+    },
+
+    /**
+     * The payment once the wallet service has given it its paymentId (or once it can no longer
+     * get one: a final state, NEEDS_REVIEW), or as it stands after `waitMs`.
+     */
+    async viewOnceCreated(id: string, waitMs: number): Promise<PaymentView | null> {
+      const deadline = Date.now() + waitMs;
+      for (;;) {
+        const row = await deps.database.payment.findUnique({ where: { id }, select: { walletPaymentId: true, status: true } });
+        if (!row) return null;
+        const settled = row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || row.status === 'NEEDS_REVIEW';
+        if (settled || Date.now() >= deadline) return this.view(id);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     },
 
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */

@@ -71,7 +71,14 @@ describe('payments', () => {
     const { user, linkId } = await linkedUser('100.00');
     const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '30.00' } });
     expect(started.status).toBe(202);
-    const payment = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    // The answer waits for the wallet's create: it names the payment by the wallet's paymentId,
+    // which is a handle for it from then on.
+    expect(started.body.paymentId).toEqual(expect.any(String));
+    expect(started.body.paymentId).not.toBe(started.body.id);
+    expect((await ledgerPayment(started.body.paymentId))?.executions).toBeLessThanOrEqual(1);
+    const payment = await waitFor(started.body.paymentId!, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    expect(payment.id).toBe(started.body.id);
+    expect(payment.paymentId).toBe(started.body.paymentId);
     expect(payment).toMatchObject({ status: 'SUCCEEDED', amount: { currency: 'PHP', value: '30.00' }, fee: { currency: 'PHP', value: '0.00' }, error: null });
     expect(payment.paymentId).toEqual(expect.any(String));
     expect(payment.events.map((event) => event.status)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED']);
