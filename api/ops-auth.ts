@@ -1,12 +1,15 @@
 // Authentication of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS, compared in
-// constant time; failed attempts are limited per client address (429 with Retry-After).
+// constant time. Wrong keys are guesses and are limited per client address: past `maxFailures`
+// within the window every request from that address gets 429 with Retry-After, a right key too
+// (otherwise the limit would still answer guesses). A request that presents no bearer key guesses
+// nothing: it gets 401 and does not count.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
 import { sendProblem } from './problem.ts';
 
 export interface OpsAuthOptions {
   keys: string[];
-  /** Failed attempts allowed per address within `windowMs` before answering 429. */
+  /** Wrong keys allowed per address within `windowMs` before answering 429; absent: 20. */
   maxFailures?: number;
   windowMs?: number;
   now?: () => number;
@@ -17,7 +20,7 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
 export function opsAuth(options: OpsAuthOptions): RequestHandler {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
   const keyDigests = options.keys.map(digest);
-  const maxFailures = options.maxFailures ?? 10;
+  const maxFailures = options.maxFailures ?? 20;
   const windowMs = options.windowMs ?? 60_000;
   const now = options.now ?? Date.now;
   const failures = new Map<string, { count: number; since: number }>();
@@ -50,7 +53,8 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
       return;
     }
     const header = req.get('authorization') ?? '';
-    const match = /^Bearer ([\x21-\x7e]{1,512})$/.exec(header);
+    // The scheme name is case-insensitive (RFC 9110 section 11.1).
+    const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(header);
     let accepted = false;
     let presented: Buffer | undefined;
     if (match?.[1]) {
@@ -58,13 +62,13 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
       for (const key of keyDigests) accepted = timingSafeEqual(presented, key) || accepted;
     }
     if (!accepted) {
-      recordFailure(address);
+      if (presented) recordFailure(address);
       res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-ops"');
       sendProblem(res, {
         status: 401,
         code: 'UNAUTHORIZED',
         title: 'Unauthorized',
-        detail: header ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
+        detail: presented ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
       });
       return;
     }

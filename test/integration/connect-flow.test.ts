@@ -181,20 +181,32 @@ describe('ops links', () => {
     // Its own API: the failed attempts below would otherwise limit this address for the other tests.
     const isolated = await startPartnerStack();
     const id = '00000000-0000-4000-8000-000000000000';
-    for (const [method, path] of [
+    const routes = [
       ['GET', `/ops/links/${id}`],
       ['DELETE', `/ops/links/${id}`],
       ['GET', `/ops/links/${id}/profile`],
       ['GET', '/ops/fundings'],
       ['POST', '/ops/fundings'],
-    ] as const) {
+      ['GET', `/ops/fundings/${id}`],
+      ['POST', `/ops/fundings/${id}/cancel`],
+      ['GET', '/ops/payments'],
+      ['POST', '/ops/payments'],
+      ['GET', `/ops/payments/${id}`],
+      ['POST', `/ops/payments/${id}/resolve`],
+    ] as const;
+    for (const [method, path] of routes) {
       const missing = await fetch(`${isolated.apiBase}${path}`, { method });
       expect(missing.status, `${method} ${path}`).toBe(401);
       expect(missing.headers.get('content-type')).toMatch(/problem\+json/);
       const wrong = await fetch(`${isolated.apiBase}${path}`, { method, headers: { authorization: `Bearer ${isolated.opsKey}x` } });
       expect(wrong.status, `${method} ${path}`).toBe(401);
     }
-    // Ten failures within a minute: the address is refused for a while, even with the right key.
+    // Probing every route, with no key and with a wrong one, does not lock the right key out.
+    expect((await isolated.opsFetch(`/ops/links/${id}`)).status).toBe(404);
+    // Twenty wrong keys within a minute: the address is refused for a while, even with the right key.
+    for (let i = routes.length; i < 20; i += 1) {
+      expect((await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: `Bearer guess-${i}` } })).status).toBe(401);
+    }
     const limited = await isolated.opsFetch(`/ops/links/${id}`);
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
