@@ -29,7 +29,7 @@ const requestSchemas = {
   CreateFunding: createFundingSchema,
   CreatePayment: createPaymentSchema,
   ResolvePayment: resolveBodySchema,
-  // expiresAt's checks against the clock (in the future, at most a day ahead) are refinements:
+  // expiresAt's checks against the clock (in the future, at most ten years ahead) are refinements:
   // they do not change the shape, so any clock gives the same document.
   SessionPayload: sessionPayloadSchema(0),
   AppForm: appFormSchema,
@@ -286,7 +286,7 @@ const embedded = {
         'allowlist (SESSION_ALLOWED_IPS; the client address is the peer, or `X-Forwarded-For` from a',
         'TRUSTED_PROXIES proxy; 403 before anything is read), `Content-Type: application/json` (400), the',
         '`Request-Reference-No` header (400), then the body (at most 16 KiB; 400 `VALIDATION_ERROR` naming',
-        'the field and rule, never the value). `expiresAt` must lie in the future and at most a day ahead.',
+        'the field and rule, never the value). `expiresAt` must lie in the future, in seconds (a millisecond value is refused); fields the interface does not name are ignored.',
         'The tokens are stored encrypted and the answer goes out at once; onboarding (profile, link) runs',
         'afterwards. The session id opens the landing page once, within EMBEDDED_SESSION_TTL_SECONDS.',
         'Answers carry `Cache-Control: no-store`; other methods get 405 (`Allow: POST`).',

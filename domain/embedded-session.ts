@@ -35,10 +35,18 @@ export const compactJwtSchema = z
 /** The Request-Reference-No header of the session URL call. */
 export const requestReferenceNoSchema = z.uuidv4({ error: 'the Request-Reference-No header must be a UUIDv4' });
 
-/** The longest expiresAt accepted ahead of now: a millisecond timestamp sent as seconds fails. */
-const MAX_EXPIRES_AHEAD_SECONDS = 86_400;
+/**
+ * The longest expiresAt accepted ahead of now: ten years. A millisecond timestamp sent as seconds
+ * (a thousand times too far) fails; a wallet service whose clock runs ahead of ours (the sandbox's
+ * clock can be moved on by days) does not.
+ */
+const MAX_EXPIRES_AHEAD_SECONDS = 10 * 366 * 86_400;
 
-/** The session payload, checked against `nowSeconds` (expiresAt must lie in the future). */
+/**
+ * The session payload, checked against `nowSeconds` (expiresAt must lie in the future). Fields the
+ * interface does not name are ignored, not refused: a wallet service that adds one must not stop
+ * every user's session (nothing but these three is stored).
+ */
 export function sessionPayloadSchema(nowSeconds: number) {
   return z
     .object({
@@ -48,9 +56,9 @@ export function sessionPayloadSchema(nowSeconds: number) {
         .number({ error: 'expiresAt must be an integer UNIX time in seconds' })
         .int('expiresAt must be an integer UNIX time in seconds')
         .refine((value) => value > nowSeconds, 'expiresAt must be in the future')
-        .refine((value) => value <= nowSeconds + MAX_EXPIRES_AHEAD_SECONDS, 'expiresAt must be UNIX seconds, at most a day ahead'),
+        .refine((value) => value <= nowSeconds + MAX_EXPIRES_AHEAD_SECONDS, 'expiresAt must be UNIX time in seconds (this is too far ahead)'),
     })
-    .strict();
+    .strip();
 }
 export type SessionPayload = z.infer<ReturnType<typeof sessionPayloadSchema>>;
 
