@@ -4,7 +4,7 @@
 // printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
+import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig, type AppConfig } from '../lib/config.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
@@ -85,7 +85,7 @@ export async function runDev(): Promise<void> {
     if (config.wallet) {
       step(`wallet service: ${config.wallet.connectUrl}, ${config.wallet.opUrl}, ${config.wallet.transferUrl}`);
     } else {
-      const sandboxPort = Number(process.env.SANDBOX_PORT ?? 4010);
+      const sandboxPort = sandboxPortFrom(process.env);
       step(`wallet service: built-in sandbox on port ${sandboxPort}`);
       sandbox = await startSandbox({
         port: sandboxPort,

@@ -1,6 +1,6 @@
 // `npm run sandbox`: runs the sandbox wallet service alone, with the partner registration from
 // SANDBOX_* variables or generated, and prints what a partner needs to point at it.
-import { startSandbox } from './server.ts';
+import { sandboxPortFrom, startSandbox } from './server.ts';
 import { registrationFromEnv } from './registration.ts';
 import { settingsFromEnv } from './settings.ts';
 import { sandboxOtp } from './login-pages.ts';
@@ -16,8 +16,7 @@ function seedFromEnv(env: NodeJS.ProcessEnv): number | undefined {
 
 async function main(): Promise<void> {
   const env = process.env;
-  const port = env.SANDBOX_PORT?.trim() ? Number(env.SANDBOX_PORT) : 4010;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('SANDBOX_PORT must be a port number');
+  const port = sandboxPortFrom(env);
   const seed = seedFromEnv(env);
   const sandbox = await startSandbox({
     port,

@@ -103,6 +103,15 @@ function displayHost(host: string): string {
   return host.includes(':') ? `[${host}]` : host;
 }
 
+/** SANDBOX_PORT (contract-decisions section 9): absent or empty, 4010; anything but a port number stops start-up. */
+export function sandboxPortFrom(env: NodeJS.ProcessEnv): number {
+  const raw = env.SANDBOX_PORT?.trim();
+  if (raw === undefined || raw === '') return 4010;
+  const port = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isInteger(port) || port > 65535) throw new Error(`SANDBOX_PORT must be a port number (0 to 65535), not "${raw}"`);
+  return port;
+}
+
 export async function startSandbox(options: SandboxOptions = {}): Promise<RunningSandbox> {
   const { registration, profileEncryptionKey } = completeRegistration(options.registration);
   const shutdown = new AbortController();
@@ -116,7 +125,7 @@ export async function startSandbox(options: SandboxOptions = {}): Promise<Runnin
   const senderAgent = createSenderAgent(registration.senderIp);
   const app = createSandboxApp(context, senderAgent, options.logRequest ? { logRequest: options.logRequest } : {});
   const host = options.host ?? '127.0.0.1';
-  const port = options.port ?? Number(process.env.SANDBOX_PORT ?? 4010);
+  const port = options.port ?? sandboxPortFrom(process.env);
   const server = app.listen(port, host);
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);

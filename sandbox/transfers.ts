@@ -144,8 +144,10 @@ export function executeTransfer(context: SandboxContext, record: TransferRecord)
   const now = clock.now();
   if (record.cashInCode !== null) {
     const code = state.cashInCodes.get(record.cashInCode);
-    // Another transfer took the code meanwhile, or it expired: nothing happens, as at create.
-    if (!code || code.consumedBy !== null || (code.reservedBy !== null && code.reservedBy !== record.transferId) || code.expiresAt <= now) {
+    // Another transfer took the code meanwhile: nothing happens, as at create. Its expiry does not
+    // matter here: the code was valid when this intent was created, and there is no time limit
+    // between create and execute (contract-decisions section 2).
+    if (!code || code.consumedBy !== null || (code.reservedBy !== null && code.reservedBy !== record.transferId)) {
       throw serviceError(400, 'CODE_INVALID', 'Cash-in code is unknown, used or expired');
     }
     code.reservedBy = record.transferId;

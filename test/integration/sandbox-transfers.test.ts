@@ -134,6 +134,20 @@ describe('sandbox transfers', () => {
     expect((await admin.user(user.userId)).balance).toBe('11.00');
   });
 
+  it('executes an intent created with a valid code after the code would have expired: no time limit between create and execute', async () => {
+    const user = await kyc1User();
+    const { code } = await admin.cashInCode(user.userId);
+    const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
+    expect(created.status).toBe(201);
+    await admin.advanceClock(2 * 3600);
+    const executed = await executeTransferCall(sandbox, created.body.transferId);
+    expect([executed.status, executed.body.status]).toEqual([200, 'APPROVED']);
+    expect((await admin.user(user.userId)).balance).toBe('11.00');
+    // The code is used up now.
+    const again = await createTransferCall(sandbox, { type: 'CODE', value: code }, 1);
+    expect([again.status, again.body.code]).toEqual([400, 'CODE_INVALID']);
+  });
+
   it('answers PROCESSING with a processing delay and settles on the sandbox clock', async () => {
     await admin.settings({ processingDelayMs: 60_000 });
     const user = await kyc1User();
