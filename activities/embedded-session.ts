@@ -11,6 +11,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from '../lib/token-store.ts';
 import { isWalletError, scopesOf, type WalletClient } from '../wallet/index.ts';
+import { walletRetry } from './wallet-retry.ts';
 
 export interface EmbeddedSessionActivityDependencies {
   database: Database;
@@ -76,7 +77,7 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
           return fail(sessionRecordId, error.httpStatus === 401 ? 'REAUTH_REQUIRED' : error.code);
         }
         if (isWalletError(error)) {
-          throw ApplicationFailure.retryable(`profile ${error.outcome}: ${error.code} (${error.requestReferenceNo})`, 'WalletTransient');
+          throw walletRetry(error, `profile ${error.outcome}: ${error.code} (${error.requestReferenceNo})`);
         }
         throw error;
       }

@@ -13,6 +13,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from './token-vault.ts';
+import { walletRetry } from './wallet-retry.ts';
 
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
 
@@ -56,9 +57,9 @@ export interface FundingActivityDependencies {
 /** Codes of a refused create that end the funding REJECTED (before any execute, final). */
 const rejectedCreateCodes = new Set(['M133', '1096', 'CODE_INVALID']);
 
-/** A transient failure: Temporal retries the activity. The message carries codes only. */
+/** A transient failure: Temporal retries the activity (after Retry-After when the service gave one). */
 function retryLater(error: WalletError): never {
-  throw ApplicationFailure.retryable(`${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`, 'WalletTransient');
+  throw walletRetry(error);
 }
 
 function progressOf(transfer: Transfer, requestReferenceNo: string): TransferProgress {

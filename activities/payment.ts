@@ -10,6 +10,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from './token-vault.ts';
+import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 
 export interface PaymentSnapshot {
   id: string;
@@ -26,8 +27,11 @@ export type ExecutePaymentOutcome =
   | { kind: 'failed'; code: string; attempt: ExecuteAttempt }
   | { kind: 'already-executed'; attempt: ExecuteAttempt }
   | { kind: 'unknown'; attempt: ExecuteAttempt }
-  /** The wallet certainly did not process it (429, connection refused): safe to send again. */
-  | { kind: 'not-sent'; attempt: ExecuteAttempt };
+  /**
+   * The wallet certainly did not process it (429, connection refused): safe to send again, after
+   * `retryAfterMs` when the wallet said so (Retry-After, bounded).
+   */
+  | { kind: 'not-sent'; attempt: ExecuteAttempt; retryAfterMs?: number };
 
 export interface ResolveInput {
   outcome: 'SUCCEEDED' | 'FAILED';
@@ -101,7 +105,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
         if (!isWalletError(error)) throw error;
         if (error.outcome === 'rejected') return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo };
         // A lost create answer leaves an unexecuted payment record at the wallet: harmless, it debits nothing.
-        throw ApplicationFailure.retryable(`${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`, 'WalletTransient');
+        throw walletRetry(error);
       }
     },
 
@@ -126,7 +130,10 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
         const attempt = attemptOf(error);
         if (error.code === 'PAYMENT_ALREADY_EXECUTED') return { kind: 'already-executed', attempt };
         if (error.outcome === 'rejected') return { kind: 'failed', code: error.code, attempt };
-        if (error.outcome === 'retryable') return { kind: 'not-sent', attempt };
+        if (error.outcome === 'retryable') {
+          const retryAfterMs = retryDelayOf(error);
+          return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+        }
         logger.warn({ paymentId: id, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'payment execute outcome not known');
         return { kind: 'unknown', attempt };
       }

@@ -1,7 +1,6 @@
 // The reconciliation sweep: fundings that are not final long after they started are checked
 // against their workflow and the wallet, and repaired when their workflow can no longer finish
 // them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event.
-import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { fundingErrorMessage, type FinalFundingStatus } from '../domain/funding.ts';
 import { searchAttributes } from '../domain/search-attributes.ts';
@@ -9,6 +8,7 @@ import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { walletRetry } from './wallet-retry.ts';
 
 export interface SweepInput {
   /** Fundings younger than this are left to their workflow. */
@@ -126,7 +126,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
           }
         } catch (error) {
           if (!isWalletError(error)) throw error;
-          if (error.outcome !== 'rejected') throw ApplicationFailure.retryable(`retrieve ${error.code}`, 'WalletTransient');
+          if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
           note('left-for-ops', `retrieve refused: ${error.code}`, false);
         }
       }

@@ -38,6 +38,8 @@ const faultRuleInputSchema = z
     rate: z.number().min(0).max(1),
     status: z.number().int().min(100).max(599).optional(),
     delayMs: z.number().int().min(0).max(120_000).optional(),
+    /** rate-limited: the Retry-After it sends (seconds); absent: 1. */
+    retryAfterSeconds: z.number().int().min(0).max(3600).optional(),
   })
   .strict();
 
@@ -56,6 +58,7 @@ export interface FaultRule {
   rate: number;
   status?: number;
   delayMs: number;
+  retryAfterSeconds?: number;
 }
 
 export interface FaultConfiguration {
@@ -95,6 +98,7 @@ export function configureFaults(input: FaultConfigurationInput, defaultSeed: num
       rate: rule.rate,
       ...(status === undefined ? {} : { status }),
       delayMs: rule.delayMs ?? (rule.mode === 'latency' ? 1000 : 0),
+      ...(rule.mode === 'rate-limited' ? { retryAfterSeconds: rule.retryAfterSeconds ?? 1 } : {}),
     };
   });
   return { seed, rules, random: mulberry32(seed) };
@@ -196,7 +200,7 @@ export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: 
         case 'temporary-failure':
           return void res.status(fault.status ?? 400).json(temporaryFailureBody(style));
         case 'rate-limited':
-          return void res.status(fault.status ?? 429).set('Retry-After', '1').json(rateLimitedBody(style));
+          return void res.status(fault.status ?? 429).set('Retry-After', String(fault.retryAfterSeconds ?? 1)).json(rateLimitedBody(style));
         default:
           break;
       }

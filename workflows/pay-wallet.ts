@@ -174,7 +174,8 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
           attempts.push(outcome.attempt);
           return review(`the wallet stayed unavailable after an attempt whose outcome was unknown`, attempts, walletPaymentId);
         }
-        await sleep(Math.min(30_000, 1000 * 2 ** (notSent - 1)));
+        // When the wallet said when to come back (429 Retry-After), then; else a doubling backoff.
+        await sleep(outcome.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (notSent - 1)));
         break;
       case 'unknown':
         attempts.push(outcome.attempt);

@@ -170,6 +170,31 @@ describe('funding paths', () => {
     }
   });
 
+  it('a create refused with 429 is tried again after its Retry-After, not the retry policy’s shorter backoff', async () => {
+    const { code } = await codeFor();
+    const since = new Date();
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 }]);
+    const limited = () =>
+      stack.database.walletCall.findMany({ where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } }, orderBy: { startedAt: 'asc' } });
+    let fundingId: string;
+    try {
+      fundingId = (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('4.00') })).body.fundingId;
+      const deadline = Date.now() + 30_000;
+      while ((await limited()).length < 2) {
+        if (Date.now() > deadline) throw new Error('the create was not tried again after 429');
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const [first, second] = await limited();
+    // The activity's retry policy starts at 1 s; the wallet asked for 3.
+    expect(second!.startedAt.getTime() - first!.startedAt.getTime()).toBeGreaterThanOrEqual(2900);
+    const funding = await waitFinal(fundingId);
+    expect(funding.status).toBe('APPROVED');
+    expect((await ledgerTransfer(funding.transferId))?.executions).toBe(1);
+  });
+
   it('PROCESSING is polled with durable timers until final', async () => {
     const { code } = await codeFor();
     await stack.admin.settings({ processingDelayMs: 1500 });

@@ -156,6 +156,12 @@ describe('payments', () => {
     expect(payment.review).toBeNull();
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('88.00');
+    // Each wait before sending again was the wallet's Retry-After (1 s), not the doubling backoff.
+    const { workflowId } = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { workflowId: true } });
+    const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+    const waits = (history.events ?? []).flatMap((event) => (event.timerStartedEventAttributes ? [Number(event.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)] : []));
+    expect(waits.length).toBeGreaterThanOrEqual(5);
+    expect(new Set(waits)).toEqual(new Set([1]));
   }, 120_000);
 
   it('an outcome that stays unknown goes to NEEDS_REVIEW after the retries, and can be resolved FAILED', async () => {

@@ -133,6 +133,10 @@ describe('sandbox faults', () => {
     expect(answer.headers.get('retry-after')).toBe('1');
     expect(answer.body).toMatchObject({ code: 'RATE_LIMITED' });
     expect((await admin.ledger()).refreshes).toEqual([]);
+    // A rule may name its own Retry-After.
+    await admin.faults({ rules: [{ endpoint: 'op.tokens', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 }] });
+    const later = await callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(client), body: { refreshToken: pair.refreshToken } });
+    expect([later.status, later.headers.get('retry-after')]).toEqual([429, '7']);
   });
 
   it('garbage-body answers 200 with an unparsable body after the transfer was created', async () => {

@@ -53,7 +53,7 @@ export function sandboxAdmin(sandbox: RunningSandbox) {
     embeddedTokens: (userId: string) =>
       ok<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
     advanceClock: (advanceSeconds: number) => ok<{ now: string }>('POST', '/clock', { advanceSeconds }),
-    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number; delayMs?: number }>, seed = 1) =>
+    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number; delayMs?: number; retryAfterSeconds?: number }>, seed = 1) =>
       ok('PUT', '/faults', { seed, rules }),
     clearFaults: () => ok('PUT', '/faults', { rules: [] }),
     settings: (settings: Record<string, unknown>) => ok('PUT', '/settings', settings),

@@ -1,0 +1,24 @@
+// A wallet call that failed in a way worth trying again becomes a retryable activity failure. The
+// message carries codes only. When the service said when to come back (429 with Retry-After,
+// contract-decisions section 2), the next attempt waits exactly that long instead of the retry
+// policy's backoff; an absurd Retry-After is capped so a funding never sleeps for hours on it.
+import { ApplicationFailure } from '@temporalio/activity';
+import type { WalletError } from '../wallet/index.ts';
+
+/** The longest Retry-After honoured as given; a longer one waits this long. */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/** When the service asked us to come back, bounded; undefined when it did not say. */
+export function retryDelayOf(error: Pick<WalletError, 'retryAfterMs'>): number | undefined {
+  return error.retryAfterMs === undefined ? undefined : Math.min(Math.max(error.retryAfterMs, 0), MAX_RETRY_AFTER_MS);
+}
+
+export function walletRetry(error: WalletError, message = `${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`): ApplicationFailure {
+  const nextRetryDelay = retryDelayOf(error);
+  return ApplicationFailure.create({
+    message,
+    type: 'WalletTransient',
+    nonRetryable: false,
+    ...(nextRetryDelay === undefined ? {} : { nextRetryDelay }),
+  });
+}

@@ -1,0 +1,33 @@
+// A transient wallet failure becomes a retryable activity failure that waits for the wallet's
+// Retry-After when it gave one (bounded), and carries codes only.
+import { describe, expect, it } from 'vitest';
+import { MAX_RETRY_AFTER_MS, retryDelayOf, walletRetry } from '../../activities/wallet-retry.ts';
+import { WalletError } from '../../wallet/errors.ts';
+
+const limited = (retryAfterMs?: number) =>
+  new WalletError({
+    operation: 'transfers.create',
+    httpStatus: 429,
+    code: 'RATE_LIMITED',
+    outcome: 'retryable',
+    requestReferenceNo: '3f1c2a9e-6b0d-4e57-9a51-2f8d7c1e0b44',
+    ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+    serviceMessage: 'slow down',
+  });
+
+describe('walletRetry', () => {
+  it('waits for Retry-After when the wallet gave one, else leaves the delay to the retry policy', () => {
+    const failure = walletRetry(limited(3000));
+    expect(failure.nonRetryable).toBe(false);
+    expect(failure.type).toBe('WalletTransient');
+    expect(failure.nextRetryDelay).toBe(3000);
+    expect(failure.message).toBe('transfers.create retryable: RATE_LIMITED (3f1c2a9e-6b0d-4e57-9a51-2f8d7c1e0b44)');
+    expect(walletRetry(limited()).nextRetryDelay).toBeUndefined();
+  });
+
+  it('bounds an absurd Retry-After and a past date', () => {
+    expect(retryDelayOf(limited(86_400_000))).toBe(MAX_RETRY_AFTER_MS);
+    expect(retryDelayOf(limited(-5))).toBe(0);
+    expect(retryDelayOf(limited())).toBeUndefined();
+  });
+});
