@@ -24,7 +24,14 @@ export const secretVariables = [
   'PAYLOAD_ENCRYPTION_KEYS',
 ] as const;
 
-/** The wallet service variables that must be given together (or not at all, for the sandbox). */
+/**
+ * The wallet service's base URLs: when none is set, the built-in sandbox is used (and the other
+ * wallet variables below are not read); when any is set, every wallet variable is required
+ * (contract-decisions section 1).
+ */
+export const walletUrlVariables = ['CONNECT_URL', 'OP_URL', 'TRANSFER_URL'] as const;
+
+/** The wallet service variables: all of them when a wallet URL is set. */
 export const walletServiceVariables = [
   'CONNECT_URL',
   'OP_URL',
@@ -48,6 +55,9 @@ const httpUrl = z.preprocess(
     .transform((value) => value.replace(/\/+$/, ''))
     .optional(),
 );
+
+/** The redirect URI must match the registered one exactly (interface): kept as given. */
+const exactHttpUrl = z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional());
 
 const postgresUrl = z.preprocess(
   emptyAsUndefined,
@@ -169,7 +179,7 @@ export const environmentSchema = z
     TRANSFER_URL: httpUrl,
     CONNECT_CLIENT_ID: optionalString,
     CONNECT_CLIENT_SECRET: optionalString,
-    CONNECT_REDIRECT_URI: httpUrl,
+    CONNECT_REDIRECT_URI: exactHttpUrl,
     TRANSFER_API_KEY: optionalString,
     PROFILE_DECRYPTION_JWK: jwkJson(profileDecryptionJwkSchema),
     PROFILE_VERIFICATION_JWK: jwkJson(profileVerificationJwkSchema),
@@ -193,14 +203,14 @@ export const environmentSchema = z
     SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
   })
   .superRefine((env, ctx) => {
-    const given = walletServiceVariables.filter((name) => env[name] !== undefined);
-    if (given.length > 0 && given.length < walletServiceVariables.length) {
+    const urls = walletUrlVariables.filter((name) => env[name] !== undefined);
+    if (urls.length > 0) {
       for (const name of walletServiceVariables) {
         if (env[name] === undefined) {
           ctx.addIssue({
             code: 'custom',
             path: [name],
-            message: `is required when ${given.join(', ')} ${given.length === 1 ? 'is' : 'are'} set (set all wallet service variables, or none for the built-in sandbox)`,
+            message: `is required when ${urls.join(', ')} ${urls.length === 1 ? 'is' : 'are'} set (set all wallet service variables, or none of the three URLs for the built-in sandbox)`,
           });
         }
       }

@@ -45,6 +45,16 @@ describe('loadConfig', () => {
     expect(config.wallet?.profileVerificationJwk).toEqual({ kty: 'oct', k: 'c2VjcmV0' });
   });
 
+  it('keeps CONNECT_REDIRECT_URI exactly as registered (a trailing slash included)', () => {
+    expect(loadConfig({ ...wallet, CONNECT_REDIRECT_URI: 'https://partner.example/connect/callback/' }).wallet?.redirectUri).toBe(
+      'https://partner.example/connect/callback/',
+    );
+  });
+
+  it('uses the built-in sandbox when none of the three URLs is set, whatever else is', () => {
+    expect(loadConfig({ MERCHANT_P2M_ID: 'p2m-1', CONNECT_CLIENT_ID: 'client' }).wallet).toBeUndefined();
+  });
+
   it('names every wallet variable missing when only some are set', () => {
     const problems = problemsOf({ CONNECT_URL: 'https://wallet.example/connect' });
     expect(problems.some((p) => p.startsWith('OP_URL:'))).toBe(true);
