@@ -63,16 +63,15 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     },
 
     /**
-     * The payment once the wallet service has given it its paymentId (or once it can no longer
-     * get one: a final state, NEEDS_REVIEW), or as it stands after `waitMs`.
+     * The payment once the wallet service has given it its paymentId (or once it never will: a
+     * refused create is final), or as it stands after `waitMs`.
      */
     async viewOnceCreated(id: string, waitMs: number): Promise<PaymentView | null> {
       const deadline = Date.now() + waitMs;
       for (;;) {
         const row = await deps.database.payment.findUnique({ where: { id }, select: { walletPaymentId: true, status: true } });
         if (!row) return null;
-        const settled = row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || row.status === 'NEEDS_REVIEW';
-        if (settled || Date.now() >= deadline) return this.view(id);
+        if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline) return this.view(id);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
