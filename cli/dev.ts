@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
-import { loadConfig, walletServiceVariables, type AppConfig } from '../lib/config.ts';
+import { loadConfig, walletServiceVariables, walletUrlVariables, type AppConfig } from '../lib/config.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
 import { isListening, waitForPort } from '../lib/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
@@ -88,7 +88,7 @@ export async function runDev(): Promise<void> {
       const sandboxPort = sandboxPortFrom(process.env);
       step(`wallet service: built-in sandbox on port ${sandboxPort}`);
       const unused = walletServiceVariables.filter((name) => process.env[name]?.trim());
-      if (unused.length > 0) step(`  not used without CONNECT_URL, OP_URL and TRANSFER_URL: ${unused.join(', ')} (the sandbox's own registration applies)`);
+      if (unused.length > 0) step(`  not used without ${walletUrlVariables.join(', ')}: ${unused.join(', ')} (the sandbox's own registration applies)`);
       sandbox = await startSandbox({
         port: sandboxPort,
         registration: {

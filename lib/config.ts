@@ -33,9 +33,7 @@ export const walletUrlVariables = ['CONNECT_URL', 'OP_URL', 'TRANSFER_URL'] as c
 
 /** The wallet service variables: all of them when a wallet URL is set. */
 export const walletServiceVariables = [
-  'CONNECT_URL',
-  'OP_URL',
-  'TRANSFER_URL',
+  ...walletUrlVariables,
   'CONNECT_CLIENT_ID',
   'CONNECT_CLIENT_SECRET',
   'CONNECT_REDIRECT_URI',
@@ -48,16 +46,13 @@ export const walletServiceVariables = [
 const emptyAsUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
 const optionalString = z.preprocess(emptyAsUndefined, z.string().optional());
 
-const httpUrl = z.preprocess(
-  emptyAsUndefined,
-  z
-    .url({ protocol: /^https?$/, error: 'must be an http(s) URL' })
-    .transform((value) => value.replace(/\/+$/, ''))
-    .optional(),
-);
+const httpUrlText = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
+
+/** A base URL: paths are appended to it, so a trailing slash is dropped. */
+const httpUrl = z.preprocess(emptyAsUndefined, httpUrlText.transform((value) => value.replace(/\/+$/, '')).optional());
 
 /** The redirect URI must match the registered one exactly (interface): kept as given. */
-const exactHttpUrl = z.preprocess(emptyAsUndefined, z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional());
+const exactHttpUrl = z.preprocess(emptyAsUndefined, httpUrlText.optional());
 
 const postgresUrl = z.preprocess(
   emptyAsUndefined,

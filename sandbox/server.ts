@@ -108,7 +108,7 @@ export function sandboxPortFrom(env: NodeJS.ProcessEnv): number {
   const raw = env.SANDBOX_PORT?.trim();
   if (raw === undefined || raw === '') return 4010;
   const port = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isInteger(port) || port > 65535) throw new Error(`SANDBOX_PORT must be a port number (0 to 65535), not "${raw}"`);
+  if (!/^\d+$/.test(raw) || port > 65535) throw new Error(`SANDBOX_PORT must be a port number (0 to 65535), not "${raw}"`);
   return port;
 }
 
