@@ -5,11 +5,11 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { decodeJwt } from 'jose';
 import type { OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import type { Database } from '../lib/database.ts';
-import { sessionAccessTokenContext, sessionRefreshTokenContext } from '../lib/embedded-sessions.ts';
-import { saveLinkWithTokens } from '../lib/links.ts';
+import { sessionAccessTokenContext, sessionRefreshTokenContext } from '../links/embedded-sessions.ts';
+import { saveLinkWithTokens } from '../links/link-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { TokenCipher } from '../lib/token-cipher.ts';
-import type { TokenStore } from '../lib/token-store.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenStore } from '../links/token-store.ts';
 import { isWalletError, scopesOf, type WalletClient } from '../wallet/index.ts';
 import { walletRetry } from './wallet-retry.ts';
 

@@ -10,9 +10,9 @@ import { fundingErrorMessage, isFinalFundingStatus, type FinalFundingStatus, typ
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../lib/token-cipher.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
-import { VaultError, type TokenVault } from './token-vault.ts';
+import { VaultError, type TokenVault } from '../links/token-vault.ts';
 import { walletRetry } from './wallet-retry.ts';
 
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;

@@ -4,8 +4,8 @@
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../lib/token-cipher.ts';
-import { createTokenStore } from '../lib/token-store.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
+import { createTokenStore } from '../links/token-store.ts';
 import type { Client } from '@temporalio/client';
 import type { WalletClient } from '../wallet/index.ts';
 import { createReconcileActivities } from './reconcile.ts';
@@ -13,7 +13,7 @@ import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createPaymentActivities } from './payment.ts';
 import { withActivityLogContext } from './log-context.ts';
-import { createTokenVault } from './token-vault.ts';
+import { createTokenVault } from '../links/token-vault.ts';
 
 export interface ActivityDependencies {
   database: Database;

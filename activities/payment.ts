@@ -9,7 +9,7 @@ import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { VaultError, type TokenVault } from './token-vault.ts';
+import { VaultError, type TokenVault } from '../links/token-vault.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 
 export interface PaymentSnapshot {

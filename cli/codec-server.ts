@@ -2,7 +2,7 @@
 // --codec-endpoint`) call to show decrypted payloads. It holds PAYLOAD_ENCRYPTION_KEYS, so an
 // operator who holds the keys runs it on their own machine, on loopback by default.
 import type { AddressInfo } from 'node:net';
-import { createCodecApp } from '../lib/codec-server.ts';
+import { createCodecApp } from './stack/codec-endpoint.ts';
 import { loadConfig } from '../lib/config.ts';
 import { AesGcmPayloadCodec } from '../lib/payload-codec.ts';
 

@@ -7,11 +7,11 @@ import { fileURLToPath } from 'node:url';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig, walletServiceVariables, walletUrlVariables, type AppConfig } from '../lib/config.ts';
-import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
-import { isListening, waitForPort } from '../lib/ports.ts';
-import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
-import { startTsChild, type ManagedChild } from './child-process.ts';
-import { onStopSignal } from './stop-signals.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from './stack/embedded-postgres.ts';
+import { isListening, waitForPort } from './stack/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from './stack/temporal-dev-server.ts';
+import { startTsChild, type ManagedChild } from './stack/child-process.ts';
+import { onStopSignal } from './stack/stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
 

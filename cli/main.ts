@@ -1,10 +1,10 @@
 // The `walletflow` command.
 import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
-import type { BenchOptions } from './bench.ts';
+import type { BenchOptions } from '../harness/bench.ts';
 import type { FundOptions } from './fund.ts';
 import type { PayOptions } from './pay.ts';
-import type { SoakOptions } from './soak.ts';
+import type { SoakOptions } from '../harness/soak.ts';
 import type { StatusOptions } from './status.ts';
 
 const program = new Command()
@@ -43,7 +43,7 @@ program
   .option('--log-dir <dir>', 'keep the API, worker, Temporal and PostgreSQL logs in this folder')
   .addHelpText('after', '\nExit codes: 0 every invariant holds; 1 violations (listed) or the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: SoakOptions) => {
-    process.exitCode = await (await import('./soak.ts')).runSoak(options);
+    process.exitCode = await (await import('../harness/soak.ts')).runSoak(options);
   });
 
 program
@@ -60,7 +60,7 @@ program
   .option('--compare <report.json>', 'an earlier report to draw in the chart too')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
-    process.exitCode = await (await import('./bench.ts')).runBench(options);
+    process.exitCode = await (await import('../harness/bench.ts')).runBench(options);
   });
 
 program

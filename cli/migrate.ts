@@ -4,7 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig } from '../lib/config.ts';
-import { startEmbeddedPostgres } from '../lib/embedded-postgres.ts';
+import { startEmbeddedPostgres } from './stack/embedded-postgres.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

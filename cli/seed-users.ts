@@ -45,9 +45,9 @@ export async function seedTestUsers(sandboxUrl: string): Promise<SeededUser[]> {
  */
 export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databaseUrl: string, tokenEncryptionKey: string): Promise<string> {
   const { createDatabase } = await import('../lib/database.ts');
-  const { saveLinkWithTokens } = await import('../lib/links.ts');
-  const { createTokenCipher } = await import('../lib/token-cipher.ts');
-  const { createTokenStore } = await import('../lib/token-store.ts');
+  const { saveLinkWithTokens } = await import('../links/link-record.ts');
+  const { createTokenCipher } = await import('../links/token-cipher.ts');
+  const { createTokenStore } = await import('../links/token-store.ts');
   const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/standalone-tokens`, { method: 'POST' });
   if (response.status !== 201) throw new Error(`sandbox standalone-tokens for ${user.mobile} failed: ${response.status}`);
   const tokens = (await response.json()) as { access_token: string; refresh_token: string; expires_in: string; scope?: string };

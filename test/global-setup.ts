@@ -6,9 +6,9 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
-import { startEmbeddedPostgres, type RunningPostgres } from '../lib/embedded-postgres.ts';
-import { findFreePort } from '../lib/ports.ts';
-import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../lib/temporal-dev-server.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
+import { findFreePort } from '../cli/stack/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 
 const quietBundlerLogger = {
   trace: () => {},

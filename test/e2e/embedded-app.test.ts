@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashBearer } from '../../lib/embedded-sessions.ts';
+import { hashBearer } from '../../links/embedded-sessions.ts';
 import { launchChromium } from '../support/browser.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 

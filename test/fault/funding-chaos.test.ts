@@ -9,7 +9,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFinalFundingStatus, type FundingView } from '../../domain/funding.ts';
 import { addAmounts } from '../../domain/money.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');

@@ -4,7 +4,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkSoak, formatSoakTable, type SoakCheckInput, type SoakFundingRow, type SoakPaymentRow } from '../../cli/soak-invariants.ts';
+import { checkSoak, formatSoakTable, type SoakCheckInput, type SoakFundingRow, type SoakPaymentRow } from '../../harness/soak-invariants.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { createDatabase, pingDatabase, type Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { findFreePort } from '../../lib/ports.ts';
+import { findFreePort } from '../../cli/stack/ports.ts';
 import { connectTemporal, pingTemporal, type TemporalHandle } from '../../lib/temporal.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { checkWalletServiceReachable } from '../../wallet/reachability.ts';

@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { benchReportSchema } from '../../cli/bench-report.ts';
+import { benchReportSchema } from '../../harness/bench-report.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fundingSchema, type FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { createFundingProgress } from '../../cli/progress.ts';
 import { runCli } from '../support/cli-run.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -103,7 +103,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('an API that is not running: exit 3, says where it looked', async () => {
-    const { findFreePort } = await import('../../lib/ports.ts');
+    const { findFreePort } = await import('../../cli/stack/ports.ts');
     const api = `http://127.0.0.1:${await findFreePort()}`;
     const result = await runCli(['status', randomUUID(), '--api', api, '--key', 'anything']);
     expect(result.code).toBe(3);

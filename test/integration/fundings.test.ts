@@ -7,7 +7,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { findSecretLeaks } from '../support/replay-histories.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 

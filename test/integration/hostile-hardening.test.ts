@@ -12,9 +12,9 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
-import { HSTS_HEADER } from '../../api/security-headers.ts';
+import { HSTS_HEADER } from '../../api/http/security-headers.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { findFreePort } from '../../lib/ports.ts';
+import { findFreePort } from '../../cli/stack/ports.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseRawResponse, rawHttp, type RawResponse } from '../support/raw-http.ts';
 

@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 type LogLine = Record<string, unknown> & { msg?: string; requestId?: string; workflowId?: string; activityType?: string };

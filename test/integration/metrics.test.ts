@@ -9,7 +9,7 @@ import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { startMetricsServer } from '../../lib/metrics-server.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseSamples, sampleValue } from '../support/prometheus-text.ts';

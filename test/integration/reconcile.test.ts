@@ -10,8 +10,8 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cashInCodeContext } from '../../activities/funding.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;

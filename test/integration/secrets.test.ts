@@ -8,7 +8,7 @@ import { Writable } from 'node:stream';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { readableHistory } from '../support/replay-histories.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';

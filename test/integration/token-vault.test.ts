@@ -3,8 +3,8 @@
 // refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused.
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VaultError, type TokenVault } from '../../activities/token-vault.ts';
-import { saveLinkWithTokens } from '../../lib/links.ts';
+import { VaultError, type TokenVault } from '../../links/token-vault.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { isWalletError } from '../../wallet/index.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 

@@ -2,9 +2,9 @@
 // address keys, the mapping of unreadable requests to 4xx, and forged list cursors.
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { clientErrorOf } from '../../api/client-errors.ts';
-import { decodeCursor, encodeCursor, listDateSchema } from '../../api/page-cursor.ts';
-import { createRateLimiter, rateKeyOf } from '../../api/rate-limit.ts';
+import { clientErrorOf } from '../../api/http/client-errors.ts';
+import { decodeCursor, encodeCursor, listDateSchema } from '../../lib/page-cursor.ts';
+import { createRateLimiter, rateKeyOf } from '../../api/http/rate-limit.ts';
 
 describe('rate limiter', () => {
   it('allows the limit within a window, then refuses with a Retry-After within the window', () => {

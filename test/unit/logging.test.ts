@@ -2,7 +2,7 @@
 // the next), redaction kept, the pretty format for a terminal, and the request id rules.
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { requestIdOf } from '../../api/request-id.ts';
+import { requestIdOf } from '../../api/http/request-id.ts';
 import { withLogContext } from '../../lib/log-context.ts';
 import { createLogger } from '../../lib/logger.ts';
 

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { opsAuth } from '../../api/ops-auth.ts';
+import { opsAuth } from '../../api/ops/ops-auth.ts';
 
 const key = 'k'.repeat(40);
 let clock = 1_000_000;

@@ -1,0 +1,236 @@
+// Standalone login through the connect service (OAuth 2.0 authorization code with one-time
+// password): /connect/start stores a single-use state and redirects to the wallet's login page;
+// /connect/callback checks the state, exchanges the code and stores the link's tokens.
+import { createHash, randomBytes } from 'node:crypto';
+import { Router, type ErrorRequestHandler, type Response } from 'express';
+import { z } from 'zod';
+import type { Database } from '../../lib/database.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import { isWalletError, type WalletClient } from '../../wallet/index.ts';
+import { clientErrorOf } from '../http/client-errors.ts';
+import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
+import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+
+export const LOGIN_STATE_TTL_MS = 10 * 60_000;
+const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
+
+export interface ConnectDependencies {
+  database: Database;
+  tokens: TokenStore;
+  wallet: Pick<WalletClient, 'authorizeUrl' | 'exchangeCode' | 'getProfile'>;
+  logger: Logger;
+  /** Where to send the user after a successful link (with ?linkId=…); absent: a success page. */
+  returnUrl?: string | undefined;
+  /** Requests per client address (PUBLIC_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
+  rateLimiter?: RateLimiter;
+  now?: () => number;
+}
+
+const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters`);
+
+/** GET /connect/start: who is logging in, and the mobile number the wallet's login page starts with. */
+export const startQuerySchema = z.object({
+  partnerUserId: printable(128),
+  mobile: z.string().regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +'),
+});
+
+/** GET /connect/callback: what the connect service sends back (a code, or an OAuth error). */
+export const callbackQuerySchema = z.object({
+  state: printable(512).optional(),
+  code: printable(2048).optional(),
+  error: z.string().max(200).optional(),
+  error_description: z.string().max(2000).optional(),
+  // Stored (the masked user id) or compared: printable text only, never NUL or a lone surrogate.
+  userId: z.string().regex(/^[\x20-\x7e]{0,64}$/).optional(),
+  profileId: z.string().regex(/^[\x21-\x7e]{0,64}$/).optional(),
+});
+
+const hashState = (state: string) => createHash('sha256').update(state, 'utf8').digest('hex');
+
+function page(res: Response, status: number, content: PageContent): void {
+  const nonce = randomBytes(16).toString('base64');
+  res.setHeader('Content-Security-Policy', pageCsp(nonce));
+  res.status(status).type('html').setHeader('Cache-Control', 'no-store').send(renderPage(content, nonce));
+}
+
+/** OAuth error codes are [a-z_]; anything else is not echoed. */
+const safeErrorCode = (value: string) => (/^[a-z_]{1,64}$/.test(value) ? value : 'invalid_error');
+
+const errorExplanations: Record<string, string> = {
+  login_required: 'The wallet login was not completed, so your wallet is not linked.',
+  access_denied: 'You cancelled the wallet login, so your wallet is not linked.',
+};
+
+export function connectRouter(deps: ConnectDependencies): Router {
+  const router = Router();
+  const now = deps.now ?? Date.now;
+
+  if (deps.rateLimiter) {
+    router.use(
+      '/connect',
+      limitRequests(deps.rateLimiter, (_req, res, retryAfterSeconds) =>
+        page(res, 429, {
+          tone: 'error',
+          title: 'Too many attempts',
+          paragraphs: [`Please wait ${retryAfterSeconds} second${retryAfterSeconds === 1 ? '' : 's'} and try again.`],
+        }),
+      ),
+    );
+  }
+
+  router.get('/connect/start', async (req, res) => {
+    const query = startQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      page(res, 400, {
+        tone: 'error',
+        title: 'This login link is not valid',
+        paragraphs: query.error.issues.map((issue) => `${issue.path.join('.')} ${issue.message}.`),
+      });
+      return;
+    }
+    const state = randomBytes(32).toString('base64url');
+    await deps.database.loginState.create({
+      data: { stateHash: hashState(state), partnerUserId: query.data.partnerUserId, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
+    });
+    res.setHeader('Cache-Control', 'no-store');
+    res.redirect(302, deps.wallet.authorizeUrl({ mobile: query.data.mobile, state }));
+  });
+
+  router.get('/connect/callback', async (req, res) => {
+    const query = callbackQuerySchema.safeParse(req.query);
+    if (!query.success || !query.data.state) {
+      page(res, 400, {
+        tone: 'error',
+        title: 'This login cannot be completed',
+        paragraphs: ['The answer from the wallet is missing its login reference. Please start the login again.'],
+      });
+      return;
+    }
+    const stateHash = hashState(query.data.state);
+    // Consume the state atomically: exactly one callback can win it.
+    const consumed = await deps.database.loginState.updateMany({
+      where: { stateHash, consumedAt: null, expiresAt: { gt: new Date(now()) } },
+      data: { consumedAt: new Date(now()), outcome: 'CALLBACK' },
+    });
+    if (consumed.count !== 1) {
+      const known = await deps.database.loginState.findUnique({ where: { stateHash } });
+      const reason = !known ? 'unknown' : known.consumedAt ? 'used' : 'expired';
+      deps.logger.warn({ reason }, 'connect callback with an unusable state');
+      page(res, 400, {
+        tone: 'error',
+        title: reason === 'expired' ? 'This login has expired' : 'This login cannot be completed',
+        paragraphs: [
+          reason === 'used'
+            ? 'This login was already completed or abandoned. Please start the login again.'
+            : reason === 'expired'
+              ? 'Logins must be completed within 10 minutes. Please start the login again.'
+              : 'We did not start this login. Please start the login again from the partner app.',
+        ],
+      });
+      return;
+    }
+    const login = await deps.database.loginState.findUniqueOrThrow({ where: { stateHash } });
+    const partnerUserId = login.partnerUserId;
+
+    if (query.data.error !== undefined) {
+      const code = safeErrorCode(query.data.error);
+      await deps.database.$transaction([
+        deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
+        deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: code } }),
+      ]);
+      page(res, 400, {
+        tone: 'error',
+        title: 'Your wallet was not linked',
+        paragraphs: [errorExplanations[code] ?? `The wallet login failed (${code}).`, 'You can start the login again at any time.'],
+      });
+      return;
+    }
+    if (!query.data.code) {
+      await deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:missing_code' } });
+      page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The wallet did not send a login code. Please start the login again.'] });
+      return;
+    }
+
+    try {
+      const exchanged = await deps.wallet.exchangeCode(query.data.code);
+      const tokens = exchanged.data;
+      // The profile, not the browser's query string, says whose tokens these are.
+      const profile = await deps.wallet.getProfile(tokens.accessToken);
+      const profileId = profile.data.profileId;
+      if (query.data.profileId && query.data.profileId !== profileId) {
+        await deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: 'profileId mismatch' } });
+        page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The login answer did not match the wallet account. Please start again.'] });
+        return;
+      }
+      const issuedAt = now();
+      const { linkId } = await saveLinkWithTokens(deps.database, deps.tokens, {
+        partnerUserId,
+        profileId,
+        maskedUserId: query.data.userId ?? null,
+        kind: 'STANDALONE',
+        scopes: tokens.scope ? tokens.scope.split(' ').filter(Boolean) : [],
+        requestReferenceNo: exchanged.requestReferenceNo,
+        tokens: {
+          accessToken: tokens.accessToken,
+          refreshToken: tokens.refreshToken ?? '',
+          accessTokenExpiresAt: tokens.expiresAt,
+          refreshTokenExpiresAt: new Date(issuedAt + STANDALONE_REFRESH_LIFETIME_MS),
+        },
+      });
+      await deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'LINKED' } });
+      if (deps.returnUrl) {
+        const target = new URL(deps.returnUrl);
+        target.searchParams.set('linkId', linkId);
+        target.searchParams.set('status', 'linked');
+        res.redirect(303, target.toString());
+        return;
+      }
+      res.setHeader('X-Link-Id', linkId);
+      page(res, 200, {
+        tone: 'success',
+        title: 'Your wallet is linked',
+        paragraphs: [
+          query.data.userId ? `Wallet account ${query.data.userId} is now connected.` : 'Your wallet account is now connected.',
+          `Link reference: ${linkId}`,
+          'You can close this page.',
+        ],
+      });
+    } catch (error) {
+      const code = isWalletError(error) ? error.code : 'INTERNAL';
+      deps.logger.warn({ code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined }, 'connect callback failed');
+      await deps.database.$transaction([
+        deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
+        deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: `code exchange: ${code}`.slice(0, 500) } }),
+      ]);
+      const refused = isWalletError(error) && error.outcome === 'rejected';
+      page(res, refused ? 400 : 502, {
+        tone: 'error',
+        title: 'Your wallet was not linked',
+        paragraphs: [
+          refused
+            ? 'The wallet refused this login (it may have expired or been used already). Please start the login again.'
+            : 'The wallet service did not answer in time. Please start the login again in a moment.',
+        ],
+      });
+    }
+  });
+
+  // Under /connect a page, never a problem document: unknown paths and methods, requests the
+  // framework could not read (their 4xx), and failures (500, logged).
+  router.use('/connect', (_req, res) => {
+    page(res, 404, { tone: 'error', title: 'Not found', paragraphs: ['There is no such page. Please start the login again from the partner app.'] });
+  });
+  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (!refused) deps.logger.error({ err: error, method: req.method, path: req.path }, 'connect route failed');
+    page(res, refused?.status ?? 500, {
+      tone: 'error',
+      title: refused ? 'This login link is not valid' : 'Something went wrong',
+      paragraphs: [refused ? 'Please start the login again from the partner app.' : 'Please try again in a moment.'],
+    });
+  };
+  router.use('/connect', onError);
+  return router;
+}

@@ -1,0 +1,218 @@
+// The landing page's HTML, server-rendered for the wallet app's web view: mobile-first and
+// portrait, nothing wider than the screen, no new tabs or windows, no camera or file inputs. Every
+// value is escaped; the one inline style and script carry the response's CSP nonce.
+import type { Outcome } from './outcome-messages.ts';
+import { escapeHtml } from '../connect/connect-pages.ts';
+
+export interface Layout {
+  nonce: string;
+  title: string;
+  body: string;
+  /** A self-refresh for browsers without script (seconds); absent: none. */
+  noscriptRefreshSeconds?: number;
+  /** Where that refresh goes; absent: the page's own address. */
+  noscriptRefreshUrl?: string;
+  script?: string;
+}
+
+/** The Content-Security-Policy of every landing page response. */
+export function landingCsp(nonce: string): string {
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    `script-src 'nonce-${nonce}'`,
+    "connect-src 'self'",
+    "img-src 'self'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+const styles = `
+*, *::before, *::after { box-sizing: border-box; }
+html { -webkit-text-size-adjust: 100%; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0; padding: 16px 12px 32px; background: #f3f5f8; color: #1b1d21; overflow-wrap: anywhere; }
+main { max-width: 480px; margin: 0 auto; }
+header { padding: 4px 4px 12px; }
+h1 { font-size: 1.4rem; margin: 0 0 4px; }
+h2 { font-size: 1.05rem; margin: 0 0 8px; }
+p { line-height: 1.45; margin: 0 0 8px; }
+.card { background: #fff; border-radius: 14px; padding: 16px; margin-bottom: 12px; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+.badge { display: inline-block; font-size: .8rem; font-weight: 600; border-radius: 999px; padding: 2px 10px; background: #e6f4ea; color: #0a7a3d; }
+.badge.kyc0 { background: #fff4e5; color: #8a4b00; }
+.hint { font-size: .92rem; color: #5b6270; }
+label { display: block; font-weight: 600; margin-bottom: 6px; }
+.amount { display: flex; align-items: center; gap: 8px; margin-bottom: 12px; }
+.amount span { flex: none; font-weight: 600; color: #5b6270; }
+input[type=text] { width: 100%; min-width: 0; font-size: 1.1rem; padding: 10px 12px; border: 1px solid #c4c9d2; border-radius: 10px; }
+button, .button { display: block; width: 100%; font-size: 1rem; font-weight: 600; padding: 12px; border: 0; border-radius: 10px; background: #1f4e99; color: #fff; text-align: center; text-decoration: none; cursor: pointer; }
+button.secondary { background: #0a7a3d; }
+button[disabled] { opacity: .6; }
+.error { color: #b3261e; }
+.success h1, .success h2 { color: #0a7a3d; }
+.error h1, .error h2 { color: #b3261e; }
+.info h1, .info h2 { color: #1f4e99; }
+.spinner { width: 28px; height: 28px; border: 3px solid #c4d3ee; border-top-color: #1f4e99; border-radius: 50%; animation: spin 1s linear infinite; margin: 8px 0 12px; }
+.final .spinner { display: none; }
+@keyframes spin { to { transform: rotate(360deg); } }
+`;
+
+export function renderLayout(layout: Layout): string {
+  const target = layout.noscriptRefreshUrl === undefined ? '' : `;url=${escapeHtml(layout.noscriptRefreshUrl)}`;
+  const refresh = layout.noscriptRefreshSeconds === undefined ? '' : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}${target}"></noscript>\n`;
+  const script = layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}">${layout.script}</script>`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1, viewport-fit=cover">
+<meta name="referrer" content="no-referrer">
+${refresh}<title>${escapeHtml(layout.title)}</title>
+<style nonce="${layout.nonce}">${styles}</style>
+</head>
+<body>
+<main>
+${layout.body}
+</main>${script}
+</body>
+</html>
+`;
+}
+
+export interface MessagePage {
+  title: string;
+  paragraphs: string[];
+  tone: 'success' | 'error' | 'info';
+}
+
+/** A page with a heading and a few sentences (not found, used, expired, reopen from the wallet). */
+export function messagePage(nonce: string, content: MessagePage): string {
+  return renderLayout({
+    nonce,
+    title: content.title,
+    body: `<section class="card ${content.tone}" id="message-card">
+<h1 id="title">${escapeHtml(content.title)}</h1>
+${content.paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`).join('\n')}
+</section>`,
+  });
+}
+
+/**
+ * The home and loading pages are also the answer to /app?sessionId=…: they take the used id out of
+ * the address first, so a reload or a later navigation asks for /app (the web session's cookie),
+ * never for the id again (that would be 410).
+ */
+const dropSessionIdFromAddress = `if(location.search){history.replaceState(null,'',location.pathname);}`;
+
+/** Onboarding is still running: a spinner and a poll of /app/status that reloads when it ends. */
+export function loadingPage(nonce: string): string {
+  return renderLayout({
+    nonce,
+    title: 'Opening your account',
+    noscriptRefreshSeconds: 2,
+    noscriptRefreshUrl: '/app',
+    body: `<section class="card info" id="loading" aria-busy="true">
+<h1 id="title">Opening your account…</h1>
+<div class="spinner" role="status" aria-label="Loading"></div>
+<p>This takes a few seconds.</p>
+</section>`,
+    script: `${dropSessionIdFromAddress}(function(){var n=0;function tick(){fetch('/app/status',{credentials:'same-origin',cache:'no-store'}).then(function(r){return r.json();}).then(function(s){if(s.state!=='pending'){location.reload();return;}if(++n<120)setTimeout(tick,1000);}).catch(function(){if(++n<120)setTimeout(tick,2000);});}setTimeout(tick,700);})();`,
+  });
+}
+
+export interface HomePage {
+  firstName: string | null;
+  kycStatus: string | null;
+  csrfToken: string;
+  topUpFormKey: string;
+  payFormKey: string;
+  /** A refused amount, shown at its form. */
+  error?: { form: 'top-up' | 'pay'; message: string; value: string };
+}
+
+function amountForm(options: {
+  id: 'top-up' | 'pay';
+  action: string;
+  heading: string;
+  hint: string;
+  button: string;
+  buttonClass: string;
+  csrfToken: string;
+  formKey: string;
+  error: HomePage['error'];
+}): string {
+  const error = options.error?.form === options.id ? options.error : undefined;
+  return `<section class="card" id="${options.id}">
+<h2>${escapeHtml(options.heading)}</h2>
+<p class="hint">${escapeHtml(options.hint)}</p>
+<form method="post" action="${options.action}" id="${options.id}-form">
+<input type="hidden" name="csrf" value="${escapeHtml(options.csrfToken)}">
+<input type="hidden" name="formKey" value="${escapeHtml(options.formKey)}">
+<label for="${options.id}-amount">Amount</label>
+<div class="amount"><span>PHP</span><input type="text" inputmode="decimal" autocomplete="off" name="amount" id="${options.id}-amount" placeholder="0.00" required maxlength="14" pattern="[0-9]{1,10}([.][0-9]{1,2})?" value="${escapeHtml(error?.value ?? '')}"${error ? ' aria-invalid="true"' : ''}></div>
+${error ? `<p class="error" id="${options.id}-error" role="alert">${escapeHtml(error.message)}</p>\n` : ''}<button type="submit" class="${options.buttonClass}" id="${options.id}-submit">${escapeHtml(options.button)}</button>
+</form>
+</section>`;
+}
+
+/** The partner page: greeting, KYC status, top up and pay. */
+export function homePage(nonce: string, content: HomePage): string {
+  const greeting = content.firstName ? `Hello, ${content.firstName}` : 'Hello';
+  const kyc =
+    content.kycStatus === 'KYC1'
+      ? `<p id="kyc"><span class="badge">Verified (KYC1)</span></p>`
+      : content.kycStatus === 'KYC0'
+        ? `<p id="kyc"><span class="badge kyc0">Not upgraded (KYC0)</span></p>
+<p class="hint" id="kyc-hint">Upgrade your account in the wallet app to receive top-ups.</p>`
+        : '';
+  return renderLayout({
+    nonce,
+    title: 'walletflow',
+    body: `<header>
+<h1 id="greeting">${escapeHtml(greeting)}</h1>
+${kyc}
+</header>
+${amountForm({
+  id: 'top-up',
+  action: '/app/top-up',
+  heading: 'Top up my wallet',
+  hint: 'Add money from us to your wallet.',
+  button: 'Top up',
+  buttonClass: 'secondary',
+  csrfToken: content.csrfToken,
+  formKey: content.topUpFormKey,
+  error: content.error,
+})}
+${amountForm({
+  id: 'pay',
+  action: '/app/pay',
+  heading: 'Pay',
+  hint: 'Pay us from your wallet balance.',
+  button: 'Pay',
+  buttonClass: '',
+  csrfToken: content.csrfToken,
+  formKey: content.payFormKey,
+  error: content.error,
+})}`,
+    // One submit per form: a double tap sends one request (the form key makes a repeat harmless anyway).
+    script: `${dropSessionIdFromAddress}document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){var b=f.querySelector('button');if(b){setTimeout(function(){b.disabled=true;},0);}});});`,
+  });
+}
+
+/** A top-up or payment on its way: the current outcome, polled until final. */
+export function progressPage(nonce: string, content: { statusUrl: string; outcome: Outcome }): string {
+  const { outcome } = content;
+  return renderLayout({
+    nonce,
+    title: outcome.title,
+    ...(outcome.final ? {} : { noscriptRefreshSeconds: 2 }),
+    body: `<section class="card ${outcome.tone}${outcome.final ? ' final' : ''}" id="progress" data-state="${outcome.final ? 'final' : 'pending'}" data-status-url="${escapeHtml(content.statusUrl)}">
+<h1 id="title">${escapeHtml(outcome.title)}</h1>
+<div class="spinner" role="status" aria-label="Working"></div>
+<p id="message" role="status">${escapeHtml(outcome.message)}</p>
+</section>
+<a class="button" href="/app" id="back">Back</a>`,
+    script: `(function(){var el=document.getElementById('progress');if(el.getAttribute('data-state')==='final')return;var url=el.getAttribute('data-status-url');var n=0;function show(s){document.getElementById('title').textContent=s.title;document.getElementById('message').textContent=s.message;document.title=s.title;el.className='card '+s.tone+(s.final?' final':'');el.setAttribute('data-state',s.final?'final':'pending');}function tick(){fetch(url,{credentials:'same-origin',cache:'no-store'}).then(function(r){if(!r.ok)throw new Error('status '+r.status);return r.json();}).then(function(s){show(s);if(!s.final&&++n<300)setTimeout(tick,n<30?1000:3000);}).catch(function(){if(++n<300)setTimeout(tick,3000);});}setTimeout(tick,600);})();`,
+  });
+}

@@ -1,0 +1,65 @@
+// What the landing page tells the user about a top-up (funding) or a payment, by status and code:
+// plain words fit for the user, never internal codes alone.
+import { z } from 'zod';
+import type { FundingStatus } from '../../domain/funding.ts';
+import type { PaymentStatus } from '../../domain/payment.ts';
+import { fundingStatuses, isFinalFundingStatus } from '../../domain/funding.ts';
+import { isFinalPaymentStatus, paymentErrorMessage, paymentStatuses } from '../../domain/payment.ts';
+
+export const outcomeSchema = z.object({
+  /** No further change is expected (NEEDS_REVIEW is not final: it is still being checked). */
+  final: z.boolean(),
+  tone: z.enum(['success', 'error', 'info']),
+  title: z.string(),
+  message: z.string(),
+});
+export type Outcome = z.infer<typeof outcomeSchema>;
+
+/** What a progress page polls: the outcome and the funding's or payment's status. */
+export const outcomeStatusSchema = outcomeSchema.extend({ status: z.union([z.enum(fundingStatuses), z.enum(paymentStatuses)]) });
+export type OutcomeStatus = z.infer<typeof outcomeStatusSchema>;
+
+export const reopenFromWallet = 'Your wallet session has ended. Please close this page and open the app again from your wallet.';
+
+const topUpMessages: Record<string, string> = {
+  M133: 'Your wallet account is not upgraded yet. Upgrade it in the wallet app, then try again.',
+  '6001': 'Your wallet has reached its limit, so the top-up could not be credited.',
+  '6002': 'Your wallet account is blocked. Please contact the wallet’s support.',
+  '6051': 'We cannot top up wallets right now. Please try again later.',
+  '1096': 'This top-up cannot go to this wallet account.',
+  REAUTH_REQUIRED: reopenFromWallet,
+  USER_TOKEN_INVALID: reopenFromWallet,
+  LINK_NOT_USABLE: reopenFromWallet,
+};
+
+export function topUpOutcome(status: FundingStatus, errorCode: string | null, amount: string): Outcome {
+  if (!isFinalFundingStatus(status)) {
+    return { final: false, tone: 'info', title: 'Topping up…', message: `We are adding PHP ${amount} to your wallet. This takes a few seconds.` };
+  }
+  if (status === 'APPROVED') {
+    return { final: true, tone: 'success', title: 'Top-up approved', message: `PHP ${amount} was added to your wallet.` };
+  }
+  const message =
+    (errorCode && topUpMessages[errorCode]) ??
+    (status === 'DECLINED' ? 'The wallet declined the top-up. Nothing was moved.' : 'The top-up did not go through. Nothing was moved.');
+  return { final: true, tone: 'error', title: status === 'DECLINED' ? 'Top-up declined' : 'Top-up not done', message };
+}
+
+export function paymentOutcome(status: PaymentStatus, errorCode: string | null, amount: string): Outcome {
+  if (status === 'NEEDS_REVIEW') {
+    return {
+      final: false,
+      tone: 'info',
+      title: 'We’re checking your payment',
+      message: 'The wallet did not confirm this payment in time, so we are checking it. Please do not pay again; this page updates when it is settled.',
+    };
+  }
+  if (!isFinalPaymentStatus(status)) {
+    return { final: false, tone: 'info', title: 'Paying…', message: `We are paying PHP ${amount} from your wallet. This takes a few seconds.` };
+  }
+  if (status === 'SUCCEEDED') {
+    return { final: true, tone: 'success', title: 'Payment successful', message: `You paid PHP ${amount}.` };
+  }
+  const message = errorCode === 'REAUTH_REQUIRED' || errorCode === 'USER_TOKEN_INVALID' ? reopenFromWallet : paymentErrorMessage(errorCode ?? 'FAILED');
+  return { final: true, tone: 'error', title: 'Payment failed', message };
+}

@@ -1,0 +1,178 @@
+// The session URL (POST /embedded/session) the wallet service calls when a user opens the
+// partner's tile: rate limit and sender allowlist first, then headers and body, then the tokens are
+// stored encrypted under a new one-time session id and the answer goes out at once; the profile
+// fetch and linking run afterwards in the onboardEmbeddedSession workflow. Errors: `{ code,
+// message }` (400, 403, 429 with Retry-After; anything else under /embedded too).
+import { randomUUID } from 'node:crypto';
+import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import { decodeJwt } from 'jose';
+import { z } from 'zod';
+import type { Client } from '@temporalio/client';
+import { requestReferenceNoSchema, sessionPayloadSchema, type OnboardEmbeddedSessionInput } from '../../domain/embedded-session.ts';
+import type { Database } from '../../lib/database.ts';
+import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import type { IpAllowlist } from '../../lib/ip-allowlist.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import type { TokenCipher } from '../../links/token-cipher.ts';
+import { clientErrorOf } from '../http/client-errors.ts';
+import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+
+/** The session payload is three tokens and a number: a few KiB at most. */
+export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
+
+export interface EmbeddedSessionDependencies {
+  database: Database;
+  cipher: TokenCipher;
+  temporal: Client;
+  taskQueue: string;
+  allowlist: IpAllowlist;
+  /** How long the session id may be used at the landing page. */
+  sessionTtlMs: number;
+  logger: Logger;
+  /** Times every answer (walletflow_session_url_duration_seconds); absent: not timed. */
+  metrics?: Pick<Metrics, 'sessionUrl'>;
+  /** Calls per sender address (SESSION_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
+  rateLimiter?: RateLimiter;
+  now?: () => number;
+}
+
+const passThrough: RequestHandler = (_req, _res, next) => next();
+
+/** The answer to an accepted call: the one-time session id the wallet opens the landing page with. */
+export const sessionCreatedSchema = z.object({ sessionId: z.uuidv4() });
+
+/** Contract section 6: a refused session call answers `{ code, message }`. */
+export const sessionRefusalSchema = z.object({ code: z.string(), message: z.string() });
+
+function refuse(res: Response, status: number, code: string, message: string): void {
+  const body: z.infer<typeof sessionRefusalSchema> = { code, message };
+  res.status(status).setHeader('Cache-Control', 'no-store').json(body);
+}
+
+/** Starts the onboarding workflow (or finds it running): the landing page calls it too, as a safety net. */
+export async function startOnboarding(temporal: Client, taskQueue: string, sessionRecordId: string): Promise<void> {
+  const input: OnboardEmbeddedSessionInput = { sessionRecordId };
+  await temporal.workflow.start('onboardEmbeddedSession', {
+    taskQueue,
+    workflowId: onboardingWorkflowId(sessionRecordId),
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+  });
+}
+
+function jwtExpiry(token: string): Date | null {
+  try {
+    const { exp } = decodeJwt(token);
+    return typeof exp === 'number' ? new Date(exp * 1000) : null;
+  } catch {
+    return null;
+  }
+}
+
+export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router {
+  const router = Router();
+  const now = deps.now ?? Date.now;
+  const readBody = express.raw({ type: () => true, limit: SESSION_BODY_LIMIT_BYTES });
+
+  const limit = deps.rateLimiter
+    ? limitRequests(deps.rateLimiter, (_req, res, retryAfterSeconds) =>
+        refuse(res, 429, 'RATE_LIMITED', `too many calls from this sender; retry after ${retryAfterSeconds} s`),
+      )
+    : passThrough;
+
+  // Every answer of the session URL is timed, refusals included: the wallet service waits on it.
+  const timed: RequestHandler = (_req, res, next) => {
+    const started = performance.now();
+    res.once('finish', () => deps.metrics?.sessionUrl(res.statusCode, (performance.now() - started) / 1000));
+    next();
+  };
+
+  router.post(
+    '/embedded/session',
+    timed,
+    // Counted before the allowlist: a flood from outside is refused without a log line per call.
+    limit,
+    (req, res, next) => {
+      // First check, before anything is read or stored: only the wallet service's senders.
+      if (!deps.allowlist.allows(req.ip)) {
+        deps.logger.warn({ ip: req.ip }, 'session URL called from an address outside SESSION_ALLOWED_IPS');
+        refuse(res, 403, 'FORBIDDEN', 'this sender may not call the session URL');
+        return;
+      }
+      if (!req.is('application/json')) {
+        refuse(res, 400, 'UNSUPPORTED_CONTENT_TYPE', 'Content-Type must be application/json');
+        return;
+      }
+      next();
+    },
+    readBody,
+    async (req, res) => {
+      const reference = requestReferenceNoSchema.safeParse(req.get('request-reference-no'));
+      if (!reference.success) {
+        refuse(res, 400, 'INVALID_REQUEST_REFERENCE_NO', 'the Request-Reference-No header must be a UUIDv4');
+        return;
+      }
+      let json: unknown;
+      try {
+        json = JSON.parse(Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '');
+      } catch {
+        refuse(res, 400, 'MALFORMED_JSON', 'the body is not valid JSON');
+        return;
+      }
+      const nowMs = now();
+      const payload = sessionPayloadSchema(Math.floor(nowMs / 1000)).safeParse(json);
+      if (!payload.success) {
+        // Messages name the field and the rule, never the value.
+        const message = payload.error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
+        refuse(res, 400, 'VALIDATION_ERROR', message);
+        return;
+      }
+      const { accessToken, refreshToken, expiresAt } = payload.data;
+      const sessionId = randomUUID();
+      const id = randomUUID();
+      await deps.database.embeddedSession.create({
+        data: {
+          id,
+          sessionIdHash: hashBearer(sessionId),
+          requestReferenceNo: reference.data,
+          accessTokenEncrypted: deps.cipher.encrypt(accessToken, sessionAccessTokenContext(id)),
+          refreshTokenEncrypted: deps.cipher.encrypt(refreshToken, sessionRefreshTokenContext(id)),
+          accessTokenExpiresAt: new Date(expiresAt * 1000),
+          refreshTokenExpiresAt: jwtExpiry(refreshToken),
+          expiresAt: new Date(nowMs + deps.sessionTtlMs),
+        },
+      });
+      // Starting is quick; the workflow's result is not awaited. Should the start fail, the
+      // landing page starts it when the user arrives.
+      try {
+        await startOnboarding(deps.temporal, deps.taskQueue, id);
+      } catch (error) {
+        deps.logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'could not start session onboarding; the landing page will');
+      }
+      deps.logger.info({ sessionRecordId: id, requestReferenceNo: reference.data }, 'embedded session stored');
+      const body: z.infer<typeof sessionCreatedSchema> = { sessionId };
+      res.status(200).setHeader('Cache-Control', 'no-store').json(body);
+    },
+  );
+
+  // The contract's caller knows 200, 400 and 403: a body that cannot be read (too large, an
+  // unknown encoding or charset, cut short) is a malformed call, 400 with its own code.
+  const onBodyError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (refused) {
+      refuse(res, 400, refused.code, refused.code === 'BODY_TOO_LARGE' ? `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes` : refused.message);
+      return;
+    }
+    deps.logger.error({ err: error, method: req.method, path: req.path }, 'session URL failed');
+    refuse(res, 500, 'INTERNAL', 'the session could not be stored; retry');
+  };
+  router.all('/embedded/session', (_req, res) => {
+    res.setHeader('Allow', 'POST');
+    refuse(res, 405, 'METHOD_NOT_ALLOWED', 'the session URL takes POST only');
+  });
+  router.use('/embedded', (req, res) => refuse(res, 404, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`));
+  router.use('/embedded', onBodyError);
+  return router;
+}

@@ -1,0 +1,47 @@
+// GET /metrics (contract-decisions section 8: Prometheus text, no authentication), and the timing
+// of every request: a walletflow_http_request_duration_seconds sample labelled by route template
+// (never the raw path, which carries ids) and one access log line.
+import { Router, type Request, type RequestHandler } from 'express';
+import { currentLogContext, withLogContext } from '../../lib/log-context.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+
+/** Probes and scrapes: logged at debug, not info, so they do not drown the access log. */
+const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * The route template that answered (`/ops/fundings/:fundingId`); a request refused before any
+ * route (authentication, an unknown path under a router) is `<mount>/*`, one no router took
+ * `unmatched`.
+ */
+export function routeTemplateOf(req: Request): string {
+  const routePath: unknown = (req.route as { path?: unknown } | undefined)?.path;
+  if (typeof routePath === 'string') return `${req.baseUrl}${routePath}` || '/';
+  return req.baseUrl ? `${req.baseUrl}/*` : 'unmatched';
+}
+
+export function observeRequests(deps: { metrics: Metrics; logger: Logger }): RequestHandler {
+  return (req, res, next) => {
+    const started = performance.now();
+    // 'finish' fires from the socket, outside the request's log context: carry it over.
+    const context = currentLogContext() ?? {};
+    res.once('finish', () => withLogContext(context, () => {
+      const route = routeTemplateOf(req);
+      const durationMs = performance.now() - started;
+      deps.metrics.httpRequest({ method: req.method, route, status: res.statusCode, seconds: durationMs / 1000 });
+      const line = { method: req.method, route, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 };
+      if (quietRoutes.has(route)) deps.logger.debug(line, 'request');
+      else deps.logger.info(line, 'request');
+    }));
+    next();
+  };
+}
+
+export function metricsRouter(metrics: Metrics): Router {
+  const router = Router();
+  router.get('/metrics', async (_req, res) => {
+    const text = await metrics.registry.metrics();
+    res.status(200).setHeader('Content-Type', metrics.registry.contentType).setHeader('Cache-Control', 'no-store').send(text);
+  });
+  return router;
+}

@@ -1,0 +1,129 @@
+// Ops routes for links: read a link (status, kind, scopes, token expiry; never tokens), read its
+// wallet profile (fetched and decrypted on every request, by scope), and unlink it (its tokens are
+// deleted; the link stays, UNLINKED, with its history).
+import { Router } from 'express';
+import { z } from 'zod';
+import { VaultError, type TokenVault } from '../../links/token-vault.ts';
+import type { Database } from '../../lib/database.ts';
+import { unlink } from '../../links/link-record.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
+import { linkView, type LinkProfileView } from '../../links/link-view.ts';
+import { sendProblem } from '../http/problem.ts';
+
+/** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
+const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
+
+/** A link id in a path: anything else is a bad request (400 INVALID_LINK_ID). */
+export const linkIdSchema = z.uuid();
+
+export interface OpsLinksDependencies {
+  database: Database;
+  tokens: TokenStore;
+  /** For GET /links/{linkId}/profile: the vault hands out (and refreshes) the link's user token. */
+  profiles?: { vault: Pick<TokenVault, 'withUserToken'>; wallet: Pick<WalletClient, 'getProfile'>; now?: () => number };
+}
+
+export function opsLinksRouter(deps: OpsLinksDependencies): Router {
+  const router = Router();
+
+  router.get('/links/:linkId', async (req, res) => {
+    const linkId = linkIdSchema.safeParse(req.params.linkId);
+    if (!linkId.success) {
+      sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
+      return;
+    }
+    const view = await linkView(deps.database, linkId.data);
+    if (!view) {
+      sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `no link ${linkId.data}` });
+      return;
+    }
+    res.json(view);
+  });
+
+  // Never cached: every request fetches the profile again, so identity document URLs are always
+  // fresh (valid 15 minutes from `fetchedAt`) and nothing of the profile is stored.
+  router.get('/links/:linkId/profile', async (req, res) => {
+    const linkId = linkIdSchema.safeParse(req.params.linkId);
+    if (!linkId.success) {
+      sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
+      return;
+    }
+    const profiles = deps.profiles;
+    if (!profiles) {
+      sendProblem(res, { status: 501, code: 'NOT_CONFIGURED', title: 'Not Implemented', detail: 'profile reads are not configured' });
+      return;
+    }
+    const link = await deps.database.link.findUnique({ where: { id: linkId.data }, select: { status: true } });
+    if (!link) {
+      sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `no link ${linkId.data}` });
+      return;
+    }
+    const reauth = () =>
+      sendProblem(res, {
+        status: 409,
+        code: 'REAUTH_REQUIRED',
+        title: 'Conflict',
+        detail: 'the wallet no longer accepts this link’s tokens: the user must log in again (or reopen the app from the wallet)',
+      });
+    if (link.status === 'UNLINKED') {
+      sendProblem(res, { status: 409, code: 'LINK_UNLINKED', title: 'Conflict', detail: `link ${linkId.data} was unlinked` });
+      return;
+    }
+    if (link.status === 'REAUTH_REQUIRED') {
+      reauth();
+      return;
+    }
+    try {
+      const fetchedAt = (profiles.now ?? Date.now)();
+      const profile = await profiles.vault.withUserToken(linkId.data, (token) => profiles.wallet.getProfile(token));
+      const byScope = profileByScope(profile.data);
+      res.setHeader('Cache-Control', 'no-store');
+      const body: LinkProfileView = {
+        linkId: linkId.data,
+        fetchedAt: new Date(fetchedAt).toISOString(),
+        requestReferenceNo: profile.requestReferenceNo,
+        scopes: Object.keys(byScope) as LinkProfileView['scopes'],
+        documentUrlsExpireAt: byScope.identity_document ? new Date(fetchedAt + DOCUMENT_URL_LIFETIME_MS).toISOString() : null,
+        profile: byScope,
+      };
+      res.json(body);
+    } catch (error) {
+      if (error instanceof VaultError) {
+        if (error.code === 'REAUTH_REQUIRED') reauth();
+        else if (error.code === 'LINK_UNLINKED') sendProblem(res, { status: 409, code: 'LINK_UNLINKED', title: 'Conflict', detail: `link ${linkId.data} was unlinked` });
+        else sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `link ${linkId.data} has no tokens` });
+        return;
+      }
+      if (isWalletError(error) && error.httpStatus === 401) {
+        reauth();
+        return;
+      }
+      if (isWalletError(error)) {
+        sendProblem(res, {
+          status: 502,
+          code: 'WALLET_UNAVAILABLE',
+          title: 'Bad Gateway',
+          detail: `the wallet service did not give the profile: ${error.code} (Request-Reference-No ${error.requestReferenceNo})`,
+        });
+        return;
+      }
+      throw error;
+    }
+  });
+
+  router.delete('/links/:linkId', async (req, res) => {
+    const linkId = linkIdSchema.safeParse(req.params.linkId);
+    if (!linkId.success) {
+      sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
+      return;
+    }
+    if (!(await unlink(deps.database, deps.tokens, linkId.data))) {
+      sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `no link ${linkId.data}` });
+      return;
+    }
+    res.json(await linkView(deps.database, linkId.data));
+  });
+
+  return router;
+}

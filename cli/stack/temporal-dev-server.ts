@@ -1,0 +1,123 @@
+// The Temporal default: the Temporal CLI dev server (`temporal server start-dev`) with its SQLite
+// file in a project folder, the Web UI, and walletflow's custom search attributes registered.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Connection } from '@temporalio/client';
+import { searchAttributes } from '../../domain/search-attributes.ts';
+import { waitForPort } from './ports.ts';
+
+const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+/**
+ * Finds the Temporal CLI: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the project's tool
+ * cache, else builds it with Go (scripts/install-temporal-cli.sh shows progress on stderr).
+ */
+export function resolveTemporalCli(): string {
+  const result = spawnSync('bash', [path.join(projectRoot, 'scripts/install-temporal-cli.sh')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: process.env,
+  });
+  const lines = result.stdout.toString().trim().split('\n');
+  const binary = lines[lines.length - 1];
+  if (result.status !== 0 || !binary || !existsSync(binary)) {
+    throw new Error('the Temporal CLI is not available (see the message above), and TEMPORAL_ADDRESS is not set');
+  }
+  return binary;
+}
+
+export interface TemporalDevServerOptions {
+  binary: string;
+  /** SQLite file; absent: in memory. */
+  dbFile?: string;
+  port: number;
+  /** Web UI port; absent: headless. */
+  uiPort?: number;
+  namespace: string;
+  onLog?: (line: string) => void;
+}
+
+export interface RunningTemporal {
+  address: string;
+  uiUrl: string | undefined;
+  process: ChildProcess;
+  stop(): Promise<void>;
+}
+
+export async function startTemporalDevServer(options: TemporalDevServerOptions): Promise<RunningTemporal> {
+  if (options.dbFile) await mkdir(path.dirname(options.dbFile), { recursive: true });
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(options.port),
+    '--namespace',
+    options.namespace,
+    '--log-level',
+    'warn',
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...Object.values(searchAttributes).flatMap((attribute) => ['--search-attribute', `${attribute.name}=${attribute.type}`]),
+  ];
+  const child = spawn(options.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let exited: string | undefined;
+  let lastOutput = '';
+  const onData = (chunk: Buffer) => {
+    const text = chunk.toString();
+    lastOutput = (lastOutput + text).slice(-2000);
+    for (const line of text.split('\n')) if (line.trim()) options.onLog?.(line);
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exitedPromise = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.once('exit', (code, signal) => {
+    exited = `the Temporal dev server exited (code ${code}, signal ${signal}): ${lastOutput.trim()}`;
+  });
+  const address = `127.0.0.1:${options.port}`;
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exitedPromise;
+      clearTimeout(timer);
+    }
+  };
+  try {
+    await waitForPort(options.port, { timeoutMs: 60_000, failed: () => exited });
+    await waitForNamespace(address, options.namespace, () => exited);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return {
+    address,
+    uiUrl: options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined,
+    process: child,
+    stop,
+  };
+}
+
+/** The frontend listens before the namespace is ready: wait until it can be described. */
+async function waitForNamespace(address: string, namespace: string, failed: () => string | undefined): Promise<void> {
+  const connection = await Connection.connect({ address });
+  try {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const failure = failed();
+      if (failure) throw new Error(failure);
+      try {
+        await connection.workflowService.describeNamespace({ namespace });
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,264 @@
+// `walletflow bench`: fundings through the ops API (CODE recipients, no faults) at several
+// concurrency levels for a fixed time each, against a baseline in the same run (the same create
+// and execute calls made straight to the sandbox with the wallet client: no API, Temporal or
+// database), CPU and memory of the API, worker(s) and Temporal per level, and the session URL
+// alone under autocannon. Writes a JSON report and an SVG chart. Exit 0: done; 1: the run failed;
+// 64: bad options.
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../wallet/config.ts';
+import { createWalletClient } from '../wallet/index.ts';
+import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type RunningTemporalServer } from './temporal-server.ts';
+import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
+import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
+import { runSessionLoad } from './bench-session.ts';
+import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
+import { sampleUsage, type ProcessUsage } from './process-usage.ts';
+import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
+import { onStopSignal } from '../cli/stack/stop-signals.ts';
+
+export interface BenchOptions {
+  levels: string;
+  seconds: string;
+  sessionSeconds: string;
+  sessionConnections: string;
+  temporal: string;
+  workers?: string;
+  out: string;
+  name?: string;
+  /** An earlier report drawn as a third series (e.g. before a change). */
+  compare?: string;
+  logDir?: string;
+}
+
+class UsageError extends Error {}
+
+function wholeNumber(value: string, name: string, min: number, max: number): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}`);
+  return parsed;
+}
+
+interface Settings {
+  levels: number[];
+  seconds: number;
+  sessionSeconds: number;
+  sessionConnections: number;
+  temporal: 'dev-server' | 'server';
+  workers: number;
+  out: string;
+  name: string;
+  compare?: string;
+}
+
+function parse(options: BenchOptions): Settings {
+  const levels = options.levels.split(',').map((level) => wholeNumber(level, 'levels', 1, 1024));
+  if (levels.length === 0) throw new UsageError('--levels needs at least one level');
+  if (options.temporal !== 'dev' && options.temporal !== 'server') throw new UsageError('--temporal must be dev or server');
+  const temporal = options.temporal === 'dev' ? 'dev-server' : 'server';
+  const workers = wholeNumber(options.workers ?? (temporal === 'server' ? '2' : '1'), 'workers', 1, 8);
+  return {
+    levels,
+    seconds: wholeNumber(options.seconds, 'seconds', 1, 600),
+    sessionSeconds: wholeNumber(options.sessionSeconds, 'session-seconds', 0, 600),
+    sessionConnections: wholeNumber(options.sessionConnections, 'session-connections', 1, 1024),
+    temporal,
+    workers,
+    out: path.resolve(options.out),
+    name: options.name ?? `${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+    ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
+  };
+}
+
+export async function runBench(options: BenchOptions): Promise<number> {
+  let settings: Settings;
+  try {
+    settings = parse(options);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`walletflow bench: ${error.message}`);
+    return 64;
+  }
+  const started = Date.now();
+  const log = (line: string) => process.stdout.write(`${`${((Date.now() - started) / 1000).toFixed(0)}s`.padStart(5)}  ${line}\n`);
+  const cleanup = createCleanup(log);
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    log(`${signal}: stopping everything the bench started...`);
+    void cleanup.run().then(() => process.exit(130));
+  };
+  onStopSignal(onSignal);
+  try {
+    const report = await bench(settings, log, cleanup);
+    await mkdir(settings.out, { recursive: true });
+    const jsonPath = path.join(settings.out, `${settings.name}.json`);
+    const svgPath = path.join(settings.out, `${settings.name}.svg`);
+    await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+    const series: ChartSeries[] = seriesOf(report);
+    if (settings.compare) {
+      const earlier = benchReportSchema.parse(JSON.parse(await readFile(settings.compare, 'utf8')));
+      series.push({ ...seriesOf(earlier, `earlier: ${earlier.name}`, '#d29922')[0]!, dashed: true });
+    }
+    await writeFile(svgPath, renderChart(`walletflow bench, ${report.temporal === 'server' ? 'Temporal server' : 'Temporal dev server'}, ${report.workers} worker(s), ${report.date.slice(0, 10)}`, series));
+    process.stdout.write(`\n${formatBenchTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}, chart: ${path.relative(process.cwd(), svgPath)}\n`);
+    return 0;
+  } catch (error) {
+    if (interrupted) return 130;
+    console.error(`walletflow bench: ${(error as Error).message}`);
+    return 1;
+  } finally {
+    if (!interrupted) await cleanup.run();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+/** The machine's PostgreSQL for the real Temporal server (trust auth), as the issue's set-up has it. */
+function temporalPostgres() {
+  const url = new URL(process.env.WALLETFLOW_BENCH_TEMPORAL_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432');
+  return { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
+}
+
+async function startRealTemporal(log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<RunningTemporalServer> {
+  const tools = resolveTemporalServer();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-temporal-server-'));
+  cleanup.add(() => rm(dir, { recursive: true, force: true }));
+  const postgres = temporalPostgres();
+  const databasePrefix = `walletflow_bench_temporal_${process.pid}_${Date.now().toString(36)}`;
+  const databases = [databasePrefix, `${databasePrefix}_visibility`];
+  cleanup.add(async () => dropTemporalDatabases({ sqlTool: tools.sqlTool, postgres }, databases));
+  const logLines: string[] = [];
+  const server = await startTemporalServer({
+    ...tools,
+    dir,
+    postgres,
+    databasePrefix,
+    historyShards: 4,
+    namespace: 'default',
+    onLog: (line) => {
+      logLines.push(line);
+      if (logLines.length > 200) logLines.shift();
+    },
+  });
+  cleanup.add(() => server.stop());
+  log(`Temporal: server ${path.basename(tools.server)} on ${server.address}, 4 history shards, PostgreSQL ${postgres.host}:${postgres.port} (databases ${databases.join(', ')})`);
+  return server;
+}
+
+async function bench(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BenchReport> {
+  const started = Date.now();
+  log(`bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`);
+  const realTemporal = settings.temporal === 'server' ? await startRealTemporal(log, cleanup) : undefined;
+  const stack: LocalStack = await startLocalStack({
+    purpose: 'bench',
+    log,
+    cleanup,
+    workers: settings.workers,
+    ...(realTemporal ? { temporal: { address: realTemporal.address, namespace: 'default' } } : {}),
+    env: {
+      // The session URL's per-sender limit would cap the autocannon run at 100 requests/s.
+      SESSION_RATE_LIMIT_PER_MINUTE: '1000000',
+    },
+  });
+  const admin = sandboxAdmin(stack.sandbox.url);
+  const stats: DriverStats = { retries: 0, relaunches: 0 };
+  const ops = opsClient(stack.apiBase, stack.opsKey, stats);
+  const partner = stack.sandbox.partner;
+  const wallet = createWalletClient({
+    connectUrl: stack.sandbox.connectUrl,
+    opUrl: stack.sandbox.opUrl,
+    transferUrl: stack.sandbox.transferUrl,
+    clientId: partner.clientId,
+    clientSecret: partner.clientSecret,
+    redirectUri: partner.redirectUri,
+    transferApiKey: partner.transferApiKey,
+    p2mId: partner.p2mId,
+    profileDecryptionJwk: profileDecryptionJwkSchema.parse(partner.profileDecryptionJwk),
+    profileVerificationJwk: profileVerificationJwkSchema.parse(partner.profileVerificationJwk),
+    timeoutMs: 5000,
+  });
+  cleanup.add(() => wallet.close());
+
+  const walletflowCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
+  const baselineCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6392' });
+  const pids = () => {
+    const named: Record<string, number | undefined> = { api: stack.api.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid(), bench: process.pid };
+    for (const worker of stack.workers) named[worker.name] = worker.pid();
+    return named;
+  };
+  /** Codes for a level, from the rate so far: short of them, the level ends early (and says so). */
+  const prepare = async (codes: CodeSupply, ratePerSecond: number, concurrency: number) => {
+    const wanted = Math.min(200_000, Math.ceil(ratePerSecond * settings.seconds * 1.5) + 4 * concurrency);
+    if (codes.left < wanted) await codes.fill(wanted - codes.left);
+  };
+
+  // Warm-up (not recorded): connections, JIT, the worker's workflow cache, the sandbox's routes.
+  await prepare(walletflowCodes, 10, 4);
+  await runWalletflowLevel({ ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries }, { concurrency: 4, seconds: Math.min(3, settings.seconds) });
+  await prepare(baselineCodes, 200, 4);
+  await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency: 4, seconds: 1 });
+  log('warm-up done');
+
+  let walletflowRate = 20;
+  let baselineRate = 1000;
+  let previousLevel = 1;
+  const levels: BenchReport['levels'] = [];
+  for (const concurrency of settings.levels) {
+    const growth = Math.min(Math.max(concurrency / previousLevel, 1), 4);
+    await prepare(walletflowCodes, walletflowRate * growth, concurrency);
+    const walletflowUsage = sampleUsage(pids);
+    const walletflow = await runWalletflowLevel({ ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries }, { concurrency, seconds: settings.seconds });
+    const walletflowProcesses = walletflowUsage.stop();
+    log(`c=${concurrency}: walletflow ${walletflow.perSecond} fundings/s, p50 ${walletflow.latencyMs.p50} ms, p99 ${walletflow.latencyMs.p99} ms${walletflow.failed ? `, ${walletflow.failed} failed` : ''}${walletflow.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`);
+
+    await prepare(baselineCodes, baselineRate * growth, concurrency);
+    const baselineUsage = sampleUsage(() => ({ bench: process.pid }));
+    const baseline: LevelRun = await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency, seconds: settings.seconds });
+    const baselineProcesses = baselineUsage.stop();
+    log(`c=${concurrency}: baseline ${baseline.perSecond} create+execute/s, p50 ${baseline.latencyMs.p50} ms, p99 ${baseline.latencyMs.p99} ms${baseline.failed ? `, ${baseline.failed} failed` : ''}${baseline.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`);
+
+    const cpuMsPer = (processes: Record<string, ProcessUsage>, names: string[], completed: number) =>
+      completed === 0 ? 0 : round1((names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0) * 1000) / completed);
+    levels.push({
+      concurrency,
+      walletflow: { ...walletflow, processes: walletflowProcesses, cpuMsPerItem: cpuMsPer(walletflowProcesses, ['api', 'temporal', ...stack.workers.map((worker) => worker.name)], walletflow.completed) },
+      baseline: { ...baseline, processes: baselineProcesses, cpuMsPerItem: cpuMsPer(baselineProcesses, ['bench'], baseline.completed) },
+      ratio: baseline.perSecond > 0 ? Math.round((walletflow.perSecond / baseline.perSecond) * 10_000) / 10_000 : 0,
+    });
+    walletflowRate = Math.max(walletflow.perSecond, 5);
+    baselineRate = Math.max(baseline.perSecond, 50);
+    previousLevel = concurrency;
+  }
+
+  let session: BenchReport['session'] = null;
+  if (settings.sessionSeconds > 0) {
+    const user = await admin.createUser({ mobile: '+639300000001', kycLevel: 'KYC1', balance: '0.00' });
+    const tokens = await admin.embeddedTokens(user.userId);
+    const usage = sampleUsage(pids);
+    const run = await runSessionLoad({ sessionUrl: `${stack.apiBase}/embedded/session`, tokens, connections: settings.sessionConnections, seconds: settings.sessionSeconds });
+    session = { ...run, processes: usage.stop() };
+    log(`session URL: ${run.requestsPerSecond} requests/s, p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms${run.non2xx ? `, ${run.non2xx} non-2xx` : ''}`);
+  }
+
+  const cpus = os.cpus();
+  return benchReportSchema.parse({
+    name: settings.name,
+    date: new Date(started).toISOString(),
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+      platform: `${os.platform()} ${os.release()}`,
+    },
+    temporal: settings.temporal,
+    workers: settings.workers,
+    options: { levels: settings.levels, seconds: settings.seconds, sessionSeconds: settings.sessionSeconds, sessionConnections: settings.sessionConnections },
+    levels,
+    session,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+  });
+}

@@ -1,0 +1,379 @@
+// A whole walletflow stack of its own in a temp state dir, for `walletflow soak` and `walletflow
+// bench`: PostgreSQL (embedded, or a fresh database on DATABASE_URL's server), a Temporal dev server
+// on a SQLite file (so it survives restarts) or a Temporal server the caller started, the sandbox
+// in-process, and the API and worker(s) as supervised child processes that chaos can kill.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { environmentSchema, secretVariables } from '../lib/config.ts';
+import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
+import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
+import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { applyMigrations } from '../prisma/schema-engine.ts';
+import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** A child process that is restarted when it dies on its own (counted), and stopped on request. */
+export interface SupervisedProcess {
+  readonly name: string;
+  start(): void;
+  /** The running process's id (the node process itself), if it runs. */
+  pid(): number | undefined;
+  /** Signals the process group and waits for the exit; SIGTERM escalates to SIGKILL after graceMs. */
+  stop(signal: NodeJS.Signals, graceMs?: number): Promise<void>;
+  /** Exits nobody asked for (each was followed by a restart). */
+  readonly unplannedExits: number;
+  /** The last lines of its output. */
+  tail(): string;
+  /** Resolves when its output (since the last start) matches; rejects after timeoutMs. */
+  waitForOutput(pattern: RegExp, timeoutMs: number): Promise<void>;
+}
+
+export interface LocalStack {
+  stateDir: string;
+  logDir: string;
+  databaseUrl: string;
+  database: Database;
+  apiBase: string;
+  opsKey: string;
+  sandbox: RunningSandbox;
+  api: SupervisedProcess;
+  /** The first of `workers`. */
+  worker: SupervisedProcess;
+  workers: SupervisedProcess[];
+  /** Waits until the API accepts connections. */
+  apiListening(timeoutMs?: number): Promise<void>;
+  /** Stops the Temporal dev server and starts it again on the same port and SQLite file (dev server only). */
+  restartTemporal(downMs: number): Promise<void>;
+  temporalTail(): string;
+  /** The Temporal dev server's process id; undefined for a Temporal server the caller runs. */
+  temporalPid(): number | undefined;
+}
+
+/** Stop functions, run last-in first-out, once; one added after the run is run at once. */
+export interface Cleanup {
+  add(stop: () => Promise<unknown>): void;
+  run(): Promise<void>;
+}
+
+export function createCleanup(log: (line: string) => void): Cleanup {
+  const stops: Array<() => Promise<unknown>> = [];
+  let running: Promise<void> | undefined;
+  const runOne = (stop: () => Promise<unknown>) => stop().then(
+    () => undefined,
+    (error: Error) => log(`cleanup: ${error.message}`),
+  );
+  return {
+    add(stop) {
+      if (running) void running.then(() => runOne(stop));
+      else stops.push(stop);
+    },
+    run() {
+      running ??= (async () => {
+        while (stops.length > 0) await runOne(stops.pop()!);
+      })();
+      return running;
+    },
+  };
+}
+
+export interface LocalStackOptions {
+  /** Names the temp dir and the fresh database. */
+  purpose: 'soak' | 'bench';
+  /** A Temporal server the caller started (namespace and search attributes ready); default: a dev server of the stack's own. */
+  temporal?: { address: string; namespace: string };
+  /** Worker processes (default 1). */
+  workers?: number;
+  /** Settings on top of the stack's own (e.g. LOG_LEVEL, limits). */
+  env?: NodeJS.ProcessEnv;
+  /** Where the process logs go; default: inside the state dir (removed with it). */
+  logDir?: string;
+  log: (line: string) => void;
+  /** Everything started is registered here; the caller runs it (also on failure and signals). */
+  cleanup: Cleanup;
+}
+
+const quietBundlerLogger = {
+  trace: () => {},
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: (message: string) => console.error(message),
+  log: () => {},
+};
+
+/** The environment without any walletflow setting of the caller's shell: the stack sets them all. */
+function cleanEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(environmentSchema.shape)) delete env[name];
+  for (const name of secretVariables) delete env[`${name}_FILE`];
+  return env;
+}
+
+function supervise(
+  name: string,
+  entry: string,
+  env: NodeJS.ProcessEnv,
+  logFile: WriteStream,
+  log: (line: string) => void,
+  closing: () => boolean,
+): SupervisedProcess {
+  let child: ChildProcess | undefined;
+  let wanted = false;
+  let unplannedExits = 0;
+  let restartTimer: NodeJS.Timeout | undefined;
+  let recent = '';
+  let sinceStart = '';
+  const record = (text: string) => {
+    logFile.write(text);
+    recent = (recent + text).slice(-8000);
+    sinceStart = (sinceStart + text).slice(-64_000);
+  };
+
+  const start = () => {
+    // Once the stack is shutting down, nothing starts again (a chaos action may still be finishing).
+    if (closing()) return;
+    wanted = true;
+    clearTimeout(restartTimer);
+    // WALLETFLOW_PROFILE_DIR: each API and worker process writes a V8 CPU profile there when it
+    // exits (open it in Chrome DevTools' Performance panel), to see where a funding's time goes.
+    const profileDir = process.env.WALLETFLOW_PROFILE_DIR;
+    const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
+    const current = spawn(process.execPath, [...profiling, '--import', 'tsx', path.join(root, entry)], {
+      cwd: root,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child = current;
+    sinceStart = '';
+    record(`\n--- ${new Date().toISOString()} ${name} started (pid ${current.pid}) ---\n`);
+    current.stdout?.on('data', (chunk: Buffer) => record(chunk.toString()));
+    current.stderr?.on('data', (chunk: Buffer) => record(chunk.toString()));
+    current.once('exit', (code, signal) => {
+      record(`--- ${new Date().toISOString()} ${name} exited (code ${code}, signal ${signal}) ---\n`);
+      if (child !== current || !wanted) return;
+      // Nobody asked: count it and start it again (e.g. the worker could not reach Temporal).
+      unplannedExits += 1;
+      log(`${name} exited on its own (code ${code}, signal ${signal}); restarting`);
+      restartTimer = setTimeout(() => {
+        if (wanted && child === current) start();
+      }, 1000);
+    });
+  };
+
+  const stop = async (signal: NodeJS.Signals, graceMs = 15_000) => {
+    wanted = false;
+    clearTimeout(restartTimer);
+    const current = child;
+    if (!current || current.pid === undefined || current.exitCode !== null || current.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => current.once('exit', () => resolve()));
+    const signalGroup = (which: NodeJS.Signals) => {
+      try {
+        process.kill(-current.pid!, which);
+      } catch {
+        // already gone
+      }
+    };
+    signalGroup(signal);
+    const timer = signal === 'SIGKILL' ? undefined : setTimeout(() => signalGroup('SIGKILL'), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  return {
+    name,
+    start,
+    pid: () => (child && child.exitCode === null && child.signalCode === null ? child.pid : undefined),
+    stop,
+    get unplannedExits() {
+      return unplannedExits;
+    },
+    tail: () => recent,
+    async waitForOutput(pattern, timeoutMs) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(sinceStart)) {
+        if (Date.now() > deadline) throw new Error(`${name} did not start within ${timeoutMs} ms; its last output:\n${recent.slice(-3000)}`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+    },
+  };
+}
+
+/** The worker's own line (at LOG_LEVEL info), or the SDK's, which it prints whatever the level. */
+export const workerReady = /worker polling|state: 'RUNNING'/;
+
+/** Boots everything; what it starts is registered with `options.cleanup` as it goes. */
+export async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const { log, purpose } = options;
+  const later = (stop: () => Promise<unknown>) => options.cleanup.add(stop);
+  let closing = false;
+  const stateDir = await mkdtemp(path.join(tmpdir(), `walletflow-${purpose}-`));
+  later(() => rm(stateDir, { recursive: true, force: true }));
+  const logDir = path.resolve(options.logDir ?? path.join(stateDir, 'logs'));
+  await mkdir(logDir, { recursive: true });
+  const openLog = (file: string) => {
+    const stream = createWriteStream(path.join(logDir, file), { flags: 'a' });
+    later(() => new Promise<void>((resolve) => stream.end(resolve)));
+    return stream;
+  };
+
+  // PostgreSQL: a fresh database, dropped at the end.
+  let databaseUrl: string;
+  if (process.env.DATABASE_URL) {
+    const serverUrl = process.env.DATABASE_URL;
+    const name = `walletflow_${purpose}_${process.pid}_${Date.now().toString(36)}`;
+    databaseUrl = await ensureDatabaseExists(serverUrl, name);
+    later(() => dropDatabase(serverUrl, name));
+    log('PostgreSQL: a fresh database on DATABASE_URL’s server');
+  } else {
+    const postgresLog = openLog('postgres.log');
+    const postgres: RunningPostgres = await startEmbeddedPostgres({
+      // Directly under the state dir: the server user (when run as root) may traverse that one.
+      dataDir: path.join(stateDir, 'postgres'),
+      port: await findFreePort(),
+      onLog: (line) => postgresLog.write(`${line}\n`),
+    });
+    later(() => postgres.stop());
+    databaseUrl = postgres.url;
+    log('PostgreSQL: embedded, in the state dir');
+  }
+  await applyMigrations(databaseUrl);
+  const database = createDatabase(databaseUrl);
+  later(() => database.$disconnect());
+
+  // Temporal: the caller's server, or the CLI dev server on a SQLite file, restartable.
+  let temporalRecent = '';
+  let temporal: RunningTemporal | undefined;
+  let startTemporal: (() => Promise<RunningTemporal>) | undefined;
+  const temporalTarget = options.temporal;
+  if (!temporalTarget) {
+    const temporalBinary = resolveTemporalCli();
+    const temporalPort = await findFreePort();
+    const temporalDb = path.join(stateDir, 'temporal.db');
+    const temporalLog = openLog('temporal.log');
+    startTemporal = () =>
+      startTemporalDevServer({
+        binary: temporalBinary,
+        dbFile: temporalDb,
+        port: temporalPort,
+        namespace: 'default',
+        onLog: (line) => {
+          temporalLog.write(`${line}\n`);
+          temporalRecent = (temporalRecent + line + '\n').slice(-4000);
+        },
+      });
+    temporal = await startTemporal();
+    later(() => temporal!.stop());
+    log(`Temporal: dev server on port ${temporalPort}, history in a SQLite file`);
+  }
+  const temporalAddress = temporalTarget?.address ?? temporal!.address;
+  const temporalNamespace = temporalTarget?.namespace ?? 'default';
+
+  // The workflow bundle, once: worker restarts then take a second, not a webpack run.
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
+  const bundlePath = path.join(stateDir, 'workflow-bundle.js');
+  await writeFile(bundlePath, bundle.code);
+
+  // The sandbox in-process, registered to call this stack's API.
+  const apiPort = await findFreePort();
+  const apiBase = `http://127.0.0.1:${apiPort}`;
+  const sandbox = await startSandbox({
+    port: 0,
+    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+  });
+  later(() => sandbox.close());
+  const partner = sandbox.partner;
+
+  const opsKey = randomBytes(32).toString('base64url');
+  const env: NodeJS.ProcessEnv = {
+    ...cleanEnvironment(),
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'info',
+    HOST: '127.0.0.1',
+    PORT: String(apiPort),
+    DATABASE_URL: databaseUrl,
+    TEMPORAL_ADDRESS: temporalAddress,
+    TEMPORAL_NAMESPACE: temporalNamespace,
+    TEMPORAL_TASK_QUEUE: `walletflow-${purpose}`,
+    WORKFLOW_BUNDLE_PATH: bundlePath,
+    // The sweep would repair stragglers: the soak must pass without it, so it never looks.
+    RECONCILE_EVERY_MINUTES: '1440',
+    RECONCILE_AFTER_SECONDS: '604800',
+    OPS_API_KEYS: opsKey,
+    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    CONNECT_URL: sandbox.connectUrl,
+    OP_URL: sandbox.opUrl,
+    TRANSFER_URL: sandbox.transferUrl,
+    CONNECT_CLIENT_ID: partner.clientId,
+    CONNECT_CLIENT_SECRET: partner.clientSecret,
+    CONNECT_REDIRECT_URI: partner.redirectUri,
+    TRANSFER_API_KEY: partner.transferApiKey,
+    PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
+    PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
+    MERCHANT_P2M_ID: partner.p2mId,
+    SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
+    WALLET_TIMEOUT_MS: '5000',
+    ...options.env,
+  };
+
+  const isClosing = () => closing;
+  const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
+    const name = index === 0 ? 'worker' : `worker-${index + 1}`;
+    const supervised = supervise(name, 'worker/main.ts', env, openLog(`${name}.log`), log, isClosing);
+    later(() => supervised.stop('SIGTERM', 10_000));
+    return supervised;
+  });
+  const worker = workers[0]!;
+  const api = supervise('api', 'api/main.ts', env, openLog('api.log'), log, isClosing);
+  later(() => api.stop('SIGTERM', 10_000));
+  // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
+  later(async () => {
+    closing = true;
+  });
+  for (const each of workers) each.start();
+  api.start();
+  const apiListening = (timeoutMs = 60_000) => waitForPort(apiPort, { timeoutMs });
+  await Promise.all([apiListening(), ...workers.map((each) => each.waitForOutput(workerReady, 120_000))]);
+  log(`API on ${apiBase}; ${workers.length === 1 ? 'worker' : `${workers.length} workers`} and API run as child processes (logs in ${logDir})`);
+
+  return {
+    stateDir,
+    logDir,
+    databaseUrl,
+    database,
+    apiBase,
+    opsKey,
+    sandbox,
+    api,
+    worker,
+    workers,
+    apiListening,
+    async restartTemporal(downMs: number) {
+      if (!temporal || !startTemporal) throw new Error('only the stack’s own Temporal dev server can be restarted');
+      await temporal.stop();
+      await new Promise((resolve) => setTimeout(resolve, downMs));
+      for (let attempt = 1; ; attempt += 1) {
+        if (closing) return;
+        try {
+          temporal = await startTemporal();
+          // The cleanup ran while it started: its stop has already been called on the old one.
+          if (closing) await temporal.stop();
+          return;
+        } catch (error) {
+          if (attempt >= 3) throw error;
+          log(`Temporal did not start again (${(error as Error).message.split('\n')[0]}); trying again`);
+        }
+      }
+    },
+    temporalTail: () => temporalRecent,
+    temporalPid: () => temporal?.process.pid,
+  };
+}

@@ -1,0 +1,307 @@
+// `walletflow soak`: N fundings and M payments against the sandbox with faults on every endpoint
+// while the worker is SIGKILLed, the API restarted and the Temporal dev server stopped and started;
+// then the invariant checker compares the sandbox ledger with walletflow's records and prints the
+// table. Exit 0: no violation; 1: violations (listed, with timelines); 64: bad options.
+import { writeFile } from 'node:fs/promises';
+import { isFinalFundingStatus } from '../domain/funding.ts';
+import { isFinalPaymentStatus } from '../domain/payment.ts';
+import { mulberry32 } from '../sandbox/faults.ts';
+import { createChaos, faultRules, plannedActions, type Chaos } from './soak-chaos.ts';
+import {
+  merchantFee,
+  opsClient,
+  planRun,
+  pool,
+  postItem,
+  resolveReviews,
+  sandboxAdmin,
+  type DriverStats,
+  type PlannedItem,
+  type ReviewRecord,
+} from './soak-driver.ts';
+import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, type SoakFundingRow, type SoakPaymentRow } from './soak-invariants.ts';
+import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
+import { onStopSignal } from '../cli/stack/stop-signals.ts';
+
+export interface SoakOptions {
+  fundings: string;
+  payments: string;
+  concurrency: string;
+  seed: string;
+  timeout?: string;
+  /** false with --no-chaos. */
+  chaos: boolean;
+  json?: string;
+  logDir?: string;
+}
+
+const finalFundingStatuses = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'];
+const finalPaymentStatuses = ['SUCCEEDED', 'FAILED'];
+
+function wholeNumber(value: string, name: string, min: number): number {
+  const parsed = Number(value);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}`);
+  return parsed;
+}
+
+class UsageError extends Error {}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export async function runSoak(options: SoakOptions): Promise<number> {
+  let fundings: number, payments: number, concurrency: number, seed: number, timeoutSeconds: number;
+  try {
+    fundings = wholeNumber(options.fundings, 'fundings', 0);
+    payments = wholeNumber(options.payments, 'payments', 0);
+    concurrency = wholeNumber(options.concurrency, 'concurrency', 1);
+    seed = wholeNumber(options.seed, 'seed', 0);
+    timeoutSeconds = options.timeout === undefined ? Math.max(600, 3 * (fundings + payments)) : wholeNumber(options.timeout, 'timeout', 10);
+    if (fundings + payments === 0) throw new UsageError('nothing to do: --fundings and --payments are both 0');
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`walletflow soak: ${error.message}`);
+    return 64;
+  }
+
+  const started = Date.now();
+  const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s`;
+  const log = (line: string) => process.stdout.write(`${elapsed()}  ${line}\n`);
+  const cleanup = createCleanup(log);
+  let interrupted = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (interrupted) process.exit(130); // a second Ctrl-C: leave now
+    interrupted = true;
+    log(`${signal}: stopping everything the soak started...`);
+    void cleanup.run().then(() => process.exit(130));
+  };
+  onStopSignal(onSignal);
+
+  try {
+    log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
+    const stack = await startLocalStack({ purpose: 'soak', log, cleanup, ...(options.logDir ? { logDir: options.logDir } : {}) });
+    const result = await drive(stack, { fundings, payments, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
+    const report = [
+      '',
+      `walletflow soak, ${new Date(started).toISOString().slice(0, 10)}: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, ${Math.round((Date.now() - started) / 1000)} s`,
+      '',
+      formatSoakTable(result.check.table, result.check.violations),
+      '',
+      ...result.notes,
+      '',
+      result.check.violations.length === 0
+        ? 'invariants: all hold (0 violations)'
+        : `invariants: ${result.check.violations.length} violation(s)\n${formatViolations(result.check.violations)}`,
+      ...(result.timelines.length > 0 ? ['', 'timelines of the items concerned:', ...result.timelines] : []),
+      '',
+    ].join('\n');
+    process.stdout.write(report);
+    if (options.json) {
+      await writeFile(
+        options.json,
+        `${JSON.stringify({ date: new Date(started).toISOString(), options: { fundings, payments, concurrency, seed, chaos: options.chaos, timeoutSeconds }, durationSeconds: Math.round((Date.now() - started) / 1000), ...result.check, chaos: result.chaos, notes: result.notes }, null, 2)}\n`,
+      );
+    }
+    if (result.check.violations.length > 0 && options.logDir) log(`process logs kept in ${options.logDir}`);
+    return result.check.violations.length === 0 ? 0 : 1;
+  } catch (error) {
+    if (interrupted) return 130;
+    console.error(`walletflow soak: ${(error as Error).message}`);
+    return 1;
+  } finally {
+    if (!interrupted) await cleanup.run();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
+}
+
+interface DriveOptions {
+  fundings: number;
+  payments: number;
+  concurrency: number;
+  seed: number;
+  timeoutSeconds: number;
+  chaos: boolean;
+  log: (line: string) => void;
+  started: number;
+}
+
+interface DriveResult {
+  check: SoakCheckResult;
+  chaos: { counts: Chaos['counts'] | null; actions: string[] };
+  notes: string[];
+  timelines: string[];
+}
+
+async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveResult> {
+  const { log } = options;
+  const deadline = options.started + options.timeoutSeconds * 1000;
+  const admin = sandboxAdmin(stack.sandbox.url);
+  const stats: DriverStats = { retries: 0, relaunches: 0 };
+  const ops = opsClient(stack.apiBase, stack.opsKey, stats);
+  await admin.settings({ merchantFee });
+
+  const plan = await planRun(admin, { fundings: options.fundings, payments: options.payments, random: mulberry32(options.seed) });
+  const before = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
+  log(`planned ${plan.length} requests; ${before.size} sandbox users`);
+
+  let chaos: Chaos | null = null;
+  if (options.chaos) {
+    await admin.setFaults(faultRules(), options.seed);
+    chaos = createChaos(stack, { total: plan.length, random: mulberry32(options.seed ^ 0x5eed), log });
+    log(`faults on every wallet endpoint (seed ${options.seed}); ${plannedActions(plan.length) + 1} process chaos actions as the requests go out`);
+  }
+
+  // Ops: resolve reviews as they come, from the ledger.
+  const reviews: ReviewRecord[] = [];
+  let reviewing = true;
+  const reviewer = (async () => {
+    while (reviewing) {
+      try {
+        const resolved = await resolveReviews(ops, admin);
+        for (const review of resolved) {
+          reviews.push(review);
+          log(`ops: payment ${review.id} resolved ${review.outcome} (the ledger shows ${review.executions} execution(s))`);
+        }
+      } catch (error) {
+        log(`ops: review round failed (${(error as Error).message}); next round`);
+      }
+      await sleep(2000);
+    }
+  })();
+
+  let posted = 0;
+  const progress = setInterval(() => {
+    void countOpen(stack, plan).then(
+      (open) =>
+        log(
+          `posted ${posted}/${plan.length}; not final: ${open.fundings} funding(s), ${open.payments} payment(s) (${open.review} in review)` +
+            (chaos ? `; chaos: worker kills ${chaos.counts['worker-kill']}, API restarts ${chaos.counts['api-restart']}, Temporal restarts ${chaos.counts['temporal-restart']}` : ''),
+        ),
+      () => undefined,
+    );
+  }, 10_000);
+
+  try {
+    await pool(plan, options.concurrency, async (item) => {
+      try {
+        await postItem(item, { admin, ops, database: stack.database, stats, deadline });
+      } catch (error) {
+        item.error = (error as Error).message;
+      }
+      if (item.error) log(`request ${item.side} #${item.index} not accepted: ${item.error}`);
+      posted += 1;
+      chaos?.progress(posted);
+    });
+    chaos?.finale();
+    log(`all ${plan.length} requests posted; waiting for final states`);
+
+    // Settle: every item final (reviews resolved by ops), and chaos done.
+    let chaosDone = chaos === null;
+    void chaos?.drain().then(() => (chaosDone = true));
+    for (;;) {
+      const open = await countOpen(stack, plan);
+      if (open.fundings === 0 && open.payments === 0 && chaosDone) break;
+      if (Date.now() > deadline) {
+        log(`timeout: ${open.fundings} funding(s) and ${open.payments} payment(s) not final after ${options.timeoutSeconds}s`);
+        break;
+      }
+      await sleep(1000);
+    }
+    if (!chaosDone) await chaos?.drain();
+  } finally {
+    clearInterval(progress);
+    reviewing = false;
+    await reviewer;
+  }
+  if (chaos) await admin.clearFaults();
+
+  // The evidence: walletflow's rows (its database), the sandbox's ledger and balances.
+  const ids = (side: 'funding' | 'payment') => plan.filter((item) => item.side === side && item.id).map((item) => item.id!);
+  const expectedById = new Map(plan.filter((item) => item.id).map((item) => [item.id!, item.expected]));
+  const fundingRows = await stack.database.funding.findMany({ where: { id: { in: ids('funding') } }, include: { events: { orderBy: { id: 'asc' } } } });
+  const paymentRows = await stack.database.payment.findMany({ where: { id: { in: ids('payment') } }, include: { events: { orderBy: { id: 'asc' } } } });
+  const ledger = await admin.ledger();
+  const after = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
+
+  const fundingsIn: SoakFundingRow[] = fundingRows.map((row) => ({
+    id: row.id,
+    status: row.status,
+    errorCode: row.errorCode,
+    transferId: row.transferId,
+    abandonedTransferIds: row.abandonedTransferIds,
+    amount: row.amount.toFixed(3),
+    createdAt: row.createdAt.getTime(),
+    finalAt: row.events.find((event) => finalFundingStatuses.includes(event.status))?.at.getTime() ?? null,
+    expected: expectedById.get(row.id) ?? null,
+  }));
+  const paymentsIn: SoakPaymentRow[] = paymentRows.map((row) => ({
+    id: row.id,
+    status: row.status,
+    errorCode: row.errorCode,
+    walletPaymentId: row.walletPaymentId,
+    amount: row.amount.toFixed(3),
+    fee: row.fee?.toFixed(3) ?? null,
+    createdAt: row.createdAt.getTime(),
+    finalAt: row.events.find((event) => finalPaymentStatuses.includes(event.status))?.at.getTime() ?? null,
+    reviewAt: row.events.find((event) => event.status === 'NEEDS_REVIEW')?.at.getTime() ?? null,
+    resolvedOutcome: row.resolvedOutcome,
+    expected: expectedById.get(row.id) ?? null,
+  }));
+  const check = checkSoak({
+    requested: { fundings: plan.filter((item) => item.side === 'funding').length, payments: plan.filter((item) => item.side === 'payment').length },
+    fundings: fundingsIn,
+    payments: paymentsIn,
+    ledger,
+    balances: [...before.entries()].map(([userId, balance]) => ({ userId, before: balance, after: after.get(userId) ?? balance })),
+  });
+  for (const item of plan.filter((entry) => !entry.id)) {
+    check.violations.push({ invariant: 'lost-request', ids: [item.userId], detail: `${item.side} #${item.index} (${item.kind}) never accepted: ${item.error ?? 'no answer'}` });
+  }
+
+  // Context: how much chaos there was, and what the workflows did with it.
+  const calls = await stack.database.walletCall.groupBy({ by: ['outcome'], _count: { _all: true } });
+  const callCount = (outcome: string) => calls.find((group) => group.outcome === outcome)?._count._all ?? 0;
+  const totalCalls = calls.reduce((sum, group) => sum + group._count._all, 0);
+  const reconciled = await stack.database.fundingEvent.findMany({ where: { status: 'RECONCILING' }, distinct: ['fundingId'], select: { fundingId: true } });
+  const sweepRepairs = await stack.database.fundingEvent.count({ where: { detail: { startsWith: 'reconciliation:' } } });
+  const notes = [
+    chaos
+      ? `chaos: worker SIGKILL ×${chaos.counts['worker-kill']}, API restart ×${chaos.counts['api-restart']}, Temporal dev server restart ×${chaos.counts['temporal-restart']}; ` +
+        `unplanned exits: worker ×${stack.worker.unplannedExits}, API ×${stack.api.unplannedExits}`
+      : 'chaos: off (no faults, no process kills)',
+    `wallet calls: ${totalCalls}, failed ${totalCalls - callCount('ok')} (unknown ${callCount('unknown')}, retryable ${callCount('retryable')}, rejected ${callCount('rejected')}); ` +
+      `fundings reconciled by retrieve after an unknown execute: ${reconciled.length}; reconciliation sweep repairs: ${sweepRepairs}`,
+    `driver: requests repeated with the same Idempotency-Key ${stats.retries}, session URL relaunches ${stats.relaunches}; resolve requests answered 200: ${reviews.length} (the table counts walletflow's records)`,
+  ];
+
+  // Timelines of what went wrong, for whoever investigates.
+  const timelineOf = (id: string) => {
+    const funding = fundingRows.find((row) => row.id === id);
+    const payment = paymentRows.find((row) => row.id === id);
+    const row = funding ?? payment;
+    if (!row) return [];
+    return [
+      `  ${funding ? 'funding' : 'payment'} ${id} (${funding ? `transfer ${funding.transferId ?? '-'}` : `wallet payment ${payment?.walletPaymentId ?? '-'}`})`,
+      ...row.events.map((event) => `    ${event.at.toISOString()}  ${event.status.padEnd(12)} ${event.detail ?? ''}${event.requestReferenceNo ? `  (ref ${event.requestReferenceNo})` : ''}`),
+    ];
+  };
+  const concerned = [...new Set(check.violations.flatMap((violation) => violation.ids))];
+  const timelines = concerned.slice(0, 15).flatMap(timelineOf);
+  if (chaos && check.violations.length > 0) timelines.push('', `chaos actions: ${chaos.log.join('; ')}`);
+  if (check.failedUnderFaults.length > 0) {
+    timelines.push('', 'payments reviewed FAILED with nothing debited (the faults kept every execute from the wallet):', ...check.failedUnderFaults.slice(0, 15).flatMap(timelineOf));
+  }
+  return { check, chaos: { counts: chaos?.counts ?? null, actions: chaos?.log ?? [] }, notes, timelines };
+}
+
+async function countOpen(stack: LocalStack, plan: PlannedItem[]): Promise<{ fundings: number; payments: number; review: number }> {
+  const fundingIds = plan.filter((item) => item.side === 'funding' && item.id).map((item) => item.id!);
+  const paymentIds = plan.filter((item) => item.side === 'payment' && item.id).map((item) => item.id!);
+  const fundings = await stack.database.funding.findMany({ where: { id: { in: fundingIds } }, select: { status: true } });
+  const payments = await stack.database.payment.findMany({ where: { id: { in: paymentIds } }, select: { status: true } });
+  return {
+    fundings: fundings.filter((row) => !isFinalFundingStatus(row.status)).length,
+    payments: payments.filter((row) => !isFinalPaymentStatus(row.status)).length,
+    review: payments.filter((row) => row.status === 'NEEDS_REVIEW').length,
+  };
+}

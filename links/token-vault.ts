@@ -1,0 +1,207 @@
+// The token vault: the one way to get a valid user access token for a link. It refreshes ahead of
+// expiry under a per-link PostgreSQL row lock, re-reading the tokens once the lock is held, so
+// concurrent workers never refresh twice (an embedded refresh invalidates the previous pair).
+// A refused refresh marks the link REAUTH_REQUIRED. Tokens never leave in logs or errors.
+import { decodeJwt } from 'jose';
+import type { Database } from '../lib/database.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { PlainTokens, StoredTokens, TokenStore } from './token-store.ts';
+import { isWalletError, type WalletClient } from '../wallet/index.ts';
+
+/** Codes of the vault's own failures; each is final for the caller (non-retryable). */
+export const vaultErrorCodes = {
+  reauthRequired: 'REAUTH_REQUIRED',
+  linkNotFound: 'LINK_NOT_FOUND',
+  linkUnlinked: 'LINK_UNLINKED',
+} as const;
+
+export class VaultError extends Error {
+  override readonly name = 'VaultError';
+  constructor(
+    readonly code: (typeof vaultErrorCodes)[keyof typeof vaultErrorCodes],
+    readonly linkId: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Refresh this long before the access token expires: 60 s of an embedded token's 600 s, 300 s of a standalone 3600 s. */
+export const refreshMarginMs = { EMBEDDED: 60_000, STANDALONE: 300_000 } as const;
+
+/** The standalone refresh token's lifetime (interface: 604800 s); the token response does not carry it. */
+const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
+
+export interface UserToken {
+  accessToken: string;
+  /** The token set version it came from: a 401 with this version forces a refresh past it. */
+  version: number;
+}
+
+export interface TokenVault {
+  getAccessToken(linkId: string): Promise<UserToken>;
+  /** Refreshes unless the stored tokens are already newer than `staleVersion`. */
+  forceRefresh(linkId: string, staleVersion: number): Promise<UserToken>;
+  /** Calls `use` with a valid token; a 401 for the user token forces one refresh and one retry. */
+  withUserToken<T>(linkId: string, use: (accessToken: string) => Promise<T>): Promise<T>;
+}
+
+export interface TokenVaultDependencies {
+  database: Database;
+  tokens: TokenStore;
+  wallet: Pick<WalletClient, 'refreshStandalone' | 'refreshEmbedded'>;
+  logger: Logger;
+  /** Counts refreshes (walletflow_token_refreshes_total); absent: not counted. */
+  metrics?: Pick<Metrics, 'tokenRefresh'>;
+  now?: () => number;
+  /** Longest a refresh may hold the row lock (the wallet call's time-out plus slack). */
+  lockTimeoutMs?: number;
+}
+
+/** A 401 that says the user access token itself was refused (transfers: UNAUTHORIZED; op: USER_TOKEN_INVALID). */
+export function isUserTokenRejection(error: unknown): boolean {
+  return isWalletError(error) && error.httpStatus === 401 && (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED');
+}
+
+function jwtExpiry(token: string): Date | null {
+  try {
+    const { exp } = decodeJwt(token);
+    return typeof exp === 'number' ? new Date(exp * 1000) : null;
+  } catch {
+    return null;
+  }
+}
+
+type RefreshOutcome = { kind: 'token'; token: UserToken } | { kind: 'reauth'; reason: string };
+
+export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
+  const now = deps.now ?? Date.now;
+  const lockTimeoutMs = deps.lockTimeoutMs ?? 30_000;
+  // In-process single flight per link: one refresh transaction per process, the row lock across processes.
+  const inFlight = new Map<string, Promise<UserToken>>();
+
+  async function loadLink(linkId: string) {
+    const link = await deps.database.link.findUnique({ where: { id: linkId }, select: { id: true, kind: true, status: true } });
+    if (!link) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} does not exist`);
+    if (link.status === 'UNLINKED') throw new VaultError(vaultErrorCodes.linkUnlinked, linkId, `link ${linkId} was unlinked`);
+    if (link.status === 'REAUTH_REQUIRED') {
+      throw new VaultError(vaultErrorCodes.reauthRequired, linkId, `link ${linkId} needs the user to log in again`);
+    }
+    return link;
+  }
+
+  const isFresh = (stored: StoredTokens, kind: 'EMBEDDED' | 'STANDALONE') =>
+    stored.accessTokenExpiresAt.getTime() - now() > refreshMarginMs[kind];
+
+  async function refreshWithWallet(kind: 'EMBEDDED' | 'STANDALONE', stored: StoredTokens): Promise<{ tokens: PlainTokens; requestReferenceNo: string }> {
+    if (kind === 'EMBEDDED') {
+      const result = await deps.wallet.refreshEmbedded(stored.refreshToken);
+      return {
+        requestReferenceNo: result.requestReferenceNo,
+        tokens: {
+          accessToken: result.data.accessToken,
+          refreshToken: result.data.refreshToken,
+          accessTokenExpiresAt: result.data.expiresAt,
+          refreshTokenExpiresAt: jwtExpiry(result.data.refreshToken),
+        },
+      };
+    }
+    const result = await deps.wallet.refreshStandalone(stored.refreshToken);
+    const rotated = result.data.refreshToken !== null && result.data.refreshToken !== stored.refreshToken;
+    return {
+      requestReferenceNo: result.requestReferenceNo,
+      tokens: {
+        accessToken: result.data.accessToken,
+        // Store whatever refresh token the answer carries (contract-decisions section 4).
+        refreshToken: result.data.refreshToken ?? stored.refreshToken,
+        accessTokenExpiresAt: result.data.expiresAt,
+        refreshTokenExpiresAt: rotated ? new Date(now() + STANDALONE_REFRESH_LIFETIME_MS) : stored.refreshTokenExpiresAt,
+      },
+    };
+  }
+
+  async function refreshLocked(linkId: string, staleVersion: number | null): Promise<UserToken> {
+    const outcome = await deps.database.$transaction(
+      async (tx): Promise<RefreshOutcome> => {
+        const stored = await deps.tokens.readLocked(tx, linkId);
+        const link = await tx.link.findUnique({ where: { id: linkId }, select: { kind: true, status: true } });
+        if (!link || !stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
+        if (link.status !== 'ACTIVE') return { kind: 'reauth', reason: `link is ${link.status}` };
+        // Re-read under the lock: another worker may have refreshed while we waited.
+        const refreshedMeanwhile = staleVersion === null ? isFresh(stored, link.kind) : stored.version > staleVersion;
+        if (refreshedMeanwhile) return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
+        if (stored.refreshTokenExpiresAt && stored.refreshTokenExpiresAt.getTime() <= now()) {
+          deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
+          await markReauthRequired(tx, linkId, 'refresh token expired', null);
+          return { kind: 'reauth', reason: 'refresh token expired' };
+        }
+        let refreshed: { tokens: PlainTokens; requestReferenceNo: string };
+        try {
+          refreshed = await refreshWithWallet(link.kind, stored);
+        } catch (error) {
+          if (isWalletError(error) && error.outcome === 'rejected') {
+            deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
+            await markReauthRequired(tx, linkId, `refresh refused: ${error.code}`, error.requestReferenceNo);
+            return { kind: 'reauth', reason: `refresh refused (${error.code})` };
+          }
+          deps.metrics?.tokenRefresh(link.kind, 'failed');
+          throw error;
+        }
+        deps.metrics?.tokenRefresh(link.kind, 'refreshed');
+        const version = await deps.tokens.save(tx, linkId, refreshed.tokens);
+        await tx.linkEvent.create({
+          data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: refreshed.requestReferenceNo, detail: `version ${version}` },
+        });
+        return { kind: 'token', token: { accessToken: refreshed.tokens.accessToken, version } };
+      },
+      { maxWait: lockTimeoutMs, timeout: lockTimeoutMs },
+    );
+    if (outcome.kind === 'reauth') {
+      deps.logger.warn({ linkId, reason: outcome.reason }, 'link needs the user to log in again');
+      throw new VaultError(vaultErrorCodes.reauthRequired, linkId, `link ${linkId} needs the user to log in again (${outcome.reason})`);
+    }
+    deps.logger.debug({ linkId, version: outcome.token.version }, 'user token ready');
+    return outcome.token;
+  }
+
+  async function markReauthRequired(tx: Parameters<Parameters<Database['$transaction']>[0]>[0], linkId: string, detail: string, requestReferenceNo: string | null) {
+    await tx.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
+    await tx.linkEvent.create({ data: { linkId, type: 'REAUTH_REQUIRED', detail, requestReferenceNo } });
+  }
+
+  function singleFlight(linkId: string, staleVersion: number | null): Promise<UserToken> {
+    const key = `${linkId}:${staleVersion ?? 'expiry'}`;
+    let pending = inFlight.get(key);
+    if (!pending) {
+      pending = refreshLocked(linkId, staleVersion).finally(() => inFlight.delete(key));
+      inFlight.set(key, pending);
+    }
+    return pending;
+  }
+
+  const vault: TokenVault = {
+    async getAccessToken(linkId) {
+      const link = await loadLink(linkId);
+      const stored = await deps.tokens.read(deps.database, linkId);
+      if (!stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
+      if (isFresh(stored, link.kind)) return { accessToken: stored.accessToken, version: stored.version };
+      return singleFlight(linkId, null);
+    },
+    async forceRefresh(linkId, staleVersion) {
+      await loadLink(linkId);
+      return singleFlight(linkId, staleVersion);
+    },
+    async withUserToken(linkId, use) {
+      const first = await vault.getAccessToken(linkId);
+      try {
+        return await use(first.accessToken);
+      } catch (error) {
+        if (!isUserTokenRejection(error)) throw error;
+        const second = await vault.forceRefresh(linkId, first.version);
+        return use(second.accessToken);
+      }
+    },
+  };
+  return vault;
+}

@@ -1,0 +1,657 @@
+// `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
+// onboardEmbeddedSession, reconcileFundings) on a real stack and stores each history as Temporal
+// JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
+//
+//   npm run histories:capture                              # boots everything in this process
+//   npm run histories:capture -- --address 127.0.0.1:7233  # on a running Temporal (npm run dev's)
+//   npm run histories:capture -- --only cancelled,declined # a subset (path names, or workflow types)
+//   npm run histories:capture -- --archive before-<change>  # keep the replaced ones in archive/
+// TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / DATABASE_URL are read too; flags win.
+import { randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { inspect, parseArgs } from 'node:util';
+import { decodeJwt } from 'jose';
+import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
+import { cashInCodeContext } from '../../activities/funding.ts';
+import type { SweepReport } from '../../activities/reconcile.ts';
+import type { OnboardEmbeddedSessionResult } from '../../domain/embedded-session.ts';
+import type { FundingResult } from '../../domain/funding.ts';
+import type { PaymentResult } from '../../domain/payment.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
+import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
+import {
+  archiveDir,
+  findSecretLeaks,
+  historiesDir,
+  historyFile,
+  historyNames,
+  historyPaths,
+  onboardingUserName,
+  workflowTypes,
+  type HistoryName,
+  type WorkflowType,
+} from '../support/replay-histories.ts';
+import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
+
+interface Secret {
+  name: string;
+  value: string;
+}
+
+/** What a path's workflow returned: a funding, payment or onboarding result, or a sweep report. */
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport;
+
+interface Captured {
+  workflowId: string;
+  result: CapturedResult;
+  /** Secrets this path handled, which its history must not contain. */
+  secrets: Secret[];
+  check?: (history: HistoryJson) => Promise<void> | void;
+}
+
+interface HistoryJson {
+  events: Array<Record<string, unknown> & { eventType: string }>;
+}
+
+const { values: args } = parseArgs({
+  options: {
+    address: { type: 'string' },
+    namespace: { type: 'string' },
+    only: { type: 'string' },
+    archive: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (args.help) {
+  process.stdout.write('usage: npm run histories:capture [-- --address HOST:PORT] [--namespace NAME] [--only name,name] [--archive LABEL]\n');
+  process.exit(0);
+}
+// --only takes path names and workflow types (all of that workflow's paths), in the order given.
+const selected = [
+  ...new Set(
+    (args.only?.split(',').map((name) => name.trim()) ?? [...historyNames]).flatMap((name): string[] =>
+      workflowTypes.includes(name as WorkflowType) ? [...historyPaths[name as WorkflowType]] : [name],
+    ),
+  ),
+] as HistoryName[];
+for (const name of selected) {
+  if (!historyNames.includes(name)) throw new Error(`unknown path ${name}; known: ${historyNames.join(', ')} (or a workflow type: ${workflowTypes.join(', ')})`);
+}
+const archiveTo = args.archive === undefined ? undefined : path.join(archiveDir, args.archive);
+if (archiveTo !== undefined && (!/^[\w.-]+$/.test(args.archive ?? '') || existsSync(archiveTo))) {
+  throw new Error(`--archive needs a new label of letters, digits, . _ -: ${archiveTo} exists or the label is not one`);
+}
+
+const step = (line: string) => process.stdout.write(`• ${line}\n`);
+const fail = (message: string): never => {
+  throw new Error(message);
+};
+
+// Core's INFO lines (worker started, polling) drown the steps; warnings still show. An activity
+// failing for a wallet fault a path injected on purpose (onboarding-profile-unavailable retries six
+// times) gets one line instead of a stack trace. No shutdown signals for the runtime: the handler
+// in main() stops the worker, then what it depends on.
+const workerLog = (entry: LogEntry) => {
+  const meta = entry.meta as { activityType?: string; attempt?: number; error?: { type?: string; message?: string } } | undefined;
+  const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
+  if (entry.message === 'Activity failed' && meta?.error?.type === 'WalletTransient') {
+    process.stderr.write(`  ${at} ${meta.activityType ?? 'activity'} attempt ${meta.attempt ?? '?'} failed: ${meta.error.message ?? ''}\n`);
+    return;
+  }
+  process.stderr.write(`${at} [${entry.level}] ${entry.message}${meta === undefined ? '' : ` ${inspect(meta)}`}\n`);
+};
+Runtime.install({ logger: new DefaultLogger('WARN', workerLog), shutdownSignals: [] });
+
+/** Activities and local activities (a marker whose details name the activity type), in order. */
+const activityTypes = (history: HistoryJson) =>
+  history.events.flatMap((event) => {
+    const attributes = event.activityTaskScheduledEventAttributes as { activityType?: { name?: string } } | undefined;
+    if (attributes?.activityType?.name) return [attributes.activityType.name];
+    const marker = event.markerRecordedEventAttributes as { markerName?: string; details?: { data?: { payloads?: Array<{ data?: string }> } } } | undefined;
+    if (marker?.markerName !== 'core_local_activity') return [];
+    const data = marker.details?.data?.payloads?.[0]?.data;
+    const type = data ? /"activity_type":"([^"]+)"/.exec(Buffer.from(data, 'base64').toString('utf8'))?.[1] : undefined;
+    return type ? [type] : [];
+  });
+const expectActivities = (history: HistoryJson, must: string[], mustNot: string[] = []) => {
+  const types = activityTypes(history);
+  for (const type of must) if (!types.includes(type)) fail(`expected activity ${type}, history has ${types.join(', ')}`);
+  for (const type of mustNot) if (types.includes(type)) fail(`expected no activity ${type}, history has ${types.join(', ')}`);
+};
+const expectOutcome = (result: { status: string; errorCode: string | null }, status: string, errorCode: string | null) => {
+  if (result.status !== status || result.errorCode !== errorCode) {
+    fail(`expected ${status}/${errorCode ?? 'no code'}, the workflow returned ${result.status}/${result.errorCode ?? 'no code'}`);
+  }
+};
+
+async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let interrupted = false;
+
+async function main() {
+  const starting = startReplayStack({
+    temporalAddress: args.address ?? process.env.TEMPORAL_ADDRESS,
+    namespace: args.namespace ?? process.env.TEMPORAL_NAMESPACE ?? 'default',
+    databaseUrl: process.env.DATABASE_URL,
+    log: step,
+  });
+  // Ctrl-C also reaches PostgreSQL and Temporal (same process group): a start cut short fails and
+  // undoes itself; a started stack is closed here. Repeats are ignored: tsx relays the signal a
+  // second time when this process is slow to acknowledge it, and that must not skip the cleanup.
+  const onSignal = () => {
+    if (interrupted) return;
+    interrupted = true;
+    process.stderr.write('\ninterrupted: cleaning up\n');
+    void starting.then((stack) => stack.close(), () => undefined).finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  const stack = await starting;
+  if (interrupted) return;
+  try {
+    await stack.startWorker();
+    step(`worker on task queue ${stack.taskQueue}`);
+    const baseSecrets: Secret[] = [
+      { name: 'the transfer API key', value: stack.sandbox.partner.transferApiKey },
+      { name: 'the client secret', value: stack.sandbox.partner.clientSecret },
+      { name: 'the ops API key', value: stack.opsKey },
+    ];
+    const outputs = new Map<HistoryName, string>();
+    for (const name of selected) {
+      if (interrupted) return;
+      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), 90_000, name).catch((error: Error) => {
+        throw new Error(`${name}: ${error.message}`, { cause: error });
+      });
+      outputs.set(name, `${json}\n`);
+      step(`${name}: ${describeResult(captured.result)}, ${events} events`);
+    }
+    // Written only once every path succeeded: a failed run leaves the stored histories as they were.
+    if (interrupted) return;
+    await mkdir(historiesDir, { recursive: true });
+    if (archiveTo) {
+      // Workflows started on the old code may still be running: their histories keep replaying.
+      await mkdir(archiveTo, { recursive: true });
+      for (const name of outputs.keys()) if (existsSync(historyFile(name))) await rename(historyFile(name), path.join(archiveTo, `${name}.json`));
+      step(`kept the replaced histories in ${path.relative(process.cwd(), archiveTo)}`);
+    }
+    for (const [name, json] of outputs) await writeFile(historyFile(name), json);
+    step(`wrote ${outputs.size} histories to ${historiesDir}`);
+  } finally {
+    if (!interrupted) await stack.close();
+  }
+}
+
+function describeResult(result: CapturedResult): string {
+  if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
+  return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
+}
+
+/** Runs one path and returns its history as JSON, checked: the path it took, no secret in it. */
+async function captureHistory(stack: ReplayStack, name: HistoryName, baseSecrets: Secret[]) {
+  const captured = await capture(stack, name);
+  // historyToJSON writes the Temporal CLI/UI export format, which historyFromJSON (and so
+  // Worker.runReplayHistories) reads back.
+  const json = historyToJSON(await stack.fetchHistory(captured.workflowId));
+  const parsed = JSON.parse(json) as HistoryJson;
+  await captured.check?.(parsed);
+  const leaks = findSecretLeaks(parsed, [...baseSecrets, ...captured.secrets]);
+  if (leaks.length > 0) fail(`the history contains ${leaks.join('; ')}: nothing written`);
+  return { captured, json, events: parsed.events.length };
+}
+
+async function postFunding(stack: ReplayStack, body: unknown): Promise<{ fundingId: string; workflowId: string }> {
+  const response = await stack.opsFetch('/ops/fundings', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `capture-${randomUUID()}` },
+    body: JSON.stringify(body),
+  });
+  const answer = (await response.json()) as { fundingId?: string };
+  if (response.status !== 202 || !answer.fundingId) fail(`POST /ops/fundings: ${response.status} ${JSON.stringify(answer)}`);
+  const fundingId = answer.fundingId as string;
+  const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+  return { fundingId, workflowId };
+}
+
+async function result(stack: ReplayStack, workflowId: string): Promise<FundingResult> {
+  return (await stack.result(workflowId)) as FundingResult;
+}
+
+const amount = (value: string) => ({ currency: 'PHP' as const, value });
+
+/** A sandbox user and a fresh cash-in code; the code is a secret of the path. */
+async function codeFor(stack: ReplayStack, user: { kycLevel: 'KYC0' | 'KYC1'; blocked?: boolean }) {
+  const created = await stack.admin.createUser({ balance: '100.00', ...user });
+  const { code } = await stack.admin.cashInCode(created.userId);
+  return { code, secrets: [{ name: 'the cash-in code', value: code }] };
+}
+
+async function fundByCode(stack: ReplayStack, user: { kycLevel: 'KYC0' | 'KYC1'; blocked?: boolean }, value: string) {
+  const { code, secrets } = await codeFor(stack, user);
+  const { workflowId } = await postFunding(stack, { recipient: { type: 'CODE', code }, amount: amount(value) });
+  return { workflowId, result: await result(stack, workflowId), secrets };
+}
+
+/**
+ * A sandbox user with an EMBEDDED link holding freshly issued tokens, made the way
+ * test/integration/payments.test.ts makes one (saveLinkWithTokens): no onboarding workflow runs.
+ */
+async function embeddedLink(stack: ReplayStack, balance: string, options: { accessTokenExpiresAt?: Date } = {}) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
+  const issued = await stack.admin.embeddedTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId: `wallet:${user.profileId}`,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'EMBEDDED',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: {
+      accessToken: issued.accessToken,
+      refreshToken: issued.refreshToken,
+      accessTokenExpiresAt: options.accessTokenExpiresAt ?? new Date(issued.expiresAt * 1000),
+      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
+    },
+  });
+  return { user, issued, linkId };
+}
+
+/** The tokens a link was issued and holds now (a refresh may have replaced them): secrets of the path. */
+async function linkSecrets(stack: ReplayStack, linkId: string, issued: { accessToken: string; refreshToken: string }): Promise<Secret[]> {
+  const current = await stack.tokens.read(stack.database, linkId);
+  return [
+    { name: 'the issued access token', value: issued.accessToken },
+    { name: 'the issued refresh token', value: issued.refreshToken },
+    ...(current ? [{ name: 'the link’s access token', value: current.accessToken }, { name: 'the link’s refresh token', value: current.refreshToken }] : []),
+  ];
+}
+
+async function postPayment(stack: ReplayStack, linkId: string, value: string): Promise<{ id: string; workflowId: string }> {
+  const response = await stack.opsFetch('/ops/payments', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': `capture-${randomUUID()}` },
+    body: JSON.stringify({ linkId, amount: amount(value) }),
+  });
+  const answer = (await response.json()) as { id?: string };
+  if (response.status !== 202 || !answer.id) fail(`POST /ops/payments: ${response.status} ${JSON.stringify(answer)}`);
+  const id = answer.id as string;
+  const { workflowId } = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { workflowId: true } });
+  return { id, workflowId };
+}
+
+async function until(what: string, done: () => Promise<boolean>, timeoutMs = 60_000, everyMs = 100): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (interrupted) fail('interrupted');
+    if (Date.now() > deadline) fail(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, everyMs));
+  }
+}
+
+/**
+ * Waits until the payWallet workflow itself is in NEEDS_REVIEW: its `status` query, which is what
+ * the resolve update's validator reads. The database row says NEEDS_REVIEW a moment earlier (the
+ * parkForReview activity writes it before the workflow has seen the activity complete).
+ */
+async function untilInReview(stack: ReplayStack, workflowId: string): Promise<void> {
+  const handle = stack.temporal.workflow.getHandle(workflowId);
+  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query<string>('status')) === 'NEEDS_REVIEW');
+}
+
+/** Resolves a payment in review through the ops API, which runs the workflow's `resolve` update. */
+async function resolvePayment(stack: ReplayStack, id: string, outcome: 'SUCCEEDED' | 'FAILED', note: string): Promise<void> {
+  const response = await stack.opsFetch(`/ops/payments/${id}/resolve`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
+    body: JSON.stringify({ outcome, note }),
+  });
+  if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
+}
+
+async function reviewOf(stack: ReplayStack, id: string) {
+  const payment = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { reviewReason: true, reviewEvidence: true } });
+  return { reason: payment.reviewReason ?? '', codes: ((payment.reviewEvidence ?? []) as Array<{ code: string }>).map((attempt) => attempt.code) };
+}
+
+const count = (history: HistoryJson, activityType: string) => activityTypes(history).filter((type) => type === activityType).length;
+const hasEvent = (history: HistoryJson, eventType: string) => history.events.some((event) => event.eventType === eventType);
+
+/** The review paths' history: the execute attempts, a parked review, and the resolve update that ended it. */
+const expectReviewResolved = (history: HistoryJson, executes: number) => {
+  expectActivities(history, ['createPayment', 'executePayment', 'parkForReview', 'resolvePayment'], ['finishPayment']);
+  if (count(history, 'executePayment') !== executes) fail(`expected ${executes} execute attempts, the history has ${count(history, 'executePayment')}`);
+  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED') || !hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) {
+    fail('expected the resolve update (accepted and completed) in the history');
+  }
+};
+
+/**
+ * Opens the partner's tile for a new sandbox user (the sandbox calls the session URL, which starts
+ * onboardEmbeddedSession) and waits for the onboarding result. The worker is stopped while the
+ * session URL answers, so the tokens it stored can be read (they are secrets of the path) before
+ * onboarding moves them to the link; `beforeOnboarding` runs then too (faults, the sandbox clock).
+ */
+async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessTokenExpiresAt: Date }) => Promise<unknown> = async () => {}) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00', ...onboardingUserName });
+  await stack.stopWorker();
+  let sessionId: string;
+  let row;
+  try {
+    sessionId = (await stack.admin.launch(user.userId)).sessionId;
+    row = await stack.database.embeddedSession.findUniqueOrThrow({ where: { sessionIdHash: hashBearer(sessionId) } });
+    if (row.status !== 'PENDING' || !row.accessTokenEncrypted || !row.refreshTokenEncrypted) fail(`the session row is ${row.status}, without its tokens`);
+    await beforeOnboarding(row);
+  } finally {
+    await stack.startWorker();
+  }
+  const workflowId = onboardingWorkflowId(row.id);
+  const outcome = (await stack.result(workflowId)) as OnboardEmbeddedSessionResult;
+  const secrets: Secret[] = [
+    { name: 'the session id', value: sessionId },
+    { name: 'the delivered access token', value: stack.cipher.decrypt(row.accessTokenEncrypted!, sessionAccessTokenContext(row.id)) },
+    { name: 'the delivered refresh token', value: stack.cipher.decrypt(row.refreshTokenEncrypted!, sessionRefreshTokenContext(row.id)) },
+    { name: 'the user’s first name', value: onboardingUserName.firstName },
+    { name: 'the user’s last name', value: onboardingUserName.lastName },
+    { name: 'the user’s mobile number', value: user.mobile },
+  ];
+  return { user, workflowId, outcome, secrets };
+}
+
+/**
+ * A funding stuck an hour ago in EXECUTING whose workflow never ran (its id was never started):
+ * what the reconciliation sweep repairs from the wallet's own record of the transfer.
+ */
+async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const { code } = await stack.admin.cashInCode(user.userId);
+  const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount('12.00') });
+  if (options.executed) await stack.wallet.executeTransfer(transfer.data.transferId);
+  const id = randomUUID();
+  await stack.database.funding.create({
+    data: {
+      id,
+      idempotencyKey: `capture-stuck-${id}`,
+      requestFingerprint: '0'.repeat(64),
+      workflowId: `funding-capture-stuck-${id}`,
+      status: 'EXECUTING',
+      recipientType: 'CODE',
+      cashInCodeEncrypted: stack.cipher.encrypt(code, cashInCodeContext(id)),
+      cashInCodeMasked: `*****${code.slice(-2)}`,
+      currency: 'PHP',
+      amount: new Prisma.Decimal('12.00'),
+      transferId: transfer.data.transferId,
+      createdAt: new Date(Date.now() - 3_600_000),
+    },
+  });
+  return { fundingId: id, secrets: [{ name: 'a stuck funding’s cash-in code', value: code }] };
+}
+
+async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured> {
+  switch (name) {
+    case 'code-approved': {
+      const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '100.50');
+      expectOutcome(captured.result, 'APPROVED', null);
+      return { ...captured, check: (history) => expectActivities(history, ['createTransfer', 'executeTransfer'], ['retrieveTransfer', 'markReconciling']) };
+    }
+    case 'token-approved-with-refresh': {
+      // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
+      const { user, issued, linkId } = await embeddedLink(stack, '0.00', { accessTokenExpiresAt: new Date(Date.now() - 1000) });
+      const { workflowId } = await postFunding(stack, { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') });
+      const outcome = await result(stack, workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      const refreshes = (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === user.userId);
+      if (refreshes.length !== 1) fail(`expected one token refresh, the sandbox saw ${refreshes.length}`);
+      const current = await stack.tokens.read(stack.database, linkId);
+      if (!current || current.accessToken === issued.accessToken) fail('the link kept its old access token: no refresh happened');
+      return {
+        workflowId,
+        result: outcome,
+        secrets: [
+          { name: 'the issued access token', value: issued.accessToken },
+          { name: 'the issued refresh token', value: issued.refreshToken },
+          { name: 'the refreshed access token', value: current!.accessToken },
+          { name: 'the refreshed refresh token', value: current!.refreshToken },
+        ],
+      };
+    }
+    case 'm133-rejected': {
+      const captured = await fundByCode(stack, { kycLevel: 'KYC0' }, '5.00');
+      expectOutcome(captured.result, 'REJECTED', 'M133');
+      return { ...captured, check: (history) => expectActivities(history, ['createTransfer'], ['beginExecute', 'executeTransfer']) };
+    }
+    case 'declined': {
+      const captured = await fundByCode(stack, { kycLevel: 'KYC1', blocked: true }, '5.00');
+      expectOutcome(captured.result, 'DECLINED', '6002');
+      return { ...captured, check: (history) => expectActivities(history, ['executeTransfer'], ['retrieveTransfer']) };
+    }
+    case 'execute-unknown-reconciled': {
+      await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
+      try {
+        const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '7.00');
+        expectOutcome(captured.result, 'APPROVED', null);
+        return { ...captured, check: (history) => expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer']) };
+      } finally {
+        await stack.admin.clearFaults();
+      }
+    }
+    case 'processing-polled': {
+      await stack.admin.settings({ processingDelayMs: 1500 });
+      try {
+        const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '3.00');
+        expectOutcome(captured.result, 'APPROVED', null);
+        return {
+          ...captured,
+          check: (history) => {
+            expectActivities(history, ['executeTransfer', 'retrieveTransfer'], ['markReconciling']);
+            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED')) fail('expected a durable timer between polls');
+          },
+        };
+      } finally {
+        await stack.admin.settings({ processingDelayMs: 0 });
+      }
+    }
+    case 'cancelled': {
+      // No worker: the workflow waits on its task queue while ops cancels the funding.
+      await stack.stopWorker();
+      let captured: { workflowId: string; secrets: Secret[] };
+      try {
+        const { code, secrets } = await codeFor(stack, { kycLevel: 'KYC1' });
+        const posted = await postFunding(stack, { recipient: { type: 'CODE', code }, amount: amount('4.00') });
+        const cancelled = await stack.opsFetch(`/ops/fundings/${posted.fundingId}/cancel`, { method: 'POST' });
+        if (cancelled.status !== 200) fail(`cancel: ${cancelled.status} ${await cancelled.text()}`);
+        captured = { workflowId: posted.workflowId, secrets };
+      } finally {
+        await stack.startWorker();
+      }
+      const outcome = await result(stack, captured.workflowId);
+      expectOutcome(outcome, 'FAILED', 'CANCELLED');
+      return { ...captured, result: outcome, check: (history) => expectActivities(history, ['loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
+    }
+
+    // payWallet
+    case 'payment-succeeded': {
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      const { workflowId } = await postPayment(stack, linkId, '30.00');
+      const outcome = (await stack.result(workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['loadPayment', 'markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') !== 1) fail('expected one execute');
+        },
+      };
+    }
+    case 'payment-insufficient-balance': {
+      const { issued, linkId } = await embeddedLink(stack, '10.00');
+      const { workflowId } = await postPayment(stack, linkId, '50.00');
+      const outcome = (await stack.result(workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'FAILED', 'INSUFFICIENT_BALANCE');
+      return {
+        workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') !== 1) fail('expected one execute: INSUFFICIENT_BALANCE is final');
+        },
+      };
+    }
+    case 'payment-lost-answer-review-resolved': {
+      const { user, issued, linkId } = await embeddedLink(stack, '100.00');
+      // The first execute takes effect and its answer is lost; the fault is lifted before the
+      // workflow's second attempt (1 s later), which the wallet answers PAYMENT_ALREADY_EXECUTED.
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '20.00');
+        await until(
+          'the first execute taking effect',
+          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          20_000,
+          25,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      await untilInReview(stack, posted.workflowId);
+      const review = await reviewOf(stack, posted.id);
+      if (review.codes.join(',') !== 'HTTP_5XX,PAYMENT_ALREADY_EXECUTED') fail(`expected attempts HTTP_5XX, PAYMENT_ALREADY_EXECUTED; the review holds ${review.codes.join(', ')}`);
+      await resolvePayment(stack, posted.id, 'SUCCEEDED', 'the wallet ledger shows the debit');
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return { workflowId: posted.workflowId, result: outcome, secrets: await linkSecrets(stack, linkId, issued), check: (history) => expectReviewResolved(history, 2) };
+    }
+    case 'payment-unknown-review-resolved-failed': {
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '15.00');
+        await untilInReview(stack, posted.workflowId);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const review = await reviewOf(stack, posted.id);
+      if (review.codes.length !== 4 || !/stayed unknown/.test(review.reason)) fail(`expected 4 unknown attempts; the review holds ${review.codes.join(', ')}: ${review.reason}`);
+      await resolvePayment(stack, posted.id, 'FAILED', 'no debit in the wallet ledger');
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'FAILED', 'RESOLVED_FAILED');
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectReviewResolved(history, 4);
+          const timers = history.events.filter((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED').length;
+          if (timers !== 3) fail(`expected 3 backoff timers between the 4 attempts, the history has ${timers}`);
+        },
+      };
+    }
+    case 'payment-rate-limited-then-succeeded': {
+      // Every execute is refused with 429 (not processed) more often than an unknown outcome may
+      // repeat; none counts as an attempt, and once the wallet takes it the payment succeeds.
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      const since = new Date();
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'rate-limited', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '12.00');
+        await until(
+          'five execute calls refused with 429',
+          async () => (await stack.database.walletCall.count({ where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } } })) >= 5,
+          60_000,
+          50,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') < 6) fail('expected at least five refused executes and the one that succeeded');
+        },
+      };
+    }
+
+    // onboardEmbeddedSession
+    case 'onboarding-linked': {
+      const { user, workflowId, outcome, secrets } = await onboard(stack);
+      expectOutcome(outcome, 'READY', null);
+      const link = await stack.database.link.findUnique({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+      if (!link || link.id !== outcome.linkId) fail(`expected the user's EMBEDDED link ${outcome.linkId ?? '(none)'}, found ${link?.id ?? 'none'}`);
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+    }
+    case 'onboarding-profile-refused': {
+      // The delivered access token expires before onboarding runs (the sandbox clock moves past
+      // it): the profile call is refused with 401, so the user must open the tile again.
+      const { workflowId, outcome, secrets } = await onboard(stack, async (row) => {
+        const { now } = await stack.admin.clock();
+        await stack.admin.advanceClock(Math.max(1, Math.ceil((row.accessTokenExpiresAt.getTime() - Date.parse(now)) / 1000) + 1));
+      });
+      expectOutcome(outcome, 'FAILED', 'REAUTH_REQUIRED');
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+    }
+    case 'onboarding-profile-unavailable': {
+      // Every profile call fails with a 503: linkEmbeddedSession's retries run out (~16 s), then
+      // failEmbeddedSession ends the session FAILED.
+      let onboarded: Awaited<ReturnType<typeof onboard>>;
+      try {
+        onboarded = await onboard(stack, () => stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]));
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const { workflowId, outcome, secrets } = onboarded;
+      expectOutcome(outcome, 'FAILED', 'ONBOARDING_FAILED');
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession', 'failEmbeddedSession']) };
+    }
+
+    // reconcileFundings
+    case 'reconcile-sweep': {
+      const executed = await stuckFunding(stack, { executed: true });
+      const unexecuted = await stuckFunding(stack, { executed: false });
+      const workflowId = `capture-reconcile-${randomUUID()}`;
+      await stack.temporal.workflow.start('reconcileFundings', { taskQueue: stack.taskQueue, workflowId, args: [{ olderThanSeconds: 600 }] });
+      const report = (await stack.result(workflowId)) as SweepReport;
+      const action = (fundingId: string) => report.items.find((item) => item.fundingId === fundingId)?.action;
+      if (action(executed.fundingId) !== 'finished-from-wallet' || action(unexecuted.fundingId) !== 'failed-not-executed') {
+        fail(`expected finished-from-wallet and failed-not-executed, the sweep reported ${JSON.stringify(report.items)}`);
+      }
+      return {
+        workflowId,
+        result: report,
+        secrets: [...executed.secrets, ...unexecuted.secrets],
+        check: (history) => expectActivities(history, ['sweepStuckFundings']),
+      };
+    }
+  }
+}
+
+main().then(
+  () => {
+    if (!interrupted) process.exit(0);
+  },
+  (error: Error) => {
+    // Interrupted: the signal handler is closing the stack and exits when done.
+    if (interrupted) return;
+    process.stderr.write(`histories:capture failed: ${error.stack ?? error.message}\n`);
+    process.exit(1);
+  },
+);
