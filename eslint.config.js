@@ -1,8 +1,40 @@
-// Lint: typescript-eslint's recommended rules plus the folder boundaries of design/architecture.md.
+// Lint: typescript-eslint's recommended rules plus the folder boundaries of docs/architecture.md.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { importRules } from './import-rules.js';
 
-const boundary = (group, message) => ({ group, message });
+const projectFolders = Object.keys(importRules);
+
+/** A relative import that climbs to the project root and enters `folder` (a subfolder of the same name is not it). */
+const folderImport = (folder) => `^(\\.\\./)+${folder}/`;
+
+/**
+ * One `no-restricted-imports` block per row of the import table (import-rules.js, the table in
+ * docs/architecture.md): every project folder the row does not allow is forbidden. A row may allow
+ * a folder for type imports only, or only its workflow contracts (`workflows/*.contract.ts`).
+ */
+function boundaryBlock(folder) {
+  const rule = importRules[folder];
+  const forbidden = projectFolders.filter((other) => other !== folder && !rule.imports.includes(other));
+  const patterns = forbidden
+    .filter((other) => !(other === 'workflows' && rule.contracts))
+    .filter((other) => !rule.typeOnly?.includes(other))
+    .map((other) => ({ regex: folderImport(other), message: `${folder}/ may not import ${other}/ (${rule.why})` }));
+  for (const other of rule.typeOnly ?? []) {
+    patterns.push({ regex: folderImport(other), allowTypeImports: true, message: `${folder}/ may import only types from ${other}/ (${rule.why})` });
+  }
+  if (rule.contracts && !rule.imports.includes('workflows')) {
+    patterns.push({
+      regex: '^(\\.\\./)+workflows/(?![\\w-]+\\.contract\\.ts$)',
+      message: `${folder}/ reaches workflows only through their contracts (workflows/*.contract.ts)`,
+    });
+  }
+  patterns.push(...(rule.packages ?? []).map((name) => ({ group: [name], message: `${folder}/ may not use ${name} (${rule.why})` })));
+  patterns.push(
+    ...(rule.typeOnlyPackages ?? []).map((name) => ({ group: [name], allowTypeImports: true, message: `${folder}/ may import only types from ${name} (${rule.why})` })),
+  );
+  return { files: [`${folder}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns }] } };
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'generated/**', '.walletflow/**', 'bench/results/**'] },
@@ -14,40 +46,6 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
     },
   },
-  {
-    files: ['sandbox/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [
-        boundary(['**/wallet/**', '**/activities/**', '**/workflows/**', '**/api/**', '**/worker/**', '**/cli/**'],
-          'the sandbox simulates the wallet service: it never imports partner code'),
-      ] }],
-    },
-  },
-  {
-    files: ['domain/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [
-        boundary(['**/wallet/**', '**/activities/**', '**/workflows/**', '**/api/**', '**/worker/**', '**/cli/**', '**/lib/**', '**/sandbox/**'],
-          'domain/ imports nothing of the project but domain/'),
-      ] }],
-    },
-  },
-  {
-    files: ['wallet/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [
-        boundary(['**/activities/**', '**/workflows/**', '**/api/**', '**/worker/**', '**/cli/**', '**/sandbox/**', '@temporalio/*', '**/generated/**'],
-          'wallet/ is the typed client: no Temporal, no database, no partner layers above it'),
-      ] }],
-    },
-  },
-  {
-    files: ['workflows/**/*.ts'],
-    rules: {
-      'no-restricted-imports': ['error', { patterns: [
-        boundary(['**/wallet/**', '**/api/**', '**/worker/**', '**/cli/**', '**/lib/**', '**/sandbox/**', '**/generated/**', 'node:*'],
-          'workflows/ is deterministic: only workflows/, and type-only imports of activities/ and domain/'),
-      ] }],
-    },
-  },
+  // Folder boundaries: one block per row of the import table.
+  ...projectFolders.filter((folder) => importRules[folder].enforced !== false).map(boundaryBlock),
 );

@@ -1,32 +1,7 @@
-// The exit codes of the ops commands (fund, status) and how a failure is told to the user: the
-// problem's code and detail, or where the API was expected; never a key or a cash-in code.
+// How a failure of an ops command is told to the user: the problem's code and detail, or where
+// the API was expected; never a key or a cash-in code. The exit codes are in exit-codes.ts.
+import { CliInputError, exitCodes } from './exit-codes.ts';
 import { OpsApiError, OpsUnreachableError } from './ops-client.ts';
-
-export const exitCodes = {
-  ok: 0,
-  /** The funding ended other than APPROVED, or `status` of an unknown funding. */
-  failed: 1,
-  /** Still not final when --timeout ran out: the funding goes on. */
-  timeout: 2,
-  /** The API refused the request, answered with an error, or could not be reached. */
-  api: 3,
-  /** Bad command-line input (EX_USAGE). */
-  usage: 64,
-  /** No ops API key or an unreadable key file (EX_CONFIG, as elsewhere in walletflow). */
-  config: 78,
-  /** Interrupted (Ctrl-C) while following. */
-  interrupted: 130,
-} as const;
-
-/** A usage or configuration problem found before any request: message and exit code. */
-export class CliInputError extends Error {
-  constructor(
-    message: string,
-    readonly exitCode: number,
-  ) {
-    super(message);
-  }
-}
 
 /** Writes what went wrong to stderr and returns the exit code; rethrows what it does not know. */
 export function reportError(command: string, error: unknown): number {

@@ -12,7 +12,8 @@ import {
   type FundingView,
 } from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
-import { CliInputError, exitCodes, reportError } from './cli-errors.ts';
+import { CliInputError, exitCodes } from './exit-codes.ts';
+import { reportError } from './cli-errors.ts';
 import { createOpsClient, OpsApiError, OpsUnreachableError, type OpsClient } from './ops-client.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 import { createFundingProgress, summaryLine } from './progress.ts';

@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { CliInputError, exitCodes } from './cli-errors.ts';
+import { CliInputError, exitCodes } from './exit-codes.ts';
 
 export interface OpsTarget {
   apiBase: string;

@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { idempotencyKeySchema } from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
 import { createPaymentSchema, isFinalPaymentStatus, type CreatePaymentRequest, type PaymentView } from '../domain/payment.ts';
-import { CliInputError, exitCodes, reportError } from './cli-errors.ts';
+import { CliInputError, exitCodes } from './exit-codes.ts';
+import { reportError } from './cli-errors.ts';
 import { createOpsClient, OpsApiError, OpsUnreachableError } from './ops-client.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 

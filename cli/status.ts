@@ -1,7 +1,8 @@
 // `walletflow status <fundingId>`: one funding as the ops API has it, with its timeline as a table
 // (time, status, Request-Reference-No, detail), or the API's JSON with --json.
 import type { FundingView } from '../domain/funding.ts';
-import { exitCodes, reportError } from './cli-errors.ts';
+import { exitCodes } from './exit-codes.ts';
+import { reportError } from './cli-errors.ts';
 import { createOpsClient } from './ops-client.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 

@@ -1,0 +1,28 @@
+// The exit codes of the ops commands (fund, pay, status) and the error for bad input found before
+// any request. Imports nothing, so every command module can use it without an import circle.
+
+export const exitCodes = {
+  ok: 0,
+  /** The funding ended other than APPROVED, or `status` of an unknown funding. */
+  failed: 1,
+  /** Still not final when --timeout ran out: the funding goes on. */
+  timeout: 2,
+  /** The API refused the request, answered with an error, or could not be reached. */
+  api: 3,
+  /** Bad command-line input (EX_USAGE). */
+  usage: 64,
+  /** No ops API key or an unreadable key file (EX_CONFIG, as elsewhere in walletflow). */
+  config: 78,
+  /** Interrupted (Ctrl-C) while following. */
+  interrupted: 130,
+} as const;
+
+/** A usage or configuration problem found before any request: message and exit code. */
+export class CliInputError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number,
+  ) {
+    super(message);
+  }
+}

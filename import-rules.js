@@ -1,0 +1,70 @@
+// Which folder may import which: the one table behind ESLint's boundary rules (eslint.config.js)
+// and the import table of docs/architecture.md (test/unit/import-rules.test.ts keeps the two equal).
+// `imports`: project folders this folder may import (its own always); `typeOnly`: folders it may
+// import types from only; `contracts`: it may reach workflows/ through workflows/*.contract.ts;
+// `packages`: npm packages it must not use; `typeOnlyPackages`: packages it may import types from only.
+
+/** @type {Record<string, { imports: string[]; typeOnly?: string[]; contracts?: boolean; packages?: string[]; typeOnlyPackages?: string[]; enforced?: boolean; why: string }>} */
+export const importRules = {
+  domain: { imports: [], why: 'types, schemas, money and states shared by all: it imports nothing of the project' },
+  lib: { imports: ['domain', 'generated'], why: 'infrastructure only: config, logger, metrics, database, Temporal connection, codec' },
+  wallet: {
+    imports: ['domain', 'lib'],
+    packages: ['@temporalio/*'],
+    why: 'the typed wallet client: no Temporal, no database, no partner layers above it',
+  },
+  sandbox: { imports: ['domain', 'lib'], why: 'the sandbox simulates the wallet service: it never imports partner code' },
+  audit: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'the append-only audit of wallet calls' },
+  links: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'links, their encrypted tokens, the token vault and embedded sessions' },
+  fundings: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'generated'],
+    contracts: true,
+    why: 'the funding record owns every funding state change',
+  },
+  payments: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'generated'],
+    contracts: true,
+    why: 'the payment record owns every payment state change',
+  },
+  workflows: {
+    imports: ['domain'],
+    typeOnly: ['activities'],
+    packages: ['node:*', '@temporalio/worker', '@temporalio/activity'],
+    typeOnlyPackages: ['@temporalio/client'],
+    why: 'deterministic workflow code and its contracts: workflows/, domain/, and types of activities/',
+  },
+  activities: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'fundings', 'payments'],
+    typeOnly: ['generated'],
+    contracts: true,
+    why: 'side effects scheduled by workflows, through the records',
+  },
+  api: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'fundings', 'payments'],
+    typeOnly: ['generated'],
+    contracts: true,
+    why: 'HTTP on top of the capabilities; it starts workflows through their contracts',
+  },
+  worker: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'activities'],
+    contracts: true,
+    why: 'the worker process: activities, and the workflow bundle by path',
+  },
+  prisma: { imports: ['lib', 'generated'], why: 'the schema, migrations and the offline migration engine' },
+  cli: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'fundings', 'payments', 'generated', 'harness', 'prisma', 'sandbox'],
+    contracts: true,
+    why: "the operator's walletflow command and the embedded stack it starts",
+  },
+  harness: {
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'fundings', 'payments', 'generated', 'cli', 'prisma', 'sandbox'],
+    contracts: true,
+    why: 'the soak and the bench drive a whole stack from outside',
+  },
+  scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows'], why: 'build steps (workflow bundle, Prisma client)' },
+  test: {
+    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'fundings', 'payments', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated'],
+    why: 'tests reach everything',
+  },
+  generated: { imports: [], enforced: false, why: "Prisma's generated client" },
+};
