@@ -1,6 +1,8 @@
 // The structured logger (pino, JSON lines; `pretty` for people at a terminal). Secret-bearing
 // fields are redacted wherever they appear, so a careless `log.info({ body })` cannot leak a
-// token, code or key. Every line carries the ids of its unit of work (lib/log-context.ts).
+// token, code or key; `code` is redacted only where it holds a secret (a cash-in code in a
+// recipient, an OAuth code in a query), since everywhere else it is the wallet's error code
+// (M133, 7011) that ops need to read. Every line carries the ids of its unit of work.
 import { pino, type Logger } from 'pino';
 import pretty from 'pino-pretty';
 import { currentLogContext } from './log-context.ts';
@@ -15,8 +17,8 @@ export const redactedFields = [
   'refresh_token',
   'id_token',
   'token',
-  'code',
   'cashInCode',
+  'authorizationCode',
   'clientSecret',
   'client_secret',
   'apiKey',
@@ -30,12 +32,21 @@ export const redactedFields = [
   'set-cookie',
 ];
 
+/**
+ * Where a field named `code` holds a secret: a funding's recipient (the cash-in code) and an OAuth
+ * callback's query (the authorization code), at any of the depths the named fields are redacted.
+ */
+export const redactedCodePaths = ['recipient.code', 'query.code', 'body.code'];
+
 export type LogFormat = 'json' | 'pretty';
 
 export function createLogger(
   options: { level?: string; name?: string; destination?: NodeJS.WritableStream; format?: LogFormat } = {},
 ): Logger {
-  const paths = redactedFields.flatMap((field) => [field, `*.${field}`, `*.*.${field}`, `headers["${field.toLowerCase()}"]`]);
+  const paths = [
+    ...redactedFields.flatMap((field) => [field, `*.${field}`, `*.*.${field}`, `headers["${field.toLowerCase()}"]`]),
+    ...redactedCodePaths.flatMap((path) => [path, `*.${path}`, `*.*.${path}`]),
+  ];
   const destination = options.destination ?? process.stdout;
   return pino(
     {

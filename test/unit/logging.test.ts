@@ -36,6 +36,24 @@ describe('createLogger', () => {
     expect(out.text()).not.toContain('secret-token');
   });
 
+  it('keeps the wallet error codes and redacts secrets named code by their path (issue 16 #9)', () => {
+    const out = capture();
+    const logger = createLogger({ destination: out.destination });
+    logger.warn({ fundingId: 'f-1', code: 'M133', outcome: 'rejected' }, 'create refused');
+    logger.warn({ err: { code: 'TRANSFER_ALREADY_EXECUTED' }, error: { code: '7011' } }, 'nested codes');
+    logger.info({ body: { recipient: { type: 'CODE', code: '1234567' } } }, 'a funding request body');
+    logger.info({ recipient: { type: 'CODE', code: '7654321' }, cashInCode: '1112223' }, 'a recipient');
+    logger.info({ query: { code: 'oauth-authorization-code', state: 's' } }, 'a callback query');
+    logger.info({ req: { query: { code: 'oauth-code-2' } }, authorizationCode: 'oauth-code-3' }, 'a request');
+    const lines = out.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({ code: 'M133', outcome: 'rejected' });
+    expect(lines[1]).toMatchObject({ err: { code: 'TRANSFER_ALREADY_EXECUTED' }, error: { code: '7011' } });
+    expect(lines[2]).toMatchObject({ body: { recipient: { type: 'CODE', code: '[redacted]' } } });
+    expect(lines[3]).toMatchObject({ recipient: { code: '[redacted]' }, cashInCode: '[redacted]' });
+    expect(lines[4]).toMatchObject({ query: { code: '[redacted]', state: 's' } });
+    for (const secret of ['1234567', '7654321', '1112223', 'oauth-authorization-code', 'oauth-code-2', 'oauth-code-3']) expect(out.text()).not.toContain(secret);
+  });
+
   it('writes readable lines in the pretty format, still redacted', () => {
     const out = capture();
     const logger = createLogger({ destination: out.destination, format: 'pretty', name: 'api' });
