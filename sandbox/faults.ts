@@ -28,8 +28,15 @@ export const faultModes = [
   'temporary-failure',
   'rate-limited',
   'garbage-body',
+  'late-effect',
 ] as const;
 export type FaultMode = (typeof faultModes)[number];
+
+/**
+ * late-effect (contract section 9): an execute queued behind a slow gateway, answered 504 at once
+ * and processed `delayMs` later, after the caller gave up. Only executes move money that way.
+ */
+const lateEffectEndpoints: readonly FaultEndpoint[] = ['transfers.execute', 'op.payments.execute'];
 
 const faultRuleInputSchema = z
   .object({
@@ -41,7 +48,11 @@ const faultRuleInputSchema = z
     /** rate-limited: the Retry-After it sends (seconds); absent: 1. */
     retryAfterSeconds: z.number().int().min(0).max(3600).optional(),
   })
-  .strict();
+  .strict()
+  .refine((rule) => rule.mode !== 'late-effect' || lateEffectEndpoints.includes(rule.endpoint), {
+    message: `late-effect applies to ${lateEffectEndpoints.join(' and ')} only`,
+    path: ['mode'],
+  });
 
 export const faultConfigurationSchema = z
   .object({
@@ -73,6 +84,7 @@ const defaultStatus: Partial<Record<FaultMode, number>> = {
   'error-after-effect': 502,
   'temporary-failure': 400,
   'rate-limited': 429,
+  'late-effect': 504,
 };
 
 /** mulberry32: tiny, fast and good enough to make fault sequences reproducible. */
@@ -97,7 +109,7 @@ export function configureFaults(input: FaultConfigurationInput, defaultSeed: num
       mode: rule.mode,
       rate: rule.rate,
       ...(status === undefined ? {} : { status }),
-      delayMs: rule.delayMs ?? (rule.mode === 'latency' ? 1000 : 0),
+      delayMs: rule.delayMs ?? (rule.mode === 'latency' ? 1000 : rule.mode === 'late-effect' ? 5000 : 0),
       ...(rule.mode === 'rate-limited' ? { retryAfterSeconds: rule.retryAfterSeconds ?? 1 } : {}),
     };
   });
@@ -125,7 +137,8 @@ function decide(configuration: FaultConfiguration, endpoint: FaultEndpoint): Fau
     if (rule.mode === 'latency') delayMs += rule.delayMs;
     else if (fault === null) {
       fault = rule;
-      delayMs += rule.delayMs;
+      // A late effect's delay is the effect's, after the answer; every other fault's comes before it.
+      if (rule.mode !== 'late-effect') delayMs += rule.delayMs;
     }
   }
   return { delayMs, fault };
@@ -181,6 +194,20 @@ async function waitUntilAborted(signal: AbortSignal): Promise<void> {
   await new Promise<void>((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
 }
 
+/**
+ * Runs `effect` after `delayMs` whatever the caller does (it was already answered), unless the
+ * sandbox closes first. Its answer goes nowhere: only its effect on the state counts.
+ */
+function scheduleLateEffect(context: FaultContext, delayMs: number, effect: () => Promise<unknown>): void {
+  if (context.shutdown.aborted) return;
+  const cancel = () => clearTimeout(timer);
+  const timer = setTimeout(() => {
+    context.shutdown.removeEventListener('abort', cancel);
+    effect().catch(() => undefined);
+  }, delayMs);
+  context.shutdown.addEventListener('abort', cancel, { once: true });
+}
+
 /** Wraps an endpoint handler with the configured faults of `endpoint`. */
 export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: FaultContext, handler: EndpointHandler): RequestHandler {
   return async (req, res, next) => {
@@ -201,6 +228,10 @@ export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: 
           return void res.status(fault.status ?? 400).json(temporaryFailureBody(style));
         case 'rate-limited':
           return void res.status(fault.status ?? 429).set('Retry-After', String(fault.retryAfterSeconds ?? 1)).json(rateLimitedBody(style));
+        case 'late-effect':
+          sendGatewayError(res, fault.status ?? 504);
+          scheduleLateEffect(context, fault.delayMs, () => runHandler(handler, req));
+          return;
         default:
           break;
       }

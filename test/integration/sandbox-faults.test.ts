@@ -194,6 +194,60 @@ describe('sandbox faults', () => {
     expect(configured).toMatchObject({ seed: 1234 });
   });
 
+  it('late-effect answers 504 at once and executes the transfer delayMs later (contract section 9)', async () => {
+    const { user, code } = await recipientCode();
+    const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 9);
+    await always('transfers.execute', 'late-effect', { delayMs: 400 });
+    const answer = await executeTransferCall(sandbox, created.body.transferId);
+    expect(answer.status).toBe(504);
+    // The caller gave up; a retrieve now still shows the intent unexecuted…
+    expect((await retrieveTransferCall(sandbox, created.body.transferId)).body.status).toBe('CREATED');
+    // …and then the queued execute is processed.
+    await expect.poll(async () => (await admin.ledger()).transfers[0], { timeout: 5000 }).toMatchObject({ status: 'APPROVED', executions: 1 });
+    expect((await admin.user(user.userId)).balance).toBe('9.00');
+  });
+
+  it('late-effect behind a second execute: the transfer still executes once', async () => {
+    const { user, code } = await recipientCode();
+    const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 4);
+    await always('transfers.execute', 'late-effect', { delayMs: 400 });
+    expect((await executeTransferCall(sandbox, created.body.transferId)).status).toBe(504);
+    await admin.faults({ rules: [] });
+    const second = await executeTransferCall(sandbox, created.body.transferId);
+    expect([second.status, second.body.status]).toEqual([200, 'APPROVED']);
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await admin.ledger()).transfers[0]).toMatchObject({ status: 'APPROVED', executions: 1 });
+    expect((await admin.user(user.userId)).balance).toBe('4.00');
+  });
+
+  it('late-effect on a payment execute debits after the 504', async () => {
+    const user = await admin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '50.00' });
+    const client = await clientToken(sandbox);
+    const { accessToken } = await admin.embeddedTokens(user.userId);
+    const created = await callJson<{ id: string }>(`${sandbox.url}/op/merchant/payments`, {
+      method: 'POST',
+      headers: opHeaders(client, accessToken),
+      body: { p2mId: sandbox.partner.p2mId, amount: { currency: 'PHP', value: 20 } },
+    });
+    await always('op.payments.execute', 'late-effect', { delayMs: 300 });
+    const execute = await fetch(`${sandbox.url}/op/merchant/payments/${created.body.id}/execute`, {
+      method: 'POST',
+      headers: opHeaders(client, accessToken),
+    });
+    expect(execute.status).toBe(504);
+    expect((await admin.user(user.userId)).balance).toBe('50.00');
+    await expect.poll(async () => (await admin.user(user.userId)).balance, { timeout: 5000 }).toBe('30.00');
+    expect((await admin.ledger()).payments[0]).toMatchObject({ status: 'EXECUTED', executions: 1 });
+  });
+
+  it('late-effect is refused on endpoints other than the two executes', async () => {
+    const refused = await callJson(`${sandbox.url}/_sandbox/faults`, {
+      method: 'PUT',
+      body: { rules: [{ endpoint: 'transfers.create', mode: 'late-effect', rate: 1 }] },
+    });
+    expect(refused.status).toBe(400);
+  });
+
   it('close() ends hanging and delayed requests promptly', async () => {
     const other = await startSandbox({ port: 0 });
     const otherAdmin = adminOf(other);
