@@ -2,7 +2,7 @@
 // portrait, nothing wider than the screen, no new tabs or windows, no camera or file inputs. Every
 // value is escaped; the one inline style and script carry the response's CSP nonce.
 import type { Outcome } from './outcome-messages.ts';
-import { escapeHtml } from '../connect/connect-pages.ts';
+import { escapeHtml } from '../../lib/html.ts';
 
 export interface Layout {
   nonce: string;
