@@ -44,12 +44,15 @@ export function scriptUrl(name: PageScript): string {
   return asset.url;
 }
 
-/** GET (and HEAD) of the current scripts' URLs; anything else falls through. */
+/**
+ * GET (and HEAD) of the current scripts' URLs; anything else falls through. Middleware, like the
+ * docs' static files, not a route: files are not operations of the OpenAPI document.
+ */
 export function pageAssetsRouter(): Router {
   const router = Router();
-  router.get(`${ASSETS_PATH}/:file`, (req, res, next) => {
-    const asset = byUrl.get(`${ASSETS_PATH}/${req.params.file}`);
-    if (!asset) {
+  router.use(ASSETS_PATH, (req, res, next) => {
+    const asset = byUrl.get(`${ASSETS_PATH}${req.path}`);
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !asset) {
       next();
       return;
     }
