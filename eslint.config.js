@@ -48,4 +48,15 @@ export default tseslint.config(
   },
   // Folder boundaries: one block per row of the import table.
   ...projectFolders.filter((folder) => importRules[folder].enforced !== false).map(boundaryBlock),
+  // Page scripts (api/*/assets/*.js): plain browser JavaScript, served as files to the pages (see
+  // api/embedded/page-assets.ts), not modules. The browser globals they use are listed here by hand
+  // (the `globals` package is not a dependency of ours): a script that needs another one adds it.
+  {
+    files: ['api/*/assets/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: { document: 'readonly', history: 'readonly', location: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+    },
+    rules: { strict: ['error', 'function'] },
+  },
 );

@@ -4,7 +4,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { Router, type Request } from 'express';
 import { epochSeconds } from './clock.ts';
 import type { SandboxContext } from './context.ts';
-import { escapeHtml } from './html.ts';
+import { escapeHtml } from '../lib/html.ts';
 import { lifetimes } from './lifetimes.ts';
 
 type Side = 'front' | 'back';

@@ -1,13 +1,6 @@
-// Server-rendered HTML for the sandbox's pages: escaping and one mobile-friendly layout.
-
-export function escapeHtml(value: string): string {
-  return value
-    .replaceAll('&', '&amp;')
-    .replaceAll('<', '&lt;')
-    .replaceAll('>', '&gt;')
-    .replaceAll('"', '&quot;')
-    .replaceAll("'", '&#39;');
-}
+// Server-rendered HTML for the sandbox's pages: one mobile-friendly layout (escaping is lib/html.ts,
+// shared with the API's pages).
+import { escapeHtml } from '../lib/html.ts';
 
 /** A complete page; `body` must already be escaped. */
 export function page(title: string, body: string): string {

@@ -1,6 +1,7 @@
 // The connect service's login pages: password (or registration) then one-time password, with
 // stable ids (#mobile, #password, #otp, #submit, #cancel) that browser tests rely on.
-import { escapeHtml, page } from './html.ts';
+import { escapeHtml } from '../lib/html.ts';
+import { page } from './html.ts';
 
 /** The one-time password every sandbox user has; the OTP page shows it as a hint for testers. */
 export const sandboxOtp = '123456';

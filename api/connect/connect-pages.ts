@@ -1,10 +1,6 @@
 // Server-rendered pages for people (the connect callback's outcome): small, mobile-first, every
 // echoed value escaped, the one inline style allowed by the response's CSP nonce.
-const escapes: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (char) => escapes[char] ?? char);
-}
+import { escapeHtml } from '../../lib/html.ts';
 
 export interface PageContent {
   title: string;

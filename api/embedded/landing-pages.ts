@@ -1,8 +1,10 @@
 // The landing page's HTML, server-rendered for the wallet app's web view: mobile-first and
 // portrait, nothing wider than the screen, no new tabs or windows, no camera or file inputs. Every
-// value is escaped; the one inline style and script carry the response's CSP nonce.
+// value is escaped; the one inline style and the page's script (a file, page-assets.ts) carry the
+// response's CSP nonce.
 import type { Outcome } from './outcome-messages.ts';
-import { escapeHtml } from '../connect/connect-pages.ts';
+import { escapeHtml } from '../../lib/html.ts';
+import { scriptUrl, type PageScript } from './page-assets.ts';
 
 export interface Layout {
   nonce: string;
@@ -12,10 +14,15 @@ export interface Layout {
   noscriptRefreshSeconds?: number;
   /** Where that refresh goes; absent: the page's own address. */
   noscriptRefreshUrl?: string;
-  script?: string;
+  /** The page's script, one of ./assets/ (loaded from this origin, never inline). */
+  script?: PageScript;
 }
 
-/** The Content-Security-Policy of every landing page response. */
+/**
+ * The Content-Security-Policy of every landing page response. A script runs only when its element
+ * carries this response's nonce: the page's one <script src> of ./assets/, nothing inline and no
+ * other file of this origin (no 'self'), so an injected element runs nothing.
+ */
 export function landingCsp(nonce: string): string {
   return [
     "default-src 'none'",
@@ -61,7 +68,7 @@ button[disabled] { opacity: .6; }
 export function renderLayout(layout: Layout): string {
   const target = layout.noscriptRefreshUrl === undefined ? '' : `;url=${escapeHtml(layout.noscriptRefreshUrl)}`;
   const refresh = layout.noscriptRefreshSeconds === undefined ? '' : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}${target}"></noscript>\n`;
-  const script = layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}">${layout.script}</script>`;
+  const script = layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}" src="${scriptUrl(layout.script)}"></script>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -99,13 +106,11 @@ ${content.paragraphs.map((paragraph) => `<p>${escapeHtml(paragraph)}</p>`).join(
 }
 
 /**
- * The home and loading pages are also the answer to /app?sessionId=…: they take the used id out of
- * the address first, so a reload or a later navigation asks for /app (the web session's cookie),
- * never for the id again (that would be 410).
+ * Onboarding is still running: a spinner and a poll of /app/status that reloads when it ends
+ * (assets/loading.js). This and the home page are also the answer to /app?sessionId=…: their
+ * scripts take the used id out of the address first, so a reload or a later navigation asks for
+ * /app (the web session's cookie), never for the id again (that would be 410).
  */
-const dropSessionIdFromAddress = `if(location.search){history.replaceState(null,'',location.pathname);}`;
-
-/** Onboarding is still running: a spinner and a poll of /app/status that reloads when it ends. */
 export function loadingPage(nonce: string): string {
   return renderLayout({
     nonce,
@@ -117,7 +122,7 @@ export function loadingPage(nonce: string): string {
 <div class="spinner" role="status" aria-label="Loading"></div>
 <p>This takes a few seconds.</p>
 </section>`,
-    script: `${dropSessionIdFromAddress}(function(){var n=0;function tick(){fetch('/app/status',{credentials:'same-origin',cache:'no-store'}).then(function(r){return r.json();}).then(function(s){if(s.state!=='pending'){location.reload();return;}if(++n<120)setTimeout(tick,1000);}).catch(function(){if(++n<120)setTimeout(tick,2000);});}setTimeout(tick,700);})();`,
+    script: 'loading',
   });
 }
 
@@ -156,7 +161,7 @@ ${error ? `<p class="error" id="${options.id}-error" role="alert">${escapeHtml(e
 </section>`;
 }
 
-/** The partner page: greeting, KYC status, top up and pay. */
+/** The partner page: greeting, KYC status, top up and pay (assets/home.js: each form sent once). */
 export function homePage(nonce: string, content: HomePage): string {
   const greeting = content.firstName ? `Hello, ${content.firstName}` : 'Hello';
   const kyc =
@@ -195,12 +200,11 @@ ${amountForm({
   formKey: content.payFormKey,
   error: content.error,
 })}`,
-    // One submit per form: a double tap sends one request (the form key makes a repeat harmless anyway).
-    script: `${dropSessionIdFromAddress}document.querySelectorAll('form').forEach(function(f){f.addEventListener('submit',function(){var b=f.querySelector('button');if(b){setTimeout(function(){b.disabled=true;},0);}});});`,
+    script: 'home',
   });
 }
 
-/** A top-up or payment on its way: the current outcome, polled until final. */
+/** A top-up or payment on its way: the current outcome, polled until final (assets/progress.js). */
 export function progressPage(nonce: string, content: { statusUrl: string; outcome: Outcome }): string {
   const { outcome } = content;
   return renderLayout({
@@ -213,6 +217,6 @@ export function progressPage(nonce: string, content: { statusUrl: string; outcom
 <p id="message" role="status">${escapeHtml(outcome.message)}</p>
 </section>
 <a class="button" href="/app" id="back">Back</a>`,
-    script: `(function(){var el=document.getElementById('progress');if(el.getAttribute('data-state')==='final')return;var url=el.getAttribute('data-status-url');var n=0;function show(s){document.getElementById('title').textContent=s.title;document.getElementById('message').textContent=s.message;document.title=s.title;el.className='card '+s.tone+(s.final?' final':'');el.setAttribute('data-state',s.final?'final':'pending');}function tick(){fetch(url,{credentials:'same-origin',cache:'no-store'}).then(function(r){if(!r.ok)throw new Error('status '+r.status);return r.json();}).then(function(s){show(s);if(!s.final&&++n<300)setTimeout(tick,n<30?1000:3000);}).catch(function(){if(++n<300)setTimeout(tick,3000);});}setTimeout(tick,600);})();`,
+    script: 'progress',
   });
 }

@@ -5,7 +5,8 @@
 // id gets 410, an unknown one 404, never partner content, whoever asks. The page waits briefly for
 // onboarding, then shows a self-refreshing loading state. Top up and pay
 // are CSRF-protected forms whose idempotency key is bound to the form instance; their progress
-// pages poll a JSON status that answers for this web session's fundings and payments only.
+// pages poll a JSON status that answers for this web session's fundings and payments only. The
+// pages' scripts are files (assets/), served under /app/assets by page-assets.ts.
 import { randomBytes, randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import type { Client } from '@temporalio/client';
@@ -30,6 +31,7 @@ import { startOnboarding } from './session-url.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { amountOf } from '../../fundings/funding-view.ts';
 import { homePage, landingCsp, loadingPage, messagePage, progressPage, type HomePage, type MessagePage } from './landing-pages.ts';
+import { pageAssetsRouter } from './page-assets.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
@@ -150,6 +152,10 @@ export function landingRouter(deps: LandingDependencies): Router {
     securityHeaders(res);
     res.status(status).json(body);
   }
+
+  // The pages' scripts (/app/assets/…), before the rate limit: a browser fetches each once (they
+  // are cached for good), so they would only use up the pages' allowance.
+  router.use(pageAssetsRouter());
 
   if (deps.rateLimiter) {
     // The progress pages' status polls answer JSON; the pages, a page.

@@ -16,7 +16,8 @@ export function securityHeaders(options: SecurityHeaderOptions = {}): RequestHan
   return [
     helmet({
       // JSON answers, redirects and problem documents load nothing. The landing and connect pages
-      // set their own policy (a per-response nonce for their one style and script), which replaces
+      // set their own policy (a per-response nonce for their one inline style and, on the landing
+      // pages, their <script src> of a file in api/embedded/assets/), which replaces
       // this header rather than being weakened by it.
       contentSecurityPolicy: {
         useDefaults: false,

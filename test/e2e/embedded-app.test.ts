@@ -61,6 +61,12 @@ describe('the embedded app in the wallet app’s web view', () => {
     page.on('request', (request) => {
       if (request.url().startsWith(`${stack.apiBase}/app?sessionId=`)) landingUrls.push(request.url());
     });
+    // The pages' scripts are files (api/embedded/assets/), loaded from /app/assets/.
+    const scriptsLoaded = new Set<string>();
+    page.on('response', (response) => {
+      const name = /\/app\/assets\/([a-z]+)\.[0-9a-f]{16}\.js$/.exec(response.url())?.[1];
+      if (name && response.status() === 200) scriptsLoaded.add(name);
+    });
     // A CSP violation (an inline style or script without the nonce) shows as a console error.
     const cspViolations: string[] = [];
     page.on('console', (message) => {
@@ -123,6 +129,7 @@ describe('the embedded app in the wallet app’s web view', () => {
 
     expect(popups).toHaveLength(0);
     expect(cspViolations).toEqual([]);
+    expect([...scriptsLoaded]).toEqual(expect.arrayContaining(['home', 'progress']));
     await page.close();
   });
 });

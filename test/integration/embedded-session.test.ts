@@ -244,7 +244,17 @@ describe('session URL and landing page', () => {
     expect(landing.status).toBe(200);
     expect(landing.setCookie).toMatch(/^walletflow_app=[A-Za-z0-9_-]{43}; Path=\/app; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
     expect(landing.text).toContain('Opening your account');
-    expect(landing.text).toContain("history.replaceState(null,'',location.pathname)");
+    // The page's script (a file under the response's nonce) takes the id out of the address.
+    const nonce = /script-src 'nonce-([^']+)'/.exec(landing.headers.get('content-security-policy') ?? '')?.[1];
+    const [, scriptNonce, scriptSrc] = /<script nonce="([^"]+)" src="(\/app\/assets\/loading\.[0-9a-f]{16}\.js)"><\/script>/.exec(landing.text) ?? [];
+    expect(scriptSrc, landing.text).toBeDefined();
+    expect(scriptNonce).toBe(nonce);
+    const script = await fetch(`${stack.apiBase}${scriptSrc}`);
+    expect(script.status).toBe(200);
+    expect(script.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    expect(script.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(script.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(await script.text()).toContain("history.replaceState(null, '', location.pathname)");
     expect(landing.text).toContain('<meta http-equiv="refresh" content="2;url=/app">');
     const loading = await client.get('/app');
     expect(loading.status).toBe(200);
