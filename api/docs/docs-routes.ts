@@ -1,6 +1,7 @@
 // The API documentation: the OpenAPI document at GET /docs/openapi.json and an interactive viewer
 // at GET /docs (Swagger UI from the installed swagger-ui-dist package: no CDN, works offline). The
 // viewer's page loads only its own scripts and styles, so its CSP needs no inline script.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { Router, type Response } from 'express';
@@ -48,16 +49,8 @@ const viewerPage = `<!doctype html>
 </html>
 `;
 
-/** Starts the viewer on this API's document; validatorUrl null: no call to the public validator. */
-const initScript = `window.ui = SwaggerUIBundle({
-  url: ${JSON.stringify(OPENAPI_PATH)},
-  dom_id: '#swagger-ui',
-  deepLinking: true,
-  validatorUrl: null,
-  presets: [SwaggerUIBundle.presets.apis],
-  layout: 'BaseLayout',
-});
-`;
+/** The viewer's own start script (./assets/init.js), read once: it names OPENAPI_PATH. */
+const initScript = readFileSync(new URL('./assets/init.js', import.meta.url));
 
 export function docsRouter(): Router {
   const router = Router();
