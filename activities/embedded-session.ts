@@ -10,6 +10,7 @@ import { saveLinkWithTokens } from '../links/link-record.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import type { TokenStore } from '../links/token-store.ts';
+import { embeddedSessionFailureTypes } from '../workflows/onboard-embedded-session.contract.ts';
 import { isWalletError, scopesOf, type WalletClient } from '../wallet/index.ts';
 import { walletRetry } from './wallet-retry.ts';
 
@@ -23,8 +24,6 @@ export interface EmbeddedSessionActivityDependencies {
 
 /** The embedded refresh token's lifetime (interface: 1200 s), when its `exp` cannot be read. */
 const EMBEDDED_REFRESH_LIFETIME_MS = 1_200_000;
-
-export const embeddedSessionFailureTypes = ['EmbeddedSessionNotFound', 'EmbeddedSessionCorrupt'];
 
 function refreshTokenExpiry(refreshToken: string, fallback: Date): Date {
   try {
@@ -60,10 +59,10 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
     /** Links the session: profile → link (EMBEDDED, by profileId) with the session's tokens. Repeatable. */
     async linkEmbeddedSession(sessionRecordId: string): Promise<OnboardEmbeddedSessionResult> {
       const row = await database.embeddedSession.findUnique({ where: { id: sessionRecordId } });
-      if (!row) throw ApplicationFailure.nonRetryable(`embedded session ${sessionRecordId} does not exist`, 'EmbeddedSessionNotFound');
+      if (!row) throw ApplicationFailure.nonRetryable(`embedded session ${sessionRecordId} does not exist`, embeddedSessionFailureTypes.notFound);
       if (row.status !== 'PENDING') return resultOf(row);
       if (!row.accessTokenEncrypted || !row.refreshTokenEncrypted) {
-        throw ApplicationFailure.nonRetryable('embedded session has no tokens', 'EmbeddedSessionCorrupt');
+        throw ApplicationFailure.nonRetryable('embedded session has no tokens', embeddedSessionFailureTypes.corrupt);
       }
       const accessToken = deps.cipher.decrypt(row.accessTokenEncrypted, sessionAccessTokenContext(row.id));
       const refreshToken = deps.cipher.decrypt(row.refreshTokenEncrypted, sessionRefreshTokenContext(row.id));

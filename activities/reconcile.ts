@@ -3,11 +3,11 @@
 // them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event.
 import type { Client } from '@temporalio/client';
 import { fundingErrorMessage, type FinalFundingStatus } from '../domain/funding.ts';
-import { searchAttributes } from '../domain/search-attributes.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { startFundWallet } from '../workflows/fund-wallet.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
 
 export interface SweepInput {
@@ -91,16 +91,13 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
         }
         if (state === 'missing' && !funding.transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
           // Stored, but the API died before starting its workflow: start it now.
-          await deps.temporal.workflow.start('fundWallet', {
-            taskQueue: deps.taskQueue,
+          await startFundWallet(deps.temporal, {
             workflowId: funding.workflowId,
-            args: [{ fundingId: funding.id }],
-            workflowIdConflictPolicy: 'USE_EXISTING',
-            searchAttributes: {
-              [searchAttributes.status.name]: [funding.status],
-              [searchAttributes.kind.name]: ['FUNDING'],
-              [searchAttributes.recipientType.name]: [funding.recipientType],
-            },
+            taskQueue: deps.taskQueue,
+            fundingId: funding.id,
+            status: funding.status,
+            recipientType: funding.recipientType,
+            reusePolicy: 'temporal-default',
           });
           await database.fundingEvent.create({ data: { fundingId: funding.id, status: funding.status, detail: 'reconciliation: workflow started' } });
           note('workflow-started', 'the funding had no workflow', true);

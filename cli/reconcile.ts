@@ -2,9 +2,9 @@
 // the schedule does) and prints what it found and repaired. Talks to Temporal directly.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import type { SweepReport } from '../activities/reconcile.ts';
 import { loadConfig } from '../lib/config.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
+import { manualReconcileWorkflowId, startReconcileFundings } from '../workflows/reconcile.contract.ts';
 
 export interface ReconcileOptions {
   olderThan?: string;
@@ -29,11 +29,13 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
   try {
     const dataConverter = dataConverterFor(config.payloadKeys);
     const client = new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
-    const report = (await client.workflow.execute('reconcileFundings', {
+    // A fresh id has one run only: its handle's result is what execute() would have returned.
+    const sweep = await startReconcileFundings(client, {
       taskQueue: config.temporal.taskQueue,
-      workflowId: `walletflow-reconcile-manual-${randomUUID()}`,
-      args: [{ olderThanSeconds }],
-    })) as SweepReport;
+      workflowId: manualReconcileWorkflowId(randomUUID()),
+      input: { olderThanSeconds },
+    });
+    const report = await sweep.result();
     if (options.json) {
       console.log(JSON.stringify(report, null, 2));
       return 0;

@@ -12,13 +12,13 @@ import {
   type FundingView,
 } from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
-import { searchAttributes } from '../domain/search-attributes.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import { fundingView } from './funding-view.ts';
-import { requestFingerprint, startWorkflowOnce, workflowIdFor } from '../lib/idempotency.ts';
+import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
+import { fundingCancelledSignal, fundingWorkflowId, startFundWallet } from '../workflows/fund-wallet.contract.ts';
 
 export interface FundingServiceDependencies {
   database: Database;
@@ -57,17 +57,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
   };
 
   const startWorkflow = (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN') =>
-    startWorkflowOnce(deps.temporal, {
-      workflowType: 'fundWallet',
-      workflowId,
-      taskQueue: deps.taskQueue,
-      args: [{ fundingId }],
-      searchAttributes: {
-        [searchAttributes.status.name]: ['PENDING'],
-        [searchAttributes.kind.name]: ['FUNDING'],
-        [searchAttributes.recipientType.name]: [recipientType],
-      },
-    });
+    startFundWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, fundingId, status: 'PENDING', recipientType, reusePolicy: 'reject-duplicate' });
 
   const view = async (fundingId: string) => {
     const funding = await deps.database.funding.findUnique({ where: { id: fundingId }, include: withFundingEvents });
@@ -80,7 +70,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreateFundingRequest): Promise<StartFundingResult> {
       const requestFingerprint = fingerprint(body);
-      const workflowId = workflowIdFor('funding', idempotencyKey);
+      const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       if (body.recipient.type === 'TOKEN') {
         const link = await deps.database.link.findUnique({ where: { id: body.recipient.linkId }, select: { status: true } });
         if (!link) return { kind: 'link-not-found' };
@@ -131,7 +121,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
       deps.metrics?.fundingFinished('FAILED', funding.createdAt);
       await deps.temporal.workflow
         .getHandle(funding.workflowId)
-        .signal('cancelled')
+        .signal(fundingCancelledSignal)
         .catch((error: Error) => deps.logger.warn({ fundingId: funding.id, err: error.message }, 'could not nudge the workflow after cancel'));
       return { kind: 'cancelled', funding: (await view(funding.id))! };
     },

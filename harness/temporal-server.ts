@@ -267,7 +267,9 @@ async function registerNamespace(address: string, namespace: string, failed: () 
     await retry('a start with the search attributes', async () => {
       const { Client } = await import('@temporalio/client');
       const client = new Client({ connection, namespace });
-      const handle = await client.workflow.start('walletflowProbe', {
+      // No worker runs this type: the start only proves the server takes the search attributes.
+      const probeWorkflowType = 'walletflowProbe';
+      const handle = await client.workflow.start(probeWorkflowType, {
         taskQueue: 'walletflow-probe',
         workflowId: `probe-${Date.now()}`,
         searchAttributes: Object.fromEntries(Object.values(searchAttributes).map((attribute) => [attribute.name, ['PROBE']])),

@@ -10,6 +10,3 @@ export function hashBearer(value: string): string {
 
 export const sessionAccessTokenContext = (sessionRecordId: string) => `embedded_session:${sessionRecordId}:access_token`;
 export const sessionRefreshTokenContext = (sessionRecordId: string) => `embedded_session:${sessionRecordId}:refresh_token`;
-
-/** The onboarding workflow's id for a session row: one workflow per session. */
-export const onboardingWorkflowId = (sessionRecordId: string) => `embedded-session-${sessionRecordId}`;

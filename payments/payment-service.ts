@@ -6,11 +6,11 @@ import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { Prisma } from '../generated/prisma/client.ts';
 import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
 import { normaliseAmount } from '../domain/money.ts';
-import { searchAttributes } from '../domain/search-attributes.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { paymentView } from './payment-view.ts';
-import { requestFingerprint, startWorkflowOnce, workflowIdFor } from '../lib/idempotency.ts';
+import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
+import { paymentWorkflowId, resolvePaymentUpdate, startPayWallet, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
 
 export interface PaymentServiceDependencies {
   database: Database;
@@ -33,12 +33,6 @@ export type ResolvePaymentResult =
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 
-/** The workflow's update name and argument (workflows/pay-wallet.ts). */
-export const resolvePaymentUpdate = 'resolve';
-export interface ResolvePaymentUpdateInput extends ResolvePaymentRequest {
-  resolvedBy: string;
-}
-
 export function createPaymentService(deps: PaymentServiceDependencies) {
   const find = (id: string) =>
     deps.database.payment.findFirst({
@@ -47,13 +41,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     });
 
   const startWorkflow = (paymentId: string, workflowId: string) =>
-    startWorkflowOnce(deps.temporal, {
-      workflowType: 'payWallet',
-      workflowId,
-      taskQueue: deps.taskQueue,
-      args: [{ paymentId }],
-      searchAttributes: { [searchAttributes.status.name]: ['PENDING'], [searchAttributes.kind.name]: ['PAYMENT'] },
-    });
+    startPayWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, paymentId });
 
   return {
     /** By walletflow's id, or by the wallet service's payment id. */
@@ -83,7 +71,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
       if (!link) return { kind: 'link-not-found' };
       const id = randomUUID();
-      const workflowId = workflowIdFor('payment', idempotencyKey);
+      const workflowId = paymentWorkflowId(idempotencyKey, sha256Hex);
       const inserted = await deps.database.$transaction(async (tx) => {
         const count = await tx.$executeRaw`
           INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, currency, amount, updated_at)

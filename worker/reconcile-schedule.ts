@@ -1,8 +1,7 @@
 // The Temporal Schedule that runs the reconciliation sweep every few minutes. Created by the
 // worker at start if missing; overlapping runs are skipped.
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
-
-export const reconcileScheduleId = 'walletflow-reconcile';
+import { reconcileFundingsScheduleAction, reconcileScheduleId } from '../workflows/reconcile.contract.ts';
 
 export async function ensureReconcileSchedule(
   client: Client,
@@ -12,12 +11,7 @@ export async function ensureReconcileSchedule(
     await client.schedule.create({
       scheduleId: reconcileScheduleId,
       spec: { intervals: [{ every: `${options.everyMinutes} minutes` }] },
-      action: {
-        type: 'startWorkflow',
-        workflowType: 'reconcileFundings',
-        taskQueue: options.taskQueue,
-        args: [{ olderThanSeconds: options.olderThanSeconds }],
-      },
+      action: reconcileFundingsScheduleAction({ taskQueue: options.taskQueue, input: { olderThanSeconds: options.olderThanSeconds } }),
       policies: { overlap: 'SKIP' },
     });
     return 'created';

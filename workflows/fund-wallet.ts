@@ -7,8 +7,6 @@
 import {
   ActivityFailure,
   continueAsNew,
-  defineQuery,
-  defineSignal,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -18,19 +16,10 @@ import {
 } from '@temporalio/workflow';
 import type { FundingActivities, TransferProgress } from '../activities/funding.ts';
 import type { FinalFundingStatus, FundingResult, FundingStatus } from '../domain/funding.ts';
+import { fundingCancelledSignal, fundingFailureTypes, fundingStatusQuery, type FundWalletInput } from './fund-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
-export interface FundWalletInput {
-  fundingId: string;
-  /** Set by continue-as-new during a long reconciliation: skip straight to retrieve. */
-  reconcile?: { transferId: string; polls: number };
-}
-
-export const fundingStatusQuery = defineQuery<FundingStatus>('status');
-/** A nudge after the API cancelled the funding in the database (the database decides). */
-export const fundingCancelledSignal = defineSignal('cancelled');
-
-const nonRetryableErrorTypes = ['FundingNotFound', 'FundingCorrupt'];
+const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt];
 
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 

@@ -4,7 +4,7 @@
 // Input and result: the session row id, the link id and codes; never a token or a session id.
 import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
 import type { EmbeddedSessionActivities } from '../activities/embedded-session.ts';
-import type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
+import { embeddedSessionFailureTypes, type OnboardEmbeddedSessionInput, type OnboardEmbeddedSessionResult } from './onboard-embedded-session.contract.ts';
 
 /** The user is looking at a loading page: a few quick retries (~1 minute), then give up. */
 const onboarding = proxyActivities<EmbeddedSessionActivities>({
@@ -14,7 +14,7 @@ const onboarding = proxyActivities<EmbeddedSessionActivities>({
     backoffCoefficient: 2,
     maximumInterval: '10 seconds',
     maximumAttempts: 6,
-    nonRetryableErrorTypes: ['EmbeddedSessionNotFound', 'EmbeddedSessionCorrupt'],
+    nonRetryableErrorTypes: [embeddedSessionFailureTypes.notFound, embeddedSessionFailureTypes.corrupt],
   },
 });
 

@@ -9,8 +9,6 @@
 import {
   ActivityFailure,
   condition,
-  defineQuery,
-  defineUpdate,
   patched,
   proxyActivities,
   proxyLocalActivities,
@@ -18,18 +16,12 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { PaymentActivities, ResolveInput } from '../activities/payment.ts';
+import type { PaymentActivities } from '../activities/payment.ts';
 import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
+import { paymentFailureTypes, paymentStatusQuery, resolvePaymentUpdate, type PayWalletInput } from './pay-wallet.contract.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 
-export interface PayWalletInput {
-  paymentId: string;
-}
-
-export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
-export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolveInput]>('resolve');
-
-const nonRetryableErrorTypes = ['PaymentNotFound', 'PaymentCorrupt'];
+const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt];
 
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 

@@ -2,13 +2,14 @@
 // once by `walletflow reconcile`). The sweep is one activity: it is a batch of database reads,
 // wallet retrieves and repairs, each repair idempotent.
 import { proxyActivities } from '@temporalio/workflow';
-import type { ReconcileActivities, SweepInput, SweepReport } from '../activities/reconcile.ts';
+import type { ReconcileActivities } from '../activities/reconcile.ts';
+import type { ReconcileFundingsInput, ReconcileFundingsResult } from './reconcile.contract.ts';
 
 const { sweepStuckFundings } = proxyActivities<ReconcileActivities>({
   startToCloseTimeout: '5 minutes',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
-export async function reconcileFundings(input: SweepInput): Promise<SweepReport> {
+export async function reconcileFundings(input: ReconcileFundingsInput): Promise<ReconcileFundingsResult> {
   return sweepStuckFundings(input);
 }

@@ -27,7 +27,7 @@ import {
   type AppSessionView,
 } from './web-sessions.ts';
 import { paymentOutcome, reopenFromWallet, topUpOutcome, type OutcomeStatus } from './outcome-messages.ts';
-import { startOnboarding } from './session-url.ts';
+import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { amountOf } from '../../fundings/funding-view.ts';
 import { homePage, landingCsp, loadingPage, messagePage, progressPage, type HomePage, type MessagePage } from './landing-pages.ts';
@@ -230,7 +230,7 @@ export function landingRouter(deps: LandingDependencies): Router {
     const embedded = wait ? await waitForOnboarding(session) : session.embeddedSession;
     if (embedded.status === 'PENDING') {
       // A failed start at the session URL is made good here (the start finds a running workflow).
-      await startOnboarding(deps.temporal, deps.taskQueue, embedded.id).catch((error: Error) =>
+      await startOnboardEmbeddedSession(deps.temporal, { taskQueue: deps.taskQueue, sessionRecordId: embedded.id }).catch((error: Error) =>
         deps.logger.warn({ sessionRecordId: embedded.id, err: error.message }, 'could not start session onboarding'),
       );
       html(res, 200, loadingPage);

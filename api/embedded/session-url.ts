@@ -8,15 +8,16 @@ import express, { Router, type ErrorRequestHandler, type RequestHandler, type Re
 import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import type { Client } from '@temporalio/client';
-import { requestReferenceNoSchema, sessionPayloadSchema, type OnboardEmbeddedSessionInput } from '../../domain/embedded-session.ts';
+import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import type { Database } from '../../lib/database.ts';
-import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
 import type { IpAllowlist } from '../../lib/ip-allowlist.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { TokenCipher } from '../../links/token-cipher.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
 
 /** The session payload is three tokens and a number: a few KiB at most. */
 export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
@@ -48,18 +49,6 @@ export const sessionRefusalSchema = z.object({ code: z.string(), message: z.stri
 function refuse(res: Response, status: number, code: string, message: string): void {
   const body: z.infer<typeof sessionRefusalSchema> = { code, message };
   res.status(status).setHeader('Cache-Control', 'no-store').json(body);
-}
-
-/** Starts the onboarding workflow (or finds it running): the landing page calls it too, as a safety net. */
-export async function startOnboarding(temporal: Client, taskQueue: string, sessionRecordId: string): Promise<void> {
-  const input: OnboardEmbeddedSessionInput = { sessionRecordId };
-  await temporal.workflow.start('onboardEmbeddedSession', {
-    taskQueue,
-    workflowId: onboardingWorkflowId(sessionRecordId),
-    args: [input],
-    workflowIdConflictPolicy: 'USE_EXISTING',
-    workflowIdReusePolicy: 'REJECT_DUPLICATE',
-  });
 }
 
 function jwtExpiry(token: string): Date | null {
@@ -147,7 +136,7 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
       // Starting is quick; the workflow's result is not awaited. Should the start fail, the
       // landing page starts it when the user arrives.
       try {
-        await startOnboarding(deps.temporal, deps.taskQueue, id);
+        await startOnboardEmbeddedSession(deps.temporal, { taskQueue: deps.taskQueue, sessionRecordId: id });
       } catch (error) {
         deps.logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'could not start session onboarding; the landing page will');
       }

@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
-import { hashBearer, onboardingWorkflowId } from '../../links/embedded-sessions.ts';
+import { hashBearer } from '../../links/embedded-sessions.ts';
+import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;

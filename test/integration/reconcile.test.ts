@@ -12,6 +12,7 @@ import type { SweepReport } from '../../activities/reconcile.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { createTokenCipher } from '../../links/token-cipher.ts';
+import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -53,12 +54,8 @@ async function codeOfNewUser() {
   return { user, code: (await stack.admin.cashInCode(user.userId)).code };
 }
 
-const sweep = (olderThanSeconds = 600) =>
-  stack.temporal.workflow.execute('reconcileFundings', {
-    taskQueue: stack.taskQueue,
-    workflowId: `reconcile-test-${randomUUID()}`,
-    args: [{ olderThanSeconds }],
-  }) as Promise<SweepReport>;
+const sweep = async (olderThanSeconds = 600) =>
+  (await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId: `reconcile-test-${randomUUID()}`, input: { olderThanSeconds } })).result();
 
 describe('reconciliation sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {

@@ -21,7 +21,7 @@ import type { OnboardEmbeddedSessionResult } from '../../domain/embedded-session
 import type { FundingResult } from '../../domain/funding.ts';
 import type { PaymentResult } from '../../domain/payment.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { hashBearer, onboardingWorkflowId, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import {
   archiveDir,
@@ -36,6 +36,9 @@ import {
   type WorkflowType,
 } from '../support/replay-histories.ts';
 import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
+import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
+import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
+import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 
 interface Secret {
   name: string;
@@ -305,7 +308,7 @@ async function until(what: string, done: () => Promise<boolean>, timeoutMs = 60_
  */
 async function untilInReview(stack: ReplayStack, workflowId: string): Promise<void> {
   const handle = stack.temporal.workflow.getHandle(workflowId);
-  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query<string>('status')) === 'NEEDS_REVIEW');
+  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query(paymentStatusQuery)) === 'NEEDS_REVIEW');
 }
 
 /** Resolves a payment in review through the ops API, which runs the workflow's `resolve` update. */
@@ -628,7 +631,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const executed = await stuckFunding(stack, { executed: true });
       const unexecuted = await stuckFunding(stack, { executed: false });
       const workflowId = `capture-reconcile-${randomUUID()}`;
-      await stack.temporal.workflow.start('reconcileFundings', { taskQueue: stack.taskQueue, workflowId, args: [{ olderThanSeconds: 600 }] });
+      await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
       const report = (await stack.result(workflowId)) as SweepReport;
       const action = (fundingId: string) => report.items.find((item) => item.fundingId === fundingId)?.action;
       if (action(executed.fundingId) !== 'finished-from-wallet' || action(unexecuted.fundingId) !== 'failed-not-executed') {

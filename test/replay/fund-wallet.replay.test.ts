@@ -4,16 +4,17 @@
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
+import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
 import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
-const stored = storedHistoriesOf('fundWallet');
+const stored = storedHistoriesOf(fundWalletWorkflowType);
 
 const fixture = (file: string) => fileURLToPath(new URL(`./fixtures/${file}`, import.meta.url));
 
 describe('fundWallet replay', () => {
   it('has a stored history for every funding path', () => {
-    expect(stored).toEqual(expect.arrayContaining([...historyPaths.fundWallet]));
+    expect(stored).toEqual(expect.arrayContaining([...historyPaths[fundWalletWorkflowType]]));
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {

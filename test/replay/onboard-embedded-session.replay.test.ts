@@ -2,14 +2,15 @@
 // workflow bundle: linked, the profile refused (REAUTH_REQUIRED), the profile unavailable until
 // the retries ran out (failEmbeddedSession).
 import { describe, expect, inject, it } from 'vitest';
+import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
-const stored = storedHistoriesOf('onboardEmbeddedSession');
+const stored = storedHistoriesOf(onboardEmbeddedSessionWorkflowType);
 
 describe('onboardEmbeddedSession replay', () => {
   it('has a stored history for every onboarding path', () => {
-    expect(stored).toEqual(expect.arrayContaining([...historyPaths.onboardEmbeddedSession]));
+    expect(stored).toEqual(expect.arrayContaining([...historyPaths[onboardEmbeddedSessionWorkflowType]]));
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {

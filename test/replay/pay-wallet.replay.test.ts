@@ -3,16 +3,17 @@
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
+import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
-const stored = storedHistoriesOf('payWallet');
+const stored = storedHistoriesOf(payWalletWorkflowType);
 
 const fixture = (file: string) => fileURLToPath(new URL(`./fixtures/${file}`, import.meta.url));
 
 describe('payWallet replay', () => {
   it('has a stored history for every payment path', () => {
-    expect(stored).toEqual(expect.arrayContaining([...historyPaths.payWallet]));
+    expect(stored).toEqual(expect.arrayContaining([...historyPaths[payWalletWorkflowType]]));
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {

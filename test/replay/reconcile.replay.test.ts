@@ -1,14 +1,15 @@
 // Replays every stored reconcileFundings history (current and archived) against today's workflow
 // bundle: a sweep that repaired stuck fundings.
 import { describe, expect, inject, it } from 'vitest';
+import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
 import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
-const stored = storedHistoriesOf('reconcileFundings');
+const stored = storedHistoriesOf(reconcileFundingsWorkflowType);
 
 describe('reconcileFundings replay', () => {
   it('has a stored history for every sweep path', () => {
-    expect(stored).toEqual(expect.arrayContaining([...historyPaths.reconcileFundings]));
+    expect(stored).toEqual(expect.arrayContaining([...historyPaths[reconcileFundingsWorkflowType]]));
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {

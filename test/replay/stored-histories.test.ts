@@ -2,6 +2,7 @@
 // workflow the replay suite covers, and holding no secret. The capture script refused the exact
 // secrets each path handled; this re-checks what a file can show on its own.
 import { describe, expect, it } from 'vitest';
+import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import {
   findSecretLeaks,
   listStoredHistories,
@@ -45,7 +46,7 @@ describe('stored histories hold no secret', () => {
   // The onboarding paths' users all bear this name; the profile the workflow reads holds it, the
   // session row keeps the first name, and the history must not. (The session id and the tokens
   // differ per capture: the capture script checked those.)
-  it.each(storedHistoriesOf('onboardEmbeddedSession'))('%s holds not the user’s name', async (name) => {
+  it.each(storedHistoriesOf(onboardEmbeddedSessionWorkflowType))('%s holds not the user’s name', async (name) => {
     const history = await readStoredHistory(name);
     const secrets = Object.entries(onboardingUserName).map(([field, value]) => ({ name: field, value }));
     expect(findSecretLeaks(history, secrets)).toEqual([]);

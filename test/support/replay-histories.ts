@@ -5,12 +5,16 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime, Worker, type ReplayResult, type ReplayWorkerOptions } from '@temporalio/worker';
+import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
+import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
+import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
+import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
 /** One stored history per path, by workflow type; the file name is the path name. */
 export const historyPaths = {
-  fundWallet: [
+  [fundWalletWorkflowType]: [
     'code-approved',
     'token-approved-with-refresh',
     'm133-rejected',
@@ -19,15 +23,15 @@ export const historyPaths = {
     'processing-polled',
     'cancelled',
   ],
-  payWallet: [
+  [payWalletWorkflowType]: [
     'payment-succeeded',
     'payment-insufficient-balance',
     'payment-lost-answer-review-resolved',
     'payment-unknown-review-resolved-failed',
     'payment-rate-limited-then-succeeded',
   ],
-  onboardEmbeddedSession: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
-  reconcileFundings: ['reconcile-sweep'],
+  [onboardEmbeddedSessionWorkflowType]: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
+  [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;
 export type HistoryName = (typeof historyPaths)[WorkflowType][number];

@@ -1,0 +1,25 @@
+// The contracts against what cannot change under running workflows and stored rows: Temporal knows
+// a workflow by the name its function is exported under, and funding and payment rows store ids
+// built from their Idempotency-Key.
+import { describe, expect, it } from 'vitest';
+import { sha256Hex } from '../../lib/idempotency.ts';
+import * as workflows from '../../workflows/index.ts';
+import { fundingWorkflowId, fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
+import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
+import { paymentWorkflowId, payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
+import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
+
+describe('workflow contracts', () => {
+  it('name exactly the workflows the worker registers', () => {
+    expect(Object.keys(workflows).sort()).toEqual(
+      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType].sort(),
+    );
+  });
+
+  it('build the workflow ids stored rows already hold', () => {
+    // `<prefix>-` and the first 40 hex digits of SHA-256('order-42') (3bf8b157…).
+    expect(fundingWorkflowId('order-42', sha256Hex)).toBe('funding-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
+    expect(paymentWorkflowId('order-42', sha256Hex)).toBe('payment-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
+    expect(onboardingWorkflowId('5f1c0d9e-0000-4000-8000-000000000001')).toBe('embedded-session-5f1c0d9e-0000-4000-8000-000000000001');
+  });
+});

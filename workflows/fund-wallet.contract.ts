@@ -1,0 +1,77 @@
+// fundWallet's contract: what its starters and the workflow itself agree on (type name, input and
+// result, query and signal, workflow id, failure types) and the one start every starter uses.
+// Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
+// workflow function by type alone (no runtime cycle).
+import type { Client } from '@temporalio/client';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { CreateFundingRequest, FundingResult, FundingStatus } from '../domain/funding.ts';
+import type { fundWallet } from './fund-wallet.ts';
+import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
+import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
+
+/** The workflow type: the name Temporal and every stored history know it by (the function's name). */
+export const fundWalletWorkflowType = 'fundWallet';
+
+export interface FundWalletInput {
+  fundingId: string;
+  /** Set by continue-as-new during a long reconciliation: skip straight to retrieve. */
+  reconcile?: { transferId: string; polls: number };
+}
+
+/** Ids and states only, never a token or a code. */
+export type FundWalletResult = FundingResult;
+
+/** The funding's status as the workflow sees it. Wire name 'status': stored histories carry it. */
+export const fundingStatusQuery = defineQuery<FundingStatus>('status');
+/** A nudge after the API cancelled the funding in the database (the database decides). Wire name 'cancelled'. */
+export const fundingCancelledSignal = defineSignal('cancelled');
+
+/** The ApplicationFailure types the funding activities throw and fundWallet never retries. */
+export const fundingFailureTypes = {
+  /** No funding row with this id. */
+  notFound: 'FundingNotFound',
+  /** The row cannot be acted on (no amount, no cash-in code, no link, no final state). */
+  corrupt: 'FundingCorrupt',
+} as const;
+
+/** The funding's workflow id for an Idempotency-Key; stored on the funding row, which later starts use. */
+export function fundingWorkflowId(idempotencyKey: string, sha256Hex: Sha256Hex): string {
+  return idempotentWorkflowId('funding', idempotencyKey, sha256Hex);
+}
+
+export interface StartFundWalletOptions {
+  /** The id stored on the funding row (fundingWorkflowId). */
+  workflowId: string;
+  taskQueue: string;
+  fundingId: string;
+  /** The funding's status and recipient now: the search attributes the run starts with. */
+  status: FundingStatus;
+  recipientType: CreateFundingRequest['recipient']['type'];
+  /**
+   * What a closed run with this id does to the start. 'reject-duplicate' (the API): the request
+   * already ran, so nothing is started and no error is raised. 'temporal-default' (the
+   * reconciliation sweep, which starts only after Temporal found no run with this id): the
+   * server's default reuse policy, as the sweep has always sent it.
+   */
+  reusePolicy: 'reject-duplicate' | 'temporal-default';
+}
+
+/** Starts fundWallet, or finds it running (USE_EXISTING either way). */
+export async function startFundWallet(client: Client, options: StartFundWalletOptions): Promise<void> {
+  const args: [FundWalletInput] = [{ fundingId: options.fundingId }];
+  const start = {
+    taskQueue: options.taskQueue,
+    workflowId: options.workflowId,
+    args,
+    searchAttributes: {
+      [statusKey.name]: [options.status],
+      [kindKey.name]: ['FUNDING'],
+      [recipientTypeKey.name]: [options.recipientType],
+    },
+  };
+  if (options.reusePolicy === 'temporal-default') {
+    await client.workflow.start<typeof fundWallet>(fundWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    return;
+  }
+  await ignoringClosedRun(client.workflow.start<typeof fundWallet>(fundWalletWorkflowType, { ...start, ...startOncePolicies }));
+}

@@ -1,0 +1,39 @@
+// onboardEmbeddedSession's contract: what its starters and the workflow itself agree on (type
+// name, input and result, workflow id, failure types) and the one start every starter uses.
+// Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
+// workflow function by type alone (no runtime cycle).
+import type { Client } from '@temporalio/client';
+import type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
+import { startOncePolicies } from './idempotent-start.ts';
+import type { onboardEmbeddedSession } from './onboard-embedded-session.ts';
+
+/** The workflow type: the name Temporal and every stored history know it by (the function's name). */
+export const onboardEmbeddedSessionWorkflowType = 'onboardEmbeddedSession';
+
+// Declared in domain/: the onboarding activities return the same result.
+export type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult };
+
+/** The ApplicationFailure types the onboarding activities throw and the workflow never retries. */
+export const embeddedSessionFailureTypes = {
+  /** No embedded_session row with this id. */
+  notFound: 'EmbeddedSessionNotFound',
+  /** The row has no tokens to onboard with. */
+  corrupt: 'EmbeddedSessionCorrupt',
+} as const;
+
+/** The onboarding workflow's id for a session row: one workflow per session. */
+export const onboardingWorkflowId = (sessionRecordId: string) => `embedded-session-${sessionRecordId}`;
+
+/**
+ * Starts onboarding for a session row, or finds it running. A closed run is not started again, and
+ * the refusal reaches the caller (the session URL and the landing page log it).
+ */
+export async function startOnboardEmbeddedSession(client: Client, options: { taskQueue: string; sessionRecordId: string }): Promise<void> {
+  const input: OnboardEmbeddedSessionInput = { sessionRecordId: options.sessionRecordId };
+  await client.workflow.start<typeof onboardEmbeddedSession>(onboardEmbeddedSessionWorkflowType, {
+    taskQueue: options.taskQueue,
+    workflowId: onboardingWorkflowId(options.sessionRecordId),
+    args: [input],
+    ...startOncePolicies,
+  });
+}

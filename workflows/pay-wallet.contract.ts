@@ -1,0 +1,65 @@
+// payWallet's contract: what its starters and the workflow itself agree on (type name, input and
+// result, query and update, workflow id, failure types) and the one start every starter uses.
+// Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
+// workflow function by type alone (no runtime cycle).
+import type { Client } from '@temporalio/client';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { ResolveInput } from '../activities/payment.ts';
+import type { FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
+import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
+import type { payWallet } from './pay-wallet.ts';
+import { kindKey, statusKey } from './search-attribute-keys.ts';
+
+/** The workflow type: the name Temporal and every stored history know it by (the function's name). */
+export const payWalletWorkflowType = 'payWallet';
+
+export interface PayWalletInput {
+  paymentId: string;
+}
+
+/** Ids and states only, never a token. */
+export type PayWalletResult = PaymentResult;
+
+/** The payment's status as the workflow sees it (what the resolve validator reads). Wire name 'status'. */
+export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
+
+/** How ops settle a payment in NEEDS_REVIEW: the outcome, why, and who. */
+export type ResolvePaymentUpdateInput = ResolveInput;
+/** Settles a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
+export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>('resolve');
+
+/** The ApplicationFailure types the payment activities throw and payWallet never retries. */
+export const paymentFailureTypes = {
+  /** No payment row with this id. */
+  notFound: 'PaymentNotFound',
+  /** The row cannot be acted on (no wallet payment id, no final state). */
+  corrupt: 'PaymentCorrupt',
+} as const;
+
+/** The payment's workflow id for an Idempotency-Key; stored on the payment row, which later starts use. */
+export function paymentWorkflowId(idempotencyKey: string, sha256Hex: Sha256Hex): string {
+  return idempotentWorkflowId('payment', idempotencyKey, sha256Hex);
+}
+
+export interface StartPayWalletOptions {
+  /** The id stored on the payment row (paymentWorkflowId). */
+  workflowId: string;
+  taskQueue: string;
+  paymentId: string;
+}
+
+/**
+ * Starts payWallet, or finds it running; a closed run with this id means the request already ran,
+ * so nothing is started and no error is raised. The run starts with status PENDING and kind PAYMENT.
+ */
+export async function startPayWallet(client: Client, options: StartPayWalletOptions): Promise<void> {
+  await ignoringClosedRun(
+    client.workflow.start<typeof payWallet>(payWalletWorkflowType, {
+      taskQueue: options.taskQueue,
+      workflowId: options.workflowId,
+      args: [{ paymentId: options.paymentId }],
+      ...startOncePolicies,
+      searchAttributes: { [statusKey.name]: ['PENDING'], [kindKey.name]: ['PAYMENT'] },
+    }),
+  );
+}
