@@ -1,11 +1,10 @@
 // fundWallet's contract: what its starters and the workflow itself agree on (type name, input and
 // result, query and signal, workflow id, failure types) and the one start every starter uses.
 // Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
-// workflow function by type alone (no runtime cycle).
+// workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import type { CreateFundingRequest, FundingResult, FundingStatus } from '../domain/funding.ts';
-import type { fundWallet } from './fund-wallet.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
@@ -20,6 +19,9 @@ export interface FundWalletInput {
 
 /** Ids and states only, never a token or a code. */
 export type FundWalletResult = FundingResult;
+
+/** fundWallet's signature: what starters type-check their arguments and results against. */
+export type FundWalletWorkflow = (input: FundWalletInput) => Promise<FundWalletResult>;
 
 /** The funding's status as the workflow sees it. Wire name 'status': stored histories carry it. */
 export const fundingStatusQuery = defineQuery<FundingStatus>('status');
@@ -70,8 +72,8 @@ export async function startFundWallet(client: Client, options: StartFundWalletOp
     },
   };
   if (options.reusePolicy === 'temporal-default') {
-    await client.workflow.start<typeof fundWallet>(fundWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    await client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
     return;
   }
-  await ignoringClosedRun(client.workflow.start<typeof fundWallet>(fundWalletWorkflowType, { ...start, ...startOncePolicies }));
+  await ignoringClosedRun(client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, ...startOncePolicies }));
 }

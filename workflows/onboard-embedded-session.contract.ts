@@ -1,17 +1,19 @@
 // onboardEmbeddedSession's contract: what its starters and the workflow itself agree on (type
 // name, input and result, workflow id, failure types) and the one start every starter uses.
 // Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
-// workflow function by type alone (no runtime cycle).
+// workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
 import type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import { startOncePolicies } from './idempotent-start.ts';
-import type { onboardEmbeddedSession } from './onboard-embedded-session.ts';
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
 export const onboardEmbeddedSessionWorkflowType = 'onboardEmbeddedSession';
 
 // Declared in domain/: the onboarding activities return the same result.
 export type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult };
+
+/** onboardEmbeddedSession's signature: what starters type-check their arguments against. */
+export type OnboardEmbeddedSessionWorkflow = (input: OnboardEmbeddedSessionInput) => Promise<OnboardEmbeddedSessionResult>;
 
 /** The ApplicationFailure types the onboarding activities throw and the workflow never retries. */
 export const embeddedSessionFailureTypes = {
@@ -30,7 +32,7 @@ export const onboardingWorkflowId = (sessionRecordId: string) => `embedded-sessi
  */
 export async function startOnboardEmbeddedSession(client: Client, options: { taskQueue: string; sessionRecordId: string }): Promise<void> {
   const input: OnboardEmbeddedSessionInput = { sessionRecordId: options.sessionRecordId };
-  await client.workflow.start<typeof onboardEmbeddedSession>(onboardEmbeddedSessionWorkflowType, {
+  await client.workflow.start<OnboardEmbeddedSessionWorkflow>(onboardEmbeddedSessionWorkflowType, {
     taskQueue: options.taskQueue,
     workflowId: onboardingWorkflowId(options.sessionRecordId),
     args: [input],

@@ -1,13 +1,12 @@
 // payWallet's contract: what its starters and the workflow itself agree on (type name, input and
 // result, query and update, workflow id, failure types) and the one start every starter uses.
 // Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
-// workflow function by type alone (no runtime cycle).
+// workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { ResolveInput } from '../activities/payment.ts';
 import type { FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
-import type { payWallet } from './pay-wallet.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
@@ -19,6 +18,9 @@ export interface PayWalletInput {
 
 /** Ids and states only, never a token. */
 export type PayWalletResult = PaymentResult;
+
+/** payWallet's signature: what starters type-check their arguments and results against. */
+export type PayWalletWorkflow = (input: PayWalletInput) => Promise<PayWalletResult>;
 
 /** The payment's status as the workflow sees it (what the resolve validator reads). Wire name 'status'. */
 export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
@@ -54,7 +56,7 @@ export interface StartPayWalletOptions {
  */
 export async function startPayWallet(client: Client, options: StartPayWalletOptions): Promise<void> {
   await ignoringClosedRun(
-    client.workflow.start<typeof payWallet>(payWalletWorkflowType, {
+    client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, {
       taskQueue: options.taskQueue,
       workflowId: options.workflowId,
       args: [{ paymentId: options.paymentId }],

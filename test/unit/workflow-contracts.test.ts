@@ -1,13 +1,17 @@
 // The contracts against what cannot change under running workflows and stored rows: Temporal knows
 // a workflow by the name its function is exported under, and funding and payment rows store ids
 // built from their Idempotency-Key.
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import * as workflows from '../../workflows/index.ts';
-import { fundingWorkflowId, fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
-import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
-import { paymentWorkflowId, payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
-import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
+import { fundWallet } from '../../workflows/fund-wallet.ts';
+import { onboardEmbeddedSession } from '../../workflows/onboard-embedded-session.ts';
+import { payWallet } from '../../workflows/pay-wallet.ts';
+import { reconcileFundings } from '../../workflows/reconcile.ts';
+import { fundingWorkflowId, fundWalletWorkflowType, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
+import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId, type OnboardEmbeddedSessionWorkflow } from '../../workflows/onboard-embedded-session.contract.ts';
+import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from '../../workflows/pay-wallet.contract.ts';
+import { reconcileFundingsWorkflowType, type ReconcileFundingsWorkflow } from '../../workflows/reconcile.contract.ts';
 
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
@@ -21,5 +25,12 @@ describe('workflow contracts', () => {
     expect(fundingWorkflowId('order-42', sha256Hex)).toBe('funding-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
     expect(paymentWorkflowId('order-42', sha256Hex)).toBe('payment-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
     expect(onboardingWorkflowId('5f1c0d9e-0000-4000-8000-000000000001')).toBe('embedded-session-5f1c0d9e-0000-4000-8000-000000000001');
+  });
+
+  it("declare each workflow's signature exactly (starters type-check against the contract, not the workflow file)", () => {
+    expectTypeOf(fundWallet).toEqualTypeOf<FundWalletWorkflow>();
+    expectTypeOf(payWallet).toEqualTypeOf<PayWalletWorkflow>();
+    expectTypeOf(onboardEmbeddedSession).toEqualTypeOf<OnboardEmbeddedSessionWorkflow>();
+    expectTypeOf(reconcileFundings).toEqualTypeOf<ReconcileFundingsWorkflow>();
   });
 });
