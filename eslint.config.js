@@ -65,6 +65,48 @@ const temporalNamesOutsideContracts = [
   },
 ];
 
+// Only the records write a funding's or a payment's rows (fundings/funding-record.ts,
+// payments/payment-record.ts): a write anywhere else would skip the transition table's guard and
+// the timeline event that goes with every move. Flagged: a Prisma write method on one of the four
+// models (`x.funding.update(…)`, `tx.paymentEvent.create(…)`), and raw SQL that writes one of the
+// four tables. A local rule rather than `no-restricted-syntax`: flat config lets the last object
+// naming a rule win, so two `no-restricted-syntax` blocks for the same files would drop one.
+const recordTables = 'funding|funding_event|payment|payment_event';
+const recordModels = /^(funding|fundingEvent|payment|paymentEvent)$/;
+const prismaWrites = /^(create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)$/;
+// UPDATE needs its SET, so that prose such as "could not update payment" is not taken for SQL.
+const sqlWrite = new RegExp(
+  `\\b(INSERT\\s+INTO|DELETE\\s+FROM|TRUNCATE(\\s+TABLE)?)\\s+"?(${recordTables})"?(?![\\w.])` +
+    `|\\bUPDATE\\s+"?(${recordTables})"?\\s+(AS\\s+)?(\\w+\\s+)?SET\\b`,
+  'i',
+);
+const recordsOnlyWrite = {
+  meta: {
+    type: 'problem',
+    docs: { description: 'the funding, funding_event, payment and payment_event tables are written by their records only' },
+    messages: { write: 'only the records write {{what}} (fundings/funding-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event' },
+    schema: [],
+  },
+  create(context) {
+    const isName = (node, pattern) => node.type === 'Identifier' && pattern.test(node.name);
+    return {
+      MemberExpression(node) {
+        const model = node.object;
+        if (node.computed || model.type !== 'MemberExpression' || model.computed) return;
+        if (isName(model.property, recordModels) && isName(node.property, prismaWrites)) {
+          context.report({ node, messageId: 'write', data: { what: `the ${model.property.name} model` } });
+        }
+      },
+      TemplateLiteral(node) {
+        if (sqlWrite.test(node.quasis.map((quasi) => quasi.value.raw).join(' '))) context.report({ node, messageId: 'write', data: { what: 'the funding and payment tables' } });
+      },
+      Literal(node) {
+        if (typeof node.value === 'string' && sqlWrite.test(node.value)) context.report({ node, messageId: 'write', data: { what: 'the funding and payment tables' } });
+      },
+    };
+  },
+};
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'generated/**', '.walletflow/**', 'bench/results/**'] },
   js.configs.recommended,
@@ -77,9 +119,6 @@ export default tseslint.config(
   },
   // Folder boundaries: one block per row of the import table.
   ...projectFolders.filter((folder) => importRules[folder].enforced !== false).map(boundaryBlock),
-  // Page scripts (api/*/assets/*.js): plain browser JavaScript, served as files to the pages (see
-  // api/embedded/page-assets.ts), not modules. The browser globals they use are listed here by hand
-  // (the `globals` package is not a dependency of ours): a script that needs another one adds it.
   // Temporal names only in the contracts: every other file starts, signals, queries and updates a
   // workflow through its contract, so a renamed workflow or signal cannot leave a stale string behind.
   // (The stored JSON histories carry the same names but are not linted.)
@@ -87,6 +126,16 @@ export default tseslint.config(
     ignores: ['workflows/*.contract.ts'],
     rules: { 'no-restricted-syntax': ['error', ...temporalNamesOutsideContracts] },
   },
+  // The records' write monopoly (see recordsOnlyWrite above). Tests seed and simulate crashes
+  // by writing directly; prisma/ holds the migrations.
+  {
+    ignores: ['fundings/funding-record.ts', 'payments/payment-record.ts', 'test/**', 'prisma/**'],
+    plugins: { records: { rules: { 'only-records-write': recordsOnlyWrite } } },
+    rules: { 'records/only-records-write': 'error' },
+  },
+  // Page scripts (api/*/assets/*.js): plain browser JavaScript, served as files to the pages (see
+  // api/embedded/page-assets.ts), not modules. The browser globals they use are listed here by hand
+  // (the `globals` package is not a dependency of ours): a script that needs another one adds it.
   {
     files: ['api/*/assets/**/*.js'],
     languageOptions: {

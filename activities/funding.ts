@@ -4,18 +4,15 @@
 // - the transferId is stored before any execute, and a stored one is reused, never re-created;
 // - an execute whose outcome is unknown is answered by retrieve, never by a new intent;
 // - every status change is written with the Request-Reference-No of the wallet call behind it.
+// Every write goes through the funding record (fundings/funding-record.ts); these stay thin.
 import { ApplicationFailure } from '@temporalio/activity';
 import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } from '../domain/money.ts';
-import { fundingErrorMessage, isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
-import type { Database } from '../lib/database.ts';
+import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
+import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from '../links/token-vault.ts';
 import { walletRetry } from './wallet-retry.ts';
-
-export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
 
 export interface FundingSnapshot {
   fundingId: string;
@@ -45,13 +42,11 @@ export interface FinishInput {
 }
 
 export interface FundingActivityDependencies {
-  database: Database;
+  /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
+  fundings: FundingRecord;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
-  cipher: TokenCipher;
   logger: Logger;
-  /** Counts fundings by final state and their time to it; absent: not counted. */
-  metrics?: Pick<Metrics, 'fundingFinished'>;
 }
 
 /** Codes of a refused create that end the funding REJECTED (before any execute, final). */
@@ -78,31 +73,19 @@ function progressOf(transfer: Transfer, requestReferenceNo: string): TransferPro
 }
 
 export function createFundingActivities(deps: FundingActivityDependencies) {
-  const { database, wallet, logger } = deps;
-
-  /** Moves a non-final funding to `status`, with its timeline event; a final funding never moves. */
-  async function moveTo(fundingId: string, from: FundingStatus[], status: FundingStatus, requestReferenceNo: string | null, detail: string | null) {
-    return database.$transaction(async (tx) => {
-      const moved = await tx.funding.updateMany({ where: { id: fundingId, status: { in: from } }, data: { status } });
-      if (moved.count === 1) await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo, detail } });
-      return moved.count === 1;
-    });
-  }
+  const { fundings, wallet, logger } = deps;
 
   return {
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
-      const funding = await database.funding.findUnique({
-        where: { id: fundingId },
-        select: { id: true, status: true, recipientType: true, transferId: true },
-      });
+      const funding = await fundings.find(fundingId);
       if (!funding) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, 'FundingNotFound');
       return { fundingId, status: funding.status, recipientType: funding.recipientType, transferId: funding.transferId };
     },
 
     /** PENDING → CREATING; false when the funding was cancelled (or is otherwise past creating). */
     async markCreating(fundingId: string): Promise<boolean> {
-      if (await moveTo(fundingId, ['PENDING'], 'CREATING', null, 'creating the transfer intent')) return true;
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, cancelRequested: true } });
+      if (await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' })) return true;
+      const funding = await fundings.get(fundingId);
       return funding.status === 'CREATING' && !funding.cancelRequested;
     },
 
@@ -112,7 +95,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
      * a funding that already has one.
      */
     async createTransfer(fundingId: string): Promise<CreateOutcome> {
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId } });
+      const funding = await fundings.get(fundingId);
       if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
       if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
       const currency = funding.currency as Currency;
@@ -123,8 +106,8 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       let created: { data: Transfer; requestReferenceNo: string };
       try {
         if (funding.recipientType === 'CODE') {
-          if (!funding.cashInCodeEncrypted) throw ApplicationFailure.nonRetryable('funding has no cash-in code', 'FundingCorrupt');
-          const code = deps.cipher.decrypt(funding.cashInCodeEncrypted, cashInCodeContext(fundingId));
+          const code = fundings.cashInCodeOf(funding);
+          if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', 'FundingCorrupt');
           created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
         } else {
           if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', 'FundingCorrupt');
@@ -147,20 +130,10 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         retryLater(error);
       }
 
-      const transferId = created.data.transferId;
-      const stored = await database.$transaction(async (tx) => {
-        const updated = await tx.funding.updateMany({
-          where: { id: fundingId, transferId: null, status: 'CREATING', cancelRequested: false },
-          data: { transferId },
-        });
-        if (updated.count === 1) return true;
-        // Cancelled meanwhile (or a concurrent attempt stored one first): keep the intent on record, unexecuted.
-        await tx.funding.update({ where: { id: fundingId }, data: { abandonedTransferIds: { push: transferId } } });
-        return false;
-      });
-      if (stored) return { kind: 'created', transferId, requestReferenceNo: created.requestReferenceNo };
-      const current = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
-      return current.transferId ? { kind: 'created', transferId: current.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
+      // Cancelled meanwhile, or a concurrent attempt stored one first: this intent stays unexecuted.
+      const kept = await fundings.storeTransferId(fundingId, created.data.transferId);
+      if (kept.stored) return { kind: 'created', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };
+      return kept.transferId ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
     },
 
     /**
@@ -168,21 +141,8 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
      * create call's Request-Reference-No: the created intent is what moved the funding on.
      */
     async beginExecute(fundingId: string, createRequestReferenceNo: string | null): Promise<boolean> {
-      const began = await database.$transaction(async (tx) => {
-        const moved = await tx.funding.updateMany({
-          where: { id: fundingId, status: 'CREATING', cancelRequested: false, transferId: { not: null } },
-          data: { status: 'EXECUTING' },
-        });
-        if (moved.count === 1) {
-          const { transferId } = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
-          await tx.fundingEvent.create({
-            data: { fundingId, status: 'EXECUTING', requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` },
-          });
-        }
-        return moved.count === 1;
-      });
-      if (began) return true;
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true } });
+      if (await fundings.beginExecute(fundingId, createRequestReferenceNo)) return true;
+      const funding = await fundings.get(fundingId);
       return funding.status === 'EXECUTING' || funding.status === 'RECONCILING';
     },
 
@@ -216,28 +176,14 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
 
     /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
     async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string): Promise<void> {
-      await moveTo(fundingId, ['EXECUTING'], 'RECONCILING', requestReferenceNo, detail);
+      await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail });
     },
 
     /** Writes the final state once; a funding already final keeps its state (returned). */
     async finishFunding(fundingId: string, input: FinishInput): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
       const code = input.code ?? null;
-      const finished = await database.$transaction(async (tx) => {
-        const moved = await tx.funding.updateMany({
-          where: { id: fundingId, status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
-          data: { status: input.status, errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
-        });
-        if (moved.count === 1) {
-          await tx.fundingEvent.create({
-            data: { fundingId, status: input.status, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code },
-          });
-        }
-        return moved.count === 1;
-      });
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
+      const funding = await fundings.finish(fundingId, { status: input.status, code, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code });
       if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', 'FundingCorrupt');
-      // Counted by whoever moved it: a retried activity, or a funding cancelled by ops, is not counted twice.
-      if (finished) deps.metrics?.fundingFinished(funding.status, funding.createdAt);
       return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
     },
   };

@@ -14,6 +14,8 @@ import { createFundingActivities } from './funding.ts';
 import { createPaymentActivities } from './payment.ts';
 import { withActivityLogContext } from './log-context.ts';
 import { createTokenVault } from '../links/token-vault.ts';
+import { createFundingRecord } from '../fundings/funding-record.ts';
+import { createPaymentRecord } from '../payments/payment-record.ts';
 
 export interface ActivityDependencies {
   database: Database;
@@ -40,11 +42,14 @@ export function createActivities(deps: ActivityDependencies) {
     ...metrics,
     ...(deps.now ? { now: deps.now } : {}),
   });
+  // One record per aggregate: the only writers of its tables, shared by the workflow's steps and the sweep.
+  const fundings = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...metrics });
+  const payments = createPaymentRecord({ database: deps.database, ...metrics });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
-    ...createFundingActivities({ database: deps.database, wallet: deps.wallet, vault, cipher: deps.cipher, logger: deps.logger, ...metrics }),
-    ...createPaymentActivities({ database: deps.database, wallet: deps.wallet, vault, logger: deps.logger, ...metrics }),
-    ...createReconcileActivities({ database: deps.database, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
+    ...createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger }),
+    ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger }),
+    ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
   });
 }
 

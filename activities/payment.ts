@@ -1,13 +1,12 @@
 // The payment workflow's activities. Create debits nothing; execute debits once per wallet payment
 // id. There is no retrieve for payments, so an execute whose outcome stays unknown is evidence for
-// a person (NEEDS_REVIEW), never a guess. Results carry ids, states and codes only.
+// a person (NEEDS_REVIEW), never a guess. Results carry ids, states and codes only. Every write
+// goes through the payment record (payments/payment-record.ts); these stay thin.
 import { ApplicationFailure } from '@temporalio/activity';
-import { Prisma } from '../generated/prisma/client.ts';
 import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
-import { paymentErrorMessage, isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
-import type { Database } from '../lib/database.ts';
+import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { Metrics } from '../lib/metrics.ts';
+import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from '../links/token-vault.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
@@ -40,24 +39,15 @@ export interface ResolveInput {
 }
 
 export interface PaymentActivityDependencies {
-  database: Database;
+  /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
+  payments: PaymentRecord;
   wallet: Pick<WalletClient, 'createPayment' | 'executePayment'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
-  /** Counts payments by final state and their time to it; absent: not counted. */
-  metrics?: Pick<Metrics, 'paymentFinished'>;
 }
 
 export function createPaymentActivities(deps: PaymentActivityDependencies) {
-  const { database, wallet, logger } = deps;
-
-  async function moveTo(id: string, from: PaymentStatus[], status: PaymentStatus, requestReferenceNo: string | null, detail: string | null, data: Prisma.PaymentUpdateManyMutationInput = {}) {
-    return database.$transaction(async (tx) => {
-      const moved = await tx.payment.updateMany({ where: { id, status: { in: from } }, data: { status, ...data } });
-      if (moved.count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status, requestReferenceNo, detail } });
-      return moved.count === 1;
-    });
-  }
+  const { payments, wallet, logger } = deps;
 
   const attemptOf = (error: { requestReferenceNo: string; httpStatus: number | null; code: string; outcome: string }): ExecuteAttempt => ({
     at: new Date().toISOString(),
@@ -69,36 +59,26 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
 
   return {
     async loadPayment(id: string): Promise<PaymentSnapshot> {
-      const payment = await database.payment.findUnique({ where: { id }, select: { status: true, walletPaymentId: true } });
+      const payment = await payments.find(id);
       if (!payment) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, 'PaymentNotFound');
       return { id, status: payment.status, walletPaymentId: payment.walletPaymentId };
     },
 
     async markPaymentCreating(id: string): Promise<void> {
-      await moveTo(id, ['PENDING'], 'CREATING', null, 'creating the payment');
+      await payments.markCreating(id);
     },
 
     /** Creates the wallet payment (no debit) and stores its id and fee before any execute. */
     async createPayment(id: string): Promise<CreatePaymentOutcome> {
-      const payment = await database.payment.findUniqueOrThrow({ where: { id } });
+      const payment = await payments.get(id);
       if (payment.walletPaymentId) return { kind: 'created', walletPaymentId: payment.walletPaymentId, requestReferenceNo: null };
       const currency = payment.currency as Currency;
       const amount = { currency, value: fromThousandths(toThousandths(payment.amount.toFixed(3)) ?? 0n, currencyMinorUnits[currency]) };
       try {
         const created = await deps.vault.withUserToken(payment.linkId, (token) => wallet.createPayment({ userAccessToken: token, amount }));
-        const stored = await database.payment.updateMany({
-          where: { id, walletPaymentId: null },
-          data: {
-            walletPaymentId: created.data.paymentId,
-            feeCurrency: created.data.fee.currency,
-            fee: new Prisma.Decimal(created.data.fee.value),
-          },
-        });
-        if (stored.count === 0) {
-          // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
-          const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-          return { kind: 'created', walletPaymentId: current.walletPaymentId!, requestReferenceNo: null };
-        }
+        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.paymentId, fee: created.data.fee });
+        // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
+        if (!kept.stored) return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };
         return { kind: 'created', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo };
       } catch (error) {
         if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
@@ -110,13 +90,12 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     },
 
     async beginPaymentExecute(id: string, createRequestReferenceNo: string | null): Promise<void> {
-      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-      await moveTo(id, ['PENDING', 'CREATING'], 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`);
+      await payments.beginExecute(id, createRequestReferenceNo);
     },
 
     /** One execute attempt; the workflow decides what an unknown or repeated one means. */
     async executePayment(id: string): Promise<ExecutePaymentOutcome> {
-      const payment = await database.payment.findUniqueOrThrow({ where: { id } });
+      const payment = await payments.get(id);
       if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', 'PaymentCorrupt');
       const walletPaymentId = payment.walletPaymentId;
       try {
@@ -141,26 +120,13 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
 
     /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
     async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[]): Promise<void> {
-      const last = attempts[attempts.length - 1];
-      await moveTo(id, ['EXECUTING'], 'NEEDS_REVIEW', last?.requestReferenceNo ?? null, reason.slice(0, 500), {
-        reviewReason: reason.slice(0, 500),
-        reviewEvidence: attempts as unknown as Prisma.InputJsonValue,
-      });
+      await payments.parkForReview(id, reason, attempts);
     },
 
     /** Settles a payment in NEEDS_REVIEW, with who and why. */
     async resolvePayment(id: string, input: ResolveInput): Promise<{ status: FinalPaymentStatus }> {
-      const status: FinalPaymentStatus = input.outcome;
-      const resolved = await moveTo(id, ['NEEDS_REVIEW'], status, null, `resolved ${input.outcome} by ${input.resolvedBy}: ${input.note}`.slice(0, 500), {
-        resolvedOutcome: input.outcome,
-        resolvedBy: input.resolvedBy.slice(0, 128),
-        resolvedNote: input.note.slice(0, 500),
-        resolvedAt: new Date(),
-        ...(status === 'FAILED' ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') } : {}),
-      });
-      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, createdAt: true } });
+      const payment = await payments.resolve(id, input);
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', 'PaymentCorrupt');
-      if (resolved) deps.metrics?.paymentFinished(payment.status, payment.createdAt);
       return { status: payment.status };
     },
 
@@ -168,13 +134,8 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       id: string,
       input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null },
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
-      const finished = await moveTo(id, ['PENDING', 'CREATING', 'EXECUTING'], input.status, input.requestReferenceNo, input.code, {
-        errorCode: input.code,
-        errorMessage: input.code ? paymentErrorMessage(input.code) : null,
-      });
-      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true } });
+      const payment = await payments.finish(id, input);
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', 'PaymentCorrupt');
-      if (finished) deps.metrics?.paymentFinished(payment.status, payment.createdAt);
       return { status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
     },
   };

@@ -1,11 +1,13 @@
 // The reconciliation sweep: fundings that are not final long after they started are checked
 // against their workflow and the wallet, and repaired when their workflow can no longer finish
-// them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event.
+// them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event,
+// written by the funding record (fundings/funding-record.ts).
 import type { Client } from '@temporalio/client';
-import { fundingErrorMessage, type FinalFundingStatus } from '../domain/funding.ts';
-import type { Database } from '../lib/database.ts';
+import type { FinalFundingStatus } from '../domain/funding.ts';
+import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { startFundWallet } from '../workflows/fund-wallet.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
@@ -31,17 +33,19 @@ export interface SweepReport {
 }
 
 export interface ReconcileDependencies {
-  database: Database;
+  /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
+  fundings: FundingRecord;
+  payments: PaymentRecord;
   wallet: Pick<WalletClient, 'retrieveTransfer'>;
   temporal: Client;
   taskQueue: string;
   logger: Logger;
-  /** Counts repairs, and fundings the sweep finished; absent: not counted. */
-  metrics?: Pick<Metrics, 'reconcileRepair' | 'fundingFinished'>;
+  /** Counts repairs; absent: not counted. */
+  metrics?: Pick<Metrics, 'reconcileRepair'>;
 }
 
 export function createReconcileActivities(deps: ReconcileDependencies) {
-  const { database, logger } = deps;
+  const { fundings, logger } = deps;
 
   async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {
     try {
@@ -53,28 +57,14 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
     }
   }
 
-  async function finish(funding: { id: string; createdAt: Date }, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) {
-    const fundingId = funding.id;
-    const finished = await database.$transaction(async (tx) => {
-      const moved = await tx.funding.updateMany({
-        where: { id: fundingId, status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
-        data: { status, errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
-      });
-      if (moved.count === 1) await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo, detail } });
-      return moved.count === 1;
-    });
-    if (finished) deps.metrics?.fundingFinished(status, funding.createdAt);
-    return finished;
-  }
+  /** Through the record, which counts the funding as finished only if this sweep moved it. */
+  const finish = (funding: { id: string }, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) =>
+    fundings.finish(funding.id, { status, code, requestReferenceNo, detail });
 
   return {
     async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
       const before = new Date(Date.now() - input.olderThanSeconds * 1000);
-      const stuck = await database.funding.findMany({
-        where: { status: { in: ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'] }, createdAt: { lt: before } },
-        orderBy: { createdAt: 'asc' },
-        take: input.limit ?? 200,
-      });
+      const stuck = await fundings.listUnfinished({ createdBefore: before, limit: input.limit ?? 200 });
       const report: SweepReport = { checked: stuck.length, repaired: 0, items: [], paymentsNeedingReview: [] };
       for (const funding of stuck) {
         const state = await workflowState(funding.workflowId);
@@ -99,7 +89,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
             recipientType: funding.recipientType,
             reusePolicy: 'temporal-default',
           });
-          await database.fundingEvent.create({ data: { fundingId: funding.id, status: funding.status, detail: 'reconciliation: workflow started' } });
+          await fundings.recordEvent(funding.id, funding.status, 'reconciliation: workflow started');
           note('workflow-started', 'the funding had no workflow', true);
           continue;
         }
@@ -127,7 +117,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
           note('left-for-ops', `retrieve refused: ${error.code}`, false);
         }
       }
-      const review = await database.payment.findMany({ where: { status: 'NEEDS_REVIEW' }, orderBy: { updatedAt: 'asc' }, take: 200 });
+      const review = await deps.payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({
         id: payment.id,
         paymentId: payment.walletPaymentId,

@@ -130,7 +130,7 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
       metrics,
     });
-    ops.use(opsFundingsRouter({ database: services.database, fundings }));
+    ops.use(opsFundingsRouter({ fundings }));
     const payments = createPaymentService({
       database: services.database,
       temporal: services.temporal,
@@ -138,7 +138,7 @@ export function createApp(deps: AppDependencies): express.Express {
       fingerprintKey: services.fingerprintKey,
       logger: deps.logger,
     });
-    ops.use(opsPaymentsRouter({ database: services.database, payments }));
+    ops.use(opsPaymentsRouter({ payments }));
     app.use(
       landingRouter({
         database: services.database,

@@ -1,14 +1,33 @@
 // Fundings: the ops API's request and answer shapes (contract-decisions section 8), the states a
-// funding moves through, and which of them are final. Plain data and zod only: the workflow,
-// activities, API and CLI all read it.
+// funding moves through, the legal moves between them, and which are final. Plain data and zod
+// only: the workflow, activities, API and CLI all read it.
 import { z } from 'zod';
 import { amountSchema } from './money.ts';
+import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
 
 export const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const;
 export type FundingStatus = (typeof fundingStatuses)[number];
 
-export const finalFundingStatuses = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const satisfies readonly FundingStatus[];
-export type FinalFundingStatus = (typeof finalFundingStatuses)[number];
+/**
+ * The legal moves of a funding (docs/fundings.md). FAILED is reachable from every status before a
+ * final one (cancel and refused creates before any execute; an expired or never-executed transfer
+ * after); REJECTED only from a refused create; APPROVED and DECLINED only once an execute was sent.
+ * The funding record guards every write with it (fundings/funding-record.ts).
+ */
+export const fundingTransitions = {
+  PENDING: ['CREATING', 'FAILED'],
+  CREATING: ['EXECUTING', 'REJECTED', 'FAILED'],
+  EXECUTING: ['RECONCILING', 'APPROVED', 'DECLINED', 'FAILED'],
+  RECONCILING: ['APPROVED', 'DECLINED', 'FAILED'],
+  APPROVED: [],
+  DECLINED: [],
+  REJECTED: [],
+  FAILED: [],
+} as const satisfies TransitionTable<FundingStatus>;
+
+export type FinalFundingStatus = FinalStatusOf<typeof fundingTransitions>;
+export const finalFundingStatuses: readonly FinalFundingStatus[] = finalStatusesOf(fundingTransitions);
+export const unfinishedFundingStatuses: readonly FundingStatus[] = fundingStatuses.filter((status) => !isFinalFundingStatus(status));
 
 export function isFinalFundingStatus(status: string): status is FinalFundingStatus {
   return (finalFundingStatuses as readonly string[]).includes(status);

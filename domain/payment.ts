@@ -1,14 +1,32 @@
 // Merchant payments from a user's wallet: the ops API's shapes (contract-decisions section 8),
-// states, and which are final. A payment whose execute outcome stays unknown is parked in
-// NEEDS_REVIEW for a person to settle: never a guessed state.
+// states, the legal moves between them, and which are final. A payment whose execute outcome
+// stays unknown is parked in NEEDS_REVIEW for a person to settle: never a guessed state.
 import { z } from 'zod';
 import { amountSchema } from './money.ts';
+import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
 
 export const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'] as const;
 export type PaymentStatus = (typeof paymentStatuses)[number];
 
-export const finalPaymentStatuses = ['SUCCEEDED', 'FAILED'] as const satisfies readonly PaymentStatus[];
-export type FinalPaymentStatus = (typeof finalPaymentStatuses)[number];
+/**
+ * The legal moves of a payment. SUCCEEDED only once an execute was sent; NEEDS_REVIEW only from
+ * EXECUTING (an outcome that stayed unknown), and it is left only by a person's resolution
+ * (`reviewStatus`). The payment record guards every write with it (payments/payment-record.ts).
+ */
+export const paymentTransitions = {
+  PENDING: ['CREATING'],
+  CREATING: ['EXECUTING', 'FAILED'],
+  EXECUTING: ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'],
+  SUCCEEDED: [],
+  FAILED: [],
+  NEEDS_REVIEW: ['SUCCEEDED', 'FAILED'],
+} as const satisfies TransitionTable<PaymentStatus>;
+
+/** Where a payment whose outcome no one can know waits for a person; only a resolution moves it on. */
+export const reviewStatus = 'NEEDS_REVIEW' satisfies PaymentStatus;
+
+export type FinalPaymentStatus = FinalStatusOf<typeof paymentTransitions>;
+export const finalPaymentStatuses: readonly FinalPaymentStatus[] = finalStatusesOf(paymentTransitions);
 
 export function isFinalPaymentStatus(status: string): status is FinalPaymentStatus {
   return (finalPaymentStatuses as readonly string[]).includes(status);

@@ -1,21 +1,16 @@
 // Fundings as a service shared by the ops API and the landing page: start one (idempotent on its
-// key: one funding and one workflow per key), read it, cancel it before it executes.
+// key: one funding and one workflow per key), read it, list them, cancel one before it executes.
+// The funding's rows change only through the funding record (funding-record.ts).
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { Prisma } from '../generated/prisma/client.ts';
-import {
-  cancellableFundingStatuses,
-  fundingErrorMessage,
-  isFinalFundingStatus,
-  maskCashInCode,
-  type CreateFundingRequest,
-  type FundingView,
-} from '../domain/funding.ts';
+import { isFinalFundingStatus, type CreateFundingRequest, type FundingStatus, type FundingView } from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
+import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
+import { createFundingRecord } from './funding-record.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import { fundingCancelledSignal, fundingWorkflowId, startFundWallet } from '../workflows/fund-wallet.contract.ts';
@@ -40,12 +35,8 @@ export type StartFundingResult =
 
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
-/** Must match activities/funding.ts. */
-const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
-
-export const withFundingEvents = { events: { orderBy: { id: 'asc' as const } } };
-
 export function createFundingService(deps: FundingServiceDependencies) {
+  const record = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
   const fingerprint = (body: CreateFundingRequest) => {
     const amount = normaliseAmount(body.amount);
     return requestFingerprint(
@@ -60,12 +51,18 @@ export function createFundingService(deps: FundingServiceDependencies) {
     startFundWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, fundingId, status: 'PENDING', recipientType, reusePolicy: 'reject-duplicate' });
 
   const view = async (fundingId: string) => {
-    const funding = await deps.database.funding.findUnique({ where: { id: fundingId }, include: withFundingEvents });
+    const funding = await record.findWithEvents(fundingId);
     return funding ? fundingView(funding) : null;
   };
 
   return {
     view,
+
+    /** A page of GET /ops/fundings, as the API shows fundings. */
+    async list(query: ListQuery<FundingStatus>): Promise<ListPage<FundingView>> {
+      const page = await record.listPage(query);
+      return page.kind === 'page' ? { ...page, items: page.items.map(fundingView) } : page;
+    },
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreateFundingRequest): Promise<StartFundingResult> {
@@ -76,29 +73,14 @@ export function createFundingService(deps: FundingServiceDependencies) {
         if (!link) return { kind: 'link-not-found' };
       }
       const fundingId = randomUUID();
-      const amount = normaliseAmount(body.amount);
       const recipient = body.recipient;
-      // One funding per key: a concurrent request with the same key waits on the unique index and
-      // then finds this row.
-      const inserted = await deps.database.$transaction(async (tx) => {
-        const count = await tx.$executeRaw`
-          INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
-                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, updated_at)
-          VALUES (${fundingId}::uuid, ${idempotencyKey}, ${requestFingerprint}, ${workflowId}, 'PENDING'::"FundingStatus",
-                  ${recipient.type}::"RecipientType", ${recipient.type === 'TOKEN' ? recipient.linkId : null}::uuid,
-                  ${recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(recipient.code, cashInCodeContext(fundingId))) : null},
-                  ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
-                  ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], now())
-          ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.fundingEvent.create({ data: { fundingId, status: 'PENDING', detail: 'funding requested' } });
-        return count;
-      });
-      if (inserted === 1) {
+      const inserted = await record.insert({ id: fundingId, idempotencyKey, requestFingerprint, workflowId, recipient, amount: normaliseAmount(body.amount) });
+      if (inserted) {
         await startWorkflow(fundingId, workflowId, recipient.type);
         deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');
         return { kind: 'created', funding: (await view(fundingId))! };
       }
-      const existing = await deps.database.funding.findUniqueOrThrow({ where: { idempotencyKey }, include: withFundingEvents });
+      const existing = await record.getByIdempotencyKey(idempotencyKey);
       if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
       // The first request may have stored the funding and died before starting its workflow.
       if (!isFinalFundingStatus(existing.status)) await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
@@ -106,19 +88,10 @@ export function createFundingService(deps: FundingServiceDependencies) {
     },
 
     async cancel(fundingId: string): Promise<CancelFundingResult> {
-      const funding = await deps.database.funding.findUnique({ where: { id: fundingId } });
+      const funding = await record.find(fundingId);
       if (!funding) return { kind: 'not-found' };
       // The database decides the race with the workflow's beginExecute: only one of them wins.
-      const cancelled = await deps.database.$transaction(async (tx) => {
-        const updated = await tx.funding.updateMany({
-          where: { id: funding.id, status: { in: [...cancellableFundingStatuses] }, cancelRequested: false },
-          data: { cancelRequested: true, status: 'FAILED', errorCode: 'CANCELLED', errorMessage: fundingErrorMessage('CANCELLED') },
-        });
-        if (updated.count === 1) await tx.fundingEvent.create({ data: { fundingId: funding.id, status: 'FAILED', detail: 'cancelled by ops' } });
-        return updated.count === 1;
-      });
-      if (!cancelled) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
-      deps.metrics?.fundingFinished('FAILED', funding.createdAt);
+      if (!(await record.cancel(funding))) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
       await deps.temporal.workflow
         .getHandle(funding.workflowId)
         .signal(fundingCancelledSignal)

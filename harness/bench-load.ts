@@ -3,6 +3,7 @@
 // fundings to the ops API and waits for a final state; the baseline makes the same create and
 // execute calls straight to the wallet service with the wallet client.
 import { performance } from 'node:perf_hooks';
+import { finalFundingStatuses } from '../domain/funding.ts';
 import type { Database } from '../lib/database.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import type { OpsClient, SoakAdmin } from './soak-driver.ts';
@@ -94,8 +95,6 @@ async function closedLoops(concurrency: number, seconds: number, step: () => Pro
   return { start, end: Math.min(windowEnd, ranOutAt ?? windowEnd), ranOut: ranOutAt !== undefined && ranOutAt < windowEnd };
 }
 
-const finalStatuses = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const;
-
 /**
  * Tells the loops when their funding is final: one query for every waiting funding each
  * `intervalMs` (rather than one GET per funding per interval), reading the database directly so
@@ -109,7 +108,7 @@ function watchFinalStates(database: Database, intervalMs: number) {
   const poll = async () => {
     if (waiting.size > 0) {
       try {
-        const rows = await database.funding.findMany({ where: { id: { in: [...waiting.keys()] }, status: { in: [...finalStatuses] } }, select: { id: true } });
+        const rows = await database.funding.findMany({ where: { id: { in: [...waiting.keys()] }, status: { in: [...finalFundingStatuses] } }, select: { id: true } });
         for (const { id } of rows) {
           waiting.get(id)?.();
           waiting.delete(id);
@@ -215,7 +214,7 @@ export async function runWalletflowLevel(
   for (const item of posted) {
     const steps = timeline.get(item.id);
     const approvedAt = steps?.get('APPROVED');
-    const finalAt = approvedAt ?? finalStatuses.map((status) => steps?.get(status)).find((at) => at !== undefined);
+    const finalAt = approvedAt ?? finalFundingStatuses.map((status) => steps?.get(status)).find((at) => at !== undefined);
     if (finalAt === undefined) continue; // counted as failed by its loop
     if (approvedAt === undefined) failed += 1;
     else completed += 1;

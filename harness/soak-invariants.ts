@@ -1,6 +1,8 @@
 // The soak's invariant checker: a pure function over walletflow's records and the sandbox ledger
 // that lists every violation (which invariant, which ids) and builds the table the soak prints.
+import { isFinalFundingStatus } from '../domain/funding.ts';
 import { fromThousandths, toThousandths } from '../domain/money.ts';
+import { isFinalPaymentStatus } from '../domain/payment.ts';
 
 export interface Expected {
   status: string;
@@ -111,9 +113,7 @@ export interface SoakCheckResult {
   failedUnderFaults: string[];
 }
 
-const finalFunding = new Set(['APPROVED', 'DECLINED', 'REJECTED', 'FAILED']);
 const executedFunding = new Set(['APPROVED', 'DECLINED']);
-const finalPayment = new Set(['SUCCEEDED', 'FAILED']);
 
 function thousandths(value: string | null | undefined): bigint {
   if (value === null || value === undefined) return 0n;
@@ -178,7 +178,7 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     }
     const executions = transfer?.executions ?? 0;
     tallyExecutions(fundingSide, executions);
-    if (!finalFunding.has(row.status)) {
+    if (!isFinalFundingStatus(row.status)) {
       fundingSide.stuck += 1;
       add('stuck', [row.id], `funding still ${row.status} at the end${row.transferId ? ` (transfer ${row.transferId}, ${executions} execution(s))` : ''}`);
       continue;
@@ -221,7 +221,7 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     const executions = payment?.executions ?? 0;
     tallyExecutions(paymentSide, executions);
     if (row.resolvedOutcome === 'SUCCEEDED' || row.resolvedOutcome === 'FAILED') paymentSide.reviews[row.resolvedOutcome] += 1;
-    if (!finalPayment.has(row.status)) {
+    if (!isFinalPaymentStatus(row.status)) {
       paymentSide.stuck += 1;
       add('stuck', [row.id], `payment still ${row.status} at the end${row.walletPaymentId ? ` (wallet payment ${row.walletPaymentId}, ${executions} execution(s))` : ''}`);
       continue;

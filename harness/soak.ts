@@ -35,8 +35,6 @@ export interface SoakOptions {
   logDir?: string;
 }
 
-const finalFundingStatuses = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'];
-const finalPaymentStatuses = ['SUCCEEDED', 'FAILED'];
 
 function wholeNumber(value: string, name: string, min: number): number {
   const parsed = Number(value);
@@ -231,7 +229,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     abandonedTransferIds: row.abandonedTransferIds,
     amount: row.amount.toFixed(3),
     createdAt: row.createdAt.getTime(),
-    finalAt: row.events.find((event) => finalFundingStatuses.includes(event.status))?.at.getTime() ?? null,
+    finalAt: row.events.find((event) => isFinalFundingStatus(event.status))?.at.getTime() ?? null,
     expected: expectedById.get(row.id) ?? null,
   }));
   const paymentsIn: SoakPaymentRow[] = paymentRows.map((row) => ({
@@ -242,7 +240,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     amount: row.amount.toFixed(3),
     fee: row.fee?.toFixed(3) ?? null,
     createdAt: row.createdAt.getTime(),
-    finalAt: row.events.find((event) => finalPaymentStatuses.includes(event.status))?.at.getTime() ?? null,
+    finalAt: row.events.find((event) => isFinalPaymentStatus(event.status))?.at.getTime() ?? null,
     reviewAt: row.events.find((event) => event.status === 'NEEDS_REVIEW')?.at.getTime() ?? null,
     resolvedOutcome: row.resolvedOutcome,
     expected: expectedById.get(row.id) ?? null,

@@ -1,13 +1,15 @@
 // Payments as a service shared by the ops API and the landing page: start one (idempotent on its
 // key), read it (by walletflow's id or the wallet's payment id, also once the wallet has named it),
-// resolve one in NEEDS_REVIEW through the workflow's `resolve` update.
+// list them, resolve one in NEEDS_REVIEW through the workflow's `resolve` update. The payment's
+// rows change only through the payment record (payment-record.ts).
 import { randomUUID } from 'node:crypto';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
-import { Prisma } from '../generated/prisma/client.ts';
-import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
+import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
 import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
+import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
+import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import { paymentWorkflowId, resolvePaymentUpdate, startPayWallet, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
@@ -31,14 +33,10 @@ export type ResolvePaymentResult =
   | { kind: 'not-found' }
   | { kind: 'not-in-review'; status: string };
 
-export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 
 export function createPaymentService(deps: PaymentServiceDependencies) {
-  const find = (id: string) =>
-    deps.database.payment.findFirst({
-      where: /^[0-9a-f-]{36}$/i.test(id) ? { OR: [{ id }, { walletPaymentId: id }] } : { walletPaymentId: id },
-      include: withPaymentEvents,
-    });
+  const record = createPaymentRecord({ database: deps.database });
+  const find = (id: string) => record.findByEitherIdWithEvents(id);
 
   const startWorkflow = (paymentId: string, workflowId: string) =>
     startPayWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, paymentId });
@@ -50,6 +48,12 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       return payment ? paymentView(payment) : null;
     },
 
+    /** A page of GET /ops/payments, as the API shows payments. */
+    async list(query: ListQuery<PaymentStatus>): Promise<ListPage<PaymentView>> {
+      const page = await record.listPage(query);
+      return page.kind === 'page' ? { ...page, items: page.items.map(paymentView) } : page;
+    },
+
     /**
      * The payment once the wallet service has given it its paymentId (or once it never will: a
      * refused create is final), or as it stands after `waitMs`.
@@ -57,7 +61,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     async viewOnceCreated(id: string, waitMs: number): Promise<PaymentView | null> {
       const deadline = Date.now() + waitMs;
       for (;;) {
-        const row = await deps.database.payment.findUnique({ where: { id }, select: { walletPaymentId: true, status: true } });
+        const row = await record.find(id);
         if (!row) return null;
         if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline) return this.view(id);
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -72,21 +76,13 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       if (!link) return { kind: 'link-not-found' };
       const id = randomUUID();
       const workflowId = paymentWorkflowId(idempotencyKey, sha256Hex);
-      const inserted = await deps.database.$transaction(async (tx) => {
-        const count = await tx.$executeRaw`
-          INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, currency, amount, updated_at)
-          VALUES (${id}::uuid, ${idempotencyKey}, ${fingerprint}, ${workflowId}, 'PENDING'::"PaymentStatus", ${body.linkId}::uuid,
-                  ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
-          ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: 'payment requested' } });
-        return count;
-      });
-      if (inserted === 1) {
+      const inserted = await record.insert({ id, idempotencyKey, requestFingerprint: fingerprint, workflowId, linkId: body.linkId, amount });
+      if (inserted) {
         await startWorkflow(id, workflowId);
         deps.logger.info({ paymentId: id, workflowId }, 'payment started');
         return { kind: 'created', payment: (await this.view(id))! };
       }
-      const existing = await deps.database.payment.findUniqueOrThrow({ where: { idempotencyKey }, include: withPaymentEvents });
+      const existing = await record.getByIdempotencyKey(idempotencyKey);
       if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
       if (!isFinalPaymentStatus(existing.status)) await startWorkflow(existing.id, existing.workflowId);
       return { kind: 'existing', payment: paymentView(existing) };

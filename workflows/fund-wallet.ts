@@ -21,6 +21,14 @@ import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts
 
 const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt];
 
+/**
+ * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
+ * the deterministic bundle), so the list is spelled here, and the compiler holds it to domain's
+ * transition table: a status added to or removed from the final ones fails to type-check here.
+ */
+const finalStatuses: Record<FinalFundingStatus, true> = { APPROVED: true, DECLINED: true, REJECTED: true, FAILED: true };
+const isFinal = (status: FundingStatus): status is FinalFundingStatus => Object.hasOwn(finalStatuses, status);
+
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 
 type DatabaseSteps = Pick<FundingActivities, 'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding'>;
@@ -94,7 +102,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     { key: recipientTypeKey, value: snapshot.recipientType },
   ]);
   setStatus(snapshot.status);
-  if (snapshot.status === 'APPROVED' || snapshot.status === 'DECLINED' || snapshot.status === 'REJECTED' || snapshot.status === 'FAILED') {
+  if (isFinal(snapshot.status)) {
     return finish(snapshot.status, null, null);
   }
 

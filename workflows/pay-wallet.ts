@@ -23,6 +23,14 @@ import { kindKey, statusKey } from './search-attribute-keys.ts';
 
 const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt];
 
+/**
+ * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
+ * the deterministic bundle), so the list is spelled here, and the compiler holds it to domain's
+ * transition table: a status added to or removed from the final ones fails to type-check here.
+ */
+const finalStatuses: Record<FinalPaymentStatus, true> = { SUCCEEDED: true, FAILED: true };
+const isFinal = (status: PaymentStatus): status is FinalPaymentStatus => Object.hasOwn(finalStatuses, status);
+
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 
 type DatabaseSteps = Pick<PaymentActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
@@ -101,7 +109,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const snapshot = await database.loadPayment(id);
   upsertSearchAttributes([{ key: kindKey, value: 'PAYMENT' }]);
   setStatus(snapshot.status);
-  if (snapshot.status === 'SUCCEEDED' || snapshot.status === 'FAILED') {
+  if (isFinal(snapshot.status)) {
     return { id, status: snapshot.status, paymentId: snapshot.walletPaymentId, errorCode: null };
   }
   if (snapshot.status === 'NEEDS_REVIEW') {

@@ -2,31 +2,20 @@
 // one, list them, cancel one before it executes. The rules live in funding-service.ts.
 import { Router } from 'express';
 import { z } from 'zod';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema } from '../../domain/funding.ts';
-import type { Database } from '../../lib/database.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
-import { withFundingEvents } from '../../fundings/funding-service.ts';
-import { fundingView } from '../../fundings/funding-view.ts';
-import { decodeCursor, encodeCursor, listDateSchema, pageSchema } from '../../lib/page-cursor.ts';
+import { listQuerySchema } from '../../lib/list-page.ts';
+import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
+import { sendListPage } from './list-page-response.ts';
 
 export interface OpsFundingsDependencies {
-  database: Database;
   fundings: FundingService;
 }
 
 /** GET /ops/fundings: filters and paging. */
-export const fundingListQuerySchema = z
-  .object({
-    status: z.enum(fundingStatuses, { error: `status must be one of ${fundingStatuses.join(', ')}` }).optional(),
-    from: listDateSchema('from').optional(),
-    to: listDateSchema('to').optional(),
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-    cursor: z.string().max(200).optional(),
-  })
-  .strict();
+export const fundingListQuerySchema = listQuerySchema(fundingStatuses);
 
 /** A page of GET /ops/fundings. */
 export const fundingPageSchema = pageSchema(fundingSchema);
@@ -86,27 +75,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    const { status, from, to, limit, cursor } = query.data;
-    const after = cursor ? decodeCursor(cursor) : null;
-    if (cursor && !after) {
-      sendProblem(res, { status: 400, code: 'INVALID_CURSOR', title: 'Bad Request', detail: 'cursor is not one this API returned' });
-      return;
-    }
-    const where: Prisma.FundingWhereInput = {
-      ...(status ? { status } : {}),
-      ...(from || to ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) } } : {}),
-      ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
-    };
-    const rows = await deps.database.funding.findMany({
-      where,
-      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
-      take: limit + 1,
-      include: withFundingEvents,
-    });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    const body: z.infer<typeof fundingPageSchema> = { items: page.map(fundingView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
-    res.json(body);
+    sendListPage(res, await deps.fundings.list(query.data));
   });
 
   router.post('/fundings/:fundingId/cancel', async (req, res) => {

@@ -2,19 +2,16 @@
 // rules as fundings), read one, list them, and resolve one parked in NEEDS_REVIEW.
 import { Router } from 'express';
 import { z } from 'zod';
-import type { Prisma } from '../../generated/prisma/client.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
 import { createPaymentSchema, paymentSchema, paymentStatuses, resolvePaymentSchema } from '../../domain/payment.ts';
-import type { Database } from '../../lib/database.ts';
-import { decodeCursor, encodeCursor, listDateSchema, pageSchema } from '../../lib/page-cursor.ts';
+import { listQuerySchema } from '../../lib/list-page.ts';
+import { pageSchema } from '../../lib/page-cursor.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
-import { withPaymentEvents } from '../../payments/payment-service.ts';
-import { paymentView } from '../../payments/payment-view.ts';
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
+import { sendListPage } from './list-page-response.ts';
 
 export interface OpsPaymentsDependencies {
-  database: Database;
   payments: PaymentService;
   /**
    * How long POST /ops/payments waits for the wallet service's create, so that its answer carries
@@ -26,15 +23,7 @@ export interface OpsPaymentsDependencies {
 }
 
 /** GET /ops/payments: filters and paging. */
-export const paymentListQuerySchema = z
-  .object({
-    status: z.enum(paymentStatuses, { error: `status must be one of ${paymentStatuses.join(', ')}` }).optional(),
-    from: listDateSchema('from').optional(),
-    to: listDateSchema('to').optional(),
-    limit: z.coerce.number().int().min(1).max(200).default(50),
-    cursor: z.string().max(200).optional(),
-  })
-  .strict();
+export const paymentListQuerySchema = listQuerySchema(paymentStatuses);
 
 /** A page of GET /ops/payments. */
 export const paymentPageSchema = pageSchema(paymentSchema);
@@ -114,22 +103,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    const { status, from, to, limit, cursor } = query.data;
-    const after = cursor ? decodeCursor(cursor) : null;
-    if (cursor && !after) {
-      sendProblem(res, { status: 400, code: 'INVALID_CURSOR', title: 'Bad Request', detail: 'cursor is not one this API returned' });
-      return;
-    }
-    const where: Prisma.PaymentWhereInput = {
-      ...(status ? { status } : {}),
-      ...(from || to ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) } } : {}),
-      ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
-    };
-    const rows = await deps.database.payment.findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1, include: withPaymentEvents });
-    const page = rows.slice(0, limit);
-    const last = page[page.length - 1];
-    const body: z.infer<typeof paymentPageSchema> = { items: page.map(paymentView), nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
-    res.json(body);
+    sendListPage(res, await deps.payments.list(query.data));
   });
 
   router.post('/payments/:paymentId/resolve', async (req, res) => {

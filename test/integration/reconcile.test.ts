@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { cashInCodeContext } from '../../activities/funding.ts';
+import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';

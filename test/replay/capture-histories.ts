@@ -15,7 +15,7 @@ import { inspect, parseArgs } from 'node:util';
 import { decodeJwt } from 'jose';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
-import { cashInCodeContext } from '../../activities/funding.ts';
+import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
 import type { OnboardEmbeddedSessionResult } from '../../domain/embedded-session.ts';
 import type { FundingResult } from '../../domain/funding.ts';

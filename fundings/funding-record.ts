@@ -1,0 +1,214 @@
+// The funding record: the one module that writes the funding and funding_event tables. Every
+// status change is a move that domain's transition table allows, guarded in SQL by the statuses
+// it may come from, and written with its timeline event in the same transaction; the insert is
+// idempotent on the key; the cash-in code is sealed to its funding here and only here.
+import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';
+import {
+  cancellableFundingStatuses,
+  fundingErrorMessage,
+  fundingTransitions,
+  maskCashInCode,
+  unfinishedFundingStatuses,
+  type CreateFundingRequest,
+  type FinalFundingStatus,
+  type FundingStatus,
+} from '../domain/funding.ts';
+import type { Amount } from '../domain/money.ts';
+import { sourcesOf } from '../domain/transitions.ts';
+import type { Database } from '../lib/database.ts';
+import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
+import type { Metrics } from '../lib/metrics.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
+
+/** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
+export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
+
+export const withFundingEvents = { events: { orderBy: { id: 'asc' as const } } };
+export type FundingWithEvents = Funding & { events: FundingEvent[] };
+
+export interface NewFunding {
+  id: string;
+  idempotencyKey: string;
+  requestFingerprint: string;
+  workflowId: string;
+  recipient: CreateFundingRequest['recipient'];
+  /** Normalised (domain/money.ts). */
+  amount: Amount;
+}
+
+/** The timeline event written with a move: the wallet call behind it, and why. */
+export interface MoveEvent {
+  requestReferenceNo?: string | null;
+  detail?: string | null;
+}
+
+export interface FinishFunding extends MoveEvent {
+  status: FinalFundingStatus;
+  code: string | null;
+}
+
+/** The funding as it stands after a finish, and whether this finish was the one that moved it. */
+export interface FinishedFunding {
+  moved: boolean;
+  status: FundingStatus;
+  errorCode: string | null;
+  transferId: string | null;
+}
+
+export interface FundingRecordDependencies {
+  database: Database;
+  cipher: TokenCipher;
+  /** Counts fundings by final state, once, by whoever moved them there; absent: not counted. */
+  metrics?: Pick<Metrics, 'fundingFinished'>;
+}
+
+interface MoveGuard {
+  /** Only some of the legal moves (cancel): the table's sources narrowed by this, never widened. */
+  among?: (from: FundingStatus) => boolean;
+  where?: Prisma.FundingWhereInput;
+  data?: Prisma.FundingUpdateManyMutationInput;
+}
+
+export function createFundingRecord(deps: FundingRecordDependencies) {
+  const { database } = deps;
+
+  /** The guarded UPDATE of a move: true when this call moved the funding. */
+  async function updateStatus(tx: Prisma.TransactionClient, fundingId: string, to: FundingStatus, guard: MoveGuard = {}): Promise<boolean> {
+    const from = sourcesOf(fundingTransitions, to).filter((status) => !guard.among || guard.among(status));
+    const moved = await tx.funding.updateMany({ where: { id: fundingId, status: { in: from }, ...guard.where }, data: { status: to, ...guard.data } });
+    return moved.count === 1;
+  }
+
+  async function appendEvent(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus, event: MoveEvent) {
+    await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo: event.requestReferenceNo ?? null, detail: event.detail ?? null } });
+  }
+
+  /** Moves the funding to `to` if the table allows it from where it stands, with its event. */
+  function move(fundingId: string, to: FundingStatus, event: MoveEvent, guard?: MoveGuard): Promise<boolean> {
+    return database.$transaction(async (tx) => {
+      const moved = await updateStatus(tx, fundingId, to, guard);
+      if (moved) await appendEvent(tx, fundingId, to, event);
+      return moved;
+    });
+  }
+
+  return {
+    find: (fundingId: string) => database.funding.findUnique({ where: { id: fundingId } }),
+    get: (fundingId: string) => database.funding.findUniqueOrThrow({ where: { id: fundingId } }),
+    findWithEvents: (fundingId: string): Promise<FundingWithEvents | null> =>
+      database.funding.findUnique({ where: { id: fundingId }, include: withFundingEvents }),
+    /** The funding stored under a key: called after an insert found the key taken. */
+    getByIdempotencyKey: (idempotencyKey: string): Promise<FundingWithEvents> =>
+      database.funding.findUniqueOrThrow({ where: { idempotencyKey }, include: withFundingEvents }),
+
+    /** A page of GET /ops/fundings, newest first. */
+    listPage: (query: ListQuery<FundingStatus>): Promise<ListPage<FundingWithEvents>> =>
+      readListPage(query, (read) => database.funding.findMany({ ...read, include: withFundingEvents })),
+
+    /** Fundings not final and created before `createdBefore`, oldest first: the sweep's work. */
+    listUnfinished: ({ createdBefore, limit }: { createdBefore: Date; limit: number }) =>
+      database.funding.findMany({
+        where: { status: { in: [...unfinishedFundingStatuses] }, createdAt: { lt: createdBefore } },
+        orderBy: { createdAt: 'asc' },
+        take: limit,
+      }),
+
+    /** The funding's cash-in code in clear, for the create call only; null when it has none. */
+    cashInCodeOf(funding: Pick<Funding, 'id' | 'cashInCodeEncrypted'>): string | null {
+      return funding.cashInCodeEncrypted ? deps.cipher.decrypt(funding.cashInCodeEncrypted, cashInCodeContext(funding.id)) : null;
+    },
+
+    /**
+     * Stores a new funding in PENDING with its first event; false when the key is taken. Concurrent
+     * requests with one key meet at the unique index: one inserts, the others wait for it and
+     * insert nothing (ON CONFLICT DO NOTHING), then read its row.
+     */
+    async insert(funding: NewFunding): Promise<boolean> {
+      const { id, recipient, amount } = funding;
+      const inserted = await database.$transaction(async (tx) => {
+        const count = await tx.$executeRaw`
+          INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
+                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, updated_at)
+          VALUES (${id}::uuid, ${funding.idempotencyKey}, ${funding.requestFingerprint}, ${funding.workflowId}, 'PENDING'::"FundingStatus",
+                  ${recipient.type}::"RecipientType", ${recipient.type === 'TOKEN' ? recipient.linkId : null}::uuid,
+                  ${recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(recipient.code, cashInCodeContext(id))) : null},
+                  ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
+                  ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], now())
+          ON CONFLICT (idempotency_key) DO NOTHING`;
+        if (count === 1) await appendEvent(tx, id, 'PENDING', { detail: 'funding requested' });
+        return count;
+      });
+      return inserted === 1;
+    },
+
+    /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING). */
+    move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent) => move(fundingId, to, event),
+
+    /**
+     * Keeps the transferId of a created intent: stored only while the funding is CREATING, not
+     * cancelled and has none yet. Otherwise (cancelled meanwhile, or a concurrent attempt stored
+     * one first) the intent is kept on record in abandoned_transfer_ids, never executed. Answers
+     * the transferId the funding executes, if any.
+     */
+    async storeTransferId(fundingId: string, transferId: string): Promise<{ stored: boolean; transferId: string | null }> {
+      const stored = await database.$transaction(async (tx) => {
+        const updated = await tx.funding.updateMany({
+          where: { id: fundingId, transferId: null, status: 'CREATING', cancelRequested: false },
+          data: { transferId },
+        });
+        if (updated.count === 1) return true;
+        await tx.funding.update({ where: { id: fundingId }, data: { abandonedTransferIds: { push: transferId } } });
+        return false;
+      });
+      if (stored) return { stored, transferId };
+      const current = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
+      return { stored, transferId: current.transferId };
+    },
+
+    /**
+     * CREATING → EXECUTING, only with a stored transferId and unless cancelled: the other side of
+     * the race with `cancel`, which the database decides. The event carries the create call's
+     * Request-Reference-No: the created intent is what moved the funding on.
+     */
+    beginExecute(fundingId: string, createRequestReferenceNo: string | null): Promise<boolean> {
+      return database.$transaction(async (tx) => {
+        if (!(await updateStatus(tx, fundingId, 'EXECUTING', { where: { cancelRequested: false, transferId: { not: null } } }))) return false;
+        const { transferId } = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
+        await appendEvent(tx, fundingId, 'EXECUTING', { requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` });
+        return true;
+      });
+    },
+
+    /** Ops' cancel: FAILED/CANCELLED only while no execute can have been sent (see beginExecute). */
+    async cancel(funding: Pick<Funding, 'id' | 'createdAt'>): Promise<boolean> {
+      const cancelled = await move(
+        funding.id,
+        'FAILED',
+        { detail: 'cancelled by ops' },
+        {
+          among: (from) => (cancellableFundingStatuses as readonly FundingStatus[]).includes(from),
+          where: { cancelRequested: false },
+          data: { cancelRequested: true, errorCode: 'CANCELLED', errorMessage: fundingErrorMessage('CANCELLED') },
+        },
+      );
+      if (cancelled) deps.metrics?.fundingFinished('FAILED', funding.createdAt);
+      return cancelled;
+    },
+
+    /** Writes a final state once; a funding already final keeps its own (answered as it stands). */
+    async finish(fundingId: string, input: FinishFunding): Promise<FinishedFunding> {
+      const { code } = input;
+      const moved = await move(fundingId, input.status, input, { data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null } });
+      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
+      // Counted by whoever moved it: a retried activity, or a funding cancelled by ops, is not counted twice.
+      if (moved) deps.metrics?.fundingFinished(input.status, funding.createdAt);
+      return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+    },
+
+    /** A timeline entry that changes nothing (the sweep started a missing workflow). */
+    recordEvent: (fundingId: string, status: FundingStatus, detail: string) =>
+      database.fundingEvent.create({ data: { fundingId, status, detail } }).then(() => undefined),
+  };
+}
+
+export type FundingRecord = ReturnType<typeof createFundingRecord>;

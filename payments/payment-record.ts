@@ -1,0 +1,181 @@
+// The payment record: the one module that writes the payment and payment_event tables. Every
+// status change is a move that domain's transition table allows, guarded in SQL by the statuses
+// it may come from, and written with its timeline event in the same transaction; the insert is
+// idempotent on the key; the wallet's payment id and fee are stored once, before any execute.
+import { Prisma, type Payment, type PaymentEvent } from '../generated/prisma/client.ts';
+import type { Amount } from '../domain/money.ts';
+import {
+  paymentErrorMessage,
+  paymentTransitions,
+  reviewStatus,
+  type ExecuteAttempt,
+  type FinalPaymentStatus,
+  type PaymentStatus,
+} from '../domain/payment.ts';
+import { sourcesOf } from '../domain/transitions.ts';
+import type { Database } from '../lib/database.ts';
+import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
+import type { Metrics } from '../lib/metrics.ts';
+
+export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
+export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
+
+export interface NewPayment {
+  id: string;
+  idempotencyKey: string;
+  requestFingerprint: string;
+  workflowId: string;
+  linkId: string;
+  /** Normalised (domain/money.ts). */
+  amount: Amount;
+}
+
+export interface Resolution {
+  outcome: FinalPaymentStatus;
+  note: string;
+  resolvedBy: string;
+}
+
+export interface FinishPayment {
+  status: FinalPaymentStatus;
+  code: string | null;
+  requestReferenceNo: string | null;
+}
+
+/** The payment as it stands after a finish or a resolution, and whether that call moved it. */
+export interface SettledPayment {
+  moved: boolean;
+  status: PaymentStatus;
+  errorCode: string | null;
+  walletPaymentId: string | null;
+}
+
+export interface PaymentRecordDependencies {
+  database: Database;
+  /** Counts payments by final state, once, by whoever moved them there; absent: not counted. */
+  metrics?: Pick<Metrics, 'paymentFinished'>;
+}
+
+interface MoveGuard {
+  /** Only some of the legal moves: the table's sources narrowed by this, never widened. */
+  among?: (from: PaymentStatus) => boolean;
+  data?: Prisma.PaymentUpdateManyMutationInput;
+}
+
+/** A payment id as the ops API takes it: walletflow's own (a UUID) or the wallet service's. */
+const uuidPattern = /^[0-9a-f-]{36}$/i;
+
+export function createPaymentRecord(deps: PaymentRecordDependencies) {
+  const { database } = deps;
+
+  /** Moves the payment to `to` if the table allows it from where it stands, with its event. */
+  function move(id: string, to: PaymentStatus, requestReferenceNo: string | null, detail: string | null, guard: MoveGuard = {}): Promise<boolean> {
+    const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
+    return database.$transaction(async (tx) => {
+      const moved = await tx.payment.updateMany({ where: { id, status: { in: from } }, data: { status: to, ...guard.data } });
+      if (moved.count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail } });
+      return moved.count === 1;
+    });
+  }
+
+  /** Reads back a payment a finish or a resolution meant to settle, and counts it if that call moved it. */
+  async function settled(id: string, moved: boolean, status: FinalPaymentStatus): Promise<SettledPayment> {
+    const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true } });
+    // Counted by whoever moved it: a retried activity is not counted twice.
+    if (moved) deps.metrics?.paymentFinished(status, payment.createdAt);
+    return { moved, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
+  }
+
+  return {
+    find: (id: string) => database.payment.findUnique({ where: { id } }),
+    get: (id: string) => database.payment.findUniqueOrThrow({ where: { id } }),
+    /** By walletflow's id, or by the wallet service's payment id. */
+    findByEitherIdWithEvents: (id: string): Promise<PaymentWithEvents | null> =>
+      database.payment.findFirst({
+        where: uuidPattern.test(id) ? { OR: [{ id }, { walletPaymentId: id }] } : { walletPaymentId: id },
+        include: withPaymentEvents,
+      }),
+    /** The payment stored under a key: called after an insert found the key taken. */
+    getByIdempotencyKey: (idempotencyKey: string): Promise<PaymentWithEvents> =>
+      database.payment.findUniqueOrThrow({ where: { idempotencyKey }, include: withPaymentEvents }),
+
+    /** A page of GET /ops/payments, newest first. */
+    listPage: (query: ListQuery<PaymentStatus>): Promise<ListPage<PaymentWithEvents>> =>
+      readListPage(query, (read) => database.payment.findMany({ ...read, include: withPaymentEvents })),
+
+    /** Payments waiting for a person, longest waiting first: the sweep lists them for ops. */
+    listInReview: (limit: number) => database.payment.findMany({ where: { status: reviewStatus }, orderBy: { updatedAt: 'asc' }, take: limit }),
+
+    /** Stores a new payment in PENDING with its first event; false when the key is taken (as fundings). */
+    async insert(payment: NewPayment): Promise<boolean> {
+      const { id, amount } = payment;
+      const inserted = await database.$transaction(async (tx) => {
+        const count = await tx.$executeRaw`
+          INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, currency, amount, updated_at)
+          VALUES (${id}::uuid, ${payment.idempotencyKey}, ${payment.requestFingerprint}, ${payment.workflowId}, 'PENDING'::"PaymentStatus", ${payment.linkId}::uuid,
+                  ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
+          ON CONFLICT (idempotency_key) DO NOTHING`;
+        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: 'payment requested' } });
+        return count;
+      });
+      return inserted === 1;
+    },
+
+    markCreating: (id: string) => move(id, 'CREATING', null, 'creating the payment'),
+
+    /**
+     * Stores the wallet's payment id and fee once. When a concurrent attempt stored its payment
+     * first, that one is the payment (answered) and this one is never executed.
+     */
+    async storeCreated(id: string, created: { walletPaymentId: string; fee: Amount }): Promise<{ stored: boolean; walletPaymentId: string }> {
+      const stored = await database.payment.updateMany({
+        where: { id, walletPaymentId: null },
+        data: { walletPaymentId: created.walletPaymentId, feeCurrency: created.fee.currency, fee: new Prisma.Decimal(created.fee.value) },
+      });
+      if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId };
+      const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
+      return { stored: false, walletPaymentId: current.walletPaymentId! };
+    },
+
+    /** → EXECUTING; the event carries the create call's Request-Reference-No. */
+    async beginExecute(id: string, createRequestReferenceNo: string | null): Promise<void> {
+      const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
+      await move(id, 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`);
+    },
+
+    /** EXECUTING → NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
+    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[]): Promise<void> {
+      const last = attempts[attempts.length - 1];
+      await move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
+        data: { reviewReason: reason.slice(0, 500), reviewEvidence: attempts as unknown as Prisma.InputJsonValue },
+      });
+    },
+
+    /** A person's resolution: the only way out of NEEDS_REVIEW, with who and why. */
+    async resolve(id: string, resolution: Resolution): Promise<SettledPayment> {
+      const status = resolution.outcome;
+      const resolved = await move(id, status, null, `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500), {
+        among: (from) => from === reviewStatus,
+        data: {
+          resolvedOutcome: resolution.outcome,
+          resolvedBy: resolution.resolvedBy.slice(0, 128),
+          resolvedNote: resolution.note.slice(0, 500),
+          resolvedAt: new Date(),
+          ...(status === 'FAILED' ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') } : {}),
+        },
+      });
+      return settled(id, resolved, status);
+    },
+
+    /** The workflow's own final state, written once; a payment in review is left to its resolution. */
+    async finish(id: string, input: FinishPayment): Promise<SettledPayment> {
+      const finished = await move(id, input.status, input.requestReferenceNo, input.code, {
+        among: (from) => from !== reviewStatus,
+        data: { errorCode: input.code, errorMessage: input.code ? paymentErrorMessage(input.code) : null },
+      });
+      return settled(id, finished, input.status);
+    },
+  };
+}
+
+export type PaymentRecord = ReturnType<typeof createPaymentRecord>;
