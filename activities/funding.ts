@@ -8,7 +8,9 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
+import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
+import { fundingFailureTypes, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from '../links/token-vault.ts';
@@ -32,7 +34,9 @@ export type TransferProgress =
   | { kind: 'processing'; requestReferenceNo: string }
   | { kind: 'not-executed'; requestReferenceNo: string }
   | { kind: 'expired'; requestReferenceNo: string | null }
-  | { kind: 'unknown'; code: string; requestReferenceNo: string | null };
+  | { kind: 'unknown'; code: string; requestReferenceNo: string | null; httpStatus?: number | null }
+  /** Retrieve refused (404 TRANSFER_NOT_FOUND, 401): no state; after a bound the workflow asks for review. */
+  | { kind: 'refused'; code: string; requestReferenceNo: string; httpStatus: number | null };
 
 export interface FinishInput {
   status: FinalFundingStatus;
@@ -78,7 +82,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
   return {
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
       const funding = await fundings.find(fundingId);
-      if (!funding) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, 'FundingNotFound');
+      if (!funding) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
       return { fundingId, status: funding.status, recipientType: funding.recipientType, transferId: funding.transferId };
     },
 
@@ -100,17 +104,17 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
       const currency = funding.currency as Currency;
       const thousandths = toThousandths(funding.amount.toFixed(3));
-      if (thousandths === null) throw ApplicationFailure.nonRetryable('stored amount is not a decimal', 'FundingCorrupt');
+      if (thousandths === null) throw ApplicationFailure.nonRetryable('stored amount is not a decimal', fundingFailureTypes.corrupt);
       const amount = { currency, value: fromThousandths(thousandths, currencyMinorUnits[currency]) };
 
       let created: { data: Transfer; requestReferenceNo: string };
       try {
         if (funding.recipientType === 'CODE') {
           const code = fundings.cashInCodeOf(funding);
-          if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', 'FundingCorrupt');
+          if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
           created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
         } else {
-          if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', 'FundingCorrupt');
+          if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', fundingFailureTypes.corrupt);
           created = await deps.vault.withUserToken(funding.linkId, (token) =>
             wallet.createTransfer({ recipient: { type: 'TOKEN', value: token }, amount }),
           );
@@ -157,7 +161,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         if (error.outcome === 'retryable') retryLater(error);
         // unknown (time-out, 5xx, 7011, reset, unparsable, 409) or an odd rejection: retrieve decides.
         logger.warn({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'execute outcome unknown: reconciling');
-        return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo };
+        return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
       }
     },
 
@@ -170,7 +174,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         if (!isWalletError(error)) throw error;
         if (error.outcome !== 'rejected') retryLater(error);
         logger.error({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'retrieve transfer refused');
-        return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo };
+        return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
       }
     },
 
@@ -179,11 +183,23 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail });
     },
 
+    /** → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it holds. */
+    async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[]): Promise<void> {
+      await fundings.parkForReview(fundingId, reason, evidence);
+    },
+
+    /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
+    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
+      const funding = await fundings.resolve(fundingId, input);
+      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
+      return { status: funding.status, errorCode: funding.errorCode };
+    },
+
     /** Writes the final state once; a funding already final keeps its state (returned). */
     async finishFunding(fundingId: string, input: FinishInput): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
       const code = input.code ?? null;
       const funding = await fundings.finish(fundingId, { status: input.status, code, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code });
-      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', 'FundingCorrupt');
+      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
       return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
     },
   };

@@ -10,6 +10,7 @@ import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { VaultError, type TokenVault } from '../links/token-vault.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
+import { paymentFailureTypes, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
 
 export interface PaymentSnapshot {
   id: string;
@@ -31,12 +32,6 @@ export type ExecutePaymentOutcome =
    * `retryAfterMs` when the wallet said so (Retry-After, bounded).
    */
   | { kind: 'not-sent'; attempt: ExecuteAttempt; retryAfterMs?: number };
-
-export interface ResolveInput {
-  outcome: 'SUCCEEDED' | 'FAILED';
-  note: string;
-  resolvedBy: string;
-}
 
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
@@ -60,7 +55,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
   return {
     async loadPayment(id: string): Promise<PaymentSnapshot> {
       const payment = await payments.find(id);
-      if (!payment) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, 'PaymentNotFound');
+      if (!payment) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, paymentFailureTypes.notFound);
       return { id, status: payment.status, walletPaymentId: payment.walletPaymentId };
     },
 
@@ -96,7 +91,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     /** One execute attempt; the workflow decides what an unknown or repeated one means. */
     async executePayment(id: string): Promise<ExecutePaymentOutcome> {
       const payment = await payments.get(id);
-      if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', 'PaymentCorrupt');
+      if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
       const walletPaymentId = payment.walletPaymentId;
       try {
         const result = await deps.vault.withUserToken(payment.linkId, (token) => wallet.executePayment({ userAccessToken: token, paymentId: walletPaymentId }));
@@ -124,9 +119,9 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     },
 
     /** Settles a payment in NEEDS_REVIEW, with who and why. */
-    async resolvePayment(id: string, input: ResolveInput): Promise<{ status: FinalPaymentStatus }> {
+    async resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }> {
       const payment = await payments.resolve(id, input);
-      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', 'PaymentCorrupt');
+      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', paymentFailureTypes.corrupt);
       return { status: payment.status };
     },
 
@@ -135,7 +130,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null },
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
       const payment = await payments.finish(id, input);
-      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', 'PaymentCorrupt');
+      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', paymentFailureTypes.corrupt);
       return { status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
     },
   };

@@ -3,27 +3,48 @@
 // only: the workflow, activities, API and CLI all read it.
 import { z } from 'zod';
 import { amountSchema } from './money.ts';
+import { resolutionNoteSchema, reviewSchema } from './review.ts';
 import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
 
-export const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] as const;
+export const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'] as const;
 export type FundingStatus = (typeof fundingStatuses)[number];
 
 /**
- * The legal moves of a funding (docs/fundings.md). FAILED is reachable from every status before a
- * final one (cancel and refused creates before any execute; an expired or never-executed transfer
- * after); REJECTED only from a refused create; APPROVED and DECLINED only once an execute was sent.
- * The funding record guards every write with it (fundings/funding-record.ts).
+ * The legal moves of a funding (docs/fundings.md). FAILED is reachable before any execute (cancel,
+ * refused or failed creates) and after one only from a final wallet state (an EXPIRED intent) or a
+ * person's resolution; REJECTED only from a refused create; APPROVED and DECLINED only once an
+ * execute was sent. NEEDS_REVIEW (contract section 11) holds a funding whose execute outcome the
+ * wallet could not settle, or whose create answer did not match the request; it is left only by a
+ * resolution or a final wallet state. The funding record guards every write with it
+ * (fundings/funding-record.ts).
  */
 export const fundingTransitions = {
   PENDING: ['CREATING', 'FAILED'],
-  CREATING: ['EXECUTING', 'REJECTED', 'FAILED'],
-  EXECUTING: ['RECONCILING', 'APPROVED', 'DECLINED', 'FAILED'],
-  RECONCILING: ['APPROVED', 'DECLINED', 'FAILED'],
+  CREATING: ['EXECUTING', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'],
+  EXECUTING: ['RECONCILING', 'APPROVED', 'DECLINED', 'FAILED', 'NEEDS_REVIEW'],
+  RECONCILING: ['APPROVED', 'DECLINED', 'FAILED', 'NEEDS_REVIEW'],
   APPROVED: [],
   DECLINED: [],
   REJECTED: [],
   FAILED: [],
+  NEEDS_REVIEW: ['APPROVED', 'DECLINED', 'FAILED'],
 } as const satisfies TransitionTable<FundingStatus>;
+
+/** Where a funding whose outcome no one can know waits; only a resolution or the wallet's final word moves it on. */
+export const fundingReviewStatus = 'NEEDS_REVIEW' satisfies FundingStatus;
+
+/** How ops settle a funding in review (POST /ops/fundings/{id}/resolve, contract section 11). */
+export const resolveFundingSchema = z
+  .object({
+    outcome: z.enum(['APPROVED', 'FAILED'], { error: 'outcome must be APPROVED or FAILED' }),
+    note: resolutionNoteSchema,
+  })
+  .strict();
+export type ResolveFundingRequest = z.infer<typeof resolveFundingSchema>;
+
+/** How a review ends: ops (APPROVED or FAILED), or the wallet's own final state read back by the sweep. */
+export const fundingResolutionOutcomes = ['APPROVED', 'DECLINED', 'FAILED'] as const;
+export type FundingResolutionOutcome = (typeof fundingResolutionOutcomes)[number];
 
 export type FinalFundingStatus = FinalStatusOf<typeof fundingTransitions>;
 export const finalFundingStatuses: readonly FinalFundingStatus[] = finalStatusesOf(fundingTransitions);
@@ -82,6 +103,8 @@ export const fundingSchema = z.object({
   amount: z.object({ currency: z.string(), value: z.string() }),
   transferId: z.string().nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
+  /** Why the funding needed a person, the wallet calls behind it, and how it was settled (contract section 11). */
+  review: reviewSchema(fundingResolutionOutcomes),
   createdAt: z.string(),
   updatedAt: z.string(),
   events: z.array(fundingEventSchema),
@@ -110,6 +133,7 @@ export const fundingErrorMessages: Record<string, string> = {
   CANCELLED: 'The funding was cancelled before any transfer was executed.',
   TRANSFER_EXPIRED: 'The transfer intent expired before it could be executed; nothing was moved.',
   CREATE_FAILED: 'The wallet service could not create the transfer; nothing was moved.',
+  RESOLVED_FAILED: 'The funding was reviewed: nothing was credited.',
   VALIDATION_ERROR: 'The wallet service refused the transfer request.',
 };
 

@@ -3,6 +3,7 @@
 // stays unknown is parked in NEEDS_REVIEW for a person to settle: never a guessed state.
 import { z } from 'zod';
 import { amountSchema } from './money.ts';
+import { resolutionNoteSchema, reviewSchema, walletCallEvidenceSchema, type WalletCallEvidence } from './review.ts';
 import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
 
 export const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'] as const;
@@ -43,20 +44,14 @@ export type CreatePaymentRequest = z.infer<typeof createPaymentSchema>;
 export const resolvePaymentSchema = z
   .object({
     outcome: z.enum(['SUCCEEDED', 'FAILED'], { error: 'outcome must be SUCCEEDED or FAILED' }),
-    note: z.string().trim().min(1, 'note must say why').max(500, 'note must be at most 500 characters'),
+    note: resolutionNoteSchema,
   })
   .strict();
 export type ResolvePaymentRequest = z.infer<typeof resolvePaymentSchema>;
 
 /** One execute attempt as evidence for a review: what was sent and what came back. */
-export const executeAttemptSchema = z.object({
-  at: z.string(),
-  requestReferenceNo: z.string().nullable(),
-  httpStatus: z.number().nullable(),
-  code: z.string(),
-  outcome: z.string(),
-});
-export type ExecuteAttempt = z.infer<typeof executeAttemptSchema>;
+export const executeAttemptSchema = walletCallEvidenceSchema;
+export type ExecuteAttempt = WalletCallEvidence;
 
 export const paymentEventSchema = z.object({
   at: z.string(),
@@ -75,13 +70,7 @@ export const paymentSchema = z.object({
   amount: z.object({ currency: z.string(), value: z.string() }),
   fee: z.object({ currency: z.string(), value: z.string() }).nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
-  review: z
-    .object({
-      reason: z.string(),
-      attempts: z.array(executeAttemptSchema),
-      resolution: z.object({ outcome: z.enum(['SUCCEEDED', 'FAILED']), note: z.string(), by: z.string(), at: z.string() }).nullable(),
-    })
-    .nullable(),
+  review: reviewSchema(['SUCCEEDED', 'FAILED']),
   createdAt: z.string(),
   updatedAt: z.string(),
   events: z.array(paymentEventSchema),

@@ -6,13 +6,16 @@ import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/cli
 import {
   cancellableFundingStatuses,
   fundingErrorMessage,
+  fundingReviewStatus,
   fundingTransitions,
   maskCashInCode,
   unfinishedFundingStatuses,
   type CreateFundingRequest,
   type FinalFundingStatus,
+  type FundingResolutionOutcome,
   type FundingStatus,
 } from '../domain/funding.ts';
+import type { WalletCallEvidence } from '../domain/review.ts';
 import type { Amount } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
@@ -55,6 +58,17 @@ export interface FinishedFunding {
   transferId: string | null;
 }
 
+/** How a review ends, and on whose word (a key's name, or the reconciliation). */
+export interface FundingResolution {
+  outcome: FundingResolutionOutcome;
+  note: string;
+  resolvedBy: string;
+  /** A DECLINED read back from the wallet: its 60xx code. */
+  code?: string | null;
+  /** The wallet call that settled it, when the wallet did. */
+  requestReferenceNo?: string | null;
+}
+
 export interface FundingRecordDependencies {
   database: Database;
   cipher: TokenCipher;
@@ -81,6 +95,14 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
   async function appendEvent(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus, event: MoveEvent) {
     await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo: event.requestReferenceNo ?? null, detail: event.detail ?? null } });
+  }
+
+  /** The funding as a finish or a resolution left it; counted by whoever moved it, once. */
+  async function settled(fundingId: string, moved: boolean, status: FinalFundingStatus): Promise<FinishedFunding> {
+    const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
+    // A retried activity, or a funding cancelled by ops, is not counted twice.
+    if (moved) deps.metrics?.fundingFinished(status, funding.createdAt);
+    return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
   }
 
   /** Moves the funding to `to` if the table allows it from where it stands, with its event. */
@@ -195,14 +217,50 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       return cancelled;
     },
 
-    /** Writes a final state once; a funding already final keeps its own (answered as it stands). */
+    /**
+     * Writes the workflow's final state once; a funding already final keeps its own (answered as it
+     * stands), and a funding in review is left to its resolution.
+     */
     async finish(fundingId: string, input: FinishFunding): Promise<FinishedFunding> {
       const { code } = input;
-      const moved = await move(fundingId, input.status, input, { data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null } });
-      const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
-      // Counted by whoever moved it: a retried activity, or a funding cancelled by ops, is not counted twice.
-      if (moved) deps.metrics?.fundingFinished(input.status, funding.createdAt);
-      return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+      const moved = await move(fundingId, input.status, input, {
+        among: (from) => from !== fundingReviewStatus,
+        data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
+      });
+      return settled(fundingId, moved, input.status);
+    },
+
+    /**
+     * → NEEDS_REVIEW with the evidence (contract section 11): why no outcome could be known, and
+     * every wallet call behind the doubt. Nothing is released or posted: the funding keeps what it
+     * holds until a resolution or the wallet's final word.
+     */
+    async parkForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[]): Promise<boolean> {
+      const last = evidence.at(-1);
+      return move(fundingId, fundingReviewStatus, { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) }, {
+        data: { reviewReason: reason.slice(0, 500), reviewEvidence: evidence as unknown as Prisma.InputJsonValue },
+      });
+    },
+
+    /**
+     * The only way out of NEEDS_REVIEW: ops' resolution (APPROVED or FAILED) or the wallet's own
+     * final state read back by the sweep (APPROVED or DECLINED), with who and why.
+     */
+    async resolve(fundingId: string, resolution: FundingResolution): Promise<FinishedFunding> {
+      const code = resolution.outcome === 'FAILED' ? 'RESOLVED_FAILED' : (resolution.code ?? null);
+      const detail = `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500);
+      const moved = await move(fundingId, resolution.outcome, { requestReferenceNo: resolution.requestReferenceNo ?? null, detail }, {
+        among: (from) => from === fundingReviewStatus,
+        data: {
+          resolvedOutcome: resolution.outcome,
+          resolvedBy: resolution.resolvedBy.slice(0, 128),
+          resolvedNote: resolution.note.slice(0, 500),
+          resolvedAt: new Date(),
+          errorCode: code,
+          errorMessage: code ? fundingErrorMessage(code) : null,
+        },
+      });
+      return settled(fundingId, moved, resolution.outcome);
     },
 
     /** A timeline entry that changes nothing (the sweep started a missing workflow). */

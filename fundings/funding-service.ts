@@ -1,19 +1,34 @@
 // Fundings as a service shared by the ops API and the landing page: start one (idempotent on its
-// key: one funding and one workflow per key), read it, list them, cancel one before it executes.
+// key: one funding and one workflow per key), read it, list them, cancel one before it executes,
+// resolve one in NEEDS_REVIEW.
 // The funding's rows change only through the funding record (funding-record.ts).
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { isFinalFundingStatus, type CreateFundingRequest, type FundingStatus, type FundingView } from '../domain/funding.ts';
+import {
+  fundingReviewStatus,
+  isFinalFundingStatus,
+  type CreateFundingRequest,
+  type FundingStatus,
+  type FundingView,
+  type ResolveFundingRequest,
+} from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
+import { updateWaitingWorkflow } from '../lib/temporal.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import { createFundingRecord } from './funding-record.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
-import { fundingCancelledSignal, fundingWorkflowId, startFundWallet } from '../workflows/fund-wallet.contract.ts';
+import {
+  fundingCancelledSignal,
+  fundingWorkflowId,
+  resolveFundingUpdate,
+  startFundWallet,
+  type ResolveFundingUpdateInput,
+} from '../workflows/fund-wallet.contract.ts';
 
 export interface FundingServiceDependencies {
   database: Database;
@@ -34,6 +49,8 @@ export type StartFundingResult =
   | { kind: 'link-not-found' };
 
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
+
+export type ResolveFundingResult = { kind: 'resolved'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-in-review'; status: string };
 
 export function createFundingService(deps: FundingServiceDependencies) {
   const record = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
@@ -97,6 +114,25 @@ export function createFundingService(deps: FundingServiceDependencies) {
         .signal(fundingCancelledSignal)
         .catch((error: Error) => deps.logger.warn({ fundingId: funding.id, err: error.message }, 'could not nudge the workflow after cancel'));
       return { kind: 'cancelled', funding: (await view(funding.id))! };
+    },
+
+    /**
+     * Settles a funding in NEEDS_REVIEW (contract section 11) through its workflow's resolve update;
+     * when the workflow is gone, through the record directly. Either way audited: who, how, why.
+     */
+    async resolve(fundingId: string, request: ResolveFundingRequest, resolvedBy: string): Promise<ResolveFundingResult> {
+      const funding = await record.find(fundingId);
+      if (!funding) return { kind: 'not-found' };
+      if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
+      const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
+      const inReview = async () => (await record.find(fundingId))?.status === fundingReviewStatus;
+      const sent = await updateWaitingWorkflow(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], inReview);
+      // No workflow waits for it any more (ended by hand, or from before the review existed).
+      const moved = sent === 'updated' || (sent === 'gone' && (await record.resolve(fundingId, input)).moved);
+      const resolved = (await view(fundingId))!;
+      if (!moved) return { kind: 'not-in-review', status: resolved.status };
+      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through: sent === 'gone' ? 'database' : 'workflow' }, 'funding resolved');
+      return { kind: 'resolved', funding: resolved };
     },
   };
 }

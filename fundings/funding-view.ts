@@ -1,8 +1,10 @@
 // The funding as the ops API shows it (contract-decisions section 8): the masked code, never the
-// code; amounts as decimal strings; the timeline with each wallet call's Request-Reference-No.
+// code; amounts as decimal strings; the timeline with each wallet call's Request-Reference-No; the
+// review's evidence and resolution when it needed one (contract section 11).
 import type { Funding, FundingEvent } from '../generated/prisma/client.ts';
 import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
-import type { FundingView } from '../domain/funding.ts';
+import { fundingResolutionOutcomes, type FundingView } from '../domain/funding.ts';
+import { reviewView } from '../domain/review.ts';
 
 export function amountOf(funding: Pick<Funding, 'amount' | 'currency'>): { currency: string; value: string } {
   const minor = currencyMinorUnits[funding.currency as Currency] ?? 2;
@@ -21,6 +23,7 @@ export function fundingView(funding: Funding & { events: FundingEvent[] }): Fund
     amount: amountOf(funding),
     transferId: funding.transferId,
     error: funding.errorCode ? { code: funding.errorCode, message: funding.errorMessage ?? funding.errorCode } : null,
+    review: reviewView(funding, fundingResolutionOutcomes),
     createdAt: funding.createdAt.toISOString(),
     updatedAt: funding.updatedAt.toISOString(),
     events: funding.events.map((event) => ({

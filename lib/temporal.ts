@@ -1,5 +1,6 @@
-// The Temporal client connection for the API and CLI, and its readiness probe.
-import { Client, Connection } from '@temporalio/client';
+// The Temporal client connection for the API and CLI, its readiness probe, and updates to a waiting workflow.
+import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
 
 export interface TemporalHandle {
@@ -21,4 +22,31 @@ export async function pingTemporal(handle: TemporalHandle, namespace: string, ti
   await handle.connection.withDeadline(Date.now() + timeoutMs, () =>
     handle.connection.workflowService.describeNamespace({ namespace }),
   );
+}
+
+/**
+ * Sends an update to a workflow waiting for it (a review's resolve). `updated`: the workflow took
+ * it. `refused`: its validator said no, and `stillWaiting` says the record no longer waits either.
+ * `gone`: no running workflow has this id, so the caller settles through the database instead.
+ * The record says it waits a moment before the workflow does (it parks, then waits): a refusal
+ * while the record still waits is retried briefly.
+ */
+export async function updateWaitingWorkflow<Ret, Args extends [unknown, ...unknown[]]>(
+  client: Client,
+  workflowId: string,
+  update: UpdateDefinition<Ret, Args>,
+  args: Args,
+  stillWaiting: () => Promise<boolean>,
+): Promise<'updated' | 'refused' | 'gone'> {
+  for (let attempt = 0; ; attempt += 1) {
+    try {
+      await client.workflow.getHandle(workflowId).executeUpdate(update, { args });
+      return 'updated';
+    } catch (error) {
+      if (error instanceof WorkflowNotFoundError) return 'gone';
+      if (!(error instanceof WorkflowUpdateFailedError)) throw error;
+      if (!(await stillWaiting()) || attempt >= 20) return 'refused';
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
 }

@@ -3,12 +3,13 @@
 // list them, resolve one in NEEDS_REVIEW through the workflow's `resolve` update. The payment's
 // rows change only through the payment record (payment-record.ts).
 import { randomUUID } from 'node:crypto';
-import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
 import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
+import { updateWaitingWorkflow } from '../lib/temporal.ts';
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -88,25 +89,17 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       return { kind: 'existing', payment: paymentView(existing) };
     },
 
-    /** Settles a payment in NEEDS_REVIEW through its workflow (a Temporal update), audited. */
+    /** Settles a payment in NEEDS_REVIEW through its workflow (a Temporal update), or the record when the workflow is gone; audited. */
     async resolve(id: string, request: ResolvePaymentRequest, resolvedBy: string): Promise<ResolvePaymentResult> {
       const payment = await find(id);
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
       const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
-      // The row says NEEDS_REVIEW a moment before the workflow does (it parks, then waits): a
-      // refusal while the row still says NEEDS_REVIEW is retried briefly.
-      for (let attempt = 0; ; attempt += 1) {
-        try {
-          await deps.temporal.workflow.getHandle(payment.workflowId).executeUpdate(resolvePaymentUpdate, { args: [input] });
-          break;
-        } catch (error) {
-          if (!(error instanceof WorkflowUpdateFailedError)) throw error;
-          const current = await find(id);
-          if (current?.status !== 'NEEDS_REVIEW' || attempt >= 20) return { kind: 'not-in-review', status: current?.status ?? payment.status };
-          await new Promise((resolve) => setTimeout(resolve, 250));
-        }
-      }
+      const inReview = async () => (await find(id))?.status === 'NEEDS_REVIEW';
+      const sent = await updateWaitingWorkflow(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], inReview);
+      // No workflow waits for it any more (ended by hand): the record settles it, audited the same way.
+      const moved = sent === 'updated' || (sent === 'gone' && (await record.resolve(payment.id, input)).moved);
+      if (!moved) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };
     },

@@ -1,7 +1,8 @@
 // The payment as the ops API and the landing page show it: amounts as decimal strings, the wallet's
 // payment id and fee once created, the review evidence and resolution when there was one.
 import type { Payment, PaymentEvent } from '../generated/prisma/client.ts';
-import { executeAttemptSchema, type PaymentView } from '../domain/payment.ts';
+import type { PaymentView } from '../domain/payment.ts';
+import { reviewView } from '../domain/review.ts';
 import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
 
 function decimalOf(currency: string, value: { toFixed(digits: number): string }): { currency: string; value: string } {
@@ -10,7 +11,6 @@ function decimalOf(currency: string, value: { toFixed(digits: number): string })
 }
 
 export function paymentView(payment: Payment & { events: PaymentEvent[] }): PaymentView {
-  const attempts = executeAttemptSchema.array().safeParse(payment.reviewEvidence ?? []);
   return {
     id: payment.id,
     paymentId: payment.walletPaymentId,
@@ -19,21 +19,7 @@ export function paymentView(payment: Payment & { events: PaymentEvent[] }): Paym
     amount: decimalOf(payment.currency, payment.amount),
     fee: payment.fee !== null && payment.feeCurrency ? decimalOf(payment.feeCurrency, payment.fee) : null,
     error: payment.errorCode ? { code: payment.errorCode, message: payment.errorMessage ?? payment.errorCode } : null,
-    review: payment.reviewReason
-      ? {
-          reason: payment.reviewReason,
-          attempts: attempts.success ? attempts.data : [],
-          resolution:
-            payment.resolvedOutcome && payment.resolvedAt
-              ? {
-                  outcome: payment.resolvedOutcome as 'SUCCEEDED' | 'FAILED',
-                  note: payment.resolvedNote ?? '',
-                  by: payment.resolvedBy ?? 'unknown',
-                  at: payment.resolvedAt.toISOString(),
-                }
-              : null,
-        }
-      : null,
+    review: reviewView(payment, ['SUCCEEDED', 'FAILED'] as const),
     createdAt: payment.createdAt.toISOString(),
     updatedAt: payment.updatedAt.toISOString(),
     events: payment.events.map((event) => ({

@@ -3,8 +3,9 @@
 // Imported by the workflow bundle: runtime imports from @temporalio/* and workflows/ only, and the
 // workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
-import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { CreateFundingRequest, FundingResult, FundingStatus } from '../domain/funding.ts';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { WalletCallEvidence } from '../domain/review.ts';
+import type { CreateFundingRequest, FinalFundingStatus, FundingResolutionOutcome, FundingResult, FundingStatus } from '../domain/funding.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
@@ -13,8 +14,11 @@ export const fundWalletWorkflowType = 'fundWallet';
 
 export interface FundWalletInput {
   fundingId: string;
-  /** Set by continue-as-new during a long reconciliation: skip straight to retrieve. */
-  reconcile?: { transferId: string; polls: number };
+  /**
+   * Set by continue-as-new during a long reconciliation: skip straight to retrieve, with the
+   * executes so far and the evidence a review would need.
+   */
+  reconcile?: { transferId: string; polls: number; executeAttempts?: number; evidence?: WalletCallEvidence[] };
 }
 
 /** Ids and states only, never a token or a code. */
@@ -27,6 +31,20 @@ export type FundWalletWorkflow = (input: FundWalletInput) => Promise<FundWalletR
 export const fundingStatusQuery = defineQuery<FundingStatus>('status');
 /** A nudge after the API cancelled the funding in the database (the database decides). Wire name 'cancelled'. */
 export const fundingCancelledSignal = defineSignal('cancelled');
+
+/** How a funding in NEEDS_REVIEW is settled (contract section 11): the outcome, why, and on whose word. */
+export interface ResolveFundingUpdateInput {
+  outcome: FundingResolutionOutcome;
+  note: string;
+  /** The ops key's name, or `reconciliation` when the sweep read the wallet's final state. */
+  resolvedBy: string;
+  /** A DECLINED read back from the wallet: its 60xx code. */
+  code?: string | null;
+  /** The retrieve that showed the wallet's final state, when the wallet settled it. */
+  requestReferenceNo?: string | null;
+}
+/** Settles a funding parked in NEEDS_REVIEW. Wire name 'resolve' (as payWallet's). */
+export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus }, [ResolveFundingUpdateInput]>('resolve');
 
 /** The ApplicationFailure types the funding activities throw and fundWallet never retries. */
 export const fundingFailureTypes = {

@@ -3,9 +3,11 @@
 //   progress   ← executeTransfer, once; an unknown outcome → retrieve, never a new intent
 //   while PROCESSING or unknown: durable sleep with backoff, then retrieve
 //   finish: APPROVED | DECLINED (60xx) | REJECTED (M133, 1096, CODE_INVALID) | FAILED (reason)
+//   once an execute's outcome was unknown: only a final wallet state, or NEEDS_REVIEW and a resolve
 // Inputs, results, queries and search attributes carry ids and states only.
 import {
   ActivityFailure,
+  condition,
   continueAsNew,
   patched,
   proxyActivities,
@@ -16,7 +18,8 @@ import {
 } from '@temporalio/workflow';
 import type { FundingActivities, TransferProgress } from '../activities/funding.ts';
 import type { FinalFundingStatus, FundingResult, FundingStatus } from '../domain/funding.ts';
-import { fundingCancelledSignal, fundingFailureTypes, fundingStatusQuery, type FundWalletInput } from './fund-wallet.contract.ts';
+import type { WalletCallEvidence } from '../domain/review.ts';
+import { fundingCancelledSignal, fundingFailureTypes, fundingStatusQuery, resolveFundingUpdate, type FundWalletInput } from './fund-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
 const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt];
@@ -31,7 +34,10 @@ const isFinal = (status: FundingStatus): status is FinalFundingStatus => Object.
 
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 
-type DatabaseSteps = Pick<FundingActivities, 'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding'>;
+type DatabaseSteps = Pick<
+  FundingActivities,
+  'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding' | 'parkFundingForReview' | 'resolveFunding'
+>;
 
 /** The database steps as activities: how fundings started before `localDatabaseSteps` run. */
 const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
@@ -76,15 +82,42 @@ function pollDelayMs(poll: number): number {
   return Math.min(1000 * 2 ** Math.min(poll, 10), 60_000);
 }
 
+/** The patch that sends a funding whose executes all stayed unknown to review instead of FAILED. */
+export const reviewAfterUnknownPatch = 'fund-wallet-review-after-unknown';
+
+/** Retrieves refused in a row (404 TRANSFER_NOT_FOUND, 401) before a funding goes to review: about 10 minutes. */
+const MAX_REFUSED_RETRIEVES = 12;
+/** Evidence entries kept for a review (the latest ones): enough to follow every execute. */
+const MAX_EVIDENCE = 30;
+
 export async function fundWallet(input: FundWalletInput): Promise<FundingResult> {
   const { fundingId } = input;
   const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as FundingStatus;
   let cancelNudged = false;
+  let resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
+  let resolving = false;
   setHandler(fundingStatusQuery, () => status);
   setHandler(fundingCancelledSignal, () => {
     cancelNudged = true;
   });
+  setHandler(
+    resolveFundingUpdate,
+    async (resolution) => {
+      // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
+      resolving = true;
+      resolved = await database.resolveFunding(fundingId, resolution);
+      return { status: resolved.status };
+    },
+    {
+      validator: (resolution) => {
+        if (status !== 'NEEDS_REVIEW') throw new Error(`funding is ${status}, not NEEDS_REVIEW`);
+        if (resolving) throw new Error('the funding is already being resolved');
+        if (!['APPROVED', 'DECLINED', 'FAILED'].includes(resolution.outcome)) throw new Error('outcome must be APPROVED, DECLINED or FAILED');
+        if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
+      },
+    },
+  );
 
   const setStatus = (next: FundingStatus) => {
     status = next;
@@ -94,6 +127,13 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code });
     setStatus(done.status);
     return { fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
+  };
+  /** Waits in NEEDS_REVIEW for the resolve update (ops, or the sweep reading the wallet's final state). */
+  const awaitResolution = async (transferId: string | null): Promise<FundingResult> => {
+    setStatus('NEEDS_REVIEW');
+    await condition(() => resolved !== undefined);
+    setStatus(resolved!.status);
+    return { fundingId, status: resolved!.status, transferId, errorCode: resolved!.errorCode };
   };
 
   const snapshot = await database.loadFunding(fundingId);
@@ -105,12 +145,32 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   if (isFinal(snapshot.status)) {
     return finish(snapshot.status, null, null);
   }
+  if (snapshot.status === 'NEEDS_REVIEW') return awaitResolution(snapshot.transferId);
 
   let transferId = input.reconcile?.transferId ?? snapshot.transferId;
   let createRequestReferenceNo: string | null = null;
   let progress: TransferProgress;
   let polls = input.reconcile?.polls ?? 0;
   const pollsAtRunStart = polls;
+  /** The wallet calls behind a doubt, for a review: executes with no known outcome, retrieves that saw none. */
+  const evidence: WalletCallEvidence[] = [...(input.reconcile?.evidence ?? [])];
+  const noteEvidence = (operation: 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>) => {
+    evidence.push({ at: new Date().toISOString(), operation, ...entry });
+    if (evidence.length > MAX_EVIDENCE) evidence.splice(0, evidence.length - MAX_EVIDENCE);
+  };
+  const executeOnce = async (id: string): Promise<TransferProgress> => {
+    let outcome: TransferProgress;
+    try {
+      outcome = await execute.executeTransfer(fundingId, id);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      outcome = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
+    }
+    if (outcome.kind === 'unknown') {
+      noteEvidence('transfers.execute', { requestReferenceNo: outcome.requestReferenceNo, httpStatus: outcome.httpStatus ?? null, code: outcome.code, outcome: 'unknown' });
+    }
+    return outcome;
+  };
 
   if (input.reconcile || (transferId && (snapshot.status === 'EXECUTING' || snapshot.status === 'RECONCILING'))) {
     // An execute may already have been sent: only retrieve may tell.
@@ -133,17 +193,18 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     }
     if (cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo))) return finish('FAILED', 'CANCELLED', null);
     setStatus('EXECUTING');
-    try {
-      progress = await execute.executeTransfer(fundingId, transferId);
-    } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
-      progress = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
-    }
+    progress = await executeOnce(transferId);
   }
 
   if (!transferId) throw new Error('unreachable: no transferId after create');
   const executedTransferId: string = transferId;
-  let executeAttempts = 1;
+  let executeAttempts = input.reconcile?.executeAttempts ?? 1;
+  let refusedRetrieves = 0;
+  /** Once an execute's outcome was unknown, only the wallet's final state or a person ends the funding. */
+  const review = async (reason: string): Promise<FundingResult> => {
+    await database.parkFundingForReview(fundingId, reason, evidence);
+    return awaitResolution(executedTransferId);
+  };
   for (;;) {
     switch (progress.kind) {
       case 'final':
@@ -151,18 +212,29 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       case 'expired':
         return finish('FAILED', 'TRANSFER_EXPIRED', progress.requestReferenceNo);
       case 'not-executed':
+        refusedRetrieves = 0;
         if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
+          if (patched(reviewAfterUnknownPatch)) {
+            noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
+            return review(
+              `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
+            );
+          }
           return finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
         }
         // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
         executeAttempts += 1;
-        try {
-          progress = await execute.executeTransfer(fundingId, executedTransferId);
-        } catch (error) {
-          if (!(error instanceof ActivityFailure)) throw error;
-          progress = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
-        }
+        progress = await executeOnce(executedTransferId);
         continue;
+      case 'refused':
+        // The wallet will not show the transfer we created (404, 401): not an answer, so not a
+        // state; after a bound, a person looks, with the evidence.
+        refusedRetrieves += 1;
+        noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
+        if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
+          return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
+        }
+        break;
       case 'unknown':
         if (status !== 'RECONCILING') {
           await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`);
@@ -170,11 +242,12 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
         }
         break;
       case 'processing':
+        refusedRetrieves = 0;
         break;
     }
     // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
     if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
-      await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls } });
+      await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence } });
     }
     // A durable timer: it survives worker restarts.
     await sleep(pollDelayMs(polls));

@@ -4,7 +4,6 @@
 // workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { ResolveInput } from '../activities/payment.ts';
 import type { FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
@@ -26,7 +25,11 @@ export type PayWalletWorkflow = (input: PayWalletInput) => Promise<PayWalletResu
 export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
 
 /** How ops settle a payment in NEEDS_REVIEW: the outcome, why, and who. */
-export type ResolvePaymentUpdateInput = ResolveInput;
+export interface ResolvePaymentUpdateInput {
+  outcome: 'SUCCEEDED' | 'FAILED';
+  note: string;
+  resolvedBy: string;
+}
 /** Settles a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
 export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>('resolve');
 

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionIdSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
-import { createFundingSchema, fundingSchema, idempotencyKeySchema } from '../../domain/funding.ts';
+import { createFundingSchema, fundingSchema, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
 import { linkSchema } from '../../domain/link.ts';
 import { createPaymentSchema, paymentSchema } from '../../domain/payment.ts';
 import { outcomeStatusSchema } from '../embedded/outcome-messages.ts';
@@ -16,7 +16,8 @@ import { appFormSchema, appJsonErrorSchema, appSessionStateSchema, progressIdSch
 import { linkProfileSchema } from '../../links/link-view.ts';
 import { fundingIdSchema, fundingListQuerySchema, fundingPageSchema } from '../ops/fundings-routes.ts';
 import { linkIdSchema } from '../ops/links-routes.ts';
-import { actorSchema, paymentIdSchema, paymentListQuerySchema, paymentPageSchema, resolveBodySchema } from '../ops/payments-routes.ts';
+import { actorSchema } from '../ops/ops-actor.ts';
+import { paymentIdSchema, paymentListQuerySchema, paymentPageSchema, resolveBodySchema } from '../ops/payments-routes.ts';
 import { problemSchema } from '../http/problem.ts';
 
 type JsonSchema = Record<string, unknown>;
@@ -29,6 +30,7 @@ const requestSchemas = {
   CreateFunding: createFundingSchema,
   CreatePayment: createPaymentSchema,
   ResolvePayment: resolveBodySchema,
+  ResolveFunding: resolveFundingSchema,
   // expiresAt's checks against the clock (in the future, at most ten years ahead) are refinements:
   // they do not change the shape, so any clock gives the same document.
   SessionPayload: sessionPayloadSchema(0),
@@ -495,6 +497,27 @@ const opsFundings = {
         '200': json('Funding', 'cancelled'),
         '404': problem('no such funding', ['FUNDING_NOT_FOUND']),
         '409': problem('the funding is executing or final', ['FUNDING_NOT_CANCELLABLE']),
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/fundings/{fundingId}/resolve': {
+    post: {
+      tags: ['fundings'],
+      operationId: 'resolveFunding',
+      summary: 'Settle a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed',
+      security: opsSecurity,
+      parameters: [
+        fundingId,
+        parameter('header', 'X-Ops-Actor', actorSchema, 'who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed'),
+      ],
+      requestBody: jsonBody('ResolveFunding', 'the outcome and why (plain text: no control characters or broken unicode)'),
+      responses: {
+        '200': json('Funding', 'resolved'),
+        '400': problem('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+        '404': problem('no such funding', ['FUNDING_NOT_FOUND']),
+        '409': problem('the funding is not in NEEDS_REVIEW', ['FUNDING_NOT_IN_REVIEW']),
+        ...unreadableJsonBody,
         ...opsCommon,
       },
     },

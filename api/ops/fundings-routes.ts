@@ -1,14 +1,16 @@
 // The fundings ops API (contract-decisions section 8): start a funding (Idempotency-Key), read
-// one, list them, cancel one before it executes. The rules live in funding-service.ts.
+// one, list them, cancel one before it executes, resolve one in NEEDS_REVIEW (contract section
+// 11). The rules live in funding-service.ts.
 import { Router } from 'express';
 import { z } from 'zod';
-import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema } from '../../domain/funding.ts';
+import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
+import { resolvedByOf } from './ops-actor.ts';
 
 export interface OpsFundingsDependencies {
   fundings: FundingService;
@@ -94,6 +96,36 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
           code: 'FUNDING_NOT_CANCELLABLE',
           title: 'Conflict',
           detail: `the funding is ${result.status}: only a funding that has not started executing can be cancelled`,
+        });
+        return;
+    }
+  });
+
+  router.post('/fundings/:fundingId/resolve', async (req, res) => {
+    const id = fundingIdSchema.safeParse(req.params.fundingId);
+    if (!id.success) {
+      sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${req.params.fundingId}` });
+      return;
+    }
+    const parsed = resolveFundingSchema.safeParse(req.body);
+    if (!parsed.success) {
+      validationProblem(res, parsed.error);
+      return;
+    }
+    const result = await deps.fundings.resolve(id.data, parsed.data, resolvedByOf(req, res));
+    switch (result.kind) {
+      case 'resolved':
+        res.json(result.funding);
+        return;
+      case 'not-found':
+        sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${id.data}` });
+        return;
+      case 'not-in-review':
+        sendProblem(res, {
+          status: 409,
+          code: 'FUNDING_NOT_IN_REVIEW',
+          title: 'Conflict',
+          detail: `the funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved`,
         });
         return;
     }

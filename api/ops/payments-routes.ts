@@ -10,6 +10,7 @@ import type { PaymentService } from '../../payments/payment-service.ts';
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
+import { resolvedByOf } from './ops-actor.ts';
 
 export interface OpsPaymentsDependencies {
   payments: PaymentService;
@@ -30,24 +31,8 @@ export const paymentPageSchema = pageSchema(paymentSchema);
 
 /** A payment id in a path: anything else is an unknown payment (404). */
 export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
-/** The X-Ops-Actor header: who resolves, as the caller names them (ignored when malformed). */
-export const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
-
-/** Control characters other than tab and line breaks: PostgreSQL refuses NUL, terminals obey ESC. */
-const hasControlCharacter = (text: string) =>
-  [...text].some((char) => {
-    const code = char.codePointAt(0) ?? 0;
-    return (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f;
-  });
-/** Half of a surrogate pair without its other half: no character at all, stored as U+FFFD. */
-const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** The note is stored, audited and shown to people: well-formed text (no lone surrogate) only. */
-export const resolveBodySchema = resolvePaymentSchema.superRefine((body, ctx) => {
-  if (hasControlCharacter(body.note) || loneSurrogate.test(body.note)) {
-    ctx.addIssue({ code: 'custom', path: ['note'], message: 'note must be plain text (no control characters or broken unicode)' });
-  }
-});
+/** The body of POST /ops/payments/{id}/resolve (its note: well-formed text, domain/review.ts). */
+export const resolveBodySchema = resolvePaymentSchema;
 
 export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
   const router = Router();
@@ -117,10 +102,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    // Who: a named operator when the caller says so (X-Ops-Actor), always with the key's fingerprint.
-    const actor = actorSchema.safeParse(req.get('x-ops-actor'));
-    const resolvedBy = `${actor.success ? `${actor.data} ` : ''}(${String(res.locals.opsActor)})`.slice(0, 128);
-    const result = await deps.payments.resolve(id.data, parsed.data, resolvedBy);
+    const result = await deps.payments.resolve(id.data, parsed.data, resolvedByOf(req, res));
     switch (result.kind) {
       case 'resolved':
         res.json(result.payment);

@@ -226,6 +226,7 @@ describe('the terminal renderer', () => {
     amount: { currency: 'PHP', value: '1.00' },
     transferId: null,
     error: null,
+    review: null,
     createdAt: at(0),
     updatedAt: at(0),
     events,

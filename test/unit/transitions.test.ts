@@ -38,13 +38,19 @@ describe('the funding transition table', () => {
     ['CREATING', 'EXECUTING'],
     ['CREATING', 'REJECTED'],
     ['CREATING', 'FAILED'],
+    ['CREATING', 'NEEDS_REVIEW'],
     ['EXECUTING', 'RECONCILING'],
     ['EXECUTING', 'APPROVED'],
     ['EXECUTING', 'DECLINED'],
     ['EXECUTING', 'FAILED'],
+    ['EXECUTING', 'NEEDS_REVIEW'],
     ['RECONCILING', 'APPROVED'],
     ['RECONCILING', 'DECLINED'],
     ['RECONCILING', 'FAILED'],
+    ['RECONCILING', 'NEEDS_REVIEW'],
+    ['NEEDS_REVIEW', 'APPROVED'],
+    ['NEEDS_REVIEW', 'DECLINED'],
+    ['NEEDS_REVIEW', 'FAILED'],
   ];
 
   it('names every status once, in the order of fundingStatuses', () => {
@@ -64,6 +70,10 @@ describe('the funding transition table', () => {
     ['EXECUTING', 'REJECTED', 'REJECTED means refused before any execute'],
     ['EXECUTING', 'CREATING', 'a second intent is never created'],
     ['RECONCILING', 'EXECUTING', 'only retrieve settles an unknown execute'],
+    ['NEEDS_REVIEW', 'EXECUTING', 'review is settled by a person or the wallet, not by another execute'],
+    ['NEEDS_REVIEW', 'REJECTED', 'REJECTED means refused before any execute'],
+    ['PENDING', 'NEEDS_REVIEW', 'nothing can be in doubt before a create'],
+    ['FAILED', 'NEEDS_REVIEW', 'a final state is final'],
     ['APPROVED', 'FAILED', 'a final state is final'],
     ['FAILED', 'PENDING', 'a final state is final'],
   ] as const)('refuses %s → %s (%s)', (from: FundingStatus, to: FundingStatus, _why: string) => {
@@ -75,7 +85,7 @@ describe('the funding transition table', () => {
     expect(finalStatusesOf(fundingTransitions)).toEqual(finalFundingStatuses);
     for (const status of finalFundingStatuses) expect(fundingTransitions[status]).toEqual([]);
     expect(fundingStatuses.filter(isFinalFundingStatus)).toEqual(finalFundingStatuses);
-    expect(unfinishedFundingStatuses).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING']);
+    expect(unfinishedFundingStatuses).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
   });
 
   it('reaches every status from PENDING, and a final state from every status', () => {
@@ -89,10 +99,11 @@ describe('the funding transition table', () => {
     expect(sourcesOf(fundingTransitions, 'CREATING')).toEqual(['PENDING']);
     expect(sourcesOf(fundingTransitions, 'EXECUTING')).toEqual(['CREATING']);
     expect(sourcesOf(fundingTransitions, 'RECONCILING')).toEqual(['EXECUTING']);
-    expect(sourcesOf(fundingTransitions, 'APPROVED')).toEqual(['EXECUTING', 'RECONCILING']);
-    expect(sourcesOf(fundingTransitions, 'DECLINED')).toEqual(['EXECUTING', 'RECONCILING']);
+    expect(sourcesOf(fundingTransitions, 'APPROVED')).toEqual(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
+    expect(sourcesOf(fundingTransitions, 'DECLINED')).toEqual(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
     expect(sourcesOf(fundingTransitions, 'REJECTED')).toEqual(['CREATING']);
-    expect(sourcesOf(fundingTransitions, 'FAILED')).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING']);
+    expect(sourcesOf(fundingTransitions, 'FAILED')).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
+    expect(sourcesOf(fundingTransitions, 'NEEDS_REVIEW')).toEqual(['CREATING', 'EXECUTING', 'RECONCILING']);
     expect(sourcesOf(fundingTransitions, 'PENDING')).toEqual([]);
   });
 
