@@ -5,6 +5,7 @@ import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VaultError, type TokenVault } from '../../links/token-vault.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import { isWalletError } from '../../wallet/index.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -59,7 +60,7 @@ async function standaloneLink() {
       accessToken: issued.access_token,
       refreshToken: issued.refresh_token,
       accessTokenExpiresAt: new Date(now() + Number(issued.expires_in) * 1000),
-      refreshTokenExpiresAt: new Date(now() + 604_800_000),
+      refreshTokenExpiresAt: new Date(now() + STANDALONE_REFRESH_LIFETIME_MS),
     },
   });
   return { user, linkId, issued };
