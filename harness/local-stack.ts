@@ -13,6 +13,7 @@ import { environmentSchema, secretVariables } from '../lib/config.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
+import { partnerEndpoints, sandboxWalletVariables } from '../cli/stack/sandbox-wallet.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
@@ -287,7 +288,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const sandbox = await startSandbox({
     port: 0,
-    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+    registration: partnerEndpoints(apiBase),
   });
   later(() => sandbox.close());
   const partner = sandbox.partner;
@@ -309,16 +310,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     RECONCILE_AFTER_SECONDS: '604800',
     OPS_API_KEYS: opsKey,
     TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    CONNECT_URL: sandbox.connectUrl,
-    OP_URL: sandbox.opUrl,
-    TRANSFER_URL: sandbox.transferUrl,
-    CONNECT_CLIENT_ID: partner.clientId,
-    CONNECT_CLIENT_SECRET: partner.clientSecret,
-    CONNECT_REDIRECT_URI: partner.redirectUri,
-    TRANSFER_API_KEY: partner.transferApiKey,
-    PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
-    PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
-    MERCHANT_P2M_ID: partner.p2mId,
+    ...sandboxWalletVariables(sandbox),
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
     WALLET_TIMEOUT_MS: '5000',
     ...options.env,

@@ -16,6 +16,7 @@ import { createTokenCipher, deriveSubkey } from '../../links/token-cipher.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
 import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
+import { partnerEndpoints, sandboxWalletConfig, sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
 import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
@@ -68,24 +69,14 @@ export async function startPartnerStack(
   const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const sandbox = await startSandbox({
     port: 0,
-    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+    registration: partnerEndpoints(apiBase),
   });
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
   const database = createDatabase(inject('databaseUrl'));
   const apiMetrics = createMetrics();
   const workerMetrics = createMetrics();
-  const partner = sandbox.partner;
   const walletConfig = {
-    connectUrl: sandbox.connectUrl,
-    opUrl: sandbox.opUrl,
-    transferUrl: sandbox.transferUrl,
-    clientId: partner.clientId,
-    clientSecret: partner.clientSecret,
-    redirectUri: partner.redirectUri,
-    transferApiKey: partner.transferApiKey,
-    p2mId: partner.p2mId,
-    profileDecryptionJwk: partner.profileDecryptionJwk as never,
-    profileVerificationJwk: partner.profileVerificationJwk as never,
+    ...sandboxWalletConfig(sandbox),
     timeoutMs: 5000,
     ...createWalletCallLog(database, logger),
   };
@@ -138,16 +129,7 @@ export async function startPartnerStack(
       TEMPORAL_TASK_QUEUE: taskQueue,
       WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       TOKEN_ENCRYPTION_KEY: encryptionKey.toString('base64'),
-      CONNECT_URL: sandbox.connectUrl,
-      OP_URL: sandbox.opUrl,
-      TRANSFER_URL: sandbox.transferUrl,
-      CONNECT_CLIENT_ID: partner.clientId,
-      CONNECT_CLIENT_SECRET: partner.clientSecret,
-      CONNECT_REDIRECT_URI: partner.redirectUri,
-      TRANSFER_API_KEY: partner.transferApiKey,
-      PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
-      PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
-      MERCHANT_P2M_ID: partner.p2mId,
+      ...sandboxWalletVariables(sandbox),
       WALLET_TIMEOUT_MS: '5000',
       WORKER_METRICS_PORT: '0',
     }),

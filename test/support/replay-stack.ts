@@ -22,6 +22,7 @@ import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temp
 import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
 import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
+import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
 
@@ -193,24 +194,14 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const sandbox = await startSandbox({
       port: 0,
-      registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+      registration: partnerEndpoints(apiBase),
     });
     stops.push(() => sandbox.close());
     const logger = createLogger({ level: 'silent' });
     const database = createDatabase(databaseUrl);
     stops.push(() => database.$disconnect());
-    const partner = sandbox.partner;
     const walletConfig = {
-      connectUrl: sandbox.connectUrl,
-      opUrl: sandbox.opUrl,
-      transferUrl: sandbox.transferUrl,
-      clientId: partner.clientId,
-      clientSecret: partner.clientSecret,
-      redirectUri: partner.redirectUri,
-      transferApiKey: partner.transferApiKey,
-      p2mId: partner.p2mId,
-      profileDecryptionJwk: partner.profileDecryptionJwk as never,
-      profileVerificationJwk: partner.profileVerificationJwk as never,
+      ...sandboxWalletConfig(sandbox),
       timeoutMs: 5000,
       ...createWalletCallLog(database, logger),
     };

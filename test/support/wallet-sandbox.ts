@@ -2,6 +2,7 @@
 // through its HTML pages with plain HTTP, and build a client from its partner registration.
 import { request } from 'undici';
 import { expect } from 'vitest';
+import { sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import type { PartnerRegistration, RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient } from '../../wallet/index.ts';
@@ -120,18 +121,8 @@ export interface RecordingClient {
 
 export function clientFor(sandbox: RunningSandbox, overrides: Partial<WalletClientConfig> = {}): RecordingClient {
   const records: WalletCallRecord[] = [];
-  const { partner } = sandbox;
   const wallet = createWalletClient({
-    connectUrl: `${sandbox.url}/connect`,
-    opUrl: `${sandbox.url}/op`,
-    transferUrl: `${sandbox.url}/v1`,
-    clientId: partner.clientId,
-    clientSecret: partner.clientSecret,
-    redirectUri: partner.redirectUri,
-    transferApiKey: partner.transferApiKey,
-    p2mId: partner.p2mId,
-    profileDecryptionJwk: partner.profileDecryptionJwk as WalletClientConfig['profileDecryptionJwk'],
-    profileVerificationJwk: partner.profileVerificationJwk as WalletClientConfig['profileVerificationJwk'],
+    ...sandboxWalletConfig(sandbox),
     timeoutMs: 5_000,
     onCall: (record) => void records.push(record),
     ...overrides,
