@@ -14,6 +14,7 @@ import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } fro
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../cli/stack/sandbox-wallet.ts';
+import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
@@ -99,15 +100,6 @@ export interface LocalStackOptions {
   /** Everything started is registered here; the caller runs it (also on failure and signals). */
   cleanup: Cleanup;
 }
-
-const quietBundlerLogger = {
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: (message: string) => console.error(message),
-  log: () => {},
-};
 
 /** The environment without any walletflow setting of the caller's shell: the stack sets them all. */
 function cleanEnvironment(): NodeJS.ProcessEnv {
@@ -278,10 +270,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const temporalNamespace = temporalTarget?.namespace ?? 'default';
 
   // The workflow bundle, once: worker restarts then take a second, not a webpack run.
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
   const bundlePath = path.join(stateDir, 'workflow-bundle.js');
-  await writeFile(bundlePath, bundle.code);
+  await writeFile(bundlePath, await bundleWorkflows({ warnings: false }));
 
   // The sandbox in-process, registered to call this stack's API.
   const apiPort = await findFreePort();

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
 import { createApp } from '../../api/app.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
@@ -19,6 +19,7 @@ import { startEmbeddedPostgres } from '../../cli/stack/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../cli/stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temporal-dev-server.ts';
+import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
 import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
 import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
@@ -63,15 +64,6 @@ export interface ReplayStack {
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   close(): Promise<void>;
 }
-
-const quietBundlerLogger = {
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-  log: () => {},
-};
 
 const dataDirPrefix = 'capture-postgres-';
 
@@ -183,7 +175,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     }
 
     // Bundled once: the cancelled path stops and restarts the worker.
-    const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
+    const bundle = await bundleWorkflows();
 
     const server: Server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -272,7 +264,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
           connection: workerConnection,
           namespace,
           taskQueue,
-          workflowBundle: { code: bundle.code },
+          workflowBundle: { code: bundle },
           activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
         });
         running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
