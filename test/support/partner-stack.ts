@@ -19,7 +19,7 @@ import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig, sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
-import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
+import { sandboxAdmin, type SandboxAdmin } from './sandbox-admin.ts';
 
 export interface PartnerStack {
   apiBase: string;

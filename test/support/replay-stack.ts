@@ -26,6 +26,7 @@ import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+import { sandboxAdmin, type SandboxAdmin } from './sandbox-admin.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -41,7 +42,7 @@ export interface ReplayStackOptions {
 export interface ReplayStack {
   apiBase: string;
   sandbox: RunningSandbox;
-  admin: SandboxAdminClient;
+  admin: SandboxAdmin;
   database: Database;
   tokens: TokenStore;
   /** The stack's token cipher: reads what the session URL stored, encrypts rows a capture inserts. */
@@ -91,43 +92,6 @@ function isAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
-/** The sandbox's admin API (contract-decisions section 9), the few calls the capture needs. */
-export function sandboxAdminClient(sandbox: RunningSandbox) {
-  async function call<T>(method: 'GET' | 'POST' | 'PUT', route: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${sandbox.url}/_sandbox${route}`, {
-      method,
-      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (response.status >= 300) throw new Error(`sandbox ${method} ${route}: ${response.status} ${text}`);
-    return (text === '' ? undefined : JSON.parse(text)) as T;
-  }
-  let mobiles = 0;
-  return {
-    createUser: (input: { kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean; firstName?: string; lastName?: string }) =>
-      call<{ userId: string; profileId: string; mobile: string }>('POST', '/users', {
-        mobile: `+6392${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
-        ...input,
-      }),
-    cashInCode: (userId: string) => call<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
-    embeddedTokens: (userId: string) => call<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
-    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number }>) => call('PUT', '/faults', { seed: 1, rules }),
-    clearFaults: () => call('PUT', '/faults', { rules: [] }),
-    settings: (settings: Record<string, unknown>) => call('PUT', '/settings', settings),
-    clock: () => call<{ now: string }>('GET', '/clock'),
-    advanceClock: (advanceSeconds: number) => call<{ now: string }>('POST', '/clock', { advanceSeconds }),
-    /** Opens the partner's tile as the wallet app does: the sandbox calls the session URL. */
-    launch: (userId: string) => call<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId }),
-    ledger: () =>
-      call<{
-        transfers: Array<{ transferId: string; executions: number }>;
-        payments: Array<{ paymentId: string; userId: string; executions: number }>;
-        refreshes: Array<{ userId: string }>;
-      }>('GET', '/ledger'),
-  };
-}
-export type SandboxAdminClient = ReturnType<typeof sandboxAdminClient>;
 
 export async function startReplayStack(options: ReplayStackOptions = {}): Promise<ReplayStack> {
   const log = options.log ?? (() => {});
@@ -244,7 +208,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     return {
       apiBase,
       sandbox,
-      admin: sandboxAdminClient(sandbox),
+      admin: sandboxAdmin(sandbox),
       database,
       tokens,
       cipher,
