@@ -1,31 +1,25 @@
 // A whole walletflow stack in one process for capturing workflow histories, without vitest:
-// PostgreSQL (fresh database), Temporal (given or a dev server), the sandbox, the API, a worker.
-import { randomBytes } from 'node:crypto';
+// PostgreSQL (fresh database), Temporal (given or a dev server), and on them the sandbox, the API
+// and a worker (partner-api.ts).
 import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.ts';
-import { createApp } from '../../api/app.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
-import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
+import { dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
 import { startEmbeddedPostgres } from '../../cli/stack/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../cli/stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temporal-dev-server.ts';
 import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
-import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
-import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
-import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
-import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
-import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
-import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+import type { TokenCipher } from '../../links/token-cipher.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import type { RunningSandbox } from '../../sandbox/server.ts';
+import type { WalletClient } from '../../wallet/index.ts';
+import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 import { sandboxAdmin, type SandboxAdmin } from './sandbox-admin.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -141,58 +135,18 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     // Bundled once: the cancelled path stops and restarts the worker.
     const bundle = await bundleWorkflows();
 
-    const server: Server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    stops.push(async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+    const api = await startPartnerApi({
+      databaseUrl,
+      temporalAddress,
+      namespace,
+      // On a shared dev server no other worker takes these tasks.
+      taskQueuePrefix: 'walletflow-capture',
+      logger: createLogger({ level: 'silent' }),
     });
-    const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const sandbox = await startSandbox({
-      port: 0,
-      registration: partnerEndpoints(apiBase),
-    });
-    stops.push(() => sandbox.close());
-    const logger = createLogger({ level: 'silent' });
-    const database = createDatabase(databaseUrl);
-    stops.push(() => database.$disconnect());
-    const walletConfig = {
-      ...sandboxWalletConfig(sandbox),
-      timeoutMs: 5000,
-      ...createWalletCallLog(database, logger),
-    };
-    const wallet: WalletClient = createWalletClient(walletConfig);
-    stops.push(() => wallet.close());
-    const encryptionKey = randomBytes(32);
-    const cipher = createTokenCipher(encryptionKey);
-    const tokens = createTokenStore(cipher);
-    const opsKey = randomBytes(32).toString('base64url');
-    const connection = await Connection.connect({ address: temporalAddress });
-    stops.push(() => connection.close());
-    const temporal = new Client({ connection, namespace });
-    // A task queue of its own: on a shared dev server no other worker takes these tasks.
-    const taskQueue = `walletflow-capture-${randomBytes(6).toString('hex')}`;
-    server.on(
-      'request',
-      createApp({
-        logger,
-        readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
-        services: {
-          database,
-          tokens,
-          cipher,
-          fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
-          wallet,
-          temporal,
-          taskQueue,
-          opsApiKeys: [opsKey],
-          // The sandbox's launch calls the session URL from its registration's sender address.
-          sessionAllowedIps: [sandbox.partner.senderIp],
-        },
-      }),
-    );
+    stops.push(() => api.close());
+    const { connection, temporal } = api;
 
-    let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
+    let running: InProcessWorker | undefined;
     const stopWorker = async () => {
       if (!running) return;
       const current = running;
@@ -206,35 +160,26 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     stops.push(stopWorker);
 
     return {
-      apiBase,
-      sandbox,
-      admin: sandboxAdmin(sandbox),
-      database,
-      tokens,
-      cipher,
-      wallet,
-      opsKey,
+      apiBase: api.apiBase,
+      sandbox: api.sandbox,
+      admin: sandboxAdmin(api.sandbox),
+      database: api.database,
+      tokens: api.tokens,
+      cipher: api.cipher,
+      wallet: api.wallet,
+      opsKey: api.opsKey,
       temporal,
       temporalAddress,
       namespace,
-      taskQueue,
+      taskQueue: api.taskQueue,
       result: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
       fetchHistory: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
       async startWorker() {
         if (running) return;
-        const workerConnection = await NativeConnection.connect({ address: temporalAddress });
-        const workerWallet = createWalletClient(walletConfig);
-        const worker = await Worker.create({
-          connection: workerConnection,
-          namespace,
-          taskQueue,
-          workflowBundle: { code: bundle },
-          activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
-        });
-        running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+        running = await api.createWorker({ workflowBundle: { code: bundle } });
       },
       stopWorker,
-      opsFetch: (route, init = {}) => fetch(`${apiBase}${route}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+      opsFetch: api.opsFetch,
       close: stopAll,
     };
   } catch (error) {
