@@ -5,7 +5,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Database } from '../lib/database.ts';
 import type { WalletClient } from '../wallet/index.ts';
-import type { OpsClient, SoakAdmin } from './soak-driver.ts';
+import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
+import type { OpsClient } from './soak-driver.ts';
 
 export interface Percentiles {
   p50: number;
@@ -60,7 +61,7 @@ export interface CodeSupply {
   readonly left: number;
 }
 
-export async function createCodeSupply(admin: SoakAdmin, options: { users: number; mobilePrefix: string }): Promise<CodeSupply> {
+export async function createCodeSupply(admin: SandboxAdminClient, options: { users: number; mobilePrefix: string }): Promise<CodeSupply> {
   const users: string[] = [];
   for (let index = 0; index < options.users; index += 1) {
     // A wallet limit high enough for every funding of the run (1.00 each).

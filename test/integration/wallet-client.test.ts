@@ -5,15 +5,15 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { WalletCallRecord, WalletClient, WalletClientConfig } from '../../wallet/index.ts';
 import { createWalletTransport } from '../../wallet/transport.ts';
-import { sandboxAdmin, type SandboxAdmin } from '../support/sandbox-admin.ts';
 import {
   clientFor,
   expectNoneOf,
   loginThroughPages,
+  sandboxAdmin,
   startTestSandbox,
   walletFailure,
 } from '../support/wallet-sandbox.ts';
-import type { RunningSandbox } from '../support/wallet-sandbox.ts';
+import type { RunningSandbox, SandboxAdmin } from '../support/wallet-sandbox.ts';
 
 const uuidV4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -3,9 +3,8 @@
 // changed the state, so the tests also show the reconcile path (retrieve, the ledger).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WalletCallRecord, WalletClient, WalletOperation, WalletOutcome } from '../../wallet/index.ts';
-import { sandboxAdmin, type SandboxAdmin } from '../support/sandbox-admin.ts';
-import { clientFor, expectNoneOf, loginThroughPages, startTestSandbox, walletFailure } from '../support/wallet-sandbox.ts';
-import type { RunningSandbox } from '../support/wallet-sandbox.ts';
+import { clientFor, expectNoneOf, loginThroughPages, sandboxAdmin, startTestSandbox, walletFailure } from '../support/wallet-sandbox.ts';
+import type { RunningSandbox, SandboxAdmin } from '../support/wallet-sandbox.ts';
 
 const php = (value: string) => ({ currency: 'PHP' as const, value });
 /** Short enough for hang-after-effect to end quickly, long enough for everything else. */

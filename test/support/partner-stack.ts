@@ -12,10 +12,10 @@ import { createMetrics, type Metrics } from '../../lib/metrics.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
-import { sandboxAdmin, type SandboxAdmin } from './sandbox-admin.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -27,7 +27,7 @@ export interface PartnerStack {
   /** The environment a separate worker process needs to join this stack. */
   workerEnv(): NodeJS.ProcessEnv;
   sandbox: RunningSandbox;
-  admin: SandboxAdmin;
+  admin: SandboxAdminClient;
   database: Database;
   wallet: WalletClient;
   tokens: TokenStore;
@@ -102,7 +102,7 @@ export async function startPartnerStack(
       WORKER_METRICS_PORT: '0',
     }),
     sandbox,
-    admin: sandboxAdmin(sandbox),
+    admin: sandboxAdminClient(sandbox.url),
     database,
     wallet: api.wallet,
     tokens,

@@ -17,10 +17,10 @@ import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temp
 import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
 import type { TokenCipher } from '../../links/token-cipher.ts';
 import type { TokenStore } from '../../links/token-store.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import type { WalletClient } from '../../wallet/index.ts';
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
-import { sandboxAdmin, type SandboxAdmin } from './sandbox-admin.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -36,7 +36,7 @@ export interface ReplayStackOptions {
 export interface ReplayStack {
   apiBase: string;
   sandbox: RunningSandbox;
-  admin: SandboxAdmin;
+  admin: SandboxAdminClient;
   database: Database;
   tokens: TokenStore;
   /** The stack's token cipher: reads what the session URL stored, encrypts rows a capture inserts. */
@@ -162,7 +162,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     return {
       apiBase: api.apiBase,
       sandbox: api.sandbox,
-      admin: sandboxAdmin(api.sandbox),
+      admin: sandboxAdminClient(api.sandbox.url),
       database: api.database,
       tokens: api.tokens,
       cipher: api.cipher,

@@ -1,9 +1,9 @@
-// The sandbox for the wallet client's integration tests: start it, log in through its HTML pages
-// with plain HTTP, and build a client from its partner registration (its admin API is
-// sandbox-admin.ts).
+// The sandbox for the wallet client's integration tests: start it, drive its admin API, log in
+// through its HTML pages with plain HTTP, and build a client from its partner registration.
 import { request } from 'undici';
 import { expect } from 'vitest';
 import { sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import type { PartnerRegistration, RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient } from '../../wallet/index.ts';
@@ -15,6 +15,10 @@ export type { RunningSandbox } from '../../sandbox/server.ts';
 export async function startTestSandbox(registration?: Partial<PartnerRegistration>): Promise<RunningSandbox> {
   return startSandbox({ port: 0, ...(registration ? { registration } : {}) });
 }
+
+/** The sandbox's admin API (contract-decisions section 9). */
+export const sandboxAdmin = (sandbox: RunningSandbox): SandboxAdmin => sandboxAdminClient(sandbox.url);
+export type SandboxAdmin = SandboxAdminClient;
 
 /** Values of a hidden or text input in the sandbox's HTML (read from the page, not assumed). */
 function inputValue(html: string, name: string): string {

@@ -1,22 +1,27 @@
-// The sandbox's admin API (contract-decisions section 9) for the test stacks and the history
-// capture: users (a fresh mobile number and an upgraded, funded wallet unless told otherwise),
-// cash-in codes, tokens, the tile launch, the clock, faults, settings, the ledger. Without vitest,
-// so the capture script can use it too.
+// A client of the sandbox's own admin API (/_sandbox, contract-decisions section 9), for what drives
+// a sandbox from outside: the tests and the history capture, the soak and the bench. `call`
+// answers whatever came; the named calls throw on a status of 300 or more. A user gets a fresh
+// mobile number and an upgraded, funded wallet unless the input says otherwise.
 import { request } from 'undici';
-import type { RunningSandbox } from '../../sandbox/server.ts';
 
-interface AdminAnswer<T> {
+export interface AdminAnswer<T> {
   status: number;
   body: T;
 }
 
-/** The admin API under /_sandbox (contract-decisions section 9). */
-export function sandboxAdmin(sandbox: RunningSandbox) {
+export interface AdminClientOptions {
+  /** Longest wait for the answer's headers, and again for its body (default: undici's). */
+  timeoutMs?: number;
+}
+
+export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptions = {}) {
+  const timeouts = options.timeoutMs === undefined ? {} : { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
   async function call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<AdminAnswer<T>> {
-    const response = await request(`${sandbox.url}/_sandbox${path}`, {
+    const response = await request(`${sandboxUrl}/_sandbox${path}`, {
       method,
       headers: body === undefined ? {} : { 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      ...timeouts,
     });
     const text = await response.body.text();
     return { status: response.statusCode, body: (text === '' ? undefined : JSON.parse(text)) as T };
@@ -36,6 +41,7 @@ export function sandboxAdmin(sandbox: RunningSandbox) {
         balance: input.balance ?? '1000.00',
         ...input,
       }),
+    users: () => ok<{ users: Array<{ userId: string; balance: string }> }>('GET', '/users'),
     user: (userId: string) => ok<{ balance: string; kycLevel: string; profile: Record<string, unknown> }>('GET', `/users/${userId}`),
     setKyc: (userId: string, kycLevel: 'KYC0' | 'KYC1') => ok('POST', `/users/${userId}/kyc`, { kycLevel }),
     cashInCode: (userId: string) => ok<{ code: string; expiresAt: string }>('POST', `/users/${userId}/cash-in-codes`),
@@ -53,11 +59,11 @@ export function sandboxAdmin(sandbox: RunningSandbox) {
     settings: (settings: Record<string, unknown>) => ok('PUT', '/settings', settings),
     ledger: () =>
       ok<{
-        transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string } }>;
-        payments: Array<{ paymentId: string; status: string; executions: number; userId: string }>;
+        transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string }; recipientUserId: string }>;
+        payments: Array<{ paymentId: string; status: string; executions: number; amount: { value: string }; fee: { value: string }; userId: string }>;
         refreshes: Array<{ kind: string; userId: string }>;
       }>('GET', '/ledger'),
     reset: () => ok('POST', '/reset'),
   };
 }
-export type SandboxAdmin = ReturnType<typeof sandboxAdmin>;
+export type SandboxAdminClient = ReturnType<typeof sandboxAdminClient>;
