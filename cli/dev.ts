@@ -11,6 +11,7 @@ import { startEmbeddedPostgres, type RunningPostgres } from './stack/embedded-po
 import { isListening, waitForPort } from './stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from './stack/temporal-dev-server.ts';
 import { startTsChild, type ManagedChild } from './stack/child-process.ts';
+import { partnerEndpoints, sandboxWalletVariables } from './stack/sandbox-wallet.ts';
 import { onStopSignal } from './stack/stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
@@ -93,27 +94,15 @@ export async function runDev(): Promise<void> {
         port: sandboxPort,
         registration: {
           ...(devState.sandboxRegistration ?? {}),
-          redirectUri: `${apiBase}/connect/callback`,
-          sessionUrl: `${apiBase}/embedded/session`,
-          landingUrl: `${apiBase}/app`,
+          ...partnerEndpoints(apiBase),
         },
       });
       const running = sandbox;
       stops.push(() => running.close());
       await saveDevState(stateDir, { ...devState, sandboxRegistration: { ...sandbox.partner } });
-      const partner = sandbox.partner;
       walletEnv = {
-        CONNECT_URL: sandbox.connectUrl,
-        OP_URL: sandbox.opUrl,
-        TRANSFER_URL: sandbox.transferUrl,
-        CONNECT_CLIENT_ID: partner.clientId,
-        CONNECT_CLIENT_SECRET: partner.clientSecret,
-        CONNECT_REDIRECT_URI: partner.redirectUri,
-        TRANSFER_API_KEY: partner.transferApiKey,
-        PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
-        PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
-        MERCHANT_P2M_ID: partner.p2mId,
-        SESSION_ALLOWED_IPS: process.env.SESSION_ALLOWED_IPS ?? partner.senderIp,
+        ...sandboxWalletVariables(sandbox),
+        SESSION_ALLOWED_IPS: process.env.SESSION_ALLOWED_IPS ?? sandbox.partner.senderIp,
       };
       users = await seedTestUsers(sandbox.url);
     }

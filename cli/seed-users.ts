@@ -48,6 +48,7 @@ export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databas
   const { saveLinkWithTokens } = await import('../links/link-record.ts');
   const { createTokenCipher } = await import('../links/token-cipher.ts');
   const { createTokenStore } = await import('../links/token-store.ts');
+  const { STANDALONE_REFRESH_LIFETIME_MS } = await import('../links/token-expiry.ts');
   const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/standalone-tokens`, { method: 'POST' });
   if (response.status !== 201) throw new Error(`sandbox standalone-tokens for ${user.mobile} failed: ${response.status}`);
   const tokens = (await response.json()) as { access_token: string; refresh_token: string; expires_in: string; scope?: string };
@@ -65,7 +66,7 @@ export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databas
         accessToken: tokens.access_token,
         refreshToken: tokens.refresh_token,
         accessTokenExpiresAt: new Date(Date.now() + Number(tokens.expires_in) * 1000),
-        refreshTokenExpiresAt: new Date(Date.now() + 604_800_000),
+        refreshTokenExpiresAt: new Date(Date.now() + STANDALONE_REFRESH_LIFETIME_MS),
       },
     });
     return linkId;

@@ -6,7 +6,8 @@ import { performance } from 'node:perf_hooks';
 import { finalFundingStatuses } from '../domain/funding.ts';
 import type { Database } from '../lib/database.ts';
 import type { WalletClient } from '../wallet/index.ts';
-import type { OpsClient, SoakAdmin } from './soak-driver.ts';
+import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
+import type { OpsClient } from './soak-driver.ts';
 
 export interface Percentiles {
   p50: number;
@@ -41,6 +42,18 @@ export function percentiles(values: number[]): Percentiles {
 
 export const round1 = (value: number) => Math.round(value * 10) / 10;
 
+/** A level's figures from what it counted: `seconds` unrounded, from the first request to the last end. */
+function levelRun(run: { completed: number; seconds: number; latencies: number[]; failed: number; ranOutOfCodes: boolean }): LevelRun {
+  return {
+    completed: run.completed,
+    seconds: round1(run.seconds),
+    perSecond: round1(run.completed / run.seconds),
+    latencyMs: percentiles(run.latencies),
+    failed: run.failed,
+    ranOutOfCodes: run.ranOutOfCodes,
+  };
+}
+
 /** Sandbox users to fund, and cash-in codes for them made ahead of the timed part. */
 export interface CodeSupply {
   /** Makes `count` more codes (admin API calls, several at once). */
@@ -49,7 +62,7 @@ export interface CodeSupply {
   readonly left: number;
 }
 
-export async function createCodeSupply(admin: SoakAdmin, options: { users: number; mobilePrefix: string }): Promise<CodeSupply> {
+export async function createCodeSupply(admin: SandboxAdminClient, options: { users: number; mobilePrefix: string }): Promise<CodeSupply> {
   const users: string[] = [];
   for (let index = 0; index < options.users; index += 1) {
     // A wallet limit high enough for every funding of the run (1.00 each).
@@ -236,12 +249,7 @@ export async function runWalletflowLevel(
   });
   const seconds = (lastEnd - window.start) / 1000;
   return {
-    completed,
-    seconds: round1(seconds),
-    perSecond: round1(completed / seconds),
-    latencyMs: percentiles(latencies),
-    failed,
-    ranOutOfCodes: window.ranOut,
+    ...levelRun({ completed, seconds, latencies, failed, ranOutOfCodes: window.ranOut }),
     stages: {
       accept: percentiles(stages.accept).p50,
       toCreating: percentiles(stages.toCreating).p50,
@@ -279,12 +287,5 @@ export async function runBaselineLevel(
   });
   const completed = completedAt.length;
   const seconds = (completedAt.reduce((last, at) => Math.max(last, at), window.end) - window.start) / 1000;
-  return {
-    completed,
-    seconds: round1(seconds),
-    perSecond: round1(completed / seconds),
-    latencyMs: percentiles(latencies),
-    failed,
-    ranOutOfCodes: window.ranOut,
-  };
+  return levelRun({ completed, seconds, latencies, failed, ranOutOfCodes: window.ranOut });
 }

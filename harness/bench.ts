@@ -7,7 +7,6 @@
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../wallet/config.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type RunningTemporalServer } from './temporal-server.ts';
 import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
@@ -16,6 +15,7 @@ import { runSessionLoad } from './bench-session.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
+import { sandboxWalletConfig } from '../cli/stack/sandbox-wallet.ts';
 import { onStopSignal } from '../cli/stack/stop-signals.ts';
 
 export interface BenchOptions {
@@ -166,20 +166,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   const admin = sandboxAdmin(stack.sandbox.url);
   const stats: DriverStats = { retries: 0, relaunches: 0 };
   const ops = opsClient(stack.apiBase, stack.opsKey, stats);
-  const partner = stack.sandbox.partner;
-  const wallet = createWalletClient({
-    connectUrl: stack.sandbox.connectUrl,
-    opUrl: stack.sandbox.opUrl,
-    transferUrl: stack.sandbox.transferUrl,
-    clientId: partner.clientId,
-    clientSecret: partner.clientSecret,
-    redirectUri: partner.redirectUri,
-    transferApiKey: partner.transferApiKey,
-    p2mId: partner.p2mId,
-    profileDecryptionJwk: profileDecryptionJwkSchema.parse(partner.profileDecryptionJwk),
-    profileVerificationJwk: profileVerificationJwkSchema.parse(partner.profileVerificationJwk),
-    timeoutMs: 5000,
-  });
+  const wallet = createWalletClient({ ...sandboxWalletConfig(stack.sandbox), timeoutMs: 5000 });
   cleanup.add(() => wallet.close());
 
   const walletflowCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });

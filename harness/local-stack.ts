@@ -13,6 +13,8 @@ import { environmentSchema, secretVariables } from '../lib/config.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
+import { partnerEndpoints, sandboxWalletVariables } from '../cli/stack/sandbox-wallet.ts';
+import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
@@ -98,15 +100,6 @@ export interface LocalStackOptions {
   /** Everything started is registered here; the caller runs it (also on failure and signals). */
   cleanup: Cleanup;
 }
-
-const quietBundlerLogger = {
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: () => {},
-  error: (message: string) => console.error(message),
-  log: () => {},
-};
 
 /** The environment without any walletflow setting of the caller's shell: the stack sets them all. */
 function cleanEnvironment(): NodeJS.ProcessEnv {
@@ -277,17 +270,15 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const temporalNamespace = temporalTarget?.namespace ?? 'default';
 
   // The workflow bundle, once: worker restarts then take a second, not a webpack run.
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
   const bundlePath = path.join(stateDir, 'workflow-bundle.js');
-  await writeFile(bundlePath, bundle.code);
+  await writeFile(bundlePath, await bundleWorkflows({ warnings: false }));
 
   // The sandbox in-process, registered to call this stack's API.
   const apiPort = await findFreePort();
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const sandbox = await startSandbox({
     port: 0,
-    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
+    registration: partnerEndpoints(apiBase),
   });
   later(() => sandbox.close());
   const partner = sandbox.partner;
@@ -309,16 +300,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     RECONCILE_AFTER_SECONDS: '604800',
     OPS_API_KEYS: opsKey,
     TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    CONNECT_URL: sandbox.connectUrl,
-    OP_URL: sandbox.opUrl,
-    TRANSFER_URL: sandbox.transferUrl,
-    CONNECT_CLIENT_ID: partner.clientId,
-    CONNECT_CLIENT_SECRET: partner.clientSecret,
-    CONNECT_REDIRECT_URI: partner.redirectUri,
-    TRANSFER_API_KEY: partner.transferApiKey,
-    PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
-    PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
-    MERCHANT_P2M_ID: partner.p2mId,
+    ...sandboxWalletVariables(sandbox),
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
     WALLET_TIMEOUT_MS: '5000',
     ...options.env,

@@ -7,6 +7,7 @@ import type { FundingView } from '../domain/funding.ts';
 import type { PaymentView } from '../domain/payment.ts';
 import type { Database } from '../lib/database.ts';
 import { hashBearer } from '../links/embedded-sessions.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../sandbox/admin-client.ts';
 import type { Expected } from './soak-invariants.ts';
 
 export type FundingKind = 'code-approved' | 'token-approved' | 'code-m133' | 'code-declined';
@@ -45,6 +46,9 @@ function fundingKind(r: number): FundingKind {
   return 'code-declined';
 }
 
+/** The sandbox admin API as the soak and the bench use it: each answer waited for 30 s at most. */
+export const sandboxAdmin = (sandboxUrl: string): SandboxAdminClient => sandboxAdminClient(sandboxUrl, { timeoutMs: 30_000 });
+
 export function shuffle<T>(items: T[], random: () => number): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i -= 1) {
@@ -54,46 +58,8 @@ export function shuffle<T>(items: T[], random: () => number): T[] {
   return out;
 }
 
-/** The sandbox admin API, as the soak and the bench use it. */
-export function sandboxAdmin(sandboxUrl: string) {
-  async function call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<{ status: number; body: T }> {
-    const response = await request(`${sandboxUrl}/_sandbox${path}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      headersTimeout: 30_000,
-      bodyTimeout: 30_000,
-    });
-    const text = await response.body.text();
-    return { status: response.statusCode, body: (text === '' ? undefined : JSON.parse(text)) as T };
-  }
-  async function ok<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<T> {
-    const answer = await call<T>(method, path, body);
-    if (answer.status >= 300) throw new Error(`sandbox ${method} ${path}: ${answer.status}`);
-    return answer.body;
-  }
-  return {
-    call,
-    createUser: (input: { mobile: string; kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean; walletLimit?: string }) =>
-      ok<{ userId: string; profileId: string; balance: string }>('POST', '/users', input),
-    users: () => ok<{ users: Array<{ userId: string; balance: string }> }>('GET', '/users'),
-    cashInCode: (userId: string) => ok<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
-    embeddedTokens: (userId: string) => ok<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
-    launch: (userId: string) => call<{ sessionId?: string; landingUrl?: string; message?: string }>('POST', '/launch', { userId }),
-    setFaults: (rules: unknown[], seed: number) => ok('PUT', '/faults', { seed, rules }),
-    clearFaults: () => ok('PUT', '/faults', { rules: [] }),
-    settings: (settings: Record<string, unknown>) => ok('PUT', '/settings', settings),
-    ledger: () =>
-      ok<{
-        transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string }; recipientUserId: string }>;
-        payments: Array<{ paymentId: string; status: string; executions: number; amount: { value: string }; fee: { value: string }; userId: string }>;
-      }>('GET', '/ledger'),
-  };
-}
-export type SoakAdmin = ReturnType<typeof sandboxAdmin>;
-
 /** Plans the run and creates its sandbox users (recipients come later, just in time). */
-export async function planRun(admin: SoakAdmin, options: { fundings: number; payments: number; random: () => number }): Promise<PlannedItem[]> {
+export async function planRun(admin: SandboxAdminClient, options: { fundings: number; payments: number; random: () => number }): Promise<PlannedItem[]> {
   const items: PlannedItem[] = [];
   const mobile = (index: number) => `+639${String(index).padStart(9, '0')}`;
   for (let index = 0; index < options.fundings; index += 1) {
@@ -177,7 +143,7 @@ export function opsClient(apiBase: string, opsKey: string, stats: DriverStats): 
  * slow, and the onboarding workflow links the profile. Launched again when it fails.
  */
 export async function linkThroughSessionUrl(
-  admin: SoakAdmin,
+  admin: SandboxAdminClient,
   database: Database,
   userId: string,
   stats: DriverStats,
@@ -191,7 +157,7 @@ export async function linkThroughSessionUrl(
     }
     let launched;
     try {
-      launched = await admin.launch(userId);
+      launched = await admin.call<{ sessionId?: string; landingUrl?: string; message?: string }>('POST', '/launch', { userId });
     } catch {
       continue;
     }
@@ -224,7 +190,7 @@ async function visitLanding(landingUrl: string): Promise<void> {
 /** Posts one planned item (its recipient made now); records its walletflow id. */
 export async function postItem(
   item: PlannedItem,
-  deps: { admin: SoakAdmin; ops: OpsClient; database: Database; stats: DriverStats; deadline: number },
+  deps: { admin: SandboxAdminClient; ops: OpsClient; database: Database; stats: DriverStats; deadline: number },
 ): Promise<void> {
   const amount = { currency: 'PHP', value: item.amount };
   let path: string;
@@ -277,7 +243,7 @@ export interface ReviewRecord {
  * Ops' part: every payment in NEEDS_REVIEW is settled from the evidence an ops person has, the
  * wallet's ledger: one execution → SUCCEEDED, none → FAILED. Returns what it resolved this round.
  */
-export async function resolveReviews(ops: OpsClient, admin: SoakAdmin): Promise<ReviewRecord[]> {
+export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
   const listed = await ops.send<{ items: PaymentView[] }>('GET', '/ops/payments?status=NEEDS_REVIEW&limit=200', { deadline: Date.now() + 30_000 });
   if (listed.status !== 200 || listed.body.items.length === 0) return [];
   const ledger = await admin.ledger();

@@ -1,6 +1,6 @@
 // Reads and writes a link's tokens, encrypted at rest. Each ciphertext is bound to its link and
 // field, so the database alone never yields a usable token. The refresh logic is the vault's
-// (activities/token-vault.ts); this module only stores.
+// (links/token-vault.ts); this module only stores.
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { TokenCipher } from './token-cipher.ts';

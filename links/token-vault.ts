@@ -2,10 +2,10 @@
 // expiry under a per-link PostgreSQL row lock, re-reading the tokens once the lock is held, so
 // concurrent workers never refresh twice (an embedded refresh invalidates the previous pair).
 // A refused refresh marks the link REAUTH_REQUIRED. Tokens never leave in logs or errors.
-import { decodeJwt } from 'jose';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { jwtExpiry, STANDALONE_REFRESH_LIFETIME_MS } from './token-expiry.ts';
 import type { PlainTokens, StoredTokens, TokenStore } from './token-store.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 
@@ -29,9 +29,6 @@ export class VaultError extends Error {
 
 /** Refresh this long before the access token expires: 60 s of an embedded token's 600 s, 300 s of a standalone 3600 s. */
 export const refreshMarginMs = { EMBEDDED: 60_000, STANDALONE: 300_000 } as const;
-
-/** The standalone refresh token's lifetime (interface: 604800 s); the token response does not carry it. */
-const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
 
 export interface UserToken {
   accessToken: string;
@@ -62,15 +59,6 @@ export interface TokenVaultDependencies {
 /** A 401 that says the user access token itself was refused (transfers: UNAUTHORIZED; op: USER_TOKEN_INVALID). */
 export function isUserTokenRejection(error: unknown): boolean {
   return isWalletError(error) && error.httpStatus === 401 && (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED');
-}
-
-function jwtExpiry(token: string): Date | null {
-  try {
-    const { exp } = decodeJwt(token);
-    return typeof exp === 'number' ? new Date(exp * 1000) : null;
-  } catch {
-    return null;
-  }
 }
 
 type RefreshOutcome = { kind: 'token'; token: UserToken } | { kind: 'reauth'; reason: string };

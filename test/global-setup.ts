@@ -9,15 +9,7 @@ import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
 import { findFreePort } from '../cli/stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
-
-const quietBundlerLogger = {
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-  log: () => {},
-};
+import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -66,10 +58,8 @@ export default async function setup(project: TestProject) {
   }
 
   // Bundle the workflows once for every test worker (webpack takes seconds).
-  const { bundleWorkflowCode } = await import('@temporalio/worker');
-  const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
   const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
-  await writeFile(workflowBundlePath, bundle.code);
+  await writeFile(workflowBundlePath, await bundleWorkflows());
 
   project.provide('databaseUrl', databaseUrl);
   project.provide('workflowBundlePath', workflowBundlePath);

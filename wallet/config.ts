@@ -1,12 +1,11 @@
 // What the wallet client needs to reach the three services and read profiles: one zod schema,
-// so lib/ can build it from the environment and tests from the sandbox's partner registration.
+// whether lib/config.ts built it from the environment or cli/stack/sandbox-wallet.ts from the
+// sandbox's partner registration.
 import { z } from 'zod';
 import type { WalletCallRecord } from './call-record.ts';
 import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../domain/jwk.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
-
-export { profileDecryptionJwkSchema, profileVerificationJwkSchema };
 
 const callback = <T extends (...args: never[]) => unknown>(what: string) =>
   z.custom<T>((value) => typeof value === 'function', { error: `${what} must be a function` });
@@ -36,5 +35,3 @@ export const walletClientConfigSchema = z.object({
 export type WalletClientConfig = z.input<typeof walletClientConfigSchema>;
 /** After defaults. */
 export type ResolvedWalletClientConfig = z.output<typeof walletClientConfigSchema>;
-export type ProfileDecryptionJwk = z.infer<typeof profileDecryptionJwkSchema>;
-export type ProfileVerificationJwk = z.infer<typeof profileVerificationJwkSchema>;

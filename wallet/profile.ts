@@ -3,7 +3,7 @@
 import { createPrivateKey, createSecretKey } from 'node:crypto';
 import type { JsonWebKey, KeyObject } from 'node:crypto';
 import { compactDecrypt, compactVerify, decodeProtectedHeader, errors as joseErrors } from 'jose';
-import type { ProfileDecryptionJwk, ProfileVerificationJwk } from './config.ts';
+import type { ProfileDecryptionJwk, ProfileVerificationJwk } from '../domain/jwk.ts';
 import type { Profile } from './profile-schema.ts';
 import { profileSchema } from './profile-schema.ts';
 

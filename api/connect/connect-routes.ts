@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
@@ -14,7 +15,6 @@ import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
 
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
-const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
 
 export interface ConnectDependencies {
   database: Database;

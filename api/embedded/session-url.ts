@@ -5,7 +5,6 @@
 // message }` (400, 403, 429 with Retry-After; anything else under /embedded too).
 import { randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
-import { decodeJwt } from 'jose';
 import { z } from 'zod';
 import type { Client } from '@temporalio/client';
 import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
@@ -15,6 +14,7 @@ import type { IpAllowlist } from '../../lib/ip-allowlist.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { TokenCipher } from '../../links/token-cipher.ts';
+import { jwtExpiry } from '../../links/token-expiry.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
 import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
@@ -49,15 +49,6 @@ export const sessionRefusalSchema = z.object({ code: z.string(), message: z.stri
 function refuse(res: Response, status: number, code: string, message: string): void {
   const body: z.infer<typeof sessionRefusalSchema> = { code, message };
   res.status(status).setHeader('Cache-Control', 'no-store').json(body);
-}
-
-function jwtExpiry(token: string): Date | null {
-  try {
-    const { exp } = decodeJwt(token);
-    return typeof exp === 'number' ? new Date(exp * 1000) : null;
-  } catch {
-    return null;
-  }
 }
 
 export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router {

@@ -5,11 +5,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFinalFundingStatus, type FundingView } from '../../domain/funding.ts';
 import { addAmounts } from '../../domain/money.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -64,22 +63,7 @@ async function plan(): Promise<Planned[]> {
     const value = `${1 + (index % 9)}.${String(index % 100).padStart(2, '0')}`;
     const amount = { currency: 'PHP', value };
     if (kind === 'token-approved') {
-      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-      const issued = await stack.admin.embeddedTokens(user.userId);
-      const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-        partnerUserId: `chaos-${user.userId}`,
-        profileId: user.profileId,
-        maskedUserId: null,
-        kind: 'EMBEDDED',
-        scopes: ['openid'],
-        requestReferenceNo: null,
-        tokens: {
-          accessToken: issued.accessToken,
-          refreshToken: issued.refreshToken,
-          accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-          refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-        },
-      });
+      const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { partnerUserId: (user) => `chaos-${user.userId}` });
       planned.push({ kind, value, body: { recipient: { type: 'TOKEN', linkId }, amount } });
     } else {
       const user = await stack.admin.createUser({

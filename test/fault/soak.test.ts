@@ -1,34 +1,12 @@
 // The chaos soak: the CI-sized `walletflow soak` run as a child process (its own stack, faults,
 // worker/API/Temporal restarts) must exit 0 with its table; and the invariant checker, fed a
 // crafted ledger, must name a double execution, a missing funding, a money mismatch and a stuck item.
-import { spawn } from 'node:child_process';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runLongCli } from '../support/cli-run.ts';
 import { checkSoak, formatSoakTable, type SoakCheckInput, type SoakFundingRow, type SoakPaymentRow } from '../../harness/soak-invariants.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
-
-function runSoak(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), 'soak', ...args], {
-    cwd: root,
-    env: process.env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  return new Promise((resolve) => {
-    // Too slow: SIGTERM lets the soak stop everything it started; SIGKILL only as a last resort.
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 30_000).unref();
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
+// Too slow: SIGTERM lets the soak stop everything it started; SIGKILL only as a last resort.
+const runSoak = (args: string[], timeoutMs: number) => runLongCli(['soak', ...args], { timeoutMs, graceMs: 30_000 });
 
 describe('walletflow soak', () => {
   it('CI size: every funding and payment final, the ledger in agreement, exit 0', async () => {

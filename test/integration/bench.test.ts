@@ -1,31 +1,14 @@
 // `walletflow bench` in a tiny configuration (one level, two seconds, one second of session URL):
 // the report has its shape and its figures are positive numbers, and the chart is written. No
 // wall-clock bound is asserted: the figures depend on the machine.
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { benchReportSchema } from '../../harness/bench-report.ts';
+import { runLongCli } from '../support/cli-run.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
-
-function runBench(args: string[], timeoutMs: number): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), 'bench', ...args], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGTERM');
-      setTimeout(() => child.kill('SIGKILL'), 20_000).unref();
-    }, timeoutMs);
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, output });
-    });
-  });
-}
+const runBench = (args: string[], timeoutMs: number) => runLongCli(['bench', ...args], { timeoutMs, graceMs: 20_000 });
 
 describe('walletflow bench', () => {
   let out: string | undefined;

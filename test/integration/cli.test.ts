@@ -2,11 +2,10 @@
 // child process against the real API, Temporal worker, PostgreSQL and sandbox. Plus the terminal
 // renderer fed with fundings directly.
 import { randomUUID } from 'node:crypto';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fundingSchema, type FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { createFundingProgress } from '../../cli/progress.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { runCli } from '../support/cli-run.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -58,22 +57,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('funds a linked wallet by --link, exit 0', async () => {
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-    const issued = await stack.admin.embeddedTokens(user.userId);
-    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `wallet:${user.profileId}`,
-      profileId: user.profileId,
-      maskedUserId: null,
-      kind: 'EMBEDDED',
-      scopes: ['openid'],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: issued.accessToken,
-        refreshToken: issued.refreshToken,
-        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-      },
-    });
+    const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
     const result = await runCli(['fund', '--link', linkId, '--amount', '25.00', ...target()]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`link ${linkId}`);
@@ -170,23 +154,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   async function linkedUser(balance: string) {
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
-    const issued = await stack.admin.embeddedTokens(user.userId);
-    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `wallet:${user.profileId}`,
-      profileId: user.profileId,
-      maskedUserId: null,
-      kind: 'EMBEDDED',
-      scopes: ['openid'],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: issued.accessToken,
-        refreshToken: issued.refreshToken,
-        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-      },
-    });
-    return { user, linkId };
+    return createEmbeddedLink(stack, { kycLevel: 'KYC1', balance });
   }
 
   it('pay: a merchant payment from a linked wallet, one line per step, exit 0; too little balance exits 1', async () => {

@@ -3,11 +3,10 @@
 // workflow, the idempotency rules of contract-decisions section 8, and the sandbox ledger as the
 // witness of exactly-once.
 import { randomUUID } from 'node:crypto';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { findSecretLeaks } from '../support/replay-histories.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -55,24 +54,7 @@ async function codeFor(options: { kycLevel?: 'KYC0' | 'KYC1'; blocked?: boolean 
 }
 
 async function embeddedLinkFor(options: { expired?: boolean } = {}) {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      // "expired": walletflow believes the access token is past its expiry, so the vault refreshes.
-      accessTokenExpiresAt: options.expired ? new Date(Date.now() - 1000) : new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
-  return { user, linkId };
+  return createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, options);
 }
 
 async function ledgerTransfer(transferId: string | null) {

@@ -7,10 +7,9 @@
 import { randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashBearer } from '../../links/embedded-sessions.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { rawHttp, type RawRequest, type RawResponse } from '../support/raw-http.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
@@ -330,22 +329,7 @@ beforeAll(async () => {
   });
   await stack.startWorker();
 
-  const linkUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '1000.00' });
-  const issued = await stack.admin.embeddedTokens(linkUser.userId);
-  ({ linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${linkUser.profileId}`,
-    profileId: linkUser.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  }));
+  ({ linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '1000.00' }));
 
   const appUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '1000.00' });
   const sessionId = await launch(appUser.userId);

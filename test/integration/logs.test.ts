@@ -3,10 +3,9 @@
 // id, run id and activity type. Captured from the API and the in-process worker at trace level.
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 type LogLine = Record<string, unknown> & { msg?: string; requestId?: string; workflowId?: string; activityType?: string };
@@ -30,22 +29,7 @@ afterAll(async () => {
 
 /** A TOKEN funding whose access token walletflow believes expired: its activity refreshes and logs. */
 async function fundExpiredLink(requestId: string): Promise<{ response: Response; funding: FundingView }> {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: new Date(Date.now() - 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
+  const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { expired: true });
   const response = await stack.opsFetch('/ops/fundings', {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID(), 'x-request-id': requestId },

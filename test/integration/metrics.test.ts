@@ -6,11 +6,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { startMetricsServer } from '../../lib/metrics-server.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseSamples, sampleValue } from '../support/prometheus-text.ts';
 
@@ -41,22 +40,7 @@ async function codeRecipient(stack: PartnerStack) {
 
 /** An embedded link whose access token walletflow believes expired: the vault refreshes once. */
 async function expiredLinkRecipient(stack: PartnerStack) {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: new Date(Date.now() - 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
+  const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { expired: true });
   return { type: 'TOKEN', linkId };
 }
 

@@ -4,9 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { decodeJwt } from 'jose';
 import { z } from 'zod';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -235,22 +234,7 @@ describe('real answers match the documented schemas', () => {
   });
 
   it('a link, its wallet profile (every scope), a payment from it, and the link unlinked', async () => {
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '100.00' });
-    const issued = await stack.admin.embeddedTokens(user.userId);
-    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `wallet:${user.profileId}`,
-      profileId: user.profileId,
-      maskedUserId: null,
-      kind: 'EMBEDDED',
-      scopes: stack.sandbox.partner.scopes,
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: issued.accessToken,
-        refreshToken: issued.refreshToken,
-        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-      },
-    });
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' }, { scopes: stack.sandbox.partner.scopes });
     await expectDocumented(await stack.opsFetch(`/ops/links/${linkId}`), '/ops/links/{linkId}', 'get');
     const profileAnswer = await stack.opsFetch(`/ops/links/${linkId}/profile`);
     expect(profileAnswer.status).toBe(200);

@@ -2,10 +2,9 @@
 // at the sandbox with the user's embedded token, and the sandbox ledger witnesses each debit.
 // Unknown execute outcomes park the payment in NEEDS_REVIEW until ops resolve it.
 import { randomUUID } from 'node:crypto';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentView } from '../../domain/payment.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -19,23 +18,7 @@ afterAll(async () => {
 });
 
 async function linkedUser(balance: string) {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
-  return { user, linkId };
+  return createEmbeddedLink(stack, { kycLevel: 'KYC1', balance });
 }
 
 async function postPayment(body: unknown, key: string = randomUUID()) {

@@ -5,14 +5,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { createTokenCipher } from '../../links/token-cipher.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -75,22 +74,7 @@ describe('reconciliation sweep', () => {
     const c = await insertFunding({ status: 'PENDING', code: orphan.code, transferId: null });
 
     // e. A payment parked in NEEDS_REVIEW.
-    const payer = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '50.00' });
-    const issued = await stack.admin.embeddedTokens(payer.userId);
-    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-      partnerUserId: `wallet:${payer.profileId}`,
-      profileId: payer.profileId,
-      maskedUserId: null,
-      kind: 'EMBEDDED',
-      scopes: ['openid'],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: issued.accessToken,
-        refreshToken: issued.refreshToken,
-        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-        refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-      },
-    });
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
     const e = randomUUID();
     await stack.database.payment.create({
       data: {

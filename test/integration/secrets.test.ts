@@ -5,10 +5,9 @@
 // tokens, the cash-in codes, the transfer API key, the client secret and the ops key.
 import { randomUUID } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { readableHistory } from '../support/replay-histories.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -33,23 +32,8 @@ afterAll(async () => {
 });
 
 async function embeddedLink(balance = '100.00', kycLevel: 'KYC0' | 'KYC1' = 'KYC1', expired = false) {
-  const user = await stack.admin.createUser({ kycLevel, balance });
-  const issued = await stack.admin.embeddedTokens(user.userId);
+  const { user, issued, linkId } = await createEmbeddedLink(stack, { kycLevel, balance }, { expired });
   secrets.add(issued.accessToken).add(issued.refreshToken);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: expired ? new Date(Date.now() - 1000) : new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
   linkIds.push(linkId);
   return { user, linkId };
 }

@@ -1,11 +1,12 @@
 // The token vault against the sandbox and PostgreSQL: refresh ahead of expiry, exactly one
 // refresh for many concurrent callers (across vault instances, as across workers), the forced
 // refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused.
-import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { VaultError, type TokenVault } from '../../links/token-vault.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import { isWalletError } from '../../wallet/index.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -26,23 +27,7 @@ async function advance(seconds: number) {
 }
 
 async function embeddedLink() {
-  const user = await stack.admin.createUser();
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
-  return { user, linkId, issued };
+  return createEmbeddedLink(stack, {});
 }
 
 async function standaloneLink() {
@@ -59,7 +44,7 @@ async function standaloneLink() {
       accessToken: issued.access_token,
       refreshToken: issued.refresh_token,
       accessTokenExpiresAt: new Date(now() + Number(issued.expires_in) * 1000),
-      refreshTokenExpiresAt: new Date(now() + 604_800_000),
+      refreshTokenExpiresAt: new Date(now() + STANDALONE_REFRESH_LIFETIME_MS),
     },
   });
   return { user, linkId, issued };

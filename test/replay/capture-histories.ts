@@ -12,7 +12,6 @@ import { existsSync } from 'node:fs';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect, parseArgs } from 'node:util';
-import { decodeJwt } from 'jose';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
@@ -22,7 +21,6 @@ import type { FundingResult } from '../../domain/funding.ts';
 import type { PaymentResult } from '../../domain/payment.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
 import {
   archiveDir,
   findSecretLeaks,
@@ -35,6 +33,7 @@ import {
   type HistoryName,
   type WorkflowType,
 } from '../support/replay-histories.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
@@ -247,26 +246,10 @@ async function fundByCode(stack: ReplayStack, user: { kycLevel: 'KYC0' | 'KYC1';
 
 /**
  * A sandbox user with an EMBEDDED link holding freshly issued tokens, made the way
- * test/integration/payments.test.ts makes one (saveLinkWithTokens): no onboarding workflow runs.
+ * the tests make one (test/support/embedded-link.ts): no onboarding workflow runs.
  */
-async function embeddedLink(stack: ReplayStack, balance: string, options: { accessTokenExpiresAt?: Date } = {}) {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance });
-  const issued = await stack.admin.embeddedTokens(user.userId);
-  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
-    partnerUserId: `wallet:${user.profileId}`,
-    profileId: user.profileId,
-    maskedUserId: null,
-    kind: 'EMBEDDED',
-    scopes: ['openid'],
-    requestReferenceNo: null,
-    tokens: {
-      accessToken: issued.accessToken,
-      refreshToken: issued.refreshToken,
-      accessTokenExpiresAt: options.accessTokenExpiresAt ?? new Date(issued.expiresAt * 1000),
-      refreshTokenExpiresAt: new Date((decodeJwt(issued.refreshToken).exp ?? 0) * 1000),
-    },
-  });
-  return { user, issued, linkId };
+async function embeddedLink(stack: ReplayStack, balance: string, options: { expired?: boolean } = {}) {
+  return createEmbeddedLink(stack, { kycLevel: 'KYC1', balance }, options);
 }
 
 /** The tokens a link was issued and holds now (a refresh may have replaced them): secrets of the path. */
@@ -408,7 +391,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     }
     case 'token-approved-with-refresh': {
       // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
-      const { user, issued, linkId } = await embeddedLink(stack, '0.00', { accessTokenExpiresAt: new Date(Date.now() - 1000) });
+      const { user, issued, linkId } = await embeddedLink(stack, '0.00', { expired: true });
       const { workflowId } = await postFunding(stack, { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') });
       const outcome = await result(stack, workflowId);
       expectOutcome(outcome, 'APPROVED', null);

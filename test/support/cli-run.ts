@@ -1,5 +1,6 @@
 // Runs the real `walletflow` CLI as a child process (tsx, cwd the project root, stdout a pipe so it
-// is not a terminal) and collects its exit code and output.
+// is not a terminal) and collects its exit code and output: a command that answers (runCli), or
+// a long run that starts a stack of its own, the soak or the bench (runLongCli).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -39,6 +40,37 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeo
     child.once('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+export interface LongCliResult {
+  code: number | null;
+  /** stdout and stderr, interleaved as they came. */
+  output: string;
+}
+
+/**
+ * A long run in the test's own environment. Too slow: SIGTERM at `timeoutMs`, so the command stops
+ * everything it started; SIGKILL `graceMs` later, only as a last resort. Resolves when it exits.
+ */
+export function runLongCli(args: string[], options: { timeoutMs: number; graceMs: number }): Promise<LongCliResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
+    cwd: root,
+    env: process.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGTERM');
+      setTimeout(() => child.kill('SIGKILL'), options.graceMs).unref();
+    }, options.timeoutMs);
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, output });
     });
   });
 }

@@ -1,24 +1,21 @@
-// walletflow's API on real PostgreSQL, wired to a sandbox over HTTP, for integration tests: the
-// sandbox's registration points back at this API (redirect URI, session and landing URLs).
-import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// The integration tests' stack: walletflow's API wired to a sandbox over HTTP (partner-api.ts) on
+// the suite's PostgreSQL database and Temporal server (vitest's inject), with metrics registries,
+// a worker in-process or, through workerEnv, as a process of its own, and vaults as a worker
+// builds them.
 import { inject } from 'vitest';
-import { NativeConnection, Worker } from '@temporalio/worker';
-import { Client, Connection } from '@temporalio/client';
-import { createActivities } from '../../activities/index.ts';
+import type { Client } from '@temporalio/client';
 import { createTokenVault, type TokenVault } from '../../links/token-vault.ts';
-import { createApp, type HardeningOptions } from '../../api/app.ts';
-import { createDatabase, type Database } from '../../lib/database.ts';
+import type { createApp, HardeningOptions } from '../../api/app.ts';
+import type { Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createMetrics, type Metrics } from '../../lib/metrics.ts';
-import { createTokenCipher, deriveSubkey } from '../../links/token-cipher.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
-import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
-import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
-import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import { sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
+import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
-import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
+import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -30,7 +27,7 @@ export interface PartnerStack {
   /** The environment a separate worker process needs to join this stack. */
   workerEnv(): NodeJS.ProcessEnv;
   sandbox: RunningSandbox;
-  admin: SandboxAdmin;
+  admin: SandboxAdminClient;
   database: Database;
   wallet: WalletClient;
   tokens: TokenStore;
@@ -63,70 +60,32 @@ export async function startPartnerStack(
     payloadKeys?: PayloadKey[];
   } = {},
 ): Promise<PartnerStack> {
-  const server: Server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const sandbox = await startSandbox({
-    port: 0,
-    registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
-  });
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
-  const database = createDatabase(inject('databaseUrl'));
   const apiMetrics = createMetrics();
   const workerMetrics = createMetrics();
-  const partner = sandbox.partner;
-  const walletConfig = {
-    connectUrl: sandbox.connectUrl,
-    opUrl: sandbox.opUrl,
-    transferUrl: sandbox.transferUrl,
-    clientId: partner.clientId,
-    clientSecret: partner.clientSecret,
-    redirectUri: partner.redirectUri,
-    transferApiKey: partner.transferApiKey,
-    p2mId: partner.p2mId,
-    profileDecryptionJwk: partner.profileDecryptionJwk as never,
-    profileVerificationJwk: partner.profileVerificationJwk as never,
-    timeoutMs: 5000,
-    ...createWalletCallLog(database, logger),
-  };
-  const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, apiMetrics) });
-  const encryptionKey = randomBytes(32);
-  const cipher = createTokenCipher(encryptionKey);
-  const tokens = createTokenStore(cipher);
-  const opsKey = randomBytes(32).toString('base64url');
-  const connection = await Connection.connect({ address: inject('temporalAddress') });
   const dataConverter = dataConverterFor(options.payloadKeys);
-  const temporal = new Client({ connection, namespace: inject('temporalNamespace'), ...(dataConverter ? { dataConverter } : {}) });
-  // A task queue per stack: test files share one Temporal server and must not take each other's tasks.
-  const taskQueue = `walletflow-test-${randomBytes(6).toString('hex')}`;
-  const app = createApp({
+  const api = await startPartnerApi({
+    databaseUrl: inject('databaseUrl'),
+    temporalAddress: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+    // Test files share one Temporal server: a task queue per stack.
+    taskQueuePrefix: 'walletflow-test',
     logger,
     metrics: apiMetrics,
+    ...(dataConverter ? { dataConverter } : {}),
     ...(options.hardening ? { hardening: options.hardening } : {}),
-    readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
-    services: {
-      database,
-      tokens,
-      cipher,
-      fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
-      wallet,
-      temporal,
-      taskQueue,
-      opsApiKeys: [opsKey],
-      connectReturnUrl: options.connectReturnUrl,
-      // The sandbox calls the session URL from 127.0.0.1 (its registration's senderIp).
-      sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
-      ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
-      ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
-    },
+    connectReturnUrl: options.connectReturnUrl,
+    ...(options.sessionAllowedIps ? { sessionAllowedIps: options.sessionAllowedIps } : {}),
+    ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
+    ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
   });
-  let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
-  server.on('request', app);
+  const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;
+  let running: InProcessWorker | undefined;
   const vaultWallets: WalletClient[] = [];
   return {
-    apiBase,
-    app,
-    opsKey,
+    apiBase: api.apiBase,
+    app: api.app,
+    opsKey: api.opsKey,
     encryptionKey,
     workerEnv: () => ({
       ...process.env,
@@ -138,41 +97,22 @@ export async function startPartnerStack(
       TEMPORAL_TASK_QUEUE: taskQueue,
       WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       TOKEN_ENCRYPTION_KEY: encryptionKey.toString('base64'),
-      CONNECT_URL: sandbox.connectUrl,
-      OP_URL: sandbox.opUrl,
-      TRANSFER_URL: sandbox.transferUrl,
-      CONNECT_CLIENT_ID: partner.clientId,
-      CONNECT_CLIENT_SECRET: partner.clientSecret,
-      CONNECT_REDIRECT_URI: partner.redirectUri,
-      TRANSFER_API_KEY: partner.transferApiKey,
-      PROFILE_DECRYPTION_JWK: JSON.stringify(partner.profileDecryptionJwk),
-      PROFILE_VERIFICATION_JWK: JSON.stringify(partner.profileVerificationJwk),
-      MERCHANT_P2M_ID: partner.p2mId,
+      ...sandboxWalletVariables(sandbox),
       WALLET_TIMEOUT_MS: '5000',
       WORKER_METRICS_PORT: '0',
     }),
     sandbox,
-    admin: sandboxAdmin(sandbox),
+    admin: sandboxAdminClient(sandbox.url),
     database,
-    wallet,
+    wallet: api.wallet,
     tokens,
-    temporal,
+    temporal: api.temporal,
     taskQueue,
     apiMetrics,
     workerMetrics,
     async startWorker() {
       if (running) return;
-      const workerConnection = await NativeConnection.connect({ address: inject('temporalAddress') });
-      const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, workerMetrics) });
-      const worker = await Worker.create({
-        connection: workerConnection,
-        namespace: inject('temporalNamespace'),
-        taskQueue,
-        workflowBundle: { codePath: inject('workflowBundlePath') },
-        ...(dataConverter ? { dataConverter } : {}),
-        activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, metrics: workerMetrics }),
-      });
-      running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+      running = await api.createWorker({ workflowBundle: { codePath: inject('workflowBundlePath') }, metrics: workerMetrics });
     },
     async stopWorker() {
       if (!running) return;
@@ -188,8 +128,7 @@ export async function startPartnerStack(
       vaultWallets.push(vaultWallet);
       return createTokenVault({ database, tokens, wallet: vaultWallet, logger, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
     },
-    opsFetch: (path, init = {}) =>
-      fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+    opsFetch: api.opsFetch,
     close: async () => {
       if (running) {
         running.worker.shutdown();
@@ -197,10 +136,8 @@ export async function startPartnerStack(
         await running.connection.close();
         await running.wallet.close();
       }
-      await connection.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await Promise.allSettled([sandbox.close(), wallet.close(), ...vaultWallets.map((w) => w.close()), database.$disconnect()]);
+      await Promise.allSettled(vaultWallets.map((w) => w.close()));
+      await api.close();
     },
   };
 }

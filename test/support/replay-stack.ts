@@ -1,29 +1,26 @@
 // A whole walletflow stack in one process for capturing workflow histories, without vitest:
-// PostgreSQL (fresh database), Temporal (given or a dev server), the sandbox, the API, a worker.
-import { randomBytes } from 'node:crypto';
+// PostgreSQL (fresh database), Temporal (given or a dev server), and on them the sandbox, the API
+// and a worker (partner-api.ts).
 import { setMaxListeners } from 'node:events';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
-import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker';
-import { createActivities } from '../../activities/index.ts';
-import { createApp } from '../../api/app.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
-import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
+import { dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
 import { startEmbeddedPostgres } from '../../cli/stack/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../cli/stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temporal-dev-server.ts';
-import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
-import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
-import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
-import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
-import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
+import type { TokenCipher } from '../../links/token-cipher.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
+import type { RunningSandbox } from '../../sandbox/server.ts';
+import type { WalletClient } from '../../wallet/index.ts';
+import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -63,15 +60,6 @@ export interface ReplayStack {
   close(): Promise<void>;
 }
 
-const quietBundlerLogger = {
-  trace: () => {},
-  debug: () => {},
-  info: () => {},
-  warn: (message: string) => console.warn(message),
-  error: (message: string) => console.error(message),
-  log: () => {},
-};
-
 const dataDirPrefix = 'capture-postgres-';
 
 /**
@@ -98,43 +86,6 @@ function isAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
-/** The sandbox's admin API (contract-decisions section 9), the few calls the capture needs. */
-export function sandboxAdminClient(sandbox: RunningSandbox) {
-  async function call<T>(method: 'GET' | 'POST' | 'PUT', route: string, body?: unknown): Promise<T> {
-    const response = await fetch(`${sandbox.url}/_sandbox${route}`, {
-      method,
-      ...(body === undefined ? {} : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
-    });
-    const text = await response.text();
-    if (response.status >= 300) throw new Error(`sandbox ${method} ${route}: ${response.status} ${text}`);
-    return (text === '' ? undefined : JSON.parse(text)) as T;
-  }
-  let mobiles = 0;
-  return {
-    createUser: (input: { kycLevel: 'KYC0' | 'KYC1'; balance: string; blocked?: boolean; firstName?: string; lastName?: string }) =>
-      call<{ userId: string; profileId: string; mobile: string }>('POST', '/users', {
-        mobile: `+6392${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
-        ...input,
-      }),
-    cashInCode: (userId: string) => call<{ code: string }>('POST', `/users/${userId}/cash-in-codes`),
-    embeddedTokens: (userId: string) => call<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
-    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number }>) => call('PUT', '/faults', { seed: 1, rules }),
-    clearFaults: () => call('PUT', '/faults', { rules: [] }),
-    settings: (settings: Record<string, unknown>) => call('PUT', '/settings', settings),
-    clock: () => call<{ now: string }>('GET', '/clock'),
-    advanceClock: (advanceSeconds: number) => call<{ now: string }>('POST', '/clock', { advanceSeconds }),
-    /** Opens the partner's tile as the wallet app does: the sandbox calls the session URL. */
-    launch: (userId: string) => call<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId }),
-    ledger: () =>
-      call<{
-        transfers: Array<{ transferId: string; executions: number }>;
-        payments: Array<{ paymentId: string; userId: string; executions: number }>;
-        refreshes: Array<{ userId: string }>;
-      }>('GET', '/ledger'),
-  };
-}
-export type SandboxAdminClient = ReturnType<typeof sandboxAdminClient>;
 
 export async function startReplayStack(options: ReplayStackOptions = {}): Promise<ReplayStack> {
   const log = options.log ?? (() => {});
@@ -182,70 +133,20 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     }
 
     // Bundled once: the cancelled path stops and restarts the worker.
-    const bundle = await bundleWorkflowCode({ workflowsPath: path.join(root, 'workflows/index.ts'), logger: quietBundlerLogger });
+    const bundle = await bundleWorkflows();
 
-    const server: Server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    stops.push(async () => {
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+    const api = await startPartnerApi({
+      databaseUrl,
+      temporalAddress,
+      namespace,
+      // On a shared dev server no other worker takes these tasks.
+      taskQueuePrefix: 'walletflow-capture',
+      logger: createLogger({ level: 'silent' }),
     });
-    const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    const sandbox = await startSandbox({
-      port: 0,
-      registration: { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` },
-    });
-    stops.push(() => sandbox.close());
-    const logger = createLogger({ level: 'silent' });
-    const database = createDatabase(databaseUrl);
-    stops.push(() => database.$disconnect());
-    const partner = sandbox.partner;
-    const walletConfig = {
-      connectUrl: sandbox.connectUrl,
-      opUrl: sandbox.opUrl,
-      transferUrl: sandbox.transferUrl,
-      clientId: partner.clientId,
-      clientSecret: partner.clientSecret,
-      redirectUri: partner.redirectUri,
-      transferApiKey: partner.transferApiKey,
-      p2mId: partner.p2mId,
-      profileDecryptionJwk: partner.profileDecryptionJwk as never,
-      profileVerificationJwk: partner.profileVerificationJwk as never,
-      timeoutMs: 5000,
-      ...createWalletCallLog(database, logger),
-    };
-    const wallet: WalletClient = createWalletClient(walletConfig);
-    stops.push(() => wallet.close());
-    const encryptionKey = randomBytes(32);
-    const cipher = createTokenCipher(encryptionKey);
-    const tokens = createTokenStore(cipher);
-    const opsKey = randomBytes(32).toString('base64url');
-    const connection = await Connection.connect({ address: temporalAddress });
-    stops.push(() => connection.close());
-    const temporal = new Client({ connection, namespace });
-    // A task queue of its own: on a shared dev server no other worker takes these tasks.
-    const taskQueue = `walletflow-capture-${randomBytes(6).toString('hex')}`;
-    server.on(
-      'request',
-      createApp({
-        logger,
-        readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
-        services: {
-          database,
-          tokens,
-          cipher,
-          fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
-          wallet,
-          temporal,
-          taskQueue,
-          opsApiKeys: [opsKey],
-          // The sandbox's launch calls the session URL from its registration's sender address.
-          sessionAllowedIps: [sandbox.partner.senderIp],
-        },
-      }),
-    );
+    stops.push(() => api.close());
+    const { connection, temporal } = api;
 
-    let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
+    let running: InProcessWorker | undefined;
     const stopWorker = async () => {
       if (!running) return;
       const current = running;
@@ -259,35 +160,26 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     stops.push(stopWorker);
 
     return {
-      apiBase,
-      sandbox,
-      admin: sandboxAdminClient(sandbox),
-      database,
-      tokens,
-      cipher,
-      wallet,
-      opsKey,
+      apiBase: api.apiBase,
+      sandbox: api.sandbox,
+      admin: sandboxAdminClient(api.sandbox.url),
+      database: api.database,
+      tokens: api.tokens,
+      cipher: api.cipher,
+      wallet: api.wallet,
+      opsKey: api.opsKey,
       temporal,
       temporalAddress,
       namespace,
-      taskQueue,
+      taskQueue: api.taskQueue,
       result: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
       fetchHistory: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
       async startWorker() {
         if (running) return;
-        const workerConnection = await NativeConnection.connect({ address: temporalAddress });
-        const workerWallet = createWalletClient(walletConfig);
-        const worker = await Worker.create({
-          connection: workerConnection,
-          namespace,
-          taskQueue,
-          workflowBundle: { code: bundle.code },
-          activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue }),
-        });
-        running = { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+        running = await api.createWorker({ workflowBundle: { code: bundle } });
       },
       stopWorker,
-      opsFetch: (route, init = {}) => fetch(`${apiBase}${route}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+      opsFetch: api.opsFetch,
       close: stopAll,
     };
   } catch (error) {

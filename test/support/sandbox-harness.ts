@@ -184,6 +184,8 @@ export function loginForms(sandbox: RunningSandbox) {
   };
   return {
     open: (params: Record<string, string>) => send(authorizeUrl(sandbox, params)),
+    /** The first page of an authorize URL made elsewhere (the wallet client's). */
+    openUrl: (url: string) => send(url),
     submit: (page: FormStep, fields: Record<string, string>) =>
       send(new URL(formAction(page.html), sandbox.url).toString(), {
         method: 'POST',

@@ -1,0 +1,26 @@
+// walletflow's workflows as one Temporal (webpack) bundle, built in-process for the stacks that
+// start many workers from it: the test suite's global setup, the history capture's stack, and the
+// soak and bench stack. webpack's progress lines are dropped; its errors are printed.
+// (scripts/bundle-workflows.ts builds the production bundle, with all its output.)
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workflows/index.ts');
+
+const ignore = () => {};
+
+/** The bundle's code; `warnings: false` drops webpack's warnings too (default: printed). */
+export async function bundleWorkflows(options: { warnings?: boolean } = {}): Promise<string> {
+  // Loaded here: the worker package is large, and only these stacks bundle.
+  const { bundleWorkflowCode } = await import('@temporalio/worker');
+  const logger = {
+    trace: ignore,
+    debug: ignore,
+    info: ignore,
+    warn: options.warnings === false ? ignore : (message: string) => console.warn(message),
+    error: (message: string) => console.error(message),
+    log: ignore,
+  };
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger });
+  return code;
+}

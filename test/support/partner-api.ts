@@ -1,0 +1,162 @@
+// walletflow's API in this process on a given database and Temporal namespace, wired to a fresh
+// sandbox over HTTP (the sandbox's registration points back at this API), and the in-process
+// workers that join it: what the integration tests' partner stack and the history capture's
+// replay stack share. Each stack adds its own (vitest's shared servers, metrics, vaults; or a
+// database and Temporal of its own, cancellable waits) and stops its workers its own way.
+// Without vitest, so the capture script can use it too.
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import type { DataConverter } from '@temporalio/common';
+import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { createActivities } from '../../activities/index.ts';
+import { createApp, type HardeningOptions } from '../../api/app.ts';
+import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
+import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
+import { createDatabase, type Database } from '../../lib/database.ts';
+import type { Logger } from '../../lib/logger.ts';
+import type { Metrics } from '../../lib/metrics.ts';
+import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
+import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
+import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
+import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
+
+export interface PartnerApiOptions {
+  databaseUrl: string;
+  temporalAddress: string;
+  namespace: string;
+  /** The task queue's name before a random suffix: stacks on one Temporal server must not take each other's tasks. */
+  taskQueuePrefix: string;
+  logger: Logger;
+  /** Temporal payload encryption for the API's client (and the workers'). */
+  dataConverter?: DataConverter;
+  /** The API's registry (served at GET /metrics); also counts the API wallet client's calls. Absent: the API's own. */
+  metrics?: Metrics;
+  hardening?: HardeningOptions;
+  connectReturnUrl?: string | undefined;
+  /** Default: the sandbox's sender address (its launch calls the session URL from there). */
+  sessionAllowedIps?: string[];
+  trustedProxies?: string[];
+  embeddedSessionTtlSeconds?: number;
+}
+
+export interface InProcessWorker {
+  worker: Worker;
+  done: Promise<void>;
+  connection: NativeConnection;
+  wallet: WalletClient;
+}
+
+export interface PartnerApi {
+  apiBase: string;
+  app: ReturnType<typeof createApp>;
+  sandbox: RunningSandbox;
+  database: Database;
+  /** The wallet client settings of this stack (audited to the database, 5 s time-out). */
+  walletConfig: WalletClientConfig;
+  /** The API's wallet client. */
+  wallet: WalletClient;
+  encryptionKey: Buffer;
+  cipher: TokenCipher;
+  tokens: TokenStore;
+  opsKey: string;
+  connection: Connection;
+  temporal: Client;
+  taskQueue: string;
+  /** A worker on this stack's task queue, with a wallet client of its own; the caller runs and stops it. */
+  createWorker(options: { workflowBundle: WorkerOptions['workflowBundle']; metrics?: Metrics }): Promise<InProcessWorker>;
+  opsFetch(path: string, init?: RequestInit): Promise<Response>;
+  /** Stops the Temporal client, the server, the sandbox and the API's wallet client, and disconnects; not the workers. */
+  close(): Promise<void>;
+}
+
+export async function startPartnerApi(options: PartnerApiOptions): Promise<PartnerApi> {
+  // Undone in reverse order by close(), or right away when starting fails half-way; every stop
+  // runs, and what failed is thrown together at the end.
+  const stops: Array<() => Promise<unknown>> = [];
+  const stopAll = async () => {
+    const failures: unknown[] = [];
+    for (const stop of stops.splice(0).reverse()) await stop().catch((error: unknown) => failures.push(error));
+    if (failures.length > 0) throw new AggregateError(failures, `closing the partner API: ${failures.map(String).join('; ')}`);
+  };
+  try {
+    const server: Server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    stops.push(async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    });
+    const apiBase = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const sandbox = await startSandbox({ port: 0, registration: partnerEndpoints(apiBase) });
+    stops.push(() => sandbox.close());
+    const { logger } = options;
+    const database = createDatabase(options.databaseUrl);
+    stops.push(() => database.$disconnect());
+    const walletConfig: WalletClientConfig = { ...sandboxWalletConfig(sandbox), timeoutMs: 5000, ...createWalletCallLog(database, logger) };
+    const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, options.metrics) });
+    stops.push(() => wallet.close());
+    const encryptionKey = randomBytes(32);
+    const cipher = createTokenCipher(encryptionKey);
+    const tokens = createTokenStore(cipher);
+    const opsKey = randomBytes(32).toString('base64url');
+    const connection = await Connection.connect({ address: options.temporalAddress });
+    stops.push(() => connection.close());
+    const temporal = new Client({ connection, namespace: options.namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
+    const taskQueue = `${options.taskQueuePrefix}-${randomBytes(6).toString('hex')}`;
+    const app = createApp({
+      logger,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      ...(options.hardening ? { hardening: options.hardening } : {}),
+      readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+      services: {
+        database,
+        tokens,
+        cipher,
+        fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
+        wallet,
+        temporal,
+        taskQueue,
+        opsApiKeys: [opsKey],
+        connectReturnUrl: options.connectReturnUrl,
+        sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
+        ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
+        ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+      },
+    });
+    server.on('request', app);
+    return {
+      apiBase,
+      app,
+      sandbox,
+      database,
+      walletConfig,
+      wallet,
+      encryptionKey,
+      cipher,
+      tokens,
+      opsKey,
+      connection,
+      temporal,
+      taskQueue,
+      async createWorker({ workflowBundle, metrics }) {
+        const workerConnection = await NativeConnection.connect({ address: options.temporalAddress });
+        const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });
+        const worker = await Worker.create({
+          connection: workerConnection,
+          namespace: options.namespace,
+          taskQueue,
+          workflowBundle,
+          ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+          activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
+        });
+        return { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+      },
+      opsFetch: (path, init = {}) => fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+      close: stopAll,
+    };
+  } catch (error) {
+    await stopAll().catch(() => undefined);
+    throw error;
+  }
+}
