@@ -1,21 +1,31 @@
-// The reconciliation sweep: fundings that are not final long after they started are checked
-// against their workflow and the wallet, and repaired when their workflow can no longer finish
-// them; payments parked in NEEDS_REVIEW are listed for ops. Every repair is a funding event,
-// written by the funding record (fundings/funding-record.ts).
+// The reconciliation sweep: fundings and payments that are not final long after they started are
+// checked against their workflow and the wallet, and repaired when their workflow can no longer
+// finish them, paging through every candidate; a funding in review is settled by the wallet's own
+// final state when it has one; recent FAILED fundings with a transfer are checked once more
+// (issue 16). Every repair goes through the records (fundings/, payments/) with its event.
+import { Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import type { FinalFundingStatus } from '../domain/funding.ts';
+import { fundingReviewStatus } from '../domain/funding.ts';
+import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
+import type { Funding, Payment } from '../generated/prisma/client.ts';
+import type { SweepCursor } from '../lib/list-page.ts';
+import { updateWaitingWorkflow } from '../lib/temporal.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { startFundWallet } from '../workflows/fund-wallet.contract.ts';
+import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
+import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
 
 export interface SweepInput {
-  /** Fundings younger than this are left to their workflow. */
+  /** Fundings and payments younger than this are left to their workflow. */
   olderThanSeconds: number;
+  /** Rows read per page; the sweep pages through every candidate. */
   limit?: number;
+  /** How far back FAILED fundings with a transfer are re-checked against the wallet; absent: 24 h. */
+  recheckFailedSeconds?: number;
 }
 
 export type RepairAction =
@@ -23,13 +33,22 @@ export type RepairAction =
   | 'workflow-started'
   | 'finished-from-wallet'
   | 'failed-not-executed'
+  | 'sent-to-review'
+  | 'resolved-from-wallet'
+  | 'failed-but-executed'
   | 'left-for-ops';
 
 export interface SweepReport {
   checked: number;
   repaired: number;
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
+  /** Payments not final long after they started: restarted when their workflow is gone. */
+  paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
   paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
+  /** Fundings in NEEDS_REVIEW the wallet could not settle: for ops (POST /ops/fundings/{id}/resolve). */
+  fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
+  /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
+  failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
 }
 
 export interface ReconcileDependencies {
@@ -44,8 +63,12 @@ export interface ReconcileDependencies {
   metrics?: Pick<Metrics, 'reconcileRepair'>;
 }
 
+/** Who settles a review from the wallet's own final state. */
+const RECONCILIATION = 'reconciliation';
+const DAY_SECONDS = 86_400;
+
 export function createReconcileActivities(deps: ReconcileDependencies) {
-  const { fundings, logger } = deps;
+  const { fundings, payments, logger } = deps;
 
   async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {
     try {
@@ -57,79 +80,231 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
     }
   }
 
-  /** Through the record, which counts the funding as finished only if this sweep moved it. */
-  const finish = (funding: { id: string }, status: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail: string) =>
-    fundings.finish(funding.id, { status, code, requestReferenceNo, detail });
+  /** Every row a page reader yields, oldest first, a page at a time: newer rows never starve behind older ones. */
+  async function* everyRow<Row extends SweepCursor>(read: (after: SweepCursor | undefined) => Promise<Row[]>): AsyncGenerator<Row> {
+    let after: SweepCursor | undefined;
+    for (;;) {
+      const page = await read(after);
+      yield* page;
+      const last = page.at(-1);
+      if (!last) return;
+      after = { createdAt: last.createdAt, id: last.id };
+    }
+  }
+
+  /** The wallet's word on a transfer: its record, or the refusal; transient failures retry the sweep. */
+  async function readTransfer(transferId: string) {
+    try {
+      const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(transferId);
+      return { kind: 'read' as const, status: data.status, declineCode: data.decline?.code ?? null, requestReferenceNo };
+    } catch (error) {
+      if (!isWalletError(error)) throw error;
+      if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
+      return { kind: 'refused' as const, code: error.code, httpStatus: error.httpStatus, requestReferenceNo: error.requestReferenceNo };
+    }
+  }
+
+  /** Ends a review from the wallet's final state: through the waiting workflow, or the record when it is gone. */
+  async function resolveFromWallet(funding: Funding, outcome: 'APPROVED' | 'DECLINED', declineCode: string | null, requestReferenceNo: string): Promise<boolean> {
+    const input: ResolveFundingUpdateInput = {
+      outcome,
+      note: `the wallet shows the transfer ${outcome}`,
+      resolvedBy: RECONCILIATION,
+      code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
+      requestReferenceNo,
+    };
+    const inReview = async () => (await fundings.find(funding.id))?.status === fundingReviewStatus;
+    const sent = await updateWaitingWorkflow(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], inReview);
+    return sent === 'updated' || (sent === 'gone' && (await fundings.resolve(funding.id, input)).moved);
+  }
+
+  async function sweepFunding(funding: Funding, report: SweepReport): Promise<void> {
+    const note = (action: RepairAction, detail: string, repaired: boolean) => {
+      report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
+      if (repaired) {
+        report.repaired += 1;
+        deps.metrics?.reconcileRepair(action);
+      }
+    };
+    const parkForReview = async (reason: string, evidence: WalletCallEvidence[], detail: string) => {
+      if (await fundings.parkForReview(funding.id, reason, evidence)) {
+        report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
+      }
+      note('sent-to-review', detail, true);
+    };
+    if (funding.status === fundingReviewStatus) {
+      // A queued execute may have landed since: the wallet's final word settles the review.
+      const read = funding.transferId ? await readTransfer(funding.transferId) : null;
+      if (read?.kind === 'read' && (read.status === 'APPROVED' || read.status === 'DECLINED')) {
+        if (await resolveFromWallet(funding, read.status, read.declineCode, read.requestReferenceNo)) {
+          note('resolved-from-wallet', `the wallet says ${read.status}`, true);
+          return;
+        }
+      }
+      report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: funding.updatedAt.toISOString(), reason: funding.reviewReason });
+      note('left-for-ops', `in review: ${read?.kind === 'read' ? `the wallet says ${read.status}` : read ? `retrieve refused: ${read.code}` : 'no transfer to read'}`, false);
+      return;
+    }
+    const state = await workflowState(funding.workflowId);
+    if (state === 'running') {
+      note('workflow-running', 'its workflow is still working on it', false);
+      return;
+    }
+    if (state === 'missing' && !funding.transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
+      // Stored, but the API died before starting its workflow: start it now.
+      await startFundWallet(deps.temporal, {
+        workflowId: funding.workflowId,
+        taskQueue: deps.taskQueue,
+        fundingId: funding.id,
+        status: funding.status,
+        recipientType: funding.recipientType,
+        reusePolicy: 'temporal-default',
+      });
+      await fundings.recordEvent(funding.id, funding.status, 'reconciliation: workflow started');
+      note('workflow-started', 'the funding had no workflow', true);
+      return;
+    }
+    if (!funding.transferId) {
+      // No transfer was ever stored, so nothing can have been executed for this funding.
+      await fundings.finish(funding.id, { status: 'FAILED', code: 'CREATE_FAILED', requestReferenceNo: null, detail: 'reconciliation: workflow ended without a transfer; nothing executed' });
+      note('failed-not-executed', 'no transfer was stored', true);
+      return;
+    }
+    /** EXECUTING or RECONCILING: an execute may have been sent whose outcome nobody knows. */
+    const executeMayBeInDoubt = funding.status !== 'PENDING' && funding.status !== 'CREATING';
+    const read = await readTransfer(funding.transferId);
+    if (read.kind === 'refused') {
+      if (!executeMayBeInDoubt) {
+        note('left-for-ops', `retrieve refused: ${read.code}`, false);
+        return;
+      }
+      const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.retrieve', requestReferenceNo: read.requestReferenceNo, httpStatus: read.httpStatus, code: read.code, outcome: 'rejected' };
+      await parkForReview(`reconciliation: its workflow ended with the execute's outcome unknown, and the wallet refuses to show the transfer (${read.code})`, [evidence], `retrieve refused: ${read.code}`);
+      return;
+    }
+    switch (read.status) {
+      case 'APPROVED':
+      case 'DECLINED':
+        await fundings.finish(funding.id, {
+          status: read.status,
+          code: read.status === 'DECLINED' ? (read.declineCode ?? 'DECLINED') : null,
+          requestReferenceNo: read.requestReferenceNo,
+          detail: 'reconciliation: state read back from the wallet',
+        });
+        note('finished-from-wallet', `the wallet says ${read.status}`, true);
+        return;
+      case 'EXPIRED':
+        // A final wallet state: the intent can no longer execute.
+        await fundings.finish(funding.id, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer expired unexecuted' });
+        note('failed-not-executed', 'the wallet says EXPIRED', true);
+        return;
+      case 'CREATED':
+        if (!executeMayBeInDoubt) {
+          // Its workflow is gone before any execute was sent: nothing moved, nothing can.
+          await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer never executed' });
+          note('failed-not-executed', 'the wallet says CREATED and no execute was sent', true);
+          return;
+        }
+        // An execute may still be queued at the wallet: CREATED now is no proof it never will be.
+        await parkForReview(
+          'reconciliation: its workflow ended with an execute whose outcome was unknown; the transfer still shows CREATED',
+          [{ at: new Date().toISOString(), operation: 'transfers.retrieve', requestReferenceNo: read.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' }],
+          'the wallet says CREATED after an execute whose outcome is unknown',
+        );
+        return;
+      case 'PROCESSING':
+        note('left-for-ops', 'the wallet says PROCESSING; checked again next sweep', false);
+        return;
+    }
+  }
+
+  /** A FAILED funding must have moved nothing: the wallet is asked again for those that had a transfer. */
+  async function recheckFailed(funding: Funding & { transferId: string }, report: SweepReport): Promise<void> {
+    const read = await readTransfer(funding.transferId);
+    if (read.kind !== 'read' || (read.status !== 'APPROVED' && read.status !== 'PROCESSING')) return;
+    report.failedButExecuted!.push({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status });
+    deps.metrics?.reconcileRepair('failed-but-executed');
+    logger.error({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status }, 'a FAILED funding whose transfer the wallet shows executed: do not fund it again; ops must look');
+  }
+
+  async function sweepPayment(payment: Payment, report: SweepReport): Promise<void> {
+    const state = await workflowState(payment.workflowId);
+    const note = (action: RepairAction, detail: string, repaired: boolean) => {
+      report.paymentItems!.push({ id: payment.id, status: payment.status, action, detail });
+      if (repaired) {
+        report.repaired += 1;
+        deps.metrics?.reconcileRepair(action);
+      }
+    };
+    if (state === 'running') {
+      note('workflow-running', 'its workflow is still working on it', false);
+      return;
+    }
+    // Stored but never started (the API died), or its run ended unfinished: a new run resumes it
+    // from the record; in EXECUTING it counts the earlier execute as one whose outcome is unknown.
+    await startPayWallet(deps.temporal, {
+      workflowId: payment.workflowId,
+      taskQueue: deps.taskQueue,
+      paymentId: payment.id,
+      status: payment.status,
+      reusePolicy: 'temporal-default',
+    });
+    await payments.recordEvent(payment.id, payment.status, `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`);
+    note('workflow-started', state === 'missing' ? 'the payment had no workflow' : 'its workflow ended before the payment was final', true);
+  }
 
   return {
     async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
       const before = new Date(Date.now() - input.olderThanSeconds * 1000);
-      const stuck = await fundings.listUnfinished({ createdBefore: before, limit: input.limit ?? 200 });
-      const report: SweepReport = { checked: stuck.length, repaired: 0, items: [], paymentsNeedingReview: [] };
-      for (const funding of stuck) {
-        const state = await workflowState(funding.workflowId);
-        const note = (action: RepairAction, detail: string, repaired: boolean) => {
-          report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
-          if (repaired) {
-            report.repaired += 1;
-            deps.metrics?.reconcileRepair(action);
-          }
-        };
-        if (state === 'running') {
-          note('workflow-running', 'its workflow is still working on it', false);
-          continue;
-        }
-        if (state === 'missing' && !funding.transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
-          // Stored, but the API died before starting its workflow: start it now.
-          await startFundWallet(deps.temporal, {
-            workflowId: funding.workflowId,
-            taskQueue: deps.taskQueue,
-            fundingId: funding.id,
-            status: funding.status,
-            recipientType: funding.recipientType,
-            reusePolicy: 'temporal-default',
-          });
-          await fundings.recordEvent(funding.id, funding.status, 'reconciliation: workflow started');
-          note('workflow-started', 'the funding had no workflow', true);
-          continue;
-        }
-        if (!funding.transferId) {
-          // No transfer was ever stored, so nothing can have been executed for this funding.
-          await finish(funding, 'FAILED', 'CREATE_FAILED', null, 'reconciliation: workflow ended without a transfer; nothing executed');
-          note('failed-not-executed', 'no transfer was stored', true);
-          continue;
-        }
-        try {
-          const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(funding.transferId);
-          if (data.status === 'APPROVED' || data.status === 'DECLINED') {
-            await finish(funding, data.status, data.status === 'DECLINED' ? (data.decline?.code ?? 'DECLINED') : null, requestReferenceNo, 'reconciliation: state read back from the wallet');
-            note('finished-from-wallet', `the wallet says ${data.status}`, true);
-          } else if (data.status === 'CREATED' || data.status === 'EXPIRED') {
-            // Its workflow is gone and the transfer was never executed: nothing moved.
-            await finish(funding, 'FAILED', data.status === 'EXPIRED' ? 'TRANSFER_EXPIRED' : 'EXECUTE_FAILED', requestReferenceNo, 'reconciliation: transfer never executed');
-            note('failed-not-executed', `the wallet says ${data.status}`, true);
-          } else {
-            note('left-for-ops', 'the wallet says PROCESSING; checked again next sweep', false);
-          }
-        } catch (error) {
-          if (!isWalletError(error)) throw error;
-          if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
-          note('left-for-ops', `retrieve refused: ${error.code}`, false);
-        }
+      const limit = input.limit ?? 200;
+      const report: SweepReport = { checked: 0, repaired: 0, items: [], paymentItems: [], paymentsNeedingReview: [], fundingsNeedingReview: [], failedButExecuted: [] };
+      for await (const funding of everyRow((after) => fundings.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+        report.checked += 1;
+        await sweepFunding(funding, report);
+        heartbeat();
       }
-      const review = await deps.payments.listInReview(200);
+      const failedSince = new Date(Date.now() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
+      for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {
+        if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, report);
+        heartbeat();
+      }
+      for await (const payment of everyRow((after) => payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+        report.checked += 1;
+        await sweepPayment(payment, report);
+        heartbeat();
+      }
+      const review = await payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({
         id: payment.id,
         paymentId: payment.walletPaymentId,
         since: payment.updatedAt.toISOString(),
         reason: payment.reviewReason,
       }));
-      if (report.repaired > 0 || report.paymentsNeedingReview.length > 0) {
-        logger.warn({ checked: report.checked, repaired: report.repaired, needsReview: report.paymentsNeedingReview.length }, 'reconciliation sweep');
+      const attention = report.paymentsNeedingReview.length + report.fundingsNeedingReview!.length + report.failedButExecuted!.length;
+      if (report.repaired > 0 || attention > 0) {
+        logger.warn(
+          {
+            checked: report.checked,
+            repaired: report.repaired,
+            needsReview: report.paymentsNeedingReview.length,
+            fundingsNeedReview: report.fundingsNeedingReview!.length,
+            failedButExecuted: report.failedButExecuted!.length,
+          },
+          'reconciliation sweep',
+        );
       }
       return report;
     },
   };
+}
+
+/** Tells Temporal the sweep is alive, when it runs as an activity (a long sweep is not a hung one). */
+function heartbeat(): void {
+  try {
+    Context.current().heartbeat();
+  } catch {
+    // Not inside an activity (a test calling the sweep directly): nothing to tell.
+  }
 }
 
 export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;

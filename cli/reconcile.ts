@@ -42,6 +42,14 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
     }
     console.log(`checked ${report.checked} funding(s) not final after ${olderThanSeconds} s; repaired ${report.repaired}`);
     for (const item of report.items) console.log(`  ${item.fundingId}  ${item.status.padEnd(11)}  ${item.action.padEnd(20)}  ${item.detail}`);
+    for (const item of report.paymentItems ?? []) console.log(`  payment ${item.id}  ${item.status.padEnd(11)}  ${item.action.padEnd(20)}  ${item.detail}`);
+    for (const failed of report.failedButExecuted ?? []) {
+      console.log(`  ATTENTION: funding ${failed.fundingId} is FAILED but the wallet shows transfer ${failed.transferId} ${failed.walletStatus}: do not fund it again`);
+    }
+    console.log(`fundings waiting for review: ${report.fundingsNeedingReview?.length ?? 0}`);
+    for (const funding of report.fundingsNeedingReview ?? []) {
+      console.log(`  ${funding.fundingId}  since ${funding.since}  ${funding.reason ?? ''}  (resolve: walletflow fundings resolve ${funding.fundingId})`);
+    }
     console.log(`payments waiting for review: ${report.paymentsNeedingReview.length}`);
     for (const payment of report.paymentsNeedingReview) {
       console.log(`  ${payment.id}  since ${payment.since}  ${payment.reason ?? ''}  (resolve: POST /ops/payments/${payment.id}/resolve)`);

@@ -19,7 +19,7 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import type { Amount } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
-import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
+import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 
@@ -128,10 +128,18 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       readListPage(query, (read) => database.funding.findMany({ ...read, include: withFundingEvents })),
 
     /** Fundings not final and created before `createdBefore`, oldest first: the sweep's work. */
-    listUnfinished: ({ createdBefore, limit }: { createdBefore: Date; limit: number }) =>
+    listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
       database.funding.findMany({
-        where: { status: { in: [...unfinishedFundingStatuses] }, createdAt: { lt: createdBefore } },
-        orderBy: { createdAt: 'asc' },
+        where: { status: { in: [...unfinishedFundingStatuses] }, createdAt: { lt: createdBefore }, ...afterCursor(after) },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        take: limit,
+      }),
+
+    /** FAILED fundings that had a transfer, finished since `since`, a page at a time: the sweep checks none executed after all. */
+    listFailedWithTransfer: ({ since, after, limit }: { since: Date; after?: SweepCursor; limit: number }) =>
+      database.funding.findMany({
+        where: { status: 'FAILED', transferId: { not: null }, updatedAt: { gte: since }, ...afterCursor(after) },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: limit,
       }),
 

@@ -60,3 +60,13 @@ export async function readListPage<Status extends string, Row extends { createdA
   const last = items[items.length - 1];
   return { kind: 'page', items, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
 }
+
+/** Where a sweep's page ended: the last row's creation time and id (oldest first, in that order). */
+export interface SweepCursor {
+  createdAt: Date;
+  id: string;
+}
+
+/** A where-clause for the rows after the cursor in (createdAt, id) order; empty for the first page. */
+export const afterCursor = (after: SweepCursor | undefined) =>
+  after ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] } : {};

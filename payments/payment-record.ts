@@ -14,7 +14,7 @@ import {
 } from '../domain/payment.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
-import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
+import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
@@ -104,6 +104,14 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       readListPage(query, (read) => database.payment.findMany({ ...read, include: withPaymentEvents })),
 
     /** Payments waiting for a person, longest waiting first: the sweep lists them for ops. */
+    /** Payments not final and not in review, created before `createdBefore`, a page at a time: the sweep's work. */
+    listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
+      database.payment.findMany({
+        where: { status: { in: ['PENDING', 'CREATING', 'EXECUTING'] }, createdAt: { lt: createdBefore }, ...afterCursor(after) },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        take: limit,
+      }),
+
     listInReview: (limit: number) => database.payment.findMany({ where: { status: reviewStatus }, orderBy: { updatedAt: 'asc' }, take: limit }),
 
     /** Stores a new payment in PENDING with its first event; false when the key is taken (as fundings). */
@@ -175,6 +183,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       });
       return settled(id, finished, input.status);
     },
+
+    /** A timeline entry that changes nothing (the sweep started or restarted its workflow). */
+    recordEvent: (id: string, status: PaymentStatus, detail: string) =>
+      database.paymentEvent.create({ data: { paymentId: id, status, detail } }).then(() => undefined),
   };
 }
 

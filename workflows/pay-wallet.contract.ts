@@ -51,6 +51,14 @@ export interface StartPayWalletOptions {
   workflowId: string;
   taskQueue: string;
   paymentId: string;
+  /** The payment's status now (the run's first search attribute); absent: PENDING. */
+  status?: PaymentStatus;
+  /**
+   * 'reject-duplicate' (the API, the default): a closed run means the request already ran.
+   * 'temporal-default' (the sweep, for a payment left unfinished by a run that ended): a new run
+   * resumes it from its record.
+   */
+  reusePolicy?: 'reject-duplicate' | 'temporal-default';
 }
 
 /**
@@ -58,13 +66,15 @@ export interface StartPayWalletOptions {
  * so nothing is started and no error is raised. The run starts with status PENDING and kind PAYMENT.
  */
 export async function startPayWallet(client: Client, options: StartPayWalletOptions): Promise<void> {
-  await ignoringClosedRun(
-    client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, {
-      taskQueue: options.taskQueue,
-      workflowId: options.workflowId,
-      args: [{ paymentId: options.paymentId }],
-      ...startOncePolicies,
-      searchAttributes: { [statusKey.name]: ['PENDING'], [kindKey.name]: ['PAYMENT'] },
-    }),
-  );
+  const start = {
+    taskQueue: options.taskQueue,
+    workflowId: options.workflowId,
+    args: [{ paymentId: options.paymentId }] as [PayWalletInput],
+    searchAttributes: { [statusKey.name]: [options.status ?? 'PENDING'], [kindKey.name]: ['PAYMENT'] },
+  };
+  if (options.reusePolicy === 'temporal-default') {
+    await client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    return;
+  }
+  await ignoringClosedRun(client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, ...startOncePolicies }));
 }

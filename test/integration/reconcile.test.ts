@@ -26,7 +26,7 @@ afterAll(async () => {
   await stack.close();
 });
 
-async function insertFunding(fields: { status: 'PENDING' | 'EXECUTING'; code: string; transferId: string | null }) {
+async function insertFunding(fields: { status: 'PENDING' | 'CREATING' | 'EXECUTING' | 'NEEDS_REVIEW' | 'FAILED'; code: string; transferId: string | null; updatedAt?: Date }) {
   const id = randomUUID();
   const cipher = createTokenCipher(stack.encryptionKey);
   await stack.database.funding.create({
@@ -43,6 +43,7 @@ async function insertFunding(fields: { status: 'PENDING' | 'EXECUTING'; code: st
       amount: new Prisma.Decimal('12.00'),
       transferId: fields.transferId,
       createdAt: anHourAgo(),
+      ...(fields.status === 'NEEDS_REVIEW' ? { reviewReason: 'an execute outcome stayed unknown' } : {}),
     },
   });
   return id;
@@ -53,8 +54,14 @@ async function codeOfNewUser() {
   return { user, code: (await stack.admin.cashInCode(user.userId)).code };
 }
 
-const sweep = async (olderThanSeconds = 600) =>
-  (await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId: `reconcile-test-${randomUUID()}`, input: { olderThanSeconds } })).result();
+const sweep = async (olderThanSeconds = 600, limit?: number) =>
+  (
+    await startReconcileFundings(stack.temporal, {
+      taskQueue: stack.taskQueue,
+      workflowId: `reconcile-test-${randomUUID()}`,
+      input: { olderThanSeconds, ...(limit === undefined ? {} : { limit }) },
+    })
+  ).result();
 
 describe('reconciliation sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
@@ -64,10 +71,28 @@ describe('reconciliation sweep', () => {
     await stack.wallet.executeTransfer(approvedTransfer.data.transferId);
     const a = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: approvedTransfer.data.transferId });
 
-    // b. Its workflow is gone, and the transfer was never executed: FAILED, nothing moved.
+    // b. Its workflow is gone after an execute may have been sent, and the transfer still shows
+    // CREATED: an execute may still be queued at the wallet, so review, never FAILED (issue 16 #1).
     const unexecuted = await codeOfNewUser();
     const createdTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: unexecuted.code }, amount: { currency: 'PHP', value: '12.00' } });
     const b = await insertFunding({ status: 'EXECUTING', code: unexecuted.code, transferId: createdTransfer.data.transferId });
+
+    // b2. Its workflow is gone before any execute was sent (CREATING): FAILED, nothing moved.
+    const neverSent = await codeOfNewUser();
+    const neverSentTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: neverSent.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const b2 = await insertFunding({ status: 'CREATING', code: neverSent.code, transferId: neverSentTransfer.data.transferId });
+
+    // f. In review, with no workflow left, and the queued execute has landed: the wallet settles it.
+    const landed = await codeOfNewUser();
+    const landedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: landed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    await stack.wallet.executeTransfer(landedTransfer.data.transferId);
+    const f = await insertFunding({ status: 'NEEDS_REVIEW', code: landed.code, transferId: landedTransfer.data.transferId });
+
+    // g. FAILED recently, yet the wallet shows its transfer executed: reported, never silently left.
+    const contradicted = await codeOfNewUser();
+    const contradictedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: contradicted.code }, amount: { currency: 'PHP', value: '12.00' } });
+    await stack.wallet.executeTransfer(contradictedTransfer.data.transferId);
+    const g = await insertFunding({ status: 'FAILED', code: contradicted.code, transferId: contradictedTransfer.data.transferId });
 
     // c. Stored, but its workflow was never started (the API died in between): start it.
     const orphan = await codeOfNewUser();
@@ -90,20 +115,49 @@ describe('reconciliation sweep', () => {
       },
     });
 
-    const report = await sweep();
+    // h. A payment stored in EXECUTING whose workflow never ran: a run resumes it.
+    const { linkId: payerLinkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
+    const h = randomUUID();
+    await stack.database.payment.create({
+      data: {
+        id: h,
+        idempotencyKey: `resume-${h}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `payment-resume-${h}`,
+        status: 'PENDING',
+        linkId: payerLinkId,
+        currency: 'PHP',
+        amount: new Prisma.Decimal('5.00'),
+        createdAt: anHourAgo(),
+      },
+    });
+
+    // One row a page: the sweep pages through every candidate, the newest too (issue 16 #6).
+    const report = await sweep(600, 1);
     const action = (id: string) => report.items.find((item) => item.fundingId === id)?.action;
     expect(action(a)).toBe('finished-from-wallet');
-    expect(action(b)).toBe('failed-not-executed');
+    expect(action(b)).toBe('sent-to-review');
+    expect(action(b2)).toBe('failed-not-executed');
     expect(action(c)).toBe('workflow-started');
-    expect(report.repaired).toBeGreaterThanOrEqual(3);
+    expect(action(f)).toBe('resolved-from-wallet');
+    expect(report.paymentItems?.find((item) => item.id === h)?.action).toBe('workflow-started');
+    expect(report.repaired).toBeGreaterThanOrEqual(6);
     expect(report.paymentsNeedingReview.map((payment) => payment.id)).toContain(e);
+    expect(report.failedButExecuted?.map((item) => item.fundingId)).toContain(g);
+    expect(report.fundingsNeedingReview?.map((item) => item.fundingId)).toContain(b);
+
+    const rowF = await stack.database.funding.findUniqueOrThrow({ where: { id: f } });
+    expect(rowF).toMatchObject({ status: 'APPROVED', resolvedBy: 'reconciliation', resolvedOutcome: 'APPROVED' });
+    expect((await stack.database.funding.findUniqueOrThrow({ where: { id: b2 } })).status).toBe('FAILED');
+    expect((await stack.database.funding.findUniqueOrThrow({ where: { id: g } })).status).toBe('FAILED');
 
     const rowA = await stack.database.funding.findUniqueOrThrow({ where: { id: a }, include: { events: true } });
     expect(rowA.status).toBe('APPROVED');
     expect(rowA.events.at(-1)?.detail).toMatch(/reconciliation/);
     expect(rowA.events.at(-1)?.requestReferenceNo).toMatch(/^[0-9a-f-]{36}$/);
     const rowB = await stack.database.funding.findUniqueOrThrow({ where: { id: b } });
-    expect(rowB).toMatchObject({ status: 'FAILED', errorCode: 'EXECUTE_FAILED' });
+    expect(rowB).toMatchObject({ status: 'NEEDS_REVIEW', errorCode: null });
+    expect(rowB.reviewReason).toMatch(/CREATED/);
     const ledger = await stack.admin.ledger();
     expect(ledger.transfers.find((transfer) => transfer.transferId === createdTransfer.data.transferId)?.executions).toBe(0);
 
