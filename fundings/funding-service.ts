@@ -41,7 +41,8 @@ export type StartFundingResult =
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
 /** Must match activities/funding.ts. */
-const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
+/** What a cash-in code is bound to when encrypted (the activities and rotate-keys open it). */
+export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
 
 export const withFundingEvents = { events: { orderBy: { id: 'asc' as const } } };
 

@@ -46,6 +46,10 @@ export interface PartnerStack {
   /** A vault as a worker builds it (its own wallet client and clock). */
   createVault(options?: { now?: () => number }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
+  /** A login URL for `partnerUserId` from POST /ops/links/login-urls. */
+  mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string>;
+  /** Opens a fresh login URL: the wallet's login page, its state, and the login cookie the start set. */
+  startLogin(partnerUserId: string, mobile?: string): Promise<{ location: URL; state: string; cookie: string }>;
   close(): Promise<void>;
 }
 
@@ -61,6 +65,10 @@ export async function startPartnerStack(
     logTo?: NodeJS.WritableStream;
     /** Temporal payload encryption for the API's client and the in-process worker. */
     payloadKeys?: PayloadKey[];
+    /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
+    loginSigningKey?: Buffer;
+    /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
+    extraOpsKeys?: string[];
   } = {},
 ): Promise<PartnerStack> {
   const server: Server = createServer();
@@ -112,7 +120,8 @@ export async function startPartnerStack(
       wallet,
       temporal,
       taskQueue,
-      opsApiKeys: [opsKey],
+      opsApiKeys: [opsKey, ...(options.extraOpsKeys ?? [])],
+      ...(options.loginSigningKey ? { loginSigningKey: options.loginSigningKey } : {}),
       connectReturnUrl: options.connectReturnUrl,
       // The sandbox calls the session URL from 127.0.0.1 (its registration's senderIp).
       sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
@@ -120,6 +129,17 @@ export async function startPartnerStack(
       ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     },
   });
+  const opsFetch = (path: string, init: RequestInit = {}) =>
+    fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } });
+  const mintLoginUrl = async (partnerUserId: string, mobile?: string) => {
+    const response = await opsFetch('/ops/links/login-urls', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partnerUserId, ...(mobile ? { mobile } : {}) }),
+    });
+    if (response.status !== 201) throw new Error(`login URL: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { url: string }).url;
+  };
   let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
   server.on('request', app);
   const vaultWallets: WalletClient[] = [];
@@ -188,8 +208,14 @@ export async function startPartnerStack(
       vaultWallets.push(vaultWallet);
       return createTokenVault({ database, tokens, wallet: vaultWallet, logger, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
     },
-    opsFetch: (path, init = {}) =>
-      fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+    opsFetch,
+    mintLoginUrl,
+    async startLogin(partnerUserId, mobile) {
+      const response = await fetch(await mintLoginUrl(partnerUserId, mobile), { redirect: 'manual' });
+      if (response.status !== 302) throw new Error(`login start answered ${response.status}`);
+      const location = new URL(response.headers.get('location')!);
+      return { location, state: location.searchParams.get('state')!, cookie: response.headers.getSetCookie()[0]!.split(';')[0]! };
+    },
     close: async () => {
       if (running) {
         running.worker.shutdown();

@@ -1,0 +1,51 @@
+// `walletflow rotate-keys`: after a new key is put first in TOKEN_ENCRYPTION_KEY (the old ones
+// after it), re-encrypts every stored token and cash-in code under the new key; then the old keys
+// can be dropped from the ring. Safe to run again, and while the API and workers run.
+import { loadConfig } from '../lib/config.ts';
+import { createDatabase, type Database } from '../lib/database.ts';
+import { cashInCodeContext } from '../fundings/funding-service.ts';
+import { createTokenCipher, type TokenCipher } from '../links/token-cipher.ts';
+import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
+import { exitCodes } from './exit-codes.ts';
+
+/** Cash-in codes of fundings not yet executed (the activities open them). */
+export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+  const count: RotationCount = { examined: 0, reencrypted: 0 };
+  const rows = await database.funding.findMany({ where: { cashInCodeEncrypted: { not: null } }, select: { id: true, cashInCodeEncrypted: true } });
+  for (const row of rows) {
+    count.examined += 1;
+    if (!row.cashInCodeEncrypted || !cipher.isStale(row.cashInCodeEncrypted)) continue;
+    const context = cashInCodeContext(row.id);
+    const resealed = cipher.encrypt(cipher.decrypt(row.cashInCodeEncrypted, context), context);
+    // Only if unchanged meanwhile: a concurrent writer's value wins.
+    const updated = await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } });
+    count.reencrypted += updated.count;
+  }
+  return count;
+}
+
+export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Record<'links' | 'sessions' | 'cashInCodes', RotationCount>> {
+  const cipher = createTokenCipher(keys);
+  return {
+    links: await reencryptLinkTokens(database, cipher),
+    sessions: await reencryptSessionTokens(database, cipher),
+    cashInCodes: await reencryptCashInCodes(database, cipher),
+  };
+}
+
+export async function runRotateKeys(): Promise<number> {
+  const config = loadConfig();
+  if (!config.databaseUrl || !config.tokenEncryptionKeys) {
+    console.error('walletflow rotate-keys: DATABASE_URL and TOKEN_ENCRYPTION_KEY (the new key first, then the old ones) are required');
+    return exitCodes.config;
+  }
+  const database = createDatabase(config.databaseUrl);
+  try {
+    const counts = await rotateKeys(database, config.tokenEncryptionKeys);
+    for (const [what, count] of Object.entries(counts)) console.log(`${what}: ${count.reencrypted} re-encrypted of ${count.examined}`);
+    console.log(`every stored secret is now under key ${createTokenCipher(config.tokenEncryptionKeys).keyId}; older keys can leave TOKEN_ENCRYPTION_KEY`);
+    return exitCodes.ok;
+  } finally {
+    await database.$disconnect();
+  }
+}
