@@ -28,6 +28,7 @@ export const secretVariables = [
   'PAYLOAD_ENCRYPTION_KEYS',
   'TEMPORAL_API_KEY',
   'TEMPORAL_TLS_KEY',
+  'CODEC_AUTH_TOKEN',
   // Not secrets, but PEM files like the key beside them.
   'TEMPORAL_TLS_CERT',
   'TEMPORAL_TLS_CA',
@@ -191,6 +192,7 @@ export const environmentSchema = z
     TEMPORAL_TLS_SERVER_NAME: optionalString,
     TEMPORAL_API_KEY: optionalString,
     TEMPORAL_TLS_DISABLED: booleanFlag,
+    CODEC_AUTH_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
     WORKFLOW_BUNDLE_PATH: optionalString,
     PAYLOAD_ENCRYPTION_KEYS: z.preprocess(
       emptyAsUndefined,
@@ -318,6 +320,8 @@ export interface AppConfig {
   fingerprintKey: Buffer | undefined;
   /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens (HS256); absent: only ops login URLs. */
   loginSigningKey: Buffer | undefined;
+  /** CODEC_AUTH_TOKEN: the bearer token of `walletflow codec-server`; absent: one per run. */
+  codecAuthToken: string | undefined;
   /** How long a session id from the session URL may be used at the landing page. */
   embeddedSessionTtlSeconds: number;
   /** How long the partner's web session (cookie) in the wallet app's web view lasts. */
@@ -452,6 +456,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     // added in front); production requires its own key (productionProblems).
     fingerprintKey: e.IDEMPOTENCY_FINGERPRINT_KEY ?? (e.NODE_ENV !== 'production' && e.TOKEN_ENCRYPTION_KEY ? deriveFingerprintKey(e.TOKEN_ENCRYPTION_KEY.at(-1)!) : undefined),
     loginSigningKey: e.LOGIN_SIGNING_KEY === undefined ? undefined : Buffer.from(e.LOGIN_SIGNING_KEY, 'utf8'),
+    codecAuthToken: e.CODEC_AUTH_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
     rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
