@@ -4,19 +4,26 @@
 import { loadConfig } from '../lib/config.ts';
 import { createDatabase, type Database } from '../lib/database.ts';
 import { cashInCodeContext } from '../fundings/funding-service.ts';
-import { createTokenCipher, type TokenCipher } from '../links/token-cipher.ts';
+import { createTokenCipher, TokenCipherError, type TokenCipher } from '../links/token-cipher.ts';
 import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
 import { exitCodes } from './exit-codes.ts';
 
 /** Cash-in codes of fundings not yet executed (the activities open them). */
 export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
-  const count: RotationCount = { examined: 0, reencrypted: 0 };
+  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
   const rows = await database.funding.findMany({ where: { cashInCodeEncrypted: { not: null } }, select: { id: true, cashInCodeEncrypted: true } });
   for (const row of rows) {
     count.examined += 1;
     if (!row.cashInCodeEncrypted || !cipher.isStale(row.cashInCodeEncrypted)) continue;
     const context = cashInCodeContext(row.id);
-    const resealed = cipher.encrypt(cipher.decrypt(row.cashInCodeEncrypted, context), context);
+    let resealed: Uint8Array<ArrayBuffer>;
+    try {
+      resealed = cipher.encrypt(cipher.decrypt(row.cashInCodeEncrypted, context), context);
+    } catch (error) {
+      if (!(error instanceof TokenCipherError)) throw error;
+      count.unreadable += 1;
+      continue;
+    }
     // Only if unchanged meanwhile: a concurrent writer's value wins.
     const updated = await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } });
     count.reencrypted += updated.count;
@@ -42,7 +49,13 @@ export async function runRotateKeys(): Promise<number> {
   const database = createDatabase(config.databaseUrl);
   try {
     const counts = await rotateKeys(database, config.tokenEncryptionKeys);
-    for (const [what, count] of Object.entries(counts)) console.log(`${what}: ${count.reencrypted} re-encrypted of ${count.examined}`);
+    for (const [what, count] of Object.entries(counts)) {
+      console.log(`${what}: ${count.reencrypted} re-encrypted of ${count.examined}${count.unreadable > 0 ? `, ${count.unreadable} under a key not in TOKEN_ENCRYPTION_KEY (left as they are)` : ''}`);
+    }
+    if (Object.values(counts).some((count) => count.unreadable > 0)) {
+      console.error('walletflow rotate-keys: some values are under a key the ring does not hold: keep every old key until they are re-encrypted');
+      return exitCodes.failed;
+    }
     console.log(`every stored secret is now under key ${createTokenCipher(config.tokenEncryptionKeys).keyId}; older keys can leave TOKEN_ENCRYPTION_KEY`);
     return exitCodes.ok;
   } finally {
