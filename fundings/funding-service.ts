@@ -79,7 +79,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
     view,
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
-    async start(idempotencyKey: string, body: CreateFundingRequest): Promise<StartFundingResult> {
+    async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string): Promise<StartFundingResult> {
       const requestFingerprint = fingerprint(body);
       const workflowId = workflowIdFor('funding', idempotencyKey);
       if (body.recipient.type === 'TOKEN') {
@@ -101,7 +101,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
                   ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.fundingEvent.create({ data: { fundingId, status: 'PENDING', detail: 'funding requested' } });
+        if (count === 1) await tx.fundingEvent.create({ data: { fundingId, status: 'PENDING', detail: actor ? `funding requested by ops key ${actor}` : 'funding requested' } });
         return count;
       });
       if (inserted === 1) {
@@ -116,7 +116,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
       return { kind: 'existing', funding: fundingView(existing) };
     },
 
-    async cancel(fundingId: string): Promise<CancelFundingResult> {
+    /** `actor`: the ops key's name (recorded in the funding's events). */
+    async cancel(fundingId: string, actor?: string): Promise<CancelFundingResult> {
       const funding = await deps.database.funding.findUnique({ where: { id: fundingId } });
       if (!funding) return { kind: 'not-found' };
       // The database decides the race with the workflow's beginExecute: only one of them wins.
@@ -125,7 +126,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
           where: { id: funding.id, status: { in: [...cancellableFundingStatuses] }, cancelRequested: false },
           data: { cancelRequested: true, status: 'FAILED', errorCode: 'CANCELLED', errorMessage: fundingErrorMessage('CANCELLED') },
         });
-        if (updated.count === 1) await tx.fundingEvent.create({ data: { fundingId: funding.id, status: 'FAILED', detail: 'cancelled by ops' } });
+        if (updated.count === 1) await tx.fundingEvent.create({ data: { fundingId: funding.id, status: 'FAILED', detail: actor ? `cancelled by ops key ${actor}` : 'cancelled by ops' } });
         return updated.count === 1;
       });
       if (!cancelled) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };

@@ -77,7 +77,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     },
 
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */
-    async start(idempotencyKey: string, body: CreatePaymentRequest): Promise<StartPaymentResult> {
+    async start(idempotencyKey: string, body: CreatePaymentRequest, actor?: string): Promise<StartPaymentResult> {
       const amount = normaliseAmount(body.amount);
       const fingerprint = requestFingerprint(deps.fingerprintKey, ['PAYMENT', body.linkId.toLowerCase(), amount.currency, amount.value]);
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
@@ -90,7 +90,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
           VALUES (${id}::uuid, ${idempotencyKey}, ${fingerprint}, ${workflowId}, 'PENDING'::"PaymentStatus", ${body.linkId}::uuid,
                   ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: 'payment requested' } });
+        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: actor ? `payment requested by ops key ${actor}` : 'payment requested' } });
         return count;
       });
       if (inserted === 1) {

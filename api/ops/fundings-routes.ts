@@ -10,6 +10,7 @@ import { withFundingEvents } from '../../fundings/funding-service.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
 import { decodeCursor, encodeCursor, listDateSchema, pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
+import { opsKeyNameOf } from './ops-auth.ts';
 import { validationProblem } from '../http/validation.ts';
 
 export interface OpsFundingsDependencies {
@@ -48,7 +49,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.fundings.start(key.data, parsed.data);
+    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals));
     switch (result.kind) {
       case 'created':
         res.status(202).json(result.funding);
@@ -111,7 +112,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
 
   router.post('/fundings/:fundingId/cancel', async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
-    const result = id.success ? await deps.fundings.cancel(id.data) : ({ kind: 'not-found' } as const);
+    const result = id.success ? await deps.fundings.cancel(id.data, opsKeyNameOf(res.locals)) : ({ kind: 'not-found' } as const);
     switch (result.kind) {
       case 'cancelled':
         res.json(result.funding);

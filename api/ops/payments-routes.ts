@@ -11,6 +11,7 @@ import type { PaymentService } from '../../payments/payment-service.ts';
 import { withPaymentEvents } from '../../payments/payment-service.ts';
 import { paymentView } from '../../payments/payment-view.ts';
 import { sendProblem } from '../http/problem.ts';
+import { opsKeyNameOf } from './ops-auth.ts';
 import { validationProblem } from '../http/validation.ts';
 
 export interface OpsPaymentsDependencies {
@@ -76,7 +77,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.payments.start(key.data, parsed.data);
+    const result = await deps.payments.start(key.data, parsed.data, opsKeyNameOf(res.locals));
     switch (result.kind) {
       case 'created':
       case 'existing': {
@@ -143,9 +144,9 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    // Who: a named operator when the caller says so (X-Ops-Actor), always with the key's fingerprint.
+    // Who: the ops key's name (contract-decisions section 12); X-Ops-Actor, when well-formed, is a note after it.
     const actor = actorSchema.safeParse(req.get('x-ops-actor'));
-    const resolvedBy = `${actor.success ? `${actor.data} ` : ''}(${String(res.locals.opsActor)})`.slice(0, 128);
+    const resolvedBy = `${opsKeyNameOf(res.locals)}${actor.success ? ` (as ${actor.data})` : ''}`.slice(0, 128);
     const result = await deps.payments.resolve(id.data, parsed.data, resolvedBy);
     switch (result.kind) {
       case 'resolved':
