@@ -7,6 +7,7 @@ import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMetrics, type Metrics } from '../lib/metrics.ts';
 import type { TokenStore } from '../links/token-store.ts';
+import type { OpsKey } from '../lib/ops-keys.ts';
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
@@ -56,7 +57,10 @@ export interface AppDependencies {
     wallet: WalletClient;
     temporal: TemporalClient;
     taskQueue: string;
-    opsApiKeys: string[];
+    /** OPS_API_KEYS: OpsKeys or entries (`name:scopes:key`, or a bare key: `default`, every scope). */
+    opsApiKeys: readonly (string | OpsKey)[];
+    /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens; absent: only ops login URLs. */
+    loginSigningKey?: Buffer | undefined;
     connectReturnUrl?: string | undefined;
     trustedProxies?: string[];
     /** Who may call the session URL (SESSION_ALLOWED_IPS); absent or empty: nobody. */
@@ -97,6 +101,8 @@ export function createApp(deps: AppDependencies): express.Express {
         logger: deps.logger,
         returnUrl: services.connectReturnUrl,
         rateLimiter: publicLimiter(),
+        loginSigningKey: services.loginSigningKey,
+        secureCookies: services.publicUrl?.startsWith('https:') ? true : undefined,
       }),
     );
     // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
@@ -120,7 +126,7 @@ export function createApp(deps: AppDependencies): express.Express {
     const ops = express.Router();
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     ops.use(express.json({ limit: '16kb' }));
-    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, profiles: { vault, wallet: services.wallet } }));
+    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
     const fundings = createFundingService({
       database: services.database,
       temporal: services.temporal,

@@ -6,7 +6,7 @@ import { createDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
-import { createTokenCipher, deriveSubkey } from '../links/token-cipher.ts';
+import { createTokenCipher } from '../links/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
@@ -27,9 +27,9 @@ try {
 const logger = createLogger({ level: config.logLevel, name: 'api', format: config.logFormat });
 const metrics = createMetrics({ defaultMetrics: true });
 const database = createDatabase(config.databaseUrl);
-const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys);
+const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security);
 const walletUrls = config.wallet;
-const cipher = createTokenCipher(config.tokenEncryptionKey);
+const cipher = createTokenCipher(config.tokenEncryptionKeys);
 const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger, metrics) });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
@@ -49,11 +49,12 @@ const app = createApp({
     database,
     tokens: createTokenStore(cipher),
     cipher,
-    fingerprintKey: deriveSubkey(config.tokenEncryptionKey, 'funding-fingerprint'),
+    fingerprintKey: config.fingerprintKey,
     wallet,
     temporal: temporal.client,
     taskQueue: config.temporal.taskQueue,
     opsApiKeys: config.opsApiKeys,
+    loginSigningKey: config.loginSigningKey,
     connectReturnUrl: config.connectReturnUrl,
     trustedProxies: config.trustedProxies,
     sessionAllowedIps: config.sessionAllowedIps,

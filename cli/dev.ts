@@ -113,7 +113,7 @@ export async function runDev(): Promise<void> {
       ...walletEnv,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
-      OPS_API_KEYS: process.env.OPS_API_KEYS ?? devState.opsApiKey,
+      OPS_API_KEYS: process.env.OPS_API_KEYS || devState.opsApiKey,
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
       // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
@@ -143,7 +143,8 @@ export async function runDev(): Promise<void> {
       sandbox,
       users,
       demoLinkId,
-      opsApiKey: childEnv.OPS_API_KEYS ?? '',
+      // Printed only when generated here: a key the operator gave stays off the terminal and its scrollback.
+      opsApiKey: process.env.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
       workerMetrics: config.workerMetricsPort > 0 ? `http://127.0.0.1:${config.workerMetricsPort}/metrics` : undefined,
     });
   } catch (error) {
@@ -153,21 +154,32 @@ export async function runDev(): Promise<void> {
   }
 }
 
-function printSummary(summary: {
+export interface DevSummary {
   apiBase: string;
   temporalUi: string | undefined;
   sandbox: RunningSandbox | undefined;
   users: SeededUser[];
   demoLinkId: string | undefined;
-  opsApiKey: string;
+  /** The ops key, when `walletflow dev` generated it (never one it was given). */
+  opsApiKey: { generated: true; key: string } | { generated: false };
   workerMetrics: string | undefined;
-}): void {
+}
+
+function printSummary(summary: DevSummary): void {
+  process.stdout.write(`${devSummaryLines(summary).join('\n')}\n\n`);
+}
+
+/** What `walletflow dev` prints once the stack is up. */
+export function devSummaryLines(summary: DevSummary): string[] {
+  const bearer = summary.opsApiKey.generated ? summary.opsApiKey.key : '<your ops API key>';
   const lines = [
     '',
     'walletflow is running. Ctrl-C stops everything.',
     '',
     `  API              ${summary.apiBase}   (health: ${summary.apiBase}/healthz, readiness: ${summary.apiBase}/readyz)`,
-    `  ops API key      ${summary.opsApiKey}   (Authorization: Bearer …)`,
+    summary.opsApiKey.generated
+      ? `  ops API key      ${summary.opsApiKey.key}   (generated for this machine; Authorization: Bearer …)`
+      : '  ops API key      yours, from OPS_API_KEYS (not printed)',
     `  metrics          ${summary.apiBase}/metrics${summary.workerMetrics ? `, worker ${summary.workerMetrics}` : ''}`,
   ];
   if (summary.temporalUi) lines.push(`  Temporal UI      ${summary.temporalUi}`);
@@ -199,9 +211,9 @@ function printSummary(summary: {
       '    fund by code:          npx walletflow fund --code <7 digits> --amount 100.50',
       ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
       `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
-      `    link a wallet:         ${summary.apiBase}/connect/start?partnerUserId=demo&mobile=${summary.users[0]?.mobile ?? ''}`,
+      `    link a wallet:         curl -s -X POST ${summary.apiBase}/ops/links/login-urls -H 'Authorization: Bearer ${bearer}' -H 'Content-Type: application/json' -d '{"partnerUserId":"demo","mobile":"${summary.users[0]?.mobile ?? ''}"}'   (open the url it answers)`,
       `    follow fundings:       ${summary.temporalUi ?? 'the Temporal UI'} (search: WalletflowStatus="APPROVED")`,
     );
   }
-  process.stdout.write(`${lines.join('\n')}\n\n`);
+  return lines;
 }

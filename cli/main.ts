@@ -22,6 +22,13 @@ program
   .action(async () => (await import('./migrate.ts')).runMigrate());
 
 program
+  .command('rotate-keys')
+  .description('re-encrypt stored tokens and cash-in codes under the first key of TOKEN_ENCRYPTION_KEY (put the new key first, keep the old ones after it until this is done)')
+  .action(async () => {
+    process.exitCode = await (await import('./rotate-keys.ts')).runRotateKeys();
+  });
+
+program
   .command('reconcile')
   .description('run one reconciliation sweep now and print what it found (the schedule runs it every few minutes)')
   .option('--older-than <seconds>', 'look at fundings not final after this many seconds (default: RECONCILE_AFTER_SECONDS)')

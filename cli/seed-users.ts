@@ -55,7 +55,7 @@ export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databas
   const profile = (await (await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}`)).json()) as { profileId: string };
   const database = createDatabase(databaseUrl, { maxConnections: 1 });
   try {
-    const { linkId } = await saveLinkWithTokens(database, createTokenStore(createTokenCipher(Buffer.from(tokenEncryptionKey, 'base64'))), {
+    const { linkId } = await saveLinkWithTokens(database, createTokenStore(createTokenCipher(tokenEncryptionKey.split(',').map((key) => Buffer.from(key.trim(), 'base64')))), {
       partnerUserId: `demo-${user.name.split(' ')[0]?.toLowerCase() ?? 'user'}`,
       profileId: profile.profileId,
       maskedUserId: `*******${user.mobile.slice(-4)}`,

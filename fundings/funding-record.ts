@@ -21,7 +21,8 @@ import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import { TokenCipherError, type TokenCipher } from '../links/token-cipher.ts';
+import type { RotationCount } from '../links/token-rotation.ts';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
@@ -37,6 +38,8 @@ export interface NewFunding {
   recipient: CreateFundingRequest['recipient'];
   /** Normalised (domain/money.ts). */
   amount: Amount;
+  /** The ops key's name when ops asked (contract section 12), for the first event. */
+  requestedBy?: string;
 }
 
 /** The timeline event written with a move: the wallet call behind it, and why. */
@@ -165,7 +168,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
                   ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await appendEvent(tx, id, 'PENDING', { detail: 'funding requested' });
+        if (count === 1) await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' });
         return count;
       });
       return inserted === 1;
@@ -210,11 +213,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /** Ops' cancel: FAILED/CANCELLED only while no execute can have been sent (see beginExecute). */
-    async cancel(funding: Pick<Funding, 'id' | 'createdAt'>): Promise<boolean> {
+    async cancel(funding: Pick<Funding, 'id' | 'createdAt'>, actor?: string): Promise<boolean> {
       const cancelled = await move(
         funding.id,
         'FAILED',
-        { detail: 'cancelled by ops' },
+        { detail: actor ? `cancelled by ops key ${actor}` : 'cancelled by ops' },
         {
           among: (from) => (cancellableFundingStatuses as readonly FundingStatus[]).includes(from),
           where: { cancelRequested: false },
@@ -278,3 +281,29 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 }
 
 export type FundingRecord = ReturnType<typeof createFundingRecord>;
+
+/**
+ * Key rotation (`walletflow rotate-keys`): every stored cash-in code re-sealed under the ring's
+ * first key, each only if unchanged meanwhile. A write to the funding table, so it lives here.
+ */
+export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
+  const rows = await database.funding.findMany({ where: { cashInCodeEncrypted: { not: null } }, select: { id: true, cashInCodeEncrypted: true } });
+  for (const row of rows) {
+    count.examined += 1;
+    if (!row.cashInCodeEncrypted || !cipher.isStale(row.cashInCodeEncrypted)) continue;
+    const context = cashInCodeContext(row.id);
+    let resealed: Uint8Array<ArrayBuffer>;
+    try {
+      resealed = cipher.encrypt(cipher.decrypt(row.cashInCodeEncrypted, context), context);
+    } catch (error) {
+      if (!(error instanceof TokenCipherError)) throw error;
+      count.unreadable += 1;
+      continue;
+    }
+    // Only if unchanged meanwhile: a concurrent writer's value wins.
+    const updated = await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } });
+    count.reencrypted += updated.count;
+  }
+  return count;
+}

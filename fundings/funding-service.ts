@@ -82,7 +82,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
     },
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
-    async start(idempotencyKey: string, body: CreateFundingRequest): Promise<StartFundingResult> {
+    async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string): Promise<StartFundingResult> {
       const requestFingerprint = fingerprint(body);
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       if (body.recipient.type === 'TOKEN') {
@@ -91,7 +91,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;
-      const inserted = await record.insert({ id: fundingId, idempotencyKey, requestFingerprint, workflowId, recipient, amount: normaliseAmount(body.amount) });
+      const inserted = await record.insert({ id: fundingId, idempotencyKey, requestFingerprint, workflowId, recipient, amount: normaliseAmount(body.amount), ...(actor ? { requestedBy: actor } : {}) });
       if (inserted) {
         await startWorkflow(fundingId, workflowId, recipient.type);
         deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');
@@ -104,11 +104,12 @@ export function createFundingService(deps: FundingServiceDependencies) {
       return { kind: 'existing', funding: fundingView(existing) };
     },
 
-    async cancel(fundingId: string): Promise<CancelFundingResult> {
+    /** `actor`: the ops key's name (recorded in the funding's events). */
+    async cancel(fundingId: string, actor?: string): Promise<CancelFundingResult> {
       const funding = await record.find(fundingId);
       if (!funding) return { kind: 'not-found' };
       // The database decides the race with the workflow's beginExecute: only one of them wins.
-      if (!(await record.cancel(funding))) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
+      if (!(await record.cancel(funding, actor))) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
       await deps.temporal.workflow
         .getHandle(funding.workflowId)
         .signal(fundingCancelledSignal)

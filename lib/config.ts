@@ -1,10 +1,12 @@
 // The one place configuration is read: a zod schema over the environment (names fixed by
 // contract-decisions section 1). A bad or missing value stops start-up with a message naming the
 // variable. Secrets may come from files through the same name with `_FILE` appended.
+import { hkdfSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 import { parsePayloadKeys, type PayloadKey } from './payload-codec.ts';
+import { OpsKeyError, parseOpsKeys, type OpsKey } from './ops-keys.ts';
 import {
   profileDecryptionJwkSchema,
   profileVerificationJwkSchema,
@@ -20,8 +22,16 @@ export const secretVariables = [
   'PROFILE_VERIFICATION_JWK',
   'OPS_API_KEYS',
   'TOKEN_ENCRYPTION_KEY',
+  'IDEMPOTENCY_FINGERPRINT_KEY',
+  'LOGIN_SIGNING_KEY',
   'DATABASE_URL',
   'PAYLOAD_ENCRYPTION_KEYS',
+  'TEMPORAL_API_KEY',
+  'TEMPORAL_TLS_KEY',
+  'CODEC_AUTH_TOKEN',
+  // Not secrets, but PEM files like the key beside them.
+  'TEMPORAL_TLS_CERT',
+  'TEMPORAL_TLS_CA',
 ] as const;
 
 /**
@@ -104,13 +114,18 @@ export function isAddressOrCidr(value: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+const decodeKey32 = (value: string): Buffer | undefined => {
+  const key = Buffer.from(value, 'base64');
+  return key.length === 32 && key.toString('base64').replace(/=+$/, '') === value.trim().replace(/=+$/, '') ? key : undefined;
+};
+
 const base64Key = z.preprocess(
   emptyAsUndefined,
   z
     .string()
     .transform((value, ctx) => {
-      const key = Buffer.from(value, 'base64');
-      if (key.length !== 32 || key.toString('base64').replace(/=+$/, '') !== value.trim().replace(/=+$/, '')) {
+      const key = decodeKey32(value);
+      if (!key) {
         ctx.addIssue({ code: 'custom', message: 'must be 32 bytes in base64 (openssl rand -base64 32)' });
         return z.NEVER;
       }
@@ -118,6 +133,25 @@ const base64Key = z.preprocess(
     })
     .optional(),
 );
+
+/** A key ring: comma-separated 32-byte base64 keys; the first encrypts, every one decrypts. */
+const base64KeyRing = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .transform((value, ctx) => {
+      const keys = value.split(',').map((item) => decodeKey32(item.trim()));
+      const position = keys.findIndex((key) => !key);
+      if (position >= 0) {
+        ctx.addIssue({ code: 'custom', message: `key ${position + 1}: every key must be 32 bytes in base64 (openssl rand -base64 32), comma-separated, the newest first` });
+        return z.NEVER;
+      }
+      return keys as Buffer[];
+    })
+    .optional(),
+);
+
+const booleanFlag = z.preprocess(emptyAsUndefined, z.enum(['true', 'false'], { error: 'must be true or false' }).optional()).transform((value) => value === 'true');
 
 const portNumber = (fallback: number) =>
   z.preprocess(
@@ -151,6 +185,14 @@ export const environmentSchema = z
     ),
     TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
+    TEMPORAL_TLS: booleanFlag,
+    TEMPORAL_TLS_CA: optionalString,
+    TEMPORAL_TLS_CERT: optionalString,
+    TEMPORAL_TLS_KEY: optionalString,
+    TEMPORAL_TLS_SERVER_NAME: optionalString,
+    TEMPORAL_API_KEY: optionalString,
+    TEMPORAL_TLS_DISABLED: booleanFlag,
+    CODEC_AUTH_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
     WORKFLOW_BUNDLE_PATH: optionalString,
     PAYLOAD_ENCRYPTION_KEYS: z.preprocess(
       emptyAsUndefined,
@@ -190,14 +232,30 @@ export const environmentSchema = z
     TRUSTED_PROXIES: commaList.pipe(
       z.array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range')).optional(),
     ),
-    OPS_API_KEYS: commaList,
-    TOKEN_ENCRYPTION_KEY: base64Key,
+    OPS_API_KEYS: commaList.transform((entries, ctx) => {
+      try {
+        return parseOpsKeys(entries ?? []);
+      } catch (error) {
+        if (!(error instanceof OpsKeyError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message });
+        return z.NEVER;
+      }
+    }),
+    TOKEN_ENCRYPTION_KEY: base64KeyRing,
+    IDEMPOTENCY_FINGERPRINT_KEY: base64Key,
+    LOGIN_SIGNING_KEY: optionalString,
     EMBEDDED_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3600).default(120)),
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
     PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
     SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
   })
   .superRefine((env, ctx) => {
+    if (env.TEMPORAL_TLS_DISABLED && (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)) {
+      ctx.addIssue({ code: 'custom', path: ['TEMPORAL_TLS_DISABLED'], message: 'is true while TLS settings are given: choose one' });
+    }
+    if ((env.TEMPORAL_TLS_CERT === undefined) !== (env.TEMPORAL_TLS_KEY === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['TEMPORAL_TLS_CERT'], message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the mTLS client certificate and its key) go together' });
+    }
     const urls = walletUrlVariables.filter((name) => env[name] !== undefined);
     if (urls.length > 0) {
       for (const name of walletServiceVariables) {
@@ -240,7 +298,7 @@ export interface AppConfig {
   workerMetricsPort: number;
   /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
   databaseUrl: string | undefined;
-  temporal: { address: string | undefined; namespace: string; taskQueue: string };
+  temporal: { address: string | undefined; namespace: string; taskQueue: string; security: TemporalSecurity };
   /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
   workflowBundlePath: string | undefined;
   /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */
@@ -254,8 +312,16 @@ export interface AppConfig {
   connectReturnUrl: string | undefined;
   sessionAllowedIps: string[];
   trustedProxies: string[];
-  opsApiKeys: string[];
-  tokenEncryptionKey: Buffer | undefined;
+  /** OPS_API_KEYS: named, scoped keys (a bare key is `default` with every scope). */
+  opsApiKeys: OpsKey[];
+  /** TOKEN_ENCRYPTION_KEY as a key ring: the first encrypts, every one decrypts. */
+  tokenEncryptionKeys: Buffer[] | undefined;
+  /** The HMAC key of idempotency fingerprints: IDEMPOTENCY_FINGERPRINT_KEY, never a token key in production. */
+  fingerprintKey: Buffer | undefined;
+  /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens (HS256); absent: only ops login URLs. */
+  loginSigningKey: Buffer | undefined;
+  /** CODEC_AUTH_TOKEN: the bearer token of `walletflow codec-server`; absent: one per run. */
+  codecAuthToken: string | undefined;
   /** How long a session id from the session URL may be used at the landing page. */
   embeddedSessionTtlSeconds: number;
   /** How long the partner's web session (cookie) in the wallet app's web view lasts. */
@@ -266,6 +332,17 @@ export interface AppConfig {
    * wallet service's few sender addresses carrying every user's tile opening.
    */
   rateLimits: { publicPerMinute: number; sessionPerMinute: number };
+}
+
+/**
+ * How walletflow reaches Temporal: TLS (system roots, or TEMPORAL_TLS_CA), an mTLS client
+ * certificate, an API key (Temporal Cloud), or plaintext; `tlsDisabled` is production's explicit
+ * opt-out (TEMPORAL_TLS_DISABLED=true).
+ */
+export interface TemporalSecurity {
+  tls: { serverName?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } } | undefined;
+  apiKey: string | undefined;
+  tlsDisabled: boolean;
 }
 
 export class ConfigError extends Error {
@@ -296,6 +373,27 @@ function resolveSecretFiles(env: Env): { env: Env; problems: string[] } {
     }
   }
   return { env: resolved, problems };
+}
+
+/** The development fallback of the fingerprint key (what every version before the key ring used). */
+function deriveFingerprintKey(tokenKey: Buffer): Buffer {
+  return Buffer.from(hkdfSync('sha256', tokenKey, Buffer.alloc(0), 'walletflow:funding-fingerprint', 32));
+}
+
+function temporalSecurity(e: Environment): TemporalSecurity {
+  const pem = (text: string) => Buffer.from(text.replace(/\\n/g, '\n'), 'utf8');
+  const wantsTls = e.TEMPORAL_TLS || [e.TEMPORAL_TLS_CA, e.TEMPORAL_TLS_CERT, e.TEMPORAL_TLS_SERVER_NAME, e.TEMPORAL_API_KEY].some((value) => value !== undefined);
+  return {
+    tls: wantsTls
+      ? {
+          ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverName: e.TEMPORAL_TLS_SERVER_NAME } : {}),
+          ...(e.TEMPORAL_TLS_CA ? { serverRootCACertificate: pem(e.TEMPORAL_TLS_CA) } : {}),
+          ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY ? { clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT), key: pem(e.TEMPORAL_TLS_KEY) } } : {}),
+        }
+      : undefined,
+    apiKey: e.TEMPORAL_API_KEY,
+    tlsDisabled: e.TEMPORAL_TLS_DISABLED,
+  };
 }
 
 /** Validates the environment; throws ConfigError naming every bad variable. */
@@ -343,7 +441,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     logFormat: e.LOG_FORMAT,
     workerMetricsPort: e.WORKER_METRICS_PORT,
     databaseUrl: e.DATABASE_URL,
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE },
+    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, security: temporalSecurity(e) },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
@@ -352,8 +450,13 @@ export function loadConfig(source: Env = process.env): AppConfig {
     connectReturnUrl: e.CONNECT_RETURN_URL,
     sessionAllowedIps: e.SESSION_ALLOWED_IPS ?? [],
     trustedProxies: e.TRUSTED_PROXIES ?? [],
-    opsApiKeys: e.OPS_API_KEYS ?? [],
-    tokenEncryptionKey: e.TOKEN_ENCRYPTION_KEY,
+    opsApiKeys: e.OPS_API_KEYS,
+    tokenEncryptionKeys: e.TOKEN_ENCRYPTION_KEY,
+    // Outside production, absent: derived from the oldest token key (stable while newer keys are
+    // added in front); production requires its own key (productionProblems).
+    fingerprintKey: e.IDEMPOTENCY_FINGERPRINT_KEY ?? (e.NODE_ENV !== 'production' && e.TOKEN_ENCRYPTION_KEY ? deriveFingerprintKey(e.TOKEN_ENCRYPTION_KEY.at(-1)!) : undefined),
+    loginSigningKey: e.LOGIN_SIGNING_KEY === undefined ? undefined : Buffer.from(e.LOGIN_SIGNING_KEY, 'utf8'),
+    codecAuthToken: e.CODEC_AUTH_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
     rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
@@ -363,12 +466,50 @@ export function loadConfig(source: Env = process.env): AppConfig {
 /** A config whose embedded defaults have all been resolved, as the API and the worker need it. */
 export interface ResolvedConfig extends AppConfig {
   databaseUrl: string;
-  temporal: { address: string; namespace: string; taskQueue: string };
+  temporal: { address: string; namespace: string; taskQueue: string; security: TemporalSecurity };
   wallet: WalletServiceConfig;
-  tokenEncryptionKey: Buffer;
+  tokenEncryptionKeys: Buffer[];
+  fingerprintKey: Buffer;
 }
 
-const loopbackHost = /^(localhost|127\.\d+\.\d+\.\d+|\[::1\])$/i;
+/** This machine, in any spelling: loopback, unspecified, IPv4-mapped and the like. */
+export function isLocalHostname(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  const family = isIP(host);
+  if (family === 0) return false;
+  return isLocalAddress(host);
+}
+
+/** 127.0.0.0/8, 0.0.0.0/8, ::1, ::, and their IPv4-mapped and IPv4-compatible forms. */
+function isLocalAddress(address: string): boolean {
+  const mapped = /^(?:::ffff:|::)(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address)?.slice(1).join(':');
+  if (mapped && mapped.includes(':')) {
+    const [high = '0', low = '0'] = mapped.split(':');
+    const first = Number.parseInt(high, 16) >> 8;
+    return first === 127 || first === 0 || (Number.parseInt(high, 16) === 0 && Number.parseInt(low, 16) <= 1);
+  }
+  const v4 = mapped ?? (isIP(address) === 4 ? address : undefined);
+  if (v4) {
+    const first = Number(v4.split('.')[0]);
+    return first === 127 || first === 0;
+  }
+  const expanded = expandIpv6(address);
+  return expanded === '0000:0000:0000:0000:0000:0000:0000:0001' || expanded === '0000:0000:0000:0000:0000:0000:0000:0000';
+}
+
+function expandIpv6(address: string): string {
+  const [head = '', tail = ''] = address.split('::');
+  const headGroups = head === '' ? [] : head.split(':');
+  const tailGroups = tail === '' ? [] : tail.split(':');
+  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
+  return groups.map((group) => group.padStart(4, '0')).join(':');
+}
+
+/** An allowlist entry that lets everyone in: a /0 range. */
+const isEveryone = (entry: string) => /\/0+$/.test(entry);
+/** An allowlist entry naming this machine (the sandbox's sender, a test address). */
+const isLocalEntry = (entry: string) => isLocalHostname(entry.split('/')[0] ?? '');
 
 /**
  * In production, weak settings that are fine for development stop start-up: ops keys shorter than
@@ -379,20 +520,44 @@ export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];
   if (config.opsApiKeys.length === 0) problems.push('OPS_API_KEYS: is required in production');
-  if (config.opsApiKeys.some((key) => Buffer.byteLength(key, 'utf8') < 32)) {
-    problems.push('OPS_API_KEYS: every key must be at least 32 bytes in production (openssl rand -base64 32)');
+  for (const key of config.opsApiKeys) {
+    if (Buffer.byteLength(key.key, 'utf8') < 32) {
+      problems.push(`OPS_API_KEYS: the key named ${key.name} is shorter than 32 bytes; every key must be at least 32 bytes in production (openssl rand -base64 32)`);
+    }
   }
-  if (!config.tokenEncryptionKey) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
+  if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
+  if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required in production (openssl rand -base64 32; its own key, not a token key)');
   if (config.wallet) {
     for (const [name, url] of [['CONNECT_URL', config.wallet.connectUrl], ['OP_URL', config.wallet.opUrl], ['TRANSFER_URL', config.wallet.transferUrl]] as const) {
-      if (loopbackHost.test(new URL(url).hostname) || new URL(url).hostname === '[::1]') {
+      if (isLocalHostname(new URL(url).hostname)) {
         problems.push(`${name}: points at this machine (the sandbox?); production needs the operator's service`);
       }
     }
     if (config.wallet.clientId.startsWith('sandbox-')) problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
+    const verification = config.wallet.profileVerificationJwk as { k?: unknown };
+    if (typeof verification.k === 'string' && Buffer.from(verification.k, 'base64url').length < 32) {
+      problems.push('PROFILE_VERIFICATION_JWK: the HS256 key is shorter than 32 bytes; production needs the operator-issued key');
+    }
+  }
+  if (config.loginSigningKey && config.loginSigningKey.length < 32) {
+    problems.push('LOGIN_SIGNING_KEY: must be at least 32 bytes in production (openssl rand -base64 32)');
   }
   if (config.sessionAllowedIps.length === 0) problems.push("SESSION_ALLOWED_IPS: is required in production (the operator's sender addresses)");
+  for (const entry of config.sessionAllowedIps) {
+    if (isEveryone(entry)) problems.push(`SESSION_ALLOWED_IPS: ${entry} lets every address call the session URL; list the operator's sender addresses`);
+    else if (isLocalEntry(entry)) problems.push(`SESSION_ALLOWED_IPS: ${entry} is this machine (the sandbox?); list the operator's sender addresses`);
+  }
   if (!config.publicUrl?.startsWith('https://')) problems.push('PUBLIC_URL: must be the https:// address of the API in production');
+  else if (config.trustedProxies.length === 0) {
+    problems.push('TRUSTED_PROXIES: is required in production when PUBLIC_URL is https (the TLS proxy in front of the API); without it every client looks like the proxy');
+  }
+  for (const entry of config.trustedProxies) {
+    if (isEveryone(entry)) problems.push(`TRUSTED_PROXIES: ${entry} would let any client choose its own address; list the proxies`);
+  }
+  const temporal = config.temporal.security;
+  if (!temporal.tls && !temporal.tlsDisabled) {
+    problems.push('TEMPORAL_TLS: production reaches Temporal over TLS (TEMPORAL_TLS=true, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT/KEY, TEMPORAL_API_KEY) or says TEMPORAL_TLS_DISABLED=true');
+  }
   return problems;
 }
 
@@ -402,7 +567,8 @@ export function requireResolved(config: AppConfig): ResolvedConfig {
   if (!config.databaseUrl) problems.push('DATABASE_URL: is required (`npm run dev` starts an embedded PostgreSQL)');
   if (!config.temporal.address) problems.push('TEMPORAL_ADDRESS: is required (`npm run dev` starts the Temporal dev server)');
   if (!config.wallet) problems.push(`${walletServiceVariables.join(', ')}: are required (\`npm run dev\` starts the sandbox)`);
-  if (!config.tokenEncryptionKey) problems.push('TOKEN_ENCRYPTION_KEY: is required (32 bytes, base64)');
+  if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required (32 bytes, base64)');
+  else if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required (32 bytes, base64)');
   if (problems.length > 0) throw new ConfigError(problems);
   return config as ResolvedConfig;
 }

@@ -1,7 +1,15 @@
-// The Temporal client connection for the API and CLI, its readiness probe, and updates to a waiting workflow.
+// The Temporal client connection for the API and CLI, its readiness probe, and updates to a
+// waiting workflow; how every process reaches a secured Temporal (TLS, an mTLS client
+// certificate, an API key: TEMPORAL_TLS_*).
 import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
+import type { TemporalSecurity } from './config.ts';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
+
+/** The connection options a TemporalSecurity gives (for Connection and the worker's NativeConnection alike). */
+export function temporalConnectionOptions(address: string, security: TemporalSecurity | undefined): { address: string; tls?: NonNullable<TemporalSecurity['tls']>; apiKey?: string } {
+  return { address, ...(security?.tls ? { tls: security.tls } : {}), ...(security?.apiKey ? { apiKey: security.apiKey } : {}) };
+}
 
 export interface TemporalHandle {
   connection: Connection;
@@ -10,8 +18,8 @@ export interface TemporalHandle {
 }
 
 /** Connects lazily: the API starts (and reports not-ready) even while Temporal is down. */
-export function connectTemporal(address: string, namespace: string, payloadKeys?: PayloadKey[]): TemporalHandle {
-  const connection = Connection.lazy({ address });
+export function connectTemporal(address: string, namespace: string, payloadKeys?: PayloadKey[], security?: TemporalSecurity): TemporalHandle {
+  const connection = Connection.lazy(temporalConnectionOptions(address, security));
   const dataConverter = dataConverterFor(payloadKeys);
   const client = new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
   return { connection, client, close: () => connection.close() };

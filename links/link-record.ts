@@ -1,5 +1,6 @@
 // Links: a partner user's connection to a wallet account. Found or created by the wallet's
-// profileId (one per kind), with its tokens replaced in the same transaction.
+// profileId (one per kind), with its tokens replaced in the same transaction. A login never moves
+// a link to another partner user (contract-decisions section 12): that refusal is LinkOwnedError.
 import type { Database } from '../lib/database.ts';
 import type { PlainTokens, TokenStore } from './token-store.ts';
 
@@ -13,9 +14,21 @@ export interface LinkInput {
   requestReferenceNo: string | null;
 }
 
+/** The wallet is linked to another partner user: nothing was changed. */
+export class LinkOwnedError extends Error {
+  readonly code = 'LINK_OWNED_BY_ANOTHER_USER';
+  constructor(readonly linkId: string) {
+    super('the wallet is linked to another partner user');
+    this.name = 'LinkOwnedError';
+  }
+}
+
 export async function saveLinkWithTokens(database: Database, tokens: TokenStore, input: LinkInput): Promise<{ linkId: string; created: boolean }> {
   return database.$transaction(async (tx) => {
-    const existing = await tx.link.findUnique({ where: { profileId_kind: { profileId: input.profileId, kind: input.kind } }, select: { id: true } });
+    // Locked: two logins of the same wallet for different partner users cannot both pass the check.
+    const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string }>>`
+      SELECT id, partner_user_id FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
+    if (existing && existing.partner_user_id !== input.partnerUserId) throw new LinkOwnedError(existing.id);
     const link = await tx.link.upsert({
       where: { profileId_kind: { profileId: input.profileId, kind: input.kind } },
       create: {
@@ -27,13 +40,14 @@ export async function saveLinkWithTokens(database: Database, tokens: TokenStore,
         status: 'ACTIVE',
       },
       update: {
-        partnerUserId: input.partnerUserId,
         maskedUserId: input.maskedUserId ?? undefined,
         scopes: input.scopes,
         status: 'ACTIVE',
       },
-      select: { id: true },
+      select: { id: true, partnerUserId: true },
     });
+    // A row created concurrently by another partner user's login is theirs: roll back.
+    if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
     await tokens.save(tx, link.id, input.tokens);
     await tx.linkEvent.create({
       data: {
@@ -48,14 +62,14 @@ export async function saveLinkWithTokens(database: Database, tokens: TokenStore,
   });
 }
 
-/** Removes a link's tokens; the link stays, UNLINKED, for its history. */
-export async function unlink(database: Database, tokens: TokenStore, linkId: string): Promise<boolean> {
+/** Removes a link's tokens; the link stays, UNLINKED, for its history. `actor`: the ops key's name. */
+export async function unlink(database: Database, tokens: TokenStore, linkId: string, actor?: string): Promise<boolean> {
   return database.$transaction(async (tx) => {
     const link = await tx.link.findUnique({ where: { id: linkId }, select: { id: true } });
     if (!link) return false;
     await tokens.remove(tx, linkId);
     await tx.link.update({ where: { id: linkId }, data: { status: 'UNLINKED' } });
-    await tx.linkEvent.create({ data: { linkId, type: 'UNLINKED' } });
+    await tx.linkEvent.create({ data: { linkId, type: 'UNLINKED', actor: actor?.slice(0, 64) ?? null } });
     return true;
   });
 }

@@ -1,6 +1,8 @@
-// Tokens at rest: AES-256-GCM under TOKEN_ENCRYPTION_KEY. Each value gets a fresh 96-bit nonce and
-// is bound (as associated data) to its row and column, so a ciphertext copied to another link or
-// field fails to decrypt instead of handing out the wrong user's token.
+// Tokens at rest: AES-256-GCM under TOKEN_ENCRYPTION_KEY, a key ring: the first key encrypts, every
+// key decrypts (each value names its key by id), so keys rotate without downtime and `walletflow
+// rotate-keys` re-encrypts what older keys sealed. Each value gets a fresh 96-bit nonce and is bound
+// (as associated data) to its row and column, so a ciphertext copied to another link or field fails
+// to decrypt instead of handing out the wrong user's token.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const FORMAT_VERSION = 1;
@@ -12,18 +14,29 @@ export class TokenCipherError extends Error {
 }
 
 export interface TokenCipher {
-  /** Key id: the first 8 hex digits of SHA-256(key), stored with every value for rotation. */
+  /** The encrypting key's id: the first 8 hex digits of SHA-256(key), stored with every value. */
   readonly keyId: string;
   encrypt(plaintext: string, context: string): Uint8Array<ArrayBuffer>;
   decrypt(sealed: Uint8Array, context: string): string;
+  /** true when `sealed` was encrypted under another key than the first (rotate-keys re-encrypts it). */
+  isStale(sealed: Uint8Array): boolean;
 }
 
-export function createTokenCipher(key: Buffer): TokenCipher {
-  if (key.length !== 32) throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32 bytes');
-  const keyIdBytes = createHash('sha256').update(key).digest().subarray(0, 4);
+const keyIdOf = (key: Buffer) => createHash('sha256').update(key).digest().subarray(0, 4);
+
+/** `keys`: the ring, newest first (one key is a ring of one). */
+export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher {
+  const ring = Buffer.isBuffer(keys) ? [keys] : [...keys];
+  const [key] = ring;
+  if (!key || ring.some((each) => each.length !== 32)) throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32-byte keys');
+  const keyIdBytes = keyIdOf(key);
   const keyId = keyIdBytes.toString('hex');
+  const decryptKeys = new Map(ring.map((each) => [keyIdOf(each).toString('hex'), each] as const));
   return {
     keyId,
+    isStale(sealed) {
+      return !Buffer.from(sealed).subarray(1, 1 + keyIdBytes.length).equals(keyIdBytes);
+    },
     encrypt(plaintext, context) {
       const nonce = randomBytes(NONCE_BYTES);
       const cipher = createCipheriv('aes-256-gcm', key, nonce);
@@ -38,14 +51,13 @@ export function createTokenCipher(key: Buffer): TokenCipher {
       if (data.length < header + NONCE_BYTES + TAG_BYTES || data[0] !== FORMAT_VERSION) {
         throw new TokenCipherError('stored token has an unknown format');
       }
-      if (!data.subarray(1, header).equals(keyIdBytes)) {
-        throw new TokenCipherError('stored token was encrypted under another key');
-      }
+      const sealedWith = decryptKeys.get(data.subarray(1, header).toString('hex'));
+      if (!sealedWith) throw new TokenCipherError('stored token was encrypted under another key (not in TOKEN_ENCRYPTION_KEY)');
       const nonce = data.subarray(header, header + NONCE_BYTES);
       const tag = data.subarray(header + NONCE_BYTES, header + NONCE_BYTES + TAG_BYTES);
       const body = data.subarray(header + NONCE_BYTES + TAG_BYTES);
       try {
-        const decipher = createDecipheriv('aes-256-gcm', key, nonce);
+        const decipher = createDecipheriv('aes-256-gcm', sealedWith, nonce);
         decipher.setAAD(Buffer.from(context, 'utf8'));
         decipher.setAuthTag(tag);
         return Buffer.concat([decipher.update(body), decipher.final()]).toString('utf8');
@@ -56,7 +68,7 @@ export function createTokenCipher(key: Buffer): TokenCipher {
   };
 }
 
-/** A key for another purpose (e.g. request fingerprints) derived from TOKEN_ENCRYPTION_KEY (HKDF-SHA256). */
+/** A key for another purpose derived from a key (HKDF-SHA256). Idempotency fingerprints have their own key (IDEMPOTENCY_FINGERPRINT_KEY). */
 export function deriveSubkey(key: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `walletflow:${purpose}`, 32));
 }

@@ -18,8 +18,8 @@ export interface StoredTokens extends PlainTokens {
 
 type Tx = Prisma.TransactionClient | Database;
 
-const accessContext = (linkId: string) => `link:${linkId}:access_token`;
-const refreshContext = (linkId: string) => `link:${linkId}:refresh_token`;
+export const linkAccessTokenContext = (linkId: string) => `link:${linkId}:access_token`;
+export const linkRefreshTokenContext = (linkId: string) => `link:${linkId}:refresh_token`;
 
 interface TokenRow {
   access_token_encrypted: Uint8Array;
@@ -40,8 +40,8 @@ export interface TokenStore {
 
 export function createTokenStore(cipher: TokenCipher): TokenStore {
   const open = (linkId: string, row: TokenRow): StoredTokens => ({
-    accessToken: cipher.decrypt(row.access_token_encrypted, accessContext(linkId)),
-    refreshToken: cipher.decrypt(row.refresh_token_encrypted, refreshContext(linkId)),
+    accessToken: cipher.decrypt(row.access_token_encrypted, linkAccessTokenContext(linkId)),
+    refreshToken: cipher.decrypt(row.refresh_token_encrypted, linkRefreshTokenContext(linkId)),
     accessTokenExpiresAt: row.access_token_expires_at,
     refreshTokenExpiresAt: row.refresh_token_expires_at,
     version: row.version,
@@ -49,8 +49,8 @@ export function createTokenStore(cipher: TokenCipher): TokenStore {
   return {
     async save(tx, linkId, tokens) {
       const sealed = {
-        accessTokenEncrypted: cipher.encrypt(tokens.accessToken, accessContext(linkId)),
-        refreshTokenEncrypted: cipher.encrypt(tokens.refreshToken, refreshContext(linkId)),
+        accessTokenEncrypted: cipher.encrypt(tokens.accessToken, linkAccessTokenContext(linkId)),
+        refreshTokenEncrypted: cipher.encrypt(tokens.refreshToken, linkRefreshTokenContext(linkId)),
         accessTokenExpiresAt: tokens.accessTokenExpiresAt,
         refreshTokenExpiresAt: tokens.refreshTokenExpiresAt,
       };

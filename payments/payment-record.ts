@@ -28,6 +28,8 @@ export interface NewPayment {
   linkId: string;
   /** Normalised (domain/money.ts). */
   amount: Amount;
+  /** The ops key's name when ops asked (contract section 12), for the first event. */
+  requestedBy?: string;
 }
 
 export interface Resolution {
@@ -123,7 +125,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
           VALUES (${id}::uuid, ${payment.idempotencyKey}, ${payment.requestFingerprint}, ${payment.workflowId}, 'PENDING'::"PaymentStatus", ${payment.linkId}::uuid,
                   ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: 'payment requested' } });
+        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested' } });
         return count;
       });
       return inserted === 1;

@@ -48,7 +48,7 @@ export interface ConnectSettings {
 }
 
 export interface ConnectCalls {
-  authorizeUrl(input: { mobile: string; state?: string }): string;
+  authorizeUrl(input: { mobile?: string; state?: string }): string;
   exchangeCode(code: string): Promise<WalletResult<UserTokens>>;
   refreshStandalone(refreshToken: string, scope?: string): Promise<WalletResult<UserTokens>>;
   clientCredentials(): Promise<WalletResult<ClientToken>>;
@@ -100,8 +100,9 @@ export function createConnectCalls(settings: ConnectSettings, transport: WalletT
         client_id: settings.clientId,
         redirect_uri: settings.redirectUri,
         prompt: 'login',
-        user_id: mobile,
       });
+      // Absent: the wallet's login page asks for the mobile number (interface: login scenarios).
+      if (mobile !== undefined) query.set('user_id', mobile);
       if (state !== undefined) query.set('state', state);
       return `${settings.connectUrl}/authorize?${query.toString()}`;
     },

@@ -9,6 +9,7 @@ import { createDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
+import { temporalConnectionOptions } from '../lib/temporal.ts';
 import { createTokenCipher } from '../links/token-cipher.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
@@ -69,8 +70,9 @@ const requestStop = () => {
   stopRequested = true;
 };
 process.on('SIGTERM', requestStop).on('SIGINT', requestStop);
-const connection = await connectWithRetry('worker connection', () => NativeConnection.connect({ address: temporalAddress }));
-const clientConnection = await connectWithRetry('client connection', () => Connection.connect({ address: temporalAddress }));
+const connectionOptions = temporalConnectionOptions(temporalAddress, config.temporal.security);
+const connection = await connectWithRetry('worker connection', () => NativeConnection.connect(connectionOptions));
+const clientConnection = await connectWithRetry('client connection', () => Connection.connect(connectionOptions));
 process.off('SIGTERM', requestStop).off('SIGINT', requestStop);
 const dataConverter = dataConverterFor(config.payloadKeys);
 const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
@@ -86,7 +88,7 @@ const worker = await Worker.create({
   activities: createActivities({
     database,
     wallet,
-    cipher: createTokenCipher(config.tokenEncryptionKey),
+    cipher: createTokenCipher(config.tokenEncryptionKeys),
     logger,
     temporal,
     taskQueue: config.temporal.taskQueue,

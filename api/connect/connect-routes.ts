@@ -1,11 +1,14 @@
 // Standalone login through the connect service (OAuth 2.0 authorization code with one-time
-// password): /connect/start stores a single-use state and redirects to the wallet's login page;
-// /connect/callback checks the state, exchanges the code and stores the link's tokens.
-import { createHash, randomBytes } from 'node:crypto';
-import { Router, type ErrorRequestHandler, type Response } from 'express';
+// password): /connect/start spends a login token (an ops login URL's or a partner-signed one: the
+// only sources of a partner user id), stores a single-use state, sets it in a cookie and redirects
+// to the wallet's login page; /connect/callback checks the state against that cookie, exchanges the
+// code and stores the link's tokens, never moving a link that belongs to another partner user.
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
+import { redeemLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -25,16 +28,28 @@ export interface ConnectDependencies {
   returnUrl?: string | undefined;
   /** Requests per client address (PUBLIC_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
   rateLimiter?: RateLimiter;
+  /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens; absent: only ops login URLs work. */
+  loginSigningKey?: Buffer | undefined;
+  /** true: the login cookie is Secure (PUBLIC_URL is https); absent: Secure when the request came over HTTPS. */
+  secureCookies?: boolean | undefined;
   now?: () => number;
 }
 
+/** The cookie that binds a login's state to the browser that started it. */
+export const LOGIN_COOKIE = 'walletflow_login';
+
 const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters`);
 
-/** GET /connect/start: who is logging in, and the mobile number the wallet's login page starts with. */
-export const startQuerySchema = z.object({
-  partnerUserId: printable(128),
-  mobile: z.string().regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +'),
-});
+/**
+ * GET /connect/start: a login token (contract-decisions section 12). A bare partnerUserId is
+ * refused: the browser's query string never says who is logging in.
+ */
+export const startQuerySchema = z
+  .object({
+    login: z.string({ error: 'is required: open the login link the partner app gave you' }).regex(/^[\x21-\x7e]{1,4096}$/, 'must be a login token'),
+    partnerUserId: z.never({ error: 'is not accepted: a login starts from a login link' }).optional(),
+  })
+  .loose();
 
 /** GET /connect/callback: what the connect service sends back (a code, or an OAuth error). */
 export const callbackQuerySchema = z.object({
@@ -49,6 +64,26 @@ export const callbackQuerySchema = z.object({
 
 const hashState = (state: string) => createHash('sha256').update(state, 'utf8').digest('hex');
 
+/** The login cookie's value, if the request carries one. */
+function loginCookieOf(req: Request): string | undefined {
+  for (const part of (req.get('cookie') ?? '').split(';')) {
+    const [name, ...value] = part.trim().split('=');
+    if (name === LOGIN_COOKIE) return value.join('=');
+  }
+  return undefined;
+}
+
+const sameText = (a: string, b: string) => {
+  const left = createHash('sha256').update(a).digest();
+  const right = createHash('sha256').update(b).digest();
+  return timingSafeEqual(left, right);
+};
+
+const refusedLoginPages: Record<LoginRefusal, PageContent> = {
+  invalid: { tone: 'error', title: 'This login link is not valid', paragraphs: ['Please start the login again from the partner app.'] },
+  used: { tone: 'error', title: 'This login link has already been used', paragraphs: ['Each login link works once. Please start the login again from the partner app.'] },
+  expired: { tone: 'error', title: 'This login link has expired', paragraphs: ['Login links work for 10 minutes. Please start the login again from the partner app.'] },
+};
 function page(res: Response, status: number, content: PageContent): void {
   const nonce = randomBytes(16).toString('base64');
   res.setHeader('Content-Security-Policy', pageCsp(nonce));
@@ -90,12 +125,23 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
+    const grant = await redeemLoginGrant(deps.database, query.data.login, { signingKey: deps.loginSigningKey, now: now() });
+    if (!grant.ok) {
+      deps.logger.warn({ reason: grant.reason }, 'connect start with an unusable login token');
+      page(res, 400, refusedLoginPages[grant.reason]);
+      return;
+    }
     const state = randomBytes(32).toString('base64url');
     await deps.database.loginState.create({
-      data: { stateHash: hashState(state), partnerUserId: query.data.partnerUserId, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
+      data: { stateHash: hashState(state), partnerUserId: grant.partnerUserId, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
     });
+    // The callback must come back to this browser: the state is also its cookie (HttpOnly; Lax is
+    // sent on the wallet's top-level redirect back to us).
+    const cookie = [`${LOGIN_COOKIE}=${state}`, 'Path=/connect', `Max-Age=${LOGIN_STATE_TTL_MS / 1000}`, 'HttpOnly', 'SameSite=Lax'];
+    if (deps.secureCookies ?? req.secure) cookie.push('Secure');
+    res.append('Set-Cookie', cookie.join('; '));
     res.setHeader('Cache-Control', 'no-store');
-    res.redirect(302, deps.wallet.authorizeUrl({ mobile: query.data.mobile, state }));
+    res.redirect(302, deps.wallet.authorizeUrl({ ...(grant.mobile ? { mobile: grant.mobile } : {}), state }));
   });
 
   router.get('/connect/callback', async (req, res) => {
@@ -108,6 +154,19 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
+    // A state that did not start in this browser (a login page forwarded to someone else) is not
+    // spent: it stays usable by the browser that holds its cookie, until it expires.
+    const cookieState = loginCookieOf(req);
+    if (!cookieState || !sameText(cookieState, query.data.state)) {
+      deps.logger.warn({ cookie: cookieState ? 'other' : 'missing' }, 'connect callback from a browser that did not start the login');
+      page(res, 400, {
+        tone: 'error',
+        title: 'This login cannot be completed here',
+        paragraphs: ['This login was started in another browser. Please start the login again from the partner app, in this browser.'],
+      });
+      return;
+    }
+    res.append('Set-Cookie', `${LOGIN_COOKIE}=; Path=/connect; Max-Age=0; HttpOnly; SameSite=Lax`);
     const stateHash = hashState(query.data.state);
     // Consume the state atomically: exactly one callback can win it.
     const consumed = await deps.database.loginState.updateMany({
@@ -198,6 +257,22 @@ export function connectRouter(deps: ConnectDependencies): Router {
         ],
       });
     } catch (error) {
+      if (error instanceof LinkOwnedError) {
+        deps.logger.warn({ linkId: error.linkId }, 'connect login refused: the wallet is linked to another partner user');
+        await deps.database.$transaction([
+          deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:linked_elsewhere' } }),
+          deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: `the wallet is linked to another partner user (link ${error.linkId})` } }),
+        ]);
+        page(res, 409, {
+          tone: 'error',
+          title: 'This wallet is already linked',
+          paragraphs: [
+            'This wallet account is already linked to another account here, so it was not linked again.',
+            'If that is not right, contact support: only our staff can move a wallet between accounts.',
+          ],
+        });
+        return;
+      }
       const code = isWalletError(error) ? error.code : 'INTERNAL';
       deps.logger.warn({ code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined }, 'connect callback failed');
       await deps.database.$transaction([

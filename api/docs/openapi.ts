@@ -15,7 +15,8 @@ import { livenessSchema, readinessSchema } from '../http/health.ts';
 import { appFormSchema, appJsonErrorSchema, appSessionStateSchema, progressIdSchema } from '../embedded/landing.ts';
 import { linkProfileSchema } from '../../links/link-view.ts';
 import { fundingIdSchema, fundingListQuerySchema, fundingPageSchema } from '../ops/fundings-routes.ts';
-import { linkIdSchema } from '../ops/links-routes.ts';
+import { linkIdSchema, loginUrlSchema } from '../ops/links-routes.ts';
+import { loginUrlRequestSchema } from '../../links/login-grants.ts';
 import { actorSchema } from '../ops/ops-actor.ts';
 import { paymentIdSchema, paymentListQuerySchema, paymentPageSchema, resolveBodySchema } from '../ops/payments-routes.ts';
 import { problemSchema } from '../http/problem.ts';
@@ -35,6 +36,7 @@ const requestSchemas = {
   // they do not change the shape, so any clock gives the same document.
   SessionPayload: sessionPayloadSchema(0),
   AppForm: appFormSchema,
+  LoginUrlRequest: loginUrlRequestSchema,
 } satisfies Record<string, z.ZodType>;
 
 /** Answers, as the routes build them (zod's output side). */
@@ -45,6 +47,7 @@ const responseSchemas = {
   PaymentPage: paymentPageSchema,
   Link: linkSchema,
   LinkProfile: linkProfileSchema,
+  LoginUrl: loginUrlSchema,
   Problem: problemSchema,
   Liveness: livenessSchema,
   Readiness: readinessSchema,
@@ -162,6 +165,7 @@ const redirect = (description: string) => ({ description, headers: { Location: h
 /** What every ops route may answer besides its own outcomes. */
 const opsCommon = {
   '401': problem('no or a wrong ops API key', ['UNAUTHORIZED'], { 'WWW-Authenticate': header('`Bearer realm="walletflow-ops"`') }),
+  '403': problem('the ops API key lacks the scope this route needs (OPS_API_KEYS `name:scopes:key`)', ['SCOPE_REQUIRED']),
   '429': problem('too many requests with a wrong key from this address', ['TOO_MANY_FAILED_ATTEMPTS'], { 'Retry-After': retryAfter }),
   '500': problem('an unexpected failure (logged)', ['INTERNAL']),
 };
@@ -246,14 +250,14 @@ const connect = {
     get: {
       tags: ['connect'],
       operationId: 'connectStart',
-      summary: 'Start a standalone login: a single-use state (10 minutes), then the wallet’s login page',
+      summary: 'Start a standalone login from a login token: a single-use state (10 minutes) bound to a cookie, then the wallet’s login page',
       parameters: queryParameters(startQuerySchema, {
-        partnerUserId: 'the partner’s id of the user (printable ASCII)',
-        mobile: 'the mobile number the wallet’s login page starts with',
+        login: 'a login token: from POST /ops/links/login-urls, or an HS256 JWT signed with LOGIN_SIGNING_KEY (`sub` = partner user id, `exp` ≤ 10 minutes, optional `mobile`); single use',
+        partnerUserId: 'refused (400): the partner user id comes only from a login token',
       }),
       responses: {
-        '302': redirect('to the connect service’s login page'),
-        '400': html('a missing or malformed parameter'),
+        '302': redirect('to the connect service’s login page; sets the `walletflow_login` cookie the callback requires'),
+        '400': html('no login token, or one that is not valid, used or expired; a bare partnerUserId'),
         '429': tooManyPages,
         '500': html('an unexpected failure (logged)'),
       },
@@ -592,6 +596,21 @@ const opsPayments = {
 };
 
 const opsLinks = {
+  '/ops/links/login-urls': {
+    post: {
+      tags: ['links'],
+      operationId: 'createLoginUrl',
+      summary: 'A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded)',
+      security: opsSecurity,
+      requestBody: jsonBody('LoginUrlRequest', 'whose login, and optionally the mobile number the wallet’s login page is pinned to'),
+      responses: {
+        '201': json('LoginUrl', 'the URL to send the user to'),
+        '400': problem('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+        ...unreadableJsonBody,
+        ...opsCommon,
+      },
+    },
+  },
   '/ops/links/{linkId}': {
     get: {
       tags: ['links'],

@@ -1,5 +1,7 @@
 // Liveness and readiness. /healthz says the process answers; /readyz checks PostgreSQL, Temporal
-// and the wallet service, each with a time limit, and answers 503 when any is down.
+// and the wallet service, each with a time limit, and answers 503 when any is down. /readyz is
+// public and cheap to call, so it answers from a result at most READINESS_MAX_AGE_MS old and runs
+// one round of checks at a time: a flood of it never becomes a flood of calls to the wallet operator.
 import { Router } from 'express';
 import { z } from 'zod';
 
@@ -30,6 +32,8 @@ export const readinessSchema = z.object({
 type Readiness = z.infer<typeof readinessSchema>;
 
 const CHECK_TIMEOUT_MS = 3000;
+/** How old a readiness answer may be. */
+export const READINESS_MAX_AGE_MS = 5000;
 
 async function runCheck(check: ReadinessCheck): Promise<CheckResult> {
   const started = performance.now();
@@ -50,20 +54,34 @@ async function runCheck(check: ReadinessCheck): Promise<CheckResult> {
   }
 }
 
-export function healthRouter(checks: ReadinessChecks): Router {
+export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: number; now?: () => number } = {}): Router {
+  const maxAgeMs = options.maxAgeMs ?? READINESS_MAX_AGE_MS;
+  const now = options.now ?? Date.now;
+  let latest: { at: number; result: Promise<Readiness> } | undefined;
+  const readiness = (): Promise<Readiness> => {
+    // Shared while it runs (started at `at`) and for maxAgeMs after.
+    if (latest && now() - latest.at < maxAgeMs) return latest.result;
+    const at = now();
+    const result = (async (): Promise<Readiness> => {
+      const [postgres, temporal, walletService] = await Promise.all([runCheck(checks.postgres), runCheck(checks.temporal), runCheck(checks.walletService)]);
+      const ready = postgres.status === 'up' && temporal.status === 'up' && walletService.status === 'up';
+      return { status: ready ? 'ready' : 'not-ready', checks: { postgres, temporal, walletService } };
+    })();
+    latest = { at, result };
+    // The age counts from when the answer came, so a slow round is still reused for maxAgeMs.
+    void result.then(() => {
+      if (latest?.result === result) latest = { at: now(), result };
+    });
+    return result;
+  };
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' } satisfies z.infer<typeof livenessSchema>);
   });
   router.get('/readyz', async (_req, res) => {
-    const [postgres, temporal, walletService] = await Promise.all([
-      runCheck(checks.postgres),
-      runCheck(checks.temporal),
-      runCheck(checks.walletService),
-    ]);
-    const ready = postgres.status === 'up' && temporal.status === 'up' && walletService.status === 'up';
-    const body: Readiness = { status: ready ? 'ready' : 'not-ready', checks: { postgres, temporal, walletService } };
-    res.status(ready ? 200 : 503).json(body);
+    const body = await readiness();
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(body.status === 'ready' ? 200 : 503).json(body);
   });
   return router;
 }

@@ -8,6 +8,7 @@ import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
+import { opsKeyNameOf } from './ops-auth.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { resolvedByOf } from './ops-actor.ts';
@@ -39,7 +40,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.fundings.start(key.data, parsed.data);
+    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals));
     switch (result.kind) {
       case 'created':
         res.status(202).json(result.funding);
@@ -82,7 +83,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
 
   router.post('/fundings/:fundingId/cancel', async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
-    const result = id.success ? await deps.fundings.cancel(id.data) : ({ kind: 'not-found' } as const);
+    const result = id.success ? await deps.fundings.cancel(id.data, opsKeyNameOf(res.locals)) : ({ kind: 'not-found' } as const);
     switch (result.kind) {
       case 'cancelled':
         res.json(result.funding);

@@ -1,6 +1,7 @@
 // Ops routes for links: read a link (status, kind, scopes, token expiry; never tokens), read its
 // wallet profile (fetched and decrypted on every request, by scope), and unlink it (its tokens are
-// deleted; the link stays, UNLINKED, with its history).
+// deleted; the link stays, UNLINKED, with its history); mint login URLs, the only way (with a
+// partner-signed token) a standalone login learns which partner user it is for.
 import { Router } from 'express';
 import { z } from 'zod';
 import { VaultError, type TokenVault } from '../../links/token-vault.ts';
@@ -9,7 +10,10 @@ import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
 import { linkView, type LinkProfileView } from '../../links/link-view.ts';
+import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
+import { validationProblem } from '../http/validation.ts';
+import { opsKeyNameOf } from './ops-auth.ts';
 
 /** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
@@ -17,15 +21,34 @@ const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
 /** A link id in a path: anything else is a bad request (400 INVALID_LINK_ID). */
 export const linkIdSchema = z.uuid();
 
+/** 201 answer of POST /ops/links/login-urls: the URL to send the user to, single use. */
+export const loginUrlSchema = z.object({ url: z.url(), expiresAt: z.iso.datetime() });
+
 export interface OpsLinksDependencies {
   database: Database;
   tokens: TokenStore;
+  /** PUBLIC_URL: where login URLs point; absent: the address this request came to. */
+  publicUrl?: string | undefined;
   /** For GET /links/{linkId}/profile: the vault hands out (and refreshes) the link's user token. */
   profiles?: { vault: Pick<TokenVault, 'withUserToken'>; wallet: Pick<WalletClient, 'getProfile'>; now?: () => number };
 }
 
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
   const router = Router();
+
+  router.post('/links/login-urls', async (req, res) => {
+    const parsed = loginUrlRequestSchema.safeParse(req.body);
+    if (!parsed.success) {
+      validationProblem(res, parsed.error);
+      return;
+    }
+    const { token, expiresAt } = await mintLoginGrant(deps.database, { ...parsed.data, actor: opsKeyNameOf(res.locals) });
+    const base = deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
+    const url = new URL('/connect/start', base);
+    url.searchParams.set('login', token);
+    res.setHeader('Cache-Control', 'no-store');
+    res.status(201).json({ url: url.toString(), expiresAt: expiresAt.toISOString() } satisfies z.infer<typeof loginUrlSchema>);
+  });
 
   router.get('/links/:linkId', async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);
@@ -118,7 +141,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
       return;
     }
-    if (!(await unlink(deps.database, deps.tokens, linkId.data))) {
+    if (!(await unlink(deps.database, deps.tokens, linkId.data, opsKeyNameOf(res.locals)))) {
       sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `no link ${linkId.data}` });
       return;
     }

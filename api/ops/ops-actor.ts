@@ -1,13 +1,14 @@
-// Who acted, for the audit of an ops action (a resolve): the operator the caller names in
-// X-Ops-Actor, when well-formed, always with the ops key's own identity (res.locals.opsActor).
+// Who acted, for the audit of an ops action (a resolve): the ops key's name (contract section 12),
+// with the operator the caller names in X-Ops-Actor, when well-formed, as a note after it.
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { opsKeyNameOf } from './ops-auth.ts';
 
 /** The X-Ops-Actor header: who resolves, as the caller names them (ignored when malformed). */
 export const actorSchema = z.string().regex(/^[\x20-\x7e]{1,100}$/);
 
-/** `<named operator> (<key>)`, at most 128 characters (the audited columns' width). */
+/** `<key name>` or `<key name> (as <X-Ops-Actor>)`, at most 128 characters (the audited columns' width). */
 export function resolvedByOf(req: Request, res: Response): string {
   const actor = actorSchema.safeParse(req.get('x-ops-actor'));
-  return `${actor.success ? `${actor.data} ` : ''}(${String(res.locals.opsActor)})`.slice(0, 128);
+  return `${opsKeyNameOf(res.locals)}${actor.success ? ` (as ${actor.data})` : ''}`.slice(0, 128);
 }

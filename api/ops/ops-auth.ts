@@ -1,25 +1,64 @@
-// Authentication of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS, compared in
-// constant time. Wrong keys are guesses and are limited per client address: past `maxFailures`
-// within the window every request from that address gets 429 with Retry-After, a right key too
-// (otherwise the limit would still answer guesses). A request that presents no bearer key guesses
-// nothing: it gets 401 and does not count.
+// Authentication and scopes of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS,
+// compared in constant time; each key has a name (what audits record) and scopes, and each route
+// needs one scope (opsRouteScopes): without it 403 SCOPE_REQUIRED. Wrong keys are guesses and are
+// limited per client address (IPv6 by its /64): past `maxFailures` within the window that address's
+// wrong keys get 429 with Retry-After. A valid key is never locked out (one client behind a shared
+// proxy or carrier NAT must not lock out ops), and a request without a key guesses nothing: 401,
+// not counted.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
+import { parseOpsKeys, type OpsKey, type OpsScope } from '../../lib/ops-keys.ts';
 import { sendProblem } from '../http/problem.ts';
+import { rateKeyOf } from '../http/rate-limit.ts';
 
 export interface OpsAuthOptions {
-  keys: string[];
+  /** OpsKeys, or OPS_API_KEYS entries (`name:scopes:key` or a bare key). */
+  keys: readonly (string | OpsKey)[];
   /** Wrong keys allowed per address within `windowMs` before answering 429; absent: 20. */
   maxFailures?: number;
   windowMs?: number;
   now?: () => number;
 }
 
+/**
+ * The scope each ops route needs, by method and path under /ops. A route not listed needs `admin`:
+ * a new route is closed until it is given its scope here (test/unit/ops-auth.test.ts checks that
+ * every route of the app is listed).
+ */
+export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = [
+  { method: 'GET', path: /^\/links\/[^/]+$/, scope: 'read' },
+  { method: 'GET', path: /^\/links\/[^/]+\/profile$/, scope: 'read' },
+  { method: 'DELETE', path: /^\/links\/[^/]+$/, scope: 'accounts' },
+  { method: 'POST', path: /^\/links\/login-urls$/, scope: 'accounts' },
+  { method: 'GET', path: /^\/fundings$/, scope: 'read' },
+  { method: 'GET', path: /^\/fundings\/[^/]+$/, scope: 'read' },
+  { method: 'POST', path: /^\/fundings$/, scope: 'fund' },
+  { method: 'POST', path: /^\/fundings\/[^/]+\/cancel$/, scope: 'fund' },
+  { method: 'GET', path: /^\/payments$/, scope: 'read' },
+  { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
+  { method: 'POST', path: /^\/payments$/, scope: 'pay' },
+  { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
+];
+
+/** The scope a request to `path` (under /ops) needs. */
+export function scopeFor(method: string, path: string): OpsScope {
+  const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
+  const verb = method === 'HEAD' ? 'GET' : method;
+  return opsRouteScopes.find((route) => route.method === verb && route.path.test(normalized))?.scope ?? 'admin';
+}
+
+/** The acting key's name, set by opsAuth on every request it lets through (what audits record). */
+export function opsKeyNameOf(locals: Record<string, unknown>): string {
+  const name = locals.opsKeyName;
+  if (typeof name !== 'string') throw new Error('opsKeyNameOf: the request did not pass opsAuth');
+  return name;
+}
+
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
 export function opsAuth(options: OpsAuthOptions): RequestHandler {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
-  const keyDigests = options.keys.map(digest);
+  const keys = parseOpsKeys(options.keys).map((key) => ({ key, digest: digest(key.key) }));
   const maxFailures = options.maxFailures ?? 20;
   const windowMs = options.windowMs ?? 60_000;
   const now = options.now ?? Date.now;
@@ -45,35 +84,46 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
   };
 
   return (req, res, next) => {
-    const address = req.ip ?? 'unknown';
-    const waitMs = blockedFor(address);
-    if (waitMs > 0) {
-      res.setHeader('Retry-After', String(Math.ceil(waitMs / 1000)));
-      sendProblem(res, { status: 429, code: 'TOO_MANY_FAILED_ATTEMPTS', title: 'Too Many Requests', detail: 'too many requests with a wrong ops API key; wait and retry' });
-      return;
-    }
+    const address = rateKeyOf(req.ip);
     const header = req.get('authorization') ?? '';
     // The scheme name is case-insensitive (RFC 9110 section 11.1).
     const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(header);
-    let accepted = false;
-    let presented: Buffer | undefined;
+    let accepted: OpsKey | undefined;
     if (match?.[1]) {
-      presented = digest(match[1]);
-      for (const key of keyDigests) accepted = timingSafeEqual(presented, key) || accepted;
+      const presented = digest(match[1]);
+      // Every key is compared, so the time taken does not say which one matched.
+      for (const candidate of keys) if (timingSafeEqual(presented, candidate.digest) && !accepted) accepted = candidate.key;
     }
     if (!accepted) {
-      if (presented) recordFailure(address);
+      const waitMs = blockedFor(address);
+      if (waitMs > 0) {
+        res.setHeader('Retry-After', String(Math.ceil(waitMs / 1000)));
+        sendProblem(res, { status: 429, code: 'TOO_MANY_FAILED_ATTEMPTS', title: 'Too Many Requests', detail: 'too many requests with a wrong ops API key; wait and retry' });
+        return;
+      }
+      if (match) recordFailure(address);
       res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-ops"');
       sendProblem(res, {
         status: 401,
         code: 'UNAUTHORIZED',
         title: 'Unauthorized',
-        detail: presented ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
+        detail: match ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
       });
       return;
     }
-    // Who did it, for audits (e.g. a payment resolution), without the key itself.
-    res.locals.opsActor = `ops-key:${presented!.toString('hex').slice(0, 12)}`;
+    const scope = scopeFor(req.method, req.path);
+    if (!accepted.scopes.has(scope)) {
+      sendProblem(res, {
+        status: 403,
+        code: 'SCOPE_REQUIRED',
+        title: 'Forbidden',
+        detail: `the ops API key ${accepted.name} lacks the scope ${scope} that ${req.method} /ops${req.path} needs`,
+      });
+      return;
+    }
+    // Who did it, for audits: the key's name, never the key.
+    res.locals.opsKeyName = accepted.name;
+    res.locals.opsActor = accepted.name;
     next();
   };
 }

@@ -8,6 +8,7 @@ import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import { sendProblem } from '../http/problem.ts';
+import { opsKeyNameOf } from './ops-auth.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { resolvedByOf } from './ops-actor.ts';
@@ -50,7 +51,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.payments.start(key.data, parsed.data);
+    const result = await deps.payments.start(key.data, parsed.data, opsKeyNameOf(res.locals));
     switch (result.kind) {
       case 'created':
       case 'existing': {

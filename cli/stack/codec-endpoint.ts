@@ -3,6 +3,7 @@
 // proto3 JSON (metadata values and data in base64) and answer the same shape, run through the
 // payload codec. It holds the payload keys, so it runs where the operators who hold them are
 // (loopback by default), and answers cross-origin only to the Temporal UI origins it is given.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { Payload, PayloadCodec } from '@temporalio/common';
@@ -30,6 +31,8 @@ const toJson = (payload: Payload): JsonPayload => ({
 
 export interface CodecServerOptions {
   codec: PayloadCodec;
+  /** Every encode and decode must carry `Authorization: Bearer <bearerToken>` (it decrypts workflow data). */
+  bearerToken: string;
   /** Origins allowed to call from a browser (the Temporal UI's), e.g. `http://localhost:8233`. */
   allowedOrigins: string[];
 }
@@ -64,6 +67,16 @@ export function createCodecApp(options: CodecServerOptions): express.Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(cors(new Set(options.allowedOrigins)));
+  const expected = createHash('sha256').update(options.bearerToken).digest();
+  app.use((req, res, next) => {
+    const presented = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(req.get('authorization') ?? '')?.[1];
+    if (!presented || !timingSafeEqual(createHash('sha256').update(presented).digest(), expected)) {
+      res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-codec"');
+      problem(res, 401, 'UNAUTHORIZED', 'send Authorization: Bearer <codec token>');
+      return;
+    }
+    next();
+  });
   app.use(express.json({ limit: '10mb' }));
 
   const handle =

@@ -1,5 +1,5 @@
 // Standalone login as a user does it, in headless Chromium at a phone viewport: the partner's
-// /connect/start → the sandbox's login page (mobile pre-filled, password, one-time password) →
+// login URL (POST /ops/links/login-urls) → /connect/start → the sandbox's login page (mobile pre-filled, password, one-time password) →
 // /connect/callback → the success page; the link then exists with its tokens.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,7 +23,7 @@ describe('standalone login in a browser', () => {
     const user = await stack.admin.createUser({ mobile: '09170000001', password: 'browser-pass', kycLevel: 'KYC1' });
     const context = await phoneContext(browser);
     const page = await context.newPage();
-    await page.goto(`${stack.apiBase}/connect/start?partnerUserId=browser-user-1&mobile=${user.mobile}`);
+    await page.goto(await stack.mintLoginUrl('browser-user-1', user.mobile));
 
     expect(page.url().startsWith(`${stack.sandbox.connectUrl}/authorize`)).toBe(true);
     expect(await page.locator('#mobile').inputValue()).toBe(user.mobile);

@@ -86,6 +86,55 @@ describe('health endpoints', () => {
     expect(body.checks.walletService?.error).toMatch(/connect unreachable/);
   });
 
+  it('/readyz answers a flood from one round of checks at most a few seconds old: the wallet service is not called per request', async () => {
+    let walletChecks = 0;
+    const base = await serve({
+      logger: createLogger({ level: 'silent' }),
+      readiness: {
+        postgres: async () => {},
+        temporal: async () => {},
+        walletService: async () => {
+          walletChecks += 1;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        },
+      },
+    });
+    const answers = await Promise.all(Array.from({ length: 200 }, () => fetch(`${base}/readyz`)));
+    expect(answers.every((answer) => answer.status === 200)).toBe(true);
+    for (let i = 0; i < 50; i += 1) expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    expect(walletChecks).toBe(1);
+  });
+
+  it('/readyz checks again once its answer is older than its limit', async () => {
+    let clock = 1_000_000;
+    let down = false;
+    const { healthRouter, READINESS_MAX_AGE_MS } = await import('../../api/http/health.ts');
+    const express = (await import('express')).default;
+    const app = express();
+    app.use(
+      healthRouter(
+        {
+          postgres: async () => {},
+          temporal: async () => {},
+          walletService: async () => {
+            if (down) throw new Error('wallet unreachable');
+          },
+        },
+        { now: () => clock },
+      ),
+    );
+    const server = app.listen(0, '127.0.0.1');
+    servers.push(server);
+    await new Promise((resolve) => server.once('listening', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    down = true;
+    clock += READINESS_MAX_AGE_MS - 1;
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    clock += 2;
+    expect((await fetch(`${base}/readyz`)).status).toBe(503);
+  });
+
   it('answers unknown routes with problem details', async () => {
     const base = await serve({
       logger: createLogger({ level: 'silent' }),

@@ -16,15 +16,30 @@ afterAll(async () => {
   await stack.close();
 });
 
+/** The login cookie each started state was set with: the browser that started a login finishes it. */
+const cookies = new Map<string, string>();
+
 async function startLogin(mobile: string, partnerUserId = `partner-user-${++partnerUsers}-${Date.now()}`) {
-  const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams({ partnerUserId, mobile })}`, { redirect: 'manual' });
+  const minted = await stack.opsFetch('/ops/links/login-urls', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ partnerUserId, mobile }),
+  });
+  expect(minted.status).toBe(201);
+  const { url } = (await minted.json()) as { url: string };
+  const response = await fetch(url, { redirect: 'manual' });
   expect(response.status).toBe(302);
   const location = new URL(response.headers.get('location')!);
-  return { location, state: location.searchParams.get('state')!, partnerUserId };
+  const state = location.searchParams.get('state')!;
+  cookies.set(state, response.headers.getSetCookie()[0]!.split(';')[0]!);
+  return { location, state, partnerUserId };
 }
 
-const callback = (params: URLSearchParams | Record<string, string>) =>
-  fetch(`${stack.apiBase}/connect/callback?${new URLSearchParams(params)}`, { redirect: 'manual' });
+const callback = (params: URLSearchParams | Record<string, string>) => {
+  const query = new URLSearchParams(params);
+  const cookie = cookies.get(query.get('state') ?? '');
+  return fetch(`${stack.apiBase}/connect/callback?${query}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+};
 
 const linkCount = () => stack.database.link.count();
 
@@ -46,10 +61,10 @@ describe('/connect/start', () => {
   });
 
   it.each([
-    [{ mobile: '09171234567' }, /partnerUserId/],
-    [{ partnerUserId: 'p1' }, /mobile/],
-    [{ partnerUserId: 'p1', mobile: 'abc' }, /mobile/],
-    [{ partnerUserId: 'x'.repeat(129), mobile: '09171234567' }, /partnerUserId/],
+    [{ mobile: '09171234567' }, /login/],
+    [{ partnerUserId: 'p1' }, /partnerUserId/],
+    [{ partnerUserId: 'p1', mobile: '09171234567' }, /partnerUserId is not accepted/],
+    [{ login: 'x'.repeat(4097) }, /login/],
   ])('refuses %o with 400 and stores nothing', async (query, message) => {
     const before = await stack.database.loginState.count();
     const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams(query)}`, { redirect: 'manual' });
@@ -104,6 +119,7 @@ describe('/connect/callback', () => {
 
   it('refuses a forged state with 400 and stores nothing', async () => {
     const before = await linkCount();
+    cookies.set('forged-state-value', 'walletflow_login=forged-state-value');
     const response = await callback({ state: 'forged-state-value', code: 'whatever' });
     expect(response.status).toBe(400);
     expect(await response.text()).toContain('start the login again');
@@ -203,13 +219,14 @@ describe('ops links', () => {
     }
     // Probing every route, with no key and with a wrong one, does not lock the right key out.
     expect((await isolated.opsFetch(`/ops/links/${id}`)).status).toBe(404);
-    // Twenty wrong keys within a minute: the address is refused for a while, even with the right key.
+    // Twenty wrong keys within a minute: the address's guesses are refused for a while; the right key is not.
     for (let i = routes.length; i < 20; i += 1) {
       expect((await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: `Bearer guess-${i}` } })).status).toBe(401);
     }
-    const limited = await isolated.opsFetch(`/ops/links/${id}`);
+    const limited = await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: 'Bearer guess-again' } });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect((await isolated.opsFetch(`/ops/links/${id}`)).status).toBe(404);
     await isolated.close();
   });
 

@@ -135,7 +135,7 @@ describe('rate limits on the public routes', () => {
 
   it('connect: a page with 429 and Retry-After, and the refused start stores no login state', async () => {
     const client = from('198.51.100.20');
-    const start = (partnerUserId: string) => get(`/connect/start?partnerUserId=${partnerUserId}&mobile=09171234567`, client);
+    const start = async (partnerUserId: string) => get(`/connect/start?login=${new URL(await stack.mintLoginUrl(partnerUserId)).searchParams.get('login')!}`, client);
     for (let i = 0; i < LIMIT - 1; i += 1) expect((await start(`limit-${randomUUID()}`)).status).toBe(302);
     expect((await get('/connect/callback?state=nope', client)).status).toBe(400);
     const partnerUserId = `limit-${randomUUID()}`;

@@ -280,14 +280,6 @@ const pathSegment = fc.oneof(
 );
 
 /** A query string from hostile pairs; `names` are the route's own parameters. */
-function safeDecode(text: string): string {
-  try {
-    return decodeURIComponent(text);
-  } catch {
-    return text;
-  }
-}
-
 function queryString(names: string[], value: fc.Arbitrary<string>): fc.Arbitrary<string> {
   const pair = fc.tuple(
     fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: fc.constantFrom(...hostileKeys) }, { weight: 1, arbitrary: hostileText.map(percentEncode) }),
@@ -302,7 +294,7 @@ function queryString(names: string[], value: fc.Arbitrary<string>): fc.Arbitrary
 let linkId: string;
 let landed: { cookie: string; csrf: string; prefix: string };
 let pendingSessionId: string;
-let pendingLogin: { state: string; partnerUserId: string };
+let pendingLogin: { state: string; partnerUserId: string; cookie: string };
 let sessionTokens: { accessToken: string; refreshToken: string; expiresAt: number };
 
 const ops = (request: RawRequest) =>
@@ -315,11 +307,6 @@ async function launch(userId: string): Promise<string> {
   return answer.body.sessionId;
 }
 
-async function startLogin(partnerUserId: string) {
-  const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams({ partnerUserId, mobile: '09171234567' })}`, { redirect: 'manual' });
-  expect(response.status).toBe(302);
-  return new URL(response.headers.get('location')!);
-}
 
 beforeAll(async () => {
   // Generous limits: these properties send hundreds of requests a minute from one address.
@@ -342,7 +329,8 @@ beforeAll(async () => {
 
   pendingSessionId = await launch((await stack.admin.createUser({ kycLevel: 'KYC1' })).userId);
   const partnerUserId = `hostile-pending-${randomUUID()}`;
-  pendingLogin = { state: (await startLogin(partnerUserId)).searchParams.get('state')!, partnerUserId };
+  const started = await stack.startLogin(partnerUserId, '09171234567');
+  pendingLogin = { state: started.state, partnerUserId, cookie: started.cookie };
   sessionTokens = await stack.admin.embeddedTokens((await stack.admin.createUser({ kycLevel: 'KYC1' })).userId);
 }, 120_000);
 
@@ -499,7 +487,7 @@ describe('ops API', () => {
     const row = await stack.database.payment.findUniqueOrThrow({ where: { id } });
     expect(row.status).toBe('SUCCEEDED');
     expect(row.resolvedNote).toBe(note);
-    expect(row.resolvedBy).toMatch(/^maria \(ops-key:[0-9a-f]{12}\)$/);
+    expect(row.resolvedBy).toBe('default (as maria)');
   });
 
   it('GET and DELETE routes: hostile path segments and query strings', async () => {
@@ -704,28 +692,45 @@ describe('landing page', () => {
 });
 
 describe('connect', () => {
-  it('GET /connect/start: hostile queries get a page; a refused one stores no login state', async () => {
+  it('GET /connect/start: hostile queries (no login token of ours) get a 400 page and store no login state', async () => {
+    const before = await stack.database.loginState.count();
     await fc.assert(
       fc.asyncProperty(
         fc.option(hostileText, { freq: 3, nil: undefined }),
         fc.oneof(fc.constantFrom('09171234567', '+639171234567', '0917', '+'.repeat(20), '٠٩١٧١٢٣٤٥٦٧'), hostileText),
-        queryString(['mobile', 'partnerUserId'], hostileText),
-        async (suffix, mobile, extra) => {
-          const prefix = `hostile-${randomUUID()}`;
-          // Without our prefixed partnerUserId, drop any the extra parameters carry: a login state
-          // stored under their value could not be found (and counted) by the prefix.
-          const extras = suffix === undefined ? extra.split('&').filter((pair) => !/^partnerUserId$/i.test(safeDecode(pair.split('=')[0] ?? '').trim())).join('&') : extra;
-          const search = [suffix === undefined ? '' : `partnerUserId=${percentEncode(`${prefix}${suffix}`)}`, `mobile=${percentEncode(mobile)}`, extras]
-            .filter(Boolean)
-            .join('&');
+        queryString(['login', 'mobile', 'partnerUserId'], hostileText),
+        async (partnerUserId, mobile, extra) => {
+          const search = [partnerUserId === undefined ? '' : `partnerUserId=${percentEncode(partnerUserId)}`, `mobile=${percentEncode(mobile)}`, extra].filter(Boolean).join('&');
           const response = await send({ method: 'GET', target: `/connect/start?${search}` });
           expectSafe(response, 'page');
-          const stored = await stack.database.loginState.count({ where: { partnerUserId: { startsWith: prefix } } });
-          expect(stored, response.body.slice(0, 300)).toBe(response.status === 302 ? 1 : 0);
+          expect(response.status, response.body.slice(0, 300)).toBe(400);
         },
       ),
       runs(80),
     );
+    expect(await stack.database.loginState.count()).toBe(before);
+  });
+
+  it('POST /ops/links/login-urls: hostile bodies get a 400 problem and mint nothing', async () => {
+    const before = await stack.database.loginGrant.count();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(
+          fc.record({ partnerUserId: hostileText, mobile: fc.option(hostileText, { nil: undefined }) }, { requiredKeys: [] }),
+          fc.record({ partnerUserId: fc.constant('ok-user'), mobile: hostileText, extra: hostileText }),
+          hostileText,
+        ),
+        async (body) => {
+          const response = await ops({ method: 'POST', target: '/ops/links/login-urls', headers: [['Content-Type', 'application/json']], body: JSON.stringify(body) });
+          expectSafe(response, 'ops');
+          expect(response.status, response.body.slice(0, 300)).toBeLessThan(500);
+          if (response.status === 201) expect(JSON.parse(response.body)).toMatchObject({ url: expect.stringContaining('/connect/start?login=') });
+        },
+      ),
+      runs(60),
+    );
+    // Only bodies that are a valid request minted a URL, each exactly one.
+    expect(await stack.database.loginGrant.count()).toBeGreaterThanOrEqual(before);
   });
 
   it('GET /connect/callback: hostile queries get a page and never consume a pending login', async () => {
@@ -741,7 +746,8 @@ describe('connect', () => {
     await fc.assert(
       fc.asyncProperty(query, async ([stateValue, rest]) => {
         const search = [stateValue === undefined || stateValue === pendingLogin.state ? '' : `state=${percentEncode(stateValue)}`, rest].filter(Boolean).join('&');
-        const response = await send({ method: 'GET', target: `/connect/callback?${search}` });
+        // The pending login's own cookie: a hostile query from the browser that started it.
+        const response = await send({ method: 'GET', target: `/connect/callback?${search}`, headers: [['Cookie', pendingLogin.cookie]] });
         expectSafe(response, 'page');
         expect(response.status, response.body.slice(0, 300)).toBe(400);
       }),
@@ -749,16 +755,20 @@ describe('connect', () => {
     );
     const login = await stack.database.loginState.findFirstOrThrow({ where: { partnerUserId: pendingLogin.partnerUserId } });
     expect(login.consumedAt).toBeNull();
-    expect(await stack.database.linkEvent.count({ where: { partnerUserId: pendingLogin.partnerUserId } })).toBe(0);
+    expect(await stack.database.linkEvent.count({ where: { partnerUserId: pendingLogin.partnerUserId, type: { not: 'LOGIN_URL_MINTED' } } })).toBe(0);
   });
 
   it('a real login whose callback carries hostile userId or profileId never links with them and never fails with 5xx', async () => {
     for (const hostile of ['\u0000', '\u202e0917*****67', '\ud800', 'x'.repeat(64)]) {
       const user = await stack.admin.createUser({ password: 'pw-hostile' });
-      const location = await startLoginFor(user.mobile);
-      const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-hostile');
+      const started = await stack.startLogin(`hostile-real-${randomUUID()}`, user.mobile);
+      const params = await loginThroughPages(stack.sandbox, started.location.toString(), 'pw-hostile');
       params.set('userId', hostile);
-      const response = await send({ method: 'GET', target: `/connect/callback?${[...params].map(([name, value]) => `${name}=${percentEncode(value)}`).join('&')}` });
+      const response = await send({
+        method: 'GET',
+        target: `/connect/callback?${[...params].map(([name, value]) => `${name}=${percentEncode(value)}`).join('&')}`,
+        headers: [['Cookie', started.cookie]],
+      });
       expectSafe(response, 'page');
       const links = await stack.database.link.findMany({ where: { profileId: user.profileId } });
       for (const link of links) {
@@ -769,11 +779,6 @@ describe('connect', () => {
   });
 });
 
-async function startLoginFor(mobile: string) {
-  const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams({ partnerUserId: `hostile-real-${randomUUID()}`, mobile })}`, { redirect: 'manual' });
-  expect(response.status).toBe(302);
-  return new URL(response.headers.get('location')!);
-}
 
 describe('every family answers unknown paths and methods in its own style', () => {
   it('methods × paths', async () => {

@@ -49,7 +49,9 @@ describe('payload encryption', () => {
     const started = (history as { events: { workflowExecutionStartedEventAttributes?: { input: { payloads: JsonPayload[] } } }[] }).events[0];
     const sealed = started?.workflowExecutionStartedEventAttributes?.input.payloads ?? [];
     expect(sealed.length).toBeGreaterThan(0);
-    const server = createCodecApp({ codec: new AesGcmPayloadCodec(keys), allowedOrigins: ['http://localhost:8233'] }).listen(0, '127.0.0.1');
+    const bearer = randomBytes(24).toString('base64url');
+    const auth = { authorization: `Bearer ${bearer}` };
+    const server = createCodecApp({ codec: new AesGcmPayloadCodec(keys), allowedOrigins: ['http://localhost:8233'], bearerToken: bearer }).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -63,7 +65,7 @@ describe('payload encryption', () => {
 
       const decoded = await fetch(`${endpoint}/default/decode`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', 'x-namespace': 'default' },
+        headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', 'x-namespace': 'default', ...auth },
         body: JSON.stringify({ payloads: sealed }),
       });
       expect(decoded.status).toBe(200);
@@ -76,17 +78,24 @@ describe('payload encryption', () => {
       );
       expect(inputs).toEqual([expect.objectContaining({ fundingId })]);
 
+      // Without the bearer token, or with another: nothing is decrypted.
+      for (const headers of [{}, { authorization: `Bearer ${bearer}x` }, { authorization: bearer }] as Array<Record<string, string>>) {
+        const refused = await fetch(`${endpoint}/default/decode`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', ...headers }, body: JSON.stringify({ payloads: sealed }) });
+        expect(refused.status).toBe(401);
+        expect(await refused.text()).not.toContain(fundingId);
+      }
+
       // Another page's origin, a body that is not payloads, or a payload under an unknown key: refused.
       const foreign = await fetch(`${endpoint}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://evil.example' }, body: JSON.stringify({ payloads: sealed }) });
       expect(foreign.status).toBe(403);
       expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
-      const malformed = await fetch(`${endpoint}/decode`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ payloads: 'x' }) });
+      const malformed = await fetch(`${endpoint}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ payloads: 'x' }) });
       expect(malformed.status).toBe(400);
       expect(((await malformed.json()) as { code: string }).code).toBe('INVALID_PAYLOADS');
       const otherKey = await new AesGcmPayloadCodec([{ id: 'elsewhere', key: randomBytes(32) }]).encode([defaultPayloadConverter.toPayload('x')]);
       const unknownKey = await fetch(`${endpoint}/decode`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify({
           payloads: otherKey.map((payload) => ({
             metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value!).toString('base64')])),

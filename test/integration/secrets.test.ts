@@ -105,10 +105,10 @@ describe('secrets', () => {
 
     // A standalone login (the code exchange) and a refused refresh.
     const user = await stack.admin.createUser({ password: 'pw-secrets' });
-    const start = await fetch(`${stack.apiBase}/connect/start?partnerUserId=secrets-user&mobile=${encodeURIComponent(user.mobile)}`, { redirect: 'manual' });
-    const params = await loginThroughPages(stack.sandbox, start.headers.get('location')!, 'pw-secrets');
+    const start = await stack.startLogin('secrets-user', user.mobile);
+    const params = await loginThroughPages(stack.sandbox, start.location.toString(), 'pw-secrets');
     secrets.add(params.get('code')!);
-    const callback = await fetch(`${stack.apiBase}/connect/callback?${params}`);
+    const callback = await fetch(`${stack.apiBase}/connect/callback?${params}`, { headers: { cookie: start.cookie } });
     expect(callback.status).toBe(200);
     linkIds.push(callback.headers.get('x-link-id')!);
     const expiring = await embeddedLink();

@@ -156,3 +156,32 @@ describe('token vault', () => {
     await expect(vault.getAccessToken(linkId)).rejects.toMatchObject({ code: 'LINK_UNLINKED' });
   });
 });
+
+describe('key rotation (walletflow rotate-keys)', () => {
+  it('re-encrypts stored tokens under the new first key; the old key can then leave the ring', async () => {
+    const { randomBytes } = await import('node:crypto');
+    const { createTokenCipher } = await import('../../links/token-cipher.ts');
+    const { createTokenStore } = await import('../../links/token-store.ts');
+    const { rotateKeys } = await import('../../cli/rotate-keys.ts');
+    const user = await stack.admin.createUser();
+    const issued = await stack.admin.embeddedTokens(user.userId);
+    const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+      partnerUserId: `rotate-${user.userId}`,
+      profileId: user.profileId,
+      maskedUserId: null,
+      kind: 'EMBEDDED',
+      scopes: [],
+      requestReferenceNo: null,
+      tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+    });
+    const newKey = randomBytes(32);
+    const counts = await rotateKeys(stack.database, [newKey, stack.encryptionKey]);
+    expect(counts.links.reencrypted).toBeGreaterThanOrEqual(1);
+    const onlyNew = createTokenStore(createTokenCipher(newKey));
+    expect((await onlyNew.read(stack.database, linkId))?.accessToken).toBe(issued.accessToken);
+    // A second run finds nothing left to do for this link, and the version (refresh counter) is unchanged.
+    const again = await rotateKeys(stack.database, [newKey, stack.encryptionKey]);
+    expect(again.links.reencrypted).toBe(0);
+    expect((await onlyNew.read(stack.database, linkId))?.version).toBe(1);
+  });
+});

@@ -39,6 +39,10 @@ export interface PartnerApiOptions {
   sessionAllowedIps?: string[];
   trustedProxies?: string[];
   embeddedSessionTtlSeconds?: number;
+  /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
+  extraOpsKeys?: string[];
+  /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
+  loginSigningKey?: Buffer;
 }
 
 export interface InProcessWorker {
@@ -117,7 +121,8 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         wallet,
         temporal,
         taskQueue,
-        opsApiKeys: [opsKey],
+        opsApiKeys: [opsKey, ...(options.extraOpsKeys ?? [])],
+        ...(options.loginSigningKey ? { loginSigningKey: options.loginSigningKey } : {}),
         connectReturnUrl: options.connectReturnUrl,
         sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
         ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),

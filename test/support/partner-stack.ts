@@ -43,6 +43,10 @@ export interface PartnerStack {
   /** A vault as a worker builds it (its own wallet client and clock). */
   createVault(options?: { now?: () => number }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
+  /** A login URL for `partnerUserId` from POST /ops/links/login-urls. */
+  mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string>;
+  /** Opens a fresh login URL: the wallet's login page, its state, and the login cookie the start set. */
+  startLogin(partnerUserId: string, mobile?: string): Promise<{ location: URL; state: string; cookie: string }>;
   close(): Promise<void>;
 }
 
@@ -58,6 +62,10 @@ export async function startPartnerStack(
     logTo?: NodeJS.WritableStream;
     /** Temporal payload encryption for the API's client and the in-process worker. */
     payloadKeys?: PayloadKey[];
+    /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
+    loginSigningKey?: Buffer;
+    /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
+    extraOpsKeys?: string[];
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
@@ -75,12 +83,23 @@ export async function startPartnerStack(
     ...(dataConverter ? { dataConverter } : {}),
     ...(options.hardening ? { hardening: options.hardening } : {}),
     connectReturnUrl: options.connectReturnUrl,
+    ...(options.extraOpsKeys ? { extraOpsKeys: options.extraOpsKeys } : {}),
+    ...(options.loginSigningKey ? { loginSigningKey: options.loginSigningKey } : {}),
     ...(options.sessionAllowedIps ? { sessionAllowedIps: options.sessionAllowedIps } : {}),
     ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
   });
   const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;
+  const mintLoginUrl = async (partnerUserId: string, mobile?: string) => {
+    const response = await api.opsFetch('/ops/links/login-urls', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ partnerUserId, ...(mobile ? { mobile } : {}) }),
+    });
+    if (response.status !== 201) throw new Error(`login URL: ${response.status} ${await response.text()}`);
+    return ((await response.json()) as { url: string }).url;
+  };
   const vaultWallets: WalletClient[] = [];
   return {
     apiBase: api.apiBase,
@@ -129,6 +148,13 @@ export async function startPartnerStack(
       return createTokenVault({ database, tokens, wallet: vaultWallet, logger, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
     },
     opsFetch: api.opsFetch,
+    mintLoginUrl,
+    async startLogin(partnerUserId, mobile) {
+      const response = await fetch(await mintLoginUrl(partnerUserId, mobile), { redirect: 'manual' });
+      if (response.status !== 302) throw new Error(`login start answered ${response.status}`);
+      const location = new URL(response.headers.get('location')!);
+      return { location, state: location.searchParams.get('state')!, cookie: response.headers.getSetCookie()[0]!.split(';')[0]! };
+    },
     close: async () => {
       if (running) {
         running.worker.shutdown();

@@ -35,7 +35,12 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config.port).toBe(3000);
     expect(config.databaseUrl).toBeUndefined();
-    expect(config.temporal).toEqual({ address: undefined, namespace: 'default', taskQueue: 'walletflow' });
+    expect(config.temporal).toEqual({
+      address: undefined,
+      namespace: 'default',
+      taskQueue: 'walletflow',
+      security: { tls: undefined, apiKey: undefined, tlsDisabled: false },
+    });
     expect(config.wallet).toBeUndefined();
   });
 
@@ -81,7 +86,7 @@ describe('loadConfig', () => {
     const keyFile = path.join(dir, 'key');
     const key = Buffer.alloc(32, 7).toString('base64');
     writeFileSync(keyFile, `${key}\n`);
-    expect(loadConfig({ TOKEN_ENCRYPTION_KEY_FILE: keyFile }).tokenEncryptionKey?.equals(Buffer.alloc(32, 7))).toBe(true);
+    expect(loadConfig({ TOKEN_ENCRYPTION_KEY_FILE: keyFile }).tokenEncryptionKeys?.[0]?.equals(Buffer.alloc(32, 7))).toBe(true);
     expect(problemsOf({ TOKEN_ENCRYPTION_KEY_FILE: keyFile, TOKEN_ENCRYPTION_KEY: key })[0]).toMatch(/^TOKEN_ENCRYPTION_KEY:/);
     expect(problemsOf({ OPS_API_KEYS_FILE: path.join(dir, 'missing') })[0]).toMatch(/^OPS_API_KEYS_FILE: cannot read/);
   });
@@ -106,17 +111,87 @@ describe('loadConfig', () => {
     const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
-      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL']),
+      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS']),
     );
-    const strong = loadConfig({
-      ...wallet,
-      NODE_ENV: 'production',
-      OPS_API_KEYS: 'k'.repeat(40),
-      TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
-      SESSION_ALLOWED_IPS: '203.0.113.0/28',
-      PUBLIC_URL: 'https://partner.example',
-    });
-    expect(productionProblems(strong)).toEqual([]);
+    expect(productionProblems(loadConfig(strongProduction))).toEqual([]);
     expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
   });
+
+  it.each([
+    ['SESSION_ALLOWED_IPS', { SESSION_ALLOWED_IPS: '0.0.0.0/0' }],
+    ['SESSION_ALLOWED_IPS', { SESSION_ALLOWED_IPS: '203.0.113.0/28, ::/0' }],
+    ['SESSION_ALLOWED_IPS', { SESSION_ALLOWED_IPS: '127.0.0.1' }],
+    ['SESSION_ALLOWED_IPS', { SESSION_ALLOWED_IPS: '::ffff:127.0.0.1' }],
+    ['SESSION_ALLOWED_IPS', { SESSION_ALLOWED_IPS: '0.0.0.0' }],
+    ['CONNECT_URL', { CONNECT_URL: 'http://0.0.0.0:4010/connect' }],
+    ['CONNECT_URL', { CONNECT_URL: 'http://[::ffff:127.0.0.1]:4010/connect' }],
+    ['OP_URL', { OP_URL: 'http://[::ffff:7f00:1]:4010/op' }],
+    ['TRANSFER_URL', { TRANSFER_URL: 'http://127.1.2.3/v1' }],
+    ['TRANSFER_URL', { TRANSFER_URL: 'http://[::]/v1' }],
+    ['TRANSFER_URL', { TRANSFER_URL: 'http://wallet.localhost/v1' }],
+    ['PROFILE_VERIFICATION_JWK', { PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(31, 1).toString('base64url') }) }],
+    ['LOGIN_SIGNING_KEY', { LOGIN_SIGNING_KEY: 'too-short-a-signing-key' }],
+    ['OPS_API_KEYS', { OPS_API_KEYS: `ops:read:${'k'.repeat(40)},robot:fund:short` }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '' }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '0.0.0.0/0' }],
+    ['TEMPORAL_TLS', { TEMPORAL_TLS: '' }],
+    ['IDEMPOTENCY_FINGERPRINT_KEY', { IDEMPOTENCY_FINGERPRINT_KEY: '' }],
+  ])('production refuses %s in %o', (variable, change) => {
+    const problems = productionProblems(loadConfig({ ...strongProduction, ...change }));
+    expect(problems.map((problem) => problem.split(':')[0])).toContain(variable);
+  });
+
+  it('production reaches Temporal over TLS, an mTLS certificate or an API key, or says TEMPORAL_TLS_DISABLED=true', () => {
+    const base = { ...strongProduction, TEMPORAL_TLS: '' };
+    for (const secured of [{ TEMPORAL_TLS: 'true' }, { TEMPORAL_API_KEY: 'cloud-key' }, { TEMPORAL_TLS_CERT: 'CERT', TEMPORAL_TLS_KEY: 'KEY' }, { TEMPORAL_TLS_DISABLED: 'true' }]) {
+      expect(productionProblems(loadConfig({ ...base, ...secured })), JSON.stringify(secured)).toEqual([]);
+    }
+    const mtls = loadConfig({ ...base, TEMPORAL_TLS_CERT: 'CERT', TEMPORAL_TLS_KEY: 'KEY', TEMPORAL_TLS_CA: 'CA', TEMPORAL_TLS_SERVER_NAME: 'temporal.internal' });
+    expect(mtls.temporal.security.tls).toEqual({
+      serverName: 'temporal.internal',
+      serverRootCACertificate: Buffer.from('CA'),
+      clientCertPair: { crt: Buffer.from('CERT'), key: Buffer.from('KEY') },
+    });
+    expect(problemsOf({ TEMPORAL_TLS_CERT: 'CERT' })[0]).toMatch(/^TEMPORAL_TLS_CERT:/);
+    expect(problemsOf({ TEMPORAL_TLS: 'true', TEMPORAL_TLS_DISABLED: 'true' })[0]).toMatch(/^TEMPORAL_TLS_DISABLED:/);
+  });
+
+  it('reads named, scoped ops keys; a bare key is `default` with every scope', () => {
+    const keys = loadConfig({ OPS_API_KEYS: `alice:read+resolve:${'a'.repeat(32)}, ${'b'.repeat(32)}` }).opsApiKeys;
+    expect(keys.map((key) => [key.name, [...key.scopes]])).toEqual([
+      ['alice', ['read', 'resolve']],
+      ['default', ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin']],
+    ]);
+    for (const bad of ['alice:read', 'alice:write:key', 'al ice:read:key', `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`, 'alice::key']) {
+      const problems = problemsOf({ OPS_API_KEYS: bad });
+      expect(problems[0], bad).toMatch(/^OPS_API_KEYS:/);
+      expect(problems.join(' '), bad).not.toContain('a'.repeat(32));
+    }
+  });
+
+  it('reads TOKEN_ENCRYPTION_KEY as a key ring, and the fingerprint key is not derived from it in production', () => {
+    const [first, second] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
+    const ring = loadConfig({ TOKEN_ENCRYPTION_KEY: `${first.toString('base64')}, ${second.toString('base64')}` });
+    expect(ring.tokenEncryptionKeys).toEqual([first, second]);
+    expect(problemsOf({ TOKEN_ENCRYPTION_KEY: `${first.toString('base64')},short` })[0]).toMatch(/^TOKEN_ENCRYPTION_KEY: key 2/);
+    const own = Buffer.alloc(32, 9);
+    expect(loadConfig({ TOKEN_ENCRYPTION_KEY: first.toString('base64'), IDEMPOTENCY_FINGERPRINT_KEY: own.toString('base64') }).fingerprintKey).toEqual(own);
+    // Production: none unless given, whatever the token keys.
+    expect(loadConfig({ ...strongProduction, IDEMPOTENCY_FINGERPRINT_KEY: '' }).fingerprintKey).toBeUndefined();
+    // Development: stable while keys are added in front of the ring (derived from the oldest).
+    expect(loadConfig({ TOKEN_ENCRYPTION_KEY: second.toString('base64') }).fingerprintKey).toEqual(ring.fingerprintKey);
+  });
 });
+
+const strongProduction = {
+  ...wallet,
+  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
+  NODE_ENV: 'production',
+  OPS_API_KEYS: 'k'.repeat(40),
+  TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
+  IDEMPOTENCY_FINGERPRINT_KEY: Buffer.alloc(32, 4).toString('base64'),
+  SESSION_ALLOWED_IPS: '203.0.113.0/28',
+  PUBLIC_URL: 'https://partner.example',
+  TRUSTED_PROXIES: '10.0.0.2',
+  TEMPORAL_TLS: 'true',
+};

@@ -35,10 +35,26 @@ describe('docker-compose.yml', () => {
     expect(services.sandbox?.profiles).toEqual(['sandbox']);
   });
 
-  it('publishes the API, the Temporal UI and the sandbox', () => {
-    expect(services.api?.ports).toContain('3000:3000');
-    expect(services['temporal-ui']?.ports).toContain('8080:8080');
-    expect(services.sandbox?.ports).toContain('4010:4010');
+  it('publishes only the API on every interface; Temporal stays internal, the UI and the sandbox (under its profile) on loopback', () => {
+    const published = Object.entries(services).flatMap(([name, service]) => (service.ports ?? []).map((port) => [name, String(port)] as const));
+    const onEveryInterface = published.filter(([, port]) => !port.startsWith('127.0.0.1:'));
+    expect(onEveryInterface).toEqual([['api', '3000:3000']]);
+    expect(services.temporal?.ports).toBeUndefined();
+    expect(services['temporal-ui']?.ports).toEqual(['127.0.0.1:8080:8080']);
+    expect(services.sandbox?.ports).toEqual(['127.0.0.1:4010:4010']);
+    expect(services.sandbox?.profiles).toEqual(['sandbox']);
+  });
+
+  it('runs walletflow in production by default, with payload encryption and the production keys required', () => {
+    for (const name of ['api', 'worker', 'migrate']) {
+      const environment = services[name]?.environment ?? {};
+      expect(environment.NODE_ENV, name).toBe('${NODE_ENV:-production}');
+      expect(String(environment.PAYLOAD_ENCRYPTION_KEYS), name).toMatch(/^\$\{PAYLOAD_ENCRYPTION_KEYS:\?/);
+      expect(String(environment.IDEMPOTENCY_FINGERPRINT_KEY), name).toMatch(/^\$\{IDEMPOTENCY_FINGERPRINT_KEY:\?/);
+      expect(String(environment.PUBLIC_URL), name).toMatch(/^\$\{PUBLIC_URL:\?/);
+      // Plaintext to the internal Temporal is said out loud (production refuses it otherwise).
+      expect(environment.TEMPORAL_TLS_DISABLED, name).toBe('${TEMPORAL_TLS_DISABLED:-true}');
+    }
   });
 
   it('lets the worker scale (no fixed name, no published port)', () => {

@@ -1,12 +1,16 @@
-// The ops API's authentication over real HTTP: the bearer key, and the limit on wrong keys per
-// client address (a request without a key guesses nothing and is not counted).
+// The ops API's authentication over real HTTP: the bearer key, its name and scopes (403
+// SCOPE_REQUIRED), and the limit on wrong keys per client address (IPv6 by its /64; a request
+// without a key guesses nothing and is not counted; a valid key is never locked out).
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { opsAuth } from '../../api/ops/ops-auth.ts';
+import { opsAuth, opsRouteScopes, scopeFor } from '../../api/ops/ops-auth.ts';
+import { startPartnerStack } from '../support/partner-stack.ts';
 
 const key = 'k'.repeat(40);
+const readerKey = 'r'.repeat(40);
+const payerKey = 'p'.repeat(40);
 let clock = 1_000_000;
 let server: Server;
 let base: string;
@@ -14,9 +18,15 @@ let base: string;
 beforeAll(async () => {
   const app = express();
   app.set('trust proxy', 'loopback');
-  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4)], maxFailures: 5, windowMs: 60_000, now: () => clock }));
+  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], maxFailures: 5, windowMs: 60_000, now: () => clock }));
   app.get('/ops/ping', (_req, res) => {
     res.json({ actor: res.locals.opsActor });
+  });
+  app.get('/ops/payments/:id', (_req, res) => {
+    res.json({ actor: res.locals.opsKeyName });
+  });
+  app.post('/ops/payments/:id/resolve', (_req, res) => {
+    res.json({ actor: res.locals.opsKeyName });
   });
   server = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
@@ -34,10 +44,10 @@ async function ping(address: string, authorization?: string) {
 }
 
 describe('ops API authentication', () => {
-  it('accepts any configured key, with the scheme in any case; names the caller by a key fingerprint', async () => {
+  it('accepts any configured key, with the scheme in any case; names the caller by the key’s name (a bare key: default)', async () => {
     const first = await ping('198.51.100.1', `Bearer ${key}`);
     expect(first.status).toBe(200);
-    expect(first.body.actor).toMatch(/^ops-key:[0-9a-f]{12}$/);
+    expect(first.body.actor).toBe('default');
     expect(JSON.stringify(first.body)).not.toContain(key);
     expect((await ping('198.51.100.1', `bearer ${'second-key-'.repeat(4)}`)).status).toBe(200);
     expect((await ping('198.51.100.1', `BEARER ${key}`)).status).toBe(200);
@@ -58,20 +68,69 @@ describe('ops API authentication', () => {
     expect((await ping('198.51.100.3', `Bearer ${key}`)).status).toBe(200);
   });
 
-  it('past the limit of wrong keys, every request from that address gets 429 with Retry-After until the window ends; others are unaffected', async () => {
+  it('past the limit of wrong keys, that address’s wrong keys get 429 with Retry-After until the window ends; a valid key is never locked out', async () => {
     const guesser = '198.51.100.4';
     for (let i = 0; i < 5; i += 1) expect((await ping(guesser, `Bearer wrong-${i}`)).status).toBe(401);
     const limited = await ping(guesser, 'Bearer wrong-again');
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ code: 'TOO_MANY_FAILED_ATTEMPTS' });
     expect(limited.headers.get('retry-after')).toBe('60');
-    // A right key from that address waits too: otherwise the limit would still answer guesses.
-    expect((await ping(guesser, `Bearer ${key}`)).status).toBe(429);
-    expect((await ping('198.51.100.5', `Bearer ${key}`)).status).toBe(200);
+    // Ops behind the same proxy or NAT as the guesser keep working.
+    expect((await ping(guesser, `Bearer ${key}`)).status).toBe(200);
+    expect((await ping('198.51.100.5', `Bearer wrong`)).status).toBe(401);
 
     clock += 45_000;
-    expect((await ping(guesser, `Bearer ${key}`)).headers.get('retry-after')).toBe('15');
+    expect((await ping(guesser, 'Bearer wrong-later')).headers.get('retry-after')).toBe('15');
     clock += 15_000;
-    expect((await ping(guesser, `Bearer ${key}`)).status).toBe(200);
+    expect((await ping(guesser, 'Bearer wrong-after')).status).toBe(401);
+  });
+
+  it('counts IPv6 guesses by their /64: rotating through one subscriber’s addresses does not reset the limit', async () => {
+    for (let i = 0; i < 5; i += 1) expect((await ping(`2001:db8:1:2::${i + 1}`, `Bearer wrong-${i}`)).status).toBe(401);
+    expect((await ping('2001:db8:1:2:ffff:ffff:ffff:ffff', 'Bearer wrong')).status).toBe(429);
+    expect((await ping('2001:db8:1:3::1', 'Bearer wrong')).status).toBe(401);
+    clock += 60_000;
+  });
+
+  it('a key without the route’s scope gets 403 SCOPE_REQUIRED; with it, the route runs and knows the key’s name', async () => {
+    const call = async (method: string, path: string, secret: string) => {
+      const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '198.51.100.9' } });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    const refused = await call('POST', '/ops/payments/p1/resolve', readerKey);
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'SCOPE_REQUIRED', status: 403 });
+    expect(refused.body.detail).toContain('resolve');
+    expect(JSON.stringify(refused.body)).not.toContain(readerKey);
+    expect(await call('GET', '/ops/payments/p1', readerKey)).toEqual({ status: 200, body: { actor: 'reader' } });
+    expect((await call('POST', '/ops/payments/p1/resolve', payerKey)).status).toBe(403);
+    expect(await call('POST', '/ops/payments/p1/resolve', key)).toEqual({ status: 200, body: { actor: 'default' } });
+    // A route with no scope of its own needs admin.
+    expect((await call('GET', '/ops/ping', readerKey)).status).toBe(403);
+  });
+
+  it('gives every route of the ops API its scope (none falls back to admin)', async () => {
+    const stack = await startPartnerStack();
+    try {
+      const routes: Array<[string, string]> = [];
+      const walk = (stackLayers: unknown[], prefix: string) => {
+        for (const layer of stackLayers as Array<{ route?: { path: string; methods: Record<string, boolean> }; handle?: { stack?: unknown[] } }>) {
+          if (layer.route) for (const method of Object.keys(layer.route.methods)) routes.push([method.toUpperCase(), `${prefix}${layer.route.path}`]);
+          else if (layer.handle?.stack) walk(layer.handle.stack, prefix);
+        }
+      };
+      const router = (stack.app as unknown as { router: { stack: unknown[] } }).router;
+      walk(router.stack, '');
+      const ops = routes.filter(([, path]) => /^\/(links|fundings|payments)/.test(path));
+      expect(ops.length).toBeGreaterThanOrEqual(opsRouteScopes.length);
+      for (const [method, path] of ops) {
+        const concrete = path.replace(/:[A-Za-z]+/g, 'x');
+        expect(opsRouteScopes.some((route) => route.method === method && route.path.test(concrete)), `${method} ${path}`).toBe(true);
+      }
+      expect(scopeFor('POST', '/links/login-urls')).toBe('accounts');
+      expect(scopeFor('GET', '/links/login-urls')).toBe('read');
+    } finally {
+      await stack.close();
+    }
   });
 });

@@ -33,3 +33,20 @@ describe('token cipher', () => {
     expect(() => createTokenCipher(randomBytes(16))).toThrow(RangeError);
   });
 });
+
+describe('token cipher key ring', () => {
+  const token = 'eyJhbGciOiJIUzI1NiJ9.user-access-token.signature';
+  const [oldKey, newKey] = [randomBytes(32), randomBytes(32)];
+
+  it('decrypts under every key of the ring and encrypts under the first', () => {
+    const sealedOld = createTokenCipher(oldKey).encrypt(token, 'link-1:access');
+    const ring = createTokenCipher([newKey, oldKey]);
+    expect(ring.decrypt(sealedOld, 'link-1:access')).toBe(token);
+    expect(ring.isStale(sealedOld)).toBe(true);
+    const sealedNew = ring.encrypt(token, 'link-1:access');
+    expect(ring.isStale(sealedNew)).toBe(false);
+    expect(createTokenCipher(newKey).decrypt(sealedNew, 'link-1:access')).toBe(token);
+    // Once the old key leaves the ring, what it sealed no longer opens.
+    expect(() => createTokenCipher(newKey).decrypt(sealedOld, 'link-1:access')).toThrow(TokenCipherError);
+  });
+});

@@ -1,0 +1,41 @@
+// `walletflow rotate-keys`: after a new key is put first in TOKEN_ENCRYPTION_KEY (the old ones
+// after it), re-encrypts every stored token and cash-in code under the new key; then the old keys
+// can be dropped from the ring. Safe to run again, and while the API and workers run.
+import { loadConfig } from '../lib/config.ts';
+import { createDatabase, type Database } from '../lib/database.ts';
+import { reencryptCashInCodes } from '../fundings/funding-record.ts';
+import { createTokenCipher } from '../links/token-cipher.ts';
+import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
+import { exitCodes } from './exit-codes.ts';
+
+export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Record<'links' | 'sessions' | 'cashInCodes', RotationCount>> {
+  const cipher = createTokenCipher(keys);
+  return {
+    links: await reencryptLinkTokens(database, cipher),
+    sessions: await reencryptSessionTokens(database, cipher),
+    cashInCodes: await reencryptCashInCodes(database, cipher),
+  };
+}
+
+export async function runRotateKeys(): Promise<number> {
+  const config = loadConfig();
+  if (!config.databaseUrl || !config.tokenEncryptionKeys) {
+    console.error('walletflow rotate-keys: DATABASE_URL and TOKEN_ENCRYPTION_KEY (the new key first, then the old ones) are required');
+    return exitCodes.config;
+  }
+  const database = createDatabase(config.databaseUrl);
+  try {
+    const counts = await rotateKeys(database, config.tokenEncryptionKeys);
+    for (const [what, count] of Object.entries(counts)) {
+      console.log(`${what}: ${count.reencrypted} re-encrypted of ${count.examined}${count.unreadable > 0 ? `, ${count.unreadable} under a key not in TOKEN_ENCRYPTION_KEY (left as they are)` : ''}`);
+    }
+    if (Object.values(counts).some((count) => count.unreadable > 0)) {
+      console.error('walletflow rotate-keys: some values are under a key the ring does not hold: keep every old key until they are re-encrypted');
+      return exitCodes.failed;
+    }
+    console.log(`every stored secret is now under key ${createTokenCipher(config.tokenEncryptionKeys).keyId}; older keys can leave TOKEN_ENCRYPTION_KEY`);
+    return exitCodes.ok;
+  } finally {
+    await database.$disconnect();
+  }
+}

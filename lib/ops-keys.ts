@@ -1,0 +1,57 @@
+// Ops API keys (contract-decisions section 12): OPS_API_KEYS entries `name:scopes:key`, scopes
+// `+`-separated; a bare `key` is named `default` and holds every scope. The name is what audits
+// record; the key itself is never logged or stored.
+
+export const opsScopes = ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin'] as const;
+export type OpsScope = (typeof opsScopes)[number];
+
+export interface OpsKey {
+  name: string;
+  scopes: ReadonlySet<OpsScope>;
+  key: string;
+}
+
+/** The name a bare key gets. */
+export const DEFAULT_KEY_NAME = 'default';
+
+const namePattern = /^[A-Za-z0-9._-]{1,64}$/;
+const isScope = (value: string): value is OpsScope => (opsScopes as readonly string[]).includes(value);
+
+export class OpsKeyError extends Error {
+  readonly code = 'OPS_KEY_INVALID';
+}
+
+/**
+ * One OPS_API_KEYS entry. The error names the entry by its position and name, never by its key.
+ */
+export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
+  const parts = entry.split(':');
+  if (parts.length === 1) return { name: DEFAULT_KEY_NAME, scopes: new Set(opsScopes), key: entry };
+  const [name = '', scopeList = '', ...rest] = parts;
+  const key = rest.join(':');
+  if (parts.length < 3 || key.length === 0) throw new OpsKeyError(`entry ${position}: must be name:scopes:key or a bare key`);
+  if (!namePattern.test(name)) throw new OpsKeyError(`entry ${position}: the name must be 1 to 64 of A-Z a-z 0-9 . _ -`);
+  const scopes = scopeList.split('+');
+  const unknown = scopes.filter((scope) => !isScope(scope));
+  if (scopeList === '' || unknown.length > 0) {
+    throw new OpsKeyError(`entry ${position} (${name}): scopes must be +-separated from ${opsScopes.join(', ')}`);
+  }
+  return { name, scopes: new Set(scopes.filter(isScope)), key };
+}
+
+/**
+ * Every entry. Names must be unique (an audit must say which key acted), except `default`: several
+ * bare keys (as OPS_API_KEYS held before names) all act as `default`.
+ */
+export function parseOpsKeys(entries: readonly (string | OpsKey)[]): OpsKey[] {
+  const keys = entries.map((entry, index) => (typeof entry === 'string' ? parseOpsKeyEntry(entry, index + 1) : entry));
+  const names = new Set<string>();
+  const secrets = new Set<string>();
+  for (const key of keys) {
+    if (names.has(key.name) && key.name !== DEFAULT_KEY_NAME) throw new OpsKeyError(`the name ${key.name} is used twice (a bare key is named ${DEFAULT_KEY_NAME})`);
+    if (secrets.has(key.key)) throw new OpsKeyError(`the key named ${key.name} is also given under another name`);
+    names.add(key.name);
+    secrets.add(key.key);
+  }
+  return keys;
+}

@@ -1,0 +1,94 @@
+// Who may start a standalone login (contract-decisions section 12): a login URL's token minted by
+// the ops API, or a login token the partner backend signed with LOGIN_SIGNING_KEY (HS256 JWT,
+// `sub` = the partner user id, `exp` at most 10 minutes ahead). Either is used at most once: both
+// are recorded here by their SHA-256 hash, so a replayed token finds its row already used.
+import { createHash, randomBytes } from 'node:crypto';
+import { errors as joseErrors, jwtVerify } from 'jose';
+import { z } from 'zod';
+import type { Database } from '../lib/database.ts';
+
+/** The longest a login URL or a signed login token may live. */
+export const LOGIN_GRANT_MAX_TTL_MS = 10 * 60_000;
+/** Clock difference tolerated between the partner backend and walletflow when checking `exp`. */
+const CLOCK_TOLERANCE_SECONDS = 30;
+
+/** A partner user id: what the link records (printable ASCII). */
+export const partnerUserIdSchema = z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable ASCII characters');
+/** The mobile number the wallet's login page starts with (and pins). */
+export const loginMobileSchema = z.string().regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +');
+
+/** POST /ops/links/login-urls. */
+export const loginUrlRequestSchema = z.object({ partnerUserId: partnerUserIdSchema, mobile: loginMobileSchema.optional() }).strict();
+export type LoginUrlRequest = z.infer<typeof loginUrlRequestSchema>;
+
+/** The claims walletflow reads from a signed login token (others are ignored). */
+const signedClaimsSchema = z.object({ sub: partnerUserIdSchema, exp: z.number().int(), mobile: loginMobileSchema.optional() });
+
+export type LoginRefusal = 'invalid' | 'used' | 'expired';
+export type RedeemedLogin = { ok: true; partnerUserId: string; mobile: string | undefined } | { ok: false; reason: LoginRefusal };
+
+const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
+const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token);
+
+/** Mints a single-use login token for `partnerUserId`, valid 10 minutes; records who minted it. */
+export async function mintLoginGrant(
+  database: Database,
+  input: LoginUrlRequest & { actor: string; now?: number },
+): Promise<{ token: string; expiresAt: Date }> {
+  const token = randomBytes(32).toString('base64url');
+  const expiresAt = new Date((input.now ?? Date.now()) + LOGIN_GRANT_MAX_TTL_MS);
+  await database.$transaction([
+    database.loginGrant.create({
+      data: { tokenHash: hashToken(token), partnerUserId: input.partnerUserId, mobile: input.mobile ?? null, source: 'OPS', expiresAt },
+    }),
+    database.linkEvent.create({ data: { partnerUserId: input.partnerUserId, type: 'LOGIN_URL_MINTED', actor: input.actor.slice(0, 64) } }),
+  ]);
+  return { token, expiresAt };
+}
+
+/**
+ * Spends a login token: an ops-minted one by its stored row, a signed one by its signature (then
+ * recorded as used). Whoever holds neither cannot name a partner user.
+ */
+export async function redeemLoginGrant(
+  database: Database,
+  token: string,
+  options: { signingKey: Buffer | undefined; now?: number },
+): Promise<RedeemedLogin> {
+  const now = options.now ?? Date.now();
+  const tokenHash = hashToken(token);
+  if (looksLikeJwt(token)) {
+    if (!options.signingKey) return { ok: false, reason: 'invalid' };
+    let claims: z.infer<typeof signedClaimsSchema>;
+    try {
+      const verified = await jwtVerify(token, options.signingKey, {
+        algorithms: ['HS256'],
+        requiredClaims: ['sub', 'exp'],
+        clockTolerance: CLOCK_TOLERANCE_SECONDS,
+        currentDate: new Date(now),
+      });
+      const parsed = signedClaimsSchema.safeParse(verified.payload);
+      if (!parsed.success) return { ok: false, reason: 'invalid' };
+      claims = parsed.data;
+    } catch (error) {
+      return { ok: false, reason: error instanceof joseErrors.JWTExpired ? 'expired' : 'invalid' };
+    }
+    // A token that lives longer than a login may is refused outright, not shortened.
+    if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000) return { ok: false, reason: 'invalid' };
+    const recorded = await database.loginGrant.createMany({
+      data: [{ tokenHash, partnerUserId: claims.sub, mobile: claims.mobile ?? null, source: 'SIGNED', expiresAt: new Date(claims.exp * 1000), usedAt: new Date(now) }],
+      skipDuplicates: true,
+    });
+    if (recorded.count !== 1) return { ok: false, reason: 'used' };
+    return { ok: true, partnerUserId: claims.sub, mobile: claims.mobile };
+  }
+  // Spend the row atomically: exactly one start can win it.
+  const spent = await database.loginGrant.updateMany({
+    where: { tokenHash, source: 'OPS', usedAt: null, expiresAt: { gt: new Date(now) } },
+    data: { usedAt: new Date(now) },
+  });
+  const grant = await database.loginGrant.findUnique({ where: { tokenHash } });
+  if (spent.count === 1 && grant) return { ok: true, partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? undefined };
+  if (!grant || grant.source !== 'OPS') return { ok: false, reason: 'invalid' };
+  return { ok: false, reason: grant.usedAt ? 'used' : 'expired' };
+}

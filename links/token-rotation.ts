@@ -1,0 +1,74 @@
+// Re-encrypts what older keys of the TOKEN_ENCRYPTION_KEY ring sealed under its first key: links'
+// tokens and the tokens embedded sessions still hold. Each row is rewritten under its own row lock
+// (the vault refreshes under the same lock), so a refresh is never overwritten by an older token.
+import type { Database } from '../lib/database.ts';
+import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
+import { TokenCipherError, type TokenCipher } from './token-cipher.ts';
+import { linkAccessTokenContext, linkRefreshTokenContext } from './token-store.ts';
+
+export interface RotationCount {
+  examined: number;
+  reencrypted: number;
+  /** Sealed under a key the ring does not hold (or damaged): left as they are, reported. */
+  unreadable: number;
+}
+
+/** A sealed value under the first key: the same plaintext, re-sealed if an older key sealed it. */
+const reseal = (cipher: TokenCipher, sealed: Uint8Array, context: string): Uint8Array<ArrayBuffer> | null =>
+  cipher.isStale(sealed) ? cipher.encrypt(cipher.decrypt(sealed, context), context) : null;
+
+async function resealOrCount(count: RotationCount, run: () => Promise<boolean>): Promise<boolean> {
+  try {
+    return await run();
+  } catch (error) {
+    if (!(error instanceof TokenCipherError)) throw error;
+    count.unreadable += 1;
+    return false;
+  }
+}
+
+export async function reencryptLinkTokens(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
+  const ids = await database.tokenSet.findMany({ select: { linkId: true } });
+  for (const { linkId } of ids) {
+    count.examined += 1;
+    const changed = await resealOrCount(count, () => database.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<Array<{ access_token_encrypted: Uint8Array; refresh_token_encrypted: Uint8Array }>>`
+        SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = ${linkId}::uuid FOR UPDATE`;
+      if (!row) return false;
+      const access = reseal(cipher, row.access_token_encrypted, linkAccessTokenContext(linkId));
+      const refresh = reseal(cipher, row.refresh_token_encrypted, linkRefreshTokenContext(linkId));
+      if (!access && !refresh) return false;
+      await tx.tokenSet.update({
+        where: { linkId },
+        data: { ...(access ? { accessTokenEncrypted: access } : {}), ...(refresh ? { refreshTokenEncrypted: refresh } : {}) },
+      });
+      return true;
+    }));
+    if (changed) count.reencrypted += 1;
+  }
+  return count;
+}
+
+export async function reencryptSessionTokens(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
+  const ids = await database.embeddedSession.findMany({ where: { accessTokenEncrypted: { not: null } }, select: { id: true } });
+  for (const { id } of ids) {
+    count.examined += 1;
+    const changed = await resealOrCount(count, () => database.$transaction(async (tx) => {
+      const [row] = await tx.$queryRaw<Array<{ access_token_encrypted: Uint8Array | null; refresh_token_encrypted: Uint8Array | null }>>`
+        SELECT access_token_encrypted, refresh_token_encrypted FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
+      if (!row?.access_token_encrypted) return false;
+      const access = reseal(cipher, row.access_token_encrypted, sessionAccessTokenContext(id));
+      const refresh = row.refresh_token_encrypted ? reseal(cipher, row.refresh_token_encrypted, sessionRefreshTokenContext(id)) : null;
+      if (!access && !refresh) return false;
+      await tx.embeddedSession.update({
+        where: { id },
+        data: { ...(access ? { accessTokenEncrypted: access } : {}), ...(refresh ? { refreshTokenEncrypted: refresh } : {}) },
+      });
+      return true;
+    }));
+    if (changed) count.reencrypted += 1;
+  }
+  return count;
+}

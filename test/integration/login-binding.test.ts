@@ -1,0 +1,203 @@
+// Who a standalone login binds (contract-decisions section 12), shown as attacks that fail: the
+// partner user id comes only from a login URL minted by the ops API or a token signed with
+// LOGIN_SIGNING_KEY; the OAuth state is bound to a cookie set at start; a login never moves an
+// existing link to another partner user.
+import { randomBytes, randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { SignJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { loginThroughPages } from '../support/wallet-sandbox.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const signingKey = randomBytes(32);
+
+beforeAll(async () => {
+  stack = await startPartnerStack({ loginSigningKey: signingKey });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+interface Started {
+  status: number;
+  /** The wallet's login page, when the start redirected there. */
+  authorizeUrl: string | undefined;
+  /** The login cookie the start set, as a Cookie header value. */
+  cookie: string | undefined;
+  html: string;
+}
+
+async function start(query: Record<string, string>): Promise<Started> {
+  const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams(query)}`, { redirect: 'manual' });
+  const setCookie = response.headers.getSetCookie().map((value) => value.split(';')[0]!);
+  return {
+    status: response.status,
+    authorizeUrl: response.headers.get('location') ?? undefined,
+    cookie: setCookie.length > 0 ? setCookie.join('; ') : undefined,
+    html: await response.text(),
+  };
+}
+
+/** A login URL for `partnerUserId`, as the partner gets it from the ops API. */
+async function mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string> {
+  const response = await stack.opsFetch('/ops/links/login-urls', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ partnerUserId, ...(mobile ? { mobile } : {}) }),
+  });
+  expect(response.status).toBe(201);
+  const body = (await response.json()) as { url: string; expiresAt: string };
+  return body.url;
+}
+
+const startFromUrl = (url: string) => start(Object.fromEntries(new URL(url).searchParams));
+
+const callback = (params: URLSearchParams, cookie?: string) =>
+  fetch(`${stack.apiBase}/connect/callback?${params}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+
+/** The victim: a wallet user already linked to partner user `victim-…` (by an earlier, proper login). */
+async function linkedVictim(password: string) {
+  const user = await stack.admin.createUser({ password });
+  const partnerUserId = `victim-${randomUUID()}`;
+  const tokens = await stack.admin.standaloneTokens(user.userId);
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'STANDALONE',
+    scopes: [],
+    requestReferenceNo: null,
+    tokens: { accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? '', accessTokenExpiresAt: new Date(Date.now() + 3_600_000), refreshTokenExpiresAt: null },
+  });
+  return { user, partnerUserId, linkId };
+}
+
+describe('the link hijack through /connect/start', () => {
+  it('a start link naming a partner user is refused, so it cannot take over the victim’s link', async () => {
+    const victim = await linkedVictim('pw-hijack');
+    const attack = await start({ partnerUserId: `attacker-${randomUUID()}`, mobile: victim.user.mobile });
+    if (attack.authorizeUrl) {
+      // The old code redirected: the victim, sent this link, logs in to their wallet.
+      const params = await loginThroughPages(stack.sandbox, attack.authorizeUrl, 'pw-hijack');
+      await callback(params, attack.cookie);
+    }
+    const link = await stack.database.link.findUniqueOrThrow({ where: { id: victim.linkId } });
+    expect(link.partnerUserId).toBe(victim.partnerUserId);
+    expect(attack.status).toBe(400);
+  });
+
+  it('a login for another partner user never moves an existing link: a clear page, the link and its tokens unchanged', async () => {
+    const victim = await linkedVictim('pw-move');
+    const before = await stack.tokens.read(stack.database, victim.linkId);
+    // The attacker is a partner user too: their own, proper login URL, sent to the victim.
+    const attacker = `attacker-${randomUUID()}`;
+    const started = await startFromUrl(await mintLoginUrl(attacker));
+    expect(started.status).toBe(302);
+    // The wallet's login page asks who logs in: the victim types their own mobile number.
+    const loginPage = new URL(started.authorizeUrl!);
+    loginPage.searchParams.set('user_id', victim.user.mobile);
+    const params = await loginThroughPages(stack.sandbox, loginPage.toString(), 'pw-move');
+    const response = await callback(params, started.cookie);
+    expect(response.status).toBe(409);
+    expect(await response.text()).toContain('already linked');
+    const link = await stack.database.link.findUniqueOrThrow({ where: { id: victim.linkId } });
+    expect(link.partnerUserId).toBe(victim.partnerUserId);
+    expect(await stack.tokens.read(stack.database, victim.linkId)).toEqual(before);
+    expect(await stack.database.link.count({ where: { partnerUserId: attacker } })).toBe(0);
+    const refused = await stack.database.linkEvent.findFirst({ where: { partnerUserId: attacker, type: 'LOGIN_FAILED' } });
+    expect(refused?.detail).toContain('linked to another partner user');
+  });
+
+  it('a callback without the cookie its start set is refused (login CSRF): nothing is linked', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-csrf' });
+    // The attacker starts a login in their own browser and sends the wallet's login page to the victim.
+    const started = await startFromUrl(await mintLoginUrl(`attacker-${randomUUID()}`, user.mobile));
+    expect(started.cookie).toBeDefined();
+    const params = await loginThroughPages(stack.sandbox, started.authorizeUrl!, 'pw-csrf');
+    const inVictimsBrowser = await callback(params);
+    expect(inVictimsBrowser.status).toBe(400);
+    expect(await stack.database.link.count({ where: { profileId: user.profileId } })).toBe(0);
+    // The state was not spent by the refused callback: the attacker's own browser could still finish, the victim's cannot.
+    const wrongCookie = await callback(params, 'walletflow_login=forged');
+    expect(wrongCookie.status).toBe(400);
+    expect(await stack.database.link.count({ where: { profileId: user.profileId } })).toBe(0);
+  });
+});
+
+describe('login URLs and signed login tokens', () => {
+  it('an ops login URL links the wallet to its partner user, once', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-url' });
+    const partnerUserId = `partner-${randomUUID()}`;
+    const url = await mintLoginUrl(partnerUserId, user.mobile);
+    expect(url.startsWith(`${stack.apiBase}/connect/start?login=`)).toBe(true);
+    const started = await startFromUrl(url);
+    expect(started.status).toBe(302);
+    expect(new URL(started.authorizeUrl!).searchParams.get('user_id')).toBe(user.mobile);
+    const params = await loginThroughPages(stack.sandbox, started.authorizeUrl!, 'pw-url');
+    const response = await callback(params, started.cookie);
+    expect(response.status).toBe(200);
+    const link = await stack.database.link.findUniqueOrThrow({ where: { id: response.headers.get('x-link-id')! } });
+    expect(link).toMatchObject({ partnerUserId, profileId: user.profileId, status: 'ACTIVE' });
+    // Single use: the same URL again is refused.
+    const again = await startFromUrl(url);
+    expect(again.status).toBe(400);
+    expect(again.html).toContain('already been used');
+  });
+
+  it('records who minted a login URL (the ops key’s name), and an expired one is refused', async () => {
+    const partnerUserId = `partner-${randomUUID()}`;
+    const url = await mintLoginUrl(partnerUserId);
+    const minted = await stack.database.linkEvent.findFirstOrThrow({ where: { partnerUserId, type: 'LOGIN_URL_MINTED' } });
+    expect(minted.actor).toBe('default');
+    await stack.database.loginGrant.updateMany({ where: { partnerUserId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    const expired = await startFromUrl(url);
+    expect(expired.status).toBe(400);
+    expect(expired.html).toContain('expired');
+  });
+
+  it('a token signed with LOGIN_SIGNING_KEY starts a login for its subject, once', async () => {
+    const user = await stack.admin.createUser({ password: 'pw-signed' });
+    const partnerUserId = `signed-${randomUUID()}`;
+    const token = await new SignJWT({ mobile: user.mobile }).setProtectedHeader({ alg: 'HS256' }).setSubject(partnerUserId).setIssuedAt().setExpirationTime('5m').sign(signingKey);
+    const started = await start({ login: token });
+    expect(started.status).toBe(302);
+    const params = await loginThroughPages(stack.sandbox, started.authorizeUrl!, 'pw-signed');
+    const response = await callback(params, started.cookie);
+    expect(response.status).toBe(200);
+    expect(await stack.database.link.findFirst({ where: { partnerUserId } })).toMatchObject({ profileId: user.profileId });
+    expect((await start({ login: token })).status).toBe(400);
+  });
+
+  it('no login starts without the partner’s signature: forged, unsigned, wrong-key, long-lived and subject-less tokens are refused and store nothing', async () => {
+    const otherKey = randomBytes(32);
+    const sign = (key: Buffer, build: (jwt: SignJWT) => SignJWT) => build(new SignJWT({}).setProtectedHeader({ alg: 'HS256' })).sign(key);
+    const unsigned = (claims: object) =>
+      `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
+    const refused = [
+      await sign(otherKey, (jwt) => jwt.setSubject('someone').setExpirationTime('5m')),
+      unsigned({ sub: 'someone', exp: Math.floor(Date.now() / 1000) + 300 }),
+      await sign(signingKey, (jwt) => jwt.setSubject('someone').setExpirationTime('1h')),
+      await sign(signingKey, (jwt) => jwt.setSubject('someone').setExpirationTime(Math.floor(Date.now() / 1000) - 120)),
+      await sign(signingKey, (jwt) => jwt.setExpirationTime('5m')),
+      await sign(signingKey, (jwt) => jwt.setSubject('someone')),
+      await new SignJWT({}).setProtectedHeader({ alg: 'HS512' }).setSubject('someone').setExpirationTime('5m').sign(signingKey),
+      randomBytes(32).toString('base64url'),
+    ];
+    const before = await stack.database.loginState.count();
+    for (const login of refused) {
+      const answer = await start({ login });
+      expect(answer.status, login).toBe(400);
+      expect(answer.authorizeUrl).toBeUndefined();
+    }
+    await fc.assert(
+      fc.asyncProperty(fc.string({ maxLength: 300 }), fc.option(fc.string({ maxLength: 40 }), { nil: undefined }), async (login, partnerUserId) => {
+        const answer = await start({ login, ...(partnerUserId === undefined ? {} : { partnerUserId }), mobile: '09171234567' });
+        expect(answer.status).toBe(400);
+      }),
+      { numRuns: 40 },
+    );
+    expect(await stack.database.loginState.count()).toBe(before);
+  });
+});
