@@ -34,6 +34,7 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'GET', path: /^\/fundings\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/fundings$/, scope: 'fund' },
   { method: 'POST', path: /^\/fundings\/[^/]+\/cancel$/, scope: 'fund' },
+  { method: 'POST', path: /^\/fundings\/[^/]+\/resolve$/, scope: 'resolve' },
   { method: 'GET', path: /^\/payments$/, scope: 'read' },
   { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/payments$/, scope: 'pay' },
