@@ -30,6 +30,8 @@ export interface SweepReport {
   repaired: number;
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
   paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
+  /** Final fundings whose hold was still open (a crash between the final state and its settle), now settled. */
+  holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
 }
 
 export interface ReconcileDependencies {
@@ -115,6 +117,17 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
           if (!isWalletError(error)) throw error;
           if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
           note('left-for-ops', `retrieve refused: ${error.code}`, false);
+        }
+      }
+      // The ledger's side: a final funding's hold is settled in the same transaction as its final
+      // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
+      report.holdsSettled = [];
+      for (const open of await fundings.listFinalWithOpenHold(input.limit ?? 200)) {
+        const action = await fundings.settleFinalHold(open.id);
+        report.holdsSettled.push({ fundingId: open.id, status: open.status, action });
+        if (action !== 'none') {
+          report.repaired += 1;
+          deps.metrics?.reconcileRepair(action === 'posted' ? 'hold-posted' : 'hold-released');
         }
       }
       const review = await deps.payments.listInReview(200);

@@ -10,6 +10,8 @@ import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
 import { linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { sendProblem } from '../http/problem.ts';
+import { validationProblem } from '../http/validation.ts';
+import { linkSchema } from '../../domain/link.ts';
 
 /** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
@@ -24,8 +26,35 @@ export interface OpsLinksDependencies {
   profiles?: { vault: Pick<TokenVault, 'withUserToken'>; wallet: Pick<WalletClient, 'getProfile'>; now?: () => number };
 }
 
+/** GET /ops/links: find a user's links by exactly one of partnerUserId or profileId. */
+export const linkSearchQuerySchema = z
+  .object({
+    partnerUserId: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters').optional(),
+    profileId: z.string().regex(/^[\x21-\x7e]{1,64}$/, 'profileId must be 1 to 64 printable characters').optional(),
+  })
+  .strict()
+  .refine((query) => (query.partnerUserId === undefined) !== (query.profileId === undefined), 'give exactly one of partnerUserId or profileId');
+
+export const linkListSchema = z.object({ items: z.array(linkSchema) });
+
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
   const router = Router();
+
+  router.get('/links', async (req, res) => {
+    const query = linkSearchQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      validationProblem(res, query.error);
+      return;
+    }
+    const links = await deps.database.link.findMany({
+      where: query.data.partnerUserId !== undefined ? { partnerUserId: query.data.partnerUserId } : { profileId: query.data.profileId! },
+      orderBy: { createdAt: 'desc' },
+      take: 100,
+      select: { id: true },
+    });
+    const items = await Promise.all(links.map((link) => linkView(deps.database, link.id)));
+    res.json({ items: items.filter((item) => item !== null) });
+  });
 
   router.get('/links/:linkId', async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);

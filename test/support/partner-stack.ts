@@ -19,6 +19,7 @@ import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
 import { sandboxAdmin, type SandboxAdmin } from './wallet-sandbox.ts';
+import type { FundingLimits } from '../../ledger/limits.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -61,6 +62,8 @@ export async function startPartnerStack(
     logTo?: NodeJS.WritableStream;
     /** Temporal payload encryption for the API's client and the in-process worker. */
     payloadKeys?: PayloadKey[];
+    /** Section 10's funding limits (default: none). */
+    fundingLimits?: FundingLimits;
   } = {},
 ): Promise<PartnerStack> {
   const server: Server = createServer();
@@ -118,6 +121,7 @@ export async function startPartnerStack(
       sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
       ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
       ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+      ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
     },
   });
   let running: { worker: Worker; done: Promise<void>; connection: NativeConnection; wallet: WalletClient } | undefined;
