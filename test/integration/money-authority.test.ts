@@ -9,6 +9,7 @@ import { defaultFundingLimits } from '../../ledger/limits.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { runCli } from '../support/cli-run.ts';
 
 let stack: PartnerStack;
 beforeAll(async () => {
@@ -142,6 +143,24 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     expect(csv.headers.get('content-type')).toContain('text/csv');
     expect(await csv.text()).toContain(`"${started.body.fundingId as string}"`);
     expect((await get('/ops/settlements/2026-13-40')).status).toBe(400);
+  });
+
+  it('walletflow accounts adjust|get, ledger and settle through the ops API', async () => {
+    const target = ['--api', stack.apiBase, '--key', stack.opsKey];
+    const partnerUserId = `cli-${randomUUID()}`;
+    const adjusted = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    expect(adjusted).toMatchObject({ code: 0, stdout: expect.stringContaining('40.00 PHP') });
+    const again = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    expect(again.stdout).toContain('already made with this key');
+    const view = await runCli(['accounts', 'get', partnerUserId, '--output', 'json', ...target]);
+    expect(JSON.parse(view.stdout)).toMatchObject({ account: `USER:${partnerUserId}`, available: amount('40.00') });
+    const entries = await runCli(['ledger', '--account', `USER:${partnerUserId}`, ...target]);
+    expect(entries.stdout).toContain(`adjustment:cli-${partnerUserId}`);
+    const refused = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '-40.01', '--reason', 'clawback', ...target]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
+    const settled = await runCli(['settle', '--date', '2020-01-01', ...target]);
+    expect(settled).toMatchObject({ code: 0, stdout: expect.stringContaining('settlement of 2020-01-01') });
   });
 
   it('keeps every ledger invariant', async () => {
