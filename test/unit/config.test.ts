@@ -106,7 +106,7 @@ describe('loadConfig', () => {
     const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
-      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL']),
+      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TREASURY_LIMIT']),
     );
     const strong = loadConfig({
       ...wallet,
@@ -115,8 +115,12 @@ describe('loadConfig', () => {
       TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
       SESSION_ALLOWED_IPS: '203.0.113.0/28',
       PUBLIC_URL: 'https://partner.example',
+      TREASURY_LIMIT: '0.00',
     });
     expect(productionProblems(strong)).toEqual([]);
+    expect(strong.treasuryLimit).toBe(0n);
+    expect(loadConfig({ FUNDING_MAX: '2500.50', USER_PER_MINUTE: '3' }).fundingLimits).toMatchObject({ max: 2_500_500n, userPerMinute: 3, min: 1_000n, timeZone: 'Asia/Manila' });
+    expect(() => loadConfig({ FUNDING_MIN: '-1' })).toThrow(/FUNDING_MIN/);
     expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
   });
 });
