@@ -49,6 +49,8 @@ export interface SweepReport {
   fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
   /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
   failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
+  /** Final fundings whose hold was still open (a crash between the final state and its settle), now settled. */
+  holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
 }
 
 export interface ReconcileDependencies {
@@ -272,6 +274,17 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
         report.checked += 1;
         await sweepPayment(payment, report);
         heartbeat();
+      }
+      // The ledger's side: a final funding's hold is settled in the same transaction as its final
+      // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
+      report.holdsSettled = [];
+      for (const open of await fundings.listFinalWithOpenHold(limit)) {
+        const action = await fundings.settleFinalHold(open.id);
+        report.holdsSettled.push({ fundingId: open.id, status: open.status, action });
+        if (action !== 'none') {
+          report.repaired += 1;
+          deps.metrics?.reconcileRepair(action === 'posted' ? 'hold-posted' : 'hold-released');
+        }
       }
       const review = await payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({

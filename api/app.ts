@@ -30,6 +30,10 @@ import { embeddedSessionRouter } from './embedded/session-url.ts';
 import { landingRouter } from './embedded/landing.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { securityHeaders } from './http/security-headers.ts';
+import { opsAccountsRouter } from './ops/accounts-routes.ts';
+import { createLedger } from '../ledger/ledger.ts';
+import type { FundingLimits } from '../ledger/limits.ts';
+import { createSettlement } from '../ledger/settlement.ts';
 
 export interface HardeningOptions {
   /** PUBLIC_URL: https means HSTS on every answer (else only on requests that came over TLS). */
@@ -70,6 +74,12 @@ export interface AppDependencies {
     /** Defaults: 120 s (session id use window), 1200 s (web session). */
     embeddedSessionTtlSeconds?: number;
     webSessionTtlSeconds?: number;
+    /** TREASURY_LIMIT (thousandths); absent: no limit. */
+    treasuryLimit?: bigint | undefined;
+    /** Section 10's funding limits; absent: none (tests that are not about limits). */
+    fundingLimits?: FundingLimits | undefined;
+    /** SETTLEMENT_TZ; absent: Asia/Manila. */
+    settlementTimeZone?: string;
   };
 }
 
@@ -127,6 +137,7 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
+    const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
     const fundings = createFundingService({
       database: services.database,
       temporal: services.temporal,
@@ -135,7 +146,23 @@ export function createApp(deps: AppDependencies): express.Express {
       fingerprintKey: services.fingerprintKey,
       logger: deps.logger,
       metrics,
+      ledger,
+      ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
     });
+    const settle = createSettlement({
+      database: services.database,
+      timeZone: services.settlementTimeZone ?? 'Asia/Manila',
+      retrieveTransfer: async (transferId) => {
+        try {
+          const { data } = await services.wallet.retrieveTransfer(transferId);
+          return { status: data.status, amount: data.amount };
+        } catch (error) {
+          if ((error as { httpStatus?: number }).httpStatus === 404) return null;
+          throw error;
+        }
+      },
+    });
+    ops.use(opsAccountsRouter({ database: services.database, ledger, fingerprintKey: services.fingerprintKey, settle }));
     ops.use(opsFundingsRouter({ fundings }));
     const payments = createPaymentService({
       database: services.database,
@@ -153,6 +180,8 @@ export function createApp(deps: AppDependencies): express.Express {
         fundings,
         payments,
         vault,
+        ledger,
+        ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
         logger: deps.logger,
         webSessionTtlMs: (services.webSessionTtlSeconds ?? 1200) * 1000,
         secureCookies: services.publicUrl?.startsWith('https:') ? true : undefined,

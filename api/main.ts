@@ -12,6 +12,7 @@ import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
+import { createLedger } from '../ledger/ledger.ts';
 
 let config;
 try {
@@ -61,8 +62,15 @@ const app = createApp({
     publicUrl: config.publicUrl,
     embeddedSessionTtlSeconds: config.embeddedSessionTtlSeconds,
     webSessionTtlSeconds: config.webSessionTtlSeconds,
+    treasuryLimit: config.treasuryLimit,
+    fundingLimits: config.fundingLimits,
+    settlementTimeZone: config.settlementTimeZone,
   },
 });
+// The treasury's floor follows TREASURY_LIMIT (unset: no floor).
+await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
+  .applyTreasuryLimit(database)
+  .catch((error: Error) => logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT: the treasury is already below it'));
 
 const server: Server = app.listen(config.port, config.host, () => {
   logger.info({ url: `http://${config.host}:${config.port}` }, 'api listening');

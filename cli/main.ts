@@ -1,4 +1,5 @@
 // The `walletflow` command.
+import type { LedgerCommandOptions } from './ledger.ts';
 import { Command, type CommanderError } from 'commander';
 import { ConfigError } from '../lib/config.ts';
 import type { BenchOptions } from '../harness/bench.ts';
@@ -149,6 +150,52 @@ opsOptions(
   .addHelpText('after', '\nExit codes: 0 found; 1 no such funding; 3 the API refused the request or is not reachable; 78 no ops API key found.')
   .action(async (fundingId: string, options: StatusOptions) => {
     process.exitCode = await (await import('./status.ts')).runStatus(fundingId, options);
+  });
+
+const accounts = program.command('accounts').description("the partner's ledger accounts (docs/ledger.md)");
+opsOptions(
+  accounts
+    .command('get')
+    .description('an account: balance, held, available')
+    .argument('<account>', 'TREASURY (or IN_FLIGHT, WALLET_CLEARING, MERCHANT_REVENUE, CAPITAL), else a partner user id')
+    .option('--output <format>', 'json or text', 'text'),
+).action(async (account: string, options: LedgerCommandOptions) => {
+  process.exitCode = await (await import('./ledger.ts')).runAccountsGet(account, options);
+});
+opsOptions(
+  accounts
+    .command('adjust')
+    .description("adjust a partner user's account (other leg: TREASURY) or the treasury (other leg: CAPITAL)")
+    .argument('<account>', 'a partner user id, or TREASURY')
+    .requiredOption('--amount <value>', 'signed decimal string: -25.00 debits, 25.00 credits')
+    .requiredOption('--reason <text>', 'why (stored with the adjustment)')
+    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
+    .option('--output <format>', 'json or text', 'text'),
+).action(async (account: string, options: LedgerCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string }) => {
+  process.exitCode = await (await import('./ledger.ts')).runAccountsAdjust(account, options);
+});
+opsOptions(
+  program
+    .command('ledger')
+    .description('ledger entries, newest first')
+    .option('--account <account>', 'only this account (TREASURY, USER:{partnerUserId}, …)')
+    .option('--limit <n>', 'entries per page (1 to 200)', '50')
+    .option('--cursor <cursor>', 'the next page a previous run printed')
+    .option('--output <format>', 'json or text', 'text'),
+).action(async (options: LedgerCommandOptions & { account?: string; limit: string; cursor?: string }) => {
+  process.exitCode = await (await import('./ledger.ts')).runLedger(options);
+});
+opsOptions(
+  program
+    .command('settle')
+    .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
+    .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)')
+    .option('--output <format>', 'json, csv or text', 'text'),
+)
+  .addHelpText('after', '\nExit codes: 0 every item matched; 1 something missing or mismatched; 3 the API refused the request or is not reachable; 78 no ops API key found.')
+  .action(async (options: LedgerCommandOptions & { date: string }) => {
+    process.exitCode = await (await import('./ledger.ts')).runSettle(options);
   });
 
 try {

@@ -56,6 +56,8 @@ export interface OpsClient {
   createPayment(request: CreatePaymentRequest, idempotencyKey: string): Promise<PaymentAnswer & { created: boolean }>;
   /** GET /ops/payments/{id}: null when the API does not know it (404). */
   getPayment(id: string): Promise<PaymentAnswer | null>;
+  /** Any other ops route (the ledger's): the body on 2xx, else an OpsApiError from its problem document. */
+  request(method: 'GET' | 'POST', path: string, init?: { idempotencyKey?: string; body?: unknown; raw?: boolean }): Promise<{ status: number; body: unknown }>;
 }
 
 const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'EPIPE']);
@@ -124,6 +126,22 @@ export function createOpsClient(target: OpsTarget, options: { requestTimeoutMs?:
   };
 
   return {
+    async request(method, path, init = {}) {
+      if (init.raw) {
+        const response = await fetch(`${target.apiBase}${path}`, { headers: { authorization: `Bearer ${target.key}` }, signal: AbortSignal.timeout(requestTimeoutMs) }).catch((error: unknown) => {
+          throw new OpsUnreachableError(target.apiBase, unreachableReason(error) ?? String(error));
+        });
+        const text = await response.text();
+        if (!response.ok) throw problemOf(response.status, JSON.parse(text || 'null') as unknown);
+        return { status: response.status, body: text };
+      }
+      const { status, body } = await call(method, path, {
+        ...(init.idempotencyKey ? { headers: { 'idempotency-key': init.idempotencyKey } } : {}),
+        ...(init.body === undefined ? {} : { body: init.body }),
+      });
+      if (status < 200 || status > 299) throw problemOf(status, body);
+      return { status, body };
+    },
     async createPayment(request, idempotencyKey) {
       const { status, body } = await call('POST', '/ops/payments', { headers: { 'idempotency-key': idempotencyKey }, body: request });
       if (status !== 200 && status !== 202) throw problemOf(status, body);

@@ -2,6 +2,7 @@
 // funding moves through, the legal moves between them, and which are final. Plain data and zod
 // only: the workflow, activities, API and CLI all read it.
 import { z } from 'zod';
+import { fundingSourceSchema } from './ledger.ts';
 import { amountSchema } from './money.ts';
 import { resolutionNoteSchema, reviewSchema } from './review.ts';
 import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
@@ -72,6 +73,8 @@ export const createFundingSchema = z
   .object({
     recipient: fundingRecipientSchema,
     amount: amountSchema,
+    /** Whose money (contract-decisions section 10); absent: the TREASURY. */
+    source: fundingSourceSchema.optional(),
   })
   .strict();
 export type CreateFundingRequest = z.infer<typeof createFundingSchema>;
@@ -101,6 +104,7 @@ export const fundingSchema = z.object({
     z.object({ type: z.literal('TOKEN'), linkId: z.string() }),
   ]),
   amount: z.object({ currency: z.string(), value: z.string() }),
+  source: fundingSourceSchema,
   transferId: z.string().nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   /** Why the funding needed a person, the wallet calls behind it, and how it was settled (contract section 11). */

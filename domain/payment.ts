@@ -2,6 +2,7 @@
 // states, the legal moves between them, and which are final. A payment whose execute outcome
 // stays unknown is parked in NEEDS_REVIEW for a person to settle: never a guessed state.
 import { z } from 'zod';
+import { paymentPurposes } from './ledger.ts';
 import { amountSchema } from './money.ts';
 import { resolutionNoteSchema, reviewSchema, walletCallEvidenceSchema, type WalletCallEvidence } from './review.ts';
 import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
@@ -37,6 +38,8 @@ export const createPaymentSchema = z
   .object({
     linkId: z.uuid('linkId must be a link id (UUID)'),
     amount: amountSchema,
+    /** Where it lands once SUCCEEDED (contract-decisions section 10); absent: PURCHASE. */
+    purpose: z.enum(paymentPurposes, { error: 'purpose must be PURCHASE or DEPOSIT' }).optional(),
   })
   .strict();
 export type CreatePaymentRequest = z.infer<typeof createPaymentSchema>;
@@ -67,6 +70,7 @@ export const paymentSchema = z.object({
   paymentId: z.string().nullable(),
   status: z.enum(paymentStatuses),
   linkId: z.string(),
+  purpose: z.enum(paymentPurposes),
   amount: z.object({ currency: z.string(), value: z.string() }),
   fee: z.object({ currency: z.string(), value: z.string() }).nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),

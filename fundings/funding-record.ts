@@ -7,6 +7,7 @@ import {
   cancellableFundingStatuses,
   fundingErrorMessage,
   fundingReviewStatus,
+  isFinalFundingStatus,
   fundingTransitions,
   maskCashInCode,
   unfinishedFundingStatuses,
@@ -16,13 +17,16 @@ import {
   type FundingStatus,
 } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import type { Amount } from '../domain/money.ts';
+import { treasurySource, type FundingSource } from '../domain/ledger.ts';
+import { toThousandths, type Amount } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { TokenCipherError, type TokenCipher } from '../links/token-cipher.ts';
 import type { RotationCount } from '../links/token-rotation.ts';
+import { createLedger, type Ledger } from '../ledger/ledger.ts';
+import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
@@ -40,6 +44,8 @@ export interface NewFunding {
   amount: Amount;
   /** The ops key's name when ops asked (contract section 12), for the first event. */
   requestedBy?: string;
+  /** Whose money it moves; absent: the TREASURY. */
+  source?: FundingSource;
 }
 
 /** The timeline event written with a move: the wallet call behind it, and why. */
@@ -77,6 +83,10 @@ export interface FundingRecordDependencies {
   cipher: TokenCipher;
   /** Counts fundings by final state, once, by whoever moved them there; absent: not counted. */
   metrics?: Pick<Metrics, 'fundingFinished'>;
+  /** The partner's ledger (holds, posts, releases); absent: one with no treasury limit. */
+  ledger?: Ledger;
+  /** Limits checked before a funding is stored; absent: none. */
+  limits?: FundingLimits;
 }
 
 interface MoveGuard {
@@ -88,6 +98,18 @@ interface MoveGuard {
 
 export function createFundingRecord(deps: FundingRecordDependencies) {
   const { database } = deps;
+  const ledger = deps.ledger ?? createLedger();
+
+  /**
+   * The one place a funding's hold is settled, in the transaction of the move to a final state:
+   * APPROVED posts it, DECLINED, REJECTED and FAILED release it; a status that is not final (a
+   * funding in review) keeps it. finish, cancel and a later resolve all come through here;
+   * idempotent by the hold (a second settle of one hold writes nothing).
+   */
+  async function settleHold(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus): Promise<void> {
+    if (!isFinalFundingStatus(status)) return;
+    await ledger.settleFunding(tx, fundingId, status === 'APPROVED' ? 'post' : 'release');
+  }
 
   /** The guarded UPDATE of a move: true when this call moved the funding. */
   async function updateStatus(tx: Prisma.TransactionClient, fundingId: string, to: FundingStatus, guard: MoveGuard = {}): Promise<boolean> {
@@ -108,11 +130,14 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
   }
 
-  /** Moves the funding to `to` if the table allows it from where it stands, with its event. */
+  /** Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its hold settled). */
   function move(fundingId: string, to: FundingStatus, event: MoveEvent, guard?: MoveGuard): Promise<boolean> {
     return database.$transaction(async (tx) => {
       const moved = await updateStatus(tx, fundingId, to, guard);
-      if (moved) await appendEvent(tx, fundingId, to, event);
+      if (moved) {
+        await appendEvent(tx, fundingId, to, event);
+        await settleHold(tx, fundingId, to);
+      }
       return moved;
     });
   }
@@ -152,27 +177,59 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /**
-     * Stores a new funding in PENDING with its first event; false when the key is taken. Concurrent
-     * requests with one key meet at the unique index: one inserts, the others wait for it and
-     * insert nothing (ON CONFLICT DO NOTHING), then read its row.
+     * Stores a new funding in PENDING with its first event and its hold on the source, in one
+     * transaction; false when the key is taken. Concurrent requests with one key meet at the
+     * unique index: one inserts, the others wait for it and insert nothing (ON CONFLICT DO
+     * NOTHING), then read its row. A limit or a source that does not cover the amount throws
+     * (LimitRefusal, InsufficientFundsError) and nothing is stored.
      */
     async insert(funding: NewFunding): Promise<boolean> {
       const { id, recipient, amount } = funding;
+      const source = funding.source ?? treasurySource;
+      const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
+      const thousandths = toThousandths(amount.value);
+      if (thousandths === null) throw new RangeError('not a decimal amount');
       const inserted = await database.$transaction(async (tx) => {
+        // One user's fundings one after another: the limits' counts and the hold see each other.
+        if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
         const count = await tx.$executeRaw`
           INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
-                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, updated_at)
+                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, source_partner_user_id, updated_at)
           VALUES (${id}::uuid, ${funding.idempotencyKey}, ${funding.requestFingerprint}, ${funding.workflowId}, 'PENDING'::"FundingStatus",
                   ${recipient.type}::"RecipientType", ${recipient.type === 'TOKEN' ? recipient.linkId : null}::uuid,
                   ${recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(recipient.code, cashInCodeContext(id))) : null},
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
-                  ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], now())
+                  ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], ${sourceUser}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' });
+        if (count !== 1) return count;
+        if (deps.limits) {
+          checkFundingAmount(deps.limits, thousandths, amount.currency);
+          // The new row is excluded by its own check: counted as "this one", not twice.
+          if (sourceUser !== null) await checkUserLimits(tx, deps.limits, sourceUser, thousandths, amount.currency, id);
+        }
+        await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
+        await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' });
         return count;
       });
       return inserted === 1;
     },
+
+    /** Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. */
+    listFinalWithOpenHold: (limit: number) =>
+      database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
+        SELECT f.id::text AS id, f.status::text AS status FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
+        WHERE h.kind = 'HOLD' AND f.status IN ('APPROVED', 'DECLINED', 'REJECTED', 'FAILED')
+          AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
+        ORDER BY h.id LIMIT ${limit}`,
+
+    /** Settles the hold of a final funding by its status, under its row lock; what was done. */
+    settleFinalHold: (fundingId: string) =>
+      database.$transaction(async (tx) => {
+        const rows = await tx.$queryRaw<Array<{ status: FundingStatus }>>`SELECT status::text AS status FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
+        const status = rows[0]?.status;
+        if (!status || !isFinalFundingStatus(status)) return 'none' as const;
+        return ledger.settleFunding(tx, fundingId, status === 'APPROVED' ? 'post' : 'release');
+      }),
 
     /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING). */
     move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent) => move(fundingId, to, event),

@@ -19,6 +19,9 @@ import type { Logger } from '../lib/logger.ts';
 import { updateWaitingWorkflow } from '../lib/temporal.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
+import type { FundingRefusalCode } from '../domain/ledger.ts';
+import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
+import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { createFundingRecord } from './funding-record.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -40,28 +43,49 @@ export interface FundingServiceDependencies {
   logger: Logger;
   /** Counts fundings cancelled here (FAILED) among the finished ones; absent: not counted. */
   metrics?: Pick<Metrics, 'fundingFinished'>;
+  /** The partner's ledger (with TREASURY_LIMIT); absent: one with no treasury limit. */
+  ledger?: Ledger;
+  /** Section 10's limits; absent: none. */
+  limits?: FundingLimits;
 }
 
 export type StartFundingResult =
   | { kind: 'created'; funding: FundingView }
   | { kind: 'existing'; funding: FundingView }
   | { kind: 'key-reused' }
-  | { kind: 'link-not-found' };
+  | { kind: 'link-not-found' }
+  /** Refused before anything was stored (422): not enough available, or a limit; `detail` says which and what is left. */
+  | { kind: 'refused'; code: FundingRefusalCode; detail: string };
 
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
 export type ResolveFundingResult = { kind: 'resolved'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-in-review'; status: string };
 
 export function createFundingService(deps: FundingServiceDependencies) {
-  const record = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...(deps.metrics ? { metrics: deps.metrics } : {}) });
+  const record = createFundingRecord({
+    database: deps.database,
+    cipher: deps.cipher,
+    ...(deps.metrics ? { metrics: deps.metrics } : {}),
+    ...(deps.ledger ? { ledger: deps.ledger } : {}),
+    ...(deps.limits ? { limits: deps.limits } : {}),
+  });
   const fingerprint = (body: CreateFundingRequest) => {
     const amount = normaliseAmount(body.amount);
+    // A body without a source fingerprints as before (existing keys keep matching); a user source adds itself.
+    const source = body.source?.type === 'USER_BALANCE' ? ['USER_BALANCE', body.source.partnerUserId] : [];
     return requestFingerprint(
       deps.fingerprintKey,
       body.recipient.type === 'CODE'
-        ? ['CODE', body.recipient.code, amount.currency, amount.value]
-        : ['TOKEN', body.recipient.linkId.toLowerCase(), amount.currency, amount.value],
+        ? ['CODE', body.recipient.code, amount.currency, amount.value, ...source]
+        : ['TOKEN', body.recipient.linkId.toLowerCase(), amount.currency, amount.value, ...source],
     );
+  };
+
+  /** What is left on the account a refusal names, for its detail. */
+  const insufficient = async (error: InsufficientFundsError): Promise<StartFundingResult> => {
+    const view = deps.ledger ? await deps.ledger.account(deps.database, error.account, error.currency) : null;
+    const left = view ? `; ${view.available.value} ${view.available.currency} available` : '';
+    return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover this funding${left}` };
   };
 
   const startWorkflow = (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN') =>
@@ -91,7 +115,24 @@ export function createFundingService(deps: FundingServiceDependencies) {
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;
-      const inserted = await record.insert({ id: fundingId, idempotencyKey, requestFingerprint, workflowId, recipient, amount: normaliseAmount(body.amount), ...(actor ? { requestedBy: actor } : {}) });
+      let inserted: boolean;
+      try {
+        inserted = await record.insert({
+          id: fundingId,
+          idempotencyKey,
+          requestFingerprint,
+          workflowId,
+          recipient,
+          amount: normaliseAmount(body.amount),
+          ...(body.source ? { source: body.source } : {}),
+          ...(actor ? { requestedBy: actor } : {}),
+        });
+      } catch (error) {
+        // Refused in the storing transaction: nothing was stored and no workflow starts.
+        if (error instanceof InsufficientFundsError) return insufficient(error);
+        if (error instanceof LimitRefusal) return { kind: 'refused', code: error.code, detail: error.detail };
+        throw error;
+      }
       if (inserted) {
         await startWorkflow(fundingId, workflowId, recipient.type);
         deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');

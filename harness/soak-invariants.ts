@@ -67,7 +67,9 @@ export type Invariant =
   | 'money-credited'
   | 'money-debited'
   | 'balances'
-  | 'unexpected-outcome';
+  | 'unexpected-outcome'
+  /** The partner's ledger (harness/ledger-invariants.ts): zero-sum, balances, floors, holds, clearing. */
+  | 'ledger';
 
 export interface Violation {
   invariant: Invariant;

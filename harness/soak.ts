@@ -2,6 +2,7 @@
 // while the worker is SIGKILLed, the API restarted and the Temporal dev server stopped and started;
 // then the invariant checker compares the sandbox ledger with walletflow's records and prints the
 // table. Exit 0: no violation; 1: violations (listed, with timelines); 64: bad options.
+import { checkLedgerInvariants } from './ledger-invariants.ts';
 import { writeFile } from 'node:fs/promises';
 import { isFinalFundingStatus } from '../domain/funding.ts';
 import { isFinalPaymentStatus } from '../domain/payment.ts';
@@ -252,6 +253,21 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     ledger,
     balances: [...before.entries()].map(([userId, balance]) => ({ userId, before: balance, after: after.get(userId) ?? balance })),
   });
+  // The partner's ledger: every transaction sums to zero, every balance is the sum of its entries,
+  // no available below its floor, every final funding's hold settled, and the accounts reconcile
+  // with the wallet's ledger (clearing = what the wallet approved − what it charged).
+  const thousandths = (value: string) => BigInt(Math.round(Number(value) * 1000));
+  const books = await checkLedgerInvariants(stack.database, {
+    wallet: {
+      approvedTransfers: ledger.transfers.filter((transfer) => transfer.status === 'APPROVED').reduce((sum, transfer) => sum + thousandths(transfer.amount.value), 0n),
+      succeededPayments: ledger.payments.filter((payment) => payment.status === 'EXECUTED').reduce((sum, payment) => sum + thousandths(payment.amount.value), 0n),
+    },
+  });
+  for (const detail of books.violations) check.violations.push({ invariant: 'ledger', ids: [], detail });
+  log(
+    `ledger: ${books.checked.transactions} transactions, ${books.checked.holds} holds; treasury ${books.totals.treasury}, users ${books.totals.users}, ` +
+      `in flight ${books.totals.inFlight}, clearing ${books.totals.clearing}, revenue ${books.totals.revenue}, capital ${books.totals.capital}`,
+  );
   for (const item of plan.filter((entry) => !entry.id)) {
     check.violations.push({ invariant: 'lost-request', ids: [item.userId], detail: `${item.side} #${item.index} (${item.kind}) never accepted: ${item.error ?? 'no answer'}` });
   }

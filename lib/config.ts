@@ -164,6 +164,36 @@ const portNumber = (fallback: number) =>
       .default(fallback),
   );
 
+/** A PHP amount in configuration ("50000.00"): thousandths. */
+const configAmount = (fallback: string | undefined) =>
+  z.preprocess(
+    emptyAsUndefined,
+    z
+      .string()
+      .regex(/^(0|[1-9]\d{0,12})(\.\d{1,2})?$/, 'must be a decimal amount such as "50000.00"')
+      .transform((value) => {
+        const [whole = '0', fraction = ''] = value.split('.');
+        return BigInt(whole) * 1000n + BigInt(fraction.padEnd(3, '0'));
+      })
+      .optional()
+      .transform((value) => value ?? (fallback === undefined ? undefined : BigInt(fallback))),
+  );
+
+const timeZone = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .refine((zone) => {
+      try {
+        new Intl.DateTimeFormat('en', { timeZone: zone });
+        return true;
+      } catch {
+        return false;
+      }
+    }, 'must be an IANA time zone such as Asia/Manila')
+    .default('Asia/Manila'),
+);
+
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
 export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000 } as const;
 
@@ -248,6 +278,15 @@ export const environmentSchema = z
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
     PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
     SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
+
+    // Money authority (contract-decisions section 10): amounts in PHP, as decimal strings.
+    TREASURY_LIMIT: configAmount(undefined),
+    FUNDING_MIN: configAmount('1000'),
+    FUNDING_MAX: configAmount('50000000'),
+    USER_DAILY_AMOUNT: configAmount('100000000'),
+    USER_DAILY_COUNT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(20)),
+    USER_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(5)),
+    SETTLEMENT_TZ: timeZone,
   })
   .superRefine((env, ctx) => {
     if (env.TEMPORAL_TLS_DISABLED && (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)) {
@@ -332,6 +371,12 @@ export interface AppConfig {
    * wallet service's few sender addresses carrying every user's tile opening.
    */
   rateLimits: { publicPerMinute: number; sessionPerMinute: number };
+  /** Section 10: how far the treasury may go below zero (thousandths); undefined: no limit (refused in production). */
+  treasuryLimit: bigint | undefined;
+  /** Section 10's funding limits (thousandths and counts) and the day they count in (SETTLEMENT_TZ). */
+  fundingLimits: { min: bigint; max: bigint; userDailyAmount: bigint; userDailyCount: number; userPerMinute: number; timeZone: string };
+  /** The day of GET /ops/settlements/{date} and of the daily limits. */
+  settlementTimeZone: string;
 }
 
 /**
@@ -460,6 +505,16 @@ export function loadConfig(source: Env = process.env): AppConfig {
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
     rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
+    treasuryLimit: e.TREASURY_LIMIT,
+    fundingLimits: {
+      min: e.FUNDING_MIN ?? 1000n,
+      max: e.FUNDING_MAX ?? 50_000_000n,
+      userDailyAmount: e.USER_DAILY_AMOUNT ?? 100_000_000n,
+      userDailyCount: e.USER_DAILY_COUNT,
+      userPerMinute: e.USER_PER_MINUTE,
+      timeZone: e.SETTLEMENT_TZ,
+    },
+    settlementTimeZone: e.SETTLEMENT_TZ,
   };
 }
 
@@ -558,6 +613,8 @@ export function productionProblems(config: AppConfig): string[] {
   if (!temporal.tls && !temporal.tlsDisabled) {
     problems.push('TEMPORAL_TLS: production reaches Temporal over TLS (TEMPORAL_TLS=true, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT/KEY, TEMPORAL_API_KEY) or says TEMPORAL_TLS_DISABLED=true');
   }
+  if (config.treasuryLimit === undefined) problems.push('TREASURY_LIMIT: is required in production (how far the treasury may go below zero, e.g. "0.00")');
+  if (config.fundingLimits.min > config.fundingLimits.max) problems.push('FUNDING_MIN: must not exceed FUNDING_MAX');
   return problems;
 }
 

@@ -3,7 +3,9 @@
 // it may come from, and written with its timeline event in the same transaction; the insert is
 // idempotent on the key; the wallet's payment id and fee are stored once, before any execute.
 import { Prisma, type Payment, type PaymentEvent } from '../generated/prisma/client.ts';
+import type { PaymentPurpose } from '../domain/ledger.ts';
 import type { Amount } from '../domain/money.ts';
+import { createLedger, thousandthsOf, type Ledger } from '../ledger/ledger.ts';
 import {
   paymentErrorMessage,
   paymentTransitions,
@@ -30,6 +32,8 @@ export interface NewPayment {
   amount: Amount;
   /** The ops key's name when ops asked (contract section 12), for the first event. */
   requestedBy?: string;
+  /** Where it lands in the ledger once SUCCEEDED; absent: PURCHASE. */
+  purpose?: PaymentPurpose;
 }
 
 export interface Resolution {
@@ -56,6 +60,8 @@ export interface PaymentRecordDependencies {
   database: Database;
   /** Counts payments by final state, once, by whoever moved them there; absent: not counted. */
   metrics?: Pick<Metrics, 'paymentFinished'>;
+  /** The partner's ledger; absent: a default one. */
+  ledger?: Ledger;
 }
 
 interface MoveGuard {
@@ -69,13 +75,33 @@ const uuidPattern = /^[0-9a-f-]{36}$/i;
 
 export function createPaymentRecord(deps: PaymentRecordDependencies) {
   const { database } = deps;
+  const ledger = deps.ledger ?? createLedger();
+
+  /**
+   * A payment that SUCCEEDED lands in the ledger in the transaction of that move (finish or a
+   * resolution): PURCHASE in MERCHANT_REVENUE, DEPOSIT on the link's partner user. Once per payment.
+   */
+  async function landInLedger(tx: Prisma.TransactionClient, id: string): Promise<void> {
+    const payment = await tx.payment.findUniqueOrThrow({ where: { id }, select: { purpose: true, linkId: true, amount: true, currency: true } });
+    const link = await tx.link.findUnique({ where: { id: payment.linkId }, select: { partnerUserId: true } });
+    await ledger.payment(tx, {
+      paymentId: id,
+      purpose: payment.purpose,
+      partnerUserId: link?.partnerUserId ?? `unknown-link:${payment.linkId}`,
+      currency: payment.currency,
+      amount: thousandthsOf(payment.amount),
+    });
+  }
 
   /** Moves the payment to `to` if the table allows it from where it stands, with its event. */
   function move(id: string, to: PaymentStatus, requestReferenceNo: string | null, detail: string | null, guard: MoveGuard = {}): Promise<boolean> {
     const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
     return database.$transaction(async (tx) => {
       const moved = await tx.payment.updateMany({ where: { id, status: { in: from } }, data: { status: to, ...guard.data } });
-      if (moved.count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail } });
+      if (moved.count === 1) {
+        await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail } });
+        if (to === 'SUCCEEDED') await landInLedger(tx, id);
+      }
       return moved.count === 1;
     });
   }
@@ -121,9 +147,9 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       const { id, amount } = payment;
       const inserted = await database.$transaction(async (tx) => {
         const count = await tx.$executeRaw`
-          INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, currency, amount, updated_at)
+          INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, purpose, currency, amount, updated_at)
           VALUES (${id}::uuid, ${payment.idempotencyKey}, ${payment.requestFingerprint}, ${payment.workflowId}, 'PENDING'::"PaymentStatus", ${payment.linkId}::uuid,
-                  ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
+                  ${payment.purpose ?? 'PURCHASE'}::"PaymentPurpose", ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
         if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested' } });
         return count;

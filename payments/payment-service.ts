@@ -72,12 +72,23 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreatePaymentRequest, actor?: string): Promise<StartPaymentResult> {
       const amount = normaliseAmount(body.amount);
-      const fingerprint = requestFingerprint(deps.fingerprintKey, ['PAYMENT', body.linkId.toLowerCase(), amount.currency, amount.value]);
+      // PURCHASE (or none) fingerprints as before: existing keys keep matching.
+      const purpose = body.purpose === 'DEPOSIT' ? ['DEPOSIT'] : [];
+      const fingerprint = requestFingerprint(deps.fingerprintKey, ['PAYMENT', body.linkId.toLowerCase(), amount.currency, amount.value, ...purpose]);
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
       if (!link) return { kind: 'link-not-found' };
       const id = randomUUID();
       const workflowId = paymentWorkflowId(idempotencyKey, sha256Hex);
-      const inserted = await record.insert({ id, idempotencyKey, requestFingerprint: fingerprint, workflowId, linkId: body.linkId, amount, ...(actor ? { requestedBy: actor } : {}) });
+      const inserted = await record.insert({
+        id,
+        idempotencyKey,
+        requestFingerprint: fingerprint,
+        workflowId,
+        linkId: body.linkId,
+        amount,
+        purpose: body.purpose ?? 'PURCHASE',
+        ...(actor ? { requestedBy: actor } : {}),
+      });
       if (inserted) {
         await startWorkflow(id, workflowId);
         deps.logger.info({ paymentId: id, workflowId }, 'payment started');

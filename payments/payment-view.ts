@@ -16,6 +16,7 @@ export function paymentView(payment: Payment & { events: PaymentEvent[] }): Paym
     paymentId: payment.walletPaymentId,
     status: payment.status,
     linkId: payment.linkId,
+    purpose: payment.purpose,
     amount: decimalOf(payment.currency, payment.amount),
     fee: payment.fee !== null && payment.feeCurrency ? decimalOf(payment.feeCurrency, payment.fee) : null,
     error: payment.errorCode ? { code: payment.errorCode, message: payment.errorMessage ?? payment.errorCode } : null,

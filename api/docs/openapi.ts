@@ -20,6 +20,19 @@ import { loginUrlRequestSchema } from '../../links/login-grants.ts';
 import { actorSchema } from '../ops/ops-actor.ts';
 import { paymentIdSchema, paymentListQuerySchema, paymentPageSchema, resolveBodySchema } from '../ops/payments-routes.ts';
 import { problemSchema } from '../http/problem.ts';
+import {
+  accountViewSchema,
+  adjustmentViewSchema,
+  createAdjustmentSchema,
+  fundingRefusalCodes,
+  ledgerEntryViewSchema,
+  settlementDateSchema,
+  settlementSchema,
+} from '../../domain/ledger.ts';
+import { accountPathSchema, accountQuerySchema, entriesQuerySchema, settlementQuerySchema } from '../ops/accounts-routes.ts';
+import { linkListSchema, linkSearchQuerySchema } from '../ops/links-routes.ts';
+import { appActivitySchema } from '../embedded/landing.ts';
+import { pageSchema } from '../../lib/page-cursor.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -37,6 +50,7 @@ const requestSchemas = {
   SessionPayload: sessionPayloadSchema(0),
   AppForm: appFormSchema,
   LoginUrlRequest: loginUrlRequestSchema,
+  CreateAdjustment: createAdjustmentSchema,
 } satisfies Record<string, z.ZodType>;
 
 /** Answers, as the routes build them (zod's output side). */
@@ -56,6 +70,12 @@ const responseSchemas = {
   AppSessionState: appSessionStateSchema,
   AppOutcome: outcomeStatusSchema,
   AppJsonError: appJsonErrorSchema,
+  AppActivity: appActivitySchema,
+  Account: accountViewSchema,
+  Adjustment: adjustmentViewSchema,
+  LedgerEntryPage: pageSchema(ledgerEntryViewSchema),
+  Settlement: settlementSchema,
+  LinkList: linkListSchema,
 } satisfies Record<string, z.ZodType>;
 
 type ComponentName = keyof typeof requestSchemas | keyof typeof responseSchemas;
@@ -326,6 +346,7 @@ const formResponses = (progressPath: string) => ({
   '401': html('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
   '403': html('the CSRF token is missing or not this session’s'),
   '409': html('this form was already sent with another amount'),
+  '422': html('the page again with the refusal in words at the form: not enough balance or a limit (nothing stored)'),
   '413': html('the form is too large'),
   '415': html('a charset or Content-Encoding that is not supported'),
   '429': tooManyPages,
@@ -408,6 +429,19 @@ const landing = {
       },
     },
   },
+  '/app/activity': {
+    get: {
+      tags: ['landing'],
+      operationId: 'appActivity',
+      summary: 'The money page’s available balance and recent withdrawals, deposits and payments with their states (polled while any is under way)',
+      security: appSecurity,
+      responses: {
+        '200': json('AppActivity', 'the balance and recent activity'),
+        '401': json('AppJsonError', 'no web session (`NO_SESSION`)'),
+        '429': tooManyPolls,
+      },
+    },
+  },
   '/app/status': {
     get: {
       tags: ['landing'],
@@ -449,6 +483,75 @@ const fundingId = parameter('path', 'fundingId', fundingIdSchema, 'the funding�
 const paymentId = parameter('path', 'paymentId', paymentIdSchema, 'walletflow’s id of the payment (`id`; not the wallet’s `paymentId`)');
 const linkId = parameter('path', 'linkId', linkIdSchema, 'the link’s id (not a UUID: 400 `INVALID_LINK_ID`)');
 
+const account = parameter('path', 'account', accountPathSchema, '`TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id');
+
+const opsLedger = {
+  '/ops/accounts/{account}': {
+    get: {
+      tags: ['ledger'],
+      operationId: 'getAccount',
+      summary: 'An account of the partner’s ledger: balance (posted), held (pending fundings), available',
+      security: opsSecurity,
+      parameters: [account, ...queryParameters(accountQuerySchema)],
+      responses: {
+        '200': json('Account', 'the account (zeros for a user with no entries yet)'),
+        '400': problem('not an account', ['INVALID_ACCOUNT']),
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/accounts/{account}/adjustments': {
+    post: {
+      tags: ['ledger'],
+      operationId: 'adjustAccount',
+      summary: 'Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL)',
+      security: opsSecurity,
+      parameters: [account, idempotencyKey],
+      requestBody: jsonBody('CreateAdjustment', 'a signed amount: negative debits the account'),
+      responses: {
+        '200': json('Adjustment', 'a repeated key with the same body: the same adjustment'),
+        '201': json('Adjustment', 'the adjustment, posted'),
+        '400': problem('a missing or malformed key or body, or an account that cannot be adjusted', ['IDEMPOTENCY_KEY_INVALID', 'INVALID_ACCOUNT', 'VALIDATION_ERROR', ...malformedBodyCodes]),
+        '422': problem('the key was used with another body, or a debit below available (nothing stored)', ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS']),
+        ...unreadableJsonBody,
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/ledger/entries': {
+    get: {
+      tags: ['ledger'],
+      operationId: 'listLedgerEntries',
+      summary: 'Ledger entries, newest first, a page at a time (pending: a hold or its reversal)',
+      security: opsSecurity,
+      parameters: queryParameters(entriesQuerySchema),
+      responses: {
+        '200': json('LedgerEntryPage', 'a page of entries'),
+        '400': problem('a malformed query', ['VALIDATION_ERROR']),
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/settlements/{date}': {
+    get: {
+      tags: ['ledger'],
+      operationId: 'getSettlement',
+      summary: 'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
+      security: opsSecurity,
+      parameters: [parameter('path', 'date', settlementDateSchema, 'the day, YYYY-MM-DD'), ...queryParameters(settlementQuerySchema)],
+      responses: {
+        '200': {
+          description: 'matched, missing, mismatched, with totals; `?format=csv` gives CSV',
+          content: { 'application/json': { schema: ref('Settlement') }, 'text/csv': { schema: { type: 'string' } } },
+        },
+        '400': problem('not a date', ['INVALID_DATE']),
+        '501': problem('settlement is not configured', ['NOT_CONFIGURED']),
+        ...opsCommon,
+      },
+    },
+  },
+};
+
 const opsFundings = {
   '/ops/fundings': {
     post: {
@@ -462,7 +565,10 @@ const opsFundings = {
         '200': json('Funding', 'a repeated key with the same body: the same funding'),
         '202': json('Funding', 'a new key: the funding, started'),
         '400': problem('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
-        '422': problem('the key was used with another body, or `recipient.linkId` names no link', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND']),
+        '422': problem(
+          'the key was used with another body, `recipient.linkId` names no link, the source’s available does not cover the amount, or a limit refuses it (its detail names the limit and what is left); nothing stored, no workflow',
+          ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', ...fundingRefusalCodes],
+        ),
         ...unreadableJsonBody,
         ...opsCommon,
       },
@@ -611,6 +717,20 @@ const opsLinks = {
       },
     },
   },
+  '/ops/links': {
+    get: {
+      tags: ['links'],
+      operationId: 'findLinks',
+      summary: 'A user’s links, by partner user id or by wallet profile id (exactly one)',
+      security: opsSecurity,
+      parameters: queryParameters(linkSearchQuerySchema as unknown as z.ZodObject),
+      responses: {
+        '200': json('LinkList', 'the links, newest first (at most 100)'),
+        '400': problem('neither or both of partnerUserId and profileId', ['VALIDATION_ERROR']),
+        ...opsCommon,
+      },
+    },
+  },
   '/ops/links/{linkId}': {
     get: {
       tags: ['links'],
@@ -687,12 +807,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'fundings', description: 'ops API: fund a wallet exactly once' },
       { name: 'payments', description: 'ops API: merchant payments; NEEDS_REVIEW when an outcome stays unknown' },
       { name: 'links', description: 'ops API: the users’ wallet links' },
+      { name: 'ledger', description: 'ops API: the partner’s ledger (accounts, adjustments, entries, settlement)' },
       { name: 'embedded', description: 'the session URL the wallet service calls' },
       { name: 'landing', description: 'the landing page and its forms (HTML for people; cookie session)' },
       { name: 'connect', description: 'the standalone login through the connect service' },
       { name: 'docs', description: 'this documentation' },
     ],
-    paths: { ...health, ...opsFundings, ...opsPayments, ...opsLinks, ...embedded, ...landing, ...connect, ...docs },
+    paths: { ...health, ...opsFundings, ...opsPayments, ...opsLinks, ...opsLedger, ...embedded, ...landing, ...connect, ...docs },
     components: {
       schemas: { ...componentSchemas(requestSchemas, 'input'), ...componentSchemas(responseSchemas, 'output') },
       securitySchemes: {

@@ -60,8 +60,22 @@ button[disabled] { opacity: .6; }
 .success h1, .success h2 { color: #0a7a3d; }
 .error h1, .error h2 { color: #b3261e; }
 .info h1, .info h2 { color: #1f4e99; }
+.big { font-size: 1.8rem; font-weight: 700; margin: 4px 0; }
+ul.activity { list-style: none; padding: 0; margin: 0; }
+ul.activity li { display: flex; justify-content: space-between; gap: 8px; padding: 8px 0; border-top: 1px solid #eceef2; font-size: .95rem; }
+ul.activity li:first-child { border-top: 0; }
+.state { font-weight: 600; color: #5b6270; white-space: nowrap; }
+.state.done { color: #0a7a3d; }
+.state.refused { color: #b3261e; }
 .spinner { width: 28px; height: 28px; border: 3px solid #c4d3ee; border-top-color: #1f4e99; border-radius: 50%; animation: spin 1s linear infinite; margin: 8px 0 12px; }
-.final .spinner { display: none; }
+.final .big { font-size: 1.8rem; font-weight: 700; margin: 4px 0; }
+ul.activity { list-style: none; padding: 0; margin: 0; }
+ul.activity li { display: flex; justify-content: space-between; gap: 8px; padding: 8px 0; border-top: 1px solid #eceef2; font-size: .95rem; }
+ul.activity li:first-child { border-top: 0; }
+.state { font-weight: 600; color: #5b6270; white-space: nowrap; }
+.state.done { color: #0a7a3d; }
+.state.refused { color: #b3261e; }
+.spinner { display: none; }
 @keyframes spin { to { transform: rotate(360deg); } }
 `;
 
@@ -132,8 +146,37 @@ export interface HomePage {
   csrfToken: string;
   topUpFormKey: string;
   payFormKey: string;
+  /** The user's partner balance, available to withdraw (PHP). */
+  available: string;
+  /** The most a withdrawal may be now (available and the limits), or why none can be made. */
+  withdraw: { max: string | null; min: string; blocked: string | null };
+  /** Recent withdrawals, deposits and payments, newest first. */
+  activity: Array<{ kind: 'withdrawal' | 'deposit' | 'payment'; id: string; status: string; final: boolean; amount: string }>;
   /** A refused amount, shown at its form. */
   error?: { form: 'top-up' | 'pay'; message: string; value: string };
+}
+
+/** A status in the user's words (the page's script uses the same words: assets/home.js). */
+export function statusInWords(status: string): { text: string; tone: 'done' | 'refused' | 'working' } {
+  if (status === 'APPROVED' || status === 'SUCCEEDED') return { text: 'Done', tone: 'done' };
+  if (status === 'DECLINED') return { text: 'Declined', tone: 'refused' };
+  if (status === 'REJECTED' || status === 'FAILED') return { text: 'Not done', tone: 'refused' };
+  if (status === 'NEEDS_REVIEW') return { text: 'Being checked', tone: 'working' };
+  return { text: 'In progress', tone: 'working' };
+}
+
+const activityLabels = { withdrawal: 'Withdrawal to wallet', deposit: 'Deposit from wallet', payment: 'Payment' } as const;
+
+function activityList(items: HomePage['activity']): string {
+  if (items.length === 0) return '<p class="hint" id="activity-empty">Nothing yet.</p>';
+  return `<ul class="activity" id="activity-list">
+${items
+  .map((item) => {
+    const state = statusInWords(item.status);
+    return `<li data-id="${escapeHtml(item.id)}" data-final="${item.final ? 'true' : 'false'}"><span>${activityLabels[item.kind]} · PHP ${escapeHtml(item.amount)}</span><span class="state ${state.tone}">${state.text}</span></li>`;
+  })
+  .join('\n')}
+</ul>`;
 }
 
 function amountForm(options: {
@@ -141,6 +184,8 @@ function amountForm(options: {
   action: string;
   heading: string;
   hint: string;
+  /** Shown instead of the form: nothing of this kind can be done now. */
+  blocked?: string | null;
   button: string;
   buttonClass: string;
   csrfToken: string;
@@ -148,6 +193,12 @@ function amountForm(options: {
   error: HomePage['error'];
 }): string {
   const error = options.error?.form === options.id ? options.error : undefined;
+  if (options.blocked) {
+    return `<section class="card" id="${options.id}">
+<h2>${escapeHtml(options.heading)}</h2>
+<p class="hint" id="${options.id}-blocked">${escapeHtml(options.blocked)}</p>
+${error ? `<p class="error" id="${options.id}-error" role="alert">${escapeHtml(error.message)}</p>\n` : ''}</section>`;
+  }
   return `<section class="card" id="${options.id}">
 <h2>${escapeHtml(options.heading)}</h2>
 <p class="hint">${escapeHtml(options.hint)}</p>
@@ -161,7 +212,7 @@ ${error ? `<p class="error" id="${options.id}-error" role="alert">${escapeHtml(e
 </section>`;
 }
 
-/** The partner page: greeting, KYC status, top up and pay (assets/home.js: each form sent once). */
+/** The user's money page: greeting, KYC status, partner balance, withdraw, deposit, recent activity (assets/home.js: each form sent once, live states). */
 export function homePage(nonce: string, content: HomePage): string {
   const greeting = content.firstName ? `Hello, ${content.firstName}` : 'Hello';
   const kyc =
@@ -178,12 +229,18 @@ export function homePage(nonce: string, content: HomePage): string {
 <h1 id="greeting">${escapeHtml(greeting)}</h1>
 ${kyc}
 </header>
+<section class="card" id="balance">
+<h2>My balance</h2>
+<p class="big" id="available">PHP ${escapeHtml(content.available)}</p>
+<p class="hint">Available to withdraw to your wallet.</p>
+</section>
 ${amountForm({
   id: 'top-up',
   action: '/app/top-up',
-  heading: 'Top up my wallet',
-  hint: 'Add money from us to your wallet.',
-  button: 'Top up',
+  heading: 'Withdraw to my wallet',
+  hint: content.withdraw.max ? `From PHP ${content.withdraw.min} up to PHP ${content.withdraw.max}.` : '',
+  blocked: content.withdraw.blocked,
+  button: 'Withdraw',
   buttonClass: 'secondary',
   csrfToken: content.csrfToken,
   formKey: content.topUpFormKey,
@@ -192,14 +249,18 @@ ${amountForm({
 ${amountForm({
   id: 'pay',
   action: '/app/pay',
-  heading: 'Pay',
-  hint: 'Pay us from your wallet balance.',
-  button: 'Pay',
+  heading: 'Deposit from my wallet',
+  hint: 'Pay in from your wallet balance; it is added to your balance here.',
+  button: 'Deposit',
   buttonClass: '',
   csrfToken: content.csrfToken,
   formKey: content.payFormKey,
   error: content.error,
-})}`,
+})}
+<section class="card" id="activity">
+<h2>Recent</h2>
+${activityList(content.activity)}
+</section>`,
     script: 'home',
   });
 }

@@ -34,6 +34,12 @@ import { homePage, landingCsp, loadingPage, messagePage, progressPage, type Home
 import { pageAssetsRouter } from './page-assets.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
+import { money, userAccount } from '../../domain/ledger.ts';
+import { fromThousandths, toThousandths } from '../../domain/money.ts';
+import { isFinalFundingStatus } from '../../domain/funding.ts';
+import { isFinalPaymentStatus } from '../../domain/payment.ts';
+import type { Ledger } from '../../ledger/ledger.ts';
+import { userHeadroom, type FundingLimits } from '../../ledger/limits.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
 
 export interface LandingDependencies {
@@ -43,6 +49,10 @@ export interface LandingDependencies {
   fundings: Pick<FundingService, 'start'>;
   payments: Pick<PaymentService, 'start'>;
   vault: Pick<TokenVault, 'getAccessToken'>;
+  /** The user's partner balance (USER:{partnerUserId}). */
+  ledger: Pick<Ledger, 'account'>;
+  /** Section 10's limits: what the page offers never exceeds them; absent: none. */
+  limits?: FundingLimits;
   logger: Logger;
   webSessionTtlMs: number;
   /** true: always Secure cookies (PUBLIC_URL is https); absent: Secure when the request came over HTTPS. */
@@ -79,7 +89,14 @@ export const appSessionStateSchema = z.object({ state: z.enum(['pending', 'ready
 /** The status polls' JSON refusals (401, 404, 429, …): `{ code, message }`, never a page. */
 export const appJsonErrorSchema = z.object({ code: z.string(), message: z.string() });
 
-type AppJson = z.infer<typeof appSessionStateSchema> | z.infer<typeof appJsonErrorSchema> | OutcomeStatus;
+/** GET /app/activity: the money page's recent fundings and payments, for its live states. */
+export const appActivitySchema = z.object({
+  available: z.string(),
+  items: z.array(z.object({ kind: z.enum(['withdrawal', 'deposit', 'payment']), id: z.string(), status: z.string(), final: z.boolean(), amount: z.string(), at: z.string() })),
+});
+export type AppActivity = z.infer<typeof appActivitySchema>;
+
+type AppJson = z.infer<typeof appSessionStateSchema> | z.infer<typeof appJsonErrorSchema> | OutcomeStatus | AppActivity;
 
 const pages = {
   unknown: {
@@ -124,6 +141,25 @@ const pages = {
   unreadable: { tone: 'error', title: 'We could not read this request', paragraphs: ['Please go back to the app and try again.'] },
   broken: { tone: 'error', title: 'Something went wrong', paragraphs: ['Please try again in a moment, or open the app again from your wallet.'] },
 } satisfies Record<string, MessagePage>;
+
+/** A refusal as the user reads it: which limit, and what is left (the detail carries the amounts). */
+function refusalInWords(code: string, detail: string): string {
+  const left = /([\d.,]+ PHP) (left today|available)/.exec(detail);
+  switch (code) {
+    case 'INSUFFICIENT_FUNDS':
+      return `Your balance does not cover this withdrawal${left ? `: you have ${left[1]} available` : ''}.`;
+    case 'AMOUNT_TOO_SMALL':
+      return `This amount is below the smallest withdrawal (${detail.replace(/^.*at least /, '')}).`;
+    case 'AMOUNT_TOO_LARGE':
+      return `This amount is above the largest withdrawal (${detail.replace(/^.*at most /, '')}).`;
+    case 'DAILY_LIMIT_EXCEEDED':
+      return left ? `This is more than today’s withdrawal limit allows: ${left[1]} left today.` : 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
+    case 'VELOCITY_LIMIT_EXCEEDED':
+      return 'You have made several withdrawals just now. Please wait a minute and try again.';
+    default:
+      return 'This withdrawal cannot be made right now.';
+  }
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -208,7 +244,61 @@ export function landingRouter(deps: LandingDependencies): Router {
   async function showHome(res: Response, session: AppSessionView): Promise<void> {
     const embedded = await activeLink(res, session, true);
     if (!embedded) return;
-    home(res, session, embedded);
+    await home(res, session, embedded);
+  }
+
+  /** The partner user of a link (`wallet:{profileId}` for an embedded one). */
+  async function partnerUserOf(linkId: string): Promise<string> {
+    const link = await deps.database.link.findUniqueOrThrow({ where: { id: linkId }, select: { partnerUserId: true } });
+    return link.partnerUserId;
+  }
+
+  /** What the money page shows: available, what a withdrawal may be now (and why not), recent activity. */
+  async function moneyOf(linkId: string): Promise<{ activity: AppActivity; withdraw: HomePage['withdraw'] }> {
+    const partnerUserId = await partnerUserOf(linkId);
+    const account = await deps.ledger.account(deps.database, userAccount(partnerUserId));
+    const available = toThousandths(account.available.value) ?? 0n;
+    const fundings = await deps.database.funding.findMany({
+      where: { OR: [{ sourcePartnerUserId: partnerUserId }, { linkId }] },
+      orderBy: { createdAt: 'desc' },
+      take: 8,
+      select: { id: true, status: true, amount: true, currency: true, createdAt: true },
+    });
+    const payments = await deps.database.payment.findMany({
+      where: { linkId },
+      orderBy: { createdAt: 'desc' },
+      take: 8,
+      select: { id: true, status: true, amount: true, currency: true, purpose: true, createdAt: true },
+    });
+    const items: AppActivity['items'] = [
+      ...fundings.map((f) => ({ kind: 'withdrawal' as const, id: f.id, status: f.status, final: isFinalFundingStatus(f.status), amount: amountOf(f).value, at: f.createdAt.toISOString() })),
+      ...payments.map((p) => ({
+        kind: p.purpose === 'DEPOSIT' ? ('deposit' as const) : ('payment' as const),
+        id: p.id,
+        status: p.status,
+        final: isFinalPaymentStatus(p.status),
+        amount: amountOf(p).value,
+        at: p.createdAt.toISOString(),
+      })),
+    ]
+      .sort((a, b) => (a.at < b.at ? 1 : -1))
+      .slice(0, 8);
+    // Never offer what would be refused: the most is what is available and what the limits leave.
+    let most = available;
+    let blocked: string | null = null;
+    if (deps.limits) {
+      const left = await userHeadroom(deps.database, deps.limits, partnerUserId);
+      if (deps.limits.max < most) most = deps.limits.max;
+      if (left.dailyAmountLeft < most) most = left.dailyAmountLeft;
+      if (left.dailyCountLeft < 1) blocked = 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
+      else if (left.perMinuteLeft < 1) blocked = 'You have made several withdrawals just now. Please wait a minute before the next one.';
+      else if (most < deps.limits.min) blocked = available < deps.limits.min ? `The smallest withdrawal is PHP ${money(deps.limits.min, 'PHP').value}.` : 'You have reached today’s withdrawal limit.';
+    }
+    if (most <= 0n && !blocked) blocked = 'You have no balance to withdraw yet. Deposit from your wallet first.';
+    return {
+      activity: { available: account.available.value, items },
+      withdraw: { max: blocked ? null : fromThousandths(most, 2), min: deps.limits ? money(deps.limits.min, 'PHP').value : '0.01', blocked },
+    };
   }
 
   async function waitForOnboarding(session: AppSessionView): Promise<AppSessionView['embeddedSession']> {
@@ -255,7 +345,8 @@ export function landingRouter(deps: LandingDependencies): Router {
     return { ...embedded, linkId: embedded.linkId };
   }
 
-  function home(res: Response, session: AppSessionView, embedded: AppSessionView['embeddedSession'], status = 200, error?: HomePage['error']): void {
+  async function home(res: Response, session: AppSessionView, embedded: AppSessionView['embeddedSession'], status = 200, error?: HomePage['error']): Promise<void> {
+    const { activity, withdraw } = embedded.linkId ? await moneyOf(embedded.linkId) : { activity: { available: '0.00', items: [] }, withdraw: { max: null, min: '0.01', blocked: null } };
     html(res, status, (nonce) =>
       homePage(nonce, {
         firstName: embedded.firstName,
@@ -263,6 +354,9 @@ export function landingRouter(deps: LandingDependencies): Router {
         csrfToken: session.csrfToken,
         topUpFormKey: randomUUID(),
         payFormKey: randomUUID(),
+        available: activity.available,
+        withdraw,
+        activity: activity.items,
         ...(error ? { error } : {}),
       }),
     );
@@ -340,12 +434,22 @@ export function landingRouter(deps: LandingDependencies): Router {
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      home(res, context.session, context.embedded, 400, { form: 'top-up', message: amount.error, value: amount.value });
+      await home(res, context.session, context.embedded, 400, { form: 'top-up', message: amount.error, value: amount.value });
       return;
     }
     const key = `${appIdempotencyPrefix(context.session)}top-up:${context.formKey}`;
-    const result = await deps.fundings.start(key, { recipient: { type: 'TOKEN', linkId: context.linkId }, amount: amount.amount });
+    // A withdrawal: the user's partner balance to their own wallet (section 10).
+    const partnerUserId = await partnerUserOf(context.linkId);
+    const result = await deps.fundings.start(key, {
+      recipient: { type: 'TOKEN', linkId: context.linkId },
+      amount: amount.amount,
+      source: { type: 'USER_BALANCE', partnerUserId },
+    });
     switch (result.kind) {
+      case 'refused':
+        // Refused before anything was stored: said in words at the form, with what is left.
+        await home(res, context.session, context.embedded, 422, { form: 'top-up', message: refusalInWords(result.code, result.detail), value: amount.amount.value });
+        return;
       case 'created':
       case 'existing':
         securityHeaders(res);
@@ -365,11 +469,12 @@ export function landingRouter(deps: LandingDependencies): Router {
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      home(res, context.session, context.embedded, 400, { form: 'pay', message: amount.error, value: amount.value });
+      await home(res, context.session, context.embedded, 400, { form: 'pay', message: amount.error, value: amount.value });
       return;
     }
     const key = `${appIdempotencyPrefix(context.session)}pay:${context.formKey}`;
-    const result = await deps.payments.start(key, { linkId: context.linkId, amount: amount.amount });
+    // A deposit: the user pays in from the wallet; on SUCCEEDED it credits their partner balance.
+    const result = await deps.payments.start(key, { linkId: context.linkId, amount: amount.amount, purpose: 'DEPOSIT' });
     switch (result.kind) {
       case 'created':
       case 'existing':
@@ -383,6 +488,20 @@ export function landingRouter(deps: LandingDependencies): Router {
         message(res, 401, pages.reopen);
         return;
     }
+  });
+
+  router.get('/app/activity', async (req, res) => {
+    const session = await readAppSession(deps.database, req, new Date(now()));
+    if (!session) {
+      json(res, 401, { code: 'NO_SESSION', message: 'no web session' });
+      return;
+    }
+    const linkId = session.embeddedSession.linkId;
+    if (!linkId) {
+      json(res, 200, { available: '0.00', items: [] });
+      return;
+    }
+    json(res, 200, (await moneyOf(linkId)).activity);
   });
 
   /** This web session's funding or payment (by the idempotency key prefix), as an outcome. */

@@ -59,6 +59,10 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       case 'link-not-found':
         sendProblem(res, { status: 422, code: 'LINK_NOT_FOUND', title: 'Unprocessable Content', detail: 'recipient.linkId names no link' });
         return;
+      case 'refused':
+        // Nothing stored, no workflow: not enough available on the source, or a limit (which, and what is left).
+        sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });
+        return;
     }
   });
 

@@ -14,6 +14,7 @@ import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyNameOf } from './ops-auth.ts';
+import { linkSchema } from '../../domain/link.ts';
 
 /** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
@@ -33,6 +34,17 @@ export interface OpsLinksDependencies {
   profiles?: { vault: Pick<TokenVault, 'withUserToken'>; wallet: Pick<WalletClient, 'getProfile'>; now?: () => number };
 }
 
+/** GET /ops/links: find a user's links by exactly one of partnerUserId or profileId. */
+export const linkSearchQuerySchema = z
+  .object({
+    partnerUserId: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters').optional(),
+    profileId: z.string().regex(/^[\x21-\x7e]{1,64}$/, 'profileId must be 1 to 64 printable characters').optional(),
+  })
+  .strict()
+  .refine((query) => (query.partnerUserId === undefined) !== (query.profileId === undefined), 'give exactly one of partnerUserId or profileId');
+
+export const linkListSchema = z.object({ items: z.array(linkSchema) });
+
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
   const router = Router();
 
@@ -48,6 +60,22 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
     url.searchParams.set('login', token);
     res.setHeader('Cache-Control', 'no-store');
     res.status(201).json({ url: url.toString(), expiresAt: expiresAt.toISOString() } satisfies z.infer<typeof loginUrlSchema>);
+  });
+
+  router.get('/links', async (req, res) => {
+    const query = linkSearchQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      validationProblem(res, query.error);
+      return;
+    }
+    const links = await deps.database.link.findMany({
+      where: query.data.partnerUserId !== undefined ? { partnerUserId: query.data.partnerUserId } : { profileId: query.data.profileId! },
+      orderBy: { createdAt: 'desc' },
+      take: 100,
+      select: { id: true },
+    });
+    const items = await Promise.all(links.map((link) => linkView(deps.database, link.id)));
+    res.json({ items: items.filter((item) => item !== null) });
   });
 
   router.get('/links/:linkId', async (req, res) => {

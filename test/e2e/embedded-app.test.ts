@@ -54,7 +54,7 @@ async function finalOutcome(page: Page): Promise<{ title: string; message: strin
 }
 
 describe('the embedded app in the wallet app’s web view', () => {
-  it('launcher → session URL → greeting → pay (one debit) → top up (one credit); the original landing URL then gets 410', async () => {
+  it('launcher → session URL → greeting → deposit (one debit, the partner balance) → a withdrawal over the balance refused in words → withdraw (one credit); the original landing URL then gets 410', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '1000.00', firstName: 'Ana', lastName: 'Santos' });
     const page = await context.newPage();
     const landingUrls: string[] = [];
@@ -106,9 +106,24 @@ describe('the embedded app in the wallet app’s web view', () => {
     expect(afterPay.payments[0]).toMatchObject({ status: 'EXECUTED', executions: 1 });
     expect((await stack.admin.user(user.userId)).balance).toBe('950.00');
 
-    // Back to the app, then top up 25.00.
+    // Back to the money page: the deposit is the user's partner balance, shown and offered.
     await page.click('#back');
     await page.waitForURL(`${stack.apiBase}/app`);
+    expect(await page.locator('#available').textContent()).toBe('PHP 50.00');
+    expect(await page.locator('#top-up .hint').textContent()).toContain('up to PHP 50.00');
+    expect(await page.locator('#activity-list li').first().textContent()).toContain('Deposit from wallet · PHP 50.00');
+    await noHorizontalScroll(page);
+
+    // More than the balance: refused in words at the form, nothing started.
+    await page.fill('#top-up-amount', '75.00');
+    await page.click('#top-up-submit');
+    await expect.poll(() => page.locator('#top-up-error').textContent()).toBe('Your balance does not cover this withdrawal: you have 50.00 PHP available.');
+    await noHorizontalScroll(page);
+    await page.screenshot({ path: path.join(resultsDir, 'withdraw-refused.png') });
+    expect(await stack.database.funding.count({ where: { sourcePartnerUserId: `wallet:${user.profileId}` } })).toBe(0);
+
+    // Withdraw 25.00 to the wallet.
+    await page.goto(`${stack.apiBase}/app`);
     await page.fill('#top-up-amount', '25.00');
     await page.click('#top-up-submit');
     await page.waitForURL(/\/app\/top-ups\/[0-9a-f-]{36}$/);
@@ -119,6 +134,12 @@ describe('the embedded app in the wallet app’s web view', () => {
     expect(afterTopUp.transfers[0]).toMatchObject({ status: 'APPROVED', executions: 1 });
     expect(afterTopUp.payments).toHaveLength(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('975.00');
+    // The money page after the withdrawal: 25.00 left, the withdrawal done (live state).
+    await page.click('#back');
+    await page.waitForURL(`${stack.apiBase}/app`);
+    expect(await page.locator('#available').textContent()).toBe('PHP 25.00');
+    await expect.poll(() => page.locator('#activity-list li').first().textContent()).toContain('Withdrawal to wallet · PHP 25.00Done');
+    await page.screenshot({ path: path.join(resultsDir, 'money-page.png'), fullPage: true });
 
     // Reloading the original landing URL: the session id was used.
     const reload = await page.goto(landingUrl);

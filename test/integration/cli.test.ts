@@ -192,6 +192,7 @@ describe('the terminal renderer', () => {
     status: events.at(-1)?.status ?? 'PENDING',
     recipient: { type: 'CODE', masked: '*****67' },
     amount: { currency: 'PHP', value: '1.00' },
+    source: { type: 'TREASURY' },
     transferId: null,
     error: null,
     review: null,

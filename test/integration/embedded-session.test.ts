@@ -5,6 +5,7 @@
 // scope, and an expired embedded refresh token ending in "reopen the app from your wallet".
 import { randomUUID } from 'node:crypto';
 import { Agent, request } from 'undici';
+import { createLedger } from '../../ledger/ledger.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { hashBearer } from '../../links/embedded-sessions.ts';
@@ -126,6 +127,15 @@ async function landedUser(options: { kycLevel?: 'KYC0' | 'KYC1'; firstName?: str
   expect(home.status).toBe(200);
   expect(home.text).toContain('name="csrf"');
   const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+  // A withdrawal draws on the user's partner balance (section 10): give them one.
+  await createLedger().adjust(stack.database, {
+    idempotencyKey: `landed-${randomUUID()}`,
+    account: `USER:${link.partnerUserId}`,
+    currency: 'PHP',
+    amount: 1_000_000n,
+    reason: 'test balance',
+    fingerprint: '0'.repeat(64),
+  });
   return { user, client, home, link, sessionId };
 }
 

@@ -16,6 +16,7 @@ import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
+import type { FundingLimits } from '../../ledger/limits.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -66,6 +67,8 @@ export async function startPartnerStack(
     loginSigningKey?: Buffer;
     /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
     extraOpsKeys?: string[];
+    /** Section 10's funding limits (default: none). */
+    fundingLimits?: FundingLimits;
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
@@ -88,6 +91,7 @@ export async function startPartnerStack(
     ...(options.sessionAllowedIps ? { sessionAllowedIps: options.sessionAllowedIps } : {}),
     ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+    ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
   });
   const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

@@ -111,9 +111,13 @@ describe('loadConfig', () => {
     const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
-      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS']),
+      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS', 'TREASURY_LIMIT']),
     );
-    expect(productionProblems(loadConfig(strongProduction))).toEqual([]);
+    const strong = loadConfig(strongProduction);
+    expect(productionProblems(strong)).toEqual([]);
+    expect(strong.treasuryLimit).toBe(0n);
+    expect(loadConfig({ FUNDING_MAX: '2500.50', USER_PER_MINUTE: '3' }).fundingLimits).toMatchObject({ max: 2_500_500n, userPerMinute: 3, min: 1_000n, timeZone: 'Asia/Manila' });
+    expect(() => loadConfig({ FUNDING_MIN: '-1' })).toThrow(/FUNDING_MIN/);
     expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
   });
 
@@ -194,4 +198,5 @@ const strongProduction = {
   PUBLIC_URL: 'https://partner.example',
   TRUSTED_PROXIES: '10.0.0.2',
   TEMPORAL_TLS: 'true',
+  TREASURY_LIMIT: '0.00',
 };

@@ -14,7 +14,16 @@ import { securityHeaders } from '../../api/http/security-headers.ts';
 const nonce = 'bm9uY2Utb2YtdGhpcy10ZXN0';
 const pages: Record<PageScript | 'message', string> = {
   loading: loadingPage(nonce),
-  home: homePage(nonce, { firstName: 'Ana', kycStatus: 'KYC1', csrfToken: 'csrf', topUpFormKey: 'k1', payFormKey: 'k2' }),
+  home: homePage(nonce, {
+    firstName: 'Ana',
+    kycStatus: 'KYC1',
+    csrfToken: 'csrf',
+    topUpFormKey: 'k1',
+    payFormKey: 'k2',
+    available: '50.00',
+    withdraw: { max: '50.00', min: '1.00', blocked: null },
+    activity: [{ kind: 'withdrawal', id: '00000000-0000-4000-8000-000000000001', status: 'PENDING', final: false, amount: '5.00' }],
+  }),
   progress: progressPage(nonce, {
     statusUrl: '/app/top-ups/00000000-0000-4000-8000-000000000000/status',
     outcome: { tone: 'info', title: 'Working', message: 'Please wait.', final: false },

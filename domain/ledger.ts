@@ -1,0 +1,144 @@
+// The partner's ledger as the ops API shows it (contract-decisions section 10): funding sources,
+// payment purposes, account names, accounts, adjustments, entries, limits' codes, settlement.
+// Plain data and zod only.
+import { z } from 'zod';
+import { amountSchema, currencyMinorUnits, currencySchema, fromThousandths, toThousandths, type Currency } from './money.ts';
+
+/** A partner user id as the ops API takes it (in a path or a body): printable, at most 128. */
+export const partnerUserIdSchema = z
+  .string({ error: 'partnerUserId must be a string' })
+  .regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters without spaces');
+
+/** Whose money a funding moves: absent means TREASURY. */
+export const fundingSourceSchema = z.discriminatedUnion(
+  'type',
+  [
+    z.object({ type: z.literal('TREASURY') }).strict(),
+    z.object({ type: z.literal('USER_BALANCE'), partnerUserId: partnerUserIdSchema }).strict(),
+  ],
+  { error: 'source.type must be TREASURY or USER_BALANCE' },
+);
+export type FundingSource = z.infer<typeof fundingSourceSchema>;
+export const treasurySource: FundingSource = { type: 'TREASURY' };
+
+export const paymentPurposes = ['PURCHASE', 'DEPOSIT'] as const;
+export type PaymentPurpose = (typeof paymentPurposes)[number];
+
+/** The accounts that are not a user's. CAPITAL: the partner's own money, the other leg of the treasury's adjustments. */
+export const systemAccounts = ['TREASURY', 'IN_FLIGHT', 'WALLET_CLEARING', 'MERCHANT_REVENUE', 'CAPITAL'] as const;
+export type SystemAccount = (typeof systemAccounts)[number];
+export const userAccount = (partnerUserId: string) => `USER:${partnerUserId}`;
+export const sourceAccount = (source: FundingSource) => (source.type === 'TREASURY' ? 'TREASURY' : userAccount(source.partnerUserId));
+
+/** The path segment of /ops/accounts/{account}: a system account's name, else a partner user id. */
+export function accountOfPathSegment(segment: string): string {
+  return (systemAccounts as readonly string[]).includes(segment) ? segment : userAccount(segment);
+}
+
+const moneySchema = z.object({ currency: z.string(), value: z.string() });
+
+export const accountViewSchema = z.object({
+  account: z.string(),
+  balance: moneySchema,
+  held: moneySchema,
+  available: moneySchema,
+});
+export type AccountView = z.infer<typeof accountViewSchema>;
+
+/** A signed decimal string: "-25.00" debits the account, "25.00" credits it. */
+const signedDecimalPattern = /^-?(0|[1-9]\d{0,9})(?:\.(\d{1,3}))?$/;
+
+/** Parses a signed decimal string into thousandths, or null. */
+export function signedThousandths(value: string): bigint | null {
+  if (!signedDecimalPattern.test(value)) return null;
+  const negative = value.startsWith('-');
+  const magnitude = toThousandths(negative ? value.slice(1) : value);
+  return magnitude === null ? null : negative ? -magnitude : magnitude;
+}
+
+export const signedAmountSchema = z
+  .object({
+    currency: currencySchema,
+    value: z.string().meta({ description: 'a signed decimal string: "-25.00" debits the account, "25.00" credits it', examples: ['-25.00'] }),
+  })
+  .strict()
+  .superRefine((amount, ctx) => {
+    const thousandths = signedThousandths(amount.value);
+    if (thousandths === null || thousandths === 0n) {
+      ctx.addIssue({ code: 'custom', path: ['value'], message: 'amount.value must be a non-zero signed decimal string such as "-25.00"' });
+      return;
+    }
+    const magnitude = amountSchema.safeParse({ currency: amount.currency, value: amount.value.replace(/^-/, '') });
+    if (!magnitude.success) ctx.addIssue({ code: 'custom', path: ['value'], message: magnitude.error.issues[0]?.message ?? 'bad amount' });
+  });
+
+export const createAdjustmentSchema = z
+  .object({
+    amount: signedAmountSchema,
+    reason: z.string().trim().min(1, 'reason must say why').max(500, 'reason must be at most 500 characters'),
+  })
+  .strict();
+export type CreateAdjustmentRequest = z.infer<typeof createAdjustmentSchema>;
+
+export const adjustmentViewSchema = z.object({
+  adjustmentId: z.string(),
+  account: z.string(),
+  /** The other leg: TREASURY for a user's adjustment, CAPITAL for the treasury's. */
+  counterAccount: z.string(),
+  amount: moneySchema,
+  reason: z.string(),
+  reference: z.string(),
+  createdAt: z.string(),
+});
+export type AdjustmentView = z.infer<typeof adjustmentViewSchema>;
+
+export const ledgerEntryViewSchema = z.object({
+  entryId: z.string(),
+  transactionId: z.string(),
+  account: z.string(),
+  amount: moneySchema,
+  /** true: a hold (or its reversal), counted in `held`, not in `balance`. */
+  pending: z.boolean(),
+  reference: z.string(),
+  at: z.string(),
+});
+export type LedgerEntryView = z.infer<typeof ledgerEntryViewSchema>;
+
+/** The codes of section 10's refusals (422, nothing stored). */
+export const fundingRefusalCodes = ['INSUFFICIENT_FUNDS', 'AMOUNT_TOO_SMALL', 'AMOUNT_TOO_LARGE', 'DAILY_LIMIT_EXCEEDED', 'VELOCITY_LIMIT_EXCEEDED'] as const;
+export type FundingRefusalCode = (typeof fundingRefusalCodes)[number];
+
+/** Formats signed thousandths in the currency's minor unit. */
+export function money(thousandths: bigint, currency: string): { currency: string; value: string } {
+  return { currency, value: fromThousandths(thousandths, currencyMinorUnits[currency as Currency] ?? 2) };
+}
+
+/** The settlement of a day: section 10. */
+export const settlementCountsSchema = z.object({
+  matched: z.number().int(),
+  missing: z.number().int(),
+  mismatched: z.number().int(),
+  total: z.object({ count: z.number().int(), amount: moneySchema }),
+});
+export const settlementItemSchema = z.object({
+  kind: z.enum(['funding', 'payment']),
+  id: z.string(),
+  /** The wallet service's transfer id or payment id. */
+  walletId: z.string().nullable(),
+  result: z.enum(['matched', 'missing', 'mismatched']),
+  amount: moneySchema,
+  walletAmount: moneySchema.nullable(),
+  walletStatus: z.string().nullable(),
+  ledgerAmount: moneySchema.nullable(),
+  detail: z.string().nullable(),
+});
+export const settlementSchema = z.object({
+  date: z.string(),
+  timeZone: z.string(),
+  fundings: settlementCountsSchema,
+  payments: settlementCountsSchema,
+  items: z.array(settlementItemSchema),
+});
+export type Settlement = z.infer<typeof settlementSchema>;
+export type SettlementItem = z.infer<typeof settlementItemSchema>;
+export const settlementDateSchema = z.iso.date('the date must be YYYY-MM-DD');

@@ -1,0 +1,321 @@
+// The partner's double-entry ledger (docs/ledger.md, contract-decisions section 10): the one module
+// that writes the ledger_account, ledger_transaction and ledger_entry tables. Every posting is a
+// transaction whose entries sum to zero (checked by the database at commit), idempotent by its
+// reference; a funding's hold is a pending transfer that is posted or released exactly once (the
+// settling transaction is unique per hold). Balances are moved by the database's entry trigger and
+// floors kept by a CHECK: a hold or debit that would overdraw fails on the row, never after a read.
+// Every function that writes takes the caller's transaction, so the funding or payment record can
+// post in the same transaction as the state change it accounts for.
+import { Prisma, type LedgerAccountKind } from '../generated/prisma/client.ts';
+import {
+  money,
+  sourceAccount,
+  systemAccounts,
+  userAccount,
+  type AccountView,
+  type AdjustmentView,
+  type FundingSource,
+  type LedgerEntryView,
+  type PaymentPurpose,
+} from '../domain/ledger.ts';
+import type { Database } from '../lib/database.ts';
+
+export type LedgerClient = Prisma.TransactionClient | Database;
+
+/** One leg of a transaction: signed thousandths (positive credits the account). */
+export interface Leg {
+  account: string;
+  amount: bigint;
+  /** A hold or its reversal: moves `pending` (held), not `balance`. */
+  pending?: boolean;
+}
+
+export interface Posting {
+  reference: string;
+  kind: 'HOLD' | 'POST' | 'RELEASE' | 'ADJUSTMENT' | 'PAYMENT';
+  currency: string;
+  legs: Leg[];
+  settlesId?: bigint;
+  fundingId?: string;
+  paymentId?: string;
+  reason?: string;
+  fingerprint?: string;
+}
+
+/** Not enough available on `account`: nothing of the caller's transaction is kept. */
+export class InsufficientFundsError extends Error {
+  readonly code = 'INSUFFICIENT_FUNDS';
+  constructor(
+    readonly account: string,
+    readonly currency: string,
+  ) {
+    super(`not enough available on ${account}`);
+    this.name = 'InsufficientFundsError';
+  }
+}
+
+export const holdReference = (fundingId: string) => `funding:${fundingId}:hold`;
+export const postReference = (fundingId: string) => `funding:${fundingId}:post`;
+export const releaseReference = (fundingId: string) => `funding:${fundingId}:release`;
+export const paymentReference = (paymentId: string) => `payment:${paymentId}:post`;
+export const adjustmentReference = (idempotencyKey: string) => `adjustment:${idempotencyKey}`;
+
+/** SQL numeric text of signed thousandths ("-25.000"). */
+export function numeric(thousandths: bigint): string {
+  const negative = thousandths < 0n;
+  const abs = negative ? -thousandths : thousandths;
+  return `${negative ? '-' : ''}${abs / 1000n}.${(abs % 1000n).toString().padStart(3, '0')}`;
+}
+
+/** Signed thousandths of a Prisma Decimal (or numeric text). */
+export function thousandthsOf(value: Prisma.Decimal | string | number): bigint {
+  const text = typeof value === 'string' ? value : typeof value === 'number' ? value.toFixed(3) : value.toFixed(3);
+  const negative = text.startsWith('-');
+  const [whole = '0', fraction = ''] = (negative ? text.slice(1) : text).split('.');
+  const abs = BigInt(whole) * 1000n + BigInt(fraction.padEnd(3, '0').slice(0, 3));
+  return negative ? -abs : abs;
+}
+
+export function accountKind(account: string): LedgerAccountKind {
+  if (account.startsWith('USER:')) return 'USER';
+  if ((systemAccounts as readonly string[]).includes(account)) return account as LedgerAccountKind;
+  throw new RangeError(`not a ledger account: ${account}`);
+}
+
+/** True for the database's refusal of a change that would take an account below its floor. */
+function isFloorViolation(error: unknown): boolean {
+  for (let current: unknown = error, depth = 0; current && depth < 5; depth += 1) {
+    const text = `${(current as { message?: unknown }).message ?? ''} ${JSON.stringify((current as { meta?: unknown }).meta ?? '')}`;
+    if (text.includes('ledger_account_floor')) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
+export interface LedgerOptions {
+  /** TREASURY_LIMIT in thousandths: how far the treasury may go below zero; null: no limit. */
+  treasuryLimit?: bigint | null;
+}
+
+/** The counter leg of an adjustment's two entries: TREASURY, unless the treasury itself was adjusted (CAPITAL). */
+function counterAccountOf(entries: Array<{ account: string }>): string {
+  return entries.some((entry) => entry.account === 'CAPITAL') ? 'CAPITAL' : 'TREASURY';
+}
+
+export function createLedger(options: LedgerOptions = {}) {
+  const treasuryFloor = options.treasuryLimit === undefined || options.treasuryLimit === null ? null : -options.treasuryLimit;
+  const floorOf = (account: string): bigint | null => (account === 'TREASURY' ? treasuryFloor : account.startsWith('USER:') ? 0n : null);
+
+  /** Creates missing accounts with their kind and floor (an existing account is left as it is). */
+  async function ensureAccounts(tx: LedgerClient, accounts: string[], currency: string): Promise<void> {
+    const rows = [...new Set(accounts)].sort().map((account) => {
+      const floor = floorOf(account);
+      return Prisma.sql`(${account}, ${currency}, ${accountKind(account)}::"LedgerAccountKind", ${account.startsWith('USER:') ? account.slice(5) : null},
+        ${floor === null ? null : numeric(floor)}::numeric)`;
+    });
+    await tx.$executeRaw`INSERT INTO ledger_account (account, currency, kind, partner_user_id, floor) VALUES ${Prisma.join(rows)} ON CONFLICT DO NOTHING`;
+  }
+
+  /**
+   * Writes a transaction and its entries once per reference (and once per settled hold); answers
+   * its id and whether this call wrote it. Entries go in account order, so two transactions lock
+   * the same accounts in the same order (no deadlock). Throws InsufficientFundsError when a leg
+   * would take a floored account below its floor.
+   */
+  async function post(tx: Prisma.TransactionClient, posting: Posting): Promise<{ id: bigint; created: boolean }> {
+    const inserted = await tx.$queryRaw<Array<{ id: bigint }>>`
+      INSERT INTO ledger_transaction (reference, kind, currency, settles_id, funding_id, payment_id, reason, fingerprint)
+      VALUES (${posting.reference}, ${posting.kind}::"LedgerTransactionKind", ${posting.currency}, ${posting.settlesId ?? null}::bigint,
+              ${posting.fundingId ?? null}::uuid, ${posting.paymentId ?? null}::uuid, ${posting.reason ?? null}, ${posting.fingerprint ?? null})
+      ON CONFLICT DO NOTHING RETURNING id`;
+    const row = inserted[0];
+    if (!row) {
+      const existing = await tx.ledgerTransaction.findUnique({ where: { reference: posting.reference }, select: { id: true } });
+      return { id: existing?.id ?? -1n, created: false };
+    }
+    await ensureAccounts(tx, posting.legs.map((leg) => leg.account), posting.currency);
+    // Stable sort: within one account the legs keep their order (a hold's reversal before its post).
+    const legs = [...posting.legs].sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : 0));
+    const values = legs.map((leg) => Prisma.sql`(${row.id}::bigint, ${leg.account}, ${posting.currency}, ${numeric(leg.amount)}::numeric, ${leg.pending ?? false})`);
+    try {
+      await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES ${Prisma.join(values)}`;
+    } catch (error) {
+      if (!isFloorViolation(error)) throw error;
+      const debited = legs.find((leg) => leg.amount < 0n && floorOf(leg.account) !== null) ?? legs.find((leg) => leg.amount < 0n);
+      throw new InsufficientFundsError(debited?.account ?? 'unknown', posting.currency);
+    }
+    return { id: row.id, created: true };
+  }
+
+  /** The open hold of a funding: its transaction, source account and amount (positive); null when none or settled. */
+  async function openHold(tx: LedgerClient, fundingId: string): Promise<{ id: bigint; account: string; currency: string; amount: bigint } | null> {
+    const rows = await tx.$queryRaw<Array<{ id: bigint; account: string; currency: string; amount: Prisma.Decimal }>>`
+      SELECT t.id, e.account, t.currency, e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
+      WHERE t.reference = ${holdReference(fundingId)} AND e.amount < 0
+        AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = t.id)`;
+    const row = rows[0];
+    return row ? { id: row.id, account: row.account, currency: row.currency, amount: -thousandthsOf(row.amount) } : null;
+  }
+
+  return {
+    ensureAccounts,
+    post,
+    openHold,
+
+    /**
+     * The two-phase funding's first phase: `amount` held on the source (pending, TigerBeetle's
+     * pending transfer to IN_FLIGHT). Throws InsufficientFundsError when the source's available
+     * does not cover it. Once per funding (its reference).
+     */
+    hold: (tx: Prisma.TransactionClient, input: { fundingId: string; source: FundingSource; currency: string; amount: bigint }) =>
+      post(tx, {
+        reference: holdReference(input.fundingId),
+        kind: 'HOLD',
+        currency: input.currency,
+        fundingId: input.fundingId,
+        legs: [
+          { account: sourceAccount(input.source), amount: -input.amount, pending: true },
+          { account: 'IN_FLIGHT', amount: input.amount, pending: true },
+        ],
+      }),
+
+    /**
+     * The second phase, exactly once: APPROVED posts the hold to WALLET_CLEARING, any other final
+     * state releases it. Nothing when the funding has no hold (stored before the ledger existed) or
+     * it is already settled. Answers what this call did.
+     */
+    async settleFunding(tx: Prisma.TransactionClient, fundingId: string, outcome: 'post' | 'release'): Promise<'posted' | 'released' | 'none'> {
+      const hold = await openHold(tx, fundingId);
+      if (!hold) return 'none';
+      const reverse: Leg[] = [
+        { account: hold.account, amount: hold.amount, pending: true },
+        { account: 'IN_FLIGHT', amount: -hold.amount, pending: true },
+      ];
+      const posted = await post(tx, {
+        reference: outcome === 'post' ? postReference(fundingId) : releaseReference(fundingId),
+        kind: outcome === 'post' ? 'POST' : 'RELEASE',
+        currency: hold.currency,
+        fundingId,
+        settlesId: hold.id,
+        legs:
+          outcome === 'post'
+            ? [...reverse, { account: hold.account, amount: -hold.amount }, { account: 'WALLET_CLEARING', amount: hold.amount }]
+            : reverse,
+      });
+      return posted.created ? (outcome === 'post' ? 'posted' : 'released') : 'none';
+    },
+
+    /** A SUCCEEDED payment lands: PURCHASE in MERCHANT_REVENUE, DEPOSIT on the link's user. Once per payment. */
+    payment: (tx: Prisma.TransactionClient, input: { paymentId: string; purpose: PaymentPurpose; partnerUserId: string; currency: string; amount: bigint }) =>
+      post(tx, {
+        reference: paymentReference(input.paymentId),
+        kind: 'PAYMENT',
+        currency: input.currency,
+        paymentId: input.paymentId,
+        legs: [
+          { account: 'WALLET_CLEARING', amount: -input.amount },
+          { account: input.purpose === 'DEPOSIT' ? userAccount(input.partnerUserId) : 'MERCHANT_REVENUE', amount: input.amount },
+        ],
+      }),
+
+    /**
+     * An ops adjustment of `account` (signed: negative debits it), the other leg the TREASURY (the
+     * treasury's own: CAPITAL), once per Idempotency-Key: a repeated key with the same body answers
+     * the stored adjustment, with another body 'key-reused'. A debit below available throws
+     * InsufficientFundsError (nothing stored).
+     */
+    async adjust(
+      database: Database,
+      input: { idempotencyKey: string; account: string; currency: string; amount: bigint; reason: string; fingerprint: string },
+    ): Promise<{ kind: 'created' | 'existing'; adjustment: AdjustmentView } | { kind: 'key-reused' }> {
+      const counterAccount = input.account === 'TREASURY' ? 'CAPITAL' : 'TREASURY';
+      const reference = adjustmentReference(input.idempotencyKey);
+      const created = await database.$transaction((tx) =>
+        post(tx, {
+          reference,
+          kind: 'ADJUSTMENT',
+          currency: input.currency,
+          reason: input.reason,
+          fingerprint: input.fingerprint,
+          legs: [
+            { account: input.account, amount: input.amount },
+            { account: counterAccount, amount: -input.amount },
+          ],
+        }),
+      );
+      const stored = await database.ledgerTransaction.findUniqueOrThrow({ where: { reference }, include: { entries: { orderBy: { id: 'asc' } } } });
+      if (!created.created && stored.fingerprint !== input.fingerprint) return { kind: 'key-reused' };
+      const leg = stored.entries.find((entry) => entry.account !== counterAccountOf(stored.entries)) ?? stored.entries[0]!;
+      return {
+        kind: created.created ? 'created' : 'existing',
+        adjustment: {
+          adjustmentId: stored.id.toString(),
+          account: leg.account,
+          counterAccount: leg.account === 'TREASURY' ? 'CAPITAL' : 'TREASURY',
+          amount: money(thousandthsOf(leg.amount), stored.currency),
+          reason: stored.reason ?? '',
+          reference,
+          createdAt: stored.createdAt.toISOString(),
+        },
+      };
+    },
+
+    /** Sets the treasury's floor from TREASURY_LIMIT (at start); refused by the CHECK if the treasury is already below it. */
+    async applyTreasuryLimit(database: Database, currency = 'PHP'): Promise<void> {
+      await ensureAccounts(database, ['TREASURY'], currency);
+      await database.$executeRaw`UPDATE ledger_account SET floor = ${treasuryFloor === null ? null : numeric(treasuryFloor)}::numeric
+        WHERE account = 'TREASURY' AND currency = ${currency}`;
+    },
+
+    /** An account as the ops API shows it: zeros for an account with no entries yet. */
+    async account(database: LedgerClient, account: string, currency = 'PHP'): Promise<AccountView & { floor: string | null }> {
+      const row = await database.ledgerAccount.findUnique({ where: { account_currency: { account, currency } } });
+      const balance = row ? thousandthsOf(row.balance) : 0n;
+      const pending = row ? thousandthsOf(row.pending) : 0n;
+      // IN_FLIGHT's pending entries are the credits of every open hold: what it holds.
+      const inFlight = account === 'IN_FLIGHT';
+      const shown = inFlight ? balance + pending : balance;
+      const held = inFlight ? 0n : -pending;
+      const floor = row?.floor ?? (floorOf(account) === null ? null : new Prisma.Decimal(numeric(floorOf(account)!)));
+      return {
+        account,
+        balance: money(shown, currency),
+        held: money(held, currency),
+        available: money(shown - held, currency),
+        floor: floor === null ? null : money(thousandthsOf(floor), currency).value,
+      };
+    },
+
+    /** A page of entries, newest first; `cursor` is the last entry id of the previous page. */
+    async entries(database: Database, query: { account?: string; limit: number; cursor?: string }): Promise<{ items: LedgerEntryView[]; nextCursor: string | null }> {
+      const before = query.cursor ? BigInt(Buffer.from(query.cursor, 'base64url').toString('utf8')) : null;
+      const rows = await database.ledgerEntry.findMany({
+        where: { ...(query.account ? { account: query.account } : {}), ...(before !== null ? { id: { lt: before } } : {}) },
+        orderBy: { id: 'desc' },
+        take: query.limit + 1,
+        include: { transaction: { select: { reference: true } } },
+      });
+      const page = rows.slice(0, query.limit);
+      const last = page.at(-1);
+      return {
+        items: page.map((entry) => ({
+          entryId: entry.id.toString(),
+          transactionId: entry.transactionId.toString(),
+          account: entry.account,
+          amount: money(thousandthsOf(entry.amount), entry.currency),
+          pending: entry.pending,
+          reference: entry.transaction.reference,
+          at: entry.at.toISOString(),
+        })),
+        nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null,
+      };
+    },
+  };
+}
+
+export type Ledger = ReturnType<typeof createLedger>;
+
+/** A ledger entries cursor as clients send it back: the base64url of a positive entry id. */
+export function isEntriesCursor(cursor: string): boolean {
+  return /^[1-9]\d{0,18}$/.test(Buffer.from(cursor, 'base64url').toString('utf8'));
+}

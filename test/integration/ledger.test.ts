@@ -1,0 +1,264 @@
+// The partner's ledger on a real PostgreSQL (docs/ledger.md, contract-decisions section 10): the
+// hold taken with the funding, posted on APPROVED and released on DECLINED, REJECTED, FAILED and
+// cancel exactly once; kept while not final; a retried posting posts once; the sweep settles a hold
+// a crash left open; limits refuse before anything is stored; adjustments idempotent; the
+// database's own rules (zero-sum transactions, append-only entries, balances only through entries,
+// the floor under 100 concurrent withdrawals).
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { createDatabase } from '../../lib/database.ts';
+import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
+import type { LimitRefusal} from '../../ledger/limits.ts';
+import { defaultFundingLimits, type FundingLimits } from '../../ledger/limits.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createPaymentRecord } from '../../payments/payment-record.ts';
+import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
+
+const database = createDatabase(inject('databaseUrl'), { maxConnections: 20 });
+afterAll(() => database.$disconnect());
+
+const ledger = createLedger();
+const noLimits: FundingLimits = { ...defaultFundingLimits, min: 1n, max: 10n ** 13n, userDailyAmount: 10n ** 15n, userDailyCount: 1_000_000, userPerMinute: 1_000_000 };
+const cipher = createTokenCipher(randomBytes(32));
+const fundings = createFundingRecord({ database, cipher, ledger, limits: noLimits });
+const payments = createPaymentRecord({ database, ledger });
+
+const newUser = () => `ledger-test-${randomUUID()}`;
+
+function withdrawal(partnerUserId: string | null, value = '10.00'): NewFunding {
+  const id = randomUUID();
+  return {
+    id,
+    idempotencyKey: `ledger-${id}`,
+    requestFingerprint: '0'.repeat(64),
+    workflowId: `funding-ledger-${id}`,
+    recipient: { type: 'TOKEN', linkId: randomUUID() },
+    amount: { currency: 'PHP', value },
+    ...(partnerUserId ? { source: { type: 'USER_BALANCE' as const, partnerUserId } } : {}),
+  };
+}
+
+const account = (name: string) => ledger.account(database, name);
+
+async function credit(partnerUserId: string, value: string) {
+  const result = await ledger.adjust(database, {
+    idempotencyKey: `credit-${randomUUID()}`,
+    account: `USER:${partnerUserId}`,
+    currency: 'PHP',
+    amount: BigInt(Math.round(Number(value) * 1000)),
+    reason: 'test credit',
+    fingerprint: 'f'.repeat(64),
+  });
+  expect(result.kind).toBe('created');
+}
+
+/** A funding moved to EXECUTING, where every final state is reachable. */
+async function executing(partnerUserId: string, value = '10.00') {
+  const funding = withdrawal(partnerUserId, value);
+  expect(await fundings.insert(funding)).toBe(true);
+  await fundings.move(funding.id, 'CREATING', { detail: 'creating' });
+  await fundings.storeTransferId(funding.id, `t-${funding.id}`);
+  expect(await fundings.beginExecute(funding.id, null)).toBe(true);
+  return funding;
+}
+
+const settlements = (fundingId: string) =>
+  database.ledgerTransaction.findMany({ where: { fundingId }, orderBy: { id: 'asc' }, select: { kind: true, reference: true } });
+
+describe('two-phase fundings', () => {
+  it('takes the hold in the transaction that stores the funding', async () => {
+    const user = newUser();
+    await credit(user, '100.00');
+    const funding = withdrawal(user, '30.00');
+    expect(await fundings.insert(funding)).toBe(true);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '100.00' }, held: { value: '30.00' }, available: { value: '70.00' } });
+    expect(await settlements(funding.id)).toEqual([{ kind: 'HOLD', reference: holdReference(funding.id) }]);
+    expect(await fundings.get(funding.id)).toMatchObject({ sourcePartnerUserId: user, status: 'PENDING' });
+  });
+
+  it('refuses INSUFFICIENT_FUNDS and stores nothing', async () => {
+    const user = newUser();
+    await credit(user, '5.00');
+    const funding = withdrawal(user, '5.01');
+    await expect(fundings.insert(funding)).rejects.toBeInstanceOf(InsufficientFundsError);
+    expect(await fundings.find(funding.id)).toBeNull();
+    expect(await database.ledgerTransaction.count({ where: { fundingId: funding.id } })).toBe(0);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '5.00' }, held: { value: '0.00' } });
+    // A user with no account at all has nothing to withdraw.
+    await expect(fundings.insert(withdrawal(newUser(), '1.00'))).rejects.toBeInstanceOf(InsufficientFundsError);
+  });
+
+  it('posts the hold to WALLET_CLEARING on APPROVED, once', async () => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const clearingBefore = (await account('WALLET_CLEARING')).balance.value;
+    const funding = await executing(user, '20.00');
+    expect((await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null })).moved).toBe(true);
+    // A retried finish (a retried activity) posts nothing more.
+    expect((await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null })).moved).toBe(false);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '30.00' }, held: { value: '0.00' }, available: { value: '30.00' } });
+    expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD', 'POST']);
+    expect(Number((await account('WALLET_CLEARING')).balance.value) - Number(clearingBefore)).toBeGreaterThanOrEqual(20);
+  });
+
+  it.each(['DECLINED', 'FAILED'] as const)('releases the hold on %s', async (status) => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const funding = await executing(user, '20.00');
+    await fundings.finish(funding.id, { status, code: status === 'DECLINED' ? '6001' : 'EXECUTE_FAILED', requestReferenceNo: null, detail: null });
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '50.00' }, held: { value: '0.00' }, available: { value: '50.00' } });
+    expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD', 'RELEASE']);
+  });
+
+  it('releases the hold on REJECTED and on an ops cancel', async () => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const rejected = withdrawal(user, '20.00');
+    await fundings.insert(rejected);
+    await fundings.move(rejected.id, 'CREATING', { detail: 'creating' });
+    await fundings.finish(rejected.id, { status: 'REJECTED', code: 'M133', requestReferenceNo: null, detail: null });
+    const cancelled = withdrawal(user, '15.00');
+    await fundings.insert(cancelled);
+    expect(await fundings.cancel(await fundings.get(cancelled.id))).toBe(true);
+    expect((await settlements(rejected.id)).map((t) => t.kind)).toEqual(['HOLD', 'RELEASE']);
+    expect((await settlements(cancelled.id)).map((t) => t.kind)).toEqual(['HOLD', 'RELEASE']);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '50.00' }, held: { value: '0.00' } });
+  });
+
+  it('keeps the hold while the funding is not final (executing, reconciling: the states a review waits in)', async () => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const funding = await executing(user, '20.00');
+    await fundings.move(funding.id, 'RECONCILING', { detail: 'unknown outcome' });
+    expect(await account(`USER:${user}`)).toMatchObject({ held: { value: '20.00' }, available: { value: '30.00' } });
+    expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD']);
+  });
+
+  it('a retried posting posts once: a second settle of one hold writes nothing', async () => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const funding = await executing(user, '20.00');
+    await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null });
+    const again = await database.$transaction((tx) => ledger.settleFunding(tx, funding.id, 'post'));
+    const other = await database.$transaction((tx) => ledger.settleFunding(tx, funding.id, 'release'));
+    expect([again, other]).toEqual(['none', 'none']);
+    expect(await fundings.settleFinalHold(funding.id)).toBe('none');
+    expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD', 'POST']);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '30.00' }, held: { value: '0.00' } });
+  });
+
+  it('the sweep settles a hold that a crash left open on a final funding', async () => {
+    const user = newUser();
+    await credit(user, '50.00');
+    const funding = await executing(user, '20.00');
+    // The crash: the final state written without its settle (a record without the ledger, as before it existed).
+    const withoutLedger = createFundingRecord({ database, cipher, ledger: { ...ledger, settleFunding: async () => 'none' as const } });
+    await withoutLedger.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null });
+    expect((await fundings.listFinalWithOpenHold(10_000)).map((row) => row.id)).toContain(funding.id);
+    expect(await fundings.settleFinalHold(funding.id)).toBe('posted');
+    expect(await fundings.settleFinalHold(funding.id)).toBe('none');
+    expect((await fundings.listFinalWithOpenHold(10_000)).map((row) => row.id)).not.toContain(funding.id);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '30.00' }, held: { value: '0.00' } });
+  });
+});
+
+describe('the floor under concurrency', () => {
+  it('100 concurrent withdrawals against a balance covering exactly 10: 10 accepted, 90 INSUFFICIENT_FUNDS, never negative', async () => {
+    const user = newUser();
+    await credit(user, '100.00');
+    const results = await Promise.allSettled(Array.from({ length: 100 }, () => fundings.insert(withdrawal(user, '10.00'))));
+    const accepted = results.filter((result) => result.status === 'fulfilled' && result.value === true);
+    const refused = results.filter((result) => result.status === 'rejected' && result.reason instanceof InsufficientFundsError);
+    expect(accepted).toHaveLength(10);
+    expect(refused).toHaveLength(90);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '100.00' }, held: { value: '100.00' }, available: { value: '0.00' } });
+    expect(await database.funding.count({ where: { sourcePartnerUserId: user } })).toBe(10);
+  });
+});
+
+describe('limits', () => {
+  const strict: FundingLimits = { ...defaultFundingLimits, min: 1_000n, max: 100_000n, userDailyAmount: 150_000n, userDailyCount: 3, userPerMinute: 2 };
+  const limited = createFundingRecord({ database, cipher, ledger, limits: strict });
+
+  async function refusal(funding: NewFunding) {
+    const error = await limited.insert(funding).then(() => null, (caught: unknown) => caught);
+    expect(await database.funding.count({ where: { id: funding.id } })).toBe(0);
+    return error as LimitRefusal;
+  }
+
+  it('refuses before storing: too small, too large, per minute, per day', async () => {
+    const user = newUser();
+    await credit(user, '1000.00');
+    expect(await refusal(withdrawal(user, '0.99'))).toMatchObject({ code: 'AMOUNT_TOO_SMALL', detail: expect.stringContaining('FUNDING_MIN') });
+    expect(await refusal(withdrawal(user, '100.01'))).toMatchObject({ code: 'AMOUNT_TOO_LARGE', detail: expect.stringContaining('100.00') });
+    expect(await limited.insert(withdrawal(user, '100.00'))).toBe(true);
+    expect(await refusal(withdrawal(user, '50.01'))).toMatchObject({ code: 'DAILY_LIMIT_EXCEEDED', detail: expect.stringContaining('50.00 PHP left today') });
+    expect(await limited.insert(withdrawal(user, '10.00'))).toBe(true);
+    expect(await refusal(withdrawal(user, '1.00'))).toMatchObject({ code: 'VELOCITY_LIMIT_EXCEEDED', detail: expect.stringContaining('USER_PER_MINUTE') });
+    expect(await account(`USER:${user}`)).toMatchObject({ held: { value: '110.00' } });
+  });
+
+  it('counts one user’s concurrent requests one after the other (no race past the count)', async () => {
+    const user = newUser();
+    await credit(user, '1000.00');
+    const results = await Promise.allSettled(Array.from({ length: 10 }, () => limited.insert(withdrawal(user, '1.00'))));
+    expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(2);
+    expect(await database.funding.count({ where: { sourcePartnerUserId: user } })).toBe(2);
+  });
+});
+
+describe('adjustments and payments', () => {
+  it('adjusts once per key; another body with the key is refused; a debit below available is refused', async () => {
+    const user = newUser();
+    const input = { idempotencyKey: `adj-${randomUUID()}`, account: `USER:${user}`, currency: 'PHP', amount: 25_000n, reason: 'goodwill', fingerprint: 'a'.repeat(64) };
+    const first = await ledger.adjust(database, input);
+    const again = await ledger.adjust(database, input);
+    expect(first).toMatchObject({ kind: 'created', adjustment: { account: `USER:${user}`, counterAccount: 'TREASURY', amount: { value: '25.00' } } });
+    expect(again).toMatchObject({ kind: 'existing', adjustment: { adjustmentId: first.kind === 'key-reused' ? '' : first.adjustment.adjustmentId } });
+    expect(await ledger.adjust(database, { ...input, amount: 26_000n, fingerprint: 'b'.repeat(64) })).toEqual({ kind: 'key-reused' });
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '25.00' } });
+    await expect(ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_010n })).rejects.toBeInstanceOf(InsufficientFundsError);
+    expect((await ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_000n })).kind).toBe('created');
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '0.00' } });
+  });
+
+  it('a DEPOSIT credits the link’s user and a PURCHASE lands in MERCHANT_REVENUE, once', async () => {
+    const user = newUser();
+    const link = await database.link.create({ data: { partnerUserId: user, profileId: randomUUID(), kind: 'EMBEDDED', scopes: [] } });
+    const pay = async (purpose: 'DEPOSIT' | 'PURCHASE') => {
+      const id = randomUUID();
+      await payments.insert({ id, idempotencyKey: `p-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `pw-${id}`, linkId: link.id, amount: { currency: 'PHP', value: '12.00' }, purpose });
+      await payments.markCreating(id);
+      await payments.beginExecute(id, null);
+      await payments.finish(id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null });
+      await payments.finish(id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null });
+      return id;
+    };
+    const revenueBefore = (await account('MERCHANT_REVENUE')).balance.value;
+    const deposit = await pay('DEPOSIT');
+    const purchase = await pay('PURCHASE');
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '12.00' }, available: { value: '12.00' } });
+    expect(await database.ledgerTransaction.count({ where: { paymentId: { in: [deposit, purchase] } } })).toBe(2);
+    expect(Number((await account('MERCHANT_REVENUE')).balance.value) - Number(revenueBefore)).toBeGreaterThanOrEqual(12);
+  });
+});
+
+describe('the database keeps the rules', () => {
+  it('refuses an unbalanced transaction, a changed or deleted entry, and a balance written by hand', async () => {
+    const user = newUser();
+    await credit(user, '10.00');
+    await expect(
+      database.$transaction((tx) => ledger.post(tx, { reference: `bad-${randomUUID()}`, kind: 'ADJUSTMENT', currency: 'PHP', legs: [{ account: 'CAPITAL', amount: 1_000n }] })),
+    ).rejects.toThrow(/sum to zero/);
+    await expect(database.$executeRaw`UPDATE ledger_entry SET amount = amount + 1 WHERE account = ${`USER:${user}`}`).rejects.toThrow(/append-only/);
+    await expect(database.$executeRaw`DELETE FROM ledger_entry WHERE account = ${`USER:${user}`}`).rejects.toThrow(/append-only/);
+    await expect(database.$executeRaw`UPDATE ledger_account SET balance = 1000000 WHERE account = ${`USER:${user}`}`).rejects.toThrow(/only through ledger entries/);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '10.00' } });
+  });
+
+  it('keeps every invariant the soak checks', async () => {
+    const report = await checkLedgerInvariants(database);
+    expect(report.violations).toEqual([]);
+  });
+});

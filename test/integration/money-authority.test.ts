@@ -1,0 +1,169 @@
+// Money authority through the ops API (contract-decisions section 10), on real infrastructure:
+// 100 concurrent withdrawals against a balance covering 10, a funding without `source` drawing on
+// the treasury, limits refused with problem details naming the limit and what is left, accounts,
+// idempotent adjustments, entries, finding a user's links, and the settlement of a day.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { FundingView } from '../../domain/funding.ts';
+import { defaultFundingLimits } from '../../ledger/limits.ts';
+import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { runCli } from '../support/cli-run.ts';
+
+let stack: PartnerStack;
+beforeAll(async () => {
+  // Limits high enough for the race (one user, 100 requests in a second), low enough to test.
+  stack = await startPartnerStack({
+    fundingLimits: { ...defaultFundingLimits, min: 1_000n, max: 5_000_000n, userDailyAmount: 2_000_000n, userDailyCount: 1000, userPerMinute: 1000 },
+  });
+  await stack.startWorker();
+});
+afterAll(() => stack.close());
+
+const amount = (value: string) => ({ currency: 'PHP', value });
+
+async function post(path: string, body: unknown, key: string = randomUUID()) {
+  const response = await stack.opsFetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> & { code?: string; detail?: string } };
+}
+const get = async (path: string) => {
+  const response = await stack.opsFetch(path);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+};
+
+async function linkedUser() {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const issued = await stack.admin.embeddedTokens(user.userId);
+  const partnerUserId = `wallet:${user.profileId}`;
+  const { linkId } = await saveLinkWithTokens(stack.database, stack.tokens, {
+    partnerUserId,
+    profileId: user.profileId,
+    maskedUserId: null,
+    kind: 'EMBEDDED',
+    scopes: ['openid'],
+    requestReferenceNo: null,
+    tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+  });
+  return { user, linkId, partnerUserId };
+}
+
+async function waitFinal(fundingId: string): Promise<FundingView> {
+  for (let i = 0; i < 400; i += 1) {
+    const funding = (await get(`/ops/fundings/${fundingId}`)).body as unknown as FundingView;
+    if (['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(funding.status)) return funding;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+  }
+  throw new Error(`funding ${fundingId} not final`);
+}
+
+describe('withdrawals through the ops API', () => {
+  it('100 concurrent withdrawals against a balance covering exactly 10: 10 accepted, 90 INSUFFICIENT_FUNDS, never negative', async () => {
+    const { linkId, partnerUserId } = await linkedUser();
+    expect((await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, { amount: amount('100.00'), reason: 'winnings' })).status).toBe(201);
+    const body = { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00'), source: { type: 'USER_BALANCE', partnerUserId } };
+    const answers = await Promise.all(Array.from({ length: 100 }, () => post('/ops/fundings', body)));
+    expect(answers.filter((answer) => answer.status === 202)).toHaveLength(10);
+    const refused = answers.filter((answer) => answer.status === 422);
+    expect(refused).toHaveLength(90);
+    expect(refused.every((answer) => answer.body.code === 'INSUFFICIENT_FUNDS')).toBe(true);
+    expect(refused[0]?.body.detail).toContain('available');
+    expect(await stack.database.funding.count({ where: { sourcePartnerUserId: partnerUserId } })).toBe(10);
+    const view = (await get(`/ops/accounts/${encodeURIComponent(partnerUserId)}`)).body;
+    expect(Number((view.available as { value: string }).value)).toBeGreaterThanOrEqual(0);
+    // The ten run to APPROVED: each hold posted once, the balance spent, never below zero.
+    for (const answer of answers.filter((a) => a.status === 202)) expect((await waitFinal(answer.body.fundingId as string)).status).toBe('APPROVED');
+    expect((await get(`/ops/accounts/${encodeURIComponent(partnerUserId)}`)).body).toEqual({
+      account: `USER:${partnerUserId}`,
+      balance: amount('0.00'),
+      held: amount('0.00'),
+      available: amount('0.00'),
+    });
+  });
+
+  it('a funding without source draws on the treasury (no limit outside production) and shows its source', async () => {
+    const { linkId } = await linkedUser();
+    const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('12.00') });
+    expect(started.status).toBe(202);
+    expect(started.body.source).toEqual({ type: 'TREASURY' });
+    expect((await waitFinal(started.body.fundingId as string)).status).toBe('APPROVED');
+    const treasury = (await get('/ops/accounts/TREASURY')).body;
+    expect(treasury.account).toBe('TREASURY');
+  });
+
+  it('limits refuse before anything is stored, naming the limit and what is left', async () => {
+    const { linkId, partnerUserId } = await linkedUser();
+    await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, { amount: amount('5000.00'), reason: 'cashback' });
+    const body = (value: string) => ({ recipient: { type: 'TOKEN', linkId }, amount: amount(value), source: { type: 'USER_BALANCE', partnerUserId } });
+    const small = await post('/ops/fundings', body('0.50'));
+    expect(small).toMatchObject({ status: 422, body: { code: 'AMOUNT_TOO_SMALL', detail: expect.stringContaining('FUNDING_MIN') } });
+    const large = await post('/ops/fundings', body('5000.01'));
+    expect(large).toMatchObject({ status: 422, body: { code: 'AMOUNT_TOO_LARGE' } });
+    expect((await post('/ops/fundings', body('1500.00'))).status).toBe(202);
+    const daily = await post('/ops/fundings', body('600.00'));
+    expect(daily).toMatchObject({ status: 422, body: { code: 'DAILY_LIMIT_EXCEEDED', detail: expect.stringContaining('500.00 PHP left today') } });
+    expect(await stack.database.funding.count({ where: { sourcePartnerUserId: partnerUserId } })).toBe(1);
+  });
+});
+
+describe('accounts, adjustments, entries, links, settlement', () => {
+  it('adjustments are idempotent by key; another body is refused; a debit below available is refused', async () => {
+    const partnerUserId = `partner-${randomUUID()}`;
+    const key = randomUUID();
+    const first = await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('25.00'), reason: 'goodwill' }, key);
+    expect(first).toMatchObject({ status: 201, body: { account: `USER:${partnerUserId}`, counterAccount: 'TREASURY', amount: amount('25.00'), reason: 'goodwill' } });
+    const again = await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('25.00'), reason: 'goodwill' }, key);
+    expect(again).toMatchObject({ status: 200, body: { adjustmentId: first.body.adjustmentId } });
+    expect((await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('26.00'), reason: 'goodwill' }, key)).body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect((await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('-25.01'), reason: 'clawback' })).body).toMatchObject({ code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining('25.00 PHP available') });
+    expect((await get(`/ops/accounts/${partnerUserId}`)).body).toMatchObject({ balance: amount('25.00'), available: amount('25.00') });
+    const entries = await get(`/ops/ledger/entries?account=${encodeURIComponent(`USER:${partnerUserId}`)}&limit=5`);
+    expect(entries.body.items).toEqual([expect.objectContaining({ account: `USER:${partnerUserId}`, amount: amount('25.00'), reference: `adjustment:${key}`, pending: false })]);
+    expect((await get('/ops/ledger/entries?cursor=not-a-cursor')).status).toBe(400);
+  });
+
+  it('finds a user’s links by partner user id or wallet profile id', async () => {
+    const { user, linkId, partnerUserId } = await linkedUser();
+    expect((await get(`/ops/links?partnerUserId=${encodeURIComponent(partnerUserId)}`)).body.items).toEqual([expect.objectContaining({ linkId })]);
+    expect((await get(`/ops/links?profileId=${user.profileId}`)).body.items).toEqual([expect.objectContaining({ linkId, partnerUserId })]);
+    expect((await get('/ops/links')).status).toBe(400);
+  });
+
+  it('settles a day: approved fundings and succeeded payments against the wallet and the ledger, JSON and CSV', async () => {
+    const { linkId } = await linkedUser();
+    const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('7.00') });
+    await waitFinal(started.body.fundingId as string);
+    const date = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Manila' }).format(new Date());
+    const settlement = await get(`/ops/settlements/${date}`);
+    expect(settlement.status).toBe(200);
+    const item = (settlement.body.items as Array<Record<string, unknown>>).find((entry) => entry.id === started.body.fundingId);
+    expect(item).toMatchObject({ kind: 'funding', result: 'matched', walletStatus: 'APPROVED', ledgerAmount: amount('7.00') });
+    expect(settlement.body.fundings).toMatchObject({ matched: expect.any(Number), missing: expect.any(Number), mismatched: expect.any(Number) });
+    const csv = await stack.opsFetch(`/ops/settlements/${date}?format=csv`);
+    expect(csv.headers.get('content-type')).toContain('text/csv');
+    expect(await csv.text()).toContain(`"${started.body.fundingId as string}"`);
+    expect((await get('/ops/settlements/2026-13-40')).status).toBe(400);
+  });
+
+  it('walletflow accounts adjust|get, ledger and settle through the ops API', async () => {
+    const target = ['--api', stack.apiBase, '--key', stack.opsKey];
+    const partnerUserId = `cli-${randomUUID()}`;
+    const adjusted = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    expect(adjusted).toMatchObject({ code: 0, stdout: expect.stringContaining('40.00 PHP') });
+    const again = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    expect(again.stdout).toContain('already made with this key');
+    const view = await runCli(['accounts', 'get', partnerUserId, '--output', 'json', ...target]);
+    expect(JSON.parse(view.stdout)).toMatchObject({ account: `USER:${partnerUserId}`, available: amount('40.00') });
+    const entries = await runCli(['ledger', '--account', `USER:${partnerUserId}`, ...target]);
+    expect(entries.stdout).toContain(`adjustment:cli-${partnerUserId}`);
+    const refused = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '-40.01', '--reason', 'clawback', ...target]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
+    const settled = await runCli(['settle', '--date', '2020-01-01', ...target]);
+    expect(settled).toMatchObject({ code: 0, stdout: expect.stringContaining('settlement of 2020-01-01') });
+  });
+
+  it('keeps every ledger invariant', async () => {
+    expect((await checkLedgerInvariants(stack.database)).violations).toEqual([]);
+  });
+});
