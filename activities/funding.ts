@@ -13,7 +13,7 @@ import type { FundingRecord } from '../fundings/funding-record.ts';
 import { fundingFailureTypes, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
-import { VaultError, type TokenVault } from '../links/token-vault.ts';
+import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { walletRetry } from './wallet-retry.ts';
 
 export interface FundingSnapshot {
@@ -123,6 +123,8 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         if (error instanceof VaultError) {
           return { kind: 'refused', status: 'FAILED', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
         }
+        // The user's token could not be refreshed just now: nothing was created; try again.
+        if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
         if (!isWalletError(error)) throw error;
         if (error.outcome === 'rejected') {
           const status = rejectedCreateCodes.has(error.code) ? 'REJECTED' : 'FAILED';

@@ -28,6 +28,8 @@ export interface ActivityDependencies {
   /** The worker's registry (lib/metrics.ts); absent: nothing is counted. */
   metrics?: Metrics;
   now?: () => number;
+  /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
+  walletTimeoutMs?: number;
 }
 
 export function createActivities(deps: ActivityDependencies) {
@@ -41,6 +43,7 @@ export function createActivities(deps: ActivityDependencies) {
     logger: deps.logger,
     ...metrics,
     ...(deps.now ? { now: deps.now } : {}),
+    ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }),
   });
   // One record per aggregate: the only writers of its tables, shared by the workflow's steps and the sweep.
   const fundings = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...metrics });

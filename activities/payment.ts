@@ -8,7 +8,7 @@ import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, typ
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { VaultError, type TokenVault } from '../links/token-vault.ts';
+import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 import { paymentFailureTypes, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
 
@@ -77,6 +77,8 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
         return { kind: 'created', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo };
       } catch (error) {
         if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
+        // The user's token could not be refreshed just now: nothing was created; try again.
+        if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
         if (!isWalletError(error)) throw error;
         if (error.outcome === 'rejected') return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo };
         // A lost create answer leaves an unexecuted payment record at the wallet: harmless, it debits nothing.
@@ -99,6 +101,13 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       } catch (error) {
         if (error instanceof VaultError) {
           return { kind: 'failed', code: error.code, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: error.code, outcome: 'rejected' } };
+        }
+        // The token refresh failed before any execute was sent (issue 16 #4): not an execute
+        // attempt, nothing to doubt; sent again later, after the wallet's Retry-After if it gave one.
+        if (error instanceof TokenRefreshError) {
+          const retryAfterMs = retryDelayOf(error.walletError);
+          const attempt = { ...attemptOf(error.walletError), operation: error.walletError.operation, outcome: 'not-sent' };
+          return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
         }
         if (!isWalletError(error)) throw error;
         const attempt = attemptOf(error);
@@ -127,7 +136,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
 
     async finishPayment(
       id: string,
-      input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null },
+      input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
       const payment = await payments.finish(id, input);
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', paymentFailureTypes.corrupt);

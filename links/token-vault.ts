@@ -1,13 +1,17 @@
 // The token vault: the one way to get a valid user access token for a link. It refreshes ahead of
 // expiry under a per-link PostgreSQL row lock, re-reading the tokens once the lock is held, so
 // concurrent workers never refresh twice (an embedded refresh invalidates the previous pair).
-// A refused refresh marks the link REAUTH_REQUIRED. Tokens never leave in logs or errors.
+// Only the refresh token's own refusal (REFRESH_TOKEN_INVALID from the embedded refresh,
+// invalid_grant from the standalone one) marks the link REAUTH_REQUIRED; any other failure (the
+// client-credentials grant, a time-out) is a TokenRefreshError the caller retries. The lock
+// outlives the longest refresh, and a pair the wallet rotated but the first transaction could not
+// keep is saved again. Tokens never leave in logs or errors.
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { jwtExpiry, STANDALONE_REFRESH_LIFETIME_MS } from './token-expiry.ts';
 import type { PlainTokens, StoredTokens, TokenStore } from './token-store.ts';
-import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { isWalletError, type WalletClient, type WalletError } from '../wallet/index.ts';
 
 /** Codes of the vault's own failures; each is final for the caller (non-retryable). */
 export const vaultErrorCodes = {
@@ -15,6 +19,42 @@ export const vaultErrorCodes = {
   linkNotFound: 'LINK_NOT_FOUND',
   linkUnlinked: 'LINK_UNLINKED',
 } as const;
+
+/**
+ * A refresh failed for a reason other than the refresh token's own refusal (issue 16 #2): the
+ * client's credentials, a time-out, a 5xx. The link stays ACTIVE; the caller tries again later.
+ * Nothing was sent on the user's behalf, so an activity reports it as "not sent".
+ */
+export class TokenRefreshError extends Error {
+  override readonly name = 'TokenRefreshError';
+  readonly code = 'TOKEN_REFRESH_FAILED';
+  constructor(
+    readonly linkId: string,
+    readonly walletError: WalletError,
+  ) {
+    super(`the refresh of link ${linkId}'s tokens failed: ${walletError.message}`);
+  }
+
+  /** When the wallet asked to come back (429 Retry-After), from the refresh call. */
+  get retryAfterMs(): number | undefined {
+    return this.walletError.retryAfterMs;
+  }
+}
+
+/** Only these refusals say the refresh token itself is dead; nothing else may strand a link. */
+function refreshTokenRefused(error: WalletError): boolean {
+  return (error.operation === 'op.tokens' && error.code === 'REFRESH_TOKEN_INVALID') || (error.operation === 'connect.token.refresh_token' && error.code === 'invalid_grant');
+}
+
+/**
+ * How long the refresh lock's transaction may live: an embedded refresh is up to four wallet calls
+ * (the client token, the refresh, and both again after a refused client token), each up to
+ * WALLET_TIMEOUT_MS, plus the database's own time. A lock that expired mid-refresh would let a
+ * second worker refresh with the token the first one is rotating (issue 16 #3).
+ */
+export function refreshLockTimeoutMs(walletTimeoutMs: number): number {
+  return 4 * walletTimeoutMs + 10_000;
+}
 
 export class VaultError extends Error {
   override readonly name = 'VaultError';
@@ -52,7 +92,9 @@ export interface TokenVaultDependencies {
   /** Counts refreshes (walletflow_token_refreshes_total); absent: not counted. */
   metrics?: Pick<Metrics, 'tokenRefresh'>;
   now?: () => number;
-  /** Longest a refresh may hold the row lock (the wallet call's time-out plus slack). */
+  /** The wallet client's time-out per call (WALLET_TIMEOUT_MS), from which the lock's life is computed. */
+  walletTimeoutMs?: number;
+  /** Longest a refresh may hold the row lock; absent: refreshLockTimeoutMs(walletTimeoutMs). */
   lockTimeoutMs?: number;
 }
 
@@ -61,11 +103,14 @@ export function isUserTokenRejection(error: unknown): boolean {
   return isWalletError(error) && error.httpStatus === 401 && (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED');
 }
 
+/** The interactive transaction the refresh holds its row lock in. */
+type Transaction = Parameters<Parameters<Database['$transaction']>[0]>[0];
+
 type RefreshOutcome = { kind: 'token'; token: UserToken } | { kind: 'reauth'; reason: string };
 
 export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
   const now = deps.now ?? Date.now;
-  const lockTimeoutMs = deps.lockTimeoutMs ?? 30_000;
+  const lockTimeoutMs = deps.lockTimeoutMs ?? refreshLockTimeoutMs(deps.walletTimeoutMs ?? 10_000);
   // In-process single flight per link: one refresh transaction per process, the row lock across processes.
   const inFlight = new Map<string, Promise<UserToken>>();
 
@@ -109,42 +154,30 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
     };
   }
 
+  /** A pair the wallet has rotated, and the version it replaces: it must reach the database. */
+  interface Rotation {
+    tokens: PlainTokens;
+    requestReferenceNo: string;
+    fromVersion: number;
+  }
+
   async function refreshLocked(linkId: string, staleVersion: number | null): Promise<UserToken> {
-    const outcome = await deps.database.$transaction(
-      async (tx): Promise<RefreshOutcome> => {
-        const stored = await deps.tokens.readLocked(tx, linkId);
-        const link = await tx.link.findUnique({ where: { id: linkId }, select: { kind: true, status: true } });
-        if (!link || !stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
-        if (link.status !== 'ACTIVE') return { kind: 'reauth', reason: `link is ${link.status}` };
-        // Re-read under the lock: another worker may have refreshed while we waited.
-        const refreshedMeanwhile = staleVersion === null ? isFresh(stored, link.kind) : stored.version > staleVersion;
-        if (refreshedMeanwhile) return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
-        if (stored.refreshTokenExpiresAt && stored.refreshTokenExpiresAt.getTime() <= now()) {
-          deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
-          await markReauthRequired(tx, linkId, 'refresh token expired', null);
-          return { kind: 'reauth', reason: 'refresh token expired' };
-        }
-        let refreshed: { tokens: PlainTokens; requestReferenceNo: string };
-        try {
-          refreshed = await refreshWithWallet(link.kind, stored);
-        } catch (error) {
-          if (isWalletError(error) && error.outcome === 'rejected') {
-            deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
-            await markReauthRequired(tx, linkId, `refresh refused: ${error.code}`, error.requestReferenceNo);
-            return { kind: 'reauth', reason: `refresh refused (${error.code})` };
-          }
-          deps.metrics?.tokenRefresh(link.kind, 'failed');
-          throw error;
-        }
-        deps.metrics?.tokenRefresh(link.kind, 'refreshed');
-        const version = await deps.tokens.save(tx, linkId, refreshed.tokens);
-        await tx.linkEvent.create({
-          data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: refreshed.requestReferenceNo, detail: `version ${version}` },
-        });
-        return { kind: 'token', token: { accessToken: refreshed.tokens.accessToken, version } };
-      },
-      { maxWait: lockTimeoutMs, timeout: lockTimeoutMs },
-    );
+    const rotation: { pair?: Rotation } = {};
+    let work: Promise<RefreshOutcome> | undefined;
+    let outcome: RefreshOutcome;
+    try {
+      outcome = await deps.database.$transaction((tx) => (work = refreshInTransaction(tx, linkId, staleVersion, rotation)), {
+        maxWait: lockTimeoutMs,
+        timeout: lockTimeoutMs,
+      });
+    } catch (error) {
+      // The transaction may have given up while the wallet call was still out: wait for that call
+      // to end, so that a pair the wallet rotated is known here.
+      await work?.catch(() => undefined);
+      if (!rotation.pair) throw error;
+      deps.logger.warn({ linkId, err: (error as Error).message }, 'refreshed tokens not saved by their transaction: saving them again');
+      outcome = { kind: 'token', token: await saveRotatedAgain(linkId, rotation.pair) };
+    }
     if (outcome.kind === 'reauth') {
       deps.logger.warn({ linkId, reason: outcome.reason }, 'link needs the user to log in again');
       throw new VaultError(vaultErrorCodes.reauthRequired, linkId, `link ${linkId} needs the user to log in again (${outcome.reason})`);
@@ -153,7 +186,72 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
     return outcome.token;
   }
 
-  async function markReauthRequired(tx: Parameters<Parameters<Database['$transaction']>[0]>[0], linkId: string, detail: string, requestReferenceNo: string | null) {
+  async function refreshInTransaction(tx: Transaction, linkId: string, staleVersion: number | null, rotation: { pair?: Rotation }): Promise<RefreshOutcome> {
+    const stored = await deps.tokens.readLocked(tx, linkId);
+    const link = await tx.link.findUnique({ where: { id: linkId }, select: { kind: true, status: true } });
+    if (!link || !stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
+    if (link.status !== 'ACTIVE') return { kind: 'reauth', reason: `link is ${link.status}` };
+    // Re-read under the lock: another worker may have refreshed while we waited.
+    const refreshedMeanwhile = staleVersion === null ? isFresh(stored, link.kind) : stored.version > staleVersion;
+    if (refreshedMeanwhile) return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
+    if (stored.refreshTokenExpiresAt && stored.refreshTokenExpiresAt.getTime() <= now()) {
+      deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
+      await markReauthRequired(tx, linkId, 'refresh token expired', null);
+      return { kind: 'reauth', reason: 'refresh token expired' };
+    }
+    let refreshed: { tokens: PlainTokens; requestReferenceNo: string };
+    try {
+      refreshed = await refreshWithWallet(link.kind, stored);
+    } catch (error) {
+      if (isWalletError(error) && error.outcome === 'rejected' && refreshTokenRefused(error)) {
+        deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
+        await markReauthRequired(tx, linkId, `refresh refused: ${error.code}`, error.requestReferenceNo);
+        return { kind: 'reauth', reason: `refresh refused (${error.code})` };
+      }
+      deps.metrics?.tokenRefresh(link.kind, 'failed');
+      if (isWalletError(error)) throw new TokenRefreshError(linkId, error);
+      throw error;
+    }
+    rotation.pair = { ...refreshed, fromVersion: stored.version };
+    deps.metrics?.tokenRefresh(link.kind, 'refreshed');
+    const version = await deps.tokens.save(tx, linkId, refreshed.tokens);
+    await tx.linkEvent.create({
+      data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: refreshed.requestReferenceNo, detail: `version ${version}` },
+    });
+    return { kind: 'token', token: { accessToken: refreshed.tokens.accessToken, version } };
+  }
+
+  /**
+   * Saves a rotated pair whose own transaction failed after the wallet answered: the wallet has
+   * already invalidated the stored pair, so this pair is the link's only valid one. Kept only over
+   * the version it replaced (a newer pair saved meanwhile wins); a link a refresh with the dead
+   * pair marked REAUTH_REQUIRED meanwhile is active again.
+   */
+  async function saveRotatedAgain(linkId: string, pair: Rotation): Promise<UserToken> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await deps.database.$transaction(
+          async (tx) => {
+            const stored = await deps.tokens.readLocked(tx, linkId);
+            if (!stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
+            if (stored.version !== pair.fromVersion) return { accessToken: stored.accessToken, version: stored.version };
+            const version = await deps.tokens.save(tx, linkId, pair.tokens);
+            await tx.link.updateMany({ where: { id: linkId, status: 'REAUTH_REQUIRED' }, data: { status: 'ACTIVE' } });
+            await tx.linkEvent.create({
+              data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: pair.requestReferenceNo, detail: `version ${version}, saved again after its transaction failed` },
+            });
+            return { accessToken: pair.tokens.accessToken, version };
+          },
+          { maxWait: lockTimeoutMs, timeout: lockTimeoutMs },
+        );
+      } catch (error) {
+        if (error instanceof VaultError || attempt >= 5) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
+  }
+
+  async function markReauthRequired(tx: Transaction, linkId: string, detail: string, requestReferenceNo: string | null) {
     await tx.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
     await tx.linkEvent.create({ data: { linkId, type: 'REAUTH_REQUIRED', detail, requestReferenceNo } });
   }

@@ -46,6 +46,8 @@ export interface FinishPayment {
   status: FinalPaymentStatus;
   code: string | null;
   requestReferenceNo: string | null;
+  /** The timeline event's detail; absent: the code. */
+  detail?: string | null;
 }
 
 /** The payment as it stands after a finish or a resolution, and whether that call moved it. */
@@ -205,7 +207,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
 
     /** The workflow's own final state, written once; a payment in review is left to its resolution. */
     async finish(id: string, input: FinishPayment): Promise<SettledPayment> {
-      const finished = await move(id, input.status, input.requestReferenceNo, input.code, {
+      const finished = await move(id, input.status, input.requestReferenceNo, input.detail ?? input.code, {
         among: (from) => from !== reviewStatus,
         data: { errorCode: input.code, errorMessage: input.code ? paymentErrorMessage(input.code) : null },
       });

@@ -88,6 +88,7 @@ const worker = await Worker.create({
   activities: createActivities({
     database,
     wallet,
+    walletTimeoutMs: config.walletTimeoutMs,
     cipher: createTokenCipher(config.tokenEncryptionKeys),
     logger,
     temporal,

@@ -2,8 +2,9 @@
 //   walletPaymentId ← stored one, or createPayment (no debit; stored before any execute)
 //   execute: success → SUCCEEDED; INSUFFICIENT_BALANCE (or another refusal) → FAILED;
 //            unknown → retried (the wallet executes a payment id once) with backoff;
-//            not sent (429, connection refused) → sent again, without using up an attempt;
-//            PAYMENT_ALREADY_EXECUTED, or still unknown after the retries → NEEDS_REVIEW
+//            not sent (429, connection refused, a failed token refresh) → sent again, without
+//            using up an attempt; PAYMENT_ALREADY_EXECUTED (our own id) → SUCCEEDED;
+//            still unknown after the retries, or refused after an unknown → NEEDS_REVIEW
 //   NEEDS_REVIEW waits for the `resolve` update (ops, with who and why).
 // There is no retrieve for payments: an unknown outcome is never turned into a guessed state.
 import {
@@ -59,6 +60,11 @@ const execute = proxyActivities<Pick<PaymentActivities, 'executePayment'>>({
   retry: { maximumAttempts: 1, nonRetryableErrorTypes },
 });
 
+/** The patch after which PAYMENT_ALREADY_EXECUTED for our own payment id ends it SUCCEEDED, not in review. */
+export const alreadyExecutedSucceededPatch = 'pay-wallet-already-executed-succeeded';
+/** The patch after which a run resumed in EXECUTING counts the earlier run's execute as unknown. */
+export const resumedCountsUnknownPatch = 'pay-wallet-resumed-counts-unknown';
+
 /** Execute attempts before an outcome that stays unknown goes to review. */
 export const MAX_EXECUTE_ATTEMPTS = 4;
 /** Execute calls the wallet certainly did not process (429, refused) before the payment gives up. */
@@ -93,8 +99,8 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     status = next;
     upsertSearchAttributes([{ key: statusKey, value: next }]);
   };
-  const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null): Promise<PaymentResult> => {
-    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo });
+  const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<PaymentResult> => {
+    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) });
     setStatus(done.status);
     return { id, status: done.status, paymentId: done.walletPaymentId, errorCode: done.errorCode };
   };
@@ -134,12 +140,16 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     walletPaymentId = created.walletPaymentId;
     createRequestReferenceNo = created.requestReferenceNo;
   }
-  // Resumed in EXECUTING: an execute may already have been sent, so the first answer may be
-  // PAYMENT_ALREADY_EXECUTED, which goes to review like any unknown.
-  if (snapshot.status !== 'EXECUTING') await database.beginPaymentExecute(id, createRequestReferenceNo);
+  // Resumed in EXECUTING: an execute may already have been sent by an earlier run, so its outcome
+  // counts as unknown: a later refusal may hide that execution (issue 16 #4).
+  const resumedInExecuting = snapshot.status === 'EXECUTING';
+  if (!resumedInExecuting) await database.beginPaymentExecute(id, createRequestReferenceNo);
   setStatus('EXECUTING');
 
-  const attempts: ExecuteAttempt[] = [];
+  const attempts: ExecuteAttempt[] =
+    resumedInExecuting && patched(resumedCountsUnknownPatch)
+      ? [{ at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'RESUMED', outcome: 'unknown' }]
+      : [];
   let notSent = 0;
   for (let attempt = 1; attempt <= MAX_EXECUTE_ATTEMPTS; ) {
     let outcome;
@@ -162,6 +172,17 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
         attempts.push(outcome.attempt);
         return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
       case 'already-executed':
+        if (patched(alreadyExecutedSucceededPatch)) {
+          // Only walletflow executes this payment id, and the wallet answers 409 only after an
+          // execute that succeeded (contract section 5): ours executed. Proof, not a guess.
+          const earlier = attempts.map((previous) => previous.requestReferenceNo ?? previous.code).join(', ');
+          return finish(
+            'SUCCEEDED',
+            null,
+            outcome.attempt.requestReferenceNo,
+            `the wallet answered PAYMENT_ALREADY_EXECUTED after our execute${attempts.length > 0 ? ` (${earlier})` : ''} whose answer was lost: executed once`,
+          );
+        }
         attempts.push(outcome.attempt);
         return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
       case 'not-sent':

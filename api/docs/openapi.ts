@@ -773,6 +773,7 @@ const opsLinks = {
         '409': problem('the link was unlinked, or the user must log in again', ['LINK_UNLINKED', 'REAUTH_REQUIRED']),
         '501': problem('profile reads are not configured', ['NOT_CONFIGURED']),
         '502': problem('the wallet service did not give the profile', ['WALLET_UNAVAILABLE']),
+        '503': problem('the user’s tokens could not be refreshed just now (the link stays usable); try again', ['TOKEN_REFRESH_FAILED']),
         ...opsCommon,
       },
     },

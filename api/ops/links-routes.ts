@@ -4,7 +4,7 @@
 // partner-signed token) a standalone login learns which partner user it is for.
 import { Router } from 'express';
 import { z } from 'zod';
-import { VaultError, type TokenVault } from '../../links/token-vault.ts';
+import { TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
 import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -148,6 +148,16 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       }
       if (isWalletError(error) && error.httpStatus === 401) {
         reauth();
+        return;
+      }
+      if (error instanceof TokenRefreshError) {
+        // The link stays usable: the refresh failed for the client or the network, not the user.
+        sendProblem(res, {
+          status: 503,
+          code: 'TOKEN_REFRESH_FAILED',
+          title: 'Service Unavailable',
+          detail: `the user's tokens could not be refreshed just now: ${error.walletError.code} (Request-Reference-No ${error.walletError.requestReferenceNo}); try again`,
+        });
         return;
       }
       if (isWalletError(error)) {

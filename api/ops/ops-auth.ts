@@ -39,6 +39,11 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/payments$/, scope: 'pay' },
   { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
+  { method: 'GET', path: /^\/links$/, scope: 'read' },
+  { method: 'GET', path: /^\/accounts\/[^/]+$/, scope: 'read' },
+  { method: 'POST', path: /^\/accounts\/[^/]+\/adjustments$/, scope: 'accounts' },
+  { method: 'GET', path: /^\/ledger\/entries$/, scope: 'read' },
+  { method: 'GET', path: /^\/settlements\/[^/]+$/, scope: 'read' },
 ];
 
 /** The scope a request to `path` (under /ops) needs. */

@@ -1,6 +1,7 @@
 // Merchant payments end to end: the ops API starts payWallet, the activities create and execute
 // at the sandbox with the user's embedded token, and the sandbox ledger witnesses each debit.
-// Unknown execute outcomes park the payment in NEEDS_REVIEW until ops resolve it.
+// Unknown execute outcomes park the payment in NEEDS_REVIEW until ops resolve it; our own payment id
+// answered PAYMENT_ALREADY_EXECUTED is proof that it executed.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PaymentView } from '../../domain/payment.ts';
@@ -82,7 +83,7 @@ describe('payments', () => {
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(0);
   });
 
-  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED, goes to NEEDS_REVIEW; ops resolve it', async () => {
+  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED: SUCCEEDED with the evidence, not review (issue 16 #4)', async () => {
     const { user, linkId } = await linkedUser('100.00');
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
     const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });
@@ -96,25 +97,16 @@ describe('payments', () => {
     } finally {
       await stack.admin.clearFaults();
     }
-    const parked = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
-    expect(parked.status).toBe('NEEDS_REVIEW');
-    expect(parked.review?.attempts.map((attempt) => attempt.code)).toEqual(['HTTP_5XX', 'PAYMENT_ALREADY_EXECUTED']);
-    expect(parked.review?.attempts.every((attempt) => /^[0-9a-f-]{36}$/.test(attempt.requestReferenceNo ?? ''))).toBe(true);
-    expect(parked.review?.resolution).toBeNull();
-    expect((await ledgerPayment(parked.paymentId))?.executions).toBe(1);
+    // Our own payment id answered "already executed" after our own execute: it executed (contract section 5).
+    const settled = await waitFor(started.body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    expect(settled.status).toBe('SUCCEEDED');
+    expect(settled.review).toBeNull();
+    const last = settled.events.at(-1);
+    expect(last?.status).toBe('SUCCEEDED');
+    expect(last?.detail).toMatch(/PAYMENT_ALREADY_EXECUTED/);
+    expect(last?.requestReferenceNo).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await ledgerPayment(settled.paymentId))?.executions).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('80.00');
-
-    expect((await resolve(parked.id, { outcome: 'SUCCEEDED' })).status).toBe(400);
-    const resolved = await resolve(parked.id, { outcome: 'SUCCEEDED', note: 'ledger shows the debit' }, 'maria.ops');
-    expect(resolved.status).toBe(200);
-    const body = (await resolved.json()) as PaymentView;
-    expect(body.status).toBe('SUCCEEDED');
-    expect(body.review?.resolution).toMatchObject({ outcome: 'SUCCEEDED', note: 'ledger shows the debit' });
-    expect(body.review?.resolution?.by).toBe('default (as maria.ops)');
-    expect(body.events.at(-1)?.status).toBe('SUCCEEDED');
-    const again = await resolve(parked.id, { outcome: 'FAILED', note: 'changed my mind' });
-    expect(again.status).toBe(409);
-    expect(await again.json()).toMatchObject({ code: 'PAYMENT_NOT_IN_REVIEW' });
   });
 
   it('an execute the wallet refused to take (429) is sent again without counting as unknown: SUCCEEDED, one debit', async () => {
@@ -158,10 +150,21 @@ describe('payments', () => {
     }
     expect(parked.status).toBe('NEEDS_REVIEW');
     expect(parked.review?.attempts).toHaveLength(4);
+    expect(parked.review?.attempts.every((attempt) => /^[0-9a-f-]{36}$/.test(attempt.requestReferenceNo ?? ''))).toBe(true);
     expect(parked.review?.reason).toMatch(/stayed unknown/);
-    const resolved = (await (await resolve(parked.id, { outcome: 'FAILED', note: 'no debit in the wallet ledger' })).json()) as PaymentView;
+    expect(parked.review?.resolution).toBeNull();
+
+    expect((await resolve(parked.id, { outcome: 'FAILED' })).status).toBe(400);
+    const response = await resolve(parked.id, { outcome: 'FAILED', note: 'no debit in the wallet ledger' }, 'maria.ops');
+    expect(response.status).toBe(200);
+    const resolved = (await response.json()) as PaymentView;
     expect(resolved).toMatchObject({ status: 'FAILED', error: { code: 'RESOLVED_FAILED' } });
+    expect(resolved.review?.resolution).toMatchObject({ outcome: 'FAILED', note: 'no debit in the wallet ledger', by: 'default (as maria.ops)' });
+    expect(resolved.events.at(-1)?.status).toBe('FAILED');
     expect((await stack.admin.user(user.userId)).balance).toBe('100.00');
+    const again = await resolve(parked.id, { outcome: 'SUCCEEDED', note: 'changed my mind' });
+    expect(again.status).toBe(409);
+    expect(await again.json()).toMatchObject({ code: 'PAYMENT_NOT_IN_REVIEW' });
   });
 
   it('follow the fundings’ idempotency rules', async () => {

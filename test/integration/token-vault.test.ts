@@ -2,7 +2,7 @@
 // refresh for many concurrent callers (across vault instances, as across workers), the forced
 // refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { VaultError, type TokenVault } from '../../links/token-vault.ts';
+import { refreshLockTimeoutMs, TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import { isWalletError } from '../../wallet/index.ts';
@@ -146,6 +146,50 @@ describe('token vault', () => {
     const event = await stack.database.linkEvent.findFirst({ where: { linkId, type: 'REAUTH_REQUIRED' } });
     expect(event?.detail).toContain('invalid_grant');
     clockOffsetMs += (604_800 + 60) * 1000;
+  });
+
+  it('a refused client-credentials grant (a rotated client secret) never strands the link (issue 16 #2)', async () => {
+    const { linkId } = await createEmbeddedLink(stack, {}, { expired: true });
+    const rotated = stack.createVault({ now, wallet: { clientSecret: 'an-old-client-secret' } });
+    const failure = await rotated.getAccessToken(linkId).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TokenRefreshError);
+    expect((failure as TokenRefreshError).code).toBe('TOKEN_REFRESH_FAILED');
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+    // With the right secret the same link refreshes: nothing was lost.
+    const token = await stack.createVault({ now }).getAccessToken(linkId);
+    expect(token.version).toBe(2);
+  });
+
+  it('a standalone refresh refused for the client (invalid_client) is retryable, not REAUTH_REQUIRED (issue 16 #2)', async () => {
+    const { linkId } = await standaloneLink();
+    const later = () => now() + 3_600_000;
+    const failure = await stack.createVault({ now: later, wallet: { clientSecret: 'an-old-client-secret' } }).getAccessToken(linkId).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(TokenRefreshError);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+    expect((await stack.createVault({ now: later }).getAccessToken(linkId)).version).toBe(2);
+  });
+
+  it('a refresh that outlives its transaction is saved again: rotated tokens are never lost (issue 16 #3)', async () => {
+    const { user, linkId } = await createEmbeddedLink(stack, {}, { expired: true });
+    // The rotation takes longer than the lock's transaction lives here: the wallet has rotated the
+    // pair by the time the first save is refused.
+    await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'latency', rate: 1, delayMs: 1500 }]);
+    try {
+      await stack.createVault({ now, lockTimeoutMs: 700 }).getAccessToken(linkId).catch(() => undefined);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    // The rotated pair was kept: the next caller uses it, with no refresh and no REAUTH_REQUIRED.
+    const token = await stack.createVault({ now }).getAccessToken(linkId);
+    expect(token.version).toBe(2);
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+  });
+
+  it('holds the refresh lock for as long as a refresh may take (four wallet calls at WALLET_TIMEOUT_MS)', () => {
+    expect(refreshLockTimeoutMs(30_000)).toBeGreaterThanOrEqual(4 * 30_000);
+    expect(refreshLockTimeoutMs(10_000)).toBeGreaterThanOrEqual(40_000);
   });
 
   it('refuses unknown and unlinked links', async () => {

@@ -15,6 +15,7 @@ import { createApp, type HardeningOptions } from '../../api/app.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
+import type { FundingLimits } from '../../ledger/limits.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/token-cipher.ts';
@@ -43,6 +44,8 @@ export interface PartnerApiOptions {
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
   loginSigningKey?: Buffer;
+  /** Section 10's funding limits (default: none). */
+  fundingLimits?: FundingLimits;
 }
 
 export interface InProcessWorker {
@@ -127,6 +130,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
         ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
         ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+        ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
       },
     });
     server.on('request', app);

@@ -14,7 +14,7 @@ import type { TokenStore } from '../../links/token-store.ts';
 import { sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
-import { createWalletClient, type WalletClient } from '../../wallet/index.ts';
+import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 
@@ -42,7 +42,7 @@ export interface PartnerStack {
   /** Stops the in-process worker (drains it). */
   stopWorker(): Promise<void>;
   /** A vault as a worker builds it (its own wallet client and clock). */
-  createVault(options?: { now?: () => number }): TokenVault;
+  createVault(options?: { now?: () => number; wallet?: Partial<WalletClientConfig>; lockTimeoutMs?: number }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /** A login URL for `partnerUserId` from POST /ops/links/login-urls. */
   mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string>;
@@ -147,9 +147,16 @@ export async function startPartnerStack(
       await current.wallet.close();
     },
     createVault: (vaultOptions = {}) => {
-      const vaultWallet = createWalletClient({ ...walletConfig, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
+      const vaultWallet = createWalletClient({ ...walletConfig, ...vaultOptions.wallet, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
       vaultWallets.push(vaultWallet);
-      return createTokenVault({ database, tokens, wallet: vaultWallet, logger, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
+      return createTokenVault({
+        database,
+        tokens,
+        wallet: vaultWallet,
+        logger,
+        ...(vaultOptions.now ? { now: vaultOptions.now } : {}),
+        ...(vaultOptions.lockTimeoutMs === undefined ? {} : { lockTimeoutMs: vaultOptions.lockTimeoutMs }),
+      });
     },
     opsFetch: api.opsFetch,
     mintLoginUrl,
