@@ -14,6 +14,7 @@ import { fundingFailureTypes, type ResolveFundingUpdateInput } from '../workflow
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
+import { activityClock } from './activity-clock.ts';
 import { walletRetry } from './wallet-retry.ts';
 
 export interface FundingSnapshot {
@@ -78,6 +79,18 @@ function progressOf(transfer: Transfer, requestReferenceNo: string): TransferPro
 
 export function createFundingActivities(deps: FundingActivityDependencies) {
   const { fundings, wallet, logger } = deps;
+
+  async function readBack(fundingId: string, transferId: string): Promise<TransferProgress> {
+    try {
+      const result = await wallet.retrieveTransfer(transferId);
+      return progressOf(result.data, result.requestReferenceNo);
+    } catch (error) {
+      if (!isWalletError(error)) throw error;
+      if (error.outcome !== 'rejected') retryLater(error);
+      logger.error({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'retrieve transfer refused');
+      return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
+    }
+  }
 
   return {
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
@@ -152,8 +165,17 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       return funding.status === 'EXECUTING' || funding.status === 'RECONCILING';
     },
 
-    /** The one execute of the funding's transfer. An unknown outcome is reported, not retried. */
+    /**
+     * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
+     * retried attempt (the worker died, the activity timed out) may follow an execute that reached
+     * the wallet: it asks retrieve first, and sends execute again only when the transfer still
+     * shows CREATED (issue 16 #7).
+     */
     async executeTransfer(fundingId: string, transferId: string): Promise<TransferProgress> {
+      if (activityClock().attempt > 1) {
+        const seen = await readBack(fundingId, transferId);
+        if (seen.kind !== 'not-executed') return seen;
+      }
       try {
         const result = await wallet.executeTransfer(transferId);
         return progressOf(result.data, result.requestReferenceNo);
@@ -168,17 +190,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     },
 
     /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
-    async retrieveTransfer(fundingId: string, transferId: string): Promise<TransferProgress> {
-      try {
-        const result = await wallet.retrieveTransfer(transferId);
-        return progressOf(result.data, result.requestReferenceNo);
-      } catch (error) {
-        if (!isWalletError(error)) throw error;
-        if (error.outcome !== 'rejected') retryLater(error);
-        logger.error({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'retrieve transfer refused');
-        return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
-      }
-    },
+    retrieveTransfer: (fundingId: string, transferId: string): Promise<TransferProgress> => readBack(fundingId, transferId),
 
     /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
     async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string): Promise<void> {

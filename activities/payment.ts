@@ -9,6 +9,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
+import { activityClock, callFitsBefore } from './activity-clock.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 import { paymentFailureTypes, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
 
@@ -33,12 +34,21 @@ export type ExecutePaymentOutcome =
    */
   | { kind: 'not-sent'; attempt: ExecuteAttempt; retryAfterMs?: number };
 
+/** Not sent: too little of the activity's time was left for the execute to end within it. */
+class ExecuteDeferred extends Error {
+  override readonly name = 'ExecuteDeferred';
+}
+
+const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
+
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
   payments: PaymentRecord;
   wallet: Pick<WalletClient, 'createPayment' | 'executePayment'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
+  /** WALLET_TIMEOUT_MS: an execute is sent only when a call this long still fits in the activity. */
+  walletTimeoutMs?: number;
 }
 
 export function createPaymentActivities(deps: PaymentActivityDependencies) {
@@ -90,17 +100,29 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       await payments.beginExecute(id, createRequestReferenceNo);
     },
 
-    /** One execute attempt; the workflow decides what an unknown or repeated one means. */
+    /**
+     * One execute attempt; the workflow decides what an unknown or repeated one means. The execute
+     * is sent only while it can still end before this activity's time-out (a refresh may have used
+     * the time up): an activity that timed out with its execute in flight would be followed by
+     * another execute the first may still be racing (issue 16 #7).
+     */
     async executePayment(id: string): Promise<ExecutePaymentOutcome> {
+      const clock = activityClock();
       const payment = await payments.get(id);
       if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
       const walletPaymentId = payment.walletPaymentId;
       try {
-        const result = await deps.vault.withUserToken(payment.linkId, (token) => wallet.executePayment({ userAccessToken: token, paymentId: walletPaymentId }));
+        const result = await deps.vault.withUserToken(payment.linkId, (token) => {
+          if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
+          return wallet.executePayment({ userAccessToken: token, paymentId: walletPaymentId });
+        });
         return { kind: 'succeeded', requestReferenceNo: result.requestReferenceNo };
       } catch (error) {
         if (error instanceof VaultError) {
           return { kind: 'failed', code: error.code, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: error.code, outcome: 'rejected' } };
+        }
+        if (error instanceof ExecuteDeferred) {
+          return { kind: 'not-sent', attempt: { at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_DEFERRED', outcome: 'not-sent' } };
         }
         // The token refresh failed before any execute was sent (issue 16 #4): not an execute
         // attempt, nothing to doubt; sent again later, after the wallet's Retry-After if it gave one.

@@ -14,11 +14,13 @@ import { createTokenCipher } from '../links/token-cipher.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
+import { checkWalletTimeout } from './activity-timeouts.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 
 let config;
 try {
   config = requireResolved(loadConfig());
+  checkWalletTimeout(config.walletTimeoutMs);
 } catch (error) {
   if (error instanceof ConfigError) {
     console.error(`walletflow worker: ${error.message}`);

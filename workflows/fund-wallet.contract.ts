@@ -46,6 +46,12 @@ export interface ResolveFundingUpdateInput {
 /** Settles a funding parked in NEEDS_REVIEW. Wire name 'resolve' (as payWallet's). */
 export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus }, [ResolveFundingUpdateInput]>('resolve');
 
+/**
+ * Start-to-close of fundWallet's wallet activities (ms). The worker checks WALLET_TIMEOUT_MS
+ * against the execute's at start-up: an execute must always end before its activity can time out.
+ */
+export const fundWalletActivityTimeouts = { createMs: 25_000, executeMs: 20_000, retrieveMs: 20_000 } as const;
+
 /** The ApplicationFailure types the funding activities throw and fundWallet never retries. */
 export const fundingFailureTypes = {
   /** No funding row with this id. */

@@ -19,7 +19,14 @@ import {
 import type { FundingActivities, TransferProgress } from '../activities/funding.ts';
 import type { FinalFundingStatus, FundingResult, FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import { fundingCancelledSignal, fundingFailureTypes, fundingStatusQuery, resolveFundingUpdate, type FundWalletInput } from './fund-wallet.contract.ts';
+import {
+  fundingCancelledSignal,
+  fundingFailureTypes,
+  fundingStatusQuery,
+  fundWalletActivityTimeouts,
+  resolveFundingUpdate,
+  type FundWalletInput,
+} from './fund-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
 const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt];
@@ -54,7 +61,7 @@ export const localDatabaseStepsPatch = 'fund-wallet-local-database-steps';
 
 /** create: a retried create may leave an unexecuted intent behind (harmless); give up after ~10 minutes. */
 const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
-  startToCloseTimeout: '25 seconds',
+  startToCloseTimeout: fundWalletActivityTimeouts.createMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 15, nonRetryableErrorTypes },
 });
 
@@ -63,13 +70,13 @@ const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
  * repeated execute is refused by the wallet (409), which reads as unknown and leads to retrieve.
  */
 const execute = proxyActivities<Pick<FundingActivities, 'executeTransfer'>>({
-  startToCloseTimeout: '20 seconds',
+  startToCloseTimeout: fundWalletActivityTimeouts.executeMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
 });
 
 /** retrieve: a read, retried until the wallet answers. */
 const retrieve = proxyActivities<Pick<FundingActivities, 'retrieveTransfer'>>({
-  startToCloseTimeout: '20 seconds',
+  startToCloseTimeout: fundWalletActivityTimeouts.retrieveMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', nonRetryableErrorTypes },
 });
 

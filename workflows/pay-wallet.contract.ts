@@ -33,6 +33,9 @@ export interface ResolvePaymentUpdateInput {
 /** Settles a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
 export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>('resolve');
 
+/** Start-to-close of payWallet's wallet activities (ms); the worker checks WALLET_TIMEOUT_MS against the execute's. */
+export const payWalletActivityTimeouts = { createMs: 25_000, executeMs: 25_000 } as const;
+
 /** The ApplicationFailure types the payment activities throw and payWallet never retries. */
 export const paymentFailureTypes = {
   /** No payment row with this id. */

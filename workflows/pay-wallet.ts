@@ -19,7 +19,7 @@ import {
 } from '@temporalio/workflow';
 import type { PaymentActivities } from '../activities/payment.ts';
 import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
-import { paymentFailureTypes, paymentStatusQuery, resolvePaymentUpdate, type PayWalletInput } from './pay-wallet.contract.ts';
+import { paymentFailureTypes, paymentStatusQuery, payWalletActivityTimeouts, resolvePaymentUpdate, type PayWalletInput } from './pay-wallet.contract.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 
 const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt];
@@ -50,13 +50,13 @@ const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout:
 export const localDatabaseStepsPatch = 'pay-wallet-local-database-steps';
 
 const create = proxyActivities<Pick<PaymentActivities, 'createPayment'>>({
-  startToCloseTimeout: '25 seconds',
+  startToCloseTimeout: payWalletActivityTimeouts.createMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
 });
 
 /** One attempt per activity: the workflow itself decides whether to execute again. */
 const execute = proxyActivities<Pick<PaymentActivities, 'executePayment'>>({
-  startToCloseTimeout: '25 seconds',
+  startToCloseTimeout: payWalletActivityTimeouts.executeMs,
   retry: { maximumAttempts: 1, nonRetryableErrorTypes },
 });
 

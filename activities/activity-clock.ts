@@ -1,0 +1,30 @@
+// An activity's place in its retries and the time it has left, from Temporal's activity context:
+// a retried execute must not be sent before a retrieve, and an execute must not be sent when the
+// activity could time out while it is still in flight (issue 16 #7). Outside an activity (a test
+// calling one directly): the first attempt, with no deadline.
+import { Context } from '@temporalio/activity';
+
+export interface ActivityClock {
+  /** 1 for the first attempt, 2 after Temporal retried it once, … */
+  attempt: number;
+  /** When start-to-close runs out (ms since the epoch); Infinity outside an activity. */
+  deadlineMs: number;
+}
+
+/** Read once at the activity's start (start-to-close counts from there). */
+export function activityClock(now: () => number = Date.now): ActivityClock {
+  try {
+    const { attempt, startToCloseTimeoutMs } = Context.current().info;
+    return { attempt, deadlineMs: now() + startToCloseTimeoutMs };
+  } catch {
+    return { attempt: 1, deadlineMs: Number.POSITIVE_INFINITY };
+  }
+}
+
+/** Margin kept between the end of a wallet call's time-out and the activity's own. */
+export const ACTIVITY_DEADLINE_MARGIN_MS = 2_000;
+
+/** Whether a wallet call with this time-out still ends before the activity's deadline. */
+export function callFitsBefore(clock: ActivityClock, walletTimeoutMs: number, now: () => number = Date.now): boolean {
+  return now() + walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS <= clock.deadlineMs;
+}

@@ -1,0 +1,63 @@
+// A retried execute activity (the worker died, the attempt timed out) may follow an execute that
+// reached the wallet: it retrieves first and sends execute again only when the transfer still
+// shows CREATED (issue 16 #7). The activity runs for real against the sandbox and PostgreSQL, in
+// Temporal's own activity test environment, which sets the attempt number.
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities/index.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+let activities: ReturnType<typeof createActivities>;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  activities = createActivities({
+    database: stack.database,
+    wallet: stack.wallet,
+    cipher: createTokenCipher(stack.encryptionKey),
+    logger: createLogger({ level: 'silent' }),
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+  });
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+async function createdTransfer() {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const { code } = await stack.admin.cashInCode(user.userId);
+  const created = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: { currency: 'PHP', value: '3.00' } });
+  return { user, transferId: created.data.transferId };
+}
+
+const executionsOf = async (transferId: string) => (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
+
+describe('a retried execute activity', () => {
+  it('does not send execute again when the first one reached the wallet: retrieve tells the outcome', async () => {
+    const { transferId } = await createdTransfer();
+    await stack.wallet.executeTransfer(transferId);
+    const since = new Date();
+    const progress = await new MockActivityEnvironment({ attempt: 2 }).run(activities.executeTransfer, randomUUID(), transferId);
+    expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: since } }, select: { operation: true } });
+    expect(calls.map((call) => call.operation)).toEqual(['transfers.retrieve']);
+    expect(await executionsOf(transferId)).toBe(1);
+  });
+
+  it('sends it when the transfer still shows CREATED, and the first attempt sends it at once', async () => {
+    const retried = await createdTransfer();
+    expect(await new MockActivityEnvironment({ attempt: 3 }).run(activities.executeTransfer, randomUUID(), retried.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    expect(await executionsOf(retried.transferId)).toBe(1);
+
+    const first = await createdTransfer();
+    const since = new Date();
+    expect(await new MockActivityEnvironment({ attempt: 1 }).run(activities.executeTransfer, randomUUID(), first.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: since } }, select: { operation: true } });
+    expect(calls.map((call) => call.operation)).toEqual(['transfers.execute']);
+  });
+});
