@@ -29,6 +29,8 @@ export function faultRules(): FaultRule[] {
     { endpoint: 'transfers.create', mode: 'garbage-body', rate: 0.03 },
     ...before('transfers.create'),
     { endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 0.3 },
+    // A slow gateway: answered 504 at once, processed seconds later (contract section 9).
+    { endpoint: 'transfers.execute', mode: 'late-effect', rate: 0.08, delayMs: 4000 },
     { endpoint: 'transfers.execute', mode: 'garbage-body', rate: 0.03 },
     ...before('transfers.execute'),
     { endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 0.05 },
@@ -36,6 +38,7 @@ export function faultRules(): FaultRule[] {
     { endpoint: 'op.payments.create', mode: 'reset-after-effect', rate: 0.2 },
     ...before('op.payments.create'),
     { endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 0.1 },
+    { endpoint: 'op.payments.execute', mode: 'late-effect', rate: 0.04, delayMs: 3000 },
     ...before('op.payments.execute', 0.06),
     ...before('op.tokens'),
     { endpoint: 'op.profile', mode: 'garbage-body', rate: 0.05 },

@@ -232,18 +232,61 @@ export async function pool<T>(items: T[], concurrency: number, work: (item: T) =
 }
 
 export interface ReviewRecord {
+  kind?: 'payment' | 'funding';
   id: string;
   walletPaymentId: string | null;
   executions: number;
-  outcome: 'SUCCEEDED' | 'FAILED';
+  outcome: 'SUCCEEDED' | 'FAILED' | 'APPROVED';
   at: number;
 }
+
+/**
+ * How long a funding in review is left to the wallet before ops settle it FAILED on an empty
+ * ledger: longer than any late effect the soak's faults queue (harness/soak-chaos.ts).
+ */
+export const FUNDING_REVIEW_GRACE_MS = 30_000;
 
 /**
  * Ops' part: every payment in NEEDS_REVIEW is settled from the evidence an ops person has, the
  * wallet's ledger: one execution → SUCCEEDED, none → FAILED. Returns what it resolved this round.
  */
 export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
+  return [...(await resolvePaymentReviews(ops, admin)), ...(await resolveFundingReviews(ops, admin))];
+}
+
+/**
+ * Every funding in NEEDS_REVIEW is settled from the wallet's ledger (contract section 11): its
+ * transfer executed → APPROVED; not executed, and in review longer than any queued execute could
+ * take to land → FAILED (nothing was credited). A younger one is left for the next round.
+ */
+async function resolveFundingReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
+  const listed = await ops.send<{ items: FundingView[] }>('GET', '/ops/fundings?status=NEEDS_REVIEW&limit=200', { deadline: Date.now() + 30_000 });
+  if (listed.status !== 200 || listed.body.items.length === 0) return [];
+  const ledger = await admin.ledger();
+  const byId = new Map(ledger.transfers.map((transfer) => [transfer.transferId, transfer]));
+  const resolved: ReviewRecord[] = [];
+  for (const funding of listed.body.items) {
+    const executions = funding.transferId ? (byId.get(funding.transferId)?.executions ?? 0) : 0;
+    if (executions > 1) continue; // a double credit is not ops' to paper over: the checker reports it
+    const since = Date.parse(funding.events.findLast((event) => event.status === 'NEEDS_REVIEW')?.at ?? funding.updatedAt);
+    if (executions === 0 && Date.now() - since < FUNDING_REVIEW_GRACE_MS) continue;
+    const outcome = executions === 1 ? 'APPROVED' : 'FAILED';
+    const note = executions === 1 ? 'the wallet ledger shows the credit (1 execution)' : `no credit in the wallet ledger after ${FUNDING_REVIEW_GRACE_MS / 1000} s`;
+    try {
+      const answer = await ops.send<FundingView & { code?: string }>('POST', `/ops/fundings/${funding.fundingId}/resolve`, {
+        body: { outcome, note },
+        actor: 'soak-reviewer',
+        deadline: Date.now() + 30_000,
+      });
+      if (answer.status === 200) resolved.push({ kind: 'funding', id: funding.fundingId, walletPaymentId: funding.transferId, executions, outcome, at: Date.now() });
+    } catch {
+      // No answer in time: listed again next round if still in review.
+    }
+  }
+  return resolved;
+}
+
+async function resolvePaymentReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
   const listed = await ops.send<{ items: PaymentView[] }>('GET', '/ops/payments?status=NEEDS_REVIEW&limit=200', { deadline: Date.now() + 30_000 });
   if (listed.status !== 200 || listed.body.items.length === 0) return [];
   const ledger = await admin.ledger();
@@ -261,7 +304,7 @@ export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient):
         deadline: Date.now() + 30_000,
       });
       // 409: an earlier attempt went through and its answer was lost (the API restarted); the table counts from walletflow's rows.
-      if (answer.status === 200) resolved.push({ id: payment.id, walletPaymentId: payment.paymentId, executions, outcome, at: Date.now() });
+      if (answer.status === 200) resolved.push({ kind: 'payment', id: payment.id, walletPaymentId: payment.paymentId, executions, outcome, at: Date.now() });
     } catch {
       // No answer in time (the API or Temporal restarting): listed again next round if still in review.
     }

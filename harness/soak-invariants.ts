@@ -22,6 +22,8 @@ export interface SoakFundingRow {
   createdAt: number;
   /** Epoch ms of the first final event; null while not final. */
   finalAt: number | null;
+  /** How a review ended (contract section 11), when the funding needed one. */
+  resolvedOutcome?: string | null;
   /** What the soak's plan expects of this funding; null: not planned (unknown to the driver). */
   expected: Expected | null;
 }
@@ -95,7 +97,12 @@ export interface SideSummary {
 }
 
 export interface SoakTable {
-  fundings: SideSummary;
+  fundings: SideSummary & {
+    /** Settled through review (NEEDS_REVIEW: every execute's outcome stayed unknown), by outcome. */
+    reviews: { APPROVED: number; FAILED: number };
+    /** As payments' below: planned APPROVED, reviewed FAILED with nothing credited. */
+    failedUnderFaults: number;
+  };
   payments: SideSummary & {
     reviews: { SUCCEEDED: number; FAILED: number };
     /**
@@ -166,7 +173,8 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
   }
 
   // Fundings: executions match the final state, amounts match, nothing stuck.
-  const fundingSide: SideSummary = emptySide(input.requested.fundings, input.fundings.length);
+  const fundingSide = { ...emptySide(input.requested.fundings, input.fundings.length), reviews: { APPROVED: 0, FAILED: 0 }, failedUnderFaults: 0 };
+  const failedUnderFaults: string[] = [];
   const fundingTimes: number[] = [];
   let credited = 0n;
   const ownTransfers = new Set<string>();
@@ -197,8 +205,15 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
       add('amount-mismatch', [row.id, transfer.transferId], `walletflow ${row.amount}, ledger ${transfer.amount.value}`);
     }
     if (row.status === 'APPROVED') credited += thousandths(row.amount);
-    if (matchesExpected(row.expected, row.status, row.errorCode)) fundingSide.asPlanned += 1;
-    else add('unexpected-outcome', [row.id], `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`);
+    if (row.resolvedOutcome === 'APPROVED' || row.resolvedOutcome === 'FAILED') fundingSide.reviews[row.resolvedOutcome] += 1;
+    if (matchesExpected(row.expected, row.status, row.errorCode) || (row.resolvedOutcome && row.expected?.status === row.status)) {
+      fundingSide.asPlanned += 1;
+    } else if (row.expected?.status === 'APPROVED' && row.resolvedOutcome === 'FAILED' && row.status === 'FAILED' && executions === 0) {
+      fundingSide.failedUnderFaults += 1;
+      failedUnderFaults.push(row.id);
+    } else {
+      add('unexpected-outcome', [row.id], `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`);
+    }
   }
   let ledgerCredited = 0n;
   for (const transfer of input.ledger.transfers) {
@@ -213,7 +228,6 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
 
   // Payments: the same, amount plus fee debited.
   const paymentSide = { ...emptySide(input.requested.payments, input.payments.length), reviews: { SUCCEEDED: 0, FAILED: 0 }, failedUnderFaults: 0 };
-  const failedUnderFaults: string[] = [];
   const paymentTimes: number[] = [];
   let debited = 0n;
   const ownPayments = new Set<string>();
@@ -331,10 +345,15 @@ export function formatSoakTable(table: SoakTable, violations: Violation[]): stri
     ],
     ['executed without a funding / payment', String(f.executedWithoutRecord), String(p.executedWithoutRecord), mark('executed-without-record')],
     ['stuck (not final at the end)', String(f.stuck), String(p.stuck), mark('stuck')],
-    ['reviews resolved (from the ledger)', '–', `${p.reviews.SUCCEEDED + p.reviews.FAILED} (SUCCEEDED ${p.reviews.SUCCEEDED}, FAILED ${p.reviews.FAILED})`, ''],
+    [
+      'reviews resolved (from the ledger)',
+      `${f.reviews.APPROVED + f.reviews.FAILED} (APPROVED ${f.reviews.APPROVED}, FAILED ${f.reviews.FAILED})`,
+      `${p.reviews.SUCCEEDED + p.reviews.FAILED} (SUCCEEDED ${p.reviews.SUCCEEDED}, FAILED ${p.reviews.FAILED})`,
+      '',
+    ],
     [
       'outcome as planned',
-      `${f.asPlanned} / ${f.recorded - f.stuck}`,
+      `${f.asPlanned} / ${f.recorded - f.stuck}${f.failedUnderFaults > 0 ? ` (and ${f.failedUnderFaults} reviewed FAILED, nothing credited: the faults kept every execute from the wallet)` : ''}`,
       `${p.asPlanned} / ${p.recorded - p.stuck}${p.failedUnderFaults > 0 ? ` (and ${p.failedUnderFaults} reviewed FAILED, nothing debited: the faults kept every execute from the wallet)` : ''}`,
       mark('unexpected-outcome'),
     ],

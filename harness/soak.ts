@@ -159,7 +159,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
         const resolved = await resolveReviews(ops, admin);
         for (const review of resolved) {
           reviews.push(review);
-          log(`ops: payment ${review.id} resolved ${review.outcome} (the ledger shows ${review.executions} execution(s))`);
+          log(`ops: ${review.kind ?? 'payment'} ${review.id} resolved ${review.outcome} (the ledger shows ${review.executions} execution(s))`);
         }
       } catch (error) {
         log(`ops: review round failed (${(error as Error).message}); next round`);
@@ -231,6 +231,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     amount: row.amount.toFixed(3),
     createdAt: row.createdAt.getTime(),
     finalAt: row.events.find((event) => isFinalFundingStatus(event.status))?.at.getTime() ?? null,
+    resolvedOutcome: row.resolvedOutcome,
     expected: expectedById.get(row.id) ?? null,
   }));
   const paymentsIn: SoakPaymentRow[] = paymentRows.map((row) => ({
