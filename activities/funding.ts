@@ -27,7 +27,9 @@ export interface FundingSnapshot {
 export type CreateOutcome =
   | { kind: 'created'; transferId: string; requestReferenceNo: string | null }
   | { kind: 'refused'; status: 'REJECTED' | 'FAILED'; code: string; requestReferenceNo: string | null }
-  | { kind: 'cancelled' };
+  | { kind: 'cancelled' }
+  /** The wallet's answer names another amount, currency or recipient type than asked: never executed. */
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string };
 
 /** Where a transfer stands, as the workflow needs it. */
 export type TransferProgress =
@@ -75,6 +77,16 @@ function progressOf(transfer: Transfer, requestReferenceNo: string): TransferPro
     case 'EXPIRED':
       return { kind: 'expired', requestReferenceNo };
   }
+}
+
+/** What differs between a created intent and the request, in words (no secret); null when nothing does. */
+function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TOKEN'; amount: { currency: string; value: string } }): string | null {
+  const differences: string[] = [];
+  if (transfer.status !== 'CREATED') differences.push(`status ${transfer.status}`);
+  if (transfer.recipient.type !== asked.recipientType) differences.push(`recipient type ${transfer.recipient.type}, asked ${asked.recipientType}`);
+  if (transfer.amount.currency !== asked.amount.currency) differences.push(`currency ${transfer.amount.currency}, asked ${asked.amount.currency}`);
+  if (toThousandths(transfer.amount.value) !== toThousandths(asked.amount.value)) differences.push(`amount ${transfer.amount.value}, asked ${asked.amount.value}`);
+  return differences.length > 0 ? differences.join('; ') : null;
 }
 
 export function createFundingActivities(deps: FundingActivityDependencies) {
@@ -149,6 +161,14 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         retryLater(error);
       }
 
+      // The answer must be about what was asked (issue 16 #5): an intent for another amount or
+      // recipient is never executed; a person looks at it.
+      const mismatch = createMismatch(created.data, { recipientType: funding.recipientType, amount });
+      if (mismatch) {
+        await fundings.keepUnexecuted(fundingId, created.data.transferId);
+        logger.error({ fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
+        return { kind: 'mismatch', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, detail: mismatch };
+      }
       // Cancelled meanwhile, or a concurrent attempt stored one first: this intent stays unexecuted.
       const kept = await fundings.storeTransferId(fundingId, created.data.transferId);
       if (kept.stored) return { kind: 'created', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };

@@ -21,7 +21,9 @@ export interface PaymentSnapshot {
 
 export type CreatePaymentOutcome =
   | { kind: 'created'; walletPaymentId: string; requestReferenceNo: string | null }
-  | { kind: 'refused'; code: string; requestReferenceNo: string | null };
+  | { kind: 'refused'; code: string; requestReferenceNo: string | null }
+  /** The wallet's answer names another amount, currency or merchant than asked: never executed. */
+  | { kind: 'mismatch'; walletPaymentId: string; requestReferenceNo: string; detail: string };
 
 export type ExecutePaymentOutcome =
   | { kind: 'succeeded'; requestReferenceNo: string }
@@ -44,7 +46,7 @@ const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
   payments: PaymentRecord;
-  wallet: Pick<WalletClient, 'createPayment' | 'executePayment'>;
+  wallet: Pick<WalletClient, 'createPayment' | 'executePayment' | 'merchantP2mId'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
   /** WALLET_TIMEOUT_MS: an execute is sent only when a call this long still fits in the activity. */
@@ -81,6 +83,17 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       const amount = { currency, value: fromThousandths(toThousandths(payment.amount.toFixed(3)) ?? 0n, currencyMinorUnits[currency]) };
       try {
         const created = await deps.vault.withUserToken(payment.linkId, (token) => wallet.createPayment({ userAccessToken: token, amount }));
+        // The answer must be about what was asked (issue 16 #5): a payment for another amount or
+        // merchant is never executed, and is not stored as this payment's; a person looks at it.
+        const mismatch = [
+          created.data.p2mId !== wallet.merchantP2mId ? 'another merchant' : null,
+          created.data.amount.currency !== amount.currency ? `currency ${created.data.amount.currency}, asked ${amount.currency}` : null,
+          toThousandths(created.data.amount.value) !== toThousandths(amount.value) ? `amount ${created.data.amount.value}, asked ${amount.value}` : null,
+        ].filter((difference) => difference !== null);
+        if (mismatch.length > 0) {
+          logger.error({ paymentId: id, walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
+          return { kind: 'mismatch', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, detail: mismatch.join('; ') };
+        }
         const kept = await payments.storeCreated(id, { walletPaymentId: created.data.paymentId, fee: created.data.fee });
         // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
         if (!kept.stored) return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };

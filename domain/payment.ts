@@ -11,13 +11,14 @@ export const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED',
 export type PaymentStatus = (typeof paymentStatuses)[number];
 
 /**
- * The legal moves of a payment. SUCCEEDED only once an execute was sent; NEEDS_REVIEW only from
- * EXECUTING (an outcome that stayed unknown), and it is left only by a person's resolution
+ * The legal moves of a payment. SUCCEEDED only once an execute was sent; NEEDS_REVIEW from
+ * EXECUTING (an outcome that stayed unknown) or CREATING (a create answer that does not match the
+ * request: nothing is executed), and it is left only by a person's resolution
  * (`reviewStatus`). The payment record guards every write with it (payments/payment-record.ts).
  */
 export const paymentTransitions = {
   PENDING: ['CREATING'],
-  CREATING: ['EXECUTING', 'FAILED'],
+  CREATING: ['EXECUTING', 'FAILED', 'NEEDS_REVIEW'],
   EXECUTING: ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'],
   SUCCEEDED: [],
   FAILED: [],

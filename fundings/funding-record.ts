@@ -255,6 +255,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       return { stored, transferId: current.transferId };
     },
 
+    /** An intent the funding will never execute (its create answer did not match the request): kept on record. */
+    keepUnexecuted: (fundingId: string, transferId: string) =>
+      database.funding.update({ where: { id: fundingId }, data: { abandonedTransferIds: { push: transferId } } }).then(() => undefined),
+
     /**
      * CREATING → EXECUTING, only with a stored transferId and unless cancelled: the other side of
      * the race with `cancel`, which the database decides. The event carries the create call's

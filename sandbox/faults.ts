@@ -1,11 +1,12 @@
 // Fault injection, reproducible under a seed: one wrapper around each faultable endpoint decides
 // per request whether a configured rule fires, and whether its fault lands before the handler's
 // effect (nothing changes) or after it (the state changed and the caller cannot know).
+import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { RequestHandler, Response } from 'express';
 import { z } from 'zod';
-import { runHandler, sendAnswer, type EndpointHandler } from './answers.ts';
+import { runHandler, sendAnswer, type EndpointAnswer, type EndpointHandler } from './answers.ts';
 
 export const faultEndpoints = [
   'connect.token',
@@ -29,6 +30,7 @@ export const faultModes = [
   'rate-limited',
   'garbage-body',
   'late-effect',
+  'altered-answer',
 ] as const;
 export type FaultMode = (typeof faultModes)[number];
 
@@ -37,6 +39,13 @@ export type FaultMode = (typeof faultModes)[number];
  * and processed `delayMs` later, after the caller gave up. Only executes move money that way.
  */
 const lateEffectEndpoints: readonly FaultEndpoint[] = ['transfers.execute', 'op.payments.execute'];
+
+/**
+ * altered-answer (an extension of section 9): the call takes effect, and its answer comes back
+ * altered on the way, as a faulty or hostile gateway would: a create answers ten times the
+ * amount, a retrieve or an execute names another transfer. The partner must notice and stop.
+ */
+const alteredAnswerEndpoints: readonly FaultEndpoint[] = ['transfers.create', 'transfers.execute', 'transfers.retrieve', 'op.payments.create'];
 
 const faultRuleInputSchema = z
   .object({
@@ -51,6 +60,10 @@ const faultRuleInputSchema = z
   .strict()
   .refine((rule) => rule.mode !== 'late-effect' || lateEffectEndpoints.includes(rule.endpoint), {
     message: `late-effect applies to ${lateEffectEndpoints.join(' and ')} only`,
+    path: ['mode'],
+  })
+  .refine((rule) => rule.mode !== 'altered-answer' || alteredAnswerEndpoints.includes(rule.endpoint), {
+    message: `altered-answer applies to ${alteredAnswerEndpoints.join(', ')} only`,
     path: ['mode'],
   });
 
@@ -208,6 +221,19 @@ function scheduleLateEffect(context: FaultContext, delayMs: number, effect: () =
   context.shutdown.addEventListener('abort', cancel, { once: true });
 }
 
+/** The answer as a faulty gateway passes it on: amounts ×10, another transfer id (successes only). */
+function altered(endpoint: FaultEndpoint, answer: EndpointAnswer): EndpointAnswer {
+  if (answer.status >= 300 || typeof answer.body !== 'object' || answer.body === null) return answer;
+  const body = { ...(answer.body as Record<string, unknown>) };
+  const amount = body.amount as { currency: string; value: number } | undefined;
+  if (endpoint === 'transfers.create' || endpoint === 'op.payments.create') {
+    if (amount && typeof amount.value === 'number') body.amount = { ...amount, value: amount.value * 10 };
+  } else if (typeof body.transferId === 'string') {
+    body.transferId = randomUUID();
+  }
+  return { ...answer, body };
+}
+
 /** Wraps an endpoint handler with the configured faults of `endpoint`. */
 export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: FaultContext, handler: EndpointHandler): RequestHandler {
   return async (req, res, next) => {
@@ -253,6 +279,8 @@ export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: 
           return;
         case 'garbage-body':
           return void res.status(200).type('text/html').send('<html>upstream error');
+        case 'altered-answer':
+          return sendAnswer(res, altered(endpoint, answer));
         default:
           return sendAnswer(res, answer);
       }

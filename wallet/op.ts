@@ -49,6 +49,8 @@ export interface OpCalls {
   refreshEmbedded(refreshToken: string): Promise<WalletResult<EmbeddedTokens>>;
   getProfile(userAccessToken: string): Promise<WalletResult<Profile>>;
   createPayment(input: { userAccessToken: string; amount: Amount }): Promise<WalletResult<Payment>>;
+  /** The merchant every payment is created for (MERCHANT_P2M_ID): a create answer must name it. */
+  readonly merchantP2mId: string;
   executePayment(input: { userAccessToken: string; paymentId: string }): Promise<WalletResult<Payment>>;
 }
 
@@ -100,6 +102,8 @@ export function createOpCalls(
   } as const satisfies Record<string, WalletOperation>;
 
   return {
+    merchantP2mId: settings.p2mId,
+
     refreshEmbedded(refreshToken) {
       return opCall({
         operation: operations.refresh,

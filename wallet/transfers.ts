@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Amount } from '../domain/money.ts';
 import type { WalletOperation } from './operations.ts';
 import type { WalletResult, WalletTransport } from './transport.ts';
-import { parseWith } from './transport.ts';
+import { parseWith, UnusableResponseError } from './transport.ts';
 import { toWireAmount, wireAmountSchema } from './wire-amount.ts';
 
 export const transferStatusSchema = z.enum(['CREATED', 'PROCESSING', 'APPROVED', 'DECLINED', 'EXPIRED']);
@@ -44,11 +44,24 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
   const basic = `Basic ${Buffer.from(`${settings.transferApiKey}:`).toString('base64')}`;
   const parse = parseWith(transferRecordSchema);
 
+  /**
+   * An execute or retrieve answer must be about the transfer asked for (issue 16 #5): another
+   * transfer's record is no answer at all (outcome unknown: a read is asked again).
+   */
+  const about = (transferId: string) => (body: unknown) => {
+    const transfer = parse(body);
+    if (transfer.transferId !== transferId) {
+      throw new UnusableResponseError('TRANSFER_MISMATCH', 'unknown', 'the answer is about another transfer than the one asked for');
+    }
+    return transfer;
+  };
+
   const send = (
     operation: WalletOperation,
     method: 'GET' | 'POST' | 'PUT',
     path: string,
     body?: { json: unknown; secrets: string[] },
+    parseAnswer: (body: unknown) => Transfer = parse,
   ) =>
     transport.send<Transfer>({
       operation,
@@ -62,7 +75,7 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body.json) }),
       secrets: [settings.transferApiKey, basic, ...(body?.secrets ?? [])],
-      parse,
+      parse: parseAnswer,
     });
 
   const transferPath = (transferId: string) => `/transfers/${encodeURIComponent(transferId)}`;
@@ -76,10 +89,10 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
       });
     },
     executeTransfer(transferId) {
-      return send('transfers.execute', 'PUT', `${transferPath(transferId)}/execute`);
+      return send('transfers.execute', 'PUT', `${transferPath(transferId)}/execute`, undefined, about(transferId));
     },
     retrieveTransfer(transferId) {
-      return send('transfers.retrieve', 'GET', transferPath(transferId));
+      return send('transfers.retrieve', 'GET', transferPath(transferId), undefined, about(transferId));
     },
   };
 }

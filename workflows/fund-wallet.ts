@@ -161,7 +161,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   const pollsAtRunStart = polls;
   /** The wallet calls behind a doubt, for a review: executes with no known outcome, retrieves that saw none. */
   const evidence: WalletCallEvidence[] = [...(input.reconcile?.evidence ?? [])];
-  const noteEvidence = (operation: 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>) => {
+  const noteEvidence = (operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>) => {
     evidence.push({ at: new Date().toISOString(), operation, ...entry });
     if (evidence.length > MAX_EVIDENCE) evidence.splice(0, evidence.length - MAX_EVIDENCE);
   };
@@ -195,6 +195,12 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       }
       if (created.kind === 'refused') return finish(created.status, created.code, created.requestReferenceNo);
       if (created.kind === 'cancelled') return finish('FAILED', 'CANCELLED', null);
+      if (created.kind === 'mismatch') {
+        // Nothing is executed; a person compares the intent with the request (issue 16 #5).
+        noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
+        await database.parkFundingForReview(fundingId, `the wallet's create answer does not match the request (${created.detail}); transfer ${created.transferId} was not executed`, evidence);
+        return awaitResolution(null);
+      }
       transferId = created.transferId;
       createRequestReferenceNo = created.requestReferenceNo;
     }

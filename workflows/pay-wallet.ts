@@ -137,6 +137,18 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
       return finish('FAILED', 'CREATE_FAILED', null);
     }
     if (created.kind === 'refused') return finish('FAILED', created.code, created.requestReferenceNo);
+    if (created.kind === 'mismatch') {
+      // Nothing is executed; a person compares the wallet's payment with the request (issue 16 #5).
+      const evidence: ExecuteAttempt = {
+        at: new Date().toISOString(),
+        operation: 'op.payments.create',
+        requestReferenceNo: created.requestReferenceNo,
+        httpStatus: 200,
+        code: 'ANSWER_MISMATCH',
+        outcome: 'mismatch',
+      };
+      return review(`the wallet's create answer does not match the request (${created.detail}); payment ${created.walletPaymentId} was not executed`, [evidence], null);
+    }
     walletPaymentId = created.walletPaymentId;
     createRequestReferenceNo = created.requestReferenceNo;
   }

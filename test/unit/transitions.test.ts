@@ -118,6 +118,7 @@ describe('the payment transition table', () => {
     ['PENDING', 'CREATING'],
     ['CREATING', 'EXECUTING'],
     ['CREATING', 'FAILED'],
+    ['CREATING', 'NEEDS_REVIEW'],
     ['EXECUTING', 'SUCCEEDED'],
     ['EXECUTING', 'FAILED'],
     ['EXECUTING', 'NEEDS_REVIEW'],
@@ -137,7 +138,7 @@ describe('the payment transition table', () => {
   it.each([
     ['PENDING', 'EXECUTING', 'an execute needs a created wallet payment'],
     ['CREATING', 'SUCCEEDED', 'nothing was executed'],
-    ['CREATING', 'NEEDS_REVIEW', 'review follows an execute whose outcome is unknown'],
+    ['PENDING', 'NEEDS_REVIEW', 'nothing can be in doubt before a create'],
     ['NEEDS_REVIEW', 'EXECUTING', 'review is settled by a person, not by another execute'],
     ['SUCCEEDED', 'FAILED', 'a final state is final'],
     ['FAILED', 'NEEDS_REVIEW', 'a final state is final'],
@@ -159,9 +160,9 @@ describe('the payment transition table', () => {
     }
   });
 
-  it('leads out of review only to a final state, and into it only after an execute', () => {
+  it('leads out of review only to a final state, and into it only after a create (a mismatched answer) or an execute', () => {
     expect(paymentTransitions[reviewStatus].every(isFinalPaymentStatus)).toBe(true);
-    expect(sourcesOf(paymentTransitions, reviewStatus)).toEqual(['EXECUTING']);
+    expect(sourcesOf(paymentTransitions, reviewStatus)).toEqual(['CREATING', 'EXECUTING']);
   });
 
   it('gives the records their guards', () => {
