@@ -1,5 +1,6 @@
 // Links: a partner user's connection to a wallet account. Found or created by the wallet's
-// profileId (one per kind), with its tokens replaced in the same transaction. A login never moves
+// profileId (one per kind), with its tokens replaced in the same transaction unless it holds a
+// newer pair. A login never moves
 // a link to another partner user (contract-decisions section 12): that refusal is LinkOwnedError.
 import type { Database } from '../lib/database.ts';
 import type { PlainTokens, TokenStore } from './token-store.ts';
@@ -26,8 +27,8 @@ export class LinkOwnedError extends Error {
 export async function saveLinkWithTokens(database: Database, tokens: TokenStore, input: LinkInput): Promise<{ linkId: string; created: boolean }> {
   return database.$transaction(async (tx) => {
     // Locked: two logins of the same wallet for different partner users cannot both pass the check.
-    const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string }>>`
-      SELECT id, partner_user_id FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
+    const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`
+      SELECT id, partner_user_id, status FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
     if (existing && existing.partner_user_id !== input.partnerUserId) throw new LinkOwnedError(existing.id);
     const link = await tx.link.upsert({
       where: { profileId_kind: { profileId: input.profileId, kind: input.kind } },
@@ -48,14 +49,18 @@ export async function saveLinkWithTokens(database: Database, tokens: TokenStore,
     });
     // A row created concurrently by another partner user's login is theirs: roll back.
     if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
-    await tokens.save(tx, link.id, input.tokens);
+    // Version guard (issue 16 #3): a late login or onboarding never replaces a newer pair an
+    // active link already holds (a refresh, or a later session, gave it); newer = expires later.
+    const stored = existing ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } }) : null;
+    const keepNewer = existing?.status === 'ACTIVE' && stored !== null && stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;
+    if (!keepNewer) await tokens.save(tx, link.id, input.tokens);
     await tx.linkEvent.create({
       data: {
         linkId: link.id,
         partnerUserId: input.partnerUserId,
         type: existing ? 'RELINKED' : 'LINKED',
         requestReferenceNo: input.requestReferenceNo,
-        detail: `${input.kind.toLowerCase()} login`,
+        detail: `${input.kind.toLowerCase()} login${keepNewer ? '; the newer tokens it held are kept' : ''}`,
       },
     });
     return { linkId: link.id, created: !existing };

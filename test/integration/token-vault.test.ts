@@ -187,6 +187,25 @@ describe('token vault', () => {
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
   });
 
+  it('an older onboarding never overwrites newer tokens (issue 16 #3)', async () => {
+    const { user, linkId, issued } = await createEmbeddedLink(stack, {}, { expired: true });
+    await advance(1);
+    const refreshed = await stack.createVault({ now }).getAccessToken(linkId);
+    expect(refreshed.version).toBe(2);
+    // The session that brought the first pair is onboarded again late (a retried activity).
+    await saveLinkWithTokens(stack.database, stack.tokens, {
+      partnerUserId: `wallet:${user.profileId}`,
+      profileId: user.profileId,
+      maskedUserId: null,
+      kind: 'EMBEDDED',
+      scopes: ['openid'],
+      requestReferenceNo: null,
+      tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+    });
+    const kept = await stack.createVault({ now }).getAccessToken(linkId);
+    expect(kept).toEqual(refreshed);
+  });
+
   it('holds the refresh lock for as long as a refresh may take (four wallet calls at WALLET_TIMEOUT_MS)', () => {
     expect(refreshLockTimeoutMs(30_000)).toBeGreaterThanOrEqual(4 * 30_000);
     expect(refreshLockTimeoutMs(10_000)).toBeGreaterThanOrEqual(40_000);
