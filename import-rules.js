@@ -53,7 +53,7 @@ export const importRules = {
   },
   prisma: { imports: ['lib', 'generated'], why: 'the schema, migrations and the offline migration engine' },
   cli: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'generated', 'harness', 'prisma', 'sandbox'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'generated', 'harness', 'prisma', 'sandbox', 'client'],
     contracts: true,
     why: "the operator's walletflow command and the embedded stack it starts",
   },
@@ -62,9 +62,10 @@ export const importRules = {
     contracts: true,
     why: 'the soak and the bench drive a whole stack from outside',
   },
-  scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows'], why: 'build steps (workflow bundle, Prisma client)' },
+  client: { imports: [], why: "the ops API's typed client, generated from the OpenAPI document: self-contained, so partners can copy it" },
+  scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows', 'api'], why: 'build steps (workflow bundle, Prisma client, the ops client from the OpenAPI document)' },
   test: {
-    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'fundings', 'payments', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated'],
+    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'fundings', 'payments', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated', 'client'],
     why: 'tests reach everything',
   },
   generated: { imports: [], enforced: false, why: "Prisma's generated client" },

@@ -6,6 +6,7 @@ import { defaultRateLimits } from '../lib/config.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMetrics, type Metrics } from '../lib/metrics.ts';
+import { readWorkload, registerWorkloadGauges } from '../lib/workload-gauges.ts';
 import type { TokenStore } from '../links/token-store.ts';
 import type { OpsKey } from '../lib/ops-keys.ts';
 import type { Client as TemporalClient } from '@temporalio/client';
@@ -98,6 +99,10 @@ export function createApp(deps: AppDependencies): express.Express {
   app.use(metricsRouter(metrics));
   const services = deps.services;
   if (services) {
+    // The on-call gauges (items in review, reconciling, the oldest unfinished), read at scrape time.
+    registerWorkloadGauges(metrics.registry, () => readWorkload(services.database), {
+      onError: (error) => deps.logger.warn({ err: (error as Error).message }, 'could not read the workload gauges'),
+    });
     const publicLimiter = () =>
       createRateLimiter({ limit: hardening.publicRateLimitPerMinute ?? defaultRateLimits.publicPerMinute, ...(hardening.now ? { now: hardening.now } : {}) });
     // Client addresses (rate limits, the session URL allowlist) come from X-Forwarded-For only

@@ -14,7 +14,7 @@ import {
 import { normaliseAmount } from '../domain/money.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { reportError } from './cli-errors.ts';
-import { createOpsClient, OpsApiError, OpsUnreachableError, type OpsClient } from './ops-client.ts';
+import { findFunding, opsClientFor, OpsNetworkError, OpsProblemError, type OpsClient } from './ops-client.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 import { createFundingProgress, summaryLine } from './progress.ts';
 
@@ -29,7 +29,8 @@ export interface FundOptions {
   timeout: string;
   plain?: boolean;
   api?: string;
-  key?: string;
+  /** json: the progress goes to stderr and the final funding, as the API gives it, to stdout. */
+  output?: 'json' | 'text';
 }
 
 interface FundInput {
@@ -78,39 +79,44 @@ export function exitCodeFor(funding: FundingView): number {
   return isFinalFundingStatus(funding.status) ? exitCodes.failed : exitCodes.timeout;
 }
 
-const out = (text: string) => process.stdout.write(text);
+let out = (text: string) => process.stdout.write(text);
 
 export async function runFund(options: FundOptions): Promise<number> {
+  const json = options.output === 'json';
+  if (json) out = (text: string) => process.stderr.write(text);
   try {
     const input = parseFundInput(options);
     const target = resolveOpsTarget(options);
-    const client = createOpsClient(target);
+    const client = opsClientFor(target);
     const { request, idempotencyKey } = input;
     const recipient = request.recipient.type === 'CODE' ? `cash-in code ${maskCashInCode(request.recipient.code)}` : `link ${request.recipient.linkId}`;
     const amount = normaliseAmount(request.amount);
     out(`funding ${amount.value} ${amount.currency} to ${recipient} through ${target.apiBase}\n`);
     out(`idempotency key ${idempotencyKey}  (to retry without funding twice: --idempotency-key ${idempotencyKey})\n`);
 
-    const started = await client.createFunding(request, idempotencyKey);
-    const { fundingId } = started.funding;
+    const started = await client.createFunding({ idempotencyKey, body: request });
+    const { fundingId } = started.body;
     out(
-      started.created
+      started.status === 202
         ? `accepted: funding ${fundingId}\n`
         : `this idempotency key was used before with the same request: funding ${fundingId}\n`,
     );
     if (!options.wait) {
-      out(`${summaryLine(started.funding)}\n`);
-      if (!isFinalFundingStatus(started.funding.status)) out(`follow it with: walletflow status ${fundingId}\n`);
-      return isFinalFundingStatus(started.funding.status) ? exitCodeFor(started.funding) : exitCodes.ok;
+      out(`${summaryLine(started.body)}\n`);
+      if (!isFinalFundingStatus(started.body.status)) out(`follow it with: walletflow status ${fundingId}\n`);
+      if (json) process.stdout.write(`${JSON.stringify(started.body, null, 2)}\n`);
+      return isFinalFundingStatus(started.body.status) ? exitCodeFor(started.body) : exitCodes.ok;
     }
-    return await follow(client, started.funding, input.timeoutMs, options.plain === true);
+    const { code, funding } = await follow(client, started.body, input.timeoutMs, options.plain === true || json);
+    if (json) process.stdout.write(`${JSON.stringify(funding, null, 2)}\n`);
+    return code;
   } catch (error) {
     return reportError('fund', error);
   }
 }
 
 /** Polls the funding until it is final or the time runs out, drawing its progress. */
-async function follow(client: OpsClient, first: FundingView, timeoutMs: number, plain: boolean): Promise<number> {
+async function follow(client: OpsClient, first: FundingView, timeoutMs: number, plain: boolean): Promise<{ code: number; funding: FundingView }> {
   const tty = Boolean(process.stdout.isTTY) && !plain;
   const color = tty && !process.env.NO_COLOR;
   const progress = createFundingProgress({ tty, color, write: out, columns: () => process.stdout.columns });
@@ -135,17 +141,17 @@ async function follow(client: OpsClient, first: FundingView, timeoutMs: number, 
         process.stderr.write(
           `walletflow fund: still ${funding.status} after ${Math.round(timeoutMs / 1000)} s; the funding goes on. Check it with: walletflow status ${fundingId}\n`,
         );
-        return exitCodes.timeout;
+        return { code: exitCodes.timeout, funding };
       }
       await sleep(Math.min(pollIntervalMs, Math.max(deadline - Date.now(), 0)));
       try {
-        const answer = await client.getFunding(fundingId);
-        if (!answer) throw new OpsApiError(404, 'FUNDING_NOT_FOUND', `no funding ${fundingId}`);
-        funding = answer.funding;
+        const answer = await findFunding(client, fundingId);
+        if (!answer) throw new CliInputError(`the funding ${fundingId} is gone from the API`, exitCodes.api);
+        funding = answer;
         troubled = false;
       } catch (error) {
         // The funding runs on the server whatever happens here: ride out a restarting API.
-        const transient = error instanceof OpsUnreachableError || (error instanceof OpsApiError && error.transient);
+        const transient = error instanceof OpsNetworkError || (error instanceof OpsProblemError && error.transient);
         if (!transient) throw error;
         if (!troubled) {
           progress.close();
@@ -160,5 +166,5 @@ async function follow(client: OpsClient, first: FundingView, timeoutMs: number, 
     progress.close();
   }
   out(`${summaryLine(funding, color)}\n`);
-  return exitCodeFor(funding);
+  return { code: exitCodeFor(funding), funding };
 }

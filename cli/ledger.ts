@@ -1,92 +1,69 @@
 // The ledger's commands (docs/ledger.md): `walletflow accounts get|adjust`, `walletflow ledger`
 // (entries) and `walletflow settle --date` (a day against the wallet and the ledger), through the
-// ops API. `--output json` prints the API's answer; `text` (the default) a table.
+// ops API. `--output json` prints the API's answer; `text` (the default) a table; settle also csv.
 import { randomUUID } from 'node:crypto';
-import type { AccountView, AdjustmentView, LedgerEntryView, Settlement } from '../domain/ledger.ts';
-import { reportError } from './cli-errors.ts';
+import type { Settlement } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
-import { createOpsClient } from './ops-client.ts';
-import { resolveOpsTarget } from './ops-target.ts';
-import { table } from './status.ts';
+import { listQuery } from './ops-input.ts';
+import { money, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
-export interface LedgerCommandOptions {
-  api?: string;
-  key?: string;
-  output?: 'json' | 'text' | 'csv';
-}
-
-const client = (options: LedgerCommandOptions) => createOpsClient(resolveOpsTarget(options));
-const json = (value: unknown) => process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
-
-async function run(command: string, work: () => Promise<void>): Promise<number> {
-  try {
-    await work();
-    return exitCodes.ok;
-  } catch (error) {
-    return reportError(`walletflow ${command}`, error);
-  }
-}
+export type LedgerCommandOptions = OpsCommandOptions;
 
 /** `walletflow accounts get <account>`: TREASURY (or another system account) or a partner user id. */
 export const runAccountsGet = (account: string, options: LedgerCommandOptions) =>
-  run('accounts get', async () => {
-    const { body } = await client(options).request('GET', `/ops/accounts/${encodeURIComponent(account)}`);
-    if (options.output === 'json') return void json(body);
-    const view = body as AccountView;
-    process.stdout.write(`${table([['account', view.account], ['balance', `${view.balance.value} ${view.balance.currency}`], ['held', `${view.held.value} ${view.held.currency}`], ['available', `${view.available.value} ${view.available.currency}`]])}\n`);
+  runOps('accounts get', options, async (client) => {
+    const { body } = await client.getAccount({ account });
+    if (options.output === 'json') return printJson(body);
+    printText(table([['account', body.account], ['balance', money(body.balance)], ['held', money(body.held)], ['available', money(body.available)]]));
   });
 
 /** `walletflow accounts adjust <account> --amount -25.00 --reason …` (Idempotency-Key printed: reuse it to retry safely). */
 export const runAccountsAdjust = (account: string, options: LedgerCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string }) =>
-  run('accounts adjust', async () => {
+  runOps('accounts adjust', options, async (client) => {
     const key = options.idempotencyKey ?? randomUUID();
-    const { status, body } = await client(options).request('POST', `/ops/accounts/${encodeURIComponent(account)}/adjustments`, {
+    const { status, body } = await client.adjustAccount({
+      account,
       idempotencyKey: key,
-      body: { amount: { currency: options.currency, value: options.amount }, reason: options.reason },
+      body: { amount: { currency: options.currency as 'PHP', value: options.amount }, reason: options.reason },
     });
-    if (options.output === 'json') return void json(body);
-    const adjustment = body as AdjustmentView;
-    process.stdout.write(
-      `${table([
-        ['adjustment', `${adjustment.adjustmentId}${status === 200 ? ' (already made with this key)' : ''}`],
-        ['account', adjustment.account],
-        ['other leg', adjustment.counterAccount],
-        ['amount', `${adjustment.amount.value} ${adjustment.amount.currency}`],
-        ['reason', adjustment.reason],
+    if (options.output === 'json') return printJson(body);
+    printText(
+      table([
+        ['adjustment', `${body.adjustmentId}${status === 200 ? ' (already made with this key)' : ''}`],
+        ['account', body.account],
+        ['other leg', body.counterAccount],
+        ['amount', money(body.amount)],
+        ['reason', body.reason],
         ['idempotency key', key],
-      ])}\n`,
+      ]),
     );
   });
 
 /** `walletflow ledger [--account …] [--limit …]`: entries, newest first. */
 export const runLedger = (options: LedgerCommandOptions & { account?: string; limit: string; cursor?: string }) =>
-  run('ledger', async () => {
-    const query = new URLSearchParams({ limit: options.limit, ...(options.account ? { account: options.account } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
-    const { body } = await client(options).request('GET', `/ops/ledger/entries?${query.toString()}`);
-    if (options.output === 'json') return void json(body);
-    const page = body as { items: LedgerEntryView[]; nextCursor: string | null };
-    const rows = [['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'], ...page.items.map((entry) => [entry.at, entry.account, `${entry.amount.value} ${entry.amount.currency}`, entry.pending ? 'held' : '', entry.reference])];
-    process.stdout.write(`${table(rows)}\n${page.nextCursor ? `next page: --cursor ${page.nextCursor}\n` : ''}`);
+  runOps('ledger', options, async (client) => {
+    const { body } = await client.listLedgerEntries({ limit: Number(listQuery({ limit: options.limit }).limit), ...(options.account ? { account: options.account } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
+    if (options.output === 'json') return printJson(body);
+    const rows = [['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'], ...body.items.map((entry) => [entry.at, entry.account, money(entry.amount), entry.pending ? 'held' : '', entry.reference])];
+    printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
 /** `walletflow settle --date YYYY-MM-DD`: exit 1 when anything is missing or mismatched. */
-export async function runSettle(options: LedgerCommandOptions & { date: string }): Promise<number> {
-  let clean = true;
-  const code = await run('settle', async () => {
-    const ops = client(options);
+export const runSettle = (options: LedgerCommandOptions & { date: string }) =>
+  runOps('settle', options, async (client) => {
     if (options.output === 'csv') {
-      const { body } = await ops.request('GET', `/ops/settlements/${encodeURIComponent(options.date)}?format=csv`, { raw: true });
+      const { body } = await client.getSettlement({ date: options.date, format: 'csv' });
       process.stdout.write(String(body));
     }
-    const { body } = await ops.request('GET', `/ops/settlements/${encodeURIComponent(options.date)}`);
+    const { body } = await client.getSettlement({ date: options.date });
     const settlement = body as Settlement;
-    clean = [settlement.fundings, settlement.payments].every((side) => side.missing === 0 && side.mismatched === 0);
-    if (options.output === 'json') return void json(settlement);
-    if (options.output === 'csv') return;
-    const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), `${counts.total.amount.value} ${counts.total.amount.currency}`];
-    process.stdout.write(`settlement of ${settlement.date} (${settlement.timeZone})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', settlement.fundings), side('payments', settlement.payments)])}\n`);
+    const clean = [settlement.fundings, settlement.payments].every((side) => side.missing === 0 && side.mismatched === 0);
+    const code = clean ? exitCodes.ok : exitCodes.failed;
+    if (options.output === 'json') printJson(settlement);
+    if (options.output !== 'text' && options.output !== undefined) return code;
+    const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), money(counts.total.amount)];
+    printText(`settlement of ${settlement.date} (${settlement.timeZone})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', settlement.fundings), side('payments', settlement.payments)])}`);
     const problems = settlement.items.filter((item) => item.result !== 'matched');
-    if (problems.length > 0) process.stdout.write(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems.map((item) => [item.kind, item.id, item.result, item.detail ?? ''])])}\n`);
+    if (problems.length > 0) printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems.map((item) => [item.kind, item.id, item.result, item.detail ?? ''])])}`);
+    return code;
   });
-  return code === exitCodes.ok && !clean ? exitCodes.failed : code;
-}

@@ -1,16 +1,34 @@
-// The `walletflow` command.
-import type { LedgerCommandOptions } from './ledger.ts';
-import { Command, type CommanderError } from 'commander';
-import { ConfigError } from '../lib/config.ts';
+// The `walletflow` command. Every command's module is loaded only when that command runs, so
+// start-up reads commander and package.json only. Usage errors (an unknown command or flag, a
+// missing argument, a value outside the choices) exit 64 (EX_USAGE); --help and --version 0.
+import { readFileSync } from 'node:fs';
+import { Command, Option, type CommanderError } from 'commander';
 import type { BenchOptions } from '../harness/bench.ts';
-import type { FundOptions } from './fund.ts';
-import type { PayOptions } from './pay.ts';
 import type { SoakOptions } from '../harness/soak.ts';
-import type { StatusOptions } from './status.ts';
+import { registerOpsCommands } from './ops-commands.ts';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
 
 const program = new Command()
   .name('walletflow')
-  .description('Partner side of the wallet operator interface: fundings, embedded-app sessions, merchant payments');
+  .description('Partner side of the wallet operator interface: fundings, embedded-app sessions, merchant payments')
+  .version(version, '-V, --version', 'print the version')
+  // Inherited by every command created below.
+  .exitOverride(usageExit)
+  .showHelpAfterError('(add --help for usage)')
+  .hook('preAction', (_program, command) => {
+    if (command.opts().key === undefined) return;
+    const names: string[] = [];
+    for (let at: Command | null = command; at?.parent; at = at.parent) names.unshift(at.name());
+    // Never echo the value: it is a secret someone just typed.
+    process.stderr.write(
+      `walletflow ${names.join(' ')}: --key is no longer accepted (a key on the command line lands in shell history and ps). ` +
+        'Set WALLETFLOW_OPS_KEY, or WALLETFLOW_OPS_KEY_FILE to a file holding the key (mode 0600).\n',
+    );
+    process.exit(64);
+  });
 
 program
   .command('dev')
@@ -33,9 +51,10 @@ program
   .command('reconcile')
   .description('run one reconciliation sweep now and print what it found (the schedule runs it every few minutes)')
   .option('--older-than <seconds>', 'look at fundings not final after this many seconds (default: RECONCILE_AFTER_SECONDS)')
-  .option('--json', 'print the report as JSON')
-  .action(async (options: { olderThan?: string; json?: boolean }) => {
-    process.exitCode = await (await import('./reconcile.ts')).runReconcile(options);
+  .addOption(new Option('--output <format>', 'what to print').choices(['json', 'text']).default('text'))
+  .option('--json', 'the same as --output json')
+  .action(async (options: { olderThan?: string; json?: boolean; output: string }) => {
+    process.exitCode = await (await import('./reconcile.ts')).runReconcile({ ...options, json: options.json === true || options.output === 'json' });
   });
 
 program
@@ -81,126 +100,12 @@ program
     process.exitCode = await (await import('./codec-server.ts')).runCodecServer(options);
   });
 
-/** Usage errors of the ops commands exit 64 (EX_USAGE), like their own input checks. */
-const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
-
-const opsOptions = (command: Command) =>
-  command
-    .option('--api <url>', 'ops API base URL (default: $WALLETFLOW_API_URL, else http://127.0.0.1:${PORT:-3000})')
-    .option('--key <key>', 'ops API key (default: $WALLETFLOW_OPS_KEY, else the first of $OPS_API_KEYS, else the key `walletflow dev` saved)')
-    .showHelpAfterError('(add --help for usage)')
-    .exitOverride(usageExit);
-
-opsOptions(
-  program
-    .command('fund')
-    .description('fund a wallet through the ops API and follow the funding until it is final')
-    .option('--code <code>', "the recipient's 7-digit cash-in code (never printed whole)")
-    .option('--link <linkId>', 'the recipient by linked wallet account (link id)')
-    .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 100.50')
-    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
-    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
-    .option('--no-wait', 'return once the API has accepted the funding')
-    .option('--timeout <seconds>', 'how long to follow the funding', '120')
-    .option('--plain', 'plain lines, one per event, even on a terminal'),
-)
-  .addHelpText(
-    'after',
-    `
-Give exactly one of --code and --link.
-
-Exit codes: 0 APPROVED (or accepted, with --no-wait); 1 DECLINED, REJECTED or FAILED;
-2 not final within --timeout (the funding goes on); 3 the API refused the request or is
-not reachable; 64 bad input (nothing was sent); 78 no ops API key found.`,
-  )
-  .action(async (options: FundOptions) => {
-    process.exitCode = await (await import('./fund.ts')).runFund(options);
-  });
-
-opsOptions(
-  program
-    .command('pay')
-    .description("take a merchant payment (to MERCHANT_P2M_ID) from a linked wallet and follow it until it is final")
-    .requiredOption('--link <linkId>', "the payer's linked wallet account (link id)")
-    .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 25.00')
-    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
-    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
-    .option('--no-wait', 'return once the API has accepted the payment')
-    .option('--timeout <seconds>', 'how long to follow the payment', '120'),
-)
-  .addHelpText(
-    'after',
-    `
-Exit codes: 0 SUCCEEDED (or accepted, with --no-wait); 1 FAILED; 2 not final within --timeout
-(the payment goes on); 3 the API refused the request or is not reachable; 4 NEEDS_REVIEW (an
-execute whose outcome is unknown: settle it with POST /ops/payments/{id}/resolve); 64 bad input;
-78 no ops API key found.`,
-  )
-  .action(async (options: PayOptions) => {
-    process.exitCode = await (await import('./pay.ts')).runPay(options);
-  });
-
-opsOptions(
-  program
-    .command('status')
-    .description('show a funding and its timeline')
-    .argument('<fundingId>', 'the funding id `walletflow fund` printed')
-    .option('--json', 'print the funding as the API returns it'),
-)
-  .addHelpText('after', '\nExit codes: 0 found; 1 no such funding; 3 the API refused the request or is not reachable; 78 no ops API key found.')
-  .action(async (fundingId: string, options: StatusOptions) => {
-    process.exitCode = await (await import('./status.ts')).runStatus(fundingId, options);
-  });
-
-const accounts = program.command('accounts').description("the partner's ledger accounts (docs/ledger.md)");
-opsOptions(
-  accounts
-    .command('get')
-    .description('an account: balance, held, available')
-    .argument('<account>', 'TREASURY (or IN_FLIGHT, WALLET_CLEARING, MERCHANT_REVENUE, CAPITAL), else a partner user id')
-    .option('--output <format>', 'json or text', 'text'),
-).action(async (account: string, options: LedgerCommandOptions) => {
-  process.exitCode = await (await import('./ledger.ts')).runAccountsGet(account, options);
-});
-opsOptions(
-  accounts
-    .command('adjust')
-    .description("adjust a partner user's account (other leg: TREASURY) or the treasury (other leg: CAPITAL)")
-    .argument('<account>', 'a partner user id, or TREASURY')
-    .requiredOption('--amount <value>', 'signed decimal string: -25.00 debits, 25.00 credits')
-    .requiredOption('--reason <text>', 'why (stored with the adjustment)')
-    .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
-    .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
-    .option('--output <format>', 'json or text', 'text'),
-).action(async (account: string, options: LedgerCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string }) => {
-  process.exitCode = await (await import('./ledger.ts')).runAccountsAdjust(account, options);
-});
-opsOptions(
-  program
-    .command('ledger')
-    .description('ledger entries, newest first')
-    .option('--account <account>', 'only this account (TREASURY, USER:{partnerUserId}, …)')
-    .option('--limit <n>', 'entries per page (1 to 200)', '50')
-    .option('--cursor <cursor>', 'the next page a previous run printed')
-    .option('--output <format>', 'json or text', 'text'),
-).action(async (options: LedgerCommandOptions & { account?: string; limit: string; cursor?: string }) => {
-  process.exitCode = await (await import('./ledger.ts')).runLedger(options);
-});
-opsOptions(
-  program
-    .command('settle')
-    .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
-    .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)')
-    .option('--output <format>', 'json, csv or text', 'text'),
-)
-  .addHelpText('after', '\nExit codes: 0 every item matched; 1 something missing or mismatched; 3 the API refused the request or is not reachable; 78 no ops API key found.')
-  .action(async (options: LedgerCommandOptions & { date: string }) => {
-    process.exitCode = await (await import('./ledger.ts')).runSettle(options);
-  });
+registerOpsCommands(program);
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  const { ConfigError } = await import('../lib/config.ts');
   if (error instanceof ConfigError) {
     console.error(`walletflow: ${error.message}`);
     process.exit(78);

@@ -1,9 +1,12 @@
-// Which ops API the CLI talks to and with which key: flags first, then the environment, then the
-// key `walletflow dev` saved in .walletflow/dev-state.json, so after `npm run dev` no flag is needed.
+// Which ops API the CLI talks to and with which key. The URL: --api, else WALLETFLOW_API_URL, else
+// the local API. The key never comes from a flag (a flag lands in shell history and `ps`): it is
+// WALLETFLOW_OPS_KEY, else the file WALLETFLOW_OPS_KEY_FILE names, else the first entry of
+// OPS_API_KEYS / OPS_API_KEYS_FILE (the API's own setting), else the key `walletflow dev` saved
+// in .walletflow/dev-state.json, so after `npm run dev` nothing needs setting.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { z } from 'zod';
+import { parseOpsKeyEntry } from '../lib/ops-keys.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 
 export interface OpsTarget {
@@ -13,32 +16,42 @@ export interface OpsTarget {
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
-const apiBaseSchema = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((value) => value.replace(/\/+$/, ''));
-const devStateKeySchema = z.object({ opsApiKey: z.string().min(1) });
+/** Where a key may come from, for messages (never the key itself). */
+export const opsKeySources = 'WALLETFLOW_OPS_KEY, WALLETFLOW_OPS_KEY_FILE, OPS_API_KEYS or .walletflow/dev-state.json';
 
 const nonEmpty = (value: string | undefined) => (value !== undefined && value.trim() !== '' ? value.trim() : undefined);
 
 export function resolveApiBase(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
   const given = nonEmpty(flag) ?? nonEmpty(env.WALLETFLOW_API_URL) ?? `http://127.0.0.1:${nonEmpty(env.PORT) ?? '3000'}`;
-  const parsed = apiBaseSchema.safeParse(given);
-  if (!parsed.success) throw new CliInputError(`--api ${given}: ${parsed.error.issues[0]?.message ?? 'not a URL'}`, exitCodes.usage);
-  return parsed.data;
+  let url: URL | undefined;
+  try {
+    url = new URL(given);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !['http:', 'https:'].includes(url.protocol)) throw new CliInputError(`--api ${given}: must be an http(s) URL`, exitCodes.usage);
+  return given.replace(/\/+$/, '');
 }
 
-function firstOf(commaList: string | undefined): string | undefined {
-  return commaList
-    ?.split(',')
-    .map((item) => item.trim())
-    .find((item) => item.length > 0);
-}
-
-function opsKeysFromFile(env: NodeJS.ProcessEnv): string | undefined {
-  const file = nonEmpty(env.OPS_API_KEYS_FILE);
-  if (!file) return undefined;
+function readKeyFile(variable: string, file: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch {
-    throw new CliInputError(`OPS_API_KEYS_FILE ${file} cannot be read`, exitCodes.config);
+    throw new CliInputError(`${variable} ${file} cannot be read`, exitCodes.config);
+  }
+}
+
+/** The key of the first OPS_API_KEYS entry (`name:scopes:key` or a bare key). */
+function firstEntryKey(commaList: string | undefined): string | undefined {
+  const entry = commaList
+    ?.split(',')
+    .map((item) => item.trim())
+    .find((item) => item.length > 0);
+  if (!entry) return undefined;
+  try {
+    return parseOpsKeyEntry(entry).key;
+  } catch {
+    throw new CliInputError('the first OPS_API_KEYS entry is not name:scopes:key or a bare key', exitCodes.config);
   }
 }
 
@@ -47,25 +60,31 @@ function devStateKey(env: NodeJS.ProcessEnv): string | undefined {
   const file = path.join(stateDir, 'dev-state.json');
   if (!existsSync(file)) return undefined;
   try {
-    const parsed = devStateKeySchema.safeParse(JSON.parse(readFileSync(file, 'utf8')));
-    return parsed.success ? parsed.data.opsApiKey : undefined;
+    const state = JSON.parse(readFileSync(file, 'utf8')) as { opsApiKey?: unknown };
+    return typeof state.opsApiKey === 'string' && state.opsApiKey !== '' ? state.opsApiKey : undefined;
   } catch {
     return undefined;
   }
 }
 
-export function resolveOpsKey(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+export function resolveOpsKey(env: NodeJS.ProcessEnv = process.env): string {
+  const keyFile = nonEmpty(env.WALLETFLOW_OPS_KEY_FILE);
+  const opsKeysFile = nonEmpty(env.OPS_API_KEYS_FILE);
   const key =
-    nonEmpty(flag) ?? nonEmpty(env.WALLETFLOW_OPS_KEY) ?? firstOf(env.OPS_API_KEYS) ?? firstOf(opsKeysFromFile(env)) ?? devStateKey(env);
+    nonEmpty(env.WALLETFLOW_OPS_KEY) ??
+    (keyFile ? nonEmpty(readKeyFile('WALLETFLOW_OPS_KEY_FILE', keyFile).split('\n')[0]) : undefined) ??
+    firstEntryKey(env.OPS_API_KEYS) ??
+    (opsKeysFile ? firstEntryKey(readKeyFile('OPS_API_KEYS_FILE', opsKeysFile)) : undefined) ??
+    devStateKey(env);
   if (!key) {
     throw new CliInputError(
-      'no ops API key: pass --key, set WALLETFLOW_OPS_KEY or OPS_API_KEYS, or start `npm run dev` once (it saves a key in .walletflow/dev-state.json)',
+      'no ops API key: set WALLETFLOW_OPS_KEY or WALLETFLOW_OPS_KEY_FILE (a file holding the key), or start `npm run dev` once (it saves a key in .walletflow/dev-state.json)',
       exitCodes.config,
     );
   }
   return key;
 }
 
-export function resolveOpsTarget(flags: { api?: string | undefined; key?: string | undefined }, env: NodeJS.ProcessEnv = process.env): OpsTarget {
-  return { apiBase: resolveApiBase(flags.api, env), key: resolveOpsKey(flags.key, env) };
+export function resolveOpsTarget(flags: { api?: string | undefined }, env: NodeJS.ProcessEnv = process.env): OpsTarget {
+  return { apiBase: resolveApiBase(flags.api, env), key: resolveOpsKey(env) };
 }

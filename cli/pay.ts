@@ -8,7 +8,7 @@ import { normaliseAmount } from '../domain/money.ts';
 import { createPaymentSchema, isFinalPaymentStatus, type CreatePaymentRequest, type PaymentView } from '../domain/payment.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { reportError } from './cli-errors.ts';
-import { createOpsClient, OpsApiError, OpsUnreachableError } from './ops-client.ts';
+import { findPayment, opsClientFor, OpsNetworkError, OpsProblemError } from './ops-client.ts';
 import { resolveOpsTarget } from './ops-target.ts';
 
 export interface PayOptions {
@@ -19,7 +19,8 @@ export interface PayOptions {
   wait: boolean;
   timeout: string;
   api?: string;
-  key?: string;
+  /** json: the progress goes to stderr and the final payment, as the API gives it, to stdout. */
+  output?: 'json' | 'text';
 }
 
 /** A payment parked for a person to settle (`POST /ops/payments/{id}/resolve`). */
@@ -56,19 +57,21 @@ export function paymentSummary(payment: PaymentView): string {
   return parts.join('  ');
 }
 
-const out = (text: string) => process.stdout.write(text);
+let out = (text: string) => process.stdout.write(text);
 
 export async function runPay(options: PayOptions): Promise<number> {
+  const json = options.output === 'json';
+  if (json) out = (text: string) => process.stderr.write(text);
   try {
     const input = parsePayInput(options);
     const target = resolveOpsTarget(options);
-    const client = createOpsClient(target);
+    const client = opsClientFor(target);
     const amount = normaliseAmount(input.request.amount);
     out(`paying ${amount.value} ${amount.currency} from link ${input.request.linkId} to the merchant through ${target.apiBase}\n`);
     out(`idempotency key ${input.idempotencyKey}  (to retry without paying twice: --idempotency-key ${input.idempotencyKey})\n`);
-    const started = await client.createPayment(input.request, input.idempotencyKey);
-    let payment = started.payment;
-    out(started.created ? `accepted: payment ${payment.id}\n` : `this idempotency key was used before with the same request: payment ${payment.id}\n`);
+    const started = await client.createPayment({ idempotencyKey: input.idempotencyKey, body: input.request });
+    let payment: PaymentView = started.body;
+    out(started.status === 202 ? `accepted: payment ${payment.id}\n` : `this idempotency key was used before with the same request: payment ${payment.id}\n`);
     let shown = 0;
     const showEvents = () => {
       for (const event of payment.events.slice(shown)) {
@@ -87,14 +90,15 @@ export async function runPay(options: PayOptions): Promise<number> {
       }
       await sleep(300);
       try {
-        const answer = await client.getPayment(payment.id);
-        if (!answer) throw new OpsApiError(404, 'PAYMENT_NOT_FOUND', `no payment ${payment.id}`);
-        payment = answer.payment;
+        const answer = await findPayment(client, payment.id);
+        if (!answer) throw new CliInputError(`the payment ${payment.id} is gone from the API`, exitCodes.api);
+        payment = answer;
       } catch (error) {
-        if (!(error instanceof OpsUnreachableError || (error instanceof OpsApiError && error.transient))) throw error;
+        if (!(error instanceof OpsNetworkError || (error instanceof OpsProblemError && error.transient))) throw error;
       }
     }
     out(`${paymentSummary(payment)}\n`);
+    if (json) process.stdout.write(`${JSON.stringify(payment, null, 2)}\n`);
     if (!options.wait && !isFinalPaymentStatus(payment.status)) return payment.status === 'NEEDS_REVIEW' ? needsReviewExit : exitCodes.ok;
     return paymentExitCode(payment);
   } catch (error) {

@@ -1,17 +1,26 @@
-// The `walletflow fund` and `walletflow status` commands as a user runs them: the real CLI in a
-// child process against the real API, Temporal worker, PostgreSQL and sandbox. Plus the terminal
-// renderer fed with fundings directly.
+// The `walletflow` commands as a user runs them: the real CLI in a child process against the real
+// API, Temporal worker, PostgreSQL and sandbox (the key from WALLETFLOW_OPS_KEY, never a flag):
+// fund, pay and status, every ops route with --output json, usage errors (64), --version. Plus the
+// terminal renderer fed with fundings directly.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { fundingSchema, type FundingView } from '../../domain/funding.ts';
+import { paymentSchema } from '../../domain/payment.ts';
 import { createFundingProgress } from '../../cli/progress.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
-import { runCli } from '../support/cli-run.ts';
+import { runCli as runCliWith } from '../support/cli-run.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 describe('walletflow fund and status against a running stack', () => {
   let stack: PartnerStack;
-  const target = () => ['--api', stack.apiBase, '--key', stack.opsKey];
+  const target = () => ['--api', stack.apiBase];
+  /** The CLI with the stack's key in WALLETFLOW_OPS_KEY (or `env`'s settings instead). */
+  const runCli = (args: string[], env: NodeJS.ProcessEnv = { WALLETFLOW_OPS_KEY: stack.opsKey }) => runCliWith(args, { env });
   const fundingIdIn = (stdout: string) => /funding ([0-9a-f-]{36})/.exec(stdout)?.[1] ?? '';
 
   beforeAll(async () => {
@@ -80,7 +89,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('a wrong ops key: exit 3 with the 401 problem', async () => {
-    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack.apiBase, '--key', 'not-the-key']);
+    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack.apiBase], { WALLETFLOW_OPS_KEY: 'not-the-key' });
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/401 UNAUTHORIZED: the ops API key is not valid/);
     expect(result.stdout + result.stderr).not.toContain('not-the-key');
@@ -89,7 +98,7 @@ describe('walletflow fund and status against a running stack', () => {
   it('an API that is not running: exit 3, says where it looked', async () => {
     const { findFreePort } = await import('../../cli/stack/ports.ts');
     const api = `http://127.0.0.1:${await findFreePort()}`;
-    const result = await runCli(['status', randomUUID(), '--api', api, '--key', 'anything']);
+    const result = await runCli(['status', randomUUID(), '--api', api], { WALLETFLOW_OPS_KEY: 'anything' });
     expect(result.code).toBe(3);
     expect(result.stderr).toContain(`not reachable at ${api}`);
     expect(result.stderr).toContain('npm run dev');
@@ -177,6 +186,141 @@ describe('walletflow fund and status against a running stack', () => {
     expect(bad.stderr).toMatch(/--link: .*UUID/);
     expect(await stack.database.payment.count({ where: { linkId } })).toBe(2);
   });
+
+  it('the key comes from WALLETFLOW_OPS_KEY_FILE; --key is refused (exit 64) without echoing it', async () => {
+    const file = path.join(mkdtempSync(path.join(tmpdir(), 'wf-key-')), 'ops-key');
+    writeFileSync(file, `${stack.opsKey}\n`, { mode: 0o600 });
+    const fromFile = await runCli(['fundings', 'list', '--limit', '1', '--output', 'json', ...target()], { WALLETFLOW_OPS_KEY_FILE: file });
+    expect(fromFile.code, fromFile.stderr).toBe(0);
+    expect(JSON.parse(fromFile.stdout)).toHaveProperty('items');
+
+    const flagged = await runCli(['fundings', 'list', '--key', 'typed-secret-value', ...target()]);
+    expect(flagged.code).toBe(64);
+    expect(flagged.stderr).toMatch(/walletflow fundings list: --key is no longer accepted.*WALLETFLOW_OPS_KEY_FILE/);
+    expect(flagged.stdout + flagged.stderr).not.toContain('typed-secret-value');
+
+    const none = await runCli(['fundings', 'list', ...target()], { WALLETFLOW_STATE_DIR: path.dirname(file) });
+    expect(none.code).toBe(78);
+    expect(none.stderr).toMatch(/no ops API key: set WALLETFLOW_OPS_KEY or WALLETFLOW_OPS_KEY_FILE/);
+  });
+
+  it('usage errors exit 64 before any request; --version prints the version', async () => {
+    for (const args of [
+      ['no-such-command'],
+      ['fundings', 'list', '--status', 'NOT_A_STATUS'],
+      ['fundings', 'list', '--limit', '0'],
+      ['fundings', 'list', '--from', 'yesterday'],
+      ['fundings', 'resolve', randomUUID(), '--outcome', 'APPROVED'],
+      ['payments', 'resolve', randomUUID(), '--outcome', 'MAYBE', '--note', 'x'],
+      ['links', 'find'],
+      ['links', 'get'],
+      ['fundings', 'get', randomUUID(), '--output', 'yaml'],
+      [],
+    ]) {
+      const result = await runCli([...args, ...target()]);
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(64);
+      expect(result.stdout).toBe('');
+    }
+    const version = await runCli(['--version']);
+    expect(version).toMatchObject({ code: 0, stdout: '0.1.0\n' });
+  });
+
+  it('drives every ops route of the OpenAPI document through the CLI with --output json', async () => {
+    const covered = new Set<string>();
+    const json = async (operationId: string, args: string[], exitCode = 0) => {
+      const result = await runCli([...args, '--output', 'json', ...target()]);
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(exitCode);
+      expect(result.stdout + result.stderr).not.toContain(stack.opsKey);
+      covered.add(operationId);
+      return JSON.parse(result.stdout) as Record<string, unknown> & { items: Array<Record<string, unknown>> };
+    };
+
+    const partnerUserId = `cli-ops-${randomUUID()}`;
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' }, { partnerUserId: () => partnerUserId });
+    expect(await json('createLoginUrl', ['links', 'login-url', `cli-login-${randomUUID()}`, '--mobile', '09171234567'])).toMatchObject({ url: expect.stringMatching(/^http/) });
+    expect(await json('getLink', ['links', 'get', linkId])).toMatchObject({ linkId, status: 'ACTIVE', partnerUserId });
+    expect((await json('findLinks', ['links', 'find', '--partner-user-id', partnerUserId])).items.map((link) => link.linkId)).toEqual([linkId]);
+    expect(await json('getLinkProfile', ['links', 'profile', linkId])).toMatchObject({ linkId });
+
+    const funded = fundingSchema.parse(await json('createFunding', ['fund', '--link', linkId, '--amount', '5.00']));
+    expect(funded.status).toBe('APPROVED');
+    expect(await json('getFunding', ['fundings', 'get', funded.fundingId])).toMatchObject({ fundingId: funded.fundingId, status: 'APPROVED' });
+    const fundingPage = await json('listFundings', ['fundings', 'list', '--status', 'APPROVED', '--limit', '200']);
+    expect(fundingPage.items.some((item) => item.fundingId === funded.fundingId)).toBe(true);
+
+    const pending = await plantFunding('PENDING');
+    expect(await json('cancelFunding', ['fundings', 'cancel', pending])).toMatchObject({ fundingId: pending, status: 'FAILED', error: { code: 'CANCELLED' } });
+    const inReview = await plantFunding('NEEDS_REVIEW');
+    const resolvedFunding = await json('resolveFunding', ['fundings', 'resolve', inReview, '--outcome', 'FAILED', '--note', 'operator confirms nothing executed', '--actor', 'cli.test']);
+    expect(resolvedFunding).toMatchObject({ status: 'FAILED', review: { resolution: { outcome: 'FAILED', by: expect.stringContaining('cli.test') } } });
+
+    const paid = paymentSchema.parse(await json('createPayment', ['pay', '--link', linkId, '--amount', '2.00']));
+    expect(paid.status).toBe('SUCCEEDED');
+    expect(await json('getPayment', ['payments', 'get', paid.id])).toMatchObject({ id: paid.id, status: 'SUCCEEDED' });
+    expect((await json('listPayments', ['payments', 'list', '--status', 'SUCCEEDED', '--limit', '200'])).items.some((item) => item.id === paid.id)).toBe(true);
+    const parked = await plantPayment(linkId);
+    expect(await json('resolvePayment', ['payments', 'resolve', parked, '--outcome', 'FAILED', '--note', 'operator shows no debit'])).toMatchObject({ id: parked, status: 'FAILED' });
+
+    const adjusted = await json('adjustAccount', ['accounts', 'adjust', partnerUserId, '--amount', '10.00', '--reason', 'cli test']);
+    expect(adjusted).toMatchObject({ account: `USER:${partnerUserId}`, amount: { value: '10.00' } });
+    expect(await json('getAccount', ['accounts', 'get', partnerUserId])).toMatchObject({ account: `USER:${partnerUserId}`, balance: { value: '10.00' } });
+    expect((await json('listLedgerEntries', ['ledger', '--account', `USER:${partnerUserId}`])).items).toHaveLength(1);
+    expect(await json('getSettlement', ['settle', '--date', '2020-01-01'])).toMatchObject({ date: '2020-01-01' });
+
+    expect(await json('unlink', ['links', 'unlink', linkId])).toMatchObject({ linkId, status: 'UNLINKED' });
+
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
+    const opsOperations = Object.entries(document.paths)
+      .filter(([route]) => route.startsWith('/ops/'))
+      .flatMap(([, item]) => Object.values(item).map((operation) => operation.operationId));
+    expect([...covered].sort()).toEqual(opsOperations.sort());
+  });
+
+  it('an unknown id: get exits 1; a refused resolve exits 3 with the problem code', async () => {
+    const unknown = await runCli(['payments', 'get', randomUUID(), ...target()]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(/no payment/);
+    const refused = await runCli(['fundings', 'resolve', randomUUID(), '--outcome', 'APPROVED', '--note', 'x', ...target()]);
+    expect(refused.code).toBe(3);
+    expect(refused.stderr).toMatch(/404 FUNDING_NOT_FOUND/);
+  });
+
+  /** A funding row as a crashed or parked run leaves it (no workflow waits for it). */
+  async function plantFunding(status: 'PENDING' | 'NEEDS_REVIEW'): Promise<string> {
+    const id = randomUUID();
+    await stack.database.funding.create({
+      data: {
+        id,
+        idempotencyKey: `cli-plant-${id}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `funding-cli-plant-${id}`,
+        status,
+        recipientType: 'TOKEN',
+        currency: 'PHP',
+        amount: new Prisma.Decimal('3.00'),
+        ...(status === 'NEEDS_REVIEW' ? { reviewReason: 'an execute outcome stayed unknown' } : {}),
+      },
+    });
+    return id;
+  }
+
+  async function plantPayment(linkId: string): Promise<string> {
+    const id = randomUUID();
+    await stack.database.payment.create({
+      data: {
+        id,
+        idempotencyKey: `cli-plant-${id}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `payment-cli-plant-${id}`,
+        status: 'NEEDS_REVIEW',
+        linkId,
+        currency: 'PHP',
+        amount: new Prisma.Decimal('4.00'),
+        reviewReason: 'the execute outcome stayed unknown after 4 attempts',
+      },
+    });
+    return id;
+  }
 });
 
 describe('the terminal renderer', () => {

@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { startMetricsServer } from '../../lib/metrics-server.ts';
+import { readWorkload } from '../../lib/workload-gauges.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseSamples, sampleValue } from '../support/prometheus-text.ts';
@@ -124,6 +126,47 @@ describe('metrics of the API and the in-process worker', () => {
       }
     }
   });
+
+  it('reports the on-call gauges, read from PostgreSQL at scrape time (cached 5 s)', async () => {
+    for (const name of ['walletflow_fundings_in_review', 'walletflow_payments_in_review', 'walletflow_fundings_reconciling']) {
+      expect(sampleValue(apiText, name), name).toBeGreaterThanOrEqual(0);
+    }
+    expect(sampleValue(apiText, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(0);
+    const planted = await Promise.all(
+      (['NEEDS_REVIEW', 'RECONCILING'] as const).map(async (status) => {
+        const id = randomUUID();
+        await stack.database.funding.create({
+          data: {
+            id,
+            idempotencyKey: `gauge-${id}`,
+            requestFingerprint: '0'.repeat(64),
+            workflowId: `funding-gauge-${id}`,
+            status,
+            recipientType: 'TOKEN',
+            currency: 'PHP',
+            amount: new Prisma.Decimal('1.00'),
+            createdAt: new Date(Date.now() - 3 * 3600_000),
+          },
+        });
+        return id;
+      }),
+    );
+    try {
+      const workload = await readWorkload(stack.database);
+      expect(workload.funding.byStatus.NEEDS_REVIEW).toBeGreaterThanOrEqual(1);
+      expect(workload.funding.byStatus.RECONCILING).toBeGreaterThanOrEqual(1);
+      expect(workload.funding.byStatus.APPROVED).toBeUndefined();
+      // The API's cache of the first scrape runs out after 5 s.
+      await new Promise((resolve) => setTimeout(resolve, 5100));
+      const text = await (await fetch(`${stack.apiBase}/metrics`)).text();
+      expect(sampleValue(text, 'walletflow_fundings_in_review')).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'walletflow_fundings_reconciling')).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'walletflow_unfinished_items', { kind: 'funding', status: 'RECONCILING' })).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(3 * 3600);
+    } finally {
+      await stack.database.funding.deleteMany({ where: { id: { in: planted } } });
+    }
+  }, 20_000);
 
   it('serves /metrics without authentication, and refuses other routes of the worker server', async () => {
     expect((await fetch(`${stack.apiBase}/metrics`)).status).toBe(200);

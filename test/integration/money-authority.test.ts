@@ -9,7 +9,7 @@ import { defaultFundingLimits } from '../../ledger/limits.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { runCli } from '../support/cli-run.ts';
+import { runCli as runCliWith } from '../support/cli-run.ts';
 
 let stack: PartnerStack;
 beforeAll(async () => {
@@ -146,7 +146,8 @@ describe('accounts, adjustments, entries, links, settlement', () => {
   });
 
   it('walletflow accounts adjust|get, ledger and settle through the ops API', async () => {
-    const target = ['--api', stack.apiBase, '--key', stack.opsKey];
+    const target = ['--api', stack.apiBase];
+    const runCli = (args: string[]) => runCliWith(args, { env: { WALLETFLOW_OPS_KEY: stack.opsKey } });
     const partnerUserId = `cli-${randomUUID()}`;
     const adjusted = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
     expect(adjusted).toMatchObject({ code: 0, stdout: expect.stringContaining('40.00 PHP') });

@@ -15,7 +15,7 @@ export interface CliResult {
 export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
   // No ambient ops settings from the developer's shell: each test says what the CLI gets.
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
-  for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) {
+  for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) {
     if (!options.env?.[name]) delete env[name];
   }
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {

@@ -1,0 +1,186 @@
+// The commands over the ops API (fund, pay, status, fundings, payments, links, accounts, ledger,
+// settle): their flags and help. Each action loads its module only when it runs, so `walletflow
+// --help` and every other command start without them. Every one takes --api and --output.
+import { Option, type Command } from 'commander';
+import type { FundOptions } from './fund.ts';
+import type { ListOptions } from './ops-input.ts';
+import type { OpsCommandOptions } from './output.ts';
+import type { PayOptions } from './pay.ts';
+import type { StatusOptions } from './status.ts';
+
+const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'NEEDS_REVIEW', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED'];
+const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED'];
+
+const keyHelp = `The ops API key: $WALLETFLOW_OPS_KEY, else the file $WALLETFLOW_OPS_KEY_FILE names, else the
+first of $OPS_API_KEYS, else the key \`walletflow dev\` saved (never a flag: it would land in shell history).`;
+
+/** --api, --output and the key's help on an ops command. */
+function ops(command: Command, formats: string[] = ['json', 'text']): Command {
+  return command
+    .option('--api <url>', 'ops API base URL (default: $WALLETFLOW_API_URL, else http://127.0.0.1:${PORT:-3000})')
+    .addOption(new Option('--output <format>', 'what to print').choices(formats).default('text'))
+    .addOption(new Option('--key <key>', 'no longer accepted').hideHelp())
+    .addHelpText('after', `\n${keyHelp}`);
+}
+
+const run = (exit: Promise<number>) => exit.then((code) => void (process.exitCode = code));
+const apiExits = '3 the API refused the request or is not reachable; 64 bad input (nothing was sent); 78 no ops API key found.';
+
+function listOptions(command: Command, statuses: string[]): Command {
+  return command
+    .addOption(new Option('--status <status>', 'only this status').choices(statuses))
+    .option('--from <time>', 'created at or after (ISO-8601 with an offset)')
+    .option('--to <time>', 'created before (ISO-8601 with an offset)')
+    .option('--limit <n>', 'items per page (1 to 200)', '50')
+    .option('--cursor <cursor>', 'the next page a previous run printed');
+}
+
+function resolveOptions(command: Command, outcomes: string[]): Command {
+  return command
+    .addOption(new Option('--outcome <outcome>', 'what the wallet operator confirmed').choices(outcomes).makeOptionMandatory())
+    .requiredOption('--note <text>', 'why (stored with the resolution; say who at the operator confirmed it)')
+    .option('--actor <name>', 'who resolves (recorded with the key’s name)');
+}
+
+export function registerOpsCommands(program: Command): void {
+  ops(
+    program
+      .command('fund')
+      .description('fund a wallet through the ops API and follow the funding until it is final')
+      .option('--code <code>', "the recipient's 7-digit cash-in code (never printed whole)")
+      .option('--link <linkId>', 'the recipient by linked wallet account (link id)')
+      .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 100.50')
+      .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+      .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
+      .option('--no-wait', 'return once the API has accepted the funding')
+      .option('--timeout <seconds>', 'how long to follow the funding', '120')
+      .option('--plain', 'plain lines, one per event, even on a terminal'),
+  )
+    .addHelpText(
+      'after',
+      `
+Give exactly one of --code and --link. With --output json the steps go to stderr and the
+final funding (as GET /ops/fundings/{id} gives it) to stdout.
+
+Exit codes: 0 APPROVED (or accepted, with --no-wait); 1 DECLINED, REJECTED or FAILED;
+2 not final within --timeout (the funding goes on); ${apiExits}`,
+    )
+    .action((options: FundOptions) => run(import('./fund.ts').then((module) => module.runFund(options))));
+
+  ops(
+    program
+      .command('pay')
+      .description('take a merchant payment (to MERCHANT_P2M_ID) from a linked wallet and follow it until it is final')
+      .requiredOption('--link <linkId>', "the payer's linked wallet account (link id)")
+      .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 25.00')
+      .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+      .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)')
+      .option('--no-wait', 'return once the API has accepted the payment')
+      .option('--timeout <seconds>', 'how long to follow the payment', '120'),
+  )
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 SUCCEEDED (or accepted, with --no-wait); 1 FAILED; 2 not final within --timeout
+(the payment goes on); 4 NEEDS_REVIEW (an execute whose outcome is unknown: settle it with
+walletflow payments resolve); ${apiExits}`,
+    )
+    .action((options: PayOptions) => run(import('./pay.ts').then((module) => module.runPay(options))));
+
+  ops(
+    program
+      .command('status')
+      .description('show a funding and its timeline (the same as `fundings get`)')
+      .argument('<fundingId>', 'the funding id `walletflow fund` printed')
+      .option('--json', 'the same as --output json'),
+  )
+    .addHelpText('after', `\nExit codes: 0 found; 1 no such funding; ${apiExits}`)
+    .action((fundingId: string, options: StatusOptions) => run(import('./status.ts').then((module) => module.runStatus(fundingId, options))));
+
+  const fundings = program.command('fundings').description('fundings: list, get, cancel, resolve a review');
+  ops(listOptions(fundings.command('list').description('fundings, newest first, a page at a time'), fundingStatuses)).action((options: OpsCommandOptions & ListOptions) =>
+    run(import('./fundings.ts').then((module) => module.runFundingsList(options))),
+  );
+  ops(fundings.command('get').description('a funding and its timeline').argument('<fundingId>'))
+    .addHelpText('after', `\nExit codes: 0 found; 1 no such funding; ${apiExits}`)
+    .action((id: string, options: OpsCommandOptions) => run(import('./fundings.ts').then((module) => module.runFundingsGet(id, options))));
+  ops(fundings.command('cancel').description('cancel a funding that has not started executing (it ends FAILED, code CANCELLED)').argument('<fundingId>'))
+    .addHelpText('after', `\nExit codes: 0 cancelled; ${apiExits} (409 FUNDING_NOT_CANCELLABLE: executing or final)`)
+    .action((id: string, options: OpsCommandOptions) => run(import('./fundings.ts').then((module) => module.runFundingsCancel(id, options))));
+  ops(resolveOptions(fundings.command('resolve').description('settle a funding in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<fundingId>'), ['APPROVED', 'FAILED']))
+    .addHelpText('after', `\nAPPROVED posts the hold; FAILED releases it and says nothing was executed.\nExit codes: 0 resolved; ${apiExits} (409 FUNDING_NOT_IN_REVIEW)`)
+    .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
+      run(import('./fundings.ts').then((module) => module.runFundingsResolve(id, options))),
+    );
+
+  const payments = program.command('payments').description('merchant payments: list, get, resolve a review');
+  ops(listOptions(payments.command('list').description('payments, newest first, a page at a time'), paymentStatuses)).action((options: OpsCommandOptions & ListOptions) =>
+    run(import('./payments.ts').then((module) => module.runPaymentsList(options))),
+  );
+  ops(payments.command('get').description('a payment, its timeline and any review').argument('<paymentId>', "walletflow's id (not the wallet's paymentId)"))
+    .addHelpText('after', `\nExit codes: 0 found; 1 no such payment; ${apiExits}`)
+    .action((id: string, options: OpsCommandOptions) => run(import('./payments.ts').then((module) => module.runPaymentsGet(id, options))));
+  ops(resolveOptions(payments.command('resolve').description('settle a payment in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<paymentId>'), ['SUCCEEDED', 'FAILED']))
+    .addHelpText('after', `\nExit codes: 0 resolved; ${apiExits} (409 PAYMENT_NOT_IN_REVIEW)`)
+    .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
+      run(import('./payments.ts').then((module) => module.runPaymentsResolve(id, options))),
+    );
+
+  const links = program.command('links').description("users' wallet links: get, find, profile, unlink, login-url");
+  ops(links.command('get').description('a link: status, kind, scopes, token expiry (never a token)').argument('<linkId>')).action((id: string, options: OpsCommandOptions) =>
+    run(import('./links.ts').then((module) => module.runLinksGet(id, options))),
+  );
+  ops(links.command('find').description("a user's links, by partner user id or wallet profile id").option('--partner-user-id <id>').option('--profile-id <id>')).action(
+    (options: OpsCommandOptions & { partnerUserId?: string; profileId?: string }) => run(import('./links.ts').then((module) => module.runLinksFind(options))),
+  );
+  ops(links.command('profile').description("the user's wallet profile, fetched now (never stored)").argument('<linkId>')).action((id: string, options: OpsCommandOptions) =>
+    run(import('./links.ts').then((module) => module.runLinksProfile(id, options))),
+  );
+  ops(links.command('unlink').description('unlink: the tokens are deleted; the link stays, UNLINKED').argument('<linkId>')).action((id: string, options: OpsCommandOptions) =>
+    run(import('./links.ts').then((module) => module.runLinksUnlink(id, options))),
+  );
+  ops(
+    links
+      .command('login-url')
+      .description('a single-use login URL for a partner user (valid 10 minutes): the user logs in and the link is made')
+      .argument('<partnerUserId>')
+      .option('--mobile <number>', "pin the wallet's login page to this mobile number"),
+  ).action((partnerUserId: string, options: OpsCommandOptions & { mobile?: string }) => run(import('./links.ts').then((module) => module.runLinksLoginUrl(partnerUserId, options))));
+
+  const accounts = program.command('accounts').description("the partner's ledger accounts (docs/ledger.md)");
+  ops(
+    accounts
+      .command('get')
+      .description('an account: balance, held, available')
+      .argument('<account>', 'TREASURY (or IN_FLIGHT, WALLET_CLEARING, MERCHANT_REVENUE, CAPITAL), else a partner user id'),
+  ).action((account: string, options: OpsCommandOptions) => run(import('./ledger.ts').then((module) => module.runAccountsGet(account, options))));
+  ops(
+    accounts
+      .command('adjust')
+      .description("adjust a partner user's account (other leg: TREASURY) or the treasury (other leg: CAPITAL)")
+      .argument('<account>', 'a partner user id, or TREASURY')
+      .requiredOption('--amount <value>', 'signed decimal string: -25.00 debits, 25.00 credits')
+      .requiredOption('--reason <text>', 'why (stored with the adjustment)')
+      .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
+      .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)'),
+  ).action((account: string, options: OpsCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string }) =>
+    run(import('./ledger.ts').then((module) => module.runAccountsAdjust(account, options))),
+  );
+  ops(
+    program
+      .command('ledger')
+      .description('ledger entries, newest first')
+      .option('--account <account>', 'only this account (TREASURY, USER:{partnerUserId}, …)')
+      .option('--limit <n>', 'entries per page (1 to 200)', '50')
+      .option('--cursor <cursor>', 'the next page a previous run printed'),
+  ).action((options: OpsCommandOptions & { account?: string; limit: string; cursor?: string }) => run(import('./ledger.ts').then((module) => module.runLedger(options))));
+  ops(
+    program
+      .command('settle')
+      .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
+      .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)'),
+    ['json', 'csv', 'text'],
+  )
+    .addHelpText('after', `\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`)
+    .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettle(options))));
+}

@@ -1,0 +1,693 @@
+// The typed client of walletflow's ops API, generated from its OpenAPI document
+// (/docs/openapi.json) by scripts/generate-ops-client.ts: do not edit by hand; run
+// `npm run client:generate` after changing the API (a unit test fails until you do).
+// Self-contained (Node 20's or a browser's fetch, no imports), so partners may copy this file.
+// Errors: a non-2xx answer throws OpsProblemError (RFC 9457 problem details with `code`); no
+// answer at all throws OpsNetworkError. Neither ever carries the API key.
+
+// ---- schemas (components/schemas) ------------------------------------------------------------
+
+export interface CreateFunding {
+  recipient: {
+    type: "CODE";
+    code: string;
+  } | {
+    type: "TOKEN";
+    linkId: string;
+  };
+  amount: {
+    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** a decimal string, 0.001 to 9999999999.99, with at most the currency's decimals (PHP 2): no sign, exponent or spaces */
+    value: string;
+  };
+  source?: {
+    type: "TREASURY";
+  } | {
+    type: "USER_BALANCE";
+    partnerUserId: string;
+  };
+}
+
+export interface CreatePayment {
+  linkId: string;
+  amount: {
+    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** a decimal string, 0.001 to 9999999999.99, with at most the currency's decimals (PHP 2): no sign, exponent or spaces */
+    value: string;
+  };
+  purpose?: "PURCHASE" | "DEPOSIT";
+}
+
+export interface ResolvePayment {
+  outcome: "SUCCEEDED" | "FAILED";
+  note: string;
+}
+
+export interface ResolveFunding {
+  outcome: "APPROVED" | "FAILED";
+  note: string;
+}
+
+export interface LoginUrlRequest {
+  partnerUserId: string;
+  mobile?: string;
+}
+
+export interface CreateAdjustment {
+  amount: {
+    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** a signed decimal string: "-25.00" debits the account, "25.00" credits it */
+    value: string;
+  };
+  reason: string;
+}
+
+export interface Funding {
+  fundingId: string;
+  status: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW";
+  recipient: {
+    type: "CODE";
+    masked: string;
+  } | {
+    type: "TOKEN";
+    linkId: string;
+  };
+  amount: {
+    currency: string;
+    value: string;
+  };
+  source: {
+    type: "TREASURY";
+  } | {
+    type: "USER_BALANCE";
+    partnerUserId: string;
+  };
+  transferId: string | null;
+  error: {
+    code: string;
+    message: string;
+  } | null;
+  review: {
+    reason: string;
+    attempts: {
+      at: string;
+      operation?: string;
+      requestReferenceNo: string | null;
+      httpStatus: number | null;
+      code: string;
+      outcome: string;
+    }[];
+    resolution: {
+      outcome: "APPROVED" | "DECLINED" | "FAILED";
+      note: string;
+      by: string;
+      at: string;
+    } | null;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+  events: {
+    at: string;
+    status: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW";
+    requestReferenceNo: string | null;
+    detail: string | null;
+  }[];
+}
+
+export interface FundingPage {
+  items: Funding[];
+  nextCursor: string | null;
+}
+
+export interface Payment {
+  id: string;
+  paymentId: string | null;
+  status: "PENDING" | "CREATING" | "EXECUTING" | "SUCCEEDED" | "FAILED" | "NEEDS_REVIEW";
+  linkId: string;
+  purpose: "PURCHASE" | "DEPOSIT";
+  amount: {
+    currency: string;
+    value: string;
+  };
+  fee: {
+    currency: string;
+    value: string;
+  } | null;
+  error: {
+    code: string;
+    message: string;
+  } | null;
+  review: {
+    reason: string;
+    attempts: {
+      at: string;
+      operation?: string;
+      requestReferenceNo: string | null;
+      httpStatus: number | null;
+      code: string;
+      outcome: string;
+    }[];
+    resolution: {
+      outcome: "SUCCEEDED" | "FAILED";
+      note: string;
+      by: string;
+      at: string;
+    } | null;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+  events: {
+    at: string;
+    status: "PENDING" | "CREATING" | "EXECUTING" | "SUCCEEDED" | "FAILED" | "NEEDS_REVIEW";
+    requestReferenceNo: string | null;
+    detail: string | null;
+  }[];
+}
+
+export interface PaymentPage {
+  items: Payment[];
+  nextCursor: string | null;
+}
+
+export interface Link {
+  linkId: string;
+  partnerUserId: string;
+  profileId: string;
+  maskedUserId: string | null;
+  kind: "STANDALONE" | "EMBEDDED";
+  status: "ACTIVE" | "REAUTH_REQUIRED" | "UNLINKED";
+  scopes: string[];
+  tokens: {
+    accessTokenExpiresAt: string;
+    refreshTokenExpiresAt: string | null;
+    version: number;
+    refreshedAt: string | null;
+  } | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface LinkProfile {
+  linkId: string;
+  fetchedAt: string;
+  requestReferenceNo: string;
+  scopes: ("openid" | "profile" | "contact" | "address" | "workDetails" | "identity_document")[];
+  documentUrlsExpireAt: string | null;
+  profile: {
+    openid: {
+      id: string;
+      profileId: string;
+      kycStatus: "KYC0" | "KYC1";
+    };
+    profile?: {
+      name?: {
+        firstName: string;
+        middleName: string | null;
+        lastName: string;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      };
+      birthDetails?: {
+        birthDate: string;
+        city: string;
+        nationality: string;
+        country: string;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      };
+    };
+    contact?: {
+      contact: {
+        type: "EMAIL" | "MSISDN" | "MSISD";
+        subType: "PRIMARY" | "RECOVERY";
+        value: string;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      }[];
+    };
+    address?: {
+      address: {
+        type: "PRESENT" | "PERMANENT";
+        line1: string;
+        line2: string;
+        locality: string;
+        city: string;
+        province: string;
+        region: string;
+        country: string;
+        zipCode: string;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      }[];
+    };
+    workDetails?: {
+      workDetails: {
+        natureOfWork: string;
+        natureOfWorkDetails: string | null;
+        sourceOfIncome: string;
+        sourceOfIncomeDetails: string | null;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      };
+    };
+    identity_document?: {
+      identityDocument: {
+        type: string;
+        value: string | null;
+        frontUrl: string | null;
+        backUrl: string | null;
+        expiryDate: string;
+        verificationStatus: ("PASS" | "FAILED") | null;
+      }[];
+    };
+  };
+}
+
+export interface LoginUrl {
+  url: string;
+  expiresAt: string;
+}
+
+export interface Problem {
+  type: "about:blank";
+  status: number;
+  code: string;
+  title: string;
+  detail?: string;
+  errors?: {
+    path: string;
+    message: string;
+  }[];
+}
+
+export interface Account {
+  account: string;
+  balance: {
+    currency: string;
+    value: string;
+  };
+  held: {
+    currency: string;
+    value: string;
+  };
+  available: {
+    currency: string;
+    value: string;
+  };
+}
+
+export interface Adjustment {
+  adjustmentId: string;
+  account: string;
+  counterAccount: string;
+  amount: {
+    currency: string;
+    value: string;
+  };
+  reason: string;
+  reference: string;
+  createdAt: string;
+}
+
+export interface LedgerEntryPage {
+  items: {
+    entryId: string;
+    transactionId: string;
+    account: string;
+    amount: {
+      currency: string;
+      value: string;
+    };
+    pending: boolean;
+    reference: string;
+    at: string;
+  }[];
+  nextCursor: string | null;
+}
+
+export interface Settlement {
+  date: string;
+  timeZone: string;
+  fundings: {
+    matched: number;
+    missing: number;
+    mismatched: number;
+    total: {
+      count: number;
+      amount: {
+        currency: string;
+        value: string;
+      };
+    };
+  };
+  payments: {
+    matched: number;
+    missing: number;
+    mismatched: number;
+    total: {
+      count: number;
+      amount: {
+        currency: string;
+        value: string;
+      };
+    };
+  };
+  items: {
+    kind: "funding" | "payment";
+    id: string;
+    walletId: string | null;
+    result: "matched" | "missing" | "mismatched";
+    amount: {
+      currency: string;
+      value: string;
+    };
+    walletAmount: {
+      currency: string;
+      value: string;
+    } | null;
+    walletStatus: string | null;
+    ledgerAmount: {
+      currency: string;
+      value: string;
+    } | null;
+    detail: string | null;
+  }[];
+}
+
+export interface LinkList {
+  items: Link[];
+}
+
+// ---- operations: parameters (path, query, headers, body) and answers (2xx) --------------------
+
+export type ListFundingsParams = {
+  /** only this status */
+  status?: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW";
+  /** created at or after (ISO-8601 with an offset) */
+  from?: string;
+  /** created before (ISO-8601 with an offset) */
+  to?: string;
+  /** items per page (1 to 200, default 50) */
+  limit?: number;
+  /** the `nextCursor` of the previous page */
+  cursor?: string;
+};
+
+export type CreateFundingParams = {
+  /** Required. One business request: a repeated key with the same body answers 200 and the same record (nothing new starts); with another body 422 `IDEMPOTENCY_KEY_REUSED`. */
+  idempotencyKey: string;
+  body: CreateFunding;
+};
+
+export type GetFundingParams = {
+  /** the funding’s id (not a UUID: 404) */
+  fundingId: string;
+};
+
+export type CancelFundingParams = {
+  /** the funding’s id (not a UUID: 404) */
+  fundingId: string;
+};
+
+export type ResolveFundingParams = {
+  /** the funding’s id (not a UUID: 404) */
+  fundingId: string;
+  /** who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed */
+  opsActor?: string;
+  body: ResolveFunding;
+};
+
+export type ListPaymentsParams = {
+  /** only this status */
+  status?: "PENDING" | "CREATING" | "EXECUTING" | "SUCCEEDED" | "FAILED" | "NEEDS_REVIEW";
+  /** created at or after (ISO-8601 with an offset) */
+  from?: string;
+  /** created before (ISO-8601 with an offset) */
+  to?: string;
+  /** items per page (1 to 200, default 50) */
+  limit?: number;
+  /** the `nextCursor` of the previous page */
+  cursor?: string;
+};
+
+export type CreatePaymentParams = {
+  /** Required. One business request: a repeated key with the same body answers 200 and the same record (nothing new starts); with another body 422 `IDEMPOTENCY_KEY_REUSED`. */
+  idempotencyKey: string;
+  body: CreatePayment;
+};
+
+export type GetPaymentParams = {
+  /** walletflow’s id of the payment (`id`; not the wallet’s `paymentId`) */
+  paymentId: string;
+};
+
+export type ResolvePaymentParams = {
+  /** walletflow’s id of the payment (`id`; not the wallet’s `paymentId`) */
+  paymentId: string;
+  /** who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed */
+  opsActor?: string;
+  body: ResolvePayment;
+};
+
+export type CreateLoginUrlParams = {
+  body: LoginUrlRequest;
+};
+
+export type FindLinksParams = {
+  partnerUserId?: string;
+  profileId?: string;
+};
+
+export type GetLinkParams = {
+  /** the link’s id (not a UUID: 400 `INVALID_LINK_ID`) */
+  linkId: string;
+};
+
+export type UnlinkParams = {
+  /** the link’s id (not a UUID: 400 `INVALID_LINK_ID`) */
+  linkId: string;
+};
+
+export type GetLinkProfileParams = {
+  /** the link’s id (not a UUID: 400 `INVALID_LINK_ID`) */
+  linkId: string;
+};
+
+export type GetAccountParams = {
+  /** `TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id */
+  account: ("TREASURY" | "IN_FLIGHT" | "WALLET_CLEARING" | "MERCHANT_REVENUE" | "CAPITAL") | string;
+  currency?: "PHP" | "USD" | "EUR" | "JPY";
+};
+
+export type AdjustAccountParams = {
+  /** `TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id */
+  account: ("TREASURY" | "IN_FLIGHT" | "WALLET_CLEARING" | "MERCHANT_REVENUE" | "CAPITAL") | string;
+  /** Required. One business request: a repeated key with the same body answers 200 and the same record (nothing new starts); with another body 422 `IDEMPOTENCY_KEY_REUSED`. */
+  idempotencyKey: string;
+  body: CreateAdjustment;
+};
+
+export type ListLedgerEntriesParams = {
+  account?: string;
+  limit?: number;
+  cursor?: string;
+};
+
+export type GetSettlementParams = {
+  /** the day, YYYY-MM-DD */
+  date: string;
+  format?: "json" | "csv";
+};
+
+export type ListFundingsAnswer = { status: 200; body: FundingPage };
+export type CreateFundingAnswer = { status: 200; body: Funding } | { status: 202; body: Funding };
+export type GetFundingAnswer = { status: 200; body: Funding };
+export type CancelFundingAnswer = { status: 200; body: Funding };
+export type ResolveFundingAnswer = { status: 200; body: Funding };
+export type ListPaymentsAnswer = { status: 200; body: PaymentPage };
+export type CreatePaymentAnswer = { status: 200; body: Payment } | { status: 202; body: Payment };
+export type GetPaymentAnswer = { status: 200; body: Payment };
+export type ResolvePaymentAnswer = { status: 200; body: Payment };
+export type CreateLoginUrlAnswer = { status: 201; body: LoginUrl };
+export type FindLinksAnswer = { status: 200; body: LinkList };
+export type GetLinkAnswer = { status: 200; body: Link };
+export type UnlinkAnswer = { status: 200; body: Link };
+export type GetLinkProfileAnswer = { status: 200; body: LinkProfile };
+export type GetAccountAnswer = { status: 200; body: Account };
+export type AdjustAccountAnswer = { status: 200; body: Adjustment } | { status: 201; body: Adjustment };
+export type ListLedgerEntriesAnswer = { status: 200; body: LedgerEntryPage };
+export type GetSettlementAnswer = { status: 200; body: Settlement | string };
+
+export interface OpsClient {
+  /** GET /ops/fundings: Fundings, newest first, a page at a time */
+  listFundings(params?: ListFundingsParams, options?: CallOptions): Promise<ListFundingsAnswer>;
+  /** POST /ops/fundings: Fund a wallet: by cash-in code or to a linked wallet */
+  createFunding(params: CreateFundingParams, options?: CallOptions): Promise<CreateFundingAnswer>;
+  /** GET /ops/fundings/{fundingId}: A funding and its timeline */
+  getFunding(params: GetFundingParams, options?: CallOptions): Promise<GetFundingAnswer>;
+  /** POST /ops/fundings/{fundingId}/cancel: Cancel a funding that has not started executing (it ends FAILED, code CANCELLED) */
+  cancelFunding(params: CancelFundingParams, options?: CallOptions): Promise<CancelFundingAnswer>;
+  /** POST /ops/fundings/{fundingId}/resolve: Settle a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed */
+  resolveFunding(params: ResolveFundingParams, options?: CallOptions): Promise<ResolveFundingAnswer>;
+  /** GET /ops/payments: Payments, newest first, a page at a time */
+  listPayments(params?: ListPaymentsParams, options?: CallOptions): Promise<ListPaymentsAnswer>;
+  /** POST /ops/payments: Take a merchant payment from a linked wallet */
+  createPayment(params: CreatePaymentParams, options?: CallOptions): Promise<CreatePaymentAnswer>;
+  /** GET /ops/payments/{paymentId}: A payment, its timeline and any review */
+  getPayment(params: GetPaymentParams, options?: CallOptions): Promise<GetPaymentAnswer>;
+  /** POST /ops/payments/{paymentId}/resolve: Settle a payment parked in NEEDS_REVIEW, after checking with the wallet operator */
+  resolvePayment(params: ResolvePaymentParams, options?: CallOptions): Promise<ResolvePaymentAnswer>;
+  /** POST /ops/links/login-urls: A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded) */
+  createLoginUrl(params: CreateLoginUrlParams, options?: CallOptions): Promise<CreateLoginUrlAnswer>;
+  /** GET /ops/links: A user’s links, by partner user id or by wallet profile id (exactly one) */
+  findLinks(params?: FindLinksParams, options?: CallOptions): Promise<FindLinksAnswer>;
+  /** GET /ops/links/{linkId}: A link: status, kind, scopes and token expiry (never a token) */
+  getLink(params: GetLinkParams, options?: CallOptions): Promise<GetLinkAnswer>;
+  /** DELETE /ops/links/{linkId}: Unlink: the tokens are deleted; the link stays, UNLINKED, with its history */
+  unlink(params: UnlinkParams, options?: CallOptions): Promise<UnlinkAnswer>;
+  /** GET /ops/links/{linkId}/profile: The user’s wallet profile by scope, fetched and decrypted on every request (never stored or cached) */
+  getLinkProfile(params: GetLinkProfileParams, options?: CallOptions): Promise<GetLinkProfileAnswer>;
+  /** GET /ops/accounts/{account}: An account of the partner’s ledger: balance (posted), held (pending fundings), available */
+  getAccount(params: GetAccountParams, options?: CallOptions): Promise<GetAccountAnswer>;
+  /** POST /ops/accounts/{account}/adjustments: Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL) */
+  adjustAccount(params: AdjustAccountParams, options?: CallOptions): Promise<AdjustAccountAnswer>;
+  /** GET /ops/ledger/entries: Ledger entries, newest first, a page at a time (pending: a hold or its reversal) */
+  listLedgerEntries(params?: ListLedgerEntriesParams, options?: CallOptions): Promise<ListLedgerEntriesAnswer>;
+  /** GET /ops/settlements/{date}: A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger */
+  getSettlement(params: GetSettlementParams, options?: CallOptions): Promise<GetSettlementAnswer>;
+}
+
+const operations: Record<keyof OpsClient, OperationSpec> = {
+  listFundings: { method: 'GET', path: "/ops/fundings", pathParams: [], query: ["status","from","to","limit","cursor"], headers: {}, body: false },
+  createFunding: { method: 'POST', path: "/ops/fundings", pathParams: [], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
+  getFunding: { method: 'GET', path: "/ops/fundings/{fundingId}", pathParams: ["fundingId"], query: [], headers: {}, body: false },
+  cancelFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/cancel", pathParams: ["fundingId"], query: [], headers: {}, body: false },
+  resolveFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/resolve", pathParams: ["fundingId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: true },
+  listPayments: { method: 'GET', path: "/ops/payments", pathParams: [], query: ["status","from","to","limit","cursor"], headers: {}, body: false },
+  createPayment: { method: 'POST', path: "/ops/payments", pathParams: [], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
+  getPayment: { method: 'GET', path: "/ops/payments/{paymentId}", pathParams: ["paymentId"], query: [], headers: {}, body: false },
+  resolvePayment: { method: 'POST', path: "/ops/payments/{paymentId}/resolve", pathParams: ["paymentId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: true },
+  createLoginUrl: { method: 'POST', path: "/ops/links/login-urls", pathParams: [], query: [], headers: {}, body: true },
+  findLinks: { method: 'GET', path: "/ops/links", pathParams: [], query: ["partnerUserId","profileId"], headers: {}, body: false },
+  getLink: { method: 'GET', path: "/ops/links/{linkId}", pathParams: ["linkId"], query: [], headers: {}, body: false },
+  unlink: { method: 'DELETE', path: "/ops/links/{linkId}", pathParams: ["linkId"], query: [], headers: {}, body: false },
+  getLinkProfile: { method: 'GET', path: "/ops/links/{linkId}/profile", pathParams: ["linkId"], query: [], headers: {}, body: false },
+  getAccount: { method: 'GET', path: "/ops/accounts/{account}", pathParams: ["account"], query: ["currency"], headers: {}, body: false },
+  adjustAccount: { method: 'POST', path: "/ops/accounts/{account}/adjustments", pathParams: ["account"], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
+  listLedgerEntries: { method: 'GET', path: "/ops/ledger/entries", pathParams: [], query: ["account","limit","cursor"], headers: {}, body: false },
+  getSettlement: { method: 'GET', path: "/ops/settlements/{date}", pathParams: ["date"], query: ["format"], headers: {}, body: false },
+};
+
+// ---- runtime ---------------------------------------------------------------------------------
+
+interface OperationSpec {
+  method: string;
+  path: string;
+  pathParams: string[];
+  query: string[];
+  headers: Record<string, string>;
+  body: boolean;
+}
+
+export interface OpsClientOptions {
+  /** The API's base URL, e.g. http://127.0.0.1:3000 (no trailing /ops). */
+  baseUrl: string;
+  /** One of the API's OPS_API_KEYS; sent as `Authorization: Bearer …`, never in an error. */
+  key: string;
+  /** Per request, in milliseconds (default 15 000). */
+  timeoutMs?: number;
+  /** Another fetch (tests, proxies); default the global one. */
+  fetch?: typeof fetch;
+}
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Extra headers for this call (e.g. X-Request-Id). */
+  headers?: Record<string, string>;
+}
+
+/** The API answered with an error status: its problem document, when it sent one. */
+export class OpsProblemError extends Error {
+  readonly code: string;
+  readonly detail: string;
+  constructor(
+    readonly status: number,
+    readonly problem: Problem | undefined,
+    readonly operation: string,
+  ) {
+    const code = problem?.code ?? `HTTP_${status}`;
+    const detail = problem ? (problem.detail ?? problem.title) : 'the answer is not a problem document: is this walletflow’s API?';
+    super(`${operation}: ${status} ${code}: ${detail}`);
+    this.name = 'OpsProblemError';
+    this.code = code;
+    this.detail = detail;
+  }
+  /** Worth another try later: the server or something in between failed, or a rate limit. */
+  get transient(): boolean {
+    return this.status >= 500 || this.status === 429;
+  }
+}
+
+/** No answer: nothing listens at the URL, DNS failed, the connection broke or timed out. */
+export class OpsNetworkError extends Error {
+  constructor(
+    readonly baseUrl: string,
+    readonly reason: string,
+  ) {
+    super(`the ops API is not reachable at ${baseUrl} (${reason})`);
+    this.name = 'OpsNetworkError';
+  }
+}
+
+function networkReason(error: unknown): string | null {
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'no answer in time';
+  if (!(error instanceof TypeError)) return null;
+  const cause = (error as TypeError & { cause?: { code?: unknown; message?: unknown } }).cause;
+  if (typeof cause?.code === 'string') return cause.code;
+  return typeof cause?.message === 'string' ? cause.message : error.message;
+}
+
+function isProblem(value: unknown): value is Problem {
+  return typeof value === 'object' && value !== null && typeof (value as { code?: unknown }).code === 'string' && typeof (value as { title?: unknown }).title === 'string';
+}
+
+async function call(options: OpsClientOptions, id: string, spec: OperationSpec, params: Record<string, unknown>, callOptions: CallOptions): Promise<{ status: number; body: unknown }> {
+  const baseUrl = options.baseUrl.replace(/\/+$/, '');
+  let path = spec.path;
+  for (const name of spec.pathParams) path = path.replace(`{${name}}`, encodeURIComponent(String(params[name])));
+  const query = new URLSearchParams();
+  for (const name of spec.query) if (params[name] !== undefined) query.set(name, String(params[name]));
+  const headers: Record<string, string> = { accept: 'application/json, application/problem+json, text/csv', authorization: `Bearer ${options.key}`, ...callOptions.headers };
+  for (const [name, header] of Object.entries(spec.headers)) if (params[name] !== undefined) headers[header] = String(params[name]);
+  if (spec.body && params.body !== undefined) headers['content-type'] = 'application/json';
+  const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000);
+  let response: Response;
+  try {
+    response = await (options.fetch ?? fetch)(`${baseUrl}${path}${query.size > 0 ? `?${query.toString()}` : ''}`, {
+      method: spec.method,
+      headers,
+      ...(spec.body && params.body !== undefined ? { body: JSON.stringify(params.body) } : {}),
+      signal: callOptions.signal ? AbortSignal.any([timeout, callOptions.signal]) : timeout,
+    });
+  } catch (error) {
+    const reason = networkReason(error);
+    if (reason !== null) throw new OpsNetworkError(baseUrl, reason);
+    throw error;
+  }
+  const text = await response.text().catch(() => '');
+  const json = /json/.test(response.headers.get('content-type') ?? '');
+  let body: unknown = text === '' ? undefined : text;
+  if (json && text !== '') {
+    try {
+      body = JSON.parse(text);
+    } catch {
+      body = undefined;
+    }
+  }
+  if (response.status < 200 || response.status > 299) throw new OpsProblemError(response.status, isProblem(body) ? body : undefined, id);
+  return { status: response.status, body };
+}
+
+/** The client: one method per operation, each resolving to `{ status, body }` on a 2xx. */
+export function createOpsClient(options: OpsClientOptions): OpsClient {
+  const client: Record<string, (params?: Record<string, unknown>, callOptions?: CallOptions) => Promise<{ status: number; body: unknown }>> = {};
+  for (const [id, spec] of Object.entries(operations)) {
+    client[id] = (params = {}, callOptions = {}) => call(options, id, spec, params, callOptions);
+  }
+  return client as unknown as OpsClient;
+}

@@ -1,0 +1,106 @@
+// On-call gauges computed at scrape time from PostgreSQL (docs/runbook.md): items in review, items
+// reconciling, unfinished items by status and the age of the oldest unfinished funding and
+// payment. One grouped query per table over the (status, created_at) index, cached a few seconds
+// and shared by every gauge and concurrent scrape, so scraping never loads the database. Every API
+// copy reports the same values: alert on max(), not sum().
+import { Gauge, type Registry } from 'prom-client';
+import { unfinishedFundingStatuses } from '../domain/funding.ts';
+import { finalPaymentStatuses, paymentStatuses, type PaymentStatus } from '../domain/payment.ts';
+import type { Database } from './database.ts';
+
+export type WorkloadKind = 'funding' | 'payment';
+
+/** Unfinished items of one kind: count by status and when the oldest was created. */
+export interface WorkloadCounts {
+  byStatus: Record<string, number>;
+  oldestCreatedAt: Date | null;
+}
+
+export type Workload = Record<WorkloadKind, WorkloadCounts>;
+
+const unfinishedPaymentStatuses: readonly PaymentStatus[] = paymentStatuses.filter((status) => !(finalPaymentStatuses as readonly string[]).includes(status));
+
+/** The series this module registers (the alert-rule test reads them from a registry). */
+export const workloadSeries = {
+  fundingsInReview: 'walletflow_fundings_in_review',
+  paymentsInReview: 'walletflow_payments_in_review',
+  fundingsReconciling: 'walletflow_fundings_reconciling',
+  unfinished: 'walletflow_unfinished_items',
+  oldestAge: 'walletflow_oldest_unfinished_age_seconds',
+} as const;
+
+function countsOf(rows: { status: string; _count: { _all: number }; _min: { createdAt: Date | null } }[]): WorkloadCounts {
+  const byStatus: Record<string, number> = {};
+  let oldest: Date | null = null;
+  for (const row of rows) {
+    byStatus[row.status] = row._count._all;
+    if (row._min.createdAt && (!oldest || row._min.createdAt < oldest)) oldest = row._min.createdAt;
+  }
+  return { byStatus, oldestCreatedAt: oldest };
+}
+
+/** Two grouped reads (fundings, payments) of the unfinished statuses only. */
+export async function readWorkload(database: Database): Promise<Workload> {
+  const [fundings, payments] = await Promise.all([
+    database.funding.groupBy({ by: ['status'], where: { status: { in: [...unfinishedFundingStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
+    database.payment.groupBy({ by: ['status'], where: { status: { in: [...unfinishedPaymentStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
+  ]);
+  return { funding: countsOf(fundings), payment: countsOf(payments) };
+}
+
+export interface WorkloadGaugeOptions {
+  /** How long one read serves scrapes (default 5 s). */
+  cacheMs?: number;
+  now?: () => number;
+  /** A failed read: the gauges report nothing for this scrape (an absent series, not a stale one). */
+  onError?: (error: unknown) => void;
+}
+
+/** Registers the gauges on `registry`, each collected from one cached `read()`. */
+export function registerWorkloadGauges(registry: Registry, read: () => Promise<Workload>, options: WorkloadGaugeOptions = {}): void {
+  if (registry.getSingleMetric(workloadSeries.fundingsInReview)) return;
+  const now = options.now ?? Date.now;
+  const cacheMs = options.cacheMs ?? 5000;
+  let cached: { at: number; workload: Promise<Workload | null> } | undefined;
+  const snapshot = (): Promise<Workload | null> => {
+    if (!cached || now() - cached.at >= cacheMs) {
+      cached = {
+        at: now(),
+        workload: read().catch((error: unknown) => {
+          options.onError?.(error);
+          cached = undefined;
+          return null;
+        }),
+      };
+    }
+    return cached.workload;
+  };
+  const ageOf = (counts: WorkloadCounts) => (counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0);
+
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], fill: (gauge: Gauge<L>, workload: Workload) => void) =>
+    new Gauge<L>({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const workload = await snapshot();
+        if (workload) fill(this, workload);
+        // reset() gives a gauge without labels a 0: no read, no value (absent, not a false 0).
+        else if (labelNames.length === 0) this.remove({} as Partial<Record<L, string>>);
+      },
+    });
+
+  gauge(workloadSeries.fundingsInReview, 'Fundings in NEEDS_REVIEW, waiting for a person (walletflow fundings resolve)', [], (g, w) => g.set(w.funding.byStatus.NEEDS_REVIEW ?? 0));
+  gauge(workloadSeries.paymentsInReview, 'Payments in NEEDS_REVIEW, waiting for a person (walletflow payments resolve)', [], (g, w) => g.set(w.payment.byStatus.NEEDS_REVIEW ?? 0));
+  gauge(workloadSeries.fundingsReconciling, 'Fundings in RECONCILING: an execute outcome not known yet', [], (g, w) => g.set(w.funding.byStatus.RECONCILING ?? 0));
+  gauge(workloadSeries.unfinished, 'Fundings and payments not final, by kind and status', ['kind', 'status'] as const, (g, w) => {
+    for (const status of unfinishedFundingStatuses) g.set({ kind: 'funding', status }, w.funding.byStatus[status] ?? 0);
+    for (const status of unfinishedPaymentStatuses) g.set({ kind: 'payment', status }, w.payment.byStatus[status] ?? 0);
+  });
+  gauge(workloadSeries.oldestAge, 'Seconds since the oldest unfinished funding or payment was requested (0: none)', ['kind'] as const, (g, w) => {
+    g.set({ kind: 'funding' }, ageOf(w.funding));
+    g.set({ kind: 'payment' }, ageOf(w.payment));
+  });
+}

@@ -1,0 +1,99 @@
+// The typed ops client (client/ops-client.generated.ts) is what the OpenAPI document says today:
+// regenerated in memory it equals the checked-in file, so CI fails when the API changes and nobody
+// ran `npm run client:generate`. Plus its runtime against a recording fetch: URLs, headers, bodies,
+// problems and unreachable APIs, and never the key in an error.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
+import { createOpsClient, OpsNetworkError, OpsProblemError } from '../../client/ops-client.generated.ts';
+import { generateOpsClient, headerParameterName, typeOf } from '../../scripts/ops-client-codegen.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+describe('the generated ops client', () => {
+  it('equals what the OpenAPI document generates (run `npm run client:generate` when this fails)', () => {
+    const checkedIn = readFileSync(path.join(root, 'client/ops-client.generated.ts'), 'utf8');
+    expect(generateOpsClient(buildOpenApiDocument()) === checkedIn, 'client/ops-client.generated.ts is stale: run npm run client:generate').toBe(true);
+  });
+
+  it('has one method per /ops operation of the document', () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
+    const ids = Object.entries(document.paths)
+      .filter(([route]) => route.startsWith('/ops/'))
+      .flatMap(([, item]) => Object.values(item).map((operation) => operation.operationId))
+      .sort();
+    const client = createOpsClient({ baseUrl: 'http://127.0.0.1:1', key: 'k' });
+    expect(Object.keys(client).sort()).toEqual(ids);
+  });
+
+  it('maps JSON Schema to TypeScript types', () => {
+    expect(typeOf({ type: ['string', 'null'] })).toBe('string | null');
+    expect(typeOf({ type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } })).toBe('(string | number)[]');
+    expect(typeOf({ enum: ['A', 'B'] })).toBe('"A" | "B"');
+    expect(typeOf({ type: 'object', properties: { 'a-b': { type: 'boolean' } }, required: [] })).toBe('{\n  "a-b"?: boolean;\n}');
+    expect(typeOf({ type: 'object', additionalProperties: { type: 'string' } })).toBe('{\n  [key: string]: string;\n}');
+    expect(() => typeOf({ $ref: 'https://elsewhere/x' })).toThrow(/unsupported \$ref/);
+    expect(headerParameterName('Idempotency-Key')).toBe('idempotencyKey');
+    expect(headerParameterName('X-Ops-Actor')).toBe('opsActor');
+  });
+});
+
+describe('the generated client at run time', () => {
+  const secret = 'wf_secret_key_never_printed';
+  function recording(answer: { status: number; body?: string; type?: string } | Error) {
+    const calls: { url: string; init: RequestInit }[] = [];
+    const fetchStub = (async (url: string | URL | Request, init: RequestInit = {}) => {
+      calls.push({ url: String(url), init });
+      if (answer instanceof Error) throw answer;
+      return new Response(answer.body ?? null, { status: answer.status, headers: { 'content-type': answer.type ?? 'application/json' } });
+    }) as typeof fetch;
+    return { calls, client: createOpsClient({ baseUrl: 'http://api.test/', key: secret, fetch: fetchStub }) };
+  }
+
+  it('fills path, query and header parameters and sends the body as JSON', async () => {
+    const { calls, client } = recording({ status: 202, body: '{"fundingId":"f1"}' });
+    const answer = await client.createFunding({ idempotencyKey: 'key-1', body: { recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } } });
+    expect(answer.status).toBe(202);
+    expect(answer.body.fundingId).toBe('f1');
+    const headers = calls[0]!.init.headers as Record<string, string>;
+    expect(calls[0]!.url).toBe('http://api.test/ops/fundings');
+    expect(calls[0]!.init.method).toBe('POST');
+    expect(headers['Idempotency-Key']).toBe('key-1');
+    expect(headers.authorization).toBe(`Bearer ${secret}`);
+    expect(JSON.parse(String(calls[0]!.init.body))).toMatchObject({ amount: { value: '1.00' } });
+
+    const listed = recording({ status: 200, body: '{"items":[],"nextCursor":null}' });
+    await listed.client.listFundings({ status: 'NEEDS_REVIEW', limit: 5 });
+    expect(listed.calls[0]!.url).toBe('http://api.test/ops/fundings?status=NEEDS_REVIEW&limit=5');
+    const account = recording({ status: 200, body: '{}' });
+    await account.client.getAccount({ account: 'user/1 x' });
+    expect(account.calls[0]!.url).toBe('http://api.test/ops/accounts/user%2F1%20x');
+  });
+
+  it('answers text for a non-JSON answer (settlement CSV)', async () => {
+    const { client } = recording({ status: 200, body: 'kind,id\n', type: 'text/csv' });
+    expect((await client.getSettlement({ date: '2026-01-01', format: 'csv' })).body).toBe('kind,id\n');
+  });
+
+  it('throws the problem with its code; the key is in no message', async () => {
+    const { client } = recording({ status: 409, type: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', status: 409, code: 'FUNDING_NOT_IN_REVIEW', title: 'Conflict', detail: 'not in review' }) });
+    const error = await client.resolveFunding({ fundingId: 'f', body: { outcome: 'FAILED', note: 'n' } }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpsProblemError);
+    expect(error).toMatchObject({ status: 409, code: 'FUNDING_NOT_IN_REVIEW', detail: 'not in review', transient: false });
+    expect(String((error as Error).message)).not.toContain(secret);
+
+    const html = recording({ status: 404, type: 'text/html', body: '<h1>no</h1>' });
+    await expect(html.client.getLink({ linkId: 'x' })).rejects.toMatchObject({ code: 'HTTP_404', problem: undefined });
+    const busy = recording({ status: 429, type: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', status: 429, code: 'TOO_MANY', title: 'Too Many Requests' }) });
+    await expect(busy.client.listPayments()).rejects.toMatchObject({ transient: true, detail: 'Too Many Requests' });
+  });
+
+  it('no answer: OpsNetworkError naming the base URL and the reason', async () => {
+    const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
+    const { client } = recording(refused);
+    const error = await client.getFunding({ fundingId: 'f' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpsNetworkError);
+    expect((error as Error).message).toBe('the ops API is not reachable at http://api.test (ECONNREFUSED)');
+  });
+});

@@ -1,0 +1,75 @@
+// The on-call gauges (lib/workload-gauges.ts) from a stubbed read: values by kind and status, the
+// oldest unfinished item's age, one read per cache window shared by every gauge, and a failed read
+// reported as absent values (never stale ones).
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../lib/metrics.ts';
+import { registerWorkloadGauges, type Workload } from '../../lib/workload-gauges.ts';
+import { parseSamples, sampleValue } from '../support/prometheus-text.ts';
+
+const start = Date.parse('2026-01-01T00:00:00Z');
+
+function setup(read: () => Promise<Workload>) {
+  let now = start;
+  const metrics = createMetrics();
+  let reads = 0;
+  const errors: unknown[] = [];
+  registerWorkloadGauges(
+    metrics.registry,
+    () => {
+      reads += 1;
+      return read();
+    },
+    { cacheMs: 5000, now: () => now, onError: (error) => errors.push(error) },
+  );
+  return {
+    scrape: async () => metrics.registry.metrics(),
+    advance: (ms: number) => (now += ms),
+    reads: () => reads,
+    errors,
+  };
+}
+
+const workload: Workload = {
+  funding: { byStatus: { NEEDS_REVIEW: 2, RECONCILING: 3, PENDING: 1 }, oldestCreatedAt: new Date(start - 90_000) },
+  payment: { byStatus: { NEEDS_REVIEW: 1 }, oldestCreatedAt: null },
+};
+
+describe('the workload gauges', () => {
+  it('report reviews, reconciling, unfinished items by status and the oldest age', async () => {
+    const gauges = setup(async () => workload);
+    const samples = await gauges.scrape();
+    expect(sampleValue(samples, 'walletflow_fundings_in_review', {})).toBe(2);
+    expect(sampleValue(samples, 'walletflow_payments_in_review', {})).toBe(1);
+    expect(sampleValue(samples, 'walletflow_fundings_reconciling', {})).toBe(3);
+    expect(sampleValue(samples, 'walletflow_unfinished_items', { kind: 'funding', status: 'PENDING' })).toBe(1);
+    expect(sampleValue(samples, 'walletflow_unfinished_items', { kind: 'payment', status: 'EXECUTING' })).toBe(0);
+    expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBe(90);
+    expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'payment' })).toBe(0);
+    expect(gauges.reads()).toBe(1);
+  });
+
+  it('read once per cache window, however many gauges and scrapes', async () => {
+    const gauges = setup(async () => workload);
+    await Promise.all([gauges.scrape(), gauges.scrape()]);
+    gauges.advance(4999);
+    await gauges.scrape();
+    expect(gauges.reads()).toBe(1);
+    gauges.advance(1);
+    const samples = await gauges.scrape();
+    expect(gauges.reads()).toBe(2);
+    expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBe(95);
+  });
+
+  it('a failed read: no values this scrape, the next scrape reads again', async () => {
+    let fail = true;
+    const gauges = setup(async () => {
+      if (fail) throw new Error('database down');
+      return workload;
+    });
+    const samples = await gauges.scrape();
+    expect(parseSamples(samples).filter((sample) => sample.name.startsWith('walletflow_') && /review|reconciling|unfinished/.test(sample.name))).toEqual([]);
+    expect(gauges.errors).toHaveLength(1);
+    fail = false;
+    expect(sampleValue(await gauges.scrape(), 'walletflow_fundings_in_review', {})).toBe(2);
+  });
+});
