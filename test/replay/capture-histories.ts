@@ -144,6 +144,12 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 
 let interrupted = false;
 
+/** Paths whose durable timers take longer than the usual 90 s, with their own limit. */
+const slowPaths: Partial<Record<HistoryName, number>> = {
+  // 12 refused retrieves, polled 1, 2, 4 … 60 s apart: about 7 minutes.
+  'retrieve-refused-review-resolved': 600_000,
+};
+
 async function main() {
   const starting = startReplayStack({
     temporalAddress: args.address ?? process.env.TEMPORAL_ADDRESS,
@@ -175,7 +181,7 @@ async function main() {
     const outputs = new Map<HistoryName, string>();
     for (const name of selected) {
       if (interrupted) return;
-      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), 90_000, name).catch((error: Error) => {
+      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), slowPaths[name] ?? 90_000, name).catch((error: Error) => {
         throw new Error(`${name}: ${error.message}`, { cause: error });
       });
       outputs.set(name, `${json}\n`);
@@ -721,6 +727,45 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => expectActivities(history, ['markCreating', 'createTransfer', 'finishFunding'], ['executeTransfer']),
+      };
+    }
+
+    case 'retrieve-refused-review-resolved': {
+      // The execute's answer is lost (502 after the effect), and every retrieve is then answered
+      // 404 by the gateway (a fault rule with status 404: the sandbox's service answers 404 only
+      // for a transfer it does not know): no state, so after 12 refused retrieves (about 7 minutes
+      // of polling) the funding goes to NEEDS_REVIEW; ops resolves it from the wallet's record.
+      await stack.admin.setFaults([
+        { endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 },
+        { endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 1, status: 404 },
+      ]);
+      let posted: { fundingId: string; workflowId: string };
+      let secrets: Secret[];
+      try {
+        const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
+        secrets = fresh.secrets;
+        posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('7.50') });
+        const handle = stack.temporal.workflow.getHandle(posted.workflowId);
+        await until(`${posted.workflowId} in NEEDS_REVIEW`, async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW', 560_000, 1000);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const response = await stack.opsFetch(`/ops/fundings/${posted.fundingId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
+        body: JSON.stringify({ outcome: 'APPROVED', note: 'the wallet statement shows the transfer APPROVED' }),
+      });
+      if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
+      const outcome = await result(stack, posted.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => {
+          expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding']);
+          if (count(history, 'retrieveTransfer') !== 12) fail(`expected 12 refused retrieves, the history has ${count(history, 'retrieveTransfer')}`);
+        },
       };
     }
 

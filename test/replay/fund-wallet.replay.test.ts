@@ -95,6 +95,15 @@ describe('fundWallet paths: what each stored history shows', () => {
     expect(await resolvedBy('execute-late-review-resolved')).not.toBe('reconciliation');
   });
 
+  it('retrieve-refused-review-resolved: an unknown execute, 12 retrieves refused (404), NEEDS_REVIEW, resolved by ops', async () => {
+    const { result, activities, updatesCompleted } = await facts('retrieve-refused-review-resolved');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(count(activities, 'executeTransfer')).toBe(1);
+    expect(count(activities, 'retrieveTransfer')).toBe(12);
+    expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
+    expect(updatesCompleted).toBe(1);
+  });
+
   it('create-failed: createTransfer fails after its 15 attempts; nothing is executed', async () => {
     const { result, activities, activityAttempts } = await facts('create-failed');
     expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CREATE_FAILED', transferId: null });

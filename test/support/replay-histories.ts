@@ -29,6 +29,7 @@ export const historyPaths = {
     'execute-late-review-swept',
     'create-failed',
     'cancelled-after-create',
+    'retrieve-refused-review-resolved',
   ],
   [payWalletWorkflowType]: [
     'payment-succeeded',
