@@ -13,6 +13,7 @@ import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect, parseArgs } from 'node:util';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
+import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
@@ -36,7 +37,9 @@ import {
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
+import { fundingStatusQuery, fundWalletWorkflowType, type FundWalletInput, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
 import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
+import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-attribute-keys.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 
 interface Secret {
@@ -141,6 +144,12 @@ async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Pr
 
 let interrupted = false;
 
+/** Paths whose durable timers take longer than the usual 90 s, with their own limit. */
+const slowPaths: Partial<Record<HistoryName, number>> = {
+  // 12 refused retrieves, polled 1, 2, 4 … 60 s apart: about 7 minutes.
+  'retrieve-refused-review-resolved': 600_000,
+};
+
 async function main() {
   const starting = startReplayStack({
     temporalAddress: args.address ?? process.env.TEMPORAL_ADDRESS,
@@ -172,7 +181,7 @@ async function main() {
     const outputs = new Map<HistoryName, string>();
     for (const name of selected) {
       if (interrupted) return;
-      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), 90_000, name).catch((error: Error) => {
+      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), slowPaths[name] ?? 90_000, name).catch((error: Error) => {
         throw new Error(`${name}: ${error.message}`, { cause: error });
       });
       outputs.set(name, `${json}\n`);
@@ -321,6 +330,64 @@ const expectReviewResolved = (history: HistoryJson, executes: number) => {
   }
 };
 
+/** Wallet calls of one operation answered with `httpStatus` since `since`, as the worker's call log recorded them. */
+const walletCalls = (stack: ReplayStack, operation: string, httpStatus: number, since: Date) =>
+  stack.database.walletCall.count({ where: { operation, httpStatus, startedAt: { gte: since } } });
+
+/** Waits until the fundWallet workflow itself is in NEEDS_REVIEW (its `status` query, which the resolve update's validator reads). */
+async function untilFundingInReview(stack: ReplayStack, workflowId: string): Promise<void> {
+  const handle = stack.temporal.workflow.getHandle(workflowId);
+  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW', 60_000, 200);
+}
+
+/**
+ * A funding whose four executes were each answered 504 while the wallet queued them
+ * (`late-effect`, processed `delayMs` later): every retrieve shows CREATED, so after the fourth
+ * the funding goes to NEEDS_REVIEW; then the queued execute lands and the wallet shows APPROVED.
+ */
+async function fundingInReviewThenLanded(stack: ReplayStack) {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const { code } = await stack.admin.cashInCode(user.userId);
+  // Review comes after 4 executes and the polls between them (1 + 2 + 4 + 8 s): the effect lands well after.
+  await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'late-effect', rate: 1, delayMs: 35_000 }]);
+  let posted: { fundingId: string; workflowId: string };
+  try {
+    posted = await postFunding(stack, { recipient: { type: 'CODE', code }, amount: amount('6.00') });
+    await untilFundingInReview(stack, posted.workflowId);
+  } finally {
+    await stack.admin.clearFaults();
+  }
+  const { transferId } = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { transferId: true } });
+  await until(
+    'the queued execute landing at the wallet',
+    async () => (await stack.admin.ledger()).transfers.some((transfer) => transfer.transferId === transferId && transfer.status === 'APPROVED'),
+    60_000,
+    250,
+  );
+  return { ...posted, transferId, secrets: [{ name: 'the cash-in code', value: code }] };
+}
+
+/** The checks of both review paths: four executes, retrieves, the review and the resolve update that ended it. */
+const expectFundingReviewResolved = (history: HistoryJson) => {
+  expectActivities(history, ['executeTransfer', 'retrieveTransfer', 'markReconciling', 'parkFundingForReview', 'resolveFunding']);
+  if (count(history, 'executeTransfer') !== 4) fail(`expected 4 executes, the history has ${count(history, 'executeTransfer')}`);
+  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) fail('expected the resolve update in the history');
+};
+
+/** Whether a worker has started the workflow's pending activity of this type (it is in flight). */
+async function activityRunning(stack: ReplayStack, workflowId: string, activityType: string): Promise<boolean> {
+  const { raw } = await stack.temporal.workflow.getHandle(workflowId).describe();
+  return (raw.pendingActivities ?? []).some(
+    (activity) => activity.activityType?.name === activityType && activity.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+  );
+}
+
+async function runSweep(stack: ReplayStack, olderThanSeconds: number): Promise<SweepReport> {
+  const workflowId = `capture-reconcile-${randomUUID()}`;
+  await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds } });
+  return (await stack.result(workflowId)) as SweepReport;
+}
+
 /**
  * Opens the partner's tile for a new sandbox user (the sandbox calls the session URL, which starts
  * onboardEmbeddedSession) and waits for the onboarding result. The worker is stopped while the
@@ -464,6 +531,244 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       return { ...captured, result: outcome, check: (history) => expectActivities(history, ['loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
     }
 
+    case 'continued-reconcile-approved': {
+      // A run continued as new after POLLS_PER_RUN (200) polls: its input carries `reconcile`.
+      // The run before it cannot be captured here: 200 durable timers of up to 60 s are over three
+      // hours of real time on the dev server. This run is started with the input continue-as-new
+      // gives it (the transfer, 200 polls, one execute, its evidence), over a funding that has been
+      // RECONCILING since an execute's answer was lost; the wallet shows the transfer APPROVED now.
+      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+      const { code } = await stack.admin.cashInCode(user.userId);
+      const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount('9.00') });
+      const executed = await stack.wallet.executeTransfer(transfer.data.transferId);
+      const fundingId = randomUUID();
+      const workflowId = `funding-capture-continued-${fundingId}`;
+      await stack.database.funding.create({
+        data: {
+          id: fundingId,
+          idempotencyKey: `capture-continued-${fundingId}`,
+          requestFingerprint: '0'.repeat(64),
+          workflowId,
+          status: 'RECONCILING',
+          recipientType: 'CODE',
+          cashInCodeEncrypted: stack.cipher.encrypt(code, cashInCodeContext(fundingId)),
+          cashInCodeMasked: `*****${code.slice(-2)}`,
+          currency: 'PHP',
+          amount: new Prisma.Decimal('9.00'),
+          transferId: transfer.data.transferId,
+          createdAt: new Date(Date.now() - 4 * 3_600_000),
+        },
+      });
+      const input: FundWalletInput = {
+        fundingId,
+        reconcile: {
+          transferId: transfer.data.transferId,
+          polls: 200,
+          executeAttempts: 1,
+          evidence: [
+            { at: new Date(Date.now() - 4 * 3_600_000).toISOString(), operation: 'transfers.execute', requestReferenceNo: executed.requestReferenceNo, httpStatus: 502, code: 'HTTP_5XX', outcome: 'unknown' },
+          ],
+        },
+      };
+      await stack.temporal.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, {
+        taskQueue: stack.taskQueue,
+        workflowId,
+        args: [input],
+        searchAttributes: { [statusKey.name]: ['RECONCILING'], [kindKey.name]: ['FUNDING'], [recipientTypeKey.name]: ['CODE'] },
+      });
+      // Its first poll waits pollDelayMs(200) = 60 s.
+      const outcome = await result(stack, workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      return {
+        workflowId,
+        result: outcome,
+        secrets: [{ name: 'the cash-in code', value: code }],
+        check: (history) => {
+          expectActivities(history, ['loadFunding', 'retrieveTransfer', 'finishFunding'], ['markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'markReconciling']);
+          if (!hasEvent(history, 'EVENT_TYPE_TIMER_STARTED')) fail('expected the durable timer before the first poll of the run');
+        },
+      };
+    }
+    case 'execute-not-executed-then-approved': {
+      // The first execute is answered 503 before the wallet did anything (the fault is lifted once
+      // it was answered): retrieve shows CREATED, so executing again is safe, and it is approved.
+      const since = new Date();
+      await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-before-effect', rate: 1 }]);
+      let posted: { fundingId: string; workflowId: string };
+      let secrets: Secret[];
+      try {
+        const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
+        secrets = fresh.secrets;
+        posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('8.00') });
+        await until('the first execute answered 503', async () => (await walletCalls(stack, 'transfers.execute', 503, since)) >= 1, 30_000, 20);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const outcome = await result(stack, posted.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => {
+          expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer', 'finishFunding'], ['parkFundingForReview']);
+          if (count(history, 'executeTransfer') !== 2) fail(`expected 2 executes, the history has ${count(history, 'executeTransfer')}`);
+        },
+      };
+    }
+    case 'execute-expired': {
+      // The intent expires (the sandbox's transferExpirySeconds, its clock moved past it) while the
+      // execute is refused with 429: Temporal retries the activity, the wallet answers
+      // TRANSFER_EXPIRED, and the funding fails with nothing moved.
+      const since = new Date();
+      await stack.admin.settings({ transferExpirySeconds: 2 });
+      await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'rate-limited', rate: 1 }]);
+      let posted: { fundingId: string; workflowId: string };
+      let secrets: Secret[];
+      try {
+        const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
+        secrets = fresh.secrets;
+        posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('5.50') });
+        await until('an execute refused with 429', async () => (await walletCalls(stack, 'transfers.execute', 429, since)) >= 1, 30_000, 20);
+        await stack.admin.advanceClock(5);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      let outcome: FundingResult;
+      try {
+        outcome = await result(stack, posted.workflowId);
+      } finally {
+        await stack.admin.settings({ transferExpirySeconds: null });
+      }
+      expectOutcome(outcome, 'FAILED', 'TRANSFER_EXPIRED');
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => {
+          expectActivities(history, ['createTransfer', 'beginExecute', 'executeTransfer', 'finishFunding'], ['retrieveTransfer', 'markReconciling']);
+          if (count(history, 'executeTransfer') !== 1) fail('expected one execute activity (retried by Temporal)');
+        },
+      };
+    }
+    case 'execute-late-review-resolved': {
+      const landed = await fundingInReviewThenLanded(stack);
+      const response = await stack.opsFetch(`/ops/fundings/${landed.fundingId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
+        body: JSON.stringify({ outcome: 'APPROVED', note: 'the wallet shows the transfer APPROVED: the queued execute landed' }),
+      });
+      if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
+      const outcome = await result(stack, landed.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      return { workflowId: landed.workflowId, result: outcome, secrets: landed.secrets, check: expectFundingReviewResolved };
+    }
+    case 'execute-late-review-swept': {
+      const landed = await fundingInReviewThenLanded(stack);
+      const report = await runSweep(stack, 0);
+      const action = report.items.find((item) => item.fundingId === landed.fundingId)?.action;
+      if (action !== 'resolved-from-wallet') fail(`expected the sweep to resolve it from the wallet, it reported ${JSON.stringify(report.items)}`);
+      const outcome = await result(stack, landed.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      const funding = await stack.database.funding.findUniqueOrThrow({ where: { id: landed.fundingId }, select: { resolvedBy: true } });
+      if (funding.resolvedBy !== 'reconciliation') fail(`expected the funding resolved by reconciliation, it was by ${funding.resolvedBy ?? 'nobody'}`);
+      return { workflowId: landed.workflowId, result: outcome, secrets: landed.secrets, check: expectFundingReviewResolved };
+    }
+    case 'create-failed': {
+      // Every create is refused with 429 (Retry-After: 1 s, which the retry honours instead of the
+      // policy's backoff): the 15 attempts run out in about 15 s and nothing was executed.
+      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1 }]);
+      let captured: Awaited<ReturnType<typeof fundByCode>>;
+      try {
+        captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '4.50');
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      expectOutcome(captured.result, 'FAILED', 'CREATE_FAILED');
+      return {
+        ...captured,
+        check: (history) => {
+          expectActivities(history, ['markCreating', 'createTransfer', 'finishFunding'], ['beginExecute', 'executeTransfer']);
+          if (!hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_FAILED')) fail('expected createTransfer to fail after its retries');
+        },
+      };
+    }
+    case 'cancelled-after-create': {
+      // The create is slowed (3 s) and the worker stopped while it runs, letting it finish: the
+      // transfer is created and stored, and no workflow task runs until the worker is back. Ops
+      // cancels then (CREATING: nothing was executed); the workflow ends CANCELLED without executing.
+      await stack.stopWorker();
+      await stack.startWorker({ shutdownGraceTime: '30 seconds' });
+      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 3000 }]);
+      let posted: { fundingId: string; workflowId: string };
+      let secrets: Secret[];
+      try {
+        const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
+        secrets = fresh.secrets;
+        posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('3.50') });
+        await until('createTransfer running', () => activityRunning(stack, posted.workflowId, 'createTransfer'), 30_000, 50);
+        await stack.stopWorker();
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      try {
+        const row = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { status: true, transferId: true } });
+        if (row.status !== 'CREATING' || !row.transferId) fail(`expected CREATING with a stored transfer, the funding is ${row.status} with ${row.transferId ?? 'no transfer'}`);
+        const cancelled = await stack.opsFetch(`/ops/fundings/${posted.fundingId}/cancel`, { method: 'POST' });
+        if (cancelled.status !== 200) fail(`cancel: ${cancelled.status} ${await cancelled.text()}`);
+      } finally {
+        await stack.startWorker();
+      }
+      const outcome = await result(stack, posted.workflowId);
+      expectOutcome(outcome, 'FAILED', 'CANCELLED');
+      if (!outcome.transferId) fail('expected the created transfer in the result');
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => expectActivities(history, ['markCreating', 'createTransfer', 'finishFunding'], ['executeTransfer']),
+      };
+    }
+
+    case 'retrieve-refused-review-resolved': {
+      // The execute's answer is lost (502 after the effect), and every retrieve is then answered
+      // 404 by the gateway (a fault rule with status 404: the sandbox's service answers 404 only
+      // for a transfer it does not know): no state, so after 12 refused retrieves (about 7 minutes
+      // of polling) the funding goes to NEEDS_REVIEW; ops resolves it from the wallet's record.
+      await stack.admin.setFaults([
+        { endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 },
+        { endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 1, status: 404 },
+      ]);
+      let posted: { fundingId: string; workflowId: string };
+      let secrets: Secret[];
+      try {
+        const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
+        secrets = fresh.secrets;
+        posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('7.50') });
+        const handle = stack.temporal.workflow.getHandle(posted.workflowId);
+        await until(`${posted.workflowId} in NEEDS_REVIEW`, async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW', 560_000, 1000);
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const response = await stack.opsFetch(`/ops/fundings/${posted.fundingId}/resolve`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
+        body: JSON.stringify({ outcome: 'APPROVED', note: 'the wallet statement shows the transfer APPROVED' }),
+      });
+      if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
+      const outcome = await result(stack, posted.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => {
+          expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding']);
+          if (count(history, 'retrieveTransfer') !== 12) fail(`expected 12 refused retrieves, the history has ${count(history, 'retrieveTransfer')}`);
+        },
+      };
+    }
+
     // payWallet
     case 'payment-succeeded': {
       const { issued, linkId } = await embeddedLink(stack, '100.00');
@@ -573,6 +878,99 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         check: (history) => {
           expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
           if (count(history, 'executePayment') < 6) fail('expected at least five refused executes and the one that succeeded');
+        },
+      };
+    }
+
+    case 'payment-lost-answer-already-executed': {
+      // As payment-lost-answer-review-resolved, on today's code: the second execute's
+      // PAYMENT_ALREADY_EXECUTED proves our first one executed, so the payment ends SUCCEEDED.
+      const { user, issued, linkId } = await embeddedLink(stack, '100.00');
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '21.00');
+        await until(
+          'the first execute taking effect',
+          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          20_000,
+          25,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview', 'resolvePayment']);
+          if (count(history, 'executePayment') !== 2) fail(`expected 2 executes, the history has ${count(history, 'executePayment')}`);
+        },
+      };
+    }
+    case 'payment-not-sent-exhausted-failed': {
+      // Every execute is refused with 429 (Retry-After: 1 s): none was processed, so after
+      // MAX_NOT_SENT (10) the payment fails, with no attempt of unknown outcome behind it.
+      const { issued, linkId } = await embeddedLink(stack, '100.00');
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'rate-limited', rate: 1 }]);
+      let outcome: PaymentResult;
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '11.00');
+        outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      if (outcome.status !== 'FAILED') fail(`expected FAILED, the workflow returned ${outcome.status}`);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
+          if (count(history, 'executePayment') !== 10) fail(`expected 10 refused executes, the history has ${count(history, 'executePayment')}`);
+        },
+      };
+    }
+    case 'payment-resumed-executing-succeeded': {
+      // A run dies during its execute (terminated while the wallet, slowed 3 s, takes it); the
+      // execute lands. The sweep finds the payment EXECUTING with no running workflow and starts a
+      // new run: it counts the earlier execute as unknown, executes, gets PAYMENT_ALREADY_EXECUTED
+      // for our own payment id, and ends SUCCEEDED.
+      const { user, issued, linkId } = await embeddedLink(stack, '100.00');
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'latency', rate: 1, delayMs: 3000 }]);
+      let posted: { id: string; workflowId: string };
+      try {
+        posted = await postPayment(stack, linkId, '13.00');
+        const handle = stack.temporal.workflow.getHandle(posted.workflowId);
+        await until('executePayment running', () => activityRunning(stack, posted.workflowId, 'executePayment'), 30_000, 50);
+        await handle.terminate('histories capture: the run dies during its execute');
+        await until(
+          'the execute landing at the wallet',
+          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          20_000,
+          100,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const { status } = await stack.database.payment.findUniqueOrThrow({ where: { id: posted.id }, select: { status: true } });
+      if (status !== 'EXECUTING') fail(`expected the payment EXECUTING, it is ${status}`);
+      const report = await runSweep(stack, 0);
+      const action = report.paymentItems?.find((item) => item.id === posted.id)?.action;
+      if (action !== 'workflow-started') fail(`expected the sweep to start its workflow, it reported ${JSON.stringify(report.paymentItems)}`);
+      const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
+      expectOutcome(outcome, 'SUCCEEDED', null);
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => {
+          expectActivities(history, ['loadPayment', 'executePayment', 'finishPayment'], ['markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'parkForReview']);
+          if (count(history, 'executePayment') !== 1) fail(`expected one execute in the resumed run, the history has ${count(history, 'executePayment')}`);
         },
       };
     }

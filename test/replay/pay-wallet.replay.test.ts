@@ -4,7 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
-import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import { alreadyExecutedSucceededPatch, localDatabaseStepsPatch, MAX_NOT_SENT, resumedCountsUnknownPatch } from '../../workflows/pay-wallet.ts';
+import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(payWalletWorkflowType);
@@ -29,5 +30,43 @@ describe('payWallet replay', () => {
     for (const result of results) {
       expect(result.error, result.workflowId).toBeInstanceOf(DeterminismViolationError);
     }
+  });
+});
+
+const facts = async (name: string) => historyFacts(await readStoredHistory(name));
+const count = (activities: string[], type: string) => activities.filter((activity) => activity === type).length;
+
+describe('payWallet paths: what each stored history shows', () => {
+  it('payment-lost-answer-review-resolved: captured before the patch, it replays the old path (review, resolve)', async () => {
+    const { result, patches, activities, updatesCompleted } = await facts('payment-lost-answer-review-resolved');
+    expect(patches).not.toContain(alreadyExecutedSucceededPatch);
+    expect(activities.slice(-2)).toEqual(['parkForReview', 'resolvePayment']);
+    expect(updatesCompleted).toBe(1);
+    expect(result).toMatchObject({ status: 'SUCCEEDED' });
+  });
+
+  it('payment-lost-answer-already-executed: PAYMENT_ALREADY_EXECUTED after a lost answer ends it SUCCEEDED, no review (patched)', async () => {
+    const { result, patches, activities, updatesCompleted } = await facts('payment-lost-answer-already-executed');
+    expect(result).toMatchObject({ status: 'SUCCEEDED', errorCode: null });
+    expect(patches).toEqual([localDatabaseStepsPatch, alreadyExecutedSucceededPatch]);
+    expect(count(activities, 'executePayment')).toBe(2);
+    expect(activities).not.toContain('parkForReview');
+    expect(activities.at(-1)).toBe('finishPayment');
+    expect(updatesCompleted).toBe(0);
+  });
+
+  it('payment-not-sent-exhausted-failed: MAX_NOT_SENT executes refused with 429, Retry-After timers between, then FAILED', async () => {
+    const { result, activities, timers } = await facts('payment-not-sent-exhausted-failed');
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'RATE_LIMITED' });
+    expect(count(activities, 'executePayment')).toBe(MAX_NOT_SENT);
+    expect(timers).toBe(MAX_NOT_SENT - 1);
+    expect(activities).not.toContain('parkForReview');
+  });
+
+  it('payment-resumed-executing-succeeded: a run started by the sweep in EXECUTING counts the earlier execute (patched) and ends SUCCEEDED', async () => {
+    const { result, patches, activities } = await facts('payment-resumed-executing-succeeded');
+    expect(result).toMatchObject({ status: 'SUCCEEDED', errorCode: null });
+    expect(patches).toEqual([localDatabaseStepsPatch, resumedCountsUnknownPatch, alreadyExecutedSucceededPatch]);
+    expect(activities).toEqual(['loadPayment', 'executePayment', 'finishPayment']);
   });
 });

@@ -72,7 +72,7 @@ export interface PartnerApi {
   temporal: Client;
   taskQueue: string;
   /** A worker on this stack's task queue, with a wallet client of its own; the caller runs and stops it. */
-  createWorker(options: { workflowBundle: WorkerOptions['workflowBundle']; metrics?: Metrics }): Promise<InProcessWorker>;
+  createWorker(options: { workflowBundle: WorkerOptions['workflowBundle']; metrics?: Metrics; shutdownGraceTime?: WorkerOptions['shutdownGraceTime'] }): Promise<InProcessWorker>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /** Stops the Temporal client, the server, the sandbox and the API's wallet client, and disconnects; not the workers. */
   close(): Promise<void>;
@@ -148,7 +148,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       connection,
       temporal,
       taskQueue,
-      async createWorker({ workflowBundle, metrics }) {
+      async createWorker({ workflowBundle, metrics, shutdownGraceTime }) {
         const workerConnection = await NativeConnection.connect({ address: options.temporalAddress });
         const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });
         const worker = await Worker.create({
@@ -156,6 +156,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
           namespace: options.namespace,
           taskQueue,
           workflowBundle,
+          ...(shutdownGraceTime === undefined ? {} : { shutdownGraceTime }),
           ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
           activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
         });

@@ -22,6 +22,14 @@ export const historyPaths = {
     'execute-unknown-reconciled',
     'processing-polled',
     'cancelled',
+    'continued-reconcile-approved',
+    'execute-not-executed-then-approved',
+    'execute-expired',
+    'execute-late-review-resolved',
+    'execute-late-review-swept',
+    'create-failed',
+    'cancelled-after-create',
+    'retrieve-refused-review-resolved',
   ],
   [payWalletWorkflowType]: [
     'payment-succeeded',
@@ -29,6 +37,9 @@ export const historyPaths = {
     'payment-lost-answer-review-resolved',
     'payment-unknown-review-resolved-failed',
     'payment-rate-limited-then-succeeded',
+    'payment-lost-answer-already-executed',
+    'payment-not-sent-exhausted-failed',
+    'payment-resumed-executing-succeeded',
   ],
   [onboardEmbeddedSessionWorkflowType]: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
   [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
@@ -90,6 +101,55 @@ export function workflowTypeOf(history: unknown): string | undefined {
 /** The stored histories (current and archived) of one workflow type, by what each file ran. */
 export function storedHistoriesOf(type: WorkflowType): string[] {
   return listStoredHistories().filter((name) => workflowTypeOf(JSON.parse(readFileSync(historyFile(name), 'utf8'))) === type);
+}
+
+interface HistoryEvent {
+  eventType: string;
+  [attributes: string]: unknown;
+}
+type Payloads = { payloads?: Array<{ data?: string }> } | undefined;
+const firstPayload = (payloads: Payloads): unknown => {
+  const data = payloads?.payloads?.[0]?.data;
+  return data === undefined ? undefined : (JSON.parse(decodeBase64(data)) as unknown);
+};
+
+/**
+ * What a stored history shows, for the path-specific replay tests: its input and result, the
+ * patches it took (markers), the activities it ran in order (local ones from their markers), its
+ * timers, updates and whether it continued as new.
+ */
+export function historyFacts(history: unknown) {
+  const events = (history as { events: HistoryEvent[] }).events;
+  const attributes = <T>(event: HistoryEvent, name: string) => event[name] as T | undefined;
+  const started = events[0] ? attributes<{ input?: Payloads }>(events[0], 'workflowExecutionStartedEventAttributes') : undefined;
+  const completed = events.find((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+  const markers = events.flatMap((event) => {
+    const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(event, 'markerRecordedEventAttributes');
+    return marker ? [marker] : [];
+  });
+  const count = (eventType: string) => events.filter((event) => event.eventType === eventType).length;
+  return {
+    input: firstPayload(started?.input),
+    result: completed ? firstPayload(attributes<{ result?: Payloads }>(completed, 'workflowExecutionCompletedEventAttributes')?.result) : undefined,
+    patches: markers.filter((marker) => marker.markerName === 'core_patch').map((marker) => (firstPayload(marker.details?.['patch-data']) as { id: string }).id),
+    activities: events.flatMap((event): string[] => {
+      const scheduled = attributes<{ activityType?: { name?: string } }>(event, 'activityTaskScheduledEventAttributes');
+      if (scheduled?.activityType?.name) return [scheduled.activityType.name];
+      const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(event, 'markerRecordedEventAttributes');
+      if (marker?.markerName !== 'core_local_activity') return [];
+      const data = marker.details?.data?.payloads?.[0]?.data;
+      const type = data ? /"activity_type":"([^"]+)"/.exec(decodeBase64(data))?.[1] : undefined;
+      return type ? [type] : [];
+    }),
+    /** The attempt of each started activity (2 and more: Temporal retried it), in order. */
+    activityAttempts: events.flatMap((event) => {
+      const activityStarted = attributes<{ attempt?: number }>(event, 'activityTaskStartedEventAttributes');
+      return activityStarted?.attempt === undefined ? [] : [activityStarted.attempt];
+    }),
+    timers: count('EVENT_TYPE_TIMER_STARTED'),
+    updatesCompleted: count('EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED'),
+    continuedAsNew: count('EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW') > 0,
+  };
 }
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import type { History } from '@temporalio/common/lib/proto-utils';
+import type { WorkerOptions } from '@temporalio/worker';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { dropDatabase, ensureDatabaseExists, type Database } from '../../lib/database.ts';
 import { startEmbeddedPostgres } from '../../cli/stack/embedded-postgres.ts';
@@ -53,7 +54,11 @@ export interface ReplayStack {
   result(workflowId: string): Promise<unknown>;
   /** The workflow's history as events; cancelled by close() like result(). */
   fetchHistory(workflowId: string): Promise<History>;
-  startWorker(): Promise<void>;
+  /**
+   * Starts the worker. `shutdownGraceTime`: how long stopWorker lets an activity in flight finish
+   * (default 0: it is cancelled at once).
+   */
+  startWorker(options?: { shutdownGraceTime?: WorkerOptions['shutdownGraceTime'] }): Promise<void>;
   /** Drains and stops the worker: workflows started meanwhile wait on the task queue. */
   stopWorker(): Promise<void>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
@@ -174,9 +179,9 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
       taskQueue: api.taskQueue,
       result: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
       fetchHistory: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
-      async startWorker() {
+      async startWorker(workerOptions = {}) {
         if (running) return;
-        running = await api.createWorker({ workflowBundle: { code: bundle } });
+        running = await api.createWorker({ workflowBundle: { code: bundle }, ...workerOptions });
       },
       stopWorker,
       opsFetch: api.opsFetch,
