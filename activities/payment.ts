@@ -2,7 +2,7 @@
 // id. There is no retrieve for payments, so an execute whose outcome stays unknown is evidence for
 // a person (NEEDS_REVIEW), never a guess. Results carry ids, states and codes only.
 import { ApplicationFailure } from '@temporalio/activity';
-import { Prisma } from '../generated/prisma/client.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
 import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
 import { paymentErrorMessage, isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
 import type { Database } from '../lib/database.ts';
@@ -91,7 +91,8 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
           data: {
             walletPaymentId: created.data.paymentId,
             feeCurrency: created.data.fee.currency,
-            fee: new Prisma.Decimal(created.data.fee.value),
+            // A decimal string: Prisma stores it exactly (activities/ import only types from generated/).
+            fee: created.data.fee.value,
           },
         });
         if (stored.count === 0) {
