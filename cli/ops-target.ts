@@ -2,16 +2,16 @@
 // key `walletflow dev` saved in .walletflow/dev-state.json, so after `npm run dev` no flag is needed.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { CliInputError, exitCodes } from './exit-codes.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
 export interface OpsTarget {
   apiBase: string;
   key: string;
 }
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot;
 
 const apiBaseSchema = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).transform((value) => value.replace(/\/+$/, ''));
 const devStateKeySchema = z.object({ opsApiKey: z.string().min(1) });

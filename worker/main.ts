@@ -14,6 +14,7 @@ import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
+import { runsCompiled } from '../lib/project-root.ts';
 
 let config;
 try {
@@ -82,7 +83,7 @@ const worker = await Worker.create({
   ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
     ? { workflowBundle: { codePath: config.workflowBundlePath } }
-    : { workflowsPath: require.resolve('../workflows/index.ts') }),
+    : { workflowsPath: require.resolve(runsCompiled ? '../workflows/index.js' : '../workflows/index.ts') }),
   activities: createActivities({
     database,
     wallet,

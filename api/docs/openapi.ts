@@ -2,6 +2,7 @@
 // the zod schemas the routes validate with and build their answers from: z.toJSONSchema writes
 // JSON Schema 2020-12, OpenAPI 3.1's own dialect. Served by api/docs.ts at /docs/openapi.json.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionIdSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import { createFundingSchema, fundingSchema, idempotencyKeySchema } from '../../domain/funding.ts';
@@ -18,6 +19,7 @@ import { fundingIdSchema, fundingListQuerySchema, fundingPageSchema } from '../o
 import { linkIdSchema } from '../ops/links-routes.ts';
 import { actorSchema, paymentIdSchema, paymentListQuerySchema, paymentPageSchema, resolveBodySchema } from '../ops/payments-routes.ts';
 import { problemSchema } from '../http/problem.ts';
+import { projectRoot } from '../../lib/project-root.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -618,7 +620,7 @@ const opsLinks = {
 };
 
 function packageVersion(): string {
-  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version?: unknown };
   return typeof version === 'string' ? version : '0.0.0';
 }
 
