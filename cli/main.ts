@@ -1,6 +1,8 @@
 // The `walletflow` command.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, type CommanderError } from 'commander';
-import { ConfigError } from '../lib/config.ts';
+import { projectRoot } from '../lib/project-root.ts';
 import type { BenchOptions } from '../harness/bench.ts';
 import type { FundOptions } from './fund.ts';
 import type { PayOptions } from './pay.ts';
@@ -9,7 +11,13 @@ import type { StatusOptions } from './status.ts';
 
 const program = new Command()
   .name('walletflow')
-  .description('Partner side of the wallet operator interface: fundings, embedded-app sessions, merchant payments');
+  .description('Partner side of the wallet operator interface: fundings, embedded-app sessions, merchant payments')
+  .version(packageVersion(), '-V, --version', 'print the version of walletflow');
+
+function packageVersion(): string {
+  const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version?: unknown };
+  return typeof version === 'string' ? version : '0.0.0';
+}
 
 program
   .command('dev')
@@ -147,6 +155,8 @@ opsOptions(
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  // Loaded only here: lib/config.ts (zod and every schema) is not worth its start-up time to --help.
+  const { ConfigError } = await import('../lib/config.ts');
   if (error instanceof ConfigError) {
     console.error(`walletflow: ${error.message}`);
     process.exit(78);
