@@ -18,10 +18,14 @@ RUN npm run build
 # 2. Production dependencies only: no TypeScript, tsx, Prisma CLI, test or harness tools
 #    (autocannon, pino-pretty, embedded-postgres). No install scripts: the Prisma client is compiled
 #    into dist/ already, and every production dependency's script is denied in allowScripts.
+#    --omit=optional too: npm keeps `prisma` and `typescript` (optional peers of @prisma/client,
+#    "devOptional" in the lockfile; 260 MB with their dependencies) under --omit=dev alone. The
+#    only other optional packages are @swc/core's native builds, used to bundle workflows, which
+#    this image never does (WORKFLOW_BUNDLE_PATH), and pg-cloudflare (Cloudflare Workers only).
 FROM node:24-bookworm-slim AS production-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --ignore-scripts --no-audit --no-fund
+RUN npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # 3. Runtime: compiled JavaScript on Node.js 24, production dependencies, a non-root user that
 #    cannot write the application's files.

@@ -101,7 +101,7 @@ describe('Dockerfile', () => {
     const stages = dockerfile.split(/^(?=FROM )/m).filter((stage) => stage.startsWith('FROM '));
     const runtime = stages.at(-1)!;
     expect(dockerfile).toMatch(/^RUN npm run build$/m);
-    expect(dockerfile).toMatch(/^RUN npm install --omit=dev --ignore-scripts\b/m);
+    expect(dockerfile).toMatch(/^RUN npm install --omit=dev --omit=optional --ignore-scripts\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
     expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main.js"\]$/m);
