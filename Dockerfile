@@ -1,30 +1,49 @@
 # walletflow: one image for the API, the worker, the sandbox and one-shot migrations.
-# Debian slim, not Alpine: the Temporal SDK's native bridge has no musl build.
+# Debian slim, not Alpine: the Temporal SDK's native bridge has no musl build. Node.js 24 LTS, the
+# major of .nvmrc (which the `node` devDependency pins for development and CI).
 
-# 1. Dependencies, with the Prisma client generated (offline) and dev tools for the bundle.
-FROM node:20-bookworm-slim AS deps
+# 1. Build: every dependency (the Prisma client generated offline by the postinstall), then
+#    `npm run build`: the TypeScript compiled to JavaScript under dist/, the browser assets beside
+#    it, and the prebuilt workflow bundle dist/workflow-bundle.js (workers load it, no bundling).
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .nvmrc ./
 COPY scripts/prisma-generate.ts scripts/
 COPY prisma/schema.prisma prisma/
 COPY prisma.config.ts ./
 RUN npm install --no-audit --no-fund
-
-# 2. The prebuilt workflow bundle (workers load it instead of bundling at start).
-FROM deps AS build
 COPY . .
-RUN npx tsx scripts/bundle-workflows.ts dist/workflow-bundle.js && npm prune --omit=dev --no-audit --no-fund && npm install --no-save --no-audit --no-fund tsx
+RUN npm run build
 
-# 3. Runtime: sources run by tsx, production dependencies, a non-root user.
-FROM node:20-bookworm-slim AS runtime
+# 2. Production dependencies only: no TypeScript, tsx, Prisma CLI, test or harness tools
+#    (autocannon, pino-pretty, embedded-postgres). No install scripts: the Prisma client is compiled
+#    into dist/ already, and every production dependency's script is denied in allowScripts.
+#    --omit=optional too: npm keeps `prisma` and `typescript` (optional peers of @prisma/client,
+#    "devOptional" in the lockfile; 260 MB with their dependencies) under --omit=dev alone. The
+#    only other optional packages are @swc/core's native builds, used to bundle workflows, which
+#    this image never does (WORKFLOW_BUNDLE_PATH), and pg-cloudflare (Cloudflare Workers only).
+FROM node:24-bookworm-slim AS production-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+
+# 3. Runtime: compiled JavaScript on Node.js 24, production dependencies, a non-root user that
+#    cannot write the application's files.
+FROM node:24-bookworm-slim AS runtime
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 WORKDIR /app
 RUN groupadd --system walletflow && useradd --system --gid walletflow --home /app walletflow
-COPY --from=build --chown=walletflow:walletflow /app /app
+COPY package.json ./
+COPY --from=production-deps /app/node_modules node_modules
+COPY --from=build /app/dist dist
+COPY bin bin
+COPY prisma/schema.prisma prisma/
+COPY prisma/migrations prisma/migrations
 USER walletflow
 EXPOSE 3000
-# The API by default; the worker: `node --import tsx worker/main.ts`; migrations: `node --import tsx cli/main.ts migrate`.
-CMD ["node", "--import", "tsx", "api/main.ts"]
+# The API by default; the worker: `node dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
+# migrations: `node dist/cli/main.js migrate` (bin/walletflow.mjs runs dist/ too).
+CMD ["node", "dist/api/main.js"]

@@ -108,8 +108,10 @@ const recordsOnlyWrite = {
 };
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', 'generated/**', '.walletflow/**', 'bench/results/**'] },
+  { ignores: ['node_modules/**', 'generated/**', '.walletflow/**', 'bench/results/**', 'dist/**'] },
   js.configs.recommended,
+  // The `walletflow` launcher: plain JavaScript for Node.js (the Node globals it uses, by hand).
+  { files: ['bin/*.mjs'], languageOptions: { globals: { process: 'readonly', URL: 'readonly' } } },
   ...tseslint.configs.recommended,
   {
     rules: {

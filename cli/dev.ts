@@ -3,7 +3,6 @@
 // users seeded, the worker and the API started with fully resolved configuration, and the URLs
 // printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig, walletServiceVariables, walletUrlVariables, type AppConfig } from '../lib/config.ts';
@@ -15,8 +14,9 @@ import { partnerEndpoints, sandboxWalletVariables } from './stack/sandbox-wallet
 import { onStopSignal } from './stack/stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot;
 const stateDir = path.resolve(process.env.WALLETFLOW_STATE_DIR ?? path.join(root, '.walletflow'));
 
 const step = (message: string) => process.stdout.write(`• ${message}\n`);

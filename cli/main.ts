@@ -2,12 +2,15 @@
 // start-up reads commander and package.json only. Usage errors (an unknown command or flag, a
 // missing argument, a value outside the choices) exit 64 (EX_USAGE); --help and --version 0.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { Command, Option, type CommanderError } from 'commander';
+import { projectRoot } from '../lib/project-root.ts';
 import type { BenchOptions } from '../harness/bench.ts';
 import type { SoakOptions } from '../harness/soak.ts';
 import { registerOpsCommands } from './ops-commands.ts';
 
-const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+// From the project root, so the compiled command (dist/cli/main.js) finds it too.
+const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string };
 
 const usageExit = (error: CommanderError) => process.exit(error.exitCode === 0 ? 0 : 64);
 
@@ -105,6 +108,7 @@ registerOpsCommands(program);
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  // Loaded only here: lib/config.ts (zod and every schema) is not worth its start-up time to --help.
   const { ConfigError } = await import('../lib/config.ts');
   if (error instanceof ConfigError) {
     console.error(`walletflow: ${error.message}`);

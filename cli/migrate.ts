@@ -1,12 +1,12 @@
 // `walletflow migrate` (npm run db:migrate): applies prisma/migrations with no network access, to
 // DATABASE_URL or, when it is absent, to the embedded PostgreSQL under .walletflow/.
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig } from '../lib/config.ts';
 import { startEmbeddedPostgres } from './stack/embedded-postgres.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot;
 
 export async function runMigrate(): Promise<void> {
   const config = loadConfig();

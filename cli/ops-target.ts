@@ -5,16 +5,16 @@
 // in .walletflow/dev-state.json, so after `npm run dev` nothing needs setting.
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseOpsKeyEntry } from '../lib/ops-keys.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
 export interface OpsTarget {
   apiBase: string;
   key: string;
 }
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot;
 
 /** Where a key may come from, for messages (never the key itself). */
 export const opsKeySources = 'WALLETFLOW_OPS_KEY, WALLETFLOW_OPS_KEY_FILE, OPS_API_KEYS or .walletflow/dev-state.json';

@@ -8,7 +8,6 @@ import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { environmentSchema, secretVariables } from '../lib/config.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
@@ -18,8 +17,9 @@ import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
+import { entryArgs, projectRoot } from '../lib/project-root.ts';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = projectRoot;
 
 /** A child process that is restarted when it dies on its own (counted), and stopped on request. */
 export interface SupervisedProcess {
@@ -138,7 +138,7 @@ function supervise(
     // exits (open it in Chrome DevTools' Performance panel), to see where a funding's time goes.
     const profileDir = process.env.WALLETFLOW_PROFILE_DIR;
     const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
-    const current = spawn(process.execPath, [...profiling, '--import', 'tsx', path.join(root, entry)], {
+    const current = spawn(process.execPath, [...profiling, ...entryArgs(entry)], {
       cwd: root,
       env,
       detached: true,

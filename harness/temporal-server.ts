@@ -7,15 +7,14 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { searchAttributes } from '../domain/search-attributes.ts';
 import net from 'node:net';
 import { waitForPort } from '../cli/stack/ports.ts';
 import type { RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export class TemporalServerError extends Error {
   override readonly name = 'TemporalServerError';

@@ -3,8 +3,8 @@
 // token, code or key; `code` is redacted only where it holds a secret (a cash-in code in a
 // recipient, an OAuth code in a query), since everywhere else it is the wallet's error code
 // (M133, 7011) that ops need to read. Every line carries the ids of its unit of work.
-import { pino, type Logger } from 'pino';
-import pretty from 'pino-pretty';
+import { createRequire } from 'node:module';
+import { pino, type DestinationStream, type Logger } from 'pino';
 import { currentLogContext } from './log-context.ts';
 
 export type { Logger };
@@ -41,14 +41,22 @@ export const redactedCodePaths = ['recipient.code', 'query.code', 'body.code'];
 export type LogFormat = 'json' | 'pretty';
 
 export function createLogger(
-  options: { level?: string; name?: string; destination?: NodeJS.WritableStream; format?: LogFormat } = {},
+  options: {
+    level?: string;
+    name?: string;
+    destination?: NodeJS.WritableStream;
+    format?: LogFormat;
+    /** The pretty printer's package (tests name a missing one to see the fallback). */
+    prettyPackage?: string;
+  } = {},
 ): Logger {
   const paths = [
     ...redactedFields.flatMap((field) => [field, `*.${field}`, `*.*.${field}`, `headers["${field.toLowerCase()}"]`]),
     ...redactedCodePaths.flatMap((path) => [path, `*.${path}`, `*.*.${path}`]),
   ];
   const destination = options.destination ?? process.stdout;
-  return pino(
+  const prettyStream = options.format === 'pretty' ? loadPretty(destination, options.prettyPackage ?? 'pino-pretty') : undefined;
+  const logger = pino(
     {
       level: options.level ?? 'info',
       base: options.name ? { service: options.name } : {},
@@ -57,7 +65,28 @@ export function createLogger(
       // A copy: pino merges each line's fields into what the mixin returns.
       mixin: () => ({ ...currentLogContext() }),
     },
-    // Pretty printing runs in this thread (no transport worker): it is for `walletflow dev` only.
-    options.format === 'pretty' ? pretty({ destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true }) : destination,
+    prettyStream ?? destination,
   );
+  if (options.format === 'pretty' && !prettyStream) {
+    logger.warn('LOG_FORMAT=pretty needs pino-pretty, a development dependency that is not installed here: logging JSON lines instead');
+  }
+  return logger;
+}
+
+type PrettyFactory = (options: Record<string, unknown>) => DestinationStream;
+
+/**
+ * pino-pretty, loaded only when asked for: it is a development dependency (for `walletflow dev`),
+ * absent from the production image, where LOG_FORMAT=pretty falls back to JSON with a warning.
+ * Pretty printing runs in this thread (no transport worker).
+ */
+function loadPretty(destination: NodeJS.WritableStream, packageName: string): DestinationStream | undefined {
+  let pretty: PrettyFactory;
+  try {
+    pretty = createRequire(import.meta.url)(packageName) as PrettyFactory;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'MODULE_NOT_FOUND') return undefined;
+    throw error;
+  }
+  return pretty({ destination, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true });
 }

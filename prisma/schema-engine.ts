@@ -3,7 +3,6 @@
 // drift test and the migration generator.
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -12,8 +11,9 @@ import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum } from '@prisma/dri
 import * as engineBindings from '@prisma/schema-engine-wasm/schema_engine_bg';
 import type { MigrationList, SchemaEngine } from '@prisma/schema-engine-wasm';
 import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
-const prismaDir = path.dirname(fileURLToPath(import.meta.url));
+const prismaDir = path.join(projectRoot, 'prisma');
 export const schemaPath = path.join(prismaDir, 'schema.prisma');
 export const migrationsDir = path.join(prismaDir, 'migrations');
 

@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
-# The second command of the README, and what CI runs: a clean install, the Temporal CLI and
-# Chromium, typecheck, lint, then every test (vitest) against real PostgreSQL and Temporal.
+# The second command of the README, and what CI runs: a clean install (with the project's own
+# Node.js 24), the Temporal CLI and Chromium, typecheck, lint, then every test (vitest) against
+# real PostgreSQL and Temporal, all on the project's Node.js.
 # Migrations are applied by the test setup to a fresh database. Ends with "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --ci --browser
-echo "• typecheck"; npx tsc -p tsconfig.json
-echo "• lint"; npx eslint .
+# From here on everything runs on the project's Node.js 24 (node_modules/.bin first on PATH).
+. scripts/use-project-node.sh
+echo "• typecheck"; tsc -p tsconfig.json
+echo "• lint"; eslint .
 echo "• tests"
 mkdir -p .walletflow
 status=0
-npx vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
+vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
 node -e '
   const fs = require("fs");
   const file = ".walletflow/test-results.json";

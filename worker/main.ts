@@ -16,6 +16,7 @@ import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { checkWalletTimeout } from './activity-timeouts.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
+import { runsCompiled } from '../lib/project-root.ts';
 
 let config;
 try {
@@ -86,7 +87,7 @@ const worker = await Worker.create({
   ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
     ? { workflowBundle: { codePath: config.workflowBundlePath } }
-    : { workflowsPath: require.resolve('../workflows/index.ts') }),
+    : { workflowsPath: require.resolve(runsCompiled ? '../workflows/index.js' : '../workflows/index.ts') }),
   activities: createActivities({
     database,
     wallet,

@@ -2,6 +2,7 @@
 // the zod schemas the routes validate with and build their answers from: z.toJSONSchema writes
 // JSON Schema 2020-12, OpenAPI 3.1's own dialect. Served by api/docs.ts at /docs/openapi.json.
 import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionIdSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import { createFundingSchema, fundingSchema, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
@@ -33,6 +34,7 @@ import { accountPathSchema, accountQuerySchema, entriesQuerySchema, settlementQu
 import { linkListSchema, linkSearchQuerySchema } from '../ops/links-routes.ts';
 import { appActivitySchema } from '../embedded/landing.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
+import { projectRoot } from '../../lib/project-root.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -781,7 +783,7 @@ const opsLinks = {
 };
 
 function packageVersion(): string {
-  const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version?: unknown };
   return typeof version === 'string' ? version : '0.0.0';
 }
 

@@ -1,8 +1,9 @@
-// Runs a walletflow process (api, worker) as a child of `walletflow dev`: TypeScript through tsx,
+// Runs a walletflow process (api, worker) as a child of `walletflow dev`: TypeScript through tsx (or
+// its compiled JavaScript when the CLI itself runs compiled),
 // output prefixed with its name, its own process group so the parent controls the stop order.
 import { spawn, type ChildProcess } from 'node:child_process';
-import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { entryArgs } from '../../lib/project-root.ts';
 
 export interface ManagedChild {
   name: string;
@@ -12,7 +13,7 @@ export interface ManagedChild {
 }
 
 export function startTsChild(name: string, entry: string, env: NodeJS.ProcessEnv, root: string): ManagedChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, entry)], {
+  const child = spawn(process.execPath, entryArgs(entry), {
     cwd: root,
     env,
     detached: true,

@@ -4,12 +4,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../domain/search-attributes.ts';
 import { waitForPort } from './ports.ts';
+import { projectRoot } from '../../lib/project-root.ts';
 
-const projectRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /**
  * Finds the Temporal CLI: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the project's tool

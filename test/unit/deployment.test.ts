@@ -1,6 +1,8 @@
 // The deployment files, checked without Docker (no engine runs here): docker-compose.yml has its
-// services, ports and a scalable worker, and every variable it gives walletflow exists in the
-// configuration schema; the Dockerfile is multi-stage on Debian slim (no musl: Temporal's bridge).
+// services, ports and a scalable worker running the compiled JavaScript, and every variable it gives
+// walletflow exists in the configuration schema; the Dockerfile is multi-stage on Debian slim (no
+// musl: Temporal's bridge) with Node.js of .nvmrc's major, and its runtime stage runs dist/ with
+// production dependencies only; .nvmrc, the `node` devDependency and `engines` agree.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -60,7 +62,16 @@ describe('docker-compose.yml', () => {
   it('lets the worker scale (no fixed name, no published port)', () => {
     expect(services.worker?.container_name).toBeUndefined();
     expect(services.worker?.ports).toBeUndefined();
-    expect(services.worker?.command).toEqual(['node', '--import', 'tsx', 'worker/main.ts']);
+    expect(services.worker?.command).toEqual(['node', 'dist/worker/main.js']);
+  });
+
+  it('runs the compiled JavaScript of the image (no TypeScript compiled at start)', () => {
+    expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
+    expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);
+    expect(services.api?.command).toBeUndefined(); // the image's CMD
+    for (const [name, service] of Object.entries(services)) {
+      expect(JSON.stringify(service.command ?? []), name).not.toMatch(/tsx|\.ts\b/);
+    }
   });
 
   it('sets only variables the configuration schema knows for walletflow processes', () => {
@@ -84,5 +95,32 @@ describe('Dockerfile', () => {
     expect(bases.some((image) => /alpine/i.test(image ?? ''))).toBe(false);
     expect(dockerfile).toMatch(/^USER walletflow$/m);
     expect(dockerfile).toMatch(/WORKFLOW_BUNDLE_PATH=/);
+  });
+
+  const nvmrc = readFileSync(path.join(root, '.nvmrc'), 'utf8').trim();
+  const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+    devDependencies: Record<string, string>;
+  };
+
+  it('uses the Node.js major of .nvmrc, which the `node` devDependency pins and `engines` names', () => {
+    const major = nvmrc.split('.')[0];
+    expect(major).toBe('24');
+    expect(manifest.devDependencies.node).toBe(nvmrc);
+    expect(manifest.engines.node).toBe(`>=${major}`);
+    const bases = [...dockerfile.matchAll(/^FROM\s+(node:\S+)/gm)].map((match) => match[1]);
+    expect(bases.length).toBeGreaterThanOrEqual(2);
+    for (const base of bases) expect(base).toBe(`node:${major}-bookworm-slim`);
+  });
+
+  it('builds dist/ in a build stage and runs it with production dependencies only', () => {
+    const stages = dockerfile.split(/^(?=FROM )/m).filter((stage) => stage.startsWith('FROM '));
+    const runtime = stages.at(-1)!;
+    expect(dockerfile).toMatch(/^RUN npm run build$/m);
+    expect(dockerfile).toMatch(/^RUN npm install --omit=dev --omit=optional --ignore-scripts\b/m);
+    expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
+    expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
+    expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main.js"\]$/m);
+    expect(runtime).not.toMatch(/tsx|--import|npm install|\.ts\b/);
   });
 });

@@ -54,6 +54,16 @@ describe('createLogger', () => {
     for (const secret of ['1234567', '7654321', '1112223', 'oauth-authorization-code', 'oauth-code-2', 'oauth-code-3']) expect(out.text()).not.toContain(secret);
   });
 
+  it('falls back to JSON lines, saying so, where pino-pretty is not installed (the production image)', () => {
+    const out = capture();
+    const logger = createLogger({ destination: out.destination, format: 'pretty', name: 'api', prettyPackage: 'pino-pretty-not-installed' });
+    logger.info({ accessToken: 'secret-token' }, 'after the fallback');
+    const lines = out.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(lines[0]).toMatchObject({ level: 40, service: 'api' });
+    expect(String(lines[0]?.msg)).toMatch(/LOG_FORMAT=pretty needs pino-pretty.*logging JSON/);
+    expect(lines[1]).toMatchObject({ msg: 'after the fallback', accessToken: '[redacted]' });
+  });
+
   it('writes readable lines in the pretty format, still redacted', () => {
     const out = capture();
     const logger = createLogger({ destination: out.destination, format: 'pretty', name: 'api' });
