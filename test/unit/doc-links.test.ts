@@ -135,6 +135,15 @@ describe('documentation links', () => {
     expect(stale).toEqual([]);
   });
 
+  it("keeps the README to a newcomer's five minutes: at most 150 lines, the two commands first, two pictures", () => {
+    const readme = readFileSync(path.join(root, 'README.md'), 'utf8');
+    expect(readme.split('\n').length).toBeLessThanOrEqual(151);
+    const firstBlock = readme.slice(readme.indexOf('```sh'), readme.indexOf('```', readme.indexOf('```sh') + 5));
+    expect(firstBlock).toContain('bash scripts/dev.sh');
+    expect(firstBlock).toContain('bash scripts/test.sh');
+    expect(readme.match(/docs\/images\/[\w-]+\.png/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+  });
+
   it('never refers to the ../shared folder outside the repository', () => {
     const outside = files.flatMap((file) =>
       readFileSync(file, 'utf8')
