@@ -152,6 +152,19 @@ opsOptions(
     process.exitCode = await (await import('./status.ts')).runStatus(fundingId, options);
   });
 
+const webhooks = program.command('webhooks').description("signed webhooks to the partner's systems (contract-decisions section 13)");
+opsOptions(
+  webhooks
+    .command('listen')
+    .description('register a temporary endpoint for every event, print and verify each one, forward it; Ctrl-C deletes the endpoint')
+    .option('--forward-to <url>', 'where each verified event is POSTed, with its webhook-* headers')
+    .option('--port <port>', 'the local receiver’s port on 127.0.0.1 (default: any free one)'),
+)
+  .addHelpText('after', '\nExit codes: 0 stopped and the endpoint deleted; 3 the API refused or is not reachable; 64 bad usage; 78 no ops API key found.')
+  .action(async (options: { forwardTo?: string; port?: string; api?: string; key?: string }) => {
+    process.exitCode = await (await import('./webhooks.ts')).runWebhooksListen(options);
+  });
+
 const accounts = program.command('accounts').description("the partner's ledger accounts (docs/ledger.md)");
 opsOptions(
   accounts

@@ -1,7 +1,7 @@
 // Standard Webhooks signing (contract-decisions section 13): the specification's published test
 // vector, and every signed attempt accepted by a verifier written from the specification.
 import { describe, expect, it } from 'vitest';
-import { newWebhookSecret, signWebhook, webhookHeaders } from '../../webhooks/signature.ts';
+import { newWebhookSecret, signWebhook, verifyWebhook, webhookHeaders } from '../../webhooks/signature.ts';
 import { retryDelayMs, defaultWebhookRetryPolicy } from '../../webhooks/webhook-store.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 
@@ -23,6 +23,13 @@ describe('webhook signatures', () => {
     expect(verifyStandardWebhook(newWebhookSecret(), given, body)).toBe(false);
     expect(verifyStandardWebhook(secret, { ...given, id: 'evt_2' }, body)).toBe(false);
     expect(verifyStandardWebhook(secret, given, body, Number(given.timestamp) + 600)).toBe(false);
+  });
+
+  it('the receiver of `walletflow webhooks listen` accepts the test vector among other signatures, and refuses a stale one', () => {
+    const headers = { id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp: '1614265330', signature: 'v1,bm9wZQ== v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' };
+    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232314}', new Date(1614265330_000))).toBe(true);
+    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232314}', new Date(1614265330_000 + 301_000))).toBe(false);
+    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { ...headers, signature: 'v1,bm9wZQ==' }, '{"test": 2432232314}', new Date(1614265330_000))).toBe(false);
   });
 
   it('retry by default for at least 24 hours, backing off to an hour', () => {
