@@ -17,13 +17,17 @@ export const importRules = {
   audit: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'the append-only audit of wallet calls' },
   links: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'links, their encrypted tokens, the token vault and embedded sessions' },
   ledger: { imports: ['domain', 'lib', 'generated'], why: "the partner's double-entry ledger: accounts, holds, postings, limits" },
+  webhooks: {
+    imports: ['domain', 'lib', 'links', 'generated'],
+    why: "webhooks to the partner's systems: the outbox the records write to, endpoints, signing and delivery",
+  },
   fundings: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'generated'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'generated'],
     contracts: true,
     why: 'the funding record owns every funding state change',
   },
   payments: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'generated'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'generated'],
     contracts: true,
     why: 'the payment record owns every payment state change',
   },
@@ -35,13 +39,13 @@ export const importRules = {
     why: 'deterministic workflow code and its contracts: workflows/, domain/, and types of activities/',
   },
   activities: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'side effects scheduled by workflows, through the records',
   },
   api: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'HTTP on top of the capabilities; it starts workflows through their contracts',
@@ -53,7 +57,7 @@ export const importRules = {
   },
   prisma: { imports: ['lib', 'generated'], why: 'the schema, migrations and the offline migration engine' },
   cli: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'generated', 'harness', 'prisma', 'sandbox', 'client'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks', 'generated', 'harness', 'prisma', 'sandbox', 'client'],
     contracts: true,
     why: "the operator's walletflow command and the embedded stack it starts",
   },
@@ -65,7 +69,7 @@ export const importRules = {
   client: { imports: [], why: "the ops API's typed client, generated from the OpenAPI document: self-contained, so partners can copy it" },
   scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows', 'api'], why: 'build steps (workflow bundle, Prisma client, the ops client from the OpenAPI document)' },
   test: {
-    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'fundings', 'payments', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated', 'client'],
+    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'fundings', 'payments', 'webhooks', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated', 'client'],
     why: 'tests reach everything',
   },
   generated: { imports: [], enforced: false, why: "Prisma's generated client" },

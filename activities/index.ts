@@ -16,6 +16,9 @@ import { withActivityLogContext } from './log-context.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createPaymentRecord } from '../payments/payment-record.ts';
+import { createWebhookDeliverer } from '../webhooks/deliverer.ts';
+import { createWebhookStore, defaultWebhookRetryPolicy, type WebhookRetryPolicy } from '../webhooks/webhook-store.ts';
+import { createWebhookActivities } from './webhooks.ts';
 
 export interface ActivityDependencies {
   database: Database;
@@ -30,6 +33,8 @@ export interface ActivityDependencies {
   now?: () => number;
   /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
   walletTimeoutMs?: number;
+  /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
+  webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number };
 }
 
 export function createActivities(deps: ActivityDependencies) {
@@ -48,11 +53,19 @@ export function createActivities(deps: ActivityDependencies) {
   // One record per aggregate: the only writers of its tables, shared by the workflow's steps and the sweep.
   const fundings = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...metrics });
   const payments = createPaymentRecord({ database: deps.database, ...metrics });
+  const deliverer = createWebhookDeliverer({
+    store: createWebhookStore({ database: deps.database, cipher: deps.cipher }),
+    cipher: deps.cipher,
+    logger: deps.logger,
+    retry: deps.webhooks?.retry ?? defaultWebhookRetryPolicy,
+    ...(deps.webhooks?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.webhooks.requestTimeoutMs }),
+  });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
     ...createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
+    ...createWebhookActivities({ deliverer }),
   });
 }
 

@@ -35,6 +35,8 @@ import { opsAccountsRouter } from './ops/accounts-routes.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlement } from '../ledger/settlement.ts';
+import { createWebhookStore } from '../webhooks/webhook-store.ts';
+import { opsWebhooksRouter } from './ops/webhooks-routes.ts';
 
 export interface HardeningOptions {
   /** PUBLIC_URL: https means HSTS on every answer (else only on requests that came over TLS). */
@@ -177,6 +179,7 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     ops.use(opsPaymentsRouter({ payments }));
+    ops.use(opsWebhooksRouter({ webhooks: createWebhookStore({ database: services.database, cipher: services.cipher }) }));
     app.use(
       landingRouter({
         database: services.database,

@@ -183,4 +183,14 @@ walletflow payments resolve); ${apiExits}`,
   )
     .addHelpText('after', `\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`)
     .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettle(options))));
+  const webhooks = program.command('webhooks').description("signed webhooks to the partner's systems (contract-decisions section 13)");
+  webhooks
+    .command('listen')
+    .description('register a temporary endpoint for every event, print and verify each one, forward it; Ctrl-C deletes the endpoint')
+    .option('--forward-to <url>', 'where each verified event is POSTed, with its webhook-* headers')
+    .option('--port <port>', 'the local receiver’s port on 127.0.0.1 (default: any free one)')
+    .option('--api <url>', 'ops API base URL (default: $WALLETFLOW_API_URL, else http://127.0.0.1:${PORT:-3000})')
+    .addOption(new Option('--key <key>', 'no longer accepted').hideHelp())
+    .addHelpText('after', `\n${keyHelp}\n\nExit codes: 0 stopped and the endpoint deleted; 3 the API refused or is not reachable; 64 bad usage; 78 no ops API key found.`)
+    .action(async (options: { forwardTo?: string; port?: string; api?: string }) => run((await import('./webhooks.ts')).runWebhooksListen(options)));
 }

@@ -27,6 +27,9 @@ import { TokenCipherError, type TokenCipher } from '../links/token-cipher.ts';
 import type { RotationCount } from '../links/token-rotation.ts';
 import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
+import { fundingWebhookEventType } from '../domain/webhook.ts';
+import { emitWebhookEvent } from '../webhooks/outbox.ts';
+import { fundingView } from './funding-view.ts';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
@@ -130,13 +133,25 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
   }
 
-  /** Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its hold settled). */
+  /**
+   * The webhook a move emits (contract-decisions section 13): a final state or NEEDS_REVIEW writes
+   * its event to the outbox in the move's own transaction, with the funding as the ops API shows it.
+   */
+  async function announce(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus): Promise<void> {
+    const type = fundingWebhookEventType(status);
+    if (!type) return;
+    const funding = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, include: withFundingEvents });
+    await emitWebhookEvent(tx, { type, fundingId, data: fundingView(funding) });
+  }
+
+  /** Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its hold settled and its webhook). */
   function move(fundingId: string, to: FundingStatus, event: MoveEvent, guard?: MoveGuard): Promise<boolean> {
     return database.$transaction(async (tx) => {
       const moved = await updateStatus(tx, fundingId, to, guard);
       if (moved) {
         await appendEvent(tx, fundingId, to, event);
         await settleHold(tx, fundingId, to);
+        await announce(tx, fundingId, to);
       }
       return moved;
     });

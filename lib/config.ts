@@ -240,6 +240,12 @@ export const environmentSchema = z
     ),
     RECONCILE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(5)),
     RECONCILE_AFTER_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(604_800).default(900)),
+    // Webhooks (contract-decisions section 13): how often the deliverer looks for due deliveries,
+    // and the retry schedule (first delay doubling up to the cap, for the window: 24 hours by default).
+    WEBHOOK_POLL_INTERVAL_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(50).max(60_000).default(1000)),
+    WEBHOOK_RETRY_BASE_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3_600_000).default(30_000)),
+    WEBHOOK_RETRY_MAX_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(86_400_000).default(3_600_000)),
+    WEBHOOK_RETRY_FOR_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(2_592_000_000).default(86_400_000)),
 
     CONNECT_URL: httpUrl,
     OP_URL: httpUrl,
@@ -344,6 +350,8 @@ export interface AppConfig {
   payloadKeys: PayloadKey[] | undefined;
   /** The reconciliation sweep: how often, and how old a non-final funding must be to be looked at. */
   reconcile: { everyMinutes: number; olderThanSeconds: number };
+  /** The webhook deliverer: its poll interval and retry schedule (defaults: 1 s; 30 s doubling to 1 h, for 24 h). */
+  webhooks: { pollIntervalMs: number; retry: { baseDelayMs: number; maxDelayMs: number; retryForMs: number } };
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
@@ -490,6 +498,10 @@ export function loadConfig(source: Env = process.env): AppConfig {
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
+    webhooks: {
+      pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
+      retry: { baseDelayMs: e.WEBHOOK_RETRY_BASE_MS, maxDelayMs: e.WEBHOOK_RETRY_MAX_MS, retryForMs: e.WEBHOOK_RETRY_FOR_MS },
+    },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
     connectReturnUrl: e.CONNECT_RETURN_URL,

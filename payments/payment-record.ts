@@ -18,6 +18,9 @@ import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { paymentWebhookEventType } from '../domain/webhook.ts';
+import { emitWebhookEvent } from '../webhooks/outbox.ts';
+import { paymentView } from './payment-view.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
@@ -95,7 +98,18 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     });
   }
 
-  /** Moves the payment to `to` if the table allows it from where it stands, with its event. */
+  /**
+   * The webhook a move emits (contract-decisions section 13): SUCCEEDED, FAILED or NEEDS_REVIEW
+   * writes its event to the outbox in the move's own transaction, with the payment as the ops API shows it.
+   */
+  async function announce(tx: Prisma.TransactionClient, id: string, status: PaymentStatus): Promise<void> {
+    const type = paymentWebhookEventType(status);
+    if (!type) return;
+    const payment = await tx.payment.findUniqueOrThrow({ where: { id }, include: withPaymentEvents });
+    await emitWebhookEvent(tx, { type, paymentId: id, data: paymentView(payment) });
+  }
+
+  /** Moves the payment to `to` if the table allows it from where it stands, with its event (and its webhook). */
   function move(id: string, to: PaymentStatus, requestReferenceNo: string | null, detail: string | null, guard: MoveGuard = {}): Promise<boolean> {
     const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
     return database.$transaction(async (tx) => {
@@ -103,6 +117,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       if (moved.count === 1) {
         await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail } });
         if (to === 'SUCCEEDED') await landInLedger(tx, id);
+        await announce(tx, id, to);
       }
       return moved.count === 1;
     });

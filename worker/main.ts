@@ -17,6 +17,7 @@ import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { checkWalletTimeout } from './activity-timeouts.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 import { runsCompiled } from '../lib/project-root.ts';
+import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
 
 let config;
 try {
@@ -97,6 +98,7 @@ const worker = await Worker.create({
     temporal,
     taskQueue: config.temporal.taskQueue,
     metrics,
+    webhooks: { retry: config.webhooks.retry },
   }),
 });
 const schedule = await ensureReconcileSchedule(temporal, {
@@ -105,6 +107,9 @@ const schedule = await ensureReconcileSchedule(temporal, {
   olderThanSeconds: config.reconcile.olderThanSeconds,
 });
 logger.info({ schedule }, 'reconciliation schedule ready');
+// The webhook deliverer: one per deployment, started by whichever worker comes first.
+const deliverer = await startDeliverWebhooks(temporal, { taskQueue: config.temporal.taskQueue, input: { pollIntervalMs: config.webhooks.pollIntervalMs } });
+logger.info({ workflowId: deliverer.workflowId }, 'webhook deliverer running');
 logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
 try {
   await worker.run();

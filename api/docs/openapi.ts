@@ -35,6 +35,19 @@ import { linkListSchema, linkSearchQuerySchema } from '../ops/links-routes.ts';
 import { appActivitySchema } from '../embedded/landing.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { projectRoot } from '../../lib/project-root.ts';
+import {
+  createWebhookEndpointSchema,
+  webhookDeliverySchema,
+  webhookEndpointCreatedSchema,
+  webhookEndpointSchema,
+  webhookEventBodySchema,
+} from '../../domain/webhook.ts';
+import {
+  webhookDeliveryIdSchema,
+  webhookDeliveryListQuerySchema,
+  webhookDeliveryPageSchema,
+  webhookEndpointIdSchema,
+} from '../ops/webhooks-routes.ts';
 
 type JsonSchema = Record<string, unknown>;
 type Io = 'input' | 'output';
@@ -53,6 +66,7 @@ const requestSchemas = {
   AppForm: appFormSchema,
   LoginUrlRequest: loginUrlRequestSchema,
   CreateAdjustment: createAdjustmentSchema,
+  CreateWebhookEndpoint: createWebhookEndpointSchema,
 } satisfies Record<string, z.ZodType>;
 
 /** Answers, as the routes build them (zod's output side). */
@@ -78,6 +92,11 @@ const responseSchemas = {
   LedgerEntryPage: pageSchema(ledgerEntryViewSchema),
   Settlement: settlementSchema,
   LinkList: linkListSchema,
+  WebhookEndpointCreated: webhookEndpointCreatedSchema,
+  WebhookEndpoint: webhookEndpointSchema,
+  WebhookDelivery: webhookDeliverySchema,
+  WebhookDeliveryPage: webhookDeliveryPageSchema,
+  WebhookEvent: webhookEventBodySchema,
 } satisfies Record<string, z.ZodType>;
 
 type ComponentName = keyof typeof requestSchemas | keyof typeof responseSchemas;
@@ -782,6 +801,75 @@ const opsLinks = {
   },
 };
 
+const webhookEndpointId = parameter('path', 'endpointId', webhookEndpointIdSchema, 'the endpoint’s id');
+const webhookDeliveryId = parameter('path', 'deliveryId', webhookDeliveryIdSchema, 'the delivery’s id');
+
+const opsWebhooks = {
+  '/ops/webhooks/endpoints': {
+    post: {
+      tags: ['webhooks'],
+      operationId: 'createWebhookEndpoint',
+      summary:
+        'Register an endpoint for some events (scope admin). Each event is POSTed as a `WebhookEvent` body signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` under the secret), retried with backoff for at least 24 hours; receivers dedupe on `webhook-id`',
+      security: opsSecurity,
+      requestBody: jsonBody('CreateWebhookEndpoint', 'the URL (http or https) and the events it receives'),
+      responses: {
+        '201': json('WebhookEndpointCreated', 'the endpoint and its secret (`whsec_…`): shown this once, stored encrypted'),
+        '400': problem('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+        ...unreadableJsonBody,
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/webhooks/endpoints/{endpointId}': {
+    get: {
+      tags: ['webhooks'],
+      operationId: 'getWebhookEndpoint',
+      summary: 'An endpoint (never its secret)',
+      security: opsSecurity,
+      parameters: [webhookEndpointId],
+      responses: { '200': json('WebhookEndpoint', 'the endpoint'), '404': problem('no such endpoint, or deleted', ['WEBHOOK_ENDPOINT_NOT_FOUND']), ...opsCommon },
+    },
+    delete: {
+      tags: ['webhooks'],
+      operationId: 'deleteWebhookEndpoint',
+      summary: 'Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed',
+      security: opsSecurity,
+      parameters: [webhookEndpointId],
+      responses: { '204': { description: 'deleted' }, '404': problem('no such endpoint, or deleted', ['WEBHOOK_ENDPOINT_NOT_FOUND']), ...opsCommon },
+    },
+  },
+  '/ops/webhooks/deliveries': {
+    get: {
+      tags: ['webhooks'],
+      operationId: 'listWebhookDeliveries',
+      summary: 'Deliveries, newest first, a page at a time, each with its attempt log (status code or error, and when)',
+      security: opsSecurity,
+      parameters: queryParameters(webhookDeliveryListQuerySchema, { ...listFilters, endpointId: 'only this endpoint’s deliveries' }),
+      responses: {
+        '200': json('WebhookDeliveryPage', 'a page'),
+        '400': problem('a bad filter, or a cursor this API did not give', ['VALIDATION_ERROR', 'INVALID_CURSOR']),
+        ...opsCommon,
+      },
+    },
+  },
+  '/ops/webhooks/deliveries/{deliveryId}/redeliver': {
+    post: {
+      tags: ['webhooks'],
+      operationId: 'redeliverWebhook',
+      summary: 'Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id`',
+      security: opsSecurity,
+      parameters: [webhookDeliveryId],
+      responses: {
+        '202': json('WebhookDelivery', 'due again'),
+        '404': problem('no such delivery', ['WEBHOOK_DELIVERY_NOT_FOUND']),
+        '409': problem('still being attempted, or its endpoint was deleted', ['WEBHOOK_DELIVERY_PENDING', 'WEBHOOK_ENDPOINT_DELETED']),
+        ...opsCommon,
+      },
+    },
+  },
+};
+
 function packageVersion(): string {
   const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version?: unknown };
   return typeof version === 'string' ? version : '0.0.0';
@@ -811,12 +899,13 @@ export function buildOpenApiDocument(): Record<string, unknown> {
       { name: 'payments', description: 'ops API: merchant payments; NEEDS_REVIEW when an outcome stays unknown' },
       { name: 'links', description: 'ops API: the users’ wallet links' },
       { name: 'ledger', description: 'ops API: the partner’s ledger (accounts, adjustments, entries, settlement)' },
+      { name: 'webhooks', description: 'ops API: signed webhooks to the partner’s systems (Standard Webhooks), their deliveries and redelivery' },
       { name: 'embedded', description: 'the session URL the wallet service calls' },
       { name: 'landing', description: 'the landing page and its forms (HTML for people; cookie session)' },
       { name: 'connect', description: 'the standalone login through the connect service' },
       { name: 'docs', description: 'this documentation' },
     ],
-    paths: { ...health, ...opsFundings, ...opsPayments, ...opsLinks, ...opsLedger, ...embedded, ...landing, ...connect, ...docs },
+    paths: { ...health, ...opsFundings, ...opsPayments, ...opsLinks, ...opsLedger, ...opsWebhooks, ...embedded, ...landing, ...connect, ...docs },
     components: {
       schemas: { ...componentSchemas(requestSchemas, 'input'), ...componentSchemas(responseSchemas, 'output') },
       securitySchemes: {

@@ -44,6 +44,13 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'POST', path: /^\/accounts\/[^/]+\/adjustments$/, scope: 'accounts' },
   { method: 'GET', path: /^\/ledger\/entries$/, scope: 'read' },
   { method: 'GET', path: /^\/settlements\/[^/]+$/, scope: 'read' },
+  // Webhook endpoints decide where funding and payment views are sent: admin. Redelivery resends
+  // to a registered endpoint only, but is an operator's action: admin too. Reading is read.
+  { method: 'POST', path: /^\/webhooks\/endpoints$/, scope: 'admin' },
+  { method: 'GET', path: /^\/webhooks\/endpoints\/[^/]+$/, scope: 'read' },
+  { method: 'DELETE', path: /^\/webhooks\/endpoints\/[^/]+$/, scope: 'admin' },
+  { method: 'GET', path: /^\/webhooks\/deliveries$/, scope: 'read' },
+  { method: 'POST', path: /^\/webhooks\/deliveries\/[^/]+\/redeliver$/, scope: 'admin' },
 ];
 
 /** The scope a request to `path` (under /ops) needs. */

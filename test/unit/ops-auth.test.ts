@@ -121,7 +121,7 @@ describe('ops API authentication', () => {
       };
       const router = (stack.app as unknown as { router: { stack: unknown[] } }).router;
       walk(router.stack, '');
-      const ops = routes.filter(([, path]) => /^\/(links|fundings|payments|accounts|ledger|settlements)/.test(path));
+      const ops = routes.filter(([, path]) => /^\/(links|fundings|payments|accounts|ledger|settlements|webhooks)/.test(path));
       expect(ops.length).toBeGreaterThanOrEqual(opsRouteScopes.length);
       for (const [method, path] of ops) {
         const concrete = path.replace(/:[A-Za-z]+/g, 'x');

@@ -8,6 +8,8 @@ import { fundWallet } from '../../workflows/fund-wallet.ts';
 import { onboardEmbeddedSession } from '../../workflows/onboard-embedded-session.ts';
 import { payWallet } from '../../workflows/pay-wallet.ts';
 import { reconcileFundings } from '../../workflows/reconcile.ts';
+import { deliverWebhooks } from '../../workflows/deliver-webhooks.ts';
+import { deliverWebhooksWorkflowType, type DeliverWebhooksWorkflow } from '../../workflows/deliver-webhooks.contract.ts';
 import { fundingWorkflowId, fundWalletWorkflowType, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId, type OnboardEmbeddedSessionWorkflow } from '../../workflows/onboard-embedded-session.contract.ts';
 import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from '../../workflows/pay-wallet.contract.ts';
@@ -16,7 +18,7 @@ import { reconcileFundingsWorkflowType, type ReconcileFundingsWorkflow } from '.
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
-      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType].sort(),
+      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType].sort(),
     );
   });
 
@@ -32,5 +34,6 @@ describe('workflow contracts', () => {
     expectTypeOf(payWallet).toEqualTypeOf<PayWalletWorkflow>();
     expectTypeOf(onboardEmbeddedSession).toEqualTypeOf<OnboardEmbeddedSessionWorkflow>();
     expectTypeOf(reconcileFundings).toEqualTypeOf<ReconcileFundingsWorkflow>();
+    expectTypeOf(deliverWebhooks).toEqualTypeOf<DeliverWebhooksWorkflow>();
   });
 });

@@ -1,0 +1,119 @@
+// Webhooks to the partner's systems (contract-decisions section 13): the event types, which state
+// change each reports, the body every delivery carries, and the ops API's shapes for endpoints and
+// deliveries. Signed per Standard Webhooks (webhooks/signature.ts); at-least-once, deduplicable by id.
+import { z } from 'zod';
+import { fundingSchema, type FundingStatus } from './funding.ts';
+import { paymentSchema, type PaymentStatus } from './payment.ts';
+
+export const webhookEventTypes = [
+  'funding.approved',
+  'funding.declined',
+  'funding.rejected',
+  'funding.failed',
+  'funding.needs_review',
+  'payment.succeeded',
+  'payment.failed',
+  'payment.needs_review',
+] as const;
+export type WebhookEventType = (typeof webhookEventTypes)[number];
+
+/** The event a funding's move to `status` emits: its final states and NEEDS_REVIEW; null for the others. */
+export function fundingWebhookEventType(status: FundingStatus): WebhookEventType | null {
+  switch (status) {
+    case 'APPROVED':
+      return 'funding.approved';
+    case 'DECLINED':
+      return 'funding.declined';
+    case 'REJECTED':
+      return 'funding.rejected';
+    case 'FAILED':
+      return 'funding.failed';
+    case 'NEEDS_REVIEW':
+      return 'funding.needs_review';
+    default:
+      return null;
+  }
+}
+
+/** The event a payment's move to `status` emits: SUCCEEDED, FAILED and NEEDS_REVIEW; null for the others. */
+export function paymentWebhookEventType(status: PaymentStatus): WebhookEventType | null {
+  switch (status) {
+    case 'SUCCEEDED':
+      return 'payment.succeeded';
+    case 'FAILED':
+      return 'payment.failed';
+    case 'NEEDS_REVIEW':
+      return 'payment.needs_review';
+    default:
+      return null;
+  }
+}
+
+/** The body of every delivery: `data` is the funding or the payment as the ops API shows it. */
+export const webhookEventBodySchema = z.object({
+  id: z.string(),
+  type: z.enum(webhookEventTypes),
+  createdAt: z.iso.datetime(),
+  data: z.union([fundingSchema, paymentSchema]),
+});
+export type WebhookEventBody = z.infer<typeof webhookEventBodySchema>;
+
+/** POST /ops/webhooks/endpoints: where to send which events (http(s); at least one event, each once). */
+export const createWebhookEndpointSchema = z
+  .object({
+    url: z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }).max(2048),
+    events: z
+      .array(z.enum(webhookEventTypes, { error: `events must be among ${webhookEventTypes.join(', ')}` }))
+      .min(1, 'events must name at least one event')
+      .refine((events) => new Set(events).size === events.length, 'events must not repeat an event'),
+  })
+  .strict();
+export type CreateWebhookEndpointRequest = z.infer<typeof createWebhookEndpointSchema>;
+
+/** The answer of POST /ops/webhooks/endpoints: the only time the secret is shown. */
+export const webhookEndpointCreatedSchema = z.object({
+  id: z.uuid(),
+  secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/),
+  url: z.string(),
+  events: z.array(z.enum(webhookEventTypes)),
+  createdAt: z.iso.datetime(),
+});
+
+/** An endpoint as GET shows it: never its secret. */
+export const webhookEndpointSchema = z.object({
+  id: z.uuid(),
+  url: z.string(),
+  events: z.array(z.enum(webhookEventTypes)),
+  createdBy: z.string().nullable(),
+  createdAt: z.iso.datetime(),
+});
+export type WebhookEndpointView = z.infer<typeof webhookEndpointSchema>;
+
+/** PENDING: due now or at nextAttemptAt; SUCCEEDED: a 2xx came back; FAILED: retries exhausted (dead letter) until redelivered. */
+export const webhookDeliveryStatuses = ['PENDING', 'SUCCEEDED', 'FAILED'] as const;
+export type WebhookDeliveryStatus = (typeof webhookDeliveryStatuses)[number];
+
+export const webhookAttemptSchema = z.object({
+  at: z.iso.datetime(),
+  /** The endpoint's HTTP status; null when no answer came (the error says why). */
+  statusCode: z.number().int().nullable(),
+  error: z.string().nullable(),
+  durationMs: z.number().int(),
+});
+
+export const webhookDeliverySchema = z.object({
+  id: z.uuid(),
+  endpointId: z.uuid(),
+  /** The event's id: the `webhook-id` header and the body's `id`, the same on every attempt. */
+  eventId: z.string(),
+  eventType: z.enum(webhookEventTypes),
+  status: z.enum(webhookDeliveryStatuses),
+  /** Attempts since it was created or last redelivered (the log holds every one). */
+  attempts: z.number().int(),
+  nextAttemptAt: z.iso.datetime().nullable(),
+  deliveredAt: z.iso.datetime().nullable(),
+  createdAt: z.iso.datetime(),
+  updatedAt: z.iso.datetime(),
+  log: z.array(webhookAttemptSchema),
+});
+export type WebhookDeliveryView = z.infer<typeof webhookDeliverySchema>;

@@ -1,0 +1,210 @@
+// The webhook tables' one writer besides the outbox: endpoints (created with a fresh secret, sealed
+// to the row; read; deleted), deliveries (listed with their attempt log, redelivered by ops), and
+// the deliverer's two steps: claim the due deliveries (`FOR UPDATE SKIP LOCKED`, then a lease so a
+// send happens outside any transaction and no two processes send one delivery at once) and record
+// an attempt with what comes next (delivered, retried after a backoff, or FAILED: the dead letter).
+import { randomUUID } from 'node:crypto';
+import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
+import type {
+  CreateWebhookEndpointRequest,
+  WebhookDeliveryStatus,
+  WebhookDeliveryView,
+  WebhookEndpointView,
+  WebhookEventType,
+} from '../domain/webhook.ts';
+import type { Database } from '../lib/database.ts';
+import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
+import { newWebhookSecret } from './signature.ts';
+
+/** What an endpoint's secret is sealed to: a secret copied into another row does not decrypt. */
+export const webhookSecretContext = (endpointId: string) => `webhook_endpoint:${endpointId}:secret`;
+
+/** When a failed delivery is tried again, and when it stops (contract-decisions section 13: at least 24 hours). */
+export interface WebhookRetryPolicy {
+  /** The first retry's delay; each next one doubles, up to maxDelayMs. */
+  baseDelayMs: number;
+  maxDelayMs: number;
+  /** A delivery still failing this long after its first attempt (or its redelivery) is FAILED. */
+  retryForMs: number;
+}
+
+/** Production: 30 s doubling to one hour, for 24 hours (about 30 attempts). */
+export const defaultWebhookRetryPolicy: WebhookRetryPolicy = { baseDelayMs: 30_000, maxDelayMs: 3_600_000, retryForMs: 86_400_000 };
+
+/** The delay after the `attempts`-th failed attempt. */
+export const retryDelayMs = (policy: WebhookRetryPolicy, attempts: number) =>
+  Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(Math.max(attempts - 1, 0), 40));
+
+/** A claimed delivery: what one attempt needs. The secret stays sealed until the send. */
+export interface ClaimedDelivery {
+  id: string;
+  eventId: string;
+  endpointId: string;
+  url: string;
+  secretEncrypted: Uint8Array;
+  body: string;
+  attempts: number;
+  retryingSince: Date;
+}
+
+export interface AttemptOutcome {
+  at: Date;
+  statusCode: number | null;
+  error: string | null;
+  durationMs: number;
+}
+
+export type DeliveryListQuery = ListQuery<WebhookDeliveryStatus> & { endpointId?: string | undefined };
+
+type DeliveryRow = WebhookDelivery & { attemptLog: WebhookAttempt[]; event: { type: string } };
+const withLog = { attemptLog: { orderBy: { id: 'asc' as const } }, event: { select: { type: true } } };
+
+export function endpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
+  return {
+    id: endpoint.id,
+    url: endpoint.url,
+    events: endpoint.events as WebhookEventType[],
+    createdBy: endpoint.createdBy,
+    createdAt: endpoint.createdAt.toISOString(),
+  };
+}
+
+export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
+  return {
+    id: delivery.id,
+    endpointId: delivery.endpointId,
+    eventId: delivery.eventId,
+    eventType: delivery.event.type as WebhookEventType,
+    status: delivery.status,
+    attempts: delivery.attempts,
+    nextAttemptAt: delivery.status === 'PENDING' ? (delivery.nextAttemptAt?.toISOString() ?? null) : null,
+    deliveredAt: delivery.deliveredAt?.toISOString() ?? null,
+    createdAt: delivery.createdAt.toISOString(),
+    updatedAt: delivery.updatedAt.toISOString(),
+    log: delivery.attemptLog.map((attempt) => ({
+      at: attempt.at.toISOString(),
+      statusCode: attempt.statusCode,
+      error: attempt.error,
+      durationMs: attempt.durationMs,
+    })),
+  };
+}
+
+export function createWebhookStore(deps: { database: Database; cipher: TokenCipher }) {
+  const { database, cipher } = deps;
+
+  return {
+    /** A new endpoint and its secret, in clear this once. */
+    async createEndpoint(request: CreateWebhookEndpointRequest, createdBy: string | null): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+      const id = randomUUID();
+      const secret = newWebhookSecret();
+      const endpoint = await database.webhookEndpoint.create({
+        data: { id, url: request.url, events: [...request.events], secretEncrypted: cipher.encrypt(secret, webhookSecretContext(id)), createdBy },
+      });
+      return { endpoint: endpointView(endpoint), secret };
+    },
+
+    async getEndpoint(id: string): Promise<WebhookEndpointView | null> {
+      const endpoint = await database.webhookEndpoint.findFirst({ where: { id, deletedAt: null } });
+      return endpoint ? endpointView(endpoint) : null;
+    },
+
+    /** Stops the endpoint's deliveries: no new ones, and its pending ones end FAILED. False when there was none. */
+    deleteEndpoint: (id: string): Promise<boolean> =>
+      database.$transaction(async (tx) => {
+        const deleted = await tx.webhookEndpoint.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date() } });
+        if (deleted.count === 0) return false;
+        await tx.webhookDelivery.updateMany({ where: { endpointId: id, status: 'PENDING' }, data: { status: 'FAILED', nextAttemptAt: null } });
+        return true;
+      }),
+
+    /** A page of GET /ops/webhooks/deliveries, newest first. */
+    async listDeliveries(query: DeliveryListQuery): Promise<ListPage<WebhookDeliveryView>> {
+      const page = await readListPage(query, (read) =>
+        database.webhookDelivery.findMany({ ...read, where: { ...read.where, ...(query.endpointId ? { endpointId: query.endpointId } : {}) }, include: withLog }),
+      );
+      return page.kind === 'page' ? { ...page, items: page.items.map(deliveryView) } : page;
+    },
+
+    async getDelivery(id: string): Promise<WebhookDeliveryView | null> {
+      const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: withLog });
+      return delivery ? deliveryView(delivery) : null;
+    },
+
+    /**
+     * Ops' redelivery: a FAILED (dead-lettered) or SUCCEEDED delivery is due again now, with a new
+     * retry window; its log keeps every earlier attempt. The same event id: receivers dedupe on it.
+     */
+    redeliver: (id: string) =>
+      database.$transaction(async (tx) => {
+        const delivery = await tx.webhookDelivery.findUnique({ where: { id }, include: { endpoint: { select: { deletedAt: true } } } });
+        if (!delivery) return { kind: 'not-found' as const };
+        if (delivery.endpoint.deletedAt) return { kind: 'endpoint-deleted' as const };
+        const moved = await tx.webhookDelivery.updateMany({
+          where: { id, status: { in: ['FAILED', 'SUCCEEDED'] } },
+          // A fresh retry window and backoff: `attempts` counts from here, the log keeps them all.
+          data: { status: 'PENDING', attempts: 0, nextAttemptAt: new Date(), retryingSince: null, deliveredAt: null },
+        });
+        if (moved.count === 0) return { kind: 'pending' as const };
+        return { kind: 'redelivered' as const, delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withLog })) };
+      }),
+
+    /**
+     * Up to `limit` due deliveries, each leased for `leaseMs`: rows another process holds are
+     * skipped (SKIP LOCKED), and the lease (next_attempt_at moved ahead) keeps them from every
+     * other claim while this one sends. A process that dies mid-send leaves the lease to expire:
+     * the delivery is sent again (at least once).
+     */
+    async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+      const claimed = await database.$queryRaw<Array<{ id: string; event_id: string; endpoint_id: string; attempts: number; retrying_since: Date }>>`
+        WITH due AS (
+          SELECT d.id FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
+          WHERE d.status = 'PENDING' AND d.next_attempt_at <= now() AND e.deleted_at IS NULL
+          ORDER BY d.next_attempt_at, d.id
+          LIMIT ${limit}
+          FOR UPDATE OF d SKIP LOCKED)
+        UPDATE webhook_delivery d
+        SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()
+        FROM due WHERE d.id = due.id
+        RETURNING d.id::text AS id, d.event_id, d.endpoint_id::text AS endpoint_id, d.attempts, d.retrying_since`;
+      if (claimed.length === 0) return [];
+      const [events, endpoints] = await Promise.all([
+        database.webhookEvent.findMany({ where: { id: { in: claimed.map((row) => row.event_id) } }, select: { id: true, body: true } }),
+        database.webhookEndpoint.findMany({ where: { id: { in: claimed.map((row) => row.endpoint_id) } }, select: { id: true, url: true, secretEncrypted: true } }),
+      ]);
+      const bodies = new Map(events.map((event) => [event.id, event.body]));
+      const targets = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
+      return claimed.flatMap((row) => {
+        const body = bodies.get(row.event_id);
+        const target = targets.get(row.endpoint_id);
+        if (body === undefined || !target) return [];
+        return [{ id: row.id, eventId: row.event_id, endpointId: row.endpoint_id, url: target.url, secretEncrypted: target.secretEncrypted, body, attempts: row.attempts, retryingSince: row.retrying_since }];
+      });
+    },
+
+    /** Writes one attempt to the log and what comes next; answers the delivery's new status. */
+    recordAttempt: (claim: ClaimedDelivery, outcome: AttemptOutcome, policy: WebhookRetryPolicy): Promise<WebhookDeliveryStatus> =>
+      database.$transaction(async (tx) => {
+        const attempts = claim.attempts + 1;
+        await tx.webhookAttempt.create({
+          data: { deliveryId: claim.id, at: outcome.at, statusCode: outcome.statusCode, error: outcome.error?.slice(0, 500) ?? null, durationMs: outcome.durationMs },
+        });
+        const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
+        const exhausted = outcome.at.getTime() - claim.retryingSince.getTime() >= policy.retryForMs;
+        const status: WebhookDeliveryStatus = delivered ? 'SUCCEEDED' : exhausted ? 'FAILED' : 'PENDING';
+        await tx.webhookDelivery.updateMany({
+          where: { id: claim.id, status: 'PENDING' },
+          data: {
+            attempts,
+            status,
+            deliveredAt: delivered ? outcome.at : null,
+            nextAttemptAt: status === 'PENDING' ? new Date(outcome.at.getTime() + retryDelayMs(policy, attempts)) : null,
+          },
+        });
+        return status;
+      }),
+  };
+}
+
+export type WebhookStore = ReturnType<typeof createWebhookStore>;

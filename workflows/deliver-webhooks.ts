@@ -1,0 +1,24 @@
+// deliverWebhooks: the durable deliverer of webhooks (contract-decisions section 13). One
+// long-running workflow per deployment; each round is an activity that polls the outbox for due
+// deliveries (webhooks/webhook-store.ts, SKIP LOCKED), sends them and records every attempt, and
+// heartbeats; after `roundsPerRun` rounds it continues as new. The retry schedule lives in the
+// deliveries' rows (next_attempt_at), not in this history, and no secret or body passes through it.
+import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import type { WebhookActivities } from '../activities/webhooks.ts';
+import { deliverWebhooksActivityTimeouts, type DeliverWebhooksInput, type DeliverWebhooksWorkflow } from './deliver-webhooks.contract.ts';
+
+const { deliverDueWebhooks } = proxyActivities<WebhookActivities>({
+  startToCloseTimeout: deliverWebhooksActivityTimeouts.startToCloseMs,
+  heartbeatTimeout: deliverWebhooksActivityTimeouts.heartbeatMs,
+  // A round that fails (the database away) is tried again, for ever: deliveries wait in their rows.
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+export async function deliverWebhooks(input: DeliverWebhooksInput): Promise<void> {
+  const rounds = input.roundsPerRun ?? 100;
+  const roundMs = Math.min(input.roundMs ?? 30_000, deliverWebhooksActivityTimeouts.maxRoundMs);
+  for (let round = 0; round < rounds; round += 1) {
+    await deliverDueWebhooks({ pollIntervalMs: input.pollIntervalMs, roundMs });
+  }
+  await continueAsNew<DeliverWebhooksWorkflow>(input);
+}
