@@ -38,7 +38,7 @@ function boundaryBlock(folder) {
 
 // Temporal's typed boundary (design/engineering.md): each workflow's names live in its contract,
 // workflows/<name>.contract.ts, and nowhere else as bare strings.
-const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession)$/;
+const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired)$/;
 // A Temporal signal, query or update name is one word; SQL (pg's client.query('SELECT …')) never is.
 const nameLike = /^[A-Za-z_$][\w$-]*$/;
 const stringArgument = (pattern) => [

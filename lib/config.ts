@@ -240,6 +240,8 @@ export const environmentSchema = z
     ),
     RECONCILE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(5)),
     RECONCILE_AFTER_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(604_800).default(900)),
+    PURGE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(60)),
+    PURGE_RETENTION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(8760).default(24)),
 
     CONNECT_URL: httpUrl,
     OP_URL: httpUrl,
@@ -344,6 +346,8 @@ export interface AppConfig {
   payloadKeys: PayloadKey[] | undefined;
   /** The reconciliation sweep: how often, and how old a non-final funding must be to be looked at. */
   reconcile: { everyMinutes: number; olderThanSeconds: number };
+  /** The purge of expired logins and sessions: how often, and how long past expiry a row is kept. */
+  purge: { everyMinutes: number; retentionSeconds: number };
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
@@ -490,6 +494,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
+    purge: { everyMinutes: e.PURGE_EVERY_MINUTES, retentionSeconds: e.PURGE_RETENTION_HOURS * 3600 },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
     connectReturnUrl: e.CONNECT_RETURN_URL,

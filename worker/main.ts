@@ -14,6 +14,7 @@ import { createTokenCipher } from '../links/token-cipher.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
+import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 
 let config;
@@ -101,6 +102,12 @@ const schedule = await ensureReconcileSchedule(temporal, {
   olderThanSeconds: config.reconcile.olderThanSeconds,
 });
 logger.info({ schedule }, 'reconciliation schedule ready');
+const purgeSchedule = await ensurePurgeSchedule(temporal, {
+  taskQueue: config.temporal.taskQueue,
+  everyMinutes: config.purge.everyMinutes,
+  retentionSeconds: config.purge.retentionSeconds,
+});
+logger.info({ schedule: purgeSchedule }, 'purge schedule ready');
 logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
 try {
   await worker.run();

@@ -4,3 +4,4 @@ export { fundWallet } from './fund-wallet.ts';
 export { payWallet } from './pay-wallet.ts';
 export { reconcileFundings } from './reconcile.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';
+export { purgeExpired } from './purge-expired.ts';

@@ -8,15 +8,17 @@ import { fundWallet } from '../../workflows/fund-wallet.ts';
 import { onboardEmbeddedSession } from '../../workflows/onboard-embedded-session.ts';
 import { payWallet } from '../../workflows/pay-wallet.ts';
 import { reconcileFundings } from '../../workflows/reconcile.ts';
+import { purgeExpired } from '../../workflows/purge-expired.ts';
 import { fundingWorkflowId, fundWalletWorkflowType, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId, type OnboardEmbeddedSessionWorkflow } from '../../workflows/onboard-embedded-session.contract.ts';
 import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType, type ReconcileFundingsWorkflow } from '../../workflows/reconcile.contract.ts';
+import { purgeExpiredWorkflowType, type PurgeExpiredWorkflow } from '../../workflows/purge-expired.contract.ts';
 
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
-      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType].sort(),
+      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, purgeExpiredWorkflowType].sort(),
     );
   });
 
@@ -32,5 +34,6 @@ describe('workflow contracts', () => {
     expectTypeOf(payWallet).toEqualTypeOf<PayWalletWorkflow>();
     expectTypeOf(onboardEmbeddedSession).toEqualTypeOf<OnboardEmbeddedSessionWorkflow>();
     expectTypeOf(reconcileFundings).toEqualTypeOf<ReconcileFundingsWorkflow>();
+    expectTypeOf(purgeExpired).toEqualTypeOf<PurgeExpiredWorkflow>();
   });
 });
