@@ -195,7 +195,7 @@ const timeZone = z.preprocess(
 );
 
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
-export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000 } as const;
+export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000, webSessionPollsPerMinute: 240 } as const;
 
 export const environmentSchema = z
   .object({
@@ -280,6 +280,10 @@ export const environmentSchema = z
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
     PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
     SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
+    WEB_SESSION_POLL_LIMIT_PER_MINUTE: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.webSessionPollsPerMinute),
+    ),
 
     // Money authority (contract-decisions section 10): amounts in PHP, as decimal strings.
     TREASURY_LIMIT: configAmount(undefined),
@@ -374,7 +378,7 @@ export interface AppConfig {
    * routes (each its own count), `sessionPerMinute` for the session URL, whose callers are the
    * wallet service's few sender addresses carrying every user's tile opening.
    */
-  rateLimits: { publicPerMinute: number; sessionPerMinute: number };
+  rateLimits: { publicPerMinute: number; sessionPerMinute: number; webSessionPollsPerMinute: number };
   /** Section 10: how far the treasury may go below zero (thousandths); undefined: no limit (refused in production). */
   treasuryLimit: bigint | undefined;
   /** Section 10's funding limits (thousandths and counts) and the day they count in (SETTLEMENT_TZ). */
@@ -509,7 +513,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     codecAuthToken: e.CODEC_AUTH_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
-    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
+    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE, webSessionPollsPerMinute: e.WEB_SESSION_POLL_LIMIT_PER_MINUTE },
     treasuryLimit: e.TREASURY_LIMIT,
     fundingLimits: {
       min: e.FUNDING_MIN ?? 1000n,
