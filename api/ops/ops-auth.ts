@@ -26,6 +26,7 @@ export interface OpsAuthOptions {
  * every route of the app is listed).
  */
 export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = [
+  { method: 'GET', path: /^\/links$/, scope: 'read' },
   { method: 'GET', path: /^\/links\/[^/]+$/, scope: 'read' },
   { method: 'GET', path: /^\/links\/[^/]+\/profile$/, scope: 'read' },
   { method: 'DELETE', path: /^\/links\/[^/]+$/, scope: 'accounts' },
@@ -39,6 +40,12 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/payments$/, scope: 'pay' },
   { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
+  // The ledger (contract-decisions section 10): reading balances, entries and settlements is `read`;
+  // an adjustment moves a user's money, as unlinking changes a user's account: `accounts`.
+  { method: 'GET', path: /^\/accounts\/[^/]+$/, scope: 'read' },
+  { method: 'POST', path: /^\/accounts\/[^/]+\/adjustments$/, scope: 'accounts' },
+  { method: 'GET', path: /^\/ledger\/entries$/, scope: 'read' },
+  { method: 'GET', path: /^\/settlements\/[^/]+$/, scope: 'read' },
 ];
 
 /** The scope a request to `path` (under /ops) needs. */
