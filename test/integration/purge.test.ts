@@ -2,7 +2,9 @@
 // by the purgeExpired workflow once their expiry lies past the retention margin, in bounded batches,
 // and the worker's Schedule runs it. Rows of other tests in the shared database expired minutes or
 // hours ago; the margin used here is a week, so only this file's rows are old enough.
+import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PurgeReport } from '../../activities/purge.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
@@ -124,4 +126,34 @@ describe('purge of expired logins and sessions', () => {
       await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
     }
   });
+
+  it('is created by the worker process at start, from PURGE_EVERY_MINUTES and PURGE_RETENTION_HOURS', async () => {
+    await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...stack.workerEnv(), PURGE_EVERY_MINUTES: '720', PURGE_RETENTION_HOURS: '48', LOG_LEVEL: 'info', LOG_FORMAT: 'json', WORKER_METRICS_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('purge schedule ready')) resolve();
+          else if (output.includes('worker polling')) reject(new Error(`the worker polls and made no purge schedule:\n${output}`));
+        };
+        worker.stdout.on('data', onData);
+        worker.stderr.on('data', onData);
+        void exited.then(() => reject(new Error(`the worker exited:\n${output}`)));
+      });
+      const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
+      expect(description.action).toMatchObject({ workflowType: purgeExpiredWorkflowType, taskQueue: stack.taskQueue, args: [{ retentionSeconds: 48 * 3600 }] });
+      expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 720 * 60_000 })]);
+    } finally {
+      worker.kill('SIGTERM');
+      await exited;
+      await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    }
+  }, 90_000);
 });
