@@ -21,6 +21,7 @@ import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../links/t
 import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
+import type { FundingLimits } from '../../ledger/limits.ts';
 
 export interface PartnerApiOptions {
   databaseUrl: string;
@@ -39,6 +40,8 @@ export interface PartnerApiOptions {
   sessionAllowedIps?: string[];
   trustedProxies?: string[];
   embeddedSessionTtlSeconds?: number;
+  /** Section 10's funding limits; absent: none. */
+  fundingLimits?: FundingLimits;
   /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
@@ -127,6 +130,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
         ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
         ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+        ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
       },
     });
     server.on('request', app);
