@@ -38,7 +38,7 @@ function boundaryBlock(folder) {
 
 // Temporal's typed boundary (design/engineering.md): each workflow's names live in its contract,
 // workflows/<name>.contract.ts, and nowhere else as bare strings.
-const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession)$/;
+const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired)$/;
 // A Temporal signal, query or update name is one word; SQL (pg's client.query('SELECT …')) never is.
 const nameLike = /^[A-Za-z_$][\w$-]*$/;
 const stringArgument = (pattern) => [
@@ -65,43 +65,67 @@ const temporalNamesOutsideContracts = [
   },
 ];
 
-// Only the records write a funding's or a payment's rows (fundings/funding-record.ts,
-// payments/payment-record.ts): a write anywhere else would skip the transition table's guard and
-// the timeline event that goes with every move. Flagged: a Prisma write method on one of the four
-// models (`x.funding.update(…)`, `tx.paymentEvent.create(…)`), and raw SQL that writes one of the
-// four tables. A local rule rather than `no-restricted-syntax`: flat config lets the last object
+// Only the owner of a table writes it. The records write a funding's or a payment's rows
+// (fundings/funding-record.ts, payments/payment-record.ts): a write anywhere else would skip the
+// transition table's guard and the timeline event that goes with every move. The ledger writes the
+// ledger's tables (ledger/, docs/ledger.md): a write anywhere else would skip its zero-sum postings,
+// its idempotent references and its limits. Flagged outside each owner: a Prisma write method on one
+// of its models (`x.funding.update(…)`, `tx.ledgerEntry.create(…)`), and raw SQL that writes one of
+// its tables. A local rule rather than `no-restricted-syntax`: flat config lets the last object
 // naming a rule win, so two `no-restricted-syntax` blocks for the same files would drop one.
-const recordTables = 'funding|funding_event|payment|payment_event';
-const recordModels = /^(funding|fundingEvent|payment|paymentEvent)$/;
+/** Each table family, the Prisma models that reach it, and the files that alone may write it. */
+const tableOwners = [
+  {
+    tables: 'funding|funding_event|payment|payment_event',
+    models: /^(funding|fundingEvent|payment|paymentEvent)$/,
+    owners: /^(fundings\/funding-record|payments\/payment-record)\.ts$/,
+    what: 'the funding and payment tables',
+    who: 'the records (fundings/funding-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
+  },
+  {
+    tables: 'ledger_account|ledger_transaction|ledger_entry',
+    models: /^(ledgerAccount|ledgerTransaction|ledgerEntry)$/,
+    owners: /^ledger\//,
+    what: 'the ledger tables',
+    who: 'the ledger (ledger/): it posts balanced, idempotent transactions within the limits',
+  },
+];
 const prismaWrites = /^(create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)$/;
 // UPDATE needs its SET, so that prose such as "could not update payment" is not taken for SQL.
-const sqlWrite = new RegExp(
-  `\\b(INSERT\\s+INTO|DELETE\\s+FROM|TRUNCATE(\\s+TABLE)?)\\s+"?(${recordTables})"?(?![\\w.])` +
-    `|\\bUPDATE\\s+"?(${recordTables})"?\\s+(AS\\s+)?(\\w+\\s+)?SET\\b`,
-  'i',
-);
+const sqlWriteOf = (tables) =>
+  new RegExp(
+    `\\b(INSERT\\s+INTO|DELETE\\s+FROM|TRUNCATE(\\s+TABLE)?)\\s+"?(${tables})"?(?![\\w.])` +
+      `|\\bUPDATE\\s+"?(${tables})"?\\s+(AS\\s+)?(\\w+\\s+)?SET\\b`,
+    'i',
+  );
 const recordsOnlyWrite = {
   meta: {
     type: 'problem',
-    docs: { description: 'the funding, funding_event, payment and payment_event tables are written by their records only' },
-    messages: { write: 'only the records write {{what}} (fundings/funding-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event' },
+    docs: { description: 'the funding, payment and ledger tables are written by their owners only (the records, the ledger)' },
+    messages: { write: 'only {{who}} write {{what}}' },
     schema: [],
   },
   create(context) {
+    const file = context.filename.split('\\').join('/');
+    const relative = file.startsWith(`${context.cwd}/`) ? file.slice(context.cwd.length + 1) : file;
+    const guarded = tableOwners.filter((owner) => !owner.owners.test(relative)).map((owner) => ({ ...owner, sql: sqlWriteOf(owner.tables) }));
     const isName = (node, pattern) => node.type === 'Identifier' && pattern.test(node.name);
+    const reportSql = (node, text) => {
+      const owner = guarded.find((candidate) => candidate.sql.test(text));
+      if (owner) context.report({ node, messageId: 'write', data: { who: owner.who, what: owner.what } });
+    };
     return {
       MemberExpression(node) {
         const model = node.object;
-        if (node.computed || model.type !== 'MemberExpression' || model.computed) return;
-        if (isName(model.property, recordModels) && isName(node.property, prismaWrites)) {
-          context.report({ node, messageId: 'write', data: { what: `the ${model.property.name} model` } });
-        }
+        if (node.computed || model.type !== 'MemberExpression' || model.computed || !isName(node.property, prismaWrites)) return;
+        const owner = guarded.find((candidate) => isName(model.property, candidate.models));
+        if (owner) context.report({ node, messageId: 'write', data: { who: owner.who, what: `the ${model.property.name} model` } });
       },
       TemplateLiteral(node) {
-        if (sqlWrite.test(node.quasis.map((quasi) => quasi.value.raw).join(' '))) context.report({ node, messageId: 'write', data: { what: 'the funding and payment tables' } });
+        reportSql(node, node.quasis.map((quasi) => quasi.value.raw).join(' '));
       },
       Literal(node) {
-        if (typeof node.value === 'string' && sqlWrite.test(node.value)) context.report({ node, messageId: 'write', data: { what: 'the funding and payment tables' } });
+        if (typeof node.value === 'string') reportSql(node, node.value);
       },
     };
   },
@@ -128,10 +152,10 @@ export default tseslint.config(
     ignores: ['workflows/*.contract.ts'],
     rules: { 'no-restricted-syntax': ['error', ...temporalNamesOutsideContracts] },
   },
-  // The records' write monopoly (see recordsOnlyWrite above). Tests seed and simulate crashes
-  // by writing directly; prisma/ holds the migrations.
+  // The owners' write monopolies (see tableOwners above; the rule knows each owner's files). Tests
+  // seed and simulate crashes by writing directly; prisma/ holds the migrations.
   {
-    ignores: ['fundings/funding-record.ts', 'payments/payment-record.ts', 'test/**', 'prisma/**'],
+    ignores: ['test/**', 'prisma/**'],
     plugins: { records: { rules: { 'only-records-write': recordsOnlyWrite } } },
     rules: { 'records/only-records-write': 'error' },
   },

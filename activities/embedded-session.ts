@@ -3,7 +3,7 @@
 // small profile summary (first name, KYC status) on the session row. Results carry ids and codes.
 import { ApplicationFailure } from '@temporalio/activity';
 import { decodeJwt } from 'jose';
-import type { OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
+import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import type { Database } from '../lib/database.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from '../links/embedded-sessions.ts';
 import { saveLinkWithTokens } from '../links/link-record.ts';
@@ -101,7 +101,7 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
         data: {
           status: 'READY',
           linkId,
-          firstName: name?.firstName.slice(0, 100) ?? null,
+          firstName: firstNameForPage(name?.firstName),
           kycStatus,
           // The link holds the tokens now.
           accessTokenEncrypted: null,

@@ -12,6 +12,7 @@ import { createReconcileActivities } from './reconcile.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createPaymentActivities } from './payment.ts';
+import { createPurgeActivities } from './purge.ts';
 import { withActivityLogContext } from './log-context.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
@@ -66,6 +67,7 @@ export function createActivities(deps: ActivityDependencies) {
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
     ...createWebhookActivities({ deliverer }),
+    ...createPurgeActivities({ database: deps.database, logger: deps.logger, ...(deps.now ? { now: deps.now } : {}) }),
   });
 }
 

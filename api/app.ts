@@ -45,6 +45,8 @@ export interface HardeningOptions {
   publicRateLimitPerMinute?: number;
   /** Requests per sender address per minute at the session URL. */
   sessionRateLimitPerMinute?: number;
+  /** The landing page's own status polls per web session per minute (instead of per address). */
+  webSessionPollLimitPerMinute?: number;
   now?: () => number;
 }
 
@@ -194,6 +196,10 @@ export function createApp(deps: AppDependencies): express.Express {
         webSessionTtlMs: (services.webSessionTtlSeconds ?? 1200) * 1000,
         secureCookies: services.publicUrl?.startsWith('https:') ? true : undefined,
         rateLimiter: publicLimiter(),
+        pollRateLimiter: createRateLimiter({
+          limit: hardening.webSessionPollLimitPerMinute ?? defaultRateLimits.webSessionPollsPerMinute,
+          ...(hardening.now ? { now: hardening.now } : {}),
+        }),
       }),
     );
     app.use('/ops', ops);

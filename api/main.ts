@@ -40,6 +40,7 @@ const app = createApp({
     publicUrl: config.publicUrl,
     publicRateLimitPerMinute: config.rateLimits.publicPerMinute,
     sessionRateLimitPerMinute: config.rateLimits.sessionPerMinute,
+    webSessionPollLimitPerMinute: config.rateLimits.webSessionPollsPerMinute,
   },
   readiness: {
     postgres: () => pingDatabase(database),

@@ -1,7 +1,8 @@
 // `walletflow dev`: the whole stack on embedded defaults. Each dependency whose variable is absent
 // is started here (PostgreSQL, the Temporal dev server, the sandbox); migrations are applied, test
-// users seeded, the worker and the API started with fully resolved configuration, and the URLs
-// printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
+// users seeded (in the sandbox, and their partner balances and the treasury's float in the ledger),
+// the worker and the API started with fully resolved configuration, and the URLs printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
@@ -13,7 +14,7 @@ import { startTsChild, type ManagedChild } from './stack/child-process.ts';
 import { partnerEndpoints, sandboxWalletVariables } from './stack/sandbox-wallet.ts';
 import { onStopSignal } from './stack/stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
-import { seedDemoLink, seedTestUsers, type SeededUser } from './seed-users.ts';
+import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, type SeededBalances, type SeededUser } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 const root = projectRoot;
@@ -107,13 +108,19 @@ export async function runDev(): Promise<void> {
       users = await seedTestUsers(sandbox.url);
     }
 
+    // With the built-in sandbox, two ops keys of this run only (never printed, gone with it): one
+    // that may adjust accounts, to seed the partner balances, and a read-only one the sandbox's
+    // launcher reads them with (docs/sandbox.md, "Partner balances on the launcher").
+    const runKeys = sandbox ? { seed: `wf_dev_seed_${randomBytes(24).toString('base64url')}`, launcher: `wf_dev_launcher_${randomBytes(24).toString('base64url')}` } : undefined;
+    const opsApiKeys = [process.env.OPS_API_KEYS || devState.opsApiKey, ...(runKeys ? [`walletflow-dev-seed:accounts+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`] : [])];
+
     // Worker and API, with every default resolved.
     const childEnv: NodeJS.ProcessEnv = {
       ...process.env,
       ...walletEnv,
       DATABASE_URL: databaseUrl,
       TEMPORAL_ADDRESS: temporalAddress,
-      OPS_API_KEYS: process.env.OPS_API_KEYS || devState.opsApiKey,
+      OPS_API_KEYS: opsApiKeys.join(','),
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
       // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
@@ -137,11 +144,28 @@ export async function runDev(): Promise<void> {
     }
     await waitForPort(config.port, { timeoutMs: 60_000, failed: () => childFailure });
 
+    let balances: SeededBalances | undefined;
+    if (sandbox && runKeys) {
+      try {
+        balances = await seedPartnerBalances({ apiBase, opsKey: runKeys.seed, users });
+        step(`ledger: treasury float ${TREASURY_FLOAT} PHP from CAPITAL, a partner balance for each test user (once; a restart posts nothing again)`);
+      } catch (error) {
+        step(`ledger: not seeded (${(error as Error).message}); the stack runs without partner balances`);
+      }
+      const settings = await fetch(`${sandbox.url}/_sandbox/settings`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ partnerBalances: { accountsUrl: `${apiBase}/ops/accounts/`, opsKey: runKeys.launcher } }),
+      });
+      if (settings.status !== 200) step(`sandbox launcher: partner balances not configured (settings answered ${settings.status})`);
+    }
+
     printSummary({
       apiBase,
       temporalUi,
       sandbox,
       users,
+      balances,
       demoLinkId,
       // Printed only when generated here: a key the operator gave stays off the terminal and its scrollback.
       opsApiKey: process.env.OPS_API_KEYS ? { generated: false } : { generated: true, key: devState.opsApiKey },
@@ -159,6 +183,8 @@ export interface DevSummary {
   temporalUi: string | undefined;
   sandbox: RunningSandbox | undefined;
   users: SeededUser[];
+  /** The ledger as seeded: the treasury's and each user's available now; absent: not seeded. */
+  balances?: SeededBalances | undefined;
   demoLinkId: string | undefined;
   /** The ops key, when `walletflow dev` generated it (never one it was given). */
   opsApiKey: { generated: true; key: string } | { generated: false };
@@ -205,6 +231,16 @@ export function devSummaryLines(summary: DevSummary): string[] {
         (user) =>
           `    ${user.mobile.padEnd(13)} password ${user.password.padEnd(12)} ${user.kycLevel}  balance ${user.balance.padStart(9)} PHP  ${user.name}  (userId ${user.userId})`,
       ),
+      ...(summary.balances
+        ? [
+            '',
+            `  partner ledger   treasury ${summary.balances.treasury} PHP available (float ${TREASURY_FLOAT} from CAPITAL)`,
+            ...summary.users.map(
+              (user) => `    ${user.name.padEnd(13)} partner balance ${(summary.balances?.users.get(user.partnerUserId) ?? '?').padStart(9)} PHP  (${user.partnerUserId})`,
+            ),
+            `    see them in the launcher (${summary.sandbox.url}/_sandbox/launcher) or: curl -s ${summary.apiBase}/ops/accounts/TREASURY -H 'Authorization: Bearer ${bearer}'`,
+          ]
+        : []),
       '',
       '  try it',
       `    a cash-in code for ${summary.users[0]?.name ?? 'a user'}:  curl -s -X POST ${url}/_sandbox/users/${summary.users[0]?.userId ?? '<userId>'}/cash-in-codes`,

@@ -1,23 +1,39 @@
 // The test users `walletflow dev` creates in the sandbox (through its admin API), one for each
-// path a demo needs: an upgraded wallet, a wallet that is not upgraded (M133), and a small balance.
+// path a demo needs: an upgraded wallet, a wallet that is not upgraded (M133), and a small balance;
+// and the partner's side of their money (contract-decisions section 10): a float in TREASURY from
+// CAPITAL and a partner balance for each user (USER:wallet:{profileId}, the embedded-app user's
+// partner user id), each an adjustment through the ops API under a fixed Idempotency-Key, so a
+// restart never posts one twice.
+import { z } from 'zod';
+import { accountViewSchema } from '../domain/ledger.ts';
+
 export interface SeededUser {
   userId: string;
+  profileId: string;
   mobile: string;
   password: string;
   kycLevel: 'KYC0' | 'KYC1';
+  /** The wallet balance in the sandbox. */
   balance: string;
   name: string;
+  /** The embedded-app user's partner user id: wallet:{profileId}. */
+  partnerUserId: string;
+  /** What the partner owes the user, seeded by seedPartnerBalances. */
+  partnerBalance: string;
 }
 
 const testUsers = [
-  { mobile: '09171234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '5000.00', firstName: 'Ana', lastName: 'Reyes' },
-  { mobile: '09181234567', password: 'sandbox-pass', kycLevel: 'KYC0', balance: '1000.00', firstName: 'Ben', lastName: 'Cruz' },
-  { mobile: '09191234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '50.00', firstName: 'Carla', lastName: 'Santos' },
+  { mobile: '09171234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '5000.00', firstName: 'Ana', lastName: 'Reyes', partnerBalance: '2500.00' },
+  { mobile: '09181234567', password: 'sandbox-pass', kycLevel: 'KYC0', balance: '1000.00', firstName: 'Ben', lastName: 'Cruz', partnerBalance: '500.00' },
+  { mobile: '09191234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '50.00', firstName: 'Carla', lastName: 'Santos', partnerBalance: '20.00' },
 ] as const;
+
+/** The treasury's float: what ops fundings without a source draw on. */
+export const TREASURY_FLOAT = '100000.00';
 
 export async function seedTestUsers(sandboxUrl: string): Promise<SeededUser[]> {
   const seeded: SeededUser[] = [];
-  for (const user of testUsers) {
+  for (const { partnerBalance, ...user } of testUsers) {
     const response = await fetch(`${sandboxUrl}/_sandbox/users`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -26,17 +42,62 @@ export async function seedTestUsers(sandboxUrl: string): Promise<SeededUser[]> {
     if (response.status !== 201) {
       throw new Error(`seeding sandbox user ${user.mobile} failed: ${response.status} ${await response.text()}`);
     }
-    const created = (await response.json()) as { userId: string };
+    const created = (await response.json()) as { userId: string; profileId: string };
     seeded.push({
       userId: created.userId,
+      profileId: created.profileId,
       mobile: user.mobile,
       password: user.password,
       kycLevel: user.kycLevel,
       balance: user.balance,
       name: `${user.firstName} ${user.lastName}`,
+      partnerUserId: `wallet:${created.profileId}`,
+      partnerBalance,
     });
   }
   return seeded;
+}
+
+export interface SeededBalances {
+  /** TREASURY's available now (its float less what fundings drew). */
+  treasury: string;
+  /** Each user's available partner balance now, by partner user id. */
+  users: Map<string, string>;
+}
+
+const problemSchema = z.object({ code: z.string().optional() }).loose();
+
+/**
+ * Seeds the treasury's float and each user's partner balance through the ops API (a key with the
+ * `accounts` scope), then reads what each account has now. Idempotent: each adjustment's key is
+ * fixed (the treasury's) or the user's own (their profile id), so a restart posts nothing twice.
+ */
+export async function seedPartnerBalances(options: { apiBase: string; opsKey: string; users: SeededUser[] }): Promise<SeededBalances> {
+  const headers = { authorization: `Bearer ${options.opsKey}`, 'content-type': 'application/json' };
+  const adjust = async (account: string, idempotencyKey: string, value: string, reason: string) => {
+    const response = await fetch(`${options.apiBase}/ops/accounts/${encodeURIComponent(account)}/adjustments`, {
+      method: 'POST',
+      headers: { ...headers, 'idempotency-key': idempotencyKey },
+      body: JSON.stringify({ amount: { currency: 'PHP', value }, reason }),
+    });
+    // 201 posted, 200 posted before (a restart); a key seen with another amount also means "seeded before".
+    if (response.status === 201 || response.status === 200) return;
+    const problem = problemSchema.safeParse(await response.json().catch(() => ({})));
+    if (response.status === 422 && problem.success && problem.data.code === 'IDEMPOTENCY_KEY_REUSED') return;
+    throw new Error(`seeding ${account}: POST /ops/accounts/…/adjustments answered ${response.status}${problem.success && problem.data.code ? ` ${problem.data.code}` : ''}`);
+  };
+  const available = async (account: string) => {
+    const response = await fetch(`${options.apiBase}/ops/accounts/${encodeURIComponent(account)}`, { headers });
+    if (response.status !== 200) throw new Error(`reading ${account}: GET /ops/accounts/… answered ${response.status}`);
+    return accountViewSchema.parse(await response.json()).available.value;
+  };
+  await adjust('TREASURY', 'walletflow-dev:treasury-float', TREASURY_FLOAT, 'walletflow dev: the treasury float');
+  for (const user of options.users) {
+    await adjust(user.partnerUserId, `walletflow-dev:partner-balance:${user.partnerUserId}`, user.partnerBalance, `walletflow dev: ${user.name}'s partner balance`);
+  }
+  const users = new Map<string, string>();
+  for (const user of options.users) users.set(user.partnerUserId, await available(user.partnerUserId));
+  return { treasury: await available('TREASURY'), users };
 }
 
 /**

@@ -82,3 +82,22 @@ export interface OnboardEmbeddedSessionResult {
 
 /** Onboarding failure codes after which the user must reopen the app from the wallet. */
 export const reopenFromWalletCodes: ReadonlySet<string> = new Set(['REAUTH_REQUIRED', 'USER_TOKEN_INVALID']);
+
+/** The most of a profile's first name the landing page keeps (embedded_session.first_name). */
+export const FIRST_NAME_MAX_CHARACTERS = 100;
+// Control characters, lone surrogate halves and the bidi embeddings, overrides and isolates that
+// could reorder the greeting around the name.
+const unsafeInName = /[\p{Cc}\p{Cs}\u202a-\u202e\u2066-\u2069]/gu;
+
+/**
+ * The first name as the landing page shows it: unsafe characters dropped, at most 100 whole
+ * characters (code points: a cut never splits a surrogate pair into a broken character), trimmed;
+ * null when nothing is left. Escaping is the page's job (lib/html.ts); this only bounds.
+ */
+export function firstNameForPage(firstName: string | null | undefined): string | null {
+  if (!firstName) return null;
+  // Bounded before the scan too: a 100 KB name is not walked whole.
+  const head = firstName.slice(0, FIRST_NAME_MAX_CHARACTERS * 4).replace(unsafeInName, '');
+  const bounded = Array.from(head).slice(0, FIRST_NAME_MAX_CHARACTERS).join('').trim();
+  return bounded === '' ? null : bounded;
+}

@@ -28,6 +28,10 @@ export type PaymentPurpose = (typeof paymentPurposes)[number];
 export const systemAccounts = ['TREASURY', 'IN_FLIGHT', 'WALLET_CLEARING', 'MERCHANT_REVENUE', 'CAPITAL'] as const;
 export type SystemAccount = (typeof systemAccounts)[number];
 export const userAccount = (partnerUserId: string) => `USER:${partnerUserId}`;
+/** An account's name as the ledger stores it: a system account, or `USER:` and a partner user id. */
+export const accountNameSchema = z.union([z.enum(systemAccounts), z.string().regex(/^USER:[\x21-\x7e]{1,128}$/)], {
+  error: 'account must be a system account (TREASURY, …) or USER: and a partner user id',
+});
 export const sourceAccount = (source: FundingSource) => (source.type === 'TREASURY' ? 'TREASURY' : userAccount(source.partnerUserId));
 
 /** The path segment of /ops/accounts/{account}: a system account's name, else a partner user id. */
@@ -141,4 +145,10 @@ export const settlementSchema = z.object({
 });
 export type Settlement = z.infer<typeof settlementSchema>;
 export type SettlementItem = z.infer<typeof settlementItemSchema>;
-export const settlementDateSchema = z.iso.date('the date must be YYYY-MM-DD');
+/**
+ * A settlement day: a real calendar date, YYYY-MM-DD, years 1970 to 9998 (the day after it must be
+ * a YYYY-MM-DD date too: 9999-12-31's next day has five digits and is no date PostgreSQL reads).
+ */
+export const settlementDateSchema = z.iso
+  .date('the date must be YYYY-MM-DD')
+  .refine((date) => date >= '1970-01-01' && date <= '9998-12-31', 'the date must lie between 1970-01-01 and 9998-12-31');

@@ -195,7 +195,7 @@ const timeZone = z.preprocess(
 );
 
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
-export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000 } as const;
+export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000, webSessionPollsPerMinute: 240 } as const;
 
 export const environmentSchema = z
   .object({
@@ -246,6 +246,8 @@ export const environmentSchema = z
     WEBHOOK_RETRY_BASE_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3_600_000).default(30_000)),
     WEBHOOK_RETRY_MAX_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(86_400_000).default(3_600_000)),
     WEBHOOK_RETRY_FOR_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(2_592_000_000).default(86_400_000)),
+    PURGE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(60)),
+    PURGE_RETENTION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(8760).default(24)),
 
     CONNECT_URL: httpUrl,
     OP_URL: httpUrl,
@@ -284,6 +286,10 @@ export const environmentSchema = z
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
     PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
     SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
+    WEB_SESSION_POLL_LIMIT_PER_MINUTE: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.webSessionPollsPerMinute),
+    ),
 
     // Money authority (contract-decisions section 10): amounts in PHP, as decimal strings.
     TREASURY_LIMIT: configAmount(undefined),
@@ -352,6 +358,8 @@ export interface AppConfig {
   reconcile: { everyMinutes: number; olderThanSeconds: number };
   /** The webhook deliverer: its poll interval and retry schedule (defaults: 1 s; 30 s doubling to 1 h, for 24 h). */
   webhooks: { pollIntervalMs: number; retry: { baseDelayMs: number; maxDelayMs: number; retryForMs: number } };
+  /** The purge of expired logins and sessions: how often, and how long past expiry a row is kept. */
+  purge: { everyMinutes: number; retentionSeconds: number };
   /** Absent: the built-in sandbox. */
   wallet: WalletServiceConfig | undefined;
   walletTimeoutMs: number;
@@ -378,7 +386,7 @@ export interface AppConfig {
    * routes (each its own count), `sessionPerMinute` for the session URL, whose callers are the
    * wallet service's few sender addresses carrying every user's tile opening.
    */
-  rateLimits: { publicPerMinute: number; sessionPerMinute: number };
+  rateLimits: { publicPerMinute: number; sessionPerMinute: number; webSessionPollsPerMinute: number };
   /** Section 10: how far the treasury may go below zero (thousandths); undefined: no limit (refused in production). */
   treasuryLimit: bigint | undefined;
   /** Section 10's funding limits (thousandths and counts) and the day they count in (SETTLEMENT_TZ). */
@@ -502,6 +510,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
       pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
       retry: { baseDelayMs: e.WEBHOOK_RETRY_BASE_MS, maxDelayMs: e.WEBHOOK_RETRY_MAX_MS, retryForMs: e.WEBHOOK_RETRY_FOR_MS },
     },
+    purge: { everyMinutes: e.PURGE_EVERY_MINUTES, retentionSeconds: e.PURGE_RETENTION_HOURS * 3600 },
     wallet,
     walletTimeoutMs: e.WALLET_TIMEOUT_MS,
     connectReturnUrl: e.CONNECT_RETURN_URL,
@@ -516,7 +525,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     codecAuthToken: e.CODEC_AUTH_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
-    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE },
+    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE, webSessionPollsPerMinute: e.WEB_SESSION_POLL_LIMIT_PER_MINUTE },
     treasuryLimit: e.TREASURY_LIMIT,
     fundingLimits: {
       min: e.FUNDING_MIN ?? 1000n,

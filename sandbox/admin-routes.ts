@@ -9,7 +9,7 @@ import type { SandboxContext } from './context.ts';
 import { documentUrlBuilder, requestBaseUrl } from './documents.ts';
 import { configureFaults, describeFaults, faultConfigurationSchema } from './faults.ts';
 import { launchPartnerSession } from './launch.ts';
-import { settingsUpdateSchema } from './settings.ts';
+import { publicSettings, settingsUpdateSchema } from './settings.ts';
 import { issueEmbeddedTokens, issueStandaloneTokens } from './tokens.ts';
 import { createCashInCode, createUser, createUserSchema, requireUser, userDetail, userSummary } from './users.ts';
 
@@ -141,12 +141,12 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
     }),
   );
 
-  router.get('/settings', answerWith(() => ({ status: 200, body: state.settings })));
+  router.get('/settings', answerWith(() => ({ status: 200, body: publicSettings(state.settings) })));
   router.put(
     '/settings',
     answerWith((req) => {
       Object.assign(state.settings, parseBody(settingsUpdateSchema, req.body));
-      return { status: 200, body: state.settings };
+      return { status: 200, body: publicSettings(state.settings) };
     }),
   );
 

@@ -1,5 +1,6 @@
 // The sandbox's own pages: an index for testers and the wallet-app launcher that opens the
-// partner's tile for a chosen test user (session URL call, then redirect to the landing page).
+// partner's tile for a chosen test user (session URL call, then redirect to the landing page) and,
+// when its settings say where, shows each user's partner balance (partner-balances.ts).
 import express, { Router } from 'express';
 import type { Agent } from 'undici';
 import type { SandboxContext } from './context.ts';
@@ -7,6 +8,7 @@ import { requestBaseUrl } from './documents.ts';
 import { escapeHtml } from '../lib/html.ts';
 import { page } from './html.ts';
 import { launchPartnerSession } from './launch.ts';
+import { readPartnerBalances, type PartnerBalance } from './partner-balances.ts';
 import { sandboxOtp } from './login-pages.ts';
 import { defaultPassword } from './users.ts';
 
@@ -42,22 +44,35 @@ export function pagesRouter(context: SandboxContext, senderAgent: Agent): Router
     );
   });
 
-  router.get('/launcher', (_req, res) => {
-    const rows = [...state.users.values()]
-      .map(
-        (user) => `<tr><td>${escapeHtml(`${user.profile.name.firstName} ${user.profile.name.lastName}`)}<br><small>${escapeHtml(user.mobile)} · ${user.kycLevel} · PHP ${escapeHtml(user.balance)}</small></td>
+  const partnerBalanceText = (balance: PartnerBalance | undefined): string => {
+    if (!balance) return '';
+    if (!balance.ok) return `<br><small class="hint" data-partner-balance="unavailable">partner balance unavailable: ${escapeHtml(balance.reason)}</small>`;
+    return `<br><small data-partner-balance="${escapeHtml(balance.value)}">partner balance ${escapeHtml(balance.currency)} ${escapeHtml(balance.value)}</small>`;
+  };
+
+  router.get('/launcher', async (_req, res, next) => {
+    try {
+      const users = [...state.users.values()];
+      const setting = state.settings.partnerBalances;
+      const balances = setting ? await readPartnerBalances(setting, users.map((user) => user.profileId)) : new Map<string, PartnerBalance>();
+      const rows = users
+        .map(
+          (user) => `<tr><td>${escapeHtml(`${user.profile.name.firstName} ${user.profile.name.lastName}`)}<br><small>${escapeHtml(user.mobile)} · ${user.kycLevel} · PHP ${escapeHtml(user.balance)}</small>${partnerBalanceText(balances.get(user.profileId))}</td>
 <td><form method="post" action="launcher/open" style="margin:0;padding:0;box-shadow:none"><input type="hidden" name="userId" value="${escapeHtml(user.userId)}">
 <button class="primary" type="submit" name="open" id="open-${escapeHtml(user.userId)}">Open partner tile</button></form></td></tr>`,
-      )
-      .join('\n');
-    res.type('html').send(
-      page(
-        'Wallet app launcher',
-        `<h1>Wallet app</h1>
+        )
+        .join('\n');
+      res.type('html').send(
+        page(
+          'Wallet app launcher',
+          `<h1>Wallet app</h1>
 <p>Open the partner's tile as one of the test users. The sandbox starts a session at <code>${escapeHtml(registration.sessionUrl)}</code> and then opens <code>${escapeHtml(registration.landingUrl)}</code>.</p>
 ${rows === '' ? '<p class="hint">No test users yet: create some with <code>POST /_sandbox/users</code>.</p>' : `<div class="card"><table>${rows}</table></div>`}`,
-      ),
-    );
+        ),
+      );
+    } catch (error) {
+      next(error);
+    }
   });
 
   router.post('/launcher/open', express.urlencoded({ extended: false, limit: '4kb' }), async (req, res, next) => {

@@ -1,5 +1,6 @@
 // The run's adjustable behaviour (processing delay, transfer expiry, merchant fee, the partner's
-// funding balance): from SANDBOX_* variables at start and PUT /_sandbox/settings at run time.
+// funding balance, where the launcher reads partner balances): from SANDBOX_* variables at start
+// and PUT /_sandbox/settings at run time.
 import { z } from 'zod';
 import { phpDecimalSchema } from './amounts.ts';
 import type { SandboxSettings } from './state.ts';
@@ -10,9 +11,22 @@ export const settingsUpdateSchema = z
     transferExpirySeconds: z.number().int().positive().nullable(),
     merchantFee: phpDecimalSchema,
     partnerFundingBalance: phpDecimalSchema,
+    partnerBalances: z
+      .object({
+        accountsUrl: z.url({ protocol: /^https?$/, error: 'accountsUrl must be an http(s) URL' }).max(2048),
+        opsKey: z.string().regex(/^[\x21-\x7e]{16,512}$/, 'opsKey must be 16 to 512 printable characters'),
+      })
+      .strict()
+      .nullable(),
   })
   .partial()
   .strict();
+
+/** The settings as the admin API answers them: the partner balances' ops key is never echoed. */
+export function publicSettings(settings: SandboxSettings): Omit<SandboxSettings, 'partnerBalances'> & { partnerBalances: { accountsUrl: string; opsKey: 'set' } | null } {
+  const { partnerBalances, ...rest } = settings;
+  return { ...rest, partnerBalances: partnerBalances ? { accountsUrl: partnerBalances.accountsUrl, opsKey: 'set' } : null };
+}
 
 function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name]?.trim();

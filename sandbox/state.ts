@@ -130,6 +130,19 @@ export interface SandboxSettings {
   merchantFee: string;
   /** The partner's funding wallet that transfers draw from; short of it, declines are 6051. */
   partnerFundingBalance: string;
+  /**
+   * Where the launcher reads each user's partner balance (sandbox/partner-balances.ts): the
+   * partner's `GET …/ops/accounts/` URL and a read-only ops key for it. Never shown: the settings
+   * API answers without the key, the launcher page shows balances only. null: no balances shown.
+   */
+  partnerBalances: PartnerBalancesSetting | null;
+}
+
+export interface PartnerBalancesSetting {
+  /** The accounts URL the partner user id is appended to, e.g. http://127.0.0.1:3000/ops/accounts/. */
+  accountsUrl: string;
+  /** A read-only ops key (Authorization: Bearer …). */
+  opsKey: string;
 }
 
 export const defaultSettings: SandboxSettings = {
@@ -137,6 +150,7 @@ export const defaultSettings: SandboxSettings = {
   transferExpirySeconds: null,
   merchantFee: '0.00',
   partnerFundingBalance: '1000000000.00',
+  partnerBalances: null,
 };
 
 export interface SandboxState {

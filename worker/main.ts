@@ -15,6 +15,7 @@ import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { checkWalletTimeout } from './activity-timeouts.ts';
+import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 import { runsCompiled } from '../lib/project-root.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
@@ -110,6 +111,12 @@ logger.info({ schedule }, 'reconciliation schedule ready');
 // The webhook deliverer: one per deployment, started by whichever worker comes first.
 const deliverer = await startDeliverWebhooks(temporal, { taskQueue: config.temporal.taskQueue, input: { pollIntervalMs: config.webhooks.pollIntervalMs } });
 logger.info({ workflowId: deliverer.workflowId }, 'webhook deliverer running');
+const purgeSchedule = await ensurePurgeSchedule(temporal, {
+  taskQueue: config.temporal.taskQueue,
+  everyMinutes: config.purge.everyMinutes,
+  retentionSeconds: config.purge.retentionSeconds,
+});
+logger.info({ schedule: purgeSchedule }, 'purge schedule ready');
 logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
 try {
   await worker.run();

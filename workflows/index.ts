@@ -5,3 +5,4 @@ export { payWallet } from './pay-wallet.ts';
 export { reconcileFundings } from './reconcile.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';
 export { deliverWebhooks } from './deliver-webhooks.ts';
+export { purgeExpired } from './purge-expired.ts';

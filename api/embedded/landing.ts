@@ -40,7 +40,7 @@ import { isFinalFundingStatus } from '../../domain/funding.ts';
 import { isFinalPaymentStatus } from '../../domain/payment.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
 import { userHeadroom, type FundingLimits } from '../../ledger/limits.ts';
-import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+import type { RateLimiter, RateVerdict } from '../http/rate-limit.ts';
 
 export interface LandingDependencies {
   database: Database;
@@ -61,10 +61,22 @@ export interface LandingDependencies {
   onboardingWaitMs?: number;
   /** Requests per client address under /app (PUBLIC_RATE_LIMIT_PER_MINUTE); absent: unlimited. */
   rateLimiter?: RateLimiter;
+  /**
+   * The pages' own status polls of a live web session (GET /app/status, /app/activity,
+   * /app/top-ups/{id}/status, /app/payments/{id}/status), counted per web session
+   * (WEB_SESSION_POLL_LIMIT_PER_MINUTE) instead of against the address: many users behind one
+   * carrier NAT share an address. A poll without a live web session counts against the address.
+   * Absent: polls count against the address like everything else.
+   */
+  pollRateLimiter?: RateLimiter;
   now?: () => number;
 }
 
 const uuidSchema = z.uuid();
+
+/** The pages' own JSON polls (assets/loading.js, home.js, progress.js). */
+const statusPollPath = /^\/app\/(status|activity|(top-ups|payments)\/[^/]+\/status)$/;
+export const isStatusPoll = (path: string): boolean => statusPollPath.test(path);
 
 /** The id in a progress page's path (/app/top-ups/{id}, /app/payments/{id}): anything else is not found. */
 export const progressIdSchema = uuidSchema;
@@ -193,15 +205,43 @@ export function landingRouter(deps: LandingDependencies): Router {
   // are cached for good), so they would only use up the pages' allowance.
   router.use(pageAssetsRouter());
 
-  if (deps.rateLimiter) {
-    // The progress pages' status polls answer JSON; the pages, a page.
-    router.use(
-      '/app',
-      limitRequests(deps.rateLimiter, (req, res, retryAfterSeconds) => {
-        if (req.path.endsWith('/status')) json(res, 429, { code: 'RATE_LIMITED', message: `too many requests; retry after ${retryAfterSeconds} s` });
-        else message(res, 429, pages.tooMany);
-      }),
-    );
+  // The request's web session, read once per request (the rate limit and the route both need it).
+  const sessions = new WeakMap<Request, Promise<AppSessionView | null>>();
+  const sessionOf = (req: Request): Promise<AppSessionView | null> => {
+    let session = sessions.get(req);
+    if (!session) {
+      session = readAppSession(deps.database, req, new Date(now()));
+      sessions.set(req, session);
+    }
+    return session;
+  };
+
+  const addressLimiter = deps.rateLimiter;
+  const pollLimiter = deps.pollRateLimiter;
+  if (addressLimiter) {
+    // A status poll of a live web session counts against that session's own budget; anything else
+    // (pages, forms, polls without a live session: a forged cookie buys nothing) against the address.
+    router.use('/app', async (req, res, next) => {
+      try {
+        let verdict: RateVerdict | undefined;
+        if (pollLimiter && req.method === 'GET' && isStatusPoll(`${req.baseUrl}${req.path}`)) {
+          const session = await sessionOf(req);
+          if (session) verdict = pollLimiter.take(`web-session:${session.id}`);
+        }
+        verdict ??= addressLimiter.take(req.ip);
+        if (verdict.allowed) {
+          next();
+          return;
+        }
+        res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+        // The polls answer JSON; the pages, a page.
+        if (req.path.endsWith('/status') || req.path === '/activity') {
+          json(res, 429, { code: 'RATE_LIMITED', message: `too many requests; retry after ${verdict.retryAfterSeconds} s` });
+        } else message(res, 429, pages.tooMany);
+      } catch (error) {
+        next(error);
+      }
+    });
   }
 
   async function consumeSessionId(req: Request, res: Response, raw: unknown): Promise<void> {
@@ -378,7 +418,7 @@ export function landingRouter(deps: LandingDependencies): Router {
       await consumeSessionId(req, res, req.query.sessionId);
       return;
     }
-    const session = await readAppSession(deps.database, req, new Date(now()));
+    const session = await sessionOf(req);
     if (!session) {
       message(res, 401, pages.noSession);
       return;
@@ -387,7 +427,7 @@ export function landingRouter(deps: LandingDependencies): Router {
   });
 
   router.get('/app/status', async (req, res) => {
-    const session = await readAppSession(deps.database, req, new Date(now()));
+    const session = await sessionOf(req);
     if (!session) {
       json(res, 401, { code: 'NO_SESSION', message: 'no web session' });
       return;
@@ -400,7 +440,7 @@ export function landingRouter(deps: LandingDependencies): Router {
     req: Request,
     res: Response,
   ): Promise<{ session: AppSessionView; embedded: AppSessionView['embeddedSession']; linkId: string; formKey: string } | null> {
-    const session = await readAppSession(deps.database, req, new Date(now()));
+    const session = await sessionOf(req);
     if (!session) {
       message(res, 401, pages.noSession);
       return null;
@@ -491,7 +531,7 @@ export function landingRouter(deps: LandingDependencies): Router {
   });
 
   router.get('/app/activity', async (req, res) => {
-    const session = await readAppSession(deps.database, req, new Date(now()));
+    const session = await sessionOf(req);
     if (!session) {
       json(res, 401, { code: 'NO_SESSION', message: 'no web session' });
       return;
@@ -506,7 +546,7 @@ export function landingRouter(deps: LandingDependencies): Router {
 
   /** This web session's funding or payment (by the idempotency key prefix), as an outcome. */
   async function ownOutcome(req: Request, kind: 'top-up' | 'payment'): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
-    const session = await readAppSession(deps.database, req, new Date(now()));
+    const session = await sessionOf(req);
     const id = progressIdSchema.safeParse(req.params.id);
     if (!session || !id.success) return { session, outcome: null };
     const where = { id: id.data, idempotencyKey: { startsWith: appIdempotencyPrefix(session) } };

@@ -5,6 +5,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import {
+  accountNameSchema,
   accountOfPathSegment,
   createAdjustmentSchema,
   partnerUserIdSchema,
@@ -35,7 +36,7 @@ export const accountQuerySchema = z.object({ currency: z.enum(['PHP', 'USD', 'EU
 
 export const entriesQuerySchema = z
   .object({
-    account: z.string().min(1).max(160).optional().meta({ description: 'an account name (`TREASURY`, `USER:{partnerUserId}`, …); absent: every account' }),
+    account: accountNameSchema.optional().meta({ description: 'an account name (`TREASURY`, `USER:{partnerUserId}`, …); absent: every account' }),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: z.string().max(64).refine(isEntriesCursor, 'cursor must be the nextCursor of a previous page').optional(),
   })

@@ -26,6 +26,7 @@ export interface OpsAuthOptions {
  * every route of the app is listed).
  */
 export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = [
+  { method: 'GET', path: /^\/links$/, scope: 'read' },
   { method: 'GET', path: /^\/links\/[^/]+$/, scope: 'read' },
   { method: 'GET', path: /^\/links\/[^/]+\/profile$/, scope: 'read' },
   { method: 'DELETE', path: /^\/links\/[^/]+$/, scope: 'accounts' },
@@ -40,6 +41,8 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'POST', path: /^\/payments$/, scope: 'pay' },
   { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
   { method: 'GET', path: /^\/links$/, scope: 'read' },
+  // The ledger (contract-decisions section 10): reading balances, entries and settlements is `read`;
+  // an adjustment moves a user's money, as unlinking changes a user's account: `accounts`.
   { method: 'GET', path: /^\/accounts\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/accounts\/[^/]+\/adjustments$/, scope: 'accounts' },
   { method: 'GET', path: /^\/ledger\/entries$/, scope: 'read' },

@@ -79,6 +79,15 @@ describe('walletflow dev', () => {
     expect(first.output()).toContain(`http://127.0.0.1:${first.ports.temporalUi}`);
     expect(first.output()).toMatch(/migrations: applied/);
     expect(first.output()).toMatch(/09171234567 +password/);
+    // The partner ledger it seeded: the treasury's float and each test user's partner balance.
+    expect(first.output()).toMatch(/partner ledger +treasury 96980\.00 PHP available \(float 100000\.00 from CAPITAL\)/);
+    expect(first.output()).toMatch(/Ana Reyes +partner balance +2500\.00 PHP +\(wallet:\d+\)/);
+    expect(first.output()).toMatch(/Carla Santos +partner balance +20\.00 PHP/);
+    // The launcher shows them, read with a key of this run that neither page nor output shows.
+    const launcher = await (await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/launcher`)).text();
+    expect(launcher).toContain('partner balance PHP 2500.00');
+    expect(launcher).not.toMatch(/wf_dev_(launcher|seed)_/);
+    expect(first.output()).not.toMatch(/wf_dev_(launcher|seed)_/);
 
     const ready = await fetch(`${base}/readyz`);
     const body = (await ready.json()) as { status: string };
@@ -133,6 +142,9 @@ describe('walletflow dev', () => {
 
     const second = await startDev();
     expect(second.output()).toMatch(/migrations: up to date/);
+    // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00) and the new
+    // run's users' balances (2500.00 + 500.00 + 20.00).
+    expect(second.output()).toMatch(/partner ledger +treasury 93834\.50 PHP available/);
     const again = await fetch(`http://127.0.0.1:${second.ports.sandbox}/_sandbox/partner`);
     expect(((await again.json()) as { clientId: string }).clientId).toBe(registration.clientId);
     // Its output pipe closed before Ctrl-C: every write from here on fails with EPIPE, and the

@@ -4,7 +4,7 @@
 // URL's contract 400), a graceful shutdown that finishes an in-flight request and exits 0, and
 // hostile X-Forwarded-For values from the trusted proxy.
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
@@ -15,10 +15,13 @@ import { createApp } from '../../api/app.ts';
 import { HSTS_HEADER } from '../../api/http/security-headers.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../cli/stack/ports.ts';
+import { hashBearer } from '../../links/embedded-sessions.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseRawResponse, rawHttp, type RawResponse } from '../support/raw-http.ts';
 
 const LIMIT = 5;
+/** The landing page's own status polls, per web session (WEB_SESSION_POLL_LIMIT_PER_MINUTE). */
+const POLL_LIMIT = 4 * LIMIT;
 let stack: PartnerStack;
 
 beforeAll(async () => {
@@ -26,7 +29,7 @@ beforeAll(async () => {
   stack = await startPartnerStack({
     trustedProxies: ['127.0.0.1'],
     sessionAllowedIps: ['127.0.0.1', '198.51.100.77'],
-    hardening: { publicRateLimitPerMinute: LIMIT, sessionRateLimitPerMinute: LIMIT },
+    hardening: { publicRateLimitPerMinute: LIMIT, sessionRateLimitPerMinute: LIMIT, webSessionPollLimitPerMinute: POLL_LIMIT },
   });
 });
 afterAll(async () => {
@@ -131,6 +134,51 @@ describe('rate limits on the public routes', () => {
     expect(JSON.parse(poll.body)).toEqual({ code: 'RATE_LIMITED', message: expect.any(String) });
     // Another address has its own count.
     expect((await get('/app', from('198.51.100.11'))).status).toBe(401);
+  });
+
+  /** A live web session (as a consumed session id leaves one): its cookie header. */
+  async function webSessionCookie(): Promise<[string, string]> {
+    const embeddedSessionId = randomUUID();
+    const cookieValue = randomBytes(32).toString('base64url');
+    const soon = new Date(Date.now() + 600_000);
+    await stack.database.embeddedSession.create({
+      data: { id: embeddedSessionId, sessionIdHash: hashBearer(randomUUID()), requestReferenceNo: 'poll-budget', accessTokenExpiresAt: soon, expiresAt: soon, consumedAt: new Date() },
+    });
+    await stack.database.appSession.create({
+      data: { id: randomUUID(), cookieHash: hashBearer(cookieValue), embeddedSessionId, csrfToken: randomBytes(32).toString('base64url'), expiresAt: soon },
+    });
+    return ['Cookie', `walletflow_app=${cookieValue}`];
+  }
+
+  it('landing page: its own status polls of a live web session count per web session, not against the address (carrier NAT)', async () => {
+    const nat = '198.51.100.130';
+    const alice = await webSessionCookie();
+    const bob = await webSessionCookie();
+    // Alice's page polls far beyond the address's page budget; every poll is answered.
+    for (let i = 0; i < POLL_LIMIT; i += 1) {
+      const target = ['/app/status', '/app/activity', `/app/top-ups/${randomUUID()}/status`, `/app/payments/${randomUUID()}/status`][i % 4]!;
+      expect((await get(target, from(nat, [alice]))).status, target).not.toBe(429);
+    }
+    // Past her session's own budget: JSON 429 with Retry-After, for her session only.
+    const limited = await get('/app/status', from(nat, [alice]));
+    expectRetryAfter(limited);
+    expect(JSON.parse(limited.body)).toEqual({ code: 'RATE_LIMITED', message: expect.any(String) });
+    expect((await get('/app/activity', from(nat, [bob]))).status).toBe(200);
+    // The address's page budget is untouched by the polls: pages still load for everyone behind it.
+    const page = () => get(`/app/top-ups/${randomUUID()}`, from(nat, [bob]));
+    for (let i = 0; i < LIMIT; i += 1) expect((await page()).status).toBe(404);
+    expectRetryAfter(await page());
+    // A page is still counted per address, even with a live cookie; Bob's polls are not.
+    expect((await get('/app/status', from(nat, [bob]))).status).toBe(200);
+  });
+
+  it('landing page: a poll without a live web session (no cookie, a forged one) counts against the address', async () => {
+    const client = from('198.51.100.131');
+    const forged: [string, string] = ['Cookie', `walletflow_app=${randomBytes(32).toString('base64url')}`];
+    for (let i = 0; i < LIMIT; i += 1) expect((await get(i % 2 ? '/app/status' : '/app/activity', [...client, forged])).status).toBe(401);
+    expectRetryAfter(await get('/app/status', [...client, forged]));
+    expectRetryAfter(await get('/app/activity', client));
+    expectRetryAfter(await get('/app', client));
   });
 
   it('connect: a page with 429 and Retry-After, and the refused start stores no login state', async () => {

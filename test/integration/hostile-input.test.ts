@@ -22,7 +22,7 @@ let stack: PartnerStack;
 // ---------------------------------------------------------------------------------------------
 // What every answer must look like.
 
-type Family = 'ops' | 'session' | 'page' | 'page-json';
+type Family = 'ops' | 'ops-or-csv' | 'session' | 'page' | 'page-json';
 
 /** Signs of an internal fault reaching the client: stack frames, paths, error class names, SQL. */
 const leakPatterns = [
@@ -59,6 +59,11 @@ function expectSafe(response: RawResponse, family: Family): void {
   }
   const type = response.headers['content-type'] ?? '';
   switch (family) {
+    case 'ops-or-csv':
+      // GET /ops/settlements/{date}?format=csv: a 200 may be CSV; anything else is as in 'ops'.
+      if (response.status === 200 && type.startsWith('text/csv')) return;
+      expectSafe(response, 'ops');
+      return;
     case 'ops': {
       expect(type, context).toMatch(response.status < 300 ? /^application\/json/ : /^application\/problem\+json/);
       const body = JSON.parse(response.body) as Record<string, unknown>;
@@ -532,6 +537,78 @@ describe('ops API', () => {
     // The link the other properties used is still there and active: no DELETE reached it.
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
   });
+
+  it('money authority reads: GET /ops/accounts/{…}, /ops/ledger/entries, /ops/links?…, /ops/settlements/{date}: hostile segments and queries', async () => {
+    const dateLike = fc.oneof(
+      fc.constantFrom('2026-02-30', '0000-01-01', '9999-12-31', '2026-1-1', '2026-01-01T00:00:00Z', '20260101', '-2026-01-01', '+275760-09-13'),
+      fc.date({ noInvalidDate: true, min: new Date('1970-01-01'), max: new Date('2100-01-01') }).map((date) => date.toISOString().slice(0, 10)),
+    );
+    const queryValue = fc.oneof(
+      fc.constantFrom('TREASURY', 'IN_FLIGHT', 'USER:', 'USER:x', 'CAPITAL', '0', '-1', '201', '1e2', 'csv', 'json', 'CSV', 'wallet:'),
+      fc.uuid().map((id) => Buffer.from(JSON.stringify([id, 'x'])).toString('base64url')),
+      hostileText,
+    );
+    const target = fc.oneof(
+      pathSegment.map((account) => `/ops/accounts/${account}`),
+      fc.constantFrom('/ops/accounts/TREASURY', '/ops/accounts/USER%3Ax', '/ops/accounts/%00', '/ops/accounts/wallet%3A%E2%80%AE'),
+      queryString(['account', 'limit', 'cursor'], queryValue).map((query) => `/ops/ledger/entries?${query}`),
+      queryString(['partnerUserId', 'profileId'], queryValue).map((query) => `/ops/links?${query}`),
+      fc.tuple(fc.oneof(dateLike, pathSegment), queryString(['format'], queryValue)).map(([date, query]) => `/ops/settlements/${date}?${query}`),
+    );
+    const before = await stack.database.ledgerTransaction.count();
+    await fc.assert(
+      fc.asyncProperty(target, async (path) => {
+        expectSafe(await ops({ method: 'GET', target: path }), 'ops-or-csv');
+      }),
+      { ...runs(120), examples: [['/ops/settlements/2026-02-30'], ['/ops/settlements/9999-12-31?format=csv'], ['/ops/ledger/entries?account=%00&limit=1e2'], ['/ops/links?partnerUserId=&profileId=']] },
+    );
+    // Reads: not one ledger transaction more.
+    expect(await stack.database.ledgerTransaction.count()).toBe(before);
+  });
+
+  it('POST /ops/accounts/{…}/adjustments: hostile accounts, bodies and keys are refused with a problem and post nothing', async () => {
+    const adjustmentBody = hostileObject({ amount: hostileAmount, reason: fc.oneof(hostileText, hostileValue) });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(pathSegment, fc.constantFrom('TREASURY', 'IN_FLIGHT', 'CAPITAL', 'USER%3Ax')),
+        bodyRequest(jsonBody(adjustmentBody)),
+        fc.option(hostileHeaderValue, { freq: 2 }),
+        async (account, request, key) => {
+          const before = await stack.database.ledgerTransaction.count();
+          const response = await ops({
+            method: 'POST',
+            target: `/ops/accounts/${account}/adjustments`,
+            ...request,
+            headers: [...request.headers, ...(key ? [['Idempotency-Key', key] as [string, Buffer]] : [])],
+          });
+          expectSafe(response, 'ops');
+          if (!accepted(response)) expect(await stack.database.ledgerTransaction.count()).toBe(before);
+        },
+      ),
+      runs(80),
+    );
+  });
+
+  it('POST /ops/fundings/{id}/resolve: hostile ids, bodies and X-Ops-Actor resolve nothing', async () => {
+    const resolveBody = hostileObject({
+      outcome: fc.oneof(fc.constantFrom('APPROVED', 'FAILED', 'approved', 'NEEDS_REVIEW', 'SUCCEEDED'), hostileValue),
+      note: fc.oneof(hostileText, hostileValue),
+    });
+    await fc.assert(
+      fc.asyncProperty(pathSegment, bodyRequest(jsonBody(resolveBody)), fc.option(hostileHeaderValue, { freq: 2 }), async (id, request, actor) => {
+        const response = await ops({
+          method: 'POST',
+          target: `/ops/fundings/${id}/resolve`,
+          ...request,
+          headers: [...request.headers, ...(actor ? [['X-Ops-Actor', actor] as [string, Buffer]] : [])],
+        });
+        expectSafe(response, 'ops');
+        // No funding has these ids: nothing can have been resolved.
+        expect(response.status, response.body).toBeGreaterThanOrEqual(400);
+      }),
+      runs(80),
+    );
+  });
 });
 
 describe('session URL', () => {
@@ -679,6 +756,28 @@ describe('landing page', () => {
     );
   });
 
+  it('GET /app/activity: hostile cookies and queries get JSON, and only the web session’s own activity', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.constant(Buffer.from(landed.cookie)), hostileHeaderValue),
+        queryString(['linkId', 'partnerUserId', 'limit', 'cursor'], fc.oneof(fc.constant(linkId), fc.uuid(), hostileText)),
+        async (cookie, query) => {
+          const response = await send({ method: 'GET', target: `/app/activity${query ? `?${query}` : ''}`, headers: [['Cookie', cookie]] });
+          expectSafe(response, 'page-json');
+          if (response.status === 200) {
+            // The landed session's own activity, whatever the query names: never the other link's.
+            const activity = JSON.parse(response.body) as { available: string; items: Array<{ id: string }> };
+            expect(activity, response.body).toEqual({ available: expect.stringMatching(/^-?\d+\.\d{2,3}$/), items: expect.any(Array) });
+            const ids = activity.items.map((item) => item.id);
+            expect(await stack.database.funding.count({ where: { id: { in: ids }, linkId } })).toBe(0);
+            expect(await stack.database.payment.count({ where: { id: { in: ids }, linkId } })).toBe(0);
+          }
+        },
+      ),
+      runs(60),
+    );
+  });
+
   it('GET /app/top-ups/{id}, /app/payments/{id} and their status: hostile ids and cookies', async () => {
     const target = fc.tuple(fc.constantFrom('/app/top-ups/', '/app/payments/'), pathSegment, fc.boolean());
     await fc.assert(
@@ -688,6 +787,49 @@ describe('landing page', () => {
       }),
       runs(60),
     );
+  });
+});
+
+describe('hostile profile', () => {
+  /** Launches a sandbox user with this profile and opens the landing page until onboarding is done. */
+  async function landingOf(profile: Record<string, unknown>): Promise<{ html: string; firstName: string | null }> {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '10.00', profile });
+    const sessionId = await launch(user.userId);
+    const first = await fetch(`${stack.apiBase}/app?sessionId=${sessionId}`, { redirect: 'manual' });
+    let html = await first.text();
+    expect(first.status, html.slice(0, 400)).toBe(200);
+    const cookie = first.headers.getSetCookie()[0]!.split(';')[0]!;
+    for (let attempt = 0; html.includes('Opening your account') && attempt < 40; attempt += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      const again = await fetch(`${stack.apiBase}/app`, { headers: { cookie }, redirect: 'manual' });
+      html = await again.text();
+    }
+    const row = await stack.database.appSession.findUniqueOrThrow({ where: { cookieHash: hashBearer(cookie.split('=')[1]!) }, include: { embeddedSession: true } });
+    expectSafe({ status: 200, headers: { 'content-type': 'text/html', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'" }, body: html } as unknown as RawResponse, 'page');
+    return { html, firstName: row.embeddedSession.firstName };
+  }
+
+  const greetingOf = (html: string) => /<h1 id="greeting">([^<]*)<\/h1>/.exec(html)?.[1];
+
+  it('a first name with markup renders escaped on the landing page', async () => {
+    const markup = '<img src=x onerror=alert(1)>';
+    const { html } = await landingOf({ name: { firstName: markup } });
+    expect(greetingOf(html)).toBe('Hello, &lt;img src=x onerror=alert(1)&gt;');
+    expect(html).not.toContain('<img');
+    expect(html).not.toContain('onerror=alert(1)>');
+  });
+
+  it('a huge first name (100 KB) renders bounded: at most 100 whole characters, no broken one', async () => {
+    // An emoji (two UTF-16 units) straddles the 100th unit: a cut by units would leave half of it.
+    const firstName = `${'A'.repeat(99)}😀${'<b>x</b>'.repeat(12_800)}`;
+    // (The whole profile is bounded too: wallet/profile.ts refuses one over 256 KiB.)
+    const { html, firstName: stored } = await landingOf({ name: { firstName } });
+    expect(firstName.length).toBeGreaterThan(100_000);
+    expect(stored).toBe(`${'A'.repeat(99)}😀`);
+    expect(greetingOf(html)).toBe(`Hello, ${'A'.repeat(99)}😀`);
+    expect(html).not.toContain('\ufffd');
+    expect(html).not.toContain('&lt;b&gt;');
+    expect(html.length).toBeLessThan(40_000);
   });
 });
 

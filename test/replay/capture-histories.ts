@@ -1,5 +1,5 @@
 // `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
-// onboardEmbeddedSession, reconcileFundings) on a real stack and stores each history as Temporal
+// onboardEmbeddedSession, reconcileFundings, purgeExpired) on a real stack and stores each history as Temporal
 // JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
@@ -17,6 +17,7 @@ import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
+import type { PurgeReport } from '../../activities/purge.ts';
 import type { OnboardEmbeddedSessionResult } from '../../domain/embedded-session.ts';
 import type { FundingResult } from '../../domain/funding.ts';
 import type { PaymentResult } from '../../domain/payment.ts';
@@ -41,14 +42,15 @@ import { fundingStatusQuery, fundWalletWorkflowType, type FundWalletInput, type 
 import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-attribute-keys.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
+import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
 
 interface Secret {
   name: string;
   value: string;
 }
 
-/** What a path's workflow returned: a funding, payment or onboarding result, or a sweep report. */
-type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport;
+/** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report. */
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport;
 
 interface Captured {
   workflowId: string;
@@ -205,6 +207,7 @@ async function main() {
 
 function describeResult(result: CapturedResult): string {
   if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
+  if ('deleted' in result) return `deleted ${Object.entries(result.deleted).map(([table, count]) => `${count} ${table}`).join(', ')}`;
   return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
 
@@ -1024,6 +1027,21 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets: [...executed.secrets, ...unexecuted.secrets],
         check: (history) => expectActivities(history, ['sweepStuckFundings']),
       };
+    }
+
+    // purgeExpired
+    case 'purge-expired': {
+      // A login state long expired, so the purge has something to delete (its hash is no secret:
+      // the state it hashes was never issued).
+      const stateHash = hashBearer(randomUUID());
+      await stack.database.loginState.create({ data: { stateHash, partnerUserId: 'capture-purge', expiresAt: new Date(Date.now() - 30 * 86_400_000) } });
+      const workflowId = manualPurgeWorkflowId(`capture-${randomUUID()}`);
+      const handle = await startPurgeExpired(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { retentionSeconds: 7 * 86_400 } });
+      const report = await handle.result();
+      if (report.deleted.login_state < 1 || (await stack.database.loginState.count({ where: { stateHash } })) !== 0) {
+        fail(`expected the expired login state purged, the purge reported ${JSON.stringify(report)}`);
+      }
+      return { workflowId, result: report, secrets: [], check: (history) => expectActivities(history, ['purgeExpiredRows']) };
     }
   }
 }

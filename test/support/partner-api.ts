@@ -40,12 +40,12 @@ export interface PartnerApiOptions {
   sessionAllowedIps?: string[];
   trustedProxies?: string[];
   embeddedSessionTtlSeconds?: number;
+  /** Section 10's funding limits; absent: none. */
+  fundingLimits?: FundingLimits;
   /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
   loginSigningKey?: Buffer;
-  /** Section 10's funding limits (default: none). */
-  fundingLimits?: FundingLimits;
 }
 
 export interface InProcessWorker {

@@ -9,6 +9,7 @@ import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts'
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
+import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
@@ -43,6 +44,7 @@ export const historyPaths = {
   ],
   [onboardEmbeddedSessionWorkflowType]: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
   [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
+  [purgeExpiredWorkflowType]: ['purge-expired'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;
 export type HistoryName = (typeof historyPaths)[WorkflowType][number];

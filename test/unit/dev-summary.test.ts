@@ -1,7 +1,9 @@
 // What `walletflow dev` prints: the ops key only when it generated it (a key it was given never
-// reaches the terminal), and a login URL minted through the ops API, not a start link naming a user.
+// reaches the terminal), a login URL minted through the ops API, not a start link naming a user,
+// and the partner ledger it seeded (the treasury's float, each test user's partner balance).
 import { describe, expect, it } from 'vitest';
 import { devSummaryLines, type DevSummary } from '../../cli/dev.ts';
+import type { RunningSandbox } from '../../sandbox/server.ts';
 
 const base: DevSummary = {
   apiBase: 'http://127.0.0.1:3000',
@@ -24,5 +26,31 @@ describe('walletflow dev summary', () => {
     const text = devSummaryLines({ ...base, opsApiKey: { generated: false } }).join('\n');
     expect(text).not.toContain(given);
     expect(text).toContain('from OPS_API_KEYS (not printed)');
+  });
+
+  it('shows the treasury’s float and each test user’s partner balance it seeded', () => {
+    const sandbox = { url: 'http://127.0.0.1:4010', connectUrl: 'http://127.0.0.1:4010/connect', partner: { clientId: 'c', redirectUri: 'http://127.0.0.1:3000/connect/callback' } } as unknown as RunningSandbox;
+    const ana = {
+      userId: '6f1c0d9e-0000-4000-8000-000000000001',
+      profileId: '512345678901',
+      mobile: '09171234567',
+      password: 'sandbox-pass',
+      kycLevel: 'KYC1' as const,
+      balance: '5000.00',
+      name: 'Ana Reyes',
+      partnerUserId: 'wallet:512345678901',
+      partnerBalance: '2500.00',
+    };
+    const text = devSummaryLines({
+      ...base,
+      sandbox,
+      users: [ana],
+      balances: { treasury: '97500.00', users: new Map([['wallet:512345678901', '2500.00']]) },
+    }).join('\n');
+    expect(text).toMatch(/treasury 97500\.00 PHP available \(float 100000\.00 from CAPITAL\)/);
+    expect(text).toMatch(/Ana Reyes +partner balance +2500\.00 PHP +\(wallet:512345678901\)/);
+    expect(text).toContain('/_sandbox/launcher');
+    // Not seeded (a real wallet service, or the seeding failed): no ledger lines.
+    expect(devSummaryLines({ ...base, sandbox, users: [ana] }).join('\n')).not.toContain('partner ledger');
   });
 });

@@ -129,6 +129,12 @@ describe('ops API authentication', () => {
       }
       expect(scopeFor('POST', '/links/login-urls')).toBe('accounts');
       expect(scopeFor('GET', '/links/login-urls')).toBe('read');
+      // The ledger's routes: reads are `read`, an adjustment is `accounts`.
+      expect(scopeFor('GET', '/accounts/wallet:123')).toBe('read');
+      expect(scopeFor('POST', '/accounts/TREASURY/adjustments')).toBe('accounts');
+      expect(scopeFor('GET', '/ledger/entries')).toBe('read');
+      expect(scopeFor('GET', '/settlements/2026-11-24')).toBe('read');
+      expect(scopeFor('GET', '/links')).toBe('read');
     } finally {
       await stack.close();
     }

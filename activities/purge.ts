@@ -1,0 +1,74 @@
+// The purge activity: deletes expired login states, login grants, web sessions and embedded
+// sessions past a retention margin, in bounded batches (links/purge.ts says what is kept for the
+// audit and why). Scheduled by the purgeExpired workflow; idempotent: a retry deletes what is left.
+import { Context } from '@temporalio/activity';
+import type { Logger } from '../lib/logger.ts';
+import type { Database } from '../lib/database.ts';
+import { purgeExpiredBatch, purgeTables, type PurgeTable } from '../links/purge.ts';
+
+export interface PurgeInput {
+  /** How long past its expiry a row is kept (for an incident's questions) before it is deleted. */
+  retentionSeconds: number;
+  /** Rows deleted per statement; absent: 500. */
+  batchSize?: number;
+  /** Batches per table per run; absent: 100. What is left waits for the next run. */
+  maxBatches?: number;
+}
+
+export interface PurgeReport {
+  /** The expiry before which rows were deleted (ISO 8601). */
+  cutoff: string;
+  deleted: Record<PurgeTable, number>;
+  /** Tables whose batches ran out before their backlog did. */
+  unfinished: PurgeTable[];
+}
+
+export interface PurgeDependencies {
+  database: Database;
+  logger: Logger;
+  now?: () => number;
+}
+
+const DEFAULT_BATCH_SIZE = 500;
+const DEFAULT_MAX_BATCHES = 100;
+
+export function createPurgeActivities(deps: PurgeDependencies) {
+  const now = deps.now ?? Date.now;
+  return {
+    async purgeExpiredRows(input: PurgeInput): Promise<PurgeReport> {
+      const batchSize = input.batchSize ?? DEFAULT_BATCH_SIZE;
+      const maxBatches = input.maxBatches ?? DEFAULT_MAX_BATCHES;
+      const cutoff = new Date(now() - input.retentionSeconds * 1000);
+      const deleted = Object.fromEntries(purgeTables.map((table) => [table, 0])) as Record<PurgeTable, number>;
+      const unfinished: PurgeTable[] = [];
+      // Web sessions before embedded sessions: an embedded session goes once none refers to it.
+      for (const table of purgeTables) {
+        let batches = 0;
+        for (;;) {
+          const count = await purgeExpiredBatch(deps.database, table, cutoff, batchSize);
+          deleted[table] += count;
+          batches += 1;
+          heartbeat();
+          if (count < batchSize) break;
+          if (batches >= maxBatches) {
+            unfinished.push(table);
+            break;
+          }
+        }
+      }
+      deps.logger.info({ cutoff: cutoff.toISOString(), deleted, unfinished }, 'purged expired logins and sessions');
+      return { cutoff: cutoff.toISOString(), deleted, unfinished };
+    },
+  };
+}
+
+/** Tells Temporal the purge is alive, when it runs as an activity (a test may call it directly). */
+function heartbeat(): void {
+  try {
+    Context.current().heartbeat();
+  } catch {
+    // Not inside an activity: nothing to tell.
+  }
+}
+
+export type PurgeActivities = ReturnType<typeof createPurgeActivities>;

@@ -1,0 +1,45 @@
+// What `walletflow dev` seeds in the partner's ledger (cli/seed-users.ts): the treasury's float from
+// CAPITAL and each test user's partner balance, through the ops API, once: a restart (the same
+// seeding again) posts nothing twice.
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { seedPartnerBalances, seedTestUsers } from '../../cli/seed-users.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const seedKey = `wf_test_seed_${randomBytes(24).toString('base64url')}`;
+
+beforeAll(async () => {
+  stack = await startPartnerStack({ extraOpsKeys: [`walletflow-dev-seed:accounts+read:${seedKey}`] });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe('walletflow dev seeds the partner ledger', () => {
+  it('gives the treasury its float from CAPITAL and each test user a partner balance, once across restarts', async () => {
+    await stack.admin.call('POST', '/reset');
+    const users = await seedTestUsers(stack.sandbox.url);
+    expect(users.map((user) => user.partnerUserId)).toEqual(users.map((user) => `wallet:${user.profileId}`));
+
+    const first = await seedPartnerBalances({ apiBase: stack.apiBase, opsKey: seedKey, users });
+    const again = await seedPartnerBalances({ apiBase: stack.apiBase, opsKey: seedKey, users });
+
+    expect(Object.fromEntries(first.users)).toEqual(Object.fromEntries(users.map((user) => [user.partnerUserId, user.partnerBalance])));
+    // Seeded again (a restart): the same balances, nothing posted twice. (The treasury's own
+    // available is shared with the other tests' fundings in this database: not compared.)
+    expect(again.users).toEqual(first.users);
+    expect(first.treasury).toMatch(/^-?\d+\.\d{2}$/);
+    // The float came from CAPITAL, the users' balances from the treasury: once each.
+    const adjustments = await stack.database.ledgerTransaction.findMany({ where: { reference: { startsWith: 'adjustment:walletflow-dev:' } }, include: { entries: true } });
+    const float = adjustments.filter((transaction) => transaction.reference === 'adjustment:walletflow-dev:treasury-float');
+    expect(float).toHaveLength(1);
+    expect(float[0]!.entries.map((entry) => [entry.account, entry.amount.toFixed(2)]).sort()).toEqual([
+      ['CAPITAL', '-100000.00'],
+      ['TREASURY', '100000.00'],
+    ]);
+    for (const user of users) {
+      expect(adjustments.filter((transaction) => transaction.reference === `adjustment:walletflow-dev:partner-balance:${user.partnerUserId}`)).toHaveLength(1);
+    }
+  });
+});

@@ -1,0 +1,159 @@
+// The purge (issue 17): login states, login grants, web sessions and embedded sessions are deleted
+// by the purgeExpired workflow once their expiry lies past the retention margin, in bounded batches,
+// and the worker's Schedule runs it. Rows of other tests in the shared database expired minutes or
+// hours ago; the margin used here is a week, so only this file's rows are old enough.
+import { spawn } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { PurgeReport } from '../../activities/purge.ts';
+import { hashBearer } from '../../links/embedded-sessions.ts';
+import { ensurePurgeSchedule } from '../../worker/purge-schedule.ts';
+import { manualPurgeWorkflowId, purgeExpiredWorkflowType, purgeScheduleId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const DAY_MS = 86_400_000;
+const WEEK_SECONDS = 7 * 86_400;
+const daysFromNow = (days: number) => new Date(Date.now() + days * DAY_MS);
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  await stack.startWorker();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+const hash = () => hashBearer(randomBytes(16).toString('hex'));
+
+async function loginState(expiresAt: Date) {
+  const stateHash = hash();
+  await stack.database.loginState.create({ data: { stateHash, partnerUserId: 'purge-test', expiresAt } });
+  return stateHash;
+}
+async function loginGrant(expiresAt: Date, used: boolean) {
+  const tokenHash = hash();
+  await stack.database.loginGrant.create({ data: { tokenHash, partnerUserId: 'purge-test', source: 'OPS', expiresAt, ...(used ? { usedAt: expiresAt } : {}) } });
+  return tokenHash;
+}
+async function embeddedSession(expiresAt: Date, consumed: boolean) {
+  const id = randomUUID();
+  await stack.database.embeddedSession.create({
+    data: {
+      id,
+      sessionIdHash: hash(),
+      requestReferenceNo: `purge-${id.slice(0, 8)}`,
+      accessTokenExpiresAt: expiresAt,
+      expiresAt,
+      ...(consumed ? { consumedAt: expiresAt, status: 'READY' as const } : {}),
+    },
+  });
+  return id;
+}
+async function webSession(embeddedSessionId: string, expiresAt: Date) {
+  const id = randomUUID();
+  await stack.database.appSession.create({ data: { id, cookieHash: hash(), embeddedSessionId, csrfToken: 'x'.repeat(43), expiresAt } });
+  return id;
+}
+
+async function purge(input: { retentionSeconds: number; batchSize?: number; maxBatches?: number }): Promise<PurgeReport> {
+  const workflowId = manualPurgeWorkflowId(randomUUID());
+  const handle = await startPurgeExpired(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input });
+  return handle.result();
+}
+
+describe('purge of expired logins and sessions', () => {
+  it('deletes login states, login grants, used or expired embedded sessions and web sessions past the retention margin, and keeps the rest', async () => {
+    const old = daysFromNow(-10);
+    const recent = daysFromNow(-1);
+    const live = daysFromNow(1);
+    const gone = {
+      states: [await loginState(old), await loginState(old)],
+      grants: [await loginGrant(old, true), await loginGrant(old, false)],
+      // a used session whose web session expired too, and an expired one never used
+      sessions: [await embeddedSession(old, true), await embeddedSession(old, false)],
+    };
+    const goneWeb = await webSession(gone.sessions[0]!, old);
+    const kept = {
+      states: [await loginState(recent), await loginState(live)],
+      grants: [await loginGrant(recent, true), await loginGrant(live, false)],
+      sessions: [await embeddedSession(recent, true), await embeddedSession(live, false)],
+    };
+    // An old session id whose web session still lives: both stay until the web session is purged.
+    const heldSession = await embeddedSession(old, true);
+    const liveWeb = await webSession(heldSession, live);
+
+    const report = await purge({ retentionSeconds: WEEK_SECONDS });
+
+    const allStates = [...gone.states, ...kept.states];
+    const allGrants = [...gone.grants, ...kept.grants];
+    const allSessions = [...gone.sessions, ...kept.sessions, heldSession];
+    expect((await stack.database.loginState.findMany({ where: { stateHash: { in: allStates } } })).map((row) => row.stateHash).sort()).toEqual([...kept.states].sort());
+    expect((await stack.database.loginGrant.findMany({ where: { tokenHash: { in: allGrants } } })).map((row) => row.tokenHash).sort()).toEqual([...kept.grants].sort());
+    expect((await stack.database.embeddedSession.findMany({ where: { id: { in: allSessions } } })).map((row) => row.id).sort()).toEqual([...kept.sessions, heldSession].sort());
+    expect((await stack.database.appSession.findMany({ where: { id: { in: [goneWeb, liveWeb] } } })).map((row) => row.id)).toEqual([liveWeb]);
+    expect(report.deleted.login_state).toBeGreaterThanOrEqual(2);
+    expect(report.deleted.login_grant).toBeGreaterThanOrEqual(2);
+    expect(report.deleted.embedded_session).toBeGreaterThanOrEqual(2);
+    expect(report.deleted.app_session).toBeGreaterThanOrEqual(1);
+    expect(new Date(report.cutoff).getTime()).toBeLessThan(Date.now() - WEEK_SECONDS * 1000 + 60_000);
+    expect(report.unfinished).toEqual([]);
+  });
+
+  it('deletes in bounded batches and says what it left for the next run', async () => {
+    const states = await Promise.all(Array.from({ length: 5 }, () => loginState(daysFromNow(-20))));
+    const first = await purge({ retentionSeconds: WEEK_SECONDS, batchSize: 2, maxBatches: 2 });
+    expect(first.deleted.login_state).toBe(4);
+    expect(first.unfinished).toContain('login_state');
+    expect(await stack.database.loginState.count({ where: { stateHash: { in: states } } })).toBe(1);
+    const second = await purge({ retentionSeconds: WEEK_SECONDS, batchSize: 2, maxBatches: 2 });
+    expect(second.unfinished).not.toContain('login_state');
+    expect(await stack.database.loginState.count({ where: { stateHash: { in: states } } })).toBe(0);
+  });
+
+  it('runs on a Temporal Schedule the worker creates once', async () => {
+    const options = { taskQueue: stack.taskQueue, everyMinutes: 1440, retentionSeconds: WEEK_SECONDS };
+    await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    try {
+      expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('created');
+      expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('exists');
+      const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
+      expect(description.action).toMatchObject({ type: 'startWorkflow', workflowType: purgeExpiredWorkflowType, taskQueue: stack.taskQueue, args: [{ retentionSeconds: WEEK_SECONDS }] });
+      expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 1440 * 60_000 })]);
+      expect(description.policies.overlap).toBe('SKIP');
+    } finally {
+      await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    }
+  });
+
+  it('is created by the worker process at start, from PURGE_EVERY_MINUTES and PURGE_RETENTION_HOURS', async () => {
+    await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+      cwd: path.resolve(import.meta.dirname, '../..'),
+      env: { ...stack.workerEnv(), PURGE_EVERY_MINUTES: '720', PURGE_RETENTION_HOURS: '48', LOG_LEVEL: 'info', LOG_FORMAT: 'json', WORKER_METRICS_PORT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    const exited = new Promise<number | null>((resolve) => worker.once('exit', (code) => resolve(code)));
+    try {
+      await new Promise<void>((resolve, reject) => {
+        const onData = (chunk: Buffer) => {
+          output += chunk.toString();
+          if (output.includes('purge schedule ready')) resolve();
+          else if (output.includes('worker polling')) reject(new Error(`the worker polls and made no purge schedule:\n${output}`));
+        };
+        worker.stdout.on('data', onData);
+        worker.stderr.on('data', onData);
+        void exited.then(() => reject(new Error(`the worker exited:\n${output}`)));
+      });
+      const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
+      expect(description.action).toMatchObject({ workflowType: purgeExpiredWorkflowType, taskQueue: stack.taskQueue, args: [{ retentionSeconds: 48 * 3600 }] });
+      expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 720 * 60_000 })]);
+    } finally {
+      worker.kill('SIGTERM');
+      await exited;
+      await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    }
+  }, 90_000);
+});

@@ -1,0 +1,51 @@
+// The write monopolies ESLint keeps (eslint.config.js, rule records/only-records-write): the
+// records alone write the funding and payment tables, the ledger alone writes the ledger's. Linted
+// as if each snippet sat in the named file, with the project's own configuration.
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const eslint = new ESLint({ cwd: root });
+
+async function ownerViolations(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
+  return (result?.messages ?? []).filter((message) => message.ruleId === 'records/only-records-write').map((message) => message.message);
+}
+
+const ledgerWrites = {
+  'a Prisma write on ledgerEntry': 'export const f = (db: any) => db.ledgerEntry.create({ data: {} });',
+  'a Prisma write on ledgerAccount': 'export const f = (tx: any) => tx.ledgerAccount.updateMany({ data: {} });',
+  'a Prisma write on ledgerTransaction': 'export const f = (db: any) => db.ledgerTransaction.deleteMany({});',
+  'raw SQL inserting into ledger_entry': 'export const f = (db: any) => db.$executeRaw`INSERT INTO ledger_entry (account) VALUES (${1})`;',
+  'raw SQL updating ledger_account': "export const f = (db: any) => db.$executeRawUnsafe('UPDATE ledger_account SET balance = 0');",
+  'raw SQL deleting from "ledger_transaction"': 'export const f = (db: any) => db.$executeRaw`DELETE FROM "ledger_transaction"`;',
+};
+
+describe('only the ledger writes the ledger tables', () => {
+  it.each(Object.entries(ledgerWrites))('refuses %s outside ledger/', async (_name, code) => {
+    for (const file of ['api/ops/accounts-routes.ts', 'fundings/funding-record.ts', 'activities/reconcile.ts', 'cli/seed-users.ts']) {
+      expect(await ownerViolations(file, code), file).toEqual([expect.stringMatching(/only the ledger \(ledger\/\)/)]);
+    }
+  });
+
+  it.each(Object.entries(ledgerWrites))('allows %s in ledger/ and in the migrations', async (_name, code) => {
+    expect(await ownerViolations('ledger/ledger.ts', code)).toEqual([]);
+    expect(await ownerViolations('prisma/schema-engine.ts', code)).toEqual([]);
+  });
+
+  it('allows reads of the ledger tables anywhere', async () => {
+    const code = 'export const f = (db: any) => [db.ledgerEntry.findMany({}), db.$queryRaw`SELECT * FROM ledger_entry e JOIN ledger_account a ON true`];';
+    expect(await ownerViolations('harness/ledger-invariants.ts', code)).toEqual([]);
+  });
+});
+
+describe('only the records write the funding and payment tables', () => {
+  it('refuses a funding write outside the records, allows it in the funding record', async () => {
+    const code = 'export const f = (db: any) => [db.funding.update({}), db.$executeRaw`UPDATE funding SET status = ${1}`];';
+    expect(await ownerViolations('api/ops/fundings-routes.ts', code)).toHaveLength(2);
+    expect(await ownerViolations('ledger/ledger.ts', code)).toHaveLength(2);
+    expect(await ownerViolations('fundings/funding-record.ts', code)).toEqual([]);
+  });
+});

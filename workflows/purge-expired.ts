@@ -1,0 +1,16 @@
+// purgeExpired: deletes expired login states, login grants, web sessions and embedded sessions past
+// their retention margin, run by a Temporal Schedule (worker/purge-schedule.ts). One activity: a
+// few bounded batches of deletes, each retry deleting what is left.
+import { proxyActivities } from '@temporalio/workflow';
+import type { PurgeActivities } from '../activities/purge.ts';
+import type { PurgeExpiredInput, PurgeExpiredResult } from './purge-expired.contract.ts';
+
+const { purgeExpiredRows } = proxyActivities<PurgeActivities>({
+  startToCloseTimeout: '10 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
+});
+
+export async function purgeExpired(input: PurgeExpiredInput): Promise<PurgeExpiredResult> {
+  return purgeExpiredRows(input);
+}
