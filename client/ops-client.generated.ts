@@ -62,6 +62,11 @@ export interface CreateAdjustment {
   reason: string;
 }
 
+export interface CreateWebhookEndpoint {
+  url: string;
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+}
+
 export interface Funding {
   fundingId: string;
   status: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW";
@@ -373,6 +378,46 @@ export interface LinkList {
   items: Link[];
 }
 
+export interface WebhookEndpointCreated {
+  id: string;
+  secret: string;
+  url: string;
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+  createdAt: string;
+}
+
+export interface WebhookEndpoint {
+  id: string;
+  url: string;
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+  createdBy: string | null;
+  createdAt: string;
+}
+
+export interface WebhookDelivery {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: "funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review";
+  status: "PENDING" | "SUCCEEDED" | "FAILED";
+  attempts: number;
+  nextAttemptAt: string | null;
+  deliveredAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  log: {
+    at: string;
+    statusCode: number | null;
+    error: string | null;
+    durationMs: number;
+  }[];
+}
+
+export interface WebhookDeliveryPage {
+  items: WebhookDelivery[];
+  nextCursor: string | null;
+}
+
 // ---- operations: parameters (path, query, headers, body) and answers (2xx) --------------------
 
 export type ListFundingsParams = {
@@ -483,7 +528,7 @@ export type AdjustAccountParams = {
 };
 
 export type ListLedgerEntriesParams = {
-  account?: string;
+  account?: ("TREASURY" | "IN_FLIGHT" | "WALLET_CLEARING" | "MERCHANT_REVENUE" | "CAPITAL") | string;
   limit?: number;
   cursor?: string;
 };
@@ -492,6 +537,40 @@ export type GetSettlementParams = {
   /** the day, YYYY-MM-DD */
   date: string;
   format?: "json" | "csv";
+};
+
+export type CreateWebhookEndpointParams = {
+  body: CreateWebhookEndpoint;
+};
+
+export type GetWebhookEndpointParams = {
+  /** the endpoint’s id */
+  endpointId: string;
+};
+
+export type DeleteWebhookEndpointParams = {
+  /** the endpoint’s id */
+  endpointId: string;
+};
+
+export type ListWebhookDeliveriesParams = {
+  /** only this status */
+  status?: "PENDING" | "SUCCEEDED" | "FAILED";
+  /** created at or after (ISO-8601 with an offset) */
+  from?: string;
+  /** created before (ISO-8601 with an offset) */
+  to?: string;
+  /** items per page (1 to 200, default 50) */
+  limit?: number;
+  /** the `nextCursor` of the previous page */
+  cursor?: string;
+  /** only this endpoint’s deliveries */
+  endpointId?: string;
+};
+
+export type RedeliverWebhookParams = {
+  /** the delivery’s id */
+  deliveryId: string;
 };
 
 export type ListFundingsAnswer = { status: 200; body: FundingPage };
@@ -512,6 +591,11 @@ export type GetAccountAnswer = { status: 200; body: Account };
 export type AdjustAccountAnswer = { status: 200; body: Adjustment } | { status: 201; body: Adjustment };
 export type ListLedgerEntriesAnswer = { status: 200; body: LedgerEntryPage };
 export type GetSettlementAnswer = { status: 200; body: Settlement | string };
+export type CreateWebhookEndpointAnswer = { status: 201; body: WebhookEndpointCreated };
+export type GetWebhookEndpointAnswer = { status: 200; body: WebhookEndpoint };
+export type DeleteWebhookEndpointAnswer = { status: 204; body: undefined };
+export type ListWebhookDeliveriesAnswer = { status: 200; body: WebhookDeliveryPage };
+export type RedeliverWebhookAnswer = { status: 202; body: WebhookDelivery };
 
 export interface OpsClient {
   /** GET /ops/fundings: Fundings, newest first, a page at a time */
@@ -550,6 +634,16 @@ export interface OpsClient {
   listLedgerEntries(params?: ListLedgerEntriesParams, options?: CallOptions): Promise<ListLedgerEntriesAnswer>;
   /** GET /ops/settlements/{date}: A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger */
   getSettlement(params: GetSettlementParams, options?: CallOptions): Promise<GetSettlementAnswer>;
+  /** POST /ops/webhooks/endpoints: Register an endpoint for some events (scope admin). Each event is POSTed as a `WebhookEvent` body signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` under the secret), retried with backoff for at least 24 hours; receivers dedupe on `webhook-id` */
+  createWebhookEndpoint(params: CreateWebhookEndpointParams, options?: CallOptions): Promise<CreateWebhookEndpointAnswer>;
+  /** GET /ops/webhooks/endpoints/{endpointId}: An endpoint (never its secret) */
+  getWebhookEndpoint(params: GetWebhookEndpointParams, options?: CallOptions): Promise<GetWebhookEndpointAnswer>;
+  /** DELETE /ops/webhooks/endpoints/{endpointId}: Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed */
+  deleteWebhookEndpoint(params: DeleteWebhookEndpointParams, options?: CallOptions): Promise<DeleteWebhookEndpointAnswer>;
+  /** GET /ops/webhooks/deliveries: Deliveries, newest first, a page at a time, each with its attempt log (status code or error, and when) */
+  listWebhookDeliveries(params?: ListWebhookDeliveriesParams, options?: CallOptions): Promise<ListWebhookDeliveriesAnswer>;
+  /** POST /ops/webhooks/deliveries/{deliveryId}/redeliver: Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id` */
+  redeliverWebhook(params: RedeliverWebhookParams, options?: CallOptions): Promise<RedeliverWebhookAnswer>;
 }
 
 const operations: Record<keyof OpsClient, OperationSpec> = {
@@ -571,6 +665,11 @@ const operations: Record<keyof OpsClient, OperationSpec> = {
   adjustAccount: { method: 'POST', path: "/ops/accounts/{account}/adjustments", pathParams: ["account"], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
   listLedgerEntries: { method: 'GET', path: "/ops/ledger/entries", pathParams: [], query: ["account","limit","cursor"], headers: {}, body: false },
   getSettlement: { method: 'GET', path: "/ops/settlements/{date}", pathParams: ["date"], query: ["format"], headers: {}, body: false },
+  createWebhookEndpoint: { method: 'POST', path: "/ops/webhooks/endpoints", pathParams: [], query: [], headers: {}, body: true },
+  getWebhookEndpoint: { method: 'GET', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },
+  deleteWebhookEndpoint: { method: 'DELETE', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },
+  listWebhookDeliveries: { method: 'GET', path: "/ops/webhooks/deliveries", pathParams: [], query: ["status","from","to","limit","cursor","endpointId"], headers: {}, body: false },
+  redeliverWebhook: { method: 'POST', path: "/ops/webhooks/deliveries/{deliveryId}/redeliver", pathParams: ["deliveryId"], query: [], headers: {}, body: false },
 };
 
 // ---- runtime ---------------------------------------------------------------------------------

@@ -40,7 +40,6 @@ export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope
   { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
   { method: 'POST', path: /^\/payments$/, scope: 'pay' },
   { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
-  { method: 'GET', path: /^\/links$/, scope: 'read' },
   // The ledger (contract-decisions section 10): reading balances, entries and settlements is `read`;
   // an adjustment moves a user's money, as unlinking changes a user's account: `accounts`.
   { method: 'GET', path: /^\/accounts\/[^/]+$/, scope: 'read' },
