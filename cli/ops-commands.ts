@@ -184,6 +184,34 @@ walletflow payments resolve); ${apiExits}`,
     .addHelpText('after', `\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`)
     .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettle(options))));
   const webhooks = program.command('webhooks').description("signed webhooks to the partner's systems (contract-decisions section 13)");
+  const endpoints = webhooks.command('endpoints').description('where events are sent: create, get, delete');
+  ops(
+    endpoints
+      .command('create')
+      .description('register an endpoint; its signing secret is printed once')
+      .argument('<url>', 'the http(s) URL events are POSTed to')
+      .requiredOption('--events <list>', 'comma-separated event types, e.g. funding.approved,payment.succeeded'),
+  ).action((url: string, options: OpsCommandOptions & { events: string }) => run(import('./webhook-commands.ts').then((module) => module.runWebhookEndpointCreate(url, options))));
+  ops(endpoints.command('get').description('an endpoint (never its secret)').argument('<endpointId>')).action((id: string, options: OpsCommandOptions) =>
+    run(import('./webhook-commands.ts').then((module) => module.runWebhookEndpointGet(id, options))),
+  );
+  ops(endpoints.command('delete').description('delete an endpoint: no new deliveries; its pending ones end FAILED').argument('<endpointId>')).action(
+    (id: string, options: OpsCommandOptions) => run(import('./webhook-commands.ts').then((module) => module.runWebhookEndpointDelete(id, options))),
+  );
+  ops(
+    webhooks
+      .command('deliveries')
+      .description('deliveries, newest first, with their attempt logs')
+      .option('--endpoint-id <id>', 'only this endpoint’s')
+      .addOption(new Option('--status <status>', 'only this status').choices(['PENDING', 'SUCCEEDED', 'FAILED']))
+      .option('--limit <n>', 'items per page (1 to 200)', '50')
+      .option('--cursor <cursor>', 'the next page a previous run printed'),
+  ).action((options: OpsCommandOptions & { endpointId?: string; status?: 'PENDING' | 'SUCCEEDED' | 'FAILED'; limit: string; cursor?: string }) =>
+    run(import('./webhook-commands.ts').then((module) => module.runWebhookDeliveries(options))),
+  );
+  ops(webhooks.command('redeliver').description('send a delivery again now (a dead letter, or a delivered one)').argument('<deliveryId>')).action(
+    (id: string, options: OpsCommandOptions) => run(import('./webhook-commands.ts').then((module) => module.runWebhookRedeliver(id, options))),
+  );
   webhooks
     .command('listen')
     .description('register a temporary endpoint for every event, print and verify each one, forward it; Ctrl-C deletes the endpoint')

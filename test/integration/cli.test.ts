@@ -269,6 +269,16 @@ describe('walletflow fund and status against a running stack', () => {
 
     expect(await json('unlink', ['links', 'unlink', linkId])).toMatchObject({ linkId, status: 'UNLINKED' });
 
+    const endpoint = await json('createWebhookEndpoint', ['webhooks', 'endpoints', 'create', 'http://127.0.0.1:9/hooks', '--events', 'funding.approved,payment.succeeded']);
+    expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/hooks', secret: expect.stringMatching(/^whsec_/) });
+    const endpointId = String(endpoint.id);
+    expect(await json('getWebhookEndpoint', ['webhooks', 'endpoints', 'get', endpointId])).not.toHaveProperty('secret');
+    expect((await json('listWebhookDeliveries', ['webhooks', 'deliveries', '--endpoint-id', endpointId])).items).toBeInstanceOf(Array);
+    const redeliver = await runCli(['webhooks', 'redeliver', randomUUID(), '--output', 'json', ...target()]);
+    expect(redeliver.code).toBe(3);
+    covered.add('redeliverWebhook');
+    expect(await json('deleteWebhookEndpoint', ['webhooks', 'endpoints', 'delete', endpointId])).toMatchObject({ id: endpointId, deleted: true });
+
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
     const opsOperations = Object.entries(document.paths)
       .filter(([route]) => route.startsWith('/ops/'))

@@ -447,7 +447,10 @@ describe('ops API', () => {
   });
 
   it('POST /ops/payments/{id}/resolve on a payment in review: a NUL or broken-unicode note is refused and the payment stays in review; an RTL note is kept intact', async () => {
-    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+    // Every execute fails before it reaches the wallet (503): after the bounded attempts the
+    // outcome stays unknown and the payment is parked for a person (a PAYMENT_ALREADY_EXECUTED
+    // after a lost answer would be proof of success instead, and end it SUCCEEDED).
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
     const started = await ops({
       method: 'POST',
       target: '/ops/payments',
@@ -457,27 +460,20 @@ describe('ops API', () => {
     expect(started.status, started.body).toBe(202);
     const id = (JSON.parse(started.body) as { id: string }).id;
     try {
-      // The first execute takes effect and its answer is lost; the retry then learns it was executed.
-      const deadline = Date.now() + 20_000;
-      while ((await stack.database.payment.findUniqueOrThrow({ where: { id } })).status !== 'EXECUTING') {
-        if (Date.now() > deadline) throw new Error('the payment never started executing');
-        await new Promise((resolve) => setTimeout(resolve, 50));
+      const deadline = Date.now() + 30_000;
+      while ((await stack.database.payment.findUniqueOrThrow({ where: { id } })).status !== 'NEEDS_REVIEW') {
+        if (Date.now() > deadline) throw new Error('the payment never reached NEEDS_REVIEW');
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
-      await new Promise((resolve) => setTimeout(resolve, 300));
     } finally {
       await stack.admin.clearFaults();
-    }
-    const deadline = Date.now() + 30_000;
-    while ((await stack.database.payment.findUniqueOrThrow({ where: { id } })).status !== 'NEEDS_REVIEW') {
-      if (Date.now() > deadline) throw new Error('the payment never reached NEEDS_REVIEW');
-      await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const resolve = (note: string, actor: Buffer = Buffer.from('maria.ops')) =>
       ops({
         method: 'POST',
         target: `/ops/payments/${id}/resolve`,
         headers: [['Content-Type', 'application/json'], ['X-Ops-Actor', actor]],
-        body: JSON.stringify({ outcome: 'SUCCEEDED', note }),
+        body: JSON.stringify({ outcome: 'FAILED', note }),
       });
     for (const note of ['ledger\u0000shows it', 'escape \u001b[31m red', 'half \ud800 a pair', '\udfff']) {
       const refused = await resolve(note);
@@ -490,7 +486,7 @@ describe('ops API', () => {
     expectSafe(resolved, 'ops');
     expect(resolved.status, resolved.body).toBe(200);
     const row = await stack.database.payment.findUniqueOrThrow({ where: { id } });
-    expect(row.status).toBe('SUCCEEDED');
+    expect(row.status).toBe('FAILED');
     expect(row.resolvedNote).toBe(note);
     expect(row.resolvedBy).toBe('default (as maria)');
   });
