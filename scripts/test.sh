@@ -14,12 +14,15 @@ echo "• tests"
 mkdir -p .walletflow
 status=0
 vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
+# The JSON report decides as well: a run with a failed test or file never passes, whatever exit
+# code the runner ended with.
 node -e '
   const fs = require("fs");
   const file = ".walletflow/test-results.json";
-  if (!fs.existsSync(file)) { console.log("0 passed, 1 failed"); process.exit(0); }
+  if (!fs.existsSync(file)) { console.log("0 passed, 1 failed"); process.exit(1); }
   const r = JSON.parse(fs.readFileSync(file, "utf8"));
   const skipped = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
   console.log(`${r.numPassedTests} passed, ${r.numFailedTests} failed` + (skipped ? `, ${skipped} skipped` : ""));
-'
+  process.exit(r.numFailedTests > 0 || r.numFailedTestSuites > 0 || r.numTotalTests === 0 ? 1 : 0);
+' || status=1
 exit $status

@@ -35,6 +35,12 @@ async function createdTransfer() {
   return { user, transferId: created.data.transferId };
 }
 
+/** The wallet calls made for this transfer since `since` (other test files share the database). */
+const callsFor = async (transferId: string, since: Date) =>
+  (await stack.database.walletCall.findMany({ where: { startedAt: { gte: since }, path: { contains: transferId } }, orderBy: { id: 'asc' }, select: { operation: true } })).map(
+    (call) => call.operation,
+  );
+
 const executionsOf = async (transferId: string) => (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
 
 describe('a retried execute activity', () => {
@@ -44,8 +50,7 @@ describe('a retried execute activity', () => {
     const since = new Date();
     const progress = await new MockActivityEnvironment({ attempt: 2 }).run(activities.executeTransfer, randomUUID(), transferId);
     expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
-    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: since } }, select: { operation: true } });
-    expect(calls.map((call) => call.operation)).toEqual(['transfers.retrieve']);
+    expect(await callsFor(transferId, since)).toEqual(['transfers.retrieve']);
     expect(await executionsOf(transferId)).toBe(1);
   });
 
@@ -57,7 +62,6 @@ describe('a retried execute activity', () => {
     const first = await createdTransfer();
     const since = new Date();
     expect(await new MockActivityEnvironment({ attempt: 1 }).run(activities.executeTransfer, randomUUID(), first.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
-    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: since } }, select: { operation: true } });
-    expect(calls.map((call) => call.operation)).toEqual(['transfers.execute']);
+    expect(await callsFor(first.transferId, since)).toEqual(['transfers.execute']);
   });
 });
