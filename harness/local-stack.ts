@@ -14,7 +14,7 @@ import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedd
 import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../cli/stack/sandbox-wallet.ts';
 import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
-import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFreePort, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
@@ -248,21 +248,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const temporalTarget = options.temporal;
   if (!temporalTarget) {
     const temporalBinary = resolveTemporalCli();
-    const temporalPort = await findFreePort();
     const temporalDb = path.join(stateDir, 'temporal.db');
     const temporalLog = openLog('temporal.log');
-    startTemporal = () =>
-      startTemporalDevServer({
-        binary: temporalBinary,
-        dbFile: temporalDb,
-        port: temporalPort,
-        namespace: 'default',
-        onLog: (line) => {
-          temporalLog.write(`${line}\n`);
-          temporalRecent = (temporalRecent + line + '\n').slice(-4000);
-        },
-      });
-    temporal = await startTemporal();
+    const devServer = {
+      binary: temporalBinary,
+      dbFile: temporalDb,
+      namespace: 'default',
+      onLog: (line: string) => {
+        temporalLog.write(`${line}\n`);
+        temporalRecent = (temporalRecent + line + '\n').slice(-4000);
+      },
+    };
+    // The first start finds a port that works; every restart (the soak's chaos) reuses it.
+    const first = await startTemporalDevServerOnFreePort(devServer);
+    const temporalPort = first.port;
+    startTemporal = () => startTemporalDevServer({ ...devServer, port: temporalPort });
+    temporal = first;
     later(() => temporal!.stop());
     log(`Temporal: dev server on port ${temporalPort}, history in a SQLite file`);
   }

@@ -8,7 +8,7 @@ import { applyMigrations } from '../prisma/schema-engine.ts';
 import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
 import { findFreePort } from '../cli/stack/ports.ts';
-import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { resolveTemporalCli, startTemporalDevServerOnFreePort, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
 
 declare module 'vitest' {
@@ -49,7 +49,7 @@ export default async function setup(project: TestProject) {
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
     await applyMigrations(databaseUrl);
     if (!temporalAddress) {
-      temporal = await startTemporalDevServer({ binary: resolveTemporalCli(), port: await findFreePort(), namespace });
+      temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
       temporalAddress = temporal.address;
     }
   } catch (error) {

@@ -6,7 +6,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { searchAttributes } from '../../domain/search-attributes.ts';
-import { waitForPort } from './ports.ts';
+import { findFreePort, waitForPort } from './ports.ts';
 import { projectRoot } from '../../lib/project-root.ts';
 
 
@@ -98,6 +98,27 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     process: child,
     stop,
   };
+}
+
+/**
+ * Starts the dev server on a free port, trying a fresh one when it exits before it is ready: a
+ * port found free can be taken by another process before the server binds it (and the server
+ * also binds ports of its own choosing), which on a busy machine happens now and then.
+ */
+export async function startTemporalDevServerOnFreePort(
+  options: Omit<TemporalDevServerOptions, 'port'>,
+  attempts = 3,
+): Promise<RunningTemporal & { port: number }> {
+  for (let attempt = 1; ; attempt += 1) {
+    const port = await findFreePort();
+    try {
+      return { ...(await startTemporalDevServer({ ...options, port })), port };
+    } catch (error) {
+      const exitedEarly = (error as Error).message.startsWith('the Temporal dev server exited');
+      if (!exitedEarly || attempt >= attempts) throw error;
+      options.onLog?.(`the Temporal dev server exited while starting on port ${port}; trying another port`);
+    }
+  }
 }
 
 /** The frontend listens before the namespace is ready: wait until it can be described. */

@@ -14,7 +14,7 @@ import { dropDatabase, ensureDatabaseExists, type Database } from '../../lib/dat
 import { startEmbeddedPostgres } from '../../cli/stack/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../cli/stack/ports.ts';
-import { resolveTemporalCli, startTemporalDevServer } from '../../cli/stack/temporal-dev-server.ts';
+import { resolveTemporalCli, startTemporalDevServerOnFreePort } from '../../cli/stack/temporal-dev-server.ts';
 import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
 import type { TokenCipher } from '../../links/token-cipher.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -131,7 +131,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
     if (temporalAddress) {
       log(`Temporal: ${temporalAddress} (namespace ${namespace})`);
     } else {
-      const temporal = await startTemporalDevServer({ binary: resolveTemporalCli(), port: await findFreePort(), namespace });
+      const temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
       stops.push(() => temporal.stop());
       temporalAddress = temporal.address;
       log(`Temporal: dev server in memory on ${temporalAddress}`);
