@@ -10,7 +10,7 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Funding, Payment } from '../generated/prisma/client.ts';
 import type { SweepCursor } from '../lib/list-page.ts';
-import { updateWaitingWorkflow } from '../lib/temporal.ts';
+import { settleReview } from '../lib/temporal.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
@@ -115,9 +115,11 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
       requestReferenceNo,
     };
-    const inReview = async () => (await fundings.find(funding.id))?.status === fundingReviewStatus;
-    const sent = await updateWaitingWorkflow(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], inReview);
-    return sent === 'updated' || (sent === 'gone' && (await fundings.resolve(funding.id, input)).moved);
+    const { settled } = await settleReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+      stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
+      settleWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
+    });
+    return settled;
   }
 
   async function sweepFunding(funding: Funding, report: SweepReport): Promise<void> {

@@ -16,7 +16,7 @@ import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
-import { updateWaitingWorkflow } from '../lib/temporal.ts';
+import { settleReview } from '../lib/temporal.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import type { FundingRefusalCode } from '../domain/ledger.ts';
@@ -167,13 +167,13 @@ export function createFundingService(deps: FundingServiceDependencies) {
       if (!funding) return { kind: 'not-found' };
       if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
       const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
-      const inReview = async () => (await record.find(fundingId))?.status === fundingReviewStatus;
-      const sent = await updateWaitingWorkflow(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], inReview);
-      // No workflow waits for it any more (ended by hand, or from before the review existed).
-      const moved = sent === 'updated' || (sent === 'gone' && (await record.resolve(fundingId, input)).moved);
+      const { settled, through } = await settleReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+        stillWaiting: async () => (await record.find(fundingId))?.status === fundingReviewStatus,
+        settleWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
+      });
       const resolved = (await view(fundingId))!;
-      if (!moved) return { kind: 'not-in-review', status: resolved.status };
-      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through: sent === 'gone' ? 'database' : 'workflow' }, 'funding resolved');
+      if (!settled) return { kind: 'not-in-review', status: resolved.status };
+      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through }, 'funding resolved');
       return { kind: 'resolved', funding: resolved };
     },
   };

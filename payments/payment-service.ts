@@ -9,7 +9,7 @@ import { normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
-import { updateWaitingWorkflow } from '../lib/temporal.ts';
+import { settleReview } from '../lib/temporal.ts';
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -106,11 +106,11 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
       const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
-      const inReview = async () => (await find(id))?.status === 'NEEDS_REVIEW';
-      const sent = await updateWaitingWorkflow(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], inReview);
-      // No workflow waits for it any more (ended by hand): the record settles it, audited the same way.
-      const moved = sent === 'updated' || (sent === 'gone' && (await record.resolve(payment.id, input)).moved);
-      if (!moved) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
+      const { settled } = await settleReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
+        stillWaiting: async () => (await find(id))?.status === 'NEEDS_REVIEW',
+        settleWithoutWorkflow: async () => (await record.resolve(payment.id, input)).moved,
+      });
+      if (!settled) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };
     },
