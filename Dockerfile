@@ -4,7 +4,8 @@
 
 # 1. Build: every dependency (the Prisma client generated offline by the postinstall), then
 #    `npm run build`: the TypeScript compiled to JavaScript under dist/, the browser assets beside
-#    it, and the prebuilt workflow bundle dist/workflow-bundle.js (workers load it, no bundling).
+#    it, and the prebuilt workflow bundle dist/workflow-bundle.js (workers load it, no bundling)
+#    with its traced twin dist/workflow-bundle-traced.js (what a worker runs with tracing on).
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json .nvmrc ./
@@ -30,7 +31,9 @@ RUN npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 # 3. Runtime: compiled JavaScript on Node.js 24, production dependencies, a non-root user that
 #    cannot write the application's files.
 FROM node:24-bookworm-slim AS runtime
+# MALLOC_ARENA_MAX: glibc's malloc arenas capped for the SDK's native threads (see nativeMemoryEnvironment in cli/stack).
 ENV NODE_ENV=production \
+    MALLOC_ARENA_MAX=2 \
     HOST=0.0.0.0 \
     PORT=3000 \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
@@ -44,6 +47,6 @@ COPY prisma/schema.prisma prisma/
 COPY prisma/migrations prisma/migrations
 USER walletflow
 EXPOSE 3000
-# The API by default; the worker: `node dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
+# The API by default; the worker: `node --max-semi-space-size=8 dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
 # migrations: `node dist/cli/main.js migrate` (bin/walletflow.mjs runs dist/ too).
 CMD ["node", "dist/api/main.js"]

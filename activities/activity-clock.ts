@@ -21,6 +21,9 @@ export function activityClock(now: () => number = Date.now): ActivityClock {
   }
 }
 
+/** WALLET_TIMEOUT_MS's default (lib/config.ts), for activities built without it. */
+export const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
+
 /** Margin kept between the end of a wallet call's time-out and the activity's own. */
 export const ACTIVITY_DEADLINE_MARGIN_MS = 2_000;
 

@@ -14,8 +14,8 @@ import { fundingFailureTypes, type ResolveFundingUpdateInput } from '../workflow
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
-import { activityClock } from './activity-clock.ts';
-import { walletRetry } from './wallet-retry.ts';
+import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
+import { retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 export interface FundingSnapshot {
   fundingId: string;
@@ -41,6 +41,24 @@ export type TransferProgress =
   /** Retrieve refused (404 TRANSFER_NOT_FOUND, 401): no state; after a bound the workflow asks for review. */
   | { kind: 'refused'; code: string; requestReferenceNo: string; httpStatus: number | null };
 
+/**
+ * What one pass of a funding (fundInOnePass) got to. Everything it wrote went through the record,
+ * as the step-by-step activities write it; the workflow goes on from here.
+ */
+export type OnePassOutcome =
+  /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
+  | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
+  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on. */
+  | { kind: 'executed'; transferId: string; progress: TransferProgress }
+  /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
+  | { kind: 'execute'; transferId: string; retryAfterMs: number | null }
+  /** The wallet's create answer does not match the request: kept unexecuted, for review. */
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string }
+  /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
+  | { kind: 'create-later'; retryAfterMs: number | null }
+  /** Not a fresh PENDING funding: the step-by-step path goes on from the record. */
+  | { kind: 'steps' };
+
 export interface FinishInput {
   status: FinalFundingStatus;
   code?: string | null;
@@ -54,6 +72,8 @@ export interface FundingActivityDependencies {
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
+  /** WALLET_TIMEOUT_MS: a wallet call's longest wait, which the one pass must have left before each call. */
+  walletTimeoutMs?: number;
 }
 
 /** Codes of a refused create that end the funding REJECTED (before any execute, final). */
@@ -91,6 +111,7 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
 
 export function createFundingActivities(deps: FundingActivityDependencies) {
   const { fundings, wallet, logger } = deps;
+  const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
   async function readBack(fundingId: string, transferId: string): Promise<TransferProgress> {
     try {
@@ -104,7 +125,22 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     }
   }
 
-  return {
+  /** Sends the execute once: where the transfer stands, or `retry` when the wallet did nothing (429, refused connection). */
+  async function sendExecute(fundingId: string, transferId: string): Promise<TransferProgress | { kind: 'retry'; error: WalletError }> {
+    try {
+      const result = await wallet.executeTransfer(transferId);
+      return progressOf(result.data, result.requestReferenceNo);
+    } catch (error) {
+      if (!isWalletError(error)) throw error;
+      if (error.code === 'TRANSFER_EXPIRED') return { kind: 'expired', requestReferenceNo: error.requestReferenceNo };
+      if (error.outcome === 'retryable') return { kind: 'retry', error };
+      // unknown (time-out, 5xx, 7011, reset, unparsable, 409) or an odd rejection: retrieve decides.
+      logger.warn({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'execute outcome unknown: reconciling');
+      return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
+    }
+  }
+
+  const activities = {
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
       const funding = await fundings.find(fundingId);
       if (!funding) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
@@ -196,17 +232,9 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         const seen = await readBack(fundingId, transferId);
         if (seen.kind !== 'not-executed') return seen;
       }
-      try {
-        const result = await wallet.executeTransfer(transferId);
-        return progressOf(result.data, result.requestReferenceNo);
-      } catch (error) {
-        if (!isWalletError(error)) throw error;
-        if (error.code === 'TRANSFER_EXPIRED') return { kind: 'expired', requestReferenceNo: error.requestReferenceNo };
-        if (error.outcome === 'retryable') retryLater(error);
-        // unknown (time-out, 5xx, 7011, reset, unparsable, 409) or an odd rejection: retrieve decides.
-        logger.warn({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'execute outcome unknown: reconciling');
-        return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
-      }
+      const sent = await sendExecute(fundingId, transferId);
+      if (sent.kind === 'retry') retryLater(sent.error);
+      return sent;
     },
 
     /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
@@ -237,6 +265,86 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
     },
   };
+
+  /**
+   * A final state the pass writes. `beforeExecute`: a state that says nothing was sent (a refused
+   * or cancelled create), which the record writes only while no execute can have been sent. A
+   * finish that did not leave the funding final (another run of the funding got further) hands over.
+   */
+  async function finished(fundingId: string, input: FinishInput & { beforeExecute?: boolean }): Promise<OnePassOutcome> {
+    const code = input.code ?? null;
+    const done = await fundings.finish(fundingId, { status: input.status, code, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code, ...(input.beforeExecute ? { beforeExecute: true } : {}) });
+    if (!isFinalFundingStatus(done.status)) return { kind: 'steps' };
+    return { kind: 'finished', status: done.status, errorCode: done.errorCode, transferId: done.transferId };
+  }
+
+  return {
+    ...activities,
+
+    /**
+     * A fresh funding in one pass, run by the workflow as one local activity: PENDING → CREATING,
+     * create (transferId stored before anything can execute it), → EXECUTING unless cancelled,
+     * the one execute, and the final state, each written through the record as the step-by-step
+     * activities write them. Each move counts only if this pass made it: wherever the record says
+     * someone else got there first (a cancel, another run of the funding), or the pass would wait
+     * or retry, it stops and the workflow goes on from the record. Run again (the workflow task
+     * failed after it), it finds the funding past PENDING and does nothing. It never starts a
+     * wallet call that could outlive its own time-out: a pass that timed out is not still calling.
+     */
+    async fundInOnePass(fundingId: string): Promise<OnePassOutcome> {
+      const clock = activityClock();
+      const callFits = () => callFitsBefore(clock, walletTimeoutMs);
+      const snapshot = await activities.loadFunding(fundingId);
+      if (snapshot.status !== 'PENDING' || snapshot.transferId || !callFits()) return { kind: 'steps' };
+      if (!(await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' }))) return { kind: 'steps' };
+      let created: CreateOutcome;
+      try {
+        created = await activities.createTransfer(fundingId);
+      } catch (error) {
+        // A create to try again: the workflow's create activity does, with its retry policy.
+        if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) throw error;
+        return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null };
+      }
+      switch (created.kind) {
+        case 'refused':
+          return finished(fundingId, { status: created.status, code: created.code, requestReferenceNo: created.requestReferenceNo, beforeExecute: true });
+        case 'cancelled':
+          return { kind: 'steps' };
+        case 'mismatch': {
+          // Parked here, not only by the workflow: a pass run again must not find a CREATING funding
+          // with no transfer and create (and execute) another intent (issue 16 #5).
+          const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
+          await fundings.parkForReview(fundingId, mismatchReviewReason(created.detail, created.transferId), [evidence]);
+          return created;
+        }
+        case 'created':
+          break;
+      }
+      // Only the pass that moved the funding to EXECUTING sends the execute, and only with the time to finish it.
+      if (created.requestReferenceNo === null || !callFits()) return { kind: 'steps' };
+      if (!(await fundings.beginExecute(fundingId, created.requestReferenceNo))) return { kind: 'steps' };
+      const progress = await sendExecute(fundingId, created.transferId);
+      switch (progress.kind) {
+        case 'retry':
+          return { kind: 'execute', transferId: created.transferId, retryAfterMs: retryDelayOf(progress.error) ?? null };
+        case 'final':
+          return finished(fundingId, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
+        case 'expired':
+          return finished(fundingId, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
+        case 'unknown':
+          // On record at once, with the execute's Request-Reference-No: whoever goes on from the
+          // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
+          await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` });
+          return { kind: 'executed', transferId: created.transferId, progress };
+        default:
+          return { kind: 'executed', transferId: created.transferId, progress };
+      }
+    },
+  };
 }
+
+/** Why a funding whose create answer does not match the request waits for a person. */
+export const mismatchReviewReason = (detail: string, transferId: string) =>
+  `the wallet's create answer does not match the request (${detail}); transfer ${transferId} was not executed`;
 
 export type FundingActivities = ReturnType<typeof createFundingActivities>;

@@ -63,7 +63,7 @@ export function createActivities(deps: ActivityDependencies) {
   });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
-    ...createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger }),
+    ...createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
     ...createWebhookActivities({ deliverer }),

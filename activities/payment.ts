@@ -9,7 +9,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
-import { activityClock, callFitsBefore } from './activity-clock.ts';
+import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 import { paymentFailureTypes, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
 
@@ -41,7 +41,6 @@ class ExecuteDeferred extends Error {
   override readonly name = 'ExecuteDeferred';
 }
 
-const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
 
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */

@@ -13,11 +13,14 @@ export function retryDelayOf(error: Pick<WalletError, 'retryAfterMs'>): number |
   return error.retryAfterMs === undefined ? undefined : Math.min(Math.max(error.retryAfterMs, 0), MAX_RETRY_AFTER_MS);
 }
 
+/** The ApplicationFailure type of a wallet call worth trying again. */
+export const walletTransientType = 'WalletTransient';
+
 export function walletRetry(error: WalletError, message = `${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`): ApplicationFailure {
   const nextRetryDelay = retryDelayOf(error);
   return ApplicationFailure.create({
     message,
-    type: 'WalletTransient',
+    type: walletTransientType,
     nonRetryable: false,
     ...(nextRetryDelay === undefined ? {} : { nextRetryDelay }),
   });

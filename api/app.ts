@@ -21,6 +21,7 @@ import { docsRouter } from './docs/docs-routes.ts';
 import { healthRouter, type ReadinessChecks } from './http/health.ts';
 import { metricsRouter, observeRequests } from './http/http-metrics.ts';
 import { requestId } from './http/request-id.ts';
+import { requestSpans, type RequestTracing } from './http/request-spans.ts';
 import { opsAuth } from './ops/ops-auth.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
@@ -29,6 +30,7 @@ import { createTokenVault } from '../links/token-vault.ts';
 import { createIpAllowlist } from '../lib/ip-allowlist.ts';
 import { embeddedSessionRouter } from './embedded/session-url.ts';
 import { landingRouter } from './embedded/landing.ts';
+import type { OnboardingDispatcher } from './embedded/onboarding-dispatcher.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { opsAccountsRouter } from './ops/accounts-routes.ts';
@@ -57,6 +59,8 @@ export interface AppDependencies {
   metrics?: Metrics;
   /** Security headers and rate limits; absent: no HSTS unless over TLS, the default limits of lib/config.ts. */
   hardening?: HardeningOptions;
+  /** A span per request (lib/tracing.ts); absent: tracing is off. */
+  tracing?: RequestTracing | undefined;
   /** Absent in a health-only app (tests of the health routes). */
   services?: {
     database: Database;
@@ -66,6 +70,8 @@ export interface AppDependencies {
     wallet: WalletClient;
     temporal: TemporalClient;
     taskQueue: string;
+    /** Starts the onboarding of stored embedded sessions (createOnboardingDispatcher; its owner starts and stops it). */
+    onboarding: Pick<OnboardingDispatcher, 'wake' | 'expedite'>;
     /** OPS_API_KEYS: OpsKeys or entries (`name:scopes:key`, or a bare key: `default`, every scope). */
     opsApiKeys: readonly (string | OpsKey)[];
     /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens; absent: only ops login URLs. */
@@ -95,6 +101,7 @@ export function createApp(deps: AppDependencies): express.Express {
   const hardening = deps.hardening ?? {};
   const metrics = deps.metrics ?? createMetrics();
   app.use(requestId());
+  if (deps.tracing) app.use(requestSpans(deps.tracing));
   app.use(observeRequests({ metrics, logger: deps.logger }));
   app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
   app.use(healthRouter(deps.readiness));
@@ -130,8 +137,8 @@ export function createApp(deps: AppDependencies): express.Express {
       embeddedSessionRouter({
         database: services.database,
         cipher: services.cipher,
-        temporal: services.temporal,
         taskQueue: services.taskQueue,
+        onboarding: services.onboarding,
         allowlist: createIpAllowlist(services.sessionAllowedIps ?? []),
         sessionTtlMs: (services.embeddedSessionTtlSeconds ?? 120) * 1000,
         logger: deps.logger,
@@ -185,8 +192,7 @@ export function createApp(deps: AppDependencies): express.Express {
     app.use(
       landingRouter({
         database: services.database,
-        temporal: services.temporal,
-        taskQueue: services.taskQueue,
+        onboarding: services.onboarding,
         fundings,
         payments,
         vault,

@@ -13,6 +13,7 @@ import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
 import { createLedger } from '../ledger/ledger.ts';
+import { createOnboardingDispatcher } from './embedded/onboarding-dispatcher.ts';
 
 let config;
 try {
@@ -26,16 +27,27 @@ try {
 }
 
 const logger = createLogger({ level: config.logLevel, name: 'api', format: config.logFormat });
+// Tracing: loaded only when configured, before the clients it instruments are made.
+const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-api' }) : undefined;
+if (tracing) logger.info({ serviceName: config.tracing?.serviceName ?? 'walletflow-api' }, 'tracing on');
 const metrics = createMetrics({ defaultMetrics: true });
 const database = createDatabase(config.databaseUrl);
-const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security);
+const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security, tracing?.clientInterceptors);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKeys);
-const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger, metrics) });
+const wallet = createWalletClient({
+  ...config.wallet,
+  ...createWalletCallLog(database, logger, metrics),
+  ...(tracing ? { onCallStart: tracing.walletCallSpan } : {}),
+});
+// Starts the onboarding of the sessions the session URL stores, off the request path; its first
+// sweep picks up what a previous process stored but did not start.
+const onboarding = createOnboardingDispatcher({ database, temporal: temporal.client, taskQueue: config.temporal.taskQueue, logger, metrics });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
   logger,
   metrics,
+  tracing,
   hardening: {
     publicUrl: config.publicUrl,
     publicRateLimitPerMinute: config.rateLimits.publicPerMinute,
@@ -55,6 +67,7 @@ const app = createApp({
     wallet,
     temporal: temporal.client,
     taskQueue: config.temporal.taskQueue,
+    onboarding,
     opsApiKeys: config.opsApiKeys,
     loginSigningKey: config.loginSigningKey,
     connectReturnUrl: config.connectReturnUrl,
@@ -73,6 +86,7 @@ await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
   .applyTreasuryLimit(database)
   .catch((error: Error) => logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT: the treasury is already below it'));
 
+onboarding.start();
 const server: Server = app.listen(config.port, config.host, () => {
   logger.info({ url: `http://${config.host}:${config.port}` }, 'api listening');
 });
@@ -99,7 +113,9 @@ async function shutdown(signal: string): Promise<void> {
   const force = setTimeout(() => server.closeAllConnections(), 10_000);
   force.unref();
   await new Promise((resolve) => server.once('close', resolve));
-  await Promise.allSettled([database.$disconnect(), temporal.close(), wallet.close()]);
+  // No new sessions now: the pass in flight finishes; what is left waits in the outbox for the next process.
+  await onboarding.stop();
+  await Promise.allSettled([database.$disconnect(), temporal.close(), wallet.close(), tracing?.shutdown()]);
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

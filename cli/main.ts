@@ -88,6 +88,10 @@ program
   .option('--out <dir>', 'where the JSON report and the SVG chart go', 'bench/results')
   .option('--name <name>', 'file name of the report and chart (default: <temporal>-latest)')
   .option('--compare <report.json>', 'an earlier report to draw in the chart too')
+  .option('--from-source', 'run the API and workers from the TypeScript sources (tsx) rather than compiled, as production runs them')
+  .option('--preload', 'flat with data: after the levels, POST and GET /ops/fundings measured, history preloaded, measured again')
+  .option('--preload-fundings <n>', 'historical fundings --preload writes', '1000000')
+  .option('--preload-payments <n>', 'historical payments --preload writes', '200000')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
     process.exitCode = await (await import('../harness/bench.ts')).runBench(options);

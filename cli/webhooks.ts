@@ -77,6 +77,17 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
   });
   await new Promise<void>((resolve) => server.listen(Number(options.port ?? 0), '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks`;
+  // Listened for before the endpoint is registered: a Ctrl-C during the registration must not end
+  // the process with the endpoint made (it is deleted as soon as the API answers).
+  let stopRequested = false;
+  const stopped = new Promise<void>((resolve) => {
+    const stop = () => {
+      stopRequested = true;
+      resolve();
+    };
+    process.once('SIGINT', stop);
+    process.once('SIGTERM', stop);
+  });
   let created: z.infer<typeof webhookEndpointCreatedSchema>;
   try {
     const response = await fetch(`${target.apiBase}/ops/webhooks/endpoints`, {
@@ -88,7 +99,7 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
     if (response.status !== 201) {
       console.error(`walletflow webhooks listen: the API refused the endpoint (HTTP ${response.status}): ${await response.text()}`);
       server.close();
-      return 3;
+      return stopRequested ? 130 : 3;
     }
     created = webhookEndpointCreatedSchema.parse(await response.json());
   } catch (error) {
@@ -97,11 +108,10 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
     return 3;
   }
   secret = created.secret;
-  console.log(`Ready: endpoint ${created.id} receives every event at ${url}${forward?.success ? `, forwarded to ${forward.data}` : ''}. Ctrl-C to stop (the endpoint is deleted).`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  if (!stopRequested) {
+    console.log(`Ready: endpoint ${created.id} receives every event at ${url}${forward?.success ? `, forwarded to ${forward.data}` : ''}. Ctrl-C to stop (the endpoint is deleted).`);
+  }
+  await stopped;
   const deleted = await fetch(`${target.apiBase}/ops/webhooks/endpoints/${created.id}`, { method: 'DELETE', headers: authorization, signal: AbortSignal.timeout(15_000) }).catch(() => null);
   server.closeAllConnections();
   server.close();

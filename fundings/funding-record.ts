@@ -60,6 +60,11 @@ export interface MoveEvent {
 export interface FinishFunding extends MoveEvent {
   status: FinalFundingStatus;
   code: string | null;
+  /**
+   * A state that says nothing was sent (a refused or cancelled create): written only while no
+   * execute can have been sent (PENDING, CREATING), never over a funding another run moved on.
+   */
+  beforeExecute?: boolean;
 }
 
 /** The funding as it stands after a finish, and whether this finish was the one that moved it. */
@@ -311,7 +316,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     async finish(fundingId: string, input: FinishFunding): Promise<FinishedFunding> {
       const { code } = input;
       const moved = await move(fundingId, input.status, input, {
-        among: (from) => from !== fundingReviewStatus,
+        among: (from) => from !== fundingReviewStatus && (!input.beforeExecute || from === 'PENDING' || from === 'CREATING'),
         data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
       });
       return settled(fundingId, moved, input.status);

@@ -43,7 +43,7 @@ export function percentiles(values: number[]): Percentiles {
 export const round1 = (value: number) => Math.round(value * 10) / 10;
 
 /** A level's figures from what it counted: `seconds` unrounded, from the first request to the last end. */
-function levelRun(run: { completed: number; seconds: number; latencies: number[]; failed: number; ranOutOfCodes: boolean }): LevelRun {
+export function levelRun(run: { completed: number; seconds: number; latencies: number[]; failed: number; ranOutOfCodes: boolean }): LevelRun {
   return {
     completed: run.completed,
     seconds: round1(run.seconds),
@@ -94,7 +94,7 @@ export async function createCodeSupply(admin: SandboxAdminClient, options: { use
 export const benchAmount = { currency: 'PHP', value: '1.00' } as const;
 
 /** Runs `concurrency` loops of `step` until the window closes or `step` says there is nothing left. */
-async function closedLoops(concurrency: number, seconds: number, step: () => Promise<'done' | 'empty'>): Promise<{ start: number; end: number; ranOut: boolean }> {
+export async function closedLoops(concurrency: number, seconds: number, step: () => Promise<'done' | 'empty'>): Promise<{ start: number; end: number; ranOut: boolean }> {
   const start = Date.now();
   const windowEnd = start + seconds * 1000;
   let ranOutAt: number | undefined;
@@ -109,21 +109,20 @@ async function closedLoops(concurrency: number, seconds: number, step: () => Pro
 }
 
 /**
- * Tells the loops when their funding is final: one query for every waiting funding each
- * `intervalMs` (rather than one GET per funding per interval), reading the database directly so
- * the API under measurement serves no polls. The latency itself comes from the funding's own
- * final event, so the poll interval only paces the loop, it does not enter the figures.
+ * Tells closed loops when their item is done: one query for every waiting id each `intervalMs`
+ * (rather than one request per item per interval), reading the database directly so the system
+ * under measurement serves no polls. `done` answers the ids among those asked that are done, with
+ * when (ms); the poll interval only paces the loops.
  */
-function watchFinalStates(database: Database, intervalMs: number) {
-  const waiting = new Map<string, () => void>();
+export function watchUntilDone(done: (ids: string[]) => Promise<Array<{ id: string; at: number }>>, intervalMs: number) {
+  const waiting = new Map<string, (at: number) => void>();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const poll = async () => {
     if (waiting.size > 0) {
       try {
-        const rows = await database.funding.findMany({ where: { id: { in: [...waiting.keys()] }, status: { in: [...finalFundingStatuses] } }, select: { id: true } });
-        for (const { id } of rows) {
-          waiting.get(id)?.();
+        for (const { id, at } of await done([...waiting.keys()])) {
+          waiting.get(id)?.(at);
           waiting.delete(id);
         }
       } catch {
@@ -134,16 +133,16 @@ function watchFinalStates(database: Database, intervalMs: number) {
   };
   void poll();
   return {
-    /** Resolves true when final, false after timeoutMs. */
-    final(id: string, timeoutMs: number): Promise<boolean> {
+    /** Resolves with when the item was done, or null after timeoutMs. */
+    done(id: string, timeoutMs: number): Promise<number | null> {
       return new Promise((resolve) => {
         const giveUp = setTimeout(() => {
           waiting.delete(id);
-          resolve(false);
+          resolve(null);
         }, timeoutMs);
-        waiting.set(id, () => {
+        waiting.set(id, (at) => {
           clearTimeout(giveUp);
-          resolve(true);
+          resolve(at);
         });
       });
     },
@@ -151,6 +150,22 @@ function watchFinalStates(database: Database, intervalMs: number) {
       stopped = true;
       clearTimeout(timer);
     },
+  };
+}
+
+/**
+ * Fundings in a final state. The latency itself comes from the funding's own final event, so the
+ * poll only paces the loop, it does not enter the figures.
+ */
+export function watchFinalStates(database: Database, intervalMs: number) {
+  const watcher = watchUntilDone(async (ids) => {
+    const rows = await database.funding.findMany({ where: { id: { in: ids }, status: { in: [...finalFundingStatuses] } }, select: { id: true, updatedAt: true } });
+    return rows.map((row) => ({ id: row.id, at: row.updatedAt.getTime() }));
+  }, intervalMs);
+  return {
+    /** Resolves true when final, false after timeoutMs. */
+    final: async (id: string, timeoutMs: number) => (await watcher.done(id, timeoutMs)) !== null,
+    stop: watcher.stop,
   };
 }
 
@@ -173,6 +188,10 @@ export interface WalletflowLevelRun extends LevelRun {
   stages: FundingStages;
   /** Requests the ops client repeated (5xx, 429, no answer). */
   retries: number;
+  /** Timeline events (the funding's state transitions) per approved funding. */
+  transitionsPerItem: number;
+  /** Workflow ids of some approved fundings, for a look at their histories. */
+  sampleWorkflowIds: string[];
 }
 
 export async function runWalletflowLevel(
@@ -222,6 +241,7 @@ export async function runWalletflowLevel(
   }
   const latencies: number[] = [];
   const stages = { accept: [] as number[], toCreating: [] as number[], toExecuting: [] as number[], toFinal: [] as number[] };
+  const approvedIds: string[] = [];
   let completed = 0;
   let lastEnd = window.end;
   for (const item of posted) {
@@ -230,7 +250,10 @@ export async function runWalletflowLevel(
     const finalAt = approvedAt ?? finalFundingStatuses.map((status) => steps?.get(status)).find((at) => at !== undefined);
     if (finalAt === undefined) continue; // counted as failed by its loop
     if (approvedAt === undefined) failed += 1;
-    else completed += 1;
+    else {
+      completed += 1;
+      approvedIds.push(item.id);
+    }
     lastEnd = Math.max(lastEnd, finalAt);
     latencies.push(Math.max(0, finalAt - item.sentAt));
     const pending = steps!.get('PENDING');
@@ -248,6 +271,9 @@ export async function runWalletflowLevel(
     select: { operation: true, durationMs: true },
   });
   const seconds = (lastEnd - window.start) / 1000;
+  const approved = new Set(approvedIds);
+  const transitions = events.filter((event) => approved.has(event.fundingId)).length;
+  const sampled = await deps.database.funding.findMany({ where: { id: { in: approvedIds.slice(0, 5) } }, select: { workflowId: true } });
   return {
     ...levelRun({ completed, seconds, latencies, failed, ranOutOfCodes: window.ranOut }),
     stages: {
@@ -259,6 +285,8 @@ export async function runWalletflowLevel(
       walletExecute: percentiles(calls.filter((call) => call.operation === 'transfers.execute').map((call) => call.durationMs)).p50,
     },
     retries: deps.retries() - retriesBefore,
+    transitionsPerItem: approvedIds.length === 0 ? 0 : round1(transitions / approvedIds.length),
+    sampleWorkflowIds: sampled.map((row) => row.workflowId),
   };
 }
 

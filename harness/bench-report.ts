@@ -2,6 +2,7 @@
 // text table the command prints (also the README's), and an SVG chart of throughput and p99
 // latency per concurrency level, walletflow against the baseline.
 import { z } from 'zod';
+import { flatReportSchema, formatFlatTable } from './bench-flat.ts';
 
 const percentilesSchema = z.object({ p50: z.number(), p95: z.number(), p99: z.number() });
 const usageSchema = z.object({ cpuPercent: z.number(), cpuSeconds: z.number(), peakRssMiB: z.number() });
@@ -22,6 +23,22 @@ const levelRunSchema = z.object({
   cpuMsPerItem: z.number(),
 });
 
+const historyShapeSchema = z.object({
+  sampled: z.number().int(),
+  events: z.number(),
+  workflowTasks: z.number(),
+  activityTasks: z.number(),
+  markers: z.number(),
+  timers: z.number(),
+  searchAttributeUpserts: z.number(),
+});
+
+/**
+ * CPU ms per completed item (the level's CPU time over its items): walletflow's own processes (API
+ * and workers; the lean floor's worker), Temporal's, and each process's.
+ */
+const cpuSplitSchema = z.object({ apiAndWorkers: z.number(), temporal: z.number(), byProcess: z.record(z.string(), z.number()).optional() });
+
 export const benchReportSchema = z.object({
   name: z.string(),
   date: z.string(),
@@ -29,6 +46,8 @@ export const benchReportSchema = z.object({
   temporal: z.enum(['dev-server', 'server']),
   workers: z.number().int().min(1),
   options: z.object({ levels: z.array(z.number().int()), seconds: z.number(), sessionSeconds: z.number(), sessionConnections: z.number().int() }),
+  /** `--preload` (issue 18, flat with data): the ops API on a next-to-empty database against the same after a preload. */
+  flat: flatReportSchema.optional(),
   levels: z.array(
     z.object({
       concurrency: z.number().int(),
@@ -42,7 +61,19 @@ export const benchReportSchema = z.object({
           walletCreate: z.number(),
           walletExecute: z.number(),
         }),
+        /** The funding's own state transitions (timeline events) per approved funding. */
+        transitionsPerItem: z.number().optional(),
+        history: historyShapeSchema.optional(),
+        cpuSplit: cpuSplitSchema.optional(),
       }),
+      /**
+       * The lean floor (harness/lean-floor/): a minimal workflow with the same two wallet calls as
+       * two default activities, on the same Temporal, measured in the same run. Absent in reports
+       * from before it was measured.
+       */
+      lean: levelRunSchema.extend({ history: historyShapeSchema, cpuSplit: cpuSplitSchema }).optional(),
+      /** walletflow's API + worker CPU per funding over the lean worker's CPU per item. */
+      overheadRatio: z.number().optional(),
       baseline: levelRunSchema,
       /** walletflow's fundings per second over the baseline's. */
       ratio: z.number(),
@@ -60,6 +91,17 @@ export const benchReportSchema = z.object({
     })
     .nullable(),
   durationSeconds: z.number(),
+  /** How the API and workers ran: compiled JavaScript (as in production) or the sources through tsx. */
+  code: z.enum(['compiled', 'source (tsx)']).optional(),
+  /** Resident memory of each worker process 10 s after the funding levels are done, MiB (peaks: per level). */
+  workerRssMiBAfter: z.record(z.string(), z.number()).optional(),
+  /**
+   * The same 10 s after the session URL's run, MiB: the sessions it stored (hundreds a second) are
+   * onboarded by the worker for minutes after it, so this is memory under that work, not at rest.
+   */
+  workerRssMiBAfterSession: z.record(z.string(), z.number()).optional(),
+  /** The machine's 1-minute load average before the run and after it (the machine may be shared). */
+  loadAverage: z.object({ before: z.number(), after: z.number() }).optional(),
 });
 export type BenchReport = z.infer<typeof benchReportSchema>;
 
@@ -81,6 +123,31 @@ export function formatBenchTable(report: BenchReport): string {
     );
   }
   const out = [lines.join('\n')];
+  if (report.levels.some((level) => level.lean)) {
+    const leanLines = [
+      '| concurrency | walletflow fundings/s, p50 ms | lean floor items/s, p50 ms | CPU ms per item, API + worker: walletflow / lean (ratio) | walletflow CPU ms per funding by process | Temporal CPU ms per item: walletflow / lean | history events, workflow tasks, activity tasks, markers: walletflow / lean |',
+      '|---:|---:|---:|---:|---:|---:|---:|',
+    ];
+    for (const level of report.levels) {
+      const { walletflow: w, lean } = level;
+      if (!lean) continue;
+      const shape = (h: z.infer<typeof historyShapeSchema> | undefined) => (h ? `${h.events}, ${h.workflowTasks}, ${h.activityTasks}, ${h.markers}` : '-');
+      leanLines.push(
+        `| ${level.concurrency} | ${w.perSecond}, ${w.latencyMs.p50} | ${lean.perSecond}, ${lean.latencyMs.p50} | ${w.cpuSplit?.apiAndWorkers ?? '-'} / ${lean.cpuSplit.apiAndWorkers} (${level.overheadRatio ?? '-'}) | ` +
+          `${Object.entries(w.cpuSplit?.byProcess ?? {}).map(([name, ms]) => `${name} ${ms}`).join(', ') || '-'} | ` +
+          `${w.cpuSplit?.temporal ?? '-'} / ${lean.cpuSplit.temporal} | ${shape(w.history)} / ${shape(lean.history)} |`,
+      );
+    }
+    out.push(`Against the lean floor (a minimal workflow with the same two wallet calls, same Temporal, same run):\n\n${leanLines.join('\n')}`);
+  }
+  if (report.workerRssMiBAfter) {
+    const list = (rss: Record<string, number>) => Object.entries(rss).map(([name, mib]) => `${name} ${mib} MiB`).join(', ');
+    out.push(
+      `Worker resident memory 10 s after the funding levels: ${list(report.workerRssMiBAfter)}` +
+        `${report.workerRssMiBAfterSession ? `; 10 s after the session URL's run, while it onboards the sessions that run stored: ${list(report.workerRssMiBAfterSession)}` : ''}.`,
+    );
+  }
+  if (report.loadAverage) out.push(`Load average (1 min): ${report.loadAverage.before} before, ${report.loadAverage.after} after.`);
   if (report.session) {
     const s = report.session;
     out.push(
@@ -97,6 +164,7 @@ export function formatBenchTable(report: BenchReport): string {
       })
       .join('\n'),
   );
+  if (report.flat) out.push(formatFlatTable(report.flat));
   return out.join('\n\n');
 }
 

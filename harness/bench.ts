@@ -12,6 +12,12 @@ import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type
 import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
 import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
 import { runSessionLoad } from './bench-session.ts';
+import { historyShape, runLeanLevel } from './bench-lean.ts';
+import { Client, Connection } from '@temporalio/client';
+import { rssMiBOf } from './process-usage.ts';
+import { buildForBench } from './bench-build.ts';
+import { runsCompiled } from '../lib/project-root.ts';
+import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
@@ -30,6 +36,12 @@ export interface BenchOptions {
   /** An earlier report drawn as a third series (e.g. before a change). */
   compare?: string;
   logDir?: string;
+  /** Run the API and workers through tsx from the sources instead of compiled JavaScript. */
+  fromSource?: boolean;
+  /** Issue 18's flat-with-data part: measure, preload history, measure again (harness/bench-flat.ts). */
+  preload?: boolean;
+  preloadFundings?: string;
+  preloadPayments?: string;
 }
 
 class UsageError extends Error {}
@@ -50,6 +62,8 @@ interface Settings {
   out: string;
   name: string;
   compare?: string;
+  fromSource: boolean;
+  preload?: { fundings: number; payments: number };
 }
 
 function parse(options: BenchOptions): Settings {
@@ -68,6 +82,10 @@ function parse(options: BenchOptions): Settings {
     out: path.resolve(options.out),
     name: options.name ?? `${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
+    fromSource: options.fromSource === true,
+    ...(options.preload
+      ? { preload: { fundings: wholeNumber(options.preloadFundings ?? '1000000', 'preload-fundings', 0, 20_000_000), payments: wholeNumber(options.preloadPayments ?? '200000', 'preload-payments', 0, 5_000_000) } }
+      : {}),
   };
 }
 
@@ -150,9 +168,17 @@ async function startRealTemporal(log: (line: string) => void, cleanup: ReturnTyp
 
 async function bench(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BenchReport> {
   const started = Date.now();
+  const loadBefore = round1(os.loadavg()[0]!);
   log(`bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`);
   const realTemporal = settings.temporal === 'server' ? await startRealTemporal(log, cleanup) : undefined;
+  // Compiled, as production runs them, unless this code itself runs compiled already (dist/).
+  let compiledCodeDir: string | undefined;
+  if (!settings.fromSource && !runsCompiled) {
+    compiledCodeDir = buildForBench();
+    log(`API and workers compiled to ${path.relative(process.cwd(), compiledCodeDir)} (production build; --from-source to run them through tsx)`);
+  }
   const stack: LocalStack = await startLocalStack({
+    ...(compiledCodeDir ? { compiledCodeDir } : {}),
     purpose: 'bench',
     log,
     cleanup,
@@ -171,6 +197,13 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
 
   const walletflowCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
   const baselineCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6392' });
+  const leanCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6393' });
+  // The lean floor: its own worker process on the same Temporal, PostgreSQL and sandbox.
+  const leanWorker = await stack.startProcess('lean-worker', 'harness/lean-floor/lean-worker.ts', /lean floor worker polling/);
+  const temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+  cleanup.add(() => temporalConnection.close());
+  const temporalClient = new Client({ connection: temporalConnection, namespace: 'default' });
+  log('lean floor worker polling (harness/lean-floor/)');
   const pids = () => {
     const named: Record<string, number | undefined> = { api: stack.api.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid(), bench: process.pid };
     for (const worker of stack.workers) named[worker.name] = worker.pid();
@@ -185,11 +218,14 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   // Warm-up (not recorded): connections, JIT, the worker's workflow cache, the sandbox's routes.
   await prepare(walletflowCodes, 10, 4);
   await runWalletflowLevel({ ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries }, { concurrency: 4, seconds: Math.min(3, settings.seconds) });
+  await prepare(leanCodes, 10, 4);
+  await runLeanLevel({ client: temporalClient, database: stack.database, codes: leanCodes }, { concurrency: 4, seconds: Math.min(3, settings.seconds) });
   await prepare(baselineCodes, 200, 4);
   await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency: 4, seconds: 1 });
   log('warm-up done');
 
   let walletflowRate = 20;
+  let leanRate = 20;
   let baselineRate = 1000;
   let previousLevel = 1;
   const levels: BenchReport['levels'] = [];
@@ -201,6 +237,12 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     const walletflowProcesses = walletflowUsage.stop();
     log(`c=${concurrency}: walletflow ${walletflow.perSecond} fundings/s, p50 ${walletflow.latencyMs.p50} ms, p99 ${walletflow.latencyMs.p99} ms${walletflow.failed ? `, ${walletflow.failed} failed` : ''}${walletflow.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`);
 
+    await prepare(leanCodes, leanRate * growth, concurrency);
+    const leanUsage = sampleUsage(() => ({ lean: leanWorker.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid() }));
+    const lean = await runLeanLevel({ client: temporalClient, database: stack.database, codes: leanCodes }, { concurrency, seconds: settings.seconds });
+    const leanProcesses = leanUsage.stop();
+    log(`c=${concurrency}: lean floor ${lean.perSecond} items/s, p50 ${lean.latencyMs.p50} ms, p99 ${lean.latencyMs.p99} ms${lean.failed ? `, ${lean.failed} failed` : ''}`);
+
     await prepare(baselineCodes, baselineRate * growth, concurrency);
     const baselineUsage = sampleUsage(() => ({ bench: process.pid }));
     const baseline: LevelRun = await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency, seconds: settings.seconds });
@@ -209,16 +251,56 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
 
     const cpuMsPer = (processes: Record<string, ProcessUsage>, names: string[], completed: number) =>
       completed === 0 ? 0 : round1((names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0) * 1000) / completed);
+    const { sampleWorkflowIds, ...walletflowRun } = walletflow;
+    const walletflowSplit = {
+      apiAndWorkers: cpuMsPer(walletflowProcesses, ['api', ...stack.workers.map((worker) => worker.name)], walletflow.completed),
+      temporal: cpuMsPer(walletflowProcesses, ['temporal'], walletflow.completed),
+      byProcess: Object.fromEntries(['api', ...stack.workers.map((worker) => worker.name), 'temporal'].map((name) => [name, cpuMsPer(walletflowProcesses, [name], walletflow.completed)])),
+    };
+    const leanSplit = { apiAndWorkers: cpuMsPer(leanProcesses, ['lean'], lean.completed), temporal: cpuMsPer(leanProcesses, ['temporal'], lean.completed) };
     levels.push({
       concurrency,
-      walletflow: { ...walletflow, processes: walletflowProcesses, cpuMsPerItem: cpuMsPer(walletflowProcesses, ['api', 'temporal', ...stack.workers.map((worker) => worker.name)], walletflow.completed) },
+      walletflow: {
+        ...walletflowRun,
+        processes: walletflowProcesses,
+        cpuMsPerItem: cpuMsPer(walletflowProcesses, ['api', 'temporal', ...stack.workers.map((worker) => worker.name)], walletflow.completed),
+        history: await historyShape(temporalClient, sampleWorkflowIds),
+        cpuSplit: walletflowSplit,
+      },
+      lean: { ...lean, processes: leanProcesses, cpuMsPerItem: cpuMsPer(leanProcesses, ['lean', 'temporal'], lean.completed), cpuSplit: leanSplit },
+      overheadRatio: leanSplit.apiAndWorkers > 0 ? Math.round((walletflowSplit.apiAndWorkers / leanSplit.apiAndWorkers) * 100) / 100 : 0,
       baseline: { ...baseline, processes: baselineProcesses, cpuMsPerItem: cpuMsPer(baselineProcesses, ['bench'], baseline.completed) },
       ratio: baseline.perSecond > 0 ? Math.round((walletflow.perSecond / baseline.perSecond) * 10_000) / 10_000 : 0,
     });
+    leanRate = Math.max(lean.perSecond, 5);
     walletflowRate = Math.max(walletflow.perSecond, 5);
     baselineRate = Math.max(baseline.perSecond, 50);
     previousLevel = concurrency;
   }
+
+  let flat: BenchReport['flat'];
+  if (settings.preload) {
+    await prepare(walletflowCodes, flatCodesWanted(settings.seconds) / settings.seconds, 1);
+    flat = await runFlatWithData({ ops, database: stack.database, databaseUrl: stack.databaseUrl, codes: walletflowCodes, log }, { seconds: settings.seconds, preload: settings.preload });
+  }
+
+  /**
+   * Resident memory once a load is over: a quiet moment lets V8 give back the heap it grew under
+   * load (the peak during each level is in that level's figures).
+   */
+  const workerMemoryAfterQuiet = async () => {
+    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    const rssByWorker: Record<string, number> = {};
+    for (const worker of stack.workers) {
+      const pid = worker.pid();
+      const rss = pid === undefined ? null : rssMiBOf(pid);
+      if (rss !== null) rssByWorker[worker.name] = Math.round(rss);
+    }
+    return rssByWorker;
+  };
+  // After the fundings (the levels, and the preload's measurement): the worker's own memory. The
+  // session URL's run comes after: it leaves thousands of onboardings for the worker to run.
+  const workerRssMiBAfter = await workerMemoryAfterQuiet();
 
   let session: BenchReport['session'] = null;
   if (settings.sessionSeconds > 0) {
@@ -230,8 +312,12 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     log(`session URL: ${run.requestsPerSecond} requests/s, p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms${run.non2xx ? `, ${run.non2xx} non-2xx` : ''}`);
   }
 
+  const workerRssMiBAfterSession = settings.sessionSeconds > 0 ? await workerMemoryAfterQuiet() : undefined;
   const cpus = os.cpus();
   return benchReportSchema.parse({
+    workerRssMiBAfter,
+    ...(workerRssMiBAfterSession ? { workerRssMiBAfterSession } : {}),
+    loadAverage: { before: loadBefore, after: round1(os.loadavg()[0]!) },
     name: settings.name,
     date: new Date(started).toISOString(),
     machine: {
@@ -244,8 +330,10 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     temporal: settings.temporal,
     workers: settings.workers,
     options: { levels: settings.levels, seconds: settings.seconds, sessionSeconds: settings.sessionSeconds, sessionConnections: settings.sessionConnections },
+    code: settings.fromSource ? 'source (tsx)' : 'compiled',
     levels,
     session,
     durationSeconds: Math.round((Date.now() - started) / 1000),
+    ...(flat ? { flat } : {}),
   });
 }

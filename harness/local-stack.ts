@@ -18,6 +18,7 @@ import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFre
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
+import { nativeMemoryEnvironment, workerEnvironment } from '../cli/stack/child-process.ts';
 
 const root = projectRoot;
 
@@ -39,6 +40,8 @@ export interface SupervisedProcess {
 
 export interface LocalStack {
   stateDir: string;
+  /** Where the stack's Temporal frontend listens (its own dev server or the caller's server). */
+  temporalAddress: string;
   logDir: string;
   databaseUrl: string;
   database: Database;
@@ -56,6 +59,12 @@ export interface LocalStack {
   temporalTail(): string;
   /** The Temporal dev server's process id; undefined for a Temporal server the caller runs. */
   temporalPid(): number | undefined;
+  /**
+   * Starts one more supervised child process (an entry under the project, e.g. the bench's lean
+   * floor worker) with the stack's environment, stopped with the stack; resolves once its output
+   * matches `ready`.
+   */
+  startProcess(name: string, entry: string, ready: RegExp): Promise<SupervisedProcess>;
 }
 
 /** Stop functions, run last-in first-out, once; one added after the run is run at once. */
@@ -96,6 +105,11 @@ export interface LocalStackOptions {
   env?: NodeJS.ProcessEnv;
   /** Where the process logs go; default: inside the state dir (removed with it). */
   logDir?: string;
+  /**
+   * Compiled JavaScript to run the API and workers from (harness/bench-build.ts), as production
+   * runs them; absent: as this code runs (tsx from the sources, or dist/).
+   */
+  compiledCodeDir?: string;
   log: (line: string) => void;
   /** Everything started is registered here; the caller runs it (also on failure and signals). */
   cleanup: Cleanup;
@@ -111,7 +125,7 @@ function cleanEnvironment(): NodeJS.ProcessEnv {
 
 function supervise(
   name: string,
-  entry: string,
+  entry: string | string[],
   env: NodeJS.ProcessEnv,
   logFile: WriteStream,
   log: (line: string) => void,
@@ -138,7 +152,7 @@ function supervise(
     // exits (open it in Chrome DevTools' Performance panel), to see where a funding's time goes.
     const profileDir = process.env.WALLETFLOW_PROFILE_DIR;
     const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
-    const current = spawn(process.execPath, [...profiling, ...entryArgs(entry)], {
+    const current = spawn(process.execPath, [...profiling, ...(typeof entry === 'string' ? entryArgs(entry) : entry)], {
       cwd: root,
       env,
       detached: true,
@@ -304,18 +318,21 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     ...sandboxWalletVariables(sandbox),
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
     WALLET_TIMEOUT_MS: '5000',
+    ...nativeMemoryEnvironment,
     ...options.env,
   };
 
   const isClosing = () => closing;
+  const compiled = options.compiledCodeDir;
+  const entryOf = (entry: string) => (compiled ? [path.join(compiled, entry.replace(/\.ts$/, '.js'))] : entry);
   const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
     const name = index === 0 ? 'worker' : `worker-${index + 1}`;
-    const supervised = supervise(name, 'worker/main.ts', env, openLog(`${name}.log`), log, isClosing);
+    const supervised = supervise(name, entryOf('worker/main.ts'), workerEnvironment(env), openLog(`${name}.log`), log, isClosing);
     later(() => supervised.stop('SIGTERM', 10_000));
     return supervised;
   });
   const worker = workers[0]!;
-  const api = supervise('api', 'api/main.ts', env, openLog('api.log'), log, isClosing);
+  const api = supervise('api', entryOf('api/main.ts'), env, openLog('api.log'), log, isClosing);
   later(() => api.stop('SIGTERM', 10_000));
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {
@@ -329,6 +346,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
   return {
     stateDir,
+    temporalAddress,
     logDir,
     databaseUrl,
     database,
@@ -358,5 +376,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     },
     temporalTail: () => temporalRecent,
     temporalPid: () => temporal?.process.pid,
+    async startProcess(name, entry, ready) {
+      const supervised = supervise(name, entryOf(entry), env, openLog(`${name}.log`), log, isClosing);
+      later(() => supervised.stop('SIGTERM', 10_000));
+      supervised.start();
+      await supervised.waitForOutput(ready, 120_000);
+      return supervised;
+    },
   };
 }

@@ -12,7 +12,7 @@ import proto from '@temporalio/proto';
 import { searchAttributes } from '../domain/search-attributes.ts';
 import net from 'node:net';
 import { waitForPort } from '../cli/stack/ports.ts';
-import type { RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { temporalDynamicConfig, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 
@@ -162,11 +162,16 @@ dynamicConfigClient:
 `;
 }
 
-/** Ids up to 255 characters, as the dev server allows (walletflow's workflow ids are far shorter). */
+/**
+ * Ids up to 255 characters, as the dev server allows (walletflow's workflow ids are far shorter),
+ * and the settings walletflow runs every Temporal with (eager activity dispatch).
+ */
 const dynamicConfig = `limit.maxIDLength:
   - value: 255
     constraints: {}
-`;
+${Object.entries(temporalDynamicConfig)
+  .map(([key, value]) => `${key}:\n  - value: ${JSON.stringify(value)}\n    constraints: {}\n`)
+  .join('')}`;
 
 export async function startTemporalServer(options: TemporalServerOptions): Promise<RunningTemporalServer> {
   const databases = [options.databasePrefix, `${options.databasePrefix}_visibility`];

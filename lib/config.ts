@@ -29,6 +29,9 @@ export const secretVariables = [
   'TEMPORAL_API_KEY',
   'TEMPORAL_TLS_KEY',
   'CODEC_AUTH_TOKEN',
+  // Headers to the trace collector: often an API key (`authorization=Bearer …`).
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
   // Not secrets, but PEM files like the key beside them.
   'TEMPORAL_TLS_CERT',
   'TEMPORAL_TLS_CA',
@@ -194,6 +197,37 @@ const timeZone = z.preprocess(
     .default('Asia/Manila'),
 );
 
+/**
+ * OTLP headers (the OpenTelemetry specification's format): `key=value` pairs, comma-separated,
+ * values percent-encoded. The values are secrets (an API key): an error names the entry, never it.
+ */
+const otlpHeaders = z.preprocess(
+  emptyAsUndefined,
+  z
+    .string()
+    .transform((value, ctx) => {
+      const headers: Record<string, string> = {};
+      for (const [position, entry] of value.split(',').entries()) {
+        if (entry.trim() === '') continue;
+        const equals = entry.indexOf('=');
+        const key = entry.slice(0, Math.max(0, equals)).trim();
+        let decoded: string | undefined;
+        try {
+          decoded = decodeURIComponent(entry.slice(equals + 1).trim());
+        } catch {
+          decoded = undefined;
+        }
+        if (equals <= 0 || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key) || decoded === undefined || decoded === '') {
+          ctx.addIssue({ code: 'custom', message: `entry ${position + 1}: must be key=value pairs, comma-separated (values percent-encoded)` });
+          return z.NEVER;
+        }
+        headers[key.toLowerCase()] = decoded;
+      }
+      return headers;
+    })
+    .optional(),
+);
+
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
 export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000, webSessionPollsPerMinute: 240 } as const;
 
@@ -299,6 +333,15 @@ export const environmentSchema = z
     USER_DAILY_COUNT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(20)),
     USER_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(5)),
     SETTLEMENT_TZ: timeZone,
+
+    // Tracing (OpenTelemetry's standard names): off unless a collector endpoint is given.
+    OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
+    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: exactHttpUrl,
+    OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders,
+    OTEL_EXPORTER_OTLP_TRACES_HEADERS: otlpHeaders,
+    OTEL_SERVICE_NAME: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters').optional()),
+    OTEL_TRACES_EXPORTER: z.preprocess(emptyAsUndefined, z.enum(['otlp', 'none'], { error: 'must be otlp or none (the only exporters walletflow ships)' }).optional()),
+    OTEL_SDK_DISABLED: booleanFlag,
   })
   .superRefine((env, ctx) => {
     if (env.TEMPORAL_TLS_DISABLED && (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)) {
@@ -393,6 +436,20 @@ export interface AppConfig {
   fundingLimits: { min: bigint; max: bigint; userDailyAmount: bigint; userDailyCount: number; userPerMinute: number; timeZone: string };
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
+  /** OpenTelemetry traces to an OTLP/HTTP collector; absent: off (nothing of OpenTelemetry is loaded). */
+  tracing: TracingConfig | undefined;
+}
+
+/**
+ * Where spans go: `url` is OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else
+ * OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces` (the specification's rule); `headers` go with every
+ * export (secrets: never logged); `serviceName` is OTEL_SERVICE_NAME (absent: `walletflow-api`,
+ * `walletflow-worker`).
+ */
+export interface TracingConfig {
+  url: string;
+  headers: Record<string, string>;
+  serviceName: string | undefined;
 }
 
 /**
@@ -536,7 +593,15 @@ export function loadConfig(source: Env = process.env): AppConfig {
       timeZone: e.SETTLEMENT_TZ,
     },
     settlementTimeZone: e.SETTLEMENT_TZ,
+    tracing: tracingConfig(e),
   };
+}
+
+/** On when a collector endpoint is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
+function tracingConfig(e: Environment): TracingConfig | undefined {
+  const url = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`);
+  if (url === undefined || e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return undefined;
+  return { url, headers: { ...e.OTEL_EXPORTER_OTLP_HEADERS, ...e.OTEL_EXPORTER_OTLP_TRACES_HEADERS }, serviceName: e.OTEL_SERVICE_NAME };
 }
 
 /** A config whose embedded defaults have all been resolved, as the API and the worker need it. */

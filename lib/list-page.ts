@@ -27,7 +27,8 @@ export interface ListQuery<Status extends string> {
 /** The `where` of a page: what both Prisma models accept for these columns. */
 export interface PageWhere<Status extends string> {
   status?: Status;
-  createdAt?: { gte?: Date; lt?: Date };
+  /** `lte`: the cursor's createdAt, so the page's index scan starts at the cursor rather than at the newest row. */
+  createdAt?: { gte?: Date; lt?: Date; lte?: Date };
   OR?: Array<{ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } }>;
 }
 
@@ -41,7 +42,11 @@ export type ListPage<Row> = { kind: 'page'; items: Row[]; nextCursor: string | n
 
 /**
  * Reads one page, newest first, after the cursor's row. One row more than the limit is read to
- * know whether a next page exists; ties on createdAt are broken by id, so no row is skipped.
+ * know whether a next page exists; ties on createdAt are broken by id, so no row is skipped. The
+ * cursor's createdAt is also a plain bound (created_at <= c, beside the exact (created_at, id)
+ * condition): with the (status, created_at, id) index it is the scan's start, so a page deep in a
+ * long history costs what the first one does (the OR alone was only a filter, and the scan started
+ * at the newest row every time).
  */
 export async function readListPage<Status extends string, Row extends { createdAt: Date; id: string }>(
   query: ListQuery<Status>,
@@ -52,7 +57,9 @@ export async function readListPage<Status extends string, Row extends { createdA
   if (cursor && !after) return { kind: 'invalid-cursor' };
   const where: PageWhere<Status> = {
     ...(status ? { status } : {}),
-    ...(from || to ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) } } : {}),
+    ...(from || to || after
+      ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}), ...(after ? { lte: after.createdAt } : {}) } }
+      : {}),
     ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
   };
   const rows = await findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1 });

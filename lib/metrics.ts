@@ -18,6 +18,9 @@ export interface WalletCallSample {
 
 export type TokenRefreshResult = 'refreshed' | 'reauth_required' | 'failed';
 
+/** A start of an onboarding workflow from the outbox: started (or found running), refused because it already ran, failed (retried later). */
+export type OnboardingStartOutcome = 'started' | 'already_closed' | 'failed';
+
 export interface Metrics {
   readonly registry: Registry;
   /** A funding reached a final state (counted once, by whoever moved it there). */
@@ -29,6 +32,8 @@ export interface Metrics {
   /** One repair of the reconciliation sweep (`action` is its RepairAction). */
   reconcileRepair(action: string): void;
   sessionUrl(status: number, seconds: number): void;
+  /** One onboarding workflow start by the dispatcher or the landing page (api/embedded/onboarding-dispatcher.ts). */
+  onboardingStart(outcome: OnboardingStartOutcome): void;
   httpRequest(request: { method: string; route: string; status: number; seconds: number }): void;
 }
 
@@ -123,6 +128,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     buckets: latencyBuckets,
     registers: [registry],
   });
+  const onboardingStarts = new Counter({
+    name: 'walletflow_onboarding_starts_total',
+    help: 'Onboarding workflow starts from the session outbox, by outcome (failed: retried after a backoff)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
   const httpSeconds = new Histogram({
     name: 'walletflow_http_request_duration_seconds',
     help: 'Seconds to answer an API request, by method, route template and HTTP status',
@@ -162,6 +173,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     },
     sessionUrl(status, seconds) {
       sessionSeconds.observe({ status: String(status) }, seconds);
+    },
+    onboardingStart(outcome) {
+      onboardingStarts.inc({ outcome });
     },
     httpRequest({ method, route, status, seconds }) {
       httpSeconds.observe({ method: httpMethods.has(method) ? method : 'other', route: routeLabel(route), status: String(status) }, seconds);

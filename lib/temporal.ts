@@ -1,7 +1,7 @@
 // The Temporal client connection for the API and CLI, its readiness probe, and the settling of a
 // review through its waiting workflow; how every process reaches a secured Temporal (TLS, an mTLS client
 // certificate, an API key: TEMPORAL_TLS_*).
-import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import { Client, Connection, WorkflowNotFoundError, WorkflowUpdateFailedError, type ClientInterceptors } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import type { TemporalSecurity } from './config.ts';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
@@ -17,11 +17,20 @@ export interface TemporalHandle {
   close(): Promise<void>;
 }
 
-/** Connects lazily: the API starts (and reports not-ready) even while Temporal is down. */
-export function connectTemporal(address: string, namespace: string, payloadKeys?: PayloadKey[], security?: TemporalSecurity): TemporalHandle {
+/**
+ * Connects lazily: the API starts (and reports not-ready) even while Temporal is down.
+ * `interceptors`: the client's (tracing: lib/tracing.ts).
+ */
+export function connectTemporal(
+  address: string,
+  namespace: string,
+  payloadKeys?: PayloadKey[],
+  security?: TemporalSecurity,
+  interceptors?: ClientInterceptors,
+): TemporalHandle {
   const connection = Connection.lazy(temporalConnectionOptions(address, security));
   const dataConverter = dataConverterFor(payloadKeys);
-  const client = new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}) });
+  const client = new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}), ...(interceptors ? { interceptors } : {}) });
   return { connection, client, close: () => connection.close() };
 }
 

@@ -1,6 +1,8 @@
 // On-call gauges computed at scrape time from PostgreSQL (docs/runbook.md): items in review, items
 // reconciling, unfinished items by status and the age of the oldest unfinished funding and
-// payment. One grouped query per table over the (status, created_at) index, cached a few seconds
+// payment, and the session URL's onboarding outbox (sessions whose onboarding workflow is not started
+// yet, and the oldest one's age). One grouped query per table over the (status, created_at) index
+// (the outbox is small: its rows go once started), cached a few seconds
 // and shared by every gauge and concurrent scrape, so scraping never loads the database. Every API
 // copy reports the same values: alert on max(), not sum().
 import { Gauge, type Registry } from 'prom-client';
@@ -16,7 +18,13 @@ export interface WorkloadCounts {
   oldestCreatedAt: Date | null;
 }
 
-export type Workload = Record<WorkloadKind, WorkloadCounts>;
+/** The onboarding outbox: sessions stored whose onboarding workflow is not started yet. */
+export interface OnboardingBacklog {
+  pending: number;
+  oldestCreatedAt: Date | null;
+}
+
+export type Workload = Record<WorkloadKind, WorkloadCounts> & { onboarding: OnboardingBacklog };
 
 const unfinishedPaymentStatuses: readonly PaymentStatus[] = paymentStatuses.filter((status) => !(finalPaymentStatuses as readonly string[]).includes(status));
 
@@ -27,6 +35,8 @@ export const workloadSeries = {
   fundingsReconciling: 'walletflow_fundings_reconciling',
   unfinished: 'walletflow_unfinished_items',
   oldestAge: 'walletflow_oldest_unfinished_age_seconds',
+  onboardingsPending: 'walletflow_onboardings_pending',
+  oldestPendingOnboardingAge: 'walletflow_oldest_pending_onboarding_age_seconds',
 } as const;
 
 function countsOf(rows: { status: string; _count: { _all: number }; _min: { createdAt: Date | null } }[]): WorkloadCounts {
@@ -39,13 +49,14 @@ function countsOf(rows: { status: string; _count: { _all: number }; _min: { crea
   return { byStatus, oldestCreatedAt: oldest };
 }
 
-/** Two grouped reads (fundings, payments) of the unfinished statuses only. */
+/** Two grouped reads (fundings, payments) of the unfinished statuses only, and one of the onboarding outbox. */
 export async function readWorkload(database: Database): Promise<Workload> {
-  const [fundings, payments] = await Promise.all([
+  const [fundings, payments, [outbox]] = await Promise.all([
     database.funding.groupBy({ by: ['status'], where: { status: { in: [...unfinishedFundingStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
     database.payment.groupBy({ by: ['status'], where: { status: { in: [...unfinishedPaymentStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
+    database.$queryRaw<Array<{ pending: number; oldest: Date | null }>>`SELECT count(*)::int AS pending, min(created_at) AS oldest FROM onboarding_outbox`,
   ]);
-  return { funding: countsOf(fundings), payment: countsOf(payments) };
+  return { funding: countsOf(fundings), payment: countsOf(payments), onboarding: { pending: outbox?.pending ?? 0, oldestCreatedAt: outbox?.oldest ?? null } };
 }
 
 export interface WorkloadGaugeOptions {
@@ -75,7 +86,7 @@ export function registerWorkloadGauges(registry: Registry, read: () => Promise<W
     }
     return cached.workload;
   };
-  const ageOf = (counts: WorkloadCounts) => (counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0);
+  const ageOf = (counts: { oldestCreatedAt: Date | null }) => (counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0);
 
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], fill: (gauge: Gauge<L>, workload: Workload) => void) =>
     new Gauge<L>({
@@ -103,4 +114,6 @@ export function registerWorkloadGauges(registry: Registry, read: () => Promise<W
     g.set({ kind: 'funding' }, ageOf(w.funding));
     g.set({ kind: 'payment' }, ageOf(w.payment));
   });
+  gauge(workloadSeries.onboardingsPending, 'Embedded sessions stored whose onboarding workflow is not started yet (the session outbox)', [], (g, w) => g.set(w.onboarding.pending));
+  gauge(workloadSeries.oldestPendingOnboardingAge, 'Seconds since the oldest session still waiting for its onboarding start was stored (0: none)', [], (g, w) => g.set(ageOf(w.onboarding)));
 }

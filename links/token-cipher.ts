@@ -3,7 +3,7 @@
 // rotate-keys` re-encrypts what older keys sealed. Each value gets a fresh 96-bit nonce and is bound
 // (as associated data) to its row and column, so a ciphertext copied to another link or field fails
 // to decrypt instead of handing out the wrong user's token.
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, hkdfSync, randomBytes } from 'node:crypto';
 
 const FORMAT_VERSION = 1;
 const NONCE_BYTES = 12;
@@ -31,7 +31,10 @@ export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher
   if (!key || ring.some((each) => each.length !== 32)) throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32-byte keys');
   const keyIdBytes = keyIdOf(key);
   const keyId = keyIdBytes.toString('hex');
-  const decryptKeys = new Map(ring.map((each) => [keyIdOf(each).toString('hex'), each] as const));
+  // Imported once as key objects: a raw Buffer key is imported again on every cipher (the session
+  // URL seals two tokens per call).
+  const encryptKey = createSecretKey(key);
+  const decryptKeys = new Map(ring.map((each) => [keyIdOf(each).toString('hex'), createSecretKey(each)] as const));
   return {
     keyId,
     isStale(sealed) {
@@ -39,7 +42,7 @@ export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher
     },
     encrypt(plaintext, context) {
       const nonce = randomBytes(NONCE_BYTES);
-      const cipher = createCipheriv('aes-256-gcm', key, nonce);
+      const cipher = createCipheriv('aes-256-gcm', encryptKey, nonce);
       cipher.setAAD(Buffer.from(context, 'utf8'));
       const body = Buffer.concat([cipher.update(plaintext, 'utf8'), cipher.final()]);
       const sealed = Buffer.concat([Buffer.from([FORMAT_VERSION]), keyIdBytes, nonce, cipher.getAuthTag(), body]);

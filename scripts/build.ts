@@ -1,7 +1,8 @@
 // `npm run build`: compiles the production code to JavaScript under dist/ (tsconfig.build.json),
 // copies the browser assets the API serves from beside its modules, and writes the prebuilt
-// workflow bundle (dist/workflow-bundle.js). The production image and the installed `walletflow`
-// command run dist/; development runs the TypeScript sources through tsx.
+// workflow bundle (dist/workflow-bundle.js, and its traced twin dist/workflow-bundle-traced.js).
+// The production image and the installed `walletflow` command run dist/; development runs the
+// TypeScript sources through tsx.
 import { spawnSync } from 'node:child_process';
 import { cpSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';

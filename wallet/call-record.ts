@@ -18,6 +18,15 @@ export interface WalletCallRecord {
 }
 
 export type CallRecordHook = (record: WalletCallRecord) => void | Promise<void>;
+
+/** What is known of a call before it is sent: the same ids and names as its record, nothing else. */
+export type WalletCallStart = Pick<WalletCallRecord, 'requestReferenceNo' | 'service' | 'operation' | 'method' | 'path'>;
+
+/**
+ * Called as each call starts (tracing: one span per call); the function it returns is called once
+ * with the call's record when the call ends, before the onCall hook. Neither may throw.
+ */
+export type CallStartHook = (call: WalletCallStart) => (record: WalletCallRecord) => void;
 export type AuditErrorHook = (error: unknown, record: WalletCallRecord) => void;
 
 /** Runs the hook so that nothing it does (throw, reject) changes the call's result. */

@@ -25,6 +25,7 @@ export function createWalletClient(input: WalletClientConfig): WalletClient {
     now,
     ...(config.onCall ? { onCall: config.onCall } : {}),
     ...(config.onAuditError ? { onAuditError: config.onAuditError } : {}),
+    ...(config.onCallStart ? { onCallStart: config.onCallStart } : {}),
   });
   const connect = createConnectCalls({ ...config, now }, transport);
   const clientTokens = createClientTokenCache({

@@ -2,7 +2,7 @@
 // whether lib/config.ts built it from the environment or cli/stack/sandbox-wallet.ts from the
 // sandbox's partner registration.
 import { z } from 'zod';
-import type { WalletCallRecord } from './call-record.ts';
+import type { WalletCallRecord, WalletCallStart } from './call-record.ts';
 import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../domain/jwk.ts';
 
 const baseUrl = z.url({ protocol: /^https?$/ }).transform((url) => url.replace(/\/+$/, ''));
@@ -29,6 +29,8 @@ export const walletClientConfigSchema = z.object({
   onCall: callback<(record: WalletCallRecord) => void | Promise<void>>('onCall').optional(),
   /** Receives what onCall threw, so an audit failure is visible without failing the call. */
   onAuditError: callback<(error: unknown, record: WalletCallRecord) => void>('onAuditError').optional(),
+  /** Called as each call starts; what it returns, as the call ends (tracing: a span per call). */
+  onCallStart: callback<(call: WalletCallStart) => (record: WalletCallRecord) => void>('onCallStart').optional(),
 });
 
 /** As given by the caller (timeoutMs optional). */

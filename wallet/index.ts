@@ -3,7 +3,7 @@ export { createWalletClient } from './client.ts';
 export type { WalletClient } from './client.ts';
 export { walletClientConfigSchema } from './config.ts';
 export type { WalletClientConfig } from './config.ts';
-export type { WalletCallRecord } from './call-record.ts';
+export type { CallStartHook, WalletCallRecord, WalletCallStart } from './call-record.ts';
 export { WalletError, isWalletError, transportCodes } from './errors.ts';
 export type { WalletOperation, WalletService } from './operations.ts';
 export { outcomeOf, outcomeTable } from './outcome.ts';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Agent, request } from 'undici';
 import type { z } from 'zod';
-import type { AuditErrorHook, CallRecordHook, WalletCallRecord } from './call-record.ts';
+import type { AuditErrorHook, CallRecordHook, CallStartHook, WalletCallRecord } from './call-record.ts';
 import { reportCall } from './call-record.ts';
 import { WalletError, transportCodes } from './errors.ts';
 import type { WalletOperation } from './operations.ts';
@@ -64,6 +64,8 @@ export interface WalletTransportOptions {
   now: () => number;
   onCall?: CallRecordHook;
   onAuditError?: AuditErrorHook;
+  /** Absent (tracing off): nothing is done per call. */
+  onCallStart?: CallStartHook;
 }
 
 export interface WalletTransport {
@@ -88,24 +90,24 @@ export function createWalletTransport(options: WalletTransportOptions): WalletTr
     const startedAt = new Date(options.now());
     const started = performance.now();
     const path = new URL(call.baseUrl + call.path).pathname;
+    const service = serviceOf(call.operation);
+    const ended = options.onCallStart?.({ requestReferenceNo, service, operation: call.operation, method: call.method, path });
 
     const finish = async (httpStatus: number | null, outcome: WalletCallRecord['outcome'], errorCode: string | null) => {
-      await reportCall(
-        {
-          requestReferenceNo,
-          service: serviceOf(call.operation),
-          operation: call.operation,
-          method: call.method,
-          path,
-          httpStatus,
-          outcome,
-          errorCode,
-          durationMs: Math.round(performance.now() - started),
-          startedAt,
-        },
-        options.onCall,
-        options.onAuditError,
-      );
+      const record: WalletCallRecord = {
+        requestReferenceNo,
+        service,
+        operation: call.operation,
+        method: call.method,
+        path,
+        httpStatus,
+        outcome,
+        errorCode,
+        durationMs: Math.round(performance.now() - started),
+        startedAt,
+      };
+      ended?.(record);
+      await reportCall(record, options.onCall, options.onAuditError);
     };
 
     const fail = async (error: WalletError): Promise<never> => {

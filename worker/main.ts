@@ -1,7 +1,8 @@
 // The worker process: polls walletflow's task queue and runs its workflows and activities.
 // Development bundles workflows from source; SIGINT/SIGTERM drain in-flight tasks before exit.
+import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { Client, Connection } from '@temporalio/client';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
@@ -18,12 +19,19 @@ import { checkWalletTimeout } from './activity-timeouts.ts';
 import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 import { runsCompiled } from '../lib/project-root.ts';
+import { tracedBundlePath, tracingWorkflowModules } from '../lib/tracing-bundle.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
 
 let config;
 try {
   config = requireResolved(loadConfig());
   checkWalletTimeout(config.walletTimeoutMs);
+  // Workflow spans come from the traced twin of a prebuilt bundle (npm run build writes both).
+  if (config.tracing && config.workflowBundlePath && !existsSync(tracedBundlePath(config.workflowBundlePath))) {
+    throw new ConfigError([
+      `WORKFLOW_BUNDLE_PATH: tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT) but ${tracedBundlePath(config.workflowBundlePath)}, the traced bundle \`npm run build\` writes beside the bundle, is missing`,
+    ]);
+  }
 } catch (error) {
   if (error instanceof ConfigError) {
     console.error(`walletflow worker: ${error.message}`);
@@ -33,6 +41,9 @@ try {
 }
 
 const logger = createLogger({ level: config.logLevel, name: 'worker', format: config.logFormat });
+// Tracing: loaded only when configured, before the clients and the worker it instruments are made.
+const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-worker' }) : undefined;
+if (tracing) logger.info({ serviceName: config.tracing?.serviceName ?? 'walletflow-worker' }, 'tracing on');
 const metrics = createMetrics({ defaultMetrics: true });
 // The SDK's runtime (its logger, its exporter) must be installed before the first connection creates it.
 const { sdkMetricsUrl } = await installTemporalRuntime(logger, { prometheus: config.workerMetricsPort > 0 });
@@ -45,7 +56,11 @@ const metricsServer = sdkMetricsUrl
   : undefined;
 if (metricsServer) logger.info({ url: metricsServer.url }, 'worker metrics listening');
 const database = createDatabase(config.databaseUrl);
-const wallet = createWalletClient({ ...config.wallet, ...createWalletCallLog(database, logger, metrics) });
+const wallet = createWalletClient({
+  ...config.wallet,
+  ...createWalletCallLog(database, logger, metrics),
+  ...(tracing ? { onCallStart: tracing.walletCallSpan } : {}),
+});
 /**
  * Temporal may start after the worker (a restart of both, a compose `up`): retry for a while with
  * backoff instead of exiting, so a supervisor does not have to. SIGTERM meanwhile stops at once.
@@ -76,11 +91,17 @@ const requestStop = () => {
 };
 process.on('SIGTERM', requestStop).on('SIGINT', requestStop);
 const connectionOptions = temporalConnectionOptions(temporalAddress, config.temporal.security);
+// One connection for the worker and for the client its activities and schedules use: the SDK's
+// native one serves both (a second, JavaScript gRPC connection cost ~40 MiB of heap, issue 18).
 const connection = await connectWithRetry('worker connection', () => NativeConnection.connect(connectionOptions));
-const clientConnection = await connectWithRetry('client connection', () => Connection.connect(connectionOptions));
 process.off('SIGTERM', requestStop).off('SIGINT', requestStop);
 const dataConverter = dataConverterFor(config.payloadKeys);
-const temporal = new Client({ connection: clientConnection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
+const temporal = new Client({
+  connection,
+  namespace: config.temporal.namespace,
+  ...(dataConverter ? { dataConverter } : {}),
+  ...(tracing ? { interceptors: tracing.clientInterceptors } : {}),
+});
 const require = createRequire(import.meta.url);
 const worker = await Worker.create({
   connection,
@@ -88,8 +109,15 @@ const worker = await Worker.create({
   taskQueue: config.temporal.taskQueue,
   ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
-    ? { workflowBundle: { codePath: config.workflowBundlePath } }
+    ? { workflowBundle: { codePath: tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath } }
     : { workflowsPath: require.resolve(runsCompiled ? '../workflows/index.js' : '../workflows/index.ts') }),
+  // Tracing: activity spans here; workflow spans from the bundle's interceptors, out through the sink.
+  ...(tracing
+    ? {
+        interceptors: { ...tracing.workerInterceptors, ...(config.workflowBundlePath ? {} : { workflowModules: tracingWorkflowModules() }) },
+        sinks: tracing.workflowSinks,
+      }
+    : {}),
   activities: createActivities({
     database,
     wallet,
@@ -122,10 +150,10 @@ try {
   await worker.run();
 } finally {
   await connection.close();
-  await clientConnection.close();
   await wallet.close();
   await database.$disconnect();
   await metricsServer?.close();
+  await tracing?.shutdown();
   logger.info('worker stopped');
 }
 process.exit(0);

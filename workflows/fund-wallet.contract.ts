@@ -50,7 +50,13 @@ export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus },
  * Start-to-close of fundWallet's wallet activities (ms). The worker checks WALLET_TIMEOUT_MS
  * against the execute's at start-up: an execute must always end before its activity can time out.
  */
-export const fundWalletActivityTimeouts = { createMs: 25_000, executeMs: 20_000, retrieveMs: 20_000 } as const;
+export const fundWalletActivityTimeouts = {
+  createMs: 25_000,
+  executeMs: 20_000,
+  retrieveMs: 20_000,
+  /** The one pass (a local activity): the token vault's refresh lock (up to 50 s), a create, an execute and the writes. */
+  onePassMs: 120_000,
+} as const;
 
 /** The ApplicationFailure types the funding activities throw and fundWallet never retries. */
 export const fundingFailureTypes = {

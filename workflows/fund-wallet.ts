@@ -7,6 +7,7 @@
 // Inputs, results, queries and search attributes carry ids and states only.
 import {
   ActivityFailure,
+  ApplicationFailure,
   condition,
   continueAsNew,
   patched,
@@ -16,7 +17,7 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { FundingActivities, TransferProgress } from '../activities/funding.ts';
+import type { FundingActivities, OnePassOutcome, TransferProgress } from '../activities/funding.ts';
 import type { FinalFundingStatus, FundingResult, FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import {
@@ -59,6 +60,38 @@ const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout:
 /** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
 export const localDatabaseStepsPatch = 'fund-wallet-local-database-steps';
 
+/**
+ * A fresh funding's whole happy path as one local activity (activities/funding.ts fundInOnePass):
+ * one workflow task, no activity task, when the wallet answers at once. It makes a single attempt
+ * (a failure hands over to the step-by-step path below, which reads the record); its time-out
+ * covers a token refresh's lock, a create and an execute, and it starts no wallet call that could
+ * outlive it.
+ */
+const onePassStep = proxyLocalActivities<Pick<FundingActivities, 'fundInOnePass'>>({
+  startToCloseTimeout: fundWalletActivityTimeouts.onePassMs,
+  retry: { maximumAttempts: 1 },
+});
+
+/**
+ * The patch that runs a fresh funding in one pass and writes the status search attribute only for
+ * the states an operator searches by (the start sets kind, recipient type and PENDING); histories
+ * from before it replay the step-by-step path with a search attribute write per state.
+ */
+export const onePassPatch = 'fund-wallet-one-pass';
+
+/** The statuses written to the WalletflowStatus search attribute on the one-pass path: the ones an operator looks for. */
+const searchedStatuses: Record<FundingStatus, boolean> = {
+  PENDING: false,
+  CREATING: false,
+  EXECUTING: false,
+  RECONCILING: true,
+  NEEDS_REVIEW: true,
+  APPROVED: true,
+  DECLINED: true,
+  REJECTED: true,
+  FAILED: true,
+};
+
 /** create: a retried create may leave an unexecuted intent behind (harmless); give up after ~10 minutes. */
 const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.createMs,
@@ -99,7 +132,9 @@ const MAX_EVIDENCE = 30;
 
 export async function fundWallet(input: FundWalletInput): Promise<FundingResult> {
   const { fundingId } = input;
-  const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
+  // One marker on a new run: the one-pass path uses the local database steps too.
+  const onePass = patched(onePassPatch);
+  const database = onePass || patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as FundingStatus;
   let cancelNudged = false;
   let resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
@@ -127,8 +162,10 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   );
 
   const setStatus = (next: FundingStatus) => {
+    const changed = next !== status;
     status = next;
-    upsertSearchAttributes([{ key: statusKey, value: next }]);
+    if (!onePass) upsertSearchAttributes([{ key: statusKey, value: next }]);
+    else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
   };
   const finish = async (final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> => {
     const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code });
@@ -143,22 +180,6 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     return { fundingId, status: resolved!.status, transferId, errorCode: resolved!.errorCode };
   };
 
-  const snapshot = await database.loadFunding(fundingId);
-  upsertSearchAttributes([
-    { key: kindKey, value: 'FUNDING' },
-    { key: recipientTypeKey, value: snapshot.recipientType },
-  ]);
-  setStatus(snapshot.status);
-  if (isFinal(snapshot.status)) {
-    return finish(snapshot.status, null, null);
-  }
-  if (snapshot.status === 'NEEDS_REVIEW') return awaitResolution(snapshot.transferId);
-
-  let transferId = input.reconcile?.transferId ?? snapshot.transferId;
-  let createRequestReferenceNo: string | null = null;
-  let progress: TransferProgress;
-  let polls = input.reconcile?.polls ?? 0;
-  const pollsAtRunStart = polls;
   /** The wallet calls behind a doubt, for a review: executes with no known outcome, retrieves that saw none. */
   const evidence: WalletCallEvidence[] = [...(input.reconcile?.evidence ?? [])];
   const noteEvidence = (operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>) => {
@@ -178,13 +199,52 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     }
     return outcome;
   };
+  /** A created intent that is not what was asked: never executed; a person compares it with the request (issue 16 #5). */
+  const reviewMismatch = async (created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> => {
+    noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
+    await database.parkFundingForReview(fundingId, `the wallet's create answer does not match the request (${created.detail}); transfer ${created.transferId} was not executed`, evidence);
+    return awaitResolution(null);
+  };
 
-  if (input.reconcile || (transferId && (snapshot.status === 'EXECUTING' || snapshot.status === 'RECONCILING'))) {
-    // An execute may already have been sent: only retrieve may tell.
-    progress = { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null };
-  } else {
+  /** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
+  interface Executed {
+    transferId: string;
+    progress: TransferProgress;
+  }
+
+  let rereadOnce = false;
+  /** The step-by-step path: every step its own (local) activity, from whatever the record says. */
+  const stepByStep = async (): Promise<Executed | FundingResult> => {
+    const snapshot = await database.loadFunding(fundingId);
+    if (!onePass) {
+      upsertSearchAttributes([
+        { key: kindKey, value: 'FUNDING' },
+        { key: recipientTypeKey, value: snapshot.recipientType },
+      ]);
+    }
+    setStatus(snapshot.status);
+    if (isFinal(snapshot.status)) {
+      return finish(snapshot.status, null, null);
+    }
+    if (snapshot.status === 'NEEDS_REVIEW') return awaitResolution(snapshot.transferId);
+
+    let transferId = input.reconcile?.transferId ?? snapshot.transferId;
+    let createRequestReferenceNo: string | null = null;
+    if (input.reconcile || (transferId && (snapshot.status === 'EXECUTING' || snapshot.status === 'RECONCILING'))) {
+      if (!transferId) throw new Error('unreachable: resumed with no transferId');
+      // An execute may already have been sent: only retrieve may tell.
+      return { transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+    }
     if (!transferId) {
-      if (!(await database.markCreating(fundingId))) return finish('FAILED', 'CANCELLED', null);
+      if (!(await database.markCreating(fundingId))) {
+        // Cancelled, or (since the one pass) moved on by another run of this funding: the record
+        // says which; FAILED/CANCELLED is written only when it is what the record shows.
+        if (onePass && !rereadOnce) {
+          rereadOnce = true;
+          return stepByStep();
+        }
+        return finish('FAILED', 'CANCELLED', null);
+      }
       setStatus('CREATING');
       let created;
       try {
@@ -195,21 +255,60 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       }
       if (created.kind === 'refused') return finish(created.status, created.code, created.requestReferenceNo);
       if (created.kind === 'cancelled') return finish('FAILED', 'CANCELLED', null);
-      if (created.kind === 'mismatch') {
-        // Nothing is executed; a person compares the intent with the request (issue 16 #5).
-        noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
-        await database.parkFundingForReview(fundingId, `the wallet's create answer does not match the request (${created.detail}); transfer ${created.transferId} was not executed`, evidence);
-        return awaitResolution(null);
-      }
+      if (created.kind === 'mismatch') return reviewMismatch(created);
       transferId = created.transferId;
       createRequestReferenceNo = created.requestReferenceNo;
     }
     if (cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo))) return finish('FAILED', 'CANCELLED', null);
     setStatus('EXECUTING');
-    progress = await executeOnce(transferId);
-  }
+    return { transferId, progress: await executeOnce(transferId) };
+  };
 
-  if (!transferId) throw new Error('unreachable: no transferId after create');
+  /** The one-pass path of a fresh funding; undefined: the step-by-step path goes on from the record. */
+  const inOnePass = async (): Promise<Executed | FundingResult | undefined> => {
+    let pass: OnePassOutcome;
+    try {
+      pass = await onePassStep.fundInOnePass(fundingId);
+    } catch (error) {
+      // Nothing is assumed about what the pass did: the record says it, and the steps read it. A
+      // local activity's own failure can arrive unwrapped (an ApplicationFailure, not an ActivityFailure).
+      if (!(error instanceof ActivityFailure) && !(error instanceof ApplicationFailure)) throw error;
+      return undefined;
+    }
+    switch (pass.kind) {
+      case 'finished':
+        setStatus(pass.status);
+        return { fundingId, status: pass.status, transferId: pass.transferId, errorCode: pass.errorCode };
+      case 'mismatch':
+        return reviewMismatch(pass);
+      case 'execute':
+        setStatus('EXECUTING');
+        // Nothing was sent: as the execute activity's retry would, after the wallet's Retry-After.
+        if (pass.retryAfterMs !== null) await sleep(pass.retryAfterMs);
+        return { transferId: pass.transferId, progress: await executeOnce(pass.transferId) };
+      case 'executed':
+        setStatus('EXECUTING');
+        if (pass.progress.kind === 'unknown') {
+          const { requestReferenceNo, httpStatus, code } = pass.progress;
+          noteEvidence('transfers.execute', { requestReferenceNo, httpStatus: httpStatus ?? null, code, outcome: 'unknown' });
+        }
+        return { transferId: pass.transferId, progress: pass.progress };
+      case 'create-later':
+        // As the create activity's retry policy would: after the wallet's Retry-After, else its first interval.
+        await sleep(pass.retryAfterMs ?? 1000);
+        return undefined;
+      case 'steps':
+        return undefined;
+    }
+  };
+
+  const begun = (onePass && !input.reconcile ? await inOnePass() : undefined) ?? (await stepByStep());
+  if (!('progress' in begun)) return begun;
+  const { transferId } = begun;
+  let { progress } = begun;
+  let polls = input.reconcile?.polls ?? 0;
+  const pollsAtRunStart = polls;
+
   const executedTransferId: string = transferId;
   let executeAttempts = input.reconcile?.executeAttempts ?? 1;
   let refusedRetrieves = 0;

@@ -9,7 +9,6 @@
 // pages' scripts are files (assets/), served under /app/assets by page-assets.ts.
 import { randomBytes, randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
-import type { Client } from '@temporalio/client';
 import { z } from 'zod';
 import { reopenFromWalletCodes, sessionIdSchema } from '../../domain/embedded-session.ts';
 import { amountSchema, normaliseAmount, type Amount } from '../../domain/money.ts';
@@ -27,7 +26,7 @@ import {
   type AppSessionView,
 } from './web-sessions.ts';
 import { paymentOutcome, reopenFromWallet, topUpOutcome, type OutcomeStatus } from './outcome-messages.ts';
-import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
+import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { amountOf } from '../../fundings/funding-view.ts';
 import { homePage, landingCsp, loadingPage, messagePage, progressPage, type HomePage, type MessagePage } from './landing-pages.ts';
@@ -44,8 +43,8 @@ import type { RateLimiter, RateVerdict } from '../http/rate-limit.ts';
 
 export interface LandingDependencies {
   database: Database;
-  temporal: Client;
-  taskQueue: string;
+  /** A session whose onboarding has not started yet (still in the outbox) has it started when its user arrives. */
+  onboarding: Pick<OnboardingDispatcher, 'expedite'>;
   fundings: Pick<FundingService, 'start'>;
   payments: Pick<PaymentService, 'start'>;
   vault: Pick<TokenVault, 'getAccessToken'>;
@@ -357,12 +356,11 @@ export function landingRouter(deps: LandingDependencies): Router {
 
   /** The session's onboarding with its active link, or null when a page was sent (loading, failed, reopen). */
   async function activeLink(res: Response, session: AppSessionView, wait: boolean): Promise<(AppSessionView['embeddedSession'] & { linkId: string }) | null> {
+    // The user is here: an onboarding the dispatcher has not started yet (a backlog, a failed
+    // start) starts now; one already started is left alone (one indexed read).
+    if (session.embeddedSession.status === 'PENDING') await deps.onboarding.expedite(session.embeddedSession.id);
     const embedded = wait ? await waitForOnboarding(session) : session.embeddedSession;
     if (embedded.status === 'PENDING') {
-      // A failed start at the session URL is made good here (the start finds a running workflow).
-      await startOnboardEmbeddedSession(deps.temporal, { taskQueue: deps.taskQueue, sessionRecordId: embedded.id }).catch((error: Error) =>
-        deps.logger.warn({ sessionRecordId: embedded.id, err: error.message }, 'could not start session onboarding'),
-      );
       html(res, 200, loadingPage);
       return null;
     }

@@ -1,12 +1,13 @@
 // The session URL (POST /embedded/session) the wallet service calls when a user opens the
 // partner's tile: rate limit and sender allowlist first, then headers and body, then the tokens are
-// stored encrypted under a new one-time session id and the answer goes out at once; the profile
-// fetch and linking run afterwards in the onboardEmbeddedSession workflow. Errors: `{ code,
-// message }` (400, 403, 429 with Retry-After; anything else under /embedded too).
+// stored encrypted under a new one-time session id, with the session's "onboarding pending" outbox
+// row in the same statement, and the answer goes out at once. The onboardEmbeddedSession workflow
+// (profile fetch, linking) is started afterwards by the onboarding dispatcher, which this call only
+// wakes: no Temporal call on the request path. Errors: `{ code, message }` (400, 403, 429 with
+// Retry-After; anything else under /embedded too).
 import { randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
-import type { Client } from '@temporalio/client';
 import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import type { Database } from '../../lib/database.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
@@ -15,9 +16,10 @@ import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 import type { TokenCipher } from '../../links/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
+import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
-import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
+import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
 
 /** The session payload is three tokens and a number: a few KiB at most. */
 export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
@@ -25,8 +27,10 @@ export const SESSION_BODY_LIMIT_BYTES = 16 * 1024;
 export interface EmbeddedSessionDependencies {
   database: Database;
   cipher: TokenCipher;
-  temporal: Client;
+  /** The task queue the session's onboarding runs on (stored on its outbox row). */
   taskQueue: string;
+  /** Woken after each stored session: it starts the onboarding workflow. */
+  onboarding: Pick<OnboardingDispatcher, 'wake'>;
   allowlist: IpAllowlist;
   /** How long the session id may be used at the landing page. */
   sessionTtlMs: number;
@@ -54,6 +58,12 @@ function refuse(res: Response, status: number, code: string, message: string): v
 export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router {
   const router = Router();
   const now = deps.now ?? Date.now;
+  // The payload schema depends on the current second (expiresAt must lie ahead): built once per second, not per call.
+  let payloadSchema: { second: number; schema: ReturnType<typeof sessionPayloadSchema> } | undefined;
+  const payloadSchemaAt = (second: number) => {
+    if (payloadSchema?.second !== second) payloadSchema = { second, schema: sessionPayloadSchema(second) };
+    return payloadSchema.schema;
+  };
   const readBody = express.raw({ type: () => true, limit: SESSION_BODY_LIMIT_BYTES });
 
   const limit = deps.rateLimiter
@@ -102,7 +112,7 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
         return;
       }
       const nowMs = now();
-      const payload = sessionPayloadSchema(Math.floor(nowMs / 1000)).safeParse(json);
+      const payload = payloadSchemaAt(Math.floor(nowMs / 1000)).safeParse(json);
       if (!payload.success) {
         // Messages name the field and the rule, never the value.
         const message = payload.error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
@@ -112,8 +122,11 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
       const { accessToken, refreshToken, expiresAt } = payload.data;
       const sessionId = randomUUID();
       const id = randomUUID();
-      await deps.database.embeddedSession.create({
-        data: {
+      // The session and its outbox row in one statement: stored durably before the 200, and its
+      // onboarding cannot be lost between the two.
+      await storeSessionForOnboarding(
+        deps.database,
+        {
           id,
           sessionIdHash: hashBearer(sessionId),
           requestReferenceNo: reference.data,
@@ -123,15 +136,10 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
           refreshTokenExpiresAt: jwtExpiry(refreshToken),
           expiresAt: new Date(nowMs + deps.sessionTtlMs),
         },
-      });
-      // Starting is quick; the workflow's result is not awaited. Should the start fail, the
-      // landing page starts it when the user arrives.
-      try {
-        await startOnboardEmbeddedSession(deps.temporal, { taskQueue: deps.taskQueue, sessionRecordId: id });
-      } catch (error) {
-        deps.logger.warn({ sessionRecordId: id, err: (error as Error).message }, 'could not start session onboarding; the landing page will');
-      }
-      deps.logger.info({ sessionRecordId: id, requestReferenceNo: reference.data }, 'embedded session stored');
+        deps.taskQueue,
+      );
+      deps.onboarding.wake();
+      deps.logger.debug({ sessionRecordId: id, requestReferenceNo: reference.data }, 'embedded session stored');
       const body: z.infer<typeof sessionCreatedSchema> = { sessionId };
       res.status(200).setHeader('Cache-Control', 'no-store').json(body);
     },

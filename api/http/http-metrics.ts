@@ -7,7 +7,7 @@ import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
 
 /** Probes and scrapes: logged at debug, not info, so they do not drown the access log. */
-const quietRoutes = new Set(['/healthz', '/readyz', '/metrics']);
+export const quietRoutes: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
 /**
  * The route template that answered (`/ops/fundings/:fundingId`); a request refused before any

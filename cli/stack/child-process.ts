@@ -5,6 +5,28 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { entryArgs } from '../../lib/project-root.ts';
 
+/**
+ * glibc's malloc keeps up to 8 arenas per core for a process's threads (the Temporal SDK's Rust
+ * runtime, libuv's pool, the workflow thread) and holds on to what they freed: capped at 2, the
+ * worker's resident memory after load fell from ~265 to ~240 MiB with no loss of throughput
+ * (docs/benchmarks.md). Set for every walletflow process the stacks start, and in the Dockerfile.
+ */
+export const nativeMemoryEnvironment = { MALLOC_ARENA_MAX: '2' } as const;
+
+/**
+ * The worker's V8 young generation capped (8 MiB semi-spaces): Node 24's V8 grows it to 128 MiB
+ * under load and keeps it, which alone put the worker at ~360 MiB after the bench; capped, ~220 MiB
+ * (docs/benchmarks.md). Young objects in the worker are short-lived (a task's activation, a query's
+ * rows), so the extra scavenges are cheap. Appended to NODE_OPTIONS for the worker processes the
+ * stacks start; docker-compose's worker service sets the same.
+ */
+export const workerNodeOptions = '--max-semi-space-size=8';
+
+/** A worker process's environment: `env` with workerNodeOptions added to its NODE_OPTIONS. */
+export function workerEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS, workerNodeOptions].filter(Boolean).join(' ') };
+}
+
 export interface ManagedChild {
   name: string;
   process: ChildProcess;
@@ -15,7 +37,7 @@ export interface ManagedChild {
 export function startTsChild(name: string, entry: string, env: NodeJS.ProcessEnv, root: string): ManagedChild {
   const child = spawn(process.execPath, entryArgs(entry), {
     cwd: root,
-    env,
+    env: { ...nativeMemoryEnvironment, ...env },
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

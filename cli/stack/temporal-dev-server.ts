@@ -27,6 +27,14 @@ export function resolveTemporalCli(): string {
   return binary;
 }
 
+/**
+ * Dynamic configuration walletflow runs Temporal with (the dev server's --dynamic-config-value, the
+ * bench's real server, deploy/temporal/dynamicconfig.yaml for compose): eager activity dispatch,
+ * off by default in the server, hands an activity scheduled by a workflow task straight back to the
+ * worker that completed it, saving a matching round trip per activity (issue 18).
+ */
+export const temporalDynamicConfig = { 'system.enableActivityEagerExecution': true } as const;
+
 export interface TemporalDevServerOptions {
   binary: string;
   /** SQLite file; absent: in memory. */
@@ -59,6 +67,7 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     '--log-level',
     'warn',
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...Object.entries(temporalDynamicConfig).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...Object.values(searchAttributes).flatMap((attribute) => ['--search-attribute', `${attribute.name}=${attribute.type}`]),
   ];

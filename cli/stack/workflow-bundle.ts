@@ -4,13 +4,19 @@
 // (scripts/bundle-workflows.ts builds the production bundle, with all its output.)
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runsCompiled } from '../../lib/project-root.ts';
+import { tracingWorkflowModules } from '../../lib/tracing-bundle.ts';
 
-const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../workflows/index.ts');
+// Compiled (dist/), the workflows are JavaScript beside this file's own.
+const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), runsCompiled ? '../../workflows/index.js' : '../../workflows/index.ts');
 
 const ignore = () => {};
 
-/** The bundle's code; `warnings: false` drops webpack's warnings too (default: printed). */
-export async function bundleWorkflows(options: { warnings?: boolean } = {}): Promise<string> {
+/**
+ * The bundle's code; `warnings: false` drops webpack's warnings too (default: printed); `tracing`:
+ * with the OpenTelemetry workflow interceptors (the bundle a worker with tracing on runs).
+ */
+export async function bundleWorkflows(options: { warnings?: boolean; tracing?: boolean } = {}): Promise<string> {
   // Loaded here: the worker package is large, and only these stacks bundle.
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const logger = {
@@ -21,6 +27,6 @@ export async function bundleWorkflows(options: { warnings?: boolean } = {}): Pro
     error: (message: string) => console.error(message),
     log: ignore,
   };
-  const { code } = await bundleWorkflowCode({ workflowsPath, logger });
+  const { code } = await bundleWorkflowCode({ workflowsPath, logger, ...(options.tracing ? { workflowInterceptorModules: tracingWorkflowModules() } : {}) });
   return code;
 }

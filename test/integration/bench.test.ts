@@ -33,6 +33,15 @@ describe('walletflow bench', () => {
     }
     expect(level!.walletflow.failed).toBe(0);
     expect(level!.ratio).toBeGreaterThan(0);
+    // The lean floor, measured in the same run, and the shapes of both sides' histories (issue 18).
+    expect(level!.lean?.completed).toBeGreaterThan(0);
+    expect(level!.lean?.failed).toBe(0);
+    expect(level!.lean?.history).toMatchObject({ workflowTasks: 3, activityTasks: 2 });
+    expect(level!.walletflow.history).toMatchObject({ workflowTasks: 1, activityTasks: 0 });
+    expect(level!.walletflow.transitionsPerItem).toBe(4);
+    expect(level!.overheadRatio).toBeGreaterThan(0);
+    expect(report.code).toBe('compiled');
+    expect(report.workerRssMiBAfter?.worker).toBeGreaterThan(0);
     for (const name of ['api', 'worker', 'temporal']) {
       expect(level!.walletflow.processes[name]?.peakRssMiB, name).toBeGreaterThan(0);
     }

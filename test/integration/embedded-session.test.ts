@@ -11,6 +11,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
 const fromOutside = new Agent({ localAddress: '127.0.0.2' });
@@ -98,16 +99,6 @@ async function launch(userId: string): Promise<{ sessionId: string; landingUrl: 
   const answer = await stack.admin.call<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId });
   expect(answer.status).toBe(200);
   return answer.body;
-}
-
-async function waitFor<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await read();
-    if (done(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out; last value ${JSON.stringify(value)}`);
-    await new Promise((resolve) => setTimeout(resolve, 150));
-  }
 }
 
 const field = (html: string, name: string) => new RegExp(`name="${name}" value="([^"]+)"`).exec(html)?.[1] ?? '';
@@ -234,7 +225,8 @@ describe('session URL and landing page', () => {
     expect(sessionId).toMatch(uuidV4);
     expect(answer.ms).toBeLessThan(2000);
 
-    // Stored: hashed id, encrypted tokens; onboarding started but not done (no worker yet).
+    // Stored: hashed id, encrypted tokens; onboarding started by the dispatcher right after the
+    // answer (its outbox row gone once the start succeeded), but not done (no worker yet).
     const row = await stack.database.embeddedSession.findFirstOrThrow({ where: { requestReferenceNo: answer.reference } });
     expect(row).toMatchObject({ status: 'PENDING', linkId: null, consumedAt: null });
     expect(row.sessionIdHash).not.toContain(sessionId);
@@ -244,6 +236,7 @@ describe('session URL and landing page', () => {
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeGreaterThan(110_000);
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeLessThanOrEqual(121_000);
     const handle = stack.temporal.workflow.getHandle(onboardingWorkflowId(row.id));
+    await waitUntil(() => stack.database.onboardingOutbox.count({ where: { sessionId: row.id } }), (pending) => pending === 0, 10_000);
     expect((await handle.describe()).status.name).toBe('RUNNING');
     expect(await historyPayloads(handle)).toContain(row.id);
 
@@ -361,7 +354,7 @@ describe('landing page forms', () => {
     const funding = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } });
     expect(funding).toMatchObject({ recipientType: 'TOKEN', linkId: link.id });
 
-    const status = await waitFor(
+    const status = await waitUntil(
       async () => (await (await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
       (value) => value.final === true,
     );
@@ -437,7 +430,7 @@ describe('an expired embedded refresh token', () => {
     const started = await client.post('/app/top-up', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(started.status).toBe(303);
     const statusUrl = `${stack.apiBase}${started.location}/status`;
-    const status = await waitFor(
+    const status = await waitUntil(
       async () => (await (await fetch(statusUrl, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
       (value) => value.final === true,
     );

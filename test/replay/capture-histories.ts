@@ -1,5 +1,5 @@
 // `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
-// onboardEmbeddedSession, reconcileFundings, purgeExpired) on a real stack and stores each history as Temporal
+// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks) on a real stack and stores each history as Temporal
 // JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
@@ -9,6 +9,8 @@
 // TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / DATABASE_URL are read too; flags win.
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { inspect, parseArgs } from 'node:util';
@@ -18,6 +20,8 @@ import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../activities/reconcile.ts';
 import type { PurgeReport } from '../../activities/purge.ts';
+import type { DeliveryRoundReport } from '../../activities/webhooks.ts';
+import { webhookEventTypes } from '../../domain/webhook.ts';
 import type { OnboardEmbeddedSessionResult } from '../../domain/embedded-session.ts';
 import type { FundingResult } from '../../domain/funding.ts';
 import type { PaymentResult } from '../../domain/payment.ts';
@@ -36,6 +40,7 @@ import {
   type WorkflowType,
 } from '../support/replay-histories.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
+import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { fundingStatusQuery, fundWalletWorkflowType, type FundWalletInput, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
@@ -43,17 +48,20 @@ import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-attribute-keys.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
+import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 
 interface Secret {
   name: string;
   value: string;
 }
 
-/** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report. */
-type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport;
+/** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report, a delivery round. */
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport;
 
 interface Captured {
   workflowId: string;
+  /** The run to store (a workflow that continues as new: its first run); absent: the latest. */
+  runId?: string;
   result: CapturedResult;
   /** Secrets this path handled, which its history must not contain. */
   secrets: Secret[];
@@ -150,6 +158,8 @@ let interrupted = false;
 const slowPaths: Partial<Record<HistoryName, number>> = {
   // 12 refused retrieves, polled 1, 2, 4 … 60 s apart: about 7 minutes.
   'retrieve-refused-review-resolved': 600_000,
+  // One delivery round that outlasts the first retry (30 s by default), and the next run's round.
+  'webhooks-retried': 180_000,
 };
 
 async function main() {
@@ -208,6 +218,7 @@ async function main() {
 function describeResult(result: CapturedResult): string {
   if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
   if ('deleted' in result) return `deleted ${Object.entries(result.deleted).map(([table, count]) => `${count} ${table}`).join(', ')}`;
+  if ('claimed' in result) return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
   return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
 
@@ -216,7 +227,9 @@ async function captureHistory(stack: ReplayStack, name: HistoryName, baseSecrets
   const captured = await capture(stack, name);
   // historyToJSON writes the Temporal CLI/UI export format, which historyFromJSON (and so
   // Worker.runReplayHistories) reads back.
-  const json = historyToJSON(await stack.fetchHistory(captured.workflowId));
+  const json = historyToJSON(
+    captured.runId === undefined ? await stack.fetchHistory(captured.workflowId) : await stack.temporal.workflow.getHandle(captured.workflowId, captured.runId).fetchHistory(),
+  );
   const parsed = JSON.parse(json) as HistoryJson;
   await captured.check?.(parsed);
   const leaks = findSecretLeaks(parsed, [...baseSecrets, ...captured.secrets]);
@@ -372,8 +385,9 @@ async function fundingInReviewThenLanded(stack: ReplayStack) {
 
 /** The checks of both review paths: four executes, retrieves, the review and the resolve update that ended it. */
 const expectFundingReviewResolved = (history: HistoryJson) => {
-  expectActivities(history, ['executeTransfer', 'retrieveTransfer', 'markReconciling', 'parkFundingForReview', 'resolveFunding']);
-  if (count(history, 'executeTransfer') !== 4) fail(`expected 4 executes, the history has ${count(history, 'executeTransfer')}`);
+  expectActivities(history, ['fundInOnePass', 'executeTransfer', 'retrieveTransfer', 'markReconciling', 'parkFundingForReview', 'resolveFunding']);
+  // The first execute is the one pass's, the other three are execute activities.
+  if (count(history, 'executeTransfer') !== 3) fail(`expected 3 execute activities after the one pass's, the history has ${count(history, 'executeTransfer')}`);
   if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) fail('expected the resolve update in the history');
 };
 
@@ -452,12 +466,92 @@ async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) 
   return { fundingId: id, secrets: [{ name: 'a stuck funding’s cash-in code', value: code }] };
 }
 
+/**
+ * A partner endpoint for every event on a local receiver that answers with `statuses` in turn (the
+ * last one from then on) and verifies each signature; `close` deletes the endpoint and stops.
+ */
+async function webhookReceiver(stack: ReplayStack, statuses: number[]) {
+  const received: Array<{ id: string; verified: boolean; status: number }> = [];
+  let secret = '';
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const headers = { id: req.headers['webhook-id'] as string | undefined, timestamp: req.headers['webhook-timestamp'] as string | undefined, signature: req.headers['webhook-signature'] as string | undefined };
+      const status = statuses[Math.min(received.length, statuses.length - 1)] ?? 204;
+      received.push({ id: headers.id ?? '', verified: verifyStandardWebhook(secret, headers, Buffer.concat(chunks).toString('utf8')), status });
+      res.statusCode = status;
+      res.end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const response = await stack.opsFetch('/ops/webhooks/endpoints', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, events: webhookEventTypes }),
+  });
+  const endpoint = (await response.json()) as { id?: string; secret?: string };
+  if (response.status !== 201 || !endpoint.id || !endpoint.secret) fail(`POST /ops/webhooks/endpoints: ${response.status}`);
+  secret = endpoint.secret as string;
+  return {
+    received,
+    secrets: [{ name: 'the webhook secret', value: secret }],
+    close: async () => {
+      await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id as string}`, { method: 'DELETE' });
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+/**
+ * One deliverWebhooks run of a single delivery round of `roundMs` after a CODE funding's event was
+ * written for an endpoint answering `statuses`: the run continues as new, which is stored; the
+ * next run is terminated.
+ */
+async function deliveryRound(stack: ReplayStack, statuses: number[], roundMs: number) {
+  const receiver = await webhookReceiver(stack, statuses);
+  try {
+    const funded = await fundByCode(stack, { kycLevel: 'KYC1' }, '20.00');
+    expectOutcome(funded.result, 'APPROVED', null);
+    const workflowId = `capture-webhooks-${randomUUID()}`;
+    const handle = await startDeliverWebhooks(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { pollIntervalMs: 100, roundMs, roundsPerRun: 1 } });
+    // Its first run (a round lasts roundMs: it has not continued yet).
+    const { runId } = await handle.describe();
+    const run = stack.temporal.workflow.getHandle(workflowId, runId);
+    await until('the delivery round to end', async () => (await run.describe()).status.name !== 'RUNNING', roundMs + 60_000, 250);
+    const status = (await run.describe()).status.name;
+    await stack.temporal.workflow.getHandle(workflowId).terminate('captured: one round is enough').catch(() => undefined);
+    // The next run's round may have begun: it learns of the termination only at a heartbeat, so it
+    // is let finish before anything else (it would claim the next path's deliveries).
+    await new Promise((resolve) => setTimeout(resolve, roundMs + 1000));
+    if (status !== 'CONTINUED_AS_NEW') fail(`expected the run to continue as new, it ended ${status}`);
+    const completed = (await run.fetchHistory()).events?.find((event) => event.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes;
+    const data = completed?.result?.payloads?.[0]?.data;
+    const report = (data ? JSON.parse(Buffer.from(data).toString('utf8')) : {}) as DeliveryRoundReport;
+    if (!receiver.received.every((each) => each.verified)) fail('a delivery did not verify under the endpoint secret');
+    return { workflowId, runId, report, received: receiver.received, secrets: [...funded.secrets, ...receiver.secrets] };
+  } finally {
+    await receiver.close();
+  }
+}
+
 async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured> {
   switch (name) {
     case 'code-approved': {
       const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '100.50');
       expectOutcome(captured.result, 'APPROVED', null);
-      return { ...captured, check: (history) => expectActivities(history, ['createTransfer', 'executeTransfer'], ['retrieveTransfer', 'markReconciling']) };
+      return {
+        ...captured,
+        check: (history) => {
+          expectActivities(history, ['fundInOnePass'], ['loadFunding', 'createTransfer', 'executeTransfer', 'retrieveTransfer', 'markReconciling']);
+          // One workflow task, no activity task: the whole funding in one local activity (a task
+          // failed and retried would have run it twice: that path is cancelled-during-create).
+          if (hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')) fail('expected no activity task');
+          const tasks = history.events.filter((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED').length;
+          if (tasks !== 1) fail(`expected one workflow task, the history has ${tasks}`);
+        },
+      };
     }
     case 'token-approved-with-refresh': {
       // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
@@ -483,19 +577,19 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     case 'm133-rejected': {
       const captured = await fundByCode(stack, { kycLevel: 'KYC0' }, '5.00');
       expectOutcome(captured.result, 'REJECTED', 'M133');
-      return { ...captured, check: (history) => expectActivities(history, ['createTransfer'], ['beginExecute', 'executeTransfer']) };
+      return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']) };
     }
     case 'declined': {
       const captured = await fundByCode(stack, { kycLevel: 'KYC1', blocked: true }, '5.00');
       expectOutcome(captured.result, 'DECLINED', '6002');
-      return { ...captured, check: (history) => expectActivities(history, ['executeTransfer'], ['retrieveTransfer']) };
+      return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass'], ['executeTransfer', 'retrieveTransfer']) };
     }
     case 'execute-unknown-reconciled': {
       await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
       try {
         const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '7.00');
         expectOutcome(captured.result, 'APPROVED', null);
-        return { ...captured, check: (history) => expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer']) };
+        return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass', 'markReconciling', 'retrieveTransfer'], ['executeTransfer']) };
       } finally {
         await stack.admin.clearFaults();
       }
@@ -508,7 +602,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         return {
           ...captured,
           check: (history) => {
-            expectActivities(history, ['executeTransfer', 'retrieveTransfer'], ['markReconciling']);
+            expectActivities(history, ['fundInOnePass', 'retrieveTransfer'], ['markReconciling', 'executeTransfer']);
             if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED')) fail('expected a durable timer between polls');
           },
         };
@@ -531,7 +625,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       }
       const outcome = await result(stack, captured.workflowId);
       expectOutcome(outcome, 'FAILED', 'CANCELLED');
-      return { ...captured, result: outcome, check: (history) => expectActivities(history, ['loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
+      // The one pass finds the funding past PENDING and hands over: the steps read it and finish.
+      return { ...captured, result: outcome, check: (history) => expectActivities(history, ['fundInOnePass', 'loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
     }
 
     case 'continued-reconcile-approved': {
@@ -614,8 +709,9 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => {
-          expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer', 'finishFunding'], ['parkFundingForReview']);
-          if (count(history, 'executeTransfer') !== 2) fail(`expected 2 executes, the history has ${count(history, 'executeTransfer')}`);
+          // The one pass sends the first execute; the second is the execute activity's.
+          expectActivities(history, ['fundInOnePass', 'executeTransfer', 'markReconciling', 'retrieveTransfer', 'finishFunding'], ['parkFundingForReview']);
+          if (count(history, 'executeTransfer') !== 1) fail(`expected 1 execute activity after the one pass's, the history has ${count(history, 'executeTransfer')}`);
         },
       };
     }
@@ -649,7 +745,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => {
-          expectActivities(history, ['createTransfer', 'beginExecute', 'executeTransfer', 'finishFunding'], ['retrieveTransfer', 'markReconciling']);
+          // The one pass's execute is refused with 429 (nothing sent): the execute activity sends it, retried by Temporal.
+          expectActivities(history, ['fundInOnePass', 'executeTransfer', 'finishFunding'], ['createTransfer', 'beginExecute', 'retrieveTransfer', 'markReconciling']);
           if (count(history, 'executeTransfer') !== 1) fail('expected one execute activity (retried by Temporal)');
         },
       };
@@ -691,17 +788,16 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       return {
         ...captured,
         check: (history) => {
-          expectActivities(history, ['markCreating', 'createTransfer', 'finishFunding'], ['beginExecute', 'executeTransfer']);
+          // The one pass's create is refused (429): after its Retry-After the steps take over.
+          expectActivities(history, ['fundInOnePass', 'markCreating', 'createTransfer', 'finishFunding'], ['beginExecute', 'executeTransfer']);
           if (!hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_FAILED')) fail('expected createTransfer to fail after its retries');
         },
       };
     }
-    case 'cancelled-after-create': {
-      // The create is slowed (3 s) and the worker stopped while it runs, letting it finish: the
-      // transfer is created and stored, and no workflow task runs until the worker is back. Ops
-      // cancels then (CREATING: nothing was executed); the workflow ends CANCELLED without executing.
-      await stack.stopWorker();
-      await stack.startWorker({ shutdownGraceTime: '30 seconds' });
+    case 'cancelled-during-create': {
+      // The create is slowed (3 s) and ops cancels while it runs (CREATING: nothing can have been
+      // executed). The one pass's create comes back to a cancelled funding: the intent is kept
+      // on record, never executed, and the funding ends FAILED/CANCELLED with no transfer.
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 3000 }]);
       let posted: { fundingId: string; workflowId: string };
       let secrets: Secret[];
@@ -709,27 +805,28 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
         secrets = fresh.secrets;
         posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('3.50') });
-        await until('createTransfer running', () => activityRunning(stack, posted.workflowId, 'createTransfer'), 30_000, 50);
-        await stack.stopWorker();
-      } finally {
-        await stack.admin.clearFaults();
-      }
-      try {
-        const row = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { status: true, transferId: true } });
-        if (row.status !== 'CREATING' || !row.transferId) fail(`expected CREATING with a stored transfer, the funding is ${row.status} with ${row.transferId ?? 'no transfer'}`);
+        await until(
+          'the funding CREATING',
+          async () => (await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { status: true } })).status === 'CREATING',
+          30_000,
+          50,
+        );
         const cancelled = await stack.opsFetch(`/ops/fundings/${posted.fundingId}/cancel`, { method: 'POST' });
         if (cancelled.status !== 200) fail(`cancel: ${cancelled.status} ${await cancelled.text()}`);
       } finally {
-        await stack.startWorker();
+        await stack.admin.clearFaults();
       }
       const outcome = await result(stack, posted.workflowId);
       expectOutcome(outcome, 'FAILED', 'CANCELLED');
-      if (!outcome.transferId) fail('expected the created transfer in the result');
+      const row = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { transferId: true, abandonedTransferIds: true } });
+      if (row.transferId !== null || row.abandonedTransferIds.length !== 1) fail(`expected the created intent kept unexecuted, the funding has ${JSON.stringify(row)}`);
+      const kept = (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === row.abandonedTransferIds[0]);
+      if (!kept || kept.executions !== 0) fail(`expected the kept intent never executed, the wallet shows ${JSON.stringify(kept)}`);
       return {
         workflowId: posted.workflowId,
         result: outcome,
         secrets,
-        check: (history) => expectActivities(history, ['markCreating', 'createTransfer', 'finishFunding'], ['executeTransfer']),
+        check: (history) => expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']),
       };
     }
 
@@ -766,7 +863,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => {
-          expectActivities(history, ['executeTransfer', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding']);
+          expectActivities(history, ['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding'], ['executeTransfer']);
           if (count(history, 'retrieveTransfer') !== 12) fail(`expected 12 refused retrieves, the history has ${count(history, 'retrieveTransfer')}`);
         },
       };
@@ -1043,7 +1140,29 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       }
       return { workflowId, result: report, secrets: [], check: (history) => expectActivities(history, ['purgeExpiredRows']) };
     }
+
+    // deliverWebhooks
+    case 'webhooks-delivered': {
+      const round = await deliveryRound(stack, [204], 3000);
+      if (round.report.succeeded < 1 || round.received.length < 1) fail(`expected a delivery, the round reported ${JSON.stringify(round.report)}`);
+      return { workflowId: round.workflowId, runId: round.runId, result: round.report, secrets: round.secrets, check: checkDeliveryRun };
+    }
+    case 'webhooks-retried': {
+      // Refused once (500), delivered on the retry 30 s later, within the same round.
+      const round = await deliveryRound(stack, [500, 204], 45_000);
+      const ids = round.received.map((each) => each.id);
+      if (round.report.retrying < 1 || round.report.succeeded < 1 || ids.length < 2 || ids[0] !== ids[1]) {
+        fail(`expected a refused attempt, then the same webhook-id delivered; the round reported ${JSON.stringify(round.report)}, the receiver saw ${ids.length}`);
+      }
+      return { workflowId: round.workflowId, runId: round.runId, result: round.report, secrets: round.secrets, check: checkDeliveryRun };
+    }
   }
+}
+
+/** A deliverWebhooks run: its delivery rounds, then continue-as-new. */
+function checkDeliveryRun(history: HistoryJson): void {
+  expectActivities(history, ['deliverDueWebhooks']);
+  if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW')) fail('expected the run to continue as new');
 }
 
 main().then(

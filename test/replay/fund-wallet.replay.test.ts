@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
-import { localDatabaseStepsPatch, reviewAfterUnknownPatch } from '../../workflows/fund-wallet.ts';
+import { localDatabaseStepsPatch, onePassPatch, reviewAfterUnknownPatch } from '../../workflows/fund-wallet.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -40,13 +40,16 @@ describe('fundWallet replay', () => {
   });
 });
 
+/** The step-by-step path's histories, captured before the one pass: the path a funding still takes when the pass hands over. */
+const beforeOnePass = (name: string) => `archive/before-one-pass/${name}`;
+
 /** What a stored history shows, read from the file: its input, result, patches, activities, timers. */
 const facts = async (name: string) => historyFacts(await readStoredHistory(name));
 const count = (activities: string[], type: string) => activities.filter((activity) => activity === type).length;
 
-describe('fundWallet paths: what each stored history shows', () => {
+describe('fundWallet paths: what each stored history shows (the step-by-step path, captured before the one pass)', () => {
   it('continued-reconcile-approved: a run continued as new goes straight to retrieve, after the 60 s timer of poll 200', async () => {
-    const { input, result, patches, activities, timers } = await facts('continued-reconcile-approved');
+    const { input, result, patches, activities, timers } = await facts(beforeOnePass('continued-reconcile-approved'));
     expect(input).toMatchObject({ reconcile: { polls: 200, executeAttempts: 1 } });
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
     expect(patches).toEqual([localDatabaseStepsPatch]);
@@ -55,14 +58,14 @@ describe('fundWallet paths: what each stored history shows', () => {
   });
 
   it('execute-not-executed-then-approved: an unknown execute, retrieve shows CREATED, the second execute is approved', async () => {
-    const { result, activities, timers } = await facts('execute-not-executed-then-approved');
+    const { result, activities, timers } = await facts(beforeOnePass('execute-not-executed-then-approved'));
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
     expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
     expect(timers).toBe(1);
   });
 
   it('execute-expired: the execute (retried by Temporal after a 429) is answered TRANSFER_EXPIRED', async () => {
-    const { result, activities, activityAttempts, timers } = await facts('execute-expired');
+    const { result, activities, activityAttempts, timers } = await facts(beforeOnePass('execute-expired'));
     expect(result).toMatchObject({ status: 'FAILED', errorCode: 'TRANSFER_EXPIRED' });
     expect(result).toHaveProperty('transferId', expect.any(String));
     expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'finishFunding']);
@@ -70,7 +73,7 @@ describe('fundWallet paths: what each stored history shows', () => {
     expect(timers).toBe(0);
   });
 
-  it.each(['execute-late-review-resolved', 'execute-late-review-swept'])(
+  it.each([beforeOnePass('execute-late-review-resolved'), beforeOnePass('execute-late-review-swept')])(
     '%s: four executes stay unknown with the transfer CREATED, NEEDS_REVIEW (patched), the resolve update settles it APPROVED',
     async (name) => {
       const { result, patches, activities, updatesCompleted } = await facts(name);
@@ -93,10 +96,11 @@ describe('fundWallet paths: what each stored history shows', () => {
     };
     expect(await resolvedBy('execute-late-review-swept')).toBe('reconciliation');
     expect(await resolvedBy('execute-late-review-resolved')).not.toBe('reconciliation');
+    expect(await resolvedBy(beforeOnePass('execute-late-review-swept'))).toBe('reconciliation');
   });
 
   it('retrieve-refused-review-resolved: an unknown execute, 12 retrieves refused (404), NEEDS_REVIEW, resolved by ops', async () => {
-    const { result, activities, updatesCompleted } = await facts('retrieve-refused-review-resolved');
+    const { result, activities, updatesCompleted } = await facts(beforeOnePass('retrieve-refused-review-resolved'));
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
     expect(count(activities, 'executeTransfer')).toBe(1);
     expect(count(activities, 'retrieveTransfer')).toBe(12);
@@ -105,18 +109,101 @@ describe('fundWallet paths: what each stored history shows', () => {
   });
 
   it('create-failed: createTransfer fails after its 15 attempts; nothing is executed', async () => {
-    const { result, activities, activityAttempts } = await facts('create-failed');
+    const { result, activities, activityAttempts } = await facts(beforeOnePass('create-failed'));
     expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CREATE_FAILED', transferId: null });
     expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'finishFunding']);
     expect(activityAttempts).toEqual([15]);
   });
 
   it('cancelled-after-create: cancelled once the transfer was created and stored, before any execute', async () => {
-    const { result, activities } = await facts('cancelled-after-create');
+    const { result, activities } = await facts(beforeOnePass('cancelled-after-create'));
     expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED' });
     expect(result).toHaveProperty('transferId', expect.any(String));
     expect(activities).toContain('createTransfer');
     expect(activities).not.toContain('executeTransfer');
     expect(activities.at(-1)).toBe('finishFunding');
+  });
+});
+
+/** Events of the types given, counted in a stored history. */
+const eventCount = async (name: string, eventType: string) =>
+  ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter((event) => event.eventType === eventType).length;
+
+describe('fundWallet paths today: a fresh funding in one pass (issue 18)', () => {
+  it('code-approved: one workflow task, no activity task, one patch marker, one local activity, one status write', async () => {
+    const { result, patches, activities } = await facts('code-approved');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
+    expect(patches).toEqual([onePassPatch]);
+    expect(activities).toEqual(['fundInOnePass']);
+    expect(await eventCount('code-approved', 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED')).toBe(1);
+    expect(await eventCount('code-approved', 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toBe(0);
+    // Kind, recipient type and PENDING are set by the start; the final status is walletflow's one
+    // write. The other is the SDK's own, with the patch (TemporalChangeVersion).
+    expect(await eventCount('code-approved', 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(2);
+    expect(await eventCount('code-approved', 'EVENT_TYPE_MARKER_RECORDED')).toBe(2);
+  });
+
+  it.each(['m133-rejected', 'declined', 'token-approved-with-refresh'])('%s: the whole funding in the one pass', async (name) => {
+    const { activities } = await facts(name);
+    expect(activities).toEqual(['fundInOnePass']);
+  });
+
+  it('execute-unknown-reconciled: the pass reports the unknown execute; RECONCILING and retrieve settle it, never a second execute', async () => {
+    const { result, activities } = await facts('execute-unknown-reconciled');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(activities).toEqual(['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'finishFunding']);
+  });
+
+  it('execute-not-executed-then-approved: after the pass’s unknown execute, retrieve shows CREATED and the execute activity sends it again', async () => {
+    const { result, activities } = await facts('execute-not-executed-then-approved');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(activities).toEqual(['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
+  });
+
+  it('execute-expired: the pass’s execute refused with 429 (nothing sent) goes to the execute activity after the Retry-After', async () => {
+    const { result, activities, timers } = await facts('execute-expired');
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'TRANSFER_EXPIRED' });
+    expect(activities).toEqual(['fundInOnePass', 'executeTransfer', 'finishFunding']);
+    // The wallet's Retry-After on the pass's 429, waited on a durable timer before the execute activity.
+    expect(timers).toBe(1);
+  });
+
+  it('create-failed: the pass’s create refused with 429 waits the Retry-After on a durable timer, then the steps retry it', async () => {
+    const { result, activities, activityAttempts, timers } = await facts('create-failed');
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CREATE_FAILED', transferId: null });
+    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'markCreating', 'createTransfer', 'finishFunding']);
+    expect(activityAttempts).toEqual([15]);
+    expect(timers).toBe(1);
+  });
+
+  it('cancelled: a funding cancelled before its workflow ran is handed to the steps, which finish it as the record says', async () => {
+    const { result, activities } = await facts('cancelled');
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED' });
+    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'finishFunding']);
+  });
+
+  it('cancelled-during-create: cancelled while the pass’s create ran; the pass run again after its task failed hands over', async () => {
+    const { result, activities } = await facts('cancelled-during-create');
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED', transferId: null });
+    // The first task's completion was refused (the cancel signal arrived while the pass ran), so
+    // its local activity's result was lost: the pass ran again, found the funding FAILED (not
+    // PENDING) and handed over; the steps read the record and finished with it. Nothing executed.
+    expect(await eventCount('cancelled-during-create', 'EVENT_TYPE_WORKFLOW_TASK_FAILED')).toBe(1);
+    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'finishFunding']);
+  });
+
+  it.each(['execute-late-review-resolved', 'execute-late-review-swept'])('%s: the pass’s execute and three execute activities stay unknown: NEEDS_REVIEW, then resolved', async (name) => {
+    const { result, patches, activities, updatesCompleted } = await facts(name);
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(patches).toEqual([onePassPatch, reviewAfterUnknownPatch]);
+    expect(count(activities, 'fundInOnePass') + count(activities, 'executeTransfer')).toBe(4);
+    expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
+    expect(updatesCompleted).toBe(1);
+  });
+
+  it('continued-reconcile-approved: a continued run goes straight to retrieve, not through the pass', async () => {
+    const { patches, activities } = await facts('continued-reconcile-approved');
+    expect(patches).toEqual([onePassPatch]);
+    expect(activities).toEqual(['loadFunding', 'retrieveTransfer', 'finishFunding']);
   });
 });

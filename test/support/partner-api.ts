@@ -12,6 +12,7 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
 import { createApp, type HardeningOptions } from '../../api/app.ts';
+import { createOnboardingDispatcher, type OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
@@ -71,6 +72,8 @@ export interface PartnerApi {
   connection: Connection;
   temporal: Client;
   taskQueue: string;
+  /** The API's onboarding dispatcher (started; stopped by close()). */
+  onboarding: OnboardingDispatcher;
   /** A worker on this stack's task queue, with a wallet client of its own; the caller runs and stops it. */
   createWorker(options: { workflowBundle: WorkerOptions['workflowBundle']; metrics?: Metrics; shutdownGraceTime?: WorkerOptions['shutdownGraceTime'] }): Promise<InProcessWorker>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
@@ -111,6 +114,10 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     stops.push(() => connection.close());
     const temporal = new Client({ connection, namespace: options.namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
     const taskQueue = `${options.taskQueuePrefix}-${randomBytes(6).toString('hex')}`;
+    // As api/main.ts runs it: started before the first request, stopped before the connections close.
+    const onboarding = createOnboardingDispatcher({ database, temporal, taskQueue, logger, ...(options.metrics ? { metrics: options.metrics } : {}) });
+    onboarding.start();
+    stops.push(() => onboarding.stop());
     const app = createApp({
       logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
@@ -124,6 +131,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         wallet,
         temporal,
         taskQueue,
+        onboarding,
         opsApiKeys: [opsKey, ...(options.extraOpsKeys ?? [])],
         ...(options.loginSigningKey ? { loginSigningKey: options.loginSigningKey } : {}),
         connectReturnUrl: options.connectReturnUrl,
@@ -148,6 +156,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       connection,
       temporal,
       taskQueue,
+      onboarding,
       async createWorker({ workflowBundle, metrics, shutdownGraceTime }) {
         const workerConnection = await NativeConnection.connect({ address: options.temporalAddress });
         const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });

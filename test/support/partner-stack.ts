@@ -16,6 +16,7 @@ import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
+import type { OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 
 export interface PartnerStack {
@@ -34,6 +35,8 @@ export interface PartnerStack {
   tokens: TokenStore;
   temporal: Client;
   taskQueue: string;
+  /** The API's onboarding dispatcher (started with the stack). */
+  onboarding: OnboardingDispatcher;
   /** The API's registry (also served at GET /metrics) and the in-process worker's. */
   apiMetrics: Metrics;
   workerMetrics: Metrics;
@@ -131,6 +134,7 @@ export async function startPartnerStack(
     tokens,
     temporal: api.temporal,
     taskQueue,
+    onboarding: api.onboarding,
     apiMetrics,
     workerMetrics,
     async startWorker() {

@@ -10,6 +10,7 @@ import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embe
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
+import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
@@ -29,7 +30,7 @@ export const historyPaths = {
     'execute-late-review-resolved',
     'execute-late-review-swept',
     'create-failed',
-    'cancelled-after-create',
+    'cancelled-during-create',
     'retrieve-refused-review-resolved',
   ],
   [payWalletWorkflowType]: [
@@ -45,6 +46,7 @@ export const historyPaths = {
   [onboardEmbeddedSessionWorkflowType]: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
   [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
   [purgeExpiredWorkflowType]: ['purge-expired'],
+  [deliverWebhooksWorkflowType]: ['webhooks-delivered', 'webhooks-retried'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;
 export type HistoryName = (typeof historyPaths)[WorkflowType][number];

@@ -75,7 +75,7 @@ async function exported(registry: Registry): Promise<Map<string, string[]>> {
 async function walletflowSeries(): Promise<Map<string, string[]>> {
   const metrics = createMetrics({ defaultMetrics: true });
   const empty = { byStatus: {}, oldestCreatedAt: null };
-  registerWorkloadGauges(metrics.registry, async (): Promise<Workload> => ({ funding: empty, payment: empty }));
+  registerWorkloadGauges(metrics.registry, async (): Promise<Workload> => ({ funding: empty, payment: empty, onboarding: { pending: 0, oldestCreatedAt: null } }));
   return exported(metrics.registry);
 }
 

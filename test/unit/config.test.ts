@@ -3,7 +3,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+import { problemsOf } from '../support/config-problems.ts';
 
 const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB' });
 const octJwk = JSON.stringify({ kty: 'oct', k: 'c2VjcmV0' });
@@ -19,16 +20,6 @@ const wallet = {
   PROFILE_VERIFICATION_JWK: octJwk,
   MERCHANT_P2M_ID: 'p2m-1',
 };
-
-function problemsOf(env: Record<string, string>): string[] {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(ConfigError);
-    return (error as ConfigError).problems;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('fills the defaults and selects the embedded services when nothing is set', () => {

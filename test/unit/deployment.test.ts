@@ -8,6 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
+import { workerNodeOptions } from '../../cli/stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -62,7 +63,8 @@ describe('docker-compose.yml', () => {
   it('lets the worker scale (no fixed name, no published port)', () => {
     expect(services.worker?.container_name).toBeUndefined();
     expect(services.worker?.ports).toBeUndefined();
-    expect(services.worker?.command).toEqual(['node', 'dist/worker/main.js']);
+    // With the young generation capped as the stacks run their workers (cli/stack/child-process.ts).
+    expect(services.worker?.command).toEqual(['node', workerNodeOptions, 'dist/worker/main.js']);
   });
 
   it('runs the compiled JavaScript of the image (no TypeScript compiled at start)', () => {

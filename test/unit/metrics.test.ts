@@ -18,6 +18,7 @@ describe('createMetrics', () => {
       walletflow_token_refreshes_total: 'counter',
       walletflow_reconcile_repairs_total: 'counter',
       walletflow_session_url_duration_seconds: 'histogram',
+      walletflow_onboarding_starts_total: 'counter',
       walletflow_http_request_duration_seconds: 'histogram',
     });
   });
@@ -48,12 +49,14 @@ describe('createMetrics', () => {
     metrics.reconcileRepair('finished-from-wallet');
     metrics.tokenRefresh('EMBEDDED', 'refreshed');
     metrics.sessionUrl(200, 0.02);
+    metrics.onboardingStart('already_closed');
     const text = await metrics.registry.metrics();
     expect(sampleValue(text, 'walletflow_wallet_calls_total', { service: 'other', outcome: 'other', error_code: 'other' })).toBe(1);
     expect(sampleValue(text, 'walletflow_http_request_duration_seconds_count', { method: 'other', route: '/ops/fundings/:fundingId' })).toBe(1);
     expect(sampleValue(text, 'walletflow_reconcile_repairs_total', { action: 'finished-from-wallet' })).toBe(1);
     expect(sampleValue(text, 'walletflow_token_refreshes_total', { kind: 'EMBEDDED', result: 'refreshed' })).toBe(1);
     expect(sampleValue(text, 'walletflow_session_url_duration_seconds_count', { status: '200' })).toBe(1);
+    expect(sampleValue(text, 'walletflow_onboarding_starts_total', { outcome: 'already_closed' })).toBe(1);
   });
 });
 

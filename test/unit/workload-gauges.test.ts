@@ -32,6 +32,7 @@ function setup(read: () => Promise<Workload>) {
 const workload: Workload = {
   funding: { byStatus: { NEEDS_REVIEW: 2, RECONCILING: 3, PENDING: 1 }, oldestCreatedAt: new Date(start - 90_000) },
   payment: { byStatus: { NEEDS_REVIEW: 1 }, oldestCreatedAt: null },
+  onboarding: { pending: 4, oldestCreatedAt: new Date(start - 12_000) },
 };
 
 describe('the workload gauges', () => {
@@ -45,6 +46,8 @@ describe('the workload gauges', () => {
     expect(sampleValue(samples, 'walletflow_unfinished_items', { kind: 'payment', status: 'EXECUTING' })).toBe(0);
     expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBe(90);
     expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'payment' })).toBe(0);
+    expect(sampleValue(samples, 'walletflow_onboardings_pending', {})).toBe(4);
+    expect(sampleValue(samples, 'walletflow_oldest_pending_onboarding_age_seconds', {})).toBe(12);
     expect(gauges.reads()).toBe(1);
   });
 

@@ -1,0 +1,81 @@
+// The query plans behind the hot paths (issue 18, flat with data): a Prisma client whose every
+// statement is recorded as sent (text and parameters, through the pg pool under the adapter), and
+// EXPLAIN (FORMAT JSON) of a recorded statement with its own parameters, reduced to the scans it
+// plans (node type, table, index). The test runs the real record and ledger code on a preloaded
+// database and asserts that no hot statement plans a sequential scan of a big table.
+import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
+import { PrismaClient } from '../generated/prisma/client.ts';
+import type { Database } from '../lib/database.ts';
+
+export interface RecordedStatement {
+  text: string;
+  values: unknown[];
+}
+
+/** The tables that grow with history: a sequential scan of one of them is not flat with data. */
+export const historyTables = ['funding', 'funding_event', 'payment', 'payment_event', 'ledger_transaction', 'ledger_entry', 'ledger_account', 'webhook_event', 'link'] as const;
+
+export interface PlannedScan {
+  /** The plan node: "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Seq Scan", … */
+  node: string;
+  table?: string;
+  index?: string;
+}
+
+/** A Prisma client on `databaseUrl` that records every statement it sends, in order. */
+export function recordingDatabase(databaseUrl: string): { database: Database; statements: RecordedStatement[]; close(): Promise<void> } {
+  const statements: RecordedStatement[] = [];
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+      const [first, second] = args;
+      if (typeof first === 'string') statements.push({ text: first, values: Array.isArray(second) ? second : [] });
+      else if (first && typeof first === 'object' && 'text' in first) {
+        const config = first as { text: string; values?: unknown[] };
+        statements.push({ text: config.text, values: config.values ?? [] });
+      }
+      return query(...args);
+    };
+  });
+  const database = new PrismaClient({ adapter: new PrismaPg(pool) });
+  return {
+    database,
+    statements,
+    async close() {
+      await database.$disconnect();
+      await pool.end().catch(() => undefined);
+    },
+  };
+}
+
+/** Whether a recorded statement reads or changes rows through a plan worth looking at. */
+export function isPlannable(statement: RecordedStatement): boolean {
+  return /^\s*(SELECT|WITH|UPDATE|DELETE|INSERT\s+INTO\s+\S+\s*(\([^)]*\))?\s*SELECT)\b/i.test(statement.text);
+}
+
+function scansOf(node: Record<string, unknown>, into: PlannedScan[]): PlannedScan[] {
+  const type = String(node['Node Type']);
+  if (/Scan/.test(type)) {
+    into.push({
+      node: type,
+      ...(typeof node['Relation Name'] === 'string' ? { table: node['Relation Name'] } : {}),
+      ...(typeof node['Index Name'] === 'string' ? { index: node['Index Name'] } : {}),
+    });
+  }
+  for (const child of (node.Plans as Array<Record<string, unknown>> | undefined) ?? []) scansOf(child, into);
+  return into;
+}
+
+/** EXPLAIN (FORMAT JSON) of `statement` with its own parameters (not run): the scans it plans. */
+export async function plannedScans(client: pg.ClientBase, statement: RecordedStatement): Promise<PlannedScan[]> {
+  const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({ text: `EXPLAIN (FORMAT JSON) ${statement.text}`, values: statement.values });
+  const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
+  return plan ? scansOf(plan, []) : [];
+}
+
+/** The scans of `scans` that read a whole history table: what a flat query must not plan. */
+export function fullScans(scans: PlannedScan[]): PlannedScan[] {
+  return scans.filter((scan) => scan.node === 'Seq Scan' && (historyTables as readonly string[]).includes(scan.table ?? ''));
+}

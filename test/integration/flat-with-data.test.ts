@@ -1,0 +1,162 @@
+// Issue 18, flat with data: on a database of its own with 20,000 fundings and 4,000 payments of
+// preloaded history (harness/bench-preload.ts), the preload keeps the ledger's invariants, and the
+// statements behind POST /ops/fundings (idempotent insert, limits, hold), a funding's workflow steps
+// (moves, settle), GET /ops/fundings and /ops/payments pages (by status, by cursor) and the sweep's
+// recent-failures read are recorded as the real code sends them and EXPLAINed: none plans a
+// sequential scan of a history table, and the list pages read the (status, created_at, id) index
+// from their cursor. Plan node types only: no wall-clock bound.
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { preloadHistory, type PreloadSummary } from '../../harness/bench-preload.ts';
+import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
+import { fullScans, isPlannable, plannedScans, recordingDatabase, type PlannedScan, type RecordedStatement } from '../../harness/query-plans.ts';
+import { createDatabase, dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
+import { createLedger } from '../../ledger/ledger.ts';
+import { defaultFundingLimits, userHeadroom } from '../../ledger/limits.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createPaymentRecord } from '../../payments/payment-record.ts';
+import { applyMigrations } from '../../prisma/schema-engine.ts';
+
+const serverUrl = inject('databaseUrl');
+const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
+let databaseUrl: string;
+let summary: PreloadSummary;
+let explainer: pg.Client;
+
+beforeAll(async () => {
+  // A database of its own: the history's NEEDS_REVIEW and RECONCILING fundings must not meet the
+  // other tests' sweeps and gauges.
+  databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
+  await applyMigrations(databaseUrl);
+  summary = await preloadHistory(databaseUrl, { fundings: 20_000, payments: 4_000, links: 200 });
+  explainer = new pg.Client({ connectionString: databaseUrl });
+  await explainer.connect();
+}, 180_000);
+
+afterAll(async () => {
+  await explainer?.end();
+  await dropDatabase(serverUrl, databaseName);
+});
+
+/** Each recorded statement that has a plan, with the scans it plans. */
+async function plans(statements: RecordedStatement[]): Promise<Array<{ text: string; scans: PlannedScan[] }>> {
+  const out = [];
+  for (const statement of statements.filter(isPlannable)) out.push({ text: statement.text, scans: await plannedScans(explainer, statement) });
+  return out;
+}
+
+const noFullScans = (planned: Array<{ text: string; scans: PlannedScan[] }>) =>
+  planned.flatMap((each) => fullScans(each.scans).map((scan) => `${scan.node} on ${scan.table}: ${each.text.replace(/\s+/g, ' ').slice(0, 300)}`));
+
+describe('flat with data (issue 18)', () => {
+  it('preloads history whose ledger keeps its invariants', async () => {
+    expect(summary).toMatchObject({ fundings: 20_000, payments: 4_000, links: 200 });
+    expect(summary.fundingEvents).toBeGreaterThan(3 * 20_000);
+    expect(summary.ledgerEntries).toBeGreaterThan(4 * 20_000);
+    expect(Object.keys(summary.fundingsByStatus).sort()).toEqual(['APPROVED', 'DECLINED', 'FAILED', 'NEEDS_REVIEW', 'REJECTED', 'RECONCILING'].sort());
+    const database = createDatabase(databaseUrl);
+    try {
+      const report = await checkLedgerInvariants(database);
+      expect(report.violations).toEqual([]);
+      expect(report.checked.holds).toBe(20_000);
+      expect(report.totals.treasury).toBe('0.00');
+    } finally {
+      await database.$disconnect();
+    }
+  });
+
+  it('plans no sequential scan of a history table behind POST /ops/fundings and a funding’s workflow steps', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      const ledger = createLedger();
+      const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)), ledger, limits: defaultFundingLimits });
+      const { partner_user_id: partnerUserId, id: linkId } = (await explainer.query<{ partner_user_id: string; id: string }>('SELECT partner_user_id, id FROM link ORDER BY partner_user_id LIMIT 1')).rows[0]!;
+      const funding = (source?: string): NewFunding => {
+        const id = randomUUID();
+        return {
+          id,
+          idempotencyKey: `flat-${id}`,
+          requestFingerprint: 'a'.repeat(64),
+          workflowId: `funding-flat-${id}`,
+          recipient: source ? { type: 'TOKEN', linkId } : { type: 'CODE', code: '1234567' },
+          amount: { currency: 'PHP', value: '10.00' },
+          ...(source ? { source: { type: 'USER_BALANCE' as const, partnerUserId: source } } : {}),
+          requestedBy: 'flat-test',
+        };
+      };
+      const treasury = funding();
+      const user = funding(partnerUserId);
+      recording.statements.length = 0;
+      expect(await fundings.insert(treasury)).toBe(true);
+      expect(await fundings.insert(user)).toBe(true); // the user's limits and their own balance
+      expect(await fundings.insert(treasury)).toBe(false); // a repeated key
+      await fundings.getByIdempotencyKey(treasury.idempotencyKey);
+      await fundings.findWithEvents(treasury.id);
+      await userHeadroom(recording.database, defaultFundingLimits, partnerUserId);
+      // The workflow's steps, to APPROVED: the hold posted in the final move's transaction.
+      await fundings.move(treasury.id, 'CREATING', { detail: 'creating' });
+      await fundings.storeTransferId(treasury.id, `TRF-${randomUUID()}`);
+      expect(await fundings.beginExecute(treasury.id, null)).toBe(true);
+      expect((await fundings.finish(treasury.id, { status: 'APPROVED', code: null })).moved).toBe(true);
+      await ledger.account(recording.database, 'TREASURY');
+      await fundings.listFailedWithTransfer({ since: new Date(Date.now() - 86_400_000), limit: 200 });
+
+      const planned = await plans(recording.statements);
+      expect(planned.length).toBeGreaterThan(10);
+      expect(noFullScans(planned)).toEqual([]);
+      // The ledger's zero-sum check at commit reads one transaction's entries (a trigger, not recorded).
+      const balanced = await plannedScans(explainer, { text: 'SELECT SUM(amount) FROM ledger_entry WHERE transaction_id = $1', values: ['1'] });
+      expect(balanced.map((scan) => scan.index)).toContain('ledger_entry_transaction_id_idx');
+      // The sweep's recent FAILED fundings: by (status, updated_at), not every FAILED one.
+      const failed = planned.find((each) => /FROM "public"\."funding" WHERE .*"updated_at" >=/.test(each.text));
+      expect(failed?.scans.map((scan) => scan.index)).toContain('funding_status_updated_at_idx');
+    } finally {
+      await recording.close();
+    }
+  });
+
+  it('reads GET /ops/fundings and /ops/payments pages by status from the (status, created_at, id) index, from the cursor on', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)) });
+      const payments = createPaymentRecord({ database: recording.database });
+      const pageStatements: RecordedStatement[] = [];
+      const take = () => pageStatements.push(...recording.statements.splice(0).filter((each) => /FROM "public"\."(funding|payment)" WHERE/.test(each.text)));
+      for (const status of ['APPROVED', 'FAILED', 'NEEDS_REVIEW'] as const) {
+        let cursor: string | undefined;
+        for (let page = 0; page < 3; page += 1) {
+          const read = await fundings.listPage({ status, limit: 20, ...(cursor ? { cursor } : {}) });
+          expect(read.kind).toBe('page');
+          if (read.kind !== 'page' || !read.nextCursor) break;
+          cursor = read.nextCursor;
+        }
+      }
+      await fundings.listPage({ status: 'APPROVED', limit: 20, to: new Date(Date.now() - 90 * 86_400_000).toISOString() });
+      take();
+      const first = await payments.listPage({ status: 'SUCCEEDED', limit: 20 });
+      if (first.kind === 'page' && first.nextCursor) await payments.listPage({ status: 'SUCCEEDED', limit: 20, cursor: first.nextCursor });
+      take();
+      const everything = recording.statements.splice(0);
+      await fundings.listPage({ limit: 20 });
+
+      expect(pageStatements.length).toBeGreaterThanOrEqual(9);
+      const planned = await plans([...pageStatements, ...everything, ...recording.statements]);
+      expect(noFullScans(planned)).toEqual([]);
+      for (const statement of pageStatements) {
+        const scans = await plannedScans(explainer, statement);
+        const table = /FROM "public"\."payment"/.test(statement.text) ? 'payment' : 'funding';
+        expect(scans, statement.text).toEqual([{ node: 'Index Scan', table, index: `${table}_status_created_at_id_idx` }]);
+      }
+      // A page after a cursor starts at the cursor: created_at <= its time is an index condition.
+      const paged = pageStatements.find((each) => /"created_at" <= \$/.test(each.text));
+      expect(paged, 'a page read with a cursor').toBeDefined();
+      const plan = await explainer.query<{ 'QUERY PLAN': string }>({ text: `EXPLAIN ${paged!.text}`, values: paged!.values });
+      const indexCondition = plan.rows.map((row) => row['QUERY PLAN']).find((line) => line.includes('Index Cond'));
+      expect(indexCondition).toMatch(/created_at <= /);
+    } finally {
+      await recording.close();
+    }
+  });
+});

@@ -1,0 +1,154 @@
+// The session URL's onboarding outbox on real infrastructure: a session stored with its "onboarding
+// pending" row but no workflow (the API died between its commit and the start, or the start
+// failed) is onboarded by the next dispatcher's sweep, and dispatching one session again (two API
+// copies at once, a dispatcher that died after the start but before clearing the row) never
+// starts a second onboarding.
+import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOnboardingDispatcher, type OnboardingDispatcher, type OnboardingDispatcherOptions } from '../../api/embedded/onboarding-dispatcher.ts';
+import { createLogger } from '../../lib/logger.ts';
+import type { OnboardingStartOutcome } from '../../lib/metrics.ts';
+import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { jwtExpiry } from '../../links/token-expiry.ts';
+import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitUntil } from '../support/wait-for.ts';
+
+let stack: PartnerStack;
+const dispatchers: OnboardingDispatcher[] = [];
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  // The stack's own dispatcher is the API process that "crashed": only the tests' dispatchers run.
+  await stack.onboarding.stop();
+  await stack.startWorker();
+});
+afterAll(async () => {
+  await Promise.all(dispatchers.map((dispatcher) => dispatcher.stop()));
+  await stack?.close();
+});
+
+/** A dispatcher as an API process builds one, on the stack's task queue; its starts' outcomes are recorded. */
+function dispatcher(overrides: Partial<OnboardingDispatcherOptions> = {}): { dispatcher: OnboardingDispatcher; outcomes: OnboardingStartOutcome[] } {
+  const outcomes: OnboardingStartOutcome[] = [];
+  const created = createOnboardingDispatcher({
+    database: stack.database,
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+    logger: createLogger({ level: 'silent' }),
+    metrics: { onboardingStart: (outcome) => outcomes.push(outcome) },
+    ...overrides,
+  });
+  dispatchers.push(created);
+  return { dispatcher: created, outcomes };
+}
+
+/** What the session URL commits for a new user's tokens (session row and outbox row), and nothing else: no start, no wake. */
+async function committedSession(): Promise<{ id: string; profileId: string }> {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const tokens = await stack.admin.embeddedTokens(user.userId);
+  const cipher = createTokenCipher(stack.encryptionKey);
+  const id = randomUUID();
+  await storeSessionForOnboarding(
+    stack.database,
+    {
+      id,
+      sessionIdHash: hashBearer(randomUUID()),
+      requestReferenceNo: randomUUID(),
+      accessTokenEncrypted: cipher.encrypt(tokens.accessToken, sessionAccessTokenContext(id)),
+      refreshTokenEncrypted: cipher.encrypt(tokens.refreshToken, sessionRefreshTokenContext(id)),
+      accessTokenExpiresAt: new Date(tokens.expiresAt * 1000),
+      refreshTokenExpiresAt: jwtExpiry(tokens.refreshToken),
+      expiresAt: new Date(Date.now() + 120_000),
+    },
+    stack.taskQueue,
+  );
+  return { id, profileId: user.profileId };
+}
+
+const outboxRow = (id: string) => stack.database.onboardingOutbox.findUnique({ where: { sessionId: id } });
+
+/** Every execution Temporal knows under the session's workflow id (visibility lags a little: read until it shows one). */
+async function executionsOf(sessionRecordId: string): Promise<string[]> {
+  const runs: string[] = [];
+  for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = '${onboardingWorkflowId(sessionRecordId)}'` })) runs.push(execution.runId);
+  return runs;
+}
+
+describe('session onboarding outbox', () => {
+  it('a session committed with its pending marker but no workflow (the API died after the commit) is onboarded by the next sweep — never lost', async () => {
+    const session = await committedSession();
+    expect(await outboxRow(session.id)).toMatchObject({ taskQueue: stack.taskQueue, attempts: 0 });
+    await expect(stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+
+    // A start that fails (Temporal unreachable) keeps the row, due again after a backoff.
+    const unreachable = { workflow: { start: () => Promise.reject(new Error('14 UNAVAILABLE: connection refused')) } } as unknown as Client;
+    const failing = dispatcher({ temporal: unreachable });
+    expect(await failing.dispatcher.drain()).toEqual({ started: 0, failed: 1 });
+    expect(failing.outcomes).toContain('failed');
+    const kept = await outboxRow(session.id);
+    expect(kept?.attempts).toBe(1);
+    expect(kept!.dueAt.getTime()).toBeGreaterThan(Date.now());
+
+    // The next API process: its start-up sweep (and the periodic one, once the backoff ends) starts it.
+    const restarted = dispatcher({ sweepIntervalMs: 200 });
+    restarted.dispatcher.start();
+    const row = await waitUntil(
+      () => stack.database.embeddedSession.findUniqueOrThrow({ where: { id: session.id } }),
+      (current) => current.status !== 'PENDING',
+    );
+    expect(row).toMatchObject({ status: 'READY', linkId: expect.any(String) });
+    expect(restarted.outcomes).toContain('started');
+    expect(await outboxRow(session.id)).toBeNull();
+    const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: session.profileId, kind: 'EMBEDDED' } } });
+    expect(link.id).toBe(row.linkId);
+  });
+
+  it('a repeated dispatch (two API copies at once, a row left behind after its start) starts one onboarding', async () => {
+    const session = await committedSession();
+    const first = dispatcher();
+    const second = dispatcher();
+    // Two copies drain at once: a claimed row is skipped by the other (SKIP LOCKED and the lease).
+    await Promise.all([first.dispatcher.drain(), second.dispatcher.drain()]);
+    expect([...first.outcomes, ...second.outcomes].filter((outcome) => outcome === 'started').length).toBeGreaterThanOrEqual(1);
+    expect(await outboxRow(session.id)).toBeNull();
+    const handle = stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id));
+    const result = await handle.result();
+    expect(result).toMatchObject({ status: 'READY' });
+    const { runId } = await handle.describe();
+
+    // A dispatcher that died after the start but before deleting the row leaves it behind: the
+    // next dispatch finds the closed run (REJECT_DUPLICATE), counts it started and clears the row.
+    await stack.database.onboardingOutbox.create({ data: { sessionId: session.id, taskQueue: stack.taskQueue } });
+    const again = dispatcher();
+    expect(await again.dispatcher.drain()).toEqual({ started: 1, failed: 0 });
+    expect(again.outcomes).toEqual(['already_closed']);
+    expect(await outboxRow(session.id)).toBeNull();
+    // So does the landing page's expedite of a session that is no longer in the outbox: nothing to start.
+    await again.dispatcher.expedite(session.id);
+    expect(again.outcomes).toEqual(['already_closed']);
+
+    expect((await handle.describe()).runId).toBe(runId);
+    expect(await waitUntil(() => executionsOf(session.id), (runs) => runs.length > 0)).toEqual([runId]);
+    expect(await stack.database.link.count({ where: { profileId: session.profileId, kind: 'EMBEDDED' } })).toBe(1);
+  });
+
+  it('stops cleanly: no pass runs after stop(), a wake after it does nothing, and the row waits for the next process', async () => {
+    const session = await committedSession();
+    const stopped = dispatcher();
+    stopped.dispatcher.start();
+    await stopped.dispatcher.stop();
+    const before = stopped.outcomes.length;
+    stopped.dispatcher.wake();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(stopped.outcomes.length).toBe(before);
+    // Whatever the first sweep did before the stop, the row is either started or still waiting: never dropped.
+    const row = await outboxRow(session.id);
+    if (row) expect(await dispatcher().dispatcher.drain()).toMatchObject({ started: expect.any(Number) });
+    expect(await outboxRow(session.id)).toBeNull();
+    expect((await stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id)).result()).status).toBe('READY');
+  });
+});
