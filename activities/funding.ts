@@ -10,7 +10,7 @@ import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } fro
 import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
-import { fundingFailureTypes, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
+import { fundingFailureTypes, mismatchReviewReason, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
@@ -342,9 +342,5 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     },
   };
 }
-
-/** Why a funding whose create answer does not match the request waits for a person. */
-export const mismatchReviewReason = (detail: string, transferId: string) =>
-  `the wallet's create answer does not match the request (${detail}); transfer ${transferId} was not executed`;
 
 export type FundingActivities = ReturnType<typeof createFundingActivities>;

@@ -107,3 +107,10 @@ export async function startFundWallet(client: Client, options: StartFundWalletOp
   }
   await ignoringClosedRun(client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, ...startOncePolicies }));
 }
+
+/**
+ * Why a funding whose create answer does not match the request waits for a person: the same words
+ * whether the one pass (activities/funding.ts) or the workflow's step path parks it.
+ */
+export const mismatchReviewReason = (detail: string, transferId: string) =>
+  `the wallet's create answer does not match the request (${detail}); transfer ${transferId} was not executed`;

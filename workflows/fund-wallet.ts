@@ -25,6 +25,7 @@ import {
   fundingFailureTypes,
   fundingStatusQuery,
   fundWalletActivityTimeouts,
+  mismatchReviewReason,
   resolveFundingUpdate,
   type FundWalletInput,
 } from './fund-wallet.contract.ts';
@@ -202,7 +203,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   /** A created intent that is not what was asked: never executed; a person compares it with the request (issue 16 #5). */
   const reviewMismatch = async (created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> => {
     noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
-    await database.parkFundingForReview(fundingId, `the wallet's create answer does not match the request (${created.detail}); transfer ${created.transferId} was not executed`, evidence);
+    await database.parkFundingForReview(fundingId, mismatchReviewReason(created.detail, created.transferId), evidence);
     return awaitResolution(null);
   };
 
