@@ -47,6 +47,6 @@ COPY prisma/schema.prisma prisma/
 COPY prisma/migrations prisma/migrations
 USER walletflow
 EXPOSE 3000
-# The API by default; the worker: `node --max-semi-space-size=8 dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
+# The API by default; the worker: `node --max-semi-space-size=4 dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
 # migrations: `node dist/cli/main.js migrate` (bin/walletflow.mjs runs dist/ too).
 CMD ["node", "dist/api/main.js"]

@@ -100,6 +100,10 @@ export const benchReportSchema = z.object({
    * onboarded by the worker for minutes after it, so this is memory under that work, not at rest.
    */
   workerRssMiBAfterSession: z.record(z.string(), z.number()).optional(),
+  /** At rest: 10 s after the worker has onboarded every session the session URL's run stored, MiB. */
+  workerRssMiBAtRest: z.record(z.string(), z.number()).optional(),
+  /** The worker onboarding the sessions the session URL's run stored, from 10 s after the run (waitForOnboardings). */
+  onboarding: z.object({ seconds: z.number(), pending: z.number().int(), onboardedPerSecond: z.number() }).optional(),
   /** The machine's 1-minute load average before the run and after it (the machine may be shared). */
   loadAverage: z.object({ before: z.number(), after: z.number() }).optional(),
 });
@@ -144,8 +148,13 @@ export function formatBenchTable(report: BenchReport): string {
     const list = (rss: Record<string, number>) => Object.entries(rss).map(([name, mib]) => `${name} ${mib} MiB`).join(', ');
     out.push(
       `Worker resident memory 10 s after the funding levels: ${list(report.workerRssMiBAfter)}` +
-        `${report.workerRssMiBAfterSession ? `; 10 s after the session URL's run, while it onboards the sessions that run stored: ${list(report.workerRssMiBAfterSession)}` : ''}.`,
+        `${report.workerRssMiBAfterSession ? `; 10 s after the session URL's run, while it onboards the sessions that run stored: ${list(report.workerRssMiBAfterSession)}` : ''}` +
+        `${report.workerRssMiBAtRest ? `; at rest, 10 s after it onboarded them all: ${list(report.workerRssMiBAtRest)}` : ''}.`,
     );
+  }
+  if (report.onboarding) {
+    const { onboardedPerSecond, seconds, pending } = report.onboarding;
+    out.push(`The worker onboarded the session URL's sessions at ${onboardedPerSecond}/s over ${seconds} s after the run${pending ? `; ${pending} were still pending when the bench stopped waiting` : ', all of them'}.`);
   }
   if (report.loadAverage) out.push(`Load average (1 min): ${report.loadAverage.before} before, ${report.loadAverage.after} after.`);
   if (report.session) {

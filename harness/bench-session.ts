@@ -4,6 +4,7 @@
 // Request-Reference-No as the wallet service sends them.
 import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
+import type { Database } from '../lib/database.ts';
 import { round1 } from './bench-load.ts';
 
 export interface SessionRun {
@@ -47,4 +48,30 @@ export async function runSessionLoad(options: {
     non2xx: result.non2xx,
     errors: result.errors,
   };
+}
+
+export interface OnboardingDrain {
+  /** Seconds waited: until none was left PENDING, or the time limit. */
+  seconds: number;
+  /** Sessions still PENDING when the wait ended (0: all onboarded). */
+  pending: number;
+  /** Sessions onboarded (READY or FAILED) per second over the wait: the worker's onboarding rate. */
+  onboardedPerSecond: number;
+}
+
+/**
+ * Waits until the worker has onboarded every session stored (none left PENDING: the bench's
+ * database holds only its own), polled each second, for at most `timeoutMs`.
+ */
+export async function waitForOnboardings(database: Database, timeoutMs = 120_000): Promise<OnboardingDrain> {
+  const pendingNow = () => database.embeddedSession.count({ where: { status: 'PENDING' } });
+  const started = Date.now();
+  const before = await pendingNow();
+  let pending = before;
+  while (pending > 0 && Date.now() - started < timeoutMs) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    pending = await pendingNow();
+  }
+  const seconds = (Date.now() - started) / 1000;
+  return { seconds: round1(seconds), pending, onboardedPerSecond: seconds > 0 ? round1((before - pending) / seconds) : 0 };
 }

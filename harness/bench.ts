@@ -11,7 +11,7 @@ import { createWalletClient } from '../wallet/index.ts';
 import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type RunningTemporalServer } from './temporal-server.ts';
 import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
 import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
-import { runSessionLoad } from './bench-session.ts';
+import { runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
@@ -313,10 +313,19 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   }
 
   const workerRssMiBAfterSession = settings.sessionSeconds > 0 ? await workerMemoryAfterQuiet() : undefined;
+  // At rest: once the worker has onboarded every session the run stored (none PENDING), 10 s more;
+  // thousands take it minutes, so the wait is bounded and its onboarding rate reported either way.
+  let atRest: Pick<BenchReport, 'workerRssMiBAtRest' | 'onboarding'> = {};
+  if (session) {
+    const onboarding = await waitForOnboardings(stack.database);
+    log(`onboarding after the session URL's run: ${onboarding.onboardedPerSecond}/s over ${onboarding.seconds} s, ${onboarding.pending} still pending`);
+    atRest = { onboarding, ...(onboarding.pending === 0 ? { workerRssMiBAtRest: await workerMemoryAfterQuiet() } : {}) };
+  }
   const cpus = os.cpus();
   return benchReportSchema.parse({
     workerRssMiBAfter,
     ...(workerRssMiBAfterSession ? { workerRssMiBAfterSession } : {}),
+    ...atRest,
     loadAverage: { before: loadBefore, after: round1(os.loadavg()[0]!) },
     name: settings.name,
     date: new Date(started).toISOString(),

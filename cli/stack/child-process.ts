@@ -14,13 +14,14 @@ import { entryArgs } from '../../lib/project-root.ts';
 export const nativeMemoryEnvironment = { MALLOC_ARENA_MAX: '2' } as const;
 
 /**
- * The worker's V8 young generation capped (8 MiB semi-spaces): Node 24's V8 grows it to 128 MiB
- * under load and keeps it, which alone put the worker at ~360 MiB after the bench; capped, ~220 MiB
- * (docs/benchmarks.md). Young objects in the worker are short-lived (a task's activation, a query's
- * rows), so the extra scavenges are cheap. Appended to NODE_OPTIONS for the worker processes the
- * stacks start; docker-compose's worker service sets the same.
+ * The worker's V8 young generation capped (4 MiB semi-spaces, in the main thread and the workflow
+ * thread alike): Node 24's V8 grows it to 128 MiB under load and keeps it, which alone put the
+ * worker at ~360 MiB after the bench; at 8 MiB ~250, at 4 MiB ~215, with the same worker CPU per
+ * funding (docs/benchmarks.md). Young objects in the worker are short-lived (a task's activation,
+ * a query's rows), so the extra scavenges are cheap. Appended to NODE_OPTIONS for the worker
+ * processes the stacks start; docker-compose's worker service sets the same.
  */
-export const workerNodeOptions = '--max-semi-space-size=8';
+export const workerNodeOptions = '--max-semi-space-size=4';
 
 /** A worker process's environment: `env` with workerNodeOptions added to its NODE_OPTIONS. */
 export function workerEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {

@@ -47,6 +47,9 @@ describe('walletflow bench', () => {
     }
     expect(report.session?.requestsPerSecond).toBeGreaterThan(0);
     expect(report.session?.latencyMs.p99).toBeGreaterThan(0);
+    // Memory at rest: after the worker onboarded every session the run stored, none left PENDING.
+    expect(report.workerRssMiBAtRest?.worker).toBeGreaterThan(0);
+    expect(report.onboarding).toMatchObject({ pending: 0 });
     const svg = await readFile(path.join(out, 'tiny.svg'), 'utf8');
     expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     expect(svg).toContain('baseline (wallet client alone)');
