@@ -38,6 +38,12 @@ ENV NODE_ENV=production \
     PORT=3000 \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 WORKDIR /app
+# jemalloc for the worker (compose preloads it there; see jemallocCandidates in cli/stack), at one
+# path whatever the architecture.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libjemalloc2 \
+ && rm -rf /var/lib/apt/lists/* \
+ && ln -s "$(ls /usr/lib/*-linux-gnu/libjemalloc.so.2)" /usr/local/lib/libjemalloc.so.2
 RUN groupadd --system walletflow && useradd --system --gid walletflow --home /app walletflow
 COPY package.json ./
 COPY --from=production-deps /app/node_modules node_modules
@@ -47,6 +53,7 @@ COPY prisma/schema.prisma prisma/
 COPY prisma/migrations prisma/migrations
 USER walletflow
 EXPOSE 3000
-# The API by default; the worker: `node --max-semi-space-size=4 dist/worker/main.js`; the sandbox: `node dist/sandbox/main.js`;
+# The API by default; the worker: `node --max-semi-space-size=4 dist/worker/main.js` with
+# LD_PRELOAD=/usr/local/lib/libjemalloc.so.2; the sandbox: `node dist/sandbox/main.js`;
 # migrations: `node dist/cli/main.js migrate` (bin/walletflow.mjs runs dist/ too).
 CMD ["node", "dist/api/main.js"]

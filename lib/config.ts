@@ -240,6 +240,7 @@ export const environmentSchema = z
     LOG_LEVEL: z.preprocess(emptyAsUndefined, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
     LOG_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['json', 'pretty']).default('json')),
     WORKER_METRICS_PORT: portNumber(9464),
+    WORKER_MAX_CONCURRENT_ACTIVITIES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1000).default(16)),
 
     DATABASE_URL: postgresUrl,
 
@@ -390,6 +391,11 @@ export interface AppConfig {
   logFormat: Environment['LOG_FORMAT'];
   /** Where the worker serves GET /metrics (on HOST), its own series and the Temporal SDK's; 0: off. */
   workerMetricsPort: number;
+  /**
+   * Activities one worker runs at once (the SDK's default is 100). Beyond the database pool and a few
+   * wallet calls in flight they only wait inside the process, holding memory (docs/benchmarks.md).
+   */
+  workerMaxConcurrentActivities: number;
   /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
   databaseUrl: string | undefined;
   temporal: { address: string | undefined; namespace: string; taskQueue: string; security: TemporalSecurity };
@@ -558,6 +564,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     workerMetricsPort: e.WORKER_METRICS_PORT,
+    workerMaxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, security: temporalSecurity(e) },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,

@@ -16,6 +16,7 @@ import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { checkWalletTimeout } from './activity-timeouts.ts';
+import { applyWorkerHeapPolicy, nativeAllocator } from './heap-policy.ts';
 import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 import { runsCompiled } from '../lib/project-root.ts';
@@ -40,6 +41,7 @@ try {
   throw error;
 }
 
+applyWorkerHeapPolicy();
 const logger = createLogger({ level: config.logLevel, name: 'worker', format: config.logFormat });
 // Tracing: loaded only when configured, before the clients and the worker it instruments are made.
 const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-worker' }) : undefined;
@@ -107,6 +109,7 @@ const worker = await Worker.create({
   connection,
   namespace: config.temporal.namespace,
   taskQueue: config.temporal.taskQueue,
+  maxConcurrentActivityTaskExecutions: config.workerMaxConcurrentActivities,
   ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
     ? { workflowBundle: { codePath: tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath } }
@@ -145,7 +148,10 @@ const purgeSchedule = await ensurePurgeSchedule(temporal, {
   retentionSeconds: config.purge.retentionSeconds,
 });
 logger.info({ schedule: purgeSchedule }, 'purge schedule ready');
-logger.info({ taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace }, 'worker polling');
+logger.info(
+  { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, maxConcurrentActivities: config.workerMaxConcurrentActivities, allocator: nativeAllocator() },
+  'worker polling',
+);
 try {
   await worker.run();
 } finally {

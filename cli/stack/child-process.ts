@@ -2,6 +2,7 @@
 // its compiled JavaScript when the CLI itself runs compiled),
 // output prefixed with its name, its own process group so the parent controls the stop order.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { entryArgs } from '../../lib/project-root.ts';
 
@@ -23,9 +24,35 @@ export const nativeMemoryEnvironment = { MALLOC_ARENA_MAX: '2' } as const;
  */
 export const workerNodeOptions = '--max-semi-space-size=4';
 
-/** A worker process's environment: `env` with workerNodeOptions added to its NODE_OPTIONS. */
-export function workerEnvironment(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS, workerNodeOptions].filter(Boolean).join(' ') };
+/**
+ * jemalloc for the worker, where the machine has it (Debian's libjemalloc2; scripts/setup.sh and
+ * the Dockerfile install it). glibc's malloc keeps what a burst of native allocations used (the
+ * SDK's Rust core, Buffers): after a session storm the worker stayed at 258–270 MiB at rest on
+ * glibc and 240–242 on jemalloc, which returns freed pages after a few seconds, with the same CPU
+ * per funding (docs/benchmarks.md, Memory). Without the library the worker runs on glibc.
+ */
+export const jemallocCandidates = [
+  '/usr/local/lib/libjemalloc.so.2',
+  '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2',
+  '/usr/lib/aarch64-linux-gnu/libjemalloc.so.2',
+  '/usr/lib64/libjemalloc.so.2',
+] as const;
+
+export function findJemalloc(exists: (path: string) => boolean = existsSync): string | null {
+  return jemallocCandidates.find((candidate) => exists(candidate)) ?? null;
+}
+
+/**
+ * A worker process's environment: `env` with workerNodeOptions added to its NODE_OPTIONS and
+ * jemalloc preloaded when the machine has it (`jemalloc` overrides the lookup; null: glibc).
+ */
+export function workerEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
+  const preload = jemalloc && !(env.LD_PRELOAD ?? '').includes(jemalloc) ? [env.LD_PRELOAD, jemalloc].filter(Boolean).join(' ') : env.LD_PRELOAD;
+  return {
+    ...env,
+    NODE_OPTIONS: [env.NODE_OPTIONS, workerNodeOptions].filter(Boolean).join(' '),
+    ...(preload ? { LD_PRELOAD: preload } : {}),
+  };
 }
 
 export interface ManagedChild {

@@ -199,7 +199,7 @@ describe('the worker process at WORKER_METRICS_PORT', () => {
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
     worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
       cwd: root,
-      env: { ...stack.workerEnv(), WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info' },
+      env: { ...stack.workerEnv(), WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', WORKER_MAX_CONCURRENT_ACTIVITIES: '7' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     for (const stream of [worker.stdout, worker.stderr]) stream?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
@@ -226,6 +226,12 @@ describe('the worker process at WORKER_METRICS_PORT', () => {
     const sdkSeries = new Set(parseSamples(text).map((sample) => sample.name).filter((name) => name.startsWith('temporal_')));
     expect([...sdkSeries].length, text).toBeGreaterThan(0);
     expect(text).not.toContain('more series unavailable');
+    // WORKER_MAX_CONCURRENT_ACTIVITIES sizes the worker's activity slots (the SDK's default is 100).
+    const activitySlots = { worker_type: 'ActivityWorker' };
+    expect(
+      (sampleValue(text, 'temporal_worker_task_slots_available', activitySlots) ?? 0) + (sampleValue(text, 'temporal_worker_task_slots_used', activitySlots) ?? 0),
+      text,
+    ).toBe(7);
     // The SDK's own log lines come out as walletflow's JSON lines too.
     expect(output).toMatch(/"sdk":true/);
   }, 90_000);

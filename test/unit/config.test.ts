@@ -35,6 +35,14 @@ describe('loadConfig', () => {
     expect(config.wallet).toBeUndefined();
   });
 
+  it('WORKER_MAX_CONCURRENT_ACTIVITIES: 16 activities at once by default, a count from 1 to 1000, anything else named', () => {
+    expect(loadConfig({}).workerMaxConcurrentActivities).toBe(16);
+    expect(loadConfig({ WORKER_MAX_CONCURRENT_ACTIVITIES: '64' }).workerMaxConcurrentActivities).toBe(64);
+    for (const bad of ['0', '1001', '2.5', 'many']) {
+      expect(problemsOf({ WORKER_MAX_CONCURRENT_ACTIVITIES: bad })).toEqual([expect.stringMatching(/^WORKER_MAX_CONCURRENT_ACTIVITIES/)]);
+    }
+  });
+
   it('reads the wallet service variables, trimming a trailing slash of a base URL', () => {
     const config = loadConfig(wallet);
     expect(config.wallet?.connectUrl).toBe('https://wallet.example/connect');

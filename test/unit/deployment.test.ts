@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
-import { workerNodeOptions } from '../../cli/stack/child-process.ts';
+import { findJemalloc, jemallocCandidates, workerEnvironment, workerNodeOptions } from '../../cli/stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -65,6 +65,8 @@ describe('docker-compose.yml', () => {
     expect(services.worker?.ports).toBeUndefined();
     // With the young generation capped as the stacks run their workers (cli/stack/child-process.ts).
     expect(services.worker?.command).toEqual(['node', workerNodeOptions, 'dist/worker/main.js']);
+    // And on jemalloc, at the path the image links it to (the first place the stacks look).
+    expect(services.worker?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
   });
 
   it('runs the compiled JavaScript of the image (no TypeScript compiled at start)', () => {
@@ -80,7 +82,9 @@ describe('docker-compose.yml', () => {
     for (const name of ['api', 'worker', 'migrate']) {
       const variables = Object.keys(services[name]?.environment ?? {});
       expect(variables.length, name).toBeGreaterThan(10);
-      for (const variable of variables) expect(knownVariables.has(variable), `${name}: ${variable} is not in lib/config.ts`).toBe(true);
+      for (const variable of variables.filter((variable) => variable !== 'LD_PRELOAD')) {
+        expect(knownVariables.has(variable), `${name}: ${variable} is not in lib/config.ts`).toBe(true);
+      }
     }
     for (const variable of Object.keys(services.sandbox?.environment ?? {})) {
       expect(variable === 'NODE_ENV' || variable.startsWith('SANDBOX_'), `sandbox: ${variable}`).toBe(true);
@@ -123,6 +127,26 @@ describe('Dockerfile', () => {
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
     expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main.js"\]$/m);
+    // jemalloc installed and linked where compose's worker preloads it.
+    expect(runtime).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
+    expect(runtime).toContain(`/usr/local/lib/libjemalloc.so.2`);
     expect(runtime).not.toMatch(/tsx|--import|npm install|\.ts\b/);
+  });
+});
+
+describe('the stacks\' worker environment', () => {
+  it('preloads jemalloc where the machine has it, after any LD_PRELOAD already set, and only once', () => {
+    const jemalloc = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
+    expect(workerEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: workerNodeOptions });
+    expect(workerEnvironment({ LD_PRELOAD: '/opt/other.so' }, jemalloc).LD_PRELOAD).toBe(`/opt/other.so ${jemalloc}`);
+    expect(workerEnvironment({ LD_PRELOAD: jemalloc }, jemalloc).LD_PRELOAD).toBe(jemalloc);
+    expect(findJemalloc((candidate) => candidate === jemalloc)).toBe(jemalloc);
+    expect(findJemalloc(() => false)).toBeNull();
+  });
+
+  it('runs on glibc without the library, and leaves NODE_OPTIONS given to it in place', () => {
+    const env = workerEnvironment({ NODE_OPTIONS: '--enable-source-maps' }, null);
+    expect(env.LD_PRELOAD).toBeUndefined();
+    expect(env.NODE_OPTIONS).toBe(`--enable-source-maps ${workerNodeOptions}`);
   });
 });
