@@ -7,7 +7,8 @@
 // MiB of Buffers between two full collections, and glibc kept much of what those had used: ~450
 // MiB resident at the peak, up to ~490 at rest. Growing by at most 25% between full collections
 // keeps the heap near what is live: ~290 at the peak, for ~0.5 s more of full collections over a
-// bench run and the same CPU per funding (docs/benchmarks.md, "Memory").
+// bench run; the worker's CPU per funding stayed within its run-to-run spread (25–27 ms at 32 in
+// flight; docs/benchmarks.md, "Memory").
 //
 // `--heap-growing-percent` is not one of the flags NODE_OPTIONS accepts, hence setFlagsFromString:
 // V8 reads it each time it sets the next collection's limit, and the workflow thread's isolate,

@@ -27,9 +27,10 @@ export const workerNodeOptions = '--max-semi-space-size=4';
 /**
  * jemalloc for the worker, where the machine has it (Debian's libjemalloc2; scripts/setup.sh and
  * the Dockerfile install it). glibc's malloc keeps what a burst of native allocations used (the
- * SDK's Rust core, Buffers): after a session storm the worker stayed at 258–270 MiB at rest on
- * glibc and 240–242 on jemalloc, which returns freed pages after a few seconds, with the same CPU
- * per funding (docs/benchmarks.md, Memory). Without the library the worker runs on glibc.
+ * SDK's Rust core, Buffers): after a session storm the worker stayed at 258–279 MiB at rest on
+ * glibc and 240–242 on jemalloc, which returns freed pages after a few seconds; its CPU per
+ * funding stayed within the runs' spread (docs/benchmarks.md, Memory). Without the library the
+ * worker runs on glibc. scripts/setup.sh looks in the same places with a glob.
  */
 export const jemallocCandidates = [
   '/usr/local/lib/libjemalloc.so.2',
