@@ -12,7 +12,9 @@ COPY package.json package-lock.json .nvmrc ./
 COPY scripts/prisma-generate.ts scripts/
 COPY prisma/schema.prisma prisma/
 COPY prisma.config.ts ./
-RUN npm install --no-audit --no-fund
+# npm ci: exactly the lockfile, or the build fails (issue 26 #7). (scripts/setup.sh uses npm install
+# only because this project's development mirror lacks some optional platform packages.)
+RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 

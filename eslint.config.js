@@ -36,9 +36,9 @@ function boundaryBlock(folder) {
   return { files: [`${folder}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
-// Temporal's typed boundary (design/engineering.md): each workflow's names live in its contract,
+// Temporal's typed boundary (docs/architecture.md, where each state change is decided): each workflow's names live in its contract,
 // workflows/<name>.contract.ts, and nowhere else as bare strings.
-const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired)$/;
+const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired|deliverWebhooks)$/;
 // A Temporal signal, query or update name is one word; SQL (pg's client.query('SELECT …')) never is.
 const nameLike = /^[A-Za-z_$][\w$-]*$/;
 const stringArgument = (pattern) => [
@@ -81,6 +81,13 @@ const tableOwners = [
     owners: /^(fundings\/funding-record|payments\/payment-record)\.ts$/,
     what: 'the funding and payment tables',
     who: 'the records (fundings/funding-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
+  },
+  {
+    tables: 'ops_action',
+    models: /^opsAction$/,
+    owners: /^audit\/ops-actions\.ts$/,
+    what: 'the audit of ops writes',
+    who: 'audit/ops-actions.ts (one row per ops write request)',
   },
   {
     tables: 'ledger_account|ledger_transaction|ledger_entry',

@@ -1,5 +1,5 @@
 // Which folder may import which: the one table behind ESLint's boundary rules (eslint.config.js)
-// and the import table of docs/architecture.md (test/unit/import-rules.test.ts keeps the two equal).
+// and the import table of docs/architecture.md (test/unit/import-graph.test.ts keeps the two equal).
 // `imports`: project folders this folder may import (its own always); `typeOnly`: folders it may
 // import types from only; `contracts`: it may reach workflows/ through workflows/*.contract.ts;
 // `packages`: npm packages it must not use; `typeOnlyPackages`: packages it may import types from only.

@@ -9,12 +9,12 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import type { FundingRecord } from '../fundings/funding-record.ts';
+import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
 import { fundingFailureTypes, mismatchReviewReason, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
-import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
+import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 export interface FundingSnapshot {
@@ -22,7 +22,17 @@ export interface FundingSnapshot {
   status: FundingStatus;
   recipientType: 'CODE' | 'TOKEN';
   transferId: string | null;
+  /**
+   * The run's claim (loadFunding takes the funding on): every later step of the run passes it,
+   * and is refused once another run claimed the funding. Absent in histories from before fencing.
+   */
+  fence?: number;
 }
+
+/** What a park for review found: parked (now or by this run before), or the final state another writer had already reached. */
+export type ParkOutcome =
+  | { parked: true }
+  | { parked: false; status: FinalFundingStatus; errorCode: string | null; transferId: string | null };
 
 export type CreateOutcome =
   | { kind: 'created'; transferId: string; requestReferenceNo: string | null }
@@ -48,15 +58,18 @@ export type TransferProgress =
 export type OnePassOutcome =
   /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
   | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
-  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on. */
-  | { kind: 'executed'; transferId: string; progress: TransferProgress }
+  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on, with the pass's claim. */
+  | { kind: 'executed'; transferId: string; progress: TransferProgress; fence?: number }
   /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
-  | { kind: 'execute'; transferId: string; retryAfterMs: number | null }
-  /** The wallet's create answer does not match the request: kept unexecuted, for review. */
-  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string }
+  | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence?: number }
+  /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
   /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
   | { kind: 'create-later'; retryAfterMs: number | null }
-  /** Not a fresh PENDING funding: the step-by-step path goes on from the record. */
+  /**
+   * Not a fresh PENDING funding, out of time, or overtaken by another run's claim: the
+   * step-by-step path goes on from the record (and claims it).
+   */
   | { kind: 'steps' };
 
 export interface FinishInput {
@@ -64,7 +77,22 @@ export interface FinishInput {
   code?: string | null;
   requestReferenceNo?: string | null;
   detail?: string | null;
+  /** A state that says nothing was sent (a refused create): written only while no execute can have been. */
+  beforeExecute?: boolean;
 }
+
+/** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
+function ownerLost(fundingId: string): ApplicationFailure {
+  return ApplicationFailure.nonRetryable(`funding ${fundingId} was taken over by another run`, fundingFailureTypes.ownerLost);
+}
+export const isOwnerLost = (error: unknown): boolean => error instanceof ApplicationFailure && error.type === fundingFailureTypes.ownerLost;
+
+/** Not sent: a wallet call that could outlive the activity (or the pass) it runs in. */
+class CallWouldOutlive extends Error {
+  override readonly name = 'CallWouldOutlive';
+}
+/** A retryable failure for a call not sent for lack of time: the next attempt starts with its full time. */
+const deferred = (what: string) => ApplicationFailure.retryable(`${what} not sent: it could outlive this attempt`, 'WalletCallDeferred');
 
 export interface FundingActivityDependencies {
   /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
@@ -113,6 +141,25 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
   const { fundings, wallet, logger } = deps;
   const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
+  /** After a write the record refused: an overtaken run stops here. */
+  async function stopIfOvertaken(fundingId: string, fence: Fence): Promise<void> {
+    if (fence !== undefined && (await fundings.fenceOf(fundingId)) !== fence) throw ownerLost(fundingId);
+  }
+  /** The funding as it stands, read once, for a run that still owns it (an overtaken one stops). */
+  async function owned(fundingId: string, fence: Fence) {
+    const funding = await fundings.get(fundingId);
+    if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
+    return funding;
+  }
+  /**
+   * Before a wallet call: the call starts only while the run owns the funding (read again unless
+   * the run's own fenced write or read just showed it) and the call fits in its time.
+   */
+  async function beforeCall(fundingId: string, fence: Fence, clock: ActivityClock, ownershipJustShown = false): Promise<void> {
+    if (!ownershipJustShown) await stopIfOvertaken(fundingId, fence);
+    if (!callFitsBefore(clock, walletTimeoutMs)) throw new CallWouldOutlive();
+  }
+
   async function readBack(fundingId: string, transferId: string): Promise<TransferProgress> {
     try {
       const result = await wallet.retrieveTransfer(transferId);
@@ -141,16 +188,21 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
   }
 
   const activities = {
+    /**
+     * Takes the funding on for a run of its workflow and answers where it stands: from here on,
+     * whatever an earlier run (an orphaned pass, a stale copy of the workflow) still tries to
+     * write is refused.
+     */
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
-      const funding = await fundings.find(fundingId);
-      if (!funding) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
-      return { fundingId, status: funding.status, recipientType: funding.recipientType, transferId: funding.transferId };
+      const claimed = await fundings.claim(fundingId);
+      if (!claimed) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
+      return { fundingId, status: claimed.status, recipientType: claimed.recipientType, transferId: claimed.transferId, fence: claimed.fence };
     },
 
     /** PENDING → CREATING; false when the funding was cancelled (or is otherwise past creating). */
-    async markCreating(fundingId: string): Promise<boolean> {
-      if (await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' })) return true;
-      const funding = await fundings.get(fundingId);
+    async markCreating(fundingId: string, fence?: Fence): Promise<boolean> {
+      if (await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' }, fence)) return true;
+      const funding = await owned(fundingId, fence);
       return funding.status === 'CREATING' && !funding.cancelRequested;
     },
 
@@ -159,8 +211,121 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
      * stored transferId is returned as is: a retried activity never creates a second intent for
      * a funding that already has one.
      */
-    async createTransfer(fundingId: string): Promise<CreateOutcome> {
+    async createTransfer(fundingId: string, fence?: Fence): Promise<CreateOutcome> {
+      try {
+        return await create(fundingId, fence, activityClock());
+      } catch (error) {
+        if (error instanceof CallWouldOutlive) throw deferred('create');
+        throw error;
+      }
+    },
+
+    /**
+     * CREATING → EXECUTING unless cancelled: after this, cancel is refused. The event carries the
+     * create call's Request-Reference-No: the created intent is what moved the funding on. True
+     * also when this run moved it already (a retried step); never for another run's move.
+     */
+    async beginExecute(fundingId: string, createRequestReferenceNo: string | null, fence?: Fence): Promise<boolean> {
+      if (await fundings.beginExecute(fundingId, createRequestReferenceNo, fence)) return true;
+      const funding = await owned(fundingId, fence);
+      return funding.status === 'EXECUTING' || funding.status === 'RECONCILING';
+    },
+
+    /**
+     * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
+     * retried attempt (the worker died, the activity timed out) may follow an execute that reached
+     * the wallet: it asks retrieve first, and sends execute again only when the transfer still
+     * shows CREATED (issue 16 #7). No call starts that could outlive the attempt (issue 24 #4):
+     * an execute still open when the next attempt starts would race it.
+     */
+    async executeTransfer(fundingId: string, transferId: string, fence?: Fence): Promise<TransferProgress> {
+      const clock = activityClock();
+      try {
+        if (clock.attempt > 1) {
+          await beforeCall(fundingId, fence, clock);
+          const seen = await readBack(fundingId, transferId);
+          if (seen.kind !== 'not-executed') return seen;
+        }
+        await beforeCall(fundingId, fence, clock);
+      } catch (error) {
+        if (error instanceof CallWouldOutlive) throw deferred('execute');
+        throw error;
+      }
+      const sent = await sendExecute(fundingId, transferId);
+      if (sent.kind === 'retry') retryLater(sent.error);
+      return sent;
+    },
+
+    /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
+    async retrieveTransfer(fundingId: string, transferId: string): Promise<TransferProgress> {
+      if (!callFitsBefore(activityClock(), walletTimeoutMs)) throw deferred('retrieve');
+      return readBack(fundingId, transferId);
+    },
+
+    /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
+    async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: Fence): Promise<void> {
+      if (await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail }, fence)) return;
+      await stopIfOvertaken(fundingId, fence);
+    },
+
+    /**
+     * → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it
+     * holds. A funding another writer already finished is not parked: its final state is
+     * answered, for the workflow to end with (issue 24 #5).
+     */
+    async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<ParkOutcome> {
+      return park(fundingId, reason, evidence, fence);
+    },
+
+    /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
+    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
+      const funding = await fundings.resolve(fundingId, input, fence);
+      if (!funding.moved && fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
+      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
+      return { status: funding.status, errorCode: funding.errorCode };
+    },
+
+    /** Writes the final state once; a funding already final keeps its state (returned). */
+    async finishFunding(fundingId: string, input: FinishInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
+      const funding = await finishOwned(fundingId, input, fence);
+      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
+      return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+    },
+  };
+
+  /** The final state, written by the funding's owner (the record answers how it stands; an overtaken writer stops). */
+  async function finishOwned(fundingId: string, input: FinishInput, fence: Fence) {
+    const code = input.code ?? null;
+    const done = await fundings.finish(fundingId, {
+      status: input.status,
+      code,
+      requestReferenceNo: input.requestReferenceNo ?? null,
+      detail: input.detail ?? code,
+      ...(input.beforeExecute ? { beforeExecute: true } : {}),
+      fence,
+    });
+    if (!done.moved && fence !== undefined && done.ownerFence !== fence) throw ownerLost(fundingId);
+    return done;
+  }
+
+  /** → NEEDS_REVIEW by the funding's owner; what it found when the funding was not parked. */
+  async function park(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence: Fence): Promise<ParkOutcome> {
+    if (await fundings.parkForReview(fundingId, reason, evidence, fence)) return { parked: true };
+    const funding = await owned(fundingId, fence);
+    if (funding.status === 'NEEDS_REVIEW') return { parked: true };
+    if (isFinalFundingStatus(funding.status)) return { parked: false, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+    throw ApplicationFailure.nonRetryable(`funding ${fundingId} could not be parked from ${funding.status}`, fundingFailureTypes.corrupt);
+  }
+
+  /**
+   * Creates the transfer intent and stores its transferId before anything can execute it. A
+   * stored transferId is returned as is: a retried activity never creates a second intent for
+   * a funding that already has one. Only the funding's owner creates, and only with the time to
+   * finish the call (checked after the token vault's lock, which may have taken most of it).
+   */
+  async function create(fundingId: string, fence: Fence, clock: ActivityClock): Promise<CreateOutcome> {
       const funding = await fundings.get(fundingId);
+      if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
       if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
       if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
       const currency = funding.currency as Currency;
@@ -173,12 +338,16 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         if (funding.recipientType === 'CODE') {
           const code = fundings.cashInCodeOf(funding);
           if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
+          // The row just read shows the claim.
+          await beforeCall(fundingId, fence, clock, true);
           created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
         } else {
           if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', fundingFailureTypes.corrupt);
-          created = await deps.vault.withUserToken(funding.linkId, (token) =>
-            wallet.createTransfer({ recipient: { type: 'TOKEN', value: token }, amount }),
-          );
+          created = await deps.vault.withUserToken(funding.linkId, async (token) => {
+            // The vault may have waited for another refresh's lock: ownership is read again.
+            await beforeCall(fundingId, fence, clock);
+            return wallet.createTransfer({ recipient: { type: 'TOKEN', value: token }, amount });
+          });
         }
       } catch (error) {
         if (error instanceof VaultError) {
@@ -205,75 +374,21 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         logger.error({ fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
         return { kind: 'mismatch', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, detail: mismatch };
       }
-      // Cancelled meanwhile, or a concurrent attempt stored one first: this intent stays unexecuted.
-      const kept = await fundings.storeTransferId(fundingId, created.data.transferId);
+      // Cancelled meanwhile, a concurrent attempt stored one first, or another run took the
+      // funding over: this intent stays unexecuted (kept on record).
+      const kept = await fundings.storeTransferId(fundingId, created.data.transferId, fence);
       if (kept.stored) return { kind: 'created', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };
+      await stopIfOvertaken(fundingId, fence);
       return kept.transferId ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
-    },
-
-    /**
-     * CREATING → EXECUTING unless cancelled: after this, cancel is refused. The event carries the
-     * create call's Request-Reference-No: the created intent is what moved the funding on.
-     */
-    async beginExecute(fundingId: string, createRequestReferenceNo: string | null): Promise<boolean> {
-      if (await fundings.beginExecute(fundingId, createRequestReferenceNo)) return true;
-      const funding = await fundings.get(fundingId);
-      return funding.status === 'EXECUTING' || funding.status === 'RECONCILING';
-    },
-
-    /**
-     * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
-     * retried attempt (the worker died, the activity timed out) may follow an execute that reached
-     * the wallet: it asks retrieve first, and sends execute again only when the transfer still
-     * shows CREATED (issue 16 #7).
-     */
-    async executeTransfer(fundingId: string, transferId: string): Promise<TransferProgress> {
-      if (activityClock().attempt > 1) {
-        const seen = await readBack(fundingId, transferId);
-        if (seen.kind !== 'not-executed') return seen;
-      }
-      const sent = await sendExecute(fundingId, transferId);
-      if (sent.kind === 'retry') retryLater(sent.error);
-      return sent;
-    },
-
-    /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
-    retrieveTransfer: (fundingId: string, transferId: string): Promise<TransferProgress> => readBack(fundingId, transferId),
-
-    /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
-    async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string): Promise<void> {
-      await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail });
-    },
-
-    /** → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it holds. */
-    async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[]): Promise<void> {
-      await fundings.parkForReview(fundingId, reason, evidence);
-    },
-
-    /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
-    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
-      const funding = await fundings.resolve(fundingId, input);
-      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
-      return { status: funding.status, errorCode: funding.errorCode };
-    },
-
-    /** Writes the final state once; a funding already final keeps its state (returned). */
-    async finishFunding(fundingId: string, input: FinishInput): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
-      const code = input.code ?? null;
-      const funding = await fundings.finish(fundingId, { status: input.status, code, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code });
-      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
-      return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
-    },
-  };
+  }
 
   /**
-   * A final state the pass writes. `beforeExecute`: a state that says nothing was sent (a refused
-   * or cancelled create), which the record writes only while no execute can have been sent. A
-   * finish that did not leave the funding final (another run of the funding got further) hands over.
+   * A final state the pass writes, with its claim. `beforeExecute`: a state that says nothing was
+   * sent (a refused or cancelled create), which the record writes only while no execute can have
+   * been sent. A finish that did not leave the funding final hands over to the steps.
    */
-  async function finished(fundingId: string, input: FinishInput & { beforeExecute?: boolean }): Promise<OnePassOutcome> {
-    const code = input.code ?? null;
-    const done = await fundings.finish(fundingId, { status: input.status, code, requestReferenceNo: input.requestReferenceNo ?? null, detail: input.detail ?? code, ...(input.beforeExecute ? { beforeExecute: true } : {}) });
+  async function finished(fundingId: string, fence: number, input: FinishInput): Promise<OnePassOutcome> {
+    const done = await finishOwned(fundingId, input, fence);
     if (!isFinalFundingStatus(done.status)) return { kind: 'steps' };
     return { kind: 'finished', status: done.status, errorCode: done.errorCode, transferId: done.transferId };
   }
@@ -293,54 +408,77 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
      */
     async fundInOnePass(fundingId: string): Promise<OnePassOutcome> {
       const clock = activityClock();
-      const callFits = () => callFitsBefore(clock, walletTimeoutMs);
-      const snapshot = await activities.loadFunding(fundingId);
-      if (snapshot.status !== 'PENDING' || snapshot.transferId || !callFits()) return { kind: 'steps' };
-      if (!(await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' }))) return { kind: 'steps' };
-      let created: CreateOutcome;
       try {
-        created = await activities.createTransfer(fundingId);
+        return await onePass(fundingId, clock);
       } catch (error) {
-        // A create to try again: the workflow's create activity does, with its retry policy.
-        if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) throw error;
-        return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null };
-      }
-      switch (created.kind) {
-        case 'refused':
-          return finished(fundingId, { status: created.status, code: created.code, requestReferenceNo: created.requestReferenceNo, beforeExecute: true });
-        case 'cancelled':
-          return { kind: 'steps' };
-        case 'mismatch': {
-          // Parked here, not only by the workflow: a pass run again must not find a CREATING funding
-          // with no transfer and create (and execute) another intent (issue 16 #5).
-          const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
-          await fundings.parkForReview(fundingId, mismatchReviewReason(created.detail, created.transferId), [evidence]);
-          return created;
-        }
-        case 'created':
-          break;
-      }
-      // Only the pass that moved the funding to EXECUTING sends the execute, and only with the time to finish it.
-      if (created.requestReferenceNo === null || !callFits()) return { kind: 'steps' };
-      if (!(await fundings.beginExecute(fundingId, created.requestReferenceNo))) return { kind: 'steps' };
-      const progress = await sendExecute(fundingId, created.transferId);
-      switch (progress.kind) {
-        case 'retry':
-          return { kind: 'execute', transferId: created.transferId, retryAfterMs: retryDelayOf(progress.error) ?? null };
-        case 'final':
-          return finished(fundingId, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
-        case 'expired':
-          return finished(fundingId, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
-        case 'unknown':
-          // On record at once, with the execute's Request-Reference-No: whoever goes on from the
-          // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
-          await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` });
-          return { kind: 'executed', transferId: created.transferId, progress };
-        default:
-          return { kind: 'executed', transferId: created.transferId, progress };
+        // Overtaken (another run claimed the funding) or out of time: nothing more is written or
+        // sent; the workflow's step path goes on from the record, and claims it.
+        if (isOwnerLost(error) || error instanceof CallWouldOutlive) return { kind: 'steps' };
+        throw error;
       }
     },
   };
+
+  async function onePass(fundingId: string, clock: ActivityClock): Promise<OnePassOutcome> {
+    // Each write and each call only while the pass is within its time: a pass that outlived it
+    // (its workflow went on without it) stops, whatever its fence says.
+    const inTime = () => {
+      if (Date.now() >= clock.deadlineMs) throw new CallWouldOutlive();
+    };
+    if (!callFitsBefore(clock, walletTimeoutMs)) return { kind: 'steps' };
+    // PENDING → CREATING and the claim, at once: only the pass that took a fresh funding on goes on.
+    const fence = await fundings.claimPending(fundingId);
+    if (fence === null) return { kind: 'steps' };
+    let created: CreateOutcome;
+    try {
+      created = await create(fundingId, fence, clock);
+    } catch (error) {
+      // A create to try again: the workflow's create activity does, with its retry policy.
+      if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) throw error;
+      return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null };
+    }
+    inTime();
+    switch (created.kind) {
+      case 'refused':
+        return finished(fundingId, fence, { status: created.status, code: created.code, requestReferenceNo: created.requestReferenceNo, beforeExecute: true });
+      case 'cancelled':
+        return { kind: 'steps' };
+      case 'mismatch': {
+        // Parked here, not only by the workflow: a pass run again must not find a CREATING funding
+        // with no transfer and create (and execute) another intent (issue 16 #5).
+        const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
+        const parked = await park(fundingId, mismatchReviewReason(created.detail, created.transferId), [evidence], fence);
+        if (!parked.parked) return { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId };
+        return { ...created, fence };
+      }
+      case 'created':
+        break;
+    }
+    // Only the pass that moved the funding to EXECUTING sends the execute, and only with the time to finish it.
+    if (created.requestReferenceNo === null || !callFitsBefore(clock, walletTimeoutMs)) return { kind: 'steps' };
+    if (!(await fundings.beginExecute(fundingId, created.requestReferenceNo, fence))) return { kind: 'steps' };
+    // The fenced move to EXECUTING just showed the claim.
+    await beforeCall(fundingId, fence, clock, true);
+    const progress = await sendExecute(fundingId, created.transferId);
+    inTime();
+    switch (progress.kind) {
+      case 'retry':
+        return { kind: 'execute', transferId: created.transferId, retryAfterMs: retryDelayOf(progress.error) ?? null, fence };
+      case 'final':
+        return finished(fundingId, fence, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
+      case 'expired':
+        return finished(fundingId, fence, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
+      case 'unknown':
+        // On record at once, with the execute's Request-Reference-No: whoever goes on from the
+        // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
+        if (!(await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` }, fence))) {
+          await stopIfOvertaken(fundingId, fence);
+        }
+        return { kind: 'executed', transferId: created.transferId, progress, fence };
+      default:
+        return { kind: 'executed', transferId: created.transferId, progress, fence };
+    }
+  }
 }
 
 export type FundingActivities = ReturnType<typeof createFundingActivities>;

@@ -35,7 +35,7 @@ export interface ActivityDependencies {
   /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
   walletTimeoutMs?: number;
   /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
-  webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number };
+  webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number; publicTargetsOnly?: boolean };
 }
 
 export function createActivities(deps: ActivityDependencies) {
@@ -60,6 +60,7 @@ export function createActivities(deps: ActivityDependencies) {
     logger: deps.logger,
     retry: deps.webhooks?.retry ?? defaultWebhookRetryPolicy,
     ...(deps.webhooks?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.webhooks.requestTimeoutMs }),
+    publicTargetsOnly: deps.webhooks?.publicTargetsOnly === true,
   });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),

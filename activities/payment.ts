@@ -6,7 +6,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { PaymentRecord } from '../payments/payment-record.ts';
+import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
@@ -17,7 +17,12 @@ export interface PaymentSnapshot {
   id: string;
   status: PaymentStatus;
   walletPaymentId: string | null;
+  /** The run's claim (loadPayment takes the payment on); absent in histories from before fencing. */
+  fence?: number;
 }
+
+/** What a park for review found: parked, or the final state another writer had already reached. */
+export type PaymentParkOutcome = { parked: true } | { parked: false; status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null };
 
 export type CreatePaymentOutcome =
   | { kind: 'created'; walletPaymentId: string; requestReferenceNo: string | null }
@@ -55,6 +60,18 @@ export interface PaymentActivityDependencies {
 export function createPaymentActivities(deps: PaymentActivityDependencies) {
   const { payments, wallet, logger } = deps;
 
+  /** A run whose claim was overtaken writes and calls nothing more. */
+  const ownerLost = (id: string) => ApplicationFailure.nonRetryable(`payment ${id} was taken over by another run`, paymentFailureTypes.ownerLost);
+  async function stopIfOvertaken(id: string, fence: PaymentFence): Promise<void> {
+    if (fence !== undefined && (await payments.fenceOf(id)) !== fence) throw ownerLost(id);
+  }
+  /** The payment as it stands, read once, for a run that still owns it (an overtaken one stops). */
+  async function owned(id: string, fence: PaymentFence) {
+    const payment = await payments.get(id);
+    if (fence !== undefined && payment.ownerFence !== fence) throw ownerLost(id);
+    return payment;
+  }
+
   const attemptOf = (error: { requestReferenceNo: string; httpStatus: number | null; code: string; outcome: string }): ExecuteAttempt => ({
     at: new Date().toISOString(),
     requestReferenceNo: error.requestReferenceNo,
@@ -64,24 +81,31 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
   });
 
   return {
+    /** Takes the payment on for a run of its workflow and answers where it stands (issue 24). */
     async loadPayment(id: string): Promise<PaymentSnapshot> {
-      const payment = await payments.find(id);
-      if (!payment) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, paymentFailureTypes.notFound);
-      return { id, status: payment.status, walletPaymentId: payment.walletPaymentId };
+      const claimed = await payments.claim(id);
+      if (!claimed) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, paymentFailureTypes.notFound);
+      return { id, status: claimed.status, walletPaymentId: claimed.walletPaymentId, fence: claimed.fence };
     },
 
-    async markPaymentCreating(id: string): Promise<void> {
-      await payments.markCreating(id);
+    async markPaymentCreating(id: string, fence?: PaymentFence): Promise<void> {
+      if (!(await payments.markCreating(id, fence))) await stopIfOvertaken(id, fence);
     },
 
     /** Creates the wallet payment (no debit) and stores its id and fee before any execute. */
-    async createPayment(id: string): Promise<CreatePaymentOutcome> {
-      const payment = await payments.get(id);
+    async createPayment(id: string, fence?: PaymentFence): Promise<CreatePaymentOutcome> {
+      const clock = activityClock();
+      const payment = await owned(id, fence);
       if (payment.walletPaymentId) return { kind: 'created', walletPaymentId: payment.walletPaymentId, requestReferenceNo: null };
       const currency = payment.currency as Currency;
       const amount = { currency, value: fromThousandths(toThousandths(payment.amount.toFixed(3)) ?? 0n, currencyMinorUnits[currency]) };
       try {
-        const created = await deps.vault.withUserToken(payment.linkId, (token) => wallet.createPayment({ userAccessToken: token, amount }));
+        const created = await deps.vault.withUserToken(payment.linkId, async (token) => {
+          // Only the payment's owner creates, and only with the time to finish the call.
+          await stopIfOvertaken(id, fence);
+          if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
+          return wallet.createPayment({ userAccessToken: token, amount });
+        });
         // The answer must be about what was asked (issue 16 #5): a payment for another amount or
         // merchant is never executed, and is not stored as this payment's; a person looks at it.
         const mismatch = [
@@ -93,11 +117,16 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
           logger.error({ paymentId: id, walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
           return { kind: 'mismatch', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, detail: mismatch.join('; ') };
         }
-        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.paymentId, fee: created.data.fee });
+        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.paymentId, fee: created.data.fee }, fence);
         // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
-        if (!kept.stored) return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };
+        if (!kept.stored) {
+          await stopIfOvertaken(id, fence);
+          if (kept.walletPaymentId === null) throw ApplicationFailure.nonRetryable('payment id not stored', paymentFailureTypes.corrupt);
+          return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };
+        }
         return { kind: 'created', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo };
       } catch (error) {
+        if (error instanceof ExecuteDeferred) throw ApplicationFailure.retryable('create not sent: it could outlive this attempt', 'WalletCallDeferred');
         if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
         // The user's token could not be refreshed just now: nothing was created; try again.
         if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
@@ -108,8 +137,8 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       }
     },
 
-    async beginPaymentExecute(id: string, createRequestReferenceNo: string | null): Promise<void> {
-      await payments.beginExecute(id, createRequestReferenceNo);
+    async beginPaymentExecute(id: string, createRequestReferenceNo: string | null, fence?: PaymentFence): Promise<void> {
+      if (!(await payments.beginExecute(id, createRequestReferenceNo, fence))) await stopIfOvertaken(id, fence);
     },
 
     /**
@@ -118,13 +147,14 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
      * the time up): an activity that timed out with its execute in flight would be followed by
      * another execute the first may still be racing (issue 16 #7).
      */
-    async executePayment(id: string): Promise<ExecutePaymentOutcome> {
+    async executePayment(id: string, fence?: PaymentFence): Promise<ExecutePaymentOutcome> {
       const clock = activityClock();
-      const payment = await payments.get(id);
+      const payment = await owned(id, fence);
       if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
       const walletPaymentId = payment.walletPaymentId;
       try {
-        const result = await deps.vault.withUserToken(payment.linkId, (token) => {
+        const result = await deps.vault.withUserToken(payment.linkId, async (token) => {
+          await stopIfOvertaken(id, fence);
           if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
           return wallet.executePayment({ userAccessToken: token, paymentId: walletPaymentId });
         });
@@ -157,13 +187,20 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     },
 
     /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
-    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[]): Promise<void> {
-      await payments.parkForReview(id, reason, attempts);
+    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: PaymentFence): Promise<PaymentParkOutcome> {
+      if (await payments.parkForReview(id, reason, attempts, fence)) return { parked: true };
+      const payment = await owned(id, fence);
+      if (payment.status === 'NEEDS_REVIEW') return { parked: true };
+      if (isFinalPaymentStatus(payment.status)) return { parked: false, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
+      throw ApplicationFailure.nonRetryable(`payment ${id} could not be parked from ${payment.status}`, paymentFailureTypes.corrupt);
     },
 
     /** Settles a payment in NEEDS_REVIEW, with who and why. */
-    async resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }> {
-      const payment = await payments.resolve(id, input);
+    async resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: PaymentFence): Promise<{ status: FinalPaymentStatus }> {
+      const payment = await payments.resolve(id, input, fence);
+      if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {
+        throw ownerLost(id);
+      }
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', paymentFailureTypes.corrupt);
       return { status: payment.status };
     },
@@ -171,8 +208,12 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     async finishPayment(
       id: string,
       input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },
+      fence?: PaymentFence,
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
-      const payment = await payments.finish(id, input);
+      const payment = await payments.finish(id, input, fence);
+      if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {
+        throw ownerLost(id);
+      }
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', paymentFailureTypes.corrupt);
       return { status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
     },

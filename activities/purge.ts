@@ -4,24 +4,9 @@
 import { Context } from '@temporalio/activity';
 import type { Logger } from '../lib/logger.ts';
 import type { Database } from '../lib/database.ts';
-import { purgeExpiredBatch, purgeTables, type PurgeTable } from '../links/purge.ts';
-
-export interface PurgeInput {
-  /** How long past its expiry a row is kept (for an incident's questions) before it is deleted. */
-  retentionSeconds: number;
-  /** Rows deleted per statement; absent: 500. */
-  batchSize?: number;
-  /** Batches per table per run; absent: 100. What is left waits for the next run. */
-  maxBatches?: number;
-}
-
-export interface PurgeReport {
-  /** The expiry before which rows were deleted (ISO 8601). */
-  cutoff: string;
-  deleted: Record<PurgeTable, number>;
-  /** Tables whose batches ran out before their backlog did. */
-  unfinished: PurgeTable[];
-}
+import { purgeTables, type PurgeTable } from '../domain/purge.ts';
+import { purgeExpiredBatch } from '../links/purge.ts';
+import type { PurgeInput, PurgeReport } from '../workflows/purge-expired.contract.ts';
 
 export interface PurgeDependencies {
   database: Database;

@@ -3,7 +3,7 @@
 // finish them, paging through every candidate; a funding in review is settled by the wallet's own
 // final state when it has one; recent FAILED fundings with a transfer are checked once more
 // (issue 16). Every repair goes through the records (fundings/, payments/) with its event.
-import { Context } from '@temporalio/activity';
+import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { fundingReviewStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
@@ -18,40 +18,7 @@ import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
-
-export interface SweepInput {
-  /** Fundings and payments younger than this are left to their workflow. */
-  olderThanSeconds: number;
-  /** Rows read per page; the sweep pages through every candidate. */
-  limit?: number;
-  /** How far back FAILED fundings with a transfer are re-checked against the wallet; absent: 24 h. */
-  recheckFailedSeconds?: number;
-}
-
-export type RepairAction =
-  | 'workflow-running'
-  | 'workflow-started'
-  | 'finished-from-wallet'
-  | 'failed-not-executed'
-  | 'sent-to-review'
-  | 'resolved-from-wallet'
-  | 'failed-but-executed'
-  | 'left-for-ops';
-
-export interface SweepReport {
-  checked: number;
-  repaired: number;
-  items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
-  /** Payments not final long after they started: restarted when their workflow is gone. */
-  paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
-  paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
-  /** Fundings in NEEDS_REVIEW the wallet could not settle: for ops (POST /ops/fundings/{id}/resolve). */
-  fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
-  /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
-  failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
-  /** Final fundings whose hold was still open (a crash between the final state and its settle), now settled. */
-  holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
-}
+import type { RepairAction, SweepInput, SweepReport } from '../workflows/reconcile.contract.ts';
 
 export interface ReconcileDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
@@ -130,12 +97,18 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
         deps.metrics?.reconcileRepair(action);
       }
     };
+    let fence: number | undefined = undefined;
     const parkForReview = async (reason: string, evidence: WalletCallEvidence[], detail: string) => {
-      if (await fundings.parkForReview(funding.id, reason, evidence)) {
-        report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
+      if (!(await fundings.parkForReview(funding.id, reason, evidence, fence))) {
+        note('left-for-ops', `not sent to review: another writer moved it first (${detail})`, false);
+        return;
       }
+      report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
       note('sent-to-review', detail, true);
     };
+    /** A repair counts only if the record took it (a fence or another writer may have refused it). */
+    const finished = (moved: boolean, action: RepairAction, detail: string) =>
+      moved ? note(action, detail, true) : note('left-for-ops', `not repaired: another writer moved it first (${detail})`, false);
     if (funding.status === fundingReviewStatus) {
       // A queued execute may have landed since: the wallet's final word settles the review.
       const read = funding.transferId ? await readTransfer(funding.transferId) : null;
@@ -154,7 +127,20 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       note('workflow-running', 'its workflow is still working on it', false);
       return;
     }
-    if (state === 'missing' && !funding.transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
+    // Its workflow is gone: the sweep takes the funding on (issue 24), and decides from what its
+    // claim saw, not from the page it listed; an older sweep attempt still running writes nothing.
+    // A cut-off attempt learns it at its next heartbeat: it asks before it claims anything.
+    heartbeat();
+    stopIfCancelled();
+    const claimed = await fundings.claim(funding.id);
+    if (!claimed) return;
+    fence = claimed.fence;
+    const { transferId } = claimed;
+    if (claimed.status !== funding.status) {
+      note('left-for-ops', `moved on to ${claimed.status} since it was listed; checked again next sweep`, false);
+      return;
+    }
+    if (state === 'missing' && !transferId && (funding.status === 'PENDING' || funding.status === 'CREATING')) {
       // Stored, but the API died before starting its workflow: start it now.
       await startFundWallet(deps.temporal, {
         workflowId: funding.workflowId,
@@ -168,15 +154,16 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       note('workflow-started', 'the funding had no workflow', true);
       return;
     }
-    if (!funding.transferId) {
+    if (!transferId) {
       // No transfer was ever stored, so nothing can have been executed for this funding.
-      await fundings.finish(funding.id, { status: 'FAILED', code: 'CREATE_FAILED', requestReferenceNo: null, detail: 'reconciliation: workflow ended without a transfer; nothing executed' });
-      note('failed-not-executed', 'no transfer was stored', true);
+      const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'CREATE_FAILED', requestReferenceNo: null, detail: 'reconciliation: workflow ended without a transfer; nothing executed', fence });
+      finished(done.moved, 'failed-not-executed', 'no transfer was stored');
       return;
     }
     /** EXECUTING or RECONCILING: an execute may have been sent whose outcome nobody knows. */
     const executeMayBeInDoubt = funding.status !== 'PENDING' && funding.status !== 'CREATING';
-    const read = await readTransfer(funding.transferId);
+    const read = await readTransfer(transferId);
+    stopIfCancelled();
     if (read.kind === 'refused') {
       if (!executeMayBeInDoubt) {
         note('left-for-ops', `retrieve refused: ${read.code}`, false);
@@ -188,25 +175,28 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
     }
     switch (read.status) {
       case 'APPROVED':
-      case 'DECLINED':
-        await fundings.finish(funding.id, {
+      case 'DECLINED': {
+        const done = await fundings.finish(funding.id, {
           status: read.status,
           code: read.status === 'DECLINED' ? (read.declineCode ?? 'DECLINED') : null,
           requestReferenceNo: read.requestReferenceNo,
           detail: 'reconciliation: state read back from the wallet',
+          fence,
         });
-        note('finished-from-wallet', `the wallet says ${read.status}`, true);
+        finished(done.moved, 'finished-from-wallet', `the wallet says ${read.status}`);
         return;
-      case 'EXPIRED':
+      }
+      case 'EXPIRED': {
         // A final wallet state: the intent can no longer execute.
-        await fundings.finish(funding.id, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer expired unexecuted' });
-        note('failed-not-executed', 'the wallet says EXPIRED', true);
+        const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer expired unexecuted', fence });
+        finished(done.moved, 'failed-not-executed', 'the wallet says EXPIRED');
         return;
+      }
       case 'CREATED':
         if (!executeMayBeInDoubt) {
           // Its workflow is gone before any execute was sent: nothing moved, nothing can.
-          await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer never executed' });
-          note('failed-not-executed', 'the wallet says CREATED and no execute was sent', true);
+          const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer never executed', fence });
+          finished(done.moved, 'failed-not-executed', 'the wallet says CREATED and no execute was sent');
           return;
         }
         // An execute may still be queued at the wallet: CREATED now is no proof it never will be.
@@ -263,16 +253,19 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       const limit = input.limit ?? 200;
       const report: SweepReport = { checked: 0, repaired: 0, items: [], paymentItems: [], paymentsNeedingReview: [], fundingsNeedingReview: [], failedButExecuted: [] };
       for await (const funding of everyRow((after) => fundings.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+        stopIfCancelled();
         report.checked += 1;
         await sweepFunding(funding, report);
         heartbeat();
       }
       const failedSince = new Date(Date.now() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
       for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {
+        stopIfCancelled();
         if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, report);
         heartbeat();
       }
       for await (const payment of everyRow((after) => payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+        stopIfCancelled();
         report.checked += 1;
         await sweepPayment(payment, report);
         heartbeat();
@@ -281,6 +274,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
       report.holdsSettled = [];
       for (const open of await fundings.listFinalWithOpenHold(limit)) {
+        stopIfCancelled();
         const action = await fundings.settleFinalHold(open.id);
         report.holdsSettled.push({ fundingId: open.id, status: open.status, action });
         if (action !== 'none') {
@@ -311,6 +305,20 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       return report;
     },
   };
+}
+
+/**
+ * An attempt Temporal cut off (its heartbeat timed out, so another attempt may start) or
+ * cancelled stops before its next item: two attempts never repair side by side (issue 24 #6).
+ */
+function stopIfCancelled(): void {
+  let signal: AbortSignal;
+  try {
+    signal = Context.current().cancellationSignal;
+  } catch {
+    return; // Not inside an activity (a test calling the sweep directly).
+  }
+  if (signal.aborted) throw new CancelledFailure('the sweep attempt was cancelled: it writes nothing more');
 }
 
 /** Tells Temporal the sweep is alive, when it runs as an activity (a long sweep is not a hung one). */

@@ -3,19 +3,7 @@
 // elsewhere within a minute; cancellation (a worker shutting down) ends the wait at once.
 import { Context } from '@temporalio/activity';
 import type { WebhookDeliverer } from '../webhooks/deliverer.ts';
-
-export interface DeliveryRoundInput {
-  pollIntervalMs: number;
-  roundMs: number;
-}
-
-export interface DeliveryRoundReport {
-  batches: number;
-  claimed: number;
-  succeeded: number;
-  retrying: number;
-  failed: number;
-}
+import type { DeliveryRoundInput, DeliveryRoundReport } from '../workflows/deliver-webhooks.contract.ts';
 
 export function createWebhookActivities(deps: { deliverer: WebhookDeliverer }) {
   return {

@@ -23,9 +23,11 @@ import { metricsRouter, observeRequests } from './http/http-metrics.ts';
 import { requestId } from './http/request-id.ts';
 import { requestSpans, type RequestTracing } from './http/request-spans.ts';
 import { opsAuth } from './ops/ops-auth.ts';
+import { auditOpsWrites } from './ops/ops-audit.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
 import { sendProblem } from './http/problem.ts';
+import { overloadOf } from '../lib/admission.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createIpAllowlist } from '../lib/ip-allowlist.ts';
 import { embeddedSessionRouter } from './embedded/session-url.ts';
@@ -57,12 +59,16 @@ export interface AppDependencies {
   readiness: ReadinessChecks;
   /** The API's registry, served at GET /metrics; absent: one of its own. */
   metrics?: Metrics;
+  /** METRICS_TOKEN: GET /metrics needs it as a bearer; absent: /metrics is open (development). */
+  metricsToken?: string | undefined;
   /** Security headers and rate limits; absent: no HSTS unless over TLS, the default limits of lib/config.ts. */
   hardening?: HardeningOptions;
   /** A span per request (lib/tracing.ts); absent: tracing is off. */
   tracing?: RequestTracing | undefined;
   /** Absent in a health-only app (tests of the health routes). */
   services?: {
+    /** NODE_ENV=production: production's stricter answers (webhook endpoints: public https only). */
+    production?: boolean;
     database: Database;
     tokens: TokenStore;
     cipher: TokenCipher;
@@ -104,10 +110,10 @@ export function createApp(deps: AppDependencies): express.Express {
   if (deps.tracing) app.use(requestSpans(deps.tracing));
   app.use(observeRequests({ metrics, logger: deps.logger }));
   app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
-  app.use(healthRouter(deps.readiness));
+  app.use(healthRouter(deps.readiness, { onDown: (dependency, error) => deps.logger.warn({ dependency, err: error.message }, 'readiness: a dependency is down') }));
   // The API documentation (/docs, /docs/openapi.json): public, like the contract it describes.
   app.use(docsRouter());
-  app.use(metricsRouter(metrics));
+  app.use(metricsRouter(metrics, { token: deps.metricsToken }));
   const services = deps.services;
   if (services) {
     // The on-call gauges (items in review, reconciling, the oldest unfinished), read at scrape time.
@@ -151,6 +157,8 @@ export function createApp(deps: AppDependencies): express.Express {
     );
     const ops = express.Router();
     ops.use(opsAuth({ keys: services.opsApiKeys }));
+    // Every write leaves the key's name behind, whatever it answered (issue 26 #3).
+    ops.use(auditOpsWrites(services.database, deps.logger));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
     const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
@@ -188,7 +196,7 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     ops.use(opsPaymentsRouter({ payments }));
-    ops.use(opsWebhooksRouter({ webhooks: createWebhookStore({ database: services.database, cipher: services.cipher }) }));
+    ops.use(opsWebhooksRouter({ webhooks: createWebhookStore({ database: services.database, cipher: services.cipher }), publicTargetsOnly: services.production === true }));
     app.use(
       landingRouter({
         database: services.database,
@@ -219,6 +227,14 @@ export function createApp(deps: AppDependencies): express.Express {
     const refused = clientErrorOf(error);
     if (refused) {
       sendProblem(res, { status: refused.status, code: refused.code, title: STATUS_CODES[refused.status] ?? 'Bad Request', detail: refused.message });
+      return;
+    }
+    // The database could not take the request now (issue 25): nothing was stored; come back later.
+    const busy = overloadOf(error);
+    if (busy) {
+      deps.logger.warn({ method: req.method, path: req.path, reason: busy.reason }, 'refused for load: 503 OVERLOADED');
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      sendProblem(res, { status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: 'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After' });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'unhandled error');

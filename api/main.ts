@@ -2,12 +2,13 @@
 // on SIGTERM/SIGINT finishes in-flight requests before closing its connections.
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
-import { createDatabase, pingDatabase } from '../lib/database.ts';
+import { createApiDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
 import { createTokenCipher } from '../links/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
+import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
@@ -31,7 +32,9 @@ const logger = createLogger({ level: config.logLevel, name: 'api', format: confi
 const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-api' }) : undefined;
 if (tracing) logger.info({ serviceName: config.tracing?.serviceName ?? 'walletflow-api' }, 'tracing on');
 const metrics = createMetrics({ defaultMetrics: true });
-const database = createDatabase(config.databaseUrl);
+// Write transactions are admitted in line in front of the pool (lib/admission.ts): a burst waits or is
+// answered 503 with Retry-After, never 500.
+const { database } = createApiDatabase(config.databaseUrl);
 const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security, tracing?.clientInterceptors);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKeys);
@@ -42,11 +45,20 @@ const wallet = createWalletClient({
 });
 // Starts the onboarding of the sessions the session URL stores, off the request path; its first
 // sweep picks up what a previous process stored but did not start.
-const onboarding = createOnboardingDispatcher({ database, temporal: temporal.client, taskQueue: config.temporal.taskQueue, logger, metrics });
+const onboarding = createOnboardingDispatcher({
+  database,
+  temporal: temporal.client,
+  taskQueue: config.temporal.taskQueue,
+  logger,
+  metrics,
+  // A user already on the landing page is onboarded here, ahead of any backlog (issue 25).
+  onboardNow: createSessionOnboarding({ database, wallet, tokens: createTokenStore(cipher), cipher, logger }),
+});
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
 const app = createApp({
   logger,
   metrics,
+  metricsToken: config.metricsToken,
   tracing,
   hardening: {
     publicUrl: config.publicUrl,
@@ -60,6 +72,7 @@ const app = createApp({
     walletService: () => checkWalletServiceReachable(walletUrls),
   },
   services: {
+    production: config.nodeEnv === 'production',
     database,
     tokens: createTokenStore(cipher),
     cipher,

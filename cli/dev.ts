@@ -244,7 +244,7 @@ export function devSummaryLines(summary: DevSummary): string[] {
       '',
       '  try it',
       `    a cash-in code for ${summary.users[0]?.name ?? 'a user'}:  curl -s -X POST ${url}/_sandbox/users/${summary.users[0]?.userId ?? '<userId>'}/cash-in-codes`,
-      '    fund by code:          npx walletflow fund --code <7 digits> --amount 100.50',
+      '    fund by code:          npx walletflow fund --code --amount 100.50   (asks for the 7-digit code)',
       ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
       `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
       `    link a wallet:         curl -s -X POST ${summary.apiBase}/ops/links/login-urls -H 'Authorization: Bearer ${bearer}' -H 'Content-Type: application/json' -d '{"partnerUserId":"demo","mobile":"${summary.users[0]?.mobile ?? ''}"}'   (open the url it answers)`,

@@ -19,7 +19,8 @@ import { resolveOpsTarget } from './ops-target.ts';
 import { createFundingProgress, summaryLine } from './progress.ts';
 
 export interface FundOptions {
-  code?: string;
+  /** The code; `true` (--code with no value): read from standard input, or asked for on a terminal. */
+  code?: string | true;
   link?: string;
   amount: string;
   currency: string;
@@ -57,7 +58,7 @@ export function parseFundInput(options: FundOptions): FundInput {
   if ((options.code === undefined) === (options.link === undefined)) {
     throw usage('give exactly one recipient: --code <7-digit cash-in code> or --link <linkId>');
   }
-  const recipient = options.code !== undefined ? { type: 'CODE', code: options.code.trim() } : { type: 'TOKEN', linkId: (options.link ?? '').trim() };
+  const recipient = options.code !== undefined ? { type: 'CODE', code: String(options.code).trim() } : { type: 'TOKEN', linkId: (options.link ?? '').trim() };
   const body = createFundingSchema.safeParse({ recipient, amount: { currency: options.currency.trim().toUpperCase(), value: options.amount.trim() } });
   if (!body.success) {
     // Issue messages name the field, never echo the value (a code stays unprinted).
@@ -81,10 +82,48 @@ export function exitCodeFor(funding: FundingView): number {
 
 let out = (text: string) => process.stdout.write(text);
 
+/**
+ * The cash-in code of `--code` with no value (issue 26 #7): typed at a prompt that does not echo
+ * it on a terminal, else the first line of standard input, so it lands in neither the shell's
+ * history nor `ps`.
+ */
+async function readCode(): Promise<string> {
+  const stdin = process.stdin;
+  if (stdin.isTTY) {
+    process.stderr.write('cash-in code (not shown): ');
+    stdin.setRawMode(true);
+    stdin.setEncoding('utf8');
+    stdin.resume();
+    let typed = '';
+    try {
+      for await (const chunk of stdin) {
+        for (const character of chunk as string) {
+          if (character === '\u0003') throw new CliInputError('cancelled', exitCodes.usage);
+          // Enter, or Ctrl-D: the code as typed.
+          if (character === '\r' || character === '\n' || character === '\u0004') return typed;
+          typed = character === '\u007f' || character === '\b' ? typed.slice(0, -1) : typed + character;
+        }
+      }
+      return typed;
+    } finally {
+      stdin.setRawMode(false);
+      stdin.pause();
+      process.stderr.write('\n');
+    }
+  }
+  let text = '';
+  for await (const chunk of stdin) text += String(chunk);
+  return text.split(/\r?\n/)[0] ?? '';
+}
+
 export async function runFund(options: FundOptions): Promise<number> {
   const json = options.output === 'json';
   if (json) out = (text: string) => process.stderr.write(text);
   try {
+    if (options.code === true) options = { ...options, code: await readCode() };
+    else if (typeof options.code === 'string') {
+      process.stderr.write('note: a cash-in code given on the command line stays in the shell history and shows in ps; next time give --code alone and type it (or pipe it in)\n');
+    }
     const input = parseFundInput(options);
     const target = resolveOpsTarget(options);
     const client = opsClientFor(target);

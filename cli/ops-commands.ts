@@ -47,7 +47,7 @@ export function registerOpsCommands(program: Command): void {
     program
       .command('fund')
       .description('fund a wallet through the ops API and follow the funding until it is final')
-      .option('--code <code>', "the recipient's 7-digit cash-in code (never printed whole)")
+      .option('--code [code]', "the recipient's 7-digit cash-in code (never printed whole); --code alone reads it from standard input, or asks for it on a terminal, so it stays out of the shell history and ps")
       .option('--link <linkId>', 'the recipient by linked wallet account (link id)')
       .requiredOption('--amount <value>', 'the amount as a decimal string, e.g. 100.50')
       .option('--currency <currency>', 'ISO 4217 currency', 'PHP')
@@ -59,7 +59,8 @@ export function registerOpsCommands(program: Command): void {
     .addHelpText(
       'after',
       `
-Give exactly one of --code and --link. With --output json the steps go to stderr and the
+Give exactly one of --code and --link; --code with no value asks for the code (or reads it
+from standard input). With --output json the steps go to stderr and the
 final funding (as GET /ops/fundings/{id} gives it) to stdout.
 
 Exit codes: 0 APPROVED (or accepted, with --no-wait); 1 DECLINED, REJECTED or FAILED;

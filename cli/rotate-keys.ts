@@ -1,19 +1,31 @@
 // `walletflow rotate-keys`: after a new key is put first in TOKEN_ENCRYPTION_KEY (the old ones
-// after it), re-encrypts every stored token and cash-in code under the new key; then the old keys
-// can be dropped from the ring. Safe to run again, and while the API and workers run.
+// after it), re-encrypts every sealed column (tokens, cash-in codes, webhook endpoint secrets)
+// under the new key; then the old keys can be dropped from the ring. Safe to run again, and while
+// the API and workers run. `rotatedColumns` names what it re-seals: a test holds it to every
+// sealed column of prisma/schema.prisma, so a new one cannot be forgotten.
 import { loadConfig } from '../lib/config.ts';
 import { createDatabase, type Database } from '../lib/database.ts';
 import { reencryptCashInCodes } from '../fundings/funding-record.ts';
 import { createTokenCipher } from '../links/token-cipher.ts';
 import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
+import { reencryptWebhookSecrets } from '../webhooks/webhook-store.ts';
 import { exitCodes } from './exit-codes.ts';
 
-export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Record<'links' | 'sessions' | 'cashInCodes', RotationCount>> {
+/** Every sealed column (model.field) the rotation re-seals, by the part of it that does. */
+export const rotatedColumns = {
+  links: ['TokenSet.accessTokenEncrypted', 'TokenSet.refreshTokenEncrypted'],
+  sessions: ['EmbeddedSession.accessTokenEncrypted', 'EmbeddedSession.refreshTokenEncrypted'],
+  cashInCodes: ['Funding.cashInCodeEncrypted'],
+  webhookSecrets: ['WebhookEndpoint.secretEncrypted'],
+} as const;
+
+export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Record<keyof typeof rotatedColumns, RotationCount>> {
   const cipher = createTokenCipher(keys);
   return {
     links: await reencryptLinkTokens(database, cipher),
     sessions: await reencryptSessionTokens(database, cipher),
     cashInCodes: await reencryptCashInCodes(database, cipher),
+    webhookSecrets: await reencryptWebhookSecrets(database, cipher),
   };
 }
 

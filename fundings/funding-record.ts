@@ -20,11 +20,12 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { toThousandths, type Amount } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
+import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { TokenCipherError, type TokenCipher } from '../links/token-cipher.ts';
-import type { RotationCount } from '../links/token-rotation.ts';
+import type { TokenCipher } from '../links/token-cipher.ts';
+import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
 import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { fundingWebhookEventType } from '../domain/webhook.ts';
@@ -57,9 +58,28 @@ export interface MoveEvent {
   detail?: string | null;
 }
 
+/**
+ * A run's claim on a funding (docs/architecture.md, who owns a funding): the value of the row's
+ * owner_fence the run raised it to. Every write of the run carries it and is refused once another
+ * run has claimed the funding since; `undefined` is a write by no owning run (ops' cancel, a
+ * workflow run from before fencing, whose history has no fence to replay).
+ */
+export type Fence = number | undefined;
+
+/** What a claim saw, atomically with raising the fence: the state the new owner goes on from. */
+export interface ClaimedFunding {
+  fence: number;
+  status: FundingStatus;
+  recipientType: 'CODE' | 'TOKEN';
+  transferId: string | null;
+  cancelRequested: boolean;
+}
+
 export interface FinishFunding extends MoveEvent {
   status: FinalFundingStatus;
   code: string | null;
+  /** The writer's claim; absent: no owning run (see Fence). */
+  fence?: Fence;
   /**
    * A state that says nothing was sent (a refused or cancelled create): written only while no
    * execute can have been sent (PENDING, CREATING), never over a funding another run moved on.
@@ -73,6 +93,8 @@ export interface FinishedFunding {
   status: FundingStatus;
   errorCode: string | null;
   transferId: string | null;
+  /** The funding's owner fence now: a writer whose claim is not this one was overtaken. */
+  ownerFence: number;
 }
 
 /** How a review ends, and on whose word (a key's name, or the reconciliation). */
@@ -102,7 +124,12 @@ interface MoveGuard {
   among?: (from: FundingStatus) => boolean;
   where?: Prisma.FundingWhereInput;
   data?: Prisma.FundingUpdateManyMutationInput;
+  /** The writer's claim: the move happens only while the funding's owner_fence still has it. */
+  fence?: Fence;
 }
+
+/** The row condition of a fenced write: the claim still stands. */
+const fenced = (fence: Fence): Prisma.FundingWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
 export function createFundingRecord(deps: FundingRecordDependencies) {
   const { database } = deps;
@@ -122,20 +149,20 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   /** The guarded UPDATE of a move: true when this call moved the funding. */
   async function updateStatus(tx: Prisma.TransactionClient, fundingId: string, to: FundingStatus, guard: MoveGuard = {}): Promise<boolean> {
     const from = sourcesOf(fundingTransitions, to).filter((status) => !guard.among || guard.among(status));
-    const moved = await tx.funding.updateMany({ where: { id: fundingId, status: { in: from }, ...guard.where }, data: { status: to, ...guard.data } });
+    const moved = await tx.funding.updateMany({ where: { id: fundingId, status: { in: from }, ...guard.where, ...fenced(guard.fence) }, data: { status: to, ...guard.data } });
     return moved.count === 1;
   }
 
-  async function appendEvent(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus, event: MoveEvent) {
-    await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo: event.requestReferenceNo ?? null, detail: event.detail ?? null } });
+  async function appendEvent(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus, event: MoveEvent, fence: Fence) {
+    await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo: event.requestReferenceNo ?? null, detail: event.detail ?? null, fence: fence ?? null } });
   }
 
   /** The funding as a finish or a resolution left it; counted by whoever moved it, once. */
   async function settled(fundingId: string, moved: boolean, status: FinalFundingStatus): Promise<FinishedFunding> {
-    const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true } });
+    const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true, ownerFence: true } });
     // A retried activity, or a funding cancelled by ops, is not counted twice.
     if (moved) deps.metrics?.fundingFinished(status, funding.createdAt);
-    return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+    return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId, ownerFence: funding.ownerFence };
   }
 
   /**
@@ -154,7 +181,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     return database.$transaction(async (tx) => {
       const moved = await updateStatus(tx, fundingId, to, guard);
       if (moved) {
-        await appendEvent(tx, fundingId, to, event);
+        await appendEvent(tx, fundingId, to, event, guard?.fence);
         await settleHold(tx, fundingId, to);
         await announce(tx, fundingId, to);
       }
@@ -209,7 +236,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
       const thousandths = toThousandths(amount.value);
       if (thousandths === null) throw new RangeError('not a decimal amount');
-      const inserted = await database.$transaction(async (tx) => {
+      // One user's fundings wait for each other in line before they take a connection (lib/admission.ts);
+      // the advisory lock below then serialises them across API processes too.
+      const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () => database.$transaction(async (tx) => {
         // One user's fundings one after another: the limits' counts and the hold see each other.
         if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
         const count = await tx.$executeRaw`
@@ -228,9 +257,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           if (sourceUser !== null) await checkUserLimits(tx, deps.limits, sourceUser, thousandths, amount.currency, id);
         }
         await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
-        await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' });
+        await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' }, undefined);
         return count;
-      });
+      }));
       return inserted === 1;
     },
 
@@ -251,8 +280,42 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         return ledger.settleFunding(tx, fundingId, status === 'APPROVED' ? 'post' : 'release');
       }),
 
-    /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING). */
-    move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent) => move(fundingId, to, event),
+    /**
+     * Takes the funding on: raises its owner fence and answers the state it stands in, in one
+     * statement, so nothing written by an earlier owner after this can count (every write of
+     * theirs checks the fence). Null when there is no such funding.
+     */
+    async claim(fundingId: string): Promise<ClaimedFunding | null> {
+      const rows = await database.$queryRaw<Array<{ fence: number; status: FundingStatus; recipient_type: 'CODE' | 'TOKEN'; transfer_id: string | null; cancel_requested: boolean }>>`
+        UPDATE funding SET owner_fence = owner_fence + 1 WHERE id = ${fundingId}::uuid
+        RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
+      const row = rows[0];
+      return row ? { fence: row.fence, status: row.status, recipientType: row.recipient_type, transferId: row.transfer_id, cancelRequested: row.cancel_requested } : null;
+    },
+
+    /**
+     * The one pass's start: PENDING → CREATING and the claim, in one statement with its event;
+     * the fence it claimed, or null when the funding is not a fresh PENDING one (someone else
+     * took it on, or it was cancelled).
+     */
+    claimPending: (fundingId: string): Promise<number | null> =>
+      database.$transaction(async (tx) => {
+        const rows = await tx.$queryRaw<Array<{ fence: number }>>`
+          UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
+          WHERE id = ${fundingId}::uuid AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL AND NOT cancel_requested
+          RETURNING owner_fence AS fence`;
+        const fence = rows[0]?.fence;
+        if (fence === undefined) return null;
+        await appendEvent(tx, fundingId, 'CREATING', { detail: 'creating the transfer intent' }, fence);
+        return fence;
+      }),
+
+    /** The funding's owner fence now: whether a claim still stands. */
+    fenceOf: async (fundingId: string): Promise<number> =>
+      (await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { ownerFence: true } })).ownerFence,
+
+    /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING), by the funding's owner. */
+    move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent, fence?: Fence) => move(fundingId, to, event, { fence }),
 
     /**
      * Keeps the transferId of a created intent: stored only while the funding is CREATING, not
@@ -260,10 +323,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * one first) the intent is kept on record in abandoned_transfer_ids, never executed. Answers
      * the transferId the funding executes, if any.
      */
-    async storeTransferId(fundingId: string, transferId: string): Promise<{ stored: boolean; transferId: string | null }> {
+    async storeTransferId(fundingId: string, transferId: string, fence?: Fence): Promise<{ stored: boolean; transferId: string | null }> {
       const stored = await database.$transaction(async (tx) => {
         const updated = await tx.funding.updateMany({
-          where: { id: fundingId, transferId: null, status: 'CREATING', cancelRequested: false },
+          where: { id: fundingId, transferId: null, status: 'CREATING', cancelRequested: false, ...fenced(fence) },
           data: { transferId },
         });
         if (updated.count === 1) return true;
@@ -284,11 +347,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * the race with `cancel`, which the database decides. The event carries the create call's
      * Request-Reference-No: the created intent is what moved the funding on.
      */
-    beginExecute(fundingId: string, createRequestReferenceNo: string | null): Promise<boolean> {
+    beginExecute(fundingId: string, createRequestReferenceNo: string | null, fence?: Fence): Promise<boolean> {
       return database.$transaction(async (tx) => {
-        if (!(await updateStatus(tx, fundingId, 'EXECUTING', { where: { cancelRequested: false, transferId: { not: null } } }))) return false;
+        if (!(await updateStatus(tx, fundingId, 'EXECUTING', { where: { cancelRequested: false, transferId: { not: null } }, fence }))) return false;
         const { transferId } = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
-        await appendEvent(tx, fundingId, 'EXECUTING', { requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` });
+        await appendEvent(tx, fundingId, 'EXECUTING', { requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` }, fence);
         return true;
       });
     },
@@ -318,6 +381,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const moved = await move(fundingId, input.status, input, {
         among: (from) => from !== fundingReviewStatus && (!input.beforeExecute || from === 'PENDING' || from === 'CREATING'),
         data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
+        fence: input.fence,
       });
       return settled(fundingId, moved, input.status);
     },
@@ -327,18 +391,21 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * every wallet call behind the doubt. Nothing is released or posted: the funding keeps what it
      * holds until a resolution or the wallet's final word.
      */
-    async parkForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[]): Promise<boolean> {
+    async parkForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<boolean> {
       const last = evidence.at(-1);
       return move(fundingId, fundingReviewStatus, { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) }, {
         data: { reviewReason: reason.slice(0, 500), reviewEvidence: evidence as unknown as Prisma.InputJsonValue },
+        fence,
       });
     },
 
     /**
      * The only way out of NEEDS_REVIEW: ops' resolution (APPROVED or FAILED) or the wallet's own
-     * final state read back by the sweep (APPROVED or DECLINED), with who and why.
+     * final state read back by the sweep (APPROVED or DECLINED), with who and why. Through the
+     * waiting workflow it carries that run's fence; without one (its workflow is gone) the
+     * resolve claims the funding in the same statement, so no earlier owner writes after it.
      */
-    async resolve(fundingId: string, resolution: FundingResolution): Promise<FinishedFunding> {
+    async resolve(fundingId: string, resolution: FundingResolution, fence?: Fence): Promise<FinishedFunding> {
       const code = resolution.outcome === 'FAILED' ? 'RESOLVED_FAILED' : (resolution.code ?? null);
       const detail = `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500);
       const moved = await move(fundingId, resolution.outcome, { requestReferenceNo: resolution.requestReferenceNo ?? null, detail }, {
@@ -350,7 +417,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           resolvedAt: new Date(),
           errorCode: code,
           errorMessage: code ? fundingErrorMessage(code) : null,
+          ...(fence === undefined ? { ownerFence: { increment: 1 } } : {}),
         },
+        fence,
       });
       return settled(fundingId, moved, resolution.outcome);
     },
@@ -368,23 +437,11 @@ export type FundingRecord = ReturnType<typeof createFundingRecord>;
  * first key, each only if unchanged meanwhile. A write to the funding table, so it lives here.
  */
 export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
-  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
   const rows = await database.funding.findMany({ where: { cashInCodeEncrypted: { not: null } }, select: { id: true, cashInCodeEncrypted: true } });
-  for (const row of rows) {
-    count.examined += 1;
-    if (!row.cashInCodeEncrypted || !cipher.isStale(row.cashInCodeEncrypted)) continue;
-    const context = cashInCodeContext(row.id);
-    let resealed: Uint8Array<ArrayBuffer>;
-    try {
-      resealed = cipher.encrypt(cipher.decrypt(row.cashInCodeEncrypted, context), context);
-    } catch (error) {
-      if (!(error instanceof TokenCipherError)) throw error;
-      count.unreadable += 1;
-      continue;
-    }
-    // Only if unchanged meanwhile: a concurrent writer's value wins.
-    const updated = await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } });
-    count.reencrypted += updated.count;
-  }
-  return count;
+  return resealColumn(cipher, rows, {
+    sealed: (row) => row.cashInCodeEncrypted,
+    context: (row) => cashInCodeContext(row.id),
+    writeIfUnchanged: async (row, resealed) =>
+      (await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } })).count,
+  });
 }

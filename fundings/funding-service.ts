@@ -55,7 +55,15 @@ export type StartFundingResult =
   | { kind: 'key-reused' }
   | { kind: 'link-not-found' }
   /** Refused before anything was stored (422): not enough available, or a limit; `detail` says which and what is left. */
-  | { kind: 'refused'; code: FundingRefusalCode; detail: string };
+  | { kind: 'refused'; code: FundingRefusalCode; detail: string }
+  /** A USER_BALANCE source for a recipient that is not that user's own wallet, by a caller who may not pay one user's balance to another. */
+  | { kind: 'source-not-recipient' };
+
+/** What the caller may do beyond funding (from the ops key's scopes). */
+export interface FundingAuthority {
+  /** Draw a partner user's balance for a recipient other than that user's own wallet (the `admin` scope). */
+  mayPayOthersBalance?: boolean;
+}
 
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
@@ -106,12 +114,19 @@ export function createFundingService(deps: FundingServiceDependencies) {
     },
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
-    async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string): Promise<StartFundingResult> {
+    async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string, authority: FundingAuthority = {}): Promise<StartFundingResult> {
       const requestFingerprint = fingerprint(body);
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
+      let recipientOwner: string | null = null;
       if (body.recipient.type === 'TOKEN') {
-        const link = await deps.database.link.findUnique({ where: { id: body.recipient.linkId }, select: { status: true } });
+        const link = await deps.database.link.findUnique({ where: { id: body.recipient.linkId }, select: { status: true, partnerUserId: true } });
         if (!link) return { kind: 'link-not-found' };
+        recipientOwner = link.partnerUserId;
+      }
+      // A user's balance goes to that user's own wallet (issue 26 #6), unless the caller may pay
+      // one user's balance to another (the admin scope).
+      if (body.source?.type === 'USER_BALANCE' && !authority.mayPayOthersBalance && recipientOwner !== body.source.partnerUserId) {
+        return { kind: 'source-not-recipient' };
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;

@@ -88,9 +88,31 @@ export const benchReportSchema = z.object({
       non2xx: z.number().int(),
       errors: z.number().int(),
       processes: z.record(z.string(), usageSchema),
+      /** Users who opened the landing page during the run (issue 25 #2): session URL call to money page. */
+      landers: z
+        .object({
+          users: z.number().int(),
+          toMoneyPageMs: z.object({ p50: z.number(), p99: z.number(), max: z.number() }),
+          notReached: z.number().int(),
+        })
+        .optional(),
     })
     .nullable(),
   durationSeconds: z.number(),
+  /** Issue 25's burst: 1000 POST /ops/fundings at once across 100 recipients (harness/bench-burst.ts). */
+  burst: z
+    .object({
+      requests: z.number().int(),
+      recipients: z.number().int(),
+      firstWave: z.record(z.string(), z.number().int()),
+      serverErrors: z.number().int(),
+      latencyMs: z.object({ p50: z.number(), p95: z.number(), p99: z.number() }),
+      retryRounds: z.number().int(),
+      accepted: z.number().int(),
+      acceptedPerSecond: z.number(),
+      seconds: z.number(),
+    })
+    .optional(),
   /** How the API and workers ran: compiled JavaScript (as in production) or the sources through tsx. */
   code: z.enum(['compiled', 'source (tsx)']).optional(),
   /** Resident memory of each worker process 10 s after the funding levels are done, MiB (peaks: per level). */

@@ -75,3 +75,62 @@ export async function waitForOnboardings(database: Database, timeoutMs = 120_000
   const seconds = (Date.now() - started) / 1000;
   return { seconds: round1(seconds), pending, onboardedPerSecond: seconds > 0 ? round1((before - pending) / seconds) : 0 };
 }
+
+export interface LanderRun {
+  /** Users who opened the landing page during the storm. */
+  users: number;
+  /** From the session URL call to the money page, for those users. */
+  toMoneyPageMs: { p50: number; p99: number; max: number };
+  /** Users who did not reach the money page within the wait (60 s). */
+  notReached: number;
+}
+
+/**
+ * The users who open the page while a storm runs (issue 25 #2): every `everyMs`, one more user's
+ * tile is opened (a session URL call) and the user lands at once, then reloads the loading page
+ * every 200 ms until the money page shows; each one's time from the session URL call to the money
+ * page is kept. Runs until `stop` resolves, then waits for the users still landing.
+ */
+export async function runLanders(options: {
+  apiBase: string;
+  tokens: { accessToken: string; refreshToken: string; expiresAt: number };
+  everyMs: number;
+  stop: Promise<unknown>;
+}): Promise<LanderRun> {
+  const times: number[] = [];
+  let notReached = 0;
+  const land = async () => {
+    const started = performance.now();
+    const created = await fetch(`${options.apiBase}/embedded/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'request-reference-no': randomUUID() },
+      body: JSON.stringify(options.tokens),
+    });
+    if (!created.ok) {
+      notReached += 1;
+      return;
+    }
+    const { sessionId } = (await created.json()) as { sessionId: string };
+    let response = await fetch(`${options.apiBase}/app?sessionId=${sessionId}`, { redirect: 'manual' });
+    const cookie = response.headers.getSetCookie()[0]?.split(';')[0];
+    let page = await response.text();
+    while (!page.includes('name="csrf"') && performance.now() - started < 60_000 && cookie) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      response = await fetch(`${options.apiBase}/app`, { redirect: 'manual', headers: { cookie } });
+      page = await response.text();
+    }
+    if (page.includes('name="csrf"')) times.push(performance.now() - started);
+    else notReached += 1;
+  };
+  const landing: Array<Promise<void>> = [];
+  let stopped = false;
+  void options.stop.finally(() => (stopped = true));
+  while (!stopped) {
+    landing.push(land().catch(() => void (notReached += 1)));
+    await new Promise((resolve) => setTimeout(resolve, options.everyMs));
+  }
+  await Promise.all(landing);
+  const sorted = [...times].sort((a, b) => a - b);
+  const at = (p: number) => (sorted.length ? round1(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : 0);
+  return { users: times.length + notReached, toMoneyPageMs: { p50: at(50), p99: at(99), max: at(100) }, notReached };
+}

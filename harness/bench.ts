@@ -11,7 +11,8 @@ import { createWalletClient } from '../wallet/index.ts';
 import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type RunningTemporalServer } from './temporal-server.ts';
 import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
 import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
-import { runSessionLoad, waitForOnboardings } from './bench-session.ts';
+import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
+import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
@@ -42,6 +43,9 @@ export interface BenchOptions {
   preload?: boolean;
   preloadFundings?: string;
   preloadPayments?: string;
+  /** Issue 25's burst: 1000 POST /ops/fundings at once across 100 recipients (on by default; --no-burst skips it). */
+  burst?: boolean;
+  burstRequests?: string;
 }
 
 class UsageError extends Error {}
@@ -64,6 +68,8 @@ interface Settings {
   compare?: string;
   fromSource: boolean;
   preload?: { fundings: number; payments: number };
+  /** Requests in the burst; 0: no burst. */
+  burst: number;
 }
 
 function parse(options: BenchOptions): Settings {
@@ -83,6 +89,7 @@ function parse(options: BenchOptions): Settings {
     name: options.name ?? `${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
+    burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
     ...(options.preload
       ? { preload: { fundings: wholeNumber(options.preloadFundings ?? '1000000', 'preload-fundings', 0, 20_000_000), payments: wholeNumber(options.preloadPayments ?? '200000', 'preload-payments', 0, 5_000_000) } }
       : {}),
@@ -302,14 +309,32 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   // session URL's run comes after: it leaves thousands of onboardings for the worker to run.
   const workerRssMiBAfter = await workerMemoryAfterQuiet();
 
+  // The burst (issue 25): after the levels' memory reading, before the session URL's run; the
+  // fundings it stores are run to their end first, so the storm's figures are the storm's alone.
+  let burst: BenchReport['burst'];
+  if (settings.burst > 0) {
+    burst = await runBurst({ apiBase: stack.apiBase, opsKey: stack.opsKey, admin, requests: settings.burst });
+    log(
+      `burst: ${burst.requests} POST /ops/fundings at once across ${burst.recipients} recipients: first wave ${JSON.stringify(burst.firstWave)}, ` +
+        `p50 ${burst.latencyMs.p50} ms, p99 ${burst.latencyMs.p99} ms, ${burst.serverErrors} 5xx other than a load refusal; ` +
+        `all ${burst.accepted} accepted in ${burst.seconds} s (${burst.acceptedPerSecond}/s, ${burst.retryRounds} retry round(s))`,
+    );
+    const left = await waitForFundingsFinal(stack.database, 180_000);
+    log(`the burst's fundings: ${left === 0 ? 'all final' : `${left} not final after 180 s`}`);
+  }
   let session: BenchReport['session'] = null;
   if (settings.sessionSeconds > 0) {
     const user = await admin.createUser({ mobile: '+639300000001', kycLevel: 'KYC1', balance: '0.00' });
     const tokens = await admin.embeddedTokens(user.userId);
     const usage = sampleUsage(pids);
-    const run = await runSessionLoad({ sessionUrl: `${stack.apiBase}/embedded/session`, tokens, connections: settings.sessionConnections, seconds: settings.sessionSeconds });
-    session = { ...run, processes: usage.stop() };
+    const load = runSessionLoad({ sessionUrl: `${stack.apiBase}/embedded/session`, tokens, connections: settings.sessionConnections, seconds: settings.sessionSeconds });
+    // Users who open the page during the storm (issue 25 #2): 4 a second, from the session URL call to the money page.
+    const landers = runLanders({ apiBase: stack.apiBase, tokens, everyMs: 250, stop: load });
+    const run = await load;
+    const landed = await landers;
+    session = { ...run, processes: usage.stop(), landers: landed };
     log(`session URL: ${run.requestsPerSecond} requests/s, p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms${run.non2xx ? `, ${run.non2xx} non-2xx` : ''}`);
+    log(`users who opened the page during it: ${landed.users}, session URL to money page p50 ${landed.toMoneyPageMs.p50} ms, p99 ${landed.toMoneyPageMs.p99} ms, max ${landed.toMoneyPageMs.max} ms${landed.notReached ? `, ${landed.notReached} not reached` : ''}`);
   }
 
   const workerRssMiBAfterSession = settings.sessionSeconds > 0 ? await workerMemoryAfterQuiet() : undefined;
@@ -323,6 +348,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   }
   const cpus = os.cpus();
   return benchReportSchema.parse({
+    ...(burst ? { burst } : {}),
     workerRssMiBAfter,
     ...(workerRssMiBAfterSession ? { workerRssMiBAfterSession } : {}),
     ...atRest,

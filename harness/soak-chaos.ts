@@ -1,5 +1,6 @@
 // The soak's chaos: seeded sandbox faults on every wallet endpoint, and process chaos (worker
-// SIGKILL, API SIGTERM and restart, Temporal dev server stop and start) at milestones of the run.
+// SIGKILL, worker SIGSTOP for longer than a workflow task's time-out and SIGCONT, API SIGTERM and
+// restart, Temporal dev server stop and start) at milestones of the run.
 import type { LocalStack } from './local-stack.ts';
 
 export interface FaultRule {
@@ -48,16 +49,25 @@ export function faultRules(): FaultRule[] {
   ];
 }
 
-export type ChaosAction = 'worker-kill' | 'api-restart' | 'temporal-restart';
+export type ChaosAction = 'worker-kill' | 'worker-pause' | 'api-restart' | 'temporal-restart';
 
 export interface ChaosCounts {
   'worker-kill': number;
+  'worker-pause': number;
   'api-restart': number;
   'temporal-restart': number;
 }
 
-/** The order actions come in: the worker most often, the API and Temporal in turn. */
-const cycle: ChaosAction[] = ['worker-kill', 'api-restart', 'worker-kill', 'temporal-restart'];
+/** The order actions come in: the workers most often (killed or paused), the API and Temporal in turn. */
+const cycle: ChaosAction[] = ['worker-kill', 'worker-pause', 'api-restart', 'temporal-restart', 'worker-pause', 'worker-kill', 'worker-pause'];
+
+/**
+ * How long a paused worker stays stopped: longer than a workflow task's time-out (10 s), so its
+ * tasks go to the other worker while its local activities (a one pass) are frozen mid-way, and
+ * go on when it continues: an orphaned pass overlapping a new workflow task, for real.
+ */
+const PAUSE_MIN_MS = 12_000;
+const PAUSE_SPREAD_MS = 13_000;
 
 /** How many actions a run of `total` requests gets: at least one full cycle and a half, then one per 25. */
 export function plannedActions(total: number): number {
@@ -76,7 +86,7 @@ export interface Chaos {
 }
 
 export function createChaos(stack: LocalStack, options: { total: number; random: () => number; log: (line: string) => void }): Chaos {
-  const counts: ChaosCounts = { 'worker-kill': 0, 'api-restart': 0, 'temporal-restart': 0 };
+  const counts: ChaosCounts = { 'worker-kill': 0, 'worker-pause': 0, 'api-restart': 0, 'temporal-restart': 0 };
   const history: string[] = [];
   const actions = plannedActions(options.total);
   const step = options.total / actions;
@@ -98,6 +108,23 @@ export function createChaos(stack: LocalStack, options: { total: number; random:
         // Polling again before the next action (a Temporal restart should meet a running worker).
         await stack.worker.waitForOutput(/worker polling/, 30_000).catch(() => undefined);
         break;
+      case 'worker-pause': {
+        // A stop-the-world pause (a GC stall, a frozen VM): SIGSTOP, then SIGCONT.
+        const target = stack.workers[Math.floor(options.random() * stack.workers.length)]!;
+        const pid = target.pid();
+        if (pid === undefined) break;
+        process.kill(pid, 'SIGSTOP');
+        try {
+          await sleep(PAUSE_MIN_MS + Math.floor(options.random() * PAUSE_SPREAD_MS));
+        } finally {
+          try {
+            process.kill(pid, 'SIGCONT');
+          } catch {
+            // It exited meanwhile (killed by a stop): nothing to continue.
+          }
+        }
+        break;
+      }
       case 'api-restart':
         await stack.api.stop('SIGTERM', 15_000);
         stack.api.start();

@@ -26,6 +26,8 @@ export interface SoakFundingRow {
   resolvedOutcome?: string | null;
   /** What the soak's plan expects of this funding; null: not planned (unknown to the driver). */
   expected: Expected | null;
+  /** The owner fence of each timeline event written by an owning run, in the order written (issue 24). */
+  eventFences?: number[];
 }
 
 export interface SoakPaymentRow {
@@ -41,6 +43,8 @@ export interface SoakPaymentRow {
   reviewAt: number | null;
   resolvedOutcome: string | null;
   expected: Expected | null;
+  /** The owner fence of each timeline event written by an owning run, in the order written (issue 24). */
+  eventFences?: number[];
 }
 
 export interface SoakLedger {
@@ -70,6 +74,8 @@ export type Invariant =
   | 'money-debited'
   | 'balances'
   | 'unexpected-outcome'
+  /** A timeline event written by a run after another run had claimed the record (a stale owner's write). */
+  | 'stale-owner'
   /** The partner's ledger (harness/ledger-invariants.ts): zero-sum, balances, floors, holds, clearing. */
   | 'ledger';
 
@@ -162,6 +168,19 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     ['payments', input.requested.payments, input.payments.length],
   ] as const) {
     if (recorded < requested) add('lost-request', [], `${requested - recorded} of ${requested} ${side} requested have no record in walletflow`);
+  }
+
+  // One writer at a time (issue 24): a run writes only under its own claim, and claims only go up,
+  // so a fence lower than one written before it is a write by an overtaken run.
+  for (const [side, rows] of [
+    ['funding', input.fundings],
+    ['payment', input.payments],
+  ] as const) {
+    for (const row of rows) {
+      const fences = row.eventFences ?? [];
+      const at = fences.findIndex((fence, index) => index > 0 && fence < fences[index - 1]!);
+      if (at > 0) add('stale-owner', [row.id], `${side} event ${at + 1} was written under fence ${fences[at]} after fence ${fences[at - 1]}`);
+    }
   }
 
   // No ledger entry executed twice, whoever it belongs to.

@@ -77,7 +77,8 @@ export async function runSoak(options: SoakOptions): Promise<number> {
 
   try {
     log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
-    const stack = await startLocalStack({ purpose: 'soak', log, cleanup, ...(options.logDir ? { logDir: options.logDir } : {}) });
+    // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the other's (issue 24).
+    const stack = await startLocalStack({ purpose: 'soak', log, cleanup, workers: options.chaos ? 2 : 1, ...(options.logDir ? { logDir: options.logDir } : {}) });
     const result = await drive(stack, { fundings, payments, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [
       '',
@@ -174,7 +175,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       (open) =>
         log(
           `posted ${posted}/${plan.length}; not final: ${open.fundings} funding(s), ${open.payments} payment(s) (${open.review} in review)` +
-            (chaos ? `; chaos: worker kills ${chaos.counts['worker-kill']}, API restarts ${chaos.counts['api-restart']}, Temporal restarts ${chaos.counts['temporal-restart']}` : ''),
+            (chaos ? `; chaos: worker kills ${chaos.counts['worker-kill']}, worker pauses ${chaos.counts['worker-pause']}, API restarts ${chaos.counts['api-restart']}, Temporal restarts ${chaos.counts['temporal-restart']}` : ''),
         ),
       () => undefined,
     );
@@ -233,6 +234,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     finalAt: row.events.find((event) => isFinalFundingStatus(event.status))?.at.getTime() ?? null,
     resolvedOutcome: row.resolvedOutcome,
     expected: expectedById.get(row.id) ?? null,
+    eventFences: row.events.flatMap((event) => (event.fence === null ? [] : [event.fence])),
   }));
   const paymentsIn: SoakPaymentRow[] = paymentRows.map((row) => ({
     id: row.id,
@@ -246,6 +248,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     reviewAt: row.events.find((event) => event.status === 'NEEDS_REVIEW')?.at.getTime() ?? null,
     resolvedOutcome: row.resolvedOutcome,
     expected: expectedById.get(row.id) ?? null,
+    eventFences: row.events.flatMap((event) => (event.fence === null ? [] : [event.fence])),
   }));
   const check = checkSoak({
     requested: { fundings: plan.filter((item) => item.side === 'funding').length, payments: plan.filter((item) => item.side === 'payment').length },
@@ -281,7 +284,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const sweepRepairs = await stack.database.fundingEvent.count({ where: { detail: { startsWith: 'reconciliation:' } } });
   const notes = [
     chaos
-      ? `chaos: worker SIGKILL ×${chaos.counts['worker-kill']}, API restart ×${chaos.counts['api-restart']}, Temporal dev server restart ×${chaos.counts['temporal-restart']}; ` +
+      ? `chaos: worker SIGKILL ×${chaos.counts['worker-kill']}, worker SIGSTOP ×${chaos.counts['worker-pause']} (with 2 workers), API restart ×${chaos.counts['api-restart']}, Temporal dev server restart ×${chaos.counts['temporal-restart']}; ` +
         `unplanned exits: worker ×${stack.worker.unplannedExits}, API ×${stack.api.unplannedExits}`
       : 'chaos: off (no faults, no process kills)',
     `wallet calls: ${totalCalls}, failed ${totalCalls - callCount('ok')} (unknown ${callCount('unknown')}, retryable ${callCount('retryable')}, rejected ${callCount('rejected')}); ` +

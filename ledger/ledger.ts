@@ -40,6 +40,8 @@ export interface Posting {
   paymentId?: string;
   reason?: string;
   fingerprint?: string;
+  /** Who posted it, when a person did (an adjustment: the ops key's name); absent: walletflow itself. */
+  actor?: string;
 }
 
 /** Not enough available on `account`: nothing of the caller's transaction is kept. */
@@ -124,9 +126,9 @@ export function createLedger(options: LedgerOptions = {}) {
    */
   async function post(tx: Prisma.TransactionClient, posting: Posting): Promise<{ id: bigint; created: boolean }> {
     const inserted = await tx.$queryRaw<Array<{ id: bigint }>>`
-      INSERT INTO ledger_transaction (reference, kind, currency, settles_id, funding_id, payment_id, reason, fingerprint)
+      INSERT INTO ledger_transaction (reference, kind, currency, settles_id, funding_id, payment_id, reason, fingerprint, actor)
       VALUES (${posting.reference}, ${posting.kind}::"LedgerTransactionKind", ${posting.currency}, ${posting.settlesId ?? null}::bigint,
-              ${posting.fundingId ?? null}::uuid, ${posting.paymentId ?? null}::uuid, ${posting.reason ?? null}, ${posting.fingerprint ?? null})
+              ${posting.fundingId ?? null}::uuid, ${posting.paymentId ?? null}::uuid, ${posting.reason ?? null}, ${posting.fingerprint ?? null}, ${posting.actor?.slice(0, 128) ?? null})
       ON CONFLICT DO NOTHING RETURNING id`;
     const row = inserted[0];
     if (!row) {
@@ -226,7 +228,7 @@ export function createLedger(options: LedgerOptions = {}) {
      */
     async adjust(
       database: Database,
-      input: { idempotencyKey: string; account: string; currency: string; amount: bigint; reason: string; fingerprint: string },
+      input: { idempotencyKey: string; account: string; currency: string; amount: bigint; reason: string; fingerprint: string; actor?: string },
     ): Promise<{ kind: 'created' | 'existing'; adjustment: AdjustmentView } | { kind: 'key-reused' }> {
       const counterAccount = input.account === 'TREASURY' ? 'CAPITAL' : 'TREASURY';
       const reference = adjustmentReference(input.idempotencyKey);
@@ -237,6 +239,7 @@ export function createLedger(options: LedgerOptions = {}) {
           currency: input.currency,
           reason: input.reason,
           fingerprint: input.fingerprint,
+          ...(input.actor ? { actor: input.actor } : {}),
           legs: [
             { account: input.account, amount: input.amount },
             { account: counterAccount, amount: -input.amount },

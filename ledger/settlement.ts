@@ -16,7 +16,7 @@ export type SettleDay = (date: string) => Promise<Settlement>;
 export function createSettlement(deps: { database: Database; retrieveTransfer: RetrieveTransfer; timeZone: string }): SettleDay {
   const { database, timeZone } = deps;
   return async (date) => {
-    const day = dayBounds(date, timeZone);
+    const day = dayBounds(date);
     const fundings = await database.$queryRaw<Array<{ id: string; transfer_id: string | null; amount: Prisma.Decimal; currency: string; posted: Prisma.Decimal | null }>>`
       SELECT f.id::text AS id, f.transfer_id, f.amount, f.currency,
              (SELECT e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
@@ -117,7 +117,7 @@ export function createSettlement(deps: { database: Database; retrieveTransfer: R
 }
 
 /** The day's bounds as local timestamps of SETTLEMENT_TZ ("2026-01-31 00:00:00" to the next midnight). */
-function dayBounds(date: string, _timeZone: string): { start: string; end: string } {
+function dayBounds(date: string): { start: string; end: string } {
   const next = new Date(`${date}T00:00:00Z`);
   next.setUTCDate(next.getUTCDate() + 1);
   return { start: `${date} 00:00:00`, end: `${next.toISOString().slice(0, 10)} 00:00:00` };

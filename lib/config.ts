@@ -29,6 +29,7 @@ export const secretVariables = [
   'TEMPORAL_API_KEY',
   'TEMPORAL_TLS_KEY',
   'CODEC_AUTH_TOKEN',
+  'METRICS_TOKEN',
   // Headers to the trace collector: often an API key (`authorization=Bearer …`).
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
@@ -258,6 +259,7 @@ export const environmentSchema = z
     TEMPORAL_API_KEY: optionalString,
     TEMPORAL_TLS_DISABLED: booleanFlag,
     CODEC_AUTH_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
+    METRICS_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
     WORKFLOW_BUNDLE_PATH: optionalString,
     PAYLOAD_ENCRYPTION_KEYS: z.preprocess(
       emptyAsUndefined,
@@ -426,6 +428,11 @@ export interface AppConfig {
   loginSigningKey: Buffer | undefined;
   /** CODEC_AUTH_TOKEN: the bearer token of `walletflow codec-server`; absent: one per run. */
   codecAuthToken: string | undefined;
+  /**
+   * METRICS_TOKEN: the bearer token GET /metrics needs on the API (its gauges tell the business's
+   * volumes); absent (development only): /metrics is open. Required in production (issue 26 #5).
+   */
+  metricsToken: string | undefined;
   /** How long a session id from the session URL may be used at the landing page. */
   embeddedSessionTtlSeconds: number;
   /** How long the partner's web session (cookie) in the wallet app's web view lasts. */
@@ -587,6 +594,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     fingerprintKey: e.IDEMPOTENCY_FINGERPRINT_KEY ?? (e.NODE_ENV !== 'production' && e.TOKEN_ENCRYPTION_KEY ? deriveFingerprintKey(e.TOKEN_ENCRYPTION_KEY.at(-1)!) : undefined),
     loginSigningKey: e.LOGIN_SIGNING_KEY === undefined ? undefined : Buffer.from(e.LOGIN_SIGNING_KEY, 'utf8'),
     codecAuthToken: e.CODEC_AUTH_TOKEN,
+    metricsToken: e.METRICS_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
     rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE, webSessionPollsPerMinute: e.WEB_SESSION_POLL_LIMIT_PER_MINUTE },
@@ -664,6 +672,9 @@ const isLocalEntry = (entry: string) => isLocalHostname(entry.split('/')[0] ?? '
  * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
  * public URL (the web session cookie must be Secure).
  */
+/** Passwords the project's samples carry (.env.example, compose): never a production database's. */
+const sampleDatabasePasswords = new Set(['walletflow', 'postgres', 'password', 'change-me']);
+
 export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];
@@ -677,8 +688,11 @@ export function productionProblems(config: AppConfig): string[] {
   if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required in production (openssl rand -base64 32; its own key, not a token key)');
   if (config.wallet) {
     for (const [name, url] of [['CONNECT_URL', config.wallet.connectUrl], ['OP_URL', config.wallet.opUrl], ['TRANSFER_URL', config.wallet.transferUrl]] as const) {
-      if (isLocalHostname(new URL(url).hostname)) {
+      const parsed = new URL(url);
+      if (isLocalHostname(parsed.hostname)) {
         problems.push(`${name}: points at this machine (the sandbox?); production needs the operator's service`);
+      } else if (parsed.protocol !== 'https:') {
+        problems.push(`${name}: must be an https:// address in production (tokens and codes travel on it)`);
       }
     }
     if (config.wallet.clientId.startsWith('sandbox-')) problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
@@ -707,6 +721,15 @@ export function productionProblems(config: AppConfig): string[] {
     problems.push('TEMPORAL_TLS: production reaches Temporal over TLS (TEMPORAL_TLS=true, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT/KEY, TEMPORAL_API_KEY) or says TEMPORAL_TLS_DISABLED=true');
   }
   if (config.treasuryLimit === undefined) problems.push('TREASURY_LIMIT: is required in production (how far the treasury may go below zero, e.g. "0.00")');
+  // Issue 26 #5: what compose alone used to insist on, and the sample values it ships.
+  if (!config.payloadKeys || config.payloadKeys.length === 0) {
+    problems.push('PAYLOAD_ENCRYPTION_KEYS: is required in production (workflow payloads in Temporal are encrypted; see docs/payload-encryption.md)');
+  }
+  if (config.databaseUrl && sampleDatabasePasswords.has(decodeURIComponent(new URL(config.databaseUrl).password))) {
+    problems.push("DATABASE_URL: uses the sample password of .env.example (POSTGRES_PASSWORD); production needs its own (openssl rand -base64 24)");
+  }
+  if (!config.metricsToken) problems.push('METRICS_TOKEN: is required in production (GET /metrics shows business volumes; give Prometheus the token as a bearer)');
+  else if (config.metricsToken.length < 32) problems.push('METRICS_TOKEN: must be at least 32 characters in production');
   if (config.fundingLimits.min > config.fundingLimits.max) problems.push('FUNDING_MIN: must not exceed FUNDING_MAX');
   return problems;
 }

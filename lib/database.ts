@@ -2,11 +2,45 @@
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
+import { createAdmissionGate, currentAdmissionLane, type AdmissionGate, type AdmissionLimits } from './admission.ts';
 
 export type Database = PrismaClient;
 
-export function createDatabase(databaseUrl: string, { maxConnections = 10 }: { maxConnections?: number } = {}): Database {
+/** A process's PostgreSQL connections (the pg pool's `max`). */
+export const DEFAULT_POOL_SIZE = 10;
+
+export function createDatabase(databaseUrl: string, { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {}): Database {
   return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: maxConnections }) });
+}
+
+/**
+ * The API's admission in front of its pool (lib/admission.ts, docs/running-at-scale.md): two
+ * connections stay free for reads and health checks, the rest run write transactions; up to
+ * 2,000 more wait in line, each at most 5 s, before a request is answered 503 with Retry-After.
+ */
+export function apiAdmissionLimits(maxConnections: number): AdmissionLimits {
+  return { maxInFlight: Math.max(1, maxConnections - 2), maxQueued: 2000, maxWaitMs: 5000 };
+}
+
+/**
+ * The API's database: every interactive transaction (`$transaction`) is admitted through the
+ * gate first, in its caller's lane (lib/admission.ts inAdmissionLane), so a burst waits in line
+ * holding no connection, and what the line cannot take is refused at once (Overloaded), never
+ * left to time out inside the pool.
+ */
+export function createApiDatabase(databaseUrl: string, { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {}): { database: Database; admission: AdmissionGate } {
+  const client = createDatabase(databaseUrl, { maxConnections });
+  const admission = createAdmissionGate(apiAdmissionLimits(maxConnections));
+  const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const admitted = (...args: unknown[]) => admission.run(() => transaction(...args), currentAdmissionLane());
+  const database = new Proxy(client, {
+    get(target, property) {
+      if (property === '$transaction') return admitted;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+  return { database, admission };
 }
 
 /** Readiness probe: a round trip to PostgreSQL. */

@@ -1,7 +1,10 @@
 // Who may start a standalone login (contract-decisions section 12): a login URL's token minted by
 // the ops API, or a login token the partner backend signed with LOGIN_SIGNING_KEY (HS256 JWT,
 // `sub` = the partner user id, `exp` at most 10 minutes ahead). Either is used at most once: both
-// are recorded here by their SHA-256 hash, so a replayed token finds its row already used.
+// are recorded here by a SHA-256 hash, so a replayed token finds its row already used. A signed
+// token is recorded by its decoded signature, not its text, and only its canonical encoding is
+// accepted (issue 26 #1): base64url leaves 2 bits of an HS256 signature's last character unused,
+// so four strings would otherwise verify as one token and each pass the replay guard.
 import { createHash, randomBytes } from 'node:crypto';
 import { errors as joseErrors, jwtVerify } from 'jose';
 import { z } from 'zod';
@@ -23,6 +26,22 @@ export type LoginUrlRequest = z.infer<typeof loginUrlRequestSchema>;
 
 /** The claims walletflow reads from a signed login token (others are ignored). */
 const signedClaimsSchema = z.object({ sub: partnerUserIdSchema, exp: z.number().int(), mobile: loginMobileSchema.optional() });
+
+/**
+ * What a signed login token may say it is for (issue 26 #1): the contract asks only for `sub` and
+ * `exp`, so neither is required; but a token whose `aud` names someone else, or whose `typ` is
+ * another kind of token (an access token signed with the same key), is not a login.
+ */
+export const LOGIN_TOKEN_AUDIENCE = 'walletflow:login';
+const loginTokenTypes = new Set(['JWT', 'LOGIN+JWT']);
+
+/** The signature segment, decoded, if it is the canonical base64url of its bytes; null otherwise. */
+function canonicalSignature(token: string): Buffer | null {
+  const segment = token.split('.')[2] ?? '';
+  const bytes = Buffer.from(segment, 'base64url');
+  return bytes.length > 0 && bytes.toString('base64url') === segment ? bytes : null;
+}
+const hashSignature = (signature: Buffer) => createHash('sha256').update('login-token-signature:').update(signature).digest('hex');
 
 export type LoginRefusal = 'invalid' | 'used' | 'expired';
 export type RedeemedLogin = { ok: true; partnerUserId: string; mobile: string | undefined } | { ok: false; reason: LoginRefusal };
@@ -56,9 +75,10 @@ export async function redeemLoginGrant(
   options: { signingKey: Buffer | undefined; now?: number },
 ): Promise<RedeemedLogin> {
   const now = options.now ?? Date.now();
-  const tokenHash = hashToken(token);
   if (looksLikeJwt(token)) {
     if (!options.signingKey) return { ok: false, reason: 'invalid' };
+    const signature = canonicalSignature(token);
+    if (!signature) return { ok: false, reason: 'invalid' };
     let claims: z.infer<typeof signedClaimsSchema>;
     try {
       const verified = await jwtVerify(token, options.signingKey, {
@@ -67,6 +87,11 @@ export async function redeemLoginGrant(
         clockTolerance: CLOCK_TOLERANCE_SECONDS,
         currentDate: new Date(now),
       });
+      const { aud } = verified.payload;
+      if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(LOGIN_TOKEN_AUDIENCE)) return { ok: false, reason: 'invalid' };
+      const { typ } = verified.protectedHeader;
+      // RFC 7515 4.1.9: "application/" may be left out of typ; both spellings are the same type.
+      if (typ !== undefined && !loginTokenTypes.has(typ.toUpperCase().replace(/^APPLICATION\//, ''))) return { ok: false, reason: 'invalid' };
       const parsed = signedClaimsSchema.safeParse(verified.payload);
       if (!parsed.success) return { ok: false, reason: 'invalid' };
       claims = parsed.data;
@@ -76,13 +101,14 @@ export async function redeemLoginGrant(
     // A token that lives longer than a login may is refused outright, not shortened.
     if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000) return { ok: false, reason: 'invalid' };
     const recorded = await database.loginGrant.createMany({
-      data: [{ tokenHash, partnerUserId: claims.sub, mobile: claims.mobile ?? null, source: 'SIGNED', expiresAt: new Date(claims.exp * 1000), usedAt: new Date(now) }],
+      data: [{ tokenHash: hashSignature(signature), partnerUserId: claims.sub, mobile: claims.mobile ?? null, source: 'SIGNED', expiresAt: new Date(claims.exp * 1000), usedAt: new Date(now) }],
       skipDuplicates: true,
     });
     if (recorded.count !== 1) return { ok: false, reason: 'used' };
     return { ok: true, partnerUserId: claims.sub, mobile: claims.mobile };
   }
   // Spend the row atomically: exactly one start can win it.
+  const tokenHash = hashToken(token);
   const spent = await database.loginGrant.updateMany({
     where: { tokenHash, source: 'OPS', usedAt: null, expiresAt: { gt: new Date(now) } },
     data: { usedAt: new Date(now) },

@@ -11,9 +11,9 @@
 // (`login_state.outcome`). Every purged row is a hash of a spent or expired bearer value; an
 // embedded session's encrypted tokens (left behind only by a failed onboarding) go with it.
 import type { Database } from '../lib/database.ts';
+import { purgeTables, type PurgeTable } from '../domain/purge.ts';
 
-export const purgeTables = ['login_state', 'login_grant', 'app_session', 'embedded_session'] as const;
-export type PurgeTable = (typeof purgeTables)[number];
+export { purgeTables, type PurgeTable };
 
 /**
  * Deletes up to `batchSize` rows of `table` that expired before `cutoff`; returns how many. An

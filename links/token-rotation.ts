@@ -72,3 +72,33 @@ export async function reencryptSessionTokens(database: Database, cipher: TokenCi
   }
   return count;
 }
+
+/**
+ * Re-seals one sealed column row by row under the ring's first key (the shape every sealed column
+ * other than a link's tokens shares): each stale value decrypted under its row's context,
+ * encrypted again, and written only if unchanged meanwhile (a concurrent writer's value wins).
+ * A value under a key the ring lacks is counted unreadable and left as it is.
+ */
+export async function resealColumn<Row>(
+  cipher: TokenCipher,
+  rows: Row[],
+  column: { sealed(row: Row): Uint8Array | null; context(row: Row): string; writeIfUnchanged(row: Row, resealed: Uint8Array<ArrayBuffer>): Promise<number> },
+): Promise<RotationCount> {
+  const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
+  for (const row of rows) {
+    count.examined += 1;
+    const sealed = column.sealed(row);
+    if (!sealed || !cipher.isStale(sealed)) continue;
+    const context = column.context(row);
+    let resealed: Uint8Array<ArrayBuffer>;
+    try {
+      resealed = cipher.encrypt(cipher.decrypt(sealed, context), context);
+    } catch (error) {
+      if (!(error instanceof TokenCipherError)) throw error;
+      count.unreadable += 1;
+      continue;
+    }
+    count.reencrypted += await column.writeIfUnchanged(row, resealed);
+  }
+  return count;
+}

@@ -59,6 +59,22 @@ export interface SettledPayment {
   status: PaymentStatus;
   errorCode: string | null;
   walletPaymentId: string | null;
+  /** The payment's owner fence now: a writer whose claim is not this one was overtaken. */
+  ownerFence: number;
+}
+
+/**
+ * A run's claim on a payment, as for fundings (fundings/funding-record.ts Fence): the value of
+ * owner_fence the run raised it to; `undefined` is a write by no owning run (a workflow run from
+ * before fencing, ops' resolve when the workflow is gone).
+ */
+export type PaymentFence = number | undefined;
+
+/** What a claim saw, atomically with raising the fence. */
+export interface ClaimedPayment {
+  fence: number;
+  status: PaymentStatus;
+  walletPaymentId: string | null;
 }
 
 export interface PaymentRecordDependencies {
@@ -73,7 +89,11 @@ interface MoveGuard {
   /** Only some of the legal moves: the table's sources narrowed by this, never widened. */
   among?: (from: PaymentStatus) => boolean;
   data?: Prisma.PaymentUpdateManyMutationInput;
+  /** The writer's claim: the move happens only while the payment's owner_fence still has it. */
+  fence?: PaymentFence;
 }
+
+const fenced = (fence: PaymentFence): Prisma.PaymentWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
 /** A payment id as the ops API takes it: walletflow's own (a UUID) or the wallet service's. */
 const uuidPattern = /^[0-9a-f-]{36}$/i;
@@ -113,9 +133,9 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
   function move(id: string, to: PaymentStatus, requestReferenceNo: string | null, detail: string | null, guard: MoveGuard = {}): Promise<boolean> {
     const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
     return database.$transaction(async (tx) => {
-      const moved = await tx.payment.updateMany({ where: { id, status: { in: from } }, data: { status: to, ...guard.data } });
+      const moved = await tx.payment.updateMany({ where: { id, status: { in: from }, ...fenced(guard.fence) }, data: { status: to, ...guard.data } });
       if (moved.count === 1) {
-        await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail } });
+        await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail, fence: guard.fence ?? null } });
         if (to === 'SUCCEEDED') await landInLedger(tx, id);
         await announce(tx, id, to);
       }
@@ -125,10 +145,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
 
   /** Reads back a payment a finish or a resolution meant to settle, and counts it if that call moved it. */
   async function settled(id: string, moved: boolean, status: FinalPaymentStatus): Promise<SettledPayment> {
-    const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true } });
+    const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true, ownerFence: true } });
     // Counted by whoever moved it: a retried activity is not counted twice.
     if (moved) deps.metrics?.paymentFinished(status, payment.createdAt);
-    return { moved, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
+    return { moved, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId, ownerFence: payment.ownerFence };
   }
 
   return {
@@ -174,38 +194,58 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       return inserted === 1;
     },
 
-    markCreating: (id: string) => move(id, 'CREATING', null, 'creating the payment'),
+    /**
+     * Takes the payment on for a run of its workflow (raises its owner fence) and answers where it
+     * stands, in one statement; null when there is no such payment.
+     */
+    async claim(id: string): Promise<ClaimedPayment | null> {
+      const rows = await database.$queryRaw<Array<{ fence: number; status: PaymentStatus; wallet_payment_id: string | null }>>`
+        UPDATE payment SET owner_fence = owner_fence + 1 WHERE id = ${id}::uuid
+        RETURNING owner_fence AS fence, status::text AS status, wallet_payment_id`;
+      const row = rows[0];
+      return row ? { fence: row.fence, status: row.status, walletPaymentId: row.wallet_payment_id } : null;
+    },
+
+    /** The payment's owner fence now: whether a claim still stands. */
+    fenceOf: async (id: string): Promise<number> => (await database.payment.findUniqueOrThrow({ where: { id }, select: { ownerFence: true } })).ownerFence,
+
+    markCreating: (id: string, fence?: PaymentFence) => move(id, 'CREATING', null, 'creating the payment', { fence }),
 
     /**
-     * Stores the wallet's payment id and fee once. When a concurrent attempt stored its payment
-     * first, that one is the payment (answered) and this one is never executed.
+     * Stores the wallet's payment id and fee once, by the payment's owner. When a concurrent
+     * attempt stored its payment first, that one is the payment (answered) and this one is never
+     * executed.
      */
-    async storeCreated(id: string, created: { walletPaymentId: string; fee: Amount }): Promise<{ stored: boolean; walletPaymentId: string }> {
+    async storeCreated(id: string, created: { walletPaymentId: string; fee: Amount }, fence?: PaymentFence): Promise<{ stored: boolean; walletPaymentId: string | null }> {
       const stored = await database.payment.updateMany({
-        where: { id, walletPaymentId: null },
+        where: { id, walletPaymentId: null, ...fenced(fence) },
         data: { walletPaymentId: created.walletPaymentId, feeCurrency: created.fee.currency, fee: new Prisma.Decimal(created.fee.value) },
       });
       if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId };
       const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-      return { stored: false, walletPaymentId: current.walletPaymentId! };
+      return { stored: false, walletPaymentId: current.walletPaymentId };
     },
 
     /** → EXECUTING; the event carries the create call's Request-Reference-No. */
-    async beginExecute(id: string, createRequestReferenceNo: string | null): Promise<void> {
+    async beginExecute(id: string, createRequestReferenceNo: string | null, fence?: PaymentFence): Promise<boolean> {
       const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-      await move(id, 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`);
+      return move(id, 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`, { fence });
     },
 
-    /** EXECUTING → NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
-    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[]): Promise<void> {
+    /** → NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
+    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: PaymentFence): Promise<boolean> {
       const last = attempts[attempts.length - 1];
-      await move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
+      return move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
         data: { reviewReason: reason.slice(0, 500), reviewEvidence: attempts as unknown as Prisma.InputJsonValue },
+        fence,
       });
     },
 
-    /** A person's resolution: the only way out of NEEDS_REVIEW, with who and why. */
-    async resolve(id: string, resolution: Resolution): Promise<SettledPayment> {
+    /**
+     * A person's resolution: the only way out of NEEDS_REVIEW, with who and why. Through the
+     * waiting workflow it carries that run's fence; without one it claims the payment as it moves it.
+     */
+    async resolve(id: string, resolution: Resolution, fence?: PaymentFence): Promise<SettledPayment> {
       const status = resolution.outcome;
       const resolved = await move(id, status, null, `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500), {
         among: (from) => from === reviewStatus,
@@ -215,16 +255,19 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
           resolvedNote: resolution.note.slice(0, 500),
           resolvedAt: new Date(),
           ...(status === 'FAILED' ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') } : {}),
+          ...(fence === undefined ? { ownerFence: { increment: 1 } } : {}),
         },
+        fence,
       });
       return settled(id, resolved, status);
     },
 
-    /** The workflow's own final state, written once; a payment in review is left to its resolution. */
-    async finish(id: string, input: FinishPayment): Promise<SettledPayment> {
+    /** The workflow's own final state, written once by the payment's owner; a payment in review is left to its resolution. */
+    async finish(id: string, input: FinishPayment, fence?: PaymentFence): Promise<SettledPayment> {
       const finished = await move(id, input.status, input.requestReferenceNo, input.detail ?? input.code, {
         among: (from) => from !== reviewStatus,
         data: { errorCode: input.code, errorMessage: input.code ? paymentErrorMessage(input.code) : null },
+        fence,
       });
       return settled(id, finished, input.status);
     },

@@ -2,9 +2,13 @@
 // per Standard Webhooks with the endpoint's secret (unsealed here, in the sending process only:
 // never in a workflow's history or a log line), POSTs it with a time-out and no redirects, and
 // records the attempt. A 2xx delivers; anything else (another status, no answer) is retried.
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
 import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
 import { webhookHeaders } from './signature.ts';
+import { InternalTargetError, isInternalAddress, publicOnlyLookup } from './target-guard.ts';
 import { webhookSecretContext, type AttemptOutcome, type ClaimedDelivery, type WebhookRetryPolicy, type WebhookStore } from './webhook-store.ts';
 
 export interface WebhookDelivererOptions {
@@ -16,6 +20,50 @@ export interface WebhookDelivererOptions {
   requestTimeoutMs?: number;
   /** Deliveries claimed (and sent concurrently) per batch; absent: 20. */
   batchSize?: number;
+  /**
+   * Production (issue 26 #4): https only, and never to an address inside walletflow's own network,
+   * checked on every address the endpoint's name resolves to when the attempt connects. Absent or
+   * false (development): any http(s) URL (`walletflow webhooks listen` is on loopback).
+   */
+  publicTargetsOnly?: boolean;
+}
+
+/**
+ * POSTs one webhook and answers the status code (the body is not read). No redirects; `publicOnly`
+ * refuses plain http and any internal address before a byte is sent.
+ */
+export function sendWebhook(url: string, headers: Record<string, string>, body: string, options: { timeoutMs: number; publicOnly: boolean }): Promise<number> {
+  const target = new URL(url);
+  if (options.publicOnly) {
+    if (target.protocol !== 'https:') return Promise.reject(Object.assign(new Error('not https: refused in production'), { code: 'NOT_HTTPS_REFUSED' }));
+    const host = target.hostname.replace(/^\[|\]$/g, '');
+    if (isIP(host) !== 0 && isInternalAddress(host)) return Promise.reject(new InternalTargetError(host));
+  }
+  const client = target.protocol === 'https:' ? https : http;
+  return new Promise((resolve, reject) => {
+    const request = client.request(
+      target,
+      {
+        method: 'POST',
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+        agent: false,
+        ...(options.publicOnly ? { lookup: publicOnlyLookup } : {}),
+      },
+      (response) => {
+        clearTimeout(timer);
+        // Only the status counts: the body is not read (an endless one holds nothing open).
+        response.destroy();
+        resolve(response.statusCode ?? 0);
+      },
+    );
+    // The whole attempt, not each silence on the socket: a trickle of bytes cannot outlast it.
+    const timer = setTimeout(() => request.destroy(Object.assign(new Error('timed out'), { code: 'TIMED_OUT' })), options.timeoutMs);
+    request.on('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    request.end(body);
+  });
 }
 
 export interface DeliveryBatchReport {
@@ -25,12 +73,11 @@ export interface DeliveryBatchReport {
   failed: number;
 }
 
-/** Why no status came back, in a few words (the cause's code when Node gives one). */
+/** Why no status came back, in a few words (the error's code when Node gives one). */
 function errorOf(error: unknown): string {
-  if (error instanceof DOMException && (error.name === 'TimeoutError' || error.name === 'AbortError')) return 'timed out';
-  const cause = (error as { cause?: { code?: unknown; message?: unknown } }).cause;
-  if (typeof cause?.code === 'string') return cause.code;
-  if (typeof cause?.message === 'string') return cause.message;
+  const code = (error as { code?: unknown }).code;
+  if (code === 'TIMED_OUT') return 'timed out';
+  if (typeof code === 'string') return code;
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -45,17 +92,15 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     const duration = () => Math.round(performance.now() - started);
     try {
       const secret = cipher.decrypt(delivery.secretEncrypted, webhookSecretContext(delivery.endpointId));
-      const response = await fetch(delivery.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'walletflow-webhooks/1', ...webhookHeaders(secret, delivery.eventId, delivery.body, at) },
-        body: delivery.body,
-        redirect: 'manual',
-        signal: AbortSignal.timeout(requestTimeoutMs),
-      });
+      const status = await sendWebhook(
+        delivery.url,
+        { 'content-type': 'application/json', 'user-agent': 'walletflow-webhooks/1', ...webhookHeaders(secret, delivery.eventId, delivery.body, at) },
+        delivery.body,
+        { timeoutMs: requestTimeoutMs, publicOnly: options.publicTargetsOnly === true },
+      );
       // The answer's body is not read: only its status counts.
-      await response.body?.cancel().catch(() => undefined);
-      const ok = response.status >= 200 && response.status < 300;
-      return { at, statusCode: response.status, error: ok ? null : `HTTP ${response.status}`, durationMs: duration() };
+      const ok = status >= 200 && status < 300;
+      return { at, statusCode: status, error: ok ? null : `HTTP ${status}`, durationMs: duration() };
     } catch (error) {
       return { at, statusCode: null, error: errorOf(error), durationMs: duration() };
     }

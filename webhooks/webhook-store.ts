@@ -15,6 +15,7 @@ import type {
 import type { Database } from '../lib/database.ts';
 import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
 import type { TokenCipher } from '../links/token-cipher.ts';
+import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
 import { newWebhookSecret } from './signature.ts';
 
 /** What an endpoint's secret is sealed to: a secret copied into another row does not decrypt. */
@@ -111,9 +112,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
     },
 
     /** Stops the endpoint's deliveries: no new ones, and its pending ones end FAILED. False when there was none. */
-    deleteEndpoint: (id: string): Promise<boolean> =>
+    /** Deletes an endpoint (its pending deliveries fail), recording who did (issue 26 #3). */
+    deleteEndpoint: (id: string, deletedBy?: string): Promise<boolean> =>
       database.$transaction(async (tx) => {
-        const deleted = await tx.webhookEndpoint.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date() } });
+        const deleted = await tx.webhookEndpoint.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null } });
         if (deleted.count === 0) return false;
         await tx.webhookDelivery.updateMany({ where: { endpointId: id, status: 'PENDING' }, data: { status: 'FAILED', nextAttemptAt: null } });
         return true;
@@ -208,3 +210,19 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
 }
 
 export type WebhookStore = ReturnType<typeof createWebhookStore>;
+
+/**
+ * Key rotation (`walletflow rotate-keys`): every endpoint's sealed secret re-sealed under the
+ * ring's first key, each only if unchanged meanwhile (issue 26 #2: the rotation skipped them, and
+ * after the old key left the ring every delivery failed to decrypt). Deleted endpoints too: their
+ * deliveries are kept on record and may be redelivered.
+ */
+export async function reencryptWebhookSecrets(database: Database, cipher: TokenCipher): Promise<RotationCount> {
+  const rows = await database.webhookEndpoint.findMany({ select: { id: true, secretEncrypted: true } });
+  return resealColumn(cipher, rows, {
+    sealed: (row) => row.secretEncrypted,
+    context: (row) => webhookSecretContext(row.id),
+    writeIfUnchanged: async (row, resealed) =>
+      (await database.webhookEndpoint.updateMany({ where: { id: row.id, secretEncrypted: row.secretEncrypted }, data: { secretEncrypted: resealed } })).count,
+  });
+}

@@ -130,7 +130,8 @@ const worker = await Worker.create({
     temporal,
     taskQueue: config.temporal.taskQueue,
     metrics,
-    webhooks: { retry: config.webhooks.retry },
+    // Production: webhooks go to public https endpoints only, checked at every attempt (issue 26 #4).
+    webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },
   }),
 });
 const schedule = await ensureReconcileSchedule(temporal, {

@@ -2,7 +2,6 @@
 // and the one start every starter uses. Imported by the workflow bundle: type imports only, and
 // the workflow's signature declared here (the workflow imports this file, never the reverse).
 import type { Client, WorkflowHandle } from '@temporalio/client';
-import type { DeliveryRoundReport } from '../activities/webhooks.ts';
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
 export const deliverWebhooksWorkflowType = 'deliverWebhooks';
@@ -22,7 +21,20 @@ export type DeliverWebhooksWorkflow = (input: DeliverWebhooksInput) => Promise<v
 /** The one deliverer the worker keeps running; tests start their own under other ids. */
 export const deliverWebhooksWorkflowId = 'walletflow-deliver-webhooks';
 
+export interface DeliveryRoundInput {
+  pollIntervalMs: number;
+  roundMs: number;
+}
+
 /** What one round reports: counted per round, never a secret or a URL. */
+export interface DeliveryRoundReport {
+  batches: number;
+  claimed: number;
+  succeeded: number;
+  retrying: number;
+  failed: number;
+}
+
 export type DeliverWebhooksRound = DeliveryRoundReport;
 
 /** The delivery activity's time-outs: a round plus its last sends; heartbeats between batches. */

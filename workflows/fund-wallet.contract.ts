@@ -64,6 +64,12 @@ export const fundingFailureTypes = {
   notFound: 'FundingNotFound',
   /** The row cannot be acted on (no amount, no cash-in code, no link, no final state). */
   corrupt: 'FundingCorrupt',
+  /**
+   * Another run claimed the funding since this one did (docs/architecture.md, who owns a
+   * funding): the overtaken run writes and calls nothing more. A workflow run that gets it is a
+   * stale copy (its commands are refused), or was taken over by ops' resolve or the sweep.
+   */
+  ownerLost: 'FundingOwnerLost',
 } as const;
 
 /** The funding's workflow id for an Idempotency-Key; stored on the funding row, which later starts use. */

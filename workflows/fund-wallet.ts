@@ -29,9 +29,11 @@ import {
   resolveFundingUpdate,
   type FundWalletInput,
 } from './fund-wallet.contract.ts';
+import { firstCallAfterBeginExecute, stepPathStart } from './fund-wallet-takeover.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
+import { failedWith } from './activity-failure.ts';
 
-const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt];
+const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt, fundingFailureTypes.ownerLost];
 
 /**
  * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
@@ -114,6 +116,16 @@ const retrieve = proxyActivities<Pick<FundingActivities, 'retrieveTransfer'>>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', nonRetryableErrorTypes },
 });
 
+/**
+ * Times a run takes the funding over again after another run's claim overtook it (a stale copy
+ * of this workflow on a paused worker claims as it replays, until Temporal refuses its task),
+ * each after a durable timer; past them, the run fails and the sweep repairs the funding.
+ */
+const MAX_TAKEOVERS = 5;
+
+/** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the funding. */
+const overtaken = (error: unknown): boolean => failedWith(error, fundingFailureTypes.ownerLost);
+
 /** Re-executes allowed when retrieve shows the transfer still CREATED after an unknown execute. */
 const MAX_EXECUTE_ATTEMPTS = 4;
 /** Polls per run before continue-as-new keeps the history short. */
@@ -122,6 +134,12 @@ const POLLS_PER_RUN = 200;
 function pollDelayMs(poll: number): number {
   return Math.min(1000 * 2 ** Math.min(poll, 10), 60_000);
 }
+
+/**
+ * The patch after which a run that takes over a transfer it did not create itself (stored by
+ * another run, or by an earlier attempt of its create) retrieves it before any execute (issue 24).
+ */
+export const takeOverTrustsNothingPatch = 'fund-wallet-take-over-trusts-nothing';
 
 /** The patch that sends a funding whose executes all stayed unknown to review instead of FAILED. */
 export const reviewAfterUnknownPatch = 'fund-wallet-review-after-unknown';
@@ -137,6 +155,12 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   const onePass = patched(onePassPatch);
   const database = onePass || patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as FundingStatus;
+  /**
+   * This run's claim on the funding (the one pass's, or its step path's loadFunding): every
+   * database step carries it, and the record refuses it once another run claimed the funding.
+   * Undefined in histories from before fencing.
+   */
+  let fence: number | undefined = undefined;
   let cancelNudged = false;
   let resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
   let resolving = false;
@@ -149,7 +173,14 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     async (resolution) => {
       // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
       resolving = true;
-      resolved = await database.resolveFunding(fundingId, resolution);
+      try {
+        // With no fence: a resolution is ops' (or the wallet's) word on a funding in review, and
+        // claims it as it moves it, whichever run holds it now.
+        resolved = await database.resolveFunding(fundingId, resolution);
+      } finally {
+        // A resolve that failed does not block the next one.
+        if (resolved === undefined) resolving = false;
+      }
       return { status: resolved.status };
     },
     {
@@ -169,9 +200,28 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
   };
   const finish = async (final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> => {
-    const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code });
+    const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, fence);
     setStatus(done.status);
     return { fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
+  };
+  /** A final state that says nothing was sent (a refused or cancelled create): never written over an execute. */
+  const finishBeforeExecute = async (final: FinalFundingStatus, code: string, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> => {
+    const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, fence);
+    setStatus(done.status);
+    return { fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
+  };
+  /**
+   * → NEEDS_REVIEW, then waits for the resolve update; a funding another writer already finished
+   * is not parked, and the run ends with its state (issue 24 #5). Histories from before that
+   * answered nothing: parked.
+   */
+  const parkAndAwait = async (reason: string, transferId: string | null): Promise<FundingResult> => {
+    const parked = await database.parkFundingForReview(fundingId, reason, evidence, fence);
+    if (parked && !parked.parked) {
+      setStatus(parked.status);
+      return { fundingId, status: parked.status, transferId: parked.transferId, errorCode: parked.errorCode };
+    }
+    return awaitResolution(transferId);
   };
   /** Waits in NEEDS_REVIEW for the resolve update (ops, or the sweep reading the wallet's final state). */
   const awaitResolution = async (transferId: string | null): Promise<FundingResult> => {
@@ -190,9 +240,9 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   const executeOnce = async (id: string): Promise<TransferProgress> => {
     let outcome: TransferProgress;
     try {
-      outcome = await execute.executeTransfer(fundingId, id);
+      outcome = await execute.executeTransfer(fundingId, id, fence);
     } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
+      if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
       outcome = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
     }
     if (outcome.kind === 'unknown') {
@@ -203,8 +253,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   /** A created intent that is not what was asked: never executed; a person compares it with the request (issue 16 #5). */
   const reviewMismatch = async (created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> => {
     noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
-    await database.parkFundingForReview(fundingId, mismatchReviewReason(created.detail, created.transferId), evidence);
-    return awaitResolution(null);
+    return parkAndAwait(mismatchReviewReason(created.detail, created.transferId), null);
   };
 
   /** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
@@ -214,9 +263,14 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
   }
 
   let rereadOnce = false;
-  /** The step-by-step path: every step its own (local) activity, from whatever the record says. */
+  /**
+   * The step-by-step path: every step its own (local) activity. Its first step claims the funding
+   * (loadFunding), and it goes on from the state the claim saw, trusting nothing it did not
+   * write itself (workflows/fund-wallet-takeover.ts).
+   */
   const stepByStep = async (): Promise<Executed | FundingResult> => {
     const snapshot = await database.loadFunding(fundingId);
+    fence = snapshot.fence;
     if (!onePass) {
       upsertSearchAttributes([
         { key: kindKey, value: 'FUNDING' },
@@ -229,39 +283,56 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     }
     if (snapshot.status === 'NEEDS_REVIEW') return awaitResolution(snapshot.transferId);
 
-    let transferId = input.reconcile?.transferId ?? snapshot.transferId;
+    if (input.reconcile) {
+      // Continued as new during a long reconciliation: only retrieve may tell.
+      return { transferId: input.reconcile.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+    }
+    const start = stepPathStart(snapshot);
+    let transferId: string;
     let createRequestReferenceNo: string | null = null;
-    if (input.reconcile || (transferId && (snapshot.status === 'EXECUTING' || snapshot.status === 'RECONCILING'))) {
-      if (!transferId) throw new Error('unreachable: resumed with no transferId');
-      // An execute may already have been sent: only retrieve may tell.
-      return { transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
-    }
-    if (!transferId) {
-      if (!(await database.markCreating(fundingId))) {
-        // Cancelled, or (since the one pass) moved on by another run of this funding: the record
-        // says which; FAILED/CANCELLED is written only when it is what the record shows.
-        if (onePass && !rereadOnce) {
-          rereadOnce = true;
-          return stepByStep();
+    switch (start.kind) {
+      case 'final':
+      case 'review':
+        throw new Error('unreachable: final and review states are handled above');
+      case 'retrieve':
+        // An execute may already have been sent: only retrieve may tell.
+        return { transferId: start.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+      case 'take-over-transfer':
+        transferId = start.transferId;
+        break;
+      case 'create': {
+        if (!(await database.markCreating(fundingId, fence))) {
+          // Cancelled, or (since the one pass) moved on by another run of this funding: the record
+          // says which; FAILED/CANCELLED is written only when it is what the record shows.
+          if (onePass && !rereadOnce) {
+            rereadOnce = true;
+            return stepByStep();
+          }
+          return finishBeforeExecute('FAILED', 'CANCELLED', null);
         }
-        return finish('FAILED', 'CANCELLED', null);
+        setStatus('CREATING');
+        let created;
+        try {
+          created = await create.createTransfer(fundingId, fence);
+        } catch (error) {
+          if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
+          return finishBeforeExecute('FAILED', 'CREATE_FAILED', null, 'the wallet service could not create the transfer; nothing was executed');
+        }
+        if (created.kind === 'refused') return finishBeforeExecute(created.status, created.code, created.requestReferenceNo);
+        if (created.kind === 'cancelled') return finishBeforeExecute('FAILED', 'CANCELLED', null);
+        if (created.kind === 'mismatch') return reviewMismatch(created);
+        transferId = created.transferId;
+        createRequestReferenceNo = created.requestReferenceNo;
+        break;
       }
-      setStatus('CREATING');
-      let created;
-      try {
-        created = await create.createTransfer(fundingId);
-      } catch (error) {
-        if (!(error instanceof ActivityFailure)) throw error;
-        return finish('FAILED', 'CREATE_FAILED', null, 'the wallet service could not create the transfer; nothing was executed');
-      }
-      if (created.kind === 'refused') return finish(created.status, created.code, created.requestReferenceNo);
-      if (created.kind === 'cancelled') return finish('FAILED', 'CANCELLED', null);
-      if (created.kind === 'mismatch') return reviewMismatch(created);
-      transferId = created.transferId;
-      createRequestReferenceNo = created.requestReferenceNo;
     }
-    if (cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo))) return finish('FAILED', 'CANCELLED', null);
+    if (cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, fence))) return finishBeforeExecute('FAILED', 'CANCELLED', null);
     setStatus('EXECUTING');
+    if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' && patched(takeOverTrustsNothingPatch)) {
+      // Not this run's own fresh intent: read it back before any execute (the loop executes it
+      // when the wallet shows it still CREATED).
+      return { transferId, progress: { kind: 'unknown', code: 'TAKEN_OVER', requestReferenceNo: null } };
+    }
     return { transferId, progress: await executeOnce(transferId) };
   };
 
@@ -276,6 +347,7 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       if (!(error instanceof ActivityFailure) && !(error instanceof ApplicationFailure)) throw error;
       return undefined;
     }
+    if ('fence' in pass) fence = pass.fence;
     switch (pass.kind) {
       case 'finished':
         setStatus(pass.status);
@@ -303,68 +375,81 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
     }
   };
 
-  const begun = (onePass && !input.reconcile ? await inOnePass() : undefined) ?? (await stepByStep());
-  if (!('progress' in begun)) return begun;
-  const { transferId } = begun;
-  let { progress } = begun;
-  let polls = input.reconcile?.polls ?? 0;
-  const pollsAtRunStart = polls;
+  let executeAttemptsSoFar = input.reconcile?.executeAttempts ?? 1;
+  /** From where the run began (the pass, or the steps) to the funding's end: the execute's outcome followed through. */
+  const followThrough = async (begun: Executed | FundingResult): Promise<FundingResult> => {
+    if (!('progress' in begun)) return begun;
+    const { transferId } = begun;
+    let { progress } = begun;
+    let polls = input.reconcile?.polls ?? 0;
+    const pollsAtRunStart = polls;
 
-  const executedTransferId: string = transferId;
-  let executeAttempts = input.reconcile?.executeAttempts ?? 1;
-  let refusedRetrieves = 0;
-  /** Once an execute's outcome was unknown, only the wallet's final state or a person ends the funding. */
-  const review = async (reason: string): Promise<FundingResult> => {
-    await database.parkFundingForReview(fundingId, reason, evidence);
-    return awaitResolution(executedTransferId);
-  };
-  for (;;) {
-    switch (progress.kind) {
-      case 'final':
-        return finish(progress.status, progress.declineCode, progress.requestReferenceNo);
-      case 'expired':
-        return finish('FAILED', 'TRANSFER_EXPIRED', progress.requestReferenceNo);
-      case 'not-executed':
-        refusedRetrieves = 0;
-        if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
-          if (patched(reviewAfterUnknownPatch)) {
-            noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
-            return review(
-              `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
-            );
+    const executedTransferId: string = transferId;
+    // Counted across takeovers (the run's, not the attempt's): a re-claim does not buy more executes.
+    let executeAttempts = executeAttemptsSoFar;
+    let refusedRetrieves = 0;
+    /** Once an execute's outcome was unknown, only the wallet's final state or a person ends the funding. */
+    const review = (reason: string): Promise<FundingResult> => parkAndAwait(reason, executedTransferId);
+    for (;;) {
+      switch (progress.kind) {
+        case 'final':
+          return finish(progress.status, progress.declineCode, progress.requestReferenceNo);
+        case 'expired':
+          return finish('FAILED', 'TRANSFER_EXPIRED', progress.requestReferenceNo);
+        case 'not-executed':
+          refusedRetrieves = 0;
+          if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
+            if (patched(reviewAfterUnknownPatch)) {
+              noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
+              return review(
+                `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
+              );
+            }
+            return finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
           }
-          return finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
-        }
-        // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
-        executeAttempts += 1;
-        progress = await executeOnce(executedTransferId);
-        continue;
-      case 'refused':
-        // The wallet will not show the transfer we created (404, 401): not an answer, so not a
-        // state; after a bound, a person looks, with the evidence.
-        refusedRetrieves += 1;
-        noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
-        if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
-          return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
-        }
-        break;
-      case 'unknown':
-        if (status !== 'RECONCILING') {
-          await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`);
-          setStatus('RECONCILING');
-        }
-        break;
-      case 'processing':
-        refusedRetrieves = 0;
-        break;
+          // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
+          executeAttempts += 1;
+          executeAttemptsSoFar = executeAttempts;
+          progress = await executeOnce(executedTransferId);
+          continue;
+        case 'refused':
+          // The wallet will not show the transfer we created (404, 401): not an answer, so not a
+          // state; after a bound, a person looks, with the evidence.
+          refusedRetrieves += 1;
+          noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
+          if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
+            return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
+          }
+          break;
+        case 'unknown':
+          if (status !== 'RECONCILING') {
+            await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`, fence);
+            setStatus('RECONCILING');
+          }
+          break;
+        case 'processing':
+          refusedRetrieves = 0;
+          break;
+      }
+      // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
+      if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
+        await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence } });
+      }
+      // A durable timer: it survives worker restarts.
+      await sleep(pollDelayMs(polls));
+      polls += 1;
+      progress = await retrieve.retrieveTransfer(fundingId, executedTransferId);
     }
-    // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
-    if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
-      await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence } });
+  };
+
+  for (let takeovers = 0; ; takeovers += 1) {
+    try {
+      const begun = takeovers === 0 ? ((onePass && !input.reconcile ? await inOnePass() : undefined) ?? (await stepByStep())) : await stepByStep();
+      return await followThrough(begun);
+    } catch (error) {
+      // Overtaken: take the funding over again (a fresh claim, trusting nothing), after a while.
+      if (!overtaken(error) || takeovers >= MAX_TAKEOVERS) throw error;
+      await sleep(1000 * (takeovers + 1));
     }
-    // A durable timer: it survives worker restarts.
-    await sleep(pollDelayMs(polls));
-    polls += 1;
-    progress = await retrieve.retrieveTransfer(fundingId, executedTransferId);
   }
 }

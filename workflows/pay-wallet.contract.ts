@@ -42,6 +42,8 @@ export const paymentFailureTypes = {
   notFound: 'PaymentNotFound',
   /** The row cannot be acted on (no wallet payment id, no final state). */
   corrupt: 'PaymentCorrupt',
+  /** Another run claimed the payment since this one did: the overtaken run writes and calls nothing more. */
+  ownerLost: 'PaymentOwnerLost',
 } as const;
 
 /** The payment's workflow id for an Idempotency-Key; stored on the payment row, which later starts use. */

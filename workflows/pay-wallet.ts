@@ -21,8 +21,9 @@ import type { PaymentActivities } from '../activities/payment.ts';
 import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
 import { paymentFailureTypes, paymentStatusQuery, payWalletActivityTimeouts, resolvePaymentUpdate, type PayWalletInput } from './pay-wallet.contract.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
+import { failedWith } from './activity-failure.ts';
 
-const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt];
+const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt, paymentFailureTypes.ownerLost];
 
 /**
  * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
@@ -70,10 +71,18 @@ export const MAX_EXECUTE_ATTEMPTS = 4;
 /** Execute calls the wallet certainly did not process (429, refused) before the payment gives up. */
 export const MAX_NOT_SENT = 10;
 
+/** Times a run takes the payment over again after another run's claim overtook it (as fundWallet). */
+const MAX_TAKEOVERS = 5;
+
+/** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the payment. */
+const overtaken = (error: unknown): boolean => failedWith(error, paymentFailureTypes.ownerLost);
+
 export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
   const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as PaymentStatus;
+  /** This run's claim on the payment (loadPayment): every database step and wallet call carries it (issue 24). */
+  let fence: number | undefined = undefined;
   let resolved: { status: FinalPaymentStatus } | undefined;
   let resolving = false;
   setHandler(paymentStatusQuery, () => status);
@@ -82,9 +91,15 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     async (resolution) => {
       // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
       resolving = true;
-      const result = await database.resolvePayment(id, resolution);
-      resolved = result;
-      return result;
+      try {
+        // With no fence: ops' word on a payment in review claims it as it moves it, whichever run holds it.
+        const result = await database.resolvePayment(id, resolution);
+        resolved = result;
+        return result;
+      } finally {
+        // A resolve that failed does not block the next one.
+        if (resolved === undefined) resolving = false;
+      }
     },
     {
       validator: (resolution) => {
@@ -100,122 +115,146 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     upsertSearchAttributes([{ key: statusKey, value: next }]);
   };
   const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<PaymentResult> => {
-    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) });
+    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) }, fence);
     setStatus(done.status);
     return { id, status: done.status, paymentId: done.walletPaymentId, errorCode: done.errorCode };
   };
   const review = async (reason: string, attempts: ExecuteAttempt[], walletPaymentId: string | null): Promise<PaymentResult> => {
-    await database.parkForReview(id, reason, attempts);
+    const parked = await database.parkForReview(id, reason, attempts, fence);
+    // Already final (another writer finished it): the run ends with that state. Histories from
+    // before fencing answered nothing: parked.
+    if (parked && !parked.parked) {
+      setStatus(parked.status);
+      return { id, status: parked.status, paymentId: parked.walletPaymentId, errorCode: parked.errorCode };
+    }
     setStatus('NEEDS_REVIEW');
     await condition(() => resolved !== undefined);
     setStatus(resolved!.status);
     return { id, status: resolved!.status, paymentId: walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
   };
 
-  const snapshot = await database.loadPayment(id);
-  upsertSearchAttributes([{ key: kindKey, value: 'PAYMENT' }]);
-  setStatus(snapshot.status);
-  if (isFinal(snapshot.status)) {
-    return { id, status: snapshot.status, paymentId: snapshot.walletPaymentId, errorCode: null };
-  }
-  if (snapshot.status === 'NEEDS_REVIEW') {
-    await condition(() => resolved !== undefined);
-    setStatus(resolved!.status);
-    return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
-  }
-
-  let walletPaymentId = snapshot.walletPaymentId;
-  let createRequestReferenceNo: string | null = null;
-  if (!walletPaymentId) {
-    await database.markPaymentCreating(id);
-    setStatus('CREATING');
-    let created;
-    try {
-      created = await create.createPayment(id);
-    } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
-      return finish('FAILED', 'CREATE_FAILED', null);
-    }
-    if (created.kind === 'refused') return finish('FAILED', created.code, created.requestReferenceNo);
-    if (created.kind === 'mismatch') {
-      // Nothing is executed; a person compares the wallet's payment with the request (issue 16 #5).
-      const evidence: ExecuteAttempt = {
-        at: new Date().toISOString(),
-        operation: 'op.payments.create',
-        requestReferenceNo: created.requestReferenceNo,
-        httpStatus: 200,
-        code: 'ANSWER_MISMATCH',
-        outcome: 'mismatch',
-      };
-      return review(`the wallet's create answer does not match the request (${created.detail}); payment ${created.walletPaymentId} was not executed`, [evidence], null);
-    }
-    walletPaymentId = created.walletPaymentId;
-    createRequestReferenceNo = created.requestReferenceNo;
-  }
-  // Resumed in EXECUTING: an execute may already have been sent by an earlier run, so its outcome
-  // counts as unknown: a later refusal may hide that execution (issue 16 #4).
-  const resumedInExecuting = snapshot.status === 'EXECUTING';
-  if (!resumedInExecuting) await database.beginPaymentExecute(id, createRequestReferenceNo);
-  setStatus('EXECUTING');
-
-  const attempts: ExecuteAttempt[] =
-    resumedInExecuting && patched(resumedCountsUnknownPatch)
-      ? [{ at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'RESUMED', outcome: 'unknown' }]
-      : [];
+  /** Every execute attempt behind a doubt, kept across takeovers (a re-claim keeps the evidence). */
+  const attempts: ExecuteAttempt[] = [];
   let notSent = 0;
-  for (let attempt = 1; attempt <= MAX_EXECUTE_ATTEMPTS; ) {
-    let outcome;
-    try {
-      outcome = await execute.executePayment(id);
-    } catch (error) {
-      if (!(error instanceof ActivityFailure)) throw error;
-      // The activity died (worker lost, time-out): the execute may or may not have been sent.
-      outcome = { kind: 'unknown' as const, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_ACTIVITY_FAILED', outcome: 'unknown' } };
+  let unknownExecutes = 0;
+  /** One run's way through the payment, from its claim (loadPayment) on. */
+  const run = async (): Promise<PaymentResult> => {
+    const snapshot = await database.loadPayment(id);
+    fence = snapshot.fence;
+    upsertSearchAttributes([{ key: kindKey, value: 'PAYMENT' }]);
+    setStatus(snapshot.status);
+    if (isFinal(snapshot.status)) {
+      return { id, status: snapshot.status, paymentId: snapshot.walletPaymentId, errorCode: null };
     }
-    switch (outcome.kind) {
-      case 'succeeded':
-        return finish('SUCCEEDED', null, outcome.requestReferenceNo);
-      case 'failed':
-        // A refusal after an unknown attempt may hide an execution: only INSUFFICIENT_BALANCE is
-        // repeated faithfully by the wallet after a failed execute (contract section 5).
-        if (attempts.length === 0 || outcome.code === 'INSUFFICIENT_BALANCE') {
-          return finish('FAILED', outcome.code, outcome.attempt.requestReferenceNo);
-        }
-        attempts.push(outcome.attempt);
-        return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
-      case 'already-executed':
-        if (patched(alreadyExecutedSucceededPatch)) {
-          // Only walletflow executes this payment id, and the wallet answers 409 only after an
-          // execute that succeeded (contract section 5): ours executed. Proof, not a guess.
-          const earlier = attempts.map((previous) => previous.requestReferenceNo ?? previous.code).join(', ');
-          return finish(
-            'SUCCEEDED',
-            null,
-            outcome.attempt.requestReferenceNo,
-            `the wallet answered PAYMENT_ALREADY_EXECUTED after our execute${attempts.length > 0 ? ` (${earlier})` : ''} whose answer was lost: executed once`,
-          );
-        }
-        attempts.push(outcome.attempt);
-        return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
-      case 'not-sent':
-        // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
-        // does not use up an attempt. After too many, the payment fails unless an earlier attempt
-        // was unknown, which only review can settle.
-        notSent += 1;
-        if (notSent >= MAX_NOT_SENT) {
-          if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
+    if (snapshot.status === 'NEEDS_REVIEW') {
+      await condition(() => resolved !== undefined);
+      setStatus(resolved!.status);
+      return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+    }
+
+    let walletPaymentId = snapshot.walletPaymentId;
+    let createRequestReferenceNo: string | null = null;
+    if (!walletPaymentId) {
+      await database.markPaymentCreating(id, fence);
+      setStatus('CREATING');
+      let created;
+      try {
+        created = await create.createPayment(id, fence);
+      } catch (error) {
+        if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
+        return finish('FAILED', 'CREATE_FAILED', null);
+      }
+      if (created.kind === 'refused') return finish('FAILED', created.code, created.requestReferenceNo);
+      if (created.kind === 'mismatch') {
+        // Nothing is executed; a person compares the wallet's payment with the request (issue 16 #5).
+        const evidence: ExecuteAttempt = {
+          at: new Date().toISOString(),
+          operation: 'op.payments.create',
+          requestReferenceNo: created.requestReferenceNo,
+          httpStatus: 200,
+          code: 'ANSWER_MISMATCH',
+          outcome: 'mismatch',
+        };
+        return review(`the wallet's create answer does not match the request (${created.detail}); payment ${created.walletPaymentId} was not executed`, [evidence], null);
+      }
+      walletPaymentId = created.walletPaymentId;
+      createRequestReferenceNo = created.requestReferenceNo;
+    }
+    // Resumed in EXECUTING: an execute may already have been sent by an earlier run, so its outcome
+    // counts as unknown: a later refusal may hide that execution (issue 16 #4).
+    const resumedInExecuting = snapshot.status === 'EXECUTING';
+    if (!resumedInExecuting) await database.beginPaymentExecute(id, createRequestReferenceNo, fence);
+    setStatus('EXECUTING');
+
+    if (resumedInExecuting && patched(resumedCountsUnknownPatch)) {
+      attempts.push({ at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'RESUMED', outcome: 'unknown' });
+    }
+    // Counted across takeovers: the evidence and the limits are the payment's, not the run's.
+    for (let attempt = 1 + unknownExecutes; attempt <= MAX_EXECUTE_ATTEMPTS; ) {
+      let outcome;
+      try {
+        outcome = await execute.executePayment(id, fence);
+      } catch (error) {
+        if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
+        // The activity died (worker lost, time-out): the execute may or may not have been sent.
+        outcome = { kind: 'unknown' as const, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_ACTIVITY_FAILED', outcome: 'unknown' } };
+      }
+      switch (outcome.kind) {
+        case 'succeeded':
+          return finish('SUCCEEDED', null, outcome.requestReferenceNo);
+        case 'failed':
+          // A refusal after an unknown attempt may hide an execution: only INSUFFICIENT_BALANCE is
+          // repeated faithfully by the wallet after a failed execute (contract section 5).
+          if (attempts.length === 0 || outcome.code === 'INSUFFICIENT_BALANCE') {
+            return finish('FAILED', outcome.code, outcome.attempt.requestReferenceNo);
+          }
           attempts.push(outcome.attempt);
-          return review(`the wallet stayed unavailable after an attempt whose outcome was unknown`, attempts, walletPaymentId);
-        }
-        // When the wallet said when to come back (429 Retry-After), then; else a doubling backoff.
-        await sleep(outcome.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (notSent - 1)));
-        break;
-      case 'unknown':
-        attempts.push(outcome.attempt);
-        if (attempt < MAX_EXECUTE_ATTEMPTS) await sleep(1000 * 2 ** (attempt - 1));
-        attempt += 1;
-        break;
+          return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
+        case 'already-executed':
+          if (patched(alreadyExecutedSucceededPatch)) {
+            // Only walletflow executes this payment id, and the wallet answers 409 only after an
+            // execute that succeeded (contract section 5): ours executed. Proof, not a guess.
+            const earlier = attempts.map((previous) => previous.requestReferenceNo ?? previous.code).join(', ');
+            return finish(
+              'SUCCEEDED',
+              null,
+              outcome.attempt.requestReferenceNo,
+              `the wallet answered PAYMENT_ALREADY_EXECUTED after our execute${attempts.length > 0 ? ` (${earlier})` : ''} whose answer was lost: executed once`,
+            );
+          }
+          attempts.push(outcome.attempt);
+          return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
+        case 'not-sent':
+          // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
+          // does not use up an attempt. After too many, the payment fails unless an earlier attempt
+          // was unknown, which only review can settle.
+          notSent += 1;
+          if (notSent >= MAX_NOT_SENT) {
+            if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
+            attempts.push(outcome.attempt);
+            return review(`the wallet stayed unavailable after an attempt whose outcome was unknown`, attempts, walletPaymentId);
+          }
+          // When the wallet said when to come back (429 Retry-After), then; else a doubling backoff.
+          await sleep(outcome.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (notSent - 1)));
+          break;
+        case 'unknown':
+          attempts.push(outcome.attempt);
+          unknownExecutes += 1;
+          if (attempt < MAX_EXECUTE_ATTEMPTS) await sleep(1000 * 2 ** (attempt - 1));
+          attempt += 1;
+          break;
+      }
+    }
+    return review(`the execute outcome stayed unknown after ${MAX_EXECUTE_ATTEMPTS} attempts`, attempts, walletPaymentId);
+  };
+
+  for (let takeovers = 0; ; takeovers += 1) {
+    try {
+      return await run();
+    } catch (error) {
+      // Overtaken: take the payment over again (a fresh claim: EXECUTING counts as unknown), after a while.
+      if (!overtaken(error) || takeovers >= MAX_TAKEOVERS) throw error;
+      await sleep(1000 * (takeovers + 1));
     }
   }
-  return review(`the execute outcome stayed unknown after ${MAX_EXECUTE_ATTEMPTS} attempts`, attempts, walletPaymentId);
 }

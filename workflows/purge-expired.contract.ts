@@ -4,7 +4,24 @@
 // workflows/ only, and the workflow's signature declared here (the workflow imports this file,
 // never the reverse).
 import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import type { PurgeInput, PurgeReport } from '../activities/purge.ts';
+import type { PurgeTable } from '../domain/purge.ts';
+
+export interface PurgeInput {
+  /** How long past its expiry a row is kept (for an incident's questions) before it is deleted. */
+  retentionSeconds: number;
+  /** Rows deleted per statement; absent: 500. */
+  batchSize?: number;
+  /** Batches per table per run; absent: 100. What is left waits for the next run. */
+  maxBatches?: number;
+}
+
+export interface PurgeReport {
+  /** The expiry before which rows were deleted (ISO 8601). */
+  cutoff: string;
+  deleted: Record<PurgeTable, number>;
+  /** Tables whose batches ran out before their backlog did. */
+  unfinished: PurgeTable[];
+}
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
 export const purgeExpiredWorkflowType = 'purgeExpired';

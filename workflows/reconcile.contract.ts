@@ -4,12 +4,45 @@
 // @temporalio/* and workflows/ only, and the workflow's signature declared here (the workflow
 // imports this file, never the reverse).
 import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
-import type { SweepInput, SweepReport } from '../activities/reconcile.ts';
 
 /** The workflow type: the name Temporal and every stored history know it by (the function's name). */
 export const reconcileFundingsWorkflowType = 'reconcileFundings';
 
-/** Declared with the sweep activity, which takes and returns the same. */
+/** The sweep's input and report: the workflow and its one activity take and return the same. */
+export interface SweepInput {
+  /** Fundings and payments younger than this are left to their workflow. */
+  olderThanSeconds: number;
+  /** Rows read per page; the sweep pages through every candidate. */
+  limit?: number;
+  /** How far back FAILED fundings with a transfer are re-checked against the wallet; absent: 24 h. */
+  recheckFailedSeconds?: number;
+}
+
+export type RepairAction =
+  | 'workflow-running'
+  | 'workflow-started'
+  | 'finished-from-wallet'
+  | 'failed-not-executed'
+  | 'sent-to-review'
+  | 'resolved-from-wallet'
+  | 'failed-but-executed'
+  | 'left-for-ops';
+
+export interface SweepReport {
+  checked: number;
+  repaired: number;
+  items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
+  /** Payments not final long after they started: restarted when their workflow is gone. */
+  paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
+  paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
+  /** Fundings in NEEDS_REVIEW the wallet could not settle: for ops (POST /ops/fundings/{id}/resolve). */
+  fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
+  /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
+  failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
+  /** Final fundings whose hold was still open (a crash between the final state and its settle), now settled. */
+  holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
+}
+
 export type ReconcileFundingsInput = SweepInput;
 export type ReconcileFundingsResult = SweepReport;
 

@@ -5,8 +5,14 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { ReconcileActivities } from '../activities/reconcile.ts';
 import type { ReconcileFundingsInput, ReconcileFundingsResult } from './reconcile.contract.ts';
 
+/**
+ * The heartbeat time-out cuts an attempt that stopped telling Temporal it is alive (a paused or
+ * lost worker) in seconds; the attempt itself stops at its next item once its heartbeat is
+ * answered cancelled, and every repair it would still write is fenced (issue 24 #6).
+ */
 const { sweepStuckFundings } = proxyActivities<ReconcileActivities>({
   startToCloseTimeout: '5 minutes',
+  heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 

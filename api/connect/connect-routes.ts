@@ -3,6 +3,7 @@
 // only sources of a partner user id), stores a single-use state, sets it in a cookie and redirects
 // to the wallet's login page; /connect/callback checks the state against that cookie, exchanges the
 // code and stores the link's tokens, never moving a link that belongs to another partner user.
+import { overloadOf } from '../../lib/admission.ts';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
@@ -133,7 +134,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
     }
     const state = randomBytes(32).toString('base64url');
     await deps.database.loginState.create({
-      data: { stateHash: hashState(state), partnerUserId: grant.partnerUserId, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
+      data: { stateHash: hashState(state), partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? null, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
     });
     // The callback must come back to this browser: the state is also its cookie (HttpOnly; Lax is
     // sent on the wallet's top-level redirect back to us).
@@ -143,6 +144,9 @@ export function connectRouter(deps: ConnectDependencies): Router {
     res.setHeader('Cache-Control', 'no-store');
     res.redirect(302, deps.wallet.authorizeUrl({ ...(grant.mobile ? { mobile: grant.mobile } : {}), state }));
   });
+
+  /** One mobile number however it is written (+63 917…, 0917…): the last 10 digits. */
+  const sameMobile = (a: string, b: string) => a.replace(/\D/g, '').slice(-10) === b.replace(/\D/g, '').slice(-10);
 
   router.get('/connect/callback', async (req, res) => {
     const query = callbackQuerySchema.safeParse(req.query);
@@ -223,6 +227,27 @@ export function connectRouter(deps: ConnectDependencies): Router {
         page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The login answer did not match the wallet account. Please start again.'] });
         return;
       }
+      // A login pinned to a mobile number links only the account that has it (issue 26 #1): the
+      // wallet's login page only pre-fills the number, and anyone can type another.
+      if (login.mobile !== null) {
+        const shown = (profile.data.contact ?? []).filter((contact) => contact.type === 'MSISDN' || contact.type === 'MSISD').map((contact) => contact.value);
+        if (!shown.some((mobile) => sameMobile(mobile, login.mobile!))) {
+          const detail = shown.length === 0 ? 'the login was pinned to a mobile number the wallet did not show (no contact scope)' : "the account that logged in does not have the login's mobile number";
+          await deps.database.$transaction([
+            deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:mobile_mismatch' } }),
+            deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail } }),
+          ]);
+          page(res, 403, {
+            tone: 'error',
+            title: 'Your wallet was not linked',
+            paragraphs: [
+              `This login was meant for the wallet account with the mobile number ending ${login.mobile.slice(-4)}, and another account logged in. Nothing was linked.`,
+              'Please start the login again and log in with that account.',
+            ],
+          });
+          return;
+        }
+      }
       const issuedAt = now();
       const { linkId } = await saveLinkWithTokens(deps.database, deps.tokens, {
         partnerUserId,
@@ -273,6 +298,8 @@ export function connectRouter(deps: ConnectDependencies): Router {
         });
         return;
       }
+      // Too many requests at once (issue 25): answered 503 with Retry-After by onError below.
+      if (overloadOf(error)) throw error;
       const code = isWalletError(error) ? error.code : 'INTERNAL';
       deps.logger.warn({ code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined }, 'connect callback failed');
       await deps.database.$transaction([
@@ -298,6 +325,12 @@ export function connectRouter(deps: ConnectDependencies): Router {
     page(res, 404, { tone: 'error', title: 'Not found', paragraphs: ['There is no such page. Please start the login again from the partner app.'] });
   });
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const busy = overloadOf(error);
+    if (busy) {
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      page(res, 503, { tone: 'error', title: 'Busy right now', paragraphs: ['Many people are logging in at the same time. Please start the login again in a few seconds.'] });
+      return;
+    }
     const refused = clientErrorOf(error);
     if (!refused) deps.logger.error({ err: error, method: req.method, path: req.path }, 'connect route failed');
     page(res, refused?.status ?? 500, {

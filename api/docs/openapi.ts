@@ -209,6 +209,11 @@ const opsCommon = {
   '403': problem('the ops API key lacks the scope this route needs (OPS_API_KEYS `name:scopes:key`)', ['SCOPE_REQUIRED']),
   '429': problem('too many requests with a wrong key from this address', ['TOO_MANY_FAILED_ATTEMPTS'], { 'Retry-After': retryAfter }),
   '500': problem('an unexpected failure (logged)', ['INTERNAL']),
+  '503': problem(
+    'too many requests at once (issue 25): nothing was stored; send the same request, with the same Idempotency-Key, again after Retry-After',
+    ['OVERLOADED'],
+    { 'Retry-After': retryAfter },
+  ),
 };
 
 /** What a route with a JSON body may answer when the framework cannot read the body (nothing stored). */
@@ -794,8 +799,11 @@ const opsLinks = {
         '409': problem('the link was unlinked, or the user must log in again', ['LINK_UNLINKED', 'REAUTH_REQUIRED']),
         '501': problem('profile reads are not configured', ['NOT_CONFIGURED']),
         '502': problem('the wallet service did not give the profile', ['WALLET_UNAVAILABLE']),
-        '503': problem('the user’s tokens could not be refreshed just now (the link stays usable); try again', ['TOKEN_REFRESH_FAILED']),
         ...opsCommon,
+        '503': problem(
+          'the user’s tokens could not be refreshed just now (the link stays usable), or too many requests at once (OVERLOADED, with Retry-After); try again',
+          ['TOKEN_REFRESH_FAILED', 'OVERLOADED'],
+        ),
       },
     },
   },
@@ -816,6 +824,7 @@ const opsWebhooks = {
       responses: {
         '201': json('WebhookEndpointCreated', 'the endpoint and its secret (`whsec_…`): shown this once, stored encrypted'),
         '400': problem('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+        '422': problem('in production: not an https URL, or one inside walletflow’s own network (loopback, private, link-local, a single-label host); nothing stored', ['WEBHOOK_URL_NOT_ALLOWED']),
         ...unreadableJsonBody,
         ...opsCommon,
       },

@@ -7,6 +7,7 @@
 // are CSRF-protected forms whose idempotency key is bound to the form instance; their progress
 // pages poll a JSON status that answers for this web session's fundings and payments only. The
 // pages' scripts are files (assets/), served under /app/assets by page-assets.ts.
+import { overloadOf } from '../../lib/admission.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import express, { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
@@ -151,6 +152,7 @@ const pages = {
   formTooLarge: { tone: 'error', title: 'This form is too large', paragraphs: ['Please go back to the app and enter the amount again.'] },
   unreadable: { tone: 'error', title: 'We could not read this request', paragraphs: ['Please go back to the app and try again.'] },
   broken: { tone: 'error', title: 'Something went wrong', paragraphs: ['Please try again in a moment, or open the app again from your wallet.'] },
+  busy: { tone: 'error', title: 'Busy right now', paragraphs: ['Many people are using this at the same time. Nothing was done with your money: please try again in a few seconds.'] },
 } satisfies Record<string, MessagePage>;
 
 /** A refusal as the user reads it: which limit, and what is left (the detail carries the amounts). */
@@ -496,7 +498,10 @@ export function landingRouter(deps: LandingDependencies): Router {
       case 'key-reused':
         message(res, 409, pages.formReused);
         return;
+      // source-not-recipient: never for the user's own link and balance; were the link moved
+      // meanwhile, the user opens the app again.
       case 'link-not-found':
+      case 'source-not-recipient':
         message(res, 401, pages.reopen);
         return;
     }
@@ -601,6 +606,13 @@ export function landingRouter(deps: LandingDependencies): Router {
     const refused = clientErrorOf(error);
     if (refused) {
       answer(req, res, refused.status, refused.status === 413 ? pages.formTooLarge : pages.unreadable, refused.code, refused.message);
+      return;
+    }
+    // Too many requests at once (issue 25): nothing was stored; the user is told to try again.
+    const busy = overloadOf(error);
+    if (busy) {
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      answer(req, res, 503, pages.busy, 'OVERLOADED', 'too many requests at once: nothing was done; try again in a few seconds');
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'landing page failed');

@@ -9,6 +9,7 @@ import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/c
 import type { Database } from '../../lib/database.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics, OnboardingStartOutcome } from '../../lib/metrics.ts';
+import type { SessionOnboarding } from '../../links/embedded-onboarding.ts';
 import { claimDueOnboardings, clearOnboardings, isOnboardingPending, retryOnboardingsLater } from '../../links/onboarding-outbox.ts';
 import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
 
@@ -29,6 +30,12 @@ export interface OnboardingDispatcherOptions {
   sweepIntervalMs?: number;
   /** How long a wake waits, so one claim takes the sessions stored meanwhile (default 5 ms). */
   wakeDelayMs?: number;
+  /**
+   * Onboards a session here and now (links/embedded-onboarding.ts) when its user is already on
+   * the landing page (expedite): a storm's backlog in the worker's queue never makes a user who
+   * is looking wait. Absent: expedite only starts the workflow.
+   */
+  onboardNow?: Pick<SessionOnboarding, 'link'>;
 }
 
 /** What one drain did. */
@@ -44,7 +51,9 @@ export interface OnboardingDispatcher {
   wake(): void;
   /**
    * The landing page's: the user is here, so a session still in the outbox has its workflow
-   * started now (a failure is logged and left to the dispatcher).
+   * started now, and the session is onboarded on demand in this process (issue 25) instead of
+   * waiting for the worker behind a backlog; the workflow then finds it done. A failure is logged
+   * and left to the workflow.
    */
   expedite(sessionRecordId: string): Promise<void>;
   /** Passes until no due row is left or a pass fails (the tests' and the sweep's unit of work). */
@@ -67,6 +76,16 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
   let sweepTimer: NodeJS.Timeout | undefined;
   let running: Promise<DrainResult> | undefined;
   let again = false;
+  /** Sessions being onboarded on demand in this process: a page's reloads and polls share one try. */
+  const onDemand = new Map<string, Promise<void>>();
+
+  async function onboardOnDemand(sessionRecordId: string): Promise<void> {
+    if (!options.onboardNow) return;
+    const outcome = await options.onboardNow.link(sessionRecordId);
+    if (outcome.kind === 'retry') {
+      logger.info({ sessionRecordId, code: outcome.error.code }, 'on-demand onboarding: the wallet did not answer; the workflow goes on');
+    }
+  }
 
   /** Starts one session's workflow; a refusal because it already ran counts as started. */
   async function startOne(sessionRecordId: string): Promise<OnboardingStartOutcome> {
@@ -153,13 +172,22 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
     },
     async expedite(sessionRecordId) {
       try {
-        if (!(await isOnboardingPending(database, sessionRecordId))) return;
-        const outcome = await startOne(sessionRecordId);
-        options.metrics?.onboardingStart(outcome);
-        if (outcome !== 'failed') await clearOnboardings(database, [sessionRecordId]);
+        if (await isOnboardingPending(database, sessionRecordId)) {
+          const outcome = await startOne(sessionRecordId);
+          options.metrics?.onboardingStart(outcome);
+          if (outcome !== 'failed') await clearOnboardings(database, [sessionRecordId]);
+        }
       } catch (error) {
         logger.warn({ sessionRecordId, err: (error as Error).message }, 'could not expedite session onboarding; the dispatcher will start it');
       }
+      let running = onDemand.get(sessionRecordId);
+      if (!running) {
+        running = onboardOnDemand(sessionRecordId)
+          .catch((error: unknown) => logger.warn({ sessionRecordId, err: (error as Error).message }, 'on-demand onboarding failed; the workflow goes on'))
+          .finally(() => onDemand.delete(sessionRecordId));
+        onDemand.set(sessionRecordId, running);
+      }
+      await running;
     },
     drain,
     async stop() {

@@ -35,26 +35,31 @@ const CHECK_TIMEOUT_MS = 3000;
 /** How old a readiness answer may be. */
 export const READINESS_MAX_AGE_MS = 5000;
 
-async function runCheck(check: ReadinessCheck): Promise<CheckResult> {
+const CHECK_TIMED_OUT = 'readiness check timed out';
+
+async function runCheck(check: ReadinessCheck, onDown?: (error: Error) => void): Promise<CheckResult> {
   const started = performance.now();
   let timer: NodeJS.Timeout | undefined;
   try {
     await Promise.race([
       check(),
       new Promise((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS);
+        timer = setTimeout(() => reject(new Error(CHECK_TIMED_OUT)), CHECK_TIMEOUT_MS);
       }),
     ]);
     return { status: 'up', latencyMs: Math.round(performance.now() - started) };
   } catch (error) {
-    // The message names what failed (a host, a timeout); checks never put credentials in errors.
-    return { status: 'down', latencyMs: Math.round(performance.now() - started), error: (error as Error).message.slice(0, 300) };
+    // Which dependency, not its error's text: that names internal hosts and ports (issue 26 #5).
+    // The text goes to the API's log instead.
+    const timedOut = (error as Error).message === CHECK_TIMED_OUT;
+    onDown?.(error as Error);
+    return { status: 'down', latencyMs: Math.round(performance.now() - started), error: timedOut ? `no answer within ${CHECK_TIMEOUT_MS} ms` : 'the check failed (its error is in the API log)' };
   } finally {
     clearTimeout(timer);
   }
 }
 
-export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: number; now?: () => number } = {}): Router {
+export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: number; now?: () => number; onDown?: (dependency: string, error: Error) => void } = {}): Router {
   const maxAgeMs = options.maxAgeMs ?? READINESS_MAX_AGE_MS;
   const now = options.now ?? Date.now;
   let latest: { at: number; result: Promise<Readiness> } | undefined;
@@ -63,7 +68,12 @@ export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: numb
     if (latest && now() - latest.at < maxAgeMs) return latest.result;
     const at = now();
     const result = (async (): Promise<Readiness> => {
-      const [postgres, temporal, walletService] = await Promise.all([runCheck(checks.postgres), runCheck(checks.temporal), runCheck(checks.walletService)]);
+      const down = (dependency: string) => (error: Error) => options.onDown?.(dependency, error);
+      const [postgres, temporal, walletService] = await Promise.all([
+        runCheck(checks.postgres, down('postgres')),
+        runCheck(checks.temporal, down('temporal')),
+        runCheck(checks.walletService, down('walletService')),
+      ]);
       const ready = postgres.status === 'up' && temporal.status === 'up' && walletService.status === 'up';
       return { status: ready ? 'ready' : 'not-ready', checks: { postgres, temporal, walletService } };
     })();

@@ -1,6 +1,7 @@
 // GET /metrics (contract-decisions section 8: Prometheus text, no authentication), and the timing
 // of every request: a walletflow_http_request_duration_seconds sample labelled by route template
 // (never the raw path, which carries ids) and one access log line.
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Router, type Request, type RequestHandler } from 'express';
 import { currentLogContext, withLogContext } from '../../lib/log-context.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -37,9 +38,23 @@ export function observeRequests(deps: { metrics: Metrics; logger: Logger }): Req
   };
 }
 
-export function metricsRouter(metrics: Metrics): Router {
+/**
+ * GET /metrics (Prometheus text). With a token (METRICS_TOKEN, required in production: the gauges
+ * tell the business's volumes, issue 26 #5) only `Authorization: Bearer <token>` gets them; 401
+ * otherwise, compared in constant time.
+ */
+export function metricsRouter(metrics: Metrics, options: { token?: string | undefined } = {}): Router {
   const router = Router();
-  router.get('/metrics', async (_req, res) => {
+  const expected = options.token === undefined ? undefined : createHash('sha256').update(`Bearer ${options.token}`).digest();
+  router.get('/metrics', async (req, res) => {
+    if (expected) {
+      const presented = createHash('sha256').update(req.get('authorization') ?? '').digest();
+      if (!timingSafeEqual(presented, expected)) {
+        res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-metrics"');
+        res.status(401).type('text/plain').send('metrics need Authorization: Bearer <METRICS_TOKEN>\n');
+        return;
+      }
+    }
     const text = await metrics.registry.metrics();
     res.status(200).setHeader('Content-Type', metrics.registry.contentType).setHeader('Cache-Control', 'no-store').send(text);
   });

@@ -20,6 +20,7 @@ import { InsufficientFundsError, isEntriesCursor, type Ledger } from '../../ledg
 import { settlementCsv, type SettleDay } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
+import { resolvedByOf } from './ops-actor.ts';
 
 export interface OpsAccountsDependencies {
   database: Database;
@@ -85,6 +86,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
         amount,
         reason: parsed.data.reason,
         fingerprint,
+        actor: resolvedByOf(req, res),
       });
       if (result.kind === 'key-reused') {
         sendProblem(res, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED', title: 'Unprocessable Content', detail: 'this Idempotency-Key was used with a different request body' });

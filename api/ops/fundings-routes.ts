@@ -8,7 +8,7 @@ import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
-import { opsKeyNameOf } from './ops-auth.ts';
+import { opsKeyHasScope, opsKeyNameOf } from './ops-auth.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { resolvedByOf } from './ops-actor.ts';
@@ -40,7 +40,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals));
+    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals), { mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin') });
     switch (result.kind) {
       case 'created':
         res.status(202).json(result.funding);
@@ -62,6 +62,14 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       case 'refused':
         // Nothing stored, no workflow: not enough available on the source, or a limit (which, and what is left).
         sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });
+        return;
+      case 'source-not-recipient':
+        sendProblem(res, {
+          status: 403,
+          code: 'SCOPE_REQUIRED',
+          title: 'Forbidden',
+          detail: `a USER_BALANCE source pays only that user's own wallet (a TOKEN recipient whose link is theirs); paying it to another recipient needs the admin scope, which the ops API key ${opsKeyNameOf(res.locals)} lacks`,
+        });
         return;
     }
   });

@@ -18,6 +18,11 @@ export interface OpsAuthOptions {
   maxFailures?: number;
   windowMs?: number;
   now?: () => number;
+  /**
+   * Addresses whose wrong keys are counted at once; past it the oldest are forgotten (issue 26 #7:
+   * rotating IPv6 /64s within one window grew the map without bound). Absent: 10,000.
+   */
+  maxTrackedAddresses?: number;
 }
 
 /**
@@ -69,15 +74,23 @@ export function opsKeyNameOf(locals: Record<string, unknown>): string {
   return name;
 }
 
+/** Whether the acting key has `scope` (for what a route allows beyond its own scope, by its body). */
+export function opsKeyHasScope(locals: Record<string, unknown>, scope: OpsScope): boolean {
+  const scopes = locals.opsKeyScopes;
+  if (!(scopes instanceof Set)) throw new Error('opsKeyHasScope: the request did not pass opsAuth');
+  return scopes.has(scope);
+}
+
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
-export function opsAuth(options: OpsAuthOptions): RequestHandler {
+export function opsAuth(options: OpsAuthOptions): RequestHandler & { trackedAddresses(): number } {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
   const keys = parseOpsKeys(options.keys).map((key) => ({ key, digest: digest(key.key) }));
   const maxFailures = options.maxFailures ?? 20;
   const windowMs = options.windowMs ?? 60_000;
   const now = options.now ?? Date.now;
   const failures = new Map<string, { count: number; since: number }>();
+  const maxTracked = options.maxTrackedAddresses ?? 10_000;
 
   const blockedFor = (address: string): number => {
     const entry = failures.get(address);
@@ -93,12 +106,17 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
     const entry = failures.get(address);
     if (!entry || now() - entry.since >= windowMs) failures.set(address, { count: 1, since: now() });
     else entry.count += 1;
-    if (failures.size > 10_000) {
+    if (failures.size > maxTracked) {
       for (const [key, value] of failures) if (now() - value.since >= windowMs) failures.delete(key);
+      // Still too many within one window: the oldest go (a Map iterates in insertion order).
+      for (const key of failures.keys()) {
+        if (failures.size <= maxTracked) break;
+        failures.delete(key);
+      }
     }
   };
 
-  return (req, res, next) => {
+  const handler: RequestHandler = (req, res, next) => {
     const address = rateKeyOf(req.ip);
     const header = req.get('authorization') ?? '';
     // The scheme name is case-insensitive (RFC 9110 section 11.1).
@@ -139,6 +157,8 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
     // Who did it, for audits: the key's name, never the key.
     res.locals.opsKeyName = accepted.name;
     res.locals.opsActor = accepted.name;
+    res.locals.opsKeyScopes = accepted.scopes;
     next();
   };
+  return Object.assign(handler, { trackedAddresses: () => failures.size });
 }

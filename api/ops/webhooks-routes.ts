@@ -15,9 +15,13 @@ import { sendProblem } from '../http/problem.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { opsKeyNameOf } from './ops-auth.ts';
+import { resolvedByOf } from './ops-actor.ts';
+import { refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 
 export interface OpsWebhooksDependencies {
   webhooks: WebhookStore;
+  /** Production: only public https endpoints may be registered (issue 26 #4). */
+  publicTargetsOnly?: boolean;
 }
 
 /** An endpoint or a delivery id in a path: anything else names nothing (404). */
@@ -43,6 +47,12 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
+    // Production: a partner's public https endpoint only (issue 26 #4); the deliverer checks every address again.
+    const refused = deps.publicTargetsOnly ? refusedWebhookUrl(parsed.data.url) : null;
+    if (refused) {
+      sendProblem(res, { status: 422, code: 'WEBHOOK_URL_NOT_ALLOWED', title: 'Unprocessable Content', detail: `url ${refused}` });
+      return;
+    }
     const { endpoint, secret } = await deps.webhooks.createEndpoint(parsed.data, opsKeyNameOf(res.locals));
     res.status(201).json({ id: endpoint.id, secret, url: endpoint.url, events: endpoint.events, createdAt: endpoint.createdAt });
   });
@@ -59,7 +69,7 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
 
   router.delete('/webhooks/endpoints/:endpointId', async (req, res) => {
     const id = webhookEndpointIdSchema.safeParse(req.params.endpointId);
-    if (!id.success || !(await deps.webhooks.deleteEndpoint(id.data))) {
+    if (!id.success || !(await deps.webhooks.deleteEndpoint(id.data, resolvedByOf(req, res)))) {
       endpointNotFound(res, req.params.endpointId);
       return;
     }

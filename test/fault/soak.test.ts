@@ -19,7 +19,7 @@ describe('walletflow soak', () => {
     expect(output).toMatch(/\| executed without a funding \/ payment \| 0 \| 0 \| ✓ \|/);
     expect(output).toMatch(/\| money, walletflow = ledger \(PHP\) \| credited ([\d.]+) = \1 \| debited ([\d.]+) = \2 \| ✓ \|/);
     // The chaos really happened.
-    const chaos = /worker SIGKILL ×(\d+), API restart ×(\d+), Temporal dev server restart ×(\d+)/.exec(output);
+    const chaos = /worker SIGKILL ×(\d+), worker SIGSTOP ×(\d+) \(with 2 workers\), API restart ×(\d+), Temporal dev server restart ×(\d+)/.exec(output);
     expect(chaos, output).not.toBeNull();
     expect(chaos!.slice(1).map(Number).every((count) => count >= 1)).toBe(true);
   }, 300_000);
@@ -163,5 +163,15 @@ describe('the invariant checker', () => {
     expect(violations.map((violation) => violation.invariant).sort()).toEqual(['execution-mismatch', 'money-debited']);
     const moved = checkSoak({ ...healthy, balances: [{ userId: 'u1', before: '0.00', after: '20.00' }] });
     expect(moved.violations).toEqual([expect.objectContaining({ invariant: 'balances' })]);
+  });
+
+  it('names a write by an overtaken owner: a fence lower than one written before it (issue 24)', () => {
+    const inOrder = checkSoak({ ...healthy, fundings: healthy.fundings.map((row) => ({ ...row, eventFences: [1, 1, 2, 2] })) });
+    expect(inOrder.violations).toEqual([]);
+    const stale = checkSoak({ ...healthy, fundings: [{ ...healthy.fundings[0]!, eventFences: [1, 2, 1] }, ...healthy.fundings.slice(1)], payments: [{ ...healthy.payments[0]!, eventFences: [3, 2] }, ...healthy.payments.slice(1)] });
+    expect(stale.violations.map((violation) => [violation.invariant, violation.ids])).toEqual([
+      ['stale-owner', [healthy.fundings[0]!.id]],
+      ['stale-owner', [healthy.payments[0]!.id]],
+    ]);
   });
 });

@@ -83,7 +83,10 @@ describe('health endpoints', () => {
     expect(body.checks.postgres?.status).toBe('up');
     expect(body.checks.temporal?.status).toBe('down');
     expect(body.checks.walletService?.status).toBe('down');
-    expect(body.checks.walletService?.error).toMatch(/connect unreachable/);
+    // Which dependency is down, never its error's text: no internal host or port (issue 26 #5).
+    expect(body.checks.walletService?.error).toBe('the check failed (its error is in the API log)');
+    expect(JSON.stringify(body)).not.toContain('127.0.0.1');
+    expect(JSON.stringify(body)).not.toContain(String(closedPort));
   });
 
   it('/readyz answers a flood from one round of checks at most a few seconds old: the wallet service is not called per request', async () => {
@@ -144,5 +147,21 @@ describe('health endpoints', () => {
     expect(response.status).toBe(404);
     expect(response.headers.get('content-type')).toMatch(/application\/problem\+json/);
     expect(await response.json()).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+  });
+
+  it('GET /metrics with METRICS_TOKEN set answers only to that bearer (issue 26 #5); without one it stays open', async () => {
+    const token = 'metrics-token-'.repeat(3);
+    const readiness = { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} };
+    const guarded = await serve({ logger: createLogger({ level: 'silent' }), readiness, metricsToken: token });
+    for (const authorization of [undefined, 'Bearer wrong', `Basic ${token}`, token]) {
+      const response = await fetch(`${guarded}/metrics`, { headers: authorization ? { authorization } : {} });
+      expect(response.status, String(authorization)).toBe(401);
+      expect(await response.text()).not.toContain('walletflow_');
+    }
+    const allowed = await fetch(`${guarded}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+    expect(allowed.status).toBe(200);
+    expect(await allowed.text()).toContain('# HELP');
+    const open = await serve({ logger: createLogger({ level: 'silent' }), readiness });
+    expect((await fetch(`${open}/metrics`)).status).toBe(200);
   });
 });

@@ -18,7 +18,7 @@ describe('walletflow bench', () => {
 
   it('writes a report of the right shape with positive figures, and its chart', async () => {
     out = await mkdtemp(path.join(tmpdir(), 'walletflow-bench-test-'));
-    const { code, output } = await runBench(['--levels', '2', '--seconds', '2', '--session-seconds', '1', '--session-connections', '2', '--out', out, '--name', 'tiny'], 150_000);
+    const { code, output } = await runBench(['--levels', '2', '--seconds', '2', '--session-seconds', '1', '--session-connections', '2', '--burst-requests', '50', '--out', out, '--name', 'tiny'], 150_000);
     expect(code, output).toBe(0);
     const report = benchReportSchema.parse(JSON.parse(await readFile(path.join(out, 'tiny.json'), 'utf8')));
     expect(report).toMatchObject({ name: 'tiny', temporal: 'dev-server', workers: 1, options: { levels: [2], seconds: 2 } });
@@ -50,6 +50,12 @@ describe('walletflow bench', () => {
     // Memory at rest: after the worker onboarded every session the run stored, none left PENDING.
     expect(report.workerRssMiBAtRest?.worker).toBeGreaterThan(0);
     expect(report.onboarding).toMatchObject({ pending: 0 });
+    // Users who opened the page during the session URL's run reached the money page (issue 25 #2).
+    expect(report.session?.landers?.users).toBeGreaterThan(0);
+    expect(report.session?.landers?.notReached).toBe(0);
+    expect(report.session?.landers?.toMoneyPageMs.p99).toBeGreaterThan(0);
+    // The burst: every request accepted in the end, none answered a 5xx other than a load refusal.
+    expect(report.burst).toMatchObject({ requests: 50, accepted: 50, serverErrors: 0 });
     const svg = await readFile(path.join(out, 'tiny.svg'), 'utf8');
     expect(svg).toMatch(/^<svg [^>]*xmlns="http:\/\/www.w3.org\/2000\/svg"/);
     expect(svg).toContain('baseline (wallet client alone)');

@@ -37,6 +37,15 @@ describe('walletflow fund and status against a running stack', () => {
     return { user, code };
   }
 
+  it('reads the cash-in code from standard input with --code alone, so it is in neither the shell history nor ps (issue 26 #7)', async () => {
+    const { code } = await codeFor('KYC1');
+    const result = await runCliWith(['fund', '--code', '--amount', '3.00', ...target()], { env: { WALLETFLOW_OPS_KEY: stack.opsKey }, input: `${code}\n` });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toContain(`*****${code.slice(-2)}`);
+    expect(result.stdout + result.stderr).not.toContain(code);
+    expect(result.stderr).not.toContain('shell history');
+  });
+
   it('funds by cash-in code: plain timeline lines, exit 0, the code never printed whole', async () => {
     const { user, code } = await codeFor('KYC1');
     const result = await runCli(['fund', '--code', code, '--amount', '100.50', ...target()]);

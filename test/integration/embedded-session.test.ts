@@ -215,7 +215,7 @@ describe('session URL: malformed calls', () => {
 });
 
 describe('session URL and landing page', () => {
-  it('answers at once with a UUIDv4 while no worker runs; the landing page shows a loading state until onboarding links the user', async () => {
+  it('answers at once with a UUIDv4 while no worker runs; the landing page shows a loading state until onboarding links the user (the profile unreachable, so not on demand either)', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '500.00', firstName: 'Ana' });
     const tokens = await stack.admin.embeddedTokens(user.userId);
     const answer = await callSessionUrl({ body: JSON.stringify(tokens) });
@@ -240,9 +240,11 @@ describe('session URL and landing page', () => {
     expect((await handle.describe()).status.name).toBe('RUNNING');
     expect(await historyPayloads(handle)).toContain(row.id);
 
-    // The web view arrives before onboarding is done: the landing URL answers with the web
+    // The web view arrives before onboarding is done, and the wallet does not answer the profile
+    // call that would onboard the user on demand (issue 25): the landing URL answers with the web
     // session's cookie and a loading page that drops the id from its address (a reload asks for
     // /app), and keeps answering the loading page at /app.
+    await stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]);
     const client = browser();
     const landing = await client.get(`/app?sessionId=${sessionId}`);
     expect(landing.status).toBe(200);
@@ -267,6 +269,7 @@ describe('session URL and landing page', () => {
     expect(loading.headers.get('content-security-policy')).toContain("script-src 'nonce-");
     expect(await (await fetch(`${stack.apiBase}/app/status`, { headers: { cookie: client.cookie! } })).json()).toEqual({ state: 'pending' });
 
+    await stack.admin.clearFaults();
     await stack.startWorker();
     expect(await handle.result()).toMatchObject({ status: 'READY', errorCode: null, linkId: expect.any(String) });
     const payloads = await historyPayloads(handle);

@@ -6,6 +6,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
+import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../links/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -48,7 +49,7 @@ describe('a retried execute activity', () => {
     const { transferId } = await createdTransfer();
     await stack.wallet.executeTransfer(transferId);
     const since = new Date();
-    const progress = await new MockActivityEnvironment({ attempt: 2 }).run(activities.executeTransfer, randomUUID(), transferId);
+    const progress = await new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), transferId);
     expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await callsFor(transferId, since)).toEqual(['transfers.retrieve']);
     expect(await executionsOf(transferId)).toBe(1);
@@ -56,12 +57,12 @@ describe('a retried execute activity', () => {
 
   it('sends it when the transfer still shows CREATED, and the first attempt sends it at once', async () => {
     const retried = await createdTransfer();
-    expect(await new MockActivityEnvironment({ attempt: 3 }).run(activities.executeTransfer, randomUUID(), retried.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    expect(await new MockActivityEnvironment({ attempt: 3, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), retried.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await executionsOf(retried.transferId)).toBe(1);
 
     const first = await createdTransfer();
     const since = new Date();
-    expect(await new MockActivityEnvironment({ attempt: 1 }).run(activities.executeTransfer, randomUUID(), first.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    expect(await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), first.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await callsFor(first.transferId, since)).toEqual(['transfers.execute']);
   });
 });

@@ -201,3 +201,56 @@ describe('login URLs and signed login tokens', () => {
     expect(await stack.database.loginState.count()).toBe(before);
   });
 });
+
+describe('signed login tokens, round three (issue 26 #1)', () => {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  /** The same token with its signature's last character changed in the 2 bits base64url leaves unused: the same bytes. */
+  const reEncodings = (token: string) => {
+    const last = token.at(-1)!;
+    const index = alphabet.indexOf(last);
+    return [1, 2, 3].map((bits) => token.slice(0, -1) + alphabet[index ^ bits]!);
+  };
+
+  it('a used token does not start a login again with its signature re-encoded, and a non-canonical encoding is refused outright', async () => {
+    const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m').sign(signingKey);
+    expect((await start({ login: token })).status).toBe(302);
+    for (const variant of reEncodings(token)) {
+      const answer = await start({ login: variant });
+      expect(answer.status, variant).toBe(400);
+      expect(answer.authorizeUrl).toBeUndefined();
+    }
+    const fresh = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m').sign(signingKey);
+    const [nonCanonical] = reEncodings(fresh);
+    expect((await start({ login: nonCanonical! })).status).toBe(400);
+    // The canonical one still works: the refusal above spent nothing.
+    expect((await start({ login: fresh })).status).toBe(302);
+  });
+
+  it('another JWT signed with the same key is not a login: a foreign audience or type is refused', async () => {
+    const sign = (build: (jwt: SignJWT) => SignJWT, header: Record<string, string> = {}) =>
+      build(new SignJWT({}).setProtectedHeader({ alg: 'HS256', ...header }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m')).sign(signingKey);
+    for (const token of [await sign((jwt) => jwt.setAudience('billing-api')), await sign((jwt) => jwt, { typ: 'at+jwt' })]) {
+      expect((await start({ login: token })).status).toBe(400);
+    }
+    // A login token may say what it is, in either spelling of its type (RFC 7515 4.1.9).
+    expect((await start({ login: await sign((jwt) => jwt.setAudience('walletflow:login'), { typ: 'JWT' }) })).status).toBe(302);
+    expect((await start({ login: await sign((jwt) => jwt, { typ: 'application/jwt' }) })).status).toBe(302);
+  });
+
+  it('a login pinned to a mobile number links only the wallet with that number: another account logging in on the page is refused, nothing linked', async () => {
+    const meant = await stack.admin.createUser({ password: 'pw-meant' });
+    const other = await stack.admin.createUser({ password: 'pw-other' });
+    const partnerUserId = `pinned-${randomUUID()}`;
+    const started = await startFromUrl(await mintLoginUrl(partnerUserId, meant.mobile));
+    expect(started.status).toBe(302);
+    // Someone else types their own number and password on the wallet's login page.
+    const authorize = new URL(started.authorizeUrl!);
+    authorize.searchParams.set('user_id', other.mobile);
+    const params = await loginThroughPages(stack.sandbox, authorize.toString(), 'pw-other');
+    const response = await callback(params, started.cookie);
+    expect(response.status).toBe(403);
+    expect(await response.text()).toContain('mobile number');
+    expect(await stack.database.link.findFirst({ where: { partnerUserId } })).toBeNull();
+    expect(await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } })).toMatchObject({ detail: expect.stringContaining('mobile') });
+  });
+});

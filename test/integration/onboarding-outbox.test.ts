@@ -105,6 +105,8 @@ describe('session onboarding outbox', () => {
     expect(await outboxRow(session.id)).toBeNull();
     const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: session.profileId, kind: 'EMBEDDED' } } });
     expect(link.id).toBe(row.linkId);
+    // Its periodic sweep would race the next tests' own dispatchers for their rows.
+    await restarted.dispatcher.stop();
   });
 
   it('a repeated dispatch (two API copies at once, a row left behind after its start) starts one onboarding', async () => {

@@ -3,14 +3,18 @@
 // acting key's name (funding and payment requests, cancels, resolves, unlinks, login URLs).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
 const reader = randomBytes(32).toString('base64url');
 const funder = randomBytes(32).toString('base64url');
+const writer = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
-  stack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${reader}`, `treasury-bot:fund+read:${funder}`] });
+  stack = await startPartnerStack({
+    extraOpsKeys: [`auditor:read:${reader}`, `treasury-bot:fund+read:${funder}`, `ops-writer:read+fund+pay+resolve+accounts+admin:${writer}`],
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -74,5 +78,99 @@ describe('scoped ops keys', () => {
     expect((await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' })).status).toBe(200);
     const unlinked = await stack.database.linkEvent.findFirstOrThrow({ where: { linkId, type: 'UNLINKED' } });
     expect(unlinked.actor).toBe('default');
+  });
+});
+
+describe('whose balance a key may draw (issue 26 #6)', () => {
+  /** A linked wallet for a partner user with a partner balance of 100.00. */
+  async function userWithBalance() {
+    const { createEmbeddedLink } = await import('../support/embedded-link.ts');
+    const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+    const partnerUserId = `wallet:${user.profileId}`;
+    const adjusted = await stack.opsFetch(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ amount: { currency: 'PHP', value: '100.00' }, reason: 'winnings' }),
+    });
+    expect(adjusted.status).toBe(201);
+    return { user, linkId, partnerUserId };
+  }
+
+  it('a fund key draws a user’s balance only to that user’s own wallet; to anyone else 403 SCOPE_REQUIRED, nothing stored or held', async () => {
+    const owner = await userWithBalance();
+    const other = await userWithBalance();
+    const { code } = await stack.admin.cashInCode(other.user.userId);
+    const fundingsBefore = await stack.database.funding.count();
+    for (const recipient of [{ type: 'TOKEN', linkId: other.linkId }, { type: 'CODE', code }]) {
+      const response = await as(funder, '/ops/fundings', {
+        method: 'POST',
+        headers: { 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ recipient, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+      });
+      expect(response.status, JSON.stringify(recipient)).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'SCOPE_REQUIRED' });
+    }
+    expect(await stack.database.funding.count()).toBe(fundingsBefore);
+    const account = (await (await as(funder, `/ops/accounts/${encodeURIComponent(owner.partnerUserId)}`)).json()) as { available: { value: string } };
+    expect(account.available.value).toBe('100.00');
+
+    // To the owner's own wallet: accepted.
+    const own = await as(funder, '/ops/fundings', {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ recipient: { type: 'TOKEN', linkId: owner.linkId }, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+    });
+    expect(own.status).toBe(202);
+  });
+
+  it('an admin key may pay one user’s balance to another recipient', async () => {
+    const owner = await userWithBalance();
+    const other = await userWithBalance();
+    const response = await stack.opsFetch('/ops/fundings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ recipient: { type: 'TOKEN', linkId: other.linkId }, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+    });
+    expect(response.status).toBe(202);
+  });
+});
+
+describe('every ops write is attributed (issue 26 #3)', () => {
+  it('each write route of the OpenAPI document leaves the acting key’s name behind, whatever it answered', async () => {
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, unknown>> };
+    const writes = Object.entries(document.paths)
+      .filter(([path]) => path.startsWith('/ops/'))
+      .flatMap(([path, operations]) => Object.keys(operations).filter((method) => ['post', 'put', 'patch', 'delete'].includes(method)).map((method) => ({ path, method: method.toUpperCase() })));
+    expect(writes.length).toBeGreaterThanOrEqual(10);
+    for (const { path, method } of writes) {
+      const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
+      const response = await as(writer, concrete, { method, headers: { 'idempotency-key': randomUUID(), 'x-ops-actor': 'Maria at the desk' }, ...(method === 'DELETE' ? {} : { body: '{}' }) });
+      await response.arrayBuffer();
+      let row = null;
+      for (let attempt = 0; attempt < 50 && !row; attempt += 1) {
+        // Other test files share the table (POST /ops/fundings has no id of its own): this key's row.
+        row = await stack.database.opsAction.findFirst({ where: { method, path: concrete, keyName: 'ops-writer' }, orderBy: { id: 'desc' } });
+        if (!row) await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      expect(row, `${method} ${path}`).toMatchObject({ keyName: 'ops-writer', actor: 'Maria at the desk', status: response.status });
+    }
+  });
+
+  it('an adjustment’s ledger transaction and a webhook endpoint’s deletion name the key', async () => {
+    const partnerUserId = `audited-${randomUUID()}`;
+    const adjusted = await as(writer, `/ops/accounts/${partnerUserId}/adjustments`, {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ amount: { currency: 'PHP', value: '5.00' }, reason: 'goodwill' }),
+    });
+    expect(adjusted.status).toBe(201);
+    const { adjustmentId } = (await adjusted.json()) as { adjustmentId: string };
+    expect(await stack.database.ledgerTransaction.findUniqueOrThrow({ where: { id: BigInt(adjustmentId) } })).toMatchObject({ actor: 'ops-writer' });
+
+    const created = await as(writer, '/ops/webhooks/endpoints', { method: 'POST', body: JSON.stringify({ url: 'https://partner.example/hooks', events: ['funding.approved'] }) });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    expect((await as(writer, `/ops/webhooks/endpoints/${id}`, { method: 'DELETE' })).status).toBe(204);
+    expect(await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id } })).toMatchObject({ deletedBy: 'ops-writer', deletedAt: expect.any(Date) });
   });
 });

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PurgeReport } from '../../activities/purge.ts';
+import type { PurgeReport } from '../../workflows/purge-expired.contract.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { ensurePurgeSchedule } from '../../worker/purge-schedule.ts';
 import { manualPurgeWorkflowId, purgeExpiredWorkflowType, purgeScheduleId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';

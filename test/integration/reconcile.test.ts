@@ -5,9 +5,13 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createActivities } from '../../activities/index.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
-import type { SweepReport } from '../../activities/reconcile.ts';
+import type { SweepReport } from '../../workflows/reconcile.contract.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createTokenCipher } from '../../links/token-cipher.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
@@ -204,5 +208,43 @@ describe('reconciliation sweep', () => {
     const report = JSON.parse(result.stdout) as SweepReport;
     expect(report).toMatchObject({ checked: expect.any(Number), repaired: expect.any(Number) });
     expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
+  });
+
+  it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes (issue 24 #6)', async () => {
+    const workflowId = `reconcile-test-${randomUUID()}`;
+    const handle = await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
+    await handle.result();
+    const history = await handle.fetchHistory();
+    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+    const heartbeatSeconds = Number(scheduled?.heartbeatTimeout?.seconds ?? 0);
+    expect(heartbeatSeconds).toBeGreaterThan(0);
+    expect(heartbeatSeconds).toBeLessThanOrEqual(60);
+  });
+
+  it('an attempt that Temporal cut off (its heartbeat answered cancelled) writes nothing more (issue 24 #6)', async () => {
+    const executed = await codeOfNewUser();
+    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    await stack.wallet.executeTransfer(transfer.data.transferId);
+    const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
+    const activities = createActivities({
+      database: stack.database,
+      wallet: stack.wallet,
+      cipher: createTokenCipher(stack.encryptionKey),
+      logger: createLogger({ level: 'silent' }),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+    });
+    const environment = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 });
+    // The attempt's heartbeat timed out at the server: the worker cancels the attempt.
+    environment.cancel();
+    const outcome = await environment.run(activities.sweepStuckFundings, { olderThanSeconds: 600 }).then(
+      () => 'completed',
+      (error: unknown) => (error instanceof CancelledFailure ? 'cancelled' : error),
+    );
+    expect(outcome).toBe('cancelled');
+    expect((await stack.database.funding.findUniqueOrThrow({ where: { id } })).status).toBe('EXECUTING');
+    // Left for the next sweep, which owns it then.
+    const report = await sweep();
+    expect(report.items.find((item) => item.fundingId === id)).toMatchObject({ action: 'finished-from-wallet' });
   });
 });

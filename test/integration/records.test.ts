@@ -102,9 +102,9 @@ describe('the funding record', () => {
     await fundings.beginExecute(funding.id, null);
     fundingFinished.mockClear();
     const first = await fundings.finish(funding.id, { status: 'DECLINED', code: '6001', requestReferenceNo: 'ref-execute', detail: '6001' });
-    expect(first).toEqual({ moved: true, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}` });
+    expect(first).toEqual({ moved: true, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}`, ownerFence: 0 });
     const retried = await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: null, detail: null });
-    expect(retried).toEqual({ moved: false, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}` });
+    expect(retried).toEqual({ moved: false, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}`, ownerFence: 0 });
     expect(fundingFinished).toHaveBeenCalledTimes(1);
     expect(fundingFinished).toHaveBeenCalledWith('DECLINED', expect.any(Date));
     expect(await timeline(funding.id)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'DECLINED']);

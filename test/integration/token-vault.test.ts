@@ -247,4 +247,33 @@ describe('key rotation (walletflow rotate-keys)', () => {
     expect(again.links.reencrypted).toBe(0);
     expect((await onlyNew.read(stack.database, linkId))?.version).toBe(1);
   });
+
+  it('re-seals every sealed column of the schema, webhook endpoint secrets included (issue 26 #2)', async () => {
+    const { randomBytes } = await import('node:crypto');
+    const { readFile } = await import('node:fs/promises');
+    const { createTokenCipher } = await import('../../links/token-cipher.ts');
+    const { webhookSecretContext } = await import('../../webhooks/webhook-store.ts');
+    const { rotateKeys, rotatedColumns } = await import('../../cli/rotate-keys.ts');
+    // Every column the schema seals (Bytes holds nothing else here) is one the rotation re-seals.
+    const schema = await readFile(new URL('../../prisma/schema.prisma', import.meta.url), 'utf8');
+    const sealed: string[] = [];
+    for (const [, model, body] of schema.matchAll(/^model (\w+) \{([^}]*)\}/gm)) {
+      for (const [, field] of body!.matchAll(/^\s+(\w+)\s+Bytes\??\s/gm)) sealed.push(`${model}.${field}`);
+    }
+    expect(sealed.length).toBeGreaterThanOrEqual(6);
+    expect(Object.values(rotatedColumns ?? {}).flat().sort()).toEqual(sealed.sort());
+
+    // A webhook endpoint's secret, sealed under the old key, opens under the new key alone after the rotation.
+    const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'https://partner.example/webhooks', events: ['funding.approved'] }),
+    });
+    expect(created.status).toBe(201);
+    const { id, secret } = (await created.json()) as { id: string; secret: string };
+    const newKey = randomBytes(32);
+    await rotateKeys(stack.database, [newKey, stack.encryptionKey]);
+    const row = await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id } });
+    expect(createTokenCipher(newKey).decrypt(row.secretEncrypted, webhookSecretContext(id))).toBe(secret);
+  });
 });

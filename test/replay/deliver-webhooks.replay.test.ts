@@ -2,7 +2,7 @@
 // bundle: a run of the webhook deliverer whose round delivered an event, and one whose round saw
 // a refusal and the retry that delivered it; each run continues as new.
 import { describe, expect, inject, it } from 'vitest';
-import type { DeliveryRoundReport } from '../../activities/webhooks.ts';
+import type { DeliveryRoundReport } from '../../workflows/deliver-webhooks.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 

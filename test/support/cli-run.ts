@@ -12,7 +12,7 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
   // No ambient ops settings from the developer's shell: each test says what the CLI gets.
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
   for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) {
@@ -21,12 +21,13 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeo
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
     cwd: root,
     env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (options.input !== undefined) child.stdin!.end(options.input);
   let stdout = '';
   let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
   const timeoutMs = options.timeoutMs ?? 90_000;
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {

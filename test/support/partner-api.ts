@@ -4,6 +4,7 @@
 // replay stack share. Each stack adds its own (vitest's shared servers, metrics, vaults; or a
 // database and Temporal of its own, cancellable waits) and stops its workers its own way.
 // Without vitest, so the capture script can use it too.
+import { createSessionOnboarding } from '../../links/embedded-onboarding.ts';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +16,7 @@ import { createApp, type HardeningOptions } from '../../api/app.ts';
 import { createOnboardingDispatcher, type OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
-import { createDatabase, type Database } from '../../lib/database.ts';
+import { createApiDatabase, type Database } from '../../lib/database.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
@@ -47,6 +48,8 @@ export interface PartnerApiOptions {
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
   loginSigningKey?: Buffer;
+  /** The API's PostgreSQL pool size; absent: the production default (lib/database.ts). */
+  databaseMaxConnections?: number;
 }
 
 export interface InProcessWorker {
@@ -101,7 +104,8 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const sandbox = await startSandbox({ port: 0, registration: partnerEndpoints(apiBase) });
     stops.push(() => sandbox.close());
     const { logger } = options;
-    const database = createDatabase(options.databaseUrl);
+    // The API's database as api/main.ts makes it: write transactions admitted in front of the pool.
+    const { database } = createApiDatabase(options.databaseUrl, options.databaseMaxConnections === undefined ? {} : { maxConnections: options.databaseMaxConnections });
     stops.push(() => database.$disconnect());
     const walletConfig: WalletClientConfig = { ...sandboxWalletConfig(sandbox), timeoutMs: 5000, ...createWalletCallLog(database, logger) };
     const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, options.metrics) });
@@ -115,7 +119,14 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const temporal = new Client({ connection, namespace: options.namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
     const taskQueue = `${options.taskQueuePrefix}-${randomBytes(6).toString('hex')}`;
     // As api/main.ts runs it: started before the first request, stopped before the connections close.
-    const onboarding = createOnboardingDispatcher({ database, temporal, taskQueue, logger, ...(options.metrics ? { metrics: options.metrics } : {}) });
+    const onboarding = createOnboardingDispatcher({
+      database,
+      temporal,
+      taskQueue,
+      logger,
+      ...(options.metrics ? { metrics: options.metrics } : {}),
+      onboardNow: createSessionOnboarding({ database, wallet, tokens, cipher, logger }),
+    });
     onboarding.start();
     stops.push(() => onboarding.stop());
     const app = createApp({

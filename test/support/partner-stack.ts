@@ -72,6 +72,8 @@ export async function startPartnerStack(
     extraOpsKeys?: string[];
     /** Section 10's funding limits (default: none). */
     fundingLimits?: FundingLimits;
+    /** The API's PostgreSQL pool size (default: production's). */
+    databaseMaxConnections?: number;
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
@@ -95,6 +97,7 @@ export async function startPartnerStack(
     ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
+    ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
   });
   const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

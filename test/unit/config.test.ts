@@ -139,6 +139,14 @@ describe('loadConfig', () => {
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '0.0.0.0/0' }],
     ['TEMPORAL_TLS', { TEMPORAL_TLS: '' }],
     ['IDEMPOTENCY_FINGERPRINT_KEY', { IDEMPOTENCY_FINGERPRINT_KEY: '' }],
+    // Issue 26 #5: plaintext wallet URLs, no payload encryption, the sample database password, open metrics.
+    ['CONNECT_URL', { CONNECT_URL: 'http://wallet.example/connect/' }],
+    ['OP_URL', { OP_URL: 'http://wallet.example/op' }],
+    ['TRANSFER_URL', { TRANSFER_URL: 'http://wallet.example/v1' }],
+    ['PAYLOAD_ENCRYPTION_KEYS', { PAYLOAD_ENCRYPTION_KEYS: '' }],
+    ['DATABASE_URL', { DATABASE_URL: 'postgres://walletflow:walletflow@postgres:5432/walletflow' }],
+    ['METRICS_TOKEN', { METRICS_TOKEN: '' }],
+    ['METRICS_TOKEN', { METRICS_TOKEN: 'only-twenty-characters' }],
   ])('production refuses %s in %o', (variable, change) => {
     const problems = productionProblems(loadConfig({ ...strongProduction, ...change }));
     expect(problems.map((problem) => problem.split(':')[0])).toContain(variable);
@@ -198,4 +206,7 @@ const strongProduction = {
   TRUSTED_PROXIES: '10.0.0.2',
   TEMPORAL_TLS: 'true',
   TREASURY_LIMIT: '0.00',
+  PAYLOAD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 5).toString('base64')}`,
+  METRICS_TOKEN: 'm'.repeat(40),
+  DATABASE_URL: 'postgres://walletflow:a-long-generated-password@db.internal:5432/walletflow',
 };

@@ -123,6 +123,9 @@ describe('Dockerfile', () => {
     const stages = dockerfile.split(/^(?=FROM )/m).filter((stage) => stage.startsWith('FROM '));
     const runtime = stages.at(-1)!;
     expect(dockerfile).toMatch(/^RUN npm run build$/m);
+    // The build stage installs exactly the lockfile (issue 26 #7).
+    expect(stages[0]).toMatch(/^RUN npm ci\b/m);
+    expect(stages[0]).not.toMatch(/^RUN npm install\b/m);
     expect(dockerfile).toMatch(/^RUN npm install --omit=dev --omit=optional --ignore-scripts\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);

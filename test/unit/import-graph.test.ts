@@ -80,6 +80,16 @@ describe('the module graph', () => {
   });
 });
 
+describe('the workflow contracts', () => {
+  it('own their types: no contract imports activities/ (its input and output are the contract’s, the activity takes them from it)', async () => {
+    const { readdirSync } = await import('node:fs');
+    const contracts = readdirSync(path.join(root, 'workflows')).filter((file) => file.endsWith('.contract.ts'));
+    expect(contracts.length).toBeGreaterThanOrEqual(6);
+    const upward = contracts.flatMap((file) => importsOf(path.join('workflows', file)).filter((target) => target.startsWith('activities/')).map((target) => `${file} → ${target}`));
+    expect(upward).toEqual([]);
+  });
+});
+
 describe('the import table', () => {
   /** Rows of the table under "## Import rules" in docs/architecture.md: folder → the folders it may import. */
   function documentedTable(): Map<string, string> {

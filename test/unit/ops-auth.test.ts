@@ -92,6 +92,26 @@ describe('ops API authentication', () => {
     clock += 60_000;
   });
 
+  it('keeps at most maxTrackedAddresses addresses’ wrong keys, however many /64s rotate within one window (issue 26 #7)', async () => {
+    const guard = opsAuth({ keys: [key], maxFailures: 5, windowMs: 60_000, maxTrackedAddresses: 100, now: () => clock });
+    const small = express();
+    small.set('trust proxy', 'loopback');
+    small.use('/ops', guard);
+    const smallServer = small.listen(0, '127.0.0.1');
+    await new Promise((resolve) => smallServer.once('listening', resolve));
+    try {
+      const url = `http://127.0.0.1:${(smallServer.address() as AddressInfo).port}/ops/ping`;
+      for (let index = 0; index < 300; index += 1) {
+        const response = await fetch(url, { headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' } });
+        expect(response.status).toBe(401);
+        await response.arrayBuffer();
+      }
+      expect(guard.trackedAddresses()).toBeLessThanOrEqual(100);
+    } finally {
+      await new Promise<void>((resolve) => smallServer.close(() => resolve()));
+    }
+  });
+
   it('a key without the route’s scope gets 403 SCOPE_REQUIRED; with it, the route runs and knows the key’s name', async () => {
     const call = async (method: string, path: string, secret: string) => {
       const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '198.51.100.9' } });

@@ -1,0 +1,150 @@
+// Admission in front of the database pool (issue 25; docs/architecture.md, admission and
+// back-pressure). A write transaction holds a pool connection from its first statement to its
+// commit; when more of them start than the pool has connections, the rest wait inside Prisma
+// for a connection and fail after its `maxWait` (P2028), which a route used to answer 500. Here
+// they wait instead in a bounded FIFO queue of this process, holding nothing: at most
+// `maxInFlight` transactions run, the next `maxQueued` wait at most `maxWaitMs` each, and a
+// request the queue cannot take (full, or its wait would run out) is refused at once with
+// `Overloaded`: the route answers 503 OVERLOADED with Retry-After, and nothing was stored, so the
+// same request with the same Idempotency-Key can come back.
+//
+// Transactions of one key (a partner user drawing on their balance) also wait for each other here,
+// one after the other, before they take a slot: the per-user advisory lock inside the transaction
+// (ledger/limits.ts) then never waits in this process while holding a connection.
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Prisma } from '../generated/prisma/client.ts';
+
+/** A request the database could not take now: answered 503 OVERLOADED with Retry-After. */
+export class Overloaded extends Error {
+  override readonly name = 'Overloaded';
+  readonly code = 'OVERLOADED';
+  constructor(
+    /** When to come back (Retry-After, seconds). */
+    readonly retryAfterSeconds: number,
+    detail: string,
+  ) {
+    super(detail);
+  }
+}
+
+export interface AdmissionLimits {
+  /** Transactions run at once: at most the pool's connections. */
+  maxInFlight: number;
+  /** Transactions that may wait for a slot; the next is refused at once. */
+  maxQueued: number;
+  /** The longest a transaction waits for a slot before it is refused. */
+  maxWaitMs: number;
+}
+
+export interface AdmissionGate {
+  /** Runs `work` in a slot, after the transactions of `key` before it (if any) and the queue. */
+  run<T>(work: () => Promise<T>, key?: string | null): Promise<T>;
+  /** Running and waiting now (for metrics and tests). */
+  state(): { inFlight: number; queued: number; refused: number };
+}
+
+interface Waiter {
+  admit: () => void;
+  timer: NodeJS.Timeout;
+}
+
+export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
+  let inFlight = 0;
+  let refused = 0;
+  const queue: Waiter[] = [];
+  /** The tail of each key's chain: a transaction of that key waits for the one before it. */
+  const chains = new Map<string, Promise<unknown>>();
+  const retryAfterSeconds = Math.max(1, Math.ceil(limits.maxWaitMs / 1000));
+
+  const refuse = (why: string): Overloaded => {
+    refused += 1;
+    return new Overloaded(retryAfterSeconds, why);
+  };
+
+  function release(): void {
+    const next = queue.shift();
+    if (next) {
+      clearTimeout(next.timer);
+      next.admit();
+      return;
+    }
+    inFlight -= 1;
+  }
+
+  function acquire(): Promise<void> {
+    if (inFlight < limits.maxInFlight) {
+      inFlight += 1;
+      return Promise.resolve();
+    }
+    if (queue.length >= limits.maxQueued) return Promise.reject(refuse(`${queue.length} requests are already waiting for the database`));
+    return new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        // The slot passes from the releasing transaction to this one: inFlight stays as it is.
+        admit: resolve,
+        timer: setTimeout(() => {
+          const at = queue.indexOf(waiter);
+          if (at >= 0) queue.splice(at, 1);
+          reject(refuse(`waited ${limits.maxWaitMs} ms for the database`));
+        }, limits.maxWaitMs),
+      };
+      queue.push(waiter);
+    });
+  }
+
+  async function inSlot<T>(work: () => Promise<T>): Promise<T> {
+    await acquire();
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
+  return {
+    run<T>(work: () => Promise<T>, key?: string | null): Promise<T> {
+      if (!key) return inSlot(work);
+      const entered = Date.now();
+      const before = chains.get(key) ?? Promise.resolve();
+      // Its turn in the key's line, then a slot; a turn that came too late is refused, as a queue wait would be.
+      const turn = () => (Date.now() - entered > limits.maxWaitMs ? Promise.reject(refuse(`waited ${limits.maxWaitMs} ms behind the same account's requests`)) : inSlot(work));
+      const mine = before.then(turn, turn);
+      // The chain goes on whatever this one does; the map forgets a key once its last one ended.
+      const tail = mine.catch(() => undefined);
+      chains.set(key, tail);
+      void tail.then(() => {
+        if (chains.get(key) === tail) chains.delete(key);
+      });
+      return mine;
+    },
+    state: () => ({ inFlight, queued: queue.length, refused }),
+  };
+}
+
+const lanes = new AsyncLocalStorage<string>();
+
+/**
+ * Runs `work` with its transactions in `key`'s lane: the gate runs them one after the other with
+ * every other transaction of that key (a partner user's fundings, whose limits and balance a
+ * per-user lock serialises inside the transaction anyway).
+ */
+export function inAdmissionLane<T>(key: string | null, work: () => Promise<T>): Promise<T> {
+  return key ? lanes.run(key, work) : work();
+}
+
+/** The lane of the transaction being started, if its caller named one. */
+export const currentAdmissionLane = (): string | undefined => lanes.getStore();
+
+/** Prisma's own time-outs under load: a transaction that could not start or ran out of time (P2028), no pool connection in time (P2024). */
+const loadErrorCodes = new Set(['P2028', 'P2024']);
+
+/**
+ * Whether an error means "the database could not take this request now": the gate's refusal,
+ * and, as a safety net behind it, Prisma's own time-outs. Either is answered 503 OVERLOADED with
+ * Retry-After, never 500: the request's transaction did not commit, so nothing was stored.
+ */
+export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string } | null {
+  if (error instanceof Overloaded) return { retryAfterSeconds: error.retryAfterSeconds, reason: 'admission' };
+  if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code)) return { retryAfterSeconds: 1, reason: error.code };
+  return null;
+}

@@ -1,0 +1,373 @@
+// One writer at a time (issue 24): a run that may have been overtaken (an orphaned one pass, a
+// stale copy of a workflow on a paused worker, a timed-out activity attempt, an old sweep
+// attempt) never writes, and a run that takes over trusts nothing it did not write. Each test
+// orchestrates one overlap the way it happens in production, deterministically: two runs of one
+// funding or payment on the real sandbox and PostgreSQL, with the wallet calls held and released
+// by the test (test/support/wallet-gate.ts). The step path's calls are the ones the workflow makes
+// for the state its claim saw (workflows/fund-wallet-takeover.ts decides them for both).
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createActivities } from '../../activities/index.ts';
+import type { OnePassOutcome, TransferProgress } from '../../activities/funding.ts';
+import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { createPaymentRecord } from '../../payments/payment-record.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
+import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
+import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
+import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
+
+let stack: PartnerStack;
+let fundings: ReturnType<typeof createFundingRecord>;
+let payments: ReturnType<typeof createPaymentRecord>;
+const logger = createLogger({ level: 'silent' });
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  fundings = createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+  payments = createPaymentRecord({ database: stack.database });
+});
+afterEach(async () => {
+  await stack.admin.clearFaults();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+type Activities = ReturnType<typeof createActivities>;
+
+/** One run's activities: its own wallet view through the gate, as a worker of its own would have. */
+function runOf(gate: WalletGate, name: string, options: { walletTimeoutMs?: number } = {}): Activities {
+  return createActivities({
+    database: stack.database,
+    wallet: gate.as(name),
+    cipher: createTokenCipher(stack.encryptionKey),
+    logger,
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+    ...(options.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: options.walletTimeoutMs }),
+  });
+}
+
+/** As the worker runs each: an activity with its start-to-close (and attempt). */
+const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, args: A, info: { startToCloseTimeoutMs?: number; attempt?: number } = {}): Promise<R> =>
+  new MockActivityEnvironment({ startToCloseTimeoutMs: info.startToCloseTimeoutMs ?? 15_000, ...(info.attempt ? { attempt: info.attempt } : {}) }).run(fn, ...args);
+const onePass = (run: Activities, fundingId: string): Promise<OnePassOutcome> => inActivity(run.fundInOnePass, [fundingId], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+
+/** A funding as the API stores it (no workflow runs it here): to a linked wallet, or to a fresh cash-in code. */
+async function tokenFunding(): Promise<{ fundingId: string; linkId: string; userId: string }> {
+  const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+  const id = randomUUID();
+  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'TOKEN', linkId }, amount: { currency: 'PHP', value: '3.00' } });
+  return { fundingId: id, linkId, userId: user.userId };
+}
+async function codeFunding(): Promise<{ fundingId: string; userId: string }> {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const { code } = await stack.admin.cashInCode(user.userId);
+  const id = randomUUID();
+  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '2.00' } });
+  return { fundingId: id, userId: user.userId };
+}
+
+/** Executions the sandbox counted for each transfer named. */
+async function executionsOf(transferIds: Array<string | null>): Promise<number> {
+  const ledger = await stack.admin.ledger();
+  return ledger.transfers.filter((transfer) => transferIds.includes(transfer.transferId)).reduce((sum, transfer) => sum + transfer.executions, 0);
+}
+/** Every transfer a funding ever had: the one it executes and the ones kept unexecuted. */
+async function transfersOf(fundingId: string): Promise<string[]> {
+  const funding = await fundings.get(fundingId);
+  return [...(funding.transferId ? [funding.transferId] : []), ...funding.abandonedTransferIds];
+}
+/** Settles a promise, whatever it does: a run that lost its ownership may throw. */
+const settle = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+/** The record's word: a funding FAILED or REJECTED moved no money; APPROVED moved it once. */
+async function expectMoneyMatchesRecord(fundingId: string, userId: string) {
+  const funding = await fundings.get(fundingId);
+  const executed = await executionsOf(await transfersOf(fundingId));
+  const balance = (await stack.admin.user(userId)).balance;
+  if (funding.status === 'APPROVED') {
+    expect(executed).toBe(1);
+  } else if (['FAILED', 'REJECTED', 'DECLINED'].includes(funding.status)) {
+    expect({ status: funding.status, executed, balance }).toEqual({ status: funding.status, executed: 0, balance: '0.00' });
+  } else {
+    // Not final: review or still reconciling; an execute may have happened, the record does not say otherwise.
+    expect(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']).toContain(funding.status);
+  }
+  return funding;
+}
+
+/** No event was written by a stale owner: the fences on a funding's timeline never go down. */
+async function expectOneOwnerAtATime(fundingId: string) {
+  const events = (await fundings.findWithEvents(fundingId))!.events;
+  const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
+  expect(fences).toEqual([...fences].sort((a, b) => a - b));
+}
+
+describe('a pass overtaken by the step path (issue 24)', () => {
+  it('#1 the step path’s refused create never writes FAILED over the pass’s execute in flight', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId, linkId, userId } = await tokenFunding();
+    const passCreate = gate.hold('createTransfer', 'before', 'pass');
+    const passExecute = gate.hold('executeTransfer', 'before', 'pass');
+    const pass = settle(onePass(runOf(gate, 'pass'), fundingId));
+    await passCreate.reached;
+
+    // The takeover: the step path claims the funding as the record shows it (CREATING, no transfer).
+    const steps = runOf(gate, 'steps');
+    const snapshot = await inActivity(steps.loadFunding, [fundingId]);
+    expect(snapshot.status).toBe('CREATING');
+    const plan = stepPathStart(snapshot);
+    expect(plan).toEqual({ kind: 'create' });
+    expect(await inActivity(steps.markCreating, [fundingId, snapshot.fence])).toBe(true);
+    // The link needs a new login by the time the step path creates: refused, FAILED.
+    await stack.database.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
+    const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
+    expect(created).toMatchObject({ kind: 'refused', status: 'FAILED', code: 'REAUTH_REQUIRED' });
+
+    // The pass's create lands, and it goes as far as the record lets it.
+    passCreate.release();
+    await Promise.race([passExecute.reached, pass]);
+    await settle(inActivity(steps.finishFunding, [fundingId, { status: 'FAILED', code: created.kind === 'refused' ? created.code : null, requestReferenceNo: null, beforeExecute: true }, snapshot.fence]));
+    passExecute.release();
+    await pass;
+
+    await expectMoneyMatchesRecord(fundingId, userId);
+    await expectOneOwnerAtATime(fundingId);
+  });
+
+  it('#2 a run that takes over a stored transfer retrieves it before any execute', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId, userId } = await codeFunding();
+    const passCreate = gate.hold('createTransfer', 'before', 'pass');
+    const passExecute = gate.hold('executeTransfer', 'before', 'pass');
+    const pass = settle(onePass(runOf(gate, 'pass'), fundingId));
+    await passCreate.reached;
+
+    const steps = runOf(gate, 'steps');
+    const snapshot = await inActivity(steps.loadFunding, [fundingId]);
+    expect(await inActivity(steps.markCreating, [fundingId, snapshot.fence])).toBe(true);
+    passCreate.release();
+    await Promise.race([passExecute.reached, pass]);
+
+    const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
+    expect(created.kind).toBe('created');
+    const transferId = created.kind === 'created' ? created.transferId : '';
+    if (await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])) {
+      // The workflow's rule for what follows beginExecute: its own fresh create is executed; any
+      // other transfer is retrieved first (workflows/fund-wallet-takeover.ts).
+      const progress: TransferProgress = firstCallAfterBeginExecute({ requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null }) === 'execute'
+        ? await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence])
+        : await inActivity(steps.retrieveTransfer, [fundingId, transferId]);
+      if (progress.kind === 'not-executed') await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
+    }
+    passExecute.release();
+    await pass;
+
+    // Every execute the step path sent was of a transfer it created itself, or one it had retrieved first.
+    const stepCalls = gate.calls.filter((call) => call.run === 'steps');
+    for (const [index, call] of stepCalls.entries()) {
+      if (call.operation !== 'executeTransfer') continue;
+      const createdItself = stepCalls.some((earlier, at) => at < index && earlier.operation === 'createTransfer' && earlier.id === call.id);
+      const retrievedFirst = stepCalls.some((earlier, at) => at < index && earlier.operation === 'retrieveTransfer' && earlier.id === call.id);
+      expect({ execute: call.id, createdItself, retrievedFirst }).toMatchObject({ execute: call.id, ...(createdItself ? {} : { retrievedFirst: true }) });
+    }
+    expect(await executionsOf(await transfersOf(fundingId))).toBeLessThanOrEqual(1);
+    await expectMoneyMatchesRecord(fundingId, userId);
+    await expectOneOwnerAtATime(fundingId);
+  });
+
+  it('#3 a late pass whose create answer does not match never parks the funding the step path executed', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId, userId } = await tokenFunding();
+    const passCreate = gate.hold('createTransfer', 'before', 'pass');
+    const pass = settle(onePass(runOf(gate, 'pass'), fundingId));
+    await passCreate.reached;
+
+    // The step path creates, stores and executes T2 while the pass waits.
+    const steps = runOf(gate, 'steps');
+    const snapshot = await inActivity(steps.loadFunding, [fundingId]);
+    expect(await inActivity(steps.markCreating, [fundingId, snapshot.fence])).toBe(true);
+    const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
+    expect(created).toMatchObject({ kind: 'created', requestReferenceNo: expect.any(String) });
+    const transferId = created.kind === 'created' ? created.transferId : '';
+    expect(await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])).toBe(true);
+    const progress = await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
+    expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
+
+    // Then the pass's create lands, answered for another amount.
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'altered-answer', rate: 1 }]);
+    passCreate.release();
+    await pass;
+    await stack.admin.clearFaults();
+
+    const finished = await settle(inActivity(steps.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: progress.kind === 'final' ? progress.requestReferenceNo : null }, snapshot.fence]));
+    expect(finished).toMatchObject({ value: { status: 'APPROVED', transferId } });
+    const funding = await expectMoneyMatchesRecord(fundingId, userId);
+    expect(funding.status).toBe('APPROVED');
+    expect(funding.reviewReason).toBeNull();
+    await expectOneOwnerAtATime(fundingId);
+  });
+
+  it('a pass overtaken before its execute never sends it (the owner that took over executes once)', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId, userId } = await codeFunding();
+    const passCreate = gate.hold('createTransfer', 'after', 'pass');
+    const pass = settle(onePass(runOf(gate, 'pass'), fundingId));
+    await passCreate.reached;
+    // The claim happens while the pass holds a created intent it has not stored yet.
+    const steps = runOf(gate, 'steps');
+    const snapshot = await inActivity(steps.loadFunding, [fundingId]);
+    passCreate.release();
+    await pass;
+    expect(gate.calls.filter((call) => call.run === 'pass' && call.operation === 'executeTransfer')).toEqual([]);
+    expect((await fundings.get(fundingId)).transferId).toBeNull();
+
+    // The owner goes on: its own intent, created, executed once, finished.
+    expect(stepPathStart(snapshot)).toEqual({ kind: 'create' });
+    expect(await inActivity(steps.markCreating, [fundingId, snapshot.fence])).toBe(true);
+    const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
+    expect(created).toMatchObject({ kind: 'created', requestReferenceNo: expect.any(String) });
+    const transferId = created.kind === 'created' ? created.transferId : '';
+    expect(firstCallAfterBeginExecute({ requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null })).toBe('execute');
+    expect(await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])).toBe(true);
+    const progress = await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
+    expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    await inActivity(steps.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: null }, snapshot.fence]);
+    const funding = await expectMoneyMatchesRecord(fundingId, userId);
+    expect(funding).toMatchObject({ status: 'APPROVED', transferId });
+    // The pass's own intent is on record, never executed.
+    expect(funding.abandonedTransferIds).toHaveLength(1);
+    await expectOneOwnerAtATime(fundingId);
+  });
+});
+
+describe('a retried execute (issue 24 #4)', () => {
+  it('sends no execute that could outlive its attempt after the retrieve used its time', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId } = await codeFunding();
+    const first = runOf(gate, 'first');
+    const snapshot = await inActivity(first.loadFunding, [fundingId]);
+    await inActivity(first.markCreating, [fundingId, snapshot.fence]);
+    const created = await inActivity(first.createTransfer, [fundingId, snapshot.fence]);
+    const transferId = created.kind === 'created' ? created.transferId : '';
+    await inActivity(first.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence]);
+
+    // Attempt 2 of the execute activity: 1 s wallet calls, a start-to-close that fits one call and
+    // the margin, and a retrieve that takes a second: no execute may follow it in this attempt.
+    const walletTimeoutMs = 1000;
+    const retried = runOf(gate, 'retried', { walletTimeoutMs });
+    const slowRetrieve = gate.hold('retrieveTransfer', 'after', 'retried');
+    const attempt = settle(inActivity(retried.executeTransfer, [fundingId, transferId, snapshot.fence], { attempt: 2, startToCloseTimeoutMs: walletTimeoutMs + 2_500 }));
+    await slowRetrieve.reached;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    slowRetrieve.release();
+    await attempt;
+    expect(gate.calls.filter((call) => call.run === 'retried').map((call) => call.operation)).toEqual(['retrieveTransfer']);
+    expect(await executionsOf([transferId])).toBe(0);
+  });
+});
+
+describe('a review park that did not move (issue 24 #5)', () => {
+  it('answers the final state the funding already has, for the workflow to end with', async () => {
+    const gate = walletGate(stack.wallet);
+    const { fundingId } = await codeFunding();
+    const outcome = await onePass(runOf(gate, 'pass'), fundingId);
+    expect(outcome).toMatchObject({ kind: 'finished', status: 'APPROVED' });
+    const steps = runOf(gate, 'steps');
+    const snapshot = await inActivity(steps.loadFunding, [fundingId]);
+    const parked = await inActivity(steps.parkFundingForReview, [fundingId, 'an execute whose outcome stayed unknown', [], snapshot.fence]);
+    expect(parked).toMatchObject({ parked: false, status: 'APPROVED' });
+    expect((await fundings.get(fundingId)).status).toBe('APPROVED');
+  });
+});
+
+describe('payments: a stale run of a payment (issue 24, the same for pay-wallet)', () => {
+  it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
+    const gate = walletGate(stack.wallet);
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
+    const id = randomUUID();
+    await payments.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, linkId, amount: { currency: 'PHP', value: '5.00' } });
+
+    // Run A (the stale copy) loaded the payment and moved it to CREATING; then B took over.
+    const a = runOf(gate, 'a');
+    const loadedA = await inActivity(a.loadPayment, [id]);
+    await inActivity(a.markPaymentCreating, [id, loadedA.fence]);
+    const b = runOf(gate, 'b');
+    const loadedB = await inActivity(b.loadPayment, [id]);
+    await inActivity(b.markPaymentCreating, [id, loadedB.fence]);
+    const created = await inActivity(b.createPayment, [id, loadedB.fence]);
+    expect(created.kind).toBe('created');
+    await inActivity(b.beginPaymentExecute, [id, created.kind === 'created' ? created.requestReferenceNo : null, loadedB.fence]);
+    const bExecute = gate.hold('executePayment', 'before', 'b');
+    const executedB = settle(inActivity(b.executePayment, [id, loadedB.fence]));
+    await bExecute.reached;
+
+    // A goes on from its stale view: the link needs a new login, its execute is refused, it finishes FAILED.
+    await stack.database.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
+    const refusedA = await settle(inActivity(a.executePayment, [id, loadedA.fence]));
+    if ('value' in refusedA && refusedA.value.kind === 'failed') {
+      await settle(inActivity(a.finishPayment, [id, { status: 'FAILED', code: refusedA.value.code, requestReferenceNo: null }, loadedA.fence]));
+    }
+    await stack.database.link.update({ where: { id: linkId }, data: { status: 'ACTIVE' } });
+    bExecute.release();
+    const outcomeB = await executedB;
+    expect(outcomeB).toMatchObject({ value: { kind: 'succeeded' } });
+    await settle(inActivity(b.finishPayment, [id, { status: 'SUCCEEDED', code: null, requestReferenceNo: 'value' in outcomeB && outcomeB.value.kind === 'succeeded' ? outcomeB.value.requestReferenceNo : null }, loadedB.fence]));
+
+    const payment = await payments.get(id);
+    const executions = (await stack.admin.ledger()).payments.find((entry) => entry.paymentId === payment.walletPaymentId)?.executions ?? 0;
+    expect({ status: payment.status, executions }).toEqual({ status: 'SUCCEEDED', executions: 1 });
+    const events = (await payments.findByEitherIdWithEvents(id))!.events;
+    const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
+    expect(fences).toEqual([...fences].sort((x, y) => x - y));
+  });
+});
+
+describe('a live run overtaken by a stale copy’s claim (issue 24, found by the pause-chaos soak)', () => {
+  it('takes the funding over again, trusting nothing, and ends it: approved once, never left CREATING', async () => {
+    await stack.startWorker();
+    // The pass's create is refused with 429 (nothing created): the workflow goes on by its steps after the Retry-After.
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 2 }]);
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const { code } = await stack.admin.cashInCode(user.userId);
+    const response = await stack.opsFetch('/ops/fundings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '4.00' } }),
+    });
+    expect(response.status).toBe(202);
+    const { fundingId } = (await response.json()) as { fundingId: string };
+    const fenceNow = async () => (await fundings.get(fundingId)).ownerFence;
+    const waitFor = async (check: () => Promise<boolean>, what: string) => {
+      for (let i = 0; i < 1500; i += 1) {
+        if (await check()) return;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+    // The pass claimed (fence 1) and was refused; now the step path's create will be slow.
+    await waitFor(async () => (await fenceNow()) >= 1, 'the pass');
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 2000 }]);
+    // The step path claims (fence 2) and creates; a stale copy of the workflow claims meanwhile.
+    await waitFor(async () => (await fenceNow()) >= 2, 'the step path’s claim');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await fundings.claim(fundingId)).toMatchObject({ status: 'CREATING' });
+    await stack.admin.clearFaults();
+
+    let funding = await fundings.get(fundingId);
+    for (let i = 0; i < 300 && !['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(funding.status); i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      funding = await fundings.get(fundingId);
+    }
+    expect(funding.status).toBe('APPROVED');
+    expect(await executionsOf(await transfersOf(fundingId))).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('4.00');
+    const description = await stack.temporal.workflow.getHandle(funding.workflowId).describe();
+    expect(description.status.name).toBe('COMPLETED');
+    await expectOneOwnerAtATime(fundingId);
+  }, 60_000);
+});

@@ -1,0 +1,115 @@
+// Where webhooks may go in production (issue 26 #4): never an address inside walletflow's own
+// network, checked at registration and again at every delivery attempt on every address the
+// endpoint's name resolves to; https only. In development any http(s) URL still works
+// (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
+import { createTokenCipher } from '../../links/token-cipher.ts';
+import { sendWebhook } from '../../webhooks/deliverer.ts';
+import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
+import { createWebhookStore } from '../../webhooks/webhook-store.ts';
+import { opsAuth } from '../../api/ops/ops-auth.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+let target: Server;
+let hits = 0;
+let targetPort = 0;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  target = createServer((_req, res) => {
+    hits += 1;
+    res.statusCode = 204;
+    res.end();
+  });
+  await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+  targetPort = (target.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  await new Promise<void>((resolve) => target.close(() => resolve()));
+  await stack.close();
+});
+
+describe('webhook targets (issue 26 #4)', () => {
+  it('knows an internal address in every spelling, and a public one', () => {
+    // Including the IPv6 forms that carry an IPv4 address a gateway may translate (found by a second read).
+    for (const address of ['127.0.0.1', '10.1.2.3', '172.20.0.5', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '2002:7f00:1::1', '::7f00:1', 'fec0::1', '2001:0:4136:e378::1']) {
+      expect(isInternalAddress(address), address).toBe(true);
+    }
+    for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8']) expect(isInternalAddress(address), address).toBe(false);
+  });
+
+  it('refuses at registration, in production, plain http, internal addresses and names of walletflow’s own network', async () => {
+    for (const url of ['http://partner.example/hooks', 'https://localhost./hooks', 'https://api./hooks', 'https://2130706433/', 'https://127.0.0.1/hooks', 'https://[::1]/hooks', 'https://169.254.169.254/latest', 'https://postgres:5432/', 'https://localhost/hooks', 'https://10.0.0.5/']) {
+      expect(refusedWebhookUrl(url), url).not.toBeNull();
+    }
+    expect(refusedWebhookUrl('https://hooks.partner.example/walletflow')).toBeNull();
+
+    // The route, as production mounts it: 422 WEBHOOK_URL_NOT_ALLOWED, nothing stored.
+    const key = 'k'.repeat(40);
+    const app = express();
+    app.use('/ops', opsAuth({ keys: [key] }), express.json(), opsWebhooksRouter({ webhooks: createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) }), publicTargetsOnly: true }));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    try {
+      const before = await stack.database.webhookEndpoint.count();
+      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/webhooks/endpoints`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://169.254.169.254/latest/meta-data', events: ['funding.approved'] }),
+      });
+      expect(response.status).toBe(422);
+      expect(await response.json()).toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED' });
+      expect(await stack.database.webhookEndpoint.count()).toBe(before);
+    } finally {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
+  it('an attempt lasts at most its time-out, even against an endpoint that trickles its answer a byte at a time', async () => {
+    const trickle = createServer((_req, res) => {
+      const socket = res.socket!;
+      socket.write('HTTP/1.1 200 OK\r\n');
+      const timer = setInterval(() => socket.write('X-Slow: 1\r\n'), 200);
+      setTimeout(() => {
+        clearInterval(timer);
+        socket.end('Content-Length: 0\r\n\r\n');
+      }, 4000);
+    });
+    await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve));
+    try {
+      const outcome = await sendWebhook(`http://127.0.0.1:${(trickle.address() as AddressInfo).port}/`, {}, '{}', { timeoutMs: 1000, publicOnly: false }).then(
+        (status) => status,
+        (error: { code?: string }) => error.code,
+      );
+      // The server's answer completes after 4 s: only a time-out on the whole attempt ends it first.
+      expect(outcome).toBe('TIMED_OUT');
+    } finally {
+      trickle.closeAllConnections();
+      await new Promise<void>((resolve) => trickle.close(() => resolve()));
+    }
+  });
+
+  it('refuses at delivery, in production, an internal address however the URL names it; nothing reaches it', async () => {
+    const headers = { 'content-type': 'application/json' };
+    hits = 0;
+    for (const url of [`https://127.0.0.1:${targetPort}/`, `https://localhost:${targetPort}/`, `http://127.0.0.1:${targetPort}/`]) {
+      const error = await sendWebhook(url, headers, '{}', { timeoutMs: 2000, publicOnly: true }).then(
+        () => null,
+        (caught: { code?: string }) => caught.code,
+      );
+      expect(error, url).toMatch(/^(INTERNAL_ADDRESS_REFUSED|NOT_HTTPS_REFUSED)$/);
+    }
+    expect(hits).toBe(0);
+    // The lookup the connection uses refuses a name that resolves inside (rebinding included: it is the connection's own lookup).
+    const refused = await new Promise((resolve) => publicOnlyLookup('localhost', {}, (error) => resolve(error)));
+    expect(refused).toMatchObject({ code: 'INTERNAL_ADDRESS_REFUSED' });
+    // In development, the same target is delivered to.
+    expect(await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false })).toBe(204);
+    expect(hits).toBe(1);
+  });
+});

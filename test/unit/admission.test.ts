@@ -1,0 +1,71 @@
+// The admission gate in front of the database pool (lib/admission.ts, issue 25): at most
+// maxInFlight run, the next maxQueued wait in order, at most maxWaitMs each; what the line cannot
+// take is refused at once with Overloaded (503 and Retry-After at the API); one key's work runs
+// one after the other.
+import { describe, expect, it } from 'vitest';
+import { createAdmissionGate, inAdmissionLane, currentAdmissionLane, Overloaded } from '../../lib/admission.ts';
+
+const deferred = () => {
+  let resolve!: () => void;
+  const promise = new Promise<void>((done) => (resolve = done));
+  return { promise, resolve };
+};
+const settle = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+
+describe('the admission gate', () => {
+  it('runs maxInFlight at once, queues the next ones in order, and refuses past maxQueued at once', async () => {
+    const gate = createAdmissionGate({ maxInFlight: 2, maxQueued: 2, maxWaitMs: 10_000 });
+    const held = [deferred(), deferred()];
+    const order: number[] = [];
+    const running = held.map((hold, index) => gate.run(async () => { order.push(index); await hold.promise; }));
+    const queued = [2, 3].map((index) => gate.run(async () => { order.push(index); }));
+    const refused = await settle(gate.run(async () => order.push(4)));
+    expect(refused).toMatchObject({ error: expect.any(Overloaded) });
+    expect((refused as { error: Overloaded }).error.retryAfterSeconds).toBe(10);
+    expect(gate.state()).toEqual({ inFlight: 2, queued: 2, refused: 1 });
+    held[0]!.resolve();
+    held[1]!.resolve();
+    await Promise.all([...running, ...queued]);
+    expect(order).toEqual([0, 1, 2, 3]);
+    expect(gate.state()).toEqual({ inFlight: 0, queued: 0, refused: 1 });
+  });
+
+  it('refuses a request whose wait would pass maxWaitMs, and frees its place in line', async () => {
+    const gate = createAdmissionGate({ maxInFlight: 1, maxQueued: 10, maxWaitMs: 50 });
+    const hold = deferred();
+    const first = gate.run(() => hold.promise);
+    const waiting = await settle(gate.run(async () => 'late'));
+    expect(waiting).toMatchObject({ error: expect.any(Overloaded) });
+    expect(gate.state().queued).toBe(0);
+    hold.resolve();
+    await first;
+    expect(await gate.run(async () => 'next')).toBe('next');
+  });
+
+  it('a failed transaction frees its slot', async () => {
+    const gate = createAdmissionGate({ maxInFlight: 1, maxQueued: 1, maxWaitMs: 1000 });
+    await expect(gate.run(async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    expect(await gate.run(async () => 'ok')).toBe('ok');
+    expect(gate.state()).toEqual({ inFlight: 0, queued: 0, refused: 0 });
+  });
+
+  it('runs one key’s work one after the other, other keys alongside', async () => {
+    const gate = createAdmissionGate({ maxInFlight: 4, maxQueued: 10, maxWaitMs: 1000 });
+    const events: string[] = [];
+    const hold = deferred();
+    const a1 = gate.run(async () => { events.push('a1 start'); await hold.promise; events.push('a1 end'); }, 'a');
+    const a2 = gate.run(async () => { events.push('a2 start'); }, 'a');
+    const b1 = gate.run(async () => { events.push('b1'); }, 'b');
+    await b1;
+    expect(events).toEqual(['a1 start', 'b1']);
+    hold.resolve();
+    await Promise.all([a1, a2]);
+    expect(events).toEqual(['a1 start', 'b1', 'a1 end', 'a2 start']);
+  });
+
+  it('names the lane of the transactions started inside inAdmissionLane', async () => {
+    expect(currentAdmissionLane()).toBeUndefined();
+    expect(await inAdmissionLane('partner-user:u1', async () => currentAdmissionLane())).toBe('partner-user:u1');
+    expect(await inAdmissionLane(null, async () => currentAdmissionLane())).toBeUndefined();
+  });
+});
