@@ -12,7 +12,7 @@ COPY package.json package-lock.json .nvmrc ./
 COPY scripts/prisma-generate.ts scripts/
 COPY prisma/schema.prisma prisma/
 COPY prisma.config.ts ./
-# npm ci: exactly the lockfile, or the build fails (issue 26 #7). (scripts/setup.sh uses npm install
+# npm ci: exactly the lockfile, or the build fails. (scripts/setup.sh uses npm install
 # only because this project's development mirror lacks some optional platform packages.)
 RUN npm ci --no-audit --no-fund
 COPY . .
@@ -33,14 +33,14 @@ RUN npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 # 3. Runtime: compiled JavaScript on Node.js 24, production dependencies, a non-root user that
 #    cannot write the application's files.
 FROM node:24-bookworm-slim AS runtime
-# MALLOC_ARENA_MAX: glibc's malloc arenas capped for the SDK's native threads (see nativeMemoryEnvironment in cli/stack).
+# MALLOC_ARENA_MAX: glibc's malloc arenas capped for the SDK's native threads (see nativeMemoryEnvironment in stack/).
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     HOST=0.0.0.0 \
     PORT=3000 \
     WORKFLOW_BUNDLE_PATH=/app/dist/workflow-bundle.js
 WORKDIR /app
-# jemalloc for the worker (compose preloads it there; see jemallocCandidates in cli/stack), at one
+# jemalloc for the worker (compose preloads it there; see jemallocCandidates in stack/), at one
 # path whatever the architecture.
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libjemalloc2 \

@@ -17,17 +17,18 @@ export const importRules = {
   audit: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'the append-only audit of wallet calls' },
   links: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'links, their encrypted tokens, the token vault and embedded sessions' },
   ledger: { imports: ['domain', 'lib', 'generated'], why: "the partner's double-entry ledger: accounts, holds, postings, limits" },
+  reviews: { imports: ['domain', 'lib'], why: 'the review policy: a resolution goes through the waiting workflow, or through the record when none runs' },
   webhooks: {
     imports: ['domain', 'lib', 'links', 'generated'],
     why: "webhooks to the partner's systems: the outbox the records write to, endpoints, signing and delivery",
   },
   fundings: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'generated'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'reviews', 'generated'],
     contracts: true,
     why: 'the funding record owns every funding state change',
   },
   payments: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'generated'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'ledger', 'webhooks', 'reviews', 'generated'],
     contracts: true,
     why: 'the payment record owns every payment state change',
   },
@@ -39,7 +40,7 @@ export const importRules = {
     why: 'deterministic workflow code and its contracts: workflows/, domain/, and types of activities/',
   },
   activities: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'side effects scheduled by workflows, through the records',
@@ -56,20 +57,24 @@ export const importRules = {
     why: 'the worker process: activities, and the workflow bundle by path',
   },
   prisma: { imports: ['lib', 'generated'], why: 'the schema, migrations and the offline migration engine' },
+  stack: {
+    imports: ['domain', 'lib', 'sandbox'],
+    why: 'the local stack cli/, harness/ and test/ share: embedded PostgreSQL, the Temporal dev server, child processes, the sandbox wiring',
+  },
   cli: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks', 'generated', 'harness', 'prisma', 'sandbox', 'client'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks', 'generated', 'harness', 'stack', 'prisma', 'sandbox', 'client'],
     contracts: true,
     why: "the operator's walletflow command and the embedded stack it starts",
   },
   harness: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'generated', 'cli', 'prisma', 'sandbox'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'generated', 'stack', 'prisma', 'sandbox'],
     contracts: true,
     why: 'the soak and the bench drive a whole stack from outside',
   },
   client: { imports: [], why: "the ops API's typed client, generated from the OpenAPI document: self-contained, so partners can copy it" },
   scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows', 'api'], why: 'build steps (workflow bundle, Prisma client, the ops client from the OpenAPI document)' },
   test: {
-    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'fundings', 'payments', 'webhooks', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'scripts', 'generated', 'client'],
+    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'stack', 'scripts', 'generated', 'client'],
     why: 'tests reach everything',
   },
   generated: { imports: [], enforced: false, why: "Prisma's generated client" },

@@ -1,4 +1,4 @@
-// Prisma CLI configuration (used by `prisma generate`; migrations run through prisma/migrate.ts).
+// Prisma CLI configuration (used by `prisma generate`; migrations run through cli/migrate.ts).
 import { defineConfig } from 'prisma/config';
 
 export default defineConfig({

@@ -1,7 +1,7 @@
-// An activity's place in its retries and the time it has left, from Temporal's activity context:
-// a retried execute must not be sent before a retrieve, and an execute must not be sent when the
-// activity could time out while it is still in flight (issue 16 #7). Outside an activity (a test
-// calling one directly): the first attempt, with no deadline.
+// An activity's place in its retries and the time it has left, from Temporal's activity context: a
+// retried execute must not be sent before a retrieve, and an execute must not be sent when the
+// activity could time out while it is still in flight (a retry could race it). Outside an activity
+// (a test calling one directly): the first attempt, with no deadline.
 import { Context } from '@temporalio/activity';
 
 export interface ActivityClock {

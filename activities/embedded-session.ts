@@ -6,7 +6,7 @@ import type { OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from '../links/token-store.ts';
 import { embeddedSessionFailureTypes } from '../workflows/onboard-embedded-session.contract.ts';
 import type { WalletClient } from '../wallet/index.ts';

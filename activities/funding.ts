@@ -6,7 +6,7 @@
 // - every status change is written with the Request-Reference-No of the wallet call behind it.
 // Every write goes through the funding record (fundings/funding-record.ts); these stay thin.
 import { ApplicationFailure } from '@temporalio/activity';
-import { fromThousandths, toThousandths, currencyMinorUnits, type Currency } from '../domain/money.ts';
+import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
@@ -133,7 +133,7 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
   if (transfer.status !== 'CREATED') differences.push(`status ${transfer.status}`);
   if (transfer.recipient.type !== asked.recipientType) differences.push(`recipient type ${transfer.recipient.type}, asked ${asked.recipientType}`);
   if (transfer.amount.currency !== asked.amount.currency) differences.push(`currency ${transfer.amount.currency}, asked ${asked.amount.currency}`);
-  if (toThousandths(transfer.amount.value) !== toThousandths(asked.amount.value)) differences.push(`amount ${transfer.amount.value}, asked ${asked.amount.value}`);
+  if (!sameValue(transfer.amount, asked.amount)) differences.push(`amount ${transfer.amount.value}, asked ${asked.amount.value}`);
   return differences.length > 0 ? differences.join('; ') : null;
 }
 
@@ -235,7 +235,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
      * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
      * retried attempt (the worker died, the activity timed out) may follow an execute that reached
      * the wallet: it asks retrieve first, and sends execute again only when the transfer still
-     * shows CREATED (issue 16 #7). No call starts that could outlive the attempt (issue 24 #4):
+     * shows CREATED. No call starts that could outlive the attempt:
      * an execute still open when the next attempt starts would race it.
      */
     async executeTransfer(fundingId: string, transferId: string, fence?: Fence): Promise<TransferProgress> {
@@ -271,7 +271,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     /**
      * → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it
      * holds. A funding another writer already finished is not parked: its final state is
-     * answered, for the workflow to end with (issue 24 #5).
+     * answered, for the workflow to end with.
      */
     async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<ParkOutcome> {
       return park(fundingId, reason, evidence, fence);
@@ -328,10 +328,13 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
       if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
       if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
       if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
-      const currency = funding.currency as Currency;
-      const thousandths = toThousandths(funding.amount.toFixed(3));
-      if (thousandths === null) throw ApplicationFailure.nonRetryable('stored amount is not a decimal', fundingFailureTypes.corrupt);
-      const amount = { currency, value: fromThousandths(thousandths, currencyMinorUnits[currency]) };
+      let amount: Amount;
+      try {
+        amount = storedAmount(funding);
+      } catch (error) {
+        if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, fundingFailureTypes.corrupt);
+        throw error;
+      }
 
       let created: { data: Transfer; requestReferenceNo: string };
       try {
@@ -366,7 +369,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         retryLater(error);
       }
 
-      // The answer must be about what was asked (issue 16 #5): an intent for another amount or
+      // The answer must be about what was asked: an intent for another amount or
       // recipient is never executed; a person looks at it.
       const mismatch = createMismatch(created.data, { recipientType: funding.recipientType, amount });
       if (mismatch) {
@@ -445,7 +448,7 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
         return { kind: 'steps' };
       case 'mismatch': {
         // Parked here, not only by the workflow: a pass run again must not find a CREATING funding
-        // with no transfer and create (and execute) another intent (issue 16 #5).
+        // with no transfer and create (and execute) another intent.
         const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
         const parked = await park(fundingId, mismatchReviewReason(created.detail, created.transferId), [evidence], fence);
         if (!parked.parked) return { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId };

@@ -4,7 +4,7 @@
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
 import type { Client } from '@temporalio/client';
 import type { WalletClient } from '../wallet/index.ts';

@@ -3,7 +3,7 @@
 // a person (NEEDS_REVIEW), never a guess. Results carry ids, states and codes only. Every write
 // goes through the payment record (payments/payment-record.ts); these stay thin.
 import { ApplicationFailure } from '@temporalio/activity';
-import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
+import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
@@ -81,7 +81,10 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
   });
 
   return {
-    /** Takes the payment on for a run of its workflow and answers where it stands (issue 24). */
+    /**
+     * Takes the payment on for a run of its workflow and answers where it stands; every later step
+     * carries the claim as its fence (docs/architecture.md, who owns a funding).
+     */
     async loadPayment(id: string): Promise<PaymentSnapshot> {
       const claimed = await payments.claim(id);
       if (!claimed) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, paymentFailureTypes.notFound);
@@ -97,8 +100,14 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
       const clock = activityClock();
       const payment = await owned(id, fence);
       if (payment.walletPaymentId) return { kind: 'created', walletPaymentId: payment.walletPaymentId, requestReferenceNo: null };
-      const currency = payment.currency as Currency;
-      const amount = { currency, value: fromThousandths(toThousandths(payment.amount.toFixed(3)) ?? 0n, currencyMinorUnits[currency]) };
+      let amount: Amount;
+      try {
+        amount = storedAmount(payment);
+      } catch (error) {
+        // A stored amount that cannot be read is never sent as zero.
+        if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, paymentFailureTypes.corrupt);
+        throw error;
+      }
       try {
         const created = await deps.vault.withUserToken(payment.linkId, async (token) => {
           // Only the payment's owner creates, and only with the time to finish the call.
@@ -106,12 +115,12 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
           if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
           return wallet.createPayment({ userAccessToken: token, amount });
         });
-        // The answer must be about what was asked (issue 16 #5): a payment for another amount or
+        // The answer must be about what was asked: a payment for another amount or
         // merchant is never executed, and is not stored as this payment's; a person looks at it.
         const mismatch = [
           created.data.p2mId !== wallet.merchantP2mId ? 'another merchant' : null,
           created.data.amount.currency !== amount.currency ? `currency ${created.data.amount.currency}, asked ${amount.currency}` : null,
-          toThousandths(created.data.amount.value) !== toThousandths(amount.value) ? `amount ${created.data.amount.value}, asked ${amount.value}` : null,
+          !sameValue(created.data.amount, amount) ? `amount ${created.data.amount.value}, asked ${amount.value}` : null,
         ].filter((difference) => difference !== null);
         if (mismatch.length > 0) {
           logger.error({ paymentId: id, walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
@@ -145,7 +154,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
      * One execute attempt; the workflow decides what an unknown or repeated one means. The execute
      * is sent only while it can still end before this activity's time-out (a refresh may have used
      * the time up): an activity that timed out with its execute in flight would be followed by
-     * another execute the first may still be racing (issue 16 #7).
+     * another execute the first may still be racing.
      */
     async executePayment(id: string, fence?: PaymentFence): Promise<ExecutePaymentOutcome> {
       const clock = activityClock();
@@ -166,7 +175,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
         if (error instanceof ExecuteDeferred) {
           return { kind: 'not-sent', attempt: { at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_DEFERRED', outcome: 'not-sent' } };
         }
-        // The token refresh failed before any execute was sent (issue 16 #4): not an execute
+        // The token refresh failed before any execute was sent: not an execute
         // attempt, nothing to doubt; sent again later, after the wallet's Retry-After if it gave one.
         if (error instanceof TokenRefreshError) {
           const retryAfterMs = retryDelayOf(error.walletError);

@@ -2,7 +2,8 @@
 // checked against their workflow and the wallet, and repaired when their workflow can no longer
 // finish them, paging through every candidate; a funding in review is settled by the wallet's own
 // final state when it has one; recent FAILED fundings with a transfer are checked once more
-// (issue 16). Every repair goes through the records (fundings/, payments/) with its event.
+// (contract-decisions section 11: no FAILED after money may have moved). Every repair goes through
+// the records (fundings/, payments/) with its event.
 import { CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { fundingReviewStatus } from '../domain/funding.ts';
@@ -10,7 +11,7 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Funding, Payment } from '../generated/prisma/client.ts';
 import type { SweepCursor } from '../lib/list-page.ts';
-import { settleReview } from '../lib/temporal.ts';
+import { resolveReview } from '../reviews/resolve-review.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
@@ -82,11 +83,11 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
       requestReferenceNo,
     };
-    const { settled } = await settleReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+    const { resolved } = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
       stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
-      settleWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
+      resolveWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
     });
-    return settled;
+    return resolved;
   }
 
   async function sweepFunding(funding: Funding, report: SweepReport): Promise<void> {
@@ -127,8 +128,8 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
       note('workflow-running', 'its workflow is still working on it', false);
       return;
     }
-    // Its workflow is gone: the sweep takes the funding on (issue 24), and decides from what its
-    // claim saw, not from the page it listed; an older sweep attempt still running writes nothing.
+    // Its workflow is gone: the sweep claims the funding, and decides from what its claim saw,
+    // not from the page it listed; an older sweep attempt still running writes nothing.
     // A cut-off attempt learns it at its next heartbeat: it asks before it claims anything.
     heartbeat();
     stopIfCancelled();
@@ -309,7 +310,7 @@ export function createReconcileActivities(deps: ReconcileDependencies) {
 
 /**
  * An attempt Temporal cut off (its heartbeat timed out, so another attempt may start) or
- * cancelled stops before its next item: two attempts never repair side by side (issue 24 #6).
+ * cancelled stops before its next item: two attempts never repair side by side.
  */
 function stopIfCancelled(): void {
   let signal: AbortSignal;

@@ -10,7 +10,7 @@ import { readWorkload, registerWorkloadGauges } from '../lib/workload-gauges.ts'
 import type { TokenStore } from '../links/token-store.ts';
 import type { OpsKey } from '../lib/ops-keys.ts';
 import type { Client as TemporalClient } from '@temporalio/client';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { createFundingService } from '../fundings/funding-service.ts';
 import { opsFundingsRouter } from './ops/fundings-routes.ts';
@@ -18,6 +18,7 @@ import { createPaymentService } from '../payments/payment-service.ts';
 import { opsPaymentsRouter } from './ops/payments-routes.ts';
 import { connectRouter } from './connect/connect-routes.ts';
 import { docsRouter } from './docs/docs-routes.ts';
+import { buildOpenApiDocument } from './docs/openapi.ts';
 import { healthRouter, type ReadinessChecks } from './http/health.ts';
 import { metricsRouter, observeRequests } from './http/http-metrics.ts';
 import { requestId } from './http/request-id.ts';
@@ -39,6 +40,9 @@ import { opsAccountsRouter } from './ops/accounts-routes.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlement } from '../ledger/settlement.ts';
+import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
+import { paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
+import { executedWalletPayments } from '../audit/executed-payments.ts';
 import { createWebhookStore } from '../webhooks/webhook-store.ts';
 import { opsWebhooksRouter } from './ops/webhooks-routes.ts';
 
@@ -112,7 +116,7 @@ export function createApp(deps: AppDependencies): express.Express {
   app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
   app.use(healthRouter(deps.readiness, { onDown: (dependency, error) => deps.logger.warn({ dependency, err: error.message }, 'readiness: a dependency is down') }));
   // The API documentation (/docs, /docs/openapi.json): public, like the contract it describes.
-  app.use(docsRouter());
+  app.use(docsRouter(buildOpenApiDocument()));
   app.use(metricsRouter(metrics, { token: deps.metricsToken }));
   const services = deps.services;
   if (services) {
@@ -176,14 +180,19 @@ export function createApp(deps: AppDependencies): express.Express {
     const settle = createSettlement({
       database: services.database,
       timeZone: services.settlementTimeZone ?? 'Asia/Manila',
-      retrieveTransfer: async (transferId) => {
-        try {
-          const { data } = await services.wallet.retrieveTransfer(transferId);
-          return { status: data.status, amount: data.amount };
-        } catch (error) {
-          if ((error as { httpStatus?: number }).httpStatus === 404) return null;
-          throw error;
-        }
+      sources: {
+        approvedFundings: (day) => fundingsApprovedOn(services.database, day),
+        succeededPayments: (day) => paymentsSucceededOn(services.database, day),
+        executedWalletPayments: (ids) => executedWalletPayments(services.database, ids),
+        retrieveTransfer: async (transferId) => {
+          try {
+            const { data } = await services.wallet.retrieveTransfer(transferId);
+            return { status: data.status, amount: data.amount };
+          } catch (error) {
+            if ((error as { httpStatus?: number }).httpStatus === 404) return null;
+            throw error;
+          }
+        },
       },
     });
     ops.use(opsAccountsRouter({ database: services.database, ledger, fingerprintKey: services.fingerprintKey, settle }));

@@ -6,7 +6,7 @@ import { createApiDatabase, pingDatabase } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
-import { createTokenCipher } from '../links/token-cipher.ts';
+import { createTokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';

@@ -1,5 +1,6 @@
-// The audit of ops writes (issue 26 #3): one row per write request to the ops API, whatever it
-// answered, with the ops key's name (and the X-Ops-Actor note). The only writer of ops_action.
+// The audit of ops writes (contract-decisions section 12: every action records the key's name):
+// one row per write request to the ops API, whatever it answered, with the ops key's name (and
+// the X-Ops-Actor note). The only writer of ops_action.
 import type { Database } from '../lib/database.ts';
 
 export interface OpsActionEntry {

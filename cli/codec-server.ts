@@ -3,7 +3,7 @@
 // operator who holds the keys runs it on their own machine, on loopback by default.
 import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import { createCodecApp } from './stack/codec-endpoint.ts';
+import { createCodecApp } from '../stack/codec-endpoint.ts';
 import { loadConfig } from '../lib/config.ts';
 import { AesGcmPayloadCodec } from '../lib/payload-codec.ts';
 

@@ -83,7 +83,7 @@ export function exitCodeFor(funding: FundingView): number {
 let out = (text: string) => process.stdout.write(text);
 
 /**
- * The cash-in code of `--code` with no value (issue 26 #7): typed at a prompt that does not echo
+ * The cash-in code of `--code` with no value: typed at a prompt that does not echo
  * it on a terminal, else the first line of standard input, so it lands in neither the shell's
  * history nor `ps`.
  */

@@ -3,7 +3,7 @@
 import type { Funding } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
 import { findFunding } from './ops-client.ts';
-import { money, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
+import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 import { listQuery, parseNote, parseOutcome, type ListOptions } from './ops-input.ts';
 
 export function formatFunding(funding: Funding): string {
@@ -12,7 +12,7 @@ export function formatFunding(funding: Funding): string {
     ['funding', funding.fundingId],
     ['status', funding.status],
     ['recipient', recipient],
-    ['amount', money(funding.amount)],
+    ['amount', amountText(funding.amount)],
     ['source', funding.source.type === 'TREASURY' ? 'TREASURY' : `USER:${funding.source.partnerUserId}`],
     ['transfer', funding.transferId ?? '-'],
     ['error', funding.error ? `${funding.error.code}: ${funding.error.message}` : '-'],
@@ -30,7 +30,7 @@ export const runFundingsList = (options: OpsCommandOptions & ListOptions) =>
   runOps('fundings list', options, async (client) => {
     const { body } = await client.listFundings(listQuery(options) as Parameters<typeof client.listFundings>[0]);
     if (options.output === 'json') return printJson(body);
-    const rows = [['CREATED', 'FUNDING', 'STATUS', 'AMOUNT', 'RECIPIENT'], ...body.items.map((item) => [item.createdAt, item.fundingId, item.status, money(item.amount), item.recipient.type === 'CODE' ? item.recipient.masked : `link ${item.recipient.linkId}`])];
+    const rows = [['CREATED', 'FUNDING', 'STATUS', 'AMOUNT', 'RECIPIENT'], ...body.items.map((item) => [item.createdAt, item.fundingId, item.status, amountText(item.amount), item.recipient.type === 'CODE' ? item.recipient.masked : `link ${item.recipient.linkId}`])];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 

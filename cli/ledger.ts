@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { Settlement } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
-import { money, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
+import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
 export type LedgerCommandOptions = OpsCommandOptions;
 
@@ -14,7 +14,7 @@ export const runAccountsGet = (account: string, options: LedgerCommandOptions) =
   runOps('accounts get', options, async (client) => {
     const { body } = await client.getAccount({ account });
     if (options.output === 'json') return printJson(body);
-    printText(table([['account', body.account], ['balance', money(body.balance)], ['held', money(body.held)], ['available', money(body.available)]]));
+    printText(table([['account', body.account], ['balance', amountText(body.balance)], ['held', amountText(body.held)], ['available', amountText(body.available)]]));
   });
 
 /** `walletflow accounts adjust <account> --amount -25.00 --reason …` (Idempotency-Key printed: reuse it to retry safely). */
@@ -32,7 +32,7 @@ export const runAccountsAdjust = (account: string, options: LedgerCommandOptions
         ['adjustment', `${body.adjustmentId}${status === 200 ? ' (already made with this key)' : ''}`],
         ['account', body.account],
         ['other leg', body.counterAccount],
-        ['amount', money(body.amount)],
+        ['amount', amountText(body.amount)],
         ['reason', body.reason],
         ['idempotency key', key],
       ]),
@@ -44,7 +44,7 @@ export const runLedger = (options: LedgerCommandOptions & { account?: string; li
   runOps('ledger', options, async (client) => {
     const { body } = await client.listLedgerEntries({ limit: Number(listQuery({ limit: options.limit }).limit), ...(options.account ? { account: options.account } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
     if (options.output === 'json') return printJson(body);
-    const rows = [['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'], ...body.items.map((entry) => [entry.at, entry.account, money(entry.amount), entry.pending ? 'held' : '', entry.reference])];
+    const rows = [['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'], ...body.items.map((entry) => [entry.at, entry.account, amountText(entry.amount), entry.pending ? 'held' : '', entry.reference])];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
@@ -61,7 +61,7 @@ export const runSettle = (options: LedgerCommandOptions & { date: string }) =>
     const code = clean ? exitCodes.ok : exitCodes.failed;
     if (options.output === 'json') printJson(settlement);
     if (options.output !== 'text' && options.output !== undefined) return code;
-    const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), money(counts.total.amount)];
+    const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), amountText(counts.total.amount)];
     printText(`settlement of ${settlement.date} (${settlement.timeZone})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', settlement.fundings), side('payments', settlement.payments)])}`);
     const problems = settlement.items.filter((item) => item.result !== 'matched');
     if (problems.length > 0) printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems.map((item) => [item.kind, item.id, item.result, item.detail ?? ''])])}`);

@@ -92,7 +92,7 @@ program
   .option('--preload', 'flat with data: after the levels, POST and GET /ops/fundings measured, history preloaded, measured again')
   .option('--preload-fundings <n>', 'historical fundings --preload writes', '1000000')
   .option('--preload-payments <n>', 'historical payments --preload writes', '200000')
-  .option('--no-burst', 'skip the burst: 1000 POST /ops/fundings at once across 100 recipients (issue 25)')
+  .option('--no-burst', 'skip the burst: 1000 POST /ops/fundings at once across 100 recipients')
   .option('--burst-requests <n>', 'requests in the burst', '1000')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {

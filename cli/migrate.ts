@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { loadConfig } from '../lib/config.ts';
-import { startEmbeddedPostgres } from './stack/embedded-postgres.ts';
+import { startEmbeddedPostgres } from '../stack/embedded-postgres.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 const root = projectRoot;

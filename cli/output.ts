@@ -30,7 +30,7 @@ export function printText(text: string): void {
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-export const money = (amount: { value: string; currency: string } | null | undefined) => (amount ? `${amount.value} ${amount.currency}` : '-');
+export const amountText = (amount: { value: string; currency: string } | null | undefined) => (amount ? `${amount.value} ${amount.currency}` : '-');
 
 /**
  * Runs one ops command: resolves the target, hands it the client, maps failures to exit codes.

@@ -4,7 +4,7 @@ import type { Payment } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
 import { findPayment } from './ops-client.ts';
 import { listQuery, parseNote, parseOutcome, type ListOptions } from './ops-input.ts';
-import { money, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
+import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
 export function formatPayment(payment: Payment): string {
   const fields = [
@@ -13,8 +13,8 @@ export function formatPayment(payment: Payment): string {
     ['wallet payment', payment.paymentId ?? '-'],
     ['link', payment.linkId],
     ['purpose', payment.purpose],
-    ['amount', money(payment.amount)],
-    ['fee', money(payment.fee)],
+    ['amount', amountText(payment.amount)],
+    ['fee', amountText(payment.fee)],
     ['error', payment.error ? `${payment.error.code}: ${payment.error.message}` : '-'],
     ...(payment.review ? [['review', payment.review.resolution ? `resolved ${payment.review.resolution.outcome} by ${payment.review.resolution.by}: ${payment.review.resolution.note}` : payment.review.reason]] : []),
     ['created', payment.createdAt],
@@ -30,7 +30,7 @@ export const runPaymentsList = (options: OpsCommandOptions & ListOptions) =>
   runOps('payments list', options, async (client) => {
     const { body } = await client.listPayments(listQuery(options) as Parameters<typeof client.listPayments>[0]);
     if (options.output === 'json') return printJson(body);
-    const rows = [['CREATED', 'PAYMENT', 'STATUS', 'AMOUNT', 'LINK'], ...body.items.map((item) => [item.createdAt, item.id, item.status, money(item.amount), item.linkId])];
+    const rows = [['CREATED', 'PAYMENT', 'STATUS', 'AMOUNT', 'LINK'], ...body.items.map((item) => [item.createdAt, item.id, item.status, amountText(item.amount), item.linkId])];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 

@@ -6,7 +6,7 @@
 import { loadConfig } from '../lib/config.ts';
 import { createDatabase, type Database } from '../lib/database.ts';
 import { reencryptCashInCodes } from '../fundings/funding-record.ts';
-import { createTokenCipher } from '../links/token-cipher.ts';
+import { createTokenCipher } from '../lib/token-cipher.ts';
 import { reencryptLinkTokens, reencryptSessionTokens, type RotationCount } from '../links/token-rotation.ts';
 import { reencryptWebhookSecrets } from '../webhooks/webhook-store.ts';
 import { exitCodes } from './exit-codes.ts';

@@ -107,7 +107,7 @@ export async function seedPartnerBalances(options: { apiBase: string; opsKey: st
 export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databaseUrl: string, tokenEncryptionKey: string): Promise<string> {
   const { createDatabase } = await import('../lib/database.ts');
   const { saveLinkWithTokens } = await import('../links/link-record.ts');
-  const { createTokenCipher } = await import('../links/token-cipher.ts');
+  const { createTokenCipher } = await import('../lib/token-cipher.ts');
   const { createTokenStore } = await import('../links/token-store.ts');
   const { STANDALONE_REFRESH_LIFETIME_MS } = await import('../links/token-expiry.ts');
   const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/standalone-tokens`, { method: 'POST' });

@@ -28,6 +28,11 @@ export interface CreateFunding {
   };
 }
 
+export interface ResolveFunding {
+  outcome: "APPROVED" | "FAILED";
+  note: string;
+}
+
 export interface CreatePayment {
   linkId: string;
   amount: {
@@ -40,11 +45,6 @@ export interface CreatePayment {
 
 export interface ResolvePayment {
   outcome: "SUCCEEDED" | "FAILED";
-  note: string;
-}
-
-export interface ResolveFunding {
-  outcome: "APPROVED" | "FAILED";
   note: string;
 }
 
@@ -119,6 +119,18 @@ export interface Funding {
   }[];
 }
 
+export interface Problem {
+  type: "about:blank";
+  status: number;
+  code: string;
+  title: string;
+  detail?: string;
+  errors?: {
+    path: string;
+    message: string;
+  }[];
+}
+
 export interface FundingPage {
   items: Funding[];
   nextCursor: string | null;
@@ -172,6 +184,15 @@ export interface Payment {
 export interface PaymentPage {
   items: Payment[];
   nextCursor: string | null;
+}
+
+export interface LoginUrl {
+  url: string;
+  expiresAt: string;
+}
+
+export interface LinkList {
+  items: Link[];
 }
 
 export interface Link {
@@ -261,23 +282,6 @@ export interface LinkProfile {
       }[];
     };
   };
-}
-
-export interface LoginUrl {
-  url: string;
-  expiresAt: string;
-}
-
-export interface Problem {
-  type: "about:blank";
-  status: number;
-  code: string;
-  title: string;
-  detail?: string;
-  errors?: {
-    path: string;
-    message: string;
-  }[];
 }
 
 export interface Account {
@@ -374,10 +378,6 @@ export interface Settlement {
   }[];
 }
 
-export interface LinkList {
-  items: Link[];
-}
-
 export interface WebhookEndpointCreated {
   id: string;
   secret: string;
@@ -392,6 +392,11 @@ export interface WebhookEndpoint {
   events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
   createdBy: string | null;
   createdAt: string;
+}
+
+export interface WebhookDeliveryPage {
+  items: WebhookDelivery[];
+  nextCursor: string | null;
 }
 
 export interface WebhookDelivery {
@@ -411,11 +416,6 @@ export interface WebhookDelivery {
     error: string | null;
     durationMs: number;
   }[];
-}
-
-export interface WebhookDeliveryPage {
-  items: WebhookDelivery[];
-  nextCursor: string | null;
 }
 
 // ---- operations: parameters (path, query, headers, body) and answers (2xx) --------------------

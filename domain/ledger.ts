@@ -2,7 +2,7 @@
 // payment purposes, account names, accounts, adjustments, entries, limits' codes, settlement.
 // Plain data and zod only.
 import { z } from 'zod';
-import { amountSchema, currencyMinorUnits, currencySchema, fromThousandths, toThousandths, type Currency } from './money.ts';
+import { amountSchema, currencySchema, parseSignedAmount } from './money.ts';
 
 /** A partner user id as the ops API takes it (in a path or a body): printable, at most 128. */
 export const partnerUserIdSchema = z
@@ -49,17 +49,6 @@ export const accountViewSchema = z.object({
 });
 export type AccountView = z.infer<typeof accountViewSchema>;
 
-/** A signed decimal string: "-25.00" debits the account, "25.00" credits it. */
-const signedDecimalPattern = /^-?(0|[1-9]\d{0,9})(?:\.(\d{1,3}))?$/;
-
-/** Parses a signed decimal string into thousandths, or null. */
-export function signedThousandths(value: string): bigint | null {
-  if (!signedDecimalPattern.test(value)) return null;
-  const negative = value.startsWith('-');
-  const magnitude = toThousandths(negative ? value.slice(1) : value);
-  return magnitude === null ? null : negative ? -magnitude : magnitude;
-}
-
 export const signedAmountSchema = z
   .object({
     currency: currencySchema,
@@ -67,7 +56,7 @@ export const signedAmountSchema = z
   })
   .strict()
   .superRefine((amount, ctx) => {
-    const thousandths = signedThousandths(amount.value);
+    const thousandths = parseSignedAmount(amount.value);
     if (thousandths === null || thousandths === 0n) {
       ctx.addIssue({ code: 'custom', path: ['value'], message: 'amount.value must be a non-zero signed decimal string such as "-25.00"' });
       return;
@@ -111,11 +100,6 @@ export type LedgerEntryView = z.infer<typeof ledgerEntryViewSchema>;
 /** The codes of section 10's refusals (422, nothing stored). */
 export const fundingRefusalCodes = ['INSUFFICIENT_FUNDS', 'AMOUNT_TOO_SMALL', 'AMOUNT_TOO_LARGE', 'DAILY_LIMIT_EXCEEDED', 'VELOCITY_LIMIT_EXCEEDED'] as const;
 export type FundingRefusalCode = (typeof fundingRefusalCodes)[number];
-
-/** Formats signed thousandths in the currency's minor unit. */
-export function money(thousandths: bigint, currency: string): { currency: string; value: string } {
-  return { currency, value: fromThousandths(thousandths, currencyMinorUnits[currency as Currency] ?? 2) };
-}
 
 /** The settlement of a day: section 10. */
 export const settlementCountsSchema = z.object({

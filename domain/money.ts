@@ -1,5 +1,8 @@
-// Money as decimal strings. Amounts stay strings ("100.50") everywhere inside walletflow and
-// become JSON numbers only in the body sent to the wallet service (contract-decisions section 7).
+// Money: the one module that reads, writes and converts amounts (docs/architecture.md, "Money").
+// Inside walletflow an amount is an integer of thousandths (bigint) with its currency: parsed once
+// at an edge, stored as PostgreSQL numeric(_, 3), and written back as a decimal string ("100.50")
+// in the API's JSON or as a JSON number in a wallet request body (contract-decisions section 7).
+// No amount ever passes through binary floating point.
 import { z } from 'zod';
 
 /** Minor units of the currencies walletflow accepts (ISO 4217). */
@@ -9,14 +12,28 @@ export const currencySchema = z.enum(Object.keys(currencyMinorUnits) as [Currenc
   error: 'currency must be an ISO 4217 code walletflow supports (PHP, USD, EUR, JPY)',
 });
 
+/** An amount inside walletflow: thousandths of the currency's unit (PHP 100.50 is 100500n). */
+export interface Money {
+  readonly currency: Currency;
+  readonly thousandths: bigint;
+}
+
+/** A stored amount that cannot be read (a corrupt row): never guessed as zero. */
+export class MoneyUnreadable extends RangeError {
+  constructor(detail: string) {
+    super(`unreadable amount: ${detail}`);
+    this.name = 'MoneyUnreadable';
+  }
+}
+
 /** The interface's bounds for amount.value and fee.value, in thousandths. */
-const MIN_THOUSANDTHS = 1n; // 0.001
-const MAX_THOUSANDTHS = 9_999_999_999_990n; // 9999999999.99
+export const MIN_THOUSANDTHS = 1n; // 0.001
+export const MAX_THOUSANDTHS = 9_999_999_999_990n; // 9999999999.99
 
 const decimalPattern = /^(0|[1-9]\d{0,9})(?:\.(\d{1,3}))?$/;
 
-/** Parses a canonical decimal string into thousandths, or returns null. */
-export function toThousandths(value: string): bigint | null {
+/** Parses a canonical unsigned decimal string ("100.50") into thousandths, or returns null. */
+export function parseAmount(value: string): bigint | null {
   const match = decimalPattern.exec(value);
   if (!match) return null;
   const whole = BigInt(match[1] ?? '0');
@@ -24,17 +41,81 @@ export function toThousandths(value: string): bigint | null {
   return whole * 1000n + fraction;
 }
 
+/** Parses a signed decimal string ("-25.00" debits, "25.00" credits) into thousandths, or null. */
+export function parseSignedAmount(value: string): bigint | null {
+  const negative = value.startsWith('-');
+  const magnitude = parseAmount(negative ? value.slice(1) : value);
+  return magnitude === null ? null : negative ? -magnitude : magnitude;
+}
+
+/** The currency of a stored or foreign amount; an unknown one is unreadable. */
+export function currencyOf(code: string): Currency {
+  const parsed = currencySchema.safeParse(code);
+  if (!parsed.success) throw new MoneyUnreadable(`currency ${code}`);
+  return parsed.data;
+}
+
 /**
  * Formats thousandths as a decimal string with at least `minDecimals` fraction digits; a
  * significant third decimal (a 0.001 fee) is kept rather than rounded away.
  */
-export function fromThousandths(thousandths: bigint, minDecimals: number): string {
+function decimalText(thousandths: bigint, minDecimals: number): string {
   const negative = thousandths < 0n;
   const abs = negative ? -thousandths : thousandths;
   const whole = abs / 1000n;
   let fraction = (abs % 1000n).toString().padStart(3, '0');
   while (fraction.length > minDecimals && fraction.endsWith('0')) fraction = fraction.slice(0, -1);
   return `${negative ? '-' : ''}${whole}${fraction.length > 0 ? `.${fraction}` : ''}`;
+}
+
+/** Signed thousandths as the currency writes them: PHP 100500n is "100.50". */
+export function formatAmount(thousandths: bigint, currency: string): string {
+  return decimalText(thousandths, currencyMinorUnits[currencyOf(currency)]);
+}
+
+/** The JSON amount object of an amount: `{ currency, value: "100.50" }`. */
+export function amountOf(money: Money): Amount;
+export function amountOf(thousandths: bigint, currency: string): Amount;
+export function amountOf(money: Money | bigint, currency?: string): Amount {
+  const value: Money = typeof money === 'bigint' ? { currency: currencyOf(currency ?? ''), thousandths: money } : money;
+  return { currency: value.currency, value: formatAmount(value.thousandths, value.currency) };
+}
+
+/** The amount of a validated amount object (amountSchema, signedAmountSchema). */
+export function moneyOf(amount: { currency: string; value: string }): Money {
+  const thousandths = parseSignedAmount(amount.value);
+  if (thousandths === null) throw new RangeError('not a decimal amount');
+  return { currency: currencyOf(amount.currency), thousandths };
+}
+
+/** The JSON amount object of a stored row's amount and currency columns. */
+export function storedAmount(row: { amount: { toFixed(digits?: number): string } | string; currency: string }): Amount {
+  return amountOf(moneyFromNumeric(row.amount, row.currency));
+}
+
+/** The SQL numeric text of signed thousandths ("-25.000"), for a parameter cast to numeric. */
+export function toNumeric(thousandths: bigint): string {
+  const negative = thousandths < 0n;
+  const abs = negative ? -thousandths : thousandths;
+  return `${negative ? '-' : ''}${abs / 1000n}.${(abs % 1000n).toString().padStart(3, '0')}`;
+}
+
+/**
+ * Signed thousandths of a stored numeric: a Prisma Decimal (its exact decimal text) or the text a
+ * raw query returns. More than three decimals, or anything that is not a number, is unreadable.
+ */
+export function fromNumeric(value: { toFixed(digits?: number): string } | string): bigint {
+  const text = typeof value === 'string' ? value : value.toFixed();
+  const match = /^(-?)(\d+)(?:\.(\d+))?$/.exec(text);
+  const fraction = (match?.[3] ?? '').replace(/0+$/, '');
+  if (!match || fraction.length > 3) throw new MoneyUnreadable(text);
+  const abs = BigInt(match[2] ?? '0') * 1000n + BigInt(fraction.padEnd(3, '0'));
+  return match[1] === '-' ? -abs : abs;
+}
+
+/** A stored amount and its stored currency. */
+export function moneyFromNumeric(value: { toFixed(digits?: number): string } | string, currency: string): Money {
+  return { currency: currencyOf(currency), thousandths: fromNumeric(value) };
 }
 
 export const amountSchema = z
@@ -49,7 +130,7 @@ export const amountSchema = z
   })
   .strict()
   .superRefine((amount, ctx) => {
-    const thousandths = toThousandths(amount.value);
+    const thousandths = parseAmount(amount.value);
     if (thousandths === null) {
       ctx.addIssue({
         code: 'custom',
@@ -76,9 +157,7 @@ export type Amount = z.infer<typeof amountSchema>;
 
 /** Normalises an amount to the currency's minor unit ("100.5" PHP becomes "100.50"). */
 export function normaliseAmount(amount: Amount): Amount {
-  const thousandths = toThousandths(amount.value);
-  if (thousandths === null) throw new RangeError('not a decimal amount');
-  return { currency: amount.currency, value: fromThousandths(thousandths, currencyMinorUnits[amount.currency]) };
+  return amountOf(moneyOf(amount));
 }
 
 /**
@@ -87,10 +166,10 @@ export function normaliseAmount(amount: Amount): Amount {
  * same decimal text: no binary rounding reaches the wire. The round trip is checked anyway.
  */
 export function toWireNumber(value: string): number {
-  const thousandths = toThousandths(value);
+  const thousandths = parseAmount(value);
   if (thousandths === null) throw new RangeError('not a decimal amount');
   const wire = Number(value);
-  if (toThousandths(String(wire)) !== thousandths) throw new RangeError('amount does not survive the JSON boundary');
+  if (parseAmount(String(wire)) !== thousandths) throw new RangeError('amount does not survive the JSON boundary');
   return wire;
 }
 
@@ -98,23 +177,39 @@ export function toWireNumber(value: string): number {
 export function fromWireNumber(value: number, currency: Currency): string {
   if (!Number.isFinite(value) || value < 0) throw new RangeError('not a wallet amount');
   const text = Number.isInteger(value) ? String(value) : value.toFixed(3).replace(/0+$/, '');
-  const thousandths = toThousandths(text.endsWith('.') ? text.slice(0, -1) : text);
+  const thousandths = parseAmount(text.endsWith('.') ? text.slice(0, -1) : text);
   if (thousandths === null || Math.abs(Number(text) - value) > 1e-9 * Math.max(1, value)) {
     throw new RangeError('wallet amount has more than 3 decimals');
   }
-  return fromThousandths(thousandths, currencyMinorUnits[currency]);
+  return formatAmount(thousandths, currency);
 }
 
+/** The sum of two decimal strings of one currency, in its notation. */
 export function addAmounts(a: string, b: string, currency: Currency): string {
-  const x = toThousandths(a);
-  const y = toThousandths(b);
-  if (x === null || y === null) throw new RangeError('not a decimal amount');
-  return fromThousandths(x + y, currencyMinorUnits[currency]);
+  return formatAmount(thousandthsIn(a) + thousandthsIn(b), currency);
 }
 
+/** a − b of two decimal strings of one currency, in its notation. */
+export function subtractAmounts(a: string, b: string, currency: Currency): string {
+  return formatAmount(thousandthsIn(a) - thousandthsIn(b), currency);
+}
+
+/** True when two amount objects' values are the same number ("100.5" and "100.50"); the currency is compared apart. */
+export function sameValue(a: { value: string }, b: { value: string }): boolean {
+  const x = parseAmount(a.value);
+  return x !== null && x === parseAmount(b.value);
+}
+
+/** -1, 0 or 1 as a < b, a = b, a > b. */
 export function compareAmounts(a: string, b: string): number {
-  const x = toThousandths(a);
-  const y = toThousandths(b);
-  if (x === null || y === null) throw new RangeError('not a decimal amount');
+  const x = thousandthsIn(a);
+  const y = thousandthsIn(b);
   return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Thousandths of a decimal string already known to be one (signed): a bad one is a bug, thrown. */
+export function thousandthsIn(value: string): bigint {
+  const thousandths = parseSignedAmount(value);
+  if (thousandths === null) throw new RangeError(`not a decimal amount: ${value}`);
+  return thousandths;
 }

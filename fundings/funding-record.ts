@@ -2,7 +2,7 @@
 // status change is a move that domain's transition table allows, guarded in SQL by the statuses
 // it may come from, and written with its timeline event in the same transaction; the insert is
 // idempotent on the key; the cash-in code is sealed to its funding here and only here.
-import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';
+import type { Funding, FundingEvent, Prisma } from '../generated/prisma/client.ts';
 import {
   cancellableFundingStatuses,
   fundingErrorMessage,
@@ -18,16 +18,17 @@ import {
 } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
-import { toThousandths, type Amount } from '../domain/money.ts';
+import { toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
 import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
+import { userUsage } from './funding-usage.ts';
 import { fundingWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import { fundingView } from './funding-view.ts';
@@ -44,8 +45,8 @@ export interface NewFunding {
   requestFingerprint: string;
   workflowId: string;
   recipient: CreateFundingRequest['recipient'];
-  /** Normalised (domain/money.ts). */
-  amount: Amount;
+  /** Read once at the edge (domain/money.ts). */
+  amount: Money;
   /** The ops key's name when ops asked (contract section 12), for the first event. */
   requestedBy?: string;
   /** Whose money it moves; absent: the TREASURY. */
@@ -234,8 +235,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const { id, recipient, amount } = funding;
       const source = funding.source ?? treasurySource;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
-      const thousandths = toThousandths(amount.value);
-      if (thousandths === null) throw new RangeError('not a decimal amount');
+      const { thousandths } = amount;
       // One user's fundings wait for each other in line before they take a connection (lib/admission.ts);
       // the advisory lock below then serialises them across API processes too.
       const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () => database.$transaction(async (tx) => {
@@ -248,13 +248,13 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                   ${recipient.type}::"RecipientType", ${recipient.type === 'TOKEN' ? recipient.linkId : null}::uuid,
                   ${recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(recipient.code, cashInCodeContext(id))) : null},
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
-                  ${new Prisma.Decimal(amount.value)}, ARRAY[]::text[], ${sourceUser}, now())
+                  ${toNumeric(thousandths)}::numeric, ARRAY[]::text[], ${sourceUser}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
         if (count !== 1) return count;
         if (deps.limits) {
           checkFundingAmount(deps.limits, thousandths, amount.currency);
           // The new row is excluded by its own check: counted as "this one", not twice.
-          if (sourceUser !== null) await checkUserLimits(tx, deps.limits, sourceUser, thousandths, amount.currency, id);
+          if (sourceUser !== null) checkUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone, id), thousandths, amount.currency);
         }
         await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
         await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' }, undefined);

@@ -12,13 +12,13 @@ import {
   type FundingView,
   type ResolveFundingRequest,
 } from '../domain/funding.ts';
-import { normaliseAmount } from '../domain/money.ts';
+import { moneyOf, normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
-import { settleReview } from '../lib/temporal.ts';
+import { resolveReview } from '../reviews/resolve-review.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { FundingRefusalCode } from '../domain/ledger.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
@@ -123,8 +123,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
         if (!link) return { kind: 'link-not-found' };
         recipientOwner = link.partnerUserId;
       }
-      // A user's balance goes to that user's own wallet (issue 26 #6), unless the caller may pay
-      // one user's balance to another (the admin scope).
+      // A user's balance goes to that user's own wallet (a fund key may not pay it elsewhere),
+      // unless the caller may pay one user's balance to another (the admin scope).
       if (body.source?.type === 'USER_BALANCE' && !authority.mayPayOthersBalance && recipientOwner !== body.source.partnerUserId) {
         return { kind: 'source-not-recipient' };
       }
@@ -138,7 +138,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
           requestFingerprint,
           workflowId,
           recipient,
-          amount: normaliseAmount(body.amount),
+          amount: moneyOf(body.amount),
           ...(body.source ? { source: body.source } : {}),
           ...(actor ? { requestedBy: actor } : {}),
         });
@@ -182,12 +182,12 @@ export function createFundingService(deps: FundingServiceDependencies) {
       if (!funding) return { kind: 'not-found' };
       if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
       const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
-      const { settled, through } = await settleReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+      const { resolved: moved, through } = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
         stillWaiting: async () => (await record.find(fundingId))?.status === fundingReviewStatus,
-        settleWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
+        resolveWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
       });
       const resolved = (await view(fundingId))!;
-      if (!settled) return { kind: 'not-in-review', status: resolved.status };
+      if (!moved) return { kind: 'not-in-review', status: resolved.status };
       deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through }, 'funding resolved');
       return { kind: 'resolved', funding: resolved };
     },

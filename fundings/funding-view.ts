@@ -2,15 +2,12 @@
 // code; amounts as decimal strings; the timeline with each wallet call's Request-Reference-No; the
 // review's evidence and resolution when it needed one (contract section 11).
 import type { Funding, FundingEvent } from '../generated/prisma/client.ts';
-import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
+import { storedAmount } from '../domain/money.ts';
 import { fundingResolutionOutcomes, type FundingView } from '../domain/funding.ts';
 import { reviewView } from '../domain/review.ts';
 
-export function amountOf(funding: Pick<Funding, 'amount' | 'currency'>): { currency: string; value: string } {
-  const minor = currencyMinorUnits[funding.currency as Currency] ?? 2;
-  const thousandths = toThousandths(funding.amount.toFixed(3)) ?? 0n;
-  return { currency: funding.currency, value: fromThousandths(thousandths, minor) };
-}
+/** Kept for the landing page's modules until they import domain/money.ts's storedAmount. */
+export const amountOf = storedAmount;
 
 export function fundingView(funding: Funding & { events: FundingEvent[] }): FundingView {
   return {
@@ -20,7 +17,7 @@ export function fundingView(funding: Funding & { events: FundingEvent[] }): Fund
       funding.recipientType === 'CODE'
         ? { type: 'CODE', masked: funding.cashInCodeMasked ?? '*******' }
         : { type: 'TOKEN', linkId: funding.linkId ?? '' },
-    amount: amountOf(funding),
+    amount: storedAmount(funding),
     source: funding.sourcePartnerUserId === null ? { type: 'TREASURY' } : { type: 'USER_BALANCE', partnerUserId: funding.sourcePartnerUserId },
     transferId: funding.transferId,
     error: funding.errorCode ? { code: funding.errorCode, message: funding.errorMessage ?? funding.errorCode } : null,

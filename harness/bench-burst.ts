@@ -1,8 +1,9 @@
-// The burst (issue 25): a partner's payout script sends 1000 fundings at once, 1.00 each from the
-// treasury to 100 recipients (a cash-in code each, 10 fundings per recipient). Every answer of the
-// first wave is counted by status; the ones refused for load (503 or 429 with Retry-After) are sent
-// again with the same Idempotency-Key after their Retry-After, as a client would, until all are
-// accepted. Reports the first wave's answers and latency, and the accepted rate over the whole.
+// The burst (docs/benchmarks.md, back-pressure): a partner's payout script sends 1000 fundings at
+// once, 1.00 each from the treasury to 100 recipients (a cash-in code each, 10 fundings per
+// recipient). Every answer of the first wave is counted by status; the ones refused for load (503
+// or 429 with Retry-After) are sent again with the same Idempotency-Key after their Retry-After, as
+// a client would, until all are accepted. Reports the first wave's answers and latency, and the
+// accepted rate over the whole.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../lib/database.ts';
 import type { SandboxAdminClient } from '../sandbox/admin-client.ts';

@@ -1,10 +1,9 @@
-// The bench's "flat with data" part (issue 18, `walletflow bench --preload`): on the same stack,
-// POST /ops/fundings latency (p50) and GET /ops/fundings?status=… latency (p99, a page at a time,
-// following nextCursor) are measured on a next-to-empty database (what the bench left, plus a
+// The bench's "flat with data" part (`walletflow bench --preload`, docs/benchmarks.md): on the same
+// stack, POST /ops/fundings latency (p50) and GET /ops/fundings?status=… latency (p99, a page at a
+// time, following nextCursor) are measured on a next-to-empty database (what the bench left, plus a
 // hundredth of the history so every list has full pages), then months of history are preloaded
-// (harness/bench-preload.ts), and the same is measured again. The
-// report holds both, their ratios, the preload's counts and the load average around each part (the
-// machine may be shared).
+// (harness/bench-preload.ts), and the same is measured again. The report holds both, their ratios,
+// the preload's counts and the load average around each part (the machine may be shared).
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';

@@ -1,8 +1,9 @@
-// The bench's lean floor (issue 18): at each level, the same closed loops as walletflow's, each
-// starting the minimal Temporal workflow of harness/lean-floor/ (create and execute as two default
-// activities, one SQL write each) on the same Temporal, PostgreSQL and sandbox, in its own worker
-// process. What walletflow spends above it is walletflow's overhead; what both spend in Temporal
-// is Temporal's. Also: the shape of the histories both leave (events and tasks per item).
+// The bench's lean floor (docs/benchmarks.md): at each level, the same closed loops as
+// walletflow's, each starting the minimal Temporal workflow of harness/lean-floor/ (create and
+// execute as two default activities, one SQL write each) on the same Temporal, PostgreSQL and
+// sandbox, in its own worker process. What walletflow spends above it is walletflow's overhead;
+// what both spend in Temporal is Temporal's. Also: the shape of the histories both leave (events
+// and tasks per item).
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';

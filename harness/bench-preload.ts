@@ -1,12 +1,13 @@
 // `walletflow bench --preload`: months of history written straight into PostgreSQL with set-based
-// SQL (INSERT … SELECT over generate_series), in one transaction, so the bench can measure the
-// ops API on a database that is not empty (issue 18, "flat with data"). The rows are what the app
-// itself writes for each outcome: a funding with its timeline (PENDING, CREATING, EXECUTING, final),
-// its hold and the hold's post (APPROVED) or release (DECLINED, REJECTED, FAILED), kept open while in
-// review or reconciling, and its webhook event; a payment with its timeline, its ledger posting
-// when SUCCEEDED and its webhook event; the links they used; opening balances for the partner
-// users whose own balance funded some of them, and the treasury's float for the rest, so every
-// account ends where it was and the ledger's invariants (harness/ledger-invariants.ts) still hold.
+// SQL (INSERT … SELECT over generate_series), in one transaction, so the bench can measure the ops
+// API on a database that is not empty (docs/benchmarks.md, flat with data). The rows are what the
+// app itself writes for each outcome: a funding with its timeline (PENDING, CREATING, EXECUTING,
+// final), its hold and the hold's post (APPROVED) or release (DECLINED, REJECTED, FAILED), kept
+// open while in review or reconciling, and its webhook event; a payment with its timeline, its
+// ledger posting when SUCCEEDED and its webhook event; the links they used; opening balances for
+// the partner users whose own balance funded some of them, and the treasury's float for the rest,
+// so every account ends where it was and the ledger's invariants (harness/ledger-invariants.ts)
+// still hold.
 //
 // Speed: the ledger's row triggers (apply each entry to its account, the zero-sum check at commit)
 // and the foreign-key triggers are switched off for this transaction only

@@ -46,7 +46,7 @@ export const benchReportSchema = z.object({
   temporal: z.enum(['dev-server', 'server']),
   workers: z.number().int().min(1),
   options: z.object({ levels: z.array(z.number().int()), seconds: z.number(), sessionSeconds: z.number(), sessionConnections: z.number().int() }),
-  /** `--preload` (issue 18, flat with data): the ops API on a next-to-empty database against the same after a preload. */
+  /** `--preload` (flat with data): the ops API on a next-to-empty database against the same after a preload. */
   flat: flatReportSchema.optional(),
   levels: z.array(
     z.object({
@@ -88,7 +88,7 @@ export const benchReportSchema = z.object({
       non2xx: z.number().int(),
       errors: z.number().int(),
       processes: z.record(z.string(), usageSchema),
-      /** Users who opened the landing page during the run (issue 25 #2): session URL call to money page. */
+      /** Users who opened the landing page during the run (a session storm): session URL call to money page. */
       landers: z
         .object({
           users: z.number().int(),
@@ -99,7 +99,7 @@ export const benchReportSchema = z.object({
     })
     .nullable(),
   durationSeconds: z.number(),
-  /** Issue 25's burst: 1000 POST /ops/fundings at once across 100 recipients (harness/bench-burst.ts). */
+  /** The burst: 1000 POST /ops/fundings at once across 100 recipients (harness/bench-burst.ts). */
   burst: z
     .object({
       requests: z.number().int(),

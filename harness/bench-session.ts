@@ -86,7 +86,7 @@ export interface LanderRun {
 }
 
 /**
- * The users who open the page while a storm runs (issue 25 #2): every `everyMs`, one more user's
+ * The users who open the page while a storm runs: every `everyMs`, one more user's
  * tile is opened (a session URL call) and the user lands at once, then reloads the loading page
  * every 200 ms until the money page shows; each one's time from the session URL call to the money
  * page is kept. Runs until `stop` resolves, then waits for the users still landing.

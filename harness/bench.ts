@@ -22,8 +22,8 @@ import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
-import { sandboxWalletConfig } from '../cli/stack/sandbox-wallet.ts';
-import { onStopSignal } from '../cli/stack/stop-signals.ts';
+import { sandboxWalletConfig } from '../stack/sandbox-wallet.ts';
+import { onStopSignal } from '../stack/stop-signals.ts';
 
 export interface BenchOptions {
   levels: string;
@@ -39,11 +39,11 @@ export interface BenchOptions {
   logDir?: string;
   /** Run the API and workers through tsx from the sources instead of compiled JavaScript. */
   fromSource?: boolean;
-  /** Issue 18's flat-with-data part: measure, preload history, measure again (harness/bench-flat.ts). */
+  /** The flat-with-data part: measure, preload history, measure again (harness/bench-flat.ts). */
   preload?: boolean;
   preloadFundings?: string;
   preloadPayments?: string;
-  /** Issue 25's burst: 1000 POST /ops/fundings at once across 100 recipients (on by default; --no-burst skips it). */
+  /** The burst: 1000 POST /ops/fundings at once across 100 recipients (on by default; --no-burst skips it). */
   burst?: boolean;
   burstRequests?: string;
 }
@@ -141,7 +141,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
   }
 }
 
-/** The machine's PostgreSQL for the real Temporal server (trust auth), as the issue's set-up has it. */
+/** The machine's PostgreSQL for the real Temporal server (trust auth; WALLETFLOW_BENCH_TEMPORAL_POSTGRES overrides it). */
 function temporalPostgres() {
   const url = new URL(process.env.WALLETFLOW_BENCH_TEMPORAL_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432');
   return { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
@@ -309,8 +309,9 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   // session URL's run comes after: it leaves thousands of onboardings for the worker to run.
   const workerRssMiBAfter = await workerMemoryAfterQuiet();
 
-  // The burst (issue 25): after the levels' memory reading, before the session URL's run; the
-  // fundings it stores are run to their end first, so the storm's figures are the storm's alone.
+  // The burst (harness/bench-burst.ts): after the levels' memory reading, before the session URL's
+  // run; the fundings it stores are run to their end first, so the storm's figures are the storm's
+  // alone.
   let burst: BenchReport['burst'];
   if (settings.burst > 0) {
     burst = await runBurst({ apiBase: stack.apiBase, opsKey: stack.opsKey, admin, requests: settings.burst });
@@ -328,7 +329,8 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     const tokens = await admin.embeddedTokens(user.userId);
     const usage = sampleUsage(pids);
     const load = runSessionLoad({ sessionUrl: `${stack.apiBase}/embedded/session`, tokens, connections: settings.sessionConnections, seconds: settings.sessionSeconds });
-    // Users who open the page during the storm (issue 25 #2): 4 a second, from the session URL call to the money page.
+    // Users who open the page during the storm: 4 a second, from the session URL call to the money
+    // page.
     const landers = runLanders({ apiBase: stack.apiBase, tokens, everyMs: 250, stop: load });
     const run = await load;
     const landed = await landers;

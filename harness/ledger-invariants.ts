@@ -4,8 +4,7 @@
 // accounts sum to zero; IN_FLIGHT is what open holds hold; and, given the wallet's ledger,
 // WALLET_CLEARING is what the wallet approved minus what it charged.
 import type { Database } from '../lib/database.ts';
-import { money } from '../domain/ledger.ts';
-import { thousandthsOf } from '../ledger/ledger.ts';
+import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 export interface LedgerInvariantReport {
   violations: string[];
@@ -54,7 +53,7 @@ export async function checkLedgerInvariants(database: Database, options: { curre
 
   const sums = await database.$queryRaw<Array<{ kind: string; total: unknown }>>`
     SELECT kind::text AS kind, SUM(balance + pending)::text AS total FROM ledger_account WHERE currency = ${currency} GROUP BY kind`;
-  const total = (kind: string) => thousandthsOf(String(sums.find((row) => row.kind === kind)?.total ?? '0'));
+  const total = (kind: string) => fromNumeric(String(sums.find((row) => row.kind === kind)?.total ?? '0'));
   const parts = {
     treasury: total('TREASURY'),
     users: total('USER'),
@@ -64,19 +63,19 @@ export async function checkLedgerInvariants(database: Database, options: { curre
     capital: total('CAPITAL'),
   };
   const sum = Object.values(parts).reduce((a, b) => a + b, 0n);
-  if (sum !== 0n) violations.push(`treasury + users + in-flight + clearing + revenue + capital is ${money(sum, currency).value}, not 0`);
+  if (sum !== 0n) violations.push(`treasury + users + in-flight + clearing + revenue + capital is ${formatAmount(sum, currency)}, not 0`);
 
   const openHolds = await database.$queryRaw<Array<{ total: unknown }>>`
     SELECT COALESCE(SUM(e.amount), 0)::text AS total FROM ledger_transaction h JOIN ledger_entry e ON e.transaction_id = h.id
     WHERE h.kind = 'HOLD' AND h.currency = ${currency} AND e.account = 'IN_FLIGHT'
       AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)`;
-  const inFlight = thousandthsOf(String(openHolds[0]?.total ?? '0'));
-  if (inFlight !== parts.inFlight) violations.push(`IN_FLIGHT is ${money(parts.inFlight, currency).value} but open holds hold ${money(inFlight, currency).value}`);
+  const inFlight = fromNumeric(String(openHolds[0]?.total ?? '0'));
+  if (inFlight !== parts.inFlight) violations.push(`IN_FLIGHT is ${formatAmount(parts.inFlight, currency)} but open holds hold ${formatAmount(inFlight, currency)}`);
 
   if (options.wallet) {
     const expected = options.wallet.approvedTransfers - options.wallet.succeededPayments;
     if (expected !== parts.clearing) {
-      violations.push(`WALLET_CLEARING is ${money(parts.clearing, currency).value} but the wallet approved − charged ${money(expected, currency).value}`);
+      violations.push(`WALLET_CLEARING is ${formatAmount(parts.clearing, currency)} but the wallet approved − charged ${formatAmount(expected, currency)}`);
     }
   }
 
@@ -85,7 +84,7 @@ export async function checkLedgerInvariants(database: Database, options: { curre
     database.ledgerAccount.count(),
     database.ledgerTransaction.count({ where: { kind: 'HOLD' } }),
   ]);
-  const shown = (value: bigint) => money(value, currency).value;
+  const shown = (value: bigint) => formatAmount(value, currency);
   return {
     violations,
     totals: {

@@ -10,15 +10,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { environmentSchema, secretVariables } from '../lib/config.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
-import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
-import { findFreePort, waitForPort } from '../cli/stack/ports.ts';
-import { partnerEndpoints, sandboxWalletVariables } from '../cli/stack/sandbox-wallet.ts';
-import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
-import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFreePort, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
+import { findFreePort, waitForPort } from '../stack/ports.ts';
+import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
+import { bundleWorkflows } from '../stack/workflow-bundle.ts';
+import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
-import { nativeMemoryEnvironment, workerEnvironment } from '../cli/stack/child-process.ts';
+import { nativeMemoryEnvironment, workerEnvironment } from '../stack/child-process.ts';
 
 const root = projectRoot;
 

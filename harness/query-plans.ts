@@ -1,7 +1,7 @@
-// The query plans behind the hot paths (issue 18, flat with data): a Prisma client whose every
-// statement is recorded as sent (text and parameters, through the pg pool under the adapter), and
-// EXPLAIN (FORMAT JSON) of a recorded statement with its own parameters, reduced to the scans it
-// plans (node type, table, index). The test runs the real record and ledger code on a preloaded
+// The query plans behind the hot paths (docs/benchmarks.md, flat with data): a Prisma client whose
+// every statement is recorded as sent (text and parameters, through the pg pool under the adapter),
+// and EXPLAIN (FORMAT JSON) of a recorded statement with its own parameters, reduced to the scans
+// it plans (node type, table, index). The test runs the real record and ledger code on a preloaded
 // database and asserts that no hot statement plans a sequential scan of a big table.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';

@@ -1,7 +1,7 @@
 // The soak's invariant checker: a pure function over walletflow's records and the sandbox ledger
 // that lists every violation (which invariant, which ids) and builds the table the soak prints.
 import { isFinalFundingStatus } from '../domain/funding.ts';
-import { fromThousandths, toThousandths } from '../domain/money.ts';
+import { formatAmount, thousandthsIn } from '../domain/money.ts';
 import { isFinalPaymentStatus } from '../domain/payment.ts';
 
 export interface Expected {
@@ -26,7 +26,10 @@ export interface SoakFundingRow {
   resolvedOutcome?: string | null;
   /** What the soak's plan expects of this funding; null: not planned (unknown to the driver). */
   expected: Expected | null;
-  /** The owner fence of each timeline event written by an owning run, in the order written (issue 24). */
+  /**
+   * The owner fence of each timeline event written by an owning run, in the order written
+   * (docs/architecture.md, who owns a funding).
+   */
   eventFences?: number[];
 }
 
@@ -43,7 +46,7 @@ export interface SoakPaymentRow {
   reviewAt: number | null;
   resolvedOutcome: string | null;
   expected: Expected | null;
-  /** The owner fence of each timeline event written by an owning run, in the order written (issue 24). */
+  /** The owner fence of each timeline event written by an owning run, in the order written. */
   eventFences?: number[];
 }
 
@@ -130,14 +133,8 @@ export interface SoakCheckResult {
 
 const executedFunding = new Set(['APPROVED', 'DECLINED']);
 
-function thousandths(value: string | null | undefined): bigint {
-  if (value === null || value === undefined) return 0n;
-  const negative = value.startsWith('-');
-  const parsed = toThousandths(negative ? value.slice(1) : value);
-  if (parsed === null) throw new Error(`not a decimal amount: ${value}`);
-  return negative ? -parsed : parsed;
-}
-const money = (value: bigint) => fromThousandths(value, 2);
+const thousandths = (value: string | null | undefined): bigint => (value === null || value === undefined ? 0n : thousandthsIn(value));
+const php = (value: bigint) => formatAmount(value, 'PHP');
 
 /** Nearest-rank percentile of `values` (ms); null when empty. */
 export function percentile(values: number[], p: number): number | null {
@@ -170,8 +167,9 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     if (recorded < requested) add('lost-request', [], `${requested - recorded} of ${requested} ${side} requested have no record in walletflow`);
   }
 
-  // One writer at a time (issue 24): a run writes only under its own claim, and claims only go up,
-  // so a fence lower than one written before it is a write by an overtaken run.
+  // One writer at a time (docs/architecture.md, who owns a funding): a run writes only under its
+  // own claim, and claims only go up, so a fence lower than one written before it is a write by an
+  // overtaken run.
   for (const [side, rows] of [
     ['funding', input.fundings],
     ['payment', input.payments],
@@ -242,8 +240,8 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
       add('executed-without-record', [transfer.transferId], `transfer ${transfer.status}, executed ${transfer.executions} time(s), no funding names it`);
     }
   }
-  fundingSide.money = { walletflow: money(credited), ledger: money(ledgerCredited) };
-  if (credited !== ledgerCredited) add('money-credited', [], `walletflow credited ${money(credited)}, the ledger ${money(ledgerCredited)} PHP`);
+  fundingSide.money = { walletflow: php(credited), ledger: php(ledgerCredited) };
+  if (credited !== ledgerCredited) add('money-credited', [], `walletflow credited ${php(credited)}, the ledger ${php(ledgerCredited)} PHP`);
 
   // Payments: the same, amount plus fee debited.
   const paymentSide = { ...emptySide(input.requested.payments, input.payments.length), reviews: { SUCCEEDED: 0, FAILED: 0 }, failedUnderFaults: 0 };
@@ -290,14 +288,14 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
       add('executed-without-record', [payment.paymentId], `payment ${payment.status}, executed ${payment.executions} time(s), no walletflow payment names it`);
     }
   }
-  paymentSide.money = { walletflow: money(debited), ledger: money(ledgerDebited) };
-  if (debited !== ledgerDebited) add('money-debited', [], `walletflow debited ${money(debited)}, the ledger ${money(ledgerDebited)} PHP`);
+  paymentSide.money = { walletflow: php(debited), ledger: php(ledgerDebited) };
+  if (debited !== ledgerDebited) add('money-debited', [], `walletflow debited ${php(debited)}, the ledger ${php(ledgerDebited)} PHP`);
 
   // The users' balances moved by exactly what the ledger says (credited minus debited).
   if (input.balances) {
     const moved = input.balances.reduce((sum, user) => sum + thousandths(user.after) - thousandths(user.before), 0n);
     if (moved !== ledgerCredited - ledgerDebited) {
-      add('balances', [], `user balances moved ${money(moved)}, the ledger says ${money(ledgerCredited - ledgerDebited)} PHP`);
+      add('balances', [], `user balances moved ${php(moved)}, the ledger says ${php(ledgerCredited - ledgerDebited)} PHP`);
     }
   }
 

@@ -22,7 +22,8 @@ import {
 } from './soak-driver.ts';
 import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, type SoakFundingRow, type SoakPaymentRow } from './soak-invariants.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
-import { onStopSignal } from '../cli/stack/stop-signals.ts';
+import { onStopSignal } from '../stack/stop-signals.ts';
+import { formatAmount, fromNumeric, storedAmount } from '../domain/money.ts';
 
 export interface SoakOptions {
   fundings: string;
@@ -77,7 +78,8 @@ export async function runSoak(options: SoakOptions): Promise<number> {
 
   try {
     log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
-    // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the other's (issue 24).
+    // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the
+    // other's, so the fences are tested.
     const stack = await startLocalStack({ purpose: 'soak', log, cleanup, workers: options.chaos ? 2 : 1, ...(options.logDir ? { logDir: options.logDir } : {}) });
     const result = await drive(stack, { fundings, payments, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [
@@ -229,7 +231,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     errorCode: row.errorCode,
     transferId: row.transferId,
     abandonedTransferIds: row.abandonedTransferIds,
-    amount: row.amount.toFixed(3),
+    amount: storedAmount(row).value,
     createdAt: row.createdAt.getTime(),
     finalAt: row.events.find((event) => isFinalFundingStatus(event.status))?.at.getTime() ?? null,
     resolvedOutcome: row.resolvedOutcome,
@@ -241,8 +243,8 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     status: row.status,
     errorCode: row.errorCode,
     walletPaymentId: row.walletPaymentId,
-    amount: row.amount.toFixed(3),
-    fee: row.fee?.toFixed(3) ?? null,
+    amount: storedAmount(row).value,
+    fee: row.fee === null ? null : formatAmount(fromNumeric(row.fee), row.currency),
     createdAt: row.createdAt.getTime(),
     finalAt: row.events.find((event) => isFinalPaymentStatus(event.status))?.at.getTime() ?? null,
     reviewAt: row.events.find((event) => event.status === 'NEEDS_REVIEW')?.at.getTime() ?? null,

@@ -11,8 +11,8 @@ import { Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { searchAttributes } from '../domain/search-attributes.ts';
 import net from 'node:net';
-import { waitForPort } from '../cli/stack/ports.ts';
-import { temporalDynamicConfig, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
+import { waitForPort } from '../stack/ports.ts';
+import { temporalDynamicConfig, type RunningTemporal } from '../stack/temporal-dev-server.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 

@@ -8,7 +8,6 @@
 // post in the same transaction as the state change it accounts for.
 import { Prisma, type LedgerAccountKind } from '../generated/prisma/client.ts';
 import {
-  money,
   sourceAccount,
   systemAccounts,
   userAccount,
@@ -19,6 +18,7 @@ import {
   type PaymentPurpose,
 } from '../domain/ledger.ts';
 import type { Database } from '../lib/database.ts';
+import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
 
 export type LedgerClient = Prisma.TransactionClient | Database;
 
@@ -62,22 +62,6 @@ export const releaseReference = (fundingId: string) => `funding:${fundingId}:rel
 export const paymentReference = (paymentId: string) => `payment:${paymentId}:post`;
 export const adjustmentReference = (idempotencyKey: string) => `adjustment:${idempotencyKey}`;
 
-/** SQL numeric text of signed thousandths ("-25.000"). */
-export function numeric(thousandths: bigint): string {
-  const negative = thousandths < 0n;
-  const abs = negative ? -thousandths : thousandths;
-  return `${negative ? '-' : ''}${abs / 1000n}.${(abs % 1000n).toString().padStart(3, '0')}`;
-}
-
-/** Signed thousandths of a Prisma Decimal (or numeric text). */
-export function thousandthsOf(value: Prisma.Decimal | string | number): bigint {
-  const text = typeof value === 'string' ? value : typeof value === 'number' ? value.toFixed(3) : value.toFixed(3);
-  const negative = text.startsWith('-');
-  const [whole = '0', fraction = ''] = (negative ? text.slice(1) : text).split('.');
-  const abs = BigInt(whole) * 1000n + BigInt(fraction.padEnd(3, '0').slice(0, 3));
-  return negative ? -abs : abs;
-}
-
 export function accountKind(account: string): LedgerAccountKind {
   if (account.startsWith('USER:')) return 'USER';
   if ((systemAccounts as readonly string[]).includes(account)) return account as LedgerAccountKind;
@@ -113,7 +97,7 @@ export function createLedger(options: LedgerOptions = {}) {
     const rows = [...new Set(accounts)].sort().map((account) => {
       const floor = floorOf(account);
       return Prisma.sql`(${account}, ${currency}, ${accountKind(account)}::"LedgerAccountKind", ${account.startsWith('USER:') ? account.slice(5) : null},
-        ${floor === null ? null : numeric(floor)}::numeric)`;
+        ${floor === null ? null : toNumeric(floor)}::numeric)`;
     });
     await tx.$executeRaw`INSERT INTO ledger_account (account, currency, kind, partner_user_id, floor) VALUES ${Prisma.join(rows)} ON CONFLICT DO NOTHING`;
   }
@@ -138,7 +122,7 @@ export function createLedger(options: LedgerOptions = {}) {
     await ensureAccounts(tx, posting.legs.map((leg) => leg.account), posting.currency);
     // Stable sort: within one account the legs keep their order (a hold's reversal before its post).
     const legs = [...posting.legs].sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : 0));
-    const values = legs.map((leg) => Prisma.sql`(${row.id}::bigint, ${leg.account}, ${posting.currency}, ${numeric(leg.amount)}::numeric, ${leg.pending ?? false})`);
+    const values = legs.map((leg) => Prisma.sql`(${row.id}::bigint, ${leg.account}, ${posting.currency}, ${toNumeric(leg.amount)}::numeric, ${leg.pending ?? false})`);
     try {
       await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES ${Prisma.join(values)}`;
     } catch (error) {
@@ -156,7 +140,7 @@ export function createLedger(options: LedgerOptions = {}) {
       WHERE t.reference = ${holdReference(fundingId)} AND e.amount < 0
         AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = t.id)`;
     const row = rows[0];
-    return row ? { id: row.id, account: row.account, currency: row.currency, amount: -thousandthsOf(row.amount) } : null;
+    return row ? { id: row.id, account: row.account, currency: row.currency, amount: -fromNumeric(row.amount) } : null;
   }
 
   return {
@@ -255,7 +239,7 @@ export function createLedger(options: LedgerOptions = {}) {
           adjustmentId: stored.id.toString(),
           account: leg.account,
           counterAccount: leg.account === 'TREASURY' ? 'CAPITAL' : 'TREASURY',
-          amount: money(thousandthsOf(leg.amount), stored.currency),
+          amount: amountOf(fromNumeric(leg.amount), stored.currency),
           reason: stored.reason ?? '',
           reference,
           createdAt: stored.createdAt.toISOString(),
@@ -266,26 +250,26 @@ export function createLedger(options: LedgerOptions = {}) {
     /** Sets the treasury's floor from TREASURY_LIMIT (at start); refused by the CHECK if the treasury is already below it. */
     async applyTreasuryLimit(database: Database, currency = 'PHP'): Promise<void> {
       await ensureAccounts(database, ['TREASURY'], currency);
-      await database.$executeRaw`UPDATE ledger_account SET floor = ${treasuryFloor === null ? null : numeric(treasuryFloor)}::numeric
+      await database.$executeRaw`UPDATE ledger_account SET floor = ${treasuryFloor === null ? null : toNumeric(treasuryFloor)}::numeric
         WHERE account = 'TREASURY' AND currency = ${currency}`;
     },
 
     /** An account as the ops API shows it: zeros for an account with no entries yet. */
     async account(database: LedgerClient, account: string, currency = 'PHP'): Promise<AccountView & { floor: string | null }> {
       const row = await database.ledgerAccount.findUnique({ where: { account_currency: { account, currency } } });
-      const balance = row ? thousandthsOf(row.balance) : 0n;
-      const pending = row ? thousandthsOf(row.pending) : 0n;
+      const balance = row ? fromNumeric(row.balance) : 0n;
+      const pending = row ? fromNumeric(row.pending) : 0n;
       // IN_FLIGHT's pending entries are the credits of every open hold: what it holds.
       const inFlight = account === 'IN_FLIGHT';
       const shown = inFlight ? balance + pending : balance;
       const held = inFlight ? 0n : -pending;
-      const floor = row?.floor ?? (floorOf(account) === null ? null : new Prisma.Decimal(numeric(floorOf(account)!)));
+      const floor = row?.floor ?? (floorOf(account) === null ? null : new Prisma.Decimal(toNumeric(floorOf(account)!)));
       return {
         account,
-        balance: money(shown, currency),
-        held: money(held, currency),
-        available: money(shown - held, currency),
-        floor: floor === null ? null : money(thousandthsOf(floor), currency).value,
+        balance: amountOf(shown, currency),
+        held: amountOf(held, currency),
+        available: amountOf(shown - held, currency),
+        floor: floor === null ? null : amountOf(fromNumeric(floor), currency).value,
       };
     },
 
@@ -305,7 +289,7 @@ export function createLedger(options: LedgerOptions = {}) {
           entryId: entry.id.toString(),
           transactionId: entry.transactionId.toString(),
           account: entry.account,
-          amount: money(thousandthsOf(entry.amount), entry.currency),
+          amount: amountOf(fromNumeric(entry.amount), entry.currency),
           pending: entry.pending,
           reference: entry.transaction.reference,
           at: entry.at.toISOString(),

@@ -1,12 +1,13 @@
 // Funding limits (contract-decisions section 10): per funding (FUNDING_MIN, FUNDING_MAX) and per
 // partner user drawing on their own balance (USER_DAILY_AMOUNT, USER_DAILY_COUNT per day in
-// SETTLEMENT_TZ, USER_PER_MINUTE). Checked inside the transaction that would store the funding,
+// SETTLEMENT_TZ, USER_PER_MINUTE). The policy only: what a user has drawn is read by the funding
+// record (fundings/funding-usage.ts), inside the transaction that would store the funding and
 // after a per-user advisory lock, so concurrent requests of one user are counted one after the
 // other: a refusal stores nothing. Treasury fundings (ops) are bounded per funding and by
 // TREASURY_LIMIT, not per user.
 import type { Prisma } from '../generated/prisma/client.ts';
-import { money, type FundingRefusalCode } from '../domain/ledger.ts';
-import { thousandthsOf, type LedgerClient } from './ledger.ts';
+import type { FundingRefusalCode } from '../domain/ledger.ts';
+import { formatAmount } from '../domain/money.ts';
 
 export interface FundingLimits {
   /** Thousandths. */
@@ -40,6 +41,14 @@ export class LimitRefusal extends Error {
   }
 }
 
+/** What a partner user has drawn on their balance: today (SETTLEMENT_TZ) and in the last minute. */
+export interface UserUsage {
+  dayCount: number;
+  /** Thousandths. */
+  dayAmount: bigint;
+  minuteCount: number;
+}
+
 /** What a partner user may still withdraw today (for the money page and refusals). */
 export interface UserHeadroom {
   dailyAmountLeft: bigint;
@@ -52,42 +61,27 @@ export async function lockPartnerUser(tx: Prisma.TransactionClient, partnerUserI
   await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:funding-limits:${partnerUserId}`}, 0))`;
 }
 
-/** Today's (SETTLEMENT_TZ) and the last minute's fundings of a user drawing on their balance; refused ones do not count toward the day. */
-export async function userHeadroom(db: LedgerClient, limits: FundingLimits, partnerUserId: string, excludeFundingId?: string): Promise<UserHeadroom> {
-  const rows = await db.$queryRaw<Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>>`
-    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${limits.timeZone}) AT TIME ZONE ${limits.timeZone})) AS day_count,
-           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${limits.timeZone}) AT TIME ZONE ${limits.timeZone})) AS day_amount,
-           COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute') AS minute_count
-    FROM funding WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
-      AND id <> ${excludeFundingId ?? '00000000-0000-0000-0000-000000000000'}::uuid`;
-  const row = rows[0];
-  const dayAmount = row?.day_amount ? thousandthsOf(row.day_amount) : 0n;
+/** What the limits leave a user who has drawn `usage`. */
+export function headroomOf(limits: FundingLimits, usage: UserUsage): UserHeadroom {
   return {
-    dailyAmountLeft: limits.userDailyAmount - dayAmount > 0n ? limits.userDailyAmount - dayAmount : 0n,
-    dailyCountLeft: Math.max(0, limits.userDailyCount - Number(row?.day_count ?? 0n)),
-    perMinuteLeft: Math.max(0, limits.userPerMinute - Number(row?.minute_count ?? 0n)),
+    dailyAmountLeft: limits.userDailyAmount - usage.dayAmount > 0n ? limits.userDailyAmount - usage.dayAmount : 0n,
+    dailyCountLeft: Math.max(0, limits.userDailyCount - usage.dayCount),
+    perMinuteLeft: Math.max(0, limits.userPerMinute - usage.minuteCount),
   };
 }
 
 /** Per funding: refuses an amount outside FUNDING_MIN..FUNDING_MAX. */
 export function checkFundingAmount(limits: FundingLimits, amount: bigint, currency: string): void {
-  if (amount < limits.min) throw new LimitRefusal('AMOUNT_TOO_SMALL', `FUNDING_MIN: a funding must be at least ${money(limits.min, currency).value} ${currency}`);
-  if (amount > limits.max) throw new LimitRefusal('AMOUNT_TOO_LARGE', `FUNDING_MAX: a funding may be at most ${money(limits.max, currency).value} ${currency}`);
+  if (amount < limits.min) throw new LimitRefusal('AMOUNT_TOO_SMALL', `FUNDING_MIN: a funding must be at least ${formatAmount(limits.min, currency)} ${currency}`);
+  if (amount > limits.max) throw new LimitRefusal('AMOUNT_TOO_LARGE', `FUNDING_MAX: a funding may be at most ${formatAmount(limits.max, currency)} ${currency}`);
 }
 
 /**
  * Per user, inside the storing transaction and after lockPartnerUser: the new funding must fit
- * today's count and amount and the minute's count (it is not stored yet when this runs).
+ * today's count and amount and the minute's count (`usage` does not count it yet).
  */
-export async function checkUserLimits(
-  tx: Prisma.TransactionClient,
-  limits: FundingLimits,
-  partnerUserId: string,
-  amount: bigint,
-  currency: string,
-  newFundingId: string,
-): Promise<void> {
-  const left = await userHeadroom(tx, limits, partnerUserId, newFundingId);
+export function checkUserLimits(limits: FundingLimits, usage: UserUsage, amount: bigint, currency: string): void {
+  const left = headroomOf(limits, usage);
   if (left.perMinuteLeft < 1) {
     throw new LimitRefusal('VELOCITY_LIMIT_EXCEEDED', `USER_PER_MINUTE: at most ${limits.userPerMinute} withdrawals a minute; try again in a minute`);
   }
@@ -97,7 +91,7 @@ export async function checkUserLimits(
   if (amount > left.dailyAmountLeft) {
     throw new LimitRefusal(
       'DAILY_LIMIT_EXCEEDED',
-      `USER_DAILY_AMOUNT: at most ${money(limits.userDailyAmount, currency).value} ${currency} a day; ${money(left.dailyAmountLeft, currency).value} ${currency} left today`,
+      `USER_DAILY_AMOUNT: at most ${formatAmount(limits.userDailyAmount, currency)} ${currency} a day; ${formatAmount(left.dailyAmountLeft, currency)} ${currency} left today`,
     );
   }
 }

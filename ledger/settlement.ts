@@ -3,49 +3,80 @@
 // service's record (retrieve per transfer; for payments, the audit of the successful execute
 // call) and with the ledger's posting: matched, missing (no wallet record or no posting) or
 // mismatched (another status or amount). Read-only.
-import type { Prisma } from '../generated/prisma/client.ts';
-import { money, type Settlement, type SettlementItem } from '../domain/ledger.ts';
+import { Prisma } from '../generated/prisma/client.ts';
+import type { Settlement, SettlementItem } from '../domain/ledger.ts';
+import { amountOf, formatAmount, fromNumeric, thousandthsIn } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
-import { paymentReference, postReference, thousandthsOf } from './ledger.ts';
+import { paymentReference, postReference } from './ledger.ts';
 
 /** The wallet's record of a transfer, or null when it has none (404). */
 export type RetrieveTransfer = (transferId: string) => Promise<{ status: string; amount: { currency: string; value: string } } | null>;
 
 export type SettleDay = (date: string) => Promise<Settlement>;
 
-export function createSettlement(deps: { database: Database; retrieveTransfer: RetrieveTransfer; timeZone: string }): SettleDay {
-  const { database, timeZone } = deps;
+/** A day in SETTLEMENT_TZ, as local timestamps: from its midnight to the next. */
+export interface SettlementDay {
+  start: string;
+  end: string;
+  timeZone: string;
+}
+
+/** A funding that became APPROVED on the day. */
+export interface ApprovedFunding {
+  id: string;
+  transferId: string | null;
+  amount: bigint;
+  currency: string;
+}
+
+/** A payment that became SUCCEEDED on the day. */
+export interface SucceededPayment {
+  id: string;
+  walletPaymentId: string | null;
+  amount: bigint;
+  currency: string;
+  resolvedBy: string | null;
+}
+
+/**
+ * What the settlement compares, each read by the capability that owns it: the fundings and the
+ * payments of the day (fundings/, payments/), the wallet's answer for a transfer, and the wallet
+ * call audit's successful executes (audit/). The ledger reads only its own postings.
+ */
+export interface SettlementSources {
+  approvedFundings(day: SettlementDay): Promise<ApprovedFunding[]>;
+  succeededPayments(day: SettlementDay): Promise<SucceededPayment[]>;
+  executedWalletPayments(walletPaymentIds: string[]): Promise<Set<string>>;
+  retrieveTransfer: RetrieveTransfer;
+}
+
+/** The amounts posted under these references: a funding's post to WALLET_CLEARING, a payment's credit leg. */
+async function postedAmounts(database: Database, references: string[], leg: 'clearing' | 'credit'): Promise<Map<string, bigint>> {
+  if (references.length === 0) return new Map();
+  const rows = await database.$queryRaw<Array<{ reference: string; amount: Prisma.Decimal }>>`
+    SELECT DISTINCT ON (t.reference) t.reference, e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
+    WHERE t.reference = ANY(${references}::text[])
+      AND ${leg === 'clearing' ? Prisma.sql`e.account = 'WALLET_CLEARING'` : Prisma.sql`e.amount > 0`}
+    ORDER BY t.reference, e.id`;
+  return new Map(rows.map((row) => [row.reference, fromNumeric(row.amount)]));
+}
+
+export function createSettlement(deps: { database: Database; timeZone: string; sources: SettlementSources }): SettleDay {
+  const { database, timeZone, sources } = deps;
   return async (date) => {
-    const day = dayBounds(date);
-    const fundings = await database.$queryRaw<Array<{ id: string; transfer_id: string | null; amount: Prisma.Decimal; currency: string; posted: Prisma.Decimal | null }>>`
-      SELECT f.id::text AS id, f.transfer_id, f.amount, f.currency,
-             (SELECT e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
-               WHERE t.reference = 'funding:' || f.id::text || ':post' AND e.account = 'WALLET_CLEARING' LIMIT 1) AS posted
-      FROM funding f
-      WHERE f.status = 'APPROVED' AND EXISTS (
-        SELECT 1 FROM funding_event ev WHERE ev.funding_id = f.id AND ev.status = 'APPROVED'
-          AND ev.at >= (${day.start}::timestamp AT TIME ZONE ${timeZone}) AND ev.at < (${day.end}::timestamp AT TIME ZONE ${timeZone}))
-      ORDER BY f.id`;
-    const payments = await database.$queryRaw<
-      Array<{ id: string; wallet_payment_id: string | null; amount: Prisma.Decimal; currency: string; executed: boolean; posted: Prisma.Decimal | null; resolved_by: string | null }>
-    >`
-      SELECT p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by,
-             EXISTS (SELECT 1 FROM wallet_call c WHERE c.operation = 'op.payments.execute' AND c.outcome = 'ok'
-                      AND c.path = '/merchant/payments/' || p.wallet_payment_id || '/execute') AS executed,
-             (SELECT e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
-               WHERE t.reference = 'payment:' || p.id::text || ':post' AND e.amount > 0 LIMIT 1) AS posted
-      FROM payment p
-      WHERE p.status = 'SUCCEEDED' AND EXISTS (
-        SELECT 1 FROM payment_event ev WHERE ev.payment_id = p.id AND ev.status = 'SUCCEEDED'
-          AND ev.at >= (${day.start}::timestamp AT TIME ZONE ${timeZone}) AND ev.at < (${day.end}::timestamp AT TIME ZONE ${timeZone}))
-      ORDER BY p.id`;
+    const day = { ...dayBounds(date), timeZone };
+    const fundings = await sources.approvedFundings(day);
+    const payments = await sources.succeededPayments(day);
+    const fundingPosts = await postedAmounts(database, fundings.map((funding) => postReference(funding.id)), 'clearing');
+    const paymentPosts = await postedAmounts(database, payments.map((payment) => paymentReference(payment.id)), 'credit');
+    const executed = await sources.executedWalletPayments(payments.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : [])));
 
     const items: SettlementItem[] = [];
     for (const funding of fundings) {
-      const amount = thousandthsOf(funding.amount);
-      const ledgerAmount = funding.posted === null ? null : thousandthsOf(funding.posted);
-      const wallet = funding.transfer_id ? await deps.retrieveTransfer(funding.transfer_id) : null;
-      const walletAmount = wallet ? thousandthsOf(wallet.amount.value) : null;
+      const amount = funding.amount;
+      const ledgerAmount = fundingPosts.get(postReference(funding.id)) ?? null;
+      const wallet = funding.transferId ? await sources.retrieveTransfer(funding.transferId) : null;
+      const walletAmount = wallet ? thousandthsIn(wallet.amount.value) : null;
       const problems: string[] = [];
       let result: SettlementItem['result'] = 'matched';
       if (!wallet) {
@@ -60,56 +91,57 @@ export function createSettlement(deps: { database: Database; retrieveTransfer: R
         problems.push(`no ledger posting ${postReference(funding.id)}`);
       } else if (ledgerAmount !== amount) {
         result = 'mismatched';
-        problems.push(`the ledger posted ${money(ledgerAmount, funding.currency).value}`);
+        problems.push(`the ledger posted ${formatAmount(ledgerAmount, funding.currency)}`);
       }
       items.push({
         kind: 'funding',
         id: funding.id,
-        walletId: funding.transfer_id,
+        walletId: funding.transferId,
         result,
-        amount: money(amount, funding.currency),
-        walletAmount: walletAmount === null ? null : money(walletAmount, funding.currency),
+        amount: amountOf(amount, funding.currency),
+        walletAmount: walletAmount === null ? null : amountOf(walletAmount, funding.currency),
         walletStatus: wallet?.status ?? null,
-        ledgerAmount: ledgerAmount === null ? null : money(ledgerAmount, funding.currency),
+        ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
         detail: problems.length > 0 ? problems.join('; ') : null,
       });
     }
     for (const payment of payments) {
-      const amount = thousandthsOf(payment.amount);
-      const ledgerAmount = payment.posted === null ? null : thousandthsOf(payment.posted);
+      const amount = payment.amount;
+      const ledgerAmount = paymentPosts.get(paymentReference(payment.id)) ?? null;
+      const paymentExecuted = payment.walletPaymentId !== null && executed.has(payment.walletPaymentId);
       const problems: string[] = [];
       let result: SettlementItem['result'] = 'matched';
-      if (!payment.executed) {
+      if (!paymentExecuted) {
         result = 'missing';
-        problems.push(payment.resolved_by ? `no successful execute in the wallet call audit (resolved by ${payment.resolved_by})` : 'no successful execute in the wallet call audit');
+        problems.push(payment.resolvedBy ? `no successful execute in the wallet call audit (resolved by ${payment.resolvedBy})` : 'no successful execute in the wallet call audit');
       }
       if (ledgerAmount === null) {
         result = 'missing';
         problems.push(`no ledger posting ${paymentReference(payment.id)}`);
       } else if (ledgerAmount !== amount) {
         result = 'mismatched';
-        problems.push(`the ledger posted ${money(ledgerAmount, payment.currency).value}`);
+        problems.push(`the ledger posted ${formatAmount(ledgerAmount, payment.currency)}`);
       }
       items.push({
         kind: 'payment',
         id: payment.id,
-        walletId: payment.wallet_payment_id,
+        walletId: payment.walletPaymentId,
         result,
-        amount: money(amount, payment.currency),
-        walletAmount: payment.executed ? money(amount, payment.currency) : null,
-        walletStatus: payment.executed ? 'EXECUTED' : null,
-        ledgerAmount: ledgerAmount === null ? null : money(ledgerAmount, payment.currency),
+        amount: amountOf(amount, payment.currency),
+        walletAmount: paymentExecuted ? amountOf(amount, payment.currency) : null,
+        walletStatus: paymentExecuted ? 'EXECUTED' : null,
+        ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, payment.currency),
         detail: problems.length > 0 ? problems.join('; ') : null,
       });
     }
     const counts = (kind: SettlementItem['kind']) => {
       const mine = items.filter((item) => item.kind === kind);
-      const total = mine.reduce((sum, item) => sum + thousandthsOf(item.amount.value), 0n);
+      const total = mine.reduce((sum, item) => sum + thousandthsIn(item.amount.value), 0n);
       return {
         matched: mine.filter((item) => item.result === 'matched').length,
         missing: mine.filter((item) => item.result === 'missing').length,
         mismatched: mine.filter((item) => item.result === 'mismatched').length,
-        total: { count: mine.length, amount: money(total, 'PHP') },
+        total: { count: mine.length, amount: amountOf(total, 'PHP') },
       };
     };
     return { date, timeZone, fundings: counts('funding'), payments: counts('payment'), items };

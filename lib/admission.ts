@@ -1,5 +1,5 @@
-// Admission in front of the database pool (issue 25; docs/architecture.md, admission and
-// back-pressure). A write transaction holds a pool connection from its first statement to its
+// Admission in front of the database pool (docs/architecture.md, admission and back-pressure).
+// A write transaction holds a pool connection from its first statement to its
 // commit; when more of them start than the pool has connections, the rest wait inside Prisma
 // for a connection and fail after its `maxWait` (P2028), which a route used to answer 500. Here
 // they wait instead in a bounded FIFO queue of this process, holding nothing: at most

@@ -6,7 +6,7 @@ import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client
 import type { FinalFundingStatus } from '../domain/funding.ts';
 import type { FinalPaymentStatus } from '../domain/payment.ts';
 
-/** The wallet call fields the metrics read (lib/wallet-call-log.ts's row, wallet/call-record.ts). */
+/** The wallet call fields the metrics read (audit/wallet-call-log.ts's row, wallet/call-record.ts). */
 export interface WalletCallSample {
   service: string;
   operation: string;

@@ -4,7 +4,7 @@
 // READY; or FAILED when the wallet refuses the token. Repeatable and safe to run twice at once:
 // the link is saved by profileId and the row moves only from PENDING. Two callers: the
 // onboardEmbeddedSession workflow's activity (activities/embedded-session.ts), and the landing
-// page when the user is already there (issue 25: on demand, ahead of a storm's backlog).
+// page when the user is already there (on demand, ahead of a storm's backlog).
 import { decodeJwt } from 'jose';
 import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import type { Database } from '../lib/database.ts';
@@ -12,7 +12,7 @@ import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
 import { saveLinkWithTokens } from './link-record.ts';
-import type { TokenCipher } from './token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from './token-store.ts';
 
 export interface SessionOnboardingDependencies {

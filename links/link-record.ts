@@ -49,7 +49,7 @@ export async function saveLinkWithTokens(database: Database, tokens: TokenStore,
     });
     // A row created concurrently by another partner user's login is theirs: roll back.
     if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
-    // Version guard (issue 16 #3): a late login or onboarding never replaces a newer pair an
+    // Version guard: a late login or onboarding never replaces a newer pair an
     // active link already holds (a refresh, or a later session, gave it); newer = expires later.
     const stored = existing ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } }) : null;
     const keepNewer = existing?.status === 'ACTIVE' && stored !== null && stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;

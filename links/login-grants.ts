@@ -3,7 +3,7 @@
 // `sub` = the partner user id, `exp` at most 10 minutes ahead). Either is used at most once: both
 // are recorded here by a SHA-256 hash, so a replayed token finds its row already used. A signed
 // token is recorded by its decoded signature, not its text, and only its canonical encoding is
-// accepted (issue 26 #1): base64url leaves 2 bits of an HS256 signature's last character unused,
+// accepted: base64url leaves 2 bits of an HS256 signature's last character unused,
 // so four strings would otherwise verify as one token and each pass the replay guard.
 import { createHash, randomBytes } from 'node:crypto';
 import { errors as joseErrors, jwtVerify } from 'jose';
@@ -28,7 +28,7 @@ export type LoginUrlRequest = z.infer<typeof loginUrlRequestSchema>;
 const signedClaimsSchema = z.object({ sub: partnerUserIdSchema, exp: z.number().int(), mobile: loginMobileSchema.optional() });
 
 /**
- * What a signed login token may say it is for (issue 26 #1): the contract asks only for `sub` and
+ * What a signed login token may say it is for: the contract asks only for `sub` and
  * `exp`, so neither is required; but a token whose `aud` names someone else, or whose `typ` is
  * another kind of token (an access token signed with the same key), is not a login.
  */

@@ -3,7 +3,7 @@
 // (the vault refreshes under the same lock), so a refresh is never overwritten by an older token.
 import type { Database } from '../lib/database.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
-import { TokenCipherError, type TokenCipher } from './token-cipher.ts';
+import { TokenCipherError, type TokenCipher } from '../lib/token-cipher.ts';
 import { linkAccessTokenContext, linkRefreshTokenContext } from './token-store.ts';
 
 export interface RotationCount {

@@ -3,7 +3,7 @@
 // (links/token-vault.ts); this module only stores.
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
-import type { TokenCipher } from './token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 
 export interface PlainTokens {
   accessToken: string;

@@ -21,7 +21,7 @@ export const vaultErrorCodes = {
 } as const;
 
 /**
- * A refresh failed for a reason other than the refresh token's own refusal (issue 16 #2): the
+ * A refresh failed for a reason other than the refresh token's own refusal: the
  * client's credentials, a time-out, a 5xx. The link stays ACTIVE; the caller tries again later.
  * Nothing was sent on the user's behalf, so an activity reports it as "not sent".
  */
@@ -50,7 +50,7 @@ function refreshTokenRefused(error: WalletError): boolean {
  * How long the refresh lock's transaction may live: an embedded refresh is up to four wallet calls
  * (the client token, the refresh, and both again after a refused client token), each up to
  * WALLET_TIMEOUT_MS, plus the database's own time. A lock that expired mid-refresh would let a
- * second worker refresh with the token the first one is rotating (issue 16 #3).
+ * second worker refresh with the token the first one is rotating (one of the pairs is lost).
  */
 export function refreshLockTimeoutMs(walletTimeoutMs: number): number {
   return 4 * walletTimeoutMs + 10_000;

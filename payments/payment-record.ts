@@ -2,10 +2,10 @@
 // status change is a move that domain's transition table allows, guarded in SQL by the statuses
 // it may come from, and written with its timeline event in the same transaction; the insert is
 // idempotent on the key; the wallet's payment id and fee are stored once, before any execute.
-import { Prisma, type Payment, type PaymentEvent } from '../generated/prisma/client.ts';
+import type { Payment, PaymentEvent, Prisma } from '../generated/prisma/client.ts';
 import type { PaymentPurpose } from '../domain/ledger.ts';
-import type { Amount } from '../domain/money.ts';
-import { createLedger, thousandthsOf, type Ledger } from '../ledger/ledger.ts';
+import { fromNumeric, thousandthsIn, toNumeric, type Amount, type Money } from '../domain/money.ts';
+import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import {
   paymentErrorMessage,
   paymentTransitions,
@@ -31,8 +31,8 @@ export interface NewPayment {
   requestFingerprint: string;
   workflowId: string;
   linkId: string;
-  /** Normalised (domain/money.ts). */
-  amount: Amount;
+  /** Read once at the edge (domain/money.ts). */
+  amount: Money;
   /** The ops key's name when ops asked (contract section 12), for the first event. */
   requestedBy?: string;
   /** Where it lands in the ledger once SUCCEEDED; absent: PURCHASE. */
@@ -114,7 +114,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
       purpose: payment.purpose,
       partnerUserId: link?.partnerUserId ?? `unknown-link:${payment.linkId}`,
       currency: payment.currency,
-      amount: thousandthsOf(payment.amount),
+      amount: fromNumeric(payment.amount),
     });
   }
 
@@ -186,7 +186,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
         const count = await tx.$executeRaw`
           INSERT INTO payment (id, idempotency_key, request_fingerprint, workflow_id, status, link_id, purpose, currency, amount, updated_at)
           VALUES (${id}::uuid, ${payment.idempotencyKey}, ${payment.requestFingerprint}, ${payment.workflowId}, 'PENDING'::"PaymentStatus", ${payment.linkId}::uuid,
-                  ${payment.purpose ?? 'PURCHASE'}::"PaymentPurpose", ${amount.currency}, ${new Prisma.Decimal(amount.value)}, now())
+                  ${payment.purpose ?? 'PURCHASE'}::"PaymentPurpose", ${amount.currency}, ${toNumeric(amount.thousandths)}::numeric, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
         if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested' } });
         return count;
@@ -219,7 +219,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     async storeCreated(id: string, created: { walletPaymentId: string; fee: Amount }, fence?: PaymentFence): Promise<{ stored: boolean; walletPaymentId: string | null }> {
       const stored = await database.payment.updateMany({
         where: { id, walletPaymentId: null, ...fenced(fence) },
-        data: { walletPaymentId: created.walletPaymentId, feeCurrency: created.fee.currency, fee: new Prisma.Decimal(created.fee.value) },
+        data: { walletPaymentId: created.walletPaymentId, feeCurrency: created.fee.currency, fee: toNumeric(thousandthsIn(created.fee.value)) },
       });
       if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId };
       const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });

@@ -5,11 +5,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
-import { normaliseAmount } from '../domain/money.ts';
+import { moneyOf, normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
-import { settleReview } from '../lib/temporal.ts';
+import { resolveReview } from '../reviews/resolve-review.ts';
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -85,7 +85,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         requestFingerprint: fingerprint,
         workflowId,
         linkId: body.linkId,
-        amount,
+        amount: moneyOf(amount),
         purpose: body.purpose ?? 'PURCHASE',
         ...(actor ? { requestedBy: actor } : {}),
       });
@@ -106,11 +106,11 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
       const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
-      const { settled } = await settleReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
+      const { resolved } = await resolveReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
         stillWaiting: async () => (await find(id))?.status === 'NEEDS_REVIEW',
-        settleWithoutWorkflow: async () => (await record.resolve(payment.id, input)).moved,
+        resolveWithoutWorkflow: async () => (await record.resolve(payment.id, input)).moved,
       });
-      if (!settled) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
+      if (!resolved) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };
     },

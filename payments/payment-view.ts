@@ -3,12 +3,8 @@
 import type { Payment, PaymentEvent } from '../generated/prisma/client.ts';
 import type { PaymentView } from '../domain/payment.ts';
 import { reviewView } from '../domain/review.ts';
-import { currencyMinorUnits, fromThousandths, toThousandths, type Currency } from '../domain/money.ts';
+import { storedAmount } from '../domain/money.ts';
 
-function decimalOf(currency: string, value: { toFixed(digits: number): string }): { currency: string; value: string } {
-  const minor = currencyMinorUnits[currency as Currency] ?? 2;
-  return { currency, value: fromThousandths(toThousandths(value.toFixed(3)) ?? 0n, minor) };
-}
 
 export function paymentView(payment: Payment & { events: PaymentEvent[] }): PaymentView {
   return {
@@ -17,8 +13,8 @@ export function paymentView(payment: Payment & { events: PaymentEvent[] }): Paym
     status: payment.status,
     linkId: payment.linkId,
     purpose: payment.purpose,
-    amount: decimalOf(payment.currency, payment.amount),
-    fee: payment.fee !== null && payment.feeCurrency ? decimalOf(payment.feeCurrency, payment.fee) : null,
+    amount: storedAmount(payment),
+    fee: payment.fee !== null && payment.feeCurrency ? storedAmount({ amount: payment.fee, currency: payment.feeCurrency }) : null,
     error: payment.errorCode ? { code: payment.errorCode, message: payment.errorMessage ?? payment.errorCode } : null,
     review: reviewView(payment, ['SUCCEEDED', 'FAILED'] as const),
     createdAt: payment.createdAt.toISOString(),

@@ -1,5 +1,5 @@
 // Prisma's schema engine (WebAssembly build) driven through the pg driver adapter, so migrations
-// apply and diff with no native engine download and no network access. Used by migrate.ts, the
+// apply and diff with no native engine download and no network access. Used by cli/migrate.ts, the
 // drift test and the migration generator.
 import { readFile, readdir } from 'node:fs/promises';
 import path from 'node:path';

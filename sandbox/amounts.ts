@@ -1,26 +1,18 @@
 // Amounts at the sandbox's edges: PHP decimal strings in the admin API, JSON numbers in the
 // transfer and payment bodies (contract-decisions section 7). Sandbox wallets hold PHP only.
 import { z } from 'zod';
-import { currencyMinorUnits, fromThousandths, fromWireNumber, toThousandths, toWireNumber } from '../domain/money.ts';
+import { addAmounts, compareAmounts, currencyMinorUnits, formatAmount, fromWireNumber, MAX_THOUSANDTHS, MIN_THOUSANDTHS, parseAmount, subtractAmounts, thousandthsIn, toWireNumber } from '../domain/money.ts';
 import { serviceError } from './answers.ts';
 
 export const walletCurrency = 'PHP' as const;
 const minorUnits = currencyMinorUnits[walletCurrency];
-const minThousandths = 1n;
-const maxThousandths = 9_999_999_999_990n;
-
-function thousandthsOf(value: string): bigint {
-  const thousandths = toThousandths(value);
-  if (thousandths === null) throw new RangeError('not a decimal amount');
-  return thousandths;
-}
 
 /** A non-negative PHP decimal string such as "1000.00", normalised to two decimals. */
 export const phpDecimalSchema = z
   .string({ error: 'must be a decimal string such as "1000.00"' })
-  .refine((value) => toThousandths(value) !== null, 'must be a plain decimal string such as "1000.00"')
+  .refine((value) => parseAmount(value) !== null, 'must be a plain decimal string such as "1000.00"')
   .refine((value) => (value.split('.')[1] ?? '').length <= minorUnits, `PHP has ${minorUnits} decimals`)
-  .transform((value) => fromThousandths(thousandthsOf(value), minorUnits));
+  .transform((value) => formatAmount(thousandthsIn(value), walletCurrency));
 
 export interface WalletAmount {
   currency: typeof walletCurrency;
@@ -43,8 +35,8 @@ export function walletAmountFromWire(amount: z.infer<typeof wireAmountSchema>, f
   } catch {
     throw serviceError(400, 'VALIDATION_ERROR', `${field}.value must be between 0.001 and 9999999999.99`);
   }
-  const thousandths = thousandthsOf(value);
-  if (thousandths < minThousandths || thousandths > maxThousandths) {
+  const thousandths = thousandthsIn(value);
+  if (thousandths < MIN_THOUSANDTHS || thousandths > MAX_THOUSANDTHS) {
     throw serviceError(400, 'VALIDATION_ERROR', `${field}.value must be between 0.001 and 9999999999.99`);
   }
   if (thousandths % 10n !== 0n) {
@@ -57,17 +49,7 @@ export function toWire(amount: WalletAmount): { currency: string; value: number 
   return { currency: amount.currency, value: toWireNumber(amount.value) };
 }
 
-export function addPhp(a: string, b: string): string {
-  return fromThousandths(thousandthsOf(a) + thousandthsOf(b), minorUnits);
-}
-
-export function subtractPhp(a: string, b: string): string {
-  return fromThousandths(thousandthsOf(a) - thousandthsOf(b), minorUnits);
-}
-
+export const addPhp = (a: string, b: string): string => addAmounts(a, b, walletCurrency);
+export const subtractPhp = (a: string, b: string): string => subtractAmounts(a, b, walletCurrency);
 /** -1, 0 or 1 as a < b, a = b, a > b. */
-export function comparePhp(a: string, b: string): number {
-  const x = thousandthsOf(a);
-  const y = thousandthsOf(b);
-  return x < y ? -1 : x > y ? 1 : 0;
-}
+export const comparePhp = compareAmounts;

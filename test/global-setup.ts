@@ -6,10 +6,10 @@ import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
-import { startEmbeddedPostgres, type RunningPostgres } from '../cli/stack/embedded-postgres.ts';
-import { findFreePort } from '../cli/stack/ports.ts';
-import { resolveTemporalCli, startTemporalDevServerOnFreePort, type RunningTemporal } from '../cli/stack/temporal-dev-server.ts';
-import { bundleWorkflows } from '../cli/stack/workflow-bundle.ts';
+import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
+import { findFreePort } from '../stack/ports.ts';
+import { resolveTemporalCli, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
+import { bundleWorkflows } from '../stack/workflow-bundle.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,5 +1,5 @@
 // What the wallet client needs to reach the three services and read profiles: one zod schema,
-// whether lib/config.ts built it from the environment or cli/stack/sandbox-wallet.ts from the
+// whether lib/config.ts built it from the environment or stack/sandbox-wallet.ts from the
 // sandbox's partner registration.
 import { z } from 'zod';
 import type { WalletCallRecord, WalletCallStart } from './call-record.ts';

@@ -45,7 +45,7 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
   const parse = parseWith(transferRecordSchema);
 
   /**
-   * An execute or retrieve answer must be about the transfer asked for (issue 16 #5): another
+   * An execute or retrieve answer must be about the transfer asked for: another
    * transfer's record is no answer at all (outcome unknown: a read is asked again).
    */
   const about = (transferId: string) => (body: unknown) => {

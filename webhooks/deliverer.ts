@@ -6,7 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Logger } from '../lib/logger.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import { webhookHeaders } from './signature.ts';
 import { InternalTargetError, isInternalAddress, publicOnlyLookup } from './target-guard.ts';
 import { webhookSecretContext, type AttemptOutcome, type ClaimedDelivery, type WebhookRetryPolicy, type WebhookStore } from './webhook-store.ts';
@@ -21,9 +21,10 @@ export interface WebhookDelivererOptions {
   /** Deliveries claimed (and sent concurrently) per batch; absent: 20. */
   batchSize?: number;
   /**
-   * Production (issue 26 #4): https only, and never to an address inside walletflow's own network,
-   * checked on every address the endpoint's name resolves to when the attempt connects. Absent or
-   * false (development): any http(s) URL (`walletflow webhooks listen` is on loopback).
+   * Production (webhooks/target-guard.ts): https only, and never to an address inside walletflow's
+   * own network, checked on every address the endpoint's name resolves to when the attempt
+   * connects. Absent or false (development): any http(s) URL (`walletflow webhooks listen` is on
+   * loopback).
    */
   publicTargetsOnly?: boolean;
 }

@@ -1,4 +1,4 @@
-// Where webhooks may go in production (issue 26 #4): a partner's public https endpoint, never an
+// Where webhooks may go in production: a partner's public https endpoint, never an
 // address inside walletflow's own network (loopback, RFC 1918, link-local such as the cloud
 // metadata service at 169.254.169.254, CGNAT, unique-local IPv6, a compose service name), or the
 // deliveries list would be a port scanner for any admin key. Checked twice: the URL at

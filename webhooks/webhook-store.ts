@@ -14,7 +14,7 @@ import type {
 } from '../domain/webhook.ts';
 import type { Database } from '../lib/database.ts';
 import { readListPage, type ListPage, type ListQuery } from '../lib/list-page.ts';
-import type { TokenCipher } from '../links/token-cipher.ts';
+import type { TokenCipher } from '../lib/token-cipher.ts';
 import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
 import { newWebhookSecret } from './signature.ts';
 
@@ -112,7 +112,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
     },
 
     /** Stops the endpoint's deliveries: no new ones, and its pending ones end FAILED. False when there was none. */
-    /** Deletes an endpoint (its pending deliveries fail), recording who did (issue 26 #3). */
+    /** Deletes an endpoint (its pending deliveries fail), recording who did (the ops key's name). */
     deleteEndpoint: (id: string, deletedBy?: string): Promise<boolean> =>
       database.$transaction(async (tx) => {
         const deleted = await tx.webhookEndpoint.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null } });
@@ -213,8 +213,8 @@ export type WebhookStore = ReturnType<typeof createWebhookStore>;
 
 /**
  * Key rotation (`walletflow rotate-keys`): every endpoint's sealed secret re-sealed under the
- * ring's first key, each only if unchanged meanwhile (issue 26 #2: the rotation skipped them, and
- * after the old key left the ring every delivery failed to decrypt). Deleted endpoints too: their
+ * ring's first key, each only if unchanged meanwhile (were they skipped, every delivery would fail
+ * to decrypt once the old key left the ring). Deleted endpoints too: their
  * deliveries are kept on record and may be redelivered.
  */
 export async function reencryptWebhookSecrets(database: Database, cipher: TokenCipher): Promise<RotationCount> {

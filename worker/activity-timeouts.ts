@@ -1,5 +1,5 @@
-// WALLET_TIMEOUT_MS against the execute activities' start-to-close, checked when the worker starts
-// (issue 16 #7): an execute sent at the start of an attempt must end (answer or time-out) before
+// WALLET_TIMEOUT_MS against the execute activities' start-to-close, checked when the worker starts:
+// an execute sent at the start of an attempt must end (answer or time-out) before
 // the attempt itself can time out, or Temporal's retry could send a second execute while the first
 // is still in flight. Creates and retrieves are safe to overlap (a create moves no money).
 import { ConfigError } from '../lib/config.ts';

@@ -11,7 +11,7 @@ import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
 import { temporalConnectionOptions } from '../lib/temporal.ts';
-import { createTokenCipher } from '../links/token-cipher.ts';
+import { createTokenCipher } from '../lib/token-cipher.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
@@ -94,7 +94,8 @@ const requestStop = () => {
 process.on('SIGTERM', requestStop).on('SIGINT', requestStop);
 const connectionOptions = temporalConnectionOptions(temporalAddress, config.temporal.security);
 // One connection for the worker and for the client its activities and schedules use: the SDK's
-// native one serves both (a second, JavaScript gRPC connection cost ~40 MiB of heap, issue 18).
+// native one serves both (a second, JavaScript gRPC connection cost ~40 MiB of heap;
+// docs/benchmarks.md, memory).
 const connection = await connectWithRetry('worker connection', () => NativeConnection.connect(connectionOptions));
 process.off('SIGTERM', requestStop).off('SIGINT', requestStop);
 const dataConverter = dataConverterFor(config.payloadKeys);
@@ -130,7 +131,8 @@ const worker = await Worker.create({
     temporal,
     taskQueue: config.temporal.taskQueue,
     metrics,
-    // Production: webhooks go to public https endpoints only, checked at every attempt (issue 26 #4).
+    // Production: webhooks go to public https endpoints only, checked at every attempt
+    // (webhooks/target-guard.ts).
     webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },
   }),
 });

@@ -1,9 +1,9 @@
 // Where fundWallet's step path starts, from the state its claim saw (activities/funding.ts
 // loadFunding takes the funding on and answers where it stands). A run that takes over trusts
-// nothing it did not write itself (issue 24): a transfer someone else stored is read back before
-// any execute, and a funding whose execute may have been sent ends only from the wallet's final
-// state or through review. Pure decisions, shared by the workflow and the tests that orchestrate
-// a takeover; part of the workflow bundle (type imports only).
+// nothing it did not write itself (docs/architecture.md, who owns a funding): a transfer someone
+// else stored is read back before any execute, and a funding whose execute may have been sent ends
+// only from the wallet's final state or through review. Pure decisions, shared by the workflow and
+// the tests that orchestrate a takeover; part of the workflow bundle (type imports only).
 import type { FundingStatus } from '../domain/funding.ts';
 
 /** What the claim saw. */

@@ -137,7 +137,8 @@ function pollDelayMs(poll: number): number {
 
 /**
  * The patch after which a run that takes over a transfer it did not create itself (stored by
- * another run, or by an earlier attempt of its create) retrieves it before any execute (issue 24).
+ * another run, or by an earlier attempt of its create) retrieves it before any execute
+ * (workflows/fund-wallet-takeover.ts).
  */
 export const takeOverTrustsNothingPatch = 'fund-wallet-take-over-trusts-nothing';
 
@@ -149,307 +150,348 @@ const MAX_REFUSED_RETRIEVES = 12;
 /** Evidence entries kept for a review (the latest ones): enough to follow every execute. */
 const MAX_EVIDENCE = 30;
 
+/**
+ * The workflow: a dispatcher over the paths below. A fresh funding tries the one pass first; a
+ * funding the pass handed over, one resumed by continue-as-new, and every run from before the one
+ * pass take the step path; whichever began it, followThrough carries the execute's outcome to the
+ * funding's end. A run another run overtook takes the funding over again through the step path.
+ */
 export async function fundWallet(input: FundWalletInput): Promise<FundingResult> {
-  const { fundingId } = input;
   // One marker on a new run: the one-pass path uses the local database steps too.
   const onePass = patched(onePassPatch);
   const database = onePass || patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
-  let status = 'PENDING' as FundingStatus;
-  /**
-   * This run's claim on the funding (the one pass's, or its step path's loadFunding): every
-   * database step carries it, and the record refuses it once another run claimed the funding.
-   * Undefined in histories from before fencing.
-   */
-  let fence: number | undefined = undefined;
-  let cancelNudged = false;
-  let resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
-  let resolving = false;
-  setHandler(fundingStatusQuery, () => status);
-  setHandler(fundingCancelledSignal, () => {
-    cancelNudged = true;
-  });
-  setHandler(
-    resolveFundingUpdate,
-    async (resolution) => {
-      // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
-      resolving = true;
-      try {
-        // With no fence: a resolution is ops' (or the wallet's) word on a funding in review, and
-        // claims it as it moves it, whichever run holds it now.
-        resolved = await database.resolveFunding(fundingId, resolution);
-      } finally {
-        // A resolve that failed does not block the next one.
-        if (resolved === undefined) resolving = false;
-      }
-      return { status: resolved.status };
-    },
-    {
-      validator: (resolution) => {
-        if (status !== 'NEEDS_REVIEW') throw new Error(`funding is ${status}, not NEEDS_REVIEW`);
-        if (resolving) throw new Error('the funding is already being resolved');
-        if (!['APPROVED', 'DECLINED', 'FAILED'].includes(resolution.outcome)) throw new Error('outcome must be APPROVED, DECLINED or FAILED');
-        if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
-      },
-    },
-  );
-
-  const setStatus = (next: FundingStatus) => {
-    const changed = next !== status;
-    status = next;
-    if (!onePass) upsertSearchAttributes([{ key: statusKey, value: next }]);
-    else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
-  };
-  const finish = async (final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> => {
-    const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, fence);
-    setStatus(done.status);
-    return { fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
-  };
-  /** A final state that says nothing was sent (a refused or cancelled create): never written over an execute. */
-  const finishBeforeExecute = async (final: FinalFundingStatus, code: string, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> => {
-    const done = await database.finishFunding(fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, fence);
-    setStatus(done.status);
-    return { fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
-  };
-  /**
-   * → NEEDS_REVIEW, then waits for the resolve update; a funding another writer already finished
-   * is not parked, and the run ends with its state (issue 24 #5). Histories from before that
-   * answered nothing: parked.
-   */
-  const parkAndAwait = async (reason: string, transferId: string | null): Promise<FundingResult> => {
-    const parked = await database.parkFundingForReview(fundingId, reason, evidence, fence);
-    if (parked && !parked.parked) {
-      setStatus(parked.status);
-      return { fundingId, status: parked.status, transferId: parked.transferId, errorCode: parked.errorCode };
-    }
-    return awaitResolution(transferId);
-  };
-  /** Waits in NEEDS_REVIEW for the resolve update (ops, or the sweep reading the wallet's final state). */
-  const awaitResolution = async (transferId: string | null): Promise<FundingResult> => {
-    setStatus('NEEDS_REVIEW');
-    await condition(() => resolved !== undefined);
-    setStatus(resolved!.status);
-    return { fundingId, status: resolved!.status, transferId, errorCode: resolved!.errorCode };
-  };
-
-  /** The wallet calls behind a doubt, for a review: executes with no known outcome, retrieves that saw none. */
-  const evidence: WalletCallEvidence[] = [...(input.reconcile?.evidence ?? [])];
-  const noteEvidence = (operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>) => {
-    evidence.push({ at: new Date().toISOString(), operation, ...entry });
-    if (evidence.length > MAX_EVIDENCE) evidence.splice(0, evidence.length - MAX_EVIDENCE);
-  };
-  const executeOnce = async (id: string): Promise<TransferProgress> => {
-    let outcome: TransferProgress;
-    try {
-      outcome = await execute.executeTransfer(fundingId, id, fence);
-    } catch (error) {
-      if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
-      outcome = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
-    }
-    if (outcome.kind === 'unknown') {
-      noteEvidence('transfers.execute', { requestReferenceNo: outcome.requestReferenceNo, httpStatus: outcome.httpStatus ?? null, code: outcome.code, outcome: 'unknown' });
-    }
-    return outcome;
-  };
-  /** A created intent that is not what was asked: never executed; a person compares it with the request (issue 16 #5). */
-  const reviewMismatch = async (created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> => {
-    noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
-    return parkAndAwait(mismatchReviewReason(created.detail, created.transferId), null);
-  };
-
-  /** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
-  interface Executed {
-    transferId: string;
-    progress: TransferProgress;
-  }
-
-  let rereadOnce = false;
-  /**
-   * The step-by-step path: every step its own (local) activity. Its first step claims the funding
-   * (loadFunding), and it goes on from the state the claim saw, trusting nothing it did not
-   * write itself (workflows/fund-wallet-takeover.ts).
-   */
-  const stepByStep = async (): Promise<Executed | FundingResult> => {
-    const snapshot = await database.loadFunding(fundingId);
-    fence = snapshot.fence;
-    if (!onePass) {
-      upsertSearchAttributes([
-        { key: kindKey, value: 'FUNDING' },
-        { key: recipientTypeKey, value: snapshot.recipientType },
-      ]);
-    }
-    setStatus(snapshot.status);
-    if (isFinal(snapshot.status)) {
-      return finish(snapshot.status, null, null);
-    }
-    if (snapshot.status === 'NEEDS_REVIEW') return awaitResolution(snapshot.transferId);
-
-    if (input.reconcile) {
-      // Continued as new during a long reconciliation: only retrieve may tell.
-      return { transferId: input.reconcile.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
-    }
-    const start = stepPathStart(snapshot);
-    let transferId: string;
-    let createRequestReferenceNo: string | null = null;
-    switch (start.kind) {
-      case 'final':
-      case 'review':
-        throw new Error('unreachable: final and review states are handled above');
-      case 'retrieve':
-        // An execute may already have been sent: only retrieve may tell.
-        return { transferId: start.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
-      case 'take-over-transfer':
-        transferId = start.transferId;
-        break;
-      case 'create': {
-        if (!(await database.markCreating(fundingId, fence))) {
-          // Cancelled, or (since the one pass) moved on by another run of this funding: the record
-          // says which; FAILED/CANCELLED is written only when it is what the record shows.
-          if (onePass && !rereadOnce) {
-            rereadOnce = true;
-            return stepByStep();
-          }
-          return finishBeforeExecute('FAILED', 'CANCELLED', null);
-        }
-        setStatus('CREATING');
-        let created;
-        try {
-          created = await create.createTransfer(fundingId, fence);
-        } catch (error) {
-          if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
-          return finishBeforeExecute('FAILED', 'CREATE_FAILED', null, 'the wallet service could not create the transfer; nothing was executed');
-        }
-        if (created.kind === 'refused') return finishBeforeExecute(created.status, created.code, created.requestReferenceNo);
-        if (created.kind === 'cancelled') return finishBeforeExecute('FAILED', 'CANCELLED', null);
-        if (created.kind === 'mismatch') return reviewMismatch(created);
-        transferId = created.transferId;
-        createRequestReferenceNo = created.requestReferenceNo;
-        break;
-      }
-    }
-    if (cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, fence))) return finishBeforeExecute('FAILED', 'CANCELLED', null);
-    setStatus('EXECUTING');
-    if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' && patched(takeOverTrustsNothingPatch)) {
-      // Not this run's own fresh intent: read it back before any execute (the loop executes it
-      // when the wallet shows it still CREATED).
-      return { transferId, progress: { kind: 'unknown', code: 'TAKEN_OVER', requestReferenceNo: null } };
-    }
-    return { transferId, progress: await executeOnce(transferId) };
-  };
-
-  /** The one-pass path of a fresh funding; undefined: the step-by-step path goes on from the record. */
-  const inOnePass = async (): Promise<Executed | FundingResult | undefined> => {
-    let pass: OnePassOutcome;
-    try {
-      pass = await onePassStep.fundInOnePass(fundingId);
-    } catch (error) {
-      // Nothing is assumed about what the pass did: the record says it, and the steps read it. A
-      // local activity's own failure can arrive unwrapped (an ApplicationFailure, not an ActivityFailure).
-      if (!(error instanceof ActivityFailure) && !(error instanceof ApplicationFailure)) throw error;
-      return undefined;
-    }
-    if ('fence' in pass) fence = pass.fence;
-    switch (pass.kind) {
-      case 'finished':
-        setStatus(pass.status);
-        return { fundingId, status: pass.status, transferId: pass.transferId, errorCode: pass.errorCode };
-      case 'mismatch':
-        return reviewMismatch(pass);
-      case 'execute':
-        setStatus('EXECUTING');
-        // Nothing was sent: as the execute activity's retry would, after the wallet's Retry-After.
-        if (pass.retryAfterMs !== null) await sleep(pass.retryAfterMs);
-        return { transferId: pass.transferId, progress: await executeOnce(pass.transferId) };
-      case 'executed':
-        setStatus('EXECUTING');
-        if (pass.progress.kind === 'unknown') {
-          const { requestReferenceNo, httpStatus, code } = pass.progress;
-          noteEvidence('transfers.execute', { requestReferenceNo, httpStatus: httpStatus ?? null, code, outcome: 'unknown' });
-        }
-        return { transferId: pass.transferId, progress: pass.progress };
-      case 'create-later':
-        // As the create activity's retry policy would: after the wallet's Retry-After, else its first interval.
-        await sleep(pass.retryAfterMs ?? 1000);
-        return undefined;
-      case 'steps':
-        return undefined;
-    }
-  };
-
-  let executeAttemptsSoFar = input.reconcile?.executeAttempts ?? 1;
-  /** From where the run began (the pass, or the steps) to the funding's end: the execute's outcome followed through. */
-  const followThrough = async (begun: Executed | FundingResult): Promise<FundingResult> => {
-    if (!('progress' in begun)) return begun;
-    const { transferId } = begun;
-    let { progress } = begun;
-    let polls = input.reconcile?.polls ?? 0;
-    const pollsAtRunStart = polls;
-
-    const executedTransferId: string = transferId;
-    // Counted across takeovers (the run's, not the attempt's): a re-claim does not buy more executes.
-    let executeAttempts = executeAttemptsSoFar;
-    let refusedRetrieves = 0;
-    /** Once an execute's outcome was unknown, only the wallet's final state or a person ends the funding. */
-    const review = (reason: string): Promise<FundingResult> => parkAndAwait(reason, executedTransferId);
-    for (;;) {
-      switch (progress.kind) {
-        case 'final':
-          return finish(progress.status, progress.declineCode, progress.requestReferenceNo);
-        case 'expired':
-          return finish('FAILED', 'TRANSFER_EXPIRED', progress.requestReferenceNo);
-        case 'not-executed':
-          refusedRetrieves = 0;
-          if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
-            if (patched(reviewAfterUnknownPatch)) {
-              noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
-              return review(
-                `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
-              );
-            }
-            return finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
-          }
-          // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
-          executeAttempts += 1;
-          executeAttemptsSoFar = executeAttempts;
-          progress = await executeOnce(executedTransferId);
-          continue;
-        case 'refused':
-          // The wallet will not show the transfer we created (404, 401): not an answer, so not a
-          // state; after a bound, a person looks, with the evidence.
-          refusedRetrieves += 1;
-          noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
-          if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
-            return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
-          }
-          break;
-        case 'unknown':
-          if (status !== 'RECONCILING') {
-            await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`, fence);
-            setStatus('RECONCILING');
-          }
-          break;
-        case 'processing':
-          refusedRetrieves = 0;
-          break;
-      }
-      // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
-      if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
-        await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence } });
-      }
-      // A durable timer: it survives worker restarts.
-      await sleep(pollDelayMs(polls));
-      polls += 1;
-      progress = await retrieve.retrieveTransfer(fundingId, executedTransferId);
-    }
-  };
+  const run = new FundingRun(input, onePass, database);
+  run.handleMessages();
 
   for (let takeovers = 0; ; takeovers += 1) {
     try {
-      const begun = takeovers === 0 ? ((onePass && !input.reconcile ? await inOnePass() : undefined) ?? (await stepByStep())) : await stepByStep();
-      return await followThrough(begun);
+      const begun = takeovers === 0 ? ((onePass && !input.reconcile ? await onePassPath(run) : undefined) ?? (await stepPath(run))) : await stepPath(run);
+      return await followThrough(run, begun);
     } catch (error) {
       // Overtaken: take the funding over again (a fresh claim, trusting nothing), after a while.
       if (!overtaken(error) || takeovers >= MAX_TAKEOVERS) throw error;
       await sleep(1000 * (takeovers + 1));
     }
+  }
+}
+
+/** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
+interface Executed {
+  transferId: string;
+  progress: TransferProgress;
+}
+
+/** The one-pass path of a fresh funding; undefined: the step path goes on from the record. */
+async function onePassPath(run: FundingRun): Promise<Executed | FundingResult | undefined> {
+  let pass: OnePassOutcome;
+  try {
+    pass = await onePassStep.fundInOnePass(run.fundingId);
+  } catch (error) {
+    // Nothing is assumed about what the pass did: the record says it, and the steps read it. A
+    // local activity's own failure can arrive unwrapped (an ApplicationFailure, not an ActivityFailure).
+    if (!(error instanceof ActivityFailure) && !(error instanceof ApplicationFailure)) throw error;
+    return undefined;
+  }
+  if ('fence' in pass) run.fence = pass.fence;
+  switch (pass.kind) {
+    case 'finished':
+      run.setStatus(pass.status);
+      return { fundingId: run.fundingId, status: pass.status, transferId: pass.transferId, errorCode: pass.errorCode };
+    case 'mismatch':
+      return run.reviewMismatch(pass);
+    case 'execute':
+      run.setStatus('EXECUTING');
+      // Nothing was sent: as the execute activity's retry would, after the wallet's Retry-After.
+      if (pass.retryAfterMs !== null) await sleep(pass.retryAfterMs);
+      return { transferId: pass.transferId, progress: await run.executeOnce(pass.transferId) };
+    case 'executed':
+      run.setStatus('EXECUTING');
+      if (pass.progress.kind === 'unknown') {
+        const { requestReferenceNo, httpStatus, code } = pass.progress;
+        run.noteEvidence('transfers.execute', { requestReferenceNo, httpStatus: httpStatus ?? null, code, outcome: 'unknown' });
+      }
+      return { transferId: pass.transferId, progress: pass.progress };
+    case 'create-later':
+      // As the create activity's retry policy would: after the wallet's Retry-After, else its first interval.
+      await sleep(pass.retryAfterMs ?? 1000);
+      return undefined;
+    case 'steps':
+      return undefined;
+  }
+}
+
+/**
+ * The step path: every step its own (local) activity. Its first step claims the funding
+ * (loadFunding), and it goes on from the state the claim saw, trusting nothing it did not
+ * write itself (workflows/fund-wallet-takeover.ts): create, begin the execute, execute.
+ */
+async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
+  const { fundingId, input, database } = run;
+  const snapshot = await database.loadFunding(fundingId);
+  run.fence = snapshot.fence;
+  if (!run.onePass) {
+    upsertSearchAttributes([
+      { key: kindKey, value: 'FUNDING' },
+      { key: recipientTypeKey, value: snapshot.recipientType },
+    ]);
+  }
+  run.setStatus(snapshot.status);
+  if (isFinal(snapshot.status)) {
+    return run.finish(snapshot.status, null, null);
+  }
+  if (snapshot.status === 'NEEDS_REVIEW') return run.awaitResolution(snapshot.transferId);
+
+  if (input.reconcile) {
+    // Continued as new during a long reconciliation: only retrieve may tell.
+    return { transferId: input.reconcile.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+  }
+  const start = stepPathStart(snapshot);
+  let transferId: string;
+  let createRequestReferenceNo: string | null = null;
+  switch (start.kind) {
+    case 'final':
+    case 'review':
+      throw new Error('unreachable: final and review states are handled above');
+    case 'retrieve':
+      // An execute may already have been sent: only retrieve may tell.
+      return { transferId: start.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+    case 'take-over-transfer':
+      transferId = start.transferId;
+      break;
+    case 'create': {
+      if (!(await database.markCreating(fundingId, run.fence))) {
+        // Cancelled, or (since the one pass) moved on by another run of this funding: the record
+        // says which; FAILED/CANCELLED is written only when it is what the record shows.
+        if (run.onePass && !run.rereadOnce) {
+          run.rereadOnce = true;
+          return stepPath(run);
+        }
+        return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
+      }
+      run.setStatus('CREATING');
+      let created;
+      try {
+        created = await create.createTransfer(fundingId, run.fence);
+      } catch (error) {
+        if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
+        return run.finishBeforeExecute('FAILED', 'CREATE_FAILED', null, 'the wallet service could not create the transfer; nothing was executed');
+      }
+      if (created.kind === 'refused') return run.finishBeforeExecute(created.status, created.code, created.requestReferenceNo);
+      if (created.kind === 'cancelled') return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
+      if (created.kind === 'mismatch') return run.reviewMismatch(created);
+      transferId = created.transferId;
+      createRequestReferenceNo = created.requestReferenceNo;
+      break;
+    }
+  }
+  if (run.cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, run.fence))) return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
+  run.setStatus('EXECUTING');
+  if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' && patched(takeOverTrustsNothingPatch)) {
+    // Not this run's own fresh intent: read it back before any execute (the loop executes it
+    // when the wallet shows it still CREATED).
+    return { transferId, progress: { kind: 'unknown', code: 'TAKEN_OVER', requestReferenceNo: null } };
+  }
+  return { transferId, progress: await run.executeOnce(transferId) };
+}
+
+/** From where the run began (the pass, or the steps) to the funding's end: the execute's outcome followed through. */
+async function followThrough(run: FundingRun, begun: Executed | FundingResult): Promise<FundingResult> {
+  if (!('progress' in begun)) return begun;
+  const { fundingId, input, database } = run;
+  const { transferId } = begun;
+  let { progress } = begun;
+  let polls = input.reconcile?.polls ?? 0;
+  const pollsAtRunStart = polls;
+
+  const executedTransferId: string = transferId;
+  // Counted across takeovers (the run's, not the attempt's): a re-claim does not buy more executes.
+  let executeAttempts = run.executeAttemptsSoFar;
+  let refusedRetrieves = 0;
+  /** Once an execute's outcome was unknown, only the wallet's final state or a person ends the funding. */
+  const review = (reason: string): Promise<FundingResult> => run.parkAndAwait(reason, executedTransferId);
+  for (;;) {
+    switch (progress.kind) {
+      case 'final':
+        return run.finish(progress.status, progress.declineCode, progress.requestReferenceNo);
+      case 'expired':
+        return run.finish('FAILED', 'TRANSFER_EXPIRED', progress.requestReferenceNo);
+      case 'not-executed':
+        refusedRetrieves = 0;
+        if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
+          if (patched(reviewAfterUnknownPatch)) {
+            run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
+            return review(
+              `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
+            );
+          }
+          return run.finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
+        }
+        // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
+        executeAttempts += 1;
+        run.executeAttemptsSoFar = executeAttempts;
+        progress = await run.executeOnce(executedTransferId);
+        continue;
+      case 'refused':
+        // The wallet will not show the transfer we created (404, 401): not an answer, so not a
+        // state; after a bound, a person looks, with the evidence.
+        refusedRetrieves += 1;
+        run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
+        if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
+          return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
+        }
+        break;
+      case 'unknown':
+        if (run.status !== 'RECONCILING') {
+          await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`, run.fence);
+          run.setStatus('RECONCILING');
+        }
+        break;
+      case 'processing':
+        refusedRetrieves = 0;
+        break;
+    }
+    // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
+    if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
+      await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence: run.evidence } });
+    }
+    // A durable timer: it survives worker restarts.
+    await sleep(pollDelayMs(polls));
+    polls += 1;
+    progress = await retrieve.retrieveTransfer(fundingId, executedTransferId);
+  }
+}
+
+/**
+ * What one run of fundWallet keeps across its paths and takeovers: the status its query answers,
+ * its claim on the funding, the messages it received, the evidence a review shows, and the steps
+ * every path ends with (finish, park for review, execute).
+ */
+class FundingRun {
+  readonly fundingId: string;
+  status: FundingStatus = 'PENDING';
+  /**
+   * This run's claim on the funding (the one pass's, or its step path's loadFunding): every
+   * database step carries it, and the record refuses it once another run claimed the funding.
+   * Undefined in histories from before fencing.
+   */
+  fence: number | undefined = undefined;
+  cancelNudged = false;
+  resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
+  resolving = false;
+  /** The wallet calls behind a doubt, for a review: executes with no known outcome, retrieves that saw none. */
+  readonly evidence: WalletCallEvidence[];
+  /** Whether the step path already read the record again after a refused markCreating (it does so once). */
+  rereadOnce = false;
+  /** Executes sent so far, across takeovers and continue-as-new. */
+  executeAttemptsSoFar: number;
+
+  constructor(
+    readonly input: FundWalletInput,
+    /** Whether this run is past onePassPatch: the one pass, and status search attributes for searched states only. */
+    readonly onePass: boolean,
+    readonly database: DatabaseSteps,
+  ) {
+    this.fundingId = input.fundingId;
+    this.evidence = [...(input.reconcile?.evidence ?? [])];
+    this.executeAttemptsSoFar = input.reconcile?.executeAttempts ?? 1;
+  }
+
+  /** The status query, the cancel signal and the resolve update (accepted only in NEEDS_REVIEW). */
+  handleMessages(): void {
+    setHandler(fundingStatusQuery, () => this.status);
+    setHandler(fundingCancelledSignal, () => {
+      this.cancelNudged = true;
+    });
+    setHandler(
+      resolveFundingUpdate,
+      async (resolution) => {
+        // Set before the first await: a second resolve admitted meanwhile is refused by the validator.
+        this.resolving = true;
+        try {
+          // With no fence: a resolution is ops' (or the wallet's) word on a funding in review, and
+          // claims it as it moves it, whichever run holds it now.
+          this.resolved = await this.database.resolveFunding(this.fundingId, resolution);
+        } finally {
+          // A resolve that failed does not block the next one.
+          if (this.resolved === undefined) this.resolving = false;
+        }
+        return { status: this.resolved.status };
+      },
+      {
+        validator: (resolution) => {
+          if (this.status !== 'NEEDS_REVIEW') throw new Error(`funding is ${this.status}, not NEEDS_REVIEW`);
+          if (this.resolving) throw new Error('the funding is already being resolved');
+          if (!['APPROVED', 'DECLINED', 'FAILED'].includes(resolution.outcome)) throw new Error('outcome must be APPROVED, DECLINED or FAILED');
+          if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
+        },
+      },
+    );
+  }
+
+  setStatus(next: FundingStatus): void {
+    const changed = next !== this.status;
+    this.status = next;
+    if (!this.onePass) upsertSearchAttributes([{ key: statusKey, value: next }]);
+    else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
+  }
+
+  async finish(final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
+    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, this.fence);
+    this.setStatus(done.status);
+    return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
+  }
+
+  /** A final state that says nothing was sent (a refused or cancelled create): never written over an execute. */
+  async finishBeforeExecute(final: FinalFundingStatus, code: string, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
+    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, this.fence);
+    this.setStatus(done.status);
+    return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
+  }
+
+  /**
+   * → NEEDS_REVIEW, then waits for the resolve update; a funding another writer already finished
+   * is not parked, and the run ends with its state. Histories from before that answered nothing:
+   * parked.
+   */
+  async parkAndAwait(reason: string, transferId: string | null): Promise<FundingResult> {
+    const parked = await this.database.parkFundingForReview(this.fundingId, reason, this.evidence, this.fence);
+    if (parked && !parked.parked) {
+      this.setStatus(parked.status);
+      return { fundingId: this.fundingId, status: parked.status, transferId: parked.transferId, errorCode: parked.errorCode };
+    }
+    return this.awaitResolution(transferId);
+  }
+
+  /** Waits in NEEDS_REVIEW for the resolve update (ops, or the sweep reading the wallet's final state). */
+  async awaitResolution(transferId: string | null): Promise<FundingResult> {
+    this.setStatus('NEEDS_REVIEW');
+    await condition(() => this.resolved !== undefined);
+    this.setStatus(this.resolved!.status);
+    return { fundingId: this.fundingId, status: this.resolved!.status, transferId, errorCode: this.resolved!.errorCode };
+  }
+
+  noteEvidence(operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>): void {
+    this.evidence.push({ at: new Date().toISOString(), operation, ...entry });
+    if (this.evidence.length > MAX_EVIDENCE) this.evidence.splice(0, this.evidence.length - MAX_EVIDENCE);
+  }
+
+  async executeOnce(id: string): Promise<TransferProgress> {
+    let outcome: TransferProgress;
+    try {
+      outcome = await execute.executeTransfer(this.fundingId, id, this.fence);
+    } catch (error) {
+      if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
+      outcome = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
+    }
+    if (outcome.kind === 'unknown') {
+      this.noteEvidence('transfers.execute', { requestReferenceNo: outcome.requestReferenceNo, httpStatus: outcome.httpStatus ?? null, code: outcome.code, outcome: 'unknown' });
+    }
+    return outcome;
+  }
+
+  /** A created intent that is not what was asked: never executed; a person compares it with the request. */
+  async reviewMismatch(created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> {
+    this.noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
+    return this.parkAndAwait(mismatchReviewReason(created.detail, created.transferId), null);
   }
 }

@@ -21,7 +21,7 @@ const retry = {
 const onboarding = proxyActivities<EmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', retry });
 
 /**
- * The same steps as local activities (issue 25 #2): a profile read and a few short writes, all
+ * The same steps as local activities: a profile read and a few short writes, all
  * repeatable, run inside the workflow task. One workflow task and no activity task per session
  * instead of two and one: a storm's backlog drains about twice as fast.
  */

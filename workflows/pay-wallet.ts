@@ -81,7 +81,10 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
   const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as PaymentStatus;
-  /** This run's claim on the payment (loadPayment): every database step and wallet call carries it (issue 24). */
+  /**
+   * This run's claim on the payment (loadPayment): every database step and wallet call carries it,
+   * so an overtaken run writes nothing.
+   */
   let fence: number | undefined = undefined;
   let resolved: { status: FinalPaymentStatus } | undefined;
   let resolving = false;
@@ -166,7 +169,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
       }
       if (created.kind === 'refused') return finish('FAILED', created.code, created.requestReferenceNo);
       if (created.kind === 'mismatch') {
-        // Nothing is executed; a person compares the wallet's payment with the request (issue 16 #5).
+        // Nothing is executed; a person compares the wallet's payment with the request.
         const evidence: ExecuteAttempt = {
           at: new Date().toISOString(),
           operation: 'op.payments.create',
@@ -181,7 +184,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
       createRequestReferenceNo = created.requestReferenceNo;
     }
     // Resumed in EXECUTING: an execute may already have been sent by an earlier run, so its outcome
-    // counts as unknown: a later refusal may hide that execution (issue 16 #4).
+    // counts as unknown: a later refusal may hide that execution.
     const resumedInExecuting = snapshot.status === 'EXECUTING';
     if (!resumedInExecuting) await database.beginPaymentExecute(id, createRequestReferenceNo, fence);
     setStatus('EXECUTING');

@@ -8,7 +8,7 @@ import type { ReconcileFundingsInput, ReconcileFundingsResult } from './reconcil
 /**
  * The heartbeat time-out cuts an attempt that stopped telling Temporal it is alive (a paused or
  * lost worker) in seconds; the attempt itself stops at its next item once its heartbeat is
- * answered cancelled, and every repair it would still write is fenced (issue 24 #6).
+ * answered cancelled, and every repair it would still write is fenced.
  */
 const { sweepStuckFundings } = proxyActivities<ReconcileActivities>({
   startToCloseTimeout: '5 minutes',

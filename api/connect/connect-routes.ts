@@ -16,7 +16,9 @@ import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
-import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+import { limitRequests, rateLimitedPageAnswer, type RateLimiter } from '../http/rate-limit.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, header, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 
@@ -63,6 +65,53 @@ export const callbackQuerySchema = z.object({
   profileId: z.string().regex(/^[\x21-\x7e]{0,64}$/).optional(),
 });
 
+const failurePage = htmlAnswer('an unexpected failure (logged)');
+
+const routes = {
+  connectStart: defineRoute({
+    method: 'get',
+    path: '/connect/start',
+    operationId: 'connectStart',
+    tag: 'connect',
+    summary: 'Start a standalone login from a login token: a single-use state (10 minutes) bound to a cookie, then the wallet’s login page',
+    access: 'public',
+    query: {
+      schema: startQuerySchema,
+      descriptions: {
+        login:
+          'a login token: from POST /ops/links/login-urls, or an HS256 JWT signed with LOGIN_SIGNING_KEY (`sub` = partner user id, `exp` ≤ 10 minutes, optional `mobile`); single use',
+        partnerUserId: 'refused (400): the partner user id comes only from a login token',
+      },
+    },
+    responses: {
+      '302': redirectAnswer('to the connect service’s login page; sets the `walletflow_login` cookie the callback requires'),
+      '400': htmlAnswer('no login token, or one that is not valid, used or expired; a bare partnerUserId'),
+      '429': rateLimitedPageAnswer,
+      '500': failurePage,
+    },
+  }),
+  connectCallback: defineRoute({
+    method: 'get',
+    path: '/connect/callback',
+    operationId: 'connectCallback',
+    tag: 'connect',
+    summary: 'Where the connect service returns the user: checks the state, exchanges the code, stores the link',
+    access: 'public',
+    query: { schema: callbackQuerySchema },
+    responses: {
+      '200': htmlAnswer('linked; the page names the link (no CONNECT_RETURN_URL)', { 'X-Link-Id': header('the new link’s id') }),
+      '303': redirectAnswer('linked: to CONNECT_RETURN_URL with `?linkId=…&status=linked`'),
+      '400': htmlAnswer('not linked: a missing, unknown, used or expired state; the user cancelled; the wallet refused the code'),
+      '429': rateLimitedPageAnswer,
+      '500': failurePage,
+      '502': htmlAnswer('not linked: the wallet service did not answer in time'),
+    },
+  }),
+};
+
+/** The standalone login's routes, as the document lists them. */
+export const connectRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
 const hashState = (state: string) => createHash('sha256').update(state, 'utf8').digest('hex');
 
 /** The login cookie's value, if the request carries one. */
@@ -101,6 +150,7 @@ const errorExplanations: Record<string, string> = {
 
 export function connectRouter(deps: ConnectDependencies): Router {
   const router = Router();
+  const add = routesOn(router);
   const now = deps.now ?? Date.now;
 
   if (deps.rateLimiter) {
@@ -116,7 +166,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
     );
   }
 
-  router.get('/connect/start', async (req, res) => {
+  add(routes.connectStart, async (req, res) => {
     const query = startQuerySchema.safeParse(req.query);
     if (!query.success) {
       page(res, 400, {
@@ -148,7 +198,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
   /** One mobile number however it is written (+63 917…, 0917…): the last 10 digits. */
   const sameMobile = (a: string, b: string) => a.replace(/\D/g, '').slice(-10) === b.replace(/\D/g, '').slice(-10);
 
-  router.get('/connect/callback', async (req, res) => {
+  add(routes.connectCallback, async (req, res) => {
     const query = callbackQuerySchema.safeParse(req.query);
     if (!query.success || !query.data.state) {
       page(res, 400, {

@@ -5,11 +5,36 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import express, { Router, type Response } from 'express';
-import { buildOpenApiDocument } from './openapi.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 
 export const DOCS_PATH = '/docs';
 export const OPENAPI_PATH = `${DOCS_PATH}/openapi.json`;
 const ASSETS_PATH = `${DOCS_PATH}/assets`;
+
+const routes = {
+  docsViewer: defineRoute({
+    method: 'get',
+    path: DOCS_PATH,
+    operationId: 'docsViewer',
+    tag: 'docs',
+    summary: 'This documentation, in an interactive viewer (Swagger UI, served locally)',
+    access: 'public',
+    responses: { '200': htmlAnswer('the viewer page') },
+  }),
+  openApiDocument: defineRoute({
+    method: 'get',
+    path: OPENAPI_PATH,
+    operationId: 'openApiDocument',
+    tag: 'docs',
+    summary: 'This OpenAPI 3.1 document',
+    access: 'public',
+    responses: { '200': { description: 'the document', content: { 'application/json': { jsonSchema: { type: 'object' } } } } },
+  }),
+};
+
+/** The documentation's routes, as the document lists them. */
+export const docsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 /** The files of swagger-ui-dist the page uses; nothing else of the package is served (its index.html loads a remote example). */
 const swaggerUiFiles = new Set(['/swagger-ui.css', '/swagger-ui-bundle.js', '/favicon-32x32.png', '/favicon-16x16.png']);
@@ -52,19 +77,20 @@ const viewerPage = `<!doctype html>
 /** The viewer's own start script (./assets/init.js), read once: it names OPENAPI_PATH. */
 const initScript = readFileSync(new URL('./assets/init.js', import.meta.url));
 
-export function docsRouter(): Router {
+/** `document`: the OpenAPI document (api/docs/openapi.ts builds it, from these routes too). */
+export function docsRouter(document: Record<string, unknown>): Router {
   const router = Router();
-  const document = buildOpenApiDocument();
+  const add = routesOn(router);
   const viewerHeaders = (res: Response) => {
     res.setHeader('Content-Security-Policy', docsCsp);
     res.setHeader('Cache-Control', 'no-cache');
   };
 
-  router.get(DOCS_PATH, (_req, res) => {
+  add(routes.docsViewer, (_req, res) => {
     viewerHeaders(res);
     res.type('html').send(viewerPage);
   });
-  router.get(OPENAPI_PATH, (_req, res) => {
+  add(routes.openApiDocument, (_req, res) => {
     res.setHeader('Cache-Control', 'no-cache');
     res.json(document);
   });

@@ -14,11 +14,13 @@ import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } fro
 import type { IpAllowlist } from '../../lib/ip-allowlist.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
-import type { TokenCipher } from '../../links/token-cipher.ts';
+import type { TokenCipher } from '../../lib/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, jsonAnswer, named, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
 
 /** The session payload is three tokens and a number: a few KiB at most. */
@@ -50,6 +52,48 @@ export const sessionCreatedSchema = z.object({ sessionId: z.uuidv4() });
 /** Contract section 6: a refused session call answers `{ code, message }`. */
 export const sessionRefusalSchema = z.object({ code: z.string(), message: z.string() });
 
+const sessionRefusalComponent = named('SessionRefusal', sessionRefusalSchema);
+
+const createEmbeddedSession = defineRoute({
+  method: 'post',
+  path: '/embedded/session',
+  operationId: 'createEmbeddedSession',
+  tag: 'embedded',
+  summary: 'The session URL: the wallet service hands over a user’s tokens when the user opens the partner’s tile',
+  description: [
+    'Checked in this order: the rate limit per sender (SESSION_RATE_LIMIT_PER_MINUTE, 429), the sender',
+    'allowlist (SESSION_ALLOWED_IPS; the client address is the peer, or `X-Forwarded-For` from a',
+    'TRUSTED_PROXIES proxy; 403 before anything is read), `Content-Type: application/json` (400), the',
+    '`Request-Reference-No` header (400), then the body (at most 16 KiB; 400 `VALIDATION_ERROR` naming',
+    'the field and rule, never the value). `expiresAt` must lie in the future, in seconds (a millisecond value is refused); fields the interface does not name are ignored.',
+    'The tokens are stored encrypted and the answer goes out at once; onboarding (profile, link) runs',
+    'afterwards. The session id opens the landing page once, within EMBEDDED_SESSION_TTL_SECONDS.',
+    'Answers carry `Cache-Control: no-store`; other methods get 405 (`Allow: POST`).',
+  ].join(' '),
+  access: 'public',
+  headers: { 'Request-Reference-No': { schema: requestReferenceNoSchema, required: true, description: 'the wallet service’s id of this call (UUIDv4)' } },
+  body: {
+    mediaType: 'application/json',
+    // expiresAt's checks against the clock (in the future, at most ten years ahead) are refinements:
+    // they do not change the shape, so any clock gives the same document.
+    schema: named('SessionPayload', sessionPayloadSchema(0)),
+    description: `the user’s tokens (at most ${SESSION_BODY_LIMIT_BYTES} bytes)`,
+  },
+  responses: {
+    '200': jsonAnswer(named('SessionCreated', sessionCreatedSchema), 'stored; open the landing page with `?sessionId=…`'),
+    '400': jsonAnswer(
+      sessionRefusalComponent,
+      'a malformed call (`code`: `UNSUPPORTED_CONTENT_TYPE`, `INVALID_REQUEST_REFERENCE_NO`, `MALFORMED_JSON`, `VALIDATION_ERROR`, `BODY_TOO_LARGE`, or another body-reading code)',
+    ),
+    '403': jsonAnswer(sessionRefusalComponent, 'the sender is not in SESSION_ALLOWED_IPS (`FORBIDDEN`)'),
+    '429': jsonAnswer(sessionRefusalComponent, 'too many calls from this sender (`RATE_LIMITED`)', { 'Retry-After': retryAfterHeader }),
+    '500': jsonAnswer(sessionRefusalComponent, 'the session could not be stored; retry (`INTERNAL`)'),
+  },
+});
+
+/** The session URL, as the document lists it. */
+export const sessionUrlRoutes: readonly AnyRouteSpec[] = [createEmbeddedSession];
+
 function refuse(res: Response, status: number, code: string, message: string): void {
   const body: z.infer<typeof sessionRefusalSchema> = { code, message };
   res.status(status).setHeader('Cache-Control', 'no-store').json(body);
@@ -79,8 +123,8 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
     next();
   };
 
-  router.post(
-    '/embedded/session',
+  routesOn(router)(
+    createEmbeddedSession,
     timed,
     // Counted before the allowlist: a flood from outside is refused without a log line per call.
     limit,

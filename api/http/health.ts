@@ -4,6 +4,8 @@
 // one round of checks at a time: a flood of it never becomes a flood of calls to the wallet operator.
 import { Router } from 'express';
 import { z } from 'zod';
+import { routesOn } from './route-registration.ts';
+import { defineRoute, jsonAnswer, named, type AnyRouteSpec } from './route-spec.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -30,6 +32,35 @@ export const readinessSchema = z.object({
   checks: z.object({ postgres: checkResultSchema, temporal: checkResultSchema, walletService: checkResultSchema }),
 });
 type Readiness = z.infer<typeof readinessSchema>;
+
+const readinessComponent = named('Readiness', readinessSchema);
+
+const routes = {
+  liveness: defineRoute({
+    method: 'get',
+    path: '/healthz',
+    operationId: 'liveness',
+    tag: 'health',
+    summary: 'Liveness: the process answers',
+    access: 'public',
+    responses: { '200': jsonAnswer(named('Liveness', livenessSchema), 'alive') },
+  }),
+  readiness: defineRoute({
+    method: 'get',
+    path: '/readyz',
+    operationId: 'readiness',
+    tag: 'health',
+    summary: 'Readiness: PostgreSQL, Temporal and the wallet service, each checked with a 3 s limit',
+    access: 'public',
+    responses: {
+      '200': jsonAnswer(readinessComponent, 'every dependency is up'),
+      '503': jsonAnswer(readinessComponent, 'a dependency is down (its `error` says why)'),
+    },
+  }),
+};
+
+/** The health routes, as the document lists them. */
+export const healthRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 const CHECK_TIMEOUT_MS = 3000;
 /** How old a readiness answer may be. */
@@ -85,10 +116,11 @@ export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: numb
     return result;
   };
   const router = Router();
-  router.get('/healthz', (_req, res) => {
+  const add = routesOn(router);
+  add(routes.liveness, (_req, res) => {
     res.json({ status: 'ok' } satisfies z.infer<typeof livenessSchema>);
   });
-  router.get('/readyz', async (_req, res) => {
+  add(routes.readiness, async (_req, res) => {
     const body = await readiness();
     res.setHeader('Cache-Control', 'no-store');
     res.status(body.status === 'ready' ? 200 : 503).json(body);

@@ -6,6 +6,8 @@ import { Router, type Request, type RequestHandler } from 'express';
 import { currentLogContext, withLogContext } from '../../lib/log-context.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
+import { routesOn } from './route-registration.ts';
+import { defineRoute, textSchema, type AnyRouteSpec } from './route-spec.ts';
 
 /** Probes and scrapes: logged at debug, not info, so they do not drown the access log. */
 export const quietRoutes: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
@@ -38,6 +40,19 @@ export function observeRequests(deps: { metrics: Metrics; logger: Logger }): Req
   };
 }
 
+const metricsRoute = defineRoute({
+  method: 'get',
+  path: '/metrics',
+  operationId: 'metrics',
+  tag: 'health',
+  summary: 'Prometheus metrics (text exposition format 0.0.4)',
+  access: 'public',
+  responses: { '200': { description: 'the API process’s metrics', content: { 'text/plain': { jsonSchema: textSchema } } } },
+});
+
+/** GET /metrics, as the document lists it. */
+export const metricsRoutes: readonly AnyRouteSpec[] = [metricsRoute];
+
 /**
  * GET /metrics (Prometheus text). With a token (METRICS_TOKEN, required in production: the gauges
  * tell the business's volumes, issue 26 #5) only `Authorization: Bearer <token>` gets them; 401
@@ -46,7 +61,7 @@ export function observeRequests(deps: { metrics: Metrics; logger: Logger }): Req
 export function metricsRouter(metrics: Metrics, options: { token?: string | undefined } = {}): Router {
   const router = Router();
   const expected = options.token === undefined ? undefined : createHash('sha256').update(`Bearer ${options.token}`).digest();
-  router.get('/metrics', async (req, res) => {
+  routesOn(router)(metricsRoute, async (req, res) => {
     if (expected) {
       const presented = createHash('sha256').update(req.get('authorization') ?? '').digest();
       if (!timingSafeEqual(presented, expected)) {

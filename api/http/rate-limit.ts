@@ -2,6 +2,7 @@
 // by its /64, which one subscriber usually holds whole); each route family answers 429 its own way.
 import { isIP } from 'node:net';
 import type { Request, RequestHandler, Response } from 'express';
+import { htmlAnswer, retryAfterHeader } from './route-spec.ts';
 
 export interface RateLimiterOptions {
   /** Requests allowed per address within one window. */
@@ -108,3 +109,6 @@ export function limitRequests(
     refuse(req, res, verdict.retryAfterSeconds);
   };
 }
+
+/** The 429 page of the pages limited per address (the landing page's, the standalone login's), as routes declare it. */
+export const rateLimitedPageAnswer = htmlAnswer('too many requests from this address (PUBLIC_RATE_LIMIT_PER_MINUTE)', { 'Retry-After': retryAfterHeader });

@@ -7,20 +7,28 @@ import { z } from 'zod';
 import {
   accountNameSchema,
   accountOfPathSegment,
+  accountViewSchema,
+  adjustmentViewSchema,
   createAdjustmentSchema,
+  ledgerEntryViewSchema,
   partnerUserIdSchema,
   settlementDateSchema,
-  signedThousandths,
+  settlementSchema,
   systemAccounts,
 } from '../../domain/ledger.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
+import { moneyOf } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
 import { requestFingerprint } from '../../lib/idempotency.ts';
 import { InsufficientFundsError, isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
 import { settlementCsv, type SettleDay } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
+import { pageSchema } from '../../lib/page-cursor.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
+import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
 
 export interface OpsAccountsDependencies {
   database: Database;
@@ -45,10 +53,94 @@ export const entriesQuerySchema = z
 
 export const settlementQuerySchema = z.object({ format: z.enum(['json', 'csv']).default('json') }).strict();
 
+const adjustmentComponent = named('Adjustment', adjustmentViewSchema);
+const accountParameter = {
+  account: {
+    schema: accountPathSchema,
+    description: '`TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id',
+  },
+};
+
+// Reading balances, entries and settlements is `read`; an adjustment moves a user's money, as
+// unlinking changes a user's account: `accounts`.
+const routes = {
+  getAccount: defineRoute({
+    method: 'get',
+    path: '/ops/accounts/{account}',
+    operationId: 'getAccount',
+    tag: 'ledger',
+    summary: 'An account of the partner’s ledger: balance (posted), held (pending fundings), available',
+    access: { opsScope: 'read' },
+    params: accountParameter,
+    query: { schema: accountQuerySchema },
+    responses: {
+      '200': jsonAnswer(named('Account', accountViewSchema), 'the account (zeros for a user with no entries yet)'),
+      '400': problemAnswer('not an account', ['INVALID_ACCOUNT']),
+    },
+  }),
+  adjustAccount: defineRoute({
+    method: 'post',
+    path: '/ops/accounts/{account}/adjustments',
+    operationId: 'adjustAccount',
+    tag: 'ledger',
+    summary: 'Adjust a partner user’s account (the other leg is TREASURY) or the treasury (the other leg is CAPITAL)',
+    access: { opsScope: 'accounts' },
+    params: accountParameter,
+    headers: idempotencyKeyHeader,
+    body: { mediaType: 'application/json', schema: named('CreateAdjustment', createAdjustmentSchema), description: 'a signed amount: negative debits the account' },
+    responses: {
+      '200': jsonAnswer(adjustmentComponent, 'a repeated key with the same body: the same adjustment'),
+      '201': jsonAnswer(adjustmentComponent, 'the adjustment, posted'),
+      '400': problemAnswer('a missing or malformed key or body, or an account that cannot be adjusted', [
+        'IDEMPOTENCY_KEY_INVALID',
+        'INVALID_ACCOUNT',
+        'VALIDATION_ERROR',
+        ...malformedBodyCodes,
+      ]),
+      '422': problemAnswer('the key was used with another body, or a debit below available (nothing stored)', ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS']),
+    },
+  }),
+  listLedgerEntries: defineRoute({
+    method: 'get',
+    path: '/ops/ledger/entries',
+    operationId: 'listLedgerEntries',
+    tag: 'ledger',
+    summary: 'Ledger entries, newest first, a page at a time (pending: a hold or its reversal)',
+    access: { opsScope: 'read' },
+    query: { schema: entriesQuerySchema },
+    responses: {
+      '200': jsonAnswer(named('LedgerEntryPage', pageSchema(ledgerEntryViewSchema)), 'a page of entries'),
+      '400': problemAnswer('a malformed query', ['VALIDATION_ERROR']),
+    },
+  }),
+  getSettlement: defineRoute({
+    method: 'get',
+    path: '/ops/settlements/{date}',
+    operationId: 'getSettlement',
+    tag: 'ledger',
+    summary: 'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
+    access: { opsScope: 'read' },
+    params: { date: { schema: settlementDateSchema, description: 'the day, YYYY-MM-DD' } },
+    query: { schema: settlementQuerySchema },
+    responses: {
+      '200': {
+        description: 'matched, missing, mismatched, with totals; `?format=csv` gives CSV',
+        content: { 'application/json': named('Settlement', settlementSchema), 'text/csv': { jsonSchema: textSchema } },
+      },
+      '400': problemAnswer('not a date', ['INVALID_DATE']),
+      '501': problemAnswer('settlement is not configured', ['NOT_CONFIGURED']),
+    },
+  }),
+};
+
+/** The ledger's routes, as the document lists them. */
+export const accountsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
 export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
   const router = Router();
+  const add = routesOn(router, '/ops');
 
-  router.get('/accounts/:account', async (req, res) => {
+  add(routes.getAccount, async (req, res) => {
     const segment = accountPathSchema.safeParse(req.params.account);
     const query = accountQuerySchema.safeParse(req.query);
     if (!segment.success || !query.success) {
@@ -59,7 +151,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     res.json(view);
   });
 
-  router.post('/accounts/:account/adjustments', async (req, res) => {
+  add(routes.adjustAccount, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
       sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
@@ -76,7 +168,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const amount = signedThousandths(parsed.data.amount.value)!;
+    const amount = moneyOf(parsed.data.amount).thousandths;
     const fingerprint = requestFingerprint(deps.fingerprintKey, ['ADJUSTMENT', account, parsed.data.amount.currency, amount.toString(), parsed.data.reason]);
     try {
       const result = await deps.ledger.adjust(deps.database, {
@@ -105,7 +197,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     }
   });
 
-  router.get('/ledger/entries', async (req, res) => {
+  add(routes.listLedgerEntries, async (req, res) => {
     const query = entriesQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
@@ -114,7 +206,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     res.json(await deps.ledger.entries(deps.database, { limit: query.data.limit, ...(query.data.account ? { account: query.data.account } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) }));
   });
 
-  router.get('/settlements/:date', async (req, res) => {
+  add(routes.getSettlement, async (req, res) => {
     const date = settlementDateSchema.safeParse(req.params.date);
     const query = settlementQuerySchema.safeParse(req.query);
     if (!date.success || !query.success) {

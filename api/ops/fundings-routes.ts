@@ -3,15 +3,19 @@
 // 11). The rules live in funding-service.ts.
 import { Router } from 'express';
 import { z } from 'zod';
+import { fundingRefusalCodes } from '../../domain/ledger.ts';
 import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
-import { opsKeyHasScope, opsKeyNameOf } from './ops-auth.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
-import { resolvedByOf } from './ops-actor.ts';
+import { actorHeader, resolvedByOf } from './ops-actor.ts';
+import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes } from './ops-answers.ts';
 
 export interface OpsFundingsDependencies {
   fundings: FundingService;
@@ -26,10 +30,96 @@ export const fundingPageSchema = pageSchema(fundingSchema);
 /** A funding id in a path: anything else is an unknown funding (404). */
 export const fundingIdSchema = z.uuid();
 
+const fundingComponent = named('Funding', fundingSchema);
+const fundingIdParameter = { fundingId: { schema: fundingIdSchema, description: 'the funding’s id (not a UUID: 404)' } };
+const noSuchFunding = problemAnswer('no such funding', ['FUNDING_NOT_FOUND']);
+
+const routes = {
+  createFunding: defineRoute({
+    method: 'post',
+    path: '/ops/fundings',
+    operationId: 'createFunding',
+    tag: 'fundings',
+    summary: 'Fund a wallet: by cash-in code or to a linked wallet',
+    access: { opsScope: 'fund' },
+    headers: idempotencyKeyHeader,
+    body: { mediaType: 'application/json', schema: named('CreateFunding', createFundingSchema) },
+    responses: {
+      '200': jsonAnswer(fundingComponent, 'a repeated key with the same body: the same funding'),
+      '202': jsonAnswer(fundingComponent, 'a new key: the funding, started'),
+      '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
+      '422': problemAnswer(
+        'the key was used with another body, `recipient.linkId` names no link, the source’s available does not cover the amount, or a limit refuses it (its detail names the limit and what is left); nothing stored, no workflow',
+        ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', ...fundingRefusalCodes],
+      ),
+    },
+  }),
+  listFundings: defineRoute({
+    method: 'get',
+    path: '/ops/fundings',
+    operationId: 'listFundings',
+    tag: 'fundings',
+    summary: 'Fundings, newest first, a page at a time',
+    access: { opsScope: 'read' },
+    query: { schema: fundingListQuerySchema, descriptions: listFilterDescriptions },
+    responses: { '200': jsonAnswer(named('FundingPage', fundingPageSchema), 'a page'), '400': badListQueryAnswer },
+  }),
+  getFunding: defineRoute({
+    method: 'get',
+    path: '/ops/fundings/{fundingId}',
+    operationId: 'getFunding',
+    tag: 'fundings',
+    summary: 'A funding and its timeline',
+    access: { opsScope: 'read' },
+    params: fundingIdParameter,
+    responses: { '200': jsonAnswer(fundingComponent, 'the funding'), '404': noSuchFunding },
+  }),
+  cancelFunding: defineRoute({
+    method: 'post',
+    path: '/ops/fundings/{fundingId}/cancel',
+    operationId: 'cancelFunding',
+    tag: 'fundings',
+    summary: 'Cancel a funding that has not started executing (it ends FAILED, code CANCELLED)',
+    access: { opsScope: 'fund' },
+    params: fundingIdParameter,
+    responses: {
+      '200': jsonAnswer(fundingComponent, 'cancelled'),
+      '404': noSuchFunding,
+      '409': problemAnswer('the funding is executing or final', ['FUNDING_NOT_CANCELLABLE']),
+    },
+  }),
+  resolveFunding: defineRoute({
+    method: 'post',
+    path: '/ops/fundings/{fundingId}/resolve',
+    operationId: 'resolveFunding',
+    tag: 'fundings',
+    summary:
+      'Settle a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed',
+    access: { opsScope: 'resolve' },
+    params: fundingIdParameter,
+    headers: actorHeader('who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed'),
+    body: {
+      mediaType: 'application/json',
+      schema: named('ResolveFunding', resolveFundingSchema),
+      description: 'the outcome and why (plain text: no control characters or broken unicode)',
+    },
+    responses: {
+      '200': jsonAnswer(fundingComponent, 'resolved'),
+      '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+      '404': noSuchFunding,
+      '409': problemAnswer('the funding is not in NEEDS_REVIEW', ['FUNDING_NOT_IN_REVIEW']),
+    },
+  }),
+};
+
+/** The fundings routes, as the document lists them. */
+export const fundingsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
 export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
   const router = Router();
+  const add = routesOn(router, '/ops');
 
-  router.post('/fundings', async (req, res) => {
+  add(routes.createFunding, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
       sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
@@ -74,7 +164,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     }
   });
 
-  router.get('/fundings/:fundingId', async (req, res) => {
+  add(routes.getFunding, async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
     const view = id.success ? await deps.fundings.view(id.data) : null;
     if (!view) {
@@ -84,7 +174,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     res.json(view);
   });
 
-  router.get('/fundings', async (req, res) => {
+  add(routes.listFundings, async (req, res) => {
     const query = fundingListQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
@@ -93,7 +183,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     sendListPage(res, await deps.fundings.list(query.data));
   });
 
-  router.post('/fundings/:fundingId/cancel', async (req, res) => {
+  add(routes.cancelFunding, async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
     const result = id.success ? await deps.fundings.cancel(id.data, opsKeyNameOf(res.locals)) : ({ kind: 'not-found' } as const);
     switch (result.kind) {
@@ -114,7 +204,7 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     }
   });
 
-  router.post('/fundings/:fundingId/resolve', async (req, res) => {
+  add(routes.resolveFunding, async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
     if (!id.success) {
       sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${req.params.fundingId}` });

@@ -9,12 +9,15 @@ import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
-import { linkView, type LinkProfileView } from '../../links/link-view.ts';
+import { linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
-import { opsKeyNameOf } from './ops-auth.ts';
+import { opsKeyNameOf } from './ops-key.ts';
 import { linkSchema } from '../../domain/link.ts';
+import { malformedBodyCodes } from './ops-answers.ts';
 
 /** Pre-signed identity document URLs are valid this long (interface): the answer says until when. */
 const DOCUMENT_URL_LIFETIME_MS = 15 * 60_000;
@@ -45,10 +48,94 @@ export const linkSearchQuerySchema = z
 
 export const linkListSchema = z.object({ items: z.array(linkSchema) });
 
+const linkComponent = named('Link', linkSchema);
+const linkIdParameter = { linkId: { schema: linkIdSchema, description: 'the link’s id (not a UUID: 400 `INVALID_LINK_ID`)' } };
+const notALinkId = problemAnswer('not a link id', ['INVALID_LINK_ID']);
+const noSuchLink = problemAnswer('no such link', ['LINK_NOT_FOUND']);
+
+const routes = {
+  createLoginUrl: defineRoute({
+    method: 'post',
+    path: '/ops/links/login-urls',
+    operationId: 'createLoginUrl',
+    tag: 'links',
+    summary: 'A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded)',
+    access: { opsScope: 'accounts' },
+    body: {
+      mediaType: 'application/json',
+      schema: named('LoginUrlRequest', loginUrlRequestSchema),
+      description: 'whose login, and optionally the mobile number the wallet’s login page is pinned to',
+    },
+    responses: {
+      '201': jsonAnswer(named('LoginUrl', loginUrlSchema), 'the URL to send the user to'),
+      '400': problemAnswer('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+    },
+  }),
+  findLinks: defineRoute({
+    method: 'get',
+    path: '/ops/links',
+    operationId: 'findLinks',
+    tag: 'links',
+    summary: 'A user’s links, by partner user id or by wallet profile id (exactly one)',
+    access: { opsScope: 'read' },
+    query: { schema: linkSearchQuerySchema },
+    responses: {
+      '200': jsonAnswer(named('LinkList', linkListSchema), 'the links, newest first (at most 100)'),
+      '400': problemAnswer('neither or both of partnerUserId and profileId', ['VALIDATION_ERROR']),
+    },
+  }),
+  getLink: defineRoute({
+    method: 'get',
+    path: '/ops/links/{linkId}',
+    operationId: 'getLink',
+    tag: 'links',
+    summary: 'A link: status, kind, scopes and token expiry (never a token)',
+    access: { opsScope: 'read' },
+    params: linkIdParameter,
+    responses: { '200': jsonAnswer(linkComponent, 'the link'), '400': notALinkId, '404': noSuchLink },
+  }),
+  unlink: defineRoute({
+    method: 'delete',
+    path: '/ops/links/{linkId}',
+    operationId: 'unlink',
+    tag: 'links',
+    summary: 'Unlink: the tokens are deleted; the link stays, UNLINKED, with its history',
+    access: { opsScope: 'accounts' },
+    params: linkIdParameter,
+    responses: { '200': jsonAnswer(linkComponent, 'the link, UNLINKED'), '400': notALinkId, '404': noSuchLink },
+  }),
+  getLinkProfile: defineRoute({
+    method: 'get',
+    path: '/ops/links/{linkId}/profile',
+    operationId: 'getLinkProfile',
+    tag: 'links',
+    summary: 'The user’s wallet profile by scope, fetched and decrypted on every request (never stored or cached)',
+    access: { opsScope: 'read' },
+    params: linkIdParameter,
+    responses: {
+      '200': jsonAnswer(named('LinkProfile', linkProfileSchema), 'the profile (`Cache-Control: no-store`)'),
+      '400': notALinkId,
+      '404': problemAnswer('no such link, or it has no tokens', ['LINK_NOT_FOUND']),
+      '409': problemAnswer('the link was unlinked, or the user must log in again', ['LINK_UNLINKED', 'REAUTH_REQUIRED']),
+      '501': problemAnswer('profile reads are not configured', ['NOT_CONFIGURED']),
+      '502': problemAnswer('the wallet service did not give the profile', ['WALLET_UNAVAILABLE']),
+      // In place of the 503 every ops route may give (ops-answers.ts): this route has one more reason.
+      '503': problemAnswer(
+        'the user’s tokens could not be refreshed just now (the link stays usable), or too many requests at once (OVERLOADED, with Retry-After); try again',
+        ['TOKEN_REFRESH_FAILED', 'OVERLOADED'],
+      ),
+    },
+  }),
+};
+
+/** The links routes, as the document lists them. */
+export const linksRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
   const router = Router();
+  const add = routesOn(router, '/ops');
 
-  router.post('/links/login-urls', async (req, res) => {
+  add(routes.createLoginUrl, async (req, res) => {
     const parsed = loginUrlRequestSchema.safeParse(req.body);
     if (!parsed.success) {
       validationProblem(res, parsed.error);
@@ -62,7 +149,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
     res.status(201).json({ url: url.toString(), expiresAt: expiresAt.toISOString() } satisfies z.infer<typeof loginUrlSchema>);
   });
 
-  router.get('/links', async (req, res) => {
+  add(routes.findLinks, async (req, res) => {
     const query = linkSearchQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
@@ -78,7 +165,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
     res.json({ items: items.filter((item) => item !== null) });
   });
 
-  router.get('/links/:linkId', async (req, res) => {
+  add(routes.getLink, async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);
     if (!linkId.success) {
       sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
@@ -94,7 +181,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
 
   // Never cached: every request fetches the profile again, so identity document URLs are always
   // fresh (valid 15 minutes from `fetchedAt`) and nothing of the profile is stored.
-  router.get('/links/:linkId/profile', async (req, res) => {
+  add(routes.getLinkProfile, async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);
     if (!linkId.success) {
       sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });
@@ -173,7 +260,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
     }
   });
 
-  router.delete('/links/:linkId', async (req, res) => {
+  add(routes.unlink, async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);
     if (!linkId.success) {
       sendProblem(res, { status: 400, code: 'INVALID_LINK_ID', title: 'Bad Request', detail: 'linkId must be a UUID' });

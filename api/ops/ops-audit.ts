@@ -8,7 +8,7 @@ import { recordOpsAction } from '../../audit/ops-actions.ts';
 import type { Database } from '../../lib/database.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { actorSchema } from './ops-actor.ts';
-import { opsKeyNameOf } from './ops-auth.ts';
+import { opsKeyNameOf } from './ops-key.ts';
 
 const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 

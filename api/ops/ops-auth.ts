@@ -1,8 +1,8 @@
 // Authentication and scopes of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS,
 // compared in constant time; each key has a name (what audits record) and scopes, and each route
-// needs one scope (opsRouteScopes): without it 403 SCOPE_REQUIRED. Wrong keys are guesses and are
-// limited per client address (IPv6 by its /64): past `maxFailures` within the window that address's
-// wrong keys get 429 with Retry-After. A valid key is never locked out (one client behind a shared
+// needs the one scope it declares (opsRouteScopes): without it 403 SCOPE_REQUIRED. Wrong keys are
+// guesses and are limited per client address (IPv6 by its /64): past `maxFailures` within the
+// window that address's wrong keys get 429 with Retry-After. A valid key is never locked out (one client behind a shared
 // proxy or carrier NAT must not lock out ops), and a request without a key guesses nothing: 401,
 // not counted.
 import { createHash, timingSafeEqual } from 'node:crypto';
@@ -10,6 +10,8 @@ import type { RequestHandler } from 'express';
 import { parseOpsKeys, type OpsKey, type OpsScope } from '../../lib/ops-keys.ts';
 import { sendProblem } from '../http/problem.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
+import { rememberOpsKey } from './ops-key.ts';
+import { opsRoutes } from './ops-routes.ts';
 
 export interface OpsAuthOptions {
   /** OpsKeys, or OPS_API_KEYS entries (`name:scopes:key` or a bare key). */
@@ -25,60 +27,27 @@ export interface OpsAuthOptions {
   maxTrackedAddresses?: number;
 }
 
+/** `/fundings/{fundingId}` as the pattern of the paths it names (a parameter is one segment). */
+function templatePattern(template: string): RegExp {
+  const literals = template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'));
+  return new RegExp(`^${literals.join('[^/]+')}$`);
+}
+
 /**
- * The scope each ops route needs, by method and path under /ops. A route not listed needs `admin`:
- * a new route is closed until it is given its scope here (test/unit/ops-auth.test.ts checks that
- * every route of the app is listed).
+ * The scope each ops route needs, by method and path under /ops, as each route declares it next to
+ * its handler (ops-routes.ts). A request that no route takes needs `admin` (test/unit/ops-auth.test.ts
+ * checks that every route of the app is listed).
  */
-export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = [
-  { method: 'GET', path: /^\/links$/, scope: 'read' },
-  { method: 'GET', path: /^\/links\/[^/]+$/, scope: 'read' },
-  { method: 'GET', path: /^\/links\/[^/]+\/profile$/, scope: 'read' },
-  { method: 'DELETE', path: /^\/links\/[^/]+$/, scope: 'accounts' },
-  { method: 'POST', path: /^\/links\/login-urls$/, scope: 'accounts' },
-  { method: 'GET', path: /^\/fundings$/, scope: 'read' },
-  { method: 'GET', path: /^\/fundings\/[^/]+$/, scope: 'read' },
-  { method: 'POST', path: /^\/fundings$/, scope: 'fund' },
-  { method: 'POST', path: /^\/fundings\/[^/]+\/cancel$/, scope: 'fund' },
-  { method: 'POST', path: /^\/fundings\/[^/]+\/resolve$/, scope: 'resolve' },
-  { method: 'GET', path: /^\/payments$/, scope: 'read' },
-  { method: 'GET', path: /^\/payments\/[^/]+$/, scope: 'read' },
-  { method: 'POST', path: /^\/payments$/, scope: 'pay' },
-  { method: 'POST', path: /^\/payments\/[^/]+\/resolve$/, scope: 'resolve' },
-  // The ledger (contract-decisions section 10): reading balances, entries and settlements is `read`;
-  // an adjustment moves a user's money, as unlinking changes a user's account: `accounts`.
-  { method: 'GET', path: /^\/accounts\/[^/]+$/, scope: 'read' },
-  { method: 'POST', path: /^\/accounts\/[^/]+\/adjustments$/, scope: 'accounts' },
-  { method: 'GET', path: /^\/ledger\/entries$/, scope: 'read' },
-  { method: 'GET', path: /^\/settlements\/[^/]+$/, scope: 'read' },
-  // Webhook endpoints decide where funding and payment views are sent: admin. Redelivery resends
-  // to a registered endpoint only, but is an operator's action: admin too. Reading is read.
-  { method: 'POST', path: /^\/webhooks\/endpoints$/, scope: 'admin' },
-  { method: 'GET', path: /^\/webhooks\/endpoints\/[^/]+$/, scope: 'read' },
-  { method: 'DELETE', path: /^\/webhooks\/endpoints\/[^/]+$/, scope: 'admin' },
-  { method: 'GET', path: /^\/webhooks\/deliveries$/, scope: 'read' },
-  { method: 'POST', path: /^\/webhooks\/deliveries\/[^/]+\/redeliver$/, scope: 'admin' },
-];
+export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = opsRoutes.map((route) => {
+  if (typeof route.access !== 'object' || !('opsScope' in route.access)) throw new Error(`ops route ${route.operationId} declares no scope`);
+  return { method: route.method.toUpperCase(), path: templatePattern(route.path.slice('/ops'.length)), scope: route.access.opsScope };
+});
 
 /** The scope a request to `path` (under /ops) needs. */
 export function scopeFor(method: string, path: string): OpsScope {
   const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
   const verb = method === 'HEAD' ? 'GET' : method;
   return opsRouteScopes.find((route) => route.method === verb && route.path.test(normalized))?.scope ?? 'admin';
-}
-
-/** The acting key's name, set by opsAuth on every request it lets through (what audits record). */
-export function opsKeyNameOf(locals: Record<string, unknown>): string {
-  const name = locals.opsKeyName;
-  if (typeof name !== 'string') throw new Error('opsKeyNameOf: the request did not pass opsAuth');
-  return name;
-}
-
-/** Whether the acting key has `scope` (for what a route allows beyond its own scope, by its body). */
-export function opsKeyHasScope(locals: Record<string, unknown>, scope: OpsScope): boolean {
-  const scopes = locals.opsKeyScopes;
-  if (!(scopes instanceof Set)) throw new Error('opsKeyHasScope: the request did not pass opsAuth');
-  return scopes.has(scope);
 }
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
@@ -155,9 +124,7 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler & { trackedAddr
       return;
     }
     // Who did it, for audits: the key's name, never the key.
-    res.locals.opsKeyName = accepted.name;
-    res.locals.opsActor = accepted.name;
-    res.locals.opsKeyScopes = accepted.scopes;
+    rememberOpsKey(res.locals, accepted);
     next();
   };
   return Object.assign(handler, { trackedAddresses: () => failures.size });

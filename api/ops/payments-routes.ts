@@ -8,10 +8,13 @@ import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import { sendProblem } from '../http/problem.ts';
-import { opsKeyNameOf } from './ops-auth.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
-import { resolvedByOf } from './ops-actor.ts';
+import { actorHeader, resolvedByOf } from './ops-actor.ts';
+import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes } from './ops-answers.ts';
 
 export interface OpsPaymentsDependencies {
   payments: PaymentService;
@@ -35,12 +38,83 @@ export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a 
 /** The body of POST /ops/payments/{id}/resolve (its note: well-formed text, domain/review.ts). */
 export const resolveBodySchema = resolvePaymentSchema;
 
+const paymentComponent = named('Payment', paymentSchema);
+const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`; not the wallet’s `paymentId`)' } };
+const noSuchPayment = problemAnswer('no such payment', ['PAYMENT_NOT_FOUND']);
+
+const routes = {
+  createPayment: defineRoute({
+    method: 'post',
+    path: '/ops/payments',
+    operationId: 'createPayment',
+    tag: 'payments',
+    summary: 'Take a merchant payment from a linked wallet',
+    access: { opsScope: 'pay' },
+    headers: idempotencyKeyHeader,
+    body: { mediaType: 'application/json', schema: named('CreatePayment', createPaymentSchema) },
+    responses: {
+      '200': jsonAnswer(paymentComponent, 'a repeated key with the same body: the same payment'),
+      '202': jsonAnswer(
+        paymentComponent,
+        'a new key: the payment, started; the answer waits (up to 3 s) for the wallet’s create, so `paymentId` is the wallet’s id unless that create is slow (then null; `id` always works)',
+      ),
+      '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
+      '422': problemAnswer('the key was used with another body, or `linkId` names no link', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND']),
+    },
+  }),
+  listPayments: defineRoute({
+    method: 'get',
+    path: '/ops/payments',
+    operationId: 'listPayments',
+    tag: 'payments',
+    summary: 'Payments, newest first, a page at a time',
+    access: { opsScope: 'read' },
+    query: { schema: paymentListQuerySchema, descriptions: listFilterDescriptions },
+    responses: { '200': jsonAnswer(named('PaymentPage', paymentPageSchema), 'a page'), '400': badListQueryAnswer },
+  }),
+  getPayment: defineRoute({
+    method: 'get',
+    path: '/ops/payments/{paymentId}',
+    operationId: 'getPayment',
+    tag: 'payments',
+    summary: 'A payment, its timeline and any review',
+    access: { opsScope: 'read' },
+    params: paymentIdParameter,
+    responses: { '200': jsonAnswer(paymentComponent, 'the payment'), '404': noSuchPayment },
+  }),
+  resolvePayment: defineRoute({
+    method: 'post',
+    path: '/ops/payments/{paymentId}/resolve',
+    operationId: 'resolvePayment',
+    tag: 'payments',
+    summary: 'Settle a payment parked in NEEDS_REVIEW, after checking with the wallet operator',
+    access: { opsScope: 'resolve' },
+    params: paymentIdParameter,
+    headers: actorHeader('who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed'),
+    body: {
+      mediaType: 'application/json',
+      schema: named('ResolvePayment', resolveBodySchema),
+      description: 'the outcome and why (plain text: no control characters or broken unicode)',
+    },
+    responses: {
+      '200': jsonAnswer(paymentComponent, 'resolved'),
+      '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
+      '404': noSuchPayment,
+      '409': problemAnswer('the payment is not in NEEDS_REVIEW', ['PAYMENT_NOT_IN_REVIEW']),
+    },
+  }),
+};
+
+/** The payments routes, as the document lists them. */
+export const paymentsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
 export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
   const router = Router();
+  const add = routesOn(router, '/ops');
   const notFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
     sendProblem(res, { status: 404, code: 'PAYMENT_NOT_FOUND', title: 'Not Found', detail: `no payment ${id}` });
 
-  router.post('/payments', async (req, res) => {
+  add(routes.createPayment, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
       sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
@@ -73,7 +147,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     }
   });
 
-  router.get('/payments/:paymentId', async (req, res) => {
+  add(routes.getPayment, async (req, res) => {
     const id = paymentIdSchema.safeParse(req.params.paymentId);
     const view = id.success ? await deps.payments.view(id.data) : null;
     if (!view) {
@@ -83,7 +157,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     res.json(view);
   });
 
-  router.get('/payments', async (req, res) => {
+  add(routes.listPayments, async (req, res) => {
     const query = paymentListQuerySchema.safeParse(req.query);
     if (!query.success) {
       validationProblem(res, query.error);
@@ -92,7 +166,7 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     sendListPage(res, await deps.payments.list(query.data));
   });
 
-  router.post('/payments/:paymentId/resolve', async (req, res) => {
+  add(routes.resolvePayment, async (req, res) => {
     const id = paymentIdSchema.safeParse(req.params.paymentId);
     if (!id.success) {
       notFound(res, req.params.paymentId);

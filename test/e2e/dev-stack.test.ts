@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findFreePort, isListening } from '../../cli/stack/ports.ts';
+import { findFreePort, isListening } from '../../stack/ports.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const stateDir = mkdtempSync(path.join(tmpdir(), 'walletflow-dev-'));

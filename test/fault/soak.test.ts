@@ -165,7 +165,7 @@ describe('the invariant checker', () => {
     expect(moved.violations).toEqual([expect.objectContaining({ invariant: 'balances' })]);
   });
 
-  it('names a write by an overtaken owner: a fence lower than one written before it (issue 24)', () => {
+  it('names a write by an overtaken owner: a fence lower than one written before it', () => {
     const inOrder = checkSoak({ ...healthy, fundings: healthy.fundings.map((row) => ({ ...row, eventFences: [1, 1, 2, 2] })) });
     expect(inOrder.violations).toEqual([]);
     const stale = checkSoak({ ...healthy, fundings: [{ ...healthy.fundings[0]!, eventFences: [1, 2, 1] }, ...healthy.fundings.slice(1)], payments: [{ ...healthy.payments[0]!, eventFences: [3, 2] }, ...healthy.payments.slice(1)] });

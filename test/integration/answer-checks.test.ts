@@ -1,4 +1,4 @@
-// The wallet's answers are checked against what was asked (issue 16 #5): a create answer with
+// The wallet's answers are checked against what was asked: a create answer with
 // another amount, currency, recipient type or merchant stops the item for review and executes
 // nothing; an execute or retrieve answer about another transfer is refused. The sandbox's
 // `altered-answer` fault is the faulty gateway: the call takes effect, its answer is altered.

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { createDatabase, pingDatabase, type Database } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { findFreePort } from '../../cli/stack/ports.ts';
+import { findFreePort } from '../../stack/ports.ts';
 import { connectTemporal, pingTemporal, type TemporalHandle } from '../../lib/temporal.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { checkWalletServiceReachable } from '../../wallet/reachability.ts';
@@ -83,7 +83,7 @@ describe('health endpoints', () => {
     expect(body.checks.postgres?.status).toBe('up');
     expect(body.checks.temporal?.status).toBe('down');
     expect(body.checks.walletService?.status).toBe('down');
-    // Which dependency is down, never its error's text: no internal host or port (issue 26 #5).
+    // Which dependency is down, never its error's text: no internal host or port.
     expect(body.checks.walletService?.error).toBe('the check failed (its error is in the API log)');
     expect(JSON.stringify(body)).not.toContain('127.0.0.1');
     expect(JSON.stringify(body)).not.toContain(String(closedPort));
@@ -149,7 +149,7 @@ describe('health endpoints', () => {
     expect(await response.json()).toMatchObject({ status: 404, code: 'NOT_FOUND' });
   });
 
-  it('GET /metrics with METRICS_TOKEN set answers only to that bearer (issue 26 #5); without one it stays open', async () => {
+  it('GET /metrics with METRICS_TOKEN set answers only to that bearer; without one it stays open', async () => {
     const token = 'metrics-token-'.repeat(3);
     const readiness = { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} };
     const guarded = await serve({ logger: createLogger({ level: 'silent' }), readiness, metricsToken: token });

@@ -1,9 +1,10 @@
-// Back-pressure (issue 25): a burst of money requests is admitted, queued or refused with 503 or
-// 429, Retry-After and a code, never answered 500; a request refused for load stored nothing, and
-// its retry with the same Idempotency-Key gets the right answer. Every answer of each burst is
-// asserted, not only the accepted ones. The API runs with a pool of 3 connections, so the test's
-// burst is as much more than its pool can serve at once as a burst of thousands is for a
-// production API's 10 on a busy machine; no worker runs, so nothing but the admission is measured.
+// Back-pressure (docs/architecture.md, admission and back-pressure): a burst of money requests is
+// admitted, queued or refused with 503 or 429, Retry-After and a code, never answered 500; a
+// request refused for load stored nothing, and its retry with the same Idempotency-Key gets the
+// right answer. Every answer of each burst is asserted, not only the accepted ones. The API runs
+// with a pool of 3 connections, so the test's burst is as much more than its pool can serve at once
+// as a burst of thousands is for a production API's 10 on a busy machine; no worker runs, so
+// nothing but the admission is measured.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
@@ -55,7 +56,7 @@ async function linkedUser() {
   return { linkId, partnerUserId: `wallet:${user.profileId}` };
 }
 
-describe('a burst of fundings (issue 25 #1)', () => {
+describe('a burst of fundings', () => {
   it('1000 at once from the treasury to 100 recipients: no 500; each refusal says when to retry, and the retry with its key is accepted', async () => {
     const recipients = await Promise.all(Array.from({ length: 100 }, () => linkedUser()));
     const requests = Array.from({ length: 1000 }, (_, index) => ({ key: `burst-${randomUUID()}`, body: { recipient: { type: 'TOKEN', linkId: recipients[index % 100]!.linkId }, amount: amount('1.00') } }));
@@ -93,7 +94,7 @@ describe('a burst of fundings (issue 25 #1)', () => {
   }, 120_000);
 });
 
-describe('bursts on the other money routes (issue 25 #1: the same for payments and adjustments)', () => {
+describe('bursts on the other money routes: the same for payments and adjustments', () => {
   it('500 payments and 500 adjustments at once: no 500; each refusal says when to retry', async () => {
     const users = await Promise.all(Array.from({ length: 50 }, () => linkedUser()));
     const [payments, adjustments] = await Promise.all([

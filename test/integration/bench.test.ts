@@ -33,7 +33,7 @@ describe('walletflow bench', () => {
     }
     expect(level!.walletflow.failed).toBe(0);
     expect(level!.ratio).toBeGreaterThan(0);
-    // The lean floor, measured in the same run, and the shapes of both sides' histories (issue 18).
+    // The lean floor, measured in the same run, and the shapes of both sides' histories.
     expect(level!.lean?.completed).toBeGreaterThan(0);
     expect(level!.lean?.failed).toBe(0);
     expect(level!.lean?.history).toMatchObject({ workflowTasks: 3, activityTasks: 2 });
@@ -50,7 +50,7 @@ describe('walletflow bench', () => {
     // Memory at rest: after the worker onboarded every session the run stored, none left PENDING.
     expect(report.workerRssMiBAtRest?.worker).toBeGreaterThan(0);
     expect(report.onboarding).toMatchObject({ pending: 0 });
-    // Users who opened the page during the session URL's run reached the money page (issue 25 #2).
+    // Users who opened the page during the session URL's run reached the money page.
     expect(report.session?.landers?.users).toBeGreaterThan(0);
     expect(report.session?.landers?.notReached).toBe(0);
     expect(report.session?.landers?.toMoneyPageMs.p99).toBeGreaterThan(0);

@@ -37,7 +37,7 @@ describe('walletflow fund and status against a running stack', () => {
     return { user, code };
   }
 
-  it('reads the cash-in code from standard input with --code alone, so it is in neither the shell history nor ps (issue 26 #7)', async () => {
+  it('reads the cash-in code from standard input with --code alone, so it is in neither the shell history nor ps', async () => {
     const { code } = await codeFor('KYC1');
     const result = await runCliWith(['fund', '--code', '--amount', '3.00', ...target()], { env: { WALLETFLOW_OPS_KEY: stack.opsKey }, input: `${code}\n` });
     expect(result.code, result.stderr).toBe(0);
@@ -105,7 +105,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('an API that is not running: exit 3, says where it looked', async () => {
-    const { findFreePort } = await import('../../cli/stack/ports.ts');
+    const { findFreePort } = await import('../../stack/ports.ts');
     const api = `http://127.0.0.1:${await findFreePort()}`;
     const result = await runCli(['status', randomUUID(), '--api', api], { WALLETFLOW_OPS_KEY: 'anything' });
     expect(result.code).toBe(3);

@@ -241,9 +241,9 @@ describe('session URL and landing page', () => {
     expect(await historyPayloads(handle)).toContain(row.id);
 
     // The web view arrives before onboarding is done, and the wallet does not answer the profile
-    // call that would onboard the user on demand (issue 25): the landing URL answers with the web
-    // session's cookie and a loading page that drops the id from its address (a reload asks for
-    // /app), and keeps answering the loading page at /app.
+    // call that would onboard the user on demand (links/embedded-onboarding.ts): the landing URL
+    // answers with the web session's cookie and a loading page that drops the id from its address
+    // (a reload asks for /app), and keeps answering the loading page at /app.
     await stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]);
     const client = browser();
     const landing = await client.get(`/app?sessionId=${sessionId}`);

@@ -1,6 +1,6 @@
 // A retried execute activity (the worker died, the attempt timed out) may follow an execute that
 // reached the wallet: it retrieves first and sends execute again only when the transfer still
-// shows CREATED (issue 16 #7). The activity runs for real against the sandbox and PostgreSQL, in
+// shows CREATED. The activity runs for real against the sandbox and PostgreSQL, in
 // Temporal's own activity test environment, which sets the attempt number.
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;

@@ -1,10 +1,11 @@
-// One writer at a time (issue 24): a run that may have been overtaken (an orphaned one pass, a
-// stale copy of a workflow on a paused worker, a timed-out activity attempt, an old sweep
-// attempt) never writes, and a run that takes over trusts nothing it did not write. Each test
-// orchestrates one overlap the way it happens in production, deterministically: two runs of one
-// funding or payment on the real sandbox and PostgreSQL, with the wallet calls held and released
-// by the test (test/support/wallet-gate.ts). The step path's calls are the ones the workflow makes
-// for the state its claim saw (workflows/fund-wallet-takeover.ts decides them for both).
+// One writer at a time (docs/architecture.md, who owns a funding): a run that may have been
+// overtaken (an orphaned one pass, a stale copy of a workflow on a paused worker, a timed-out
+// activity attempt, an old sweep attempt) never writes, and a run that takes over trusts nothing it
+// did not write. Each test orchestrates one overlap the way it happens in production,
+// deterministically: two runs of one funding or payment on the real sandbox and PostgreSQL, with
+// the wallet calls held and released by the test (test/support/wallet-gate.ts). The step path's
+// calls are the ones the workflow makes for the state its claim saw
+// (workflows/fund-wallet-takeover.ts decides them for both).
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,12 +14,13 @@ import type { OnePassOutcome, TransferProgress } from '../../activities/funding.
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
 import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 let stack: PartnerStack;
 let fundings: ReturnType<typeof createFundingRecord>;
@@ -61,14 +63,14 @@ const onePass = (run: Activities, fundingId: string): Promise<OnePassOutcome> =>
 async function tokenFunding(): Promise<{ fundingId: string; linkId: string; userId: string }> {
   const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
   const id = randomUUID();
-  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'TOKEN', linkId }, amount: { currency: 'PHP', value: '3.00' } });
+  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'TOKEN', linkId }, amount: moneyOf({ currency: 'PHP', value: '3.00' }) });
   return { fundingId: id, linkId, userId: user.userId };
 }
 async function codeFunding(): Promise<{ fundingId: string; userId: string }> {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const { code } = await stack.admin.cashInCode(user.userId);
   const id = randomUUID();
-  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '2.00' } });
+  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
   return { fundingId: id, userId: user.userId };
 }
 
@@ -107,7 +109,7 @@ async function expectOneOwnerAtATime(fundingId: string) {
   expect(fences).toEqual([...fences].sort((a, b) => a - b));
 }
 
-describe('a pass overtaken by the step path (issue 24)', () => {
+describe('a pass overtaken by the step path', () => {
   it('#1 the step path’s refused create never writes FAILED over the pass’s execute in flight', async () => {
     const gate = walletGate(stack.wallet);
     const { fundingId, linkId, userId } = await tokenFunding();
@@ -245,7 +247,7 @@ describe('a pass overtaken by the step path (issue 24)', () => {
   });
 });
 
-describe('a retried execute (issue 24 #4)', () => {
+describe('a retried execute', () => {
   it('sends no execute that could outlive its attempt after the retrieve used its time', async () => {
     const gate = walletGate(stack.wallet);
     const { fundingId } = await codeFunding();
@@ -271,7 +273,7 @@ describe('a retried execute (issue 24 #4)', () => {
   });
 });
 
-describe('a review park that did not move (issue 24 #5)', () => {
+describe('a review park that did not move', () => {
   it('answers the final state the funding already has, for the workflow to end with', async () => {
     const gate = walletGate(stack.wallet);
     const { fundingId } = await codeFunding();
@@ -285,12 +287,12 @@ describe('a review park that did not move (issue 24 #5)', () => {
   });
 });
 
-describe('payments: a stale run of a payment (issue 24, the same for pay-wallet)', () => {
+describe('payments: a stale run of a payment (the same fences in pay-wallet)', () => {
   it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
     const gate = walletGate(stack.wallet);
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     const id = randomUUID();
-    await payments.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, linkId, amount: { currency: 'PHP', value: '5.00' } });
+    await payments.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, linkId, amount: moneyOf({ currency: 'PHP', value: '5.00' }) });
 
     // Run A (the stale copy) loaded the payment and moved it to CREATING; then B took over.
     const a = runOf(gate, 'a');
@@ -327,7 +329,7 @@ describe('payments: a stale run of a payment (issue 24, the same for pay-wallet)
   });
 });
 
-describe('a live run overtaken by a stale copy’s claim (issue 24, found by the pause-chaos soak)', () => {
+describe('a live run overtaken by a stale copy’s claim (found by the pause-chaos soak)', () => {
   it('takes the funding over again, trusting nothing, and ends it: approved once, never left CREATING', async () => {
     await stack.startWorker();
     // The pass's create is refused with 429 (nothing created): the workflow goes on by its steps after the Retry-After.
@@ -366,8 +368,10 @@ describe('a live run overtaken by a stale copy’s claim (issue 24, found by the
     expect(funding.status).toBe('APPROVED');
     expect(await executionsOf(await transfersOf(fundingId))).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('4.00');
-    const description = await stack.temporal.workflow.getHandle(funding.workflowId).describe();
-    expect(description.status.name).toBe('COMPLETED');
+    // The record is final a moment before the workflow closes (its last activity's answer is still on its way).
+    const handle = stack.temporal.workflow.getHandle(funding.workflowId);
+    await handle.result();
+    expect((await handle.describe()).status.name).toBe('COMPLETED');
     await expectOneOwnerAtATime(fundingId);
   }, 60_000);
 });

@@ -1,10 +1,10 @@
-// Issue 18, flat with data: on a database of its own with 20,000 fundings and 4,000 payments of
-// preloaded history (harness/bench-preload.ts), the preload keeps the ledger's invariants, and the
-// statements behind POST /ops/fundings (idempotent insert, limits, hold), a funding's workflow steps
-// (moves, settle), GET /ops/fundings and /ops/payments pages (by status, by cursor) and the sweep's
-// recent-failures read are recorded as the real code sends them and EXPLAINed: none plans a
-// sequential scan of a history table, and the list pages read the (status, created_at, id) index
-// from their cursor. Plan node types only: no wall-clock bound.
+// Flat with data (docs/benchmarks.md): on a database of its own with 20,000 fundings and 4,000
+// payments of preloaded history (harness/bench-preload.ts), the preload keeps the ledger's
+// invariants, and the statements behind POST /ops/fundings (idempotent insert, limits, hold), a
+// funding's workflow steps (moves, settle), GET /ops/fundings and /ops/payments pages (by status,
+// by cursor) and the sweep's recent-failures read are recorded as the real code sends them and
+// EXPLAINed: none plans a sequential scan of a history table, and the list pages read the (status,
+// created_at, id) index from their cursor. Plan node types only: no wall-clock bound.
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,10 +14,12 @@ import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { fullScans, isPlannable, plannedScans, recordingDatabase, type PlannedScan, type RecordedStatement } from '../../harness/query-plans.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { createLedger } from '../../ledger/ledger.ts';
-import { defaultFundingLimits, userHeadroom } from '../../ledger/limits.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { defaultFundingLimits } from '../../ledger/limits.ts';
+import { userUsage } from '../../fundings/funding-usage.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 const serverUrl = inject('databaseUrl');
 const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
@@ -50,7 +52,7 @@ async function plans(statements: RecordedStatement[]): Promise<Array<{ text: str
 const noFullScans = (planned: Array<{ text: string; scans: PlannedScan[] }>) =>
   planned.flatMap((each) => fullScans(each.scans).map((scan) => `${scan.node} on ${scan.table}: ${each.text.replace(/\s+/g, ' ').slice(0, 300)}`));
 
-describe('flat with data (issue 18)', () => {
+describe('flat with data', () => {
   it('preloads history whose ledger keeps its invariants', async () => {
     expect(summary).toMatchObject({ fundings: 20_000, payments: 4_000, links: 200 });
     expect(summary.fundingEvents).toBeGreaterThan(3 * 20_000);
@@ -81,7 +83,7 @@ describe('flat with data (issue 18)', () => {
           requestFingerprint: 'a'.repeat(64),
           workflowId: `funding-flat-${id}`,
           recipient: source ? { type: 'TOKEN', linkId } : { type: 'CODE', code: '1234567' },
-          amount: { currency: 'PHP', value: '10.00' },
+          amount: moneyOf({ currency: 'PHP', value: '10.00' }),
           ...(source ? { source: { type: 'USER_BALANCE' as const, partnerUserId: source } } : {}),
           requestedBy: 'flat-test',
         };
@@ -94,7 +96,7 @@ describe('flat with data (issue 18)', () => {
       expect(await fundings.insert(treasury)).toBe(false); // a repeated key
       await fundings.getByIdempotencyKey(treasury.idempotencyKey);
       await fundings.findWithEvents(treasury.id);
-      await userHeadroom(recording.database, defaultFundingLimits, partnerUserId);
+      await userUsage(recording.database, partnerUserId, defaultFundingLimits.timeZone);
       // The workflow's steps, to APPROVED: the hold posted in the final move's transaction.
       await fundings.move(treasury.id, 'CREATING', { detail: 'creating' });
       await fundings.storeTransferId(treasury.id, `TRF-${randomUUID()}`);

@@ -1,4 +1,4 @@
-// Honest final states for fundings (issue 16, contract section 11): once an execute's outcome is
+// Honest final states for fundings (contract section 11): once an execute's outcome is
 // unknown, a funding ends only from a final wallet state or through review, never in a guessed
 // FAILED. The sandbox's late-effect fault is the slow gateway: every execute is answered 504 and
 // processed later, after the caller gave up.
@@ -68,7 +68,7 @@ async function ledgerTransfer(transferId: string | null) {
 }
 
 describe('a funding whose executes stay unknown', () => {
-  it('goes to NEEDS_REVIEW with the evidence, not FAILED, while a queued execute can still land (issue 16 #1)', async () => {
+  it('goes to NEEDS_REVIEW with the evidence, not FAILED, while a queued execute can still land', async () => {
     // Every execute times out at the gateway and is processed 30 s later: after the workflow has
     // used up its executes, each retrieve having shown the intent still CREATED.
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'late-effect', rate: 1, delayMs: 30_000 }]);

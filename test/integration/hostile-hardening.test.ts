@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { HSTS_HEADER } from '../../api/http/security-headers.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { findFreePort } from '../../cli/stack/ports.ts';
+import { findFreePort } from '../../stack/ports.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseRawResponse, rawHttp, type RawResponse } from '../support/raw-http.ts';

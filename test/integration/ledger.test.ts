@@ -11,9 +11,10 @@ import { createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
 import type { LimitRefusal} from '../../ledger/limits.ts';
 import { defaultFundingLimits, type FundingLimits } from '../../ledger/limits.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 const database = createDatabase(inject('databaseUrl'), { maxConnections: 20 });
 afterAll(() => database.$disconnect());
@@ -34,7 +35,7 @@ function withdrawal(partnerUserId: string | null, value = '10.00'): NewFunding {
     requestFingerprint: '0'.repeat(64),
     workflowId: `funding-ledger-${id}`,
     recipient: { type: 'TOKEN', linkId: randomUUID() },
-    amount: { currency: 'PHP', value },
+    amount: moneyOf({ currency: 'PHP', value }),
     ...(partnerUserId ? { source: { type: 'USER_BALANCE' as const, partnerUserId } } : {}),
   };
 }
@@ -228,7 +229,7 @@ describe('adjustments and payments', () => {
     const link = await database.link.create({ data: { partnerUserId: user, profileId: randomUUID(), kind: 'EMBEDDED', scopes: [] } });
     const pay = async (purpose: 'DEPOSIT' | 'PURCHASE') => {
       const id = randomUUID();
-      await payments.insert({ id, idempotencyKey: `p-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `pw-${id}`, linkId: link.id, amount: { currency: 'PHP', value: '12.00' }, purpose });
+      await payments.insert({ id, idempotencyKey: `p-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `pw-${id}`, linkId: link.id, amount: moneyOf({ currency: 'PHP', value: '12.00' }), purpose });
       await payments.markCreating(id);
       await payments.beginExecute(id, null);
       await payments.finish(id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null });

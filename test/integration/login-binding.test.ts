@@ -202,7 +202,7 @@ describe('login URLs and signed login tokens', () => {
   });
 });
 
-describe('signed login tokens, round three (issue 26 #1)', () => {
+describe('signed login tokens: re-encodings, other JWTs, pinned numbers', () => {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
   /** The same token with its signature's last character changed in the 2 bits base64url leaves unused: the same bytes. */
   const reEncodings = (token: string) => {

@@ -11,7 +11,7 @@ import { createLogger } from '../../lib/logger.ts';
 import type { OnboardingStartOutcome } from '../../lib/metrics.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';

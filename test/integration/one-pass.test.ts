@@ -1,4 +1,4 @@
-// A fresh funding's one pass (activities/funding.ts fundInOnePass, issue 18): the whole happy path
+// A fresh funding's one pass (activities/funding.ts fundInOnePass): the whole happy path
 // in one local activity, which Temporal may run again when its workflow task fails after it (the
 // result of a local activity is kept only with the task's completion). Run again, it must find the
 // funding past PENDING and hand over to the step-by-step path, never create or execute twice; and
@@ -11,9 +11,10 @@ import { createActivities } from '../../activities/index.ts';
 import type { OnePassOutcome } from '../../activities/funding.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 let stack: PartnerStack;
 let activities: ReturnType<typeof createActivities>;
@@ -38,7 +39,7 @@ async function pendingFunding(): Promise<string> {
   const { code } = await stack.admin.cashInCode(user.userId);
   const id = randomUUID();
   const key = `one-pass-${id}`;
-  await fundings.insert({ id, idempotencyKey: key, requestFingerprint: key, workflowId: key, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '2.00' } });
+  await fundings.insert({ id, idempotencyKey: key, requestFingerprint: key, workflowId: key, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
   return id;
 }
 
@@ -95,7 +96,7 @@ describe('a fresh funding in one pass', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     const id = randomUUID();
-    await fundings.insert({ id, idempotencyKey: `one-pass-${id}`, requestFingerprint: id, workflowId: `one-pass-${id}`, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '2.00' } });
+    await fundings.insert({ id, idempotencyKey: `one-pass-${id}`, requestFingerprint: id, workflowId: `one-pass-${id}`, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
     expect(await pass(id)).toMatchObject({ kind: 'finished', status: 'REJECTED', errorCode: 'M133', transferId: null });
     expect(await timeline(id)).toEqual(['PENDING', 'CREATING', 'REJECTED']);
   });
@@ -137,7 +138,7 @@ describe('a fresh funding in one pass', () => {
 });
 
 describe('a final state that says nothing was sent', () => {
-  it('is not written over a funding another run moved to EXECUTING (the review of issue 18: FAILED after money may have moved)', async () => {
+  it('is not written over a funding another run moved to EXECUTING (that would be FAILED after money may have moved)', async () => {
     const fundingId = await pendingFunding();
     // Another run got as far as EXECUTING (its transfer stored, its execute possibly sent).
     expect(await fundings.move(fundingId, 'CREATING', {})).toBe(true);

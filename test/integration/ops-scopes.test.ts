@@ -81,7 +81,7 @@ describe('scoped ops keys', () => {
   });
 });
 
-describe('whose balance a key may draw (issue 26 #6)', () => {
+describe('whose balance a key may draw', () => {
   /** A linked wallet for a partner user with a partner balance of 100.00. */
   async function userWithBalance() {
     const { createEmbeddedLink } = await import('../support/embedded-link.ts');
@@ -135,7 +135,7 @@ describe('whose balance a key may draw (issue 26 #6)', () => {
   });
 });
 
-describe('every ops write is attributed (issue 26 #3)', () => {
+describe('every ops write is attributed', () => {
   it('each write route of the OpenAPI document leaves the acting key’s name behind, whatever it answered', async () => {
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, unknown>> };
     const writes = Object.entries(document.paths)

@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { createCodecApp, type JsonPayload } from '../../cli/stack/codec-endpoint.ts';
+import { createCodecApp, type JsonPayload } from '../../stack/codec-endpoint.ts';
 import { AesGcmPayloadCodec, type PayloadKey } from '../../lib/payload-codec.ts';
 import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import type { FundingView } from '../../domain/funding.ts';

@@ -83,7 +83,7 @@ describe('payments', () => {
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(0);
   });
 
-  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED: SUCCEEDED with the evidence, not review (issue 16 #4)', async () => {
+  it('an execute whose answer is lost, then PAYMENT_ALREADY_EXECUTED: SUCCEEDED with the evidence, not review', async () => {
     const { user, linkId } = await linkedUser('100.00');
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
     const started = await postPayment({ linkId, amount: { currency: 'PHP', value: '20.00' } });

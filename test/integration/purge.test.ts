@@ -1,7 +1,8 @@
-// The purge (issue 17): login states, login grants, web sessions and embedded sessions are deleted
-// by the purgeExpired workflow once their expiry lies past the retention margin, in bounded batches,
-// and the worker's Schedule runs it. Rows of other tests in the shared database expired minutes or
-// hours ago; the margin used here is a week, so only this file's rows are old enough.
+// The purge (the walletflow-purge schedule): login states, login grants, web sessions and embedded
+// sessions are deleted by the purgeExpired workflow once their expiry lies past the retention
+// margin, in bounded batches, and the worker's Schedule runs it. Rows of other tests in the shared
+// database expired minutes or hours ago; the margin used here is a week, so only this file's rows
+// are old enough.
 import { spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';

@@ -13,7 +13,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../workflows/reconcile.contract.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -76,7 +76,7 @@ describe('reconciliation sweep', () => {
     const a = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: approvedTransfer.data.transferId });
 
     // b. Its workflow is gone after an execute may have been sent, and the transfer still shows
-    // CREATED: an execute may still be queued at the wallet, so review, never FAILED (issue 16 #1).
+    // CREATED: an execute may still be queued at the wallet, so review, never FAILED.
     const unexecuted = await codeOfNewUser();
     const createdTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: unexecuted.code }, amount: { currency: 'PHP', value: '12.00' } });
     const b = await insertFunding({ status: 'EXECUTING', code: unexecuted.code, transferId: createdTransfer.data.transferId });
@@ -136,7 +136,7 @@ describe('reconciliation sweep', () => {
       },
     });
 
-    // One row a page: the sweep pages through every candidate, the newest too (issue 16 #6).
+    // One row a page: the sweep pages through every candidate, the newest too.
     const report = await sweep(600, 1);
     const action = (id: string) => report.items.find((item) => item.fundingId === id)?.action;
     expect(action(a)).toBe('finished-from-wallet');
@@ -210,7 +210,7 @@ describe('reconciliation sweep', () => {
     expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
   });
 
-  it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes (issue 24 #6)', async () => {
+  it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes', async () => {
     const workflowId = `reconcile-test-${randomUUID()}`;
     const handle = await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
     await handle.result();
@@ -221,7 +221,7 @@ describe('reconciliation sweep', () => {
     expect(heartbeatSeconds).toBeLessThanOrEqual(60);
   });
 
-  it('an attempt that Temporal cut off (its heartbeat answered cancelled) writes nothing more (issue 24 #6)', async () => {
+  it('an attempt that Temporal cut off (its heartbeat answered cancelled) writes nothing more', async () => {
     const executed = await codeOfNewUser();
     const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
     await stack.wallet.executeTransfer(transfer.data.transferId);

@@ -6,8 +6,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it, vi } from 'vitest';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { createDatabase } from '../../lib/database.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord, type NewPayment } from '../../payments/payment-record.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 const database = createDatabase(inject('databaseUrl'));
 afterAll(() => database.$disconnect());
@@ -25,13 +26,13 @@ function newFunding(code = '1234567'): NewFunding {
     requestFingerprint: '0'.repeat(64),
     workflowId: `funding-records-${id}`,
     recipient: { type: 'CODE', code },
-    amount: { currency: 'PHP', value: '10.00' },
+    amount: moneyOf({ currency: 'PHP', value: '10.00' }),
   };
 }
 
 function newPayment(): NewPayment {
   const id = randomUUID();
-  return { id, idempotencyKey: `records-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `payment-records-${id}`, linkId: randomUUID(), amount: { currency: 'PHP', value: '5.00' } };
+  return { id, idempotencyKey: `records-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `payment-records-${id}`, linkId: randomUUID(), amount: moneyOf({ currency: 'PHP', value: '5.00' }) };
 }
 
 const timeline = async (fundingId: string) => (await fundings.findWithEvents(fundingId))!.events.map((event) => event.status);

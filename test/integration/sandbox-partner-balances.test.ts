@@ -1,4 +1,4 @@
-// The sandbox launcher shows each user's partner balance (issue 15): the sandbox reads it over HTTP
+// The sandbox launcher shows each user's partner balance: the sandbox reads it over HTTP
 // from walletflow's ops API (GET /ops/accounts/wallet:{profileId}) with a read-only ops key its
 // settings hold. The key is never shown: not on the page, not in the settings' answer.
 import { randomBytes, randomUUID } from 'node:crypto';

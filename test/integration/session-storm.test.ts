@@ -1,4 +1,4 @@
-// A session storm (issue 25 #2): thousands of users open the partner's tile in the same minute and
+// A session storm: thousands of users open the partner's tile in the same minute and
 // the worker onboards them in order, but a user who has reached the landing page is onboarded on
 // demand by the API (links/embedded-onboarding.ts through the dispatcher's expedite), ahead of the
 // backlog. Here no worker runs at all while the user lands, which is the worst backlog there is;
@@ -20,7 +20,7 @@ async function launch(userId: string): Promise<{ sessionId: string }> {
   return answer.body;
 }
 
-describe('a user who lands during a session storm (issue 25 #2)', () => {
+describe('a user who lands during a session storm', () => {
   it('gets the money page at once, though no worker has onboarded anyone yet; the workflow later finds the session done', async () => {
     // The storm: 40 users' tiles opened, their onboardings waiting for a worker that is not there.
     const crowd = await Promise.all(Array.from({ length: 40 }, () => stack.admin.createUser({ kycLevel: 'KYC1', balance: '10.00' })));

@@ -148,7 +148,7 @@ describe('token vault', () => {
     clockOffsetMs += (604_800 + 60) * 1000;
   });
 
-  it('a refused client-credentials grant (a rotated client secret) never strands the link (issue 16 #2)', async () => {
+  it('a refused client-credentials grant (a rotated client secret) never strands the link', async () => {
     const { linkId } = await createEmbeddedLink(stack, {}, { expired: true });
     const rotated = stack.createVault({ now, wallet: { clientSecret: 'an-old-client-secret' } });
     const failure = await rotated.getAccessToken(linkId).catch((error: unknown) => error);
@@ -160,7 +160,7 @@ describe('token vault', () => {
     expect(token.version).toBe(2);
   });
 
-  it('a standalone refresh refused for the client (invalid_client) is retryable, not REAUTH_REQUIRED (issue 16 #2)', async () => {
+  it('a standalone refresh refused for the client (invalid_client) is retryable, not REAUTH_REQUIRED', async () => {
     const { linkId } = await standaloneLink();
     const later = () => now() + 3_600_000;
     const failure = await stack.createVault({ now: later, wallet: { clientSecret: 'an-old-client-secret' } }).getAccessToken(linkId).catch((error: unknown) => error);
@@ -169,7 +169,7 @@ describe('token vault', () => {
     expect((await stack.createVault({ now: later }).getAccessToken(linkId)).version).toBe(2);
   });
 
-  it('a refresh that outlives its transaction is saved again: rotated tokens are never lost (issue 16 #3)', async () => {
+  it('a refresh that outlives its transaction is saved again: rotated tokens are never lost', async () => {
     const { user, linkId } = await createEmbeddedLink(stack, {}, { expired: true });
     // The rotation takes longer than the lock's transaction lives here: the wallet has rotated the
     // pair by the time the first save is refused.
@@ -187,7 +187,7 @@ describe('token vault', () => {
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
   });
 
-  it('an older onboarding never overwrites newer tokens (issue 16 #3)', async () => {
+  it('an older onboarding never overwrites newer tokens', async () => {
     const { user, linkId, issued } = await createEmbeddedLink(stack, {}, { expired: true });
     await advance(1);
     const refreshed = await stack.createVault({ now }).getAccessToken(linkId);
@@ -223,7 +223,7 @@ describe('token vault', () => {
 describe('key rotation (walletflow rotate-keys)', () => {
   it('re-encrypts stored tokens under the new first key; the old key can then leave the ring', async () => {
     const { randomBytes } = await import('node:crypto');
-    const { createTokenCipher } = await import('../../links/token-cipher.ts');
+    const { createTokenCipher } = await import('../../lib/token-cipher.ts');
     const { createTokenStore } = await import('../../links/token-store.ts');
     const { rotateKeys } = await import('../../cli/rotate-keys.ts');
     const user = await stack.admin.createUser();
@@ -248,10 +248,10 @@ describe('key rotation (walletflow rotate-keys)', () => {
     expect((await onlyNew.read(stack.database, linkId))?.version).toBe(1);
   });
 
-  it('re-seals every sealed column of the schema, webhook endpoint secrets included (issue 26 #2)', async () => {
+  it('re-seals every sealed column of the schema, webhook endpoint secrets included', async () => {
     const { randomBytes } = await import('node:crypto');
     const { readFile } = await import('node:fs/promises');
-    const { createTokenCipher } = await import('../../links/token-cipher.ts');
+    const { createTokenCipher } = await import('../../lib/token-cipher.ts');
     const { webhookSecretContext } = await import('../../webhooks/webhook-store.ts');
     const { rotateKeys, rotatedColumns } = await import('../../cli/rotate-keys.ts');
     // Every column the schema seals (Bytes holds nothing else here) is one the rotation re-seals.

@@ -10,8 +10,8 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleWorkflows } from '../../cli/stack/workflow-bundle.ts';
-import { findFreePort } from '../../cli/stack/ports.ts';
+import { bundleWorkflows } from '../../stack/workflow-bundle.ts';
+import { findFreePort } from '../../stack/ports.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { tracedBundlePath } from '../../lib/tracing-bundle.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
@@ -124,7 +124,7 @@ describe('tracing', () => {
     const runWorkflow = one('RunWorkflow:fundWallet');
     expect(runWorkflow).toMatchObject({ service: 'walletflow-worker', parentSpanId: startWorkflow.spanId });
     // Each activity: scheduled by the workflow, run under its scheduling. A fresh funding runs in one
-    // pass, a local activity (issue 18): its scheduling and its run are spans as an activity's are.
+    // pass, a local activity: its scheduling and its run are spans as an activity's are.
     const runActivities = trace.filter((span) => span.name.startsWith('RunActivity:'));
     expect(runActivities.map((span) => span.name)).toEqual(expect.arrayContaining(['RunActivity:fundInOnePass']));
     for (const run of runActivities) {

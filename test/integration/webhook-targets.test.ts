@@ -1,13 +1,13 @@
-// Where webhooks may go in production (issue 26 #4): never an address inside walletflow's own
-// network, checked at registration and again at every delivery attempt on every address the
-// endpoint's name resolves to; https only. In development any http(s) URL still works
+// Where webhooks may go in production (webhooks/target-guard.ts): never an address inside
+// walletflow's own network, checked at registration and again at every delivery attempt on every
+// address the endpoint's name resolves to; https only. In development any http(s) URL still works
 // (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { sendWebhook } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 import { createWebhookStore } from '../../webhooks/webhook-store.ts';
@@ -34,7 +34,7 @@ afterAll(async () => {
   await stack.close();
 });
 
-describe('webhook targets (issue 26 #4)', () => {
+describe('webhook targets', () => {
   it('knows an internal address in every spelling, and a public one', () => {
     // Including the IPv6 forms that carry an IPv4 address a gateway may translate (found by a second read).
     for (const address of ['127.0.0.1', '10.1.2.3', '172.20.0.5', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '2002:7f00:1::1', '::7f00:1', 'fec0::1', '2001:0:4136:e378::1']) {

@@ -14,11 +14,12 @@ import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/w
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../links/token-cipher.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
 import type { WalletClient } from '../../wallet/index.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
+import { moneyOf } from '../../domain/money.ts';
 
 let stack: PartnerStack;
 let worker: Worker;
@@ -117,7 +118,7 @@ const fundings = () => createFundingRecord({ database: stack.database, cipher: c
 
 function newFunding(): NewFunding {
   const id = randomUUID();
-  return { id, idempotencyKey: `webhooks-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-webhooks-${id}`, recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '10.00' } };
+  return { id, idempotencyKey: `webhooks-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-webhooks-${id}`, recipient: { type: 'CODE', code: '1234567' }, amount: moneyOf({ currency: 'PHP', value: '10.00' }) };
 }
 
 /** A funding stored and cancelled: PENDING → FAILED, one funding.failed event. */

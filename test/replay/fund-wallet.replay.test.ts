@@ -129,7 +129,7 @@ describe('fundWallet paths: what each stored history shows (the step-by-step pat
 const eventCount = async (name: string, eventType: string) =>
   ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter((event) => event.eventType === eventType).length;
 
-describe('fundWallet paths today: a fresh funding in one pass (issue 18)', () => {
+describe('fundWallet paths today: a fresh funding in one pass', () => {
   it('code-approved: one workflow task, no activity task, one patch marker, one local activity, one status write', async () => {
     const { result, patches, activities } = await facts('code-approved');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });

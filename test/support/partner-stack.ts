@@ -11,7 +11,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { createMetrics, type Metrics } from '../../lib/metrics.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
 import type { TokenStore } from '../../links/token-store.ts';
-import { sandboxWalletVariables } from '../../cli/stack/sandbox-wallet.ts';
+import { sandboxWalletVariables } from '../../stack/sandbox-wallet.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';

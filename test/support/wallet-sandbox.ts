@@ -1,7 +1,7 @@
 // The sandbox for the wallet client's integration tests: start it, drive its admin API, log in
 // through its HTML pages with plain HTTP, and build a client from its partner registration.
 import { expect } from 'vitest';
-import { sandboxWalletConfig } from '../../cli/stack/sandbox-wallet.ts';
+import { sandboxWalletConfig } from '../../stack/sandbox-wallet.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import { startSandbox } from '../../sandbox/server.ts';
 import type { PartnerRegistration, RunningSandbox } from '../../sandbox/server.ts';

@@ -1,4 +1,4 @@
-// WALLET_TIMEOUT_MS against the execute activities' time-outs (issue 16 #7): the worker refuses a
+// WALLET_TIMEOUT_MS against the execute activities' time-outs: the worker refuses a
 // wallet time-out that could leave an execute in flight when its activity times out and is retried.
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/config.ts';

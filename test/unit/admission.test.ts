@@ -1,4 +1,4 @@
-// The admission gate in front of the database pool (lib/admission.ts, issue 25): at most
+// The admission gate in front of the database pool (lib/admission.ts): at most
 // maxInFlight run, the next maxQueued wait in order, at most maxWaitMs each; what the line cannot
 // take is refused at once with Overloaded (503 and Retry-After at the API); one key's work runs
 // one after the other.

@@ -139,7 +139,7 @@ describe('loadConfig', () => {
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '0.0.0.0/0' }],
     ['TEMPORAL_TLS', { TEMPORAL_TLS: '' }],
     ['IDEMPOTENCY_FINGERPRINT_KEY', { IDEMPOTENCY_FINGERPRINT_KEY: '' }],
-    // Issue 26 #5: plaintext wallet URLs, no payload encryption, the sample database password, open metrics.
+    // Also refused: plaintext wallet URLs, no payload encryption, the sample database password, open metrics.
     ['CONNECT_URL', { CONNECT_URL: 'http://wallet.example/connect/' }],
     ['OP_URL', { OP_URL: 'http://wallet.example/op' }],
     ['TRANSFER_URL', { TRANSFER_URL: 'http://wallet.example/v1' }],

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
-import { findJemalloc, jemallocCandidates, workerEnvironment, workerNodeOptions } from '../../cli/stack/child-process.ts';
+import { findJemalloc, jemallocCandidates, workerEnvironment, workerNodeOptions } from '../../stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -63,7 +63,7 @@ describe('docker-compose.yml', () => {
   it('lets the worker scale (no fixed name, no published port)', () => {
     expect(services.worker?.container_name).toBeUndefined();
     expect(services.worker?.ports).toBeUndefined();
-    // With the young generation capped as the stacks run their workers (cli/stack/child-process.ts).
+    // With the young generation capped as the stacks run their workers (stack/child-process.ts).
     expect(services.worker?.command).toEqual(['node', workerNodeOptions, 'dist/worker/main.js']);
     // And on jemalloc, at the path the image links it to (the first place the stacks look).
     expect(services.worker?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
@@ -123,7 +123,7 @@ describe('Dockerfile', () => {
     const stages = dockerfile.split(/^(?=FROM )/m).filter((stage) => stage.startsWith('FROM '));
     const runtime = stages.at(-1)!;
     expect(dockerfile).toMatch(/^RUN npm run build$/m);
-    // The build stage installs exactly the lockfile (issue 26 #7).
+    // The build stage installs exactly the lockfile (no version drifts in at build time).
     expect(stages[0]).toMatch(/^RUN npm ci\b/m);
     expect(stages[0]).not.toMatch(/^RUN npm install\b/m);
     expect(dockerfile).toMatch(/^RUN npm install --omit=dev --omit=optional --ignore-scripts\b/m);

@@ -1,9 +1,10 @@
 // The documentation works in a plain clone: every relative link and image in README.md and
 // docs/**/*.md points at a file of this repository, nothing points outside it (such as the
-// ../shared folder some machines have beside the clone), every #anchor into a markdown file names
-// one of its headings (GitHub's slugs), and every repository path written in backticks
-// (`links/token-vault.ts`) still exists, so a moved file cannot leave the docs stale.
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+// ../shared folder some machines have beside the clone), and every #anchor into a markdown file
+// names one of its headings (GitHub's slugs). Repository paths written as text
+// (`links/token-vault.ts`), in the docs and in code alike, are checked by
+// test/unit/named-paths.test.ts.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -73,18 +74,6 @@ function headingAnchors(text: string): Set<string> {
 
 const isExternal = (target: string) => /^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//');
 
-/** Paths in backticks that name a file of the repository: folders and a file name with an extension. */
-const repositoryPath = /^(?:\.\/)?(?:[\w.-]+\/)+[\w.-]+\.(?:ts|mjs|cjs|js|md|sh|json|prisma|ya?ml|svg|png|sql)$/;
-/** Written at run time, not part of a clone. */
-const runtimePrefixes = ['.walletflow/', 'test-results/', 'generated/', 'node_modules/', 'dist/'];
-
-function codePaths(file: string, text: string): Target[] {
-  const body = withoutFences(text);
-  return [...body.matchAll(/`([^`\n]+)`/g)]
-    .map((match) => ({ file, line: lineOf(body, match.index), target: match[1]!.trim() }))
-    .filter(({ target }) => repositoryPath.test(target) && !runtimePrefixes.some((prefix) => target.startsWith(prefix)));
-}
-
 const relative = (target: Target) => `${path.relative(root, target.file)}:${target.line} → ${target.target}`;
 
 describe('documentation links', () => {
@@ -100,9 +89,6 @@ describe('documentation links', () => {
       'a-title',
       '8-walletflows-own-http-surface-fixed',
       'a-title-1',
-    ]);
-    expect(codePaths('x.md', '`links/token-vault.ts` `/docs/openapi.json` `bench/results/<name>.json` `.walletflow/dev-state.json` `npm test`').map((t) => t.target)).toEqual([
-      'links/token-vault.ts',
     ]);
   });
 
@@ -122,17 +108,6 @@ describe('documentation links', () => {
       }
     }
     expect(broken).toEqual([]);
-  });
-
-  it('names only repository files that exist when it writes a path in backticks', () => {
-    const stale: string[] = [];
-    for (const file of files) {
-      for (const code of codePaths(file, readFileSync(file, 'utf8'))) {
-        const candidates = [path.resolve(root, code.target), path.resolve(path.dirname(file), code.target)];
-        if (!candidates.some((candidate) => existsSync(candidate) && statSync(candidate).isFile())) stale.push(relative(code));
-      }
-    }
-    expect(stale).toEqual([]);
   });
 
   it("keeps the README to a newcomer's five minutes: at most 150 lines, the two commands first, two pictures", () => {

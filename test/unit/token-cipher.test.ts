@@ -2,7 +2,7 @@
 // under another key or bound to another row.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createTokenCipher, TokenCipherError } from '../../links/token-cipher.ts';
+import { createTokenCipher, TokenCipherError } from '../../lib/token-cipher.ts';
 
 describe('token cipher', () => {
   const cipher = createTokenCipher(randomBytes(32));

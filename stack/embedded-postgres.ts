@@ -3,7 +3,7 @@
 import { existsSync } from 'node:fs';
 import { chmod, chown, mkdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { ensureDatabaseExists } from '../../lib/database.ts';
+import { ensureDatabaseExists } from '../lib/database.ts';
 
 export interface EmbeddedPostgresOptions {
   /** Data directory; created and initialised on first use. */

@@ -4,11 +4,11 @@
 // with its service URLs as walletflow's wallet variables (CONNECT_URL, …, lib/config.ts), and as
 // the wallet client settings loadConfig reads from those variables, as the worker and API do.
 //
-// Why in cli/stack/: the sandbox never imports partner code, and wallet/ (the production client)
-// may not import the sandbox, nor should it carry wiring only development and tests use; cli/ may
-// import anything, and harness/ and test/ may import cli/ (test/ is not for the CLI to import).
-import { loadConfig, type WalletServiceConfig, type walletServiceVariables } from '../../lib/config.ts';
-import type { PartnerRegistration, RunningSandbox } from '../../sandbox/server.ts';
+// Why in stack/: the sandbox never imports partner code, and wallet/ (the production client)
+// may not import the sandbox, nor should it carry wiring only development and tests use; the
+// stack is what cli/, harness/ and test/ share, and it imports none of them.
+import { loadConfig, type WalletServiceConfig, type walletServiceVariables } from '../lib/config.ts';
+import type { PartnerRegistration, RunningSandbox } from '../sandbox/server.ts';
 
 /** The sandbox as a wallet service: its three service URLs and its partner registration. */
 export type SandboxWalletService = Pick<RunningSandbox, 'connectUrl' | 'opUrl' | 'transferUrl' | 'partner'>;

@@ -4,11 +4,11 @@
 // (scripts/bundle-workflows.ts builds the production bundle, with all its output.)
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runsCompiled } from '../../lib/project-root.ts';
-import { tracingWorkflowModules } from '../../lib/tracing-bundle.ts';
+import { runsCompiled } from '../lib/project-root.ts';
+import { tracingWorkflowModules } from '../lib/tracing-bundle.ts';
 
 // Compiled (dist/), the workflows are JavaScript beside this file's own.
-const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), runsCompiled ? '../../workflows/index.js' : '../../workflows/index.ts');
+const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), runsCompiled ? '../workflows/index.js' : '../workflows/index.ts');
 
 const ignore = () => {};
 

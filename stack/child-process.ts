@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { entryArgs } from '../../lib/project-root.ts';
+import { entryArgs } from '../lib/project-root.ts';
 
 /**
  * glibc's malloc keeps up to 8 arenas per core for a process's threads (the Temporal SDK's Rust

@@ -7,7 +7,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler } from 'express';
 import { z } from 'zod';
 import type { Payload, PayloadCodec } from '@temporalio/common';
-import { PayloadCodecError } from '../../lib/payload-codec.ts';
+import { PayloadCodecError } from '../lib/payload-codec.ts';
 
 const base64 = z.string().max(8_000_000).regex(/^[A-Za-z0-9+/=_-]*$/, 'must be base64');
 

@@ -5,9 +5,9 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
-import { searchAttributes } from '../../domain/search-attributes.ts';
+import { searchAttributes } from '../domain/search-attributes.ts';
 import { findFreePort, waitForPort } from './ports.ts';
-import { projectRoot } from '../../lib/project-root.ts';
+import { projectRoot } from '../lib/project-root.ts';
 
 
 /**
@@ -31,7 +31,7 @@ export function resolveTemporalCli(): string {
  * Dynamic configuration walletflow runs Temporal with (the dev server's --dynamic-config-value, the
  * bench's real server, deploy/temporal/dynamicconfig.yaml for compose): eager activity dispatch,
  * off by default in the server, hands an activity scheduled by a workflow task straight back to the
- * worker that completed it, saving a matching round trip per activity (issue 18).
+ * worker that completed it, saving a matching round trip per activity (docs/benchmarks.md).
  */
 export const temporalDynamicConfig = { 'system.enableActivityEagerExecution': true } as const;
 

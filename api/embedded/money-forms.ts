@@ -1,0 +1,189 @@
+// The money page's forms (application/x-www-form-urlencoded, at most 4 KiB and 10 fields): POST
+// /app/top-up withdraws from the user's partner balance to their own wallet (a funding), POST
+// /app/pay deposits from the wallet into it (a payment). Both are CSRF-protected (the synchronizer
+// token of the page that showed the form) and their idempotency key is bound to the form instance,
+// so a resent form starts nothing new; a started one answers 303 to its progress page.
+import express, { type Request, type Response, type Router } from 'express';
+import { z } from 'zod';
+import { amountSchema, normaliseAmount, type Amount } from '../../domain/money.ts';
+import { rateLimitedPageAnswer } from '../http/rate-limit.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, htmlAnswer, named, redirectAnswer, type AnswerSpec, type AnyRouteSpec } from '../http/route-spec.ts';
+import type { LandingContext } from './landing-context.ts';
+import { messagePages } from './landing-messages.ts';
+import { securityHeaders, sendMessage } from './landing-responses.ts';
+import type { MoneyPage } from './money-page.ts';
+import { appIdempotencyPrefix, csrfMatches, type AppSessionView } from './web-sessions.ts';
+
+/**
+ * The top-up and pay forms (application/x-www-form-urlencoded). Each field is checked on its own:
+ * a missing or wrong CSRF token is 403 (csrfMatches), a bad form key 400, an amount the page
+ * cannot read shows the page again with a message (amountFrom).
+ */
+export const appFormSchema = z.object({
+  /** The synchronizer token of the page that showed the form. */
+  csrf: z.string().min(1).max(128),
+  /** Chosen by the page per form instance: it is the form's idempotency key (a resend starts nothing new). */
+  formKey: z.uuid(),
+  /** Pesos as typed: "50", "50.25", "1,000.50". */
+  amount: z.string(),
+});
+
+const appForm = named('AppForm', appFormSchema);
+
+const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> => ({
+  '200': htmlAnswer('onboarding is still running: the loading page'),
+  '303': redirectAnswer(`started (or already started by this form): to its progress page, ${progressPath}`),
+  '400': htmlAnswer('the page again with a message about the amount, or a malformed form key'),
+  '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
+  '403': htmlAnswer('the CSRF token is missing or not this session’s'),
+  '409': htmlAnswer('this form was already sent with another amount'),
+  '422': htmlAnswer('the page again with the refusal in words at the form: not enough balance or a limit (nothing stored)'),
+  '413': htmlAnswer('the form is too large'),
+  '415': htmlAnswer('a charset or Content-Encoding that is not supported'),
+  '429': rateLimitedPageAnswer,
+  '500': htmlAnswer('an unexpected failure (logged)'),
+  '503': htmlAnswer('onboarding failed: reopen the app from the wallet'),
+});
+
+const formRoute = (path: '/app/top-up' | '/app/pay', operationId: string, summary: string, action: string, progressPath: string) =>
+  defineRoute({
+    method: 'post',
+    path,
+    operationId,
+    tag: 'landing',
+    summary,
+    access: { webSession: 'required' },
+    body: { mediaType: 'application/x-www-form-urlencoded', schema: appForm, description: `the ${action} form of the landing page (at most 4 KiB and 10 fields)` },
+    responses: formResponses(progressPath),
+  });
+
+const routes = {
+  appTopUp: formRoute('/app/top-up', 'appTopUp', 'Top up the user’s wallet (a funding to the session’s link)', 'top-up', '/app/top-ups/{id}'),
+  appPay: formRoute('/app/pay', 'appPay', 'Pay the merchant from the user’s wallet', 'pay', '/app/payments/{id}'),
+};
+
+/** The forms' routes, as the document lists them. */
+export const moneyFormRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
+/** A refusal as the user reads it: which limit, and what is left (the detail carries the amounts). */
+function refusalInWords(code: string, detail: string): string {
+  const left = /([\d.,]+ PHP) (left today|available)/.exec(detail);
+  switch (code) {
+    case 'INSUFFICIENT_FUNDS':
+      return `Your balance does not cover this withdrawal${left ? `: you have ${left[1]} available` : ''}.`;
+    case 'AMOUNT_TOO_SMALL':
+      return `This amount is below the smallest withdrawal (${detail.replace(/^.*at least /, '')}).`;
+    case 'AMOUNT_TOO_LARGE':
+      return `This amount is above the largest withdrawal (${detail.replace(/^.*at most /, '')}).`;
+    case 'DAILY_LIMIT_EXCEEDED':
+      return left ? `This is more than today’s withdrawal limit allows: ${left[1]} left today.` : 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
+    case 'VELOCITY_LIMIT_EXCEEDED':
+      return 'You have made several withdrawals just now. Please wait a minute and try again.';
+    default:
+      return 'This withdrawal cannot be made right now.';
+  }
+}
+
+export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingContext, page: MoneyPage): void {
+  const add = routesOn(router);
+  const readForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
+
+  /** The checks every form shares; null when a page was already sent. */
+  async function formContext(
+    req: Request,
+    res: Response,
+  ): Promise<{ session: AppSessionView; embedded: AppSessionView['embeddedSession']; linkId: string; formKey: string } | null> {
+    const session = await sessionOf(req);
+    if (!session) {
+      sendMessage(res, 401, messagePages.noSession);
+      return null;
+    }
+    const body = (req.body ?? {}) as Record<string, unknown>;
+    if (!csrfMatches(session, body.csrf)) {
+      deps.logger.warn({ path: req.path }, 'landing form refused: CSRF token missing or wrong');
+      sendMessage(res, 403, messagePages.csrf);
+      return null;
+    }
+    const formKey = appFormSchema.shape.formKey.safeParse(body.formKey);
+    if (!formKey.success) {
+      sendMessage(res, 400, messagePages.csrf);
+      return null;
+    }
+    const embedded = await page.activeLink(res, session, false);
+    if (!embedded) return null;
+    return { session, embedded, linkId: embedded.linkId, formKey: formKey.data };
+  }
+
+  function amountFrom(req: Request): { amount: Amount } | { error: string; value: string } {
+    const raw = typeof (req.body as Record<string, unknown>)?.amount === 'string' ? String((req.body as Record<string, unknown>).amount).trim() : '';
+    const value = raw.replace(/,/g, '');
+    const parsed = amountSchema.safeParse({ currency: 'PHP', value: /^\d+\.$/.test(value) ? value.slice(0, -1) : value });
+    if (!parsed.success) return { error: 'Enter an amount in pesos, such as 50 or 50.25.', value: raw.slice(0, 14) };
+    return { amount: normaliseAmount(parsed.data) };
+  }
+
+  add(routes.appTopUp, readForm, async (req, res) => {
+    const context = await formContext(req, res);
+    if (!context) return;
+    const amount = amountFrom(req);
+    if ('error' in amount) {
+      await page.home(res, context.session, context.embedded, 400, { form: 'top-up', message: amount.error, value: amount.value });
+      return;
+    }
+    const key = `${appIdempotencyPrefix(context.session)}top-up:${context.formKey}`;
+    // A withdrawal: the user's partner balance to their own wallet (section 10).
+    const partnerUserId = await page.partnerUserOf(context.linkId);
+    const result = await deps.fundings.start(key, {
+      recipient: { type: 'TOKEN', linkId: context.linkId },
+      amount: amount.amount,
+      source: { type: 'USER_BALANCE', partnerUserId },
+    });
+    switch (result.kind) {
+      case 'refused':
+        // Refused before anything was stored: said in words at the form, with what is left.
+        await page.home(res, context.session, context.embedded, 422, { form: 'top-up', message: refusalInWords(result.code, result.detail), value: amount.amount.value });
+        return;
+      case 'created':
+      case 'existing':
+        securityHeaders(res);
+        res.redirect(303, `/app/top-ups/${result.funding.fundingId}`);
+        return;
+      case 'key-reused':
+        sendMessage(res, 409, messagePages.formReused);
+        return;
+      // source-not-recipient: never for the user's own link and balance; were the link moved
+      // meanwhile, the user opens the app again.
+      case 'link-not-found':
+      case 'source-not-recipient':
+        sendMessage(res, 401, messagePages.reopen);
+        return;
+    }
+  });
+
+  add(routes.appPay, readForm, async (req, res) => {
+    const context = await formContext(req, res);
+    if (!context) return;
+    const amount = amountFrom(req);
+    if ('error' in amount) {
+      await page.home(res, context.session, context.embedded, 400, { form: 'pay', message: amount.error, value: amount.value });
+      return;
+    }
+    const key = `${appIdempotencyPrefix(context.session)}pay:${context.formKey}`;
+    // A deposit: the user pays in from the wallet; on SUCCEEDED it credits their partner balance.
+    const result = await deps.payments.start(key, { linkId: context.linkId, amount: amount.amount, purpose: 'DEPOSIT' });
+    switch (result.kind) {
+      case 'created':
+      case 'existing':
+        securityHeaders(res);
+        res.redirect(303, `/app/payments/${result.payment.id}`);
+        return;
+      case 'key-reused':
+        sendMessage(res, 409, messagePages.formReused);
+        return;
+      case 'link-not-found':
+        sendMessage(res, 401, messagePages.reopen);
+        return;
+    }
+  });
+}

@@ -1,0 +1,10 @@
+// Every route of the ops API, in the document's order: ops-auth.ts reads each route's scope from
+// these declarations and api/docs/openapi.ts documents them.
+import type { AnyRouteSpec } from '../http/route-spec.ts';
+import { accountsRoutes } from './accounts-routes.ts';
+import { fundingsRoutes } from './fundings-routes.ts';
+import { linksRoutes } from './links-routes.ts';
+import { paymentsRoutes } from './payments-routes.ts';
+import { webhooksRoutes } from './webhooks-routes.ts';
+
+export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...webhooksRoutes];

@@ -1,0 +1,23 @@
+// What a partner user has drawn on their own balance, read from the funding table for the limits'
+// policy (ledger/limits.ts): today's count and amount in SETTLEMENT_TZ and the last minute's count.
+// Refused fundings do not count toward the day.
+import type { Prisma } from '../generated/prisma/client.ts';
+import type { UserUsage } from '../ledger/limits.ts';
+import { fromNumeric } from '../domain/money.ts';
+import type { Database } from '../lib/database.ts';
+
+/** `excludeFundingId`: the funding being stored, counted as "this one", not twice. */
+export async function userUsage(db: Prisma.TransactionClient | Database, partnerUserId: string, timeZone: string, excludeFundingId?: string): Promise<UserUsage> {
+  const rows = await db.$queryRaw<Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>>`
+    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_count,
+           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_amount,
+           COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute') AS minute_count
+    FROM funding WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
+      AND id <> ${excludeFundingId ?? '00000000-0000-0000-0000-000000000000'}::uuid`;
+  const row = rows[0];
+  return {
+    dayCount: Number(row?.day_count ?? 0n),
+    dayAmount: row?.day_amount ? fromNumeric(row.day_amount) : 0n,
+    minuteCount: Number(row?.minute_count ?? 0n),
+  };
+}
