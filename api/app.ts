@@ -161,7 +161,7 @@ export function createApp(deps: AppDependencies): express.Express {
     );
     const ops = express.Router();
     ops.use(opsAuth({ keys: services.opsApiKeys }));
-    // Every write leaves the key's name behind, whatever it answered (issue 26 #3).
+    // Every write leaves the key's name behind, whatever it answered (contract section 12).
     ops.use(auditOpsWrites(services.database, deps.logger));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
@@ -238,7 +238,7 @@ export function createApp(deps: AppDependencies): express.Express {
       sendProblem(res, { status: refused.status, code: refused.code, title: STATUS_CODES[refused.status] ?? 'Bad Request', detail: refused.message });
       return;
     }
-    // The database could not take the request now (issue 25): nothing was stored; come back later.
+    // The database could not take the request now (docs/architecture.md, admission): nothing was stored; come back later.
     const busy = overloadOf(error);
     if (busy) {
       deps.logger.warn({ method: req.method, path: req.path, reason: busy.reason }, 'refused for load: 503 OVERLOADED');

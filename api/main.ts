@@ -51,7 +51,7 @@ const onboarding = createOnboardingDispatcher({
   taskQueue: config.temporal.taskQueue,
   logger,
   metrics,
-  // A user already on the landing page is onboarded here, ahead of any backlog (issue 25).
+  // A user already on the landing page is onboarded here, ahead of any backlog (docs/architecture.md, admission).
   onboardNow: createSessionOnboarding({ database, wallet, tokens: createTokenStore(cipher), cipher, logger }),
 });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');

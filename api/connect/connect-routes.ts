@@ -277,7 +277,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
         page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The login answer did not match the wallet account. Please start again.'] });
         return;
       }
-      // A login pinned to a mobile number links only the account that has it (issue 26 #1): the
+      // A login pinned to a mobile number links only the account that has it: the
       // wallet's login page only pre-fills the number, and anyone can type another.
       if (login.mobile !== null) {
         const shown = (profile.data.contact ?? []).filter((contact) => contact.type === 'MSISDN' || contact.type === 'MSISD').map((contact) => contact.value);
@@ -348,7 +348,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
         });
         return;
       }
-      // Too many requests at once (issue 25): answered 503 with Retry-After by onError below.
+      // Too many requests at once (docs/architecture.md, admission): answered 503 with Retry-After by onError below.
       if (overloadOf(error)) throw error;
       const code = isWalletError(error) ? error.code : 'INTERNAL';
       deps.logger.warn({ code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined }, 'connect callback failed');

@@ -34,7 +34,7 @@ export interface LandingDependencies {
   rateLimiter?: RateLimiter;
   /**
    * The pages' own status polls of a live web session (GET /app/status, /app/activity,
-   * /app/top-ups/{id}/status, /app/payments/{id}/status), counted per web session
+   * /app/withdrawals/{id}/status, /app/deposits/{id}/status), counted per web session
    * (WEB_SESSION_POLL_LIMIT_PER_MINUTE) instead of against the address: many users behind one
    * carrier NAT share an address. A poll without a live web session counts against the address.
    * Absent: polls count against the address like everything else.

@@ -144,7 +144,7 @@ export interface HomePage {
   firstName: string | null;
   kycStatus: string | null;
   csrfToken: string;
-  topUpFormKey: string;
+  withdrawFormKey: string;
   payFormKey: string;
   /** The user's partner balance, available to withdraw (PHP). */
   available: string;
@@ -153,7 +153,7 @@ export interface HomePage {
   /** Recent withdrawals, deposits and payments, newest first. */
   activity: Array<{ kind: 'withdrawal' | 'deposit' | 'payment'; id: string; status: string; final: boolean; amount: string }>;
   /** A refused amount, shown at its form. */
-  error?: { form: 'top-up' | 'pay'; message: string; value: string };
+  error?: { form: 'withdraw' | 'deposit'; message: string; value: string };
 }
 
 /** A status in the user's words (the page's script uses the same words: assets/home.js). */
@@ -180,7 +180,7 @@ ${items
 }
 
 function amountForm(options: {
-  id: 'top-up' | 'pay';
+  id: 'withdraw' | 'deposit';
   action: string;
   heading: string;
   hint: string;
@@ -220,7 +220,7 @@ export function homePage(nonce: string, content: HomePage): string {
       ? `<p id="kyc"><span class="badge">Verified (KYC1)</span></p>`
       : content.kycStatus === 'KYC0'
         ? `<p id="kyc"><span class="badge kyc0">Not upgraded (KYC0)</span></p>
-<p class="hint" id="kyc-hint">Upgrade your account in the wallet app to receive top-ups.</p>`
+<p class="hint" id="kyc-hint">Upgrade your account in the wallet app to receive withdrawals.</p>`
         : '';
   return renderLayout({
     nonce,
@@ -235,20 +235,20 @@ ${kyc}
 <p class="hint">Available to withdraw to your wallet.</p>
 </section>
 ${amountForm({
-  id: 'top-up',
-  action: '/app/top-up',
+  id: 'withdraw',
+  action: '/app/withdraw',
   heading: 'Withdraw to my wallet',
   hint: content.withdraw.max ? `From PHP ${content.withdraw.min} up to PHP ${content.withdraw.max}.` : '',
   blocked: content.withdraw.blocked,
   button: 'Withdraw',
   buttonClass: 'secondary',
   csrfToken: content.csrfToken,
-  formKey: content.topUpFormKey,
+  formKey: content.withdrawFormKey,
   error: content.error,
 })}
 ${amountForm({
-  id: 'pay',
-  action: '/app/pay',
+  id: 'deposit',
+  action: '/app/deposit',
   heading: 'Deposit from my wallet',
   hint: 'Pay in from your wallet balance; it is added to your balance here.',
   button: 'Deposit',
@@ -265,7 +265,7 @@ ${activityList(content.activity)}
   });
 }
 
-/** A top-up or payment on its way: the current outcome, polled until final (assets/progress.js). */
+/** A withdrawal or deposit on its way: the current outcome, polled until final (assets/progress.js). */
 export function progressPage(nonce: string, content: { statusUrl: string; outcome: Outcome }): string {
   const { outcome } = content;
   return renderLayout({

@@ -8,7 +8,7 @@ import { messagePages } from './landing-messages.ts';
 import { sendJson, sendMessage } from './landing-responses.ts';
 
 /** The pages' own JSON polls (assets/loading.js, home.js, progress.js). */
-const statusPollPath = /^\/app\/(status|activity|(top-ups|payments)\/[^/]+\/status)$/;
+const statusPollPath = /^\/app\/(status|activity|(withdrawals|deposits)\/[^/]+\/status)$/;
 export const isStatusPoll = (path: string): boolean => statusPollPath.test(path);
 
 /** For use under /app: 429 with Retry-After past either budget, as JSON to the polls and a page to the rest. */

@@ -1,6 +1,6 @@
 // The money page's forms (application/x-www-form-urlencoded, at most 4 KiB and 10 fields): POST
-// /app/top-up withdraws from the user's partner balance to their own wallet (a funding), POST
-// /app/pay deposits from the wallet into it (a payment). Both are CSRF-protected (the synchronizer
+// /app/withdraw withdraws from the user's partner balance to their own wallet (a funding), POST
+// /app/deposit deposits from the wallet into it (a payment). Both are CSRF-protected (the synchronizer
 // token of the page that showed the form) and their idempotency key is bound to the form instance,
 // so a resent form starts nothing new; a started one answers 303 to its progress page.
 import express, { type Request, type Response, type Router } from 'express';
@@ -16,7 +16,7 @@ import type { MoneyPage } from './money-page.ts';
 import { appIdempotencyPrefix, csrfMatches, type AppSessionView } from './web-sessions.ts';
 
 /**
- * The top-up and pay forms (application/x-www-form-urlencoded). Each field is checked on its own:
+ * The withdraw and deposit forms (application/x-www-form-urlencoded). Each field is checked on its own:
  * a missing or wrong CSRF token is 403 (csrfMatches), a bad form key 400, an amount the page
  * cannot read shows the page again with a message (amountFrom).
  */
@@ -46,7 +46,7 @@ const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> =>
   '503': htmlAnswer('onboarding failed: reopen the app from the wallet'),
 });
 
-const formRoute = (path: '/app/top-up' | '/app/pay', operationId: string, summary: string, action: string, progressPath: string) =>
+const formRoute = (path: '/app/withdraw' | '/app/deposit', operationId: string, summary: string, action: string, progressPath: string) =>
   defineRoute({
     method: 'post',
     path,
@@ -59,8 +59,8 @@ const formRoute = (path: '/app/top-up' | '/app/pay', operationId: string, summar
   });
 
 const routes = {
-  appTopUp: formRoute('/app/top-up', 'appTopUp', 'Top up the user’s wallet (a funding to the session’s link)', 'top-up', '/app/top-ups/{id}'),
-  appPay: formRoute('/app/pay', 'appPay', 'Pay the merchant from the user’s wallet', 'pay', '/app/payments/{id}'),
+  appWithdraw: formRoute('/app/withdraw', 'appWithdraw', 'Withdraw from the user’s partner balance to their wallet (a funding to the session’s link)', 'withdraw', '/app/withdrawals/{id}'),
+  appDeposit: formRoute('/app/deposit', 'appDeposit', 'Deposit from the user’s wallet into their partner balance (a payment)', 'deposit', '/app/deposits/{id}'),
 };
 
 /** The forms' routes, as the document lists them. */
@@ -123,14 +123,15 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     return { amount: normaliseAmount(parsed.data) };
   }
 
-  add(routes.appTopUp, readForm, async (req, res) => {
+  add(routes.appWithdraw, readForm, async (req, res) => {
     const context = await formContext(req, res);
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      await page.home(res, context.session, context.embedded, 400, { form: 'top-up', message: amount.error, value: amount.value });
+      await page.home(res, context.session, context.embedded, 400, { form: 'withdraw', message: amount.error, value: amount.value });
       return;
     }
+    // The stored key keeps its first spelling: a form resent across a deploy must find its funding.
     const key = `${appIdempotencyPrefix(context.session)}top-up:${context.formKey}`;
     // A withdrawal: the user's partner balance to their own wallet (section 10).
     const partnerUserId = await page.partnerUserOf(context.linkId);
@@ -142,12 +143,12 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     switch (result.kind) {
       case 'refused':
         // Refused before anything was stored: said in words at the form, with what is left.
-        await page.home(res, context.session, context.embedded, 422, { form: 'top-up', message: refusalInWords(result.code, result.detail), value: amount.amount.value });
+        await page.home(res, context.session, context.embedded, 422, { form: 'withdraw', message: refusalInWords(result.code, result.detail), value: amount.amount.value });
         return;
       case 'created':
       case 'existing':
         securityHeaders(res);
-        res.redirect(303, `/app/top-ups/${result.funding.fundingId}`);
+        res.redirect(303, `/app/withdrawals/${result.funding.fundingId}`);
         return;
       case 'key-reused':
         sendMessage(res, 409, messagePages.formReused);
@@ -161,12 +162,12 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     }
   });
 
-  add(routes.appPay, readForm, async (req, res) => {
+  add(routes.appDeposit, readForm, async (req, res) => {
     const context = await formContext(req, res);
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      await page.home(res, context.session, context.embedded, 400, { form: 'pay', message: amount.error, value: amount.value });
+      await page.home(res, context.session, context.embedded, 400, { form: 'deposit', message: amount.error, value: amount.value });
       return;
     }
     const key = `${appIdempotencyPrefix(context.session)}pay:${context.formKey}`;
@@ -176,7 +177,7 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
       case 'created':
       case 'existing':
         securityHeaders(res);
-        res.redirect(303, `/app/payments/${result.payment.id}`);
+        res.redirect(303, `/app/deposits/${result.payment.id}`);
         return;
       case 'key-reused':
         sendMessage(res, 409, messagePages.formReused);

@@ -143,7 +143,7 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
         firstName: embedded.firstName,
         kycStatus: embedded.kycStatus,
         csrfToken: session.csrfToken,
-        topUpFormKey: randomUUID(),
+        withdrawFormKey: randomUUID(),
         payFormKey: randomUUID(),
         available: activity.available,
         withdraw,

@@ -51,7 +51,7 @@ export interface OnboardingDispatcher {
   wake(): void;
   /**
    * The landing page's: the user is here, so a session still in the outbox has its workflow
-   * started now, and the session is onboarded on demand in this process (issue 25) instead of
+   * started now, and the session is onboarded on demand in this process instead of
    * waiting for the worker behind a backlog; the workflow then finds it done. A failure is logged
    * and left to the workflow.
    */

@@ -1,4 +1,4 @@
-// What the landing page tells the user about a top-up (funding) or a payment, by status and code:
+// What the landing page tells the user about a withdrawal (a funding) or a deposit (a payment), by status and code:
 // plain words fit for the user, never internal codes alone.
 import { z } from 'zod';
 import type { FundingStatus } from '../../domain/funding.ts';
@@ -21,45 +21,45 @@ export type OutcomeStatus = z.infer<typeof outcomeStatusSchema>;
 
 export const reopenFromWallet = 'Your wallet session has ended. Please close this page and open the app again from your wallet.';
 
-const topUpMessages: Record<string, string> = {
+const withdrawalMessages: Record<string, string> = {
   M133: 'Your wallet account is not upgraded yet. Upgrade it in the wallet app, then try again.',
-  '6001': 'Your wallet has reached its limit, so the top-up could not be credited.',
+  '6001': 'Your wallet has reached its limit, so the withdrawal could not be credited.',
   '6002': 'Your wallet account is blocked. Please contact the wallet’s support.',
-  '6051': 'We cannot top up wallets right now. Please try again later.',
-  '1096': 'This top-up cannot go to this wallet account.',
+  '6051': 'We cannot send money to wallets right now. Please try again later.',
+  '1096': 'This withdrawal cannot go to this wallet account.',
   REAUTH_REQUIRED: reopenFromWallet,
   USER_TOKEN_INVALID: reopenFromWallet,
   LINK_NOT_USABLE: reopenFromWallet,
 };
 
-export function topUpOutcome(status: FundingStatus, errorCode: string | null, amount: string): Outcome {
+export function withdrawalOutcome(status: FundingStatus, errorCode: string | null, amount: string): Outcome {
   if (!isFinalFundingStatus(status)) {
-    return { final: false, tone: 'info', title: 'Topping up…', message: `We are adding PHP ${amount} to your wallet. This takes a few seconds.` };
+    return { final: false, tone: 'info', title: 'Withdrawing…', message: `We are adding PHP ${amount} to your wallet. This takes a few seconds.` };
   }
   if (status === 'APPROVED') {
-    return { final: true, tone: 'success', title: 'Top-up approved', message: `PHP ${amount} was added to your wallet.` };
+    return { final: true, tone: 'success', title: 'Withdrawal approved', message: `PHP ${amount} was added to your wallet.` };
   }
   const message =
-    (errorCode && topUpMessages[errorCode]) ??
-    (status === 'DECLINED' ? 'The wallet declined the top-up. Nothing was moved.' : 'The top-up did not go through. Nothing was moved.');
-  return { final: true, tone: 'error', title: status === 'DECLINED' ? 'Top-up declined' : 'Top-up not done', message };
+    (errorCode && withdrawalMessages[errorCode]) ??
+    (status === 'DECLINED' ? 'The wallet declined the withdrawal. Nothing was moved.' : 'The withdrawal did not go through. Nothing was moved.');
+  return { final: true, tone: 'error', title: status === 'DECLINED' ? 'Withdrawal declined' : 'Withdrawal not done', message };
 }
 
-export function paymentOutcome(status: PaymentStatus, errorCode: string | null, amount: string): Outcome {
+export function depositOutcome(status: PaymentStatus, errorCode: string | null, amount: string): Outcome {
   if (status === 'NEEDS_REVIEW') {
     return {
       final: false,
       tone: 'info',
-      title: 'We’re checking your payment',
-      message: 'The wallet did not confirm this payment in time, so we are checking it. Please do not pay again; this page updates when it is settled.',
+      title: 'We’re checking your deposit',
+      message: 'The wallet did not confirm this deposit in time, so we are checking it. Please do not deposit again; this page updates when it is resolved.',
     };
   }
   if (!isFinalPaymentStatus(status)) {
-    return { final: false, tone: 'info', title: 'Paying…', message: `We are paying PHP ${amount} from your wallet. This takes a few seconds.` };
+    return { final: false, tone: 'info', title: 'Depositing…', message: `We are moving PHP ${amount} from your wallet to your balance here. This takes a few seconds.` };
   }
   if (status === 'SUCCEEDED') {
-    return { final: true, tone: 'success', title: 'Payment successful', message: `You paid PHP ${amount}.` };
+    return { final: true, tone: 'success', title: 'Deposit successful', message: `PHP ${amount} was added to your balance here.` };
   }
   const message = errorCode === 'REAUTH_REQUIRED' || errorCode === 'USER_TOKEN_INVALID' ? reopenFromWallet : paymentErrorMessage(errorCode ?? 'FAILED');
-  return { final: true, tone: 'error', title: 'Payment failed', message };
+  return { final: true, tone: 'error', title: 'Deposit failed', message };
 }

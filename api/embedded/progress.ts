@@ -1,7 +1,7 @@
 // Progress, as the pages poll it: GET /app/status (the loading page: has onboarding finished?),
 // GET /app/activity (the money page: the balance and its recent withdrawals, deposits and payments
-// with their live states), and each top-up's and payment's progress page (/app/top-ups/{id},
-// /app/payments/{id}) with its JSON status. They answer for this web session's own fundings and
+// with their live states), and each withdrawal's and deposit's progress page (/app/withdrawals/{id},
+// /app/deposits/{id}) with its JSON status. They answer for this web session's own fundings and
 // payments only (by their idempotency key's prefix); any other id is not found.
 import type { Request, Router } from 'express';
 import { z } from 'zod';
@@ -15,22 +15,22 @@ import { progressPage } from './landing-pages.ts';
 import { messagePages } from './landing-messages.ts';
 import { appJsonErrorComponent, noSessionJsonAnswer, rateLimitedPollAnswer, sendJson, sendMessage, sendPage } from './landing-responses.ts';
 import type { MoneyPage } from './money-page.ts';
-import { outcomeStatusSchema, paymentOutcome, topUpOutcome, type OutcomeStatus } from './outcome-messages.ts';
+import { outcomeStatusSchema, depositOutcome, withdrawalOutcome, type OutcomeStatus } from './outcome-messages.ts';
 import { appIdempotencyPrefix, type AppSessionView } from './web-sessions.ts';
 
-/** The id in a progress page's path (/app/top-ups/{id}, /app/payments/{id}): anything else is not found. */
+/** The id in a progress page's path (/app/withdrawals/{id}, /app/deposits/{id}): anything else is not found. */
 export const progressIdSchema = z.uuid();
 
 const appOutcomeComponent = named('AppOutcome', outcomeStatusSchema);
 
-/** A top-up's or a payment's progress page and the JSON status it polls. */
-const progressRoutesOf = (kind: 'top-up' | 'payment', path: '/app/top-ups' | '/app/payments') => {
+/** A withdrawal's or a deposit's progress page and the JSON status it polls. */
+const progressRoutesOf = (kind: 'withdraw' | 'payment', path: '/app/withdrawals' | '/app/deposits') => {
   const params = { id: { schema: progressIdSchema, description: `the ${kind}’s id` } };
   return {
     page: defineRoute({
       method: 'get',
       path: `${path}/{id}`,
-      operationId: kind === 'top-up' ? 'appTopUpPage' : 'appPaymentPage',
+      operationId: kind === 'withdraw' ? 'appWithdrawalPage' : 'appDepositPage',
       tag: 'landing',
       summary: `The progress page of one of this web session’s ${kind}s (polls its status)`,
       access: { webSession: 'required' },
@@ -45,7 +45,7 @@ const progressRoutesOf = (kind: 'top-up' | 'payment', path: '/app/top-ups' | '/a
     status: defineRoute({
       method: 'get',
       path: `${path}/{id}/status`,
-      operationId: kind === 'top-up' ? 'appTopUpStatus' : 'appPaymentStatus',
+      operationId: kind === 'withdraw' ? 'appWithdrawalStatus' : 'appDepositStatus',
       tag: 'landing',
       summary: `The ${kind}’s status and what the page tells the user`,
       access: { webSession: 'required' },
@@ -61,8 +61,8 @@ const progressRoutesOf = (kind: 'top-up' | 'payment', path: '/app/top-ups' | '/a
 };
 
 const progressKinds = [
-  { kind: 'top-up', path: '/app/top-ups', routes: progressRoutesOf('top-up', '/app/top-ups') },
-  { kind: 'payment', path: '/app/payments', routes: progressRoutesOf('payment', '/app/payments') },
+  { kind: 'withdraw', path: '/app/withdrawals', routes: progressRoutesOf('withdraw', '/app/withdrawals') },
+  { kind: 'payment', path: '/app/deposits', routes: progressRoutesOf('payment', '/app/deposits') },
 ] as const;
 
 const routes = {
@@ -123,20 +123,20 @@ export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingCo
   });
 
   /** This web session's funding or payment (by the idempotency key prefix), as an outcome. */
-  async function ownOutcome(req: Request, kind: 'top-up' | 'payment'): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
+  async function ownOutcome(req: Request, kind: 'withdraw' | 'payment'): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
     const session = await sessionOf(req);
     const id = progressIdSchema.safeParse(req.params.id);
     if (!session || !id.success) return { session, outcome: null };
     const where = { id: id.data, idempotencyKey: { startsWith: appIdempotencyPrefix(session) } };
     const select = { status: true, errorCode: true, amount: true, currency: true } as const;
-    if (kind === 'top-up') {
+    if (kind === 'withdraw') {
       const funding = await deps.database.funding.findFirst({ where, select });
       if (!funding) return { session, outcome: null };
-      return { session, outcome: { status: funding.status, ...topUpOutcome(funding.status, funding.errorCode, amountOf(funding).value) } };
+      return { session, outcome: { status: funding.status, ...withdrawalOutcome(funding.status, funding.errorCode, amountOf(funding).value) } };
     }
     const payment = await deps.database.payment.findFirst({ where, select });
     if (!payment) return { session, outcome: null };
-    return { session, outcome: { status: payment.status, ...paymentOutcome(payment.status, payment.errorCode, amountOf(payment).value) } };
+    return { session, outcome: { status: payment.status, ...depositOutcome(payment.status, payment.errorCode, amountOf(payment).value) } };
   }
 
   for (const { kind, path, routes } of progressKinds) {

@@ -36,7 +36,7 @@ const routes = {
     access: { webSession: 'optional' },
     query: { schema: landingQuerySchema, descriptions: { sessionId: 'the one-time session id the session URL gave the wallet service' } },
     responses: {
-      '200': htmlAnswer('the home page (top up and pay), or the loading page while onboarding runs', {
+      '200': htmlAnswer('the home page (withdraw and deposit), or the loading page while onboarding runs', {
         'Set-Cookie': header(`with a session id that was just used up: the web session cookie \`${APP_COOKIE}\``),
       }),
       '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),

@@ -80,7 +80,7 @@ async function runCheck(check: ReadinessCheck, onDown?: (error: Error) => void):
     ]);
     return { status: 'up', latencyMs: Math.round(performance.now() - started) };
   } catch (error) {
-    // Which dependency, not its error's text: that names internal hosts and ports (issue 26 #5).
+    // Which dependency, not its error's text: that names internal hosts and ports.
     // The text goes to the API's log instead.
     const timedOut = (error as Error).message === CHECK_TIMED_OUT;
     onDown?.(error as Error);

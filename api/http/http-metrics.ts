@@ -55,7 +55,7 @@ export const metricsRoutes: readonly AnyRouteSpec[] = [metricsRoute];
 
 /**
  * GET /metrics (Prometheus text). With a token (METRICS_TOKEN, required in production: the gauges
- * tell the business's volumes, issue 26 #5) only `Authorization: Bearer <token>` gets them; 401
+ * tell the business's volumes) only `Authorization: Bearer <token>` gets them; 401
  * otherwise, compared in constant time.
  */
 export function metricsRouter(metrics: Metrics, options: { token?: string | undefined } = {}): Router {

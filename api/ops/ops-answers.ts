@@ -13,7 +13,7 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
   '429': problemAnswer('too many requests with a wrong key from this address', ['TOO_MANY_FAILED_ATTEMPTS'], { 'Retry-After': retryAfterHeader }),
   '500': problemAnswer('an unexpected failure (logged)', ['INTERNAL']),
   '503': problemAnswer(
-    'too many requests at once (issue 25): nothing was stored; send the same request, with the same Idempotency-Key, again after Retry-After',
+    'too many requests at once (docs/running-at-scale.md): nothing was stored; send the same request, with the same Idempotency-Key, again after Retry-After',
     ['OVERLOADED'],
     { 'Retry-After': retryAfterHeader },
   ),

@@ -1,5 +1,5 @@
-// Every write request to the ops API leaves the acting key's name behind (issue 26 #3; contract
-// section 12): after opsAuth, a POST, PUT, PATCH or DELETE is recorded in ops_action once its
+// Every write request to the ops API leaves the acting key's name behind (contract
+// section 12; docs/security.md): after opsAuth, a POST, PUT, PATCH or DELETE is recorded in ops_action once its
 // answer is sent, whatever it was (an accepted funding, a refused adjustment, a redelivery). The
 // routes' own audits stay (funding events, resolvedBy, link events): this one covers every route,
 // including routes added later, at once.

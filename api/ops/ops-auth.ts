@@ -21,8 +21,8 @@ export interface OpsAuthOptions {
   windowMs?: number;
   now?: () => number;
   /**
-   * Addresses whose wrong keys are counted at once; past it the oldest are forgotten (issue 26 #7:
-   * rotating IPv6 /64s within one window grew the map without bound). Absent: 10,000.
+   * Addresses whose wrong keys are counted at once; past it the oldest are forgotten
+   * (rotating IPv6 /64s within one window grew the map without bound). Absent: 10,000.
    */
   maxTrackedAddresses?: number;
 }

@@ -26,7 +26,7 @@ import { refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 
 export interface OpsWebhooksDependencies {
   webhooks: WebhookStore;
-  /** Production: only public https endpoints may be registered (issue 26 #4). */
+  /** Production: only public https endpoints may be registered (docs/security.md: no internal address reachable). */
   publicTargetsOnly?: boolean;
 }
 
@@ -134,7 +134,7 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    // Production: a partner's public https endpoint only (issue 26 #4); the deliverer checks every address again.
+    // Production: a partner's public https endpoint only, never an internal address; the deliverer checks every address again.
     const refused = deps.publicTargetsOnly ? refusedWebhookUrl(parsed.data.url) : null;
     if (refused) {
       sendProblem(res, { status: 422, code: 'WEBHOOK_URL_NOT_ALLOWED', title: 'Unprocessable Content', detail: `url ${refused}` });

@@ -1,8 +1,8 @@
 // The embedded app as a user meets it, in headless Chromium at 360 × 780: the sandbox's wallet-app
 // launcher opens the partner tile → the session URL answers → the landing page greets the user →
-// pay → success, one debit in the sandbox ledger → top up → approved, one credit. Reloading the
+// deposit → success, one debit in the sandbox ledger → withdraw → approved, one credit. Reloading the
 // original landing URL gets the 410 page. A screenshot of the landing page is kept in test-results/.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -95,10 +95,10 @@ describe('the embedded app in the wallet app’s web view', () => {
     await page.screenshot({ path: path.join(resultsDir, 'landing-page.png'), fullPage: true });
 
     // Pay 50.00 to the configured merchant.
-    await page.fill('#pay-amount', '50.00');
-    await page.click('#pay-submit');
-    await page.waitForURL(/\/app\/payments\/[0-9a-f-]{36}$/);
-    expect(await finalOutcome(page)).toEqual({ title: 'Payment successful', message: 'You paid PHP 50.00.' });
+    await page.fill('#deposit-amount', '50.00');
+    await page.click('#deposit-submit');
+    await page.waitForURL(/\/app\/deposits\/[0-9a-f-]{36}$/);
+    expect(await finalOutcome(page)).toEqual({ title: 'Deposit successful', message: 'PHP 50.00 was added to your balance here.' });
     await noHorizontalScroll(page);
     await page.screenshot({ path: path.join(resultsDir, 'payment-result.png') });
     const afterPay = await ledgerFor(user.userId);
@@ -110,24 +110,24 @@ describe('the embedded app in the wallet app’s web view', () => {
     await page.click('#back');
     await page.waitForURL(`${stack.apiBase}/app`);
     expect(await page.locator('#available').textContent()).toBe('PHP 50.00');
-    expect(await page.locator('#top-up .hint').textContent()).toContain('up to PHP 50.00');
+    expect(await page.locator('#withdraw .hint').textContent()).toContain('up to PHP 50.00');
     expect(await page.locator('#activity-list li').first().textContent()).toContain('Deposit from wallet · PHP 50.00');
     await noHorizontalScroll(page);
 
     // More than the balance: refused in words at the form, nothing started.
-    await page.fill('#top-up-amount', '75.00');
-    await page.click('#top-up-submit');
-    await expect.poll(() => page.locator('#top-up-error').textContent()).toBe('Your balance does not cover this withdrawal: you have 50.00 PHP available.');
+    await page.fill('#withdraw-amount', '75.00');
+    await page.click('#withdraw-submit');
+    await expect.poll(() => page.locator('#withdraw-error').textContent()).toBe('Your balance does not cover this withdrawal: you have 50.00 PHP available.');
     await noHorizontalScroll(page);
     await page.screenshot({ path: path.join(resultsDir, 'withdraw-refused.png') });
     expect(await stack.database.funding.count({ where: { sourcePartnerUserId: `wallet:${user.profileId}` } })).toBe(0);
 
     // Withdraw 25.00 to the wallet.
     await page.goto(`${stack.apiBase}/app`);
-    await page.fill('#top-up-amount', '25.00');
-    await page.click('#top-up-submit');
-    await page.waitForURL(/\/app\/top-ups\/[0-9a-f-]{36}$/);
-    expect(await finalOutcome(page)).toEqual({ title: 'Top-up approved', message: 'PHP 25.00 was added to your wallet.' });
+    await page.fill('#withdraw-amount', '25.00');
+    await page.click('#withdraw-submit');
+    await page.waitForURL(/\/app\/withdrawals\/[0-9a-f-]{36}$/);
+    expect(await finalOutcome(page)).toEqual({ title: 'Withdrawal approved', message: 'PHP 25.00 was added to your wallet.' });
     await noHorizontalScroll(page);
     const afterTopUp = await ledgerFor(user.userId);
     expect(afterTopUp.transfers).toHaveLength(1);
@@ -140,6 +140,13 @@ describe('the embedded app in the wallet app’s web view', () => {
     expect(await page.locator('#available').textContent()).toBe('PHP 25.00');
     await expect.poll(() => page.locator('#activity-list li').first().textContent()).toContain('Withdrawal to wallet · PHP 25.00Done');
     await page.screenshot({ path: path.join(resultsDir, 'money-page.png'), fullPage: true });
+    // The README shows this screenshot (docs/images/money-page.png). The page's headings, labels
+    // and buttons are written beside it: when they change, the picture is stale and this fails
+    // until `npm run docs:pictures` copies the new screenshot and its text to docs/images/.
+    const outline = (await page.locator('h1, h2, label, button').allInnerTexts()).map((text) => text.trim()).join('\n') + '\n';
+    await writeFile(path.join(resultsDir, 'money-page.txt'), outline);
+    const pictured = await readFile(path.resolve(import.meta.dirname, '../../docs/images/money-page.txt'), 'utf8');
+    expect(outline, 'the money page changed: run npm run docs:pictures to refresh the README picture').toBe(pictured);
 
     // Reloading the original landing URL: the session id was used.
     const reload = await page.goto(landingUrl);

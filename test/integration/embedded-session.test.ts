@@ -336,21 +336,21 @@ describe('landing page forms', () => {
   it('refuses a form without the session’s CSRF token (403) and starts nothing', async () => {
     const { client, home, link } = await landedUser();
     const fundings = () => stack.database.funding.count({ where: { linkId: link.id } });
-    const noToken = await client.post('/app/top-up', { formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const noToken = await client.post('/app/withdraw', { formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(noToken.status).toBe(403);
-    const wrongToken = await client.post('/app/top-up', { csrf: 'x'.repeat(43), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const wrongToken = await client.post('/app/withdraw', { csrf: 'x'.repeat(43), formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(wrongToken.status).toBe(403);
     // Another session's token does not work either.
     const other = await landedUser();
-    const foreign = await client.post('/app/top-up', { csrf: field(other.home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const foreign = await client.post('/app/withdraw', { csrf: field(other.home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(foreign.status).toBe(403);
     expect(await fundings()).toBe(0);
   });
 
-  it('a double submit of one top-up form is one funding; its status is visible to this web session only', async () => {
+  it('a double submit of one withdraw form is one funding; its status is visible to this web session only', async () => {
     const { client, home, link, user } = await landedUser({ balance: '0.00' });
     const fields = { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '25' };
-    const [first, second] = await Promise.all([client.post('/app/top-up', fields), client.post('/app/top-up', fields)]);
+    const [first, second] = await Promise.all([client.post('/app/withdraw', fields), client.post('/app/withdraw', fields)]);
     expect(first.status).toBe(303);
     expect(second.location).toBe(first.location);
     const fundingId = first.location!.split('/').pop()!;
@@ -358,23 +358,23 @@ describe('landing page forms', () => {
     expect(funding).toMatchObject({ recipientType: 'TOKEN', linkId: link.id });
 
     const status = await waitUntil(
-      async () => (await (await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
+      async () => (await (await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
       (value) => value.final === true,
     );
-    expect(status).toMatchObject({ status: 'APPROVED', title: 'Top-up approved', message: 'PHP 25.00 was added to your wallet.' });
+    expect(status).toMatchObject({ status: 'APPROVED', title: 'Withdrawal approved', message: 'PHP 25.00 was added to your wallet.' });
     expect((await stack.admin.user(user.userId)).balance).toBe('25.00');
-    const page = await client.get(`/app/top-ups/${fundingId}`);
-    expect(page.text).toContain('Top-up approved');
+    const page = await client.get(`/app/withdrawals/${fundingId}`);
+    expect(page.text).toContain('Withdrawal approved');
 
     const stranger = await landedUser();
-    expect((await stranger.client.get(`/app/top-ups/${fundingId}`)).status).toBe(404);
-    expect((await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`, { headers: { cookie: stranger.client.cookie! } })).status).toBe(404);
-    expect((await fetch(`${stack.apiBase}/app/top-ups/${fundingId}/status`)).status).toBe(401);
+    expect((await stranger.client.get(`/app/withdrawals/${fundingId}`)).status).toBe(404);
+    expect((await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, { headers: { cookie: stranger.client.cookie! } })).status).toBe(404);
+    expect((await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`)).status).toBe(401);
   });
 
   it('an invalid amount re-shows the form with a message and starts nothing', async () => {
     const { client, home, link } = await landedUser();
-    const answer = await client.post('/app/pay', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '-5' });
+    const answer = await client.post('/app/deposit', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '-5' });
     expect(answer.status).toBe(400);
     expect(answer.text).toContain('Enter an amount in pesos');
     expect(await stack.database.payment.count({ where: { linkId: link.id } })).toBe(0);
@@ -426,11 +426,11 @@ describe('GET /ops/links/{linkId}/profile', () => {
 
 describe('an expired embedded refresh token', () => {
   // Last in this file: it moves the sandbox clock past every token's lifetime.
-  it('ends the top-up with the reopen-from-wallet message, marks the link REAUTH_REQUIRED, and the page says so', async () => {
+  it('ends the withdrawal with the reopen-from-wallet message, marks the link REAUTH_REQUIRED, and the page says so', async () => {
     const { client, home, link } = await landedUser({ firstName: 'Teresa' });
     await stack.admin.advanceClock(1300);
 
-    const started = await client.post('/app/top-up', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const started = await client.post('/app/withdraw', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(started.status).toBe(303);
     const statusUrl = `${stack.apiBase}${started.location}/status`;
     const status = await waitUntil(

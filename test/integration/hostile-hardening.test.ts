@@ -156,7 +156,7 @@ describe('rate limits on the public routes', () => {
     const bob = await webSessionCookie();
     // Alice's page polls far beyond the address's page budget; every poll is answered.
     for (let i = 0; i < POLL_LIMIT; i += 1) {
-      const target = ['/app/status', '/app/activity', `/app/top-ups/${randomUUID()}/status`, `/app/payments/${randomUUID()}/status`][i % 4]!;
+      const target = ['/app/status', '/app/activity', `/app/withdrawals/${randomUUID()}/status`, `/app/deposits/${randomUUID()}/status`][i % 4]!;
       expect((await get(target, from(nat, [alice]))).status, target).not.toBe(429);
     }
     // Past her session's own budget: JSON 429 with Retry-After, for her session only.
@@ -165,7 +165,7 @@ describe('rate limits on the public routes', () => {
     expect(JSON.parse(limited.body)).toEqual({ code: 'RATE_LIMITED', message: expect.any(String) });
     expect((await get('/app/activity', from(nat, [bob]))).status).toBe(200);
     // The address's page budget is untouched by the polls: pages still load for everyone behind it.
-    const page = () => get(`/app/top-ups/${randomUUID()}`, from(nat, [bob]));
+    const page = () => get(`/app/withdrawals/${randomUUID()}`, from(nat, [bob]));
     for (let i = 0; i < LIMIT; i += 1) expect((await page()).status).toBe(404);
     expectRetryAfter(await page());
     // A page is still counted per address, even with a live cookie; Bob's polls are not.
@@ -293,7 +293,7 @@ describe('body size limits and unreadable bodies', () => {
 
   it('landing forms: over 4 KiB or more than 10 fields is 413 with a page', async () => {
     const post = (body: string, address: string) =>
-      rawHttp(stack.apiBase, { method: 'POST', target: '/app/top-up', headers: from(address, [['Content-Type', 'application/x-www-form-urlencoded']]), body });
+      rawHttp(stack.apiBase, { method: 'POST', target: '/app/withdraw', headers: from(address, [['Content-Type', 'application/x-www-form-urlencoded']]), body });
     const large = await post(`amount=${'9'.repeat(5000)}`, '198.51.100.30');
     expect(large.status).toBe(413);
     expect(large.headers['content-type']).toMatch(/^text\/html/);

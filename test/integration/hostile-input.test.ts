@@ -706,7 +706,7 @@ describe('landing page', () => {
     expect(get.status).toBe(200);
   });
 
-  it('POST /app/top-up and /app/pay: hostile forms get a page and store nothing unless accepted', async () => {
+  it('POST /app/withdraw and /app/deposit: hostile forms get a page and store nothing unless accepted', async () => {
     const field = (name: string, value: fc.Arbitrary<string>) => value.map((item) => `${name}=${percentEncode(item)}`);
     const pairs = fc.array(
       fc.oneof(
@@ -736,7 +736,7 @@ describe('landing page', () => {
       (await stack.database.funding.count({ where: { idempotencyKey: { startsWith: landed.prefix } } })) +
       (await stack.database.payment.count({ where: { idempotencyKey: { startsWith: landed.prefix } } }));
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('/app/top-up', '/app/pay'), form, contentType, fc.boolean(), async (path, body, type, withCookie) => {
+      fc.asyncProperty(fc.constantFrom('/app/withdraw', '/app/deposit'), form, contentType, fc.boolean(), async (path, body, type, withCookie) => {
         const before = await countOwn();
         const response = await send({
           method: 'POST',
@@ -774,8 +774,8 @@ describe('landing page', () => {
     );
   });
 
-  it('GET /app/top-ups/{id}, /app/payments/{id} and their status: hostile ids and cookies', async () => {
-    const target = fc.tuple(fc.constantFrom('/app/top-ups/', '/app/payments/'), pathSegment, fc.boolean());
+  it('GET /app/withdrawals/{id}, /app/deposits/{id} and their status: hostile ids and cookies', async () => {
+    const target = fc.tuple(fc.constantFrom('/app/withdrawals/', '/app/deposits/'), pathSegment, fc.boolean());
     await fc.assert(
       fc.asyncProperty(target, fc.oneof(fc.constant(Buffer.from(landed.cookie)), hostileHeaderValue), async ([base, id, status], cookie) => {
         const response = await send({ method: 'GET', target: `${base}${id}${status ? '/status' : ''}`, headers: [['Cookie', cookie]] });
@@ -923,7 +923,7 @@ describe('every family answers unknown paths and methods in its own style', () =
     const paths: Array<[string, Family]> = [
       ['/app', 'page'],
       ['/app/nothing-here', 'page'],
-      ['/app/top-up', 'page'],
+      ['/app/withdraw', 'page'],
       ['/connect/start', 'page'],
       ['/connect/callback', 'page'],
       ['/connect/elsewhere', 'page'],

@@ -1,4 +1,4 @@
-// A top-up's or payment's progress page: until the outcome is final, polls the page's status URL
+// A withdrawal's or deposit's progress page: until the outcome is final, polls the page's status URL
 // (data-status-url, JSON) and shows each answer's title, message and tone. Served by
 // page-assets.ts; the page's <noscript> refresh covers browsers without script.
 (function () {
