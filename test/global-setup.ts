@@ -14,6 +14,8 @@ import { bundleWorkflows } from '../stack/workflow-bundle.ts';
 declare module 'vitest' {
   export interface ProvidedContext {
     databaseUrl: string;
+    /** One migrated copy per test worker (VITEST_POOL_ID), so files that run at once never share rows. */
+    databaseUrls: string[];
     temporalAddress: string;
     temporalNamespace: string;
     workflowBundlePath: string;
@@ -30,14 +32,17 @@ export default async function setup(project: TestProject) {
   let serverUrl = process.env.DATABASE_URL;
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
+  const workers = Math.max(1, project.config.maxWorkers);
+  const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
   const teardown = async () => {
     await temporal?.stop();
-    if (serverUrl) await dropDatabase(serverUrl, databaseName).catch(() => undefined);
+    for (const name of [...workerDatabaseNames, databaseName]) if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
     await rm(path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`), { force: true });
   };
   let databaseUrl: string;
+  const databaseUrls: string[] = [];
   await mkdir(path.join(root, '.walletflow'), { recursive: true });
   try {
     if (!serverUrl) {
@@ -48,6 +53,16 @@ export default async function setup(project: TestProject) {
     }
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
     await applyMigrations(databaseUrl);
+    // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close).
+    databaseUrls.push(
+      ...(await Promise.all(
+        workerDatabaseNames.map(async (name) => {
+          const url = await ensureDatabaseExists(serverUrl!, name);
+          await applyMigrations(url);
+          return url;
+        }),
+      )),
+    );
     if (!temporalAddress) {
       temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
       temporalAddress = temporal.address;
@@ -62,6 +77,7 @@ export default async function setup(project: TestProject) {
   await writeFile(workflowBundlePath, await bundleWorkflows());
 
   project.provide('databaseUrl', databaseUrl);
+  project.provide('databaseUrls', databaseUrls);
   project.provide('workflowBundlePath', workflowBundlePath);
   project.provide('temporalAddress', temporalAddress);
   project.provide('temporalNamespace', namespace);

@@ -10,6 +10,7 @@ import { findFreePort } from '../../stack/ports.ts';
 import { connectTemporal, pingTemporal, type TemporalHandle } from '../../lib/temporal.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { checkWalletServiceReachable } from '../../wallet/reachability.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 let database: Database;
 let temporal: TemporalHandle;
@@ -26,7 +27,7 @@ async function serve(deps: Parameters<typeof createApp>[0]): Promise<string> {
 }
 
 beforeAll(async () => {
-  database = createDatabase(inject('databaseUrl'));
+  database = createDatabase(testDatabaseUrl());
   temporal = connectTemporal(inject('temporalAddress'), namespace);
   deadTemporal = connectTemporal(`127.0.0.1:${await findFreePort()}`, namespace);
   sandbox = await startSandbox({ port: 0 });

@@ -2,9 +2,9 @@
 // login forms → /connect/callback, against real PostgreSQL; and every way the callback refuses.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { inject } from 'vitest';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 let stack: PartnerStack;
 let partnerUsers = 0;
@@ -92,7 +92,7 @@ describe('/connect/callback', () => {
     expect(stored?.accessToken.length).toBeGreaterThan(10);
 
     // The token columns hold ciphertext: neither token's text is in them.
-    const client = new pg.Client({ connectionString: inject('databaseUrl') });
+    const client = new pg.Client({ connectionString: testDatabaseUrl() });
     await client.connect();
     try {
       const raw = await client.query('SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = $1', [linkId]);

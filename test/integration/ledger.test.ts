@@ -5,7 +5,7 @@
 // database's own rules (zero-sum transactions, append-only entries, balances only through entries,
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
@@ -15,8 +15,9 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
-const database = createDatabase(inject('databaseUrl'), { maxConnections: 20 });
+const database = createDatabase(testDatabaseUrl(), { maxConnections: 20 });
 afterAll(() => database.$disconnect());
 
 const ledger = createLedger();

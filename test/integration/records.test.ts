@@ -3,14 +3,15 @@
 // the cancel race decided by the database, abandoned transfer ids, a payment in review left to its
 // resolution, metrics counted once by whoever moved, and the shared list page.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, inject, it, vi } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord, type NewPayment } from '../../payments/payment-record.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
-const database = createDatabase(inject('databaseUrl'));
+const database = createDatabase(testDatabaseUrl());
 afterAll(() => database.$disconnect());
 
 const fundingFinished = vi.fn();

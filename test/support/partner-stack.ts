@@ -18,6 +18,7 @@ import { createWalletClient, type WalletClient, type WalletClientConfig } from '
 import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 import type { OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
+import { testDatabaseUrl } from './test-database.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -81,7 +82,7 @@ export async function startPartnerStack(
   const workerMetrics = createMetrics();
   const dataConverter = dataConverterFor(options.payloadKeys);
   const api = await startPartnerApi({
-    databaseUrl: inject('databaseUrl'),
+    databaseUrl: testDatabaseUrl(),
     temporalAddress: inject('temporalAddress'),
     namespace: inject('temporalNamespace'),
     // Test files share one Temporal server: a task queue per stack.
@@ -120,7 +121,7 @@ export async function startPartnerStack(
       ...process.env,
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
-      DATABASE_URL: inject('databaseUrl'),
+      DATABASE_URL: testDatabaseUrl(),
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       TEMPORAL_TASK_QUEUE: taskQueue,
