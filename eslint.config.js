@@ -83,6 +83,13 @@ const tableOwners = [
     who: 'the records (fundings/funding-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
   },
   {
+    tables: 'funding_batch',
+    models: /^fundingBatch$/,
+    owners: /^fundings\/batch-record\.ts$/,
+    what: 'the funding batches',
+    who: 'the batch record (fundings/batch-record.ts): it guards each move by the batch transition table',
+  },
+  {
     tables: 'ops_action',
     models: /^opsAction$/,
     owners: /^audit\/ops-actions\.ts$/,

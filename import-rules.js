@@ -34,10 +34,9 @@ export const importRules = {
   },
   workflows: {
     imports: ['domain'],
-    typeOnly: ['activities'],
     packages: ['node:*', '@temporalio/worker', '@temporalio/activity'],
     typeOnlyPackages: ['@temporalio/client'],
-    why: 'deterministic workflow code and its contracts: workflows/, domain/, and types of activities/',
+    why: 'deterministic workflow code and its contracts, which declare the activities each workflow schedules: workflows/ and domain/ only',
   },
   activities: {
     imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks'],

@@ -1,8 +1,13 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Files that measure answers under load (a burst's exact 202/422 split, a session storm's wait):
+ * they run after the others, one at a time, so the rest of the suite does not crowd them.
+ */
+const alone = ['test/integration/back-pressure.test.ts', 'test/integration/session-storm.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
     environment: 'node',
     testTimeout: 60_000,
@@ -12,5 +17,9 @@ export default defineConfig({
     // worker has its own database (test/support/test-database.ts). docs/testing.md has the figures.
     maxWorkers: 3,
     reporters: ['default'],
+    projects: [
+      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: alone, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'under-load', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -8,7 +8,7 @@ import type { Logger } from '../lib/logger.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from '../links/token-store.ts';
-import { embeddedSessionFailureTypes } from '../workflows/onboard-embedded-session.contract.ts';
+import { embeddedSessionFailureTypes, type OnboardEmbeddedSessionActivities } from '../workflows/onboard-embedded-session.contract.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { walletRetry } from './wallet-retry.ts';
 
@@ -20,7 +20,7 @@ export interface EmbeddedSessionActivityDependencies {
   logger: Logger;
 }
 
-export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDependencies) {
+export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDependencies): OnboardEmbeddedSessionActivities {
   const onboarding = createSessionOnboarding(deps);
   return {
     /** Links the session: profile → link (EMBEDDED, by profileId) with the session's tokens. Repeatable. */
@@ -42,5 +42,3 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
     failEmbeddedSession: (sessionRecordId: string, code: string): Promise<OnboardEmbeddedSessionResult> => onboarding.fail(sessionRecordId, code),
   };
 }
-
-export type EmbeddedSessionActivities = ReturnType<typeof createEmbeddedSessionActivities>;

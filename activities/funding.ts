@@ -4,82 +4,30 @@
 // - the transferId is stored before any execute, and a stored one is reused, never re-created;
 // - an execute whose outcome is unknown is answered by retrieve, never by a new intent;
 // - every status change is written with the Request-Reference-No of the wallet call behind it.
-// Every write goes through the funding record (fundings/funding-record.ts); these stay thin.
+// Every write goes through the funding record (fundings/funding-record.ts); these stay thin. Their
+// signatures and results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import { ApplicationFailure } from '@temporalio/activity';
 import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
-import { isFinalFundingStatus, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
+import { isFinalFundingStatus, type FinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
-import { fundingFailureTypes, mismatchReviewReason, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
+import {
+  fundingFailureTypes,
+  mismatchReviewReason,
+  type CreateOutcome,
+  type FinishInput,
+  type FundingSnapshot,
+  type FundWalletActivities,
+  type OnePassOutcome,
+  type ParkOutcome,
+  type ResolveFundingUpdateInput,
+  type TransferProgress,
+} from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
-
-export interface FundingSnapshot {
-  fundingId: string;
-  status: FundingStatus;
-  recipientType: 'CODE' | 'TOKEN';
-  transferId: string | null;
-  /**
-   * The run's claim (loadFunding takes the funding on): every later step of the run passes it,
-   * and is refused once another run claimed the funding. Absent in histories from before fencing.
-   */
-  fence?: number;
-}
-
-/** What a park for review found: parked (now or by this run before), or the final state another writer had already reached. */
-export type ParkOutcome =
-  | { parked: true }
-  | { parked: false; status: FinalFundingStatus; errorCode: string | null; transferId: string | null };
-
-export type CreateOutcome =
-  | { kind: 'created'; transferId: string; requestReferenceNo: string | null }
-  | { kind: 'refused'; status: 'REJECTED' | 'FAILED'; code: string; requestReferenceNo: string | null }
-  | { kind: 'cancelled' }
-  /** The wallet's answer names another amount, currency or recipient type than asked: never executed. */
-  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string };
-
-/** Where a transfer stands, as the workflow needs it. */
-export type TransferProgress =
-  | { kind: 'final'; status: 'APPROVED' | 'DECLINED'; declineCode: string | null; requestReferenceNo: string }
-  | { kind: 'processing'; requestReferenceNo: string }
-  | { kind: 'not-executed'; requestReferenceNo: string }
-  | { kind: 'expired'; requestReferenceNo: string | null }
-  | { kind: 'unknown'; code: string; requestReferenceNo: string | null; httpStatus?: number | null }
-  /** Retrieve refused (404 TRANSFER_NOT_FOUND, 401): no state; after a bound the workflow asks for review. */
-  | { kind: 'refused'; code: string; requestReferenceNo: string; httpStatus: number | null };
-
-/**
- * What one pass of a funding (fundInOnePass) got to. Everything it wrote went through the record,
- * as the step-by-step activities write it; the workflow goes on from here.
- */
-export type OnePassOutcome =
-  /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
-  | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
-  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on, with the pass's claim. */
-  | { kind: 'executed'; transferId: string; progress: TransferProgress; fence?: number }
-  /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
-  | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence?: number }
-  /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
-  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
-  /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
-  | { kind: 'create-later'; retryAfterMs: number | null }
-  /**
-   * Not a fresh PENDING funding, out of time, or overtaken by another run's claim: the
-   * step-by-step path goes on from the record (and claims it).
-   */
-  | { kind: 'steps' };
-
-export interface FinishInput {
-  status: FinalFundingStatus;
-  code?: string | null;
-  requestReferenceNo?: string | null;
-  detail?: string | null;
-  /** A state that says nothing was sent (a refused create): written only while no execute can have been. */
-  beforeExecute?: boolean;
-}
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
 function ownerLost(fundingId: string): ApplicationFailure {
@@ -137,7 +85,7 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
   return differences.length > 0 ? differences.join('; ') : null;
 }
 
-export function createFundingActivities(deps: FundingActivityDependencies) {
+export function createFundingActivities(deps: FundingActivityDependencies): FundWalletActivities {
   const { fundings, wallet, logger } = deps;
   const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
@@ -483,5 +431,3 @@ export function createFundingActivities(deps: FundingActivityDependencies) {
     }
   }
 }
-
-export type FundingActivities = ReturnType<typeof createFundingActivities>;

@@ -11,11 +11,13 @@ import type { WalletClient } from '../wallet/index.ts';
 import { createReconcileActivities } from './reconcile.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
+import { createBatchActivities } from './batch.ts';
 import { createPaymentActivities } from './payment.ts';
 import { createPurgeActivities } from './purge.ts';
 import { withActivityLogContext } from './log-context.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
+import { createBatchRecord } from '../fundings/batch-record.ts';
 import { createPaymentRecord } from '../payments/payment-record.ts';
 import { createWebhookDeliverer } from '../webhooks/deliverer.ts';
 import { createWebhookStore, defaultWebhookRetryPolicy, type WebhookRetryPolicy } from '../webhooks/webhook-store.ts';
@@ -54,6 +56,10 @@ export function createActivities(deps: ActivityDependencies) {
   // One record per aggregate: the only writers of its tables, shared by the workflow's steps and the sweep.
   const fundings = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...metrics });
   const payments = createPaymentRecord({ database: deps.database, ...metrics });
+  const batches = createBatchRecord({ database: deps.database, fundings });
+  // One set of funding activities: a batch item's one pass is the same code, record, wallet and
+  // vault as a single funding's.
+  const funding = createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) });
   const deliverer = createWebhookDeliverer({
     store: createWebhookStore({ database: deps.database, cipher: deps.cipher }),
     cipher: deps.cipher,
@@ -64,7 +70,8 @@ export function createActivities(deps: ActivityDependencies) {
   });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
-    ...createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
+    ...funding,
+    ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
     ...createWebhookActivities({ deliverer }),

@@ -1,45 +1,26 @@
 // The payment workflow's activities. Create debits nothing; execute debits once per wallet payment
 // id. There is no retrieve for payments, so an execute whose outcome stays unknown is evidence for
 // a person (NEEDS_REVIEW), never a guess. Results carry ids, states and codes only. Every write
-// goes through the payment record (payments/payment-record.ts); these stay thin.
+// goes through the payment record (payments/payment-record.ts); these stay thin. Their signatures
+// and results are the workflow's, declared in its contract (workflows/pay-wallet.contract.ts).
 import { ApplicationFailure } from '@temporalio/activity';
 import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
-import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus, type PaymentStatus } from '../domain/payment.ts';
+import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
-import { paymentFailureTypes, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
-
-export interface PaymentSnapshot {
-  id: string;
-  status: PaymentStatus;
-  walletPaymentId: string | null;
-  /** The run's claim (loadPayment takes the payment on); absent in histories from before fencing. */
-  fence?: number;
-}
-
-/** What a park for review found: parked, or the final state another writer had already reached. */
-export type PaymentParkOutcome = { parked: true } | { parked: false; status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null };
-
-export type CreatePaymentOutcome =
-  | { kind: 'created'; walletPaymentId: string; requestReferenceNo: string | null }
-  | { kind: 'refused'; code: string; requestReferenceNo: string | null }
-  /** The wallet's answer names another amount, currency or merchant than asked: never executed. */
-  | { kind: 'mismatch'; walletPaymentId: string; requestReferenceNo: string; detail: string };
-
-export type ExecutePaymentOutcome =
-  | { kind: 'succeeded'; requestReferenceNo: string }
-  | { kind: 'failed'; code: string; attempt: ExecuteAttempt }
-  | { kind: 'already-executed'; attempt: ExecuteAttempt }
-  | { kind: 'unknown'; attempt: ExecuteAttempt }
-  /**
-   * The wallet certainly did not process it (429, connection refused): safe to send again, after
-   * `retryAfterMs` when the wallet said so (Retry-After, bounded).
-   */
-  | { kind: 'not-sent'; attempt: ExecuteAttempt; retryAfterMs?: number };
+import {
+  paymentFailureTypes,
+  type CreatePaymentOutcome,
+  type ExecutePaymentOutcome,
+  type PaymentParkOutcome,
+  type PaymentSnapshot,
+  type PayWalletActivities,
+  type ResolvePaymentUpdateInput,
+} from '../workflows/pay-wallet.contract.ts';
 
 /** Not sent: too little of the activity's time was left for the execute to end within it. */
 class ExecuteDeferred extends Error {
@@ -57,7 +38,7 @@ export interface PaymentActivityDependencies {
   walletTimeoutMs?: number;
 }
 
-export function createPaymentActivities(deps: PaymentActivityDependencies) {
+export function createPaymentActivities(deps: PaymentActivityDependencies): PayWalletActivities {
   const { payments, wallet, logger } = deps;
 
   /** A run whose claim was overtaken writes and calls nothing more. */
@@ -228,5 +209,3 @@ export function createPaymentActivities(deps: PaymentActivityDependencies) {
     },
   };
 }
-
-export type PaymentActivities = ReturnType<typeof createPaymentActivities>;

@@ -6,7 +6,7 @@ import type { Logger } from '../lib/logger.ts';
 import type { Database } from '../lib/database.ts';
 import { purgeTables, type PurgeTable } from '../domain/purge.ts';
 import { purgeExpiredBatch } from '../links/purge.ts';
-import type { PurgeInput, PurgeReport } from '../workflows/purge-expired.contract.ts';
+import type { PurgeExpiredActivities, PurgeInput, PurgeReport } from '../workflows/purge-expired.contract.ts';
 
 export interface PurgeDependencies {
   database: Database;
@@ -17,7 +17,7 @@ export interface PurgeDependencies {
 const DEFAULT_BATCH_SIZE = 500;
 const DEFAULT_MAX_BATCHES = 100;
 
-export function createPurgeActivities(deps: PurgeDependencies) {
+export function createPurgeActivities(deps: PurgeDependencies): PurgeExpiredActivities {
   const now = deps.now ?? Date.now;
   return {
     async purgeExpiredRows(input: PurgeInput): Promise<PurgeReport> {
@@ -55,5 +55,3 @@ function heartbeat(): void {
     // Not inside an activity: nothing to tell.
   }
 }
-
-export type PurgeActivities = ReturnType<typeof createPurgeActivities>;

@@ -19,7 +19,7 @@ import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
-import type { RepairAction, SweepInput, SweepReport } from '../workflows/reconcile.contract.ts';
+import type { ReconcileFundingsActivities, RepairAction, SweepInput, SweepReport } from '../workflows/reconcile.contract.ts';
 
 export interface ReconcileDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
@@ -37,7 +37,7 @@ export interface ReconcileDependencies {
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
 
-export function createReconcileActivities(deps: ReconcileDependencies) {
+export function createReconcileActivities(deps: ReconcileDependencies): ReconcileFundingsActivities {
   const { fundings, payments, logger } = deps;
 
   async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {
@@ -330,5 +330,3 @@ function heartbeat(): void {
     // Not inside an activity (a test calling the sweep directly): nothing to tell.
   }
 }
-
-export type ReconcileActivities = ReturnType<typeof createReconcileActivities>;

@@ -3,9 +3,9 @@
 // elsewhere within a minute; cancellation (a worker shutting down) ends the wait at once.
 import { Context } from '@temporalio/activity';
 import type { WebhookDeliverer } from '../webhooks/deliverer.ts';
-import type { DeliveryRoundInput, DeliveryRoundReport } from '../workflows/deliver-webhooks.contract.ts';
+import type { DeliverWebhooksActivities, DeliveryRoundInput, DeliveryRoundReport } from '../workflows/deliver-webhooks.contract.ts';
 
-export function createWebhookActivities(deps: { deliverer: WebhookDeliverer }) {
+export function createWebhookActivities(deps: { deliverer: WebhookDeliverer }): DeliverWebhooksActivities {
   return {
     async deliverDueWebhooks(input: DeliveryRoundInput): Promise<DeliveryRoundReport> {
       const context = Context.current();
@@ -26,5 +26,3 @@ export function createWebhookActivities(deps: { deliverer: WebhookDeliverer }) {
     },
   };
 }
-
-export type WebhookActivities = ReturnType<typeof createWebhookActivities>;

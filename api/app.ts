@@ -40,6 +40,9 @@ import { opsAccountsRouter } from './ops/accounts-routes.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlement } from '../ledger/settlement.ts';
+import { createBatchService } from '../fundings/batch-service.ts';
+import { createFundingRecord } from '../fundings/funding-record.ts';
+import { opsBatchesRouter } from './ops/batches-routes.ts';
 import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
 import { paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
 import { executedWalletPayments } from '../audit/executed-payments.ts';
@@ -101,6 +104,8 @@ export interface AppDependencies {
     fundingLimits?: FundingLimits | undefined;
     /** SETTLEMENT_TZ; absent: Asia/Manila. */
     settlementTimeZone?: string;
+    /** Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits) and BATCH_MAX_IN_FLIGHT. */
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
   };
 }
 
@@ -163,9 +168,25 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use(opsAuth({ keys: services.opsApiKeys }));
     // Every write leaves the key's name behind, whatever it answered (contract section 12).
     ops.use(auditOpsWrites(services.database, deps.logger));
+    const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
+    // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
+    ops.use(
+      opsBatchesRouter({
+        batches: createBatchService({
+          database: services.database,
+          fundings: createFundingRecord({ database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) }),
+          temporal: services.temporal,
+          taskQueue: services.taskQueue,
+          fingerprintKey: services.fingerprintKey,
+          logger: deps.logger,
+          ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
+          approvalThreshold: services.batches?.approvalThreshold ?? null,
+          maxInFlight: services.batches?.maxInFlight ?? 32,
+        }),
+      }),
+    );
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
-    const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
     const fundings = createFundingService({
       database: services.database,
       temporal: services.temporal,

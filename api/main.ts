@@ -92,6 +92,7 @@ const app = createApp({
     treasuryLimit: config.treasuryLimit,
     fundingLimits: config.fundingLimits,
     settlementTimeZone: config.settlementTimeZone,
+    batches: config.batches,
   },
 });
 // The treasury's floor follows TREASURY_LIMIT (unset: no floor).

@@ -1,5 +1,5 @@
-// The commands over the ops API (fund, pay, status, fundings, payments, links, accounts, ledger,
-// settle): their flags and help. Each action loads its module only when it runs, so `walletflow
+// The commands over the ops API (fund, pay, status, fundings, batches, payments, links, accounts,
+// ledger, settle): their flags and help. Each action loads its module only when it runs, so `walletflow
 // --help` and every other command start without them. Every one takes --api and --output.
 import { Option, type Command } from 'commander';
 import type { FundOptions } from './fund.ts';
@@ -10,6 +10,7 @@ import type { StatusOptions } from './status.ts';
 
 const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'NEEDS_REVIEW', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED'];
 const paymentStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'NEEDS_REVIEW', 'SUCCEEDED', 'FAILED'];
+const batchStates = ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED', 'REJECTED'];
 
 const keyHelp = `The ops API key: $WALLETFLOW_OPS_KEY, else the file $WALLETFLOW_OPS_KEY_FILE names, else the
 first of $OPS_API_KEYS, else the key \`walletflow dev\` saved (never a flag: it would land in shell history).`;
@@ -108,11 +109,62 @@ walletflow payments resolve); ${apiExits}`,
   ops(fundings.command('cancel').description('cancel a funding that has not started executing (it ends FAILED, code CANCELLED)').argument('<fundingId>'))
     .addHelpText('after', `\nExit codes: 0 cancelled; ${apiExits} (409 FUNDING_NOT_CANCELLABLE: executing or final)`)
     .action((id: string, options: OpsCommandOptions) => run(import('./fundings.ts').then((module) => module.runFundingsCancel(id, options))));
-  ops(resolveOptions(fundings.command('resolve').description('settle a funding in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<fundingId>'), ['APPROVED', 'FAILED']))
+  ops(resolveOptions(fundings.command('resolve').description('resolve a funding in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<fundingId>'), ['APPROVED', 'FAILED']))
     .addHelpText('after', `\nAPPROVED posts the hold; FAILED releases it and says nothing was executed.\nExit codes: 0 resolved; ${apiExits} (409 FUNDING_NOT_IN_REVIEW)`)
     .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
       run(import('./fundings.ts').then((module) => module.runFundingsResolve(id, options))),
     );
+
+  const batches = program.command('batches').description('funding batches: create from a CSV file, follow, approve, pause, resume, cancel, report');
+  const batchModule = () => import('./batches.ts');
+  ops(
+    batches
+      .command('create')
+      .description('create a batch from a CSV file (reference,recipient_type,recipient,amount): every row is checked before anything is stored')
+      .requiredOption('--file <path>', 'the CSV file (header reference,recipient_type,recipient,amount; amounts in PHP)')
+      .option('--name <name>', 'what the batch is (default: the file name)')
+      .option('--source <source>', 'whose money: TREASURY (default) or USER_BALANCE:<partnerUserId>')
+      .option('--idempotency-key <key>', 'reuse the key a previous attempt printed to retry it safely (default: a fresh UUID)'),
+  )
+    .addHelpText('after', `\nExit codes: 0 stored; 1 the file has problems (each printed: row, reference, field, code); ${apiExits}`)
+    .action((options: OpsCommandOptions & { file: string; name?: string; source?: string; idempotencyKey?: string }) => run(batchModule().then((module) => module.runBatchesCreate(options))));
+  ops(
+    batches
+      .command('list')
+      .description('batches, newest first, a page at a time')
+      .addOption(new Option('--state <state>', 'only this state').choices(batchStates))
+      .option('--limit <n>', 'batches per page (1 to 200)', '50')
+      .option('--cursor <cursor>', 'the next page a previous run printed'),
+  ).action((options: OpsCommandOptions & { state?: string; limit?: string; cursor?: string }) => run(batchModule().then((module) => module.runBatchesList(options))));
+  ops(batches.command('get').description('a batch: state, counts and amounts by state, rate and ETA').argument('<batchId>')).action((id: string, options: OpsCommandOptions) =>
+    run(batchModule().then((module) => module.runBatchesGet(id, options))),
+  );
+  ops(
+    batches
+      .command('items')
+      .description('a batch’s items in reference order, a page at a time')
+      .argument('<batchId>')
+      .addOption(new Option('--status <status>', 'only this state').choices([...fundingStatuses, 'CANCELLED']))
+      .option('--limit <n>', 'items per page (1 to 1000)', '100')
+      .option('--cursor <cursor>', 'the next page a previous run printed'),
+  ).action((id: string, options: OpsCommandOptions & { status?: string; limit?: string; cursor?: string }) => run(batchModule().then((module) => module.runBatchesItems(id, options))));
+  for (const [name, move, help] of [
+    ['approve', 'approveFundingBatch', 'approve a batch AWAITING_APPROVAL (needs the approve scope, and a key other than its creator’s)'],
+    ['reject', 'rejectFundingBatch', 'reject a batch AWAITING_APPROVAL: no item starts, its holds are released'],
+    ['pause', 'pauseFundingBatch', 'pause a RUNNING batch: no new item starts'],
+    ['resume', 'resumeFundingBatch', 'resume a PAUSED batch'],
+    ['cancel', 'cancelFundingBatch', 'cancel a batch: items not yet started end CANCELLED and release their share'],
+  ] as const) {
+    ops(batches.command(name).description(help).argument('<batchId>'))
+      .addHelpText('after', `\nExit codes: 0 done; ${apiExits} (409 BATCH_STATE: not from this state; 403 SAME_APPROVER)`)
+      .action((id: string, options: OpsCommandOptions) => run(batchModule().then((module) => module.runBatchesMove(move, name)(id, options))));
+  }
+  ops(batches.command('report').description('a batch’s report as CSV on standard output, one row per item').argument('<batchId>'), ['text']).action((id: string, options: OpsCommandOptions) =>
+    run(batchModule().then((module) => module.runBatchesReport(id, options))),
+  );
+  ops(batches.command('watch').description('follow a batch with a live progress bar (done/total, rate, ETA, counts by state) until it is done').argument('<batchId>').option('--interval <seconds>', 'how often to look', '1'))
+    .addHelpText('after', `\nExit codes: 0 COMPLETED; 1 CANCELLED or REJECTED; ${apiExits}`)
+    .action((id: string, options: OpsCommandOptions & { interval?: string }) => run(batchModule().then((module) => module.runBatchesWatch(id, options))));
 
   const payments = program.command('payments').description('merchant payments: list, get, resolve a review');
   ops(listOptions(payments.command('list').description('payments, newest first, a page at a time'), paymentStatuses)).action((options: OpsCommandOptions & ListOptions) =>
@@ -121,7 +173,7 @@ walletflow payments resolve); ${apiExits}`,
   ops(payments.command('get').description('a payment, its timeline and any review').argument('<paymentId>', "walletflow's id (not the wallet's paymentId)"))
     .addHelpText('after', `\nExit codes: 0 found; 1 no such payment; ${apiExits}`)
     .action((id: string, options: OpsCommandOptions) => run(import('./payments.ts').then((module) => module.runPaymentsGet(id, options))));
-  ops(resolveOptions(payments.command('resolve').description('settle a payment in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<paymentId>'), ['SUCCEEDED', 'FAILED']))
+  ops(resolveOptions(payments.command('resolve').description('resolve a payment in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<paymentId>'), ['SUCCEEDED', 'FAILED']))
     .addHelpText('after', `\nExit codes: 0 resolved; ${apiExits} (409 PAYMENT_NOT_IN_REVIEW)`)
     .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
       run(import('./payments.ts').then((module) => module.runPaymentsResolve(id, options))),

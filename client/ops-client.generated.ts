@@ -33,6 +33,17 @@ export interface ResolveFunding {
   note: string;
 }
 
+export interface CreateFundingBatch {
+  name: string;
+  source?: {
+    type: "TREASURY";
+  } | {
+    type: "USER_BALANCE";
+    partnerUserId: string;
+  };
+  items: unknown[];
+}
+
 export interface CreatePayment {
   linkId: string;
   amount: {
@@ -64,7 +75,7 @@ export interface CreateAdjustment {
 
 export interface CreateWebhookEndpoint {
   url: string;
-  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled")[];
 }
 
 export interface Funding {
@@ -133,6 +144,60 @@ export interface Problem {
 
 export interface FundingPage {
   items: Funding[];
+  nextCursor: string | null;
+}
+
+export interface FundingBatch {
+  batchId: string;
+  name: string;
+  state: "AWAITING_APPROVAL" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELLED" | "REJECTED";
+  createdBy: string;
+  approvedBy: string | null;
+  source: {
+    type: "TREASURY";
+  } | {
+    type: "USER_BALANCE";
+    partnerUserId: string;
+  };
+  total: {
+    count: number;
+    amount: {
+      currency: string;
+      value: string;
+    };
+  };
+  counts: {
+    [key: string]: number;
+  };
+  amounts: {
+    [key: string]: {
+    currency: string;
+    value: string;
+  };
+  };
+  createdAt: string;
+  startedAt: string | null;
+  completedAt: string | null;
+  itemsPerSecond: number | null;
+  etaSeconds: number | null;
+}
+
+export interface FundingBatchPage {
+  items: FundingBatch[];
+  nextCursor: string | null;
+}
+
+export interface FundingBatchItemPage {
+  items: {
+    reference: string;
+    fundingId: string;
+    status: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW" | "CANCELLED";
+    errorCode: string | null;
+    amount: {
+      currency: string;
+      value: string;
+    };
+  }[];
   nextCursor: string | null;
 }
 
@@ -382,14 +447,14 @@ export interface WebhookEndpointCreated {
   id: string;
   secret: string;
   url: string;
-  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled")[];
   createdAt: string;
 }
 
 export interface WebhookEndpoint {
   id: string;
   url: string;
-  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review")[];
+  events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled")[];
   createdBy: string | null;
   createdAt: string;
 }
@@ -403,7 +468,7 @@ export interface WebhookDelivery {
   id: string;
   endpointId: string;
   eventId: string;
-  eventType: "funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review";
+  eventType: "funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled";
   status: "PENDING" | "SUCCEEDED" | "FAILED";
   attempts: number;
   nextAttemptAt: string | null;
@@ -455,6 +520,73 @@ export type ResolveFundingParams = {
   /** who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed */
   opsActor?: string;
   body: ResolveFunding;
+};
+
+export type ListFundingBatchesParams = {
+  /** only batches in this state */
+  state?: "AWAITING_APPROVAL" | "RUNNING" | "PAUSED" | "COMPLETED" | "CANCELLED" | "REJECTED";
+  /** batches per page (1 to 200, default 50) */
+  limit?: number;
+  /** the nextCursor of the previous page */
+  cursor?: string;
+};
+
+export type CreateFundingBatchParams = {
+  /** the CSV form’s batch name */
+  name?: string;
+  /** the CSV form’s source: this partner user’s balance (absent: the TREASURY) */
+  partnerUserId?: string;
+  /** Required. One business request: a repeated key with the same body answers 200 and the same record (nothing new starts); with another body 422 `IDEMPOTENCY_KEY_REUSED`. */
+  idempotencyKey: string;
+  body: CreateFundingBatch;
+};
+
+export type GetFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+};
+
+export type ListFundingBatchItemsParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+  /** only items in this state (CANCELLED: cancelled before they started) */
+  status?: "PENDING" | "CREATING" | "EXECUTING" | "RECONCILING" | "APPROVED" | "DECLINED" | "REJECTED" | "FAILED" | "NEEDS_REVIEW" | "CANCELLED";
+  /** items per page (1 to 1000, default 100) */
+  limit?: number;
+  /** the nextCursor of the previous page */
+  cursor?: string;
+};
+
+export type GetFundingBatchReportParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+  /** csv (the only format) */
+  format?: "csv";
+};
+
+export type ApproveFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+};
+
+export type RejectFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+};
+
+export type PauseFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+};
+
+export type ResumeFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
+};
+
+export type CancelFundingBatchParams = {
+  /** the batch’s id (not a UUID: 404) */
+  batchId: string;
 };
 
 export type ListPaymentsParams = {
@@ -578,6 +710,16 @@ export type CreateFundingAnswer = { status: 200; body: Funding } | { status: 202
 export type GetFundingAnswer = { status: 200; body: Funding };
 export type CancelFundingAnswer = { status: 200; body: Funding };
 export type ResolveFundingAnswer = { status: 200; body: Funding };
+export type ListFundingBatchesAnswer = { status: 200; body: FundingBatchPage };
+export type CreateFundingBatchAnswer = { status: 200; body: FundingBatch } | { status: 202; body: FundingBatch };
+export type GetFundingBatchAnswer = { status: 200; body: FundingBatch };
+export type ListFundingBatchItemsAnswer = { status: 200; body: FundingBatchItemPage };
+export type GetFundingBatchReportAnswer = { status: 200; body: string };
+export type ApproveFundingBatchAnswer = { status: 200; body: FundingBatch };
+export type RejectFundingBatchAnswer = { status: 200; body: FundingBatch };
+export type PauseFundingBatchAnswer = { status: 200; body: FundingBatch };
+export type ResumeFundingBatchAnswer = { status: 200; body: FundingBatch };
+export type CancelFundingBatchAnswer = { status: 200; body: FundingBatch };
 export type ListPaymentsAnswer = { status: 200; body: PaymentPage };
 export type CreatePaymentAnswer = { status: 200; body: Payment } | { status: 202; body: Payment };
 export type GetPaymentAnswer = { status: 200; body: Payment };
@@ -606,15 +748,35 @@ export interface OpsClient {
   getFunding(params: GetFundingParams, options?: CallOptions): Promise<GetFundingAnswer>;
   /** POST /ops/fundings/{fundingId}/cancel: Cancel a funding that has not started executing (it ends FAILED, code CANCELLED) */
   cancelFunding(params: CancelFundingParams, options?: CallOptions): Promise<CancelFundingAnswer>;
-  /** POST /ops/fundings/{fundingId}/resolve: Settle a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed */
+  /** POST /ops/fundings/{fundingId}/resolve: Resolve a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed */
   resolveFunding(params: ResolveFundingParams, options?: CallOptions): Promise<ResolveFundingAnswer>;
+  /** GET /ops/funding-batches: Funding batches, newest first, a page at a time */
+  listFundingBatches(params?: ListFundingBatchesParams, options?: CallOptions): Promise<ListFundingBatchesAnswer>;
+  /** POST /ops/funding-batches: Fund many wallets from one request: a JSON body, or a CSV file (reference,recipient_type,recipient,amount) with ?name= */
+  createFundingBatch(params: CreateFundingBatchParams, options?: CallOptions): Promise<CreateFundingBatchAnswer>;
+  /** GET /ops/funding-batches/{batchId}: A batch: its state, its items counted and summed by state, its rate and ETA */
+  getFundingBatch(params: GetFundingBatchParams, options?: CallOptions): Promise<GetFundingBatchAnswer>;
+  /** GET /ops/funding-batches/{batchId}/items: A batch’s items in reference order, a page at a time */
+  listFundingBatchItems(params: ListFundingBatchItemsParams, options?: CallOptions): Promise<ListFundingBatchItemsAnswer>;
+  /** GET /ops/funding-batches/{batchId}/report: A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount) */
+  getFundingBatchReport(params: GetFundingBatchReportParams, options?: CallOptions): Promise<GetFundingBatchReportAnswer>;
+  /** POST /ops/funding-batches/{batchId}/approve: Approve a batch AWAITING_APPROVAL (a key other than its creator’s): it runs */
+  approveFundingBatch(params: ApproveFundingBatchParams, options?: CallOptions): Promise<ApproveFundingBatchAnswer>;
+  /** POST /ops/funding-batches/{batchId}/reject: Reject a batch AWAITING_APPROVAL: no item starts, its holds are released */
+  rejectFundingBatch(params: RejectFundingBatchParams, options?: CallOptions): Promise<RejectFundingBatchAnswer>;
+  /** POST /ops/funding-batches/{batchId}/pause: Pause a RUNNING batch: no new item starts; started items finish */
+  pauseFundingBatch(params: PauseFundingBatchParams, options?: CallOptions): Promise<PauseFundingBatchAnswer>;
+  /** POST /ops/funding-batches/{batchId}/resume: Resume a PAUSED batch */
+  resumeFundingBatch(params: ResumeFundingBatchParams, options?: CallOptions): Promise<ResumeFundingBatchAnswer>;
+  /** POST /ops/funding-batches/{batchId}/cancel: Cancel a batch: items not yet started end CANCELLED and release their share; started items finish */
+  cancelFundingBatch(params: CancelFundingBatchParams, options?: CallOptions): Promise<CancelFundingBatchAnswer>;
   /** GET /ops/payments: Payments, newest first, a page at a time */
   listPayments(params?: ListPaymentsParams, options?: CallOptions): Promise<ListPaymentsAnswer>;
   /** POST /ops/payments: Take a merchant payment from a linked wallet */
   createPayment(params: CreatePaymentParams, options?: CallOptions): Promise<CreatePaymentAnswer>;
   /** GET /ops/payments/{paymentId}: A payment, its timeline and any review */
   getPayment(params: GetPaymentParams, options?: CallOptions): Promise<GetPaymentAnswer>;
-  /** POST /ops/payments/{paymentId}/resolve: Settle a payment parked in NEEDS_REVIEW, after checking with the wallet operator */
+  /** POST /ops/payments/{paymentId}/resolve: Resolve a payment parked in NEEDS_REVIEW, after checking with the wallet operator */
   resolvePayment(params: ResolvePaymentParams, options?: CallOptions): Promise<ResolvePaymentAnswer>;
   /** POST /ops/links/login-urls: A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded) */
   createLoginUrl(params: CreateLoginUrlParams, options?: CallOptions): Promise<CreateLoginUrlAnswer>;
@@ -652,6 +814,16 @@ const operations: Record<keyof OpsClient, OperationSpec> = {
   getFunding: { method: 'GET', path: "/ops/fundings/{fundingId}", pathParams: ["fundingId"], query: [], headers: {}, body: false },
   cancelFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/cancel", pathParams: ["fundingId"], query: [], headers: {}, body: false },
   resolveFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/resolve", pathParams: ["fundingId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: true },
+  listFundingBatches: { method: 'GET', path: "/ops/funding-batches", pathParams: [], query: ["state","limit","cursor"], headers: {}, body: false },
+  createFundingBatch: { method: 'POST', path: "/ops/funding-batches", pathParams: [], query: ["name","partnerUserId"], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
+  getFundingBatch: { method: 'GET', path: "/ops/funding-batches/{batchId}", pathParams: ["batchId"], query: [], headers: {}, body: false },
+  listFundingBatchItems: { method: 'GET', path: "/ops/funding-batches/{batchId}/items", pathParams: ["batchId"], query: ["status","limit","cursor"], headers: {}, body: false },
+  getFundingBatchReport: { method: 'GET', path: "/ops/funding-batches/{batchId}/report", pathParams: ["batchId"], query: ["format"], headers: {}, body: false },
+  approveFundingBatch: { method: 'POST', path: "/ops/funding-batches/{batchId}/approve", pathParams: ["batchId"], query: [], headers: {}, body: false },
+  rejectFundingBatch: { method: 'POST', path: "/ops/funding-batches/{batchId}/reject", pathParams: ["batchId"], query: [], headers: {}, body: false },
+  pauseFundingBatch: { method: 'POST', path: "/ops/funding-batches/{batchId}/pause", pathParams: ["batchId"], query: [], headers: {}, body: false },
+  resumeFundingBatch: { method: 'POST', path: "/ops/funding-batches/{batchId}/resume", pathParams: ["batchId"], query: [], headers: {}, body: false },
+  cancelFundingBatch: { method: 'POST', path: "/ops/funding-batches/{batchId}/cancel", pathParams: ["batchId"], query: [], headers: {}, body: false },
   listPayments: { method: 'GET', path: "/ops/payments", pathParams: [], query: ["status","from","to","limit","cursor"], headers: {}, body: false },
   createPayment: { method: 'POST', path: "/ops/payments", pathParams: [], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
   getPayment: { method: 'GET', path: "/ops/payments/{paymentId}", pathParams: ["paymentId"], query: [], headers: {}, body: false },

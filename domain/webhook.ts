@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { fundingSchema, type FundingStatus } from './funding.ts';
 import { paymentSchema, type PaymentStatus } from './payment.ts';
+import { batchViewSchema, type BatchState } from './funding-batch.ts';
 
 export const webhookEventTypes = [
   'funding.approved',
@@ -14,6 +15,8 @@ export const webhookEventTypes = [
   'payment.succeeded',
   'payment.failed',
   'payment.needs_review',
+  'batch.completed',
+  'batch.cancelled',
 ] as const;
 export type WebhookEventType = (typeof webhookEventTypes)[number];
 
@@ -35,6 +38,11 @@ export function fundingWebhookEventType(status: FundingStatus): WebhookEventType
   }
 }
 
+/** The event a batch's move to `state` emits: its end (COMPLETED, CANCELLED); null for the others. */
+export function batchWebhookEventType(state: BatchState): WebhookEventType | null {
+  return state === 'COMPLETED' ? 'batch.completed' : state === 'CANCELLED' ? 'batch.cancelled' : null;
+}
+
 /** The event a payment's move to `status` emits: SUCCEEDED, FAILED and NEEDS_REVIEW; null for the others. */
 export function paymentWebhookEventType(status: PaymentStatus): WebhookEventType | null {
   switch (status) {
@@ -49,12 +57,12 @@ export function paymentWebhookEventType(status: PaymentStatus): WebhookEventType
   }
 }
 
-/** The body of every delivery: `data` is the funding or the payment as the ops API shows it. */
+/** The body of every delivery: `data` is the funding, the payment or the batch as the ops API shows it. */
 export const webhookEventBodySchema = z.object({
   id: z.string(),
   type: z.enum(webhookEventTypes),
   createdAt: z.iso.datetime(),
-  data: z.union([fundingSchema, paymentSchema]),
+  data: z.union([fundingSchema, paymentSchema, batchViewSchema]),
 });
 export type WebhookEventBody = z.infer<typeof webhookEventBodySchema>;
 

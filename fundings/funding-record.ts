@@ -18,7 +18,7 @@ import {
 } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
-import { toNumeric, type Money } from '../domain/money.ts';
+import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
@@ -38,6 +38,28 @@ export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:ca
 
 export const withFundingEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type FundingWithEvents = Funding & { events: FundingEvent[] };
+
+/** One item of a batch, its amount in thousandths, its ids chosen by the batch record. */
+export interface NewBatchItem {
+  id: string;
+  idempotencyKey: string;
+  workflowId: string;
+  reference: string;
+  recipient: CreateFundingRequest['recipient'];
+  amount: bigint;
+}
+
+export interface NewBatchItems {
+  batchId: string;
+  requestFingerprint: string;
+  source: FundingSource;
+  currency: string;
+  requestedBy: string;
+  items: readonly NewBatchItem[];
+}
+
+/** Items per statement: 9 array parameters each, whatever the chunk; the hold's floor check per chunk. */
+const BATCH_INSERT_CHUNK = 5000;
 
 export interface NewFunding {
   id: string;
@@ -206,7 +228,13 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /** Fundings not final and created before `createdBefore`, oldest first: the sweep's work. */
     listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
       database.funding.findMany({
-        where: { status: { in: [...unfinishedFundingStatuses] }, createdAt: { lt: createdBefore }, ...afterCursor(after) },
+        where: {
+          status: { in: [...unfinishedFundingStatuses] },
+          createdAt: { lt: createdBefore },
+          // An item waiting its turn in a batch that is still under way is the batch's to start, not stuck.
+          NOT: { status: 'PENDING', batch: { is: { state: { in: ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'] } } } },
+          ...afterCursor(after),
+        },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: limit,
       }),
@@ -423,6 +451,90 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       });
       return settled(fundingId, moved, resolution.outcome);
     },
+
+    /**
+     * A batch's items, stored in the caller's transaction (the batch record's insert): each a
+     * PENDING funding with its batch and reference, its first event and its hold on the batch's
+     * source, written set-based (a batch has up to 100,000 items). A source that does not cover
+     * the total throws InsufficientFundsError: the caller's transaction stores nothing.
+     */
+    async insertBatchItems(tx: Prisma.TransactionClient, batch: NewBatchItems): Promise<void> {
+      const source = batch.source;
+      const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
+      for (let start = 0; start < batch.items.length; start += BATCH_INSERT_CHUNK) {
+        const chunk = batch.items.slice(start, start + BATCH_INSERT_CHUNK);
+        const column = <T>(pick: (item: NewBatchItem) => T) => chunk.map(pick);
+        await tx.$executeRaw`
+          INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
+                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids,
+                               source_partner_user_id, batch_id, batch_reference, updated_at)
+          SELECT i.id, i.idempotency_key, ${batch.requestFingerprint}, i.workflow_id, 'PENDING'::"FundingStatus", i.recipient_type::"RecipientType", i.link_id,
+                 i.code_sealed, i.code_masked, ${batch.currency}, i.amount, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
+          FROM unnest(${column((item) => item.id)}::uuid[], ${column((item) => item.idempotencyKey)}::text[], ${column((item) => item.workflowId)}::text[],
+                      ${column((item) => item.recipient.type)}::text[], ${column((item) => (item.recipient.type === 'TOKEN' ? item.recipient.linkId : null))}::uuid[],
+                      ${column((item) => (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))) : null))}::bytea[],
+                      ${column((item) => (item.recipient.type === 'CODE' ? maskCashInCode(item.recipient.code) : null))}::text[],
+                      ${column((item) => toNumeric(item.amount))}::numeric[], ${column((item) => item.reference)}::text[])
+            AS i(id, idempotency_key, workflow_id, recipient_type, link_id, code_sealed, code_masked, amount, reference)`;
+        await tx.$executeRaw`
+          INSERT INTO funding_event (funding_id, status, detail)
+          SELECT unnest(${column((item) => item.id)}::uuid[]), 'PENDING'::"FundingStatus", ${`item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`}`;
+        await ledger.holdMany(tx, { source, currency: batch.currency, holds: chunk.map((item) => ({ fundingId: item.id, amount: item.amount })) });
+      }
+    },
+
+    /**
+     * A cancelled batch: its items not yet started (PENDING) end FAILED with code CANCELLED and
+     * their holds released, in one transaction; started items are left to finish. Answers how many.
+     */
+    async cancelPendingBatchItems(batchId: string, actor: string): Promise<number> {
+      return database.$transaction(async (tx) => {
+        const cancelled = await tx.$queryRaw<Array<{ id: string }>>`
+          UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
+                 error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
+          WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus"
+          RETURNING id::text AS id`;
+        const ids = cancelled.map((row) => row.id);
+        if (ids.length === 0) return 0;
+        await tx.$executeRaw`
+          INSERT INTO funding_event (funding_id, status, detail)
+          SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
+        await ledger.releaseMany(tx, ids);
+        return ids.length;
+      }, { timeout: 120_000 });
+    },
+
+    /** The next items of a batch that have not started, after `afterId` (ids in order). */
+    nextPendingBatchItems: (batchId: string, afterId: string | null, limit: number) =>
+      database.funding
+        .findMany({
+          where: { batchId, status: 'PENDING', ...(afterId ? { id: { gt: afterId } } : {}) },
+          orderBy: { id: 'asc' },
+          take: limit,
+          select: { id: true, workflowId: true },
+        }),
+
+    /** A batch's items by status (a cancelled item apart: FAILED with code CANCELLED), with their amounts. */
+    async batchItemTally(batchId: string, db: Prisma.TransactionClient | Database = database): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
+      const rows = await db.$queryRaw<Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>>`
+        SELECT CASE WHEN status = 'FAILED' AND error_code = 'CANCELLED' THEN 'CANCELLED' ELSE status::text END AS status,
+               COUNT(*)::bigint AS count, SUM(amount) AS amount
+        FROM funding WHERE batch_id = ${batchId}::uuid GROUP BY 1`;
+      return rows.map((row) => ({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) }));
+    },
+
+    /** A page of a batch's items in reference order, from a cursor (the last reference seen). */
+    batchItemsPage: (batchId: string, query: { status?: FundingStatus | 'CANCELLED'; afterReference?: string; limit: number }) =>
+      database.funding.findMany({
+        where: {
+          batchId,
+          ...(query.status === 'CANCELLED' ? { status: 'FAILED', errorCode: 'CANCELLED' } : query.status ? { status: query.status } : {}),
+          ...(query.afterReference ? { batchReference: { gt: query.afterReference } } : {}),
+        },
+        orderBy: { batchReference: 'asc' },
+        take: query.limit,
+        select: { id: true, batchReference: true, status: true, errorCode: true, amount: true, currency: true },
+      }),
 
     /** A timeline entry that changes nothing (the sweep started a missing workflow). */
     recordEvent: (fundingId: string, status: FundingStatus, detail: string) =>

@@ -166,6 +166,63 @@ export function createLedger(options: LedgerOptions = {}) {
       }),
 
     /**
+     * The first phase for many fundings at once (a batch's items): one hold each, as `hold` writes
+     * it, in one statement. The source's floor is checked as the entries land: a total the source
+     * does not cover throws InsufficientFundsError and the caller's transaction stores nothing.
+     */
+    async holdMany(tx: Prisma.TransactionClient, input: { source: FundingSource; currency: string; holds: ReadonlyArray<{ fundingId: string; amount: bigint }> }): Promise<void> {
+      if (input.holds.length === 0) return;
+      const account = sourceAccount(input.source);
+      await ensureAccounts(tx, [account, 'IN_FLIGHT'], input.currency);
+      const ids = input.holds.map((hold) => hold.fundingId);
+      const references = ids.map(holdReference);
+      const amounts = input.holds.map((hold) => toNumeric(hold.amount));
+      try {
+        await tx.$executeRaw`
+          WITH input AS (SELECT * FROM unnest(${ids}::uuid[], ${references}::text[], ${amounts}::numeric[]) AS i(funding_id, reference, amount)),
+          held AS (
+            INSERT INTO ledger_transaction (reference, kind, currency, funding_id)
+            SELECT reference, 'HOLD'::"LedgerTransactionKind", ${input.currency}, funding_id FROM input
+            RETURNING id, funding_id)
+          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+          SELECT held.id, leg.account, ${input.currency}, leg.amount, true
+          FROM held JOIN input USING (funding_id)
+          CROSS JOIN LATERAL (VALUES (${account}::varchar, -input.amount), ('IN_FLIGHT'::varchar, input.amount)) AS leg(account, amount)
+          ORDER BY leg.account, held.id`;
+      } catch (error) {
+        if (isFloorViolation(error)) throw new InsufficientFundsError(account, input.currency);
+        throw error;
+      }
+    },
+
+    /**
+     * Releases the open holds of many fundings at once (a batch's items that will never start), as
+     * `settleFunding` releases one: a RELEASE settling each hold, once. Answers how many it released.
+     */
+    async releaseMany(tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> {
+      if (fundingIds.length === 0) return 0;
+      const holdReferences = fundingIds.map(holdReference);
+      const releaseReferences = fundingIds.map(releaseReference);
+      const released = await tx.$queryRaw<Array<{ count: bigint }>>`
+        WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${releaseReferences}::text[]) AS i(hold_reference, release_reference)),
+        open AS (
+          SELECT h.id, h.funding_id, h.currency, input.release_reference FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
+          WHERE NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)),
+        release AS (
+          INSERT INTO ledger_transaction (reference, kind, currency, funding_id, settles_id)
+          SELECT open.release_reference, 'RELEASE'::"LedgerTransactionKind", open.currency, open.funding_id, open.id FROM open
+          RETURNING id, settles_id, currency),
+        entries AS (
+          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+          SELECT release.id, e.account, release.currency, -e.amount, true
+          FROM release JOIN ledger_entry e ON e.transaction_id = release.settles_id
+          ORDER BY e.account, release.id
+          RETURNING 1)
+        SELECT COUNT(*)::bigint AS count FROM release`;
+      return Number(released[0]?.count ?? 0n);
+    },
+
+    /**
      * The second phase, exactly once: APPROVED posts the hold to WALLET_CLEARING, any other final
      * state releases it. Nothing when the funding has no hold (stored before the ledger existed) or
      * it is already settled. Answers what this call did.

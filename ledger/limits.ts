@@ -77,6 +77,23 @@ export function checkFundingAmount(limits: FundingLimits, amount: bigint, curren
 }
 
 /**
+ * A batch drawing on a user's balance: its `count` items and their `total` must fit today's count
+ * and amount (contract-decisions section 14: the per-minute limit does not apply to a batch).
+ */
+export function checkBatchUserLimits(limits: FundingLimits, usage: UserUsage, count: number, total: bigint, currency: string): void {
+  const left = headroomOf(limits, usage);
+  if (count > left.dailyCountLeft) {
+    throw new LimitRefusal('DAILY_LIMIT_EXCEEDED', `USER_DAILY_COUNT: at most ${limits.userDailyCount} withdrawals a day; ${left.dailyCountLeft} left today, the batch has ${count}`);
+  }
+  if (total > left.dailyAmountLeft) {
+    throw new LimitRefusal(
+      'DAILY_LIMIT_EXCEEDED',
+      `USER_DAILY_AMOUNT: at most ${formatAmount(limits.userDailyAmount, currency)} ${currency} a day; ${formatAmount(left.dailyAmountLeft, currency)} ${currency} left today`,
+    );
+  }
+}
+
+/**
  * Per user, inside the storing transaction and after lockPartnerUser: the new funding must fit
  * today's count and amount and the minute's count (`usage` does not count it yet).
  */

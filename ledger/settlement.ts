@@ -6,6 +6,7 @@
 import { Prisma } from '../generated/prisma/client.ts';
 import type { Settlement, SettlementItem } from '../domain/ledger.ts';
 import { amountOf, formatAmount, fromNumeric, thousandthsIn } from '../domain/money.ts';
+import { csvField } from '../lib/csv.ts';
 import type { Database } from '../lib/database.ts';
 import { paymentReference, postReference } from './ledger.ts';
 
@@ -154,12 +155,6 @@ function dayBounds(date: string): { start: string; end: string } {
   next.setUTCDate(next.getUTCDate() + 1);
   return { start: `${date} 00:00:00`, end: `${next.toISOString().slice(0, 10)} 00:00:00` };
 }
-
-const csvField = (value: string | number | null) => {
-  const text = value === null ? '' : String(value);
-  // Quote always; a leading = + - @ is prefixed so a spreadsheet never reads a formula.
-  return `"${(/^[=+\-@]/.test(text) && !/^-?\d/.test(text) ? `'${text}` : text).replace(/"/g, '""')}"`;
-};
 
 /** The settlement as CSV: one line per item, then the totals. */
 export function settlementCsv(settlement: Settlement): string {

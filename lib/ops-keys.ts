@@ -2,7 +2,7 @@
 // `+`-separated; a bare `key` is named `default` and holds every scope. The name is what audits
 // record; the key itself is never logged or stored.
 
-export const opsScopes = ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin'] as const;
+export const opsScopes = ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin', 'approve'] as const;
 export type OpsScope = (typeof opsScopes)[number];
 
 export interface OpsKey {

@@ -22,7 +22,29 @@ declare module 'vitest' {
   }
 }
 
+interface TestInfrastructure {
+  values: { databaseUrl: string; databaseUrls: string[]; workflowBundlePath: string; temporalAddress: string; temporalNamespace: string };
+  teardown: () => Promise<void>;
+}
+
+/**
+ * Vitest runs a global setup once per project (vitest.config.ts has two: the suite, and the files
+ * measured under load after it); both share one database server, one Temporal and one bundle.
+ */
+const shared = globalThis as { walletflowTestInfrastructure?: Promise<TestInfrastructure>; walletflowTestProjects?: number };
+
 export default async function setup(project: TestProject) {
+  shared.walletflowTestInfrastructure ??= startInfrastructure(Math.max(1, project.vitest.config.maxWorkers));
+  shared.walletflowTestProjects = (shared.walletflowTestProjects ?? 0) + 1;
+  const infrastructure = await shared.walletflowTestInfrastructure;
+  for (const [key, value] of Object.entries(infrastructure.values)) project.provide(key as keyof TestInfrastructure['values'], value as never);
+  return async () => {
+    shared.walletflowTestProjects = (shared.walletflowTestProjects ?? 1) - 1;
+    if (shared.walletflowTestProjects === 0) await infrastructure.teardown();
+  };
+}
+
+async function startInfrastructure(workers: number): Promise<TestInfrastructure> {
   const root = path.resolve(import.meta.dirname, '..');
   let embedded: RunningPostgres | undefined;
   let embeddedDir: string | undefined;
@@ -32,7 +54,6 @@ export default async function setup(project: TestProject) {
   let serverUrl = process.env.DATABASE_URL;
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
-  const workers = Math.max(1, project.config.maxWorkers);
   const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
   const teardown = async () => {
     await temporal?.stop();
@@ -76,11 +97,5 @@ export default async function setup(project: TestProject) {
   const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   await writeFile(workflowBundlePath, await bundleWorkflows());
 
-  project.provide('databaseUrl', databaseUrl);
-  project.provide('databaseUrls', databaseUrls);
-  project.provide('workflowBundlePath', workflowBundlePath);
-  project.provide('temporalAddress', temporalAddress);
-  project.provide('temporalNamespace', namespace);
-
-  return teardown;
+  return { values: { databaseUrl, databaseUrls, workflowBundlePath, temporalAddress, temporalNamespace: namespace }, teardown };
 }

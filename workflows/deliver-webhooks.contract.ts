@@ -37,6 +37,12 @@ export interface DeliveryRoundReport {
 
 export type DeliverWebhooksRound = DeliveryRoundReport;
 
+/** The activity deliverWebhooks schedules (activities/webhooks.ts implements it, taking its types from here). */
+export interface DeliverWebhooksActivities {
+  /** One round: polls the outbox for due deliveries and sends them, heartbeating between batches, for `roundMs`. */
+  deliverDueWebhooks(input: DeliveryRoundInput): Promise<DeliveryRoundReport>;
+}
+
 /** The delivery activity's time-outs: a round plus its last sends; heartbeats between batches. */
 export const deliverWebhooksActivityTimeouts = { startToCloseMs: 5 * 60_000, heartbeatMs: 60_000, maxRoundMs: 120_000 } as const;
 

@@ -4,10 +4,14 @@
 // heartbeats; after `roundsPerRun` rounds it continues as new. The retry schedule lives in the
 // deliveries' rows (next_attempt_at), not in this history, and no secret or body passes through it.
 import { continueAsNew, proxyActivities } from '@temporalio/workflow';
-import type { WebhookActivities } from '../activities/webhooks.ts';
-import { deliverWebhooksActivityTimeouts, type DeliverWebhooksInput, type DeliverWebhooksWorkflow } from './deliver-webhooks.contract.ts';
+import {
+  deliverWebhooksActivityTimeouts,
+  type DeliverWebhooksActivities,
+  type DeliverWebhooksInput,
+  type DeliverWebhooksWorkflow,
+} from './deliver-webhooks.contract.ts';
 
-const { deliverDueWebhooks } = proxyActivities<WebhookActivities>({
+const { deliverDueWebhooks } = proxyActivities<DeliverWebhooksActivities>({
   startToCloseTimeout: deliverWebhooksActivityTimeouts.startToCloseMs,
   heartbeatTimeout: deliverWebhooksActivityTimeouts.heartbeatMs,
   // A round that fails (the database away) is tried again, for ever: deliveries wait in their rows.

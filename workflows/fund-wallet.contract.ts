@@ -120,3 +120,132 @@ export async function startFundWallet(client: Client, options: StartFundWalletOp
  */
 export const mismatchReviewReason = (detail: string, transferId: string) =>
   `the wallet's create answer does not match the request (${detail}); transfer ${transferId} was not executed`;
+
+// The activities fundWallet schedules (activities/funding.ts implements them): their signatures
+// and the results they answer with are the workflow's, declared here; the activities take them
+// from this contract, never the reverse. Results are data: ids, states and codes, never a token
+// or a code. `fence` is the run's claim from loadFunding: a step that carries it is refused once
+// another run claimed the funding (absent in histories from before fencing).
+
+/** Where a funding stands when a run takes it on (loadFunding). */
+export interface FundingSnapshot {
+  fundingId: string;
+  status: FundingStatus;
+  recipientType: 'CODE' | 'TOKEN';
+  transferId: string | null;
+  /**
+   * The run's claim (loadFunding takes the funding on): every later step of the run passes it,
+   * and is refused once another run claimed the funding. Absent in histories from before fencing.
+   */
+  fence?: number;
+}
+
+/** What a park for review found: parked (now or by this run before), or the final state another writer had already reached. */
+export type ParkOutcome =
+  | { parked: true }
+  | { parked: false; status: FinalFundingStatus; errorCode: string | null; transferId: string | null };
+
+export type CreateOutcome =
+  | { kind: 'created'; transferId: string; requestReferenceNo: string | null }
+  | { kind: 'refused'; status: 'REJECTED' | 'FAILED'; code: string; requestReferenceNo: string | null }
+  | { kind: 'cancelled' }
+  /** The wallet's answer names another amount, currency or recipient type than asked: never executed. */
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string };
+
+/** Where a transfer stands, as the workflow needs it. */
+export type TransferProgress =
+  | { kind: 'final'; status: 'APPROVED' | 'DECLINED'; declineCode: string | null; requestReferenceNo: string }
+  | { kind: 'processing'; requestReferenceNo: string }
+  | { kind: 'not-executed'; requestReferenceNo: string }
+  | { kind: 'expired'; requestReferenceNo: string | null }
+  | { kind: 'unknown'; code: string; requestReferenceNo: string | null; httpStatus?: number | null }
+  /** Retrieve refused (404 TRANSFER_NOT_FOUND, 401): no state; after a bound the workflow asks for review. */
+  | { kind: 'refused'; code: string; requestReferenceNo: string; httpStatus: number | null };
+
+/**
+ * What one pass of a funding (fundInOnePass) got to. Everything it wrote went through the record,
+ * as the step-by-step activities write it; the workflow goes on from here.
+ */
+export type OnePassOutcome =
+  /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
+  | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
+  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on, with the pass's claim. */
+  | { kind: 'executed'; transferId: string; progress: TransferProgress; fence?: number }
+  /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
+  | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence?: number }
+  /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
+  /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
+  | { kind: 'create-later'; retryAfterMs: number | null }
+  /**
+   * Not a fresh PENDING funding, out of time, or overtaken by another run's claim: the
+   * step-by-step path goes on from the record (and claims it).
+   */
+  | { kind: 'steps' };
+
+/** The final state finishFunding writes. */
+export interface FinishInput {
+  status: FinalFundingStatus;
+  code?: string | null;
+  requestReferenceNo?: string | null;
+  detail?: string | null;
+  /** A state that says nothing was sent (a refused create): written only while no execute can have been. */
+  beforeExecute?: boolean;
+}
+
+/** The activities fundWallet schedules, as activities or local activities. */
+export interface FundWalletActivities {
+  /**
+   * A fresh funding in one pass, run by the workflow as one local activity: PENDING → CREATING,
+   * create (transferId stored before anything can execute it), → EXECUTING unless cancelled,
+   * the one execute, and the final state, each written through the record as the step-by-step
+   * activities write them. Each move counts only if this pass made it: wherever the record says
+   * someone else got there first (a cancel, another run of the funding), or the pass would wait
+   * or retry, it stops and the workflow goes on from the record. Run again (the workflow task
+   * failed after it), it finds the funding past PENDING and does nothing. It never starts a
+   * wallet call that could outlive its own time-out: a pass that timed out is not still calling.
+   */
+  fundInOnePass(fundingId: string): Promise<OnePassOutcome>;
+  /**
+   * Takes the funding on for a run of its workflow and answers where it stands: from here on,
+   * whatever an earlier run (an orphaned pass, a stale copy of the workflow) still tries to
+   * write is refused.
+   */
+  loadFunding(fundingId: string): Promise<FundingSnapshot>;
+  /** PENDING → CREATING; false when the funding was cancelled (or is otherwise past creating). */
+  markCreating(fundingId: string, fence?: number): Promise<boolean>;
+  /**
+   * Creates the transfer intent and stores its transferId before anything can execute it. A
+   * stored transferId is returned as is: a retried activity never creates a second intent for
+   * a funding that already has one.
+   */
+  createTransfer(fundingId: string, fence?: number): Promise<CreateOutcome>;
+  /**
+   * CREATING → EXECUTING unless cancelled: after this, cancel is refused. The event carries the
+   * create call's Request-Reference-No: the created intent is what moved the funding on. True
+   * also when this run moved it already (a retried step); never for another run's move.
+   */
+  beginExecute(fundingId: string, createRequestReferenceNo: string | null, fence?: number): Promise<boolean>;
+  /**
+   * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
+   * retried attempt (the worker died, the activity timed out) may follow an execute that reached
+   * the wallet: it asks retrieve first, and sends execute again only when the transfer still
+   * shows CREATED. No call starts that could outlive the attempt:
+   * an execute still open when the next attempt starts would race it.
+   */
+  executeTransfer(fundingId: string, transferId: string, fence?: number): Promise<TransferProgress>;
+  /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
+  retrieveTransfer(fundingId: string, transferId: string): Promise<TransferProgress>;
+  /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
+  markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: number): Promise<void>;
+  /**
+   * → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it
+   * holds. A funding another writer already finished is not parked: its final state is
+   * answered, for the workflow to end with.
+   */
+  parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: number): Promise<ParkOutcome>;
+  /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
+  resolveFunding(fundingId: string, input: ResolveFundingUpdateInput, fence?: number): Promise<{ status: FinalFundingStatus; errorCode: string | null }>;
+  /** Writes the final state once; a funding already final keeps its state (returned). */
+  finishFunding(fundingId: string, input: FinishInput, fence?: number): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }>;
+}

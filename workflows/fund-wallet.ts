@@ -17,7 +17,6 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { FundingActivities, OnePassOutcome, TransferProgress } from '../activities/funding.ts';
 import type { FinalFundingStatus, FundingResult, FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import {
@@ -27,7 +26,10 @@ import {
   fundWalletActivityTimeouts,
   mismatchReviewReason,
   resolveFundingUpdate,
+  type FundWalletActivities,
   type FundWalletInput,
+  type OnePassOutcome,
+  type TransferProgress,
 } from './fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from './fund-wallet-takeover.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
@@ -46,7 +48,7 @@ const isFinal = (status: FundingStatus): status is FinalFundingStatus => Object.
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 
 type DatabaseSteps = Pick<
-  FundingActivities,
+  FundWalletActivities,
   'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding' | 'parkFundingForReview' | 'resolveFunding'
 >;
 
@@ -70,7 +72,7 @@ export const localDatabaseStepsPatch = 'fund-wallet-local-database-steps';
  * covers a token refresh's lock, a create and an execute, and it starts no wallet call that could
  * outlive it.
  */
-const onePassStep = proxyLocalActivities<Pick<FundingActivities, 'fundInOnePass'>>({
+const onePassStep = proxyLocalActivities<Pick<FundWalletActivities, 'fundInOnePass'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.onePassMs,
   retry: { maximumAttempts: 1 },
 });
@@ -96,7 +98,7 @@ const searchedStatuses: Record<FundingStatus, boolean> = {
 };
 
 /** create: a retried create may leave an unexecuted intent behind (harmless); give up after ~10 minutes. */
-const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
+const create = proxyActivities<Pick<FundWalletActivities, 'createTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.createMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 15, nonRetryableErrorTypes },
 });
@@ -105,13 +107,13 @@ const create = proxyActivities<Pick<FundingActivities, 'createTransfer'>>({
  * execute: retried only when nothing happened (429, refused connection) or the worker died; a
  * repeated execute is refused by the wallet (409), which reads as unknown and leads to retrieve.
  */
-const execute = proxyActivities<Pick<FundingActivities, 'executeTransfer'>>({
+const execute = proxyActivities<Pick<FundWalletActivities, 'executeTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.executeMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
 });
 
 /** retrieve: a read, retried until the wallet answers. */
-const retrieve = proxyActivities<Pick<FundingActivities, 'retrieveTransfer'>>({
+const retrieve = proxyActivities<Pick<FundWalletActivities, 'retrieveTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.retrieveMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', nonRetryableErrorTypes },
 });

@@ -1,6 +1,7 @@
 // Every workflow the worker runs, exported by name. Deterministic code only (see
 // design/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
 export { fundWallet } from './fund-wallet.ts';
+export { fundBatch } from './fund-batch.ts';
 export { payWallet } from './pay-wallet.ts';
 export { reconcileFundings } from './reconcile.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';

@@ -39,3 +39,14 @@ export async function startOnboardEmbeddedSession(client: Client, options: { tas
     ...startOncePolicies,
   });
 }
+
+/**
+ * The activities onboardEmbeddedSession schedules, as activities or local activities
+ * (activities/embedded-session.ts implements them, taking their types from here).
+ */
+export interface OnboardEmbeddedSessionActivities {
+  /** Links the session: profile → link (EMBEDDED, by profileId) with the session's tokens. Repeatable. */
+  linkEmbeddedSession(sessionRecordId: string): Promise<OnboardEmbeddedSessionResult>;
+  /** Ends onboarding as FAILED with `code` (a session already READY stays READY). */
+  failEmbeddedSession(sessionRecordId: string, code: string): Promise<OnboardEmbeddedSessionResult>;
+}

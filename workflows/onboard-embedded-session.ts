@@ -5,8 +5,12 @@
 // this workflow then finds the session done. Input and result: the session row id, the link id and
 // codes; never a token or a session id.
 import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
-import type { EmbeddedSessionActivities } from '../activities/embedded-session.ts';
-import { embeddedSessionFailureTypes, type OnboardEmbeddedSessionInput, type OnboardEmbeddedSessionResult } from './onboard-embedded-session.contract.ts';
+import {
+  embeddedSessionFailureTypes,
+  type OnboardEmbeddedSessionActivities,
+  type OnboardEmbeddedSessionInput,
+  type OnboardEmbeddedSessionResult,
+} from './onboard-embedded-session.contract.ts';
 
 /** The user is looking at a loading page: a few quick retries (~1 minute), then give up. */
 const retry = {
@@ -18,14 +22,14 @@ const retry = {
 };
 
 /** The steps as activities: how onboardings started before `localStepsPatch` run. */
-const onboarding = proxyActivities<EmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', retry });
+const onboarding = proxyActivities<OnboardEmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', retry });
 
 /**
  * The same steps as local activities: a profile read and a few short writes, all
  * repeatable, run inside the workflow task. One workflow task and no activity task per session
  * instead of two and one: a storm's backlog drains about twice as fast.
  */
-const localOnboarding = proxyLocalActivities<EmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', localRetryThreshold: '10 seconds', retry });
+const localOnboarding = proxyLocalActivities<OnboardEmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', localRetryThreshold: '10 seconds', retry });
 
 /** The patch that runs the steps as local activities; histories from before it replay the activity path. */
 export const localStepsPatch = 'onboard-embedded-session-local-steps';

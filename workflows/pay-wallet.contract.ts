@@ -4,7 +4,7 @@
 // workflow's signature declared here (the workflow file imports this one, never the reverse).
 import type { Client } from '@temporalio/client';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
+import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 
@@ -82,4 +82,68 @@ export async function startPayWallet(client: Client, options: StartPayWalletOpti
     return;
   }
   await ignoringClosedRun(client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, ...startOncePolicies }));
+}
+
+// The activities payWallet schedules (activities/payment.ts implements them): their signatures and
+// the results they answer with are the workflow's, declared here; the activities take them from
+// this contract, never the reverse. Results carry ids, states and codes only. `fence` is the run's
+// claim from loadPayment: a step that carries it is refused once another run claimed the payment
+// (absent in histories from before fencing).
+
+/** Where a payment stands when a run takes it on (loadPayment). */
+export interface PaymentSnapshot {
+  id: string;
+  status: PaymentStatus;
+  walletPaymentId: string | null;
+  /** The run's claim (loadPayment takes the payment on); absent in histories from before fencing. */
+  fence?: number;
+}
+
+/** What a park for review found: parked, or the final state another writer had already reached. */
+export type PaymentParkOutcome = { parked: true } | { parked: false; status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null };
+
+export type CreatePaymentOutcome =
+  | { kind: 'created'; walletPaymentId: string; requestReferenceNo: string | null }
+  | { kind: 'refused'; code: string; requestReferenceNo: string | null }
+  /** The wallet's answer names another amount, currency or merchant than asked: never executed. */
+  | { kind: 'mismatch'; walletPaymentId: string; requestReferenceNo: string; detail: string };
+
+export type ExecutePaymentOutcome =
+  | { kind: 'succeeded'; requestReferenceNo: string }
+  | { kind: 'failed'; code: string; attempt: ExecuteAttempt }
+  | { kind: 'already-executed'; attempt: ExecuteAttempt }
+  | { kind: 'unknown'; attempt: ExecuteAttempt }
+  /**
+   * The wallet certainly did not process it (429, connection refused): safe to send again, after
+   * `retryAfterMs` when the wallet said so (Retry-After, bounded).
+   */
+  | { kind: 'not-sent'; attempt: ExecuteAttempt; retryAfterMs?: number };
+
+/** The activities payWallet schedules, as activities or local activities. */
+export interface PayWalletActivities {
+  /**
+   * Takes the payment on for a run of its workflow and answers where it stands; every later step
+   * carries the claim as its fence (docs/architecture.md, who owns a funding).
+   */
+  loadPayment(id: string): Promise<PaymentSnapshot>;
+  markPaymentCreating(id: string, fence?: number): Promise<void>;
+  /** Creates the wallet payment (no debit) and stores its id and fee before any execute. */
+  createPayment(id: string, fence?: number): Promise<CreatePaymentOutcome>;
+  beginPaymentExecute(id: string, createRequestReferenceNo: string | null, fence?: number): Promise<void>;
+  /**
+   * One execute attempt; the workflow decides what an unknown or repeated one means. The execute
+   * is sent only while it can still end before this activity's time-out (a refresh may have used
+   * the time up): an activity that timed out with its execute in flight would be followed by
+   * another execute the first may still be racing.
+   */
+  executePayment(id: string, fence?: number): Promise<ExecutePaymentOutcome>;
+  /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
+  parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: number): Promise<PaymentParkOutcome>;
+  /** Settles a payment in NEEDS_REVIEW, with who and why. */
+  resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: number): Promise<{ status: FinalPaymentStatus }>;
+  finishPayment(
+    id: string,
+    input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },
+    fence?: number,
+  ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }>;
 }

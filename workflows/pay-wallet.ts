@@ -17,9 +17,15 @@ import {
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
-import type { PaymentActivities } from '../activities/payment.ts';
 import type { ExecuteAttempt, FinalPaymentStatus, PaymentResult, PaymentStatus } from '../domain/payment.ts';
-import { paymentFailureTypes, paymentStatusQuery, payWalletActivityTimeouts, resolvePaymentUpdate, type PayWalletInput } from './pay-wallet.contract.ts';
+import {
+  paymentFailureTypes,
+  paymentStatusQuery,
+  payWalletActivityTimeouts,
+  resolvePaymentUpdate,
+  type PayWalletActivities,
+  type PayWalletInput,
+} from './pay-wallet.contract.ts';
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 import { failedWith } from './activity-failure.ts';
 
@@ -35,7 +41,7 @@ const isFinal = (status: PaymentStatus): status is FinalPaymentStatus => Object.
 
 const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
 
-type DatabaseSteps = Pick<PaymentActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
+type DatabaseSteps = Pick<PayWalletActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
 
 /** The database steps as activities: how payments started before the patch below run. */
 const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
@@ -50,13 +56,13 @@ const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout:
 /** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
 export const localDatabaseStepsPatch = 'pay-wallet-local-database-steps';
 
-const create = proxyActivities<Pick<PaymentActivities, 'createPayment'>>({
+const create = proxyActivities<Pick<PayWalletActivities, 'createPayment'>>({
   startToCloseTimeout: payWalletActivityTimeouts.createMs,
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
 });
 
 /** One attempt per activity: the workflow itself decides whether to execute again. */
-const execute = proxyActivities<Pick<PaymentActivities, 'executePayment'>>({
+const execute = proxyActivities<Pick<PayWalletActivities, 'executePayment'>>({
   startToCloseTimeout: payWalletActivityTimeouts.executeMs,
   retry: { maximumAttempts: 1, nonRetryableErrorTypes },
 });

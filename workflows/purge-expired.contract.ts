@@ -30,6 +30,12 @@ export const purgeExpiredWorkflowType = 'purgeExpired';
 export type PurgeExpiredInput = PurgeInput;
 export type PurgeExpiredResult = PurgeReport;
 
+/** The activity purgeExpired schedules (activities/purge.ts implements it, taking its types from here). */
+export interface PurgeExpiredActivities {
+  /** A few bounded batches of deletes per table, heartbeating after each; a retry deletes what is left. */
+  purgeExpiredRows(input: PurgeInput): Promise<PurgeReport>;
+}
+
 /** purgeExpired's signature: what starters and the Schedule type-check against. */
 export type PurgeExpiredWorkflow = (input: PurgeExpiredInput) => Promise<PurgeExpiredResult>;
 

@@ -2,10 +2,9 @@
 // their retention margin, run by a Temporal Schedule (worker/purge-schedule.ts). One activity: a
 // few bounded batches of deletes, each retry deleting what is left.
 import { proxyActivities } from '@temporalio/workflow';
-import type { PurgeActivities } from '../activities/purge.ts';
-import type { PurgeExpiredInput, PurgeExpiredResult } from './purge-expired.contract.ts';
+import type { PurgeExpiredActivities, PurgeExpiredInput, PurgeExpiredResult } from './purge-expired.contract.ts';
 
-const { purgeExpiredRows } = proxyActivities<PurgeActivities>({
+const { purgeExpiredRows } = proxyActivities<PurgeExpiredActivities>({
   startToCloseTimeout: '10 minutes',
   heartbeatTimeout: '1 minute',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },

@@ -46,6 +46,16 @@ export interface SweepReport {
 export type ReconcileFundingsInput = SweepInput;
 export type ReconcileFundingsResult = SweepReport;
 
+/** The activity reconcileFundings schedules (activities/reconcile.ts implements it, taking its types from here). */
+export interface ReconcileFundingsActivities {
+  /**
+   * One sweep, a page at a time: fundings and payments not final long after they started, recent
+   * FAILED fundings with a transfer, final fundings with an open hold; each checked and repaired
+   * when no workflow will finish it, with a heartbeat after each.
+   */
+  sweepStuckFundings(input: SweepInput): Promise<SweepReport>;
+}
+
 /** reconcileFundings's signature: what starters and the Schedule type-check against. */
 export type ReconcileFundingsWorkflow = (input: ReconcileFundingsInput) => Promise<ReconcileFundingsResult>;
 

@@ -2,15 +2,14 @@
 // once by `walletflow reconcile`). The sweep is one activity: it is a batch of database reads,
 // wallet retrieves and repairs, each repair idempotent.
 import { proxyActivities } from '@temporalio/workflow';
-import type { ReconcileActivities } from '../activities/reconcile.ts';
-import type { ReconcileFundingsInput, ReconcileFundingsResult } from './reconcile.contract.ts';
+import type { ReconcileFundingsActivities, ReconcileFundingsInput, ReconcileFundingsResult } from './reconcile.contract.ts';
 
 /**
  * The heartbeat time-out cuts an attempt that stopped telling Temporal it is alive (a paused or
  * lost worker) in seconds; the attempt itself stops at its next item once its heartbeat is
  * answered cancelled, and every repair it would still write is fenced.
  */
-const { sweepStuckFundings } = proxyActivities<ReconcileActivities>({
+const { sweepStuckFundings } = proxyActivities<ReconcileFundingsActivities>({
   startToCloseTimeout: '5 minutes',
   heartbeatTimeout: '30 seconds',
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },

@@ -29,6 +29,7 @@ const unroutedComponents: readonly NamedSchema[] = [webhookEventComponent];
 const tags = [
   { name: 'health', description: 'liveness, readiness, metrics' },
   { name: 'fundings', description: 'ops API: fund a wallet exactly once' },
+  { name: 'batches', description: 'ops API: funding batches — many recipients from one request, held, approved by a second key (contract section 14)' },
   { name: 'payments', description: 'ops API: merchant payments; NEEDS_REVIEW when an outcome stays unknown' },
   { name: 'links', description: 'ops API: the users’ wallet links' },
   { name: 'ledger', description: 'ops API: the partner’s ledger (accounts, adjustments, entries, settlement)' },
@@ -191,7 +192,7 @@ function operationOf(route: AnyRouteSpec, components: Components): Record<string
           requestBody: {
             required: true,
             ...(body.description ? { description: body.description } : {}),
-            content: components.content({ [body.mediaType]: body.schema }, 'input'),
+            content: components.content({ [body.mediaType]: body.schema, ...body.alternatives }, 'input'),
           },
         }
       : {}),

@@ -73,6 +73,8 @@ interface RouteFields {
     readonly mediaType: 'application/json' | 'application/x-www-form-urlencoded';
     readonly schema: NamedSchema;
     readonly description?: string;
+    /** Other media types the route also reads (a funding batch's CSV file). */
+    readonly alternatives?: Readonly<Record<'text/csv', ContentSchema>>;
   };
   /**
    * The route's own answers, by status. The answers every route of its kind may give (an ops

@@ -94,7 +94,7 @@ const routes = {
     operationId: 'resolveFunding',
     tag: 'fundings',
     summary:
-      'Settle a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed',
+      'Resolve a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed',
     access: { opsScope: 'resolve' },
     params: fundingIdParameter,
     headers: actorHeader('who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed'),

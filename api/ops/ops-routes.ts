@@ -2,9 +2,10 @@
 // these declarations and api/docs/openapi.ts documents them.
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { accountsRoutes } from './accounts-routes.ts';
+import { batchesRoutes } from './batches-routes.ts';
 import { fundingsRoutes } from './fundings-routes.ts';
 import { linksRoutes } from './links-routes.ts';
 import { paymentsRoutes } from './payments-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
 
-export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...webhooksRoutes];
+export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...batchesRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...webhooksRoutes];

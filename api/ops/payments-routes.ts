@@ -87,7 +87,7 @@ const routes = {
     path: '/ops/payments/{paymentId}/resolve',
     operationId: 'resolvePayment',
     tag: 'payments',
-    summary: 'Settle a payment parked in NEEDS_REVIEW, after checking with the wallet operator',
+    summary: 'Resolve a payment parked in NEEDS_REVIEW, after checking with the wallet operator',
     access: { opsScope: 'resolve' },
     params: paymentIdParameter,
     headers: actorHeader('who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed'),

@@ -174,6 +174,11 @@ export const environmentSchema = z
     USER_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(5)),
     SETTLEMENT_TZ: timeZone,
 
+    // Funding batches (contract-decisions section 14): a batch whose total is at least the threshold
+    // waits for a second key's approval (absent: none do; production requires it); items at once.
+    BATCH_APPROVAL_THRESHOLD: configAmount(undefined),
+    BATCH_MAX_IN_FLIGHT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1000).default(32)),
+
     // Tracing (OpenTelemetry's standard names): off unless a collector endpoint is given.
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: exactHttpUrl,

@@ -86,6 +86,8 @@ export interface AppConfig {
   treasuryLimit: bigint | undefined;
   /** Section 10's funding limits (thousandths and counts) and the day they count in (SETTLEMENT_TZ). */
   fundingLimits: { min: bigint; max: bigint; userDailyAmount: bigint; userDailyCount: number; userPerMinute: number; timeZone: string };
+  /** Funding batches: the total (thousandths) from which a second key approves (null: none needs it), and items at once. */
+  batches: { approvalThreshold: bigint | null; maxInFlight: number };
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
   /** OpenTelemetry traces to an OTLP/HTTP collector; absent: off (nothing of OpenTelemetry is loaded). */
@@ -247,6 +249,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
       timeZone: e.SETTLEMENT_TZ,
     },
     settlementTimeZone: e.SETTLEMENT_TZ,
+    batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
     tracing: tracingConfig(e),
   };
 }

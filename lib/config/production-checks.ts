@@ -107,5 +107,8 @@ export function productionProblems(config: AppConfig): string[] {
   if (!config.metricsToken) problems.push('METRICS_TOKEN: is required in production (GET /metrics shows business volumes; give Prometheus the token as a bearer)');
   else if (config.metricsToken.length < 32) problems.push('METRICS_TOKEN: must be at least 32 characters in production');
   if (config.fundingLimits.min > config.fundingLimits.max) problems.push('FUNDING_MIN: must not exceed FUNDING_MAX');
+  if (config.batches.approvalThreshold === null) {
+    problems.push('BATCH_APPROVAL_THRESHOLD: is required in production (a funding batch at or above it waits for a second key’s approval)');
+  }
   return problems;
 }

@@ -288,6 +288,42 @@ describe('walletflow fund and status against a running stack', () => {
     covered.add('redeliverWebhook');
     expect(await json('deleteWebhookEndpoint', ['webhooks', 'endpoints', 'delete', endpointId])).toMatchObject({ id: endpointId, deleted: true });
 
+    // Funding batches: a CSV file in, followed to COMPLETED, read back; a bad file is a report, exit 1.
+    const batchCodes = await Promise.all([0, 1, 2].map(async () => (await codeFor('KYC1')).code));
+    const folder = mkdtempSync(path.join(tmpdir(), 'walletflow-cli-batch-'));
+    const csvFile = path.join(folder, 'payouts.csv');
+    writeFileSync(csvFile, `reference,recipient_type,recipient,amount\n${batchCodes.map((code, index) => `row-${index},CODE,${code},1.00`).join('\n')}\n`);
+    const batch = await json('createFundingBatch', ['batches', 'create', '--file', csvFile, '--name', 'cli payouts']);
+    expect(batch).toMatchObject({ name: 'cli payouts', total: { count: 3, amount: { value: '3.00' } } });
+    const batchId = String(batch.batchId);
+    const watched = await runCli(['batches', 'watch', batchId, '--interval', '0.5', ...target()]);
+    expect(watched.code, watched.stderr).toBe(0);
+    expect(watched.stdout).toMatch(/\[#{24}\] 3\/3 .*COMPLETED {2}APPROVED 3/);
+    covered.add('getFundingBatch');
+    expect(await json('getFundingBatch', ['batches', 'get', batchId])).toMatchObject({ state: 'COMPLETED', counts: { APPROVED: 3 } });
+    expect((await json('listFundingBatches', ['batches', 'list', '--limit', '200'])).items.some((item) => item.batchId === batchId)).toBe(true);
+    expect((await json('listFundingBatchItems', ['batches', 'items', batchId])).items.map((item) => [item.reference, item.status])).toEqual([
+      ['row-0', 'APPROVED'],
+      ['row-1', 'APPROVED'],
+      ['row-2', 'APPROVED'],
+    ]);
+    const report = await runCli(['batches', 'report', batchId, ...target()]);
+    expect(report.stdout.split('\r\n').filter(Boolean)).toHaveLength(4);
+    covered.add('getFundingBatchReport');
+    // A finished batch moves no further: each move is refused with its problem (exit 3).
+    for (const [move, operationId] of [['approve', 'approveFundingBatch'], ['reject', 'rejectFundingBatch'], ['pause', 'pauseFundingBatch'], ['resume', 'resumeFundingBatch'], ['cancel', 'cancelFundingBatch']] as const) {
+      const refused = await runCli(['batches', move, batchId, ...target()]);
+      expect(refused.code, move).toBe(3);
+      expect(refused.stderr, move).toMatch(/BATCH_STATE|SAME_APPROVER/);
+      covered.add(operationId);
+    }
+    writeFileSync(csvFile, 'reference,recipient_type,recipient,amount\nok,CODE,1234567,1.00\nok,CODE,123,1.005\n');
+    const invalid = await runCli(['batches', 'create', '--file', csvFile, ...target()]);
+    expect(invalid.code).toBe(1);
+    expect(invalid.stderr).toMatch(/problems? in the file; nothing was stored/);
+    expect(invalid.stderr).toMatch(/2\s+ok\s+recipient\.code\s+INVALID/);
+    expect(invalid.stderr).toMatch(/2\s+ok\s+amount\.value\s+INVALID/);
+
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
     const opsOperations = Object.entries(document.paths)
       .filter(([route]) => route.startsWith('/ops/'))

@@ -10,7 +10,6 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
-import type { OnePassOutcome, TransferProgress } from '../../activities/funding.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -18,7 +17,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
-import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
+import { fundWalletActivityTimeouts, type OnePassOutcome, type TransferProgress } from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
 

@@ -8,12 +8,11 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
-import type { OnePassOutcome } from '../../activities/funding.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
+import { fundWalletActivityTimeouts, type OnePassOutcome } from '../../workflows/fund-wallet.contract.ts';
 import { moneyOf } from '../../domain/money.ts';
 
 let stack: PartnerStack;

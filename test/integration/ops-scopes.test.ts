@@ -13,7 +13,7 @@ const writer = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
   stack = await startPartnerStack({
-    extraOpsKeys: [`auditor:read:${reader}`, `treasury-bot:fund+read:${funder}`, `ops-writer:read+fund+pay+resolve+accounts+admin:${writer}`],
+    extraOpsKeys: [`auditor:read:${reader}`, `treasury-bot:fund+read:${funder}`, `ops-writer:read+fund+pay+resolve+accounts+admin+approve:${writer}`],
   });
 });
 afterAll(async () => {

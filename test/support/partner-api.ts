@@ -44,6 +44,8 @@ export interface PartnerApiOptions {
   embeddedSessionTtlSeconds?: number;
   /** Section 10's funding limits; absent: none. */
   fundingLimits?: FundingLimits;
+  /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
+  batches?: { approvalThreshold: bigint | null; maxInFlight: number };
   /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
@@ -150,6 +152,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
         ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
         ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
+        ...(options.batches ? { batches: options.batches } : {}),
       },
     });
     server.on('request', app);

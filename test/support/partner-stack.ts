@@ -73,6 +73,8 @@ export async function startPartnerStack(
     extraOpsKeys?: string[];
     /** Section 10's funding limits (default: none). */
     fundingLimits?: FundingLimits;
+    /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
   } = {},
@@ -98,6 +100,7 @@ export async function startPartnerStack(
     ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
     ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
+    ...(options.batches ? { batches: options.batches } : {}),
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
   });
   const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;

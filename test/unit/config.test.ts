@@ -110,7 +110,7 @@ describe('loadConfig', () => {
     const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
-      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS', 'TREASURY_LIMIT']),
+      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS', 'TREASURY_LIMIT', 'BATCH_APPROVAL_THRESHOLD']),
     );
     const strong = loadConfig(strongProduction);
     expect(productionProblems(strong)).toEqual([]);
@@ -147,6 +147,7 @@ describe('loadConfig', () => {
     ['DATABASE_URL', { DATABASE_URL: 'postgres://walletflow:walletflow@postgres:5432/walletflow' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: '' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'only-twenty-characters' }],
+    ['BATCH_APPROVAL_THRESHOLD', { BATCH_APPROVAL_THRESHOLD: '' }],
   ])('production refuses %s in %o', (variable, change) => {
     const problems = productionProblems(loadConfig({ ...strongProduction, ...change }));
     expect(problems.map((problem) => problem.split(':')[0])).toContain(variable);
@@ -171,7 +172,7 @@ describe('loadConfig', () => {
     const keys = loadConfig({ OPS_API_KEYS: `alice:read+resolve:${'a'.repeat(32)}, ${'b'.repeat(32)}` }).opsApiKeys;
     expect(keys.map((key) => [key.name, [...key.scopes]])).toEqual([
       ['alice', ['read', 'resolve']],
-      ['default', ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin']],
+      ['default', ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin', 'approve']],
     ]);
     for (const bad of ['alice:read', 'alice:write:key', 'al ice:read:key', `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`, 'alice::key']) {
       const problems = problemsOf({ OPS_API_KEYS: bad });
@@ -206,6 +207,7 @@ const strongProduction = {
   TRUSTED_PROXIES: '10.0.0.2',
   TEMPORAL_TLS: 'true',
   TREASURY_LIMIT: '0.00',
+  BATCH_APPROVAL_THRESHOLD: '100000.00',
   PAYLOAD_ENCRYPTION_KEYS: `k1:${Buffer.alloc(32, 5).toString('base64')}`,
   METRICS_TOKEN: 'm'.repeat(40),
   DATABASE_URL: 'postgres://walletflow:a-long-generated-password@db.internal:5432/walletflow',

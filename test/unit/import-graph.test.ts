@@ -88,6 +88,13 @@ describe('the workflow contracts', () => {
     const upward = contracts.flatMap((file) => importsOf(path.join('workflows', file)).filter((target) => target.startsWith('activities/')).map((target) => `${file} → ${target}`));
     expect(upward).toEqual([]);
   });
+
+  it('declare the activities their workflow schedules: no file in workflows/ imports activities/, not even a type', () => {
+    const files = sourceFiles().filter((file) => file.startsWith('workflows/'));
+    expect(files.length).toBeGreaterThanOrEqual(12);
+    const upward = files.flatMap((file) => importsOf(file).filter((target) => target.startsWith('activities/')).map((target) => `${file} → ${target}`));
+    expect(upward).toEqual([]);
+  });
 });
 
 describe('the import table', () => {

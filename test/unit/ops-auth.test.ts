@@ -141,7 +141,7 @@ describe('ops API authentication', () => {
       };
       const router = (stack.app as unknown as { router: { stack: unknown[] } }).router;
       walk(router.stack, '');
-      const ops = routes.filter(([, path]) => /^\/(links|fundings|payments|accounts|ledger|settlements|webhooks)/.test(path));
+      const ops = routes.filter(([, path]) => /^\/(links|fundings|funding-batches|payments|accounts|ledger|settlements|webhooks)/.test(path));
       expect(ops.length).toBeGreaterThanOrEqual(opsRouteScopes.length);
       for (const [method, path] of ops) {
         const concrete = path.replace(/:[A-Za-z]+/g, 'x');
@@ -155,6 +155,9 @@ describe('ops API authentication', () => {
       expect(scopeFor('GET', '/ledger/entries')).toBe('read');
       expect(scopeFor('GET', '/settlements/2026-11-24')).toBe('read');
       expect(scopeFor('GET', '/links')).toBe('read');
+      // Batches: approval is its own scope (a second person), the runner's moves are a funder's.
+      expect(scopeFor('POST', `/funding-batches/${'0'.repeat(8)}-0000-4000-8000-${'0'.repeat(12)}/approve`)).toBe('approve');
+      expect(scopeFor('POST', '/funding-batches')).toBe('fund');
     } finally {
       await stack.close();
     }

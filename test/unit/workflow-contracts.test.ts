@@ -11,16 +11,18 @@ import { reconcileFundings } from '../../workflows/reconcile.ts';
 import { deliverWebhooks } from '../../workflows/deliver-webhooks.ts';
 import { deliverWebhooksWorkflowType, type DeliverWebhooksWorkflow } from '../../workflows/deliver-webhooks.contract.ts';
 import { purgeExpired } from '../../workflows/purge-expired.ts';
+import { fundBatch } from '../../workflows/fund-batch.ts';
 import { fundingWorkflowId, fundWalletWorkflowType, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId, type OnboardEmbeddedSessionWorkflow } from '../../workflows/onboard-embedded-session.contract.ts';
 import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType, type ReconcileFundingsWorkflow } from '../../workflows/reconcile.contract.ts';
 import { purgeExpiredWorkflowType, type PurgeExpiredWorkflow } from '../../workflows/purge-expired.contract.ts';
+import { fundBatchWorkflowType, type FundBatchWorkflow } from '../../workflows/fund-batch.contract.ts';
 
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
-      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType, purgeExpiredWorkflowType].sort(),
+      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType, purgeExpiredWorkflowType, fundBatchWorkflowType].sort(),
     );
   });
 
@@ -38,5 +40,6 @@ describe('workflow contracts', () => {
     expectTypeOf(reconcileFundings).toEqualTypeOf<ReconcileFundingsWorkflow>();
     expectTypeOf(deliverWebhooks).toEqualTypeOf<DeliverWebhooksWorkflow>();
     expectTypeOf(purgeExpired).toEqualTypeOf<PurgeExpiredWorkflow>();
+    expectTypeOf(fundBatch).toEqualTypeOf<FundBatchWorkflow>();
   });
 });

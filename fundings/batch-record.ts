@@ -1,0 +1,180 @@
+// The batch record: the one module that writes the funding_batch table (contract-decisions
+// section 14). A batch is stored with its items in one transaction (each item a PENDING funding
+// with its hold, written by the funding record), idempotent on its key; every state change is a
+// move the transition table allows, guarded in SQL by the states it may come from, naming the ops
+// key that made it. A batch's items keep their own state in their funding rows.
+import type { FundingBatch, Prisma } from '../generated/prisma/client.ts';
+import { activeBatchStates, batchTransitions, type BatchItemStatus, type BatchState, type BatchView } from '../domain/funding-batch.ts';
+import { treasurySource, type FundingSource } from '../domain/ledger.ts';
+import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
+import { batchWebhookEventType } from '../domain/webhook.ts';
+import { inAdmissionLane } from '../lib/admission.ts';
+import type { Database } from '../lib/database.ts';
+import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
+import { emitWebhookEvent } from '../webhooks/outbox.ts';
+import type { FundingRecord, NewBatchItem } from './funding-record.ts';
+import { userUsage } from './funding-usage.ts';
+
+export interface NewBatch {
+  id: string;
+  idempotencyKey: string;
+  requestFingerprint: string;
+  workflowId: string;
+  name: string;
+  source?: FundingSource;
+  currency: string;
+  items: readonly NewBatchItem[];
+  createdBy: string;
+  /** At or above BATCH_APPROVAL_THRESHOLD: stored AWAITING_APPROVAL; else RUNNING. */
+  needsApproval: boolean;
+}
+
+export interface BatchRecordDependencies {
+  database: Database;
+  fundings: FundingRecord;
+  /** The per-user daily limits count a USER_BALANCE batch's items; absent: none. */
+  limits?: FundingLimits;
+}
+
+/** Who made a move, kept on the batch (the audit of ops writes keeps every request too). */
+type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'cancelledBy';
+
+export function createBatchRecord(deps: BatchRecordDependencies) {
+  const { database, fundings } = deps;
+
+  /** The webhook a batch's end emits, in the move's own transaction. */
+  async function announce(tx: Prisma.TransactionClient, batchId: string, state: BatchState): Promise<void> {
+    const type = batchWebhookEventType(state);
+    if (!type) return;
+    const batch = await tx.fundingBatch.findUniqueOrThrow({ where: { id: batchId } });
+    await emitWebhookEvent(tx, { type, data: await view(batch, tx) });
+  }
+
+  /** The batch as the ops API shows it: its items counted and summed by state, its rate and ETA. */
+  async function view(batch: FundingBatch, db: Prisma.TransactionClient | Database = database): Promise<BatchView> {
+    const tally = await fundings.batchItemTally(batch.id, db);
+    const counts: BatchView['counts'] = {};
+    const amounts: BatchView['amounts'] = {};
+    for (const row of tally) {
+      counts[row.status] = row.count;
+      amounts[row.status] = amountOf(row.amount, batch.currency);
+    }
+    const waiting = (counts.PENDING ?? 0) + (counts.CREATING ?? 0) + (counts.EXECUTING ?? 0) + (counts.RECONCILING ?? 0);
+    const done = batch.totalCount - waiting;
+    const seconds = batch.startedAt ? ((batch.completedAt ?? new Date()).getTime() - batch.startedAt.getTime()) / 1000 : null;
+    const itemsPerSecond = seconds !== null && seconds > 0 ? Math.round((done / seconds) * 10) / 10 : null;
+    return {
+      batchId: batch.id,
+      name: batch.name,
+      state: batch.state,
+      createdBy: batch.createdBy,
+      approvedBy: batch.approvedBy,
+      source: batch.sourcePartnerUserId === null ? treasurySource : { type: 'USER_BALANCE', partnerUserId: batch.sourcePartnerUserId },
+      total: { count: batch.totalCount, amount: amountOf(fromNumeric(batch.totalAmount), batch.currency) },
+      counts,
+      amounts,
+      createdAt: batch.createdAt.toISOString(),
+      startedAt: batch.startedAt?.toISOString() ?? null,
+      completedAt: batch.completedAt?.toISOString() ?? null,
+      itemsPerSecond,
+      etaSeconds: itemsPerSecond && waiting > 0 && batch.state === 'RUNNING' ? Math.ceil(waiting / itemsPerSecond) : null,
+    };
+  }
+
+  return {
+    find: (batchId: string) => database.fundingBatch.findUnique({ where: { id: batchId } }),
+    findByIdempotencyKey: (idempotencyKey: string) => database.fundingBatch.findUnique({ where: { idempotencyKey } }),
+    getByIdempotencyKey: (idempotencyKey: string) => database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey } }),
+    view,
+
+    /**
+     * Stores the batch and its items (each with its hold) in one transaction; false when the key
+     * is taken. A source that does not cover the total throws InsufficientFundsError, a daily
+     * limit a LimitRefusal: nothing is stored either way. One user's batches and fundings wait
+     * for each other (the same lane and lock as a single funding's).
+     */
+    async insert(batch: NewBatch): Promise<boolean> {
+      const source = batch.source ?? treasurySource;
+      const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
+      const total = batch.items.reduce((sum, item) => sum + item.amount, 0n);
+      const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () =>
+        database.$transaction(
+          async (tx) => {
+            if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
+            const count = await tx.$executeRaw`
+              INSERT INTO funding_batch (id, idempotency_key, request_fingerprint, workflow_id, name, state, source_partner_user_id,
+                                         currency, total_count, total_amount, created_by, started_at, updated_at)
+              VALUES (${batch.id}::uuid, ${batch.idempotencyKey}, ${batch.requestFingerprint}, ${batch.workflowId}, ${batch.name},
+                      ${batch.needsApproval ? 'AWAITING_APPROVAL' : 'RUNNING'}::"FundingBatchState", ${sourceUser}, ${batch.currency},
+                      ${batch.items.length}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${batch.needsApproval ? null : new Date()}, now())
+              ON CONFLICT (idempotency_key) DO NOTHING`;
+            if (count !== 1) return count;
+            if (deps.limits && sourceUser !== null) {
+              // The daily limits count every item; the per-minute limit does not apply to a batch.
+              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.length, total, batch.currency);
+            }
+            await fundings.insertBatchItems(tx, {
+              batchId: batch.id,
+              requestFingerprint: batch.requestFingerprint,
+              source,
+              currency: batch.currency,
+              requestedBy: batch.createdBy,
+              items: batch.items,
+            });
+            return count;
+          },
+          { timeout: 300_000, maxWait: 10_000 },
+        ),
+      );
+      return inserted === 1;
+    },
+
+    /**
+     * Moves the batch to `to` if the table allows it from where it stands; true when this call
+     * moved it. `by`: the ops key that asked (kept as approvedBy, rejectedBy, pausedBy or
+     * cancelledBy). A batch that ends emits its webhook in the same transaction.
+     */
+    async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }): Promise<boolean> {
+      const from = batchTransitions[to] as readonly BatchState[];
+      if (from.length === 0) return false;
+      return database.$transaction(async (tx) => {
+        const moved = await tx.fundingBatch.updateMany({
+          where: { id: batchId, state: { in: [...from] } },
+          data: {
+            state: to,
+            ...(by ? { [by.field]: by.name } : {}),
+            // Started when it first runs (stored RUNNING, or approved); a resume keeps that start.
+            ...(to === 'RUNNING' && by?.field === 'approvedBy' ? { startedAt: new Date() } : {}),
+            ...(to === 'COMPLETED' || to === 'CANCELLED' || to === 'REJECTED' ? { completedAt: new Date() } : {}),
+          },
+        });
+        if (moved.count !== 1) return false;
+        await announce(tx, batchId, to);
+        return true;
+      });
+    },
+
+    /** Batches, newest first, a page at a time (by created_at and id, from a cursor). */
+    list: (query: { state?: BatchState; limit: number; before?: { createdAt: Date; id: string } }) =>
+      database.fundingBatch.findMany({
+        where: {
+          ...(query.state ? { state: query.state } : {}),
+          ...(query.before ? { OR: [{ createdAt: { lt: query.before.createdAt } }, { createdAt: query.before.createdAt, id: { lt: query.before.id } }] } : {}),
+        },
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: query.limit,
+      }),
+
+    /** Batches still under way: the sweep restarts the runner of a RUNNING one whose workflow is gone. */
+    listActive: () => database.fundingBatch.findMany({ where: { state: { in: [...activeBatchStates] } }, select: { id: true, state: true, workflowId: true } }),
+
+    /** The items of a batch that are not done: neither final nor in review. */
+    async unfinishedItems(batchId: string): Promise<number> {
+      const tally = await fundings.batchItemTally(batchId);
+      const open: readonly BatchItemStatus[] = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'];
+      return tally.filter((row) => open.includes(row.status)).reduce((sum, row) => sum + row.count, 0);
+    },
+  };
+}
+
+export type BatchRecord = ReturnType<typeof createBatchRecord>;

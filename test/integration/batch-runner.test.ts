@@ -1,0 +1,305 @@
+// The batch runner (workflows/fund-batch.ts, activities/batch.ts) on the real stack: a Temporal
+// worker, PostgreSQL and the sandbox wallet. Every batch must end with each item final (or in
+// review), each created transfer executed exactly once, and each item's ledger hold settled as its
+// state says: posted when APPROVED, released otherwise. The runner continues as new every few
+// items (its history stays bounded), pauses, resumes and cancels on the stored state, and slows
+// the whole batch down when the wallet answers 429.
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkflowHandle } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
+import { createActivities } from '../../activities/index.ts';
+import { createBatchRecord } from '../../fundings/batch-record.ts';
+import { createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { sha256Hex } from '../../lib/idempotency.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
+import {
+  batchProgressQuery,
+  batchStateChangedSignal,
+  batchWorkflowId,
+  fundBatchActivityTimeouts,
+  startFundBatch,
+  type BatchItemOutcome,
+  type BatchRunnerProgress,
+  type FundBatchResult,
+} from '../../workflows/fund-batch.contract.ts';
+import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitUntil } from '../support/wait-for.ts';
+
+let stack: PartnerStack;
+let fundings: ReturnType<typeof createFundingRecord>;
+let batches: ReturnType<typeof createBatchRecord>;
+
+beforeAll(async () => {
+  stack = await startPartnerStack();
+  fundings = createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+  batches = createBatchRecord({ database: stack.database, fundings });
+  await stack.startWorker();
+});
+afterEach(async () => {
+  await stack.admin.clearFaults();
+});
+afterAll(async () => {
+  await stack.close();
+});
+
+/** A RUNNING batch of `count` items from the TREASURY, each to a fresh cash-in code, stored as the API stores one. */
+async function runningBatch(count: number): Promise<string> {
+  const batchId = randomUUID();
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const items: NewBatchItem[] = [];
+  for (let index = 1; index <= count; index += 1) {
+    const { code } = await stack.admin.cashInCode(user.userId);
+    const reference = `item-${index}`;
+    const idempotencyKey = `batch:${batchId}:${reference}`;
+    // 1.01, 1.02, …: each item's amount tells it apart in the wallet's ledger.
+    items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient: { type: 'CODE', code }, amount: 1000n + BigInt(index) * 10n });
+  }
+  const inserted = await batches.insert({
+    id: batchId,
+    idempotencyKey: `batch-runner-${batchId}`,
+    requestFingerprint: sha256Hex(batchId),
+    workflowId: batchWorkflowId(batchId),
+    name: `runner test ${count}`,
+    currency: 'PHP',
+    items,
+    createdBy: 'ops',
+    needsApproval: false,
+  });
+  expect(inserted).toBe(true);
+  return batchId;
+}
+
+async function startRunner(batchId: string, options: { itemsPerRun: number; maxInFlight?: number }): Promise<WorkflowHandle> {
+  await startFundBatch(stack.temporal, { taskQueue: stack.taskQueue, input: { batchId, maxInFlight: options.maxInFlight ?? 4, itemsPerRun: options.itemsPerRun } });
+  return stack.temporal.workflow.getHandle(batchWorkflowId(batchId));
+}
+
+const resultOf = (handle: WorkflowHandle) => handle.result() as Promise<FundBatchResult>;
+const progressOf = (handle: WorkflowHandle) => handle.query<BatchRunnerProgress>(batchProgressQuery);
+const signal = (handle: WorkflowHandle) => handle.signal(batchStateChangedSignal);
+
+const itemsOf = (batchId: string) =>
+  stack.database.funding.findMany({
+    where: { batchId },
+    orderBy: { id: 'asc' },
+    select: { id: true, status: true, errorCode: true, transferId: true, abandonedTransferIds: true, workflowId: true },
+  });
+
+/** How many items are in each state (a batch-cancelled item apart, as the batch view counts it). */
+async function tally(batchId: string): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (const row of await fundings.batchItemTally(batchId)) counts[row.status] = row.count;
+  return counts;
+}
+
+/**
+ * What every batch must end with: each item final, every created transfer executed exactly once
+ * (an item not started created none), no intent abandoned, and each hold settled once, by a POST
+ * when APPROVED and a RELEASE otherwise; the ledger's invariants hold for the batch's fundings.
+ */
+async function expectSettled(batchId: string): Promise<Awaited<ReturnType<typeof itemsOf>>> {
+  const rows = await itemsOf(batchId);
+  const wallet = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+  for (const row of rows) {
+    expect(['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'], `item ${row.id}`).toContain(row.status);
+    expect(row.abandonedTransferIds).toEqual([]);
+    if (row.status === 'APPROVED') expect(wallet.get(row.transferId!)?.executions, `item ${row.id}`).toBe(1);
+    if (row.errorCode === 'CANCELLED') expect(row.transferId).toBeNull();
+  }
+  const settlements = await stack.database.$queryRaw<Array<{ id: string; status: string; holds: bigint; settled: string[] }>>`
+    SELECT f.id::text AS id, f.status::text AS status, COUNT(DISTINCT h.id)::bigint AS holds,
+           COALESCE(array_agg(s.kind::text) FILTER (WHERE s.id IS NOT NULL), ARRAY[]::text[]) AS settled
+    FROM funding f
+    LEFT JOIN ledger_transaction h ON h.funding_id = f.id AND h.kind = 'HOLD'
+    LEFT JOIN ledger_transaction s ON s.settles_id = h.id
+    WHERE f.batch_id = ${batchId}::uuid GROUP BY f.id, f.status`;
+  expect(settlements).toHaveLength(rows.length);
+  for (const row of settlements) {
+    expect(Number(row.holds), `hold of ${row.id}`).toBe(1);
+    expect(row.settled, `settlement of ${row.id} (${row.status})`).toEqual([row.status === 'APPROVED' ? 'POST' : 'RELEASE']);
+  }
+  const ids = new Set(rows.map((row) => row.id));
+  const report = await checkLedgerInvariants(stack.database);
+  expect(report.violations.filter((violation) => [...ids].some((id) => violation.includes(id)))).toEqual([]);
+  return rows;
+}
+
+/** The runs of a workflow, newest first: each one's event count, walking back through continue-as-new. */
+async function runsOf(workflowId: string): Promise<Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }>> {
+  const runs: Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }> = [];
+  let runId: string | undefined = (await stack.temporal.workflow.getHandle(workflowId).describe()).runId;
+  while (runId) {
+    const history: temporal.api.history.v1.IHistory = await stack.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
+    const last = events.at(-1);
+    const lastEvent = last?.workflowExecutionCompletedEventAttributes ? 'completed' : last?.workflowExecutionContinuedAsNewEventAttributes ? 'continued-as-new' : 'other';
+    runs.push({ runId, events: events.length, lastEvent });
+    runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
+  }
+  return runs;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe('the batch runner', () => {
+  it('runs every item once, continuing as new every few items with a short history per run', async () => {
+    const batchId = await runningBatch(20);
+    const handle = await startRunner(batchId, { itemsPerRun: 5 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(20).fill('APPROVED'));
+    expect(new Set(rows.map((row) => row.transferId)).size).toBe(20);
+    const batch = (await batches.find(batchId))!;
+    expect(batch.state).toBe('COMPLETED');
+    expect(batch.completedAt).toBeInstanceOf(Date);
+    expect((await batches.view(batch)).counts).toEqual({ APPROVED: 20 });
+
+    // 20 items at 5 a run: at least 4 runs, each but the last continued as new; none grows with
+    // the batch (a run holds its 5 items, a few reads and its workflow tasks).
+    const runs = await runsOf(batchWorkflowId(batchId));
+    expect(runs.length).toBeGreaterThanOrEqual(4);
+    expect(runs[0]!.lastEvent).toBe('completed');
+    for (const run of runs.slice(1)) expect(run.lastEvent).toBe('continued-as-new');
+    for (const run of runs) expect(run.events, `run ${run.runId}`).toBeLessThan(120);
+    // The pass finished every item itself: no item needed its own workflow.
+    for (const row of rows) await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
+  });
+
+  it('pauses (no new item starts) and resumes to completion', async () => {
+    const batchId = await runningBatch(12);
+    // Each item takes a while: the pause lands with items left.
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
+    const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
+    await waitUntil(() => tally(batchId), (counts) => (counts.APPROVED ?? 0) >= 2, 30_000);
+
+    expect(await batches.move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
+    await signal(handle);
+    // The runner heard it and the items under way finished.
+    await waitUntil(() => progressOf(handle), (progress) => progress.state === 'PAUSED' && progress.running === 0, 30_000);
+    const paused = await tally(batchId);
+    expect(paused.PENDING ?? 0).toBeGreaterThan(0);
+    expect(paused.CREATING ?? 0).toBe(0);
+    expect(paused.EXECUTING ?? 0).toBe(0);
+    await sleep(2500);
+    expect(await tally(batchId)).toEqual(paused);
+    expect((await batches.find(batchId))!.pausedBy).toBe('ops');
+
+    expect(await batches.move(batchId, 'RUNNING')).toBe(true);
+    await signal(handle);
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(12).fill('APPROVED'));
+  });
+
+  it('cancelled midway: started items finish, the others are cancelled with their holds released', async () => {
+    const batchId = await runningBatch(14);
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
+    const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
+    await waitUntil(() => tally(batchId), (counts) => (counts.APPROVED ?? 0) >= 2, 30_000);
+
+    expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
+    const cancelled = await fundings.cancelPendingBatchItems(batchId, 'ops');
+    await signal(handle);
+    expect(await resultOf(handle)).toEqual({ state: 'CANCELLED' });
+    expect(cancelled).toBeGreaterThan(0);
+
+    const rows = await expectSettled(batchId);
+    const approved = rows.filter((row) => row.status === 'APPROVED');
+    const notStarted = rows.filter((row) => row.status === 'FAILED' && row.errorCode === 'CANCELLED');
+    expect(approved.length).toBeGreaterThanOrEqual(2);
+    expect(notStarted).toHaveLength(cancelled);
+    expect(approved.length + notStarted.length).toBe(14);
+    const batch = (await batches.find(batchId))!;
+    expect(batch).toMatchObject({ state: 'CANCELLED', cancelledBy: 'ops' });
+    expect(batch.completedAt).toBeInstanceOf(Date);
+    // Nothing more starts after the end: the counts stay.
+    const ended = await tally(batchId);
+    await sleep(1500);
+    expect(await tally(batchId)).toEqual(ended);
+  });
+
+  it("slows the whole batch down on the wallet's 429 and still runs every item exactly once", async () => {
+    const batchId = await runningBatch(16);
+    const since = new Date();
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 0.4, retryAfterSeconds: 1 }], 7);
+    const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
+    const refused = await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 429 } });
+    expect(refused).toBeGreaterThan(0);
+    // The runner halved its rate at least once (one run: the query answers for all of it).
+    const progress = await progressOf(handle);
+    expect(progress.slowDowns).toBeGreaterThanOrEqual(1);
+    expect(progress.inFlight).toBeLessThanOrEqual(4);
+    // The items refused in their pass went to their own workflows, which created and executed them.
+    const handedOver = [];
+    for (const row of rows) {
+      const description = await stack.temporal.workflow.getHandle(row.workflowId).describe().catch(() => null);
+      if (description) handedOver.push(description.status.name);
+    }
+    expect(handedOver.length).toBeGreaterThanOrEqual(1);
+    expect(new Set(handedOver)).toEqual(new Set(['COMPLETED']));
+  });
+
+  it('hands an item whose execute outcome is unknown to its own workflow, and completes once that one settled it', async () => {
+    const batchId = await runningBatch(3);
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
+    const handle = await startRunner(batchId, { itemsPerRun: 50 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+
+    // Each item's own workflow retrieved the transfer (executed once, by the pass) and approved it.
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(3).fill('APPROVED'));
+    for (const row of rows) expect((await stack.temporal.workflow.getHandle(row.workflowId).describe()).status.name).toBe('COMPLETED');
+  });
+});
+
+describe('an item run again (a retried runBatchItem)', () => {
+  it('finds its funding past PENDING: no wallet call, no second execute; a final item needs no workflow', async () => {
+    const activities = createActivities({
+      database: stack.database,
+      wallet: stack.wallet,
+      cipher: createTokenCipher(stack.encryptionKey),
+      logger: createLogger({ level: 'silent' }),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+    });
+    const runItem = (batchId: string, fundingId: string, attempt: number): Promise<BatchItemOutcome> =>
+      new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs }).run(activities.runBatchItem, batchId, fundingId);
+    const batchId = await runningBatch(2);
+    const [first, second] = await itemsOf(batchId);
+
+    expect(await runItem(batchId, first!.id, 1)).toEqual({ kind: 'finished' });
+    const since = new Date();
+    expect(await runItem(batchId, first!.id, 2)).toEqual({ kind: 'finished' });
+    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } } })).toBe(0);
+    await expect(stack.temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
+
+    // Left RECONCILING by its pass (the execute's answer was lost): a run again hands it over,
+    // and the item's workflow settles it by retrieve.
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
+    expect(await runItem(batchId, second!.id, 1)).toEqual({ kind: 'handed-over' });
+    await stack.admin.clearFaults();
+    const itsWorkflow = stack.temporal.workflow.getHandle(second!.workflowId);
+    const firstRun = (await itsWorkflow.describe()).runId;
+    // Handed over again (or finished, if its workflow was that quick): the running one was found, none started anew.
+    expect(['handed-over', 'finished']).toContain((await runItem(batchId, second!.id, 2)).kind);
+    expect((await itsWorkflow.describe()).runId).toBe(firstRun);
+    await itsWorkflow.result();
+    expect(await runItem(batchId, second!.id, 3)).toEqual({ kind: 'finished' });
+    await expect(runItem(randomUUID(), second!.id, 1)).rejects.toThrow(/is not an item of batch/);
+
+    // Both run outside a runner: the batch still counts them, and its ledger is settled.
+    expect(await batches.unfinishedItems(batchId)).toBe(0);
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED']);
+  });
+});

@@ -1,0 +1,141 @@
+// Funding batches through the ops API (contract-decisions section 14), on real PostgreSQL and
+// Temporal: every row checked before anything is stored (422 BATCH_INVALID with each row's
+// problem), the total held when the batch is stored, approval by another key above the threshold
+// (never the creator's: 403 SAME_APPROVER), rejection releasing the holds, moves refused from the
+// wrong state (409 BATCH_STATE), one batch per Idempotency-Key, and its items and report read back.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let stack: PartnerStack;
+const approver = 'b'.repeat(40);
+const reader = 'r'.repeat(40);
+
+beforeAll(async () => {
+  stack = await startPartnerStack({
+    extraOpsKeys: [`checker:approve+read:${approver}`, `auditor:read:${reader}`],
+    batches: { approvalThreshold: 100_000n, maxInFlight: 4 }, // 100.00: batches of 100.00 or more wait for approval
+  });
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+const item = (reference: string, code: string, value = '10.00') => ({ reference, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value } });
+
+async function send(path: string, init: { method?: string; body?: unknown; csv?: string; key?: string; as?: string } = {}) {
+  const headers: Record<string, string> = {};
+  if (init.key) headers['idempotency-key'] = init.key;
+  if (init.body !== undefined) headers['content-type'] = 'application/json';
+  if (init.csv !== undefined) headers['content-type'] = 'text/csv';
+  if (init.as) headers.authorization = `Bearer ${init.as}`;
+  const response = await (init.as ? fetch(`${stack.apiBase}${path}`, { method: init.method ?? 'GET', headers, ...bodyOf(init) }) : stack.opsFetch(path, { method: init.method ?? 'GET', headers, ...bodyOf(init) }));
+  const text = await response.text();
+  return { status: response.status, text, json: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : null };
+}
+const bodyOf = (init: { body?: unknown; csv?: string }) => (init.body !== undefined ? { body: JSON.stringify(init.body) } : init.csv !== undefined ? { body: init.csv } : {});
+
+const counts = async () => ({ batches: await stack.database.fundingBatch.count(), fundings: await stack.database.funding.count(), holds: await stack.database.ledgerTransaction.count({ where: { kind: 'HOLD' } }) });
+const treasuryHeld = async () => ((await send('/ops/accounts/TREASURY')).json as { held: { value: string } }).held.value;
+
+describe('funding batches', () => {
+  it('checks every row before anything is stored: 422 BATCH_INVALID names each bad row, its reference, field and code', async () => {
+    const before = await counts();
+    const answer = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'May rewards', items: [item('ok-1', '1234567'), item('ok-1', '1234567'), item('bad ref', '1234567'), item('short-code', '123'), item('too-precise', '1234567', '1.005')] },
+    });
+    expect(answer.status).toBe(422);
+    expect(answer.json).toMatchObject({ code: 'BATCH_INVALID', errorCount: 4 });
+    expect((answer.json!.errors as Array<{ row: number; code: string; field: string }>).map((error) => [error.row, error.field, error.code])).toEqual([
+      [2, 'reference', 'DUPLICATE_REFERENCE'],
+      [3, 'reference', 'INVALID'],
+      [4, 'recipient.code', 'INVALID'],
+      [5, 'amount.value', 'INVALID'],
+    ]);
+    // The CSV form: a wrong header is one problem on row 0; an empty name is the request's.
+    const csv = await send('/ops/funding-batches?name=payroll', { method: 'POST', key: randomUUID(), csv: 'ref,type,to,amount\n' });
+    expect(csv.json).toMatchObject({ code: 'BATCH_INVALID', errorCount: 1, errors: [{ row: 0, field: 'header' }] });
+    const unnamed = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), csv: 'reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\n' });
+    expect(unnamed.json).toMatchObject({ code: 'BATCH_INVALID', errors: [{ row: 0, field: 'name' }] });
+    expect(await counts()).toEqual(before);
+  });
+
+  it('holds the total when stored; above the threshold it waits for another key’s approval, never the creator’s', async () => {
+    const users = await Promise.all([0, 1, 2].map(() => stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' })));
+    const codes = await Promise.all(users.map(async (user) => (await stack.admin.cashInCode(user.userId)).code));
+    const heldBefore = await treasuryHeld();
+    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Cash-back', items: codes.map((code, index) => item(`cb-${index}`, code, '40.00')) } });
+    expect(created.status).toBe(202);
+    const batch = created.json as { batchId: string; state: string; total: unknown; counts: Record<string, number>; createdBy: string };
+    expect(batch).toMatchObject({ state: 'AWAITING_APPROVAL', total: { count: 3, amount: { currency: 'PHP', value: '120.00' } }, counts: { PENDING: 3 }, createdBy: 'default' });
+    expect(Number(await treasuryHeld()) - Number(heldBefore)).toBeCloseTo(120, 2);
+
+    // The creator's key may not approve its own batch; a read-only key may not approve at all.
+    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST' })).json).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
+    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: reader })).status).toBe(403);
+    // Rejected by the checker: no item starts, the holds are released.
+    const rejected = await send(`/ops/funding-batches/${batch.batchId}/reject`, { method: 'POST', as: approver });
+    expect(rejected.json).toMatchObject({ state: 'REJECTED', counts: { CANCELLED: 3 }, completedAt: expect.any(String) });
+    expect(await treasuryHeld()).toBe(heldBefore);
+    // A decided batch moves no further.
+    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
+    expect((await send(`/ops/funding-batches/${batch.batchId}/pause`, { method: 'POST' })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
+    expect((await send(`/ops/funding-batches/${randomUUID()}/cancel`, { method: 'POST' })).json).toMatchObject({ status: 404, code: 'BATCH_NOT_FOUND' });
+  });
+
+  it('is one batch per Idempotency-Key: the same request answers it again, another request is refused', async () => {
+    const key = randomUUID();
+    const body = { name: 'Once', items: [item('a', '1234567', '5.00'), item('b', '7654321', '5.00')] };
+    const first = await send('/ops/funding-batches', { method: 'POST', key, body });
+    expect(first.status).toBe(202);
+    const again = await send('/ops/funding-batches', { method: 'POST', key, body });
+    expect(again.status).toBe(200);
+    expect(again.json!.batchId).toBe(first.json!.batchId);
+    const other = await send('/ops/funding-batches', { method: 'POST', key, body: { ...body, name: 'Twice' } });
+    expect(other.json).toMatchObject({ status: 422, code: 'IDEMPOTENCY_KEY_REUSED' });
+    expect(await stack.database.fundingBatch.count({ where: { idempotencyKey: key } })).toBe(1);
+  });
+
+  it('refuses a batch its source cannot cover (422 INSUFFICIENT_FUNDS), storing nothing', async () => {
+    const before = await counts();
+    const broke = `broke-${randomUUID()}`;
+    const answer = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Too much', source: { type: 'USER_BALANCE', partnerUserId: broke }, items: [item('x1', '1234567', '5.00'), item('x2', '7654321', '5.00')] },
+    });
+    expect(answer.json).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS' });
+    expect(await counts()).toEqual(before);
+  });
+
+  it('lists batches, pages their items and writes their report as CSV', async () => {
+    const created = await send('/ops/funding-batches?name=Payroll%20CSV', {
+      method: 'POST',
+      key: randomUUID(),
+      csv: 'reference,recipient_type,recipient,amount\r\np-2,CODE,1234567,60.00\r\np-1,CODE,7654321,50.00\r\n',
+    });
+    expect(created.json).toMatchObject({ name: 'Payroll CSV', state: 'AWAITING_APPROVAL', total: { count: 2, amount: { value: '110.00' } } });
+    const batchId = created.json!.batchId as string;
+    const listed = await send('/ops/funding-batches?limit=1');
+    expect(listed.json).toMatchObject({ items: [{ batchId }], nextCursor: batchId });
+    const older = await send(`/ops/funding-batches?limit=50&cursor=${batchId}`);
+    expect((older.json!.items as Array<{ batchId: string }>).map((batch) => batch.batchId)).not.toContain(batchId);
+    expect((await send('/ops/funding-batches?state=AWAITING_APPROVAL')).json).toMatchObject({ items: [{ batchId, state: 'AWAITING_APPROVAL' }] });
+    const page = await send(`/ops/funding-batches/${batchId}/items?limit=1`);
+    expect(page.json).toMatchObject({ items: [{ reference: 'p-1', status: 'PENDING', amount: { value: '50.00' } }], nextCursor: 'p-1' });
+    const next = await send(`/ops/funding-batches/${batchId}/items?limit=1&cursor=p-1`);
+    expect(next.json).toMatchObject({ items: [{ reference: 'p-2' }], nextCursor: null });
+    expect((await send(`/ops/funding-batches/${batchId}/items?status=NOPE`)).status).toBe(400);
+    const report = await send(`/ops/funding-batches/${batchId}/report?format=csv`);
+    expect(report.text.split('\r\n')).toEqual([
+      '"reference","funding_id","status","error_code","currency","amount"',
+      expect.stringMatching(/^"p-1","[0-9a-f-]{36}","PENDING","","PHP","50.00"$/),
+      expect.stringMatching(/^"p-2","[0-9a-f-]{36}","PENDING","","PHP","60.00"$/),
+      '',
+    ]);
+    // Cancelled while waiting for approval: its items never start.
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({ state: 'CANCELLED', counts: { CANCELLED: 2 } });
+  });
+});

@@ -1,0 +1,79 @@
+// domain/funding-batch.ts: a batch's items are checked all at once, every problem of every row
+// reported with its row and reference (at most 1000 listed, all counted), and a CSV file reads
+// into the same items as the JSON body.
+import { describe, expect, it } from 'vitest';
+import { checkBatchItems, createBatchFrameSchema, MAX_LISTED_ROW_ERRORS, readBatchCsv } from '../../domain/funding-batch.ts';
+
+const item = (reference: string, value = '10.00', code = '1234567') => ({ reference, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value } });
+
+describe('a batch’s items', () => {
+  it('are accepted with their total in thousandths when every row is right', () => {
+    const check = checkBatchItems([item('a-1'), item('a_2', '0.50'), { reference: 'A3', recipient: { type: 'TOKEN', linkId: '0d6f7c3e-1b7a-4c55-9a57-6d8f3f1f3b11' }, amount: { currency: 'PHP', value: '1' } }]);
+    expect(check).toMatchObject({ ok: true, total: { currency: 'PHP', thousandths: 11_500n } });
+    expect(check.ok && check.items.map((each) => [each.row, each.reference])).toEqual([[1, 'a-1'], [2, 'a_2'], [3, 'A3']]);
+  });
+
+  it('report every bad row, with its row, reference, field and code', () => {
+    const check = checkBatchItems([
+      item('ok-1'),
+      item('bad ref'),
+      item('ok-1'),
+      item('money', '-1'),
+      { ...item('usd'), amount: { currency: 'USD', value: '1.00' } },
+      item('code', '1.00', '123'),
+      item('small', '0.50'),
+      item('large', '60000.00'),
+    ], { min: 1_000n, max: 50_000_000n });
+    expect(check.ok).toBe(false);
+    if (check.ok) return;
+    expect(check.errors.map((error) => [error.row, error.reference, error.field, error.code])).toEqual([
+      [2, 'bad ref', 'reference', 'INVALID'],
+      [3, 'ok-1', 'reference', 'DUPLICATE_REFERENCE'],
+      [4, 'money', 'amount.value', 'INVALID'],
+      [5, 'usd', 'amount.currency', 'CURRENCY_MISMATCH'],
+      [6, 'code', 'recipient.code', 'INVALID'],
+      [7, 'small', 'amount.value', 'AMOUNT_TOO_SMALL'],
+      [8, 'large', 'amount.value', 'AMOUNT_TOO_LARGE'],
+    ]);
+    expect(check.errorCount).toBe(7);
+  });
+
+  it('list at most 1000 errors but count them all', () => {
+    const rows = Array.from({ length: 1500 }, (_, index) => item(`r${index}`, 'x'));
+    const check = checkBatchItems(rows);
+    expect(check).toMatchObject({ ok: false, errorCount: 1500 });
+    expect(!check.ok && check.errors).toHaveLength(MAX_LISTED_ROW_ERRORS);
+  });
+
+  it('come in a frame of 1 to 100,000 items with a name', () => {
+    expect(createBatchFrameSchema.safeParse({ name: 'May rewards', items: [item('a')] }).success).toBe(true);
+    expect(createBatchFrameSchema.safeParse({ name: 'none', items: [] }).success).toBe(false);
+    expect(createBatchFrameSchema.safeParse({ name: ' ', items: [item('a')] }).success).toBe(false);
+    expect(createBatchFrameSchema.safeParse({ name: 'big', items: Array.from({ length: 100_001 }, () => ({})) }).success).toBe(false);
+  });
+});
+
+describe('a batch CSV file', () => {
+  it('reads into the JSON body’s items (quotes, CRLF, a byte order mark)', () => {
+    const csv = '\uFEFFreference,recipient_type,recipient,amount\r\n"r,1",CODE,1234567,10.00\r\nr2,TOKEN,0d6f7c3e-1b7a-4c55-9a57-6d8f3f1f3b11,"2.5"\n';
+    const read = readBatchCsv(csv, 'PHP');
+    expect(read).toEqual({
+      ok: true,
+      items: [
+        { reference: 'r,1', recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '10.00' } },
+        { reference: 'r2', recipient: { type: 'TOKEN', linkId: '0d6f7c3e-1b7a-4c55-9a57-6d8f3f1f3b11' }, amount: { currency: 'PHP', value: '2.5' } },
+      ],
+    });
+    // "r,1" is not a valid reference: the row check says so, on row 1.
+    const check = checkBatchItems(read.ok ? read.items : []);
+    expect(!check.ok && check.errors.map((error) => [error.row, error.field])).toEqual([[1, 'reference']]);
+  });
+
+  it('names a row with the wrong number of columns, and refuses a wrong header or an open quote', () => {
+    const read = readBatchCsv('reference,recipient_type,recipient,amount\nr1,CODE,1234567\nr2,CODE,1234567,1.00\n', 'PHP');
+    const check = checkBatchItems(read.ok ? read.items : []);
+    expect(!check.ok && check.errors).toEqual([{ row: 1, reference: 'r1', field: 'row', code: 'INVALID', message: 'a row has 4 columns (reference,recipient_type,recipient,amount), not 3' }]);
+    expect(readBatchCsv('ref,type,to,amount\n', 'PHP')).toMatchObject({ ok: false, error: { row: 0, field: 'header' } });
+    expect(readBatchCsv('reference,recipient_type,recipient,amount\n"r1,CODE,1234567,1.00\n', 'PHP')).toMatchObject({ ok: false, error: { row: 0, field: 'file' } });
+  });
+});

@@ -1,0 +1,113 @@
+// fundBatch's contract: what its starters and the workflow itself agree on (type name, input and
+// result, workflow id, the signal a state change sends, the activities it schedules) and the one
+// start every starter uses. Imported by the workflow bundle: runtime imports from @temporalio/*
+// and workflows/ only (the workflow imports this file, never the reverse).
+import type { Client } from '@temporalio/client';
+import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { BatchState } from '../domain/funding-batch.ts';
+import { ignoringClosedRun, startOncePolicies } from './idempotent-start.ts';
+
+/** The workflow type: the name Temporal and every stored history know it by (the function's name). */
+export const fundBatchWorkflowType = 'fundBatch';
+
+/** One runner per batch, named after it. */
+export const batchWorkflowId = (batchId: string) => `funding-batch-${batchId}`;
+
+export interface FundBatchInput {
+  batchId: string;
+  /** BATCH_MAX_IN_FLIGHT: items being worked on at once, at most. */
+  maxInFlight: number;
+  /** Items dispatched per run before it continues as new (its history stays bounded); absent: 500. */
+  itemsPerRun?: number;
+  /** Carried over a continue-as-new: the last item dispatched (items go in id order). */
+  afterId?: string | null;
+  /** Carried over a continue-as-new: the rate the runs had reached after the wallet's 429s. */
+  inFlight?: number;
+}
+
+export interface FundBatchResult {
+  /** How the batch ended: COMPLETED (every item final or in review), CANCELLED, or REJECTED. */
+  state: BatchState;
+}
+
+/** Sent by the API after it moved the batch (pause, resume, cancel): the runner reads the state again. */
+export const batchStateChangedSignal = defineSignal<[]>('batchStateChanged');
+
+/** Where the current run of the runner stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'. */
+export interface BatchRunnerProgress {
+  /** The batch's state as the runner last read it. */
+  state: BatchState;
+  /** Items it may run at once now (lowered by the wallet's 429s, raised back by successes). */
+  inFlight: number;
+  /** runBatchItem activities under way. */
+  running: number;
+  /** Items this run dispatched (a run continues as new after itemsPerRun). */
+  dispatched: number;
+  /** The last item dispatched (items go in id order). */
+  afterId: string | null;
+  /** Times this run halved inFlight after a 429. */
+  slowDowns: number;
+  /** Until when nothing is dispatched after a 429 (ISO time), or null. */
+  waitingUntil: string | null;
+  /** Every PENDING item was dispatched: the run waits for the items handed to their own workflows. */
+  draining: boolean;
+}
+export const batchProgressQuery = defineQuery<BatchRunnerProgress>('progress');
+
+/** The ApplicationFailure types the batch activities throw and fundBatch never retries. */
+export const fundBatchFailureTypes = {
+  /** No batch with this id, or a funding id that is not one of its items. */
+  notFound: 'BatchNotFound',
+} as const;
+
+/**
+ * Start-to-close of fundBatch's activities (ms). An item's run holds the one pass (the token
+ * vault's refresh lock, a create, an execute and the writes; it starts no wallet call that could
+ * outlive the activity) and the start of the item's own workflow when the pass leaves it unfinished.
+ */
+export const fundBatchActivityTimeouts = {
+  runItemMs: 150_000,
+  /** The small reads and the completion: a few indexed queries each. */
+  readMs: 30_000,
+} as const;
+
+/** What the runner did with one item. */
+export type BatchItemOutcome =
+  /** Finished here: approved, declined, refused, failed before any execute (its funding says which). */
+  | { kind: 'finished' }
+  /** Handed to the item's own fundWallet workflow, which takes it over (a retry, an unknown outcome, a review). */
+  | { kind: 'handed-over' }
+  /** The wallet answered 429 before anything was created: the whole batch waits `retryAfterMs` (the item went to its workflow). */
+  | { kind: 'slow-down'; retryAfterMs: number };
+
+/** The activities fundBatch schedules (activities/batch.ts implements them, taking its types from here). */
+export interface FundBatchActivities {
+  /** The batch's state as stored. */
+  batchState(batchId: string): Promise<BatchState>;
+  /** The next items not yet started, after `afterId`, in id order: their funding ids. */
+  nextBatchItems(batchId: string, afterId: string | null, limit: number): Promise<string[]>;
+  /**
+   * One item, exactly once: the funding's one pass (fundInOnePass, under its ownership rules);
+   * whatever the pass leaves unfinished is handed to the item's own fundWallet workflow.
+   */
+  runBatchItem(batchId: string, fundingId: string): Promise<BatchItemOutcome>;
+  /** Items neither final nor in review. */
+  unfinishedBatchItems(batchId: string): Promise<number>;
+  /** RUNNING → COMPLETED, with its webhook; answers the state the batch is in after it. */
+  completeBatch(batchId: string): Promise<BatchState>;
+}
+
+/** fundBatch's signature: what starters type-check against. */
+export type FundBatchWorkflow = (input: FundBatchInput) => Promise<FundBatchResult>;
+
+/** Starts the batch's runner; a second start finds the running one, and a finished one is left alone. */
+export async function startFundBatch(client: Client, options: { taskQueue: string; input: FundBatchInput }): Promise<void> {
+  await ignoringClosedRun(
+    client.workflow.start<FundBatchWorkflow>(fundBatchWorkflowType, {
+      taskQueue: options.taskQueue,
+      workflowId: batchWorkflowId(options.input.batchId),
+      args: [options.input],
+      ...startOncePolicies,
+    }),
+  );
+}

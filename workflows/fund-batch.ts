@@ -1,0 +1,256 @@
+// fundBatch: runs a funding batch's items (contract-decisions section 14), each exactly once.
+//   items      ← the batch's PENDING items, a page at a time, in id order after the last dispatched
+//   each item  → runBatchItem: its one pass, or its own fundWallet workflow for what the pass left
+//   at most inFlight at once; a 429 from the wallet: the whole batch waits its Retry-After and
+//   halves inFlight; inFlight successes in a row give one back, up to maxInFlight
+//   a state change (signal): PAUSED stops dispatching until the next one; CANCELLED or REJECTED
+//   ends the run once the items under way are done
+//   every itemsPerRun items: continue-as-new, so the history stays bounded at any batch size
+//   no PENDING item left: wait for the handed-over ones (polling the count), then COMPLETED
+// Deterministic code only: the batch's state, its items and the clock come from activities and
+// Temporal; inputs, results and the query carry ids, states and counts only.
+import { condition, continueAsNew, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import type { BatchState } from '../domain/funding-batch.ts';
+import {
+  batchProgressQuery,
+  batchStateChangedSignal,
+  fundBatchActivityTimeouts,
+  fundBatchFailureTypes,
+  type BatchItemOutcome,
+  type FundBatchActivities,
+  type FundBatchInput,
+  type FundBatchResult,
+} from './fund-batch.contract.ts';
+
+/** Items dispatched per run before it continues as new, unless the input says. */
+const DEFAULT_ITEMS_PER_RUN = 500;
+/** Item ids read per page: enough to keep maxInFlight busy between reads, small enough to be one quick query. */
+const PAGE_SIZE = 100;
+/** The longest the batch waits on one 429 (the activities already cap the wallet's Retry-After this way). */
+const MAX_SLOW_DOWN_MS = 5 * 60_000;
+/** While paused (or waiting for approval) the state is read again this often, in case a signal was lost. */
+const IDLE_RECHECK_MS = 5 * 60_000;
+/** Timed waits per run (drain polls, idle re-checks) before it continues as new: each adds a few events. */
+const WAITS_PER_RUN = 200;
+
+/** Waits between drain polls: short at first (most items finish in seconds), then up to 30 s. */
+function drainPollMs(poll: number): number {
+  return Math.min(2000 * 2 ** Math.min(poll, 4), 30_000);
+}
+
+const nonRetryableErrorTypes = [fundBatchFailureTypes.notFound];
+
+/**
+ * An item's run: retried with backoff, without a bound. A retried attempt finds its funding past
+ * PENDING and hands it over to the funding's own workflow, so a retry never executes twice; an
+ * item is never dropped (its funding would stay PENDING, and the batch could never complete).
+ */
+const items = proxyActivities<Pick<FundBatchActivities, 'runBatchItem'>>({
+  startToCloseTimeout: fundBatchActivityTimeouts.runItemMs,
+  retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes },
+});
+
+/** The batch's reads and its completion: short, safe to repeat. */
+const reads = proxyActivities<Pick<FundBatchActivities, 'batchState' | 'nextBatchItems' | 'unfinishedBatchItems' | 'completeBatch'>>({
+  startToCloseTimeout: fundBatchActivityTimeouts.readMs,
+  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes },
+});
+
+/** States in which the batch ends: the run returns once its items under way are done. */
+const endStates: Record<BatchState, boolean> = {
+  AWAITING_APPROVAL: false,
+  RUNNING: false,
+  PAUSED: false,
+  COMPLETED: true,
+  CANCELLED: true,
+  REJECTED: true,
+};
+
+export async function fundBatch(input: FundBatchInput): Promise<FundBatchResult> {
+  const run = new BatchRun(input);
+  run.handleMessages();
+  await run.readState();
+  return run.dispatchItems();
+}
+
+/** One run of the runner: the state it read, its rate, the items it dispatched and those under way. */
+class BatchRun {
+  readonly batchId: string;
+  readonly maxInFlight: number;
+  readonly itemsPerRun: number;
+  /** Items that may run at once now: lowered by 429s, raised back by successes. */
+  inFlight: number;
+  /** The last item dispatched: the next page starts after it, here and in the next run. */
+  afterId: string | null;
+  state: BatchState = 'RUNNING';
+  /** State-change signals received; `signalsRead` of them are answered by the last state read. */
+  signals = 0;
+  signalsRead = 0;
+  /** runBatchItem activities under way. */
+  running = 0;
+  dispatched = 0;
+  /** Outcomes in a row without a 429 since inFlight last changed. */
+  successes = 0;
+  /** Workflow time before which nothing is dispatched (after a 429). */
+  resumeAt = 0;
+  /** Times inFlight was halved; an item dispatched before the last halving does not halve it again. */
+  slowDowns = 0;
+  /** Timed waits so far in this run (drain polls, idle re-checks). */
+  waits = 0;
+  draining = false;
+  /** Items read and not yet dispatched, in id order. */
+  queue: string[] = [];
+
+  constructor(readonly input: FundBatchInput) {
+    this.batchId = input.batchId;
+    this.maxInFlight = Math.max(1, Math.floor(input.maxInFlight));
+    this.itemsPerRun = Math.max(1, Math.floor(input.itemsPerRun ?? DEFAULT_ITEMS_PER_RUN));
+    this.inFlight = Math.min(this.maxInFlight, Math.max(1, Math.floor(input.inFlight ?? input.maxInFlight)));
+    this.afterId = input.afterId ?? null;
+  }
+
+  handleMessages(): void {
+    setHandler(batchStateChangedSignal, () => {
+      this.signals += 1;
+    });
+    setHandler(batchProgressQuery, () => ({
+      state: this.state,
+      inFlight: this.inFlight,
+      running: this.running,
+      dispatched: this.dispatched,
+      afterId: this.afterId,
+      slowDowns: this.slowDowns,
+      waitingUntil: this.resumeAt > Date.now() ? new Date(this.resumeAt).toISOString() : null,
+      draining: this.draining,
+    }));
+  }
+
+  /** A signal came that the last state read does not answer. */
+  signalled(): boolean {
+    return this.signals !== this.signalsRead;
+  }
+
+  /** Reads the stored state; it answers every signal received before the read began. */
+  async readState(): Promise<void> {
+    this.signalsRead = this.signals;
+    this.state = await reads.batchState(this.batchId);
+  }
+
+  /** Continues as new with where this run got to; only once no item is under way (their outcomes belong to this run). */
+  async continueAsNew(): Promise<never> {
+    await condition(() => this.running === 0);
+    // A signal that arrives from here on is not lost: the next run reads the state first.
+    return continueAsNew<typeof fundBatch>({ ...this.input, afterId: this.afterId, inFlight: this.inFlight });
+  }
+
+  /** Paused or awaiting approval: until the next signal (or a re-check, in case one was lost), then the state again. */
+  async idle(): Promise<void> {
+    if (this.waits >= WAITS_PER_RUN && this.running === 0) await this.continueAsNew();
+    this.waits += 1;
+    await condition(() => this.signalled(), IDLE_RECHECK_MS);
+    await this.readState();
+  }
+
+  /** The items not yet started, at most inFlight at a time, until none is left or the batch ends. */
+  async dispatchItems(): Promise<FundBatchResult> {
+    for (;;) {
+      if (this.signalled()) await this.readState();
+      if (endStates[this.state]) {
+        // Cancelled (its PENDING items were cancelled with it) or rejected: the items under way finish.
+        await condition(() => this.running === 0);
+        return { state: this.state };
+      }
+      if (this.state !== 'RUNNING') {
+        await this.idle();
+        continue;
+      }
+      if (Date.now() < this.resumeAt) {
+        // The wallet asked us to slow down: nothing new until then (a cancel or a pause is still heard).
+        await condition(() => this.signalled(), this.resumeAt - Date.now());
+        continue;
+      }
+      if (this.dispatched >= this.itemsPerRun || workflowInfo().continueAsNewSuggested) await this.continueAsNew();
+      if (this.queue.length === 0) {
+        // Each page reads the state too: a signal lost on its way stops the batch a page later at worst.
+        await this.readState();
+        if (this.state !== 'RUNNING') continue;
+        this.queue = await reads.nextBatchItems(this.batchId, this.afterId, Math.min(PAGE_SIZE, this.itemsPerRun - this.dispatched));
+        if (this.queue.length === 0) return this.drain();
+        continue;
+      }
+      if (this.running >= this.inFlight) {
+        await condition(() => this.running < this.inFlight || this.signalled());
+        continue;
+      }
+      this.dispatch(this.queue.shift()!);
+    }
+  }
+
+  dispatch(fundingId: string): void {
+    this.afterId = fundingId;
+    this.running += 1;
+    this.dispatched += 1;
+    const halvingsBefore = this.slowDowns;
+    items
+      .runBatchItem(this.batchId, fundingId)
+      .then(
+        (outcome) => this.onOutcome(outcome, halvingsBefore),
+        (error: unknown) => {
+          // Only a non-retryable failure (the funding is not an item of this batch) or the
+          // runner's own cancellation gets here: nothing the runner can do for the item; its row
+          // tells ops where it stands.
+          log.error('batch item could not be run', { batchId: this.batchId, fundingId, error: error instanceof Error ? error.message : String(error) });
+        },
+      )
+      .finally(() => {
+        this.running -= 1;
+      });
+  }
+
+  onOutcome(outcome: BatchItemOutcome, halvingsBefore: number): void {
+    if (outcome.kind === 'slow-down') {
+      this.resumeAt = Math.max(this.resumeAt, Date.now() + Math.min(Math.max(outcome.retryAfterMs, 0), MAX_SLOW_DOWN_MS));
+      this.successes = 0;
+      // One halving per episode: the items already under way when it halved tell of the same congestion.
+      if (halvingsBefore === this.slowDowns) {
+        this.inFlight = Math.max(1, Math.floor(this.inFlight / 2));
+        this.slowDowns += 1;
+      }
+      return;
+    }
+    this.successes += 1;
+    if (this.successes >= this.inFlight && this.inFlight < this.maxInFlight) {
+      this.inFlight += 1;
+      this.successes = 0;
+    }
+  }
+
+  /**
+   * Every item was dispatched: the runs under way finish, then the items handed to their own
+   * workflows (a retry, a reconciliation) are waited for by counting them, until none is left
+   * (an item in review counts as done). Then the batch is COMPLETED, unless it was paused or
+   * ended meanwhile.
+   */
+  async drain(): Promise<FundBatchResult> {
+    this.draining = true;
+    await condition(() => this.running === 0);
+    for (let poll = 0; ; poll += 1) {
+      if (this.signalled()) await this.readState();
+      if (endStates[this.state]) return { state: this.state };
+      if (this.state !== 'RUNNING') {
+        await this.idle();
+        continue;
+      }
+      if ((await reads.unfinishedBatchItems(this.batchId)) === 0) {
+        this.state = await reads.completeBatch(this.batchId);
+        if (endStates[this.state]) return { state: this.state };
+        // Paused meanwhile: the completion waits for the resume.
+        continue;
+      }
+      if (this.waits >= WAITS_PER_RUN || workflowInfo().continueAsNewSuggested) await this.continueAsNew();
+      this.waits += 1;
+      // A durable timer; a cancel meanwhile is heard at once.
+      await condition(() => this.signalled(), drainPollMs(poll));
+    }
+  }
+}
