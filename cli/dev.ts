@@ -14,7 +14,7 @@ import { startTsChild, workerEnvironment, type ManagedChild } from '../stack/chi
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
-import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, type SeededBalances, type SeededUser } from './seed-users.ts';
+import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, writeSampleBatch, type SeededBalances, type SeededUser } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
 const root = projectRoot;
@@ -160,7 +160,19 @@ export async function runDev(): Promise<void> {
       if (settings.status !== 200) step(`sandbox launcher: partner balances not configured (settings answered ${settings.status})`);
     }
 
+    let sampleBatch: string | undefined;
+    if (sandbox) {
+      const file = path.join(stateDir, 'sample-batch.csv');
+      try {
+        await writeSampleBatch(sandbox.url, users, file);
+        sampleBatch = path.relative(process.cwd(), file) || file;
+      } catch (error) {
+        step(`sample batch: not written (${(error as Error).message})`);
+      }
+    }
+
     printSummary({
+      sampleBatch,
       apiBase,
       temporalUi,
       sandbox,
@@ -189,6 +201,8 @@ export interface DevSummary {
   /** The ops key, when `walletflow dev` generated it (never one it was given). */
   opsApiKey: { generated: true; key: string } | { generated: false };
   workerMetrics: string | undefined;
+  /** A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create`. */
+  sampleBatch?: string | undefined;
 }
 
 function printSummary(summary: DevSummary): void {
@@ -248,6 +262,9 @@ export function devSummaryLines(summary: DevSummary): string[] {
       ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
       `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
       `    link a wallet:         curl -s -X POST ${summary.apiBase}/ops/links/login-urls -H 'Authorization: Bearer ${bearer}' -H 'Content-Type: application/json' -d '{"partnerUserId":"demo","mobile":"${summary.users[0]?.mobile ?? ''}"}'   (open the url it answers)`,
+      ...(summary.sampleBatch
+        ? [`    a funding batch:       npx walletflow batches create --file ${summary.sampleBatch}   then   npx walletflow batches watch <batchId>   (300 items; codes valid 30 minutes)`]
+        : []),
       `    follow fundings:       ${summary.temporalUi ?? 'the Temporal UI'} (search: WalletflowStatus="APPROVED")`,
     );
   }

@@ -4,6 +4,7 @@
 // CAPITAL and a partner balance for each user (USER:wallet:{profileId}, the embedded-app user's
 // partner user id), each an adjustment through the ops API under a fixed Idempotency-Key, so a
 // restart never posts one twice.
+import { writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { accountViewSchema } from '../domain/ledger.ts';
 
@@ -134,4 +135,26 @@ export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databas
   } finally {
     await database.$disconnect();
   }
+}
+
+/**
+ * A sample batch file for `walletflow batches create`: `rows` items of 1.00 PHP, each to a fresh
+ * cash-in code of an upgraded test user (codes live 30 minutes: a restart writes fresh ones).
+ */
+export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], file: string, rows = 300): Promise<void> {
+  const upgraded = users.filter((user) => user.kycLevel === 'KYC1');
+  if (upgraded.length === 0) throw new Error('no upgraded test user to pay');
+  const lines = ['reference,recipient_type,recipient,amount'];
+  for (let start = 0; start < rows; start += 25) {
+    const codes = await Promise.all(
+      Array.from({ length: Math.min(25, rows - start) }, async (_, offset) => {
+        const user = upgraded[(start + offset) % upgraded.length]!;
+        const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/cash-in-codes`, { method: 'POST' });
+        if (response.status !== 201 && response.status !== 200) throw new Error(`the sandbox answered ${response.status} for a cash-in code`);
+        return ((await response.json()) as { code: string }).code;
+      }),
+    );
+    codes.forEach((code, offset) => lines.push(`sample-${String(start + offset + 1).padStart(4, '0')},CODE,${code},1.00`));
+  }
+  await writeFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
 }

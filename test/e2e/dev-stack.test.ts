@@ -118,6 +118,17 @@ describe('walletflow dev', () => {
     const byLink = cli(['fund', '--link', linkId!, '--amount', '25.00']);
     expect(byLink.status, byLink.stdout + byLink.stderr).toBe(0);
 
+    // The summary's batch: its sample file of 300 items, created and watched to COMPLETED.
+    const sample = /batches create --file (\S+)/.exec(first.output())?.[1];
+    expect(sample, first.output()).toBeTruthy();
+    const created = cli(['batches', 'create', '--file', sample!, '--output', 'json']);
+    expect(created.status, created.stdout + created.stderr).toBe(0);
+    const batch = JSON.parse(created.stdout) as { batchId: string; total: { count: number } };
+    expect(batch.total.count).toBe(300);
+    const watched = cli(['batches', 'watch', batch.batchId]);
+    expect(watched.status, watched.stdout + watched.stderr).toBe(0);
+    expect(watched.stdout).toMatch(/300\/300 .*COMPLETED {2}APPROVED 300/);
+
     // Searchable by status in Temporal (what the Temporal UI queries).
     const connection = await Connection.connect({ address: `127.0.0.1:${first.ports.temporal}` });
     try {
@@ -142,9 +153,9 @@ describe('walletflow dev', () => {
 
     const second = await startDev();
     expect(second.output()).toMatch(/migrations: up to date/);
-    // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00) and the new
-    // run's users' balances (2500.00 + 500.00 + 20.00).
-    expect(second.output()).toMatch(/partner ledger +treasury 93834\.50 PHP available/);
+    // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00), the sample
+    // batch (300 × 1.00) and the new run's users' balances (2500.00 + 500.00 + 20.00).
+    expect(second.output()).toMatch(/partner ledger +treasury 93534\.50 PHP available/);
     const again = await fetch(`http://127.0.0.1:${second.ports.sandbox}/_sandbox/partner`);
     expect(((await again.json()) as { clientId: string }).clientId).toBe(registration.clientId);
     // Its output pipe closed before Ctrl-C: every write from here on fails with EPIPE, and the
