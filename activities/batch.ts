@@ -13,16 +13,17 @@ import type { BatchState } from '../domain/funding-batch.ts';
 import type { BatchRecord } from '../fundings/batch-record.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import { fundBatchFailureTypes, type BatchItemOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
-import { startFundWallet, type FundWalletActivities, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
+import { fundBatchFailureTypes, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
+import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
+import type { FundingActivities, ItemsPassResult } from './funding.ts';
 
 export interface BatchActivityDependencies {
   /** The batch's row: its state and its completion (fundings/batch-record.ts). */
   batches: BatchRecord;
   /** The items' rows: the next ones not started, and the row an item is handed over from. */
   fundings: FundingRecord;
-  /** The single funding's one pass, as the funding activities built it (same record, wallet and vault). */
-  funding: Pick<FundWalletActivities, 'fundInOnePass'>;
+  /** The single funding's one pass and the chunk pass, as the funding activities built them (same record, wallet and vault). */
+  funding: Pick<FundingActivities, 'fundInOnePass' | 'fundItemsInOnePass'>;
   /** Starts an item's own fundWallet workflow. */
   temporal: Client;
   taskQueue: string;
@@ -71,23 +72,45 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
       return items.map((item) => item.id);
     },
 
-    async runBatchItem(batchId: string, fundingId: string): Promise<BatchItemOutcome> {
-      let pass: OnePassOutcome | 'failed';
+    async runBatchItems(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
+      // The chunk pass takes the fresh CODE items on together; the others (TOKEN items, items a
+      // cancel holds, items an earlier attempt already started) go one by one.
+      let chunk: ItemsPassResult;
       try {
-        pass = await deps.funding.fundInOnePass(fundingId);
+        chunk = await deps.funding.fundItemsInOnePass(fundingIds);
       } catch (error) {
-        // Nothing is assumed about what the pass did: the item's workflow reads the record and
-        // claims the funding, fencing out anything this pass might still try to write.
-        logger.warn({ batchId, fundingId, err: (error as Error).message }, 'batch item one pass failed: handing over');
-        pass = 'failed';
+        // Nothing is assumed about what the chunk did: each item's own pass finds it past PENDING
+        // and hands it over, and its workflow claims it, fencing out anything still under way.
+        logger.warn({ batchId, err: (error as Error).message }, 'batch chunk pass failed: items one by one');
+        chunk = { outcomes: new Map(), unclaimed: fundingIds };
       }
-      if (pass !== 'failed' && pass.kind === 'finished') return { kind: 'finished' };
-      const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
-      const handed = await handOver(batchId, fundingId, why);
-      // The wallet refused the create with 429 (nothing created): the item's workflow retries it
-      // after the wallet's Retry-After, and the whole batch slows down.
-      if (pass !== 'failed' && pass.kind === 'create-later') return { kind: 'slow-down', retryAfterMs: pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS };
-      return handed === 'finished' ? { kind: 'finished' } : { kind: 'handed-over' };
+      const passes = new Map<string, OnePassOutcome | 'failed'>(chunk.outcomes);
+      await Promise.all(
+        chunk.unclaimed.map(async (fundingId) => {
+          try {
+            passes.set(fundingId, await deps.funding.fundInOnePass(fundingId));
+          } catch (error) {
+            logger.warn({ batchId, fundingId, err: (error as Error).message }, 'batch item one pass failed: handing over');
+            passes.set(fundingId, 'failed');
+          }
+        }),
+      );
+      const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, slowDownMs: null };
+      for (const fundingId of fundingIds) {
+        const pass = passes.get(fundingId) ?? 'failed';
+        if (pass !== 'failed' && pass.kind === 'finished') {
+          outcome.finished += 1;
+          continue;
+        }
+        const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
+        const handed = await handOver(batchId, fundingId, why);
+        if (handed === 'finished') outcome.finished += 1;
+        else outcome.handedOver += 1;
+        // The wallet refused the create with 429 (nothing created): the item's workflow retries it
+        // after the wallet's Retry-After, and the whole batch slows down.
+        if (pass !== 'failed' && pass.kind === 'create-later') outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
+      }
+      return outcome;
     },
 
     unfinishedBatchItems: (batchId: string): Promise<number> => batches.unfinishedItems(batchId),

@@ -85,7 +85,20 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
   return differences.length > 0 ? differences.join('; ') : null;
 }
 
-export function createFundingActivities(deps: FundingActivityDependencies): FundWalletActivities {
+/** What the chunk pass did: an outcome per item it took on, and the items it did not take on (for their own pass). */
+export interface ItemsPassResult {
+  outcomes: Map<string, OnePassOutcome>;
+  unclaimed: string[];
+}
+
+/** The funding activities, and the chunk pass a batch runs its CODE items through (not an activity of its own). */
+export type FundingActivities = FundWalletActivities & {
+  fundItemsInOnePass(fundingIds: readonly string[]): Promise<ItemsPassResult>;
+};
+
+type FundingRow = Awaited<ReturnType<FundingRecord['get']>>;
+
+export function createFundingActivities(deps: FundingActivityDependencies): FundingActivities {
   const { fundings, wallet, logger } = deps;
   const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
@@ -272,65 +285,78 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * finish the call (checked after the token vault's lock, which may have taken most of it).
    */
   async function create(fundingId: string, fence: Fence, clock: ActivityClock): Promise<CreateOutcome> {
-      const funding = await fundings.get(fundingId);
-      if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
-      if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
-      if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
-      let amount: Amount;
-      try {
-        amount = storedAmount(funding);
-      } catch (error) {
-        if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, fundingFailureTypes.corrupt);
-        throw error;
-      }
+    const funding = await fundings.get(fundingId);
+    if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
+    if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
+    if (funding.cancelRequested || funding.status !== 'CREATING') return { kind: 'cancelled' };
+    // The row just read shows the claim.
+    const intent = await requestIntent(funding, fence, clock, true);
+    if (intent.kind !== 'answered') return intent;
+    // Cancelled meanwhile, a concurrent attempt stored one first, or another run took the
+    // funding over: this intent stays unexecuted (kept on record).
+    const kept = await fundings.storeTransferId(fundingId, intent.transferId, fence);
+    if (kept.stored) return { kind: 'created', transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo };
+    await stopIfOvertaken(fundingId, fence);
+    return kept.transferId ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
+  }
 
-      let created: { data: Transfer; requestReferenceNo: string };
-      try {
-        if (funding.recipientType === 'CODE') {
-          const code = fundings.cashInCodeOf(funding);
-          if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
-          // The row just read shows the claim.
-          await beforeCall(fundingId, fence, clock, true);
-          created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
-        } else {
-          if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', fundingFailureTypes.corrupt);
-          created = await deps.vault.withUserToken(funding.linkId, async (token) => {
-            // The vault may have waited for another refresh's lock: ownership is read again.
-            await beforeCall(fundingId, fence, clock);
-            return wallet.createTransfer({ recipient: { type: 'TOKEN', value: token }, amount });
-          });
-        }
-      } catch (error) {
-        if (error instanceof VaultError) {
-          return { kind: 'refused', status: 'FAILED', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
-        }
-        // The user's token could not be refreshed just now: nothing was created; try again.
-        if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
-        if (!isWalletError(error)) throw error;
-        if (error.outcome === 'rejected') {
-          const status = rejectedCreateCodes.has(error.code) ? 'REJECTED' : 'FAILED';
-          return { kind: 'refused', status, code: error.code, requestReferenceNo: error.requestReferenceNo };
-        }
-        // Unknown or retryable: nothing was executed, and a retried create at worst leaves an
-        // unexecuted intent behind, which is harmless.
-        logger.warn({ fundingId, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'create transfer: retrying');
-        retryLater(error);
-      }
+  /**
+   * The create call for a funding in CREATING with no transfer yet, and what its answer means:
+   * `answered` (an intent matching the request, not stored yet: the caller stores it before
+   * anything can execute it), refused, or a mismatch (kept on record, never executed). Throws to
+   * retry later (a transient failure) and when the run was overtaken.
+   */
+  async function requestIntent(funding: FundingRow, fence: Fence, clock: ActivityClock, ownershipJustShown: boolean): Promise<CreateOutcome | { kind: 'answered'; transferId: string; requestReferenceNo: string }> {
+    const fundingId = funding.id;
+    let amount: Amount;
+    try {
+      amount = storedAmount(funding);
+    } catch (error) {
+      if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, fundingFailureTypes.corrupt);
+      throw error;
+    }
 
-      // The answer must be about what was asked: an intent for another amount or
-      // recipient is never executed; a person looks at it.
-      const mismatch = createMismatch(created.data, { recipientType: funding.recipientType, amount });
-      if (mismatch) {
-        await fundings.keepUnexecuted(fundingId, created.data.transferId);
-        logger.error({ fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
-        return { kind: 'mismatch', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, detail: mismatch };
+    let created: { data: Transfer; requestReferenceNo: string };
+    try {
+      if (funding.recipientType === 'CODE') {
+        const code = fundings.cashInCodeOf(funding);
+        if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
+        await beforeCall(fundingId, fence, clock, ownershipJustShown);
+        created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
+      } else {
+        if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', fundingFailureTypes.corrupt);
+        created = await deps.vault.withUserToken(funding.linkId, async (token) => {
+          // The vault may have waited for another refresh's lock: ownership is read again.
+          await beforeCall(fundingId, fence, clock);
+          return wallet.createTransfer({ recipient: { type: 'TOKEN', value: token }, amount });
+        });
       }
-      // Cancelled meanwhile, a concurrent attempt stored one first, or another run took the
-      // funding over: this intent stays unexecuted (kept on record).
-      const kept = await fundings.storeTransferId(fundingId, created.data.transferId, fence);
-      if (kept.stored) return { kind: 'created', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };
-      await stopIfOvertaken(fundingId, fence);
-      return kept.transferId ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
+    } catch (error) {
+      if (error instanceof VaultError) {
+        return { kind: 'refused', status: 'FAILED', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
+      }
+      // The user's token could not be refreshed just now: nothing was created; try again.
+      if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+      if (!isWalletError(error)) throw error;
+      if (error.outcome === 'rejected') {
+        const status = rejectedCreateCodes.has(error.code) ? 'REJECTED' : 'FAILED';
+        return { kind: 'refused', status, code: error.code, requestReferenceNo: error.requestReferenceNo };
+      }
+      // Unknown or retryable: nothing was executed, and a retried create at worst leaves an
+      // unexecuted intent behind, which is harmless.
+      logger.warn({ fundingId, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'create transfer: retrying');
+      retryLater(error);
+    }
+
+    // The answer must be about what was asked: an intent for another amount or
+    // recipient is never executed; a person looks at it.
+    const mismatch = createMismatch(created.data, { recipientType: funding.recipientType, amount });
+    if (mismatch) {
+      await fundings.keepUnexecuted(fundingId, created.data.transferId);
+      logger.error({ fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
+      return { kind: 'mismatch', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, detail: mismatch };
+    }
+    return { kind: 'answered', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };
   }
 
   /**
@@ -368,7 +394,160 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         throw error;
       }
     },
+
+    fundItemsInOnePass,
   };
+
+  /**
+   * A chunk of a batch's items in one pass together: the one pass of each (transferId stored
+   * before anything can execute it, each write only under the item's own claim, no wallet call
+   * that could outlive the activity), with the writes made set-based: one transaction takes the
+   * fresh CODE items on, one stores the created intents and moves them to EXECUTING, one writes
+   * the wallet's final words (their holds settled and their webhooks in it). The calls run all at
+   * once. Whatever is not plain (a refused or mismatching create, an execute to retry, an
+   * unknown outcome, an expired intent) goes the one-pass way for that item alone; an item the
+   * chunk could not finish is answered `steps` or as the pass would answer it, for the batch to
+   * hand over. Items it did not take on (not a fresh PENDING CODE item, or held by a cancel) are
+   * listed for their own fundInOnePass.
+   */
+  async function fundItemsInOnePass(fundingIds: readonly string[]): Promise<ItemsPassResult> {
+    const clock = activityClock();
+    const outcomes = new Map<string, OnePassOutcome>();
+    if (!callFitsBefore(clock, walletTimeoutMs)) return { outcomes, unclaimed: [...fundingIds] };
+    const claimed = await fundings.claimPendingCodeItems(fundingIds);
+    const claimedIds = new Set(claimed.map((row) => row.id));
+    const unclaimed = fundingIds.filter((id) => !claimedIds.has(id));
+    const steps: OnePassOutcome = { kind: 'steps' };
+    /** One item's part, whatever it throws: overtaken, out of time or anything unforeseen, its own workflow takes it on from the record. */
+    const guarded = async <T>(fundingId: string, work: () => Promise<T>): Promise<T | typeof steps> => {
+      try {
+        return await work();
+      } catch (error) {
+        if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) {
+          logger.warn({ fundingId, err: (error as Error).message }, 'batch item: the chunk pass stopped; its workflow takes it on');
+        }
+        return steps;
+      }
+    };
+    const outOfTime = () => Date.now() >= clock.deadlineMs;
+
+    // The creates, all at once.
+    const answered: Array<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }> = [];
+    await Promise.all(
+      claimed.map(async (row) => {
+        const fundingId = row.id;
+        let intent: Awaited<ReturnType<typeof requestIntent>> | 'later' | typeof steps;
+        let retryAfterMs: number | null = null;
+        try {
+          intent = await requestIntent(row, row.fence, clock, true);
+        } catch (error) {
+          if (error instanceof ApplicationFailure && !error.nonRetryable && error.type === walletTransientType) {
+            intent = 'later';
+            retryAfterMs = typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null;
+          } else {
+            if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) logger.warn({ fundingId, err: (error as Error).message }, 'batch item: create failed; its workflow takes it on');
+            intent = steps;
+          }
+        }
+        if (intent === 'later') return void outcomes.set(fundingId, { kind: 'create-later', retryAfterMs });
+        if (intent.kind === 'answered') return void answered.push({ fundingId, fence: row.fence, transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo });
+        if (outOfTime()) return void outcomes.set(fundingId, steps);
+        const fence = row.fence;
+        switch (intent.kind) {
+          case 'refused':
+            outcomes.set(fundingId, await guarded(fundingId, () => finished(fundingId, fence, { status: intent.status, code: intent.code, requestReferenceNo: intent.requestReferenceNo, beforeExecute: true })));
+            return;
+          case 'mismatch': {
+            const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: intent.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
+            const parked = await guarded(fundingId, () => park(fundingId, mismatchReviewReason(intent.detail, intent.transferId), [evidence], fence));
+            if ('kind' in parked) return void outcomes.set(fundingId, steps);
+            outcomes.set(fundingId, parked.parked ? { ...intent, fence } : { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId });
+            return;
+          }
+          default:
+            outcomes.set(fundingId, steps);
+        }
+      }),
+    );
+    if (answered.length === 0) return { outcomes, unclaimed };
+    if (outOfTime()) {
+      for (const item of answered) outcomes.set(item.fundingId, steps);
+      return { outcomes, unclaimed };
+    }
+
+    // The intents stored and the items moved to EXECUTING, in one transaction; one that did not
+    // move (cancelled meanwhile, taken over) keeps its intent on record, unexecuted.
+    const executing = await fundings.beginExecuteMany(answered);
+    for (const item of answered.filter((entry) => !executing.has(entry.fundingId))) {
+      await guarded(item.fundingId, () => fundings.storeTransferId(item.fundingId, item.transferId, item.fence));
+      outcomes.set(item.fundingId, steps);
+    }
+    const toExecute = answered.filter((item) => executing.has(item.fundingId));
+    // EXECUTING with no execute sent: its workflow retrieves first and executes what is not.
+    if (outOfTime() || !callFitsBefore(clock, walletTimeoutMs)) {
+      for (const item of toExecute) outcomes.set(item.fundingId, steps);
+      return { outcomes, unclaimed };
+    }
+
+    // The executes, all at once.
+    const progressOf = new Map<string, Awaited<ReturnType<typeof sendExecute>>>();
+    await Promise.all(
+      toExecute.map(async (item) => {
+        const sent = await guarded(item.fundingId, () => sendExecute(item.fundingId, item.transferId));
+        if ('kind' in sent && sent.kind === 'steps') return void outcomes.set(item.fundingId, steps);
+        progressOf.set(item.fundingId, sent as Awaited<ReturnType<typeof sendExecute>>);
+      }),
+    );
+    if (outOfTime()) {
+      for (const item of toExecute) if (progressOf.has(item.fundingId)) outcomes.set(item.fundingId, steps);
+      return { outcomes, unclaimed };
+    }
+
+    // The wallet's final words, in one transaction.
+    const finals = toExecute.flatMap((item) => {
+      const progress = progressOf.get(item.fundingId);
+      return progress?.kind === 'final' ? [{ ...item, progress }] : [];
+    });
+    const finishedIds = await fundings.finishExecutedMany(
+      finals.map((item) => ({ fundingId: item.fundingId, fence: item.fence, status: item.progress.status, code: item.progress.declineCode, requestReferenceNo: item.progress.requestReferenceNo })),
+    );
+    for (const item of finals) {
+      outcomes.set(
+        item.fundingId,
+        finishedIds.has(item.fundingId) ? { kind: 'finished', status: item.progress.status, errorCode: item.progress.declineCode, transferId: item.transferId } : steps,
+      );
+    }
+    // The rest, each as the one pass goes on from its execute.
+    await Promise.all(
+      toExecute.map(async (item) => {
+        const progress = progressOf.get(item.fundingId);
+        if (!progress || progress.kind === 'final') return;
+        outcomes.set(item.fundingId, await guarded(item.fundingId, () => afterExecute(item.fundingId, item.fence, item.transferId, progress)));
+      }),
+    );
+    return { outcomes, unclaimed };
+  }
+
+  /** What the one pass does after its execute, unless the wallet's word was final. */
+  async function afterExecute(fundingId: string, fence: number, transferId: string, progress: Awaited<ReturnType<typeof sendExecute>>): Promise<OnePassOutcome> {
+    switch (progress.kind) {
+      case 'retry':
+        return { kind: 'execute', transferId, retryAfterMs: retryDelayOf(progress.error) ?? null, fence };
+      case 'final':
+        return finished(fundingId, fence, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
+      case 'expired':
+        return finished(fundingId, fence, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
+      case 'unknown':
+        // On record at once, with the execute's Request-Reference-No: whoever goes on from the
+        // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
+        if (!(await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` }, fence))) {
+          await stopIfOvertaken(fundingId, fence);
+        }
+        return { kind: 'executed', transferId, progress, fence };
+      default:
+        return { kind: 'executed', transferId, progress, fence };
+    }
+  }
 
   async function onePass(fundingId: string, clock: ActivityClock): Promise<OnePassOutcome> {
     // Each write and each call only while the pass is within its time: a pass that outlived it
@@ -412,22 +591,6 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     await beforeCall(fundingId, fence, clock, true);
     const progress = await sendExecute(fundingId, created.transferId);
     inTime();
-    switch (progress.kind) {
-      case 'retry':
-        return { kind: 'execute', transferId: created.transferId, retryAfterMs: retryDelayOf(progress.error) ?? null, fence };
-      case 'final':
-        return finished(fundingId, fence, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
-      case 'expired':
-        return finished(fundingId, fence, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
-      case 'unknown':
-        // On record at once, with the execute's Request-Reference-No: whoever goes on from the
-        // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
-        if (!(await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` }, fence))) {
-          await stopIfOvertaken(fundingId, fence);
-        }
-        return { kind: 'executed', transferId: created.transferId, progress, fence };
-      default:
-        return { kind: 'executed', transferId: created.transferId, progress, fence };
-    }
+    return afterExecute(fundingId, fence, created.transferId, progress);
   }
 }

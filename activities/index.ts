@@ -60,6 +60,8 @@ export function createActivities(deps: ActivityDependencies) {
   // One set of funding activities: a batch item's one pass is the same code, record, wallet and
   // vault as a single funding's.
   const funding = createFundingActivities({ fundings, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) });
+  // The chunk pass is the batch activities' own tool, not an activity of its own.
+  const { fundItemsInOnePass: _chunkPass, ...fundWalletActivities } = funding;
   const deliverer = createWebhookDeliverer({
     store: createWebhookStore({ database: deps.database, cipher: deps.cipher }),
     cipher: deps.cipher,
@@ -70,7 +72,7 @@ export function createActivities(deps: ActivityDependencies) {
   });
   return withActivityLogContext({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
-    ...funding,
+    ...fundWalletActivities,
     ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
     ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),

@@ -30,7 +30,7 @@ import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { userUsage } from './funding-usage.ts';
 import { fundingWebhookEventType } from '../domain/webhook.ts';
-import { emitWebhookEvent } from '../webhooks/outbox.ts';
+import { emitWebhookEvent, emitWebhookEvents } from '../webhooks/outbox.ts';
 import { fundingView } from './funding-view.ts';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
@@ -502,6 +502,104 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         await ledger.releaseMany(tx, ids);
         return ids.length;
       }, { timeout: 120_000 });
+    },
+
+    /**
+     * A chunk of a batch's items taken on at once (activities/funding.ts fundItemsInOnePass): each
+     * fresh PENDING CODE item moves to CREATING under a new claim, with its event, in one
+     * transaction, as claimPending does for one. Rows another transaction holds (a batch's cancel)
+     * are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
+     */
+    async claimPendingCodeItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
+      if (fundingIds.length === 0) return [];
+      return database.$transaction(async (tx) => {
+        const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
+          UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
+          WHERE id IN (SELECT id FROM funding
+                       WHERE id = ANY(${fundingIds}::uuid[]) AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL
+                         AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType"
+                       ORDER BY id FOR UPDATE SKIP LOCKED)
+          RETURNING id::text AS id, owner_fence AS fence`;
+        if (rows.length === 0) return [];
+        await tx.$executeRaw`
+          INSERT INTO funding_event (funding_id, status, detail, fence)
+          SELECT i.id, 'CREATING'::"FundingStatus", 'creating the transfer intent', i.fence
+          FROM unnest(${rows.map((row) => row.id)}::uuid[], ${rows.map((row) => row.fence)}::int[]) AS i(id, fence)`;
+        const fences = new Map(rows.map((row) => [row.id, row.fence]));
+        const claimed = await tx.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } });
+        return claimed.map((row) => ({ ...row, fence: fences.get(row.id)! }));
+      });
+    },
+
+    /**
+     * CREATING → EXECUTING for many at once, each with the transferId of its created intent stored
+     * in the same statement (so stored before anything can execute it), only under the item's own
+     * claim, with none stored yet and not cancelled: storeTransferId and beginExecute for one,
+     * together. Answers the ids moved; the others are for the caller to look at one by one.
+     */
+    async beginExecuteMany(items: ReadonlyArray<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }>): Promise<Set<string>> {
+      if (items.length === 0) return new Set();
+      return database.$transaction(async (tx) => {
+        const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
+        const moved = await tx.$queryRaw<Array<{ id: string }>>`
+          UPDATE funding f SET transfer_id = i.transfer_id, status = 'EXECUTING'::"FundingStatus", updated_at = now()
+          FROM unnest(${column((item) => item.fundingId)}::uuid[], ${column((item) => item.fence)}::int[], ${column((item) => item.transferId)}::text[])
+            AS i(id, fence, transfer_id)
+          WHERE f.id = i.id AND f.owner_fence = i.fence AND f.status = 'CREATING'::"FundingStatus" AND f.transfer_id IS NULL AND NOT f.cancel_requested
+          RETURNING f.id::text AS id`;
+        const ids = new Set(moved.map((row) => row.id));
+        const events = items.filter((item) => ids.has(item.fundingId));
+        if (events.length > 0) {
+          await tx.$executeRaw`
+            INSERT INTO funding_event (funding_id, status, request_reference_no, detail, fence)
+            SELECT i.id, 'EXECUTING'::"FundingStatus", i.reference_no, 'transfer ' || i.transfer_id || ' created; executing', i.fence
+            FROM unnest(${events.map((item) => item.fundingId)}::uuid[], ${events.map((item) => item.requestReferenceNo)}::text[],
+                        ${events.map((item) => item.transferId)}::text[], ${events.map((item) => item.fence)}::int[]) AS i(id, reference_no, transfer_id, fence)`;
+        }
+        return ids;
+      });
+    },
+
+    /**
+     * The wallet's final word on many executed items at once (APPROVED or DECLINED), as finish
+     * writes it for one: each moved only from EXECUTING or RECONCILING under its own claim, with
+     * its event, its hold posted or released and its webhook, in one transaction; counted once.
+     * Answers the ids moved; the others are for the caller to look at one by one.
+     */
+    async finishExecutedMany(
+      items: ReadonlyArray<{ fundingId: string; fence: number; status: 'APPROVED' | 'DECLINED'; code: string | null; requestReferenceNo: string | null }>,
+    ): Promise<Set<string>> {
+      if (items.length === 0) return new Set();
+      const moved = await database.$transaction(async (tx) => {
+        const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
+        const rows = await tx.$queryRaw<Array<{ id: string; status: 'APPROVED' | 'DECLINED'; created_at: Date }>>`
+          UPDATE funding f SET status = i.status::"FundingStatus", error_code = i.code, error_message = i.message, updated_at = now()
+          FROM unnest(${column((item) => item.fundingId)}::uuid[], ${column((item) => item.fence)}::int[], ${column((item) => item.status)}::text[],
+                      ${column((item) => item.code)}::text[], ${column((item) => (item.code ? fundingErrorMessage(item.code) : null))}::text[])
+            AS i(id, fence, status, code, message)
+          WHERE f.id = i.id AND f.owner_fence = i.fence AND f.status IN ('EXECUTING'::"FundingStatus", 'RECONCILING'::"FundingStatus")
+          RETURNING f.id::text AS id, f.status::text AS status, f.created_at`;
+        if (rows.length === 0) return rows;
+        const ids = new Set(rows.map((row) => row.id));
+        const written = items.filter((item) => ids.has(item.fundingId));
+        await tx.$executeRaw`
+          INSERT INTO funding_event (funding_id, status, request_reference_no, detail, fence)
+          SELECT i.id, i.status::"FundingStatus", i.reference_no, i.code, i.fence
+          FROM unnest(${written.map((item) => item.fundingId)}::uuid[], ${written.map((item) => item.status)}::text[], ${written.map((item) => item.requestReferenceNo)}::text[],
+                      ${written.map((item) => item.code)}::text[], ${written.map((item) => item.fence)}::int[]) AS i(id, status, reference_no, code, fence)`;
+        await ledger.settleMany(tx, written.map((item) => ({ fundingId: item.fundingId, outcome: item.status === 'APPROVED' ? 'post' : 'release' })));
+        const fundingsNow = await tx.funding.findMany({ where: { id: { in: [...ids] } }, include: withFundingEvents });
+        await emitWebhookEvents(
+          tx,
+          fundingsNow.flatMap((funding) => {
+            const type = fundingWebhookEventType(funding.status);
+            return type ? [{ type, fundingId: funding.id, data: fundingView(funding) }] : [];
+          }),
+        );
+        return rows;
+      });
+      for (const row of moved) deps.metrics?.fundingFinished(row.status, row.created_at);
+      return new Set(moved.map((row) => row.id));
     },
 
     /** The next items of a batch that have not started, after `afterId` (ids in order). */

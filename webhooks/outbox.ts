@@ -29,3 +29,24 @@ export async function emitWebhookEvent(tx: Prisma.TransactionClient, event: Outb
   }
   return id;
 }
+
+/**
+ * Many events at once (a chunk of a batch's items finishing together), as `emitWebhookEvent`
+ * writes each: the events, then one delivery per event and subscribed endpoint, in `tx`.
+ */
+export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: readonly OutboxEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const createdAt = new Date();
+  const rows = events.map((event) => {
+    const id = `evt_${randomUUID().replaceAll('-', '')}`;
+    const body: WebhookEventBody = { id, type: event.type, createdAt: createdAt.toISOString(), data: event.data };
+    return { id, type: event.type, fundingId: event.fundingId ?? null, paymentId: event.paymentId ?? null, body: JSON.stringify(body), createdAt };
+  });
+  await tx.webhookEvent.createMany({ data: rows });
+  const types = [...new Set(events.map((event) => event.type))];
+  const endpoints = await tx.webhookEndpoint.findMany({ where: { deletedAt: null, events: { hasSome: types } }, select: { id: true, events: true } });
+  const deliveries = rows.flatMap((row) =>
+    endpoints.filter((endpoint) => (endpoint.events as string[]).includes(row.type)).map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id, nextAttemptAt: createdAt, createdAt })),
+  );
+  if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
+}

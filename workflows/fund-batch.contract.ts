@@ -17,7 +17,7 @@ export interface FundBatchInput {
   batchId: string;
   /** BATCH_MAX_IN_FLIGHT: items being worked on at once, at most. */
   maxInFlight: number;
-  /** Items dispatched per run before it continues as new (its history stays bounded); absent: 500. */
+  /** Items dispatched per run before it continues as new (its history stays bounded); absent: 2000. */
   itemsPerRun?: number;
   /** Carried over a continue-as-new: the last item dispatched (items go in id order). */
   afterId?: string | null;
@@ -39,7 +39,7 @@ export interface BatchRunnerProgress {
   state: BatchState;
   /** Items it may run at once now (lowered by the wallet's 429s, raised back by successes). */
   inFlight: number;
-  /** runBatchItem activities under way. */
+  /** Items under way (in runBatchItems activities). */
   running: number;
   /** Items this run dispatched (a run continues as new after itemsPerRun). */
   dispatched: number;
@@ -71,14 +71,15 @@ export const fundBatchActivityTimeouts = {
   readMs: 30_000,
 } as const;
 
-/** What the runner did with one item. */
-export type BatchItemOutcome =
-  /** Finished here: approved, declined, refused, failed before any execute (its funding says which). */
-  | { kind: 'finished' }
-  /** Handed to the item's own fundWallet workflow, which takes it over (a retry, an unknown outcome, a review). */
-  | { kind: 'handed-over' }
-  /** The wallet answered 429 before anything was created: the whole batch waits `retryAfterMs` (the item went to its workflow). */
-  | { kind: 'slow-down'; retryAfterMs: number };
+/** What the runner did with a chunk of items. */
+export interface BatchItemsOutcome {
+  /** Finished here: approved, declined, refused, failed before any execute (each funding says which). */
+  finished: number;
+  /** Handed to their own fundWallet workflows, which take them over (a retry, an unknown outcome, a review). */
+  handedOver: number;
+  /** The wallet said "later" to a create (429: nothing created): the whole batch waits this long (those items went to their workflows). */
+  slowDownMs: number | null;
+}
 
 /** The activities fundBatch schedules (activities/batch.ts implements them, taking its types from here). */
 export interface FundBatchActivities {
@@ -87,10 +88,11 @@ export interface FundBatchActivities {
   /** The next items not yet started, after `afterId`, in id order: their funding ids. */
   nextBatchItems(batchId: string, afterId: string | null, limit: number): Promise<string[]>;
   /**
-   * One item, exactly once: the funding's one pass (fundInOnePass, under its ownership rules);
-   * whatever the pass leaves unfinished is handed to the item's own fundWallet workflow.
+   * A chunk of items, each exactly once: the chunk pass (fundItemsInOnePass: the one pass of each,
+   * its writes set-based, under each item's ownership rules), or an item's own one pass; whatever
+   * a pass leaves unfinished is handed to the item's own fundWallet workflow.
    */
-  runBatchItem(batchId: string, fundingId: string): Promise<BatchItemOutcome>;
+  runBatchItems(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome>;
   /** Items neither final nor in review. */
   unfinishedBatchItems(batchId: string): Promise<number>;
   /** RUNNING → COMPLETED, with its webhook; answers the state the batch is in after it. */

@@ -11,7 +11,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -22,7 +22,7 @@ import {
   batchWorkflowId,
   fundBatchActivityTimeouts,
   startFundBatch,
-  type BatchItemOutcome,
+  type BatchItemsOutcome,
   type BatchRunnerProgress,
   type FundBatchResult,
 } from '../../workflows/fund-batch.contract.ts';
@@ -87,7 +87,7 @@ const itemsOf = (batchId: string) =>
   stack.database.funding.findMany({
     where: { batchId },
     orderBy: { id: 'asc' },
-    select: { id: true, status: true, errorCode: true, transferId: true, abandonedTransferIds: true, workflowId: true },
+    select: { id: true, status: true, errorCode: true, transferId: true, abandonedTransferIds: true, workflowId: true, createdAt: true },
   });
 
 /** How many items are in each state (a batch-cancelled item apart, as the batch view counts it). */
@@ -262,9 +262,9 @@ describe('the batch runner', () => {
   });
 });
 
-describe('an item run again (a retried runBatchItem)', () => {
-  it('finds its funding past PENDING: no wallet call, no second execute; a final item needs no workflow', async () => {
-    const activities = createActivities({
+describe('a chunk run again (a retried runBatchItems)', () => {
+  const activitiesOf = () =>
+    createActivities({
       database: stack.database,
       wallet: stack.wallet,
       cipher: createTokenCipher(stack.encryptionKey),
@@ -272,34 +272,110 @@ describe('an item run again (a retried runBatchItem)', () => {
       temporal: stack.temporal,
       taskQueue: stack.taskQueue,
     });
-    const runItem = (batchId: string, fundingId: string, attempt: number): Promise<BatchItemOutcome> =>
-      new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs }).run(activities.runBatchItem, batchId, fundingId);
+  const runItems = (activities: ReturnType<typeof activitiesOf>, batchId: string, fundingIds: string[], attempt: number): Promise<BatchItemsOutcome> =>
+    new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs }).run(activities.runBatchItems, batchId, fundingIds);
+
+  it('finds its fundings past PENDING: no wallet call, no second execute; a final item needs no workflow', async () => {
+    const activities = activitiesOf();
     const batchId = await runningBatch(2);
     const [first, second] = await itemsOf(batchId);
 
-    expect(await runItem(batchId, first!.id, 1)).toEqual({ kind: 'finished' });
+    expect(await runItems(activities, batchId, [first!.id], 1)).toEqual({ finished: 1, handedOver: 0, slowDownMs: null });
     const since = new Date();
-    expect(await runItem(batchId, first!.id, 2)).toEqual({ kind: 'finished' });
+    expect(await runItems(activities, batchId, [first!.id], 2)).toEqual({ finished: 1, handedOver: 0, slowDownMs: null });
     expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } } })).toBe(0);
     await expect(stack.temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
 
     // Left RECONCILING by its pass (the execute's answer was lost): a run again hands it over,
     // and the item's workflow settles it by retrieve.
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
-    expect(await runItem(batchId, second!.id, 1)).toEqual({ kind: 'handed-over' });
+    expect(await runItems(activities, batchId, [second!.id], 1)).toEqual({ finished: 0, handedOver: 1, slowDownMs: null });
     await stack.admin.clearFaults();
     const itsWorkflow = stack.temporal.workflow.getHandle(second!.workflowId);
     const firstRun = (await itsWorkflow.describe()).runId;
     // Handed over again (or finished, if its workflow was that quick): the running one was found, none started anew.
-    expect(['handed-over', 'finished']).toContain((await runItem(batchId, second!.id, 2)).kind);
+    const again = await runItems(activities, batchId, [second!.id], 2);
+    expect(again.finished + again.handedOver).toBe(1);
     expect((await itsWorkflow.describe()).runId).toBe(firstRun);
     await itsWorkflow.result();
-    expect(await runItem(batchId, second!.id, 3)).toEqual({ kind: 'finished' });
-    await expect(runItem(randomUUID(), second!.id, 1)).rejects.toThrow(/is not an item of batch/);
+    expect(await runItems(activities, batchId, [second!.id], 3)).toEqual({ finished: 1, handedOver: 0, slowDownMs: null });
+    await expect(runItems(activities, randomUUID(), [second!.id], 1)).rejects.toThrow(/is not an item of batch/);
 
     // Both run outside a runner: the batch still counts them, and its ledger is settled.
     expect(await batches.unfinishedItems(batchId)).toBe(0);
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED']);
+  });
+
+  it('runs a chunk in one pass: each item created, stored before its execute, executed once, settled and announced; a refused create ends REJECTED', async () => {
+    const activities = activitiesOf();
+    const batchId = await runningBatch(6);
+    const items = await itemsOf(batchId);
+    // The third item's wallet is not upgraded: its create is refused (M133), before any execute.
+    const kyc0 = await stack.admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
+    const { code } = await stack.admin.cashInCode(kyc0.userId);
+    await stack.database.funding.update({ where: { id: items[2]!.id }, data: { cashInCodeEncrypted: Buffer.from(createTokenCipher(stack.encryptionKey).encrypt(code, cashInCodeContext(items[2]!.id))) } });
+    const since = new Date();
+    expect(await runItems(activities, batchId, items.map((item) => item.id), 1)).toEqual({ finished: 6, handedOver: 0, slowDownMs: null });
+
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'REJECTED', 'APPROVED', 'APPROVED', 'APPROVED']);
+    expect(rows[2]!.errorCode).toBe('M133');
+    // The timeline each item would have had in its own pass, under one claim: created, executing, final.
+    for (const row of rows) {
+      const events = await stack.database.fundingEvent.findMany({ where: { fundingId: row.id }, orderBy: { id: 'asc' } });
+      const fences = new Set(events.flatMap((event) => (event.fence === null ? [] : [event.fence])));
+      expect(fences.size, row.id).toBe(1);
+      expect(events.map((event) => event.status)).toEqual(row.status === 'APPROVED' ? ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED'] : ['PENDING', 'CREATING', 'REJECTED']);
+    }
+    // Each executed transfer executed once; its transferId stored on the funding it belongs to.
+    const ledger = await stack.admin.ledger();
+    for (const row of rows.filter((entry) => entry.status === 'APPROVED')) {
+      expect(ledger.transfers.find((transfer) => transfer.transferId === row.transferId)?.executions).toBe(1);
+    }
+    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } })).toBe(5);
+    // Every final item announced once (funding.approved / funding.rejected).
+    const events = await stack.database.webhookEvent.findMany({ where: { fundingId: { in: rows.map((row) => row.id) } } });
+    expect(events.map((event) => event.type).sort()).toEqual([...Array(5).fill('funding.approved'), 'funding.rejected']);
+  });
+
+  it('leaves an item a cancel took alone, and never executes an item whose claim another run took meanwhile', async () => {
+    const activities = activitiesOf();
+    const batchId = await runningBatch(3);
+    const items = await itemsOf(batchId);
+    // The first item: cancelled before the chunk runs (FAILED, its hold released).
+    expect(await fundings.cancel(items[0]!)).toBe(true);
+    // The second: taken over by another run while the chunk's creates are under way (its fence
+    // raised under it), so the chunk's stored intent and move to EXECUTING are refused.
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 1500 }]);
+    const running = runItems(activities, batchId, items.map((item) => item.id), 1);
+    await waitUntil(
+      async () => (await stack.database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } })).status,
+      (status) => status === 'CREATING',
+      10_000,
+    );
+    await fundings.claim(items[1]!.id);
+    expect(await running).toEqual({ finished: 2, handedOver: 1, slowDownMs: null });
+    await stack.admin.clearFaults();
+
+    const second = await stack.database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } });
+    await stack.temporal.workflow.getHandle(second.workflowId).result();
+    const rows = await itemsOf(batchId);
+    expect(rows.map((row) => [row.status, row.errorCode])).toEqual([
+      ['FAILED', 'CANCELLED'],
+      ['APPROVED', null],
+      ['APPROVED', null],
+    ]);
+    // The chunk's intent for the second item is kept on record and never executed; the one its
+    // own workflow created is executed once.
+    const ledger = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+    const overtaken = rows[1]!;
+    expect(overtaken.abandonedTransferIds).toHaveLength(1);
+    expect(ledger.get(overtaken.abandonedTransferIds[0]!)?.executions ?? 0).toBe(0);
+    expect(ledger.get(overtaken.transferId!)?.executions).toBe(1);
+    expect(ledger.get(rows[2]!.transferId!)?.executions).toBe(1);
+    expect(rows[0]!.transferId).toBeNull();
+    // The ledger's books still hold: every hold settled as its item's state says.
+    expect((await checkLedgerInvariants(stack.database)).violations).toEqual([]);
   });
 });
