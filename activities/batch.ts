@@ -42,12 +42,15 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
    * The item's own workflow takes it on, under the id stored on its row: a second start (a retried
    * activity) finds the running one, and a closed one is left alone (that run already ended it).
    */
-  async function handOver(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished'> {
+  async function handOver(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished' | 'not-started'> {
     const funding = await fundings.get(fundingId);
     if (funding.batchId !== batchId) throw batchNotFound(`funding ${fundingId} is not an item of batch ${batchId}`);
     // Final already (an earlier attempt's pass finished it, or the batch's cancel did): nothing
     // is left for a workflow to do.
     if (isFinalFundingStatus(funding.status)) return 'finished';
+    // Not started because the batch stopped (paused, or ended meanwhile): it stays the batch's,
+    // PENDING, for the runner to start on resume (or the cancel has ended it).
+    if (funding.status === 'PENDING' && (await batches.find(batchId))?.state !== 'RUNNING') return 'not-started';
     await startFundWallet(deps.temporal, {
       workflowId: funding.workflowId,
       taskQueue: deps.taskQueue,
@@ -95,7 +98,7 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
           }
         }),
       );
-      const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, slowDownMs: null };
+      const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
       for (const fundingId of fundingIds) {
         const pass = passes.get(fundingId) ?? 'failed';
         if (pass !== 'failed' && pass.kind === 'finished') {
@@ -105,6 +108,7 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
         const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
         const handed = await handOver(batchId, fundingId, why);
         if (handed === 'finished') outcome.finished += 1;
+        else if (handed === 'not-started') outcome.notStarted += 1;
         else outcome.handedOver += 1;
         // The wallet refused the create with 429 (nothing created): the item's workflow retries it
         // after the wallet's Retry-After, and the whole batch slows down.

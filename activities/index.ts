@@ -36,6 +36,8 @@ export interface ActivityDependencies {
   now?: () => number;
   /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
   walletTimeoutMs?: number;
+  /** BATCH_MAX_IN_FLIGHT: for a batch runner the sweep starts again (default 32). */
+  batchMaxInFlight?: number;
   /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
   webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number; publicTargetsOnly?: boolean };
 }
@@ -75,7 +77,16 @@ export function createActivities(deps: ActivityDependencies) {
     ...fundWalletActivities,
     ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
-    ...createReconcileActivities({ fundings, payments, wallet: deps.wallet, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger, ...metrics }),
+    ...createReconcileActivities({
+      fundings,
+      payments,
+      batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
+      wallet: deps.wallet,
+      temporal: deps.temporal,
+      taskQueue: deps.taskQueue,
+      logger: deps.logger,
+      ...metrics,
+    }),
     ...createWebhookActivities({ deliverer }),
     ...createPurgeActivities({ database: deps.database, logger: deps.logger, ...(deps.now ? { now: deps.now } : {}) }),
   });

@@ -9,6 +9,7 @@ import type { Client } from '@temporalio/client';
 import { fundingReviewStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
+import type { BatchRecord } from '../fundings/batch-record.ts';
 import type { Funding, Payment } from '../generated/prisma/client.ts';
 import type { SweepCursor } from '../lib/list-page.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
@@ -18,6 +19,7 @@ import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
+import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
 import type { ReconcileFundingsActivities, RepairAction, SweepInput, SweepReport } from '../workflows/reconcile.contract.ts';
 
@@ -25,6 +27,8 @@ export interface ReconcileDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
   payments: PaymentRecord;
+  /** Batches under way, whose runner the sweep starts again when it is gone; absent: not looked at. */
+  batches?: { listActive: BatchRecord['listActive']; maxInFlight: number };
   wallet: Pick<WalletClient, 'retrieveTransfer'>;
   temporal: Client;
   taskQueue: string;
@@ -282,6 +286,19 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
           report.repaired += 1;
           deps.metrics?.reconcileRepair(action === 'posted' ? 'hold-posted' : 'hold-released');
         }
+      }
+      // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
+      // after the batch was stored or approved) or that closed is started again. The runner only
+      // dispatches PENDING items, each once, so a second runner adds nothing twice.
+      report.batchRunners = [];
+      for (const batch of (await deps.batches?.listActive()) ?? []) {
+        if (batch.state === 'AWAITING_APPROVAL') continue;
+        const runner = await workflowState(batch.workflowId);
+        if (runner === 'running') continue;
+        await startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId: batch.id, maxInFlight: deps.batches!.maxInFlight }, again: runner === 'closed' });
+        report.batchRunners.push({ batchId: batch.id, state: batch.state, detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again' });
+        report.repaired += 1;
+        logger.warn({ batchId: batch.id, state: batch.state, runner }, 'batch runner started by the sweep');
       }
       const review = await payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({

@@ -130,28 +130,36 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     },
 
     /**
-     * Moves the batch to `to` if the table allows it from where it stands; true when this call
+     * Moves the batch to `to` if the table allows it from where it stands (or only from `from`,
+     * narrower: a resume runs a PAUSED batch, never one awaiting approval); true when this call
      * moved it. `by`: the ops key that asked (kept as approvedBy, rejectedBy, pausedBy or
-     * cancelledBy). A batch that ends emits its webhook in the same transaction.
+     * cancelledBy). A batch that ends (cancelled, rejected) ends its items not yet started in the
+     * same transaction, FAILED with code CANCELLED, their holds released and each announced, and
+     * then its own webhook, which counts them so.
      */
-    async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }): Promise<boolean> {
-      const from = batchTransitions[to] as readonly BatchState[];
+    async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
+      const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
-      return database.$transaction(async (tx) => {
-        const moved = await tx.fundingBatch.updateMany({
-          where: { id: batchId, state: { in: [...from] } },
-          data: {
-            state: to,
-            ...(by ? { [by.field]: by.name } : {}),
-            // Started when it first runs (stored RUNNING, or approved); a resume keeps that start.
-            ...(to === 'RUNNING' && by?.field === 'approvedBy' ? { startedAt: new Date() } : {}),
-            ...(to === 'COMPLETED' || to === 'CANCELLED' || to === 'REJECTED' ? { completedAt: new Date() } : {}),
-          },
-        });
-        if (moved.count !== 1) return false;
-        await announce(tx, batchId, to);
-        return true;
-      });
+      return database.$transaction(
+        async (tx) => {
+          const moved = await tx.fundingBatch.updateMany({
+            where: { id: batchId, state: { in: [...from] } },
+            data: {
+              state: to,
+              ...(by ? { [by.field]: by.name } : {}),
+              // Started when it first runs (stored RUNNING, or approved); a resume keeps that start.
+              ...(to === 'RUNNING' && by?.field === 'approvedBy' ? { startedAt: new Date() } : {}),
+              ...(to === 'COMPLETED' || to === 'CANCELLED' || to === 'REJECTED' ? { completedAt: new Date() } : {}),
+            },
+          });
+          if (moved.count !== 1) return false;
+          if (to === 'CANCELLED' || to === 'REJECTED') await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
+          await announce(tx, batchId, to);
+          return true;
+        },
+        // Ending a batch of 100,000 items not started: their holds are released in one statement per chunk.
+        { timeout: 300_000, maxWait: 10_000 },
+      );
     },
 
     /** Batches, newest first, a page at a time (by created_at and id, from a cursor). */

@@ -183,7 +183,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       const batch = await record.find(batchId);
       if (!batch) return { kind: 'not-found' };
       if (batch.createdBy === actor) return { kind: 'same-approver' };
-      if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL']))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await startRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
@@ -192,7 +192,6 @@ export function createBatchService(deps: BatchServiceDependencies) {
     async reject(batchId: string, actor: string): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
       if (!(await record.move(batchId, 'REJECTED', { field: 'rejectedBy', name: actor }))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
-      await deps.fundings.cancelPendingBatchItems(batchId, actor);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
@@ -200,29 +199,31 @@ export function createBatchService(deps: BatchServiceDependencies) {
       return this.moveAndTell(batchId, 'PAUSED', { field: 'pausedBy', name: actor });
     },
 
+    /** A PAUSED batch runs again; one awaiting approval runs only once approved. */
     async resume(batchId: string): Promise<MoveBatchResult> {
-      return this.moveAndTell(batchId, 'RUNNING');
+      return this.moveAndTell(batchId, 'RUNNING', undefined, ['PAUSED']);
     },
 
     /** Items not yet started end CANCELLED and release their share; started items finish. */
     async cancel(batchId: string, actor: string): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
       if (!(await record.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: actor }))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
-      await deps.fundings.cancelPendingBatchItems(batchId, actor);
       await tellRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
-    async moveAndTell(batchId: string, to: BatchState, by?: { field: 'pausedBy'; name: string }): Promise<MoveBatchResult> {
+    async moveAndTell(batchId: string, to: BatchState, by?: { field: 'pausedBy'; name: string }, only?: readonly BatchState[]): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
-      if (!(await record.move(batchId, to, by))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, to, by, only))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await tellRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
     /** Batches newest first; the cursor is the last batch's id. */
-    async list(query: { state?: BatchState; limit: number; cursor?: string }): Promise<{ items: BatchView[]; nextCursor: string | null }> {
+    /** Null: the cursor names no batch. */
+    async list(query: { state?: BatchState; limit: number; cursor?: string }): Promise<{ items: BatchView[]; nextCursor: string | null } | null> {
       const after = query.cursor ? await record.find(query.cursor) : null;
+      if (query.cursor && !after) return null;
       const rows = await record.list({ ...(query.state ? { state: query.state } : {}), limit: query.limit + 1, ...(after ? { before: { createdAt: after.createdAt, id: after.id } } : {}) });
       const page = rows.slice(0, query.limit);
       return { items: await Promise.all(page.map((batch) => record.view(batch))), nextCursor: rows.length > query.limit ? page.at(-1)!.id : null };

@@ -2,7 +2,7 @@
 // status change is a move that domain's transition table allows, guarded in SQL by the statuses
 // it may come from, and written with its timeline event in the same transaction; the insert is
 // idempotent on the key; the cash-in code is sealed to its funding here and only here.
-import type { Funding, FundingEvent, Prisma } from '../generated/prisma/client.ts';
+import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';
 import {
   cancellableFundingStatuses,
   fundingErrorMessage,
@@ -150,6 +150,12 @@ interface MoveGuard {
   /** The writer's claim: the move happens only while the funding's owner_fence still has it. */
   fence?: Fence;
 }
+
+/**
+ * A fresh funding starts only while nothing holds it back: a single funding always, a batch's item
+ * only while its batch is RUNNING (never awaiting approval, paused, cancelled or rejected).
+ */
+const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState"))`;
 
 /** The row condition of a fenced write: the claim still stands. */
 const fenced = (fence: Fence): Prisma.FundingWhereInput => (fence === undefined ? {} : { ownerFence: fence });
@@ -331,6 +337,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id = ${fundingId}::uuid AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL AND NOT cancel_requested
+            AND ${batchRunning}
           RETURNING owner_fence AS fence`;
         const fence = rows[0]?.fence;
         if (fence === undefined) return null;
@@ -484,24 +491,33 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /**
-     * A cancelled batch: its items not yet started (PENDING) end FAILED with code CANCELLED and
-     * their holds released, in one transaction; started items are left to finish. Answers how many.
+     * A batch that ends (cancelled, rejected): its items not yet started (PENDING) end FAILED with
+     * code CANCELLED, their holds released and each announced (funding.failed), in the caller's
+     * transaction (the batch's own move), a chunk of rows per statement; started items are left to
+     * finish. Answers how many.
      */
-    async cancelPendingBatchItems(batchId: string, actor: string): Promise<number> {
-      return database.$transaction(async (tx) => {
+    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<number> {
+      let total = 0;
+      for (;;) {
         const cancelled = await tx.$queryRaw<Array<{ id: string }>>`
           UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
                  error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
-          WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus"
+          WHERE id IN (SELECT id FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" ORDER BY id LIMIT ${BATCH_INSERT_CHUNK})
+            -- Again here, not only in the subquery: a row a pass claimed while this waited for its
+            -- lock is read again in its new version and left alone (the subquery's list is not).
+            AND status = 'PENDING'::"FundingStatus"
           RETURNING id::text AS id`;
         const ids = cancelled.map((row) => row.id);
-        if (ids.length === 0) return 0;
+        if (ids.length === 0) return total;
+        total += ids.length;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
         await ledger.releaseMany(tx, ids);
-        return ids.length;
-      }, { timeout: 120_000 });
+        const rows = await tx.funding.findMany({ where: { id: { in: ids } }, include: withFundingEvents });
+        await emitWebhookEvents(tx, rows.map((funding) => ({ type: 'funding.failed' as const, fundingId: funding.id, data: fundingView(funding) })));
+        for (const row of rows) deps.metrics?.fundingFinished('FAILED', row.createdAt);
+      }
     },
 
     /**
@@ -517,8 +533,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id IN (SELECT id FROM funding
                        WHERE id = ANY(${fundingIds}::uuid[]) AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL
-                         AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType"
+                         AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType" AND ${batchRunning}
                        ORDER BY id FOR UPDATE SKIP LOCKED)
+            AND status = 'PENDING'::"FundingStatus" AND NOT cancel_requested
           RETURNING id::text AS id, owner_fence AS fence`;
         if (rows.length === 0) return [];
         await tx.$executeRaw`

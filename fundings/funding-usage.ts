@@ -1,5 +1,6 @@
 // What a partner user has drawn on their own balance, read from the funding table for the limits'
-// policy (ledger/limits.ts): today's count and amount in SETTLEMENT_TZ and the last minute's count.
+// policy (ledger/limits.ts): today's count and amount in SETTLEMENT_TZ and the last minute's count
+// (a batch is one request: its items count toward the day, not the minute).
 // Refused fundings do not count toward the day.
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { UserUsage } from '../ledger/limits.ts';
@@ -11,7 +12,7 @@ export async function userUsage(db: Prisma.TransactionClient | Database, partner
   const rows = await db.$queryRaw<Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>>`
     SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_count,
            SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_amount,
-           COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute') AS minute_count
+           COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute' AND batch_id IS NULL) AS minute_count
     FROM funding WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
       AND id <> ${excludeFundingId ?? '00000000-0000-0000-0000-000000000000'}::uuid`;
   const row = rows[0];

@@ -48,9 +48,11 @@ export function parseOpsKeys(entries: readonly (string | OpsKey)[]): OpsKey[] {
   const names = new Set<string>();
   const secrets = new Set<string>();
   for (const key of keys) {
-    if (names.has(key.name) && key.name !== DEFAULT_KEY_NAME) throw new OpsKeyError(`the name ${key.name} is used twice (a bare key is named ${DEFAULT_KEY_NAME})`);
+    // Compared without case: an approval by `Alice` of `alice`'s batch is the same person's.
+    const name = key.name.toLowerCase();
+    if (names.has(name) && key.name !== DEFAULT_KEY_NAME) throw new OpsKeyError(`the name ${key.name} is used twice, or in another case (a bare key is named ${DEFAULT_KEY_NAME})`);
     if (secrets.has(key.key)) throw new OpsKeyError(`the key named ${key.name} is also given under another name`);
-    names.add(key.name);
+    names.add(name);
     secrets.add(key.key);
   }
   return keys;

@@ -131,6 +131,7 @@ const worker = await Worker.create({
     temporal,
     taskQueue: config.temporal.taskQueue,
     metrics,
+    batchMaxInFlight: config.batches.maxInFlight,
     // Production: webhooks go to public https endpoints only, checked at every attempt
     // (webhooks/target-guard.ts).
     webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },

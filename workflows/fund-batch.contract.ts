@@ -77,6 +77,8 @@ export interface BatchItemsOutcome {
   finished: number;
   /** Handed to their own fundWallet workflows, which take them over (a retry, an unknown outcome, a review). */
   handedOver: number;
+  /** Left PENDING: the batch was no longer RUNNING when they would have started (the runner starts them on resume). */
+  notStarted: number;
   /** The wallet said "later" to a create (429: nothing created): the whole batch waits this long (those items went to their workflows). */
   slowDownMs: number | null;
 }
@@ -102,14 +104,18 @@ export interface FundBatchActivities {
 /** fundBatch's signature: what starters type-check against. */
 export type FundBatchWorkflow = (input: FundBatchInput) => Promise<FundBatchResult>;
 
-/** Starts the batch's runner; a second start finds the running one, and a finished one is left alone. */
-export async function startFundBatch(client: Client, options: { taskQueue: string; input: FundBatchInput }): Promise<void> {
+/**
+ * Starts the batch's runner; a second start finds the running one, and a finished one is left
+ * alone, unless `again` (the sweep, for a batch still under way whose runner closed).
+ */
+export async function startFundBatch(client: Client, options: { taskQueue: string; input: FundBatchInput; again?: boolean }): Promise<void> {
   await ignoringClosedRun(
     client.workflow.start<FundBatchWorkflow>(fundBatchWorkflowType, {
       taskQueue: options.taskQueue,
       workflowId: batchWorkflowId(options.input.batchId),
       args: [options.input],
       ...startOncePolicies,
+      ...(options.again ? { workflowIdReusePolicy: 'ALLOW_DUPLICATE' as const } : {}),
     }),
   );
 }

@@ -1,6 +1,6 @@
 // fundBatch: runs a funding batch's items (contract-decisions section 14), each exactly once.
 //   items      ← the batch's PENDING items, a page at a time, in id order after the last dispatched
-//   chunks     → runBatchItems: up to CHUNK_SIZE items in one pass together (their writes
+//   chunks     → runBatchItems: a quarter of inFlight items in one pass together (their writes
 //                set-based), each item handed to its own fundWallet workflow when the pass left it
 //   at most inFlight items at once; a 429 from the wallet: the whole batch waits its Retry-After
 //   and halves inFlight; inFlight items done in a row without one give one back, up to maxInFlight
@@ -28,11 +28,13 @@ const DEFAULT_ITEMS_PER_RUN = 2000;
 /** Item ids read per page: enough to keep maxInFlight busy between reads, small enough to be one quick query. */
 const PAGE_SIZE = 200;
 /**
- * Items per runBatchItems activity, at most: enough that a chunk's three transactions and one
- * activity are shared by several items, few enough that a chunk's slowest call holds back only a
- * few (a chunk waits for its slowest create before any execute).
+ * runBatchItems activities under way at once, at most: inFlight items are split into this many
+ * chunks (32 in flight: chunks of 8). Few activities, so a batch of any BATCH_MAX_IN_FLIGHT holds
+ * at most 4 of the worker's activity slots (WORKER_MAX_CONCURRENT_ACTIVITIES, 16) and never starves
+ * single fundings' activities; enough chunks that a chunk's slowest call (a chunk waits for its
+ * slowest create before any execute) holds back only a quarter of the items in flight.
  */
-const CHUNK_SIZE = 8;
+const CHUNKS_IN_FLIGHT = 4;
 /** The longest the batch waits on one 429 (the activities already cap the wallet's Retry-After this way). */
 const MAX_SLOW_DOWN_MS = 5 * 60_000;
 /** While paused (or waiting for approval) the state is read again this often, in case a signal was lost. */
@@ -182,6 +184,13 @@ class BatchRun {
         await this.readState();
         if (this.state !== 'RUNNING') continue;
         this.queue = await reads.nextBatchItems(this.batchId, this.afterId, Math.min(PAGE_SIZE, this.itemsPerRun - this.dispatched));
+        if (this.queue.length === 0 && this.afterId !== null) {
+          // Past the last item: once none is under way, any item still PENDING was left so by a
+          // pause (its chunk found the batch stopped): read again from the first.
+          await condition(() => this.running === 0);
+          this.afterId = null;
+          continue;
+        }
         if (this.queue.length === 0) return this.drain();
         continue;
       }
@@ -189,7 +198,7 @@ class BatchRun {
         await condition(() => this.running < this.inFlight || this.signalled());
         continue;
       }
-      this.dispatch(this.queue.splice(0, Math.min(CHUNK_SIZE, this.inFlight - this.running)));
+      this.dispatch(this.queue.splice(0, Math.min(Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT), this.inFlight - this.running)));
     }
   }
 
@@ -253,6 +262,13 @@ class BatchRun {
         if (endStates[this.state]) return { state: this.state };
         // Paused meanwhile: the completion waits for the resume.
         continue;
+      }
+      // An item left PENDING (a pause reached its chunk first): dispatched again.
+      const pending = await reads.nextBatchItems(this.batchId, null, PAGE_SIZE);
+      if (pending.length > 0) {
+        this.draining = false;
+        this.queue = pending;
+        return this.dispatchItems();
       }
       if (this.waits >= WAITS_PER_RUN || workflowInfo().continueAsNewSuggested) await this.continueAsNew();
       this.waits += 1;

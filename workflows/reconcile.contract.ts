@@ -41,6 +41,8 @@ export interface SweepReport {
   failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
   /** Final fundings whose hold was still open (a crash between the final state and its settle), now settled. */
   holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
+  /** Batches RUNNING or PAUSED with no runner (its start failed, or it closed): started. */
+  batchRunners?: Array<{ batchId: string; state: string; detail: string }>;
 }
 
 export type ReconcileFundingsInput = SweepInput;

@@ -125,7 +125,7 @@ const routes = {
     summary: 'Funding batches, newest first, a page at a time',
     access: { opsScope: 'read' },
     query: { schema: batchListQuerySchema, descriptions: { state: 'only batches in this state', limit: 'batches per page (1 to 200, default 50)', cursor: 'the nextCursor of the previous page' } },
-    responses: { '200': jsonAnswer(named('FundingBatchPage', batchPageSchema), 'a page'), '400': problemAnswer('a bad filter', ['VALIDATION_ERROR']) },
+    responses: { '200': jsonAnswer(named('FundingBatchPage', batchPageSchema), 'a page'), '400': problemAnswer('a bad filter, or a cursor that names no batch', ['VALIDATION_ERROR']) },
   }),
   getFundingBatch: defineRoute({
     method: 'get',
@@ -170,8 +170,11 @@ const routes = {
 
 export const batchesRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
-/** 100,000 items of JSON at about 120 bytes each, with room; the CSV form is about half. */
-const BATCH_BODY_LIMIT = '24mb';
+/**
+ * 100,000 items of JSON at their largest (64-character references, TOKEN recipients, pretty-printed:
+ * 27.9 MB), with room; the CSV form is about half.
+ */
+const BATCH_BODY_LIMIT = '32mb';
 
 function sendInvalid(res: Response, errors: BatchRowError[], errorCount: number): void {
   res
@@ -264,7 +267,12 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    res.json(await deps.batches.list({ limit: query.data.limit, ...(query.data.state ? { state: query.data.state } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) }));
+    const page = await deps.batches.list({ limit: query.data.limit, ...(query.data.state ? { state: query.data.state } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) });
+    if (!page) {
+      sendProblem(res, { status: 400, code: 'VALIDATION_ERROR', title: 'Bad Request', detail: 'cursor: names no batch (use the nextCursor of the previous page)' });
+      return;
+    }
+    res.json(page);
   });
 
   add(routes.getFundingBatch, async (req, res) => {

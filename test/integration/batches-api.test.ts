@@ -138,4 +138,30 @@ describe('funding batches', () => {
     // Cancelled while waiting for approval: its items never start.
     expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({ state: 'CANCELLED', counts: { CANCELLED: 2 } });
   });
+
+  it('runs only once approved: a resume of a batch awaiting approval is refused (409) and leaves it waiting', async () => {
+    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Needs a checker', items: [item('n-1', '1234567', '60.00'), item('n-2', '7654321', '60.00')] } });
+    expect(created.json).toMatchObject({ state: 'AWAITING_APPROVAL', createdBy: 'default' });
+    const batchId = created.json!.batchId as string;
+    expect((await send(`/ops/funding-batches/${batchId}/resume`, { method: 'POST' })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
+    const stored = await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } });
+    expect(stored).toMatchObject({ state: 'AWAITING_APPROVAL', approvedBy: null, startedAt: null });
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({ state: 'CANCELLED', counts: { CANCELLED: 2 } });
+  });
+
+  it('ends a cancelled batch and its items not started together: its batch.cancelled event counts them CANCELLED, each announced funding.failed', async () => {
+    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Called off', items: [item('c-1', '1234567', '70.00'), item('c-2', '7654321', '70.00')] } });
+    const batchId = created.json!.batchId as string;
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).status).toBe(200);
+    const events = await stack.database.webhookEvent.findMany({ where: { type: 'batch.cancelled' } });
+    const ours = events.map((event) => JSON.parse(event.body) as { data: { batchId: string; counts: Record<string, number> } }).find((event) => event.data.batchId === batchId);
+    expect(ours?.data.counts).toEqual({ CANCELLED: 2 });
+    const items = await stack.database.funding.findMany({ where: { batchId }, select: { id: true } });
+    const failed = await stack.database.webhookEvent.findMany({ where: { fundingId: { in: items.map((row) => row.id) } } });
+    expect(failed.map((event) => event.type)).toEqual(['funding.failed', 'funding.failed']);
+  });
+
+  it('answers 400 for a list cursor that names no batch', async () => {
+    expect((await send(`/ops/funding-batches?cursor=${randomUUID()}`)).json).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
+  });
 });

@@ -6,7 +6,8 @@
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
+import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
 import type { LimitRefusal} from '../../ledger/limits.ts';
@@ -199,6 +200,24 @@ describe('limits', () => {
     expect(await limited.insert(withdrawal(user, '10.00'))).toBe(true);
     expect(await refusal(withdrawal(user, '1.00'))).toMatchObject({ code: 'VELOCITY_LIMIT_EXCEEDED', detail: expect.stringContaining('USER_PER_MINUTE') });
     expect(await account(`USER:${user}`)).toMatchObject({ held: { value: '110.00' } });
+  });
+
+  it('counts a batch’s items toward the day, not toward the minute: a batch is one request', async () => {
+    const user = newUser();
+    await credit(user, '1000.00');
+    const roomy: FundingLimits = { ...strict, userDailyCount: 10, userDailyAmount: 1_000_000n };
+    const batchFundings = createFundingRecord({ database, cipher, ledger, limits: roomy });
+    const batchRecord = createBatchRecord({ database, fundings: batchFundings, limits: roomy });
+    const batchId = randomUUID();
+    const items: NewBatchItem[] = Array.from({ length: 5 }, (_, index) => {
+      const idempotencyKey = `batch:${batchId}:i-${index}`;
+      return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `i-${index}`, recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: 10_000n };
+    });
+    expect(
+      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items, createdBy: 'ops', needsApproval: true, source: { type: 'USER_BALANCE', partnerUserId: user } }),
+    ).toBe(true);
+    // Five items within the minute, and the user's own funding (per minute: 2) is still let through.
+    expect(await batchFundings.insert(withdrawal(user, '1.00'))).toBe(true);
   });
 
   it('counts one user’s concurrent requests one after the other (no race past the count)', async () => {

@@ -174,7 +174,8 @@ describe('loadConfig', () => {
       ['alice', ['read', 'resolve']],
       ['default', ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin', 'approve']],
     ]);
-    for (const bad of ['alice:read', 'alice:write:key', 'al ice:read:key', `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`, 'alice::key']) {
+    // Names are who audits and approvals say acted: two that differ only in case would be two people to a reader and one to nobody.
+    for (const bad of ['alice:read', 'alice:write:key', 'al ice:read:key', `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`, `alice:read:${'a'.repeat(32)},Alice:approve:${'c'.repeat(32)}`, `${'b'.repeat(32)},Default:approve:${'c'.repeat(32)}`, 'alice::key']) {
       const problems = problemsOf({ OPS_API_KEYS: bad });
       expect(problems[0], bad).toMatch(/^OPS_API_KEYS:/);
       expect(problems.join(' '), bad).not.toContain('a'.repeat(32));

@@ -76,4 +76,14 @@ describe('a batch CSV file', () => {
     expect(readBatchCsv('ref,type,to,amount\n', 'PHP')).toMatchObject({ ok: false, error: { row: 0, field: 'header' } });
     expect(readBatchCsv('reference,recipient_type,recipient,amount\n"r1,CODE,1234567,1.00\n', 'PHP')).toMatchObject({ ok: false, error: { row: 0, field: 'file' } });
   });
+
+  it('stops reading at the 100,001st row: a body of millions of short lines is refused without reading them all', () => {
+    // 100,002 rows, then an open quote: read to the end, the quote would be the problem named;
+    // read only as far as the limit, the number of rows is.
+    const csv = `reference,recipient_type,recipient,amount\n${'a\n'.repeat(100_002)}"open\n`;
+    expect(readBatchCsv(csv, 'PHP')).toEqual({ ok: false, error: { row: 0, reference: null, field: 'file', code: 'INVALID', message: 'a batch has at most 100000 items' } });
+    // 100,000 rows are read (each then checked as an item).
+    const full = readBatchCsv(`reference,recipient_type,recipient,amount\n${'r,CODE,1234567,1.00\n'.repeat(100_000)}`, 'PHP');
+    expect(full.ok && full.items.length).toBe(100_000);
+  });
 });
