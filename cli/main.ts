@@ -69,6 +69,8 @@ program
   .option('--seed <n>', 'seed of the plan, the faults and the chaos', '1')
   .option('--timeout <seconds>', 'how long to wait for final states (default: 600, or 3 s per request if more)')
   .option('--no-chaos', 'no faults and no process kills (a baseline)')
+  .option('--batches <n>', 'funding batches sent during the run (every third paused and resumed, every third cancelled midway)', '0')
+  .option('--batch-items <min-max>', 'items per batch', '500-2000')
   .option('--json <file>', 'also write the report as JSON to this file')
   .option('--log-dir <dir>', 'keep the API, worker, Temporal and PostgreSQL logs in this folder')
   .addHelpText('after', '\nExit codes: 0 every invariant holds; 1 violations (listed) or the run failed; 64 bad options; 130 interrupted.')
@@ -94,6 +96,7 @@ program
   .option('--preload-payments <n>', 'historical payments --preload writes', '200000')
   .option('--no-burst', 'skip the burst: 1000 POST /ops/fundings at once across 100 recipients')
   .option('--burst-requests <n>', 'requests in the burst', '1000')
+  .option('--batch <n>', 'instead of the levels: single fundings at 32 in flight for --seconds, then one funding batch of n items (1 to 100000)')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
     process.exitCode = await (await import('../harness/bench.ts')).runBench(options);

@@ -13,6 +13,7 @@ import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type Co
 import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
 import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
+import { runBatch, type BatchBenchRun } from './bench-batch.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
@@ -46,6 +47,8 @@ export interface BenchOptions {
   /** The burst: 1000 POST /ops/fundings at once across 100 recipients (on by default; --no-burst skips it). */
   burst?: boolean;
   burstRequests?: string;
+  /** The batch run instead of the levels: one batch of this many items against single fundings at 32 in flight. */
+  batch?: string;
 }
 
 class UsageError extends Error {}
@@ -70,6 +73,8 @@ interface Settings {
   preload?: { fundings: number; payments: number };
   /** Requests in the burst; 0: no burst. */
   burst: number;
+  /** Items in the batch run; 0: the usual run (levels, burst, session URL). */
+  batch: number;
 }
 
 function parse(options: BenchOptions): Settings {
@@ -86,7 +91,8 @@ function parse(options: BenchOptions): Settings {
     temporal,
     workers,
     out: path.resolve(options.out),
-    name: options.name ?? `${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+    batch: options.batch === undefined ? 0 : wholeNumber(options.batch, 'batch', 1, 100_000),
+    name: options.name ?? `${options.batch === undefined ? '' : `batch-${options.batch}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
@@ -117,6 +123,14 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
+    if (settings.batch > 0) {
+      const report = await benchBatch(settings, log, cleanup);
+      await mkdir(settings.out, { recursive: true });
+      const jsonPath = path.join(settings.out, `${settings.name}.json`);
+      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+      process.stdout.write(`\n${formatBatchBench(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+      return 0;
+    }
     const report = await bench(settings, log, cleanup);
     await mkdir(settings.out, { recursive: true });
     const jsonPath = path.join(settings.out, `${settings.name}.json`);
@@ -173,10 +187,8 @@ async function startRealTemporal(log: (line: string) => void, cleanup: ReturnTyp
   return server;
 }
 
-async function bench(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BenchReport> {
-  const started = Date.now();
-  const loadBefore = round1(os.loadavg()[0]!);
-  log(`bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`);
+/** The stack under measurement: Temporal (the dev server or a real one), API, worker(s), sandbox, clients. */
+async function startBenchStack(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>, env: NodeJS.ProcessEnv = {}) {
   const realTemporal = settings.temporal === 'server' ? await startRealTemporal(log, cleanup) : undefined;
   // Compiled, as production runs them, unless this code itself runs compiled already (dist/).
   let compiledCodeDir: string | undefined;
@@ -194,11 +206,28 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     env: {
       // The session URL's per-sender limit would cap the autocannon run at 100 requests/s.
       SESSION_RATE_LIMIT_PER_MINUTE: '1000000',
+      ...env,
     },
   });
   const admin = sandboxAdmin(stack.sandbox.url);
   const stats: DriverStats = { retries: 0, relaunches: 0 };
   const ops = opsClient(stack.apiBase, stack.opsKey, stats);
+  const temporalConnection = await Connection.connect({ address: stack.temporalAddress });
+  cleanup.add(() => temporalConnection.close());
+  const temporalClient = new Client({ connection: temporalConnection, namespace: 'default' });
+  const pids = () => {
+    const named: Record<string, number | undefined> = { api: stack.api.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid(), bench: process.pid };
+    for (const worker of stack.workers) named[worker.name] = worker.pid();
+    return named;
+  };
+  return { realTemporal, stack, admin, stats, ops, temporalClient, pids };
+}
+
+async function bench(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BenchReport> {
+  const started = Date.now();
+  const loadBefore = round1(os.loadavg()[0]!);
+  log(`bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`);
+  const { realTemporal, stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup);
   const wallet = createWalletClient({ ...sandboxWalletConfig(stack.sandbox), timeoutMs: 5000 });
   cleanup.add(() => wallet.close());
 
@@ -207,15 +236,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   const leanCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6393' });
   // The lean floor: its own worker process on the same Temporal, PostgreSQL and sandbox.
   const leanWorker = await stack.startProcess('lean-worker', 'harness/lean-floor/lean-worker.ts', /lean floor worker polling/);
-  const temporalConnection = await Connection.connect({ address: stack.temporalAddress });
-  cleanup.add(() => temporalConnection.close());
-  const temporalClient = new Client({ connection: temporalConnection, namespace: 'default' });
   log('lean floor worker polling (harness/lean-floor/)');
-  const pids = () => {
-    const named: Record<string, number | undefined> = { api: stack.api.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid(), bench: process.pid };
-    for (const worker of stack.workers) named[worker.name] = worker.pid();
-    return named;
-  };
   /** Codes for a level, from the rate so far: short of them, the level ends early (and says so). */
   const prepare = async (codes: CodeSupply, ratePerSecond: number, concurrency: number) => {
     const wanted = Math.min(200_000, Math.ceil(ratePerSecond * settings.seconds * 1.5) + 4 * concurrency);
@@ -373,4 +394,99 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     durationSeconds: Math.round((Date.now() - started) / 1000),
     ...(flat ? { flat } : {}),
   });
+}
+
+export interface BatchBenchReport {
+  name: string;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
+  temporal: Settings['temporal'];
+  workers: number;
+  maxInFlight: number;
+  /** Single fundings through POST /ops/fundings at 32 in flight, measured in the same run. */
+  single: { concurrency: number; perSecond: number; cpuMsPerItem: number; failed: number; workerPeakRssMiB: number };
+  batch: BatchBenchRun;
+  /** The batch's items per second over the single fundings' rate. */
+  ratio: number;
+  durationSeconds: number;
+}
+
+/** Single fundings in flight the batch is compared with: the batch's own BATCH_MAX_IN_FLIGHT default. */
+const SINGLE_CONCURRENCY = 32;
+
+/**
+ * `--batch N`: single fundings at 32 in flight for --seconds, then one batch of N items
+ * (harness/bench-batch.ts), both after a warm-up, on the same stack.
+ */
+async function benchBatch(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BatchBenchReport> {
+  const started = Date.now();
+  log(`bench --batch ${settings.batch}: single fundings at ${SINGLE_CONCURRENCY} in flight for ${settings.seconds} s, then one batch of ${settings.batch}; ${settings.temporal}, ${settings.workers} worker(s)`);
+  // The bench's batches wait for the second key (harness/local-stack.ts approverKey) like a real one.
+  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '100.00' });
+  const singleCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
+  const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
+  const walletflow = { ops, database: stack.database, codes: singleCodes, retries: () => stats.retries };
+  const batchDeps = {
+    apiBase: stack.apiBase,
+    opsKey: stack.opsKey,
+    approverKey: stack.approverKey,
+    codes: batchCodes,
+    temporal: temporalClient,
+    pids: () => {
+      const { bench: _bench, ...measured } = pids();
+      return measured;
+    },
+    workerPids: () => stack.workers.map((worker) => worker.pid()).filter((pid): pid is number => pid !== undefined),
+    executedTwice: async () => (await admin.ledger()).transfers.filter((transfer) => transfer.executions > 1).length,
+    log,
+  };
+
+  // Warm-up (not recorded): single fundings, then a small batch (the runner's code paths, JIT).
+  await singleCodes.fill(200);
+  await runWalletflowLevel(walletflow, { concurrency: 4, seconds: 3 });
+  await runBatch({ ...batchDeps, log: () => undefined }, 200);
+  log('warm-up done (single fundings, a batch of 200)');
+
+  await singleCodes.fill(Math.ceil(80 * settings.seconds) + 4 * SINGLE_CONCURRENCY);
+  const singleUsage = sampleUsage(pids);
+  const single = await runWalletflowLevel(walletflow, { concurrency: SINGLE_CONCURRENCY, seconds: settings.seconds });
+  const singleProcesses = singleUsage.stop();
+  const measured = ['api', 'temporal', ...stack.workers.map((worker) => worker.name)];
+  const singleCpuMs = single.completed === 0 ? 0 : round1((measured.reduce((sum, name) => sum + (singleProcesses[name]?.cpuSeconds ?? 0), 0) * 1000) / single.completed);
+  log(`single fundings at ${SINGLE_CONCURRENCY} in flight: ${single.perSecond}/s, p99 ${single.latencyMs.p99} ms, ${singleCpuMs} ms CPU each${single.failed ? `, ${single.failed} failed` : ''}`);
+
+  log(`making ${settings.batch} cash-in codes for the batch...`);
+  await batchCodes.fill(settings.batch);
+  const batch = await runBatch(batchDeps, settings.batch);
+  log(`batch: ${batch.items} items in ${batch.seconds} s, ${batch.itemsPerSecond}/s, ${batch.cpuMsPerItem} ms CPU each, worker RSS peak ${batch.workerRssMiB.peak} MiB, largest run ${batch.history.largestRunEvents} events over ${batch.history.runs} runs`);
+  const cpus = os.cpus();
+  return {
+    name: settings.name,
+    date: new Date(started).toISOString(),
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    temporal: settings.temporal,
+    workers: settings.workers,
+    maxInFlight: 32,
+    single: {
+      concurrency: SINGLE_CONCURRENCY,
+      perSecond: single.perSecond,
+      cpuMsPerItem: singleCpuMs,
+      failed: single.failed,
+      workerPeakRssMiB: Math.max(0, ...stack.workers.map((worker) => singleProcesses[worker.name]?.peakRssMiB ?? 0)),
+    },
+    batch,
+    ratio: single.perSecond > 0 ? round1(batch.itemsPerSecond / single.perSecond) : 0,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+  };
+}
+
+function formatBatchBench(report: BatchBenchReport): string {
+  const { batch, single } = report;
+  return [
+    `                         items/s   CPU ms/item (api + workers + temporal)   worker RSS peak`,
+    `single fundings at ${String(single.concurrency).padEnd(3)}  ${String(single.perSecond).padStart(7)}   ${String(single.cpuMsPerItem).padStart(6)}                                   ${single.workerPeakRssMiB} MiB`,
+    `batch of ${String(batch.items).padEnd(13)}  ${String(batch.itemsPerSecond).padStart(7)}   ${String(batch.cpuMsPerItem).padStart(6)} (${batch.cpuSplit.api} + ${batch.cpuSplit.workers} + ${batch.cpuSplit.temporal})             ${batch.workerRssMiB.peak} MiB`,
+    `ratio ${report.ratio}x; batch created in ${batch.createMs} ms, ran ${batch.seconds} s; history: ${batch.history.runs} runs, largest ${batch.history.largestRunEvents} events, ${batch.history.totalEvents} in all; executed twice: ${batch.executedTwice}`,
+    `counts: ${JSON.stringify(batch.counts)}`,
+  ].join('\n');
 }

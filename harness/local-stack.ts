@@ -47,6 +47,8 @@ export interface LocalStack {
   database: Database;
   apiBase: string;
   opsKey: string;
+  /** A second key, named `checker`, with the read and approve scopes: a batch's second pair of eyes. */
+  approverKey: string;
   sandbox: RunningSandbox;
   api: SupervisedProcess;
   /** The first of `workers`. */
@@ -299,6 +301,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const partner = sandbox.partner;
 
   const opsKey = randomBytes(32).toString('base64url');
+  const approverKey = randomBytes(32).toString('base64url');
   const env: NodeJS.ProcessEnv = {
     ...cleanEnvironment(),
     NODE_ENV: 'development',
@@ -313,7 +316,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     // The sweep would repair stragglers: the soak must pass without it, so it never looks.
     RECONCILE_EVERY_MINUTES: '1440',
     RECONCILE_AFTER_SECONDS: '604800',
-    OPS_API_KEYS: opsKey,
+    OPS_API_KEYS: `${opsKey},checker:read+approve:${approverKey}`,
     TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     ...sandboxWalletVariables(sandbox),
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
@@ -352,6 +355,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     database,
     apiBase,
     opsKey,
+    approverKey,
     sandbox,
     api,
     worker,

@@ -80,7 +80,9 @@ export type Invariant =
   /** A timeline event written by a run after another run had claimed the record (a stale owner's write). */
   | 'stale-owner'
   /** The partner's ledger (harness/ledger-invariants.ts): zero-sum, balances, floors, holds, clearing. */
-  | 'ledger';
+  | 'ledger'
+  /** A funding batch (harness/soak-batches.ts): its holds equal its open items, its counts its items' states. */
+  | 'batch';
 
 export interface Violation {
   invariant: Invariant;

@@ -24,6 +24,8 @@ import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, typ
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { formatAmount, fromNumeric, storedAmount } from '../domain/money.ts';
+import { batchView, checkBatchCounts, checkBatchHolds, driveBatch, planBatches } from './soak-batches.ts';
+import type { Expected, Violation } from './soak-invariants.ts';
 
 export interface SoakOptions {
   fundings: string;
@@ -35,6 +37,10 @@ export interface SoakOptions {
   chaos: boolean;
   json?: string;
   logDir?: string;
+  /** Funding batches sent during the run (harness/soak-batches.ts). */
+  batches?: string;
+  /** Items per batch, `min-max`. */
+  batchItems?: string;
 }
 
 
@@ -49,14 +55,18 @@ class UsageError extends Error {}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runSoak(options: SoakOptions): Promise<number> {
-  let fundings: number, payments: number, concurrency: number, seed: number, timeoutSeconds: number;
+  let fundings: number, payments: number, concurrency: number, seed: number, timeoutSeconds: number, batches: number, batchItems: { min: number; max: number };
   try {
+    batches = wholeNumber(options.batches ?? '0', 'batches', 0);
+    const range = /^(\d+)-(\d+)$/.exec((options.batchItems ?? '500-2000').trim());
+    if (!range || Number(range[1]) < 1 || Number(range[1]) > Number(range[2]) || Number(range[2]) > 100_000) throw new UsageError('--batch-items must be min-max, from 1 to 100000');
+    batchItems = { min: Number(range[1]), max: Number(range[2]) };
     fundings = wholeNumber(options.fundings, 'fundings', 0);
     payments = wholeNumber(options.payments, 'payments', 0);
     concurrency = wholeNumber(options.concurrency, 'concurrency', 1);
     seed = wholeNumber(options.seed, 'seed', 0);
-    timeoutSeconds = options.timeout === undefined ? Math.max(600, 3 * (fundings + payments)) : wholeNumber(options.timeout, 'timeout', 10);
-    if (fundings + payments === 0) throw new UsageError('nothing to do: --fundings and --payments are both 0');
+    timeoutSeconds = options.timeout === undefined ? Math.max(600, 3 * (fundings + payments) + batches * batchItems.max) : wholeNumber(options.timeout, 'timeout', 10);
+    if (fundings + payments + batches === 0) throw new UsageError('nothing to do: --fundings, --payments and --batches are all 0');
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`walletflow soak: ${error.message}`);
@@ -77,14 +87,22 @@ export async function runSoak(options: SoakOptions): Promise<number> {
   onStopSignal(onSignal);
 
   try {
-    log(`soak: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
+    log(`soak: ${fundings} fundings, ${payments} payments, ${batches} batches of ${batchItems.min}-${batchItems.max} items, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
     // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the
     // other's, so the fences are tested.
-    const stack = await startLocalStack({ purpose: 'soak', log, cleanup, workers: options.chaos ? 2 : 1, ...(options.logDir ? { logDir: options.logDir } : {}) });
-    const result = await drive(stack, { fundings, payments, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
+    // Batches of 1000 PHP or more wait for the second key (harness/local-stack.ts approverKey).
+    const stack = await startLocalStack({
+      purpose: 'soak',
+      log,
+      cleanup,
+      workers: options.chaos ? 2 : 1,
+      ...(options.logDir ? { logDir: options.logDir } : {}),
+      env: { BATCH_APPROVAL_THRESHOLD: '1000.00' },
+    });
+    const result = await drive(stack, { fundings, payments, batches, batchItems, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [
       '',
-      `walletflow soak, ${new Date(started).toISOString().slice(0, 10)}: ${fundings} fundings, ${payments} payments, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, ${Math.round((Date.now() - started) / 1000)} s`,
+      `walletflow soak, ${new Date(started).toISOString().slice(0, 10)}: ${fundings} fundings, ${payments} payments, ${batches} batches, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, ${Math.round((Date.now() - started) / 1000)} s`,
       '',
       formatSoakTable(result.check.table, result.check.violations),
       '',
@@ -100,7 +118,7 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     if (options.json) {
       await writeFile(
         options.json,
-        `${JSON.stringify({ date: new Date(started).toISOString(), options: { fundings, payments, concurrency, seed, chaos: options.chaos, timeoutSeconds }, durationSeconds: Math.round((Date.now() - started) / 1000), ...result.check, chaos: result.chaos, notes: result.notes }, null, 2)}\n`,
+        `${JSON.stringify({ date: new Date(started).toISOString(), options: { fundings, payments, batches, batchItems, concurrency, seed, chaos: options.chaos, timeoutSeconds }, durationSeconds: Math.round((Date.now() - started) / 1000), ...result.check, chaos: result.chaos, notes: result.notes }, null, 2)}\n`,
       );
     }
     if (result.check.violations.length > 0 && options.logDir) log(`process logs kept in ${options.logDir}`);
@@ -119,6 +137,8 @@ export async function runSoak(options: SoakOptions): Promise<number> {
 interface DriveOptions {
   fundings: number;
   payments: number;
+  batches: number;
+  batchItems: { min: number; max: number };
   concurrency: number;
   seed: number;
   timeoutSeconds: number;
@@ -143,8 +163,9 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   await admin.settings({ merchantFee });
 
   const plan = await planRun(admin, { fundings: options.fundings, payments: options.payments, random: mulberry32(options.seed) });
+  const batchPlan = await planBatches(admin, { batches: options.batches, minItems: options.batchItems.min, maxItems: options.batchItems.max, random: mulberry32(options.seed ^ 0xba7c4) });
   const before = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
-  log(`planned ${plan.length} requests; ${before.size} sandbox users`);
+  log(`planned ${plan.length} requests and ${batchPlan.batches.length} batches (${batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0)} items); ${before.size} sandbox users`);
 
   let chaos: Chaos | null = null;
   if (options.chaos) {
@@ -171,9 +192,35 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     }
   })();
 
+  // Batches: sent one after another beside the single requests, under the same chaos; their holds
+  // are checked against their open items every few seconds.
+  const batchViolations: Violation[] = [];
+  const batchRandom = mulberry32(options.seed ^ 0xba7c5);
+  const batchIds = () => batchPlan.batches.flatMap((batch) => (batch.batchId ? [batch.batchId] : []));
+  let batchChecks = 0;
+  const holdChecker = setInterval(() => {
+    void checkBatchHolds(stack.database, batchIds()).then(
+      (found) => {
+        batchChecks += 1;
+        batchViolations.push(...found);
+      },
+      () => undefined,
+    );
+  }, 3000);
+  const batchesDone = (async () => {
+    for (const batch of batchPlan.batches) {
+      try {
+        await driveBatch(batch, { admin, recipients: batchPlan.recipients, apiBase: stack.apiBase, opsKey: stack.opsKey, approverKey: stack.approverKey, random: batchRandom, deadline, log });
+      } catch (error) {
+        batch.error = (error as Error).message;
+        log(`batch ${batch.index}: ${batch.error}`);
+      }
+    }
+  })();
+
   let posted = 0;
   const progress = setInterval(() => {
-    void countOpen(stack, plan).then(
+    void countOpen(stack, plan, batchIds()).then(
       (open) =>
         log(
           `posted ${posted}/${plan.length}; not final: ${open.fundings} funding(s), ${open.payments} payment(s) (${open.review} in review)` +
@@ -194,14 +241,15 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       posted += 1;
       chaos?.progress(posted);
     });
+    await batchesDone;
     chaos?.finale();
-    log(`all ${plan.length} requests posted; waiting for final states`);
+    log(`all ${plan.length} requests posted and ${batchPlan.batches.length} batches ended; waiting for final states`);
 
     // Settle: every item final (reviews resolved by ops), and chaos done.
     let chaosDone = chaos === null;
     void chaos?.drain().then(() => (chaosDone = true));
     for (;;) {
-      const open = await countOpen(stack, plan);
+      const open = await countOpen(stack, plan, batchIds());
       if (open.fundings === 0 && open.payments === 0 && chaosDone) break;
       if (Date.now() > deadline) {
         log(`timeout: ${open.fundings} funding(s) and ${open.payments} payment(s) not final after ${options.timeoutSeconds}s`);
@@ -212,6 +260,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     if (!chaosDone) await chaos?.drain();
   } finally {
     clearInterval(progress);
+    clearInterval(holdChecker);
     reviewing = false;
     await reviewer;
   }
@@ -219,8 +268,24 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
 
   // The evidence: walletflow's rows (its database), the sandbox's ledger and balances.
   const ids = (side: 'funding' | 'payment') => plan.filter((item) => item.side === side && item.id).map((item) => item.id!);
-  const expectedById = new Map(plan.filter((item) => item.id).map((item) => [item.id!, item.expected]));
-  const fundingRows = await stack.database.funding.findMany({ where: { id: { in: ids('funding') } }, include: { events: { orderBy: { id: 'asc' } } } });
+  const expectedById = new Map<string, Expected | null>(plan.filter((item) => item.id).map((item) => [item.id!, item.expected]));
+  const fundingRows = await stack.database.funding.findMany({
+    where: { OR: [{ id: { in: ids('funding') } }, { batchId: { in: batchIds() } }] },
+    include: { events: { orderBy: { id: 'asc' } } },
+  });
+  // A batch item's expectation: its recipient's, or CANCELLED when its batch was cancelled before it started.
+  const batchOf = new Map(batchPlan.batches.flatMap((batch) => (batch.batchId ? [[batch.batchId, batch] as const] : [])));
+  for (const row of fundingRows) {
+    const batch = row.batchId ? batchOf.get(row.batchId) : undefined;
+    if (!batch || !row.batchReference) continue;
+    const cancelled = batch.finalState === 'CANCELLED' && row.status === 'FAILED' && row.errorCode === 'CANCELLED';
+    expectedById.set(row.id, cancelled ? { status: 'FAILED', code: 'CANCELLED' } : (batch.expected.get(row.batchReference) ?? null));
+  }
+  batchViolations.push(...(await checkBatchHolds(stack.database, batchIds())));
+  for (const batch of batchPlan.batches) {
+    if (batch.error) batchViolations.push({ invariant: 'batch', ids: batch.batchId ? [batch.batchId] : [], detail: `batch ${batch.index}: ${batch.error}` });
+    if (batch.batchId) batchViolations.push(...(await checkBatchCounts(stack.database, batch, await batchView(stack.apiBase, stack.opsKey, batch.batchId, Date.now() + 60_000))));
+  }
   const paymentRows = await stack.database.payment.findMany({ where: { id: { in: ids('payment') } }, include: { events: { orderBy: { id: 'asc' } } } });
   const ledger = await admin.ledger();
   const after = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
@@ -253,7 +318,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     eventFences: row.events.flatMap((event) => (event.fence === null ? [] : [event.fence])),
   }));
   const check = checkSoak({
-    requested: { fundings: plan.filter((item) => item.side === 'funding').length, payments: plan.filter((item) => item.side === 'payment').length },
+    requested: { fundings: plan.filter((item) => item.side === 'funding').length + batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0), payments: plan.filter((item) => item.side === 'payment').length },
     fundings: fundingsIn,
     payments: paymentsIn,
     ledger,
@@ -270,6 +335,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     },
   });
   for (const detail of books.violations) check.violations.push({ invariant: 'ledger', ids: [], detail });
+  check.violations.push(...batchViolations);
   log(
     `ledger: ${books.checked.transactions} transactions, ${books.checked.holds} holds; treasury ${books.totals.treasury}, users ${books.totals.users}, ` +
       `in flight ${books.totals.inFlight}, clearing ${books.totals.clearing}, revenue ${books.totals.revenue}, capital ${books.totals.capital}`,
@@ -291,6 +357,11 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       : 'chaos: off (no faults, no process kills)',
     `wallet calls: ${totalCalls}, failed ${totalCalls - callCount('ok')} (unknown ${callCount('unknown')}, retryable ${callCount('retryable')}, rejected ${callCount('rejected')}); ` +
       `fundings reconciled by retrieve after an unknown execute: ${reconciled.length}; reconciliation sweep repairs: ${sweepRepairs}`,
+    ...(batchPlan.batches.length > 0
+      ? [
+          `batches: ${batchPlan.batches.map((batch) => `#${batch.index} ${batch.size} items ${batch.action} → ${batch.finalState ?? 'not ended'}${batch.notes.length ? ` (${batch.notes.join(', ')})` : ''}`).join('; ')}; holds checked against open items ${batchChecks + 1} times`,
+        ]
+      : []),
     `driver: requests repeated with the same Idempotency-Key ${stats.retries}, session URL relaunches ${stats.relaunches}; resolve requests answered 200: ${reviews.length} (the table counts walletflow's records)`,
   ];
 
@@ -314,10 +385,10 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   return { check, chaos: { counts: chaos?.counts ?? null, actions: chaos?.log ?? [] }, notes, timelines };
 }
 
-async function countOpen(stack: LocalStack, plan: PlannedItem[]): Promise<{ fundings: number; payments: number; review: number }> {
+async function countOpen(stack: LocalStack, plan: PlannedItem[], batchIds: string[] = []): Promise<{ fundings: number; payments: number; review: number }> {
   const fundingIds = plan.filter((item) => item.side === 'funding' && item.id).map((item) => item.id!);
   const paymentIds = plan.filter((item) => item.side === 'payment' && item.id).map((item) => item.id!);
-  const fundings = await stack.database.funding.findMany({ where: { id: { in: fundingIds } }, select: { status: true } });
+  const fundings = await stack.database.funding.findMany({ where: { OR: [{ id: { in: fundingIds } }, { batchId: { in: batchIds } }] }, select: { status: true } });
   const payments = await stack.database.payment.findMany({ where: { id: { in: paymentIds } }, select: { status: true } });
   return {
     fundings: fundings.filter((row) => !isFinalFundingStatus(row.status)).length,

@@ -1,0 +1,211 @@
+// The soak's funding batches (docs/reliability.md): batches of 500 to 2,000 items sent as CSV
+// files while the chaos runs, each approved by the second key, and every third one paused and
+// resumed midway, every third one cancelled midway. Their items join the soak's fundings in the
+// final check (harness/soak-invariants.ts: nothing executed twice, every executed item APPROVED or
+// DECLINED or resolved from review); at every check during the run, each batch's held amount
+// equals the sum of its open items' amounts, and at the end its counts equal its items' states.
+import { randomUUID } from 'node:crypto';
+import { request } from 'undici';
+import type { Database } from '../lib/database.ts';
+import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
+import type { Expected, Violation } from './soak-invariants.ts';
+
+export type BatchAction = 'run' | 'pause-resume' | 'cancel';
+
+export interface SoakBatch {
+  index: number;
+  size: number;
+  action: BatchAction;
+  /** Per reference: the item's recipient kind's expected outcome. */
+  expected: Map<string, Expected>;
+  batchId?: string;
+  finalState?: string;
+  /** What happened to it, for the report. */
+  notes: string[];
+  error?: string;
+}
+
+interface Recipient {
+  userId: string;
+  expected: Expected;
+}
+
+/** Recipients: mostly upgraded wallets (APPROVED); a few not upgraded (REJECTED M133) and blocked (DECLINED 6002). */
+export async function planBatches(
+  admin: SandboxAdminClient,
+  options: { batches: number; minItems: number; maxItems: number; random: () => number },
+): Promise<{ batches: SoakBatch[]; recipients: Recipient[] }> {
+  const recipients: Recipient[] = [];
+  for (let index = 0; index < 40; index += 1) {
+    const kind = index < 34 ? 'ok' : index < 37 ? 'm133' : 'declined';
+    const user = await admin.createUser({
+      mobile: `+63970${String(index).padStart(5, '0')}`,
+      kycLevel: kind === 'm133' ? 'KYC0' : 'KYC1',
+      balance: '0.00',
+      walletLimit: '900000000.00',
+      ...(kind === 'declined' ? { blocked: true } : {}),
+    });
+    recipients.push({
+      userId: user.userId,
+      expected: kind === 'ok' ? { status: 'APPROVED', code: null } : kind === 'm133' ? { status: 'REJECTED', code: 'M133' } : { status: 'DECLINED', code: '6002' },
+    });
+  }
+  const actions: BatchAction[] = ['run', 'pause-resume', 'cancel'];
+  const batches = Array.from({ length: options.batches }, (_, index) => ({
+    index,
+    size: options.minItems + Math.floor(options.random() * (options.maxItems - options.minItems + 1)),
+    action: actions[index % actions.length]!,
+    expected: new Map<string, Expected>(),
+    notes: [],
+  }));
+  return { batches, recipients };
+}
+
+interface Answer<T> {
+  status: number;
+  body: T;
+}
+
+/** An ops call repeated (same Idempotency-Key) on no answer, 5xx and 429, as a partner's client would. */
+async function send<T>(apiBase: string, key: string, method: 'GET' | 'POST', path: string, options: { body?: string; type?: string; idempotencyKey?: string; deadline: number }): Promise<Answer<T>> {
+  let delay = 250;
+  for (;;) {
+    try {
+      const response = await request(`${apiBase}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(options.body === undefined ? {} : { 'content-type': options.type ?? 'application/json' }),
+          ...(options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {}),
+        },
+        ...(options.body === undefined ? {} : { body: options.body }),
+        headersTimeout: 60_000,
+        bodyTimeout: 60_000,
+      });
+      const text = await response.body.text();
+      if (response.statusCode < 500 && response.statusCode !== 429) return { status: response.statusCode, body: (text === '' ? undefined : JSON.parse(text)) as T };
+    } catch {
+      // No answer (the API restarting): the same request again.
+    }
+    if (Date.now() > options.deadline) throw new Error(`${method} ${path}: no answer but errors until the deadline`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 3000);
+  }
+}
+
+interface BatchView {
+  batchId: string;
+  state: string;
+  total: { count: number; amount: { value: string } };
+  counts: Record<string, number>;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const finalItem = (state: string) => !['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'].includes(state);
+const doneCount = (view: BatchView) => Object.entries(view.counts).reduce((sum, [state, count]) => sum + (finalItem(state) ? count : 0), 0);
+
+/**
+ * Sends one batch (its codes made now), approves it with the second key, pauses and resumes it or
+ * cancels it once about a quarter of its items are done, and waits for its end state.
+ */
+export async function driveBatch(
+  batch: SoakBatch,
+  deps: { admin: SandboxAdminClient; recipients: Recipient[]; apiBase: string; opsKey: string; approverKey: string; random: () => number; deadline: number; log: (line: string) => void },
+): Promise<void> {
+  const lines = ['reference,recipient_type,recipient,amount'];
+  for (let item = 0; item < batch.size; item += 1) {
+    const recipient = deps.recipients[Math.floor(deps.random() * deps.recipients.length)]!;
+    const { code } = await deps.admin.cashInCode(recipient.userId);
+    const reference = `soak-${batch.index}-${String(item + 1).padStart(5, '0')}`;
+    batch.expected.set(reference, recipient.expected);
+    lines.push(`${reference},CODE,${code},${1 + Math.floor(deps.random() * 20)}.${String(Math.floor(deps.random() * 100)).padStart(2, '0')}`);
+  }
+  const call = <T>(key: string, method: 'GET' | 'POST', path: string, options: { body?: string; type?: string; idempotencyKey?: string } = {}) =>
+    send<T>(deps.apiBase, key, method, path, { ...options, deadline: deps.deadline });
+  const created = await call<BatchView & { code?: string }>(deps.opsKey, 'POST', `/ops/funding-batches?name=soak-${batch.index}`, {
+    body: `${lines.join('\n')}\n`,
+    type: 'text/csv',
+    idempotencyKey: `soak-batch-${randomUUID()}`,
+  });
+  if (created.status !== 202) throw new Error(`batch ${batch.index}: POST answered ${created.status} ${created.body?.code ?? ''}`);
+  batch.batchId = created.body.batchId;
+  deps.log(`batch ${batch.index}: ${batch.size} items, ${created.body.total.amount.value} PHP, ${created.body.state} (${batch.action})`);
+  if (created.body.state === 'AWAITING_APPROVAL') {
+    const approved = await call<BatchView>(deps.approverKey, 'POST', `/ops/funding-batches/${batch.batchId}/approve`);
+    if (approved.status !== 200) throw new Error(`batch ${batch.index}: approve answered ${approved.status}`);
+    batch.notes.push('approved by the second key');
+  }
+  let acted = batch.action === 'run';
+  for (;;) {
+    if (Date.now() > deps.deadline) throw new Error(`batch ${batch.index} not ended before the deadline`);
+    const view = (await call<BatchView>(deps.opsKey, 'GET', `/ops/funding-batches/${batch.batchId}`)).body;
+    if (view.state === 'COMPLETED' || view.state === 'CANCELLED' || view.state === 'REJECTED') {
+      batch.finalState = view.state;
+      deps.log(`batch ${batch.index}: ${view.state} ${JSON.stringify(view.counts)}`);
+      return;
+    }
+    if (!acted && doneCount(view) >= batch.size / 4) {
+      acted = true;
+      if (batch.action === 'cancel') {
+        const cancelled = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/cancel`);
+        batch.notes.push(`cancel at ${doneCount(view)} done: ${cancelled.status}`);
+      } else {
+        const paused = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/pause`);
+        batch.notes.push(`pause at ${doneCount(view)} done: ${paused.status}`);
+        await sleep(5000);
+        const resumed = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/resume`);
+        batch.notes.push(`resume: ${resumed.status}`);
+      }
+      deps.log(`batch ${batch.index}: ${batch.notes.at(-1)}`);
+    }
+    await sleep(1000);
+  }
+}
+
+/**
+ * A batch's money at this instant, in one statement (one snapshot): what its items' open holds
+ * hold, and the amounts of its items not final (in review keeps its hold).
+ */
+export async function checkBatchHolds(database: Database, batchIds: string[]): Promise<Violation[]> {
+  if (batchIds.length === 0) return [];
+  const rows = await database.$queryRaw<Array<{ batch_id: string; held: string; open: string }>>`
+    SELECT b.id::text AS batch_id,
+      (SELECT COALESCE(SUM(e.amount), 0) FROM funding f
+         JOIN ledger_transaction h ON h.funding_id = f.id AND h.kind = 'HOLD'
+         JOIN ledger_entry e ON e.transaction_id = h.id AND e.account = 'IN_FLIGHT'
+         WHERE f.batch_id = b.id AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))::text AS held,
+      (SELECT COALESCE(SUM(f.amount), 0) FROM funding f
+         WHERE f.batch_id = b.id AND f.status NOT IN ('APPROVED', 'DECLINED', 'REJECTED', 'FAILED'))::text AS open
+    FROM funding_batch b WHERE b.id = ANY(${batchIds}::uuid[])`;
+  return rows
+    .filter((row) => Number(row.held) !== Number(row.open))
+    .map((row) => ({ invariant: 'batch' as const, ids: [row.batch_id], detail: `batch holds ${row.held} PHP but its open items amount to ${row.open}` }));
+}
+
+/** At the end: the batch view's counts equal its items' states, and its end state fits them. */
+export async function checkBatchCounts(database: Database, batch: SoakBatch, view: BatchView): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  const rows = await database.funding.groupBy({ by: ['status', 'errorCode'], where: { batchId: batch.batchId! }, _count: { _all: true } });
+  const counts: Record<string, number> = {};
+  for (const row of rows) {
+    const state = row.status === 'FAILED' && row.errorCode === 'CANCELLED' ? 'CANCELLED' : row.status;
+    counts[state] = (counts[state] ?? 0) + row._count._all;
+  }
+  const seen = new Set([...Object.keys(counts), ...Object.keys(view.counts)]);
+  for (const state of seen) {
+    if ((counts[state] ?? 0) !== (view.counts[state] ?? 0)) {
+      violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `the batch counts ${view.counts[state] ?? 0} ${state}, its items ${counts[state] ?? 0}` });
+    }
+  }
+  const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
+  if (total !== batch.size) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `${total} items stored of ${batch.size} sent` });
+  if (view.state === 'CANCELLED' && (counts.PENDING ?? 0) > 0) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `cancelled with ${counts.PENDING} items PENDING` });
+  if (view.state === 'COMPLETED' && (counts.CANCELLED ?? 0) > 0) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `completed with ${counts.CANCELLED} items cancelled` });
+  if (batch.action !== 'cancel' && view.state !== 'COMPLETED') violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `ended ${view.state}, not COMPLETED` });
+  return violations;
+}
+
+/** The batch's view, for the final check. */
+export async function batchView(apiBase: string, opsKey: string, batchId: string, deadline: number): Promise<BatchView> {
+  return (await send<BatchView>(apiBase, opsKey, 'GET', `/ops/funding-batches/${batchId}`, { deadline })).body;
+}
