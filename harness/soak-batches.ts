@@ -5,9 +5,9 @@
 // DECLINED or resolved from review); at every check during the run, each batch's held amount
 // equals the sum of its open items' amounts, and at the end its counts equal its items' states.
 import { randomUUID } from 'node:crypto';
-import { request } from 'undici';
 import type { Database } from '../lib/database.ts';
 import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
+import type { OpsClient } from './soak-driver.ts';
 import type { Expected, Violation } from './soak-invariants.ts';
 
 export type BatchAction = 'run' | 'pause-resume' | 'cancel';
@@ -61,38 +61,6 @@ export async function planBatches(
   return { batches, recipients };
 }
 
-interface Answer<T> {
-  status: number;
-  body: T;
-}
-
-/** An ops call repeated (same Idempotency-Key) on no answer, 5xx and 429, as a partner's client would. */
-async function send<T>(apiBase: string, key: string, method: 'GET' | 'POST', path: string, options: { body?: string; type?: string; idempotencyKey?: string; deadline: number }): Promise<Answer<T>> {
-  let delay = 250;
-  for (;;) {
-    try {
-      const response = await request(`${apiBase}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(options.body === undefined ? {} : { 'content-type': options.type ?? 'application/json' }),
-          ...(options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {}),
-        },
-        ...(options.body === undefined ? {} : { body: options.body }),
-        headersTimeout: 60_000,
-        bodyTimeout: 60_000,
-      });
-      const text = await response.body.text();
-      if (response.statusCode < 500 && response.statusCode !== 429) return { status: response.statusCode, body: (text === '' ? undefined : JSON.parse(text)) as T };
-    } catch {
-      // No answer (the API restarting): the same request again.
-    }
-    if (Date.now() > options.deadline) throw new Error(`${method} ${path}: no answer but errors until the deadline`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 3000);
-  }
-}
-
 interface BatchView {
   batchId: string;
   state: string;
@@ -110,7 +78,7 @@ const doneCount = (view: BatchView) => Object.entries(view.counts).reduce((sum, 
  */
 export async function driveBatch(
   batch: SoakBatch,
-  deps: { admin: SandboxAdminClient; recipients: Recipient[]; apiBase: string; opsKey: string; approverKey: string; random: () => number; deadline: number; log: (line: string) => void },
+  deps: { admin: SandboxAdminClient; recipients: Recipient[]; ops: OpsClient; approver: OpsClient; random: () => number; deadline: number; log: (line: string) => void },
 ): Promise<void> {
   const lines = ['reference,recipient_type,recipient,amount'];
   for (let item = 0; item < batch.size; item += 1) {
@@ -120,25 +88,24 @@ export async function driveBatch(
     batch.expected.set(reference, recipient.expected);
     lines.push(`${reference},CODE,${code},${1 + Math.floor(deps.random() * 20)}.${String(Math.floor(deps.random() * 100)).padStart(2, '0')}`);
   }
-  const call = <T>(key: string, method: 'GET' | 'POST', path: string, options: { body?: string; type?: string; idempotencyKey?: string } = {}) =>
-    send<T>(deps.apiBase, key, method, path, { ...options, deadline: deps.deadline });
-  const created = await call<BatchView & { code?: string }>(deps.opsKey, 'POST', `/ops/funding-batches?name=soak-${batch.index}`, {
-    body: `${lines.join('\n')}\n`,
-    type: 'text/csv',
+  const call = <T>(client: OpsClient, method: 'GET' | 'POST', path: string, options: { csv?: string; idempotencyKey?: string } = {}) =>
+    client.send<T>(method, path, { ...options, deadline: deps.deadline });
+  const created = await call<BatchView & { code?: string }>(deps.ops, 'POST', `/ops/funding-batches?name=soak-${batch.index}`, {
+    csv: `${lines.join('\n')}\n`,
     idempotencyKey: `soak-batch-${randomUUID()}`,
   });
   if (created.status !== 202) throw new Error(`batch ${batch.index}: POST answered ${created.status} ${created.body?.code ?? ''}`);
   batch.batchId = created.body.batchId;
   deps.log(`batch ${batch.index}: ${batch.size} items, ${created.body.total.amount.value} PHP, ${created.body.state} (${batch.action})`);
   if (created.body.state === 'AWAITING_APPROVAL') {
-    const approved = await call<BatchView>(deps.approverKey, 'POST', `/ops/funding-batches/${batch.batchId}/approve`);
+    const approved = await call<BatchView>(deps.approver, 'POST', `/ops/funding-batches/${batch.batchId}/approve`);
     if (approved.status !== 200) throw new Error(`batch ${batch.index}: approve answered ${approved.status}`);
     batch.notes.push('approved by the second key');
   }
   let acted = batch.action === 'run';
   for (;;) {
     if (Date.now() > deps.deadline) throw new Error(`batch ${batch.index} not ended before the deadline`);
-    const view = (await call<BatchView>(deps.opsKey, 'GET', `/ops/funding-batches/${batch.batchId}`)).body;
+    const view = (await call<BatchView>(deps.ops, 'GET', `/ops/funding-batches/${batch.batchId}`)).body;
     if (view.state === 'COMPLETED' || view.state === 'CANCELLED' || view.state === 'REJECTED') {
       batch.finalState = view.state;
       deps.log(`batch ${batch.index}: ${view.state} ${JSON.stringify(view.counts)}`);
@@ -147,13 +114,13 @@ export async function driveBatch(
     if (!acted && doneCount(view) >= batch.size / 4) {
       acted = true;
       if (batch.action === 'cancel') {
-        const cancelled = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/cancel`);
+        const cancelled = await call<BatchView>(deps.ops, 'POST', `/ops/funding-batches/${batch.batchId}/cancel`);
         batch.notes.push(`cancel at ${doneCount(view)} done: ${cancelled.status}`);
       } else {
-        const paused = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/pause`);
+        const paused = await call<BatchView>(deps.ops, 'POST', `/ops/funding-batches/${batch.batchId}/pause`);
         batch.notes.push(`pause at ${doneCount(view)} done: ${paused.status}`);
         await sleep(5000);
-        const resumed = await call<BatchView>(deps.opsKey, 'POST', `/ops/funding-batches/${batch.batchId}/resume`);
+        const resumed = await call<BatchView>(deps.ops, 'POST', `/ops/funding-batches/${batch.batchId}/resume`);
         batch.notes.push(`resume: ${resumed.status}`);
       }
       deps.log(`batch ${batch.index}: ${batch.notes.at(-1)}`);
@@ -206,6 +173,6 @@ export async function checkBatchCounts(database: Database, batch: SoakBatch, vie
 }
 
 /** The batch's view, for the final check. */
-export async function batchView(apiBase: string, opsKey: string, batchId: string, deadline: number): Promise<BatchView> {
-  return (await send<BatchView>(apiBase, opsKey, 'GET', `/ops/funding-batches/${batchId}`, { deadline })).body;
+export async function batchView(ops: OpsClient, batchId: string, deadline: number): Promise<BatchView> {
+  return (await ops.send<BatchView>('GET', `/ops/funding-batches/${batchId}`, { deadline })).body;
 }

@@ -100,13 +100,15 @@ function parseJson<T>(text: string): T {
 }
 
 export interface OpsClient {
-  send<T>(method: 'GET' | 'POST', path: string, options?: { body?: unknown; idempotencyKey?: string; actor?: string; deadline?: number }): Promise<{ status: number; body: T }>;
+  /** `body` is sent as JSON, `csv` as text/csv. */
+  send<T>(method: 'GET' | 'POST', path: string, options?: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number }): Promise<{ status: number; body: T }>;
 }
 
 /** The ops API with retries: connection errors, time-outs, 5xx and 429 repeat the same request (same key). */
 export function opsClient(apiBase: string, opsKey: string, stats: DriverStats): OpsClient {
   return {
-    async send<T>(method: 'GET' | 'POST', path: string, options: { body?: unknown; idempotencyKey?: string; actor?: string; deadline?: number } = {}) {
+    async send<T>(method: 'GET' | 'POST', path: string, options: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number } = {}) {
+      const body = options.csv !== undefined ? { type: 'text/csv', text: options.csv } : options.body === undefined ? undefined : { type: 'application/json', text: JSON.stringify(options.body) };
       const deadline = options.deadline ?? Date.now() + 300_000;
       let delay = 250;
       for (;;) {
@@ -115,11 +117,11 @@ export function opsClient(apiBase: string, opsKey: string, stats: DriverStats): 
             method,
             headers: {
               authorization: `Bearer ${opsKey}`,
-              ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+              ...(body ? { 'content-type': body.type } : {}),
               ...(options.idempotencyKey ? { 'idempotency-key': options.idempotencyKey } : {}),
               ...(options.actor ? { 'x-ops-actor': options.actor } : {}),
             },
-            ...(options.body === undefined ? {} : { body: JSON.stringify(options.body) }),
+            ...(body ? { body: body.text } : {}),
             headersTimeout: 30_000,
             bodyTimeout: 30_000,
           });

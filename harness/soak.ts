@@ -90,14 +90,14 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     log(`soak: ${fundings} fundings, ${payments} payments, ${batches} batches of ${batchItems.min}-${batchItems.max} items, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
     // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the
     // other's, so the fences are tested.
-    // Batches of 1000 PHP or more wait for the second key (harness/local-stack.ts approverKey).
+    // A soak batch of ten items or more (each 1.00 or more) waits for the second key (harness/local-stack.ts approverKey).
     const stack = await startLocalStack({
       purpose: 'soak',
       log,
       cleanup,
       workers: options.chaos ? 2 : 1,
       ...(options.logDir ? { logDir: options.logDir } : {}),
-      env: { BATCH_APPROVAL_THRESHOLD: '1000.00' },
+      env: { BATCH_APPROVAL_THRESHOLD: '10.00' },
     });
     const result = await drive(stack, { fundings, payments, batches, batchItems, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [
@@ -195,6 +195,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   // Batches: sent one after another beside the single requests, under the same chaos; their holds
   // are checked against their open items every few seconds.
   const batchViolations: Violation[] = [];
+  const approver = opsClient(stack.apiBase, stack.approverKey, stats);
   const batchRandom = mulberry32(options.seed ^ 0xba7c5);
   const batchIds = () => batchPlan.batches.flatMap((batch) => (batch.batchId ? [batch.batchId] : []));
   let batchChecks = 0;
@@ -210,7 +211,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const batchesDone = (async () => {
     for (const batch of batchPlan.batches) {
       try {
-        await driveBatch(batch, { admin, recipients: batchPlan.recipients, apiBase: stack.apiBase, opsKey: stack.opsKey, approverKey: stack.approverKey, random: batchRandom, deadline, log });
+        await driveBatch(batch, { admin, recipients: batchPlan.recipients, ops, approver, random: batchRandom, deadline, log });
       } catch (error) {
         batch.error = (error as Error).message;
         log(`batch ${batch.index}: ${batch.error}`);
@@ -284,7 +285,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   batchViolations.push(...(await checkBatchHolds(stack.database, batchIds())));
   for (const batch of batchPlan.batches) {
     if (batch.error) batchViolations.push({ invariant: 'batch', ids: batch.batchId ? [batch.batchId] : [], detail: `batch ${batch.index}: ${batch.error}` });
-    if (batch.batchId) batchViolations.push(...(await checkBatchCounts(stack.database, batch, await batchView(stack.apiBase, stack.opsKey, batch.batchId, Date.now() + 60_000))));
+    if (batch.batchId) batchViolations.push(...(await checkBatchCounts(stack.database, batch, await batchView(ops, batch.batchId, Date.now() + 60_000))));
   }
   const paymentRows = await stack.database.payment.findMany({ where: { id: { in: ids('payment') } }, include: { events: { orderBy: { id: 'asc' } } } });
   const ledger = await admin.ledger();

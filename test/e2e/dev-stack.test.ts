@@ -6,11 +6,12 @@
 // first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { Client, Connection } from '@temporalio/client';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findFreePort, isListening } from '../../stack/ports.ts';
+import { launchChromium } from '../support/browser.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const stateDir = mkdtempSync(path.join(tmpdir(), 'walletflow-dev-'));
@@ -128,6 +129,21 @@ describe('walletflow dev', () => {
     const watched = cli(['batches', 'watch', batch.batchId]);
     expect(watched.status, watched.stdout + watched.stderr).toBe(0);
     expect(watched.stdout).toMatch(/300\/300 .*COMPLETED {2}APPROVED 300/);
+    // What ops see (docs/batches.md shows it: `npm run docs:pictures` copies it to docs/images/).
+    const resultsDir = path.resolve(import.meta.dirname, '../../test-results');
+    mkdirSync(resultsDir, { recursive: true });
+    const terminal = `$ npx walletflow batches watch ${batch.batchId}\n${watched.stdout}`;
+    writeFileSync(path.join(resultsDir, 'batches-watch.txt'), terminal);
+    // The same output as a terminal shows it, as a picture for the partner's guide.
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage({ viewport: { width: 1100, height: 120 } });
+      const escaped = terminal.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
+      await page.setContent(`<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:16px;color:#d4d4d4;font:14px/1.5 'DejaVu Sans Mono',monospace">${escaped}</pre></body>`);
+      await page.screenshot({ path: path.join(resultsDir, 'batches-watch.png'), fullPage: true });
+    } finally {
+      await browser.close();
+    }
 
     // Searchable by status in Temporal (what the Temporal UI queries).
     const connection = await Connection.connect({ address: `127.0.0.1:${first.ports.temporal}` });

@@ -1,5 +1,5 @@
 // The chaos soak: the CI-sized `walletflow soak` run as a child process (its own stack, faults,
-// worker/API/Temporal restarts) must exit 0 with its table; and the invariant checker, fed a
+// worker/API/Temporal restarts, three funding batches) must exit 0 with its table; and the invariant checker, fed a
 // crafted ledger, must name a double execution, a missing funding, a money mismatch and a stuck item.
 import { describe, expect, it } from 'vitest';
 import { runLongCli } from '../support/cli-run.ts';
@@ -10,10 +10,16 @@ const runSoak = (args: string[], timeoutMs: number) => runLongCli(['soak', ...ar
 
 describe('walletflow soak', () => {
   it('CI size: every funding and payment final, the ledger in agreement, exit 0', async () => {
-    const { code, output } = await runSoak(['--fundings', '40', '--payments', '15', '--seed', '7'], 240_000);
+    const { code, output } = await runSoak(['--fundings', '40', '--payments', '15', '--batches', '3', '--batch-items', '20-30', '--seed', '7'], 240_000);
     expect(output, output).toContain('invariants: all hold (0 violations)');
     expect(code, output).toBe(0);
-    expect(output).toMatch(/\| requests \(recorded \/ asked\) \| 40 \/ 40 \| 15 \/ 15 \| ✓ \|/);
+    // The fundings asked: 40 single ones and the three batches' items, every one recorded.
+    const requests = /\| requests \(recorded \/ asked\) \| (\d+) \/ (\d+) \| 15 \/ 15 \| ✓ \|/.exec(output);
+    expect(requests, output).not.toBeNull();
+    expect(requests![1]).toBe(requests![2]);
+    expect(Number(requests![2])).toBeGreaterThanOrEqual(40 + 3 * 20);
+    // One batch ran through, one was paused and resumed, one cancelled midway; each approved by the second key.
+    expect(output).toMatch(/batches: #0 \d+ items run → COMPLETED \(approved by the second key\); #1 \d+ items pause-resume → COMPLETED \(approved by the second key, pause at \d+ done: 200, resume: 200\); #2 \d+ items cancel → CANCELLED \(approved by the second key, cancel at \d+ done: 200\)/);
     expect(output).toMatch(/\| executions per item: 0 \/ 1 \/ more \| \d+ \/ \d+ \/ 0 \| \d+ \/ \d+ \/ 0 \| ✓ \|/);
     expect(output).toMatch(/\| stuck \(not final at the end\) \| 0 \| 0 \| ✓ \|/);
     expect(output).toMatch(/\| executed without a funding \/ payment \| 0 \| 0 \| ✓ \|/);
