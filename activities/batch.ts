@@ -15,15 +15,15 @@ import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
 import { fundBatchFailureTypes, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
-import type { FundingActivities, ItemsPassResult } from './funding.ts';
+import type { FundingActivities } from './funding.ts';
 
 export interface BatchActivityDependencies {
   /** The batch's row: its state and its completion (fundings/batch-record.ts). */
   batches: BatchRecord;
   /** The items' rows: the next ones not started, and the row an item is handed over from. */
   fundings: FundingRecord;
-  /** The single funding's one pass and the chunk pass, as the funding activities built them (same record, wallet and vault). */
-  funding: Pick<FundingActivities, 'fundInOnePass' | 'fundItemsInOnePass'>;
+  /** The chunk pass, as the funding activities built it (the same record, wallet and vault as a single funding's one pass). */
+  funding: Pick<FundingActivities, 'fundItemsInOnePass'>;
   /** Starts an item's own fundWallet workflow. */
   temporal: Client;
   taskQueue: string;
@@ -48,9 +48,10 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
     // Final already (an earlier attempt's pass finished it, or the batch's cancel did): nothing
     // is left for a workflow to do.
     if (isFinalFundingStatus(funding.status)) return 'finished';
-    // Not started because the batch stopped (paused, or ended meanwhile): it stays the batch's,
-    // PENDING, for the runner to start on resume (or the cancel has ended it).
-    if (funding.status === 'PENDING' && (await batches.find(batchId))?.state !== 'RUNNING') return 'not-started';
+    // Not started (the batch stopped, or the pass did not get to it): a PENDING item stays the
+    // runner's, which dispatches it again (after a resume); never its own workflow's, which would
+    // make it a second owner of an item the runner may dispatch again.
+    if (funding.status === 'PENDING') return 'not-started';
     await startFundWallet(deps.temporal, {
       workflowId: funding.workflowId,
       taskQueue: deps.taskQueue,
@@ -76,28 +77,17 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
     },
 
     async runBatchItems(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
-      // The chunk pass takes the fresh CODE items on together; the others (TOKEN items, items a
-      // cancel holds, items an earlier attempt already started) go one by one.
-      let chunk: ItemsPassResult;
+      // The chunk pass takes the fresh CODE items on together, the others each in its own pass.
+      let passes: Map<string, OnePassOutcome | 'failed'>;
       try {
-        chunk = await deps.funding.fundItemsInOnePass(fundingIds);
+        passes = (await deps.funding.fundItemsInOnePass(fundingIds)).outcomes;
       } catch (error) {
-        // Nothing is assumed about what the chunk did: each item's own pass finds it past PENDING
-        // and hands it over, and its workflow claims it, fencing out anything still under way.
-        logger.warn({ batchId, err: (error as Error).message }, 'batch chunk pass failed: items one by one');
-        chunk = { outcomes: new Map(), unclaimed: fundingIds };
+        // Nothing is assumed about what the chunk did: an item past PENDING goes to its own
+        // workflow, which claims it (fencing out anything still under way); a PENDING one stays
+        // the runner's.
+        logger.warn({ batchId, err: (error as Error).message }, 'batch chunk pass failed: handing its items over');
+        passes = new Map();
       }
-      const passes = new Map<string, OnePassOutcome | 'failed'>(chunk.outcomes);
-      await Promise.all(
-        chunk.unclaimed.map(async (fundingId) => {
-          try {
-            passes.set(fundingId, await deps.funding.fundInOnePass(fundingId));
-          } catch (error) {
-            logger.warn({ batchId, fundingId, err: (error as Error).message }, 'batch item one pass failed: handing over');
-            passes.set(fundingId, 'failed');
-          }
-        }),
-      );
       const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
       for (const fundingId of fundingIds) {
         const pass = passes.get(fundingId) ?? 'failed';

@@ -85,10 +85,9 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
   return differences.length > 0 ? differences.join('; ') : null;
 }
 
-/** What the chunk pass did: an outcome per item it took on, and the items it did not take on (for their own pass). */
+/** What the chunk pass did: an outcome per item. */
 export interface ItemsPassResult {
   outcomes: Map<string, OnePassOutcome>;
-  unclaimed: string[];
 }
 
 /** The funding activities, and the chunk pass a batch runs its CODE items through (not an activity of its own). */
@@ -407,16 +406,39 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * once. Whatever is not plain (a refused or mismatching create, an execute to retry, an
    * unknown outcome, an expired intent) goes the one-pass way for that item alone; an item the
    * chunk could not finish is answered `steps` or as the pass would answer it, for the batch to
-   * hand over. Items it did not take on (not a fresh PENDING CODE item, or held by a cancel) are
-   * listed for their own fundInOnePass.
+   * hand over. The items it did not take on together (TOKEN items, items a cancel holds) run their
+   * own one pass meanwhile, on the same clock: the activity's, read at its start, so no call of
+   * theirs can outlive the activity either.
    */
   async function fundItemsInOnePass(fundingIds: readonly string[]): Promise<ItemsPassResult> {
     const clock = activityClock();
     const outcomes = new Map<string, OnePassOutcome>();
-    if (!callFitsBefore(clock, walletTimeoutMs)) return { outcomes, unclaimed: [...fundingIds] };
+    const steps: OnePassOutcome = { kind: 'steps' };
+    if (!callFitsBefore(clock, walletTimeoutMs)) {
+      for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
+      return { outcomes };
+    }
     const claimed = await fundings.claimPendingCodeItems(fundingIds);
     const claimedIds = new Set(claimed.map((row) => row.id));
-    const unclaimed = fundingIds.filter((id) => !claimedIds.has(id));
+    const alone = Promise.all(
+      fundingIds
+        .filter((id) => !claimedIds.has(id))
+        .map(async (fundingId) => {
+          try {
+            outcomes.set(fundingId, await onePass(fundingId, clock));
+          } catch (error) {
+            if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) logger.warn({ fundingId, err: (error as Error).message }, 'batch item: its one pass stopped; the batch hands it over');
+            outcomes.set(fundingId, steps);
+          }
+        }),
+    );
+    await chunkPass(claimed, clock, outcomes);
+    await alone;
+    return { outcomes };
+  }
+
+  /** The chunk's part of fundItemsInOnePass: the items it claimed together, their outcomes into `outcomes`. */
+  async function chunkPass(claimed: Array<FundingRow & { fence: number }>, clock: ActivityClock, outcomes: Map<string, OnePassOutcome>): Promise<void> {
     const steps: OnePassOutcome = { kind: 'steps' };
     /** One item's part, whatever it throws: overtaken, out of time or anything unforeseen, its own workflow takes it on from the record. */
     const guarded = async <T>(fundingId: string, work: () => Promise<T>): Promise<T | typeof steps> => {
@@ -469,10 +491,14 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         }
       }),
     );
-    if (answered.length === 0) return { outcomes, unclaimed };
+    if (answered.length === 0) return;
     if (outOfTime()) {
-      for (const item of answered) outcomes.set(item.fundingId, steps);
-      return { outcomes, unclaimed };
+      // Created, not stored: kept on record, never executed (the item's workflow creates anew).
+      for (const item of answered) {
+        await guarded(item.fundingId, () => fundings.keepUnexecuted(item.fundingId, item.transferId));
+        outcomes.set(item.fundingId, steps);
+      }
+      return;
     }
 
     // The intents stored and the items moved to EXECUTING, in one transaction; one that did not
@@ -486,7 +512,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     // EXECUTING with no execute sent: its workflow retrieves first and executes what is not.
     if (outOfTime() || !callFitsBefore(clock, walletTimeoutMs)) {
       for (const item of toExecute) outcomes.set(item.fundingId, steps);
-      return { outcomes, unclaimed };
+      return;
     }
 
     // The executes, all at once.
@@ -500,7 +526,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     );
     if (outOfTime()) {
       for (const item of toExecute) if (progressOf.has(item.fundingId)) outcomes.set(item.fundingId, steps);
-      return { outcomes, unclaimed };
+      return;
     }
 
     // The wallet's final words, in one transaction.
@@ -525,7 +551,6 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         outcomes.set(item.fundingId, await guarded(item.fundingId, () => afterExecute(item.fundingId, item.fence, item.transferId, progress)));
       }),
     );
-    return { outcomes, unclaimed };
   }
 
   /** What the one pass does after its execute, unless the wallet's word was final. */

@@ -140,7 +140,8 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
       const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
-      return database.$transaction(
+      let ended: Array<{ createdAt: Date }> = [];
+      const moved = await database.$transaction(
         async (tx) => {
           const moved = await tx.fundingBatch.updateMany({
             where: { id: batchId, state: { in: [...from] } },
@@ -153,13 +154,16 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
             },
           });
           if (moved.count !== 1) return false;
-          if (to === 'CANCELLED' || to === 'REJECTED') await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
+          if (to === 'CANCELLED' || to === 'REJECTED') ended = await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
           return true;
         },
-        // Ending a batch of 100,000 items not started: their holds are released in one statement per chunk.
+        // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds.
         { timeout: 300_000, maxWait: 10_000 },
       );
+      // Counted once the transaction has committed (a rolled-back cancel counts nothing).
+      fundings.countFinished('FAILED', ended);
+      return moved;
     },
 
     /** Batches, newest first, a page at a time (by created_at and id, from a cursor). */

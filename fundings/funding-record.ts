@@ -486,18 +486,26 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${column((item) => item.id)}::uuid[]), 'PENDING'::"FundingStatus", ${`item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`}`;
+      }
+      // The holds last: the source and IN_FLIGHT accounts, which every funding's hold and final
+      // write lock too, are held only from here to the commit.
+      for (let start = 0; start < batch.items.length; start += BATCH_INSERT_CHUNK) {
+        const chunk = batch.items.slice(start, start + BATCH_INSERT_CHUNK);
         await ledger.holdMany(tx, { source, currency: batch.currency, holds: chunk.map((item) => ({ fundingId: item.id, amount: item.amount })) });
       }
     },
 
     /**
      * A batch that ends (cancelled, rejected): its items not yet started (PENDING) end FAILED with
-     * code CANCELLED, their holds released and each announced (funding.failed), in the caller's
-     * transaction (the batch's own move), a chunk of rows per statement; started items are left to
-     * finish. Answers how many.
+     * code CANCELLED, each with its event and its funding.failed webhook, a chunk of rows per
+     * statement, then their holds released, in the caller's transaction (the batch's own move);
+     * started items are left to finish. The rows first and the accounts last, as every funding's
+     * move locks them (no deadlock with a single funding's cancel), and the source and IN_FLIGHT
+     * accounts locked only for the release. Answers the items ended, for `countFinished` once the
+     * transaction has committed.
      */
-    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<number> {
-      let total = 0;
+    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<Array<{ createdAt: Date }>> {
+      const ended: Array<{ id: string; createdAt: Date }> = [];
       for (;;) {
         const cancelled = await tx.$queryRaw<Array<{ id: string }>>`
           UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
@@ -508,16 +516,23 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
             AND status = 'PENDING'::"FundingStatus"
           RETURNING id::text AS id`;
         const ids = cancelled.map((row) => row.id);
-        if (ids.length === 0) return total;
-        total += ids.length;
+        if (ids.length === 0) break;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
-        await ledger.releaseMany(tx, ids);
         const rows = await tx.funding.findMany({ where: { id: { in: ids } }, include: withFundingEvents });
         await emitWebhookEvents(tx, rows.map((funding) => ({ type: 'funding.failed' as const, fundingId: funding.id, data: fundingView(funding) })));
-        for (const row of rows) deps.metrics?.fundingFinished('FAILED', row.createdAt);
+        ended.push(...rows.map((row) => ({ id: row.id, createdAt: row.createdAt })));
       }
+      for (let start = 0; start < ended.length; start += BATCH_INSERT_CHUNK) {
+        await ledger.releaseMany(tx, ended.slice(start, start + BATCH_INSERT_CHUNK).map((row) => row.id));
+      }
+      return ended;
+    },
+
+    /** Counts fundings a committed transaction ended (a batch's cancel), once, by final state. */
+    countFinished(status: FinalFundingStatus, rows: ReadonlyArray<{ createdAt: Date }>): void {
+      for (const row of rows) deps.metrics?.fundingFinished(status, row.createdAt);
     },
 
     /**

@@ -185,13 +185,6 @@ class BatchRun {
         await this.readState();
         if (this.state !== 'RUNNING') continue;
         this.queue = await reads.nextBatchItems(this.batchId, this.afterId, Math.min(PAGE_SIZE, this.itemsPerRun - this.dispatched));
-        if (this.queue.length === 0 && this.afterId !== null) {
-          // Past the last item: once none is under way, any item still PENDING was left so by a
-          // pause (its chunk found the batch stopped): read again from the first.
-          await condition(() => this.running === 0);
-          this.afterId = null;
-          continue;
-        }
         if (this.queue.length === 0) return this.drain();
         continue;
       }
@@ -264,8 +257,10 @@ class BatchRun {
         // Paused meanwhile: the completion waits for the resume.
         continue;
       }
-      // An item left PENDING (a pause reached its chunk first): dispatched again.
-      const pending = await reads.nextBatchItems(this.batchId, null, PAGE_SIZE);
+      // An item left PENDING (a pause reached its chunk first, or its pass did not get to it):
+      // dispatched again, after a poll's wait. Nothing else owns a PENDING item (the runner never
+      // hands one to its own workflow, and the sweep leaves them to the runner).
+      const pending = poll === 0 ? [] : await reads.nextBatchItems(this.batchId, null, PAGE_SIZE);
       if (pending.length > 0) {
         this.draining = false;
         this.queue = pending;

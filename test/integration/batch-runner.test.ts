@@ -408,4 +408,19 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const again: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds: 3600 });
     expect(again.batchRunners?.map((entry) => entry.batchId)).not.toContain(batchId);
   });
+
+  it('keeps a PENDING item its pass did not get to (no time left) the runner’s: not handed to a workflow of its own, which would be its second owner', async () => {
+    const activities = activitiesOf();
+    const batchId = await runningBatch(2);
+    const items = await itemsOf(batchId);
+    // An attempt with less time than one wallet call: the pass starts nothing.
+    const short = new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: 1000 });
+    expect(await short.run(activities.runBatchItems, batchId, items.map((item) => item.id))).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
+    expect((await itemsOf(batchId)).map((row) => row.status)).toEqual(['PENDING', 'PENDING']);
+    for (const item of items) await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
+    // The runner dispatches them again and the batch completes.
+    const handle = await startRunner(batchId, { itemsPerRun: 50 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    await expectSettled(batchId);
+  });
 });

@@ -1,5 +1,5 @@
 // `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
-// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks) on a real stack and stores each history as Temporal
+// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks, fundBatch) on a real stack and stores each history as Temporal
 // JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
@@ -49,6 +49,7 @@ import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-att
 import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
+import { batchWorkflowId, type FundBatchResult } from '../../workflows/fund-batch.contract.ts';
 
 interface Secret {
   name: string;
@@ -56,7 +57,7 @@ interface Secret {
 }
 
 /** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report, a delivery round. */
-type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport;
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport | FundBatchResult;
 
 interface Captured {
   workflowId: string;
@@ -219,6 +220,7 @@ function describeResult(result: CapturedResult): string {
   if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
   if ('deleted' in result) return `deleted ${Object.entries(result.deleted).map(([table, count]) => `${count} ${table}`).join(', ')}`;
   if ('claimed' in result) return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
+  if ('state' in result) return `batch ${result.state}`;
   return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
 
@@ -1141,6 +1143,52 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       return { workflowId, result: report, secrets: [], check: (history) => expectActivities(history, ['purgeExpiredRows']) };
     }
 
+    // fundBatch
+    case 'batch-completed': {
+      const { batchId, secrets } = await postBatch(stack, 12);
+      const workflowId = batchWorkflowId(batchId);
+      const outcome = (await stack.result(workflowId)) as FundBatchResult;
+      const counts = await batchCounts(stack, batchId);
+      if (outcome.state !== 'COMPLETED' || counts.APPROVED !== 12) fail(`expected COMPLETED with 12 APPROVED, got ${outcome.state} ${JSON.stringify(counts)}`);
+      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, [...batchActivities, 'unfinishedBatchItems', 'completeBatch']) };
+    }
+    case 'batch-paused-resumed-cancelled': {
+      // Slow executes, so the moves land while items are under way.
+      await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 1500 }]);
+      try {
+        const { batchId, secrets } = await postBatch(stack, 150);
+        const workflowId = batchWorkflowId(batchId);
+        const done = async () => (await batchCounts(stack, batchId)).APPROVED ?? 0;
+        const waitFor = async (count: number) => {
+          const deadline = Date.now() + 60_000;
+          while ((await done()) < count) {
+            if (Date.now() > deadline) fail(`fewer than ${count} items approved in 60 s`);
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        };
+        await waitFor(4);
+        await moveBatch(stack, batchId, 'pause');
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await moveBatch(stack, batchId, 'resume');
+        await waitFor((await done()) + 4);
+        await moveBatch(stack, batchId, 'cancel');
+        const outcome = (await stack.result(workflowId)) as FundBatchResult;
+        const counts = await batchCounts(stack, batchId);
+        if (outcome.state !== 'CANCELLED' || !counts.CANCELLED) fail(`expected CANCELLED with items cancelled, got ${outcome.state} ${JSON.stringify(counts)}`);
+        return {
+          workflowId,
+          result: outcome,
+          secrets,
+          check: (history) => {
+            expectActivities(history, batchActivities, ['completeBatch']);
+            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED')) fail('expected the state-change signals');
+          },
+        };
+      } finally {
+        await stack.admin.clearFaults();
+      }
+    }
+
     // deliverWebhooks
     case 'webhooks-delivered': {
       const round = await deliveryRound(stack, [204], 3000);
@@ -1158,6 +1206,39 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     }
   }
 }
+
+/** A funding batch of `count` items to fresh cash-in codes, stored through the API (it starts its runner); the codes are its secrets. */
+async function postBatch(stack: ReplayStack, count: number): Promise<{ batchId: string; secrets: Secret[] }> {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  const secrets: Secret[] = [];
+  const lines = ['reference,recipient_type,recipient,amount'];
+  for (let index = 1; index <= count; index += 1) {
+    const { code } = await stack.admin.cashInCode(user.userId);
+    secrets.push({ name: `the cash-in code of item ${index}`, value: code });
+    lines.push(`capture-${index},CODE,${code},1.00`);
+  }
+  const response = await stack.opsFetch('/ops/funding-batches?name=capture', {
+    method: 'POST',
+    headers: { 'content-type': 'text/csv', 'idempotency-key': `capture-${randomUUID()}` },
+    body: `${lines.join('\n')}\n`,
+  });
+  const answer = (await response.json()) as { batchId?: string; state?: string };
+  if (response.status !== 202 || !answer.batchId || answer.state !== 'RUNNING') fail(`POST /ops/funding-batches: ${response.status} ${JSON.stringify(answer)}`);
+  return { batchId: answer.batchId as string, secrets };
+}
+
+async function moveBatch(stack: ReplayStack, batchId: string, action: 'pause' | 'resume' | 'cancel'): Promise<void> {
+  const response = await stack.opsFetch(`/ops/funding-batches/${batchId}/${action}`, { method: 'POST' });
+  if (response.status !== 200) fail(`POST …/${action}: ${response.status} ${await response.text()}`);
+}
+
+/** A batch's items by state, as the batch view counts them. */
+async function batchCounts(stack: ReplayStack, batchId: string): Promise<Record<string, number>> {
+  const response = await stack.opsFetch(`/ops/funding-batches/${batchId}`);
+  return ((await response.json()) as { counts: Record<string, number> }).counts;
+}
+
+const batchActivities = ['batchState', 'nextBatchItems', 'runBatchItems'];
 
 /** A deliverWebhooks run: its delivery rounds, then continue-as-new. */
 function checkDeliveryRun(history: HistoryJson): void {

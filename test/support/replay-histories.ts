@@ -11,6 +11,7 @@ import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
+import { fundBatchWorkflowType } from '../../workflows/fund-batch.contract.ts';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
@@ -47,6 +48,7 @@ export const historyPaths = {
   [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
   [purgeExpiredWorkflowType]: ['purge-expired'],
   [deliverWebhooksWorkflowType]: ['webhooks-delivered', 'webhooks-retried'],
+  [fundBatchWorkflowType]: ['batch-completed', 'batch-paused-resumed-cancelled'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;
 export type HistoryName = (typeof historyPaths)[WorkflowType][number];
