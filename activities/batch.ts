@@ -101,8 +101,9 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
         else if (handed === 'not-started') outcome.notStarted += 1;
         else outcome.handedOver += 1;
         // The wallet refused the create with 429 (nothing created): the item's workflow retries it
-        // after the wallet's Retry-After, and the whole batch slows down.
-        if (pass !== 'failed' && pass.kind === 'create-later') outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
+        // after the wallet's Retry-After, and the whole batch slows down. Another transient
+        // failure (a reset connection, a 503) is the item's alone: it is handed over, no more.
+        if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited) outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
       }
       return outcome;
     },

@@ -27,7 +27,7 @@ import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
-import { retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
+import { isRateLimited, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
 function ownerLost(fundingId: string): ApplicationFailure {
@@ -460,18 +460,20 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         const fundingId = row.id;
         let intent: Awaited<ReturnType<typeof requestIntent>> | 'later' | typeof steps;
         let retryAfterMs: number | null = null;
+        let rateLimited = false;
         try {
           intent = await requestIntent(row, row.fence, clock, true);
         } catch (error) {
           if (error instanceof ApplicationFailure && !error.nonRetryable && error.type === walletTransientType) {
             intent = 'later';
             retryAfterMs = typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null;
+            rateLimited = isRateLimited(error);
           } else {
             if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) logger.warn({ fundingId, err: (error as Error).message }, 'batch item: create failed; its workflow takes it on');
             intent = steps;
           }
         }
-        if (intent === 'later') return void outcomes.set(fundingId, { kind: 'create-later', retryAfterMs });
+        if (intent === 'later') return void outcomes.set(fundingId, { kind: 'create-later', retryAfterMs, ...(rateLimited ? { rateLimited } : {}) });
         if (intent.kind === 'answered') return void answered.push({ fundingId, fence: row.fence, transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo });
         if (outOfTime()) return void outcomes.set(fundingId, steps);
         const fence = row.fence;
@@ -590,7 +592,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     } catch (error) {
       // A create to try again: the workflow's create activity does, with its retry policy.
       if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) throw error;
-      return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null };
+      return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null, ...(isRateLimited(error) ? { rateLimited: true } : {}) };
     }
     inTime();
     switch (created.kind) {

@@ -22,6 +22,15 @@ export function walletRetry(error: WalletError, message = `${error.operation} ${
     message,
     type: walletTransientType,
     nonRetryable: false,
+    // The wallet's "too many requests" (429), told apart from other transient failures: a batch
+    // slows down as a whole on it, not on a reset connection (activities/batch.ts).
+    details: [{ rateLimited: error.httpStatus === 429 }],
     ...(nextRetryDelay === undefined ? {} : { nextRetryDelay }),
   });
+}
+
+/** Whether a failure made by walletRetry was the wallet's 429. */
+export function isRateLimited(failure: ApplicationFailure): boolean {
+  const [first] = failure.details ?? [];
+  return typeof first === 'object' && first !== null && (first as { rateLimited?: unknown }).rateLimited === true;
 }

@@ -176,7 +176,7 @@ export type OnePassOutcome =
   /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
   | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
   /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
-  | { kind: 'create-later'; retryAfterMs: number | null }
+  | { kind: 'create-later'; retryAfterMs: number | null; rateLimited?: boolean }
   /**
    * Not a fresh PENDING funding, out of time, or overtaken by another run's claim: the
    * step-by-step path goes on from the record (and claims it).

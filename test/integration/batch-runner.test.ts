@@ -250,6 +250,19 @@ describe('the batch runner', () => {
     expect(new Set(handedOver)).toEqual(new Set(['COMPLETED']));
   });
 
+  it('does not slow down for a create that failed otherwise (503 before any effect): those items alone go to their workflows', async () => {
+    const batchId = await runningBatch(16);
+    const since = new Date();
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'error-before-effect', rate: 0.4 }], 7);
+    const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
+    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 503 } })).toBeGreaterThan(0);
+    // Full speed throughout: no halving, nothing waited for.
+    expect(await progressOf(handle)).toMatchObject({ slowDowns: 0, inFlight: 4 });
+  });
+
   it('hands an item whose execute outcome is unknown to its own workflow, and completes once that one settled it', async () => {
     const batchId = await runningBatch(3);
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
