@@ -29,6 +29,7 @@ import {
 import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
 import type { SweepReport } from '../../workflows/reconcile.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
@@ -435,5 +436,30 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const handle = await startRunner(batchId, { itemsPerRun: 50 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
     await expectSettled(batchId);
+  });
+
+  it('runs the items the chunk does not claim (a TOKEN item) on the activity’s own clock: no call starts that could outlive the attempt', async () => {
+    const activities = activitiesOf();
+    const batchId = randomUUID();
+    const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const { code } = await stack.admin.cashInCode(codeUser.userId);
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+    const item = (reference: string, recipient: NewBatchItem['recipient']): NewBatchItem => {
+      const idempotencyKey = `batch:${batchId}:${reference}`;
+      return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
+    };
+    const items = [item('by-code', { type: 'CODE', code }), item('by-token', { type: 'TOKEN', linkId })];
+    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', needsApproval: false })).toBe(true);
+    // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
+    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
+    const startToCloseTimeoutMs = 13_500;
+    const started = Date.now();
+    await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs }).run(activities.runBatchItems, batchId, items.map((entry) => entry.id));
+    await stack.admin.clearFaults();
+    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: new Date(started - 1000) }, operation: { startsWith: 'transfers.' } } });
+    expect(calls.length).toBeGreaterThanOrEqual(2);
+    // Each call started while it could still end before the attempt's deadline (a TOKEN item run
+    // after the chunk, on a clock of its own, sent its create 4 s in: past that point).
+    for (const call of calls) expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(started + startToCloseTimeoutMs + 250);
   });
 });
