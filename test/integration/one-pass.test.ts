@@ -86,7 +86,7 @@ describe('a fresh funding in one pass', () => {
   it('a create refused with 429 stops before anything exists, with the wallet’s Retry-After', async () => {
     const fundingId = await pendingFunding();
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 }]);
-    expect(await pass(fundingId)).toEqual({ kind: 'create-later', retryAfterMs: 3000 });
+    expect(await pass(fundingId)).toEqual({ kind: 'create-later', retryAfterMs: 3000, rateLimited: true });
     const funding = await fundings.get(fundingId);
     expect(funding).toMatchObject({ status: 'CREATING', transferId: null });
   });
