@@ -61,9 +61,10 @@ export const fundBatchFailureTypes = {
 } as const;
 
 /**
- * Start-to-close of fundBatch's activities (ms). An item's run holds the one pass (the token
- * vault's refresh lock, a create, an execute and the writes; it starts no wallet call that could
- * outlive the activity) and the start of the item's own workflow when the pass leaves it unfinished.
+ * Start-to-close of fundBatch's activities (ms). A chunk's run holds its items' passes (a TOKEN
+ * item's may wait for the token vault's refresh lock; the creates, the executes and the writes; no
+ * wallet call starts that could outlive the activity) and the start of an item's own workflow when
+ * its pass left it unfinished.
  */
 export const fundBatchActivityTimeouts = {
   runItemMs: 150_000,
