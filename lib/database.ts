@@ -28,9 +28,12 @@ export function apiAdmissionLimits(maxConnections: number): AdmissionLimits {
  * holding no connection, and what the line cannot take is refused at once (Overloaded), never
  * left to time out inside the pool.
  */
-export function createApiDatabase(databaseUrl: string, { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {}): { database: Database; admission: AdmissionGate } {
+export function createApiDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+): { database: Database; admission: AdmissionGate } {
   const client = createDatabase(databaseUrl, { maxConnections });
-  const admission = createAdmissionGate(apiAdmissionLimits(maxConnections));
+  const admission = createAdmissionGate({ ...apiAdmissionLimits(maxConnections), ...limits });
   const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const admitted = (...args: unknown[]) => admission.run(() => transaction(...args), currentAdmissionLane());
   const database = new Proxy(client, {

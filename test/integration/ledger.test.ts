@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { createDatabase } from '../../lib/database.ts';
+import { createApiDatabase, createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
 import type { LimitRefusal} from '../../ledger/limits.ts';
 import { defaultFundingLimits, type FundingLimits } from '../../ledger/limits.ts';
@@ -167,10 +167,18 @@ describe('two-phase fundings', () => {
 });
 
 describe('the floor under concurrency', () => {
+  // Through the API's admission, as the API stores them: one user's requests wait in line in the
+  // process, each taking a connection only at its turn (straight at the pool, the later ones of a
+  // hundred waited for a connection past Prisma's limit on a loaded machine). A wait limit of a
+  // minute, so the line never refuses one here: every answer is the floor's.
+  const gated = createApiDatabase(testDatabaseUrl(), { maxConnections: 20, admission: { maxWaitMs: 60_000 } }).database;
+  afterAll(() => gated.$disconnect());
+  const gatedFundings = createFundingRecord({ database: gated, cipher, ledger, limits: noLimits });
+
   it('100 concurrent withdrawals against a balance covering exactly 10: 10 accepted, 90 INSUFFICIENT_FUNDS, never negative', async () => {
     const user = newUser();
     await credit(user, '100.00');
-    const results = await Promise.allSettled(Array.from({ length: 100 }, () => fundings.insert(withdrawal(user, '10.00'))));
+    const results = await Promise.allSettled(Array.from({ length: 100 }, () => gatedFundings.insert(withdrawal(user, '10.00'))));
     const accepted = results.filter((result) => result.status === 'fulfilled' && result.value === true);
     const refused = results.filter((result) => result.status === 'rejected' && result.reason instanceof InsufficientFundsError);
     expect(accepted).toHaveLength(10);
