@@ -432,8 +432,12 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
           }
         }),
     );
-    await chunkPass(claimed, clock, outcomes);
-    await alone;
+    try {
+      await chunkPass(claimed, clock, outcomes);
+    } finally {
+      // Even when the chunk's part failed: no pass of this activity runs on after it ends.
+      await alone;
+    }
     return { outcomes };
   }
 
