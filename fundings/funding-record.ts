@@ -30,7 +30,7 @@ import { createLedger, type Ledger } from '../ledger/ledger.ts';
 import { checkFundingAmount, checkUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { userUsage } from './funding-usage.ts';
 import { fundingWebhookEventType } from '../domain/webhook.ts';
-import { emitWebhookEvent, emitWebhookEvents } from '../webhooks/outbox.ts';
+import { emitWebhookEvents } from '../webhooks/outbox.ts';
 import { fundingView } from './funding-view.ts';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
@@ -199,10 +199,19 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
    * its event to the outbox in the move's own transaction, with the funding as the ops API shows it.
    */
   async function announce(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus): Promise<void> {
-    const type = fundingWebhookEventType(status);
-    if (!type) return;
-    const funding = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, include: withFundingEvents });
-    await emitWebhookEvent(tx, { type, fundingId, data: fundingView(funding) });
+    if (fundingWebhookEventType(status)) await announceAll(tx, [fundingId]);
+  }
+
+  /** The webhooks of many moves at once (a chunk's final words, a batch's cancel), each as `announce` writes one. */
+  async function announceAll(tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<void> {
+    const fundings = await tx.funding.findMany({ where: { id: { in: [...fundingIds] } }, include: withFundingEvents });
+    await emitWebhookEvents(
+      tx,
+      fundings.flatMap((funding) => {
+        const type = fundingWebhookEventType(funding.status);
+        return type ? [{ type, fundingId: funding.id, data: fundingView(funding) }] : [];
+      }),
+    );
   }
 
   /** Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its hold settled and its webhook). */
@@ -520,9 +529,8 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
-        const rows = await tx.funding.findMany({ where: { id: { in: ids } }, include: withFundingEvents });
-        await emitWebhookEvents(tx, rows.map((funding) => ({ type: 'funding.failed' as const, fundingId: funding.id, data: fundingView(funding) })));
-        ended.push(...rows.map((row) => ({ id: row.id, createdAt: row.createdAt })));
+        await announceAll(tx, ids);
+        ended.push(...(await tx.funding.findMany({ where: { id: { in: ids } }, select: { id: true, createdAt: true } })));
       }
       for (let start = 0; start < ended.length; start += BATCH_INSERT_CHUNK) {
         await ledger.releaseMany(tx, ended.slice(start, start + BATCH_INSERT_CHUNK).map((row) => row.id));
@@ -620,14 +628,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           FROM unnest(${written.map((item) => item.fundingId)}::uuid[], ${written.map((item) => item.status)}::text[], ${written.map((item) => item.requestReferenceNo)}::text[],
                       ${written.map((item) => item.code)}::text[], ${written.map((item) => item.fence)}::int[]) AS i(id, status, reference_no, code, fence)`;
         await ledger.settleMany(tx, written.map((item) => ({ fundingId: item.fundingId, outcome: item.status === 'APPROVED' ? 'post' : 'release' })));
-        const fundingsNow = await tx.funding.findMany({ where: { id: { in: [...ids] } }, include: withFundingEvents });
-        await emitWebhookEvents(
-          tx,
-          fundingsNow.flatMap((funding) => {
-            const type = fundingWebhookEventType(funding.status);
-            return type ? [{ type, fundingId: funding.id, data: fundingView(funding) }] : [];
-          }),
-        );
+        await announceAll(tx, [...ids]);
         return rows;
       });
       for (const row of moved) deps.metrics?.fundingFinished(row.status, row.created_at);

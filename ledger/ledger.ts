@@ -143,6 +143,50 @@ export function createLedger(options: LedgerOptions = {}) {
     return row ? { id: row.id, account: row.account, currency: row.currency, amount: -fromNumeric(row.amount) } : null;
   }
 
+  /**
+   * The second phase for many fundings at once (a chunk of a batch's items), as `settleFunding`
+   * writes it for one: a POST (the hold reversed, the source debited, WALLET_CLEARING credited)
+   * or a RELEASE (the hold reversed) settling each open hold, once; entries in account order, as
+   * every posting writes them. A hold already settled is skipped. Answers how many it settled.
+   */
+  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>): Promise<number> {
+    if (settlements.length === 0) return 0;
+    const holdReferences = settlements.map((item) => holdReference(item.fundingId));
+    const references = settlements.map((item) => (item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId)));
+    const kinds = settlements.map((item) => (item.outcome === 'post' ? 'POST' : 'RELEASE'));
+    if (settlements.some((item) => item.outcome === 'post')) {
+      const currencies = await tx.$queryRaw<Array<{ currency: string }>>`
+        SELECT DISTINCT currency FROM ledger_transaction WHERE reference = ANY(${holdReferences}::text[])`;
+      for (const { currency } of currencies) await ensureAccounts(tx, ['WALLET_CLEARING'], currency);
+    }
+    const settled = await tx.$queryRaw<Array<{ count: bigint }>>`
+      WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${references}::text[], ${kinds}::text[]) AS i(hold_reference, reference, kind)),
+      open AS (
+        SELECT h.id, h.funding_id, h.currency, input.reference, input.kind FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
+        WHERE h.kind = 'HOLD' AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)),
+      settle AS (
+        INSERT INTO ledger_transaction (reference, kind, currency, funding_id, settles_id)
+        SELECT open.reference, open.kind::"LedgerTransactionKind", open.currency, open.funding_id, open.id FROM open
+        ON CONFLICT DO NOTHING
+        RETURNING id, settles_id, currency, kind),
+      legs AS (
+        -- The hold reversed (both its legs, pending) ...
+        SELECT settle.id, e.account, settle.currency, -e.amount AS amount, true AS pending, 0 AS step
+        FROM settle JOIN ledger_entry e ON e.transaction_id = settle.settles_id
+        UNION ALL
+        -- ... and, for a POST, the source debited and WALLET_CLEARING credited.
+        SELECT settle.id, leg.account, settle.currency, leg.amount, false, 1
+        FROM settle JOIN ledger_entry e ON e.transaction_id = settle.settles_id AND e.amount < 0
+        CROSS JOIN LATERAL (VALUES (e.account, e.amount), ('WALLET_CLEARING'::varchar, -e.amount)) AS leg(account, amount)
+        WHERE settle.kind = 'POST'),
+      entries AS (
+        INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+        SELECT id, account, currency, amount, pending FROM legs ORDER BY account, id, step
+        RETURNING 1)
+      SELECT COUNT(*)::bigint AS count FROM settle`;
+    return Number(settled[0]?.count ?? 0n);
+  }
+
   return {
     ensureAccounts,
     post,
@@ -199,70 +243,10 @@ export function createLedger(options: LedgerOptions = {}) {
      * Releases the open holds of many fundings at once (a batch's items that will never start), as
      * `settleFunding` releases one: a RELEASE settling each hold, once. Answers how many it released.
      */
-    async releaseMany(tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> {
-      if (fundingIds.length === 0) return 0;
-      const holdReferences = fundingIds.map(holdReference);
-      const releaseReferences = fundingIds.map(releaseReference);
-      const released = await tx.$queryRaw<Array<{ count: bigint }>>`
-        WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${releaseReferences}::text[]) AS i(hold_reference, release_reference)),
-        open AS (
-          SELECT h.id, h.funding_id, h.currency, input.release_reference FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
-          WHERE NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)),
-        release AS (
-          INSERT INTO ledger_transaction (reference, kind, currency, funding_id, settles_id)
-          SELECT open.release_reference, 'RELEASE'::"LedgerTransactionKind", open.currency, open.funding_id, open.id FROM open
-          RETURNING id, settles_id, currency),
-        entries AS (
-          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
-          SELECT release.id, e.account, release.currency, -e.amount, true
-          FROM release JOIN ledger_entry e ON e.transaction_id = release.settles_id
-          ORDER BY e.account, release.id
-          RETURNING 1)
-        SELECT COUNT(*)::bigint AS count FROM release`;
-      return Number(released[0]?.count ?? 0n);
-    },
+    releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> =>
+      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const }))),
 
-    /**
-     * The second phase for many fundings at once (a chunk of a batch's items), as `settleFunding`
-     * writes it for one: a POST (the hold reversed, the source debited, WALLET_CLEARING credited)
-     * or a RELEASE (the hold reversed) settling each open hold, once; entries in account order, as
-     * every posting writes them. A hold already settled is skipped. Answers how many it settled.
-     */
-    async settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>): Promise<number> {
-      if (settlements.length === 0) return 0;
-      const holdReferences = settlements.map((item) => holdReference(item.fundingId));
-      const references = settlements.map((item) => (item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId)));
-      const kinds = settlements.map((item) => (item.outcome === 'post' ? 'POST' : 'RELEASE'));
-      const currencies = await tx.$queryRaw<Array<{ currency: string }>>`
-        SELECT DISTINCT currency FROM ledger_transaction WHERE reference = ANY(${holdReferences}::text[])`;
-      for (const { currency } of currencies) await ensureAccounts(tx, ['WALLET_CLEARING'], currency);
-      const settled = await tx.$queryRaw<Array<{ count: bigint }>>`
-        WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${references}::text[], ${kinds}::text[]) AS i(hold_reference, reference, kind)),
-        open AS (
-          SELECT h.id, h.funding_id, h.currency, input.reference, input.kind FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
-          WHERE h.kind = 'HOLD' AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)),
-        settle AS (
-          INSERT INTO ledger_transaction (reference, kind, currency, funding_id, settles_id)
-          SELECT open.reference, open.kind::"LedgerTransactionKind", open.currency, open.funding_id, open.id FROM open
-          ON CONFLICT DO NOTHING
-          RETURNING id, settles_id, currency, kind),
-        legs AS (
-          -- The hold reversed (both its legs, pending) ...
-          SELECT settle.id, e.account, settle.currency, -e.amount AS amount, true AS pending, 0 AS step
-          FROM settle JOIN ledger_entry e ON e.transaction_id = settle.settles_id
-          UNION ALL
-          -- ... and, for a POST, the source debited and WALLET_CLEARING credited.
-          SELECT settle.id, leg.account, settle.currency, leg.amount, false, 1
-          FROM settle JOIN ledger_entry e ON e.transaction_id = settle.settles_id AND e.amount < 0
-          CROSS JOIN LATERAL (VALUES (e.account, e.amount), ('WALLET_CLEARING'::varchar, -e.amount)) AS leg(account, amount)
-          WHERE settle.kind = 'POST'),
-        entries AS (
-          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
-          SELECT id, account, currency, amount, pending FROM legs ORDER BY account, id, step
-          RETURNING 1)
-        SELECT COUNT(*)::bigint AS count FROM settle`;
-      return Number(settled[0]?.count ?? 0n);
-    },
+    settleMany,
 
     /**
      * The second phase, exactly once: APPROVED posts the hold to WALLET_CLEARING, any other final

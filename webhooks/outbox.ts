@@ -15,27 +15,17 @@ export interface OutboxEvent {
 
 /** Writes the event and its deliveries in `tx`; answers the event's id (`evt_…`, the `webhook-id`). */
 export async function emitWebhookEvent(tx: Prisma.TransactionClient, event: OutboxEvent): Promise<string> {
-  const id = `evt_${randomUUID().replaceAll('-', '')}`;
-  const createdAt = new Date();
-  const body: WebhookEventBody = { id, type: event.type, createdAt: createdAt.toISOString(), data: event.data };
-  await tx.webhookEvent.create({
-    data: { id, type: event.type, fundingId: event.fundingId ?? null, paymentId: event.paymentId ?? null, body: JSON.stringify(body), createdAt },
-  });
-  const endpoints = await tx.webhookEndpoint.findMany({ where: { deletedAt: null, events: { has: event.type } }, select: { id: true } });
-  if (endpoints.length > 0) {
-    await tx.webhookDelivery.createMany({
-      data: endpoints.map((endpoint) => ({ id: randomUUID(), eventId: id, endpointId: endpoint.id, nextAttemptAt: createdAt, createdAt })),
-    });
-  }
-  return id;
+  const [id] = await emitWebhookEvents(tx, [event]);
+  return id!;
 }
 
 /**
- * Many events at once (a chunk of a batch's items finishing together), as `emitWebhookEvent`
- * writes each: the events, then one delivery per event and subscribed endpoint, in `tx`.
+ * Events and their deliveries in `tx`: the events, then one delivery per event and subscribed
+ * endpoint (one query for the endpoints, however many events: a chunk of a batch's items
+ * finishing together). Answers the events' ids in order.
  */
-export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: readonly OutboxEvent[]): Promise<void> {
-  if (events.length === 0) return;
+export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: readonly OutboxEvent[]): Promise<string[]> {
+  if (events.length === 0) return [];
   const createdAt = new Date();
   const rows = events.map((event) => {
     const id = `evt_${randomUUID().replaceAll('-', '')}`;
@@ -49,4 +39,5 @@ export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: re
     endpoints.filter((endpoint) => (endpoint.events as string[]).includes(row.type)).map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id, nextAttemptAt: createdAt, createdAt })),
   );
   if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
+  return rows.map((row) => row.id);
 }
