@@ -330,6 +330,7 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
 
 describe('a live run overtaken by a stale copy’s claim (found by the pause-chaos soak)', () => {
   it('takes the funding over again, trusting nothing, and ends it: approved once, never left CREATING', async () => {
+    const since = new Date();
     await stack.startWorker();
     // The pass's create is refused with 429 (nothing created): the workflow goes on by its steps after the Retry-After.
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 2 }]);
@@ -352,8 +353,14 @@ describe('a live run overtaken by a stale copy’s claim (found by the pause-cha
       }
       throw new Error(`timed out waiting for ${what}`);
     };
-    // The pass claimed (fence 1) and was refused; now the step path's create will be slow.
+    // The pass claimed (fence 1) and its create was refused. Its claim alone is not enough: the
+    // claim is written before the create is sent, and a fault swapped in between would let the
+    // pass's create through (slowly), so the pass would end the funding and no step path would come.
     await waitFor(async () => (await fenceNow()) >= 1, 'the pass');
+    await waitFor(
+      async () => (await stack.database.walletCall.count({ where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } } })) > 0,
+      'the pass’s refused create',
+    );
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 2000 }]);
     // The step path claims (fence 2) and creates; a stale copy of the workflow claims meanwhile.
     await waitFor(async () => (await fenceNow()) >= 2, 'the step path’s claim');
