@@ -15,6 +15,8 @@ import { launchChromium } from '../support/browser.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const stateDir = mkdtempSync(path.join(tmpdir(), 'walletflow-dev-'));
+/** Every start, so that a failed assertion does not leave a stack running for the rest of the suite. */
+const started: ChildProcess[] = [];
 
 interface DevRun {
   child: ChildProcess;
@@ -46,6 +48,7 @@ async function startDev(): Promise<DevRun> {
   }
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
   const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'dev'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  started.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -68,9 +71,15 @@ async function interrupt(run: DevRun, options: { closeOutputFirst?: boolean } = 
   return exited;
 }
 
-afterAll(() => {
+afterAll(async () => {
+  // A test that failed half-way stops its stack as Ctrl-C would (the stack stops what it started).
+  for (const child of started.filter((run) => run.exitCode === null && run.signalCode === null)) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    process.kill(-child.pid!, 'SIGINT');
+    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 60_000))]);
+  }
   rmSync(stateDir, { recursive: true, force: true });
-});
+}, 90_000);
 
 describe('walletflow dev', () => {
   it('brings the stack up, reports it ready, and stops it all on Ctrl-C; a second start reuses the data', async () => {
