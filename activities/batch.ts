@@ -6,14 +6,14 @@
 // batch's activity for a retry, a reconciliation or a review, and an activity retried after an
 // attempt that did get somewhere finds its funding past PENDING and hands it over: it never
 // executes twice. Signatures and results are the workflow's, declared in its contract.
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { isFinalFundingStatus } from '../domain/funding.ts';
 import type { BatchState } from '../domain/funding-batch.ts';
 import type { BatchRecord } from '../fundings/batch-record.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import { fundBatchFailureTypes, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
+import { fundBatchActivityTimeouts, fundBatchFailureTypes, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import type { FundingActivities } from './funding.ts';
 
@@ -77,35 +77,15 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
     },
 
     async runBatchItems(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
-      // The chunk pass takes the fresh CODE items on together, the others each in its own pass.
-      let passes: Map<string, OnePassOutcome | 'failed'>;
+      // Alive while this process runs (a frozen or dead one stops beating, and the chunk is tried
+      // again after its heartbeat time-out: the new attempt claims the items anew).
+      const context = Context.current();
+      const beat = setInterval(() => context.heartbeat(), fundBatchActivityTimeouts.heartbeatEveryMs);
       try {
-        passes = (await deps.funding.fundItemsInOnePass(fundingIds)).outcomes;
-      } catch (error) {
-        // Nothing is assumed about what the chunk did: an item past PENDING goes to its own
-        // workflow, which claims it (fencing out anything still under way); a PENDING one stays
-        // the runner's.
-        logger.warn({ batchId, err: (error as Error).message }, 'batch chunk pass failed: handing its items over');
-        passes = new Map();
+        return await runChunk(batchId, fundingIds);
+      } finally {
+        clearInterval(beat);
       }
-      const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
-      for (const fundingId of fundingIds) {
-        const pass = passes.get(fundingId) ?? 'failed';
-        if (pass !== 'failed' && pass.kind === 'finished') {
-          outcome.finished += 1;
-          continue;
-        }
-        const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
-        const handed = await handOver(batchId, fundingId, why);
-        if (handed === 'finished') outcome.finished += 1;
-        else if (handed === 'not-started') outcome.notStarted += 1;
-        else outcome.handedOver += 1;
-        // The wallet refused the create with 429 (nothing created): the item's workflow retries it
-        // after the wallet's Retry-After, and the whole batch slows down. Another transient
-        // failure (a reset connection, a 503) is the item's alone: it is handed over, no more.
-        if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited) outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
-      }
-      return outcome;
     },
 
     unfinishedBatchItems: (batchId: string): Promise<number> => batches.unfinishedItems(batchId),
@@ -118,4 +98,37 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
       return batch.state;
     },
   };
+
+  /** One chunk: its items' passes, then each item it did not finish handed over or left PENDING. */
+  async function runChunk(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
+    // The chunk pass takes the fresh CODE items on together, the others each in its own pass.
+    let passes: Map<string, OnePassOutcome | 'failed'>;
+    try {
+      passes = (await deps.funding.fundItemsInOnePass(fundingIds)).outcomes;
+    } catch (error) {
+      // Nothing is assumed about what the chunk did: an item past PENDING goes to its own
+      // workflow, which claims it (fencing out anything still under way); a PENDING one stays
+      // the runner's.
+      logger.warn({ batchId, err: (error as Error).message }, 'batch chunk pass failed: handing its items over');
+      passes = new Map();
+    }
+    const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
+    for (const fundingId of fundingIds) {
+      const pass = passes.get(fundingId) ?? 'failed';
+      if (pass !== 'failed' && pass.kind === 'finished') {
+        outcome.finished += 1;
+        continue;
+      }
+      const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
+      const handed = await handOver(batchId, fundingId, why);
+      if (handed === 'finished') outcome.finished += 1;
+      else if (handed === 'not-started') outcome.notStarted += 1;
+      else outcome.handedOver += 1;
+      // The wallet refused the create with 429 (nothing created): the item's workflow retries it
+      // after the wallet's Retry-After, and the whole batch slows down. Another transient
+      // failure (a reset connection, a 503) is the item's alone: it is handed over, no more.
+      if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited) outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
+    }
+    return outcome;
+  }
 }

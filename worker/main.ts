@@ -22,6 +22,7 @@ import { ensureReconcileSchedule } from './reconcile-schedule.ts';
 import { runsCompiled } from '../lib/project-root.ts';
 import { tracedBundlePath, tracingWorkflowModules } from '../lib/tracing-bundle.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
+import { WORKER_HEARTBEAT_THROTTLE_MS } from '../workflows/fund-batch.contract.ts';
 
 let config;
 try {
@@ -111,6 +112,8 @@ const worker = await Worker.create({
   namespace: config.temporal.namespace,
   taskQueue: config.temporal.taskQueue,
   maxConcurrentActivityTaskExecutions: config.workerMaxConcurrentActivities,
+  // A batch chunk's heartbeats reach Temporal well within its time-out (workflows/fund-batch.contract.ts).
+  maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
   ...(dataConverter ? { dataConverter } : {}),
   ...(config.workflowBundlePath
     ? { workflowBundle: { codePath: tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath } }

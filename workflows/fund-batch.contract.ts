@@ -68,9 +68,24 @@ export const fundBatchFailureTypes = {
  */
 export const fundBatchActivityTimeouts = {
   runItemMs: 150_000,
+  /**
+   * A chunk's heartbeat time-out: a chunk on a worker that died or froze is tried again after
+   * this, not after runItemMs (its items would wait minutes on a dead worker). The attempt that
+   * takes over claims the items anew, so a frozen one that goes on writes nothing (fencing).
+   */
+  heartbeatMs: 10_000,
+  /** How often a chunk records a heartbeat; the worker sends one at most every WORKER_HEARTBEAT_THROTTLE_MS. */
+  heartbeatEveryMs: 1000,
   /** The small reads and the completion: a few indexed queries each. */
   readMs: 30_000,
 } as const;
+
+/**
+ * The longest the worker holds a heartbeat before sending it (its option
+ * maxHeartbeatThrottleInterval; the SDK's own is 80% of the time-out, which would leave a chunk
+ * 2 s of slack). Every worker that runs fundBatch's activities is created with it.
+ */
+export const WORKER_HEARTBEAT_THROTTLE_MS = 2000;
 
 /** What the runner did with a chunk of items. */
 export interface BatchItemsOutcome {

@@ -57,6 +57,8 @@ const nonRetryableErrorTypes = [fundBatchFailureTypes.notFound];
  */
 const items = proxyActivities<Pick<FundBatchActivities, 'runBatchItems'>>({
   startToCloseTimeout: fundBatchActivityTimeouts.runItemMs,
+  // A chunk on a worker that died (or froze) is tried again after this, not after runItemMs.
+  heartbeatTimeout: fundBatchActivityTimeouts.heartbeatMs,
   retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes },
 });
 

@@ -4,11 +4,13 @@
 // state says: posted when APPROVED, released otherwise. The runner continues as new every few
 // items (its history stays bounded), pauses, resumes and cancels on the stored state, and slows
 // the whole batch down when the wallet answers 429.
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
-import type { temporal } from '@temporalio/proto';
+import { temporal as temporalProto, type temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
@@ -30,8 +32,10 @@ import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
 import type { SweepReport } from '../../workflows/reconcile.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
-import { waitUntil } from '../support/wait-for.ts';
+import { waitFor, waitUntil } from '../support/wait-for.ts';
 
+const root = path.resolve(import.meta.dirname, '../..');
+const temporalEnums = temporalProto.api.enums.v1;
 let stack: PartnerStack;
 let fundings: ReturnType<typeof createFundingRecord>;
 let batches: ReturnType<typeof createBatchRecord>;
@@ -462,4 +466,52 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     // after the chunk, on a clock of its own, sent its create 4 s in: past that point).
     for (const call of calls) expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(started + startToCloseTimeoutMs + 250);
   });
+});
+
+describe('a chunk whose worker died', () => {
+  it('is tried again after its heartbeat time-out, not its start-to-close: the items end on another worker, each executed once', async () => {
+    // The chunk runs on a worker process of its own, the only one polling.
+    await stack.stopWorker();
+    let output = '';
+    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env: { ...stack.workerEnv(), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor('the worker process polling', () => (output.includes('worker polling') ? true : undefined), 90_000, () => output.slice(-3000));
+      // Its creates take 5 s: the worker dies while the chunk waits on them.
+      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
+      const batchId = await runningBatch(3);
+      const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
+      await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
+      child.kill('SIGKILL');
+      await exited;
+      await stack.admin.clearFaults();
+      await stack.startWorker();
+
+      expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+      // The attempt that finished the chunk came once the dead one's heartbeat stopped, not after
+      // the attempt's whole start-to-close (150 s of items waiting on a dead worker).
+      const history = await handle.fetchHistory();
+      const retried = (history.events ?? []).flatMap((event) => {
+        const started = event.activityTaskStartedEventAttributes;
+        return started && (started.attempt ?? 1) > 1 ? [started.lastFailure?.timeoutFailureInfo?.timeoutType] : [];
+      });
+      expect(retried.length).toBeGreaterThan(0);
+      expect(retried.every((type) => type === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT)).toBe(true);
+      // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never executed).
+      const rows = await expectSettled(batchId);
+      expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
+      for (const row of rows) {
+        const events = (await fundings.findWithEvents(row.id))!.events;
+        const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
+        expect(fences, `fences of ${row.id}`).toEqual([...fences].sort((a, b) => a - b));
+      }
+    } finally {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    }
+  }, 240_000);
 });

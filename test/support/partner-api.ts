@@ -24,6 +24,7 @@ import { createTokenCipher, deriveSubkey, type TokenCipher } from '../../lib/tok
 import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
+import { WORKER_HEARTBEAT_THROTTLE_MS } from '../../workflows/fund-batch.contract.ts';
 
 export interface PartnerApiOptions {
   databaseUrl: string;
@@ -179,6 +180,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
           namespace: options.namespace,
           taskQueue,
           workflowBundle,
+          maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
           ...(shutdownGraceTime === undefined ? {} : { shutdownGraceTime }),
           ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
           activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
