@@ -85,6 +85,7 @@ program
   .option('--seconds <n>', 'timed seconds per level (walletflow and baseline each)', '10')
   .option('--session-seconds <n>', 'seconds of autocannon on the session URL (0: skip)', '10')
   .option('--session-connections <n>', 'autocannon connections on the session URL', '10')
+  .option('--quiet-seconds <n>', 'seconds of quiet after a load before the workers\' resident memory is read', '10')
   .option('--temporal <kind>', 'dev (the CLI dev server) or server (a real Temporal server on the PostgreSQL at 127.0.0.1:5432, built on first use)', 'dev')
   .option('--workers <n>', 'worker processes (default: 1 on the dev server, 2 on the server)')
   .option('--out <dir>', 'where the JSON report and the SVG chart go', 'bench/results')

@@ -45,7 +45,14 @@ export const benchReportSchema = z.object({
   machine: z.object({ cpus: z.number().int(), cpuModel: z.string(), memoryGiB: z.number(), node: z.string(), platform: z.string() }),
   temporal: z.enum(['dev-server', 'server']),
   workers: z.number().int().min(1),
-  options: z.object({ levels: z.array(z.number().int()), seconds: z.number(), sessionSeconds: z.number(), sessionConnections: z.number().int() }),
+  options: z.object({
+    levels: z.array(z.number().int()),
+    seconds: z.number(),
+    sessionSeconds: z.number(),
+    sessionConnections: z.number().int(),
+    /** Seconds of quiet before each resident-memory reading; absent in reports from before it was an option: 10. */
+    quietSeconds: z.number().int().optional(),
+  }),
   /** `--preload` (flat with data): the ops API on a next-to-empty database against the same after a preload. */
   flat: flatReportSchema.optional(),
   levels: z.array(
@@ -115,16 +122,16 @@ export const benchReportSchema = z.object({
     .optional(),
   /** How the API and workers ran: compiled JavaScript (as in production) or the sources through tsx. */
   code: z.enum(['compiled', 'source (tsx)']).optional(),
-  /** Resident memory of each worker process 10 s after the funding levels are done, MiB (peaks: per level). */
+  /** Resident memory of each worker process after the quiet (options.quietSeconds) once the funding levels are done, MiB (peaks: per level). */
   workerRssMiBAfter: z.record(z.string(), z.number()).optional(),
   /**
-   * The same 10 s after the session URL's run, MiB: the sessions it stored (hundreds a second) are
+   * The same after the quiet once the session URL's run is done, MiB: the sessions it stored (hundreds a second) are
    * onboarded by the worker for minutes after it, so this is memory under that work, not at rest.
    */
   workerRssMiBAfterSession: z.record(z.string(), z.number()).optional(),
-  /** At rest: 10 s after the worker has onboarded every session the session URL's run stored, MiB. */
+  /** At rest: the quiet after the worker has onboarded every session the session URL's run stored, MiB. */
   workerRssMiBAtRest: z.record(z.string(), z.number()).optional(),
-  /** The worker onboarding the sessions the session URL's run stored, from 10 s after the run (waitForOnboardings). */
+  /** The worker onboarding the sessions the session URL's run stored, from the quiet after the run (waitForOnboardings). */
   onboarding: z.object({ seconds: z.number(), pending: z.number().int(), onboardedPerSecond: z.number() }).optional(),
   /** The machine's 1-minute load average before the run and after it (the machine may be shared). */
   loadAverage: z.object({ before: z.number(), after: z.number() }).optional(),
@@ -168,10 +175,11 @@ export function formatBenchTable(report: BenchReport): string {
   }
   if (report.workerRssMiBAfter) {
     const list = (rss: Record<string, number>) => Object.entries(rss).map(([name, mib]) => `${name} ${mib} MiB`).join(', ');
+    const quiet = `${report.options.quietSeconds ?? 10} s`;
     out.push(
-      `Worker resident memory 10 s after the funding levels: ${list(report.workerRssMiBAfter)}` +
-        `${report.workerRssMiBAfterSession ? `; 10 s after the session URL's run, while it onboards the sessions that run stored: ${list(report.workerRssMiBAfterSession)}` : ''}` +
-        `${report.workerRssMiBAtRest ? `; at rest, 10 s after it onboarded them all: ${list(report.workerRssMiBAtRest)}` : ''}.`,
+      `Worker resident memory ${quiet} after the funding levels: ${list(report.workerRssMiBAfter)}` +
+        `${report.workerRssMiBAfterSession ? `; ${quiet} after the session URL's run, while it onboards the sessions that run stored: ${list(report.workerRssMiBAfterSession)}` : ''}` +
+        `${report.workerRssMiBAtRest ? `; at rest, ${quiet} after it onboarded them all: ${list(report.workerRssMiBAtRest)}` : ''}.`,
     );
   }
   if (report.onboarding) {

@@ -31,6 +31,8 @@ export interface BenchOptions {
   seconds: string;
   sessionSeconds: string;
   sessionConnections: string;
+  /** Seconds of quiet before each resident-memory reading (default 10). */
+  quietSeconds?: string;
   temporal: string;
   workers?: string;
   out: string;
@@ -64,6 +66,8 @@ interface Settings {
   seconds: number;
   sessionSeconds: number;
   sessionConnections: number;
+  /** How long the bench waits, after a load, before it reads the workers' resident memory. */
+  quietSeconds: number;
   temporal: 'dev-server' | 'server';
   workers: number;
   out: string;
@@ -88,6 +92,7 @@ function parse(options: BenchOptions): Settings {
     seconds: wholeNumber(options.seconds, 'seconds', 1, 600),
     sessionSeconds: wholeNumber(options.sessionSeconds, 'session-seconds', 0, 600),
     sessionConnections: wholeNumber(options.sessionConnections, 'session-connections', 1, 1024),
+    quietSeconds: wholeNumber(options.quietSeconds ?? '10', 'quiet-seconds', 0, 600),
     temporal,
     workers,
     out: path.resolve(options.out),
@@ -317,7 +322,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
    * load (the peak during each level is in that level's figures).
    */
   const workerMemoryAfterQuiet = async () => {
-    await new Promise((resolve) => setTimeout(resolve, 10_000));
+    await new Promise((resolve) => setTimeout(resolve, settings.quietSeconds * 1000));
     const rssByWorker: Record<string, number> = {};
     for (const worker of stack.workers) {
       const pid = worker.pid();
@@ -361,7 +366,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   }
 
   const workerRssMiBAfterSession = settings.sessionSeconds > 0 ? await workerMemoryAfterQuiet() : undefined;
-  // At rest: once the worker has onboarded every session the run stored (none PENDING), 10 s more;
+  // At rest: once the worker has onboarded every session the run stored (none PENDING), the quiet once more;
   // thousands take it minutes, so the wait is bounded and its onboarding rate reported either way.
   let atRest: Pick<BenchReport, 'workerRssMiBAtRest' | 'onboarding'> = {};
   if (session) {
@@ -387,7 +392,7 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     },
     temporal: settings.temporal,
     workers: settings.workers,
-    options: { levels: settings.levels, seconds: settings.seconds, sessionSeconds: settings.sessionSeconds, sessionConnections: settings.sessionConnections },
+    options: { levels: settings.levels, seconds: settings.seconds, sessionSeconds: settings.sessionSeconds, sessionConnections: settings.sessionConnections, quietSeconds: settings.quietSeconds },
     code: settings.fromSource ? 'source (tsx)' : 'compiled',
     levels,
     session,
