@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirst from './test/longest-first.ts';
 
 /**
  * Files that measure answers under load (a burst's exact 202/422 split, a session storm's wait):
@@ -17,6 +18,8 @@ export default defineConfig({
     // worker has its own database (test/support/test-database.ts). docs/testing.md has the figures.
     maxWorkers: 3,
     reporters: ['default'],
+    // Longest first, also on a fresh clone that has no durations of its own (test/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     projects: [
       { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: alone, sequence: { groupOrder: 0 } } },
       { extends: true, test: { name: 'under-load', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } } },
