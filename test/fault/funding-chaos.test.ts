@@ -2,39 +2,30 @@
 // sandbox loses answers, fails after effects, answers 7011, 5xx and slowly, and the worker
 // process is killed (SIGKILL) and restarted twice mid-batch. Afterwards every funding is final
 // and the sandbox ledger agrees with walletflow's records, transfer by transfer.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isFinalFundingStatus, type FundingView } from '../../domain/funding.ts';
 import { addAmounts } from '../../domain/money.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
 let stack: PartnerStack;
-let worker: ChildProcess | undefined;
-let workerOutput = '';
+let worker: WorkerProcess | undefined;
 
-function startWorkerProcess(): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env: stack.workerEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout?.on('data', (chunk: Buffer) => (workerOutput = (workerOutput + chunk.toString()).slice(-20_000)));
-  child.stderr?.on('data', (chunk: Buffer) => (workerOutput = (workerOutput + chunk.toString()).slice(-20_000)));
-  return child;
+function startWorker(): WorkerProcess {
+  return startWorkerProcess(stack.workerEnv());
 }
 
 async function killWorker(signal: NodeJS.Signals): Promise<void> {
-  const child = worker;
+  const stopping = worker;
   worker = undefined;
-  if (!child || child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill(signal);
-  await exited;
+  await stopping?.stop(signal);
 }
 
 beforeAll(async () => {
   stack = await startPartnerStack();
-  worker = startWorkerProcess();
+  worker = startWorker();
 });
 
 afterAll(async () => {
@@ -113,7 +104,7 @@ describe('fundings under faults and worker kills', () => {
       while (fundingIds.filter(Boolean).length < after) await new Promise((resolve) => setTimeout(resolve, 50));
       await killWorker('SIGKILL');
       await new Promise((resolve) => setTimeout(resolve, 300));
-      worker = startWorkerProcess();
+      worker = startWorker();
     };
     const kills = Promise.all([kill(25).then(() => kill(70))]);
     // Ten requests at a time, as a busy ops team would.
@@ -129,7 +120,7 @@ describe('fundings under faults and worker kills', () => {
     while (rows.some((row) => !isFinalFundingStatus(row.status))) {
       if (Date.now() > deadline) {
         const stuck = rows.filter((row) => !isFinalFundingStatus(row.status)).map((row) => `${row.id} ${row.status}`);
-        throw new Error(`fundings not final: ${stuck.join(', ')}\nworker output:\n${workerOutput.slice(-3000)}`);
+        throw new Error(`fundings not final: ${stuck.join(', ')}\nworker output:\n${worker?.output().slice(-3000) ?? ''}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
       rows = await stack.database.funding.findMany({ where: { id: { in: fundingIds } } });

@@ -4,9 +4,7 @@
 // state says: posted when APPROVED, released otherwise. The runner continues as new every few
 // items (its history stays bounded), pauses, resumes and cancels on the stored state, and slows
 // the whole batch down when the wallet answers 429.
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
@@ -33,8 +31,8 @@ import type { SweepReport } from '../../workflows/reconcile.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitFor, waitUntil } from '../support/wait-for.ts';
+import { startWorkerProcess } from '../support/worker-process.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
 const temporalEnums = temporalProto.api.enums.v1;
 let stack: PartnerStack;
 let fundings: ReturnType<typeof createFundingRecord>;
@@ -472,20 +470,15 @@ describe('a chunk whose worker died', () => {
   it('is tried again after its heartbeat time-out, not its start-to-close: the items end on another worker, each executed once', async () => {
     // The chunk runs on a worker process of its own, the only one polling.
     await stack.stopWorker();
-    let output = '';
-    const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env: { ...stack.workerEnv(), LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    child.stdout.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
-    child.stderr.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
-    const exited = new Promise((resolve) => child.once('exit', resolve));
+    const child = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
     try {
-      await waitFor('the worker process polling', () => (output.includes('worker polling') ? true : undefined), 90_000, () => output.slice(-3000));
+      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
       // Its creates take 5 s: the worker dies while the chunk waits on them.
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
       await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
-      child.kill('SIGKILL');
-      await exited;
+      await child.stop('SIGKILL');
       await stack.admin.clearFaults();
       await stack.startWorker();
 
@@ -508,10 +501,7 @@ describe('a chunk whose worker died', () => {
         expect(fences, `fences of ${row.id}`).toEqual([...fences].sort((a, b) => a - b));
       }
     } finally {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await child.stop('SIGKILL');
     }
   }, 240_000);
 });

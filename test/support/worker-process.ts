@@ -1,0 +1,29 @@
+// A worker as production runs it: `worker/main.ts` in a process of its own, on a test stack's
+// settings (PartnerStack.workerEnv), so a test can kill it (SIGKILL) mid-work and start another.
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+export interface WorkerProcess {
+  /** The last 20,000 characters it wrote, stdout and stderr together. */
+  output(): string;
+  /** Sends the signal (if it still runs) and waits for it to exit. */
+  stop(signal: NodeJS.Signals): Promise<void>;
+}
+
+export function startWorkerProcess(env: NodeJS.ProcessEnv): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
+  child.stdout.on('data', collect);
+  child.stderr.on('data', collect);
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return {
+    output: () => output,
+    async stop(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
