@@ -39,7 +39,9 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
   const { batches, fundings, logger } = deps;
 
   /**
-   * The item's own workflow takes it on, under the id stored on its row: a second start (a retried
+   * The item's own workflow takes it on, under the id stored on its row (an attempt Temporal
+   * replaced after a missed heartbeat still gets here: the SDK does not abort its calls, and the
+   * start finds the successor's workflow): a second start (a retried
    * activity) finds the running one, and a closed one is left alone (that run already ended it).
    */
   async function handOver(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished' | 'not-started'> {

@@ -61,7 +61,7 @@ export const fundBatchFailureTypes = {
 } as const;
 
 /**
- * Start-to-close of fundBatch's activities (ms). A chunk's run holds its items' passes (a TOKEN
+ * fundBatch's activities' time-outs and a chunk's heartbeat (ms). A chunk's run holds its items' passes (a TOKEN
  * item's may wait for the token vault's refresh lock; the creates, the executes and the writes; no
  * wallet call starts that could outlive the activity) and the start of an item's own workflow when
  * its pass left it unfinished.
