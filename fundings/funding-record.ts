@@ -516,21 +516,21 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<Array<{ createdAt: Date }>> {
       const ended: Array<{ id: string; createdAt: Date }> = [];
       for (;;) {
-        const cancelled = await tx.$queryRaw<Array<{ id: string }>>`
+        const cancelled = await tx.$queryRaw<Array<{ id: string; createdAt: Date }>>`
           UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
                  error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
           WHERE id IN (SELECT id FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" ORDER BY id LIMIT ${BATCH_INSERT_CHUNK})
             -- Again here, not only in the subquery: a row a pass claimed while this waited for its
             -- lock is read again in its new version and left alone (the subquery's list is not).
             AND status = 'PENDING'::"FundingStatus"
-          RETURNING id::text AS id`;
+          RETURNING id::text AS id, created_at AS "createdAt"`;
         const ids = cancelled.map((row) => row.id);
         if (ids.length === 0) break;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
         await announceAll(tx, ids);
-        ended.push(...(await tx.funding.findMany({ where: { id: { in: ids } }, select: { id: true, createdAt: true } })));
+        ended.push(...cancelled);
       }
       for (let start = 0; start < ended.length; start += BATCH_INSERT_CHUNK) {
         await ledger.releaseMany(tx, ended.slice(start, start + BATCH_INSERT_CHUNK).map((row) => row.id));
