@@ -25,6 +25,8 @@ import { requestId } from './http/request-id.ts';
 import { requestSpans, type RequestTracing } from './http/request-spans.ts';
 import { opsAuth } from './ops/ops-auth.ts';
 import { auditOpsWrites } from './ops/ops-audit.ts';
+import { createOpsActionLog, type OpsActionLog } from '../audit/ops-actions.ts';
+import { strictRouter } from './http/route-registration.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
 import { sendProblem } from './http/problem.ts';
@@ -87,6 +89,8 @@ export interface AppDependencies {
     onboarding: Pick<OnboardingDispatcher, 'wake' | 'expedite'>;
     /** OPS_API_KEYS: OpsKeys or entries (`name:scopes:key`, or a bare key: `default`, every scope). */
     opsApiKeys: readonly (string | OpsKey)[];
+    /** Where ops writes are audited (its owner drains it at shutdown); absent: one of the app's own. */
+    opsAudit?: OpsActionLog;
     /** LOGIN_SIGNING_KEY: verifies partner-signed login tokens; absent: only ops login URLs. */
     loginSigningKey?: Buffer | undefined;
     connectReturnUrl?: string | undefined;
@@ -109,9 +113,29 @@ export interface AppDependencies {
   };
 }
 
+/** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
+function isOpsPath(path: string): boolean {
+  const first = path.split('/').find((segment) => segment !== '') ?? '';
+  let decoded = first;
+  try {
+    decoded = decodeURIComponent(first);
+  } catch {
+    // Not decodable: compared as sent.
+  }
+  return decoded.toLowerCase() === 'ops';
+}
+
+/** The answer for a path no route has, in any spelling but a route's own (contract section 12). */
+const noRoute: express.RequestHandler = (req, res) => {
+  sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.baseUrl}${req.path}` });
+};
+
 export function createApp(deps: AppDependencies): express.Express {
   const app = express();
   app.disable('x-powered-by');
+  // Paths are exact: a route is reached only by its own spelling (case, no trailing slash).
+  app.set('case sensitive routing', true);
+  app.set('strict routing', true);
   app.set('query parser', 'simple');
   const hardening = deps.hardening ?? {};
   const metrics = deps.metrics ?? createMetrics();
@@ -164,10 +188,16 @@ export function createApp(deps: AppDependencies): express.Express {
         }),
       }),
     );
-    const ops = express.Router();
-    ops.use(opsAuth({ keys: services.opsApiKeys }));
-    // Every write leaves the key's name behind, whatever it answered (contract section 12).
-    ops.use(auditOpsWrites(services.database, deps.logger));
+    // Before any ops route, for the ops API in any spelling (/OPS/…, //ops/…, /%6Fps/…): every write
+    // leaves an audit row, whatever it answered (a refusal too), with the key's name when a valid
+    // key was presented (contract section 12), and the caller is authenticated. Only the exact
+    // spelling then reaches a route (`ops`, below); any other is 404.
+    const opsGate = express.Router();
+    opsGate.use(auditOpsWrites(services.opsAudit ?? createOpsActionLog(services.database, deps.logger)));
+    opsGate.use(opsAuth({ keys: services.opsApiKeys }));
+    const ops = strictRouter();
+    // No ops route answers OPTIONS (no cross-origin caller is served): Express would otherwise list a path's methods.
+    ops.use((req, res, next) => (req.method === 'OPTIONS' ? noRoute(req, res, next) : next()));
     const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
     ops.use(
@@ -227,6 +257,8 @@ export function createApp(deps: AppDependencies): express.Express {
     });
     ops.use(opsPaymentsRouter({ payments }));
     ops.use(opsWebhooksRouter({ webhooks: createWebhookStore({ database: services.database, cipher: services.cipher }), publicTargetsOnly: services.production === true }));
+    // A path no route has is answered here, by no handler (and an OPTIONS request is not answered with the routes' methods).
+    ops.use(noRoute);
     app.use(
       landingRouter({
         database: services.database,
@@ -246,12 +278,11 @@ export function createApp(deps: AppDependencies): express.Express {
         }),
       }),
     );
+    app.use((req, res, next) => (isOpsPath(req.path) ? opsGate(req, res, next) : next()));
     app.use('/ops', ops);
   }
 
-  app.use((req, res) => {
-    sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.path}` });
-  });
+  app.use(noRoute);
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     // A body or path the framework could not read is the client's fault (4xx), never a 500.
     const refused = clientErrorOf(error);

@@ -10,6 +10,7 @@ import { createTokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import { createWalletCallLog } from '../audit/wallet-call-log.ts';
+import { createOpsActionLog } from '../audit/ops-actions.ts';
 import { createWalletClient } from '../wallet/index.ts';
 import { checkWalletServiceReachable } from '../wallet/reachability.ts';
 import { createApp } from './app.ts';
@@ -55,6 +56,8 @@ const onboarding = createOnboardingDispatcher({
   onboardNow: createSessionOnboarding({ database, wallet, tokens: createTokenStore(cipher), cipher, logger }),
 });
 if (config.opsApiKeys.length === 0) logger.warn('OPS_API_KEYS is empty: every /ops request will be refused');
+// The audit of ops writes, written behind the answers and drained before the process ends.
+const opsAudit = createOpsActionLog(database, logger);
 const app = createApp({
   logger,
   metrics,
@@ -82,6 +85,7 @@ const app = createApp({
     taskQueue: config.temporal.taskQueue,
     onboarding,
     opsApiKeys: config.opsApiKeys,
+    opsAudit,
     loginSigningKey: config.loginSigningKey,
     connectReturnUrl: config.connectReturnUrl,
     trustedProxies: config.trustedProxies,
@@ -129,6 +133,7 @@ async function shutdown(signal: string): Promise<void> {
   await new Promise((resolve) => server.once('close', resolve));
   // No new sessions now: the pass in flight finishes; what is left waits in the outbox for the next process.
   await onboarding.stop();
+  if (!(await opsAudit.drain(5_000))) logger.error({ waiting: opsAudit.state().waiting }, 'ops audit rows not written before the api stopped');
   await Promise.allSettled([database.$disconnect(), temporal.close(), wallet.close(), tracing?.shutdown()]);
   process.exit(0);
 }

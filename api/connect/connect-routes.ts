@@ -5,7 +5,8 @@
 // code and stores the link's tokens, never moving a link that belongs to another partner user.
 import { overloadOf } from '../../lib/admission.ts';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import type { Router} from 'express';
+import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
 import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
@@ -17,7 +18,7 @@ import { isWalletError, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
 import { limitRequests, rateLimitedPageAnswer, type RateLimiter } from '../http/rate-limit.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, header, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
@@ -149,7 +150,7 @@ const errorExplanations: Record<string, string> = {
 };
 
 export function connectRouter(deps: ConnectDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router);
   const now = deps.now ?? Date.now;
 

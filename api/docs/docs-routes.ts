@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import express, { Router, type Response } from 'express';
-import { routesOn } from '../http/route-registration.ts';
+import type { Router} from 'express';
+import express, { type Response } from 'express';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 
 export const DOCS_PATH = '/docs';
@@ -79,7 +80,7 @@ const initScript = readFileSync(new URL('./assets/init.js', import.meta.url));
 
 /** `document`: the OpenAPI document (api/docs/openapi.ts builds it, from these routes too). */
 export function docsRouter(document: Record<string, unknown>): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router);
   const viewerHeaders = (res: Response) => {
     res.setHeader('Content-Security-Policy', docsCsp);

@@ -6,8 +6,10 @@
 // payments only). The pages' scripts are files (assets/), served under /app/assets by
 // page-assets.ts. Under /app every answer is a page, or JSON to the pages' polls: never a problem
 // document.
+import { strictRouter } from '../http/route-registration.ts';
 import { overloadOf } from '../../lib/admission.ts';
-import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import type { Router} from 'express';
+import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import type { MessagePage } from './landing-pages.ts';
@@ -27,7 +29,7 @@ export type { LandingDependencies } from './landing-context.ts';
 export const landingRoutes: readonly AnyRouteSpec[] = [...sessionEntryRoutes, ...moneyFormRoutes, ...progressRoutes];
 
 export function landingRouter(deps: LandingDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const context = createLandingContext(deps);
 
   // The pages' scripts (/app/assets/…), before the rate limit: a browser fetches each once (they

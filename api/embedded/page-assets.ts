@@ -9,9 +9,10 @@
 //
 // Headers: JavaScript's content type with charset, nosniff (also set by helmet for every answer),
 // and helmet's Cross-Origin-Resource-Policy: same-origin (no other site may load the file).
+import { strictRouter } from '../http/route-registration.ts';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Router } from 'express';
+import type { Router } from 'express';
 
 export const ASSETS_PATH = '/app/assets';
 
@@ -49,7 +50,7 @@ export function scriptUrl(name: PageScript): string {
  * docs' static files, not a route: files are not operations of the OpenAPI document.
  */
 export function pageAssetsRouter(): Router {
-  const router = Router();
+  const router = strictRouter();
   router.use(ASSETS_PATH, (req, res, next) => {
     const asset = byUrl.get(`${ASSETS_PATH}${req.path}`);
     if ((req.method !== 'GET' && req.method !== 'HEAD') || !asset) {

@@ -6,7 +6,8 @@
 // wakes: no Temporal call on the request path. Errors: `{ code, message }` (400, 403, 429 with
 // Retry-After; anything else under /embedded too).
 import { randomUUID } from 'node:crypto';
-import express, { Router, type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
+import type { Router} from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import type { Database } from '../../lib/database.ts';
@@ -19,7 +20,7 @@ import { jwtExpiry } from '../../links/token-expiry.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { limitRequests, type RateLimiter } from '../http/rate-limit.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OnboardingDispatcher } from './onboarding-dispatcher.ts';
 
@@ -100,7 +101,7 @@ function refuse(res: Response, status: number, code: string, message: string): v
 }
 
 export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const now = deps.now ?? Date.now;
   // The payload schema depends on the current second (expiresAt must lie ahead): built once per second, not per call.
   let payloadSchema: { second: number; schema: ReturnType<typeof sessionPayloadSchema> } | undefined;

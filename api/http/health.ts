@@ -2,9 +2,9 @@
 // and the wallet service, each with a time limit, and answers 503 when any is down. /readyz is
 // public and cheap to call, so it answers from a result at most READINESS_MAX_AGE_MS old and runs
 // one round of checks at a time: a flood of it never becomes a flood of calls to the wallet operator.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
-import { routesOn } from './route-registration.ts';
+import { routesOn, strictRouter } from './route-registration.ts';
 import { defineRoute, jsonAnswer, named, type AnyRouteSpec } from './route-spec.ts';
 
 export type ReadinessCheck = () => Promise<void>;
@@ -115,7 +115,7 @@ export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: numb
     });
     return result;
   };
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router);
   add(routes.liveness, (_req, res) => {
     res.json({ status: 'ok' } satisfies z.infer<typeof livenessSchema>);

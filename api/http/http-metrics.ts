@@ -2,11 +2,12 @@
 // of every request: a walletflow_http_request_duration_seconds sample labelled by route template
 // (never the raw path, which carries ids) and one access log line.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Router, type Request, type RequestHandler } from 'express';
+import type { Router} from 'express';
+import { type Request, type RequestHandler } from 'express';
 import { currentLogContext, withLogContext } from '../../lib/log-context.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
-import { routesOn } from './route-registration.ts';
+import { routesOn, strictRouter } from './route-registration.ts';
 import { defineRoute, textSchema, type AnyRouteSpec } from './route-spec.ts';
 
 /** Probes and scrapes: logged at debug, not info, so they do not drown the access log. */
@@ -59,7 +60,7 @@ export const metricsRoutes: readonly AnyRouteSpec[] = [metricsRoute];
  * otherwise, compared in constant time.
  */
 export function metricsRouter(metrics: Metrics, options: { token?: string | undefined } = {}): Router {
-  const router = Router();
+  const router = strictRouter();
   const expected = options.token === undefined ? undefined : createHash('sha256').update(`Bearer ${options.token}`).digest();
   routesOn(router)(metricsRoute, async (req, res) => {
     if (expected) {

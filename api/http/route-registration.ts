@@ -1,7 +1,11 @@
 // Registers a route's handlers from its declaration (route-spec.ts): the method and the path are
 // the declaration's, so the route answers exactly where the document says it does, and its
-// handlers see the path's parameters by the names the declaration gives them.
-import type { RequestHandler, Router } from 'express';
+// handlers see the path's parameters by the names the declaration gives them. Who may call it is
+// the declaration's too: a route with an ops scope gets its scope check as its first handler, so
+// the scope comes from the route that runs, never from a second match of the path. Routers are
+// exact (strictRouter): case-sensitive, and a trailing slash is another path.
+import { Router, type RequestHandler } from 'express';
+import { requireScope } from './actor.ts';
 import type { PathParameterName, RouteSpec } from './route-spec.ts';
 
 /** The parameters Express fills from a path template (every one is a string). */
@@ -13,15 +17,23 @@ export const expressPath = (path: string): string => path.replace(/\{([A-Za-z_][
 export type AddRoute = <Path extends string>(spec: RouteSpec<Path>, ...handlers: Array<RequestHandler<PathParams<Path>>>) => void;
 
 /**
+ * A router that reaches a route only by its own spelling: `/ops/Fundings` and `/ops/fundings/` are
+ * not `/ops/fundings` (contract-decisions section 12). Every router of the API is one.
+ */
+export const strictRouter = (): Router => Router({ caseSensitive: true, strict: true });
+
+/**
  * Adds routes to `router`, which the app mounts at `mountPath` ('' for the app's root): a
  * declaration's path is from the app's root, so the router gets the rest of it. A declaration
- * outside the mount path fails at start-up.
+ * outside the mount path fails at start-up. A route with an ops scope runs `requireScope` first.
  */
 export function routesOn(router: Router, mountPath = ''): AddRoute {
   return (spec, ...handlers) => {
     if (!spec.path.startsWith(`${mountPath}/`)) throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
     const register = router[spec.method].bind(router) as (path: string, ...handlers: RequestHandler[]) => Router;
+    const access = spec.access;
+    const checks: RequestHandler[] = typeof access === 'object' && 'opsScope' in access ? [requireScope(access.opsScope)] : [];
     // Express fills exactly the parameters the path names, which PathParams derives from the same path.
-    register(expressPath(spec.path.slice(mountPath.length)), ...(handlers as unknown as RequestHandler[]));
+    register(expressPath(spec.path.slice(mountPath.length)), ...checks, ...(handlers as unknown as RequestHandler[]));
   };
 }

@@ -2,7 +2,7 @@
 // scope, the landing page's web session, or anyone) and what the OpenAPI document says of it
 // (operationId, summary, parameters, body, answers), with the zod schemas the handler validates
 // with and builds its answers from. The handler is registered from the same declaration
-// (route-registration.ts), the ops API's scope table is read from it (api/ops/ops-auth.ts), and
+// (route-registration.ts) with its scope check first, and
 // api/docs/openapi.ts builds the document from every area's declarations: a path, a method or a
 // scope cannot differ between the code and the document.
 import type { z } from 'zod';

@@ -2,7 +2,7 @@
 // system account such as TREASURY), adjust one (Idempotency-Key; the other leg is the TREASURY,
 // the treasury's own is CAPITAL), page through entries, and settle a day against the wallet.
 // The rules live in ledger/.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import {
   accountNameSchema,
@@ -24,7 +24,7 @@ import { InsufficientFundsError, isEntriesCursor, type Ledger } from '../../ledg
 import { settlementCsv, type SettleDay } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
@@ -137,7 +137,7 @@ const routes = {
 export const accountsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
 
   add(routes.getAccount, async (req, res) => {

@@ -3,7 +3,8 @@
 // approve or reject it (the `approve` scope, never the creator's key), pause, resume, cancel it.
 // The rules live in fundings/batch-service.ts. Mounted before the ops API's 16 KiB JSON parser:
 // its create route reads bodies of up to 100,000 items.
-import express, { Router, type Response } from 'express';
+import type { Router} from 'express';
+import express, { type Response } from 'express';
 import { z } from 'zod';
 import {
   batchItemStatuses,
@@ -19,7 +20,7 @@ import { fundingRefusalCodes, partnerUserIdSchema } from '../../domain/ledger.ts
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
 import { csvLine } from '../../lib/csv.ts';
 import { problemSchema, sendProblem } from '../http/problem.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
@@ -209,7 +210,7 @@ function sendMove(res: Response, result: MoveBatchResult, batchId: string): void
 }
 
 export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
   const notFound = (res: Response, id: unknown) => sendProblem(res, { status: 404, code: 'BATCH_NOT_FOUND', title: 'Not Found', detail: `no funding batch ${String(id)}` });
 

@@ -1,7 +1,7 @@
 // The fundings ops API (contract-decisions section 8): start a funding (Idempotency-Key), read
 // one, list them, cancel one before it executes, resolve one in NEEDS_REVIEW (contract section
 // 11). The rules live in funding-service.ts.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { fundingRefusalCodes } from '../../domain/ledger.ts';
 import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
@@ -9,7 +9,7 @@ import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { sendProblem } from '../http/problem.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
@@ -116,7 +116,7 @@ const routes = {
 export const fundingsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
 
   add(routes.createFunding, async (req, res) => {

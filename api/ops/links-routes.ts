@@ -2,7 +2,7 @@
 // wallet profile (fetched and decrypted on every request, by scope), and unlink it (its tokens are
 // deleted; the link stays, UNLINKED, with its history); mint login URLs, the only way (with a
 // partner-signed token) a standalone login learns which partner user it is for.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
 import type { Database } from '../../lib/database.ts';
@@ -12,7 +12,7 @@ import { isWalletError, profileByScope, type WalletClient } from '../../wallet/i
 import { linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyNameOf } from './ops-key.ts';
@@ -132,7 +132,7 @@ const routes = {
 export const linksRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 export function opsLinksRouter(deps: OpsLinksDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
 
   add(routes.createLoginUrl, async (req, res) => {

@@ -1,17 +1,16 @@
-// Authentication and scopes of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS,
-// compared in constant time; each key has a name (what audits record) and scopes, and each route
-// needs the one scope it declares (opsRouteScopes): without it 403 SCOPE_REQUIRED. Wrong keys are
-// guesses and are limited per client address (IPv6 by its /64): past `maxFailures` within the
+// Authentication of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS, compared in
+// constant time; each key has a name (what audits record) and scopes. The scope a route needs is
+// checked by the route itself, registered with it from its declaration (api/http/route-registration.ts):
+// this only says who is asking (api/http/actor.ts). Wrong keys are guesses and are limited per client address (IPv6 by its /64): past `maxFailures` within the
 // window that address's wrong keys get 429 with Retry-After. A valid key is never locked out (one client behind a shared
 // proxy or carrier NAT must not lock out ops), and a request without a key guesses nothing: 401,
 // not counted.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RequestHandler } from 'express';
-import { parseOpsKeys, type OpsKey, type OpsScope } from '../../lib/ops-keys.ts';
+import { parseOpsKeys, type OpsKey } from '../../lib/ops-keys.ts';
 import { sendProblem } from '../http/problem.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
 import { rememberOpsKey } from './ops-key.ts';
-import { opsRoutes } from './ops-routes.ts';
 
 export interface OpsAuthOptions {
   /** OpsKeys, or OPS_API_KEYS entries (`name:scopes:key` or a bare key). */
@@ -25,29 +24,6 @@ export interface OpsAuthOptions {
    * (rotating IPv6 /64s within one window grew the map without bound). Absent: 10,000.
    */
   maxTrackedAddresses?: number;
-}
-
-/** `/fundings/{fundingId}` as the pattern of the paths it names (a parameter is one segment). */
-function templatePattern(template: string): RegExp {
-  const literals = template.split(/\{[^}]+\}/).map((part) => part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'));
-  return new RegExp(`^${literals.join('[^/]+')}$`);
-}
-
-/**
- * The scope each ops route needs, by method and path under /ops, as each route declares it next to
- * its handler (ops-routes.ts). A request that no route takes needs `admin` (test/unit/ops-auth.test.ts
- * checks that every route of the app is listed).
- */
-export const opsRouteScopes: ReadonlyArray<{ method: string; path: RegExp; scope: OpsScope }> = opsRoutes.map((route) => {
-  if (typeof route.access !== 'object' || !('opsScope' in route.access)) throw new Error(`ops route ${route.operationId} declares no scope`);
-  return { method: route.method.toUpperCase(), path: templatePattern(route.path.slice('/ops'.length)), scope: route.access.opsScope };
-});
-
-/** The scope a request to `path` (under /ops) needs. */
-export function scopeFor(method: string, path: string): OpsScope {
-  const normalized = path.length > 1 ? path.replace(/\/+$/, '') : path;
-  const verb = method === 'HEAD' ? 'GET' : method;
-  return opsRouteScopes.find((route) => route.method === verb && route.path.test(normalized))?.scope ?? 'admin';
 }
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
@@ -110,16 +86,6 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler & { trackedAddr
         code: 'UNAUTHORIZED',
         title: 'Unauthorized',
         detail: match ? 'the ops API key is not valid' : 'send Authorization: Bearer <ops API key>',
-      });
-      return;
-    }
-    const scope = scopeFor(req.method, req.path);
-    if (!accepted.scopes.has(scope)) {
-      sendProblem(res, {
-        status: 403,
-        code: 'SCOPE_REQUIRED',
-        title: 'Forbidden',
-        detail: `the ops API key ${accepted.name} lacks the scope ${scope} that ${req.method} /ops${req.path} needs`,
       });
       return;
     }

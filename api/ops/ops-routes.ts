@@ -1,5 +1,5 @@
-// Every route of the ops API, in the document's order: ops-auth.ts reads each route's scope from
-// these declarations and api/docs/openapi.ts documents them.
+// Every route of the ops API, in the document's order, as api/docs/openapi.ts documents them; each
+// router registers its own, with its scope check first (api/http/route-registration.ts).
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { accountsRoutes } from './accounts-routes.ts';
 import { batchesRoutes } from './batches-routes.ts';

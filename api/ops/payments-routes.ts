@@ -1,6 +1,6 @@
 // The payments ops API (contract-decisions section 8): start a payment (Idempotency-Key, the same
 // rules as fundings), read one, list them, and resolve one parked in NEEDS_REVIEW.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
 import { createPaymentSchema, paymentSchema, paymentStatuses, resolvePaymentSchema } from '../../domain/payment.ts';
@@ -8,7 +8,7 @@ import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import { sendProblem } from '../http/problem.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
@@ -109,7 +109,7 @@ const routes = {
 export const paymentsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
   const notFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
     sendProblem(res, { status: 404, code: 'PAYMENT_NOT_FOUND', title: 'Not Found', detail: `no payment ${id}` });

@@ -1,7 +1,7 @@
 // The webhooks ops API (contract-decisions section 13): register an endpoint (its secret shown
 // once), read and delete it; list deliveries with their attempt log; redeliver one (a dead letter,
 // or a delivered one sent again). The rules live in webhooks/webhook-store.ts.
-import { Router } from 'express';
+import type { Router } from 'express';
 import { z } from 'zod';
 import {
   createWebhookEndpointSchema,
@@ -15,7 +15,7 @@ import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import type { WebhookStore } from '../../webhooks/webhook-store.ts';
 import { sendProblem } from '../http/problem.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec, type NamedSchema } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
@@ -121,7 +121,7 @@ export const webhooksRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 export const webhookEventComponent: NamedSchema = named('WebhookEvent', webhookEventBodySchema);
 
 export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
-  const router = Router();
+  const router = strictRouter();
   const add = routesOn(router, '/ops');
   const endpointNotFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
     sendProblem(res, { status: 404, code: 'WEBHOOK_ENDPOINT_NOT_FOUND', title: 'Not Found', detail: `no webhook endpoint ${id}` });

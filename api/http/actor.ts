@@ -1,0 +1,56 @@
+// Who acts on a request that needs a scope: an ops key (api/ops/ops-auth.ts) or, later, a person
+// signed in to the console. Its name is what audits record; its scopes are what it may do. A
+// route's scope is checked by the route itself, registered with its handlers from its declaration
+// (route-registration.ts), never by a second match of the request's path (docs/architecture.md,
+// invariant 12).
+import type { RequestHandler } from 'express';
+import type { OpsScope } from '../../lib/ops-keys.ts';
+import { sendProblem } from './problem.ts';
+
+export interface Actor {
+  /** An ops key (its name is the key's name), or a person signed in. */
+  kind: 'key' | 'person';
+  /** What audits record: a key's name, a person's name. Never a secret. */
+  name: string;
+  scopes: ReadonlySet<OpsScope>;
+}
+
+const ACTOR = 'actor';
+
+/** Called by whoever authenticated the request (opsAuth): from here on the request acts as `actor`. */
+export function setActor(locals: Record<string, unknown>, actor: Actor): void {
+  locals[ACTOR] = actor;
+}
+
+/** The request's actor, if it was authenticated. */
+export function actorOf(locals: Record<string, unknown>): Actor | undefined {
+  const actor = locals[ACTOR];
+  return typeof actor === 'object' && actor !== null && 'scopes' in actor ? (actor as Actor) : undefined;
+}
+
+/**
+ * The check a route with a scope runs before its own handlers: 403 SCOPE_REQUIRED without the
+ * scope. A request nobody authenticated (a route mounted where no authentication runs) is refused
+ * too (401): the check fails closed.
+ */
+export function requireScope(scope: OpsScope): RequestHandler & { readonly requiredScope: OpsScope } {
+  const check: RequestHandler = (req, res, next) => {
+    const actor = actorOf(res.locals);
+    if (!actor) {
+      sendProblem(res, { status: 401, code: 'UNAUTHORIZED', title: 'Unauthorized', detail: 'this route needs an authenticated caller' });
+      return;
+    }
+    if (!actor.scopes.has(scope)) {
+      sendProblem(res, {
+        status: 403,
+        code: 'SCOPE_REQUIRED',
+        title: 'Forbidden',
+        detail: `${actor.kind === 'key' ? `the ops API key ${actor.name}` : actor.name} lacks the scope ${scope} that ${req.method} ${req.baseUrl}${req.route ? String(req.route.path) : req.path} needs`,
+      });
+      return;
+    }
+    next();
+  };
+  // What the check asks, for whoever lists the routes (test/unit/route-declarations.test.ts).
+  return Object.assign(check, { requiredScope: scope });
+}
