@@ -9,6 +9,11 @@ export interface ActivityClock {
   attempt: number;
   /** When start-to-close runs out (ms since the epoch); Infinity outside an activity. */
   deadlineMs: number;
+  /**
+   * False once the attempt may have been replaced by another (a batch chunk whose heartbeat
+   * lapsed: activities/attempt-lease.ts); absent: the attempt is current until its deadline.
+   */
+  current?: () => boolean;
 }
 
 /** Read once at the activity's start (start-to-close counts from there). */
@@ -27,7 +32,12 @@ export const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
 /** Margin kept between the end of a wallet call's time-out and the activity's own. */
 export const ACTIVITY_DEADLINE_MARGIN_MS = 2_000;
 
-/** Whether a wallet call with this time-out still ends before the activity's deadline. */
+/** Whether a wallet call with this time-out still ends before the activity's deadline, from an attempt still current. */
 export function callFitsBefore(clock: ActivityClock, walletTimeoutMs: number, now: () => number = Date.now): boolean {
-  return now() + walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS <= clock.deadlineMs;
+  return !pastItsTime(clock, now) && now() + walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS <= clock.deadlineMs;
+}
+
+/** Whether the attempt is past its deadline or may have been replaced: it writes and calls nothing more. */
+export function pastItsTime(clock: ActivityClock, now: () => number = Date.now): boolean {
+  return now() >= clock.deadlineMs || clock.current?.() === false;
 }

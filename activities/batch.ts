@@ -13,8 +13,9 @@ import type { BatchState } from '../domain/funding-batch.ts';
 import type { BatchRecord } from '../fundings/batch-record.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import { fundBatchActivityTimeouts, fundBatchFailureTypes, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
+import { fundBatchActivityTimeouts, fundBatchFailureTypes, WORKER_HEARTBEAT_THROTTLE_MS, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
+import { startAttemptLease, type AttemptLease } from './attempt-lease.ts';
 import type { FundingActivities } from './funding.ts';
 
 export interface BatchActivityDependencies {
@@ -32,6 +33,19 @@ export interface BatchActivityDependencies {
 
 /** When the wallet said "later" without saying when: fundWallet's create retry waits as long. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
+
+/**
+ * The longest gap between a chunk's beats that still proves it the current attempt: its heartbeat
+ * time-out less the worker's heartbeat throttle (a beat may reach the server that much later) and
+ * a second's margin.
+ */
+const CHUNK_LEASE_LAPSE_MS = fundBatchActivityTimeouts.heartbeatMs - WORKER_HEARTBEAT_THROTTLE_MS - 1000;
+/** How often a current chunk shows its items' owner alive to the sweep (well under RECONCILE_AFTER_SECONDS, at least 60 s). */
+const SEE_OWNERS_EVERY_MS = 2000;
+
+/** A chunk attempt that may have been replaced: it stops, and Temporal's current attempt goes on. */
+const attemptReplaced = (batchId: string) =>
+  ApplicationFailure.retryable(`a chunk of batch ${batchId} stopped: its attempt may have been replaced (its heartbeat lapsed)`, 'ChunkAttemptReplaced');
 
 const batchNotFound = (what: string) => ApplicationFailure.nonRetryable(what, fundBatchFailureTypes.notFound);
 
@@ -80,13 +94,22 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
 
     async runBatchItems(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
       // Alive while this process runs (a frozen or dead one stops beating, and the chunk is tried
-      // again after its heartbeat time-out: the new attempt claims the items anew).
+      // again after its heartbeat time-out: the new attempt claims the items anew). While it is
+      // the current attempt, its beats also show the sweep that its items have a live owner; once
+      // it may have been replaced, it claims, calls and hands over nothing more.
       const context = Context.current();
-      const beat = setInterval(() => context.heartbeat(), fundBatchActivityTimeouts.heartbeatEveryMs);
+      const lease = startAttemptLease({
+        heartbeat: () => context.heartbeat(),
+        cancelled: context.cancellationSignal,
+        everyMs: fundBatchActivityTimeouts.heartbeatEveryMs,
+        lapseMs: CHUNK_LEASE_LAPSE_MS,
+        whileCurrent: { everyMs: SEE_OWNERS_EVERY_MS, run: () => fundings.seeOwners(fundingIds) },
+        onLapse: (gapMs) => logger.warn({ batchId, gapMs: Math.round(gapMs) }, 'batch chunk: its heartbeat lapsed; it stops (another attempt may have taken it over)'),
+      });
       try {
-        return await runChunk(batchId, fundingIds);
+        return await runChunk(batchId, fundingIds, lease);
       } finally {
-        clearInterval(beat);
+        lease.stop();
       }
     },
 
@@ -101,12 +124,12 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
     },
   };
 
-  /** One chunk: its items' passes, then each item it did not finish handed over or left PENDING. */
-  async function runChunk(batchId: string, fundingIds: string[]): Promise<BatchItemsOutcome> {
+  /** One chunk: its items' passes, then each item it did not finish handed over or left PENDING; nothing once its lease ended. */
+  async function runChunk(batchId: string, fundingIds: string[], lease: AttemptLease): Promise<BatchItemsOutcome> {
     // The chunk pass takes the fresh CODE items on together, the others each in its own pass.
     let passes: Map<string, OnePassOutcome | 'failed'>;
     try {
-      passes = (await deps.funding.fundItemsInOnePass(fundingIds)).outcomes;
+      passes = (await deps.funding.fundItemsInOnePass(fundingIds, lease.current)).outcomes;
     } catch (error) {
       // Nothing is assumed about what the chunk did: an item past PENDING goes to its own
       // workflow, which claims it (fencing out anything still under way); a PENDING one stays
@@ -122,6 +145,8 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
         continue;
       }
       const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
+      // A replaced attempt hands nothing over: the current one does, from the record.
+      if (!lease.current()) throw attemptReplaced(batchId);
       const handed = await handOver(batchId, fundingId, why);
       if (handed === 'finished') outcome.finished += 1;
       else if (handed === 'not-started') outcome.notStarted += 1;

@@ -26,7 +26,7 @@ import {
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
-import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
+import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, pastItsTime, type ActivityClock } from './activity-clock.ts';
 import { isRateLimited, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
@@ -92,7 +92,8 @@ export interface ItemsPassResult {
 
 /** The funding activities, and the chunk pass a batch runs its CODE items through (not an activity of its own). */
 export type FundingActivities = FundWalletActivities & {
-  fundItemsInOnePass(fundingIds: readonly string[]): Promise<ItemsPassResult>;
+  /** `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls nothing more. */
+  fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult>;
 };
 
 type FundingRow = Awaited<ReturnType<FundingRecord['get']>>;
@@ -324,6 +325,8 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
       } else {
         if (!funding.linkId) throw ApplicationFailure.nonRetryable('funding has no link', fundingFailureTypes.corrupt);
+        // A token refresh is a wallet call too: none from an attempt out of time.
+        if (!callFitsBefore(clock, walletTimeoutMs)) throw new CallWouldOutlive();
         created = await deps.vault.withUserToken(funding.linkId, async (token) => {
           // The vault may have waited for another refresh's lock: ownership is read again.
           await beforeCall(fundingId, fence, clock);
@@ -410,8 +413,8 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * own one pass meanwhile, on the same clock: the activity's, read at its start, so no call of
    * theirs can outlive the activity either.
    */
-  async function fundItemsInOnePass(fundingIds: readonly string[]): Promise<ItemsPassResult> {
-    const clock = activityClock();
+  async function fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult> {
+    const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
     const outcomes = new Map<string, OnePassOutcome>();
     const steps: OnePassOutcome = { kind: 'steps' };
     if (!callFitsBefore(clock, walletTimeoutMs)) {
@@ -455,7 +458,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         return steps;
       }
     };
-    const outOfTime = () => Date.now() >= clock.deadlineMs;
+    const outOfTime = () => pastItsTime(clock);
 
     // The creates, all at once.
     const answered: Array<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }> = [];
@@ -584,7 +587,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     // Each write and each call only while the pass is within its time: a pass that outlived it
     // (its workflow went on without it) stops, whatever its fence says.
     const inTime = () => {
-      if (Date.now() >= clock.deadlineMs) throw new CallWouldOutlive();
+      if (pastItsTime(clock)) throw new CallWouldOutlive();
     };
     if (!callFitsBefore(clock, walletTimeoutMs)) return { kind: 'steps' };
     // PENDING → CREATING and the claim, at once: only the pass that took a fresh funding on goes on.

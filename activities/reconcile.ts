@@ -94,7 +94,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
     return resolved;
   }
 
-  async function sweepFunding(funding: Funding, report: SweepReport): Promise<void> {
+  async function sweepFunding(funding: Funding, idleSince: Date, report: SweepReport): Promise<void> {
     const note = (action: RepairAction, detail: string, repaired: boolean) => {
       report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
       if (repaired) {
@@ -132,13 +132,17 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       note('workflow-running', 'its workflow is still working on it', false);
       return;
     }
-    // Its workflow is gone: the sweep claims the funding, and decides from what its claim saw,
-    // not from the page it listed; an older sweep attempt still running writes nothing.
-    // A cut-off attempt learns it at its next heartbeat: it asks before it claims anything.
+    // Its workflow is gone: the sweep claims the funding, only while its owner (a batch chunk, an
+    // earlier run) still shows nothing, and decides from what its claim saw, not from the page it
+    // listed; an older sweep attempt still running writes nothing. A cut-off attempt learns it at
+    // its next heartbeat: it asks before it claims anything.
     heartbeat();
     stopIfCancelled();
-    const claimed = await fundings.claim(funding.id);
-    if (!claimed) return;
+    const claimed = await fundings.claimIdle(funding.id, idleSince);
+    if (!claimed) {
+      note('owner-active', 'its owner showed it is working on it since it was listed', false);
+      return;
+    }
     fence = claimed.fence;
     const { transferId } = claimed;
     if (claimed.status !== funding.status) {
@@ -254,13 +258,15 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
 
   return {
     async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
+      // A funding is swept when its owner has shown nothing for this long (its age does not count);
+      // a payment, when it is this old.
       const before = new Date(Date.now() - input.olderThanSeconds * 1000);
       const limit = input.limit ?? 200;
       const report: SweepReport = { checked: 0, repaired: 0, items: [], paymentItems: [], paymentsNeedingReview: [], fundingsNeedingReview: [], failedButExecuted: [] };
-      for await (const funding of everyRow((after) => fundings.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+      for await (const funding of everyRow((after) => fundings.listUnfinished({ idleSince: before, limit, ...(after ? { after } : {}) }))) {
         stopIfCancelled();
         report.checked += 1;
-        await sweepFunding(funding, report);
+        await sweepFunding(funding, before, report);
         heartbeat();
       }
       const failedSince = new Date(Date.now() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);

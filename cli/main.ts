@@ -53,7 +53,7 @@ program
 program
   .command('reconcile')
   .description('run one reconciliation sweep now and print what it found (the schedule runs it every few minutes)')
-  .option('--older-than <seconds>', 'look at fundings not final after this many seconds (default: RECONCILE_AFTER_SECONDS)')
+  .option('--older-than <seconds>', 'look at fundings not final whose owner has shown nothing for this many seconds, and payments this old (default: RECONCILE_AFTER_SECONDS)')
   .addOption(new Option('--output <format>', 'what to print').choices(['json', 'text']).default('text'))
   .option('--json', 'the same as --output json')
   .action(async (options: { olderThan?: string; json?: boolean; output: string }) => {

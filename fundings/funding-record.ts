@@ -227,6 +227,20 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     });
   }
 
+  /**
+   * Takes the funding on (when `condition` holds): raises its owner fence and answers the state it
+   * stands in, in one statement, so nothing written by an earlier owner after this can count
+   * (every write of theirs checks the fence). Null when there is no such funding (or the condition
+   * does not hold).
+   */
+  async function claimWhere(fundingId: string, condition: Prisma.Sql): Promise<ClaimedFunding | null> {
+    const rows = await database.$queryRaw<Array<{ fence: number; status: FundingStatus; recipient_type: 'CODE' | 'TOKEN'; transfer_id: string | null; cancel_requested: boolean }>>`
+      UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now() WHERE id = ${fundingId}::uuid ${condition}
+      RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
+    const row = rows[0];
+    return row ? { fence: row.fence, status: row.status, recipientType: row.recipient_type, transferId: row.transfer_id, cancelRequested: row.cancel_requested } : null;
+  }
+
   return {
     find: (fundingId: string) => database.funding.findUnique({ where: { id: fundingId } }),
     get: (fundingId: string) => database.funding.findUniqueOrThrow({ where: { id: fundingId } }),
@@ -240,12 +254,16 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     listPage: (query: ListQuery<FundingStatus>): Promise<ListPage<FundingWithEvents>> =>
       readListPage(query, (read) => database.funding.findMany({ ...read, include: withFundingEvents })),
 
-    /** Fundings not final and created before `createdBefore`, oldest first: the sweep's work. */
-    listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
+    /**
+     * Fundings not final whose owner has shown nothing since `idleSince` (docs/architecture.md, who
+     * owns a funding), oldest first: the sweep's work. Their age does not count: a batch's items
+     * are as old as the batch, and a live chunk's items are seen every few seconds.
+     */
+    listUnfinished: ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }) =>
       database.funding.findMany({
         where: {
           status: { in: [...unfinishedFundingStatuses] },
-          createdAt: { lt: createdBefore },
+          ownerSeenAt: { lt: idleSince },
           // An item waiting its turn in a batch that is still under way is the batch's to start, not stuck.
           NOT: { status: 'PENDING', batch: { is: { state: { in: ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'] } } } },
           ...afterCursor(after),
@@ -323,17 +341,26 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         return ledger.settleFunding(tx, fundingId, status === 'APPROVED' ? 'post' : 'release');
       }),
 
+    /** Takes the funding on (claimWhere); null when there is no such funding. */
+    claim: (fundingId: string): Promise<ClaimedFunding | null> => claimWhere(fundingId, Prisma.empty),
+
     /**
-     * Takes the funding on: raises its owner fence and answers the state it stands in, in one
-     * statement, so nothing written by an earlier owner after this can count (every write of
-     * theirs checks the fence). Null when there is no such funding.
+     * The sweep's claim: as `claim`, only while the funding's owner has still shown nothing since
+     * `idleSince` (in the same statement, so an owner seen since it was listed keeps it). Null
+     * when there is no such funding or its owner is alive.
      */
-    async claim(fundingId: string): Promise<ClaimedFunding | null> {
-      const rows = await database.$queryRaw<Array<{ fence: number; status: FundingStatus; recipient_type: 'CODE' | 'TOKEN'; transfer_id: string | null; cancel_requested: boolean }>>`
-        UPDATE funding SET owner_fence = owner_fence + 1 WHERE id = ${fundingId}::uuid
-        RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
-      const row = rows[0];
-      return row ? { fence: row.fence, status: row.status, recipientType: row.recipient_type, transferId: row.transfer_id, cancelRequested: row.cancel_requested } : null;
+    claimIdle: (fundingId: string, idleSince: Date): Promise<ClaimedFunding | null> => claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince}`),
+
+    /**
+     * A batch chunk's beat for the items it runs (activities/batch.ts): their owner is alive, so
+     * the sweep leaves them alone. Only items under way: a final one, or one still PENDING, has
+     * no owner to show.
+     */
+    seeOwners: async (fundingIds: readonly string[]): Promise<void> => {
+      if (fundingIds.length === 0) return;
+      await database.$executeRaw`
+        UPDATE funding SET owner_seen_at = now()
+        WHERE id = ANY(${fundingIds}::uuid[]) AND status IN ('CREATING'::"FundingStatus", 'EXECUTING'::"FundingStatus", 'RECONCILING'::"FundingStatus")`;
     },
 
     /**
@@ -344,7 +371,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     claimPending: (fundingId: string): Promise<number | null> =>
       database.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id = ${fundingId}::uuid AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL AND NOT cancel_requested
             AND ${batchRunning}
           RETURNING owner_fence AS fence`;
@@ -461,7 +488,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           resolvedAt: new Date(),
           errorCode: code,
           errorMessage: code ? fundingErrorMessage(code) : null,
-          ...(fence === undefined ? { ownerFence: { increment: 1 } } : {}),
+          ...(fence === undefined ? { ownerFence: { increment: 1 }, ownerSeenAt: new Date() } : {}),
         },
         fence,
       });
@@ -553,7 +580,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       if (fundingIds.length === 0) return [];
       return database.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id IN (SELECT id FROM funding
                        WHERE id = ANY(${fundingIds}::uuid[]) AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL
                          AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType" AND ${batchRunning}

@@ -313,7 +313,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     TEMPORAL_NAMESPACE: temporalNamespace,
     TEMPORAL_TASK_QUEUE: `walletflow-${purpose}`,
     WORKFLOW_BUNDLE_PATH: bundlePath,
-    // The sweep would repair stragglers: the soak must pass without it, so it never looks.
+    // The sweep would repair stragglers: off unless the purpose asks for it (the soak runs it every minute).
     RECONCILE_EVERY_MINUTES: '1440',
     RECONCILE_AFTER_SECONDS: '604800',
     OPS_API_KEYS: `${opsKey},checker:read+approve:${approverKey}`,

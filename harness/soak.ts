@@ -97,7 +97,9 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       cleanup,
       workers: options.chaos ? 2 : 1,
       ...(options.logDir ? { logDir: options.logDir } : {}),
-      env: { BATCH_APPROVAL_THRESHOLD: '10.00' },
+      // The sweep runs as often and as early as configuration allows (every minute, at a minute's
+      // idleness), beside the batches and the chaos: it must never take over what a live owner holds.
+      env: { BATCH_APPROVAL_THRESHOLD: '10.00', RECONCILE_EVERY_MINUTES: '1', RECONCILE_AFTER_SECONDS: '60' },
     });
     const result = await drive(stack, { fundings, payments, batches, batchItems, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
     const report = [

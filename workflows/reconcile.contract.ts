@@ -20,6 +20,8 @@ export interface SweepInput {
 
 export type RepairAction =
   | 'workflow-running'
+  /** Its owner without a workflow of its own (a batch chunk) showed it is working on it: left alone. */
+  | 'owner-active'
   | 'workflow-started'
   | 'finished-from-wallet'
   | 'failed-not-executed'

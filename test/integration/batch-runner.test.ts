@@ -6,7 +6,7 @@
 // the whole batch down when the wallet answers 429.
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { temporal as temporalProto, type temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
@@ -32,6 +32,7 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitFor, waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
+import { startHttpRecorder, startTcpLink } from '../support/process-links.ts';
 
 const temporalEnums = temporalProto.api.enums.v1;
 let stack: PartnerStack;
@@ -51,10 +52,11 @@ afterAll(async () => {
   await stack.close();
 });
 
-/** A RUNNING batch of `count` items from the TREASURY, each to a fresh cash-in code, stored as the API stores one. */
-async function runningBatch(count: number): Promise<string> {
+/** A RUNNING batch (or one AWAITING_APPROVAL) of `count` items from the TREASURY, each to a fresh cash-in code, stored as the API stores one. */
+async function runningBatch(count: number, options: { needsApproval?: boolean; recipient?: (userId: string) => void } = {}): Promise<string> {
   const batchId = randomUUID();
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  options.recipient?.(user.userId);
   const items: NewBatchItem[] = [];
   for (let index = 1; index <= count; index += 1) {
     const { code } = await stack.admin.cashInCode(user.userId);
@@ -72,7 +74,7 @@ async function runningBatch(count: number): Promise<string> {
     currency: 'PHP',
     items,
     createdBy: 'ops',
-    needsApproval: false,
+    needsApproval: options.needsApproval ?? false,
   });
   expect(inserted).toBe(true);
   return batchId;
@@ -464,6 +466,110 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     // after the chunk, on a clock of its own, sent its create 4 s in: past that point).
     for (const call of calls) expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(started + startToCloseTimeoutMs + 250);
   });
+});
+
+describe('the sweep beside a running batch', () => {
+  it('never takes over what a live chunk owns: items older than the sweep’s age, slow executes, the sweep every second: every item APPROVED, none in review, one create each', async () => {
+    const activities = createActivities({
+      database: stack.database,
+      wallet: stack.wallet,
+      cipher: createTokenCipher(stack.encryptionKey),
+      logger: createLogger({ level: 'silent' }),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+    });
+    // Well above a chunk's beat for its items (every 2 s), as RECONCILE_AFTER_SECONDS (at least 60) is.
+    const olderThanSeconds = 6;
+    let userId = '';
+    const batchId = await runningBatch(12, { needsApproval: true, recipient: (id) => (userId = id) });
+    const items = await itemsOf(batchId);
+    // The approval comes after the sweep's age: every item is "old" by the time it runs.
+    await sleep(olderThanSeconds * 1000 + 500);
+    // Half the executes take 4 s to be carried out (the transfer shows CREATED meanwhile; the test
+    // stack's wallet time-out is 5 s).
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 0.5, delayMs: 4000 }], 7);
+    expect(await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL'])).toBe(true);
+    const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
+    const ids = new Set(items.map((item) => item.id));
+    const swept: SweepReport['items'] = [];
+    let done = false;
+    const result = resultOf(handle).finally(() => (done = true));
+    while (!done) {
+      const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds });
+      swept.push(...report.items.filter((item) => ids.has(item.fundingId)));
+      await sleep(1000);
+    }
+    expect(await result).toEqual({ state: 'COMPLETED' });
+    // Not one of the batch's items was swept while its chunk ran it (one handed to its own workflow is left to it).
+    expect(swept.filter((item) => item.action !== 'workflow-running' && item.action !== 'owner-active')).toEqual([]);
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(items.map(() => 'APPROVED'));
+    // One create per item: the wallet holds one transfer per item's amount, each executed once.
+    const transfers = (await stack.admin.ledger()).transfers.filter((transfer) => transfer.recipientUserId === userId);
+    expect(transfers).toHaveLength(items.length);
+    expect(new Set(transfers.map((transfer) => transfer.amount.value)).size).toBe(items.length);
+    expect(transfers.every((transfer) => transfer.executions === 1)).toBe(true);
+  }, 120_000);
+});
+
+describe('a chunk whose worker froze', () => {
+  it('stops once resumed after another attempt was due: the wallet receives no call from the replaced attempt', async () => {
+    await stack.stopWorker();
+    // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can cut.
+    const walletRecorder = await startHttpRecorder(new URL(stack.sandbox.url).origin);
+    const temporalLink = await startTcpLink(inject('temporalAddress'));
+    const env = stack.workerEnv();
+    const viaRecorder = (url: string | undefined) => `${walletRecorder.origin}${new URL(url!).pathname}`;
+    // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is frozen.
+    const child = startWorkerProcess({
+      ...env,
+      LOG_LEVEL: 'info',
+      WALLET_TIMEOUT_MS: '18000',
+      TEMPORAL_ADDRESS: temporalLink.address,
+      TRANSFER_URL: viaRecorder(env.TRANSFER_URL),
+      CONNECT_URL: viaRecorder(env.CONNECT_URL),
+      OP_URL: viaRecorder(env.OP_URL),
+    });
+    try {
+      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
+      // Its creates take 12 s: the worker is frozen while the chunk waits on them, and their
+      // answers come as it resumes (from here on, a replaced chunk would store and execute them).
+      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
+      const batchId = await runningBatch(3);
+      const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
+      await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
+      child.freeze();
+      // Frozen past the heartbeat time-out: Temporal gives the chunk to another attempt.
+      await waitFor(
+        'the chunk’s next attempt due',
+        async () => ((await handle.describe()).raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 1) > 1) || undefined,
+        60_000,
+      );
+      await stack.admin.clearFaults();
+      // Cut off from Temporal, the frozen process can only go on with what it was doing: the replaced attempt.
+      await temporalLink.sever();
+      const resumedAt = Date.now();
+      child.resume();
+      await sleep(8000);
+      expect(walletRecorder.calls().filter((call) => call.at >= resumedAt)).toEqual([]);
+
+      // Another worker takes the chunk over; each item ends once, by its one owner at a time.
+      await stack.startWorker();
+      expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+      expect(walletRecorder.calls().filter((call) => call.at >= resumedAt)).toEqual([]);
+      const rows = await itemsOf(batchId);
+      const wallet = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+      for (const row of rows) {
+        expect(row.status).toBe('APPROVED');
+        expect(wallet.get(row.transferId!)?.executions).toBe(1);
+        // What the replaced attempt created is kept on record, never executed.
+        for (const abandoned of row.abandonedTransferIds) expect(wallet.get(abandoned)?.executions ?? 0).toBe(0);
+      }
+    } finally {
+      await child.stop('SIGKILL');
+      await walletRecorder.close();
+    }
+  }, 240_000);
 });
 
 describe('a chunk whose worker died', () => {

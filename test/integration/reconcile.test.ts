@@ -46,7 +46,9 @@ async function insertFunding(fields: { status: 'PENDING' | 'CREATING' | 'EXECUTI
       currency: 'PHP',
       amount: new Prisma.Decimal('12.00'),
       transferId: fields.transferId,
+      // Its owner (a workflow, a pass) was last seen an hour ago: the sweep's to look at.
       createdAt: anHourAgo(),
+      ownerSeenAt: anHourAgo(),
       ...(fields.status === 'NEEDS_REVIEW' ? { reviewReason: 'an execute outcome stayed unknown' } : {}),
     },
   });
@@ -188,7 +190,7 @@ describe('reconciliation sweep', () => {
       if (Date.now() > deadline) throw new Error('funding d never reached EXECUTING');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await stack.database.funding.update({ where: { id: d }, data: { createdAt: anHourAgo() } });
+    await stack.database.funding.update({ where: { id: d }, data: { createdAt: anHourAgo(), ownerSeenAt: anHourAgo() } });
 
     // A second sweep leaves a workflow at work alone, and repairs nothing twice.
     const again = await sweep();

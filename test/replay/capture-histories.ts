@@ -463,6 +463,7 @@ async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) 
       amount: new Prisma.Decimal('12.00'),
       transferId: transfer.data.transferId,
       createdAt: new Date(Date.now() - 3_600_000),
+      ownerSeenAt: new Date(Date.now() - 3_600_000),
     },
   });
   return { fundingId: id, secrets: [{ name: 'a stuck funding’s cash-in code', value: code }] };
@@ -657,6 +658,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
           amount: new Prisma.Decimal('9.00'),
           transferId: transfer.data.transferId,
           createdAt: new Date(Date.now() - 4 * 3_600_000),
+          ownerSeenAt: new Date(Date.now() - 4 * 3_600_000),
         },
       });
       const input: FundWalletInput = {

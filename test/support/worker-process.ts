@@ -10,6 +10,10 @@ export interface WorkerProcess {
   output(): string;
   /** Sends the signal (if it still runs) and waits for it to exit. */
   stop(signal: NodeJS.Signals): Promise<void>;
+  /** Freezes it (SIGSTOP), as a paused VM or a stop-the-world stall would. */
+  freeze(): void;
+  /** Resumes it after a freeze (SIGCONT). */
+  resume(): void;
 }
 
 export function startWorkerProcess(env: NodeJS.ProcessEnv): WorkerProcess {
@@ -22,8 +26,18 @@ export function startWorkerProcess(env: NodeJS.ProcessEnv): WorkerProcess {
   return {
     output: () => output,
     async stop(signal) {
-      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill(signal);
+        // A frozen process must be resumed to act on anything but SIGKILL.
+        if (signal !== 'SIGKILL') child.kill('SIGCONT');
+      }
       await exited;
+    },
+    freeze() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGSTOP');
+    },
+    resume() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGCONT');
     },
   };
 }
