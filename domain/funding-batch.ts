@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
-import { amountSchema, moneyOf, type Amount, type Money } from './money.ts';
+import { amountSchema, currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, type Amount, type Money } from './money.ts';
 
 export const MAX_BATCH_ITEMS = 100_000;
 /** How many row errors a 422 lists; `errorCount` says how many there are. */
@@ -44,7 +44,7 @@ export interface BatchRowError {
   row: number;
   reference: string | null;
   field: string;
-  code: 'INVALID' | 'DUPLICATE_REFERENCE' | 'CURRENCY_MISMATCH' | 'AMOUNT_TOO_SMALL' | 'AMOUNT_TOO_LARGE' | 'LINK_NOT_FOUND' | 'SOURCE_NOT_RECIPIENT';
+  code: 'INVALID' | 'DUPLICATE_REFERENCE' | typeof CURRENCY_NOT_ACCEPTED | 'AMOUNT_TOO_SMALL' | 'AMOUNT_TOO_LARGE' | 'LINK_NOT_FOUND' | 'SOURCE_NOT_RECIPIENT';
   message: string;
 }
 
@@ -73,7 +73,6 @@ export function checkBatchItems(rawItems: readonly unknown[], bounds?: { min: bi
   };
   const items: BatchItem[] = [];
   const seen = new Map<string, number>();
-  let currency: string | null = null;
   rawItems.forEach((raw, index) => {
     const row = index + 1;
     if (raw instanceof CsvRowProblem) {
@@ -93,9 +92,9 @@ export function checkBatchItems(rawItems: readonly unknown[], bounds?: { min: bi
       return;
     }
     seen.set(item.reference, row);
-    currency ??= item.amount.currency;
-    if (item.amount.currency !== currency) {
-      add({ row, reference: item.reference, field: 'amount.currency', code: 'CURRENCY_MISMATCH', message: `every item of a batch is in one currency (${currency})` });
+    const foreign = currencyRefusal(item.amount.currency);
+    if (foreign) {
+      add({ row, reference: item.reference, field: 'amount.currency', code: CURRENCY_NOT_ACCEPTED, message: foreign });
       return;
     }
     const money = moneyOf(item.amount);

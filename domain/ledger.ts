@@ -98,7 +98,7 @@ export const ledgerEntryViewSchema = z.object({
 export type LedgerEntryView = z.infer<typeof ledgerEntryViewSchema>;
 
 /** The codes of section 10's refusals (422, nothing stored). */
-export const fundingRefusalCodes = ['INSUFFICIENT_FUNDS', 'AMOUNT_TOO_SMALL', 'AMOUNT_TOO_LARGE', 'DAILY_LIMIT_EXCEEDED', 'VELOCITY_LIMIT_EXCEEDED'] as const;
+export const fundingRefusalCodes = ['INSUFFICIENT_FUNDS', 'AMOUNT_TOO_SMALL', 'AMOUNT_TOO_LARGE', 'DAILY_LIMIT_EXCEEDED', 'VELOCITY_LIMIT_EXCEEDED', 'CURRENCY_NOT_ACCEPTED'] as const;
 export type FundingRefusalCode = (typeof fundingRefusalCodes)[number];
 
 /** The settlement of a day: section 10. */

@@ -12,6 +12,22 @@ export const currencySchema = z.enum(Object.keys(currencyMinorUnits) as [Currenc
   error: 'currency must be an ISO 4217 code walletflow supports (PHP, USD, EUR, JPY)',
 });
 
+/**
+ * The one currency walletflow moves money in: the wallet service's (contract-decisions section 14,
+ * "amounts in another currency than the configured one (PHP) are refused 422 at every money
+ * route"). Other supported currencies still parse (a stored row, a wallet answer), so that the
+ * refusal is a 422 naming the currency, never a 400 for a shape.
+ */
+export const acceptedCurrency: Currency = 'PHP';
+
+/** The 422 code of a money request in another currency than acceptedCurrency. */
+export const CURRENCY_NOT_ACCEPTED = 'CURRENCY_NOT_ACCEPTED';
+
+/** Why an amount is refused for its currency, or null when it is acceptedCurrency. */
+export function currencyRefusal(currency: string): string | null {
+  return currency === acceptedCurrency ? null : `walletflow moves ${acceptedCurrency} only: an amount in ${currency} is not accepted`;
+}
+
 /** An amount inside walletflow: thousandths of the currency's unit (PHP 100.50 is 100500n). */
 export interface Money {
   readonly currency: Currency;

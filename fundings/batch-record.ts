@@ -25,9 +25,16 @@ export interface NewBatch {
   currency: string;
   items: readonly NewBatchItem[];
   createdBy: string;
-  /** At or above BATCH_APPROVAL_THRESHOLD: stored AWAITING_APPROVAL; else RUNNING. */
-  needsApproval: boolean;
+  /**
+   * BATCH_APPROVAL_THRESHOLD (thousandths): the batch is stored AWAITING_APPROVAL when its total,
+   * plus the batches its creator drew from the same source in the last 24 hours without approval,
+   * is at least this (contract-decisions section 14); else RUNNING. Null: never waits; 0: always.
+   */
+  approvalThreshold: bigint | null;
 }
+
+/** What an insert did: nothing (the key was taken), or stored the batch waiting for approval or running. */
+export type InsertedBatch = { stored: false } | { stored: true; needsApproval: boolean };
 
 export interface BatchRecordDependencies {
   database: Database;
@@ -41,6 +48,23 @@ type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'cancelledBy';
 
 export function createBatchRecord(deps: BatchRecordDependencies) {
   const { database, fundings } = deps;
+
+  /**
+   * What `createdBy` drew from this source in the last 24 hours through batches no second person
+   * approved (running, paused, completed or cancelled without approval, or still waiting for it):
+   * ten batches just under the threshold need approval as one over it does. Counted under a lock
+   * per creator and source, so two batches stored at once see each other. Names compare without
+   * regard to case, as key names do.
+   */
+  async function unapprovedRecently(tx: Prisma.TransactionClient, createdBy: string, sourceUser: string | null, currency: string): Promise<bigint> {
+    await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${createdBy.toLowerCase()}:${sourceUser ?? 'TREASURY'}`}, 0))`;
+    const rows = await tx.$queryRaw<Array<{ total: Prisma.Decimal | null }>>`
+      SELECT SUM(total_amount) AS total FROM funding_batch
+      WHERE lower(created_by) = lower(${createdBy}) AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
+        AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
+    const total = rows[0]?.total;
+    return total ? fromNumeric(total) : 0n;
+  }
 
   /** The webhook a batch's end emits, in the move's own transaction. */
   async function announce(tx: Prisma.TransactionClient, batchId: string, state: BatchState): Promise<void> {
@@ -93,20 +117,22 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
      * limit a LimitRefusal: nothing is stored either way. One user's batches and fundings wait
      * for each other (the same lane and lock as a single funding's).
      */
-    async insert(batch: NewBatch): Promise<boolean> {
+    async insert(batch: NewBatch): Promise<InsertedBatch> {
       const source = batch.source ?? treasurySource;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
       const total = batch.items.reduce((sum, item) => sum + item.amount, 0n);
+      let needsApproval = false;
       const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () =>
         database.$transaction(
           async (tx) => {
             if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
+            needsApproval = batch.approvalThreshold !== null && total + (await unapprovedRecently(tx, batch.createdBy, sourceUser, batch.currency)) >= batch.approvalThreshold;
             const count = await tx.$executeRaw`
               INSERT INTO funding_batch (id, idempotency_key, request_fingerprint, workflow_id, name, state, source_partner_user_id,
                                          currency, total_count, total_amount, created_by, started_at, updated_at)
               VALUES (${batch.id}::uuid, ${batch.idempotencyKey}, ${batch.requestFingerprint}, ${batch.workflowId}, ${batch.name},
-                      ${batch.needsApproval ? 'AWAITING_APPROVAL' : 'RUNNING'}::"FundingBatchState", ${sourceUser}, ${batch.currency},
-                      ${batch.items.length}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${batch.needsApproval ? null : new Date()}, now())
+                      ${needsApproval ? 'AWAITING_APPROVAL' : 'RUNNING'}::"FundingBatchState", ${sourceUser}, ${batch.currency},
+                      ${batch.items.length}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${needsApproval ? null : new Date()}, now())
               ON CONFLICT (idempotency_key) DO NOTHING`;
             if (count !== 1) return count;
             if (deps.limits && sourceUser !== null) {
@@ -126,7 +152,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           { timeout: 300_000, maxWait: 10_000 },
         ),
       );
-      return inserted === 1;
+      return inserted === 1 ? { stored: true, needsApproval } : { stored: false };
     },
 
     /**

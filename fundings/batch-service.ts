@@ -24,7 +24,7 @@ import { InsufficientFundsError } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { batchStateChangedSignal, batchWorkflowId, startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../workflows/fund-wallet.contract.ts';
-import { createBatchRecord } from './batch-record.ts';
+import { createBatchRecord, type InsertedBatch } from './batch-record.ts';
 import type { FundingRecord, NewBatchItem } from './funding-record.ts';
 
 export interface BatchServiceDependencies {
@@ -146,8 +146,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
         const key = `batch:${batchId}:${item.reference}`;
         return { id: randomUUID(), idempotencyKey: key, workflowId: fundingWorkflowId(key, sha256Hex), reference: item.reference, recipient: item.recipient, amount: item.money.thousandths };
       });
-      const needsApproval = deps.approvalThreshold !== null && checked.total.thousandths >= deps.approvalThreshold;
-      let inserted: boolean;
+      let inserted: InsertedBatch;
       try {
         inserted = await record.insert({
           id: batchId,
@@ -159,7 +158,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
           currency: checked.total.currency,
           items,
           createdBy: actor,
-          needsApproval,
+          approvalThreshold: deps.approvalThreshold,
         });
       } catch (error) {
         if (error instanceof InsufficientFundsError) {
@@ -168,13 +167,13 @@ export function createBatchService(deps: BatchServiceDependencies) {
         if (error instanceof LimitRefusal) return { kind: 'refused', code: error.code, detail: error.detail };
         throw error;
       }
-      if (!inserted) {
+      if (!inserted.stored) {
         // Another request with this key stored its batch first.
         const stored = await record.getByIdempotencyKey(idempotencyKey);
         return stored.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(stored) } : { kind: 'key-reused' };
       }
-      if (!needsApproval) await startRunner(batchId);
-      deps.logger.info({ batchId, items: items.length, needsApproval }, 'funding batch stored');
+      if (!inserted.needsApproval) await startRunner(batchId);
+      deps.logger.info({ batchId, items: items.length, needsApproval: inserted.needsApproval }, 'funding batch stored');
       return { kind: 'created', batch: (await viewOf(batchId))! };
     },
 
@@ -182,7 +181,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
     async approve(batchId: string, actor: string): Promise<MoveBatchResult> {
       const batch = await record.find(batchId);
       if (!batch) return { kind: 'not-found' };
-      if (batch.createdBy === actor) return { kind: 'same-approver' };
+      // Names compare as key names do, without regard to case: `Alice` approving `alice`'s batch is the same person.
+      if (batch.createdBy.toLowerCase() === actor.toLowerCase()) return { kind: 'same-approver' };
       if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL']))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await startRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };

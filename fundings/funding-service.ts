@@ -12,7 +12,7 @@ import {
   type FundingView,
   type ResolveFundingRequest,
 } from '../domain/funding.ts';
-import { moneyOf, normaliseAmount } from '../domain/money.ts';
+import { currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -115,6 +115,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string, authority: FundingAuthority = {}): Promise<StartFundingResult> {
+      const foreign = currencyRefusal(body.amount.currency);
+      if (foreign) return { kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign };
       const requestFingerprint = fingerprint(body);
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       let recipientOwner: string | null = null;

@@ -9,6 +9,8 @@ export interface OpsKey {
   name: string;
   scopes: ReadonlySet<OpsScope>;
   key: string;
+  /** A bare entry (no name, every scope): refused in production (lib/config/production-checks.ts). */
+  bare?: true;
 }
 
 /** The name a bare key gets. */
@@ -26,7 +28,7 @@ export class OpsKeyError extends Error {
  */
 export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
   const parts = entry.split(':');
-  if (parts.length === 1) return { name: DEFAULT_KEY_NAME, scopes: new Set(opsScopes), key: entry };
+  if (parts.length === 1) return { name: DEFAULT_KEY_NAME, scopes: new Set(opsScopes), key: entry, bare: true };
   const [name = '', scopeList = '', ...rest] = parts;
   const key = rest.join(':');
   if (parts.length < 3 || key.length === 0) throw new OpsKeyError(`entry ${position}: must be name:scopes:key or a bare key`);

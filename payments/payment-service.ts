@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
-import { moneyOf, normaliseAmount } from '../domain/money.ts';
+import { currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -27,7 +27,9 @@ export type StartPaymentResult =
   | { kind: 'created'; payment: PaymentView }
   | { kind: 'existing'; payment: PaymentView }
   | { kind: 'key-reused' }
-  | { kind: 'link-not-found' };
+  | { kind: 'link-not-found' }
+  /** 422: refused before anything is stored (an amount in another currency than walletflow moves). */
+  | { kind: 'refused'; code: typeof CURRENCY_NOT_ACCEPTED; detail: string };
 
 export type ResolvePaymentResult =
   | { kind: 'resolved'; payment: PaymentView }
@@ -71,6 +73,8 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
 
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreatePaymentRequest, actor?: string): Promise<StartPaymentResult> {
+      const foreign = currencyRefusal(body.amount.currency);
+      if (foreign) return { kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign };
       const amount = normaliseAmount(body.amount);
       // PURCHASE (or none) fingerprints as before: existing keys keep matching.
       const purpose = body.purpose === 'DEPOSIT' ? ['DEPOSIT'] : [];

@@ -80,6 +80,8 @@ function refusalInWords(code: string, detail: string): string {
       return left ? `This is more than today’s withdrawal limit allows: ${left[1]} left today.` : 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
     case 'VELOCITY_LIMIT_EXCEEDED':
       return 'You have made several withdrawals just now. Please wait a minute and try again.';
+    case 'CURRENCY_NOT_ACCEPTED':
+      return 'Withdrawals are in PHP only.';
     default:
       return 'This withdrawal cannot be made right now.';
   }
@@ -184,6 +186,10 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
         return;
       case 'link-not-found':
         sendMessage(res, 401, messagePages.reopen);
+        return;
+      case 'refused':
+        // The page writes PHP amounts only: never for this form, said in words were it to happen.
+        await page.home(res, context.session, context.embedded, 422, { form: 'deposit', message: 'Deposits are in PHP only.', value: amount.amount.value });
         return;
     }
   });

@@ -17,7 +17,7 @@ import {
   systemAccounts,
 } from '../../domain/ledger.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
-import { moneyOf } from '../../domain/money.ts';
+import { currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
 import { requestFingerprint } from '../../lib/idempotency.ts';
 import { InsufficientFundsError, isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
@@ -97,7 +97,7 @@ const routes = {
         'VALIDATION_ERROR',
         ...malformedBodyCodes,
       ]),
-      '422': problemAnswer('the key was used with another body, or a debit below available (nothing stored)', ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS']),
+      '422': problemAnswer('the key was used with another body, a debit below available, or an amount not in PHP (nothing stored)', ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS', 'CURRENCY_NOT_ACCEPTED']),
     },
   }),
   listLedgerEntries: defineRoute({
@@ -166,6 +166,11 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     const parsed = createAdjustmentSchema.safeParse(req.body);
     if (!parsed.success) {
       validationProblem(res, parsed.error);
+      return;
+    }
+    const foreign = currencyRefusal(parsed.data.amount.currency);
+    if (foreign) {
+      sendProblem(res, { status: 422, code: CURRENCY_NOT_ACCEPTED, title: 'Unprocessable Content', detail: foreign });
       return;
     }
     const amount = moneyOf(parsed.data.amount).thousandths;

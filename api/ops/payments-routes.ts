@@ -59,7 +59,7 @@ const routes = {
         'a new key: the payment, started; the answer waits (up to 3 s) for the wallet’s create, so `paymentId` is the wallet’s id unless that create is slow (then null; `id` always works)',
       ),
       '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
-      '422': problemAnswer('the key was used with another body, or `linkId` names no link', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND']),
+      '422': problemAnswer('the key was used with another body, `linkId` names no link, or the amount is not in PHP', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', 'CURRENCY_NOT_ACCEPTED']),
     },
   }),
   listPayments: defineRoute({
@@ -143,6 +143,9 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
         return;
       case 'link-not-found':
         sendProblem(res, { status: 422, code: 'LINK_NOT_FOUND', title: 'Unprocessable Content', detail: 'linkId names no link' });
+        return;
+      case 'refused':
+        sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });
         return;
     }
   });

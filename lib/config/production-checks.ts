@@ -54,7 +54,9 @@ export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];
   if (config.opsApiKeys.length === 0) problems.push('OPS_API_KEYS: is required in production');
-  for (const key of config.opsApiKeys) {
+  for (const [index, key] of config.opsApiKeys.entries()) {
+    // No name to audit, every scope (contract-decisions section 12): a development convenience only.
+    if (key.bare) problems.push(`OPS_API_KEYS: entry ${index + 1} is a bare key (no name, every scope), refused in production; write it as name:scopes:key`);
     if (Buffer.byteLength(key.key, 'utf8') < 32) {
       problems.push(`OPS_API_KEYS: the key named ${key.name} is shorter than 32 bytes; every key must be at least 32 bytes in production (openssl rand -base64 32)`);
     }

@@ -74,9 +74,10 @@ async function runningBatch(count: number, options: { needsApproval?: boolean; r
     currency: 'PHP',
     items,
     createdBy: 'ops',
-    needsApproval: options.needsApproval ?? false,
+    // Always waits (0), or never (null).
+    approvalThreshold: options.needsApproval ? 0n : null,
   });
-  expect(inserted).toBe(true);
+  expect(inserted.stored).toBe(true);
   return batchId;
 }
 
@@ -453,7 +454,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
     };
     const items = [item('by-code', { type: 'CODE', code }), item('by-token', { type: 'TOKEN', linkId })];
-    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', needsApproval: false })).toBe(true);
+    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
     const startToCloseTimeoutMs = 13_500;

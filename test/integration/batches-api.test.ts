@@ -10,10 +10,12 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 let stack: PartnerStack;
 const approver = 'b'.repeat(40);
 const reader = 'r'.repeat(40);
+const splitter = 's'.repeat(40);
+const otherSplitter = 't'.repeat(40);
 
 beforeAll(async () => {
   stack = await startPartnerStack({
-    extraOpsKeys: [`checker:approve+read:${approver}`, `auditor:read:${reader}`],
+    extraOpsKeys: [`checker:approve+read:${approver}`, `auditor:read:${reader}`, `splitter:fund+read:${splitter}`, `splitter-two:fund+read:${otherSplitter}`],
     batches: { approvalThreshold: 100_000n, maxInFlight: 4 }, // 100.00: batches of 100.00 or more wait for approval
   });
 });
@@ -162,6 +164,54 @@ describe('funding batches', () => {
     const items = await stack.database.funding.findMany({ where: { batchId }, select: { id: true } });
     const failed = await stack.database.webhookEvent.findMany({ where: { fundingId: { in: items.map((row) => row.id) } } });
     expect(failed.map((event) => event.type)).toEqual(['funding.failed', 'funding.failed']);
+  });
+
+  it('counts toward the approval threshold what the same key drew from the same source in the last 24 hours without approval: batches split under it wait like one over it', async () => {
+    const batchOf = async (as: string, name: string, value: string) => {
+      const answer = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), as, body: { name, items: [item('only', '1234567', value)] } });
+      expect(answer.status, name).toBe(202);
+      return answer.json as { batchId: string; state: string };
+    };
+    // 60.00 alone is under the threshold (100.00): it runs.
+    const first = await batchOf(splitter, 'first half', '60.00');
+    expect(first.state).toBe('RUNNING');
+    // 50.00 more by the same key from the same source: 110.00 in 24 hours, so it waits.
+    const second = await batchOf(splitter, 'second half', '50.00');
+    expect(second.state).toBe('AWAITING_APPROVAL');
+    // Another key's batches are its own.
+    expect((await batchOf(otherSplitter, 'someone else', '50.00')).state).toBe('RUNNING');
+    // An approved batch was looked at by a second person: it no longer counts.
+    expect((await send(`/ops/funding-batches/${second.batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ state: 'RUNNING', approvedBy: 'checker' });
+    expect((await batchOf(splitter, 'after the approval', '30.00')).state).toBe('RUNNING');
+    // 60.00 + 30.00 without approval now: 20.00 more reaches the threshold.
+    expect((await batchOf(splitter, 'one more', '20.00')).state).toBe('AWAITING_APPROVAL');
+    // What is older than 24 hours no longer counts.
+    await stack.database.fundingBatch.updateMany({ where: { createdBy: 'splitter' }, data: { createdAt: new Date(Date.now() - 25 * 3_600_000) } });
+    expect((await batchOf(splitter, 'a new day', '90.00')).state).toBe('RUNNING');
+  });
+
+  it('compares the approver’s name with the creator’s as key names are compared: without regard to case', async () => {
+    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Renamed key', items: [item('r-1', '1234567', '150.00')] } });
+    const batchId = created.json!.batchId as string;
+    // Created by a key since renamed `CHECKER` (OPS_API_KEYS changed its case): the checker is the same person.
+    await stack.database.fundingBatch.update({ where: { id: batchId }, data: { createdBy: 'CHECKER' } });
+    expect((await send(`/ops/funding-batches/${batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
+    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe('AWAITING_APPROVAL');
+  });
+
+  it('refuses an amount in another currency than PHP at every money route: 422 CURRENCY_NOT_ACCEPTED, nothing stored', async () => {
+    const before = { ...(await counts()), payments: await stack.database.payment.count(), ledger: await stack.database.ledgerTransaction.count() };
+    const usd = { currency: 'USD', value: '10.00' };
+    const funding = await send('/ops/fundings', { method: 'POST', key: randomUUID(), body: { recipient: { type: 'CODE', code: '1234567' }, amount: usd } });
+    expect(funding.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    const { linkId } = await (await import('../support/embedded-link.ts')).createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
+    const payment = await send('/ops/payments', { method: 'POST', key: randomUUID(), body: { linkId, amount: usd } });
+    expect(payment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    const adjustment = await send(`/ops/accounts/currency-${randomUUID()}/adjustments`, { method: 'POST', key: randomUUID(), body: { amount: usd, reason: 'goodwill' } });
+    expect(adjustment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    const batch = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Dollars', items: [{ ...item('d-1', '1234567'), amount: usd }, { ...item('d-2', '7654321'), amount: usd }] } });
+    expect(batch.json).toMatchObject({ status: 422, code: 'BATCH_INVALID', errorCount: 2, errors: [{ row: 1, field: 'amount.currency', code: 'CURRENCY_NOT_ACCEPTED' }, { row: 2, code: 'CURRENCY_NOT_ACCEPTED' }] });
+    expect({ ...(await counts()), payments: await stack.database.payment.count(), ledger: await stack.database.ledgerTransaction.count() }).toEqual(before);
   });
 
   it('answers 400 for a list cursor that names no batch', async () => {

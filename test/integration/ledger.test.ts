@@ -222,8 +222,8 @@ describe('limits', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `i-${index}`, recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: 10_000n };
     });
     expect(
-      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items, createdBy: 'ops', needsApproval: true, source: { type: 'USER_BALANCE', partnerUserId: user } }),
-    ).toBe(true);
+      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: 0n, source: { type: 'USER_BALANCE', partnerUserId: user } }),
+    ).toEqual({ stored: true, needsApproval: true });
     // Five items within the minute, and the user's own funding (per minute: 2) is still let through.
     expect(await batchFundings.insert(withdrawal(user, '1.00'))).toBe(true);
   });

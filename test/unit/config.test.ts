@@ -135,6 +135,8 @@ describe('loadConfig', () => {
     ['PROFILE_VERIFICATION_JWK', { PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(31, 1).toString('base64url') }) }],
     ['LOGIN_SIGNING_KEY', { LOGIN_SIGNING_KEY: 'too-short-a-signing-key' }],
     ['OPS_API_KEYS', { OPS_API_KEYS: `ops:read:${'k'.repeat(40)},robot:fund:short` }],
+    // A bare key has no name to audit and every scope (contract-decisions section 12).
+    ['OPS_API_KEYS', { OPS_API_KEYS: `ops:read:${'k'.repeat(40)},${'b'.repeat(40)}` }],
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '' }],
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '0.0.0.0/0' }],
     ['TEMPORAL_TLS', { TEMPORAL_TLS: '' }],
@@ -200,7 +202,7 @@ const strongProduction = {
   ...wallet,
   PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
   NODE_ENV: 'production',
-  OPS_API_KEYS: 'k'.repeat(40),
+  OPS_API_KEYS: `ops:read+fund+pay+resolve+accounts+admin:${'k'.repeat(40)},checker:read+approve:${'c'.repeat(40)}`,
   TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64'),
   IDEMPOTENCY_FINGERPRINT_KEY: Buffer.alloc(32, 4).toString('base64'),
   SESSION_ALLOWED_IPS: '203.0.113.0/28',

@@ -126,7 +126,9 @@ describe('Dockerfile', () => {
     // The build stage installs exactly the lockfile (no version drifts in at build time).
     expect(stages[0]).toMatch(/^RUN npm ci\b/m);
     expect(stages[0]).not.toMatch(/^RUN npm install\b/m);
-    expect(dockerfile).toMatch(/^RUN npm install --omit=dev --omit=optional --ignore-scripts\b/m);
+    // The runtime's dependencies are exactly the lockfile's too.
+    expect(dockerfile).toMatch(/^RUN npm ci --omit=dev --omit=optional --ignore-scripts\b/m);
+    expect(dockerfile).not.toMatch(/^RUN npm install\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
     expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main.js"\]$/m);

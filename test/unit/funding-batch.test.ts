@@ -30,7 +30,7 @@ describe('a batch’s items', () => {
       [2, 'bad ref', 'reference', 'INVALID'],
       [3, 'ok-1', 'reference', 'DUPLICATE_REFERENCE'],
       [4, 'money', 'amount.value', 'INVALID'],
-      [5, 'usd', 'amount.currency', 'CURRENCY_MISMATCH'],
+      [5, 'usd', 'amount.currency', 'CURRENCY_NOT_ACCEPTED'],
       [6, 'code', 'recipient.code', 'INVALID'],
       [7, 'small', 'amount.value', 'AMOUNT_TOO_SMALL'],
       [8, 'large', 'amount.value', 'AMOUNT_TOO_LARGE'],
