@@ -188,7 +188,18 @@ export default tseslint.config(
     files: ['api/*/assets/**/*.js'],
     languageOptions: {
       sourceType: 'script',
-      globals: { document: 'readonly', history: 'readonly', location: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+      globals: {
+        document: 'readonly',
+        history: 'readonly',
+        location: 'readonly',
+        fetch: 'readonly',
+        setTimeout: 'readonly',
+        // The console's script (api/console/assets/console.js).
+        navigator: 'readonly',
+        EventSource: 'readonly',
+        Element: 'readonly',
+        HTMLFormElement: 'readonly',
+      },
     },
     rules: { strict: ['error', 'function'] },
   },

@@ -27,6 +27,10 @@ import { opsAuth } from './ops/ops-auth.ts';
 import { auditOpsWrites } from './ops/ops-audit.ts';
 import { createOpsActionLog, type OpsActionLog } from '../audit/ops-actions.ts';
 import { strictRouter } from './http/route-registration.ts';
+import { createOpsKeyGuard } from './ops/ops-key-guard.ts';
+import { consoleRouter } from './console/console-router.ts';
+import { createConsoleSessions } from './console/console-sessions.ts';
+import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
 import { sendProblem } from './http/problem.ts';
@@ -110,8 +114,13 @@ export interface AppDependencies {
     settlementTimeZone?: string;
     /** Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits) and BATCH_MAX_IN_FLIGHT. */
     batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
+    console?: ConsoleConfig;
   };
 }
+
+/** Sign-in attempts to the console per client address per minute (a person signs in a few times a day). */
+const CONSOLE_SIGN_INS_PER_MINUTE = 20;
 
 /** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
 function isOpsPath(path: string): boolean {
@@ -192,29 +201,29 @@ export function createApp(deps: AppDependencies): express.Express {
     // leaves an audit row, whatever it answered (a refusal too), with the key's name when a valid
     // key was presented (contract section 12), and the caller is authenticated. Only the exact
     // spelling then reaches a route (`ops`, below); any other is 404.
+    const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
+    // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
+    const opsKeys = createOpsKeyGuard({ keys: services.opsApiKeys });
     const opsGate = express.Router();
-    opsGate.use(auditOpsWrites(services.opsAudit ?? createOpsActionLog(services.database, deps.logger)));
-    opsGate.use(opsAuth({ keys: services.opsApiKeys }));
+    opsGate.use(auditOpsWrites(opsAudit));
+    opsGate.use(opsAuth({ guard: opsKeys }));
     const ops = strictRouter();
     // No ops route answers OPTIONS (no cross-origin caller is served): Express would otherwise list a path's methods.
     ops.use((req, res, next) => (req.method === 'OPTIONS' ? noRoute(req, res, next) : next()));
     const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
+    const batches = createBatchService({
+      database: services.database,
+      fundings: createFundingRecord({ database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) }),
+      temporal: services.temporal,
+      taskQueue: services.taskQueue,
+      fingerprintKey: services.fingerprintKey,
+      logger: deps.logger,
+      ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
+      approvalThreshold: services.batches?.approvalThreshold ?? null,
+      maxInFlight: services.batches?.maxInFlight ?? 32,
+    });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
-    ops.use(
-      opsBatchesRouter({
-        batches: createBatchService({
-          database: services.database,
-          fundings: createFundingRecord({ database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) }),
-          temporal: services.temporal,
-          taskQueue: services.taskQueue,
-          fingerprintKey: services.fingerprintKey,
-          logger: deps.logger,
-          ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
-          approvalThreshold: services.batches?.approvalThreshold ?? null,
-          maxInFlight: services.batches?.maxInFlight ?? 32,
-        }),
-      }),
-    );
+    ops.use(opsBatchesRouter({ batches }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
     const fundings = createFundingService({
@@ -256,7 +265,8 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     ops.use(opsPaymentsRouter({ payments }));
-    ops.use(opsWebhooksRouter({ webhooks: createWebhookStore({ database: services.database, cipher: services.cipher }), publicTargetsOnly: services.production === true }));
+    const webhooks = createWebhookStore({ database: services.database, cipher: services.cipher });
+    ops.use(opsWebhooksRouter({ webhooks, publicTargetsOnly: services.production === true }));
     // A path no route has is answered here, by no handler (and an OPTIONS request is not answered with the routes' methods).
     ops.use(noRoute);
     app.use(
@@ -280,6 +290,25 @@ export function createApp(deps: AppDependencies): express.Express {
     );
     app.use((req, res, next) => (isOpsPath(req.path) ? opsGate(req, res, next) : next()));
     app.use('/ops', ops);
+    // The ops console (contract-decisions section 15): the same services and checks, for people.
+    const consoleConfig = services.console ?? { oidc: undefined, idleMinutes: 15, sessionHours: 8, temporalUiUrl: undefined };
+    app.use(
+      consoleRouter({
+        sessions: createConsoleSessions(services.database, services.cipher, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
+        config: consoleConfig,
+        keys: opsKeys,
+        rateLimiter: createRateLimiter({ limit: CONSOLE_SIGN_INS_PER_MINUTE, ...(hardening.now ? { now: hardening.now } : {}) }),
+        audit: opsAudit,
+        publicUrl: services.publicUrl,
+        secureCookies: services.publicUrl?.startsWith('https:') === true,
+        logger: deps.logger,
+        database: services.database,
+        batches,
+        ledger,
+        webhooks,
+        timeZone: services.settlementTimeZone ?? 'Asia/Manila',
+      }),
+    );
   }
 
   app.use(noRoute);

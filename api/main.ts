@@ -97,6 +97,7 @@ const app = createApp({
     fundingLimits: config.fundingLimits,
     settlementTimeZone: config.settlementTimeZone,
     batches: config.batches,
+    console: config.console,
   },
 });
 // The treasury's floor follows TREASURY_LIMIT (unset: no floor).

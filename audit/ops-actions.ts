@@ -18,6 +18,8 @@ export interface OpsActionEntry {
   requestId: string | null;
   /** When the request was answered (rows written later keep the moment of the act). */
   at?: Date;
+  /** Where: the ops API (default) or the console. */
+  channel?: 'api' | 'console';
 }
 
 export interface OpsActionLog {
@@ -48,6 +50,7 @@ const rowOf = (entry: OpsActionEntry) => ({
   status: entry.status,
   requestId: entry.requestId?.slice(0, 64) ?? null,
   at: entry.at ?? new Date(),
+  channel: entry.channel ?? 'api',
 });
 
 export function createOpsActionLog(database: Database, logger: Logger, options: OpsActionLogOptions = {}): OpsActionLog {

@@ -28,6 +28,15 @@ export function currencyRefusal(currency: string): string | null {
   return currency === acceptedCurrency ? null : `walletflow moves ${acceptedCurrency} only: an amount in ${currency} is not accepted`;
 }
 
+/** Records in one state, counted and summed (the console's totals of a day). */
+export interface StatusTotal<Status extends string> {
+  status: Status;
+  count: number;
+  /** Thousandths, in `currency`. */
+  amount: bigint;
+  currency: string;
+}
+
 /** An amount inside walletflow: thousandths of the currency's unit (PHP 100.50 is 100500n). */
 export interface Money {
   readonly currency: Currency;

@@ -7,6 +7,7 @@ import type { FundingBatch, Prisma } from '../generated/prisma/client.ts';
 import { activeBatchStates, batchTransitions, type BatchItemStatus, type BatchState, type BatchView } from '../domain/funding-batch.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
+import { actorIdentity } from '../domain/actor.ts';
 import { batchWebhookEventType } from '../domain/webhook.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
@@ -53,14 +54,16 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
    * What `createdBy` drew from this source in the last 24 hours through batches no second person
    * approved (running, paused, completed or cancelled without approval, or still waiting for it):
    * ten batches just under the threshold need approval as one over it does. Counted under a lock
-   * per creator and source, so two batches stored at once see each other. Names compare without
-   * regard to case, as key names do.
+   * per creator and source, so two batches stored at once see each other. The creator is a key
+   * (its name, without case) or a person (their identity, whatever their display name: domain/actor.ts).
    */
   async function unapprovedRecently(tx: Prisma.TransactionClient, createdBy: string, sourceUser: string | null, currency: string): Promise<bigint> {
-    await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${createdBy.toLowerCase()}:${sourceUser ?? 'TREASURY'}`}, 0))`;
+    const identity = actorIdentity(createdBy);
+    await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${identity}:${sourceUser ?? 'TREASURY'}`}, 0))`;
+    // actorIdentity in SQL: a person's `(oidc:…)` suffix, else the key's name, without case.
     const rows = await tx.$queryRaw<Array<{ total: Prisma.Decimal | null }>>`
       SELECT SUM(total_amount) AS total FROM funding_batch
-      WHERE lower(created_by) = lower(${createdBy}) AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
+      WHERE lower(COALESCE(substring(created_by from '\\((oidc:[^()]+)\\)$'), created_by)) = ${identity} AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
         AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
     const total = rows[0]?.total;
     return total ? fromNumeric(total) : 0n;

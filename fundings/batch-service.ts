@@ -17,6 +17,7 @@ import {
 } from '../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, normaliseAmount } from '../domain/money.ts';
+import { sameActor } from '../domain/actor.ts';
 import type { Database } from '../lib/database.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -181,8 +182,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
     async approve(batchId: string, actor: string): Promise<MoveBatchResult> {
       const batch = await record.find(batchId);
       if (!batch) return { kind: 'not-found' };
-      // Names compare as key names do, without regard to case: `Alice` approving `alice`'s batch is the same person.
-      if (batch.createdBy.toLowerCase() === actor.toLowerCase()) return { kind: 'same-approver' };
+      // The same key (names compared without case, `Alice` is `alice`) or the same person, by their identity.
+      if (sameActor(batch.createdBy, actor)) return { kind: 'same-approver' };
       if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL']))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await startRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };

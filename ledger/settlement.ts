@@ -150,6 +150,12 @@ export function createSettlement(deps: { database: Database; timeZone: string; s
 }
 
 /** The day's bounds as local timestamps of SETTLEMENT_TZ ("2026-01-31 00:00:00" to the next midnight). */
+/** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
+export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { date: string } {
+  const date = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  return { date, ...dayBounds(date), timeZone };
+}
+
 function dayBounds(date: string): { start: string; end: string } {
   const next = new Date(`${date}T00:00:00Z`);
   next.setUTCDate(next.getUTCDate() + 1);

@@ -20,7 +20,7 @@ const run = (what: string, args: string[]) => {
 
 rmSync(dist, { recursive: true, force: true });
 run('tsc', [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json']);
-for (const assets of ['api/docs/assets', 'api/embedded/assets']) {
+for (const assets of ['api/docs/assets', 'api/embedded/assets', 'api/console/assets']) {
   cpSync(path.join(projectRoot, assets), path.join(dist, assets), { recursive: true });
 }
 run('workflow bundle', ['--import', 'tsx', path.join(projectRoot, 'scripts/bundle-workflows.ts'), path.join(dist, 'workflow-bundle.js')]);

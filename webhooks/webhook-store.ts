@@ -129,6 +129,19 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
       return page.kind === 'page' ? { ...page, items: page.items.map(deliveryView) } : page;
     },
 
+    /**
+     * Endpoints whose deliveries fail: each with its dead letters (FAILED, waiting for a redelivery)
+     * and the deliveries still being retried after a failed attempt (the console's home).
+     */
+    health: (): Promise<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>> =>
+      database.$queryRaw<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>>`
+        SELECT e.id::text AS "endpointId", e.url,
+               COUNT(*) FILTER (WHERE d.status = 'FAILED')::int AS "deadLetters",
+               COUNT(*) FILTER (WHERE d.status = 'PENDING' AND d.attempts > 0)::int AS retrying
+        FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
+        WHERE d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0)
+        GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`,
+
     async getDelivery(id: string): Promise<WebhookDeliveryView | null> {
       const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: withLog });
       return delivery ? deliveryView(delivery) : null;

@@ -51,6 +51,8 @@ function securityOf(access: RouteAccess): Array<Record<string, string[]>> | unde
   // The requirement names the key only; the route's scope, from the same declaration, is enforced
   // by ops-auth.ts, and the 403 every ops route may give says how a key gets it.
   if ('opsScope' in access) return [{ opsApiKey: [] }];
+  // The console's pages are not operations of this document.
+  if ('consoleScope' in access) return undefined;
   return access.webSession === 'required' ? [{ appSession: [] }] : [{}, { appSession: [] }];
 }
 

@@ -16,6 +16,14 @@ export const expressPath = (path: string): string => path.replace(/\{([A-Za-z_][
 
 export type AddRoute = <Path extends string>(spec: RouteSpec<Path>, ...handlers: Array<RequestHandler<PathParams<Path>>>) => void;
 
+/** The checks a route's access puts before its handlers: an ops key's or a console person's scope. */
+function scopeChecksOf(access: RouteSpec['access']): RequestHandler[] {
+  if (typeof access !== 'object') return [];
+  if ('opsScope' in access) return [requireScope(access.opsScope)];
+  if ('consoleScope' in access && access.consoleScope !== null) return [requireScope(access.consoleScope)];
+  return [];
+}
+
 /**
  * A router that reaches a route only by its own spelling: `/ops/Fundings` and `/ops/fundings/` are
  * not `/ops/fundings` (contract-decisions section 12). Every router of the API is one.
@@ -29,11 +37,11 @@ export const strictRouter = (): Router => Router({ caseSensitive: true, strict: 
  */
 export function routesOn(router: Router, mountPath = ''): AddRoute {
   return (spec, ...handlers) => {
-    if (!spec.path.startsWith(`${mountPath}/`)) throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
+    const atMount = mountPath !== '' && spec.path === mountPath;
+    if (!atMount && !spec.path.startsWith(`${mountPath}/`)) throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
     const register = router[spec.method].bind(router) as (path: string, ...handlers: RequestHandler[]) => Router;
-    const access = spec.access;
-    const checks: RequestHandler[] = typeof access === 'object' && 'opsScope' in access ? [requireScope(access.opsScope)] : [];
+    const checks: RequestHandler[] = scopeChecksOf(spec.access);
     // Express fills exactly the parameters the path names, which PathParams derives from the same path.
-    register(expressPath(spec.path.slice(mountPath.length)), ...checks, ...(handlers as unknown as RequestHandler[]));
+    register(atMount ? '/' : expressPath(spec.path.slice(mountPath.length)), ...checks, ...(handlers as unknown as RequestHandler[]));
   };
 }

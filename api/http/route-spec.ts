@@ -48,9 +48,14 @@ export interface ParameterSpec {
 
 /**
  * Who may call a route: anyone; the ops API with a bearer key (OPS_API_KEYS) that has this scope;
- * or the landing page's web session cookie (`optional`: the route answers without one too).
+ * the landing page's web session cookie (`optional`: the route answers without one too); or a
+ * person signed in to the ops console with this scope (null: any person signed in).
  */
-export type RouteAccess = 'public' | { readonly opsScope: OpsScope } | { readonly webSession: 'required' | 'optional' };
+export type RouteAccess =
+  | 'public'
+  | { readonly opsScope: OpsScope }
+  | { readonly webSession: 'required' | 'optional' }
+  | { readonly consoleScope: OpsScope | null };
 
 /** The `{name}` parameters of a path template. */
 export type PathParameterName<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}` ? Name | PathParameterName<Rest> : never;

@@ -11,7 +11,7 @@ import { actorSchema } from './ops-actor.ts';
 
 const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function auditOpsWrites(log: OpsActionLog): RequestHandler {
+export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = 'api'): RequestHandler {
   return (req, res, next) => {
     if (!writeMethods.has(req.method)) {
       next();
@@ -27,7 +27,7 @@ export function auditOpsWrites(log: OpsActionLog): RequestHandler {
       recorded = true;
       const requestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : null;
       const status = res.writableFinished || res.headersSent ? res.statusCode : 0;
-      log.record({ keyName: actorOf(res.locals)?.name ?? null, actor: actor.success ? actor.data : null, method: req.method, path, status, requestId });
+      log.record({ keyName: actorOf(res.locals)?.name ?? null, actor: actor.success ? actor.data : null, method: req.method, path, status, requestId, channel });
     };
     res.once('finish', record);
     res.once('close', record);

@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import { parsePayloadKeys } from '../payload-codec.ts';
 import { OpsKeyError, parseOpsKeys } from '../ops-keys.ts';
+import { ConsoleRolesError, parseConsoleRoles } from '../console-roles.ts';
 import { profileDecryptionJwkSchema, profileVerificationJwkSchema } from '../../domain/jwk.ts';
 import {
   base64Key,
@@ -39,6 +40,7 @@ export const secretVariables = [
   'TEMPORAL_TLS_KEY',
   'CODEC_AUTH_TOKEN',
   'METRICS_TOKEN',
+  'CONSOLE_OIDC_CLIENT_SECRET',
   // Headers to the trace collector: often an API key (`authorization=Bearer …`).
   'OTEL_EXPORTER_OTLP_HEADERS',
   'OTEL_EXPORTER_OTLP_TRACES_HEADERS',
@@ -179,6 +181,26 @@ export const environmentSchema = z
     BATCH_APPROVAL_THRESHOLD: configAmount(undefined),
     BATCH_MAX_IN_FLIGHT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1000).default(32)),
 
+    // The ops console (contract-decisions section 15): staff sign in with OpenID Connect when the
+    // issuer, client id and secret are set (the roles map groups to scopes), else with a named ops key.
+    CONSOLE_OIDC_ISSUER: httpUrl,
+    CONSOLE_OIDC_CLIENT_ID: optionalString,
+    CONSOLE_OIDC_CLIENT_SECRET: optionalString,
+    CONSOLE_OIDC_ROLES: commaList.transform((entries, ctx) => {
+      try {
+        return parseConsoleRoles(entries ?? []);
+      } catch (error) {
+        if (!(error instanceof ConsoleRolesError)) throw error;
+        ctx.addIssue({ code: 'custom', message: error.message });
+        return z.NEVER;
+      }
+    }),
+    CONSOLE_OIDC_GROUPS_CLAIM: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters').default('groups')),
+    CONSOLE_IDLE_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(15)),
+    CONSOLE_SESSION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(168).default(8)),
+    // Where the console links a funding's or payment's workflow (the Temporal UI); absent: no link.
+    TEMPORAL_UI_URL: httpUrl,
+
     // Tracing (OpenTelemetry's standard names): off unless a collector endpoint is given.
     OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl,
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: exactHttpUrl,
@@ -194,6 +216,15 @@ export const environmentSchema = z
     }
     if ((env.TEMPORAL_TLS_CERT === undefined) !== (env.TEMPORAL_TLS_KEY === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['TEMPORAL_TLS_CERT'], message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the mTLS client certificate and its key) go together' });
+    }
+    const oidc = (['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET'] as const).filter((name) => env[name] !== undefined);
+    if (oidc.length > 0 && oidc.length < 3) {
+      for (const name of ['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET'] as const) {
+        if (env[name] === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `is required when ${oidc.join(', ')} ${oidc.length === 1 ? 'is' : 'are'} set (the console's sign-in through OpenID Connect)` });
+      }
+    }
+    if (oidc.length === 3 && env.CONSOLE_OIDC_ROLES.size === 0) {
+      ctx.addIssue({ code: 'custom', path: ['CONSOLE_OIDC_ROLES'], message: 'is required with CONSOLE_OIDC_ISSUER: group=scope+scope,… (without it nobody may do anything)' });
     }
     const urls = walletUrlVariables.filter((name) => env[name] !== undefined);
     if (urls.length > 0) {

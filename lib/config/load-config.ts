@@ -4,7 +4,7 @@
 import { hkdfSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PayloadKey } from '../payload-codec.ts';
-import type { OpsKey } from '../ops-keys.ts';
+import type { OpsKey, OpsScope } from '../ops-keys.ts';
 import type { ProfileDecryptionJwk, ProfileVerificationJwk } from '../../domain/jwk.ts';
 import { environmentSchema, secretVariables, type Environment } from './environment.ts';
 
@@ -92,6 +92,20 @@ export interface AppConfig {
   settlementTimeZone: string;
   /** OpenTelemetry traces to an OTLP/HTTP collector; absent: off (nothing of OpenTelemetry is loaded). */
   tracing: TracingConfig | undefined;
+  /** The ops console (contract-decisions section 15). */
+  console: ConsoleConfig;
+}
+
+/** The ops console's sign-in and sessions. */
+export interface ConsoleConfig {
+  /** OpenID Connect sign-in; absent: staff sign in with a named ops key. */
+  oidc: { issuer: string; clientId: string; clientSecret: string; roles: ReadonlyMap<string, ReadonlySet<OpsScope>>; groupsClaim: string } | undefined;
+  /** A session ends after this long without a request (CONSOLE_IDLE_MINUTES). */
+  idleMinutes: number;
+  /** and at the latest this long after sign-in (CONSOLE_SESSION_HOURS). */
+  sessionHours: number;
+  /** TEMPORAL_UI_URL: the Temporal UI the console links workflows to; absent: no link. */
+  temporalUiUrl: string | undefined;
 }
 
 /**
@@ -251,6 +265,15 @@ export function loadConfig(source: Env = process.env): AppConfig {
     settlementTimeZone: e.SETTLEMENT_TZ,
     batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
     tracing: tracingConfig(e),
+    console: {
+      oidc:
+        e.CONSOLE_OIDC_ISSUER && e.CONSOLE_OIDC_CLIENT_ID && e.CONSOLE_OIDC_CLIENT_SECRET
+          ? { issuer: e.CONSOLE_OIDC_ISSUER, clientId: e.CONSOLE_OIDC_CLIENT_ID, clientSecret: e.CONSOLE_OIDC_CLIENT_SECRET, roles: e.CONSOLE_OIDC_ROLES, groupsClaim: e.CONSOLE_OIDC_GROUPS_CLAIM }
+          : undefined,
+      idleMinutes: e.CONSOLE_IDLE_MINUTES,
+      sessionHours: e.CONSOLE_SESSION_HOURS,
+      temporalUiUrl: e.TEMPORAL_UI_URL,
+    },
   };
 }
 

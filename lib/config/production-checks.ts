@@ -62,6 +62,7 @@ export function productionProblems(config: AppConfig): string[] {
     }
   }
   if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
+  if (config.console.oidc && !config.console.oidc.issuer.startsWith('https:')) problems.push('CONSOLE_OIDC_ISSUER: must be an https:// address in production (staff sign in through it)');
   if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required in production (openssl rand -base64 32; its own key, not a token key)');
   if (config.wallet) {
     for (const [name, url] of [['CONNECT_URL', config.wallet.connectUrl], ['OP_URL', config.wallet.opUrl], ['TRANSFER_URL', config.wallet.transferUrl]] as const) {

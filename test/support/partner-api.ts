@@ -6,6 +6,7 @@
 // Without vitest, so the capture script can use it too.
 import { createSessionOnboarding } from '../../links/embedded-onboarding.ts';
 import { randomBytes } from 'node:crypto';
+import type { ConsoleConfig } from '../../lib/config.ts';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
@@ -47,6 +48,13 @@ export interface PartnerApiOptions {
   fundingLimits?: FundingLimits;
   /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
   batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+  /**
+   * The ops console's sign-in and sessions, or a function giving them once the API's address is
+   * known (an identity provider registers the console's redirect URI); absent: sign-in with an ops key.
+   */
+  console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
+  /** PUBLIC_URL; absent: none. */
+  publicUrl?: string;
   /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */
@@ -154,6 +162,8 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
         ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
         ...(options.batches ? { batches: options.batches } : {}),
+        ...(options.console ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console } : {}),
+        ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
       },
     });
     server.on('request', app);

@@ -19,6 +19,7 @@ import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 import type { OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 import { testDatabaseUrl } from './test-database.ts';
+import type { ConsoleConfig } from '../../lib/config.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -75,6 +76,8 @@ export async function startPartnerStack(
     fundingLimits?: FundingLimits;
     /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
     batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    /** The ops console's sign-in and sessions, or a function of the API's address giving them (default: sign-in with an ops key). */
+    console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
   } = {},
@@ -101,6 +104,7 @@ export async function startPartnerStack(
     ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
     ...(options.batches ? { batches: options.batches } : {}),
+    ...(options.console ? { console: options.console } : {}),
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
   });
   const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;

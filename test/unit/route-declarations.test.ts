@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createApp, type AppDependencies } from '../../api/app.ts';
 import { allRoutes } from '../../api/docs/openapi.ts';
+import { consoleRoutes } from '../../api/console/console-router.ts';
 import { expressPath, routesOn } from '../../api/http/route-registration.ts';
 import { defineRoute, htmlAnswer } from '../../api/http/route-spec.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -58,13 +59,14 @@ function registeredRoutes(stack: Layer[], prefix = ''): string[] {
 
 describe('the route declarations', () => {
   it('are what the app registers, method and path, and nothing else', () => {
-    const registered = registeredRoutes((appWithEveryArea().router as unknown as { stack: Layer[] }).stack);
-    const declared = allRoutes.map((route) => `${route.method.toUpperCase()} ${expressPath(route.path)}`);
+    // The console's pages are declared too (not in the API's document); its home is its mount's root.
+    const registered = registeredRoutes((appWithEveryArea().router as unknown as { stack: Layer[] }).stack).map((route) => route.replace(/^(\w+ \/console)\/$/, '$1'));
+    const declared = [...allRoutes, ...consoleRoutes].map((route) => `${route.method.toUpperCase()} ${expressPath(route.path)}`);
     expect(declared.length).toBeGreaterThan(30);
     expect(new Set(declared).size).toBe(declared.length);
     expect(registered.filter((route) => !route.startsWith('ALL ')).sort()).toEqual([...declared].sort());
     // A method-not-allowed catch-all answers on a declared path only.
-    const declaredPaths = new Set(allRoutes.map((route) => expressPath(route.path)));
+    const declaredPaths = new Set([...allRoutes, ...consoleRoutes].map((route) => expressPath(route.path)));
     for (const route of registered.filter((entry) => entry.startsWith('ALL '))) expect(declaredPaths).toContain(route.slice(4));
   });
 
@@ -89,6 +91,14 @@ describe('the route declarations', () => {
       const scope = typeof route.access === 'object' && 'opsScope' in route.access ? route.access.opsScope : undefined;
       expect(scope !== undefined, `${route.method} ${route.path}`).toBe(route.path.startsWith('/ops/'));
       const registered = `${route.method.toUpperCase()} ${expressPath(route.path)}`;
+      expect(checks.has(registered), registered).toBe(true);
+      expect(checks.get(registered), `${registered}: its first handler checks its scope`).toBe(scope);
+    }
+    // The console's pages: each its declared scope first (none: any person signed in).
+    for (const route of consoleRoutes) {
+      expect(typeof route.access === 'object' && 'consoleScope' in route.access, `${route.method} ${route.path}`).toBe(true);
+      const scope = typeof route.access === 'object' && 'consoleScope' in route.access ? (route.access.consoleScope ?? undefined) : undefined;
+      const registered = `${route.method.toUpperCase()} ${route.path === '/console' ? '/console/' : expressPath(route.path)}`;
       expect(checks.has(registered), registered).toBe(true);
       expect(checks.get(registered), `${registered}: its first handler checks its scope`).toBe(scope);
     }

@@ -1,0 +1,121 @@
+// Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
+// SameSite=Strict, Path=/console, Secure over HTTPS) names a server-side session
+// (console-sessions.ts), whose person becomes the request's actor (api/http/actor.ts), so the same
+// scope checks as the ops API apply, route by route. Every state-changing request must carry the
+// session's CSRF token (the synchronizer pattern; SameSite=Strict and the Origin check are a second
+// and third line). A request without a live session goes to the sign-in page.
+import type { Request, RequestHandler, Response } from 'express';
+import { setActor } from '../http/actor.ts';
+import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
+import { sameToken, type ConsoleSessions, type ConsoleSessionView } from './console-sessions.ts';
+
+export const CONSOLE_COOKIE = 'walletflow_console';
+/** The sign-in form's own CSRF token (double submit: before any session exists). */
+export const PRE_SIGN_IN_COOKIE = 'walletflow_console_pre';
+/** The state of an OpenID Connect sign-in, bound to the browser that started it. */
+export const SIGN_IN_STATE_COOKIE = 'walletflow_console_state';
+
+export function cookieOf(req: Request, name: string): string | undefined {
+  for (const part of (req.headers.cookie ?? '').split(';')) {
+    const [key, ...rest] = part.trim().split('=');
+    if (key === name) {
+      const value = rest.join('=');
+      return /^[A-Za-z0-9_-]{16,128}$/.test(value) ? value : undefined;
+    }
+  }
+  return undefined;
+}
+
+export interface CookieOptions {
+  secure: boolean;
+  path?: string;
+  sameSite?: 'Strict' | 'Lax';
+  maxAgeSeconds?: number;
+}
+
+export function setCookie(res: Response, name: string, value: string, options: CookieOptions): void {
+  const attributes = [`${name}=${value}`, `Path=${options.path ?? CONSOLE_PATH}`, 'HttpOnly', `SameSite=${options.sameSite ?? 'Strict'}`];
+  if (options.maxAgeSeconds !== undefined) attributes.push(`Max-Age=${options.maxAgeSeconds}`);
+  if (options.secure) attributes.push('Secure');
+  res.append('Set-Cookie', attributes.join('; '));
+}
+
+export const clearCookie = (res: Response, name: string, options: CookieOptions): void => setCookie(res, name, '', { ...options, maxAgeSeconds: 0 });
+
+const SESSION = 'consoleSession';
+
+/** The request's console session (set by `readConsoleSession`), if one is live. */
+export function consoleSessionOf(res: Response): ConsoleSessionView | undefined {
+  return res.locals[SESSION] as ConsoleSessionView | undefined;
+}
+
+/** The signed-in person as pages show them; only after `requireSignedIn`. */
+export function personOf(res: Response): SignedInPerson {
+  const session = consoleSessionOf(res);
+  if (!session) throw new Error('personOf: no console session (requireSignedIn did not run)');
+  return { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken };
+}
+
+/** Reads the session cookie; a live session's person becomes the request's actor. */
+export function readConsoleSession(sessions: ConsoleSessions): RequestHandler {
+  return async (req, res, next) => {
+    const value = cookieOf(req, CONSOLE_COOKIE);
+    const session = value ? await sessions.read(value) : null;
+    if (session) {
+      res.locals[SESSION] = session;
+      setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes: session.scopes });
+    }
+    next();
+  };
+}
+
+/** Paths reachable without a session: signing in, and the assets. */
+const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
+
+/**
+ * Everything else needs a live session: a page asked for without one goes to the sign-in page
+ * (and back here after it); a write without one is refused (401).
+ */
+export const requireSignedIn: RequestHandler = (req, res, next) => {
+  if (publicPaths.some((path) => path.test(req.path)) || consoleSessionOf(res)) {
+    next();
+    return;
+  }
+  if (req.method === 'GET' || req.method === 'HEAD') {
+    const returnTo = req.originalUrl.startsWith(CONSOLE_PATH) ? req.originalUrl : CONSOLE_PATH;
+    res.redirect(303, `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`);
+    return;
+  }
+  sendConsolePage(res, 401, { title: 'Signed out', body: `${notice('Your session has ended: nothing was done. Sign in again.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>` });
+};
+
+/** The origin a browser names on a write must be ours (a third line behind the token and SameSite). */
+function sameOrigin(req: Request, publicUrl: string | undefined): boolean {
+  const origin = req.get('origin');
+  if (!origin) return true;
+  if (publicUrl) return origin === new URL(publicUrl).origin;
+  return origin === `${req.protocol}://${req.get('host') ?? ''}`;
+}
+
+/**
+ * Every state-changing request carries the CSRF token of its session (`_csrf` in the form) and, when
+ * the browser says where it comes from, our origin: else 403 and nothing is done. The sign-in form
+ * checks its own (pre-session) token.
+ */
+export function requireCsrf(publicUrl: string | undefined): RequestHandler {
+  return (req, res, next) => {
+    if (req.method === 'GET' || req.method === 'HEAD' || publicPaths.some((path) => path.test(req.path))) {
+      next();
+      return;
+    }
+    const session = consoleSessionOf(res);
+    const submitted = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? ((req.body as Record<string, string>)._csrf) : undefined;
+    if (!session || !sameToken(session.csrfToken, submitted) || !sameOrigin(req, publicUrl)) {
+      sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token): nothing was done. Reload the page and try again.', 'error') });
+      return;
+    }
+    next();
+  };
+}
+
+export { sameOrigin };

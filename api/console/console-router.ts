@@ -1,0 +1,69 @@
+// The ops console at /console (contract-decisions section 15; docs/console.md): server-rendered
+// pages for partner ops staff, on the same services and rules as the ops API. In order: the
+// assets; the session (its person becomes the request's actor); a page or a write without one goes
+// to sign-in; forms' bodies are read and every write must carry the session's CSRF token; every
+// write is audited under the person's name; then the pages, each registered with its scope check
+// (api/http/route-registration.ts); anything else is a console page saying so.
+import express, { type ErrorRequestHandler, type Router } from 'express';
+import type { OpsActionLog } from '../../audit/ops-actions.ts';
+import type { ConsoleConfig } from '../../lib/config.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { overloadOf } from '../../lib/admission.ts';
+import { clientErrorOf } from '../http/client-errors.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
+import { strictRouter } from '../http/route-registration.ts';
+import type { AnyRouteSpec } from '../http/route-spec.ts';
+import { auditOpsWrites } from '../ops/ops-audit.ts';
+import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
+import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
+import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
+import type { ConsoleSessions } from './console-sessions.ts';
+import { addHomeRoutes, homeRoutes, type HomeDependencies } from './home-page.ts';
+import { addSignInRoutes, signInRoutes } from './sign-in.ts';
+
+export interface ConsoleDependencies extends HomeDependencies {
+  sessions: ConsoleSessions;
+  config: ConsoleConfig;
+  keys: OpsKeyGuard;
+  /** Sign-in attempts per client address. */
+  rateLimiter: RateLimiter;
+  audit: OpsActionLog;
+  publicUrl: string | undefined;
+  secureCookies: boolean;
+  logger: Logger;
+}
+
+/** Every route of the console, as the route declarations list them (not in the API's document). */
+export const consoleRoutes: readonly AnyRouteSpec[] = [...signInRoutes, ...homeRoutes];
+
+export function consoleRouter(deps: ConsoleDependencies): Router {
+  const router = strictRouter();
+  router.use(consoleAssetsRouter());
+  const area = strictRouter();
+  area.use(readConsoleSession(deps.sessions));
+  area.use(requireSignedIn);
+  area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
+  area.use(requireCsrf(deps.publicUrl));
+  area.use(auditOpsWrites(deps.audit, 'console'));
+  addSignInRoutes(area, deps);
+  addHomeRoutes(area, deps);
+  area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
+  const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+    const refused = clientErrorOf(error);
+    if (refused) {
+      sendConsolePage(res, refused.status, { title: 'Refused', body: notice(`This request could not be read (${refused.message}): nothing was done.`, 'error') });
+      return;
+    }
+    const busy = overloadOf(error);
+    if (busy) {
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      sendConsolePage(res, 503, { title: 'Busy', body: notice(`walletflow is busy: nothing was done. Try again in ${busy.retryAfterSeconds} seconds.`, 'error') });
+      return;
+    }
+    deps.logger.error({ err: error, method: req.method, path: req.path }, 'console: unhandled error');
+    sendConsolePage(res, 500, { title: 'Error', body: notice('Something went wrong on our side; it is logged. Nothing you asked may have been done: look before trying again.', 'error') });
+  };
+  area.use(onError);
+  router.use(CONSOLE_PATH, area);
+  return router;
+}

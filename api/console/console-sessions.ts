@@ -1,0 +1,129 @@
+// The ops console's sessions (contract-decisions section 15), kept in PostgreSQL: a random cookie
+// value (only its hash is stored) bound to a person, the name their acts are recorded under, the
+// scopes their sign-in granted and the CSRF token of their forms. A session ends after
+// CONSOLE_IDLE_MINUTES without a request and CONSOLE_SESSION_HOURS after sign-in, whatever is
+// done; signing out ends every session of the person. OpenID Connect sign-ins under way are kept
+// here too, each used once. The only writer of console_session and console_sign_in.
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Database } from '../../lib/database.ts';
+import type { OpsScope } from '../../lib/ops-keys.ts';
+import { opsScopes } from '../../lib/ops-keys.ts';
+import type { TokenCipher } from '../../lib/token-cipher.ts';
+import { hashBearer } from '../../links/embedded-sessions.ts';
+
+export interface ConsolePerson {
+  /** `key:<ops key name>` or `oidc:<subject>`: who, whatever their display name. */
+  personId: string;
+  /** What audits record (domain/actor.ts): a key's name, or `Name (oidc:subject)`. */
+  personName: string;
+  via: 'key' | 'oidc';
+  scopes: ReadonlySet<OpsScope>;
+}
+
+export interface ConsoleSessionView extends ConsolePerson {
+  id: string;
+  csrfToken: string;
+  expiresAt: Date;
+  lastSeenAt: Date;
+}
+
+export interface ConsoleSessionPolicy {
+  idleMs: number;
+  lifetimeMs: number;
+}
+
+/** A session's last request is written at most this often (every request would be a write). */
+const SEEN_EVERY_MS = 30_000;
+/** How long an OpenID Connect sign-in may take, from the start to the callback. */
+export const SIGN_IN_TTL_MS = 10 * 60_000;
+
+const signInVerifierContext = (state: string) => `console_sign_in:${state}:code_verifier`;
+const isScope = (value: string): value is OpsScope => (opsScopes as readonly string[]).includes(value);
+
+/** Compares two tokens in constant time (a CSRF token, a state). */
+export function sameToken(expected: string, presented: string | undefined): boolean {
+  if (presented === undefined) return false;
+  const a = Buffer.from(expected, 'utf8');
+  const b = Buffer.from(presented, 'utf8');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export function createConsoleSessions(database: Database, cipher: TokenCipher, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
+  return {
+    /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
+    async start(person: ConsolePerson): Promise<{ cookieValue: string; expiresAt: Date }> {
+      const cookieValue = randomBytes(32).toString('base64url');
+      const expiresAt = new Date(now() + policy.lifetimeMs);
+      await database.consoleSession.create({
+        data: {
+          id: randomUUID(),
+          cookieHash: hashBearer(cookieValue),
+          personId: person.personId,
+          personName: person.personName,
+          via: person.via,
+          scopes: [...person.scopes],
+          csrfToken: randomBytes(32).toString('base64url'),
+          lastSeenAt: new Date(now()),
+          expiresAt,
+        },
+      });
+      return { cookieValue, expiresAt };
+    },
+
+    /**
+     * The live session of a cookie value, its last request moved to now; null when unknown, idle
+     * past CONSOLE_IDLE_MINUTES or past its lifetime (such a session is deleted).
+     */
+    async read(cookieValue: string): Promise<ConsoleSessionView | null> {
+      const row = await database.consoleSession.findUnique({ where: { cookieHash: hashBearer(cookieValue) } });
+      if (!row) return null;
+      const at = now();
+      if (row.expiresAt.getTime() <= at || row.lastSeenAt.getTime() + policy.idleMs <= at) {
+        await database.consoleSession.deleteMany({ where: { id: row.id } });
+        return null;
+      }
+      if (at - row.lastSeenAt.getTime() >= SEEN_EVERY_MS) {
+        await database.consoleSession.updateMany({ where: { id: row.id }, data: { lastSeenAt: new Date(at) } });
+      }
+      return {
+        id: row.id,
+        personId: row.personId,
+        personName: row.personName,
+        via: row.via === 'oidc' ? 'oidc' : 'key',
+        scopes: new Set(row.scopes.filter(isScope)),
+        csrfToken: row.csrfToken,
+        expiresAt: row.expiresAt,
+        lastSeenAt: new Date(at),
+      };
+    },
+
+    /** Signs the person out everywhere: every session of theirs ends. Answers how many. */
+    async endEverySessionOf(personId: string): Promise<number> {
+      return (await database.consoleSession.deleteMany({ where: { personId } })).count;
+    },
+
+    /** An OpenID Connect sign-in under way: its state, nonce and PKCE verifier (sealed), for the callback. */
+    async beginSignIn(input: { state: string; nonce: string; codeVerifier: string; returnTo: string }): Promise<void> {
+      await database.consoleSignIn.create({
+        data: {
+          state: input.state,
+          nonce: input.nonce,
+          codeVerifierSealed: Buffer.from(cipher.encrypt(input.codeVerifier, signInVerifierContext(input.state))),
+          returnTo: input.returnTo,
+          expiresAt: new Date(now() + SIGN_IN_TTL_MS),
+        },
+      });
+    },
+
+    /** Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired. */
+    async takeSignIn(state: string): Promise<{ nonce: string; codeVerifier: string; returnTo: string } | null> {
+      const rows = await database.$queryRaw<Array<{ nonce: string; code_verifier_sealed: Buffer; return_to: string; expires_at: Date }>>`
+        DELETE FROM console_sign_in WHERE state = ${state} RETURNING nonce, code_verifier_sealed, return_to, expires_at`;
+      const row = rows[0];
+      if (!row || row.expires_at.getTime() <= now()) return null;
+      return { nonce: row.nonce, codeVerifier: cipher.decrypt(row.code_verifier_sealed, signInVerifierContext(state)), returnTo: row.return_to };
+    },
+  };
+}
+
+export type ConsoleSessions = ReturnType<typeof createConsoleSessions>;

@@ -1,0 +1,283 @@
+// Signing in to the console and out of it (contract-decisions section 15). With an identity
+// provider (CONSOLE_OIDC_ISSUER, its client id and secret): OpenID Connect's authorization code
+// flow with PKCE (openid-client), state bound to the browser by a cookie, nonce checked in the ID
+// token; the person's groups (CONSOLE_OIDC_GROUPS_CLAIM) give their scopes through
+// CONSOLE_OIDC_ROLES, and a person with none is refused. Without one: a named ops key, checked as
+// the ops API checks it (the same guard, so wrong keys count once per address for both). Either
+// way a new session (a new id) starts, and every earlier sign-in page's token is spent. Sign-in is
+// rate-limited per address. Signing out ends every session of the person.
+import { randomBytes } from 'node:crypto';
+import express, { type Request, type Response } from 'express';
+import * as oidc from 'openid-client';
+import { personActorName } from '../../domain/actor.ts';
+import { escapeHtml } from '../../lib/html.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { scopesOfGroups } from '../../lib/console-roles.ts';
+import type { ConsoleConfig } from '../../lib/config.ts';
+import type { RateLimiter } from '../http/rate-limit.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
+import {
+  clearCookie,
+  consoleSessionOf,
+  cookieOf,
+  CONSOLE_COOKIE,
+  PRE_SIGN_IN_COOKIE,
+  sameOrigin,
+  setCookie,
+  SIGN_IN_STATE_COOKIE,
+} from './console-auth.ts';
+import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
+import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleSessions } from './console-sessions.ts';
+
+export interface SignInDependencies {
+  sessions: ConsoleSessions;
+  config: ConsoleConfig;
+  /** The process's ops key guard (api/ops/ops-key-guard.ts), shared with the ops API. */
+  keys: OpsKeyGuard;
+  rateLimiter: RateLimiter;
+  /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
+  publicUrl: string | undefined;
+  secureCookies: boolean;
+  logger: Logger;
+}
+
+const routes = {
+  signInPage: defineRoute({
+    method: 'get',
+    path: '/console/sign-in',
+    operationId: 'consoleSignInPage',
+    tag: 'console',
+    summary: 'The sign-in page: the identity provider’s button, or the ops key form',
+    access: { consoleScope: null },
+    responses: { '200': htmlAnswer('the page') },
+  }),
+  signInWithKey: defineRoute({
+    method: 'post',
+    path: '/console/sign-in',
+    operationId: 'consoleSignInWithKey',
+    tag: 'console',
+    summary: 'Sign in with a named ops key (when no identity provider is configured)',
+    access: { consoleScope: null },
+    responses: { '303': redirectAnswer('signed in'), '401': htmlAnswer('a wrong key'), '429': htmlAnswer('too many attempts') },
+  }),
+  signInWithProvider: defineRoute({
+    method: 'get',
+    path: '/console/sign-in/oidc',
+    operationId: 'consoleSignInWithProvider',
+    tag: 'console',
+    summary: 'Start an OpenID Connect sign-in: to the identity provider',
+    access: { consoleScope: null },
+    responses: { '303': redirectAnswer('to the identity provider') },
+  }),
+  providerCallback: defineRoute({
+    method: 'get',
+    path: '/console/oidc/callback',
+    operationId: 'consoleProviderCallback',
+    tag: 'console',
+    summary: 'The identity provider’s answer: a session for the person, or why not',
+    access: { consoleScope: null },
+    responses: { '200': htmlAnswer('signed in: on to the console'), '400': htmlAnswer('a sign-in that cannot be finished'), '403': htmlAnswer('no console role') },
+  }),
+  signOut: defineRoute({
+    method: 'post',
+    path: '/console/sign-out',
+    operationId: 'consoleSignOut',
+    tag: 'console',
+    summary: 'Sign out: every session of the person ends',
+    access: { consoleScope: null },
+    responses: { '303': redirectAnswer('to the sign-in page') },
+  }),
+};
+
+export const signInRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
+/** A console path to return to after signing in: only this console's own pages. */
+export function safeReturn(value: unknown): string {
+  if (typeof value !== 'string' || !value.startsWith(`${CONSOLE_PATH}`) || value.startsWith('//') || /[\\\s]/.test(value) || value.length > 500) return CONSOLE_PATH;
+  const rest = value.slice(CONSOLE_PATH.length);
+  return rest === '' || rest.startsWith('/') || rest.startsWith('?') ? value : CONSOLE_PATH;
+}
+
+export function addSignInRoutes(router: express.Router, deps: SignInDependencies): void {
+  const add = routesOn(router, CONSOLE_PATH);
+  const { sessions, config } = deps;
+  const readForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
+  const cookieOptions = { secure: deps.secureCookies };
+  const origin = (req: Request) => deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? ''}`;
+  const redirectUri = (req: Request) => `${origin(req)}${CONSOLE_PATH}/oidc/callback`;
+
+  // The identity provider's metadata, discovered once (again after a failure).
+  let discovered: Promise<oidc.Configuration> | undefined;
+  const provider = (): Promise<oidc.Configuration> => {
+    const settings = config.oidc;
+    if (!settings) return Promise.reject(new Error('no identity provider is configured'));
+    discovered ??= oidc
+      .discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, undefined, settings.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined)
+      .catch((error: unknown) => {
+        discovered = undefined;
+        throw error;
+      });
+    return discovered;
+  };
+
+  /** The sign-in attempts of one address, limited; true when this one may go on. */
+  const admitted = (req: Request, res: Response): boolean => {
+    const verdict = deps.rateLimiter.take(req.ip);
+    if (verdict.allowed) return true;
+    res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
+    sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many sign-in attempts from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
+    return false;
+  };
+
+  /** Starts the person's new session and sends them on (a page, so the Strict cookie goes with the next request). */
+  async function signedIn(res: Response, person: ConsolePerson, returnTo: string): Promise<void> {
+    const { cookieValue } = await sessions.start(person);
+    setCookie(res, CONSOLE_COOKIE, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
+    clearCookie(res, PRE_SIGN_IN_COOKIE, cookieOptions);
+    clearCookie(res, SIGN_IN_STATE_COOKIE, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
+    deps.logger.info({ person: person.personName, via: person.via, scopes: [...person.scopes] }, 'console: signed in');
+    const target = escapeHtml(safeReturn(returnTo));
+    consoleHeaders(res);
+    res.status(200).type('html').send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${target}"><title>Signed in</title></head><body><p>Signed in. <a href="${target}">Continue to the console</a>.</p></body></html>`);
+  }
+
+  function signInPage(req: Request, res: Response, status: number, message?: string): void {
+    const returnTo = safeReturn(req.query.return ?? (req.body as Record<string, unknown> | undefined)?.return);
+    if (config.oidc) {
+      sendConsolePage(res, status, {
+        title: 'Sign in',
+        body: `${message ? notice(message, 'error') : ''}<div class="card"><p>Sign in with your company account.</p>
+<p><a class="button" href="${CONSOLE_PATH}/sign-in/oidc?return=${encodeURIComponent(returnTo)}">Sign in with ${escapeHtml(new URL(config.oidc.issuer).host)}</a></p></div>`,
+      });
+      return;
+    }
+    // No identity provider: a named ops key, once; the form's token is a cookie of its own.
+    const token = randomBytes(24).toString('base64url');
+    setCookie(res, PRE_SIGN_IN_COOKIE, token, { ...cookieOptions, maxAgeSeconds: 3600 });
+    sendConsolePage(res, status, {
+      title: 'Sign in',
+      body: `${message ? notice(message, 'error') : ''}<div class="card"><form method="post" action="${CONSOLE_PATH}/sign-in">
+<input type="hidden" name="_csrf" value="${token}"><input type="hidden" name="return" value="${escapeHtml(returnTo)}">
+<label for="key">Your ops key</label><input id="key" name="key" type="password" autocomplete="current-password" required>
+<p class="muted">The console keeps a session under the key’s name and scopes; the key itself is not kept.</p>
+<button type="submit">Sign in</button></form></div>`,
+    });
+  }
+
+  add(routes.signInPage, (req, res) => {
+    if (consoleSessionOf(res)) {
+      res.redirect(303, safeReturn(req.query.return));
+      return;
+    }
+    signInPage(req, res, 200);
+  });
+
+  add(routes.signInWithKey, readForm, async (req, res) => {
+    if (!admitted(req, res)) return;
+    const body = req.body as Record<string, unknown>;
+    const pre = cookieOf(req, PRE_SIGN_IN_COOKIE);
+    if (config.oidc || !pre || !sameToken(pre, typeof body._csrf === 'string' ? body._csrf : undefined) || !sameOrigin(req, deps.publicUrl)) {
+      signInPage(req, res, 403, 'This sign-in form was not sent from this page. Try again.');
+      return;
+    }
+    const presented = typeof body.key === 'string' && /^[\x21-\x7e]{1,512}$/.test(body.key) ? body.key : undefined;
+    const checked = deps.keys.check(req.ip, presented);
+    if (checked.kind === 'limited') {
+      res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
+      signInPage(req, res, 429, 'Too many wrong keys from this address. Wait a minute and try again.');
+      return;
+    }
+    if (checked.kind === 'wrong') {
+      signInPage(req, res, 401, 'That key is not one of this walletflow’s ops keys.');
+      return;
+    }
+    await signedIn(res, { personId: `key:${checked.key.name.toLowerCase()}`, personName: checked.key.name, via: 'key', scopes: checked.key.scopes }, String(body.return ?? CONSOLE_PATH));
+  });
+
+  add(routes.signInWithProvider, async (req, res) => {
+    if (!admitted(req, res)) return;
+    if (!config.oidc) {
+      signInPage(req, res, 404, 'No identity provider is configured: sign in with an ops key.');
+      return;
+    }
+    let configuration: oidc.Configuration;
+    try {
+      configuration = await provider();
+    } catch (error) {
+      deps.logger.error({ err: (error as Error).message }, 'console: the identity provider could not be reached');
+      signInPage(req, res, 503, 'The identity provider cannot be reached just now. Try again in a minute.');
+      return;
+    }
+    const state = oidc.randomState();
+    const nonce = oidc.randomNonce();
+    const codeVerifier = oidc.randomPKCECodeVerifier();
+    await sessions.beginSignIn({ state, nonce, codeVerifier, returnTo: safeReturn(req.query.return) });
+    // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
+    setCookie(res, SIGN_IN_STATE_COOKIE, state, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
+    const url = oidc.buildAuthorizationUrl(configuration, {
+      redirect_uri: redirectUri(req),
+      scope: 'openid profile',
+      code_challenge: await oidc.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    });
+    consoleHeaders(res);
+    res.redirect(303, url.href);
+  });
+
+  add(routes.providerCallback, async (req, res) => {
+    if (!admitted(req, res)) return;
+    const settings = config.oidc;
+    const state = typeof req.query.state === 'string' ? req.query.state : undefined;
+    const bound = cookieOf(req, SIGN_IN_STATE_COOKIE);
+    // The state must be the one this browser started (a callback pasted into another browser, or
+    // forged by a site, starts nothing), and is used once.
+    const started = settings && state && bound && sameToken(bound, state) ? await sessions.takeSignIn(state) : null;
+    if (!settings || !started) {
+      signInPage(req, res, 400, 'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.');
+      return;
+    }
+    let claims: oidc.IDToken;
+    let userInfo: Record<string, unknown> = {};
+    try {
+      const configuration = await provider();
+      const tokens = await oidc.authorizationCodeGrant(configuration, new URL(req.originalUrl, origin(req)), {
+        pkceCodeVerifier: started.codeVerifier,
+        expectedState: state,
+        expectedNonce: started.nonce,
+        idTokenExpected: true,
+      });
+      claims = tokens.claims()!;
+      // Providers that keep groups out of the ID token give them at the userinfo endpoint.
+      if (claims[settings.groupsClaim] === undefined) userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
+    } catch (error) {
+      deps.logger.warn({ err: (error as Error).message }, 'console: an OpenID Connect sign-in failed');
+      signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
+      return;
+    }
+    const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
+    const groups = Array.isArray(groupsValue) ? groupsValue.filter((group): group is string => typeof group === 'string') : typeof groupsValue === 'string' ? [groupsValue] : [];
+    const scopes = scopesOfGroups(settings.roles, groups);
+    const displayName = [claims.name, claims.preferred_username, claims.email, userInfo.name].find((value): value is string => typeof value === 'string' && value.length > 0) ?? claims.sub;
+    const personName = personActorName(displayName, claims.sub);
+    if (scopes.size === 0) {
+      deps.logger.warn({ person: personName, groups }, 'console: signed in at the provider, but no group of theirs has a console role');
+      sendConsolePage(res, 403, { title: 'No access', body: notice(`${displayName}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
+      return;
+    }
+    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, started.returnTo);
+  });
+
+  add(routes.signOut, async (_req, res) => {
+    const session = consoleSessionOf(res);
+    if (session) {
+      const ended = await sessions.endEverySessionOf(session.personId);
+      deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
+    }
+    clearCookie(res, CONSOLE_COOKIE, cookieOptions);
+    res.redirect(303, `${CONSOLE_PATH}/sign-in`);
+  });
+}

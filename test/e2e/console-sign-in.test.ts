@@ -1,0 +1,186 @@
+// Signing in to the ops console (contract-decisions section 15) in headless Chromium, against a
+// real OpenID Connect provider (sandbox/identity-provider.ts: panva's oidc-provider) and, for a
+// partner without one, with a named ops key: the session is server-side, its cookie HttpOnly and
+// SameSite=Strict, a new id at every sign-in; the person's groups give their scopes (a reader sees
+// no buttons, a forged write gets 403); a write without the session's CSRF token is refused; an
+// idle session ends; signing out ends every session of the person.
+import { randomBytes } from 'node:crypto';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConsoleRoles } from '../../lib/console-roles.ts';
+import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
+import { launchChromium } from '../support/browser.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+
+let browser: Browser;
+let idp: RunningIdentityProvider;
+let oidcStack: PartnerStack;
+let keyStack: PartnerStack;
+const readerKey = randomBytes(24).toString('base64url');
+const clientSecret = randomBytes(24).toString('base64url');
+
+const staff = [
+  { username: 'maria', password: 'maria-pass', name: 'Maria Santos', groups: ['walletflow-makers'] },
+  { username: 'jose', password: 'jose-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'] },
+  { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
+  { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
+];
+
+beforeAll(async () => {
+  browser = await launchChromium();
+  oidcStack = await startPartnerStack({
+    console: async (apiBase) => {
+      idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
+      return {
+        oidc: {
+          issuer: idp.issuer,
+          clientId: 'walletflow-console',
+          clientSecret,
+          roles: parseConsoleRoles(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']),
+          groupsClaim: 'groups',
+        },
+        idleMinutes: 15,
+        sessionHours: 8,
+        temporalUiUrl: undefined,
+      };
+    },
+  });
+  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`] });
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await oidcStack?.close();
+  await keyStack?.close();
+  await idp?.close();
+});
+
+async function signInWithProvider(context: BrowserContext, base: string, username: string, password: string): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${base}/console`);
+  await page.getByRole('link', { name: /Sign in with/ }).click();
+  await page.getByLabel('User name').fill(username);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  return page;
+}
+
+describe('the console’s sign-in through OpenID Connect', () => {
+  it('signs a person in with PKCE, names them, and gives them their groups’ scopes only', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'maria', 'maria-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      await expect(page.getByRole('heading', { level: 1, name: 'Home' }).isVisible()).resolves.toBe(true);
+      expect(await page.locator('header .who').innerText()).toContain('Maria Santos (oidc:staff-maria)');
+      const cookies = await context.cookies(`${oidcStack.apiBase}/console`);
+      const session = cookies.find((cookie) => cookie.name === 'walletflow_console');
+      expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
+      const stored = await oidcStack.database.consoleSession.findMany({ where: { personId: 'oidc:staff-maria' } });
+      expect(stored).toHaveLength(1);
+      expect([...stored[0]!.scopes].sort()).toEqual(['accounts', 'fund', 'read']);
+      // The cookie's value is not what is stored (only its hash).
+      expect(stored[0]!.cookieHash).not.toBe(session?.value);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('refuses a person whose groups have no console role, and a wrong password at the provider', async () => {
+    const context = await browser.newContext();
+    const another = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'nobody', 'nobody-pass');
+      await expect(page.getByRole('heading', { level: 1, name: 'No access' }).isVisible()).resolves.toBe(true);
+      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-nobody' } })).toBe(0);
+      const wrong = await signInWithProvider(another, oidcStack.apiBase, 'ana', 'not-her-password');
+      expect(await wrong.getByRole('alert').innerText()).toContain('Wrong user name or password');
+    } finally {
+      await context.close();
+      await another.close();
+    }
+  });
+
+  it('refuses a callback this browser did not start, and a state used twice', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      const forged = await page.goto(`${oidcStack.apiBase}/console/oidc/callback?code=forged&state=${randomBytes(16).toString('base64url')}`);
+      expect(forged?.status()).toBe(400);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('signs out everywhere: every session of the person ends, on every browser', async () => {
+    const first = await browser.newContext();
+    const second = await browser.newContext();
+    try {
+      const one = await signInWithProvider(first, oidcStack.apiBase, 'jose', 'jose-pass');
+      await one.waitForURL(`${oidcStack.apiBase}/console`);
+      const two = await signInWithProvider(second, oidcStack.apiBase, 'jose', 'jose-pass');
+      await two.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-jose' } })).toBe(2);
+      await one.getByRole('button', { name: 'Sign out' }).click();
+      await one.waitForURL(/\/console\/sign-in$/);
+      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-jose' } })).toBe(0);
+      await two.reload();
+      expect(two.url()).toContain('/console/sign-in');
+    } finally {
+      await first.close();
+      await second.close();
+    }
+  });
+});
+
+describe('the console’s sign-in with a named ops key (no identity provider)', () => {
+  it('signs in under the key’s name and scopes; a reader sees no buttons and a forged write gets 403', async () => {
+    const context = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console`);
+      expect(page.url()).toContain('/console/sign-in');
+      await page.getByLabel('Your ops key').fill('not-a-key-of-ours-at-all');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      expect(await page.getByRole('alert').innerText()).toContain('not one of this walletflow’s ops keys');
+      await page.getByLabel('Your ops key').fill(readerKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console`);
+      expect(await page.locator('header .who').innerText()).toContain('auditor');
+      // The reader's home offers nothing to do but look.
+      expect(await page.locator('main button:not(.copy)').count()).toBe(0);
+      // A write it has no scope for, forged with its own valid CSRF token: 403, nothing done.
+      const csrf = await page.locator('header input[name=_csrf]').getAttribute('value');
+      const forged = await page.evaluate(async (token) => {
+        const response = await fetch('/console/batches', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${encodeURIComponent(token ?? '')}&name=forged` });
+        return response.status;
+      }, csrf);
+      expect([403, 404]).toContain(forged);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('refuses a write without the session’s CSRF token, and a session idle past its time-out', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console/sign-in`);
+      await page.getByLabel('Your ops key').fill(keyStack.opsKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console`);
+      const status = await page.evaluate(async () => (await fetch('/console/sign-out', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status);
+      expect(status).toBe(403);
+      // Still signed in: the refused sign-out did nothing.
+      await page.reload();
+      expect(page.url()).toBe(`${keyStack.apiBase}/console`);
+      // Idle past CONSOLE_IDLE_MINUTES: the next request finds no session.
+      await keyStack.database.consoleSession.updateMany({ where: { personId: 'key:default' }, data: { lastSeenAt: new Date(Date.now() - 16 * 60_000) } });
+      await page.reload();
+      expect(page.url()).toContain('/console/sign-in');
+      expect(await keyStack.database.consoleSession.count({ where: { personId: 'key:default' } })).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+});
