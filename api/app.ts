@@ -89,6 +89,8 @@ export interface AppDependencies {
     wallet: WalletClient;
     temporal: TemporalClient;
     taskQueue: string;
+    /** TEMPORAL_NAMESPACE, for the console's links to the Temporal UI; absent: default. */
+    temporalNamespace?: string;
     /** Starts the onboarding of stored embedded sessions (createOnboardingDispatcher; its owner starts and stops it). */
     onboarding: Pick<OnboardingDispatcher, 'wake' | 'expedite'>;
     /** OPS_API_KEYS: OpsKeys or entries (`name:scopes:key`, or a bare key: `default`, every scope). */
@@ -302,11 +304,19 @@ export function createApp(deps: AppDependencies): express.Express {
         publicUrl: services.publicUrl,
         secureCookies: services.publicUrl?.startsWith('https:') === true,
         logger: deps.logger,
-        database: services.database,
-        batches,
-        ledger,
-        webhooks,
-        timeZone: services.settlementTimeZone ?? 'Asia/Manila',
+        services: {
+          database: services.database,
+          fundings,
+          payments,
+          batches,
+          ledger,
+          settle,
+          webhooks,
+          tokens: services.tokens,
+          fingerprintKey: services.fingerprintKey,
+          timeZone: services.settlementTimeZone ?? 'Asia/Manila',
+          temporalUi: consoleConfig.temporalUiUrl ? { url: consoleConfig.temporalUiUrl, namespace: services.temporalNamespace ?? 'default' } : undefined,
+        },
       }),
     );
   }

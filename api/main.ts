@@ -83,6 +83,7 @@ const app = createApp({
     wallet,
     temporal: temporal.client,
     taskQueue: config.temporal.taskQueue,
+    temporalNamespace: config.temporal.namespace,
     onboarding,
     opsApiKeys: config.opsApiKeys,
     opsAudit,

@@ -18,10 +18,13 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from './console-sessions.ts';
-import { addHomeRoutes, homeRoutes, type HomeDependencies } from './home-page.ts';
+import type { ConsoleServices } from './console-services.ts';
+import { addHomeRoutes, homeRoutes } from './home-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
 
-export interface ConsoleDependencies extends HomeDependencies {
+export interface ConsoleDependencies {
+  /** What the pages act through: the ops API's own services. */
+  services: ConsoleServices;
   sessions: ConsoleSessions;
   config: ConsoleConfig;
   keys: OpsKeyGuard;
@@ -46,7 +49,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(requireCsrf(deps.publicUrl));
   area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
-  addHomeRoutes(area, deps);
+  addHomeRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);

@@ -5,29 +5,18 @@
 import type { Router } from 'express';
 import { amountOf, type StatusTotal } from '../../domain/money.ts';
 import type { BatchView } from '../../domain/funding-batch.ts';
-import type { BatchService } from '../../fundings/batch-service.ts';
 import { fundingsInReview, fundingTotalsOn } from '../../fundings/funding-totals.ts';
-import type { Ledger } from '../../ledger/ledger.ts';
 import { settlementDayOf } from '../../ledger/settlement.ts';
-import type { Database } from '../../lib/database.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { paymentsInReview, paymentTotalsOn } from '../../payments/payment-totals.ts';
-import type { WebhookStore } from '../../webhooks/webhook-store.ts';
+import type { ConsoleServices } from './console-services.ts';
 import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, sendConsolePage, stateBadge, table } from './console-layout.ts';
 import { streamLiveRegion } from './live-region.ts';
 
-export interface HomeDependencies {
-  database: Database;
-  batches: BatchService;
-  ledger: Ledger;
-  webhooks: WebhookStore;
-  /** SETTLEMENT_TZ: the day "today" is. */
-  timeZone: string;
-  now?: () => Date;
-}
+export type HomeDependencies = Pick<ConsoleServices, 'database' | 'batches' | 'ledger' | 'webhooks' | 'timeZone' | 'now'>;
 
 const routes = {
   home: defineRoute({

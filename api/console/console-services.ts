@@ -1,0 +1,31 @@
+// What the console's pages act through: the very services the ops API's routes use (built once in
+// api/app.ts for both), so nothing the console does bypasses a scope, a limit, an idempotency key
+// or an audit row. The pages reach the domain only through these.
+import type { BatchService } from '../../fundings/batch-service.ts';
+import type { FundingService } from '../../fundings/funding-service.ts';
+import type { Ledger } from '../../ledger/ledger.ts';
+import type { SettleDay } from '../../ledger/settlement.ts';
+import type { Database } from '../../lib/database.ts';
+import type { TokenStore } from '../../links/token-store.ts';
+import type { PaymentService } from '../../payments/payment-service.ts';
+import type { WebhookStore } from '../../webhooks/webhook-store.ts';
+
+export interface ConsoleServices {
+  database: Database;
+  fundings: FundingService;
+  payments: PaymentService;
+  batches: BatchService;
+  ledger: Ledger;
+  /** The day's settlement report (GET /ops/settlements/{date}'s). */
+  settle: SettleDay;
+  webhooks: WebhookStore;
+  /** A link's tokens (an unlink revokes them). */
+  tokens: TokenStore;
+  /** The idempotency fingerprints' key (an adjustment's, as the ops API computes it). */
+  fingerprintKey: Buffer;
+  /** SETTLEMENT_TZ: the day "today" is, and how times are shown. */
+  timeZone: string;
+  /** TEMPORAL_UI_URL and the namespace: where a workflow's link goes; absent: no link. */
+  temporalUi?: { url: string; namespace: string } | undefined;
+  now?: () => Date;
+}
