@@ -13,6 +13,7 @@ import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from
 import { startTsChild, workerEnvironment, type ManagedChild } from '../stack/child-process.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
+import { consoleStaff, startConsoleIdentity } from '../stack/console-identity.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, writeSampleBatch, type SeededBalances, type SeededUser } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
@@ -108,6 +109,20 @@ export async function runDev(): Promise<void> {
       users = await seedTestUsers(sandbox.url);
     }
 
+    // The ops console's sign-in: the partner's identity provider when CONSOLE_OIDC_ISSUER is set,
+    // else (with the sandbox) a sandbox identity provider with a maker, a checker, a reader and an admin.
+    let consoleEnv: Record<string, string> = {};
+    let consoleSignIn: DevSummary['console'] = config.console.oidc ? { kind: 'yours', issuer: config.console.oidc.issuer } : { kind: 'key' };
+    if (sandbox && !config.console.oidc) {
+      const idpPort = Number(process.env.WALLETFLOW_IDP_PORT ?? 4020);
+      if (await isListening(idpPort)) throw new Error(`port ${idpPort} is taken (the console's sandbox identity provider): stop what runs there, or set WALLETFLOW_IDP_PORT`);
+      const identity = await startConsoleIdentity(apiBase, idpPort);
+      stops.push(() => identity.provider.close());
+      consoleEnv = identity.env;
+      consoleSignIn = { kind: 'sandbox', issuer: identity.provider.issuer };
+      step(`console sign-in: sandbox identity provider on port ${idpPort} (${consoleStaff.map((member) => member.username).join(', ')})`);
+    }
+
     // With the built-in sandbox, two ops keys of this run only (never printed, gone with it): one
     // that may adjust accounts, to seed the partner balances, and a read-only one the sandbox's
     // launcher reads them with (docs/sandbox.md, "Partner balances on the launcher").
@@ -122,6 +137,8 @@ export async function runDev(): Promise<void> {
       TEMPORAL_ADDRESS: temporalAddress,
       OPS_API_KEYS: opsApiKeys.join(','),
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
+      ...consoleEnv,
+      ...(temporalUi && !process.env.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
       // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
     };
@@ -172,6 +189,7 @@ export async function runDev(): Promise<void> {
     }
 
     printSummary({
+      console: consoleSignIn,
       sampleBatch,
       apiBase,
       temporalUi,
@@ -203,6 +221,21 @@ export interface DevSummary {
   workerMetrics: string | undefined;
   /** A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create`. */
   sampleBatch?: string | undefined;
+  /** How staff sign in to the console: the sandbox identity provider's staff, the partner's provider, or an ops key. */
+  console?: { kind: 'sandbox' | 'yours'; issuer: string } | { kind: 'key' };
+}
+
+/** How to open the ops console and sign in. */
+function consoleLines(summary: DevSummary): string[] {
+  const at = `  ops console      ${summary.apiBase}/console`;
+  if (summary.console?.kind === 'sandbox') {
+    return [
+      `${at}   (sign in through the sandbox identity provider, ${summary.console.issuer})`,
+      ...consoleStaff.map((member) => `    ${member.username.padEnd(8)} password ${member.password}   ${member.name}: ${member.role}`),
+    ];
+  }
+  if (summary.console?.kind === 'yours') return [`${at}   (sign in through ${summary.console.issuer})`];
+  return [`${at}   (sign in with an ops key)`];
 }
 
 function printSummary(summary: DevSummary): void {
@@ -221,6 +254,7 @@ export function devSummaryLines(summary: DevSummary): string[] {
       ? `  ops API key      ${summary.opsApiKey.key}   (generated for this machine; Authorization: Bearer …)`
       : '  ops API key      yours, from OPS_API_KEYS (not printed)',
     `  metrics          ${summary.apiBase}/metrics${summary.workerMetrics ? `, worker ${summary.workerMetrics}` : ''}`,
+    ...consoleLines(summary),
   ];
   if (summary.temporalUi) lines.push(`  Temporal UI      ${summary.temporalUi}`);
   if (summary.sandbox) {

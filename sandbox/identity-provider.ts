@@ -30,7 +30,7 @@ export interface IdentityProviderOptions {
   port?: number;
   host?: string;
   clients: IdentityProviderClient[];
-  staff: StaffMember[];
+  staff: readonly StaffMember[];
 }
 
 export interface RunningIdentityProvider {

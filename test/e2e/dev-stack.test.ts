@@ -32,6 +32,7 @@ async function startDev(): Promise<DevRun> {
     temporal: await findFreePort(),
     temporalUi: await findFreePort(),
     workerMetrics: await findFreePort(),
+    identityProvider: await findFreePort(),
   };
   const env: NodeJS.ProcessEnv = {
     ...process.env,
@@ -41,9 +42,10 @@ async function startDev(): Promise<DevRun> {
     WALLETFLOW_TEMPORAL_PORT: String(ports.temporal),
     WALLETFLOW_TEMPORAL_UI_PORT: String(ports.temporalUi),
     WORKER_METRICS_PORT: String(ports.workerMetrics),
+    WALLETFLOW_IDP_PORT: String(ports.identityProvider),
     WALLETFLOW_STATE_DIR: stateDir,
   };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY']) {
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES']) {
     delete env[name];
   }
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
@@ -150,6 +152,20 @@ describe('walletflow dev', () => {
       const escaped = terminal.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
       await page.setContent(`<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:16px;color:#d4d4d4;font:14px/1.5 'DejaVu Sans Mono',monospace">${escaped}</pre></body>`);
       await page.screenshot({ path: path.join(resultsDir, 'batches-watch.png'), fullPage: true });
+
+      // The ops console, as the summary says: the maker signs in through the sandbox identity provider.
+      expect(first.output()).toMatch(/ops console +http:\/\/127\.0\.0\.1:\d+\/console +\(sign in through the sandbox identity provider/);
+      expect(first.output()).toMatch(/maker +password sandbox-pass +Maria Santos/);
+      const consolePage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+      await consolePage.goto(`${base}/console`);
+      await consolePage.getByRole('link', { name: /Sign in with/ }).click();
+      await consolePage.getByLabel('User name').fill('maker');
+      await consolePage.getByLabel('Password').fill('sandbox-pass');
+      await consolePage.getByRole('button', { name: 'Sign in' }).click();
+      await consolePage.waitForURL(`${base}/console`);
+      expect(await consolePage.locator('header .who').innerText()).toContain('Maria Santos');
+      // The batch just run is among today's fundings.
+      expect(await consolePage.locator('#h-fundings').locator('..').innerText()).toMatch(/APPROVED\s+30\d/);
     } finally {
       await browser.close();
     }

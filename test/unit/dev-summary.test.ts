@@ -53,4 +53,12 @@ describe('walletflow dev summary', () => {
     // Not seeded (a real wallet service, or the seeding failed): no ledger lines.
     expect(devSummaryLines({ ...base, sandbox, users: [ana] }).join('\n')).not.toContain('partner ledger');
   });
+
+  it('says how to open the ops console and sign in: the sandbox identity provider’s staff, the partner’s provider, or an ops key', () => {
+    const sandboxSignIn = devSummaryLines({ ...base, console: { kind: 'sandbox', issuer: 'http://127.0.0.1:4020' } }).join('\n');
+    expect(sandboxSignIn).toContain('ops console      http://127.0.0.1:3000/console');
+    for (const username of ['maker', 'checker', 'reader', 'admin']) expect(sandboxSignIn).toMatch(new RegExp(`${username} +password sandbox-pass`));
+    expect(devSummaryLines({ ...base, console: { kind: 'yours', issuer: 'https://login.partner.example' } }).join('\n')).toContain('sign in through https://login.partner.example');
+    expect(devSummaryLines({ ...base, console: { kind: 'key' } }).join('\n')).toContain('sign in with an ops key');
+  });
 });
