@@ -25,9 +25,9 @@ import {
 } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
-import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
+import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
-import { isRateLimited, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
+import { isRateLimited, refreshBusyRetry, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
 function ownerLost(fundingId: string): ApplicationFailure {
@@ -336,6 +336,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       }
       // The user's token could not be refreshed just now: nothing was created; try again.
       if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+      if (error instanceof TokenRefreshBusy) throw refreshBusyRetry(error);
       if (!isWalletError(error)) throw error;
       if (error.outcome === 'rejected') {
         const status = rejectedCreateCodes.has(error.code) ? 'REJECTED' : 'FAILED';

@@ -1,7 +1,7 @@
 // Activities: the side effects workflows schedule, built by a factory from injected dependencies
 // so tests and the worker wire the same code to real services. Each runs in a log context naming
 // its workflow and activity type (activities/log-context.ts).
-import type { Database } from '../lib/database.ts';
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -25,6 +25,8 @@ import { createWebhookActivities } from './webhooks.ts';
 
 export interface ActivityDependencies {
   database: Database;
+  /** The token vault's own pool and line (lib/database.ts): the refresh lock never takes a main-pool connection. */
+  refreshPool: RefreshPool;
   wallet: WalletClient;
   cipher: TokenCipher;
   logger: Logger;
@@ -48,6 +50,7 @@ export function createActivities(deps: ActivityDependencies) {
   const tokens = createTokenStore(deps.cipher);
   const vault = createTokenVault({
     database: deps.database,
+    refreshPool: deps.refreshPool,
     tokens,
     wallet: deps.wallet,
     logger: deps.logger,

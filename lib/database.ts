@@ -46,6 +46,48 @@ export function createApiDatabase(
   return { database, admission };
 }
 
+/**
+ * The token vault's own small pool (links/token-vault.ts, docs/token-refresh-lock.md). A refresh
+ * holds its link's row lock while the wallet answers, and the wallet client waits for each
+ * call's audit row, written on the main pool: on the main pool itself, refreshes could hold every
+ * connection while their own audit rows waited for one (invariant 14). Here the lock takes a
+ * connection of this pool and everything else stays on the main one. Its line (`admission`)
+ * runs all but one connection's worth of refreshes at once, each link's one after the other; the
+ * last connection is kept for a rotated pair saved again after its transaction failed, so that
+ * save never waits behind the refreshes that fill the line.
+ */
+export interface RefreshPool {
+  database: Database;
+  admission: AdmissionGate;
+}
+
+/** The refresh pool's connections for a main pool of `mainPoolSize`: a quarter of it, 2 to 4 (3 for production's 10). */
+export function refreshPoolSize(mainPoolSize: number): number {
+  return Math.min(4, Math.max(2, Math.ceil(mainPoolSize / 4)));
+}
+
+/**
+ * How refreshes wait for the refresh pool: `connections − 1` at once, up to 1,000 more in line,
+ * each at most `maxWaitMs` (a refused one is not sent: the caller tries it again later).
+ */
+export function refreshAdmissionLimits(connections: number, maxWaitMs: number): AdmissionLimits {
+  return { maxInFlight: Math.max(1, connections - 1), maxQueued: 1000, maxWaitMs };
+}
+
+/**
+ * The longest a refresh waits in the refresh pool's line: the API's as long as its requests wait
+ * for the database (5 s); the worker's longer, as no client is waiting (an activity that waited
+ * that long still has its create's time: the chunk's and the one pass's start-to-close are 150 s
+ * and 120 s, and the vault's lock may take 50 s).
+ */
+export const refreshWaitMs = { api: 5_000, worker: 30_000 } as const;
+
+/** A refresh pool beside a main pool of `mainPoolSize` connections, its line waiting at most `maxWaitMs` (refreshWaitMs). */
+export function createRefreshPool(databaseUrl: string, { mainPoolSize = DEFAULT_POOL_SIZE, maxWaitMs }: { mainPoolSize?: number; maxWaitMs: number }): RefreshPool {
+  const connections = refreshPoolSize(mainPoolSize);
+  return { database: createDatabase(databaseUrl, { maxConnections: connections }), admission: createAdmissionGate(refreshAdmissionLimits(connections, maxWaitMs)) };
+}
+
 /** Readiness probe: a round trip to PostgreSQL. */
 export async function pingDatabase(database: Database): Promise<void> {
   await database.$queryRaw`SELECT 1`;

@@ -283,6 +283,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
   const activitiesOf = () =>
     createActivities({
       database: stack.database,
+      refreshPool: stack.refreshPool,
       wallet: stack.wallet,
       cipher: createTokenCipher(stack.encryptionKey),
       logger: createLogger({ level: 'silent' }),

@@ -1,9 +1,11 @@
 // The admission gate in front of the database pool (lib/admission.ts): at most
 // maxInFlight run, the next maxQueued wait in order, at most maxWaitMs each; what the line cannot
 // take is refused at once with Overloaded (503 and Retry-After at the API); one key's work runs
-// one after the other.
+// one after the other. The lines each process sets up (lib/database.ts): the API's, the token
+// vault's refresh pool.
 import { describe, expect, it } from 'vitest';
 import { createAdmissionGate, inAdmissionLane, currentAdmissionLane, Overloaded } from '../../lib/admission.ts';
+import { apiAdmissionLimits, DEFAULT_POOL_SIZE, refreshAdmissionLimits, refreshPoolSize, refreshWaitMs } from '../../lib/database.ts';
 
 const deferred = () => {
   let resolve!: () => void;
@@ -67,5 +69,15 @@ describe('the admission gate', () => {
     expect(currentAdmissionLane()).toBeUndefined();
     expect(await inAdmissionLane('partner-user:u1', async () => currentAdmissionLane())).toBe('partner-user:u1');
     expect(await inAdmissionLane(null, async () => currentAdmissionLane())).toBeUndefined();
+  });
+});
+
+describe('the lines each process puts in front of its pools (lib/database.ts)', () => {
+  it('the refresh pool has 2 to 4 connections beside the main pool; its line keeps one of them for a pair saved again', () => {
+    expect(refreshPoolSize(DEFAULT_POOL_SIZE)).toBe(3);
+    expect([1, 2, 10, 16, 100].map(refreshPoolSize)).toEqual([2, 2, 3, 4, 4]);
+    expect(refreshAdmissionLimits(3, refreshWaitMs.worker)).toEqual({ maxInFlight: 2, maxQueued: 1000, maxWaitMs: 30_000 });
+    expect(refreshAdmissionLimits(2, refreshWaitMs.api).maxInFlight).toBe(1);
+    expect(refreshWaitMs.api).toBe(apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs);
   });
 });
