@@ -23,17 +23,25 @@ export function apiAdmissionLimits(maxConnections: number): AdmissionLimits {
 }
 
 /**
- * The API's database: every interactive transaction (`$transaction`) is admitted through the
- * gate first, in its caller's lane (lib/admission.ts inAdmissionLane), so a burst waits in line
- * holding no connection, and what the line cannot take is refused at once (Overloaded), never
- * left to time out inside the pool.
+ * The worker's admission in front of its pool: as the API's, two connections stay free for the
+ * statements outside a transaction (a wallet call's audit row, reads), the rest run
+ * transactions. No client waits on an answer, so more may wait and for longer (10,000, 10 s
+ * each); the bound is the shortest activity that writes (a funding's database step, 15 s): a
+ * transaction admitted after its activity gave up would only take a slot from a live one.
  */
-export function createApiDatabase(
-  databaseUrl: string,
-  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
-): { database: Database; admission: AdmissionGate } {
+export function workerAdmissionLimits(maxConnections: number): AdmissionLimits {
+  return { maxInFlight: Math.max(1, maxConnections - 2), maxQueued: 10_000, maxWaitMs: 10_000 };
+}
+
+/**
+ * A database whose every interactive transaction (`$transaction`) is admitted through a gate
+ * first, in its caller's lane (lib/admission.ts inAdmissionLane): a burst waits in line holding
+ * no connection, and what the line cannot take is refused at once (Overloaded), never left to
+ * time out inside the pool.
+ */
+function createAdmittedDatabase(databaseUrl: string, maxConnections: number, limits: AdmissionLimits): { database: Database; admission: AdmissionGate } {
   const client = createDatabase(databaseUrl, { maxConnections });
-  const admission = createAdmissionGate({ ...apiAdmissionLimits(maxConnections), ...limits });
+  const admission = createAdmissionGate(limits);
   const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const admitted = (...args: unknown[]) => admission.run(() => transaction(...args), currentAdmissionLane());
   const database = new Proxy(client, {
@@ -44,6 +52,22 @@ export function createApiDatabase(
     },
   });
   return { database, admission };
+}
+
+/** The API's database: its transactions admitted in line (apiAdmissionLimits); a refusal is answered 503 OVERLOADED. */
+export function createApiDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+): { database: Database; admission: AdmissionGate } {
+  return createAdmittedDatabase(databaseUrl, maxConnections, { ...apiAdmissionLimits(maxConnections), ...limits });
+}
+
+/** The worker's database: its transactions admitted in line (workerAdmissionLimits); a refusal fails the activity, which is tried again. */
+export function createWorkerDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+): { database: Database; admission: AdmissionGate } {
+  return createAdmittedDatabase(databaseUrl, maxConnections, { ...workerAdmissionLimits(maxConnections), ...limits });
 }
 
 /**
