@@ -545,18 +545,18 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /**
      * A chunk of a batch's items taken on at once (activities/funding.ts fundItemsInOnePass): each
-     * fresh PENDING CODE item moves to CREATING under a new claim, with its event, in one
-     * transaction, as claimPending does for one. Rows another transaction holds (a batch's cancel)
-     * are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
+     * fresh PENDING item (CODE or TOKEN) moves to CREATING under a new claim, with its event, in
+     * one transaction, as claimPending does for one. Rows another transaction holds (a batch's
+     * cancel) are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
      */
-    async claimPendingCodeItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
+    async claimPendingItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
       if (fundingIds.length === 0) return [];
       return database.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id IN (SELECT id FROM funding
                        WHERE id = ANY(${fundingIds}::uuid[]) AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL
-                         AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType" AND ${batchRunning}
+                         AND NOT cancel_requested AND ${batchRunning}
                        ORDER BY id FOR UPDATE SKIP LOCKED)
             AND status = 'PENDING'::"FundingStatus" AND NOT cancel_requested
           RETURNING id::text AS id, owner_fence AS fence`;
