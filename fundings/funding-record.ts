@@ -472,7 +472,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * A batch's items, stored in the caller's transaction (the batch record's insert): each a
      * PENDING funding with its batch and reference, its first event and its hold on the batch's
      * source, written set-based (a batch has up to 100,000 items). A source that does not cover
-     * the total throws InsufficientFundsError: the caller's transaction stores nothing.
+     * the total throws InsufficientFundsError: the caller's transaction stores nothing. The sealed
+     * cash-in codes go as hex text, decoded by PostgreSQL: Prisma types a raw array parameter by
+     * its first element, and an array of bytes whose first element is null (a TOKEN item first)
+     * was sent as base64 text and stored so, unreadable.
      */
     async insertBatchItems(tx: Prisma.TransactionClient, batch: NewBatchItems): Promise<void> {
       const source = batch.source;
@@ -485,10 +488,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                                cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids,
                                source_partner_user_id, batch_id, batch_reference, updated_at)
           SELECT i.id, i.idempotency_key, ${batch.requestFingerprint}, i.workflow_id, 'PENDING'::"FundingStatus", i.recipient_type::"RecipientType", i.link_id,
-                 i.code_sealed, i.code_masked, ${batch.currency}, i.amount, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
+                 decode(i.code_sealed, 'hex'), i.code_masked, ${batch.currency}, i.amount, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
           FROM unnest(${column((item) => item.id)}::uuid[], ${column((item) => item.idempotencyKey)}::text[], ${column((item) => item.workflowId)}::text[],
                       ${column((item) => item.recipient.type)}::text[], ${column((item) => (item.recipient.type === 'TOKEN' ? item.recipient.linkId : null))}::uuid[],
-                      ${column((item) => (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))) : null))}::bytea[],
+                      ${column((item) => (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))).toString('hex') : null))}::text[],
                       ${column((item) => (item.recipient.type === 'CODE' ? maskCashInCode(item.recipient.code) : null))}::text[],
                       ${column((item) => toNumeric(item.amount))}::numeric[], ${column((item) => item.reference)}::text[])
             AS i(id, idempotency_key, workflow_id, recipient_type, link_id, code_sealed, code_masked, amount, reference)`;

@@ -175,6 +175,29 @@ describe('the batch runner', () => {
     for (const row of rows) await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
   });
 
+  it('runs a batch of TOKEN and CODE items whose first item is TOKEN: every cash-in code stored readable, every item APPROVED', async () => {
+    const batchId = randomUUID();
+    const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const items: NewBatchItem[] = [];
+    for (let index = 1; index <= 6; index += 1) {
+      const reference = `mixed-${index}`;
+      const idempotencyKey = `batch:${batchId}:${reference}`;
+      // TOKEN, CODE, TOKEN, CODE, …: the first item has no cash-in code.
+      const recipient: NewBatchItem['recipient'] =
+        index % 2 === 1 ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId } : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
+      items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n + BigInt(index) * 10n });
+    }
+    expect(await batches.insert({ id: batchId, idempotencyKey: `mixed-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'mixed', currency: 'PHP', items, createdBy: 'ops', needsApproval: false })).toBe(true);
+    for (const item of items) {
+      if (item.recipient.type !== 'CODE') continue;
+      expect(fundings.cashInCodeOf(await fundings.get(item.id)), item.reference).toBe(item.recipient.code);
+    }
+    const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 8 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(6).fill('APPROVED'));
+  });
+
   it('pauses (no new item starts) and resumes to completion', async () => {
     const batchId = await runningBatch(12);
     // Each item takes a while: the pause lands with items left.
