@@ -1,4 +1,5 @@
-// The Prisma client on PostgreSQL through the pg driver adapter (Prisma 7 has no query engine binary).
+// The Prisma client on PostgreSQL through the pg driver adapter (Prisma 7 has no query engine binary),
+// and the lines (lib/admission.ts) and the token vault's pool each process puts in front of PostgreSQL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
