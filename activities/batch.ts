@@ -126,7 +126,7 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
 
   /** One chunk: its items' passes, then each item it did not finish handed over or left PENDING; nothing once its lease ended. */
   async function runChunk(batchId: string, fundingIds: string[], lease: AttemptLease): Promise<BatchItemsOutcome> {
-    // The chunk pass takes the fresh CODE items on together, the others each in its own pass.
+    // The chunk pass takes the fresh items on together, the others (a cancel holds them) each in its own pass.
     let passes: Map<string, OnePassOutcome | 'failed'>;
     try {
       passes = (await deps.funding.fundItemsInOnePass(fundingIds, lease.current)).outcomes;

@@ -25,9 +25,9 @@ import {
 } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
-import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
+import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, pastItsTime, type ActivityClock } from './activity-clock.ts';
-import { isRateLimited, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
+import { isRateLimited, refreshBusyRetry, retryDelayOf, walletRetry, walletTransientType } from './wallet-retry.ts';
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
 function ownerLost(fundingId: string): ApplicationFailure {
@@ -90,7 +90,7 @@ export interface ItemsPassResult {
   outcomes: Map<string, OnePassOutcome>;
 }
 
-/** The funding activities, and the chunk pass a batch runs its CODE items through (not an activity of its own). */
+/** The funding activities, and the chunk pass a batch runs its items through (not an activity of its own). */
 export type FundingActivities = FundWalletActivities & {
   /** `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls nothing more. */
   fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult>;
@@ -339,6 +339,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       }
       // The user's token could not be refreshed just now: nothing was created; try again.
       if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+      if (error instanceof TokenRefreshBusy) throw refreshBusyRetry(error);
       if (!isWalletError(error)) throw error;
       if (error.outcome === 'rejected') {
         const status = rejectedCreateCodes.has(error.code) ? 'REJECTED' : 'FAILED';
@@ -404,14 +405,16 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * A chunk of a batch's items in one pass together: the one pass of each (transferId stored
    * before anything can execute it, each write only under the item's own claim, no wallet call
    * that could outlive the activity), with the writes made set-based: one transaction takes the
-   * fresh CODE items on, one stores the created intents and moves them to EXECUTING, one writes
-   * the wallet's final words (their holds settled and their webhooks in it). The calls run all at
-   * once. Whatever is not plain (a refused or mismatching create, an execute to retry, an
+   * fresh items on, one stores the created intents and moves them to EXECUTING, one writes the
+   * wallet's final words (their holds settled and their webhooks in it). The calls run all at
+   * once; a TOKEN item's create gets its user's token from the vault first (a refresh, when it
+   * expired), so a chunk of TOKEN items costs its refreshes and no more writes than one of CODE
+   * items. Whatever is not plain (a refused or mismatching create, an execute to retry, an
    * unknown outcome, an expired intent) goes the one-pass way for that item alone; an item the
    * chunk could not finish is answered `steps` or as the pass would answer it, for the batch to
-   * hand over. The items it did not take on together (TOKEN items, items a cancel holds) run their
-   * own one pass meanwhile, on the same clock: the activity's, read at its start, so no call of
-   * theirs can outlive the activity either.
+   * hand over. The items it did not take on together (items a cancel holds) run their own one
+   * pass meanwhile, on the same clock: the activity's, read at its start, so no call of theirs
+   * can outlive the activity either.
    */
   async function fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult> {
     const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
@@ -421,7 +424,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
       return { outcomes };
     }
-    const claimed = await fundings.claimPendingCodeItems(fundingIds);
+    const claimed = await fundings.claimPendingItems(fundingIds);
     const claimedIds = new Set(claimed.map((row) => row.id));
     const alone = Promise.all(
       fundingIds

@@ -1,7 +1,8 @@
 // Activities: the side effects workflows schedule, built by a factory from injected dependencies
 // so tests and the worker wire the same code to real services. Each runs in a log context naming
-// its workflow and activity type (activities/log-context.ts).
-import type { Database } from '../lib/database.ts';
+// its workflow and activity type (activities/log-context.ts), and fails retryable when the
+// database refused it for load (activities/overload-retry.ts).
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -15,6 +16,7 @@ import { createBatchActivities } from './batch.ts';
 import { createPaymentActivities } from './payment.ts';
 import { createPurgeActivities } from './purge.ts';
 import { withActivityLogContext } from './log-context.ts';
+import { withOverloadRetry } from './overload-retry.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchRecord } from '../fundings/batch-record.ts';
@@ -25,6 +27,8 @@ import { createWebhookActivities } from './webhooks.ts';
 
 export interface ActivityDependencies {
   database: Database;
+  /** The token vault's own pool and line (lib/database.ts): the refresh lock never takes a main-pool connection. */
+  refreshPool: RefreshPool;
   wallet: WalletClient;
   cipher: TokenCipher;
   logger: Logger;
@@ -48,6 +52,7 @@ export function createActivities(deps: ActivityDependencies) {
   const tokens = createTokenStore(deps.cipher);
   const vault = createTokenVault({
     database: deps.database,
+    refreshPool: deps.refreshPool,
     tokens,
     wallet: deps.wallet,
     logger: deps.logger,
@@ -72,7 +77,7 @@ export function createActivities(deps: ActivityDependencies) {
     ...(deps.webhooks?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.webhooks.requestTimeoutMs }),
     publicTargetsOnly: deps.webhooks?.publicTargetsOnly === true,
   });
-  return withActivityLogContext({
+  return withActivityLogContext(withOverloadRetry({
     ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
     ...fundWalletActivities,
     ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
@@ -89,7 +94,7 @@ export function createActivities(deps: ActivityDependencies) {
     }),
     ...createWebhookActivities({ deliverer }),
     ...createPurgeActivities({ database: deps.database, logger: deps.logger, ...(deps.now ? { now: deps.now } : {}) }),
-  });
+  }));
 }
 
 export type Activities = ReturnType<typeof createActivities>;

@@ -9,9 +9,9 @@ import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } fr
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
+import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
-import { retryDelayOf, walletRetry } from './wallet-retry.ts';
+import { refreshBusyRetry, retryDelayOf, walletRetry } from './wallet-retry.ts';
 import {
   paymentFailureTypes,
   type CreatePaymentOutcome,
@@ -120,6 +120,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
         // The user's token could not be refreshed just now: nothing was created; try again.
         if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+        if (error instanceof TokenRefreshBusy) throw refreshBusyRetry(error);
         if (!isWalletError(error)) throw error;
         if (error.outcome === 'rejected') return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo };
         // A lost create answer leaves an unexecuted payment record at the wallet: harmless, it debits nothing.
@@ -162,6 +163,11 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
           const retryAfterMs = retryDelayOf(error.walletError);
           const attempt = { ...attemptOf(error.walletError), operation: error.walletError.operation, outcome: 'not-sent' };
           return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
+        }
+        // The vault's line did not take the refresh: nothing was sent at all.
+        if (error instanceof TokenRefreshBusy) {
+          const attempt: ExecuteAttempt = { at: new Date().toISOString(), operation: 'op.tokens', requestReferenceNo: null, httpStatus: null, code: error.code, outcome: 'not-sent' };
+          return { kind: 'not-sent', attempt, retryAfterMs: error.retryAfterMs };
         }
         if (!isWalletError(error)) throw error;
         const attempt = attemptOf(error);

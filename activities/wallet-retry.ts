@@ -3,6 +3,7 @@
 // contract-decisions section 2), the next attempt waits exactly that long instead of the retry
 // policy's backoff; an absurd Retry-After is capped so a funding never sleeps for hours on it.
 import { ApplicationFailure } from '@temporalio/activity';
+import type { TokenRefreshBusy } from '../links/token-vault.ts';
 import type { WalletError } from '../wallet/index.ts';
 
 /** The longest Retry-After honoured as given; a longer one waits this long. */
@@ -26,6 +27,21 @@ export function walletRetry(error: WalletError, message = `${error.operation} ${
     // slows down as a whole on it, not on a reset connection (activities/batch.ts).
     details: [{ rateLimited: error.httpStatus === 429 }],
     ...(nextRetryDelay === undefined ? {} : { nextRetryDelay }),
+  });
+}
+
+/**
+ * A token refresh the vault did not send (its line was full): nothing reached the wallet, so it
+ * is tried again as a transient wallet failure would be, after the line's wait; never the
+ * wallet's 429, so a batch does not slow down for it.
+ */
+export function refreshBusyRetry(error: TokenRefreshBusy): ApplicationFailure {
+  return ApplicationFailure.create({
+    message: `token refresh not sent: ${error.code}`,
+    type: walletTransientType,
+    nonRetryable: false,
+    details: [{ rateLimited: false }],
+    nextRetryDelay: Math.min(Math.max(error.retryAfterMs, 0), MAX_RETRY_AFTER_MS),
   });
 }
 

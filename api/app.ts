@@ -3,7 +3,7 @@
 import { STATUS_CODES } from 'node:http';
 import express, { type ErrorRequestHandler } from 'express';
 import { defaultRateLimits } from '../lib/config.ts';
-import type { Database } from '../lib/database.ts';
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { createMetrics, type Metrics } from '../lib/metrics.ts';
 import { readWorkload, registerWorkloadGauges } from '../lib/workload-gauges.ts';
@@ -83,6 +83,8 @@ export interface AppDependencies {
     /** NODE_ENV=production: production's stricter answers (webhook endpoints: public https only). */
     production?: boolean;
     database: Database;
+    /** The token vault's own pool and line (lib/database.ts createRefreshPool). */
+    refreshPool: RefreshPool;
     tokens: TokenStore;
     cipher: TokenCipher;
     fingerprintKey: Buffer;
@@ -182,7 +184,7 @@ export function createApp(deps: AppDependencies): express.Express {
       }),
     );
     // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
-    const vault = createTokenVault({ database: services.database, tokens: services.tokens, wallet: services.wallet, logger: deps.logger, metrics });
+    const vault = createTokenVault({ database: services.database, refreshPool: services.refreshPool, tokens: services.tokens, wallet: services.wallet, logger: deps.logger, metrics });
     app.use(
       embeddedSessionRouter({
         database: services.database,

@@ -2,7 +2,7 @@
 // on SIGTERM/SIGINT finishes in-flight requests before closing its connections.
 import type { Server } from 'node:http';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
-import { createApiDatabase, pingDatabase } from '../lib/database.ts';
+import { createApiDatabase, createRefreshPool, pingDatabase, refreshWaitMs } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { connectTemporal, pingTemporal } from '../lib/temporal.ts';
@@ -36,6 +36,9 @@ const metrics = createMetrics({ defaultMetrics: true });
 // Write transactions are admitted in line in front of the pool (lib/admission.ts): a burst waits or is
 // answered 503 with Retry-After, never 500.
 const { database } = createApiDatabase(config.databaseUrl);
+// The token vault's refresh lock on a small pool of its own (lib/database.ts): never a connection
+// the audit rows of its own wallet calls need.
+const refreshPool = createRefreshPool(config.databaseUrl, { maxWaitMs: refreshWaitMs.api });
 const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security, tracing?.clientInterceptors);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKeys);
@@ -77,6 +80,7 @@ const app = createApp({
   services: {
     production: config.nodeEnv === 'production',
     database,
+    refreshPool,
     tokens: createTokenStore(cipher),
     cipher,
     fingerprintKey: config.fingerprintKey,
@@ -136,7 +140,7 @@ async function shutdown(signal: string): Promise<void> {
   // No new sessions now: the pass in flight finishes; what is left waits in the outbox for the next process.
   await onboarding.stop();
   if (!(await opsAudit.drain(5_000))) logger.error({ waiting: opsAudit.state().waiting }, 'ops audit rows not written before the api stopped');
-  await Promise.allSettled([database.$disconnect(), temporal.close(), wallet.close(), tracing?.shutdown()]);
+  await Promise.allSettled([database.$disconnect(), refreshPool.database.$disconnect(), temporal.close(), wallet.close(), tracing?.shutdown()]);
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

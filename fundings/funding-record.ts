@@ -499,7 +499,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * A batch's items, stored in the caller's transaction (the batch record's insert): each a
      * PENDING funding with its batch and reference, its first event and its hold on the batch's
      * source, written set-based (a batch has up to 100,000 items). A source that does not cover
-     * the total throws InsufficientFundsError: the caller's transaction stores nothing.
+     * the total throws InsufficientFundsError: the caller's transaction stores nothing. The sealed
+     * cash-in codes go as hex text, decoded by PostgreSQL: Prisma types a raw array parameter by
+     * its first element, and an array of bytes whose first element is null (a TOKEN item first)
+     * was sent as base64 text and stored so, unreadable.
      */
     async insertBatchItems(tx: Prisma.TransactionClient, batch: NewBatchItems): Promise<void> {
       const source = batch.source;
@@ -512,10 +515,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                                cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids,
                                source_partner_user_id, batch_id, batch_reference, updated_at)
           SELECT i.id, i.idempotency_key, ${batch.requestFingerprint}, i.workflow_id, 'PENDING'::"FundingStatus", i.recipient_type::"RecipientType", i.link_id,
-                 i.code_sealed, i.code_masked, ${batch.currency}, i.amount, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
+                 decode(i.code_sealed, 'hex'), i.code_masked, ${batch.currency}, i.amount, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
           FROM unnest(${column((item) => item.id)}::uuid[], ${column((item) => item.idempotencyKey)}::text[], ${column((item) => item.workflowId)}::text[],
                       ${column((item) => item.recipient.type)}::text[], ${column((item) => (item.recipient.type === 'TOKEN' ? item.recipient.linkId : null))}::uuid[],
-                      ${column((item) => (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))) : null))}::bytea[],
+                      ${column((item) => (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))).toString('hex') : null))}::text[],
                       ${column((item) => (item.recipient.type === 'CODE' ? maskCashInCode(item.recipient.code) : null))}::text[],
                       ${column((item) => toNumeric(item.amount))}::numeric[], ${column((item) => item.reference)}::text[])
             AS i(id, idempotency_key, workflow_id, recipient_type, link_id, code_sealed, code_masked, amount, reference)`;
@@ -572,18 +575,18 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /**
      * A chunk of a batch's items taken on at once (activities/funding.ts fundItemsInOnePass): each
-     * fresh PENDING CODE item moves to CREATING under a new claim, with its event, in one
-     * transaction, as claimPending does for one. Rows another transaction holds (a batch's cancel)
-     * are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
+     * fresh PENDING item (CODE or TOKEN) moves to CREATING under a new claim, with its event, in
+     * one transaction, as claimPending does for one. Rows another transaction holds (a batch's
+     * cancel) are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
      */
-    async claimPendingCodeItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
+    async claimPendingItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
       if (fundingIds.length === 0) return [];
       return database.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id IN (SELECT id FROM funding
                        WHERE id = ANY(${fundingIds}::uuid[]) AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL
-                         AND NOT cancel_requested AND recipient_type = 'CODE'::"RecipientType" AND ${batchRunning}
+                         AND NOT cancel_requested AND ${batchRunning}
                        ORDER BY id FOR UPDATE SKIP LOCKED)
             AND status = 'PENDING'::"FundingStatus" AND NOT cancel_requested
           RETURNING id::text AS id, owner_fence AS fence`;

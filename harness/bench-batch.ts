@@ -1,5 +1,6 @@
 // The batch run of `walletflow bench --batch N` (docs/benchmarks.md, funding batches): one batch of
-// N items of 1.00 PHP from the treasury to fresh cash-in codes, sent as one CSV file, approved by
+// N items of 1.00 PHP from the treasury to fresh cash-in codes (or to given recipients: the
+// TOKEN batch of `--token-batch`), sent as one CSV file, approved by
 // a second key (the bench sets BATCH_APPROVAL_THRESHOLD under its total), and followed to
 // COMPLETED. Measured from the approval to the batch's completedAt: items per second, the API,
 // workers' and Temporal's CPU per item, the workers' resident memory every 5 s (its peak and its
@@ -99,10 +100,20 @@ export async function batchHistory(client: Client, batchId: string): Promise<Bat
   return { runs, largestRunEvents, totalEvents };
 }
 
-export async function runBatch(deps: BatchBenchDependencies, items: number): Promise<BatchBenchRun> {
-  if (deps.codes.left < items) await deps.codes.fill(items - deps.codes.left);
+/** A batch item's recipient as the CSV names it: a cash-in code or a link id. */
+export interface BatchRecipient {
+  type: 'CODE' | 'TOKEN';
+  value: string;
+}
+
+/** One batch of `items`, to fresh cash-in codes from `deps.codes` unless `recipients` names them. */
+export async function runBatch(deps: BatchBenchDependencies, items: number, recipients?: readonly BatchRecipient[]): Promise<BatchBenchRun> {
+  if (!recipients && deps.codes.left < items) await deps.codes.fill(items - deps.codes.left);
   const lines = ['reference,recipient_type,recipient,amount'];
-  for (let index = 0; index < items; index += 1) lines.push(`bench-${String(index + 1).padStart(6, '0')},CODE,${deps.codes.take()!},1.00`);
+  for (let index = 0; index < items; index += 1) {
+    const recipient = recipients?.[index] ?? { type: 'CODE', value: deps.codes.take()! };
+    lines.push(`bench-${String(index + 1).padStart(6, '0')},${recipient.type},${recipient.value},1.00`);
+  }
   const csv = `${lines.join('\n')}\n`;
 
   const createStarted = performance.now();

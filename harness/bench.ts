@@ -14,6 +14,8 @@ import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchR
 import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
 import { runBatch, type BatchBenchRun } from './bench-batch.ts';
+import { checkTokenBatchLinks, formatTokenBatchBench, startSinglesBeside, type TokenBatchBenchReport } from './bench-token-batch.ts';
+import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
@@ -51,6 +53,8 @@ export interface BenchOptions {
   burstRequests?: string;
   /** The batch run instead of the levels: one batch of this many items against single fundings at 32 in flight. */
   batch?: string;
+  /** Token refresh at volume instead of the levels: a CODE batch and a TOKEN batch (every token expired) of this many items, single fundings beside each. */
+  tokenBatch?: string;
 }
 
 class UsageError extends Error {}
@@ -79,6 +83,8 @@ interface Settings {
   burst: number;
   /** Items in the batch run; 0: the usual run (levels, burst, session URL). */
   batch: number;
+  /** Items in each batch of the token refresh run; 0: not that run. */
+  tokenBatch: number;
 }
 
 function parse(options: BenchOptions): Settings {
@@ -97,7 +103,10 @@ function parse(options: BenchOptions): Settings {
     workers,
     out: path.resolve(options.out),
     batch: options.batch === undefined ? 0 : wholeNumber(options.batch, 'batch', 1, 100_000),
-    name: options.name ?? `${options.batch === undefined ? '' : `batch-${options.batch}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+    tokenBatch: options.tokenBatch === undefined ? 0 : wholeNumber(options.tokenBatch, 'token-batch', 1, 20_000),
+    name:
+      options.name ??
+      `${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
@@ -128,6 +137,15 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
+    if (settings.batch > 0 && settings.tokenBatch > 0) throw new UsageError('--batch and --token-batch are separate runs: give one of them');
+    if (settings.tokenBatch > 0) {
+      const report = await benchTokenBatch(settings, log, cleanup);
+      await mkdir(settings.out, { recursive: true });
+      const jsonPath = path.join(settings.out, `${settings.name}.json`);
+      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+      process.stdout.write(`\n${formatTokenBatchBench(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+      return 0;
+    }
     if (settings.batch > 0) {
       const report = await benchBatch(settings, log, cleanup);
       await mkdir(settings.out, { recursive: true });
@@ -152,7 +170,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
   } catch (error) {
     if (interrupted) return 130;
     console.error(`walletflow bench: ${(error as Error).message}`);
-    return 1;
+    return error instanceof UsageError ? 64 : 1;
   } finally {
     if (!interrupted) await cleanup.run();
     process.off('SIGINT', onSignal);
@@ -481,6 +499,73 @@ async function benchBatch(settings: Settings, log: (line: string) => void, clean
     },
     batch,
     ratio: single.perSecond > 0 ? round1(batch.itemsPerSecond / single.perSecond) : 0,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+  };
+}
+
+/**
+ * `--token-batch N` (docs/benchmarks.md, token refresh at volume): a batch of N CODE items (the
+ * baseline) and then a batch of N TOKEN items to N links whose access tokens walletflow believes
+ * expired (every item's pass refreshes its link), each with a single CODE funding started every
+ * second beside it; after a warm-up of both kinds. The TOKEN batch's links are checked afterwards:
+ * each refreshed once at the wallet, none refused, all ACTIVE.
+ */
+async function benchTokenBatch(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<TokenBatchBenchReport> {
+  const started = Date.now();
+  const items = settings.tokenBatch;
+  log(`bench --token-batch ${items}: a CODE batch and a TOKEN batch (every access token expired) of ${items} each, a single funding every second beside each; ${settings.temporal}, ${settings.workers} worker(s)`);
+  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '100.00' });
+  const singleCodes = await createCodeSupply(admin, { users: 8, mobilePrefix: '+6391' });
+  const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
+  const batchDeps = {
+    apiBase: stack.apiBase,
+    opsKey: stack.opsKey,
+    approverKey: stack.approverKey,
+    codes: batchCodes,
+    temporal: temporalClient,
+    pids: () => {
+      const { bench: _bench, ...measured } = pids();
+      return measured;
+    },
+    workerPids: () => stack.workers.map((worker) => worker.pid()).filter((pid): pid is number => pid !== undefined),
+    executedTwice: async () => (await admin.ledger()).transfers.filter((transfer) => transfer.executions > 1).length,
+    log,
+  };
+  const linkDeps = { admin, database: stack.database, tokenEncryptionKey: stack.tokenEncryptionKey };
+  log(`linking ${items + 50} wallets whose access tokens walletflow believes expired...`);
+  const warmLinks = await createExpiredLinks(linkDeps, { count: 50, mobilePrefix: '+6396' });
+  const links = await createExpiredLinks(linkDeps, { count: items, mobilePrefix: '+6397' });
+  await batchCodes.fill(items + 50);
+  await singleCodes.fill(Math.ceil(items / 10) + 64);
+
+  // Warm-up (not recorded): a small batch of each kind (the runner's code paths, JIT, the vault's pools).
+  await runBatch({ ...batchDeps, log: () => undefined }, 50);
+  await runBatch({ ...batchDeps, log: () => undefined }, 50, warmLinks.map((link) => ({ type: 'TOKEN', value: link.linkId })));
+  log('warm-up done (a CODE batch and a TOKEN batch of 50)');
+
+  const besideCode = startSinglesBeside({ ops, database: stack.database, codes: singleCodes });
+  const codeBatch = await runBatch(batchDeps, items);
+  const codeSingles = await besideCode.stop();
+  log(`CODE batch: ${codeBatch.itemsPerSecond} items/s; single fundings beside it: ${codeSingles.started}, p99 ${codeSingles.latencyMs.p99} ms`);
+
+  const besideToken = startSinglesBeside({ ops, database: stack.database, codes: singleCodes });
+  const tokenBatch = await runBatch(batchDeps, items, links.map((link) => ({ type: 'TOKEN', value: link.linkId })));
+  const tokenSingles = await besideToken.stop();
+  log(`TOKEN batch: ${tokenBatch.itemsPerSecond} items/s; single fundings beside it: ${tokenSingles.started}, p99 ${tokenSingles.latencyMs.p99} ms`);
+  const tokenLinks = await checkTokenBatchLinks({ admin, database: stack.database }, links);
+  if (stats.retries > 0) log(`the ops client repeated ${stats.retries} request(s) (503/429 or no answer)`);
+
+  const cpus = os.cpus();
+  return {
+    name: settings.name,
+    date: new Date(started).toISOString(),
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    temporal: settings.temporal,
+    workers: settings.workers,
+    items,
+    code: { batch: codeBatch, singles: codeSingles },
+    token: { batch: tokenBatch, singles: tokenSingles, links: tokenLinks },
+    ratio: codeBatch.itemsPerSecond > 0 ? Math.round((tokenBatch.itemsPerSecond / codeBatch.itemsPerSecond) * 100) / 100 : 0,
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
 }

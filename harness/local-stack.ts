@@ -49,6 +49,8 @@ export interface LocalStack {
   opsKey: string;
   /** A second key, named `checker`, with the read and approve scopes: a batch's second pair of eyes. */
   approverKey: string;
+  /** TOKEN_ENCRYPTION_KEY of the API and workers: links stored from outside (harness/expired-links.ts) are sealed with it. */
+  tokenEncryptionKey: Buffer;
   sandbox: RunningSandbox;
   api: SupervisedProcess;
   /** The first of `workers`. */
@@ -302,6 +304,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
 
   const opsKey = randomBytes(32).toString('base64url');
   const approverKey = randomBytes(32).toString('base64url');
+  const tokenEncryptionKey = randomBytes(32);
   const env: NodeJS.ProcessEnv = {
     ...cleanEnvironment(),
     NODE_ENV: 'development',
@@ -317,7 +320,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     RECONCILE_EVERY_MINUTES: '1440',
     RECONCILE_AFTER_SECONDS: '604800',
     OPS_API_KEYS: `${opsKey},checker:read+approve:${approverKey}`,
-    TOKEN_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    TOKEN_ENCRYPTION_KEY: tokenEncryptionKey.toString('base64'),
     ...sandboxWalletVariables(sandbox),
     SESSION_ALLOWED_IPS: partner.senderIp === '0.0.0.0' || partner.senderIp === '::' ? '127.0.0.1' : partner.senderIp,
     WALLET_TIMEOUT_MS: '5000',
@@ -356,6 +359,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     apiBase,
     opsKey,
     approverKey,
+    tokenEncryptionKey,
     sandbox,
     api,
     worker,

@@ -24,7 +24,7 @@ import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, typ
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { formatAmount, fromNumeric, storedAmount } from '../domain/money.ts';
-import { batchView, checkBatchCounts, checkBatchHolds, driveBatch, planBatches } from './soak-batches.ts';
+import { batchView, checkBatchCounts, checkBatchHolds, checkTokenLinks, driveBatch, planBatches } from './soak-batches.ts';
 import type { Expected, Violation } from './soak-invariants.ts';
 
 export interface SoakOptions {
@@ -213,7 +213,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const batchesDone = (async () => {
     for (const batch of batchPlan.batches) {
       try {
-        await driveBatch(batch, { admin, recipients: batchPlan.recipients, ops, approver, random: batchRandom, deadline, log });
+        await driveBatch(batch, { admin, recipients: batchPlan.recipients, ops, approver, database: stack.database, tokenEncryptionKey: stack.tokenEncryptionKey, random: batchRandom, deadline, log });
       } catch (error) {
         batch.error = (error as Error).message;
         log(`batch ${batch.index}: ${batch.error}`);
@@ -276,6 +276,12 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     where: { OR: [{ id: { in: ids('funding') } }, { batchId: { in: batchIds() } }] },
     include: { events: { orderBy: { id: 'asc' } } },
   });
+  // The TOKEN items' links: a link whose rotated pair a killed worker lost expects its item to end
+  // FAILED REAUTH_REQUIRED (a documented limit); any other link not ACTIVE is a violation.
+  const tokenLinks = await checkTokenLinks(stack.database, (await admin.ledger()).refreshes, batchPlan.batches);
+  batchViolations.push(...tokenLinks.violations);
+  // Their users were made during the run (the wallet's balances before: 0.00).
+  for (const batch of batchPlan.batches) for (const link of batch.tokenLinks.values()) before.set(link.userId, '0.00');
   // A batch item's expectation: its recipient's, or CANCELLED when its batch was cancelled before it started.
   const batchOf = new Map(batchPlan.batches.flatMap((batch) => (batch.batchId ? [[batch.batchId, batch] as const] : [])));
   for (const row of fundingRows) {
@@ -363,6 +369,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     ...(batchPlan.batches.length > 0
       ? [
           `batches: ${batchPlan.batches.map((batch) => `#${batch.index} ${batch.size} items ${batch.action} → ${batch.finalState ?? 'not ended'}${batch.notes.length ? ` (${batch.notes.join(', ')})` : ''}`).join('; ')}; holds checked against open items ${batchChecks + 1} times`,
+          `TOKEN items' links (every access token expired): ${tokenLinks.links}, the wallet's refreshes all stored ${tokenLinks.kept}, a rotated pair lost to a killed worker ${tokenLinks.stranded}`,
         ]
       : []),
     `driver: requests repeated with the same Idempotency-Key ${stats.retries}, session URL relaunches ${stats.relaunches}; resolve requests answered 200: ${reviews.length} (the table counts walletflow's records)`,

@@ -1,4 +1,5 @@
-// The Prisma client on PostgreSQL through the pg driver adapter (Prisma 7 has no query engine binary).
+// The Prisma client on PostgreSQL through the pg driver adapter (Prisma 7 has no query engine binary),
+// and the lines (lib/admission.ts) and the token vault's pool each process puts in front of PostgreSQL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
@@ -23,17 +24,25 @@ export function apiAdmissionLimits(maxConnections: number): AdmissionLimits {
 }
 
 /**
- * The API's database: every interactive transaction (`$transaction`) is admitted through the
- * gate first, in its caller's lane (lib/admission.ts inAdmissionLane), so a burst waits in line
- * holding no connection, and what the line cannot take is refused at once (Overloaded), never
- * left to time out inside the pool.
+ * The worker's admission in front of its pool: as the API's, two connections stay free for the
+ * statements outside a transaction (a wallet call's audit row, reads), the rest run
+ * transactions. No client waits on an answer, so more may wait and for longer (10,000, 10 s
+ * each); the bound is the shortest activity that writes (a funding's database step, 15 s): a
+ * transaction admitted after its activity gave up would only take a slot from a live one.
  */
-export function createApiDatabase(
-  databaseUrl: string,
-  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
-): { database: Database; admission: AdmissionGate } {
+export function workerAdmissionLimits(maxConnections: number): AdmissionLimits {
+  return { maxInFlight: Math.max(1, maxConnections - 2), maxQueued: 10_000, maxWaitMs: 10_000 };
+}
+
+/**
+ * A database whose every interactive transaction (`$transaction`) is admitted through a gate
+ * first, in its caller's lane (lib/admission.ts inAdmissionLane): a burst waits in line holding
+ * no connection, and what the line cannot take is refused at once (Overloaded), never left to
+ * time out inside the pool.
+ */
+function createAdmittedDatabase(databaseUrl: string, maxConnections: number, limits: AdmissionLimits): { database: Database; admission: AdmissionGate } {
   const client = createDatabase(databaseUrl, { maxConnections });
-  const admission = createAdmissionGate({ ...apiAdmissionLimits(maxConnections), ...limits });
+  const admission = createAdmissionGate(limits);
   const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const admitted = (...args: unknown[]) => admission.run(() => transaction(...args), currentAdmissionLane());
   const database = new Proxy(client, {
@@ -44,6 +53,64 @@ export function createApiDatabase(
     },
   });
   return { database, admission };
+}
+
+/** The API's database: its transactions admitted in line (apiAdmissionLimits); a refusal is answered 503 OVERLOADED. */
+export function createApiDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+): { database: Database; admission: AdmissionGate } {
+  return createAdmittedDatabase(databaseUrl, maxConnections, { ...apiAdmissionLimits(maxConnections), ...limits });
+}
+
+/** The worker's database: its transactions admitted in line (workerAdmissionLimits); a refusal fails the activity, which is tried again. */
+export function createWorkerDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+): { database: Database; admission: AdmissionGate } {
+  return createAdmittedDatabase(databaseUrl, maxConnections, { ...workerAdmissionLimits(maxConnections), ...limits });
+}
+
+/**
+ * The token vault's own small pool (links/token-vault.ts, docs/token-refresh-lock.md). A refresh
+ * holds its link's row lock while the wallet answers, and the wallet client waits for each
+ * call's audit row, written on the main pool: on the main pool itself, refreshes could hold every
+ * connection while their own audit rows waited for one (invariant 14). Here the lock takes a
+ * connection of this pool and everything else stays on the main one. Its line (`admission`)
+ * runs all but one connection's worth of refreshes at once, each link's one after the other; the
+ * last connection is kept for a rotated pair saved again after its transaction failed, so that
+ * save never waits behind the refreshes that fill the line.
+ */
+export interface RefreshPool {
+  database: Database;
+  admission: AdmissionGate;
+}
+
+/** The refresh pool's connections for a main pool of `mainPoolSize`: a quarter of it, 2 to 4 (3 for production's 10). */
+export function refreshPoolSize(mainPoolSize: number): number {
+  return Math.min(4, Math.max(2, Math.ceil(mainPoolSize / 4)));
+}
+
+/**
+ * How refreshes wait for the refresh pool: `connections − 1` at once, up to 1,000 more in line,
+ * each at most `maxWaitMs` (a refused one is not sent: the caller tries it again later).
+ */
+export function refreshAdmissionLimits(connections: number, maxWaitMs: number): AdmissionLimits {
+  return { maxInFlight: Math.max(1, connections - 1), maxQueued: 1000, maxWaitMs };
+}
+
+/**
+ * The longest a refresh waits in the refresh pool's line: the API's as long as its requests wait
+ * for the database (5 s); the worker's longer, as no client is waiting (an activity that waited
+ * that long still has its create's time: the chunk's and the one pass's start-to-close are 150 s
+ * and 120 s, and the vault's lock may take 50 s).
+ */
+export const refreshWaitMs = { api: 5_000, worker: 30_000 } as const;
+
+/** A refresh pool beside a main pool of `mainPoolSize` connections, its line waiting at most `maxWaitMs` (refreshWaitMs). */
+export function createRefreshPool(databaseUrl: string, { mainPoolSize = DEFAULT_POOL_SIZE, maxWaitMs }: { mainPoolSize?: number; maxWaitMs: number }): RefreshPool {
+  const connections = refreshPoolSize(mainPoolSize);
+  return { database: createDatabase(databaseUrl, { maxConnections: connections }), admission: createAdmissionGate(refreshAdmissionLimits(connections, maxWaitMs)) };
 }
 
 /** Readiness probe: a round trip to PostgreSQL. */

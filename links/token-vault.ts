@@ -3,10 +3,12 @@
 // concurrent workers never refresh twice (an embedded refresh invalidates the previous pair).
 // Only the refresh token's own refusal (REFRESH_TOKEN_INVALID from the embedded refresh,
 // invalid_grant from the standalone one) marks the link REAUTH_REQUIRED; any other failure (the
-// client-credentials grant, a time-out) is a TokenRefreshError the caller retries. The lock
-// outlives the longest refresh, and a pair the wallet rotated but the first transaction could not
-// keep is saved again. Tokens never leave in logs or errors.
-import type { Database } from '../lib/database.ts';
+// client-credentials grant, a time-out) is a TokenRefreshError the caller retries. The lock is
+// held on the vault's own pool (lib/database.ts RefreshPool), never on the main pool its wallet
+// calls' audit rows need; it outlives the longest refresh, and a pair the wallet rotated but the
+// first transaction could not keep is saved again until it lands. Tokens never leave in logs or errors.
+import { Overloaded, overloadOf } from '../lib/admission.ts';
+import type { Database, RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { jwtExpiry, STANDALONE_REFRESH_LIFETIME_MS } from './token-expiry.ts';
@@ -38,6 +40,22 @@ export class TokenRefreshError extends Error {
   /** When the wallet asked to come back (429 Retry-After), from the refresh call. */
   get retryAfterMs(): number | undefined {
     return this.walletError.retryAfterMs;
+  }
+}
+
+/**
+ * A refresh not sent: the refresh pool's line (lib/database.ts RefreshPool) was full or the wait
+ * ran out. Nothing was asked of the wallet and the link stays ACTIVE; the caller tries again after
+ * `retryAfterMs`. An activity reports it as "not sent", as a TokenRefreshError.
+ */
+export class TokenRefreshBusy extends Error {
+  override readonly name = 'TokenRefreshBusy';
+  readonly code = 'TOKEN_REFRESH_BUSY';
+  constructor(
+    readonly linkId: string,
+    readonly retryAfterMs: number,
+  ) {
+    super(`the refresh of link ${linkId}'s tokens was not sent: too many refreshes are waiting; try again in ${Math.ceil(retryAfterMs / 1000)} s`);
   }
 }
 
@@ -85,7 +103,10 @@ export interface TokenVault {
 }
 
 export interface TokenVaultDependencies {
+  /** The main pool: the link and token reads outside the lock. */
   database: Database;
+  /** The vault's own pool and its line: the refresh lock's transactions, and a rotated pair saved again. */
+  refreshPool: RefreshPool;
   tokens: TokenStore;
   wallet: Pick<WalletClient, 'refreshStandalone' | 'refreshEmbedded'>;
   logger: Logger;
@@ -102,6 +123,16 @@ export interface TokenVaultDependencies {
 export function isUserTokenRejection(error: unknown): boolean {
   return isWalletError(error) && error.httpStatus === 401 && (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED');
 }
+
+/**
+ * How long a rotated pair whose transaction failed is saved again before the vault gives up: the
+ * wallet has already invalidated the stored pair, so this one is the link's only valid one (the
+ * embedded refresh token it carries lives 20 minutes).
+ */
+export const SAVE_AGAIN_FOR_MS = 10 * 60_000;
+
+/** The pause before the save's next try: 250 ms, doubling, at most 15 s. */
+export const saveAgainDelayMs = (attempt: number): number => Math.min(15_000, 250 * 2 ** (attempt - 1));
 
 /** The interactive transaction the refresh holds its row lock in. */
 type Transaction = Parameters<Parameters<Database['$transaction']>[0]>[0];
@@ -166,14 +197,23 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
     let work: Promise<RefreshOutcome> | undefined;
     let outcome: RefreshOutcome;
     try {
-      outcome = await deps.database.$transaction((tx) => (work = refreshInTransaction(tx, linkId, staleVersion, rotation)), {
-        maxWait: lockTimeoutMs,
-        timeout: lockTimeoutMs,
-      });
+      // In the refresh pool's line first, each link's refreshes one after the other: a refresh
+      // beyond the pool's size waits here holding nothing, not a connection or a row lock.
+      outcome = await deps.refreshPool.admission.run(
+        () =>
+          deps.refreshPool.database.$transaction((tx) => (work = refreshInTransaction(tx, linkId, staleVersion, rotation)), {
+            maxWait: lockTimeoutMs,
+            timeout: lockTimeoutMs,
+          }),
+        linkId,
+      );
     } catch (error) {
       // The transaction may have given up while the wallet call was still out: wait for that call
       // to end, so that a pair the wallet rotated is known here.
       await work?.catch(() => undefined);
+      // Refused by the line, or no connection in time, before anything was sent: "not sent", try again later.
+      const overload = work === undefined ? overloadOf(error) : null;
+      if (overload) throw new TokenRefreshBusy(linkId, error instanceof Overloaded ? overload.retryAfterSeconds * 1000 : 1000);
       if (!rotation.pair) throw error;
       deps.logger.warn({ linkId, err: (error as Error).message }, 'refreshed tokens not saved by their transaction: saving them again');
       outcome = { kind: 'token', token: await saveRotatedAgain(linkId, rotation.pair) };
@@ -225,12 +265,15 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
    * Saves a rotated pair whose own transaction failed after the wallet answered: the wallet has
    * already invalidated the stored pair, so this pair is the link's only valid one. Kept only over
    * the version it replaced (a newer pair saved meanwhile wins); a link a refresh with the dead
-   * pair marked REAUTH_REQUIRED meanwhile is active again.
+   * pair marked REAUTH_REQUIRED meanwhile is active again. Tried again with a growing pause for
+   * SAVE_AGAIN_FOR_MS, on the refresh pool's connection kept for it: not in the line whose
+   * refreshes may be what made the first save late.
    */
   async function saveRotatedAgain(linkId: string, pair: Rotation): Promise<UserToken> {
+    const giveUpAt = Date.now() + SAVE_AGAIN_FOR_MS;
     for (let attempt = 1; ; attempt += 1) {
       try {
-        return await deps.database.$transaction(
+        return await deps.refreshPool.database.$transaction(
           async (tx) => {
             const stored = await deps.tokens.readLocked(tx, linkId);
             if (!stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
@@ -245,8 +288,13 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
           { maxWait: lockTimeoutMs, timeout: lockTimeoutMs },
         );
       } catch (error) {
-        if (error instanceof VaultError || attempt >= 5) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+        if (error instanceof VaultError || Date.now() >= giveUpAt) {
+          if (!(error instanceof VaultError)) deps.logger.error({ linkId, attempt, err: (error as Error).message }, 'refreshed tokens could not be saved: the link needs a new login');
+          throw error;
+        }
+        const delayMs = saveAgainDelayMs(attempt);
+        deps.logger.warn({ linkId, attempt, retryInMs: delayMs, err: (error as Error).message }, 'refreshed tokens not saved yet: trying again');
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
   }

@@ -6,7 +6,7 @@ import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
 import { ConfigError, loadConfig, requireResolved } from '../lib/config.ts';
-import { createDatabase } from '../lib/database.ts';
+import { createRefreshPool, createWorkerDatabase, refreshWaitMs } from '../lib/database.ts';
 import { createLogger } from '../lib/logger.ts';
 import { createMetrics } from '../lib/metrics.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
@@ -58,7 +58,11 @@ const metricsServer = sdkMetricsUrl
     })
   : undefined;
 if (metricsServer) logger.info({ url: metricsServer.url }, 'worker metrics listening');
-const database = createDatabase(config.databaseUrl);
+// Transactions wait in line in front of the pool (lib/database.ts workerAdmissionLimits) instead
+// of timing out inside Prisma; the token vault's refresh lock has a small pool of its own, never a
+// connection the audit rows of its own wallet calls need (docs/token-refresh-lock.md).
+const { database } = createWorkerDatabase(config.databaseUrl);
+const refreshPool = createRefreshPool(config.databaseUrl, { maxWaitMs: refreshWaitMs.worker });
 const wallet = createWalletClient({
   ...config.wallet,
   ...createWalletCallLog(database, logger, metrics),
@@ -127,6 +131,7 @@ const worker = await Worker.create({
     : {}),
   activities: createActivities({
     database,
+    refreshPool,
     wallet,
     walletTimeoutMs: config.walletTimeoutMs,
     cipher: createTokenCipher(config.tokenEncryptionKeys),
@@ -165,6 +170,7 @@ try {
   await connection.close();
   await wallet.close();
   await database.$disconnect();
+  await refreshPool.database.$disconnect();
   await metricsServer?.close();
   await tracing?.shutdown();
   logger.info('worker stopped');

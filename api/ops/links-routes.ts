@@ -4,7 +4,7 @@
 // partner-signed token) a standalone login learns which partner user it is for.
 import type { Router } from 'express';
 import { z } from 'zod';
-import { TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
+import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
 import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -235,6 +235,12 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       }
       if (isWalletError(error) && error.httpStatus === 401) {
         reauth();
+        return;
+      }
+      if (error instanceof TokenRefreshBusy) {
+        // A load refusal (invariant 11): the API's refresh line was full and nothing was sent.
+        res.setHeader('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
+        sendProblem(res, { status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: 'too many token refreshes at once: nothing was sent to the wallet; ask again after Retry-After' });
         return;
       }
       if (error instanceof TokenRefreshError) {

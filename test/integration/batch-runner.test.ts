@@ -178,6 +178,29 @@ describe('the batch runner', () => {
     for (const row of rows) await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
   });
 
+  it('runs a batch of TOKEN and CODE items whose first item is TOKEN: every cash-in code stored readable, every item APPROVED', async () => {
+    const batchId = randomUUID();
+    const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const items: NewBatchItem[] = [];
+    for (let index = 1; index <= 6; index += 1) {
+      const reference = `mixed-${index}`;
+      const idempotencyKey = `batch:${batchId}:${reference}`;
+      // TOKEN, CODE, TOKEN, CODE, …: the first item has no cash-in code.
+      const recipient: NewBatchItem['recipient'] =
+        index % 2 === 1 ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId } : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
+      items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n + BigInt(index) * 10n });
+    }
+    expect(await batches.insert({ id: batchId, idempotencyKey: `mixed-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'mixed', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
+    for (const item of items) {
+      if (item.recipient.type !== 'CODE') continue;
+      expect(fundings.cashInCodeOf(await fundings.get(item.id)), item.reference).toBe(item.recipient.code);
+    }
+    const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 8 });
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(6).fill('APPROVED'));
+  });
+
   it('pauses (no new item starts) and resumes to completion', async () => {
     const batchId = await runningBatch(12);
     // Each item takes a while: the pause lands with items left.
@@ -286,6 +309,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
   const activitiesOf = () =>
     createActivities({
       database: stack.database,
+      refreshPool: stack.refreshPool,
       wallet: stack.wallet,
       cipher: createTokenCipher(stack.encryptionKey),
       logger: createLogger({ level: 'silent' }),
@@ -443,28 +467,43 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     await expectSettled(batchId);
   });
 
-  it('runs the items the chunk does not claim (a TOKEN item) on the activity’s own clock: no call starts that could outlive the attempt', async () => {
+  it('runs the items the chunk does not claim (a row a cancel holds) on the activity’s own clock: no call starts that could outlive the attempt', async () => {
     const activities = activitiesOf();
     const batchId = randomUUID();
     const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-    const { code } = await stack.admin.cashInCode(codeUser.userId);
+    const codes = await Promise.all([0, 1].map(async () => (await stack.admin.cashInCode(codeUser.userId)).code));
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
     const item = (reference: string, recipient: NewBatchItem['recipient']): NewBatchItem => {
       const idempotencyKey = `batch:${batchId}:${reference}`;
       return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
     };
-    const items = [item('by-code', { type: 'CODE', code }), item('by-token', { type: 'TOKEN', linkId })];
+    const items = [item('by-code', { type: 'CODE', code: codes[0]! }), item('by-token', { type: 'TOKEN', linkId }), item('held', { type: 'CODE', code: codes[1]! })];
     expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
+    // Another transaction (a cancel, say) holds the third item's row for 2.5 s: the chunk skips
+    // it, and its own pass takes it on once the row is free, past the last safe moment.
+    let locked!: () => void;
+    const lockTaken = new Promise<void>((resolve) => (locked = resolve));
+    const holder = stack.database.$transaction(
+      async (tx) => {
+        await tx.$queryRaw`SELECT 1 FROM funding WHERE id = ${items[2]!.id}::uuid FOR UPDATE`;
+        locked();
+        await new Promise((resolve) => setTimeout(resolve, 2500));
+      },
+      { timeout: 20_000 },
+    );
+    await lockTaken;
     const startToCloseTimeoutMs = 13_500;
     const started = Date.now();
     await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs }).run(activities.runBatchItems, batchId, items.map((entry) => entry.id));
+    await holder;
     await stack.admin.clearFaults();
     const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: new Date(started - 1000) }, operation: { startsWith: 'transfers.' } } });
     expect(calls.length).toBeGreaterThanOrEqual(2);
-    // Each call started while it could still end before the attempt's deadline (a TOKEN item run
-    // after the chunk, on a clock of its own, sent its create 4 s in: past that point).
+    // Each call started while it could still end before the attempt's deadline (an item the chunk
+    // did not claim, run after the chunk on a clock of its own, sent its create 4 s in: past that
+    // point; so did a TOKEN item, when the chunk claimed CODE items only).
     for (const call of calls) expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(started + startToCloseTimeoutMs + 250);
   });
 });
@@ -473,6 +512,7 @@ describe('the sweep beside a running batch', () => {
   it('never takes over what a live chunk owns: items older than the sweep’s age, slow executes, the sweep every second: every item APPROVED, none in review, one create each', async () => {
     const activities = createActivities({
       database: stack.database,
+      refreshPool: stack.refreshPool,
       wallet: stack.wallet,
       cipher: createTokenCipher(stack.encryptionKey),
       logger: createLogger({ level: 'silent' }),

@@ -18,6 +18,7 @@ beforeAll(async () => {
   stack = await startPartnerStack();
   activities = createActivities({
     database: stack.database,
+    refreshPool: stack.refreshPool,
     wallet: stack.wallet,
     cipher: createTokenCipher(stack.encryptionKey),
     logger: createLogger({ level: 'silent' }),

@@ -44,6 +44,7 @@ type Activities = ReturnType<typeof createActivities>;
 function runOf(gate: WalletGate, name: string, options: { walletTimeoutMs?: number } = {}): Activities {
   return createActivities({
     database: stack.database,
+    refreshPool: stack.refreshPool,
     wallet: gate.as(name),
     cipher: createTokenCipher(stack.encryptionKey),
     logger,

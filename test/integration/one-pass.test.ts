@@ -22,7 +22,7 @@ let fundings: ReturnType<typeof createFundingRecord>;
 beforeAll(async () => {
   stack = await startPartnerStack();
   const cipher = createTokenCipher(stack.encryptionKey);
-  activities = createActivities({ database: stack.database, wallet: stack.wallet, cipher, logger: createLogger({ level: 'silent' }), temporal: stack.temporal, taskQueue: stack.taskQueue });
+  activities = createActivities({ database: stack.database, refreshPool: stack.refreshPool, wallet: stack.wallet, cipher, logger: createLogger({ level: 'silent' }), temporal: stack.temporal, taskQueue: stack.taskQueue });
   fundings = createFundingRecord({ database: stack.database, cipher });
 });
 afterEach(async () => {

@@ -230,6 +230,7 @@ describe('reconciliation sweep', () => {
     const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
     const activities = createActivities({
       database: stack.database,
+      refreshPool: stack.refreshPool,
       wallet: stack.wallet,
       cipher: createTokenCipher(stack.encryptionKey),
       logger: createLogger({ level: 'silent' }),

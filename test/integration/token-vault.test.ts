@@ -1,15 +1,25 @@
 // The token vault against the sandbox and PostgreSQL: refresh ahead of expiry, exactly one
 // refresh for many concurrent callers (across vault instances, as across workers), the forced
-// refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused.
+// refresh on a 401, and REAUTH_REQUIRED when the refresh token is refused. The lock lives on the
+// vault's own pool (no main-pool connection waits for another), a refresh its line cannot take is
+// not sent, and a rotated pair is saved until it lands.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { refreshLockTimeoutMs, TokenRefreshError, VaultError, type TokenVault } from '../../links/token-vault.ts';
+import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
+import { createAdmissionGate } from '../../lib/admission.ts';
+import { createDatabase } from '../../lib/database.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { refreshLockTimeoutMs, TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault, type UserToken } from '../../links/token-vault.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import { isWalletError } from '../../wallet/index.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
+const silent = createLogger({ level: 'silent' });
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** walletflow's clock follows the sandbox clock, which the tests advance. */
 let clockOffsetMs = 0;
 const now = () => Date.now() + clockOffsetMs;
@@ -185,6 +195,83 @@ describe('token vault', () => {
     expect(token.version).toBe(2);
     expect(await refreshesOf(user.userId)).toHaveLength(1);
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+  });
+
+  it('no refresh holds a main-pool connection while its wallet call’s audit row waits for one: four at once on a main pool of two, each pair saved by its own transaction', async () => {
+    // The vault's main pool is two connections, and the wallet client writes its audit rows there
+    // (as a worker's does): a refresh that held a main-pool connection for its lock would leave
+    // its own audit row waiting behind it.
+    const main = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
+    try {
+      const links = await Promise.all([0, 1, 2, 3].map(() => createEmbeddedLink(stack, {}, { expired: true })));
+      const vault = stack.createVault({ now, database: main, wallet: createWalletCallLog(main, silent), lockTimeoutMs: 5000 });
+      const tokens = await Promise.all(links.map((link) => vault.getAccessToken(link.linkId)));
+      expect(tokens.map((token) => token.version)).toEqual([2, 2, 2, 2]);
+      for (const { user, linkId } of links) {
+        expect(await refreshesOf(user.userId)).toHaveLength(1);
+        const events = await stack.database.linkEvent.findMany({ where: { linkId, type: 'TOKEN_REFRESHED' } });
+        expect(events.map((event) => event.detail)).toEqual(['version 2']);
+        expect(await stack.database.walletCall.count({ where: { requestReferenceNo: events[0]!.requestReferenceNo! } })).toBe(1);
+      }
+    } finally {
+      await main.$disconnect();
+    }
+  });
+
+  it('a rotated pair whose save cannot get a connection for longer than five tries is saved once it can: never lost', async () => {
+    const { user, linkId } = await createEmbeddedLink(stack, {}, { expired: true });
+    // The vault's lock pool is one connection. The wallet takes 1.5 s to rotate the pair; the
+    // refresh's transaction gives up after 0.7 s, and then another transaction holds that one
+    // connection for 6.8 s: every save the vault tries meanwhile waits 0.7 s for it and fails
+    // (the vault used to give up after five).
+    const lockPool = createDatabase(testDatabaseUrl(), { maxConnections: 1 });
+    await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'latency', rate: 1, delayMs: 1500 }]);
+    let token: UserToken;
+    let held: Promise<unknown> = Promise.resolve();
+    try {
+      const refreshPool = { database: lockPool, admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 10, maxWaitMs: 5000 }) };
+      const refreshed = stack.createVault({ now, lockTimeoutMs: 700, database: lockPool, refreshPool }).getAccessToken(linkId);
+      await sleep(900);
+      held = lockPool.$transaction(() => sleep(6800), { maxWait: 5000, timeout: 20_000 });
+      token = await refreshed;
+    } finally {
+      await held.catch(() => undefined);
+      await stack.admin.clearFaults();
+      await lockPool.$disconnect();
+    }
+    expect(token.version).toBe(2);
+    expect(await refreshesOf(user.userId)).toHaveLength(1);
+    const events = await stack.database.linkEvent.findMany({ where: { linkId, type: 'TOKEN_REFRESHED' } });
+    expect(events.map((event) => event.detail)).toEqual(['version 2, saved again after its transaction failed']);
+    // The pair the wallet rotated is the stored one: the next caller uses it, no refresh, no REAUTH_REQUIRED.
+    expect(await stack.createVault({ now }).getAccessToken(linkId)).toEqual(token);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+  });
+
+  it('a refresh the refresh line cannot take is not sent: TokenRefreshBusy, retryable, the link ACTIVE with its tokens; it refreshes later', async () => {
+    const first = await createEmbeddedLink(stack, {}, { expired: true });
+    const second = await createEmbeddedLink(stack, {}, { expired: true });
+    // A line of one, no room to wait: the first refresh (1 s at the wallet) holds it.
+    const line = { database: stack.refreshPool.database, admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 0, maxWaitMs: 2000 }) };
+    const vault = stack.createVault({ now, refreshPool: line });
+    await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'latency', rate: 1, delayMs: 1000 }]);
+    try {
+      const running = vault.getAccessToken(first.linkId);
+      await waitUntil(async () => line.admission.state().inFlight, (inFlight) => inFlight === 1, 5000, 10);
+      const refused = await vault.getAccessToken(second.linkId).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(TokenRefreshBusy);
+      expect(refused).toMatchObject({ code: 'TOKEN_REFRESH_BUSY', linkId: second.linkId, retryAfterMs: 2000 });
+      expect((refused as Error).message).not.toMatch(/ey[A-Za-z0-9_-]{20,}/);
+      expect((await running).version).toBe(2);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    // Nothing was sent for the second link: still ACTIVE, its tokens as they were, and it refreshes once asked again.
+    expect(await refreshesOf(second.user.userId)).toHaveLength(0);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: second.linkId } })).status).toBe('ACTIVE');
+    expect((await stack.tokens.read(stack.database, second.linkId))?.version).toBe(1);
+    expect((await vault.getAccessToken(second.linkId)).version).toBe(2);
+    expect(await refreshesOf(second.user.userId)).toHaveLength(1);
   });
 
   it('an older onboarding never overwrites newer tokens', async () => {

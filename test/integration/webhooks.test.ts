@@ -39,6 +39,7 @@ beforeAll(async () => {
     workflowBundle: { codePath: inject('workflowBundlePath') },
     activities: createActivities({
       database: stack.database,
+      refreshPool: stack.refreshPool,
       // The deliverer calls no wallet.
       wallet: {} as WalletClient,
       cipher: createTokenCipher(stack.encryptionKey),

@@ -17,7 +17,7 @@ import { createApp, type HardeningOptions } from '../../api/app.ts';
 import { createOnboardingDispatcher, type OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../stack/sandbox-wallet.ts';
-import { createApiDatabase, type Database } from '../../lib/database.ts';
+import { createApiDatabase, createRefreshPool, refreshWaitMs, type Database, type RefreshPool } from '../../lib/database.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
@@ -75,6 +75,8 @@ export interface PartnerApi {
   app: ReturnType<typeof createApp>;
   sandbox: RunningSandbox;
   database: Database;
+  /** The token vault's own pool (lib/database.ts), the API's; its in-process workers' vaults share it as they share `database`. */
+  refreshPool: RefreshPool;
   /** The wallet client settings of this stack (audited to the database, 5 s time-out). */
   walletConfig: WalletClientConfig;
   /** The API's wallet client. */
@@ -118,6 +120,8 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     // The API's database as api/main.ts makes it: write transactions admitted in front of the pool.
     const { database } = createApiDatabase(options.databaseUrl, options.databaseMaxConnections === undefined ? {} : { maxConnections: options.databaseMaxConnections });
     stops.push(() => database.$disconnect());
+    const refreshPool = createRefreshPool(options.databaseUrl, { ...(options.databaseMaxConnections === undefined ? {} : { mainPoolSize: options.databaseMaxConnections }), maxWaitMs: refreshWaitMs.api });
+    stops.push(() => refreshPool.database.$disconnect());
     const walletConfig: WalletClientConfig = { ...sandboxWalletConfig(sandbox), timeoutMs: 5000, ...createWalletCallLog(database, logger) };
     const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, options.metrics) });
     stops.push(() => wallet.close());
@@ -147,6 +151,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
       services: {
         database,
+        refreshPool,
         tokens,
         cipher,
         fingerprintKey: deriveSubkey(encryptionKey, 'funding-fingerprint'),
@@ -172,6 +177,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       app,
       sandbox,
       database,
+      refreshPool,
       walletConfig,
       wallet,
       encryptionKey,
@@ -193,7 +199,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
           maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
           ...(shutdownGraceTime === undefined ? {} : { shutdownGraceTime }),
           ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
-          activities: createActivities({ database, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
+          activities: createActivities({ database, refreshPool, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
         });
         return { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
       },

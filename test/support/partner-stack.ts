@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { createTokenVault, type TokenVault } from '../../links/token-vault.ts';
 import type { createApp, HardeningOptions } from '../../api/app.ts';
-import type { Database } from '../../lib/database.ts';
+import type { Database, RefreshPool } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createMetrics, type Metrics } from '../../lib/metrics.ts';
 import { dataConverterFor, type PayloadKey } from '../../lib/payload-codec.ts';
@@ -33,6 +33,8 @@ export interface PartnerStack {
   sandbox: RunningSandbox;
   admin: SandboxAdminClient;
   database: Database;
+  /** The token vault's own pool (the API's; the in-process worker's and createVault's vaults share it). */
+  refreshPool: RefreshPool;
   wallet: WalletClient;
   tokens: TokenStore;
   temporal: Client;
@@ -46,8 +48,8 @@ export interface PartnerStack {
   startWorker(): Promise<void>;
   /** Stops the in-process worker (drains it). */
   stopWorker(): Promise<void>;
-  /** A vault as a worker builds it (its own wallet client and clock). */
-  createVault(options?: { now?: () => number; wallet?: Partial<WalletClientConfig>; lockTimeoutMs?: number }): TokenVault;
+  /** A vault as a worker builds it (its own wallet client and clock; the stack's pools unless given others). */
+  createVault(options?: { now?: () => number; wallet?: Partial<WalletClientConfig>; lockTimeoutMs?: number; database?: Database; refreshPool?: RefreshPool }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /** A login URL for `partnerUserId` from POST /ops/links/login-urls. */
   mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string>;
@@ -107,7 +109,7 @@ export async function startPartnerStack(
     ...(options.console ? { console: options.console } : {}),
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
   });
-  const { sandbox, database, tokens, walletConfig, encryptionKey, taskQueue } = api;
+  const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;
   const mintLoginUrl = async (partnerUserId: string, mobile?: string) => {
     const response = await api.opsFetch('/ops/links/login-urls', {
@@ -141,6 +143,7 @@ export async function startPartnerStack(
     sandbox,
     admin: sandboxAdminClient(sandbox.url),
     database,
+    refreshPool,
     wallet: api.wallet,
     tokens,
     temporal: api.temporal,
@@ -165,7 +168,8 @@ export async function startPartnerStack(
       const vaultWallet = createWalletClient({ ...walletConfig, ...vaultOptions.wallet, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
       vaultWallets.push(vaultWallet);
       return createTokenVault({
-        database,
+        database: vaultOptions.database ?? database,
+        refreshPool: vaultOptions.refreshPool ?? refreshPool,
         tokens,
         wallet: vaultWallet,
         logger,

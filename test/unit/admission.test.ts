@@ -1,9 +1,14 @@
 // The admission gate in front of the database pool (lib/admission.ts): at most
 // maxInFlight run, the next maxQueued wait in order, at most maxWaitMs each; what the line cannot
-// take is refused at once with Overloaded (503 and Retry-After at the API); one key's work runs
-// one after the other.
+// take is refused at once with Overloaded (503 and Retry-After at the API, a retryable failure in
+// an activity); one key's work runs one after the other. The lines each process sets up
+// (lib/database.ts): the API's, the worker's, the token vault's refresh pool.
+import { ApplicationFailure } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
+import { databaseOverloadedType, withOverloadRetry } from '../../activities/overload-retry.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { createAdmissionGate, inAdmissionLane, currentAdmissionLane, Overloaded } from '../../lib/admission.ts';
+import { apiAdmissionLimits, DEFAULT_POOL_SIZE, refreshAdmissionLimits, refreshPoolSize, refreshWaitMs, workerAdmissionLimits } from '../../lib/database.ts';
 
 const deferred = () => {
   let resolve!: () => void;
@@ -67,5 +72,43 @@ describe('the admission gate', () => {
     expect(currentAdmissionLane()).toBeUndefined();
     expect(await inAdmissionLane('partner-user:u1', async () => currentAdmissionLane())).toBe('partner-user:u1');
     expect(await inAdmissionLane(null, async () => currentAdmissionLane())).toBeUndefined();
+  });
+});
+
+describe('the lines each process puts in front of its pools (lib/database.ts)', () => {
+  it('the worker keeps two connections for statements outside a transaction, and lets a transaction wait less than the shortest activity that writes (15 s)', () => {
+    expect(workerAdmissionLimits(DEFAULT_POOL_SIZE)).toEqual({ maxInFlight: 8, maxQueued: 10_000, maxWaitMs: 10_000 });
+    expect(workerAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs).toBeGreaterThan(apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs);
+    expect(workerAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs).toBeLessThan(15_000);
+  });
+
+  it('the refresh pool has 2 to 4 connections beside the main pool; its line keeps one of them for a pair saved again', () => {
+    expect(refreshPoolSize(DEFAULT_POOL_SIZE)).toBe(3);
+    expect([1, 2, 10, 16, 100].map(refreshPoolSize)).toEqual([2, 2, 3, 4, 4]);
+    expect(refreshAdmissionLimits(3, refreshWaitMs.worker)).toEqual({ maxInFlight: 2, maxQueued: 1000, maxWaitMs: 30_000 });
+    expect(refreshAdmissionLimits(2, refreshWaitMs.api).maxInFlight).toBe(1);
+    expect(refreshWaitMs.api).toBe(apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs);
+  });
+});
+
+describe('an activity the database refused for load (activities/overload-retry.ts)', () => {
+  const failureOf = async (error: unknown) => {
+    const [activity] = Object.values(withOverloadRetry({ run: async () => Promise.reject(error) }));
+    return activity!().then(() => undefined, (failure: unknown) => failure);
+  };
+
+  it('fails retryable after the line’s Retry-After, whether the line refused it or Prisma timed out behind it', async () => {
+    const refused = await failureOf(new Overloaded(10, 'waited 10000 ms for the database'));
+    expect(refused).toBeInstanceOf(ApplicationFailure);
+    expect(refused).toMatchObject({ type: databaseOverloadedType, nonRetryable: false, nextRetryDelay: 10_000 });
+    const timedOut = await failureOf(new Prisma.PrismaClientKnownRequestError('Transaction API error: unable to start a transaction in the given time', { code: 'P2028', clientVersion: 'test' }));
+    expect(timedOut).toMatchObject({ type: databaseOverloadedType, nonRetryable: false, nextRetryDelay: 1000 });
+  });
+
+  it('leaves every other failure as it was', async () => {
+    const other = new Error('boom');
+    expect(await failureOf(other)).toBe(other);
+    const final = ApplicationFailure.nonRetryable('no such funding', 'FundingNotFound');
+    expect(await failureOf(final)).toBe(final);
   });
 });

@@ -24,6 +24,7 @@ function appWithEveryArea(): express.Express {
     readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
     services: {
       database: {} as Services['database'],
+      refreshPool: {} as Services['refreshPool'],
       tokens: {} as Services['tokens'],
       cipher: {} as Services['cipher'],
       fingerprintKey: Buffer.alloc(32),

@@ -1,7 +1,8 @@
 // A transient wallet failure becomes a retryable activity failure that waits for the wallet's
 // Retry-After when it gave one (bounded), and carries codes only.
 import { describe, expect, it } from 'vitest';
-import { MAX_RETRY_AFTER_MS, retryDelayOf, walletRetry } from '../../activities/wallet-retry.ts';
+import { isRateLimited, MAX_RETRY_AFTER_MS, refreshBusyRetry, retryDelayOf, walletRetry } from '../../activities/wallet-retry.ts';
+import { TokenRefreshBusy } from '../../links/token-vault.ts';
 import { WalletError } from '../../wallet/errors.ts';
 
 const limited = (retryAfterMs?: number) =>
@@ -29,5 +30,14 @@ describe('walletRetry', () => {
     expect(retryDelayOf(limited(86_400_000))).toBe(MAX_RETRY_AFTER_MS);
     expect(retryDelayOf(limited(-5))).toBe(0);
     expect(retryDelayOf(limited())).toBeUndefined();
+  });
+});
+
+describe('refreshBusyRetry', () => {
+  it('a refresh the vault’s line did not take is tried again after the line’s wait, as a transient failure but never as the wallet’s 429', () => {
+    const failure = refreshBusyRetry(new TokenRefreshBusy('00000000-0000-4000-8000-000000000001', 30_000));
+    expect(failure).toMatchObject({ nonRetryable: false, type: 'WalletTransient', nextRetryDelay: 30_000 });
+    expect(isRateLimited(failure)).toBe(false);
+    expect(failure.message).toBe('token refresh not sent: TOKEN_REFRESH_BUSY');
   });
 });
