@@ -298,7 +298,7 @@ export function createApp(deps: AppDependencies): express.Express {
     const consoleConfig = services.console ?? { oidc: undefined, idleMinutes: 15, sessionHours: 8, temporalUiUrl: undefined };
     app.use(
       consoleRouter({
-        sessions: createConsoleSessions(services.database, services.cipher, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
+        sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
         config: consoleConfig,
         keys: opsKeys,
         rateLimiter: createRateLimiter({ limit: CONSOLE_SIGN_INS_PER_MINUTE, ...(hardening.now ? { now: hardening.now } : {}) }),

@@ -12,7 +12,10 @@ import { sameToken, type ConsoleSessions, type ConsoleSessionView } from './cons
 export const CONSOLE_COOKIE = 'walletflow_console';
 /** The sign-in form's own CSRF token (double submit: before any session exists). */
 export const PRE_SIGN_IN_COOKIE = 'walletflow_console_pre';
-/** The state of an OpenID Connect sign-in, bound to the browser that started it. */
+/**
+ * The state of an OpenID Connect sign-in and its PKCE verifier (`<state>.<verifier>`), bound to the
+ * browser that started it: the verifier never leaves that browser but for the callback.
+ */
 export const SIGN_IN_STATE_COOKIE = 'walletflow_console_state';
 
 export function cookieOf(req: Request, name: string): string | undefined {
@@ -20,7 +23,7 @@ export function cookieOf(req: Request, name: string): string | undefined {
     const [key, ...rest] = part.trim().split('=');
     if (key === name) {
       const value = rest.join('=');
-      return /^[A-Za-z0-9_-]{16,128}$/.test(value) ? value : undefined;
+      return /^[A-Za-z0-9_.-]{16,200}$/.test(value) ? value : undefined;
     }
   }
   return undefined;

@@ -3,12 +3,11 @@
 // scopes their sign-in granted and the CSRF token of their forms. A session ends after
 // CONSOLE_IDLE_MINUTES without a request and CONSOLE_SESSION_HOURS after sign-in, whatever is
 // done; signing out ends every session of the person. OpenID Connect sign-ins under way are kept
-// here too, each used once. The only writer of console_session and console_sign_in.
+// here too (their state and nonce), each used once. The only writer of console_session and console_sign_in.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../../lib/database.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { opsScopes } from '../../lib/ops-keys.ts';
-import type { TokenCipher } from '../../lib/token-cipher.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 
 export interface ConsolePerson {
@@ -37,7 +36,6 @@ const SEEN_EVERY_MS = 30_000;
 /** How long an OpenID Connect sign-in may take, from the start to the callback. */
 export const SIGN_IN_TTL_MS = 10 * 60_000;
 
-const signInVerifierContext = (state: string) => `console_sign_in:${state}:code_verifier`;
 const isScope = (value: string): value is OpsScope => (opsScopes as readonly string[]).includes(value);
 
 /** Compares two tokens in constant time (a CSRF token, a state). */
@@ -48,7 +46,7 @@ export function sameToken(expected: string, presented: string | undefined): bool
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
-export function createConsoleSessions(database: Database, cipher: TokenCipher, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
+export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson): Promise<{ cookieValue: string; expiresAt: Date }> {
@@ -102,26 +100,18 @@ export function createConsoleSessions(database: Database, cipher: TokenCipher, p
       return (await database.consoleSession.deleteMany({ where: { personId } })).count;
     },
 
-    /** An OpenID Connect sign-in under way: its state, nonce and PKCE verifier (sealed), for the callback. */
-    async beginSignIn(input: { state: string; nonce: string; codeVerifier: string; returnTo: string }): Promise<void> {
-      await database.consoleSignIn.create({
-        data: {
-          state: input.state,
-          nonce: input.nonce,
-          codeVerifierSealed: Buffer.from(cipher.encrypt(input.codeVerifier, signInVerifierContext(input.state))),
-          returnTo: input.returnTo,
-          expiresAt: new Date(now() + SIGN_IN_TTL_MS),
-        },
-      });
+    /** An OpenID Connect sign-in under way: its state and nonce, for the callback (the PKCE verifier stays with the browser). */
+    async beginSignIn(input: { state: string; nonce: string; returnTo: string }): Promise<void> {
+      await database.consoleSignIn.create({ data: { state: input.state, nonce: input.nonce, returnTo: input.returnTo, expiresAt: new Date(now() + SIGN_IN_TTL_MS) } });
     },
 
     /** Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired. */
-    async takeSignIn(state: string): Promise<{ nonce: string; codeVerifier: string; returnTo: string } | null> {
-      const rows = await database.$queryRaw<Array<{ nonce: string; code_verifier_sealed: Buffer; return_to: string; expires_at: Date }>>`
-        DELETE FROM console_sign_in WHERE state = ${state} RETURNING nonce, code_verifier_sealed, return_to, expires_at`;
+    async takeSignIn(state: string): Promise<{ nonce: string; returnTo: string } | null> {
+      const rows = await database.$queryRaw<Array<{ nonce: string; return_to: string; expires_at: Date }>>`
+        DELETE FROM console_sign_in WHERE state = ${state} RETURNING nonce, return_to, expires_at`;
       const row = rows[0];
       if (!row || row.expires_at.getTime() <= now()) return null;
-      return { nonce: row.nonce, codeVerifier: cipher.decrypt(row.code_verifier_sealed, signInVerifierContext(state)), returnTo: row.return_to };
+      return { nonce: row.nonce, returnTo: row.return_to };
     },
   };
 }

@@ -213,9 +213,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
-    await sessions.beginSignIn({ state, nonce, codeVerifier, returnTo: safeReturn(req.query.return) });
+    await sessions.beginSignIn({ state, nonce, returnTo: safeReturn(req.query.return) });
     // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
-    setCookie(res, SIGN_IN_STATE_COOKIE, state, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
+    setCookie(res, SIGN_IN_STATE_COOKIE, `${state}.${codeVerifier}`, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
     const url = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri(req),
       scope: 'openid profile',
@@ -232,11 +232,11 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     if (!admitted(req, res)) return;
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
-    const bound = cookieOf(req, SIGN_IN_STATE_COOKIE);
+    const [boundState, codeVerifier] = (cookieOf(req, SIGN_IN_STATE_COOKIE) ?? '').split('.');
     // The state must be the one this browser started (a callback pasted into another browser, or
     // forged by a site, starts nothing), and is used once.
-    const started = settings && state && bound && sameToken(bound, state) ? await sessions.takeSignIn(state) : null;
-    if (!settings || !started) {
+    const started = settings && state && boundState && codeVerifier && sameToken(boundState, state) ? await sessions.takeSignIn(state) : null;
+    if (!settings || !started || !codeVerifier) {
       signInPage(req, res, 400, 'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.');
       return;
     }
@@ -245,7 +245,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     try {
       const configuration = await provider();
       const tokens = await oidc.authorizationCodeGrant(configuration, new URL(req.originalUrl, origin(req)), {
-        pkceCodeVerifier: started.codeVerifier,
+        pkceCodeVerifier: codeVerifier,
         expectedState: state,
         expectedNonce: started.nonce,
         idTokenExpected: true,

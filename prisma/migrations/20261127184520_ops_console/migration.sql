@@ -22,7 +22,6 @@ CREATE TABLE "console_session" (
 CREATE TABLE "console_sign_in" (
     "state" VARCHAR(64) NOT NULL,
     "nonce" VARCHAR(64) NOT NULL,
-    "code_verifier_sealed" BYTEA NOT NULL,
     "return_to" VARCHAR(512) NOT NULL,
     "expires_at" TIMESTAMPTZ(3) NOT NULL,
 
