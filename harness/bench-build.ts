@@ -4,10 +4,10 @@
 // project, so the compiled files resolve the project's node_modules, without touching dist/ (the
 // `walletflow` command prefers dist/ when it exists: a stale one would run old code).
 import { spawnSync } from 'node:child_process';
-import { cpSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { projectRoot } from '../lib/project-root.ts';
+import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 
 export const benchBuildDir = path.join(projectRoot, '.walletflow', 'bench-build');
 
@@ -17,8 +17,6 @@ export function buildForBench(): string {
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', benchBuildDir], { cwd: projectRoot, encoding: 'utf8' });
   if (result.status !== 0) throw new Error(`compiling for the bench failed:\n${result.stdout}${result.stderr}`);
-  for (const assets of ['api/docs/assets', 'api/embedded/assets']) {
-    cpSync(path.join(projectRoot, assets), path.join(benchBuildDir, assets), { recursive: true });
-  }
+  copyBrowserAssets(benchBuildDir);
   return benchBuildDir;
 }

