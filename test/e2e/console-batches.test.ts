@@ -267,6 +267,55 @@ describe('the console’s batches refuse what a person may not do', () => {
   });
 });
 
+describe('maker-checker across the console and the ops API (a person signed in with a named ops key)', () => {
+  let keyStack: PartnerStack;
+  const leadKey = randomBytes(24).toString('base64url');
+  beforeAll(async () => {
+    keyStack = await startPartnerStack({ extraOpsKeys: [`lead:read+fund+approve:${leadKey}`], batches: { approvalThreshold: 1000n, maxInFlight: 4 } });
+  }, 90_000);
+  afterAll(async () => {
+    await keyStack?.close();
+  });
+
+  it('the key that uploaded a batch approves it neither through the API nor in the console, whichever path uploaded it', async () => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const page = await context.newPage();
+    await page.goto(`${keyStack.apiBase}/console/sign-in`);
+    await page.getByLabel('Your ops key').fill(leadKey);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${keyStack.apiBase}/console`);
+    const approveByApi = async (batchId: string) =>
+      (await fetch(`${keyStack.apiBase}/ops/funding-batches/${batchId}/approve`, { method: 'POST', headers: { authorization: `Bearer ${leadKey}` } })).json() as Promise<{ status: number; code: string }>;
+
+    // Uploaded in the console: the API refuses the same key's approval.
+    await page.goto(`${keyStack.apiBase}/console/batches`);
+    await upload(page, 'Lead’s console batch', csvOf([['c-1', '1234567', '5.00']]));
+    const inConsole = batchIdOf(page);
+    expect(await approveByApi(inConsole)).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
+
+    // Uploaded through the API: the console shows that key no Approve button and refuses a forged one.
+    const created = await fetch(`${keyStack.apiBase}/ops/funding-batches?name=Lead%E2%80%99s%20API%20batch`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${leadKey}`, 'content-type': 'text/csv', 'idempotency-key': randomUUID() },
+      body: csvOf([['a-1', '1234567', '5.00']]),
+    });
+    const throughApi = ((await created.json()) as { batchId: string }).batchId;
+    await page.goto(`${keyStack.apiBase}/console/batches/${throughApi}`);
+    expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
+    const forged = await page.evaluate(
+      async ({ path, csrf }) => {
+        const response = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${encodeURIComponent(csrf)}` });
+        return { status: response.status, text: await response.text() };
+      },
+      { path: `/console/batches/${throughApi}/approve`, csrf: await csrfOf(page) },
+    );
+    expect(forged.status).toBe(403);
+    expect(forged.text).toContain('SAME_APPROVER');
+    for (const id of [inConsole, throughApi]) expect(await keyStack.database.fundingBatch.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: 'AWAITING_APPROVAL', createdBy: 'lead', approvedBy: null });
+    await context.close();
+  });
+});
+
 describe('the console’s batches, maker and checker', () => {
   it('upload, report, fix, submit, approval by another person, progress pushed to both, the report', async () => {
     await stack.startWorker();
