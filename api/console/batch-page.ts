@@ -74,7 +74,16 @@ export function renderProgress(batch: BatchView, shown: BatchState | undefined, 
   const rate = batch.itemsPerSecond === null ? 'no rate yet' : `${batch.itemsPerSecond} items a second`;
   const left = batch.etaSeconds !== null ? `about ${duration(batch.etaSeconds)} left` : unfinished === 0 ? 'nothing left to do' : waitingWords[batch.state];
   const moved = shown !== undefined && shown !== batch.state ? notice(`The batch is now ${batch.state}. Reload the page for what you may do with it now.`) : '';
-  const approval = batch.approvedBy ? escapeHtml(batch.approvedBy) : batch.state === 'AWAITING_APPROVAL' ? 'waiting for another person’s approval' : 'no approval was needed';
+  const approval = batch.approvedBy
+    ? escapeHtml(batch.approvedBy)
+    : batch.state === 'AWAITING_APPROVAL'
+      ? 'waiting for another person’s approval'
+      : batch.state === 'REJECTED'
+        ? 'nobody: it was rejected'
+        : // Never started and not approved: it ended while it waited (cancelled).
+          batch.startedAt === null
+          ? 'nobody: it ended before approval'
+          : 'no approval was needed';
   // Three narrow columns that fit any screen: no scrolling box, so nothing in this region takes the
   // focus (it is drawn again every second, and a focused element would be lost with it).
   const counts = `<table class="counts"><caption class="sr-only">Items by state</caption><thead><tr><th scope="col">State</th><th scope="col" class="num">Items</th><th scope="col" class="num">Amount</th></tr></thead><tbody>${countOrder
