@@ -107,6 +107,14 @@ async function tabTo(page: Page, target: Locator, most = 80): Promise<void> {
   throw new Error(`not reachable with Tab: ${String(target)}`);
 }
 
+/** The keyboard's way past the header: Tab to the skip link, Enter; the next Tab is in the page's own content. */
+async function skipToMain(page: Page): Promise<void> {
+  await page.keyboard.press('Tab');
+  expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to the page');
+  await page.keyboard.press('Enter');
+  expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+}
+
 /** A form posted by the page's own script, as a forger in the page would: its answer's status and where it ended. */
 async function postForm(page: Page, path: string, parts: Array<[string, string] | [string, string, string]>): Promise<{ status: number; url: string; text: string }> {
   return page.evaluate(
@@ -136,6 +144,7 @@ describe('the console’s batches, keyboard only', () => {
   it('uploads and submits with Tab, typing, Space and Enter; approve, pause, resume and cancel are reached by keyboard', async () => {
     const codes = await cashInCodes(2);
     const maker = await pageAs('maria', '/console/batches');
+    await skipToMain(maker);
     await tabTo(maker, maker.getByLabel('Name', { exact: true }));
     await maker.keyboard.type('Keyboard rewards');
     await tabTo(maker, maker.getByLabel('CSV file'));
@@ -148,6 +157,7 @@ describe('the console’s batches, keyboard only', () => {
     expect(await maker.locator('.notice.ok').innerText()).toContain('It waits for another person’s approval');
 
     const checker = await pageAs('jose', `/console/batches/${batchId}`);
+    await skipToMain(checker);
     await tabTo(checker, checker.getByRole('button', { name: 'Approve' }));
     await checker.keyboard.press('Space');
     await checker.waitForURL(/\?did=approve$/);
@@ -155,13 +165,16 @@ describe('the console’s batches, keyboard only', () => {
 
     // No worker runs yet in this file: the batch stays RUNNING until the maker's keys move it.
     await maker.goto(`${stack.apiBase}/console/batches/${batchId}`);
+    await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Pause' }));
     await maker.keyboard.press('Enter');
     await maker.waitForURL(/\?did=pause$/);
+    await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Resume' }));
     await maker.keyboard.press('Space');
     await maker.waitForURL(/\?did=resume$/);
     maker.once('dialog', (dialog) => void dialog.accept());
+    await skipToMain(maker);
     await tabTo(maker, maker.getByRole('button', { name: 'Cancel the batch' }));
     await maker.keyboard.press('Enter');
     await maker.waitForURL(/\?did=cancel$/);
