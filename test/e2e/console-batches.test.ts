@@ -29,6 +29,8 @@ const staff = [
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['readers'] },
   // Both scopes: she may approve batches, never one she uploaded.
   { username: 'lea', password: 'lea-pass', name: 'Lea Gomez', groups: ['makers', 'checkers'] },
+  // admin: a user's balance may pay others' wallets (then only the money can refuse it).
+  { username: 'rey', password: 'rey-pass', name: 'Rey Admin', groups: ['makers', 'admins'] },
 ];
 const contexts = new Map<string, BrowserContext>();
 
@@ -40,7 +42,7 @@ beforeAll(async () => {
     console: async (apiBase) => {
       idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
       return {
-        oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(['makers=read+fund', 'checkers=read+approve', 'readers=read']), groupsClaim: 'groups' },
+        oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(['makers=read+fund', 'checkers=read+approve', 'readers=read', 'admins=admin']), groupsClaim: 'groups' },
         idleMinutes: 15,
         sessionHours: 8,
         temporalUiUrl: undefined,
@@ -277,6 +279,18 @@ describe('the console’s batches refuse what a person may not do', () => {
     expect(second!.text).toContain('This form had already been sent: this is the batch it made.');
     expect(other).toMatchObject({ status: 422, text: expect.stringContaining('This form was already used to upload a different batch') });
     await maker.close();
+
+    // With admin, a user's balance may pay any wallet: a user who has nothing is refused whole, in words, nothing held.
+    const admin = await pageAs('rey', '/console/batches');
+    const before = await stack.database.fundingBatch.count();
+    await admin.getByLabel('Name', { exact: true }).fill('From a user with nothing');
+    await admin.getByLabel('Paid from').selectOption('USER_BALANCE');
+    await admin.getByLabel(/Partner user id/).fill(`broke-${randomUUID()}`);
+    await admin.getByLabel('CSV file').setInputFiles(csvFile(csvOf([['n-1', '1234567', '5.00']])));
+    await admin.getByRole('button', { name: 'Check and submit' }).click();
+    expect(await admin.getByRole('alert').innerText()).toMatch(/^There is not enough money for this batch: .+ \(INSUFFICIENT_FUNDS\)\. Nothing was stored and nothing is held\.$/);
+    expect(await stack.database.fundingBatch.count()).toBe(before);
+    await admin.close();
   });
 });
 
