@@ -100,21 +100,34 @@ function sameOrigin(req: Request, publicUrl: string | undefined): boolean {
   return origin === `${req.protocol}://${req.get('host') ?? ''}`;
 }
 
+/** The answer to a write without the session's CSRF token: 403, nothing done. */
+export function sendCsrfRefusal(res: Response): void {
+  sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token): nothing was done. Reload the page and try again.', 'error') });
+}
+
 /**
  * Every state-changing request carries the CSRF token of its session (`_csrf` in the form) and, when
  * the browser says where it comes from, our origin: else 403 and nothing is done. The sign-in form
- * checks its own (pre-session) token.
+ * checks its own (pre-session) token. A form with a file (multipart/form-data) cannot be read here:
+ * it is let through, once its origin is checked, only to the POST routes named in
+ * `formsWithFiles` (full paths), whose handlers read it with `readUploadForm` (upload-form.ts),
+ * which refuses it unless the token comes before the file. Anywhere else it has no token here and
+ * is refused: the check fails closed.
  */
-export function requireCsrf(publicUrl: string | undefined): RequestHandler {
+export function requireCsrf(publicUrl: string | undefined, formsWithFiles: readonly string[] = []): RequestHandler {
   return (req, res, next) => {
     if (req.method === 'GET' || req.method === 'HEAD' || publicPaths.some((path) => path.test(req.path))) {
       next();
       return;
     }
     const session = consoleSessionOf(res);
+    if (session && req.method === 'POST' && req.is('multipart/form-data') && formsWithFiles.includes(`${req.baseUrl}${req.path}`) && sameOrigin(req, publicUrl)) {
+      next();
+      return;
+    }
     const submitted = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? ((req.body as Record<string, string>)._csrf) : undefined;
     if (!session || !sameToken(session.csrfToken, submitted) || !sameOrigin(req, publicUrl)) {
-      sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token): nothing was done. Reload the page and try again.', 'error') });
+      sendCsrfRefusal(res);
       return;
     }
     next();

@@ -165,12 +165,16 @@ export function stateBadge(state: string): string {
 /** An amount as the API writes it: `100.50 PHP`. */
 export const money = (amount: { currency: string; value: string }): string => `${escapeHtml(amount.value)} ${escapeHtml(amount.currency)}`;
 
-/** A table of rows: each cell already HTML; a caption names it for screen readers. */
+/**
+ * A table of rows: each cell already HTML; a caption names it for screen readers. A table wider
+ * than the screen scrolls inside its box, which is a named region the keyboard can reach (Tab,
+ * then the arrow keys), as a box without a focusable cell could not be scrolled otherwise.
+ */
 export function table(caption: string, head: readonly string[], rows: readonly (readonly string[])[], numeric: ReadonlySet<number> = new Set()): string {
   if (rows.length === 0) return `<p class="muted">${escapeHtml(caption)}: none.</p>`;
   const th = head.map((cell, index) => `<th scope="col"${numeric.has(index) ? ' class="num"' : ''}>${escapeHtml(cell)}</th>`).join('');
   const body = rows.map((row) => `<tr>${row.map((cell, index) => `<td${numeric.has(index) ? ' class="num"' : ''}>${cell}</td>`).join('')}</tr>`).join('');
-  return `<div class="scroll"><table><caption class="sr-only">${escapeHtml(caption)}</caption><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></div>`;
+  return `<div class="scroll" role="region" aria-label="${escapeHtml(caption)}" tabindex="0"><table><caption class="sr-only">${escapeHtml(caption)}</caption><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 /** A time as people read it, in the partner's time zone, with the exact instant for machines. */

@@ -19,6 +19,7 @@ import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
+import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
 
@@ -37,7 +38,7 @@ export interface ConsoleDependencies {
 }
 
 /** Every route of the console, as the route declarations list them (not in the API's document). */
-export const consoleRoutes: readonly AnyRouteSpec[] = [...signInRoutes, ...homeRoutes];
+export const consoleRoutes: readonly AnyRouteSpec[] = [...signInRoutes, ...homeRoutes, ...batchesRoutes];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
@@ -46,10 +47,12 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(readConsoleSession(deps.sessions));
   area.use(requireSignedIn);
   area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
-  area.use(requireCsrf(deps.publicUrl));
+  // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).
+  area.use(requireCsrf(deps.publicUrl, batchFormsWithFiles));
   area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
+  addBatchesRoutes(area, deps.services, deps.logger);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);

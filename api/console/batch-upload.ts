@@ -1,0 +1,208 @@
+// Uploading a batch in the console: the form (a name, whose money pays it, the CSV file, chosen or
+// dropped), read as a stream and bounded (upload-form.ts, which checks the CSRF token before the
+// file), then the batch service's create, exactly as POST /ops/funding-batches calls it: the
+// person's name as its creator, `admin` letting a user's balance pay others' wallets, the form's
+// own idempotency key (one per form drawn: the same form sent twice is the same batch). A file
+// with problems comes back as its report, row by row; a refusal in words; a stored batch sends the
+// person to its page.
+import { randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { MAX_LISTED_ROW_ERRORS, type BatchRowError } from '../../domain/funding-batch.ts';
+import type { FundingRefusalCode, FundingSource } from '../../domain/ledger.ts';
+import { maskCashInCode } from '../../domain/funding.ts';
+import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundings/batch-service.ts';
+import { escapeHtml } from '../../lib/html.ts';
+import { personOf } from './console-auth.ts';
+import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
+import { batchPath } from './batch-page.ts';
+import { readUploadForm, type UploadedFile } from './upload-form.ts';
+
+export const BATCHES_PATH = `${CONSOLE_PATH}/batches`;
+
+/** A file of 100,000 items is about 6 MB; the ops API reads bodies up to 32 MB. */
+export const MAX_BATCH_FILE_BYTES = 32 * 1024 * 1024;
+
+/** What the form held, drawn again after a problem (the file must be chosen again: browsers allow no other way). */
+export interface UploadValues {
+  name: string;
+  source: 'TREASURY' | 'USER_BALANCE';
+  partnerUserId: string;
+}
+
+const emptyValues: UploadValues = { name: '', source: 'TREASURY', partnerUserId: '' };
+
+/** The upload form; a fresh idempotency key each time it is drawn. The CSRF field first, the file last (upload-form.ts). */
+export function renderUploadForm(person: SignedInPerson, values: UploadValues = emptyValues): string {
+  const option = (value: UploadValues['source'], label: string) => `<option value="${value}"${values.source === value ? ' selected' : ''}>${label}</option>`;
+  return `<form method="post" action="${BATCHES_PATH}" enctype="multipart/form-data" class="upload">
+${csrfField(person)}
+<input type="hidden" name="idempotencyKey" value="${randomUUID()}">
+<label for="batch-name">Name</label>
+<input id="batch-name" name="name" type="text" required maxlength="200" value="${escapeHtml(values.name)}" aria-describedby="batch-name-hint">
+<p class="muted" id="batch-name-hint">What the batch is, as people will see it: “May rewards”.</p>
+<label for="batch-source">Paid from</label>
+<select id="batch-source" name="source">${option('TREASURY', 'The treasury')}${option('USER_BALANCE', 'A partner user’s balance')}</select>
+<label for="batch-user">Partner user id <span class="muted">(only when a partner user’s balance pays)</span></label>
+<input id="batch-user" name="partnerUserId" type="text" maxlength="128" value="${escapeHtml(values.partnerUserId)}">
+<div class="drop">
+<label for="batch-file">CSV file</label>
+<input id="batch-file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="batch-file-hint">
+<p class="muted" id="batch-file-hint">Or drop the file here. First line: <code>reference,recipient_type,recipient,amount</code>; amounts in PHP; at most 100,000 items.</p>
+</div>
+<div class="actions"><button type="submit">Check and submit</button></div>
+</form>`;
+}
+
+// A row's reference is the file's first column; a file whose columns slipped can put a cash-in
+// code there, and a code is never shown whole (contract-decisions section 3).
+const shownReference = (reference: string | null): string => (reference === null ? '' : /^\d{7}$/.test(reference) ? maskCashInCode(reference) : reference);
+
+/** The validation report: every listed problem by row, and how many more there are. */
+export function renderRowErrors(errors: readonly BatchRowError[], errorCount: number): string {
+  const rows = errors.map((error) => [
+    error.row === 0 ? '0 <span class="muted">(the form or the file)</span>' : String(error.row),
+    `<span class="id">${escapeHtml(shownReference(error.reference))}</span>`,
+    // Names kept whole, the message readable: on a phone the table scrolls in its box rather than breaking words.
+    `<code class="nowrap">${escapeHtml(error.field)}</code>`,
+    `<code class="nowrap">${escapeHtml(error.code)}</code>`,
+    `<span class="prose">${escapeHtml(error.message)}</span>`,
+  ]);
+  const more = errorCount - errors.length;
+  return `${table('Problems in the file, by row', ['Row', 'Reference', 'Field', 'Code', 'Problem'], rows, new Set([0]))}${
+    more > 0 ? `<p><strong>and ${more} more</strong> <span class="muted">(the first ${MAX_LISTED_ROW_ERRORS} are listed: fix these and upload the file again to see the rest)</span></p>` : ''
+  }`;
+}
+
+const refusalWords: Record<FundingRefusalCode, string> = {
+  INSUFFICIENT_FUNDS: 'There is not enough money for this batch',
+  AMOUNT_TOO_SMALL: 'An amount is below the smallest funding allowed',
+  AMOUNT_TOO_LARGE: 'An amount is above the largest funding allowed',
+  DAILY_LIMIT_EXCEEDED: 'A user’s daily limit would be passed',
+  VELOCITY_LIMIT_EXCEEDED: 'Too many fundings in a short time',
+  CURRENCY_NOT_ACCEPTED: 'Only PHP amounts are accepted',
+};
+
+/** The upload page again: what happened, the report if any, and the form (a new key). */
+function sendUploadPage(res: Response, status: number, person: SignedInPerson, values: UploadValues, message: string, report = ''): void {
+  sendConsolePage(res, status, {
+    title: report ? 'The file has problems' : 'Upload a batch',
+    section: 'batches',
+    person,
+    body: `${message}${report ? `<section class="card" aria-labelledby="h-report"><h2 id="h-report">Problems in the file</h2>${report}</section>` : ''}
+<section class="card" aria-labelledby="h-upload"><h2 id="h-upload">Upload the batch again</h2>${renderUploadForm(person, values)}</section>
+<p><a href="${BATCHES_PATH}">Back to the batches</a></p>`,
+  });
+}
+
+const uploadFieldsSchema = z.object({
+  idempotencyKey: z.uuid(),
+  name: z.string().default(''),
+  source: z.enum(['TREASURY', 'USER_BALANCE']).default('TREASURY'),
+  partnerUserId: z.string().trim().default(''),
+});
+
+function valuesOf(fields: ReadonlyMap<string, string>): UploadValues {
+  const source = fields.get('source') === 'USER_BALANCE' ? 'USER_BALANCE' : 'TREASURY';
+  return { name: fields.get('name') ?? '', source, partnerUserId: fields.get('partnerUserId') ?? '' };
+}
+
+/**
+ * The one place the file is read: today into text for the CSV request. When the batch store takes
+ * a stream, this hands `file.stream` on instead (the limit: `file.stream.truncated`, set by busboy).
+ */
+async function batchRequestOf(file: UploadedFile, name: string, source: FundingSource | undefined): Promise<{ ok: true; request: BatchRequest } | { ok: false; status: number; message: string }> {
+  const chunks: Buffer[] = [];
+  try {
+    for await (const chunk of file.stream) chunks.push(chunk as Buffer);
+  } catch {
+    return { ok: false, status: 400, message: 'The upload stopped before the whole file arrived: nothing was stored. Try again.' };
+  }
+  if (file.stream.truncated) {
+    return { ok: false, status: 413, message: `The file is larger than ${MAX_BATCH_FILE_BYTES / 1024 / 1024} MB, more than a batch of 100,000 items can be: nothing was stored.` };
+  }
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
+  } catch {
+    return { ok: false, status: 400, message: 'The file is not UTF-8 text: save it as “CSV UTF-8” and upload it again. Nothing was stored.' };
+  }
+  return { ok: true, request: { kind: 'csv', text, name, ...(source ? { source } : {}) } };
+}
+
+type Handled =
+  | { kind: 'form'; status: number; message: string }
+  | { kind: 'report'; errors: BatchRowError[]; errorCount: number }
+  | { kind: 'created'; result: CreateBatchResult };
+
+/** POST /console/batches: the form, read and acted on. */
+export async function handleUpload(req: Request, res: Response, batches: BatchService): Promise<void> {
+  const person = personOf(res);
+  const outcome = await readUploadForm<Handled>(req, {
+    csrfToken: person.csrfToken,
+    fileField: 'file',
+    limits: { fileBytes: MAX_BATCH_FILE_BYTES, fields: 6, fieldBytes: 4096 },
+    onFile: async (fields, file) => {
+      const form = uploadFieldsSchema.safeParse(Object.fromEntries(fields));
+      if (!form.success) {
+        file.stream.resume();
+        return { kind: 'form', status: 400, message: 'This form is incomplete (it has no key of its own): reload the page and upload the file again. Nothing was stored.' };
+      }
+      const { idempotencyKey, name, source, partnerUserId } = form.data;
+      // The treasury pays unless a user's balance is chosen; a user id given with the treasury is a slip, not a choice.
+      if (source === 'TREASURY' && partnerUserId !== '') {
+        file.stream.resume();
+        const message = 'a partner user id was given but the treasury was chosen: choose “A partner user’s balance”, or leave the id empty';
+        return { kind: 'report', errors: [{ row: 0, reference: null, field: 'partnerUserId', code: 'INVALID', message }], errorCount: 1 };
+      }
+      const read = await batchRequestOf(file, name, source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined);
+      if (!read.ok) return { kind: 'form', status: read.status, message: read.message };
+      // As the ops API: a user's balance pays that user's own wallets, unless the person may pay it to others (admin).
+      return { kind: 'created', result: await batches.create(idempotencyKey, read.request, person.name, { mayPayOthersBalance: person.scopes.has('admin') }) };
+    },
+  });
+  switch (outcome.kind) {
+    case 'csrf':
+      sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token before the file): nothing was done. Reload the page and try again.', 'error') });
+      return;
+    case 'malformed':
+      sendConsolePage(res, 400, { title: 'Refused', person, section: 'batches', body: `${notice(`The upload could not be read (${outcome.message}): nothing was stored.`, 'error')}<p><a href="${BATCHES_PATH}">Back to the batches</a></p>` });
+      return;
+    case 'no-file':
+      sendUploadPage(res, 400, person, valuesOf(outcome.fields), notice('Choose a CSV file (or drop it on the form): nothing was stored.', 'error'));
+      return;
+    case 'read':
+      break;
+  }
+  const values = valuesOf(outcome.fields);
+  const handled = outcome.result;
+  if (handled.kind === 'form') {
+    sendUploadPage(res, handled.status, person, values, notice(handled.message, 'error'));
+    return;
+  }
+  if (handled.kind === 'report') {
+    sendUploadPage(res, 422, person, values, problemsNotice(handled.errorCount), renderRowErrors(handled.errors, handled.errorCount));
+    return;
+  }
+  const result = handled.result;
+  switch (result.kind) {
+    case 'created':
+      res.redirect(303, `${batchPath(result.batch.batchId)}?did=created`);
+      return;
+    case 'existing':
+      res.redirect(303, `${batchPath(result.batch.batchId)}?did=existing`);
+      return;
+    case 'invalid':
+      sendUploadPage(res, 422, person, values, problemsNotice(result.errorCount), renderRowErrors(result.errors, result.errorCount));
+      return;
+    case 'key-reused':
+      sendUploadPage(res, 422, person, values, notice('This form was already used to upload a different batch, so this one was refused: nothing was stored. The form below is a fresh one: choose the file again.', 'error'));
+      return;
+    case 'refused':
+      sendUploadPage(res, 422, person, values, notice(`${refusalWords[result.code]}: ${result.detail} (${result.code}). Nothing was stored and nothing is held.`, 'error'));
+      return;
+  }
+}
+
+const problemsNotice = (count: number): string =>
+  notice(`${count} problem${count === 1 ? '' : 's'} in the batch: nothing was stored. Row 1 is the first line after the header; row 0 is the form or the file as a whole. Fix the file and upload it again.`, 'error');
