@@ -46,6 +46,13 @@ export function setCookie(res: Response, name: string, value: string, options: C
 export const clearCookie = (res: Response, name: string, options: CookieOptions): void => setCookie(res, name, '', { ...options, maxAgeSeconds: 0 });
 
 const SESSION = 'consoleSession';
+const STILL_LIVE = 'consoleSessionStillLive';
+
+/** Whether the request's session is still live now (a long answer, a pushed update, asks again). */
+export function consoleSessionStillLive(res: Response): Promise<boolean> {
+  const check = res.locals[STILL_LIVE] as (() => Promise<boolean>) | undefined;
+  return check ? check() : Promise.resolve(false);
+}
 
 /** The request's console session (set by `readConsoleSession`), if one is live. */
 export function consoleSessionOf(res: Response): ConsoleSessionView | undefined {
@@ -64,8 +71,9 @@ export function readConsoleSession(sessions: ConsoleSessions): RequestHandler {
   return async (req, res, next) => {
     const value = cookieOf(req, CONSOLE_COOKIE);
     const session = value ? await sessions.read(value) : null;
-    if (session) {
+    if (session && value) {
       res.locals[SESSION] = session;
+      res.locals[STILL_LIVE] = () => sessions.isLive(value);
       setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes: session.scopes });
     }
     next();

@@ -15,7 +15,8 @@ import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
-import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
+import { consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
+import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
@@ -45,6 +46,18 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   router.use(consoleAssetsRouter());
   const area = strictRouter();
   area.use(readConsoleSession(deps.sessions));
+  // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
+  area.use((_req, res, next) => {
+    answerScopeRefusalsWith(res.locals, (answer, refusal) => {
+      const session = consoleSessionOf(answer);
+      sendConsolePage(answer, refusal.status, {
+        title: 'Not allowed',
+        ...(session ? { person: { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken } } : {}),
+        body: notice(refusal.status === 401 ? 'Sign in first: nothing was done.' : `You may not do this (it needs a role you do not have): nothing was done.`, 'error'),
+      });
+    });
+    next();
+  });
   area.use(requireSignedIn);
   area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
   // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).

@@ -95,6 +95,16 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       };
     },
 
+    /**
+     * Whether the session of a cookie value is still live, without counting this as the person's
+     * activity (an open page's pushed updates must not keep an idle session alive).
+     */
+    async isLive(cookieValue: string): Promise<boolean> {
+      const row = await database.consoleSession.findUnique({ where: { cookieHash: hashBearer(cookieValue) }, select: { expiresAt: true, lastSeenAt: true } });
+      const at = now();
+      return row !== null && row.expiresAt.getTime() > at && row.lastSeenAt.getTime() + policy.idleMs > at;
+    },
+
     /** Signs the person out everywhere: every session of theirs ends. Answers how many. */
     async endEverySessionOf(personId: string): Promise<number> {
       return (await database.consoleSession.deleteMany({ where: { personId } })).count;

@@ -1,9 +1,11 @@
 // A region of a console page that the server keeps up to date (Server-Sent Events): the same
-// render as the page's, sent again every few seconds while the page is open, until the render says
-// there is nothing more to follow (a batch that ended). Pushed, not polled by the person: the
+// render as the page's, sent again every few seconds while the page is open and its session live
+// (a sign-out or an idle session ends the stream), until the render says there is nothing more to
+// follow (a batch that ended). Pushed, not polled by the person: the
 // page's script puts each render in place (api/console/assets/console.js). Streams are bounded per
 // process; past it a stream is refused (503 with Retry-After) and the page stays as it was.
 import type { Request, Response } from 'express';
+import { consoleSessionStillLive } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
 
 /** Streams open at once in this process, at most. */
@@ -38,6 +40,11 @@ export async function streamLiveRegion(req: Request, res: Response, render: () =
   const endAt = Date.now() + STREAM_LIFETIME_MS;
   try {
     while (!closed && Date.now() < endAt) {
+      // Signed out, or idle past the time-out (pushes are not the person's activity): the stream ends.
+      if (!(await consoleSessionStillLive(res))) {
+        res.write('event: end\ndata: signed-out\n\n');
+        break;
+      }
       const { html, done } = await render();
       if (closed) break;
       // One `data:` line per line of the render: the event's data is the lines joined again.

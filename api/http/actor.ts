@@ -3,7 +3,7 @@
 // route's scope is checked by the route itself, registered with its handlers from its declaration
 // (route-registration.ts), never by a second match of the request's path (docs/architecture.md,
 // invariant 12).
-import type { RequestHandler } from 'express';
+import type { RequestHandler, Response } from 'express';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { sendProblem } from './problem.ts';
 
@@ -16,6 +16,15 @@ export interface Actor {
 }
 
 const ACTOR = 'actor';
+const REFUSAL = 'scopeRefusal';
+
+/** How an area answers a refused scope in its own style (the console: a page); absent: a problem document. */
+export type ScopeRefusal = (res: Response, refusal: { status: 401 | 403; code: 'UNAUTHORIZED' | 'SCOPE_REQUIRED'; detail: string }) => void;
+
+/** Set by an area before its routes (the console), so its refusals read like its pages. */
+export function answerScopeRefusalsWith(locals: Record<string, unknown>, refuse: ScopeRefusal): void {
+  locals[REFUSAL] = refuse;
+}
 
 /** Called by whoever authenticated the request (opsAuth): from here on the request acts as `actor`. */
 export function setActor(locals: Record<string, unknown>, actor: Actor): void {
@@ -35,16 +44,16 @@ export function actorOf(locals: Record<string, unknown>): Actor | undefined {
  */
 export function requireScope(scope: OpsScope): RequestHandler & { readonly requiredScope: OpsScope } {
   const check: RequestHandler = (req, res, next) => {
+    const refuse = (res.locals[REFUSAL] as ScopeRefusal | undefined) ?? ((answer, refusal) => sendProblem(answer, { ...refusal, title: refusal.status === 401 ? 'Unauthorized' : 'Forbidden' }));
     const actor = actorOf(res.locals);
     if (!actor) {
-      sendProblem(res, { status: 401, code: 'UNAUTHORIZED', title: 'Unauthorized', detail: 'this route needs an authenticated caller' });
+      refuse(res, { status: 401, code: 'UNAUTHORIZED', detail: 'this route needs an authenticated caller' });
       return;
     }
     if (!actor.scopes.has(scope)) {
-      sendProblem(res, {
+      refuse(res, {
         status: 403,
         code: 'SCOPE_REQUIRED',
-        title: 'Forbidden',
         detail: `${actor.kind === 'key' ? `the ops API key ${actor.name}` : actor.name} lacks the scope ${scope} that ${req.method} ${req.baseUrl}${req.route ? String(req.route.path) : req.path} needs`,
       });
       return;
