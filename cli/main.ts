@@ -60,6 +60,33 @@ program
     process.exitCode = await (await import('./reconcile.ts')).runReconcile({ ...options, json: options.json === true || options.output === 'json' });
   });
 
+const deploy = program.command('deploy').description('the worker deployment: its builds, and which one new workflows go to (docs/changing-workflows.md)');
+deploy
+  .command('status')
+  .description('the deployment\'s builds: current, ramping, draining, drained')
+  .option('--json', 'as JSON')
+  .action(async (options: { json?: boolean }) => {
+    process.exitCode = await (await import('./deploy.ts')).runDeploy({ kind: 'status', ...(options.json ? { json: true } : {}) });
+  });
+deploy
+  .command('promote <build>')
+  .description('make a build current: new workflows go to it; running pinned workflows stay on theirs')
+  .action(async (buildId: string) => {
+    process.exitCode = await (await import('./deploy.ts')).runDeploy({ kind: 'promote', buildId });
+  });
+deploy
+  .command('ramp <build> <percent>')
+  .description('send a share of new workflows to a build, the rest to the current one')
+  .action(async (buildId: string, percent: string) => {
+    process.exitCode = await (await import('./deploy.ts')).runDeploy({ kind: 'ramp', buildId, percent });
+  });
+deploy
+  .command('rollback')
+  .description('make the build that was current before current again (its workers must still run)')
+  .action(async () => {
+    process.exitCode = await (await import('./deploy.ts')).runDeploy({ kind: 'rollback' });
+  });
+
 program
   .command('soak')
   .description('chaos soak: fundings and payments under sandbox faults and process kills, then the ledger checked against walletflow')

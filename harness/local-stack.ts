@@ -13,7 +13,7 @@ import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } fro
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
-import { bundleWorkflows } from '../stack/workflow-bundle.ts';
+import { bundleWorkflows } from '../lib/workflow-bundle.ts';
 import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';

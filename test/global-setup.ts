@@ -9,7 +9,7 @@ import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort } from '../stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
-import { bundleWorkflows } from '../stack/workflow-bundle.ts';
+import { bundleWorkflows } from '../lib/workflow-bundle.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {

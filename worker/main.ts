@@ -1,7 +1,6 @@
 // The worker process: polls walletflow's task queue and runs its workflows and activities.
 // Development bundles workflows from source; SIGINT/SIGTERM drain in-flight tasks before exit.
-import { existsSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
@@ -19,8 +18,9 @@ import { checkWalletTimeout } from './activity-timeouts.ts';
 import { applyWorkerHeapPolicy, nativeAllocator } from './heap-policy.ts';
 import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureReconcileSchedule } from './reconcile-schedule.ts';
-import { runsCompiled } from '../lib/project-root.ts';
-import { tracedBundlePath, tracingWorkflowModules } from '../lib/tracing-bundle.ts';
+import { tracedBundlePath } from '../lib/tracing-bundle.ts';
+import { buildIdOf, bundleWorkflows } from '../lib/workflow-bundle.ts';
+import { promoteOnStart, versionedWorkerOptions } from '../lib/worker-deployment.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../workflows/fund-batch.contract.ts';
 
@@ -110,7 +110,13 @@ const temporal = new Client({
   ...(dataConverter ? { dataConverter } : {}),
   ...(tracing ? { interceptors: tracing.clientInterceptors } : {}),
 });
-const require = createRequire(import.meta.url);
+// The workflow code this worker runs, and its build id (derived from the code: a new build, a new
+// version of the deployment; docs/changing-workflows.md): a prebuilt bundle (production), or one
+// bundled here from the sources (development).
+const workflowCode = config.workflowBundlePath
+  ? readFileSync(tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath, 'utf8')
+  : await bundleWorkflows({ warnings: false, ...(tracing ? { tracing: true } : {}) });
+const version = { deploymentName: config.workerDeployment.name, buildId: buildIdOf(workflowCode) };
 const worker = await Worker.create({
   connection,
   namespace: config.temporal.namespace,
@@ -119,16 +125,10 @@ const worker = await Worker.create({
   // A batch chunk's heartbeats reach Temporal well within its time-out (workflows/fund-batch.contract.ts).
   maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
   ...(dataConverter ? { dataConverter } : {}),
-  ...(config.workflowBundlePath
-    ? { workflowBundle: { codePath: tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath } }
-    : { workflowsPath: require.resolve(runsCompiled ? '../workflows/index.js' : '../workflows/index.ts') }),
+  workflowBundle: { code: workflowCode },
+  workerDeploymentOptions: versionedWorkerOptions(version),
   // Tracing: activity spans here; workflow spans from the bundle's interceptors, out through the sink.
-  ...(tracing
-    ? {
-        interceptors: { ...tracing.workerInterceptors, ...(config.workflowBundlePath ? {} : { workflowModules: tracingWorkflowModules() }) },
-        sinks: tracing.workflowSinks,
-      }
-    : {}),
+  ...(tracing ? { interceptors: tracing.workerInterceptors, sinks: tracing.workflowSinks } : {}),
   activities: createActivities({
     database,
     refreshPool,
@@ -161,11 +161,16 @@ const purgeSchedule = await ensurePurgeSchedule(temporal, {
 });
 logger.info({ schedule: purgeSchedule }, 'purge schedule ready');
 logger.info(
-  { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, maxConcurrentActivities: config.workerMaxConcurrentActivities, allocator: nativeAllocator() },
+  { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, maxConcurrentActivities: config.workerMaxConcurrentActivities, allocator: nativeAllocator(), ...version },
   'worker polling',
 );
 try {
-  await worker.run();
+  // Once its pollers have registered this build, it becomes the current version if WORKER_PROMOTE says so.
+  const running = worker.run();
+  void promoteOnStart(temporal, version, config.workerDeployment.promote, logger).catch((error: Error) =>
+    logger.error({ err: error.message, ...version }, 'worker deployment: could not make this build current; walletflow deploy promote does it'),
+  );
+  await running;
 } finally {
   await connection.close();
   await wallet.close();

@@ -3,7 +3,7 @@
 // deliveries (webhooks/webhook-store.ts, SKIP LOCKED), sends them and records every attempt, and
 // heartbeats; after `roundsPerRun` rounds it continues as new. The retry schedule lives in the
 // deliveries' rows (next_attempt_at), not in this history, and no secret or body passes through it.
-import { continueAsNew, proxyActivities } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import {
   deliverWebhooksActivityTimeouts,
   type DeliverWebhooksActivities,
@@ -17,6 +17,10 @@ const { deliverDueWebhooks } = proxyActivities<DeliverWebhooksActivities>({
   // A round that fails (the database away) is tried again, for ever: deliveries wait in their rows.
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
+
+// Auto-upgrade (docs/changing-workflows.md): a long-lived workflow that continues as new moves to
+// the current build; a change to its commands still needs a patch (or its next run to pick it up).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, deliverWebhooks);
 
 export async function deliverWebhooks(input: DeliverWebhooksInput): Promise<void> {
   const rounds = input.roundsPerRun ?? 100;

@@ -10,7 +10,7 @@
 //   no PENDING item left: wait for the handed-over ones (polling the count), then COMPLETED
 // Deterministic code only: the batch's state, its items and the clock come from activities and
 // Temporal; inputs, results and the query carry ids, states and counts only.
-import { condition, continueAsNew, log, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { condition, continueAsNew, log, proxyActivities, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
 import type { BatchState } from '../domain/funding-batch.ts';
 import {
   batchProgressQuery,
@@ -77,6 +77,10 @@ const endStates: Record<BatchState, boolean> = {
   CANCELLED: true,
   REJECTED: true,
 };
+
+// Auto-upgrade (docs/changing-workflows.md): a long-lived workflow that continues as new moves to
+// the current build; a change to its commands still needs a patch (or its next run to pick it up).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, fundBatch);
 
 export async function fundBatch(input: FundBatchInput): Promise<FundBatchResult> {
   const run = new BatchRun(input);

@@ -14,6 +14,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -151,6 +152,10 @@ export const reviewAfterUnknownPatch = 'fund-wallet-review-after-unknown';
 const MAX_REFUSED_RETRIEVES = 12;
 /** Evidence entries kept for a review (the latest ones): enough to follow every execute. */
 const MAX_EVIDENCE = 30;
+
+// Pinned (docs/changing-workflows.md): a run finishes on the build it started on; a change to its
+// commands is a new build, never a patch.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, fundWallet);
 
 /**
  * The workflow: a dispatcher over the paths below. A fresh funding tries the one pass first; a

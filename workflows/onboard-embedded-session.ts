@@ -4,7 +4,7 @@
 // A user already on the landing page is onboarded there on demand (links/embedded-onboarding.ts);
 // this workflow then finds the session done. Input and result: the session row id, the link id and
 // codes; never a token or a session id.
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, setWorkflowOptions } from '@temporalio/workflow';
 import {
   embeddedSessionFailureTypes,
   type OnboardEmbeddedSessionActivities,
@@ -33,6 +33,10 @@ const localOnboarding = proxyLocalActivities<OnboardEmbeddedSessionActivities>({
 
 /** The patch that runs the steps as local activities; histories from before it replay the activity path. */
 export const localStepsPatch = 'onboard-embedded-session-local-steps';
+
+// Pinned (docs/changing-workflows.md): a run finishes on the build it started on; a change to its
+// commands is a new build, never a patch.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, onboardEmbeddedSession);
 
 export async function onboardEmbeddedSession(input: OnboardEmbeddedSessionInput): Promise<OnboardEmbeddedSessionResult> {
   const steps = patched(localStepsPatch) ? localOnboarding : onboarding;

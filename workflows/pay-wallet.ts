@@ -14,6 +14,7 @@ import {
   proxyActivities,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   sleep,
   upsertSearchAttributes,
 } from '@temporalio/workflow';
@@ -82,6 +83,10 @@ const MAX_TAKEOVERS = 5;
 
 /** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the payment. */
 const overtaken = (error: unknown): boolean => failedWith(error, paymentFailureTypes.ownerLost);
+
+// Pinned (docs/changing-workflows.md): a run finishes on the build it started on; a change to its
+// commands is a new build, never a patch.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, payWallet);
 
 export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;

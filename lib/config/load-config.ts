@@ -40,6 +40,8 @@ export interface AppConfig {
   /** Absent: the embedded PostgreSQL (started by `walletflow dev` and the test setup). */
   databaseUrl: string | undefined;
   temporal: { address: string | undefined; namespace: string; taskQueue: string; security: TemporalSecurity };
+  /** Worker Deployment Versioning: the deployment's name, and when a starting worker makes its build current. */
+  workerDeployment: { name: string; promote: 'first-deploy' | 'always' | 'never' };
   /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
   workflowBundlePath: string | undefined;
   /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */
@@ -229,6 +231,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     workerMaxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
     databaseUrl: e.DATABASE_URL,
     temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, security: temporalSecurity(e) },
+    workerDeployment: { name: e.WORKER_DEPLOYMENT_NAME ?? e.TEMPORAL_TASK_QUEUE.replace(/[^A-Za-z0-9_-]/g, '-'), promote: e.WORKER_PROMOTE },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },

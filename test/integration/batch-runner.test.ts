@@ -633,12 +633,17 @@ describe('a chunk whose worker died', () => {
       // The attempt that finished the chunk came once the dead one's heartbeat stopped, not after
       // the attempt's whole start-to-close (150 s of items waiting on a dead worker).
       const history = await handle.fetchHistory();
-      const retried = (history.events ?? []).flatMap((event) => {
+      // The chunks' attempts (a read the dead worker had polled times out on its start-to-close, 30 s, as it should).
+      const events = history.events ?? [];
+      const chunkActivities = new Set(events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runBatchItems').map((event) => String(event.eventId)));
+      const retried = events.flatMap((event) => {
         const started = event.activityTaskStartedEventAttributes;
-        return started && (started.attempt ?? 1) > 1 ? [started.lastFailure?.timeoutFailureInfo?.timeoutType] : [];
+        return started && (started.attempt ?? 1) > 1 && chunkActivities.has(String(started.scheduledEventId))
+          ? [{ timeout: started.lastFailure?.timeoutFailureInfo?.timeoutType, failure: started.lastFailure?.message }]
+          : [];
       });
       expect(retried.length).toBeGreaterThan(0);
-      expect(retried.every((type) => type === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT)).toBe(true);
+      expect(retried.every((entry) => entry.timeout === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT), JSON.stringify(retried)).toBe(true);
       // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never executed).
       const rows = await expectSettled(batchId);
       expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);

@@ -10,7 +10,7 @@ import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleWorkflows } from '../../stack/workflow-bundle.ts';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { tracedBundlePath } from '../../lib/tracing-bundle.ts';

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleWorkflows } from '../../stack/workflow-bundle.ts';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { installQuietReplayRuntime, listStoredHistories, replayStored } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();

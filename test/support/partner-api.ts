@@ -26,6 +26,9 @@ import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../../workflows/fund-batch.contract.ts';
+import { buildIdOf } from '../../lib/workflow-bundle.ts';
+import { promoteOnStart, versionedWorkerOptions, type PromotionPolicy } from '../../lib/worker-deployment.ts';
+import { readFileSync } from 'node:fs';
 
 export interface PartnerApiOptions {
   databaseUrl: string;
@@ -91,7 +94,13 @@ export interface PartnerApi {
   /** The API's onboarding dispatcher (started; stopped by close()). */
   onboarding: OnboardingDispatcher;
   /** A worker on this stack's task queue, with a wallet client of its own; the caller runs and stops it. */
-  createWorker(options: { workflowBundle: WorkerOptions['workflowBundle']; metrics?: Metrics; shutdownGraceTime?: WorkerOptions['shutdownGraceTime'] }): Promise<InProcessWorker>;
+  createWorker(options: {
+    workflowBundle: { codePath: string } | { code: string };
+    metrics?: Metrics;
+    shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
+    /** Whether it makes its build the deployment's current version once registered (default: always, as the dev stack does). */
+    promote?: PromotionPolicy;
+  }): Promise<InProcessWorker & { buildId: string }>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /** Stops the Temporal client, the server, the sandbox and the API's wallet client, and disconnects; not the workers. */
   close(): Promise<void>;
@@ -188,20 +197,26 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       temporal,
       taskQueue,
       onboarding,
-      async createWorker({ workflowBundle, metrics, shutdownGraceTime }) {
+      async createWorker({ workflowBundle, metrics, shutdownGraceTime, promote }) {
         const workerConnection = await NativeConnection.connect({ address: options.temporalAddress });
         const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });
+        // As the worker process runs it: a version of the stack's own deployment (its task queue),
+        // made current once registered (docs/changing-workflows.md).
+        const version = { deploymentName: taskQueue, buildId: buildIdOf('code' in workflowBundle ? workflowBundle.code : readFileSync(workflowBundle.codePath)) };
         const worker = await Worker.create({
           connection: workerConnection,
           namespace: options.namespace,
           taskQueue,
           workflowBundle,
+          workerDeploymentOptions: versionedWorkerOptions(version),
           maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
           ...(shutdownGraceTime === undefined ? {} : { shutdownGraceTime }),
           ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
           activities: createActivities({ database, refreshPool, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
         });
-        return { worker, done: worker.run(), connection: workerConnection, wallet: workerWallet };
+        const done = worker.run();
+        await promoteOnStart(temporal, version, promote ?? 'always', logger);
+        return { worker, done, connection: workerConnection, wallet: workerWallet, buildId: version.buildId };
       },
       opsFetch: (path, init = {}) => fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
       close: stopAll,

@@ -15,7 +15,7 @@ import { sandboxWalletVariables } from '../../stack/sandbox-wallet.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
-import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
+import { startPartnerApi, type InProcessWorker, type PartnerApi } from './partner-api.ts';
 import type { OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 import { testDatabaseUrl } from './test-database.ts';
@@ -48,6 +48,8 @@ export interface PartnerStack {
   startWorker(): Promise<void>;
   /** Stops the in-process worker (drains it). */
   stopWorker(): Promise<void>;
+  /** Another worker on this stack's task queue, of any bundle (a build of its own); the caller runs and stops it. */
+  createWorker: PartnerApi['createWorker'];
   /** A vault as a worker builds it (its own wallet client and clock; the stack's pools unless given others). */
   createVault(options?: { now?: () => number; wallet?: Partial<WalletClientConfig>; lockTimeoutMs?: number; database?: Database; refreshPool?: RefreshPool }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
@@ -164,6 +166,7 @@ export async function startPartnerStack(
       await current.connection.close();
       await current.wallet.close();
     },
+    createWorker: api.createWorker,
     createVault: (vaultOptions = {}) => {
       const vaultWallet = createWalletClient({ ...walletConfig, ...vaultOptions.wallet, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
       vaultWallets.push(vaultWallet);

@@ -15,7 +15,7 @@ import { startEmbeddedPostgres } from '../../stack/embedded-postgres.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServerOnFreePort } from '../../stack/temporal-dev-server.ts';
-import { bundleWorkflows } from '../../stack/workflow-bundle.ts';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import type { TokenCipher } from '../../lib/token-cipher.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';

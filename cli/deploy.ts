@@ -1,0 +1,112 @@
+// `walletflow deploy status | promote <build> | ramp <build> <percent> | rollback`: the worker
+// deployment's versions and where new workflows go (docs/changing-workflows.md). Pinned workflows
+// finish on the build they started on; `promote` sends new ones to another build, `ramp` a share of
+// them, `rollback` back to the build that was current before. Wraps Temporal's worker deployment
+// API, on the configuration's Temporal and deployment (WORKER_DEPLOYMENT_NAME, default the task
+// queue's name).
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../lib/config.ts';
+import { currentBuildIdOf, describeDeployment, setCurrentVersion } from '../lib/worker-deployment.ts';
+import { temporalConnectionOptions } from '../lib/temporal.ts';
+
+export type DeployAction = { kind: 'status'; json?: boolean } | { kind: 'promote'; buildId: string } | { kind: 'ramp'; buildId: string; percent: string } | { kind: 'rollback' };
+
+/** A protobuf timestamp in milliseconds, or null when unset. */
+const millisecondsOf = (timestamp: { seconds?: unknown; nanos?: unknown } | null | undefined): number | null =>
+  timestamp?.seconds === undefined || timestamp.seconds === null ? null : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
+
+export async function runDeploy(action: DeployAction): Promise<number> {
+  const config = loadConfig();
+  const address = config.temporal.address ?? `127.0.0.1:${process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233}`;
+  const deploymentName = config.workerDeployment.name;
+  let connection: Connection;
+  try {
+    connection = await Connection.connect({ ...temporalConnectionOptions(address, config.temporal.security), connectTimeout: 5000 });
+  } catch {
+    console.error(`walletflow deploy: Temporal is not reachable at ${address} (is \`walletflow dev\` running, or TEMPORAL_ADDRESS set?)`);
+    return 3;
+  }
+  try {
+    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const info = await describeDeployment(client, deploymentName);
+    if (!info) {
+      console.error(`walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`);
+      return 1;
+    }
+    const versions = (info.versionSummaries ?? []).map((summary) => ({
+      buildId: summary.deploymentVersion?.buildId ?? '',
+      drainage: summary.drainageInfo?.status ?? summary.drainageStatus ?? null,
+      createdAt: millisecondsOf(summary.createTime),
+      // When it last stopped being current or ramping: the build a rollback returns to is the one that stopped last.
+      deactivatedAt: millisecondsOf(summary.lastDeactivationTime),
+    }));
+    const current = currentBuildIdOf(info);
+    const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
+    const known = (buildId: string) => versions.some((version) => version.buildId === buildId);
+    const identity = `walletflow deploy (${process.env.USER ?? 'operator'})`;
+    switch (action.kind) {
+      case 'status': {
+        const rampPercent = info.routingConfig?.rampingVersionPercentage ?? 0;
+        if (action.json) {
+          console.log(JSON.stringify({ deployment: deploymentName, current, ramping: ramping ? { buildId: ramping, percent: rampPercent } : null, versions }, null, 2));
+          return 0;
+        }
+        console.log(`deployment ${deploymentName}: current ${current ?? 'none'}${ramping ? `, ramping ${ramping} at ${rampPercent}%` : ''}`);
+        for (const version of versions) {
+          const role = version.buildId === current ? 'current' : version.buildId === ramping ? 'ramping' : drainageWord(version.drainage);
+          console.log(`  ${version.buildId.padEnd(26)} ${role}`);
+        }
+        return 0;
+      }
+      case 'promote':
+        if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        await setCurrentVersion(client, { deploymentName, buildId: action.buildId }, identity);
+        console.log(`deployment ${deploymentName}: ${action.buildId} is now current (was ${current ?? 'none'}); workflows already running stay on their build`);
+        return 0;
+      case 'ramp': {
+        const percent = Number(action.percent);
+        if (!Number.isFinite(percent) || percent < 0 || percent > 100) {
+          console.error('walletflow deploy ramp: the share must be a number from 0 to 100');
+          return 64;
+        }
+        if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        await client.workflowService.setWorkerDeploymentRampingVersion({ namespace: client.options.namespace, deploymentName, buildId: action.buildId, percentage: percent, identity });
+        console.log(`deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`);
+        return 0;
+      }
+      case 'rollback': {
+        // The build that was current (or ramping) last before this one: its workers must still run.
+        const previous = versions
+          .filter((version) => version.buildId !== current && version.deactivatedAt !== null)
+          .sort((a, b) => (b.deactivatedAt ?? 0) - (a.deactivatedAt ?? 0))[0];
+        if (!previous) {
+          console.error(`walletflow deploy rollback: no build of ${deploymentName} was current before ${current ?? 'none'}`);
+          return 1;
+        }
+        await setCurrentVersion(client, { deploymentName, buildId: previous.buildId }, identity);
+        console.log(`deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current ?? 'none'}); workflows already running stay on their build`);
+        return 0;
+      }
+    }
+  } finally {
+    await connection.close();
+  }
+}
+
+function drainageWord(status: unknown): string {
+  switch (status) {
+    case 1:
+    case 'VERSION_DRAINAGE_STATUS_DRAINING':
+      return 'draining (pinned workflows still run on it)';
+    case 2:
+    case 'VERSION_DRAINAGE_STATUS_DRAINED':
+      return 'drained (its workers may stop)';
+    default:
+      return 'inactive';
+  }
+}
+
+function unknownBuild(buildId: string, versions: Array<{ buildId: string }>): number {
+  console.error(`walletflow deploy: no worker has registered the build ${buildId}; known: ${versions.map((version) => version.buildId).join(', ') || 'none'}`);
+  return 1;
+}
