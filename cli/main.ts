@@ -98,6 +98,7 @@ program
   .option('--no-burst', 'skip the burst: 1000 POST /ops/fundings at once across 100 recipients')
   .option('--burst-requests <n>', 'requests in the burst', '1000')
   .option('--batch <n>', 'instead of the levels: single fundings at 32 in flight for --seconds, then one funding batch of n items (1 to 100000)')
+  .option('--batch-store <n>', 'instead of the levels: one funding batch of n items stored and cancelled (not run), single fundings alongside; the store\'s and cancel\'s time, the API\'s memory')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
     process.exitCode = await (await import('../harness/bench.ts')).runBench(options);
