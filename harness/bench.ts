@@ -515,7 +515,7 @@ export interface BatchStoreReport {
   name: string;
   date: string;
   machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
-  /** A warm-up store of 1,000 items first (not recorded), then the measured one. */
+  /** A warm-up store of 1,000 items first (not recorded), then the measured ones. */
   store: BatchStoreRun;
   durationSeconds: number;
 }
@@ -534,10 +534,10 @@ async function benchBatchStore(settings: Settings, log: (line: string) => void, 
   const deps = { apiBase: stack.apiBase, opsKey: stack.opsKey, codes: batchCodes, singleCodes, apiPid: () => stack.api.pid(), log };
   await singleCodes.fill(2000);
   await storeBatch({ ...deps, log: () => undefined }, 1000);
-  log('warm-up done (a batch of 1,000 stored and cancelled)');
+  log('warm-up done (batches of 1,000 stored and cancelled)');
   log(`making ${settings.batchStore} cash-in codes for the batch...`);
   await batchCodes.fill(settings.batchStore);
-  await singleCodes.fill(Math.max(0, 4000 - singleCodes.left));
+  await singleCodes.fill(Math.max(0, 6000 - singleCodes.left));
   const store = await storeBatch(deps, settings.batchStore);
   const cpus = os.cpus();
   return {
@@ -551,12 +551,15 @@ async function benchBatchStore(settings: Settings, log: (line: string) => void, 
 
 function formatBatchStore(report: BatchStoreReport): string {
   const { store } = report;
+  const phases = (name: string, figures: BatchStoreRun['alone']) =>
+    `${name}: stored in ${figures.createMs} ms, cancelled in ${figures.cancelMs} ms; API resident memory ${figures.apiRssMiB.before} MiB before, peak ${figures.apiRssMiB.createPeak} MiB during the store, ${figures.apiRssMiB.cancelPeak} MiB during the cancel`;
   return [
-    `batch of ${store.items} items (${(store.csvBytes / 2 ** 20).toFixed(1)} MiB of CSV): stored in ${store.createMs} ms, cancelled in ${store.cancelMs} ms`,
-    `API resident memory: ${store.apiRssMiB.before} MiB before, peak ${store.apiRssMiB.createPeak} MiB during the store, ${store.apiRssMiB.cancelPeak} MiB during the cancel`,
+    `batch of ${store.items} items (${(store.csvBytes / 2 ** 20).toFixed(1)} MiB of CSV)`,
+    phases('alone', store.alone),
+    phases('beside single fundings', store.alongside),
     ...(['create', 'cancel'] as const).map((phase) => {
-      const singles = store.singles[phase];
-      return `single fundings sent during the ${phase}: ${singles.sent}, ${JSON.stringify(singles.statuses)}, longest ${singles.maxMs} ms, p99 ${singles.p99Ms} ms`;
+      const singles = store.alongside.singles[phase];
+      return `single fundings sent during the ${phase === 'create' ? 'store' : 'cancel'}: ${singles.sent}, ${JSON.stringify(singles.statuses)}, longest ${singles.maxMs} ms, p99 ${singles.p99Ms} ms`;
     }),
   ].join('\n');
 }
