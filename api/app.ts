@@ -45,6 +45,8 @@ import { createSettlement } from '../ledger/settlement.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
+import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
+import { createUploadBudget } from '../lib/upload-budget.ts';
 import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
 import { paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
 import { executedWalletPayments } from '../audit/executed-payments.ts';
@@ -108,8 +110,11 @@ export interface AppDependencies {
     fundingLimits?: FundingLimits | undefined;
     /** SETTLEMENT_TZ; absent: Asia/Manila. */
     settlementTimeZone?: string;
-    /** Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits) and BATCH_MAX_IN_FLIGHT. */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    /**
+     * Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits), BATCH_MAX_IN_FLIGHT,
+     * and the bytes the process's batch uploads may hold at once (default BATCH_UPLOAD_BUDGET_BYTES).
+     */
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
   };
 }
 
@@ -212,6 +217,7 @@ export function createApp(deps: AppDependencies): express.Express {
           ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
           approvalThreshold: services.batches?.approvalThreshold ?? null,
           maxInFlight: services.batches?.maxInFlight ?? 32,
+          uploadBudget: createUploadBudget(services.batches?.uploadBudgetBytes ?? BATCH_UPLOAD_BUDGET_BYTES),
         }),
       }),
     );

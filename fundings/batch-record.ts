@@ -12,7 +12,7 @@ import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
-import type { FundingRecord, NewBatchItem } from './funding-record.ts';
+import type { BatchItemRows, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
 export interface NewBatch {
@@ -23,7 +23,8 @@ export interface NewBatch {
   name: string;
   source?: FundingSource;
   currency: string;
-  items: readonly NewBatchItem[];
+  /** Made a chunk at a time as they are stored. */
+  items: BatchItemRows;
   createdBy: string;
   /** At or above BATCH_APPROVAL_THRESHOLD: stored AWAITING_APPROVAL; else RUNNING. */
   needsApproval: boolean;
@@ -96,7 +97,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async insert(batch: NewBatch): Promise<boolean> {
       const source = batch.source ?? treasurySource;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
-      const total = batch.items.reduce((sum, item) => sum + item.amount, 0n);
+      const total = batch.items.total;
       const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () =>
         database.$transaction(
           async (tx) => {
@@ -106,12 +107,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
                                          currency, total_count, total_amount, created_by, started_at, updated_at)
               VALUES (${batch.id}::uuid, ${batch.idempotencyKey}, ${batch.requestFingerprint}, ${batch.workflowId}, ${batch.name},
                       ${batch.needsApproval ? 'AWAITING_APPROVAL' : 'RUNNING'}::"FundingBatchState", ${sourceUser}, ${batch.currency},
-                      ${batch.items.length}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${batch.needsApproval ? null : new Date()}, now())
+                      ${batch.items.count}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${batch.needsApproval ? null : new Date()}, now())
               ON CONFLICT (idempotency_key) DO NOTHING`;
             if (count !== 1) return count;
             if (deps.limits && sourceUser !== null) {
               // The daily limits count every item; the per-minute limit does not apply to a batch.
-              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.length, total, batch.currency);
+              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.count, total, batch.currency);
             }
             await fundings.insertBatchItems(tx, {
               batchId: batch.id,

@@ -49,16 +49,35 @@ export interface NewBatchItem {
   amount: bigint;
 }
 
+/** A batch's items as rows, made a chunk at a time as they are stored (a batch has up to 100,000). */
+export interface BatchItemRows {
+  count: number;
+  /** The items' total, thousandths. */
+  total: bigint;
+  chunks(size: number): Iterable<NewBatchItem[]>;
+}
+
+/** Rows already made (a test's, a script's): one chunk after another. */
+export function batchItemRows(items: readonly NewBatchItem[]): BatchItemRows {
+  return {
+    count: items.length,
+    total: items.reduce((sum, item) => sum + item.amount, 0n),
+    *chunks(size) {
+      for (let start = 0; start < items.length; start += size) yield items.slice(start, start + size);
+    },
+  };
+}
+
 export interface NewBatchItems {
   batchId: string;
   requestFingerprint: string;
   source: FundingSource;
   currency: string;
   requestedBy: string;
-  items: readonly NewBatchItem[];
+  items: BatchItemRows;
 }
 
-/** Items per statement: 9 array parameters each, whatever the chunk; the hold's floor check per chunk. */
+/** Items per statement: 9 array parameters each, whatever the chunk. */
 const BATCH_INSERT_CHUNK = 5000;
 
 export interface NewFunding {
@@ -477,8 +496,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     async insertBatchItems(tx: Prisma.TransactionClient, batch: NewBatchItems): Promise<void> {
       const source = batch.source;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
-      for (let start = 0; start < batch.items.length; start += BATCH_INSERT_CHUNK) {
-        const chunk = batch.items.slice(start, start + BATCH_INSERT_CHUNK);
+      for (const chunk of batch.items.chunks(BATCH_INSERT_CHUNK)) {
         const column = <T>(pick: (item: NewBatchItem) => T) => chunk.map(pick);
         await tx.$executeRaw`
           INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
@@ -496,12 +514,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${column((item) => item.id)}::uuid[]), 'PENDING'::"FundingStatus", ${`item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`}`;
       }
-      // The holds last: the source and IN_FLIGHT accounts, which every funding's hold and final
-      // write lock too, are held only from here to the commit.
-      for (let start = 0; start < batch.items.length; start += BATCH_INSERT_CHUNK) {
-        const chunk = batch.items.slice(start, start + BATCH_INSERT_CHUNK);
-        await ledger.holdMany(tx, { source, currency: batch.currency, holds: chunk.map((item) => ({ fundingId: item.id, amount: item.amount })) });
-      }
+      // The holds last, all in one statement made from the rows just stored: the source and
+      // IN_FLIGHT accounts, which every funding's hold and final write lock too, are locked only
+      // at that statement's end, right before the commit (ledger.holdBatchItems).
+      await ledger.holdBatchItems(tx, { batchId: batch.batchId, source, currency: batch.currency });
     },
 
     /**
@@ -532,9 +548,8 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         await announceAll(tx, ids);
         ended.push(...cancelled);
       }
-      for (let start = 0; start < ended.length; start += BATCH_INSERT_CHUNK) {
-        await ledger.releaseMany(tx, ended.slice(start, start + BATCH_INSERT_CHUNK).map((row) => row.id));
-      }
+      // Every release in one statement, last: the accounts are locked from its end to the commit.
+      await ledger.releaseMany(tx, ended.map((row) => row.id), { checkNow: true });
       return ended;
     },
 

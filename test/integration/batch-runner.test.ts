@@ -11,7 +11,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal as temporalProto, type temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { batchItemRows, cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -70,7 +70,7 @@ async function runningBatch(count: number): Promise<string> {
     workflowId: batchWorkflowId(batchId),
     name: `runner test ${count}`,
     currency: 'PHP',
-    items,
+    items: batchItemRows(items),
     createdBy: 'ops',
     needsApproval: false,
   });
@@ -451,7 +451,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
     };
     const items = [item('by-code', { type: 'CODE', code }), item('by-token', { type: 'TOKEN', linkId })];
-    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', needsApproval: false })).toBe(true);
+    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', needsApproval: false })).toBe(true);
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
     const startToCloseTimeoutMs = 13_500;

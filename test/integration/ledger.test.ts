@@ -6,7 +6,7 @@
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
+import { batchItemRows, createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createApiDatabase, createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
@@ -222,7 +222,7 @@ describe('limits', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `i-${index}`, recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: 10_000n };
     });
     expect(
-      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items, createdBy: 'ops', needsApproval: true, source: { type: 'USER_BALANCE', partnerUserId: user } }),
+      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', needsApproval: true, source: { type: 'USER_BALANCE', partnerUserId: user } }),
     ).toBe(true);
     // Five items within the minute, and the user's own funding (per minute: 2) is still let through.
     expect(await batchFundings.insert(withdrawal(user, '1.00'))).toBe(true);

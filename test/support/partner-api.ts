@@ -46,7 +46,7 @@ export interface PartnerApiOptions {
   /** Section 10's funding limits; absent: none. */
   fundingLimits?: FundingLimits;
   /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
-  batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+  batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
   /** OPS_API_KEYS entries besides the stack's own `opsKey` (a bare key: `default`, every scope). */
   extraOpsKeys?: string[];
   /** LOGIN_SIGNING_KEY: partner-signed login tokens. */

@@ -74,7 +74,7 @@ export async function startPartnerStack(
     /** Section 10's funding limits (default: none). */
     fundingLimits?: FundingLimits;
     /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
   } = {},
