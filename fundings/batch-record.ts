@@ -141,7 +141,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
       const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
-      let ended: Array<{ createdAt: Date }> = [];
+      let ended: Array<{ id: string; createdAt: Date }> = [];
       const moved = await database.$transaction(
         async (tx) => {
           const moved = await tx.fundingBatch.updateMany({
@@ -157,9 +157,11 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           if (moved.count !== 1) return false;
           if (to === 'CANCELLED' || to === 'REJECTED') ended = await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
+          // The holds last, right before the commit: the accounts they lock are every funding's too.
+          if (ended.length > 0) await fundings.releaseCancelledBatchItems(tx, ended);
           return true;
         },
-        // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds.
+        // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds in one.
         { timeout: 300_000, maxWait: 10_000 },
       );
       // Counted once the transaction has committed (a rolled-back cancel counts nothing).

@@ -80,6 +80,12 @@ export interface NewBatchItems {
 /** Items per statement: 9 array parameters each, whatever the chunk. */
 const BATCH_INSERT_CHUNK = 5000;
 
+/**
+ * Items a batch's cancel ends per statement: each chunk's webhooks (the funding views, their JSON)
+ * are built in the API's event loop between two statements, which other requests wait behind.
+ */
+const BATCH_CANCEL_CHUNK = 2000;
+
 export interface NewFunding {
   id: string;
   idempotencyKey: string;
@@ -523,19 +529,20 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /**
      * A batch that ends (cancelled, rejected): its items not yet started (PENDING) end FAILED with
      * code CANCELLED, each with its event and its funding.failed webhook, a chunk of rows per
-     * statement, then their holds released, in the caller's transaction (the batch's own move);
-     * started items are left to finish. The rows first and the accounts last, as every funding's
-     * move locks them (no deadlock with a single funding's cancel), and the source and IN_FLIGHT
-     * accounts locked only for the release. Answers the items ended, for `countFinished` once the
-     * transaction has committed.
+     * statement, in the caller's transaction (the batch's own move); started items are left to
+     * finish. Their holds are released by releaseCancelledBatchItems, which the caller makes its
+     * transaction's last step: the rows first and the accounts last, as every funding's move locks
+     * them (no deadlock with a single funding's cancel), and the source and IN_FLIGHT accounts
+     * locked only from the release to the commit. Answers the items ended (for the release, and for
+     * `countFinished` once the transaction has committed).
      */
-    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<Array<{ createdAt: Date }>> {
+    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<Array<{ id: string; createdAt: Date }>> {
       const ended: Array<{ id: string; createdAt: Date }> = [];
       for (;;) {
         const cancelled = await tx.$queryRaw<Array<{ id: string; createdAt: Date }>>`
           UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
                  error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
-          WHERE id IN (SELECT id FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" ORDER BY id LIMIT ${BATCH_INSERT_CHUNK})
+          WHERE id IN (SELECT id FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" ORDER BY id LIMIT ${BATCH_CANCEL_CHUNK})
             -- Again here, not only in the subquery: a row a pass claimed while this waited for its
             -- lock is read again in its new version and left alone (the subquery's list is not).
             AND status = 'PENDING'::"FundingStatus"
@@ -548,10 +555,17 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         await announceAll(tx, ids);
         ended.push(...cancelled);
       }
-      // Every release in one statement, last: the accounts are locked from its end to the commit.
-      await ledger.releaseMany(tx, ended.map((row) => row.id), { checkNow: true });
       return ended;
     },
+
+    /**
+     * The holds of a batch's items that cancelPendingBatchItems ended, released in one statement
+     * (ledger.releaseMany, its entries checked at its own end): the caller's last step before its
+     * commit, so the accounts every funding's hold and final write lock are locked from here to the
+     * commit only.
+     */
+    releaseCancelledBatchItems: (tx: Prisma.TransactionClient, ended: ReadonlyArray<{ id: string }>): Promise<number> =>
+      ledger.releaseMany(tx, ended.map((row) => row.id), { checkNow: true }),
 
     /** Counts fundings a committed transaction ended (a batch's cancel), once, by final state. */
     countFinished(status: FinalFundingStatus, rows: ReadonlyArray<{ createdAt: Date }>): void {

@@ -330,6 +330,20 @@ describe('the database keeps the rules', () => {
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '10.00' } });
   });
 
+  it('refuses entries on an account that does not exist, and a change of an account’s key (checked per statement, not by a foreign key)', async () => {
+    const ghost = `USER:${newUser()}`;
+    await expect(
+      database.$transaction(async (tx) => {
+        const [row] = await tx.$queryRaw<Array<{ id: bigint }>>`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`ghost-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`;
+        await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${row!.id}, ${ghost}, 'PHP', 1), (${row!.id}, 'CAPITAL', 'PHP', -1)`;
+      }),
+    ).rejects.toThrow(/does not exist/);
+    const user = newUser();
+    await credit(user, '1.00');
+    await expect(database.$executeRaw`UPDATE ledger_account SET account = ${`USER:${newUser()}`} WHERE account = ${`USER:${user}`}`).rejects.toThrow(/key never changes/);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
+  });
+
   it('keeps every invariant the soak checks', async () => {
     const report = await checkLedgerInvariants(database);
     expect(report.violations).toEqual([]);
