@@ -77,8 +77,8 @@ export interface NewBatchItems {
   items: BatchItemRows;
 }
 
-/** Items per statement: 9 array parameters each, whatever the chunk. */
-const BATCH_INSERT_CHUNK = 5000;
+/** Items per statement (9 array parameters each): a statement of 5,000 left the API holding about 40 MiB more heap after a 100,000-item store than statements of 1,000 (Prisma keeps what it sent). */
+const BATCH_INSERT_CHUNK = 1000;
 
 /**
  * Items a batch's cancel ends per statement: each chunk's webhooks (the funding views, their JSON)
