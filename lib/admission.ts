@@ -114,10 +114,11 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
 
   /**
    * `work` after every earlier request of `key`, then in a slot. Its place in the lane counts
-   * toward maxQueued, and its whole wait (the lane, then the queue) is bounded by maxWaitMs: a
-   * request behind a long one (a batch of 100,000 items stored from one user's balance) is refused
-   * when its own wait runs out, not when its turn comes. A refused request leaves the lane at
-   * once; the one behind it still waits for the one before it.
+   * toward maxQueued, and its wait in the lane is bounded by maxWaitMs, as the queue's is (then
+   * the queue's own maxWaitMs, as before the lane had a bound): a request behind a long one (a
+   * batch of 100,000 items stored from one user's balance) is refused when its wait runs out, not
+   * when its turn comes. A refused request leaves the lane at once; the one behind it still waits
+   * for the one before it.
    */
   function inLane<T>(work: () => Promise<T>, key: string): Promise<T> {
     const before = chains.get(key);
@@ -126,7 +127,6 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
       return chained(key, Promise.resolve(), () => inSlot(work));
     }
     if (waiting() >= limits.maxQueued) return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
-    const entered = Date.now();
     inLanes += 1;
     return chained(key, before, (turn) =>
       new Promise<T>((resolve, reject) => {
@@ -143,7 +143,7 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
           if (!inLine) return;
           clearTimeout(timer);
           leave();
-          inSlot(work, limits.maxWaitMs - (Date.now() - entered), true).then(resolve, reject);
+          inSlot(work, limits.maxWaitMs, true).then(resolve, reject);
         });
       }),
     );

@@ -114,7 +114,7 @@ describe('the admission gate', () => {
     expect(events).toEqual(['first start', 'first end', 'third']);
   }, 5000);
 
-  it('bounds a lane waiter’s whole wait, its lane and then the queue for a slot, by maxWaitMs', async () => {
+  it('bounds a lane waiter’s wait in its lane, then in the queue for a slot, each by maxWaitMs', async () => {
     const gate = createAdmissionGate({ maxInFlight: 1, maxQueued: 10, maxWaitMs: 150 });
     const slot = deferred();
     const lane = deferred();
