@@ -33,7 +33,8 @@ export const BATCH_BODY_LIMIT = 32 * 1024 * 1024;
 /**
  * What one kept item costs the upload budget: its compact form (CheckedBatchItems: a reference, a
  * recipient and an amount in columns) and its place in the duplicate-reference map, measured at
- * about 150 bytes of heap an item for 100,000 items of 20-character references; with room.
+ * about 100 bytes of heap an item for 100,000 items of 12-character references; with room for
+ * longer references and TOKEN recipients.
  */
 export const UPLOAD_BYTES_PER_ITEM = 256;
 
