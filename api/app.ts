@@ -49,6 +49,8 @@ import { createSettlement } from '../ledger/settlement.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
+import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
+import { createUploadBudget } from '../lib/upload-budget.ts';
 import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
 import { paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
 import { executedWalletPayments } from '../audit/executed-payments.ts';
@@ -116,8 +118,11 @@ export interface AppDependencies {
     fundingLimits?: FundingLimits | undefined;
     /** SETTLEMENT_TZ; absent: Asia/Manila. */
     settlementTimeZone?: string;
-    /** Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits) and BATCH_MAX_IN_FLIGHT. */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    /**
+     * Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits), BATCH_MAX_IN_FLIGHT,
+     * and the bytes the process's batch uploads may hold at once (default BATCH_UPLOAD_BUDGET_BYTES).
+     */
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
     console?: ConsoleConfig;
   };
@@ -225,6 +230,7 @@ export function createApp(deps: AppDependencies): express.Express {
       ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
       approvalThreshold: services.batches?.approvalThreshold ?? null,
       maxInFlight: services.batches?.maxInFlight ?? 32,
+      uploadBudget: createUploadBudget(services.batches?.uploadBudgetBytes ?? BATCH_UPLOAD_BUDGET_BYTES),
     });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
     ops.use(opsBatchesRouter({ batches }));

@@ -534,7 +534,9 @@ export type ListFundingBatchesParams = {
 export type CreateFundingBatchParams = {
   /** the CSV form’s batch name */
   name?: string;
-  /** the CSV form’s source: this partner user’s balance (absent: the TREASURY) */
+  /** the CSV form’s source: TREASURY (the default) or USER_BALANCE (with partnerUserId) */
+  source?: "TREASURY" | "USER_BALANCE";
+  /** the CSV form’s USER_BALANCE source: this partner user’s balance (alone, it means source=USER_BALANCE; not with source=TREASURY) */
   partnerUserId?: string;
   /** Required. One business request: a repeated key with the same body answers 200 and the same record (nothing new starts); with another body 422 `IDEMPOTENCY_KEY_REUSED`. */
   idempotencyKey: string;
@@ -815,7 +817,7 @@ const operations: Record<keyof OpsClient, OperationSpec> = {
   cancelFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/cancel", pathParams: ["fundingId"], query: [], headers: {}, body: false },
   resolveFunding: { method: 'POST', path: "/ops/fundings/{fundingId}/resolve", pathParams: ["fundingId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: true },
   listFundingBatches: { method: 'GET', path: "/ops/funding-batches", pathParams: [], query: ["state","limit","cursor"], headers: {}, body: false },
-  createFundingBatch: { method: 'POST', path: "/ops/funding-batches", pathParams: [], query: ["name","partnerUserId"], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
+  createFundingBatch: { method: 'POST', path: "/ops/funding-batches", pathParams: [], query: ["name","source","partnerUserId"], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
   getFundingBatch: { method: 'GET', path: "/ops/funding-batches/{batchId}", pathParams: ["batchId"], query: [], headers: {}, body: false },
   listFundingBatchItems: { method: 'GET', path: "/ops/funding-batches/{batchId}/items", pathParams: ["batchId"], query: ["status","limit","cursor"], headers: {}, body: false },
   getFundingBatchReport: { method: 'GET', path: "/ops/funding-batches/{batchId}/report", pathParams: ["batchId"], query: ["format"], headers: {}, body: false },

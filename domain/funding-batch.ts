@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
-import { amountSchema, currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, type Amount, type Money } from './money.ts';
+import { amountOf, amountSchema, currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, type Amount, type Money } from './money.ts';
 
 export const MAX_BATCH_ITEMS = 100_000;
 /** How many row errors a 422 lists; `errorCount` says how many there are. */
@@ -60,82 +60,287 @@ export interface BatchItem {
 export type BatchCheck = { ok: true; items: BatchItem[]; total: Money } | { ok: false; errors: BatchRowError[]; errorCount: number };
 
 /**
- * Checks every item: its shape, a reference unique within the batch, one currency for the whole
- * batch (its total is held on one source), and the per-item bounds when given. Every problem of
- * every row is counted; the first MAX_LISTED_ROW_ERRORS are listed in row order.
+ * A batch's checked items in a compact form, one column per field (a batch of 100,000 is held
+ * while it is stored: about 20 MB this way, against several times that as objects), in row order;
+ * `at` and iteration give each as a BatchItem.
  */
-export function checkBatchItems(rawItems: readonly unknown[], bounds?: { min: bigint; max: bigint }): BatchCheck {
+export class CheckedBatchItems implements Iterable<BatchItem> {
+  private readonly references: string[] = [];
+  /** The CODE or the TOKEN's link id. */
+  private readonly recipients: string[] = [];
+  private readonly tokens: boolean[] = [];
+  /** Thousandths: exact in a double (amountSchema's largest is 9,999,999,999,990). */
+  private readonly thousandths: number[] = [];
+  total = 0n;
+
+  constructor(readonly currency: Money['currency']) {}
+
+  get length(): number {
+    return this.references.length;
+  }
+
+  push(item: { reference: string; recipient: BatchItemRequest['recipient']; money: Money }): void {
+    this.references.push(item.reference);
+    this.recipients.push(item.recipient.type === 'CODE' ? item.recipient.code : item.recipient.linkId);
+    this.tokens.push(item.recipient.type === 'TOKEN');
+    this.thousandths.push(Number(item.money.thousandths));
+    this.total += item.money.thousandths;
+  }
+
+  at(index: number): BatchItem {
+    const money: Money = { currency: this.currency, thousandths: BigInt(this.thousandths[index]!) };
+    const recipient: BatchItemRequest['recipient'] = this.tokens[index] ? { type: 'TOKEN', linkId: this.recipients[index]! } : { type: 'CODE', code: this.recipients[index]! };
+    return { row: index + 1, reference: this.references[index]!, recipient, amount: amountOf(money), money };
+  }
+
+  *[Symbol.iterator](): Iterator<BatchItem> {
+    for (let index = 0; index < this.length; index += 1) yield this.at(index);
+  }
+}
+
+/**
+ * Checks items one at a time, as they are read: its shape, a reference unique within the batch,
+ * the accepted currency (acceptedCurrency: the batch's total is held on one source), and the per-item bounds
+ * when given. Every problem of every row is counted, the first MAX_LISTED_ROW_ERRORS listed in row
+ * order; a good item is kept in the compact form only while no row is bad (a batch with a bad
+ * row stores nothing, so its good rows need not be kept).
+ */
+export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
   const errors: BatchRowError[] = [];
   let errorCount = 0;
+  let row = 0;
+  let items: CheckedBatchItems | null = null;
+  /** Each reference's first row. */
+  const seen = new Map<string, number>();
   const add = (error: BatchRowError) => {
     errorCount += 1;
     if (errors.length < MAX_LISTED_ROW_ERRORS) errors.push(error);
   };
-  const items: BatchItem[] = [];
-  const seen = new Map<string, number>();
-  rawItems.forEach((raw, index) => {
-    const row = index + 1;
-    if (raw instanceof CsvRowProblem) {
-      add({ row, reference: raw.reference || null, field: 'row', code: 'INVALID', message: raw.message });
-      return;
-    }
-    const reference = typeof (raw as { reference?: unknown } | null)?.reference === 'string' ? (raw as { reference: string }).reference : null;
-    const parsed = batchItemSchema.safeParse(raw);
-    if (!parsed.success) {
-      for (const issue of parsed.error.issues) add({ row, reference, field: issue.path.join('.') || 'item', code: 'INVALID', message: issue.message });
-      return;
-    }
-    const item = parsed.data;
-    const first = seen.get(item.reference);
-    if (first !== undefined) {
-      add({ row, reference: item.reference, field: 'reference', code: 'DUPLICATE_REFERENCE', message: `reference ${item.reference} is already row ${first}` });
-      return;
-    }
-    seen.set(item.reference, row);
-    const foreign = currencyRefusal(item.amount.currency);
-    if (foreign) {
-      add({ row, reference: item.reference, field: 'amount.currency', code: CURRENCY_NOT_ACCEPTED, message: foreign });
-      return;
-    }
-    const money = moneyOf(item.amount);
-    if (bounds && money.thousandths < bounds.min) {
-      add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_SMALL', message: 'the amount is below FUNDING_MIN' });
-      return;
-    }
-    if (bounds && money.thousandths > bounds.max) {
-      add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_LARGE', message: 'the amount is above FUNDING_MAX' });
-      return;
-    }
-    items.push({ row, reference: item.reference, recipient: item.recipient, amount: item.amount, money });
-  });
-  if (errorCount > 0) return { ok: false, errors, errorCount };
-  const total = items.reduce((sum, item) => sum + item.money.thousandths, 0n);
-  return { ok: true, items, total: { currency: items[0]!.money.currency, thousandths: total } };
+  return {
+    /** Items seen so far, good or bad. */
+    get count(): number {
+      return row;
+    },
+    get errorCount(): number {
+      return errorCount;
+    },
+    /** The problems found so far: the first MAX_LISTED_ROW_ERRORS, and how many. */
+    problems(): { errors: BatchRowError[]; errorCount: number } {
+      return { errors: [...errors], errorCount };
+    },
+    add(raw: unknown): void {
+      row += 1;
+      if (raw instanceof CsvRowProblem) {
+        add({ row, reference: raw.reference || null, field: 'row', code: 'INVALID', message: raw.message });
+        return;
+      }
+      const reference = typeof (raw as { reference?: unknown } | null)?.reference === 'string' ? (raw as { reference: string }).reference : null;
+      const parsed = batchItemSchema.safeParse(raw);
+      if (!parsed.success) {
+        for (const issue of parsed.error.issues) add({ row, reference, field: issue.path.join('.') || 'item', code: 'INVALID', message: issue.message });
+        return;
+      }
+      const item = parsed.data;
+      const first = seen.get(item.reference);
+      if (first !== undefined) {
+        add({ row, reference: item.reference, field: 'reference', code: 'DUPLICATE_REFERENCE', message: `reference ${item.reference} is already row ${first}` });
+        return;
+      }
+      seen.set(item.reference, row);
+      const foreign = currencyRefusal(item.amount.currency);
+      if (foreign) {
+        add({ row, reference: item.reference, field: 'amount.currency', code: CURRENCY_NOT_ACCEPTED, message: foreign });
+        return;
+      }
+      const money = moneyOf(item.amount);
+      if (bounds && money.thousandths < bounds.min) {
+        add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_SMALL', message: 'the amount is below FUNDING_MIN' });
+        return;
+      }
+      if (bounds && money.thousandths > bounds.max) {
+        add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_LARGE', message: 'the amount is above FUNDING_MAX' });
+        return;
+      }
+      if (errorCount > 0) return;
+      items ??= new CheckedBatchItems(money.currency);
+      items.push({ reference: item.reference, recipient: item.recipient, money });
+    },
+    /** Every item checked: the items and their total, or every problem. */
+    result(): { ok: true; items: CheckedBatchItems; total: Money } | { ok: false; errors: BatchRowError[]; errorCount: number } {
+      if (errorCount > 0) return { ok: false, errors, errorCount };
+      if (!items) return { ok: false, errors: [{ row: 0, reference: null, field: 'items', code: 'INVALID', message: 'a batch has at least one item' }], errorCount: 1 };
+      return { ok: true, items, total: { currency: items.currency, thousandths: items.total } };
+    },
+  };
 }
 
 /**
- * Reads a batch CSV file (RFC 4180: quoted fields may hold commas, quotes doubled, CRLF or LF) into
- * the items the JSON body would carry, so both forms are checked by checkBatchItems alike. The
- * amount column is a decimal string in `currency`. A file whose header is not batchCsvColumns, or
- * that is not well-formed, is one error on row 0.
+ * Checks every item of a list (createBatchItemChecker, one after the other): every problem of
+ * every row is counted; the first MAX_LISTED_ROW_ERRORS are listed in row order.
+ */
+export function checkBatchItems(rawItems: readonly unknown[], bounds?: { min: bigint; max: bigint }): BatchCheck {
+  const checker = createBatchItemChecker(bounds);
+  for (const raw of rawItems) checker.add(raw);
+  const result = checker.result();
+  return result.ok ? { ok: true, items: [...result.items], total: result.total } : result;
+}
+
+/** A body that is refused while it is read: the one problem that stopped the reading (row 0: the file or body itself). */
+export class BatchReadRefusal extends Error {
+  constructor(readonly error: BatchRowError) {
+    super(error.message);
+    this.name = 'BatchReadRefusal';
+  }
+}
+
+/** The longest CSV line read (a good row is under 150 characters): a longer one is refused as it is read. */
+export const MAX_CSV_LINE = 1024;
+
+const tooManyItems = (): BatchRowError => ({ row: 0, reference: null, field: 'file', code: 'INVALID', message: `a batch has at most ${MAX_BATCH_ITEMS} items` });
+
+/**
+ * Reads a batch CSV file as it arrives, text chunk by text chunk (RFC 4180: quoted fields may hold
+ * commas, quotes doubled, CRLF or LF), handing each row to `onItem` as the item the JSON body would
+ * carry (or a CsvRowProblem: a row with too few columns), so both forms are checked alike. The
+ * amount column is a decimal string in `currency`. What cannot be read on throws BatchReadRefusal
+ * at once, so nothing past it is read: a header that is not batchCsvColumns (row 0), a row with
+ * more fields than the header (named by its row: a 32 MB line of commas stops at its fifth field),
+ * a line longer than MAX_CSV_LINE, the 100,001st row, a quote left open or text after a closing one.
+ */
+export function createBatchCsvReader(currency: string, onItem: (raw: unknown) => void) {
+  const columns = batchCsvColumns.length;
+  let header: string[] | null = null;
+  let rows = 0;
+  let cells: string[] = [];
+  let field = '';
+  let quoted = false;
+  let fieldStarted = false;
+  /** The last character was the closing quote of a field. */
+  let closed = false;
+  /** The last character was a CR: an LF right after it ends nothing more. */
+  let afterCr = false;
+  let lineLength = 0;
+  let first = true;
+  const refuse = (error: BatchRowError): never => {
+    throw new BatchReadRefusal(error);
+  };
+  const fileError = (message: string) => refuse({ row: 0, reference: null, field: 'file', code: 'INVALID', message });
+
+  const endField = () => {
+    cells.push(field);
+    field = '';
+    fieldStarted = false;
+    closed = false;
+    if (header && cells.length > columns) {
+      const row = rows + 1;
+      refuse({
+        row,
+        reference: cells[0]!.trim() || null,
+        field: 'row',
+        code: 'INVALID',
+        message: `row ${row} has more fields than the header's ${columns} (${batchCsvColumns.join(',')}): the file was not read further`,
+      });
+    }
+  };
+  const endLine = () => {
+    endField();
+    lineLength = 0;
+    const line = cells;
+    cells = [];
+    if (line.length === 1 && line[0] === '') return;
+    if (!header) {
+      header = line;
+      if (header.map((cell) => cell.trim()).join(',') !== batchCsvColumns.join(',')) {
+        refuse({ row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+      }
+      return;
+    }
+    rows += 1;
+    if (rows > MAX_BATCH_ITEMS) refuse(tooManyItems());
+    const [reference = '', type = '', recipient = '', amount = ''] = line.map((cell) => cell.trim());
+    if (line.length !== columns) {
+      onItem(new CsvRowProblem(reference, `a row has ${columns} columns (${batchCsvColumns.join(',')}), not ${line.length}`));
+      return;
+    }
+    const recipientValue = type === 'CODE' ? { type, code: recipient } : type === 'TOKEN' ? { type, linkId: recipient } : { type };
+    onItem({ reference, recipient: recipientValue, amount: { currency, value: amount } });
+  };
+
+  return {
+    write(text: string): void {
+      let start = 0;
+      if (first && text.length > 0) {
+        first = false;
+        if (text.charCodeAt(0) === 0xfeff) start = 1;
+      }
+      for (let i = start; i < text.length; i += 1) {
+        const char = text[i]!;
+        const cr = afterCr;
+        afterCr = false;
+        lineLength += 1;
+        if (lineLength > MAX_CSV_LINE) {
+          const row = rows + 1;
+          refuse(header ? { row, reference: null, field: 'row', code: 'INVALID', message: `row ${row} is longer than ${MAX_CSV_LINE} characters: the file was not read further` } : { row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+        }
+        if (quoted) {
+          if (char === '"') {
+            // A doubled quote or the closing one: which, the next character says.
+            quoted = false;
+            closed = true;
+          } else field += char;
+          continue;
+        }
+        if (closed && char === '"') {
+          // "" inside a quoted field: one quote, and the field goes on.
+          field += '"';
+          quoted = true;
+          closed = false;
+          continue;
+        }
+        if (closed && char !== ',' && char !== '\r' && char !== '\n') fileError(`line ${rows + (header ? 2 : 1)}: text after a closing quote`);
+        if (char === '"' && !fieldStarted) {
+          quoted = true;
+          fieldStarted = true;
+        } else if (char === ',') {
+          endField();
+        } else if (char === '\n') {
+          // The LF of a CRLF: the line already ended at its CR.
+          if (!cr) endLine();
+        } else if (char === '\r') {
+          endLine();
+          afterCr = true;
+        } else {
+          field += char;
+          fieldStarted = true;
+        }
+      }
+    },
+    /** The end of the file: the last line (with or without its line break). */
+    end(): void {
+      if (quoted) fileError('a quoted field is not closed');
+      endLine();
+      if (!header) refuse({ row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+    },
+    /** Rows read so far (the header not counted). */
+    get rows(): number {
+      return rows;
+    },
+  };
+}
+
+/**
+ * Reads a whole batch CSV file (createBatchCsvReader) into the items the JSON body would carry.
+ * A file that cannot be read (its header, its form, too many rows or fields) is one error.
  */
 export function readBatchCsv(text: string, currency: string): { ok: true; items: unknown[] } | { ok: false; error: BatchRowError } {
-  // The header and at most MAX_BATCH_ITEMS rows: a file with more is refused as soon as the reading
-  // gets there (a 24 MB body of two-byte lines holds 12 million of them).
-  const records = csvRecords(text.replace(/^\uFEFF/, ''), MAX_BATCH_ITEMS + 1);
-  if (!records.ok) return { ok: false, error: { row: 0, reference: null, field: 'file', code: 'INVALID', message: records.message } };
-  const [header, ...rows] = records.rows;
-  if (!header || header.map((cell) => cell.trim()).join(',') !== batchCsvColumns.join(',')) {
-    return { ok: false, error: { row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` } };
-  }
-  const items = rows.map((cells) => {
-    const [reference = '', type = '', recipient = '', amount = ''] = cells.map((cell) => cell.trim());
-    if (cells.length !== batchCsvColumns.length) return new CsvRowProblem(reference, `a row has ${batchCsvColumns.length} columns (${batchCsvColumns.join(',')}), not ${cells.length}`);
-    const recipientValue = type === 'CODE' ? { type, code: recipient } : type === 'TOKEN' ? { type, linkId: recipient } : { type };
-    return { reference, recipient: recipientValue, amount: { currency, value: amount } };
-  });
-  if (items.length > MAX_BATCH_ITEMS) {
-    return { ok: false, error: { row: 0, reference: null, field: 'file', code: 'INVALID', message: `a batch has at most ${MAX_BATCH_ITEMS} items` } };
+  const items: unknown[] = [];
+  const reader = createBatchCsvReader(currency, (item) => items.push(item));
+  try {
+    reader.write(text);
+    reader.end();
+  } catch (error) {
+    if (error instanceof BatchReadRefusal) return { ok: false, error: error.error };
+    throw error;
   }
   return { ok: true, items };
 }
@@ -146,52 +351,6 @@ export class CsvRowProblem {
     readonly reference: string,
     readonly message: string,
   ) {}
-}
-
-function csvRecords(text: string, maxRows: number): { ok: true; rows: string[][] } | { ok: false; message: string } {
-  const tooMany = { ok: false as const, message: `a batch has at most ${maxRows - 1} items` };
-  const rows: string[][] = [];
-  let row: string[] = [];
-  let field = '';
-  let quoted = false;
-  let fieldStarted = false;
-  for (let i = 0; i < text.length; i += 1) {
-    const char = text[i]!;
-    if (quoted) {
-      if (char === '"' && text[i + 1] === '"') {
-        field += '"';
-        i += 1;
-      } else if (char === '"') {
-        quoted = false;
-        if (i + 1 < text.length && !',\r\n'.includes(text[i + 1]!)) return { ok: false, message: `line ${rows.length + 1}: text after a closing quote` };
-      } else field += char;
-      continue;
-    }
-    if (char === '"' && !fieldStarted) {
-      quoted = true;
-      fieldStarted = true;
-    } else if (char === ',') {
-      row.push(field);
-      field = '';
-      fieldStarted = false;
-    } else if (char === '\n' || char === '\r') {
-      if (char === '\r' && text[i + 1] === '\n') i += 1;
-      row.push(field);
-      if (!(row.length === 1 && row[0] === '')) rows.push(row);
-      if (rows.length > maxRows) return tooMany;
-      row = [];
-      field = '';
-      fieldStarted = false;
-    } else {
-      field += char;
-      fieldStarted = true;
-    }
-  }
-  if (quoted) return { ok: false, message: 'a quoted field is not closed' };
-  row.push(field);
-  if (!(row.length === 1 && row[0] === '')) rows.push(row);
-  if (rows.length > maxRows) return tooMany;
-  return { ok: true, rows };
 }
 
 export const batchStates = ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED', 'REJECTED'] as const;

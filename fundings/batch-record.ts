@@ -13,7 +13,7 @@ import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
-import type { FundingRecord, NewBatchItem } from './funding-record.ts';
+import type { BatchItemRows, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
 export interface NewBatch {
@@ -24,7 +24,8 @@ export interface NewBatch {
   name: string;
   source?: FundingSource;
   currency: string;
-  items: readonly NewBatchItem[];
+  /** Made a chunk at a time as they are stored. */
+  items: BatchItemRows;
   createdBy: string;
   /**
    * BATCH_APPROVAL_THRESHOLD (thousandths): the batch is stored AWAITING_APPROVAL when its total,
@@ -123,7 +124,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async insert(batch: NewBatch): Promise<InsertedBatch> {
       const source = batch.source ?? treasurySource;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
-      const total = batch.items.reduce((sum, item) => sum + item.amount, 0n);
+      const total = batch.items.total;
       let needsApproval = false;
       const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () =>
         database.$transaction(
@@ -135,12 +136,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
                                          currency, total_count, total_amount, created_by, started_at, updated_at)
               VALUES (${batch.id}::uuid, ${batch.idempotencyKey}, ${batch.requestFingerprint}, ${batch.workflowId}, ${batch.name},
                       ${needsApproval ? 'AWAITING_APPROVAL' : 'RUNNING'}::"FundingBatchState", ${sourceUser}, ${batch.currency},
-                      ${batch.items.length}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${needsApproval ? null : new Date()}, now())
+                      ${batch.items.count}, ${toNumeric(total)}::numeric, ${batch.createdBy}, ${needsApproval ? null : new Date()}, now())
               ON CONFLICT (idempotency_key) DO NOTHING`;
             if (count !== 1) return count;
             if (deps.limits && sourceUser !== null) {
               // The daily limits count every item; the per-minute limit does not apply to a batch.
-              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.length, total, batch.currency);
+              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.count, total, batch.currency);
             }
             await fundings.insertBatchItems(tx, {
               batchId: batch.id,
@@ -169,7 +170,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
       const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
-      let ended: Array<{ createdAt: Date }> = [];
+      let ended: Array<{ id: string; createdAt: Date }> = [];
       const moved = await database.$transaction(
         async (tx) => {
           const moved = await tx.fundingBatch.updateMany({
@@ -185,9 +186,11 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           if (moved.count !== 1) return false;
           if (to === 'CANCELLED' || to === 'REJECTED') ended = await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
+          // The holds last, right before the commit: the accounts they lock are every funding's too.
+          if (ended.length > 0) await fundings.releaseCancelledBatchItems(tx, ended);
           return true;
         },
-        // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds.
+        // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds in one.
         { timeout: 300_000, maxWait: 10_000 },
       );
       // Counted once the transaction has committed (a rolled-back cancel counts nothing).

@@ -6,9 +6,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import {
-  checkBatchItems,
-  createBatchFrameSchema,
-  readBatchCsv,
   type BatchItemStatus,
   type BatchItemView,
   type BatchRowError,
@@ -16,16 +13,18 @@ import {
   type BatchView,
 } from '../domain/funding-batch.ts';
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
-import { amountOf, fromNumeric, normaliseAmount } from '../domain/money.ts';
+import { amountOf, fromNumeric } from '../domain/money.ts';
 import { sameActor } from '../domain/actor.ts';
 import type { Database } from '../lib/database.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { UploadBudget } from '../lib/upload-budget.ts';
 import { InsufficientFundsError } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { batchStateChangedSignal, batchWorkflowId, startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../workflows/fund-wallet.contract.ts';
 import { createBatchRecord, type InsertedBatch } from './batch-record.ts';
+import { readBatchUpload, type BatchUploadRead } from './batch-upload.ts';
 import type { FundingRecord, NewBatchItem } from './funding-record.ts';
 
 export interface BatchServiceDependencies {
@@ -40,10 +39,18 @@ export interface BatchServiceDependencies {
   approvalThreshold: bigint | null;
   /** BATCH_MAX_IN_FLIGHT. */
   maxInFlight: number;
+  /** What the process's batch uploads may hold at once (lib/upload-budget.ts). */
+  uploadBudget: UploadBudget;
 }
 
-/** A batch request as it arrived: a JSON body, or a CSV file with its name from the query. */
-export type BatchRequest = { kind: 'json'; body: unknown } | { kind: 'csv'; text: string; name: unknown; source?: FundingSource };
+/**
+ * A batch request as it arrives, its body not read yet: a JSON body, or a CSV file with its name
+ * and source from the query. The body is read as a stream (fundings/batch-upload.ts).
+ */
+export type BatchRequest = { kind: 'json'; body: AsyncIterable<Uint8Array | string> } | { kind: 'csv'; body: AsyncIterable<Uint8Array | string>; name: unknown; source?: FundingSource };
+
+/** How long an upload refused for the budget is told to wait: the uploads before it are stored in seconds. */
+const UPLOAD_RETRY_AFTER_SECONDS = 5;
 
 export type CreateBatchResult =
   | { kind: 'created'; batch: BatchView }
@@ -51,7 +58,15 @@ export type CreateBatchResult =
   | { kind: 'key-reused' }
   /** 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself). */
   | { kind: 'invalid'; errors: BatchRowError[]; errorCount: number }
-  | { kind: 'refused'; code: FundingRefusalCode; detail: string };
+  | { kind: 'refused'; code: FundingRefusalCode; detail: string }
+  /** 413: the body is longer than a batch can be; read no further. */
+  | { kind: 'too-large'; maxBytes: number }
+  /** 400 MALFORMED_JSON. */
+  | { kind: 'malformed'; message: string }
+  /** The client stopped sending mid-body: 400 REQUEST_ABORTED (if it is still there). */
+  | { kind: 'aborted' }
+  /** 503 OVERLOADED: the uploads in progress hold the upload budget; nothing was stored. */
+  | { kind: 'overloaded'; retryAfterSeconds: number; detail: string };
 
 export type MoveBatchResult =
   | { kind: 'moved'; batch: BatchView }
@@ -61,6 +76,23 @@ export type MoveBatchResult =
 
 /** The CSV file's currency: sandbox and partner wallets hold PHP. */
 const CSV_CURRENCY = 'PHP';
+
+/** TOKEN recipients' links looked up per query. */
+const LINK_LOOKUP_CHUNK = 5000;
+
+/**
+ * The request's normalised form the fingerprint is the HMAC of, part by part (the same parts, in
+ * the same order, as batches stored before the upload was streamed: their retries still match).
+ */
+function* fingerprintParts(name: string, source: FundingSource, items: Iterable<{ reference: string; recipient: NewBatchItem['recipient']; amount: { currency: string; value: string } }>): Generator<string> {
+  yield 'BATCH';
+  yield name;
+  yield source.type === 'USER_BALANCE' ? `USER_BALANCE:${source.partnerUserId}` : 'TREASURY';
+  for (const item of items) {
+    const to = item.recipient.type === 'CODE' ? `CODE:${item.recipient.code}` : `TOKEN:${item.recipient.linkId.toLowerCase()}`;
+    yield `${item.reference}|${to}|${item.amount.currency}|${item.amount.value}`;
+  }
+}
 
 export function createBatchService(deps: BatchServiceDependencies) {
   const record = createBatchRecord({ database: deps.database, fundings: deps.fundings, ...(deps.limits ? { limits: deps.limits } : {}) });
@@ -81,31 +113,28 @@ export function createBatchService(deps: BatchServiceDependencies) {
     }
   };
 
-  /** Every row checked: shape, references, one currency, the per-item bounds, the links a TOKEN names. */
-  async function checkRequest(request: BatchRequest, mayPayOthersBalance: boolean) {
-    let candidate: unknown = request.kind === 'json' ? request.body : null;
-    if (request.kind === 'csv') {
-      const read = readBatchCsv(request.text, CSV_CURRENCY);
-      if (!read.ok) return { ok: false as const, errors: [read.error], errorCount: 1 };
-      candidate = { name: request.name, ...(request.source ? { source: request.source } : {}), items: read.items };
-    }
-    const frame = createBatchFrameSchema.safeParse(candidate);
-    if (!frame.success) {
-      const errors = frame.error.issues.map((issue): BatchRowError => ({ row: 0, reference: null, field: issue.path.join('.') || 'body', code: 'INVALID', message: issue.message }));
-      return { ok: false as const, errors, errorCount: errors.length };
-    }
-    const rawItems = frame.data.items;
-    const check = checkBatchItems(rawItems, deps.limits ? { min: deps.limits.min, max: deps.limits.max } : undefined);
-    if (!check.ok) return check;
+  /**
+   * Every row checked as the body is read (fundings/batch-upload.ts: shape, references, one
+   * currency, the per-item bounds), then the links a TOKEN names, and whose wallets a user's
+   * balance may pay.
+   */
+  async function checkRequest(request: BatchRequest, share: ReturnType<UploadBudget['open']>, mayPayOthersBalance: boolean): Promise<BatchUploadRead> {
+    const form = request.kind === 'csv' ? { kind: 'csv' as const, name: request.name, ...(request.source ? { source: request.source } : {}), currency: CSV_CURRENCY } : { kind: 'json' as const };
+    const read = await readBatchUpload(request.body, form, share, deps.limits ? { bounds: { min: deps.limits.min, max: deps.limits.max } } : {});
+    if (!read.ok) return read;
     // A TOKEN recipient names a link that exists; a user's balance pays only that user's own wallets.
-    const linkIds = [...new Set(check.items.flatMap((item) => (item.recipient.type === 'TOKEN' ? [item.recipient.linkId.toLowerCase()] : [])))];
-    const links = new Map(
-      (await deps.database.link.findMany({ where: { id: { in: linkIds } }, select: { id: true, partnerUserId: true } })).map((link) => [link.id, link.partnerUserId]),
-    );
-    const batchSource = frame.data.source;
+    const linkIds = new Set<string>();
+    for (const item of read.items) if (item.recipient.type === 'TOKEN') linkIds.add(item.recipient.linkId.toLowerCase());
+    const links = new Map<string, string>();
+    const wanted = [...linkIds];
+    for (let start = 0; start < wanted.length; start += LINK_LOOKUP_CHUNK) {
+      const found = await deps.database.link.findMany({ where: { id: { in: wanted.slice(start, start + LINK_LOOKUP_CHUNK) } }, select: { id: true, partnerUserId: true } });
+      for (const link of found) links.set(link.id, link.partnerUserId);
+    }
+    const batchSource = read.source;
     const errors: BatchRowError[] = [];
     let errorCount = 0;
-    for (const item of check.items) {
+    for (const item of read.items) {
       let problem: BatchRowError | null = null;
       if (item.recipient.type === 'TOKEN' && !links.has(item.recipient.linkId.toLowerCase())) {
         problem = { row: item.row, reference: item.reference, field: 'recipient.linkId', code: 'LINK_NOT_FOUND', message: 'recipient.linkId names no link' };
@@ -117,65 +146,90 @@ export function createBatchService(deps: BatchServiceDependencies) {
         if (errors.length < 1000) errors.push(problem);
       }
     }
-    if (errorCount > 0) return { ok: false as const, errors, errorCount };
-    return { ok: true as const, name: frame.data.name, source: batchSource, items: check.items, total: check.total };
+    if (errorCount > 0) return { ok: false, kind: 'invalid', errors, errorCount };
+    return read;
+  }
+
+  async function createChecked(idempotencyKey: string, checked: BatchUploadRead, actor: string): Promise<CreateBatchResult> {
+    if (!checked.ok) {
+      switch (checked.kind) {
+        case 'invalid':
+          return { kind: 'invalid', errors: checked.errors, errorCount: checked.errorCount };
+        case 'too-large':
+          return { kind: 'too-large', maxBytes: checked.maxBytes };
+        case 'malformed':
+          return { kind: 'malformed', message: checked.message };
+        case 'aborted':
+          return { kind: 'aborted' };
+        case 'over-budget':
+          return { kind: 'overloaded', retryAfterSeconds: UPLOAD_RETRY_AFTER_SECONDS, detail: 'the batch uploads being read and stored now hold the memory set aside for uploads; nothing was stored' };
+      }
+    }
+    const source = checked.source ?? { type: 'TREASURY' as const };
+    const fingerprint = requestFingerprint(deps.fingerprintKey, fingerprintParts(checked.name, source, checked.items));
+    const existing = await record.findByIdempotencyKey(idempotencyKey);
+    if (existing) return existing.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(existing) } : { kind: 'key-reused' };
+
+    const batchId = randomUUID();
+    const count = checked.items.length;
+    const { items } = checked;
+    /** The items as rows, a chunk at a time: ids, keys and workflow ids made as each chunk is stored. */
+    function* chunks(size: number): Generator<NewBatchItem[]> {
+      for (let start = 0; start < count; start += size) {
+        const chunk: NewBatchItem[] = [];
+        for (let index = start; index < Math.min(count, start + size); index += 1) {
+          const item = items.at(index);
+          const key = `batch:${batchId}:${item.reference}`;
+          chunk.push({ id: randomUUID(), idempotencyKey: key, workflowId: fundingWorkflowId(key, sha256Hex), reference: item.reference, recipient: item.recipient, amount: item.money.thousandths });
+        }
+        yield chunk;
+      }
+    }
+    let inserted: InsertedBatch;
+    try {
+      inserted = await record.insert({
+        id: batchId,
+        idempotencyKey,
+        requestFingerprint: fingerprint,
+        workflowId: batchWorkflowId(batchId),
+        name: checked.name,
+        source,
+        currency: checked.total.currency,
+        items: { count, total: checked.total.thousandths, chunks },
+        createdBy: actor,
+        approvalThreshold: deps.approvalThreshold,
+      });
+    } catch (error) {
+      if (error instanceof InsufficientFundsError) {
+        return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover the batch total of ${amountOf(checked.total).value} ${checked.total.currency}` };
+      }
+      if (error instanceof LimitRefusal) return { kind: 'refused', code: error.code, detail: error.detail };
+      throw error;
+    }
+    if (!inserted.stored) {
+      // Another request with this key stored its batch first.
+      const stored = await record.getByIdempotencyKey(idempotencyKey);
+      return stored.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(stored) } : { kind: 'key-reused' };
+    }
+    if (!inserted.needsApproval) await startRunner(batchId);
+    deps.logger.info({ batchId, items: count, needsApproval: inserted.needsApproval }, 'funding batch stored');
+    return { kind: 'created', batch: (await viewOf(batchId))! };
   }
 
   return {
     view: viewOf,
 
-    /** Validated Idempotency-Key; the request is checked here, all of it, before anything is stored. */
+    /**
+     * Validated Idempotency-Key; the request is read and checked here, all of it, before anything
+     * is stored. The upload holds its share of the upload budget until it is stored or refused.
+     */
     async create(idempotencyKey: string, request: BatchRequest, actor: string, authority: { mayPayOthersBalance?: boolean } = {}): Promise<CreateBatchResult> {
-      const checked = await checkRequest(request, authority.mayPayOthersBalance === true);
-      if (!checked.ok) return { kind: 'invalid', errors: checked.errors, errorCount: checked.errorCount };
-      const source = checked.source ?? { type: 'TREASURY' as const };
-      const fingerprint = requestFingerprint(deps.fingerprintKey, [
-        'BATCH',
-        checked.name,
-        source.type === 'USER_BALANCE' ? `USER_BALANCE:${source.partnerUserId}` : 'TREASURY',
-        ...checked.items.map((item) => {
-          const amount = normaliseAmount(item.amount);
-          const to = item.recipient.type === 'CODE' ? `CODE:${item.recipient.code}` : `TOKEN:${item.recipient.linkId.toLowerCase()}`;
-          return `${item.reference}|${to}|${amount.currency}|${amount.value}`;
-        }),
-      ]);
-      const existing = await record.findByIdempotencyKey(idempotencyKey);
-      if (existing) return existing.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(existing) } : { kind: 'key-reused' };
-
-      const batchId = randomUUID();
-      const items: NewBatchItem[] = checked.items.map((item) => {
-        const key = `batch:${batchId}:${item.reference}`;
-        return { id: randomUUID(), idempotencyKey: key, workflowId: fundingWorkflowId(key, sha256Hex), reference: item.reference, recipient: item.recipient, amount: item.money.thousandths };
-      });
-      let inserted: InsertedBatch;
+      const share = deps.uploadBudget.open();
       try {
-        inserted = await record.insert({
-          id: batchId,
-          idempotencyKey,
-          requestFingerprint: fingerprint,
-          workflowId: batchWorkflowId(batchId),
-          name: checked.name,
-          source,
-          currency: checked.total.currency,
-          items,
-          createdBy: actor,
-          approvalThreshold: deps.approvalThreshold,
-        });
-      } catch (error) {
-        if (error instanceof InsufficientFundsError) {
-          return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover the batch total of ${amountOf(checked.total).value} ${checked.total.currency}` };
-        }
-        if (error instanceof LimitRefusal) return { kind: 'refused', code: error.code, detail: error.detail };
-        throw error;
+        return await createChecked(idempotencyKey, await checkRequest(request, share, authority.mayPayOthersBalance === true), actor);
+      } finally {
+        share.close();
       }
-      if (!inserted.stored) {
-        // Another request with this key stored its batch first.
-        const stored = await record.getByIdempotencyKey(idempotencyKey);
-        return stored.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(stored) } : { kind: 'key-reused' };
-      }
-      if (!inserted.needsApproval) await startRunner(batchId);
-      deps.logger.info({ batchId, items: items.length, needsApproval: inserted.needsApproval }, 'funding batch stored');
-      return { kind: 'created', batch: (await viewOf(batchId))! };
     },
 
     /** A second key approves (never the creator's): the batch runs. */

@@ -176,3 +176,128 @@ export async function runBatch(deps: BatchBenchDependencies, items: number, reci
     executedTwice: await deps.executedTwice(),
   };
 }
+
+export interface BatchStoreRun {
+  items: number;
+  csvBytes: number;
+  /** The batch stored and cancelled with nothing else running: the store's and cancel's own figures. */
+  alone: StorePhases;
+  /** A second batch of the same items stored and cancelled while single treasury fundings are sent alongside. */
+  alongside: StorePhases & { singles: { create: SinglesDuring; cancel: SinglesDuring } };
+}
+
+export interface StorePhases {
+  /** The create request: sent to answered (every row checked, the total held, the items stored), ms. */
+  createMs: number;
+  /** The cancel of the stored batch (every item CANCELLED, every hold released), ms. */
+  cancelMs: number;
+  /** The API's resident memory before the create, and its peak during the create and the cancel (read every 100 ms), MiB. */
+  apiRssMiB: { before: number; createPeak: number; cancelPeak: number };
+}
+
+export interface SinglesDuring {
+  sent: number;
+  statuses: Record<string, number>;
+  maxMs: number;
+  p99Ms: number;
+}
+
+function singlesDuring(answers: ReadonlyArray<{ ms: number; status: string }>): SinglesDuring {
+  const statuses: Record<string, number> = {};
+  for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
+  const sorted = answers.map((answer) => answer.ms).sort((a, b) => a - b);
+  return { sent: answers.length, statuses, maxMs: Math.round(sorted.at(-1) ?? 0), p99Ms: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0) };
+}
+
+type StoreDeps = Pick<BatchBenchDependencies, 'apiBase' | 'opsKey' | 'codes' | 'log'> & { apiPid: () => number | undefined; singleCodes: CodeSupply };
+
+/** One batch of the CSV stored, then cancelled: their times and the API's resident memory every 100 ms. */
+async function storeAndCancel(deps: StoreDeps, csv: string, label: string, onPhase: (phase: 'create' | 'cancel') => void = () => undefined): Promise<StorePhases> {
+  const rss = () => rssMiBOf(deps.apiPid() ?? -1) ?? 0;
+  const before = Math.round(rss());
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, rss())), 100);
+  try {
+    onPhase('create');
+    const createStarted = performance.now();
+    const created = await call<BatchView & { code?: string }>(deps.apiBase, deps.opsKey, 'POST', `/ops/funding-batches?name=${label}`, { type: 'text/csv', text: csv }, `bench-store-${label}-${Date.now()}`);
+    const createMs = Math.round(performance.now() - createStarted);
+    const createPeak = Math.round(Math.max(peak, rss()));
+    if (created.status !== 202) throw new Error(`the batch was not accepted: ${created.status} ${JSON.stringify(created.body).slice(0, 500)}`);
+    deps.log(`${label}: ${created.body.total.count} items stored in ${createMs} ms, state ${created.body.state}, API RSS ${before} → peak ${createPeak} MiB`);
+    peak = 0;
+    onPhase('cancel');
+    const cancelStarted = performance.now();
+    const cancelled = await call<BatchView>(deps.apiBase, deps.opsKey, 'POST', `/ops/funding-batches/${created.body.batchId}/cancel`, { type: 'application/json', text: '{}' });
+    const cancelMs = Math.round(performance.now() - cancelStarted);
+    const cancelPeak = Math.round(Math.max(peak, rss()));
+    if (cancelled.status !== 200) throw new Error(`the cancel was refused: ${cancelled.status} ${JSON.stringify(cancelled.body).slice(0, 500)}`);
+    deps.log(`${label}: cancelled in ${cancelMs} ms (${JSON.stringify(cancelled.body.counts)}), API RSS peak ${cancelPeak} MiB`);
+    return { createMs, cancelMs, apiRssMiB: { before, createPeak, cancelPeak } };
+  } finally {
+    clearInterval(sampler);
+  }
+}
+
+/**
+ * `walletflow bench --batch-store N`: the store of a batch alone, not its run. One batch of N
+ * items (as runBatch sends it: one CSV file from the treasury), stored AWAITING_APPROVAL, then
+ * cancelled, with nothing else running; then a second batch of the same items (other references)
+ * stored and cancelled while `singleLoops` closed loops send single treasury fundings (their
+ * answers' statuses and times: the treasury and IN_FLIGHT accounts the batch's holds lock are
+ * theirs too). The time and the API's resident memory (every 100 ms) of each create and cancel.
+ */
+export async function storeBatch(deps: StoreDeps, items: number, singleLoops = 4): Promise<BatchStoreRun> {
+  if (deps.codes.left < items) await deps.codes.fill(items - deps.codes.left);
+  const codes = Array.from({ length: items }, () => deps.codes.take()!);
+  const csvOf = (prefix: string) => {
+    const lines = ['reference,recipient_type,recipient,amount'];
+    for (let index = 0; index < items; index += 1) lines.push(`${prefix}-${String(index + 1).padStart(6, '0')},CODE,${codes[index]!},1.00`);
+    return `${lines.join('\n')}\n`;
+  };
+  let csv = csvOf('alone');
+  const csvBytes = csv.length;
+  const alone = await storeAndCancel(deps, csv, `store-alone-${items}`);
+  csv = csvOf('beside');
+
+  const answers = { create: [] as Array<{ ms: number; status: string }>, cancel: [] as Array<{ ms: number; status: string }> };
+  let phase: 'create' | 'cancel' = 'create';
+  let singlesRunning = true;
+  const singles = Promise.all(
+    Array.from({ length: singleLoops }, async () => {
+      while (singlesRunning) {
+        const code = deps.singleCodes.take();
+        if (code === undefined) return;
+        const sentAt = performance.now();
+        const sentIn = phase;
+        let status = 'no answer';
+        try {
+          const response = await request(`${deps.apiBase}/ops/fundings`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${deps.opsKey}`, 'content-type': 'application/json', 'idempotency-key': `bench-store-${code}-${Date.now()}` },
+            body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } }),
+            headersTimeout: 120_000,
+            bodyTimeout: 120_000,
+          });
+          await response.body.text();
+          status = String(response.statusCode);
+        } catch {
+          // Counted as 'no answer'.
+        }
+        answers[sentIn].push({ ms: performance.now() - sentAt, status });
+        if (status !== '202') await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }),
+  );
+  try {
+    // The loops' first requests go out before the batch does.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const alongside = await storeAndCancel(deps, csv, `store-beside-${items}`, (next) => (phase = next));
+    singlesRunning = false;
+    await singles;
+    return { items, csvBytes, alone, alongside: { ...alongside, singles: { create: singlesDuring(answers.create), cancel: singlesDuring(answers.cancel) } } };
+  } finally {
+    singlesRunning = false;
+    await singles;
+  }
+}

@@ -13,7 +13,7 @@ import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type Co
 import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
 import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
-import { runBatch, type BatchBenchRun } from './bench-batch.ts';
+import { runBatch, storeBatch, type BatchBenchRun, type BatchStoreRun } from './bench-batch.ts';
 import { checkTokenBatchLinks, formatTokenBatchBench, startSinglesBeside, type TokenBatchBenchReport } from './bench-token-batch.ts';
 import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
@@ -55,6 +55,8 @@ export interface BenchOptions {
   batch?: string;
   /** Token refresh at volume instead of the levels: a CODE batch and a TOKEN batch (every token expired) of this many items, single fundings beside each. */
   tokenBatch?: string;
+  /** The store of a batch alone: one batch of this many items stored and cancelled, single fundings alongside. */
+  batchStore?: string;
 }
 
 class UsageError extends Error {}
@@ -85,6 +87,8 @@ interface Settings {
   batch: number;
   /** Items in each batch of the token refresh run; 0: not that run. */
   tokenBatch: number;
+  /** Items in the store-only run; 0: none. */
+  batchStore: number;
 }
 
 function parse(options: BenchOptions): Settings {
@@ -104,9 +108,10 @@ function parse(options: BenchOptions): Settings {
     out: path.resolve(options.out),
     batch: options.batch === undefined ? 0 : wholeNumber(options.batch, 'batch', 1, 100_000),
     tokenBatch: options.tokenBatch === undefined ? 0 : wholeNumber(options.tokenBatch, 'token-batch', 1, 20_000),
+    batchStore: options.batchStore === undefined ? 0 : wholeNumber(options.batchStore, 'batch-store', 1, 100_000),
     name:
       options.name ??
-      `${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+      `${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${options.batchStore === undefined ? '' : `batch-store-${options.batchStore}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
@@ -137,13 +142,21 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
-    if (settings.batch > 0 && settings.tokenBatch > 0) throw new UsageError('--batch and --token-batch are separate runs: give one of them');
+    if ([settings.batch, settings.tokenBatch, settings.batchStore].filter((items) => items > 0).length > 1) throw new UsageError('--batch, --token-batch and --batch-store are separate runs: give one of them');
     if (settings.tokenBatch > 0) {
       const report = await benchTokenBatch(settings, log, cleanup);
       await mkdir(settings.out, { recursive: true });
       const jsonPath = path.join(settings.out, `${settings.name}.json`);
       await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
       process.stdout.write(`\n${formatTokenBatchBench(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+      return 0;
+    }
+    if (settings.batchStore > 0) {
+      const report = await benchBatchStore(settings, log, cleanup);
+      await mkdir(settings.out, { recursive: true });
+      const jsonPath = path.join(settings.out, `${settings.name}.json`);
+      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+      process.stdout.write(`\n${formatBatchStore(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
       return 0;
     }
     if (settings.batch > 0) {
@@ -578,5 +591,58 @@ function formatBatchBench(report: BatchBenchReport): string {
     `batch of ${String(batch.items).padEnd(13)}  ${String(batch.itemsPerSecond).padStart(7)}   ${String(batch.cpuMsPerItem).padStart(6)} (${batch.cpuSplit.api} + ${batch.cpuSplit.workers} + ${batch.cpuSplit.temporal})             ${batch.workerRssMiB.peak} MiB`,
     `ratio ${report.ratio}x; batch created in ${batch.createMs} ms, ran ${batch.seconds} s; history: ${batch.history.runs} runs, largest ${batch.history.largestRunEvents} events, ${batch.history.totalEvents} in all; executed twice: ${batch.executedTwice}`,
     `counts: ${JSON.stringify(batch.counts)}`,
+  ].join('\n');
+}
+
+export interface BatchStoreReport {
+  name: string;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
+  /** A warm-up store of 1,000 items first (not recorded), then the measured ones. */
+  store: BatchStoreRun;
+  durationSeconds: number;
+}
+
+/**
+ * `--batch-store N`: the store of one batch of N items alone (harness/bench-batch.ts storeBatch),
+ * then its cancel, with single treasury fundings sent alongside; nothing runs (the batch waits for
+ * approval, the bench's threshold is under its total).
+ */
+async function benchBatchStore(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BatchStoreReport> {
+  const started = Date.now();
+  log(`bench --batch-store ${settings.batchStore}: one batch stored and cancelled, single fundings alongside; ${settings.temporal}`);
+  const { stack, admin } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '1.00' });
+  const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
+  const singleCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
+  const deps = { apiBase: stack.apiBase, opsKey: stack.opsKey, codes: batchCodes, singleCodes, apiPid: () => stack.api.pid(), log };
+  await singleCodes.fill(2000);
+  await storeBatch({ ...deps, log: () => undefined }, 1000);
+  log('warm-up done (batches of 1,000 stored and cancelled)');
+  log(`making ${settings.batchStore} cash-in codes for the batch...`);
+  await batchCodes.fill(settings.batchStore);
+  await singleCodes.fill(Math.max(0, 6000 - singleCodes.left));
+  const store = await storeBatch(deps, settings.batchStore);
+  const cpus = os.cpus();
+  return {
+    name: settings.name,
+    date: new Date(started).toISOString(),
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    store,
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+  };
+}
+
+function formatBatchStore(report: BatchStoreReport): string {
+  const { store } = report;
+  const phases = (name: string, figures: BatchStoreRun['alone']) =>
+    `${name}: stored in ${figures.createMs} ms, cancelled in ${figures.cancelMs} ms; API resident memory ${figures.apiRssMiB.before} MiB before, peak ${figures.apiRssMiB.createPeak} MiB during the store, ${figures.apiRssMiB.cancelPeak} MiB during the cancel`;
+  return [
+    `batch of ${store.items} items (${(store.csvBytes / 2 ** 20).toFixed(1)} MiB of CSV)`,
+    phases('alone', store.alone),
+    phases('beside single fundings', store.alongside),
+    ...(['create', 'cancel'] as const).map((phase) => {
+      const singles = store.alongside.singles[phase];
+      return `single fundings sent during the ${phase === 'create' ? 'store' : 'cancel'}: ${singles.sent}, ${JSON.stringify(singles.statuses)}, longest ${singles.maxMs} ms, p99 ${singles.p99Ms} ms`;
+    }),
   ].join('\n');
 }

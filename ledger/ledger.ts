@@ -144,12 +144,28 @@ export function createLedger(options: LedgerOptions = {}) {
   }
 
   /**
+   * Runs `statement` with each of its entries' zero-sum check (the deferred `ledger_entry_balanced`)
+   * done at the end of the statement itself instead of at the commit, when `now`. The check runs per
+   * entry, before the statement trigger that moves the accounts: for a statement of 200,000 entries
+   * (a batch's holds or releases) it takes seconds, which at the commit would be seconds with the
+   * source and IN_FLIGHT accounts locked, every single funding's hold and final write waiting.
+   * Done here, the accounts are locked from the statement's last step to the commit.
+   */
+  async function checkedNowIf<T>(tx: Prisma.TransactionClient, now: boolean, statement: () => Promise<T>): Promise<T> {
+    if (!now) return statement();
+    await tx.$executeRaw`SET CONSTRAINTS "ledger_entry_balanced" IMMEDIATE`;
+    const result = await statement();
+    await tx.$executeRaw`SET CONSTRAINTS "ledger_entry_balanced" DEFERRED`;
+    return result;
+  }
+
+  /**
    * The second phase for many fundings at once (a chunk of a batch's items), as `settleFunding`
    * writes it for one: a POST (the hold reversed, the source debited, WALLET_CLEARING credited)
    * or a RELEASE (the hold reversed) settling each open hold, once; entries in account order, as
    * every posting writes them. A hold already settled is skipped. Answers how many it settled.
    */
-  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>): Promise<number> {
+  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>, options: { checkNow?: boolean } = {}): Promise<number> {
     if (settlements.length === 0) return 0;
     const holdReferences = settlements.map((item) => holdReference(item.fundingId));
     const references = settlements.map((item) => (item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId)));
@@ -159,7 +175,7 @@ export function createLedger(options: LedgerOptions = {}) {
         SELECT DISTINCT currency FROM ledger_transaction WHERE reference = ANY(${holdReferences}::text[])`;
       for (const { currency } of currencies) await ensureAccounts(tx, ['WALLET_CLEARING'], currency);
     }
-    const settled = await tx.$queryRaw<Array<{ count: bigint }>>`
+    const settled = await checkedNowIf(tx, options.checkNow === true, () => tx.$queryRaw<Array<{ count: bigint }>>`
       WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${references}::text[], ${kinds}::text[]) AS i(hold_reference, reference, kind)),
       open AS (
         SELECT h.id, h.funding_id, h.currency, input.reference, input.kind FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
@@ -183,7 +199,7 @@ export function createLedger(options: LedgerOptions = {}) {
         INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
         SELECT id, account, currency, amount, pending FROM legs ORDER BY account, id, step
         RETURNING 1)
-      SELECT COUNT(*)::bigint AS count FROM settle`;
+      SELECT COUNT(*)::bigint AS count FROM settle`);
     return Number(settled[0]?.count ?? 0n);
   }
 
@@ -240,11 +256,44 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /**
+     * The holds of a batch's items just stored (PENDING fundings of `batchId`): one hold each, as
+     * `hold` writes it, all in one statement made from the funding rows (100,000 items send no
+     * list of ids back), its entries checked at its own end (checkedNowIf): the source and IN_FLIGHT
+     * accounts are locked by its last step, the statement trigger, to the caller's commit, which
+     * the caller makes its next step. A total the source does not cover throws
+     * InsufficientFundsError and the caller's transaction stores nothing.
+     */
+    async holdBatchItems(tx: Prisma.TransactionClient, input: { batchId: string; source: FundingSource; currency: string }): Promise<void> {
+      const account = sourceAccount(input.source);
+      await ensureAccounts(tx, [account, 'IN_FLIGHT'], input.currency);
+      try {
+        await checkedNowIf(tx, true, () => tx.$executeRaw`
+          WITH held AS (
+            INSERT INTO ledger_transaction (reference, kind, currency, funding_id)
+            SELECT 'funding:' || f.id::text || ':hold', 'HOLD'::"LedgerTransactionKind", ${input.currency}, f.id
+            FROM funding f WHERE f.batch_id = ${input.batchId}::uuid AND f.status = 'PENDING'::"FundingStatus"
+            RETURNING id, funding_id)
+          -- Each hold's amount by the funding's primary key (a second scan of the batch's rows here
+          -- was joined row by row: 100,000 × 100,000).
+          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+          SELECT held.id, leg.account, ${input.currency}, leg.amount, true
+          FROM held JOIN funding f ON f.id = held.funding_id
+          CROSS JOIN LATERAL (VALUES (${account}::varchar, -f.amount), ('IN_FLIGHT'::varchar, f.amount)) AS leg(account, amount)
+          ORDER BY leg.account, held.id`);
+      } catch (error) {
+        if (isFloorViolation(error)) throw new InsufficientFundsError(account, input.currency);
+        throw error;
+      }
+    },
+
+    /**
      * Releases the open holds of many fundings at once (a batch's items that will never start), as
      * `settleFunding` releases one: a RELEASE settling each hold, once. Answers how many it released.
+     * `checkNow`: the entries' zero-sum check at the statement's end, not at the commit (see
+     * checkedNowIf: a cancel's 100,000 releases in one statement lock the accounts only from there).
      */
-    releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> =>
-      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const }))),
+    releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[], options: { checkNow?: boolean } = {}): Promise<number> =>
+      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const })), options),
 
     settleMany,
 

@@ -53,9 +53,15 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
   let inFlight = 0;
   let refused = 0;
   const queue: Waiter[] = [];
-  /** The tail of each key's chain: a transaction of that key waits for the one before it. */
-  const chains = new Map<string, Promise<unknown>>();
+  /** Requests waiting in a key's lane behind the one before them: they count toward maxQueued too. */
+  let inLanes = 0;
+  /**
+   * The tail of each key's lane: settles once every request of that key admitted so far has ended
+   * (run, or been refused). A request waits for the tail before it, never for one refused before it.
+   */
+  const chains = new Map<string, Promise<void>>();
   const retryAfterSeconds = Math.max(1, Math.ceil(limits.maxWaitMs / 1000));
+  const waiting = () => queue.length + inLanes;
 
   const refuse = (why: string): Overloaded => {
     refused += 1;
@@ -72,12 +78,17 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
     inFlight -= 1;
   }
 
-  function acquire(): Promise<void> {
+  /**
+   * A slot, or a place in the queue for at most `waitMs`. `counted`: the request already has its
+   * place in the line (it waited in a lane), so it moves to the queue without being counted again.
+   */
+  function acquire(waitMs: number, counted: boolean): Promise<void> {
     if (inFlight < limits.maxInFlight) {
       inFlight += 1;
       return Promise.resolve();
     }
-    if (queue.length >= limits.maxQueued) return Promise.reject(refuse(`${queue.length} requests are already waiting for the database`));
+    if (!counted && waiting() >= limits.maxQueued) return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
+    if (waitMs <= 0) return Promise.reject(refuse(`waited ${limits.maxWaitMs} ms for the database`));
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         // The slot passes from the releasing transaction to this one: inFlight stays as it is.
@@ -86,14 +97,14 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
           const at = queue.indexOf(waiter);
           if (at >= 0) queue.splice(at, 1);
           reject(refuse(`waited ${limits.maxWaitMs} ms for the database`));
-        }, limits.maxWaitMs),
+        }, waitMs),
       };
       queue.push(waiter);
     });
   }
 
-  async function inSlot<T>(work: () => Promise<T>): Promise<T> {
-    await acquire();
+  async function inSlot<T>(work: () => Promise<T>, waitMs = limits.maxWaitMs, counted = false): Promise<T> {
+    await acquire(waitMs, counted);
     try {
       return await work();
     } finally {
@@ -101,23 +112,67 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
     }
   }
 
+  /**
+   * `work` after every earlier request of `key`, then in a slot. Its place in the lane counts
+   * toward maxQueued, and its wait in the lane is bounded by maxWaitMs, as the queue's is (then
+   * the queue's own maxWaitMs, as before the lane had a bound): a request behind a long one (a
+   * batch of 100,000 items stored from one user's balance) is refused when its wait runs out, not
+   * when its turn comes. A refused request leaves the lane at once; the one behind it still waits
+   * for the one before it.
+   */
+  function inLane<T>(work: () => Promise<T>, key: string): Promise<T> {
+    const before = chains.get(key);
+    if (!before) {
+      // First of its key: straight to the queue, as any request.
+      return chained(key, Promise.resolve(), () => inSlot(work));
+    }
+    if (waiting() >= limits.maxQueued) return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
+    inLanes += 1;
+    return chained(key, before, (turn) =>
+      new Promise<T>((resolve, reject) => {
+        let inLine = true;
+        const leave = () => {
+          inLine = false;
+          inLanes -= 1;
+        };
+        const timer = setTimeout(() => {
+          leave();
+          reject(refuse(`waited ${limits.maxWaitMs} ms behind the same account's requests`));
+        }, limits.maxWaitMs);
+        void turn.then(() => {
+          if (!inLine) return;
+          clearTimeout(timer);
+          leave();
+          inSlot(work, limits.maxWaitMs, true).then(resolve, reject);
+        });
+      }),
+    );
+  }
+
+  /**
+   * Runs `start` as the new tail of `key`'s lane, handing it the turn (the previous tail). The lane
+   * moves on when this request's work has ended, or, if it was refused before its turn, when the
+   * one before it has; the map forgets a key once its last request ended.
+   */
+  function chained<T>(key: string, previous: Promise<void>, start: (turn: Promise<void>) => Promise<T>): Promise<T> {
+    let ran = false;
+    const mine = start(previous.then(() => void (ran = true)));
+    const tail: Promise<void> = mine.then(
+      () => undefined,
+      () => (ran ? undefined : previous),
+    );
+    chains.set(key, tail);
+    void tail.then(() => {
+      if (chains.get(key) === tail) chains.delete(key);
+    });
+    return mine;
+  }
+
   return {
     run<T>(work: () => Promise<T>, key?: string | null): Promise<T> {
-      if (!key) return inSlot(work);
-      const entered = Date.now();
-      const before = chains.get(key) ?? Promise.resolve();
-      // Its turn in the key's line, then a slot; a turn that came too late is refused, as a queue wait would be.
-      const turn = () => (Date.now() - entered > limits.maxWaitMs ? Promise.reject(refuse(`waited ${limits.maxWaitMs} ms behind the same account's requests`)) : inSlot(work));
-      const mine = before.then(turn, turn);
-      // The chain goes on whatever this one does; the map forgets a key once its last one ended.
-      const tail = mine.catch(() => undefined);
-      chains.set(key, tail);
-      void tail.then(() => {
-        if (chains.get(key) === tail) chains.delete(key);
-      });
-      return mine;
+      return key ? inLane(work, key) : inSlot(work);
     },
-    state: () => ({ inFlight, queued: queue.length, refused }),
+    state: () => ({ inFlight, queued: waiting(), refused }),
   };
 }
 

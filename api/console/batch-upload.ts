@@ -12,6 +12,7 @@ import { MAX_LISTED_ROW_ERRORS, type BatchRowError } from '../../domain/funding-
 import type { FundingRefusalCode, FundingSource } from '../../domain/ledger.ts';
 import { maskCashInCode } from '../../domain/funding.ts';
 import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundings/batch-service.ts';
+import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import { personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
@@ -19,9 +20,6 @@ import { batchPath } from './batch-page.ts';
 import { readUploadForm, type UploadedFile } from './upload-form.ts';
 
 export const BATCHES_PATH = `${CONSOLE_PATH}/batches`;
-
-/** A file of 100,000 items is about 6 MB; the ops API reads bodies up to 32 MB. */
-export const MAX_BATCH_FILE_BYTES = 32 * 1024 * 1024;
 
 /** What the form held, drawn again after a problem (the file must be chosen again: browsers allow no other way). */
 export interface UploadValues {
@@ -108,26 +106,34 @@ function valuesOf(fields: ReadonlyMap<string, string>): UploadValues {
 }
 
 /**
- * The one place the file is read: today into text for the CSV request. When the batch store takes
- * a stream, this hands `file.stream` on instead (the limit: `file.stream.truncated`, set by busboy).
+ * The file as the batch store reads it: a stream, checked as it arrives, never held whole (the
+ * ops API's own reader, fundings/batch-upload.ts, with its byte limit and the upload budget). The
+ * bytes are checked to be UTF-8 on the way: a file that is not stops the read (the store sees an
+ * upload that ended early and stores nothing), and `notUtf8` says why. `drain` reads what the
+ * store left unread (it stops at a refusal), so the form's parser reaches its end.
  */
-async function batchRequestOf(file: UploadedFile, name: string, source: FundingSource | undefined): Promise<{ ok: true; request: BatchRequest } | { ok: false; status: number; message: string }> {
-  const chunks: Buffer[] = [];
-  try {
-    for await (const chunk of file.stream) chunks.push(chunk as Buffer);
-  } catch {
-    return { ok: false, status: 400, message: 'The upload stopped before the whole file arrived: nothing was stored. Try again.' };
+function batchRequestOf(file: UploadedFile, name: string, source: FundingSource | undefined): { request: BatchRequest; notUtf8: () => boolean; drain: () => Promise<void> } {
+  let notUtf8 = false;
+  // Read by hand, never closed by a throw: closing the iterator would destroy the file's stream mid-form.
+  const chunks = file.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  async function* utf8Checked(): AsyncGenerator<Uint8Array> {
+    const decoder = new TextDecoder('utf-8', { fatal: true });
+    for (;;) {
+      const next = await chunks.next();
+      try {
+        decoder.decode(next.done ? undefined : next.value, { stream: !next.done });
+      } catch (error) {
+        notUtf8 = true;
+        throw error;
+      }
+      if (next.done) return;
+      yield next.value;
+    }
   }
-  if (file.stream.truncated) {
-    return { ok: false, status: 413, message: `The file is larger than ${MAX_BATCH_FILE_BYTES / 1024 / 1024} MB, more than a batch of 100,000 items can be: nothing was stored.` };
-  }
-  let text: string;
-  try {
-    text = new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
-  } catch {
-    return { ok: false, status: 400, message: 'The file is not UTF-8 text: save it as “CSV UTF-8” and upload it again. Nothing was stored.' };
-  }
-  return { ok: true, request: { kind: 'csv', text, name, ...(source ? { source } : {}) } };
+  const drain = async () => {
+    for (;;) if ((await chunks.next().catch(() => ({ done: true as const }))).done) return;
+  };
+  return { request: { kind: 'csv', body: utf8Checked(), name, ...(source ? { source } : {}) }, notUtf8: () => notUtf8, drain };
 }
 
 type Handled =
@@ -141,7 +147,8 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
   const outcome = await readUploadForm<Handled>(req, {
     csrfToken: person.csrfToken,
     fileField: 'file',
-    limits: { fileBytes: MAX_BATCH_FILE_BYTES, fields: 6, fieldBytes: 4096 },
+    // One byte past the store's own limit: the store sees the file is too large and says so.
+    limits: { fileBytes: BATCH_BODY_LIMIT + 1, fields: 6, fieldBytes: 4096 },
     onFile: async (fields, file) => {
       const form = uploadFieldsSchema.safeParse(Object.fromEntries(fields));
       if (!form.success) {
@@ -155,10 +162,12 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         const message = 'a partner user id was given but the treasury was chosen: choose “A partner user’s balance”, or leave the id empty';
         return { kind: 'report', errors: [{ row: 0, reference: null, field: 'partnerUserId', code: 'INVALID', message }], errorCount: 1 };
       }
-      const read = await batchRequestOf(file, name, source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined);
-      if (!read.ok) return { kind: 'form', status: read.status, message: read.message };
+      const { request, notUtf8, drain } = batchRequestOf(file, name, source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined);
       // As the ops API: a user's balance pays that user's own wallets, unless the person may pay it to others (admin).
-      return { kind: 'created', result: await batches.create(idempotencyKey, read.request, person.name, { mayPayOthersBalance: person.scopes.has('admin') }) };
+      const result = await batches.create(idempotencyKey, request, person.name, { mayPayOthersBalance: person.scopes.has('admin') });
+      await drain();
+      if (result.kind === 'aborted' && notUtf8()) return { kind: 'form', status: 400, message: 'The file is not UTF-8 text: save it as “CSV UTF-8” and upload it again. Nothing was stored.' };
+      return { kind: 'created', result };
     },
   });
   switch (outcome.kind) {
@@ -200,6 +209,18 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       return;
     case 'refused':
       sendUploadPage(res, 422, person, values, notice(`${refusalWords[result.code]}: ${result.detail} (${result.code}). Nothing was stored and nothing is held.`, 'error'));
+      return;
+    case 'too-large':
+      sendUploadPage(res, 413, person, values, notice(`The file is larger than ${result.maxBytes / 1024 / 1024} MB, more than a batch of 100,000 items can be: nothing was stored.`, 'error'));
+      return;
+    case 'malformed':
+    case 'aborted':
+      sendUploadPage(res, 400, person, values, notice('The upload stopped before the whole file arrived: nothing was stored. Try again.', 'error'));
+      return;
+    case 'overloaded':
+      // Other uploads hold the memory set aside for uploads now: the same form, sent again in a moment, is taken.
+      res.setHeader('Retry-After', String(result.retryAfterSeconds));
+      sendUploadPage(res, 503, person, values, notice(`walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`, 'error'));
       return;
   }
 }

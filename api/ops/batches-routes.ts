@@ -2,9 +2,9 @@
 // a CSV file (Idempotency-Key; every row checked first), read it, its items and its report,
 // approve or reject it (the `approve` scope, never the creator's key), pause, resume, cancel it.
 // The rules live in fundings/batch-service.ts. Mounted before the ops API's 16 KiB JSON parser:
-// its create route reads bodies of up to 100,000 items.
-import type { Router} from 'express';
-import express, { type Response } from 'express';
+// its create route reads its body itself, as a stream (fundings/batch-upload.ts), up to 100,000
+// items, refusing what cannot be a batch while it is read.
+import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import {
   batchItemStatuses,
@@ -16,8 +16,9 @@ import {
   type BatchRowError,
 } from '../../domain/funding-batch.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
-import { fundingRefusalCodes, partnerUserIdSchema } from '../../domain/ledger.ts';
+import { fundingRefusalCodes, partnerUserIdSchema, type FundingSource } from '../../domain/ledger.ts';
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
+import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { csvLine } from '../../lib/csv.ts';
 import { problemSchema, sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
@@ -32,13 +33,30 @@ export interface OpsBatchesDependencies {
 
 export const batchIdSchema = z.uuid();
 
-/** The CSV form's query: the batch's name, and whose balance pays it (absent: the TREASURY). */
+/**
+ * The CSV form's query: the batch's name, and whose balance pays it: `source` TREASURY (the
+ * default) or USER_BALANCE with `partnerUserId`; a `partnerUserId` alone means USER_BALANCE.
+ */
 export const batchCsvQuerySchema = z
   .object({
     name: z.string().optional(),
+    source: z.enum(['TREASURY', 'USER_BALANCE'], { error: 'source must be TREASURY or USER_BALANCE' }).optional(),
     partnerUserId: partnerUserIdSchema.optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((query, ctx) => {
+    if (query.source === 'USER_BALANCE' && query.partnerUserId === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['partnerUserId'], message: 'partnerUserId is required with source=USER_BALANCE: whose balance pays the batch' });
+    }
+    if (query.source === 'TREASURY' && query.partnerUserId !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['partnerUserId'], message: 'partnerUserId names a user\'s balance: not with source=TREASURY (leave it out, or say source=USER_BALANCE)' });
+    }
+  });
+
+/** The funding source a CSV form's query names (absent: the TREASURY, as for JSON). */
+export function csvQuerySource(query: z.infer<typeof batchCsvQuerySchema>): FundingSource | undefined {
+  return query.partnerUserId === undefined ? (query.source === 'TREASURY' ? { type: 'TREASURY' } : undefined) : { type: 'USER_BALANCE', partnerUserId: query.partnerUserId };
+}
 
 export const batchListQuerySchema = z
   .object({
@@ -97,7 +115,11 @@ const routes = {
     headers: idempotencyKeyHeader,
     query: {
       schema: batchCsvQuerySchema,
-      descriptions: { name: 'the CSV form’s batch name', partnerUserId: 'the CSV form’s source: this partner user’s balance (absent: the TREASURY)' },
+      descriptions: {
+        name: 'the CSV form’s batch name',
+        source: 'the CSV form’s source: TREASURY (the default) or USER_BALANCE (with partnerUserId)',
+        partnerUserId: 'the CSV form’s USER_BALANCE source: this partner user’s balance (alone, it means source=USER_BALANCE; not with source=TREASURY)',
+      },
     },
     body: {
       mediaType: 'application/json',
@@ -109,11 +131,12 @@ const routes = {
       '200': jsonAnswer(batchComponent, 'a repeated key with the same request: the same batch'),
       '202': jsonAnswer(batchComponent, 'the batch, stored with its total held: RUNNING, or AWAITING_APPROVAL at or above BATCH_APPROVAL_THRESHOLD'),
       '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
-      '413': problemAnswer('the body is larger than a batch of 100,000 items can be', ['BODY_TOO_LARGE']),
-      '415': problemAnswer('neither application/json nor text/csv', ['UNSUPPORTED_MEDIA_TYPE']),
+      '413': problemAnswer('the body is larger than a batch of 100,000 items can be (32 MiB): refused as soon as it passes that, the rest not read', ['BODY_TOO_LARGE']),
+      '415': problemAnswer('neither application/json nor text/csv, or a Content-Encoding or charset other than identity and UTF-8', ['UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET']),
+      '503': problemAnswer('the batch uploads being read and stored hold the memory set aside for uploads, or the database is busy: nothing stored; send it again after Retry-After', ['OVERLOADED']),
       '422': {
         description:
-          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself); or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
+          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON nested deeper than a batch. Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
         content: { 'application/problem+json': named('BatchInvalid', batchInvalidSchema) },
       },
     },
@@ -171,12 +194,6 @@ const routes = {
 
 export const batchesRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
-/**
- * 100,000 items of JSON at their largest (64-character references, TOKEN recipients, pretty-printed:
- * 27.9 MB), with room; the CSV form is about half.
- */
-const BATCH_BODY_LIMIT = '32mb';
-
 function sendInvalid(res: Response, errors: BatchRowError[], errorCount: number): void {
   res
     .status(422)
@@ -190,6 +207,38 @@ function sendInvalid(res: Response, errors: BatchRowError[], errorCount: number)
       errors,
       errorCount,
     });
+}
+
+/**
+ * A body this route will not read, known from its headers: longer than a batch can be (its
+ * Content-Length), compressed (a compressed body's size says nothing of what it holds), or in a
+ * charset other than UTF-8.
+ */
+function unreadableBody(req: Request): Parameters<typeof sendProblem>[1] | null {
+  const length = Number(req.get('content-length') ?? 0);
+  if (length > BATCH_BODY_LIMIT) return { status: 413, code: 'BODY_TOO_LARGE', title: 'Content Too Large', detail: `the body must be at most ${BATCH_BODY_LIMIT} bytes (a batch of 100,000 items); nothing was stored` };
+  const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
+  if (encoding !== 'identity') return { status: 415, code: 'UNSUPPORTED_CONTENT_ENCODING', title: 'Unsupported Media Type', detail: 'send the batch uncompressed (no Content-Encoding)' };
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return { status: 415, code: 'UNSUPPORTED_CHARSET', title: 'Unsupported Media Type', detail: 'the body must be UTF-8' };
+  return null;
+}
+
+/**
+ * After an answer given before the body's end (a refusal while it was read): the rest of the body
+ * is read and dropped, neither parsed nor held, so a client still sending gets the answer rather
+ * than a connection reset under its feet; past BATCH_BODY_LIMIT more bytes the connection is
+ * closed. (The upload's reader stopped pulling from the stream: its listener goes.)
+ */
+function discardRest(req: Request): void {
+  if (req.complete || req.destroyed) return;
+  let dropped = 0;
+  req.removeAllListeners('readable');
+  req.on('data', (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > BATCH_BODY_LIMIT) req.socket.destroy();
+  });
+  req.resume();
 }
 
 function sendMove(res: Response, result: MoveBatchResult, batchId: string): void {
@@ -214,15 +263,24 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
   const add = routesOn(router, '/ops');
   const notFound = (res: Response, id: unknown) => sendProblem(res, { status: 404, code: 'BATCH_NOT_FOUND', title: 'Not Found', detail: `no funding batch ${String(id)}` });
 
-  add(routes.createFundingBatch, express.json({ limit: BATCH_BODY_LIMIT }), express.text({ type: 'text/csv', limit: BATCH_BODY_LIMIT }), async (req, res) => {
+  add(routes.createFundingBatch, async (req, res) => {
+    const refuse = (problem: Parameters<typeof sendProblem>[1]) => {
+      sendProblem(res, problem);
+      discardRest(req);
+    };
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
-      sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      refuse({ status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
       return;
     }
     const csv = req.is('text/csv') === 'text/csv';
     if (!csv && !req.is('application/json')) {
-      sendProblem(res, { status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', title: 'Unsupported Media Type', detail: 'send application/json or text/csv' });
+      refuse({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', title: 'Unsupported Media Type', detail: 'send application/json or text/csv' });
+      return;
+    }
+    const unreadable = unreadableBody(req);
+    if (unreadable) {
+      refuse(unreadable);
       return;
     }
     let request: Parameters<BatchService['create']>[1];
@@ -230,16 +288,13 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       const query = batchCsvQuerySchema.safeParse(req.query);
       if (!query.success) {
         validationProblem(res, query.error);
+        discardRest(req);
         return;
       }
-      request = {
-        kind: 'csv',
-        text: typeof req.body === 'string' ? req.body : '',
-        name: query.data.name,
-        ...(query.data.partnerUserId ? { source: { type: 'USER_BALANCE' as const, partnerUserId: query.data.partnerUserId } } : {}),
-      };
+      const source = csvQuerySource(query.data);
+      request = { kind: 'csv', body: req, name: query.data.name, ...(source ? { source } : {}) };
     } else {
-      request = { kind: 'json', body: req.body };
+      request = { kind: 'json', body: req };
     }
     // As for one funding: a user's balance pays that user's own wallets, unless the key may pay it to others (admin).
     const result = await deps.batches.create(key.data, request, opsKeyNameOf(res.locals), { mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin') });
@@ -252,12 +307,26 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
         return;
       case 'invalid':
         sendInvalid(res, result.errors, result.errorCount);
+        discardRest(req);
         return;
       case 'key-reused':
         sendProblem(res, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED', title: 'Unprocessable Content', detail: 'this Idempotency-Key was used with a different batch' });
         return;
       case 'refused':
         sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });
+        return;
+      case 'too-large':
+        refuse({ status: 413, code: 'BODY_TOO_LARGE', title: 'Content Too Large', detail: `the body must be at most ${result.maxBytes} bytes (a batch of 100,000 items); nothing was stored` });
+        return;
+      case 'malformed':
+        refuse({ status: 400, code: 'MALFORMED_JSON', title: 'Bad Request', detail: result.message });
+        return;
+      case 'aborted':
+        refuse({ status: 400, code: 'REQUEST_ABORTED', title: 'Bad Request', detail: 'the body was not sent completely; nothing was stored' });
+        return;
+      case 'overloaded':
+        res.setHeader('Retry-After', String(result.retryAfterSeconds));
+        refuse({ status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: `${result.detail}; send the same request (same Idempotency-Key) again after Retry-After` });
         return;
     }
   });
@@ -312,7 +381,7 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
     res.end();
   });
 
-  const move = (action: (batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: express.Request, res: Response) => {
+  const move = (action: (batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {
     const id = batchIdSchema.safeParse(req.params.batchId);
     if (!id.success) return notFound(res, req.params.batchId);
     sendMove(res, await action(id.data, opsKeyNameOf(res.locals)), id.data);

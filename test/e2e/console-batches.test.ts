@@ -278,6 +278,20 @@ describe('the console’s batches refuse what a person may not do', () => {
     expect(second!.url).toBe(first!.url.replace('did=created', 'did=existing'));
     expect(second!.text).toContain('This form had already been sent: this is the batch it made.');
     expect(other).toMatchObject({ status: 422, text: expect.stringContaining('This form was already used to upload a different batch') });
+    // A file saved in another encoding than UTF-8 (Latin-1's é in a reference) is refused as such, read no further, nothing stored.
+    await maker.goto(`${stack.apiBase}/console/batches`);
+    const batchesBefore = await stack.database.fundingBatch.count();
+    const latin1 = await maker.evaluate(async () => {
+      const form = document.querySelector<HTMLFormElement>('form[enctype="multipart/form-data"]')!;
+      const body = new FormData(form);
+      body.set('name', 'Latin-1');
+      const bytes = new Uint8Array([...new TextEncoder().encode('reference,recipient_type,recipient,amount\ncaf'), 0xe9, ...new TextEncoder().encode(',CODE,1234567,5.00\n')]);
+      body.set('file', new Blob([bytes], { type: 'text/csv' }), 'latin1.csv');
+      const response = await fetch(form.action, { method: 'POST', body });
+      return { status: response.status, text: await response.text() };
+    });
+    expect(latin1).toMatchObject({ status: 400, text: expect.stringContaining('The file is not UTF-8 text') });
+    expect(await stack.database.fundingBatch.count()).toBe(batchesBefore);
     await maker.close();
 
     // With admin, a user's balance may pay any wallet: a user who has nothing is refused whole, in words, nothing held.

@@ -11,7 +11,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal as temporalProto, type temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { batchItemRows, cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -72,7 +72,7 @@ async function runningBatch(count: number, options: { needsApproval?: boolean; r
     workflowId: batchWorkflowId(batchId),
     name: `runner test ${count}`,
     currency: 'PHP',
-    items,
+    items: batchItemRows(items),
     createdBy: 'ops',
     // Always waits (0), or never (null).
     approvalThreshold: options.needsApproval ? 0n : null,
@@ -190,7 +190,7 @@ describe('the batch runner', () => {
         index % 2 === 1 ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId } : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
       items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n + BigInt(index) * 10n });
     }
-    expect(await batches.insert({ id: batchId, idempotencyKey: `mixed-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'mixed', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
+    expect(await batches.insert({ id: batchId, idempotencyKey: `mixed-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'mixed', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
     for (const item of items) {
       if (item.recipient.type !== 'CODE') continue;
       expect(fundings.cashInCodeOf(await fundings.get(item.id)), item.reference).toBe(item.recipient.code);
@@ -478,7 +478,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
     };
     const items = [item('by-code', { type: 'CODE', code: codes[0]! }), item('by-token', { type: 'TOKEN', linkId }), item('held', { type: 'CODE', code: codes[1]! })];
-    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
+    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
     // Another transaction (a cancel, say) holds the third item's row for 2.5 s: the chunk skips
@@ -578,7 +578,10 @@ describe('a chunk whose worker froze', () => {
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
-      await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
+      // Frozen once the wallet has every create (a request still on its way out of the process when
+      // it stops arrives when it resumes: it was sent while the attempt was current).
+      const creates = () => walletRecorder.calls().filter((call) => call.method === 'POST' && call.path === '/v1/transfers').length;
+      await waitFor('the chunk’s three creates at the wallet', () => (creates() === 3 ? true : undefined), 60_000, () => JSON.stringify(walletRecorder.calls()));
       child.freeze();
       // Frozen past the heartbeat time-out: Temporal gives the chunk to another attempt.
       await waitFor(

@@ -214,6 +214,25 @@ describe('funding batches', () => {
     expect({ ...(await counts()), payments: await stack.database.payment.count(), ledger: await stack.database.ledgerTransaction.count() }).toEqual(before);
   });
 
+  it('takes the CSV form’s source from the query: source=TREASURY or USER_BALANCE with partnerUserId, partnerUserId alone; a contradiction is 400', async () => {
+    const before = await counts();
+    const csv = 'reference,recipient_type,recipient,amount\ns-1,CODE,1234567,5.00\n';
+    const broke = `broke-${randomUUID()}`;
+    // USER_BALANCE, said either way: the user's balance is asked to pay (and cannot).
+    for (const query of [`source=USER_BALANCE&partnerUserId=${broke}`, `partnerUserId=${broke}`]) {
+      expect((await send(`/ops/funding-batches?name=by-user&${query}`, { method: 'POST', key: randomUUID(), csv })).json, query).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining(`USER:${broke}`) });
+    }
+    // A contradiction, or a USER_BALANCE without its user, or another source: 400 naming the field.
+    for (const [query, field] of [[`source=TREASURY&partnerUserId=${broke}`, 'partnerUserId'], ['source=USER_BALANCE', 'partnerUserId'], ['source=CARD', 'source']] as const) {
+      const answer = await send(`/ops/funding-batches?name=bad&${query}`, { method: 'POST', key: randomUUID(), csv });
+      expect(answer.json, query).toMatchObject({ status: 400, code: 'VALIDATION_ERROR', detail: expect.stringContaining(field) });
+    }
+    expect(await counts()).toEqual(before);
+    const treasury = await send('/ops/funding-batches?name=by-treasury&source=TREASURY', { method: 'POST', key: randomUUID(), csv });
+    expect(treasury.json).toMatchObject({ source: { type: 'TREASURY' }, total: { count: 1 } });
+    expect((await send(`/ops/funding-batches/${treasury.json!.batchId as string}/cancel`, { method: 'POST' })).status).toBe(200);
+  });
+
   it('answers 400 for a list cursor that names no batch', async () => {
     expect((await send(`/ops/funding-batches?cursor=${randomUUID()}`)).json).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
   });

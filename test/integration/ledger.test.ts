@@ -6,7 +6,7 @@
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
+import { batchItemRows, createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createApiDatabase, createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
@@ -222,7 +222,7 @@ describe('limits', () => {
       return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `i-${index}`, recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: 10_000n };
     });
     expect(
-      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items, createdBy: 'ops', approvalThreshold: 0n, source: { type: 'USER_BALANCE', partnerUserId: user } }),
+      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: 0n, source: { type: 'USER_BALANCE', partnerUserId: user } }),
     ).toEqual({ stored: true, needsApproval: true });
     // Five items within the minute, and the user's own funding (per minute: 2) is still let through.
     expect(await batchFundings.insert(withdrawal(user, '1.00'))).toBe(true);
@@ -328,6 +328,20 @@ describe('the database keeps the rules', () => {
     await expect(database.$executeRaw`DELETE FROM ledger_entry WHERE account = ${`USER:${user}`}`).rejects.toThrow(/append-only/);
     await expect(database.$executeRaw`UPDATE ledger_account SET balance = 1000000 WHERE account = ${`USER:${user}`}`).rejects.toThrow(/only through ledger entries/);
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '10.00' } });
+  });
+
+  it('refuses entries on an account that does not exist, and a change of an account’s key (checked per statement, not by a foreign key)', async () => {
+    const ghost = `USER:${newUser()}`;
+    await expect(
+      database.$transaction(async (tx) => {
+        const [row] = await tx.$queryRaw<Array<{ id: bigint }>>`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`ghost-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`;
+        await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${row!.id}, ${ghost}, 'PHP', 1), (${row!.id}, 'CAPITAL', 'PHP', -1)`;
+      }),
+    ).rejects.toThrow(/does not exist/);
+    const user = newUser();
+    await credit(user, '1.00');
+    await expect(database.$executeRaw`UPDATE ledger_account SET account = ${`USER:${newUser()}`} WHERE account = ${`USER:${user}`}`).rejects.toThrow(/key never changes/);
+    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
   });
 
   it('keeps every invariant the soak checks', async () => {

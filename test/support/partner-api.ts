@@ -50,7 +50,7 @@ export interface PartnerApiOptions {
   /** Section 10's funding limits; absent: none. */
   fundingLimits?: FundingLimits;
   /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
-  batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+  batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
   /**
    * The ops console's sign-in and sessions, or a function giving them once the API's address is
    * known (an identity provider registers the console's redirect URI); absent: sign-in with an ops key.

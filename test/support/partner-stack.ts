@@ -79,7 +79,7 @@ export async function startPartnerStack(
     /** Section 10's funding limits (default: none). */
     fundingLimits?: FundingLimits;
     /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
-    batches?: { approvalThreshold: bigint | null; maxInFlight: number };
+    batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The ops console's sign-in and sessions, or a function of the API's address giving them (default: sign-in with an ops key). */
     console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */

@@ -2,7 +2,7 @@
 // reported with its row and reference (at most 1000 listed, all counted), and a CSV file reads
 // into the same items as the JSON body.
 import { describe, expect, it } from 'vitest';
-import { checkBatchItems, createBatchFrameSchema, MAX_LISTED_ROW_ERRORS, readBatchCsv } from '../../domain/funding-batch.ts';
+import { BatchReadRefusal, checkBatchItems, createBatchCsvReader, createBatchFrameSchema, MAX_CSV_LINE, MAX_LISTED_ROW_ERRORS, readBatchCsv } from '../../domain/funding-batch.ts';
 
 const item = (reference: string, value = '10.00', code = '1234567') => ({ reference, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value } });
 
@@ -85,5 +85,43 @@ describe('a batch CSV file', () => {
     // 100,000 rows are read (each then checked as an item).
     const full = readBatchCsv(`reference,recipient_type,recipient,amount\n${'r,CODE,1234567,1.00\n'.repeat(100_000)}`, 'PHP');
     expect(full.ok && full.items.length).toBe(100_000);
+  });
+});
+
+describe('a batch CSV file read as it arrives', () => {
+  const csv = '\uFEFFreference,recipient_type,recipient,amount\r\n"r,1",CODE,1234567,10.00\r\nr2,TOKEN,0d6f7c3e-1b7a-4c55-9a57-6d8f3f1f3b11,"2.5"\n"q""uote",CODE,7654321,1\r\n\r\nr4,CODE,1234567\n';
+
+  it('reads the same items whatever the chunks it comes in (a quote, a CRLF or the byte order mark split between two)', () => {
+    const whole = readBatchCsv(csv, 'PHP');
+    expect(whole.ok && whole.items).toHaveLength(4);
+    for (let split = 0; split <= csv.length; split += 1) {
+      const items: unknown[] = [];
+      const reader = createBatchCsvReader('PHP', (item) => items.push(item));
+      reader.write(csv.slice(0, split));
+      reader.write(csv.slice(split));
+      reader.end();
+      expect(items, `split at ${split}`).toEqual(whole.ok ? whole.items : []);
+    }
+  });
+
+  it('refuses a row with more fields than the header at its extra field, naming the row: nothing after it is read', () => {
+    // A line of commas: refused at the comma that ends its fifth field, in the write that brought it.
+    const rows: unknown[] = [];
+    const reader = createBatchCsvReader('PHP', (item) => rows.push(item));
+    reader.write('reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\nr2,CODE,1234567,1.00,');
+    expect(() => reader.write(',,,,')).toThrow(BatchReadRefusal);
+    expect(rows).toHaveLength(1);
+    expect(() => createBatchCsvReader('PHP', () => undefined).write(`reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\nr2,CODE,1234567,1.00,${','.repeat(1000)}`)).toThrow(BatchReadRefusal);
+    const read = readBatchCsv(`reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\nr2,CODE,1234567,1.00,extra\n${'r,CODE,1234567,1.00\n'.repeat(10)}`, 'PHP');
+    expect(read).toEqual({ ok: false, error: { row: 2, reference: 'r2', field: 'row', code: 'INVALID', message: 'row 2 has more fields than the header\'s 4 (reference,recipient_type,recipient,amount): the file was not read further' } });
+  });
+
+  it('refuses a line longer than MAX_CSV_LINE characters as it is read, however it goes on', () => {
+    const reader = createBatchCsvReader('PHP', () => undefined);
+    reader.write('reference,recipient_type,recipient,amount\n');
+    expect(() => reader.write('a'.repeat(MAX_CSV_LINE + 1))).toThrow(BatchReadRefusal);
+    expect(readBatchCsv(`reference,recipient_type,recipient,amount\n"${'a'.repeat(2000)}",CODE,1234567,1.00\n`, 'PHP')).toMatchObject({ ok: false, error: { row: 1, field: 'row', code: 'INVALID' } });
+    // The header too: a first line of 32 MB is not a header.
+    expect(readBatchCsv(`${'reference,'.repeat(200)}\n`, 'PHP')).toMatchObject({ ok: false, error: { row: 0, field: 'header' } });
   });
 });

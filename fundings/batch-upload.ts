@@ -1,0 +1,208 @@
+// A funding batch's upload read as it arrives (contract-decisions section 14; docs/security.md,
+// upload limits): the request body is never held whole nor parsed whole. A CSV file goes through
+// the streaming CSV reader of domain/funding-batch.ts, a JSON body through a streaming JSON parser
+// that hands over one item at a time (@streamparser/json, a tokenizer with no dependencies); each
+// item is checked as it arrives and kept only in its compact form (CheckedBatchItems). What cannot
+// be a batch is refused as soon as it is seen, and nothing past it is read: a body past
+// BATCH_BODY_LIMIT bytes (413), the 100,001st item, a CSV row with more fields than the header or a
+// line past its limit, JSON nested deeper than a batch can be (422 BATCH_INVALID), a JSON syntax
+// error (400). Each upload holds a share of the process's upload budget while it is read and
+// stored (the bytes of the chunk being read, and a fixed share per item kept); past it the upload
+// is refused (503 OVERLOADED), so concurrent uploads cannot run the API out of memory.
+import { Tokenizer, TokenizerError, TokenParser, TokenParserError, TokenType, type ParsedElementInfo } from '@streamparser/json';
+import {
+  BatchReadRefusal,
+  createBatchCsvReader,
+  createBatchFrameSchema,
+  createBatchItemChecker,
+  MAX_BATCH_ITEMS,
+  MAX_LISTED_ROW_ERRORS,
+  type BatchRowError,
+  type CheckedBatchItems,
+} from '../domain/funding-batch.ts';
+import type { FundingSource } from '../domain/ledger.ts';
+import type { Money } from '../domain/money.ts';
+import type { UploadShare } from '../lib/upload-budget.ts';
+
+/**
+ * 100,000 items of JSON at their largest (64-character references, TOKEN recipients, pretty-printed:
+ * 27.9 MB), with room; the CSV form is about half.
+ */
+export const BATCH_BODY_LIMIT = 32 * 1024 * 1024;
+
+/**
+ * What one kept item costs the upload budget: its compact form (CheckedBatchItems: a reference, a
+ * recipient and an amount in columns) and its place in the duplicate-reference map, measured at
+ * about 100 bytes of heap an item for 100,000 items of 12-character references; with room for
+ * longer references and TOKEN recipients.
+ */
+export const UPLOAD_BYTES_PER_ITEM = 256;
+
+/**
+ * What the API's batch uploads may hold at once (lib/upload-budget.ts): the compact form of about
+ * 250,000 items across the uploads being read and stored, a few full-size batches at a time.
+ */
+export const BATCH_UPLOAD_BUDGET_BYTES = 64 * 1024 * 1024;
+
+/** How deep a batch's JSON nests: the body, items, an item, its recipient or amount, one more for room. */
+const MAX_JSON_DEPTH = 5;
+
+/** How the upload came: a JSON body (the frame inside it), or a CSV file with the frame from the query. */
+export type BatchUploadForm = { kind: 'json' } | { kind: 'csv'; name: unknown; source?: FundingSource; currency: string };
+
+export type BatchUploadRead =
+  | { ok: true; name: string; source: FundingSource | undefined; items: CheckedBatchItems; total: Money }
+  /** 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself). */
+  | { ok: false; kind: 'invalid'; errors: BatchRowError[]; errorCount: number }
+  /** 413: the body is longer than BATCH_BODY_LIMIT. */
+  | { ok: false; kind: 'too-large'; maxBytes: number }
+  /** 503: the upload budget cannot hold this upload now. */
+  | { ok: false; kind: 'over-budget' }
+  /** 400 MALFORMED_JSON. */
+  | { ok: false; kind: 'malformed'; message: string }
+  /** The client stopped sending before the end (400 REQUEST_ABORTED, if it is still there to hear it). */
+  | { ok: false; kind: 'aborted' };
+
+const frameError = (field: string, message: string): BatchRowError => ({ row: 0, reference: null, field, code: 'INVALID', message });
+const tooManyItems = () => new BatchReadRefusal(frameError('items', `a batch has at most ${MAX_BATCH_ITEMS} items`));
+
+/** A JSON body that is not JSON. */
+class MalformedJson extends Error {}
+
+/**
+ * A streaming reader of the JSON body's frame: the top-level members other than `items` are kept
+ * as they are (the frame schema checks them at the end), each element of `items` is handed to
+ * `onItem` as soon as it is complete and dropped from the parser's stack.
+ */
+function createJsonFrameReader(onItem: (raw: unknown) => void) {
+  const tokenizer = new Tokenizer();
+  const parser = new TokenParser({ paths: ['$.*', '$.items.*'], keepStack: false });
+  const head: Record<string, unknown> = {};
+  let itemsSeen = 0;
+  let depth = 0;
+  let tokens = 0;
+  tokenizer.onToken = (info) => {
+    tokens += 1;
+    if (tokens === 1 && info.token !== TokenType.LEFT_BRACE) throw new BatchReadRefusal(frameError('body', 'the body must be a JSON object: { "name", "source"?, "items" }'));
+    if (info.token === TokenType.LEFT_BRACE || info.token === TokenType.LEFT_BRACKET) {
+      depth += 1;
+      if (depth > MAX_JSON_DEPTH) throw new BatchReadRefusal(frameError('body', `the body nests deeper than a batch does (${MAX_JSON_DEPTH} levels)`));
+    } else if (info.token === TokenType.RIGHT_BRACE || info.token === TokenType.RIGHT_BRACKET) {
+      depth -= 1;
+    }
+    parser.write(info);
+  };
+  parser.onValue = ({ value, key, parent, stack }: ParsedElementInfo) => {
+    if (stack.length === 1) {
+      // A member of the body: `items` is the array its elements were taken out of (or not an array).
+      const name = String(key);
+      if (Object.hasOwn(head, name)) throw new BatchReadRefusal(frameError(name, `${name} is given twice`));
+      head[name] = name === 'items' && Array.isArray(value) ? itemsSeen : value;
+      return;
+    }
+    if (stack.length === 2 && stack[1]!.key === 'items' && Array.isArray(parent)) {
+      // The parser keeps what it emits in its parent: taken out here, so the array stays empty.
+      parent.pop();
+      itemsSeen += 1;
+      if (itemsSeen > MAX_BATCH_ITEMS) throw tooManyItems();
+      onItem(value);
+    }
+  };
+  const syntax = (run: () => void) => {
+    try {
+      run();
+    } catch (error) {
+      if (error instanceof TokenizerError || error instanceof TokenParserError) throw new MalformedJson(error.message);
+      throw error;
+    }
+  };
+  return {
+    write: (bytes: Uint8Array) => syntax(() => tokenizer.write(bytes)),
+    end: () => {
+      if (tokens === 0) return;
+      syntax(() => tokenizer.end());
+      if (!parser.isEnded) throw new MalformedJson('the body ends before the JSON does');
+    },
+    /** The frame as the schema checks it: `items` counted, not kept (its elements were checked one by one). */
+    frame(): Record<string, unknown> {
+      const { items, ...rest } = head;
+      return { ...rest, ...(items === undefined ? {} : { items: typeof items === 'number' ? countedItems(items) : items }) };
+    },
+  };
+}
+
+/** What the frame schema's items bounds see of an items array of `count` elements: none, or one. */
+const countedItems = (count: number): unknown[] => (count === 0 ? [] : [null]);
+
+/**
+ * Reads an upload to its end or to its first refusal, every item checked as it arrives. `share`
+ * is the upload's share of the budget: it holds the kept items' share when this returns (the
+ * caller closes it once the batch is stored or refused).
+ */
+export async function readBatchUpload(
+  body: AsyncIterable<Uint8Array | string>,
+  form: BatchUploadForm,
+  share: UploadShare,
+  options: { maxBytes?: number; bounds?: { min: bigint; max: bigint } } = {},
+): Promise<BatchUploadRead> {
+  const maxBytes = options.maxBytes ?? BATCH_BODY_LIMIT;
+  const checker = createBatchItemChecker(options.bounds);
+  const decoder = new TextDecoder('utf-8');
+  const csv = form.kind === 'csv' ? createBatchCsvReader(form.currency, (raw) => checker.add(raw)) : null;
+  const json = form.kind === 'json' ? createJsonFrameReader((raw) => checker.add(raw)) : null;
+  let bytes = 0;
+  let charged = 0;
+  const chunks = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      let next: IteratorResult<Uint8Array | string>;
+      try {
+        next = await chunks.next();
+      } catch {
+        // The body stream failed (the client went away mid-body): nothing more to read.
+        return { ok: false, kind: 'aborted' };
+      }
+      if (next.done) break;
+      const piece = next.value;
+      const chunk = typeof piece === 'string' ? Buffer.from(piece) : piece;
+      bytes += chunk.length;
+      if (bytes > maxBytes) return { ok: false, kind: 'too-large', maxBytes };
+      if (!share.take(chunk.length)) return { ok: false, kind: 'over-budget' };
+      if (csv) csv.write(decoder.decode(chunk, { stream: true }));
+      else json!.write(chunk);
+      share.give(chunk.length);
+      // The items kept (a bad row stops the keeping: nothing of a bad batch is stored).
+      const kept = checker.errorCount === 0 ? checker.count : 0;
+      if (kept > charged) {
+        if (!share.take((kept - charged) * UPLOAD_BYTES_PER_ITEM)) return { ok: false, kind: 'over-budget' };
+        charged = kept;
+      }
+    }
+    if (csv) {
+      csv.write(decoder.decode());
+      csv.end();
+    } else json!.end();
+  } catch (error) {
+    if (error instanceof BatchReadRefusal) return invalid(checker, error.error);
+    if (error instanceof MalformedJson) return { ok: false, kind: 'malformed', message: `the body is not valid JSON (${error.message})` };
+    throw error;
+  }
+  const frameInput = form.kind === 'csv' ? { name: form.name, ...(form.source ? { source: form.source } : {}), items: countedItems(checker.count) } : json!.frame();
+  const frame = createBatchFrameSchema.safeParse(frameInput);
+  if (!frame.success) {
+    const errors = frame.error.issues.map((issue): BatchRowError => frameError(issue.path.join('.') || 'body', issue.message));
+    return { ok: false, kind: 'invalid', errors, errorCount: errors.length };
+  }
+  const result = checker.result();
+  if (!result.ok) return { ok: false, kind: 'invalid', errors: result.errors, errorCount: result.errorCount };
+  return { ok: true, name: frame.data.name, source: frame.data.source, items: result.items, total: result.total };
+}
+
+/**
+ * A refusal while reading, after the problems of the rows read before it: those first, in row
+ * order, then the one that stopped the reading (on its row, or row 0 for the file itself).
+ */
+function invalid(checker: ReturnType<typeof createBatchItemChecker>, stop: BatchRowError): BatchUploadRead {
+  const before = checker.problems();
+  return { ok: false, kind: 'invalid', errors: [...before.errors, stop].slice(0, MAX_LISTED_ROW_ERRORS), errorCount: before.errorCount + 1 };
+}
