@@ -19,7 +19,10 @@ import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
+import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
+import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
+import { addReviewRoutes, reviewRoutes } from './review-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
 
 export interface ConsoleDependencies {
@@ -37,7 +40,13 @@ export interface ConsoleDependencies {
 }
 
 /** Every route of the console, as the route declarations list them (not in the API's document). */
-export const consoleRoutes: readonly AnyRouteSpec[] = [...signInRoutes, ...homeRoutes];
+export const consoleRoutes: readonly AnyRouteSpec[] = [
+  ...signInRoutes,
+  ...homeRoutes,
+  ...fundingRoutes,
+  ...paymentRoutes,
+  ...reviewRoutes,
+];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
@@ -50,6 +59,9 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
+  addFundingRoutes(area, deps.services);
+  addPaymentRoutes(area, deps.services);
+  addReviewRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
