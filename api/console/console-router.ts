@@ -23,6 +23,7 @@ import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
 import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
 import { addReviewRoutes, reviewRoutes } from './review-page.ts';
+import { addSearchRoutes, searchRoutes } from './search-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
 
 export interface ConsoleDependencies {
@@ -43,6 +44,7 @@ export interface ConsoleDependencies {
 export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...signInRoutes,
   ...homeRoutes,
+  ...searchRoutes,
   ...fundingRoutes,
   ...paymentRoutes,
   ...reviewRoutes,
@@ -59,6 +61,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
+  addSearchRoutes(area, deps.services);
   addFundingRoutes(area, deps.services);
   addPaymentRoutes(area, deps.services);
   addReviewRoutes(area, deps.services);
