@@ -19,6 +19,7 @@ import { readConsoleSession, requireCsrf, requireSignedIn } from './console-auth
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
+import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
 import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
 import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
@@ -48,6 +49,7 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...fundingRoutes,
   ...paymentRoutes,
   ...reviewRoutes,
+  ...accountsRoutes,
 ];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
@@ -65,6 +67,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addFundingRoutes(area, deps.services);
   addPaymentRoutes(area, deps.services);
   addReviewRoutes(area, deps.services);
+  addAccountsRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
