@@ -26,6 +26,7 @@ import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
 import { addReviewRoutes, reviewRoutes } from './review-page.ts';
 import { addSearchRoutes, searchRoutes } from './search-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
+import { addWebhooksRoutes, webhooksRoutes } from './webhooks-page.ts';
 
 export interface ConsoleDependencies {
   /** What the pages act through: the ops API's own services. */
@@ -50,6 +51,7 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...paymentRoutes,
   ...reviewRoutes,
   ...accountsRoutes,
+  ...webhooksRoutes,
 ];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
@@ -68,6 +70,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addPaymentRoutes(area, deps.services);
   addReviewRoutes(area, deps.services);
   addAccountsRoutes(area, deps.services);
+  addWebhooksRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
