@@ -22,6 +22,7 @@ import type { ConsoleServices } from './console-services.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
 import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
+import { addLinksRoutes, linksRoutes } from './links-page.ts';
 import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
 import { addReviewRoutes, reviewRoutes } from './review-page.ts';
 import { addSearchRoutes, searchRoutes } from './search-page.ts';
@@ -52,6 +53,7 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...reviewRoutes,
   ...accountsRoutes,
   ...webhooksRoutes,
+  ...linksRoutes,
 ];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
@@ -71,6 +73,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addReviewRoutes(area, deps.services);
   addAccountsRoutes(area, deps.services);
   addWebhooksRoutes(area, deps.services);
+  addLinksRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
