@@ -20,6 +20,7 @@ import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './co
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
+import { addAuditRoutes, auditRoutes } from './audit-page.ts';
 import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
 import { addLinksRoutes, linksRoutes } from './links-page.ts';
@@ -54,6 +55,7 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...accountsRoutes,
   ...webhooksRoutes,
   ...linksRoutes,
+  ...auditRoutes,
 ];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
@@ -74,6 +76,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addAccountsRoutes(area, deps.services);
   addWebhooksRoutes(area, deps.services);
   addLinksRoutes(area, deps.services);
+  addAuditRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
