@@ -139,7 +139,9 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     ]);
     const tz = deps.timeZone;
     const done = queryText(req, 'done', 20);
-    const adjustment = queryText(req, 'adjustment', 30);
+    // Only an adjustment's id is echoed back (a crafted link cannot put words in the notice).
+    const adjustmentText = queryText(req, 'adjustment', 20);
+    const adjustment = adjustmentText !== undefined && /^\d+$/.test(adjustmentText) ? adjustmentText : undefined;
     const body = [
       done === 'adjusted' ? notice(`Adjustment ${adjustment ?? ''} posted under your name.`, 'ok') : '',
       done === 'already' ? notice(`This form was already sent: adjustment ${adjustment ?? ''} stands, and nothing was posted again.`, 'ok') : '',

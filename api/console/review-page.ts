@@ -66,7 +66,9 @@ export function addReviewRoutes(router: Router, deps: ReviewPageDependencies): v
       deps.payments.list({ status: 'NEEDS_REVIEW', limit: PAGE_SIZE, cursor: paymentCursor }),
     ]);
     const tz = deps.timeZone;
-    const resolved = queryText(req, 'done', 20) === 'resolved' ? queryText(req, 'item', 100) : undefined;
+    // Only an id is echoed back (a crafted link cannot put words in the notice).
+    const item = queryText(req, 'item', 100);
+    const resolved = queryText(req, 'done', 20) === 'resolved' && item !== undefined && /^[A-Za-z0-9-]+$/.test(item) ? item : undefined;
     const fundingList =
       fundings.kind === 'invalid-cursor'
         ? notice('That page of fundings is not one this console gave: start again from the first.', 'error')

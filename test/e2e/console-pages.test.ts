@@ -280,7 +280,7 @@ describe('an adjustment from the accounts page', () => {
       expect(statuses.every((status) => status === 0 || status === 303)).toBe(true);
       await page.getByRole('button', { name: 'Post adjustment' }).click();
       await page.waitForURL(/done=(adjusted|already)/);
-      expect(await page.locator('main [role=status]').first().innerText()).toMatch(/adjustment \d+ (stands|posted)/);
+      expect(await page.locator('main [role=status]').first().innerText()).toMatch(/adjustment \d+ (stands|posted)/i);
       const transactions = await stack.database.ledgerTransaction.findMany({ where: { reference: `adjustment:${key}` }, include: { entries: true } });
       expect(transactions).toHaveLength(1);
       expect(transactions[0]!.actor).toBe(recorded('ana'));
