@@ -44,6 +44,7 @@ import { createRateLimiter } from './http/rate-limit.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { opsAccountsRouter } from './ops/accounts-routes.ts';
 import { createLedger } from '../ledger/ledger.ts';
+import { createAdjustAccount } from '../ledger/adjustments.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlement } from '../ledger/settlement.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
@@ -265,7 +266,9 @@ export function createApp(deps: AppDependencies): express.Express {
         },
       },
     });
-    ops.use(opsAccountsRouter({ database: services.database, ledger, fingerprintKey: services.fingerprintKey, settle }));
+    // One adjustment for the ops API and the console (ledger/adjustments.ts).
+    const adjust = createAdjustAccount({ database: services.database, ledger, fingerprintKey: services.fingerprintKey });
+    ops.use(opsAccountsRouter({ database: services.database, ledger, adjust, settle }));
     ops.use(opsFundingsRouter({ fundings }));
     const payments = createPaymentService({
       database: services.database,
@@ -318,10 +321,10 @@ export function createApp(deps: AppDependencies): express.Express {
           payments,
           batches,
           ledger,
+          adjust,
           settle,
           webhooks,
           tokens: services.tokens,
-          fingerprintKey: services.fingerprintKey,
           timeZone: services.settlementTimeZone ?? 'Asia/Manila',
           temporalUi: consoleConfig.temporalUiUrl ? { url: consoleConfig.temporalUiUrl, namespace: services.temporalNamespace ?? 'default' } : undefined,
         },

@@ -1,6 +1,7 @@
 // Persists the wallet client's audit hook into the append-only `wallet_call` table: one row per
 // call with its Request-Reference-No, operation, status, outcome, error code and duration; and,
-// when given metrics, counts the call and its latency (walletflow_wallet_call…).
+// when given metrics, counts the call and its latency (walletflow_wallet_call…). Offers the calls
+// behind given Request-Reference-Nos to the console (walletCallsByReference).
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
@@ -51,4 +52,31 @@ export function createWalletCallLog(
       );
     },
   };
+}
+
+/** One recorded wallet call as the console shows it: never a body, a token or a code. */
+export interface WalletCallView {
+  requestReferenceNo: string;
+  operation: string;
+  method: string;
+  httpStatus: number | null;
+  outcome: string;
+  errorCode: string | null;
+  durationMs: number;
+  startedAt: Date;
+}
+
+/**
+ * The recorded calls behind these Request-Reference-Nos (a funding's or a payment's events and
+ * review evidence carry them), oldest first: one index lookup per reference, at most `limit` rows.
+ */
+export async function walletCallsByReference(database: Database, references: readonly string[], limit = 200): Promise<WalletCallView[]> {
+  const distinct = [...new Set(references)].slice(0, limit);
+  if (distinct.length === 0) return [];
+  return database.walletCall.findMany({
+    where: { requestReferenceNo: { in: distinct } },
+    orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
+    take: limit,
+    select: { requestReferenceNo: true, operation: true, method: true, httpStatus: true, outcome: true, errorCode: true, durationMs: true, startedAt: true },
+  });
 }

@@ -22,3 +22,16 @@ export function actorIdentity(actor: string): string {
 
 /** Whether two recorded actors are the same key or person (maker-checker). */
 export const sameActor = (a: string, b: string): boolean => actorIdentity(a) === actorIdentity(b);
+
+/**
+ * Who a funding's or a payment's event names as having acted, as their records word it (`funding
+ * requested by ops key X`, `cancelled by ops key X`, `resolved APPROVED by X: why`); null when
+ * walletflow itself moved it (its workflow, the sweep without a person).
+ */
+export function actorNamedIn(detail: string | null): string | null {
+  if (!detail) return null;
+  const requested = /(?:requested|cancelled) by ops key (.+)$/.exec(detail);
+  if (requested) return requested[1]!;
+  const resolved = /^resolved [A-Z_]+ by (.+?): /.exec(detail);
+  return resolved ? resolved[1]! : null;
+}

@@ -6,7 +6,7 @@
 // floors kept by a CHECK: a hold or debit that would overdraw fails on the row, never after a read.
 // Every function that writes takes the caller's transaction, so the funding or payment record can
 // post in the same transaction as the state change it accounts for.
-import { Prisma, type LedgerAccountKind } from '../generated/prisma/client.ts';
+import { Prisma, type LedgerAccountKind, type LedgerTransactionKind } from '../generated/prisma/client.ts';
 import {
   sourceAccount,
   systemAccounts,
@@ -406,30 +406,73 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /** A page of entries, newest first; `cursor` is the last entry id of the previous page. */
-    async entries(database: Database, query: { account?: string; limit: number; cursor?: string }): Promise<{ items: LedgerEntryView[]; nextCursor: string | null }> {
-      const before = query.cursor ? BigInt(Buffer.from(query.cursor, 'base64url').toString('utf8')) : null;
-      const rows = await database.ledgerEntry.findMany({
-        where: { ...(query.account ? { account: query.account } : {}), ...(before !== null ? { id: { lt: before } } : {}) },
-        orderBy: { id: 'desc' },
-        take: query.limit + 1,
-        include: { transaction: { select: { reference: true } } },
+    async entries(database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryView[]; nextCursor: string | null }> {
+      const page = await entryPage(database, query);
+      return { items: page.items.map(({ kind: _kind, actor: _actor, reason: _reason, ...entry }) => entry), nextCursor: page.nextCursor };
+    },
+
+    /** A page of entries with what moved each (its kind, an adjustment's reason and who posted it): the console's. */
+    accountEntries: (database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> => entryPage(database, query),
+
+    /** The entries of a funding's or a payment's transactions (its hold, post or release; its posting), oldest first. */
+    async entriesOf(database: Database, record: { fundingId: string } | { paymentId: string }): Promise<LedgerEntryDetail[]> {
+      const transactions = await database.ledgerTransaction.findMany({
+        where: 'fundingId' in record ? { fundingId: record.fundingId } : { paymentId: record.paymentId },
+        orderBy: { id: 'asc' },
+        take: 20,
+        include: { entries: { orderBy: { id: 'asc' } } },
       });
-      const page = rows.slice(0, query.limit);
-      const last = page.at(-1);
-      return {
-        items: page.map((entry) => ({
-          entryId: entry.id.toString(),
-          transactionId: entry.transactionId.toString(),
-          account: entry.account,
-          amount: amountOf(fromNumeric(entry.amount), entry.currency),
-          pending: entry.pending,
-          reference: entry.transaction.reference,
-          at: entry.at.toISOString(),
-        })),
-        nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null,
-      };
+      return transactions.flatMap((transaction) => transaction.entries.map((entry) => entryDetail({ ...entry, transaction })));
+    },
+
+    /** The currencies an account has a row in (none: it never had an entry). */
+    async currenciesOf(database: Database, account: string): Promise<string[]> {
+      const rows = await database.ledgerAccount.findMany({ where: { account }, select: { currency: true }, orderBy: { currency: 'asc' } });
+      return rows.map((row) => row.currency);
     },
   };
+}
+
+export interface EntriesQuery {
+  account?: string;
+  /** With an account: only its entries in this currency (the (account, currency, id) index gives their order). */
+  currency?: string;
+  limit: number;
+  cursor?: string;
+}
+
+/** An entry with what its transaction was: the kind, who posted it (an adjustment's person or key; null: walletflow) and why. */
+export type LedgerEntryDetail = LedgerEntryView & { kind: LedgerTransactionKind; actor: string | null; reason: string | null };
+
+type EntryRow = { id: bigint; transactionId: bigint; account: string; currency: string; amount: Prisma.Decimal; pending: boolean; at: Date; transaction: { reference: string; kind: LedgerTransactionKind; actor: string | null; reason: string | null } };
+
+const entryDetail = (entry: EntryRow): LedgerEntryDetail => ({
+  entryId: entry.id.toString(),
+  transactionId: entry.transactionId.toString(),
+  account: entry.account,
+  amount: amountOf(fromNumeric(entry.amount), entry.currency),
+  pending: entry.pending,
+  reference: entry.transaction.reference,
+  at: entry.at.toISOString(),
+  kind: entry.transaction.kind,
+  actor: entry.transaction.actor,
+  reason: entry.transaction.reason,
+});
+
+async function entryPage(database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> {
+  const before = query.cursor ? BigInt(Buffer.from(query.cursor, 'base64url').toString('utf8')) : null;
+  const rows = await database.ledgerEntry.findMany({
+    where: {
+      ...(query.account ? { account: query.account, ...(query.currency ? { currency: query.currency } : {}) } : {}),
+      ...(before !== null ? { id: { lt: before } } : {}),
+    },
+    orderBy: { id: 'desc' },
+    take: query.limit + 1,
+    include: { transaction: { select: { reference: true, kind: true, actor: true, reason: true } } },
+  });
+  const page = rows.slice(0, query.limit);
+  const last = page.at(-1);
+  return { items: page.map(entryDetail), nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

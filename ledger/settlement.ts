@@ -156,6 +156,11 @@ export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { d
   return { date, ...dayBounds(date), timeZone };
 }
 
+/** The day `date` (YYYY-MM-DD) of `timeZone`, as a SettlementDay. */
+export function settlementDay(date: string, timeZone: string): SettlementDay & { date: string } {
+  return { date, ...dayBounds(date), timeZone };
+}
+
 function dayBounds(date: string): { start: string; end: string } {
   const next = new Date(`${date}T00:00:00Z`);
   next.setUTCDate(next.getUTCDate() + 1);

@@ -7,8 +7,10 @@
 // WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`: the dev
 // stack, where each start runs new code; `never`), and `walletflow deploy promote|ramp|rollback`
 // moves it otherwise.
+import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { Logger } from './logger.ts';
+import { buildIdOf } from './workflow-bundle.ts';
 
 export interface DeploymentVersion {
   deploymentName: string;
@@ -16,6 +18,14 @@ export interface DeploymentVersion {
 }
 
 export type PromotionPolicy = 'first-deploy' | 'always' | 'never';
+
+/**
+ * The version a worker of this bundle registers in `deploymentName`. Every worker of walletflow's
+ * workflows is versioned: they name their versioning behaviour, which an unversioned worker refuses.
+ */
+export function bundleVersion(deploymentName: string, bundle: { code: string } | { codePath: string }): DeploymentVersion {
+  return { deploymentName, buildId: buildIdOf('code' in bundle ? bundle.code : readFileSync(bundle.codePath)) };
+}
 
 /** The worker's options for its version: pinned unless a workflow says otherwise (setWorkflowOptions). */
 export function versionedWorkerOptions(version: DeploymentVersion) {

@@ -1,5 +1,6 @@
-// The link as the ops API shows it (status, kind, scopes, token expiry; never a token) and the
-// answer of GET /ops/links/{linkId}/profile (the wallet profile by scope, fetched on each request).
+// The link as the ops API shows it (status, kind, scopes, token expiry; never a token), a user's
+// links and a link's history (the ops API and the console read them here), and the answer of GET
+// /ops/links/{linkId}/profile (the wallet profile by scope, fetched on each request).
 import { z } from 'zod';
 import type { LinkView } from '../domain/link.ts';
 import type { Database } from '../lib/database.ts';
@@ -42,4 +43,53 @@ export async function linkView(database: Database, linkId: string): Promise<Link
     createdAt: link.createdAt.toISOString(),
     updatedAt: link.updatedAt.toISOString(),
   };
+}
+
+/** Whose links to find: by partner user id or by the wallet's profile id. */
+export type LinkSearch = { partnerUserId: string } | { profileId: string };
+
+/** A user's links, newest first (at most 100), as GET /ops/links and the console list them. */
+export async function findLinks(database: Database, search: LinkSearch): Promise<LinkView[]> {
+  const links = await database.link.findMany({
+    where: 'partnerUserId' in search ? { partnerUserId: search.partnerUserId } : { profileId: search.profileId },
+    orderBy: { createdAt: 'desc' },
+    take: 100,
+    select: { id: true },
+  });
+  const items = await Promise.all(links.map((link) => linkView(database, link.id)));
+  return items.filter((item) => item !== null);
+}
+
+/** One entry of a link's history: linked, refreshed, refused, unlinked (and by whom). */
+export interface LinkEventView {
+  type: string;
+  detail: string | null;
+  actor: string | null;
+  requestReferenceNo: string | null;
+  at: Date;
+}
+
+/** A link's history, newest first, a page at a time from the cursor on (the (link_id, at) index). */
+export async function linkEvents(database: Database, linkId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ items: LinkEventView[]; nextCursor: string | null } | null> {
+  const after = page.cursor === undefined ? null : decodeEventCursor(page.cursor);
+  if (page.cursor !== undefined && !after) return null;
+  const rows = await database.linkEvent.findMany({
+    where: { linkId, ...(after ? { at: { lte: after.at }, OR: [{ at: { lt: after.at } }, { at: after.at, id: { lt: after.id } }] } : {}) },
+    orderBy: [{ at: 'desc' }, { id: 'desc' }],
+    take: page.limit + 1,
+    select: { id: true, type: true, detail: true, actor: true, requestReferenceNo: true, at: true },
+  });
+  const items = rows.slice(0, page.limit);
+  const last = items.at(-1);
+  return {
+    items: items.map(({ id: _id, ...event }) => event),
+    nextCursor: rows.length > page.limit && last ? Buffer.from(`${last.at.toISOString()}|${last.id}`).toString('base64url') : null,
+  };
+}
+
+function decodeEventCursor(cursor: string): { at: Date; id: bigint } | null {
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) return null;
+  const at = new Date(match[1]!);
+  return Number.isNaN(at.getTime()) ? null : { at, id: BigInt(match[2]!) };
 }

@@ -1,5 +1,6 @@
 // The webhook tables' one writer besides the outbox: endpoints (created with a fresh secret, sealed
-// to the row; read; deleted), deliveries (listed with their attempt log, redelivered by ops), and
+// to the row; read, deleted ones too; deleted), deliveries (listed with their attempt log, a
+// funding's or a payment's, redelivered by ops), and
 // the deliverer's two steps: claim the due deliveries (`FOR UPDATE SKIP LOCKED`, then a lease so a
 // send happens outside any transaction and no two processes send one delivery at once) and record
 // an attempt with what comes next (delivered, retried after a backoff, or FAILED: the dead letter).
@@ -141,6 +142,31 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
         WHERE d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0)
         GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`,
+
+    /** Every endpoint, deleted ones too (when and by whom), newest first: a partner registers a handful. */
+    async listEndpoints(limit = 100): Promise<Array<WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }>> {
+      const rows = await database.webhookEndpoint.findMany({ orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit });
+      return rows.map((row) => ({ ...endpointView(row), deletedAt: row.deletedAt?.toISOString() ?? null, deletedBy: row.deletedBy }));
+    },
+
+    /** An endpoint even once deleted (its deliveries stay on record), never its secret. */
+    async getEndpointRecord(id: string): Promise<(WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }) | null> {
+      const row = await database.webhookEndpoint.findUnique({ where: { id } });
+      return row ? { ...endpointView(row), deletedAt: row.deletedAt?.toISOString() ?? null, deletedBy: row.deletedBy } : null;
+    },
+
+    /** The deliveries of the events a funding's or a payment's moves emitted, with their logs, oldest first. */
+    async deliveriesOf(record: { fundingId: string } | { paymentId: string }): Promise<WebhookDeliveryView[]> {
+      const events = await database.webhookEvent.findMany({ where: record, select: { id: true }, orderBy: { createdAt: 'asc' }, take: 50 });
+      if (events.length === 0) return [];
+      const deliveries = await database.webhookDelivery.findMany({
+        where: { eventId: { in: events.map((event) => event.id) } },
+        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
+        take: 200,
+        include: withLog,
+      });
+      return deliveries.map(deliveryView);
+    },
 
     async getDelivery(id: string): Promise<WebhookDeliveryView | null> {
       const delivery = await database.webhookDelivery.findUnique({ where: { id }, include: withLog });

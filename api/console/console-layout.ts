@@ -174,7 +174,8 @@ export function table(caption: string, head: readonly string[], rows: readonly (
   if (rows.length === 0) return `<p class="muted">${escapeHtml(caption)}: none.</p>`;
   const th = head.map((cell, index) => `<th scope="col"${numeric.has(index) ? ' class="num"' : ''}>${escapeHtml(cell)}</th>`).join('');
   const body = rows.map((row) => `<tr>${row.map((cell, index) => `<td${numeric.has(index) ? ' class="num"' : ''}>${cell}</td>`).join('')}</tr>`).join('');
-  return `<div class="scroll" role="region" aria-label="${escapeHtml(caption)}" tabindex="0"><table><caption class="sr-only">${escapeHtml(caption)}</caption><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></div>`;
+  // A wide table scrolls inside its box (never the page); the box takes the keyboard's focus so it can be scrolled without a mouse.
+  return `<div class="scroll" tabindex="0" role="region" aria-label="${escapeHtml(caption)}"><table><caption class="sr-only">${escapeHtml(caption)}</caption><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 
 /** A time as people read it, in the partner's time zone, with the exact instant for machines. */

@@ -21,8 +21,16 @@ import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './co
 import type { ConsoleSessions } from './console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
+import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
+import { addAuditRoutes, auditRoutes } from './audit-page.ts';
+import { addFundingRoutes, fundingRoutes } from './funding-page.ts';
 import { addHomeRoutes, homeRoutes } from './home-page.ts';
+import { addLinksRoutes, linksRoutes } from './links-page.ts';
+import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
+import { addReviewRoutes, reviewRoutes } from './review-page.ts';
+import { addSearchRoutes, searchRoutes } from './search-page.ts';
 import { addSignInRoutes, signInRoutes } from './sign-in.ts';
+import { addWebhooksRoutes, webhooksRoutes } from './webhooks-page.ts';
 
 export interface ConsoleDependencies {
   /** What the pages act through: the ops API's own services. */
@@ -39,7 +47,19 @@ export interface ConsoleDependencies {
 }
 
 /** Every route of the console, as the route declarations list them (not in the API's document). */
-export const consoleRoutes: readonly AnyRouteSpec[] = [...signInRoutes, ...homeRoutes, ...batchesRoutes];
+export const consoleRoutes: readonly AnyRouteSpec[] = [
+  ...signInRoutes,
+  ...homeRoutes,
+  ...batchesRoutes,
+  ...searchRoutes,
+  ...fundingRoutes,
+  ...paymentRoutes,
+  ...reviewRoutes,
+  ...accountsRoutes,
+  ...webhooksRoutes,
+  ...linksRoutes,
+  ...auditRoutes,
+];
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
@@ -66,6 +86,14 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
   addBatchesRoutes(area, deps.services, deps.logger);
+  addSearchRoutes(area, deps.services);
+  addFundingRoutes(area, deps.services);
+  addPaymentRoutes(area, deps.services);
+  addReviewRoutes(area, deps.services);
+  addAccountsRoutes(area, deps.services);
+  addWebhooksRoutes(area, deps.services);
+  addLinksRoutes(area, deps.services);
+  addAuditRoutes(area, deps.services);
   area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);

@@ -3,6 +3,7 @@
 // or an audit row. The pages reach the domain only through these.
 import type { BatchService } from '../../fundings/batch-service.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
+import type { AdjustAccount } from '../../ledger/adjustments.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
 import type { SettleDay } from '../../ledger/settlement.ts';
 import type { Database } from '../../lib/database.ts';
@@ -16,13 +17,13 @@ export interface ConsoleServices {
   payments: PaymentService;
   batches: BatchService;
   ledger: Ledger;
+  /** An adjustment (POST /ops/accounts/{account}/adjustments's). */
+  adjust: AdjustAccount;
   /** The day's settlement report (GET /ops/settlements/{date}'s). */
   settle: SettleDay;
   webhooks: WebhookStore;
   /** A link's tokens (an unlink revokes them). */
   tokens: TokenStore;
-  /** The idempotency fingerprints' key (an adjustment's, as the ops API computes it). */
-  fingerprintKey: Buffer;
   /** SETTLEMENT_TZ: the day "today" is, and how times are shown. */
   timeZone: string;
   /** TEMPORAL_UI_URL and the namespace: where a workflow's link goes; absent: no link. */

@@ -17,10 +17,10 @@ import {
   systemAccounts,
 } from '../../domain/ledger.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
-import { currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf } from '../../domain/money.ts';
+import { CURRENCY_NOT_ACCEPTED } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
-import { requestFingerprint } from '../../lib/idempotency.ts';
-import { InsufficientFundsError, isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
+import { isAdjustableAccount, type AdjustAccount } from '../../ledger/adjustments.ts';
+import { isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
 import { settlementCsv, type SettleDay } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
@@ -33,7 +33,8 @@ import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
 export interface OpsAccountsDependencies {
   database: Database;
   ledger: Ledger;
-  fingerprintKey: Buffer;
+  /** An adjustment, as the console makes one too (ledger/adjustments.ts). */
+  adjust: AdjustAccount;
   /** GET /ops/settlements/{date}; absent: 501. */
   settle?: SettleDay;
 }
@@ -159,7 +160,7 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     }
     const segment = accountPathSchema.safeParse(req.params.account);
     const account = segment.success ? accountOfPathSegment(segment.data) : null;
-    if (!account || !(account === 'TREASURY' || account.startsWith('USER:'))) {
+    if (!account || !isAdjustableAccount(account)) {
       sendProblem(res, { status: 400, code: 'INVALID_ACCOUNT', title: 'Bad Request', detail: 'only a partner user’s account or TREASURY can be adjusted' });
       return;
     }
@@ -168,37 +169,24 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const foreign = currencyRefusal(parsed.data.amount.currency);
-    if (foreign) {
-      sendProblem(res, { status: 422, code: CURRENCY_NOT_ACCEPTED, title: 'Unprocessable Content', detail: foreign });
-      return;
-    }
-    const amount = moneyOf(parsed.data.amount).thousandths;
-    const fingerprint = requestFingerprint(deps.fingerprintKey, ['ADJUSTMENT', account, parsed.data.amount.currency, amount.toString(), parsed.data.reason]);
-    try {
-      const result = await deps.ledger.adjust(deps.database, {
-        idempotencyKey: key.data,
-        account,
-        currency: parsed.data.amount.currency,
-        amount,
-        reason: parsed.data.reason,
-        fingerprint,
-        actor: resolvedByOf(req, res),
-      });
-      if (result.kind === 'key-reused') {
+    const result = await deps.adjust({ idempotencyKey: key.data, account, body: parsed.data, actor: resolvedByOf(req, res) });
+    switch (result.kind) {
+      case 'created':
+      case 'existing':
+        res.status(result.kind === 'created' ? 201 : 200).json(result.adjustment);
+        return;
+      case 'invalid-account':
+        sendProblem(res, { status: 400, code: 'INVALID_ACCOUNT', title: 'Bad Request', detail: 'only a partner user’s account or TREASURY can be adjusted' });
+        return;
+      case 'currency-refused':
+        sendProblem(res, { status: 422, code: CURRENCY_NOT_ACCEPTED, title: 'Unprocessable Content', detail: result.detail });
+        return;
+      case 'key-reused':
         sendProblem(res, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED', title: 'Unprocessable Content', detail: 'this Idempotency-Key was used with a different request body' });
         return;
-      }
-      res.status(result.kind === 'created' ? 201 : 200).json(result.adjustment);
-    } catch (error) {
-      if (!(error instanceof InsufficientFundsError)) throw error;
-      const view = await deps.ledger.account(deps.database, error.account, error.currency);
-      sendProblem(res, {
-        status: 422,
-        code: 'INSUFFICIENT_FUNDS',
-        title: 'Unprocessable Content',
-        detail: `${error.account} does not cover this debit; ${view.available.value} ${view.available.currency} available`,
-      });
+      case 'insufficient-funds':
+        sendProblem(res, { status: 422, code: 'INSUFFICIENT_FUNDS', title: 'Unprocessable Content', detail: result.detail });
+        return;
     }
   });
 

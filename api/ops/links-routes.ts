@@ -9,7 +9,7 @@ import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
-import { linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
+import { findLinks, linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
@@ -155,14 +155,7 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    const links = await deps.database.link.findMany({
-      where: query.data.partnerUserId !== undefined ? { partnerUserId: query.data.partnerUserId } : { profileId: query.data.profileId! },
-      orderBy: { createdAt: 'desc' },
-      take: 100,
-      select: { id: true },
-    });
-    const items = await Promise.all(links.map((link) => linkView(deps.database, link.id)));
-    res.json({ items: items.filter((item) => item !== null) });
+    res.json({ items: await findLinks(deps.database, query.data.partnerUserId !== undefined ? { partnerUserId: query.data.partnerUserId } : { profileId: query.data.profileId! }) });
   });
 
   add(routes.getLink, async (req, res) => {

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
+import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
 import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/webhook.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
@@ -37,6 +38,7 @@ beforeAll(async () => {
     namespace: inject('temporalNamespace'),
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
+    workerDeploymentOptions: versionedWorkerOptions(bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') })),
     activities: createActivities({
       database: stack.database,
       refreshPool: stack.refreshPool,
@@ -50,6 +52,8 @@ beforeAll(async () => {
     }),
   });
   running = worker.run();
+  // Its own deployment (the task queue's): this build is the current one.
+  await promoteOnStart(stack.temporal, bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }), 'always', createLogger({ level: 'silent' }));
   await startDeliverWebhooks(stack.temporal, { taskQueue, workflowId: delivererId, input: { pollIntervalMs: 100, roundMs: 2000 } });
 });
 

@@ -26,9 +26,7 @@ import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../../workflows/fund-batch.contract.ts';
-import { buildIdOf } from '../../lib/workflow-bundle.ts';
-import { promoteOnStart, versionedWorkerOptions, type PromotionPolicy } from '../../lib/worker-deployment.ts';
-import { readFileSync } from 'node:fs';
+import { bundleVersion, promoteOnStart, versionedWorkerOptions, type PromotionPolicy } from '../../lib/worker-deployment.ts';
 
 export interface PartnerApiOptions {
   databaseUrl: string;
@@ -202,7 +200,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });
         // As the worker process runs it: a version of the stack's own deployment (its task queue),
         // made current once registered (docs/changing-workflows.md).
-        const version = { deploymentName: taskQueue, buildId: buildIdOf('code' in workflowBundle ? workflowBundle.code : readFileSync(workflowBundle.codePath)) };
+        const version = bundleVersion(taskQueue, workflowBundle);
         const worker = await Worker.create({
           connection: workerConnection,
           namespace: options.namespace,

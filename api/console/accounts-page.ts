@@ -1,0 +1,233 @@
+// The partner's ledger in the console (contract-decisions section 10): find a partner user's
+// account (or a system account), see its balance, what is held on it and by which fundings, and
+// its entries a page at a time; adjust it (the `accounts` scope) through the very adjustment the
+// ops API makes (ledger/adjustments.ts: one Idempotency-Key per form, so a form sent twice posts
+// once); and download a day's settlement report as CSV (GET /ops/settlements/{date}?format=csv's).
+import { randomUUID } from 'node:crypto';
+import type { Router } from 'express';
+import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
+import { accountOfPathSegment, createAdjustmentSchema, settlementDateSchema, systemAccounts } from '../../domain/ledger.ts';
+import { acceptedCurrency } from '../../domain/money.ts';
+import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
+import { isAdjustableAccount } from '../../ledger/adjustments.ts';
+import { isEntriesCursor } from '../../ledger/ledger.ts';
+import { settlementCsv, settlementDayOf } from '../../ledger/settlement.ts';
+import { routesOn } from '../http/route-registration.ts';
+import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import { accountPathSchema } from '../ops/accounts-routes.ts';
+import { personOf } from './console-auth.ts';
+import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import type { ConsoleServices } from './console-services.ts';
+import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
+import { ledgerEntriesTable } from './record-pieces.ts';
+
+export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settle' | 'timeZone' | 'now'>;
+
+const accountParameter = { account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' } };
+
+const routes = {
+  accounts: defineRoute({
+    method: 'get',
+    path: '/console/accounts',
+    operationId: 'consoleAccounts',
+    tag: 'console',
+    summary: 'Find a partner user’s account; the system accounts; the day’s settlement report',
+    access: { consoleScope: 'read' },
+    responses: { '200': htmlAnswer('the page'), '303': redirectAnswer('to the account asked for') },
+  }),
+  account: defineRoute({
+    method: 'get',
+    path: '/console/accounts/{account}',
+    operationId: 'consoleAccount',
+    tag: 'console',
+    summary: 'An account: balance, held, available, the fundings holding on it, its entries a page at a time, the adjustment form',
+    access: { consoleScope: 'read' },
+    params: accountParameter,
+    responses: { '200': htmlAnswer('the page'), '400': htmlAnswer('not an account') },
+  }),
+  adjustAccount: defineRoute({
+    method: 'post',
+    path: '/console/accounts/{account}/adjustments',
+    operationId: 'consoleAdjustAccount',
+    tag: 'console',
+    summary: 'Adjust a partner user’s account or the treasury (POST /ops/accounts/{account}/adjustments’s rules; the form’s own Idempotency-Key)',
+    access: { consoleScope: 'accounts' },
+    params: accountParameter,
+    responses: { '303': redirectAnswer('posted (or already posted by this form): back to the account'), '400': htmlAnswer('a bad amount or reason'), '422': htmlAnswer('refused; nothing stored') },
+  }),
+  settlement: defineRoute({
+    method: 'get',
+    path: '/console/settlements',
+    operationId: 'consoleSettlement',
+    tag: 'console',
+    summary: 'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ)',
+    access: { consoleScope: 'read' },
+    responses: { '200': { description: 'the CSV file', content: { 'text/csv': { jsonSchema: textSchema } } }, '400': htmlAnswer('no date, or not one') },
+  }),
+};
+
+export const accountsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
+/** Entries per page. */
+const PAGE_SIZE = 50;
+/** Fundings listed as holding money on an account, newest first. */
+const HOLDS_SHOWN = 20;
+
+const accountPath = (segmentValue: string) => `${CONSOLE_PATH}/accounts/${segment(segmentValue)}`;
+
+/** The adjustment form: a new Idempotency-Key for each form shown, so sending it twice posts once. */
+function adjustmentForm(person: Parameters<typeof csrfField>[0], segmentValue: string): string {
+  return `<form method="post" action="${escapeHtml(accountPath(segmentValue))}/adjustments" class="adjust" data-confirm="Post this adjustment to the ledger? It cannot be undone (a correction is another adjustment).">
+${csrfField(person)}<input type="hidden" name="idempotencyKey" value="${randomUUID()}">
+<label for="adjust-amount">Amount in ${acceptedCurrency} (a minus sign debits the account: -25.00)</label>
+<input id="adjust-amount" name="amount" type="text" inputmode="decimal" pattern="-?[0-9]+(\\.[0-9]{1,2})?" autocomplete="off" required>
+<label for="adjust-reason">Reason</label>
+<textarea id="adjust-reason" name="reason" maxlength="500" required></textarea>
+<div class="actions"><button type="submit">Post adjustment</button></div>
+</form>`;
+}
+
+export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies): void {
+  const add = routesOn(router, CONSOLE_PATH);
+
+  add(routes.accounts, (req, res) => {
+    const person = personOf(res);
+    const asked = queryText(req, 'partnerUserId', 128);
+    if (asked !== undefined && accountPathSchema.safeParse(asked).success) {
+      res.redirect(303, accountPath(asked));
+      return;
+    }
+    const today = settlementDayOf(deps.now?.() ?? new Date(), deps.timeZone).date;
+    const body = [
+      asked !== undefined ? notice('A partner user id is 1 to 128 printable characters without spaces.', 'error') : '',
+      card(
+        'find-account',
+        'A partner user’s account',
+        `<form method="get" action="${CONSOLE_PATH}/accounts" role="search"><label for="account-user">Partner user id</label>
+<input id="account-user" name="partnerUserId" type="search" maxlength="128" required><div class="actions"><button type="submit">Open the account</button></div></form>`,
+      ),
+      card('system-accounts', 'System accounts', `<ul>${systemAccounts.map((account) => `<li><a href="${accountPath(account)}">${account}</a></li>`).join('')}</ul>`),
+      card(
+        'settlement',
+        'Settlement report',
+        `<form method="get" action="${CONSOLE_PATH}/settlements"><label for="settlement-date">Day (${escapeHtml(deps.timeZone)})</label>
+<input id="settlement-date" name="date" type="date" value="${today}" required>
+<p class="muted">The day’s approved fundings and succeeded payments against the wallet’s records and the ledger, one line each, as CSV.</p>
+<div class="actions"><button type="submit">Download CSV</button></div></form>`,
+      ),
+    ].join('\n');
+    sendConsolePage(res, asked !== undefined ? 400 : 200, { title: 'Accounts', section: 'accounts', person, body });
+  });
+
+  add(routes.account, async (req, res) => {
+    const person = personOf(res);
+    const parsed = accountPathSchema.safeParse(req.params.account);
+    if (!parsed.success) {
+      sendRefused(res, 400, { person, section: 'accounts', title: 'Not an account', message: 'An account is TREASURY, another system account, or a partner user id.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      return;
+    }
+    const account = accountOfPathSegment(parsed.data);
+    const partnerUserId = account.startsWith('USER:') ? account.slice(5) : null;
+    const cursor = queryText(req, 'cursor', 64);
+    const validCursor = cursor !== undefined && isEntriesCursor(cursor) ? cursor : undefined;
+    const holds = isAdjustableAccount(account) ? fundingsHoldingOn(deps.database, partnerUserId, unfinishedFundingStatuses, HOLDS_SHOWN) : Promise.resolve(null);
+    const [view, currencies, entries, holding] = await Promise.all([
+      deps.ledger.account(deps.database, account, acceptedCurrency),
+      deps.ledger.currenciesOf(deps.database, account),
+      deps.ledger.accountEntries(deps.database, { account, currency: acceptedCurrency, limit: PAGE_SIZE, ...(validCursor ? { cursor: validCursor } : {}) }),
+      holds,
+    ]);
+    const tz = deps.timeZone;
+    const done = queryText(req, 'done', 20);
+    // Only an adjustment's id is echoed back (a crafted link cannot put words in the notice).
+    const adjustmentText = queryText(req, 'adjustment', 20);
+    const adjustment = adjustmentText !== undefined && /^\d+$/.test(adjustmentText) ? adjustmentText : undefined;
+    const body = [
+      done === 'adjusted' ? notice(`Adjustment ${adjustment ?? ''} posted under your name.`, 'ok') : '',
+      done === 'already' ? notice(`This form was already sent: adjustment ${adjustment ?? ''} stands, and nothing was posted again.`, 'ok') : '',
+      cursor !== undefined && !validCursor ? notice('That page of entries is not one this console gave: here is the newest.', 'error') : '',
+      card(
+        'account',
+        account,
+        `${facts([
+          ['Account', partnerUserId === null ? escapeHtml(account) : `USER: ${idCell(partnerUserId, 'partner user id')}`],
+          ['Balance (posted)', money(view.balance)],
+          ['Held (fundings not final)', money(view.held)],
+          ['Available', `<strong>${money(view.available)}</strong>`],
+          ...(view.floor !== null ? ([['May go down to', `${escapeHtml(view.floor)} ${acceptedCurrency}`]] as const) : []),
+          ...(currencies.some((currency) => currency !== acceptedCurrency) ? ([['Other currencies on record', escapeHtml(currencies.filter((currency) => currency !== acceptedCurrency).join(', '))]] as const) : []),
+        ])}${partnerUserId === null ? '' : `<p><a href="${CONSOLE_PATH}/links?partnerUserId=${escapeHtml(encodeURIComponent(partnerUserId))}">Their linked wallets</a></p>`}`,
+      ),
+      isAdjustableAccount(account) && may(person, 'accounts') ? card('adjust', 'Adjust', adjustmentForm(person, parsed.data)) : '',
+      holding === null
+        ? ''
+        : card(
+            'holds',
+            'Held by',
+            `${table(
+              'Fundings holding money on this account, newest first',
+              ['Funding', 'State', 'Amount', 'Requested'],
+              holding.map((funding) => [linkedId(`${CONSOLE_PATH}/fundings/${funding.fundingId}`, funding.fundingId, 'funding id'), stateBadge(funding.status), money(funding.amount), when(funding.createdAt, tz)]),
+              new Set([2]),
+            )}${holding.length === HOLDS_SHOWN ? `<p class="muted">The newest ${HOLDS_SHOWN} are shown.</p>` : ''}`,
+          ),
+      card(
+        'entries',
+        `Entries (${acceptedCurrency}), newest first`,
+        `${ledgerEntriesTable(entries.items, tz, { withAccount: false })}${pager(entries.nextCursor ? consoleUrl(accountPath(parsed.data), { cursor: entries.nextCursor }) : null, 'Older entries')}`,
+      ),
+    ].join('\n');
+    sendConsolePage(res, 200, { title: `Account ${account}`, section: 'accounts', person, body });
+  });
+
+  add(routes.adjustAccount, async (req, res) => {
+    const person = personOf(res);
+    const parsed = accountPathSchema.safeParse(req.params.account);
+    const back = { href: accountPath(req.params.account), label: 'Back to the account' };
+    const refuse = (status: number, message: string) => sendRefused(res, status, { person, section: 'accounts', title: 'Not adjusted', message: `${message} Nothing was posted.`, back });
+    if (!parsed.success) {
+      refuse(400, 'That is not an account.');
+      return;
+    }
+    const key = idempotencyKeySchema.safeParse(formField(req, 'idempotencyKey'));
+    if (!key.success) {
+      refuse(400, 'This form has no valid key: reload the page and fill it in again.');
+      return;
+    }
+    const body = createAdjustmentSchema.safeParse({ amount: { currency: acceptedCurrency, value: (formField(req, 'amount') ?? '').trim() }, reason: formField(req, 'reason') });
+    if (!body.success) {
+      refuse(400, `${body.error.issues.map((issue) => issue.message).join('; ')}.`);
+      return;
+    }
+    const result = await deps.adjust({ idempotencyKey: key.data, account: accountOfPathSegment(parsed.data), body: body.data, actor: person.name });
+    switch (result.kind) {
+      case 'created':
+      case 'existing':
+        res.redirect(303, consoleUrl(accountPath(parsed.data), { done: result.kind === 'created' ? 'adjusted' : 'already', adjustment: result.adjustment.adjustmentId }));
+        return;
+      case 'invalid-account':
+        refuse(400, 'Only a partner user’s account or TREASURY can be adjusted.');
+        return;
+      case 'currency-refused':
+      case 'insufficient-funds':
+        refuse(422, `${result.detail}.`);
+        return;
+      case 'key-reused':
+        refuse(422, 'This form was already sent with another amount or reason: reload the page for a fresh form.');
+        return;
+    }
+  });
+
+  add(routes.settlement, async (req, res) => {
+    const person = personOf(res);
+    const date = settlementDateSchema.safeParse(queryText(req, 'date', 10));
+    if (!date.success) {
+      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      return;
+    }
+    const settlement = await deps.settle(date.data);
+    consoleHeaders(res);
+    res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
+    res.send(settlementCsv(settlement));
+  });
+}

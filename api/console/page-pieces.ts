@@ -1,0 +1,90 @@
+// What the console's record pages share beyond the layout (console-layout.ts): reading a query or a
+// form field safely, facts as a definition list, a section card, the next page's link, the
+// notice a page shows after a write sent the person back to it (POST, then a redirect: a reload
+// never sends the form again), the page that says why a write was refused, and the link to a
+// workflow in the Temporal UI. Every value is escaped here or by the caller's pieces.
+import type { Request, Response } from 'express';
+import type { OpsScope } from '../../lib/ops-keys.ts';
+import type { ConsoleServices } from './console-services.ts';
+import { CONSOLE_PATH, escapeHtml, notice, sendConsolePage, type ConsoleSection, type SignedInPerson } from './console-layout.ts';
+
+/** A query parameter as one string of printable characters, at most `max` long; else undefined. */
+export function queryText(req: Request, name: string, max = 255): string | undefined {
+  const value = (req.query as Record<string, unknown>)[name];
+  if (typeof value !== 'string') return undefined;
+  const trimmed = value.trim();
+  // No control characters: they would only ever be a mistake or an attack in a search or a filter.
+  return trimmed.length > 0 && trimmed.length <= max && ![...trimmed].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f) ? trimmed : undefined;
+}
+
+/** A form field as sent (a string), or undefined (absent, or sent twice). */
+export function formField(req: Request, name: string): string | undefined {
+  const value = (req.body as Record<string, unknown> | undefined)?.[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** Whether the person may do what `scope` allows: a form they may not use is not shown. */
+export const may = (person: SignedInPerson, scope: OpsScope): boolean => person.scopes.has(scope);
+
+/** Facts about a record: each value already HTML. */
+export function facts(rows: ReadonlyArray<readonly [string, string]>): string {
+  return `<dl class="facts">${rows.map(([name, value]) => `<dt>${escapeHtml(name)}</dt><dd>${value}</dd>`).join('')}</dl>`;
+}
+
+/** A card with a heading (its id names the section for screen readers). */
+export const card = (id: string, title: string, body: string, attention = false): string =>
+  `<section class="card${attention ? ' attention' : ''}" aria-labelledby="h-${id}"><h2 id="h-${id}">${escapeHtml(title)}</h2>${body}</section>`;
+
+/** A console URL with its query (empty values left out), escaped for an attribute by the caller's `escapeHtml`. */
+export function consoleUrl(path: string, query: Record<string, string | undefined> = {}): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined && value !== '') params.set(name, value);
+  const text = params.toString();
+  return `${path}${text ? `?${text}` : ''}`;
+}
+
+/** The link to the next (older) page of a list, when there is one. */
+export function pager(nextHref: string | null, label = 'Older'): string {
+  return nextHref ? `<nav class="pager" aria-label="Pages"><a href="${escapeHtml(nextHref)}" rel="next">${escapeHtml(label)} →</a></nav>` : '';
+}
+
+/** A path segment of a console URL for a value (a partner user id may hold any printable character). */
+export const segment = (value: string): string => encodeURIComponent(value);
+
+/** After a write: back to the page it was made from, which says what was done (`done`). */
+export function sendBack(res: Response, path: string, done: string, query: Record<string, string | undefined> = {}): void {
+  res.redirect(303, consoleUrl(path, { ...query, done }));
+}
+
+/** The notice for `?done=…` on a page a write sent the person back to; nothing for an unknown one. */
+export function doneNotice(req: Request, messages: Readonly<Record<string, string>>): string {
+  const done = queryText(req, 'done', 40);
+  const message = done !== undefined && Object.hasOwn(messages, done) ? messages[done] : undefined;
+  return message ? notice(message, 'ok') : '';
+}
+
+/** A write refused: why, that nothing was done, and the way back. */
+export function sendRefused(res: Response, status: number, page: { person: SignedInPerson; section?: ConsoleSection; title: string; message: string; back: { href: string; label: string }; body?: string }): void {
+  sendConsolePage(res, status, {
+    title: page.title,
+    ...(page.section ? { section: page.section } : {}),
+    person: page.person,
+    body: `${notice(page.message, 'error')}${page.body ?? ''}<p><a href="${escapeHtml(page.back.href)}">${escapeHtml(page.back.label)}</a></p>`,
+  });
+}
+
+/** A page for a record that is not there. */
+export function sendNotFound(res: Response, person: SignedInPerson, section: ConsoleSection, what: string): void {
+  sendConsolePage(res, 404, { title: 'Not found', section, person, body: `${notice(`There is no ${what}.`, 'error')}<p><a href="${CONSOLE_PATH}/search">Search</a></p>` });
+}
+
+/** The workflow's page in the Temporal UI (TEMPORAL_UI_URL), or its id alone when none is configured. */
+export function workflowLink(temporalUi: ConsoleServices['temporalUi'], workflowId: string): string | null {
+  if (!temporalUi) return null;
+  const base = temporalUi.url.replace(/\/+$/, '');
+  return `${base}/namespaces/${encodeURIComponent(temporalUi.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+}
+
+/** An id that opens its record's page, with a button that copies it (idCell's, as a link). */
+export const linkedId = (href: string, id: string, label = 'id'): string =>
+  `<a class="id" href="${escapeHtml(href)}">${escapeHtml(id)}</a><button type="button" class="copy" data-copy="${escapeHtml(id)}" aria-label="Copy ${escapeHtml(label)} ${escapeHtml(id)}">copy</button>`;

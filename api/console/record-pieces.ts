@@ -1,0 +1,72 @@
+// Tables a funding's and a payment's pages (and the webhooks and accounts pages) share: the wallet
+// calls behind a record by Request-Reference-No, ledger entries with what moved them, and webhook
+// deliveries with their last attempt. Never a body, a token, a secret or a whole code.
+import type { WalletCallView } from '../../audit/wallet-call-log.ts';
+import type { WebhookDeliveryView } from '../../domain/webhook.ts';
+import type { LedgerEntryDetail } from '../../ledger/ledger.ts';
+import { CONSOLE_PATH, escapeHtml, idCell, money, stateBadge, table, when } from './console-layout.ts';
+import { linkedId, segment } from './page-pieces.ts';
+
+/** The wallet calls behind a record, oldest first: operation, status and outcome by Request-Reference-No. */
+export function walletCallsTable(calls: readonly WalletCallView[], timeZone: string): string {
+  return table(
+    'Wallet calls, oldest first',
+    ['When', 'Request-Reference-No', 'Operation', 'HTTP status', 'Outcome', 'Error code', 'Took'],
+    calls.map((call) => [
+      when(call.startedAt, timeZone),
+      idCell(call.requestReferenceNo, 'Request-Reference-No'),
+      `${escapeHtml(call.operation)} <span class="muted">${escapeHtml(call.method)}</span>`,
+      call.httpStatus === null ? '<span class="muted">no answer</span>' : String(call.httpStatus),
+      escapeHtml(call.outcome),
+      escapeHtml(call.errorCode ?? ''),
+      `${call.durationMs} ms`,
+    ]),
+    new Set([6]),
+  );
+}
+
+/** An account's name as a link to its page (a user's account by its partner user id). */
+export function accountLink(account: string): string {
+  const target = account.startsWith('USER:') ? account.slice(5) : account;
+  return `<a href="${CONSOLE_PATH}/accounts/${escapeHtml(segment(target))}">${escapeHtml(account)}</a>`;
+}
+
+/** Ledger entries: when, what moved them (and who, for an adjustment), the account, the signed amount, held or posted. */
+export function ledgerEntriesTable(entries: readonly LedgerEntryDetail[], timeZone: string, options: { withAccount?: boolean } = {}): string {
+  const withAccount = options.withAccount ?? true;
+  return table(
+    'Ledger entries',
+    ['When', 'Kind', ...(withAccount ? ['Account'] : []), 'Amount', 'Held or posted', 'Reference', 'By, and why'],
+    entries.map((entry) => [
+      when(entry.at, timeZone),
+      escapeHtml(entry.kind),
+      ...(withAccount ? [accountLink(entry.account)] : []),
+      money(entry.amount),
+      entry.pending ? 'held' : 'posted',
+      idCell(entry.reference, 'reference'),
+      entry.actor ? `${escapeHtml(entry.actor)}${entry.reason ? `: ${escapeHtml(entry.reason)}` : ''}` : '<span class="muted">walletflow</span>',
+    ]),
+    new Set([withAccount ? 3 : 2]),
+  );
+}
+
+/** Webhook deliveries: the event, the endpoint, the state, the attempts and the last answer. */
+export function deliveriesTable(deliveries: readonly WebhookDeliveryView[], timeZone: string, options: { withEndpoint?: boolean } = {}): string {
+  const withEndpoint = options.withEndpoint ?? true;
+  return table(
+    'Webhook deliveries',
+    ['Delivery', 'Event', ...(withEndpoint ? ['Endpoint'] : []), 'State', 'Attempts', 'Last answer', 'Created'],
+    deliveries.map((delivery) => {
+      const last = delivery.log.at(-1);
+      return [
+        linkedId(`${CONSOLE_PATH}/webhooks/deliveries/${delivery.id}`, delivery.id, 'delivery id'),
+        `${escapeHtml(delivery.eventType)} ${idCell(delivery.eventId, 'event id')}`,
+        ...(withEndpoint ? [linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')] : []),
+        stateBadge(delivery.status),
+        String(delivery.log.length),
+        last ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, timeZone)}` : '<span class="muted">not tried yet</span>',
+        when(delivery.createdAt, timeZone),
+      ];
+    }),
+  );
+}
