@@ -138,8 +138,10 @@ export async function runDev(): Promise<void> {
       OPS_API_KEYS: opsApiKeys.join(','),
       TOKEN_ENCRYPTION_KEY: process.env.TOKEN_ENCRYPTION_KEY ?? devState.tokenEncryptionKey,
       ...consoleEnv,
-      // Each start may run new workflow code: its build becomes the current version (docs/changing-workflows.md).
-      WORKER_PROMOTE: process.env.WORKER_PROMOTE ?? 'always',
+      // Each start may run new workflow code: its build becomes the current version, and the runs
+      // pinned to the build before (whose worker stopped with the last run) move to it
+      // (docs/changing-workflows.md).
+      WORKER_PROMOTE: process.env.WORKER_PROMOTE ?? 'replace',
       ...(temporalUi && !process.env.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
       // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),

@@ -4,11 +4,13 @@
 // on (a change to their commands needs no patch: runs in flight finish on the old build's workers);
 // the long ones that continue as new move to the current version at their next run. Which version
 // new workflows get is the deployment's current version: a worker makes its own current when
-// WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`: the dev
-// stack, where each start runs new code; `never`), and `walletflow deploy promote|ramp|rollback`
+// WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`; `never`;
+// `replace`: always, and the runs pinned to earlier builds move to this one, for the dev stack,
+// whose restart leaves no worker of the earlier build), and `walletflow deploy promote|ramp|rollback`
 // moves it otherwise.
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { Logger } from './logger.ts';
 import { buildIdOf } from './workflow-bundle.ts';
 
@@ -17,7 +19,9 @@ export interface DeploymentVersion {
   buildId: string;
 }
 
-export type PromotionPolicy = 'first-deploy' | 'always' | 'never';
+const PINNED = proto.temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED;
+
+export type PromotionPolicy = 'first-deploy' | 'always' | 'never' | 'replace';
 
 /**
  * The version a worker of this bundle registers in `deploymentName`. Every worker of walletflow's
@@ -72,13 +76,17 @@ export async function promoteOnStart(
     const registered = info?.versionSummaries?.some((summary) => summary.deploymentVersion?.buildId === version.buildId) ?? false;
     if (registered && info) {
       const current = currentBuildIdOf(info);
-      if (current === version.buildId) return 'already-current';
+      if (current === version.buildId) {
+        if (policy === 'replace') await adoptPinnedRuns(client, version, logger);
+        return 'already-current';
+      }
       if (policy === 'first-deploy' && current !== null) {
         logger.info({ ...version, current }, 'worker deployment: this build is registered; the current version stays (walletflow deploy promote moves it)');
         return 'left';
       }
       await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
       logger.info({ ...version, previous: current }, 'worker deployment: this build is now the current version');
+      if (policy === 'replace') await adoptPinnedRuns(client, version, logger);
       return 'promoted';
     }
     if (Date.now() >= deadline) {
@@ -87,4 +95,32 @@ export async function promoteOnStart(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+}
+
+/**
+ * Moves the running workflows pinned to another build of the deployment onto the current one (an
+ * auto-upgrade override: their next task runs on the current build's workers, their history
+ * replayed on its code, as an unversioned worker's would be). For the dev stack, where a restart
+ * leaves no worker of the earlier build; never in a deployment whose earlier workers still run.
+ * Answers how many moved.
+ */
+export async function adoptPinnedRuns(client: Client, version: DeploymentVersion, logger: Pick<Logger, 'info' | 'warn'>): Promise<number> {
+  let moved = 0;
+  const query = `ExecutionStatus = 'Running' AND TemporalWorkerDeployment = '${version.deploymentName}'`;
+  for await (const execution of client.workflow.list({ query })) {
+    const { raw } = await client.workflow.getHandle(execution.workflowId, execution.runId).describe();
+    const versioning = raw.workflowExecutionInfo?.versioningInfo;
+    const pinned = Number(versioning?.behavior) === PINNED;
+    const elsewhere = versioning?.deploymentVersion?.buildId !== version.buildId;
+    if (!pinned || !elsewhere || versioning?.versioningOverride) continue;
+    await client.workflowService.updateWorkflowExecutionOptions({
+      namespace: client.options.namespace,
+      workflowExecution: { workflowId: execution.workflowId, runId: execution.runId },
+      workflowExecutionOptions: { versioningOverride: { autoUpgrade: true } },
+      updateMask: { paths: ['versioning_override'] },
+    });
+    moved += 1;
+  }
+  if (moved > 0) logger.info({ ...version, moved }, 'worker deployment: runs pinned to earlier builds moved to this one');
+  return moved;
 }

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The second command of the README, and what CI runs: a clean install (with the project's own
-# Node.js 24), the Temporal CLI and Chromium, typecheck, lint, then every test (vitest) against
-# real PostgreSQL and Temporal, all on the project's Node.js.
+# Node.js 24), the Temporal CLI, a real Temporal server (built with Go, for the deploy test) and
+# Chromium, typecheck, lint, then every test (vitest) against real PostgreSQL and Temporal, all on
+# the project's Node.js.
 # Migrations are applied by the test setup to a fresh database. Ends with "N passed, N failed".
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --ci --browser
+bash scripts/setup.sh --ci --browser --temporal-server
 # From here on everything runs on the project's Node.js 24 (node_modules/.bin first on PATH).
 . scripts/use-project-node.sh
 echo "• typecheck"; tsc -p tsconfig.json

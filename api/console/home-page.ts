@@ -76,8 +76,8 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
   const reviews = fundingReviews + paymentReviews;
   const deadLetters = failing.reduce((sum, endpoint) => sum + endpoint.deadLetters, 0);
   const cards = [
-    `<section class="card" aria-labelledby="h-fundings"><h2 id="h-fundings">Fundings today (${escapeHtml(day.date)})</h2>${totalsTable('Fundings today by state', fundings)}</section>`,
-    `<section class="card" aria-labelledby="h-payments"><h2 id="h-payments">Payments today</h2>${totalsTable('Payments today by state', payments)}</section>`,
+    `<section class="card wide" aria-labelledby="h-fundings"><h2 id="h-fundings">Fundings today (${escapeHtml(day.date)})</h2>${totalsTable('Fundings today by state', fundings)}</section>`,
+    `<section class="card wide" aria-labelledby="h-payments"><h2 id="h-payments">Payments today</h2>${totalsTable('Payments today by state', payments)}</section>`,
     `<section class="card${reviews > 0 ? ' attention' : ''}" aria-labelledby="h-review"><h2 id="h-review">Review queue</h2>
 <p class="figure">${reviews}</p><p class="muted">${fundingReviews} funding${fundingReviews === 1 ? '' : 's'}, ${paymentReviews} payment${paymentReviews === 1 ? '' : 's'} wait for a person.</p>
 <p><a href="${CONSOLE_PATH}/review">Open the review queue</a></p></section>`,

@@ -92,9 +92,11 @@ export const environmentSchema = z
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
     // Worker Deployment Versioning (docs/changing-workflows.md): the deployment the workers register
     // their build in (absent: the task queue's name), and whether a starting worker makes its build
-    // the current version: only when the deployment has none yet, always, or never.
+    // the current version: only when the deployment has none yet, always, never, or `replace`
+    // (always, and the runs pinned to earlier builds move to it: the dev stack, whose restart
+    // leaves no worker of the earlier build).
     WORKER_DEPLOYMENT_NAME: z.preprocess(emptyAsUndefined, z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1 to 200 of A-Z a-z 0-9 _ - (a dot separates it from the build id)').optional()),
-    WORKER_PROMOTE: z.preprocess(emptyAsUndefined, z.enum(['first-deploy', 'always', 'never']).default('first-deploy')),
+    WORKER_PROMOTE: z.preprocess(emptyAsUndefined, z.enum(['first-deploy', 'always', 'never', 'replace']).default('first-deploy')),
     TEMPORAL_TLS: booleanFlag,
     TEMPORAL_TLS_CA: optionalString,
     TEMPORAL_TLS_CERT: optionalString,

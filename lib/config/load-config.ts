@@ -7,6 +7,7 @@ import type { PayloadKey } from '../payload-codec.ts';
 import type { OpsKey, OpsScope } from '../ops-keys.ts';
 import type { ProfileDecryptionJwk, ProfileVerificationJwk } from '../../domain/jwk.ts';
 import { environmentSchema, secretVariables, type Environment } from './environment.ts';
+import type { PromotionPolicy } from '../worker-deployment.ts';
 
 export interface WalletServiceConfig {
   connectUrl: string;
@@ -41,7 +42,7 @@ export interface AppConfig {
   databaseUrl: string | undefined;
   temporal: { address: string | undefined; namespace: string; taskQueue: string; security: TemporalSecurity };
   /** Worker Deployment Versioning: the deployment's name, and when a starting worker makes its build current. */
-  workerDeployment: { name: string; promote: 'first-deploy' | 'always' | 'never' };
+  workerDeployment: { name: string; promote: PromotionPolicy };
   /** A prebuilt workflow bundle for the worker (production); absent: bundled from source at start. */
   workflowBundlePath: string | undefined;
   /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */

@@ -3,96 +3,133 @@
 // command (a timer), with no patch. A funding that started on A finishes on A after B becomes
 // current; new fundings run on B; `walletflow deploy rollback` sends new fundings back to A in one
 // step; no workflow task ever fails (a pinned run is never replayed on the other build). On the real
-// sandbox, PostgreSQL and Temporal, with the CLI an operator runs.
+// sandbox and PostgreSQL, with the CLI an operator runs, on the suite's dev server and on a real
+// Temporal server (on PostgreSQL, as production runs it; built by scripts/setup.sh).
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { temporal } from '@temporalio/proto';
+import { dropTemporalDatabases, resolveTemporalServer, startTemporalServer } from '../../harness/temporal-server.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import proto from '@temporalio/proto';
 import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import type { InProcessWorker } from '../support/partner-api.ts';
 import { runCli } from '../support/cli-run.ts';
 import { waitFor } from '../support/wait-for.ts';
 
-let stack: PartnerStack;
-let buildB: string;
-const workers: InProcessWorker[] = [];
+let buildB: Promise<string> | undefined;
+/** Build B's bundle, made once for both Temporals. */
+const buildBCode = () => (buildB ??= bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts') }));
 
-beforeAll(async () => {
-  stack = await startPartnerStack();
-  buildB = await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts') });
-}, 120_000);
-afterAll(async () => {
-  await stack.admin.settings({ processingDelayMs: 0 }).catch(() => undefined);
-  for (const running of workers) {
+/** A real Temporal server on the suite's PostgreSQL server, fresh databases of its own; stopped and dropped by `stop`. */
+async function startRealTemporal(): Promise<{ address: string; namespace: string; stop: () => Promise<void> }> {
+  const tools = resolveTemporalServer();
+  const url = new URL(testDatabaseUrl());
+  const postgres = { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-deploy-temporal-'));
+  const databasePrefix = `walletflow_deploy_temporal_${process.pid}_${Date.now().toString(36)}`;
+  const server = await startTemporalServer({ ...tools, dir, postgres, databasePrefix, historyShards: 2, namespace: 'default' });
+  return {
+    address: server.address,
+    namespace: 'default',
+    stop: async () => {
+      await server.stop();
+      dropTemporalDatabases({ sqlTool: tools.sqlTool, postgres }, server.databases);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+const temporals = [
+  { name: 'the dev server', start: async () => undefined },
+  { name: 'a real Temporal server on PostgreSQL', start: startRealTemporal },
+];
+
+describe.each(temporals)('two builds of the workflows, deployed while money is in flight, on $name', ({ start }) => {
+  let stack: PartnerStack;
+  let stopTemporal: (() => Promise<void>) | undefined;
+  const workers: Array<InProcessWorker & { buildId: string }> = [];
+
+  beforeAll(async () => {
+    const temporal = await start();
+    stopTemporal = temporal?.stop;
+    stack = await startPartnerStack(temporal ? { temporal } : {});
+  }, 300_000);
+  /** Stops a worker as its process would stop: drained, its connections closed. */
+  const stopWorker = async (running: InProcessWorker) => {
     running.worker.shutdown();
     await running.done.catch(() => undefined);
     await running.connection.close();
     await running.wallet.close();
+  };
+  afterAll(async () => {
+    await stack?.admin.settings({ processingDelayMs: 0 }).catch(() => undefined);
+    for (const running of workers) await stopWorker(running);
+    await stack?.close();
+    await stopTemporal?.();
+  }, 120_000);
+
+  const deployCli = (...args: string[]) =>
+    runCli(['deploy', ...args], { env: { TEMPORAL_ADDRESS: stack.temporalAddress, TEMPORAL_NAMESPACE: stack.temporalNamespace, TEMPORAL_TASK_QUEUE: stack.taskQueue, LOG_LEVEL: 'warn' } });
+
+  /** A funding to a fresh cash-in code, as the ops API takes it: its id and its workflow's id. */
+  async function startFunding(): Promise<{ fundingId: string; workflowId: string }> {
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const { code } = await stack.admin.cashInCode(user.userId);
+    const response = await stack.opsFetch('/ops/fundings', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } }),
+    });
+    expect(response.status).toBe(202);
+    const { fundingId } = (await response.json()) as { fundingId: string };
+    const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+    return { fundingId, workflowId };
   }
-  await stack.close();
-});
 
-const deployCli = (...args: string[]) =>
-  runCli(['deploy', ...args], { env: { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace'), TEMPORAL_TASK_QUEUE: stack.taskQueue, LOG_LEVEL: 'warn' } });
+  type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+  const types = proto.temporal.api.enums.v1.EventType;
+  const EventType = {
+    WorkflowTaskCompleted: types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+    WorkflowTaskFailed: types.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+    TimerStarted: types.EVENT_TYPE_TIMER_STARTED,
+    ActivityTaskScheduled: types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+    MarkerRecorded: types.EVENT_TYPE_MARKER_RECORDED,
+  };
 
-/** A funding to a fresh cash-in code, as the ops API takes it: its id and its workflow's id. */
-async function startFunding(): Promise<{ fundingId: string; workflowId: string }> {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-  const { code } = await stack.admin.cashInCode(user.userId);
-  const response = await stack.opsFetch('/ops/fundings', {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-    body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } }),
-  });
-  expect(response.status).toBe(202);
-  const { fundingId } = (await response.json()) as { fundingId: string };
-  const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
-  return { fundingId, workflowId };
-}
+  async function historyOf(workflowId: string): Promise<HistoryEvent[]> {
+    const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+    return history.events ?? [];
+  }
 
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const types = temporal.api.enums.v1.EventType;
-const EventType = {
-  WorkflowTaskCompleted: types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
-  WorkflowTaskFailed: types.EVENT_TYPE_WORKFLOW_TASK_FAILED,
-  TimerStarted: types.EVENT_TYPE_TIMER_STARTED,
-  ActivityTaskScheduled: types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
-  MarkerRecorded: types.EVENT_TYPE_MARKER_RECORDED,
-};
+  /** The builds that completed each of the run's workflow tasks, in order. */
+  const buildsOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskCompleted).map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
+  const failedTasksOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskFailed);
+  /** Whether the run's first command is build B's one-millisecond timer (build A's is a local or a regular activity). */
+  const startsWithBuildBTimer = (events: HistoryEvent[]) => {
+    const first = events.find((event) => [EventType.TimerStarted, EventType.ActivityTaskScheduled, EventType.MarkerRecorded].includes(Number(event.eventType)));
+    const timeout = first?.timerStartedEventAttributes?.startToFireTimeout;
+    return Number(first?.eventType) === EventType.TimerStarted && Number(timeout?.seconds ?? 0) === 0 && Number(timeout?.nanos) === 1_000_000;
+  };
 
-async function historyOf(workflowId: string): Promise<HistoryEvent[]> {
-  const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-  return history.events ?? [];
-}
+  async function finalStatusOf(fundingId: string): Promise<string> {
+    return waitFor(
+      `funding ${fundingId} final`,
+      async () => {
+        const { status } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true } });
+        return ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'].includes(status) ? status : undefined;
+      },
+      90_000,
+    );
+  }
 
-/** The builds that completed each of the run's workflow tasks, in order. */
-const buildsOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskCompleted).map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
-const failedTasksOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskFailed);
-/** Whether the run's first command is build B's one-millisecond timer (build A's is a local or a regular activity). */
-const startsWithBuildBTimer = (events: HistoryEvent[]) => {
-  const first = events.find((event) => [EventType.TimerStarted, EventType.ActivityTaskScheduled, EventType.MarkerRecorded].includes(Number(event.eventType)));
-  const timeout = first?.timerStartedEventAttributes?.startToFireTimeout;
-  return Number(first?.eventType) === EventType.TimerStarted && Number(timeout?.seconds ?? 0) === 0 && Number(timeout?.nanos) === 1_000_000;
-};
-
-async function finalStatusOf(fundingId: string): Promise<string> {
-  return waitFor(
-    `funding ${fundingId} final`,
-    async () => {
-      const { status } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true } });
-      return ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'].includes(status) ? status : undefined;
-    },
-    90_000,
-  );
-}
-
-describe('two builds of the workflows, deployed while money is in flight', () => {
   it('a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails', async () => {
     const a = await stack.createWorker({ workflowBundle: { codePath: inject('workflowBundlePath') }, promote: 'always' });
     workers.push(a);
-    const b = await stack.createWorker({ workflowBundle: { code: buildB }, promote: 'never' });
+    const b = await stack.createWorker({ workflowBundle: { code: await buildBCode() }, promote: 'never' });
     workers.push(b);
     expect(a.buildId).not.toBe(b.buildId);
 
@@ -136,6 +173,28 @@ describe('two builds of the workflows, deployed while money is in flight', () =>
 
     const after = JSON.parse((await deployCli('status', '--json')).stdout) as { current: string };
     expect(after.current).toBe(a.buildId);
+  }, 240_000);
+
+  it('a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build', async () => {
+    // A and B from the test before: B stops now, A once F4 is under way.
+    const [a, b] = workers.splice(0, workers.length);
+    if (!a || !b) throw new Error('the test before leaves workers of builds A and B running');
+    await stopWorker(b);
+    // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev stack's does.
+    await stack.admin.settings({ processingDelayMs: 4000 });
+    const f4 = await startFunding();
+    await waitFor('F4 under way', async () => ((await historyOf(f4.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled) ? true : undefined), 30_000);
+    await stopWorker(a);
+    await stack.admin.settings({ processingDelayMs: 0 });
+    // Build C (today's commands, another bundle) starts as `walletflow dev` starts its worker.
+    const c = await stack.createWorker({ workflowBundle: { code: await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts') }) }, promote: 'replace' });
+    workers.push(c);
+    expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
+    const h4 = await historyOf(f4.workflowId);
+    const builds = buildsOf(h4);
+    expect(builds[0]).toBe(a.buildId);
+    expect(builds.at(-1)).toBe(c.buildId);
+    expect(failedTasksOf(h4)).toEqual([]);
   }, 240_000);
 
   it('refuses to promote a build no worker has registered, naming the ones it knows', async () => {

@@ -58,6 +58,9 @@ export interface PartnerStack {
   /** Opens a fresh login URL: the wallet's login page, its state, and the login cookie the start set. */
   startLogin(partnerUserId: string, mobile?: string): Promise<{ location: URL; state: string; cookie: string }>;
   close(): Promise<void>;
+  /** The Temporal this stack uses: its address and namespace. */
+  temporalAddress: string;
+  temporalNamespace: string;
 }
 
 export async function startPartnerStack(
@@ -84,16 +87,19 @@ export async function startPartnerStack(
     console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
+    /** Another Temporal than the suite's (a real server started by the test). */
+    temporal?: { address: string; namespace: string };
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
   const apiMetrics = createMetrics();
   const workerMetrics = createMetrics();
   const dataConverter = dataConverterFor(options.payloadKeys);
+  const temporal = options.temporal ?? { address: inject('temporalAddress'), namespace: inject('temporalNamespace') };
   const api = await startPartnerApi({
     databaseUrl: testDatabaseUrl(),
-    temporalAddress: inject('temporalAddress'),
-    namespace: inject('temporalNamespace'),
+    temporalAddress: temporal.address,
+    namespace: temporal.namespace,
     // Test files share one Temporal server: a task queue per stack.
     taskQueuePrefix: 'walletflow-test',
     logger,
@@ -126,6 +132,8 @@ export async function startPartnerStack(
   return {
     apiBase: api.apiBase,
     app: api.app,
+    temporalAddress: temporal.address,
+    temporalNamespace: temporal.namespace,
     opsKey: api.opsKey,
     encryptionKey,
     workerEnv: () => ({
@@ -133,8 +141,8 @@ export async function startPartnerStack(
       NODE_ENV: 'test',
       LOG_LEVEL: 'warn',
       DATABASE_URL: testDatabaseUrl(),
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_NAMESPACE: temporal.namespace,
       TEMPORAL_TASK_QUEUE: taskQueue,
       WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
       TOKEN_ENCRYPTION_KEY: encryptionKey.toString('base64'),
