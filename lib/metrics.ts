@@ -40,7 +40,7 @@ export interface Metrics {
 /** Seconds from a request to its answer (HTTP, wallet calls, the session URL). */
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Seconds from a funding or payment's creation to its final state: most in seconds, some after a reconciliation. */
-const settleBuckets = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+const finishBuckets = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
 
 /** Past this many distinct values, a label's new values are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;
@@ -80,7 +80,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     name: 'walletflow_funding_duration_seconds',
     help: 'Seconds from a funding request to its final state',
     labelNames: ['status'] as const,
-    buckets: settleBuckets,
+    buckets: finishBuckets,
     registers: [registry],
   });
   const payments = new Counter({
@@ -93,7 +93,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     name: 'walletflow_payment_duration_seconds',
     help: 'Seconds from a payment request to its final state',
     labelNames: ['status'] as const,
-    buckets: settleBuckets,
+    buckets: finishBuckets,
     registers: [registry],
   });
   const walletCalls = new Counter({

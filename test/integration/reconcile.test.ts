@@ -88,7 +88,7 @@ describe('reconciliation sweep', () => {
     const neverSentTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: neverSent.code }, amount: { currency: 'PHP', value: '12.00' } });
     const b2 = await insertFunding({ status: 'CREATING', code: neverSent.code, transferId: neverSentTransfer.data.transferId });
 
-    // f. In review, with no workflow left, and the queued execute has landed: the wallet settles it.
+    // f. In review, with no workflow left, and the queued execute has landed: the wallet's final state resolves it.
     const landed = await codeOfNewUser();
     const landedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: landed.code }, amount: { currency: 'PHP', value: '12.00' } });
     await stack.wallet.executeTransfer(landedTransfer.data.transferId);
