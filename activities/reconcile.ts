@@ -309,7 +309,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       const review = await payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({
         id: payment.id,
-        paymentId: payment.walletPaymentId,
+        walletPaymentId: payment.walletPaymentId,
         since: payment.updatedAt.toISOString(),
         reason: payment.reviewReason,
       }));

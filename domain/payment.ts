@@ -85,7 +85,8 @@ export type PaymentView = z.infer<typeof paymentSchema>;
 export interface PaymentResult {
   id: string;
   status: FinalPaymentStatus;
-  paymentId: string | null;
+  /** The wallet service's id of the payment (walletflow's is `id`). */
+  walletPaymentId: string | null;
   errorCode: string | null;
 }
 

@@ -15,7 +15,7 @@ export const walletCallEvidenceSchema = z.object({
 });
 export type WalletCallEvidence = z.infer<typeof walletCallEvidenceSchema>;
 
-/** A person's (or the reconciliation's) settlement of a review. */
+/** A person's (or the sweep's) resolution of a review. */
 export const resolutionSchema = <Outcome extends readonly [string, ...string[]]>(outcomes: Outcome) =>
   z.object({ outcome: z.enum(outcomes), note: z.string(), by: z.string(), at: z.string() });
 

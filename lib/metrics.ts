@@ -29,7 +29,7 @@ export interface Metrics {
   paymentFinished(status: FinalPaymentStatus, createdAt: Date): void;
   walletCall(call: WalletCallSample): void;
   tokenRefresh(kind: 'EMBEDDED' | 'STANDALONE', result: TokenRefreshResult): void;
-  /** One repair of the reconciliation sweep (`action` is its RepairAction). */
+  /** One repair of the sweep (`action` is its RepairAction). */
   reconcileRepair(action: string): void;
   sessionUrl(status: number, seconds: number): void;
   /** One onboarding workflow start by the dispatcher or the landing page (api/embedded/onboarding-dispatcher.ts). */
@@ -117,7 +117,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   });
   const repairs = new Counter({
     name: 'walletflow_reconcile_repairs_total',
-    help: 'Fundings repaired by the reconciliation sweep, by action',
+    help: 'Fundings and payments repaired by the sweep, by action',
     labelNames: ['action'] as const,
     registers: [registry],
   });

@@ -36,7 +36,7 @@ export interface SweepReport {
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
   /** Payments not final long after they started: restarted when their workflow is gone. */
   paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
-  paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
+  paymentsNeedingReview: Array<{ id: string; walletPaymentId: string | null; since: string; reason: string | null }>;
   /** Fundings in NEEDS_REVIEW the wallet could not settle: for ops (POST /ops/fundings/{id}/resolve). */
   fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
   /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
