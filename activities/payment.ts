@@ -191,7 +191,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       throw ApplicationFailure.nonRetryable(`payment ${id} could not be parked from ${payment.status}`, paymentFailureTypes.corrupt);
     },
 
-    /** Settles a payment in NEEDS_REVIEW, with who and why. */
+    /** Resolves a payment in NEEDS_REVIEW, with who and why. */
     async resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: PaymentFence): Promise<{ status: FinalPaymentStatus }> {
       const payment = await payments.resolve(id, input, fence);
       if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {

@@ -241,7 +241,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
         case 'not-sent':
           // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
           // does not use up an attempt. After too many, the payment fails unless an earlier attempt
-          // was unknown, which only review can settle.
+          // was unknown, which only review can resolve.
           notSent += 1;
           if (notSent >= MAX_NOT_SENT) {
             if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
