@@ -61,6 +61,8 @@ const OTHER_PROGRAMS: Record<string, string> = {
   OTEL_TRACES_SAMPLER: "the OpenTelemetry SDK's sampler",
   OTEL_TRACES_SAMPLER_ARG: "the OpenTelemetry SDK's sampler",
   MALLOC_ARENA_MAX: "glibc's allocator",
+  WORKER_VERSION: "docker compose: the image tag of the worker service (a deploy moves it)",
+  WORKER_NEXT_VERSION: "docker compose: the image tag of a deploy's worker-next service",
 };
 
 /** A word that names configuration: the families of the schema's names, and the CLI's and the stacks' own. */
