@@ -84,7 +84,15 @@ export async function promoteOnStart(
         logger.info({ ...version, current }, 'worker deployment: this build is registered; the current version stays (walletflow deploy promote moves it)');
         return 'left';
       }
-      await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
+      try {
+        await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
+      } catch (error) {
+        // The build is registered on one of its task queues (workflow, activity) and not yet on
+        // the other: the server refuses it as current until both are; asked again shortly.
+        if (!missingTaskQueues(error) || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
       logger.info({ ...version, previous: current }, 'worker deployment: this build is now the current version');
       if (policy === 'replace') await adoptPinnedRuns(client, version, logger);
       return 'promoted';
@@ -95,6 +103,12 @@ export async function promoteOnStart(
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+}
+
+/** The server's refusal of a version that has not registered every task queue of the current one yet (FAILED_PRECONDITION). */
+function missingTaskQueues(error: unknown): boolean {
+  const { code, details } = error as { code?: number; details?: string };
+  return code === 9 && typeof details === 'string' && details.includes('missing active task queues');
 }
 
 /**
