@@ -23,7 +23,6 @@ export interface EmbeddedSessionActivityDependencies {
 export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDependencies): OnboardEmbeddedSessionActivities {
   const onboarding = createSessionOnboarding(deps);
   return {
-    /** Links the session: profile → link (EMBEDDED, by profileId) with the session's tokens. Repeatable. */
     async linkEmbeddedSession(sessionRecordId: string): Promise<OnboardEmbeddedSessionResult> {
       const outcome = await onboarding.link(sessionRecordId);
       switch (outcome.kind) {
@@ -38,7 +37,6 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
       }
     },
 
-    /** Ends onboarding as FAILED with `code` (a session already READY stays READY). */
     failEmbeddedSession: (sessionRecordId: string, code: string): Promise<OnboardEmbeddedSessionResult> => onboarding.fail(sessionRecordId, code),
   };
 }

@@ -149,29 +149,18 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   }
 
   const activities = {
-    /**
-     * Takes the funding on for a run of its workflow and answers where it stands: from here on,
-     * whatever an earlier run (an orphaned pass, a stale copy of the workflow) still tries to
-     * write is refused.
-     */
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
       const claimed = await fundings.claim(fundingId);
       if (!claimed) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
       return { fundingId, status: claimed.status, recipientType: claimed.recipientType, transferId: claimed.transferId, fence: claimed.fence };
     },
 
-    /** PENDING → CREATING; false when the funding was cancelled (or is otherwise past creating). */
     async markCreating(fundingId: string, fence?: Fence): Promise<boolean> {
       if (await fundings.move(fundingId, 'CREATING', { detail: 'creating the transfer intent' }, fence)) return true;
       const funding = await owned(fundingId, fence);
       return funding.status === 'CREATING' && !funding.cancelRequested;
     },
 
-    /**
-     * Creates the transfer intent and stores its transferId before anything can execute it. A
-     * stored transferId is returned as is: a retried activity never creates a second intent for
-     * a funding that already has one.
-     */
     async createTransfer(fundingId: string, fence?: Fence): Promise<CreateOutcome> {
       try {
         return await create(fundingId, fence, activityClock());
@@ -181,24 +170,12 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       }
     },
 
-    /**
-     * CREATING → EXECUTING unless cancelled: after this, cancel is refused. The event carries the
-     * create call's Request-Reference-No: the created intent is what moved the funding on. True
-     * also when this run moved it already (a retried step); never for another run's move.
-     */
     async beginExecute(fundingId: string, createRequestReferenceNo: string | null, fence?: Fence): Promise<boolean> {
       if (await fundings.beginExecute(fundingId, createRequestReferenceNo, fence)) return true;
       const funding = await owned(fundingId, fence);
       return funding.status === 'EXECUTING' || funding.status === 'RECONCILING';
     },
 
-    /**
-     * The one execute of the funding's transfer. An unknown outcome is reported, not retried. A
-     * retried attempt (the worker died, the activity timed out) may follow an execute that reached
-     * the wallet: it asks retrieve first, and sends execute again only when the transfer still
-     * shows CREATED. No call starts that could outlive the attempt:
-     * an execute still open when the next attempt starts would race it.
-     */
     async executeTransfer(fundingId: string, transferId: string, fence?: Fence): Promise<TransferProgress> {
       const clock = activityClock();
       try {
@@ -217,36 +194,27 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       return sent;
     },
 
-    /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
     async retrieveTransfer(fundingId: string, transferId: string): Promise<TransferProgress> {
       if (!callFitsBefore(activityClock(), walletTimeoutMs)) throw deferred('retrieve');
       return readBack(fundingId, transferId);
     },
 
-    /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will learn it. */
     async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: Fence): Promise<void> {
       if (await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail }, fence)) return;
       await stopIfOvertaken(fundingId, fence);
     },
 
-    /**
-     * → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it
-     * holds. A funding another writer already finished is not parked: its final state is
-     * answered, for the workflow to end with.
-     */
     async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<ParkOutcome> {
       return park(fundingId, reason, evidence, fence);
     },
 
-    /** Resolves a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
-    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
-      const funding = await fundings.resolve(fundingId, input, fence);
-      if (!funding.moved && fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
+    // With no fence: ops' (or the wallet's) word on a funding in review claims it, whichever run holds it.
+    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
+      const funding = await fundings.resolve(fundingId, input);
       if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
       return { status: funding.status, errorCode: funding.errorCode };
     },
 
-    /** Writes the final state once; a funding already final keeps its state (returned). */
     async finishFunding(fundingId: string, input: FinishInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
       const funding = await finishOwned(fundingId, input, fence);
       if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
@@ -376,16 +344,6 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   return {
     ...activities,
 
-    /**
-     * A fresh funding in one pass, run by the workflow as one local activity: PENDING → CREATING,
-     * create (transferId stored before anything can execute it), → EXECUTING unless cancelled,
-     * the one execute, and the final state, each written through the record as the step-by-step
-     * activities write them. Each move counts only if this pass made it: wherever the record says
-     * someone else got there first (a cancel, another run of the funding), or the pass would wait
-     * or retry, it stops and the workflow goes on from the record. Run again (the workflow task
-     * failed after it), it finds the funding past PENDING and does nothing. It never starts a
-     * wallet call that could outlive its own time-out: a pass that timed out is not still calling.
-     */
     async fundInOnePass(fundingId: string): Promise<OnePassOutcome> {
       const clock = activityClock();
       try {

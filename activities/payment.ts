@@ -62,10 +62,6 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
   });
 
   return {
-    /**
-     * Takes the payment on for a run of its workflow and answers where it stands; every later step
-     * carries the claim as its fence (docs/architecture.md, who owns a funding).
-     */
     async loadPayment(id: string): Promise<PaymentSnapshot> {
       const claimed = await payments.claim(id);
       if (!claimed) throw ApplicationFailure.nonRetryable(`payment ${id} does not exist`, paymentFailureTypes.notFound);
@@ -76,7 +72,6 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       if (!(await payments.markCreating(id, fence))) await stopIfOvertaken(id, fence);
     },
 
-    /** Creates the wallet payment (no debit) and stores its id and fee before any execute. */
     async createPayment(id: string, fence?: PaymentFence): Promise<CreatePaymentOutcome> {
       const clock = activityClock();
       const payment = await owned(id, fence);
@@ -132,12 +127,6 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       if (!(await payments.beginExecute(id, createRequestReferenceNo, fence))) await stopIfOvertaken(id, fence);
     },
 
-    /**
-     * One execute attempt; the workflow decides what an unknown or repeated one means. The execute
-     * is sent only while it can still end before this activity's time-out (a refresh may have used
-     * the time up): an activity that timed out with its execute in flight would be followed by
-     * another execute the first may still be racing.
-     */
     async executePayment(id: string, fence?: PaymentFence): Promise<ExecutePaymentOutcome> {
       const clock = activityClock();
       const payment = await owned(id, fence);
@@ -182,7 +171,6 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       }
     },
 
-    /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
     async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: PaymentFence): Promise<PaymentParkOutcome> {
       if (await payments.parkForReview(id, reason, attempts, fence)) return { parked: true };
       const payment = await owned(id, fence);
@@ -191,12 +179,9 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       throw ApplicationFailure.nonRetryable(`payment ${id} could not be parked from ${payment.status}`, paymentFailureTypes.corrupt);
     },
 
-    /** Resolves a payment in NEEDS_REVIEW, with who and why. */
-    async resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: PaymentFence): Promise<{ status: FinalPaymentStatus }> {
-      const payment = await payments.resolve(id, input, fence);
-      if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {
-        throw ownerLost(id);
-      }
+    // With no fence: ops' word on a payment in review claims it, whichever run holds it.
+    async resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }> {
+      const payment = await payments.resolve(id, input);
       if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', paymentFailureTypes.corrupt);
       return { status: payment.status };
     },

@@ -110,7 +110,7 @@ export interface MoveEvent {
  * A run's claim on a funding (docs/architecture.md, who owns a funding): the value of the row's
  * owner_fence the run raised it to. Every write of the run carries it and is refused once another
  * run has claimed the funding since; `undefined` is a write by no owning run (ops' cancel, a
- * workflow run from before fencing, whose history has no fence to replay).
+ * resolve: ops' word, or the wallet's final state the sweep read).
  */
 export type Fence = number | undefined;
 

@@ -65,8 +65,8 @@ export interface FinishedPayment {
 
 /**
  * A run's claim on a payment, as for fundings (fundings/funding-record.ts Fence): the value of
- * owner_fence the run raised it to; `undefined` is a write by no owning run (a workflow run from
- * before fencing, ops' resolve when the workflow is gone).
+ * owner_fence the run raised it to; `undefined` is a write by no owning run (a resolve, ops'
+ * word on a payment in review).
  */
 export type PaymentFence = number | undefined;
 

@@ -88,15 +88,15 @@ export async function startPayWallet(client: Client, options: StartPayWalletOpti
 // the results they answer with are the workflow's, declared here; the activities take them from
 // this contract, never the reverse. Results carry ids, states and codes only. `fence` is the run's
 // claim from loadPayment: a step that carries it is refused once another run claimed the payment
-// (absent in histories from before fencing).
+// (the workflow always passes it; a step called without one checks no claim).
 
 /** Where a payment stands when a run takes it on (loadPayment). */
 export interface PaymentSnapshot {
   id: string;
   status: PaymentStatus;
   walletPaymentId: string | null;
-  /** The run's claim (loadPayment takes the payment on); absent in histories from before fencing. */
-  fence?: number;
+  /** The run's claim (loadPayment takes the payment on). */
+  fence: number;
 }
 
 /** What a park for review found: parked, or the final state another writer had already reached. */
@@ -140,7 +140,7 @@ export interface PayWalletActivities {
   /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
   parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: number): Promise<PaymentParkOutcome>;
   /** Resolves a payment in NEEDS_REVIEW, with who and why. */
-  resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: number): Promise<{ status: FinalPaymentStatus }>;
+  resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }>;
   finishPayment(
     id: string,
     input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },

@@ -470,6 +470,31 @@ async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) 
 }
 
 /**
+ * A funding posted through the API while no worker runs, then put where another run of it left it
+ * (`CREATING` with a transfer it created and stored, or `EXECUTING` after it executed it), before
+ * the worker starts: its workflow takes it over.
+ */
+async function takenOverFunding(stack: ReplayStack, status: 'CREATING' | 'EXECUTING', value: string) {
+  await stack.stopWorker();
+  try {
+    const { code, secrets } = await codeFor(stack, { kycLevel: 'KYC1' });
+    const posted = await postFunding(stack, { recipient: { type: 'CODE', code }, amount: amount(value) });
+    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount(value) });
+    const { transferId } = transfer.data;
+    if (status === 'EXECUTING') await stack.wallet.executeTransfer(transferId);
+    await stack.database.funding.update({ where: { id: posted.fundingId }, data: { status, transferId } });
+    return { ...posted, transferId, secrets };
+  } finally {
+    await stack.startWorker();
+  }
+}
+
+/** How many times the wallet executed a transfer. */
+async function executionsOf(stack: ReplayStack, transferId: string): Promise<number | undefined> {
+  return (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
+}
+
+/**
  * A partner endpoint for every event on a local receiver that answers with `statuses` in turn (the
  * last one from then on) and verifies each signature; `close` deletes the endpoint and stops.
  */
@@ -834,6 +859,45 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       };
     }
 
+    case 'taken-over-created-transfer': {
+      // Another run created the transfer, stored it and stopped before any execute (the funding
+      // CREATING with its transfer): this run's one pass hands over, its claim sees a transfer it
+      // did not create, moves the funding to EXECUTING and retrieves before any execute; the wallet
+      // shows CREATED, so it executes, and the transfer is approved.
+      const taken = await takenOverFunding(stack, 'CREATING', '6.50');
+      const outcome = await result(stack, taken.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      if ((await executionsOf(stack, taken.transferId)) !== 1) fail('expected the taken-over transfer executed once');
+      return {
+        workflowId: taken.workflowId,
+        result: outcome,
+        secrets: taken.secrets,
+        check: (history) => {
+          const types = activityTypes(history);
+          const expected = ['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding'];
+          if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
+        },
+      };
+    }
+    case 'taken-over-executing-approved': {
+      // Another run moved the funding to EXECUTING and executed the transfer, then stopped: an
+      // execute may have been sent, so this run retrieves (never executes) and ends APPROVED.
+      const taken = await takenOverFunding(stack, 'EXECUTING', '5.25');
+      const outcome = await result(stack, taken.workflowId);
+      expectOutcome(outcome, 'APPROVED', null);
+      if ((await executionsOf(stack, taken.transferId)) !== 1) fail('expected the transfer executed once, by the earlier run');
+      return {
+        workflowId: taken.workflowId,
+        result: outcome,
+        secrets: taken.secrets,
+        check: (history) => {
+          const types = activityTypes(history);
+          const expected = ['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding'];
+          if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
+        },
+      };
+    }
+
     case 'retrieve-refused-review-resolved': {
       // The execute's answer is lost (502 after the effect), and every retrieve is then answered
       // 404 by the gateway (a fault rule with status 404: the sandbox's service answers 404 only
@@ -906,8 +970,9 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     }
     case 'payment-lost-answer-review-resolved': {
       const { user, issued, linkId } = await embeddedLink(stack, '100.00');
-      // The first execute takes effect and its answer is lost; the fault is lifted before the
-      // workflow's second attempt (1 s later), which the wallet answers PAYMENT_ALREADY_EXECUTED.
+      // The first execute takes effect and its answer is lost; the workflow's second attempt (1 s
+      // later) is refused by the gateway (400): a refusal after an unknown attempt may hide the
+      // execution, so the payment goes to review, and ops resolves it from the wallet's ledger.
       await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
       let posted: { id: string; workflowId: string };
       try {
@@ -918,12 +983,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
           20_000,
           25,
         );
+        await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1, status: 400 }]);
+        await untilInReview(stack, posted.workflowId);
       } finally {
         await stack.admin.clearFaults();
       }
-      await untilInReview(stack, posted.workflowId);
       const review = await reviewOf(stack, posted.id);
-      if (review.codes.join(',') !== 'HTTP_5XX,PAYMENT_ALREADY_EXECUTED') fail(`expected attempts HTTP_5XX, PAYMENT_ALREADY_EXECUTED; the review holds ${review.codes.join(', ')}`);
+      if (review.codes.join(',') !== 'HTTP_5XX,HTTP_4XX') fail(`expected attempts HTTP_5XX, HTTP_4XX; the review holds ${review.codes.join(', ')}`);
       await resolvePayment(stack, posted.id, 'SUCCEEDED', 'the wallet ledger shows the debit');
       const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
       expectOutcome(outcome, 'SUCCEEDED', null);

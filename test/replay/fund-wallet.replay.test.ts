@@ -1,11 +1,11 @@
-// Replays every stored fundWallet history (test/replay/histories, current and archived) against
-// today's workflow bundle: a change that would break running fundings fails here, by path name.
-// The secret scan of every stored history is in stored-histories.test.ts.
+// Replays every stored fundWallet history (test/replay/histories) against today's workflow bundle,
+// and reads what each path's history shows. fundWallet is pinned: a run finishes on the build it
+// started on, so these check today's code against its own paths, not old runs against new code
+// (docs/changing-workflows.md). The secret scan of every stored history is in stored-histories.test.ts.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
-import { localDatabaseStepsPatch, onePassPatch, reviewAfterUnknownPatch } from '../../workflows/fund-wallet.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -33,114 +33,31 @@ describe('fundWallet replay', () => {
       expect(result.error, result.workflowId).toBeInstanceOf(DeterminismViolationError);
     }
   });
-
-  it('replays every history once the same change sits behind patched()', async () => {
-    const results = await replayStored({ workflowsPath: fixture('patched-workflows.ts') }, stored);
-    expect(results.map((result) => [result.workflowId, result.error])).toEqual(stored.map((name) => [name, undefined]));
-  });
 });
-
-/** The step-by-step path's histories, captured before the one pass: the path a funding still takes when the pass hands over. */
-const beforeOnePass = (name: string) => `archive/before-one-pass/${name}`;
 
 /** What a stored history shows, read from the file: its input, result, patches, activities, timers. */
 const facts = async (name: string) => historyFacts(await readStoredHistory(name));
 const count = (activities: string[], type: string) => activities.filter((activity) => activity === type).length;
-
-describe('fundWallet paths: what each stored history shows (the step-by-step path, captured before the one pass)', () => {
-  it('continued-reconcile-approved: a run continued as new goes straight to retrieve, after the 60 s timer of poll 200', async () => {
-    const { input, result, patches, activities, timers } = await facts(beforeOnePass('continued-reconcile-approved'));
-    expect(input).toMatchObject({ reconcile: { polls: 200, executeAttempts: 1 } });
-    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(patches).toEqual([localDatabaseStepsPatch]);
-    expect(activities).toEqual(['loadFunding', 'retrieveTransfer', 'finishFunding']);
-    expect(timers).toBe(1);
-  });
-
-  it('execute-not-executed-then-approved: an unknown execute, retrieve shows CREATED, the second execute is approved', async () => {
-    const { result, activities, timers } = await facts(beforeOnePass('execute-not-executed-then-approved'));
-    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
-    expect(timers).toBe(1);
-  });
-
-  it('execute-expired: the execute (retried by Temporal after a 429) is answered TRANSFER_EXPIRED', async () => {
-    const { result, activities, activityAttempts, timers } = await facts(beforeOnePass('execute-expired'));
-    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'TRANSFER_EXPIRED' });
-    expect(result).toHaveProperty('transferId', expect.any(String));
-    expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'finishFunding']);
-    expect(activityAttempts.at(-1)).toBeGreaterThan(1);
-    expect(timers).toBe(0);
-  });
-
-  it.each([beforeOnePass('execute-late-review-resolved'), beforeOnePass('execute-late-review-swept')])(
-    '%s: four executes stay unknown with the transfer CREATED, NEEDS_REVIEW (patched), the resolve update settles it APPROVED',
-    async (name) => {
-      const { result, patches, activities, updatesCompleted } = await facts(name);
-      expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-      expect(patches).toEqual([localDatabaseStepsPatch, reviewAfterUnknownPatch]);
-      expect(count(activities, 'executeTransfer')).toBe(4);
-      expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
-      expect(updatesCompleted).toBe(1);
-    },
-  );
-
-  it('execute-late-review-resolved and -swept differ in who resolved them: ops, or the reconciliation sweep', async () => {
-    const resolvedBy = async (name: string) => {
-      const text = JSON.stringify(await readStoredHistory(name));
-      const accepted = (JSON.parse(text) as { events: Array<Record<string, unknown>> }).events.find(
-        (event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-      ) as { workflowExecutionUpdateAcceptedEventAttributes: { acceptedRequest: { input: { args: { payloads: Array<{ data: string }> } } } } };
-      const data = accepted.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args.payloads[0]!.data;
-      return (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { resolvedBy: string }).resolvedBy;
-    };
-    expect(await resolvedBy('execute-late-review-swept')).toBe('reconciliation');
-    expect(await resolvedBy('execute-late-review-resolved')).not.toBe('reconciliation');
-    expect(await resolvedBy(beforeOnePass('execute-late-review-swept'))).toBe('reconciliation');
-  });
-
-  it('retrieve-refused-review-resolved: an unknown execute, 12 retrieves refused (404), NEEDS_REVIEW, resolved by ops', async () => {
-    const { result, activities, updatesCompleted } = await facts(beforeOnePass('retrieve-refused-review-resolved'));
-    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(count(activities, 'executeTransfer')).toBe(1);
-    expect(count(activities, 'retrieveTransfer')).toBe(12);
-    expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
-    expect(updatesCompleted).toBe(1);
-  });
-
-  it('create-failed: createTransfer fails after its 15 attempts; nothing is executed', async () => {
-    const { result, activities, activityAttempts } = await facts(beforeOnePass('create-failed'));
-    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CREATE_FAILED', transferId: null });
-    expect(activities).toEqual(['loadFunding', 'markCreating', 'createTransfer', 'finishFunding']);
-    expect(activityAttempts).toEqual([15]);
-  });
-
-  it('cancelled-after-create: cancelled once the transfer was created and stored, before any execute', async () => {
-    const { result, activities } = await facts(beforeOnePass('cancelled-after-create'));
-    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED' });
-    expect(result).toHaveProperty('transferId', expect.any(String));
-    expect(activities).toContain('createTransfer');
-    expect(activities).not.toContain('executeTransfer');
-    expect(activities.at(-1)).toBe('finishFunding');
-  });
-});
 
 /** Events of the types given, counted in a stored history. */
 const eventCount = async (name: string, eventType: string) =>
   ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter((event) => event.eventType === eventType).length;
 
 describe('fundWallet paths today: a fresh funding in one pass', () => {
-  it('code-approved: one workflow task, no activity task, one patch marker, one local activity, one status write', async () => {
+  it('code-approved: one workflow task, no activity task, no patch, one local activity, one status write', async () => {
     const { result, patches, activities } = await facts('code-approved');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
-    expect(patches).toEqual([onePassPatch]);
+    expect(patches).toEqual([]);
     expect(activities).toEqual(['fundInOnePass']);
     expect(await eventCount('code-approved', 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED')).toBe(1);
     expect(await eventCount('code-approved', 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toBe(0);
-    // Kind, recipient type and PENDING are set by the start; the final status is walletflow's one
-    // write. The other is the SDK's own, with the patch (TemporalChangeVersion).
-    expect(await eventCount('code-approved', 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(2);
-    expect(await eventCount('code-approved', 'EVENT_TYPE_MARKER_RECORDED')).toBe(2);
+    // Kind, recipient type and PENDING are set by the start; the final status is the one write.
+    expect(await eventCount('code-approved', 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(1);
+    expect(await eventCount('code-approved', 'EVENT_TYPE_MARKER_RECORDED')).toBe(1);
+  });
+
+  it('no stored fundWallet history took a patch: a pinned workflow changes by a new build', async () => {
+    for (const name of stored) expect((await facts(name)).patches, name).toEqual([]);
   });
 
   it.each(['m133-rejected', 'declined', 'token-approved-with-refresh'])('%s: the whole funding in the one pass', async (name) => {
@@ -193,17 +110,53 @@ describe('fundWallet paths today: a fresh funding in one pass', () => {
   });
 
   it.each(['execute-late-review-resolved', 'execute-late-review-swept'])('%s: the pass’s execute and three execute activities stay unknown: NEEDS_REVIEW, then resolved', async (name) => {
-    const { result, patches, activities, updatesCompleted } = await facts(name);
+    const { result, activities, updatesCompleted } = await facts(name);
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(patches).toEqual([onePassPatch, reviewAfterUnknownPatch]);
     expect(count(activities, 'fundInOnePass') + count(activities, 'executeTransfer')).toBe(4);
     expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
     expect(updatesCompleted).toBe(1);
   });
 
-  it('continued-reconcile-approved: a continued run goes straight to retrieve, not through the pass', async () => {
-    const { patches, activities } = await facts('continued-reconcile-approved');
-    expect(patches).toEqual([onePassPatch]);
+  it('continued-reconcile-approved: a run continued as new goes straight to retrieve, not through the pass, after the 60 s timer of poll 200', async () => {
+    const { input, result, activities, timers } = await facts('continued-reconcile-approved');
+    expect(input).toMatchObject({ reconcile: { polls: 200, executeAttempts: 1 } });
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
     expect(activities).toEqual(['loadFunding', 'retrieveTransfer', 'finishFunding']);
+    expect(timers).toBe(1);
+  });
+
+  it('execute-late-review-resolved and -swept differ in who resolved them: ops, or the reconciliation sweep', async () => {
+    const resolvedBy = async (name: string) => {
+      const accepted = ((await readStoredHistory(name)) as { events: Array<Record<string, unknown>> }).events.find(
+        (event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
+      ) as { workflowExecutionUpdateAcceptedEventAttributes: { acceptedRequest: { input: { args: { payloads: Array<{ data: string }> } } } } };
+      const data = accepted.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args.payloads[0]!.data;
+      return (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { resolvedBy: string }).resolvedBy;
+    };
+    expect(await resolvedBy('execute-late-review-swept')).toBe('reconciliation');
+    expect(await resolvedBy('execute-late-review-resolved')).not.toBe('reconciliation');
+  });
+
+  it('retrieve-refused-review-resolved: the pass’s execute unknown, 12 retrieves refused (404), NEEDS_REVIEW, resolved by ops', async () => {
+    const { result, activities, updatesCompleted } = await facts('retrieve-refused-review-resolved');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(activities).not.toContain('executeTransfer');
+    expect(count(activities, 'retrieveTransfer')).toBe(12);
+    expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
+    expect(updatesCompleted).toBe(1);
+  });
+});
+
+describe('fundWallet paths today: a run that takes a funding over from another run', () => {
+  it('taken-over-created-transfer: a transfer another run created and stored is retrieved before any execute, then executed once', async () => {
+    const { result, activities } = await facts('taken-over-created-transfer');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
+    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
+  });
+
+  it('taken-over-executing-approved: a funding another run moved to EXECUTING is only retrieved, never executed again', async () => {
+    const { result, activities } = await facts('taken-over-executing-approved');
+    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding']);
   });
 });

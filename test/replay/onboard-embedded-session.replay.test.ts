@@ -1,9 +1,9 @@
-// Replays every stored onboardEmbeddedSession history (current and archived) against today's
-// workflow bundle: linked, the profile refused (REAUTH_REQUIRED), the profile unavailable until
-// the retries ran out (failEmbeddedSession).
+// Replays every stored onboardEmbeddedSession history against today's workflow bundle: linked, the
+// profile refused (REAUTH_REQUIRED), the profile unavailable until the retries ran out
+// (failEmbeddedSession); each runs its steps as local activities, with no patch (it is pinned).
 import { describe, expect, inject, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
-import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(onboardEmbeddedSessionWorkflowType);
@@ -18,5 +18,21 @@ describe('onboardEmbeddedSession replay', () => {
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();
+  });
+});
+
+describe('onboardEmbeddedSession paths: what each stored history shows', () => {
+  it.each(stored)('%s: its steps are local activities (no activity task), no patch', async (name) => {
+    const history = (await readStoredHistory(name)) as { events: Array<{ eventType: string }> };
+    const { activities, patches } = historyFacts(history);
+    expect(activities[0]).toBe('linkEmbeddedSession');
+    expect(history.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toEqual([]);
+    expect(patches).toEqual([]);
+  });
+
+  it('onboarding-profile-unavailable: linkEmbeddedSession’s retries run out, then failEmbeddedSession', async () => {
+    const { activities, result } = historyFacts(await readStoredHistory('onboarding-profile-unavailable'));
+    expect(activities).toEqual(['linkEmbeddedSession', 'failEmbeddedSession']);
+    expect(result).toMatchObject({ status: 'FAILED', errorCode: 'ONBOARDING_FAILED' });
   });
 });

@@ -1,10 +1,13 @@
-// Every stored history (test/replay/histories, current and archived, of every workflow): of a
-// workflow the replay suite covers, and holding no secret. The capture script refused the exact
-// secrets each path handled; this re-checks what a file can show on its own.
+// Every stored history (test/replay/histories, current and archived, of every workflow): a path a
+// replay list names (historyPaths: a file no list names fails here), of that list's workflow, and
+// holding no secret. The capture script refused the exact secrets each path handled; this
+// re-checks what a file can show on its own.
 import { describe, expect, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import {
   findSecretLeaks,
+  historyNames,
+  historyPaths,
   listStoredHistories,
   onboardingUserName,
   readableHistory,
@@ -16,10 +19,20 @@ import {
 
 const stored = listStoredHistories();
 
+/** A stored file's path name: archive/LABEL/NAME keeps the name of the path it was captured for. */
+const pathName = (file: string) => file.replace(/^archive\/[^/]+\//, '');
+
 describe('stored histories', () => {
-  it.each(stored)('%s is of a workflow the replay suite covers', async (name) => {
-    expect(workflowTypes).toContain(workflowTypeOf(await readStoredHistory(name)));
+  it('every stored history is a path some replay list names, and every named path has a current history', () => {
+    expect(stored.filter((file) => !(historyNames as readonly string[]).includes(pathName(file)))).toEqual([]);
+    expect(historyNames.filter((name) => !stored.includes(name))).toEqual([]);
   });
+
+  it.each(stored)('%s is of the workflow its list names', async (name) => {
+    const type = workflowTypes.find((each) => (historyPaths[each] as readonly string[]).includes(pathName(name)));
+    expect(workflowTypeOf(await readStoredHistory(name))).toBe(type);
+  });
+
 });
 
 describe('stored histories hold no secret', () => {

@@ -32,6 +32,8 @@ export const historyPaths = {
     'execute-late-review-swept',
     'create-failed',
     'cancelled-during-create',
+    'taken-over-created-transfer',
+    'taken-over-executing-approved',
     'retrieve-refused-review-resolved',
   ],
   [payWalletWorkflowType]: [
