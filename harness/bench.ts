@@ -22,6 +22,7 @@ import { rssMiBOf } from './process-usage.ts';
 import { buildForBench } from './bench-build.ts';
 import { runsCompiled } from '../lib/project-root.ts';
 import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
+import { formatConsoleTable, runConsoleBench, type ConsoleBenchReport } from './bench-console.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
@@ -57,6 +58,12 @@ export interface BenchOptions {
   tokenBatch?: string;
   /** The store of a batch alone: one batch of this many items stored and cancelled, single fundings alongside. */
   batchStore?: string;
+  /** The console's pages instead of the levels: each page's server time on a small database and with the preload (harness/bench-console.ts). */
+  console?: boolean;
+  /** Timed requests per console page on each side (default 100). */
+  consoleRequests?: string;
+  /** Items of the batch whose items pages --console measures (default 100000). */
+  consoleBatchItems?: string;
 }
 
 class UsageError extends Error {}
@@ -89,6 +96,8 @@ interface Settings {
   tokenBatch: number;
   /** Items in the store-only run; 0: none. */
   batchStore: number;
+  /** The console run: requests per page and the big batch's items; absent: not that run. */
+  console?: { requests: number; batchItems: number; fundings: number; payments: number };
 }
 
 function parse(options: BenchOptions): Settings {
@@ -109,9 +118,19 @@ function parse(options: BenchOptions): Settings {
     batch: options.batch === undefined ? 0 : wholeNumber(options.batch, 'batch', 1, 100_000),
     tokenBatch: options.tokenBatch === undefined ? 0 : wholeNumber(options.tokenBatch, 'token-batch', 1, 20_000),
     batchStore: options.batchStore === undefined ? 0 : wholeNumber(options.batchStore, 'batch-store', 1, 100_000),
+    ...(options.console
+      ? {
+          console: {
+            requests: wholeNumber(options.consoleRequests ?? '100', 'console-requests', 1, 10_000),
+            batchItems: wholeNumber(options.consoleBatchItems ?? '100000', 'console-batch-items', 10, 100_000),
+            fundings: wholeNumber(options.preloadFundings ?? '1000000', 'preload-fundings', 100, 20_000_000),
+            payments: wholeNumber(options.preloadPayments ?? '200000', 'preload-payments', 100, 5_000_000),
+          },
+        }
+      : {}),
     name:
       options.name ??
-      `${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${options.batchStore === undefined ? '' : `batch-store-${options.batchStore}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+      `${options.console ? 'console-' : ''}${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${options.batchStore === undefined ? '' : `batch-store-${options.batchStore}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
@@ -142,7 +161,17 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
-    if ([settings.batch, settings.tokenBatch, settings.batchStore].filter((items) => items > 0).length > 1) throw new UsageError('--batch, --token-batch and --batch-store are separate runs: give one of them');
+    if ([settings.batch, settings.tokenBatch, settings.batchStore, settings.console ? 1 : 0].filter((items) => items > 0).length > 1) {
+      throw new UsageError('--batch, --token-batch, --batch-store and --console are separate runs: give one of them');
+    }
+    if (settings.console) {
+      const report = await benchConsole(settings, settings.console, log, cleanup);
+      await mkdir(settings.out, { recursive: true });
+      const jsonPath = path.join(settings.out, `${settings.name}.json`);
+      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+      process.stdout.write(`\n${formatConsoleTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+      return 0;
+    }
     if (settings.tokenBatch > 0) {
       const report = await benchTokenBatch(settings, log, cleanup);
       await mkdir(settings.out, { recursive: true });
@@ -645,4 +674,22 @@ function formatBatchStore(report: BatchStoreReport): string {
       return `single fundings sent during the ${phase === 'create' ? 'store' : 'cancel'}: ${singles.sent}, ${JSON.stringify(singles.statuses)}, longest ${singles.maxMs} ms, p99 ${singles.p99Ms} ms`;
     }),
   ].join('\n');
+}
+
+/**
+ * `--console`: the console's pages (harness/bench-console.ts) on a small database, then with the
+ * preload (--preload-fundings, --preload-payments), signed in with the stack's ops key.
+ */
+async function benchConsole(
+  settings: Settings,
+  run: NonNullable<Settings['console']>,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<ConsoleBenchReport> {
+  log(`bench --console: ${run.requests} requests a page; ${run.fundings} fundings and ${run.payments} payments preloaded; a batch of ${run.batchItems} items`);
+  const { stack } = await startBenchStack(settings, log, cleanup);
+  return runConsoleBench(
+    { apiBase: stack.apiBase, opsKey: stack.opsKey, databaseUrl: stack.databaseUrl, log },
+    { preload: { fundings: run.fundings, payments: run.payments }, batchItems: run.batchItems, requests: run.requests, name: settings.name },
+  );
 }

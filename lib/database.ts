@@ -2,7 +2,7 @@
 // and the lines (lib/admission.ts) and the token vault's pool each process puts in front of PostgreSQL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient } from '../generated/prisma/client.ts';
+import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
 import { createAdmissionGate, currentAdmissionLane, type AdmissionGate, type AdmissionLimits } from './admission.ts';
 
 export type Database = PrismaClient;
@@ -146,4 +146,21 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A read that sums many index entries for a page (a day's totals on the console's home, a batch's
+ * tally on every batch page and every push of its progress), run without parallel workers: on the
+ * API's small machine, under concurrent requests, starting and waiting for the workers cost several
+ * times the scan itself (docs/benchmarks.md, the console with real volume: the home page's p50 from
+ * 370 ms to 71 ms with a 100,000-item batch requested today). In a transaction of its own (SET
+ * LOCAL), or in the caller's, for the rest of it.
+ */
+export async function withoutParallelWorkers<T>(db: Database | Prisma.TransactionClient, query: (db: Database | Prisma.TransactionClient) => Prisma.PrismaPromise<T>): Promise<T> {
+  if (db instanceof PrismaClient) {
+    const [, result] = await db.$transaction([db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`, query(db)]);
+    return result;
+  }
+  await db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`;
+  return query(db);
 }
