@@ -595,7 +595,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * commit only.
      */
     releaseCancelledBatchItems: (tx: Prisma.TransactionClient, ended: ReadonlyArray<{ id: string }>): Promise<number> =>
-      ledger.releaseMany(tx, ended.map((row) => row.id), { checkNow: true }),
+      ledger.releaseMany(tx, ended.map((row) => row.id)),
 
     /** Counts fundings a committed transaction ended (a batch's cancel), once, by final state. */
     countFinished(status: FinalFundingStatus, rows: ReadonlyArray<{ createdAt: Date }>): void {
