@@ -68,6 +68,12 @@ export function batchItemRows(items: readonly NewBatchItem[]): BatchItemRows {
   };
 }
 
+/** The items a batch's end ended: how many, and how many by creation time (ms). */
+export interface EndedBatchItems {
+  count: number;
+  byCreatedAt: Map<number, number>;
+}
+
 export interface NewBatchItems {
   batchId: string;
   requestFingerprint: string;
@@ -563,43 +569,68 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * finish. Their holds are released by releaseCancelledBatchItems, which the caller makes its
      * transaction's last step: the rows first and the accounts last, as every funding's move locks
      * them (no deadlock with a single funding's cancel), and the source and IN_FLIGHT accounts
-     * locked only from the release to the commit. Answers the items ended (for the release, and for
-     * `countFinished` once the transaction has committed).
+     * locked only from the release to the commit. Answers how many items it ended, counted by
+     * creation time (for `countFinished` once the transaction has committed): a batch's items share
+     * their batch's, so 100,000 ended items are one entry, not 100,000 rows kept in the API.
+     * The chunks walk the batch's items in reference order from where the last one stopped (the
+     * index on batch, status and reference): taking the first PENDING rows in id order each time
+     * read every row of the batch again, and the versions the earlier chunks had just left.
      */
-    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<Array<{ id: string; createdAt: Date }>> {
-      const ended: Array<{ id: string; createdAt: Date }> = [];
+    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<EndedBatchItems> {
+      const ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
+      let after = '';
       for (;;) {
-        const cancelled = await tx.$queryRaw<Array<{ id: string; createdAt: Date }>>`
-          UPDATE funding SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
-                 error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
-          WHERE id IN (SELECT id FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" ORDER BY id LIMIT ${BATCH_CANCEL_CHUNK})
-            -- Again here, not only in the subquery: a row a pass claimed while this waited for its
-            -- lock is read again in its new version and left alone (the subquery's list is not).
-            AND status = 'PENDING'::"FundingStatus"
-          RETURNING id::text AS id, created_at AS "createdAt"`;
-        const ids = cancelled.map((row) => row.id);
-        if (ids.length === 0) break;
+        // The chunk's rows in the database's order of references: its last one is where the next
+        // chunk starts (compared by the database, whatever its collation).
+        const rows = await tx.$queryRaw<Array<{ reference: string; id: string | null; createdAt: Date | null }>>`
+          WITH chunk AS MATERIALIZED (
+            SELECT id, batch_reference FROM funding
+            WHERE batch_id = ${batchId}::uuid AND status = 'PENDING'::"FundingStatus" AND batch_reference > ${after}
+            ORDER BY batch_reference LIMIT ${BATCH_CANCEL_CHUNK}),
+          ended AS (
+            UPDATE funding f SET status = 'FAILED'::"FundingStatus", cancel_requested = true, error_code = 'CANCELLED',
+                   error_message = ${fundingErrorMessage('CANCELLED')}, updated_at = now()
+            FROM chunk WHERE f.id = chunk.id
+              -- Again here, not only in the chunk: a row a pass claimed while this waited for its
+              -- lock is read again in its new version and left alone (the chunk's list is not).
+              AND f.status = 'PENDING'::"FundingStatus"
+            RETURNING f.id, f.created_at)
+          SELECT chunk.batch_reference AS reference, ended.id::text AS id, ended.created_at AS "createdAt"
+          FROM chunk LEFT JOIN ended ON ended.id = chunk.id ORDER BY chunk.batch_reference`;
+        if (rows.length === 0) break;
+        after = rows.at(-1)!.reference;
+        const ids: string[] = [];
+        for (const row of rows) {
+          if (row.id === null || row.createdAt === null) continue;
+          ids.push(row.id);
+          const at = row.createdAt.getTime();
+          ended.byCreatedAt.set(at, (ended.byCreatedAt.get(at) ?? 0) + 1);
+        }
+        if (ids.length === 0) continue;
+        ended.count += ids.length;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
           SELECT unnest(${ids}::uuid[]), 'FAILED'::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
         await announceAll(tx, ids);
-        ended.push(...cancelled);
       }
       return ended;
     },
 
     /**
-     * The holds of a batch's items that cancelPendingBatchItems ended, released in one statement
-     * (ledger.releaseMany, its entries checked at its own end): the caller's last step before its
-     * commit, so the accounts every funding's hold and final write lock are locked from here to the
-     * commit only.
+     * The holds of a batch's items that cancelPendingBatchItems ended (its FAILED items cancelled
+     * whose hold is still open), released in one statement made from the funding rows
+     * (ledger.releaseBatchItems, its entries checked at its own end; no list of ids is sent): the
+     * caller's last step before its commit, so the accounts every funding's hold and final write
+     * lock are locked from here to the commit only.
      */
-    releaseCancelledBatchItems: (tx: Prisma.TransactionClient, ended: ReadonlyArray<{ id: string }>): Promise<number> =>
-      ledger.releaseMany(tx, ended.map((row) => row.id)),
+    releaseCancelledBatchItems: (tx: Prisma.TransactionClient, batchId: string): Promise<number> => ledger.releaseBatchItems(tx, { batchId }),
 
     /** Counts fundings a committed transaction ended (a batch's cancel), once, by final state. */
-    countFinished(status: FinalFundingStatus, rows: ReadonlyArray<{ createdAt: Date }>): void {
-      for (const row of rows) deps.metrics?.fundingFinished(status, row.createdAt);
+    countFinished(status: FinalFundingStatus, ended: EndedBatchItems): void {
+      for (const [at, count] of ended.byCreatedAt) {
+        const createdAt = new Date(at);
+        for (let index = 0; index < count; index += 1) deps.metrics?.fundingFinished(status, createdAt);
+      }
     },
 
     /**
