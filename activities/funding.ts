@@ -223,7 +223,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       return readBack(fundingId, transferId);
     },
 
-    /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
+    /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will learn it. */
     async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: Fence): Promise<void> {
       if (await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail }, fence)) return;
       await stopIfOvertaken(fundingId, fence);
@@ -238,7 +238,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       return park(fundingId, reason, evidence, fence);
     },
 
-    /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
+    /** Resolves a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
     async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
       const funding = await fundings.resolve(fundingId, input, fence);
       if (!funding.moved && fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);

@@ -32,7 +32,7 @@ export interface ActivityDependencies {
   wallet: WalletClient;
   cipher: TokenCipher;
   logger: Logger;
-  /** For the reconciliation sweep, which looks at workflows and may start one. */
+  /** For the sweep, which looks at workflows and may start one. */
   temporal: Client;
   taskQueue: string;
   /** The worker's registry (lib/metrics.ts); absent: nothing is counted. */

@@ -104,17 +104,17 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
           !sameValue(created.data.amount, amount) ? `amount ${created.data.amount.value}, asked ${amount.value}` : null,
         ].filter((difference) => difference !== null);
         if (mismatch.length > 0) {
-          logger.error({ paymentId: id, walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
-          return { kind: 'mismatch', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo, detail: mismatch.join('; ') };
+          logger.error({ paymentId: id, walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
+          return { kind: 'mismatch', walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo, detail: mismatch.join('; ') };
         }
-        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.paymentId, fee: created.data.fee }, fence);
+        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.walletPaymentId, fee: created.data.fee }, fence);
         // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
         if (!kept.stored) {
           await stopIfOvertaken(id, fence);
           if (kept.walletPaymentId === null) throw ApplicationFailure.nonRetryable('payment id not stored', paymentFailureTypes.corrupt);
           return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };
         }
-        return { kind: 'created', walletPaymentId: created.data.paymentId, requestReferenceNo: created.requestReferenceNo };
+        return { kind: 'created', walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo };
       } catch (error) {
         if (error instanceof ExecuteDeferred) throw ApplicationFailure.retryable('create not sent: it could outlive this attempt', 'WalletCallDeferred');
         if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
@@ -147,7 +147,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         const result = await deps.vault.withUserToken(payment.linkId, async (token) => {
           await stopIfOvertaken(id, fence);
           if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
-          return wallet.executePayment({ userAccessToken: token, paymentId: walletPaymentId });
+          return wallet.executePayment({ userAccessToken: token, walletPaymentId });
         });
         return { kind: 'succeeded', requestReferenceNo: result.requestReferenceNo };
       } catch (error) {
@@ -191,7 +191,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       throw ApplicationFailure.nonRetryable(`payment ${id} could not be parked from ${payment.status}`, paymentFailureTypes.corrupt);
     },
 
-    /** Settles a payment in NEEDS_REVIEW, with who and why. */
+    /** Resolves a payment in NEEDS_REVIEW, with who and why. */
     async resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: PaymentFence): Promise<{ status: FinalPaymentStatus }> {
       const payment = await payments.resolve(id, input, fence);
       if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {

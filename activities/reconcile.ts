@@ -1,6 +1,6 @@
-// The reconciliation sweep: fundings and payments that are not final long after they started are
+// The sweep: fundings and payments that are not final long after they started are
 // checked against their workflow and the wallet, and repaired when their workflow can no longer
-// finish them, paging through every candidate; a funding in review is settled by the wallet's own
+// finish them, paging through every candidate; a funding in review is resolved by the wallet's own
 // final state when it has one; recent FAILED fundings with a transfer are checked once more
 // (contract-decisions section 11: no FAILED after money may have moved). Every repair goes through
 // the records (fundings/, payments/) with its event.
@@ -37,7 +37,7 @@ export interface ReconcileDependencies {
   metrics?: Pick<Metrics, 'reconcileRepair'>;
 }
 
-/** Who settles a review from the wallet's own final state. */
+/** Who resolves a review from the wallet's own final state. */
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
 
@@ -115,7 +115,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
     const finished = (moved: boolean, action: RepairAction, detail: string) =>
       moved ? note(action, detail, true) : note('left-for-ops', `not repaired: another writer moved it first (${detail})`, false);
     if (funding.status === fundingReviewStatus) {
-      // A queued execute may have landed since: the wallet's final word settles the review.
+      // A queued execute may have landed since: the wallet's final word resolves the review.
       const read = funding.transferId ? await readTransfer(funding.transferId) : null;
       if (read?.kind === 'read' && (read.status === 'APPROVED' || read.status === 'DECLINED')) {
         if (await resolveFromWallet(funding, read.status, read.declineCode, read.requestReferenceNo)) {
@@ -309,7 +309,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       const review = await payments.listInReview(200);
       report.paymentsNeedingReview = review.map((payment) => ({
         id: payment.id,
-        paymentId: payment.walletPaymentId,
+        walletPaymentId: payment.walletPaymentId,
         since: payment.updatedAt.toISOString(),
         reason: payment.reviewReason,
       }));
@@ -323,7 +323,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
             fundingsNeedReview: report.fundingsNeedingReview!.length,
             failedButExecuted: report.failedButExecuted!.length,
           },
-          'reconciliation sweep',
+          'sweep',
         );
       }
       return report;

@@ -46,7 +46,7 @@ import { opsAccountsRouter } from './ops/accounts-routes.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import { createAdjustAccount } from '../ledger/adjustments.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
-import { createSettlement } from '../ledger/settlement.ts';
+import { createSettlementReport } from '../ledger/settlement.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
@@ -248,7 +248,7 @@ export function createApp(deps: AppDependencies): express.Express {
       ledger,
       ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
     });
-    const settle = createSettlement({
+    const settlementReport = createSettlementReport({
       database: services.database,
       timeZone: services.settlementTimeZone ?? 'Asia/Manila',
       sources: {
@@ -268,7 +268,7 @@ export function createApp(deps: AppDependencies): express.Express {
     });
     // One adjustment for the ops API and the console (ledger/adjustments.ts).
     const adjust = createAdjustAccount({ database: services.database, ledger, fingerprintKey: services.fingerprintKey });
-    ops.use(opsAccountsRouter({ database: services.database, ledger, adjust, settle }));
+    ops.use(opsAccountsRouter({ database: services.database, ledger, adjust, settlementReport }));
     ops.use(opsFundingsRouter({ fundings }));
     const payments = createPaymentService({
       database: services.database,
@@ -322,7 +322,7 @@ export function createApp(deps: AppDependencies): express.Express {
           batches,
           ledger,
           adjust,
-          settle,
+          settlementReport,
           webhooks,
           tokens: services.tokens,
           timeZone: services.settlementTimeZone ?? 'Asia/Manila',

@@ -1,5 +1,5 @@
 // `walletflow fundings list|get|cancel|resolve`: fundings through the ops API. `get` of an unknown
-// funding exits 1; `resolve` settles one parked in NEEDS_REVIEW (contract-decisions section 11).
+// funding exits 1; `resolve` resolves one parked in NEEDS_REVIEW (contract-decisions section 11).
 import type { Funding } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
 import { findFunding } from './ops-client.ts';

@@ -1,6 +1,6 @@
 // The ledger's commands (docs/ledger.md): `walletflow accounts get|adjust`, `walletflow ledger`
-// (entries) and `walletflow settle --date` (a day against the wallet and the ledger), through the
-// ops API. `--output json` prints the API's answer; `text` (the default) a table; settle also csv.
+// (entries) and `walletflow settlement-report --date` (a day against the wallet and the ledger), through the
+// ops API. `--output json` prints the API's answer; `text` (the default) a table; settlement-report also csv.
 import { randomUUID } from 'node:crypto';
 import type { Settlement } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
@@ -48,9 +48,9 @@ export const runLedger = (options: LedgerCommandOptions & { account?: string; li
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
-/** `walletflow settle --date YYYY-MM-DD`: exit 1 when anything is missing or mismatched. */
-export const runSettle = (options: LedgerCommandOptions & { date: string }) =>
-  runOps('settle', options, async (client) => {
+/** `walletflow settlement-report --date YYYY-MM-DD`: the day's settlement report; exit 1 when anything is missing or mismatched. */
+export const runSettlementReport = (options: LedgerCommandOptions & { date: string }) =>
+  runOps('settlement-report', options, async (client) => {
     if (options.output === 'csv') {
       const { body } = await client.getSettlement({ date: options.date, format: 'csv' });
       process.stdout.write(String(body));

@@ -51,12 +51,15 @@ program
   });
 
 program
-  .command('reconcile')
-  .description('run one reconciliation sweep now and print what it found (the schedule runs it every few minutes)')
+  .command('sweep')
+  // Its name before the words were fixed (docs/architecture.md, Words): "reconcile" is a funding's retrieve loop.
+  .alias('reconcile')
+  .description('run one sweep now (the periodic repair of fundings and payments whose workflow is gone or stuck) and print what it found (the schedule runs it every few minutes)')
   .option('--older-than <seconds>', 'look at fundings not final whose owner has shown nothing for this many seconds, and payments this old (default: RECONCILE_AFTER_SECONDS)')
   .addOption(new Option('--output <format>', 'what to print').choices(['json', 'text']).default('text'))
   .option('--json', 'the same as --output json')
   .action(async (options: { olderThan?: string; json?: boolean; output: string }) => {
+    if (process.argv.slice(2).includes('reconcile')) process.stderr.write('walletflow reconcile is now walletflow sweep; the old name will go\n');
     process.exitCode = await (await import('./reconcile.ts')).runReconcile({ ...options, json: options.json === true || options.output === 'json' });
   });
 

@@ -1,5 +1,5 @@
 // The commands over the ops API (fund, pay, status, fundings, batches, payments, links, accounts,
-// ledger, settle): their flags and help. Each action loads its module only when it runs, so `walletflow
+// ledger, settlement-report): their flags and help. Each action loads its module only when it runs, so `walletflow
 // --help` and every other command start without them. Every one takes --api and --output.
 import { Option, type Command } from 'commander';
 import type { FundOptions } from './fund.ts';
@@ -84,7 +84,7 @@ Exit codes: 0 APPROVED (or accepted, with --no-wait); 1 DECLINED, REJECTED or FA
       'after',
       `
 Exit codes: 0 SUCCEEDED (or accepted, with --no-wait); 1 FAILED; 2 not final within --timeout
-(the payment goes on); 4 NEEDS_REVIEW (an execute whose outcome is unknown: settle it with
+(the payment goes on); 4 NEEDS_REVIEW (an execute whose outcome is unknown: resolve it with
 walletflow payments resolve); ${apiExits}`,
     )
     .action((options: PayOptions) => run(import('./pay.ts').then((module) => module.runPay(options))));
@@ -229,13 +229,13 @@ walletflow payments resolve); ${apiExits}`,
   ).action((options: OpsCommandOptions & { account?: string; limit: string; cursor?: string }) => run(import('./ledger.ts').then((module) => module.runLedger(options))));
   ops(
     program
-      .command('settle')
+      .command('settlement-report')
       .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
       .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)'),
     ['json', 'csv', 'text'],
   )
     .addHelpText('after', `\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`)
-    .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettle(options))));
+    .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettlementReport(options))));
   const webhooks = program.command('webhooks').description("signed webhooks to the partner's systems (contract-decisions section 13)");
   const endpoints = webhooks.command('endpoints').description('where events are sent: create, get, delete');
   ops(

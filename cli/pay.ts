@@ -23,7 +23,7 @@ export interface PayOptions {
   output?: 'json' | 'text';
 }
 
-/** A payment parked for a person to settle (`POST /ops/payments/{id}/resolve`). */
+/** A payment parked for a person to resolve (`POST /ops/payments/{id}/resolve`). */
 export const needsReviewExit = 4;
 
 const flagOf: Record<string, string> = { linkId: '--link', 'amount.value': '--amount', 'amount.currency': '--currency' };
@@ -82,8 +82,8 @@ export async function runPay(options: PayOptions): Promise<number> {
     const deadline = Date.now() + input.timeoutMs;
     for (;;) {
       showEvents();
-      const settled = isFinalPaymentStatus(payment.status) || payment.status === 'NEEDS_REVIEW';
-      if (settled || !options.wait) break;
+      const decided = isFinalPaymentStatus(payment.status) || payment.status === 'NEEDS_REVIEW';
+      if (decided || !options.wait) break;
       if (Date.now() >= deadline) {
         process.stderr.write(`walletflow pay: still ${payment.status} after ${Math.round(input.timeoutMs / 1000)} s; the payment goes on (GET /ops/payments/${payment.id})\n`);
         break;

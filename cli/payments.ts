@@ -1,5 +1,5 @@
 // `walletflow payments list|get|resolve`: merchant payments through the ops API. `get` of an
-// unknown payment exits 1; `resolve` settles one parked in NEEDS_REVIEW.
+// unknown payment exits 1; `resolve` resolves one parked in NEEDS_REVIEW.
 import type { Payment } from '../client/ops-client.generated.ts';
 import { exitCodes } from './exit-codes.ts';
 import { findPayment } from './ops-client.ts';

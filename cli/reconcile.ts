@@ -1,4 +1,4 @@
-// `walletflow reconcile`: runs one reconciliation sweep now (the reconcileFundings workflow, as
+// `walletflow sweep`: runs one sweep now (the reconcileFundings workflow, as
 // the schedule does) and prints what it found and repaired. Talks to Temporal directly.
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
@@ -16,14 +16,14 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
   const address = config.temporal.address ?? `127.0.0.1:${process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233}`;
   const olderThanSeconds = options.olderThan === undefined ? config.reconcile.olderThanSeconds : Number(options.olderThan);
   if (!Number.isInteger(olderThanSeconds) || olderThanSeconds < 0) {
-    console.error('walletflow reconcile: --older-than must be a whole number of seconds');
+    console.error('walletflow sweep: --older-than must be a whole number of seconds');
     return 64;
   }
   let connection: Connection;
   try {
     connection = await Connection.connect({ address, connectTimeout: 5000 });
   } catch {
-    console.error(`walletflow reconcile: Temporal is not reachable at ${address} (is \`npm run dev\` running, or TEMPORAL_ADDRESS set?)`);
+    console.error(`walletflow sweep: Temporal is not reachable at ${address} (is \`npm run dev\` running, or TEMPORAL_ADDRESS set?)`);
     return 3;
   }
   try {

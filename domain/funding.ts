@@ -15,7 +15,7 @@ export type FundingStatus = (typeof fundingStatuses)[number];
  * refused or failed creates) and after one only from a final wallet state (an EXPIRED intent) or a
  * person's resolution; REJECTED only from a refused create; APPROVED and DECLINED only once an
  * execute was sent. NEEDS_REVIEW (contract section 11) holds a funding whose execute outcome the
- * wallet could not settle, or whose create answer did not match the request; it is left only by a
+ * wallet could not decide, or whose create answer did not match the request; it is left only by a
  * resolution or a final wallet state. The funding record guards every write with it
  * (fundings/funding-record.ts).
  */
@@ -34,7 +34,7 @@ export const fundingTransitions = {
 /** Where a funding whose outcome no one can know waits; only a resolution or the wallet's final word moves it on. */
 export const fundingReviewStatus = 'NEEDS_REVIEW' satisfies FundingStatus;
 
-/** How ops settle a funding in review (POST /ops/fundings/{id}/resolve, contract section 11). */
+/** How ops resolve a funding in review (POST /ops/fundings/{id}/resolve, contract section 11). */
 export const resolveFundingSchema = z
   .object({
     outcome: z.enum(['APPROVED', 'FAILED'], { error: 'outcome must be APPROVED or FAILED' }),
@@ -107,7 +107,7 @@ export const fundingSchema = z.object({
   source: fundingSourceSchema,
   transferId: z.string().nullable(),
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
-  /** Why the funding needed a person, the wallet calls behind it, and how it was settled (contract section 11). */
+  /** Why the funding needed a person, the wallet calls behind it, and how it was resolved (contract section 11). */
   review: reviewSchema(fundingResolutionOutcomes),
   createdAt: z.string(),
   updatedAt: z.string(),

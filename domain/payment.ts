@@ -1,6 +1,6 @@
 // Merchant payments from a user's wallet: the ops API's shapes (contract-decisions section 8),
 // states, the legal moves between them, and which are final. A payment whose execute outcome
-// stays unknown is parked in NEEDS_REVIEW for a person to settle: never a guessed state.
+// stays unknown is parked in NEEDS_REVIEW for a person to resolve: never a guessed state.
 import { z } from 'zod';
 import { paymentPurposes } from './ledger.ts';
 import { amountSchema } from './money.ts';
@@ -85,7 +85,8 @@ export type PaymentView = z.infer<typeof paymentSchema>;
 export interface PaymentResult {
   id: string;
   status: FinalPaymentStatus;
-  paymentId: string | null;
+  /** The wallet service's id of the payment (walletflow's is `id`). */
+  walletPaymentId: string | null;
   errorCode: string | null;
 }
 

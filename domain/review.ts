@@ -1,6 +1,6 @@
 // Review: where a funding or a payment whose outcome no one can know waits for a person (contract
 // sections 8 and 11). The evidence is every wallet call behind the doubt; the resolution says who
-// settled it, how and why. Shared by both aggregates so ops read one shape.
+// resolved it, how and why. Shared by both aggregates so ops read one shape.
 import { z } from 'zod';
 
 /** One wallet call as evidence for a review: what was sent and what came back. */
@@ -15,7 +15,7 @@ export const walletCallEvidenceSchema = z.object({
 });
 export type WalletCallEvidence = z.infer<typeof walletCallEvidenceSchema>;
 
-/** A person's (or the reconciliation's) settlement of a review. */
+/** A person's (or the sweep's) resolution of a review. */
 export const resolutionSchema = <Outcome extends readonly [string, ...string[]]>(outcomes: Outcome) =>
   z.object({ outcome: z.enum(outcomes), note: z.string(), by: z.string(), at: z.string() });
 

@@ -163,7 +163,7 @@ export interface FundingResolution {
   resolvedBy: string;
   /** A DECLINED read back from the wallet: its 60xx code. */
   code?: string | null;
-  /** The wallet call that settled it, when the wallet did. */
+  /** The wallet call that decided it, when the wallet did. */
   requestReferenceNo?: string | null;
 }
 
@@ -223,7 +223,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   }
 
   /** The funding as a finish or a resolution left it; counted by whoever moved it, once. */
-  async function settled(fundingId: string, moved: boolean, status: FinalFundingStatus): Promise<FinishedFunding> {
+  async function readFinished(fundingId: string, moved: boolean, status: FinalFundingStatus): Promise<FinishedFunding> {
     const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true, ownerFence: true } });
     // A retried activity, or a funding cancelled by ops, is not counted twice.
     if (moved) deps.metrics?.fundingFinished(status, funding.createdAt);
@@ -490,7 +490,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
         fence: input.fence,
       });
-      return settled(fundingId, moved, input.status);
+      return readFinished(fundingId, moved, input.status);
     },
 
     /**
@@ -528,7 +528,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         },
         fence,
       });
-      return settled(fundingId, moved, resolution.outcome);
+      return readFinished(fundingId, moved, resolution.outcome);
     },
 
     /**

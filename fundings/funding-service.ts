@@ -176,7 +176,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
     },
 
     /**
-     * Settles a funding in NEEDS_REVIEW (contract section 11) through its workflow's resolve update;
+     * Resolves a funding in NEEDS_REVIEW (contract section 11) through its workflow's resolve update;
      * when the workflow is gone, through the record directly. Either way audited: who, how, why.
      */
     async resolve(fundingId: string, request: ResolveFundingRequest, resolvedBy: string): Promise<ResolveFundingResult> {

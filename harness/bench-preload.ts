@@ -122,7 +122,7 @@ function statements(o: z.output<typeof preloadOptionsSchema>, salt: string): Arr
                                WHEN 'FAILED' THEN CASE WHEN f.cancelled THEN 'CANCELLED' ELSE 'TRANSFER_EXPIRED' END END,
                  CASE f.status WHEN 'DECLINED' THEN 'The recipient wallet has reached its limit.' WHEN 'REJECTED' THEN 'The cash-in code is unknown, used or expired.'
                                WHEN 'FAILED' THEN 'The funding failed.' END,
-                 CASE WHEN f.status = 'NEEDS_REVIEW' THEN 'execute outcome unknown after retries; the wallet could not settle it' END,
+                 CASE WHEN f.status = 'NEEDS_REVIEW' THEN 'execute outcome unknown after retries; the wallet could not decide it' END,
                  CASE WHEN f.status = 'NEEDS_REVIEW' THEN jsonb_build_array(jsonb_build_object('at', f.created_at, 'requestReferenceNo', f.k,
                                                                  'httpStatus', 504, 'code', 'TIMEOUT', 'outcome', 'unknown')) END,
                  f.created_at, f.created_at + interval '900 milliseconds'

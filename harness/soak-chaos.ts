@@ -13,7 +13,7 @@ export interface FaultRule {
 
 /**
  * Faults per endpoint. Transfers take the worst (the workflow reconciles by retrieve). Payment
- * execute has no retrieve: mostly faults that land before the effect (settled by a retry), and a
+ * execute has no retrieve: mostly faults that land before the effect (made good by a retry), and a
  * few after it, which end in NEEDS_REVIEW for ops. Token rotation (op.tokens) gets only faults
  * before the effect: an embedded refresh whose answer is lost has spent the refresh token, and
  * the link rightly needs the user again (REAUTH_REQUIRED), an outcome this soak does not plan.

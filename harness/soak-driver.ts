@@ -243,13 +243,13 @@ export interface ReviewRecord {
 }
 
 /**
- * How long a funding in review is left to the wallet before ops settle it FAILED on an empty
+ * How long a funding in review is left to the wallet before ops resolve it FAILED on an empty
  * ledger: longer than any late effect the soak's faults queue (harness/soak-chaos.ts).
  */
 export const FUNDING_REVIEW_GRACE_MS = 30_000;
 
 /**
- * Ops' part: every payment in NEEDS_REVIEW is settled from the evidence an ops person has, the
+ * Ops' part: every payment in NEEDS_REVIEW is resolved from the evidence an ops person has, the
  * wallet's ledger: one execution → SUCCEEDED, none → FAILED. Returns what it resolved this round.
  */
 export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
@@ -257,7 +257,7 @@ export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient):
 }
 
 /**
- * Every funding in NEEDS_REVIEW is settled from the wallet's ledger (contract section 11): its
+ * Every funding in NEEDS_REVIEW is resolved from the wallet's ledger (contract section 11): its
  * transfer executed → APPROVED; not executed, and in review longer than any queued execute could
  * take to land → FAILED (nothing was credited). A younger one is left for the next round.
  */

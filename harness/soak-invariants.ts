@@ -109,7 +109,7 @@ export interface SideSummary {
 
 export interface SoakTable {
   fundings: SideSummary & {
-    /** Settled through review (NEEDS_REVIEW: every execute's outcome stayed unknown), by outcome. */
+    /** Ended through review (NEEDS_REVIEW: every execute's outcome stayed unknown), by outcome. */
     reviews: { APPROVED: number; FAILED: number };
     /** As payments' below: planned APPROVED, reviewed FAILED with nothing credited. */
     failedUnderFaults: number;

@@ -248,7 +248,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     chaos?.finale();
     log(`all ${plan.length} requests posted and ${batchPlan.batches.length} batches ended; waiting for final states`);
 
-    // Settle: every item final (reviews resolved by ops), and chaos done.
+    // Done: every item final (reviews resolved by ops), and chaos done.
     let chaosDone = chaos === null;
     void chaos?.drain().then(() => (chaosDone = true));
     for (;;) {

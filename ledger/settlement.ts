@@ -13,7 +13,7 @@ import { paymentReference, postReference } from './ledger.ts';
 /** The wallet's record of a transfer, or null when it has none (404). */
 export type RetrieveTransfer = (transferId: string) => Promise<{ status: string; amount: { currency: string; value: string } } | null>;
 
-export type SettleDay = (date: string) => Promise<Settlement>;
+export type SettlementReport = (date: string) => Promise<Settlement>;
 
 /** A day in SETTLEMENT_TZ, as local timestamps: from its midnight to the next. */
 export interface SettlementDay {
@@ -62,7 +62,7 @@ async function postedAmounts(database: Database, references: string[], leg: 'cle
   return new Map(rows.map((row) => [row.reference, fromNumeric(row.amount)]));
 }
 
-export function createSettlement(deps: { database: Database; timeZone: string; sources: SettlementSources }): SettleDay {
+export function createSettlementReport(deps: { database: Database; timeZone: string; sources: SettlementSources }): SettlementReport {
   const { database, timeZone, sources } = deps;
   return async (date) => {
     const day = { ...dayBounds(date), timeZone };

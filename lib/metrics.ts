@@ -29,7 +29,7 @@ export interface Metrics {
   paymentFinished(status: FinalPaymentStatus, createdAt: Date): void;
   walletCall(call: WalletCallSample): void;
   tokenRefresh(kind: 'EMBEDDED' | 'STANDALONE', result: TokenRefreshResult): void;
-  /** One repair of the reconciliation sweep (`action` is its RepairAction). */
+  /** One repair of the sweep (`action` is its RepairAction). */
   reconcileRepair(action: string): void;
   sessionUrl(status: number, seconds: number): void;
   /** One onboarding workflow start by the dispatcher or the landing page (api/embedded/onboarding-dispatcher.ts). */
@@ -40,7 +40,7 @@ export interface Metrics {
 /** Seconds from a request to its answer (HTTP, wallet calls, the session URL). */
 const latencyBuckets = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 /** Seconds from a funding or payment's creation to its final state: most in seconds, some after a reconciliation. */
-const settleBuckets = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
+const finishBuckets = [0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600, 21_600, 86_400];
 
 /** Past this many distinct values, a label's new values are reported as `other`. */
 export const MAX_LABEL_VALUES = 100;
@@ -80,7 +80,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     name: 'walletflow_funding_duration_seconds',
     help: 'Seconds from a funding request to its final state',
     labelNames: ['status'] as const,
-    buckets: settleBuckets,
+    buckets: finishBuckets,
     registers: [registry],
   });
   const payments = new Counter({
@@ -93,7 +93,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     name: 'walletflow_payment_duration_seconds',
     help: 'Seconds from a payment request to its final state',
     labelNames: ['status'] as const,
-    buckets: settleBuckets,
+    buckets: finishBuckets,
     registers: [registry],
   });
   const walletCalls = new Counter({
@@ -117,7 +117,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   });
   const repairs = new Counter({
     name: 'walletflow_reconcile_repairs_total',
-    help: 'Fundings repaired by the reconciliation sweep, by action',
+    help: 'Fundings and payments repaired by the sweep, by action',
     labelNames: ['action'] as const,
     registers: [registry],
   });

@@ -84,7 +84,15 @@ export async function promoteOnStart(
         logger.info({ ...version, current }, 'worker deployment: this build is registered; the current version stays (walletflow deploy promote moves it)');
         return 'left';
       }
-      await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
+      try {
+        await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
+      } catch (error) {
+        // FAILED_PRECONDITION: the current version's task queues are not all registered for this one
+        // yet (a worker's workflow and activity pollers reach the server one after the other).
+        if ((error as { code?: number }).code !== 9 || Date.now() >= deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+        continue;
+      }
       logger.info({ ...version, previous: current }, 'worker deployment: this build is now the current version');
       if (policy === 'replace') await adoptPinnedRuns(client, version, logger);
       return 'promoted';

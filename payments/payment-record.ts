@@ -54,7 +54,7 @@ export interface FinishPayment {
 }
 
 /** The payment as it stands after a finish or a resolution, and whether that call moved it. */
-export interface SettledPayment {
+export interface FinishedPayment {
   moved: boolean;
   status: PaymentStatus;
   errorCode: string | null;
@@ -143,8 +143,8 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     });
   }
 
-  /** Reads back a payment a finish or a resolution meant to settle, and counts it if that call moved it. */
-  async function settled(id: string, moved: boolean, status: FinalPaymentStatus): Promise<SettledPayment> {
+  /** Reads back a payment a finish or a resolution meant to end, and counts it if that call moved it. */
+  async function readFinished(id: string, moved: boolean, status: FinalPaymentStatus): Promise<FinishedPayment> {
     const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true, ownerFence: true } });
     // Counted by whoever moved it: a retried activity is not counted twice.
     if (moved) deps.metrics?.paymentFinished(status, payment.createdAt);
@@ -245,7 +245,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
      * A person's resolution: the only way out of NEEDS_REVIEW, with who and why. Through the
      * waiting workflow it carries that run's fence; without one it claims the payment as it moves it.
      */
-    async resolve(id: string, resolution: Resolution, fence?: PaymentFence): Promise<SettledPayment> {
+    async resolve(id: string, resolution: Resolution, fence?: PaymentFence): Promise<FinishedPayment> {
       const status = resolution.outcome;
       const resolved = await move(id, status, null, `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500), {
         among: (from) => from === reviewStatus,
@@ -259,17 +259,17 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
         },
         fence,
       });
-      return settled(id, resolved, status);
+      return readFinished(id, resolved, status);
     },
 
     /** The workflow's own final state, written once by the payment's owner; a payment in review is left to its resolution. */
-    async finish(id: string, input: FinishPayment, fence?: PaymentFence): Promise<SettledPayment> {
+    async finish(id: string, input: FinishPayment, fence?: PaymentFence): Promise<FinishedPayment> {
       const finished = await move(id, input.status, input.requestReferenceNo, input.detail ?? input.code, {
         among: (from) => from !== reviewStatus,
         data: { errorCode: input.code, errorMessage: input.code ? paymentErrorMessage(input.code) : null },
         fence,
       });
-      return settled(id, finished, input.status);
+      return readFinished(id, finished, input.status);
     },
 
     /** A timeline entry that changes nothing (the sweep started or restarted its workflow). */

@@ -104,7 +104,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       return { kind: 'existing', payment: paymentView(existing) };
     },
 
-    /** Settles a payment in NEEDS_REVIEW through its workflow (a Temporal update), or the record when the workflow is gone; audited. */
+    /** Resolves a payment in NEEDS_REVIEW through its workflow (a Temporal update), or the record when the workflow is gone; audited. */
     async resolve(id: string, request: ResolvePaymentRequest, resolvedBy: string): Promise<ResolvePaymentResult> {
       const payment = await find(id);
       if (!payment) return { kind: 'not-found' };

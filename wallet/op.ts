@@ -29,7 +29,7 @@ const paymentRecordSchema = z
     amount: wireAmountSchema,
     fee: wireAmountSchema,
   })
-  .transform(({ id, ...rest }) => ({ paymentId: id, ...rest }));
+  .transform(({ id, ...rest }) => ({ walletPaymentId: id, ...rest }));
 
 export interface EmbeddedTokens {
   accessToken: string;
@@ -51,7 +51,7 @@ export interface OpCalls {
   createPayment(input: { userAccessToken: string; amount: Amount }): Promise<WalletResult<Payment>>;
   /** The merchant every payment is created for (MERCHANT_P2M_ID): a create answer must name it. */
   readonly merchantP2mId: string;
-  executePayment(input: { userAccessToken: string; paymentId: string }): Promise<WalletResult<Payment>>;
+  executePayment(input: { userAccessToken: string; walletPaymentId: string }): Promise<WalletResult<Payment>>;
 }
 
 type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> & {
@@ -151,11 +151,11 @@ export function createOpCalls(
       });
     },
 
-    executePayment({ userAccessToken, paymentId }) {
+    executePayment({ userAccessToken, walletPaymentId }) {
       return opCall({
         operation: operations.execute,
         method: 'POST',
-        path: `/merchant/payments/${encodeURIComponent(paymentId)}/execute`,
+        path: `/merchant/payments/${encodeURIComponent(walletPaymentId)}/execute`,
         userAccessToken,
         secrets: [],
         parse: parseWith(paymentRecordSchema),

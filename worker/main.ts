@@ -150,7 +150,7 @@ const schedule = await ensureReconcileSchedule(temporal, {
   everyMinutes: config.reconcile.everyMinutes,
   olderThanSeconds: config.reconcile.olderThanSeconds,
 });
-logger.info({ schedule }, 'reconciliation schedule ready');
+logger.info({ schedule }, 'sweep schedule ready');
 // The webhook deliverer: one per deployment, started by whichever worker comes first.
 const deliverer = await startDeliverWebhooks(temporal, { taskQueue: config.temporal.taskQueue, input: { pollIntervalMs: config.webhooks.pollIntervalMs } });
 logger.info({ workflowId: deliverer.workflowId }, 'webhook deliverer running');

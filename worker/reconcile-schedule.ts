@@ -1,4 +1,4 @@
-// The Temporal Schedule that runs the reconciliation sweep every few minutes. Created by the
+// The Temporal Schedule that runs the sweep every few minutes. Created by the
 // worker at start if missing; overlapping runs are skipped.
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
 import { reconcileFundingsScheduleAction, reconcileScheduleId } from '../workflows/reconcile.contract.ts';

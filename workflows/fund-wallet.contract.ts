@@ -32,7 +32,7 @@ export const fundingStatusQuery = defineQuery<FundingStatus>('status');
 /** A nudge after the API cancelled the funding in the database (the database decides). Wire name 'cancelled'. */
 export const fundingCancelledSignal = defineSignal('cancelled');
 
-/** How a funding in NEEDS_REVIEW is settled (contract section 11): the outcome, why, and on whose word. */
+/** How a funding in NEEDS_REVIEW is resolved (contract section 11): the outcome, why, and on whose word. */
 export interface ResolveFundingUpdateInput {
   outcome: FundingResolutionOutcome;
   note: string;
@@ -40,10 +40,10 @@ export interface ResolveFundingUpdateInput {
   resolvedBy: string;
   /** A DECLINED read back from the wallet: its 60xx code. */
   code?: string | null;
-  /** The retrieve that showed the wallet's final state, when the wallet settled it. */
+  /** The retrieve that showed the wallet's final state, when the wallet decided it. */
   requestReferenceNo?: string | null;
 }
-/** Settles a funding parked in NEEDS_REVIEW. Wire name 'resolve' (as payWallet's). */
+/** Resolves a funding parked in NEEDS_REVIEW. Wire name 'resolve' (as payWallet's). */
 export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus }, [ResolveFundingUpdateInput]>('resolve');
 
 /**
@@ -88,7 +88,7 @@ export interface StartFundWalletOptions {
   /**
    * What a closed run with this id does to the start. 'reject-duplicate' (the API): the request
    * already ran, so nothing is started and no error is raised. 'temporal-default' (the
-   * reconciliation sweep, which starts only after Temporal found no run with this id): the
+   * sweep, which starts only after Temporal found no run with this id): the
    * server's default reuse policy, as the sweep has always sent it.
    */
   reusePolicy: 'reject-duplicate' | 'temporal-default';
@@ -236,7 +236,7 @@ export interface FundWalletActivities {
   executeTransfer(fundingId: string, transferId: string, fence?: number): Promise<TransferProgress>;
   /** Reads the transfer back; transient failures are retried by Temporal (a read is safe). */
   retrieveTransfer(fundingId: string, transferId: string): Promise<TransferProgress>;
-  /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will settle it. */
+  /** EXECUTING → RECONCILING: the execute's outcome is unknown and retrieve will learn it. */
   markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: number): Promise<void>;
   /**
    * → NEEDS_REVIEW with why and the wallet calls behind the doubt; the funding keeps what it
@@ -244,7 +244,7 @@ export interface FundWalletActivities {
    * answered, for the workflow to end with.
    */
   parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: number): Promise<ParkOutcome>;
-  /** Settles a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
+  /** Resolves a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
   resolveFunding(fundingId: string, input: ResolveFundingUpdateInput, fence?: number): Promise<{ status: FinalFundingStatus; errorCode: string | null }>;
   /** Writes the final state once; a funding already final keeps its state (returned). */
   finishFunding(fundingId: string, input: FinishInput, fence?: number): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }>;

@@ -1,5 +1,5 @@
 // Every workflow the worker runs, exported by name. Deterministic code only (see
-// design/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
+// docs/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
 export { fundWallet } from './fund-wallet.ts';
 export { fundBatch } from './fund-batch.ts';
 export { payWallet } from './pay-wallet.ts';

@@ -24,13 +24,13 @@ export type PayWalletWorkflow = (input: PayWalletInput) => Promise<PayWalletResu
 /** The payment's status as the workflow sees it (what the resolve validator reads). Wire name 'status'. */
 export const paymentStatusQuery = defineQuery<PaymentStatus>('status');
 
-/** How ops settle a payment in NEEDS_REVIEW: the outcome, why, and who. */
+/** How ops resolve a payment in NEEDS_REVIEW: the outcome, why, and who. */
 export interface ResolvePaymentUpdateInput {
   outcome: 'SUCCEEDED' | 'FAILED';
   note: string;
   resolvedBy: string;
 }
-/** Settles a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
+/** Resolves a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
 export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>('resolve');
 
 /** Start-to-close of payWallet's wallet activities (ms); the worker checks WALLET_TIMEOUT_MS against the execute's. */
@@ -139,7 +139,7 @@ export interface PayWalletActivities {
   executePayment(id: string, fence?: number): Promise<ExecutePaymentOutcome>;
   /** NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
   parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: number): Promise<PaymentParkOutcome>;
-  /** Settles a payment in NEEDS_REVIEW, with who and why. */
+  /** Resolves a payment in NEEDS_REVIEW, with who and why. */
   resolvePayment(id: string, input: ResolvePaymentUpdateInput, fence?: number): Promise<{ status: FinalPaymentStatus }>;
   finishPayment(
     id: string,

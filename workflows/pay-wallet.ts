@@ -131,7 +131,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<PaymentResult> => {
     const done = await database.finishPayment(id, { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) }, fence);
     setStatus(done.status);
-    return { id, status: done.status, paymentId: done.walletPaymentId, errorCode: done.errorCode };
+    return { id, status: done.status, walletPaymentId: done.walletPaymentId, errorCode: done.errorCode };
   };
   const review = async (reason: string, attempts: ExecuteAttempt[], walletPaymentId: string | null): Promise<PaymentResult> => {
     const parked = await database.parkForReview(id, reason, attempts, fence);
@@ -139,12 +139,12 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     // before fencing answered nothing: parked.
     if (parked && !parked.parked) {
       setStatus(parked.status);
-      return { id, status: parked.status, paymentId: parked.walletPaymentId, errorCode: parked.errorCode };
+      return { id, status: parked.status, walletPaymentId: parked.walletPaymentId, errorCode: parked.errorCode };
     }
     setStatus('NEEDS_REVIEW');
     await condition(() => resolved !== undefined);
     setStatus(resolved!.status);
-    return { id, status: resolved!.status, paymentId: walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+    return { id, status: resolved!.status, walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
   };
 
   /** Every execute attempt behind a doubt, kept across takeovers (a re-claim keeps the evidence). */
@@ -158,12 +158,12 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     upsertSearchAttributes([{ key: kindKey, value: 'PAYMENT' }]);
     setStatus(snapshot.status);
     if (isFinal(snapshot.status)) {
-      return { id, status: snapshot.status, paymentId: snapshot.walletPaymentId, errorCode: null };
+      return { id, status: snapshot.status, walletPaymentId: snapshot.walletPaymentId, errorCode: null };
     }
     if (snapshot.status === 'NEEDS_REVIEW') {
       await condition(() => resolved !== undefined);
       setStatus(resolved!.status);
-      return { id, status: resolved!.status, paymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+      return { id, status: resolved!.status, walletPaymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
     }
 
     let walletPaymentId = snapshot.walletPaymentId;
@@ -241,7 +241,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
         case 'not-sent':
           // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
           // does not use up an attempt. After too many, the payment fails unless an earlier attempt
-          // was unknown, which only review can settle.
+          // was unknown, which only review can resolve.
           notSent += 1;
           if (notSent >= MAX_NOT_SENT) {
             if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);

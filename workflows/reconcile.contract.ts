@@ -36,8 +36,8 @@ export interface SweepReport {
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
   /** Payments not final long after they started: restarted when their workflow is gone. */
   paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
-  paymentsNeedingReview: Array<{ id: string; paymentId: string | null; since: string; reason: string | null }>;
-  /** Fundings in NEEDS_REVIEW the wallet could not settle: for ops (POST /ops/fundings/{id}/resolve). */
+  paymentsNeedingReview: Array<{ id: string; walletPaymentId: string | null; since: string; reason: string | null }>;
+  /** Fundings in NEEDS_REVIEW the wallet could not decide: for ops (POST /ops/fundings/{id}/resolve). */
   fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
   /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */
   failedButExecuted?: Array<{ fundingId: string; transferId: string; walletStatus: string }>;
@@ -66,7 +66,7 @@ export type ReconcileFundingsWorkflow = (input: ReconcileFundingsInput) => Promi
 /** The Schedule that runs the sweep; Temporal names each scheduled run after it. */
 export const reconcileScheduleId = 'walletflow-reconcile';
 
-/** A sweep run by hand (`walletflow reconcile`): a fresh id each time, so runs never collide. */
+/** A sweep run by hand (`walletflow sweep`): a fresh id each time, so runs never collide. */
 export const manualReconcileWorkflowId = (uniqueSuffix: string) => `walletflow-reconcile-manual-${uniqueSuffix}`;
 
 /** Starts one sweep; the handle's result() is the sweep's report. No id policies: each id is new. */

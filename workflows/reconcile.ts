@@ -1,5 +1,5 @@
-// reconcileFundings: one reconciliation sweep, run by a Temporal Schedule every few minutes (and
-// once by `walletflow reconcile`). The sweep is one activity: it is a batch of database reads,
+// reconcileFundings: one sweep, run by a Temporal Schedule every few minutes (and
+// once by `walletflow sweep`). The sweep is one activity: it is a batch of database reads,
 // wallet retrieves and repairs, each repair idempotent.
 import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { ReconcileFundingsActivities, ReconcileFundingsInput, ReconcileFundingsResult } from './reconcile.contract.ts';

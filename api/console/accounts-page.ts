@@ -21,7 +21,7 @@ import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
 import { ledgerEntriesTable } from './record-pieces.ts';
 
-export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settle' | 'timeZone' | 'now'>;
+export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlementReport' | 'timeZone' | 'now'>;
 
 const accountParameter = { account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' } };
 
@@ -225,7 +225,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
       return;
     }
-    const settlement = await deps.settle(date.data);
+    const settlement = await deps.settlementReport(date.data);
     consoleHeaders(res);
     res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
     res.send(settlementCsv(settlement));

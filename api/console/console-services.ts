@@ -5,7 +5,7 @@ import type { BatchService } from '../../fundings/batch-service.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import type { AdjustAccount } from '../../ledger/adjustments.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
-import type { SettleDay } from '../../ledger/settlement.ts';
+import type { SettlementReport } from '../../ledger/settlement.ts';
 import type { Database } from '../../lib/database.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
@@ -20,7 +20,7 @@ export interface ConsoleServices {
   /** An adjustment (POST /ops/accounts/{account}/adjustments's). */
   adjust: AdjustAccount;
   /** The day's settlement report (GET /ops/settlements/{date}'s). */
-  settle: SettleDay;
+  settlementReport: SettlementReport;
   webhooks: WebhookStore;
   /** A link's tokens (an unlink revokes them). */
   tokens: TokenStore;

@@ -3,7 +3,7 @@
 // progress, webhook endpoints that fail and their dead letters, and the treasury's available
 // balance. It keeps itself up to date (a live region: api/console/live-region.ts).
 import type { Router } from 'express';
-import { amountOf, type StatusTotal } from '../../domain/money.ts';
+import { amountOf, moneyOf, type StatusTotal } from '../../domain/money.ts';
 import type { BatchView } from '../../domain/funding-batch.ts';
 import { fundingsInReview, fundingTotalsOn } from '../../fundings/funding-totals.ts';
 import { settlementDayOf } from '../../ledger/settlement.ts';
@@ -60,6 +60,17 @@ function batchProgress(batch: BatchView): string {
 <span class="muted">${done} of ${batch.total.count} done${batch.itemsPerSecond ? `, ${batch.itemsPerSecond}/s` : ''}${batch.etaSeconds ? `, about ${batch.etaSeconds} s left` : ''}</span>`;
 }
 
+/**
+ * What the treasury may still pay out, where it has a floor (TREASURY_LIMIT): its available balance
+ * may go down to the floor, so a negative available balance is not, by itself, a problem.
+ */
+export function treasuryRoom(treasury: { available: { currency: string; value: string }; floor: string | null }): string {
+  if (treasury.floor === null) return '';
+  const floor = moneyOf({ currency: treasury.available.currency, value: treasury.floor });
+  const room = moneyOf(treasury.available).thousandths - floor.thousandths;
+  return `<p class="muted">It may go down to ${money(amountOf(floor))}: ${money(amountOf(room, floor.currency))} more can be paid out.</p>`;
+}
+
 /** The figures, as the page and its live region show them. */
 async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScope>): Promise<string> {
   const day = settlementDayOf(deps.now?.() ?? new Date(), deps.timeZone);
@@ -101,7 +112,7 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
           )}`
         : '<p class="muted">Every endpoint is delivering.</p>'
     }</section>`,
-    `<section class="card" aria-labelledby="h-treasury"><h2 id="h-treasury">Treasury</h2><p class="figure">${money(treasury.available)}</p><p class="muted">available (balance ${money(treasury.balance)}, held ${money(treasury.held)})</p>
+    `<section class="card" aria-labelledby="h-treasury"><h2 id="h-treasury">Treasury</h2><p class="figure">${money(treasury.available)}</p><p class="muted">available (balance ${money(treasury.balance)}, held ${money(treasury.held)})</p>${treasuryRoom(treasury)}
 <p><a href="${CONSOLE_PATH}/accounts/TREASURY">Its entries</a></p></section>`,
   ];
   return `<div class="grid">${cards.join('\n')}</div>`;

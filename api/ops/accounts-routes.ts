@@ -1,6 +1,6 @@
 // The ledger's ops API (contract-decisions section 10): read an account (a partner user's, or a
 // system account such as TREASURY), adjust one (Idempotency-Key; the other leg is the TREASURY,
-// the treasury's own is CAPITAL), page through entries, and settle a day against the wallet.
+// the treasury's own is CAPITAL), page through entries, and the day's settlement report against the wallet.
 // The rules live in ledger/.
 import type { Router } from 'express';
 import { z } from 'zod';
@@ -21,7 +21,7 @@ import { CURRENCY_NOT_ACCEPTED } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
 import { isAdjustableAccount, type AdjustAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
-import { settlementCsv, type SettleDay } from '../../ledger/settlement.ts';
+import { settlementCsv, type SettlementReport } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
@@ -36,7 +36,7 @@ export interface OpsAccountsDependencies {
   /** An adjustment, as the console makes one too (ledger/adjustments.ts). */
   adjust: AdjustAccount;
   /** GET /ops/settlements/{date}; absent: 501. */
-  settle?: SettleDay;
+  settlementReport?: SettlementReport;
 }
 
 /** /ops/accounts/{account}: a system account's name or a partner user id. */
@@ -206,11 +206,11 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       sendProblem(res, { status: 400, code: 'INVALID_DATE', title: 'Bad Request', detail: 'the date must be YYYY-MM-DD (and format json or csv)' });
       return;
     }
-    if (!deps.settle) {
+    if (!deps.settlementReport) {
       sendProblem(res, { status: 501, code: 'NOT_CONFIGURED', title: 'Not Implemented', detail: 'settlement is not configured' });
       return;
     }
-    const settlement = await deps.settle(date.data);
+    const settlement = await deps.settlementReport(date.data);
     if (query.data.format === 'csv') {
       res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
       res.send(settlementCsv(settlement));

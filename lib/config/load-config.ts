@@ -47,7 +47,7 @@ export interface AppConfig {
   workflowBundlePath: string | undefined;
   /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */
   payloadKeys: PayloadKey[] | undefined;
-  /** The reconciliation sweep: how often, and how old a non-final funding must be to be looked at. */
+  /** The sweep: how often, and how old a non-final funding must be to be looked at. */
   reconcile: { everyMinutes: number; olderThanSeconds: number };
   /** The webhook deliverer: its poll interval and retry schedule (defaults: 1 s; 30 s doubling to 1 h, for 24 h). */
   webhooks: { pollIntervalMs: number; retry: { baseDelayMs: number; maxDelayMs: number; retryForMs: number } };

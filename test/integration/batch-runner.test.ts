@@ -292,7 +292,7 @@ describe('the batch runner', () => {
     expect(await progressOf(handle)).toMatchObject({ slowDowns: 0, inFlight: 4 });
   });
 
-  it('hands an item whose execute outcome is unknown to its own workflow, and completes once that one settled it', async () => {
+  it('hands an item whose execute outcome is unknown to its own workflow, and completes once that one finished it', async () => {
     const batchId = await runningBatch(3);
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50 });
@@ -331,7 +331,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     await expect(stack.temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
 
     // Left RECONCILING by its pass (the execute's answer was lost): a run again hands it over,
-    // and the item's workflow settles it by retrieve.
+    // and the item's workflow learns its outcome by retrieve.
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     expect(await runItems(activities, batchId, [second!.id], 1)).toEqual({ finished: 0, handedOver: 1, notStarted: 0, slowDownMs: null });
     await stack.admin.clearFaults();

@@ -274,7 +274,7 @@ describe('walletflow fund and status against a running stack', () => {
     expect(adjusted).toMatchObject({ account: `USER:${partnerUserId}`, amount: { value: '10.00' } });
     expect(await json('getAccount', ['accounts', 'get', partnerUserId])).toMatchObject({ account: `USER:${partnerUserId}`, balance: { value: '10.00' } });
     expect((await json('listLedgerEntries', ['ledger', '--account', `USER:${partnerUserId}`])).items).toHaveLength(1);
-    expect(await json('getSettlement', ['settle', '--date', '2020-01-01'])).toMatchObject({ date: '2020-01-01' });
+    expect(await json('getSettlement', ['settlement-report', '--date', '2020-01-01'])).toMatchObject({ date: '2020-01-01' });
 
     expect(await json('unlink', ['links', 'unlink', linkId])).toMatchObject({ linkId, status: 'UNLINKED' });
 

@@ -85,7 +85,7 @@ describe('a funding whose executes stay unknown', () => {
     expect((await ledgerTransfer(settled.transferId))?.executions).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('12.00');
 
-    // Ops settle it from the wallet's record, with why; the funding ends APPROVED, never FAILED.
+    // Ops resolve it from the wallet's record, with why; the funding ends APPROVED, never FAILED.
     const resolved = await resolveFunding(funding.fundingId, { outcome: 'APPROVED', note: 'the operator shows the transfer APPROVED' });
     expect(resolved.status).toBe(200);
     expect(resolved.body.status).toBe('APPROVED');

@@ -129,7 +129,7 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     expect((await get('/ops/links')).status).toBe(400);
   });
 
-  it('settles a day: approved fundings and succeeded payments against the wallet and the ledger, JSON and CSV', async () => {
+  it('reports a day’s settlement: approved fundings and succeeded payments against the wallet and the ledger, JSON and CSV', async () => {
     const { linkId } = await linkedUser();
     const started = await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId }, amount: amount('7.00') });
     await waitFinal(started.body.fundingId as string);
@@ -145,7 +145,7 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     expect((await get('/ops/settlements/2026-13-40')).status).toBe(400);
   });
 
-  it('walletflow accounts adjust|get, ledger and settle through the ops API', async () => {
+  it('walletflow accounts adjust|get, ledger and settlement-report through the ops API', async () => {
     const target = ['--api', stack.apiBase];
     const runCli = (args: string[]) => runCliWith(args, { env: { WALLETFLOW_OPS_KEY: stack.opsKey } });
     const partnerUserId = `cli-${randomUUID()}`;
@@ -160,8 +160,8 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const refused = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '-40.01', '--reason', 'clawback', ...target]);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
-    const settled = await runCli(['settle', '--date', '2020-01-01', ...target]);
-    expect(settled).toMatchObject({ code: 0, stdout: expect.stringContaining('settlement of 2020-01-01') });
+    const report = await runCli(['settlement-report', '--date', '2020-01-01', ...target]);
+    expect(report).toMatchObject({ code: 0, stdout: expect.stringContaining('settlement of 2020-01-01') });
   });
 
   it('keeps every ledger invariant', async () => {

@@ -1,4 +1,4 @@
-// The reconciliation sweep (reconcileFundings) on real infrastructure: fundings whose workflow can
+// The sweep (reconcileFundings) on real infrastructure: fundings whose workflow can
 // no longer finish them are repaired from the wallet's own record, a funding that never got its
 // workflow gets one, a running workflow is left alone, and payments in review are listed.
 import { execFile } from 'node:child_process';
@@ -69,7 +69,7 @@ const sweep = async (olderThanSeconds = 600, limit?: number) =>
     })
   ).result();
 
-describe('reconciliation sweep', () => {
+describe('the sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
     // a. Its workflow is gone, and the wallet executed the transfer: finish it from the wallet.
     const executed = await codeOfNewUser();
@@ -88,7 +88,7 @@ describe('reconciliation sweep', () => {
     const neverSentTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: neverSent.code }, amount: { currency: 'PHP', value: '12.00' } });
     const b2 = await insertFunding({ status: 'CREATING', code: neverSent.code, transferId: neverSentTransfer.data.transferId });
 
-    // f. In review, with no workflow left, and the queued execute has landed: the wallet settles it.
+    // f. In review, with no workflow left, and the queued execute has landed: the wallet's final state resolves it.
     const landed = await codeOfNewUser();
     const landedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: landed.code }, amount: { currency: 'PHP', value: '12.00' } });
     await stack.wallet.executeTransfer(landedTransfer.data.transferId);
@@ -199,9 +199,9 @@ describe('reconciliation sweep', () => {
     await stack.admin.settings({ processingDelayMs: 0 });
   });
 
-  it('walletflow reconcile runs a sweep now and prints the report', async () => {
+  it('walletflow sweep runs a sweep now and prints the report', async () => {
     // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
-    const result = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'reconcile', '--older-than', '600', '--json'], {
+    const result = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'sweep', '--older-than', '600', '--json'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace'), TEMPORAL_TASK_QUEUE: stack.taskQueue },
       encoding: 'utf8',

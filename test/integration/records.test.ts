@@ -159,7 +159,7 @@ describe('the payment record', () => {
     return payment;
   }
 
-  it('leaves a payment in review to its resolution, which settles it once', async () => {
+  it('leaves a payment in review to its resolution, which ends it once', async () => {
     const payment = await executing();
     await payments.parkForReview(payment.id, 'the execute outcome stayed unknown', []);
     paymentFinished.mockClear();

@@ -331,7 +331,7 @@ describe('op: merchant payments', () => {
     const { user, accessToken } = await embeddedUser({ balance: '100.00' });
     const created = await wallet.createPayment({ userAccessToken: accessToken, amount: php('20.10') });
     expect(created.data).toEqual({
-      paymentId: expect.stringMatching(uuidV4),
+      walletPaymentId: expect.stringMatching(uuidV4),
       p2mId: sandbox.partner.p2mId,
       requestReferenceNumber: created.requestReferenceNo,
       amount: php('20.10'),
@@ -339,11 +339,11 @@ describe('op: merchant payments', () => {
     });
     expect((await admin.user(user.userId)).balance).toBe('100.00');
 
-    const executed = await wallet.executePayment({ userAccessToken: accessToken, paymentId: created.data.paymentId });
-    expect(executed.data).toMatchObject({ paymentId: created.data.paymentId, amount: php('20.10'), fee: php('1.50') });
+    const executed = await wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: created.data.walletPaymentId });
+    expect(executed.data).toMatchObject({ walletPaymentId: created.data.walletPaymentId, amount: php('20.10'), fee: php('1.50') });
     expect((await admin.user(user.userId)).balance).toBe('78.40');
 
-    const again = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, paymentId: created.data.paymentId }));
+    const again = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: created.data.walletPaymentId }));
     expect([again.httpStatus, again.code, again.outcome]).toEqual([409, 'PAYMENT_ALREADY_EXECUTED', 'unknown']);
     expect((await admin.ledger()).payments).toEqual([expect.objectContaining({ executions: 1 })]);
   });
@@ -352,14 +352,14 @@ describe('op: merchant payments', () => {
     const { accessToken } = await embeddedUser({ balance: '5.00' });
     const { data } = await wallet.createPayment({ userAccessToken: accessToken, amount: php('10.00') });
     for (let attempt = 0; attempt < 2; attempt++) {
-      const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, paymentId: data.paymentId }));
+      const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: data.walletPaymentId }));
       expect([error.httpStatus, error.code, error.outcome]).toEqual([400, 'INSUFFICIENT_BALANCE', 'rejected']);
     }
   });
 
   it('PAYMENT_NOT_FOUND for an unknown payment id', async () => {
     const { accessToken } = await embeddedUser();
-    const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, paymentId: randomUUID() }));
+    const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: randomUUID() }));
     expect([error.httpStatus, error.code, error.outcome]).toEqual([404, 'PAYMENT_NOT_FOUND', 'rejected']);
   });
 

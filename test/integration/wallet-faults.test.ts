@@ -30,7 +30,7 @@ interface Fixture {
   standalone: { accessToken: string; refreshToken: string };
   embedded: { accessToken: string; refreshToken: string };
   transferId: string;
-  paymentId: string;
+  walletPaymentId: string;
 }
 
 /** A fresh sandbox state with one of everything, and a client whose client token is cached. */
@@ -62,7 +62,7 @@ async function arrange(): Promise<Fixture> {
     standalone: { accessToken: standalone.access_token, refreshToken: standalone.refresh_token },
     embedded,
     transferId: transfer.data.transferId,
-    paymentId: payment.data.paymentId,
+    walletPaymentId: payment.data.walletPaymentId,
   };
 }
 
@@ -103,7 +103,7 @@ const calls: Call[] = [
   {
     operation: 'op.payments.execute',
     endpoint: 'op.payments.execute',
-    prepare: async (f) => () => f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, paymentId: f.paymentId }),
+    prepare: async (f) => () => f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }),
   },
   {
     operation: 'transfers.create',
@@ -262,10 +262,10 @@ describe('reconciling after an unknown outcome', () => {
     const f = await arrange();
     try {
       await admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
-      const error = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, paymentId: f.paymentId }));
+      const error = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }));
       await admin.clearFaults();
       expect(error.outcome).toBe('unknown');
-      const again = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, paymentId: f.paymentId }));
+      const again = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }));
       expect([again.code, again.outcome]).toEqual(['PAYMENT_ALREADY_EXECUTED', 'unknown']);
       expect((await admin.user(f.userId)).balance).toBe('990.00');
     } finally {

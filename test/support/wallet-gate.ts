@@ -109,10 +109,10 @@ export function walletGate(wallet: WalletClient): WalletGate {
               return (transferId: string) => gated(run, 'retrieveTransfer', transferId, () => transferId, () => target.retrieveTransfer(transferId));
             case 'createPayment':
               return (...args: Parameters<WalletClient['createPayment']>) =>
-                gated(run, 'createPayment', null, (answer: Awaited<ReturnType<WalletClient['createPayment']>>) => answer.data.paymentId, () => target.createPayment(...args));
+                gated(run, 'createPayment', null, (answer: Awaited<ReturnType<WalletClient['createPayment']>>) => answer.data.walletPaymentId, () => target.createPayment(...args));
             case 'executePayment':
               return (...args: Parameters<WalletClient['executePayment']>) =>
-                gated(run, 'executePayment', args[0].paymentId, () => args[0].paymentId, () => target.executePayment(...args));
+                gated(run, 'executePayment', args[0].walletPaymentId, () => args[0].walletPaymentId, () => target.executePayment(...args));
             default:
               return Reflect.get(target, property, receiver);
           }

@@ -49,7 +49,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('runs walletflow in production by default, with payload encryption and the production keys required', () => {
-    for (const name of ['api', 'worker', 'migrate']) {
+    for (const name of ['api', 'worker', 'worker-next', 'migrate']) {
       const environment = services[name]?.environment ?? {};
       expect(environment.NODE_ENV, name).toBe('${NODE_ENV:-production}');
       expect(String(environment.PAYLOAD_ENCRYPTION_KEYS), name).toMatch(/^\$\{PAYLOAD_ENCRYPTION_KEYS:\?/);
@@ -69,6 +69,24 @@ describe('docker-compose.yml', () => {
     expect(services.worker?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
   });
 
+  it('deploys a new build beside the running one: worker-next (profile deploy) joins the same deployment and takes nothing until promoted', () => {
+    const worker = services.worker?.environment ?? {};
+    const next = services['worker-next']?.environment ?? {};
+    expect(services['worker-next']?.profiles).toEqual(['deploy']);
+    expect(services['worker-next']?.command).toEqual(services.worker?.command);
+    expect(services['worker-next']?.ports).toBeUndefined();
+    expect(next.WORKER_DEPLOYMENT_NAME).toBe(worker.WORKER_DEPLOYMENT_NAME);
+    expect(next.WORKER_PROMOTE).toBe('never');
+    // The running workers promote only the deployment's first build: a restart or a scale never moves traffic.
+    expect(worker.WORKER_PROMOTE).toBe('${WORKER_PROMOTE:-first-deploy}');
+    for (const value of ['first-deploy', 'never']) {
+      expect(environmentSchema.shape.WORKER_PROMOTE.safeParse(value).success, value).toBe(true);
+    }
+    // Each runs its own image tag: the old build keeps its workers while its pinned runs drain.
+    expect(services.worker?.image).toMatch(/\$\{WORKER_VERSION:-latest\}/);
+    expect(services['worker-next']?.image).toMatch(/\$\{WORKER_NEXT_VERSION:-next\}/);
+  });
+
   it('runs the compiled JavaScript of the image (no TypeScript compiled at start)', () => {
     expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
     expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);
@@ -79,7 +97,7 @@ describe('docker-compose.yml', () => {
   });
 
   it('sets only variables the configuration schema knows for walletflow processes', () => {
-    for (const name of ['api', 'worker', 'migrate']) {
+    for (const name of ['api', 'worker', 'worker-next', 'migrate']) {
       const variables = Object.keys(services[name]?.environment ?? {});
       expect(variables.length, name).toBeGreaterThan(10);
       for (const variable of variables.filter((variable) => variable !== 'LD_PRELOAD')) {

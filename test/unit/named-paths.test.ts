@@ -93,6 +93,28 @@ function exists(named: Named): boolean {
   return !named.target.includes('/') && existsSync(path.join(root, path.dirname(named.file), named.target));
 }
 
+/**
+ * Folders a path may start with though the repository has none: where the build and the install
+ * write, and folders inside the images compose runs. Any other path under a folder the repository
+ * does not have is a file that should exist and does not (`design/architecture.md`), unless it is
+ * relative to the file naming it (`contract/…` in docs/, `assets/…` beside a page's code).
+ */
+const OUTSIDE_FOLDERS: Record<string, string> = {
+  dist: 'what npm run build writes',
+  node_modules: 'what npm installs',
+  generated: 'what npm run db:generate writes',
+  'swagger-ui-dist': 'a package in node_modules/',
+  config: "Temporal's image (compose mounts the dynamic config there)",
+};
+
+/** `folder/…/name.ext` where the folder is not one of the repository's top-level folders. */
+function outsidePaths(file: string, text: string, folders: string[]): Named[] {
+  const pattern = new RegExp(String.raw`${before}([a-z][\w-]*\/(?:[\w.-]+\/)*[\w.-]*\w\.(?:${extensions}))${after}`, 'g');
+  return [...text.matchAll(pattern)]
+    .filter((match) => !folders.includes(match[1]!.split('/')[0]!))
+    .map((match) => ({ file, line: text.slice(0, match.index).split('\n').length, target: match[1]! }));
+}
+
 describe('paths named in comments, strings and docs', () => {
   const files = scannedFiles();
   const folders = topLevelFolders(files);
@@ -138,5 +160,17 @@ describe('paths named in comments, strings and docs', () => {
     expect(stale.filter((named) => !PENDING_API_FIXES.includes(entry(named))).map((named) => `${named.file}:${named.line} → ${named.target}`)).toEqual([]);
     // Only api/ files wait; an entry whose path was fixed (or whose file went) leaves the list.
     expect(PENDING_API_FIXES.filter((pending) => !pending.startsWith('api/') || !stale.some((named) => entry(named) === pending))).toEqual([]);
+  });
+
+  it('names no file under a folder the repository does not have, unless relative to its own folder', () => {
+    expect(outsidePaths('x.ts', '// see design/architecture.md, dist/cli/main.js and lib/config.ts', folders).map((named) => named.target)).toEqual(['design/architecture.md', 'dist/cli/main.js']);
+    // Every folder of the root counts here (client/ and bench/ hold only files the scan leaves out).
+    const rootFolders = readdirSync(root, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const missing = files.flatMap((file) =>
+      outsidePaths(file, readFileSync(path.join(root, file), 'utf8'), rootFolders).filter(
+        (named) => !(named.target.split('/')[0]! in OUTSIDE_FOLDERS) && !existsSync(path.join(root, path.dirname(file), named.target)),
+      ),
+    );
+    expect(missing.map((named) => `${named.file}:${named.line} → ${named.target}`)).toEqual([]);
   });
 });

@@ -84,7 +84,7 @@ describe('client-token cache', () => {
     await pay(wallet);
     accepted.clear(); // the service forgot the token (restart, revocation, skewed clock)
     const result = await pay(wallet);
-    expect(result.data.paymentId).toBe(payment.id);
+    expect(result.data.walletPaymentId).toBe(payment.id);
     expect(tokenRequests()).toBe(2);
     const payments = server.requests.filter((r) => !isTokenRequest(r));
     expect(payments.map((r) => r.headers.authorization)).toEqual([

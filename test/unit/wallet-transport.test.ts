@@ -196,7 +196,7 @@ describe('requests', () => {
     expect(request?.headers.accept).toBe('application/json');
     expect(JSON.parse(request?.body ?? '')).toEqual({ p2mId: stubSecrets.p2mId, amount: { currency: 'PHP', value: 250.75 } });
     expect(result.data).toEqual({
-      paymentId: 'pay-1',
+      walletPaymentId: 'pay-1',
       p2mId: stubSecrets.p2mId,
       requestReferenceNumber: result.requestReferenceNo,
       amount: { currency: 'PHP', value: '250.75' },
@@ -360,7 +360,7 @@ describe('audit hook', () => {
     const now = Date.UTC(2030, 0, 1);
     const wallet = makeClient({ now: () => now });
     await wallet.createTransfer({ recipient: { type: 'CODE', value: '7654321' }, amount: { currency: 'PHP', value: '1.00' } });
-    await failure(wallet.executePayment({ userAccessToken: 'user-access-token-SECRET', paymentId: 'pay-1' }));
+    await failure(wallet.executePayment({ userAccessToken: 'user-access-token-SECRET', walletPaymentId: 'pay-1' }));
     expect(records).toHaveLength(3);
     expect(records[0]).toEqual({
       requestReferenceNo: expect.stringMatching(uuidV4),

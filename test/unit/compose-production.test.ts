@@ -1,0 +1,166 @@
+// The documented `docker compose up` starts: what .env.example and docker-compose.yml give the
+// API, the worker and the migrations, with the values a reader is told to fill into .env (the
+// comments of .env.example), passes the configuration schema and production's start-up checks
+// (lib/config/production-checks.ts) with no problem; and, left as the sandbox demo with
+// NODE_ENV=development, the schema. Compose's own interpolation (`${NAME:-default}`,
+// `${NAME:?message}`, `$$`) is done here as compose does it, from .env only.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+
+/** KEY=value lines of a .env file (compose's reading: comments and blank lines skipped, quotes dropped). */
+export function dotenv(text: string): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (!match || line.trimStart().startsWith('#')) continue;
+    values[match[1]!] = match[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return values;
+}
+
+/** Compose's interpolation of one value; a `:?`/`?` on a variable that is unset (or empty) is a problem. */
+export function interpolate(value: string, env: Record<string, string>, problems: string[]): string {
+  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])((?:[^}$]|\$\$)*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced?: string, operator?: string, argument?: string, bare?: string) => {
+    if (whole === '$$') return '$';
+    const name = (braced ?? bare)!;
+    const given = env[name];
+    const missing = operator?.startsWith(':') ? !given : given === undefined;
+    if (operator?.endsWith('-')) return missing ? interpolate(argument ?? '', env, problems) : given!;
+    if (operator?.endsWith('?')) {
+      if (missing) problems.push(`${name}: ${argument ?? 'required'}`);
+      return given ?? '';
+    }
+    return given ?? '';
+  });
+}
+
+interface Service {
+  environment?: Record<string, unknown>;
+}
+
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
+const example = dotenv(readFileSync(path.join(root, '.env.example'), 'utf8'));
+
+/** What a walletflow service of compose is started with, given this .env. */
+function serviceEnvironment(service: string, dotEnv: Record<string, string>): { env: Record<string, string>; problems: string[] } {
+  const problems: string[] = [];
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(compose.services[service]?.environment ?? {})) {
+    env[name] = interpolate(String(value), dotEnv, problems);
+  }
+  return { env, problems };
+}
+
+const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB', p: 'AQAB', q: 'AQAB', dp: 'AQAB', dq: 'AQAB', qi: 'AQAB' });
+const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
+
+/**
+ * The values .env.example's comments tell a reader to fill in for production: the operator's
+ * URLs and registration (its example addresses), generated keys (`openssl rand -base64 32`), the
+ * operator's sender addresses, the https address and its proxy.
+ */
+const filledIn: Record<string, string> = {
+  CONNECT_URL: 'https://connect.wallet.example',
+  OP_URL: 'https://op.wallet.example',
+  TRANSFER_URL: 'https://transfer.wallet.example/v1',
+  CONNECT_CLIENT_ID: 'partner-client-7',
+  CONNECT_CLIENT_SECRET: 'operator-issued-client-secret',
+  CONNECT_REDIRECT_URI: 'https://walletflow.partner.example/connect/callback',
+  TRANSFER_API_KEY: 'operator-issued-transfer-api-key',
+  MERCHANT_P2M_ID: 'P2M000000042',
+  PROFILE_DECRYPTION_JWK: rsaJwk,
+  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
+  OPS_API_KEYS: `treasury:fund+read:${key(7)},checker:read+approve:${key(8)}`,
+  TOKEN_ENCRYPTION_KEY: key(1),
+  IDEMPOTENCY_FINGERPRINT_KEY: key(2),
+  PAYLOAD_ENCRYPTION_KEYS: `k1:${key(5)}`,
+  SESSION_ALLOWED_IPS: '203.0.113.0/28',
+  PUBLIC_URL: 'https://walletflow.partner.example',
+  TRUSTED_PROXIES: '10.0.0.2',
+  POSTGRES_PASSWORD: 'a-generated-password-of-24-bytes',
+  METRICS_TOKEN: key(9),
+};
+
+/** Left empty in .env.example on purpose: optional (each comment says what leaving it empty does). */
+const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN'];
+
+/** The sandbox demo's .env (docker compose --profile sandbox up): its registration, development mode. */
+const demo: Record<string, string> = {
+  ...example,
+  NODE_ENV: 'development',
+  CONNECT_CLIENT_SECRET: 'sandbox-client-secret',
+  TRANSFER_API_KEY: 'sandbox-transfer-api-key',
+  PROFILE_DECRYPTION_JWK: rsaJwk,
+  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
+  OPS_API_KEYS: filledIn.OPS_API_KEYS!,
+  TOKEN_ENCRYPTION_KEY: key(1),
+  IDEMPOTENCY_FINGERPRINT_KEY: key(2),
+  PAYLOAD_ENCRYPTION_KEYS: `k1:${key(5)}`,
+  SESSION_ALLOWED_IPS: '172.16.0.0/12',
+  PUBLIC_URL: 'http://localhost:3000',
+  POSTGRES_PASSWORD: 'a-generated-password-of-24-bytes',
+  METRICS_TOKEN: key(9),
+};
+
+describe('docker compose with .env.example filled in', () => {
+  it('interpolates as compose does', () => {
+    const problems: string[] = [];
+    expect(interpolate('a${X:-b}c$${Y}${Z-d}${W:-}', { X: '', Z: '' }, problems)).toBe('abc${Y}');
+    expect(interpolate('${X:?set X}', {}, problems)).toBe('');
+    expect(problems).toEqual(['X: set X']);
+    expect(dotenv('# A=1\nB=2\n  C = "3"\nD=\n')).toEqual({ B: '2', C: '3', D: '' });
+  });
+
+  it('leaves empty only what a reader fills in or what is optional, and nothing else', () => {
+    const empty = Object.keys(example).filter((name) => example[name] === '');
+    expect(empty.sort()).toEqual([...Object.keys(filledIn), ...optional].sort());
+  });
+
+  it('gives every variable compose requires (`:?`) a line in .env.example', () => {
+    const required = new Set<string>();
+    for (const service of Object.values(compose.services)) {
+      for (const value of Object.values(service.environment ?? {})) {
+        for (const match of String(value).matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*):?\?/g)) required.add(match[1]!);
+      }
+    }
+    expect([...required].filter((name) => !(name in example))).toEqual([]);
+  });
+
+  it.each(['api', 'worker', 'migrate'])('starts %s in production with no problem', (service) => {
+    const { env, problems } = serviceEnvironment(service, { ...example, ...filledIn });
+    expect(problems).toEqual([]);
+    expect(env.NODE_ENV).toBe('production');
+    const config = loadConfig(env);
+    expect(productionProblems(config)).toEqual([]);
+    expect(() => requireResolved(config)).not.toThrow();
+    expect(config.treasuryLimit).toBe(0n);
+    expect(config.batches.approvalThreshold).toBe(100_000_000n);
+  });
+
+  it('passes WORKER_MAX_CONCURRENT_ACTIVITIES on to the worker', () => {
+    expect(loadConfig(serviceEnvironment('worker', { ...example, ...filledIn, WORKER_MAX_CONCURRENT_ACTIVITIES: '24' }).env).workerMaxConcurrentActivities).toBe(24);
+    expect(loadConfig(serviceEnvironment('worker', { ...example, ...filledIn }).env).workerMaxConcurrentActivities).toBe(Number(example.WORKER_MAX_CONCURRENT_ACTIVITIES));
+  });
+
+  it('stops at compose itself when a required value is left empty, naming it', () => {
+    const { problems } = serviceEnvironment('api', { ...example, ...filledIn, TREASURY_LIMIT: '', BATCH_APPROVAL_THRESHOLD: '' });
+    expect(problems.map((problem) => problem.split(':')[0])).toEqual(['TREASURY_LIMIT', 'BATCH_APPROVAL_THRESHOLD']);
+  });
+
+  it('refuses the sandbox in production, and runs the sandbox demo with NODE_ENV=development', () => {
+    const sandboxInProduction = serviceEnvironment('api', { ...demo, NODE_ENV: '' }).env;
+    expect(productionProblems(loadConfig(sandboxInProduction)).map((problem) => problem.split(':')[0])).toEqual(expect.arrayContaining(['CONNECT_URL', 'CONNECT_CLIENT_ID', 'PUBLIC_URL']));
+    for (const service of ['api', 'worker', 'migrate']) {
+      const { env, problems } = serviceEnvironment(service, demo);
+      expect(problems, service).toEqual([]);
+      const config = loadConfig(env);
+      expect(config.nodeEnv).toBe('development');
+      expect(() => requireResolved(config), service).not.toThrow();
+    }
+  });
+});

@@ -1,0 +1,263 @@
+// The documentation says what the code does, where a test can hold it: the configuration names the
+// docs, .env.example and docker-compose.yml mention exist in the configuration schema, and every
+// name of the schema is in docs/configuration.md with its default; every `walletflow <command>`
+// (and its flags) the docs show exists in the CLI; every list of ops key scopes is the whole list of
+// the scope type; docs/fundings.md's moves are the funding's transition table; docs/operations.md
+// names every repair the sweep counts. Paths named in comments and docs are
+// test/unit/named-paths.test.ts's; links are test/unit/doc-links.test.ts's.
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { Command } from 'commander';
+import { describe, expect, it } from 'vitest';
+import { environmentSchema, secretVariables } from '../../lib/config.ts';
+import { opsScopes } from '../../lib/ops-keys.ts';
+import { fundingTransitions, fundingStatuses } from '../../domain/funding.ts';
+import { registerOpsCommands } from '../../cli/ops-commands.ts';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
+
+function markdownFiles(dir: string): string[] {
+  return readdirSync(path.join(root, dir), { withFileTypes: true }).flatMap((entry) => {
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) return markdownFiles(file);
+    return entry.name.endsWith('.md') ? [file] : [];
+  });
+}
+
+const docs = ['README.md', ...markdownFiles('docs')];
+const configurationFiles = [...docs, '.env.example', 'docker-compose.yml'];
+const schemaNames = Object.keys(environmentSchema.shape);
+
+/** Every .ts, .mjs and .sh file of the repository that a process runs (not node_modules, generated code or tests). */
+function sourceFiles(dir = ''): string[] {
+  return readdirSync(path.join(root, dir || '.'), { withFileTypes: true }).flatMap((entry) => {
+    if (entry.name.startsWith('.') || ['node_modules', 'generated', 'dist', 'test'].includes(entry.name)) return [];
+    const file = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(file);
+    return /\.(?:ts|mjs|sh)$/.test(entry.name) ? [file] : [];
+  });
+}
+
+const sources = sourceFiles().map((file) => ({ file, text: read(file) }));
+
+/** Names a process of this repository reads from its environment outside the schema (the CLI's, the stacks', the scripts'). */
+const readByCode = new Set(
+  sources.flatMap(({ text }) => [...text.matchAll(/(?:process\.env|\benv)(?:\.|\[['"])([A-Z][A-Z0-9_]+)|\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1] ?? match[2]!)),
+);
+
+/** Upper-case words the code uses as values (error codes, states, kinds): not configuration. */
+const codeValues = new Set(sources.flatMap(({ text }) => [...text.matchAll(/['"`]([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)['"`]/g)].map((match) => match[1]!)));
+
+/** Named in the docs, read by another program: who reads it. */
+const OTHER_PROGRAMS: Record<string, string> = {
+  POSTGRES_PASSWORD: 'docker compose and the postgres image (compose builds DATABASE_URL from it)',
+  POSTGRES_USER: "the postgres image in docker-compose.yml, and Temporal's auto-setup image",
+  POSTGRES_DB: 'the postgres image in docker-compose.yml',
+  POSTGRES_PWD: "Temporal's auto-setup image in docker-compose.yml",
+  POSTGRES_SEEDS: "Temporal's auto-setup image in docker-compose.yml",
+  OTEL_BSP_SCHEDULE_DELAY: "the OpenTelemetry SDK's batch span processor",
+  OTEL_BSP_MAX_QUEUE_SIZE: "the OpenTelemetry SDK's batch span processor",
+  OTEL_TRACES_SAMPLER: "the OpenTelemetry SDK's sampler",
+  OTEL_TRACES_SAMPLER_ARG: "the OpenTelemetry SDK's sampler",
+  MALLOC_ARENA_MAX: "glibc's allocator",
+  WORKER_VERSION: "docker compose: the image tag of the worker service (a deploy moves it)",
+  WORKER_NEXT_VERSION: "docker compose: the image tag of a deploy's worker-next service",
+};
+
+/** A word that names configuration: the families of the schema's names, and the CLI's and the stacks' own. */
+const families = new Set([...schemaNames.map((name) => name.split('_')[0]!), 'WALLETFLOW', 'SANDBOX', 'POSTGRES', 'MALLOC']);
+
+function configurationNames(text: string): string[] {
+  return [...text.matchAll(/(?<![\w$-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])/g)]
+    .map((match) => match[1]!)
+    .filter((name) => families.has(name.split('_')[0]!) && (!codeValues.has(name) || schemaNames.includes(name)));
+}
+
+const secretFiles = new Set(secretVariables.map((name) => `${name}_FILE`));
+const known = (name: string) => schemaNames.includes(name) || secretFiles.has(name) || readByCode.has(name) || name in OTHER_PROGRAMS;
+
+describe('configuration names', () => {
+  it('finds the names in the docs, and the code reading the others', () => {
+    expect(configurationNames('set `TREASURY_LIMIT` and WORKER_MAX_CONCURRENT_ACTIVITIES=16, not `INSUFFICIENT_FUNDS` or `NEEDS_REVIEW`')).toEqual([
+      'TREASURY_LIMIT',
+      'WORKER_MAX_CONCURRENT_ACTIVITIES',
+    ]);
+    expect(readByCode.has('WALLETFLOW_OPS_KEY_FILE')).toBe(true);
+    expect(known('WORKER_MAX_ACTIVITIES')).toBe(false);
+  });
+
+  it('names only variables the schema has (or a `_FILE` of a secret, or one a process here or another program reads)', () => {
+    const unknown = configurationFiles.flatMap((file) =>
+      read(file)
+        .split('\n')
+        .flatMap((line, index) => configurationNames(line).filter((name) => !known(name)).map((name) => `${file}:${index + 1} ${name}`)),
+    );
+    expect(unknown).toEqual([]);
+    const otherNamed = configurationFiles.flatMap((file) => configurationNames(read(file)));
+    expect(Object.keys(OTHER_PROGRAMS).filter((name) => !otherNamed.includes(name))).toEqual([]);
+  });
+
+  it('lists every variable of the schema in docs/configuration.md, with its default as the schema has it', () => {
+    const rows = [...read('docs/configuration.md').matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => ({ name: match[1]!, fallback: match[2]!.trim() }));
+    expect(rows.map((row) => row.name).sort()).toEqual([...schemaNames].sort());
+    const shape = environmentSchema.shape as Record<string, { safeParse(value: unknown): { success: boolean; data?: unknown } }>;
+    const wrong: string[] = [];
+    for (const { name, fallback } of rows) {
+      const absent = shape[name]!.safeParse(undefined);
+      const value = /^`(.*)`$/.exec(fallback)?.[1];
+      if (value === undefined) {
+        // No default: absent is undefined (or an empty list), or a value the schema derives.
+        if (absent.success && absent.data !== undefined && !(Array.isArray(absent.data) && absent.data.length === 0) && !(absent.data instanceof Map && absent.data.size === 0) && absent.data !== false && !fallback.startsWith('derived')) {
+          wrong.push(`${name}: the schema's default is ${String(absent.data)}, the table says ${fallback}`);
+        }
+        continue;
+      }
+      const given = shape[name]!.safeParse(value);
+      if (!absent.success || !given.success || JSON.stringify(given.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) !== JSON.stringify(absent.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) {
+        wrong.push(`${name}: the table's default ${value} is not the schema's (${String(absent.data)})`);
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
+
+/** The CLI's commands: `command` and `command sub`, each with its flags. */
+function cliCommands(): Map<string, Set<string>> {
+  const commands = new Map<string, Set<string>>();
+  const program = new Command();
+  registerOpsCommands(program);
+  const walk = (command: Command, prefix: string) => {
+    for (const sub of command.commands) {
+      const name = `${prefix}${sub.name()}`;
+      commands.set(name, new Set(['--help', ...sub.options.flatMap((option) => [option.long, option.negate ? `--${option.attributeName()}` : undefined].filter((flag): flag is string => flag !== undefined))]));
+      walk(sub, `${name} `);
+    }
+  };
+  walk(program, '');
+  // cli/main.ts runs on import: its own commands are read from its text, each with the flags up to the next command.
+  const main = read('cli/main.ts');
+  const starts = [...main.matchAll(/\b(program|deploy)\s*\.command\('([a-z-]+)/g)];
+  for (const [index, start] of starts.entries()) {
+    const block = main.slice(start.index, starts[index + 1]?.index ?? main.length);
+    const name = start[1] === 'deploy' ? `deploy ${start[2]}` : start[2]!;
+    commands.set(name, new Set(['--help', ...[...block.matchAll(/(?:option|Option)\('(?:-\w, )?(--[a-z-]+)/g)].map((match) => match[1]!.replace(/^--no-/, '--'))]));
+    for (const match of block.matchAll(/option\('--no-([a-z-]+)/g)) commands.get(name)!.add(`--no-${match[1]}`);
+  }
+  return commands;
+}
+
+/** The code of a markdown file or a comment: inline code spans (and fenced blocks), where commands are written. */
+function codeOf(file: string, text: string): string[] {
+  // In code, only comments: a template literal that starts with the word is a message, not a command.
+  const comments = file.endsWith('.ts') ? text.split('\n').filter((line) => /^\s*(?:\/\/|\*|\/\*)/.test(line)).join('\n') : text;
+  if (!file.endsWith('.md')) return [...comments.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
+  const fenced = [...text.matchAll(/^\s*```[^\n]*\n([\s\S]*?)^\s*```/gm)].map((match) => match[1]!);
+  const inline = [...text.replace(/^\s*```[^\n]*\n[\s\S]*?^\s*```/gm, '').matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
+  return [...fenced, ...inline];
+}
+
+interface Mention {
+  file: string;
+  words: string[][];
+  flags: string[];
+}
+
+/** `walletflow fundings list|get --status …`: each word with its alternatives, and the flags up to the line's end or a pipe. */
+function mentions(file: string, text: string): Mention[] {
+  return codeOf(file, text).flatMap((code) =>
+    [...code.matchAll(/(?<![\w./-])walletflow((?: [a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)*)+)([^\n|;#`]*)/g)].map((match) => ({
+      file,
+      words: match[1]!.trim().split(' ').map((word) => word.split('|')),
+      flags: [...match[2]!.matchAll(/(?:^|\s)(--[a-z][a-z-]*)/g)].map((flag) => flag[1]!),
+    })),
+  );
+}
+
+describe('walletflow commands in the docs', () => {
+  const commands = cliCommands();
+
+  it('reads the CLI: its ops commands and its own', () => {
+    expect([...commands.keys()]).toEqual(expect.arrayContaining(['dev', 'bench', 'deploy rollback', 'fundings resolve', 'batches pause', 'webhooks endpoints create', 'settlement-report']));
+    expect(commands.get('bench')).toContain('--batch-store');
+    expect(commands.get('soak')).toContain('--no-chaos');
+    expect(mentions('x.md', 'run `walletflow fundings list|get --status X` and `npx walletflow soak` or walletflow runs')).toEqual([
+      { file: 'x.md', words: [['fundings'], ['list', 'get']], flags: ['--status'] },
+      { file: 'x.md', words: [['soak']], flags: [] },
+    ]);
+  });
+
+  it('names only commands and flags the CLI has', () => {
+    const files = [...docs, '.env.example', ...sources.filter(({ file }) => file.startsWith('cli/') || file.startsWith('api/') || file.startsWith('lib/')).map(({ file }) => file)];
+    const wrong: string[] = [];
+    for (const file of files) {
+      for (const mention of mentions(file, read(file))) {
+        for (const first of mention.words[0]!) {
+          if (!commands.has(first)) {
+            wrong.push(`${file}: walletflow ${first} (no such command)`);
+            continue;
+          }
+          const subs = [...commands.keys()].filter((name) => name.startsWith(`${first} `) && name.split(' ').length === 2);
+          const seconds = subs.length > 0 && mention.words[1] ? mention.words[1] : [];
+          for (const second of seconds) {
+            if (!commands.has(`${first} ${second}`)) wrong.push(`${file}: walletflow ${first} ${second} (no such command)`);
+          }
+          const flagsOf = (name: string) => commands.get(name) ?? new Set<string>();
+          const allowed = new Set([...flagsOf(first), ...seconds.flatMap((second) => [...flagsOf(`${first} ${second}`)]), ...[...commands.keys()].filter((name) => seconds.some((second) => name.startsWith(`${first} ${second} `))).flatMap((name) => [...flagsOf(name)])]);
+          for (const flag of mention.flags) if (!allowed.has(flag)) wrong.push(`${file}: walletflow ${mention.words.map((word) => word.join('|')).join(' ')} ${flag} (no such flag)`);
+        }
+      }
+    }
+    expect(wrong).toEqual([]);
+  });
+});
+
+describe('scopes', () => {
+  /** A paragraph (of a doc, or of comment lines) that names at least four scopes lists them: all of them. */
+  function partialLists(file: string, text: string): string[] {
+    const paragraphs = text.split(/\n\s*(?:#\s*)?\n/);
+    return paragraphs.flatMap((paragraph) => {
+      const named = new Set([...paragraph.matchAll(/(?<![\w-])`?(read|fund|pay|resolve|accounts|admin|approve)`?(?![\w-])/g)].filter((match) => match[0].startsWith('`') || file === '.env.example').map((match) => match[1]!));
+      if (!/scope/i.test(paragraph) || named.size < 4 || named.size === opsScopes.length) return [];
+      return [`${file}: ${[...named].join(', ')} (missing ${opsScopes.filter((scope) => !named.has(scope)).join(', ')}) in "${paragraph.trim().slice(0, 80)}…"`];
+    });
+  }
+
+  it('lists every scope of the scope type wherever scopes are listed', () => {
+    expect(partialLists('x.md', 'scopes: `read`, `fund`, `pay`, `resolve`')).toHaveLength(1);
+    expect(partialLists('x.md', `scopes: ${opsScopes.map((scope) => `\`${scope}\``).join(', ')}`)).toEqual([]);
+    expect([...configurationFiles, 'README.md'].flatMap((file) => partialLists(file, read(file)))).toEqual([]);
+  });
+});
+
+describe('docs/fundings.md', () => {
+  it("draws the funding's moves as domain/funding.ts's transition table has them", () => {
+    const text = read('docs/fundings.md');
+    const block = /```\n(PENDING →[\s\S]*?)```/.exec(text)?.[1] ?? '';
+    const drawn = new Map<string, string[]>();
+    for (const line of block.trim().split('\n')) {
+      const moves = /^([A-Z_]+) → (.+)$/.exec(line);
+      if (moves) drawn.set(moves[1]!, moves[2]!.split(' | '));
+      const finals = /^([A-Z_, ]+): final/.exec(line);
+      if (finals) for (const status of finals[1]!.split(', ')) drawn.set(status, []);
+    }
+    expect(Object.fromEntries(fundingStatuses.map((status) => [status, drawn.get(status)]))).toEqual(
+      Object.fromEntries(fundingStatuses.map((status) => [status, [...fundingTransitions[status]]])),
+    );
+  });
+});
+
+describe('docs/operations.md', () => {
+  it('names every repair action the sweep counts (walletflow_reconcile_repairs_total)', () => {
+    const contract = read('workflows/reconcile.contract.ts');
+    const sweep = read('activities/reconcile.ts');
+    const counted = new Set([
+      ...[...(/export type RepairAction =([\s\S]*?);/.exec(contract)?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map((match) => match[1]!),
+      ...[...sweep.matchAll(/reconcileRepair\(\s*'([a-z-]+)'/g)].map((match) => match[1]!),
+      ...[...sweep.matchAll(/'(hold-[a-z]+)'/g)].map((match) => match[1]!),
+    ]);
+    expect(counted.size).toBeGreaterThanOrEqual(10);
+    const operations = read('docs/operations.md');
+    expect([...counted].filter((action) => !operations.includes(`\`${action}\``))).toEqual([]);
+  });
+});
