@@ -13,7 +13,7 @@ import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
-import type { BatchItemRows, FundingRecord } from './funding-record.ts';
+import type { BatchItemRows, EndedBatchItems, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
 export interface NewBatch {
@@ -170,7 +170,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
       const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
-      let ended: Array<{ id: string; createdAt: Date }> = [];
+      let ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       const moved = await database.$transaction(
         async (tx) => {
           const moved = await tx.fundingBatch.updateMany({
@@ -187,7 +187,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           if (to === 'CANCELLED' || to === 'REJECTED') ended = await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
           // The holds last, right before the commit: the accounts they lock are every funding's too.
-          if (ended.length > 0) await fundings.releaseCancelledBatchItems(tx, ended);
+          if (ended.count > 0) await fundings.releaseCancelledBatchItems(tx, batchId);
           return true;
         },
         // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds in one.

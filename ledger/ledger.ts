@@ -1,9 +1,10 @@
 // The partner's double-entry ledger (docs/ledger.md, contract-decisions section 10): the one module
 // that writes the ledger_account, ledger_transaction and ledger_entry tables. Every posting is a
-// transaction whose entries sum to zero (checked by the database at commit), idempotent by its
-// reference; a funding's hold is a pending transfer that is posted or released exactly once (the
-// settling transaction is unique per hold). Balances are moved by the database's entry trigger and
-// floors kept by a CHECK: a hold or debit that would overdraw fails on the row, never after a read.
+// transaction whose entries sum to zero (checked by the database at the end of the statement that
+// writes them), idempotent by its reference; a funding's hold is a pending transfer that is posted
+// or released exactly once (the settling transaction is unique per hold). Balances are moved by
+// the database's entry trigger and floors kept by a CHECK: a hold or debit that would overdraw
+// fails on the row, never after a read.
 // Every function that writes takes the caller's transaction, so the funding or payment record can
 // post in the same transaction as the state change it accounts for.
 import { Prisma, type LedgerAccountKind, type LedgerTransactionKind } from '../generated/prisma/client.ts';
@@ -144,28 +145,12 @@ export function createLedger(options: LedgerOptions = {}) {
   }
 
   /**
-   * Runs `statement` with each of its entries' zero-sum check (the deferred `ledger_entry_balanced`)
-   * done at the end of the statement itself instead of at the commit, when `now`. The check runs per
-   * entry, before the statement trigger that moves the accounts: for a statement of 200,000 entries
-   * (a batch's holds or releases) it takes seconds, which at the commit would be seconds with the
-   * source and IN_FLIGHT accounts locked, every single funding's hold and final write waiting.
-   * Done here, the accounts are locked from the statement's last step to the commit.
-   */
-  async function checkedNowIf<T>(tx: Prisma.TransactionClient, now: boolean, statement: () => Promise<T>): Promise<T> {
-    if (!now) return statement();
-    await tx.$executeRaw`SET CONSTRAINTS "ledger_entry_balanced" IMMEDIATE`;
-    const result = await statement();
-    await tx.$executeRaw`SET CONSTRAINTS "ledger_entry_balanced" DEFERRED`;
-    return result;
-  }
-
-  /**
    * The second phase for many fundings at once (a chunk of a batch's items), as `settleFunding`
    * writes it for one: a POST (the hold reversed, the source debited, WALLET_CLEARING credited)
    * or a RELEASE (the hold reversed) settling each open hold, once; entries in account order, as
    * every posting writes them. A hold already settled is skipped. Answers how many it settled.
    */
-  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>, options: { checkNow?: boolean } = {}): Promise<number> {
+  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>): Promise<number> {
     if (settlements.length === 0) return 0;
     const holdReferences = settlements.map((item) => holdReference(item.fundingId));
     const references = settlements.map((item) => (item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId)));
@@ -175,7 +160,7 @@ export function createLedger(options: LedgerOptions = {}) {
         SELECT DISTINCT currency FROM ledger_transaction WHERE reference = ANY(${holdReferences}::text[])`;
       for (const { currency } of currencies) await ensureAccounts(tx, ['WALLET_CLEARING'], currency);
     }
-    const settled = await checkedNowIf(tx, options.checkNow === true, () => tx.$queryRaw<Array<{ count: bigint }>>`
+    const settled = await tx.$queryRaw<Array<{ count: bigint }>>`
       WITH input AS (SELECT * FROM unnest(${holdReferences}::text[], ${references}::text[], ${kinds}::text[]) AS i(hold_reference, reference, kind)),
       open AS (
         SELECT h.id, h.funding_id, h.currency, input.reference, input.kind FROM ledger_transaction h JOIN input ON input.hold_reference = h.reference
@@ -199,7 +184,7 @@ export function createLedger(options: LedgerOptions = {}) {
         INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
         SELECT id, account, currency, amount, pending FROM legs ORDER BY account, id, step
         RETURNING 1)
-      SELECT COUNT(*)::bigint AS count FROM settle`);
+      SELECT COUNT(*)::bigint AS count FROM settle`;
     return Number(settled[0]?.count ?? 0n);
   }
 
@@ -258,8 +243,9 @@ export function createLedger(options: LedgerOptions = {}) {
     /**
      * The holds of a batch's items just stored (PENDING fundings of `batchId`): one hold each, as
      * `hold` writes it, all in one statement made from the funding rows (100,000 items send no
-     * list of ids back), its entries checked at its own end (checkedNowIf): the source and IN_FLIGHT
-     * accounts are locked by its last step, the statement trigger, to the caller's commit, which
+     * list of ids back), its entries checked at its own end (the statement trigger
+     * ledger_entry_balanced): the source and IN_FLIGHT accounts are locked by its last step, the
+     * statement trigger that moves them, to the caller's commit, which
      * the caller makes its next step. A total the source does not cover throws
      * InsufficientFundsError and the caller's transaction stores nothing.
      */
@@ -267,7 +253,7 @@ export function createLedger(options: LedgerOptions = {}) {
       const account = sourceAccount(input.source);
       await ensureAccounts(tx, [account, 'IN_FLIGHT'], input.currency);
       try {
-        await checkedNowIf(tx, true, () => tx.$executeRaw`
+        await tx.$executeRaw`
           WITH held AS (
             INSERT INTO ledger_transaction (reference, kind, currency, funding_id)
             SELECT 'funding:' || f.id::text || ':hold', 'HOLD'::"LedgerTransactionKind", ${input.currency}, f.id
@@ -279,7 +265,7 @@ export function createLedger(options: LedgerOptions = {}) {
           SELECT held.id, leg.account, ${input.currency}, leg.amount, true
           FROM held JOIN funding f ON f.id = held.funding_id
           CROSS JOIN LATERAL (VALUES (${account}::varchar, -f.amount), ('IN_FLIGHT'::varchar, f.amount)) AS leg(account, amount)
-          ORDER BY leg.account, held.id`);
+          ORDER BY leg.account, held.id`;
       } catch (error) {
         if (isFloorViolation(error)) throw new InsufficientFundsError(account, input.currency);
         throw error;
@@ -289,11 +275,40 @@ export function createLedger(options: LedgerOptions = {}) {
     /**
      * Releases the open holds of many fundings at once (a batch's items that will never start), as
      * `settleFunding` releases one: a RELEASE settling each hold, once. Answers how many it released.
-     * `checkNow`: the entries' zero-sum check at the statement's end, not at the commit (see
-     * checkedNowIf: a cancel's 100,000 releases in one statement lock the accounts only from there).
+     * Its entries are checked at the statement's end (ledger_entry_balanced), so the accounts are
+     * locked from its last step to the commit.
      */
-    releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[], options: { checkNow?: boolean } = {}): Promise<number> =>
-      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const })), options),
+    releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> =>
+      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const }))),
+
+    /**
+     * Releases the open holds of a batch's items that its end cancelled (FAILED with code
+     * CANCELLED), as releaseMany releases them, in one statement made from the funding rows: a
+     * cancel of 100,000 items sends no list of ids (three arrays of 100,000 strings, which the API
+     * built and Prisma serialised). Answers how many it released.
+     */
+    async releaseBatchItems(tx: Prisma.TransactionClient, input: { batchId: string }): Promise<number> {
+      const released = await tx.$queryRaw<Array<{ count: bigint }>>`
+        WITH open AS (
+          SELECT h.id, h.funding_id, h.currency, 'funding:' || f.id::text || ':release' AS reference
+          FROM funding f JOIN ledger_transaction h ON h.reference = 'funding:' || f.id::text || ':hold'
+          WHERE f.batch_id = ${input.batchId}::uuid AND f.status = 'FAILED'::"FundingStatus" AND f.error_code = 'CANCELLED'
+            AND h.kind = 'HOLD' AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)),
+        settle AS (
+          INSERT INTO ledger_transaction (reference, kind, currency, funding_id, settles_id)
+          SELECT open.reference, 'RELEASE'::"LedgerTransactionKind", open.currency, open.funding_id, open.id FROM open
+          ON CONFLICT DO NOTHING
+          RETURNING id, settles_id, currency),
+        entries AS (
+          -- The hold reversed (both its legs, pending), in account order as every posting.
+          INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+          SELECT settle.id, e.account, settle.currency, -e.amount, true
+          FROM settle JOIN ledger_entry e ON e.transaction_id = settle.settles_id
+          ORDER BY e.account, settle.id
+          RETURNING 1)
+        SELECT COUNT(*)::bigint AS count FROM settle`;
+      return Number(released[0]?.count ?? 0n);
+    },
 
     settleMany,
 

@@ -32,12 +32,25 @@ export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: re
     const body: WebhookEventBody = { id, type: event.type, createdAt: createdAt.toISOString(), data: event.data };
     return { id, type: event.type, fundingId: event.fundingId ?? null, paymentId: event.paymentId ?? null, body: JSON.stringify(body), createdAt };
   });
-  await tx.webhookEvent.createMany({ data: rows });
+  // One INSERT from arrays, not createMany: Prisma compiles a createMany's plan with its data every
+  // time (it is never cached), which for a chunk of 2,000 events (a batch's cancel) cost about
+  // 0.3 ms of the API's CPU per event; the arrays are text (an absent id is '', NULL in SQL).
+  await tx.$executeRaw`
+    INSERT INTO webhook_event (id, type, funding_id, payment_id, body, created_at)
+    SELECT e.id, e.type, NULLIF(e.funding_id, '')::uuid, NULLIF(e.payment_id, '')::uuid, e.body, ${createdAt}::timestamptz
+    FROM unnest(${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.type)}::text[], ${rows.map((row) => row.fundingId ?? '')}::text[],
+                ${rows.map((row) => row.paymentId ?? '')}::text[], ${rows.map((row) => row.body)}::text[]) AS e(id, type, funding_id, payment_id, body)`;
   const types = [...new Set(events.map((event) => event.type))];
   const endpoints = await tx.webhookEndpoint.findMany({ where: { deletedAt: null, events: { hasSome: types } }, select: { id: true, events: true } });
   const deliveries = rows.flatMap((row) =>
-    endpoints.filter((endpoint) => (endpoint.events as string[]).includes(row.type)).map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id, nextAttemptAt: createdAt, createdAt })),
+    endpoints.filter((endpoint) => (endpoint.events as string[]).includes(row.type)).map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id })),
   );
-  if (deliveries.length > 0) await tx.webhookDelivery.createMany({ data: deliveries });
+  if (deliveries.length > 0) {
+    await tx.$executeRaw`
+      INSERT INTO webhook_delivery (id, event_id, endpoint_id, next_attempt_at, created_at, updated_at)
+      SELECT d.id, d.event_id, d.endpoint_id, ${createdAt}::timestamptz, ${createdAt}::timestamptz, ${createdAt}::timestamptz
+      FROM unnest(${deliveries.map((delivery) => delivery.id)}::uuid[], ${deliveries.map((delivery) => delivery.eventId)}::text[],
+                  ${deliveries.map((delivery) => delivery.endpointId)}::uuid[]) AS d(id, event_id, endpoint_id)`;
+  }
   return rows.map((row) => row.id);
 }

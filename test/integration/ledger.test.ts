@@ -6,6 +6,7 @@
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { batchItemRows, createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createApiDatabase, createDatabase } from '../../lib/database.ts';
@@ -342,6 +343,71 @@ describe('the database keeps the rules', () => {
     await credit(user, '1.00');
     await expect(database.$executeRaw`UPDATE ledger_account SET account = ${`USER:${newUser()}`} WHERE account = ${`USER:${user}`}`).rejects.toThrow(/key never changes/);
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
+  });
+
+  it('refuses an unbalanced transaction at the end of the statement that writes it, one entry or many rows at once (checked per statement, not per entry at commit)', async () => {
+    await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
+    const newTransaction = async (tx: Prisma.TransactionClient) =>
+      (await tx.$queryRaw<Array<{ id: bigint }>>`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`zero-sum-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`)[0]!.id;
+    const entriesOf = (ids: bigint[]) => database.ledgerEntry.count({ where: { transactionId: { in: ids } } });
+    /** Runs `write` in a transaction: whether its own statement was refused, and the error the whole transaction ended with. */
+    async function attempt(write: (tx: Prisma.TransactionClient, ids: bigint[]) => Promise<unknown>): Promise<{ statementRefused: string | null; ids: bigint[]; error: unknown }> {
+      const ids: bigint[] = [];
+      let statementRefused: string | null = null;
+      let error: unknown = null;
+      try {
+        await database.$transaction(async (tx) => {
+          ids.push(await newTransaction(tx), await newTransaction(tx));
+          try {
+            await write(tx, ids);
+          } catch (refusal) {
+            statementRefused = (refusal as Error).message;
+            throw refusal;
+          }
+        });
+      } catch (failure) {
+        error = failure;
+      }
+      return { statementRefused, ids, error };
+    }
+
+    // One entry alone.
+    const single = await attempt((tx, [id]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${id}, 'CAPITAL', 'PHP', 1)`);
+    expect(single.statementRefused).toMatch(/sum to zero/);
+    expect(await entriesOf(single.ids)).toBe(0);
+
+    // Many rows in one statement: the first transaction balanced, the second not.
+    const many = await attempt(
+      (tx, [first, second]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+        VALUES (${first}, 'CAPITAL', 'PHP', -5, false), (${first}, 'TREASURY', 'PHP', 5, false), (${second}, 'CAPITAL', 'PHP', -5, false), (${second}, 'TREASURY', 'PHP', 4, false)`,
+    );
+    expect(many.statementRefused).toMatch(/sum to zero/);
+    expect(await entriesOf(many.ids)).toBe(0);
+
+    // Posted and pending each sum to zero: +1 posted against -1 pending is refused.
+    const mixed = await attempt(
+      (tx, [id]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES (${id}, 'CAPITAL', 'PHP', 1, false), (${id}, 'TREASURY', 'PHP', -1, true)`,
+    );
+    expect(mixed.statementRefused).toMatch(/sum to zero/);
+
+    // A statement that leaves a transaction unbalanced is refused even if a later one would balance it.
+    const split = await attempt(async (tx, [id]) => {
+      await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${id}, 'CAPITAL', 'PHP', -2)`;
+      await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${id}, 'TREASURY', 'PHP', 2)`;
+    });
+    expect(split.statementRefused).toMatch(/sum to zero/);
+    expect(await entriesOf(split.ids)).toBe(0);
+
+    // Balanced, in one statement or in two balanced ones, many transactions at once: stored.
+    const balanced = await attempt(async (tx, [first, second]) => {
+      await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+        VALUES (${first}, 'CAPITAL', 'PHP', -3, false), (${first}, 'TREASURY', 'PHP', 3, false), (${second}, 'CAPITAL', 'PHP', -1, false), (${second}, 'TREASURY', 'PHP', 1, false)`;
+      await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${first}, 'TREASURY', 'PHP', -3), (${first}, 'CAPITAL', 'PHP', 3)`;
+    });
+    expect(balanced.error).toBeNull();
+    expect(balanced.statementRefused).toBeNull();
+    expect(await entriesOf(balanced.ids)).toBe(6);
+    expect((await checkLedgerInvariants(database)).violations).toEqual([]);
   });
 
   it('keeps every invariant the soak checks', async () => {
