@@ -511,5 +511,6 @@ describe('every page', () => {
         }
       }),
     );
-  }, 120_000);
+    // 17 pages at two widths, axe on each: about a minute on a quiet machine, several beside the suite.
+  }, 360_000);
 });
