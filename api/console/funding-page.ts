@@ -6,17 +6,16 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
-import { actorNamedIn } from '../../domain/actor.ts';
 import { cancellableFundingStatuses, resolveFundingSchema, type FundingView } from '../../domain/funding.ts';
 import { fundingFacts } from '../../fundings/funding-lookup.ts';
 import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { personOf } from './console-auth.ts';
-import { CONSOLE_PATH, csrfField, escapeHtml, idCell, money, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import { CONSOLE_PATH, csrfField, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, doneNotice, facts, formField, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
-import { deliveriesTable, ledgerEntriesTable, walletCallsTable } from './record-pieces.ts';
-import { resolveForm, reviewDetails } from './review-pieces.ts';
+import { recordHistoryCards } from './record-pieces.ts';
+import { resolveForm } from './review-pieces.ts';
 
 export type FundingPageDependencies = Pick<ConsoleServices, 'database' | 'fundings' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'>;
 
@@ -128,25 +127,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
         ]) + (actions.length > 0 ? `<div class="actions">${actions.join('')}</div>` : ''),
       ),
       resolving,
-      funding.review ? card('review', 'Review', reviewDetails(funding.review, tz), funding.status === 'NEEDS_REVIEW') : '',
-      card(
-        'timeline',
-        'Timeline',
-        table(
-          'The funding’s events, oldest first',
-          ['When', 'State', 'By', 'Request-Reference-No', 'What happened'],
-          funding.events.map((event) => [
-            when(event.at, tz),
-            stateBadge(event.status),
-            escapeHtml(actorNamedIn(event.detail) ?? 'walletflow'),
-            event.requestReferenceNo ? idCell(event.requestReferenceNo, 'Request-Reference-No') : '',
-            escapeHtml(event.detail ?? ''),
-          ]),
-        ),
-      ),
-      card('calls', 'Wallet calls', walletCallsTable(calls, tz)),
-      card('ledger', 'Ledger entries', ledgerEntriesTable(entries, tz)),
-      card('webhooks', 'Webhook deliveries', deliveriesTable(deliveries, tz)),
+      ...recordHistoryCards({ noun: 'funding', status: funding.status, review: funding.review ?? null, events: funding.events, calls, entries, deliveries }, tz),
     ].join('\n');
     sendConsolePage(res, 200, { title: `Funding ${funding.fundingId.slice(0, 8)}`, section: 'search', person, body });
   });

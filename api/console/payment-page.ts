@@ -6,17 +6,16 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
-import { actorNamedIn } from '../../domain/actor.ts';
 import { resolvePaymentSchema, type PaymentView } from '../../domain/payment.ts';
 import { paymentFacts } from '../../payments/payment-lookup.ts';
 import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { personOf } from './console-auth.ts';
-import { CONSOLE_PATH, escapeHtml, idCell, money, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import { CONSOLE_PATH, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, doneNotice, facts, formField, linkedId, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
-import { deliveriesTable, ledgerEntriesTable, walletCallsTable } from './record-pieces.ts';
-import { resolveForm, reviewDetails } from './review-pieces.ts';
+import { recordHistoryCards } from './record-pieces.ts';
+import { resolveForm } from './review-pieces.ts';
 
 export type PaymentPageDependencies = Pick<ConsoleServices, 'database' | 'payments' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'>;
 
@@ -104,25 +103,7 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
         ]),
       ),
       resolving,
-      payment.review ? card('review', 'Review', reviewDetails(payment.review, tz), payment.status === 'NEEDS_REVIEW') : '',
-      card(
-        'timeline',
-        'Timeline',
-        table(
-          'The payment’s events, oldest first',
-          ['When', 'State', 'By', 'Request-Reference-No', 'What happened'],
-          payment.events.map((event) => [
-            when(event.at, tz),
-            stateBadge(event.status),
-            escapeHtml(actorNamedIn(event.detail) ?? 'walletflow'),
-            event.requestReferenceNo ? idCell(event.requestReferenceNo, 'Request-Reference-No') : '',
-            escapeHtml(event.detail ?? ''),
-          ]),
-        ),
-      ),
-      card('calls', 'Wallet calls', walletCallsTable(calls, tz)),
-      card('ledger', 'Ledger entries', ledgerEntriesTable(entries, tz)),
-      card('webhooks', 'Webhook deliveries', deliveriesTable(deliveries, tz)),
+      ...recordHistoryCards({ noun: 'payment', status: payment.status, review: payment.review ?? null, events: payment.events, calls, entries, deliveries }, tz),
     ].join('\n');
     sendConsolePage(res, 200, { title: `Payment ${payment.id.slice(0, 8)}`, section: 'search', person, body });
   });

@@ -3,9 +3,51 @@
 // deliveries with their last attempt. Never a body, a token, a secret or a whole code.
 import type { WalletCallView } from '../../audit/wallet-call-log.ts';
 import type { WebhookDeliveryView } from '../../domain/webhook.ts';
+import { actorNamedIn } from '../../domain/actor.ts';
 import type { LedgerEntryDetail } from '../../ledger/ledger.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, stateBadge, table, when } from './console-layout.ts';
-import { linkedId, segment } from './page-pieces.ts';
+import { card, linkedId, segment } from './page-pieces.ts';
+import { reviewDetails, type ReviewShown } from './review-pieces.ts';
+
+/** A funding's or a payment's history, as both pages show it below their facts. */
+export interface RecordHistory {
+  noun: 'funding' | 'payment';
+  status: string;
+  review: ReviewShown | null;
+  events: ReadonlyArray<{ at: string; status: string; requestReferenceNo: string | null; detail: string | null }>;
+  calls: readonly WalletCallView[];
+  entries: readonly LedgerEntryDetail[];
+  deliveries: readonly WebhookDeliveryView[];
+}
+
+/**
+ * The cards below a funding's or a payment's facts: its review (when it has one, marked while it
+ * waits), its timeline of events with who acted, the wallet calls behind it, its ledger entries
+ * and its webhook deliveries.
+ */
+export function recordHistoryCards(record: RecordHistory, timeZone: string): string[] {
+  return [
+    record.review ? card('review', 'Review', reviewDetails(record.review, timeZone), record.status === 'NEEDS_REVIEW') : '',
+    card(
+      'timeline',
+      'Timeline',
+      table(
+        `The ${record.noun}’s events, oldest first`,
+        ['When', 'State', 'By', 'Request-Reference-No', 'What happened'],
+        record.events.map((event) => [
+          when(event.at, timeZone),
+          stateBadge(event.status),
+          escapeHtml(actorNamedIn(event.detail) ?? 'walletflow'),
+          event.requestReferenceNo ? idCell(event.requestReferenceNo, 'Request-Reference-No') : '',
+          escapeHtml(event.detail ?? ''),
+        ]),
+      ),
+    ),
+    card('calls', 'Wallet calls', walletCallsTable(record.calls, timeZone)),
+    card('ledger', 'Ledger entries', ledgerEntriesTable(record.entries, timeZone)),
+    card('webhooks', 'Webhook deliveries', deliveriesTable(record.deliveries, timeZone)),
+  ];
+}
 
 /** The wallet calls behind a record, oldest first: operation, status and outcome by Request-Reference-No. */
 export function walletCallsTable(calls: readonly WalletCallView[], timeZone: string): string {
