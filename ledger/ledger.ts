@@ -244,7 +244,7 @@ export function createLedger(options: LedgerOptions = {}) {
      * The holds of a batch's items just stored (PENDING fundings of `batchId`): one hold each, as
      * `hold` writes it, all in one statement made from the funding rows (100,000 items send no
      * list of ids back), its entries checked at its own end (the statement trigger
-     * ledger_entry_balanced): the source and IN_FLIGHT accounts are locked by its last step, the
+     * ledger_entry_1_balanced, before the balances move): the source and IN_FLIGHT accounts are locked by its last step, the
      * statement trigger that moves them, to the caller's commit, which
      * the caller makes its next step. A total the source does not cover throws
      * InsufficientFundsError and the caller's transaction stores nothing.
@@ -275,7 +275,7 @@ export function createLedger(options: LedgerOptions = {}) {
     /**
      * Releases the open holds of many fundings at once (a batch's items that will never start), as
      * `settleFunding` releases one: a RELEASE settling each hold, once. Answers how many it released.
-     * Its entries are checked at the statement's end (ledger_entry_balanced), so the accounts are
+     * Its entries are checked at the statement’s end (ledger_entry_1_balanced), so the accounts are
      * locked from its last step to the commit.
      */
     releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> =>
