@@ -10,7 +10,7 @@ const runSoak = (args: string[], timeoutMs: number) => runLongCli(['soak', ...ar
 
 describe('walletflow soak', () => {
   it('CI size: every funding and payment final, the ledger in agreement, exit 0', async () => {
-    const { code, output } = await runSoak(['--fundings', '40', '--payments', '15', '--batches', '3', '--batch-items', '10-12', '--seed', '7'], 270_000);
+    const { code, output } = await runSoak(['--fundings', '40', '--payments', '15', '--batches', '3', '--batch-items', '10-12', '--seed', '7'], 420_000);
     expect(output, output).toContain('invariants: all hold (0 violations)');
     expect(code, output).toBe(0);
     // The fundings asked: 40 single ones and the three batches' items, every one recorded.
@@ -28,7 +28,7 @@ describe('walletflow soak', () => {
     const chaos = /worker SIGKILL ×(\d+), worker SIGSTOP ×(\d+) \(with 2 workers\), API restart ×(\d+), Temporal dev server restart ×(\d+)/.exec(output);
     expect(chaos, output).not.toBeNull();
     expect(chaos!.slice(1).map(Number).every((count) => count >= 1)).toBe(true);
-  }, 330_000);
+  }, 480_000);
 });
 
 describe('the invariant checker', () => {

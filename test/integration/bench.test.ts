@@ -18,7 +18,7 @@ describe('walletflow bench', () => {
 
   it('writes a report of the right shape with positive figures, and its chart', async () => {
     out = await mkdtemp(path.join(tmpdir(), 'walletflow-bench-test-'));
-    const { code, output } = await runBench(['--levels', '2', '--seconds', '2', '--session-seconds', '1', '--session-connections', '2', '--burst-requests', '50', '--quiet-seconds', '1', '--out', out, '--name', 'tiny'], 150_000);
+    const { code, output } = await runBench(['--levels', '2', '--seconds', '2', '--session-seconds', '1', '--session-connections', '2', '--burst-requests', '50', '--quiet-seconds', '1', '--out', out, '--name', 'tiny'], 300_000);
     expect(code, output).toBe(0);
     const report = benchReportSchema.parse(JSON.parse(await readFile(path.join(out, 'tiny.json'), 'utf8')));
     expect(report).toMatchObject({ name: 'tiny', temporal: 'dev-server', workers: 1, options: { levels: [2], seconds: 2, quietSeconds: 1 } });
@@ -62,5 +62,5 @@ describe('walletflow bench', () => {
     expect(output).toContain('| concurrency | walletflow fundings/s |');
     // Memory read after the quiet the run asked for (a test's second, not the default's ten).
     expect(output).toContain('Worker resident memory 1 s after the funding levels');
-  }, 180_000);
+  }, 360_000);
 });

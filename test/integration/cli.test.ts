@@ -329,7 +329,8 @@ describe('walletflow fund and status against a running stack', () => {
       .filter(([route]) => route.startsWith('/ops/'))
       .flatMap(([, item]) => Object.values(item).map((operation) => operation.operationId));
     expect([...covered].sort()).toEqual(opsOperations.sort());
-  });
+    // A CLI process per route (about 60 of them): a minute on a quiet machine, more beside the suite.
+  }, 240_000);
 
   it('an unknown id: get exits 1; a refused resolve exits 3 with the problem code', async () => {
     const unknown = await runCli(['payments', 'get', randomUUID(), ...target()]);
