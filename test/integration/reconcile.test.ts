@@ -197,7 +197,7 @@ describe('the sweep', () => {
     expect(again.items.find((item) => item.fundingId === d)?.action).toBe('workflow-running');
     expect(again.items.find((item) => item.fundingId === a)).toBeUndefined();
     await stack.admin.settings({ processingDelayMs: 0 });
-  });
+  }, 180_000);
 
   it('walletflow sweep runs a sweep now and prints the report', async () => {
     // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
