@@ -165,36 +165,16 @@ export async function runBench(options: BenchOptions): Promise<number> {
       throw new UsageError('--batch, --token-batch, --batch-store and --console are separate runs: give one of them');
     }
     if (settings.console) {
-      const report = await benchConsole(settings, settings.console, log, cleanup);
-      await mkdir(settings.out, { recursive: true });
-      const jsonPath = path.join(settings.out, `${settings.name}.json`);
-      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-      process.stdout.write(`\n${formatConsoleTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
-      return 0;
+      return writeReport(settings, await benchConsole(settings, settings.console, log, cleanup), formatConsoleTable);
     }
     if (settings.tokenBatch > 0) {
-      const report = await benchTokenBatch(settings, log, cleanup);
-      await mkdir(settings.out, { recursive: true });
-      const jsonPath = path.join(settings.out, `${settings.name}.json`);
-      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-      process.stdout.write(`\n${formatTokenBatchBench(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
-      return 0;
+      return writeReport(settings, await benchTokenBatch(settings, log, cleanup), formatTokenBatchBench);
     }
     if (settings.batchStore > 0) {
-      const report = await benchBatchStore(settings, log, cleanup);
-      await mkdir(settings.out, { recursive: true });
-      const jsonPath = path.join(settings.out, `${settings.name}.json`);
-      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-      process.stdout.write(`\n${formatBatchStore(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
-      return 0;
+      return writeReport(settings, await benchBatchStore(settings, log, cleanup), formatBatchStore);
     }
     if (settings.batch > 0) {
-      const report = await benchBatch(settings, log, cleanup);
-      await mkdir(settings.out, { recursive: true });
-      const jsonPath = path.join(settings.out, `${settings.name}.json`);
-      await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
-      process.stdout.write(`\n${formatBatchBench(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
-      return 0;
+      return writeReport(settings, await benchBatch(settings, log, cleanup), formatBatchBench);
     }
     const report = await bench(settings, log, cleanup);
     await mkdir(settings.out, { recursive: true });
@@ -221,6 +201,15 @@ export async function runBench(options: BenchOptions): Promise<number> {
 }
 
 /** The machine's PostgreSQL for the real Temporal server (trust auth; WALLETFLOW_BENCH_TEMPORAL_POSTGRES overrides it). */
+/** A separate run's end: its report as JSON in `--out`, its table printed with where the report went. */
+async function writeReport<Report>(settings: Settings, report: Report, format: (report: Report) => string): Promise<number> {
+  await mkdir(settings.out, { recursive: true });
+  const jsonPath = path.join(settings.out, `${settings.name}.json`);
+  await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
+  process.stdout.write(`\n${format(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+  return 0;
+}
+
 function temporalPostgres() {
   const url = new URL(process.env.WALLETFLOW_BENCH_TEMPORAL_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432');
   return { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
