@@ -21,7 +21,7 @@ import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
-import { withoutParallelWorkers, type Database } from '../lib/database.ts';
+import type { Database } from '../lib/database.ts';
 import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -759,29 +759,15 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /**
      * A batch's items by status (a cancelled item apart: FAILED with code CANCELLED), with their
-     * amounts. Grouped by the status as stored (naming each row's status as text took most of the
-     * time on a batch of 100,000 items), the cancelled ones counted apart (an index range of the
-     * FAILED items) and taken out of FAILED. Every column read is in the (batch_id, status,
-     * batch_reference, error_code, amount) index: an index-only scan once the batch's rows are
-     * all-visible, without parallel workers (lib/database.ts withoutParallelWorkers; docs/benchmarks.md,
-     * the console with real volume).
+     * amounts: the batch's rows of funding_batch_tally, which the funding table's triggers keep in
+     * the same statement as each item's write (prisma/migrations/20261128002457_funding_batch_tally),
+     * so a 100,000-item batch's progress is a few rows, not a count of its items on every view. Read
+     * in the caller's transaction when given one (it sees that transaction's own writes).
      */
     async batchItemTally(batchId: string, db: Prisma.TransactionClient | Database = database): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
-      const rows = await withoutParallelWorkers(
-        db,
-        (read) => read.$queryRaw<Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal | null }>>`
-          SELECT status::text AS status, COUNT(*)::bigint AS count, SUM(amount) AS amount FROM funding WHERE batch_id = ${batchId}::uuid GROUP BY status
-          UNION ALL
-          SELECT 'CANCELLED', COUNT(*)::bigint, SUM(amount) FROM funding WHERE batch_id = ${batchId}::uuid AND status = 'FAILED' AND error_code = 'CANCELLED'`,
-      );
-      const tally = rows.map((row) => ({ status: row.status, count: Number(row.count), amount: row.amount === null ? 0n : fromNumeric(row.amount) }));
-      const cancelled = tally.find((row) => row.status === 'CANCELLED');
-      const failed = tally.find((row) => row.status === 'FAILED');
-      if (cancelled && failed) {
-        failed.count -= cancelled.count;
-        failed.amount -= cancelled.amount;
-      }
-      return tally.filter((row) => row.count > 0);
+      const rows = await db.$queryRaw<Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>>`
+        SELECT status, count, amount FROM funding_batch_tally WHERE batch_id = ${batchId}::uuid AND count > 0 ORDER BY status`;
+      return rows.map((row) => ({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) }));
     },
 
     /** A page of a batch's items in reference order, from a cursor (the last reference seen). */
