@@ -90,6 +90,14 @@ const tableOwners = [
     who: 'the batch record (fundings/batch-record.ts): it guards each move by the batch transition table',
   },
   {
+    tables: 'funding_batch_tally',
+    models: /^fundingBatchTally$/,
+    // No file: the funding table's triggers keep it, in the statement that writes the items.
+    owners: /(?!)/,
+    what: 'the batches\' tallies',
+    who: 'the funding table\'s triggers (prisma/migrations/20261128002457_funding_batch_tally)',
+  },
+  {
     tables: 'ops_action',
     models: /^opsAction$/,
     owners: /^audit\/ops-actions\.ts$/,

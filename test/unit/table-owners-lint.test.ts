@@ -49,3 +49,15 @@ describe('only the records write the funding and payment tables', () => {
     expect(await ownerViolations('fundings/funding-record.ts', code)).toEqual([]);
   });
 });
+
+describe("no application file writes the batches' tallies", () => {
+  it('refuses a Prisma or SQL write of funding_batch_tally in every module, the funding record and the batch record too (the funding table’s triggers keep it)', async () => {
+    const code = 'export const f = (db: any) => [db.fundingBatchTally.upsert({}), db.$executeRaw`INSERT INTO funding_batch_tally (batch_id) VALUES (${1})`, db.$executeRaw`UPDATE funding_batch_tally SET count = 0`];';
+    for (const file of ['fundings/funding-record.ts', 'fundings/batch-record.ts', 'api/console/batches-pages.ts', 'ledger/ledger.ts']) {
+      expect(await ownerViolations(file, code), file).toEqual(Array(3).fill(expect.stringMatching(/only the funding table's triggers/)));
+    }
+    // Its reads are anyone's; a write of funding_batch is still the batch record's alone.
+    expect(await ownerViolations('fundings/funding-record.ts', 'export const f = (db: any) => db.$queryRaw`SELECT * FROM funding_batch_tally`;')).toEqual([]);
+    expect(await ownerViolations('fundings/batch-record.ts', 'export const f = (db: any) => db.$executeRaw`UPDATE funding_batch SET state = ${1}`;')).toEqual([]);
+  });
+});
