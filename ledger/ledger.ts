@@ -377,9 +377,10 @@ export function createLedger(options: LedgerOptions = {}) {
           ],
         }),
       );
-      const stored = await database.ledgerTransaction.findUniqueOrThrow({ where: { reference }, include: { entries: { orderBy: { id: 'asc' } } } });
+      const stored = await database.ledgerTransaction.findUniqueOrThrow({ where: { reference } });
       if (!created.created && stored.fingerprint !== input.fingerprint) return { kind: 'key-reused' };
-      const leg = stored.entries.find((entry) => entry.account !== counterAccountOf(stored.entries)) ?? stored.entries[0]!;
+      const entries = await database.ledgerEntry.findMany({ where: { transactionId: stored.id }, orderBy: { id: 'asc' } });
+      const leg = entries.find((entry) => entry.account !== counterAccountOf(entries)) ?? entries[0]!;
       return {
         kind: created.created ? 'created' : 'existing',
         adjustment: {
@@ -435,9 +436,9 @@ export function createLedger(options: LedgerOptions = {}) {
         where: 'fundingId' in record ? { fundingId: record.fundingId } : { paymentId: record.paymentId },
         orderBy: { id: 'asc' },
         take: 20,
-        include: { entries: { orderBy: { id: 'asc' } } },
       });
-      return transactions.flatMap((transaction) => transaction.entries.map((entry) => entryDetail({ ...entry, transaction })));
+      const entries = await database.ledgerEntry.findMany({ where: { transactionId: { in: transactions.map((transaction) => transaction.id) } }, orderBy: { id: 'asc' } });
+      return withTransactions(entries, transactions);
     },
 
     /** The currencies an account has a row in (none: it never had an entry). */
@@ -459,9 +460,16 @@ export interface EntriesQuery {
 /** An entry with what its transaction was: the kind, who posted it (an adjustment's person or key; null: walletflow) and why. */
 export type LedgerEntryDetail = LedgerEntryView & { kind: LedgerTransactionKind; actor: string | null; reason: string | null };
 
-type EntryRow = { id: bigint; transactionId: bigint; account: string; currency: string; amount: Prisma.Decimal; pending: boolean; at: Date; transaction: { reference: string; kind: LedgerTransactionKind; actor: string | null; reason: string | null } };
+type EntryRow = { id: bigint; transactionId: bigint; account: string; currency: string; amount: Prisma.Decimal; pending: boolean; at: Date };
+type TransactionRow = { id: bigint; reference: string; kind: LedgerTransactionKind; actor: string | null; reason: string | null };
 
-const entryDetail = (entry: EntryRow): LedgerEntryDetail => ({
+/** Entries in their order, each with what its transaction was (read apart: an entry names its transaction by id, with no relation). */
+function withTransactions(entries: readonly EntryRow[], transactions: readonly TransactionRow[]): LedgerEntryDetail[] {
+  const byId = new Map(transactions.map((transaction) => [transaction.id, transaction]));
+  return entries.map((entry) => entryDetail({ ...entry, transaction: byId.get(entry.transactionId)! }));
+}
+
+const entryDetail = (entry: EntryRow & { transaction: TransactionRow }): LedgerEntryDetail => ({
   entryId: entry.id.toString(),
   transactionId: entry.transactionId.toString(),
   account: entry.account,
@@ -483,11 +491,14 @@ async function entryPage(database: Database, query: EntriesQuery): Promise<{ ite
     },
     orderBy: { id: 'desc' },
     take: query.limit + 1,
-    include: { transaction: { select: { reference: true, kind: true, actor: true, reason: true } } },
   });
   const page = rows.slice(0, query.limit);
+  const transactions = await database.ledgerTransaction.findMany({
+    where: { id: { in: [...new Set(page.map((entry) => entry.transactionId))] } },
+    select: { id: true, reference: true, kind: true, actor: true, reason: true },
+  });
   const last = page.at(-1);
-  return { items: page.map(entryDetail), nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null };
+  return { items: withTransactions(page, transactions), nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

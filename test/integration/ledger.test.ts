@@ -356,6 +356,27 @@ describe('the database keeps the rules', () => {
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
   });
 
+  it('refuses entries of a transaction that does not exist and a settlement of a hold that does not exist, checked per statement, without locking the rows they name (no foreign key)', async () => {
+    await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
+    const missing = (await database.$queryRaw<Array<{ missing: bigint }>>`SELECT COALESCE(MAX(id), 0) + 1000000 AS missing FROM ledger_transaction`)[0]!.missing;
+    await expect(database.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${missing}, 'TREASURY', 'PHP', 1), (${missing}, 'CAPITAL', 'PHP', -1)`).rejects.toThrow(
+      /name transaction \d+, which does not exist/,
+    );
+    await expect(database.$executeRaw`INSERT INTO ledger_transaction (reference, kind, currency, settles_id) VALUES (${`orphan-${randomUUID()}`}, 'RELEASE', 'PHP', ${missing})`).rejects.toThrow(
+      /settles transaction \d+, which does not exist/,
+    );
+    // No foreign key is left on either: a check per row locked each transaction it named (FOR KEY SHARE).
+    const foreignKeys = await database.$queryRaw<Array<{ name: string }>>`
+      SELECT conname AS name FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('ledger_entry'::regclass, 'ledger_transaction'::regclass)`;
+    expect(foreignKeys).toEqual([]);
+    // A transaction and its entries written in one statement (as a batch's holds are) pass.
+    const reference = `one-statement-${randomUUID()}`;
+    await database.$executeRaw`
+      WITH t AS (INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${reference}, 'ADJUSTMENT', 'PHP') RETURNING id)
+      INSERT INTO ledger_entry (transaction_id, account, currency, amount) SELECT t.id, a.account, 'PHP', a.amount FROM t, (VALUES ('CAPITAL', -1), ('TREASURY', 1)) AS a(account, amount)`;
+    expect(await database.ledgerEntry.count({ where: { transactionId: (await database.ledgerTransaction.findUniqueOrThrow({ where: { reference } })).id } })).toBe(2);
+  });
+
   it('refuses an unbalanced transaction at the end of the statement that writes it, one entry or many rows at once (checked per statement, not per entry at commit)', async () => {
     await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
     const newTransaction = async (tx: Prisma.TransactionClient) =>
