@@ -10,6 +10,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
+import type { BatchItemsRecord } from '../fundings/batch-items-record.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
 import {
   fundingFailureTypes,
@@ -45,6 +46,8 @@ const deferred = (what: string) => ApplicationFailure.retryable(`${what} not sen
 export interface FundingActivityDependencies {
   /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
+  /** The batch chunk's writes, many items at once (fundings/batch-items-record.ts). */
+  batchItems: Pick<BatchItemsRecord, 'claimPendingItems' | 'beginExecuteMany' | 'finishExecutedMany'>;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
@@ -99,7 +102,7 @@ export type FundingActivities = FundWalletActivities & {
 type FundingRow = Awaited<ReturnType<FundingRecord['get']>>;
 
 export function createFundingActivities(deps: FundingActivityDependencies): FundingActivities {
-  const { fundings, wallet, logger } = deps;
+  const { fundings, batchItems, wallet, logger } = deps;
   const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
   /** After a write the record refused: an overtaken run stops here. */
@@ -382,7 +385,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
       return { outcomes };
     }
-    const claimed = await fundings.claimPendingItems(fundingIds);
+    const claimed = await batchItems.claimPendingItems(fundingIds);
     const claimedIds = new Set(claimed.map((row) => row.id));
     const alone = Promise.all(
       fundingIds
@@ -473,7 +476,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
 
     // The intents stored and the items moved to EXECUTING, in one transaction; one that did not
     // move (cancelled meanwhile, taken over) keeps its intent on record, unexecuted.
-    const executing = await fundings.beginExecuteMany(answered);
+    const executing = await batchItems.beginExecuteMany(answered);
     for (const item of answered.filter((entry) => !executing.has(entry.fundingId))) {
       await guarded(item.fundingId, () => fundings.storeTransferId(item.fundingId, item.transferId, item.fence));
       outcomes.set(item.fundingId, steps);
@@ -504,7 +507,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       const progress = progressOf.get(item.fundingId);
       return progress?.kind === 'final' ? [{ ...item, progress }] : [];
     });
-    const finishedIds = await fundings.finishExecutedMany(
+    const finishedIds = await batchItems.finishExecutedMany(
       finals.map((item) => ({ fundingId: item.fundingId, fence: item.fence, status: item.progress.status, code: item.progress.declineCode, requestReferenceNo: item.progress.requestReferenceNo })),
     );
     for (const item of finals) {
