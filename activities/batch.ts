@@ -23,7 +23,7 @@ export interface BatchActivityDependencies {
   batches: BatchRecord;
   /** The items' rows: the next ones not started, and the row an item is handed over from. */
   fundings: FundingRecord;
-  /** The chunk pass, as the funding activities built it (the same record, wallet and vault as a single funding's one pass). */
+  /** The chunk pass, as the funding activities built it (the same routine, records, wallet and vault as a single funding's one pass). */
   funding: Pick<FundingActivities, 'fundItemsInOnePass'>;
   /** Starts an item's own fundWallet workflow. */
   temporal: Client;

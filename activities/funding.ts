@@ -3,13 +3,21 @@
 // rules of exactly-once live here and in workflows/fund-wallet.ts:
 // - the transferId is stored before any execute, and a stored one is reused, never re-created;
 // - an execute whose outcome is unknown is answered by retrieve, never by a new intent;
+// - every write and every wallet call is made only under the run's claim on the funding (its
+//   fence, checked before each), so a run that was overtaken writes and sends nothing more;
+// - no wallet call starts that could outlive the activity it runs in (a retry could race it);
 // - every status change is written with the Request-Reference-No of the wallet call behind it.
-// Every write goes through the funding record (fundings/funding-record.ts); these stay thin. Their
-// signatures and results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
+// The step activities (create, execute, retrieve, …) share the wallet calls (requestIntent,
+// sendExecute, readBack); a fresh funding's one pass and a batch chunk are one routine from claim
+// to final state (passClaimed), which differ in their claim and in what a failure of one funding
+// becomes. Every write goes through the records (fundings/funding-record.ts, and for many fundings
+// at once fundings/batch-items-record.ts); these stay thin. Their signatures and results are the
+// workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import { ApplicationFailure } from '@temporalio/activity';
 import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
+import type { BatchItemsRecord } from '../fundings/batch-items-record.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
 import {
   fundingFailureTypes,
@@ -45,6 +53,8 @@ const deferred = (what: string) => ApplicationFailure.retryable(`${what} not sen
 export interface FundingActivityDependencies {
   /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
+  /** The batch chunk's writes, many items at once (fundings/batch-items-record.ts). */
+  batchItems: Pick<BatchItemsRecord, 'claimPendingItems' | 'beginExecuteMany' | 'finishExecutedMany'>;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;
@@ -98,8 +108,35 @@ export type FundingActivities = FundWalletActivities & {
 
 type FundingRow = Awaited<ReturnType<FundingRecord['get']>>;
 
+/** A funding a pass took on: its row as the claim left it (CREATING, no transfer yet), and the claim's fence. */
+type ClaimedRow = FundingRow & { fence: number };
+
+/** The pass hands the funding to its workflow's steps, which go on from the record (and claim it). */
+const steps: OnePassOutcome = { kind: 'steps' };
+
+/**
+ * What a failure of one funding in a pass becomes, beyond being overtaken or out of time (`steps`
+ * in every pass): the single funding's pass fails with it, a batch's chunk hands that item over.
+ */
+type ItemFailure = (fundingId: string, error: unknown) => OnePassOutcome;
+
+/** A funding's part of a pass that threw: overtaken or out of time is `steps`; anything else is `failed`'s to say. */
+function handedOver(fundingId: string, error: unknown, failed: ItemFailure): OnePassOutcome {
+  return isOwnerLost(error) || error instanceof CallWouldOutlive ? steps : failed(fundingId, error);
+}
+
+/**
+ * A create the wallet said to try again later (429, a refused connection; a token refresh not
+ * done): nothing was created, and the workflow's create activity tries again with its retry
+ * policy, after the wallet's Retry-After when it gave one. Null for any other failure.
+ */
+function createLater(error: unknown): OnePassOutcome | null {
+  if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) return null;
+  return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null, ...(isRateLimited(error) ? { rateLimited: true } : {}) };
+}
+
 export function createFundingActivities(deps: FundingActivityDependencies): FundingActivities {
-  const { fundings, wallet, logger } = deps;
+  const { fundings, batchItems, wallet, logger } = deps;
   const walletTimeoutMs = deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS;
 
   /** After a write the record refused: an overtaken run stops here. */
@@ -337,7 +374,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    */
   async function finished(fundingId: string, fence: number, input: FinishInput): Promise<OnePassOutcome> {
     const done = await finishOwned(fundingId, input, fence);
-    if (!isFinalFundingStatus(done.status)) return { kind: 'steps' };
+    if (!isFinalFundingStatus(done.status)) return steps;
     return { kind: 'finished', status: done.status, errorCode: done.errorCode, transferId: done.transferId };
   }
 
@@ -345,13 +382,12 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     ...activities,
 
     async fundInOnePass(fundingId: string): Promise<OnePassOutcome> {
-      const clock = activityClock();
       try {
-        return await onePass(fundingId, clock);
+        return await fundOne(fundingId, activityClock(), failThePass);
       } catch (error) {
         // Overtaken (another run claimed the funding) or out of time: nothing more is written or
         // sent; the workflow's step path goes on from the record, and claims it.
-        if (isOwnerLost(error) || error instanceof CallWouldOutlive) return { kind: 'steps' };
+        if (isOwnerLost(error) || error instanceof CallWouldOutlive) return steps;
         throw error;
       }
     },
@@ -359,45 +395,74 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     fundItemsInOnePass,
   };
 
+  /** The single funding's pass fails with what it did not foresee: its workflow sees the failure, and its steps go on from the record. */
+  function failThePass(_fundingId: string, error: unknown): never {
+    throw error;
+  }
+
+  /** A batch's chunk hands the item over (its workflow takes it on from the record) and goes on with its other items. */
+  function handItOver(fundingId: string, error: unknown): OnePassOutcome {
+    logger.warn({ fundingId, err: (error as Error).message }, 'batch item: its pass stopped; its workflow takes it on');
+    return steps;
+  }
+
   /**
-   * A chunk of a batch's items in one pass together: the one pass of each (transferId stored
-   * before anything can execute it, each write only under the item's own claim, no wallet call
-   * that could outlive the activity), with the writes made set-based: one transaction takes the
-   * fresh items on, one stores the created intents and moves them to EXECUTING, one writes the
-   * wallet's final words (their holds settled and their webhooks in it). The calls run all at
-   * once; a TOKEN item's create gets its user's token from the vault first (a refresh, when it
-   * expired), so a chunk of TOKEN items costs its refreshes and no more writes than one of CODE
-   * items. Whatever is not plain (a refused or mismatching create, an execute to retry, an
-   * unknown outcome, an expired intent) goes the one-pass way for that item alone; an item the
-   * chunk could not finish is answered `steps` or as the pass would answer it, for the batch to
-   * hand over. The items it did not take on together (items a cancel holds) run their own one
-   * pass meanwhile, on the same clock: the activity's, read at its start, so no call of theirs
-   * can outlive the activity either.
+   * A pass of one funding: the claim of one (it waits for a cancel that holds the row), then
+   * passClaimed. `steps` when there is no time for a wallet call or the funding is not a fresh
+   * PENDING one (someone else took it on, or it was cancelled).
+   */
+  async function fundOne(fundingId: string, clock: ActivityClock, failed: ItemFailure): Promise<OnePassOutcome> {
+    if (!callFitsBefore(clock, walletTimeoutMs)) return steps;
+    const claimed = await claimOne(fundingId);
+    if (!claimed) return steps;
+    return (await passClaimed([claimed], clock, failed)).get(fundingId) ?? steps;
+  }
+
+  /**
+   * PENDING → CREATING and the claim, at once (the funding record's claimPending), and the row as
+   * the claim left it; null when the funding was not a fresh PENDING one, or when another run's
+   * claim or a cancel came between the two.
+   */
+  async function claimOne(fundingId: string): Promise<ClaimedRow | null> {
+    const fence = await fundings.claimPending(fundingId);
+    if (fence === null) return null;
+    const row = await fundings.get(fundingId);
+    if (row.ownerFence !== fence || row.cancelRequested || row.status !== 'CREATING' || row.transferId !== null) return null;
+    return { ...row, fence };
+  }
+
+  /**
+   * A chunk of a batch's items in one pass together: the fresh ones taken on at once (one
+   * transaction claims them all; rows another transaction holds, a batch's cancel, are skipped),
+   * then passClaimed with its writes made set-based. The items it did not claim run a pass of
+   * their own meanwhile (fundOne), on the same clock: the activity's, read at its start, with the
+   * chunk's lease, so no call of theirs can outlive the activity either. An item whose pass failed
+   * is answered `steps`, for the batch to hand over.
    */
   async function fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult> {
     const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
     const outcomes = new Map<string, OnePassOutcome>();
-    const steps: OnePassOutcome = { kind: 'steps' };
     if (!callFitsBefore(clock, walletTimeoutMs)) {
       for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
       return { outcomes };
     }
-    const claimed = await fundings.claimPendingItems(fundingIds);
+    const claimed = await batchItems.claimPendingItems(fundingIds);
     const claimedIds = new Set(claimed.map((row) => row.id));
     const alone = Promise.all(
       fundingIds
         .filter((id) => !claimedIds.has(id))
         .map(async (fundingId) => {
+          let outcome: OnePassOutcome;
           try {
-            outcomes.set(fundingId, await onePass(fundingId, clock));
+            outcome = await fundOne(fundingId, clock, handItOver);
           } catch (error) {
-            if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) logger.warn({ fundingId, err: (error as Error).message }, 'batch item: its one pass stopped; the batch hands it over');
-            outcomes.set(fundingId, steps);
+            outcome = handedOver(fundingId, error, handItOver);
           }
+          outcomes.set(fundingId, outcome);
         }),
     );
     try {
-      await chunkPass(claimed, clock, outcomes);
+      for (const [fundingId, outcome] of await passClaimed(claimed, clock, handItOver)) outcomes.set(fundingId, outcome);
     } finally {
       // Even when the chunk's part failed: no pass of this activity runs on after it ends.
       await alone;
@@ -405,18 +470,31 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     return { outcomes };
   }
 
-  /** The chunk's part of fundItemsInOnePass: the items it claimed together, their outcomes into `outcomes`. */
-  async function chunkPass(claimed: Array<FundingRow & { fence: number }>, clock: ActivityClock, outcomes: Map<string, OnePassOutcome>): Promise<void> {
-    const steps: OnePassOutcome = { kind: 'steps' };
-    /** One item's part, whatever it throws: overtaken, out of time or anything unforeseen, its own workflow takes it on from the record. */
+  /**
+   * The one pass, from claim to final state, of the fundings a pass claimed (a single funding's,
+   * a chunk of one; a batch chunk's, many): the creates, all at once; the created intents stored,
+   * each with its move to EXECUTING in one transaction (so stored before anything can execute it);
+   * the executes, all at once and each sent once; the wallet's final words in one transaction,
+   * their holds settled and their webhooks in it. A TOKEN funding's create gets its user's token
+   * from the vault first (a refresh, when it expired): a chunk of TOKEN items costs its refreshes
+   * and no more writes than one of CODE items. Every write is made only under the funding's
+   * own claim (the fence checked in its WHERE, or read before the wallet call that follows it),
+   * and no wallet call starts that could outlive the activity (`clock`). Whatever is not plain (a
+   * refused or mismatching create, an execute to retry, an unknown outcome, an expired intent)
+   * goes the step-by-step way for that funding alone: an unknown execute is on record at once
+   * (RECONCILING) and answered by retrieve, in the workflow, never by a new intent. A funding
+   * overtaken or out of time is answered `steps` (its workflow goes on from the record); an intent
+   * created but not stored by then is kept on record, never executed. `failed` says what any
+   * other failure of one funding becomes.
+   */
+  async function passClaimed(claimed: readonly ClaimedRow[], clock: ActivityClock, failed: ItemFailure): Promise<Map<string, OnePassOutcome>> {
+    const outcomes = new Map<string, OnePassOutcome>(claimed.map((row) => [row.id, steps]));
+    /** One funding's part, whatever it throws: overtaken, out of time or anything unforeseen. */
     const guarded = async <T>(fundingId: string, work: () => Promise<T>): Promise<T | typeof steps> => {
       try {
         return await work();
       } catch (error) {
-        if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) {
-          logger.warn({ fundingId, err: (error as Error).message }, 'batch item: the chunk pass stopped; its workflow takes it on');
-        }
-        return steps;
+        return handedOver(fundingId, error, failed);
       }
     };
     const outOfTime = () => pastItsTime(clock);
@@ -425,95 +503,75 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     const answered: Array<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }> = [];
     await Promise.all(
       claimed.map(async (row) => {
-        const fundingId = row.id;
-        let intent: Awaited<ReturnType<typeof requestIntent>> | 'later' | typeof steps;
-        let retryAfterMs: number | null = null;
-        let rateLimited = false;
+        const { id: fundingId, fence } = row;
+        let intent: Awaited<ReturnType<typeof requestIntent>>;
         try {
-          intent = await requestIntent(row, row.fence, clock, true);
+          // The claim just read the row: it shows the claim.
+          intent = await requestIntent(row, fence, clock, true);
         } catch (error) {
-          if (error instanceof ApplicationFailure && !error.nonRetryable && error.type === walletTransientType) {
-            intent = 'later';
-            retryAfterMs = typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null;
-            rateLimited = isRateLimited(error);
-          } else {
-            if (!isOwnerLost(error) && !(error instanceof CallWouldOutlive)) logger.warn({ fundingId, err: (error as Error).message }, 'batch item: create failed; its workflow takes it on');
-            intent = steps;
-          }
+          return void outcomes.set(fundingId, createLater(error) ?? handedOver(fundingId, error, failed));
         }
-        if (intent === 'later') return void outcomes.set(fundingId, { kind: 'create-later', retryAfterMs, ...(rateLimited ? { rateLimited } : {}) });
-        if (intent.kind === 'answered') return void answered.push({ fundingId, fence: row.fence, transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo });
-        if (outOfTime()) return void outcomes.set(fundingId, steps);
-        const fence = row.fence;
+        if (intent.kind === 'answered') return void answered.push({ fundingId, fence, transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo });
+        if (outOfTime()) return;
         switch (intent.kind) {
           case 'refused':
             outcomes.set(fundingId, await guarded(fundingId, () => finished(fundingId, fence, { status: intent.status, code: intent.code, requestReferenceNo: intent.requestReferenceNo, beforeExecute: true })));
             return;
           case 'mismatch': {
+            // Parked here, not only by the workflow: a pass run again must not find a CREATING
+            // funding with no transfer and create (and execute) another intent.
             const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: intent.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
             const parked = await guarded(fundingId, () => park(fundingId, mismatchReviewReason(intent.detail, intent.transferId), [evidence], fence));
-            if ('kind' in parked) return void outcomes.set(fundingId, steps);
+            if ('kind' in parked) return;
             outcomes.set(fundingId, parked.parked ? { ...intent, fence } : { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId });
             return;
           }
           default:
-            outcomes.set(fundingId, steps);
+            return;
         }
       }),
     );
-    if (answered.length === 0) return;
+    if (answered.length === 0) return outcomes;
     if (outOfTime()) {
-      // Created, not stored: kept on record, never executed (the item's workflow creates anew).
-      for (const item of answered) {
-        await guarded(item.fundingId, () => fundings.keepUnexecuted(item.fundingId, item.transferId));
-        outcomes.set(item.fundingId, steps);
-      }
-      return;
+      // Created, not stored: kept on record, never executed (the funding's workflow creates anew).
+      for (const item of answered) await guarded(item.fundingId, () => fundings.keepUnexecuted(item.fundingId, item.transferId));
+      return outcomes;
     }
 
-    // The intents stored and the items moved to EXECUTING, in one transaction; one that did not
+    // The intents stored and the fundings moved to EXECUTING, in one transaction; one that did not
     // move (cancelled meanwhile, taken over) keeps its intent on record, unexecuted.
-    const executing = await fundings.beginExecuteMany(answered);
+    const executing = await batchItems.beginExecuteMany(answered);
     for (const item of answered.filter((entry) => !executing.has(entry.fundingId))) {
       await guarded(item.fundingId, () => fundings.storeTransferId(item.fundingId, item.transferId, item.fence));
-      outcomes.set(item.fundingId, steps);
     }
     const toExecute = answered.filter((item) => executing.has(item.fundingId));
     // EXECUTING with no execute sent: its workflow retrieves first and executes what is not.
-    if (outOfTime() || !callFitsBefore(clock, walletTimeoutMs)) {
-      for (const item of toExecute) outcomes.set(item.fundingId, steps);
-      return;
-    }
+    // (The move to EXECUTING just showed each claim; no wallet call is sent past this check.)
+    if (!callFitsBefore(clock, walletTimeoutMs)) return outcomes;
 
-    // The executes, all at once.
+    // The executes, all at once: each sent once, by the pass that moved its funding to EXECUTING.
     const progressOf = new Map<string, Awaited<ReturnType<typeof sendExecute>>>();
     await Promise.all(
       toExecute.map(async (item) => {
         const sent = await guarded(item.fundingId, () => sendExecute(item.fundingId, item.transferId));
-        if ('kind' in sent && sent.kind === 'steps') return void outcomes.set(item.fundingId, steps);
+        if ('kind' in sent && sent.kind === 'steps') return;
         progressOf.set(item.fundingId, sent as Awaited<ReturnType<typeof sendExecute>>);
       }),
     );
-    if (outOfTime()) {
-      for (const item of toExecute) if (progressOf.has(item.fundingId)) outcomes.set(item.fundingId, steps);
-      return;
-    }
+    if (outOfTime()) return outcomes;
 
     // The wallet's final words, in one transaction.
     const finals = toExecute.flatMap((item) => {
       const progress = progressOf.get(item.fundingId);
       return progress?.kind === 'final' ? [{ ...item, progress }] : [];
     });
-    const finishedIds = await fundings.finishExecutedMany(
+    const finishedIds = await batchItems.finishExecutedMany(
       finals.map((item) => ({ fundingId: item.fundingId, fence: item.fence, status: item.progress.status, code: item.progress.declineCode, requestReferenceNo: item.progress.requestReferenceNo })),
     );
     for (const item of finals) {
-      outcomes.set(
-        item.fundingId,
-        finishedIds.has(item.fundingId) ? { kind: 'finished', status: item.progress.status, errorCode: item.progress.declineCode, transferId: item.transferId } : steps,
-      );
+      if (finishedIds.has(item.fundingId)) outcomes.set(item.fundingId, { kind: 'finished', status: item.progress.status, errorCode: item.progress.declineCode, transferId: item.transferId });
     }
-    // The rest, each as the one pass goes on from its execute.
+    // The rest, each the step-by-step way from its execute.
     await Promise.all(
       toExecute.map(async (item) => {
         const progress = progressOf.get(item.fundingId);
@@ -521,9 +579,10 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         outcomes.set(item.fundingId, await guarded(item.fundingId, () => afterExecute(item.fundingId, item.fence, item.transferId, progress)));
       }),
     );
+    return outcomes;
   }
 
-  /** What the one pass does after its execute, unless the wallet's word was final. */
+  /** What the pass does after a funding's execute, unless the wallet's word was final. */
   async function afterExecute(fundingId: string, fence: number, transferId: string, progress: Awaited<ReturnType<typeof sendExecute>>): Promise<OnePassOutcome> {
     switch (progress.kind) {
       case 'retry':
@@ -542,50 +601,5 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
       default:
         return { kind: 'executed', transferId, progress, fence };
     }
-  }
-
-  async function onePass(fundingId: string, clock: ActivityClock): Promise<OnePassOutcome> {
-    // Each write and each call only while the pass is within its time: a pass that outlived it
-    // (its workflow went on without it) stops, whatever its fence says.
-    const inTime = () => {
-      if (pastItsTime(clock)) throw new CallWouldOutlive();
-    };
-    if (!callFitsBefore(clock, walletTimeoutMs)) return { kind: 'steps' };
-    // PENDING → CREATING and the claim, at once: only the pass that took a fresh funding on goes on.
-    const fence = await fundings.claimPending(fundingId);
-    if (fence === null) return { kind: 'steps' };
-    let created: CreateOutcome;
-    try {
-      created = await create(fundingId, fence, clock);
-    } catch (error) {
-      // A create to try again: the workflow's create activity does, with its retry policy.
-      if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) throw error;
-      return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null, ...(isRateLimited(error) ? { rateLimited: true } : {}) };
-    }
-    inTime();
-    switch (created.kind) {
-      case 'refused':
-        return finished(fundingId, fence, { status: created.status, code: created.code, requestReferenceNo: created.requestReferenceNo, beforeExecute: true });
-      case 'cancelled':
-        return { kind: 'steps' };
-      case 'mismatch': {
-        // Parked here, not only by the workflow: a pass run again must not find a CREATING funding
-        // with no transfer and create (and execute) another intent.
-        const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
-        const parked = await park(fundingId, mismatchReviewReason(created.detail, created.transferId), [evidence], fence);
-        if (!parked.parked) return { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId };
-        return { ...created, fence };
-      }
-      case 'created':
-        break;
-    }
-    // Only the pass that moved the funding to EXECUTING sends the execute, and only with the time to finish it.
-    if (created.requestReferenceNo === null || !callFitsBefore(clock, walletTimeoutMs)) return { kind: 'steps' };
-    if (!(await fundings.beginExecute(fundingId, created.requestReferenceNo, fence))) return { kind: 'steps' };
-    // The fenced move to EXECUTING just showed the claim.
-    await beforeCall(fundingId, fence, clock, true);
-    const progress = await sendExecute(fundingId, created.transferId);
-    inTime();
-    return afterExecute(fundingId, fence, created.transferId, progress);
   }
 }

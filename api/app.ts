@@ -49,6 +49,7 @@ import type { FundingLimits } from '../ledger/limits.ts';
 import { createSettlementReport } from '../ledger/settlement.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
+import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
 import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
 import { createUploadBudget } from '../lib/upload-budget.ts';
@@ -221,9 +222,12 @@ export function createApp(deps: AppDependencies): express.Express {
     // No ops route answers OPTIONS (no cross-origin caller is served): Express would otherwise list a path's methods.
     ops.use((req, res, next) => (req.method === 'OPTIONS' ? noRoute(req, res, next) : next()));
     const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
+    // The batches' funding rows: read one at a time and written a batch at a time, on one ledger and one registry.
+    const batchFundings = { database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) };
     const batches = createBatchService({
       database: services.database,
-      fundings: createFundingRecord({ database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) }),
+      fundings: createFundingRecord(batchFundings),
+      batchItems: createBatchItemsRecord(batchFundings),
       temporal: services.temporal,
       taskQueue: services.taskQueue,
       fingerprintKey: services.fingerprintKey,

@@ -1,6 +1,6 @@
 // The batch record: the one module that writes the funding_batch table (contract-decisions
 // section 14). A batch is stored with its items in one transaction (each item a PENDING funding
-// with its hold, written by the funding record), idempotent on its key; every state change is a
+// with its hold, written by the batch items record), idempotent on its key; every state change is a
 // move the transition table allows, guarded in SQL by the states it may come from, naming the ops
 // key that made it. A batch's items keep their own state in their funding rows.
 import type { FundingBatch, Prisma } from '../generated/prisma/client.ts';
@@ -13,7 +13,8 @@ import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
-import type { BatchItemRows, EndedBatchItems, FundingRecord } from './funding-record.ts';
+import type { BatchItemRows, BatchItemsRecord, EndedBatchItems } from './batch-items-record.ts';
+import type { FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
 export interface NewBatch {
@@ -40,7 +41,10 @@ export type InsertedBatch = { stored: false } | { stored: true; needsApproval: b
 
 export interface BatchRecordDependencies {
   database: Database;
-  fundings: FundingRecord;
+  /** Reads the batch's items (their tally). */
+  fundings: Pick<FundingRecord, 'batchItemTally'>;
+  /** Stores the batch's items and ends the ones not started (fundings/batch-items-record.ts). */
+  batchItems: Pick<BatchItemsRecord, 'insertBatchItems' | 'cancelPendingBatchItems' | 'releaseCancelledBatchItems' | 'countFinished'>;
   /** The per-user daily limits count a USER_BALANCE batch's items; absent: none. */
   limits?: FundingLimits;
 }
@@ -49,7 +53,7 @@ export interface BatchRecordDependencies {
 type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'cancelledBy';
 
 export function createBatchRecord(deps: BatchRecordDependencies) {
-  const { database, fundings } = deps;
+  const { database, fundings, batchItems } = deps;
 
   /**
    * What `createdBy` drew from this source in the last 24 hours through batches no second person
@@ -143,7 +147,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
               // The daily limits count every item; the per-minute limit does not apply to a batch.
               checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.count, total, batch.currency);
             }
-            await fundings.insertBatchItems(tx, {
+            await batchItems.insertBatchItems(tx, {
               batchId: batch.id,
               requestFingerprint: batch.requestFingerprint,
               source,
@@ -184,17 +188,17 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
             },
           });
           if (moved.count !== 1) return false;
-          if (to === 'CANCELLED' || to === 'REJECTED') ended = await fundings.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
+          if (to === 'CANCELLED' || to === 'REJECTED') ended = await batchItems.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
           // The holds last, right before the commit: the accounts they lock are every funding's too.
-          if (ended.count > 0) await fundings.releaseCancelledBatchItems(tx, batchId);
+          if (ended.count > 0) await batchItems.releaseCancelledBatchItems(tx, batchId);
           return true;
         },
         // Ending a batch of 100,000 items not started: a statement per chunk of rows, then their holds in one.
         { timeout: 300_000, maxWait: 10_000 },
       );
       // Counted once the transaction has committed (a rolled-back cancel counts nothing).
-      fundings.countFinished('FAILED', ended);
+      batchItems.countFinished('FAILED', ended);
       return moved;
     },
 

@@ -25,11 +25,14 @@ import { batchStateChangedSignal, batchWorkflowId, startFundBatch } from '../wor
 import { fundingWorkflowId } from '../workflows/fund-wallet.contract.ts';
 import { createBatchRecord, type InsertedBatch } from './batch-record.ts';
 import { readBatchUpload, type BatchUploadRead } from './batch-upload.ts';
-import type { FundingRecord, NewBatchItem } from './funding-record.ts';
+import type { BatchItemsRecord, NewBatchItem } from './batch-items-record.ts';
+import type { FundingRecord } from './funding-record.ts';
 
 export interface BatchServiceDependencies {
   database: Database;
   fundings: FundingRecord;
+  /** The batch items' writes (fundings/batch-items-record.ts), on the same ledger and metrics as `fundings`. */
+  batchItems: BatchItemsRecord;
   temporal: Client;
   taskQueue: string;
   fingerprintKey: Buffer;
@@ -95,7 +98,7 @@ function* fingerprintParts(name: string, source: FundingSource, items: Iterable<
 }
 
 export function createBatchService(deps: BatchServiceDependencies) {
-  const record = createBatchRecord({ database: deps.database, fundings: deps.fundings, ...(deps.limits ? { limits: deps.limits } : {}) });
+  const record = createBatchRecord({ database: deps.database, fundings: deps.fundings, batchItems: deps.batchItems, ...(deps.limits ? { limits: deps.limits } : {}) });
 
   const viewOf = async (batchId: string) => {
     const batch = await record.find(batchId);

@@ -11,7 +11,8 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { temporal as temporalProto, type temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemRows, cashInCodeContext, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { cashInCodeContext, createFundingRecord } from '../../fundings/funding-record.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -41,8 +42,9 @@ let batches: ReturnType<typeof createBatchRecord>;
 
 beforeAll(async () => {
   stack = await startPartnerStack();
-  fundings = createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
-  batches = createBatchRecord({ database: stack.database, fundings });
+  const records = { database: stack.database, cipher: createTokenCipher(stack.encryptionKey) };
+  fundings = createFundingRecord(records);
+  batches = createBatchRecord({ database: stack.database, fundings, batchItems: createBatchItemsRecord(records) });
   await stack.startWorker();
 });
 afterEach(async () => {

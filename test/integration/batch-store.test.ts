@@ -6,7 +6,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemRows, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { createLedger, InsufficientFundsError } from '../../ledger/ledger.ts';
 import { createDatabase } from '../../lib/database.ts';
@@ -18,8 +19,9 @@ afterAll(() => database.$disconnect());
 
 const ledger = createLedger();
 const finished: Date[] = [];
-const fundings = createFundingRecord({ database, cipher: createTokenCipher(randomBytes(32)), ledger, metrics: { fundingFinished: (_status, createdAt) => finished.push(createdAt) } });
-const batches = createBatchRecord({ database, fundings });
+const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger, metrics: { fundingFinished: (_status: string, createdAt: Date) => finished.push(createdAt) } };
+const fundings = createFundingRecord(records);
+const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
 
 async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
   const result = await ledger.adjust(database, {

@@ -7,7 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { batchItemRows, createFundingRecord, type NewBatchItem, type NewFunding } from '../../fundings/funding-record.ts';
+import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createApiDatabase, createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
@@ -215,8 +216,9 @@ describe('limits', () => {
     const user = newUser();
     await credit(user, '1000.00');
     const roomy: FundingLimits = { ...strict, userDailyCount: 10, userDailyAmount: 1_000_000n };
-    const batchFundings = createFundingRecord({ database, cipher, ledger, limits: roomy });
-    const batchRecord = createBatchRecord({ database, fundings: batchFundings, limits: roomy });
+    const records = { database, cipher, ledger, limits: roomy };
+    const batchFundings = createFundingRecord(records);
+    const batchRecord = createBatchRecord({ database, fundings: batchFundings, batchItems: createBatchItemsRecord(records), limits: roomy });
     const batchId = randomUUID();
     const items: NewBatchItem[] = Array.from({ length: 5 }, (_, index) => {
       const idempotencyKey = `batch:${batchId}:i-${index}`;

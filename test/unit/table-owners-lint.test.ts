@@ -42,11 +42,13 @@ describe('only the ledger writes the ledger tables', () => {
 });
 
 describe('only the records write the funding and payment tables', () => {
-  it('refuses a funding write outside the records, allows it in the funding record', async () => {
+  it('refuses a funding write outside the records, allows it in the funding record and the batch items record', async () => {
     const code = 'export const f = (db: any) => [db.funding.update({}), db.$executeRaw`UPDATE funding SET status = ${1}`];';
     expect(await ownerViolations('api/ops/fundings-routes.ts', code)).toHaveLength(2);
     expect(await ownerViolations('ledger/ledger.ts', code)).toHaveLength(2);
+    expect(await ownerViolations('fundings/batch-record.ts', code)).toHaveLength(2);
     expect(await ownerViolations('fundings/funding-record.ts', code)).toEqual([]);
+    expect(await ownerViolations('fundings/batch-items-record.ts', code)).toEqual([]);
   });
 });
 
