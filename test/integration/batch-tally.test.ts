@@ -7,7 +7,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemRows, createFundingRecord, type NewBatchItem } from '../../fundings/funding-record.ts';
+import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { fundingTotalsOn } from '../../fundings/funding-totals.ts';
 import { createLedger } from '../../ledger/ledger.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
@@ -19,8 +20,9 @@ const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
 afterAll(() => database.$disconnect());
 
 const ledger = createLedger();
-const fundings = createFundingRecord({ database, cipher: createTokenCipher(randomBytes(32)), ledger });
-const batches = createBatchRecord({ database, fundings });
+const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger };
+const fundings = createFundingRecord(records);
+const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
 
 async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
   const result = await ledger.adjust(database, {
