@@ -18,7 +18,7 @@ import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFre
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
-import { nativeMemoryEnvironment, workerEnvironment } from '../stack/child-process.ts';
+import { nativeMemoryEnvironment, serviceEnvironment } from '../stack/child-process.ts';
 
 const root = projectRoot;
 
@@ -333,12 +333,12 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const entryOf = (entry: string) => (compiled ? [path.join(compiled, entry.replace(/\.ts$/, '.js'))] : entry);
   const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
     const name = index === 0 ? 'worker' : `worker-${index + 1}`;
-    const supervised = supervise(name, entryOf('worker/main.ts'), workerEnvironment(env), openLog(`${name}.log`), log, isClosing);
+    const supervised = supervise(name, entryOf('worker/main.ts'), serviceEnvironment(env), openLog(`${name}.log`), log, isClosing);
     later(() => supervised.stop('SIGTERM', 10_000));
     return supervised;
   });
   const worker = workers[0]!;
-  const api = supervise('api', entryOf('api/main.ts'), env, openLog('api.log'), log, isClosing);
+  const api = supervise('api', entryOf('api/main.ts'), serviceEnvironment(env), openLog('api.log'), log, isClosing);
   later(() => api.stop('SIGTERM', 10_000));
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {

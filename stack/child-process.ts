@@ -15,22 +15,26 @@ import { entryArgs } from '../lib/project-root.ts';
 export const nativeMemoryEnvironment = { MALLOC_ARENA_MAX: '2' } as const;
 
 /**
- * The worker's V8 young generation capped (4 MiB semi-spaces, in the main thread and the workflow
- * thread alike): Node 24's V8 grows it to 128 MiB under load and keeps it, which alone put the
- * worker at ~360 MiB after the bench; at 8 MiB ~250, at 4 MiB ~215, with the same worker CPU per
- * funding (docs/benchmarks.md). Young objects in the worker are short-lived (a task's activation,
- * a query's rows), so the extra scavenges are cheap. Appended to NODE_OPTIONS for the worker
- * processes the stacks start; docker-compose's worker service sets the same.
+ * The V8 young generation capped (4 MiB semi-spaces, in the main thread and the workflow thread
+ * alike): Node 24's V8 grows it to 128 MiB under load and keeps it, which alone put the worker at
+ * ~360 MiB after the bench; at 8 MiB ~250, at 4 MiB ~215, with the same worker CPU per funding
+ * (docs/benchmarks.md). Young objects in the worker and the API are short-lived (a task's
+ * activation, a request, a query's rows), so the extra scavenges are cheap. Appended to NODE_OPTIONS
+ * for the API and worker processes the stacks start; the image's CMD (the API) and
+ * docker-compose's worker services set the same.
  */
-export const workerNodeOptions = '--max-semi-space-size=4';
+export const serviceNodeOptions = '--max-semi-space-size=4';
 
 /**
- * jemalloc for the worker, where the machine has it (Debian's libjemalloc2; scripts/setup.sh and
- * the Dockerfile install it). glibc's malloc keeps what a burst of native allocations used (the
- * SDK's Rust core, Buffers): after a session storm the worker stayed at 258–279 MiB at rest on
- * glibc and 240–242 on jemalloc, which returns freed pages after a few seconds; its CPU per
- * funding stayed within the runs' spread (docs/benchmarks.md, Memory). Without the library the
- * worker runs on glibc. scripts/setup.sh looks in the same places with a glob.
+ * jemalloc for the API and the worker, where the machine has it (Debian's libjemalloc2;
+ * scripts/setup.sh and the Dockerfile install it). glibc's malloc keeps what a burst of native
+ * allocations used (the SDK's Rust core, Buffers): after a session storm the worker stayed at
+ * 258–279 MiB at rest on glibc and 240–242 on jemalloc, which returns freed pages after a few
+ * seconds; its CPU per funding stayed within the runs' spread (docs/benchmarks.md, Memory). The
+ * API, with the semi-spaces above too, sat at 194 MiB instead of 273 before a 100,000-item batch's
+ * store and peaked at 381 instead of 413 during it, 602 instead of 719 during its cancel
+ * (docs/benchmarks.md, storing a batch, 2026-11-28). Without the library they run on glibc.
+ * scripts/setup.sh looks in the same places with a glob.
  */
 export const jemallocCandidates = [
   '/usr/local/lib/libjemalloc.so.2',
@@ -44,14 +48,14 @@ export function findJemalloc(exists: (path: string) => boolean = existsSync): st
 }
 
 /**
- * A worker process's environment: `env` with workerNodeOptions added to its NODE_OPTIONS and
- * jemalloc preloaded when the machine has it (`jemalloc` overrides the lookup; null: glibc).
+ * An API or worker process's environment: `env` with serviceNodeOptions added to its NODE_OPTIONS
+ * and jemalloc preloaded when the machine has it (`jemalloc` overrides the lookup; null: glibc).
  */
-export function workerEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
+export function serviceEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
   const preload = jemalloc && !(env.LD_PRELOAD ?? '').includes(jemalloc) ? [env.LD_PRELOAD, jemalloc].filter(Boolean).join(' ') : env.LD_PRELOAD;
   return {
     ...env,
-    NODE_OPTIONS: [env.NODE_OPTIONS, workerNodeOptions].filter(Boolean).join(' '),
+    NODE_OPTIONS: [env.NODE_OPTIONS, serviceNodeOptions].filter(Boolean).join(' '),
     ...(preload ? { LD_PRELOAD: preload } : {}),
   };
 }

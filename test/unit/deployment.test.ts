@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
-import { findJemalloc, jemallocCandidates, workerEnvironment, workerNodeOptions } from '../../stack/child-process.ts';
+import { findJemalloc, jemallocCandidates, serviceEnvironment, serviceNodeOptions } from '../../stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -64,7 +64,7 @@ describe('docker-compose.yml', () => {
     expect(services.worker?.container_name).toBeUndefined();
     expect(services.worker?.ports).toBeUndefined();
     // With the young generation capped as the stacks run their workers (stack/child-process.ts).
-    expect(services.worker?.command).toEqual(['node', workerNodeOptions, 'dist/worker/main.js']);
+    expect(services.worker?.command).toEqual(['node', serviceNodeOptions, 'dist/worker/main.js']);
     // And on jemalloc, at the path the image links it to (the first place the stacks look).
     expect(services.worker?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
   });
@@ -91,6 +91,8 @@ describe('docker-compose.yml', () => {
     expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
     expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);
     expect(services.api?.command).toBeUndefined(); // the image's CMD
+    // The API on jemalloc, as the stacks run it (stack/child-process.ts); its CMD caps the young generation (below).
+    expect(services.api?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
     for (const [name, service] of Object.entries(services)) {
       expect(JSON.stringify(service.command ?? []), name).not.toMatch(/tsx|\.ts\b/);
     }
@@ -149,7 +151,7 @@ describe('Dockerfile', () => {
     expect(dockerfile).not.toMatch(/^RUN npm install\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
-    expect(runtime).toMatch(/^CMD \["node", "dist\/api\/main.js"\]$/m);
+    expect(runtime).toContain(`CMD ["node", "${serviceNodeOptions}", "dist/api/main.js"]`);
     // jemalloc installed and linked where compose's worker preloads it.
     expect(runtime).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
     expect(runtime).toContain(`/usr/local/lib/libjemalloc.so.2`);
@@ -157,19 +159,19 @@ describe('Dockerfile', () => {
   });
 });
 
-describe('the stacks\' worker environment', () => {
+describe('the stacks\' API and worker environment', () => {
   it('preloads jemalloc where the machine has it, after any LD_PRELOAD already set, and only once', () => {
     const jemalloc = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
-    expect(workerEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: workerNodeOptions });
-    expect(workerEnvironment({ LD_PRELOAD: '/opt/other.so' }, jemalloc).LD_PRELOAD).toBe(`/opt/other.so ${jemalloc}`);
-    expect(workerEnvironment({ LD_PRELOAD: jemalloc }, jemalloc).LD_PRELOAD).toBe(jemalloc);
+    expect(serviceEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: serviceNodeOptions });
+    expect(serviceEnvironment({ LD_PRELOAD: '/opt/other.so' }, jemalloc).LD_PRELOAD).toBe(`/opt/other.so ${jemalloc}`);
+    expect(serviceEnvironment({ LD_PRELOAD: jemalloc }, jemalloc).LD_PRELOAD).toBe(jemalloc);
     expect(findJemalloc((candidate) => candidate === jemalloc)).toBe(jemalloc);
     expect(findJemalloc(() => false)).toBeNull();
   });
 
   it('runs on glibc without the library, and leaves NODE_OPTIONS given to it in place', () => {
-    const env = workerEnvironment({ NODE_OPTIONS: '--enable-source-maps' }, null);
+    const env = serviceEnvironment({ NODE_OPTIONS: '--enable-source-maps' }, null);
     expect(env.LD_PRELOAD).toBeUndefined();
-    expect(env.NODE_OPTIONS).toBe(`--enable-source-maps ${workerNodeOptions}`);
+    expect(env.NODE_OPTIONS).toBe(`--enable-source-maps ${serviceNodeOptions}`);
   });
 });
