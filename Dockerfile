@@ -55,9 +55,9 @@ COPY prisma/schema.prisma prisma/
 COPY prisma/migrations prisma/migrations
 USER walletflow
 EXPOSE 3000
-# The API by default, its young generation capped as the stacks run it (serviceNodeOptions in
-# stack/; compose preloads jemalloc for it); the worker: `node --max-semi-space-size=4
+# The API by default, its old and young generations capped as the stacks run it (apiNodeOptions
+# and serviceNodeOptions in stack/; compose preloads jemalloc for it); the worker: `node --max-semi-space-size=4
 # dist/worker/main.js` with LD_PRELOAD=/usr/local/lib/libjemalloc.so.2; the sandbox:
 # `node dist/sandbox/main.js`; migrations: `node dist/cli/main.js migrate` (bin/walletflow.mjs
 # runs dist/ too).
-CMD ["node", "--max-semi-space-size=4", "dist/api/main.js"]
+CMD ["node", "--max-old-space-size=192", "--max-semi-space-size=4", "dist/api/main.js"]

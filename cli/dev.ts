@@ -10,7 +10,7 @@ import { loadConfig, walletServiceVariables, walletUrlVariables, type AppConfig 
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { isListening, waitForPort } from '../stack/ports.ts';
 import { resolveTemporalCli, startTemporalDevServer, type RunningTemporal } from '../stack/temporal-dev-server.ts';
-import { serviceEnvironment, startTsChild, type ManagedChild } from '../stack/child-process.ts';
+import { apiEnvironment, serviceEnvironment, startTsChild, type ManagedChild } from '../stack/child-process.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { consoleStaff, startConsoleIdentity } from '../stack/console-identity.ts';
@@ -152,7 +152,7 @@ export async function runDev(): Promise<void> {
     }
     const worker: ManagedChild = startTsChild('worker', 'worker/main.ts', serviceEnvironment(childEnv), root);
     stops.push(() => worker.stop());
-    const api: ManagedChild = startTsChild('api', 'api/main.ts', serviceEnvironment(childEnv), root);
+    const api: ManagedChild = startTsChild('api', 'api/main.ts', apiEnvironment(childEnv), root);
     stops.push(() => api.stop());
     let childFailure: string | undefined;
     for (const child of [worker, api]) {

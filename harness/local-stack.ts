@@ -18,7 +18,7 @@ import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFre
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
-import { nativeMemoryEnvironment, serviceEnvironment } from '../stack/child-process.ts';
+import { apiEnvironment, nativeMemoryEnvironment, serviceEnvironment } from '../stack/child-process.ts';
 
 const root = projectRoot;
 
@@ -338,7 +338,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     return supervised;
   });
   const worker = workers[0]!;
-  const api = supervise('api', entryOf('api/main.ts'), serviceEnvironment(env), openLog('api.log'), log, isClosing);
+  const api = supervise('api', entryOf('api/main.ts'), apiEnvironment(env), openLog('api.log'), log, isClosing);
   later(() => api.stop('SIGTERM', 10_000));
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {

@@ -60,6 +60,23 @@ export function serviceEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | nu
   };
 }
 
+/**
+ * The API's old generation capped at 192 MiB: its live heap is small (about 55 MiB after a full
+ * collection in the middle of a 100,000-item batch's store) and bounded by design (the admission
+ * line, the upload budget of BATCH_UPLOAD_BUDGET_BYTES), but V8 lets garbage pile up to several
+ * times that before it collects, and keeps the pages it grew to: a batch's store took the API from
+ * 194 to 381 MiB, its cancel to 602. Capped, V8 collects sooner: 223 and 261 MiB, in the same time
+ * (docs/benchmarks.md, storing a batch, 2026-11-28). Put before any NODE_OPTIONS of the operator's,
+ * so that one of their own wins. The image's CMD (the API) sets the same.
+ */
+export const apiNodeOptions = '--max-old-space-size=192';
+
+/** The API process's environment: a service's (serviceEnvironment), its old generation capped (apiNodeOptions). */
+export function apiEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
+  const service = serviceEnvironment(env, jemalloc);
+  return { ...service, NODE_OPTIONS: [apiNodeOptions, service.NODE_OPTIONS].filter(Boolean).join(' ') };
+}
+
 export interface ManagedChild {
   name: string;
   process: ChildProcess;

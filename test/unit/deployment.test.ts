@@ -8,7 +8,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
-import { findJemalloc, jemallocCandidates, serviceEnvironment, serviceNodeOptions } from '../../stack/child-process.ts';
+import { apiEnvironment, apiNodeOptions, findJemalloc, jemallocCandidates, serviceEnvironment, serviceNodeOptions } from '../../stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -91,7 +91,7 @@ describe('docker-compose.yml', () => {
     expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
     expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);
     expect(services.api?.command).toBeUndefined(); // the image's CMD
-    // The API on jemalloc, as the stacks run it (stack/child-process.ts); its CMD caps the young generation (below).
+    // The API on jemalloc, as the stacks run it (stack/child-process.ts); its CMD caps the old and young generations (below).
     expect(services.api?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
     for (const [name, service] of Object.entries(services)) {
       expect(JSON.stringify(service.command ?? []), name).not.toMatch(/tsx|\.ts\b/);
@@ -151,7 +151,7 @@ describe('Dockerfile', () => {
     expect(dockerfile).not.toMatch(/^RUN npm install\b/m);
     expect(runtime).toMatch(/^COPY --from=build \/app\/dist dist$/m);
     expect(runtime).toMatch(/^COPY --from=production-deps \/app\/node_modules node_modules$/m);
-    expect(runtime).toContain(`CMD ["node", "${serviceNodeOptions}", "dist/api/main.js"]`);
+    expect(runtime).toContain(`CMD ["node", "${apiNodeOptions}", "${serviceNodeOptions}", "dist/api/main.js"]`);
     // jemalloc installed and linked where compose's worker preloads it.
     expect(runtime).toMatch(/apt-get install -y --no-install-recommends libjemalloc2/);
     expect(runtime).toContain(`/usr/local/lib/libjemalloc.so.2`);
@@ -167,6 +167,13 @@ describe('the stacks\' API and worker environment', () => {
     expect(serviceEnvironment({ LD_PRELOAD: jemalloc }, jemalloc).LD_PRELOAD).toBe(jemalloc);
     expect(findJemalloc((candidate) => candidate === jemalloc)).toBe(jemalloc);
     expect(findJemalloc(() => false)).toBeNull();
+  });
+
+  it('caps the API\'s old generation before the operator\'s NODE_OPTIONS (theirs wins), and not the worker\'s', () => {
+    const jemalloc = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
+    expect(apiEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: `${apiNodeOptions} ${serviceNodeOptions}` });
+    expect(apiEnvironment({ NODE_OPTIONS: '--max-old-space-size=512' }, null).NODE_OPTIONS).toBe(`${apiNodeOptions} --max-old-space-size=512 ${serviceNodeOptions}`);
+    expect(serviceEnvironment({}, jemalloc).NODE_OPTIONS).toBe(serviceNodeOptions);
   });
 
   it('runs on glibc without the library, and leaves NODE_OPTIONS given to it in place', () => {
