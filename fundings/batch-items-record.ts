@@ -147,11 +147,13 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
       const source = batch.source;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
       const detail = `item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`;
-      for (const chunk of batch.items.chunks(BATCH_INSERT_CHUNK)) {
-        // Each column one text of comma-separated values (none can hold a comma: uuids, references
-        // of [A-Za-z0-9_-], hex, digits and '*', numerals), split by PostgreSQL: one string per
-        // column instead of an array of strings that Prisma serialises and pg quotes item by item.
-        // An empty value is NULL.
+      /**
+       * A chunk's rows as columns: each column one text of comma-separated values (none can hold a
+       * comma: uuids, references of [A-Za-z0-9_-], hex, digits and '*', numerals), split by
+       * PostgreSQL: one string per column instead of an array of strings that Prisma serialises and
+       * pg quotes item by item. An empty value is NULL.
+       */
+      const columnsOf = (chunk: readonly NewBatchItem[]) => {
         let ids = '', keys = '', workflows = '', types = '', links = '', sealed = '', masked = '', amounts = '', references = '';
         for (let index = 0; index < chunk.length; index += 1) {
           const item = chunk[index]!;
@@ -167,19 +169,43 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
           amounts += comma + toNumeric(item.amount);
           references += comma + item.reference;
         }
+        return { ids, keys, workflows, types, links, sealed, masked, amounts, references };
+      };
+      /** A chunk's rows and their first events, one statement each, in the caller's transaction. */
+      const store = async (c: ReturnType<typeof columnsOf>): Promise<void> => {
         await tx.$executeRaw`
           INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
                                cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids,
                                source_partner_user_id, batch_id, batch_reference, updated_at)
           SELECT i.id::uuid, i.idempotency_key, ${batch.requestFingerprint}, i.workflow_id, 'PENDING'::"FundingStatus", i.recipient_type::"RecipientType", NULLIF(i.link_id, '')::uuid,
                  decode(NULLIF(i.code_sealed, ''), 'hex'), NULLIF(i.code_masked, ''), ${batch.currency}, i.amount::numeric, ARRAY[]::text[], ${sourceUser}, ${batch.batchId}::uuid, i.reference, now()
-          FROM unnest(string_to_array(${ids}, ','), string_to_array(${keys}, ','), string_to_array(${workflows}, ','), string_to_array(${types}, ','),
-                      string_to_array(${links}, ','), string_to_array(${sealed}, ','), string_to_array(${masked}, ','), string_to_array(${amounts}, ','),
-                      string_to_array(${references}, ','))
+          FROM unnest(string_to_array(${c.ids}, ','), string_to_array(${c.keys}, ','), string_to_array(${c.workflows}, ','), string_to_array(${c.types}, ','),
+                      string_to_array(${c.links}, ','), string_to_array(${c.sealed}, ','), string_to_array(${c.masked}, ','), string_to_array(${c.amounts}, ','),
+                      string_to_array(${c.references}, ','))
             AS i(id, idempotency_key, workflow_id, recipient_type, link_id, code_sealed, code_masked, amount, reference)`;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
-          SELECT unnest(string_to_array(${ids}, ',')::uuid[]), 'PENDING'::"FundingStatus", ${detail}`;
+          SELECT unnest(string_to_array(${c.ids}, ',')::uuid[]), 'PENDING'::"FundingStatus", ${detail}`;
+      };
+      // The next chunk is made (its ids and keys, its codes sealed, its columns joined) while
+      // PostgreSQL stores the one before: the API's part and the database's run side by side, each
+      // on its core, instead of one after the other. One statement at a time on the transaction.
+      let storing: Promise<void> = Promise.resolve();
+      try {
+        for (const chunk of batch.items.chunks(BATCH_INSERT_CHUNK)) {
+          const columns = columnsOf(chunk);
+          await storing;
+          storing = store(columns);
+          // Awaited at the next chunk or below; this only keeps a failure meanwhile from counting as unhandled.
+          storing.catch(() => undefined);
+          // Lets the statement go out before the next chunk's work takes the event loop.
+          await new Promise<void>((resolve) => setImmediate(resolve));
+        }
+        await storing;
+      } catch (error) {
+        // No statement is left running on the transaction when its callback ends with the failure.
+        await storing.catch(() => undefined);
+        throw error;
       }
       // The holds last, all in one statement made from the rows just stored: the source and
       // IN_FLIGHT accounts, which every funding's hold and final write lock too, are locked only
