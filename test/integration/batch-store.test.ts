@@ -3,37 +3,20 @@
 // item, no event, no hold, no webhook, the source's balance as it was); a cancel of more items
 // than one of its chunks ends every item not started, releases every hold once and counts each
 // ended item once, whatever the order of the references.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
-import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
-import { createLedger, InsufficientFundsError } from '../../ledger/ledger.ts';
+import { InsufficientFundsError } from '../../ledger/ledger.ts';
 import { createDatabase } from '../../lib/database.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { batchRecordsOn } from '../support/batch-records.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 10 });
 afterAll(() => database.$disconnect());
 
-const ledger = createLedger();
 const finished: Date[] = [];
-const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger, metrics: { fundingFinished: (_status: string, createdAt: Date) => finished.push(createdAt) } };
-const fundings = createFundingRecord(records);
-const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
-
-async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
-  const result = await ledger.adjust(database, {
-    idempotencyKey: `credit-${randomUUID()}`,
-    account: `USER:${partnerUserId}`,
-    currency: 'PHP',
-    amount: thousandths,
-    reason: 'test credit',
-    fingerprint: 'f'.repeat(64),
-  });
-  expect(result.kind).toBe('created');
-}
+const { ledger, batches, credit } = batchRecordsOn(database, { fundingFinished: (_status, createdAt) => finished.push(createdAt) });
 
 /** `count` CODE items of 1.00 (0.001 PHP is 1n), references from `reference`. */
 function itemsOf(batchId: string, count: number, reference: (index: number) => string): NewBatchItem[] {

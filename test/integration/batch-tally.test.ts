@@ -4,37 +4,19 @@
 // heartbeats, a cancel, writers at once on the same batch, a write rolled back), the tally equals
 // the items counted; and the home's totals of a day, which take a batch's items from its tally,
 // equal the day's fundings counted one by one.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
-import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { fundingTotalsOn } from '../../fundings/funding-totals.ts';
-import { createLedger } from '../../ledger/ledger.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
 import { createDatabase } from '../../lib/database.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { batchRecordsOn } from '../support/batch-records.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
 afterAll(() => database.$disconnect());
 
-const ledger = createLedger();
-const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger };
-const fundings = createFundingRecord(records);
-const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
-
-async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
-  const result = await ledger.adjust(database, {
-    idempotencyKey: `credit-${randomUUID()}`,
-    account: `USER:${partnerUserId}`,
-    currency: 'PHP',
-    amount: thousandths,
-    reason: 'test credit',
-    fingerprint: 'f'.repeat(64),
-  });
-  expect(result.kind).toBe('created');
-}
+const { fundings, batches, credit } = batchRecordsOn(database);
 
 /** `count` CODE items, the i-th of (i % 7 + 1).00. */
 function itemsOf(batchId: string, count: number): NewBatchItem[] {

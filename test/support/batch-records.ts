@@ -1,0 +1,33 @@
+// The records a batch's tests write through, on a test database: the ledger, the funding record,
+// the batch items record and the batch record wired as the API wires them, and a credit of a
+// partner user's balance (an adjustment from the treasury) for a batch to draw on.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { expect } from 'vitest';
+import { createBatchItemsRecord } from '../../fundings/batch-items-record.ts';
+import { createBatchRecord } from '../../fundings/batch-record.ts';
+import { createFundingRecord, type FundingRecordDependencies } from '../../fundings/funding-record.ts';
+import { createLedger } from '../../ledger/ledger.ts';
+import type { Database } from '../../lib/database.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
+
+export function batchRecordsOn(database: Database, metrics?: FundingRecordDependencies['metrics']) {
+  const ledger = createLedger();
+  const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger, ...(metrics ? { metrics } : {}) };
+  const fundings = createFundingRecord(records);
+  const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
+
+  /** Credits `thousandths` to the partner user's balance, once. */
+  async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
+    const result = await ledger.adjust(database, {
+      idempotencyKey: `credit-${randomUUID()}`,
+      account: `USER:${partnerUserId}`,
+      currency: 'PHP',
+      amount: thousandths,
+      reason: 'test credit',
+      fingerprint: 'f'.repeat(64),
+    });
+    expect(result.kind).toBe('created');
+  }
+
+  return { ledger, fundings, batches, credit };
+}
