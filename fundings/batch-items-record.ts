@@ -129,6 +129,16 @@ const finishedFromWhere = Prisma.sql`(${Prisma.join(
 /** What the batch items record needs: the funding record's own dependencies (the ledger and metrics shared with it). */
 export type BatchItemsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'cipher' | 'metrics' | 'ledger'>;
 
+/**
+ * A long write of a batch's items (its store, its cancel) adds to the batch's tally in rows of its
+ * own transaction (migration …_funding_batch_tally_slots): it then holds none of the rows the
+ * batch's chunks and items' workflows add to while it runs, for tens of seconds, so neither waits
+ * for the other (a chunk claiming items the cancel has not reached yet deadlocked with it).
+ */
+async function tallyInOwnRows(tx: Prisma.TransactionClient): Promise<void> {
+  await tx.$queryRaw`SELECT set_config('walletflow.batch_tally_slot', 'transaction', true) AS slot`;
+}
+
 export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
   const { database } = deps;
   const ledger = deps.ledger ?? createLedger();
@@ -147,6 +157,7 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
       const source = batch.source;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
       const detail = `item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`;
+      await tallyInOwnRows(tx);
       /**
        * A chunk's rows as columns: each column one text of comma-separated values (none can hold a
        * comma: uuids, references of [A-Za-z0-9_-], hex, digits and '*', numerals), split by
@@ -229,6 +240,7 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
      */
     async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<EndedBatchItems> {
       const ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
+      await tallyInOwnRows(tx);
       let after = '';
       for (;;) {
         // The chunk's rows in the database's order of references: its last one is where the next

@@ -499,8 +499,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * in the caller's transaction when given one (it sees that transaction's own writes).
      */
     async batchItemTally(batchId: string, db: Prisma.TransactionClient | Database = database): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
+      // A state's figures are the sum over its slots (the batch's shared rows, its store's, its cancel's).
       const rows = await db.$queryRaw<Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>>`
-        SELECT status, count, amount FROM funding_batch_tally WHERE batch_id = ${batchId}::uuid AND count > 0 ORDER BY status`;
+        SELECT status, SUM(count)::bigint AS count, SUM(amount) AS amount FROM funding_batch_tally WHERE batch_id = ${batchId}::uuid
+        GROUP BY status HAVING SUM(count) > 0 ORDER BY status`;
       return rows.map((row) => ({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) }));
     },
 

@@ -26,9 +26,9 @@ export async function fundingTotalsOn(database: Database, day: SettlementDay): P
         UNION ALL
         SELECT CASE WHEN t.status = 'CANCELLED' THEN 'FAILED' ELSE t.status END, b.currency, t.count, t.amount
         FROM funding_batch b JOIN funding_batch_tally t ON t.batch_id = b.id, day
-        WHERE b.created_at >= day.start AND b.created_at < day."end" AND t.count > 0)
+        WHERE b.created_at >= day.start AND b.created_at < day."end")
       SELECT status, currency, SUM(count)::bigint AS count, SUM(amount)::text AS amount FROM counted
-      GROUP BY status, currency ORDER BY status, currency`,
+      GROUP BY status, currency HAVING SUM(count) > 0 ORDER BY status, currency`,
   );
   return rows.map((row) => ({ status: row.status, currency: row.currency, count: Number(row.count), amount: fromNumeric(row.amount) }));
 }

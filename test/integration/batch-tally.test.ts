@@ -16,7 +16,7 @@ import { testDatabaseUrl } from '../support/test-database.ts';
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
 afterAll(() => database.$disconnect());
 
-const { fundings, batches, credit } = batchRecordsOn(database);
+const { fundings, batches, batchItems, credit } = batchRecordsOn(database);
 
 /** `count` CODE items, the i-th of (i % 7 + 1).00. */
 function itemsOf(batchId: string, count: number): NewBatchItem[] {
@@ -26,7 +26,7 @@ function itemsOf(batchId: string, count: number): NewBatchItem[] {
   });
 }
 
-async function storeBatch(count: number): Promise<{ batchId: string; items: NewBatchItem[] }> {
+async function storeBatch(count: number, approvalThreshold: bigint | null = null): Promise<{ batchId: string; items: NewBatchItem[] }> {
   const partnerUserId = `tally-${randomUUID()}`;
   await credit(partnerUserId, 10_000_000_000n);
   const batchId = randomUUID();
@@ -41,9 +41,9 @@ async function storeBatch(count: number): Promise<{ batchId: string; items: NewB
     currency: 'PHP',
     items: batchItemRows(items),
     createdBy: 'ops',
-    approvalThreshold: null,
+    approvalThreshold,
   });
-  expect(stored).toEqual({ stored: true, needsApproval: false });
+  expect(stored).toEqual({ stored: true, needsApproval: approvalThreshold !== null });
   return { batchId, items };
 }
 
@@ -138,6 +138,33 @@ describe('a batch tally kept by the funding table', () => {
     expect(tally).toEqual(await counted(batchId));
     expect(Object.fromEntries(Object.entries(tally).map(([status, row]) => [status, row.count]))).toEqual({ APPROVED: 300, DECLINED: 300, FAILED: 300, REJECTED: 300 });
   }, 120_000);
+});
+
+describe('a batch cancelled while its chunks claim items', () => {
+  it('the cancel (one long transaction) and chunks claiming the items it has not reached yet never wait for each other: every claim and the cancel succeed, no deadlock, the tally exact', async () => {
+    // Before: the cancel's first chunk locked the batch's PENDING tally row until its commit; a
+    // chunk that claimed items further on locked them, then waited for that row; the cancel then
+    // reached those items and waited for the chunk: a deadlock, one of the two aborted.
+    const { batchId, items } = await storeBatch(20_000);
+    const ids = items.map((item) => item.id);
+    const cancel = batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' });
+    // Settled below; a failure before then is not an unhandled one.
+    cancel.catch(() => undefined);
+    // While the cancel walks the first references, chunks claim items from the last ones back.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const claims = await Promise.allSettled(Array.from({ length: 8 }, (_, chunk) => batchItems.claimPendingItems(ids.slice(19_984 - chunk * 16, 20_000 - chunk * 16))));
+    const cancelled = await Promise.allSettled([cancel]);
+    expect(claims.map((claim) => (claim.status === 'rejected' ? String(claim.reason) : 'claimed'))).toEqual(Array(8).fill('claimed'));
+    expect(cancelled.map((result) => (result.status === 'rejected' ? String(result.reason) : result.value))).toEqual([true]);
+    // Whatever each claimed (the cancel leaves an item a chunk claimed first to finish), every item is counted once.
+    const claimedCount = claims.reduce((sum, claim) => sum + (claim.status === 'fulfilled' ? claim.value.length : 0), 0);
+    // The race ran: the chunks took items on while the cancel was under way.
+    expect(claimedCount).toBeGreaterThan(0);
+    const tally = await tallied(batchId);
+    expect(tally).toEqual(await counted(batchId));
+    expect((tally.CREATING?.count ?? 0) + (tally.CANCELLED?.count ?? 0)).toBe(20_000);
+    expect(tally.CREATING?.count ?? 0).toBe(claimedCount);
+  }, 180_000);
 });
 
 describe("the home's totals of a day", () => {

@@ -14,7 +14,8 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
   const ledger = createLedger();
   const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger, ...(metrics ? { metrics } : {}) };
   const fundings = createFundingRecord(records);
-  const batches = createBatchRecord({ database, fundings, batchItems: createBatchItemsRecord(records) });
+  const batchItems = createBatchItemsRecord(records);
+  const batches = createBatchRecord({ database, fundings, batchItems });
 
   /** Credits `thousandths` to the partner user's balance, once. */
   async function credit(partnerUserId: string, thousandths: bigint): Promise<void> {
@@ -29,5 +30,5 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
     expect(result.kind).toBe('created');
   }
 
-  return { ledger, fundings, batches, credit };
+  return { ledger, fundings, batchItems, batches, credit };
 }
