@@ -14,7 +14,7 @@ import { fromNumeric, type StatusTotal } from '../domain/money.ts';
  * stored today is a few rows here, not 100,000 index entries.
  */
 export async function fundingTotalsOn(database: Database, day: SettlementDay): Promise<Array<StatusTotal<FundingStatus>>> {
-  // Index-only reads, without parallel workers (lib/database.ts).
+  // The partial index of fundings outside a batch and the tallies of the day's batches, without parallel workers (lib/database.ts).
   const rows = await withoutParallelWorkers(
     database,
     (read) => read.$queryRaw<Array<{ status: FundingStatus; currency: string; count: bigint; amount: string }>>`
