@@ -140,6 +140,23 @@ describe('a batch tally kept by the funding table', () => {
   }, 120_000);
 });
 
+describe('a TRUNCATE of the funding table', () => {
+  it('empties the batches\' tallies with it: none counts an item that is gone', async () => {
+    const { batchId } = await storeBatch(50);
+    expect(await tallied(batchId)).toEqual(await counted(batchId));
+    // In a transaction rolled back: the table is this worker's database's, shared with its other tests.
+    const seen = await database
+      .$transaction(async (tx) => {
+        await tx.$executeRawUnsafe('TRUNCATE funding CASCADE');
+        const left = await tx.$queryRaw<Array<{ rows: bigint }>>`SELECT COUNT(*)::bigint AS rows FROM funding_batch_tally`;
+        throw new Error(`tally rows left: ${left[0]!.rows}`);
+      })
+      .catch((error: unknown) => (error as Error).message);
+    expect(seen).toBe('tally rows left: 0');
+    expect(await tallied(batchId)).toEqual(await counted(batchId));
+  });
+});
+
 describe('a batch cancelled while its chunks claim items', () => {
   it('the cancel (one long transaction) and chunks claiming the items it has not reached yet never wait for each other: every claim and the cancel succeed, no deadlock, the tally exact', async () => {
     // Before: the cancel's first chunk locked the batch's PENDING tally row until its commit; a

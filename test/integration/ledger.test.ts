@@ -358,6 +358,23 @@ describe('the database keeps the rules', () => {
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
   });
 
+  it('refuses a TRUNCATE of each ledger table (append-only; no foreign key refuses it any more)', async () => {
+    for (const table of ['ledger_transaction', 'ledger_entry', 'ledger_account']) {
+      // In a transaction rolled back whatever happens: a TRUNCATE that went through is undone.
+      const outcome = await database
+        .$transaction(async (tx) => {
+          await tx.$executeRawUnsafe(`TRUNCATE ${table} CASCADE`);
+          throw new Error('truncated');
+        })
+        .then(
+          () => 'committed',
+          (error: unknown) => (error as Error).message,
+        );
+      expect(outcome, table).toMatch(new RegExp(`${table} is append-only: it is never truncated`));
+    }
+    expect(await database.ledgerEntry.count()).toBeGreaterThan(0);
+  });
+
   it('refuses entries of a transaction that does not exist and a settlement of a hold that does not exist, checked per statement, without locking the rows they name (no foreign key)', async () => {
     await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
     const missing = (await database.$queryRaw<Array<{ missing: bigint }>>`SELECT COALESCE(MAX(id), 0) + 1000000 AS missing FROM ledger_transaction`)[0]!.missing;
