@@ -4,7 +4,9 @@
 // - the transferId is stored before any execute, and a stored one is reused, never re-created;
 // - an execute whose outcome is unknown is answered by retrieve, never by a new intent;
 // - every write and every wallet call is made only under the run's claim on the funding (its
-//   fence, checked before each), so a run that was overtaken writes and sends nothing more;
+//   fence, checked before each), so a run that was overtaken writes and sends nothing more; the one
+//   exception, keepUnexecuted, only adds an intent that was never stored as the funding's transfer
+//   to its record of abandoned intents (only the stored transferId is ever executed);
 // - no wallet call starts that could outlive the activity it runs in (a retry could race it);
 // - every status change is written with the Request-Reference-No of the wallet call behind it.
 // The step activities (create, execute, retrieve, …) share the wallet calls (requestIntent,
