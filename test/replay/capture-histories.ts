@@ -138,6 +138,11 @@ const expectActivities = (history: HistoryJson, must: string[], mustNot: string[
   for (const type of must) if (!types.includes(type)) fail(`expected activity ${type}, history has ${types.join(', ')}`);
   for (const type of mustNot) if (types.includes(type)) fail(`expected no activity ${type}, history has ${types.join(', ')}`);
 };
+/** Exactly these activities, in this order. */
+const expectActivitySequence = (history: HistoryJson, expected: string[]) => {
+  const types = activityTypes(history);
+  if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
+};
 const expectOutcome = (result: { status: string; errorCode: string | null }, status: string, errorCode: string | null) => {
   if (result.status !== status || result.errorCode !== errorCode) {
     fail(`expected ${status}/${errorCode ?? 'no code'}, the workflow returned ${result.status}/${result.errorCode ?? 'no code'}`);
@@ -872,11 +877,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         workflowId: taken.workflowId,
         result: outcome,
         secrets: taken.secrets,
-        check: (history) => {
-          const types = activityTypes(history);
-          const expected = ['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding'];
-          if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
-        },
+        check: (history) => expectActivitySequence(history, ['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']),
       };
     }
     case 'taken-over-executing-approved': {
@@ -890,11 +891,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         workflowId: taken.workflowId,
         result: outcome,
         secrets: taken.secrets,
-        check: (history) => {
-          const types = activityTypes(history);
-          const expected = ['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding'];
-          if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
-        },
+        check: (history) => expectActivitySequence(history, ['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding']),
       };
     }
 
