@@ -5,7 +5,7 @@
 // ended item once, whatever the order of the references.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { InsufficientFundsError } from '../../ledger/ledger.ts';
 import { createDatabase } from '../../lib/database.ts';
@@ -16,7 +16,7 @@ const database = createDatabase(testDatabaseUrl(), { maxConnections: 10 });
 afterAll(() => database.$disconnect());
 
 const finished: Date[] = [];
-const { ledger, batches, credit } = batchRecordsOn(database, { fundingFinished: (_status, createdAt) => finished.push(createdAt) });
+const { ledger, batches, credit, insertBatch } = batchRecordsOn(database, { fundingFinished: (_status, createdAt) => finished.push(createdAt) });
 
 /** `count` CODE items of 1.00 (0.001 PHP is 1n), references from `reference`. */
 function itemsOf(batchId: string, count: number, reference: (index: number) => string): NewBatchItem[] {
@@ -26,19 +26,7 @@ function itemsOf(batchId: string, count: number, reference: (index: number) => s
   });
 }
 
-const store = (batchId: string, partnerUserId: string, items: NewBatchItem[]) =>
-  batches.insert({
-    id: batchId,
-    idempotencyKey: `store-${batchId}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-batch-${batchId}`,
-    name: 'store test',
-    source: { type: 'USER_BALANCE', partnerUserId },
-    currency: 'PHP',
-    items: batchItemRows(items),
-    createdBy: 'ops',
-    approvalThreshold: 0n,
-  });
+const store = (batchId: string, partnerUserId: string, items: NewBatchItem[]) => insertBatch(batchId, partnerUserId, items, 0n);
 
 /** Everything a batch's store writes, counted. */
 async function leftBehind(batchId: string, items: NewBatchItem[]) {

@@ -6,7 +6,7 @@
 // equal the day's fundings counted one by one.
 import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { fundingTotalsOn } from '../../fundings/funding-totals.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
 import { createDatabase } from '../../lib/database.ts';
@@ -16,7 +16,7 @@ import { testDatabaseUrl } from '../support/test-database.ts';
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
 afterAll(() => database.$disconnect());
 
-const { fundings, batches, batchItems, credit } = batchRecordsOn(database);
+const { fundings, batches, batchItems, credit, insertBatch } = batchRecordsOn(database);
 
 /** `count` CODE items, the i-th of (i % 7 + 1).00. */
 function itemsOf(batchId: string, count: number): NewBatchItem[] {
@@ -26,24 +26,12 @@ function itemsOf(batchId: string, count: number): NewBatchItem[] {
   });
 }
 
-async function storeBatch(count: number, approvalThreshold: bigint | null = null): Promise<{ batchId: string; items: NewBatchItem[] }> {
+async function storeBatch(count: number): Promise<{ batchId: string; items: NewBatchItem[] }> {
   const partnerUserId = `tally-${randomUUID()}`;
   await credit(partnerUserId, 10_000_000_000n);
   const batchId = randomUUID();
   const items = itemsOf(batchId, count);
-  const stored = await batches.insert({
-    id: batchId,
-    idempotencyKey: `tally-${batchId}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-batch-${batchId}`,
-    name: 'tally test',
-    source: { type: 'USER_BALANCE', partnerUserId },
-    currency: 'PHP',
-    items: batchItemRows(items),
-    createdBy: 'ops',
-    approvalThreshold,
-  });
-  expect(stored).toEqual({ stored: true, needsApproval: approvalThreshold !== null });
+  expect(await insertBatch(batchId, partnerUserId, items, null)).toEqual({ stored: true, needsApproval: false });
   return { batchId, items };
 }
 

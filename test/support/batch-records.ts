@@ -1,9 +1,9 @@
 // The records a batch's tests write through, on a test database: the ledger, the funding record,
-// the batch items record and the batch record wired as the API wires them, and a credit of a
-// partner user's balance (an adjustment from the treasury) for a batch to draw on.
+// the batch items record and the batch record wired as the API wires them, a credit of a partner
+// user's balance (an adjustment from the treasury) for a batch to draw on, and a batch stored on it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
-import { createBatchItemsRecord } from '../../fundings/batch-items-record.ts';
+import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createFundingRecord, type FundingRecordDependencies } from '../../fundings/funding-record.ts';
 import { createLedger } from '../../ledger/ledger.ts';
@@ -30,5 +30,20 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
     expect(result.kind).toBe('created');
   }
 
-  return { ledger, fundings, batchItems, batches, credit };
+  /** Stores `items` as a batch drawing on the partner user's balance (`approvalThreshold` as BATCH_APPROVAL_THRESHOLD: null, never waits). */
+  const insertBatch = (batchId: string, partnerUserId: string, items: readonly NewBatchItem[], approvalThreshold: bigint | null) =>
+    batches.insert({
+      id: batchId,
+      idempotencyKey: `test-batch-${batchId}`,
+      requestFingerprint: '0'.repeat(64),
+      workflowId: `funding-batch-${batchId}`,
+      name: 'test batch',
+      source: { type: 'USER_BALANCE', partnerUserId },
+      currency: 'PHP',
+      items: batchItemRows(items),
+      createdBy: 'ops',
+      approvalThreshold,
+    });
+
+  return { ledger, fundings, batchItems, batches, credit, insertBatch };
 }
