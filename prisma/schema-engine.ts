@@ -15,7 +15,8 @@ import { projectRoot } from '../lib/project-root.ts';
 
 const prismaDir = path.join(projectRoot, 'prisma');
 export const schemaPath = path.join(prismaDir, 'schema.prisma');
-export const migrationsDir = path.join(prismaDir, 'migrations');
+export { migrationsDir } from './migration-checksums.ts';
+import { migrationsDir } from './migration-checksums.ts';
 
 let wasmReady: Promise<void> | undefined;
 

@@ -3,6 +3,7 @@
 import { inject, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { applyMigrations, diffMigrationsToSchema, isEmptyMigration } from '../../prisma/schema-engine.ts';
+import { readShippedChecksums } from '../../prisma/migration-checksums.ts';
 
 const databaseUrl = inject('databaseUrl');
 
@@ -20,6 +21,17 @@ describe('prisma migrations', () => {
       const rows = await client.query('SELECT migration_name, finished_at FROM _prisma_migrations ORDER BY migration_name');
       expect(rows.rowCount).toBeGreaterThan(0);
       for (const row of rows.rows) expect(row.finished_at).not.toBeNull();
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('record the checksums prisma/migrations/checksums.sha256 lists: the list is what every database holds', async () => {
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    try {
+      const rows = await client.query<{ migration_name: string; checksum: string }>('SELECT migration_name, checksum FROM _prisma_migrations');
+      expect(new Map(rows.rows.map((row) => [row.migration_name, row.checksum]))).toEqual(readShippedChecksums());
     } finally {
       await client.end();
     }

@@ -1,4 +1,4 @@
--- Flat with data (docs/benchmarks.md): list pages by (status, created_at, id), so the
+-- Issue 18, flat with data (docs/benchmarks.md): list pages by (status, created_at, id), so the
 -- index gives the order and a page starts at its cursor; the sweep's recent FAILED fundings by
 -- (status, updated_at), not all FAILED ones. On a large table, build them with CREATE INDEX
 -- CONCURRENTLY by hand before this migration runs (it then only drops the old ones).

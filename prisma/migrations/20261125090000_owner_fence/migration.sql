@@ -1,4 +1,4 @@
--- One writer at a time: a funding's and a payment's fencing token, and the token of the
+-- Issue 24, one writer at a time: a funding's and a payment's fencing token, and the token of the
 -- run behind each timeline event. Adding a column with a constant default does not rewrite the
 -- table (PostgreSQL 11+).
 

@@ -1,4 +1,4 @@
--- Every ops write leaves the key's name behind: an audit row per write request,
+-- Issue 26 #3: every ops write leaves the key's name behind: an audit row per write request,
 -- the actor of a ledger transaction (adjustments), and who deleted a webhook endpoint.
 
 -- AlterTable

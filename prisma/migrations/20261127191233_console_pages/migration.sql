@@ -1,4 +1,4 @@
--- The ops console's pages: each of their reads is an index lookup or a bounded index
+-- Issue 32, the ops console's pages: each of their reads is an index lookup or a bounded index
 -- range (docs/console.md). The search finds batch items by their reference (in any batch) and
 -- fundings by a cash-in code's masked form, newest first; the webhooks page lists dead letters
 -- (FAILED) across endpoints and per endpoint; the audit page pages ops_action by (at, id)
