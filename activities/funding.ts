@@ -546,9 +546,13 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     for (const item of answered.filter((entry) => !executing.has(entry.fundingId))) {
       await guarded(item.fundingId, () => fundings.storeTransferId(item.fundingId, item.transferId, item.fence));
     }
-    const toExecute = answered.filter((item) => executing.has(item.fundingId));
     // EXECUTING with no execute sent: its workflow retrieves first and executes what is not.
-    // (The move to EXECUTING just showed each claim; no wallet call is sent past this check.)
+    if (!callFitsBefore(clock, walletTimeoutMs)) return outcomes;
+    // Each claim read again right before its execute: a pass that paused after its move to
+    // EXECUTING (a stopped worker, an attempt cut off from Temporal but not from PostgreSQL) sends
+    // nothing for a funding another run claimed meanwhile; that run retrieves before any execute.
+    const claimsNow = await fundings.fencesOf(answered.filter((item) => executing.has(item.fundingId)).map((item) => item.fundingId));
+    const toExecute = answered.filter((item) => executing.has(item.fundingId) && claimsNow.get(item.fundingId) === item.fence);
     if (!callFitsBefore(clock, walletTimeoutMs)) return outcomes;
 
     // The executes, all at once: each sent once, by the pass that moved its funding to EXECUTING.

@@ -371,6 +371,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     fenceOf: async (fundingId: string): Promise<number> =>
       (await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { ownerFence: true } })).ownerFence,
 
+    /** The claims many fundings stand under now, read in one statement (a pass reads them right before its executes). */
+    fencesOf: async (fundingIds: readonly string[]): Promise<Map<string, number>> =>
+      new Map((await database.funding.findMany({ where: { id: { in: [...fundingIds] } }, select: { id: true, ownerFence: true } })).map((row) => [row.id, row.ownerFence])),
+
     /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING), by the funding's owner. */
     move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent, fence?: Fence) => move(fundingId, to, event, { fence }),
 

@@ -11,6 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { createBatchItemsRecord } from '../../fundings/batch-items-record.ts';
+import { createFundingActivities } from '../../activities/funding.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -244,6 +246,71 @@ describe('a pass overtaken by the step path', () => {
     // The pass's own intent is on record, never executed.
     expect(funding.abandonedTransferIds).toHaveLength(1);
     await expectOneOwnerAtATime(fundingId);
+  });
+});
+
+describe('a pass that paused after its move to EXECUTING', () => {
+  /**
+   * A run's funding activities whose pass stops right after storing its intents and moving them to
+   * EXECUTING, as a paused worker or a long GC would stop it, while the step path of another run
+   * claims each funding: what the pass does when it wakes up.
+   */
+  function pausedPass(gate: WalletGate) {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const batchItems = createBatchItemsRecord({ database: stack.database, cipher });
+    const takeOver = runOf(gate, 'steps');
+    const claims = new Map<string, number>();
+    const pass = createFundingActivities({
+      fundings,
+      wallet: gate.as('pass'),
+      vault: stack.createVault(),
+      logger,
+      batchItems: {
+        claimPendingItems: batchItems.claimPendingItems,
+        finishExecutedMany: batchItems.finishExecutedMany,
+        async beginExecuteMany(items) {
+          const moved = await batchItems.beginExecuteMany(items);
+          for (const fundingId of moved) claims.set(fundingId, (await inActivity(takeOver.loadFunding, [fundingId])).fence!);
+          return moved;
+        },
+      },
+    });
+    return { pass, takeOver, claims };
+  }
+
+  it.each([
+    ['a single funding’s pass', 1],
+    ['a batch chunk', 3],
+  ])('%s sends no execute once another run claimed the funding; the owner retrieves, then executes once', async (_name, count) => {
+    const gate = walletGate(stack.wallet);
+    const created = await Promise.all(Array.from({ length: count }, () => codeFunding()));
+    const ids = created.map((funding) => funding.fundingId);
+    const { pass, takeOver, claims } = pausedPass(gate);
+    const outcomes =
+      count === 1
+        ? new Map([[ids[0]!, await onePass(pass as unknown as Activities, ids[0]!)]])
+        : (await inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs })).outcomes;
+
+    expect(gate.calls.filter((call) => call.run === 'pass' && call.operation === 'executeTransfer')).toEqual([]);
+    for (const { fundingId, userId } of created) {
+      expect(outcomes.get(fundingId)).toEqual({ kind: 'steps' });
+      // The owner (its claim made while the pass was paused) finds a transfer it did not create
+      // in EXECUTING: it reads it back before any execute.
+      const fence = claims.get(fundingId)!;
+      const row = await fundings.get(fundingId);
+      expect(row.ownerFence).toBe(fence);
+      const start = stepPathStart(row);
+      expect(start.kind).toBe('retrieve');
+      const transferId = row.transferId!;
+      const seen = await inActivity(takeOver.retrieveTransfer, [fundingId, transferId]);
+      expect(seen.kind).toBe('not-executed');
+      const progress = await inActivity(takeOver.executeTransfer, [fundingId, transferId, fence]);
+      expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
+      await inActivity(takeOver.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: null }, fence]);
+      expect(await executionsOf([transferId])).toBe(1);
+      await expectMoneyMatchesRecord(fundingId, userId);
+      await expectOneOwnerAtATime(fundingId);
+    }
   });
 });
 
