@@ -409,13 +409,13 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   }
 
   /**
-   * A pass of one funding: the claim of one (it waits for a cancel that holds the row), then
-   * passClaimed. `steps` when there is no time for a wallet call or the funding is not a fresh
+   * A pass of one funding: the claim of one (a single funding's waits for a cancel that holds the
+   * row; a chunk's item skips a row another transaction holds), then passClaimed. `steps` when there is no time for a wallet call or the funding is not a fresh
    * PENDING one (someone else took it on, or it was cancelled).
    */
-  async function fundOne(fundingId: string, clock: ActivityClock, failed: ItemFailure): Promise<OnePassOutcome> {
+  async function fundOne(fundingId: string, clock: ActivityClock, failed: ItemFailure, claim: { skipLocked?: boolean } = {}): Promise<OnePassOutcome> {
     if (!callFitsBefore(clock, walletTimeoutMs)) return steps;
-    const claimed = await claimOne(fundingId);
+    const claimed = await claimOne(fundingId, claim);
     if (!claimed) return steps;
     return (await passClaimed([claimed], clock, failed)).get(fundingId) ?? steps;
   }
@@ -425,8 +425,8 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * the claim left it; null when the funding was not a fresh PENDING one, or when another run's
    * claim or a cancel came between the two.
    */
-  async function claimOne(fundingId: string): Promise<ClaimedRow | null> {
-    const fence = await fundings.claimPending(fundingId);
+  async function claimOne(fundingId: string, claim: { skipLocked?: boolean }): Promise<ClaimedRow | null> {
+    const fence = await fundings.claimPending(fundingId, claim);
     if (fence === null) return null;
     const row = await fundings.get(fundingId);
     if (row.ownerFence !== fence || row.cancelRequested || row.status !== 'CREATING' || row.transferId !== null) return null;
@@ -437,7 +437,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
    * A chunk of a batch's items in one pass together: the fresh ones taken on at once (one
    * transaction claims them all; rows another transaction holds, a batch's cancel, are skipped),
    * then passClaimed with its writes made set-based. The items it did not claim run a pass of
-   * their own meanwhile (fundOne), on the same clock: the activity's, read at its start, with the
+   * their own meanwhile (fundOne, skipping a held row too), on the same clock: the activity's, read at its start, with the
    * chunk's lease, so no call of theirs can outlive the activity either. An item whose pass failed
    * is answered `steps`, for the batch to hand over.
    */
@@ -456,7 +456,10 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
         .map(async (fundingId) => {
           let outcome: OnePassOutcome;
           try {
-            outcome = await fundOne(fundingId, clock, handItOver);
+            // A row another transaction holds (the batch's cancel holds its items until it
+            // commits) is left PENDING, not waited on: the runner dispatches it again, and no
+            // connection of the worker's line waits on the cancel.
+            outcome = await fundOne(fundingId, clock, handItOver, { skipLocked: true });
           } catch (error) {
             outcome = handedOver(fundingId, error, handItOver);
           }

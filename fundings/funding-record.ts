@@ -354,12 +354,15 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * the fence it claimed, or null when the funding is not a fresh PENDING one (someone else
      * took it on, or it was cancelled).
      */
-    claimPending: (fundingId: string): Promise<number | null> =>
+    claimPending: (fundingId: string, options: { skipLocked?: boolean } = {}): Promise<number | null> =>
       database.$transaction(async (tx) => {
+        // skipLocked (a batch chunk's item): a row another transaction holds (the batch's cancel,
+        // which holds its items for its whole transaction) is not claimed rather than waited on.
+        const unheld = options.skipLocked ? Prisma.sql`AND id IN (SELECT id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE SKIP LOCKED)` : Prisma.empty;
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = 'CREATING'::"FundingStatus", updated_at = now()
           WHERE id = ${fundingId}::uuid AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL AND NOT cancel_requested
-            AND ${batchRunning}
+            AND ${batchRunning} ${unheld}
           RETURNING owner_fence AS fence`;
         const fence = rows[0]?.fence;
         if (fence === undefined) return null;

@@ -7,6 +7,7 @@
 // calls are the ones the workflow makes for the state its claim saw
 // (workflows/fund-wallet-takeover.ts decides them for both).
 import { MockActivityEnvironment } from '@temporalio/testing';
+import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
@@ -19,6 +20,8 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
+import { batchRecordsOn } from '../support/batch-records.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 import { fundWalletActivityTimeouts, type OnePassOutcome, type TransferProgress } from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
@@ -311,6 +314,51 @@ describe('a pass that paused after its move to EXECUTING', () => {
       await expectMoneyMatchesRecord(fundingId, userId);
       await expectOneOwnerAtATime(fundingId);
     }
+  });
+});
+
+describe('a batch chunk beside a long transaction that holds its items (a batch’s cancel)', () => {
+  it('claims none of them and waits on none: it answers at once, the items stay PENDING for the runner, nothing is sent', async () => {
+    const gate = walletGate(stack.wallet);
+    const { credit, insertBatch, batchItems } = batchRecordsOn(stack.database, undefined, createTokenCipher(stack.encryptionKey));
+    const partnerUserId = `held-chunk-${randomUUID()}`;
+    await credit(partnerUserId, 100_000n);
+    const batchId = randomUUID();
+    const items = await Promise.all(
+      Array.from({ length: 4 }, async (_, index) => {
+        const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+        const { code } = await stack.admin.cashInCode(user.userId);
+        const id = randomUUID();
+        return { id, idempotencyKey: `batch:${batchId}:${index}`, workflowId: `funding-batch:${batchId}:${index}`, reference: `held-${index}`, recipient: { type: 'CODE' as const, code }, amount: 1000n };
+      }),
+    );
+    await insertBatch(batchId, partnerUserId, items, null);
+    const ids = items.map((item) => item.id);
+    const pass = createFundingActivities({ fundings, batchItems, wallet: gate.as('chunk'), vault: stack.createVault(), logger });
+
+    // A batch's cancel holds its items' rows for its whole transaction: here, until the chunk answers.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    const sql = (text: string, values: unknown[] = []) => holder.query({ text, values });
+    try {
+      await sql('BEGIN');
+      await sql('SELECT id FROM funding WHERE batch_id = $1 FOR UPDATE', [batchId]);
+      const chunk = inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+      // Time enough for a chunk that answers at once on any machine; one that waits on the rows
+      // would wait until the cancel commits.
+      const answered = await Promise.race([chunk.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+      expect(answered, 'the chunk waited on rows a long transaction holds').toBe(true);
+      const { outcomes } = await chunk;
+      expect([...outcomes.values()]).toEqual(ids.map(() => ({ kind: 'steps' })));
+    } finally {
+      await sql('ROLLBACK');
+      await holder.end();
+    }
+    expect(gate.calls).toEqual([]);
+    for (const id of ids) expect((await fundings.get(id)).status).toBe('PENDING');
+    // The runner dispatches them again: now nothing holds them, and they are claimed.
+    const again = await inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+    expect([...again.outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
   });
 });
 

@@ -8,11 +8,12 @@ import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createFundingRecord, type FundingRecordDependencies } from '../../fundings/funding-record.ts';
 import { createLedger } from '../../ledger/ledger.ts';
 import type { Database } from '../../lib/database.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { createTokenCipher, type TokenCipher } from '../../lib/token-cipher.ts';
 
-export function batchRecordsOn(database: Database, metrics?: FundingRecordDependencies['metrics']) {
+/** `cipher`: the one the codes are sealed with, when something else opens them (a stack's worker); a fresh key otherwise. */
+export function batchRecordsOn(database: Database, metrics?: FundingRecordDependencies['metrics'], cipher: TokenCipher = createTokenCipher(randomBytes(32))) {
   const ledger = createLedger();
-  const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger, ...(metrics ? { metrics } : {}) };
+  const records = { database, cipher, ledger, ...(metrics ? { metrics } : {}) };
   const fundings = createFundingRecord(records);
   const batchItems = createBatchItemsRecord(records);
   const batches = createBatchRecord({ database, fundings, batchItems });
