@@ -3,11 +3,31 @@
 // finish on the build they started on; `promote` sends new ones to another build, `ramp` a share of
 // them, `rollback` back to the build that was current before. Wraps Temporal's worker deployment
 // API, on the configuration's Temporal and deployment (WORKER_DEPLOYMENT_NAME, default the task
-// queue's name).
+// queue's name). `status` also counts the runs of walletflow's workflows still open on no build at
+// all: started by a release from before Worker Versioning, they move to the current build at their
+// next workflow task, and the previous release's workers stay until none is left.
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../lib/config.ts';
-import { currentBuildIdOf, describeDeployment, setCurrentVersion } from '../lib/worker-deployment.ts';
+import { countUnversionedRuns, currentBuildIdOf, describeDeployment, setCurrentVersion } from '../lib/worker-deployment.ts';
 import { temporalConnectionOptions } from '../lib/temporal.ts';
+import { deliverWebhooksWorkflowType } from '../workflows/deliver-webhooks.contract.ts';
+import { fundBatchWorkflowType } from '../workflows/fund-batch.contract.ts';
+import { fundWalletWorkflowType } from '../workflows/fund-wallet.contract.ts';
+import { onboardEmbeddedSessionWorkflowType } from '../workflows/onboard-embedded-session.contract.ts';
+import { payWalletWorkflowType } from '../workflows/pay-wallet.contract.ts';
+import { purgeExpiredWorkflowType } from '../workflows/purge-expired.contract.ts';
+import { reconcileFundingsWorkflowType } from '../workflows/reconcile.contract.ts';
+
+/** Every workflow type walletflow's workers run: the ones whose unversioned runs `status` counts. */
+const workflowTypes = [
+  fundWalletWorkflowType,
+  payWalletWorkflowType,
+  onboardEmbeddedSessionWorkflowType,
+  fundBatchWorkflowType,
+  deliverWebhooksWorkflowType,
+  reconcileFundingsWorkflowType,
+  purgeExpiredWorkflowType,
+];
 
 export type DeployAction = { kind: 'status'; json?: boolean } | { kind: 'promote'; buildId: string } | { kind: 'ramp'; buildId: string; percent: string } | { kind: 'rollback' };
 
@@ -31,6 +51,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
     const info = await describeDeployment(client, deploymentName);
     if (!info) {
       console.error(`walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`);
+      if (action.kind === 'status') console.error(unversionedLine(await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes)));
       return 1;
     }
     const versions = (info.versionSummaries ?? []).map((summary) => ({
@@ -47,8 +68,9 @@ export async function runDeploy(action: DeployAction): Promise<number> {
     switch (action.kind) {
       case 'status': {
         const rampPercent = info.routingConfig?.rampingVersionPercentage ?? 0;
+        const unversioned = await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes);
         if (action.json) {
-          console.log(JSON.stringify({ deployment: deploymentName, current, ramping: ramping ? { buildId: ramping, percent: rampPercent } : null, versions }, null, 2));
+          console.log(JSON.stringify({ deployment: deploymentName, current, ramping: ramping ? { buildId: ramping, percent: rampPercent } : null, versions, unversioned }, null, 2));
           return 0;
         }
         console.log(`deployment ${deploymentName}: current ${current ?? 'none'}${ramping ? `, ramping ${ramping} at ${rampPercent}%` : ''}`);
@@ -56,6 +78,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           const role = version.buildId === current ? 'current' : version.buildId === ramping ? 'ramping' : drainageWord(version.drainage);
           console.log(`  ${version.buildId.padEnd(26)} ${role}`);
         }
+        console.log(unversionedLine(unversioned));
         return 0;
       }
       case 'promote':
@@ -91,6 +114,16 @@ export async function runDeploy(action: DeployAction): Promise<number> {
   } finally {
     await connection.close();
   }
+}
+
+/** What `status` says of the runs on no build (a release from before Worker Versioning started them). */
+function unversionedLine(unversioned: { total: number; byType: Record<string, number> }): string {
+  if (unversioned.total === 0) return 'unversioned runs open: 0 (no run from before Worker Versioning is left)';
+  const types = Object.entries(unversioned.byType)
+    .filter(([, count]) => count > 0)
+    .map(([type, count]) => `${type} ${count}`)
+    .join(', ');
+  return `unversioned runs open: ${unversioned.total} (${types}): keep the previous release's workers running until this is 0`;
 }
 
 function drainageWord(status: unknown): string {

@@ -48,6 +48,22 @@ export async function describeDeployment(client: Client, deploymentName: string)
   }
 }
 
+/**
+ * The runs of these workflow types still open on the task queue with no deployment version: started
+ * by unversioned workers (a release from before Worker Versioning). They move to the current
+ * version at their next workflow task; until none is left, the previous release's workers keep
+ * polling and a build that drops what their histories need must not become current
+ * (docs/changing-workflows.md).
+ */
+export async function countUnversionedRuns(client: Client, taskQueue: string, workflowTypes: readonly string[]): Promise<{ total: number; byType: Record<string, number> }> {
+  const byType: Record<string, number> = {};
+  for (const type of workflowTypes) {
+    const query = `ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/['\\]/g, '\\$&')}' AND WorkflowType = '${type}' AND TemporalWorkerDeployment IS NULL`;
+    byType[type] = (await client.workflow.count(query)).count;
+  }
+  return { total: Object.values(byType).reduce((sum, count) => sum + count, 0), byType };
+}
+
 /** The current version's build id, or null when there is none. */
 export function currentBuildIdOf(info: Awaited<ReturnType<typeof describeDeployment>>): string | null {
   return info?.routingConfig?.currentDeploymentVersion?.buildId || null;

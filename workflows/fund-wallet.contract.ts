@@ -18,7 +18,7 @@ export interface FundWalletInput {
    * Set by continue-as-new during a long reconciliation: skip straight to retrieve, with the
    * executes so far and the evidence a review would need.
    */
-  reconcile?: { transferId: string; polls: number; executeAttempts: number; evidence: WalletCallEvidence[] };
+  reconcile?: { transferId: string; polls: number; executeAttempts?: number; evidence?: WalletCallEvidence[] };
 }
 
 /** Ids and states only, never a token or a code. */
@@ -125,8 +125,7 @@ export const mismatchReviewReason = (detail: string, transferId: string) =>
 // and the results they answer with are the workflow's, declared here; the activities take them
 // from this contract, never the reverse. Results are data: ids, states and codes, never a token
 // or a code. `fence` is the run's claim from loadFunding: a step that carries it is refused once
-// another run claimed the funding (the workflow always passes it; a step called without one, as
-// some tests call them, checks no claim).
+// another run claimed the funding (absent in histories from before fencing).
 
 /** Where a funding stands when a run takes it on (loadFunding). */
 export interface FundingSnapshot {
@@ -136,9 +135,9 @@ export interface FundingSnapshot {
   transferId: string | null;
   /**
    * The run's claim (loadFunding takes the funding on): every later step of the run passes it,
-   * and is refused once another run claimed the funding.
+   * and is refused once another run claimed the funding. Absent in histories from before fencing.
    */
-  fence: number;
+  fence?: number;
 }
 
 /** What a park for review found: parked (now or by this run before), or the final state another writer had already reached. */
@@ -171,11 +170,11 @@ export type OnePassOutcome =
   /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
   | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
   /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on, with the pass's claim. */
-  | { kind: 'executed'; transferId: string; progress: TransferProgress; fence: number }
+  | { kind: 'executed'; transferId: string; progress: TransferProgress; fence?: number }
   /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
-  | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence: number }
+  | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence?: number }
   /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
-  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence: number }
+  | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
   /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
   | { kind: 'create-later'; retryAfterMs: number | null; rateLimited?: boolean }
   /**

@@ -10,6 +10,7 @@ import {
   ApplicationFailure,
   condition,
   continueAsNew,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -32,7 +33,7 @@ import {
   type TransferProgress,
 } from './fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from './fund-wallet-takeover.ts';
-import { statusKey } from './search-attribute-keys.ts';
+import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 import { failedWith } from './activity-failure.ts';
 
 const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt, fundingFailureTypes.ownerLost];
@@ -52,12 +53,18 @@ type DatabaseSteps = Pick<
   'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding' | 'parkFundingForReview' | 'resolveFunding'
 >;
 
+/** The database steps as activities: how fundings started before `localDatabaseSteps` run. */
+const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
+
 /**
- * The database steps, as local activities: short, idempotent PostgreSQL writes run by the worker
- * inside the workflow task, with no activity task round trip through Temporal. The wallet calls
- * stay activities.
+ * The same steps as local activities: short, idempotent PostgreSQL writes run by the worker inside
+ * the workflow task, with no activity task round trip through Temporal (a funding's history goes
+ * from about 40 events and 7 workflow tasks to about 25 and 3). The wallet calls stay activities.
  */
-const database = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+
+/** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
+export const localDatabaseStepsPatch = 'fund-wallet-local-database-steps';
 
 /**
  * A fresh funding's whole happy path as one local activity (activities/funding.ts fundInOnePass):
@@ -72,9 +79,13 @@ const onePassStep = proxyLocalActivities<Pick<FundWalletActivities, 'fundInOnePa
 });
 
 /**
- * The statuses written to the WalletflowStatus search attribute: the ones an operator looks for
- * (the start sets kind, recipient type and PENDING).
+ * The patch that runs a fresh funding in one pass and writes the status search attribute only for
+ * the states an operator searches by (the start sets kind, recipient type and PENDING); histories
+ * from before it replay the step-by-step path with a search attribute write per state.
  */
+export const onePassPatch = 'fund-wallet-one-pass';
+
+/** The statuses written to the WalletflowStatus search attribute on the one-pass path: the ones an operator looks for. */
 const searchedStatuses: Record<FundingStatus, boolean> = {
   PENDING: false,
   CREATING: false,
@@ -127,27 +138,45 @@ function pollDelayMs(poll: number): number {
   return Math.min(1000 * 2 ** Math.min(poll, 10), 60_000);
 }
 
+/**
+ * The patch after which a run that takes over a transfer it did not create itself (stored by
+ * another run, or by an earlier attempt of its create) retrieves it before any execute
+ * (workflows/fund-wallet-takeover.ts).
+ */
+export const takeOverTrustsNothingPatch = 'fund-wallet-take-over-trusts-nothing';
+
+/** The patch that sends a funding whose executes all stayed unknown to review instead of FAILED. */
+export const reviewAfterUnknownPatch = 'fund-wallet-review-after-unknown';
+
 /** Retrieves refused in a row (404 TRANSFER_NOT_FOUND, 401) before a funding goes to review: about 10 minutes. */
 const MAX_REFUSED_RETRIEVES = 12;
 /** Evidence entries kept for a review (the latest ones): enough to follow every execute. */
 const MAX_EVIDENCE = 30;
 
-// Pinned (docs/changing-workflows.md): a run finishes on the build it started on; a change to its
-// commands is a new build, never a patch.
+// Pinned (docs/changing-workflows.md): a run started on a versioned build finishes on it, so a
+// change to its commands is a new build. The patched() gates in this file stay for the runs the
+// previous release started before Worker Versioning: unversioned, they move to the current build at
+// their next workflow task and replay here (test/replay/histories/archive/release-360981c). They go
+// once `walletflow deploy status` shows no unversioned run open (docs/changing-workflows.md,
+// "Retiring the previous release's gates").
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, fundWallet);
 
 /**
- * The workflow: a fresh funding tries the one pass first; a funding the pass handed over, one
- * resumed by continue-as-new and one taken over again after another run's claim take the step
- * path; whichever began it, followThrough carries the execute's outcome to the funding's end.
+ * The workflow: a dispatcher over the paths below. A fresh funding tries the one pass first; a
+ * funding the pass handed over, one resumed by continue-as-new, and every run from before the one
+ * pass take the step path; whichever began it, followThrough carries the execute's outcome to the
+ * funding's end. A run another run overtook takes the funding over again through the step path.
  */
 export async function fundWallet(input: FundWalletInput): Promise<FundingResult> {
-  const run = new FundingRun(input);
+  // One marker on a new run: the one-pass path uses the local database steps too.
+  const onePass = patched(onePassPatch);
+  const database = onePass || patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
+  const run = new FundingRun(input, onePass, database);
   run.handleMessages();
 
   for (let takeovers = 0; ; takeovers += 1) {
     try {
-      const begun = (firstPath(input, takeovers) === 'one-pass' ? await onePassPath(run) : undefined) ?? (await stepPath(run));
+      const begun = takeovers === 0 ? ((onePass && !input.reconcile ? await onePassPath(run) : undefined) ?? (await stepPath(run))) : await stepPath(run);
       return await followThrough(run, begun);
     } catch (error) {
       // Overtaken: take the funding over again (a fresh claim, trusting nothing), after a while.
@@ -155,14 +184,6 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
       await sleep(1000 * (takeovers + 1));
     }
   }
-}
-
-/**
- * Which path a run of fundWallet takes first: the one pass only for a fresh run's first attempt
- * (not one continued as new during a reconciliation, not a takeover after another run's claim).
- */
-function firstPath(input: FundWalletInput, takeovers: number): 'one-pass' | 'steps' {
-  return takeovers === 0 && !input.reconcile ? 'one-pass' : 'steps';
 }
 
 /** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
@@ -216,9 +237,15 @@ async function onePassPath(run: FundingRun): Promise<Executed | FundingResult | 
  * write itself (workflows/fund-wallet-takeover.ts): create, begin the execute, execute.
  */
 async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
-  const { fundingId, input } = run;
+  const { fundingId, input, database } = run;
   const snapshot = await database.loadFunding(fundingId);
   run.fence = snapshot.fence;
+  if (!run.onePass) {
+    upsertSearchAttributes([
+      { key: kindKey, value: 'FUNDING' },
+      { key: recipientTypeKey, value: snapshot.recipientType },
+    ]);
+  }
   run.setStatus(snapshot.status);
   if (isFinal(snapshot.status)) {
     return run.finish(snapshot.status, null, null);
@@ -244,9 +271,9 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
       break;
     case 'create': {
       if (!(await database.markCreating(fundingId, run.fence))) {
-        // Cancelled, or moved on by another run of this funding: the record says which;
-        // FAILED/CANCELLED is written only when it is what the record shows.
-        if (!run.rereadOnce) {
+        // Cancelled, or (since the one pass) moved on by another run of this funding: the record
+        // says which; FAILED/CANCELLED is written only when it is what the record shows.
+        if (run.onePass && !run.rereadOnce) {
           run.rereadOnce = true;
           return stepPath(run);
         }
@@ -270,7 +297,7 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
   }
   if (run.cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, run.fence))) return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
   run.setStatus('EXECUTING');
-  if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve') {
+  if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' && patched(takeOverTrustsNothingPatch)) {
     // Not this run's own fresh intent: read it back before any execute (the loop executes it
     // when the wallet shows it still CREATED).
     return { transferId, progress: { kind: 'unknown', code: 'TAKEN_OVER', requestReferenceNo: null } };
@@ -281,7 +308,7 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
 /** From where the run began (the pass, or the steps) to the funding's end: the execute's outcome followed through. */
 async function followThrough(run: FundingRun, begun: Executed | FundingResult): Promise<FundingResult> {
   if (!('progress' in begun)) return begun;
-  const { fundingId, input } = run;
+  const { fundingId, input, database } = run;
   const { transferId } = begun;
   let { progress } = begun;
   let polls = input.reconcile?.polls ?? 0;
@@ -302,10 +329,13 @@ async function followThrough(run: FundingRun, begun: Executed | FundingResult): 
       case 'not-executed':
         refusedRetrieves = 0;
         if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
-          run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
-          return review(
-            `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
-          );
+          if (patched(reviewAfterUnknownPatch)) {
+            run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
+            return review(
+              `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
+            );
+          }
+          return run.finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
         }
         // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
         executeAttempts += 1;
@@ -350,8 +380,12 @@ async function followThrough(run: FundingRun, begun: Executed | FundingResult): 
 class FundingRun {
   readonly fundingId: string;
   status: FundingStatus = 'PENDING';
-  /** This run's claim on the funding (the one pass's, or its step path's loadFunding); none before the first. */
-  private claim: number | undefined = undefined;
+  /**
+   * This run's claim on the funding (the one pass's, or its step path's loadFunding): every
+   * database step carries it, and the record refuses it once another run claimed the funding.
+   * Undefined in histories from before fencing.
+   */
+  fence: number | undefined = undefined;
   cancelNudged = false;
   resolved: { status: FinalFundingStatus; errorCode: string | null } | undefined;
   resolving = false;
@@ -362,20 +396,15 @@ class FundingRun {
   /** Executes sent so far, across takeovers and continue-as-new. */
   executeAttemptsSoFar: number;
 
-  constructor(readonly input: FundWalletInput) {
+  constructor(
+    readonly input: FundWalletInput,
+    /** Whether this run is past onePassPatch: the one pass, and status search attributes for searched states only. */
+    readonly onePass: boolean,
+    readonly database: DatabaseSteps,
+  ) {
     this.fundingId = input.fundingId;
     this.evidence = [...(input.reconcile?.evidence ?? [])];
     this.executeAttemptsSoFar = input.reconcile?.executeAttempts ?? 1;
-  }
-
-  /** The claim every database step and wallet call carries: the record refuses it once another run claimed the funding. */
-  get fence(): number {
-    if (this.claim === undefined) throw new Error('unreachable: a step before the run claimed the funding');
-    return this.claim;
-  }
-
-  set fence(claim: number) {
-    this.claim = claim;
   }
 
   /** The status query, the cancel signal and the resolve update (accepted only in NEEDS_REVIEW). */
@@ -392,7 +421,7 @@ class FundingRun {
         try {
           // With no fence: a resolution is ops' (or the wallet's) word on a funding in review, and
           // claims it as it moves it, whichever run holds it now.
-          this.resolved = await database.resolveFunding(this.fundingId, resolution);
+          this.resolved = await this.database.resolveFunding(this.fundingId, resolution);
         } finally {
           // A resolve that failed does not block the next one.
           if (this.resolved === undefined) this.resolving = false;
@@ -413,29 +442,31 @@ class FundingRun {
   setStatus(next: FundingStatus): void {
     const changed = next !== this.status;
     this.status = next;
-    if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
+    if (!this.onePass) upsertSearchAttributes([{ key: statusKey, value: next }]);
+    else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
   }
 
   async finish(final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
-    const done = await database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, this.fence);
+    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, this.fence);
     this.setStatus(done.status);
     return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
   }
 
   /** A final state that says nothing was sent (a refused or cancelled create): never written over an execute. */
   async finishBeforeExecute(final: FinalFundingStatus, code: string, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
-    const done = await database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, this.fence);
+    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, this.fence);
     this.setStatus(done.status);
     return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
   }
 
   /**
    * → NEEDS_REVIEW, then waits for the resolve update; a funding another writer already finished
-   * is not parked, and the run ends with its state.
+   * is not parked, and the run ends with its state. Histories from before that answered nothing:
+   * parked.
    */
   async parkAndAwait(reason: string, transferId: string | null): Promise<FundingResult> {
-    const parked = await database.parkFundingForReview(this.fundingId, reason, this.evidence, this.fence);
-    if (!parked.parked) {
+    const parked = await this.database.parkFundingForReview(this.fundingId, reason, this.evidence, this.fence);
+    if (parked && !parked.parked) {
       this.setStatus(parked.status);
       return { fundingId: this.fundingId, status: parked.status, transferId: parked.transferId, errorCode: parked.errorCode };
     }
@@ -470,7 +501,7 @@ class FundingRun {
   }
 
   /** A created intent that is not what was asked: never executed; a person compares it with the request. */
-  async reviewMismatch(created: { transferId: string; requestReferenceNo: string; detail: string }): Promise<FundingResult> {
+  async reviewMismatch(created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> {
     this.noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
     return this.parkAndAwait(mismatchReviewReason(created.detail, created.transferId), null);
   }

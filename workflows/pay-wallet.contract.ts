@@ -88,15 +88,15 @@ export async function startPayWallet(client: Client, options: StartPayWalletOpti
 // the results they answer with are the workflow's, declared here; the activities take them from
 // this contract, never the reverse. Results carry ids, states and codes only. `fence` is the run's
 // claim from loadPayment: a step that carries it is refused once another run claimed the payment
-// (the workflow always passes it; a step called without one checks no claim).
+// (absent in histories from before fencing).
 
 /** Where a payment stands when a run takes it on (loadPayment). */
 export interface PaymentSnapshot {
   id: string;
   status: PaymentStatus;
   walletPaymentId: string | null;
-  /** The run's claim (loadPayment takes the payment on). */
-  fence: number;
+  /** The run's claim (loadPayment takes the payment on); absent in histories from before fencing. */
+  fence?: number;
 }
 
 /** What a park for review found: parked, or the final state another writer had already reached. */

@@ -10,6 +10,7 @@
 import {
   ActivityFailure,
   condition,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -43,12 +44,18 @@ const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient:
 
 type DatabaseSteps = Pick<PayWalletActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
 
+/** The database steps as activities: how payments started before the patch below run. */
+const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
+
 /**
- * The database steps, as local activities (as in fundWallet): short, idempotent PostgreSQL writes
+ * The same steps as local activities (as in fundWallet): short, idempotent PostgreSQL writes
  * guarded by the payment's status, run inside the workflow task with no activity task round trip.
- * The wallet calls (create, execute) stay activities: they decide exactly-once.
+ * The wallet calls (create, execute) stay activities, so what decides exactly-once is unchanged.
  */
-const database = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+
+/** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
+export const localDatabaseStepsPatch = 'pay-wallet-local-database-steps';
 
 const create = proxyActivities<Pick<PayWalletActivities, 'createPayment'>>({
   startToCloseTimeout: payWalletActivityTimeouts.createMs,
@@ -61,6 +68,11 @@ const execute = proxyActivities<Pick<PayWalletActivities, 'executePayment'>>({
   retry: { maximumAttempts: 1, nonRetryableErrorTypes },
 });
 
+/** The patch after which PAYMENT_ALREADY_EXECUTED for our own payment id ends it SUCCEEDED, not in review. */
+export const alreadyExecutedSucceededPatch = 'pay-wallet-already-executed-succeeded';
+/** The patch after which a run resumed in EXECUTING counts the earlier run's execute as unknown. */
+export const resumedCountsUnknownPatch = 'pay-wallet-resumed-counts-unknown';
+
 /** Execute attempts before an outcome that stays unknown goes to review. */
 export const MAX_EXECUTE_ATTEMPTS = 4;
 /** Execute calls the wallet certainly did not process (429, refused) before the payment gives up. */
@@ -72,18 +84,23 @@ const MAX_TAKEOVERS = 5;
 /** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the payment. */
 const overtaken = (error: unknown): boolean => failedWith(error, paymentFailureTypes.ownerLost);
 
-// Pinned (docs/changing-workflows.md): a run finishes on the build it started on; a change to its
-// commands is a new build, never a patch.
+// Pinned (docs/changing-workflows.md): a run started on a versioned build finishes on it, so a
+// change to its commands is a new build. The patched() gates in this file stay for the runs the
+// previous release started before Worker Versioning: unversioned, they move to the current build at
+// their next workflow task and replay here (test/replay/histories/archive/release-360981c). They go
+// once `walletflow deploy status` shows no unversioned run open (docs/changing-workflows.md,
+// "Retiring the previous release's gates").
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, payWallet);
 
 export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   const id = input.paymentId;
+  const database = patched(localDatabaseStepsPatch) ? localDatabase : activityDatabase;
   let status = 'PENDING' as PaymentStatus;
   /**
    * This run's claim on the payment (loadPayment): every database step and wallet call carries it,
-   * so an overtaken run writes nothing. Set by the run's first step, before anything uses it.
+   * so an overtaken run writes nothing.
    */
-  let fence = Number.NaN;
+  let fence: number | undefined = undefined;
   let resolved: { status: FinalPaymentStatus } | undefined;
   let resolving = false;
   setHandler(paymentStatusQuery, () => status);
@@ -122,8 +139,9 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
   };
   const review = async (reason: string, attempts: ExecuteAttempt[], walletPaymentId: string | null): Promise<PaymentResult> => {
     const parked = await database.parkForReview(id, reason, attempts, fence);
-    // Already final (another writer finished it): the run ends with that state.
-    if (!parked.parked) {
+    // Already final (another writer finished it): the run ends with that state. Histories from
+    // before fencing answered nothing: parked.
+    if (parked && !parked.parked) {
       setStatus(parked.status);
       return { id, status: parked.status, walletPaymentId: parked.walletPaymentId, errorCode: parked.errorCode };
     }
@@ -186,7 +204,7 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     if (!resumedInExecuting) await database.beginPaymentExecute(id, createRequestReferenceNo, fence);
     setStatus('EXECUTING');
 
-    if (resumedInExecuting) {
+    if (resumedInExecuting && patched(resumedCountsUnknownPatch)) {
       attempts.push({ at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'RESUMED', outcome: 'unknown' });
     }
     // Counted across takeovers: the evidence and the limits are the payment's, not the run's.
@@ -210,17 +228,20 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
           }
           attempts.push(outcome.attempt);
           return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
-        case 'already-executed': {
-          // Only walletflow executes this payment id, and the wallet answers 409 only after an
-          // execute that succeeded (contract section 5): ours executed. Proof, not a guess.
-          const earlier = attempts.map((previous) => previous.requestReferenceNo ?? previous.code).join(', ');
-          return finish(
-            'SUCCEEDED',
-            null,
-            outcome.attempt.requestReferenceNo,
-            `the wallet answered PAYMENT_ALREADY_EXECUTED after our execute${attempts.length > 0 ? ` (${earlier})` : ''} whose answer was lost: executed once`,
-          );
-        }
+        case 'already-executed':
+          if (patched(alreadyExecutedSucceededPatch)) {
+            // Only walletflow executes this payment id, and the wallet answers 409 only after an
+            // execute that succeeded (contract section 5): ours executed. Proof, not a guess.
+            const earlier = attempts.map((previous) => previous.requestReferenceNo ?? previous.code).join(', ');
+            return finish(
+              'SUCCEEDED',
+              null,
+              outcome.attempt.requestReferenceNo,
+              `the wallet answered PAYMENT_ALREADY_EXECUTED after our execute${attempts.length > 0 ? ` (${earlier})` : ''} whose answer was lost: executed once`,
+            );
+          }
+          attempts.push(outcome.attempt);
+          return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
         case 'not-sent':
           // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
           // does not use up an attempt. After too many, the payment fails unless an earlier attempt

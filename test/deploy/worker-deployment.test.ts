@@ -5,14 +5,11 @@
 // step; no workflow task ever fails (a pinned run is never replayed on the other build). On the real
 // sandbox and PostgreSQL, with the CLI an operator runs, on the suite's dev server and on a real
 // Temporal server (on PostgreSQL, as production runs it; built by scripts/setup.sh).
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
-import { dropTemporalDatabases, resolveTemporalServer, startTemporalServer } from '../../harness/temporal-server.ts';
-import { testDatabaseUrl } from '../support/test-database.ts';
+import { startRealTemporal } from '../support/real-temporal.ts';
 import proto from '@temporalio/proto';
 import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -23,25 +20,6 @@ import { waitFor } from '../support/wait-for.ts';
 let buildB: Promise<string> | undefined;
 /** Build B's bundle, made once for both Temporals. */
 const buildBCode = () => (buildB ??= bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts') }));
-
-/** A real Temporal server on the suite's PostgreSQL server, fresh databases of its own; stopped and dropped by `stop`. */
-async function startRealTemporal(): Promise<{ address: string; namespace: string; stop: () => Promise<void> }> {
-  const tools = resolveTemporalServer();
-  const url = new URL(testDatabaseUrl());
-  const postgres = { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-deploy-temporal-'));
-  const databasePrefix = `walletflow_deploy_temporal_${process.pid}_${Date.now().toString(36)}`;
-  const server = await startTemporalServer({ ...tools, dir, postgres, databasePrefix, historyShards: 2, namespace: 'default' });
-  return {
-    address: server.address,
-    namespace: 'default',
-    stop: async () => {
-      await server.stop();
-      dropTemporalDatabases({ sqlTool: tools.sqlTool, postgres }, server.databases);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
 
 const temporals = [
   { name: 'the dev server', start: async () => undefined },

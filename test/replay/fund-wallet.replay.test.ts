@@ -1,11 +1,13 @@
 // Replays every stored fundWallet history (test/replay/histories) against today's workflow bundle,
-// and reads what each path's history shows. fundWallet is pinned: a run finishes on the build it
-// started on, so these check today's code against its own paths, not old runs against new code
-// (docs/changing-workflows.md). The secret scan of every stored history is in stored-histories.test.ts.
+// and reads what each path's history shows. fundWallet is pinned: a run started on a versioned build
+// finishes on it, so today's captures check today's code against its own paths; the previous
+// release's runs (unversioned) move to today's build, so its histories, archived under
+// archive/release-360981c, replay here too (docs/changing-workflows.md, the first versioned deploy). The secret scan of every stored history is in stored-histories.test.ts.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
+import { onePassPatch, reviewAfterUnknownPatch, takeOverTrustsNothingPatch } from '../../workflows/fund-wallet.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -44,20 +46,28 @@ const eventCount = async (name: string, eventType: string) =>
   ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter((event) => event.eventType === eventType).length;
 
 describe('fundWallet paths today: a fresh funding in one pass', () => {
-  it('code-approved: one workflow task, no activity task, no patch, one local activity, one status write', async () => {
+  it('code-approved: one workflow task, no activity task, one local activity, one status write, the one-pass gate’s marker', async () => {
     const { result, patches, activities } = await facts('code-approved');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
-    expect(patches).toEqual([]);
+    expect(patches).toEqual([onePassPatch]);
     expect(activities).toEqual(['fundInOnePass']);
     expect(await eventCount('code-approved', 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED')).toBe(1);
     expect(await eventCount('code-approved', 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toBe(0);
-    // Kind, recipient type and PENDING are set by the start; the final status is the one write.
-    expect(await eventCount('code-approved', 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(1);
-    expect(await eventCount('code-approved', 'EVENT_TYPE_MARKER_RECORDED')).toBe(1);
+    // Kind, recipient type and PENDING are set by the start; the final status is the one write of
+    // WalletflowStatus (the other is Temporal's TemporalChangeVersion, which the gate's marker sets).
+    expect(await eventCount('code-approved', 'EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES')).toBe(2);
+    // The local activity's marker and the gate's.
+    expect(await eventCount('code-approved', 'EVENT_TYPE_MARKER_RECORDED')).toBe(2);
   });
 
-  it('no stored fundWallet history took a patch: a pinned workflow changes by a new build', async () => {
-    for (const name of stored) expect((await facts(name)).patches, name).toEqual([]);
+  it('every path captured today takes today’s branch at the previous release’s gates (a new run records their markers)', async () => {
+    const current = stored.filter((name) => !name.startsWith('archive/'));
+    expect(current.length).toBeGreaterThan(0);
+    for (const name of current) {
+      const { patches } = await facts(name);
+      expect(patches[0], name).toBe(onePassPatch);
+      expect(patches.every((patch) => [onePassPatch, takeOverTrustsNothingPatch, reviewAfterUnknownPatch].includes(patch)), name).toBe(true);
+    }
   });
 
   it.each(['m133-rejected', 'declined', 'token-approved-with-refresh'])('%s: the whole funding in the one pass', async (name) => {

@@ -1,8 +1,10 @@
 // Replays every stored onboardEmbeddedSession history against today's workflow bundle: linked, the
 // profile refused (REAUTH_REQUIRED), the profile unavailable until the retries ran out
-// (failEmbeddedSession); each runs its steps as local activities, with no patch (it is pinned).
+// (failEmbeddedSession); each runs its steps as local activities, past the gate the previous release's
+// histories (archive/release-360981c, replayed here too) need.
 import { describe, expect, inject, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
+import { localStepsPatch } from '../../workflows/onboard-embedded-session.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -22,12 +24,12 @@ describe('onboardEmbeddedSession replay', () => {
 });
 
 describe('onboardEmbeddedSession paths: what each stored history shows', () => {
-  it.each(stored)('%s: its steps are local activities (no activity task), no patch', async (name) => {
+  it.each(stored.filter((name) => !name.startsWith('archive/')))('%s: its steps are local activities (no activity task), past the local-steps gate', async (name) => {
     const history = (await readStoredHistory(name)) as { events: Array<{ eventType: string }> };
     const { activities, patches } = historyFacts(history);
     expect(activities[0]).toBe('linkEmbeddedSession');
     expect(history.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toEqual([]);
-    expect(patches).toEqual([]);
+    expect(patches).toEqual([localStepsPatch]);
   });
 
   it('onboarding-profile-unavailable: linkEmbeddedSession’s retries run out, then failEmbeddedSession', async () => {

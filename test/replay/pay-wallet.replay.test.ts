@@ -1,11 +1,12 @@
 // Replays every stored payWallet history against today's workflow bundle (success, insufficient
 // balance, the review paths that end by the `resolve` update, the lost answer, the rate limits, a
-// resumed run) and reads what each shows. payWallet is pinned: no history takes a patch.
+// resumed run) and reads what each shows, and the previous release's histories (archive/release-360981c):
+// its unversioned runs move to today's build and replay on the gates it keeps for them.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
-import { MAX_NOT_SENT } from '../../workflows/pay-wallet.ts';
+import { alreadyExecutedSucceededPatch, localDatabaseStepsPatch, MAX_NOT_SENT, resumedCountsUnknownPatch } from '../../workflows/pay-wallet.ts';
 import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -38,8 +39,14 @@ const facts = async (name: string) => historyFacts(await readStoredHistory(name)
 const count = (activities: string[], type: string) => activities.filter((activity) => activity === type).length;
 
 describe('payWallet paths: what each stored history shows', () => {
-  it('no stored payWallet history took a patch: a pinned workflow changes by a new build', async () => {
-    for (const name of stored) expect((await facts(name)).patches, name).toEqual([]);
+  it('every path captured today takes today’s branch at the previous release’s gates (a new run records their markers)', async () => {
+    const current = stored.filter((name) => !name.startsWith('archive/'));
+    expect(current.length).toBeGreaterThan(0);
+    for (const name of current) {
+      const { patches } = await facts(name);
+      expect(patches[0], name).toBe(localDatabaseStepsPatch);
+      expect(patches.every((patch) => [localDatabaseStepsPatch, alreadyExecutedSucceededPatch, resumedCountsUnknownPatch].includes(patch)), name).toBe(true);
+    }
   });
 
   it('payment-lost-answer-review-resolved: an execute refused after one whose answer was lost goes to review; the resolve update ends it', async () => {

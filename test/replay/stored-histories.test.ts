@@ -1,6 +1,7 @@
-// Every stored history (test/replay/histories, current and archived, of every workflow): a path a
-// replay list names (historyPaths: a file no list names fails here), of that list's workflow, and
-// holding no secret. The capture script refused the exact secrets each path handled; this
+// Every stored history (test/replay/histories, current and archived, of every workflow): a current
+// one is a path a replay list names (historyPaths: a file no list names fails here) of that list's
+// workflow, an archived one (a previous release's) is of a workflow the suite replays, and none
+// holds a secret. The capture script refused the exact secrets each path handled; this
 // re-checks what a file can show on its own.
 import { describe, expect, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
@@ -19,20 +20,26 @@ import {
 
 const stored = listStoredHistories();
 
-/** A stored file's path name: archive/LABEL/NAME keeps the name of the path it was captured for. */
-const pathName = (file: string) => file.replace(/^archive\/[^/]+\//, '');
+/** Today's captures, one per named path; the rest are archived releases' (archive/RELEASE/…). */
+const current = stored.filter((file) => !file.startsWith('archive/'));
+const archived = stored.filter((file) => file.startsWith('archive/'));
 
 describe('stored histories', () => {
-  it('every stored history is a path some replay list names, and every named path has a current history', () => {
-    expect(stored.filter((file) => !(historyNames as readonly string[]).includes(pathName(file)))).toEqual([]);
-    expect(historyNames.filter((name) => !stored.includes(name))).toEqual([]);
+  it('every current history is a path some replay list names, and every named path has a current history', () => {
+    expect(current.filter((file) => !(historyNames as readonly string[]).includes(file))).toEqual([]);
+    expect(historyNames.filter((name) => !current.includes(name))).toEqual([]);
   });
 
-  it.each(stored)('%s is of the workflow its list names', async (name) => {
-    const type = workflowTypes.find((each) => (historyPaths[each] as readonly string[]).includes(pathName(name)));
+  it.each(current)('%s is of the workflow its list names', async (name) => {
+    const type = workflowTypes.find((each) => (historyPaths[each] as readonly string[]).includes(name));
     expect(workflowTypeOf(await readStoredHistory(name))).toBe(type);
   });
 
+  // An archived release's histories keep the names of that release's paths, and are replayed
+  // by their workflow's replay test with today's.
+  it.each(archived)('%s is of a workflow the replay suite covers', async (name) => {
+    expect(workflowTypes).toContain(workflowTypeOf(await readStoredHistory(name)));
+  });
 });
 
 describe('stored histories hold no secret', () => {

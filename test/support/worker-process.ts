@@ -1,5 +1,6 @@
 // A worker as production runs it: `worker/main.ts` in a process of its own, on a test stack's
 // settings (PartnerStack.workerEnv), so a test can kill it (SIGKILL) mid-work and start another.
+// The same for any entry point of any tree (the API; the previous release's processes).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 
@@ -16,8 +17,8 @@ export interface WorkerProcess {
   resume(): void;
 }
 
-export function startWorkerProcess(env: NodeJS.ProcessEnv): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startWorkerProcess(env: NodeJS.ProcessEnv, options: { cwd?: string; entry?: string } = {}): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'worker/main.ts'], { cwd: options.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
   child.stdout.on('data', collect);
