@@ -49,7 +49,10 @@ export function interpolate(value: string, env: Record<string, string>, problems
 
 /** The names a compose value takes from .env (`${NAME…}` and `$NAME`, not `$$`). */
 export function interpolatedNames(value: string): string[] {
-  return [...value.matchAll(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)/g)].flatMap((match) => (match[1] ?? match[2] ? [(match[1] ?? match[2])!] : []));
+  return [...value.matchAll(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)|\$([A-Za-z_][A-Za-z0-9_]*)/g)].flatMap((match) => {
+    const name = match[1] ?? match[2];
+    return name === undefined ? [] : [name];
+  });
 }
 
 /** The default a compose value gives when NAME is left out (`${NAME:-default}` or `${NAME-default}`), if it has one. */
@@ -79,6 +82,37 @@ export const composeText = readFileSync(path.join(root, 'docker-compose.yml'), '
 export const compose = parse(composeText, { merge: true }) as ComposeFile;
 export const envExampleText = readFileSync(path.join(root, '.env.example'), 'utf8');
 export const envExample = dotenv(envExampleText);
+
+/** A private RSA JWK in the shape the schema accepts (not a usable key), and a 32-byte base64 key filled with one byte. */
+export const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB', p: 'AQAB', q: 'AQAB', dp: 'AQAB', dq: 'AQAB', qi: 'AQAB' });
+export const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
+
+/**
+ * The values .env.example's comments tell a reader to fill in for production: the operator's
+ * URLs and registration (its example addresses), generated keys (`openssl rand -base64 32`), the
+ * operator's sender addresses, the https address and its proxy.
+ */
+export const filledIn: Record<string, string> = {
+  CONNECT_URL: 'https://connect.wallet.example',
+  OP_URL: 'https://op.wallet.example',
+  TRANSFER_URL: 'https://transfer.wallet.example/v1',
+  CONNECT_CLIENT_ID: 'partner-client-7',
+  CONNECT_CLIENT_SECRET: 'operator-issued-client-secret',
+  CONNECT_REDIRECT_URI: 'https://walletflow.partner.example/connect/callback',
+  TRANSFER_API_KEY: 'operator-issued-transfer-api-key',
+  MERCHANT_P2M_ID: 'P2M000000042',
+  PROFILE_DECRYPTION_JWK: rsaJwk,
+  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
+  OPS_API_KEYS: `treasury:fund+read:${key(7)},checker:read+approve:${key(8)}`,
+  TOKEN_ENCRYPTION_KEY: key(1),
+  IDEMPOTENCY_FINGERPRINT_KEY: key(2),
+  PAYLOAD_ENCRYPTION_KEYS: `k1:${key(5)}`,
+  SESSION_ALLOWED_IPS: '203.0.113.0/28',
+  PUBLIC_URL: 'https://walletflow.partner.example',
+  TRUSTED_PROXIES: '10.0.0.2',
+  POSTGRES_PASSWORD: 'a-generated-password-of-24-bytes',
+  METRICS_TOKEN: key(9),
+};
 
 /** The services that run walletflow's own image with its configuration (not the sandbox: its SANDBOX_* only). */
 export const walletflowServices = Object.entries(compose.services)

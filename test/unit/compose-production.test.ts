@@ -6,7 +6,7 @@
 // `${NAME:?message}`, `$$`) is done here as compose does it, from .env only.
 import { describe, expect, it } from 'vitest';
 import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
-import { asMounted, compose, dotenv, envExample as example, interpolate, startService } from '../support/compose-file.ts';
+import { asMounted, compose, dotenv, envExample as example, filledIn, interpolate, key, rsaJwk, startService } from '../support/compose-file.ts';
 
 /** What a walletflow service of compose is started with, given this .env (its secrets' files as mounted), and what compose refuses. */
 function serviceEnvironment(service: string, dotEnv: Record<string, string>): { env: Record<string, string>; problems: string[] } {
@@ -14,38 +14,8 @@ function serviceEnvironment(service: string, dotEnv: Record<string, string>): { 
   return { env: asMounted(started), problems: started.problems };
 }
 
-const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB', p: 'AQAB', q: 'AQAB', dp: 'AQAB', dq: 'AQAB', qi: 'AQAB' });
-const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
-
-/**
- * The values .env.example's comments tell a reader to fill in for production: the operator's
- * URLs and registration (its example addresses), generated keys (`openssl rand -base64 32`), the
- * operator's sender addresses, the https address and its proxy.
- */
-const filledIn: Record<string, string> = {
-  CONNECT_URL: 'https://connect.wallet.example',
-  OP_URL: 'https://op.wallet.example',
-  TRANSFER_URL: 'https://transfer.wallet.example/v1',
-  CONNECT_CLIENT_ID: 'partner-client-7',
-  CONNECT_CLIENT_SECRET: 'operator-issued-client-secret',
-  CONNECT_REDIRECT_URI: 'https://walletflow.partner.example/connect/callback',
-  TRANSFER_API_KEY: 'operator-issued-transfer-api-key',
-  MERCHANT_P2M_ID: 'P2M000000042',
-  PROFILE_DECRYPTION_JWK: rsaJwk,
-  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
-  OPS_API_KEYS: `treasury:fund+read:${key(7)},checker:read+approve:${key(8)}`,
-  TOKEN_ENCRYPTION_KEY: key(1),
-  IDEMPOTENCY_FINGERPRINT_KEY: key(2),
-  PAYLOAD_ENCRYPTION_KEYS: `k1:${key(5)}`,
-  SESSION_ALLOWED_IPS: '203.0.113.0/28',
-  PUBLIC_URL: 'https://walletflow.partner.example',
-  TRUSTED_PROXIES: '10.0.0.2',
-  POSTGRES_PASSWORD: 'a-generated-password-of-24-bytes',
-  METRICS_TOKEN: key(9),
-};
-
 /** Left empty in .env.example on purpose: optional (each comment says what leaving it empty does). */
-const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN'];
+const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES'];
 
 /** The sandbox demo's .env (docker compose --profile sandbox up): its registration, development mode. */
 const demo: Record<string, string> = {
