@@ -20,6 +20,12 @@ export async function runCodecServer(options: CodecServerOptions): Promise<numbe
     console.error('walletflow codec-server: PAYLOAD_ENCRYPTION_KEYS (or PAYLOAD_ENCRYPTION_KEYS_FILE) is not set: there is nothing to decrypt with');
     return 78;
   }
+  // A token made up here is printed, and a production codec server's output goes to a log (the
+  // compose service's): there it must be the operator's own.
+  if (!config.codecAuthToken && config.nodeEnv === 'production') {
+    console.error('walletflow codec-server: CODEC_AUTH_TOKEN: is required in production (16 to 512 printable characters; without it a token would be made up and printed to the log)');
+    return 78;
+  }
   const port = Number(options.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     console.error('walletflow codec-server: --port must be a port number');

@@ -17,11 +17,20 @@ import { consoleStaff, startConsoleIdentity } from '../stack/console-identity.ts
 import { loadDevState, saveDevState } from './dev-state.ts';
 import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, writeSampleBatch, type SeededBalances, type SeededUser } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
+import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 const root = projectRoot;
 const stateDir = path.resolve(process.env.WALLETFLOW_STATE_DIR ?? path.join(root, '.walletflow'));
 
 const step = (message: string) => process.stdout.write(`• ${message}\n`);
+
+/**
+ * The demo's BATCH_APPROVAL_THRESHOLD, unless one is given: the sample batch (300 × 1.00) is above
+ * it, so a batch uploaded as `maker` waits in AWAITING_APPROVAL until `checker` approves it, as the
+ * README's walk-through says. Single fundings and the seeding's adjustments are not batches: it
+ * never holds them.
+ */
+export const DEMO_BATCH_APPROVAL_THRESHOLD = '100.00';
 
 export async function runDev(): Promise<void> {
   const config: AppConfig = loadConfig();
@@ -129,6 +138,9 @@ export async function runDev(): Promise<void> {
     const runKeys = sandbox ? { seed: `wf_dev_seed_${randomBytes(24).toString('base64url')}`, launcher: `wf_dev_launcher_${randomBytes(24).toString('base64url')}` } : undefined;
     const opsApiKeys = [process.env.OPS_API_KEYS || devState.opsApiKey, ...(runKeys ? [`walletflow-dev-seed:accounts+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`] : [])];
 
+    // BATCH_APPROVAL_THRESHOLD for the API and the worker: the one given, else the demo's.
+    const batchApprovalThreshold = config.batches.approvalThreshold === null ? DEMO_BATCH_APPROVAL_THRESHOLD : formatAmount(config.batches.approvalThreshold, 'PHP');
+
     // Worker and API, with every default resolved.
     const childEnv: NodeJS.ProcessEnv = {
       ...process.env,
@@ -145,6 +157,7 @@ export async function runDev(): Promise<void> {
       ...(temporalUi && !process.env.TEMPORAL_UI_URL ? { TEMPORAL_UI_URL: temporalUi } : {}),
       // Readable log lines at a terminal; JSON when the output goes to a file or a pipe.
       LOG_FORMAT: process.env.LOG_FORMAT ?? (process.stdout.isTTY ? 'pretty' : 'json'),
+      BATCH_APPROVAL_THRESHOLD: batchApprovalThreshold,
     };
     const firstUser = users[0];
     if (sandbox && firstUser && childEnv.TOKEN_ENCRYPTION_KEY) {
@@ -181,12 +194,12 @@ export async function runDev(): Promise<void> {
       if (settings.status !== 200) step(`sandbox launcher: partner balances not configured (settings answered ${settings.status})`);
     }
 
-    let sampleBatch: string | undefined;
+    let sampleBatch: DevSummary['sampleBatch'];
     if (sandbox) {
       const file = path.join(stateDir, 'sample-batch.csv');
       try {
-        await writeSampleBatch(sandbox.url, users, file);
-        sampleBatch = path.relative(process.cwd(), file) || file;
+        const written = await writeSampleBatch(sandbox.url, users, file);
+        sampleBatch = { file: path.relative(process.cwd(), file) || file, ...written };
       } catch (error) {
         step(`sample batch: not written (${(error as Error).message})`);
       }
@@ -194,6 +207,7 @@ export async function runDev(): Promise<void> {
 
     printSummary({
       console: consoleSignIn,
+      batchApproval: { threshold: batchApprovalThreshold, given: config.batches.approvalThreshold !== null },
       sampleBatch,
       apiBase,
       temporalUi,
@@ -223,8 +237,10 @@ export interface DevSummary {
   /** The ops key, when `walletflow dev` generated it (never one it was given). */
   opsApiKey: { generated: true; key: string } | { generated: false };
   workerMetrics: string | undefined;
-  /** A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create`. */
-  sampleBatch?: string | undefined;
+  /** A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create` and the console: its path, items and total (PHP). */
+  sampleBatch?: { file: string; items: number; total: string } | undefined;
+  /** BATCH_APPROVAL_THRESHOLD (PHP) of this run: the demo's, or the one it was given. */
+  batchApproval?: { threshold: string; given: boolean } | undefined;
   /** How staff sign in to the console: the sandbox identity provider's staff, the partner's provider, or an ops key. */
   console?: { kind: 'sandbox' | 'yours'; issuer: string } | { kind: 'key' };
 }
@@ -240,6 +256,26 @@ function consoleLines(summary: DevSummary): string[] {
   }
   if (summary.console?.kind === 'yours') return [`${at}   (sign in through ${summary.console.issuer})`];
   return [`${at}   (sign in with an ops key)`];
+}
+
+/** The batch approval threshold of this run, and how the sandbox's staff try it. */
+function batchApprovalLines(summary: DevSummary): string[] {
+  if (!summary.batchApproval) return [];
+  const { threshold, given } = summary.batchApproval;
+  const tryIt = summary.console?.kind === 'sandbox' ? ': upload one as maker, approve it as checker' : '';
+  return [`  batch approval   a batch of ${threshold} PHP or more waits for another person's approval (BATCH_APPROVAL_THRESHOLD, ${given ? 'yours' : 'set for this demo'})${tryIt}`];
+}
+
+/** The sample batch's `try it` lines: how to run it, and whether it waits for approval. */
+function sampleBatchLines(summary: DevSummary): string[] {
+  const sample = summary.sampleBatch;
+  if (!sample) return [];
+  const lines = [`    a funding batch:       npx walletflow batches create --file ${sample.file}   then   npx walletflow batches watch <batchId>   (${sample.items} items, ${sample.total} PHP; codes valid 30 minutes)`];
+  if (summary.batchApproval && fromNumeric(sample.total) >= fromNumeric(summary.batchApproval.threshold)) {
+    const where = summary.console?.kind === 'sandbox' ? ' (in the console, as checker)' : '';
+    lines.push(`                           ${sample.total} PHP is at or above the approval threshold: the batch waits until another person approves it${where}`);
+  }
+  return lines;
 }
 
 function printSummary(summary: DevSummary): void {
@@ -259,6 +295,7 @@ export function devSummaryLines(summary: DevSummary): string[] {
       : '  ops API key      yours, from OPS_API_KEYS (not printed)',
     `  metrics          ${summary.apiBase}/metrics${summary.workerMetrics ? `, worker ${summary.workerMetrics}` : ''}`,
     ...consoleLines(summary),
+    ...batchApprovalLines(summary),
   ];
   if (summary.temporalUi) lines.push(`  Temporal UI      ${summary.temporalUi}`);
   if (summary.sandbox) {
@@ -300,9 +337,7 @@ export function devSummaryLines(summary: DevSummary): string[] {
       ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
       `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
       `    link a wallet:         curl -s -X POST ${summary.apiBase}/ops/links/login-urls -H 'Authorization: Bearer ${bearer}' -H 'Content-Type: application/json' -d '{"partnerUserId":"demo","mobile":"${summary.users[0]?.mobile ?? ''}"}'   (open the url it answers)`,
-      ...(summary.sampleBatch
-        ? [`    a funding batch:       npx walletflow batches create --file ${summary.sampleBatch}   then   npx walletflow batches watch <batchId>   (300 items; codes valid 30 minutes)`]
-        : []),
+      ...sampleBatchLines(summary),
       `    follow fundings:       ${summary.temporalUi ?? 'the Temporal UI'} (search: WalletflowStatus="APPROVED")`,
     );
   }

@@ -7,6 +7,7 @@
 import { writeFile } from 'node:fs/promises';
 import { z } from 'zod';
 import { accountViewSchema } from '../domain/ledger.ts';
+import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 export interface SeededUser {
   userId: string;
@@ -137,11 +138,15 @@ export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databas
   }
 }
 
+/** Each item of the sample batch, in PHP. */
+export const SAMPLE_ITEM_AMOUNT = '1.00';
+
 /**
- * A sample batch file for `walletflow batches create`: `rows` items of 1.00 PHP, each to a fresh
- * cash-in code of an upgraded test user (codes live 30 minutes: a restart writes fresh ones).
+ * A sample batch file for `walletflow batches create` and the console's upload: `rows` items of
+ * SAMPLE_ITEM_AMOUNT, each to a fresh cash-in code of an upgraded test user (codes live 30
+ * minutes: a restart writes fresh ones). Answers how many items it holds and their total.
  */
-export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], file: string, rows = 300): Promise<void> {
+export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], file: string, rows = 300): Promise<{ items: number; total: string }> {
   const upgraded = users.filter((user) => user.kycLevel === 'KYC1');
   if (upgraded.length === 0) throw new Error('no upgraded test user to pay');
   const lines = ['reference,recipient_type,recipient,amount'];
@@ -154,7 +159,8 @@ export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], 
         return ((await response.json()) as { code: string }).code;
       }),
     );
-    codes.forEach((code, offset) => lines.push(`sample-${String(start + offset + 1).padStart(4, '0')},CODE,${code},1.00`));
+    codes.forEach((code, offset) => lines.push(`sample-${String(start + offset + 1).padStart(4, '0')},CODE,${code},${SAMPLE_ITEM_AMOUNT}`));
   }
   await writeFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
+  return { items: rows, total: formatAmount(fromNumeric(SAMPLE_ITEM_AMOUNT) * BigInt(rows), 'PHP') };
 }

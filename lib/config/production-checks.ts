@@ -46,6 +46,22 @@ const isLocalEntry = (entry: string) => isLocalHostname(entry.split('/')[0] ?? '
 const sampleDatabasePasswords = new Set(['walletflow', 'postgres', 'password', 'change-me']);
 
 /**
+ * The redirect URI in production: https, not this machine, and exactly PUBLIC_URL's
+ * /connect/callback. /connect/start (on PUBLIC_URL: login URLs are minted there) sets the login's
+ * cookie for that host, and the callback refuses a browser without it, so a redirect URI anywhere
+ * else (a sample's localhost, another host, a trailing slash the exact router answers 404) makes
+ * every standalone login fail.
+ */
+function redirectUriProblems(redirectUri: string, publicUrl: string | undefined): string[] {
+  const parsed = new URL(redirectUri);
+  if (isLocalHostname(parsed.hostname)) return ['CONNECT_REDIRECT_URI: points at this machine (a sample value?); production needs PUBLIC_URL\'s /connect/callback as registered with the operator'];
+  if (parsed.protocol !== 'https:') return ['CONNECT_REDIRECT_URI: must be an https:// address in production (the user\'s authorization code travels to it)'];
+  if (!publicUrl?.startsWith('https://')) return [];
+  const expected = new URL(`${publicUrl}/connect/callback`).href;
+  return parsed.href === expected ? [] : [`CONNECT_REDIRECT_URI: must be ${expected} (PUBLIC_URL's /connect/callback) in production: the login's cookie is set on PUBLIC_URL, and the callback refuses a browser without it`];
+}
+
+/**
  * In production, weak settings that are fine for development stop start-up: ops keys shorter than
  * 32 bytes, the sandbox's credentials or loopback wallet URLs, no session allowlist, no HTTPS
  * public URL (the web session cookie must be Secure).
@@ -74,6 +90,7 @@ export function productionProblems(config: AppConfig): string[] {
       }
     }
     if (config.wallet.clientId.startsWith('sandbox-')) problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
+    problems.push(...redirectUriProblems(config.wallet.redirectUri, config.publicUrl));
     const verification = config.wallet.profileVerificationJwk as { k?: unknown };
     if (typeof verification.k === 'string' && Buffer.from(verification.k, 'base64url').length < 32) {
       problems.push('PROFILE_VERIFICATION_JWK: the HS256 key is shorter than 32 bytes; production needs the operator-issued key');

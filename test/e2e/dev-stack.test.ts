@@ -1,7 +1,8 @@
 // The README's main job as a user runs it: `walletflow dev` on embedded defaults brings up
 // PostgreSQL, Temporal (with its Web UI), the sandbox, the worker and the API; /readyz reports all
 // three dependencies up; the CLI funds a test user by code and by link, and the fundings are
-// searchable by status in Temporal; Ctrl-C (SIGINT to the process group) stops everything; a
+// searchable by status in Temporal; the sample batch waits for approval (the demo's threshold),
+// and uploaded in the console as `maker` it runs once `checker` approves it; Ctrl-C (SIGINT to the process group) stops everything; a
 // second start reuses the data and stops everything too when whatever read its output is gone
 // first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -45,7 +46,7 @@ async function startDev(): Promise<DevRun> {
     WALLETFLOW_IDP_PORT: String(ports.identityProvider),
     WALLETFLOW_STATE_DIR: stateDir,
   };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES']) {
+  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES', 'BATCH_APPROVAL_THRESHOLD']) {
     delete env[name];
   }
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
@@ -130,42 +131,70 @@ describe('walletflow dev', () => {
     const byLink = cli(['fund', '--link', linkId!, '--amount', '25.00']);
     expect(byLink.status, byLink.stdout + byLink.stderr).toBe(0);
 
-    // The summary's batch: its sample file of 300 items, created and watched to COMPLETED.
+    // The summary's batch: its sample file of 300 items (300.00 PHP), at or above the demo's approval
+    // threshold, so created with the CLI it waits for another person; cancelled here, its codes unused.
+    expect(first.output()).toMatch(/batch approval +a batch of 100\.00 PHP or more waits for another person's approval \(BATCH_APPROVAL_THRESHOLD, set for this demo\): upload one as maker, approve it as checker/);
     const sample = /batches create --file (\S+)/.exec(first.output())?.[1];
     expect(sample, first.output()).toBeTruthy();
+    expect(first.output()).toMatch(/\(300 items, 300\.00 PHP; codes valid 30 minutes\)\n +300\.00 PHP is at or above the approval threshold: the batch waits until another person approves it \(in the console, as checker\)/);
     const created = cli(['batches', 'create', '--file', sample!, '--output', 'json']);
     expect(created.status, created.stdout + created.stderr).toBe(0);
-    const batch = JSON.parse(created.stdout) as { batchId: string; total: { count: number } };
-    expect(batch.total.count).toBe(300);
-    const watched = cli(['batches', 'watch', batch.batchId]);
-    expect(watched.status, watched.stdout + watched.stderr).toBe(0);
-    expect(watched.stdout).toMatch(/300\/300 .*COMPLETED {2}APPROVED 300/);
-    // What ops see (docs/batches.md shows it: `npm run docs:pictures` copies it to docs/images/).
-    const resultsDir = path.resolve(import.meta.dirname, '../../test-results');
-    mkdirSync(resultsDir, { recursive: true });
-    const terminal = `$ npx walletflow batches watch ${batch.batchId}\n${watched.stdout}`;
-    writeFileSync(path.join(resultsDir, 'batches-watch.txt'), terminal);
-    // The same output as a terminal shows it, as a picture for the partner's guide.
+    const waiting = JSON.parse(created.stdout) as { batchId: string; state: string; total: { count: number } };
+    expect(waiting).toMatchObject({ state: 'AWAITING_APPROVAL', total: { count: 300 } });
+    const cancelled = cli(['batches', 'cancel', waiting.batchId, '--output', 'json']);
+    expect(cancelled.status, cancelled.stdout + cancelled.stderr).toBe(0);
+    expect((JSON.parse(cancelled.stdout) as { state: string }).state).toBe('CANCELLED');
+
     const browser = await launchChromium();
     try {
+      // The README's walk-through, as a new user tries it: the maker signs in through the sandbox
+      // identity provider and uploads the sample batch; it waits; the checker, in a private window,
+      // approves it.
+      expect(first.output()).toMatch(/ops console +http:\/\/127\.0\.0\.1:\d+\/console +\(sign in through the sandbox identity provider/);
+      expect(first.output()).toMatch(/maker +password sandbox-pass +Maria Santos/);
+      const signIn = async (username: string) => {
+        const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
+        await page.goto(`${base}/console`);
+        await page.getByRole('link', { name: /Sign in with/ }).click();
+        await page.getByLabel('User name').fill(username);
+        await page.getByLabel('Password').fill('sandbox-pass');
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.waitForURL(`${base}/console`);
+        return page;
+      };
+      const maker = await signIn('maker');
+      expect(await maker.locator('header .who').innerText()).toContain('Maria Santos');
+      await maker.goto(`${base}/console/batches`);
+      await maker.getByLabel('Name', { exact: true }).fill('Sample rewards');
+      await maker.getByLabel('CSV file').setInputFiles(path.resolve(root, sample!));
+      await maker.getByRole('button', { name: 'Check and submit' }).click();
+      await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+      expect(await maker.locator('.notice.ok').innerText()).toContain('It waits for another person’s approval');
+      const batchId = /\/console\/batches\/([0-9a-f-]{36})/.exec(maker.url())![1]!;
+      const checker = await signIn('checker');
+      await checker.goto(`${base}/console/batches/${batchId}`);
+      await checker.getByRole('button', { name: 'Approve' }).click();
+      await checker.waitForURL(/\?did=approve$/);
+      expect(await checker.locator('.notice.ok').innerText()).toContain('You approved the batch');
+
+      // Followed with the CLI to COMPLETED.
+      const watched = cli(['batches', 'watch', batchId]);
+      expect(watched.status, watched.stdout + watched.stderr).toBe(0);
+      expect(watched.stdout).toMatch(/300\/300 .*COMPLETED {2}APPROVED 300/);
+      // What ops see (docs/batches.md shows it: `npm run docs:pictures` copies it to docs/images/).
+      const resultsDir = path.resolve(import.meta.dirname, '../../test-results');
+      mkdirSync(resultsDir, { recursive: true });
+      const terminal = `$ npx walletflow batches watch ${batchId}\n${watched.stdout}`;
+      writeFileSync(path.join(resultsDir, 'batches-watch.txt'), terminal);
+      // The same output as a terminal shows it, as a picture for the partner's guide.
       const page = await browser.newPage({ viewport: { width: 1100, height: 120 } });
       const escaped = terminal.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
       await page.setContent(`<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:16px;color:#d4d4d4;font:14px/1.5 'DejaVu Sans Mono',monospace">${escaped}</pre></body>`);
       await page.screenshot({ path: path.join(resultsDir, 'batches-watch.png'), fullPage: true });
 
-      // The ops console, as the summary says: the maker signs in through the sandbox identity provider.
-      expect(first.output()).toMatch(/ops console +http:\/\/127\.0\.0\.1:\d+\/console +\(sign in through the sandbox identity provider/);
-      expect(first.output()).toMatch(/maker +password sandbox-pass +Maria Santos/);
-      const consolePage = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-      await consolePage.goto(`${base}/console`);
-      await consolePage.getByRole('link', { name: /Sign in with/ }).click();
-      await consolePage.getByLabel('User name').fill('maker');
-      await consolePage.getByLabel('Password').fill('sandbox-pass');
-      await consolePage.getByRole('button', { name: 'Sign in' }).click();
-      await consolePage.waitForURL(`${base}/console`);
-      expect(await consolePage.locator('header .who').innerText()).toContain('Maria Santos');
-      // The batch just run is among today's fundings.
-      expect(await consolePage.locator('#h-fundings').locator('..').innerText()).toMatch(/APPROVED\s+30\d/);
+      // The batch just run is among today's fundings on the maker's home page.
+      await maker.goto(`${base}/console`);
+      expect(await maker.locator('#h-fundings').locator('..').innerText()).toMatch(/APPROVED\s+30\d/);
     } finally {
       await browser.close();
     }
@@ -195,7 +224,8 @@ describe('walletflow dev', () => {
     const second = await startDev();
     expect(second.output()).toMatch(/migrations: up to date/);
     // The float was not posted again: 96980.00 less the two fundings (100.50, 25.00), the sample
-    // batch (300 × 1.00) and the new run's users' balances (2500.00 + 500.00 + 20.00).
+    // batch (300 × 1.00; the cancelled one released its hold) and the new run's users' balances
+    // (2500.00 + 500.00 + 20.00).
     expect(second.output()).toMatch(/partner ledger +treasury 93534\.50 PHP available/);
     const again = await fetch(`http://127.0.0.1:${second.ports.sandbox}/_sandbox/partner`);
     expect(((await again.json()) as { clientId: string }).clientId).toBe(registration.clientId);

@@ -4,97 +4,27 @@
 // (lib/config/production-checks.ts) with no problem; and, left as the sandbox demo with
 // NODE_ENV=development, the schema. Compose's own interpolation (`${NAME:-default}`,
 // `${NAME:?message}`, `$$`) is done here as compose does it, from .env only.
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+import { asMounted, compose, dotenv, envExample as example, filledIn, interpolate, key, rsaJwk, startService } from '../support/compose-file.ts';
 
-const root = path.resolve(import.meta.dirname, '../..');
-
-/** KEY=value lines of a .env file (compose's reading: comments and blank lines skipped, quotes dropped). */
-export function dotenv(text: string): Record<string, string> {
-  const values: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (!match || line.trimStart().startsWith('#')) continue;
-    values[match[1]!] = match[2]!.replace(/^(['"])(.*)\1$/, '$2');
-  }
-  return values;
-}
-
-/** Compose's interpolation of one value; a `:?`/`?` on a variable that is unset (or empty) is a problem. */
-export function interpolate(value: string, env: Record<string, string>, problems: string[]): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])((?:[^}$]|\$\$)*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced?: string, operator?: string, argument?: string, bare?: string) => {
-    if (whole === '$$') return '$';
-    const name = (braced ?? bare)!;
-    const given = env[name];
-    const missing = operator?.startsWith(':') ? !given : given === undefined;
-    if (operator?.endsWith('-')) return missing ? interpolate(argument ?? '', env, problems) : given!;
-    if (operator?.endsWith('?')) {
-      if (missing) problems.push(`${name}: ${argument ?? 'required'}`);
-      return given ?? '';
-    }
-    return given ?? '';
-  });
-}
-
-interface Service {
-  environment?: Record<string, unknown>;
-}
-
-const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, Service> };
-const example = dotenv(readFileSync(path.join(root, '.env.example'), 'utf8'));
-
-/** What a walletflow service of compose is started with, given this .env. */
+/** What a walletflow service of compose is started with, given this .env (its secrets' files as mounted), and what compose refuses. */
 function serviceEnvironment(service: string, dotEnv: Record<string, string>): { env: Record<string, string>; problems: string[] } {
-  const problems: string[] = [];
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(compose.services[service]?.environment ?? {})) {
-    env[name] = interpolate(String(value), dotEnv, problems);
-  }
-  return { env, problems };
+  const started = startService(service, dotEnv);
+  return { env: asMounted(started), problems: started.problems };
 }
-
-const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB', p: 'AQAB', q: 'AQAB', dp: 'AQAB', dq: 'AQAB', qi: 'AQAB' });
-const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
-
-/**
- * The values .env.example's comments tell a reader to fill in for production: the operator's
- * URLs and registration (its example addresses), generated keys (`openssl rand -base64 32`), the
- * operator's sender addresses, the https address and its proxy.
- */
-const filledIn: Record<string, string> = {
-  CONNECT_URL: 'https://connect.wallet.example',
-  OP_URL: 'https://op.wallet.example',
-  TRANSFER_URL: 'https://transfer.wallet.example/v1',
-  CONNECT_CLIENT_ID: 'partner-client-7',
-  CONNECT_CLIENT_SECRET: 'operator-issued-client-secret',
-  CONNECT_REDIRECT_URI: 'https://walletflow.partner.example/connect/callback',
-  TRANSFER_API_KEY: 'operator-issued-transfer-api-key',
-  MERCHANT_P2M_ID: 'P2M000000042',
-  PROFILE_DECRYPTION_JWK: rsaJwk,
-  PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
-  OPS_API_KEYS: `treasury:fund+read:${key(7)},checker:read+approve:${key(8)}`,
-  TOKEN_ENCRYPTION_KEY: key(1),
-  IDEMPOTENCY_FINGERPRINT_KEY: key(2),
-  PAYLOAD_ENCRYPTION_KEYS: `k1:${key(5)}`,
-  SESSION_ALLOWED_IPS: '203.0.113.0/28',
-  PUBLIC_URL: 'https://walletflow.partner.example',
-  TRUSTED_PROXIES: '10.0.0.2',
-  POSTGRES_PASSWORD: 'a-generated-password-of-24-bytes',
-  METRICS_TOKEN: key(9),
-};
 
 /** Left empty in .env.example on purpose: optional (each comment says what leaving it empty does). */
-const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN'];
+const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES'];
 
 /** The sandbox demo's .env (docker compose --profile sandbox up): its registration, development mode. */
 const demo: Record<string, string> = {
   ...example,
   NODE_ENV: 'development',
   CONNECT_CLIENT_SECRET: 'sandbox-client-secret',
+  CONNECT_REDIRECT_URI: 'http://localhost:3000/connect/callback',
   TRANSFER_API_KEY: 'sandbox-transfer-api-key',
+  MERCHANT_P2M_ID: 'P2M000000001',
   PROFILE_DECRYPTION_JWK: rsaJwk,
   PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(32, 3).toString('base64url') }),
   OPS_API_KEYS: filledIn.OPS_API_KEYS!,
@@ -131,7 +61,7 @@ describe('docker compose with .env.example filled in', () => {
     expect([...required].filter((name) => !(name in example))).toEqual([]);
   });
 
-  it.each(['api', 'worker', 'migrate'])('starts %s in production with no problem', (service) => {
+  it.each(['api', 'worker', 'worker-next', 'migrate'])('starts %s in production with no problem', (service) => {
     const { env, problems } = serviceEnvironment(service, { ...example, ...filledIn });
     expect(problems).toEqual([]);
     expect(env.NODE_ENV).toBe('production');
@@ -152,10 +82,17 @@ describe('docker compose with .env.example filled in', () => {
     expect(problems.map((problem) => problem.split(':')[0])).toEqual(['TREASURY_LIMIT', 'BATCH_APPROVAL_THRESHOLD']);
   });
 
+  it.each(['api', 'worker', 'worker-next', 'migrate'])('stops %s when MERCHANT_P2M_ID or CONNECT_REDIRECT_URI is left empty: no sample value stands in for the operator’s', (service) => {
+    const { env, problems } = serviceEnvironment(service, { ...example, ...filledIn, MERCHANT_P2M_ID: '', CONNECT_REDIRECT_URI: '' });
+    expect(problems.map((problem) => problem.split(':')[0]).sort()).toEqual(['CONNECT_REDIRECT_URI', 'MERCHANT_P2M_ID']);
+    expect(env.MERCHANT_P2M_ID).toBe('');
+    expect(env.CONNECT_REDIRECT_URI).toBe('');
+  });
+
   it('refuses the sandbox in production, and runs the sandbox demo with NODE_ENV=development', () => {
     const sandboxInProduction = serviceEnvironment('api', { ...demo, NODE_ENV: '' }).env;
-    expect(productionProblems(loadConfig(sandboxInProduction)).map((problem) => problem.split(':')[0])).toEqual(expect.arrayContaining(['CONNECT_URL', 'CONNECT_CLIENT_ID', 'PUBLIC_URL']));
-    for (const service of ['api', 'worker', 'migrate']) {
+    expect(productionProblems(loadConfig(sandboxInProduction)).map((problem) => problem.split(':')[0])).toEqual(expect.arrayContaining(['CONNECT_URL', 'CONNECT_CLIENT_ID', 'CONNECT_REDIRECT_URI', 'PUBLIC_URL']));
+    for (const service of ['api', 'worker', 'worker-next', 'migrate']) {
       const { env, problems } = serviceEnvironment(service, demo);
       expect(problems, service).toEqual([]);
       const config = loadConfig(env);

@@ -150,6 +150,12 @@ describe('loadConfig', () => {
     ['METRICS_TOKEN', { METRICS_TOKEN: '' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'only-twenty-characters' }],
     ['BATCH_APPROVAL_THRESHOLD', { BATCH_APPROVAL_THRESHOLD: '' }],
+    // The redirect URI the compose file used to fill in when it was left empty, and others the
+    // login's cookie (set on PUBLIC_URL by /connect/start) never reaches.
+    ['CONNECT_REDIRECT_URI', { CONNECT_REDIRECT_URI: 'http://localhost:3000/connect/callback' }],
+    ['CONNECT_REDIRECT_URI', { CONNECT_REDIRECT_URI: 'http://partner.example/connect/callback' }],
+    ['CONNECT_REDIRECT_URI', { CONNECT_REDIRECT_URI: 'https://login.partner.example/connect/callback' }],
+    ['CONNECT_REDIRECT_URI', { CONNECT_REDIRECT_URI: 'https://partner.example/connect/callback/' }],
   ])('production refuses %s in %o', (variable, change) => {
     const problems = productionProblems(loadConfig({ ...strongProduction, ...change }));
     expect(problems.map((problem) => problem.split(':')[0])).toContain(variable);

@@ -1,8 +1,9 @@
 // What `walletflow dev` prints: the ops key only when it generated it (a key it was given never
 // reaches the terminal), a login URL minted through the ops API, not a start link naming a user,
-// and the partner ledger it seeded (the treasury's float, each test user's partner balance).
+// the partner ledger it seeded (the treasury's float, each test user's partner balance), and the
+// batch approval threshold its maker-checker demo runs with.
 import { describe, expect, it } from 'vitest';
-import { devSummaryLines, type DevSummary } from '../../cli/dev.ts';
+import { DEMO_BATCH_APPROVAL_THRESHOLD, devSummaryLines, type DevSummary } from '../../cli/dev.ts';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 
 const base: DevSummary = {
@@ -52,6 +53,27 @@ describe('walletflow dev summary', () => {
     expect(text).toContain('/_sandbox/launcher');
     // Not seeded (a real wallet service, or the seeding failed): no ledger lines.
     expect(devSummaryLines({ ...base, sandbox, users: [ana] }).join('\n')).not.toContain('partner ledger');
+  });
+
+  it('prints the batch approval threshold, and that the sample batch waits for the checker', () => {
+    const sandbox = { url: 'http://127.0.0.1:4010', connectUrl: 'http://127.0.0.1:4010/connect', partner: { clientId: 'c', redirectUri: 'http://127.0.0.1:3000/connect/callback' } } as unknown as RunningSandbox;
+    const demo: DevSummary = {
+      ...base,
+      sandbox,
+      console: { kind: 'sandbox', issuer: 'http://127.0.0.1:4020' },
+      batchApproval: { threshold: DEMO_BATCH_APPROVAL_THRESHOLD, given: false },
+      sampleBatch: { file: '.walletflow/sample-batch.csv', items: 300, total: '300.00' },
+    };
+    const text = devSummaryLines(demo).join('\n');
+    expect(text).toContain(`batch approval   a batch of ${DEMO_BATCH_APPROVAL_THRESHOLD} PHP or more waits for another person's approval (BATCH_APPROVAL_THRESHOLD, set for this demo): upload one as maker, approve it as checker`);
+    expect(text).toMatch(/batches create --file \.walletflow\/sample-batch\.csv .*\(300 items, 300\.00 PHP; codes valid 30 minutes\)/);
+    expect(text).toContain('300.00 PHP is at or above the approval threshold: the batch waits until another person approves it (in the console, as checker)');
+    // The README's walk-through needs the sample batch to wait: the demo's threshold is under its total.
+    expect(Number(DEMO_BATCH_APPROVAL_THRESHOLD)).toBeLessThanOrEqual(300);
+    // A threshold of the operator's own, above the sample: said so, and the sample runs at once.
+    const theirs = devSummaryLines({ ...demo, batchApproval: { threshold: '100000.00', given: true } }).join('\n');
+    expect(theirs).toContain('a batch of 100000.00 PHP or more waits for another person\'s approval (BATCH_APPROVAL_THRESHOLD, yours)');
+    expect(theirs).not.toContain('is at or above the approval threshold');
   });
 
   it('says how to open the ops console and sign in: the sandbox identity provider’s staff, the partner’s provider, or an ops key', () => {
