@@ -136,7 +136,7 @@ const routes = {
       '503': problemAnswer('the batch uploads being read and stored hold the memory set aside for uploads, or the database is busy: nothing stored; send it again after Retry-After', ['OVERLOADED']),
       '422': {
         description:
-          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON nested deeper than a batch. Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
+          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
         content: { 'application/problem+json': named('BatchInvalid', batchInvalidSchema) },
       },
     },
