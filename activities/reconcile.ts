@@ -21,7 +21,8 @@ import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput }
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
-import type { ReconcileFundingsActivities, RepairAction, SweepInput, SweepReport } from '../workflows/reconcile.contract.ts';
+import { MAX_SWEEP_LISTED, type ReconcileFundingsActivities, type RepairAction, type SweepInput, type SweepReport } from '../workflows/reconcile.contract.ts';
+import { createSweepTally, type SweepTally } from './sweep-tally.ts';
 
 export interface ReconcileDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
@@ -94,21 +95,15 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
     return resolved;
   }
 
-  async function sweepFunding(funding: Funding, idleSince: Date, report: SweepReport): Promise<void> {
-    const note = (action: RepairAction, detail: string, repaired: boolean) => {
-      report.items.push({ fundingId: funding.id, status: funding.status, action, detail });
-      if (repaired) {
-        report.repaired += 1;
-        deps.metrics?.reconcileRepair(action);
-      }
-    };
+  async function sweepFunding(funding: Funding, idleSince: Date, tally: SweepTally): Promise<void> {
+    const note = (action: RepairAction, detail: string, repaired: boolean) => tally.funding({ fundingId: funding.id, status: funding.status, action, detail }, repaired);
     let fence: number | undefined = undefined;
     const parkForReview = async (reason: string, evidence: WalletCallEvidence[], detail: string) => {
       if (!(await fundings.parkForReview(funding.id, reason, evidence, fence))) {
         note('left-for-ops', `not sent to review: another writer moved it first (${detail})`, false);
         return;
       }
-      report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
+      tally.fundingNeedingReview({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
       note('sent-to-review', detail, true);
     };
     /** A repair counts only if the record took it (a fence or another writer may have refused it). */
@@ -123,7 +118,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
           return;
         }
       }
-      report.fundingsNeedingReview!.push({ fundingId: funding.id, transferId: funding.transferId, since: funding.updatedAt.toISOString(), reason: funding.reviewReason });
+      tally.fundingNeedingReview({ fundingId: funding.id, transferId: funding.transferId, since: funding.updatedAt.toISOString(), reason: funding.reviewReason });
       note('left-for-ops', `in review: ${read?.kind === 'read' ? `the wallet says ${read.status}` : read ? `retrieve refused: ${read.code}` : 'no transfer to read'}`, false);
       return;
     }
@@ -222,23 +217,16 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
   }
 
   /** A FAILED funding must have moved nothing: the wallet is asked again for those that had a transfer. */
-  async function recheckFailed(funding: Funding & { transferId: string }, report: SweepReport): Promise<void> {
+  async function recheckFailed(funding: Funding & { transferId: string }, tally: SweepTally): Promise<void> {
     const read = await readTransfer(funding.transferId);
     if (read.kind !== 'read' || (read.status !== 'APPROVED' && read.status !== 'PROCESSING')) return;
-    report.failedButExecuted!.push({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status });
-    deps.metrics?.reconcileRepair('failed-but-executed');
+    tally.failedButExecuted({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status });
     logger.error({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status }, 'a FAILED funding whose transfer the wallet shows executed: do not fund it again; ops must look');
   }
 
-  async function sweepPayment(payment: Payment, report: SweepReport): Promise<void> {
+  async function sweepPayment(payment: Payment, tally: SweepTally): Promise<void> {
     const state = await workflowState(payment.workflowId);
-    const note = (action: RepairAction, detail: string, repaired: boolean) => {
-      report.paymentItems!.push({ id: payment.id, status: payment.status, action, detail });
-      if (repaired) {
-        report.repaired += 1;
-        deps.metrics?.reconcileRepair(action);
-      }
-    };
+    const note = (action: RepairAction, detail: string, repaired: boolean) => tally.payment({ id: payment.id, status: payment.status, action, detail }, repaired);
     if (state === 'running') {
       note('workflow-running', 'its workflow is still working on it', false);
       return;
@@ -262,66 +250,61 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       // a payment, when it is this old.
       const before = new Date(Date.now() - input.olderThanSeconds * 1000);
       const limit = input.limit ?? 200;
-      const report: SweepReport = { checked: 0, repaired: 0, items: [], paymentItems: [], paymentsNeedingReview: [], fundingsNeedingReview: [], failedButExecuted: [] };
+      // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
+      const tally = createSweepTally({ logger, metrics: deps.metrics });
+      const { report } = tally;
       for await (const funding of everyRow((after) => fundings.listUnfinished({ idleSince: before, limit, ...(after ? { after } : {}) }))) {
         stopIfCancelled();
         report.checked += 1;
-        await sweepFunding(funding, before, report);
+        await sweepFunding(funding, before, tally);
         heartbeat();
       }
       const failedSince = new Date(Date.now() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
       for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {
         stopIfCancelled();
-        if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, report);
+        if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
         heartbeat();
       }
       for await (const payment of everyRow((after) => payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
         stopIfCancelled();
         report.checked += 1;
-        await sweepPayment(payment, report);
+        await sweepPayment(payment, tally);
         heartbeat();
       }
       // The ledger's side: a final funding's hold is settled in the same transaction as its final
       // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
-      report.holdsSettled = [];
       for (const open of await fundings.listFinalWithOpenHold(limit)) {
         stopIfCancelled();
-        const action = await fundings.settleFinalHold(open.id);
-        report.holdsSettled.push({ fundingId: open.id, status: open.status, action });
-        if (action !== 'none') {
-          report.repaired += 1;
-          deps.metrics?.reconcileRepair(action === 'posted' ? 'hold-posted' : 'hold-released');
-        }
+        tally.holdSettled({ fundingId: open.id, status: open.status, action: await fundings.settleFinalHold(open.id) });
       }
       // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
       // after the batch was stored or approved) or that closed is started again. The runner only
       // dispatches PENDING items, each once, so a second runner adds nothing twice.
-      report.batchRunners = [];
       for (const batch of (await deps.batches?.listActive()) ?? []) {
         if (batch.state === 'AWAITING_APPROVAL') continue;
         const runner = await workflowState(batch.workflowId);
         if (runner === 'running') continue;
         await startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId: batch.id, maxInFlight: deps.batches!.maxInFlight }, again: runner === 'closed' });
-        report.batchRunners.push({ batchId: batch.id, state: batch.state, detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again' });
-        report.repaired += 1;
+        tally.batchRunner({ batchId: batch.id, state: batch.state, detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again' });
         logger.warn({ batchId: batch.id, state: batch.state, runner }, 'batch runner started by the sweep');
       }
-      const review = await payments.listInReview(200);
-      report.paymentsNeedingReview = review.map((payment) => ({
-        id: payment.id,
-        walletPaymentId: payment.walletPaymentId,
-        since: payment.updatedAt.toISOString(),
-        reason: payment.reviewReason,
-      }));
-      const attention = report.paymentsNeedingReview.length + report.fundingsNeedingReview!.length + report.failedButExecuted!.length;
+      const review = await payments.listInReview(MAX_SWEEP_LISTED);
+      tally.paymentsNeedingReview(
+        review.map((payment) => ({ id: payment.id, walletPaymentId: payment.walletPaymentId, since: payment.updatedAt.toISOString(), reason: payment.reviewReason })),
+        review.length < MAX_SWEEP_LISTED ? review.length : await payments.countInReview(),
+      );
+      const { counts } = report;
+      const attention = counts.paymentsNeedingReview + counts.fundingsNeedingReview + counts.failedButExecuted;
       if (report.repaired > 0 || attention > 0) {
         logger.warn(
           {
             checked: report.checked,
             repaired: report.repaired,
-            needsReview: report.paymentsNeedingReview.length,
-            fundingsNeedReview: report.fundingsNeedingReview!.length,
-            failedButExecuted: report.failedButExecuted!.length,
+            needsReview: counts.paymentsNeedingReview,
+            fundingsNeedReview: counts.fundingsNeedingReview,
+            failedButExecuted: counts.failedButExecuted,
+            fundings: counts.fundings,
+            payments: counts.payments,
           },
           'sweep',
         );

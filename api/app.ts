@@ -51,6 +51,7 @@ import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
+import { createCsvStreams } from './http/csv-stream.ts';
 import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
 import { createUploadBudget } from '../lib/upload-budget.ts';
 import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
@@ -238,7 +239,9 @@ export function createApp(deps: AppDependencies): express.Express {
       uploadBudget: createUploadBudget(services.batches?.uploadBudgetBytes ?? BATCH_UPLOAD_BUDGET_BYTES),
     });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
-    ops.use(opsBatchesRouter({ batches }));
+    // Every streamed CSV, the ops API's and the console's: at the client's pace, stopped when it goes away.
+    const csvStreams = createCsvStreams({ logger: deps.logger, metrics });
+    ops.use(opsBatchesRouter({ batches, csvStreams }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
     const fundings = createFundingService({
@@ -324,6 +327,7 @@ export function createApp(deps: AppDependencies): express.Express {
           fundings,
           payments,
           batches,
+          csvStreams,
           ledger,
           adjust,
           settlementReport,

@@ -40,20 +40,37 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
       console.log(JSON.stringify(report, null, 2));
       return 0;
     }
-    console.log(`checked ${report.checked} funding(s) not final after ${olderThanSeconds} s; repaired ${report.repaired}`);
+    const counts = report.counts;
+    /** "… and N more": a list holds the first MAX_SWEEP_LISTED; the worker's log has every one. */
+    const more = (listed: number, count: number | undefined) => {
+      if (count !== undefined && count > listed) console.log(`  … and ${count - listed} more (every one is in the worker's log)`);
+    };
+    console.log(`checked ${report.checked} funding(s) and payment(s) not final after ${olderThanSeconds} s; repaired ${report.repaired}`);
+    if (counts) {
+      for (const [action, count] of Object.entries(counts.fundings)) console.log(`  fundings ${action}: ${count}`);
+      for (const [action, count] of Object.entries(counts.payments)) console.log(`  payments ${action}: ${count}`);
+    }
+    /** Those the sweep acted on or left for ops: the ones its lists hold (not those left to their owner). */
+    const actedOn = (byAction: Partial<Record<string, number>> | undefined) =>
+      byAction && Object.entries(byAction).reduce((sum, [action, count]) => sum + (action === 'workflow-running' || action === 'owner-active' ? 0 : (count ?? 0)), 0);
     for (const item of report.items) console.log(`  ${item.fundingId}  ${item.status.padEnd(11)}  ${item.action.padEnd(20)}  ${item.detail}`);
+    more(report.items.length, actedOn(counts?.fundings));
     for (const item of report.paymentItems ?? []) console.log(`  payment ${item.id}  ${item.status.padEnd(11)}  ${item.action.padEnd(20)}  ${item.detail}`);
+    more(report.paymentItems?.length ?? 0, actedOn(counts?.payments));
     for (const failed of report.failedButExecuted ?? []) {
       console.log(`  ATTENTION: funding ${failed.fundingId} is FAILED but the wallet shows transfer ${failed.transferId} ${failed.walletStatus}: do not fund it again`);
     }
-    console.log(`fundings waiting for review: ${report.fundingsNeedingReview?.length ?? 0}`);
+    more(report.failedButExecuted?.length ?? 0, counts?.failedButExecuted);
+    console.log(`fundings waiting for review: ${counts?.fundingsNeedingReview ?? report.fundingsNeedingReview?.length ?? 0}`);
     for (const funding of report.fundingsNeedingReview ?? []) {
       console.log(`  ${funding.fundingId}  since ${funding.since}  ${funding.reason ?? ''}  (resolve: walletflow fundings resolve ${funding.fundingId})`);
     }
-    console.log(`payments waiting for review: ${report.paymentsNeedingReview.length}`);
+    more(report.fundingsNeedingReview?.length ?? 0, counts?.fundingsNeedingReview);
+    console.log(`payments waiting for review: ${counts?.paymentsNeedingReview ?? report.paymentsNeedingReview.length}`);
     for (const payment of report.paymentsNeedingReview) {
       console.log(`  ${payment.id}  since ${payment.since}  ${payment.reason ?? ''}  (resolve: POST /ops/payments/${payment.id}/resolve)`);
     }
+    more(report.paymentsNeedingReview.length, counts?.paymentsNeedingReview);
     return 0;
   } finally {
     await connection.close();

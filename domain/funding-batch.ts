@@ -98,6 +98,20 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
   }
 }
 
+/** How much of what a row sent a listed error repeats: a reference, a field's path, a message naming keys. */
+const MAX_ERROR_TEXT = { reference: 80, field: 80, message: 300 } as const;
+const cut = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** A row error as listed: what it repeats of the row cut short, so 1,000 of them stay small whatever the rows held. */
+function boundedRowError(error: BatchRowError): BatchRowError {
+  return {
+    ...error,
+    reference: error.reference === null ? null : cut(error.reference, MAX_ERROR_TEXT.reference),
+    field: cut(error.field, MAX_ERROR_TEXT.field),
+    message: cut(error.message, MAX_ERROR_TEXT.message),
+  };
+}
+
 /**
  * Checks items one at a time, as they are read: its shape, a reference unique within the batch,
  * the accepted currency (acceptedCurrency: the batch's total is held on one source), and the per-item bounds
@@ -114,7 +128,7 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
   const seen = new Map<string, number>();
   const add = (error: BatchRowError) => {
     errorCount += 1;
-    if (errors.length < MAX_LISTED_ROW_ERRORS) errors.push(error);
+    if (errors.length < MAX_LISTED_ROW_ERRORS) errors.push(boundedRowError(error));
   };
   return {
     /** Items seen so far, good or bad. */
@@ -324,6 +338,10 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
     /** Rows read so far (the header not counted). */
     get rows(): number {
       return rows;
+    },
+    /** The characters held of the line being read (at most MAX_CSV_LINE). */
+    get heldBytes(): number {
+      return lineLength;
     },
   };
 }

@@ -17,6 +17,7 @@ import { amountOf, fromNumeric } from '../domain/money.ts';
 import { sameActor } from '../domain/actor.ts';
 import type { Database } from '../lib/database.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
+import { keysetRows } from '../lib/keyset-rows.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { UploadBudget } from '../lib/upload-budget.ts';
 import { InsufficientFundsError } from '../ledger/ledger.ts';
@@ -82,6 +83,8 @@ const CSV_CURRENCY = 'PHP';
 
 /** TOKEN recipients' links looked up per query. */
 const LINK_LOOKUP_CHUNK = 5000;
+/** Items a report reads at once: what a report whose client stopped reading holds. */
+const REPORT_PAGE_ROWS = 2000;
 
 /**
  * The request's normalised form the fingerprint is the HMAC of, part by part (the same parts, in
@@ -295,15 +298,15 @@ export function createBatchService(deps: BatchServiceDependencies) {
       return { items: page, nextCursor: rows.length > query.limit ? page.at(-1)!.reference : null };
     },
 
-    /** Every item, in reference order, for the report (read in pages: a batch has up to 100,000). */
+    /**
+     * Every item, in reference order, for the report: read a page at a time (a batch has up to
+     * 100,000), the next page only once the items before it were taken.
+     */
     async *allItems(batchId: string): AsyncGenerator<BatchItemView> {
-      let cursor: string | undefined;
-      for (;;) {
-        const rows = await deps.fundings.batchItemsPage(batchId, { limit: 2000, ...(cursor ? { afterReference: cursor } : {}) });
-        for (const row of rows) yield itemView(row);
-        if (rows.length < 2000) return;
-        cursor = rows.at(-1)!.batchReference ?? undefined;
-      }
+      const readPage = (afterReference: string | undefined, limit: number) => deps.fundings.batchItemsPage(batchId, { limit, ...(afterReference ? { afterReference } : {}) });
+      // Every item of a batch has its reference.
+      const rows = keysetRows(readPage, (row) => row.batchReference ?? '', REPORT_PAGE_ROWS);
+      for await (const row of rows) yield itemView(row);
     },
   };
 }

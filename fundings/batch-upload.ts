@@ -5,11 +5,13 @@
 // item is checked as it arrives and kept only in its compact form (CheckedBatchItems). What cannot
 // be a batch is refused as soon as it is seen, and nothing past it is read: a body past
 // BATCH_BODY_LIMIT bytes (413), the 100,001st item, a CSV row with more fields than the header or a
-// line past its limit, JSON nested deeper than a batch can be (422 BATCH_INVALID), a JSON syntax
-// error (400). Each upload holds a share of the process's upload budget while it is read and
-// stored (the bytes of the chunk being read, and a fixed share per item kept); past it the upload
-// is refused (503 OVERLOADED), so concurrent uploads cannot run the API out of memory.
-import { Tokenizer, TokenizerError, TokenParser, TokenParserError, TokenType, type ParsedElementInfo } from '@streamparser/json';
+// line past its limit, JSON of any shape a batch does not have (batch-json-bounds.ts: a member
+// outside items, items that are not an array, an item, member, string, key or number past its
+// byte bound, deep nesting; 422 BATCH_INVALID), a JSON syntax error (400). Each upload holds a
+// share of the process's upload budget while it is read and stored (the chunk being read, the
+// item, member or line being read, and a fixed share per item read); past it the upload is refused
+// (503 OVERLOADED), so concurrent uploads cannot run the API out of memory.
+import { Tokenizer, TokenizerError, TokenParser, TokenParserError, type ParsedElementInfo } from '@streamparser/json';
 import {
   BatchReadRefusal,
   createBatchCsvReader,
@@ -23,6 +25,7 @@ import {
 import type { FundingSource } from '../domain/ledger.ts';
 import type { Money } from '../domain/money.ts';
 import type { UploadShare } from '../lib/upload-budget.ts';
+import { createJsonBatchBounds } from './batch-json-bounds.ts';
 
 /**
  * 100,000 items of JSON at their largest (64-character references, TOKEN recipients, pretty-printed:
@@ -31,10 +34,11 @@ import type { UploadShare } from '../lib/upload-budget.ts';
 export const BATCH_BODY_LIMIT = 32 * 1024 * 1024;
 
 /**
- * What one kept item costs the upload budget: its compact form (CheckedBatchItems: a reference, a
+ * What one item read costs the upload budget: its compact form (CheckedBatchItems: a reference, a
  * recipient and an amount in columns) and its place in the duplicate-reference map, measured at
  * about 100 bytes of heap an item for 100,000 items of 12-character references; with room for
- * longer references and TOKEN recipients.
+ * longer references and TOKEN recipients. Charged for every item read, a good one or not: after a
+ * bad row nothing is kept, but each reference still goes into the map (duplicates are reported).
  */
 export const UPLOAD_BYTES_PER_ITEM = 256;
 
@@ -44,8 +48,8 @@ export const UPLOAD_BYTES_PER_ITEM = 256;
  */
 export const BATCH_UPLOAD_BUDGET_BYTES = 64 * 1024 * 1024;
 
-/** How deep a batch's JSON nests: the body, items, an item, its recipient or amount, one more for room. */
-const MAX_JSON_DEPTH = 5;
+/** The most bytes handed to a reader at once: a huge chunk is read in pieces, each checked before the next. */
+const MAX_WRITE_BYTES = 64 * 1024;
 
 /** How the upload came: a JSON body (the frame inside it), or a CSV file with the frame from the query. */
 export type BatchUploadForm = { kind: 'json' } | { kind: 'csv'; name: unknown; source?: FundingSource; currency: string };
@@ -70,26 +74,21 @@ const tooManyItems = () => new BatchReadRefusal(frameError('items', `a batch has
 class MalformedJson extends Error {}
 
 /**
- * A streaming reader of the JSON body's frame: the top-level members other than `items` are kept
- * as they are (the frame schema checks them at the end), each element of `items` is handed to
- * `onItem` as soon as it is complete and dropped from the parser's stack.
+ * A streaming reader of the JSON body's frame: every token is checked against the bounds of a
+ * batch (batch-json-bounds.ts) before the parser sees it; the top-level members other than
+ * `items` are kept as they are (the frame schema checks them at the end), each element of `items`
+ * is handed to `onItem` as soon as it is complete and dropped from the parser's stack.
  */
 function createJsonFrameReader(onItem: (raw: unknown) => void) {
   const tokenizer = new Tokenizer();
   const parser = new TokenParser({ paths: ['$.*', '$.items.*'], keepStack: false });
+  const bounds = createJsonBatchBounds();
   const head: Record<string, unknown> = {};
   let itemsSeen = 0;
-  let depth = 0;
   let tokens = 0;
   tokenizer.onToken = (info) => {
     tokens += 1;
-    if (tokens === 1 && info.token !== TokenType.LEFT_BRACE) throw new BatchReadRefusal(frameError('body', 'the body must be a JSON object: { "name", "source"?, "items" }'));
-    if (info.token === TokenType.LEFT_BRACE || info.token === TokenType.LEFT_BRACKET) {
-      depth += 1;
-      if (depth > MAX_JSON_DEPTH) throw new BatchReadRefusal(frameError('body', `the body nests deeper than a batch does (${MAX_JSON_DEPTH} levels)`));
-    } else if (info.token === TokenType.RIGHT_BRACE || info.token === TokenType.RIGHT_BRACKET) {
-      depth -= 1;
-    }
+    bounds.token(info);
     parser.write(info);
   };
   parser.onValue = ({ value, key, parent, stack }: ParsedElementInfo) => {
@@ -117,7 +116,12 @@ function createJsonFrameReader(onItem: (raw: unknown) => void) {
     }
   };
   return {
-    write: (bytes: Uint8Array) => syntax(() => tokenizer.write(bytes)),
+    write: (bytes: Uint8Array) => {
+      syntax(() => tokenizer.write(bytes));
+      bounds.wrote(bytes.length);
+    },
+    /** The bytes held while the body is read: the item or member being read (at most its bound). */
+    heldBytes: () => bounds.heldBytes(),
     end: () => {
       if (tokens === 0) return;
       syntax(() => tokenizer.end());
@@ -151,7 +155,9 @@ export async function readBatchUpload(
   const csv = form.kind === 'csv' ? createBatchCsvReader(form.currency, (raw) => checker.add(raw)) : null;
   const json = form.kind === 'json' ? createJsonFrameReader((raw) => checker.add(raw)) : null;
   let bytes = 0;
+  /** Items charged to the share so far, and the bytes held of the item, member or line being read. */
   let charged = 0;
+  let chargedHeld = 0;
   const chunks = body[Symbol.asyncIterator]();
   try {
     for (;;) {
@@ -168,15 +174,22 @@ export async function readBatchUpload(
       bytes += chunk.length;
       if (bytes > maxBytes) return { ok: false, kind: 'too-large', maxBytes };
       if (!share.take(chunk.length)) return { ok: false, kind: 'over-budget' };
-      if (csv) csv.write(decoder.decode(chunk, { stream: true }));
-      else json!.write(chunk);
-      share.give(chunk.length);
-      // The items kept (a bad row stops the keeping: nothing of a bad batch is stored).
-      const kept = checker.errorCount === 0 ? checker.count : 0;
-      if (kept > charged) {
-        if (!share.take((kept - charged) * UPLOAD_BYTES_PER_ITEM)) return { ok: false, kind: 'over-budget' };
-        charged = kept;
+      for (let at = 0; at < chunk.length; at += MAX_WRITE_BYTES) {
+        const piece = chunk.subarray(at, at + MAX_WRITE_BYTES);
+        if (csv) csv.write(decoder.decode(piece, { stream: true }));
+        else json!.write(piece);
       }
+      share.give(chunk.length);
+      // Every item read holds its share (its reference in the duplicate map, and its compact form while the batch is good).
+      if (checker.count > charged) {
+        if (!share.take((checker.count - charged) * UPLOAD_BYTES_PER_ITEM)) return { ok: false, kind: 'over-budget' };
+        charged = checker.count;
+      }
+      // And what is held of the item, member or line not yet complete.
+      const held = csv ? csv.heldBytes : json!.heldBytes();
+      if (held > chargedHeld && !share.take(held - chargedHeld)) return { ok: false, kind: 'over-budget' };
+      if (held < chargedHeld) share.give(chargedHeld - held);
+      chargedHeld = held;
     }
     if (csv) {
       csv.write(decoder.decode());

@@ -5,10 +5,21 @@
 // amount, stays a number; `-1+1` or `-2+3+cmd|…` do not).
 const formulaStart = /^[=+@\t\r]|^-(?!\d+(?:\.\d+)?$)/;
 
-export function csvField(value: string | number | null): string {
+export type CsvValue = string | number | null;
+
+/** A CSV report to stream (api/http/csv-stream.ts): its header line, then its rows as they are read. */
+export interface CsvReport {
+  /** What the report is, as its metrics and log lines name it (a fixed word: `batch-report`). */
+  report: string;
+  header: readonly string[];
+  /** The rows, read as they are taken: a page at a time from the database (lib/keyset-rows.ts). */
+  rows: AsyncIterable<readonly CsvValue[]>;
+}
+
+export function csvField(value: CsvValue): string {
   const text = value === null ? '' : String(value);
   return `"${(formulaStart.test(text) ? `'${text}` : text).replace(/"/g, '""')}"`;
 }
 
 /** One CSV line (CRLF-terminated) of the fields in order. */
-export const csvLine = (fields: ReadonlyArray<string | number | null>): string => `${fields.map(csvField).join(',')}\r\n`;
+export const csvLine = (fields: readonly CsvValue[]): string => `${fields.map(csvField).join(',')}\r\n`;

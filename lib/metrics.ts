@@ -21,6 +21,9 @@ export type TokenRefreshResult = 'refreshed' | 'reauth_required' | 'failed';
 /** A start of an onboarding workflow from the outbox: started (or found running), refused because it already ran, failed (retried later). */
 export type OnboardingStartOutcome = 'started' | 'already_closed' | 'failed';
 
+/** How a streamed report ended: whole, the client went away, the client stopped reading past the stall limit, or a failure cut it. */
+export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'failed';
+
 export interface Metrics {
   readonly registry: Registry;
   /** A funding reached a final state (counted once, by whoever moved it there). */
@@ -35,6 +38,10 @@ export interface Metrics {
   /** One onboarding workflow start by the dispatcher or the landing page (api/embedded/onboarding-dispatcher.ts). */
   onboardingStart(outcome: OnboardingStartOutcome): void;
   httpRequest(request: { method: string; route: string; status: number; seconds: number }): void;
+  /** Rows a streamed report (api/http/csv-stream.ts) read from its source and wrote, as it goes. */
+  reportRows(report: string, rows: number): void;
+  /** A streamed report ended, and how. */
+  reportStreamEnded(report: string, outcome: ReportStreamOutcome): void;
 }
 
 /** Seconds from a request to its answer (HTTP, wallet calls, the session URL). */
@@ -141,12 +148,25 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     buckets: latencyBuckets,
     registers: [registry],
   });
+  const reportRows = new Counter({
+    name: 'walletflow_report_rows_total',
+    help: 'Rows streamed reports read from the database and wrote, by report, counted as they are written',
+    labelNames: ['report'] as const,
+    registers: [registry],
+  });
+  const reportStreams = new Counter({
+    name: 'walletflow_report_streams_total',
+    help: 'Streamed reports ended, by report and outcome (completed, disconnected, stalled, failed)',
+    labelNames: ['report', 'outcome'] as const,
+    registers: [registry],
+  });
 
   const sinceSeconds = (createdAt: Date) => Math.max(0, (Date.now() - createdAt.getTime()) / 1000);
   const operationLabel = boundedLabel();
   const errorCodeLabel = boundedLabel();
   const routeLabel = boundedLabel();
   const actionLabel = boundedLabel(20);
+  const reportLabel = boundedLabel(20);
 
   return {
     registry,
@@ -179,6 +199,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     },
     httpRequest({ method, route, status, seconds }) {
       httpSeconds.observe({ method: httpMethods.has(method) ? method : 'other', route: routeLabel(route), status: String(status) }, seconds);
+    },
+    reportRows(report, rows) {
+      if (rows > 0) reportRows.inc({ report: reportLabel(report) }, rows);
+    },
+    reportStreamEnded(report, outcome) {
+      reportStreams.inc({ report: reportLabel(report), outcome });
     },
   };
 }

@@ -168,7 +168,6 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     listPage: (query: ListQuery<PaymentStatus>): Promise<ListPage<PaymentWithEvents>> =>
       readListPage(query, (read) => database.payment.findMany({ ...read, include: withPaymentEvents })),
 
-    /** Payments waiting for a person, longest waiting first: the sweep lists them for ops. */
     /** Payments not final and not in review, created before `createdBefore`, a page at a time: the sweep's work. */
     listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
       database.payment.findMany({
@@ -177,7 +176,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
         take: limit,
       }),
 
+    /** Payments waiting for a person, longest waiting first: the sweep lists the first of them for ops. */
     listInReview: (limit: number) => database.payment.findMany({ where: { status: reviewStatus }, orderBy: { updatedAt: 'asc' }, take: limit }),
+    /** How many payments wait for a person. */
+    countInReview: () => database.payment.count({ where: { status: reviewStatus } }),
 
     /** Stores a new payment in PENDING with its first event; false when the key is taken (as fundings). */
     async insert(payment: NewPayment): Promise<boolean> {

@@ -30,11 +30,36 @@ export type RepairAction =
   | 'failed-but-executed'
   | 'left-for-ops';
 
+/**
+ * How many entries each list of a sweep's report holds at most. A sweep may look at every item of
+ * a 100,000-item batch, and its report travels as one Temporal payload (2 MB at most): so the
+ * lists are a sample, the first ones, and `counts` counts everything; the worker's log has a line
+ * for every funding and payment the sweep acted on or left for ops.
+ */
+export const MAX_SWEEP_LISTED = 100;
+
+/** Everything the sweep looked at, counted (the lists of the report hold at most MAX_SWEEP_LISTED of each). */
+export interface SweepCounts {
+  /** Fundings looked at, by what was done with each (workflow-running and owner-active: left to their owner). */
+  fundings: Partial<Record<RepairAction, number>>;
+  /** Payments looked at, by what was done with each. */
+  payments: Partial<Record<RepairAction, number>>;
+  fundingsNeedingReview: number;
+  paymentsNeedingReview: number;
+  failedButExecuted: number;
+  holdsSettled: number;
+  batchRunners: number;
+}
+
 export interface SweepReport {
   checked: number;
   repaired: number;
+  /**
+   * The fundings the sweep repaired or left for ops, the first MAX_SWEEP_LISTED. (A report of a
+   * release before `counts` listed every funding it looked at, those left to their owner too.)
+   */
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
-  /** Payments not final long after they started: restarted when their workflow is gone. */
+  /** Payments not final long after they started, restarted when their workflow is gone: the first MAX_SWEEP_LISTED. */
   paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
   paymentsNeedingReview: Array<{ id: string; walletPaymentId: string | null; since: string; reason: string | null }>;
   /** Fundings in NEEDS_REVIEW the wallet could not decide: for ops (POST /ops/fundings/{id}/resolve). */
@@ -45,6 +70,8 @@ export interface SweepReport {
   holdsSettled?: Array<{ fundingId: string; status: string; action: 'posted' | 'released' | 'none' }>;
   /** Batches RUNNING or PAUSED with no runner (its start failed, or it closed): started. */
   batchRunners?: Array<{ batchId: string; state: string; detail: string }>;
+  /** Everything counted; absent from the reports of releases before it (their lists were whole). */
+  counts?: SweepCounts;
 }
 
 export type ReconcileFundingsInput = SweepInput;

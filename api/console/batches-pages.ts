@@ -5,13 +5,11 @@
 // (routesOn); every write acts through the batch service as the ops API's routes do, under the
 // person's name, and answers by sending the person back to the batch with what happened, or with
 // the refusal in words.
-import { once } from 'node:events';
 import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import { batchItemStatuses, batchReferenceSchema, batchStates, type BatchView } from '../../domain/funding-batch.ts';
+import { batchReport } from '../../fundings/batch-report.ts';
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
-import { csvLine } from '../../lib/csv.ts';
-import type { Logger } from '../../lib/logger.ts';
 import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { personOf } from './console-auth.ts';
@@ -31,7 +29,7 @@ import {
 } from './batch-page.ts';
 import { BATCHES_PATH, handleUpload, renderUploadForm } from './batch-upload.ts';
 
-export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone'>;
+export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone' | 'csvStreams'>;
 
 const batchIdParameter = { batchId: { schema: z.uuid(), description: 'the batch’s id' } };
 
@@ -168,20 +166,7 @@ ${table(`Batches${state ? ` ${state}` : ''}, newest first`, ['Batch', 'Id', 'Sta
 ${pager.length > 0 ? `<nav class="pager" aria-label="Pages of batches">${pager.join('')}</nav>` : ''}`;
 }
 
-/** Waits until the response can take more, or the person went away (false). */
-async function writable(res: Response): Promise<boolean> {
-  if (res.destroyed) return false;
-  if (!res.writableNeedDrain) return true;
-  const stop = new AbortController();
-  try {
-    await Promise.race([once(res, 'drain', { signal: stop.signal }), once(res, 'close', { signal: stop.signal })]);
-  } finally {
-    stop.abort();
-  }
-  return !res.destroyed;
-}
-
-export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies, logger: Logger): void {
+export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies): void {
   const add = routesOn(router, CONSOLE_PATH);
   const { batches, timeZone } = deps;
 
@@ -261,18 +246,8 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies,
     if (!id.success || !(await batches.view(id.data))) return sendNoBatch(res, personOf(res), req.params.batchId);
     consoleHeaders(res);
     res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
-    // The ops API's report, line for line (GET /ops/funding-batches/{id}/report), read in pages and sent as read.
-    res.write(csvLine(['reference', 'funding_id', 'status', 'error_code', 'currency', 'amount']));
-    try {
-      for await (const item of batches.allItems(id.data)) {
-        if (!res.write(csvLine([item.reference, item.fundingId, item.status, item.errorCode, item.amount.currency, item.amount.value])) && !(await writable(res))) return;
-      }
-      res.end();
-    } catch (error) {
-      // Half a report must not look like a whole one: the download fails.
-      logger.error({ err: error, batchId: id.data }, 'console: batch report broken off');
-      res.destroy();
-    }
+    // The ops API's report, line for line (GET /ops/funding-batches/{id}/report), streamed the same way.
+    await deps.csvStreams.send(res, batchReport(batches, id.data));
   });
 
   const move = (verb: BatchMove, act: (service: BatchService, batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {

@@ -85,7 +85,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
-  addBatchesRoutes(area, deps.services, deps.logger);
+  addBatchesRoutes(area, deps.services);
   addSearchRoutes(area, deps.services);
   addFundingRoutes(area, deps.services);
   addPaymentRoutes(area, deps.services);

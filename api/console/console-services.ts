@@ -2,6 +2,7 @@
 // api/app.ts for both), so nothing the console does bypasses a scope, a limit, an idempotency key
 // or an audit row. The pages reach the domain only through these.
 import type { BatchService } from '../../fundings/batch-service.ts';
+import type { CsvStreams } from '../http/csv-stream.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import type { AdjustAccount } from '../../ledger/adjustments.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
@@ -22,6 +23,8 @@ export interface ConsoleServices {
   /** The day's settlement report (GET /ops/settlements/{date}'s). */
   settlementReport: SettlementReport;
   webhooks: WebhookStore;
+  /** How a report is streamed (the ops API's way: at the client's pace, stopped when it goes away). */
+  csvStreams: CsvStreams;
   /** A link's tokens (an unlink revokes them). */
   tokens: TokenStore;
   /** SETTLEMENT_TZ: the day "today" is, and how times are shown. */

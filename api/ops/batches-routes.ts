@@ -18,8 +18,9 @@ import {
 import { idempotencyKeySchema } from '../../domain/funding.ts';
 import { fundingRefusalCodes, partnerUserIdSchema, type FundingSource } from '../../domain/ledger.ts';
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
+import { batchReport } from '../../fundings/batch-report.ts';
 import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
-import { csvLine } from '../../lib/csv.ts';
+import type { CsvStreams } from '../http/csv-stream.ts';
 import { problemSchema, sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
@@ -29,6 +30,8 @@ import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
 
 export interface OpsBatchesDependencies {
   batches: BatchService;
+  /** How a report is streamed: at the client's pace, stopped when it goes away. */
+  csvStreams: CsvStreams;
 }
 
 export const batchIdSchema = z.uuid();
@@ -136,7 +139,7 @@ const routes = {
       '503': problemAnswer('the batch uploads being read and stored hold the memory set aside for uploads, or the database is busy: nothing stored; send it again after Retry-After', ['OVERLOADED']),
       '422': {
         description:
-          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON nested deeper than a batch. Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
+          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
         content: { 'application/problem+json': named('BatchInvalid', batchInvalidSchema) },
       },
     },
@@ -177,7 +180,7 @@ const routes = {
     path: '/ops/funding-batches/{batchId}/report',
     operationId: 'getFundingBatchReport',
     tag: 'batches',
-    summary: 'A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount)',
+    summary: 'A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount), streamed at the client’s pace (a client that reads nothing for 2 minutes is cut off)',
     access: { opsScope: 'read' },
     params: batchIdParameter,
     query: { schema: batchReportQuerySchema, descriptions: { format: 'csv (the only format)' } },
@@ -374,11 +377,7 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       return;
     }
     res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
-    res.write(csvLine(['reference', 'funding_id', 'status', 'error_code', 'currency', 'amount']));
-    for await (const item of deps.batches.allItems(id.data)) {
-      res.write(csvLine([item.reference, item.fundingId, item.status, item.errorCode, item.amount.currency, item.amount.value]));
-    }
-    res.end();
+    await deps.csvStreams.send(res, batchReport(deps.batches, id.data));
   });
 
   const move = (action: (batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {

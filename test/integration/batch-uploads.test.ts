@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiProcess, type ApiProcess } from '../support/api-process.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -33,14 +34,16 @@ interface Sent {
  * POSTs a body made of `pieces` (each produced only when it is about to be sent), chunk by chunk,
  * stopping as soon as an answer arrives: what the server read past a refusal is what it made the
  * client send. `holdAfter`: bytes after which the sender waits for `release` (a slow client).
+ * `to`: another API than the stack's (its address and key).
  */
-function send(path: string, contentType: string, pieces: Iterable<string>, options: { total: number; holdAfter?: number; release?: Promise<void> }): Promise<Sent> {
+function send(path: string, contentType: string, pieces: Iterable<string>, options: { total: number; holdAfter?: number; release?: Promise<void>; to?: { base: string; key: string } }): Promise<Sent> {
+  const to = options.to ?? { base: stack.apiBase, key: stack.opsKey };
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
-    const request = http.request(`${stack.apiBase}${path}`, {
+    const request = http.request(`${to.base}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${stack.opsKey}`, 'content-type': contentType, 'idempotency-key': randomUUID(), 'transfer-encoding': 'chunked' },
+      headers: { authorization: `Bearer ${to.key}`, 'content-type': contentType, 'idempotency-key': randomUUID(), 'transfer-encoding': 'chunked' },
     });
     request.on('response', (response) => {
       answered = true;
@@ -159,4 +162,64 @@ describe('concurrent batch uploads', () => {
     const again = await send('/ops/funding-batches?name=second', 'text/csv', csvBody(rows, 2000), { total: rows * 27 });
     expect(again.status).toBe(202);
   }, 180_000);
+});
+
+describe('JSON bodies of shapes no batch has, against the API process under its heap cap', () => {
+  let api: ApiProcess;
+  /** A key with read and fund only: what any batch-uploading client holds. */
+  const funder = randomUUID();
+  beforeAll(async () => {
+    api = await startApiProcess({ ...stack.workerEnv(), OPS_API_KEYS: `uploader:read+fund:${funder}`, LOG_LEVEL: 'warn' });
+  }, 120_000);
+  afterAll(() => api?.stop());
+
+  /** About 32 MB: `head`, `unit` repeated in pieces of 64 KiB, then `tail`. */
+  function* body32(head: string, unit: string, tail: string): Generator<string> {
+    yield head;
+    const piece = unit.repeat(Math.ceil(65_536 / unit.length));
+    for (let sent = 0; sent < 32_000_000; sent += piece.length) yield piece;
+    yield tail;
+  }
+  const good = JSON.stringify({ reference: 'g-1', recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } });
+
+  it('a member outside items, items as an object, one huge item, a huge string: each 422 BATCH_INVALID while read; single fundings beside them accepted; the API alive', async () => {
+    const before = await stored();
+    const to = { base: api.base, key: funder };
+    const shapes = {
+      'a member outside items': body32('{"name":"pad","items":[],"pad":[', '{},', '{}]}'),
+      'items as an object': body32('{"name":"object","items":{', `"k":${good},`, `"z":${good}}}`),
+      'one huge item': body32(`{"name":"huge item","items":[${good},{"reference":"huge","pad":[`, '{},', '{}]}]}'),
+      'a huge string': body32(`{"name":"huge string","items":[${good}],"source":{"type":"`, 'x', '"}}'),
+    };
+    // Each twice, all at once, with single fundings sent while they are read.
+    const uploads = Object.entries(shapes).flatMap(([name, pieces]) => {
+      const all = [...pieces];
+      return [0, 1].map(async () => [name, await send('/ops/funding-batches', 'application/json', all, { total: 32_000_000, to }).catch((error: unknown) => String(error))] as const);
+    });
+    const fundings = Array.from({ length: 20 }, async (_, index) => {
+      await new Promise((resolve) => setTimeout(resolve, index * 50));
+      const response = await fetch(`${api.base}/ops/fundings`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${funder}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ recipient: { type: 'CODE', code: String(2_000_000 + index) }, amount: { currency: 'PHP', value: '1.00' } }),
+      });
+      return response.status;
+    }).map((status) => status.catch((error: unknown) => String(error)));
+    const answers = await Promise.all(uploads);
+    // Before anything else: did the API live through it (a crash resets every connection)?
+    expect(api.exited(), api.output().slice(-2000)).toBeNull();
+    for (const [name, answer] of answers) {
+      if (typeof answer === 'string') throw new Error(`${name}: no answer (${answer}); the API: ${JSON.stringify(api.exited())} ${api.output().slice(-600)}`);
+      expect(answer.status, `${name}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(422);
+      expect(answer.body, name).toMatchObject({ code: 'BATCH_INVALID', errorCount: 1, errors: [{ code: 'INVALID' }] });
+      expect(answer.sentWhenAnswered, `${name}: bytes sent when the answer came`).toBeLessThan(8 * 1024 * 1024);
+    }
+    expect(await Promise.all(fundings)).toEqual(Array.from({ length: 20 }, () => 202));
+    expect(api.exited(), api.output()).toBeNull();
+    expect((await fetch(`${api.base}/healthz`)).status).toBe(200);
+    expect(api.output()).not.toMatch(/heap out of memory/i);
+    const after = await stored();
+    expect(after.batches).toBe(before.batches);
+    expect(after.fundings).toBe(before.fundings + 20);
+  }, 240_000);
 });

@@ -85,13 +85,77 @@ describe('a JSON batch body read as it arrives', () => {
   });
 });
 
+/** A body of about 32 MB: `head`, then `unit` repeated in pieces of 64 KiB, then `tail`; each piece made only when read. */
+function* hostile(head: string, unit: string, tail = ''): Generator<string> {
+  yield head;
+  const piece = unit.repeat(Math.ceil(65_536 / unit.length));
+  for (let sent = 0; sent < 32_000_000; sent += piece.length) yield piece;
+  yield tail;
+}
+
+describe('a JSON batch body of a shape no batch has', () => {
+  const good = JSON.stringify(item('g-1'));
+  // Each is about 32 MB, under the body limit; each is refused (422 BATCH_INVALID) within its first pieces.
+  const shapes: Array<[string, Generator<string>, { row: number; field: string }]> = [
+    ['a member outside items, after them', hostile(`{"name":"x","items":[${good}],"pad":[`, '{},', '{}]}'), { row: 0, field: 'body' }],
+    ['a member outside items, before them', hostile('{"pad":[', '{},', `{}],"name":"x","items":[${good}]}`), { row: 0, field: 'body' }],
+    ['a member outside items inside source', hostile('{"name":"x","source":{"type":"TREASURY","pad":[', '{},', `{}]},"items":[${good}]}`), { row: 0, field: 'source' }],
+    ['items sent as an object', hostile('{"name":"x","items":{', `"k":${good},`, `"z":${good}}}`), { row: 0, field: 'items' }],
+    ['one huge item', hostile(`{"name":"x","items":[${good},{"reference":"huge","pad":[`, '{},', '{}]}]}'), { row: 2, field: 'item' }],
+    ['thousands of members in one item', hostile(`{"name":"x","items":[${good},{"reference":"many",`, '"k":0,', '"z":0}]}'), { row: 2, field: 'item' }],
+    ['a huge string for the name', hostile('{"name":"', 'x', `","items":[${good}]}`), { row: 0, field: 'name' }],
+    ['a huge string in an item', hostile(`{"name":"x","items":[{"reference":"`, 'r', '"}]}'), { row: 1, field: 'item' }],
+    ['a huge key', hostile('{"', 'k', `":1,"name":"x","items":[${good}]}`), { row: 0, field: 'body' }],
+    ['a number with millions of digits', hostile(`{"name":"x","items":[{"reference":"n","amount":{"currency":"PHP","value":1`, '9', '}}]}'), { row: 1, field: 'item' }],
+    ['a run of spaces', hostile('{"name":"x",', ' ', `"items":[${good}]}`), { row: 0, field: 'body' }],
+    ['a string as an element of items', hostile(`{"name":"x","items":[${good},"`, 's', '"]}'), { row: 2, field: 'item' }],
+  ];
+
+  it.each(shapes)('%s: refused as soon as the stream shows it, the rest not read', async (_, pieces, where) => {
+    const { stream, read } = body(pieces);
+    const answer = await readBatchUpload(stream, { kind: 'json' }, roomy());
+    expect(answer).toMatchObject({ ok: false, kind: 'invalid', errors: [expect.objectContaining({ ...where, code: 'INVALID' })] });
+    // The head and at most two pieces of 64 KiB: about 130 KB read of 32 MB.
+    expect(read.pieces).toBeLessThanOrEqual(3);
+  });
+
+  it('charges the bytes of an item still being read to the upload budget, and gives them back once it is read', async () => {
+    const budget = createUploadBudget(1 << 20);
+    const share = budget.open();
+    const heldBetweenPieces: number[] = [];
+    async function* pieces() {
+      yield Buffer.from(`{"name":"x","items":[{"reference":"a-1","recipient":{"type":"CODE","code":"1234567"},"amount":{"currency":"PHP","value":"1.00"}},{"reference":"a-2","recipient":{"type":"CODE","code":"12`);
+      heldBetweenPieces.push(budget.used());
+      yield Buffer.from('34567"},"amount":{"currency":"PHP","value":"1.00"}}]}');
+      heldBetweenPieces.push(budget.used());
+    }
+    expect(await readBatchUpload(pieces(), { kind: 'json' }, share)).toMatchObject({ ok: true });
+    // While the second item was half read: its bytes beside the first item's share; after: the two items' shares.
+    expect(heldBetweenPieces[0]).toBeGreaterThan(UPLOAD_BYTES_PER_ITEM + 50);
+    expect(heldBetweenPieces[1]).toBe(2 * UPLOAD_BYTES_PER_ITEM);
+    share.close();
+  });
+
+  it('repeats little of what a bad row sent: 1,000 rows of long unknown keys and references give a small answer', async () => {
+    const row = (index: number) => `{"reference":"${'r'.repeat(900)}-${index}",${Array.from({ length: 8 }, (_, key) => `"${'k'.repeat(300)}${key}":0`).join(',')}}`;
+    const read = await readBatchUpload(body([`{"name":"x","items":[${Array.from({ length: 1000 }, (_, index) => row(index)).join(',')}]}`]).stream, { kind: 'json' }, roomy());
+    expect(read).toMatchObject({ ok: false, kind: 'invalid' });
+    if (read.ok || read.kind !== 'invalid') return;
+    expect(read.errors.length).toBeGreaterThanOrEqual(1000);
+    // Each listed error repeats at most a few hundred characters of its row (3,300 bytes each).
+    expect(Buffer.byteLength(JSON.stringify(read.errors)) / read.errors.length).toBeLessThan(600);
+  });
+});
+
 describe('any batch upload', () => {
   it('stops at the body limit: too large, the rest not read', async () => {
-    const piece = 'x'.repeat(1024 * 1024);
-    // A name 64 MiB long (a CSV line that long is refused for its length first; a JSON string is not).
-    const { stream, read } = body(['{"name":"', ...Array.from({ length: 64 }, () => piece)]);
+    // 100,000 good items of about 100 bytes, pretty-printed: past a limit of 4 MiB long before the item limit.
+    const pretty = (function* () {
+      for (const piece of jsonItems(100_000, 1000)) yield piece.replaceAll(',', ',\n    ');
+    })();
+    const { stream, read } = body(pretty);
     expect(await readBatchUpload(stream, { kind: 'json' }, roomy(), { maxBytes: 4 * 1024 * 1024 })).toMatchObject({ ok: false, kind: 'too-large' });
-    expect(read.pieces).toBeLessThanOrEqual(6);
+    expect(read.pieces).toBeLessThanOrEqual(40);
     expect(BATCH_BODY_LIMIT).toBe(32 * 1024 * 1024);
   });
 
@@ -110,6 +174,20 @@ describe('any batch upload', () => {
     const third = budget.open();
     expect(await readBatchUpload(body(jsonItems(2000, 100)).stream, { kind: 'json' }, third)).toMatchObject({ ok: true });
     third.close();
+  });
+
+  it('charges every item read, a bad batch’s too: its references are held to find duplicates', async () => {
+    const budget = createUploadBudget(3000 * UPLOAD_BYTES_PER_ITEM);
+    const share = budget.open();
+    // A bad first row, then 6,000 good ones: nothing is kept, yet every reference goes into the duplicate map.
+    const rows = function* () {
+      yield 'reference,recipient_type,recipient,amount\nbad ref,CODE,1234567,1.00\n';
+      for (let start = 0; start < 6000; start += 500) yield Array.from({ length: 500 }, (_, index) => `${'r'.repeat(60)}-${start + index},CODE,1234567,1.00\n`).join('');
+    };
+    const { stream, read } = body(rows());
+    expect(await readBatchUpload(stream, { kind: 'csv', name: 'x', currency: 'PHP' }, share)).toEqual({ ok: false, kind: 'over-budget' });
+    expect(read.pieces).toBeLessThan(10);
+    share.close();
   });
 
   it('reads a CSV file as the JSON body: the same items, the frame from the query', async () => {

@@ -250,7 +250,8 @@ describe('docs/fundings.md', () => {
 describe('docs/operations.md', () => {
   it('names every repair action the sweep counts (walletflow_reconcile_repairs_total)', () => {
     const contract = read('workflows/reconcile.contract.ts');
-    const sweep = read('activities/reconcile.ts');
+    // The sweep and its report's tally, which counts the repairs it records.
+    const sweep = `${read('activities/reconcile.ts')}\n${read('activities/sweep-tally.ts')}`;
     const counted = new Set([
       ...[...(/export type RepairAction =([\s\S]*?);/.exec(contract)?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map((match) => match[1]!),
       ...[...sweep.matchAll(/reconcileRepair\(\s*'([a-z-]+)'/g)].map((match) => match[1]!),

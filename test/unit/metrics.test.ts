@@ -20,6 +20,8 @@ describe('createMetrics', () => {
       walletflow_session_url_duration_seconds: 'histogram',
       walletflow_onboarding_starts_total: 'counter',
       walletflow_http_request_duration_seconds: 'histogram',
+      walletflow_report_rows_total: 'counter',
+      walletflow_report_streams_total: 'counter',
     });
   });
 
