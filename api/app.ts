@@ -29,7 +29,7 @@ import { createOpsActionLog, type OpsActionLog } from '../audit/ops-actions.ts';
 import { strictRouter } from './http/route-registration.ts';
 import { createOpsKeyGuard } from './ops/ops-key-guard.ts';
 import { consoleRouter } from './console/console-router.ts';
-import { createConsoleSessions } from './console/console-sessions.ts';
+import { createConsoleSessions } from '../access/console-sessions.ts';
 import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';

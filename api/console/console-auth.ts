@@ -7,7 +7,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { setActor } from '../http/actor.ts';
 import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
-import { sameToken, type ConsoleSessions, type ConsoleSessionView } from './console-sessions.ts';
+import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
 
 export const CONSOLE_COOKIE = 'walletflow_console';
 /** The sign-in form's own CSRF token (double submit: before any session exists). */

@@ -18,7 +18,7 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import type { ConsoleSessions } from './console-sessions.ts';
+import type { ConsoleSessions } from '../../access/console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';

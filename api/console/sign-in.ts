@@ -29,7 +29,7 @@ import {
   SIGN_IN_STATE_COOKIE,
 } from './console-auth.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleSessions } from './console-sessions.ts';
+import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleSessions } from '../../access/console-sessions.ts';
 
 export interface SignInDependencies {
   sessions: ConsoleSessions;

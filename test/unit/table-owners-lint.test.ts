@@ -63,3 +63,13 @@ describe("no application file writes the batches' tallies", () => {
     expect(await ownerViolations('fundings/batch-record.ts', 'export const f = (db: any) => db.$executeRaw`UPDATE funding_batch SET state = ${1}`;')).toEqual([]);
   });
 });
+
+describe("only access/console-sessions.ts writes the console's sessions and sign-ins", () => {
+  it('refuses a write of console_session or console_sign_in outside it, allows it there', async () => {
+    const sessions = 'export const f = (db: any) => [db.consoleSession.updateMany({}), db.consoleSignIn.create({}), db.$executeRaw`DELETE FROM console_session WHERE id = ${1}`];';
+    for (const file of ['api/console/console-auth.ts', 'api/console/sign-in.ts', 'activities/purge.ts']) {
+      expect(await ownerViolations(file, sessions), file).toEqual(Array(3).fill(expect.stringMatching(/only access\/console-sessions\.ts/)));
+    }
+    expect(await ownerViolations('access/console-sessions.ts', sessions)).toEqual([]);
+  });
+});

@@ -5,10 +5,10 @@
 // done; signing out ends every session of the person. OpenID Connect sign-ins under way are kept
 // here too (their state and nonce), each used once. The only writer of console_session and console_sign_in.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Database } from '../../lib/database.ts';
-import type { OpsScope } from '../../lib/ops-keys.ts';
-import { opsScopes } from '../../lib/ops-keys.ts';
-import { hashBearer } from '../../links/embedded-sessions.ts';
+import type { Database } from '../lib/database.ts';
+import type { OpsScope } from '../lib/ops-keys.ts';
+import { opsScopes } from '../lib/ops-keys.ts';
+import { hashBearer } from '../links/embedded-sessions.ts';
 
 export interface ConsolePerson {
   /** `key:<ops key name>` or `oidc:<subject>`: who, whatever their display name. */
