@@ -61,6 +61,15 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...auditRoutes,
 ];
 
+/** A scope refusal in words: a page not shown, or an act not done. */
+function refusalText(method: string, path: string, status: 401 | 403): string {
+  if (status === 401) return 'Sign in first: nothing was done.';
+  if (method !== 'GET' && method !== 'HEAD') return 'You may not do this (it needs a role you do not have): nothing was done.';
+  // Home is where a sign-in lands: say why nothing is there.
+  if (path === '/') return 'Your sign-in grants no role that shows anything here: the console’s pages need the read scope. Ask your administrator, or sign out.';
+  return 'You may not see this page (it needs a role you do not have).';
+}
+
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
   router.use(consoleAssetsRouter());
@@ -73,7 +82,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       sendConsolePage(answer, refusal.status, {
         title: 'Not allowed',
         ...(session ? { person: { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken } } : {}),
-        body: notice(refusal.status === 401 ? 'Sign in first: nothing was done.' : `You may not do this (it needs a role you do not have): nothing was done.`, 'error'),
+        body: notice(refusalText(answer.req.method, answer.req.path, refusal.status), 'error'),
       });
     });
     next();
