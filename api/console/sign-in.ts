@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import * as oidc from 'openid-client';
-import { personActorName } from '../../domain/actor.ts';
+import { personActorName, shownPersonName } from '../../domain/actor.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
@@ -258,6 +258,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
       return;
     }
+    // The subject is who the person is, in every audit row: printable, no spaces or brackets, short enough to fit them.
+    if (!/^[\x21-\x27\x2a-\x7e]{1,100}$/.test(claims.sub)) {
+      deps.logger.warn({ subjectLength: claims.sub.length }, 'console: the identity provider named a subject walletflow cannot record');
+      signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
+      return;
+    }
     const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
     const groups = Array.isArray(groupsValue) ? groupsValue.filter((group): group is string => typeof group === 'string') : typeof groupsValue === 'string' ? [groupsValue] : [];
     const scopes = scopesOfGroups(settings.roles, groups);
@@ -265,7 +271,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const personName = personActorName(displayName, claims.sub);
     if (scopes.size === 0) {
       deps.logger.warn({ person: personName, groups }, 'console: signed in at the provider, but no group of theirs has a console role');
-      sendConsolePage(res, 403, { title: 'No access', body: notice(`${displayName}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
+      sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
       return;
     }
     await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, started.returnTo);

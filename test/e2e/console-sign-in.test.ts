@@ -24,6 +24,8 @@ const staff = [
   { username: 'jose', password: 'jose-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'] },
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
+  // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
+  { username: 'mallory', password: 'mallory-pass', name: 'Jose Reyes (oidc:staff-jose)\u202e', groups: ['walletflow-readers'] },
 ];
 
 beforeAll(async () => {
@@ -100,6 +102,22 @@ describe('the console’s sign-in through OpenID Connect', () => {
     } finally {
       await context.close();
       await another.close();
+    }
+  });
+
+  it('shows a display name from the provider as text that cannot pass for another person', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'mallory', 'mallory-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      const shown = await page.locator('header .who strong').innerText();
+      // Her own identity, last; no other one in parentheses, no character that reorders what follows.
+      expect(shown).toBe('Jose Reyes oidc:staff-jose (oidc:staff-mallory)');
+      expect(shown).not.toMatch(/[\p{Cf}\p{Cc}]/u);
+      const stored = await oidcStack.database.consoleSession.findFirst({ where: { personId: 'oidc:staff-mallory' }, orderBy: { createdAt: 'desc' } });
+      expect(stored?.personName).toBe(shown);
+    } finally {
+      await context.close();
     }
   });
 
