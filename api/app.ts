@@ -145,6 +145,19 @@ function isOpsPath(path: string): boolean {
   return decoded.toLowerCase() === 'ops';
 }
 
+/** Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`): no console route answers it. */
+function isConsolePathOtherwiseSpelled(path: string): boolean {
+  if (path === '/console' || path.startsWith('/console/')) return false;
+  const first = path.split('/').find((segment) => segment !== '') ?? '';
+  let decoded = first;
+  try {
+    decoded = decodeURIComponent(first);
+  } catch {
+    // Not decodable: compared as sent.
+  }
+  return decoded.toLowerCase() === 'console';
+}
+
 /** The answer for a path no route has, in any spelling but a route's own (contract section 12). */
 const noRoute: express.RequestHandler = (req, res) => {
   sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.baseUrl}${req.path}` });
@@ -309,6 +322,9 @@ export function createApp(deps: AppDependencies): express.Express {
     app.use('/ops', ops);
     // The ops console (contract-decisions section 15): the same services and checks, for people.
     const consoleConfig = services.console ?? { oidc: undefined, idleMinutes: 15, sessionHours: 8, temporalUiUrl: undefined };
+    // A write to the console in another spelling reaches no console route (404), and is audited all the same.
+    const consoleMisspelled = auditOpsWrites(opsAudit, 'console');
+    app.use((req, res, next) => (isConsolePathOtherwiseSpelled(req.path) ? consoleMisspelled(req, res, next) : next()));
     app.use(
       consoleRouter({
         sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),

@@ -1,9 +1,10 @@
 // The ops console at /console (contract-decisions section 15; docs/console.md): server-rendered
 // pages for partner ops staff, on the same services and rules as the ops API. In order: the
-// assets; the session (its person becomes the request's actor); a page or a write without one goes
-// to sign-in; forms' bodies are read and every write must carry the session's CSRF token; every
-// write is audited under the person's name; then the pages, each registered with its scope check
-// (api/http/route-registration.ts); anything else is a console page saying so.
+// assets; every write is audited, under the person's name when there is one, refusals too; the
+// session (its person becomes the request's actor); a page or a write without one goes to
+// sign-in; forms' bodies are read and every write must carry the session's CSRF token; then the
+// pages, each registered with its scope check (api/http/route-registration.ts); anything else is
+// a console page saying so.
 import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
@@ -74,6 +75,9 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
   router.use(consoleAssetsRouter());
   const area = strictRouter();
+  // Before anything that may refuse: a write refused for its session, its token or its scope is
+  // recorded too (under the person's name, read when the answer is sent).
+  area.use(auditOpsWrites(deps.audit, 'console'));
   area.use(readConsoleSession(deps.sessions));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {
@@ -91,7 +95,6 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
   // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).
   area.use(requireCsrf(deps.publicUrl, batchFormsWithFiles));
-  area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
   addBatchesRoutes(area, deps.services, deps.logger);

@@ -5,7 +5,8 @@
 // CONSOLE_OIDC_ROLES, and a person with none is refused. Without one: a named ops key, checked as
 // the ops API checks it (the same guard, so wrong keys count once per address for both). Either
 // way a new session (a new id) starts, and every earlier sign-in page's token is spent. Sign-in is
-// rate-limited per address. Signing out ends every session of the person.
+// rate-limited per address. Every sign-in is audited under the person's name, a refused one too.
+// Signing out ends every session of the person.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import * as oidc from 'openid-client';
@@ -14,10 +15,12 @@ import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
+import { setActor } from '../http/actor.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
 import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
+import { auditAsAct } from '../ops/ops-audit.ts';
 import {
   clearCookie,
   consoleSessionOf,
@@ -76,7 +79,7 @@ const routes = {
     path: '/console/oidc/callback',
     operationId: 'consoleProviderCallback',
     tag: 'console',
-    summary: 'The identity provider’s answer: a session for the person, or why not',
+    summary: 'The identity provider’s answer: a session for the person, or why not (audited as a sign-in, whatever it answers)',
     access: { consoleScope: null },
     responses: { '200': htmlAnswer('signed in: on to the console'), '400': htmlAnswer('a sign-in that cannot be finished'), '403': htmlAnswer('no console role') },
   }),
@@ -134,6 +137,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   /** Starts the person's new session and sends them on (a page, so the Strict cookie goes with the next request). */
   async function signedIn(res: Response, person: ConsolePerson, returnTo: string): Promise<void> {
     const { cookieValue } = await sessions.start(person);
+    // The sign-in is audited under the person's name (the request came without a session).
+    setActor(res.locals, { kind: person.via === 'key' ? 'key' : 'person', name: person.personName, scopes: person.scopes });
     setCookie(res, CONSOLE_COOKIE, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
     clearCookie(res, PRE_SIGN_IN_COOKIE, cookieOptions);
     clearCookie(res, SIGN_IN_STATE_COOKIE, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
@@ -229,6 +234,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.providerCallback, async (req, res) => {
+    // A sign-in, though a GET: audited as the writes are, whatever it answers.
+    auditAsAct(res);
     if (!admitted(req, res)) return;
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
@@ -270,6 +277,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const displayName = [claims.name, claims.preferred_username, claims.email, userInfo.name].find((value): value is string => typeof value === 'string' && value.length > 0) ?? claims.sub;
     const personName = personActorName(displayName, claims.sub);
     if (scopes.size === 0) {
+      // Refused, and audited under who they are.
+      setActor(res.locals, { kind: 'person', name: personName, scopes });
       deps.logger.warn({ person: personName, groups }, 'console: signed in at the provider, but no group of theirs has a console role');
       sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
       return;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { launchChromium } from '../support/browser.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let browser: Browser;
@@ -99,6 +100,33 @@ describe('the console’s sign-in through OpenID Connect', () => {
       expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-nobody' } })).toBe(0);
       const wrong = await signInWithProvider(another, oidcStack.apiBase, 'ana', 'not-her-password');
       expect(await wrong.getByRole('alert').innerText()).toContain('Wrong user name or password');
+    } finally {
+      await context.close();
+      await another.close();
+    }
+  });
+
+  it('records every sign-in through the identity provider under the person’s name, a refused one too', async () => {
+    const since = new Date();
+    const context = await browser.newContext();
+    const another = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'maria', 'maria-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      const refused = await signInWithProvider(another, oidcStack.apiBase, 'nobody', 'nobody-pass');
+      await expect(refused.getByRole('heading', { level: 1, name: 'No access' }).isVisible()).resolves.toBe(true);
+      const rows = await waitFor(
+        'both sign-ins audited',
+        async () => {
+          const found = await oidcStack.database.opsAction.findMany({ where: { at: { gte: since }, path: '/console/oidc/callback' }, orderBy: { id: 'asc' } });
+          return found.length >= 2 ? found : undefined;
+        },
+        15_000,
+      );
+      expect(rows.map((row) => ({ method: row.method, status: row.status, keyName: row.keyName, channel: row.channel }))).toEqual([
+        { method: 'GET', status: 200, keyName: 'Maria Santos (oidc:staff-maria)', channel: 'console' },
+        { method: 'GET', status: 403, keyName: 'No Role (oidc:staff-nobody)', channel: 'console' },
+      ]);
     } finally {
       await context.close();
       await another.close();

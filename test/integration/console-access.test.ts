@@ -1,20 +1,21 @@
 // The console's sessions over real HTTP: every page and stream needs its scope, Home included, and
-// Home shows webhook addresses masked.
+// Home shows webhook addresses masked; refused console writes and every sign-in are audited.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
 import { expressPath } from '../../api/http/route-registration.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 const newKey = () => randomBytes(32).toString('base64url');
-const keys = { auditor: newKey(), payer: newKey() };
+const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), steady: newKey() };
 
 let stack: PartnerStack;
 
 beforeAll(async () => {
   stack = await startPartnerStack({
     trustedProxies: ['127.0.0.1'],
-    extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`],
+    extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `steady:read:${keys.steady}`],
   });
 }, 120_000);
 
@@ -45,6 +46,12 @@ async function signIn(base: string, key: string, address = nextAddress()): Promi
 
 const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) =>
   fetch(`${base}${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
+
+/** The CSRF token of a session, as its pages carry it. */
+async function csrfOf(base: string, cookie: string): Promise<string> {
+  const page = await (await get(base, '/console/search', cookie)).text();
+  return /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
+}
 
 describe('every console page and stream needs its scope', () => {
   it('Home and its stream need read, as every other page does: a key with only pay sees no figure, batch or webhook', async () => {
@@ -81,5 +88,64 @@ describe('every console page and stream needs its scope', () => {
       expect(page, path).toContain('hooks.example.com/in?token=');
       for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment']) expect(page, `${path}: ${secret}`).not.toContain(secret);
     }
+  });
+});
+
+describe('the console’s audit', () => {
+  it('records writes refused for a missing session or a bad form token, in any spelling, and ignores X-Ops-Actor', async () => {
+    const since = new Date();
+    const fundingId = randomUUID();
+    const form = { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, 'x-ops-actor': 'Someone Else' };
+    const noSession = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: form, body: '' });
+    expect(noSession.status).toBe(401);
+    const lead = await signIn(stack.apiBase, keys.lead);
+    const badToken = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: '_csrf=not-the-form-token' });
+    expect(badToken.status).toBe(403);
+    const otherSpelling = await fetch(`${stack.apiBase}/CONSOLE/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: '' });
+    expect(otherSpelling.status).toBe(404);
+    const done = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: `_csrf=${await csrfOf(stack.apiBase, lead)}` });
+    expect(done.status).toBe(404);
+    const rows = await waitFor(
+      'the four writes audited',
+      async () => {
+        const found = await stack.database.opsAction.findMany({ where: { at: { gte: since }, path: { contains: fundingId } }, orderBy: { id: 'asc' } });
+        return found.length >= 4 ? found : undefined;
+      },
+      15_000,
+    );
+    expect(rows.map((row) => ({ method: row.method, path: row.path, status: row.status, keyName: row.keyName, actor: row.actor, channel: row.channel }))).toEqual([
+      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 401, keyName: null, actor: null, channel: 'console' },
+      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 403, keyName: 'lead', actor: null, channel: 'console' },
+      { method: 'POST', path: `/CONSOLE/fundings/${fundingId}/cancel`, status: 404, keyName: null, actor: null, channel: 'console' },
+      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 404, keyName: 'lead', actor: null, channel: 'console' },
+    ]);
+  });
+
+  it('records every sign-in with a key under the key’s name, and a wrong key without one', async () => {
+    const since = new Date();
+    const address = nextAddress();
+    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
+    await form.arrayBuffer();
+    const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+    const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
+      method: 'POST',
+      headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(address) },
+      body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
+    });
+    await wrong.arrayBuffer();
+    expect(wrong.status).toBe(401);
+    await signIn(stack.apiBase, keys.steady, address);
+    const rows = await waitFor(
+      'both sign-ins audited',
+      async () => {
+        const found = await stack.database.opsAction.findMany({ where: { at: { gte: since }, path: '/console/sign-in', method: 'POST' }, orderBy: { id: 'asc' } });
+        return found.length >= 2 ? found : undefined;
+      },
+      15_000,
+    );
+    expect(rows.map((row) => ({ status: row.status, keyName: row.keyName, channel: row.channel }))).toEqual([
+      { status: 401, keyName: null, channel: 'console' },
+      { status: 200, keyName: 'steady', channel: 'console' },
+    ]);
   });
 });
