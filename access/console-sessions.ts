@@ -1,9 +1,11 @@
 // The ops console's sessions (contract-decisions section 15), kept in PostgreSQL: a random cookie
 // value (only its hash is stored) bound to a person, the name their acts are recorded under, the
 // scopes their sign-in granted and the CSRF token of their forms. A session ends after
-// CONSOLE_IDLE_MINUTES without a request and CONSOLE_SESSION_HOURS after sign-in, whatever is
-// done; signing out ends every session of the person. OpenID Connect sign-ins under way are kept
-// here too (their state and nonce), each used once. The only writer of console_session and console_sign_in.
+// CONSOLE_IDLE_MINUTES in which the person did nothing and CONSOLE_SESSION_HOURS after sign-in,
+// whatever is done; reading a session is not using it: only `touch`, called for what a person
+// does, moves its idle end. Signing out ends every session of the person. OpenID Connect sign-ins
+// under way are kept here too (their state and nonce), each used once. The only writer of
+// console_session and console_sign_in.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
@@ -31,8 +33,6 @@ export interface ConsoleSessionPolicy {
   lifetimeMs: number;
 }
 
-/** A session's last request is written at most this often (every request would be a write). */
-const SEEN_EVERY_MS = 30_000;
 /** How long an OpenID Connect sign-in may take, from the start to the callback. */
 export const SIGN_IN_TTL_MS = 10 * 60_000;
 
@@ -47,6 +47,10 @@ export function sameToken(expected: string, presented: string | undefined): bool
 }
 
 export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
+  /** A session's act is written at most this often (every request would be a write), a tenth of the idle time at most. */
+  const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
+  const isLiveAt = (row: { expiresAt: Date; lastSeenAt: Date }, at: number) => row.expiresAt.getTime() > at && row.lastSeenAt.getTime() + policy.idleMs > at;
+
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson): Promise<{ cookieValue: string; expiresAt: Date }> {
@@ -69,19 +73,15 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     },
 
     /**
-     * The live session of a cookie value, its last request moved to now; null when unknown, idle
-     * past CONSOLE_IDLE_MINUTES or past its lifetime (such a session is deleted).
+     * The live session of a cookie value; null when unknown, idle past CONSOLE_IDLE_MINUTES or past
+     * its lifetime (such a session is deleted). Reading it is not using it: see `touch`.
      */
     async read(cookieValue: string): Promise<ConsoleSessionView | null> {
       const row = await database.consoleSession.findUnique({ where: { cookieHash: hashBearer(cookieValue) } });
       if (!row) return null;
-      const at = now();
-      if (row.expiresAt.getTime() <= at || row.lastSeenAt.getTime() + policy.idleMs <= at) {
+      if (!isLiveAt(row, now())) {
         await database.consoleSession.deleteMany({ where: { id: row.id } });
         return null;
-      }
-      if (at - row.lastSeenAt.getTime() >= SEEN_EVERY_MS) {
-        await database.consoleSession.updateMany({ where: { id: row.id }, data: { lastSeenAt: new Date(at) } });
       }
       return {
         id: row.id,
@@ -91,18 +91,22 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
         scopes: new Set(row.scopes.filter(isScope)),
         csrfToken: row.csrfToken,
         expiresAt: row.expiresAt,
-        lastSeenAt: new Date(at),
+        lastSeenAt: row.lastSeenAt,
       };
     },
 
     /**
-     * Whether the session of a cookie value is still live, without counting this as the person's
-     * activity (an open page's pushed updates must not keep an idle session alive).
+     * The person did something (a page, a form): the idle time-out starts again, unless the session
+     * ended meanwhile (a touch never brings an ended session back). Pushed updates, a page's own
+     * requests and assets never come here.
      */
-    async isLive(cookieValue: string): Promise<boolean> {
-      const row = await database.consoleSession.findUnique({ where: { cookieHash: hashBearer(cookieValue) }, select: { expiresAt: true, lastSeenAt: true } });
+    async touch(session: Pick<ConsoleSessionView, 'id' | 'lastSeenAt'>): Promise<void> {
       const at = now();
-      return row !== null && row.expiresAt.getTime() > at && row.lastSeenAt.getTime() + policy.idleMs > at;
+      if (at - session.lastSeenAt.getTime() < seenEveryMs) return;
+      await database.consoleSession.updateMany({
+        where: { id: session.id, expiresAt: { gt: new Date(at) }, lastSeenAt: { gt: new Date(at - policy.idleMs) } },
+        data: { lastSeenAt: new Date(at) },
+      });
     },
 
     /** Signs the person out everywhere: every session of theirs ends. Answers how many. */

@@ -12,11 +12,10 @@ import { batchItemStatuses, batchReferenceSchema, batchStates, type BatchView } 
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
 import { csvLine } from '../../lib/csv.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { consoleHeaders, CONSOLE_PATH, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import { consoleHeaders, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
 import { streamLiveRegion } from './live-region.ts';
 import {
   batchHasEnded,
@@ -182,7 +181,7 @@ async function writable(res: Response): Promise<boolean> {
 }
 
 export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies, logger: Logger): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const { batches, timeZone } = deps;
 
   add(routes.list, async (req, res) => {

@@ -11,9 +11,8 @@ import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { paymentsInReview, paymentTotalsOn } from '../../payments/payment-totals.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, sendConsolePage, stateBadge, table } from './console-layout.ts';
 import { streamLiveRegion } from './live-region.ts';
 
@@ -120,7 +119,7 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
 }
 
 export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.home, async (_req, res) => {
     const person = personOf(res);

@@ -1,12 +1,14 @@
 // A region of a console page that the server keeps up to date (Server-Sent Events): the same
 // render as the page's, sent again every few seconds while the page is open and its session live
-// (a sign-out or an idle session ends the stream), until the render says there is nothing more to
-// follow (a batch that ended). Pushed, not polled by the person: the
-// page's script puts each render in place (api/console/assets/console.js). Streams are bounded per
-// process; past it a stream is refused (503 with Retry-After) and the page stays as it was.
+// (a sign-out or an idle session ends the stream, saying so), until the render says there is
+// nothing more to follow (a batch that ended). Pushed, not polled by the person: the page's script
+// puts each render in place (api/console/assets/console.js). A stream is never the person's act:
+// it does not keep their session alive. Streams are bounded per process; past it a stream is
+// refused (503 with Retry-After) and the page stays as it was.
 import type { Request, Response } from 'express';
-import { consoleSessionStillLive } from './console-auth.ts';
+import { consoleSessionStillLive, countedAsUse } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
+import { endEvent } from './live-events.ts';
 
 /** Streams open at once in this process, at most. */
 const MAX_STREAMS = 200;
@@ -22,6 +24,8 @@ export interface LiveRender {
 
 /** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
 export async function streamLiveRegion(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void> {
+  // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
+  if (countedAsUse(res)) throw new Error('streamLiveRegion: a stream must not count as the person’s use of their session');
   if (open >= MAX_STREAMS) {
     res.setHeader('Retry-After', '30');
     res.status(503).end();
@@ -40,9 +44,9 @@ export async function streamLiveRegion(req: Request, res: Response, render: () =
   const endAt = Date.now() + STREAM_LIFETIME_MS;
   try {
     while (!closed && Date.now() < endAt) {
-      // Signed out, or idle past the time-out (pushes are not the person's activity): the stream ends.
+      // Signed out, or idle past the time-out (pushes are not the person's act): the stream ends, saying so.
       if (!(await consoleSessionStillLive(res))) {
-        res.write('event: end\ndata: signed-out\n\n');
+        res.write(endEvent('signed-out'));
         break;
       }
       const { html, done } = await render();
@@ -50,7 +54,7 @@ export async function streamLiveRegion(req: Request, res: Response, render: () =
       // One `data:` line per line of the render: the event's data is the lines joined again.
       res.write(`${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
       if (done) {
-        res.write('event: end\ndata: done\n\n');
+        res.write(endEvent('done'));
         break;
       }
       await new Promise((resolve) => setTimeout(resolve, everyMs));

@@ -17,12 +17,12 @@ import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import { setActor } from '../http/actor.ts';
 import type { RateLimiter } from '../http/rate-limit.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { auditAsAct } from '../ops/ops-audit.ts';
 import {
   clearCookie,
+  consoleRoutesOn,
   consoleSessionOf,
   cookieOf,
   CONSOLE_COOKIE,
@@ -104,7 +104,7 @@ export function safeReturn(value: unknown): string {
 }
 
 export function addSignInRoutes(router: express.Router, deps: SignInDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const { sessions, config } = deps;
   const readForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
   const cookieOptions = { secure: deps.secureCookies };

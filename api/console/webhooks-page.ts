@@ -6,10 +6,9 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { webhookDeliveryStatuses, type WebhookDeliveryStatus, type WebhookDeliveryView } from '../../domain/webhook.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { maskedWebhookUrl } from '../../webhooks/masked-url.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, escapeHtml, idCell, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, doneNotice, facts, formField, linkedId, may, pager, queryText, sendBack, sendNotFound, sendRefused } from './page-pieces.ts';
@@ -75,7 +74,7 @@ function redeliverForm(person: SignedInPerson, delivery: WebhookDeliveryView, re
 const doneMessages = { redelivered: 'Redelivered: the delivery is due again now, with a new retry window (the same webhook-id: the receiver can tell it was sent before).' };
 
 export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const tz = deps.timeZone;
 
   add(routes.webhooks, async (req, res) => {

@@ -17,6 +17,8 @@ let browser: Browser;
 let idp: RunningIdentityProvider;
 let oidcStack: PartnerStack;
 let keyStack: PartnerStack;
+/** How far the key stack's clock is ahead of the real one (idle time passes without waiting for it). */
+let keyClockSkewMs = 0;
 const readerKey = randomBytes(24).toString('base64url');
 const clientSecret = randomBytes(24).toString('base64url');
 
@@ -48,7 +50,7 @@ beforeAll(async () => {
       };
     },
   });
-  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`] });
+  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs } });
 }, 90_000);
 
 afterAll(async () => {
@@ -232,6 +234,29 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       expect(page.url()).toContain('/console/sign-in');
       expect(await keyStack.database.consoleSession.count({ where: { personId: 'key:default' } })).toBe(0);
     } finally {
+      await context.close();
+    }
+  });
+
+  it('an open page whose session ended says so: its live region stops, and the page asks the person to sign in again', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console/sign-in`);
+      await page.getByLabel('Your ops key').fill(readerKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console`);
+      await page.locator('#home-figures[data-updated]').waitFor({ timeout: 20_000 });
+      // Sixteen minutes with the page open on the screen and nobody at it.
+      keyClockSkewMs = 16 * 60_000;
+      const alert = page.getByRole('alert').filter({ hasText: 'Your session has ended' });
+      await alert.waitFor({ timeout: 20_000 });
+      const signInAgain = alert.getByRole('link', { name: 'Sign in again' });
+      expect(await signInAgain.getAttribute('href')).toBe('/console/sign-in?return=%2Fconsole');
+      await signInAgain.click();
+      await page.waitForURL(/\/console\/sign-in\?return=/);
+    } finally {
+      keyClockSkewMs = 0;
       await context.close();
     }
   });

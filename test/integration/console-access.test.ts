@@ -1,5 +1,8 @@
-// The console's sessions over real HTTP: every page and stream needs its scope, Home included, and
-// Home shows webhook addresses masked; refused console writes and every sign-in are audited.
+// The console's sessions over real HTTP: a session is kept alive only by what a person does (a live
+// page's streams are not), a stream on an ended session tells the browser to stop, every page and
+// stream needs its scope, Home included, and Home shows webhook addresses masked; refused console
+// writes and every sign-in are audited. The clock is the test's: idle time passes without waiting
+// for it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
@@ -7,14 +10,19 @@ import { expressPath } from '../../api/http/route-registration.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
+const MINUTE = 60_000;
 const newKey = () => randomBytes(32).toString('base64url');
 const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), steady: newKey() };
+
+let skewMs = 0;
+const now = () => Date.now() + skewMs;
 
 let stack: PartnerStack;
 
 beforeAll(async () => {
   stack = await startPartnerStack({
     trustedProxies: ['127.0.0.1'],
+    hardening: { now },
     extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `steady:read:${keys.steady}`],
   });
 }, 120_000);
@@ -47,11 +55,109 @@ async function signIn(base: string, key: string, address = nextAddress()): Promi
 const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) =>
   fetch(`${base}${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
 
+/** The answer to a page asked for without a live session: to the sign-in page. */
+async function expectSignInAsked(response: Response): Promise<void> {
+  await response.arrayBuffer();
+  expect(response.status).toBe(303);
+  expect(response.headers.get('location')).toMatch(/^\/console\/sign-in\?return=/);
+}
+
 /** The CSRF token of a session, as its pages carry it. */
 async function csrfOf(base: string, cookie: string): Promise<string> {
   const page = await (await get(base, '/console/search', cookie)).text();
   return /name="_csrf" value="([^"]+)"/.exec(page)![1]!;
 }
+
+/** A live region's stream, opened as the page's EventSource opens it, read as it comes. */
+class LiveStream {
+  text = '';
+  private readonly reader: ReadableStreamDefaultReader<Uint8Array>;
+  private readonly decoder = new TextDecoder();
+  private ended = false;
+
+  constructor(readonly response: Response) {
+    this.reader = response.body!.getReader();
+  }
+
+  static async open(base: string, path: string, cookie: string | undefined): Promise<LiveStream> {
+    return new LiveStream(await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...(cookie ? { cookie } : {}) } }));
+  }
+
+  /** Reads until `done` holds for what came so far, the stream ends, or `withinMs` passed; answers what came. */
+  async until(done: (text: string) => boolean, withinMs = 20_000): Promise<string> {
+    const deadline = Date.now() + withinMs;
+    while (!done(this.text) && !this.ended) {
+      const left = deadline - Date.now();
+      if (left <= 0) break;
+      let timer: NodeJS.Timeout | undefined;
+      const next = await Promise.race([this.reader.read(), new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), left)))]);
+      clearTimeout(timer);
+      if (next === 'late') break;
+      if (next.done) this.ended = true;
+      else this.text += this.decoder.decode(next.value, { stream: true });
+    }
+    return this.text;
+  }
+
+  get done(): boolean {
+    return this.ended;
+  }
+
+  async close(): Promise<void> {
+    await this.reader.cancel().catch(() => undefined);
+  }
+}
+
+const firstPush = (text: string) => text.includes('\ndata: ');
+const endEvent = (text: string) => text.includes('event: end');
+
+describe('a console session is kept alive only by what a person does', () => {
+  it('a live page’s streams never count as use: a session left open on Home ends after the idle time, reconnects and all', async () => {
+    skewMs = 0;
+    const watched = await signIn(stack.apiBase, keys.auditor);
+    const used = await signIn(stack.apiBase, keys.auditor);
+    const home = await get(stack.apiBase, '/console', watched);
+    expect(home.status).toBe(200);
+    const script = /<script src="([^"]+)"/.exec(await home.text())![1]!;
+    // Ten minutes on: Home's stream reached its lifetime and the browser opened it again; its
+    // script and a batch's stream were fetched. Nobody did anything.
+    skewMs += 10 * MINUTE;
+    const reconnected = await LiveStream.open(stack.apiBase, '/console/live/home', watched);
+    expect(reconnected.response.status).toBe(200);
+    expect(await reconnected.until(firstPush)).toContain('Treasury');
+    await reconnected.close();
+    expect((await get(stack.apiBase, script, watched)).status).toBe(200);
+    const batchStream = await get(stack.apiBase, `/console/live/batches/${randomUUID()}`, watched, { accept: 'text/event-stream' });
+    await batchStream.arrayBuffer();
+    // The other person opened a page then: that is use.
+    expect((await get(stack.apiBase, '/console/review', used)).status).toBe(200);
+    // Sixteen minutes after the first one last did anything, six after the second did.
+    skewMs += 6 * MINUTE;
+    await expectSignInAsked(await get(stack.apiBase, '/console', watched));
+    expect((await get(stack.apiBase, '/console', used)).status).toBe(200);
+  });
+
+  it('a stream on an ended session tells the browser to stop (an end event saying so), whichever stream, whichever way it ended', async () => {
+    skewMs = 0;
+    const idle = await signIn(stack.apiBase, keys.auditor);
+    const open = await LiveStream.open(stack.apiBase, '/console/live/home', idle);
+    await open.until(firstPush);
+    skewMs += 16 * MINUTE;
+    // The open stream notices at its next push and ends, saying why.
+    expect(await open.until(endEvent)).toContain('event: end\ndata: signed-out');
+    await open.close();
+    // A stream opened on the ended session, on a forged cookie, or on none: told the same at once.
+    for (const cookie of [idle, `walletflow_console=${randomBytes(32).toString('base64url')}`, undefined]) {
+      for (const path of ['/console/live/home', `/console/live/batches/${randomUUID()}`]) {
+        const stream = await LiveStream.open(stack.apiBase, path, cookie);
+        expect(stream.response.status, path).toBe(200);
+        expect(stream.response.headers.get('content-type'), path).toMatch(/^text\/event-stream/);
+        expect(await stream.until(endEvent), path).toContain('event: end\ndata: signed-out');
+        await stream.close();
+      }
+    }
+  });
+});
 
 describe('every console page and stream needs its scope', () => {
   it('Home and its stream need read, as every other page does: a key with only pay sees no figure, batch or webhook', async () => {
