@@ -1,7 +1,7 @@
 // The console's sessions over real HTTP: a session is kept alive only by what a person does (a live
 // page's streams are not), a stream on an ended session tells the browser to stop, every page and
 // stream needs its scope, Home included, and Home shows webhook addresses masked; refused console
-// writes and every sign-in are audited. The clock is the test's: idle time passes without waiting
+// writes and every sign-in are audited, and a session's live streams are bounded. The clock is the test's: idle time passes without waiting
 // for it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -253,5 +253,33 @@ describe('the console’s audit', () => {
       { status: 401, keyName: null, channel: 'console' },
       { status: 200, keyName: 'steady', channel: 'console' },
     ]);
+  });
+});
+
+describe('live streams are bounded per session', () => {
+  it('a session opening more streams than its bound ends its oldest, saying why; another session’s streams go on', async () => {
+    skewMs = 0;
+    const session = await signIn(stack.apiBase, keys.auditor);
+    const other = await LiveStream.open(stack.apiBase, '/console/live/home', await signIn(stack.apiBase, keys.steady));
+    const streams: LiveStream[] = [];
+    try {
+      expect(await other.until(firstPush)).toContain('Treasury');
+      for (let index = 0; index < 5; index += 1) {
+        const stream = await LiveStream.open(stack.apiBase, '/console/live/home', session);
+        expect(stream.response.status).toBe(200);
+        await stream.until(firstPush);
+        streams.push(stream);
+      }
+      expect(await streams[0]!.until(endEvent)).toContain('event: end\ndata: replaced');
+      await streams[0]!.until(() => false, 5000);
+      expect(streams[0]!.done).toBe(true);
+      // The four newest still get their pushes, and so does the other session's.
+      for (const stream of [...streams.slice(1), other]) {
+        const before = stream.text.length;
+        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain('event: end');
+      }
+    } finally {
+      await Promise.all([...streams, other].map((stream) => stream.close()));
+    }
   });
 });
