@@ -1,6 +1,8 @@
 // The ops console's sessions (contract-decisions section 15), kept in PostgreSQL: a random cookie
 // value (only its hash is stored) bound to a person, the name their acts are recorded under, the
-// scopes their sign-in granted and the CSRF token of their forms. A session ends after
+// scopes their sign-in granted, what that sign-in rests on (the ops key's fingerprint, or the
+// provider and the person's groups: whoever reads a session checks them again) and the CSRF token
+// of their forms. A session ends after
 // CONSOLE_IDLE_MINUTES in which the person did nothing and CONSOLE_SESSION_HOURS after sign-in,
 // whatever is done; reading a session is not using it: only `touch`, called for what a person
 // does, moves its idle end. Signing out ends every session of the person. OpenID Connect sign-ins
@@ -21,11 +23,20 @@ export interface ConsolePerson {
   scopes: ReadonlySet<OpsScope>;
 }
 
+/** What a sign-in rests on, for whoever reads the session to check again. */
+export type ConsoleGrant =
+  /** The ops key signed in with, as an HMAC under the fingerprint key: never the key. */
+  | { via: 'key'; keyFingerprint: string }
+  /** The provider, and the person's groups that had a console role then. */
+  | { via: 'oidc'; issuer: string; groups: readonly string[] };
+
 export interface ConsoleSessionView extends ConsolePerson {
   id: string;
   csrfToken: string;
   expiresAt: Date;
   lastSeenAt: Date;
+  /** Null for a session stored before sign-ins kept what they rest on: it cannot be checked, so it holds no more. */
+  grant: ConsoleGrant | null;
 }
 
 export interface ConsoleSessionPolicy {
@@ -46,6 +57,19 @@ export function sameToken(expected: string, presented: string | undefined): bool
   return a.length === b.length && timingSafeEqual(a, b);
 }
 
+interface SessionRow {
+  via: string;
+  keyFingerprint: string | null;
+  issuer: string | null;
+  groups: string[] | null;
+}
+
+function grantOf(row: SessionRow): ConsoleGrant | null {
+  if (row.via === 'key') return row.keyFingerprint ? { via: 'key', keyFingerprint: row.keyFingerprint } : null;
+  if (row.via === 'oidc') return row.issuer ? { via: 'oidc', issuer: row.issuer, groups: row.groups ?? [] } : null;
+  return null;
+}
+
 export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
   /** A session's act is written at most this often (every request would be a write), a tenth of the idle time at most. */
   const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
@@ -53,7 +77,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
-    async start(person: ConsolePerson): Promise<{ cookieValue: string; expiresAt: Date }> {
+    async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
       const expiresAt = new Date(now() + policy.lifetimeMs);
       await database.consoleSession.create({
@@ -64,6 +88,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
           personName: person.personName,
           via: person.via,
           scopes: [...person.scopes],
+          ...(grant.via === 'key' ? { keyFingerprint: grant.keyFingerprint } : { issuer: grant.issuer, groups: [...grant.groups] }),
           csrfToken: randomBytes(32).toString('base64url'),
           lastSeenAt: new Date(now()),
           expiresAt,
@@ -89,6 +114,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
         personName: row.personName,
         via: row.via === 'oidc' ? 'oidc' : 'key',
         scopes: new Set(row.scopes.filter(isScope)),
+        grant: grantOf(row),
         csrfToken: row.csrfToken,
         expiresAt: row.expiresAt,
         lastSeenAt: row.lastSeenAt,

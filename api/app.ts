@@ -30,6 +30,7 @@ import { strictRouter } from './http/route-registration.ts';
 import { createOpsKeyGuard } from './ops/ops-key-guard.ts';
 import { consoleRouter } from './console/console-router.ts';
 import { createConsoleSessions } from '../access/console-sessions.ts';
+import { createConsoleGrants } from './console/console-grants.ts';
 import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
@@ -227,7 +228,7 @@ export function createApp(deps: AppDependencies): express.Express {
     // spelling then reaches a route (`ops`, below); any other is 404.
     const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
     // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
-    const opsKeys = createOpsKeyGuard({ keys: services.opsApiKeys });
+    const opsKeys = createOpsKeyGuard({ keys: services.opsApiKeys, fingerprintKey: services.fingerprintKey });
     const opsGate = express.Router();
     opsGate.use(auditOpsWrites(opsAudit));
     opsGate.use(opsAuth({ guard: opsKeys }));
@@ -330,6 +331,7 @@ export function createApp(deps: AppDependencies): express.Express {
         sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
         config: consoleConfig,
         keys: opsKeys,
+        grants: createConsoleGrants(consoleConfig, opsKeys),
         rateLimiter: createRateLimiter({ limit: CONSOLE_SIGN_INS_PER_MINUTE, ...(hardening.now ? { now: hardening.now } : {}) }),
         audit: opsAudit,
         publicUrl: services.publicUrl,

@@ -1,7 +1,8 @@
 // Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
 // SameSite=Strict, Path=/console, Secure over HTTPS) names a server-side session
-// (access/console-sessions.ts), whose person becomes the request's actor (api/http/actor.ts), so
-// the same scope checks as the ops API apply, route by route. Reading a session is not using it:
+// (access/console-sessions.ts), which holds only while what its sign-in rests on holds
+// (console-grants.ts: the ops key, or the person's groups), and whose person becomes the request's
+// actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by route. Reading a session is not using it:
 // only a route a person asks for counts as their act (consoleRoutesOn: every console route but the
 // streams a page opens by itself). Every state-changing request must carry the session's CSRF token
 // (the synchronizer pattern; SameSite=Strict and the Origin check are a second and third line). A
@@ -11,6 +12,7 @@ import { setActor } from '../http/actor.ts';
 import { routesOn, type AddRoute } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
+import type { ConsoleGrants } from './console-grants.ts';
 import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
 import { sendEndedStream } from './live-events.ts';
 
@@ -55,13 +57,13 @@ const STILL_LIVE = 'consoleSessionStillLive';
 const TOUCH = 'consoleSessionTouch';
 const COUNTED = 'consoleSessionCounted';
 
-/** Whether the request's session is still live now (a long answer, a pushed update, asks again; never counted as use). */
+/** Whether the request's session still holds now (a long answer, a pushed update, asks again; never counted as use). */
 export function consoleSessionStillLive(res: Response): Promise<boolean> {
   const check = res.locals[STILL_LIVE] as (() => Promise<boolean>) | undefined;
   return check ? check() : Promise.resolve(false);
 }
 
-/** The request's console session (set by `readConsoleSession`), if one is live. */
+/** The request's console session (set by `readConsoleSession`), if one is live: its scopes are those it may use now. */
 export function consoleSessionOf(res: Response): ConsoleSessionView | undefined {
   return res.locals[SESSION] as ConsoleSessionView | undefined;
 }
@@ -76,16 +78,24 @@ export function personOf(res: Response): SignedInPerson {
   return { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken };
 }
 
-/** Reads the session cookie: a live session's person becomes the request's actor. Nothing here counts as the person's act. */
-export function readConsoleSession(sessions: ConsoleSessions): RequestHandler {
+/**
+ * Reads the session cookie: a live session whose sign-in still holds becomes the request's actor,
+ * with the scopes it may use now. Nothing here counts as the person's act.
+ */
+export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGrants): RequestHandler {
   return async (req, res, next) => {
     const value = cookieOf(req, CONSOLE_COOKIE);
-    const session = value ? await sessions.read(value) : null;
-    if (session && value) {
+    const stored = value ? await sessions.read(value) : null;
+    const scopes = stored ? grants.scopesNow(stored) : null;
+    if (stored && scopes && value) {
+      const session: ConsoleSessionView = { ...stored, scopes };
       res.locals[SESSION] = session;
-      res.locals[STILL_LIVE] = async () => (await sessions.read(value)) !== null;
-      res.locals[TOUCH] = () => sessions.touch(session);
-      setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes: session.scopes });
+      res.locals[STILL_LIVE] = async () => {
+        const again = await sessions.read(value);
+        return again !== null && grants.scopesNow(again) !== null;
+      };
+      res.locals[TOUCH] = () => sessions.touch(stored);
+      setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });
     }
     next();
   };

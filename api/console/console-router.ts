@@ -1,7 +1,7 @@
 // The ops console at /console (contract-decisions section 15; docs/console.md): server-rendered
 // pages for partner ops staff, on the same services and rules as the ops API. In order: the
 // assets; every write is audited, under the person's name when there is one, refusals too; the
-// session (its person becomes the request's actor); a page or a write without one goes to
+// session (its person becomes the request's actor, with what their sign-in still grants); a page or a write without one goes to
 // sign-in; forms' bodies are read and every write must carry the session's CSRF token; then the
 // pages, each registered with its scope check (api/http/route-registration.ts); anything else is
 // a console page saying so.
@@ -21,6 +21,7 @@ import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleSessions } from '../../access/console-sessions.ts';
 import type { ConsoleServices } from './console-services.ts';
+import type { ConsoleGrants } from './console-grants.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
 import { addAuditRoutes, auditRoutes } from './audit-page.ts';
@@ -39,6 +40,8 @@ export interface ConsoleDependencies {
   sessions: ConsoleSessions;
   config: ConsoleConfig;
   keys: OpsKeyGuard;
+  /** What a session rests on, checked again on every request. */
+  grants: ConsoleGrants;
   /** Sign-in attempts per client address. */
   rateLimiter: RateLimiter;
   audit: OpsActionLog;
@@ -78,7 +81,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
   area.use(auditOpsWrites(deps.audit, 'console'));
-  area.use(readConsoleSession(deps.sessions));
+  area.use(readConsoleSession(deps.sessions, deps.grants));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {
     answerScopeRefusalsWith(res.locals, (answer, refusal) => {

@@ -4,7 +4,9 @@
 // token; the person's groups (CONSOLE_OIDC_GROUPS_CLAIM) give their scopes through
 // CONSOLE_OIDC_ROLES, and a person with none is refused. Without one: a named ops key, checked as
 // the ops API checks it (the same guard, so wrong keys count once per address for both). Either
-// way a new session (a new id) starts, and every earlier sign-in page's token is spent. Sign-in is
+// way a new session (a new id) starts, resting on what the sign-in showed (the key's fingerprint,
+// or the person's groups: console-grants.ts checks them again on every request), and every
+// earlier sign-in page's token is spent. Sign-in is
 // rate-limited per address. Every sign-in is audited under the person's name, a refused one too.
 // Signing out ends every session of the person.
 import { randomBytes } from 'node:crypto';
@@ -31,14 +33,17 @@ import {
   setCookie,
   SIGN_IN_STATE_COOKIE,
 } from './console-auth.ts';
+import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleSessions } from '../../access/console-sessions.ts';
+import { SIGN_IN_TTL_MS, sameToken, type ConsoleGrant, type ConsolePerson, type ConsoleSessions } from '../../access/console-sessions.ts';
 
 export interface SignInDependencies {
   sessions: ConsoleSessions;
   config: ConsoleConfig;
   /** The process's ops key guard (api/ops/ops-key-guard.ts), shared with the ops API. */
   keys: OpsKeyGuard;
+  /** What a session rests on, checked again on every request. */
+  grants: ConsoleGrants;
   rateLimiter: RateLimiter;
   /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
   publicUrl: string | undefined;
@@ -135,8 +140,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   };
 
   /** Starts the person's new session and sends them on (a page, so the Strict cookie goes with the next request). */
-  async function signedIn(res: Response, person: ConsolePerson, returnTo: string): Promise<void> {
-    const { cookieValue } = await sessions.start(person);
+  async function signedIn(res: Response, person: ConsolePerson, grant: ConsoleGrant, returnTo: string): Promise<void> {
+    const { cookieValue } = await sessions.start(person, grant);
     // The sign-in is audited under the person's name (the request came without a session).
     setActor(res.locals, { kind: person.via === 'key' ? 'key' : 'person', name: person.personName, scopes: person.scopes });
     setCookie(res, CONSOLE_COOKIE, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
@@ -198,7 +203,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       signInPage(req, res, 401, 'That key is not one of this walletflow’s ops keys.');
       return;
     }
-    await signedIn(res, { personId: `key:${checked.key.name.toLowerCase()}`, personName: checked.key.name, via: 'key', scopes: checked.key.scopes }, String(body.return ?? CONSOLE_PATH));
+    const key = checked.key;
+    await signedIn(res, { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes }, deps.grants.ofKey(key), String(body.return ?? CONSOLE_PATH));
   });
 
   add(routes.signInWithProvider, async (req, res) => {
@@ -283,7 +289,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
       return;
     }
-    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, started.returnTo);
+    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, deps.grants.ofGroups(groups), started.returnTo);
   });
 
   add(routes.signOut, async (_req, res) => {

@@ -4,14 +4,18 @@
 // Wrong keys are guesses and are limited per client address (IPv6 by its /64): past `maxFailures`
 // within the window that address's wrong keys are refused with the wait left. A valid key is never
 // locked out (one client behind a shared proxy or carrier NAT must not lock out ops). One guard per
-// process, shared by both doors, so a guesser cannot double its tries by using the other.
-import { createHash, timingSafeEqual } from 'node:crypto';
+// process, shared by both doors, so a guesser cannot double its tries by using the other. A
+// console session signed in with a key keeps the key's fingerprint (an HMAC under the fingerprint
+// key, the same in every process), by which the guard finds the key again.
+import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { parseOpsKeys, type OpsKey } from '../../lib/ops-keys.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
 
 export interface OpsKeyGuardOptions {
   /** OpsKeys, or OPS_API_KEYS entries (`name:scopes:key` or a bare key). */
   keys: readonly (string | OpsKey)[];
+  /** IDEMPOTENCY_FINGERPRINT_KEY: what a key's fingerprint is keyed with (the same in every process). */
+  fingerprintKey: Buffer;
   /** Wrong keys allowed per address within `windowMs` before refusing; absent: 20. */
   maxFailures?: number;
   windowMs?: number;
@@ -29,6 +33,10 @@ export interface OpsKeyGuard {
   /** The key `presented` from `ip` (undefined: none was sent, which guesses nothing and is not counted). */
   check(ip: string | undefined, presented: string | undefined): KeyCheck;
   trackedAddresses(): number;
+  /** What a console session signed in with `key` keeps of it: an HMAC, never the key. */
+  fingerprintOf(key: OpsKey): string;
+  /** The key of a fingerprint, if it is one of this walletflow's keys now. */
+  keyOfFingerprint(fingerprint: string): OpsKey | undefined;
 }
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
@@ -36,6 +44,8 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
 export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
   const keys = parseOpsKeys(options.keys).map((key) => ({ key, digest: digest(key.key) }));
+  const fingerprintOf = (key: OpsKey) => createHmac('sha256', options.fingerprintKey).update(`console-session-key\0${key.key}`, 'utf8').digest('hex');
+  const byFingerprint = new Map(keys.map(({ key }) => [fingerprintOf(key), key]));
   const maxFailures = options.maxFailures ?? 20;
   const windowMs = options.windowMs ?? 60_000;
   const now = options.now ?? Date.now;
@@ -82,5 +92,7 @@ export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
       return { kind: 'wrong' };
     },
     trackedAddresses: () => failures.size,
+    fingerprintOf,
+    keyOfFingerprint: (fingerprint) => byFingerprint.get(fingerprint),
   };
 }

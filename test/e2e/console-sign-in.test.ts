@@ -16,6 +16,8 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 let browser: Browser;
 let idp: RunningIdentityProvider;
 let oidcStack: PartnerStack;
+/** Another walletflow on the same database, whose CONSOLE_OIDC_ROLES took roles away: makers may only read, readers nothing. */
+let narrowedStack: PartnerStack;
 let keyStack: PartnerStack;
 /** How far the key stack's clock is ahead of the real one (idle time passes without waiting for it). */
 let keyClockSkewMs = 0;
@@ -30,32 +32,29 @@ const staff = [
   // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
   { username: 'mallory', password: 'mallory-pass', name: 'Jose Reyes (oidc:staff-jose)\u202e', groups: ['walletflow-readers'] },
 ];
+const oidcSettings = (roles: string[]) => ({
+  oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(roles), groupsClaim: 'groups' },
+  idleMinutes: 15,
+  sessionHours: 8,
+  temporalUiUrl: undefined,
+});
 
 beforeAll(async () => {
   browser = await launchChromium();
   oidcStack = await startPartnerStack({
     console: async (apiBase) => {
       idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
-      return {
-        oidc: {
-          issuer: idp.issuer,
-          clientId: 'walletflow-console',
-          clientSecret,
-          roles: parseConsoleRoles(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']),
-          groupsClaim: 'groups',
-        },
-        idleMinutes: 15,
-        sessionHours: 8,
-        temporalUiUrl: undefined,
-      };
+      return oidcSettings(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']);
     },
   });
+  narrowedStack = await startPartnerStack({ console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']) });
   keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs } });
 }, 90_000);
 
 afterAll(async () => {
   await browser?.close();
   await oidcStack?.close();
+  await narrowedStack?.close();
   await keyStack?.close();
   await idp?.close();
 });
@@ -148,6 +147,29 @@ describe('the console’s sign-in through OpenID Connect', () => {
       expect(stored?.personName).toBe(shown);
     } finally {
       await context.close();
+    }
+  });
+
+  it('a person whose groups lost a role acts without it on their next request; one left with no role is signed out', async () => {
+    const maker = await browser.newContext();
+    const reader = await browser.newContext();
+    try {
+      const maria = await signInWithProvider(maker, oidcStack.apiBase, 'maria', 'maria-pass');
+      await maria.waitForURL(`${oidcStack.apiBase}/console`);
+      const ana = await signInWithProvider(reader, oidcStack.apiBase, 'ana', 'ana-pass');
+      await ana.waitForURL(`${oidcStack.apiBase}/console`);
+      await maria.goto(`${oidcStack.apiBase}/console/batches`);
+      await expect(maria.getByRole('heading', { name: 'Upload a batch' }).isVisible()).resolves.toBe(true);
+      // The same sessions at a walletflow whose CONSOLE_OIDC_ROLES now grant makers read only, and readers nothing.
+      await maria.goto(`${narrowedStack.apiBase}/console/batches`);
+      expect(maria.url()).toBe(`${narrowedStack.apiBase}/console/batches`);
+      await expect(maria.getByRole('heading', { level: 1, name: 'Batches' }).isVisible()).resolves.toBe(true);
+      expect(await maria.getByRole('heading', { name: 'Upload a batch' }).count()).toBe(0);
+      await ana.goto(`${narrowedStack.apiBase}/console`);
+      expect(ana.url()).toContain(`${narrowedStack.apiBase}/console/sign-in`);
+    } finally {
+      await maker.close();
+      await reader.close();
     }
   });
 

@@ -1,33 +1,55 @@
-// The console's sessions over real HTTP: a session is kept alive only by what a person does (a live
-// page's streams are not), a stream on an ended session tells the browser to stop, every page and
-// stream needs its scope, Home included, and Home shows webhook addresses masked; refused console
-// writes and every sign-in are audited, and a session's live streams are bounded. The clock is the test's: idle time passes without waiting
-// for it.
+// The console's sessions over real HTTP, on two API processes sharing one database (two
+// createApp instances: one walletflow before and after a restart with other OPS_API_KEYS): a
+// session is kept alive only by what a person does (a live page's streams are not), a stream on an
+// ended session tells the browser to stop, a session signed in with an ops key rests on that key
+// on every request, every page and stream needs its scope, Home included, and Home shows webhook
+// addresses masked; refused console writes and every sign-in are audited, and a session's live
+// streams are bounded. The clock is the test's: idle time passes without waiting for it.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
 import { expressPath } from '../../api/http/route-registration.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { startPartnerApi, type PartnerApi } from '../support/partner-api.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const MINUTE = 60_000;
 const newKey = () => randomBytes(32).toString('base64url');
-const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), steady: newKey() };
-
+const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), rotated: newKey(), rotatedAgain: newKey(), steady: newKey() };
+// Two processes of one deployment: one fingerprint key, one clock.
+const encryptionKey = randomBytes(32);
 let skewMs = 0;
 const now = () => Date.now() + skewMs;
 
+/** The first process, with every key. */
 let stack: PartnerStack;
+/** The second, started later without `auditor`, with `rotated` under a new secret and `lead` narrowed to fund. */
+let restarted: PartnerApi;
 
 beforeAll(async () => {
   stack = await startPartnerStack({
+    encryptionKey,
     trustedProxies: ['127.0.0.1'],
     hardening: { now },
-    extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `steady:read:${keys.steady}`],
+    extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `rotated:read:${keys.rotated}`, `steady:read:${keys.steady}`],
+  });
+  restarted = await startPartnerApi({
+    databaseUrl: testDatabaseUrl(),
+    temporalAddress: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+    taskQueuePrefix: 'walletflow-test',
+    logger: createLogger({ level: 'silent' }),
+    encryptionKey,
+    trustedProxies: ['127.0.0.1'],
+    hardening: { now },
+    extraOpsKeys: [`payer:pay:${keys.payer}`, `lead:fund:${keys.lead}`, `rotated:read:${keys.rotatedAgain}`, `steady:read:${keys.steady}`],
   });
 }, 120_000);
 
 afterAll(async () => {
+  await restarted?.close();
   await stack?.close();
 });
 
@@ -156,6 +178,41 @@ describe('a console session is kept alive only by what a person does', () => {
         await stream.close();
       }
     }
+  });
+});
+
+describe('a session signed in with an ops key rests on that key', () => {
+  it('is checked against the keys walletflow has now, on every request: gone or given another secret, it is refused; narrowed, it acts with less', async () => {
+    skewMs = 0;
+    const sessions = {
+      auditor: await signIn(stack.apiBase, keys.auditor),
+      rotated: await signIn(stack.apiBase, keys.rotated),
+      lead: await signIn(stack.apiBase, keys.lead),
+      steady: await signIn(stack.apiBase, keys.steady),
+    };
+    for (const [name, cookie] of Object.entries(sessions)) {
+      const audit = await get(stack.apiBase, '/console/audit', cookie);
+      await audit.arrayBuffer();
+      expect(audit.status, name).toBe(200);
+    }
+    // walletflow without auditor's key, and with rotated's under a new secret: their sessions are over.
+    for (const cookie of [sessions.auditor, sessions.rotated]) {
+      await expectSignInAsked(await get(restarted.apiBase, '/console/audit', cookie));
+      await expectSignInAsked(await get(restarted.apiBase, '/console', cookie));
+      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase }, body: '' });
+      await signOut.arrayBuffer();
+      expect(signOut.status).toBe(401);
+      const stream = await LiveStream.open(restarted.apiBase, '/console/live/home', cookie);
+      expect(await stream.until(endEvent)).toContain('event: end\ndata: signed-out');
+      await stream.close();
+    }
+    // lead's key now has fund only: the session keeps the narrower scopes, never more than its sign-in's.
+    const narrowed = await get(restarted.apiBase, '/console/audit', sessions.lead);
+    expect(narrowed.status).toBe(403);
+    expect(await narrowed.text()).not.toContain('<table');
+    // An unchanged key's session goes on, on either process.
+    expect((await get(restarted.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
+    expect((await get(stack.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
   });
 });
 

@@ -2,6 +2,7 @@
 // SCOPE_REQUIRED from the route's own check, registered with it), and the limit on wrong keys per
 // client address (IPv6 by its /64; a request without a key guesses nothing and is not counted; a
 // valid key is never locked out).
+import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
@@ -22,7 +23,7 @@ let base: string;
 beforeAll(async () => {
   const app = express();
   app.set('trust proxy', 'loopback');
-  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], maxFailures: 5, windowMs: 60_000, now: () => clock }));
+  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], maxFailures: 5, windowMs: 60_000, now: () => clock, fingerprintKey: randomBytes(32) }));
   const router = strictRouter();
   const add = routesOn(router, '/ops');
   const route = (method: 'get' | 'post', path: string, scope: 'read' | 'resolve') =>
@@ -102,7 +103,7 @@ describe('ops API authentication', () => {
   });
 
   it('keeps at most maxTrackedAddresses addresses’ wrong keys, however many /64s rotate within one window', async () => {
-    const guard = opsAuth({ keys: [key], maxFailures: 5, windowMs: 60_000, maxTrackedAddresses: 100, now: () => clock });
+    const guard = opsAuth({ keys: [key], maxFailures: 5, windowMs: 60_000, maxTrackedAddresses: 100, now: () => clock, fingerprintKey: randomBytes(32) });
     const small = express();
     small.set('trust proxy', 'loopback');
     small.use('/ops', guard);
