@@ -19,7 +19,7 @@ export const importRules = {
   ledger: { imports: ['domain', 'lib', 'generated'], why: "the partner's double-entry ledger: accounts, holds, postings, limits" },
   access: {
     imports: ['domain', 'lib', 'links', 'generated'],
-    why: "who may come in: the console's sessions and its sign-ins under way",
+    why: "who may come in: the console's sessions and sign-ins, and the attempt counts that limit sign-ins and wrong keys across processes",
   },
   reviews: { imports: ['domain', 'lib'], why: 'the review policy: a resolution goes through the waiting workflow, or through the record when none runs' },
   webhooks: {

@@ -30,6 +30,7 @@ import { strictRouter } from './http/route-registration.ts';
 import { createOpsKeyGuard } from './ops/ops-key-guard.ts';
 import { consoleRouter } from './console/console-router.ts';
 import { createConsoleSessions } from '../access/console-sessions.ts';
+import { createAttemptLimiter } from '../access/attempt-limits.ts';
 import { createConsoleGrants } from './console/console-grants.ts';
 import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
@@ -70,6 +71,11 @@ export interface HardeningOptions {
   /** The landing page's own status polls per web session per minute (instead of per address). */
   webSessionPollLimitPerMinute?: number;
   now?: () => number;
+  /**
+   * Whose attempt counts these are among those on the database (console sign-ins, wrong ops keys):
+   * absent, every API process of the deployment shares them; tests give each stack its own.
+   */
+  attemptCountScope?: string;
 }
 
 export interface AppDependencies {
@@ -131,8 +137,10 @@ export interface AppDependencies {
   };
 }
 
-/** Sign-in attempts to the console per client address per minute (a person signs in a few times a day). */
+/** Sign-in attempts to the console per client address per minute, across every API process (a person signs in a few times a day). */
 const CONSOLE_SIGN_INS_PER_MINUTE = 20;
+/** Wrong ops keys per client address per minute, across every API process and both doors (the ops API's bearer, the console's sign-in). */
+const WRONG_KEYS_PER_MINUTE = 20;
 
 /** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
 function isOpsPath(path: string): boolean {
@@ -227,8 +235,15 @@ export function createApp(deps: AppDependencies): express.Express {
     // key was presented (contract section 12), and the caller is authenticated. Only the exact
     // spelling then reaches a route (`ops`, below); any other is 404.
     const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
+    // Attempts counted in PostgreSQL, so that every API process counts against one limit.
+    const attemptKind = (kind: string) => (hardening.attemptCountScope ? `${hardening.attemptCountScope}:${kind}` : kind);
+    const clock = hardening.now ? { now: hardening.now } : {};
     // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
-    const opsKeys = createOpsKeyGuard({ keys: services.opsApiKeys, fingerprintKey: services.fingerprintKey });
+    const opsKeys = createOpsKeyGuard({
+      keys: services.opsApiKeys,
+      wrongKeys: createAttemptLimiter(services.database, { kind: attemptKind('ops-wrong-key'), limit: WRONG_KEYS_PER_MINUTE, ...clock }),
+      fingerprintKey: services.fingerprintKey,
+    });
     const opsGate = express.Router();
     opsGate.use(auditOpsWrites(opsAudit));
     opsGate.use(opsAuth({ guard: opsKeys }));
@@ -332,7 +347,7 @@ export function createApp(deps: AppDependencies): express.Express {
         config: consoleConfig,
         keys: opsKeys,
         grants: createConsoleGrants(consoleConfig, opsKeys),
-        rateLimiter: createRateLimiter({ limit: CONSOLE_SIGN_INS_PER_MINUTE, ...(hardening.now ? { now: hardening.now } : {}) }),
+        signInAttempts: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in'), limit: CONSOLE_SIGN_INS_PER_MINUTE, ...clock }),
         audit: opsAudit,
         publicUrl: services.publicUrl,
         secureCookies: services.publicUrl?.startsWith('https:') === true,

@@ -1,12 +1,13 @@
 // Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
 // SameSite=Strict, Path=/console, Secure over HTTPS) names a server-side session
 // (access/console-sessions.ts), which holds only while what its sign-in rests on holds
-// (console-grants.ts: the ops key, or the person's groups), and whose person becomes the request's
-// actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by route. Reading a session is not using it:
-// only a route a person asks for counts as their act (consoleRoutesOn: every console route but the
-// streams a page opens by itself). Every state-changing request must carry the session's CSRF token
-// (the synchronizer pattern; SameSite=Strict and the Origin check are a second and third line). A
-// request without a live session goes to the sign-in page; a stream without one is told it ended.
+// (console-grants.ts: the ops key, or the person's groups), and whose person becomes the
+// request's actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by
+// route. Reading a session is not using it: only a route a person asks for counts as their act
+// (consoleRoutesOn: every console route but the streams a page opens by itself). Every
+// state-changing request must carry the session's CSRF token (the synchronizer pattern;
+// SameSite=Strict and the Origin check are a second and third line). A request without a live
+// session goes to the sign-in page; a stream without one is told it ended.
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { setActor } from '../http/actor.ts';
 import { routesOn, type AddRoute } from '../http/route-registration.ts';

@@ -1,17 +1,18 @@
 // The ops console at /console (contract-decisions section 15; docs/console.md): server-rendered
 // pages for partner ops staff, on the same services and rules as the ops API. In order: the
 // assets; every write is audited, under the person's name when there is one, refusals too; the
-// session (its person becomes the request's actor, with what their sign-in still grants); a page or a write without one goes to
-// sign-in; forms' bodies are read and every write must carry the session's CSRF token; then the
-// pages, each registered with its scope check (api/http/route-registration.ts); anything else is
-// a console page saying so.
+// session (its person becomes the request's actor, with what their sign-in still grants); a page
+// or a write without a session goes to sign-in; forms' bodies are read and every write must carry
+// the session's CSRF token; then the pages, each registered with its scope check and, but for
+// streams, the count of the person's act (consoleRoutesOn); anything else is a console page saying so.
 import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { overloadOf } from '../../lib/admission.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { AttemptLimiter } from '../../access/attempt-limits.ts';
+import type { ConsoleSessions } from '../../access/console-sessions.ts';
 import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
@@ -19,9 +20,8 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import type { ConsoleSessions } from '../../access/console-sessions.ts';
-import type { ConsoleServices } from './console-services.ts';
 import type { ConsoleGrants } from './console-grants.ts';
+import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
 import { addAuditRoutes, auditRoutes } from './audit-page.ts';
@@ -42,8 +42,8 @@ export interface ConsoleDependencies {
   keys: OpsKeyGuard;
   /** What a session rests on, checked again on every request. */
   grants: ConsoleGrants;
-  /** Sign-in attempts per client address. */
-  rateLimiter: RateLimiter;
+  /** Sign-in attempts per client address, counted across every API process. */
+  signInAttempts: AttemptLimiter;
   audit: OpsActionLog;
   publicUrl: string | undefined;
   secureCookies: boolean;

@@ -6,19 +6,21 @@
 // the ops API checks it (the same guard, so wrong keys count once per address for both). Either
 // way a new session (a new id) starts, resting on what the sign-in showed (the key's fingerprint,
 // or the person's groups: console-grants.ts checks them again on every request), and every
-// earlier sign-in page's token is spent. Sign-in is
-// rate-limited per address. Every sign-in is audited under the person's name, a refused one too.
-// Signing out ends every session of the person.
+// earlier sign-in page's token is spent. Sign-in attempts are limited per address across every API
+// process. Every sign-in is audited under the person's name, a refused one too. Signing out ends
+// every session of the person.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import * as oidc from 'openid-client';
 import { personActorName, shownPersonName } from '../../domain/actor.ts';
+import type { AttemptLimiter } from '../../access/attempt-limits.ts';
+import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleGrant, type ConsoleSessions } from '../../access/console-sessions.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import { setActor } from '../http/actor.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import { rateKeyOf } from '../http/rate-limit.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { auditAsAct } from '../ops/ops-audit.ts';
@@ -35,7 +37,6 @@ import {
 } from './console-auth.ts';
 import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import { SIGN_IN_TTL_MS, sameToken, type ConsoleGrant, type ConsolePerson, type ConsoleSessions } from '../../access/console-sessions.ts';
 
 export interface SignInDependencies {
   sessions: ConsoleSessions;
@@ -44,7 +45,8 @@ export interface SignInDependencies {
   keys: OpsKeyGuard;
   /** What a session rests on, checked again on every request. */
   grants: ConsoleGrants;
-  rateLimiter: RateLimiter;
+  /** Sign-in attempts per client address, counted across every API process. */
+  signInAttempts: AttemptLimiter;
   /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
   publicUrl: string | undefined;
   secureCookies: boolean;
@@ -130,9 +132,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     return discovered;
   };
 
-  /** The sign-in attempts of one address, limited; true when this one may go on. */
-  const admitted = (req: Request, res: Response): boolean => {
-    const verdict = deps.rateLimiter.take(req.ip);
+  /** The sign-in attempts of one address, limited across processes; true when this one may go on. */
+  const admitted = async (req: Request, res: Response): Promise<boolean> => {
+    const verdict = await deps.signInAttempts.take(rateKeyOf(req.ip));
     if (verdict.allowed) return true;
     res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
     sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many sign-in attempts from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
@@ -185,7 +187,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithKey, readForm, async (req, res) => {
-    if (!admitted(req, res)) return;
+    if (!(await admitted(req, res))) return;
     const body = req.body as Record<string, unknown>;
     const pre = cookieOf(req, PRE_SIGN_IN_COOKIE);
     if (config.oidc || !pre || !sameToken(pre, typeof body._csrf === 'string' ? body._csrf : undefined) || !sameOrigin(req, deps.publicUrl)) {
@@ -193,7 +195,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       return;
     }
     const presented = typeof body.key === 'string' && /^[\x21-\x7e]{1,512}$/.test(body.key) ? body.key : undefined;
-    const checked = deps.keys.check(req.ip, presented);
+    const checked = await deps.keys.check(req.ip, presented);
     if (checked.kind === 'limited') {
       res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
       signInPage(req, res, 429, 'Too many wrong keys from this address. Wait a minute and try again.');
@@ -208,7 +210,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithProvider, async (req, res) => {
-    if (!admitted(req, res)) return;
+    if (!(await admitted(req, res))) return;
     if (!config.oidc) {
       signInPage(req, res, 404, 'No identity provider is configured: sign in with an ops key.');
       return;
@@ -242,7 +244,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   add(routes.providerCallback, async (req, res) => {
     // A sign-in, though a GET: audited as the writes are, whatever it answers.
     auditAsAct(res);
-    if (!admitted(req, res)) return;
+    if (!(await admitted(req, res))) return;
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     const [boundState, codeVerifier] = (cookieOf(req, SIGN_IN_STATE_COOKIE) ?? '').split('.');

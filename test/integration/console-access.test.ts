@@ -1,10 +1,12 @@
 // The console's sessions over real HTTP, on two API processes sharing one database (two
-// createApp instances: one walletflow before and after a restart with other OPS_API_KEYS): a
-// session is kept alive only by what a person does (a live page's streams are not), a stream on an
-// ended session tells the browser to stop, a session signed in with an ops key rests on that key
-// on every request, every page and stream needs its scope, Home included, and Home shows webhook
-// addresses masked; refused console writes and every sign-in are audited, and a session's live
-// streams are bounded. The clock is the test's: idle time passes without waiting for it.
+// createApp instances, as two copies of walletflow behind a load balancer, or one walletflow
+// before and after a restart with other OPS_API_KEYS): a session is kept alive only by what a
+// person does (a live page's streams are not), a stream on an ended session tells the browser to
+// stop, a session signed in with an ops key rests on that key on every request, every page and
+// stream needs its scope (Home included, its webhook addresses masked), refused console writes and
+// every sign-in are audited, a session's live streams are bounded, and sign-in attempts and wrong
+// keys are limited across processes (IPv6 by the /64). The clock is the test's: idle time passes
+// without waiting for it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
@@ -18,8 +20,9 @@ import { waitFor } from '../support/wait-for.ts';
 const MINUTE = 60_000;
 const newKey = () => randomBytes(32).toString('base64url');
 const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), rotated: newKey(), rotatedAgain: newKey(), steady: newKey() };
-// Two processes of one deployment: one fingerprint key, one clock.
+// Two processes of one deployment: one fingerprint key, one clock, one count of attempts.
 const encryptionKey = randomBytes(32);
+const attemptCountScope = `console-access-${randomBytes(4).toString('hex')}`;
 let skewMs = 0;
 const now = () => Date.now() + skewMs;
 
@@ -32,7 +35,7 @@ beforeAll(async () => {
   stack = await startPartnerStack({
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
-    hardening: { now },
+    hardening: { now, attemptCountScope },
     extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `rotated:read:${keys.rotated}`, `steady:read:${keys.steady}`],
   });
   restarted = await startPartnerApi({
@@ -43,7 +46,7 @@ beforeAll(async () => {
     logger: createLogger({ level: 'silent' }),
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
-    hardening: { now },
+    hardening: { now, attemptCountScope },
     extraOpsKeys: [`payer:pay:${keys.payer}`, `lead:fund:${keys.lead}`, `rotated:read:${keys.rotatedAgain}`, `steady:read:${keys.steady}`],
   });
 }, 120_000);
@@ -337,6 +340,75 @@ describe('live streams are bounded per session', () => {
       }
     } finally {
       await Promise.all([...streams, other].map((stream) => stream.close()));
+    }
+  });
+});
+
+describe('sign-in attempts and wrong keys are limited across API processes', () => {
+  const processes = () => [stack.apiBase, restarted.apiBase];
+
+  it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {
+    skewMs = 0;
+    const guess = async (base: string, address: string) => {
+      const response = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      await response.arrayBuffer();
+      return response;
+    };
+    for (const [first, rest] of [
+      ['203.0.113.50', '203.0.113.50'],
+      ['2001:db8:77:1::1', '2001:db8:77:1:ffff:ffff:ffff:ffff'],
+    ] as const) {
+      for (let index = 0; index < 20; index += 1) {
+        const address = first.includes(':') ? `2001:db8:77:1::${(index + 1).toString(16)}` : first;
+        expect((await guess(processes()[index % 2]!, address)).status, `guess ${index + 1} from ${address}`).toBe(401);
+      }
+      for (const base of processes()) {
+        const limited = await guess(base, rest);
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+        // The console's sign-in with a wrong key is one more guess from the same address: refused too.
+        const form = await fetch(`${base}/console/sign-in`, { headers: from(rest) });
+        await form.arrayBuffer();
+        const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+        const signIn = await fetch(`${base}/console/sign-in`, {
+          method: 'POST',
+          headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(rest) },
+          body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
+        });
+        expect(signIn.status).toBe(429);
+        expect(await signIn.text()).toContain('Too many wrong keys');
+        // The right key still works from there.
+        const right = await fetch(`${base}/ops/fundings/${randomUUID()}`, { headers: { authorization: `Bearer ${keys.steady}`, ...from(rest) } });
+        await right.arrayBuffer();
+        expect(right.status).toBe(404);
+      }
+    }
+    // Another /64 is another subscriber.
+    expect((await guess(stack.apiBase, '2001:db8:77:2::1')).status).toBe(401);
+  });
+
+  it('counts console sign-in attempts once for both processes', async () => {
+    skewMs = 0;
+    for (const [address, later] of [
+      ['203.0.113.60', '203.0.113.60'],
+      ['2001:db8:78:1::1', '2001:db8:78:1::abcd'],
+    ] as const) {
+      for (let index = 0; index < 20; index += 1) {
+        // A form from no sign-in page: refused (403), and an attempt all the same.
+        const attempt = await fetch(`${processes()[index % 2]!}/console/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(address) },
+          body: 'key=x',
+        });
+        await attempt.arrayBuffer();
+        expect(attempt.status, `attempt ${index + 1} from ${address}`).toBe(403);
+      }
+      for (const base of processes()) {
+        const limited = await fetch(`${base}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(later) }, body: 'key=x' });
+        expect(limited.status).toBe(429);
+        expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(await limited.text()).toContain('Too many sign-in attempts');
+      }
     }
   });
 });

@@ -159,7 +159,9 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const app = createApp({
       logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
-      ...(options.hardening ? { hardening: options.hardening } : {}),
+      // Each test API counts sign-in attempts and wrong keys apart from the others on the shared
+      // database (test files' requests all come from 127.0.0.1), unless it is told to share.
+      hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}`, ...options.hardening },
       readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
       services: {
         database,
