@@ -43,7 +43,7 @@ export const importRules = {
     why: 'deterministic workflow code and its contracts, which declare the activities each workflow schedules: workflows/ and domain/ only',
   },
   activities: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks', 'access'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'side effects scheduled by workflows, through the records',

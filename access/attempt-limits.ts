@@ -5,7 +5,8 @@
 // window, taken in one statement: the row's lock orders concurrent attempts from any process, so
 // together they never pass the limit. Only attempts let through are counted. What this process
 // learnt is blocked it remembers until the wait is over (a bounded number of addresses), so a
-// flood from a blocked address costs the database nothing more. The only writer of attempt_count.
+// flood from a blocked address costs the database nothing more. The only writer of attempt_count,
+// its purge included.
 import type { Database } from '../lib/database.ts';
 
 export type AttemptVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
@@ -92,4 +93,10 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
     knownBlockedForMs: (subject) => knownBlockedForMs(subject, now()),
     remembered: () => blocked.size,
   };
+}
+
+/** Deletes up to `batchSize` counts no limit reads any more (their window and the next are over); answers how many. */
+export async function purgeSpentAttemptCounts(database: Database, at: Date, batchSize: number): Promise<number> {
+  return database.$executeRaw`DELETE FROM attempt_count WHERE (kind, subject, window_start) IN (
+    SELECT kind, subject, window_start FROM attempt_count WHERE expires_at < ${at} ORDER BY expires_at LIMIT ${batchSize})`;
 }

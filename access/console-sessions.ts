@@ -2,12 +2,11 @@
 // value (only its hash is stored) bound to a person, the name their acts are recorded under, the
 // scopes their sign-in granted, what that sign-in rests on (the ops key's fingerprint, or the
 // provider and the person's groups: whoever reads a session checks them again) and the CSRF token
-// of their forms. A session ends after
-// CONSOLE_IDLE_MINUTES in which the person did nothing and CONSOLE_SESSION_HOURS after sign-in,
-// whatever is done; reading a session is not using it: only `touch`, called for what a person
-// does, moves its idle end. Signing out ends every session of the person. OpenID Connect sign-ins
-// under way are kept here too (their state and nonce), each used once. The only writer of
-// console_session and console_sign_in.
+// of their forms. A session ends after CONSOLE_IDLE_MINUTES in which the person did nothing and
+// CONSOLE_SESSION_HOURS after sign-in, whatever is done; reading a session is not using it: only
+// `touch`, called for what a person does, moves its idle end. Signing out ends every session of the
+// person. OpenID Connect sign-ins under way are kept here too (their state and nonce), each used
+// once. The only writer of console_session and console_sign_in, their purge included.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { Database } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
@@ -74,12 +73,14 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   /** A session's act is written at most this often (every request would be a write), a tenth of the idle time at most. */
   const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
   const isLiveAt = (row: { expiresAt: Date; lastSeenAt: Date }, at: number) => row.expiresAt.getTime() > at && row.lastSeenAt.getTime() + policy.idleMs > at;
+  const endsAt = (expiresAt: number, lastSeenAt: number) => new Date(Math.min(expiresAt, lastSeenAt + policy.idleMs));
 
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
-      const expiresAt = new Date(now() + policy.lifetimeMs);
+      const at = now();
+      const expiresAt = new Date(at + policy.lifetimeMs);
       await database.consoleSession.create({
         data: {
           id: randomUUID(),
@@ -90,8 +91,9 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
           scopes: [...person.scopes],
           ...(grant.via === 'key' ? { keyFingerprint: grant.keyFingerprint } : { issuer: grant.issuer, groups: [...grant.groups] }),
           csrfToken: randomBytes(32).toString('base64url'),
-          lastSeenAt: new Date(now()),
+          lastSeenAt: new Date(at),
           expiresAt,
+          endsAt: endsAt(expiresAt.getTime(), at),
         },
       });
       return { cookieValue, expiresAt };
@@ -126,12 +128,12 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
      * ended meanwhile (a touch never brings an ended session back). Pushed updates, a page's own
      * requests and assets never come here.
      */
-    async touch(session: Pick<ConsoleSessionView, 'id' | 'lastSeenAt'>): Promise<void> {
+    async touch(session: Pick<ConsoleSessionView, 'id' | 'lastSeenAt' | 'expiresAt'>): Promise<void> {
       const at = now();
       if (at - session.lastSeenAt.getTime() < seenEveryMs) return;
       await database.consoleSession.updateMany({
         where: { id: session.id, expiresAt: { gt: new Date(at) }, lastSeenAt: { gt: new Date(at - policy.idleMs) } },
-        data: { lastSeenAt: new Date(at) },
+        data: { lastSeenAt: new Date(at), endsAt: endsAt(session.expiresAt.getTime(), at) },
       });
     },
 
@@ -157,3 +159,22 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 }
 
 export type ConsoleSessions = ReturnType<typeof createConsoleSessions>;
+
+/** The console's tables the purge empties of what ended (domain/purge.ts). */
+export type ConsolePurgeTable = 'console_sign_in' | 'console_session';
+
+/**
+ * Deletes up to `batchSize` rows of `table` that ended before `cutoff` (oldest first); answers how
+ * many. A sign-in never finished ends at its expiry; a session at the earlier of its idle end and
+ * its lifetime's end (`ends_at`). A session signed out is deleted at once, not here.
+ */
+export async function purgeEndedConsoleRows(database: Database, table: ConsolePurgeTable, cutoff: Date, batchSize: number): Promise<number> {
+  switch (table) {
+    case 'console_sign_in':
+      return database.$executeRaw`DELETE FROM console_sign_in WHERE state IN (
+        SELECT state FROM console_sign_in WHERE expires_at < ${cutoff} ORDER BY expires_at LIMIT ${batchSize})`;
+    case 'console_session':
+      return database.$executeRaw`DELETE FROM console_session WHERE id IN (
+        SELECT id FROM console_session WHERE ends_at < ${cutoff} ORDER BY ends_at LIMIT ${batchSize})`;
+  }
+}
