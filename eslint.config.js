@@ -70,7 +70,9 @@ const temporalNamesOutsideContracts = [
 // payments/payment-record.ts): a write anywhere else would skip the transition table's guard and
 // the timeline event that goes with every move. The ledger writes the
 // ledger's tables (ledger/, docs/ledger.md): a write anywhere else would skip its zero-sum postings,
-// its idempotent references and its limits. Flagged outside each owner: a Prisma write method on one
+// its idempotent references and its limits. The console's sessions and the attempt counts have one
+// module each in access/ (a session written elsewhere could skip its end; a count, its limit).
+// Flagged outside each owner: a Prisma write method on one
 // of its models (`x.funding.update(…)`, `tx.ledgerEntry.create(…)`), and raw SQL that writes one of
 // its tables. A local rule rather than `no-restricted-syntax`: flat config lets the last object
 // naming a rule win, so two `no-restricted-syntax` blocks for the same files would drop one.
@@ -104,6 +106,20 @@ const tableOwners = [
     owners: /^audit\/ops-actions\.ts$/,
     what: 'the audit of ops writes',
     who: 'audit/ops-actions.ts (one row per ops write request)',
+  },
+  {
+    tables: 'console_session|console_sign_in',
+    models: /^(consoleSession|consoleSignIn)$/,
+    owners: /^access\/console-sessions\.ts$/,
+    what: "the console's sessions and sign-ins",
+    who: 'access/console-sessions.ts (sessions end by their own rules, and only their hash of the cookie is kept)',
+  },
+  {
+    tables: 'attempt_count',
+    models: /^attemptCount$/,
+    owners: /^access\/attempt-limits\.ts$/,
+    what: 'the attempt counts',
+    who: 'access/attempt-limits.ts (a count is taken within its limit in one statement)',
   },
   {
     tables: 'ledger_account|ledger_transaction|ledger_entry',

@@ -17,6 +17,10 @@ export const importRules = {
   audit: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'the append-only audit of wallet calls' },
   links: { imports: ['domain', 'lib', 'wallet', 'generated'], why: 'links, their encrypted tokens, the token vault and embedded sessions' },
   ledger: { imports: ['domain', 'lib', 'generated'], why: "the partner's double-entry ledger: accounts, holds, postings, limits" },
+  access: {
+    imports: ['domain', 'lib', 'links', 'generated'],
+    why: "who may come in: the console's sessions and sign-ins, and the attempt counts that limit sign-ins and wrong keys across processes",
+  },
   reviews: { imports: ['domain', 'lib'], why: 'the review policy: a resolution goes through the waiting workflow, or through the record when none runs' },
   webhooks: {
     imports: ['domain', 'lib', 'links', 'generated'],
@@ -39,13 +43,13 @@ export const importRules = {
     why: 'deterministic workflow code and its contracts, which declare the activities each workflow schedules: workflows/ and domain/ only',
   },
   activities: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks', 'access'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'side effects scheduled by workflows, through the records',
   },
   api: {
-    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks'],
+    imports: ['domain', 'lib', 'wallet', 'links', 'audit', 'ledger', 'fundings', 'payments', 'webhooks', 'access'],
     typeOnly: ['generated'],
     contracts: true,
     why: 'HTTP on top of the capabilities; it starts workflows through their contracts',
@@ -73,7 +77,7 @@ export const importRules = {
   client: { imports: [], why: "the ops API's typed client, generated from the OpenAPI document: self-contained, so partners can copy it" },
   scripts: { imports: ['domain', 'lib', 'prisma', 'generated', 'workflows', 'api'], why: 'build steps (workflow bundle, Prisma client, the ops client from the OpenAPI document)' },
   test: {
-    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'stack', 'scripts', 'generated', 'client'],
+    imports: ['domain', 'lib', 'wallet', 'sandbox', 'audit', 'links', 'ledger', 'reviews', 'fundings', 'payments', 'webhooks', 'access', 'workflows', 'activities', 'api', 'worker', 'prisma', 'cli', 'harness', 'stack', 'scripts', 'generated', 'client'],
     why: 'tests reach everything',
   },
   generated: { imports: [], enforced: false, why: "Prisma's generated client" },

@@ -1,11 +1,15 @@
 // The purge activity: deletes expired login states, login grants, web sessions and embedded
-// sessions past a retention margin, in bounded batches (links/purge.ts says what is kept for the
-// audit and why). Scheduled by the purgeExpired workflow; idempotent: a retry deletes what is left.
+// sessions, console sign-ins never finished and ended console sessions past a retention margin,
+// and attempt counts no limit reads any more (they tell an incident nothing), in bounded batches
+// (links/purge.ts says what is kept for the audit and why). Scheduled by the purgeExpired
+// workflow; idempotent: a retry deletes what is left.
 import { Context } from '@temporalio/activity';
 import type { Logger } from '../lib/logger.ts';
 import type { Database } from '../lib/database.ts';
 import { purgeTables, type PurgeTable } from '../domain/purge.ts';
 import { purgeExpiredBatch } from '../links/purge.ts';
+import { purgeEndedConsoleRows } from '../access/console-sessions.ts';
+import { purgeSpentAttemptCounts } from '../access/attempt-limits.ts';
 import type { PurgeExpiredActivities, PurgeInput, PurgeReport } from '../workflows/purge-expired.contract.ts';
 
 export interface PurgeDependencies {
@@ -24,13 +28,24 @@ export function createPurgeActivities(deps: PurgeDependencies): PurgeExpiredActi
       const batchSize = input.batchSize ?? DEFAULT_BATCH_SIZE;
       const maxBatches = input.maxBatches ?? DEFAULT_MAX_BATCHES;
       const cutoff = new Date(now() - input.retentionSeconds * 1000);
+      const batchOf = (table: PurgeTable): Promise<number> => {
+        switch (table) {
+          case 'console_sign_in':
+          case 'console_session':
+            return purgeEndedConsoleRows(deps.database, table, cutoff, batchSize);
+          case 'attempt_count':
+            return purgeSpentAttemptCounts(deps.database, new Date(now()), batchSize);
+          default:
+            return purgeExpiredBatch(deps.database, table, cutoff, batchSize);
+        }
+      };
       const deleted = Object.fromEntries(purgeTables.map((table) => [table, 0])) as Record<PurgeTable, number>;
       const unfinished: PurgeTable[] = [];
       // Web sessions before embedded sessions: an embedded session goes once none refers to it.
       for (const table of purgeTables) {
         let batches = 0;
         for (;;) {
-          const count = await purgeExpiredBatch(deps.database, table, cutoff, batchSize);
+          const count = await batchOf(table);
           deleted[table] += count;
           batches += 1;
           heartbeat();
@@ -41,7 +56,7 @@ export function createPurgeActivities(deps: PurgeDependencies): PurgeExpiredActi
           }
         }
       }
-      deps.logger.info({ cutoff: cutoff.toISOString(), deleted, unfinished }, 'purged expired logins and sessions');
+      deps.logger.info({ cutoff: cutoff.toISOString(), deleted, unfinished }, 'purged expired logins, sessions and attempt counts');
       return { cutoff: cutoff.toISOString(), deleted, unfinished };
     },
   };

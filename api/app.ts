@@ -29,7 +29,9 @@ import { createOpsActionLog, type OpsActionLog } from '../audit/ops-actions.ts';
 import { strictRouter } from './http/route-registration.ts';
 import { createOpsKeyGuard } from './ops/ops-key-guard.ts';
 import { consoleRouter } from './console/console-router.ts';
-import { createConsoleSessions } from './console/console-sessions.ts';
+import { createConsoleSessions } from '../access/console-sessions.ts';
+import { createAttemptLimiter } from '../access/attempt-limits.ts';
+import { createConsoleGrants } from './console/console-grants.ts';
 import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
@@ -70,6 +72,11 @@ export interface HardeningOptions {
   /** The landing page's own status polls per web session per minute (instead of per address). */
   webSessionPollLimitPerMinute?: number;
   now?: () => number;
+  /**
+   * Whose attempt counts these are among those on the database (console sign-ins, wrong ops keys):
+   * absent, every API process of the deployment shares them; tests give each stack its own.
+   */
+  attemptCountScope?: string;
 }
 
 export interface AppDependencies {
@@ -131,8 +138,10 @@ export interface AppDependencies {
   };
 }
 
-/** Sign-in attempts to the console per client address per minute (a person signs in a few times a day). */
+/** Sign-in attempts to the console per client address per minute, across every API process (a person signs in a few times a day). */
 const CONSOLE_SIGN_INS_PER_MINUTE = 20;
+/** Wrong ops keys per client address per minute, across every API process and both doors (the ops API's bearer, the console's sign-in). */
+const WRONG_KEYS_PER_MINUTE = 20;
 
 /** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
 function isOpsPath(path: string): boolean {
@@ -144,6 +153,19 @@ function isOpsPath(path: string): boolean {
     // Not decodable: compared as sent.
   }
   return decoded.toLowerCase() === 'ops';
+}
+
+/** Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`): no console route answers it. */
+function isConsolePathOtherwiseSpelled(path: string): boolean {
+  if (path === '/console' || path.startsWith('/console/')) return false;
+  const first = path.split('/').find((segment) => segment !== '') ?? '';
+  let decoded = first;
+  try {
+    decoded = decodeURIComponent(first);
+  } catch {
+    // Not decodable: compared as sent.
+  }
+  return decoded.toLowerCase() === 'console';
 }
 
 /** The answer for a path no route has, in any spelling but a route's own (contract section 12). */
@@ -214,8 +236,15 @@ export function createApp(deps: AppDependencies): express.Express {
     // key was presented (contract section 12), and the caller is authenticated. Only the exact
     // spelling then reaches a route (`ops`, below); any other is 404.
     const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
+    // Attempts counted in PostgreSQL, so that every API process counts against one limit.
+    const attemptKind = (kind: string) => (hardening.attemptCountScope ? `${hardening.attemptCountScope}:${kind}` : kind);
+    const clock = hardening.now ? { now: hardening.now } : {};
     // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
-    const opsKeys = createOpsKeyGuard({ keys: services.opsApiKeys });
+    const opsKeys = createOpsKeyGuard({
+      keys: services.opsApiKeys,
+      wrongKeys: createAttemptLimiter(services.database, { kind: attemptKind('ops-wrong-key'), limit: WRONG_KEYS_PER_MINUTE, ...clock }),
+      fingerprintKey: services.fingerprintKey,
+    });
     const opsGate = express.Router();
     opsGate.use(auditOpsWrites(opsAudit));
     opsGate.use(opsAuth({ guard: opsKeys }));
@@ -312,12 +341,16 @@ export function createApp(deps: AppDependencies): express.Express {
     app.use('/ops', ops);
     // The ops console (contract-decisions section 15): the same services and checks, for people.
     const consoleConfig = services.console ?? { oidc: undefined, idleMinutes: 15, sessionHours: 8, temporalUiUrl: undefined };
+    // A write to the console in another spelling reaches no console route (404), and is audited all the same.
+    const consoleMisspelled = auditOpsWrites(opsAudit, 'console');
+    app.use((req, res, next) => (isConsolePathOtherwiseSpelled(req.path) ? consoleMisspelled(req, res, next) : next()));
     app.use(
       consoleRouter({
         sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
         config: consoleConfig,
         keys: opsKeys,
-        rateLimiter: createRateLimiter({ limit: CONSOLE_SIGN_INS_PER_MINUTE, ...(hardening.now ? { now: hardening.now } : {}) }),
+        grants: createConsoleGrants(consoleConfig, opsKeys),
+        signInAttempts: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in'), limit: CONSOLE_SIGN_INS_PER_MINUTE, ...clock }),
         audit: opsAudit,
         publicUrl: services.publicUrl,
         secureCookies: services.publicUrl?.startsWith('https:') === true,

@@ -1,6 +1,7 @@
 // The audit of ops writes (contract-decisions section 12: every action records the key's name):
-// one row per write request to the ops API, whatever it answered (a refusal too), with the ops
-// key's name when a valid one was presented (and the X-Ops-Actor note). The only writer of
+// one row per write request to the ops API and the console, and per console sign-in, whatever it
+// answered (a refusal too), with the ops key's or the person's name when one is known (and, from
+// the ops API, the X-Ops-Actor note). The only writer of
 // ops_action. Rows are written behind the answers, a few at a time, and a write that fails is
 // tried again (with a growing wait) until it lands: an audit row is never only logged. What waits
 // is bounded; past it the oldest rows are dropped, counted and logged, never the process's memory.
@@ -128,7 +129,7 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
  * (both channels), matched against `METHOD /path`.
  */
 export const opsActionKinds = {
-  'sign-in': { label: 'Console sign-in and sign-out', pattern: '^POST /console/sign-(in|out)$' },
+  'sign-in': { label: 'Console sign-in and sign-out', pattern: '^(POST /console/sign-(in|out)|GET /console/oidc/callback)$' },
   'funding.create': { label: 'Funding requested', pattern: '^POST /ops/fundings$' },
   'funding.cancel': { label: 'Funding cancelled', pattern: '^POST /(ops|console)/fundings/[^/]+/cancel$' },
   'funding.resolve': { label: 'Funding resolved', pattern: '^POST /(ops|console)/fundings/[^/]+/resolve$' },

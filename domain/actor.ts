@@ -3,11 +3,31 @@
 // identity provider (`Maria Santos (oidc:00u1ab)`). Maker-checker compares identities, never
 // display names: a person who changes their display name is still who created the batch.
 
-/** How a person signed in through OpenID Connect is recorded: their display name and subject. */
+/**
+ * A display name as walletflow shows and records it: plain text that cannot pass for another
+ * person. The identity provider's name is often the person's own to choose, so: compatibility
+ * forms folded (NFKC: full-width and small parentheses become plain ones); no brackets of any kind
+ * (no `(oidc:…)` look-alike of another person's identity); no control, format (bidirectional
+ * overrides and isolates, zero-width characters), private-use or unassigned characters; at most
+ * two combining marks on a letter; runs of spaces as one. Empty then: `staff member`.
+ */
+export function shownPersonName(displayName: string, maxCharacters = 100): string {
+  const text = displayName
+    .normalize('NFKC')
+    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Ps}\p{Pe}]/gu, '')
+    .replace(/(\p{M}{2})\p{M}+/gu, '$1')
+    .replace(/[\p{Z}\s]+/gu, ' ')
+    .trim();
+  // Cut to whole characters (code points), never half a surrogate pair.
+  return Array.from(text).slice(0, maxCharacters).join('').trim() || 'staff member';
+}
+
+/** How a person signed in through OpenID Connect is recorded: their display name (shownPersonName) and subject. */
 export function personActorName(displayName: string, subject: string): string {
   const id = `oidc:${subject}`;
-  // Printable and short enough that the identity always fits the audited columns (128).
-  const name = displayName.replace(/[^\x20-\x7e\u00a0-\uffff]/g, '').trim().slice(0, Math.max(1, 120 - id.length)) || 'staff member';
+  // Short enough that the identity always fits the audited columns (128 UTF-16 units).
+  let name = shownPersonName(displayName, Math.max(1, 124 - id.length));
+  while (name.length + id.length + 3 > 128 && name.length > 1) name = Array.from(name).slice(0, -1).join('').trim();
   return `${name} (${id})`;
 }
 

@@ -11,16 +11,14 @@
 // (`login_state.outcome`). Every purged row is a hash of a spent or expired bearer value; an
 // embedded session's encrypted tokens (left behind only by a failed onboarding) go with it.
 import type { Database } from '../lib/database.ts';
-import { purgeTables, type PurgeTable } from '../domain/purge.ts';
-
-export { purgeTables, type PurgeTable };
+import type { LinkPurgeTable } from '../domain/purge.ts';
 
 /**
  * Deletes up to `batchSize` rows of `table` that expired before `cutoff`; returns how many. An
  * embedded session goes only once no web session refers to it (web sessions go first; their
  * foreign key would otherwise cascade a live one away).
  */
-export async function purgeExpiredBatch(database: Database, table: PurgeTable, cutoff: Date, batchSize: number): Promise<number> {
+export async function purgeExpiredBatch(database: Database, table: LinkPurgeTable, cutoff: Date, batchSize: number): Promise<number> {
   switch (table) {
     case 'login_state':
       return database.$executeRaw`DELETE FROM login_state WHERE state_hash IN (

@@ -5,6 +5,7 @@
 // send happens outside any transaction and no two processes send one delivery at once) and record
 // an attempt with what comes next (delivered, retried after a backoff, or FAILED: the dead letter).
 import { randomUUID } from 'node:crypto';
+import { maskedWebhookUrl } from './masked-url.ts';
 import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
 import type {
   CreateWebhookEndpointRequest,
@@ -132,16 +133,19 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
 
     /**
      * Endpoints whose deliveries fail: each with its dead letters (FAILED, waiting for a redelivery)
-     * and the deliveries still being retried after a failed attempt (the console's home).
+     * and the deliveries still being retried after a failed attempt (the console's home). Each
+     * endpoint's address comes masked (masked-url.ts): this list is for being shown.
      */
-    health: (): Promise<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>> =>
-      database.$queryRaw<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>>`
+    async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
+      const rows = await database.$queryRaw<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>>`
         SELECT e.id::text AS "endpointId", e.url,
                COUNT(*) FILTER (WHERE d.status = 'FAILED')::int AS "deadLetters",
                COUNT(*) FILTER (WHERE d.status = 'PENDING' AND d.attempts > 0)::int AS retrying
         FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
         WHERE d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0)
-        GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`,
+        GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`;
+      return rows.map(({ url, ...row }) => ({ ...row, maskedUrl: maskedWebhookUrl(url) }));
+    },
 
     /** Every endpoint, deleted ones too (when and by whom), newest first: a partner registers a handful. */
     async listEndpoints(limit = 100): Promise<Array<WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }>> {

@@ -12,10 +12,9 @@ import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { settlementCsv, settlementDayOf } from '../../ledger/settlement.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
@@ -88,7 +87,7 @@ ${csrfField(person)}<input type="hidden" name="idempotencyKey" value="${randomUU
 }
 
 export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.accounts, (req, res) => {
     const person = personOf(res);

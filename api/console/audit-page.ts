@@ -7,9 +7,8 @@ import type { Router } from 'express';
 import { isOpsActionKind, listOpsActions, opsActionKinds, OPS_ACTIONS_SCANNED_PER_PAGE, type OpsActionQuery } from '../../audit/ops-actions.ts';
 import { settlementDateSchema } from '../../domain/ledger.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, notice, sendConsolePage, table, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, pager, queryText } from './page-pieces.ts';
@@ -51,7 +50,7 @@ function answerOf(status: number): string {
 }
 
 export function addAuditRoutes(router: Router, deps: AuditPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.audit, async (req, res) => {
     const person = personOf(res);

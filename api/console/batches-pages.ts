@@ -2,7 +2,7 @@
 // list (by state, a page at a time) with the upload form for those who may fund, one batch with
 // its pushed progress, its buttons and its items, the moves (approve, reject, pause, resume,
 // cancel) and the report. Every route declares its scope and is registered with that check first
-// (routesOn); every write acts through the batch service as the ops API's routes do, under the
+// (consoleRoutesOn); every write acts through the batch service as the ops API's routes do, under the
 // person's name, and answers by sending the person back to the batch with what happened, or with
 // the refusal in words.
 import type { Request, Response, Router } from 'express';
@@ -10,11 +10,10 @@ import { z } from 'zod';
 import { batchItemStatuses, batchReferenceSchema, batchStates, type BatchView } from '../../domain/funding-batch.ts';
 import { batchReport } from '../../fundings/batch-report.ts';
 import type { BatchService, MoveBatchResult } from '../../fundings/batch-service.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { consoleHeaders, CONSOLE_PATH, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import { consoleHeaders, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
 import { streamLiveRegion } from './live-region.ts';
 import {
   batchHasEnded,
@@ -167,7 +166,7 @@ ${pager.length > 0 ? `<nav class="pager" aria-label="Pages of batches">${pager.j
 }
 
 export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const { batches, timeZone } = deps;
 
   add(routes.list, async (req, res) => {

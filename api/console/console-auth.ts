@@ -1,13 +1,21 @@
 // Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
 // SameSite=Strict, Path=/console, Secure over HTTPS) names a server-side session
-// (console-sessions.ts), whose person becomes the request's actor (api/http/actor.ts), so the same
-// scope checks as the ops API apply, route by route. Every state-changing request must carry the
-// session's CSRF token (the synchronizer pattern; SameSite=Strict and the Origin check are a second
-// and third line). A request without a live session goes to the sign-in page.
-import type { Request, RequestHandler, Response } from 'express';
+// (access/console-sessions.ts), which holds only while what its sign-in rests on holds
+// (console-grants.ts: the ops key, or the person's groups), and whose person becomes the
+// request's actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by
+// route. Reading a session is not using it: only a route a person asks for counts as their act
+// (consoleRoutesOn: every console route but the streams a page opens by itself). Every
+// state-changing request must carry the session's CSRF token (the synchronizer pattern;
+// SameSite=Strict and the Origin check are a second and third line). A request without a live
+// session goes to the sign-in page; a stream without one is told it ended.
+import type { Request, RequestHandler, Response, Router } from 'express';
 import { setActor } from '../http/actor.ts';
+import { routesOn, type AddRoute } from '../http/route-registration.ts';
+import type { AnyRouteSpec } from '../http/route-spec.ts';
+import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
+import type { ConsoleGrants } from './console-grants.ts';
 import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
-import { sameToken, type ConsoleSessions, type ConsoleSessionView } from './console-sessions.ts';
+import { sendEndedStream } from './live-events.ts';
 
 export const CONSOLE_COOKIE = 'walletflow_console';
 /** The sign-in form's own CSRF token (double submit: before any session exists). */
@@ -47,17 +55,22 @@ export const clearCookie = (res: Response, name: string, options: CookieOptions)
 
 const SESSION = 'consoleSession';
 const STILL_LIVE = 'consoleSessionStillLive';
+const TOUCH = 'consoleSessionTouch';
+const COUNTED = 'consoleSessionCounted';
 
-/** Whether the request's session is still live now (a long answer, a pushed update, asks again). */
+/** Whether the request's session still holds now (a long answer, a pushed update, asks again; never counted as use). */
 export function consoleSessionStillLive(res: Response): Promise<boolean> {
   const check = res.locals[STILL_LIVE] as (() => Promise<boolean>) | undefined;
   return check ? check() : Promise.resolve(false);
 }
 
-/** The request's console session (set by `readConsoleSession`), if one is live. */
+/** The request's console session (set by `readConsoleSession`), if one is live: its scopes are those it may use now. */
 export function consoleSessionOf(res: Response): ConsoleSessionView | undefined {
   return res.locals[SESSION] as ConsoleSessionView | undefined;
 }
+
+/** Whether this request counted as the person's act (a stream must not: live-region.ts checks). */
+export const countedAsUse = (res: Response): boolean => res.locals[COUNTED] === true;
 
 /** The signed-in person as pages show them; only after `requireSignedIn`. */
 export function personOf(res: Response): SignedInPerson {
@@ -66,19 +79,45 @@ export function personOf(res: Response): SignedInPerson {
   return { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken };
 }
 
-/** Reads the session cookie; a live session's person becomes the request's actor. */
-export function readConsoleSession(sessions: ConsoleSessions): RequestHandler {
+/**
+ * Reads the session cookie: a live session whose sign-in still holds becomes the request's actor,
+ * with the scopes it may use now. Nothing here counts as the person's act.
+ */
+export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGrants): RequestHandler {
   return async (req, res, next) => {
     const value = cookieOf(req, CONSOLE_COOKIE);
-    const session = value ? await sessions.read(value) : null;
-    if (session && value) {
+    const stored = value ? await sessions.read(value) : null;
+    const scopes = stored ? grants.scopesNow(stored) : null;
+    if (stored && scopes && value) {
+      const session: ConsoleSessionView = { ...stored, scopes };
       res.locals[SESSION] = session;
-      res.locals[STILL_LIVE] = () => sessions.isLive(value);
-      setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes: session.scopes });
+      res.locals[STILL_LIVE] = async () => {
+        const again = await sessions.read(value);
+        return again !== null && grants.scopesNow(again) !== null;
+      };
+      res.locals[TOUCH] = () => sessions.touch(stored);
+      setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });
     }
     next();
   };
 }
+
+/** What a person asked for (a page, a form, a download): the idle time-out starts again. */
+const countAsUse: RequestHandler = async (_req, res, next) => {
+  const touch = res.locals[TOUCH] as (() => Promise<void>) | undefined;
+  if (touch) await touch();
+  res.locals[COUNTED] = true;
+  next();
+};
+
+/** Whether a route answers a stream the page opens by itself (Server-Sent Events): never the person's act. */
+export const opensByItself = (spec: Pick<AnyRouteSpec, 'responses'>): boolean => Object.values(spec.responses).some((answer) => answer.content !== undefined && 'text/event-stream' in answer.content);
+
+/**
+ * Adds console routes: each with its scope check first (routesOn), then, but for the streams a
+ * page opens by itself, the count of the person's act.
+ */
+export const consoleRoutesOn = (router: Router): AddRoute => routesOn(router, CONSOLE_PATH, (spec) => (opensByItself(spec) ? [] : [countAsUse]));
 
 /** Paths reachable without a session: signing in, and the assets. */
 const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
@@ -90,6 +129,11 @@ const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
 export const requireSignedIn: RequestHandler = (req, res, next) => {
   if (publicPaths.some((path) => path.test(req.path)) || consoleSessionOf(res)) {
     next();
+    return;
+  }
+  // A page's stream (EventSource asks for text/event-stream): told the session ended, so the browser stops asking and the page says so.
+  if (req.method === 'GET' && (req.get('accept') ?? '').includes('text/event-stream')) {
+    sendEndedStream(res);
     return;
   }
   if (req.method === 'GET' || req.method === 'HEAD') {

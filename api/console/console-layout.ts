@@ -76,9 +76,9 @@ export function consoleHeaders(res: Response, nonce?: string): void {
   res.setHeader('Content-Security-Policy', consoleCsp(nonce ?? randomBytes(16).toString('base64')));
 }
 
-/** The pages of the navigation, and the scope each needs to be shown (null: any person signed in). */
+/** The pages of the navigation, and the scope each needs to be shown (as its route needs it). */
 export const consoleSections = [
-  { key: 'home', path: '/console', label: 'Home', scope: null },
+  { key: 'home', path: '/console', label: 'Home', scope: 'read' },
   { key: 'search', path: '/console/search', label: 'Search', scope: 'read' },
   { key: 'review', path: '/console/review', label: 'Review', scope: 'read' },
   { key: 'batches', path: '/console/batches', label: 'Batches', scope: 'read' },
@@ -86,7 +86,7 @@ export const consoleSections = [
   { key: 'webhooks', path: '/console/webhooks', label: 'Webhooks', scope: 'read' },
   { key: 'links', path: '/console/links', label: 'Links', scope: 'read' },
   { key: 'audit', path: '/console/audit', label: 'Audit', scope: 'read' },
-] as const satisfies ReadonlyArray<{ key: string; path: string; label: string; scope: OpsScope | null }>;
+] as const satisfies ReadonlyArray<{ key: string; path: string; label: string; scope: OpsScope }>;
 
 export type ConsoleSection = (typeof consoleSections)[number]['key'];
 
@@ -109,7 +109,7 @@ function renderPage(page: ConsolePage, nonce: string): string {
   const person = page.person;
   const nav = person
     ? `<nav aria-label="Console"><ul>${consoleSections
-        .filter((section) => section.scope === null || person.scopes.has(section.scope))
+        .filter((section) => person.scopes.has(section.scope))
         .map((section) => `<li><a href="${section.path}"${section.key === page.section ? ' aria-current="page"' : ''}>${section.label}</a></li>`)
         .join('')}</ul></nav>
 <div class="who"><span>Signed in as <strong>${escapeHtml(person.name)}</strong></span>

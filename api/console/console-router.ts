@@ -1,16 +1,18 @@
 // The ops console at /console (contract-decisions section 15; docs/console.md): server-rendered
 // pages for partner ops staff, on the same services and rules as the ops API. In order: the
-// assets; the session (its person becomes the request's actor); a page or a write without one goes
-// to sign-in; forms' bodies are read and every write must carry the session's CSRF token; every
-// write is audited under the person's name; then the pages, each registered with its scope check
-// (api/http/route-registration.ts); anything else is a console page saying so.
+// assets; every write is audited, under the person's name when there is one, refusals too; the
+// session (its person becomes the request's actor, with what their sign-in still grants); a page
+// or a write without a session goes to sign-in; forms' bodies are read and every write must carry
+// the session's CSRF token; then the pages, each registered with its scope check and, but for
+// streams, the count of the person's act (consoleRoutesOn); anything else is a console page saying so.
 import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { overloadOf } from '../../lib/admission.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
+import type { AttemptLimiter } from '../../access/attempt-limits.ts';
+import type { ConsoleSessions } from '../../access/console-sessions.ts';
 import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
@@ -18,7 +20,7 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import type { ConsoleSessions } from './console-sessions.ts';
+import type { ConsoleGrants } from './console-grants.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
 import { accountsRoutes, addAccountsRoutes } from './accounts-page.ts';
@@ -38,8 +40,10 @@ export interface ConsoleDependencies {
   sessions: ConsoleSessions;
   config: ConsoleConfig;
   keys: OpsKeyGuard;
-  /** Sign-in attempts per client address. */
-  rateLimiter: RateLimiter;
+  /** What a session rests on, checked again on every request. */
+  grants: ConsoleGrants;
+  /** Sign-in attempts per client address, counted across every API process. */
+  signInAttempts: AttemptLimiter;
   audit: OpsActionLog;
   publicUrl: string | undefined;
   secureCookies: boolean;
@@ -61,11 +65,23 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
   ...auditRoutes,
 ];
 
+/** A scope refusal in words: a page not shown, or an act not done. */
+function refusalText(method: string, path: string, status: 401 | 403): string {
+  if (status === 401) return 'Sign in first: nothing was done.';
+  if (method !== 'GET' && method !== 'HEAD') return 'You may not do this (it needs a role you do not have): nothing was done.';
+  // Home is where a sign-in lands: say why nothing is there.
+  if (path === '/') return 'Your sign-in grants no role that shows anything here: the console’s pages need the read scope. Ask your administrator, or sign out.';
+  return 'You may not see this page (it needs a role you do not have).';
+}
+
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
   router.use(consoleAssetsRouter());
   const area = strictRouter();
-  area.use(readConsoleSession(deps.sessions));
+  // Before anything that may refuse: a write refused for its session, its token or its scope is
+  // recorded too (under the person's name, read when the answer is sent).
+  area.use(auditOpsWrites(deps.audit, 'console'));
+  area.use(readConsoleSession(deps.sessions, deps.grants));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {
     answerScopeRefusalsWith(res.locals, (answer, refusal) => {
@@ -73,7 +89,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       sendConsolePage(answer, refusal.status, {
         title: 'Not allowed',
         ...(session ? { person: { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken } } : {}),
-        body: notice(refusal.status === 401 ? 'Sign in first: nothing was done.' : `You may not do this (it needs a role you do not have): nothing was done.`, 'error'),
+        body: notice(refusalText(answer.req.method, answer.req.path, refusal.status), 'error'),
       });
     });
     next();
@@ -82,7 +98,6 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
   // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).
   area.use(requireCsrf(deps.publicUrl, batchFormsWithFiles));
-  area.use(auditOpsWrites(deps.audit, 'console'));
   addSignInRoutes(area, deps);
   addHomeRoutes(area, deps.services);
   addBatchesRoutes(area, deps.services);

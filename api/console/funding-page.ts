@@ -8,9 +8,8 @@ import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
 import { cancellableFundingStatuses, resolveFundingSchema, type FundingView } from '../../domain/funding.ts';
 import { fundingFacts } from '../../fundings/funding-lookup.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, doneNotice, facts, formField, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
@@ -73,7 +72,7 @@ const referencesOf = (funding: FundingView): string[] =>
   [...funding.events.map((event) => event.requestReferenceNo), ...(funding.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? [])].filter((reference): reference is string => reference !== null);
 
 export function addFundingRoutes(router: Router, deps: FundingPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.funding, async (req, res) => {
     const person = personOf(res);

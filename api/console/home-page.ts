@@ -1,7 +1,8 @@
 // The console's home: today's fundings and payments by state with their amounts (the day in
 // SETTLEMENT_TZ), the review queue, batches waiting for approval and those running with their
 // progress, webhook endpoints that fail and their dead letters, and the treasury's available
-// balance. It keeps itself up to date (a live region: api/console/live-region.ts).
+// balance, each endpoint's address masked. It needs the read scope, as the ops API's routes it
+// mirrors do. It keeps itself up to date (a live region: api/console/live-region.ts).
 import type { Router } from 'express';
 import { amountOf, moneyOf, type StatusTotal } from '../../domain/money.ts';
 import type { BatchView } from '../../domain/funding-batch.ts';
@@ -10,9 +11,8 @@ import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { paymentsInReview, paymentTotalsOn } from '../../payments/payment-totals.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, sendConsolePage, stateBadge, table } from './console-layout.ts';
 import { streamLiveRegion } from './live-region.ts';
 
@@ -25,7 +25,7 @@ const routes = {
     operationId: 'consoleHome',
     tag: 'console',
     summary: 'Home: today’s money, what waits for a person, batches, webhooks, the treasury',
-    access: { consoleScope: null },
+    access: { consoleScope: 'read' },
     responses: { '200': htmlAnswer('the page') },
   }),
   homeLive: defineRoute({
@@ -34,7 +34,7 @@ const routes = {
     operationId: 'consoleHomeLive',
     tag: 'console',
     summary: 'The home page’s figures, pushed every few seconds (Server-Sent Events)',
-    access: { consoleScope: null },
+    access: { consoleScope: 'read' },
     responses: { '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } } },
   }),
 };
@@ -107,7 +107,7 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
         ? `<p>${deadLetters} dead letter${deadLetters === 1 ? '' : 's'}.</p>${table(
             'Failing webhook endpoints',
             ['Endpoint', 'Dead letters', 'Retrying'],
-            failing.map((endpoint) => [`<a href="${CONSOLE_PATH}/webhooks/${endpoint.endpointId}">${escapeHtml(endpoint.url)}</a>`, String(endpoint.deadLetters), String(endpoint.retrying)]),
+            failing.map((endpoint) => [`<a href="${CONSOLE_PATH}/webhooks/${endpoint.endpointId}">${escapeHtml(endpoint.maskedUrl)}</a>`, String(endpoint.deadLetters), String(endpoint.retrying)]),
             new Set([1, 2]),
           )}`
         : '<p class="muted">Every endpoint is delivering.</p>'
@@ -119,7 +119,7 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
 }
 
 export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.home, async (_req, res) => {
     const person = personOf(res);

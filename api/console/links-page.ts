@@ -6,9 +6,8 @@ import type { Router } from 'express';
 import { z } from 'zod';
 import { unlink } from '../../links/link-record.ts';
 import { findLinks, linkEvents, linkView, type LinkSearch } from '../../links/link-view.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, escapeHtml, idCell, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, doneNotice, facts, linkedId, may, pager, queryText, segment, sendBack, sendNotFound } from './page-pieces.ts';
@@ -58,7 +57,7 @@ const linkPath = (linkId: string) => `${CONSOLE_PATH}/links/${linkId}`;
 const printable = /^[\x21-\x7e]{1,128}$/;
 
 export function addLinksRoutes(router: Router, deps: LinksPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const tz = deps.timeZone;
 
   add(routes.links, async (req, res) => {

@@ -1,18 +1,25 @@
 // A region of a console page that the server keeps up to date (Server-Sent Events): the same
 // render as the page's, sent again every few seconds while the page is open and its session live
-// (a sign-out or an idle session ends the stream), until the render says there is nothing more to
-// follow (a batch that ended). Pushed, not polled by the person: the
-// page's script puts each render in place (api/console/assets/console.js). Streams are bounded per
-// process; past it a stream is refused (503 with Retry-After) and the page stays as it was.
+// (a sign-out, an idle session or a sign-in that no longer holds ends the stream, saying so),
+// until the render says there is nothing more to follow (a batch that ended). Pushed, not polled by
+// the person: the page's script puts each render in place (api/console/assets/console.js). A
+// stream is never the person's act: it does not keep their session alive. Streams are bounded per
+// process (past it a stream is refused, 503 with Retry-After, and the page stays as it was) and
+// per session in each process (past it the session's oldest stream ends, saying so).
 import type { Request, Response } from 'express';
-import { consoleSessionStillLive } from './console-auth.ts';
+import { consoleSessionOf, consoleSessionStillLive, countedAsUse } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
+import { endEvent } from './live-events.ts';
 
 /** Streams open at once in this process, at most. */
 const MAX_STREAMS = 200;
+/** Streams of one session open at once in this process, at most (a few pages watched in tabs). */
+export const MAX_STREAMS_PER_SESSION = 4;
 /** A stream ends after this long (the browser opens it again): no connection lives for ever. */
 const STREAM_LIFETIME_MS = 10 * 60_000;
 let open = 0;
+/** Each session's streams in this process, oldest first: how to end each one early. */
+const bySession = new Map<string, Array<{ replace(): void }>>();
 
 export interface LiveRender {
   html: string;
@@ -22,27 +29,47 @@ export interface LiveRender {
 
 /** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
 export async function streamLiveRegion(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void> {
+  const session = consoleSessionOf(res);
+  // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
+  if (!session || countedAsUse(res)) throw new Error('streamLiveRegion: a stream needs a live session, and must not count as its use');
   if (open >= MAX_STREAMS) {
     res.setHeader('Retry-After', '30');
     res.status(503).end();
     return;
   }
   open += 1;
+  let closed = false;
+  let replaced = false;
+  let wake = () => {};
+  const mine = bySession.get(session.id) ?? [];
+  bySession.set(session.id, mine);
+  while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
+  const entry = {
+    replace() {
+      replaced = true;
+      wake();
+    },
+  };
+  mine.push(entry);
   consoleHeaders(res);
   res.status(200).setHeader('Content-Type', 'text/event-stream; charset=utf-8');
   res.setHeader('X-Accel-Buffering', 'no');
   res.flushHeaders();
   res.write('retry: 5000\n\n');
-  let closed = false;
   req.on('close', () => {
     closed = true;
+    wake();
   });
   const endAt = Date.now() + STREAM_LIFETIME_MS;
   try {
     while (!closed && Date.now() < endAt) {
-      // Signed out, or idle past the time-out (pushes are not the person's activity): the stream ends.
+      if (replaced) {
+        res.write(endEvent('replaced'));
+        break;
+      }
+      // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
       if (!(await consoleSessionStillLive(res))) {
-        res.write('event: end\ndata: signed-out\n\n');
+        res.write(endEvent('signed-out'));
         break;
       }
       const { html, done } = await render();
@@ -50,13 +77,22 @@ export async function streamLiveRegion(req: Request, res: Response, render: () =
       // One `data:` line per line of the render: the event's data is the lines joined again.
       res.write(`${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
       if (done) {
-        res.write('event: end\ndata: done\n\n');
+        res.write(endEvent('done'));
         break;
       }
-      await new Promise((resolve) => setTimeout(resolve, everyMs));
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, everyMs);
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
     }
   } finally {
     open -= 1;
+    const index = mine.indexOf(entry);
+    if (index >= 0) mine.splice(index, 1);
+    if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
     res.end();
   }
 }

@@ -8,9 +8,8 @@ import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
 import { resolvePaymentSchema, type PaymentView } from '../../domain/payment.ts';
 import { paymentFacts } from '../../payments/payment-lookup.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, doneNotice, facts, formField, linkedId, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
@@ -61,7 +60,7 @@ const referencesOf = (payment: PaymentView): string[] =>
   [...payment.events.map((event) => event.requestReferenceNo), ...(payment.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? [])].filter((reference): reference is string => reference !== null);
 
 export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.payment, async (req, res) => {
     const person = personOf(res);

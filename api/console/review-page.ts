@@ -7,9 +7,8 @@
 import type { Router } from 'express';
 import type { FundingView } from '../../domain/funding.ts';
 import type { PaymentView } from '../../domain/payment.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, notice, sendConsolePage, when, type SignedInPerson } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, linkedId, may, pager, queryText } from './page-pieces.ts';
@@ -55,7 +54,7 @@ ${may(person, 'resolve') ? resolveForm(person, { action: `${CONSOLE_PATH}/paymen
 }
 
 export function addReviewRoutes(router: Router, deps: ReviewPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.review, async (req, res) => {
     const person = personOf(res);

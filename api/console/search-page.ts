@@ -11,9 +11,8 @@ import { batchesNamedBy, fundingsByBatchReference, fundingsByMaskedCode, funding
 import { findLinks, linkView } from '../../links/link-view.ts';
 import type { ListPage } from '../../lib/list-page.ts';
 import { paymentsNamedBy } from '../../payments/payment-lookup.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, linkedId, pager, queryText, segment } from './page-pieces.ts';
@@ -55,7 +54,7 @@ function fundingRows(hits: readonly FundingHit[], timeZone: string): string[][] 
 const fundingHead = ['Funding', 'State', 'Amount', 'Recipient', 'Batch', 'Requested'];
 
 export function addSearchRoutes(router: Router, deps: SearchPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
 
   add(routes.search, async (req, res) => {
     const person = personOf(res);

@@ -4,22 +4,29 @@
 // token; the person's groups (CONSOLE_OIDC_GROUPS_CLAIM) give their scopes through
 // CONSOLE_OIDC_ROLES, and a person with none is refused. Without one: a named ops key, checked as
 // the ops API checks it (the same guard, so wrong keys count once per address for both). Either
-// way a new session (a new id) starts, and every earlier sign-in page's token is spent. Sign-in is
-// rate-limited per address. Signing out ends every session of the person.
+// way a new session (a new id) starts, resting on what the sign-in showed (the key's fingerprint,
+// or the person's groups: console-grants.ts checks them again on every request), and every
+// earlier sign-in page's token is spent. Sign-in attempts are limited per address across every API
+// process. Every sign-in is audited under the person's name, a refused one too. Signing out ends
+// every session of the person.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import * as oidc from 'openid-client';
-import { personActorName } from '../../domain/actor.ts';
+import { personActorName, shownPersonName } from '../../domain/actor.ts';
+import type { AttemptLimiter } from '../../access/attempt-limits.ts';
+import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleGrant, type ConsoleSessions } from '../../access/console-sessions.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
-import type { RateLimiter } from '../http/rate-limit.ts';
-import { routesOn } from '../http/route-registration.ts';
+import { setActor } from '../http/actor.ts';
+import { rateKeyOf } from '../http/rate-limit.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
+import { auditAsAct } from '../ops/ops-audit.ts';
 import {
   clearCookie,
+  consoleRoutesOn,
   consoleSessionOf,
   cookieOf,
   CONSOLE_COOKIE,
@@ -28,15 +35,18 @@ import {
   setCookie,
   SIGN_IN_STATE_COOKIE,
 } from './console-auth.ts';
+import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
-import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleSessions } from './console-sessions.ts';
 
 export interface SignInDependencies {
   sessions: ConsoleSessions;
   config: ConsoleConfig;
   /** The process's ops key guard (api/ops/ops-key-guard.ts), shared with the ops API. */
   keys: OpsKeyGuard;
-  rateLimiter: RateLimiter;
+  /** What a session rests on, checked again on every request. */
+  grants: ConsoleGrants;
+  /** Sign-in attempts per client address, counted across every API process. */
+  signInAttempts: AttemptLimiter;
   /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
   publicUrl: string | undefined;
   secureCookies: boolean;
@@ -76,7 +86,7 @@ const routes = {
     path: '/console/oidc/callback',
     operationId: 'consoleProviderCallback',
     tag: 'console',
-    summary: 'The identity provider’s answer: a session for the person, or why not',
+    summary: 'The identity provider’s answer: a session for the person, or why not (audited as a sign-in, whatever it answers)',
     access: { consoleScope: null },
     responses: { '200': htmlAnswer('signed in: on to the console'), '400': htmlAnswer('a sign-in that cannot be finished'), '403': htmlAnswer('no console role') },
   }),
@@ -101,7 +111,7 @@ export function safeReturn(value: unknown): string {
 }
 
 export function addSignInRoutes(router: express.Router, deps: SignInDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const { sessions, config } = deps;
   const readForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
   const cookieOptions = { secure: deps.secureCookies };
@@ -122,9 +132,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     return discovered;
   };
 
-  /** The sign-in attempts of one address, limited; true when this one may go on. */
-  const admitted = (req: Request, res: Response): boolean => {
-    const verdict = deps.rateLimiter.take(req.ip);
+  /** The sign-in attempts of one address, limited across processes; true when this one may go on. */
+  const admitted = async (req: Request, res: Response): Promise<boolean> => {
+    const verdict = await deps.signInAttempts.take(rateKeyOf(req.ip));
     if (verdict.allowed) return true;
     res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
     sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many sign-in attempts from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
@@ -132,8 +142,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   };
 
   /** Starts the person's new session and sends them on (a page, so the Strict cookie goes with the next request). */
-  async function signedIn(res: Response, person: ConsolePerson, returnTo: string): Promise<void> {
-    const { cookieValue } = await sessions.start(person);
+  async function signedIn(res: Response, person: ConsolePerson, grant: ConsoleGrant, returnTo: string): Promise<void> {
+    const { cookieValue } = await sessions.start(person, grant);
+    // The sign-in is audited under the person's name (the request came without a session).
+    setActor(res.locals, { kind: person.via === 'key' ? 'key' : 'person', name: person.personName, scopes: person.scopes });
     setCookie(res, CONSOLE_COOKIE, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
     clearCookie(res, PRE_SIGN_IN_COOKIE, cookieOptions);
     clearCookie(res, SIGN_IN_STATE_COOKIE, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
@@ -175,7 +187,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithKey, readForm, async (req, res) => {
-    if (!admitted(req, res)) return;
+    if (!(await admitted(req, res))) return;
     const body = req.body as Record<string, unknown>;
     const pre = cookieOf(req, PRE_SIGN_IN_COOKIE);
     if (config.oidc || !pre || !sameToken(pre, typeof body._csrf === 'string' ? body._csrf : undefined) || !sameOrigin(req, deps.publicUrl)) {
@@ -183,7 +195,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       return;
     }
     const presented = typeof body.key === 'string' && /^[\x21-\x7e]{1,512}$/.test(body.key) ? body.key : undefined;
-    const checked = deps.keys.check(req.ip, presented);
+    const checked = await deps.keys.check(req.ip, presented);
     if (checked.kind === 'limited') {
       res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
       signInPage(req, res, 429, 'Too many wrong keys from this address. Wait a minute and try again.');
@@ -193,11 +205,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       signInPage(req, res, 401, 'That key is not one of this walletflow’s ops keys.');
       return;
     }
-    await signedIn(res, { personId: `key:${checked.key.name.toLowerCase()}`, personName: checked.key.name, via: 'key', scopes: checked.key.scopes }, String(body.return ?? CONSOLE_PATH));
+    const key = checked.key;
+    await signedIn(res, { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes }, deps.grants.ofKey(key), String(body.return ?? CONSOLE_PATH));
   });
 
   add(routes.signInWithProvider, async (req, res) => {
-    if (!admitted(req, res)) return;
+    if (!(await admitted(req, res))) return;
     if (!config.oidc) {
       signInPage(req, res, 404, 'No identity provider is configured: sign in with an ops key.');
       return;
@@ -229,7 +242,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.providerCallback, async (req, res) => {
-    if (!admitted(req, res)) return;
+    // A sign-in, though a GET: audited as the writes are, whatever it answers.
+    auditAsAct(res);
+    if (!(await admitted(req, res))) return;
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     const [boundState, codeVerifier] = (cookieOf(req, SIGN_IN_STATE_COOKIE) ?? '').split('.');
@@ -258,17 +273,25 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
       return;
     }
+    // The subject is who the person is, in every audit row: printable, no spaces or brackets, short enough to fit them.
+    if (!/^[\x21-\x27\x2a-\x7e]{1,100}$/.test(claims.sub)) {
+      deps.logger.warn({ subjectLength: claims.sub.length }, 'console: the identity provider named a subject walletflow cannot record');
+      signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
+      return;
+    }
     const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
     const groups = Array.isArray(groupsValue) ? groupsValue.filter((group): group is string => typeof group === 'string') : typeof groupsValue === 'string' ? [groupsValue] : [];
     const scopes = scopesOfGroups(settings.roles, groups);
     const displayName = [claims.name, claims.preferred_username, claims.email, userInfo.name].find((value): value is string => typeof value === 'string' && value.length > 0) ?? claims.sub;
     const personName = personActorName(displayName, claims.sub);
     if (scopes.size === 0) {
+      // Refused, and audited under who they are.
+      setActor(res.locals, { kind: 'person', name: personName, scopes });
       deps.logger.warn({ person: personName, groups }, 'console: signed in at the provider, but no group of theirs has a console role');
-      sendConsolePage(res, 403, { title: 'No access', body: notice(`${displayName}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
+      sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
       return;
     }
-    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, started.returnTo);
+    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, deps.grants.ofGroups(groups), started.returnTo);
   });
 
   add(routes.signOut, async (_req, res) => {

@@ -9,7 +9,7 @@
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
 import type { Request } from 'express';
-import { sameToken } from './console-sessions.ts';
+import { sameToken } from '../../access/console-sessions.ts';
 
 export interface UploadedFile {
   /** The file's name on the person's computer (never a path). */

@@ -6,9 +6,9 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { webhookDeliveryStatuses, type WebhookDeliveryStatus, type WebhookDeliveryView } from '../../domain/webhook.ts';
-import { routesOn } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
-import { personOf } from './console-auth.ts';
+import { maskedWebhookUrl } from '../../webhooks/masked-url.ts';
+import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, escapeHtml, idCell, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, doneNotice, facts, formField, linkedId, may, pager, queryText, sendBack, sendNotFound, sendRefused } from './page-pieces.ts';
@@ -65,21 +65,6 @@ const PAGE_SIZE = 25;
 
 const deliveryPath = (id: string) => `${CONSOLE_PATH}/webhooks/deliveries/${id}`;
 
-/** An endpoint's URL as shown: any user name, password or query values left out (they may be credentials). */
-export function shownUrl(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.username || parsed.password) {
-      parsed.username = parsed.username ? '***' : '';
-      parsed.password = parsed.password ? '***' : '';
-    }
-    for (const name of [...new Set(parsed.searchParams.keys())]) parsed.searchParams.set(name, '…');
-    return parsed.toString();
-  } catch {
-    return '(not a URL)';
-  }
-}
-
 /** The redeliver button of a delivery that may be sent again (FAILED or SUCCEEDED), for an admin. */
 function redeliverForm(person: SignedInPerson, delivery: WebhookDeliveryView, returnTo: 'delivery' | 'list'): string {
   if (!may(person, 'admin') || delivery.status === 'PENDING') return '';
@@ -89,7 +74,7 @@ function redeliverForm(person: SignedInPerson, delivery: WebhookDeliveryView, re
 const doneMessages = { redelivered: 'Redelivered: the delivery is due again now, with a new retry window (the same webhook-id: the receiver can tell it was sent before).' };
 
 export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies): void {
-  const add = routesOn(router, CONSOLE_PATH);
+  const add = consoleRoutesOn(router);
   const tz = deps.timeZone;
 
   add(routes.webhooks, async (req, res) => {
@@ -125,7 +110,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
           ['Endpoint', 'URL', 'Events', 'Registered', 'State'],
           endpoints.map((endpoint) => [
             linkedId(`${CONSOLE_PATH}/webhooks/${endpoint.id}`, endpoint.id, 'endpoint id'),
-            `<span class="id">${escapeHtml(shownUrl(endpoint.url))}</span>`,
+            `<span class="id">${escapeHtml(maskedWebhookUrl(endpoint.url))}</span>`,
             escapeHtml(endpoint.events.join(', ')),
             `${when(endpoint.createdAt, tz)}${endpoint.createdBy ? ` by ${escapeHtml(endpoint.createdBy)}` : ''}`,
             endpoint.deletedAt ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}` : stateBadge('ACTIVE'),
@@ -163,7 +148,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
         'The endpoint',
         facts([
           ['Endpoint id', idCell(endpoint.id, 'endpoint id')],
-          ['URL', `<span class="id">${escapeHtml(shownUrl(endpoint.url))}</span>`],
+          ['URL', `<span class="id">${escapeHtml(maskedWebhookUrl(endpoint.url))}</span>`],
           ['Events', escapeHtml(endpoint.events.join(', '))],
           ['Registered', `${when(endpoint.createdAt, tz)}${endpoint.createdBy ? ` by ${escapeHtml(endpoint.createdBy)}` : ''}`],
           ['State', endpoint.deletedAt ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}` : stateBadge('ACTIVE')],

@@ -6,7 +6,7 @@
 // exact (strictRouter): case-sensitive, and a trailing slash is another path.
 import { Router, type RequestHandler } from 'express';
 import { requireScope } from './actor.ts';
-import type { PathParameterName, RouteSpec } from './route-spec.ts';
+import type { AnyRouteSpec, PathParameterName, RouteSpec } from './route-spec.ts';
 
 /** The parameters Express fills from a path template (every one is a string). */
 export type PathParams<Path extends string> = { [Name in PathParameterName<Path>]: string };
@@ -33,15 +33,16 @@ export const strictRouter = (): Router => Router({ caseSensitive: true, strict: 
 /**
  * Adds routes to `router`, which the app mounts at `mountPath` ('' for the app's root): a
  * declaration's path is from the app's root, so the router gets the rest of it. A declaration
- * outside the mount path fails at start-up. A route with an ops scope runs `requireScope` first.
+ * outside the mount path fails at start-up. A route with an ops scope runs `requireScope` first;
+ * `afterChecks` gives what an area runs next for each of its routes, from its declaration.
  */
-export function routesOn(router: Router, mountPath = ''): AddRoute {
+export function routesOn(router: Router, mountPath = '', afterChecks: (spec: AnyRouteSpec) => RequestHandler[] = () => []): AddRoute {
   return (spec, ...handlers) => {
     const atMount = mountPath !== '' && spec.path === mountPath;
     if (!atMount && !spec.path.startsWith(`${mountPath}/`)) throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
     const register = router[spec.method].bind(router) as (path: string, ...handlers: RequestHandler[]) => Router;
     const checks: RequestHandler[] = scopeChecksOf(spec.access);
     // Express fills exactly the parameters the path names, which PathParams derives from the same path.
-    register(atMount ? '/' : expressPath(spec.path.slice(mountPath.length)), ...checks, ...(handlers as unknown as RequestHandler[]));
+    register(atMount ? '/' : expressPath(spec.path.slice(mountPath.length)), ...checks, ...afterChecks(spec), ...(handlers as unknown as RequestHandler[]));
   };
 }

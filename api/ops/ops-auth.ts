@@ -1,5 +1,5 @@
 // Authentication of the ops API: `Authorization: Bearer <key>` against OPS_API_KEYS (ops-key-guard.ts:
-// constant-time, wrong keys limited per address: 429 with Retry-After); each key has a name (what
+// constant-time, wrong keys limited per address across processes: 429 with Retry-After); each key has a name (what
 // audits record) and scopes. The scope a route needs is checked by the route itself, registered
 // with it from its declaration (api/http/route-registration.ts): this only says who is asking
 // (api/http/actor.ts). A request without a key guesses nothing: 401, not counted.
@@ -11,13 +11,13 @@ import { createOpsKeyGuard, type OpsKeyGuard, type OpsKeyGuardOptions } from './
 /** The guard's options (a guard of its own), or the process's guard shared with the console's sign-in. */
 export type OpsAuthOptions = OpsKeyGuardOptions | { guard: OpsKeyGuard };
 
-export function opsAuth(options: OpsAuthOptions): RequestHandler & { trackedAddresses(): number } {
+export function opsAuth(options: OpsAuthOptions): RequestHandler {
   const guard = 'guard' in options ? options.guard : createOpsKeyGuard(options);
-  const handler: RequestHandler = (req, res, next) => {
+  return async (req, res, next) => {
     const header = req.get('authorization') ?? '';
     // The scheme name is case-insensitive (RFC 9110 section 11.1).
     const match = /^Bearer +([\x21-\x7e]{1,512})$/i.exec(header);
-    const checked = guard.check(req.ip, match?.[1]);
+    const checked = await guard.check(req.ip, match?.[1]);
     if (checked.kind === 'limited') {
       res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
       sendProblem(res, { status: 429, code: 'TOO_MANY_FAILED_ATTEMPTS', title: 'Too Many Requests', detail: 'too many requests with a wrong ops API key; wait and retry' });
@@ -38,5 +38,4 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler & { trackedAddr
     rememberOpsKey(res.locals, accepted);
     next();
   };
-  return Object.assign(handler, { trackedAddresses: () => guard.trackedAddresses() });
 }

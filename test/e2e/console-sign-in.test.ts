@@ -10,12 +10,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { launchChromium } from '../support/browser.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let browser: Browser;
 let idp: RunningIdentityProvider;
 let oidcStack: PartnerStack;
+/** Another walletflow on the same database, whose CONSOLE_OIDC_ROLES took roles away: makers may only read, readers nothing. */
+let narrowedStack: PartnerStack;
 let keyStack: PartnerStack;
+/** How far the key stack's clock is ahead of the real one (idle time passes without waiting for it). */
+let keyClockSkewMs = 0;
 const readerKey = randomBytes(24).toString('base64url');
 const clientSecret = randomBytes(24).toString('base64url');
 
@@ -24,33 +29,32 @@ const staff = [
   { username: 'jose', password: 'jose-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'] },
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
+  // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
+  { username: 'mallory', password: 'mallory-pass', name: 'Jose Reyes (oidc:staff-jose)\u202e', groups: ['walletflow-readers'] },
 ];
+const oidcSettings = (roles: string[]) => ({
+  oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(roles), groupsClaim: 'groups' },
+  idleMinutes: 15,
+  sessionHours: 8,
+  temporalUiUrl: undefined,
+});
 
 beforeAll(async () => {
   browser = await launchChromium();
   oidcStack = await startPartnerStack({
     console: async (apiBase) => {
       idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
-      return {
-        oidc: {
-          issuer: idp.issuer,
-          clientId: 'walletflow-console',
-          clientSecret,
-          roles: parseConsoleRoles(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']),
-          groupsClaim: 'groups',
-        },
-        idleMinutes: 15,
-        sessionHours: 8,
-        temporalUiUrl: undefined,
-      };
+      return oidcSettings(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']);
     },
   });
-  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`] });
+  narrowedStack = await startPartnerStack({ console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']) });
+  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs } });
 }, 90_000);
 
 afterAll(async () => {
   await browser?.close();
   await oidcStack?.close();
+  await narrowedStack?.close();
   await keyStack?.close();
   await idp?.close();
 });
@@ -100,6 +104,72 @@ describe('the console’s sign-in through OpenID Connect', () => {
     } finally {
       await context.close();
       await another.close();
+    }
+  });
+
+  it('records every sign-in through the identity provider under the person’s name, a refused one too', async () => {
+    const since = new Date();
+    const context = await browser.newContext();
+    const another = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'maria', 'maria-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      const refused = await signInWithProvider(another, oidcStack.apiBase, 'nobody', 'nobody-pass');
+      await expect(refused.getByRole('heading', { level: 1, name: 'No access' }).isVisible()).resolves.toBe(true);
+      const rows = await waitFor(
+        'both sign-ins audited',
+        async () => {
+          const found = await oidcStack.database.opsAction.findMany({ where: { at: { gte: since }, path: '/console/oidc/callback' }, orderBy: { id: 'asc' } });
+          return found.length >= 2 ? found : undefined;
+        },
+        15_000,
+      );
+      expect(rows.map((row) => ({ method: row.method, status: row.status, keyName: row.keyName, channel: row.channel }))).toEqual([
+        { method: 'GET', status: 200, keyName: 'Maria Santos (oidc:staff-maria)', channel: 'console' },
+        { method: 'GET', status: 403, keyName: 'No Role (oidc:staff-nobody)', channel: 'console' },
+      ]);
+    } finally {
+      await context.close();
+      await another.close();
+    }
+  });
+
+  it('shows a display name from the provider as text that cannot pass for another person', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'mallory', 'mallory-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      const shown = await page.locator('header .who strong').innerText();
+      // Her own identity, last; no other one in parentheses, no character that reorders what follows.
+      expect(shown).toBe('Jose Reyes oidc:staff-jose (oidc:staff-mallory)');
+      expect(shown).not.toMatch(/[\p{Cf}\p{Cc}]/u);
+      const stored = await oidcStack.database.consoleSession.findFirst({ where: { personId: 'oidc:staff-mallory' }, orderBy: { createdAt: 'desc' } });
+      expect(stored?.personName).toBe(shown);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('a person whose groups lost a role acts without it on their next request; one left with no role is signed out', async () => {
+    const maker = await browser.newContext();
+    const reader = await browser.newContext();
+    try {
+      const maria = await signInWithProvider(maker, oidcStack.apiBase, 'maria', 'maria-pass');
+      await maria.waitForURL(`${oidcStack.apiBase}/console`);
+      const ana = await signInWithProvider(reader, oidcStack.apiBase, 'ana', 'ana-pass');
+      await ana.waitForURL(`${oidcStack.apiBase}/console`);
+      await maria.goto(`${oidcStack.apiBase}/console/batches`);
+      await expect(maria.getByRole('heading', { name: 'Upload a batch' }).isVisible()).resolves.toBe(true);
+      // The same sessions at a walletflow whose CONSOLE_OIDC_ROLES now grant makers read only, and readers nothing.
+      await maria.goto(`${narrowedStack.apiBase}/console/batches`);
+      expect(maria.url()).toBe(`${narrowedStack.apiBase}/console/batches`);
+      await expect(maria.getByRole('heading', { level: 1, name: 'Batches' }).isVisible()).resolves.toBe(true);
+      expect(await maria.getByRole('heading', { name: 'Upload a batch' }).count()).toBe(0);
+      await ana.goto(`${narrowedStack.apiBase}/console`);
+      expect(ana.url()).toContain(`${narrowedStack.apiBase}/console/sign-in`);
+    } finally {
+      await maker.close();
+      await reader.close();
     }
   });
 
@@ -186,6 +256,29 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       expect(page.url()).toContain('/console/sign-in');
       expect(await keyStack.database.consoleSession.count({ where: { personId: 'key:default' } })).toBe(0);
     } finally {
+      await context.close();
+    }
+  });
+
+  it('an open page whose session ended says so: its live region stops, and the page asks the person to sign in again', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console/sign-in`);
+      await page.getByLabel('Your ops key').fill(readerKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console`);
+      await page.locator('#home-figures[data-updated]').waitFor({ timeout: 20_000 });
+      // Sixteen minutes with the page open on the screen and nobody at it.
+      keyClockSkewMs = 16 * 60_000;
+      const alert = page.getByRole('alert').filter({ hasText: 'Your session has ended' });
+      await alert.waitFor({ timeout: 20_000 });
+      const signInAgain = alert.getByRole('link', { name: 'Sign in again' });
+      expect(await signInAgain.getAttribute('href')).toBe('/console/sign-in?return=%2Fconsole');
+      await signInAgain.click();
+      await page.waitForURL(/\/console\/sign-in\?return=/);
+    } finally {
+      keyClockSkewMs = 0;
       await context.close();
     }
   });

@@ -102,6 +102,52 @@ describe('purge of expired logins and sessions', () => {
     expect(report.unfinished).toEqual([]);
   });
 
+  it('deletes console sign-ins never finished, ended console sessions and spent attempt counts, and keeps the live ones', async () => {
+    const signIn = async (expiresAt: Date) => {
+      const state = randomBytes(24).toString('base64url');
+      await stack.database.consoleSignIn.create({ data: { state, nonce: 'n'.repeat(43), returnTo: '/console', expiresAt } });
+      return state;
+    };
+    const consoleSession = async (times: { expiresAt: Date; lastSeenAt: Date; endsAt: Date }) => {
+      const id = randomUUID();
+      await stack.database.consoleSession.create({
+        data: { id, cookieHash: hash(), personId: 'key:purge-test', personName: 'purge-test', via: 'key', scopes: ['read'], csrfToken: 'c'.repeat(43), ...times },
+      });
+      return id;
+    };
+    const attemptCount = async (expiresAt: Date) => {
+      const subject = `198.51.100.${Math.floor(Math.random() * 250)}-${randomUUID().slice(0, 8)}`;
+      await stack.database.attemptCount.create({ data: { kind: 'purge-test', subject, windowStart: new Date(expiresAt.getTime() - 120_000), count: 3, expiresAt } });
+      return subject;
+    };
+    const old = daysFromNow(-10);
+    const gone = {
+      signIns: [await signIn(old)],
+      // Past its lifetime long ago; and idle long ago, its lifetime's end not reached (only its end counts).
+      sessions: [await consoleSession({ expiresAt: old, lastSeenAt: old, endsAt: old }), await consoleSession({ expiresAt: daysFromNow(1), lastSeenAt: old, endsAt: old })],
+      // An attempt count is spent once its window can no longer be read, retention or not: kept for nobody.
+      counts: [await attemptCount(new Date(Date.now() - 60_000))],
+    };
+    const kept = {
+      signIns: [await signIn(daysFromNow(-1)), await signIn(new Date(Date.now() + 600_000))],
+      sessions: [await consoleSession({ expiresAt: daysFromNow(-1), lastSeenAt: daysFromNow(-1), endsAt: daysFromNow(-1) }), await consoleSession({ expiresAt: daysFromNow(1), lastSeenAt: new Date(), endsAt: new Date(Date.now() + 900_000) })],
+      counts: [await attemptCount(new Date(Date.now() + 60_000))],
+    };
+
+    const report = await purge({ retentionSeconds: WEEK_SECONDS });
+
+    const signIns = [...gone.signIns, ...kept.signIns];
+    const sessions = [...gone.sessions, ...kept.sessions];
+    const counts = [...gone.counts, ...kept.counts];
+    expect((await stack.database.consoleSignIn.findMany({ where: { state: { in: signIns } } })).map((row) => row.state).sort()).toEqual([...kept.signIns].sort());
+    expect((await stack.database.consoleSession.findMany({ where: { id: { in: sessions } } })).map((row) => row.id).sort()).toEqual([...kept.sessions].sort());
+    expect((await stack.database.attemptCount.findMany({ where: { kind: 'purge-test', subject: { in: counts } } })).map((row) => row.subject)).toEqual(kept.counts);
+    expect(report.deleted.console_sign_in).toBeGreaterThanOrEqual(1);
+    expect(report.deleted.console_session).toBeGreaterThanOrEqual(2);
+    expect(report.deleted.attempt_count).toBeGreaterThanOrEqual(1);
+    expect(report.unfinished).toEqual([]);
+  });
+
   it('deletes in bounded batches and says what it left for the next run', async () => {
     const states = await Promise.all(Array.from({ length: 5 }, () => loginState(daysFromNow(-20))));
     const first = await purge({ retentionSeconds: WEEK_SECONDS, batchSize: 2, maxBatches: 2 });

@@ -2,6 +2,7 @@
 // walletflow's own network, checked at registration and again at every delivery attempt on every
 // address the endpoint's name resolves to; https only. In development any http(s) URL still works
 // (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine.
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
@@ -12,6 +13,7 @@ import { sendWebhook } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 import { createWebhookStore } from '../../webhooks/webhook-store.ts';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
+import { createAttemptLimiter } from '../../access/attempt-limits.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -52,7 +54,8 @@ describe('webhook targets', () => {
     // The route, as production mounts it: 422 WEBHOOK_URL_NOT_ALLOWED, nothing stored.
     const key = 'k'.repeat(40);
     const app = express();
-    app.use('/ops', opsAuth({ keys: [key] }), express.json(), opsWebhooksRouter({ webhooks: createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) }), publicTargetsOnly: true }));
+    const wrongKeys = createAttemptLimiter(stack.database, { kind: `webhook-targets-${randomUUID()}`, limit: 20 });
+    app.use('/ops', opsAuth({ keys: [key], wrongKeys, fingerprintKey: randomBytes(32) }), express.json(), opsWebhooksRouter({ webhooks: createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) }), publicTargetsOnly: true }));
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     try {

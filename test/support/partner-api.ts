@@ -62,6 +62,11 @@ export interface PartnerApiOptions {
   loginSigningKey?: Buffer;
   /** The API's PostgreSQL pool size; absent: the production default (lib/database.ts). */
   databaseMaxConnections?: number;
+  /**
+   * TOKEN_ENCRYPTION_KEY (and the fingerprint key derived from it); absent: a random one. Two APIs
+   * given the same one act as two processes of one deployment.
+   */
+  encryptionKey?: Buffer;
 }
 
 export interface InProcessWorker {
@@ -132,7 +137,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const walletConfig: WalletClientConfig = { ...sandboxWalletConfig(sandbox), timeoutMs: 5000, ...createWalletCallLog(database, logger) };
     const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, options.metrics) });
     stops.push(() => wallet.close());
-    const encryptionKey = randomBytes(32);
+    const encryptionKey = options.encryptionKey ?? randomBytes(32);
     const cipher = createTokenCipher(encryptionKey);
     const tokens = createTokenStore(cipher);
     const opsKey = randomBytes(32).toString('base64url');
@@ -154,7 +159,9 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const app = createApp({
       logger,
       ...(options.metrics ? { metrics: options.metrics } : {}),
-      ...(options.hardening ? { hardening: options.hardening } : {}),
+      // Each test API counts sign-in attempts and wrong keys apart from the others on the shared
+      // database (test files' requests all come from 127.0.0.1), unless it is told to share.
+      hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}`, ...options.hardening },
       readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
       services: {
         database,

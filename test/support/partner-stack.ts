@@ -87,6 +87,8 @@ export async function startPartnerStack(
     console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
+    /** TOKEN_ENCRYPTION_KEY (and the fingerprint key from it); absent: a random one. */
+    encryptionKey?: Buffer;
     /** Another Temporal than the suite's (a real server started by the test). */
     temporal?: { address: string; namespace: string };
   } = {},
@@ -116,6 +118,7 @@ export async function startPartnerStack(
     ...(options.batches ? { batches: options.batches } : {}),
     ...(options.console ? { console: options.console } : {}),
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
+    ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
   });
   const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

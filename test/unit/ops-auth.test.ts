@@ -1,7 +1,9 @@
 // The ops API's authentication over real HTTP: the bearer key, its name and scopes (403
 // SCOPE_REQUIRED from the route's own check, registered with it), and the limit on wrong keys per
-// client address (IPv6 by its /64; a request without a key guesses nothing and is not counted; a
-// valid key is never locked out).
+// client address, counted in PostgreSQL (IPv6 by its /64; a sliding window; a request without a
+// key guesses nothing and is not counted; a valid key is never locked out). The clock is the
+// test's: it starts at a window's start.
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import express from 'express';
@@ -11,18 +13,26 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
 import { routesOn, strictRouter } from '../../api/http/route-registration.ts';
 import { defineRoute } from '../../api/http/route-spec.ts';
+import { createAttemptLimiter, type AttemptLimiterOptions } from '../../access/attempt-limits.ts';
+import { createDatabase, type Database } from '../../lib/database.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 const key = 'k'.repeat(40);
 const readerKey = 'r'.repeat(40);
 const payerKey = 'p'.repeat(40);
-let clock = 1_000_000;
+const MINUTE = 60_000;
+let clock = 20_000 * MINUTE;
 let server: Server;
 let base: string;
+let database: Database;
+/** A count of wrong keys of this file's own (the database is shared with other files). */
+const wrongKeys = (options: Partial<AttemptLimiterOptions> = {}) => createAttemptLimiter(database, { kind: `ops-auth-${randomUUID()}`, limit: 5, windowMs: MINUTE, now: () => clock, ...options });
 
 beforeAll(async () => {
+  database = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
   const app = express();
   app.set('trust proxy', 'loopback');
-  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], maxFailures: 5, windowMs: 60_000, now: () => clock }));
+  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], wrongKeys: wrongKeys(), fingerprintKey: randomBytes(32) }));
   const router = strictRouter();
   const add = routesOn(router, '/ops');
   const route = (method: 'get' | 'post', path: string, scope: 'read' | 'resolve') =>
@@ -42,7 +52,10 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
 
-afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+afterAll(async () => {
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await database.$disconnect();
+});
 
 /** One request from `address` (X-Forwarded-For, trusted from loopback). */
 async function ping(address: string, authorization?: string) {
@@ -77,7 +90,8 @@ describe('ops API authentication', () => {
     expect((await ping('198.51.100.3', `Bearer ${key}`)).status).toBe(200);
   });
 
-  it('past the limit of wrong keys, that address’s wrong keys get 429 with Retry-After until the window ends; a valid key is never locked out', async () => {
+  it('past the limit of wrong keys, that address’s wrong keys get 429 with Retry-After until the last minute holds fewer; a valid key is never locked out', async () => {
+    clock = Math.ceil(clock / MINUTE) * MINUTE + MINUTE;
     const guesser = '198.51.100.4';
     for (let i = 0; i < 5; i += 1) expect((await ping(guesser, `Bearer wrong-${i}`)).status).toBe(401);
     const limited = await ping(guesser, 'Bearer wrong-again');
@@ -90,7 +104,12 @@ describe('ops API authentication', () => {
 
     clock += 45_000;
     expect((await ping(guesser, 'Bearer wrong-later')).headers.get('retry-after')).toBe('15');
+    // A minute after the five: the window slides, and the last minute still holds them all; a fifth of them fades in 12 s.
     clock += 15_000;
+    const stillLimited = await ping(guesser, 'Bearer wrong-at-the-minute');
+    expect(stillLimited.status).toBe(429);
+    expect(stillLimited.headers.get('retry-after')).toBe('12');
+    clock += 12_000;
     expect((await ping(guesser, 'Bearer wrong-after')).status).toBe(401);
   });
 
@@ -98,24 +117,30 @@ describe('ops API authentication', () => {
     for (let i = 0; i < 5; i += 1) expect((await ping(`2001:db8:1:2::${i + 1}`, `Bearer wrong-${i}`)).status).toBe(401);
     expect((await ping('2001:db8:1:2:ffff:ffff:ffff:ffff', 'Bearer wrong')).status).toBe(429);
     expect((await ping('2001:db8:1:3::1', 'Bearer wrong')).status).toBe(401);
-    clock += 60_000;
+    clock += 2 * MINUTE;
   });
 
-  it('keeps at most maxTrackedAddresses addresses’ wrong keys, however many /64s rotate within one window', async () => {
-    const guard = opsAuth({ keys: [key], maxFailures: 5, windowMs: 60_000, maxTrackedAddresses: 100, now: () => clock });
+  it('remembers at most maxRemembered blocked addresses in memory, however many /64s rotate within one window; the database counts every one', async () => {
+    const limiter = wrongKeys({ limit: 1, maxRemembered: 100 });
     const small = express();
     small.set('trust proxy', 'loopback');
-    small.use('/ops', guard);
+    small.use('/ops', opsAuth({ keys: [key], wrongKeys: limiter, fingerprintKey: randomBytes(32) }));
     const smallServer = small.listen(0, '127.0.0.1');
     await new Promise((resolve) => smallServer.once('listening', resolve));
     try {
       const url = `http://127.0.0.1:${(smallServer.address() as AddressInfo).port}/ops/ping`;
       for (let index = 0; index < 300; index += 1) {
-        const response = await fetch(url, { headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' } });
-        expect(response.status).toBe(401);
-        await response.arrayBuffer();
+        for (const expected of [401, 429]) {
+          const response = await fetch(url, { headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' } });
+          expect(response.status).toBe(expected);
+          await response.arrayBuffer();
+        }
       }
-      expect(guard.trackedAddresses()).toBeLessThanOrEqual(100);
+      expect(limiter.remembered()).toBeLessThanOrEqual(100);
+      // Forgotten here, still counted: the first /64's next wrong key is refused by the database.
+      const again = await fetch(url, { headers: { 'x-forwarded-for': '2001:db8:0::1', authorization: 'Bearer wrong-key' } });
+      await again.arrayBuffer();
+      expect(again.status).toBe(429);
     } finally {
       await new Promise<void>((resolve) => smallServer.close(() => resolve()));
     }

@@ -105,6 +105,17 @@ describe('the route declarations', () => {
     }
   });
 
+  it('give every console page and stream a scope: only signing in and out are open to whoever asks', () => {
+    const open = consoleRoutes.filter((route) => typeof route.access === 'object' && 'consoleScope' in route.access && route.access.consoleScope === null);
+    expect(open.map((route) => `${route.method.toUpperCase()} ${route.path}`).sort()).toEqual([
+      'GET /console/oidc/callback',
+      'GET /console/sign-in',
+      'GET /console/sign-in/oidc',
+      'POST /console/sign-in',
+      'POST /console/sign-out',
+    ]);
+  });
+
   it('name every path parameter of a route, checked as they are written', () => {
     // @ts-expect-error `{id}` has no declared parameter
     defineRoute({ method: 'get', path: '/things/{id}', operationId: 'getThing', tag: 'docs', summary: '', access: 'public', responses: {} });

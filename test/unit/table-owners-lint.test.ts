@@ -63,3 +63,18 @@ describe("no application file writes the batches' tallies", () => {
     expect(await ownerViolations('fundings/batch-record.ts', 'export const f = (db: any) => db.$executeRaw`UPDATE funding_batch SET state = ${1}`;')).toEqual([]);
   });
 });
+
+describe("only access/ writes the console's sessions and the attempt counts, each table its one module", () => {
+  it('refuses a write of console_session, console_sign_in or attempt_count outside its module, the purge activity included', async () => {
+    const sessions = 'export const f = (db: any) => [db.consoleSession.updateMany({}), db.consoleSignIn.create({}), db.$executeRaw`DELETE FROM console_session WHERE id = ${1}`];';
+    const counts = 'export const f = (db: any) => [db.attemptCount.upsert({}), db.$executeRaw`INSERT INTO attempt_count (kind) VALUES (${1})`];';
+    for (const file of ['api/console/console-auth.ts', 'activities/purge.ts', 'access/attempt-limits.ts']) {
+      expect(await ownerViolations(file, sessions), file).toEqual(Array(3).fill(expect.stringMatching(/only access\/console-sessions\.ts/)));
+    }
+    for (const file of ['api/ops/ops-key-guard.ts', 'activities/purge.ts', 'access/console-sessions.ts']) {
+      expect(await ownerViolations(file, counts), file).toEqual(Array(2).fill(expect.stringMatching(/only access\/attempt-limits\.ts/)));
+    }
+    expect(await ownerViolations('access/console-sessions.ts', sessions)).toEqual([]);
+    expect(await ownerViolations('access/attempt-limits.ts', counts)).toEqual([]);
+  });
+});
