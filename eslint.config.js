@@ -112,6 +112,13 @@ const tableOwners = [
     what: 'the ledger tables',
     who: 'the ledger (ledger/): it posts balanced, idempotent transactions within the limits',
   },
+  {
+    tables: 'settlement_run|settlement_line',
+    models: /^(settlementRun|settlementLine)$/,
+    owners: /^ledger\/settlement-runs\.ts$/,
+    what: 'the settlement runs and their lines',
+    who: 'the settlement runs (ledger/settlement-runs.ts): one RUNNING run a day, its progress counted with the lines it stores',
+  },
 ];
 const prismaWrites = /^(create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)$/;
 // UPDATE needs its SET, so that prose such as "could not update payment" is not taken for SQL.

@@ -90,7 +90,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addFundingRoutes(area, deps.services);
   addPaymentRoutes(area, deps.services);
   addReviewRoutes(area, deps.services);
-  addAccountsRoutes(area, deps.services);
+  addAccountsRoutes(area, deps.services, deps.logger);
   addWebhooksRoutes(area, deps.services);
   addLinksRoutes(area, deps.services);
   addAuditRoutes(area, deps.services);

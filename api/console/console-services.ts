@@ -5,11 +5,11 @@ import type { BatchService } from '../../fundings/batch-service.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import type { AdjustAccount } from '../../ledger/adjustments.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
-import type { SettlementReport } from '../../ledger/settlement.ts';
 import type { Database } from '../../lib/database.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import type { WebhookStore } from '../../webhooks/webhook-store.ts';
+import type { SettlementService } from '../ops/settlement-service.ts';
 
 export interface ConsoleServices {
   database: Database;
@@ -19,8 +19,8 @@ export interface ConsoleServices {
   ledger: Ledger;
   /** An adjustment (POST /ops/accounts/{account}/adjustments's). */
   adjust: AdjustAccount;
-  /** The day's settlement report (GET /ops/settlements/{date}'s). */
-  settlementReport: SettlementReport;
+  /** A day's settlement: its runs and stored reports (GET /ops/settlements/{date}'s). */
+  settlements: SettlementService;
   webhooks: WebhookStore;
   /** A link's tokens (an unlink revokes them). */
   tokens: TokenStore;
