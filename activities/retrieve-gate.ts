@@ -82,9 +82,20 @@ export function createRetrieveGate(options: { maxInFlight: number; inFlight: num
         episodeEndsAt = resumeAt;
       }
     },
-    async all(tasks) {
+    async all<T>(tasks: ReadonlyArray<() => Promise<T>>): Promise<T[]> {
+      // At most maxInFlight runners, each taking the next task: the places are waited for by a
+      // few runners, not by every task of a page at once.
+      const results: T[] = new Array(tasks.length);
+      let next = 0;
+      const runner = async () => {
+        while (next < tasks.length) {
+          const index = next++;
+          results[index] = await tasks[index]!();
+        }
+      };
       try {
-        return await Promise.all(tasks.map((task) => task()));
+        await Promise.all(Array.from({ length: Math.min(maxInFlight, tasks.length) }, runner));
+        return results;
       } catch (error) {
         // The others stop at their next place: no call goes out for a page that will be read again.
         failure ??= error;
