@@ -13,6 +13,8 @@ import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
 export interface PlantedDay {
   date: string;
   fundings: number;
+  /** The wallet's transfer ids of the fundings, in the order they were approved. */
+  transferIds: string[];
   /** How long the sandbox's transfers and the rows took, s. */
   seconds: number;
 }
@@ -108,5 +110,5 @@ export async function plantApprovedDay(
   } finally {
     await analyze.end();
   }
-  return { date: input.date, fundings: input.count, seconds: Math.round((Date.now() - started) / 100) / 10 };
+  return { date: input.date, fundings: input.count, transferIds, seconds: Math.round((Date.now() - started) / 100) / 10 };
 }
