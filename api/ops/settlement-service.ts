@@ -7,7 +7,7 @@
 // nothing to settle, and today's report is the day so far (`complete: false`).
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
-import type { Settlement, SettlementItem, SettlementProgress } from '../../domain/ledger.ts';
+import type { Settlement, SettlementProgress } from '../../domain/ledger.ts';
 import { settlementCsvHeader, settlementCsvLine, settlementCsvTotals, settlementDayOf } from '../../ledger/settlement.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -186,7 +186,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     /** The stored report as CSV lines: the header, one line per item read a page at a time, the totals. */
     async *csv(run: SettlementRun): AsyncGenerator<string> {
       yield settlementCsvHeader;
-      for await (const item of runs.lines(run.id)) yield settlementCsvLine(item as SettlementItem);
+      for await (const item of runs.lines(run.id)) yield settlementCsvLine(item);
       yield settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() });
     },
   };
