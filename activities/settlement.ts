@@ -138,8 +138,12 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     },
 
     async finishSettlementRun(runId: string) {
-      await runningRun(runId);
-      const run = await stopOnNotRunning(() => runs.finish(runId));
+      // A retry of a finish that committed (its answer was lost) answers what it wrote.
+      let run = await runs.find(runId);
+      if (run?.state !== 'SUCCEEDED') {
+        await runningRun(runId);
+        run = await stopOnNotRunning(() => runs.finish(runId));
+      }
       const sides = run.summary ?? { fundings: { matched: 0, missing: 0, mismatched: 0 }, payments: { matched: 0, missing: 0, mismatched: 0 } };
       const counts = {
         checked: run.checked,

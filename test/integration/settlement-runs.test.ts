@@ -8,6 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { plantApprovedDay } from '../../harness/settlement-day.ts';
+import { createSettlementActivities } from '../../activities/settlement.ts';
+import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -219,6 +222,22 @@ describe('a day settled by a durable run', () => {
       `"total:fundings","${day}","","matched=25 missing=0 mismatched=0","PHP","25.00","","","","25 items"`,
       `"total:payments","${day}","","matched=0 missing=0 mismatched=0","PHP","0.00","","","","0 items"`,
     ]);
+  });
+
+  it('a finish tried again after it committed answers what it wrote; a run given up takes no more writes', async () => {
+    const day = await freshDay();
+    await plant(day, 3);
+    const report = await settled(day);
+    const runs = createSettlementRuns(stack.database);
+    const activities = createSettlementActivities({ database: stack.database, runs, wallet: stack.wallet, logger: createLogger({ level: 'silent' }) });
+    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({ checked: 3, matched: 3, missing: 0, mismatched: 0 });
+    // A run given up (its workflow closed without finishing it): nothing is stored for it any more.
+    const started = await runs.start({ date: day, timeZone, wholeDay: true, requestedBy: 'settlement-runs.test' });
+    expect(started.kind).toBe('started');
+    await runs.fail(started.run.id, 'WORKFLOW_CLOSED');
+    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({ type: 'SettlementRunNotRunning', nonRetryable: true });
+    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({ code: 'SETTLEMENT_RUN_NOT_RUNNING' });
+    expect(await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`).toEqual([{ n: 0n }]);
   });
 
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
