@@ -329,7 +329,7 @@ describe('a day settled by a durable run', () => {
     await plant(day, 200);
     const before = await retrievesByTransfer();
     await stack.stopWorker();
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 100 }]);
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 200 }]);
     let worker = startWorkerProcess(stack.workerEnv());
     try {
       expectProgress(await call(`/ops/settlements/${day}`), day);
