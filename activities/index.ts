@@ -15,6 +15,8 @@ import { createFundingActivities } from './funding.ts';
 import { createBatchActivities } from './batch.ts';
 import { createPaymentActivities } from './payment.ts';
 import { createPurgeActivities } from './purge.ts';
+import { createSettlementActivities } from './settlement.ts';
+import { createSettlementRuns } from '../ledger/settlement-runs.ts';
 import { withActivityLogContext } from './log-context.ts';
 import { withOverloadRetry } from './overload-retry.ts';
 import { createTokenVault } from '../links/token-vault.ts';
@@ -97,6 +99,7 @@ export function createActivities(deps: ActivityDependencies) {
     }),
     ...createWebhookActivities({ deliverer }),
     ...createPurgeActivities({ database: deps.database, logger: deps.logger, ...(deps.now ? { now: deps.now } : {}) }),
+    ...createSettlementActivities({ database: deps.database, runs: createSettlementRuns(deps.database), wallet: deps.wallet, logger: deps.logger }),
   }));
 }
 

@@ -45,10 +45,12 @@ import type { OnboardingDispatcher } from './embedded/onboarding-dispatcher.ts';
 import { createRateLimiter } from './http/rate-limit.ts';
 import { securityHeaders } from './http/security-headers.ts';
 import { opsAccountsRouter } from './ops/accounts-routes.ts';
+import { opsSettlementsRouter } from './ops/settlement-routes.ts';
+import { createSettlementService, type SettlementOptions } from './ops/settlement-service.ts';
 import { createLedger } from '../ledger/ledger.ts';
 import { createAdjustAccount } from '../ledger/adjustments.ts';
 import type { FundingLimits } from '../ledger/limits.ts';
-import { createSettlementReport } from '../ledger/settlement.ts';
+import { createSettlementRuns } from '../ledger/settlement-runs.ts';
 import { createBatchService } from '../fundings/batch-service.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
@@ -56,9 +58,6 @@ import { opsBatchesRouter } from './ops/batches-routes.ts';
 import { createCsvStreams } from './http/csv-stream.ts';
 import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
 import { createUploadBudget } from '../lib/upload-budget.ts';
-import { fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
-import { paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
-import { executedWalletPayments } from '../audit/executed-payments.ts';
 import { createWebhookStore } from '../webhooks/webhook-store.ts';
 import { opsWebhooksRouter } from './ops/webhooks-routes.ts';
 
@@ -128,6 +127,8 @@ export interface AppDependencies {
     fundingLimits?: FundingLimits | undefined;
     /** SETTLEMENT_TZ; absent: Asia/Manila. */
     settlementTimeZone?: string;
+    /** A day's settlement runs: SETTLEMENT_MAX_IN_FLIGHT (and, in tests, small pages); absent: 32 retrieves at once. */
+    settlements?: SettlementOptions;
     /**
      * Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits), BATCH_MAX_IN_FLIGHT,
      * and the bytes the process's batch uploads may hold at once (default BATCH_UPLOAD_BUDGET_BYTES).
@@ -284,27 +285,19 @@ export function createApp(deps: AppDependencies): express.Express {
       ledger,
       ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
     });
-    const settlementReport = createSettlementReport({
-      database: services.database,
+    // A day's settlement: runs of the settleDay workflow, their progress and lines in ledger/settlement-runs.ts.
+    const settlements = createSettlementService({
+      runs: createSettlementRuns(services.database),
+      temporal: services.temporal,
+      taskQueue: services.taskQueue,
       timeZone: services.settlementTimeZone ?? 'Asia/Manila',
-      sources: {
-        approvedFundings: (day) => fundingsApprovedOn(services.database, day),
-        succeededPayments: (day) => paymentsSucceededOn(services.database, day),
-        executedWalletPayments: (ids) => executedWalletPayments(services.database, ids),
-        retrieveTransfer: async (transferId) => {
-          try {
-            const { data } = await services.wallet.retrieveTransfer(transferId);
-            return { status: data.status, amount: data.amount };
-          } catch (error) {
-            if ((error as { httpStatus?: number }).httpStatus === 404) return null;
-            throw error;
-          }
-        },
-      },
+      options: services.settlements ?? { maxInFlight: 32 },
+      logger: deps.logger,
     });
     // One adjustment for the ops API and the console (ledger/adjustments.ts).
     const adjust = createAdjustAccount({ database: services.database, ledger, fingerprintKey: services.fingerprintKey });
-    ops.use(opsAccountsRouter({ database: services.database, ledger, adjust, settlementReport }));
+    ops.use(opsAccountsRouter({ database: services.database, ledger, adjust }));
+    ops.use(opsSettlementsRouter({ settlements, csvStreams }));
     ops.use(opsFundingsRouter({ fundings }));
     const payments = createPaymentService({
       database: services.database,
@@ -363,7 +356,7 @@ export function createApp(deps: AppDependencies): express.Express {
           csvStreams,
           ledger,
           adjust,
-          settlementReport,
+          settlements,
           webhooks,
           tokens: services.tokens,
           timeZone: services.settlementTimeZone ?? 'Asia/Manila',

@@ -101,6 +101,7 @@ const app = createApp({
     treasuryLimit: config.treasuryLimit,
     fundingLimits: config.fundingLimits,
     settlementTimeZone: config.settlementTimeZone,
+    settlements: { maxInFlight: config.settlement.maxInFlight },
     batches: config.batches,
     console: config.console,
   },

@@ -17,6 +17,7 @@ import { onboardEmbeddedSessionWorkflowType } from '../workflows/onboard-embedde
 import { payWalletWorkflowType } from '../workflows/pay-wallet.contract.ts';
 import { purgeExpiredWorkflowType } from '../workflows/purge-expired.contract.ts';
 import { reconcileFundingsWorkflowType } from '../workflows/reconcile.contract.ts';
+import { settleDayWorkflowType } from '../workflows/settle-day.contract.ts';
 
 /** Every workflow type walletflow's workers run: the ones whose unversioned runs `status` counts. */
 const workflowTypes = [
@@ -27,6 +28,7 @@ const workflowTypes = [
   deliverWebhooksWorkflowType,
   reconcileFundingsWorkflowType,
   purgeExpiredWorkflowType,
+  settleDayWorkflowType,
 ];
 
 export type DeployAction = { kind: 'status'; json?: boolean } | { kind: 'promote'; buildId: string } | { kind: 'ramp'; buildId: string; percent: string } | { kind: 'rollback' };

@@ -1,8 +1,11 @@
 // The ledger's commands (docs/ledger.md): `walletflow accounts get|adjust`, `walletflow ledger`
 // (entries) and `walletflow settlement-report --date` (a day against the wallet and the ledger), through the
 // ops API. `--output json` prints the API's answer; `text` (the default) a table; settlement-report also csv.
+// settlement-report follows the day's run with a progress bar on stderr (stdout keeps the report), then
+// reads the stored report a page at a time: a day of 100,000 lines is never held whole.
 import { randomUUID } from 'node:crypto';
-import type { Settlement } from '../client/ops-client.generated.ts';
+import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-client.generated.ts';
+import { createCountProgress, type CountProgress } from './progress.ts';
 import { exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
 import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
@@ -48,22 +51,92 @@ export const runLedger = (options: LedgerCommandOptions & { account?: string; li
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
-/** `walletflow settlement-report --date YYYY-MM-DD`: the day's settlement report; exit 1 when anything is missing or mismatched. */
-export const runSettlementReport = (options: LedgerCommandOptions & { date: string }) =>
+/** Problems a text report lists; past it, a line says how many more (`--output csv` has every line). */
+const PROBLEMS_SHOWN = 1000;
+/** How long the command waits between two questions while the run goes (each GET waits up to 5 s itself). */
+const FOLLOW_PAUSE_MS = 1000;
+
+const pause = () => new Promise((resolve) => setTimeout(resolve, FOLLOW_PAUSE_MS));
+
+/**
+ * Asks for the day's report until it is served (the first ask of a day starts its run), showing the
+ * run's progress; with `freshRunId`, until that run's report is (the one before is served meanwhile).
+ * Answers the report's first page of `limit` items.
+ */
+async function followRun(client: OpsClient, date: string, limit: number, progress: CountProgress, freshRunId: string | null): Promise<Settlement> {
+  for (;;) {
+    const answer = await client.getSettlement({ date, limit });
+    if (answer.status === 202) {
+      const running = answer.body as SettlementProgress;
+      progress.update(running.checked, running.total);
+    } else {
+      const report = answer.body as Settlement;
+      if (freshRunId === null || report.runId === freshRunId) return report;
+      progress.note(`run ${freshRunId} under way; the report before it is served until it is done`);
+    }
+    await pause();
+  }
+}
+
+/** `walletflow settlement-report --date YYYY-MM-DD [--fresh]`: the day's settlement report; exit 1 when anything is missing or mismatched. */
+export const runSettlementReport = (options: LedgerCommandOptions & { date: string; fresh?: boolean }) =>
   runOps('settlement-report', options, async (client) => {
+    const progress = createCountProgress({ tty: process.stderr.isTTY === true, write: (text) => process.stderr.write(text), label: `settling ${options.date}` });
+    let report: Settlement;
+    try {
+      let freshRunId: string | null = null;
+      if (options.fresh) {
+        const started = await client.startSettlementRun({ date: options.date });
+        freshRunId = started.body.runId;
+        progress.update(started.body.checked, started.body.total);
+      }
+      // The JSON report is read a page at a time; the CSV and the text need only the head first.
+      report = await followRun(client, options.date, options.output === 'json' ? 1000 : 1, progress, freshRunId);
+    } finally {
+      progress.close();
+    }
+    const clean = [report.fundings, report.payments].every((side) => side.missing === 0 && side.mismatched === 0);
+    const code = clean ? exitCodes.ok : exitCodes.failed;
     if (options.output === 'csv') {
       const { body } = await client.getSettlement({ date: options.date, format: 'csv' });
       process.stdout.write(String(body));
+      return code;
     }
-    const { body } = await client.getSettlement({ date: options.date });
-    const settlement = body as Settlement;
-    const clean = [settlement.fundings, settlement.payments].every((side) => side.missing === 0 && side.mismatched === 0);
-    const code = clean ? exitCodes.ok : exitCodes.failed;
-    if (options.output === 'json') printJson(settlement);
-    if (options.output !== 'text' && options.output !== undefined) return code;
+    if (options.output === 'json') {
+      await printReportJson(client, report);
+      return code;
+    }
     const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), amountText(counts.total.amount)];
-    printText(`settlement of ${settlement.date} (${settlement.timeZone})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', settlement.fundings), side('payments', settlement.payments)])}`);
-    const problems = settlement.items.filter((item) => item.result !== 'matched');
-    if (problems.length > 0) printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems.map((item) => [item.kind, item.id, item.result, item.detail ?? ''])])}`);
+    const scope = report.complete ? '' : `, the day so far (settled at ${report.settledAt})`;
+    printText(`settlement of ${report.date} (${report.timeZone}${scope})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', report.fundings), side('payments', report.payments)])}`);
+    if (!clean) await printProblems(client, report);
     return code;
   });
+
+/** The whole report as one JSON document, written a page at a time. */
+async function printReportJson(client: OpsClient, first: Settlement): Promise<void> {
+  const { items: _items, nextCursor: _next, ...head } = first;
+  process.stdout.write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [`);
+  let page: Settlement = first;
+  let written = 0;
+  for (;;) {
+    for (const item of page.items) process.stdout.write(`${written++ === 0 ? '' : ','}\n    ${JSON.stringify(item)}`);
+    if (!page.nextCursor) break;
+    page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor })).body as Settlement;
+  }
+  process.stdout.write(`${written === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
+}
+
+/** The lines that are not matched, read a page at a time, at most PROBLEMS_SHOWN of them. */
+async function printProblems(client: OpsClient, first: Settlement): Promise<void> {
+  const problems: string[][] = [];
+  const total = first.fundings.missing + first.fundings.mismatched + first.payments.missing + first.payments.mismatched;
+  let cursor: string | null = null;
+  do {
+    const page = (await client.getSettlement({ date: first.date, limit: 1000, ...(cursor ? { cursor } : {}) })).body as Settlement;
+    for (const item of page.items) if (item.result !== 'matched' && problems.length < PROBLEMS_SHOWN) problems.push([item.kind, item.id, item.result, item.detail ?? '']);
+    cursor = problems.length < PROBLEMS_SHOWN ? page.nextCursor : null;
+  } while (cursor);
+  printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems])}`);
+  if (total > problems.length) printText(`… and ${total - problems.length} more: --output csv has every line`);
+}

@@ -130,6 +130,7 @@ program
   .option('--batch <n>', 'instead of the levels: single fundings at 32 in flight for --seconds, then one funding batch of n items (1 to 100000)')
   .option('--token-batch <n>', 'instead of the levels: a batch of n CODE items, then one of n TOKEN items whose access tokens all expired, a single funding every second beside each (1 to 20000)')
   .option('--batch-store <n>', 'instead of the levels: one funding batch of n items stored and cancelled (not run), single fundings alongside; the store\'s and cancel\'s time, the API\'s memory')
+  .option('--settlement <n>', 'instead of the levels: a past day of n approved fundings planted against the sandbox, settled (GET /ops/settlements/{day}) beside single fundings, against the wallet client retrieving them alone; its CSV downloaded (10 to 200000)')
   .option('--console', 'instead of the levels: each ops console page\'s server time (p50, p95) on a small database and with the preload (--preload-fundings, --preload-payments)')
   .option('--console-requests <n>', 'timed requests per console page on each side', '100')
   .option('--console-batch-items <n>', 'items of the batch whose items pages --console measures (10 to 100000)', '100000')

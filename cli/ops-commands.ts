@@ -231,11 +231,15 @@ walletflow payments resolve); ${apiExits}`,
     program
       .command('settlement-report')
       .description("a day's approved fundings and succeeded payments against the wallet's records and the ledger")
-      .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)'),
+      .requiredOption('--date <YYYY-MM-DD>', 'the day, in SETTLEMENT_TZ (default Asia/Manila)')
+      .option('--fresh', 'settle the day again (a fresh run), and wait for its report'),
     ['json', 'csv', 'text'],
   )
-    .addHelpText('after', `\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`)
-    .action((options: OpsCommandOptions & { date: string }) => run(import('./ledger.ts').then((module) => module.runSettlementReport(options))));
+    .addHelpText(
+      'after',
+      `\nThe first report of a day starts its run; a bar on stderr follows it (Ctrl-C leaves it running).\nExit codes: 0 every item matched; 1 something missing or mismatched; ${apiExits}`,
+    )
+    .action((options: OpsCommandOptions & { date: string; fresh?: boolean }) => run(import('./ledger.ts').then((module) => module.runSettlementReport(options))));
   const webhooks = program.command('webhooks').description("signed webhooks to the partner's systems (contract-decisions section 13)");
   const endpoints = webhooks.command('endpoints').description('where events are sent: create, get, delete');
   ops(

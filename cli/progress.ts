@@ -1,5 +1,7 @@
 // How `walletflow fund` shows a funding as it moves: on a terminal one spinner line for the current
 // step, redrawn in place, and a ✔ line per finished step; elsewhere one plain line per new event.
+// And how a long count goes (`walletflow settlement-report` following a day's run): a bar redrawn
+// in place on a terminal, elsewhere a line every 10% (and at least every 30 s).
 import { isFinalFundingStatus, type FundingView } from '../domain/funding.ts';
 
 type FundingEvent = FundingView['events'][number];
@@ -122,6 +124,65 @@ export function createFundingProgress(options: FundingProgressOptions): FundingP
     close() {
       clearLive();
       live = undefined;
+    },
+  };
+}
+
+export interface CountProgressOptions {
+  /** Redraw in place with ANSI (a terminal); else plain lines now and then. */
+  tty: boolean;
+  write(text: string): void;
+  /** What is counted, before the bar: `settling 2026-03-01`. */
+  label: string;
+  /** The bar's width in characters. */
+  width?: number;
+  now?: () => number;
+}
+
+export interface CountProgress {
+  /** Shows `done` of `total`. */
+  update(done: number, total: number): void;
+  /** Shows a line of its own in place of the bar (a wait that has no count). */
+  note(text: string): void;
+  /** Ends the bar's line. */
+  close(): void;
+}
+
+/** `[####--------] 1200/5000 (24%)`: the bar alone. */
+export function countBar(done: number, total: number, width = 24): string {
+  const share = total <= 0 ? 0 : Math.min(1, Math.max(0, done / total));
+  const filled = Math.round(share * width);
+  return `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}] ${done}/${total} (${Math.floor(share * 100)}%)`;
+}
+
+export function createCountProgress(options: CountProgressOptions): CountProgress {
+  const now = options.now ?? Date.now;
+  let drawn = false;
+  let lastTenth = -1;
+  let lastLine = 0;
+  const line = (text: string) => {
+    if (options.tty) {
+      options.write(`${ansi.clearLine}${text}`);
+      drawn = true;
+      return;
+    }
+    options.write(`${text}\n`);
+    lastLine = now();
+  };
+  return {
+    update(done, total) {
+      const tenth = total <= 0 ? 0 : Math.floor((done / total) * 10);
+      if (!options.tty && tenth === lastTenth && now() - lastLine < 30_000) return;
+      lastTenth = tenth;
+      line(`${options.label} ${countBar(done, total, options.width)}`);
+    },
+    note(text) {
+      if (!options.tty && now() - lastLine < 30_000 && lastLine !== 0) return;
+      line(`${options.label}: ${text}`);
+    },
+    close() {
+      if (drawn) options.write('\n');
+      drawn = false;
     },
   };
 }

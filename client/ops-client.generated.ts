@@ -397,6 +397,9 @@ export interface LedgerEntryPage {
 export interface Settlement {
   date: string;
   timeZone: string;
+  runId: string;
+  settledAt: string;
+  complete: boolean;
   fundings: {
     matched: number;
     missing: number;
@@ -441,6 +444,16 @@ export interface Settlement {
     } | null;
     detail: string | null;
   }[];
+  nextCursor: string | null;
+}
+
+export interface SettlementProgress {
+  date: string;
+  state: "RUNNING";
+  checked: number;
+  total: number;
+  runId: string;
+  startedAt: string;
 }
 
 export interface WebhookEndpointCreated {
@@ -668,9 +681,16 @@ export type ListLedgerEntriesParams = {
 };
 
 export type GetSettlementParams = {
-  /** the day, YYYY-MM-DD */
+  /** the day, YYYY-MM-DD, in SETTLEMENT_TZ */
   date: string;
   format?: "json" | "csv";
+  limit?: number;
+  cursor?: string;
+};
+
+export type StartSettlementRunParams = {
+  /** the day, YYYY-MM-DD, in SETTLEMENT_TZ */
+  date: string;
 };
 
 export type CreateWebhookEndpointParams = {
@@ -734,7 +754,8 @@ export type GetLinkProfileAnswer = { status: 200; body: LinkProfile };
 export type GetAccountAnswer = { status: 200; body: Account };
 export type AdjustAccountAnswer = { status: 200; body: Adjustment } | { status: 201; body: Adjustment };
 export type ListLedgerEntriesAnswer = { status: 200; body: LedgerEntryPage };
-export type GetSettlementAnswer = { status: 200; body: Settlement | string };
+export type GetSettlementAnswer = { status: 200; body: Settlement | string } | { status: 202; body: SettlementProgress };
+export type StartSettlementRunAnswer = { status: 202; body: SettlementProgress };
 export type CreateWebhookEndpointAnswer = { status: 201; body: WebhookEndpointCreated };
 export type GetWebhookEndpointAnswer = { status: 200; body: WebhookEndpoint };
 export type DeleteWebhookEndpointAnswer = { status: 204; body: undefined };
@@ -798,6 +819,8 @@ export interface OpsClient {
   listLedgerEntries(params?: ListLedgerEntriesParams, options?: CallOptions): Promise<ListLedgerEntriesAnswer>;
   /** GET /ops/settlements/{date}: A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger */
   getSettlement(params: GetSettlementParams, options?: CallOptions): Promise<GetSettlementAnswer>;
+  /** POST /ops/settlements/{date}/runs: Settle a day again: a fresh run; the report before it is served until it has finished */
+  startSettlementRun(params: StartSettlementRunParams, options?: CallOptions): Promise<StartSettlementRunAnswer>;
   /** POST /ops/webhooks/endpoints: Register an endpoint for some events (scope admin). Each event is POSTed as a `WebhookEvent` body signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` under the secret), retried with backoff for at least 24 hours; receivers dedupe on `webhook-id` */
   createWebhookEndpoint(params: CreateWebhookEndpointParams, options?: CallOptions): Promise<CreateWebhookEndpointAnswer>;
   /** GET /ops/webhooks/endpoints/{endpointId}: An endpoint (never its secret) */
@@ -838,7 +861,8 @@ const operations: Record<keyof OpsClient, OperationSpec> = {
   getAccount: { method: 'GET', path: "/ops/accounts/{account}", pathParams: ["account"], query: ["currency"], headers: {}, body: false },
   adjustAccount: { method: 'POST', path: "/ops/accounts/{account}/adjustments", pathParams: ["account"], query: [], headers: {"idempotencyKey":"Idempotency-Key"}, body: true },
   listLedgerEntries: { method: 'GET', path: "/ops/ledger/entries", pathParams: [], query: ["account","limit","cursor"], headers: {}, body: false },
-  getSettlement: { method: 'GET', path: "/ops/settlements/{date}", pathParams: ["date"], query: ["format"], headers: {}, body: false },
+  getSettlement: { method: 'GET', path: "/ops/settlements/{date}", pathParams: ["date"], query: ["format","limit","cursor"], headers: {}, body: false },
+  startSettlementRun: { method: 'POST', path: "/ops/settlements/{date}/runs", pathParams: ["date"], query: [], headers: {}, body: false },
   createWebhookEndpoint: { method: 'POST', path: "/ops/webhooks/endpoints", pathParams: [], query: [], headers: {}, body: true },
   getWebhookEndpoint: { method: 'GET', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },
   deleteWebhookEndpoint: { method: 'DELETE', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },

@@ -120,15 +120,38 @@ export const settlementItemSchema = z.object({
   ledgerAmount: moneySchema.nullable(),
   detail: z.string().nullable(),
 });
+export type SettlementCounts = z.infer<typeof settlementCountsSchema>;
+/** A finished run's counts, by side: what the report's head shows (stored with the run). */
+export const settlementSummarySchema = z.object({ fundings: settlementCountsSchema, payments: settlementCountsSchema });
+export type SettlementSummary = z.infer<typeof settlementSummarySchema>;
+/** The stored report of a day, a page of its items at a time (`nextCursor`: the next page, null on the last). */
 export const settlementSchema = z.object({
   date: z.string(),
   timeZone: z.string(),
+  /** The run that settled the day. */
+  runId: z.uuid(),
+  /** When the run finished (ISO 8601). */
+  settledAt: z.string(),
+  /** Whether the day had ended when the run began; false: today's report so far. */
+  complete: z.boolean(),
   fundings: settlementCountsSchema,
   payments: settlementCountsSchema,
   items: z.array(settlementItemSchema),
+  nextCursor: z.string().nullable(),
 });
 export type Settlement = z.infer<typeof settlementSchema>;
 export type SettlementItem = z.infer<typeof settlementItemSchema>;
+/** A run under way: how many of the day's fundings and payments it has checked, of how many. */
+export const settlementProgressSchema = z.object({
+  date: z.string(),
+  state: z.literal('RUNNING'),
+  checked: z.number().int(),
+  total: z.number().int(),
+  runId: z.uuid(),
+  /** When the run began (ISO 8601). */
+  startedAt: z.string(),
+});
+export type SettlementProgress = z.infer<typeof settlementProgressSchema>;
 /**
  * A settlement day: a real calendar date, YYYY-MM-DD, years 1970 to 9998 (the day after it must be
  * a YYYY-MM-DD date too: 9999-12-31's next day has five digits and is no date PostgreSQL reads).

@@ -85,8 +85,10 @@ async function call<T>(apiBase: string, key: string, method: 'GET' | 'POST', pat
 }
 
 /** Every run of the batch's workflow: how many, the largest in events, the total. */
-export async function batchHistory(client: Client, batchId: string): Promise<BatchHistory> {
-  const workflowId = batchWorkflowId(batchId);
+export const batchHistory = (client: Client, batchId: string): Promise<BatchHistory> => chainHistory(client, batchWorkflowId(batchId));
+
+/** Every run of a workflow's continue-as-new chain: how many, the largest in events, the total. */
+export async function chainHistory(client: Client, workflowId: string): Promise<BatchHistory> {
   let runs = 0;
   let largestRunEvents = 0;
   let totalEvents = 0;

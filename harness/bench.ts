@@ -14,6 +14,7 @@ import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchR
 import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
 import { runBatch, storeBatch, type BatchBenchRun, type BatchStoreRun } from './bench-batch.ts';
+import { runSettlementBench, type SettlementBenchRun } from './bench-settlement.ts';
 import { checkTokenBatchLinks, formatTokenBatchBench, startSinglesBeside, type TokenBatchBenchReport } from './bench-token-batch.ts';
 import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
@@ -58,6 +59,8 @@ export interface BenchOptions {
   tokenBatch?: string;
   /** The store of a batch alone: one batch of this many items stored and cancelled, single fundings alongside. */
   batchStore?: string;
+  /** A day's settlement instead of the levels: a day of this many approved fundings settled (harness/bench-settlement.ts). */
+  settlement?: string;
   /** The console's pages instead of the levels: each page's server time on a small database and with the preload (harness/bench-console.ts). */
   console?: boolean;
   /** Timed requests per console page on each side (default 100). */
@@ -96,6 +99,8 @@ interface Settings {
   tokenBatch: number;
   /** Items in the store-only run; 0: none. */
   batchStore: number;
+  /** Fundings of the settled day; 0: not that run. */
+  settlement: number;
   /** The console run: requests per page and the big batch's items; absent: not that run. */
   console?: { requests: number; batchItems: number; fundings: number; payments: number };
 }
@@ -118,6 +123,7 @@ function parse(options: BenchOptions): Settings {
     batch: options.batch === undefined ? 0 : wholeNumber(options.batch, 'batch', 1, 100_000),
     tokenBatch: options.tokenBatch === undefined ? 0 : wholeNumber(options.tokenBatch, 'token-batch', 1, 20_000),
     batchStore: options.batchStore === undefined ? 0 : wholeNumber(options.batchStore, 'batch-store', 1, 100_000),
+    settlement: options.settlement === undefined ? 0 : wholeNumber(options.settlement, 'settlement', 10, 200_000),
     ...(options.console
       ? {
           console: {
@@ -130,7 +136,7 @@ function parse(options: BenchOptions): Settings {
       : {}),
     name:
       options.name ??
-      `${options.console ? 'console-' : ''}${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${options.batchStore === undefined ? '' : `batch-store-${options.batchStore}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
+      `${options.console ? 'console-' : ''}${options.batch === undefined ? '' : `batch-${options.batch}-`}${options.tokenBatch === undefined ? '' : `token-batch-${options.tokenBatch}-`}${options.batchStore === undefined ? '' : `batch-store-${options.batchStore}-`}${options.settlement === undefined ? '' : `settlement-${options.settlement}-`}${temporal}${workers > 1 ? `-${workers}-workers` : ''}-latest`,
     ...(options.compare ? { compare: path.resolve(options.compare) } : {}),
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
@@ -161,8 +167,11 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
-    if ([settings.batch, settings.tokenBatch, settings.batchStore, settings.console ? 1 : 0].filter((items) => items > 0).length > 1) {
-      throw new UsageError('--batch, --token-batch, --batch-store and --console are separate runs: give one of them');
+    if ([settings.batch, settings.tokenBatch, settings.batchStore, settings.settlement, settings.console ? 1 : 0].filter((items) => items > 0).length > 1) {
+      throw new UsageError('--batch, --token-batch, --batch-store, --settlement and --console are separate runs: give one of them');
+    }
+    if (settings.settlement > 0) {
+      return writeReport(settings, await benchSettlement(settings, log, cleanup), formatSettlementBench);
     }
     if (settings.console) {
       return writeReport(settings, await benchConsole(settings, settings.console, log, cleanup), formatConsoleTable);
@@ -681,4 +690,99 @@ async function benchConsole(
     { apiBase: stack.apiBase, opsKey: stack.opsKey, databaseUrl: stack.databaseUrl, log },
     { preload: { fundings: run.fundings, payments: run.payments }, batchItems: run.batchItems, requests: run.requests, name: settings.name },
   );
+}
+
+export interface SettlementBenchReport {
+  name: string;
+  date: string;
+  machine: { cpus: number; cpuModel: string; memoryGiB: number; node: string };
+  temporal: Settings['temporal'];
+  workers: number;
+  /** SETTLEMENT_MAX_IN_FLIGHT: the run's retrieves at once, and the baseline's. */
+  maxInFlight: number;
+  loadAverage: { before: number; after: number };
+  run: SettlementBenchRun;
+  /** The aims of docs/benchmarks.md, and whether the run met them. */
+  targets: Array<{ what: string; target: string; measured: string; met: boolean }>;
+  durationSeconds: number;
+}
+
+/** The settlement's retrieves at once, as the API starts runs by default. */
+const SETTLEMENT_MAX_IN_FLIGHT = 32;
+
+/**
+ * `--settlement N`: a past day (the day before yesterday in SETTLEMENT_TZ, a whole day) of N
+ * approved fundings settled by walletflow beside single fundings, against the wallet client alone
+ * retrieving the same transfers, on the bench's stack (harness/bench-settlement.ts).
+ */
+async function benchSettlement(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<SettlementBenchReport> {
+  const started = Date.now();
+  const loadBefore = round1(os.loadavg()[0]!);
+  log(`bench --settlement ${settings.settlement}: a day of ${settings.settlement} approved fundings settled beside single fundings, against the wallet client alone; ${settings.temporal}, ${settings.workers} worker(s)`);
+  const { stack, admin, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { SETTLEMENT_MAX_IN_FLIGHT: String(SETTLEMENT_MAX_IN_FLIGHT) });
+  const wallet = createWalletClient({ ...sandboxWalletConfig(stack.sandbox), timeoutMs: 5000 });
+  cleanup.add(() => wallet.close());
+  const codes = await createCodeSupply(admin, { users: 8, mobilePrefix: '+6391' });
+  await codes.fill(200);
+  const timeZone = 'Asia/Manila';
+  const day = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date(Date.now() - 2 * 86_400_000));
+  const run = await runSettlementBench(
+    {
+      apiBase: stack.apiBase,
+      opsKey: stack.opsKey,
+      databaseUrl: stack.databaseUrl,
+      database: stack.database,
+      admin,
+      wallet,
+      temporal: temporalClient,
+      codes,
+      pids: () => {
+        const { bench: _bench, ...measured } = pids();
+        return measured;
+      },
+      apiPid: () => stack.api.pid(),
+      workerPids: () => stack.workers.map((worker) => worker.pid()).filter((pid): pid is number => pid !== undefined),
+      log,
+    },
+    { items: settings.settlement, date: day, timeZone, maxInFlight: SETTLEMENT_MAX_IN_FLIGHT },
+  );
+  const cpus = os.cpus();
+  const { settlement, singles } = run;
+  const accepted = singles.statuses['202'] ?? 0;
+  return {
+    name: settings.name,
+    date: new Date(started).toISOString(),
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    temporal: settings.temporal,
+    workers: settings.workers,
+    maxInFlight: SETTLEMENT_MAX_IN_FLIGHT,
+    loadAverage: { before: loadBefore, after: round1(os.loadavg()[0]!) },
+    run,
+    targets: [
+      { what: 'the day settled', target: '< 600 s', measured: `${settlement.seconds} s`, met: settlement.seconds < 600 },
+      { what: 'every line matched', target: `${run.items}`, measured: String(settlement.counts.matched), met: settlement.counts.matched === run.items && settlement.counts.count === run.items },
+      { what: 'each transfer retrieved once', target: `${run.items}`, measured: String(settlement.retrieves), met: settlement.retrieves === run.items },
+      { what: 'API resident memory, peak (the run and the CSV)', target: '< 300 MiB', measured: `${Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB)} MiB`, met: Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB) < 300 },
+      { what: 'worker resident memory, peak', target: '< 300 MiB', measured: `${settlement.workerPeakRssMiB} MiB`, met: settlement.workerPeakRssMiB < 300 },
+      { what: 'single fundings beside it accepted (202)', target: `${singles.sent}`, measured: String(accepted), met: accepted === singles.sent && singles.notFinal === 0 },
+    ],
+    durationSeconds: Math.round((Date.now() - started) / 1000),
+  };
+}
+
+function formatSettlementBench(report: SettlementBenchReport): string {
+  const { run } = report;
+  const { settlement, baseline, singles, csv } = run;
+  return [
+    `a day of ${run.items} approved fundings (${run.date}), ${report.maxInFlight} retrieves at once`,
+    `                                     seconds   per second   CPU ms/item   API RSS peak   worker RSS peak`,
+    `walletflow: GET /ops/settlements     ${String(settlement.seconds).padStart(7)}   ${String(settlement.itemsPerSecond).padStart(10)}   ${String(settlement.cpuMsPerItem).padStart(11)}   ${String(settlement.apiPeakRssMiB).padStart(8)} MiB   ${String(settlement.workerPeakRssMiB).padStart(11)} MiB`,
+    `baseline: the wallet client alone    ${String(baseline.seconds).padStart(7)}   ${String(baseline.perSecond).padStart(10)}`,
+    `ratio ${run.ratio}; first GET answered in ${settlement.firstAnswerMs} ms, ${settlement.progressAnswers} progress answers (202); ${settlement.retrieves} retrieves; history ${settlement.history.runs} runs, largest ${settlement.history.largestRunEvents} events`,
+    `the CSV: ${csv.lines} lines, ${round1(csv.bytes / 2 ** 20)} MiB in ${csv.seconds} s, API RSS peak ${csv.apiPeakRssMiB} MiB`,
+    `single fundings beside it: ${singles.sent} sent, ${JSON.stringify(singles.statuses)}, slowest answer ${singles.maxMs} ms (p99 ${singles.p99Ms} ms); ${singles.approved} APPROVED, ${singles.notFinal} not final`,
+    `load average ${report.loadAverage.before} → ${report.loadAverage.after}; planted in ${run.plantSeconds} s`,
+    '',
+    ...report.targets.map((target) => `${target.met ? 'met ' : 'MISS'}  ${target.what}: ${target.measured} (target ${target.target})`),
+  ].join('\n');
 }

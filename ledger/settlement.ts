@@ -2,24 +2,45 @@
 // and payments that became SUCCEEDED on that day (in SETTLEMENT_TZ), each compared with the wallet
 // service's record (retrieve per transfer; for payments, the audit of the successful execute
 // call) and with the ledger's posting: matched, missing (no wallet record or no posting) or
-// mismatched (another status or amount). Read-only.
+// mismatched (another status or amount). The rules for one line, the ledger's postings for a page
+// of them, the day's bounds and the CSV's lines; the run that applies them a page at a time is the
+// settleDay workflow (activities/settlement.ts), its lines stored by ledger/settlement-runs.ts.
 import { Prisma } from '../generated/prisma/client.ts';
-import type { Settlement, SettlementItem } from '../domain/ledger.ts';
+import type { SettlementCounts, SettlementItem } from '../domain/ledger.ts';
 import { amountOf, formatAmount, fromNumeric, thousandthsIn } from '../domain/money.ts';
-import { csvField } from '../lib/csv.ts';
+import type { CsvValue } from '../lib/csv.ts';
 import type { Database } from '../lib/database.ts';
 import { paymentReference, postReference } from './ledger.ts';
-
-/** The wallet's record of a transfer, or null when it has none (404). */
-export type RetrieveTransfer = (transferId: string) => Promise<{ status: string; amount: { currency: string; value: string } } | null>;
-
-export type SettlementReport = (date: string) => Promise<Settlement>;
 
 /** A day in SETTLEMENT_TZ, as local timestamps: from its midnight to the next. */
 export interface SettlementDay {
   start: string;
   end: string;
   timeZone: string;
+}
+
+/**
+ * Where a page of the day's fundings or payments ends: the event that made the last one APPROVED
+ * or SUCCEEDED (its time, ISO with milliseconds, and its id). The next page starts after it.
+ */
+export interface DayCursor {
+  at: string;
+  eventId: string;
+}
+
+/** Before any event: the first page's cursor. */
+const beforeEverything: DayCursor = { at: '1970-01-01T00:00:00.000Z', eventId: '0' };
+
+/**
+ * The day's midnights in its time zone, as SQL instants, and the cursor a page starts after: how
+ * the fundings (fundings/) and the payments (payments/) read their timelines' events of the day.
+ */
+export function dayEventsAfter(day: SettlementDay, after: DayCursor | null): { start: Prisma.Sql; end: Prisma.Sql; cursor: DayCursor } {
+  return {
+    start: Prisma.sql`(${day.start}::timestamp AT TIME ZONE ${day.timeZone})`,
+    end: Prisma.sql`(${day.end}::timestamp AT TIME ZONE ${day.timeZone})`,
+    cursor: after ?? beforeEverything,
+  };
 }
 
 /** A funding that became APPROVED on the day. */
@@ -39,20 +60,11 @@ export interface SucceededPayment {
   resolvedBy: string | null;
 }
 
-/**
- * What the settlement compares, each read by the capability that owns it: the fundings and the
- * payments of the day (fundings/, payments/), the wallet's answer for a transfer, and the wallet
- * call audit's successful executes (audit/). The ledger reads only its own postings.
- */
-export interface SettlementSources {
-  approvedFundings(day: SettlementDay): Promise<ApprovedFunding[]>;
-  succeededPayments(day: SettlementDay): Promise<SucceededPayment[]>;
-  executedWalletPayments(walletPaymentIds: string[]): Promise<Set<string>>;
-  retrieveTransfer: RetrieveTransfer;
-}
+/** The wallet's record of a transfer, or null when it has none (404). */
+export type WalletTransferRecord = { status: string; amount: { currency: string; value: string } } | null;
 
 /** The amounts posted under these references: a funding's post to WALLET_CLEARING, a payment's credit leg. */
-async function postedAmounts(database: Database, references: string[], leg: 'clearing' | 'credit'): Promise<Map<string, bigint>> {
+export async function postedAmounts(database: Database, references: string[], leg: 'clearing' | 'credit'): Promise<Map<string, bigint>> {
   if (references.length === 0) return new Map();
   const rows = await database.$queryRaw<Array<{ reference: string; amount: Prisma.Decimal }>>`
     SELECT DISTINCT ON (t.reference) t.reference, e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
@@ -62,94 +74,76 @@ async function postedAmounts(database: Database, references: string[], leg: 'cle
   return new Map(rows.map((row) => [row.reference, fromNumeric(row.amount)]));
 }
 
-export function createSettlementReport(deps: { database: Database; timeZone: string; sources: SettlementSources }): SettlementReport {
-  const { database, timeZone, sources } = deps;
-  return async (date) => {
-    const day = { ...dayBounds(date), timeZone };
-    const fundings = await sources.approvedFundings(day);
-    const payments = await sources.succeededPayments(day);
-    const fundingPosts = await postedAmounts(database, fundings.map((funding) => postReference(funding.id)), 'clearing');
-    const paymentPosts = await postedAmounts(database, payments.map((payment) => paymentReference(payment.id)), 'credit');
-    const executed = await sources.executedWalletPayments(payments.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : [])));
+/** The funding's posting to WALLET_CLEARING, for each funding of a page (absent: none). */
+export const fundingPosts = (database: Database, fundingIds: string[]) => postedAmounts(database, fundingIds.map(postReference), 'clearing');
+/** The payment's credit leg, for each payment of a page (absent: none). */
+export const paymentPosts = (database: Database, paymentIds: string[]) => postedAmounts(database, paymentIds.map(paymentReference), 'credit');
 
-    const items: SettlementItem[] = [];
-    for (const funding of fundings) {
-      const amount = funding.amount;
-      const ledgerAmount = fundingPosts.get(postReference(funding.id)) ?? null;
-      const wallet = funding.transferId ? await sources.retrieveTransfer(funding.transferId) : null;
-      const walletAmount = wallet ? thousandthsIn(wallet.amount.value) : null;
-      const problems: string[] = [];
-      let result: SettlementItem['result'] = 'matched';
-      if (!wallet) {
-        result = 'missing';
-        problems.push('the wallet has no such transfer');
-      } else if (wallet.status !== 'APPROVED' || walletAmount !== amount) {
-        result = 'mismatched';
-        problems.push(`the wallet says ${wallet.status} ${wallet.amount.value}`);
-      }
-      if (ledgerAmount === null) {
-        if (result === 'matched') result = 'missing';
-        problems.push(`no ledger posting ${postReference(funding.id)}`);
-      } else if (ledgerAmount !== amount) {
-        result = 'mismatched';
-        problems.push(`the ledger posted ${formatAmount(ledgerAmount, funding.currency)}`);
-      }
-      items.push({
-        kind: 'funding',
-        id: funding.id,
-        walletId: funding.transferId,
-        result,
-        amount: amountOf(amount, funding.currency),
-        walletAmount: walletAmount === null ? null : amountOf(walletAmount, funding.currency),
-        walletStatus: wallet?.status ?? null,
-        ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
-        detail: problems.length > 0 ? problems.join('; ') : null,
-      });
-    }
-    for (const payment of payments) {
-      const amount = payment.amount;
-      const ledgerAmount = paymentPosts.get(paymentReference(payment.id)) ?? null;
-      const paymentExecuted = payment.walletPaymentId !== null && executed.has(payment.walletPaymentId);
-      const problems: string[] = [];
-      let result: SettlementItem['result'] = 'matched';
-      if (!paymentExecuted) {
-        result = 'missing';
-        problems.push(payment.resolvedBy ? `no successful execute in the wallet call audit (resolved by ${payment.resolvedBy})` : 'no successful execute in the wallet call audit');
-      }
-      if (ledgerAmount === null) {
-        result = 'missing';
-        problems.push(`no ledger posting ${paymentReference(payment.id)}`);
-      } else if (ledgerAmount !== amount) {
-        result = 'mismatched';
-        problems.push(`the ledger posted ${formatAmount(ledgerAmount, payment.currency)}`);
-      }
-      items.push({
-        kind: 'payment',
-        id: payment.id,
-        walletId: payment.walletPaymentId,
-        result,
-        amount: amountOf(amount, payment.currency),
-        walletAmount: paymentExecuted ? amountOf(amount, payment.currency) : null,
-        walletStatus: paymentExecuted ? 'EXECUTED' : null,
-        ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, payment.currency),
-        detail: problems.length > 0 ? problems.join('; ') : null,
-      });
-    }
-    const counts = (kind: SettlementItem['kind']) => {
-      const mine = items.filter((item) => item.kind === kind);
-      const total = mine.reduce((sum, item) => sum + thousandthsIn(item.amount.value), 0n);
-      return {
-        matched: mine.filter((item) => item.result === 'matched').length,
-        missing: mine.filter((item) => item.result === 'missing').length,
-        mismatched: mine.filter((item) => item.result === 'mismatched').length,
-        total: { count: mine.length, amount: amountOf(total, 'PHP') },
-      };
-    };
-    return { date, timeZone, fundings: counts('funding'), payments: counts('payment'), items };
+/** A funding against the wallet's record of its transfer and the ledger's posting of its hold. */
+export function fundingLine(funding: ApprovedFunding, wallet: WalletTransferRecord, posts: Map<string, bigint>): SettlementItem {
+  const amount = funding.amount;
+  const ledgerAmount = posts.get(postReference(funding.id)) ?? null;
+  const walletAmount = wallet ? thousandthsIn(wallet.amount.value) : null;
+  const problems: string[] = [];
+  let result: SettlementItem['result'] = 'matched';
+  if (!wallet) {
+    result = 'missing';
+    problems.push('the wallet has no such transfer');
+  } else if (wallet.status !== 'APPROVED' || walletAmount !== amount) {
+    result = 'mismatched';
+    problems.push(`the wallet says ${wallet.status} ${wallet.amount.value}`);
+  }
+  if (ledgerAmount === null) {
+    if (result === 'matched') result = 'missing';
+    problems.push(`no ledger posting ${postReference(funding.id)}`);
+  } else if (ledgerAmount !== amount) {
+    result = 'mismatched';
+    problems.push(`the ledger posted ${formatAmount(ledgerAmount, funding.currency)}`);
+  }
+  return {
+    kind: 'funding',
+    id: funding.id,
+    walletId: funding.transferId,
+    result,
+    amount: amountOf(amount, funding.currency),
+    walletAmount: walletAmount === null ? null : amountOf(walletAmount, funding.currency),
+    walletStatus: wallet?.status ?? null,
+    ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
+    detail: problems.length > 0 ? problems.join('; ') : null,
   };
 }
 
-/** The day's bounds as local timestamps of SETTLEMENT_TZ ("2026-01-31 00:00:00" to the next midnight). */
+/** A payment against the audit's successful execute (the interface has no payment retrieve) and the ledger's posting. */
+export function paymentLine(payment: SucceededPayment, executed: ReadonlySet<string>, posts: Map<string, bigint>): SettlementItem {
+  const amount = payment.amount;
+  const ledgerAmount = posts.get(paymentReference(payment.id)) ?? null;
+  const paymentExecuted = payment.walletPaymentId !== null && executed.has(payment.walletPaymentId);
+  const problems: string[] = [];
+  let result: SettlementItem['result'] = 'matched';
+  if (!paymentExecuted) {
+    result = 'missing';
+    problems.push(payment.resolvedBy ? `no successful execute in the wallet call audit (resolved by ${payment.resolvedBy})` : 'no successful execute in the wallet call audit');
+  }
+  if (ledgerAmount === null) {
+    result = 'missing';
+    problems.push(`no ledger posting ${paymentReference(payment.id)}`);
+  } else if (ledgerAmount !== amount) {
+    result = 'mismatched';
+    problems.push(`the ledger posted ${formatAmount(ledgerAmount, payment.currency)}`);
+  }
+  return {
+    kind: 'payment',
+    id: payment.id,
+    walletId: payment.walletPaymentId,
+    result,
+    amount: amountOf(amount, payment.currency),
+    walletAmount: paymentExecuted ? amountOf(amount, payment.currency) : null,
+    walletStatus: paymentExecuted ? 'EXECUTED' : null,
+    ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, payment.currency),
+    detail: problems.length > 0 ? problems.join('; ') : null,
+  };
+}
+
 /** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
 export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { date: string } {
   const date = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
@@ -161,25 +155,46 @@ export function settlementDay(date: string, timeZone: string): SettlementDay & {
   return { date, ...dayBounds(date), timeZone };
 }
 
+/** The day's bounds as local timestamps of SETTLEMENT_TZ ("2026-01-31 00:00:00" to the next midnight). */
 function dayBounds(date: string): { start: string; end: string } {
   const next = new Date(`${date}T00:00:00Z`);
   next.setUTCDate(next.getUTCDate() + 1);
   return { start: `${date} 00:00:00`, end: `${next.toISOString().slice(0, 10)} 00:00:00` };
 }
 
-/** The settlement as CSV: one line per item, then the totals. */
-export function settlementCsv(settlement: Settlement): string {
-  const header = ['kind', 'id', 'wallet_id', 'result', 'currency', 'amount', 'wallet_status', 'wallet_amount', 'ledger_amount', 'detail'];
-  const lines = settlement.items.map((item) =>
-    [item.kind, item.id, item.walletId, item.result, item.amount.currency, item.amount.value, item.walletStatus, item.walletAmount?.value ?? null, item.ledgerAmount?.value ?? null, item.detail]
-      .map(csvField)
-      .join(','),
-  );
-  const totals = (['fundings', 'payments'] as const).map((kind) => {
-    const counts = settlement[kind];
-    return [`total:${kind}`, settlement.date, null, `matched=${counts.matched} missing=${counts.missing} mismatched=${counts.mismatched}`, counts.total.amount.currency, counts.total.amount.value, null, null, null, `${counts.total.count} items`]
-      .map(csvField)
-      .join(',');
+/** The CSV's first line. */
+/** The settlement CSV's columns. */
+export const settlementCsvHeader = ['kind', 'id', 'wallet_id', 'result', 'currency', 'amount', 'wallet_status', 'wallet_amount', 'ledger_amount', 'detail'] as const;
+
+/** One item's CSV row. */
+export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
+  item.kind,
+  item.id,
+  item.walletId,
+  item.result,
+  item.amount.currency,
+  item.amount.value,
+  item.walletStatus,
+  item.walletAmount?.value ?? null,
+  item.ledgerAmount?.value ?? null,
+  item.detail,
+];
+
+/** The CSV's last two rows: each side's counts and total. */
+export function settlementCsvTotals(date: string, sides: { fundings: SettlementCounts; payments: SettlementCounts }): CsvValue[][] {
+  return (['fundings', 'payments'] as const).map((kind) => {
+    const counts = sides[kind];
+    return [
+      `total:${kind}`,
+      date,
+      null,
+      `matched=${counts.matched} missing=${counts.missing} mismatched=${counts.mismatched}`,
+      counts.total.amount.currency,
+      counts.total.amount.value,
+      null,
+      null,
+      null,
+      `${counts.total.count} items`,
+    ];
   });
-  return `${[header.join(','), ...lines, ...totals].join('\r\n')}\r\n`;
 }

@@ -1,17 +1,41 @@
 // The payments that became SUCCEEDED on a day (in SETTLEMENT_TZ), for the day's settlement
-// (ledger/settlement.ts): read from the payment table and its timeline, which this folder owns.
+// (ledger/settlement.ts): read from the payment table and its timeline, which this folder owns, a
+// page at a time by keyset on the event that made each SUCCEEDED (the partial index of SUCCEEDED
+// events by time, payment_event_succeeded_at_id_idx).
 import type { Prisma } from '../generated/prisma/client.ts';
 import { fromNumeric } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
-import type { SettlementDay, SucceededPayment } from '../ledger/settlement.ts';
+import { dayEventsAfter, type DayCursor, type SettlementDay, type SucceededPayment } from '../ledger/settlement.ts';
 
-export async function paymentsSucceededOn(database: Database, day: SettlementDay): Promise<SucceededPayment[]> {
-  const rows = await database.$queryRaw<Array<{ id: string; wallet_payment_id: string | null; amount: Prisma.Decimal; currency: string; resolved_by: string | null }>>`
-    SELECT p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by
-    FROM payment p
-    WHERE p.status = 'SUCCEEDED' AND EXISTS (
-      SELECT 1 FROM payment_event ev WHERE ev.payment_id = p.id AND ev.status = 'SUCCEEDED'
-        AND ev.at >= (${day.start}::timestamp AT TIME ZONE ${day.timeZone}) AND ev.at < (${day.end}::timestamp AT TIME ZONE ${day.timeZone}))
-    ORDER BY p.id`;
-  return rows.map((row) => ({ id: row.id, walletPaymentId: row.wallet_payment_id, amount: fromNumeric(row.amount), currency: row.currency, resolvedBy: row.resolved_by }));
+/**
+ * The day's payments that are SUCCEEDED, each once (by the first event of the day that made it
+ * so), after `after` in the order of those events, at most `limit`; and where the next page starts.
+ */
+export async function paymentsSucceededOn(database: Database, day: SettlementDay, after: DayCursor | null, limit: number): Promise<{ items: SucceededPayment[]; next: DayCursor | null }> {
+  const { start, end, cursor } = dayEventsAfter(day, after);
+  const rows = await database.$queryRaw<Array<{ event_id: bigint; at: Date; id: string; wallet_payment_id: string | null; amount: Prisma.Decimal; currency: string; resolved_by: string | null }>>`
+    SELECT ev.id AS event_id, ev.at, p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by
+    FROM payment_event ev JOIN payment p ON p.id = ev.payment_id
+    WHERE ev.status = 'SUCCEEDED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
+      AND p.status = 'SUCCEEDED'
+      AND NOT EXISTS (
+        SELECT 1 FROM payment_event earlier WHERE earlier.payment_id = ev.payment_id AND earlier.status = 'SUCCEEDED'
+          AND earlier.at >= ${start} AND (earlier.at, earlier.id) < (ev.at, ev.id))
+    ORDER BY ev.at, ev.id
+    LIMIT ${limit}`;
+  const last = rows.at(-1);
+  return {
+    items: rows.map((row) => ({ id: row.id, walletPaymentId: row.wallet_payment_id, amount: fromNumeric(row.amount), currency: row.currency, resolvedBy: row.resolved_by })),
+    next: rows.length === limit && last ? { at: last.at.toISOString(), eventId: last.event_id.toString() } : null,
+  };
+}
+
+/** How many payments paymentsSucceededOn pages through for the day. */
+export async function countPaymentsSucceededOn(database: Database, day: SettlementDay): Promise<number> {
+  const { start, end } = dayEventsAfter(day, null);
+  const rows = await database.$queryRaw<Array<{ n: bigint }>>`
+    SELECT count(DISTINCT ev.payment_id) AS n
+    FROM payment_event ev JOIN payment p ON p.id = ev.payment_id
+    WHERE ev.status = 'SUCCEEDED' AND ev.at >= ${start} AND ev.at < ${end} AND p.status = 'SUCCEEDED'`;
+  return Number(rows[0]?.n ?? 0n);
 }

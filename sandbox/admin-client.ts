@@ -49,6 +49,9 @@ export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptio
       ok<{ access_token: string; refresh_token: string; expires_in: string }>('POST', `/users/${userId}/standalone-tokens`),
     embeddedTokens: (userId: string) =>
       ok<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
+    /** Transfers recorded as executed (nothing moves): a day of fundings' wallet side, planted at once. */
+    plantTransfers: (input: { recipientUserId: string; amount: string; count: number; status?: 'APPROVED' | 'DECLINED' }) =>
+      ok<{ transferIds: string[] }>('POST', '/transfers', input),
     clock: () => ok<{ now: string }>('GET', '/clock'),
     advanceClock: (advanceSeconds: number) => ok<{ now: string }>('POST', '/clock', { advanceSeconds }),
     /** Opens the partner's tile as the wallet app does: the sandbox calls the session URL. */

@@ -11,6 +11,7 @@ import { configureFaults, describeFaults, faultConfigurationSchema } from './fau
 import { launchPartnerSession } from './launch.ts';
 import { publicSettings, settingsUpdateSchema } from './settings.ts';
 import { issueEmbeddedTokens, issueStandaloneTokens } from './tokens.ts';
+import { plantExecutedTransfers } from './transfers.ts';
 import { createCashInCode, createUser, createUserSchema, requireUser, userDetail, userSummary } from './users.ts';
 
 const kycSchema = z.object({ kycLevel: z.enum(['KYC0', 'KYC1']) }).strict();
@@ -27,6 +28,15 @@ const updateUserSchema = z
   .strict();
 const launchSchema = z.object({ userId: z.string().min(1) }).strict();
 const clockSchema = z.object({ advanceSeconds: z.number().min(0).max(10 * 365 * 24 * 3600) }).strict();
+/** Transfers recorded as already executed, in one call: what a bench or a test plants a day of fundings against. */
+const plantedTransfersSchema = z
+  .object({
+    recipientUserId: z.string().min(1),
+    amount: phpDecimalSchema,
+    count: z.number().int().min(1).max(10_000),
+    status: z.enum(['APPROVED', 'DECLINED']).default('APPROVED'),
+  })
+  .strict();
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 
@@ -121,6 +131,18 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
         partnerFundingBalance: state.settings.partnerFundingBalance,
       },
     })),
+  );
+
+  // An extension of section 9: transfers that were created and executed, as the wallet would hold
+  // them after a day of fundings, made in one call (no balance moves): `walletflow bench
+  // --settlement` plants its day of approved fundings against them.
+  router.post(
+    '/transfers',
+    answerWith((req) => {
+      const input = parseBody(plantedTransfersSchema, req.body);
+      const recipient = requireUser(context, input.recipientUserId);
+      return { status: 201, body: { transferIds: plantExecutedTransfers(context, { ...input, recipientUserId: recipient.userId }) } };
+    }),
   );
 
   router.get('/clock', answerWith(() => ({ status: 200, body: { now: iso(clock.now()) } })));

@@ -83,6 +83,36 @@ export function createTransfer(context: SandboxContext, input: CreateTransferInp
   return record;
 }
 
+/**
+ * Transfers recorded as created and executed once (APPROVED, or DECLINED 6002), with nothing moved:
+ * the wallet's side of a day of fundings a bench plants. Their ids, in order.
+ */
+export function plantExecutedTransfers(context: SandboxContext, input: { recipientUserId: string; amount: string; count: number; status: 'APPROVED' | 'DECLINED' }): string[] {
+  const now = context.clock.now();
+  const ids: string[] = [];
+  for (let index = 0; index < input.count; index += 1) {
+    const record: TransferRecord = {
+      transferId: randomUUID(),
+      status: input.status,
+      recipientType: 'CODE',
+      maskedRecipient: maskRecipient('planted'),
+      recipientUserId: input.recipientUserId,
+      cashInCode: null,
+      amount: { currency: 'PHP', value: input.amount },
+      requestReferenceNumber: randomUUID(),
+      createdAt: now,
+      updatedAt: now,
+      expiresAt: null,
+      settleAt: null,
+      decline: input.status === 'DECLINED' ? declines.blocked : null,
+      executions: 1,
+    };
+    context.state.transfers.set(record.transferId, record);
+    ids.push(record.transferId);
+  }
+  return ids;
+}
+
 export function requireTransfer(context: SandboxContext, transferId: string): TransferRecord {
   const record = context.state.transfers.get(transferId);
   if (!record) throw serviceError(404, 'TRANSFER_NOT_FOUND', 'No transfer with this id');

@@ -7,3 +7,4 @@ export { reconcileFundings } from './reconcile.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';
 export { deliverWebhooks } from './deliver-webhooks.ts';
 export { purgeExpired } from './purge-expired.ts';
+export { settleDay } from './settle-day.ts';

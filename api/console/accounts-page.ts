@@ -2,7 +2,9 @@
 // account (or a system account), see its balance, what is held on it and by which fundings, and
 // its entries a page at a time; adjust it (the `accounts` scope) through the very adjustment the
 // ops API makes (ledger/adjustments.ts: one Idempotency-Key per form, so a form sent twice posts
-// once); and download a day's settlement report as CSV (GET /ops/settlements/{date}?format=csv's).
+// once); and download a day's settlement report as CSV (GET /ops/settlements/{date}?format=csv's):
+// the first download of a day starts its run; while it goes, a page shows its progress, pushed
+// (a live region), and the download link once it is done.
 import { randomUUID } from 'node:crypto';
 import type { Router } from 'express';
 import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
@@ -11,7 +13,9 @@ import { acceptedCurrency } from '../../domain/money.ts';
 import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
-import { settlementCsv, settlementDayOf } from '../../ledger/settlement.ts';
+import { settlementDayOf } from '../../ledger/settlement.ts';
+import type { SettlementRun } from '../../ledger/settlement-runs.ts';
+import { streamLiveRegion } from './live-region.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
@@ -20,7 +24,7 @@ import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
 import { ledgerEntriesTable } from './record-pieces.ts';
 
-export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlementReport' | 'timeZone' | 'now'>;
+export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlements' | 'csvStreams' | 'timeZone' | 'now'>;
 
 const accountParameter = { account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' } };
 
@@ -59,9 +63,23 @@ const routes = {
     path: '/console/settlements',
     operationId: 'consoleSettlement',
     tag: 'console',
-    summary: 'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ)',
+    summary: 'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ); while the day’s run goes (the first download starts it), a page with its progress',
     access: { consoleScope: 'read' },
-    responses: { '200': { description: 'the CSV file', content: { 'text/csv': { jsonSchema: textSchema } } }, '400': htmlAnswer('no date, or not one') },
+    responses: {
+      '200': { description: 'the CSV file, or the page following the run', content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } } },
+      '400': htmlAnswer('no date, or not one'),
+      '422': htmlAnswer('a day that has not begun'),
+    },
+  }),
+  settlementLive: defineRoute({
+    method: 'get',
+    path: '/console/live/settlements/{date}',
+    operationId: 'consoleSettlementLive',
+    tag: 'console',
+    summary: 'A day’s settlement run’s progress, pushed every second until its report is ready (Server-Sent Events)',
+    access: { consoleScope: 'read' },
+    params: { date: { schema: settlementDateSchema, description: 'the day, YYYY-MM-DD' } },
+    responses: { '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } }, '400': htmlAnswer('not a date') },
   }),
 };
 
@@ -69,6 +87,22 @@ export const accountsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 /** Entries per page. */
 const PAGE_SIZE = 50;
+/** How often a settlement run's progress is pushed while its page is open. */
+const SETTLEMENT_PROGRESS_EVERY_MS = 1000;
+
+const settlementPath = (date: string) => `${CONSOLE_PATH}/settlements?date=${date}`;
+
+/** The live region of a day's settlement: the run's progress, or the download once its report is ready. */
+function renderSettlement(answer: { kind: 'report' | 'running'; run: SettlementRun }, date: string): string {
+  const { run } = answer;
+  if (answer.kind === 'report') {
+    return `<p class="progress-line"><strong>The report of ${date} is ready</strong>: ${run.summary ? run.summary.fundings.total.count + run.summary.payments.total.count : run.checked} fundings and payments checked.</p>
+<p><a class="button" href="${escapeHtml(settlementPath(date))}" download>Download CSV</a></p>`;
+  }
+  const percent = run.total === 0 ? 0 : Math.floor((run.checked / run.total) * 100);
+  return `<progress max="${Math.max(run.total, 1)}" value="${run.checked}" aria-label="Fundings and payments checked">${percent}%</progress>
+<p class="progress-line"><strong>${run.checked} of ${run.total} fundings and payments checked (${percent}%)</strong>: each against the wallet and the ledger. The download appears here when the report is ready; you may leave this page and come back.</p>`;
+}
 /** Fundings listed as holding money on an account, newest first. */
 const HOLDS_SHOWN = 20;
 
@@ -96,7 +130,8 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       res.redirect(303, accountPath(asked));
       return;
     }
-    const today = settlementDayOf(deps.now?.() ?? new Date(), deps.timeZone).date;
+    // The last whole day: today's report would be the day so far.
+    const yesterday = settlementDayOf(new Date((deps.now?.() ?? new Date()).getTime() - 86_400_000), deps.timeZone).date;
     const body = [
       asked !== undefined ? notice('A partner user id is 1 to 128 printable characters without spaces.', 'error') : '',
       card(
@@ -110,8 +145,8 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         'settlement',
         'Settlement report',
         `<form method="get" action="${CONSOLE_PATH}/settlements"><label for="settlement-date">Day (${escapeHtml(deps.timeZone)})</label>
-<input id="settlement-date" name="date" type="date" value="${today}" required>
-<p class="muted">The day’s approved fundings and succeeded payments against the wallet’s records and the ledger, one line each, as CSV.</p>
+<input id="settlement-date" name="date" type="date" value="${yesterday}" required>
+<p class="muted">The day’s approved fundings and succeeded payments against the wallet’s records and the ledger, one line each, as CSV. A day is settled once, the first time its report is asked for (a page follows a big day’s run); today’s report is the day so far.</p>
 <div class="actions"><button type="submit">Download CSV</button></div></form>`,
       ),
     ].join('\n');
@@ -220,13 +255,48 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
   add(routes.settlement, async (req, res) => {
     const person = personOf(res);
     const date = settlementDateSchema.safeParse(queryText(req, 'date', 10));
+    const back = { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' };
     if (!date.success) {
-      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back });
       return;
     }
-    const settlement = await deps.settlementReport(date.data);
-    consoleHeaders(res);
-    res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
-    res.send(settlementCsv(settlement));
+    const gone = new AbortController();
+    req.once('close', () => gone.abort());
+    const answer = await deps.settlements.settle(date.data, { requestedBy: person.name, signal: gone.signal });
+    if (answer.kind === 'not-started') {
+      sendRefused(res, 422, { person, section: 'accounts', title: 'No report yet', message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`, back });
+      return;
+    }
+    if (answer.kind === 'report') {
+      consoleHeaders(res);
+      res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
+      await deps.csvStreams.send(res, deps.settlements.csv(answer.run));
+      return;
+    }
+    const body = card(
+      'settlement-run',
+      `Settling ${date.data}`,
+      `<div id="settlement-progress" data-live="${escapeHtml(`${CONSOLE_PATH}/live/settlements/${date.data}`)}">${renderSettlement(answer, date.data)}</div>`,
+    );
+    sendConsolePage(res, 200, { title: `Settlement of ${date.data}`, section: 'accounts', person, body });
+  });
+
+  add(routes.settlementLive, async (req, res) => {
+    const person = personOf(res);
+    const date = settlementDateSchema.safeParse(req.params.date);
+    if (!date.success) {
+      sendRefused(res, 400, { person, section: 'accounts', title: 'Not a day', message: 'A day is YYYY-MM-DD.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      return;
+    }
+    await streamLiveRegion(
+      req,
+      res,
+      async () => {
+        const answer = await deps.settlements.settle(date.data, { requestedBy: person.name, waitMs: 0 });
+        if (answer.kind === 'not-started') return { html: notice('That day has not begun.', 'error'), done: true };
+        return { html: renderSettlement(answer, date.data), done: answer.kind === 'report' };
+      },
+      SETTLEMENT_PROGRESS_EVERY_MS,
+    );
   });
 }

@@ -6,11 +6,11 @@ import type { CsvStreams } from '../http/csv-stream.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import type { AdjustAccount } from '../../ledger/adjustments.ts';
 import type { Ledger } from '../../ledger/ledger.ts';
-import type { SettlementReport } from '../../ledger/settlement.ts';
 import type { Database } from '../../lib/database.ts';
 import type { TokenStore } from '../../links/token-store.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import type { WebhookStore } from '../../webhooks/webhook-store.ts';
+import type { SettlementService } from '../ops/settlement-service.ts';
 
 export interface ConsoleServices {
   database: Database;
@@ -20,8 +20,8 @@ export interface ConsoleServices {
   ledger: Ledger;
   /** An adjustment (POST /ops/accounts/{account}/adjustments's). */
   adjust: AdjustAccount;
-  /** The day's settlement report (GET /ops/settlements/{date}'s). */
-  settlementReport: SettlementReport;
+  /** A day's settlement: its runs and stored reports (GET /ops/settlements/{date}'s). */
+  settlements: SettlementService;
   webhooks: WebhookStore;
   /** How a report is streamed (the ops API's way: at the client's pace, stopped when it goes away). */
   csvStreams: CsvStreams;

@@ -1,7 +1,7 @@
 // The ledger's ops API (contract-decisions section 10): read an account (a partner user's, or a
 // system account such as TREASURY), adjust one (Idempotency-Key; the other leg is the TREASURY,
-// the treasury's own is CAPITAL), page through entries, and the day's settlement report against the wallet.
-// The rules live in ledger/.
+// the treasury's own is CAPITAL), page through entries. The day's settlement has routes of its own
+// (settlement-routes.ts). The rules live in ledger/.
 import type { Router } from 'express';
 import { z } from 'zod';
 import {
@@ -12,8 +12,6 @@ import {
   createAdjustmentSchema,
   ledgerEntryViewSchema,
   partnerUserIdSchema,
-  settlementDateSchema,
-  settlementSchema,
   systemAccounts,
 } from '../../domain/ledger.ts';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
@@ -21,11 +19,10 @@ import { CURRENCY_NOT_ACCEPTED } from '../../domain/money.ts';
 import type { Database } from '../../lib/database.ts';
 import { isAdjustableAccount, type AdjustAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor, type Ledger } from '../../ledger/ledger.ts';
-import { settlementCsv, type SettlementReport } from '../../ledger/settlement.ts';
 import { sendProblem } from '../http/problem.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
 import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
@@ -35,8 +32,6 @@ export interface OpsAccountsDependencies {
   ledger: Ledger;
   /** An adjustment, as the console makes one too (ledger/adjustments.ts). */
   adjust: AdjustAccount;
-  /** GET /ops/settlements/{date}; absent: 501. */
-  settlementReport?: SettlementReport;
 }
 
 /** /ops/accounts/{account}: a system account's name or a partner user id. */
@@ -52,8 +47,6 @@ export const entriesQuerySchema = z
   })
   .strict();
 
-export const settlementQuerySchema = z.object({ format: z.enum(['json', 'csv']).default('json') }).strict();
-
 const adjustmentComponent = named('Adjustment', adjustmentViewSchema);
 const accountParameter = {
   account: {
@@ -62,7 +55,7 @@ const accountParameter = {
   },
 };
 
-// Reading balances, entries and settlements is `read`; an adjustment moves a user's money, as
+// Reading balances and entries is `read`; an adjustment moves a user's money, as
 // unlinking changes a user's account: `accounts`.
 const routes = {
   getAccount: defineRoute({
@@ -112,24 +105,6 @@ const routes = {
     responses: {
       '200': jsonAnswer(named('LedgerEntryPage', pageSchema(ledgerEntryViewSchema)), 'a page of entries'),
       '400': problemAnswer('a malformed query', ['VALIDATION_ERROR']),
-    },
-  }),
-  getSettlement: defineRoute({
-    method: 'get',
-    path: '/ops/settlements/{date}',
-    operationId: 'getSettlement',
-    tag: 'ledger',
-    summary: 'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
-    access: { opsScope: 'read' },
-    params: { date: { schema: settlementDateSchema, description: 'the day, YYYY-MM-DD' } },
-    query: { schema: settlementQuerySchema },
-    responses: {
-      '200': {
-        description: 'matched, missing, mismatched, with totals; `?format=csv` gives CSV',
-        content: { 'application/json': named('Settlement', settlementSchema), 'text/csv': { jsonSchema: textSchema } },
-      },
-      '400': problemAnswer('not a date', ['INVALID_DATE']),
-      '501': problemAnswer('settlement is not configured', ['NOT_CONFIGURED']),
     },
   }),
 };
@@ -197,26 +172,6 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       return;
     }
     res.json(await deps.ledger.entries(deps.database, { limit: query.data.limit, ...(query.data.account ? { account: query.data.account } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) }));
-  });
-
-  add(routes.getSettlement, async (req, res) => {
-    const date = settlementDateSchema.safeParse(req.params.date);
-    const query = settlementQuerySchema.safeParse(req.query);
-    if (!date.success || !query.success) {
-      sendProblem(res, { status: 400, code: 'INVALID_DATE', title: 'Bad Request', detail: 'the date must be YYYY-MM-DD (and format json or csv)' });
-      return;
-    }
-    if (!deps.settlementReport) {
-      sendProblem(res, { status: 501, code: 'NOT_CONFIGURED', title: 'Not Implemented', detail: 'settlement is not configured' });
-      return;
-    }
-    const settlement = await deps.settlementReport(date.data);
-    if (query.data.format === 'csv') {
-      res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
-      res.send(settlementCsv(settlement));
-      return;
-    }
-    res.json(settlement);
   });
 
   return router;

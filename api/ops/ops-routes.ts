@@ -6,6 +6,7 @@ import { batchesRoutes } from './batches-routes.ts';
 import { fundingsRoutes } from './fundings-routes.ts';
 import { linksRoutes } from './links-routes.ts';
 import { paymentsRoutes } from './payments-routes.ts';
+import { settlementRoutes } from './settlement-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
 
-export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...batchesRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...webhooksRoutes];
+export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...batchesRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...settlementRoutes, ...webhooksRoutes];

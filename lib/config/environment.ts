@@ -182,6 +182,8 @@ export const environmentSchema = z
     USER_DAILY_COUNT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(20)),
     USER_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(5)),
     SETTLEMENT_TZ: timeZone,
+    // A day's settlement run: the wallet retrieves it makes at once, at most (its 429s lower it).
+    SETTLEMENT_MAX_IN_FLIGHT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(256).default(32)),
 
     // Funding batches (contract-decisions section 14): a batch whose total is at least the threshold
     // waits for a second key's approval (absent: none do; production requires it); items at once.

@@ -93,6 +93,8 @@ export interface AppConfig {
   batches: { approvalThreshold: bigint | null; maxInFlight: number };
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
+  /** A day's settlement run: wallet retrieves at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
+  settlement: { maxInFlight: number };
   /** OpenTelemetry traces to an OTLP/HTTP collector; absent: off (nothing of OpenTelemetry is loaded). */
   tracing: TracingConfig | undefined;
   /** The ops console (contract-decisions section 15). */
@@ -267,6 +269,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
       timeZone: e.SETTLEMENT_TZ,
     },
     settlementTimeZone: e.SETTLEMENT_TZ,
+    settlement: { maxInFlight: e.SETTLEMENT_MAX_IN_FLIGHT },
     batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
     tracing: tracingConfig(e),
     console: {

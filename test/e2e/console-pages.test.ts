@@ -6,7 +6,7 @@
 // each write forged with their own CSRF token gets 403 and changes nothing; every page renders at
 // 1280 px and 390 px without horizontal overflow and with no serious or critical axe finding.
 import { randomUUID } from 'node:crypto';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -29,6 +29,8 @@ import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.
 import { launchChromium } from '../support/browser.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import { plantApprovedDay } from '../../harness/settlement-day.ts';
 
 const resultsDir = path.resolve(import.meta.dirname, '../../test-results');
 const clientSecret = randomUUID();
@@ -301,10 +303,42 @@ describe('an adjustment from the accounts page', () => {
         (rows) => rows.length === 3,
       );
       expect(audited.every((row) => row.keyName === recorded('ana') && row.channel === 'console' && row.status === 303)).toBe(true);
-      // The day's settlement report downloads as CSV.
+    } finally {
+      await page.context().close();
+    }
+  });
+});
+
+describe('the settlement download', () => {
+  it('downloads a settled day at once; a big day’s run is followed on a page of its own, pushed, which then offers the file', async () => {
+    const page = await signIn('ana');
+    try {
       await page.goto(`${stack.apiBase}/console/accounts`);
+      // The day's settlement report downloads as CSV (yesterday's by default: a small day, settled within the download's wait).
       const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
       expect(download.suggestedFilename()).toMatch(/^settlement-\d{4}-\d{2}-\d{2}\.csv$/);
+      // A big day's run outlasts the wait: a page follows its progress, pushed, then offers the file.
+      const day = `20${String(10 + Math.floor(Math.random() * 9)).padStart(2, '0')}-0${1 + Math.floor(Math.random() * 9)}-1${Math.floor(Math.random() * 9)}`;
+      await plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack.admin }, { date: day, timeZone: 'Asia/Manila', count: 100 });
+      const faults = (await stack.admin.call<{ rules: Array<{ endpoint: string; mode: string; rate: number }> }>('GET', '/faults')).body.rules;
+      await stack.admin.setFaults([...faults, { endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 2000 }]);
+      try {
+        await page.getByLabel(/^Day/).fill(day);
+        await page.getByRole('button', { name: 'Download CSV' }).click();
+        await page.waitForURL(`${stack.apiBase}/console/settlements?date=${day}`);
+        const progress = page.locator('#settlement-progress');
+        expect(await progress.innerText()).toMatch(/\d+ of 100 fundings and payments checked/);
+        expect(await progress.locator('progress').getAttribute('max')).toBe('100');
+        const axe = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
+        expect(axe.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id)).toEqual([]);
+      } finally {
+        await stack.admin.setFaults(faults);
+      }
+      const ready = page.locator('#settlement-progress').getByRole('link', { name: 'Download CSV' });
+      await ready.waitFor({ timeout: 60_000 });
+      const [file] = await Promise.all([page.waitForEvent('download'), ready.click()]);
+      expect(file.suggestedFilename()).toBe(`settlement-${day}.csv`);
+      expect((await readFile(await file.path(), 'utf8')).split('\r\n').filter(Boolean)).toHaveLength(1 + 100 + 2);
     } finally {
       await page.context().close();
     }

@@ -274,7 +274,11 @@ describe('walletflow fund and status against a running stack', () => {
     expect(adjusted).toMatchObject({ account: `USER:${partnerUserId}`, amount: { value: '10.00' } });
     expect(await json('getAccount', ['accounts', 'get', partnerUserId])).toMatchObject({ account: `USER:${partnerUserId}`, balance: { value: '10.00' } });
     expect((await json('listLedgerEntries', ['ledger', '--account', `USER:${partnerUserId}`])).items).toHaveLength(1);
-    expect(await json('getSettlement', ['settlement-report', '--date', '2020-01-01'])).toMatchObject({ date: '2020-01-01' });
+    const settled = await json('getSettlement', ['settlement-report', '--date', '2020-01-01']);
+    expect(settled).toMatchObject({ date: '2020-01-01', complete: true, items: [], nextCursor: null });
+    const again = await json('startSettlementRun', ['settlement-report', '--date', '2020-01-01', '--fresh']);
+    expect(again).toMatchObject({ date: '2020-01-01', items: [] });
+    expect(again.runId).not.toBe(settled.runId);
 
     expect(await json('unlink', ['links', 'unlink', linkId])).toMatchObject({ linkId, status: 'UNLINKED' });
 

@@ -549,14 +549,25 @@ describe('ops API', () => {
       fc.constantFrom('/ops/accounts/TREASURY', '/ops/accounts/USER%3Ax', '/ops/accounts/%00', '/ops/accounts/wallet%3A%E2%80%AE'),
       queryString(['account', 'limit', 'cursor'], queryValue).map((query) => `/ops/ledger/entries?${query}`),
       queryString(['partnerUserId', 'profileId'], queryValue).map((query) => `/ops/links?${query}`),
-      fc.tuple(fc.oneof(dateLike, pathSegment), queryString(['format'], queryValue)).map(([date, query]) => `/ops/settlements/${date}?${query}`),
+      fc.tuple(fc.oneof(dateLike, pathSegment), queryString(['format', 'limit', 'cursor'], queryValue)).map(([date, query]) => `/ops/settlements/${date}?${query}`),
     );
     const before = await stack.database.ledgerTransaction.count();
     await fc.assert(
       fc.asyncProperty(target, async (path) => {
         expectSafe(await ops({ method: 'GET', target: path }), 'ops-or-csv');
       }),
-      { ...runs(120), examples: [['/ops/settlements/2026-02-30'], ['/ops/settlements/9999-12-31?format=csv'], ['/ops/ledger/entries?account=%00&limit=1e2'], ['/ops/links?partnerUserId=&profileId=']] },
+      {
+        ...runs(120),
+        examples: [
+          ['/ops/settlements/2026-02-30'],
+          ['/ops/settlements/9999-12-31?format=csv'],
+          ['/ops/settlements/2020-02-02?limit=1001'],
+          ['/ops/settlements/2020-02-02?format=csv&limit=5'],
+          [`/ops/settlements/2020-02-02?cursor=${Buffer.from(JSON.stringify(['5f1c0d9e-0000-4000-8000-000000000001', 'funding', '5f1c0d9e-0000-4000-8000-000000000002'])).toString('base64url')}`],
+          ['/ops/ledger/entries?account=%00&limit=1e2'],
+          ['/ops/links?partnerUserId=&profileId='],
+        ],
+      },
     );
     // Reads: not one ledger transaction more.
     expect(await stack.database.ledgerTransaction.count()).toBe(before);

@@ -2,7 +2,7 @@
 // cash-in codes, token shortcuts, clock, settings, faults, ledger and reset.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
-import { adminOf, callJson, type Admin } from '../support/sandbox-harness.ts';
+import { adminOf, callJson, retrieveTransferCall, type Admin } from '../support/sandbox-harness.ts';
 
 let sandbox: RunningSandbox;
 let admin: Admin;
@@ -168,6 +168,22 @@ describe('sandbox admin API', () => {
 
     const settings = await admin.call('PUT', '/settings', { processingDelayMs: 250, merchantFee: '2.5', transferExpirySeconds: 60 });
     expect(settings.body).toMatchObject({ processingDelayMs: 250, merchantFee: '2.50', transferExpirySeconds: 60 });
+  });
+
+  it('plants executed transfers in one call: retrieved as APPROVED or DECLINED, executed once, nothing moved', async () => {
+    const user = await admin.createUser({ mobile: '09170000007', kycLevel: 'KYC1', balance: '5.00' });
+    const planted = await admin.call<{ transferIds: string[] }>('POST', '/transfers', { recipientUserId: user.userId, amount: '2.50', count: 3 });
+    expect(planted.status).toBe(201);
+    expect(planted.body.transferIds).toHaveLength(3);
+    const declined = await admin.call<{ transferIds: string[] }>('POST', '/transfers', { recipientUserId: user.userId, amount: '1.00', count: 1, status: 'DECLINED' });
+    for (const transferId of planted.body.transferIds) {
+      expect((await retrieveTransferCall(sandbox, transferId)).body).toMatchObject({ transferId, status: 'APPROVED', amount: { currency: 'PHP', value: 2.5 } });
+    }
+    expect((await retrieveTransferCall(sandbox, declined.body.transferIds[0]!)).body).toMatchObject({ status: 'DECLINED', decline: { code: '6002' } });
+    expect((await admin.ledger()).transfers.map((transfer) => transfer.executions)).toEqual([1, 1, 1, 1]);
+    expect((await admin.call<{ balance: string }>('GET', `/users/${user.userId}`)).body.balance).toBe('5.00');
+    expect((await admin.call('POST', '/transfers', { recipientUserId: user.userId, amount: '1.00', count: 10_001 })).status).toBe(400);
+    expect((await admin.call('POST', '/transfers', { recipientUserId: 'nobody', amount: '1.00', count: 1 })).status).toBe(404);
   });
 
   it('resets users, faults, settings and the clock but keeps the registration', async () => {

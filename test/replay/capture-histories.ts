@@ -1,5 +1,5 @@
 // `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
-// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks, fundBatch) on a real stack and stores each history as Temporal
+// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks, fundBatch, settleDay) on a real stack and stores each history as Temporal
 // JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
@@ -50,6 +50,8 @@ import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
 import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { batchWorkflowId, type FundBatchResult } from '../../workflows/fund-batch.contract.ts';
+import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
+import { plantApprovedDay } from '../../harness/settlement-day.ts';
 
 interface Secret {
   name: string;
@@ -57,7 +59,7 @@ interface Secret {
 }
 
 /** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report, a delivery round. */
-type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport | FundBatchResult;
+type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport | FundBatchResult | SettleDayResult;
 
 interface Captured {
   workflowId: string;
@@ -222,6 +224,7 @@ async function main() {
 }
 
 function describeResult(result: CapturedResult): string {
+  if ('rateLimited' in result) return `settled ${result.checked}: ${result.matched} matched, ${result.missing} missing, ${result.mismatched} mismatched`;
   if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
   if ('deleted' in result) return `deleted ${Object.entries(result.deleted).map(([table, count]) => `${count} ${table}`).join(', ')}`;
   if ('claimed' in result) return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
@@ -242,6 +245,19 @@ async function captureHistory(stack: ReplayStack, name: HistoryName, baseSecrets
   const leaks = findSecretLeaks(parsed, [...baseSecrets, ...captured.secrets]);
   if (leaks.length > 0) fail(`the history contains ${leaks.join('; ')}: nothing written`);
   return { captured, json, events: parsed.events.length };
+}
+
+/**
+ * A past day of `count` approved fundings (planted: harness/settlement-day.ts), settled through
+ * the ops API: its first GET starts the run. The run's workflow id.
+ */
+async function settleDayOf(stack: ReplayStack, count: number): Promise<{ workflowId: string }> {
+  const day = new Date(Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
+  await plantApprovedDay({ databaseUrl: stack.databaseUrl, admin: stack.admin }, { date: day, timeZone: 'Asia/Manila', count });
+  const response = await stack.opsFetch(`/ops/settlements/${day}`);
+  const answer = (await response.json()) as { runId?: string };
+  if (![200, 202].includes(response.status) || !answer.runId) fail(`GET /ops/settlements/${day}: ${response.status} ${JSON.stringify(answer)}`);
+  return { workflowId: settlementWorkflowId(day, answer.runId as string) };
 }
 
 async function postFunding(stack: ReplayStack, body: unknown): Promise<{ fundingId: string; workflowId: string }> {
@@ -1206,6 +1222,45 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         fail(`expected the expired login state purged, the purge reported ${JSON.stringify(report)}`);
       }
       return { workflowId, result: report, secrets: [], check: (history) => expectActivities(history, ['purgeExpiredRows']) };
+    }
+
+    // settleDay (the capture's API runs it in pages of two, two items an activity, two activities a run)
+    case 'settlement-settled': {
+      // One funding: its side in one activity, the payments' (none) in another, then the finish.
+      const { workflowId } = await settleDayOf(stack, 1);
+      const outcome = (await stack.result(workflowId)) as SettleDayResult;
+      if (outcome.checked !== 1 || outcome.matched !== 1) fail(`expected 1 line matched, got ${describeResult(outcome)}`);
+      return { workflowId, result: outcome, secrets: [], check: (history) => expectActivitySequence(history, ['beginSettlementRun', 'settleItems', 'settleItems', 'finishSettlementRun']) };
+    }
+    case 'settlement-continued-as-new':
+    case 'settlement-continued-finished': {
+      // Six fundings: two activities of two, then the run continues as new where it got to; the
+      // next run reads the last two and the end of the fundings, continues as new again; the last
+      // run reads the payments and finishes. The first run and the last are stored.
+      const { workflowId } = await settleDayOf(stack, 6);
+      const outcome = (await stack.result(workflowId)) as SettleDayResult;
+      if (outcome.checked !== 6 || outcome.matched !== 6) fail(`expected 6 lines matched, got ${describeResult(outcome)}`);
+      // The runs of the chain, once the visibility store lists all three.
+      let runs: Array<{ runId: string; startTime: Date }> = [];
+      for (let tries = 0; runs.length < 3 && tries < 50; tries += 1) {
+        if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 200));
+        runs = [];
+        for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: execution.runId, startTime: execution.startTime });
+      }
+      if (runs.length !== 3) fail(`expected 3 runs of the chain, found ${runs.length}`);
+      if (name === 'settlement-continued-finished') {
+        return { workflowId, result: outcome, secrets: [], check: (history) => expectActivitySequence(history, ['settleItems', 'finishSettlementRun']) };
+      }
+      return {
+        workflowId,
+        runId: runs.reduce((first, run) => (run.startTime < first.startTime ? run : first)).runId,
+        result: outcome,
+        secrets: [],
+        check: (history) => {
+          expectActivitySequence(history, ['beginSettlementRun', 'settleItems', 'settleItems']);
+          if (history.events.at(-1)?.eventType !== 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW') fail('expected the run to continue as new');
+        },
+      };
     }
 
     // fundBatch

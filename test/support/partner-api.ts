@@ -14,6 +14,7 @@ import type { DataConverter } from '@temporalio/common';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { createActivities } from '../../activities/index.ts';
 import { createApp, type HardeningOptions } from '../../api/app.ts';
+import type { SettlementOptions } from '../../api/ops/settlement-service.ts';
 import { createOnboardingDispatcher, type OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../stack/sandbox-wallet.ts';
@@ -67,6 +68,8 @@ export interface PartnerApiOptions {
    * given the same one act as two processes of one deployment.
    */
   encryptionKey?: Buffer;
+  /** A day's settlement runs: retrieves at once, and small pages and activities; absent: the API's defaults. */
+  settlements?: SettlementOptions;
 }
 
 export interface InProcessWorker {
@@ -183,6 +186,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         ...(options.batches ? { batches: options.batches } : {}),
         ...(options.console ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console } : {}),
         ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
+        ...(options.settlements ? { settlements: options.settlements } : {}),
       },
     });
     server.on('request', app);

@@ -20,6 +20,7 @@ import type { OnboardingDispatcher } from '../../api/embedded/onboarding-dispatc
 import type { FundingLimits } from '../../ledger/limits.ts';
 import { testDatabaseUrl } from './test-database.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
+import type { SettlementOptions } from '../../api/ops/settlement-service.ts';
 
 export interface PartnerStack {
   apiBase: string;
@@ -91,6 +92,8 @@ export async function startPartnerStack(
     encryptionKey?: Buffer;
     /** Another Temporal than the suite's (a real server started by the test). */
     temporal?: { address: string; namespace: string };
+    /** A day's settlement runs: retrieves at once, and small pages and activities (default: the API's). */
+    settlements?: SettlementOptions;
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
@@ -119,6 +122,7 @@ export async function startPartnerStack(
     ...(options.console ? { console: options.console } : {}),
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
+    ...(options.settlements ? { settlements: options.settlements } : {}),
   });
   const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

@@ -12,6 +12,7 @@ import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contrac
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
 import { fundBatchWorkflowType } from '../../workflows/fund-batch.contract.ts';
+import { settleDayWorkflowType } from '../../workflows/settle-day.contract.ts';
 
 export const historiesDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../replay/histories');
 
@@ -51,6 +52,7 @@ export const historyPaths = {
   [purgeExpiredWorkflowType]: ['purge-expired'],
   [deliverWebhooksWorkflowType]: ['webhooks-delivered', 'webhooks-retried'],
   [fundBatchWorkflowType]: ['batch-completed', 'batch-paused-resumed-cancelled'],
+  [settleDayWorkflowType]: ['settlement-settled', 'settlement-continued-as-new', 'settlement-continued-finished'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;
 export type HistoryName = (typeof historyPaths)[WorkflowType][number];

@@ -25,6 +25,9 @@ import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
+/** The settlement runs' sizes the capture's API starts them with. */
+export const settlementCaptureTuning = { maxInFlight: 4, pageSize: 2, itemsPerActivity: 2, activitiesPerRun: 2 } as const;
+
 export interface ReplayStackOptions {
   /** A running Temporal (e.g. `npm run dev`'s); absent: an in-memory dev server is started. */
   temporalAddress?: string;
@@ -39,6 +42,8 @@ export interface ReplayStack {
   sandbox: RunningSandbox;
   admin: SandboxAdminClient;
   database: Database;
+  /** Its URL (a capture plants rows with set-based SQL: harness/settlement-day.ts). */
+  databaseUrl: string;
   tokens: TokenStore;
   /** The stack's token cipher: reads what the session URL stored, encrypts rows a capture inserts. */
   cipher: TokenCipher;
@@ -147,6 +152,10 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
       // On a shared dev server no other worker takes these tasks.
       taskQueuePrefix: 'walletflow-capture',
       logger: createLogger({ level: 'silent' }),
+      // Settlement runs in pages of two, two items an activity, two activities a run: a capture of
+      // a few items takes every path, continue-as-new included (the histories' commands are those
+      // of any size).
+      settlements: settlementCaptureTuning,
     });
     stops.push(() => api.close());
     const { connection, temporal } = api;
@@ -169,6 +178,7 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
       sandbox: api.sandbox,
       admin: sandboxAdminClient(api.sandbox.url),
       database: api.database,
+      databaseUrl,
       tokens: api.tokens,
       cipher: api.cipher,
       wallet: api.wallet,

@@ -52,6 +52,17 @@ describe('only the records write the funding and payment tables', () => {
   });
 });
 
+describe('only the settlement runs write the settlement tables', () => {
+  it('refuses a Prisma or SQL write of settlement_run or settlement_line outside ledger/settlement-runs.ts, even in ledger/', async () => {
+    const code =
+      'export const f = (db: any) => [db.settlementRun.update({}), db.settlementLine.createMany({}), db.$executeRaw`INSERT INTO settlement_line (run_id) VALUES (${1})`, db.$executeRaw`UPDATE settlement_run SET checked = 0`];';
+    for (const file of ['ledger/settlement.ts', 'activities/settlement.ts', 'api/ops/settlement-routes.ts']) {
+      expect(await ownerViolations(file, code), file).toEqual(Array(4).fill(expect.stringMatching(/only the settlement runs \(ledger\/settlement-runs\.ts\)/)));
+    }
+    expect(await ownerViolations('ledger/settlement-runs.ts', code)).toEqual([]);
+  });
+});
+
 describe("no application file writes the batches' tallies", () => {
   it('refuses a Prisma or SQL write of funding_batch_tally in every module, the funding record and the batch record too (the funding table’s triggers keep it)', async () => {
     const code = 'export const f = (db: any) => [db.fundingBatchTally.upsert({}), db.$executeRaw`INSERT INTO funding_batch_tally (batch_id) VALUES (${1})`, db.$executeRaw`UPDATE funding_batch_tally SET count = 0`];';

@@ -18,11 +18,13 @@ import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from
 import { reconcileFundingsWorkflowType, type ReconcileFundingsWorkflow } from '../../workflows/reconcile.contract.ts';
 import { purgeExpiredWorkflowType, type PurgeExpiredWorkflow } from '../../workflows/purge-expired.contract.ts';
 import { fundBatchWorkflowType, type FundBatchWorkflow } from '../../workflows/fund-batch.contract.ts';
+import { settleDay } from '../../workflows/settle-day.ts';
+import { settleDayWorkflowType, settlementWorkflowId, type SettleDayWorkflow } from '../../workflows/settle-day.contract.ts';
 
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
-      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType, purgeExpiredWorkflowType, fundBatchWorkflowType].sort(),
+      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType, purgeExpiredWorkflowType, fundBatchWorkflowType, settleDayWorkflowType].sort(),
     );
   });
 
@@ -31,6 +33,7 @@ describe('workflow contracts', () => {
     expect(fundingWorkflowId('order-42', sha256Hex)).toBe('funding-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
     expect(paymentWorkflowId('order-42', sha256Hex)).toBe('payment-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
     expect(onboardingWorkflowId('5f1c0d9e-0000-4000-8000-000000000001')).toBe('embedded-session-5f1c0d9e-0000-4000-8000-000000000001');
+    expect(settlementWorkflowId('2026-03-01', '5f1c0d9e-0000-4000-8000-000000000002')).toBe('settlement-2026-03-01-5f1c0d9e-0000-4000-8000-000000000002');
   });
 
   it("declare each workflow's signature exactly (starters type-check against the contract, not the workflow file)", () => {
@@ -41,5 +44,6 @@ describe('workflow contracts', () => {
     expectTypeOf(deliverWebhooks).toEqualTypeOf<DeliverWebhooksWorkflow>();
     expectTypeOf(purgeExpired).toEqualTypeOf<PurgeExpiredWorkflow>();
     expectTypeOf(fundBatch).toEqualTypeOf<FundBatchWorkflow>();
+    expectTypeOf(settleDay).toEqualTypeOf<SettleDayWorkflow>();
   });
 });

@@ -1,0 +1,182 @@
+// The settlement run's activities (workflows/settle-day.ts): count the day, check its items a page
+// at a time, finish. A page of fundings is read by keyset (fundings/), its transfers retrieved from
+// the wallet at most inFlight at once (activities/retrieve-gate.ts: a 429 slows the whole run down,
+// as a batch does), its ledger postings read (ledger/), and its lines stored with the run's progress
+// in one transaction (ledger/settlement-runs.ts); a page of payments the same way against the
+// wallet call audit's executes (audit/). After each page the activity heartbeats with where it got
+// to: a retried attempt (its worker died) starts there, and skips any item of the page whose line
+// is already stored, so no stored line is retrieved again. Signatures and results are the
+// workflow's, declared in its contract.
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { executedWalletPayments } from '../audit/executed-payments.ts';
+import { countFundingsApprovedOn, fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
+import { fundingLine, fundingPosts, paymentLine, paymentPosts, settlementDay, type DayCursor, type WalletTransferRecord } from '../ledger/settlement.ts';
+import { SettlementRunNotRunning, type SettlementRun, type SettlementRuns } from '../ledger/settlement-runs.ts';
+import type { Database } from '../lib/database.ts';
+import type { Logger } from '../lib/logger.ts';
+import { countPaymentsSucceededOn, paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
+import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { settleDayFailureTypes, type SettleDayActivities, type SettleItemsInput, type SettleItemsOutcome, type SettlementCursor } from '../workflows/settle-day.contract.ts';
+import { createRetrieveGate, type RetrieveGate } from './retrieve-gate.ts';
+import { retryDelayOf, walletRetry } from './wallet-retry.ts';
+
+export interface SettlementActivityDependencies {
+  database: Database;
+  runs: SettlementRuns;
+  wallet: Pick<WalletClient, 'retrieveTransfer'>;
+  logger: Logger;
+}
+
+/** Where a settleItems attempt got to: what it heartbeats, and what a retried attempt starts from. */
+interface SettleItemsCheckpoint {
+  after: SettlementCursor | null;
+  inFlight: number;
+}
+
+/** Tries of one retrieve that failed other than by a 429 or a 404 before the attempt gives up (and is retried by Temporal). */
+const RETRIEVE_TRIES = 3;
+/** When the wallet said 429 without saying when. */
+const DEFAULT_SLOW_DOWN_MS = 1000;
+/** How often a long page heartbeats while its retrieves run. */
+const HEARTBEAT_EVERY_MS = 1000;
+
+const notRunning = (runId: string) => ApplicationFailure.nonRetryable(`settlement run ${runId} is gone or no longer running`, settleDayFailureTypes.notRunning);
+
+export function createSettlementActivities(deps: SettlementActivityDependencies): SettleDayActivities {
+  const { database, runs, logger } = deps;
+
+  async function runningRun(runId: string): Promise<SettlementRun> {
+    const run = await runs.find(runId);
+    if (!run || run.state !== 'RUNNING') throw notRunning(runId);
+    return run;
+  }
+
+  /** A stored run that stopped running while this attempt worked: nothing more is written for it. */
+  const stopOnNotRunning = async <T>(work: () => Promise<T>): Promise<T> => {
+    try {
+      return await work();
+    } catch (error) {
+      if (error instanceof SettlementRunNotRunning) throw notRunning(error.runId);
+      throw error;
+    }
+  };
+
+  /** The wallet's record of the transfer (null: it has none), through the gate; transient failures tried again, then the attempt fails. */
+  async function retrieve(gate: RetrieveGate, transferId: string): Promise<WalletTransferRecord> {
+    for (let tries = 1; ; ) {
+      await gate.acquire();
+      try {
+        const { data } = await deps.wallet.retrieveTransfer(transferId);
+        gate.succeeded();
+        return { status: data.status, amount: data.amount };
+      } catch (error) {
+        if (!isWalletError(error)) throw error;
+        if (error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND') {
+          gate.succeeded();
+          return null;
+        }
+        if (error.httpStatus === 429) {
+          // Nothing was read: the whole run waits, then this one is asked again (not a try).
+          gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
+          continue;
+        }
+        if (tries >= RETRIEVE_TRIES) throw walletRetry(error);
+        tries += 1;
+        await new Promise((resolve) => setTimeout(resolve, 250 * tries));
+      } finally {
+        gate.release();
+      }
+    }
+  }
+
+  return {
+    async beginSettlementRun(runId: string): Promise<{ total: number }> {
+      const run = await runningRun(runId);
+      const day = settlementDay(run.date, run.timeZone);
+      const [fundings, payments] = await Promise.all([countFundingsApprovedOn(database, day), countPaymentsSucceededOn(database, day)]);
+      await stopOnNotRunning(() => runs.begin(runId, fundings + payments));
+      logger.info({ runId, date: run.date, fundings, payments }, 'settlement run began');
+      return { total: fundings + payments };
+    },
+
+    async settleItems(input: SettleItemsInput): Promise<SettleItemsOutcome> {
+      const context = Context.current();
+      const resumed = context.info.attempt > 1 ? (context.info.heartbeatDetails as SettleItemsCheckpoint | undefined) : undefined;
+      const run = await runningRun(input.runId);
+      const day = settlementDay(run.date, run.timeZone);
+      const gate = createRetrieveGate({ maxInFlight: input.maxInFlight, inFlight: resumed?.inFlight ?? input.inFlight, cancelled: context.cancellationSignal });
+      const checkpoint: SettleItemsCheckpoint = { after: resumed?.after !== undefined ? resumed.after : input.after, inFlight: gate.inFlight() };
+      if (resumed) logger.info({ runId: input.runId, side: input.side, after: checkpoint.after, attempt: context.info.attempt }, 'settlement: going on where the last attempt stopped');
+      const beat = () => context.heartbeat({ ...checkpoint, inFlight: gate.inFlight() } satisfies SettleItemsCheckpoint);
+      const beating = setInterval(beat, HEARTBEAT_EVERY_MS);
+      let stored = 0;
+      let read = 0;
+      let done = false;
+      try {
+        while (read < input.maxItems) {
+          if (context.cancellationSignal.aborted) throw context.cancellationSignal.reason;
+          const limit = Math.min(input.pageSize, input.maxItems - read);
+          const after: DayCursor | null = checkpoint.after;
+          const page =
+            input.side === 'fundings'
+              ? await settleFundingsPage(gate, input.runId, await fundingsApprovedOn(database, day, after, limit))
+              : await settlePaymentsPage(input.runId, await paymentsSucceededOn(database, day, after, limit));
+          stored += page.stored;
+          read += page.read;
+          if (page.next === null) {
+            done = true;
+            checkpoint.after = null;
+            break;
+          }
+          checkpoint.after = page.next;
+          beat();
+        }
+      } finally {
+        clearInterval(beating);
+      }
+      return { after: done ? null : checkpoint.after, done, stored, inFlight: gate.inFlight(), rateLimited: gate.rateLimitedCount() };
+    },
+
+    async finishSettlementRun(runId: string) {
+      // A retry of a finish that committed (its answer was lost) answers what it wrote.
+      let run = await runs.find(runId);
+      if (run?.state !== 'SUCCEEDED') {
+        await runningRun(runId);
+        run = await stopOnNotRunning(() => runs.finish(runId));
+      }
+      const sides = run.summary ?? { fundings: { matched: 0, missing: 0, mismatched: 0 }, payments: { matched: 0, missing: 0, mismatched: 0 } };
+      const counts = {
+        checked: run.checked,
+        matched: sides.fundings.matched + sides.payments.matched,
+        missing: sides.fundings.missing + sides.payments.missing,
+        mismatched: sides.fundings.mismatched + sides.payments.mismatched,
+      };
+      logger.info({ runId, date: run.date, ...counts }, 'settlement run finished');
+      return counts;
+    },
+  };
+
+  /** A page of fundings: those not stored yet retrieved (through the gate) and compared, their lines stored with the run's progress. */
+  async function settleFundingsPage(gate: RetrieveGate, runId: string, page: Awaited<ReturnType<typeof fundingsApprovedOn>>) {
+    const stored = await runs.storedItems(runId, 'funding', page.items.map((funding) => funding.id));
+    const fresh = page.items.filter((funding) => !stored.has(funding.id));
+    const [posts, records] = await Promise.all([
+      fundingPosts(database, fresh.map((funding) => funding.id)),
+      gate.all(fresh.map((funding) => () => (funding.transferId === null ? Promise.resolve(null) : retrieve(gate, funding.transferId)))),
+    ]);
+    const lines = fresh.map((funding, index) => fundingLine(funding, records[index] ?? null, posts));
+    return { stored: await stopOnNotRunning(() => runs.store(runId, lines)), read: page.items.length, next: page.next };
+  }
+
+  /** A page of payments: those not stored yet compared with the audit's executes and the ledger, their lines stored with the run's progress. */
+  async function settlePaymentsPage(runId: string, page: Awaited<ReturnType<typeof paymentsSucceededOn>>) {
+    const stored = await runs.storedItems(runId, 'payment', page.items.map((payment) => payment.id));
+    const fresh = page.items.filter((payment) => !stored.has(payment.id));
+    const [posts, executed] = await Promise.all([
+      paymentPosts(database, fresh.map((payment) => payment.id)),
+      executedWalletPayments(database, fresh.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : []))),
+    ]);
+    const lines = fresh.map((payment) => paymentLine(payment, executed, posts));
+    return { stored: await stopOnNotRunning(() => runs.store(runId, lines)), read: page.items.length, next: page.next };
+  }
+}

@@ -1,0 +1,201 @@
+// A day's settlement for the ops API and the console (contract-decisions section 10): which run
+// answers a request, starting one when the day needs it. A day is settled by a durable run (the
+// settleDay workflow, its progress and lines stored by ledger/settlement-runs.ts): the first GET of
+// a day starts it and waits a few seconds for it; a POST starts a fresh one while the previous
+// report is served; one run per day at a time. The stored report is read a page at a time (JSON)
+// or line by line (CSV), never whole. The day is SETTLEMENT_TZ's; a day that has not begun has
+// nothing to settle, and today's report is the day so far (`complete: false`).
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { z } from 'zod';
+import type { Settlement, SettlementProgress } from '../../domain/ledger.ts';
+import { settlementCsvHeader, settlementCsvRow, settlementCsvTotals, settlementDayOf } from '../../ledger/settlement.ts';
+import type { CsvReport, CsvValue } from '../../lib/csv.ts';
+import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
+import type { Logger } from '../../lib/logger.ts';
+import { startSettleDay } from '../../workflows/settle-day.contract.ts';
+
+export interface SettlementOptions {
+  /** Wallet retrieves a run makes at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
+  maxInFlight: number;
+  /** The run's page size, items per activity and activities per workflow run (tests make them small); absent: the workflow's defaults. */
+  pageSize?: number;
+  itemsPerActivity?: number;
+  activitiesPerRun?: number;
+}
+
+export interface SettlementServiceDependencies {
+  runs: SettlementRuns;
+  temporal: Client;
+  taskQueue: string;
+  /** SETTLEMENT_TZ. */
+  timeZone: string;
+  options: SettlementOptions;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/** What a GET is answered with: the stored report of this run, its progress, or nothing for a day that has not begun. */
+export type SettlementAnswer = { kind: 'report'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
+
+/** What a POST …/runs is answered with. */
+export type FreshRunAnswer = { kind: 'started'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
+
+/** How long a GET waits for a run before it answers 202. */
+export const SETTLEMENT_WAIT_MS = 5000;
+/** How often a waiting GET reads the run's row. */
+const POLL_MS = 200;
+
+/** A page's cursor: the run it pages (so every page of a report is that run's) and the last line. */
+const cursorSchema = z.tuple([z.uuid(), z.enum(['funding', 'payment']), z.uuid()]);
+
+export function encodeSettlementCursor(runId: string, after: LineCursor): string {
+  return Buffer.from(JSON.stringify([runId, after.kind, after.itemId])).toString('base64url');
+}
+
+export function decodeSettlementCursor(cursor: string): { runId: string; after: LineCursor } | null {
+  try {
+    const parsed = cursorSchema.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+    return parsed.success ? { runId: parsed.data[0], after: { kind: parsed.data[1], itemId: parsed.data[2] } } : null;
+  } catch {
+    return null;
+  }
+}
+
+export function createSettlementService(deps: SettlementServiceDependencies) {
+  const { runs, logger } = deps;
+  const now = deps.now ?? (() => new Date());
+  const today = () => settlementDayOf(now(), deps.timeZone).date;
+
+  /**
+   * The run's workflow, started if it is not running yet (a start that finds it running does
+   * nothing). A run whose workflow closed without finishing it is given up; null then.
+   */
+  async function ensureWorkflow(run: SettlementRun): Promise<SettlementRun | null> {
+    try {
+      await startSettleDay(deps.temporal, {
+        taskQueue: deps.taskQueue,
+        input: {
+          runId: run.id,
+          date: run.date,
+          maxInFlight: deps.options.maxInFlight,
+          ...(deps.options.pageSize === undefined ? {} : { pageSize: deps.options.pageSize }),
+          ...(deps.options.itemsPerActivity === undefined ? {} : { itemsPerActivity: deps.options.itemsPerActivity }),
+          ...(deps.options.activitiesPerRun === undefined ? {} : { activitiesPerRun: deps.options.activitiesPerRun }),
+        },
+      });
+      return run;
+    } catch (error) {
+      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
+      const current = await runs.find(run.id);
+      if (current?.state !== 'RUNNING') return current;
+      logger.warn({ runId: run.id, date: run.date }, 'settlement run: its workflow closed without finishing it; the run is given up and the day runs again');
+      await runs.fail(run.id, 'WORKFLOW_CLOSED');
+      return null;
+    }
+  }
+
+  /** A run of the day started, or the one RUNNING; its workflow running either way. */
+  async function startRun(date: string, requestedBy: string): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < today(), requestedBy });
+      const running = await ensureWorkflow(started.run);
+      if (running) return { kind: started.kind, run: running };
+    }
+    throw new Error(`settlement of ${date}: no run could be started`);
+  }
+
+  /** Waits up to `waitMs` for the run to end (or the caller to go away); the run as it then is. */
+  async function waitFor(run: SettlementRun, waitMs: number, signal?: AbortSignal): Promise<SettlementRun> {
+    const deadline = Date.now() + waitMs;
+    let current = run;
+    while (current.state === 'RUNNING' && Date.now() < deadline && !signal?.aborted) {
+      await new Promise((resolve) => setTimeout(resolve, Math.min(POLL_MS, Math.max(0, deadline - Date.now()))));
+      current = (await runs.find(run.id)) ?? current;
+    }
+    return current;
+  }
+
+  /** A report that answers for the day: one that covers the whole of it, or, for today, the day so far. */
+  const serves = (run: SettlementRun | null, date: string): run is SettlementRun => run !== null && (run.wholeDay || date >= today());
+
+  return {
+    timeZone: deps.timeZone,
+
+    /**
+     * GET: the day's stored report, else its run's progress after waiting up to `waitMs` for it
+     * (the first GET of a day starts the run; a GET while a fresh run goes is answered with the
+     * report before it).
+     */
+    async settle(date: string, input: { requestedBy: string; waitMs?: number; signal?: AbortSignal }): Promise<SettlementAnswer> {
+      if (date > today()) return { kind: 'not-started' };
+      const { running, finished } = await runs.latest(date);
+      if (serves(finished, date)) {
+        if (running) await ensureWorkflow(running);
+        return { kind: 'report', run: finished };
+      }
+      let run = running ? await ensureWorkflow(running) : null;
+      run ??= (await startRun(date, input.requestedBy)).run;
+      const waited = await waitFor(run, input.waitMs ?? SETTLEMENT_WAIT_MS, input.signal);
+      if (waited.state === 'SUCCEEDED') return { kind: 'report', run: waited };
+      if (waited.state === 'RUNNING') return { kind: 'running', run: waited };
+      // Given up while we waited (its workflow closed): another run, answered with its progress.
+      return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };
+    },
+
+    /** POST …/runs: a fresh run of the day, unless one is running. */
+    async startFresh(date: string, requestedBy: string): Promise<FreshRunAnswer> {
+      if (date > today()) return { kind: 'not-started' };
+      return startRun(date, requestedBy);
+    },
+
+    /** A run named by a page's cursor: the report it pages, when it is one of this day's finished runs. */
+    async finishedRun(date: string, runId: string): Promise<SettlementRun | null> {
+      const run = await runs.find(runId);
+      return run && run.date === date && run.state === 'SUCCEEDED' ? run : null;
+    },
+
+    /** The 202 body of a run under way. */
+    progress(run: SettlementRun): SettlementProgress {
+      return { date: run.date, state: 'RUNNING', checked: run.checked, total: run.total, runId: run.id, startedAt: run.createdAt.toISOString() };
+    },
+
+    /** When to ask again: about when the run will be done at its pace so far, within 1 to 10 s. */
+    retryAfterSeconds(run: SettlementRun): number {
+      const elapsed = (now().getTime() - run.createdAt.getTime()) / 1000;
+      if (run.checked === 0 || elapsed <= 0) return 2;
+      const left = ((run.total - run.checked) * elapsed) / run.checked;
+      return Math.min(10, Math.max(1, Math.ceil(left)));
+    },
+
+    /** A page of the stored report: its head and up to `limit` items after `after`. */
+    async page(run: SettlementRun, after: LineCursor | null, limit: number): Promise<Settlement> {
+      const { items, next } = await runs.page(run.id, after, limit);
+      const summary = run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() };
+      return {
+        date: run.date,
+        timeZone: run.timeZone,
+        runId: run.id,
+        settledAt: (run.finishedAt ?? run.createdAt).toISOString(),
+        complete: run.wholeDay,
+        fundings: summary.fundings,
+        payments: summary.payments,
+        items,
+        nextCursor: next ? encodeSettlementCursor(run.id, next) : null,
+      };
+    },
+
+    /** The stored report as CSV lines: the header, one line per item read a page at a time, the totals. */
+    /** The finished run's report as CSV rows, read a page at a time as the client takes them (api/http/csv-stream.ts). */
+    csv(run: SettlementRun): CsvReport {
+      async function* rows(): AsyncGenerator<CsvValue[]> {
+        for await (const item of runs.lines(run.id)) yield settlementCsvRow(item);
+        yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() });
+      }
+      return { report: 'settlement', header: settlementCsvHeader, rows: rows() };
+    },
+  };
+}
+
+const emptyCounts = () => ({ matched: 0, missing: 0, mismatched: 0, total: { count: 0, amount: { currency: 'PHP', value: '0.00' } } });
+
+export type SettlementService = ReturnType<typeof createSettlementService>;

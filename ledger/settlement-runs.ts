@@ -1,0 +1,267 @@
+// The settlement runs and their lines (docs/ledger.md, settlement): the only writer of
+// settlement_run and settlement_line. A run is started once per day at a time (a partial unique
+// index refuses a second RUNNING one, so a burst of requests starts one), counts what it will
+// check, stores each page of lines with its progress in one transaction (a line already stored is
+// not stored or counted again: a resumed run skips it), and ends with the day's counts. Read back
+// a page at a time in (kind, item id) order, or line by line for the CSV.
+import { randomUUID } from 'node:crypto';
+import { Prisma } from '../generated/prisma/client.ts';
+import { settlementSummarySchema, type SettlementCounts, type SettlementItem, type SettlementSummary } from '../domain/ledger.ts';
+import { amountOf, fromNumeric, thousandthsIn, toNumeric } from '../domain/money.ts';
+import type { Database } from '../lib/database.ts';
+
+export type SettlementRunState = 'RUNNING' | 'SUCCEEDED' | 'FAILED';
+export type SettlementLineKind = SettlementItem['kind'];
+
+export interface SettlementRun {
+  id: string;
+  date: string;
+  number: number;
+  timeZone: string;
+  state: SettlementRunState;
+  /** The day had ended when the run began (false: today's report so far). */
+  wholeDay: boolean;
+  requestedBy: string;
+  total: number;
+  checked: number;
+  /** The day's counts, once the run SUCCEEDED. */
+  summary: SettlementSummary | null;
+  failure: string | null;
+  createdAt: Date;
+  finishedAt: Date | null;
+}
+
+/** Where a page of a run's lines ends: the next page starts after this line. */
+export interface LineCursor {
+  kind: SettlementLineKind;
+  itemId: string;
+}
+
+/** A write to a run that is no longer RUNNING (it finished, or was given up): nothing was stored. */
+export class SettlementRunNotRunning extends Error {
+  readonly code = 'SETTLEMENT_RUN_NOT_RUNNING';
+  constructor(readonly runId: string) {
+    super(`settlement run ${runId} is not running`);
+    this.name = 'SettlementRunNotRunning';
+  }
+}
+
+interface RunRow {
+  id: string;
+  date: string;
+  number: number;
+  time_zone: string;
+  state: SettlementRunState;
+  whole_day: boolean;
+  requested_by: string;
+  total: number;
+  checked: number;
+  summary: unknown;
+  failure: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const runColumns = Prisma.sql`id::text AS id, date, number, time_zone, state::text AS state, whole_day, requested_by, total, checked, summary, failure, created_at, finished_at`;
+
+function runOf(row: RunRow): SettlementRun {
+  return {
+    id: row.id,
+    date: row.date,
+    number: row.number,
+    timeZone: row.time_zone,
+    state: row.state,
+    wholeDay: row.whole_day,
+    requestedBy: row.requested_by,
+    total: row.total,
+    checked: row.checked,
+    summary: row.summary === null ? null : settlementSummarySchema.parse(row.summary),
+    failure: row.failure,
+    createdAt: row.created_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+interface LineRow {
+  kind: SettlementLineKind;
+  item_id: string;
+  wallet_id: string | null;
+  result: SettlementItem['result'];
+  currency: string;
+  amount: Prisma.Decimal;
+  wallet_status: string | null;
+  wallet_amount: Prisma.Decimal | null;
+  ledger_amount: Prisma.Decimal | null;
+  detail: string | null;
+}
+
+function itemOf(row: LineRow): SettlementItem {
+  const money = (value: Prisma.Decimal | null) => (value === null ? null : amountOf(fromNumeric(value), row.currency));
+  return {
+    kind: row.kind,
+    id: row.item_id,
+    walletId: row.wallet_id,
+    result: row.result,
+    amount: amountOf(fromNumeric(row.amount), row.currency),
+    walletAmount: money(row.wallet_amount),
+    walletStatus: row.wallet_status,
+    ledgerAmount: money(row.ledger_amount),
+    detail: row.detail,
+  };
+}
+
+const emptyCounts = (): SettlementCounts => ({ matched: 0, missing: 0, mismatched: 0, total: { count: 0, amount: amountOf(0n, 'PHP') } });
+
+export function createSettlementRuns(database: Database) {
+  async function find(runId: string): Promise<SettlementRun | null> {
+    const rows = await database.$queryRaw<RunRow[]>`SELECT ${runColumns} FROM settlement_run WHERE id = ${runId}::uuid`;
+    return rows[0] ? runOf(rows[0]) : null;
+  }
+
+  /** The day's RUNNING run, if any. */
+  async function running(date: string): Promise<SettlementRun | null> {
+    const rows = await database.$queryRaw<RunRow[]>`SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'RUNNING'`;
+    return rows[0] ? runOf(rows[0]) : null;
+  }
+
+  /** A page of the run's lines after `after`, in (kind, item id) order, and where the next page starts (null: none). */
+  async function page(runId: string, after: LineCursor | null, limit: number): Promise<{ items: SettlementItem[]; next: LineCursor | null }> {
+    const rows = await database.$queryRaw<LineRow[]>`
+      SELECT kind::text AS kind, item_id::text AS item_id, wallet_id, result::text AS result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail
+      FROM settlement_line
+      WHERE run_id = ${runId}::uuid
+        ${after ? Prisma.sql`AND (kind, item_id) > (${after.kind}::"SettlementLineKind", ${after.itemId}::uuid)` : Prisma.empty}
+      ORDER BY kind, item_id
+      LIMIT ${limit + 1}`;
+    const items = rows.slice(0, limit).map(itemOf);
+    const last = items.at(-1);
+    return { items, next: rows.length > limit && last ? { kind: last.kind, itemId: last.id } : null };
+  }
+
+  return {
+    find,
+    running,
+    page,
+
+    /** The day's RUNNING run and its newest SUCCEEDED one (the report served), each null when there is none. */
+    async latest(date: string): Promise<{ running: SettlementRun | null; finished: SettlementRun | null }> {
+      const rows = await database.$queryRaw<RunRow[]>`
+        (SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'RUNNING')
+        UNION ALL
+        (SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'SUCCEEDED' ORDER BY number DESC LIMIT 1)`;
+      const runs = rows.map(runOf);
+      return { running: runs.find((run) => run.state === 'RUNNING') ?? null, finished: runs.find((run) => run.state === 'SUCCEEDED') ?? null };
+    },
+
+    /**
+     * A new run of the day, unless one is RUNNING: then that one. Concurrent starts make one run
+     * (the partial unique index on the day's RUNNING run; the day's numbers are unique too), and
+     * every one of them is answered with it.
+     */
+    async start(input: { date: string; timeZone: string; wholeDay: boolean; requestedBy: string }): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        const rows = await database.$queryRaw<RunRow[]>`
+          INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
+          SELECT ${randomUUID()}::uuid, ${input.date}, COALESCE(MAX(number), 0) + 1, ${input.timeZone}, ${input.wholeDay}, ${input.requestedBy.slice(0, 128)}
+          FROM settlement_run WHERE date = ${input.date}
+          ON CONFLICT DO NOTHING
+          RETURNING ${runColumns}`;
+        if (rows[0]) return { kind: 'started', run: runOf(rows[0]) };
+        const current = await running(input.date);
+        if (current) return { kind: 'running', run: current };
+        // Another start took the next number and its run already ended: number again.
+      }
+      throw new Error(`could not start a settlement run of ${input.date}`);
+    },
+
+    /** Gives a RUNNING run up (its workflow closed without finishing): FAILED with the reason, so the day may run again. */
+    async fail(runId: string, failure: string): Promise<void> {
+      await database.$executeRaw`
+        UPDATE settlement_run SET state = 'FAILED', failure = ${failure.slice(0, 200)}, finished_at = now() WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+    },
+
+    /** The day's items to check, counted as the run begins. */
+    async begin(runId: string, total: number): Promise<void> {
+      const updated = await database.$executeRaw`UPDATE settlement_run SET total = GREATEST(${total}, checked) WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+      if (updated === 0) throw new SettlementRunNotRunning(runId);
+    },
+
+    /** Which of these items already have a line in the run (a resumed run skips them). */
+    async storedItems(runId: string, kind: SettlementLineKind, itemIds: readonly string[]): Promise<Set<string>> {
+      if (itemIds.length === 0) return new Set();
+      const rows = await database.$queryRaw<Array<{ item_id: string }>>`
+        SELECT item_id::text AS item_id FROM settlement_line
+        WHERE run_id = ${runId}::uuid AND kind = ${kind}::"SettlementLineKind" AND item_id = ANY(${[...itemIds]}::uuid[])`;
+      return new Set(rows.map((row) => row.item_id));
+    },
+
+    /**
+     * A page of lines and the run's progress, in one transaction: a line already stored is left as
+     * it was and not counted again. Throws SettlementRunNotRunning (nothing stored) once the run
+     * is no longer RUNNING. Answers how many lines were new.
+     */
+    async store(runId: string, items: readonly SettlementItem[]): Promise<number> {
+      if (items.length === 0) return 0;
+      const column = <T>(pick: (item: SettlementItem) => T) => items.map(pick);
+      const numeric = (amount: { value: string } | null) => (amount === null ? null : toNumeric(thousandthsIn(amount.value)));
+      return database.$transaction(async (tx) => {
+        const inserted = await tx.$executeRaw`
+          INSERT INTO settlement_line (run_id, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail)
+          SELECT ${runId}::uuid, l.kind::"SettlementLineKind", l.item_id, l.wallet_id, l.result::"SettlementResult", l.currency, l.amount, l.wallet_status,
+                 l.wallet_amount, l.ledger_amount, l.detail
+          FROM unnest(${column((item) => item.kind)}::text[], ${column((item) => item.id)}::uuid[], ${column((item) => item.walletId)}::text[],
+                      ${column((item) => item.result)}::text[], ${column((item) => item.amount.currency)}::text[], ${column((item) => numeric(item.amount))}::numeric[],
+                      ${column((item) => item.walletStatus)}::text[], ${column((item) => numeric(item.walletAmount))}::numeric[],
+                      ${column((item) => numeric(item.ledgerAmount))}::numeric[], ${column((item) => item.detail?.slice(0, 500) ?? null)}::text[])
+            AS l(kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail)
+          ORDER BY l.kind, l.item_id
+          ON CONFLICT DO NOTHING`;
+        const updated = await tx.$executeRaw`
+          UPDATE settlement_run SET checked = checked + ${inserted}, total = GREATEST(total, checked + ${inserted})
+          WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+        if (updated === 0) throw new SettlementRunNotRunning(runId);
+        return inserted;
+      });
+    },
+
+    /**
+     * The run's end: the day's counts from its lines, SUCCEEDED. The day's earlier runs keep their
+     * lines: each is the record of what was checked when, and a client paging one goes on reading it.
+     */
+    async finish(runId: string): Promise<SettlementRun> {
+      return database.$transaction(async (tx) => {
+        const rows = await tx.$queryRaw<Array<{ kind: SettlementLineKind; result: SettlementItem['result']; count: bigint; amount: Prisma.Decimal }>>`
+          SELECT kind, result::text AS result, count(*) AS count, COALESCE(sum(amount), 0) AS amount FROM settlement_line WHERE run_id = ${runId}::uuid GROUP BY kind, result`;
+        const summary: SettlementSummary = { fundings: emptyCounts(), payments: emptyCounts() };
+        const sums = { fundings: 0n, payments: 0n };
+        for (const row of rows) {
+          const side = row.kind === 'funding' ? 'fundings' : 'payments';
+          summary[side][row.result] += Number(row.count);
+          summary[side].total.count += Number(row.count);
+          sums[side] += fromNumeric(row.amount);
+        }
+        // As the report has always summed them: every currency's amounts together, shown as PHP.
+        summary.fundings.total.amount = amountOf(sums.fundings, 'PHP');
+        summary.payments.total.amount = amountOf(sums.payments, 'PHP');
+        const finished = await tx.$queryRaw<RunRow[]>`
+          UPDATE settlement_run SET state = 'SUCCEEDED', summary = ${JSON.stringify(summary)}::jsonb, total = checked, finished_at = now()
+          WHERE id = ${runId}::uuid AND state = 'RUNNING'
+          RETURNING ${runColumns}`;
+        if (!finished[0]) throw new SettlementRunNotRunning(runId);
+        return runOf(finished[0]);
+      });
+    },
+
+    /** Every line of the run, read a page at a time (the CSV): never more than a page in memory. */
+    async *lines(runId: string, pageSize = 1000): AsyncGenerator<SettlementItem> {
+      let after: LineCursor | null = null;
+      do {
+        const lines: { items: SettlementItem[]; next: LineCursor | null } = await page(runId, after, pageSize);
+        yield* lines.items;
+        after = lines.next;
+      } while (after);
+    },
+  };
+}
+
+export type SettlementRuns = ReturnType<typeof createSettlementRuns>;

@@ -1,0 +1,358 @@
+// A day's settlement as a durable run (contract-decisions section 10), on the real stack: the
+// settleDay workflow on a Temporal worker, PostgreSQL and the sandbox wallet over HTTP. The run
+// gives the report the day's data calls for, line by line; GET answers 202 with progress while it
+// goes and serves the stored report a page at a time (CSV streamed whole); a burst of GETs starts
+// one run, a second POST is refused; the wallet's 429s slow it down; a worker killed mid-run is
+// replaced and the run goes on where it stopped, retrieving no stored line again.
+import { randomUUID } from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { FundingView } from '../../domain/funding.ts';
+import { plantApprovedDay } from '../../harness/settlement-day.ts';
+import { createSettlementActivities } from '../../activities/settlement.ts';
+import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+import { waitUntil } from '../support/wait-for.ts';
+import { startWorkerProcess } from '../support/worker-process.ts';
+import { runCli } from '../support/cli-run.ts';
+
+const timeZone = 'Asia/Manila';
+/** Small pages and activities, so that a run of a few dozen items pages, heartbeats and continues as new. */
+const tuning = { maxInFlight: 8, pageSize: 20, itemsPerActivity: 60, activitiesPerRun: 2 };
+
+let stack: PartnerStack;
+beforeAll(async () => {
+  stack = await startPartnerStack({ settlements: tuning });
+  await stack.startWorker();
+});
+afterEach(async () => {
+  await stack.admin.clearFaults();
+});
+afterAll(() => stack.close());
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+  text: string;
+}
+
+async function call(path: string, init: RequestInit = {}): Promise<Answer> {
+  const response = await stack.opsFetch(path, init);
+  const text = await response.text();
+  let body: Record<string, unknown> = {};
+  if (/json/.test(response.headers.get('content-type') ?? '')) body = JSON.parse(text) as Record<string, unknown>;
+  return { status: response.status, headers: response.headers, body, text };
+}
+
+/** GETs until the stored report is served (each GET waits up to 5 s itself); every 202 on the way is a progress body. */
+async function settled(date: string, query = ''): Promise<Answer> {
+  for (let attempt = 0; attempt < 60; attempt += 1) {
+    const answer = await call(`/ops/settlements/${date}${query}`);
+    if (answer.status === 200) return answer;
+    expectProgress(answer, date);
+  }
+  throw new Error(`no settlement of ${date}`);
+}
+
+function expectProgress(answer: Answer, date: string): void {
+  expect(answer.status, answer.text).toBe(202);
+  expect(answer.body).toMatchObject({ date, state: 'RUNNING', checked: expect.any(Number), total: expect.any(Number) });
+  expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+}
+
+const usedDays = new Set<string>();
+/** The day the first test made disagree: the CLI's report of it exits 1. */
+let dayWithProblems: string | undefined;
+/** A past day no run of this database has settled yet (other files share it, and may have settled any day). */
+async function freshDay(): Promise<string> {
+  for (;;) {
+    const day = new Date(Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
+    const runs = await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_run WHERE date = ${day}`;
+    if (!usedDays.has(day) && runs[0]?.n === 0n) {
+      usedDays.add(day);
+      return day;
+    }
+  }
+}
+
+const plant = (date: string, count: number) => plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack.admin }, { date, timeZone, count });
+
+const runsOf = (date: string) =>
+  stack.database.$queryRaw<Array<{ id: string; state: string; checked: number; total: number }>>`
+    SELECT id::text AS id, state::text AS state, checked, total FROM settlement_run WHERE date = ${date} ORDER BY number`;
+
+/** Successful retrieves of each transfer, from the wallet call audit. */
+async function retrievesByTransfer(): Promise<Map<string, number>> {
+  const rows = await stack.database.$queryRaw<Array<{ path: string; n: bigint }>>`
+    SELECT path, count(*) AS n FROM wallet_call WHERE operation = 'transfers.retrieve' AND outcome = 'ok' GROUP BY path`;
+  return new Map(rows.map((row) => [row.path.split('/').at(-1)!, Number(row.n)]));
+}
+
+const php = (value: string) => ({ currency: 'PHP', value });
+
+describe('a day settled by a durable run', () => {
+  it('gives the matched, missing and mismatched lines the day’s data calls for, fundings then payments, each in id order', async () => {
+    const day = await freshDay();
+    dayWithProblems = day;
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
+    const blocked = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00', blocked: true });
+    const post = async (path: string, body: unknown) => {
+      const answer = await call(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) });
+      expect(answer.status, answer.text).toBe(202);
+      return answer.body;
+    };
+    const final = async (path: string, done: (body: Record<string, unknown>) => boolean) => waitUntil(async () => (await call(path)).body, done, 30_000);
+    const fund = async (value: string, to = linkId) =>
+      (await final(`/ops/fundings/${(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: to }, amount: php(value) })).fundingId as string}`, (body) =>
+        ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(body.status as string),
+      )) as unknown as FundingView;
+    const pay = async (value: string) => final(`/ops/payments/${(await post('/ops/payments', { linkId, amount: php(value) })).id as string}`, (body) => body.status === 'SUCCEEDED');
+
+    const matched = await fund('7.00');
+    const unknownToWallet = await fund('8.00');
+    const otherAmount = await fund('9.00');
+    const payment = await pay('2.00');
+    const unexecuted = await pay('3.00');
+    const declined = await fund('4.00', blocked.linkId);
+    expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
+    expect(declined.status).toBe('DECLINED');
+
+    // The day's data, made to disagree as the wallet or the books could: a transfer the wallet does
+    // not know, an amount changed after the fact, a declined transfer recorded APPROVED (its hold
+    // released, never posted), a payment whose execute the audit does not show.
+    const fundingIds = [matched, unknownToWallet, otherAmount, declined].map((funding) => funding.fundingId);
+    const paymentIds = [payment.id as string, unexecuted.id as string];
+    const strangerTransfer = randomUUID();
+    await stack.database.$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
+    await stack.database.$executeRaw`UPDATE funding SET amount = 9.5 WHERE id = ${otherAmount.fundingId}::uuid`;
+    await stack.database.$executeRaw`UPDATE funding SET status = 'APPROVED' WHERE id = ${declined.fundingId}::uuid`;
+    await stack.database.$executeRaw`INSERT INTO funding_event (funding_id, status, detail) VALUES (${declined.fundingId}::uuid, 'APPROVED', 'recorded by hand')`;
+    await stack.database.$executeRaw`UPDATE payment SET wallet_payment_id = 'PAY-NEVER-EXECUTED' WHERE id = ${unexecuted.id as string}::uuid`;
+    const noon = `${day}T04:00:00.000Z`;
+    await stack.database.$executeRaw`UPDATE funding_event SET at = ${noon}::timestamptz WHERE funding_id = ANY(${fundingIds}::uuid[])`;
+    await stack.database.$executeRaw`UPDATE payment_event SET at = ${noon}::timestamptz WHERE payment_id = ANY(${paymentIds}::uuid[])`;
+    try {
+      const report = await settled(day);
+      const line = (kind: string, id: string, walletId: string | null, result: string, amount: string, wallet: [string, string] | null, ledger: string | null, detail: string | null) => ({
+        kind,
+        id,
+        walletId,
+        result,
+        amount: php(amount),
+        walletAmount: wallet ? php(wallet[1]) : null,
+        walletStatus: wallet?.[0] ?? null,
+        ledgerAmount: ledger === null ? null : php(ledger),
+        detail,
+      });
+      const fundingLines = [
+        line('funding', matched.fundingId, matched.transferId, 'matched', '7.00', ['APPROVED', '7.00'], '7.00', null),
+        line('funding', unknownToWallet.fundingId, strangerTransfer, 'missing', '8.00', null, '8.00', 'the wallet has no such transfer'),
+        line('funding', otherAmount.fundingId, otherAmount.transferId, 'mismatched', '9.50', ['APPROVED', '9.00'], '9.00', 'the wallet says APPROVED 9.00; the ledger posted 9.00'),
+        line('funding', declined.fundingId, declined.transferId, 'mismatched', '4.00', ['DECLINED', '4.00'], null, `the wallet says DECLINED 4.00; no ledger posting funding:${declined.fundingId}:post`),
+      ].sort((a, b) => a.id.localeCompare(b.id));
+      const paymentLines = [
+        line('payment', payment.id as string, payment.paymentId as string, 'matched', '2.00', ['EXECUTED', '2.00'], '2.00', null),
+        line('payment', unexecuted.id as string, 'PAY-NEVER-EXECUTED', 'missing', '3.00', null, '3.00', 'no successful execute in the wallet call audit'),
+      ].sort((a, b) => a.id.localeCompare(b.id));
+      expect(report.body).toMatchObject({
+        date: day,
+        timeZone,
+        complete: true,
+        fundings: { matched: 1, missing: 1, mismatched: 2, total: { count: 4, amount: php('28.50') } },
+        payments: { matched: 1, missing: 1, mismatched: 0, total: { count: 2, amount: php('5.00') } },
+        nextCursor: null,
+      });
+      expect(report.body.items).toEqual([...fundingLines, ...paymentLines]);
+    } finally {
+      // The books as they were, for the files after this one on the same database (their ledger invariants).
+      await stack.database.$executeRaw`UPDATE funding SET status = 'DECLINED' WHERE id = ${declined.fundingId}::uuid`;
+      await stack.database.$executeRaw`UPDATE funding SET amount = 9 WHERE id = ${otherAmount.fundingId}::uuid`;
+    }
+  });
+
+  it('answers 202 with progress and Retry-After while the run goes (JSON and CSV alike), then serves the stored report', async () => {
+    const day = await freshDay();
+    await plant(day, 80);
+    // Retrieves that take 2.5 s each, 8 at a time: the run outlasts the GET's 5 s wait.
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 2500 }]);
+    const first = await call(`/ops/settlements/${day}`);
+    expectProgress(first, day);
+    expect(first.body.total).toBe(80);
+    expect(first.body.checked).toBeLessThan(80);
+    const csv = await call(`/ops/settlements/${day}?format=csv`);
+    expectProgress(csv, day);
+    await stack.admin.clearFaults();
+    const report = await settled(day);
+    expect(report.body).toMatchObject({ date: day, fundings: { matched: 80, missing: 0, mismatched: 0, total: { count: 80, amount: php('80.00') } }, payments: { matched: 0, missing: 0, mismatched: 0 } });
+    expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'SUCCEEDED', checked: 80, total: 80 })]);
+  });
+
+  it('serves the stored report a page at a time by cursor, and the CSV whole', async () => {
+    const day = await freshDay();
+    await plant(day, 25);
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    const pages: number[] = [];
+    do {
+      const page: Answer = await settled(day, `?limit=10${cursor ? `&cursor=${cursor}` : ''}`);
+      const items = page.body.items as Array<{ id: string; result: string }>;
+      pages.push(items.length);
+      ids.push(...items.map((item) => item.id));
+      expect(page.body.fundings).toMatchObject({ matched: 25, total: { count: 25 } });
+      cursor = page.body.nextCursor as string | null;
+    } while (cursor);
+    expect(pages).toEqual([10, 10, 5]);
+    expect(new Set(ids).size).toBe(25);
+    expect(ids).toEqual([...ids].sort());
+    expect((await call(`/ops/settlements/${day}?limit=1001`)).status).toBe(400);
+    expect((await call(`/ops/settlements/${day}?cursor=not-a-cursor`)).status).toBe(400);
+
+    const csv = await call(`/ops/settlements/${day}?format=csv`);
+    expect(csv.status).toBe(200);
+    expect(csv.headers.get('content-type')).toContain('text/csv');
+    expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="settlement-${day}.csv"`);
+    const lines = csv.text.split('\r\n').filter(Boolean);
+    expect(lines[0]).toBe('kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail');
+    expect(lines.slice(1, 26).map((text) => JSON.parse(`[${text}]`)[1])).toEqual(ids);
+    expect(lines.slice(26)).toEqual([
+      `"total:fundings","${day}","","matched=25 missing=0 mismatched=0","PHP","25.00","","","","25 items"`,
+      `"total:payments","${day}","","matched=0 missing=0 mismatched=0","PHP","0.00","","","","0 items"`,
+    ]);
+  });
+
+  it('a finish tried again after it committed answers what it wrote; a run given up takes no more writes', async () => {
+    const day = await freshDay();
+    await plant(day, 3);
+    const report = await settled(day);
+    const runs = createSettlementRuns(stack.database);
+    const activities = createSettlementActivities({ database: stack.database, runs, wallet: stack.wallet, logger: createLogger({ level: 'silent' }) });
+    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({ checked: 3, matched: 3, missing: 0, mismatched: 0 });
+    // A run given up (its workflow closed without finishing it): nothing is stored for it any more.
+    const started = await runs.start({ date: day, timeZone, wholeDay: true, requestedBy: 'settlement-runs.test' });
+    expect(started.kind).toBe('started');
+    await runs.fail(started.run.id, 'WORKFLOW_CLOSED');
+    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({ type: 'SettlementRunNotRunning', nonRetryable: true });
+    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({ code: 'SETTLEMENT_RUN_NOT_RUNNING' });
+    expect(await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`).toEqual([{ n: 0n }]);
+  });
+
+  it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
+    const day = await freshDay();
+    await plant(day, 30);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => call(`/ops/settlements/${day}`)));
+    for (const answer of answers) {
+      if (answer.status === 202) expectProgress(answer, day);
+      else {
+        expect(answer.status, answer.text).toBe(200);
+        expect(answer.body).toMatchObject({ date: day, fundings: { matched: 30 } });
+      }
+    }
+    const runs = await runsOf(day);
+    expect(runs).toHaveLength(1);
+    await settled(day);
+    const handle = stack.temporal.workflow.getHandle(settlementWorkflowId(day, runs[0]!.id));
+    expect((await handle.result()) as SettleDayResult).toMatchObject({ runId: runs[0]!.id, checked: 30 });
+  });
+
+  it('POST …/runs starts a fresh run (202); a second is 409 SETTLEMENT_RUNNING; the previous report is served until the fresh one is done', async () => {
+    const day = await freshDay();
+    await plant(day, 20);
+    const first = await settled(day);
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 1500 }]);
+    const started = await call(`/ops/settlements/${day}/runs`, { method: 'POST' });
+    expectProgress(started, day);
+    const again = await call(`/ops/settlements/${day}/runs`, { method: 'POST' });
+    expect(again).toMatchObject({ status: 409, body: { code: 'SETTLEMENT_RUNNING' } });
+    expect(again.headers.get('content-type')).toContain('application/problem+json');
+    const meanwhile = await call(`/ops/settlements/${day}`);
+    expect(meanwhile.status).toBe(200);
+    expect(meanwhile.body.runId).toBe(first.body.runId);
+    await stack.admin.clearFaults();
+    const fresh = await waitUntil(() => call(`/ops/settlements/${day}`), (answer) => answer.status === 200 && answer.body.runId !== first.body.runId, 60_000, 500);
+    expect(fresh.body).toMatchObject({ fundings: { matched: 20 } });
+    expect((await runsOf(day)).map((run) => run.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+    expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
+  });
+
+  it('slows down as a whole on the wallet’s 429s and still finishes, each transfer retrieved once', async () => {
+    const day = await freshDay();
+    await plant(day, 40);
+    const before = await retrievesByTransfer();
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 }]);
+    const report = await settled(day);
+    expect(report.body).toMatchObject({ fundings: { matched: 40, missing: 0, mismatched: 0 } });
+    const [run] = await runsOf(day);
+    const result = (await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run!.id)).result()) as SettleDayResult;
+    expect(result.rateLimited).toBeGreaterThan(0);
+    const after = await retrievesByTransfer();
+    const items = report.body.items as Array<{ walletId: string }>;
+    for (const item of items) expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
+  });
+
+  it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {
+    const today = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date());
+    const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
+    expect(await call(`/ops/settlements/${tomorrow}`)).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
+    expect(await call(`/ops/settlements/${tomorrow}/runs`, { method: 'POST' })).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
+    const report = await settled(today);
+    expect(report.body).toMatchObject({ date: today, complete: false });
+  });
+
+  it('walletflow settlement-report follows the run with a progress bar on stderr, then prints the report; exit 1 when a line is not matched', async () => {
+    const day = await freshDay();
+    await plant(day, 80);
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 1000 }]);
+    const env = { WALLETFLOW_OPS_KEY: stack.opsKey };
+    const followed = await runCli(['settlement-report', '--date', day, '--api', stack.apiBase], { env, timeoutMs: 120_000 });
+    expect(followed.code, followed.stderr).toBe(0);
+    // Not a terminal: a line now and then, each a bar.
+    expect(followed.stderr).toMatch(new RegExp(`^settling ${day} \\[[#-]{24}\\] \\d+/80 \\(\\d+%\\)$`, 'm'));
+    expect(followed.stdout).toContain(`settlement of ${day} (Asia/Manila)`);
+    expect(followed.stdout).toMatch(/fundings\s+80\s+0\s+0\s+80\s+80\.00 PHP/);
+    await stack.admin.clearFaults();
+    const csv = await runCli(['settlement-report', '--date', day, '--output', 'csv', '--api', stack.apiBase], { env });
+    expect(csv.code).toBe(0);
+    expect(csv.stdout.split('\r\n').filter(Boolean)).toHaveLength(1 + 80 + 2);
+    expect(dayWithProblems).toBeDefined();
+    const problems = await runCli(['settlement-report', '--date', dayWithProblems!, '--api', stack.apiBase], { env });
+    expect(problems.code).toBe(1);
+    expect(problems.stdout).toMatch(/funding\s+\S+\s+missing\s+the wallet has no such transfer/);
+    expect(problems.stdout).toMatch(/payment\s+\S+\s+missing\s+no successful execute in the wallet call audit/);
+  });
+
+  it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
+    const day = await freshDay();
+    await plant(day, 200);
+    const before = await retrievesByTransfer();
+    await stack.stopWorker();
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 200 }]);
+    let worker = startWorkerProcess(stack.workerEnv());
+    try {
+      expectProgress(await call(`/ops/settlements/${day}`), day);
+      const [run] = await runsOf(day);
+      await waitUntil(async () => (await runsOf(day))[0]!.checked, (checked) => checked >= 60, 60_000, 100);
+      await worker.stop('SIGKILL');
+      const storedBefore = await stack.database.$queryRaw<Array<{ wallet_id: string }>>`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
+      expect(storedBefore.length).toBeGreaterThanOrEqual(60);
+      expect(storedBefore.length).toBeLessThan(200);
+      worker = startWorkerProcess(stack.workerEnv());
+      const report = await settled(day);
+      expect(report.body).toMatchObject({ runId: run!.id, fundings: { matched: 200, missing: 0, mismatched: 0 } });
+      expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'SUCCEEDED', checked: 200, total: 200 })]);
+      const after = await retrievesByTransfer();
+      const retrieved = (transferId: string) => (after.get(transferId) ?? 0) - (before.get(transferId) ?? 0);
+      for (const { wallet_id } of storedBefore) expect(retrieved(wallet_id), wallet_id).toBe(1);
+      const items = report.body.items as Array<{ walletId: string }>;
+      const again = items.filter((item) => retrieved(item.walletId) > 1);
+      // Only the retrieves of the page the killed worker had under way (not stored yet) were sent again.
+      expect(again.length).toBeLessThanOrEqual(tuning.pageSize);
+    } finally {
+      await worker.stop('SIGTERM');
+      await stack.startWorker();
+    }
+  }, 120_000);
+});
