@@ -2,7 +2,7 @@
 // so tests and the worker wire the same code to real services. Each runs in a log context naming
 // its workflow and activity type (activities/log-context.ts), and fails retryable when the
 // database refused it for load (activities/overload-retry.ts).
-import type { Database, RefreshPool } from '../lib/database.ts';
+import { databaseNow, type Database, type RefreshPool } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
@@ -95,6 +95,7 @@ export function createActivities(deps: ActivityDependencies) {
       temporal: deps.temporal,
       taskQueue: deps.taskQueue,
       logger: deps.logger,
+      databaseNow: () => databaseNow(deps.database),
       ...metrics,
     }),
     ...createWebhookActivities({ deliverer }),

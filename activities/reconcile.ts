@@ -36,6 +36,8 @@ export interface ReconcileDependencies {
   logger: Logger;
   /** Counts repairs; absent: not counted. */
   metrics?: Pick<Metrics, 'reconcileRepair'>;
+  /** The database's clock (lib/database.ts databaseNow): the sweep's "idle since" is measured on it, never on the worker's. */
+  databaseNow: () => Promise<Date>;
 }
 
 /** Who resolves a review from the wallet's own final state. */
@@ -248,7 +250,9 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
     async sweepStuckFundings(input: SweepInput): Promise<SweepReport> {
       // A funding is swept when its owner has shown nothing for this long (its age does not count);
       // a payment, when it is this old.
-      const before = new Date(Date.now() - input.olderThanSeconds * 1000);
+      // On the database's clock: every time compared is one it stored (owner_seen_at, created_at).
+      const now = await deps.databaseNow();
+      const before = new Date(now.getTime() - input.olderThanSeconds * 1000);
       const limit = input.limit ?? 200;
       // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
       const tally = createSweepTally({ logger, metrics: deps.metrics });
@@ -259,7 +263,7 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
         await sweepFunding(funding, before, tally);
         heartbeat();
       }
-      const failedSince = new Date(Date.now() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
+      const failedSince = new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
       for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {
         stopIfCancelled();
         if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);

@@ -114,6 +114,16 @@ export function createRefreshPool(databaseUrl: string, { mainPoolSize = DEFAULT_
 }
 
 /** Readiness probe: a round trip to PostgreSQL. */
+/**
+ * The database's clock: what every time stored by `now()` is compared with. A process's own clock
+ * may run ahead or behind; work that compares times with stored ones (the sweep's "idle for this
+ * long") reads this one.
+ */
+export async function databaseNow(database: Database): Promise<Date> {
+  const [row] = await database.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`;
+  return row!.now;
+}
+
 export async function pingDatabase(database: Database): Promise<void> {
   await database.$queryRaw`SELECT 1`;
 }

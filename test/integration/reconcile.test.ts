@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { CancelledFailure } from '@temporalio/common';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
@@ -252,6 +252,36 @@ describe('the sweep', () => {
     // Left for the next sweep, which owns it then.
     const report = await sweep();
     expect(report.items.find((item) => item.fundingId === id)).toMatchObject({ action: 'finished-from-wallet' });
+  });
+});
+
+describe('the sweep’s clock', () => {
+  it('is the database’s: a worker whose clock runs two hours ahead leaves a funding whose owner was just seen alone', async () => {
+    const executed = await codeOfNewUser();
+    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
+    // Its owner is seen now, by the database's clock (as a chunk's or a pass's heartbeat writes it).
+    await stack.database.$executeRaw`UPDATE funding SET owner_seen_at = now() WHERE id = ${id}::uuid`;
+    const { ownerFence } = await stack.database.funding.findUniqueOrThrow({ where: { id } });
+    const activities = createActivities({
+      database: stack.database,
+      refreshPool: stack.refreshPool,
+      wallet: stack.wallet,
+      cipher: createTokenCipher(stack.encryptionKey),
+      logger: createLogger({ level: 'silent' }),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+    });
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(Date.now() + 2 * 3_600_000);
+    let report: SweepReport;
+    try {
+      report = await new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(activities.sweepStuckFundings, { olderThanSeconds: 600 });
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(report.items.find((item) => item.fundingId === id)).toBeUndefined();
+    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'EXECUTING', ownerFence });
   });
 });
 
