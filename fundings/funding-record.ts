@@ -155,6 +155,16 @@ export async function announceFundings(tx: Prisma.TransactionClient, fundingIds:
   );
 }
 
+/** Evidence entries a review keeps (the latest): as the workflow keeps them. */
+const MAX_REVIEW_EVIDENCE = 30;
+
+/** A parker's evidence with the recorded executes it lacks (by Request-Reference-No), in time order, the latest kept. */
+export function withRecordedExecutes(evidence: readonly WalletCallEvidence[], recorded: readonly WalletCallEvidence[]): WalletCallEvidence[] {
+  const known = new Set(evidence.flatMap((entry) => (entry.requestReferenceNo === null ? [] : [entry.requestReferenceNo])));
+  const all = [...evidence, ...recorded.filter((entry) => entry.requestReferenceNo === null || !known.has(entry.requestReferenceNo))].sort((a, b) => a.at.localeCompare(b.at));
+  return all.slice(-MAX_REVIEW_EVIDENCE);
+}
+
 /** The row condition of a fenced write: the claim still stands. */
 const fenced = (fence: Fence): Prisma.FundingWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
@@ -225,6 +235,27 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
     const row = rows[0];
     return row ? { fence: row.fence, status: row.status, recipientType: row.recipient_type, transferId: row.transfer_id, cancelRequested: row.cancel_requested } : null;
+  }
+
+  /**
+   * The execute calls behind the moves on a funding's timeline (an unknown execute is on record as
+   * its move to RECONCILING, with the call's Request-Reference-No), as the wallet call audit has
+   * them: read by the indexed reference, never by scanning the audit.
+   */
+  async function executesOnRecord(fundingId: string): Promise<WalletCallEvidence[]> {
+    const rows = await database.$queryRaw<Array<{ at: Date; reference: string; http_status: number | null; outcome: string; error_code: string | null }>>`
+      SELECT DISTINCT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
+      FROM funding_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
+      WHERE e.funding_id = ${fundingId}::uuid AND w.operation = 'transfers.execute'
+      ORDER BY w.started_at, w.id`;
+    return rows.map((row) => ({
+      at: row.at.toISOString(),
+      operation: 'transfers.execute',
+      requestReferenceNo: row.reference,
+      httpStatus: row.http_status,
+      code: row.error_code ?? (row.http_status === null ? 'NO_ANSWER' : String(row.http_status)),
+      outcome: row.outcome,
+    }));
   }
 
   return {
@@ -457,8 +488,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      */
     async parkForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<boolean> {
       const last = evidence.at(-1);
+      // The parker's own calls, and every execute on the funding's record, whoever sent it (a batch
+      // chunk's, an earlier run's): a person reviewing sees each execute that may have landed.
+      const all = withRecordedExecutes(evidence, await executesOnRecord(fundingId));
       return move(fundingId, fundingReviewStatus, { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) }, {
-        data: { reviewReason: reason.slice(0, 500), reviewEvidence: evidence as unknown as Prisma.InputJsonValue },
+        data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
         fence,
       });
     },

@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
 
@@ -93,6 +94,36 @@ describe('a funding whose executes stay unknown', () => {
     expect(resolved.body.events.map((event) => event.status)).toEqual(expect.arrayContaining(['RECONCILING', 'NEEDS_REVIEW', 'APPROVED']));
     expect(resolved.body.events.map((event) => event.status)).not.toContain('FAILED');
   }, 120_000);
+
+  it('a batch item’s review shows every execute sent for it, the chunk’s own among them', async () => {
+    // Every execute fails before it takes effect: the chunk's is unknown, the item goes to its own
+    // workflow, whose executes stay unknown too, and it ends in review with nothing executed.
+    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-before-effect', rate: 1 }]);
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const { code } = await stack.admin.cashInCode(user.userId);
+    const response = await stack.opsFetch('/ops/funding-batches', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({ name: 'review evidence', items: [{ reference: 'only', recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '3.00' } }] }),
+    });
+    expect(response.status).toBe(202);
+    const { batchId } = (await response.json()) as { batchId: string };
+    const item = await waitFor('the batch’s item', async () => (await stack.database.funding.findFirst({ where: { batchId }, select: { id: true } }))?.id, 30_000);
+    const settled = await waitSettled(item, 120_000);
+    expect(settled.status).toBe('NEEDS_REVIEW');
+    const sent = await stack.database.walletCall.findMany({
+      where: { operation: 'transfers.execute', path: { endsWith: `/transfers/${settled.transferId}/execute` } },
+      orderBy: { startedAt: 'asc' },
+    });
+    // The chunk's execute, then its workflow's: every one in the evidence a person reviews.
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    const executes = settled.review!.attempts.filter((attempt) => attempt.operation === 'transfers.execute').map((attempt) => attempt.requestReferenceNo);
+    expect(executes).toEqual(expect.arrayContaining(sent.map((call) => call.requestReferenceNo)));
+    expect(executes[0]).toBe(sent[0]!.requestReferenceNo);
+    expect((await ledgerTransfer(settled.transferId))?.executions ?? 0).toBe(0);
+    // Nothing was executed: ops resolve it FAILED.
+    expect((await resolveFunding(item, { outcome: 'FAILED', note: 'the wallet shows the transfer never executed' })).status).toBe(200);
+  }, 180_000);
 
   it('is resolved only in NEEDS_REVIEW: 409 otherwise, 404 for an unknown funding, 400 for a bad body', async () => {
     const { funding } = await codeFunding('1.00');
