@@ -781,7 +781,7 @@ export interface OpsClient {
   getFundingBatch(params: GetFundingBatchParams, options?: CallOptions): Promise<GetFundingBatchAnswer>;
   /** GET /ops/funding-batches/{batchId}/items: A batch’s items in reference order, a page at a time */
   listFundingBatchItems(params: ListFundingBatchItemsParams, options?: CallOptions): Promise<ListFundingBatchItemsAnswer>;
-  /** GET /ops/funding-batches/{batchId}/report: A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount) */
+  /** GET /ops/funding-batches/{batchId}/report: A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount), streamed at the client’s pace (a client that reads nothing for 2 minutes is cut off) */
   getFundingBatchReport(params: GetFundingBatchReportParams, options?: CallOptions): Promise<GetFundingBatchReportAnswer>;
   /** POST /ops/funding-batches/{batchId}/approve: Approve a batch AWAITING_APPROVAL (a key other than its creator’s): it runs */
   approveFundingBatch(params: ApproveFundingBatchParams, options?: CallOptions): Promise<ApproveFundingBatchAnswer>;

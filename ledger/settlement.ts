@@ -163,8 +163,8 @@ function dayBounds(date: string): { start: string; end: string } {
 }
 
 /** The CSV's first line. */
-/** The settlement CSV's columns. */
-export const settlementCsvHeader = ['kind', 'id', 'wallet_id', 'result', 'currency', 'amount', 'wallet_status', 'wallet_amount', 'ledger_amount', 'detail'] as const;
+/** The settlement CSV's header line, as the report has always written it (names unquoted). */
+export const settlementCsvHeader = 'kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail\r\n';
 
 /** One item's CSV row. */
 export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [

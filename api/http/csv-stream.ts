@@ -57,7 +57,7 @@ export function createCsvStreams(deps: { logger: Logger; metrics?: Pick<Metrics,
       res.on('close', onClose);
       let rows = 0;
       let counted = 0;
-      let pending = csvLine(csv.header);
+      let pending = typeof csv.header === 'string' ? csv.header : csvLine(csv.header);
       const count = () => {
         deps.metrics?.reportRows(csv.report, rows - counted);
         counted = rows;
