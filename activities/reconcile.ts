@@ -257,11 +257,13 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
       const tally = createSweepTally({ logger, metrics: deps.metrics });
       const { report } = tally;
-      for await (const funding of everyRow((after) => fundings.listUnfinished({ idleSince: before, limit, ...(after ? { after } : {}) }))) {
-        stopIfCancelled();
-        report.checked += 1;
-        await sweepFunding(funding, before, tally);
-        heartbeat();
+      for (const candidates of [fundings.listUnfinished, fundings.listStrayBatchItems]) {
+        for await (const funding of everyRow((after) => candidates({ idleSince: before, limit, ...(after ? { after } : {}) }))) {
+          stopIfCancelled();
+          report.checked += 1;
+          await sweepFunding(funding, before, tally);
+          heartbeat();
+        }
       }
       const failedSince = new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
       for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {

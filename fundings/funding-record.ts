@@ -155,6 +155,13 @@ export async function announceFundings(tx: Prisma.TransactionClient, fundingIds:
   );
 }
 
+/**
+ * The statuses of the sweep's candidates, as literals: the partial index funding_sweep_candidates_idx
+ * says the same list (test/integration/sweep-candidates.test.ts holds the two together), and a
+ * query serves from it only when its own condition says it in constants.
+ */
+const sweepCandidateStatuses = Prisma.raw(unfinishedFundingStatuses.map((status) => `'${status}'`).join(', '));
+
 /** Evidence entries a review keeps (the latest): as the workflow keeps them. */
 const MAX_REVIEW_EVIDENCE = 30;
 
@@ -258,6 +265,12 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     }));
   }
 
+  /** The fundings of `ids`, in (created_at, id) order. */
+  async function byIdsInOrder(ids: string[]): Promise<Funding[]> {
+    if (ids.length === 0) return [];
+    return database.funding.findMany({ where: { id: { in: ids } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+  }
+
   return {
     find: (fundingId: string) => database.funding.findUnique({ where: { id: fundingId } }),
     get: (fundingId: string) => database.funding.findUniqueOrThrow({ where: { id: fundingId } }),
@@ -276,18 +289,35 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * owns a funding), oldest first: the sweep's work. Their age does not count: a batch's items
      * are as old as the batch, and a live chunk's items are seen every few seconds.
      */
-    listUnfinished: ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }) =>
-      database.funding.findMany({
-        where: {
-          status: { in: [...unfinishedFundingStatuses] },
-          ownerSeenAt: { lt: idleSince },
-          // An item waiting its turn in a batch that is still under way is the batch's to start, not stuck.
-          NOT: { status: 'PENDING', batch: { is: { state: { in: ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'] } } } },
-          ...afterCursor(after),
-        },
+    listUnfinished: async ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }): Promise<Funding[]> => {
+      const fromCursor = after ? Prisma.sql`AND (created_at, id) > (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
+      // funding_sweep_candidates_idx from the cursor on: the fundings in flight, except a batch's
+      // items waiting their turn (the batch's to start, not stuck), however many those are.
+      const rows = await database.$queryRaw<Array<{ id: string }>>`
+        SELECT id FROM funding
+        WHERE status IN (${sweepCandidateStatuses}) AND (status <> 'PENDING' OR batch_id IS NULL)
+          AND owner_seen_at < ${idleSince} ${fromCursor}
+        ORDER BY created_at, id LIMIT ${limit}`;
+      return byIdsInOrder(rows.map((row) => row.id));
+    },
+
+    /**
+     * A batch's items still waiting (PENDING) although their batch is no longer under way: never
+     * expected (a batch ends once its items have), so swept like a funding without its workflow.
+     * The batches are found through their tallies, their items through the batch index.
+     */
+    listStrayBatchItems: async ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }): Promise<Funding[]> => {
+      const batches = await database.$queryRaw<Array<{ batch_id: string }>>`
+        SELECT t.batch_id::text AS batch_id FROM funding_batch_tally t JOIN funding_batch b ON b.id = t.batch_id
+        WHERE t.status = 'PENDING' AND b.state NOT IN ('AWAITING_APPROVAL', 'RUNNING', 'PAUSED')
+        GROUP BY t.batch_id HAVING sum(t.count) > 0`;
+      if (batches.length === 0) return [];
+      return database.funding.findMany({
+        where: { batchId: { in: batches.map((row) => row.batch_id) }, status: 'PENDING', ownerSeenAt: { lt: idleSince }, ...afterCursor(after) },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: limit,
-      }),
+      });
+    },
 
     /** FAILED fundings that had a transfer, finished since `since`, a page at a time: the sweep checks none executed after all. */
     listFailedWithTransfer: ({ since, after, limit }: { since: Date; after?: SweepCursor; limit: number }) =>

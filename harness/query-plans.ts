@@ -81,3 +81,24 @@ export async function plannedScans(client: pg.ClientBase, statement: RecordedSta
 export function fullScans(scans: PlannedScan[]): PlannedScan[] {
   return scans.filter((scan) => scan.node === 'Seq Scan' && (historyTables as readonly string[]).includes(scan.table ?? ''));
 }
+
+/**
+ * How many rows of `table` the statement reads as it runs (EXPLAIN ANALYZE with its own parameters,
+ * inside a transaction rolled back, so a write leaves nothing): each scan's rows returned and the
+ * rows it read and filtered out, over every loop. What a page costs, whatever the machine's speed.
+ */
+export async function rowsExamined(client: pg.ClientBase, statement: RecordedStatement, table: string): Promise<number> {
+  await client.query({ text: 'BEGIN' });
+  try {
+    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values });
+    const visit = (node: Record<string, unknown>): number => {
+      const loops = Number(node['Actual Loops'] ?? 1);
+      const own = node['Relation Name'] === table ? (Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) * loops : 0;
+      return own + ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((sum, child) => sum + visit(child), 0);
+    };
+    const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
+    return plan ? visit(plan) : 0;
+  } finally {
+    await client.query({ text: 'ROLLBACK' });
+  }
+}

@@ -1,0 +1,97 @@
+// The sweep's pages cost what its candidates cost (fundings/funding-record.ts listUnfinished): a
+// running batch's items waiting their turn are the batch's to start, and no page of the sweep
+// reads them, however many there are. On a database of its own: a RUNNING batch of 20,000 waiting
+// items, three fundings whose owner went quiet, and a waiting item of a batch that ended (never
+// expected, still swept, through its batch's tally). Rows read are counted by EXPLAIN ANALYZE of the statements as sent: no
+// wall-clock bound.
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { unfinishedFundingStatuses } from '../../domain/funding.ts';
+import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
+import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
+import { createTokenCipher } from '../../lib/token-cipher.ts';
+import { applyMigrations } from '../../prisma/schema-engine.ts';
+
+const serverUrl = inject('databaseUrl');
+const databaseName = `walletflow_sweep_${process.pid}_${Date.now().toString(36)}`;
+const WAITING = 20_000;
+let client: pg.Client;
+let recording: ReturnType<typeof recordingDatabase>;
+const quiet: string[] = [];
+let strayItem: string;
+
+async function batch(state: string, items: number, status: string): Promise<string[]> {
+  const batchId = randomUUID();
+  await client.query({
+    text: `INSERT INTO funding_batch (id, idempotency_key, request_fingerprint, workflow_id, name, state, currency, total_count, total_amount, created_by, updated_at)
+           VALUES ($1::uuid, $1::text, $2, $1::text, 'sweep pages', $3::"FundingBatchState", 'PHP', $4::int, $4::int, 'ops', now())`,
+    values: [batchId, '0'.repeat(64), state, items],
+  });
+  const { rows } = await client.query<{ id: string }>({
+    text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, batch_id, batch_reference, created_at, owner_seen_at, updated_at)
+           SELECT gen_random_uuid(), $1::text || g, $2, 'w-' || $1::text || g, $3::"FundingStatus", 'CODE', '*****12', 'PHP', 1, $1::uuid, 'r' || g, now() - interval '2 hours', now() - interval '2 hours', now()
+           FROM generate_series(1, $4::int) g RETURNING id::text`,
+    values: [batchId, '0'.repeat(64), status, items],
+  });
+  return rows.map((row) => row.id);
+}
+
+beforeAll(async () => {
+  const databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
+  await applyMigrations(databaseUrl);
+  client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await batch('RUNNING', WAITING, 'PENDING');
+  for (const status of ['CREATING', 'EXECUTING', 'RECONCILING']) {
+    const id = randomUUID();
+    await client.query({
+      text: `INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, cash_in_code_masked, currency, amount, created_at, owner_seen_at, updated_at)
+             VALUES ($1::uuid, $1::text, $2, $1::text, $3::"FundingStatus", 'CODE', '*****12', 'PHP', 1, now() - interval '1 hour', now() - interval '1 hour', now())`,
+      values: [id, '0'.repeat(64), status],
+    });
+    quiet.push(id);
+  }
+  [strayItem] = (await batch('CANCELLED', 1, 'PENDING')) as [string];
+  await client.query({ text: 'ANALYZE funding' });
+  recording = recordingDatabase(databaseUrl);
+}, 180_000);
+
+afterAll(async () => {
+  await recording?.close();
+  await client?.end();
+  await dropDatabase(serverUrl, databaseName);
+});
+
+describe('the sweep’s candidates', () => {
+  it('are read a page at a time without reading a running batch’s waiting items', async () => {
+    const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)) });
+    const idleSince = new Date(Date.now() - 600_000);
+    const seen: string[] = [];
+    let after: { createdAt: Date; id: string } | undefined;
+    for (;;) {
+      recording.statements.length = 0;
+      const page = await fundings.listUnfinished({ idleSince, limit: 1, ...(after ? { after } : {}) });
+      for (const statement of recording.statements) {
+        expect(await rowsExamined(client, statement, 'funding'), statement.text.replace(/\s+/g, ' ').slice(0, 200)).toBeLessThan(50);
+      }
+      if (page.length === 0) break;
+      seen.push(...page.map((row) => row.id));
+      after = { createdAt: page.at(-1)!.createdAt, id: page.at(-1)!.id };
+    }
+    expect(seen.sort()).toEqual([...quiet].sort());
+  });
+
+  it('also reach a waiting item of a batch that ended (never expected: swept like a funding without its workflow)', async () => {
+    const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)) });
+    const stray = await fundings.listStrayBatchItems({ idleSince: new Date(Date.now() - 600_000), limit: 10 });
+    expect(stray.map((row) => row.id)).toEqual([strayItem]);
+  });
+
+  it('are the statuses the partial index says: the funding statuses that are not final', async () => {
+    const { rows } = await client.query<{ indexdef: string }>({ text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_sweep_candidates_idx'` });
+    const listed = [...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g)].map((match) => match[1]);
+    expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
+  });
+});
