@@ -2,8 +2,9 @@
 // runs, its deployment (WORKER_DEPLOYMENT_NAME, default the task queue's name) and a build id
 // derived from its workflow bundle's code. Short workflows are pinned to the version they started
 // on (a change to their commands needs no patch: runs in flight finish on the old build's workers);
-// the long ones that continue as new move to the current version at their next run. Which version
-// new workflows get is the deployment's current version: a worker makes its own current when
+// the long-lived ones are auto-upgrade: a run moves to the current version at its next workflow
+// task, replayed there (as do the runs of unversioned workers, from a release before versioning).
+// Which version new workflows get is the deployment's current version: a worker makes its own current when
 // WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`; `never`;
 // `replace`: always, and the runs pinned to earlier builds move to this one, for the dev stack,
 // whose restart leaves no worker of the earlier build), and `walletflow deploy promote|ramp|rollback`

@@ -18,8 +18,9 @@ const { deliverDueWebhooks } = proxyActivities<DeliverWebhooksActivities>({
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 
-// Auto-upgrade (docs/changing-workflows.md): a long-lived workflow that continues as new moves to
-// the current build; a change to its commands still needs a patch (or its next run to pick it up).
+// Auto-upgrade (docs/changing-workflows.md): a run moves to the current build at its next workflow
+// task (a timer firing, an activity finishing, a signal), and that build replays its history: a
+// change to its commands goes behind patched() while a run of the code before may be open.
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, deliverWebhooks);
 
 export async function deliverWebhooks(input: DeliverWebhooksInput): Promise<void> {

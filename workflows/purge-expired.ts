@@ -10,8 +10,9 @@ const { purgeExpiredRows } = proxyActivities<PurgeExpiredActivities>({
   retry: { initialInterval: '5 seconds', backoffCoefficient: 2, maximumInterval: '1 minute', maximumAttempts: 5 },
 });
 
-// Auto-upgrade (docs/changing-workflows.md): a long-lived workflow that continues as new moves to
-// the current build; a change to its commands still needs a patch (or its next run to pick it up).
+// Auto-upgrade (docs/changing-workflows.md): a run moves to the current build at its next workflow
+// task (a timer firing, an activity finishing, a signal), and that build replays its history: a
+// change to its commands goes behind patched() while a run of the code before may be open.
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, purgeExpired);
 
 export async function purgeExpired(input: PurgeExpiredInput): Promise<PurgeExpiredResult> {

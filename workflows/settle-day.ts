@@ -44,8 +44,9 @@ const bookkeeping = proxyActivities<Pick<SettleDayActivities, 'beginSettlementRu
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute', nonRetryableErrorTypes },
 });
 
-// Auto-upgrade (docs/changing-workflows.md): a run of a big day continues as new and moves to the
-// current build; a change to its commands needs a patch (or its next run to pick it up).
+// Auto-upgrade (docs/changing-workflows.md): a run moves to the current build at its next workflow
+// task (a timer firing, an activity finishing, a signal), and that build replays its history: a
+// change to its commands goes behind patched() while a run of the code before may be open.
 setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, settleDay);
 
 export async function settleDay(input: SettleDayInput): Promise<SettleDayResult> {
