@@ -3,6 +3,7 @@
 // a long run that starts a stack of its own, the soak or the bench (runLongCli).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { testDatabaseServerUrl } from './test-database.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -58,7 +59,8 @@ export interface LongCliResult {
 export function runLongCli(args: string[], options: { timeoutMs: number; graceMs: number }): Promise<LongCliResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
     cwd: root,
-    env: process.env,
+    // A fresh database on the suite's PostgreSQL server (harness/local-stack.ts), not a server of its own.
+    env: { ...process.env, DATABASE_URL: testDatabaseServerUrl() },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

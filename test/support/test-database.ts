@@ -9,3 +9,14 @@ export function testDatabaseUrl(): string {
   if (!url) throw new Error('the global setup provided no test database');
   return url;
 }
+
+/**
+ * The suite's PostgreSQL server (its `postgres` database): for a child process that makes a fresh
+ * database of its own there (the soak and the bench take DATABASE_URL's server) instead of starting
+ * an embedded server of its own.
+ */
+export function testDatabaseServerUrl(): string {
+  const url = new URL(inject('databaseUrl'));
+  url.pathname = '/postgres';
+  return url.toString();
+}
