@@ -58,7 +58,7 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
    * start finds the successor's workflow): a second start (a retried
    * activity) finds the running one, and a closed one is left alone (that run already ended it).
    */
-  async function handOver(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished' | 'not-started'> {
+  async function startItsWorkflow(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished' | 'not-started'> {
     const funding = await fundings.get(fundingId);
     if (funding.batchId !== batchId) throw batchNotFound(`funding ${fundingId} is not an item of batch ${batchId}`);
     // Final already (an earlier attempt's pass finished it, or the batch's cancel did): nothing
@@ -147,7 +147,7 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
       const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
       // A replaced attempt hands nothing over: the current one does, from the record.
       if (!lease.current()) throw attemptReplaced(batchId);
-      const handed = await handOver(batchId, fundingId, why);
+      const handed = await startItsWorkflow(batchId, fundingId, why);
       if (handed === 'finished') outcome.finished += 1;
       else if (handed === 'not-started') outcome.notStarted += 1;
       else outcome.handedOver += 1;

@@ -1,0 +1,64 @@
+// A batch chunk's pass (run by the batch's runBatchItems, activities/batch.ts): a chunk of a
+// batch's items in one pass together, through the same routine as a single funding's pass
+// (activities/funding-pass.ts passClaimed), its claims and writes set-based. An item whose pass
+// failed is left to its own workflow, for the batch to start.
+import type { OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
+import { activityClock, callFitsBefore, type ActivityClock } from './activity-clock.ts';
+import type { FundingContext } from './funding-context.ts';
+import { fundOne, outcomeOfFailure, passClaimed, steps } from './funding-pass.ts';
+
+/** What the chunk pass did: an outcome per item. */
+export interface ItemsPassResult {
+  outcomes: Map<string, OnePassOutcome>;
+}
+
+/** A batch's chunk leaves the item to its workflow (which takes it on from the record) and goes on with its other items. */
+function leaveToItsWorkflow(ctx: FundingContext) {
+  return (fundingId: string, error: unknown): OnePassOutcome => {
+    ctx.logger.warn({ fundingId, err: (error as Error).message }, 'batch item: its pass stopped; its workflow takes it on');
+    return steps;
+  };
+}
+
+/**
+ * The fresh items taken on at once (one transaction claims them all; rows another transaction
+ * holds, a batch's cancel, are skipped), then passClaimed with its writes made set-based. The items
+ * it did not claim run a pass of their own meanwhile (fundOne, skipping a held row too), on the
+ * same clock: the activity's, read at its start, with the chunk's lease (`current`: false once the
+ * chunk's attempt may have been replaced, activities/attempt-lease.ts), so no call of theirs can
+ * outlive the activity either.
+ */
+export async function fundItemsInOnePass(ctx: FundingContext, fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult> {
+  const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
+  const outcomes = new Map<string, OnePassOutcome>();
+  if (!callFitsBefore(clock, ctx.walletTimeoutMs)) {
+    for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
+    return { outcomes };
+  }
+  const failed = leaveToItsWorkflow(ctx);
+  const claimed = await ctx.batchItems.claimPendingItems(fundingIds);
+  const claimedIds = new Set(claimed.map((row) => row.id));
+  const alone = Promise.all(
+    fundingIds
+      .filter((id) => !claimedIds.has(id))
+      .map(async (fundingId) => {
+        let outcome: OnePassOutcome;
+        try {
+          // A row another transaction holds (the batch's cancel holds its items until it
+          // commits) is left PENDING, not waited on: the runner dispatches it again, and no
+          // connection of the worker's line waits on the cancel.
+          outcome = await fundOne(ctx, fundingId, clock, failed, { skipLocked: true });
+        } catch (error) {
+          outcome = outcomeOfFailure(fundingId, error, failed);
+        }
+        outcomes.set(fundingId, outcome);
+      }),
+  );
+  try {
+    for (const [fundingId, outcome] of await passClaimed(ctx, claimed, clock, failed)) outcomes.set(fundingId, outcome);
+  } finally {
+    // Even when the chunk's part failed: no pass of this activity runs on after it ends.
+    await alone;
+  }
+  return { outcomes };
+}
