@@ -42,7 +42,8 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
     void (async () => {
       const body = await readBody(req);
       const headers = { id: req.headers['webhook-id'] as string | undefined, timestamp: req.headers['webhook-timestamp'] as string | undefined, signature: req.headers['webhook-signature'] as string | undefined };
-      const verified = verifyWebhook(secret, headers, body);
+      const verification = verifyWebhook(secret, headers, body);
+      const verified = verification.verified;
       let type = '?';
       try {
         type = String((JSON.parse(body) as { type?: unknown }).type);
@@ -67,7 +68,7 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
           forwarded = ` → ${forward.data} [${(error as { cause?: { code?: string } }).cause?.code ?? 'failed'}]`;
         }
       }
-      console.log(`${new Date().toISOString()}  ${type}  ${headers.id ?? '(no webhook-id)'}  signature ${verified ? 'verified' : 'INVALID'}${forwarded}`);
+      console.log(`${new Date().toISOString()}  ${type}  ${headers.id ?? '(no webhook-id)'}  signature ${verification.verified ? 'verified' : `INVALID (${verification.reason}: ${verification.message})`}${forwarded}`);
       res.statusCode = status;
       res.end();
     })().catch(() => {

@@ -29,21 +29,39 @@ export function webhookHeaders(secret: string, webhookId: string, body: string, 
   return { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(secret, webhookId, timestamp, body) };
 }
 
-/** A receiver's check (`walletflow webhooks listen`): one of the header's `v1,` signatures matches, and the timestamp is within `toleranceSeconds` of now. */
+/** Why a delivery was refused: each a code a receiver can log and branch on. */
+export type WebhookRefusal = 'MISSING_HEADER' | 'BAD_TIMESTAMP' | 'TIMESTAMP_OUT_OF_TOLERANCE' | 'NO_V1_SIGNATURE' | 'NO_MATCHING_SIGNATURE';
+
+export type WebhookVerification = { verified: true } | { verified: false; reason: WebhookRefusal; message: string };
+
+const refused = (reason: WebhookRefusal, message: string): WebhookVerification => ({ verified: false, reason, message });
+
+/**
+ * A receiver's check (`walletflow webhooks listen`): one of the header's `v1,` signatures matches,
+ * and the timestamp is within `toleranceSeconds` of now. A refusal says why, as stripe-node's
+ * verification error does: a missing header, a timestamp that is not one or is out of tolerance,
+ * no `v1` signature at all, or none that matches (a wrong secret, or a body changed on the way).
+ */
 export function verifyWebhook(
   secret: string,
   headers: { id: string | undefined; timestamp: string | undefined; signature: string | undefined },
   body: string,
   now: Date = new Date(),
   toleranceSeconds = 300,
-): boolean {
+): WebhookVerification {
   const { id, timestamp, signature } = headers;
-  if (!secret || !id || !timestamp || !signature || !/^\d{1,12}$/.test(timestamp)) return false;
-  if (Math.abs(Math.floor(now.getTime() / 1000) - Number(timestamp)) > toleranceSeconds) return false;
-  const expected = Buffer.from(signWebhook(secret, id, Number(timestamp), body).slice(3), 'base64');
-  return signature.split(' ').some((entry) => {
-    if (!entry.startsWith('v1,')) return false;
+  const missing = (['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const).filter((_name, index) => ![id, timestamp, signature][index]);
+  if (missing.length > 0) return refused('MISSING_HEADER', `no ${missing.join(', ')} header`);
+  if (!/^\d{1,12}$/.test(timestamp!)) return refused('BAD_TIMESTAMP', 'webhook-timestamp is not whole seconds since the epoch');
+  const skew = Math.abs(Math.floor(now.getTime() / 1000) - Number(timestamp));
+  if (skew > toleranceSeconds) return refused('TIMESTAMP_OUT_OF_TOLERANCE', `webhook-timestamp is ${skew} s from now, more than the ${toleranceSeconds} s tolerated (a replay, or a clock off)`);
+  const candidates = signature!.split(' ').filter((entry) => entry.startsWith('v1,'));
+  if (candidates.length === 0) return refused('NO_V1_SIGNATURE', 'webhook-signature holds no v1 signature');
+  if (!secret) return refused('NO_MATCHING_SIGNATURE', 'no secret to check the signature with');
+  const expected = Buffer.from(signWebhook(secret, id!, Number(timestamp), body).slice(3), 'base64');
+  const matches = candidates.some((entry) => {
     const given = Buffer.from(entry.slice(3), 'base64');
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
+  return matches ? { verified: true } : refused('NO_MATCHING_SIGNATURE', 'no signature matches the body under this secret (a wrong secret, or the body changed on the way)');
 }

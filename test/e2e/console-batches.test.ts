@@ -1,4 +1,4 @@
-// The console's batches (issue 32; contract-decisions sections 14 and 15) in headless Chromium,
+// The console's batches (contract-decisions sections 14 and 15) in headless Chromium,
 // against a real OpenID Connect provider and the real stack (PostgreSQL, Temporal, the sandbox
 // wallet): a maker uploads a CSV, reads the report of its bad row, fixes it and submits; a checker
 // approves it (the maker never can, in the console or through the API); both watch its progress

@@ -1,4 +1,4 @@
-// The ops console's pages (issue 32) in headless Chromium, on the real stack: the API and its
+// The ops console's pages in headless Chromium, on the real stack: the API and its
 // console, a worker, the sandbox wallet, a deliverer of webhooks with a short retry window, and a
 // real OpenID Connect provider whose staff have one role each. People act through the pages as
 // they would (the review queue's resolve, an adjustment, a redelivery, a revoke, the search), the

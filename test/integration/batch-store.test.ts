@@ -1,4 +1,4 @@
-// A batch's store and its end on a real PostgreSQL (contract-decisions section 14; issue 31, item 6):
+// A batch's store and its end on a real PostgreSQL (contract-decisions section 14):
 // a store that fails midway, in its items or at its holds, leaves nothing behind (no batch, no
 // item, no event, no hold, no webhook, the source's balance as it was); a cancel of more items
 // than one of its chunks ends every item not started, releases every hold once and counts each

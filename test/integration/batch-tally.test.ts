@@ -1,5 +1,5 @@
 // A batch's tally (funding_batch_tally), kept by the funding table's triggers, on a real
-// PostgreSQL (issue 32: the console's pages read a 100,000-item batch's progress from it instead
+// PostgreSQL (the console's pages read a 100,000-item batch's progress from it instead
 // of counting its items on every view): whatever writes the items (the store, claims, moves,
 // heartbeats, a cancel, writers at once on the same batch, a write rolled back), the tally equals
 // the items counted; and the home's totals of a day, which take a batch's items from its tally,

@@ -1,4 +1,4 @@
-// Token refresh at volume (issue 31, item 3): a batch paying 300 linked users by TOKEN, every
+// Token refresh at volume: a batch paying 300 linked users by TOKEN, every
 // access token expired, with a single CODE funding started every second beside it, on a worker as
 // production runs it (worker/main.ts, its own pool of 10). Each item's one pass refreshes its
 // link while it creates; the money and the links must hold, and so must the service: the batch

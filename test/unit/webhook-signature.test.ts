@@ -25,11 +25,23 @@ describe('webhook signatures', () => {
     expect(verifyStandardWebhook(secret, given, body, Number(given.timestamp) + 600)).toBe(false);
   });
 
-  it('the receiver of `walletflow webhooks listen` accepts the test vector among other signatures, and refuses a stale one', () => {
+  it('the receiver of `walletflow webhooks listen` accepts the test vector among other signatures, and says why it refuses one', () => {
+    const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+    const body = '{"test": 2432232314}';
+    const at = new Date(1614265330_000);
     const headers = { id: 'msg_p5jXN8AQM9LWM0D4loKWxJek', timestamp: '1614265330', signature: 'v1,bm9wZQ== v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' };
-    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232314}', new Date(1614265330_000))).toBe(true);
-    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', headers, '{"test": 2432232314}', new Date(1614265330_000 + 301_000))).toBe(false);
-    expect(verifyWebhook('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', { ...headers, signature: 'v1,bm9wZQ==' }, '{"test": 2432232314}', new Date(1614265330_000))).toBe(false);
+    expect(verifyWebhook(secret, headers, body, at)).toEqual({ verified: true });
+    const reasonOf = (result: ReturnType<typeof verifyWebhook>) => (result.verified ? 'verified' : result.reason);
+    expect(reasonOf(verifyWebhook(secret, headers, body, new Date(at.getTime() + 301_000)))).toBe('TIMESTAMP_OUT_OF_TOLERANCE');
+    expect(reasonOf(verifyWebhook(secret, headers, body, new Date(at.getTime() - 301_000)))).toBe('TIMESTAMP_OUT_OF_TOLERANCE');
+    expect(reasonOf(verifyWebhook(secret, { ...headers, signature: 'v1,bm9wZQ==' }, body, at))).toBe('NO_MATCHING_SIGNATURE');
+    expect(reasonOf(verifyWebhook(secret, headers, `${body} `, at))).toBe('NO_MATCHING_SIGNATURE');
+    expect(reasonOf(verifyWebhook(secret, { ...headers, signature: undefined }, body, at))).toBe('MISSING_HEADER');
+    expect(reasonOf(verifyWebhook(secret, { ...headers, id: undefined }, body, at))).toBe('MISSING_HEADER');
+    expect(reasonOf(verifyWebhook(secret, { ...headers, timestamp: 'yesterday' }, body, at))).toBe('BAD_TIMESTAMP');
+    expect(reasonOf(verifyWebhook(secret, { ...headers, signature: 'v2,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=' }, body, at))).toBe('NO_V1_SIGNATURE');
+    const refused = verifyWebhook(secret, headers, body, new Date(at.getTime() + 301_000));
+    expect(refused.verified ? '' : refused.message).toMatch(/301 s.*300 s/);
   });
 
   it('retry by default for at least 24 hours, backing off to an hour', () => {
