@@ -9,6 +9,7 @@ import type { BatchState } from '../domain/funding-batch.ts';
 import { storedAmount, type Amount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import { readListPage, type ListPage } from '../lib/list-page.ts';
+import { isUuid } from '../domain/ids.ts';
 
 /** A funding as a search result lists it. */
 export interface FundingHit {
@@ -56,14 +57,13 @@ const hitOf = (row: HitRow): FundingHit => ({
   createdAt: row.createdAt,
 });
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * The fundings `text` names exactly: by id, idempotency key or transfer id (each a unique or
  * indexed column: at most a few rows).
  */
 export async function fundingsNamedBy(database: Database, text: string): Promise<FundingHit[]> {
-  const byId = uuidPattern.test(text) ? database.funding.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
+  const byId = isUuid(text) ? database.funding.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
   const byKey = text.length <= 255 ? database.funding.findMany({ where: { idempotencyKey: text }, select: hitColumns }) : Promise.resolve([]);
   const byTransfer = text.length <= 100 ? database.funding.findMany({ where: { transferId: text }, select: hitColumns, orderBy: { createdAt: 'desc' }, take: 20 }) : Promise.resolve([]);
   const rows = (await Promise.all([byId, byKey, byTransfer])).flat();
@@ -91,7 +91,7 @@ export async function fundingsByBatchReference(database: Database, reference: st
 
 /** The batches `text` names exactly (by id or idempotency key), and those of the given ids (a reference's items' batches). */
 export async function batchesNamedBy(database: Database, text: string, alsoIds: readonly string[] = []): Promise<BatchHit[]> {
-  const ids = [...new Set([...(uuidPattern.test(text) ? [text.toLowerCase()] : []), ...alsoIds])].slice(0, 50);
+  const ids = [...new Set([...(isUuid(text) ? [text.toLowerCase()] : []), ...alsoIds])].slice(0, 50);
   const rows = await database.fundingBatch.findMany({
     where: { OR: [...(ids.length > 0 ? [{ id: { in: ids } }] : []), ...(text.length <= 255 ? [{ idempotencyKey: text }] : [])] },
     select: { id: true, name: true, state: true, totalCount: true, totalAmount: true, currency: true, createdAt: true },
@@ -116,7 +116,7 @@ export interface FundingFacts {
 }
 
 export async function fundingFacts(database: Database, fundingId: string): Promise<FundingFacts | null> {
-  if (!uuidPattern.test(fundingId)) return null;
+  if (!isUuid(fundingId)) return null;
   const row = await database.funding.findUnique({
     where: { id: fundingId },
     select: { workflowId: true, idempotencyKey: true, abandonedTransferIds: true, batchReference: true, batch: { select: { id: true, name: true } } },

@@ -9,6 +9,7 @@ import {
   cancellableFundingStatuses,
   fundingErrorMessage,
   fundingReviewStatus,
+  finalFundingStatuses,
   isFinalFundingStatus,
   fundingTransitions,
   maskCashInCode,
@@ -160,7 +161,15 @@ export async function announceFundings(tx: Prisma.TransactionClient, fundingIds:
  * says the same list (test/integration/sweep-candidates.test.ts holds the two together), and a
  * query serves from it only when its own condition says it in constants.
  */
-const sweepCandidateStatuses = Prisma.raw(unfinishedFundingStatuses.map((status) => `'${status}'`).join(', '));
+const sweepCandidateStatuses = statusLiterals(unfinishedFundingStatuses);
+
+/** The final statuses as SQL literals, from the transition table (domain/funding.ts): for queries written in SQL. */
+export const finalStatusLiterals = statusLiterals(finalFundingStatuses);
+
+/** Statuses as SQL constants (`'APPROVED', 'DECLINED'`): safe, they are the domain's own names. */
+function statusLiterals(statuses: readonly FundingStatus[]): Prisma.Sql {
+  return Prisma.raw(statuses.map((status) => `'${status}'`).join(', '));
+}
 
 /** Evidence entries a review keeps (the latest): as the workflow keeps them. */
 const MAX_REVIEW_EVIDENCE = 30;
@@ -375,7 +384,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     listFinalWithOpenHold: (limit: number) =>
       database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
         SELECT f.id::text AS id, f.status::text AS status FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
-        WHERE h.kind = 'HOLD' AND f.status IN ('APPROVED', 'DECLINED', 'REJECTED', 'FAILED')
+        WHERE h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
           AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
         ORDER BY h.id LIMIT ${limit}`,
 

@@ -6,6 +6,7 @@
 // accepted rate over the whole.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../lib/database.ts';
+import { finalFundingStatuses } from '../domain/funding.ts';
 import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
 import { benchAmount, percentiles, round1, type Percentiles } from './bench-load.ts';
 
@@ -105,7 +106,7 @@ export async function runBurst(options: { apiBase: string; opsKey: string; admin
 /** Waits until no funding of the bench's database is unfinished, for at most `timeoutMs`; how many were left. */
 export async function waitForFundingsFinal(database: Database, timeoutMs: number): Promise<number> {
   const deadline = Date.now() + timeoutMs;
-  const unfinished = () => database.funding.count({ where: { status: { notIn: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } } });
+  const unfinished = () => database.funding.count({ where: { status: { notIn: [...finalFundingStatuses] } } });
   let left = await unfinished();
   while (left > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 1000));

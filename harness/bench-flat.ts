@@ -8,6 +8,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { z } from 'zod';
 import type { Database } from '../lib/database.ts';
+import { finalFundingStatuses } from '../domain/funding.ts';
 import { benchAmount, closedLoops, percentiles, round1, watchFinalStates, type CodeSupply } from './bench-load.ts';
 import { preloadHistory, preloadSummarySchema, type PreloadOptions } from './bench-preload.ts';
 import type { OpsClient } from './soak-driver.ts';
@@ -89,7 +90,7 @@ async function measurePosts(deps: FlatDependencies, seconds: number): Promise<Fl
     watcher.stop();
   }
   const finals = await deps.database.fundingEvent.findMany({
-    where: { fundingId: { in: posted.map((item) => item.id) }, status: { in: ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'] } },
+    where: { fundingId: { in: posted.map((item) => item.id) }, status: { in: [...finalFundingStatuses] } },
     select: { fundingId: true, at: true },
   });
   const finalAt = new Map(finals.map((event) => [event.fundingId, event.at.getTime()]));

@@ -4,6 +4,7 @@
 // accounts sum to zero; IN_FLIGHT is what open holds hold; and, given the wallet's ledger,
 // WALLET_CLEARING is what the wallet approved minus what it charged.
 import type { Database } from '../lib/database.ts';
+import { finalStatusLiterals } from '../fundings/funding-record.ts';
 import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 export interface LedgerInvariantReport {
@@ -42,7 +43,7 @@ export async function checkLedgerInvariants(database: Database, options: { curre
   const unsettled = await database.$queryRaw<Array<{ id: string; status: string }>>`
     SELECT f.id::text AS id, f.status::text AS status FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
     WHERE h.kind = 'HOLD' AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
-      AND f.status IN ('APPROVED', 'DECLINED', 'REJECTED', 'FAILED')`;
+      AND f.status IN (${finalStatusLiterals})`;
   for (const row of unsettled) violations.push(`funding ${row.id} is ${row.status} but its hold is not settled`);
 
   const wrongSettle = await database.$queryRaw<Array<{ id: string; status: string; kind: string }>>`

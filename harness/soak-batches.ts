@@ -10,6 +10,7 @@
 // its rotated pair.
 import { randomUUID } from 'node:crypto';
 import type { Database } from '../lib/database.ts';
+import { finalStatusLiterals } from '../fundings/funding-record.ts';
 import type { SandboxAdminClient } from '../sandbox/admin-client.ts';
 import { createExpiredLinks, type ExpiredLink } from './expired-links.ts';
 import type { OpsClient } from './soak-driver.ts';
@@ -173,7 +174,7 @@ export async function checkBatchHolds(database: Database, batchIds: string[]): P
          JOIN ledger_entry e ON e.transaction_id = h.id AND e.account = 'IN_FLIGHT'
          WHERE f.batch_id = b.id AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))::text AS held,
       (SELECT COALESCE(SUM(f.amount), 0) FROM funding f
-         WHERE f.batch_id = b.id AND f.status NOT IN ('APPROVED', 'DECLINED', 'REJECTED', 'FAILED'))::text AS open
+         WHERE f.batch_id = b.id AND f.status NOT IN (${finalStatusLiterals}))::text AS open
     FROM funding_batch b WHERE b.id = ANY(${batchIds}::uuid[])`;
   return rows
     .filter((row) => Number(row.held) !== Number(row.open))

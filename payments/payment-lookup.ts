@@ -4,6 +4,7 @@
 import type { PaymentStatus } from '../domain/payment.ts';
 import { storedAmount, type Amount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
+import { isUuid } from '../domain/ids.ts';
 
 /** A payment as a search result lists it. */
 export interface PaymentHit {
@@ -16,12 +17,11 @@ export interface PaymentHit {
   createdAt: Date;
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const hitColumns = { id: true, walletPaymentId: true, status: true, amount: true, currency: true, linkId: true, createdAt: true } as const;
 
 /** The payments `text` names exactly: by id, the wallet's payment id, or idempotency key. */
 export async function paymentsNamedBy(database: Database, text: string): Promise<PaymentHit[]> {
-  const byId = uuidPattern.test(text) ? database.payment.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
+  const byId = isUuid(text) ? database.payment.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
   const byWalletId = text.length <= 100 ? database.payment.findMany({ where: { walletPaymentId: text }, select: hitColumns, orderBy: { createdAt: 'desc' }, take: 20 }) : Promise.resolve([]);
   const byKey = text.length <= 255 ? database.payment.findMany({ where: { idempotencyKey: text }, select: hitColumns }) : Promise.resolve([]);
   const rows = (await Promise.all([byId, byWalletId, byKey])).flat();
@@ -42,7 +42,7 @@ export interface PaymentFacts {
 export async function paymentFacts(database: Database, id: string): Promise<PaymentFacts | null> {
   if (!/^[A-Za-z0-9-]{1,100}$/.test(id)) return null;
   return database.payment.findFirst({
-    where: uuidPattern.test(id) ? { OR: [{ id: id.toLowerCase() }, { walletPaymentId: id }] } : { walletPaymentId: id },
+    where: isUuid(id) ? { OR: [{ id: id.toLowerCase() }, { walletPaymentId: id }] } : { walletPaymentId: id },
     select: { id: true, workflowId: true, idempotencyKey: true },
   });
 }

@@ -21,6 +21,7 @@ import type { Metrics } from '../lib/metrics.ts';
 import { paymentWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import { paymentView } from './payment-view.ts';
+import { isUuid } from '../domain/ids.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
@@ -96,7 +97,6 @@ interface MoveGuard {
 const fenced = (fence: PaymentFence): Prisma.PaymentWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
 /** A payment id as the ops API takes it: walletflow's own (a UUID) or the wallet service's. */
-const uuidPattern = /^[0-9a-f-]{36}$/i;
 
 export function createPaymentRecord(deps: PaymentRecordDependencies) {
   const { database } = deps;
@@ -157,7 +157,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     /** By walletflow's id, or by the wallet service's payment id. */
     findByEitherIdWithEvents: (id: string): Promise<PaymentWithEvents | null> =>
       database.payment.findFirst({
-        where: uuidPattern.test(id) ? { OR: [{ id }, { walletPaymentId: id }] } : { walletPaymentId: id },
+        where: isUuid(id) ? { OR: [{ id }, { walletPaymentId: id }] } : { walletPaymentId: id },
         include: withPaymentEvents,
       }),
     /** The payment stored under a key: called after an insert found the key taken. */

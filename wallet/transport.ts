@@ -11,6 +11,7 @@ import type { WalletOperation } from './operations.ts';
 import { serviceOf } from './operations.ts';
 import type { FailureCondition, WalletOutcome } from './outcome.ts';
 import { conditionOfStatus, outcomeOf } from './outcome.ts';
+import { isUuid } from '../domain/ids.ts';
 
 /** Every successful call returns its data with the Request-Reference-No it was sent with. */
 export interface WalletResult<T> {
@@ -269,7 +270,6 @@ function serviceMessageOf(body: unknown, secrets: readonly string[]): { serviceM
   return text === undefined ? {} : { serviceMessage: redact(text.slice(0, 500), secrets) };
 }
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Removes from a service's text every secret of the call and anything shaped like one the call
@@ -283,7 +283,7 @@ export function redact(text: string, secrets: readonly string[]): string {
   }
   return result
     .replace(/\b\d{7}\b/g, '[redacted]')
-    .replace(/[A-Za-z0-9_\-.~+/=]{24,}/g, (match) => (uuidPattern.test(match) ? match : '[redacted]'));
+    .replace(/[A-Za-z0-9_\-.~+/=]{24,}/g, (match) => (isUuid(match) ? match : '[redacted]'));
 }
 
 /** Retry-After is seconds or an HTTP date (RFC 9110 section 10.2.3). */

@@ -16,6 +16,7 @@ import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, linkedId, pager, queryText, segment } from './page-pieces.ts';
+import { isUuid } from '../../domain/ids.ts';
 
 export type SearchPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'timeZone'>;
 
@@ -35,7 +36,6 @@ export const searchRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 /** Rows per page of a list that can match many (a masked code, a batch reference). */
 const PAGE_SIZE = 20;
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const printable = /^[\x21-\x7e]{1,128}$/;
 
 const none = <Item>(): Promise<ListPage<Item>> => Promise.resolve({ kind: 'page', items: [], nextCursor: null });
@@ -83,7 +83,7 @@ export function addSearchRoutes(router: Router, deps: SearchPageDependencies): v
       paymentsNamedBy(deps.database, q),
       masked ? fundingsByMaskedCode(deps.database, masked, { limit: PAGE_SIZE, cursor: codesCursor }) : none<FundingHit>(),
       reference ? fundingsByBatchReference(deps.database, reference, { limit: PAGE_SIZE, cursor: refsCursor }) : none<FundingHit>(),
-      uuidPattern.test(q) ? linkView(deps.database, q.toLowerCase()) : Promise.resolve(null),
+      isUuid(q) ? linkView(deps.database, q.toLowerCase()) : Promise.resolve(null),
       asUser ? findLinks(deps.database, { partnerUserId: asUser }) : Promise.resolve([]),
       asUser && asUser.length <= 64 ? findLinks(deps.database, { profileId: asUser }) : Promise.resolve([]),
       asUser ? deps.ledger.currenciesOf(deps.database, userAccount(asUser)) : Promise.resolve([]),
