@@ -3,6 +3,7 @@
 // every row's problem (at most 1000 listed, and how many there are), so a person can fix the file
 // in one pass instead of one error at a time. Plain data and zod only: the limits that depend on
 // configuration (FUNDING_MIN, FUNDING_MAX, the per-user daily limits) are checked by the service.
+import type { TransitionTable } from './transitions.ts';
 import { z } from 'zod';
 import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
@@ -374,15 +375,19 @@ export class CsvRowProblem {
 export const batchStates = ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED', 'COMPLETED', 'CANCELLED', 'REJECTED'] as const;
 export type BatchState = (typeof batchStates)[number];
 
-/** Each state and the states it may be reached from (contract-decisions section 14). */
+/**
+ * Each state and the states it may move to (contract-decisions section 14), read in the same
+ * direction as the funding's and the payment's tables (domain/transitions.ts): the batch record
+ * guards every move with it.
+ */
 export const batchTransitions = {
-  AWAITING_APPROVAL: [],
-  RUNNING: ['AWAITING_APPROVAL', 'PAUSED'],
-  PAUSED: ['RUNNING'],
-  COMPLETED: ['RUNNING'],
-  CANCELLED: ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'],
-  REJECTED: ['AWAITING_APPROVAL'],
-} as const satisfies Record<BatchState, readonly BatchState[]>;
+  AWAITING_APPROVAL: ['RUNNING', 'CANCELLED', 'REJECTED'],
+  RUNNING: ['PAUSED', 'COMPLETED', 'CANCELLED'],
+  PAUSED: ['RUNNING', 'CANCELLED'],
+  COMPLETED: [],
+  CANCELLED: [],
+  REJECTED: [],
+} as const satisfies TransitionTable<BatchState>;
 
 /** A batch whose items may still start: the sweep leaves its PENDING items to it. */
 export const activeBatchStates = ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'] as const satisfies readonly BatchState[];

@@ -13,7 +13,7 @@ import type { FundingSource } from '../domain/ledger.ts';
 import { toNumeric } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { createLedger } from '../ledger/ledger.ts';
-import { announceFundings, batchRunning, cashInCodeContext, type FundingRecordDependencies } from './funding-record.ts';
+import { announceFundings, batchRunning, cashInCodeContext, statusInSql, type FundingRecordDependencies } from './funding-record.ts';
 
 /** One item of a batch, its amount in thousandths, its ids chosen by the batch record. */
 export interface NewBatchItem {
@@ -111,14 +111,7 @@ export const batchItemMoves = {
 } as const;
 const moves = batchItemMoves;
 
-/**
- * A guard's statuses as SQL parameters, `IN ($1, …)`, as Prisma writes the funding record's
- * `status: { in: from }`: PostgreSQL reads a list of one as `=`, so a batch's cancel still walks
- * the (batch_id, status, batch_reference) index in reference order.
- */
-function statusIn(statuses: readonly FundingStatus[]): Prisma.Sql {
-  return Prisma.sql`IN (${Prisma.join(statuses.map((status) => Prisma.sql`${status}::"FundingStatus"`))})`;
-}
+const statusIn = statusInSql;
 
 /** The finish's guard per row: each item only from the sources of the final word it carries (`i.status`). */
 const finishedFromWhere = Prisma.sql`(${Prisma.join(

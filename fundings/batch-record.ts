@@ -5,6 +5,7 @@
 // key that made it. A batch's items keep their own state in their funding rows.
 import type { FundingBatch, Prisma } from '../generated/prisma/client.ts';
 import { activeBatchStates, batchTransitions, type BatchItemStatus, type BatchState, type BatchView } from '../domain/funding-batch.ts';
+import { sourcesOf } from '../domain/transitions.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
 import { actorIdentity } from '../domain/actor.ts';
@@ -172,7 +173,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
      * then its own webhook, which counts them so.
      */
     async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
-      const from = (batchTransitions[to] as readonly BatchState[]).filter((state) => !only || only.includes(state));
+      const from = sourcesOf(batchTransitions, to).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
       let ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       const moved = await database.$transaction(

@@ -181,6 +181,17 @@ export function withRecordedExecutes(evidence: readonly WalletCallEvidence[], re
   return all.slice(-MAX_REVIEW_EVIDENCE);
 }
 
+/**
+ * A guard's statuses as SQL parameters, `IN ($1, …)`, as Prisma writes `status: { in: from }`:
+ * PostgreSQL reads a list of one as `=`, so an index on the status is walked as for an equality.
+ */
+export function statusInSql(statuses: readonly FundingStatus[]): Prisma.Sql {
+  return Prisma.sql`IN (${Prisma.join(statuses.map((status) => Prisma.sql`${status}::"FundingStatus"`))})`;
+}
+
+/** The one pass's claim of a fresh funding (claimPending): to CREATING from the table's sources of it. */
+const claimMove = { to: 'CREATING' as const, from: sourcesOf(fundingTransitions, 'CREATING') };
+
 /** The row condition of a fenced write: the claim still stands. */
 const fenced = (fence: Fence): Prisma.FundingWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
@@ -430,13 +441,13 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         // which holds its items for its whole transaction) is not claimed rather than waited on.
         const unheld = options.skipLocked ? Prisma.sql`AND id IN (SELECT id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE SKIP LOCKED)` : Prisma.empty;
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = 'CREATING'::"FundingStatus", updated_at = now()
-          WHERE id = ${fundingId}::uuid AND status = 'PENDING'::"FundingStatus" AND transfer_id IS NULL AND NOT cancel_requested
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${claimMove.to}::"FundingStatus", updated_at = now()
+          WHERE id = ${fundingId}::uuid AND status ${statusInSql(claimMove.from)} AND transfer_id IS NULL AND NOT cancel_requested
             AND ${batchRunning} ${unheld}
           RETURNING owner_fence AS fence`;
         const fence = rows[0]?.fence;
         if (fence === undefined) return null;
-        await appendEvent(tx, fundingId, 'CREATING', { detail: 'creating the transfer intent' }, fence);
+        await appendEvent(tx, fundingId, claimMove.to, { detail: 'creating the transfer intent' }, fence);
         return fence;
       }),
 

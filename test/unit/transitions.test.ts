@@ -12,6 +12,7 @@ import {
 } from '../../domain/funding.ts';
 import { finalPaymentStatuses, isFinalPaymentStatus, paymentStatuses, paymentTransitions, reviewStatus, type PaymentStatus } from '../../domain/payment.ts';
 import { canMove, finalStatusesOf, sourcesOf, statusesOf, type TransitionTable } from '../../domain/transitions.ts';
+import { batchTransitions } from '../../domain/funding-batch.ts';
 
 /** Every status reachable from `start` by legal moves. */
 function reachable<S extends string>(table: TransitionTable<S>, start: S): Set<S> {
@@ -173,3 +174,24 @@ describe('the payment transition table', () => {
     expect(sourcesOf(paymentTransitions, 'FAILED')).toEqual(['CREATING', 'EXECUTING', 'NEEDS_REVIEW']);
   });
 });
+
+describe('a batch’s states', () => {
+  it('move as contract section 14 says, the table read from → to as the funding’s and the payment’s are', () => {
+    const moves = statusesOf(batchTransitions).flatMap((from) => statusesOf(batchTransitions).filter((to) => canMove(batchTransitions, from, to)).map((to) => `${from} → ${to}`));
+    expect(moves.sort()).toEqual(
+      [
+        'AWAITING_APPROVAL → RUNNING', // approve
+        'AWAITING_APPROVAL → REJECTED', // reject
+        'AWAITING_APPROVAL → CANCELLED',
+        'RUNNING → PAUSED',
+        'RUNNING → COMPLETED',
+        'RUNNING → CANCELLED',
+        'PAUSED → RUNNING', // resume
+        'PAUSED → CANCELLED',
+      ].sort(),
+    );
+    expect(finalStatusesOf(batchTransitions).sort()).toEqual(['CANCELLED', 'COMPLETED', 'REJECTED']);
+    expect(sourcesOf(batchTransitions, 'CANCELLED').sort()).toEqual(['AWAITING_APPROVAL', 'PAUSED', 'RUNNING']);
+  });
+});
+
