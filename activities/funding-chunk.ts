@@ -36,7 +36,7 @@ export async function fundItemsInOnePass(ctx: FundingContext, fundingIds: readon
     return { outcomes };
   }
   const failed = leaveToItsWorkflow(ctx);
-  const claimed = await ctx.batchItems.claimPendingItems(fundingIds);
+  const claimed = await ctx.claimed.claimPendingItems(fundingIds);
   const claimedIds = new Set(claimed.map((row) => row.id));
   const alone = Promise.all(
     fundingIds

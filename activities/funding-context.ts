@@ -2,12 +2,12 @@
 // the wallet it works through, the claim checks that stop an overtaken run (a run whose claim on
 // the funding another run raised writes and sends nothing more), and the wallet calls that read
 // and execute a transfer, each answering where the transfer stands as data. Every write goes
-// through the records (fundings/funding-record.ts; for fundings a pass claimed together,
-// fundings/batch-items-record.ts); these stay thin.
+// through the records (fundings/funding-record.ts; for fundings a pass claimed, one or many,
+// fundings/claimed-fundings-record.ts); these stay thin.
 import { ApplicationFailure } from '@temporalio/activity';
 import { isFinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import type { BatchItemsRecord } from '../fundings/batch-items-record.ts';
+import type { ClaimedFundingsRecord } from '../fundings/claimed-fundings-record.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
 import { fundingFailureTypes, type FinishInput, type ParkOutcome, type TransferProgress } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -19,8 +19,8 @@ import { walletRetry } from './wallet-retry.ts';
 export interface FundingActivityDependencies {
   /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
-  /** The writes of fundings a pass claimed together, one or many (fundings/batch-items-record.ts). */
-  batchItems: Pick<BatchItemsRecord, 'claimPendingItems' | 'beginExecuteMany' | 'finishExecutedMany'>;
+  /** The moves of fundings a pass claimed, one or many (fundings/claimed-fundings-record.ts). */
+  claimed: Pick<ClaimedFundingsRecord, 'claimPendingItems' | 'beginExecuteMany' | 'finishExecutedMany'>;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;

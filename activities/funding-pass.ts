@@ -116,7 +116,7 @@ async function claimOne(ctx: FundingContext, fundingId: string, claim: { skipLoc
  * other failure of one funding becomes.
  */
 export async function passClaimed(ctx: FundingContext, claimed: readonly ClaimedRow[], clock: ActivityClock, failed: ItemFailure): Promise<Map<string, OnePassOutcome>> {
-  const { fundings, batchItems, walletTimeoutMs } = ctx;
+  const { fundings, claimed: claimedFundings, walletTimeoutMs } = ctx;
   const outcomes = new Map<string, OnePassOutcome>(claimed.map((row) => [row.id, steps]));
   /** One funding's part, whatever it throws: overtaken, out of time or anything unforeseen. */
   const guarded = async <T>(fundingId: string, work: () => Promise<T>): Promise<T | typeof steps> => {
@@ -169,7 +169,7 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
 
   // The intents stored and the fundings moved to EXECUTING, in one transaction; one that did not
   // move (cancelled meanwhile, taken over) keeps its intent on record, unexecuted.
-  const executing = await batchItems.beginExecuteMany(answered);
+  const executing = await claimedFundings.beginExecuteMany(answered);
   for (const item of answered.filter((entry) => !executing.has(entry.fundingId))) {
     await guarded(item.fundingId, () => fundings.storeTransferId(item.fundingId, item.transferId, item.fence));
   }
@@ -198,7 +198,7 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
     const progress = answers.get(item.fundingId);
     return progress?.kind === 'final' ? [{ ...item, progress }] : [];
   });
-  const finishedIds = await batchItems.finishExecutedMany(
+  const finishedIds = await claimedFundings.finishExecutedMany(
     finals.map((item) => ({ fundingId: item.fundingId, fence: item.fence, status: item.progress.status, code: item.progress.declineCode, requestReferenceNo: item.progress.requestReferenceNo })),
   );
   for (const item of finals) {

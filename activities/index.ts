@@ -22,6 +22,7 @@ import { withOverloadRetry } from './overload-retry.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
+import { createClaimedFundingsRecord } from '../fundings/claimed-fundings-record.ts';
 import { createBatchRecord } from '../fundings/batch-record.ts';
 import { createPaymentRecord } from '../payments/payment-record.ts';
 import { createWebhookDeliverer } from '../webhooks/deliverer.ts';
@@ -65,13 +66,15 @@ export function createActivities(deps: ActivityDependencies) {
   });
   // One record per aggregate: the only writers of its tables, shared by the workflow's steps and the sweep.
   const fundings = createFundingRecord({ database: deps.database, cipher: deps.cipher, ...metrics });
-  // A batch's items are fundings too, written a chunk at a time (the batch's store, cancel and chunk pass).
+  // A batch's items are fundings too, stored and ended many at a time (the batch's store and cancel).
   const batchItems = createBatchItemsRecord({ database: deps.database, cipher: deps.cipher, ...metrics });
+  // The fundings a pass claimed, one or many: their moves set-based (the one pass, a batch chunk).
+  const claimed = createClaimedFundingsRecord({ database: deps.database, ...metrics });
   const payments = createPaymentRecord({ database: deps.database, ...metrics });
   const batches = createBatchRecord({ database: deps.database, fundings, batchItems });
   // One set of funding activities: a batch item's one pass is the same code, record, wallet and
   // vault as a single funding's.
-  const funding = createFundingActivities({ fundings, batchItems, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) });
+  const funding = createFundingActivities({ fundings, claimed, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) });
   // The chunk pass is the batch activities' own tool, not an activity of its own.
   const { fundItemsInOnePass: _chunkPass, ...fundWalletActivities } = funding;
   const deliverer = createWebhookDeliverer({

@@ -1,19 +1,20 @@
-// The batch items record: the set-based writes of a batch's items, up to 100,000 fundings stored,
-// ended or moved at once (a batch's store and its cancel, and the batch chunk's claim, its
-// intents stored and its wallet's final words). A batch item is a funding: the funding record
-// (fundings/funding-record.ts) reads it and writes it one at a time, this module writes many in a
-// statement. Every status change here is a move of the same transition table
+// The batch items record: the set-based writes of a batch's items, up to 100,000 fundings stored
+// or ended at once (a batch's store and its cancel). A batch item is a funding: the funding record
+// (fundings/funding-record.ts) reads it and writes it one at a time, the claimed fundings record
+// (fundings/claimed-fundings-record.ts) moves those a pass claimed, and this module stores and
+// ends a batch's many in a statement. Every status change here is a move of the same transition table
 // (domain/funding.ts fundingTransitions): its SQL guard is the statuses sourcesOf(...) allows,
 // narrowed where the write makes only some of those moves, never widened; each move is written
 // with its timeline event, and a move to a final state with its hold settled and its webhook, in
 // one transaction.
-import { Prisma, type Funding } from '../generated/prisma/client.ts';
-import { fundingErrorMessage, fundingReviewStatus, fundingTransitions, maskCashInCode, type CreateFundingRequest, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { fundingErrorMessage, maskCashInCode, type CreateFundingRequest, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
 import type { FundingSource } from '../domain/ledger.ts';
 import { toNumeric } from '../domain/money.ts';
-import { sourcesOf } from '../domain/transitions.ts';
 import { createLedger } from '../ledger/ledger.ts';
-import { announceFundings, batchRunning, cashInCodeContext, statusInSql, type FundingRecordDependencies } from './funding-record.ts';
+import { announceFundings, cashInCodeContext, statusInSql, tableMove, type FundingRecordDependencies } from './funding-record.ts';
+
+const statusIn = statusInSql;
 
 /** One item of a batch, its amount in thousandths, its ids chosen by the batch record. */
 export interface NewBatchItem {
@@ -73,51 +74,15 @@ const BATCH_INSERT_CHUNK = 1000;
  */
 const BATCH_CANCEL_CHUNK = 2000;
 
-/** The wallet's final words on an executed transfer, which a chunk writes for many items at once. */
-export type WalletFinalStatus = 'APPROVED' | 'DECLINED';
-
-/** A move of the transition table: where it goes, and the statuses it may come from (the table's, narrowed). */
-interface TableMove<To extends FundingStatus> {
-  to: To;
-  from: FundingStatus[];
-}
-
-/**
- * The move to `to` as the table allows it: its sources, narrowed by `among` when the write makes
- * only some of those moves (never widened). A narrowing that leaves nothing is a mistake in the
- * code, not a move that never happens: it throws when the module loads.
- */
-function tableMove<To extends FundingStatus>(to: To, among: (from: FundingStatus) => boolean = () => true): TableMove<To> {
-  const from = sourcesOf<FundingStatus>(fundingTransitions, to).filter(among);
-  if (from.length === 0) throw new RangeError(`no status the table allows to move to ${to} is left`);
-  return { to, from };
-}
-
 /** A batch's items not started yet: the only ones its end takes (a started item is left to finish). */
 const notStarted = (status: FundingStatus) => status === 'PENDING';
-/** An executed item, not one in review (whose way out is its resolution, as the funding record's finish keeps it). */
-const notInReview = (status: FundingStatus) => status !== fundingReviewStatus;
 
 /** Every move this module makes, each from the transition table. */
 export const batchItemMoves = {
-  /** The chunk's claim: PENDING → CREATING. */
-  claim: tableMove('CREATING'),
-  /** The created intents stored: CREATING → EXECUTING. */
-  beginExecute: tableMove('EXECUTING'),
   /** A batch's end: its items not started → FAILED (CANCELLED). */
   cancel: tableMove('FAILED', notStarted),
-  /** The wallet's final word: an executed item → APPROVED or DECLINED. */
-  finish: { APPROVED: tableMove('APPROVED', notInReview), DECLINED: tableMove('DECLINED', notInReview) },
 } as const;
 const moves = batchItemMoves;
-
-const statusIn = statusInSql;
-
-/** The finish's guard per row: each item only from the sources of the final word it carries (`i.status`). */
-const finishedFromWhere = Prisma.sql`(${Prisma.join(
-  Object.values(moves.finish).map((move) => Prisma.sql`(i.status = ${move.to} AND f.status ${statusIn(move.from)})`),
-  ' OR ',
-)})`;
 
 /** What the batch items record needs: the funding record's own dependencies (the ledger and metrics shared with it). */
 export type BatchItemsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'cipher' | 'metrics' | 'ledger'>;
@@ -133,7 +98,6 @@ async function tallyInOwnRows(tx: Prisma.TransactionClient): Promise<void> {
 }
 
 export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
-  const { database } = deps;
   const ledger = deps.ledger ?? createLedger();
 
   return {
@@ -289,96 +253,6 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
       }
     },
 
-    /**
-     * A chunk of a batch's items taken on at once (activities/funding.ts fundItemsInOnePass): each
-     * fresh PENDING item (CODE or TOKEN) moves to CREATING under a new claim, with its event, in
-     * one transaction, as the funding record's claimPending does for one. Rows another transaction holds (a batch's
-     * cancel) are skipped, not waited for: the caller runs those one by one. Answers the claimed rows.
-     */
-    async claimPendingItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
-      if (fundingIds.length === 0) return [];
-      return database.$transaction(async (tx) => {
-        const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${moves.claim.to}::"FundingStatus", updated_at = now()
-          WHERE id IN (SELECT id FROM funding
-                       WHERE id = ANY(${fundingIds}::uuid[]) AND status ${statusIn(moves.claim.from)} AND transfer_id IS NULL
-                         AND NOT cancel_requested AND ${batchRunning}
-                       ORDER BY id FOR UPDATE SKIP LOCKED)
-            AND status ${statusIn(moves.claim.from)} AND NOT cancel_requested
-          RETURNING id::text AS id, owner_fence AS fence`;
-        if (rows.length === 0) return [];
-        await tx.$executeRaw`
-          INSERT INTO funding_event (funding_id, status, detail, fence)
-          SELECT i.id, ${moves.claim.to}::"FundingStatus", 'creating the transfer intent', i.fence
-          FROM unnest(${rows.map((row) => row.id)}::uuid[], ${rows.map((row) => row.fence)}::int[]) AS i(id, fence)`;
-        const fences = new Map(rows.map((row) => [row.id, row.fence]));
-        const claimed = await tx.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } });
-        return claimed.map((row) => ({ ...row, fence: fences.get(row.id)! }));
-      });
-    },
-
-    /**
-     * CREATING → EXECUTING for many at once, each with the transferId of its created intent stored
-     * in the same statement (so stored before anything can execute it), only under the item's own
-     * claim, with none stored yet and not cancelled: the funding record's storeTransferId and
-     * beginExecute for one, together. Answers the ids moved; the others are for the caller to look at one by one.
-     */
-    async beginExecuteMany(items: ReadonlyArray<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }>): Promise<Set<string>> {
-      if (items.length === 0) return new Set();
-      return database.$transaction(async (tx) => {
-        const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
-        const moved = await tx.$queryRaw<Array<{ id: string }>>`
-          UPDATE funding f SET transfer_id = i.transfer_id, status = ${moves.beginExecute.to}::"FundingStatus", updated_at = now()
-          FROM unnest(${column((item) => item.fundingId)}::uuid[], ${column((item) => item.fence)}::int[], ${column((item) => item.transferId)}::text[])
-            AS i(id, fence, transfer_id)
-          WHERE f.id = i.id AND f.owner_fence = i.fence AND f.status ${statusIn(moves.beginExecute.from)} AND f.transfer_id IS NULL AND NOT f.cancel_requested
-          RETURNING f.id::text AS id`;
-        const ids = new Set(moved.map((row) => row.id));
-        const events = items.filter((item) => ids.has(item.fundingId));
-        if (events.length > 0) {
-          await tx.$executeRaw`
-            INSERT INTO funding_event (funding_id, status, request_reference_no, detail, fence)
-            SELECT i.id, ${moves.beginExecute.to}::"FundingStatus", i.reference_no, 'transfer ' || i.transfer_id || ' created; executing', i.fence
-            FROM unnest(${events.map((item) => item.fundingId)}::uuid[], ${events.map((item) => item.requestReferenceNo)}::text[],
-                        ${events.map((item) => item.transferId)}::text[], ${events.map((item) => item.fence)}::int[]) AS i(id, reference_no, transfer_id, fence)`;
-        }
-        return ids;
-      });
-    },
-
-    /**
-     * The wallet's final word on many executed items at once (APPROVED or DECLINED), as the funding
-     * record's finish writes it for one: each moved only from EXECUTING or RECONCILING (never from
-     * review, which waits for its resolution: moves.finish) under its own claim, with
-     * its event, its hold posted or released and its webhook, in one transaction; counted once.
-     * Answers the ids moved; the others are for the caller to look at one by one.
-     */
-    async finishExecutedMany(items: ReadonlyArray<{ fundingId: string; fence: number; status: WalletFinalStatus; code: string | null; requestReferenceNo: string | null }>): Promise<Set<string>> {
-      if (items.length === 0) return new Set();
-      const moved = await database.$transaction(async (tx) => {
-        const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
-        const rows = await tx.$queryRaw<Array<{ id: string; status: WalletFinalStatus; created_at: Date }>>`
-          UPDATE funding f SET status = i.status::"FundingStatus", error_code = i.code, error_message = i.message, updated_at = now()
-          FROM unnest(${column((item) => item.fundingId)}::uuid[], ${column((item) => item.fence)}::int[], ${column((item) => item.status)}::text[],
-                      ${column((item) => item.code)}::text[], ${column((item) => (item.code ? fundingErrorMessage(item.code) : null))}::text[])
-            AS i(id, fence, status, code, message)
-          WHERE f.id = i.id AND f.owner_fence = i.fence AND ${finishedFromWhere}
-          RETURNING f.id::text AS id, f.status::text AS status, f.created_at`;
-        if (rows.length === 0) return rows;
-        const ids = new Set(rows.map((row) => row.id));
-        const written = items.filter((item) => ids.has(item.fundingId));
-        await tx.$executeRaw`
-          INSERT INTO funding_event (funding_id, status, request_reference_no, detail, fence)
-          SELECT i.id, i.status::"FundingStatus", i.reference_no, i.code, i.fence
-          FROM unnest(${written.map((item) => item.fundingId)}::uuid[], ${written.map((item) => item.status)}::text[], ${written.map((item) => item.requestReferenceNo)}::text[],
-                      ${written.map((item) => item.code)}::text[], ${written.map((item) => item.fence)}::int[]) AS i(id, status, reference_no, code, fence)`;
-        await ledger.settleMany(tx, written.map((item) => ({ fundingId: item.fundingId, outcome: item.status === 'APPROVED' ? 'post' : 'release' })));
-        await announceFundings(tx, [...ids]);
-        return rows;
-      });
-      for (const row of moved) deps.metrics?.fundingFinished(row.status, row.created_at);
-      return new Set(moved.map((row) => row.id));
-    },
   };
 }
 

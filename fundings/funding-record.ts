@@ -189,6 +189,23 @@ export function statusInSql(statuses: readonly FundingStatus[]): Prisma.Sql {
   return Prisma.sql`IN (${Prisma.join(statuses.map((status) => Prisma.sql`${status}::"FundingStatus"`))})`;
 }
 
+/** A move of the transition table: where it goes, and the statuses it may come from (the table's, narrowed). */
+export interface TableMove<To extends FundingStatus> {
+  to: To;
+  from: FundingStatus[];
+}
+
+/**
+ * The move to `to` as the table allows it: its sources, narrowed by `among` when the write makes
+ * only some of those moves (never widened). A narrowing that leaves nothing is a mistake in the
+ * code, not a move that never happens: it throws when the module loads.
+ */
+export function tableMove<To extends FundingStatus>(to: To, among: (from: FundingStatus) => boolean = () => true): TableMove<To> {
+  const from = sourcesOf<FundingStatus>(fundingTransitions, to).filter(among);
+  if (from.length === 0) throw new RangeError(`no status the table allows to move to ${to} is left`);
+  return { to, from };
+}
+
 /** The one pass's claim of a fresh funding (claimPending): to CREATING from the table's sources of it. */
 const claimMove = { to: 'CREATING' as const, from: sourcesOf(fundingTransitions, 'CREATING') };
 

@@ -10,7 +10,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { fundingReviewStatus, fundingTransitions, isFinalFundingStatus, type FundingStatus } from '../../domain/funding.ts';
 import { sourcesOf, statusesOf } from '../../domain/transitions.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemMoves, batchItemRows, createBatchItemsRecord, type NewBatchItem, type WalletFinalStatus } from '../../fundings/batch-items-record.ts';
+import { batchItemMoves, batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { claimedFundingMoves, createClaimedFundingsRecord, type WalletFinalStatus } from '../../fundings/claimed-fundings-record.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createLedger } from '../../ledger/ledger.ts';
 import { createDatabase } from '../../lib/database.ts';
@@ -23,6 +24,7 @@ afterAll(() => database.$disconnect());
 const records = { database, cipher: createTokenCipher(randomBytes(32)), ledger: createLedger() };
 const fundings = createFundingRecord(records);
 const batchItems = createBatchItemsRecord(records);
+const claimedFundings = createClaimedFundingsRecord(records);
 const batches = createBatchRecord({ database, fundings, batchItems });
 
 // Each batch ends cancelled: no sweep that runs later on this worker's database starts a runner
@@ -86,12 +88,12 @@ async function statusesNow(byStatus: Map<FundingStatus, string>): Promise<Map<Fu
   return new Map(everyStatus.map((status) => [status, now.get(byStatus.get(status)!)!]));
 }
 
-describe('the batch items record moves items only as the transition table allows', () => {
+describe('the batch items and claimed fundings records move items only as the transition table allows', () => {
   it('claims PENDING items only: the sources of CREATING', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
-    const claimed = await batchItems.claimPendingItems([...byStatus.values()]);
+    const claimed = await claimedFundings.claimPendingItems([...byStatus.values()]);
     expect(statusesMoved(byStatus, claimed.map((row) => row.id))).toEqual(sourcesOf(fundingTransitions, 'CREATING'));
-    expect(batchItemMoves.claim.from).toEqual(['PENDING']);
+    expect(claimedFundingMoves.claim.from).toEqual(['PENDING']);
     // Under a claim of its own, with its event.
     expect(claimed[0]).toMatchObject({ status: 'CREATING', fence: FENCE + 1 });
     expect(await database.fundingEvent.count({ where: { fundingId: byStatus.get('PENDING')!, status: 'CREATING', fence: FENCE + 1 } })).toBe(1);
@@ -99,11 +101,11 @@ describe('the batch items record moves items only as the transition table allows
 
   it('begins the execute of CREATING items only: the sources of EXECUTING, each with its transfer stored', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
-    const moved = await batchItems.beginExecuteMany(
+    const moved = await claimedFundings.beginExecuteMany(
       everyStatus.map((status) => ({ fundingId: byStatus.get(status)!, fence: FENCE, transferId: `transfer-${byStatus.get(status)!}`, requestReferenceNo: `reference-${status}` })),
     );
     expect(statusesMoved(byStatus, moved)).toEqual(sourcesOf(fundingTransitions, 'EXECUTING'));
-    expect(batchItemMoves.beginExecute.from).toEqual(['CREATING']);
+    expect(claimedFundingMoves.beginExecute.from).toEqual(['CREATING']);
     const begun = await database.funding.findUniqueOrThrow({ where: { id: byStatus.get('CREATING')! } });
     expect(begun).toMatchObject({ status: 'EXECUTING', transferId: `transfer-${begun.id}` });
     // The others keep no transfer: nothing of theirs can be executed.
@@ -112,13 +114,13 @@ describe('the batch items record moves items only as the transition table allows
 
   it.each<WalletFinalStatus>(['APPROVED', 'DECLINED'])('finishes %s only what was executed: the sources of that state but review, whose way out is its resolution', async (to) => {
     const byStatus = await batchWithAnItemInEachStatus();
-    const moved = await batchItems.finishExecutedMany(
+    const moved = await claimedFundings.finishExecutedMany(
       everyStatus.map((status) => ({ fundingId: byStatus.get(status)!, fence: FENCE, status: to, code: to === 'DECLINED' ? '6001' : null, requestReferenceNo: `reference-${status}` })),
     );
     const expected = sourcesOf(fundingTransitions, to).filter((status) => status !== fundingReviewStatus);
     expect(statusesMoved(byStatus, moved)).toEqual(expected);
     expect(expected).toEqual(['EXECUTING', 'RECONCILING']);
-    expect(batchItemMoves.finish[to].from).toEqual(expected);
+    expect(claimedFundingMoves.finish[to].from).toEqual(expected);
     // The table alone would let a final word end a funding in review; the chunk never does.
     expect(sourcesOf(fundingTransitions, to)).toContain(fundingReviewStatus);
     const now = await statusesNow(byStatus);

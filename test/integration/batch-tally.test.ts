@@ -16,7 +16,7 @@ import { testDatabaseUrl } from '../support/test-database.ts';
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
 afterAll(() => database.$disconnect());
 
-const { fundings, batches, batchItems, credit, insertBatch } = batchRecordsOn(database);
+const { fundings, batches, claimed, credit, insertBatch } = batchRecordsOn(database);
 
 /** `count` CODE items, the i-th of (i % 7 + 1).00. */
 function itemsOf(batchId: string, count: number): NewBatchItem[] {
@@ -157,7 +157,7 @@ describe('a batch cancelled while its chunks claim items', () => {
     cancel.catch(() => undefined);
     // While the cancel walks the first references, chunks claim items from the last ones back.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const claims = await Promise.allSettled(Array.from({ length: 8 }, (_, chunk) => batchItems.claimPendingItems(ids.slice(19_984 - chunk * 16, 20_000 - chunk * 16))));
+    const claims = await Promise.allSettled(Array.from({ length: 8 }, (_, chunk) => claimed.claimPendingItems(ids.slice(19_984 - chunk * 16, 20_000 - chunk * 16))));
     const cancelled = await Promise.allSettled([cancel]);
     expect(claims.map((claim) => (claim.status === 'rejected' ? String(claim.reason) : 'claimed'))).toEqual(Array(8).fill('claimed'));
     expect(cancelled.map((result) => (result.status === 'rejected' ? String(result.reason) : result.value))).toEqual([true]);

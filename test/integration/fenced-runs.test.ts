@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
-import { createBatchItemsRecord } from '../../fundings/batch-items-record.ts';
+import { createClaimedFundingsRecord } from '../../fundings/claimed-fundings-record.ts';
 import { createFundingActivities } from '../../activities/funding.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -259,8 +259,7 @@ describe('a pass that paused after its move to EXECUTING', () => {
    * claims each funding: what the pass does when it wakes up.
    */
   function pausedPass(gate: WalletGate) {
-    const cipher = createTokenCipher(stack.encryptionKey);
-    const batchItems = createBatchItemsRecord({ database: stack.database, cipher });
+    const claimedFundings = createClaimedFundingsRecord({ database: stack.database });
     const takeOver = runOf(gate, 'steps');
     const claims = new Map<string, number>();
     const pass = createFundingActivities({
@@ -268,11 +267,11 @@ describe('a pass that paused after its move to EXECUTING', () => {
       wallet: gate.as('pass'),
       vault: stack.createVault(),
       logger,
-      batchItems: {
-        claimPendingItems: batchItems.claimPendingItems,
-        finishExecutedMany: batchItems.finishExecutedMany,
+      claimed: {
+        claimPendingItems: claimedFundings.claimPendingItems,
+        finishExecutedMany: claimedFundings.finishExecutedMany,
         async beginExecuteMany(items) {
-          const moved = await batchItems.beginExecuteMany(items);
+          const moved = await claimedFundings.beginExecuteMany(items);
           for (const fundingId of moved) claims.set(fundingId, (await inActivity(takeOver.loadFunding, [fundingId])).fence!);
           return moved;
         },
@@ -320,7 +319,7 @@ describe('a pass that paused after its move to EXECUTING', () => {
 describe('a batch chunk beside a long transaction that holds its items (a batchâ€™s cancel)', () => {
   it('claims none of them and waits on none: it answers at once, the items stay PENDING for the runner, nothing is sent', async () => {
     const gate = walletGate(stack.wallet);
-    const { credit, insertBatch, batchItems } = batchRecordsOn(stack.database, undefined, createTokenCipher(stack.encryptionKey));
+    const { credit, insertBatch, claimed } = batchRecordsOn(stack.database, undefined, createTokenCipher(stack.encryptionKey));
     const partnerUserId = `held-chunk-${randomUUID()}`;
     await credit(partnerUserId, 100_000n);
     const batchId = randomUUID();
@@ -334,7 +333,7 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
     );
     await insertBatch(batchId, partnerUserId, items, null);
     const ids = items.map((item) => item.id);
-    const pass = createFundingActivities({ fundings, batchItems, wallet: gate.as('chunk'), vault: stack.createVault(), logger });
+    const pass = createFundingActivities({ fundings, claimed, wallet: gate.as('chunk'), vault: stack.createVault(), logger });
 
     // A batch's cancel holds its items' rows for its whole transaction: here, until the chunk answers.
     const holder = new pg.Client({ connectionString: testDatabaseUrl() });

@@ -4,6 +4,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { createClaimedFundingsRecord } from '../../fundings/claimed-fundings-record.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createFundingRecord, type FundingRecordDependencies } from '../../fundings/funding-record.ts';
 import { createLedger } from '../../ledger/ledger.ts';
@@ -16,6 +17,7 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
   const records = { database, cipher, ledger, ...(metrics ? { metrics } : {}) };
   const fundings = createFundingRecord(records);
   const batchItems = createBatchItemsRecord(records);
+  const claimed = createClaimedFundingsRecord(records);
   const batches = createBatchRecord({ database, fundings, batchItems });
 
   /** Credits `thousandths` to the partner user's balance, once. */
@@ -46,5 +48,5 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
       approvalThreshold,
     });
 
-  return { ledger, fundings, batchItems, batches, credit, insertBatch };
+  return { ledger, fundings, batchItems, claimed, batches, credit, insertBatch };
 }
