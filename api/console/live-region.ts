@@ -7,6 +7,8 @@
 // process (past it a stream is refused, 503 with Retry-After, and the page stays as it was) and
 // per session in each process (past it the session's oldest stream ends, saying so).
 import type { Request, Response } from 'express';
+import type { Logger } from '../../lib/logger.ts';
+import type { LiveStreamOutcome, Metrics } from '../../lib/metrics.ts';
 import { consoleSessionOf, consoleSessionStillLive, countedAsUse } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
 import { endEvent } from './live-events.ts';
@@ -17,9 +19,6 @@ const MAX_STREAMS = 200;
 export const MAX_STREAMS_PER_SESSION = 4;
 /** A stream ends after this long (the browser opens it again): no connection lives for ever. */
 const STREAM_LIFETIME_MS = 10 * 60_000;
-let open = 0;
-/** Each session's streams in this process, oldest first: how to end each one early. */
-const bySession = new Map<string, Array<{ replace(): void }>>();
 
 export interface LiveRender {
   html: string;
@@ -27,72 +26,104 @@ export interface LiveRender {
   done?: boolean;
 }
 
-/** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
-export async function streamLiveRegion(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void> {
-  const session = consoleSessionOf(res);
-  // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
-  if (!session || countedAsUse(res)) throw new Error('streamLiveRegion: a stream needs a live session, and must not count as its use');
-  if (open >= MAX_STREAMS) {
-    res.setHeader('Retry-After', '30');
-    res.status(503).end();
-    return;
-  }
-  open += 1;
-  let closed = false;
-  let replaced = false;
-  let wake = () => {};
-  const mine = bySession.get(session.id) ?? [];
-  bySession.set(session.id, mine);
-  while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
-  const entry = {
-    replace() {
-      replaced = true;
-      wake();
+export interface LiveStreams {
+  /** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
+  stream(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void>;
+}
+
+export interface LiveStreamsOptions {
+  logger: Logger;
+  metrics?: Pick<Metrics, 'liveStreamsHeld' | 'liveStreamEnded'> | undefined;
+  /** Tests: every region pushes this often instead of at its own pace. */
+  pushEveryMs?: number | undefined;
+}
+
+/** The process's live streams: its slots, each session's streams, and how each is written. */
+export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
+  let open = 0;
+  /** Each session's streams in this process, oldest first: how to end each one early. */
+  const bySession = new Map<string, Array<{ replace(): void }>>();
+  /** The responses of the open streams: what they hold is read when the metrics are collected. */
+  const responses = new Set<Response>();
+  options.metrics?.liveStreamsHeld(() => ({ open, bufferedBytes: [...responses].reduce((sum, res) => sum + res.writableLength, 0) }));
+
+  return {
+    async stream(req, res, render, everyMs) {
+      const session = consoleSessionOf(res);
+      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
+      if (!session || countedAsUse(res)) throw new Error('liveStreams.stream: a stream needs a live session, and must not count as its use');
+      if (open >= MAX_STREAMS) {
+        res.setHeader('Retry-After', '30');
+        res.status(503).end();
+        return;
+      }
+      const pace = options.pushEveryMs ?? everyMs;
+      open += 1;
+      responses.add(res);
+      let closed = false;
+      let replaced = false;
+      let wake = () => {};
+      let outcome: LiveStreamOutcome = 'lifetime';
+      const mine = bySession.get(session.id) ?? [];
+      bySession.set(session.id, mine);
+      while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
+      const entry = {
+        replace() {
+          replaced = true;
+          wake();
+        },
+      };
+      mine.push(entry);
+      consoleHeaders(res);
+      res.status(200).setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+      res.setHeader('X-Accel-Buffering', 'no');
+      res.flushHeaders();
+      res.write('retry: 5000\n\n');
+      req.on('close', () => {
+        closed = true;
+        wake();
+      });
+      const endAt = Date.now() + STREAM_LIFETIME_MS;
+      try {
+        while (!closed && Date.now() < endAt) {
+          if (replaced) {
+            res.write(endEvent('replaced'));
+            outcome = 'replaced';
+            break;
+          }
+          // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
+          if (!(await consoleSessionStillLive(res))) {
+            res.write(endEvent('signed-out'));
+            outcome = 'signed-out';
+            break;
+          }
+          const { html, done } = await render();
+          if (closed) break;
+          // One `data:` line per line of the render: the event's data is the lines joined again.
+          res.write(`${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
+          if (done) {
+            res.write(endEvent('done'));
+            outcome = 'done';
+            break;
+          }
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, pace);
+            wake = () => {
+              clearTimeout(timer);
+              resolve();
+            };
+          });
+        }
+        if (closed) outcome = 'disconnected';
+      } finally {
+        open -= 1;
+        responses.delete(res);
+        const index = mine.indexOf(entry);
+        if (index >= 0) mine.splice(index, 1);
+        if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
+        res.end();
+        options.metrics?.liveStreamEnded(outcome);
+      }
     },
   };
-  mine.push(entry);
-  consoleHeaders(res);
-  res.status(200).setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  res.write('retry: 5000\n\n');
-  req.on('close', () => {
-    closed = true;
-    wake();
-  });
-  const endAt = Date.now() + STREAM_LIFETIME_MS;
-  try {
-    while (!closed && Date.now() < endAt) {
-      if (replaced) {
-        res.write(endEvent('replaced'));
-        break;
-      }
-      // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
-      if (!(await consoleSessionStillLive(res))) {
-        res.write(endEvent('signed-out'));
-        break;
-      }
-      const { html, done } = await render();
-      if (closed) break;
-      // One `data:` line per line of the render: the event's data is the lines joined again.
-      res.write(`${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
-      if (done) {
-        res.write(endEvent('done'));
-        break;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, everyMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  } finally {
-    open -= 1;
-    const index = mine.indexOf(entry);
-    if (index >= 0) mine.splice(index, 1);
-    if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
-    res.end();
-  }
 }
