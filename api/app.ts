@@ -137,8 +137,8 @@ export interface AppDependencies {
     batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
     console?: ConsoleConfig;
-    /** Tests: the console's live regions pushed this often (instead of each at its own pace); absent: their own. */
-    consoleLive?: { pushEveryMs?: number };
+    /** Tests: the console's live regions pushed this often (instead of each at its own pace), and a shorter stall bound; absent: the console's own. */
+    consoleLive?: { pushEveryMs?: number; stallMs?: number };
   };
 }
 
@@ -357,7 +357,7 @@ export function createApp(deps: AppDependencies): express.Express {
           payments,
           batches,
           csvStreams,
-          liveStreams: createLiveStreams({ logger: deps.logger, metrics, pushEveryMs: services.consoleLive?.pushEveryMs }),
+          liveStreams: createLiveStreams({ logger: deps.logger, metrics, pushEveryMs: services.consoleLive?.pushEveryMs, stallMs: services.consoleLive?.stallMs }),
           ledger,
           adjust,
           settlements,

@@ -26,9 +26,10 @@ export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'fa
 
 /**
  * How a console live stream ended: its last render (done), its session ended (signed-out), a newer
- * stream of its session took its place (replaced), its lifetime passed, or its client went away.
+ * stream of its session took its place (replaced), its lifetime passed, its client went away, its
+ * client took nothing for the stall bound (stalled: cut off), or a render failed (failed: cut off).
  */
-export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'lifetime' | 'disconnected';
+export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
 
 /** What a process's console live streams hold now. */
 export interface LiveStreamsHeld {
@@ -195,7 +196,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   });
   new Gauge({
     name: 'walletflow_console_live_buffered_bytes',
-    help: 'Bytes the open console live streams hold that their clients have not taken',
+    help: 'Bytes the open console live streams hold that their clients have not taken (per stream at most a socket buffer and a push)',
     registers: [registry],
     collect() {
       this.set(liveHeld().bufferedBytes);
@@ -203,7 +204,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   });
   const liveStreamsEnded = new Counter({
     name: 'walletflow_console_live_streams_ended_total',
-    help: 'Console live streams ended, by outcome (done, signed-out, replaced, lifetime, disconnected)',
+    help: 'Console live streams ended, by outcome (done, signed-out, replaced, lifetime, disconnected, stalled, failed)',
     labelNames: ['outcome'] as const,
     registers: [registry],
   });

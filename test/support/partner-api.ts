@@ -70,8 +70,8 @@ export interface PartnerApiOptions {
   encryptionKey?: Buffer;
   /** A day's settlement runs: retrieves at once, and small pages and activities; absent: the API's defaults. */
   settlements?: SettlementOptions;
-  /** The console's live regions: a push interval of the test's; absent: the API's. */
-  consoleLive?: { pushEveryMs?: number };
+  /** The console's live regions: a push interval and a stall bound of the test's; absent: the API's. */
+  consoleLive?: { pushEveryMs?: number; stallMs?: number };
 }
 
 export interface InProcessWorker {
