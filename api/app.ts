@@ -56,6 +56,7 @@ import { createFundingRecord } from '../fundings/funding-record.ts';
 import { createBatchItemsRecord } from '../fundings/batch-items-record.ts';
 import { opsBatchesRouter } from './ops/batches-routes.ts';
 import { createCsvStreams } from './http/csv-stream.ts';
+import { createLiveStreams } from './console/live-region.ts';
 import { BATCH_UPLOAD_BUDGET_BYTES } from '../fundings/batch-upload.ts';
 import { createUploadBudget } from '../lib/upload-budget.ts';
 import { createWebhookStore } from '../webhooks/webhook-store.ts';
@@ -136,6 +137,8 @@ export interface AppDependencies {
     batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
     console?: ConsoleConfig;
+    /** Tests: the console's live regions pushed this often (instead of each at its own pace), and a shorter stall bound; absent: the console's own. */
+    consoleLive?: { pushEveryMs?: number; stallMs?: number };
   };
 }
 
@@ -354,6 +357,7 @@ export function createApp(deps: AppDependencies): express.Express {
           payments,
           batches,
           csvStreams,
+          liveStreams: createLiveStreams({ logger: deps.logger, metrics, pushEveryMs: services.consoleLive?.pushEveryMs, stallMs: services.consoleLive?.stallMs }),
           ledger,
           adjust,
           settlements,

@@ -2,7 +2,7 @@
 // handed to whoever records through their dependency factories: no global registry, so several
 // stacks in one test process keep their own counts. Label values are bounded: route templates,
 // states, operation names and codes, never an id, a path with ids, or a token.
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { FinalFundingStatus } from '../domain/funding.ts';
 import type { FinalPaymentStatus } from '../domain/payment.ts';
 
@@ -24,6 +24,20 @@ export type OnboardingStartOutcome = 'started' | 'already_closed' | 'failed';
 /** How a streamed report ended: whole, the client went away, the client stopped reading past the stall limit, or a failure cut it. */
 export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'failed';
 
+/**
+ * How a console live stream ended: its last render (done), its session ended (signed-out), a newer
+ * stream of its session took its place (replaced), its lifetime passed, its client went away, its
+ * client took nothing for the stall bound (stalled: cut off), or a render failed (failed: cut off).
+ */
+export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
+
+/** What a process's console live streams hold now. */
+export interface LiveStreamsHeld {
+  open: number;
+  /** Bytes their responses hold that their sockets have not taken. */
+  bufferedBytes: number;
+}
+
 export interface Metrics {
   readonly registry: Registry;
   /** A funding reached a final state (counted once, by whoever moved it there). */
@@ -42,6 +56,10 @@ export interface Metrics {
   reportRows(report: string, rows: number): void;
   /** A streamed report ended, and how. */
   reportStreamEnded(report: string, outcome: ReportStreamOutcome): void;
+  /** Where to read what the console's live streams hold (api/console/live-region.ts), when the series are collected. */
+  liveStreamsHeld(read: () => LiveStreamsHeld): void;
+  /** A console live stream ended, and how. */
+  liveStreamEnded(outcome: LiveStreamOutcome): void;
 }
 
 /** Seconds from a request to its answer (HTTP, wallet calls, the session URL). */
@@ -161,6 +179,36 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     registers: [registry],
   });
 
+  /** Every app's live streams on this registry (one in production; tests may start several). */
+  const liveReaders = new Set<() => LiveStreamsHeld>();
+  const liveHeld = (): LiveStreamsHeld =>
+    [...liveReaders].reduce((sum, read) => {
+      const held = read();
+      return { open: sum.open + held.open, bufferedBytes: sum.bufferedBytes + held.bufferedBytes };
+    }, { open: 0, bufferedBytes: 0 });
+  new Gauge({
+    name: 'walletflow_console_live_streams',
+    help: 'Console live streams (Server-Sent Events) open in this process',
+    registers: [registry],
+    collect() {
+      this.set(liveHeld().open);
+    },
+  });
+  new Gauge({
+    name: 'walletflow_console_live_buffered_bytes',
+    help: 'Bytes the open console live streams hold that their clients have not taken (per stream at most a socket buffer and a push)',
+    registers: [registry],
+    collect() {
+      this.set(liveHeld().bufferedBytes);
+    },
+  });
+  const liveStreamsEnded = new Counter({
+    name: 'walletflow_console_live_streams_ended_total',
+    help: 'Console live streams ended, by outcome (done, signed-out, replaced, lifetime, disconnected, stalled, failed)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+
   const sinceSeconds = (createdAt: Date) => Math.max(0, (Date.now() - createdAt.getTime()) / 1000);
   const operationLabel = boundedLabel();
   const errorCodeLabel = boundedLabel();
@@ -205,6 +253,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     },
     reportStreamEnded(report, outcome) {
       reportStreams.inc({ report: reportLabel(report), outcome });
+    },
+    liveStreamsHeld(read) {
+      liveReaders.add(read);
+    },
+    liveStreamEnded(outcome) {
+      liveStreamsEnded.inc({ outcome });
     },
   };
 }

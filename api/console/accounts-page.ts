@@ -15,7 +15,6 @@ import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
-import { streamLiveRegion } from './live-region.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
@@ -24,7 +23,7 @@ import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
 import { ledgerEntriesTable } from './record-pieces.ts';
 
-export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlements' | 'csvStreams' | 'timeZone' | 'now'>;
+export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlements' | 'csvStreams' | 'liveStreams' | 'timeZone' | 'now'>;
 
 const accountParameter = { account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' } };
 
@@ -288,7 +287,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       sendRefused(res, 400, { person, section: 'accounts', title: 'Not a day', message: 'A day is YYYY-MM-DD.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
       return;
     }
-    await streamLiveRegion(
+    await deps.liveStreams.stream(
       req,
       res,
       async () => {

@@ -14,7 +14,6 @@ import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec 
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { consoleHeaders, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
-import { streamLiveRegion } from './live-region.ts';
 import {
   batchHasEnded,
   batchPath,
@@ -28,7 +27,7 @@ import {
 } from './batch-page.ts';
 import { BATCHES_PATH, handleUpload, renderUploadForm } from './batch-upload.ts';
 
-export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone' | 'csvStreams'>;
+export type BatchesPagesDependencies = Pick<ConsoleServices, 'batches' | 'timeZone' | 'csvStreams' | 'liveStreams'>;
 
 const batchIdParameter = { batchId: { schema: z.uuid(), description: 'the batch’s id' } };
 
@@ -227,7 +226,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     if (!id.success || !first) return sendNoBatch(res, personOf(res), req.params.batchId);
     const shown = isBatchState(req.query.shown) ? req.query.shown : undefined;
     let next: BatchView | null = first;
-    await streamLiveRegion(
+    await deps.liveStreams.stream(
       req,
       res,
       async () => {

@@ -11,6 +11,7 @@ import type { TokenStore } from '../../links/token-store.ts';
 import type { PaymentService } from '../../payments/payment-service.ts';
 import type { WebhookStore } from '../../webhooks/webhook-store.ts';
 import type { SettlementService } from '../ops/settlement-service.ts';
+import type { LiveStreams } from './live-region.ts';
 
 export interface ConsoleServices {
   database: Database;
@@ -25,6 +26,8 @@ export interface ConsoleServices {
   webhooks: WebhookStore;
   /** How a report is streamed (the ops API's way: at the client's pace, stopped when it goes away). */
   csvStreams: CsvStreams;
+  /** The process's live regions' streams: their slots, and each written at its client's pace. */
+  liveStreams: LiveStreams;
   /** A link's tokens (an unlink revokes them). */
   tokens: TokenStore;
   /** SETTLEMENT_TZ: the day "today" is, and how times are shown. */

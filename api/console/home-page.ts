@@ -14,9 +14,8 @@ import type { ConsoleServices } from './console-services.ts';
 import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, sendConsolePage, stateBadge, table } from './console-layout.ts';
-import { streamLiveRegion } from './live-region.ts';
 
-export type HomeDependencies = Pick<ConsoleServices, 'database' | 'batches' | 'ledger' | 'webhooks' | 'timeZone' | 'now'>;
+export type HomeDependencies = Pick<ConsoleServices, 'database' | 'batches' | 'ledger' | 'webhooks' | 'liveStreams' | 'timeZone' | 'now'>;
 
 const routes = {
   home: defineRoute({
@@ -133,6 +132,6 @@ export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
 
   add(routes.homeLive, async (req, res) => {
     const person = personOf(res);
-    await streamLiveRegion(req, res, async () => ({ html: await renderFigures(deps, person.scopes) }), HOME_EVERY_MS);
+    await deps.liveStreams.stream(req, res, async () => ({ html: await renderFigures(deps, person.scopes) }), HOME_EVERY_MS);
   });
 }

@@ -6,7 +6,19 @@
 // stream is never the person's act: it does not keep their session alive. Streams are bounded per
 // process (past it a stream is refused, 503 with Retry-After, and the page stays as it was) and
 // per session in each process (past it the session's oldest stream ends, saying so).
+//
+// Each stream is written at its client's pace (api/http/paced-response.ts), so a client that stops
+// reading (a frozen tab, a suspended laptop whose connection stays open, a stuck proxy) costs the
+// API a bounded amount (architecture.md, invariant 16): a push is rendered and written only when
+// the socket can take it; while it cannot, nothing is rendered or kept (a live region needs only
+// its latest state), and once the client has taken what its socket held it gets the state as it
+// is then. A client that takes nothing for LIVE_STALL_MS once its socket is full is cut off (the
+// browser opens the stream again when it wakes), and the end of a stream, however it ends, lets go
+// of its slot, its session's place and its connection.
 import type { Request, Response } from 'express';
+import type { Logger } from '../../lib/logger.ts';
+import type { LiveStreamOutcome, Metrics } from '../../lib/metrics.ts';
+import { paceResponse, type PacedResponse } from '../http/paced-response.ts';
 import { consoleSessionOf, consoleSessionStillLive, countedAsUse } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
 import { endEvent } from './live-events.ts';
@@ -17,9 +29,13 @@ const MAX_STREAMS = 200;
 export const MAX_STREAMS_PER_SESSION = 4;
 /** A stream ends after this long (the browser opens it again): no connection lives for ever. */
 const STREAM_LIFETIME_MS = 10 * 60_000;
-let open = 0;
-/** Each session's streams in this process, oldest first: how to end each one early. */
-const bySession = new Map<string, Array<{ replace(): void }>>();
+/**
+ * How long a client may take nothing once its socket is full before its stream is cut off: 6 of
+ * Home's pushes, 30 of a batch's. A client that reads at all empties a socket's buffer (64 KiB)
+ * far sooner; a cut costs a live page only a reconnection (its EventSource tries again after 5 s
+ * and gets the state then), while a stream held costs one of the process's 200 slots.
+ */
+export const LIVE_STALL_MS = 30_000;
 
 export interface LiveRender {
   html: string;
@@ -27,72 +43,123 @@ export interface LiveRender {
   done?: boolean;
 }
 
-/** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
-export async function streamLiveRegion(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void> {
-  const session = consoleSessionOf(res);
-  // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
-  if (!session || countedAsUse(res)) throw new Error('streamLiveRegion: a stream needs a live session, and must not count as its use');
-  if (open >= MAX_STREAMS) {
-    res.setHeader('Retry-After', '30');
-    res.status(503).end();
-    return;
-  }
-  open += 1;
-  let closed = false;
-  let replaced = false;
-  let wake = () => {};
-  const mine = bySession.get(session.id) ?? [];
-  bySession.set(session.id, mine);
-  while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
-  const entry = {
-    replace() {
-      replaced = true;
-      wake();
+export interface LiveStreams {
+  /** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
+  stream(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void>;
+}
+
+export interface LiveStreamsOptions {
+  logger: Logger;
+  metrics?: Pick<Metrics, 'liveStreamsHeld' | 'liveStreamEnded'> | undefined;
+  /** Tests: every region pushes this often instead of at its own pace. */
+  pushEveryMs?: number | undefined;
+  /** Tests: a shorter stall bound; absent: LIVE_STALL_MS. */
+  stallMs?: number | undefined;
+}
+
+/** One push: one `data:` line per line of the render (the event's data is the lines joined again). */
+const dataEvent = (html: string): string => `${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`;
+
+/** The process's live streams: its slots, each session's streams, and how each is written. */
+export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
+  const stallMs = options.stallMs ?? LIVE_STALL_MS;
+  /** The open streams' answers: their count is the process's slots taken; what they hold is read by the metrics. */
+  const open = new Set<PacedResponse>();
+  /** Each session's streams in this process, oldest first: how to end each one early. */
+  const bySession = new Map<string, Array<{ replace(): void }>>();
+  options.metrics?.liveStreamsHeld(() => ({ open: open.size, bufferedBytes: [...open].reduce((sum, paced) => sum + paced.buffered(), 0) }));
+
+  return {
+    async stream(req, res, render, everyMs) {
+      const session = consoleSessionOf(res);
+      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
+      if (!session || countedAsUse(res)) throw new Error('liveStreams.stream: a stream needs a live session, and must not count as its use');
+      if (open.size >= MAX_STREAMS) {
+        res.setHeader('Retry-After', '30');
+        res.status(503).end();
+        return;
+      }
+      const pace = options.pushEveryMs ?? everyMs;
+      const paced = paceResponse(res, { stallMs });
+      open.add(paced);
+      let replaced = false;
+      let wake = () => {};
+      /** Waits `ms`, or less when woken: a newer stream of the session took this one's place, or the answer stopped. */
+      const pause = (ms: number) =>
+        new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            wake = () => {};
+            resolve();
+          };
+          const timer = setTimeout(done, ms);
+          wake = done;
+        });
+      paced.stopped.addEventListener('abort', () => wake(), { once: true });
+      const mine = bySession.get(session.id) ?? [];
+      bySession.set(session.id, mine);
+      while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
+      const entry = {
+        replace() {
+          replaced = true;
+          wake();
+        },
+      };
+      mine.push(entry);
+      let outcome: LiveStreamOutcome = 'lifetime';
+      try {
+        consoleHeaders(res);
+        res.status(200).setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+        res.setHeader('X-Accel-Buffering', 'no');
+        res.flushHeaders();
+        paced.write('retry: 5000\n\n');
+        const endAt = Date.now() + STREAM_LIFETIME_MS;
+        /** The stream's last event, when it ends saying why. */
+        let last: string | undefined;
+        while (!paced.stopped.aborted && Date.now() < endAt) {
+          if (replaced) {
+            last = endEvent('replaced');
+            outcome = 'replaced';
+            break;
+          }
+          // The client has not taken what its socket holds: nothing is rendered or kept for it until
+          // it has (or it is cut off); then the next push is the state as it is then.
+          if (!paced.hasRoom()) {
+            await Promise.race([paced.room(), pause(endAt - Date.now())]);
+            wake();
+            continue;
+          }
+          // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
+          if (!(await consoleSessionStillLive(res))) {
+            last = endEvent('signed-out');
+            outcome = 'signed-out';
+            break;
+          }
+          const { html, done } = await render();
+          if (paced.stopped.aborted) break;
+          paced.write(dataEvent(html));
+          if (done) {
+            last = endEvent('done');
+            outcome = 'done';
+            break;
+          }
+          await pause(pace);
+        }
+        // The last event goes out as every push does: a client that does not take it is cut off too.
+        const ended = await paced.end(last);
+        if (ended !== 'completed') outcome = ended;
+      } catch (error) {
+        // A render that failed (the database): the stream is cut, and the browser opens it again.
+        outcome = 'failed';
+        paced.destroy();
+        options.logger.error({ err: error, path: req.path }, 'a console live stream failed: it is cut off');
+      } finally {
+        open.delete(paced);
+        const index = mine.indexOf(entry);
+        if (index >= 0) mine.splice(index, 1);
+        if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
+        options.metrics?.liveStreamEnded(outcome);
+      }
     },
   };
-  mine.push(entry);
-  consoleHeaders(res);
-  res.status(200).setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-  res.setHeader('X-Accel-Buffering', 'no');
-  res.flushHeaders();
-  res.write('retry: 5000\n\n');
-  req.on('close', () => {
-    closed = true;
-    wake();
-  });
-  const endAt = Date.now() + STREAM_LIFETIME_MS;
-  try {
-    while (!closed && Date.now() < endAt) {
-      if (replaced) {
-        res.write(endEvent('replaced'));
-        break;
-      }
-      // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
-      if (!(await consoleSessionStillLive(res))) {
-        res.write(endEvent('signed-out'));
-        break;
-      }
-      const { html, done } = await render();
-      if (closed) break;
-      // One `data:` line per line of the render: the event's data is the lines joined again.
-      res.write(`${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`);
-      if (done) {
-        res.write(endEvent('done'));
-        break;
-      }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, everyMs);
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
-        };
-      });
-    }
-  } finally {
-    open -= 1;
-    const index = mine.indexOf(entry);
-    if (index >= 0) mine.splice(index, 1);
-    if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
-    res.end();
-  }
 }

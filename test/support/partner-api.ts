@@ -70,6 +70,8 @@ export interface PartnerApiOptions {
   encryptionKey?: Buffer;
   /** A day's settlement runs: retrieves at once, and small pages and activities; absent: the API's defaults. */
   settlements?: SettlementOptions;
+  /** The console's live regions: a push interval and a stall bound of the test's; absent: the API's. */
+  consoleLive?: { pushEveryMs?: number; stallMs?: number };
 }
 
 export interface InProcessWorker {
@@ -187,6 +189,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         ...(options.console ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console } : {}),
         ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
         ...(options.settlements ? { settlements: options.settlements } : {}),
+        ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
       },
     });
     server.on('request', app);

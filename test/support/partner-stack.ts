@@ -94,6 +94,8 @@ export async function startPartnerStack(
     temporal?: { address: string; namespace: string };
     /** A day's settlement runs: retrieves at once, and small pages and activities (default: the API's). */
     settlements?: SettlementOptions;
+    /** The console's live regions: a push interval and a stall bound of the test's (default: the API's). */
+    consoleLive?: { pushEveryMs?: number; stallMs?: number };
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
@@ -123,6 +125,7 @@ export async function startPartnerStack(
     ...(options.databaseMaxConnections === undefined ? {} : { databaseMaxConnections: options.databaseMaxConnections }),
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
     ...(options.settlements ? { settlements: options.settlements } : {}),
+    ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
   });
   const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

@@ -22,6 +22,9 @@ describe('createMetrics', () => {
       walletflow_http_request_duration_seconds: 'histogram',
       walletflow_report_rows_total: 'counter',
       walletflow_report_streams_total: 'counter',
+      walletflow_console_live_streams: 'gauge',
+      walletflow_console_live_buffered_bytes: 'gauge',
+      walletflow_console_live_streams_ended_total: 'counter',
     });
   });
 

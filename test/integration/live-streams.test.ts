@@ -1,0 +1,171 @@
+// The console's live regions (Server-Sent Events, api/console/live-region.ts) over real HTTP,
+// against a client that stops reading (a frozen tab, a suspended laptop whose connection stays
+// open): the API holds at most a socket buffer and a push for it however many pushes come, cuts it
+// off once it has taken nothing for the stall bound, and its slot is free again; a client that reads
+// again gets the state as it is then. Pushes come every few milliseconds here (the stack's
+// `consoleLive`), and Home lists forty failing webhook endpoints (a push of about 15 KB), so the
+// loopback sockets' buffers (about 4 MB) fill in seconds rather than hours. What the API holds is
+// its own count (walletflow_console_live_buffered_bytes: the open streams' res.writableLength).
+import { randomBytes, randomUUID } from 'node:crypto';
+import http, { type ClientRequest, type IncomingMessage } from 'node:http';
+import { getDefaultHighWaterMark } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { sampleValue } from '../support/prometheus-text.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+const watcherKey = randomBytes(32).toString('base64url');
+/** How long a client that takes nothing is kept, here: long enough for a test to read again first. */
+const STALL_MS = 5000;
+/**
+ * What the API may hold for one paused stream: the socket's buffer mark (64 KiB in Node 24) and
+ * the push that filled it, with room for a push that grew. Without back-pressure the pushes pile up
+ * behind the full socket for the stream's whole life (about 1 MB over its 10 minutes at Home's pace).
+ */
+const heldAtMost = (pushBytes: number) => getDefaultHighWaterMark(false) + 2 * pushBytes;
+
+let stack: PartnerStack;
+
+beforeAll(async () => {
+  stack = await startPartnerStack({ extraOpsKeys: [`watcher:read:${watcherKey}`], consoleLive: { pushEveryMs: 5, stallMs: STALL_MS } });
+  for (let index = 0; index < 40; index += 1) await failingEndpoint(`hooks-${index}.example.com/${'in/'.repeat(60)}${index}`);
+}, 120_000);
+afterAll(() => stack?.close());
+
+/** Signs in with an ops key as the sign-in page's form does; answers the session cookie. */
+async function signIn(key: string): Promise<string> {
+  const base = stack.apiBase;
+  const form = await fetch(`${base}/console/sign-in`);
+  await form.arrayBuffer();
+  const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+  const signedIn = await fetch(`${base}/console/sign-in`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base },
+    body: `_csrf=${pre.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(key)}`,
+  });
+  await signedIn.arrayBuffer();
+  expect(signedIn.status).toBe(200);
+  return signedIn.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console='))!.split(';')[0]!;
+}
+
+/** A webhook endpoint at `https://${where}` with a dead letter: Home lists it among the failing ones. */
+async function failingEndpoint(where: string): Promise<void> {
+  const created = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `https://${where}`, events: ['funding.failed'] }) });
+  expect(created.status).toBe(201);
+  const endpointId = ((await created.json()) as { id: string }).id;
+  const eventId = `evt_${randomUUID()}`;
+  await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
+  await stack.database.webhookDelivery.create({ data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 } });
+}
+
+interface PausedStream {
+  request: ClientRequest;
+  response: IncomingMessage;
+  /** What came before the pause: the retry line and the first push. */
+  firstPush: string;
+  /** Reads on: resolves with all that came once `done` holds for it (or the stream ended). */
+  readUntil(done: (text: string) => boolean): Promise<{ text: string; ended: boolean }>;
+}
+
+/** Opens Home's stream as the page's EventSource does, reads its first push, then stops reading (the sockets' buffers fill). */
+function openPaused(cookie: string): Promise<PausedStream> {
+  return new Promise((resolve, reject) => {
+    const request = http.get(`${stack.apiBase}/console/live/home`, { headers: { cookie, accept: 'text/event-stream' } });
+    request.on('error', reject);
+    request.on('response', (response) => {
+      if (response.statusCode !== 200) reject(new Error(`the stream answered ${response.statusCode}`));
+      response.setEncoding('utf8');
+      let text = '';
+      const onData = (chunk: string) => {
+        text += chunk;
+        if (!/\ndata: [^]*\n\n/.test(text)) return;
+        response.pause();
+        response.off('data', onData);
+        const firstPush = text;
+        resolve({
+          request,
+          response,
+          firstPush,
+          readUntil: (done) =>
+            new Promise((finish, fail) => {
+              let more = '';
+              const settle = (ended: boolean) => {
+                response.off('data', onMore);
+                response.pause();
+                finish({ text: more, ended });
+              };
+              const onMore = (chunk: string) => {
+                more += chunk;
+                if (done(more)) settle(false);
+              };
+              response.on('data', onMore);
+              response.once('end', () => settle(true));
+              response.once('error', fail);
+              response.resume();
+            }),
+        });
+      };
+      response.on('data', onData);
+    });
+  });
+}
+
+const apiMetric = async (name: string, labels: Record<string, string> = {}) => sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
+const held = () => apiMetric('walletflow_console_live_buffered_bytes');
+const openStreams = () => apiMetric('walletflow_console_live_streams');
+const stalledStreams = () => apiMetric('walletflow_console_live_streams_ended_total', { outcome: 'stalled' });
+
+describe('a console live stream whose client stops reading', () => {
+  it('holds at most a socket buffer and a push in the API while pushes keep coming; past the stall bound it is cut off, its slot free again', async () => {
+    const session = await signIn(watcherKey);
+    const streamsBefore = await openStreams();
+    const stalledBefore = await stalledStreams();
+    const paused = await openPaused(session);
+    try {
+      expect(paused.firstPush).toContain('hooks-39.example.com');
+      const bound = heldAtMost(Buffer.byteLength(paused.firstPush));
+      // Pushes come every 5 ms; the client reads none. Until the API cuts it off, what it holds for
+      // it stays under the bound: the socket's buffer and the push that filled it.
+      let most = 0;
+      while ((await stalledStreams()) === stalledBefore) {
+        const now = await held();
+        most = Math.max(most, now);
+        expect(now, `bytes the API holds for a paused stream (the bound: ${bound})`).toBeLessThan(bound);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The sockets' own buffers did fill (the API held bytes past them) before it was cut off.
+      expect(most, 'the paused stream filled its sockets').toBeGreaterThan(0);
+      // Cut off: its slot and all it held are let go; a new stream of the same session opens and is pushed to.
+      await waitFor('the stalled stream’s slot is free', async () => ((await openStreams()) === streamsBefore ? true : undefined), 10_000);
+      expect(await held()).toBe(0);
+      const again = await openPaused(session);
+      expect(again.firstPush).toContain('Treasury');
+      again.request.destroy();
+    } finally {
+      paused.request.destroy();
+    }
+  }, 120_000);
+
+  it('that reads again gets the state as it is then, and the stream goes on', async () => {
+    const session = await signIn(watcherKey);
+    const stalledBefore = await stalledStreams();
+    const openBefore = await openStreams();
+    const paused = await openPaused(session);
+    try {
+      // Its sockets are full: the API holds bytes for it.
+      await waitFor('the paused stream’s sockets are full', async () => ((await held()) > 0 ? true : undefined), 60_000);
+      // Meanwhile Home's state changes: one more webhook endpoint fails.
+      const host = `hooks-${randomUUID().slice(0, 8)}.example.com`;
+      await failingEndpoint(`${host}/in`);
+      // It reads again: past what its sockets held, the state now; the stream goes on.
+      const { text, ended } = await paused.readUntil((more) => more.includes(host));
+      expect(ended, 'the stream ended before it showed the state now').toBe(false);
+      expect(text).not.toContain('event: end');
+      expect(await stalledStreams()).toBe(stalledBefore);
+      expect(await openStreams()).toBe(openBefore + 1);
+    } finally {
+      paused.request.destroy();
+    }
+  }, 120_000);
+});
