@@ -12,6 +12,8 @@ import { fundingErrorMessage, fundingReviewStatus, type FundingStatus } from '..
 import { createLedger } from '../ledger/ledger.ts';
 import { announceFundings, batchRunning, statusInSql, tableMove, type FundingRecordDependencies } from './funding-record.ts';
 
+const statusIn = statusInSql;
+
 /** The wallet's final words on an executed transfer, which a pass writes for many at once. */
 export type WalletFinalStatus = 'APPROVED' | 'DECLINED';
 
@@ -34,8 +36,6 @@ const finishedFromWhere = Prisma.sql`(${Prisma.join(
   Object.values(moves.finish).map((move) => Prisma.sql`(i.status = ${move.to} AND f.status ${statusIn(move.from)})`),
   ' OR ',
 )})`;
-
-const statusIn = statusInSql;
 
 /** What the claimed fundings record needs: the funding record's own dependencies (the ledger and metrics shared with it). */
 export type ClaimedFundingsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'metrics' | 'ledger'>;
