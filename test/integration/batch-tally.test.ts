@@ -3,18 +3,27 @@
 // of counting its items on every view): whatever writes the items (the store, claims, moves,
 // heartbeats, a cancel, writers at once on the same batch, a write rolled back), the tally equals
 // the items counted; and the home's totals of a day, which take a batch's items from its tally,
-// equal the day's fundings counted one by one.
+// equal the day's fundings counted one by one. On a database of its own: the tests move items with
+// SQL of their own, as no record would (a final state with its hold left open), which the other
+// files' ledger checks of their whole database would rightly refuse.
 import { randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { fundingTotalsOn } from '../../fundings/funding-totals.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
-import { createDatabase } from '../../lib/database.ts';
+import { createDatabase, dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
+import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { batchRecordsOn } from '../support/batch-records.ts';
-import { testDatabaseUrl } from '../support/test-database.ts';
 
-const database = createDatabase(testDatabaseUrl(), { maxConnections: 12 });
-afterAll(() => database.$disconnect());
+const serverUrl = inject('databaseUrl');
+const databaseName = `walletflow_tally_${process.pid}_${Date.now().toString(36)}`;
+const databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
+await applyMigrations(databaseUrl);
+const database = createDatabase(databaseUrl, { maxConnections: 12 });
+afterAll(async () => {
+  await database.$disconnect();
+  await dropDatabase(serverUrl, databaseName);
+});
 
 const { fundings, batches, claimed, credit, insertBatch } = batchRecordsOn(database);
 

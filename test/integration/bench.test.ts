@@ -36,7 +36,11 @@ describe('walletflow bench', () => {
     // The lean floor, measured in the same run, and the shapes of both sides' histories.
     expect(level!.lean?.completed).toBeGreaterThan(0);
     expect(level!.lean?.failed).toBe(0);
-    expect(level!.lean?.history).toMatchObject({ workflowTasks: 3, activityTasks: 2 });
+    // Two activity tasks; three workflow tasks, or two where an activity's result came back before
+    // the task that scheduled the next one completed (a loaded machine: the mean of the samples).
+    expect(level!.lean?.history).toMatchObject({ activityTasks: 2 });
+    expect(level!.lean?.history.workflowTasks).toBeGreaterThanOrEqual(2);
+    expect(level!.lean?.history.workflowTasks).toBeLessThanOrEqual(3);
     expect(level!.walletflow.history).toMatchObject({ workflowTasks: 1, activityTasks: 0 });
     expect(level!.walletflow.transitionsPerItem).toBe(4);
     expect(level!.overheadRatio).toBeGreaterThan(0);
