@@ -12,9 +12,10 @@
 // The step activities (create, execute, retrieve, …) share the wallet calls (requestIntent,
 // sendExecute, readBack); a fresh funding's one pass and a batch chunk are one routine from claim
 // to final state (passClaimed), which differ in their claim and in what a failure of one funding
-// becomes. Every write goes through the records (fundings/funding-record.ts, and for many fundings
-// at once fundings/batch-items-record.ts); these stay thin. Their signatures and results are the
-// workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
+// becomes. Every write goes through the records: fundings/funding-record.ts one funding at a time,
+// fundings/batch-items-record.ts many in a statement (the pass's move to EXECUTING and its final
+// words, for a single funding too, as a list of one); these stay thin. Their signatures and
+// results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import { ApplicationFailure } from '@temporalio/activity';
 import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain/money.ts';
 import { isFinalFundingStatus, type FinalFundingStatus } from '../domain/funding.ts';

@@ -1,6 +1,8 @@
-// The batch items record: the set-based writes of a batch's items, up to 100,000 fundings stored,
-// ended or moved at once (a batch's store and its cancel, and the batch chunk's claim, its
-// intents stored and its wallet's final words). A batch item is a funding: the funding record
+// The batch items record: the set-based writes of fundings, up to 100,000 stored, ended or moved
+// at once: a batch's store and its cancel, a batch chunk's claim, and the one pass's created
+// intents stored with the move to EXECUTING (beginExecuteMany) and the wallet's final words
+// (finishExecutedMany), which a single funding's pass writes here too, as a list of one
+// (activities/funding.ts passClaimed). A batch item is a funding: the funding record
 // (fundings/funding-record.ts) reads it and writes it one at a time, this module writes many in a
 // statement. Every status change here is a move of the same transition table
 // (domain/funding.ts fundingTransitions): its SQL guard is the statuses sourcesOf(...) allows,

@@ -11,7 +11,9 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
 import { opsScopes } from '../../lib/ops-keys.ts';
-import { fundingTransitions, fundingStatuses } from '../../domain/funding.ts';
+import { fundingErrorMessages, fundingTransitions, fundingStatuses } from '../../domain/funding.ts';
+import { paymentTransitions } from '../../domain/payment.ts';
+import { sourcesOf, type TransitionTable } from '../../domain/transitions.ts';
 import { registerOpsCommands } from '../../cli/ops-commands.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -260,5 +262,142 @@ describe('docs/operations.md', () => {
     expect(counted.size).toBeGreaterThanOrEqual(10);
     const operations = read('docs/operations.md');
     expect([...counted].filter((action) => !operations.includes(`\`${action}\``))).toEqual([]);
+  });
+});
+
+/** The text of a markdown section, from its heading to the next heading of its level or above. */
+function section(text: string, heading: string): string {
+  const start = text.indexOf(heading);
+  if (start < 0) throw new Error(`no section ${heading}`);
+  const level = /^#+/.exec(heading)![0].length;
+  const rest = text.slice(start + heading.length);
+  const end = rest.search(new RegExp(`^#{1,${level}} `, 'm'));
+  return end < 0 ? rest : rest.slice(0, end);
+}
+
+/** A function's (or an object member's) text: from its declaration to its closing brace. */
+function functionText(text: string, name: string): string {
+  const start = new RegExp(`(?:function\\s+${name}\\b|^\\s*(?:async\\s+)?${name}(?:\\s*:\\s*(?:async\\s*)?\\(|\\s*\\())`, 'm').exec(text);
+  if (!start) throw new Error(`no function ${name}`);
+  // The body's brace: after the parameters' closing parenthesis, outside any type's angle brackets.
+  let parens = 0;
+  let index = text.indexOf('(', start.index);
+  for (; index < text.length; index += 1) {
+    if (text[index] === '(') parens += 1;
+    if (text[index] === ')' && --parens === 0) break;
+  }
+  let angles = 0;
+  for (; index < text.length && !(text[index] === '{' && angles === 0); index += 1) {
+    if (text[index] === '<') angles += 1;
+    if (text[index] === '>' && text[index - 1] !== '=') angles -= 1;
+  }
+  let depth = 0;
+  for (; index < text.length; index += 1) {
+    if (text[index] === '{') depth += 1;
+    if (text[index] === '}' && --depth === 0) return text.slice(start.index, index + 1);
+  }
+  throw new Error(`unbalanced ${name}`);
+}
+
+/** The record member or function a position of a file is in: the nearest declaration above it. */
+function enclosingMember(text: string, index: number): string {
+  const before = text.slice(0, index).split('\n').reverse();
+  for (const line of before) {
+    const match = /^ {2,4}(?:async\s+)?(?:function\s+)?([a-zA-Z]\w*)(?:\s*:\s*(?:async\s*)?\(|\s*\()/.exec(line);
+    if (match && !['if', 'for', 'while', 'switch', 'return', 'await', 'catch'].includes(match[1]!)) return match[1]!;
+  }
+  throw new Error('no enclosing member');
+}
+
+/** The leading comment of a file: its header. */
+const header = (file: string) => /^(?:\/\/[^\n]*\n)+/.exec(read(file))?.[0] ?? '';
+/** The paragraphs of a text (blank-line separated), joined into lines. */
+const paragraphs = (text: string) => text.split(/\n\s*\n/).map((paragraph) => paragraph.replace(/\s*\n\s*/g, ' '));
+
+describe('who writes a funding', () => {
+  const activities = read('activities/funding.ts');
+  /** The batch items record's writes the one pass makes: a single funding's pass makes them too (a list of one). */
+  const passWrites = [...new Set([...functionText(activities, 'passClaimed').matchAll(/batchItems\.(\w+)\(/g)].map((match) => match[1]!))];
+
+  it("reads the one pass's writes from the code, and that a single funding's pass is that pass", () => {
+    expect(passWrites).toEqual(['beginExecuteMany', 'finishExecutedMany']);
+    // fundOne, the pass of one funding (fundInOnePass's), runs passClaimed with its one claim.
+    expect(functionText(activities, 'fundOne')).toMatch(/passClaimed\(\[claimed\]/);
+    expect(functionText('  async function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }\n  b() {}', 'a')).toBe('function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }');
+  });
+
+  it("docs/fundings.md and the records' headers say a single funding's pass writes through the batch items record", () => {
+    const who = paragraphs(section(read('docs/fundings.md'), '## Who changes a funding'));
+    const missing: string[] = [];
+    for (const write of passWrites) {
+      if (!who.some((paragraph) => paragraph.includes(`\`${write}\``) && paragraph.includes('single funding'))) missing.push(`docs/fundings.md: ${write}`);
+      for (const file of ['fundings/funding-record.ts', 'fundings/batch-items-record.ts']) {
+        const text = header(file).replace(/\s*\n\/\/\s*/g, ' ');
+        if (!text.includes(write) || !text.includes('single funding')) missing.push(`${file}'s header: ${write}`);
+      }
+    }
+    expect(missing).toEqual([]);
+  });
+
+  it("docs/ledger.md names every record function that settles a hold, with the ledger's function it calls, and who calls it", () => {
+    const where = section(read('docs/ledger.md'), '## Where each step happens');
+    const bullets = where.split(/\n\s*- /).map((bullet) => bullet.replace(/\s*\n\s*/g, ' '));
+    const settles = ['fundings/funding-record.ts', 'fundings/batch-items-record.ts'].flatMap((file) => {
+      const text = read(file);
+      return [...text.matchAll(/ledger\.((?:settle|release)\w*)\(/g)].map((match) => ({ member: enclosingMember(text, match.index), call: match[1]! }));
+    });
+    expect(settles.map((settle) => `${settle.member} → ${settle.call}`)).toEqual(
+      expect.arrayContaining(['settleHold → settleFunding', 'finishExecutedMany → settleMany', 'releaseCancelledBatchItems → releaseBatchItems']),
+    );
+    const wrong = settles.flatMap(({ member, call }) => {
+      const bullet = bullets.find((text) => text.includes(`\`${member}\``));
+      if (!bullet) return [`${member}: not named`];
+      if (!bullet.includes(`\`ledger.${call}\``)) return [`${member}: its bullet does not name ledger.${call}`];
+      // A write the one pass makes serves a single funding too.
+      if (passWrites.includes(member) && !bullet.includes('single funding')) return [`${member}: a single funding's pass settles through it`];
+      return [];
+    });
+    expect(wrong).toEqual([]);
+  });
+
+  it("lists every code a FAILED funding carries, and says a code comes from old histories only when no current code writes it", () => {
+    const row = /^\| `FAILED` \|[^|]*\|([^\n]*)\|$/m.exec(read('docs/fundings.md'))?.[1] ?? '';
+    // Each code with its note: `CODE` (note), split at the top level of the list.
+    const codes = [...row.matchAll(/`([A-Z][A-Z0-9_]+)`(?: \(([^()]*(?:\([^()]*\)[^()]*)*)\))?/g)].map((match) => ({ code: match[1]!, note: match[2] ?? '' }));
+    expect(codes.map((entry) => entry.code)).toEqual(expect.arrayContaining(['CANCELLED', 'EXECUTE_FAILED', 'RESOLVED_FAILED']));
+    // Every outcome code that is not the wallet's 60xx decline (a DECLINED funding's) or a REJECTED one.
+    const rejected = [...(/^\| `REJECTED` \|[^\n]*$/m.exec(read('docs/fundings.md'))?.[0] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1]!);
+    const written = Object.keys(fundingErrorMessages).filter((code) => !/^60\d\d$/.test(code) && !rejected.includes(code));
+    expect(written.filter((code) => !codes.some((entry) => entry.code === code))).toEqual([]);
+    // "from old histories only": every writer the note names is a previous release's run.
+    const oldOnly = codes.filter(({ note }) => note !== '' && note.split(';').every((writer) => /histor|previous release/.test(writer)));
+    const current = sources.filter(({ file }) => !file.startsWith('workflows/'));
+    const wrong = oldOnly.flatMap(({ code }) => current.filter(({ text }) => text.includes(`'${code}'`)).map(({ file }) => `${code}: said to come from old histories only, written by ${file}`));
+    expect(wrong).toEqual([]);
+  });
+
+  it('builds every status guard from the transition table, and docs/fundings.md names each one written by hand', () => {
+    const tables = { funding: fundingTransitions, payment: paymentTransitions } as const;
+    const handWritten: string[] = [];
+    const wrong: string[] = [];
+    for (const file of ['fundings/funding-record.ts', 'fundings/batch-items-record.ts', 'payments/payment-record.ts']) {
+      const text = read(file);
+      // A raw UPDATE that sets a status literal and guards on status literals.
+      for (const match of text.matchAll(/UPDATE (funding|payment)\b[^`]*?status = '([A-Z_]+)'::"\w+Status"[^`]*?WHERE([^`]*?)(?:RETURNING|`)/g)) {
+        const guard = [...match[3]!.matchAll(/status (?:=|IN \() ?'([A-Z_]+)'/g)].map((literal) => literal[1]!);
+        if (guard.length === 0) continue;
+        const member = enclosingMember(text, match.index);
+        handWritten.push(member);
+        const table = tables[match[1] as keyof typeof tables] as TransitionTable<string>;
+        const from = sourcesOf(table, match[2]!);
+        if (JSON.stringify([...guard].sort()) !== JSON.stringify([...from].sort())) wrong.push(`${file} ${member}: guards ${guard.join(', ')}; the table moves to ${match[2]} from ${from.join(', ')}`);
+      }
+    }
+    expect(handWritten).toEqual(['claimPending']);
+    expect(wrong).toEqual([]);
+    const guards = paragraphs(read('docs/fundings.md')).find((paragraph) => paragraph.includes('`sourcesOf`')) ?? '';
+    expect(handWritten.filter((member) => !(guards.includes(`\`${member}\``) && guards.includes('by hand')))).toEqual([]);
+    const transitions = header('domain/transitions.ts');
+    expect(handWritten.filter((member) => !(transitions.includes(member) && transitions.includes('by hand')))).toEqual([]);
   });
 });
