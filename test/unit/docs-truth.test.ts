@@ -15,6 +15,7 @@ import { fundingErrorMessages, fundingTransitions, fundingStatuses } from '../..
 import { paymentTransitions } from '../../domain/payment.ts';
 import { sourcesOf, type TransitionTable } from '../../domain/transitions.ts';
 import { registerOpsCommands } from '../../cli/ops-commands.ts';
+import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -399,5 +400,26 @@ describe('who writes a funding', () => {
     expect(handWritten.filter((member) => !(guards.includes(`\`${member}\``) && guards.includes('by hand')))).toEqual([]);
     const transitions = header('domain/transitions.ts');
     expect(handWritten.filter((member) => !(transitions.includes(member) && transitions.includes('by hand')))).toEqual([]);
+  });
+});
+
+describe('the payment ids a route takes', () => {
+  it("says every {paymentId} takes walletflow's id or the wallet's, as the payment service's lookup does", () => {
+    // The service finds a payment by either id (its view and its resolve go through find).
+    expect(read('payments/payment-service.ts')).toMatch(/const find = \(id: string\) => record\.findByEitherIdWithEvents\(id\);/);
+    expect(read('payments/payment-record.ts')).toMatch(/findByEitherIdWithEvents:[^\n]*\n[^\n]*\n\s*where: uuidPattern\.test\(id\) \? \{ OR: \[\{ id \}, \{ walletPaymentId: id \}\] \} : \{ walletPaymentId: id \}/);
+    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { parameters?: Array<{ name: string; description?: string }> }>> };
+    const described = Object.entries(document.paths)
+      .filter(([route]) => route.includes('{paymentId}'))
+      .flatMap(([route, item]) => Object.entries(item).map(([method, operation]) => ({ at: `${method.toUpperCase()} ${route}`, description: operation.parameters?.find((parameter) => parameter.name === 'paymentId')?.description ?? '' })));
+    expect(described.map((each) => each.at)).toEqual(['GET /ops/payments/{paymentId}', 'POST /ops/payments/{paymentId}/resolve']);
+    const eitherId = (text: string) => /walletflow[’']s id/.test(text) && /wallet[’']s payment id/.test(text) && !/not the wallet/.test(text);
+    expect(described.filter((each) => !eitherId(each.description)).map((each) => `${each.at}: ${each.description}`)).toEqual([]);
+    const program = new Command();
+    registerOpsCommands(program);
+    const get = program.commands.find((command) => command.name() === 'payments')!.commands.find((command) => command.name() === 'get')!;
+    expect(eitherId(get.registeredArguments[0]!.description)).toBe(true);
+    const words = /^\| `paymentId` \|[^\n]*$/m.exec(read('docs/architecture.md'))?.[0] ?? '';
+    expect(words).toMatch(/`\{paymentId\}`[^|]*takes either/);
   });
 });
