@@ -423,3 +423,30 @@ describe('the payment ids a route takes', () => {
     expect(words).toMatch(/`\{paymentId\}`[^|]*takes either/);
   });
 });
+
+describe("the batch runner's run", () => {
+  it("says one figure for a run's chunks and events: the chunks from the code, the events as the bench measured them", () => {
+    const runner = read('workflows/fund-batch.ts');
+    const constant = (name: string) => Number(new RegExp(`const ${name} = ([\\d_]+);`).exec(runner)?.[1]?.replace(/_/g, ''));
+    const maxInFlight = environmentSchema.shape.BATCH_MAX_IN_FLIGHT.parse(undefined);
+    // fundBatch dispatches chunks of ceil(inFlight / CHUNKS_IN_FLIGHT) items.
+    expect(runner).toContain('Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT)');
+    const chunkSize = Math.ceil(maxInFlight / constant('CHUNKS_IN_FLIGHT'));
+    const chunks = constant('DEFAULT_ITEMS_PER_RUN') / chunkSize;
+    expect(chunks).toBe(125);
+    const measured = readdirSync(path.join(root, 'bench/results'))
+      .filter((file) => file.endsWith('.json'))
+      .map((file) => JSON.parse(read(`bench/results/${file}`)) as { maxInFlight?: number; batch?: { history?: { largestRunEvents?: number } } })
+      .filter((report) => report.maxInFlight === maxInFlight && report.batch?.history?.largestRunEvents !== undefined)
+      .map((report) => report.batch!.history!.largestRunEvents!);
+    expect(measured.length).toBeGreaterThan(0);
+    const events = Math.round(Math.max(...measured) / 100) * 100;
+    const said = (text: string) => ({
+      chunks: /(\d[\d,]*) chunks of (\d+)/.exec(text)?.slice(1, 3).map((figure) => Number(figure.replace(/,/g, ''))),
+      events: Number(/about (\d[\d,]*) events/.exec(text)?.[1]?.replace(/,/g, '')),
+    });
+    const comment = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*const DEFAULT_ITEMS_PER_RUN/.exec(runner)?.[1]?.replace(/\s*\n\s*\*\s*/g, ' ') ?? '';
+    const architecture = paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('continues as new every')) ?? '';
+    for (const text of [comment, architecture]) expect(said(text), text.slice(0, 80)).toEqual({ chunks: [chunks, chunkSize], events });
+  });
+});
