@@ -450,3 +450,38 @@ describe("the batch runner's run", () => {
     for (const text of [comment, architecture]) expect(said(text), text.slice(0, 80)).toEqual({ chunks: [chunks, chunkSize], events });
   });
 });
+
+describe('what a worker starts once', () => {
+  const main = read('worker/main.ts');
+  const load = read('lib/config/load-config.ts');
+  /** The variable load-config reads `config.<group>.<key>` from. */
+  const variableOf = (group: string, key: string) => new RegExp(`\\b${group}: \\{[^}]*\\b${key}: e\\.([A-Z][A-Z0-9_]+)`).exec(load)?.[1];
+  /** The Schedules and the deliverer a worker starts when missing, and the settings it gives them. */
+  const startedOnce = [...main.matchAll(/\b(ensure\w+Schedule|startDeliverWebhooks)\(temporal, \{([\s\S]*?)\}\);/g)].map((match) => ({
+    start: match[1]!,
+    variables: [...match[2]!.matchAll(/config\.(\w+)\.(\w+)/g)].map((path) => variableOf(path[1]!, path[2]!) ?? `config.${path[1]}.${path[2]}`),
+  }));
+
+  it('reads what the worker starts once, and that it leaves a running one as it is', () => {
+    expect(startedOnce).toEqual([
+      { start: 'ensureReconcileSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'RECONCILE_EVERY_MINUTES', 'RECONCILE_AFTER_SECONDS'] },
+      { start: 'startDeliverWebhooks', variables: ['TEMPORAL_TASK_QUEUE', 'WEBHOOK_POLL_INTERVAL_MS'] },
+      { start: 'ensurePurgeSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'PURGE_EVERY_MINUTES', 'PURGE_RETENTION_HOURS'] },
+    ]);
+    // A Schedule that exists is left as it is (created, or 'exists'); a running deliverer is used as it runs.
+    for (const file of ['worker/reconcile-schedule.ts', 'worker/purge-schedule.ts']) {
+      expect(read(file), file).toMatch(/if \(error instanceof ScheduleAlreadyRunning\) return 'exists';/);
+      expect(read(file), file).not.toMatch(/\.update\(/);
+    }
+    expect(read('workflows/deliver-webhooks.contract.ts')).toMatch(/workflowIdConflictPolicy: 'USE_EXISTING'/);
+  });
+
+  it('says in docs/configuration.md that a running Schedule or deliverer keeps what it was started with, and in docs/operations.md how a change reaches a Schedule', () => {
+    const rows = read('docs/configuration.md');
+    const wrong = [...new Set(startedOnce.flatMap((each) => each.variables))].filter((name) => !/keeps? (?:its own|the one)/.test(new RegExp(`^\\| \`${name}\` \\|[^\\n]*$`, 'm').exec(rows)?.[0] ?? ''));
+    expect(wrong).toEqual([]);
+    const operations = read('docs/operations.md');
+    const scheduleIds = [read('workflows/reconcile.contract.ts'), read('workflows/purge-expired.contract.ts')].map((text) => /export const \w+ScheduleId = '([^']+)'/.exec(text)![1]!);
+    expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual([]);
+  });
+});
