@@ -485,3 +485,22 @@ describe('what a worker starts once', () => {
     expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual([]);
   });
 });
+
+describe("the scripts' headers", () => {
+  /** The npm install commands a text names (`npm ci`, `npm install`), in a comment or as a command. */
+  const installs = (text: string) => [...new Set([...text.matchAll(/\bnpm (ci|install)\b/g)].map((match) => `npm ${match[1]}`))];
+
+  it('name only the npm install commands their script runs', () => {
+    expect(installs('# npm ci, or npm install\nnpm run x')).toEqual(['npm ci', 'npm install']);
+    const wrong = sources
+      .filter(({ file }) => file.endsWith('.sh'))
+      .flatMap(({ file, text }) => {
+        const lines = text.split('\n');
+        const headerEnd = lines.findIndex((line, index) => index > 0 && !line.startsWith('#'));
+        const said = installs(lines.slice(1, headerEnd).join('\n'));
+        const run = installs(lines.filter((line) => !/^\s*#/.test(line)).join('\n'));
+        return said.filter((command) => !run.includes(command)).map((command) => `${file}: its header says ${command}, which it never runs`);
+      });
+    expect(wrong).toEqual([]);
+  });
+});
