@@ -16,6 +16,8 @@ import { paymentTransitions } from '../../domain/payment.ts';
 import { sourcesOf, type TransitionTable } from '../../domain/transitions.ts';
 import { registerOpsCommands } from '../../cli/ops-commands.ts';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
+import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
+import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -502,5 +504,40 @@ describe("the scripts' headers", () => {
         return said.filter((command) => !run.includes(command)).map((command) => `${file}: its header says ${command}, which it never runs`);
       });
     expect(wrong).toEqual([]);
+  });
+});
+
+describe('histories from before fencing', () => {
+  /** Every payload of a stored history, decoded: a claim's fence shows as a `fence` member. */
+  const payloadTexts = (node: unknown, out: string[] = []): string[] => {
+    if (Array.isArray(node)) for (const item of node) payloadTexts(item, out);
+    else if (node && typeof node === 'object') {
+      const record = node as Record<string, unknown>;
+      if (typeof record.data === 'string' && record.metadata) out.push(Buffer.from(record.data, 'base64').toString('utf8'));
+      for (const [key, value] of Object.entries(record)) if (key !== 'metadata') payloadTexts(value, out);
+    }
+    return out;
+  };
+
+  it("are named in docs/architecture.md's unfenced writes exactly when an archive folder holds some", () => {
+    const archive = path.join(root, 'test/replay/histories/archive');
+    const files = readdirSync(archive, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.json'));
+    /** The archive folders (by label) that hold a fundWallet or payWallet history with no fence in it. */
+    const unfenced = new Set(
+      files.flatMap((file) => {
+        const history = JSON.parse(readFileSync(path.join(archive, file), 'utf8')) as { events: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }> };
+        const type = history.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
+        if (type !== fundWalletWorkflowType && type !== payWalletWorkflowType) return [];
+        return payloadTexts(history.events).some((text) => /"fence"\s*:/.test(text)) ? [] : [`test/replay/histories/archive/${file.split(path.sep)[0]}/`];
+      }),
+    );
+    const said = paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('Writes with no fence')) ?? '';
+    if (unfenced.size === 0) expect(said).not.toMatch(/before fencing/);
+    else {
+      expect(said).toMatch(/before fencing/);
+      expect([...unfenced].filter((folder) => !said.includes(`\`${folder}\``))).toEqual([]);
+    }
+    // The reading sees a claim where a history has one (a run today that reconciled: its pass's fence).
+    expect(payloadTexts(JSON.parse(read('test/replay/histories/execute-unknown-reconciled.json'))).some((text) => /"fence"\s*:/.test(text))).toBe(true);
   });
 });
