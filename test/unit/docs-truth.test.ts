@@ -3,8 +3,14 @@
 // name of the schema is in docs/configuration.md with its default; every `walletflow <command>`
 // (and its flags) the docs show exists in the CLI; every list of ops key scopes is the whole list of
 // the scope type; docs/fundings.md's moves are the funding's transition table; docs/operations.md
-// names every repair the sweep counts. Paths named in comments and docs are
-// test/unit/named-paths.test.ts's; links are test/unit/doc-links.test.ts's.
+// names every repair the sweep counts. And facts the docs state that the code can tell, read from
+// the code: who writes a single funding's moves and where its hold settles, which status guard is
+// written by hand, every code a FAILED funding carries, the ids a {paymentId} takes, the batch
+// runner's chunks and events a run, what a worker's Schedules keep, what the scripts' headers say
+// they install, and the histories from before fencing. Paths named in comments and docs are
+// test/unit/named-paths.test.ts's; links are test/unit/doc-links.test.ts's; functions, tables,
+// routes and metrics test/unit/doc-names.test.ts's; the bench's figures
+// test/unit/bench-figures.test.ts's.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
