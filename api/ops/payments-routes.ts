@@ -42,7 +42,7 @@ export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a 
 export const resolveBodySchema = resolvePaymentSchema;
 
 const paymentComponent = named('Payment', paymentSchema);
-const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`; not the wallet’s `paymentId`)' } };
+const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`)' } };
 const noSuchPayment = problemAnswer('no such payment', ['PAYMENT_NOT_FOUND']);
 
 const routes = {
