@@ -14,7 +14,7 @@
 // (activities/funding-steps.ts), the one pass from claim to final state (activities/funding-pass.ts
 // passClaimed: a fresh funding's pass, a pass of one) and a batch chunk's pass of many through it
 // (activities/funding-chunk.ts). Every write goes through the records (fundings/funding-record.ts,
-// and for fundings a pass claimed together fundings/batch-items-record.ts). Their signatures and
+// and for the fundings a pass claimed, one or many, fundings/claimed-fundings-record.ts). Their signatures and
 // results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import type { FundWalletActivities } from '../workflows/fund-wallet.contract.ts';
 import { fundItemsInOnePass, type ItemsPassResult } from './funding-chunk.ts';

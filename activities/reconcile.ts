@@ -81,7 +81,11 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
     }
   }
 
-  /** Ends a review from the wallet's final state: through the waiting workflow, or the record when it is gone. */
+  /**
+   * Ends a review from the wallet's final state: through the waiting workflow, or the record when it
+   * is gone. A workflow that cannot take it now (its task failing, Temporal busy) leaves the funding
+   * in review for the next sweep, and the sweep goes on with the others.
+   */
   async function resolveFromWallet(funding: Funding, outcome: 'APPROVED' | 'DECLINED', declineCode: string | null, requestReferenceNo: string): Promise<boolean> {
     const input: ResolveFundingUpdateInput = {
       outcome,
@@ -90,11 +94,12 @@ export function createReconcileActivities(deps: ReconcileDependencies): Reconcil
       code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
       requestReferenceNo,
     };
-    const { resolved } = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+    const result = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
       stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
       resolveWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
     });
-    return resolved;
+    if (result.kind === 'workflow-unavailable') logger.warn({ fundingId: funding.id, reason: result.refusal.reason }, 'sweep: the wallet shows a final state, but the funding’s workflow cannot take the resolution now; left in review');
+    return result.kind === 'resolved';
   }
 
   async function sweepFunding(funding: Funding, idleSince: Date, tally: SweepTally): Promise<void> {

@@ -37,6 +37,7 @@ import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
 import { sendProblem } from './http/problem.ts';
 import { overloadOf } from '../lib/admission.ts';
+import { WORKFLOW_UNAVAILABLE, workflowUnavailableOf } from '../lib/workflow-unavailable.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createIpAllowlist } from '../lib/ip-allowlist.ts';
 import { embeddedSessionRouter } from './embedded/session-url.ts';
@@ -384,6 +385,15 @@ export function createApp(deps: AppDependencies): express.Express {
       deps.logger.warn({ method: req.method, path: req.path, reason: busy.reason }, 'refused for load: 503 OVERLOADED');
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       sendProblem(res, { status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: 'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After' });
+      return;
+    }
+    // Temporal could not take the request's workflow call now (lib/workflow-unavailable.ts): a
+    // service's own words (the settlement's run), or, under routes that word none, words true of any.
+    const unavailable = workflowUnavailableOf(error);
+    if (unavailable) {
+      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, `a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`);
+      res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
+      sendProblem(res, { status: 503, code: WORKFLOW_UNAVAILABLE, title: 'Service Unavailable', detail: unavailable.detail });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'unhandled error');

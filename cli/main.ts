@@ -134,6 +134,7 @@ program
   .option('--console', 'instead of the levels: each ops console page\'s server time (p50, p95) on a small database and with the preload (--preload-fundings, --preload-payments)')
   .option('--console-requests <n>', 'timed requests per console page on each side', '100')
   .option('--console-batch-items <n>', 'items of the batch whose items pages --console measures (10 to 100000)', '100000')
+  .option('--figures-only', 'run nothing: write docs/generated/bench-figures.md again from the reports in bench/results/ (each run that reports there does)')
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
     process.exitCode = await (await import('../harness/bench.ts')).runBench(options);

@@ -170,7 +170,7 @@ walletflow payments resolve); ${apiExits}`,
   ops(listOptions(payments.command('list').description('payments, newest first, a page at a time'), paymentStatuses)).action((options: OpsCommandOptions & ListOptions) =>
     run(import('./payments.ts').then((module) => module.runPaymentsList(options))),
   );
-  ops(payments.command('get').description('a payment, its timeline and any review').argument('<paymentId>', "walletflow's id (not the wallet's paymentId)"))
+  ops(payments.command('get').description('a payment, its timeline and any review').argument('<paymentId>', "walletflow's id, or the wallet's payment id"))
     .addHelpText('after', `\nExit codes: 0 found; 1 no such payment; ${apiExits}`)
     .action((id: string, options: OpsCommandOptions) => run(import('./payments.ts').then((module) => module.runPaymentsGet(id, options))));
   ops(resolveOptions(payments.command('resolve').description('resolve a payment in NEEDS_REVIEW after checking with the wallet operator (docs/runbook.md)').argument('<paymentId>'), ['SUCCEEDED', 'FAILED']))

@@ -624,12 +624,12 @@ export type CreatePaymentParams = {
 };
 
 export type GetPaymentParams = {
-  /** walletflow’s id of the payment (`id`; not the wallet’s `paymentId`) */
+  /** walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`) */
   paymentId: string;
 };
 
 export type ResolvePaymentParams = {
-  /** walletflow’s id of the payment (`id`; not the wallet’s `paymentId`) */
+  /** walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`) */
   paymentId: string;
   /** who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed */
   opsActor?: string;

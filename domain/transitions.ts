@@ -1,6 +1,7 @@
 // State machines as data: a table of the legal moves out of each status, and what follows from it
 // (the final statuses, the statuses a move may start from). The records build their SQL guards
-// from these tables, so which moves are legal is written once, in domain/.
+// from these tables (sourcesOf), so which moves are legal is written once, in domain/
+// (test/unit/docs-truth.test.ts finds any guard written by hand).
 
 /** For each status, the statuses it may move to; a final status has none. */
 export type TransitionTable<Status extends string> = { readonly [From in Status]: readonly Status[] };

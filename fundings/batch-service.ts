@@ -2,7 +2,11 @@
 // JSON body or a CSV file (every row checked before anything is stored; the total held; idempotent
 // on its key), approve or reject it (a second key), pause, resume and cancel it, and read it, its
 // items and its report. The batch's rows change only through the batch record, its items' through
-// the funding record; the runner is the fundBatch workflow, reached through its contract.
+// the funding record; the runner is the fundBatch workflow, reached through its contract. A runner
+// Temporal cannot start now (lib/workflow-unavailable.ts) leaves the batch stored as it is: a
+// create says so (`not-started`: the same request with its key starts it), an approve is done
+// all the same (`runnerNotStarted`); the sweep starts the runner of a RUNNING or PAUSED batch at
+// its next run either way.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import {
@@ -15,11 +19,13 @@ import {
 import type { FundingRefusalCode, FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric } from '../domain/money.ts';
 import { sameActor } from '../domain/actor.ts';
+import type { FundingBatch } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import { keysetRows } from '../lib/keyset-rows.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { UploadBudget } from '../lib/upload-budget.ts';
+import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 import { InsufficientFundsError } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { batchStateChangedSignal, batchWorkflowId, startFundBatch } from '../workflows/fund-batch.contract.ts';
@@ -59,6 +65,13 @@ const UPLOAD_RETRY_AFTER_SECONDS = 5;
 export type CreateBatchResult =
   | { kind: 'created'; batch: BatchView }
   | { kind: 'existing'; batch: BatchView }
+  /**
+   * Stored with its total held, to run (RUNNING, or PAUSED since), but Temporal could not be asked
+   * now to start its runner. Stored by this request: no item has started. By an earlier one with its
+   * key: its runner may run or not. The same request with the same key answers it and starts the
+   * runner; else the sweep does at its next run.
+   */
+  | { kind: 'not-started'; batch: BatchView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
   | { kind: 'key-reused' }
   /** 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself). */
   | { kind: 'invalid'; errors: BatchRowError[]; errorCount: number }
@@ -73,7 +86,8 @@ export type CreateBatchResult =
   | { kind: 'overloaded'; retryAfterSeconds: number; detail: string };
 
 export type MoveBatchResult =
-  | { kind: 'moved'; batch: BatchView }
+  /** `runnerNotStarted`: approved, but its runner could not be started now (the sweep starts it at its next run). */
+  | { kind: 'moved'; batch: BatchView; runnerNotStarted?: WorkflowRefusal }
   | { kind: 'not-found' }
   | { kind: 'same-approver' }
   | { kind: 'wrong-state'; state: BatchState };
@@ -108,7 +122,28 @@ export function createBatchService(deps: BatchServiceDependencies) {
     return batch ? record.view(batch) : null;
   };
 
-  const startRunner = (batchId: string) => startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId, maxInFlight: deps.maxInFlight } });
+  /** Starts the batch's runner (a running one is left as it is); the refusal when Temporal cannot take the start now (anything else is thrown). */
+  const startRunner = async (batchId: string): Promise<WorkflowRefusal | null> => {
+    try {
+      await startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId, maxInFlight: deps.maxInFlight } });
+      return null;
+    } catch (error) {
+      const refusal = workflowRefusalOf(error);
+      if (!refusal) throw error;
+      deps.logger.warn({ batchId, reason: refusal.reason }, 'batch runner not started: Temporal refused the start; the sweep starts it');
+      return refusal;
+    }
+  };
+
+  /**
+   * A batch stored by an earlier request with this key: its runner is started if it should run (the
+   * earlier request may have been refused its start), so the same request again is what starts it.
+   */
+  const answerStored = async (stored: FundingBatch): Promise<CreateBatchResult> => {
+    const refusal = stored.state === 'RUNNING' || stored.state === 'PAUSED' ? await startRunner(stored.id) : null;
+    const batch = await record.view(stored);
+    return refusal ? { kind: 'not-started', batch, refusal, storedBy: 'an-earlier-request' } : { kind: 'existing', batch };
+  };
 
   /** Tells a running runner that the stored state changed; a runner that is gone has nothing to hear. */
   const tellRunner = async (batchId: string) => {
@@ -174,7 +209,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
     const source = checked.source ?? { type: 'TREASURY' as const };
     const fingerprint = requestFingerprint(deps.fingerprintKey, fingerprintParts(checked.name, source, checked.items));
     const existing = await record.findByIdempotencyKey(idempotencyKey);
-    if (existing) return existing.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(existing) } : { kind: 'key-reused' };
+    if (existing) return existing.requestFingerprint === fingerprint ? answerStored(existing) : { kind: 'key-reused' };
 
     const batchId = randomUUID();
     const count = checked.items.length;
@@ -215,11 +250,12 @@ export function createBatchService(deps: BatchServiceDependencies) {
     if (!inserted.stored) {
       // Another request with this key stored its batch first.
       const stored = await record.getByIdempotencyKey(idempotencyKey);
-      return stored.requestFingerprint === fingerprint ? { kind: 'existing', batch: await record.view(stored) } : { kind: 'key-reused' };
+      return stored.requestFingerprint === fingerprint ? answerStored(stored) : { kind: 'key-reused' };
     }
-    if (!inserted.needsApproval) await startRunner(batchId);
-    deps.logger.info({ batchId, items: count, needsApproval: inserted.needsApproval }, 'funding batch stored');
-    return { kind: 'created', batch: (await viewOf(batchId))! };
+    const refusal = inserted.needsApproval ? null : await startRunner(batchId);
+    deps.logger.info({ batchId, items: count, needsApproval: inserted.needsApproval, runnerStarted: !inserted.needsApproval && !refusal }, 'funding batch stored');
+    const batch = (await viewOf(batchId))!;
+    return refusal ? { kind: 'not-started', batch, refusal, storedBy: 'this-request' } : { kind: 'created', batch };
   }
 
   return {
@@ -245,8 +281,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
       // The same key (names compared without case, `Alice` is `alice`) or the same person, by their identity.
       if (sameActor(batch.createdBy, actor)) return { kind: 'same-approver' };
       if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL']))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
-      await startRunner(batchId);
-      return { kind: 'moved', batch: (await viewOf(batchId))! };
+      // The approval is stored whatever Temporal says; a runner it cannot start now is the sweep's to start.
+      const refusal = await startRunner(batchId);
+      return { kind: 'moved', batch: (await viewOf(batchId))!, ...(refusal ? { runnerNotStarted: refusal } : {}) };
     },
 
     /** Rejected before it ran: no item starts, every hold is released. */

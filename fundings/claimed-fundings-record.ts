@@ -1,8 +1,9 @@
 // The claimed fundings record: the set-based moves of fundings a pass claimed, one (a single
-// funding's one pass, activities/funding-pass.ts) or many (a batch chunk's): the claim of fresh
-// ones, their created intents stored with their move to EXECUTING in one statement (so stored
-// before anything can execute them), and the wallet's final words with their holds settled and
-// their webhooks, in one transaction each. Every move is one of the transition table
+// funding's one pass, activities/funding-pass.ts, as a list of one) or many (a batch chunk's): the
+// claim of fresh ones (claimPendingItems), their created intents stored with their move to
+// EXECUTING in one statement, so stored before anything can execute them (beginExecuteMany), and
+// the wallet's final words with their holds settled and their webhooks (finishExecutedMany), in
+// one transaction each. Every move is one of the transition table
 // (domain/funding.ts fundingTransitions): its SQL guard is the statuses sourcesOf(...) allows,
 // narrowed where the write makes only some of those moves, never widened, and each is made only
 // under the funding's own claim (its fence in the WHERE). The funding record

@@ -1,7 +1,11 @@
-// The funding record: the module that writes a funding's rows (funding, funding_event), one
-// funding at a time; a batch's items are written set-based by its sibling, the batch items record
-// (fundings/batch-items-record.ts). Every status change is a move that domain's transition table
-// allows, guarded in SQL by the statuses it may come from, and written with its timeline event in
+// The funding record: the module that writes a funding's rows (funding, funding_event) one funding
+// at a time. Its siblings write many in a statement: the claimed fundings record
+// (fundings/claimed-fundings-record.ts) the one pass's created intents stored with the move to
+// EXECUTING (beginExecuteMany) and the wallet's final words (finishExecutedMany), which a single
+// funding's pass writes there too, as a list of one; the batch items record
+// (fundings/batch-items-record.ts) a batch's items stored and ended. Every status change is a move
+// that domain's transition table allows, guarded in SQL by the statuses it may come from (built
+// from the table, claimPending's too), and written with its timeline event in
 // the same transaction; the insert is idempotent on the key; the cash-in code is sealed to its
 // funding here (cashInCodeContext, which the batch items record seals its items' codes with).
 import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';

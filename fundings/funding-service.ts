@@ -2,6 +2,10 @@
 // key: one funding and one workflow per key), read it, list them, cancel one before it executes,
 // resolve one in NEEDS_REVIEW.
 // The funding's rows change only through the funding record (funding-record.ts).
+// When Temporal cannot take a call now (lib/workflow-unavailable.ts), the answer says what is true:
+// a funding stored whose workflow could not be started is `not-started` (the same request with
+// its key starts it; the sweep does otherwise), a resolve its workflow could not take changed
+// nothing, and a cancel is done in the database whether or not its workflow hears of it.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import {
@@ -18,6 +22,7 @@ import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { FundingRefusalCode } from '../domain/ledger.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
@@ -52,6 +57,13 @@ export interface FundingServiceDependencies {
 export type StartFundingResult =
   | { kind: 'created'; funding: FundingView }
   | { kind: 'existing'; funding: FundingView }
+  /**
+   * Stored, with its hold, but Temporal could not be asked now to start its workflow. Stored by this
+   * request: nothing runs yet. By an earlier one with its key: its workflow may run or not (that
+   * request may have started it). The same request with the same key answers it and starts it;
+   * else the sweep starts it once it has been idle RECONCILE_AFTER_SECONDS.
+   */
+  | { kind: 'not-started'; funding: FundingView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
   | { kind: 'key-reused' }
   | { kind: 'link-not-found' }
   /** Refused before anything was stored (422): not enough available, or a limit; `detail` says which and what is left. */
@@ -67,7 +79,12 @@ export interface FundingAuthority {
 
 export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
-export type ResolveFundingResult = { kind: 'resolved'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-in-review'; status: string };
+export type ResolveFundingResult =
+  | { kind: 'resolved'; funding: FundingView }
+  | { kind: 'not-found' }
+  | { kind: 'not-in-review'; status: string }
+  /** Its workflow could not take the resolution now: the funding is still NEEDS_REVIEW (after a time-out, the resolution may still be taken). */
+  | { kind: 'workflow-unavailable'; refusal: WorkflowRefusal };
 
 export function createFundingService(deps: FundingServiceDependencies) {
   const record = createFundingRecord({
@@ -96,8 +113,18 @@ export function createFundingService(deps: FundingServiceDependencies) {
     return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover this funding${left}` };
   };
 
-  const startWorkflow = (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN') =>
-    startFundWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, fundingId, status: 'PENDING', recipientType, reusePolicy: 'reject-duplicate' });
+  /** Starts the funding's workflow; the refusal when Temporal cannot take the start now (anything else is thrown). */
+  const startWorkflow = async (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN'): Promise<WorkflowRefusal | null> => {
+    try {
+      await startFundWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, fundingId, status: 'PENDING', recipientType, reusePolicy: 'reject-duplicate' });
+      return null;
+    } catch (error) {
+      const refusal = workflowRefusalOf(error);
+      if (!refusal) throw error;
+      deps.logger.warn({ fundingId, workflowId, reason: refusal.reason }, 'funding stored, its workflow not started: Temporal refused the start');
+      return refusal;
+    }
+  };
 
   const view = async (fundingId: string) => {
     const funding = await record.findWithEvents(fundingId);
@@ -151,14 +178,18 @@ export function createFundingService(deps: FundingServiceDependencies) {
         throw error;
       }
       if (inserted) {
-        await startWorkflow(fundingId, workflowId, recipient.type);
+        const refusal = await startWorkflow(fundingId, workflowId, recipient.type);
+        if (refusal) return { kind: 'not-started', storedBy: 'this-request', funding: (await view(fundingId))!, refusal };
         deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');
         return { kind: 'created', funding: (await view(fundingId))! };
       }
       const existing = await record.getByIdempotencyKey(idempotencyKey);
       if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
-      // The first request may have stored the funding and died before starting its workflow.
-      if (!isFinalFundingStatus(existing.status)) await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
+      // The first request may have stored the funding and died (or been refused) before starting its workflow.
+      if (!isFinalFundingStatus(existing.status)) {
+        const refusal = await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
+        if (refusal) return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
+      }
       return { kind: 'existing', funding: fundingView(existing) };
     },
 
@@ -184,13 +215,17 @@ export function createFundingService(deps: FundingServiceDependencies) {
       if (!funding) return { kind: 'not-found' };
       if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
       const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
-      const { resolved: moved, through } = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
+      const result = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
         stillWaiting: async () => (await record.find(fundingId))?.status === fundingReviewStatus,
         resolveWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
       });
+      if (result.kind === 'workflow-unavailable') {
+        deps.logger.warn({ fundingId, reason: result.refusal.reason }, 'funding not resolved: its workflow cannot take the resolution now');
+        return { kind: 'workflow-unavailable', refusal: result.refusal };
+      }
       const resolved = (await view(fundingId))!;
-      if (!moved) return { kind: 'not-in-review', status: resolved.status };
-      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through }, 'funding resolved');
+      if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: resolved.status };
+      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through: result.through }, 'funding resolved');
       return { kind: 'resolved', funding: resolved };
     },
   };

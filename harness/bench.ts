@@ -2,8 +2,9 @@
 // concurrency levels for a fixed time each, against a baseline in the same run (the same create
 // and execute calls made straight to the sandbox with the wallet client: no API, Temporal or
 // database), CPU and memory of the API, worker(s) and Temporal per level, and the session URL
-// alone under autocannon. Writes a JSON report and an SVG chart. Exit 0: done; 1: the run failed;
-// 64: bad options.
+// alone under autocannon. Writes a JSON report and an SVG chart; a report written to the
+// repository's bench/results/ also updates docs/generated/bench-figures.md, the newest figures of
+// each measure (harness/bench-figures.ts). Exit 0: done; 1: the run failed; 64: bad options.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -21,7 +22,8 @@ import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
 import { buildForBench } from './bench-build.ts';
-import { runsCompiled } from '../lib/project-root.ts';
+import { projectRoot, runsCompiled } from '../lib/project-root.ts';
+import { benchFiguresFile, benchResultsDir, writeBenchFigures } from './bench-figures.ts';
 import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
 import { formatConsoleTable, runConsoleBench, type ConsoleBenchReport } from './bench-console.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
@@ -67,6 +69,8 @@ export interface BenchOptions {
   consoleRequests?: string;
   /** Items of the batch whose items pages --console measures (default 100000). */
   consoleBatchItems?: string;
+  /** Run nothing: write docs/generated/bench-figures.md again from the reports in bench/results/. */
+  figuresOnly?: boolean;
 }
 
 class UsageError extends Error {}
@@ -147,6 +151,10 @@ function parse(options: BenchOptions): Settings {
 }
 
 export async function runBench(options: BenchOptions): Promise<number> {
+  if (options.figuresOnly) {
+    process.stdout.write(`wrote ${path.relative(process.cwd(), await writeBenchFigures(projectRoot))}\n`);
+    return 0;
+  }
   let settings: Settings;
   try {
     settings = parse(options);
@@ -197,6 +205,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
     }
     await writeFile(svgPath, renderChart(`walletflow bench, ${report.temporal === 'server' ? 'Temporal server' : 'Temporal dev server'}, ${report.workers} worker(s), ${report.date.slice(0, 10)}`, series));
     process.stdout.write(`\n${formatBenchTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}, chart: ${path.relative(process.cwd(), svgPath)}\n`);
+    await updateFigures(settings);
     return 0;
   } catch (error) {
     if (interrupted) return 130;
@@ -216,7 +225,19 @@ async function writeReport<Report>(settings: Settings, report: Report, format: (
   const jsonPath = path.join(settings.out, `${settings.name}.json`);
   await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
   process.stdout.write(`\n${format(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}\n`);
+  await updateFigures(settings);
   return 0;
+}
+
+/**
+ * A report written to the repository's bench/results/: the figures table the docs link to
+ * (docs/generated/bench-figures.md) written again from every report there, so its measure shows
+ * this run. A report written elsewhere (`--out`, a test's folder) leaves it as it is.
+ */
+async function updateFigures(settings: Settings): Promise<void> {
+  if (settings.out !== path.join(projectRoot, benchResultsDir)) return;
+  await writeBenchFigures(projectRoot);
+  process.stdout.write(`figures: ${benchFiguresFile}\n`);
 }
 
 function temporalPostgres() {

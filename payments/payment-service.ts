@@ -1,7 +1,10 @@
 // Payments as a service shared by the ops API and the landing page: start one (idempotent on its
 // key), read it (by walletflow's id or the wallet's payment id, also once the wallet has named it),
 // list them, resolve one in NEEDS_REVIEW through the workflow's `resolve` update. The payment's
-// rows change only through the payment record (payment-record.ts).
+// rows change only through the payment record (payment-record.ts). When Temporal cannot take a
+// call now (lib/workflow-unavailable.ts): a payment stored whose workflow could not be started is
+// `not-started` (the same request with its key starts it; the sweep does otherwise), and a resolve
+// its workflow could not take changed nothing.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
@@ -10,6 +13,7 @@ import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
+import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
@@ -26,6 +30,13 @@ export interface PaymentServiceDependencies {
 export type StartPaymentResult =
   | { kind: 'created'; payment: PaymentView }
   | { kind: 'existing'; payment: PaymentView }
+  /**
+   * Stored, but Temporal could not be asked now to start its workflow. Stored by this request:
+   * nothing was sent to the wallet. By an earlier one with its key: its workflow may run or not.
+   * The same request with the same key answers it and starts it; else the sweep starts it once it
+   * is RECONCILE_AFTER_SECONDS old.
+   */
+  | { kind: 'not-started'; payment: PaymentView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
   | { kind: 'key-reused' }
   | { kind: 'link-not-found' }
   /** 422: refused before anything is stored (an amount in another currency than walletflow moves). */
@@ -34,15 +45,27 @@ export type StartPaymentResult =
 export type ResolvePaymentResult =
   | { kind: 'resolved'; payment: PaymentView }
   | { kind: 'not-found' }
-  | { kind: 'not-in-review'; status: string };
+  | { kind: 'not-in-review'; status: string }
+  /** Its workflow could not take the resolution now: the payment is still NEEDS_REVIEW (after a time-out, the resolution may still be taken). */
+  | { kind: 'workflow-unavailable'; refusal: WorkflowRefusal };
 
 
 export function createPaymentService(deps: PaymentServiceDependencies) {
   const record = createPaymentRecord({ database: deps.database });
   const find = (id: string) => record.findByEitherIdWithEvents(id);
 
-  const startWorkflow = (paymentId: string, workflowId: string) =>
-    startPayWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, paymentId });
+  /** Starts the payment's workflow; the refusal when Temporal cannot take the start now (anything else is thrown). */
+  const startWorkflow = async (paymentId: string, workflowId: string): Promise<WorkflowRefusal | null> => {
+    try {
+      await startPayWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, paymentId });
+      return null;
+    } catch (error) {
+      const refusal = workflowRefusalOf(error);
+      if (!refusal) throw error;
+      deps.logger.warn({ paymentId, workflowId, reason: refusal.reason }, 'payment stored, its workflow not started: Temporal refused the start');
+      return refusal;
+    }
+  };
 
   return {
     /** By walletflow's id, or by the wallet service's payment id. */
@@ -94,13 +117,18 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         ...(actor ? { requestedBy: actor } : {}),
       });
       if (inserted) {
-        await startWorkflow(id, workflowId);
+        const refusal = await startWorkflow(id, workflowId);
+        if (refusal) return { kind: 'not-started', storedBy: 'this-request', payment: (await this.view(id))!, refusal };
         deps.logger.info({ paymentId: id, workflowId }, 'payment started');
         return { kind: 'created', payment: (await this.view(id))! };
       }
       const existing = await record.getByIdempotencyKey(idempotencyKey);
       if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
-      if (!isFinalPaymentStatus(existing.status)) await startWorkflow(existing.id, existing.workflowId);
+      // The first request may have stored the payment and died (or been refused) before starting its workflow.
+      if (!isFinalPaymentStatus(existing.status)) {
+        const refusal = await startWorkflow(existing.id, existing.workflowId);
+        if (refusal) return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
+      }
       return { kind: 'existing', payment: paymentView(existing) };
     },
 
@@ -110,11 +138,15 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
       const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
-      const { resolved } = await resolveReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
+      const result = await resolveReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
         stillWaiting: async () => (await find(id))?.status === 'NEEDS_REVIEW',
         resolveWithoutWorkflow: async () => (await record.resolve(payment.id, input)).moved,
       });
-      if (!resolved) return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
+      if (result.kind === 'workflow-unavailable') {
+        deps.logger.warn({ paymentId: payment.id, reason: result.refusal.reason }, 'payment not resolved: its workflow cannot take the resolution now');
+        return { kind: 'workflow-unavailable', refusal: result.refusal };
+      }
+      if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };
     },

@@ -1,9 +1,12 @@
 // The review policy shared by fundings and payments (contract-decisions section 11): a person's or
 // the sweep's resolution of a record parked in NEEDS_REVIEW goes through the workflow that waits
 // for it, so the workflow ends with it; only when no workflow runs under its id any more is the
-// record resolved directly, audited the same way.
+// record resolved directly, audited the same way. A workflow that cannot take the resolution now
+// (Temporal unreachable or busy, or its task failing: lib/workflow-unavailable.ts) leaves the
+// record as it was, and the caller is told so: never resolved around a workflow that still runs.
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
+import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 
 /** A review's record, as resolving it needs it. */
 export interface WaitingRecord {
@@ -14,10 +17,21 @@ export interface WaitingRecord {
 }
 
 /**
+ * What a resolution came to: `resolved` (this call moved the record), `not-waiting` (the record no
+ * longer waits: another resolution, or the wallet's word, moved it first), or
+ * `workflow-unavailable` (its workflow could not take the update now, and the record still waits;
+ * with a time-out, the update may still be taken).
+ */
+export type ReviewResult =
+  | { kind: 'resolved'; through: 'workflow' | 'database' }
+  | { kind: 'not-waiting' }
+  | { kind: 'workflow-unavailable'; refusal: WorkflowRefusal };
+
+/**
  * Resolves a review (a resolve update) through the workflow waiting for it, or, when no running
- * workflow has this id any more, through the record itself, audited the same way. `resolved`:
- * this call moved the record. The record says it waits a moment before the workflow does (it
- * parks, then waits): a refusal while the record still waits is retried briefly.
+ * workflow has this id any more, through the record itself, audited the same way. The record says
+ * it waits a moment before the workflow does (it parks, then waits): a refusal while the record
+ * still waits is retried briefly.
  */
 export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
   client: Client,
@@ -25,15 +39,18 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
   update: UpdateDefinition<Ret, Args>,
   args: Args,
   record: WaitingRecord,
-): Promise<{ resolved: boolean; through: 'workflow' | 'database' }> {
+): Promise<ReviewResult> {
   for (let attempt = 0; ; attempt += 1) {
     try {
       await client.workflow.getHandle(workflowId).executeUpdate(update, { args });
-      return { resolved: true, through: 'workflow' };
+      return { kind: 'resolved', through: 'workflow' };
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return { resolved: await record.resolveWithoutWorkflow(), through: 'database' };
+      if (error instanceof WorkflowNotFoundError) return (await record.resolveWithoutWorkflow()) ? { kind: 'resolved', through: 'database' } : { kind: 'not-waiting' };
+      const refusal = workflowRefusalOf(error, { update: true });
+      // Refused for now: the record is as it was, unless another writer moved it meanwhile.
+      if (refusal) return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
-      if (!(await record.stillWaiting()) || attempt >= 20) return { resolved: false, through: 'workflow' };
+      if (!(await record.stillWaiting()) || attempt >= 20) return { kind: 'not-waiting' };
       await new Promise((resolve) => setTimeout(resolve, 250));
     }
   }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what walletflow needs on this machine, from the project's own files:
-#   - npm dependencies (npm ci) when node_modules is missing or older than package-lock.json,
+#   - npm dependencies (npm install of package-lock.json's versions; --ci: node_modules removed
+#     first) when node_modules is missing or older than package-lock.json,
 #     among them the project's Node.js 24 (the `node` package: node_modules/.bin/node, the version
 #     in .nvmrc), which everything after the install runs on (scripts/use-project-node.sh);
 #   - the Temporal CLI for the dev server (scripts/install-temporal-cli.sh) unless TEMPORAL_ADDRESS is set;

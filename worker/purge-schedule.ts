@@ -1,5 +1,6 @@
 // The Temporal Schedule that purges expired logins and sessions (workflows/purge-expired.ts).
-// Created by the worker at start if missing; overlapping runs are skipped.
+// Created by the worker at start if missing, with the interval, retention and task queue it has;
+// one that exists is left as it is (docs/operations.md). Overlapping runs are skipped.
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
 import { purgeExpiredScheduleAction, purgeScheduleId } from '../workflows/purge-expired.contract.ts';
 

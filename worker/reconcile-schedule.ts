@@ -1,5 +1,6 @@
-// The Temporal Schedule that runs the sweep every few minutes. Created by the
-// worker at start if missing; overlapping runs are skipped.
+// The Temporal Schedule that runs the sweep every few minutes. Created by the worker at start if
+// missing, with the interval, age and task queue it has; one that exists is left as it is (a
+// changed setting reaches it once it is deleted: docs/operations.md). Overlapping runs are skipped.
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
 import { reconcileFundingsScheduleAction, reconcileScheduleId } from '../workflows/reconcile.contract.ts';
 

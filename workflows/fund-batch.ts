@@ -23,7 +23,11 @@ import {
   type FundBatchResult,
 } from './fund-batch.contract.ts';
 
-/** Items dispatched per run before it continues as new, unless the input says: about 250 chunks, a history of about 2,000 events. */
+/**
+ * Items dispatched per run before it continues as new, unless the input says: 125 chunks of 16 at
+ * the default BATCH_MAX_IN_FLIGHT (32), a history of about 1,100 events (the most a run of the
+ * bench's batches wrote: docs/benchmarks.md, Funding batches).
+ */
 const DEFAULT_ITEMS_PER_RUN = 2000;
 /** Item ids read per page: enough to keep maxInFlight busy between reads, small enough to be one quick query. */
 const PAGE_SIZE = 200;

@@ -15,7 +15,8 @@ import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
-import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
+import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
@@ -68,6 +69,7 @@ const routes = {
       '200': { description: 'the CSV file, or the page following the run', content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } } },
       '400': htmlAnswer('no date, or not one'),
       '422': htmlAnswer('a day that has not begun'),
+      '503': htmlAnswer('the day’s run is recorded but Temporal cannot start it just now: nothing checked yet; opening the report again starts it', { 'Retry-After': retryAfterHeader }),
     },
   }),
   settlementLive: defineRoute({
@@ -261,7 +263,17 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     }
     const gone = new AbortController();
     req.once('close', () => gone.abort());
-    const answer = await deps.settlements.settle(date.data, { requestedBy: person.name, signal: gone.signal });
+    let answer: Awaited<ReturnType<typeof deps.settlements.settle>>;
+    try {
+      answer = await deps.settlements.settle(date.data, { requestedBy: person.name, signal: gone.signal });
+    } catch (error) {
+      if (!(error instanceof WorkflowUnavailableError)) throw error;
+      // The day's run is recorded but Temporal could not start it: this page, reloaded, starts it.
+      res.setHeader('Retry-After', String(error.refusal.retryAfterSeconds));
+      const message = `The settlement of ${date.data} could not start just now (${refusalWords[error.refusal.reason]}): nothing has been checked yet. Its run is recorded: open this report again in ${error.refusal.retryAfterSeconds} seconds to start it.`;
+      sendRefused(res, 503, { person, section: 'accounts', title: 'Not started yet', message, back });
+      return;
+    }
     if (answer.kind === 'not-started') {
       sendRefused(res, 422, { person, section: 'accounts', title: 'No report yet', message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`, back });
       return;
@@ -291,7 +303,14 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       req,
       res,
       async () => {
-        const answer = await deps.settlements.settle(date.data, { requestedBy: person.name, waitMs: 0 });
+        let answer: Awaited<ReturnType<typeof deps.settlements.settle>>;
+        try {
+          answer = await deps.settlements.settle(date.data, { requestedBy: person.name, waitMs: 0 });
+        } catch (error) {
+          if (!(error instanceof WorkflowUnavailableError)) throw error;
+          // Its run could not be started this time: the next render tries again.
+          return { html: notice(`The run could not start just now (${refusalWords[error.refusal.reason]}): this page keeps trying.`, 'error') };
+        }
         if (answer.kind === 'not-started') return { html: notice('That day has not begun.', 'error'), done: true };
         return { html: renderSettlement(answer, date.data), done: answer.kind === 'report' };
       },

@@ -22,6 +22,11 @@ export const doneNotices = {
   pause: 'You paused the batch: no new item starts; items already started finish.',
   resume: 'You resumed the batch: its items start again.',
   cancel: 'You cancelled the batch: items not yet started are cancelled and their share released; items already started finish.',
+  // Temporal could not start the batch's runner just now (lib/workflow-unavailable.ts): what is stored stands, the sweep starts the runner.
+  'stored-waiting':
+    'The batch is stored and its total is held, but its run could not be started just now (walletflow cannot reach its workflows): no item has started yet. It starts on its own at the next sweep, within minutes. Do not upload the file again: that would make a second batch.',
+  'approve-waiting':
+    'You approved the batch, but its run could not be started just now (walletflow cannot reach its workflows): no item has started yet. It starts on its own at the next sweep, within minutes; your approval stands.',
 } as const;
 export type DoneNotice = keyof typeof doneNotices;
 

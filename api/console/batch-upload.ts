@@ -201,6 +201,10 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
     case 'existing':
       res.redirect(303, `${batchPath(result.batch.batchId)}?did=existing`);
       return;
+    case 'not-started':
+      // Stored (and held): the batch's page says its run waits for the sweep, and not to upload it again.
+      res.redirect(303, `${batchPath(result.batch.batchId)}?did=${result.storedBy === 'this-request' ? 'stored-waiting' : 'existing'}`);
+      return;
     case 'invalid':
       sendUploadPage(res, 422, person, values, problemsNotice(result.errorCount), renderRowErrors(result.errors, result.errorCount));
       return;

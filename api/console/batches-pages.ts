@@ -255,7 +255,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     const result = await act(batches, id.data, person.name);
     switch (result.kind) {
       case 'moved':
-        res.redirect(303, `${batchPath(id.data)}?did=${verb}`);
+        res.redirect(303, `${batchPath(id.data)}?did=${result.runnerNotStarted ? 'approve-waiting' : verb}`);
         return;
       case 'not-found':
         return sendNoBatch(res, person, id.data);

@@ -10,6 +10,7 @@ import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { overloadOf } from '../../lib/admission.ts';
+import { refusalWords, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AttemptLimiter } from '../../access/attempt-limits.ts';
 import type { ConsoleSessions } from '../../access/console-sessions.ts';
@@ -120,6 +121,15 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       sendConsolePage(res, 503, { title: 'Busy', body: notice(`walletflow is busy: nothing was done. Try again in ${busy.retryAfterSeconds} seconds.`, 'error') });
+      return;
+    }
+    // Temporal could not take a call of a page that words none itself (lib/workflow-unavailable.ts): a page in words, never a 500.
+    const unavailable = workflowUnavailableOf(error);
+    if (unavailable) {
+      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, 'console: a workflow could not take the request');
+      res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
+      const words = `walletflow cannot reach its workflows just now (${refusalWords[unavailable.reason]}). What you asked may have been recorded all the same: look at the record, then try again in ${unavailable.retryAfterSeconds} seconds if it is needed.`;
+      sendConsolePage(res, 503, { title: 'Not available just now', body: notice(words, 'error') });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'console: unhandled error');

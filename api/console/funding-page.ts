@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
 import { cancellableFundingStatuses, resolveFundingSchema, type FundingView } from '../../domain/funding.ts';
 import { fundingFacts } from '../../fundings/funding-lookup.ts';
-import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, doneNotice, facts, formField, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
+import { card, doneNotice, facts, formField, may, segment, sendBack, sendNotFound, resolutionNotTakenWords, sendRefused, workflowLink } from './page-pieces.ts';
 import { recordHistoryCards } from './record-pieces.ts';
 import { resolveForm } from './review-pieces.ts';
 
@@ -54,6 +54,7 @@ const routes = {
       '400': htmlAnswer('no outcome, or no note'),
       '404': htmlAnswer('no such funding'),
       '409': htmlAnswer('not in NEEDS_REVIEW'),
+      '503': htmlAnswer('its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After', { 'Retry-After': retryAfterHeader }),
     },
   }),
 };
@@ -175,6 +176,10 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
         return;
       case 'not-in-review':
         sendRefused(res, 409, { person, section: 'review', title: 'Not resolved', message: `The funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved. Nothing was done.`, back });
+        return;
+      case 'workflow-unavailable':
+        res.setHeader('Retry-After', String(result.refusal.retryAfterSeconds));
+        sendRefused(res, 503, { person, section: 'review', title: 'Not resolved', message: resolutionNotTakenWords('funding', result.refusal), back });
         return;
     }
   });

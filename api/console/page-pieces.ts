@@ -1,10 +1,12 @@
 // What the console's record pages share beyond the layout (console-layout.ts): reading a query or a
 // form field safely, facts as a definition list, a section card, the next page's link, the
 // notice a page shows after a write sent the person back to it (POST, then a redirect: a reload
-// never sends the form again), the page that says why a write was refused, and the link to a
-// workflow in the Temporal UI. Every value is escaped here or by the caller's pieces.
+// never sends the form again), the page that says why a write was refused (and the words for a
+// resolution its workflow could not take), and the link to a workflow in the Temporal UI. Every
+// value is escaped here or by the caller's pieces.
 import type { Request, Response } from 'express';
 import type { OpsScope } from '../../lib/ops-keys.ts';
+import { refusalWords, type WorkflowRefusal } from '../../lib/workflow-unavailable.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { CONSOLE_PATH, escapeHtml, notice, sendConsolePage, type ConsoleSection, type SignedInPerson } from './console-layout.ts';
 
@@ -88,3 +90,14 @@ export function workflowLink(temporalUi: ConsoleServices['temporalUi'], workflow
 /** An id that opens its record's page, with a button that copies it (idCell's, as a link). */
 export const linkedId = (href: string, id: string, label = 'id'): string =>
   `<a class="id" href="${escapeHtml(href)}">${escapeHtml(id)}</a><button type="button" class="copy" data-copy="${escapeHtml(id)}" aria-label="Copy ${escapeHtml(label)} ${escapeHtml(id)}">copy</button>`;
+
+/**
+ * A resolution the record's workflow could not take just now (lib/workflow-unavailable.ts), in
+ * words: the record is still in review (or, after a time-out, may yet be resolved), and when to look again.
+ */
+export function resolutionNotTakenWords(record: 'funding' | 'payment', refusal: WorkflowRefusal): string {
+  const why = refusalWords[refusal.reason];
+  return refusal.mayHaveBeenTaken
+    ? `The ${record}’s workflow did not confirm your resolution (${why}): it may still take it. Look at the ${record} again in ${refusal.retryAfterSeconds} seconds; if it is still in review, resolve it again.`
+    : `Not resolved: the ${record}’s workflow cannot take a resolution just now (${why}). Nothing was done: the ${record} is still in review. Try again in ${refusal.retryAfterSeconds} seconds.`;
+}

@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
 import { resolvePaymentSchema, type PaymentView } from '../../domain/payment.ts';
 import { paymentFacts } from '../../payments/payment-lookup.ts';
-import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, doneNotice, facts, formField, linkedId, may, segment, sendBack, sendNotFound, sendRefused, workflowLink } from './page-pieces.ts';
+import { card, doneNotice, facts, formField, linkedId, may, segment, sendBack, sendNotFound, resolutionNotTakenWords, sendRefused, workflowLink } from './page-pieces.ts';
 import { recordHistoryCards } from './record-pieces.ts';
 import { resolveForm } from './review-pieces.ts';
 
@@ -46,6 +46,7 @@ const routes = {
       '400': htmlAnswer('no outcome, or no note'),
       '404': htmlAnswer('no such payment'),
       '409': htmlAnswer('not in NEEDS_REVIEW'),
+      '503': htmlAnswer('its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After', { 'Retry-After': retryAfterHeader }),
     },
   }),
 };
@@ -133,6 +134,10 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
         return;
       case 'not-in-review':
         sendRefused(res, 409, { person, section: 'review', title: 'Not resolved', message: `The payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved. Nothing was done.`, back });
+        return;
+      case 'workflow-unavailable':
+        res.setHeader('Retry-After', String(result.refusal.retryAfterSeconds));
+        sendRefused(res, 503, { person, section: 'review', title: 'Not resolved', message: resolutionNotTakenWords('payment', result.refusal), back });
         return;
     }
   });

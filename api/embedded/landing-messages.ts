@@ -46,4 +46,10 @@ export const messagePages = {
   unreadable: { tone: 'error', title: 'We could not read this request', paragraphs: ['Please go back to the app and try again.'] },
   broken: { tone: 'error', title: 'Something went wrong', paragraphs: ['Please try again in a moment, or open the app again from your wallet.'] },
   busy: { tone: 'error', title: 'Busy right now', paragraphs: ['Many people are using this at the same time. Nothing was done with your money: please try again in a few seconds.'] },
+  /** Temporal could not take a call of a request no form words (lib/workflow-unavailable.ts); the forms go to their progress page instead. */
+  unavailable: {
+    tone: 'error',
+    title: 'Not available just now',
+    paragraphs: ['This cannot be done at the moment. Please try again in a minute. A withdrawal or deposit you already sent is kept, and shows in your activity.'],
+  },
 } satisfies Record<string, MessagePage>;

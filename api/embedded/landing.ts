@@ -8,6 +8,7 @@
 // document.
 import { strictRouter } from '../http/route-registration.ts';
 import { overloadOf } from '../../lib/admission.ts';
+import { WORKFLOW_UNAVAILABLE, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import type { Router} from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { clientErrorOf } from '../http/client-errors.ts';
@@ -60,6 +61,14 @@ export function landingRouter(deps: LandingDependencies): Router {
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       answer(req, res, 503, messagePages.busy, 'OVERLOADED', 'too many requests at once: nothing was done; try again in a few seconds');
+      return;
+    }
+    // Temporal could not take a call now: said in words, never a 500 (the forms themselves go to their progress page).
+    const unavailable = workflowUnavailableOf(error);
+    if (unavailable) {
+      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, `landing page: a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`);
+      res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
+      answer(req, res, 503, messagePages.unavailable, WORKFLOW_UNAVAILABLE, 'this cannot be done just now; try again in a minute');
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'landing page failed');

@@ -2,7 +2,10 @@
 // /app/withdraw withdraws from the user's partner balance to their own wallet (a funding), POST
 // /app/deposit deposits from the wallet into it (a payment). Both are CSRF-protected (the synchronizer
 // token of the page that showed the form) and their idempotency key is bound to the form instance,
-// so a resent form starts nothing new; a started one answers 303 to its progress page.
+// so a resent form starts nothing new; a started one answers 303 to its progress page. One stored
+// whose workflow Temporal could not start just now goes to its progress page too (it shows the
+// withdrawal or deposit waiting; the sweep starts it, as a resend of the same form would): the
+// user is never asked to send again what is already stored, which a fresh form would make twice.
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
 import { amountSchema, normaliseAmount, type Amount } from '../../domain/money.ts';
@@ -33,7 +36,9 @@ const appForm = named('AppForm', appFormSchema);
 
 const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> => ({
   '200': htmlAnswer('onboarding is still running: the loading page'),
-  '303': redirectAnswer(`started (or already started by this form): to its progress page, ${progressPath}`),
+  '303': redirectAnswer(
+    `started (or already started by this form; or stored, its start left to the sweep, when Temporal cannot take it just now): to its progress page, ${progressPath}`,
+  ),
   '400': htmlAnswer('the page again with a message about the amount, or a malformed form key'),
   '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
   '403': htmlAnswer('the CSRF token is missing or not this session’s'),
@@ -43,7 +48,7 @@ const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> =>
   '415': htmlAnswer('a charset or Content-Encoding that is not supported'),
   '429': rateLimitedPageAnswer,
   '500': htmlAnswer('an unexpected failure (logged)'),
-  '503': htmlAnswer('onboarding failed: reopen the app from the wallet'),
+  '503': htmlAnswer('onboarding failed: reopen the app from the wallet; or too many requests at once, or Temporal cannot take a call just now (with Retry-After): try again in a moment'),
 });
 
 const formRoute = (path: '/app/withdraw' | '/app/deposit', operationId: string, summary: string, action: string, progressPath: string) =>
@@ -149,6 +154,7 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
         return;
       case 'created':
       case 'existing':
+      case 'not-started':
         securityHeaders(res);
         res.redirect(303, `/app/withdrawals/${result.funding.fundingId}`);
         return;
@@ -178,6 +184,7 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     switch (result.kind) {
       case 'created':
       case 'existing':
+      case 'not-started':
         securityHeaders(res);
         res.redirect(303, `/app/deposits/${result.payment.id}`);
         return;

@@ -23,10 +23,11 @@ import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import type { CsvStreams } from '../http/csv-stream.ts';
 import { problemSchema, sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnswerSpec, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
-import { idempotencyKeyHeader, malformedBodyCodes } from './ops-answers.ts';
+import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { idempotencyKeyHeader, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
 
 export interface OpsBatchesDependencies {
   batches: BatchService;
@@ -95,7 +96,7 @@ const batchIdParameter = { batchId: { schema: batchIdSchema, description: 'the b
 const noSuchBatch = problemAnswer('no such batch', ['BATCH_NOT_FOUND']);
 const wrongState = problemAnswer('the batch’s state does not allow this move', ['BATCH_STATE']);
 
-const moveRoute = (action: 'approve' | 'reject' | 'pause' | 'resume' | 'cancel', summary: string, scope: 'approve' | 'fund', extra: Record<`${number}`, ReturnType<typeof problemAnswer>> = {}) =>
+const moveRoute = (action: 'approve' | 'reject' | 'pause' | 'resume' | 'cancel', summary: string, scope: 'approve' | 'fund', extra: Record<`${number}`, AnswerSpec> = {}) =>
   defineRoute({
     method: 'post',
     path: `/ops/funding-batches/{batchId}/${action}`,
@@ -136,7 +137,9 @@ const routes = {
       '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
       '413': problemAnswer('the body is larger than a batch of 100,000 items can be (32 MiB): refused as soon as it passes that, the rest not read', ['BODY_TOO_LARGE']),
       '415': problemAnswer('neither application/json nor text/csv, or a Content-Encoding or charset other than identity and UTF-8', ['UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET']),
-      '503': problemAnswer('the batch uploads being read and stored hold the memory set aside for uploads, or the database is busy: nothing stored; send it again after Retry-After', ['OVERLOADED']),
+      '503': workflowUnavailableAnswer(
+        'the batch is stored with its total held, RUNNING (its id is in the detail), but its runner has not started, no item has; the same request with the same key answers it and starts the runner (never a new key: that would be a second batch), and if none comes the sweep starts it at its next run. OVERLOADED is also the answer when the batch uploads being read and stored hold the memory set aside for uploads',
+      ),
       '422': {
         description:
           `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
@@ -187,6 +190,7 @@ const routes = {
     responses: { '200': { description: 'the report', content: { 'text/csv': { jsonSchema: textSchema } } }, '400': problemAnswer('a bad format', ['VALIDATION_ERROR']), '404': noSuchBatch },
   }),
   approveFundingBatch: moveRoute('approve', 'Approve a batch AWAITING_APPROVAL (a key other than its creator’s): it runs', 'approve', {
+    '200': jsonAnswer(batchComponent, 'approved: RUNNING (a runner Temporal cannot start just now is started by the sweep at its next run; the approval stands)'),
     '403': problemAnswer('the creator’s own key cannot approve its batch', ['SAME_APPROVER']),
   }),
   rejectFundingBatch: moveRoute('reject', 'Reject a batch AWAITING_APPROVAL: no item starts, its holds are released', 'approve'),
@@ -307,6 +311,17 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
         return;
       case 'existing':
         res.status(200).json(result.batch);
+        return;
+      case 'not-started':
+        sendWorkflowUnavailable(
+          res,
+          result.refusal,
+          `${
+            result.storedBy === 'this-request'
+              ? `the batch ${result.batch.batchId} is stored with its total held, RUNNING, but its runner could not be started (${refusalWords[result.refusal.reason]}): no item has started.`
+              : `the batch ${result.batch.batchId} was stored, with its total held, by the first request with this Idempotency-Key; its runner could not be started or found running now (${refusalWords[result.refusal.reason]}).`
+          } Send the same request with the same Idempotency-Key again after Retry-After: it answers this batch and starts its runner (a new key would be a second batch). If none comes, the sweep starts it.`,
+        );
         return;
       case 'invalid':
         sendInvalid(res, result.errors, result.errorCount);

@@ -1,6 +1,8 @@
 // The fundings ops API (contract-decisions section 8): start a funding (Idempotency-Key), read
 // one, list them, cancel one before it executes, resolve one in NEEDS_REVIEW (contract section
-// 11). The rules live in funding-service.ts.
+// 11). The rules live in funding-service.ts. When Temporal cannot take a funding's workflow call
+// now, the answer is 503 WORKFLOW_UNAVAILABLE with Retry-After and words true for what the request
+// left behind (ops-answers.ts); a cancel is done in the database all the same (200).
 import type { Router } from 'express';
 import { z } from 'zod';
 import { fundingRefusalCodes } from '../../domain/ledger.ts';
@@ -15,7 +17,8 @@ import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
-import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes } from './ops-answers.ts';
+import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
 
 export interface OpsFundingsDependencies {
   fundings: FundingService;
@@ -51,6 +54,9 @@ const routes = {
       '422': problemAnswer(
         'the key was used with another body, `recipient.linkId` names no link, the source’s available does not cover the amount, or a limit refuses it (its detail names the limit and what is left); nothing stored, no workflow',
         ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', ...fundingRefusalCodes],
+      ),
+      '503': workflowUnavailableAnswer(
+        'the funding is stored with its hold (its id is in the detail) but its workflow has not started; the same request with the same key answers it and starts it (never a new key: that would be a second funding), and if none comes the sweep starts it once it has been idle RECONCILE_AFTER_SECONDS',
       ),
     },
   }),
@@ -108,6 +114,7 @@ const routes = {
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchFunding,
       '409': problemAnswer('the funding is not in NEEDS_REVIEW', ['FUNDING_NOT_IN_REVIEW']),
+      '503': workflowUnavailableAnswer('the funding is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the funding first)'),
     },
   }),
 };
@@ -137,6 +144,17 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
         return;
       case 'existing':
         res.status(200).json(result.funding);
+        return;
+      case 'not-started':
+        sendWorkflowUnavailable(
+          res,
+          result.refusal,
+          `${
+            result.storedBy === 'this-request'
+              ? `the funding ${result.funding.fundingId} is stored, with its hold, but its workflow could not be started (${refusalWords[result.refusal.reason]}): it has not started.`
+              : `the funding ${result.funding.fundingId} was stored, with its hold, by the first request with this Idempotency-Key; its workflow could not be started or found running now (${refusalWords[result.refusal.reason]}).`
+          } Send the same request with the same Idempotency-Key again after Retry-After: it answers this funding and starts it (a new key would be a second funding). If none comes, the sweep starts it.`,
+        );
         return;
       case 'key-reused':
         sendProblem(res, {
@@ -230,6 +248,15 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
           title: 'Conflict',
           detail: `the funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved`,
         });
+        return;
+      case 'workflow-unavailable':
+        sendWorkflowUnavailable(
+          res,
+          result.refusal,
+          result.refusal.mayHaveBeenTaken
+            ? `the funding's workflow did not confirm the resolution (${refusalWords[result.refusal.reason]}): it may still take it. Read the funding after Retry-After; while it is still NEEDS_REVIEW, send the same request again.`
+            : `the funding's workflow cannot take a resolution now (${refusalWords[result.refusal.reason]}): nothing was changed, the funding is still NEEDS_REVIEW. Send the same request again after Retry-After.`,
+        );
         return;
     }
   });

@@ -1,9 +1,13 @@
 // What the ops API's routes share in the document: the answers every ops route may give (its
 // authentication, ops-auth.ts, and the app's error handler), those of a route with a JSON body
 // that the framework cannot read (express.json), the codes of a malformed body, the
-// Idempotency-Key header and the list routes' filters. api/docs/openapi.ts adds the shared answers
-// to every ops route; the routes name the others where they use them.
+// Idempotency-Key header and the list routes' filters; the 503 of a route whose workflow could not
+// take its request (lib/workflow-unavailable.ts), declared and sent. api/docs/openapi.ts adds the
+// shared answers to every ops route; the routes name the others where they use them.
+import type { Response } from 'express';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
+import { WORKFLOW_UNAVAILABLE, type WorkflowRefusal } from '../../lib/workflow-unavailable.ts';
+import { sendProblem } from '../http/problem.ts';
 import { header, problemAnswer, retryAfterHeader, type AnswerSpec, type ParameterSpec } from '../http/route-spec.ts';
 
 /** What every ops route may answer besides its own outcomes. */
@@ -18,6 +22,24 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
     { 'Retry-After': retryAfterHeader },
   ),
 };
+
+/**
+ * The 503 of a route that calls a workflow (it replaces the common 503 in the document): the
+ * common OVERLOADED, and WORKFLOW_UNAVAILABLE with what the route's own refusal leaves behind.
+ */
+export function workflowUnavailableAnswer(whatIsLeft: string): AnswerSpec {
+  return problemAnswer(
+    `OVERLOADED: too many requests at once, nothing was stored; WORKFLOW_UNAVAILABLE: Temporal cannot take the request's workflow call now (unreachable or busy, or the workflow's task is failing, e.g. during a deploy): ${whatIsLeft}. Either way, send the same request (same Idempotency-Key where it has one) again after Retry-After`,
+    ['OVERLOADED', WORKFLOW_UNAVAILABLE],
+    { 'Retry-After': retryAfterHeader },
+  );
+}
+
+/** Sends 503 WORKFLOW_UNAVAILABLE with Retry-After; `detail`: what is true of this request (what it stored, what to send again). */
+export function sendWorkflowUnavailable(res: Response, refusal: WorkflowRefusal, detail: string): void {
+  res.setHeader('Retry-After', String(refusal.retryAfterSeconds));
+  sendProblem(res, { status: 503, code: WORKFLOW_UNAVAILABLE, title: 'Service Unavailable', detail });
+}
 
 /** What a route with a JSON body may answer when the framework cannot read the body (nothing stored). */
 export const unreadableJsonBodyAnswers: Record<`${number}`, AnswerSpec> = {

@@ -1,5 +1,7 @@
 // The payments ops API (contract-decisions section 8): start a payment (Idempotency-Key, the same
-// rules as fundings), read one, list them, and resolve one parked in NEEDS_REVIEW.
+// rules as fundings), read one, list them, and resolve one parked in NEEDS_REVIEW. When Temporal
+// cannot take a payment's workflow call now, the answer is 503 WORKFLOW_UNAVAILABLE with
+// Retry-After and words true for what the request left behind (ops-answers.ts).
 import type { Router } from 'express';
 import { z } from 'zod';
 import { idempotencyKeySchema } from '../../domain/funding.ts';
@@ -14,7 +16,8 @@ import { opsKeyNameOf } from './ops-key.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
-import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes } from './ops-answers.ts';
+import { refusalWords } from '../../lib/workflow-unavailable.ts';
+import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
 
 export interface OpsPaymentsDependencies {
   payments: PaymentService;
@@ -39,7 +42,7 @@ export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a 
 export const resolveBodySchema = resolvePaymentSchema;
 
 const paymentComponent = named('Payment', paymentSchema);
-const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`; not the wallet’s `paymentId`)' } };
+const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`)' } };
 const noSuchPayment = problemAnswer('no such payment', ['PAYMENT_NOT_FOUND']);
 
 const routes = {
@@ -60,6 +63,9 @@ const routes = {
       ),
       '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
       '422': problemAnswer('the key was used with another body, `linkId` names no link, or the amount is not in PHP', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', 'CURRENCY_NOT_ACCEPTED']),
+      '503': workflowUnavailableAnswer(
+        'the payment is stored (its id is in the detail) but its workflow has not started, nothing was sent to the wallet; the same request with the same key answers it and starts it (never a new key: that would be a second payment), and if none comes the sweep starts it once it is RECONCILE_AFTER_SECONDS old',
+      ),
     },
   }),
   listPayments: defineRoute({
@@ -101,6 +107,7 @@ const routes = {
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchPayment,
       '409': problemAnswer('the payment is not in NEEDS_REVIEW', ['PAYMENT_NOT_IN_REVIEW']),
+      '503': workflowUnavailableAnswer('the payment is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the payment first)'),
     },
   }),
 };
@@ -133,6 +140,17 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
         res.status(result.kind === 'created' ? 202 : 200).json(payment);
         return;
       }
+      case 'not-started':
+        sendWorkflowUnavailable(
+          res,
+          result.refusal,
+          `${
+            result.storedBy === 'this-request'
+              ? `the payment ${result.payment.id} is stored but its workflow could not be started (${refusalWords[result.refusal.reason]}): nothing was sent to the wallet yet.`
+              : `the payment ${result.payment.id} was stored by the first request with this Idempotency-Key; its workflow could not be started or found running now (${refusalWords[result.refusal.reason]}).`
+          } Send the same request with the same Idempotency-Key again after Retry-After: it answers this payment and starts it (a new key would be a second payment). If none comes, the sweep starts it.`,
+        );
+        return;
       case 'key-reused':
         sendProblem(res, {
           status: 422,
@@ -195,6 +213,15 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
           title: 'Conflict',
           detail: `the payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved`,
         });
+        return;
+      case 'workflow-unavailable':
+        sendWorkflowUnavailable(
+          res,
+          result.refusal,
+          result.refusal.mayHaveBeenTaken
+            ? `the payment's workflow did not confirm the resolution (${refusalWords[result.refusal.reason]}): it may still take it. Read the payment after Retry-After; while it is still NEEDS_REVIEW, send the same request again.`
+            : `the payment's workflow cannot take a resolution now (${refusalWords[result.refusal.reason]}): nothing was changed, the payment is still NEEDS_REVIEW. Send the same request again after Retry-After.`,
+        );
         return;
     }
   });

@@ -12,6 +12,7 @@ import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, jsonAnswer, named, problemAnswer, retryAfterHeader, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
+import { workflowUnavailableAnswer } from './ops-answers.ts';
 import { decodeSettlementCursor, type SettlementService } from './settlement-service.ts';
 
 export interface OpsSettlementsDependencies {
@@ -43,6 +44,7 @@ const dateParameter = { date: { schema: settlementDateSchema, description: 'the 
 const running = (description: string) => jsonAnswer(progressComponent, description, { 'Retry-After': retryAfterHeader });
 const notStarted = problemAnswer('the day has not begun in SETTLEMENT_TZ: nothing to settle yet', ['SETTLEMENT_DAY_NOT_STARTED']);
 const notConfigured = problemAnswer('settlement is not configured', ['NOT_CONFIGURED']);
+const runNotStarted = workflowUnavailableAnswer('the day’s run is recorded but its workflow has not started, nothing checked; the next GET of the day starts it');
 
 // Reading the settlement, and asking for it again, are `read`: a run reads the wallet and the books, it moves nothing.
 const routes = {
@@ -66,6 +68,7 @@ const routes = {
       '400': problemAnswer('not a date, or a bad format, limit or cursor', ['INVALID_DATE', 'VALIDATION_ERROR']),
       '422': notStarted,
       '501': notConfigured,
+      '503': runNotStarted,
     },
   }),
   startSettlementRun: defineRoute({
@@ -82,6 +85,7 @@ const routes = {
       '409': problemAnswer('a run of the day is under way: one at a time', ['SETTLEMENT_RUNNING'], { 'Retry-After': retryAfterHeader }),
       '422': notStarted,
       '501': notConfigured,
+      '503': runNotStarted,
     },
   }),
 };

@@ -4,7 +4,10 @@
 // a day starts it and waits a few seconds for it; a POST starts a fresh one while the previous
 // report is served; one run per day at a time. The stored report is read a page at a time (JSON)
 // or line by line (CSV), never whole. The day is SETTLEMENT_TZ's; a day that has not begun has
-// nothing to settle, and today's report is the day so far (`complete: false`).
+// nothing to settle, and today's report is the day so far (`complete: false`). A run whose
+// workflow Temporal cannot start now (lib/workflow-unavailable.ts) stays recorded, RUNNING, for the
+// next request of the day to start: this one is refused with a WorkflowUnavailableError saying so
+// (503 WORKFLOW_UNAVAILABLE), unless it can be answered with a stored report.
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Settlement, SettlementProgress } from '../../domain/ledger.ts';
@@ -12,6 +15,7 @@ import { settlementCsvHeader, settlementCsvRow, settlementCsvTotals, settlementD
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
+import { refusalWords, workflowRefusalOf, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
 import { startSettleDay } from '../../workflows/settle-day.contract.ts';
 
 export interface SettlementOptions {
@@ -68,7 +72,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
 
   /**
    * The run's workflow, started if it is not running yet (a start that finds it running does
-   * nothing). A run whose workflow closed without finishing it is given up; null then.
+   * nothing). A run whose workflow closed without finishing it is given up; null then. Temporal
+   * refusing the start for now: a WorkflowUnavailableError, the run left RUNNING for the next request.
    */
   async function ensureWorkflow(run: SettlementRun): Promise<SettlementRun | null> {
     try {
@@ -85,6 +90,14 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       });
       return run;
     } catch (error) {
+      const refusal = workflowRefusalOf(error);
+      if (refusal) {
+        logger.warn({ runId: run.id, date: run.date, reason: refusal.reason }, 'settlement run: Temporal refused its workflow’s start; the next request of the day starts it');
+        throw new WorkflowUnavailableError(
+          refusal,
+          `the settlement run of ${run.date} is recorded, but its workflow could not be started (${refusalWords[refusal.reason]}): nothing has been checked yet. Ask for the day again (GET /ops/settlements/${run.date}) after Retry-After: that starts this run.`,
+        );
+      }
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       const current = await runs.find(run.id);
       if (current?.state !== 'RUNNING') return current;
@@ -130,7 +143,10 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       if (date > today()) return { kind: 'not-started' };
       const { running, finished } = await runs.latest(date);
       if (serves(finished, date)) {
-        if (running) await ensureWorkflow(running);
+        // A fresh run under way: its workflow is started if it is not; the report is served either way.
+        if (running) await ensureWorkflow(running).catch((error: unknown) => {
+          if (!(error instanceof WorkflowUnavailableError)) throw error;
+        });
         return { kind: 'report', run: finished };
       }
       let run = running ? await ensureWorkflow(running) : null;

@@ -4,9 +4,11 @@
 // (lib/config/production-checks.ts) with no problem; and, left as the sandbox demo with
 // NODE_ENV=development, the schema. Compose's own interpolation (`${NAME:-default}`,
 // `${NAME:?message}`, `$$`) is done here as compose does it, from .env only.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
-import { asMounted, compose, dotenv, envExample as example, filledIn, interpolate, key, rsaJwk, startService } from '../support/compose-file.ts';
+import { ConfigError, loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+import { asMounted, compose, dotenv, envExample as example, envExampleText, filledIn, interpolate, key, root, rsaJwk, startService } from '../support/compose-file.ts';
 
 /** What a walletflow service of compose is started with, given this .env (its secrets' files as mounted), and what compose refuses. */
 function serviceEnvironment(service: string, dotEnv: Record<string, string>): { env: Record<string, string>; problems: string[] } {
@@ -99,5 +101,77 @@ describe('docker compose with .env.example filled in', () => {
       expect(config.nodeEnv).toBe('development');
       expect(() => requireResolved(config), service).not.toThrow();
     }
+  });
+});
+
+/** Each uncommented setting of .env.example with the comment block above it (settings in a row share one). */
+function settingsWithComments(text: string): Array<{ name: string; value: string; comment: string }> {
+  const settings: Array<{ name: string; value: string; comment: string }> = [];
+  let comment: string[] = [];
+  let afterSetting = false;
+  for (const line of text.split('\n')) {
+    const setting = /^([A-Z][A-Z0-9_]*)=(.*)$/.exec(line);
+    if (setting) {
+      settings.push({ name: setting[1]!, value: setting[2]!, comment: comment.join(' ') });
+      afterSetting = true;
+    } else if (line.trim() === '' || line.trim() === '#') {
+      // A blank line, or an empty comment line between two blocks.
+      comment = [];
+      afterSetting = false;
+    } else if (line.startsWith('#') && !/^#\s*[A-Z][A-Z0-9_]*=/.test(line)) {
+      // A comment after settings starts the next block.
+      if (afterSetting) comment = [];
+      afterSetting = false;
+      comment.push(line.replace(/^#\s?/, ''));
+    }
+  }
+  return settings;
+}
+
+/** What stops a production start of the API when .env is this: compose's own refusals, the schema's and production's checks, by name. */
+function refusedNames(dotEnv: Record<string, string>): string[] {
+  const { env, problems } = serviceEnvironment('api', dotEnv);
+  const names = problems.map((problem) => problem.split(':')[0]!);
+  try {
+    const config = loadConfig(env);
+    names.push(...productionProblems(config).map((problem) => problem.split(':')[0]!));
+    requireResolved(config);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    names.push(...error.problems.flatMap((problem) => problem.split(':')[0]!.split(', ')));
+  }
+  return names;
+}
+
+describe('what .env.example and running-at-scale.md say production needs', () => {
+  const empty = settingsWithComments(envExampleText).filter((setting) => setting.value === '');
+
+  it('reads each setting with the comment above it', () => {
+    expect(settingsWithComments('# header\n#\n# A comment\n# more\nA_B=\nC_D=1\n# next\n# E_F=2\nG_H=\n\nI_J=')).toEqual([
+      { name: 'A_B', value: '', comment: 'A comment more' },
+      { name: 'C_D', value: '1', comment: 'A comment more' },
+      { name: 'G_H', value: '', comment: 'next' },
+      { name: 'I_J', value: '', comment: '' },
+    ]);
+    expect(empty.length).toBeGreaterThan(20);
+  });
+
+  it('marks optional exactly the empty settings production starts without: left empty, each other one stops compose or the production start', () => {
+    const said = empty.filter((setting) => /\boptional\b/i.test(setting.comment)).map((setting) => setting.name);
+    expect([...said].sort()).toEqual([...optional].sort());
+    const wrong = empty.flatMap(({ name }) => {
+      const refused = refusedNames({ ...example, ...filledIn, [name]: '' }).includes(name);
+      return refused === said.includes(name) ? [`${name}: ${refused ? 'marked optional, but production refuses to start without it' : 'not marked optional, but production starts without it'}`] : [];
+    });
+    expect(wrong).toEqual([]);
+  });
+
+  it('names in running-at-scale.md each setting production needs, and each one left empty as optional', () => {
+    const text = readFileSync(path.join(root, 'docs/running-at-scale.md'), 'utf8');
+    const secrets = /## Secrets\n([\s\S]*?)\n## /.exec(text)?.[1] ?? '';
+    const [needed = '', rest = ''] = secrets.split('Everything else is optional');
+    const needs = empty.filter(({ name }) => !optional.includes(name)).map(({ name }) => name);
+    expect(needs.filter((name) => !needed.includes(`\`${name}\``))).toEqual([]);
+    expect(optional.filter((name) => !rest.includes(`\`${name}\``))).toEqual([]);
   });
 });

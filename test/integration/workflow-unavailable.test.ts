@@ -1,0 +1,223 @@
+// A request whose workflow Temporal cannot take now is answered 503 WORKFLOW_UNAVAILABLE with
+// Retry-After, in words true for what it stored, never 500 (promise 23b, lib/workflow-unavailable.ts):
+// a resolve whose funding's workflow task is failing (a deploy whose build cannot run the run: here a
+// worker whose bundle has no fundWallet), and the starts of an API whose Temporal cannot be reached
+// (its client on a closed port, as api/main.ts connects: lazily). What each left in the database is
+// read back: a resolve changed nothing; a start stored its record whole, and the same request (with
+// the same key), once Temporal answers, finds it and starts it; a cancel is done without its workflow.
+import path from 'node:path';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from '../../api/app.ts';
+import { createLogger } from '../../lib/logger.ts';
+import { connectTemporal, type TemporalHandle } from '../../lib/temporal.ts';
+import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
+import { findFreePort } from '../../stack/ports.ts';
+import { batchWorkflowId } from '../../workflows/fund-batch.contract.ts';
+import { settlementWorkflowId } from '../../workflows/settle-day.contract.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+let stack: PartnerStack;
+
+beforeAll(async () => {
+  // No worker of today's build: each test says which build, if any, serves the stack's task queue.
+  stack = await startPartnerStack();
+});
+afterAll(async () => {
+  await stack?.close();
+});
+
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+  body: { code?: string; detail?: string; fundingId?: string; status?: string; batchId?: string; state?: string };
+}
+
+async function send(fetcher: (path: string, init?: RequestInit) => Promise<Response>, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetcher(path, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as Answer['body'] };
+}
+
+/** A cash-in code of a fresh sandbox user. */
+async function cashInCode(): Promise<string> {
+  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+  return (await stack.admin.cashInCode(user.userId)).code;
+}
+
+/** The ledger's transactions of a funding, by kind: its hold, and a post or release once settled. */
+async function ledgerKinds(fundingId: string): Promise<string[]> {
+  return (await stack.database.ledgerTransaction.findMany({ where: { fundingId }, orderBy: { id: 'asc' }, select: { kind: true } })).map((row) => row.kind);
+}
+
+describe('a funding in review whose workflow task is failing (a build that cannot run its run)', () => {
+  let worker: Awaited<ReturnType<PartnerStack['createWorker']>> | undefined;
+  afterAll(async () => {
+    if (!worker) return;
+    worker.worker.shutdown();
+    await worker.done;
+    await worker.connection.close();
+    await worker.wallet.close();
+  });
+
+  it('answers POST /ops/fundings/{id}/resolve 503 WORKFLOW_UNAVAILABLE with Retry-After, and changes nothing', async () => {
+    // The stack's deployment's current build has no fundWallet: every task of a funding's run fails.
+    const code = await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, '../support/workflows-without-fund-wallet.ts') });
+    worker = await stack.createWorker({ workflowBundle: { code }, promote: 'always' });
+    const started = await send(stack.opsFetch, 'POST', '/ops/fundings', { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '7.00' } }, { 'idempotency-key': randomUUID() });
+    expect(started.status).toBe(202);
+    const fundingId = started.body.fundingId!;
+    const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+    // Its run is open with its workflow task failing, as after a deploy whose build cannot replay it.
+    await waitFor(
+      'the run’s workflow task failing',
+      async () => {
+        const attempt = (await stack.temporal.workflow.getHandle(workflowId).describe()).raw.pendingWorkflowTask?.attempt ?? 0;
+        return attempt >= 2 ? attempt : undefined;
+      },
+      60_000,
+    );
+    // The funding waits for a person, as one whose execute's outcome stayed unknown does.
+    await stack.database.funding.update({ where: { id: fundingId }, data: { status: 'NEEDS_REVIEW', transferId: `t-${randomUUID()}`, reviewReason: 'the execute’s outcome stayed unknown' } });
+    const eventsBefore = await stack.database.fundingEvent.count({ where: { fundingId } });
+
+    const resolved = await send(stack.opsFetch, 'POST', `/ops/fundings/${fundingId}/resolve`, { outcome: 'FAILED', note: 'the operator shows nothing executed' });
+    // Before: 500 INTERNAL (the update's FAILED_PRECONDITION thrown as it came).
+    expect(resolved.status, JSON.stringify(resolved.body)).toBe(503);
+    expect(resolved.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(resolved.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(resolved.body.detail).toMatch(/nothing was changed, the funding is still NEEDS_REVIEW\. Send the same request again after Retry-After/);
+    expect(resolved.body.detail).toMatch(/workflow task is failing/);
+
+    // Nothing changed: still in review, no resolution recorded, no event, the hold neither posted nor released.
+    const after = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } });
+    expect(after).toMatchObject({ status: 'NEEDS_REVIEW', resolvedOutcome: null, resolvedBy: null, resolvedNote: null, resolvedAt: null });
+    expect(await stack.database.fundingEvent.count({ where: { fundingId } })).toBe(eventsBefore);
+    expect(await ledgerKinds(fundingId)).toEqual(['HOLD']);
+    const view = await send(stack.opsFetch, 'GET', `/ops/fundings/${fundingId}`);
+    expect(view.body.status).toBe('NEEDS_REVIEW');
+  }, 120_000);
+});
+
+describe('an API whose Temporal cannot be reached', () => {
+  let server: Server;
+  let temporal: TemporalHandle;
+  /** The unreachable API's ops fetch: the stack's database, keys and sandbox, a Temporal client on a closed port. */
+  let unreachableFetch: (path: string, init?: RequestInit) => Promise<Response>;
+
+  beforeAll(async () => {
+    // As api/main.ts connects: lazily, so the API starts; every call then fails UNAVAILABLE after the client's own retries.
+    temporal = connectTemporal(`127.0.0.1:${await findFreePort()}`, stack.temporalNamespace);
+    const app = createApp({
+      logger: createLogger({ level: 'silent' }),
+      hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}` },
+      readiness: { postgres: async () => {}, temporal: async () => {}, walletService: async () => {} },
+      services: {
+        database: stack.database,
+        refreshPool: stack.refreshPool,
+        tokens: stack.tokens,
+        cipher: createTokenCipher(stack.encryptionKey),
+        fingerprintKey: deriveSubkey(stack.encryptionKey, 'funding-fingerprint'),
+        wallet: stack.wallet,
+        temporal: temporal.client,
+        taskQueue: stack.taskQueue,
+        onboarding: stack.onboarding,
+        opsApiKeys: [stack.opsKey],
+      },
+    });
+    server = createServer(app);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    unreachableFetch = (path, init = {}) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${stack.opsKey}`, ...(init.headers ?? {}) } });
+  });
+  afterAll(async () => {
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+    await temporal?.close();
+  });
+
+  it('POST /ops/fundings: 503 WORKFLOW_UNAVAILABLE; the funding stored whole with its hold, and the same request with its key, once Temporal answers, finds it and starts it', async () => {
+    const key = randomUUID();
+    const body = { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '5.25' } };
+    const refused = await send(unreachableFetch, 'POST', '/ops/fundings', body, { 'idempotency-key': key });
+    // Before: 500 INTERNAL, the funding stored with its hold all the same.
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    const stored = await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key } });
+    // The words are true: it names the funding, says it is stored with its hold and has not started, and how to go on.
+    expect(refused.body.detail).toContain(`the funding ${stored.id} is stored, with its hold`);
+    expect(refused.body.detail).toMatch(/it has not started\. Send the same request with the same Idempotency-Key again after Retry-After/);
+    // Whole, not half: the funding, its PENDING event and its hold; no workflow.
+    expect(stored.status).toBe('PENDING');
+    expect(await stack.database.fundingEvent.count({ where: { fundingId: stored.id } })).toBeGreaterThanOrEqual(1);
+    expect(await ledgerKinds(stored.id)).toEqual(['HOLD']);
+    await expect(stack.temporal.workflow.getHandle(stored.workflowId).describe()).rejects.toThrow(/not found/i);
+
+    // The same request with the same key, to an API whose Temporal answers: the same funding (200), its workflow started.
+    const retried = await send(stack.opsFetch, 'POST', '/ops/fundings', body, { 'idempotency-key': key });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.fundingId).toBe(stored.id);
+    expect((await stack.temporal.workflow.getHandle(stored.workflowId).describe()).status.name).toBe('RUNNING');
+    expect(await stack.database.funding.count({ where: { idempotencyKey: key } })).toBe(1);
+    expect(await ledgerKinds(stored.id)).toEqual(['HOLD']);
+  }, 60_000);
+
+  it('POST /ops/fundings/{id}/cancel: cancelled in the database, its hold released, though its workflow could not be told (200, never 500)', async () => {
+    // Started where Temporal answers (its run waits: no build of the stack runs fundWallet), cancelled where it does not.
+    const started = await send(stack.opsFetch, 'POST', '/ops/fundings', { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '3.00' } }, { 'idempotency-key': randomUUID() });
+    expect(started.status).toBe(202);
+    const id = started.body.fundingId!;
+    const cancelled = await send(unreachableFetch, 'POST', `/ops/fundings/${id}/cancel`);
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(cancelled.body.status).toBe('FAILED');
+    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED' });
+    expect(await ledgerKinds(id)).toEqual(['HOLD', 'RELEASE']);
+  }, 60_000);
+
+  it('POST /ops/funding-batches: 503 WORKFLOW_UNAVAILABLE; the batch stored whole, RUNNING and held, and the same request with its key starts its runner', async () => {
+    const key = randomUUID();
+    const body = { name: 'temporal down', items: [{ reference: 'a', recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '2.00' } }] };
+    const refused = await send(unreachableFetch, 'POST', '/ops/funding-batches', body, { 'idempotency-key': key });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    const batch = await stack.database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey: key } });
+    expect(refused.body.detail).toContain(`the batch ${batch.id} is stored with its total held, RUNNING, but its runner could not be started`);
+    expect(batch.state).toBe('RUNNING');
+    expect(await stack.database.funding.count({ where: { batchId: batch.id } })).toBe(1);
+    await expect(stack.temporal.workflow.getHandle(batchWorkflowId(batch.id)).describe()).rejects.toThrow(/not found/i);
+
+    // Before, the same key answered 200 and left the runner to the sweep; now it starts it.
+    const retried = await send(stack.opsFetch, 'POST', '/ops/funding-batches', body, { 'idempotency-key': key });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.batchId).toBe(batch.id);
+    await expect(stack.temporal.workflow.getHandle(batchWorkflowId(batch.id)).describe()).resolves.toBeDefined();
+  }, 60_000);
+
+  it('GET /ops/settlements/{date}: 503 WORKFLOW_UNAVAILABLE, the day’s run recorded; the next GET, once Temporal answers, starts that run', async () => {
+    // A past day no run of this database has settled (other files share it).
+    const date = new Date(Date.UTC(1971 + Math.floor(Math.random() * 25), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
+    const runsOf = () => stack.database.$queryRaw<Array<{ id: string; state: string }>>`SELECT id::text AS id, state::text AS state FROM settlement_run WHERE date = ${date} ORDER BY number`;
+    expect(await runsOf()).toEqual([]);
+    const refused = await send(unreachableFetch, 'GET', `/ops/settlements/${date}`);
+    // Before: 500 INTERNAL.
+    expect(refused.status, JSON.stringify(refused.body)).toBe(503);
+    expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(refused.body.detail).toContain(`the settlement run of ${date} is recorded, but its workflow could not be started`);
+    const [run, ...more] = await runsOf();
+    expect(more).toEqual([]);
+    expect(run?.state).toBe('RUNNING');
+    await expect(stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe()).rejects.toThrow(/not found/i);
+
+    // The same request where Temporal answers: that run, its workflow started (no build of the stack runs it: 202, under way).
+    const again = await send(stack.opsFetch, 'GET', `/ops/settlements/${date}`);
+    expect(again.status, JSON.stringify(again.body)).toBe(202);
+    expect((again.body as { runId?: string }).runId).toBe(run!.id);
+    await expect(stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe()).resolves.toBeDefined();
+  }, 60_000);
+});
