@@ -9,7 +9,7 @@ import type { TokenCipher } from '../lib/token-cipher.ts';
 import { createTokenStore } from '../links/token-store.ts';
 import type { Client } from '@temporalio/client';
 import type { WalletClient } from '../wallet/index.ts';
-import { createReconcileActivities } from './reconcile.ts';
+import { createSweepActivities } from './sweep.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createBatchActivities } from './batch.ts';
@@ -90,7 +90,7 @@ export function createActivities(deps: ActivityDependencies) {
     ...fundWalletActivities,
     ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
     ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
-    ...createReconcileActivities({
+    ...createSweepActivities({
       fundings,
       payments,
       batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },

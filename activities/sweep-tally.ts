@@ -5,7 +5,7 @@
 // what it returns must not grow with what it saw.
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { MAX_SWEEP_LISTED, type RepairAction, type SweepCounts, type SweepReport } from '../workflows/reconcile.contract.ts';
+import { MAX_SWEEP_LISTED, type RepairAction, type SweepCounts, type SweepReport } from '../workflows/sweep.contract.ts';
 
 /** Fundings and payments left to the owner that is working on them: counted, neither listed nor logged one by one. */
 const leftToOwner: ReadonlySet<RepairAction> = new Set(['workflow-running', 'owner-active']);
@@ -15,7 +15,7 @@ type EntryOf<Name extends ListName> = NonNullable<SweepReport[Name]>[number];
 
 export type SweepTally = ReturnType<typeof createSweepTally>;
 
-export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics, 'reconcileRepair'> | undefined }) {
+export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics, 'sweepRepair'> | undefined }) {
   const counts: SweepCounts = { fundings: {}, payments: {}, fundingsNeedingReview: 0, paymentsNeedingReview: 0, failedButExecuted: 0, holdsSettled: 0, batchRunners: 0 };
   const report: SweepReport & Required<Omit<SweepReport, 'checked' | 'repaired'>> = {
     checked: 0,
@@ -38,7 +38,7 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
 
   function repaired(action: string): void {
     report.repaired += 1;
-    deps.metrics?.reconcileRepair(action);
+    deps.metrics?.sweepRepair(action);
   }
 
   return {
@@ -67,7 +67,7 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
     failedButExecuted(entry: EntryOf<'failedButExecuted'>): void {
       counts.failedButExecuted += 1;
       list('failedButExecuted', entry);
-      deps.metrics?.reconcileRepair('failed-but-executed');
+      deps.metrics?.sweepRepair('failed-but-executed');
     },
     holdSettled(entry: EntryOf<'holdsSettled'>): void {
       counts.holdsSettled += 1;

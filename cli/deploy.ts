@@ -16,7 +16,7 @@ import { fundWalletWorkflowType } from '../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType } from '../workflows/onboard-embedded-session.contract.ts';
 import { payWalletWorkflowType } from '../workflows/pay-wallet.contract.ts';
 import { purgeExpiredWorkflowType } from '../workflows/purge-expired.contract.ts';
-import { reconcileFundingsWorkflowType } from '../workflows/reconcile.contract.ts';
+import { reconcileFundingsWorkflowType } from '../workflows/sweep.contract.ts';
 import { settleDayWorkflowType } from '../workflows/settle-day.contract.ts';
 
 /** Every workflow type walletflow's workers run: the ones whose unversioned runs `status` counts. */

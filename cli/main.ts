@@ -60,7 +60,7 @@ program
   .option('--json', 'the same as --output json')
   .action(async (options: { olderThan?: string; json?: boolean; output: string }) => {
     if (process.argv.slice(2).includes('reconcile')) process.stderr.write('walletflow reconcile is now walletflow sweep; the old name will go\n');
-    process.exitCode = await (await import('./reconcile.ts')).runReconcile({ ...options, json: options.json === true || options.output === 'json' });
+    process.exitCode = await (await import('./sweep.ts')).runSweep({ ...options, json: options.json === true || options.output === 'json' });
   });
 
 const deploy = program.command('deploy').description('the worker deployment: its builds, and which one new workflows go to (docs/changing-workflows.md)');

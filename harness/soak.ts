@@ -365,7 +365,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
         `unplanned exits: worker ×${stack.worker.unplannedExits}, API ×${stack.api.unplannedExits}`
       : 'chaos: off (no faults, no process kills)',
     `wallet calls: ${totalCalls}, failed ${totalCalls - callCount('ok')} (unknown ${callCount('unknown')}, retryable ${callCount('retryable')}, rejected ${callCount('rejected')}); ` +
-      `fundings reconciled by retrieve after an unknown execute: ${reconciled.length}; reconciliation sweep repairs: ${sweepRepairs}`,
+      `fundings reconciled by retrieve after an unknown execute: ${reconciled.length}; sweep repairs: ${sweepRepairs}`,
     ...(batchPlan.batches.length > 0
       ? [
           `batches: ${batchPlan.batches.map((batch) => `#${batch.index} ${batch.size} items ${batch.action} → ${batch.finalState ?? 'not ended'}${batch.notes.length ? ` (${batch.notes.join(', ')})` : ''}`).join('; ')}; holds checked against open items ${batchChecks + 1} times`,

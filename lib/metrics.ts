@@ -47,7 +47,7 @@ export interface Metrics {
   walletCall(call: WalletCallSample): void;
   tokenRefresh(kind: 'EMBEDDED' | 'STANDALONE', result: TokenRefreshResult): void;
   /** One repair of the sweep (`action` is its RepairAction). */
-  reconcileRepair(action: string): void;
+  sweepRepair(action: string): void;
   sessionUrl(status: number, seconds: number): void;
   /** One onboarding workflow start by the dispatcher or the landing page (api/embedded/onboarding-dispatcher.ts). */
   onboardingStart(outcome: OnboardingStartOutcome): void;
@@ -141,6 +141,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     registers: [registry],
   });
   const repairs = new Counter({
+    // The sweep's repairs; the metric keeps its first name, which dashboards and alerts hold.
     name: 'walletflow_reconcile_repairs_total',
     help: 'Fundings and payments repaired by the sweep, by action',
     labelNames: ['action'] as const,
@@ -236,7 +237,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     tokenRefresh(kind, result) {
       tokenRefreshes.inc({ kind, result });
     },
-    reconcileRepair(action) {
+    sweepRepair(action) {
       repairs.inc({ action: actionLabel(action) });
     },
     sessionUrl(status, seconds) {

@@ -17,7 +17,7 @@ import { installTemporalRuntime, serveWorkerMetrics } from './metrics.ts';
 import { checkWalletTimeout } from './activity-timeouts.ts';
 import { applyWorkerHeapPolicy, nativeAllocator } from './heap-policy.ts';
 import { ensurePurgeSchedule } from './purge-schedule.ts';
-import { ensureReconcileSchedule } from './reconcile-schedule.ts';
+import { ensureSweepSchedule } from './sweep-schedule.ts';
 import { tracedBundlePath } from '../lib/tracing-bundle.ts';
 import { buildIdOf, bundleWorkflows } from '../lib/workflow-bundle.ts';
 import { promoteOnStart, versionedWorkerOptions } from '../lib/worker-deployment.ts';
@@ -145,10 +145,10 @@ const worker = await Worker.create({
     webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },
   }),
 });
-const schedule = await ensureReconcileSchedule(temporal, {
+const schedule = await ensureSweepSchedule(temporal, {
   taskQueue: config.temporal.taskQueue,
-  everyMinutes: config.reconcile.everyMinutes,
-  olderThanSeconds: config.reconcile.olderThanSeconds,
+  everyMinutes: config.sweep.everyMinutes,
+  olderThanSeconds: config.sweep.olderThanSeconds,
 });
 logger.info({ schedule }, 'sweep schedule ready');
 // The webhook deliverer: one per deployment, started by whichever worker comes first.

@@ -3,7 +3,7 @@
 export { fundWallet } from './fund-wallet.ts';
 export { fundBatch } from './fund-batch.ts';
 export { payWallet } from './pay-wallet.ts';
-export { reconcileFundings } from './reconcile.ts';
+export { reconcileFundings } from './sweep.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';
 export { deliverWebhooks } from './deliver-webhooks.ts';
 export { purgeExpired } from './purge-expired.ts';

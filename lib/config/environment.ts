@@ -121,6 +121,7 @@ export const environmentSchema = z
         })
         .optional(),
     ),
+    // The sweep's schedule and age: the names keep their first spelling (a deployment's environment holds them).
     RECONCILE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(5)),
     RECONCILE_AFTER_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(604_800).default(900)),
     // Webhooks (contract-decisions section 13): how often the deliverer looks for due deliveries,

@@ -48,7 +48,8 @@ export interface AppConfig {
   /** Temporal payload encryption keys (the first encrypts); absent: payloads are not encrypted. */
   payloadKeys: PayloadKey[] | undefined;
   /** The sweep: how often, and how old a non-final funding must be to be looked at. */
-  reconcile: { everyMinutes: number; olderThanSeconds: number };
+  /** The sweep (its settings keep their first names, RECONCILE_*). */
+  sweep: { everyMinutes: number; olderThanSeconds: number };
   /** The webhook deliverer: its poll interval and retry schedule (defaults: 1 s; 30 s doubling to 1 h, for 24 h). */
   webhooks: { pollIntervalMs: number; retry: { baseDelayMs: number; maxDelayMs: number; retryForMs: number } };
   /** The purge of expired logins and sessions: how often, and how long past expiry a row is kept. */
@@ -237,7 +238,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     workerDeployment: { name: e.WORKER_DEPLOYMENT_NAME ?? e.TEMPORAL_TASK_QUEUE.replace(/[^A-Za-z0-9_-]/g, '-'), promote: e.WORKER_PROMOTE },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
-    reconcile: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
+    sweep: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
     webhooks: {
       pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
       retry: { baseDelayMs: e.WEBHOOK_RETRY_BASE_MS, maxDelayMs: e.WEBHOOK_RETRY_MAX_MS, retryForMs: e.WEBHOOK_RETRY_FOR_MS },

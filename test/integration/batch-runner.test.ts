@@ -28,7 +28,7 @@ import {
   type FundBatchResult,
 } from '../../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
-import type { SweepReport } from '../../workflows/reconcile.contract.ts';
+import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitFor, waitUntil } from '../support/wait-for.ts';

@@ -18,7 +18,7 @@ import { historyToJSON } from '@temporalio/common/lib/proto-utils';
 import proto from '@temporalio/proto';
 import { DefaultLogger, Runtime, type LogEntry } from '@temporalio/worker';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
-import type { SweepReport } from '../../workflows/reconcile.contract.ts';
+import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import type { PurgeReport } from '../../workflows/purge-expired.contract.ts';
 import type { DeliveryRoundReport } from '../../workflows/deliver-webhooks.contract.ts';
 import { webhookEventTypes } from '../../domain/webhook.ts';
@@ -46,7 +46,7 @@ import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.c
 import { fundingStatusQuery, fundWalletWorkflowType, type FundWalletInput, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
 import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-attribute-keys.ts';
-import { startReconcileFundings } from '../../workflows/reconcile.contract.ts';
+import { startSweep } from '../../workflows/sweep.contract.ts';
 import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { batchWorkflowId, type FundBatchResult } from '../../workflows/fund-batch.contract.ts';
@@ -424,7 +424,7 @@ async function activityRunning(stack: ReplayStack, workflowId: string, activityT
 
 async function runSweep(stack: ReplayStack, olderThanSeconds: number): Promise<SweepReport> {
   const workflowId = `capture-reconcile-${randomUUID()}`;
-  await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds } });
+  await startSweep(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds } });
   return (await stack.result(workflowId)) as SweepReport;
 }
 
@@ -1195,7 +1195,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const executed = await stuckFunding(stack, { executed: true });
       const unexecuted = await stuckFunding(stack, { executed: false });
       const workflowId = `capture-reconcile-${randomUUID()}`;
-      await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
+      await startSweep(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
       const report = (await stack.result(workflowId)) as SweepReport;
       const action = (fundingId: string) => report.items.find((item) => item.fundingId === fundingId)?.action;
       if (action(executed.fundingId) !== 'finished-from-wallet' || action(unexecuted.fundingId) !== 'failed-not-executed') {

@@ -8,7 +8,7 @@ import { DefaultLogger, Runtime, Worker, type ReplayResult, type ReplayWorkerOpt
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
-import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
+import { reconcileFundingsWorkflowType } from '../../workflows/sweep.contract.ts';
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
 import { fundBatchWorkflowType } from '../../workflows/fund-batch.contract.ts';

@@ -260,12 +260,12 @@ describe('docs/fundings.md', () => {
 
 describe('docs/operations.md', () => {
   it('names every repair action the sweep counts (walletflow_reconcile_repairs_total)', () => {
-    const contract = read('workflows/reconcile.contract.ts');
+    const contract = read('workflows/sweep.contract.ts');
     // The sweep and its report's tally, which counts the repairs it records.
-    const sweep = `${read('activities/reconcile.ts')}\n${read('activities/sweep-tally.ts')}`;
+    const sweep = `${read('activities/sweep.ts')}\n${read('activities/sweep-tally.ts')}`;
     const counted = new Set([
       ...[...(/export type RepairAction =([\s\S]*?);/.exec(contract)?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map((match) => match[1]!),
-      ...[...sweep.matchAll(/reconcileRepair\(\s*'([a-z-]+)'/g)].map((match) => match[1]!),
+      ...[...sweep.matchAll(/sweepRepair\(\s*'([a-z-]+)'/g)].map((match) => match[1]!),
       ...[...sweep.matchAll(/'(hold-[a-z]+)'/g)].map((match) => match[1]!),
     ]);
     expect(counted.size).toBeGreaterThanOrEqual(10);
@@ -473,12 +473,12 @@ describe('what a worker starts once', () => {
 
   it('reads what the worker starts once, and that it leaves a running one as it is', () => {
     expect(startedOnce).toEqual([
-      { start: 'ensureReconcileSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'RECONCILE_EVERY_MINUTES', 'RECONCILE_AFTER_SECONDS'] },
+      { start: 'ensureSweepSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'RECONCILE_EVERY_MINUTES', 'RECONCILE_AFTER_SECONDS'] },
       { start: 'startDeliverWebhooks', variables: ['TEMPORAL_TASK_QUEUE', 'WEBHOOK_POLL_INTERVAL_MS'] },
       { start: 'ensurePurgeSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'PURGE_EVERY_MINUTES', 'PURGE_RETENTION_HOURS'] },
     ]);
     // A Schedule that exists is left as it is (created, or 'exists'); a running deliverer is used as it runs.
-    for (const file of ['worker/reconcile-schedule.ts', 'worker/purge-schedule.ts']) {
+    for (const file of ['worker/sweep-schedule.ts', 'worker/purge-schedule.ts']) {
       expect(read(file), file).toMatch(/if \(error instanceof ScheduleAlreadyRunning\) return 'exists';/);
       expect(read(file), file).not.toMatch(/\.update\(/);
     }
@@ -490,7 +490,7 @@ describe('what a worker starts once', () => {
     const wrong = [...new Set(startedOnce.flatMap((each) => each.variables))].filter((name) => !/keeps? (?:its own|the one)/.test(new RegExp(`^\\| \`${name}\` \\|[^\\n]*$`, 'm').exec(rows)?.[0] ?? ''));
     expect(wrong).toEqual([]);
     const operations = read('docs/operations.md');
-    const scheduleIds = [read('workflows/reconcile.contract.ts'), read('workflows/purge-expired.contract.ts')].map((text) => /export const \w+ScheduleId = '([^']+)'/.exec(text)![1]!);
+    const scheduleIds = [read('workflows/sweep.contract.ts'), read('workflows/purge-expired.contract.ts')].map((text) => /export const \w+ScheduleId = '([^']+)'/.exec(text)![1]!);
     expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual([]);
   });
 });

@@ -51,7 +51,7 @@ describe('createMetrics', () => {
     const metrics = createMetrics();
     metrics.walletCall({ service: 'evil', operation: 'transfers.create', httpStatus: 400, outcome: 'weird', errorCode: 'has spaces <and> markup', durationMs: 1 });
     metrics.httpRequest({ method: 'BREW', route: '/ops/fundings/:fundingId', status: 200, seconds: 0.01 });
-    metrics.reconcileRepair('finished-from-wallet');
+    metrics.sweepRepair('finished-from-wallet');
     metrics.tokenRefresh('EMBEDDED', 'refreshed');
     metrics.sessionUrl(200, 0.02);
     metrics.onboardingStart('already_closed');

@@ -25,7 +25,7 @@ const ledgerWrites = {
 
 describe('only the ledger writes the ledger tables', () => {
   it.each(Object.entries(ledgerWrites))('refuses %s outside ledger/', async (_name, code) => {
-    for (const file of ['api/ops/accounts-routes.ts', 'fundings/funding-record.ts', 'activities/reconcile.ts', 'cli/seed-users.ts']) {
+    for (const file of ['api/ops/accounts-routes.ts', 'fundings/funding-record.ts', 'activities/sweep.ts', 'cli/seed-users.ts']) {
       expect(await ownerViolations(file, code), file).toEqual([expect.stringMatching(/only the ledger \(ledger\/\)/)]);
     }
   });

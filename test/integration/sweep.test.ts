@@ -11,10 +11,10 @@ import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
-import type { SweepReport } from '../../workflows/reconcile.contract.ts';
+import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
-import { MAX_SWEEP_LISTED, startReconcileFundings } from '../../workflows/reconcile.contract.ts';
+import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -36,9 +36,9 @@ async function insertFunding(fields: { status: 'PENDING' | 'CREATING' | 'EXECUTI
   await stack.database.funding.create({
     data: {
       id,
-      idempotencyKey: `reconcile-${id}`,
+      idempotencyKey: `sweep-${id}`,
       requestFingerprint: '0'.repeat(64),
-      workflowId: `funding-reconcile-test-${id}`,
+      workflowId: `funding-sweep-test-${id}`,
       status: fields.status,
       recipientType: 'CODE',
       cashInCodeEncrypted: cipher.encrypt(fields.code, cashInCodeContext(id)),
@@ -62,9 +62,9 @@ async function codeOfNewUser() {
 
 const sweep = async (olderThanSeconds = 600, limit?: number) =>
   (
-    await startReconcileFundings(stack.temporal, {
+    await startSweep(stack.temporal, {
       taskQueue: stack.taskQueue,
-      workflowId: `reconcile-test-${randomUUID()}`,
+      workflowId: `sweep-test-${randomUUID()}`,
       input: { olderThanSeconds, ...(limit === undefined ? {} : { limit }) },
     })
   ).result();
@@ -216,8 +216,8 @@ describe('the sweep', () => {
   });
 
   it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes', async () => {
-    const workflowId = `reconcile-test-${randomUUID()}`;
-    const handle = await startReconcileFundings(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
+    const workflowId = `sweep-test-${randomUUID()}`;
+    const handle = await startSweep(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
     await handle.result();
     const history = await handle.fetchHistory();
     const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
@@ -296,9 +296,9 @@ describe('the sweep at batch scale', () => {
       await stack.database.funding.createMany({
         data: ids.slice(start, start + 2000).map((id) => ({
           id,
-          idempotencyKey: `reconcile-scale-${id}`,
+          idempotencyKey: `sweep-scale-${id}`,
           requestFingerprint: '0'.repeat(64),
-          workflowId: `funding-reconcile-scale-${id}`,
+          workflowId: `funding-sweep-scale-${id}`,
           status: 'NEEDS_REVIEW' as const,
           recipientType: 'CODE' as const,
           cashInCodeEncrypted: cipher.encrypt('1234567', cashInCodeContext(id)),

@@ -1,11 +1,18 @@
-// reconcileFundings's contract: what its starters and the workflow itself agree on (type name,
-// input and result, workflow ids) and the one start every starter uses, with the action the
-// Temporal Schedule starts it by. Imported by the workflow bundle: runtime imports from
+// The sweep's contract: what its starters and the workflow itself agree on (type name, input and
+// result, workflow ids) and the one start every starter uses, with the action the Temporal Schedule
+// starts it by. The sweep is the sweep in walletflow's own names; the names Temporal, a deployed
+// cluster or an operator already hold keep their first spelling: the workflow type
+// `reconcileFundings`, the Schedule `walletflow-reconcile`, the manual runs' ids, the RECONCILE_*
+// settings and the walletflow_reconcile_* metrics. Imported by the workflow bundle: runtime imports from
 // @temporalio/* and workflows/ only, and the workflow's signature declared here (the workflow
 // imports this file, never the reverse).
 import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
 
-/** The workflow type: the name Temporal and every stored history know it by (the function's name). */
+/**
+ * The workflow type: the name Temporal and every stored history know it by (the function's name).
+ * It stays `reconcileFundings`: a new name would be a new workflow type, and the runs and Schedule
+ * of a deployed cluster start the old one.
+ */
 export const reconcileFundingsWorkflowType = 'reconcileFundings';
 
 /** The sweep's input and report: the workflow and its one activity take and return the same. */
@@ -74,11 +81,8 @@ export interface SweepReport {
   counts?: SweepCounts;
 }
 
-export type ReconcileFundingsInput = SweepInput;
-export type ReconcileFundingsResult = SweepReport;
-
-/** The activity reconcileFundings schedules (activities/reconcile.ts implements it, taking its types from here). */
-export interface ReconcileFundingsActivities {
+/** The activity reconcileFundings schedules (activities/sweep.ts implements it, taking its types from here). */
+export interface SweepActivities {
   /**
    * One sweep, a page at a time: fundings and payments not final long after they started, recent
    * FAILED fundings with a transfer, final fundings with an open hold; each checked and repaired
@@ -88,20 +92,20 @@ export interface ReconcileFundingsActivities {
 }
 
 /** reconcileFundings's signature: what starters and the Schedule type-check against. */
-export type ReconcileFundingsWorkflow = (input: ReconcileFundingsInput) => Promise<ReconcileFundingsResult>;
+export type SweepWorkflow = (input: SweepInput) => Promise<SweepReport>;
 
-/** The Schedule that runs the sweep; Temporal names each scheduled run after it. */
-export const reconcileScheduleId = 'walletflow-reconcile';
+/** The Schedule that runs the sweep; Temporal names each scheduled run after it. Its first spelling stays: a deployed cluster's Schedule has it. */
+export const sweepScheduleId = 'walletflow-reconcile';
 
-/** A sweep run by hand (`walletflow sweep`): a fresh id each time, so runs never collide. */
-export const manualReconcileWorkflowId = (uniqueSuffix: string) => `walletflow-reconcile-manual-${uniqueSuffix}`;
+/** A sweep run by hand (`walletflow sweep`): a fresh id each time, so runs never collide (the prefix is the first spelling, as the Schedule's). */
+export const manualSweepWorkflowId = (uniqueSuffix: string) => `walletflow-reconcile-manual-${uniqueSuffix}`;
 
 /** Starts one sweep; the handle's result() is the sweep's report. No id policies: each id is new. */
-export async function startReconcileFundings(
+export async function startSweep(
   client: Client,
-  options: { taskQueue: string; workflowId: string; input: ReconcileFundingsInput },
-): Promise<WorkflowHandleWithFirstExecutionRunId<ReconcileFundingsWorkflow>> {
-  return client.workflow.start<ReconcileFundingsWorkflow>(reconcileFundingsWorkflowType, {
+  options: { taskQueue: string; workflowId: string; input: SweepInput },
+): Promise<WorkflowHandleWithFirstExecutionRunId<SweepWorkflow>> {
+  return client.workflow.start<SweepWorkflow>(reconcileFundingsWorkflowType, {
     taskQueue: options.taskQueue,
     workflowId: options.workflowId,
     args: [options.input],
@@ -109,6 +113,6 @@ export async function startReconcileFundings(
 }
 
 /** What the Schedule starts on every tick: one sweep. */
-export function reconcileFundingsScheduleAction(options: { taskQueue: string; input: ReconcileFundingsInput }): ScheduleOptionsStartWorkflowAction<ReconcileFundingsWorkflow> {
+export function sweepScheduleAction(options: { taskQueue: string; input: SweepInput }): ScheduleOptionsStartWorkflowAction<SweepWorkflow> {
   return { type: 'startWorkflow', workflowType: reconcileFundingsWorkflowType, taskQueue: options.taskQueue, args: [options.input] };
 }

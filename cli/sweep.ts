@@ -4,17 +4,17 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../lib/config.ts';
 import { dataConverterFor } from '../lib/payload-codec.ts';
-import { manualReconcileWorkflowId, startReconcileFundings } from '../workflows/reconcile.contract.ts';
+import { manualSweepWorkflowId, startSweep } from '../workflows/sweep.contract.ts';
 
-export interface ReconcileOptions {
+export interface SweepOptions {
   olderThan?: string;
   json?: boolean;
 }
 
-export async function runReconcile(options: ReconcileOptions): Promise<number> {
+export async function runSweep(options: SweepOptions): Promise<number> {
   const config = loadConfig();
   const address = config.temporal.address ?? `127.0.0.1:${process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233}`;
-  const olderThanSeconds = options.olderThan === undefined ? config.reconcile.olderThanSeconds : Number(options.olderThan);
+  const olderThanSeconds = options.olderThan === undefined ? config.sweep.olderThanSeconds : Number(options.olderThan);
   if (!Number.isInteger(olderThanSeconds) || olderThanSeconds < 0) {
     console.error('walletflow sweep: --older-than must be a whole number of seconds');
     return 64;
@@ -30,9 +30,9 @@ export async function runReconcile(options: ReconcileOptions): Promise<number> {
     const dataConverter = dataConverterFor(config.payloadKeys);
     const client = new Client({ connection, namespace: config.temporal.namespace, ...(dataConverter ? { dataConverter } : {}) });
     // A fresh id has one run only: its handle's result is what execute() would have returned.
-    const sweep = await startReconcileFundings(client, {
+    const sweep = await startSweep(client, {
       taskQueue: config.temporal.taskQueue,
-      workflowId: manualReconcileWorkflowId(randomUUID()),
+      workflowId: manualSweepWorkflowId(randomUUID()),
       input: { olderThanSeconds },
     });
     const report = await sweep.result();

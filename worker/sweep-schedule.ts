@@ -2,17 +2,17 @@
 // missing, with the interval, age and task queue it has; one that exists is left as it is (a
 // changed setting reaches it once it is deleted: docs/operations.md). Overlapping runs are skipped.
 import { ScheduleAlreadyRunning, type Client } from '@temporalio/client';
-import { reconcileFundingsScheduleAction, reconcileScheduleId } from '../workflows/reconcile.contract.ts';
+import { sweepScheduleAction, sweepScheduleId } from '../workflows/sweep.contract.ts';
 
-export async function ensureReconcileSchedule(
+export async function ensureSweepSchedule(
   client: Client,
   options: { taskQueue: string; everyMinutes: number; olderThanSeconds: number },
 ): Promise<'created' | 'exists'> {
   try {
     await client.schedule.create({
-      scheduleId: reconcileScheduleId,
+      scheduleId: sweepScheduleId,
       spec: { intervals: [{ every: `${options.everyMinutes} minutes` }] },
-      action: reconcileFundingsScheduleAction({ taskQueue: options.taskQueue, input: { olderThanSeconds: options.olderThanSeconds } }),
+      action: sweepScheduleAction({ taskQueue: options.taskQueue, input: { olderThanSeconds: options.olderThanSeconds } }),
       policies: { overlap: 'SKIP' },
     });
     return 'created';

@@ -21,10 +21,10 @@ import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput }
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
-import { MAX_SWEEP_LISTED, type ReconcileFundingsActivities, type RepairAction, type SweepInput, type SweepReport } from '../workflows/reconcile.contract.ts';
+import { MAX_SWEEP_LISTED, type SweepActivities, type RepairAction, type SweepInput, type SweepReport } from '../workflows/sweep.contract.ts';
 import { createSweepTally, type SweepTally } from './sweep-tally.ts';
 
-export interface ReconcileDependencies {
+export interface SweepDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
   payments: PaymentRecord;
@@ -35,7 +35,7 @@ export interface ReconcileDependencies {
   taskQueue: string;
   logger: Logger;
   /** Counts repairs; absent: not counted. */
-  metrics?: Pick<Metrics, 'reconcileRepair'>;
+  metrics?: Pick<Metrics, 'sweepRepair'>;
   /** The database's clock (lib/database.ts databaseNow): the sweep's "idle since" is measured on it, never on the worker's. */
   databaseNow: () => Promise<Date>;
 }
@@ -44,7 +44,7 @@ export interface ReconcileDependencies {
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
 
-export function createReconcileActivities(deps: ReconcileDependencies): ReconcileFundingsActivities {
+export function createSweepActivities(deps: SweepDependencies): SweepActivities {
   const { fundings, payments, logger } = deps;
 
   async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {

@@ -1,7 +1,7 @@
 // Replays every stored reconcileFundings history (current and archived) against today's workflow
 // bundle: a sweep that repaired stuck fundings.
 import { describe, expect, inject, it } from 'vitest';
-import { reconcileFundingsWorkflowType } from '../../workflows/reconcile.contract.ts';
+import { reconcileFundingsWorkflowType } from '../../workflows/sweep.contract.ts';
 import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
