@@ -125,7 +125,8 @@ export const mismatchReviewReason = (detail: string, transferId: string) =>
 // and the results they answer with are the workflow's, declared here; the activities take them
 // from this contract, never the reverse. Results are data: ids, states and codes, never a token
 // or a code. `fence` is the run's claim from loadFunding: a step that carries it is refused once
-// another run claimed the funding (absent in histories from before fencing).
+// another run claimed the funding (optional only for the previous release's runs from before
+// fencing: FundingSnapshot.fence says why, and when it goes).
 
 /** Where a funding stands when a run takes it on (loadFunding). */
 export interface FundingSnapshot {
@@ -135,7 +136,11 @@ export interface FundingSnapshot {
   transferId: string | null;
   /**
    * The run's claim (loadFunding takes the funding on): every later step of the run passes it,
-   * and is refused once another run claimed the funding. Absent in histories from before fencing.
+   * and is refused once another run claimed the funding. Optional because the previous release
+   * (360981c) still schedules steps without it: its runs from before fencing, replayed behind
+   * their patched() gates (test/replay/histories/archive/release-360981c/before-*), and an activity
+   * task such a run left scheduled, which this build's worker runs after the upgrade. It goes with
+   * those gates (docs/changing-workflows.md, Retiring the previous release's gates).
    */
   fence?: number;
 }
