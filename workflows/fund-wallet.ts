@@ -1,9 +1,15 @@
-// fundWallet: one funding, exactly one executed transfer at most.
-//   transferId ← stored one, or createTransfer (stored before any execute)
-//   progress   ← executeTransfer, once; an unknown outcome → retrieve, never a new intent
-//   while PROCESSING or unknown: durable sleep with backoff, then retrieve
-//   finish: APPROVED | DECLINED (60xx) | REJECTED (M133, 1096, CODE_INVALID) | FAILED (reason)
-//   once an execute's outcome was unknown: only a final wallet state, or NEEDS_REVIEW and a resolve
+// fundWallet: one funding, exactly one executed transfer at most. The story, top to bottom:
+//   1. begin (`begin`): a fresh funding runs its one pass (`onePassPath`: claim, create, execute in
+//      one local activity); a funding the pass handed over, a run continued as new, a run taking
+//      the funding over again and every run from before the one pass take the steps (`stepPath`:
+//      claim, create unless a transfer is stored, begin the execute, execute once).
+//   2. follow through (`followThrough`): the execute's outcome to the end. An unknown outcome →
+//      RECONCILING, then retrieve (never a new intent); PROCESSING or unknown: a durable sleep with
+//      backoff, then retrieve; CREATED after an unknown execute: execute again, a bounded number
+//      of times.
+//   3. end: APPROVED | DECLINED (60xx) | REJECTED (M133, 1096, CODE_INVALID) | FAILED (a reason,
+//      only when nothing was executed or the wallet says so); once an execute's outcome was
+//      unknown, only the wallet's final state or NEEDS_REVIEW and a resolve (`FundingRun`).
 // Inputs, results, queries and search attributes carry ids and states only.
 import {
   ActivityFailure,
@@ -162,10 +168,9 @@ const MAX_EVIDENCE = 30;
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, fundWallet);
 
 /**
- * The workflow: a dispatcher over the paths below. A fresh funding tries the one pass first; a
- * funding the pass handed over, one resumed by continue-as-new, and every run from before the one
- * pass take the step path; whichever began it, followThrough carries the execute's outcome to the
- * funding's end. A run another run overtook takes the funding over again through the step path.
+ * The workflow: begin, then follow the execute through to the end (the story in this file's
+ * header). A run another run overtook takes the funding over again through the steps, after a
+ * durable timer, at most MAX_TAKEOVERS times.
  */
 export async function fundWallet(input: FundWalletInput): Promise<FundingResult> {
   // One marker on a new run: the one-pass path uses the local database steps too.
@@ -176,14 +181,26 @@ export async function fundWallet(input: FundWalletInput): Promise<FundingResult>
 
   for (let takeovers = 0; ; takeovers += 1) {
     try {
-      const begun = takeovers === 0 ? ((onePass && !input.reconcile ? await onePassPath(run) : undefined) ?? (await stepPath(run))) : await stepPath(run);
-      return await followThrough(run, begun);
+      return await followThrough(run, await begin(run, takeovers === 0));
     } catch (error) {
       // Overtaken: take the funding over again (a fresh claim, trusting nothing), after a while.
       if (!overtaken(error) || takeovers >= MAX_TAKEOVERS) throw error;
       await sleep(1000 * (takeovers + 1));
     }
   }
+}
+
+/**
+ * Where the run begins: a fresh funding's first attempt tries the one pass; the steps go on
+ * wherever the pass handed over, and take every other run (continued as new, taking over, or from
+ * before the one pass).
+ */
+async function begin(run: FundingRun, firstAttempt: boolean): Promise<Executed | FundingResult> {
+  if (firstAttempt && run.onePass && !run.input.reconcile) {
+    const passed = await onePassPath(run);
+    if (passed !== undefined) return passed;
+  }
+  return stepPath(run);
 }
 
 /** Where the transfer stands after an execute (or a resumed run), for the loop that follows it to the end. */
