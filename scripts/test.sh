@@ -4,8 +4,18 @@
 # Chromium, typecheck, lint, then every test (vitest) against real PostgreSQL and Temporal, all on
 # the project's Node.js.
 # Migrations are applied by the test setup to a fresh database. Ends with "N passed, N failed".
+#   --under-load   runs the tests with a CPU-bound process beside them (one core busy from the
+#                  first test to the last), as a loaded CI machine would: the suite must pass so,
+#                  with no time-out raised for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+under_load=false
+for arg in "$@"; do
+  case "$arg" in
+    --under-load) under_load=true ;;
+    *) echo "usage: scripts/test.sh [--under-load]" >&2; exit 2 ;;
+  esac
+done
 bash scripts/setup.sh --ci --browser --temporal-server
 # From here on everything runs on the project's Node.js 24 (node_modules/.bin first on PATH).
 . scripts/use-project-node.sh
@@ -14,6 +24,14 @@ echo "• lint"; eslint .
 echo "• tests"
 mkdir -p .walletflow
 status=0
+load_pid=""
+if $under_load; then
+  # One core spinning for as long as the tests run; stopped however the run ends.
+  node -e 'for (;;) {}' &
+  load_pid=$!
+  trap 'kill "$load_pid" 2>/dev/null || true' EXIT
+  echo "  (under load: a CPU-bound process, pid $load_pid, runs beside the tests)"
+fi
 vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
 # The JSON report decides as well: a run with a failed test or file never passes, whatever exit
 # code the runner ended with.
