@@ -102,11 +102,11 @@ const tableOwners = [
     who: 'the funding table\'s triggers (prisma/migrations/20261128002457_funding_batch_tally)',
   },
   {
-    tables: 'ops_action',
-    models: /^opsAction$/,
+    tables: 'ops_action|ops_action_budget',
+    models: /^(opsAction|opsActionBudget)$/,
     owners: /^audit\/ops-actions\.ts$/,
     what: 'the audit of ops writes',
-    who: 'audit/ops-actions.ts (one row per ops write request)',
+    who: 'audit/ops-actions.ts (one row per ops write request, within its budget for requests without a session or key)',
   },
   {
     tables: 'console_session|console_sign_in',

@@ -3,11 +3,12 @@
 // are processes. A sliding-window limit (the previous window's count, weighted by how much of it
 // still overlaps the last window, plus the current window's), one row per kind, address and
 // window, taken in one statement: the row's lock orders concurrent attempts from any process, so
-// together they never pass the limit. Only attempts let through are counted. What this process
+// together they never pass the limit; the windows are the database's clock's (now()), never a
+// process's, so processes whose clocks disagree count in the same ones. Only attempts let through are counted. What this process
 // learnt is blocked it remembers until the wait is over (a bounded number of addresses), so a
 // flood from a blocked address costs the database nothing more. The only writer of attempt_count,
 // its purge included.
-import type { Database } from '../lib/database.ts';
+import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/database.ts';
 
 export type AttemptVerdict = { allowed: true } | { allowed: false; retryAfterSeconds: number };
 
@@ -17,7 +18,10 @@ export interface AttemptLimiterOptions {
   /** Attempts allowed per address within one window. */
   limit: number;
   windowMs?: number;
+  /** This process's clock: only for how long it remembers a wait it was told (never a window's time). */
   now?: () => number;
+  /** Tests only: the time SQL takes for the database's clock (lib/database.ts SqlClock); absent: `now()`. */
+  sqlClock?: SqlClock;
   /** Addresses remembered as blocked at once, at most; past it the oldest are forgotten (the database still counts them). Default 10,000. */
   maxRemembered?: number;
 }
@@ -36,6 +40,7 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
   const now = options.now ?? Date.now;
   const maxRemembered = options.maxRemembered ?? 10_000;
   const { kind, limit } = options;
+  const window = sqlInterval(windowMs);
   /** Address → when its wait ends (ms); a Map iterates in insertion order, the oldest first. */
   const blocked = new Map<string, number>();
 
@@ -63,29 +68,36 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
       const at = now();
       const waiting = knownBlockedForMs(subject, at);
       if (waiting > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waiting / 1000)) };
-      const currentStart = Math.floor(at / windowMs) * windowMs;
-      const overlap = 1 - (at - currentStart) / windowMs;
-      const [row] = await database.$queryRaw<Array<{ taken: number | null; previous: number; current: number }>>`
-        WITH previous AS (
-          SELECT count FROM attempt_count WHERE kind = ${kind} AND subject = ${subject} AND window_start = ${new Date(currentStart - windowMs)}
+      // The windows are the database's clock's (now()), so processes whose clocks disagree count in the same ones.
+      const [row] = await database.$queryRaw<Array<{ taken: number | null; previous: number; current: number; overlap: number; left_ms: number }>>`
+        WITH w AS (
+          SELECT c.at, c.start, c.start - ${window} AS previous_start,
+                 1 - (extract(epoch FROM c.at - c.start) * 1000) / ${windowMs}::float8 AS overlap
+          FROM (SELECT t.at, to_timestamp(floor(extract(epoch FROM t.at) * 1000 / ${windowMs}::float8) * ${windowMs}::float8 / 1000) AS start
+                FROM (SELECT ${sqlClock(options.sqlClock)} AS at) t) c
+        ), previous AS (
+          SELECT a.count FROM attempt_count a, w WHERE a.kind = ${kind} AND a.subject = ${subject} AND a.window_start = w.previous_start
         ), taken AS (
           INSERT INTO attempt_count AS a (kind, subject, window_start, count, expires_at)
-          SELECT ${kind}, ${subject}, ${new Date(currentStart)}, 1, ${new Date(currentStart + 2 * windowMs)}
-          WHERE COALESCE((SELECT count FROM previous), 0) * ${overlap}::float8 + 1 <= ${limit}
+          SELECT ${kind}, ${subject}, w.start, 1, w.start + 2 * ${window} FROM w
+          WHERE COALESCE((SELECT count FROM previous), 0) * w.overlap + 1 <= ${limit}
           ON CONFLICT (kind, subject, window_start) DO UPDATE SET count = a.count + 1
-          WHERE COALESCE((SELECT count FROM previous), 0) * ${overlap}::float8 + a.count + 1 <= ${limit}
+          WHERE COALESCE((SELECT count FROM previous), 0) * (SELECT overlap FROM w) + a.count + 1 <= ${limit}
           RETURNING a.count
         )
         SELECT (SELECT count FROM taken) AS taken,
                COALESCE((SELECT count FROM previous), 0) AS previous,
-               COALESCE((SELECT count FROM attempt_count WHERE kind = ${kind} AND subject = ${subject} AND window_start = ${new Date(currentStart)}), 0) AS current`;
+               COALESCE((SELECT a.count FROM attempt_count a, w WHERE a.kind = ${kind} AND a.subject = ${subject} AND a.window_start = w.start), 0) AS current,
+               (SELECT overlap FROM w) AS overlap,
+               (SELECT extract(epoch FROM w.start + ${window} - w.at) * 1000 FROM w)::float8 AS left_ms`;
       if (row && row.taken !== null) return { allowed: true };
       // When the count falls under the limit again: the previous window's weight fades linearly, and
       // the current window's count leaves with the window.
       const previous = row?.previous ?? 0;
       const current = row?.current ?? limit;
+      const overlap = row?.overlap ?? 1;
       const excess = previous * overlap + current + 1 - limit;
-      const fadeMs = previous > 0 && excess <= previous * overlap ? (excess / previous) * windowMs : currentStart + windowMs - at;
+      const fadeMs = previous > 0 && excess <= previous * overlap ? (excess / previous) * windowMs : (row?.left_ms ?? windowMs);
       const retryAfterSeconds = Math.max(1, Math.ceil(fadeMs / 1000));
       remember(subject, at + retryAfterSeconds * 1000, at);
       return { allowed: false, retryAfterSeconds };
@@ -95,8 +107,8 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
   };
 }
 
-/** Deletes up to `batchSize` counts no limit reads any more (their window and the next are over); answers how many. */
-export async function purgeSpentAttemptCounts(database: Database, at: Date, batchSize: number): Promise<number> {
+/** Deletes up to `batchSize` counts no limit reads any more (their window and the next are over, by the database's clock); answers how many. */
+export async function purgeSpentAttemptCounts(database: Database, batchSize: number, clock?: SqlClock): Promise<number> {
   return database.$executeRaw`DELETE FROM attempt_count WHERE (kind, subject, window_start) IN (
-    SELECT kind, subject, window_start FROM attempt_count WHERE expires_at < ${at} ORDER BY expires_at LIMIT ${batchSize})`;
+    SELECT kind, subject, window_start FROM attempt_count WHERE expires_at < ${sqlClock(clock)} ORDER BY expires_at LIMIT ${batchSize})`;
 }

@@ -8,7 +8,7 @@
 // person. OpenID Connect sign-ins under way are kept here too (their state and nonce), each used
 // once. The only writer of console_session and console_sign_in, their purge included.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Database } from '../lib/database.ts';
+import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
 import { opsScopes } from '../lib/ops-keys.ts';
 import { hashBearer } from '../links/embedded-sessions.ts';
@@ -36,6 +36,8 @@ export interface ConsoleSessionView extends ConsolePerson {
   lastSeenAt: Date;
   /** Null for a session stored before sign-ins kept what they rest on: it cannot be checked, so it holds no more. */
   grant: ConsoleGrant | null;
+  /** Whether the person's next act is to be written (the last one written is old enough: `touch`). */
+  touchDue: boolean;
 }
 
 export interface ConsoleSessionPolicy {
@@ -57,84 +59,104 @@ export function sameToken(expected: string, presented: string | undefined): bool
 }
 
 interface SessionRow {
+  id: string;
+  person_id: string;
+  person_name: string;
   via: string;
-  keyFingerprint: string | null;
+  scopes: string[];
+  key_fingerprint: string | null;
   issuer: string | null;
   groups: string[] | null;
+  csrf_token: string;
+  expires_at: Date;
+  last_seen_at: Date;
+  /** Whether it is live by the database's clock (within its lifetime and its idle time-out). */
+  live: boolean;
+  /** Whether its last act is old enough for the next to be written (touch). */
+  touch_due: boolean;
 }
 
 function grantOf(row: SessionRow): ConsoleGrant | null {
-  if (row.via === 'key') return row.keyFingerprint ? { via: 'key', keyFingerprint: row.keyFingerprint } : null;
+  if (row.via === 'key') return row.key_fingerprint ? { via: 'key', keyFingerprint: row.key_fingerprint } : null;
   if (row.via === 'oidc') return row.issuer ? { via: 'oidc', issuer: row.issuer, groups: row.groups ?? [] } : null;
   return null;
 }
 
-export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, now: () => number = Date.now) {
+/**
+ * Every time here is the database's (`now()` in the statement that compares or stores it), never a
+ * process's: API processes whose clocks disagree agree on which sessions are live, and the purge
+ * reads the same clock. `clock` is a test's time for SQL to take instead (lib/database.ts SqlClock).
+ */
+export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, clock?: SqlClock) {
   /** A session's act is written at most this often (every request would be a write), a tenth of the idle time at most. */
   const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
-  const isLiveAt = (row: { expiresAt: Date; lastSeenAt: Date }, at: number) => row.expiresAt.getTime() > at && row.lastSeenAt.getTime() + policy.idleMs > at;
-  const endsAt = (expiresAt: number, lastSeenAt: number) => new Date(Math.min(expiresAt, lastSeenAt + policy.idleMs));
+  const at = () => sqlClock(clock);
+  const idle = sqlInterval(policy.idleMs);
 
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
-      const at = now();
-      const expiresAt = new Date(at + policy.lifetimeMs);
-      await database.consoleSession.create({
-        data: {
-          id: randomUUID(),
-          cookieHash: hashBearer(cookieValue),
-          personId: person.personId,
-          personName: person.personName,
-          via: person.via,
-          scopes: [...person.scopes],
-          ...(grant.via === 'key' ? { keyFingerprint: grant.keyFingerprint } : { issuer: grant.issuer, groups: [...grant.groups] }),
-          csrfToken: randomBytes(32).toString('base64url'),
-          lastSeenAt: new Date(at),
-          expiresAt,
-          endsAt: endsAt(expiresAt.getTime(), at),
-        },
-      });
-      return { cookieValue, expiresAt };
+      const [keyFingerprint, issuer, groups] = grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
+      const rows = await database.$queryRaw<Array<{ expires_at: Date }>>`
+        INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at)
+        SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
+               ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
+               t.at + ${sqlInterval(policy.lifetimeMs)}, LEAST(t.at + ${sqlInterval(policy.lifetimeMs)}, t.at + ${idle})
+        FROM (SELECT ${at()} AS at) t
+        RETURNING expires_at`;
+      return { cookieValue, expiresAt: rows[0]!.expires_at };
     },
 
     /**
      * The live session of a cookie value; null when unknown, idle past CONSOLE_IDLE_MINUTES or past
-     * its lifetime (such a session is deleted). Reading it is not using it: see `touch`.
+     * its lifetime, by the database's clock (such a session is deleted). Reading it is not using it:
+     * see `touch`.
      */
     async read(cookieValue: string): Promise<ConsoleSessionView | null> {
-      const row = await database.consoleSession.findUnique({ where: { cookieHash: hashBearer(cookieValue) } });
+      const rows = await database.$queryRaw<SessionRow[]>`
+        SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, s.expires_at, s.last_seen_at,
+               (s.expires_at > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
+               s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
+        FROM console_session s, (SELECT ${at()} AS at) t
+        WHERE s.cookie_hash = ${hashBearer(cookieValue)}`;
+      const row = rows[0];
       if (!row) return null;
-      if (!isLiveAt(row, now())) {
+      if (!row.live) {
         await database.consoleSession.deleteMany({ where: { id: row.id } });
         return null;
       }
       return {
         id: row.id,
-        personId: row.personId,
-        personName: row.personName,
+        personId: row.person_id,
+        personName: row.person_name,
         via: row.via === 'oidc' ? 'oidc' : 'key',
         scopes: new Set(row.scopes.filter(isScope)),
         grant: grantOf(row),
-        csrfToken: row.csrfToken,
-        expiresAt: row.expiresAt,
-        lastSeenAt: row.lastSeenAt,
+        csrfToken: row.csrf_token,
+        expiresAt: row.expires_at,
+        lastSeenAt: row.last_seen_at,
+        touchDue: row.touch_due,
       };
     },
 
     /**
      * The person did something (a page, a form): the idle time-out starts again, unless the session
-     * ended meanwhile (a touch never brings an ended session back). Pushed updates, a page's own
-     * requests and assets never come here.
+     * ended meanwhile (a touch never brings an ended session back), by the database's clock.
+     * Pushed updates, a page's own requests and assets never come here.
      */
-    async touch(session: Pick<ConsoleSessionView, 'id' | 'lastSeenAt' | 'expiresAt'>): Promise<void> {
-      const at = now();
-      if (at - session.lastSeenAt.getTime() < seenEveryMs) return;
-      await database.consoleSession.updateMany({
-        where: { id: session.id, expiresAt: { gt: new Date(at) }, lastSeenAt: { gt: new Date(at - policy.idleMs) } },
-        data: { lastSeenAt: new Date(at), endsAt: endsAt(session.expiresAt.getTime(), at) },
-      });
+    async touch(session: Pick<ConsoleSessionView, 'id' | 'touchDue'>): Promise<void> {
+      if (!session.touchDue) return;
+      await database.$executeRaw`
+        UPDATE console_session s SET last_seen_at = t.at, ends_at = LEAST(s.expires_at, t.at + ${idle})
+        FROM (SELECT ${at()} AS at) t
+        WHERE s.id = ${session.id}::uuid AND s.expires_at > t.at AND s.last_seen_at + ${idle} > t.at`;
+    },
+
+    /** Ends the sessions these cookie values name (a browser signing in again: it holds one session). Answers how many. */
+    async endSessionsOfCookies(cookieValues: readonly string[]): Promise<number> {
+      if (cookieValues.length === 0) return 0;
+      return (await database.consoleSession.deleteMany({ where: { cookieHash: { in: cookieValues.map(hashBearer) } } })).count;
     },
 
     /** Signs the person out everywhere: every session of theirs ends. Answers how many. */
@@ -144,15 +166,17 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 
     /** An OpenID Connect sign-in under way: its state and nonce, for the callback (the PKCE verifier stays with the browser). */
     async beginSignIn(input: { state: string; nonce: string; returnTo: string }): Promise<void> {
-      await database.consoleSignIn.create({ data: { state: input.state, nonce: input.nonce, returnTo: input.returnTo, expiresAt: new Date(now() + SIGN_IN_TTL_MS) } });
+      await database.$executeRaw`
+        INSERT INTO console_sign_in (state, nonce, return_to, expires_at)
+        SELECT ${input.state}, ${input.nonce}, ${input.returnTo}, t.at + ${sqlInterval(SIGN_IN_TTL_MS)} FROM (SELECT ${at()} AS at) t`;
     },
 
-    /** Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired. */
+    /** Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired (by the database's clock). */
     async takeSignIn(state: string): Promise<{ nonce: string; returnTo: string } | null> {
-      const rows = await database.$queryRaw<Array<{ nonce: string; return_to: string; expires_at: Date }>>`
-        DELETE FROM console_sign_in WHERE state = ${state} RETURNING nonce, return_to, expires_at`;
+      const rows = await database.$queryRaw<Array<{ nonce: string; return_to: string; live: boolean }>>`
+        DELETE FROM console_sign_in s USING (SELECT ${at()} AS at) t WHERE s.state = ${state} RETURNING s.nonce, s.return_to, s.expires_at > t.at AS live`;
       const row = rows[0];
-      if (!row || row.expires_at.getTime() <= now()) return null;
+      if (!row || !row.live) return null;
       return { nonce: row.nonce, returnTo: row.return_to };
     },
   };

@@ -1,20 +1,23 @@
 // The purge activity: deletes expired login states, login grants, web sessions and embedded
 // sessions, console sign-ins never finished and ended console sessions past a retention margin,
-// and attempt counts no limit reads any more (they tell an incident nothing), in bounded batches
+// and attempt counts no limit reads any more (they tell an incident nothing), and the audit's
+// budget counts of minutes that are over (the summary rows keep their counts), in bounded batches
 // (links/purge.ts says what is kept for the audit and why). Scheduled by the purgeExpired
 // workflow; idempotent: a retry deletes what is left.
 import { Context } from '@temporalio/activity';
 import type { Logger } from '../lib/logger.ts';
-import type { Database } from '../lib/database.ts';
+import { databaseNow, type Database } from '../lib/database.ts';
 import { purgeTables, type PurgeTable } from '../domain/purge.ts';
 import { purgeExpiredBatch } from '../links/purge.ts';
 import { purgeEndedConsoleRows } from '../access/console-sessions.ts';
 import { purgeSpentAttemptCounts } from '../access/attempt-limits.ts';
+import { purgeSpentAuditBudgets } from '../audit/ops-actions.ts';
 import type { PurgeExpiredActivities, PurgeInput, PurgeReport } from '../workflows/purge-expired.contract.ts';
 
 export interface PurgeDependencies {
   database: Database;
   logger: Logger;
+  /** Tests only: the time taken for the database's clock; absent: the database's now(). */
   now?: () => number;
 }
 
@@ -22,19 +25,22 @@ const DEFAULT_BATCH_SIZE = 500;
 const DEFAULT_MAX_BATCHES = 100;
 
 export function createPurgeActivities(deps: PurgeDependencies): PurgeExpiredActivities {
-  const now = deps.now ?? Date.now;
   return {
     async purgeExpiredRows(input: PurgeInput): Promise<PurgeReport> {
       const batchSize = input.batchSize ?? DEFAULT_BATCH_SIZE;
       const maxBatches = input.maxBatches ?? DEFAULT_MAX_BATCHES;
-      const cutoff = new Date(now() - input.retentionSeconds * 1000);
+      // The database's clock, as the rows' times are (a worker's clock ahead would purge what is still in use).
+      const at = deps.now ? deps.now() : (await databaseNow(deps.database)).getTime();
+      const cutoff = new Date(at - input.retentionSeconds * 1000);
       const batchOf = (table: PurgeTable): Promise<number> => {
         switch (table) {
           case 'console_sign_in':
           case 'console_session':
             return purgeEndedConsoleRows(deps.database, table, cutoff, batchSize);
           case 'attempt_count':
-            return purgeSpentAttemptCounts(deps.database, new Date(now()), batchSize);
+            return purgeSpentAttemptCounts(deps.database, batchSize, deps.now);
+          case 'ops_action_budget':
+            return purgeSpentAuditBudgets(deps.database, batchSize);
           default:
             return purgeExpiredBatch(deps.database, table, cutoff, batchSize);
         }

@@ -74,6 +74,12 @@ export interface HardeningOptions {
   webSessionPollLimitPerMinute?: number;
   now?: () => number;
   /**
+   * Tests only: the time SQL takes for the database's clock in the console's sessions and the
+   * attempt counts (lib/database.ts SqlClock), so idle time passes without waiting; absent (every
+   * process walletflow runs): the database's `now()`, never this process's clock.
+   */
+  sqlClock?: () => number;
+  /**
    * Whose attempt counts these are among those on the database (console sign-ins, wrong ops keys):
    * absent, every API process of the deployment shares them; tests give each stack its own.
    */
@@ -143,8 +149,10 @@ export interface AppDependencies {
   };
 }
 
-/** Sign-in attempts to the console per client address per minute, across every API process (a person signs in a few times a day). */
-const CONSOLE_SIGN_INS_PER_MINUTE = 20;
+/** Failed sign-ins to the console per client address per minute, across every API process (a success never counts). */
+const CONSOLE_SIGN_IN_FAILURES_PER_MINUTE = 20;
+/** Sign-ins through the identity provider started per client address per minute, across every API process. */
+export const CONSOLE_SIGN_IN_STARTS_PER_MINUTE = 120;
 /** Wrong ops keys per client address per minute, across every API process and both doors (the ops API's bearer, the console's sign-in). */
 const WRONG_KEYS_PER_MINUTE = 20;
 
@@ -160,9 +168,9 @@ function isOpsPath(path: string): boolean {
   return decoded.toLowerCase() === 'ops';
 }
 
-/** Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`): no console route answers it. */
+/** Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`, `/console/`): no console route answers it. */
 function isConsolePathOtherwiseSpelled(path: string): boolean {
-  if (path === '/console' || path.startsWith('/console/')) return false;
+  if (path === '/console' || (path.startsWith('/console/') && path !== '/console/')) return false;
   const first = path.split('/').find((segment) => segment !== '') ?? '';
   let decoded = first;
   try {
@@ -243,7 +251,7 @@ export function createApp(deps: AppDependencies): express.Express {
     const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
     // Attempts counted in PostgreSQL, so that every API process counts against one limit.
     const attemptKind = (kind: string) => (hardening.attemptCountScope ? `${hardening.attemptCountScope}:${kind}` : kind);
-    const clock = hardening.now ? { now: hardening.now } : {};
+    const clock = { ...(hardening.now ? { now: hardening.now } : {}), ...(hardening.sqlClock ? { sqlClock: hardening.sqlClock } : {}) };
     // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
     const opsKeys = createOpsKeyGuard({
       keys: services.opsApiKeys,
@@ -343,11 +351,12 @@ export function createApp(deps: AppDependencies): express.Express {
     app.use((req, res, next) => (isConsolePathOtherwiseSpelled(req.path) ? consoleMisspelled(req, res, next) : next()));
     app.use(
       consoleRouter({
-        sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.now),
+        sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.sqlClock),
         config: consoleConfig,
         keys: opsKeys,
         grants: createConsoleGrants(consoleConfig, opsKeys),
-        signInAttempts: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in'), limit: CONSOLE_SIGN_INS_PER_MINUTE, ...clock }),
+        signInFailures: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in-failure'), limit: CONSOLE_SIGN_IN_FAILURES_PER_MINUTE, ...clock }),
+        signInStarts: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in-start'), limit: CONSOLE_SIGN_IN_STARTS_PER_MINUTE, ...clock }),
         audit: opsAudit,
         publicUrl: services.publicUrl,
         secureCookies: services.publicUrl?.startsWith('https:') === true,

@@ -1,14 +1,35 @@
 // The audit of ops writes (contract-decisions section 12: every action records the key's name):
 // one row per write request to the ops API and the console, and per console sign-in, whatever it
 // answered (a refusal too), with the ops key's or the person's name when one is known (and, from
-// the ops API, the X-Ops-Actor note). The only writer of
-// ops_action. Rows are written behind the answers, a few at a time, and a write that fails is
-// tried again (with a growing wait) until it lands: an audit row is never only logged. What waits
-// is bounded; past it the oldest rows are dropped, counted and logged, never the process's memory.
+// the ops API, the X-Ops-Actor note), and the client's address. The only writer of ops_action and
+// ops_action_budget. Rows are written behind the answers, a few at a time, and a write that fails
+// is tried again (with a growing wait) until it lands: an audit row is never only logged. What
+// waits is bounded; past it the oldest rows are dropped, counted and logged, never the process's
+// memory.
+//
+// A request without a session or a key (no name: anyone on the internet can send one) is recorded
+// within a budget, so that the audit stays useful and its growth bounded whatever is sent: per
+// channel (ops API, console), client address (IPv6 by its /64) and minute of the database's clock,
+// ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE rows one by one; past it one summary row for that client,
+// channel and minute whose `count` says how many more came (it grows until the minute is over);
+// and past ANONYMOUS_AUDIT_PER_MINUTE rows of a channel in a minute, whatever the clients, one
+// summary row of every client (`*`). The budget is counted in PostgreSQL (ops_action_budget), its
+// writes serialized by an advisory lock, so every API process writes within one budget. Rows with
+// a name are never budgeted. The table is never purged (docs/security.md says why).
+//
 // It also offers the audit's one read, a page of acts for the console (listOpsActions).
 import { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+
+/** Requests without a session or key recorded one by one per client address, channel and minute; past it, one summary row. */
+export const ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE = 20;
+/** Rows for requests without a session or key per channel and minute, whatever the clients (summaries included); past it, one summary row of every client. */
+export const ANONYMOUS_AUDIT_PER_MINUTE = 300;
+/** Clients this process tells apart before its budget's bookkeeping; past it, the rest of the minute counts as every client's (`*`). */
+const MAX_CLIENTS_REMEMBERED = 10_000;
+/** The client of a summary of every client. */
+const EVERY_CLIENT = '*';
 
 export interface OpsActionEntry {
   /** The key's name; null when no valid key was presented (a 401). */
@@ -23,10 +44,12 @@ export interface OpsActionEntry {
   at?: Date;
   /** Where: the ops API (default) or the console. */
   channel?: 'api' | 'console';
+  /** The client's address as limits count it (api/http/rate-limit.ts rateKeyOf); a request without a name is budgeted by it. */
+  client?: string | null;
 }
 
 export interface OpsActionLog {
-  /** Queues the row; it is written shortly, and again until it lands. */
+  /** Queues the row (within the budget, for a request without a name); it is written shortly, and again until it lands. */
   record(entry: OpsActionEntry): void;
   /** Waits until every row recorded so far is written, or `timeoutMs` passed; true when all are. */
   drain(timeoutMs?: number): Promise<boolean>;
@@ -41,9 +64,14 @@ export interface OpsActionLogOptions {
   maxWaiting?: number;
   /** Waits after failed writes, the last one repeated; default 250 ms doubling to 10 s. */
   retryDelaysMs?: readonly number[];
+  /** The budget for requests without a name (tests); defaults: the constants above. */
+  anonymousPerClientPerMinute?: number;
+  anonymousPerMinute?: number;
 }
 
 const DEFAULT_RETRY_DELAYS_MS = [250, 500, 1000, 2000, 5000, 10_000];
+
+type Row = ReturnType<typeof rowOf>;
 
 const rowOf = (entry: OpsActionEntry) => ({
   keyName: entry.keyName?.slice(0, 128) ?? null,
@@ -54,23 +82,139 @@ const rowOf = (entry: OpsActionEntry) => ({
   requestId: entry.requestId?.slice(0, 64) ?? null,
   at: entry.at ?? new Date(),
   channel: entry.channel ?? 'api',
+  client: entry.client?.slice(0, 64) ?? null,
 });
+
+/** A summary's row: what it says of the requests it stands for. */
+const summaryPath = (channel: string, client: string) =>
+  `${channel === 'console' ? '/console' : '/ops'} (requests without a session or key${client === EVERY_CLIENT ? ', from any address,' : ''} past the audit's budget: counted, not recorded one by one)`;
+
+/** Requests past this process's own share of the budget: counted per channel and client, never queued one by one. */
+type PastCounts = Map<string, { channel: string; client: string; count: number }>;
 
 export function createOpsActionLog(database: Database, logger: Logger, options: OpsActionLogOptions = {}): OpsActionLog {
   const batchSize = options.batchSize ?? 500;
   const maxWaiting = options.maxWaiting ?? 100_000;
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
-  const waiting: Array<ReturnType<typeof rowOf>> = [];
+  const perClient = options.anonymousPerClientPerMinute ?? ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE;
+  const perChannel = options.anonymousPerMinute ?? ANONYMOUS_AUDIT_PER_MINUTE;
+  const waiting: Row[] = [];
   let dropped = 0;
   let writing: Promise<void> | null = null;
   const drained: Array<() => void> = [];
+  // This process's own view of the minute (its memory's bound, not the budget: the database keeps
+  // that): past the budget a client's requests are only counted here, whatever is sent.
+  let minute = -1;
+  let queuedThisMinute = new Map<string, number>();
+  let past: PastCounts = new Map();
+
+  const countPast = (channel: string, client: string, count = 1) => {
+    const key = `${channel} ${client}`;
+    const entry = past.get(key) ?? { channel, client, count: 0 };
+    entry.count += count;
+    past.set(key, entry);
+  };
+
+  /** Whether a request without a name is queued one by one (else only counted). */
+  function admitAnonymous(channel: string, client: string): boolean {
+    const now = Math.floor(Date.now() / 60_000);
+    if (now !== minute) {
+      minute = now;
+      queuedThisMinute = new Map();
+    }
+    const channelKey = `${channel} ${EVERY_CLIENT}`;
+    const clientKey = `${channel} ${client}`;
+    const ofClient = queuedThisMinute.get(clientKey);
+    if ((queuedThisMinute.get(channelKey) ?? 0) >= perChannel || (ofClient === undefined && queuedThisMinute.size >= MAX_CLIENTS_REMEMBERED)) {
+      countPast(channel, EVERY_CLIENT);
+      return false;
+    }
+    if ((ofClient ?? 0) >= perClient) {
+      countPast(channel, client);
+      return false;
+    }
+    queuedThisMinute.set(clientKey, (ofClient ?? 0) + 1);
+    queuedThisMinute.set(channelKey, (queuedThisMinute.get(channelKey) ?? 0) + 1);
+    return true;
+  }
+
+  /**
+   * Writes named rows as they are, and rows without a name within the budget, in one transaction:
+   * the budget's counts are read and written under an advisory lock, so processes writing at once
+   * stay within one budget; a summary's count grows in place (`summary_of` is unique).
+   */
+  async function writeBatch(rows: readonly Row[], pastCounts: readonly { channel: string; client: string; count: number }[]): Promise<void> {
+    const named = rows.filter((row) => row.keyName !== null);
+    const anonymous = rows.filter((row) => row.keyName === null);
+    if (anonymous.length === 0 && pastCounts.length === 0) {
+      await database.opsAction.createMany({ data: [...named] });
+      return;
+    }
+    await database.$transaction(async (tx) => {
+      await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('ops_action_budget'))`;
+      const [clock] = await tx.$queryRaw<Array<{ window_start: Date }>>`SELECT date_trunc('minute', now()) AS window_start`;
+      const windowStart = clock!.window_start;
+      const channels = [...new Set([...anonymous.map((row) => row.channel), ...pastCounts.map((count) => count.channel)])];
+      const clients = [...new Set([...anonymous.map((row) => row.client ?? 'unknown'), ...pastCounts.map((count) => count.client), EVERY_CLIENT])];
+      const budgets = await tx.opsActionBudget.findMany({ where: { windowStart, channel: { in: channels }, client: { in: clients } } });
+      const recorded = new Map(budgets.map((budget) => [`${budget.channel} ${budget.client}`, budget.recorded]));
+      const summaries = new Set(
+        (await tx.opsAction.findMany({ where: { summaryOf: { in: clients.flatMap((client) => channels.map((channel) => summaryKey(channel, client, windowStart))) } }, select: { summaryOf: true } })).map((row) => row.summaryOf),
+      );
+      const kept: Row[] = [...named];
+      const summed = new Map<string, { channel: string; client: string; count: number }>();
+      const addToSummary = (channel: string, client: string, count: number) => {
+        const key = summaryKey(channel, client, windowStart);
+        // A client's first summary of the minute is a row: within the channel's budget, else every client's summary takes it.
+        if (client !== EVERY_CLIENT && !summaries.has(key) && !summed.has(key)) {
+          const ofChannel = recorded.get(`${channel} ${EVERY_CLIENT}`) ?? 0;
+          if (ofChannel >= perChannel) {
+            addToSummary(channel, EVERY_CLIENT, count);
+            return;
+          }
+          recorded.set(`${channel} ${EVERY_CLIENT}`, ofChannel + 1);
+        }
+        const entry = summed.get(key) ?? { channel, client, count: 0 };
+        entry.count += count;
+        summed.set(key, entry);
+      };
+      for (const row of anonymous) {
+        const client = row.client ?? 'unknown';
+        const ofClient = recorded.get(`${row.channel} ${client}`) ?? 0;
+        const ofChannel = recorded.get(`${row.channel} ${EVERY_CLIENT}`) ?? 0;
+        if (ofChannel >= perChannel) addToSummary(row.channel, EVERY_CLIENT, 1);
+        else if (ofClient >= perClient) addToSummary(row.channel, client, 1);
+        else {
+          kept.push(row);
+          recorded.set(`${row.channel} ${client}`, ofClient + 1);
+          recorded.set(`${row.channel} ${EVERY_CLIENT}`, ofChannel + 1);
+        }
+      }
+      for (const count of pastCounts) addToSummary(count.channel, count.client, count.count);
+      if (kept.length > 0) await tx.opsAction.createMany({ data: kept });
+      for (const [key, summary] of summed) {
+        await tx.$executeRaw`
+          INSERT INTO ops_action (at, key_name, channel, actor, method, path, status, request_id, client, count, summary_of)
+          VALUES (${windowStart}, NULL, ${summary.channel}, NULL, '*', ${summaryPath(summary.channel, summary.client)}, 0, NULL, ${summary.client}, ${summary.count}, ${key})
+          ON CONFLICT (summary_of) DO UPDATE SET count = ops_action.count + EXCLUDED.count`;
+      }
+      for (const [key, value] of recorded) {
+        const [channel = '', client = ''] = key.split(' ');
+        await tx.$executeRaw`
+          INSERT INTO ops_action_budget (channel, client, window_start, recorded) VALUES (${channel}, ${client}, ${windowStart}, ${value})
+          ON CONFLICT (channel, client, window_start) DO UPDATE SET recorded = EXCLUDED.recorded`;
+      }
+    });
+  }
 
   async function writeAll(): Promise<void> {
     let failures = 0;
-    while (waiting.length > 0) {
+    while (waiting.length > 0 || past.size > 0) {
       const rows = waiting.slice(0, batchSize);
+      const pastCounts = [...past.values()].map((count) => ({ ...count }));
+      past = new Map();
       try {
-        await database.opsAction.createMany({ data: rows });
+        await writeBatch(rows, pastCounts);
         // Only what was written leaves the line (rows dropped meanwhile shifted it: drop by identity).
         const written = new Set(rows);
         let kept = 0;
@@ -78,6 +222,8 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
         waiting.length = kept;
         failures = 0;
       } catch (error) {
+        // The counts go back, to be written with the next try.
+        for (const count of pastCounts) countPast(count.channel, count.client, count.count);
         const delay = delays[Math.min(failures, delays.length - 1)]!;
         failures += 1;
         logger.error({ err: (error as Error).message, waiting: waiting.length, retryInMs: delay }, 'could not write ops audit rows: trying again');
@@ -91,13 +237,18 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
     if (writing) return;
     writing = writeAll().finally(() => {
       writing = null;
-      if (waiting.length > 0) startWriting();
+      if (waiting.length > 0 || past.size > 0) startWriting();
     });
   }
 
   return {
     record(entry) {
-      waiting.push(rowOf(entry));
+      const row = rowOf(entry);
+      if (row.keyName === null && !admitAnonymous(row.channel, row.client ?? 'unknown')) {
+        startWriting();
+        return;
+      }
+      waiting.push(row);
       if (waiting.length > maxWaiting) {
         const over = waiting.length - maxWaiting;
         waiting.splice(0, over);
@@ -107,7 +258,7 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
       startWriting();
     },
     async drain(timeoutMs = 10_000) {
-      if (waiting.length === 0) return true;
+      if (waiting.length === 0 && past.size === 0 && !writing) return true;
       let timer: NodeJS.Timeout | undefined;
       const done = await Promise.race([
         new Promise<boolean>((resolve) => drained.push(() => resolve(true))),
@@ -120,6 +271,15 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
     },
     state: () => ({ waiting: waiting.length, dropped }),
   };
+}
+
+/** A summary's key: one row per channel, client and minute. */
+const summaryKey = (channel: string, client: string, windowStart: Date) => `${channel} ${client} ${windowStart.toISOString()}`;
+
+/** Deletes up to `batchSize` budget counts whose minute is over (the summary rows keep what they counted); answers how many. */
+export async function purgeSpentAuditBudgets(database: Database, batchSize: number): Promise<number> {
+  return database.$executeRaw`DELETE FROM ops_action_budget WHERE (channel, client, window_start) IN (
+    SELECT channel, client, window_start FROM ops_action_budget WHERE window_start < date_trunc('minute', now()) ORDER BY window_start LIMIT ${batchSize})`;
 }
 
 // ---- reading the audit (the console's audit page) ------------------------------------------
@@ -157,6 +317,12 @@ export interface OpsActionRow {
   path: string;
   status: number;
   requestId: string | null;
+  /** The client's address as limits count it, when kept. */
+  client: string | null;
+  /** How many requests the row stands for (a summary's count). */
+  count: number;
+  /** Whether it is a summary of requests without a session or key past the budget. */
+  summary: boolean;
 }
 
 export interface OpsActionQuery {
@@ -235,13 +401,15 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
   }
   const where = range.length > 0 ? Prisma.sql`WHERE ${Prisma.join(range, ' AND ')}` : Prisma.empty;
   const matching = filters.length > 0 ? Prisma.sql`WHERE ${Prisma.join(filters, ' AND ')}` : Prisma.empty;
-  const rows = await database.$queryRaw<Array<{ id: bigint; at: Date; key_name: string | null; channel: string; actor: string | null; method: string; path: string; status: number; request_id: string | null; edge: boolean }>>`
+  const rows = await database.$queryRaw<
+    Array<{ id: bigint; at: Date; key_name: string | null; channel: string; actor: string | null; method: string; path: string; status: number; request_id: string | null; client: string | null; count: number; summary: boolean; edge: boolean }>
+  >`
     WITH scanned AS MATERIALIZED (
-      SELECT id, at, key_name, channel, actor, method, path, status, request_id, row_number() OVER (ORDER BY at DESC, id DESC) AS n
+      SELECT id, at, key_name, channel, actor, method, path, status, request_id, client, count, summary_of IS NOT NULL AS summary, row_number() OVER (ORDER BY at DESC, id DESC) AS n
       FROM (SELECT * FROM ops_action ${where} ORDER BY at DESC, id DESC LIMIT ${OPS_ACTIONS_SCANNED_PER_PAGE}) newest)
-    (SELECT id, at, key_name, channel, actor, method, path, status, request_id, false AS edge FROM scanned ${matching} ORDER BY at DESC, id DESC LIMIT ${query.limit + 1})
+    (SELECT id, at, key_name, channel, actor, method, path, status, request_id, client, count, summary, false AS edge FROM scanned ${matching} ORDER BY at DESC, id DESC LIMIT ${query.limit + 1})
     UNION ALL
-    (SELECT id, at, key_name, channel, actor, method, path, status, request_id, true AS edge FROM scanned WHERE n = ${OPS_ACTIONS_SCANNED_PER_PAGE})`;
+    (SELECT id, at, key_name, channel, actor, method, path, status, request_id, client, count, summary, true AS edge FROM scanned WHERE n = ${OPS_ACTIONS_SCANNED_PER_PAGE})`;
   const matches = rows.filter((row) => !row.edge);
   const edge = rows.find((row) => row.edge);
   const items = matches.slice(0, query.limit).map((row) => ({
@@ -254,6 +422,9 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     path: row.path,
     status: row.status,
     requestId: row.request_id,
+    client: row.client,
+    count: row.count,
+    summary: row.summary,
   }));
   const last = items.at(-1);
   // A full page goes on after its last row; a short one after the last row it looked through, when it looked through all it may.

@@ -459,6 +459,7 @@ export interface SettlementProgress {
 export interface WebhookEndpointCreated {
   id: string;
   secret: string;
+  /** the address as sent, whole: shown this once (every later view masks its credentials) */
   url: string;
   events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled")[];
   createdAt: string;
@@ -466,6 +467,7 @@ export interface WebhookEndpointCreated {
 
 export interface WebhookEndpoint {
   id: string;
+  /** the address, masked: a user name and a password as `***`, each query value as `…`, no fragment; scheme, host, port, path and query names as stored (`https://***:***@hooks.example.com/in?token=…`). Only the answer to the creation has it whole */
   url: string;
   events: ("funding.approved" | "funding.declined" | "funding.rejected" | "funding.failed" | "funding.needs_review" | "payment.succeeded" | "payment.failed" | "payment.needs_review" | "batch.completed" | "batch.cancelled")[];
   createdBy: string | null;
@@ -530,7 +532,7 @@ export type CancelFundingParams = {
 export type ResolveFundingParams = {
   /** the funding’s id (not a UUID: 404) */
   fundingId: string;
-  /** who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed */
+  /** who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed; kept as plain text: letters, digits, spaces and . ' - , @ _ (anything else, a parenthesis or a colon, becomes a space) */
   opsActor?: string;
   body: ResolveFunding;
 };
@@ -631,7 +633,7 @@ export type GetPaymentParams = {
 export type ResolvePaymentParams = {
   /** walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`) */
   paymentId: string;
-  /** who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed */
+  /** who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed; kept as plain text: letters, digits, spaces and . ' - , @ _ (anything else, a parenthesis or a colon, becomes a space) */
   opsActor?: string;
   body: ResolvePayment;
 };
@@ -823,7 +825,7 @@ export interface OpsClient {
   startSettlementRun(params: StartSettlementRunParams, options?: CallOptions): Promise<StartSettlementRunAnswer>;
   /** POST /ops/webhooks/endpoints: Register an endpoint for some events (scope admin). Each event is POSTed as a `WebhookEvent` body signed per Standard Webhooks (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256>` under the secret), retried with backoff for at least 24 hours; receivers dedupe on `webhook-id` */
   createWebhookEndpoint(params: CreateWebhookEndpointParams, options?: CallOptions): Promise<CreateWebhookEndpointAnswer>;
-  /** GET /ops/webhooks/endpoints/{endpointId}: An endpoint (never its secret) */
+  /** GET /ops/webhooks/endpoints/{endpointId}: An endpoint (never its secret; its address with any user name, password, query values and fragment masked) */
   getWebhookEndpoint(params: GetWebhookEndpointParams, options?: CallOptions): Promise<GetWebhookEndpointAnswer>;
   /** DELETE /ops/webhooks/endpoints/{endpointId}: Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed */
   deleteWebhookEndpoint(params: DeleteWebhookEndpointParams, options?: CallOptions): Promise<DeleteWebhookEndpointAnswer>;

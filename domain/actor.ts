@@ -3,23 +3,55 @@
 // identity provider (`Maria Santos (oidc:00u1ab)`). Maker-checker compares identities, never
 // display names: a person who changes their display name is still who created the batch.
 
+/** Apostrophes of names (O’Brien, the Hawaiian ʻokina) as the plain one. */
+const apostrophes = /[\u2018\u2019\u02bb\u02bc]/gu;
 /**
- * A display name as walletflow shows and records it: plain text that cannot pass for another
- * person. The identity provider's name is often the person's own to choose, so: compatibility
- * forms folded (NFKC: full-width and small parentheses become plain ones); no brackets of any kind
- * (no `(oidc:…)` look-alike of another person's identity); no control, format (bidirectional
- * overrides and isolates, zero-width characters), private-use or unassigned characters; at most
- * two combining marks on a letter; runs of spaces as one. Empty then: `staff member`.
+ * Characters that show nothing, or nothing but a blank, however they are classed: every
+ * default-ignorable code point (zero-width characters, bidirectional controls, the Hangul fillers
+ * U+115F, U+1160, U+3164, U+FFA0 that are letters, the combining grapheme joiner U+034F that is a
+ * mark), controls, format, private-use, unassigned and lone surrogate code points.
  */
-export function shownPersonName(displayName: string, maxCharacters = 100): string {
-  const text = displayName
+const invisible = /[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}]/gu;
+/**
+ * Letters that look like punctuation: the spacing modifier letters (ː ˂ ˃ ˈ, U+02B0–U+02FF), the
+ * modifier tone letters (U+A700–U+A721) and the modifier colons (꞉, U+A788–U+A78A).
+ */
+const punctuationLikeLetter = /[\u02b0-\u02ff\ua700-\ua721\ua788-\ua78a]/u;
+/** One piece of a name: a letter with its marks, or one character that is not a letter. */
+const piece = /(\p{L})(\p{M}*)|[\p{Nd} .'\-,@_]|[\s\S]/gu;
+
+/**
+ * Text as walletflow shows and records it for a name someone else chose (a display name from the
+ * identity provider, the X-Ops-Actor a caller sends): plain text that cannot pass for another
+ * person. An allow-list, after compatibility forms are folded (NFKC) and everything invisible is
+ * dropped (`invisible`): letters of any script with at most two combining marks each (but for
+ * `punctuationLikeLetter`), digits, spaces and `. ' - , @ _`. Anything else (a bracket of any kind
+ * or anything that looks like one, a colon, a symbol, a mark on no letter) becomes a space; runs of
+ * spaces become one; cut to `maxCharacters` whole characters. Nothing left: ''.
+ */
+export function plainName(text: string, maxCharacters = 100): string {
+  const kept = text
     .normalize('NFKC')
-    .replace(/[\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Ps}\p{Pe}]/gu, '')
-    .replace(/(\p{M}{2})\p{M}+/gu, '$1')
-    .replace(/[\p{Z}\s]+/gu, ' ')
+    .replace(invisible, '')
+    .normalize('NFKC')
+    .replace(apostrophes, "'")
+    .replace(piece, (whole, letter: string | undefined, marks: string | undefined) => {
+      if (letter !== undefined) return punctuationLikeLetter.test(letter) ? ' ' : letter + Array.from(marks ?? '').slice(0, 2).join('');
+      return /^[\p{Nd} .'\-,@_]$/u.test(whole) ? whole : ' ';
+    })
+    .replace(/ {2,}/g, ' ')
     .trim();
   // Cut to whole characters (code points), never half a surrogate pair.
-  return Array.from(text).slice(0, maxCharacters).join('').trim() || 'staff member';
+  const characters = Array.from(kept);
+  return characters.length <= maxCharacters ? kept : characters.slice(0, maxCharacters).join('').trim();
+}
+
+/**
+ * A display name as walletflow shows and records it (plainName): the identity provider's name is
+ * often the person's own to choose. Empty then: `staff member`.
+ */
+export function shownPersonName(displayName: string, maxCharacters = 100): string {
+  return plainName(displayName, maxCharacters) || 'staff member';
 }
 
 /** How a person signed in through OpenID Connect is recorded: their display name (shownPersonName) and subject. */

@@ -82,7 +82,7 @@ export type CreateWebhookEndpointRequest = z.infer<typeof createWebhookEndpointS
 export const webhookEndpointCreatedSchema = z.object({
   id: z.uuid(),
   secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/),
-  url: z.string(),
+  url: z.string().meta({ description: 'the address as sent, whole: shown this once (every later view masks its credentials)' }),
   events: z.array(z.enum(webhookEventTypes)),
   createdAt: z.iso.datetime(),
 });
@@ -90,7 +90,10 @@ export const webhookEndpointCreatedSchema = z.object({
 /** An endpoint as GET shows it: never its secret. */
 export const webhookEndpointSchema = z.object({
   id: z.uuid(),
-  url: z.string(),
+  url: z.string().meta({
+    description:
+      'the address, masked: a user name and a password as `***`, each query value as `…`, no fragment; scheme, host, port, path and query names as stored (`https://***:***@hooks.example.com/in?token=…`). Only the answer to the creation has it whole',
+  }),
   events: z.array(z.enum(webhookEventTypes)),
   createdBy: z.string().nullable(),
   createdAt: z.iso.datetime(),

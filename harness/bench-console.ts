@@ -239,11 +239,11 @@ export async function consoleHistory(
   }
 }
 
-/** The cookie a Set-Cookie header sets (`name=value`), or undefined. */
+/** The cookie a Set-Cookie header sets (`name=value`, the name with or without the `__Secure-` prefix an https console gives it), or undefined. */
 function cookieFrom(response: Response, name: string): string | undefined {
   for (const header of response.headers.getSetCookie()) {
     const pair = header.split(';')[0] ?? '';
-    if (pair.startsWith(`${name}=`) && pair.length > name.length + 1) return pair;
+    for (const spelled of [name, `__Secure-${name}`]) if (pair.startsWith(`${spelled}=`) && pair.length > spelled.length + 1) return pair;
   }
   return undefined;
 }

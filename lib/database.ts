@@ -2,7 +2,7 @@
 // and the lines (lib/admission.ts) and the token vault's pool each process puts in front of PostgreSQL.
 import { PrismaPg } from '@prisma/adapter-pg';
 import pg from 'pg';
-import { PrismaClient, type Prisma } from '../generated/prisma/client.ts';
+import { PrismaClient, Prisma } from '../generated/prisma/client.ts';
 import { createAdmissionGate, currentAdmissionLane, type AdmissionGate, type AdmissionLimits } from './admission.ts';
 
 export type Database = PrismaClient;
@@ -123,6 +123,18 @@ export async function databaseNow(database: Database): Promise<Date> {
   const [row] = await database.$queryRaw<Array<{ now: Date }>>`SELECT now() AS now`;
   return row!.now;
 }
+
+/**
+ * Tests only: a time for SQL to take as the database's clock (`sqlClock`), so idle time passes
+ * without waiting for it. Absent in every process walletflow runs: the database's `now()`.
+ */
+export type SqlClock = (() => number) | undefined;
+
+/** The database's clock in a statement: `now()`, or a test's time (SqlClock). */
+export const sqlClock = (clock: SqlClock): Prisma.Sql => (clock ? Prisma.sql`${new Date(clock())}::timestamptz` : Prisma.sql`now()`);
+
+/** `ms` milliseconds as an SQL interval. */
+export const sqlInterval = (ms: number): Prisma.Sql => Prisma.sql`make_interval(secs => ${ms / 1000}::float8)`;
 
 export async function pingDatabase(database: Database): Promise<void> {
   await database.$queryRaw`SELECT 1`;

@@ -29,7 +29,7 @@ export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'fa
  * stream of its session took its place (replaced), its lifetime passed, its client went away, its
  * client took nothing for the stall bound (stalled: cut off), or a render failed (failed: cut off).
  */
-export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
+export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'refused' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
 
 /** What a process's console live streams hold now. */
 export interface LiveStreamsHeld {

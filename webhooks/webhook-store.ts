@@ -63,10 +63,11 @@ export type DeliveryListQuery = ListQuery<WebhookDeliveryStatus> & { endpointId?
 type DeliveryRow = WebhookDelivery & { attemptLog: WebhookAttempt[]; event: { type: string } };
 const withLog = { attemptLog: { orderBy: { id: 'asc' as const } }, event: { select: { type: true } } };
 
+/** An endpoint as every view shows it: its address masked (masked-url.ts); only its creation's answer has it whole. */
 export function endpointView(endpoint: WebhookEndpoint): WebhookEndpointView {
   return {
     id: endpoint.id,
-    url: endpoint.url,
+    url: maskedWebhookUrl(endpoint.url),
     events: endpoint.events as WebhookEventType[],
     createdBy: endpoint.createdBy,
     createdAt: endpoint.createdAt.toISOString(),
@@ -98,14 +99,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
   const { database, cipher } = deps;
 
   return {
-    /** A new endpoint and its secret, in clear this once. */
-    async createEndpoint(request: CreateWebhookEndpointRequest, createdBy: string | null): Promise<{ endpoint: WebhookEndpointView; secret: string }> {
+    /** A new endpoint and its secret, in clear this once, and its address as sent (for its creator's answer only). */
+    async createEndpoint(request: CreateWebhookEndpointRequest, createdBy: string | null): Promise<{ endpoint: WebhookEndpointView; url: string; secret: string }> {
       const id = randomUUID();
       const secret = newWebhookSecret();
       const endpoint = await database.webhookEndpoint.create({
         data: { id, url: request.url, events: [...request.events], secretEncrypted: cipher.encrypt(secret, webhookSecretContext(id)), createdBy },
       });
-      return { endpoint: endpointView(endpoint), secret };
+      return { endpoint: endpointView(endpoint), url: endpoint.url, secret };
     },
 
     async getEndpoint(id: string): Promise<WebhookEndpointView | null> {

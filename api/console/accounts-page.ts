@@ -3,10 +3,11 @@
 // its entries a page at a time; adjust it (the `accounts` scope) through the very adjustment the
 // ops API makes (ledger/adjustments.ts: one Idempotency-Key per form, so a form sent twice posts
 // once); and download a day's settlement report as CSV (GET /ops/settlements/{date}?format=csv's):
-// the first download of a day starts its run; while it goes, a page shows its progress, pushed
-// (a live region), and the download link once it is done.
+// the first download of a day, a form a person sends (a POST), starts its run, never a GET (which a
+// browser may make on its own: a prefetch, a HEAD); while it goes, a page shows its progress,
+// pushed (a live region), and the download link once it is done.
 import { randomUUID } from 'node:crypto';
-import type { Router } from 'express';
+import type { Request, Response, Router } from 'express';
 import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
 import { accountOfPathSegment, createAdjustmentSchema, settlementDateSchema, systemAccounts } from '../../domain/ledger.ts';
 import { acceptedCurrency } from '../../domain/money.ts';
@@ -19,7 +20,7 @@ import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unava
 import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
 import { ledgerEntriesTable } from './record-pieces.ts';
@@ -63,10 +64,25 @@ const routes = {
     path: '/console/settlements',
     operationId: 'consoleSettlement',
     tag: 'console',
-    summary: 'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ); while the day’s run goes (the first download starts it), a page with its progress',
+    summary:
+      'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ); while the day’s run goes, a page with its progress; with neither, a page with the form that starts it. Never starts one (a GET a browser may make on its own: a prefetch, a HEAD)',
     access: { consoleScope: 'read' },
     responses: {
-      '200': { description: 'the CSV file, or the page following the run', content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } } },
+      '200': { description: 'the CSV file, or the page following the run or offering to start it', content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } } },
+      '400': htmlAnswer('no date, or not one'),
+      '422': htmlAnswer('a day that has not begun'),
+    },
+  }),
+  settle: defineRoute({
+    method: 'post',
+    path: '/console/settlements',
+    operationId: 'consoleSettle',
+    tag: 'console',
+    summary: 'Settle a day (the form’s date, YYYY-MM-DD in SETTLEMENT_TZ): its report as CSV, the first time by a run this starts; a run that outlasts the wait is followed on its page',
+    access: { consoleScope: 'read' },
+    responses: {
+      '200': { description: 'the CSV file', content: { 'text/csv': { jsonSchema: textSchema } } },
+      '303': redirectAnswer('to the page following the run'),
       '400': htmlAnswer('no date, or not one'),
       '422': htmlAnswer('a day that has not begun'),
       '503': htmlAnswer('the day’s run is recorded but Temporal cannot start it just now: nothing checked yet; opening the report again starts it', { 'Retry-After': retryAfterHeader }),
@@ -92,6 +108,14 @@ const PAGE_SIZE = 50;
 const SETTLEMENT_PROGRESS_EVERY_MS = 1000;
 
 const settlementPath = (date: string) => `${CONSOLE_PATH}/settlements?date=${date}`;
+
+/** The form that settles a day (a POST: a run is work, started only by a person's form, never by a GET the browser makes on its own). */
+function settleForm(person: { csrfToken: string }, date: string, timeZone: string, button: string): string {
+  return `<form method="post" action="${CONSOLE_PATH}/settlements">${csrfField(person)}<label for="settlement-date">Day (${escapeHtml(timeZone)})</label>
+<input id="settlement-date" name="date" type="date" value="${escapeHtml(date)}" required>
+<p class="muted">The day’s approved fundings and succeeded payments against the wallet’s records and the ledger, one line each, as CSV. A day is settled once, the first time its report is asked for (a page follows a big day’s run); today’s report is the day so far.</p>
+<div class="actions"><button type="submit">${escapeHtml(button)}</button></div></form>`;
+}
 
 /** The live region of a day's settlement: the run's progress, or the download once its report is ready. */
 function renderSettlement(answer: { kind: 'report' | 'running'; run: SettlementRun }, date: string): string {
@@ -145,10 +169,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       card(
         'settlement',
         'Settlement report',
-        `<form method="get" action="${CONSOLE_PATH}/settlements"><label for="settlement-date">Day (${escapeHtml(deps.timeZone)})</label>
-<input id="settlement-date" name="date" type="date" value="${yesterday}" required>
-<p class="muted">The day’s approved fundings and succeeded payments against the wallet’s records and the ledger, one line each, as CSV. A day is settled once, the first time its report is asked for (a page follows a big day’s run); today’s report is the day so far.</p>
-<div class="actions"><button type="submit">Download CSV</button></div></form>`,
+        settleForm(person, yesterday, deps.timeZone, 'Download CSV'),
       ),
     ].join('\n');
     sendConsolePage(res, asked !== undefined ? 400 : 200, { title: 'Accounts', section: 'accounts', person, body });
@@ -253,9 +274,61 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     }
   });
 
+  /** A day's report as CSV; to a HEAD only its headers (nothing read). */
+  const sendReport = async (req: Request, res: Response, run: SettlementRun, date: string): Promise<void> => {
+    consoleHeaders(res);
+    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`);
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
+    await deps.csvStreams.send(res, deps.settlements.csv(run));
+  };
+
+  const progressPage = (res: Response, person: SignedInPerson, answer: { kind: 'report' | 'running'; run: SettlementRun }, date: string): void => {
+    const body = card(
+      'settlement-run',
+      `Settling ${date}`,
+      `<div id="settlement-progress" data-live="${escapeHtml(`${CONSOLE_PATH}/live/settlements/${date}`)}">${renderSettlement(answer, date)}</div>`,
+    );
+    sendConsolePage(res, 200, { title: `Settlement of ${date}`, section: 'accounts', person, body });
+  };
+
+  // A GET never starts a run (a prefetch, a HEAD, an image would): the report, the run's progress, or the form that starts it.
   add(routes.settlement, async (req, res) => {
     const person = personOf(res);
     const date = settlementDateSchema.safeParse(queryText(req, 'date', 10));
+    const back = { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' };
+    if (!date.success) {
+      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back });
+      return;
+    }
+    const answer = await deps.settlements.current(date.data);
+    switch (answer.kind) {
+      case 'not-started':
+        sendRefused(res, 422, { person, section: 'accounts', title: 'No report yet', message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`, back });
+        return;
+      case 'report':
+        await sendReport(req, res, answer.run, date.data);
+        return;
+      case 'running':
+        progressPage(res, person, answer, date.data);
+        return;
+      case 'none':
+        sendConsolePage(res, 200, {
+          title: `Settlement of ${date.data}`,
+          section: 'accounts',
+          person,
+          body: card('settlement', `Settlement of ${date.data}`, `<p>${escapeHtml(date.data)} has not been settled yet.</p>\n${settleForm(person, date.data, deps.timeZone, 'Settle and download CSV')}`),
+        });
+        return;
+    }
+  });
+
+  // A person's form (its CSRF token checked): settles the day, the first time by a run this starts.
+  add(routes.settle, async (req, res) => {
+    const person = personOf(res);
+    const date = settlementDateSchema.safeParse(formField(req, 'date'));
     const back = { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' };
     if (!date.success) {
       sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back });
@@ -279,17 +352,11 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     if (answer.kind === 'report') {
-      consoleHeaders(res);
-      res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
-      await deps.csvStreams.send(res, deps.settlements.csv(answer.run));
+      await sendReport(req, res, answer.run, date.data);
       return;
     }
-    const body = card(
-      'settlement-run',
-      `Settling ${date.data}`,
-      `<div id="settlement-progress" data-live="${escapeHtml(`${CONSOLE_PATH}/live/settlements/${date.data}`)}">${renderSettlement(answer, date.data)}</div>`,
-    );
-    sendConsolePage(res, 200, { title: `Settlement of ${date.data}`, section: 'accounts', person, body });
+    // A big day: its page follows the run (a GET, which only reads it).
+    res.redirect(303, settlementPath(date.data));
   });
 
   add(routes.settlementLive, async (req, res) => {
@@ -303,15 +370,10 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       req,
       res,
       async () => {
-        let answer: Awaited<ReturnType<typeof deps.settlements.settle>>;
-        try {
-          answer = await deps.settlements.settle(date.data, { requestedBy: person.name, waitMs: 0 });
-        } catch (error) {
-          if (!(error instanceof WorkflowUnavailableError)) throw error;
-          // Its run could not be started this time: the next render tries again.
-          return { html: notice(`The run could not start just now (${refusalWords[error.refusal.reason]}): this page keeps trying.`, 'error') };
-        }
+        // Only reads the run: a stream the page opens by itself starts nothing.
+        const answer = await deps.settlements.current(date.data);
         if (answer.kind === 'not-started') return { html: notice('That day has not begun.', 'error'), done: true };
+        if (answer.kind === 'none') return { html: notice('No settlement of this day is running: reload the page to start one.', 'error'), done: true };
         return { html: renderSettlement(answer, date.data), done: answer.kind === 'report' };
       },
       SETTLEMENT_PROGRESS_EVERY_MS,

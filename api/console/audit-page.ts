@@ -91,10 +91,12 @@ export function addAuditRoutes(router: Router, deps: AuditPageDependencies): voi
         ['When', 'Who', 'Where', 'Action', 'Answer', 'Request id'],
         page.items.map((row) => [
           when(row.at, tz),
-          row.keyName ? `<a href="${escapeHtml(consoleUrl(`${CONSOLE_PATH}/audit`, { person: row.keyName }))}">${escapeHtml(row.keyName)}</a>${row.actor ? ` <span class="muted">(as ${escapeHtml(row.actor)})</span>` : ''}` : '<span class="muted">no valid key</span>',
+          row.keyName
+            ? `<a href="${escapeHtml(consoleUrl(`${CONSOLE_PATH}/audit`, { person: row.keyName }))}">${escapeHtml(row.keyName)}</a>${row.actor ? ` <span class="muted">(as ${escapeHtml(row.actor)})</span>` : ''}`
+            : `<span class="muted">no session or valid key${row.client ? `, from ${escapeHtml(row.client === '*' ? 'any address' : row.client)}` : ''}</span>`,
           escapeHtml(row.channel === 'console' ? 'console' : 'ops API'),
-          `<code>${escapeHtml(row.method)} ${escapeHtml(row.path)}</code>`,
-          answerOf(row.status),
+          row.summary ? `${row.count.toLocaleString('en')} requests past the audit’s budget that minute, counted, not recorded one by one` : `<code>${escapeHtml(row.method)} ${escapeHtml(row.path)}</code>`,
+          row.summary ? '' : answerOf(row.status),
           row.requestId ? idCell(row.requestId, 'request id') : '',
         ]),
       )}${page.searchedAll ? `<p class="muted">No more matches among the ${OPS_ACTIONS_SCANNED_PER_PAGE.toLocaleString('en')} acts looked through${day?.success ? ' on that day' : ''}.</p>` : ''}${pager(

@@ -14,7 +14,7 @@ import { maskCashInCode } from '../../domain/funding.ts';
 import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundings/batch-service.ts';
 import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { escapeHtml } from '../../lib/html.ts';
-import { personOf } from './console-auth.ts';
+import { personActed, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
 import { batchPath } from './batch-page.ts';
 import { readUploadForm, type UploadedFile } from './upload-form.ts';
@@ -150,6 +150,8 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
     // One byte past the store's own limit: the store sees the file is too large and says so.
     limits: { fileBytes: BATCH_BODY_LIMIT + 1, fields: 6, fieldBytes: 4096 },
     onFile: async (fields, file) => {
+      // The form's token was checked before its file (upload-form.ts): the person acted.
+      await personActed(res);
       const form = uploadFieldsSchema.safeParse(Object.fromEntries(fields));
       if (!form.success) {
         file.stream.resume();

@@ -1,10 +1,11 @@
 // Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
-// SameSite=Strict, Path=/console, Secure over HTTPS) names a server-side session
+// SameSite=Strict, Path=/console; Secure and `__Secure-` where PUBLIC_URL is https) names a server-side session
 // (access/console-sessions.ts), which holds only while what its sign-in rests on holds
 // (console-grants.ts: the ops key, or the person's groups), and whose person becomes the
 // request's actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by
-// route. Reading a session is not using it: only a route a person asks for counts as their act
-// (consoleRoutesOn: every console route but the streams a page opens by itself). Every
+// route. Reading a session is not using it: only what a person does counts as their act (a page
+// they navigate to, by Fetch Metadata; a form sent with its CSRF token: countAsUse, on every
+// console route but the streams a page opens by itself). Every
 // state-changing request must carry the session's CSRF token (the synchronizer pattern;
 // SameSite=Strict and the Origin check are a second and third line). A request without a live
 // session goes to the sign-in page; a stream without one is told it ended.
@@ -14,27 +15,47 @@ import { routesOn, type AddRoute } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
 import type { ConsoleGrants } from './console-grants.ts';
+import type { OpsScope } from '../../lib/ops-keys.ts';
 import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
 import { sendEndedStream } from './live-events.ts';
 
-export const CONSOLE_COOKIE = 'walletflow_console';
-/** The sign-in form's own CSRF token (double submit: before any session exists). */
-export const PRE_SIGN_IN_COOKIE = 'walletflow_console_pre';
 /**
- * The state of an OpenID Connect sign-in and its PKCE verifier (`<state>.<verifier>`), bound to the
- * browser that started it: the verifier never leaves that browser but for the callback.
+ * The console's cookies' names: the session's; the sign-in form's own CSRF token (double submit:
+ * before any session exists); the state of an OpenID Connect sign-in and its PKCE verifier
+ * (`<state>.<verifier>`), bound to the browser that started it. Where the cookies are Secure
+ * (PUBLIC_URL is https: production) each name has the `__Secure-` prefix, so a browser takes such a
+ * cookie only with Secure from an https page: no http page (of a sibling subdomain, say) can plant one.
  */
-export const SIGN_IN_STATE_COOKIE = 'walletflow_console_state';
+export interface ConsoleCookieNames {
+  session: string;
+  preSignIn: string;
+  signInState: string;
+}
 
-export function cookieOf(req: Request, name: string): string | undefined {
+export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
+  const prefix = secure ? '__Secure-' : '';
+  return { session: `${prefix}walletflow_console`, preSignIn: `${prefix}walletflow_console_pre`, signInState: `${prefix}walletflow_console_state` };
+}
+
+/** Values read of one cookie name, at most: a browser sends several only when another site of the domain planted some. */
+const MAX_VALUES_OF_A_NAME = 4;
+
+/**
+ * Every well-formed value the request carries under `name`, in the order sent (distinct, at most
+ * MAX_VALUES_OF_A_NAME). A browser sends several under one name when a sibling subdomain set one
+ * for the parent domain or a longer path; which is ours is for the caller to find (never the first
+ * by default: the browser puts a longer path first).
+ */
+export function cookieValuesOf(req: Request, name: string): string[] {
+  const values: string[] = [];
   for (const part of (req.headers.cookie ?? '').split(';')) {
     const [key, ...rest] = part.trim().split('=');
-    if (key === name) {
-      const value = rest.join('=');
-      return /^[A-Za-z0-9_.-]{16,200}$/.test(value) ? value : undefined;
-    }
+    if (key !== name) continue;
+    const value = rest.join('=');
+    if (/^[A-Za-z0-9_.-]{16,200}$/.test(value) && !values.includes(value)) values.push(value);
+    if (values.length >= MAX_VALUES_OF_A_NAME) break;
   }
-  return undefined;
+  return values;
 }
 
 export interface CookieOptions {
@@ -58,10 +79,14 @@ const STILL_LIVE = 'consoleSessionStillLive';
 const TOUCH = 'consoleSessionTouch';
 const COUNTED = 'consoleSessionCounted';
 
-/** Whether the request's session still holds now (a long answer, a pushed update, asks again; never counted as use). */
-export function consoleSessionStillLive(res: Response): Promise<boolean> {
-  const check = res.locals[STILL_LIVE] as (() => Promise<boolean>) | undefined;
-  return check ? check() : Promise.resolve(false);
+/**
+ * What the request's session may do now (a long answer, a pushed update, asks again; never counted
+ * as use): its scopes now, or null when it holds no more (signed out, idle, past its lifetime, its
+ * sign-in no longer holding).
+ */
+export function consoleScopesNow(res: Response): Promise<ReadonlySet<OpsScope> | null> {
+  const check = res.locals[STILL_LIVE] as (() => Promise<ReadonlySet<OpsScope> | null>) | undefined;
+  return check ? check() : Promise.resolve(null);
 }
 
 /** The request's console session (set by `readConsoleSession`), if one is live: its scopes are those it may use now. */
@@ -81,19 +106,27 @@ export function personOf(res: Response): SignedInPerson {
 
 /**
  * Reads the session cookie: a live session whose sign-in still holds becomes the request's actor,
- * with the scopes it may use now. Nothing here counts as the person's act.
+ * with the scopes it may use now. Where several cookies share the session's name (one planted by a
+ * sibling subdomain), each is read: one live session among them is taken; two or more (someone
+ * else's beside this browser's) are none, never a guess between two people. Nothing here counts as
+ * the person's act.
  */
-export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGrants): RequestHandler {
+export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGrants, names: ConsoleCookieNames): RequestHandler {
   return async (req, res, next) => {
-    const value = cookieOf(req, CONSOLE_COOKIE);
-    const stored = value ? await sessions.read(value) : null;
-    const scopes = stored ? grants.scopesNow(stored) : null;
-    if (stored && scopes && value) {
+    const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
+    for (const value of cookieValuesOf(req, names.session)) {
+      const stored = await sessions.read(value);
+      const scopes = stored ? grants.scopesNow(stored) : null;
+      if (stored && scopes) live.push({ value, stored, scopes });
+    }
+    const only = live.length === 1 ? live[0] : undefined;
+    if (only) {
+      const { value, stored, scopes } = only;
       const session: ConsoleSessionView = { ...stored, scopes };
       res.locals[SESSION] = session;
       res.locals[STILL_LIVE] = async () => {
         const again = await sessions.read(value);
-        return again !== null && grants.scopesNow(again) !== null;
+        return again ? grants.scopesNow(again) : null;
       };
       res.locals[TOUCH] = () => sessions.touch(stored);
       setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });
@@ -102,11 +135,43 @@ export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGra
   };
 }
 
-/** What a person asked for (a page, a form, a download): the idle time-out starts again. */
-const countAsUse: RequestHandler = async (_req, res, next) => {
+const CSRF_PASSED = 'consoleCsrfPassed';
+
+/**
+ * Whether a GET is a person's own navigation to a page, as the browser says it (Fetch Metadata):
+ * a document navigated to (`Sec-Fetch-Mode: navigate`, `Sec-Fetch-Dest: document`) from a console
+ * page or typed, a bookmark (`Sec-Fetch-Site: same-origin` or `none`), and not a prefetch or a
+ * prerender (`Sec-Purpose`, `Purpose`, `X-Purpose`, `X-Moz`). Not: an image, a frame, a script's
+ * fetch, a link from a sibling subdomain, a HEAD. A request without these headers is not one: every
+ * browser the console supports (current ones) sends them; a script or an older browser's request
+ * never keeps a session alive (docs/console.md).
+ */
+export function isPersonsNavigation(req: Request): boolean {
+  if (req.method !== 'GET') return false;
+  const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose'), req.get('x-moz')].filter((value) => value !== undefined).join(' ');
+  return (
+    req.get('sec-fetch-mode') === 'navigate' &&
+    req.get('sec-fetch-dest') === 'document' &&
+    ['same-origin', 'none'].includes(req.get('sec-fetch-site') ?? '') &&
+    !/prefetch|prerender|preview/i.test(purpose)
+  );
+}
+
+/** The person acted (a page they navigated to, a form that passed its CSRF check): the idle time-out starts again. */
+export async function personActed(res: Response): Promise<void> {
   const touch = res.locals[TOUCH] as (() => Promise<void>) | undefined;
   if (touch) await touch();
   res.locals[COUNTED] = true;
+}
+
+/**
+ * What counts as a person's act, on every console route but the streams: a page they navigated to
+ * (isPersonsNavigation), or a form sent with its session's CSRF token (requireCsrf passed it; a form
+ * with a file counts once its own reader checked its token: `personActed`). Nothing else (a
+ * prefetch, an image, a HEAD, a page's own requests) keeps a session alive.
+ */
+const countAsUse: RequestHandler = async (req, res, next) => {
+  if (isPersonsNavigation(req) || (req.method === 'POST' && res.locals[CSRF_PASSED] === true)) await personActed(res);
   next();
 };
 
@@ -182,6 +247,7 @@ export function requireCsrf(publicUrl: string | undefined, formsWithFiles: reado
       sendCsrfRefusal(res);
       return;
     }
+    res.locals[CSRF_PASSED] = true;
     next();
   };
 }

@@ -18,7 +18,7 @@ import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
-import { consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
+import { consoleCookieNames, consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleGrants } from './console-grants.ts';
@@ -43,8 +43,10 @@ export interface ConsoleDependencies {
   keys: OpsKeyGuard;
   /** What a session rests on, checked again on every request. */
   grants: ConsoleGrants;
-  /** Sign-in attempts per client address, counted across every API process. */
-  signInAttempts: AttemptLimiter;
+  /** Failed sign-ins per client address, counted across every API process (sign-in.ts). */
+  signInFailures: AttemptLimiter;
+  /** Sign-ins through the provider started per client address, counted across every API process. */
+  signInStarts: AttemptLimiter;
   audit: OpsActionLog;
   publicUrl: string | undefined;
   secureCookies: boolean;
@@ -77,12 +79,15 @@ function refusalText(method: string, path: string, status: 401 | 403): string {
 
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
+  // Home is `/console` only: mounted at /console, the area would take `/console/` for it too. One
+  // spelling per page (contract section 12): `/console/` leaves the console to the app's 404.
+  router.use((req, _res, next) => (req.path === `${CONSOLE_PATH}/` ? next('router') : next()));
   router.use(consoleAssetsRouter());
   const area = strictRouter();
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
   area.use(auditOpsWrites(deps.audit, 'console'));
-  area.use(readConsoleSession(deps.sessions, deps.grants));
+  area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies)));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {
     answerScopeRefusalsWith(res.locals, (answer, refusal) => {

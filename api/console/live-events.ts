@@ -3,8 +3,8 @@
 import type { Response } from 'express';
 import { consoleHeaders } from './console-layout.ts';
 
-/** Why a live region's stream ended: nothing more will change; the session ended; the session opened too many others. */
-export type LiveEnd = 'done' | 'signed-out' | 'replaced';
+/** Why a live region's stream ended: nothing more will change; the session ended; the session opened too many others; the session may no longer see it (its scope). */
+export type LiveEnd = 'done' | 'signed-out' | 'replaced' | 'refused';
 
 export const endEvent = (why: LiveEnd): string => `event: end\ndata: ${why}\n\n`;
 

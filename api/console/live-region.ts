@@ -1,11 +1,13 @@
 // A region of a console page that the server keeps up to date (Server-Sent Events): the same
 // render as the page's, sent again every few seconds while the page is open and its session live
-// (a sign-out, an idle session or a sign-in that no longer holds ends the stream, saying so),
+// (a sign-out, an idle session or a sign-in that no longer holds ends the stream, saying so, and
+// so does a session that no longer has the route's scope: checked again at every push),
 // until the render says there is nothing more to follow (a batch that ended). Pushed, not polled by
 // the person: the page's script puts each render in place (api/console/assets/console.js). A
 // stream is never the person's act: it does not keep their session alive. Streams are bounded per
-// process (past it a stream is refused, 503 with Retry-After, and the page stays as it was) and
-// per session in each process (past it the session's oldest stream ends, saying so).
+// process (past it a stream is refused, 503 with Retry-After, and the page stays as it was), per
+// session and per person, whatever their sessions, in each process (past either, the oldest stream
+// ends, saying so).
 //
 // Each stream is written at its client's pace (api/http/paced-response.ts), so a client that stops
 // reading (a frozen tab, a suspended laptop whose connection stays open, a stuck proxy) costs the
@@ -14,12 +16,13 @@
 // its latest state), and once the client has taken what its socket held it gets the state as it
 // is then. A client that takes nothing for LIVE_STALL_MS once its socket is full is cut off (the
 // browser opens the stream again when it wakes), and the end of a stream, however it ends, lets go
-// of its slot, its session's place and its connection.
+// of its slot, its session's and its person's places and its connection.
 import type { Request, Response } from 'express';
 import type { Logger } from '../../lib/logger.ts';
 import type { LiveStreamOutcome, Metrics } from '../../lib/metrics.ts';
+import { checkedScopeOf } from '../http/actor.ts';
 import { paceResponse, type PacedResponse } from '../http/paced-response.ts';
-import { consoleSessionOf, consoleSessionStillLive, countedAsUse } from './console-auth.ts';
+import { consoleScopesNow, consoleSessionOf, countedAsUse } from './console-auth.ts';
 import { consoleHeaders } from './console-layout.ts';
 import { endEvent } from './live-events.ts';
 
@@ -27,6 +30,8 @@ import { endEvent } from './live-events.ts';
 const MAX_STREAMS = 200;
 /** Streams of one session open at once in this process, at most (a few pages watched in tabs). */
 export const MAX_STREAMS_PER_SESSION = 4;
+/** Streams of one person open at once in this process, at most, whatever their sessions (two browsers' tabs). */
+export const MAX_STREAMS_PER_PERSON = 8;
 /** A stream ends after this long (the browser opens it again): no connection lives for ever. */
 const STREAM_LIFETIME_MS = 10 * 60_000;
 /**
@@ -36,6 +41,25 @@ const STREAM_LIFETIME_MS = 10 * 60_000;
  * and gets the state then), while a stream held costs one of the process's 200 slots.
  */
 export const LIVE_STALL_MS = 30_000;
+
+interface OpenStream {
+  replace(): void;
+}
+
+/** `entry` among `key`'s streams in `map`, the oldest ended first while `bound` are open. */
+function join(map: Map<string, OpenStream[]>, key: string, entry: OpenStream, bound: number): OpenStream[] {
+  const streams = map.get(key) ?? [];
+  map.set(key, streams);
+  while (streams.length >= bound) streams.shift()!.replace();
+  streams.push(entry);
+  return streams;
+}
+
+function leave(map: Map<string, OpenStream[]>, key: string, streams: OpenStream[], entry: OpenStream): void {
+  const index = streams.indexOf(entry);
+  if (index >= 0) streams.splice(index, 1);
+  if (streams.length === 0 && map.get(key) === streams) map.delete(key);
+}
 
 export interface LiveRender {
   html: string;
@@ -66,14 +90,17 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
   /** The open streams' answers: their count is the process's slots taken; what they hold is read by the metrics. */
   const open = new Set<PacedResponse>();
   /** Each session's streams in this process, oldest first: how to end each one early. */
-  const bySession = new Map<string, Array<{ replace(): void }>>();
+  const bySession = new Map<string, OpenStream[]>();
+  /** Each person's streams in this process, whatever their sessions, oldest first. */
+  const byPerson = new Map<string, OpenStream[]>();
   options.metrics?.liveStreamsHeld(() => ({ open: open.size, bufferedBytes: [...open].reduce((sum, paced) => sum + paced.buffered(), 0) }));
 
   return {
     async stream(req, res, render, everyMs) {
       const session = consoleSessionOf(res);
-      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that.
-      if (!session || countedAsUse(res)) throw new Error('liveStreams.stream: a stream needs a live session, and must not count as its use');
+      const scope = checkedScopeOf(res.locals);
+      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that. Its scope is checked again at every push.
+      if (!session || !scope || countedAsUse(res)) throw new Error('liveStreams.stream: a stream needs a live session and its route’s scope check, and must not count as its use');
       if (open.size >= MAX_STREAMS) {
         res.setHeader('Retry-After', '30');
         res.status(503).end();
@@ -96,16 +123,15 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
           wake = done;
         });
       paced.stopped.addEventListener('abort', () => wake(), { once: true });
-      const mine = bySession.get(session.id) ?? [];
-      bySession.set(session.id, mine);
-      while (mine.length >= MAX_STREAMS_PER_SESSION) mine.shift()!.replace();
-      const entry = {
+      const entry: OpenStream = {
         replace() {
           replaced = true;
           wake();
         },
       };
-      mine.push(entry);
+      // A session's oldest ends past its bound, and a person's oldest past theirs (signing in again and again makes sessions, not slots).
+      const mine = join(bySession, session.id, entry, MAX_STREAMS_PER_SESSION);
+      const theirs = join(byPerson, session.personId, entry, MAX_STREAMS_PER_PERSON);
       let outcome: LiveStreamOutcome = 'lifetime';
       try {
         consoleHeaders(res);
@@ -130,9 +156,16 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
             continue;
           }
           // Signed out, idle past the time-out, or its sign-in no longer holds: the stream ends, saying so.
-          if (!(await consoleSessionStillLive(res))) {
+          const scopes = await consoleScopesNow(res);
+          if (!scopes) {
             last = endEvent('signed-out');
             outcome = 'signed-out';
+            break;
+          }
+          // The session holds but may no longer see this (its route's scope): nothing more is pushed.
+          if (!scopes.has(scope)) {
+            last = endEvent('refused');
+            outcome = 'refused';
             break;
           }
           const { html, done } = await render();
@@ -155,9 +188,8 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
         options.logger.error({ err: error, path: req.path }, 'a console live stream failed: it is cut off');
       } finally {
         open.delete(paced);
-        const index = mine.indexOf(entry);
-        if (index >= 0) mine.splice(index, 1);
-        if (mine.length === 0 && bySession.get(session.id) === mine) bySession.delete(session.id);
+        leave(bySession, session.id, mine, entry);
+        leave(byPerson, session.personId, theirs, entry);
         options.metrics?.liveStreamEnded(outcome);
       }
     },

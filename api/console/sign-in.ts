@@ -6,8 +6,9 @@
 // the ops API checks it (the same guard, so wrong keys count once per address for both). Either
 // way a new session (a new id) starts, resting on what the sign-in showed (the key's fingerprint,
 // or the person's groups: console-grants.ts checks them again on every request), and every
-// earlier sign-in page's token is spent. Sign-in attempts are limited per address across every API
-// process. Every sign-in is audited under the person's name, a refused one too. Signing out ends
+// earlier sign-in page's token is spent. Failed sign-ins are counted per address across every API
+// process (a success never counts, and a right key or a callback this browser started is never
+// held back), and starts through the provider have a looser limit of their own. Every sign-in is audited under the person's name, a refused one too. Signing out ends
 // every session of the person.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
@@ -24,17 +25,7 @@ import { rateKeyOf } from '../http/rate-limit.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { auditAsAct } from '../ops/ops-audit.ts';
-import {
-  clearCookie,
-  consoleRoutesOn,
-  consoleSessionOf,
-  cookieOf,
-  CONSOLE_COOKIE,
-  PRE_SIGN_IN_COOKIE,
-  sameOrigin,
-  setCookie,
-  SIGN_IN_STATE_COOKIE,
-} from './console-auth.ts';
+import { clearCookie, consoleCookieNames, consoleRoutesOn, consoleSessionOf, cookieValuesOf, isPersonsNavigation, sameOrigin, setCookie } from './console-auth.ts';
 import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 
@@ -45,8 +36,13 @@ export interface SignInDependencies {
   keys: OpsKeyGuard;
   /** What a session rests on, checked again on every request. */
   grants: ConsoleGrants;
-  /** Sign-in attempts per client address, counted across every API process. */
-  signInAttempts: AttemptLimiter;
+  /**
+   * Failed sign-ins per client address (a form from no sign-in page, a callback this browser did not
+   * start, a code the provider would not exchange), counted across every API process; a success never counts.
+   */
+  signInFailures: AttemptLimiter;
+  /** Sign-ins through the provider started per client address (each writes a row and leaves for the provider), counted across every API process. */
+  signInStarts: AttemptLimiter;
   /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
   publicUrl: string | undefined;
   secureCookies: boolean;
@@ -107,7 +103,8 @@ export const signInRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 export function safeReturn(value: unknown): string {
   if (typeof value !== 'string' || !value.startsWith(`${CONSOLE_PATH}`) || value.startsWith('//') || /[\\\s]/.test(value) || value.length > 500) return CONSOLE_PATH;
   const rest = value.slice(CONSOLE_PATH.length);
-  return rest === '' || rest.startsWith('/') || rest.startsWith('?') ? value : CONSOLE_PATH;
+  // `/console/` is no page (Home is `/console` only).
+  return rest === '' || (rest.startsWith('/') && rest !== '/' && !rest.startsWith('/?')) || rest.startsWith('?') ? value : CONSOLE_PATH;
 }
 
 export function addSignInRoutes(router: express.Router, deps: SignInDependencies): void {
@@ -115,6 +112,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   const { sessions, config } = deps;
   const readForm = express.urlencoded({ extended: false, limit: '4kb', parameterLimit: 10 });
   const cookieOptions = { secure: deps.secureCookies };
+  const cookies = consoleCookieNames(deps.secureCookies);
   const origin = (req: Request) => deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? ''}`;
   const redirectUri = (req: Request) => `${origin(req)}${CONSOLE_PATH}/oidc/callback`;
 
@@ -132,23 +130,35 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     return discovered;
   };
 
-  /** The sign-in attempts of one address, limited across processes; true when this one may go on. */
-  const admitted = async (req: Request, res: Response): Promise<boolean> => {
-    const verdict = await deps.signInAttempts.take(rateKeyOf(req.ip));
-    if (verdict.allowed) return true;
+  /**
+   * A sign-in failed: counted against the address (across processes). Within the limit the failure
+   * is answered as it is (`answer`); past it, 429 with the wait. Only failures are counted, and a
+   * limit never stops a sign-in that succeeds (a right key, a callback this browser started): an
+   * address shared by an office cannot be locked out by someone else's failures.
+   */
+  const failed = async (req: Request, res: Response, answer: () => void): Promise<void> => {
+    const verdict = await deps.signInFailures.take(rateKeyOf(req.ip));
+    if (verdict.allowed) {
+      answer();
+      return;
+    }
     res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
-    sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many sign-in attempts from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
-    return false;
+    sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many failed sign-ins from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
   };
 
-  /** Starts the person's new session and sends them on (a page, so the Strict cookie goes with the next request). */
-  async function signedIn(res: Response, person: ConsolePerson, grant: ConsoleGrant, returnTo: string): Promise<void> {
+  /**
+   * Starts the person's new session and sends them on (a page, so the Strict cookie goes with the
+   * next request). The sessions this browser's cookies named end: a browser holds one session (and
+   * a session planted beside its own by a sibling subdomain goes too).
+   */
+  async function signedIn(req: Request, res: Response, person: ConsolePerson, grant: ConsoleGrant, returnTo: string): Promise<void> {
+    await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
     const { cookieValue } = await sessions.start(person, grant);
     // The sign-in is audited under the person's name (the request came without a session).
     setActor(res.locals, { kind: person.via === 'key' ? 'key' : 'person', name: person.personName, scopes: person.scopes });
-    setCookie(res, CONSOLE_COOKIE, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
-    clearCookie(res, PRE_SIGN_IN_COOKIE, cookieOptions);
-    clearCookie(res, SIGN_IN_STATE_COOKIE, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
+    setCookie(res, cookies.session, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
+    clearCookie(res, cookies.preSignIn, cookieOptions);
+    clearCookie(res, cookies.signInState, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
     deps.logger.info({ person: person.personName, via: person.via, scopes: [...person.scopes] }, 'console: signed in');
     const target = escapeHtml(safeReturn(returnTo));
     consoleHeaders(res);
@@ -167,7 +177,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     }
     // No identity provider: a named ops key, once; the form's token is a cookie of its own.
     const token = randomBytes(24).toString('base64url');
-    setCookie(res, PRE_SIGN_IN_COOKIE, token, { ...cookieOptions, maxAgeSeconds: 3600 });
+    setCookie(res, cookies.preSignIn, token, { ...cookieOptions, maxAgeSeconds: 3600 });
     sendConsolePage(res, status, {
       title: 'Sign in',
       body: `${message ? notice(message, 'error') : ''}<div class="card"><form method="post" action="${CONSOLE_PATH}/sign-in">
@@ -187,14 +197,20 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithKey, readForm, async (req, res) => {
-    if (!(await admitted(req, res))) return;
     const body = req.body as Record<string, unknown>;
-    const pre = cookieOf(req, PRE_SIGN_IN_COOKIE);
-    if (config.oidc || !pre || !sameToken(pre, typeof body._csrf === 'string' ? body._csrf : undefined) || !sameOrigin(req, deps.publicUrl)) {
-      signInPage(req, res, 403, 'This sign-in form was not sent from this page. Try again.');
+    // The form's token against each value of its cookie (a planted one beside it does not shadow it).
+    const submitted = typeof body._csrf === 'string' ? body._csrf : undefined;
+    const fromThisPage = cookieValuesOf(req, cookies.preSignIn).some((pre) => sameToken(pre, submitted));
+    if (config.oidc || !fromThisPage || !sameOrigin(req, deps.publicUrl)) {
+      await failed(req, res, () => signInPage(req, res, 403, 'This sign-in form was not sent from this page. Try again.'));
       return;
     }
     const presented = typeof body.key === 'string' && /^[\x21-\x7e]{1,512}$/.test(body.key) ? body.key : undefined;
+    if (presented === undefined) {
+      await failed(req, res, () => signInPage(req, res, 401, 'That key is not one of this walletflow’s ops keys.'));
+      return;
+    }
+    // A wrong key is a guess: counted by the ops keys' guard, once for both doors (a right key is never held back).
     const checked = await deps.keys.check(req.ip, presented);
     if (checked.kind === 'limited') {
       res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
@@ -206,11 +222,17 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       return;
     }
     const key = checked.key;
-    await signedIn(res, { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes }, deps.grants.ofKey(key), String(body.return ?? CONSOLE_PATH));
+    await signedIn(req, res, { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes }, deps.grants.ofKey(key), String(body.return ?? CONSOLE_PATH));
   });
 
   add(routes.signInWithProvider, async (req, res) => {
-    if (!(await admitted(req, res))) return;
+    // Every start counts (it writes a sign-in under way, and sends the browser to the provider), against a looser limit of its own.
+    const start = await deps.signInStarts.take(rateKeyOf(req.ip));
+    if (!start.allowed) {
+      res.setHeader('Retry-After', String(start.retryAfterSeconds));
+      signInPage(req, res, 429, `Too many sign-ins started from this address. Wait ${start.retryAfterSeconds} seconds and try again.`);
+      return;
+    }
     if (!config.oidc) {
       signInPage(req, res, 404, 'No identity provider is configured: sign in with an ops key.');
       return;
@@ -223,12 +245,16 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       signInPage(req, res, 503, 'The identity provider cannot be reached just now. Try again in a minute.');
       return;
     }
+    // The provider's answer comes back from another site, without this browser's (SameSite=Strict)
+    // session cookie: the browser's earlier session ends here, at the start, when a person navigated
+    // to it (an image or a prefetch of this address from a sibling subdomain ends nothing).
+    if (isPersonsNavigation(req)) await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
     await sessions.beginSignIn({ state, nonce, returnTo: safeReturn(req.query.return) });
     // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
-    setCookie(res, SIGN_IN_STATE_COOKIE, `${state}.${codeVerifier}`, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
+    setCookie(res, cookies.signInState, `${state}.${codeVerifier}`, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
     const url = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri(req),
       scope: 'openid profile',
@@ -244,15 +270,16 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   add(routes.providerCallback, async (req, res) => {
     // A sign-in, though a GET: audited as the writes are, whatever it answers.
     auditAsAct(res);
-    if (!(await admitted(req, res))) return;
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
-    const [boundState, codeVerifier] = (cookieOf(req, SIGN_IN_STATE_COOKIE) ?? '').split('.');
+    // The state's cookie whose state is the one the provider sent back (a planted one beside it does not shadow it).
+    const bound = cookieValuesOf(req, cookies.signInState).find((value) => state !== undefined && sameToken(value.split('.')[0] ?? '', state)) ?? '';
+    const [boundState, codeVerifier] = bound.split('.');
     // The state must be the one this browser started (a callback pasted into another browser, or
     // forged by a site, starts nothing), and is used once.
     const started = settings && state && boundState && codeVerifier && sameToken(boundState, state) ? await sessions.takeSignIn(state) : null;
     if (!settings || !started || !codeVerifier) {
-      signInPage(req, res, 400, 'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.');
+      await failed(req, res, () => signInPage(req, res, 400, 'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.'));
       return;
     }
     let claims: oidc.IDToken;
@@ -270,13 +297,13 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       if (claims[settings.groupsClaim] === undefined) userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
     } catch (error) {
       deps.logger.warn({ err: (error as Error).message }, 'console: an OpenID Connect sign-in failed');
-      signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
+      await failed(req, res, () => signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'));
       return;
     }
     // The subject is who the person is, in every audit row: printable, no spaces or brackets, short enough to fit them.
     if (!/^[\x21-\x27\x2a-\x7e]{1,100}$/.test(claims.sub)) {
       deps.logger.warn({ subjectLength: claims.sub.length }, 'console: the identity provider named a subject walletflow cannot record');
-      signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.');
+      await failed(req, res, () => signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'));
       return;
     }
     const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
@@ -291,7 +318,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
       return;
     }
-    await signedIn(res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, deps.grants.ofGroups(groups), started.returnTo);
+    await signedIn(req, res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, deps.grants.ofGroups(groups), started.returnTo);
   });
 
   add(routes.signOut, async (_req, res) => {
@@ -300,7 +327,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       const ended = await sessions.endEverySessionOf(session.personId);
       deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
     }
-    clearCookie(res, CONSOLE_COOKIE, cookieOptions);
+    clearCookie(res, cookies.session, cookieOptions);
     res.redirect(303, `${CONSOLE_PATH}/sign-in`);
   });
 }

@@ -17,6 +17,8 @@ export interface Actor {
 
 const ACTOR = 'actor';
 const REFUSAL = 'scopeRefusal';
+const CHECKED = 'checkedScope';
+const locals = (res: Response): Record<string, unknown> => res.locals;
 
 /** How an area answers a refused scope in its own style (the console: a page); absent: a problem document. */
 export type ScopeRefusal = (res: Response, refusal: { status: 401 | 403; code: 'UNAUTHORIZED' | 'SCOPE_REQUIRED'; detail: string }) => void;
@@ -35,6 +37,11 @@ export function setActor(locals: Record<string, unknown>, actor: Actor): void {
 export function actorOf(locals: Record<string, unknown>): Actor | undefined {
   const actor = locals[ACTOR];
   return typeof actor === 'object' && actor !== null && 'scopes' in actor ? (actor as Actor) : undefined;
+}
+
+/** The scope the request's route checked (requireScope), for a long answer to check again as it goes (a stream's pushes). */
+export function checkedScopeOf(locals: Record<string, unknown>): OpsScope | undefined {
+  return locals[CHECKED] as OpsScope | undefined;
 }
 
 /**
@@ -58,6 +65,7 @@ export function requireScope(scope: OpsScope): RequestHandler & { readonly requi
       });
       return;
     }
+    locals(res)[CHECKED] = scope;
     next();
   };
   // What the check asks, for whoever lists the routes (test/unit/route-declarations.test.ts).

@@ -19,19 +19,38 @@ export interface RateLimiter {
   take(address: string | undefined): RateVerdict;
 }
 
-const mappedIpv4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
+/** An IPv6 address as its eight 16-bit groups (an embedded dotted IPv4 as the last two); null when it is none. */
+function ipv6Groups(address: string): number[] | null {
+  const bare = address.replace(/%.*$/s, '');
+  if (isIP(bare) !== 6) return null;
+  let text = bare.toLowerCase();
+  const dotted = /^(.*:)(\d{1,3}(?:\.\d{1,3}){3})$/.exec(text);
+  if (dotted) {
+    const [a = 0, b = 0, c = 0, d = 0] = dotted[2]!.split('.').map(Number);
+    text = `${dotted[1]}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+  }
+  const [head = '', tail] = text.split('::');
+  const parse = (part: string) => (part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
+  const headGroups = parse(head);
+  const tailGroups = tail === undefined ? [] : parse(tail);
+  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<number>(8 - headGroups.length - tailGroups.length).fill(0), ...tailGroups];
+  return groups.length === 8 && groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : null;
+}
 
-/** The key an address counts under: IPv4 as is, IPv6 by its first 64 bits. */
+/**
+ * The key an address counts under: IPv4 as is; an IPv4-mapped IPv6 address (`::ffff:198.51.100.7`,
+ * `::ffff:c633:6407`, written out in full or not) as its IPv4 address, so one client is one key
+ * however the address reached us; any other IPv6 address by its first 64 bits.
+ */
 export function rateKeyOf(address: string | undefined): string {
   if (!address) return 'unknown';
-  const mapped = mappedIpv4.exec(address)?.[1];
-  if (mapped) return mapped;
-  if (isIP(address) !== 6) return address;
-  const [head = '', tail = ''] = address.toLowerCase().split('::');
-  const headGroups = head === '' ? [] : head.split(':');
-  const tailGroups = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
-  return `${groups.slice(0, 4).map((group) => group.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+  const groups = ipv6Groups(address);
+  if (!groups) return address;
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    const [high = 0, low = 0] = groups.slice(6);
+    return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+  }
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
 }
 
 interface Window {

@@ -5,11 +5,14 @@
 // token, a 404 for a path no route has), with the key's or the person's name when one is known.
 // A route that acts on a GET (the console's sign-in callback) says so with `auditAsAct`. The
 // routes' own audits stay (funding events, resolvedBy, link events): this one covers every route,
-// including routes added later, at once.
+// including routes added later, at once. A request without a name (no session, no valid key) is
+// recorded within the audit's budget per client address (audit/ops-actions.ts): past it, counted
+// in one summary row per address, channel and minute.
 import type { RequestHandler, Response } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import { actorOf } from '../http/actor.ts';
-import { actorSchema } from './ops-actor.ts';
+import { actorNoteOf } from './ops-actor.ts';
+import { rateKeyOf } from '../http/rate-limit.ts';
 
 const writeMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const AS_ACT = 'auditAsAct';
@@ -25,7 +28,7 @@ export function auditAsAct(res: Response): void {
  */
 export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = 'api'): RequestHandler {
   return (req, res, next) => {
-    const actor = channel === 'api' ? actorSchema.safeParse(req.get('x-ops-actor')) : undefined;
+    const actor = channel === 'api' ? actorNoteOf(req) : null;
     // As it was asked (req.path is after the mount point; an odd spelling is kept as sent).
     const path = `${req.baseUrl}${req.path}`;
     let recorded = false;
@@ -35,7 +38,7 @@ export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = '
       recorded = true;
       const requestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : null;
       const status = res.writableFinished || res.headersSent ? res.statusCode : 0;
-      log.record({ keyName: actorOf(res.locals)?.name ?? null, actor: actor?.success ? actor.data : null, method: req.method, path, status, requestId, channel });
+      log.record({ keyName: actorOf(res.locals)?.name ?? null, actor, method: req.method, path, status, requestId, channel, client: rateKeyOf(req.ip) });
     };
     res.once('finish', record);
     res.once('close', record);

@@ -158,6 +158,19 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };
     },
 
+    /**
+     * The day's report or its run as they are now, never starting one (the console's GET and its
+     * stream: a request the browser makes on its own starts no work). `none`: nothing runs and no
+     * report answers for the day (or its run was given up).
+     */
+    async current(date: string): Promise<SettlementAnswer | { kind: 'none' }> {
+      if (date > today()) return { kind: 'not-started' };
+      const { running, finished } = await runs.latest(date);
+      if (serves(finished, date)) return { kind: 'report', run: finished };
+      const run = running ? await ensureWorkflow(running) : null;
+      return run ? { kind: 'running', run } : { kind: 'none' };
+    },
+
     /** POST …/runs: a fresh run of the day, unless one is running. */
     async startFresh(date: string, requestedBy: string): Promise<FreshRunAnswer> {
       if (date > today()) return { kind: 'not-started' };

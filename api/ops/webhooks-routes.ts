@@ -73,7 +73,7 @@ const routes = {
     path: '/ops/webhooks/endpoints/{endpointId}',
     operationId: 'getWebhookEndpoint',
     tag: 'webhooks',
-    summary: 'An endpoint (never its secret)',
+    summary: 'An endpoint (never its secret; its address with any user name, password, query values and fragment masked)',
     access: { opsScope: 'read' },
     params: endpointIdParameter,
     responses: { '200': jsonAnswer(named('WebhookEndpoint', webhookEndpointSchema), 'the endpoint'), '404': noSuchEndpoint },
@@ -140,8 +140,9 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
       sendProblem(res, { status: 422, code: 'WEBHOOK_URL_NOT_ALLOWED', title: 'Unprocessable Content', detail: `url ${refused}` });
       return;
     }
-    const { endpoint, secret } = await deps.webhooks.createEndpoint(parsed.data, opsKeyNameOf(res.locals));
-    res.status(201).json({ id: endpoint.id, secret, url: endpoint.url, events: endpoint.events, createdAt: endpoint.createdAt });
+    const { endpoint, url, secret } = await deps.webhooks.createEndpoint(parsed.data, opsKeyNameOf(res.locals));
+    // The admin who sent the address gets it back whole, this once; every other view masks it.
+    res.status(201).json({ id: endpoint.id, secret, url, events: endpoint.events, createdAt: endpoint.createdAt });
   });
 
   add(routes.getWebhookEndpoint, async (req, res) => {

@@ -5,6 +5,7 @@
 // no buttons, a forged write gets 403); a write without the session's CSRF token is refused; an
 // idle session ends; signing out ends every session of the person.
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
@@ -48,7 +49,7 @@ beforeAll(async () => {
     },
   });
   narrowedStack = await startPartnerStack({ console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']) });
-  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs } });
+  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs, sqlClock: () => Date.now() + keyClockSkewMs } });
 }, 90_000);
 
 afterAll(async () => {
@@ -58,6 +59,18 @@ afterAll(async () => {
   await keyStack?.close();
   await idp?.close();
 });
+
+/** A GET with exactly these headers (node:http: fetch puts its own Sec-Fetch-Mode on it), not followed. */
+function navigate(url: string, headers: Record<string, string>): Promise<{ status: number }> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { headers }, (answer) => {
+      answer.resume();
+      answer.on('end', () => resolve({ status: answer.statusCode ?? 0 }));
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
 
 async function signInWithProvider(context: BrowserContext, base: string, username: string, password: string): Promise<Page> {
   const page = await context.newPage();
@@ -141,7 +154,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await page.waitForURL(`${oidcStack.apiBase}/console`);
       const shown = await page.locator('header .who strong').innerText();
       // Her own identity, last; no other one in parentheses, no character that reorders what follows.
-      expect(shown).toBe('Jose Reyes oidc:staff-jose (oidc:staff-mallory)');
+      expect(shown).toBe('Jose Reyes oidc staff-jose (oidc:staff-mallory)');
       expect(shown).not.toMatch(/[\p{Cf}\p{Cc}]/u);
       const stored = await oidcStack.database.consoleSession.findFirst({ where: { personId: 'oidc:staff-mallory' }, orderBy: { createdAt: 'desc' } });
       expect(stored?.personName).toBe(shown);
@@ -170,6 +183,49 @@ describe('the console’s sign-in through OpenID Connect', () => {
     } finally {
       await maker.close();
       await reader.close();
+    }
+  });
+
+  it('signing in again in the same browser ends its earlier session (the one its cookie named)', async () => {
+    const context = await browser.newContext();
+    const since = new Date();
+    try {
+      const first = await signInWithProvider(context, oidcStack.apiBase, 'ana', 'ana-pass');
+      await first.waitForURL(`${oidcStack.apiBase}/console`);
+      const earlier = (await context.cookies(`${oidcStack.apiBase}/console`)).find((cookie) => cookie.name === 'walletflow_console')!.value;
+      const live = () => oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana', createdAt: { gte: since } } });
+      // The provider's answer comes from another site in production, without the Strict session
+      // cookie: the start, a person's navigation from the console, ends the browser's session. An
+      // image or a prefetch of the start (a sibling subdomain's page) ends nothing.
+      for (const headers of [
+        { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' } as Record<string, string>,
+        { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin', 'sec-purpose': 'prefetch' },
+      ]) {
+        expect((await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, { cookie: `walletflow_console=${earlier}`, ...headers })).status).toBe(303);
+        expect(await live()).toBe(1);
+      }
+      expect((await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, { cookie: `walletflow_console=${earlier}`, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin' })).status).toBe(303);
+      expect(await live()).toBe(0);
+      // Straight to the provider's sign-in again, as a person does from a bookmark.
+      const again = await context.newPage();
+      await again.goto(`${oidcStack.apiBase}/console/sign-in/oidc`);
+      // The provider may remember her (its own session) or ask again.
+      await again.waitForURL((url) => url.href === `${oidcStack.apiBase}/console` || url.origin !== oidcStack.apiBase);
+      if (!again.url().startsWith(oidcStack.apiBase)) {
+        await again.getByLabel('User name').fill('ana');
+        await again.getByLabel('Password').fill('ana-pass');
+        await again.getByRole('button', { name: 'Sign in' }).click();
+        await again.waitForURL(`${oidcStack.apiBase}/console`);
+      }
+      const later = (await context.cookies(`${oidcStack.apiBase}/console`)).find((cookie) => cookie.name === 'walletflow_console')!.value;
+      expect(later).not.toBe(earlier);
+      // One session of this browser's is left: the new one.
+      expect(await live()).toBe(1);
+      const stale = await fetch(`${oidcStack.apiBase}/console`, { redirect: 'manual', headers: { cookie: `walletflow_console=${earlier}` } });
+      await stale.arrayBuffer();
+      expect(stale.status).toBe(303);
+    } finally {
+      await context.close();
     }
   });
 
@@ -256,6 +312,50 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       expect(page.url()).toContain('/console/sign-in');
       expect(await keyStack.database.consoleSession.count({ where: { personId: 'key:default' } })).toBe(0);
     } finally {
+      await context.close();
+    }
+  });
+
+  it('keeps a session alive for the pages a person opens in the browser (typed or clicked), not for what a page loads or prefetches on its own', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console/sign-in`);
+      await page.getByLabel('Your ops key').fill(readerKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console`);
+      const session = async () => (await keyStack.database.consoleSession.findFirstOrThrow({ where: { personId: 'key:auditor' }, orderBy: { createdAt: 'desc' } })).lastSeenAt.getTime();
+      const signedInAt = await session();
+      // Ten minutes on, an address typed in the browser (Sec-Fetch-Site: none): the person's act.
+      keyClockSkewMs = 10 * 60_000;
+      await page.goto(`${keyStack.apiBase}/console/search`);
+      const typed = await session();
+      expect(typed - signedInAt).toBeGreaterThanOrEqual(10 * 60_000 - 5000);
+      // Ten minutes more: an image, a prefetch and a script's fetch of console pages, by the page itself: none is the person's.
+      keyClockSkewMs = 20 * 60_000;
+      await page.evaluate(async () => {
+        const image = new Image();
+        const loaded = new Promise((resolve) => {
+          image.onload = resolve;
+          image.onerror = resolve;
+        });
+        image.src = '/console/review';
+        document.body.append(image);
+        const prefetch = document.createElement('link');
+        prefetch.rel = 'prefetch';
+        prefetch.href = '/console/audit';
+        document.head.append(prefetch);
+        await fetch('/console/batches');
+        await loaded;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      });
+      expect(await session()).toBe(typed);
+      // A link clicked: the person's act again.
+      await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Review' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console/review`);
+      expect((await session()) - signedInAt).toBeGreaterThanOrEqual(20 * 60_000 - 5000);
+    } finally {
+      keyClockSkewMs = 0;
       await context.close();
     }
   });

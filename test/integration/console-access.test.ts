@@ -7,9 +7,13 @@
 // every sign-in are audited, a session's live streams are bounded, and sign-in attempts and wrong
 // keys are limited across processes (IPv6 by the /64). The clock is the test's: idle time passes
 // without waiting for it.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
+import { CONSOLE_SIGN_IN_STARTS_PER_MINUTE } from '../../api/app.ts';
+import { MAX_STREAMS_PER_PERSON } from '../../api/console/live-region.ts';
+import { ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE } from '../../audit/ops-actions.ts';
 import { expressPath } from '../../api/http/route-registration.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { startPartnerApi, type PartnerApi } from '../support/partner-api.ts';
@@ -30,12 +34,17 @@ const now = () => Date.now() + skewMs;
 let stack: PartnerStack;
 /** The second, started later without `auditor`, with `rotated` under a new secret and `lead` narrowed to fund. */
 let restarted: PartnerApi;
+/** A third, as production runs it: PUBLIC_URL is https (its cookies are Secure). */
+let secure: PartnerApi;
+/** A fourth, whose process clock runs 20 minutes ahead of the others' and the database's (sessions and counts must not follow it). */
+let ahead: PartnerApi;
+const securePublicUrl = 'https://console.partner.example';
 
 beforeAll(async () => {
   stack = await startPartnerStack({
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
-    hardening: { now, attemptCountScope },
+    hardening: { now, sqlClock: now, attemptCountScope },
     extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `rotated:read:${keys.rotated}`, `steady:read:${keys.steady}`],
   });
   restarted = await startPartnerApi({
@@ -46,12 +55,37 @@ beforeAll(async () => {
     logger: createLogger({ level: 'silent' }),
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
-    hardening: { now, attemptCountScope },
+    hardening: { now, sqlClock: now, attemptCountScope },
     extraOpsKeys: [`payer:pay:${keys.payer}`, `lead:fund:${keys.lead}`, `rotated:read:${keys.rotatedAgain}`, `steady:read:${keys.steady}`],
+  });
+  secure = await startPartnerApi({
+    databaseUrl: testDatabaseUrl(),
+    temporalAddress: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+    taskQueuePrefix: 'walletflow-test',
+    logger: createLogger({ level: 'silent' }),
+    encryptionKey,
+    trustedProxies: ['127.0.0.1'],
+    hardening: { now, sqlClock: now, attemptCountScope },
+    publicUrl: securePublicUrl,
+    extraOpsKeys: [`steady:read:${keys.steady}`],
+  });
+  ahead = await startPartnerApi({
+    databaseUrl: testDatabaseUrl(),
+    temporalAddress: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+    taskQueuePrefix: 'walletflow-test',
+    logger: createLogger({ level: 'silent' }),
+    encryptionKey,
+    trustedProxies: ['127.0.0.1'],
+    hardening: { now: () => Date.now() + 20 * MINUTE, attemptCountScope },
+    extraOpsKeys: [`steady:read:${keys.steady}`],
   });
 }, 120_000);
 
 afterAll(async () => {
+  await ahead?.close();
+  await secure?.close();
   await restarted?.close();
   await stack?.close();
 });
@@ -61,24 +95,53 @@ const from = (address: string) => ({ 'x-forwarded-for': address });
 let addresses = 0;
 const nextAddress = () => `198.51.100.${(addresses += 1)}`;
 
-/** Signs in with an ops key as the sign-in page's form does; answers the session cookie. */
-async function signIn(base: string, key: string, address = nextAddress()): Promise<string> {
+/** The Set-Cookie of a console cookie (`walletflow_console`, `…_pre`), with the `__Secure-` prefix or without. */
+const setCookieOf = (response: Response, name: string) => response.headers.getSetCookie().find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Secure-${name}=`));
+
+/** Signs in with an ops key as the sign-in page's form does; answers the session cookie (`name=value`). */
+async function signIn(base: string, key: string, address = nextAddress(), origin = base, extraCookie = ''): Promise<string> {
   const form = await fetch(`${base}/console/sign-in`, { headers: from(address) });
   await form.arrayBuffer();
-  const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+  const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
   const signedIn = await fetch(`${base}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
-    headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(address) },
+    headers: { cookie: `${pre}${extraCookie}`, 'content-type': 'application/x-www-form-urlencoded', origin, ...from(address) },
     body: `_csrf=${pre.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(key)}`,
   });
   await signedIn.arrayBuffer();
   expect(signedIn.status).toBe(200);
-  return signedIn.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console='))!.split(';')[0]!;
+  return setCookieOf(signedIn, 'walletflow_console')!.split(';')[0]!;
 }
 
-const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) =>
-  fetch(`${base}${path}`, { redirect: 'manual', headers: { ...(cookie ? { cookie } : {}), ...headers } });
+/** The two processes of one deployment. */
+const processes = () => [stack.apiBase, restarted.apiBase];
+
+/** What a browser sends with a page a person opens from another console page (Fetch Metadata). */
+const navigation = { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin', 'sec-fetch-user': '?1' };
+
+/**
+ * A request as a browser sends it, its headers as given (node:http: fetch would put its own
+ * Sec-Fetch-Mode on it), answered as a Response; no redirect is followed.
+ */
+function send(method: string, url: string, headers: Record<string, string>): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(url, { method, headers }, (answer) => {
+      const chunks: Buffer[] = [];
+      answer.on('data', (chunk: Buffer) => chunks.push(chunk));
+      answer.on('end', () => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(answer.headers)) for (const one of Array.isArray(value) ? value : [value ?? '']) responseHeaders.append(name, one);
+        resolve(new Response(method === 'HEAD' ? null : Buffer.concat(chunks), { status: answer.statusCode ?? 0, headers: responseHeaders }));
+      });
+      answer.on('error', reject);
+    });
+    request.on('error', reject);
+    request.end();
+  });
+}
+
+const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) => send('GET', `${base}${path}`, { ...(cookie ? { cookie } : {}), ...headers });
 
 /** The answer to a page asked for without a live session: to the sign-in page. */
 async function expectSignInAsked(response: Response): Promise<void> {
@@ -155,11 +218,90 @@ describe('a console session is kept alive only by what a person does', () => {
     const batchStream = await get(stack.apiBase, `/console/live/batches/${randomUUID()}`, watched, { accept: 'text/event-stream' });
     await batchStream.arrayBuffer();
     // The other person opened a page then: that is use.
-    expect((await get(stack.apiBase, '/console/review', used)).status).toBe(200);
+    expect((await get(stack.apiBase, '/console/review', used, navigation)).status).toBe(200);
     // Sixteen minutes after the first one last did anything, six after the second did.
     skewMs += 6 * MINUTE;
     await expectSignInAsked(await get(stack.apiBase, '/console', watched));
     expect((await get(stack.apiBase, '/console', used)).status).toBe(200);
+  });
+
+  it('only a person’s navigation or a form they sent counts as use: prefetches, prerenders, images, HEAD and requests without Sec-Fetch headers do not', async () => {
+    skewMs = 0;
+    const notUse: Array<[string, string, Record<string, string>]> = [
+      ['GET', '/console/search', {}],
+      ['GET', '/console/search', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }],
+      ['GET', '/console/search', { ...navigation, 'sec-purpose': 'prefetch;prerender' }],
+      ['GET', '/console/search', { ...navigation, 'sec-purpose': 'prefetch' }],
+      ['GET', '/console/search', { ...navigation, purpose: 'prefetch' }],
+      ['GET', '/console/search', { ...navigation, 'sec-fetch-site': 'same-site' }],
+      ['GET', '/console/search', { ...navigation, 'sec-fetch-dest': 'iframe' }],
+      ['GET', '/console/search', { ...navigation, 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty' }],
+      ['HEAD', '/console/search', navigation],
+    ];
+    for (const [method, path, headers] of notUse) {
+      skewMs = 0;
+      const session = await signIn(stack.apiBase, keys.lead);
+      // Every 10 minutes for 30 minutes, the request and nothing else.
+      for (let round = 1; round <= 3; round += 1) {
+        skewMs = round * 10 * MINUTE;
+        const answer = await send(method, `${stack.apiBase}${path}`, { cookie: session, ...headers });
+        await answer.arrayBuffer();
+      }
+      await expectSignInAsked(await get(stack.apiBase, '/console/search', session, navigation));
+    }
+    // A person's navigations (opened from the console, or typed: Sec-Fetch-Site none), and a form sent with its token.
+    skewMs = 0;
+    const used = await signIn(stack.apiBase, keys.lead);
+    for (let round = 1; round <= 3; round += 1) {
+      skewMs = round * 10 * MINUTE;
+      const page = await get(stack.apiBase, '/console/search', used, round === 2 ? { ...navigation, 'sec-fetch-site': 'none' } : navigation);
+      await page.arrayBuffer();
+      expect(page.status, `navigation ${round}`).toBe(200);
+    }
+    skewMs += 10 * MINUTE;
+    const form = await fetch(`${stack.apiBase}/console/fundings/${randomUUID()}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: used, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+      body: `_csrf=${await csrfOf(stack.apiBase, used)}`,
+    });
+    await form.arrayBuffer();
+    expect(form.status).toBe(404);
+    skewMs += 10 * MINUTE;
+    const still = await get(stack.apiBase, '/console/search', used, navigation);
+    await still.arrayBuffer();
+    expect(still.status).toBe(200);
+  });
+
+  it('starts a settlement only for a form a person sent (a POST), never for a GET, a HEAD or a prefetch', async () => {
+    skewMs = 0;
+    const date = `2013-0${1 + Math.floor(Math.random() * 9)}-1${Math.floor(Math.random() * 9)}`;
+    const session = await signIn(stack.apiBase, keys.lead);
+    const runs = () => stack.database.settlementRun.count({ where: { date } });
+    await stack.database.settlementRun.deleteMany({ where: { date } });
+    for (const [method, headers] of [
+      ['HEAD', navigation],
+      ['GET', { ...navigation, 'sec-purpose': 'prefetch;prerender' }],
+      ['GET', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }],
+      ['GET', navigation],
+    ] as const) {
+      const answer = await send(method, `${stack.apiBase}/console/settlements?date=${date}`, { cookie: session, ...headers });
+      await answer.arrayBuffer();
+      expect(answer.status, `${method} ${JSON.stringify(headers)}`).toBe(200);
+      expect(await runs(), `${method} ${JSON.stringify(headers)}`).toBe(0);
+    }
+    // The page offers the form that starts it.
+    const page = await (await get(stack.apiBase, `/console/settlements?date=${date}`, session, navigation)).text();
+    expect(page).toContain(`<form method="post" action="/console/settlements"`);
+    const started = await fetch(`${stack.apiBase}/console/settlements`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: session, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+      body: `_csrf=${await csrfOf(stack.apiBase, session)}&date=${date}`,
+    });
+    await started.arrayBuffer();
+    expect([200, 303]).toContain(started.status);
+    expect(await runs()).toBe(1);
   });
 
   it('a stream on an ended session tells the browser to stop (an end event saying so), whichever stream, whichever way it ended', async () => {
@@ -181,6 +323,45 @@ describe('a console session is kept alive only by what a person does', () => {
         await stream.close();
       }
     }
+  });
+});
+
+describe('the session cookie', () => {
+  it('is __Secure-walletflow_console, Secure, where PUBLIC_URL is https; the name without the prefix is no session there', async () => {
+    const form = await fetch(`${secure.apiBase}/console/sign-in`, { headers: from(nextAddress()) });
+    await form.arrayBuffer();
+    expect(setCookieOf(form, 'walletflow_console_pre')).toMatch(/^__Secure-walletflow_console_pre=[^;]+;.*; Secure/);
+    const session = await signIn(secure.apiBase, keys.steady, nextAddress(), securePublicUrl);
+    expect(session).toMatch(/^__Secure-walletflow_console=/);
+    const home = await get(secure.apiBase, '/console', session);
+    await home.arrayBuffer();
+    expect(home.status).toBe(200);
+    // The same value under the plain name (which any http page of a sibling subdomain may set): no session.
+    await expectSignInAsked(await get(secure.apiBase, '/console', session.replace(/^__Secure-/, '')));
+  });
+
+  it('takes the session its own cookie names when several cookies share the name: an unknown one beside it does not end it, and another live session never wins', async () => {
+    skewMs = 0;
+    const mine = await signIn(stack.apiBase, keys.steady);
+    const value = (cookie: string) => cookie.split('=')[1]!;
+    // A sibling subdomain's planted cookie (Domain=parent, a longer Path) comes first in the header.
+    const planted = `walletflow_console=${randomBytes(32).toString('base64url')}`;
+    const withUnknown = await get(stack.apiBase, '/console', `${planted}; ${mine}`);
+    expect(withUnknown.status).toBe(200);
+    expect(await withUnknown.text()).toContain('steady');
+    // Someone else's live session planted beside this browser's: neither is taken (never the planted one).
+    const theirs = await signIn(stack.apiBase, keys.auditor);
+    for (const cookie of [`${theirs}; ${mine}`, `${mine}; ${theirs}`]) {
+      const answer = await get(stack.apiBase, '/console/audit', cookie);
+      expect(answer.status, cookie).toBe(303);
+      expect(await answer.text()).not.toContain('auditor');
+    }
+    // Signing in again from that browser ends every session its cookies named, the planted one too: then its own is the only one.
+    const again = await signIn(stack.apiBase, keys.steady, nextAddress(), stack.apiBase, `; walletflow_console=${value(theirs)}; walletflow_console=${value(mine)}`);
+    await expectSignInAsked(await get(stack.apiBase, '/console', theirs));
+    const after = await get(stack.apiBase, '/console', `${theirs}; ${again}`);
+    expect(after.status).toBe(200);
+    expect(await after.text()).toContain('steady');
   });
 });
 
@@ -216,6 +397,11 @@ describe('a session signed in with an ops key rests on that key', () => {
     // An unchanged key's session goes on, on either process.
     expect((await get(restarted.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
     expect((await get(stack.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
+    // Each process checks against the keys it was started with: one not yet restarted with the new
+    // OPS_API_KEYS still lets the removed key's session in (docs/console.md says so).
+    const notYetRestarted = await get(stack.apiBase, '/console/audit', sessions.rotated);
+    await notYetRestarted.arrayBuffer();
+    expect(notYetRestarted.status).toBe(200);
   });
 });
 
@@ -237,6 +423,28 @@ describe('every console page and stream needs its scope', () => {
       const answer = await get(stack.apiBase, path, payer, route.path.includes('/live/') ? { accept: 'text/event-stream' } : {});
       await answer.arrayBuffer();
       expect(answer.status, `GET ${path}`).toBe(403);
+    }
+  });
+
+  it('a stream checks its own scope again at every push, not only that the session holds: a session that lost read gets no more figures', async () => {
+    skewMs = 0;
+    const lead = await signIn(stack.apiBase, keys.lead);
+    const stream = await LiveStream.open(stack.apiBase, '/console/live/home', lead);
+    try {
+      expect(await stream.until(firstPush)).toContain('Treasury');
+      // What the session may do now is read again at each push: here it no longer has read (fund is left, so the session holds).
+      const cookieHash = createHash('sha256').update(lead.split('=')[1]!).digest('hex');
+      await stack.database.consoleSession.updateMany({ where: { cookieHash }, data: { scopes: ['fund'] } });
+      const before = stream.text.length;
+      const rest = await stream.until(endEvent);
+      expect(rest.slice(before)).toContain('event: end\ndata: refused');
+      expect(rest.slice(before)).not.toContain('Treasury');
+      // The session itself goes on, with what it has left.
+      const batches = await get(stack.apiBase, '/console/batches', lead);
+      await batches.arrayBuffer();
+      expect(batches.status).toBe(403);
+    } finally {
+      await stream.close();
     }
   });
 
@@ -316,6 +524,65 @@ describe('the console’s audit', () => {
   });
 });
 
+describe('requests without a session or a key are audited within a budget', () => {
+  it('records them one by one up to a budget per address and minute, then one summary row per address, door and minute saying how many; others go on being recorded', async () => {
+    skewMs = 0;
+    const flooder = `198.18.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const neighbour = `198.19.${Math.floor(Math.random() * 250)}.${Math.floor(Math.random() * 250)}`;
+    const fundingId = randomUUID();
+    const form = { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase };
+    const send = async (base: string, path: string, init: RequestInit, address: string) => {
+      const answer = await fetch(`${base}${path}`, { redirect: 'manual', ...init, headers: { ...(init.headers as Record<string, string>), ...from(address) } });
+      await answer.arrayBuffer();
+      return answer.status;
+    };
+    // 60 console forms without a session and 30 callbacks this browser did not start, from one address, at both processes.
+    for (let index = 0; index < 60; index += 1) expect(await send(processes()[index % 2]!, `/console/fundings/${fundingId}/cancel`, { method: 'POST', headers: form, body: '' }, flooder)).toBe(401);
+    for (let index = 0; index < 30; index += 1) expect(await send(processes()[index % 2]!, `/console/oidc/callback?state=${fundingId}&code=x`, {}, flooder)).toBeGreaterThanOrEqual(400);
+    // 50 ops writes without a key or with a wrong one.
+    for (let index = 0; index < 50; index += 1) {
+      const headers: Record<string, string> = index % 2 === 0 ? {} : { authorization: `Bearer ${newKey()}` };
+      expect(await send(processes()[index % 2]!, `/ops/fundings/${fundingId}/cancel`, { method: 'POST', headers }, flooder)).toBeGreaterThanOrEqual(401);
+    }
+    // A neighbour's few are recorded one by one.
+    for (let index = 0; index < 5; index += 1) expect(await send(stack.apiBase, `/console/fundings/${fundingId}/cancel`, { method: 'POST', headers: form, body: '' }, neighbour)).toBe(401);
+
+    const rowsOf = (client: string, channel: string) => stack.database.opsAction.findMany({ where: { client, channel }, orderBy: { id: 'asc' } });
+    const total = (rows: Array<{ count: number }>) => rows.reduce((sum, row) => sum + row.count, 0);
+    const consoleRows = await waitFor('the console’s 90 accounted for', async () => {
+      const rows = await rowsOf(flooder, 'console');
+      return total(rows) >= 90 ? rows : undefined;
+    }, 20_000);
+    const ops = await waitFor('the ops API’s 50 accounted for', async () => {
+      const rows = await rowsOf(flooder, 'api');
+      return total(rows) >= 50 ? rows : undefined;
+    }, 20_000);
+    for (const [rows, requests] of [[consoleRows, 90], [ops, 50]] as const) {
+      expect(total(rows)).toBe(requests);
+      const summaries = rows.filter((row) => row.summaryOf !== null);
+      const single = rows.filter((row) => row.summaryOf === null);
+      expect(single.every((row) => row.count === 1 && row.path.includes(fundingId) && row.keyName === null)).toBe(true);
+      // The requests were sent within a minute or two: per minute at most the budget one by one, and one summary.
+      const minutes = new Set(summaries.map((row) => row.at.toISOString()));
+      expect(minutes.size).toBe(summaries.length);
+      expect(summaries.length).toBeGreaterThanOrEqual(1);
+      expect(summaries.length).toBeLessThanOrEqual(2);
+      expect(single.length).toBeLessThanOrEqual(ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE * summaries.length);
+      for (const summary of summaries) {
+        expect(summary).toMatchObject({ keyName: null, method: '*', client: flooder });
+        expect(summary.path).toMatch(/without a session or key/);
+      }
+    }
+    const neighbours = await waitFor('the neighbour’s 5', async () => {
+      const rows = await rowsOf(neighbour, 'console');
+      return rows.length >= 5 ? rows : undefined;
+    }, 20_000);
+    expect(neighbours.map((row) => ({ path: row.path, status: row.status, count: row.count, summaryOf: row.summaryOf }))).toEqual(
+      Array.from({ length: 5 }, () => ({ path: `/console/fundings/${fundingId}/cancel`, status: 401, count: 1, summaryOf: null })),
+    );
+  });
+});
+
 describe('live streams are bounded per session', () => {
   it('a session opening more streams than its bound ends its oldest, saying why; another session’s streams go on', async () => {
     skewMs = 0;
@@ -344,8 +611,74 @@ describe('live streams are bounded per session', () => {
   });
 });
 
+describe('live streams are bounded per person too', () => {
+  it('a person signed in many times holds at most their own bound of streams, however many sessions; signing in again from a browser ends the session its cookie named', async () => {
+    skewMs = 0;
+    // The same browser signing in again: its earlier session ends (its cookie sent with the new sign-in).
+    // A key of its own here, so no other test's streams are this person's.
+    const first = await signIn(stack.apiBase, keys.rotated);
+    const second = await signIn(stack.apiBase, keys.rotated, nextAddress(), stack.apiBase, `; ${first}`);
+    await expectSignInAsked(await get(stack.apiBase, '/console', first, navigation));
+    expect((await get(stack.apiBase, '/console', second, navigation)).status).toBe(200);
+    // Other browsers (no cookie sent): sessions of their own, one person.
+    const sessions = [second, ...(await Promise.all(Array.from({ length: 3 }, () => signIn(stack.apiBase, keys.rotated))))];
+    const other = await LiveStream.open(stack.apiBase, '/console/live/home', await signIn(stack.apiBase, keys.steady));
+    const streams: LiveStream[] = [];
+    try {
+      expect(await other.until(firstPush)).toContain('Treasury');
+      // Three streams per session, four sessions: twelve asked for, one person.
+      for (const session of sessions) {
+        for (let index = 0; index < 3; index += 1) {
+          const stream = await LiveStream.open(stack.apiBase, '/console/live/home', session);
+          expect(stream.response.status).toBe(200);
+          await stream.until(firstPush);
+          streams.push(stream);
+        }
+      }
+      const over = streams.length - MAX_STREAMS_PER_PERSON;
+      for (const stream of streams.slice(0, over)) expect(await stream.until(endEvent)).toContain('event: end\ndata: replaced');
+      // The person's newest go on, and so does another person's.
+      for (const stream of [...streams.slice(over), other]) {
+        const before = stream.text.length;
+        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain('event: end');
+      }
+    } finally {
+      await Promise.all([...streams, other].map((stream) => stream.close()));
+    }
+  });
+});
+
+describe('sessions and attempt counts are on the database’s clock, not each process’s', () => {
+  it('a process whose clock runs 20 minutes ahead neither ends a live session nor counts wrong keys in windows of its own', async () => {
+    skewMs = 0;
+    const session = await signIn(stack.apiBase, keys.steady);
+    for (const base of [ahead.apiBase, stack.apiBase]) {
+      const home = await get(base, '/console', session);
+      await home.arrayBuffer();
+      expect(home.status, base).toBe(200);
+    }
+    // Idle by the database's clock: ended at the process ahead as at the others.
+    const cookieHash = createHash('sha256').update(session.split('=')[1]!).digest('hex');
+    const [row] = await stack.database.$queryRaw<Array<{ idle: Date }>>`SELECT now() - interval '16 minutes' AS idle`;
+    await stack.database.consoleSession.updateMany({ where: { cookieHash }, data: { lastSeenAt: row!.idle } });
+    await expectSignInAsked(await get(ahead.apiBase, '/console', session));
+    // Wrong keys from one address, half at each process: one count, one window.
+    const address = '203.0.113.90';
+    for (let index = 0; index < 20; index += 1) {
+      const base = index % 2 === 0 ? stack.apiBase : ahead.apiBase;
+      const guess = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      await guess.arrayBuffer();
+      expect(guess.status, `guess ${index + 1}`).toBe(401);
+    }
+    for (const base of [stack.apiBase, ahead.apiBase]) {
+      const limited = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      await limited.arrayBuffer();
+      expect(limited.status, base).toBe(429);
+    }
+  });
+});
+
 describe('sign-in attempts and wrong keys are limited across API processes', () => {
-  const processes = () => [stack.apiBase, restarted.apiBase];
 
   it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {
     skewMs = 0;
@@ -387,10 +720,58 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     expect((await guess(stack.apiBase, '2001:db8:77:2::1')).status).toBe(401);
   });
 
-  it('counts console sign-in attempts once for both processes', async () => {
+  it('counts only failed sign-ins: a person signing in again and again is never held back, nor is a right key after an address’s failures; starts through the provider have a looser limit of their own', async () => {
+    skewMs = 0;
+    // Staff behind one office address signing in, many times a minute: never refused.
+    const office = '203.0.113.70';
+    for (let index = 0; index < 25; index += 1) await signIn(processes()[index % 2]!, keys.steady, office);
+    // Starting a sign-in through the provider (a GET a browser may repeat) does not count against signing in.
+    const starts = '203.0.113.71';
+    for (let index = 0; index < 30; index += 1) {
+      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, { redirect: 'manual', headers: from(starts) });
+      await start.arrayBuffer();
+      expect(start.status, `start ${index + 1}`).not.toBe(429);
+    }
+    await signIn(stack.apiBase, keys.steady, starts);
+    // Twenty failures (forms from no sign-in page, callbacks this browser did not start): the next failure is refused…
+    const failing = '203.0.113.72';
+    for (let index = 0; index < 20; index += 1) {
+      const failure =
+        index % 2 === 0
+          ? await fetch(`${processes()[index % 4 === 0 ? 0 : 1]!}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(failing) }, body: 'key=x' })
+          : await fetch(`${processes()[index % 4 === 1 ? 0 : 1]!}/console/oidc/callback?state=${randomBytes(16).toString('base64url')}&code=x`, { headers: from(failing) });
+      await failure.arrayBuffer();
+      expect(failure.status, `failure ${index + 1}`).toBeGreaterThanOrEqual(400);
+      expect(failure.status, `failure ${index + 1}`).not.toBe(429);
+    }
+    const refused = await fetch(`${stack.apiBase}/console/oidc/callback?state=x&code=x`, { headers: from(failing) });
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toContain('Too many failed sign-ins');
+    // …and a right key from that address still signs in.
+    await signIn(restarted.apiBase, keys.steady, failing);
+  });
+
+  it('limits starts through the provider per address, more loosely than failures, across processes', async () => {
+    skewMs = 0;
+    const address = '203.0.113.73';
+    for (let index = 0; index < CONSOLE_SIGN_IN_STARTS_PER_MINUTE; index += 1) {
+      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, { redirect: 'manual', headers: from(address) });
+      await start.arrayBuffer();
+      expect(start.status, `start ${index + 1}`).not.toBe(429);
+    }
+    for (const base of processes()) {
+      const limited = await fetch(`${base}/console/sign-in/oidc`, { redirect: 'manual', headers: from(address) });
+      expect(limited.status).toBe(429);
+      expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await limited.text()).toContain('Too many sign-ins started');
+    }
+  });
+
+  it('counts failed console sign-ins once for both processes, an IPv4 client as itself however its address is written', async () => {
     skewMs = 0;
     for (const [address, later] of [
-      ['203.0.113.60', '203.0.113.60'],
+      // 203.0.113.60 as an IPv4-mapped IPv6 address, in hex.
+      ['203.0.113.60', '::ffff:cb00:713c'],
       ['2001:db8:78:1::1', '2001:db8:78:1::abcd'],
     ] as const) {
       for (let index = 0; index < 20; index += 1) {
@@ -407,7 +788,7 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
         const limited = await fetch(`${base}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(later) }, body: 'key=x' });
         expect(limited.status).toBe(429);
         expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect(await limited.text()).toContain('Too many sign-in attempts');
+        expect(await limited.text()).toContain('Too many failed sign-ins');
       }
     }
   });

@@ -4,6 +4,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
+import { actorIdentity, actorNamedIn } from '../../domain/actor.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -153,6 +155,30 @@ describe('every ops write is attributed', () => {
         if (!row) await new Promise((resolve) => setTimeout(resolve, 20));
       }
       expect(row, `${method} ${path}`).toMatchObject({ keyName: 'ops-writer', actor: 'Maria at the desk', status: response.status });
+    }
+  });
+
+  it('an X-Ops-Actor cannot carry another person’s identity: it is cleaned as a display name is, in the record and in the audit', async () => {
+    for (const [header, note] of [
+      ['x) (oidc:00u1ab', 'x oidc 00u1ab'],
+      ['Maria (oidc:staff-maria)', 'Maria oidc staff-maria'],
+      ['desk <oidc:00u1ab> [1]', 'desk oidc 00u1ab 1'],
+    ] as const) {
+      const partnerUserId = `actor-note-${randomUUID()}`;
+      const adjusted = await as(writer, `/ops/accounts/${partnerUserId}/adjustments`, {
+        method: 'POST',
+        headers: { 'idempotency-key': randomUUID(), 'x-ops-actor': header },
+        body: JSON.stringify({ amount: { currency: 'PHP', value: '1.00' }, reason: 'actor note' }),
+      });
+      expect(adjusted.status, header).toBe(201);
+      const { adjustmentId } = (await adjusted.json()) as { adjustmentId: string };
+      const { actor } = await stack.database.ledgerTransaction.findUniqueOrThrow({ where: { id: BigInt(adjustmentId) } });
+      expect(actor, header).toBe(`ops-writer (as ${note})`);
+      // No (oidc:…) suffix a timeline or maker-checker would read as a person's identity.
+      expect(actorIdentity(actor!), header).not.toMatch(/^oidc:/);
+      expect(actorNamedIn(`resolved FAILED by ${actor}: a note`), header).toBe(actor);
+      const row = await waitFor('the adjustment audited', () => stack.database.opsAction.findFirst({ where: { path: `/ops/accounts/${partnerUserId}/adjustments` } }).then((found) => found ?? undefined), 15_000);
+      expect(row.actor, header).toBe(note);
     }
   });
 

@@ -148,6 +148,32 @@ describe('purge of expired logins and sessions', () => {
     expect(report.unfinished).toEqual([]);
   });
 
+  it('deletes the audit’s budget counts of minutes that are over, and never an audit row, however old', async () => {
+    const client = `purge-${randomUUID().slice(0, 8)}`;
+    const [clock] = await stack.database.$queryRaw<Array<{ minute: Date }>>`SELECT date_trunc('minute', now()) AS minute`;
+    const minute = clock!.minute;
+    const spent = new Date(minute.getTime() - 60_000);
+    await stack.database.opsActionBudget.createMany({
+      data: [
+        { channel: 'api', client, windowStart: spent, recorded: 20 },
+        // The minute after this one: still being counted whenever the purge runs.
+        { channel: 'api', client, windowStart: new Date(minute.getTime() + 60_000), recorded: 3 },
+      ],
+    });
+    // An audit row and a summary from long ago.
+    const ancient = daysFromNow(-4000);
+    await stack.database.opsAction.createMany({
+      data: [
+        { at: ancient, keyName: null, channel: 'api', actor: null, method: 'POST', path: '/ops/fundings', status: 401, requestId: null, client },
+        { at: ancient, keyName: null, channel: 'api', actor: null, method: '*', path: '/ops (summary)', status: 0, requestId: null, client, count: 12, summaryOf: `api ${client} ${ancient.toISOString()}` },
+      ],
+    });
+    const report = await purge({ retentionSeconds: WEEK_SECONDS });
+    expect((await stack.database.opsActionBudget.findMany({ where: { client } })).map((row) => row.windowStart.getTime())).toEqual([minute.getTime() + 60_000]);
+    expect(report.deleted.ops_action_budget).toBeGreaterThanOrEqual(1);
+    expect(await stack.database.opsAction.count({ where: { client } })).toBe(2);
+  });
+
   it('deletes in bounded batches and says what it left for the next run', async () => {
     const states = await Promise.all(Array.from({ length: 5 }, () => loginState(daysFromNow(-20))));
     const first = await purge({ retentionSeconds: WEEK_SECONDS, batchSize: 2, maxBatches: 2 });

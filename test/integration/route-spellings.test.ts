@@ -215,6 +215,36 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     expect(row.keyName).toBe(keyName('fund'));
   });
 
+  it('the console is as exact: Home is /console only (not /console/), and no other spelling of a page reaches it, signed in or not', async () => {
+    // A session of the stack's own key (every scope), signed in as the sign-in page's form does.
+    const form = await fetch(`${stack.apiBase}/console/sign-in`);
+    await form.arrayBuffer();
+    const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+    const signedIn = await fetch(`${stack.apiBase}/console/sign-in`, {
+      method: 'POST',
+      headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+      body: `_csrf=${pre.split('=')[1]}&key=${encodeURIComponent(stack.opsKey)}`,
+    });
+    await signedIn.arrayBuffer();
+    expect(signedIn.status).toBe(200);
+    const session = signedIn.headers.getSetCookie().find((cookie) => /^(__Secure-)?walletflow_console=/.test(cookie))!.split(';')[0]!;
+    const home = await rawHttp(stack.apiBase, { method: 'GET', target: '/console', headers: [['Cookie', session]] });
+    expect(home.status).toBe(200);
+    expect(home.body).toContain('Treasury');
+    for (const cookie of [session, undefined]) {
+      for (const target of ['/console/', '/console/?x=1', '/Console', '/CONSOLE/', '/console//', '/%63onsole', '/console/search/', '/console/Search', '/console/SEARCH']) {
+        const answer = await rawHttp(stack.apiBase, { method: 'GET', target, headers: cookie ? [['Cookie', cookie]] : [] });
+        if (cookie || !target.startsWith('/console/') || target.startsWith('/console/?') || target === '/console/') {
+          expect(answer.status, `${target}${cookie ? ' signed in' : ''}`).toBe(404);
+          expect(answer.body, target).not.toContain('Treasury');
+        } else {
+          // Without a session, a page under /console/ in another spelling goes to the sign-in page (which then finds no page there).
+          expect(answer.status, target).toBe(303);
+        }
+      }
+    }
+  });
+
   it('the rest of the API is as exact: health, docs, the session URL, the landing page, the connect routes', async () => {
     for (const target of ['/HEALTHZ', '/healthz/', '/Readyz', '/DOCS/openapi.json', '/docs/openapi.json/', '/docs/OpenAPI.json', '/EMBEDDED/session', '/APP', '/Connect/start']) {
       const answer = await rawHttp(stack.apiBase, { method: 'GET', target });

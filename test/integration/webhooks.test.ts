@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createActivities } from '../../activities/index.ts';
+import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
 import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/webhook.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
@@ -156,6 +157,29 @@ describe('webhook endpoints', () => {
     expect(refused.status).toBe(400);
     expect((await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`)).status).toBe(404);
+  });
+});
+
+describe('an endpoint’s address', () => {
+  it('is shown whole only in the answer to its creation; read back, its user name, password, query values and fragment are masked, the rest as stored', async () => {
+    const url = 'https://hook-user:hook-pass@Hooks.Example.com:8443/in/%7Epartner?token=s3cret-token&kind=funding&kind=payment#s3cret-fragment';
+    const created = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, events: ['funding.failed'] }) });
+    expect(created.status).toBe(201);
+    const endpoint = (await created.json()) as { id: string; url: string };
+    // The admin who sent it gets it back as sent.
+    expect(endpoint.url).toBe(url);
+    const read = await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`);
+    expect(read.status).toBe(200);
+    const body = (await read.json()) as { url: string };
+    expect(body.url).toBe('https://***:***@Hooks.Example.com:8443/in/%7Epartner?token=…&kind=…&kind=…');
+    for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment', 'funding&']) expect(JSON.stringify(body), secret).not.toContain(secret);
+    // Stored whole: deliveries go to the address as registered.
+    expect((await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(url);
+    // The document says so, where a client reads the endpoint.
+    const document = buildOpenApiDocument() as { components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> } };
+    expect(document.components.schemas.WebhookEndpoint!.properties.url!.description).toMatch(/masked/);
+    expect(document.components.schemas.WebhookEndpointCreated!.properties.url!.description).toMatch(/as sent/);
+    await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' });
   });
 });
 

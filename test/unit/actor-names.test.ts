@@ -5,6 +5,10 @@ import { describe, expect, it } from 'vitest';
 import { actorIdentity, personActorName, sameActor } from '../../domain/actor.ts';
 
 const bidiControls = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c'];
+/** What a shown name is made of, whatever it was given: letters with at most two marks each, digits, spaces and . ' - , @ _. */
+const allowed = /^(?:\p{L}\p{M}{0,2}|[\p{Nd} .'\-,@_])+$/u;
+/** Characters that show nothing (or a blank) but are letters or marks, and so passed as text: they pushed the real identity out of view. */
+const fillers = ['\u3164', '\u115f', '\uffa0', '\u2800', '\u034f', '\u1160', '\u17b4'];
 const invisible = ['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u180e'];
 
 describe('a person’s recorded name', () => {
@@ -21,12 +25,20 @@ describe('a person’s recorded name', () => {
     ['a bidirectional override that reverses what follows', `Jose Reyes \u202e)esoj-ffats:cdio(`],
     ['a right-to-left isolate', `Jose Reyes \u2067(oidc:staff-jose)\u2069`],
     ['a line break before a second name', 'Jose Reyes\n(oidc:staff-jose)'],
+    ['an identity in angle quotation marks', 'Jose Reyes ‹oidc:staff-jose› «oidc:staff-jose»'],
+    ['an identity in parenthesis pieces (mathematical symbols)', 'Jose Reyes ⎛oidc:staff-jose⎠'],
+    ['an identity in Yi radicals that look like brackets', 'Jose Reyes ꒰oidc:staff-jose꒱'],
+    ['an identity between modifier-letter colons and Canadian syllabics that look like angle brackets', 'Jose Reyes ᐸoidc꞉staff-joseᐳ'],
   ])('cannot carry %s: no second identity is shown, and the real one is the last', (_what, displayName) => {
     const recorded = personActorName(displayName, 'staff-mallory');
     expect(recorded).toMatch(/ \(oidc:staff-mallory\)$/);
     // No bracket of any kind, no control or format character (bidirectional controls are format characters).
-    expect(recorded.slice(0, -' (oidc:staff-mallory)'.length)).not.toMatch(/[\p{Ps}\p{Pe}\p{Cc}\p{Cf}]/u);
+    const shown = recorded.slice(0, -' (oidc:staff-mallory)'.length);
+    expect(shown).not.toMatch(/[\p{Ps}\p{Pe}\p{Cc}\p{Cf}]/u);
+    // Only letters (with a mark or two), digits, spaces and . ' - , @ _: nothing that reads as a bracket or a colon.
+    expect(shown).toMatch(allowed);
     expect(recorded).not.toContain('(oidc:staff-jose)');
+    expect(shown).not.toContain('oidc:');
     expect(sameActor(recorded, 'Jose Reyes (oidc:staff-jose)')).toBe(false);
   });
 
@@ -36,10 +48,27 @@ describe('a person’s recorded name', () => {
     expect(recorded).toBe('Maria Dela Cruz 李娜 Nguyễn أحمد (oidc:staff-maria)');
   });
 
+  it('drops blank fillers (default-ignorable letters and marks, the Braille blank) so nothing pushes the real identity out of view', () => {
+    const displayName = `Jose Reyes (oidc:staff-jose)${fillers.map((filler) => filler.repeat(20)).join('')}`;
+    const recorded = personActorName(displayName, 'staff-mallory');
+    for (const filler of fillers) expect(recorded, `U+${filler.codePointAt(0)!.toString(16)}`).not.toContain(filler);
+    expect(recorded).not.toMatch(/\p{Default_Ignorable_Code_Point}/u);
+    expect(recorded).toBe('Jose Reyes oidc staff-jose (oidc:staff-mallory)');
+    // A name of fillers only is no name.
+    expect(personActorName(fillers.join(''), 'staff-x')).toBe('staff member (oidc:staff-x)');
+  });
+
+  it('keeps at most two marks on a letter, none on anything else, and runs of spaces as one', () => {
+    expect(personActorName(`Zalgo${'\u0301'.repeat(30)} Nguye\u0302\u0303n`, 'staff-z')).toBe('Zalgó\u0301\u0301 Nguyễn (oidc:staff-z)');
+    expect(personActorName(`Ana \u0301\u0301 ${'\u00a0'.repeat(40)}\u2003 Cruz`, 'staff-a')).toBe('Ana Cruz (oidc:staff-a)');
+  });
+
   it('is never empty, and cut to whole characters', () => {
     expect(personActorName('\u202e\u200b()', 'staff-x')).toBe('staff member (oidc:staff-x)');
-    const long = personActorName('😀'.repeat(200), 'staff-x');
+    // A letter outside the Basic Multilingual Plane (two UTF-16 units): never cut in half.
+    const long = personActorName('\u{20000}'.repeat(200), 'staff-x');
     expect(long.length).toBeLessThanOrEqual(128);
-    expect(long).toMatch(/^(😀)+ \(oidc:staff-x\)$/u);
+    expect(long).toMatch(/^(\u{20000})+ \(oidc:staff-x\)$/u);
+    expect(personActorName('😀 Maria 😀', 'staff-x')).toBe('Maria (oidc:staff-x)');
   });
 });

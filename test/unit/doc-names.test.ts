@@ -172,6 +172,7 @@ const NOT_ROUTES: Record<string, string> = {
   'docs/security.md → POST /ops/Fundings': 'a spelling the router refuses (404), named as such',
   'docs/promises.md → POST /ops/FUNDINGS': 'a spelling the router refuses (404), named as such',
   'docs/console.md → POST /console/accounts': "the start of a path, as the audit's filter takes one",
+  'docs/promises.md → GET /console/': 'a spelling the router refuses (404), named as such',
 };
 
 describe('names the docs give the code', () => {

@@ -59,6 +59,16 @@ describe('rate limiter', () => {
     expect(rateKeyOf('::1')).toBe('0:0:0:0::/64');
     expect(rateKeyOf(undefined)).toBe('unknown');
   });
+
+  it('keys an IPv4-mapped IPv6 address as its IPv4 address in every spelling, never in one bucket shared by every IPv4 client', () => {
+    for (const spelling of ['::ffff:198.51.100.7', '::FFFF:198.51.100.7', '::ffff:c633:6407', '::FFFF:C633:6407', '0:0:0:0:0:ffff:198.51.100.7', '0000:0000:0000:0000:0000:ffff:c633:6407', '::0:ffff:198.51.100.7']) {
+      expect(rateKeyOf(spelling), spelling).toBe('198.51.100.7');
+    }
+    expect(rateKeyOf('::ffff:c633:6408')).toBe('198.51.100.8');
+    // Not mapped: IPv6 by the /64, as any other.
+    expect(rateKeyOf('::fffe:c633:6407')).toBe('0:0:0:0::/64');
+    expect(rateKeyOf('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+  });
 });
 
 describe('unreadable requests', () => {

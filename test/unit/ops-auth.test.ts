@@ -26,7 +26,7 @@ let server: Server;
 let base: string;
 let database: Database;
 /** A count of wrong keys of this file's own (the database is shared with other files). */
-const wrongKeys = (options: Partial<AttemptLimiterOptions> = {}) => createAttemptLimiter(database, { kind: `ops-auth-${randomUUID()}`, limit: 5, windowMs: MINUTE, now: () => clock, ...options });
+const wrongKeys = (options: Partial<AttemptLimiterOptions> = {}) => createAttemptLimiter(database, { kind: `ops-auth-${randomUUID()}`, limit: 5, windowMs: MINUTE, now: () => clock, sqlClock: () => clock, ...options });
 
 beforeAll(async () => {
   database = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
