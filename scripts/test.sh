@@ -20,7 +20,7 @@ bash scripts/setup.sh --ci --browser --temporal-server
 # From here on everything runs on the project's Node.js 24 (node_modules/.bin first on PATH).
 . scripts/use-project-node.sh
 echo "• typecheck"; tsc -p tsconfig.json
-echo "• lint"; eslint .
+echo "• lint"; eslint .; prettier --check . --log-level warn
 echo "• tests"
 mkdir -p .walletflow
 status=0
