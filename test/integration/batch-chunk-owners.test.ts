@@ -69,14 +69,18 @@ describe('the sweep beside a running batch', () => {
     // Half the executes take 4 s to be carried out (the transfer shows CREATED meanwhile; the test
     // stack's wallet time-out is 5 s).
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 0.5, delayMs: 4000 }], 7);
-    expect(await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL'])).toBe(true);
+    expect(
+      await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL']),
+    ).toBe(true);
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
     const ids = new Set(items.map((item) => item.id));
     const swept: SweepReport['items'] = [];
     let done = false;
     const result = resultOf(handle).finally(() => (done = true));
     while (!done) {
-      const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds });
+      const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
+        olderThanSeconds,
+      });
       swept.push(...report.items.filter((item) => ids.has(item.fundingId)));
       await sleep(1000);
     }
@@ -96,12 +100,14 @@ describe('the sweep beside a running batch', () => {
 describe('a chunk whose worker froze', () => {
   it('stops once resumed after another attempt was due: the wallet receives no call from the replaced attempt', async () => {
     await stack.stopWorker();
-    // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can cut.
+    // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can
+    // cut.
     const walletRecorder = await startHttpRecorder(new URL(stack.sandbox.url).origin);
     const temporalLink = await startTcpLink(inject('temporalAddress'));
     const env = stack.workerEnv();
     const viaRecorder = (url: string | undefined) => `${walletRecorder.origin}${new URL(url!).pathname}`;
-    // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is frozen.
+    // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is
+    // frozen.
     const child = startWorkerProcess({
       ...env,
       LOG_LEVEL: 'info',
@@ -112,7 +118,12 @@ describe('a chunk whose worker froze', () => {
       OP_URL: viaRecorder(env.OP_URL),
     });
     try {
-      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
+      await waitFor(
+        'the worker process polling',
+        () => (child.output().includes('worker polling') ? true : undefined),
+        90_000,
+        () => child.output().slice(-3000),
+      );
       // Its creates take 12 s: the worker is frozen while the chunk waits on them, and their
       // answers come as it resumes (from here on, a replaced chunk would store and execute them).
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
@@ -120,13 +131,21 @@ describe('a chunk whose worker froze', () => {
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
       // Frozen once the wallet has every create (a request still on its way out of the process when
       // it stops arrives when it resumes: it was sent while the attempt was current).
-      const creates = () => walletRecorder.calls().filter((call) => call.method === 'POST' && call.path === '/v1/transfers').length;
-      await waitFor('the chunk’s three creates at the wallet', () => (creates() === 3 ? true : undefined), 60_000, () => JSON.stringify(walletRecorder.calls()));
+      const creates = () =>
+        walletRecorder.calls().filter((call) => call.method === 'POST' && call.path === '/v1/transfers').length;
+      await waitFor(
+        'the chunk’s three creates at the wallet',
+        () => (creates() === 3 ? true : undefined),
+        60_000,
+        () => JSON.stringify(walletRecorder.calls()),
+      );
       child.freeze();
       // Frozen past the heartbeat time-out: Temporal gives the chunk to another attempt.
       await waitFor(
         'the chunk’s next attempt due',
-        async () => ((await handle.describe()).raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 1) > 1) || undefined,
+        async () =>
+          ((await handle.describe()).raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 1) > 1) ||
+          undefined,
         60_000,
       );
       await stack.admin.clearFaults();
@@ -162,12 +181,21 @@ describe('a chunk whose worker died', () => {
     await stack.stopWorker();
     const child = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
     try {
-      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
+      await waitFor(
+        'the worker process polling',
+        () => (child.output().includes('worker polling') ? true : undefined),
+        90_000,
+        () => child.output().slice(-3000),
+      );
       // Its creates take 5 s: the worker dies while the chunk waits on them.
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
-      await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
+      await waitUntil(
+        () => tally(batchId),
+        (counts) => (counts.CREATING ?? 0) > 0,
+        60_000,
+      );
       await child.stop('SIGKILL');
       await stack.admin.clearFaults();
       await stack.startWorker();
@@ -178,7 +206,11 @@ describe('a chunk whose worker died', () => {
       const history = await handle.fetchHistory();
       // The chunks' attempts (a read the dead worker had polled times out on its start-to-close, 30 s, as it should).
       const events = history.events ?? [];
-      const chunkActivities = new Set(events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runBatchItems').map((event) => String(event.eventId)));
+      const chunkActivities = new Set(
+        events
+          .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runBatchItems')
+          .map((event) => String(event.eventId)),
+      );
       const retried = events.flatMap((event) => {
         const started = event.activityTaskStartedEventAttributes;
         return started && (started.attempt ?? 1) > 1 && chunkActivities.has(String(started.scheduledEventId))
@@ -186,8 +218,12 @@ describe('a chunk whose worker died', () => {
           : [];
       });
       expect(retried.length).toBeGreaterThan(0);
-      expect(retried.every((entry) => entry.timeout === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT), JSON.stringify(retried)).toBe(true);
-      // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never executed).
+      expect(
+        retried.every((entry) => entry.timeout === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT),
+        JSON.stringify(retried),
+      ).toBe(true);
+      // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never
+      // executed).
       const rows = await expectSettled(batchId);
       expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
       for (const row of rows) {

@@ -27,15 +27,20 @@ describe('a day settled by a durable run', () => {
     const day = await freshDay();
     await plant(day, 40);
     const before = await retrievesByTransfer();
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 }]);
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 },
+    ]);
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 40, missing: 0, mismatched: 0 } });
     const [run] = await runsOf(day);
-    const result = (await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run!.id)).result()) as SettleDayResult;
+    const result = (await stack.temporal.workflow
+      .getHandle(settlementWorkflowId(day, run!.id))
+      .result()) as SettleDayResult;
     expect(result.rateLimited).toBeGreaterThan(0);
     const after = await retrievesByTransfer();
     const items = report.body.items as Array<{ walletId: string }>;
-    for (const item of items) expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
+    for (const item of items)
+      expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
   });
 
   it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
@@ -48,9 +53,16 @@ describe('a day settled by a durable run', () => {
     try {
       expectProgress(await call(`/ops/settlements/${day}`), day);
       const [run] = await runsOf(day);
-      await waitUntil(async () => (await runsOf(day))[0]!.checked, (checked) => checked >= 60, 60_000, 100);
+      await waitUntil(
+        async () => (await runsOf(day))[0]!.checked,
+        (checked) => checked >= 60,
+        60_000,
+        100,
+      );
       await worker.stop('SIGKILL');
-      const storedBefore = await stack.database.$queryRaw<Array<{ wallet_id: string }>>`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
+      const storedBefore = await stack.database.$queryRaw<
+        Array<{ wallet_id: string }>
+      >`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
       expect(storedBefore.length).toBeGreaterThanOrEqual(60);
       expect(storedBefore.length).toBeLessThan(200);
       // Another worker takes the run on: the stack's own, in this process (a second worker process

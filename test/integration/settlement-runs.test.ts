@@ -38,16 +38,26 @@ describe('a day settled by a durable run', () => {
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     const blocked = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00', blocked: true });
     const post = async (path: string, body: unknown) => {
-      const answer = await call(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) });
+      const answer = await call(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify(body),
+      });
       expect(answer.status, answer.text).toBe(202);
       return answer.body;
     };
-    const final = async (path: string, done: (body: Record<string, unknown>) => boolean) => waitUntil(async () => (await call(path)).body, done, 30_000);
+    const final = async (path: string, done: (body: Record<string, unknown>) => boolean) =>
+      waitUntil(async () => (await call(path)).body, done, 30_000);
     const fund = async (value: string, to = linkId) =>
-      (await final(`/ops/fundings/${(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: to }, amount: php(value) })).fundingId as string}`, (body) =>
-        ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(body.status as string),
+      (await final(
+        `/ops/fundings/${(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: to }, amount: php(value) })).fundingId as string}`,
+        (body) => ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(body.status as string),
       )) as unknown as FundingView;
-    const pay = async (value: string) => final(`/ops/payments/${(await post('/ops/payments', { linkId, amount: php(value) })).id as string}`, (body) => body.status === 'SUCCEEDED');
+    const pay = async (value: string) =>
+      final(
+        `/ops/payments/${(await post('/ops/payments', { linkId, amount: php(value) })).id as string}`,
+        (body) => body.status === 'SUCCEEDED',
+      );
 
     const matched = await fund('7.00');
     const unknownToWallet = await fund('8.00');
@@ -55,7 +65,11 @@ describe('a day settled by a durable run', () => {
     const payment = await pay('2.00');
     const unexecuted = await pay('3.00');
     const declined = await fund('4.00', blocked.linkId);
-    expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
+    expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual([
+      'APPROVED',
+      'APPROVED',
+      'APPROVED',
+    ]);
     expect(declined.status).toBe('DECLINED');
 
     // The day's data, made to disagree as the wallet or the books could: a transfer the wallet does
@@ -64,17 +78,31 @@ describe('a day settled by a durable run', () => {
     const fundingIds = [matched, unknownToWallet, otherAmount, declined].map((funding) => funding.fundingId);
     const paymentIds = [payment.id as string, unexecuted.id as string];
     const strangerTransfer = randomUUID();
-    await stack.database.$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
+    await stack.database
+      .$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
     await stack.database.$executeRaw`UPDATE funding SET amount = 9.5 WHERE id = ${otherAmount.fundingId}::uuid`;
     await stack.database.$executeRaw`UPDATE funding SET status = 'APPROVED' WHERE id = ${declined.fundingId}::uuid`;
-    await stack.database.$executeRaw`INSERT INTO funding_event (funding_id, status, detail) VALUES (${declined.fundingId}::uuid, 'APPROVED', 'recorded by hand')`;
-    await stack.database.$executeRaw`UPDATE payment SET wallet_payment_id = 'PAY-NEVER-EXECUTED' WHERE id = ${unexecuted.id as string}::uuid`;
+    await stack.database
+      .$executeRaw`INSERT INTO funding_event (funding_id, status, detail) VALUES (${declined.fundingId}::uuid, 'APPROVED', 'recorded by hand')`;
+    await stack.database
+      .$executeRaw`UPDATE payment SET wallet_payment_id = 'PAY-NEVER-EXECUTED' WHERE id = ${unexecuted.id as string}::uuid`;
     const noon = `${day}T04:00:00.000Z`;
-    await stack.database.$executeRaw`UPDATE funding_event SET at = ${noon}::timestamptz WHERE funding_id = ANY(${fundingIds}::uuid[])`;
-    await stack.database.$executeRaw`UPDATE payment_event SET at = ${noon}::timestamptz WHERE payment_id = ANY(${paymentIds}::uuid[])`;
+    await stack.database
+      .$executeRaw`UPDATE funding_event SET at = ${noon}::timestamptz WHERE funding_id = ANY(${fundingIds}::uuid[])`;
+    await stack.database
+      .$executeRaw`UPDATE payment_event SET at = ${noon}::timestamptz WHERE payment_id = ANY(${paymentIds}::uuid[])`;
     try {
       const report = await settled(day);
-      const line = (kind: string, id: string, walletId: string | null, result: string, amount: string, wallet: [string, string] | null, ledger: string | null, detail: string | null) => ({
+      const line = (
+        kind: string,
+        id: string,
+        walletId: string | null,
+        result: string,
+        amount: string,
+        wallet: [string, string] | null,
+        ledger: string | null,
+        detail: string | null,
+      ) => ({
         kind,
         id,
         walletId,
@@ -87,13 +115,58 @@ describe('a day settled by a durable run', () => {
       });
       const fundingLines = [
         line('funding', matched.fundingId, matched.transferId, 'matched', '7.00', ['APPROVED', '7.00'], '7.00', null),
-        line('funding', unknownToWallet.fundingId, strangerTransfer, 'missing', '8.00', null, '8.00', 'the wallet has no such transfer'),
-        line('funding', otherAmount.fundingId, otherAmount.transferId, 'mismatched', '9.50', ['APPROVED', '9.00'], '9.00', 'the wallet says APPROVED 9.00; the ledger posted 9.00'),
-        line('funding', declined.fundingId, declined.transferId, 'mismatched', '4.00', ['DECLINED', '4.00'], null, `the wallet says DECLINED 4.00; no ledger posting funding:${declined.fundingId}:post`),
+        line(
+          'funding',
+          unknownToWallet.fundingId,
+          strangerTransfer,
+          'missing',
+          '8.00',
+          null,
+          '8.00',
+          'the wallet has no such transfer',
+        ),
+        line(
+          'funding',
+          otherAmount.fundingId,
+          otherAmount.transferId,
+          'mismatched',
+          '9.50',
+          ['APPROVED', '9.00'],
+          '9.00',
+          'the wallet says APPROVED 9.00; the ledger posted 9.00',
+        ),
+        line(
+          'funding',
+          declined.fundingId,
+          declined.transferId,
+          'mismatched',
+          '4.00',
+          ['DECLINED', '4.00'],
+          null,
+          `the wallet says DECLINED 4.00; no ledger posting funding:${declined.fundingId}:post`,
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       const paymentLines = [
-        line('payment', payment.id as string, payment.paymentId as string, 'matched', '2.00', ['EXECUTED', '2.00'], '2.00', null),
-        line('payment', unexecuted.id as string, 'PAY-NEVER-EXECUTED', 'missing', '3.00', null, '3.00', 'no successful execute in the wallet call audit'),
+        line(
+          'payment',
+          payment.id as string,
+          payment.paymentId as string,
+          'matched',
+          '2.00',
+          ['EXECUTED', '2.00'],
+          '2.00',
+          null,
+        ),
+        line(
+          'payment',
+          unexecuted.id as string,
+          'PAY-NEVER-EXECUTED',
+          'missing',
+          '3.00',
+          null,
+          '3.00',
+          'no successful execute in the wallet call audit',
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       expect(report.body).toMatchObject({
         date: day,
@@ -124,7 +197,11 @@ describe('a day settled by a durable run', () => {
     expectProgress(csv, day);
     await stack.admin.clearFaults();
     const report = await settled(day);
-    expect(report.body).toMatchObject({ date: day, fundings: { matched: 80, missing: 0, mismatched: 0, total: { count: 80, amount: php('80.00') } }, payments: { matched: 0, missing: 0, mismatched: 0 } });
+    expect(report.body).toMatchObject({
+      date: day,
+      fundings: { matched: 80, missing: 0, mismatched: 0, total: { count: 80, amount: php('80.00') } },
+      payments: { matched: 0, missing: 0, mismatched: 0 },
+    });
     expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'SUCCEEDED', checked: 80, total: 80 })]);
   });
 
@@ -166,15 +243,34 @@ describe('a day settled by a durable run', () => {
     await plant(day, 3);
     const report = await settled(day);
     const runs = createSettlementRuns(stack.database);
-    const activities = createSettlementActivities({ database: stack.database, runs, wallet: stack.wallet, logger: createLogger({ level: 'silent' }) });
-    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({ checked: 3, matched: 3, missing: 0, mismatched: 0 });
+    const activities = createSettlementActivities({
+      database: stack.database,
+      runs,
+      wallet: stack.wallet,
+      logger: createLogger({ level: 'silent' }),
+    });
+    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({
+      checked: 3,
+      matched: 3,
+      missing: 0,
+      mismatched: 0,
+    });
     // A run given up (its workflow closed without finishing it): nothing is stored for it any more.
     const started = await runs.start({ date: day, timeZone, wholeDay: true, requestedBy: 'settlement-runs.test' });
     expect(started.kind).toBe('started');
     await runs.fail(started.run.id, 'WORKFLOW_CLOSED');
-    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({ type: 'SettlementRunNotRunning', nonRetryable: true });
-    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({ code: 'SETTLEMENT_RUN_NOT_RUNNING' });
-    expect(await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`).toEqual([{ n: 0n }]);
+    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({
+      type: 'SettlementRunNotRunning',
+      nonRetryable: true,
+    });
+    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({
+      code: 'SETTLEMENT_RUN_NOT_RUNNING',
+    });
+    expect(
+      await stack.database.$queryRaw<
+        Array<{ n: bigint }>
+      >`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`,
+    ).toEqual([{ n: 0n }]);
   });
 
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
@@ -209,7 +305,12 @@ describe('a day settled by a durable run', () => {
     expect(meanwhile.status).toBe(200);
     expect(meanwhile.body.runId).toBe(first.body.runId);
     await stack.admin.clearFaults();
-    const fresh = await waitUntil(() => call(`/ops/settlements/${day}`), (answer) => answer.status === 200 && answer.body.runId !== first.body.runId, 60_000, 500);
+    const fresh = await waitUntil(
+      () => call(`/ops/settlements/${day}`),
+      (answer) => answer.status === 200 && answer.body.runId !== first.body.runId,
+      60_000,
+      500,
+    );
     expect(fresh.body).toMatchObject({ fundings: { matched: 20 } });
     expect((await runsOf(day)).map((run) => run.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
     expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
@@ -218,8 +319,14 @@ describe('a day settled by a durable run', () => {
   it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {
     const today = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date());
     const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-    expect(await call(`/ops/settlements/${tomorrow}`)).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
-    expect(await call(`/ops/settlements/${tomorrow}/runs`, { method: 'POST' })).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
+    expect(await call(`/ops/settlements/${tomorrow}`)).toMatchObject({
+      status: 422,
+      body: { code: 'SETTLEMENT_DAY_NOT_STARTED' },
+    });
+    expect(await call(`/ops/settlements/${tomorrow}/runs`, { method: 'POST' })).toMatchObject({
+      status: 422,
+      body: { code: 'SETTLEMENT_DAY_NOT_STARTED' },
+    });
     const report = await settled(today);
     expect(report.body).toMatchObject({ date: today, complete: false });
   });
@@ -234,7 +341,10 @@ describe('a day settled by a durable run', () => {
     expect(dayWithProblems).toBeDefined();
     const problemsRun = runCli(['settlement-report', '--date', dayWithProblems!, '--api', stack.apiBase], { env });
     problemsRun.catch(() => undefined); // awaited below; not unhandled meanwhile
-    const followed = await runCli(['settlement-report', '--date', day, '--api', stack.apiBase], { env, timeoutMs: 120_000 });
+    const followed = await runCli(['settlement-report', '--date', day, '--api', stack.apiBase], {
+      env,
+      timeoutMs: 120_000,
+    });
     expect(followed.code, followed.stderr).toBe(0);
     // Not a terminal: a line now and then, each a bar.
     expect(followed.stderr).toMatch(new RegExp(`^settling ${day} \\[[#-]{24}\\] \\d+/80 \\(\\d+%\\)$`, 'm'));

@@ -11,7 +11,14 @@ import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
-import { batchProgressQuery, batchStateChangedSignal, batchWorkflowId, startFundBatch, type BatchRunnerProgress, type FundBatchResult } from '../../workflows/fund-batch.contract.ts';
+import {
+  batchProgressQuery,
+  batchStateChangedSignal,
+  batchWorkflowId,
+  startFundBatch,
+  type BatchRunnerProgress,
+  type FundBatchResult,
+} from '../../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
 import type { PartnerStack } from './partner-stack.ts';
 
@@ -21,10 +28,20 @@ export type BatchRunnerKit = ReturnType<typeof batchRunnerKit>;
 export function batchRunnerKit(stack: PartnerStack) {
   const records = { database: stack.database, cipher: createTokenCipher(stack.encryptionKey) };
   const fundings = createFundingRecord(records);
-  const batches = createBatchRecord({ database: stack.database, fundings, batchItems: createBatchItemsRecord(records) });
+  const batches = createBatchRecord({
+    database: stack.database,
+    fundings,
+    batchItems: createBatchItemsRecord(records),
+  });
 
-  /** A RUNNING batch (or one AWAITING_APPROVAL) of `count` items from the TREASURY, each to a fresh cash-in code, stored as the API stores one. */
-  async function runningBatch(count: number, options: { needsApproval?: boolean; recipient?: (userId: string) => void } = {}): Promise<string> {
+  /**
+   * A RUNNING batch (or one AWAITING_APPROVAL) of `count` items from the TREASURY, each to a fresh cash-in code, stored
+   * as the API stores one.
+   */
+  async function runningBatch(
+    count: number,
+    options: { needsApproval?: boolean; recipient?: (userId: string) => void } = {},
+  ): Promise<string> {
     const batchId = randomUUID();
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     options.recipient?.(user.userId);
@@ -34,7 +51,14 @@ export function batchRunnerKit(stack: PartnerStack) {
       const reference = `item-${index}`;
       const idempotencyKey = `batch:${batchId}:${reference}`;
       // 1.01, 1.02, …: each item's amount tells it apart in the wallet's ledger.
-      items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient: { type: 'CODE', code }, amount: 1000n + BigInt(index) * 10n });
+      items.push({
+        id: randomUUID(),
+        idempotencyKey,
+        workflowId: fundingWorkflowId(idempotencyKey, sha256Hex),
+        reference,
+        recipient: { type: 'CODE', code },
+        amount: 1000n + BigInt(index) * 10n,
+      });
     }
     const inserted = await batches.insert({
       id: batchId,
@@ -52,8 +76,14 @@ export function batchRunnerKit(stack: PartnerStack) {
     return batchId;
   }
 
-  async function startRunner(batchId: string, options: { itemsPerRun: number; maxInFlight?: number }): Promise<WorkflowHandle> {
-    await startFundBatch(stack.temporal, { taskQueue: stack.taskQueue, input: { batchId, maxInFlight: options.maxInFlight ?? 4, itemsPerRun: options.itemsPerRun } });
+  async function startRunner(
+    batchId: string,
+    options: { itemsPerRun: number; maxInFlight?: number },
+  ): Promise<WorkflowHandle> {
+    await startFundBatch(stack.temporal, {
+      taskQueue: stack.taskQueue,
+      input: { batchId, maxInFlight: options.maxInFlight ?? 4, itemsPerRun: options.itemsPerRun },
+    });
     return stack.temporal.workflow.getHandle(batchWorkflowId(batchId));
   }
 
@@ -65,7 +95,15 @@ export function batchRunnerKit(stack: PartnerStack) {
     stack.database.funding.findMany({
       where: { batchId },
       orderBy: { id: 'asc' },
-      select: { id: true, status: true, errorCode: true, transferId: true, abandonedTransferIds: true, workflowId: true, createdAt: true },
+      select: {
+        id: true,
+        status: true,
+        errorCode: true,
+        transferId: true,
+        abandonedTransferIds: true,
+        workflowId: true,
+        createdAt: true,
+      },
     });
 
   /** How many items are in each state (a batch-cancelled item apart, as the batch view counts it). */
@@ -89,7 +127,9 @@ export function batchRunnerKit(stack: PartnerStack) {
       if (row.status === 'APPROVED') expect(wallet.get(row.transferId!)?.executions, `item ${row.id}`).toBe(1);
       if (row.errorCode === 'CANCELLED') expect(row.transferId).toBeNull();
     }
-    const settlements = await stack.database.$queryRaw<Array<{ id: string; status: string; holds: bigint; settled: string[] }>>`
+    const settlements = await stack.database.$queryRaw<
+      Array<{ id: string; status: string; holds: bigint; settled: string[] }>
+    >`
       SELECT f.id::text AS id, f.status::text AS status, COUNT(DISTINCT h.id)::bigint AS holds,
              COALESCE(array_agg(s.kind::text) FILTER (WHERE s.id IS NOT NULL), ARRAY[]::text[]) AS settled
       FROM funding f
@@ -99,7 +139,9 @@ export function batchRunnerKit(stack: PartnerStack) {
     expect(settlements).toHaveLength(rows.length);
     for (const row of settlements) {
       expect(Number(row.holds), `hold of ${row.id}`).toBe(1);
-      expect(row.settled, `settlement of ${row.id} (${row.status})`).toEqual([row.status === 'APPROVED' ? 'POST' : 'RELEASE']);
+      expect(row.settled, `settlement of ${row.id} (${row.status})`).toEqual([
+        row.status === 'APPROVED' ? 'POST' : 'RELEASE',
+      ]);
     }
     const ids = new Set(rows.map((row) => row.id));
     const report = await checkLedgerInvariants(stack.database);

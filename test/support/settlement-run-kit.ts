@@ -36,7 +36,9 @@ export function settlementRunKit(stack: () => PartnerStack) {
     return { status: response.status, headers: response.headers, body, text };
   }
 
-  /** GETs until the stored report is served (each GET waits up to 5 s itself); every 202 on the way is a progress body. */
+  /**
+   * GETs until the stored report is served (each GET waits up to 5 s itself); every 202 on the way is a progress body.
+   */
   async function settled(date: string, query = ''): Promise<Answer> {
     for (let attempt = 0; attempt < 60; attempt += 1) {
       const answer = await call(`/ops/settlements/${date}${query}`);
@@ -50,8 +52,18 @@ export function settlementRunKit(stack: () => PartnerStack) {
   /** A past day no run of this database has settled yet (other files share it, and may have settled any day). */
   async function freshDay(): Promise<string> {
     for (;;) {
-      const day = new Date(Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
-      const runs = await stack().database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_run WHERE date = ${day}`;
+      const day = new Date(
+        Date.UTC(
+          2001 + Math.floor(Math.random() * 20),
+          Math.floor(Math.random() * 12),
+          1 + Math.floor(Math.random() * 28),
+        ),
+      )
+        .toISOString()
+        .slice(0, 10);
+      const runs = await stack().database.$queryRaw<
+        Array<{ n: bigint }>
+      >`SELECT count(*) AS n FROM settlement_run WHERE date = ${day}`;
       if (!usedDays.has(day) && runs[0]?.n === 0n) {
         usedDays.add(day);
         return day;
@@ -59,7 +71,8 @@ export function settlementRunKit(stack: () => PartnerStack) {
     }
   }
 
-  const plant = (date: string, count: number) => plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack().admin }, { date, timeZone, count });
+  const plant = (date: string, count: number) =>
+    plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack().admin }, { date, timeZone, count });
 
   const runsOf = (date: string) =>
     stack().database.$queryRaw<Array<{ id: string; state: string; checked: number; total: number }>>`
