@@ -435,12 +435,14 @@ async function bench(
     { concurrency: 4, seconds: Math.min(3, settings.seconds) },
   );
   await prepare(baselineCodes, 200, 4);
-  await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency: 4, seconds: 1 });
+  const warmBaseline = await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency: 4, seconds: 1 });
   log('warm-up done');
 
   let walletflowRate = 20;
   let leanRate = 20;
-  let baselineRate = 1000;
+  // The baseline's rate so far is the warm-up's (at 4 in flight), not a guess of 1000/s: a guess
+  // that high made thousands of codes a tiny bench never used.
+  let baselineRate = Math.max(warmBaseline.perSecond, 50);
   let previousLevel = 1;
   const levels: BenchReport['levels'] = [];
   for (const concurrency of settings.levels) {

@@ -12,7 +12,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { connectTemporal, type TemporalHandle } from '../../lib/temporal.ts';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { createTokenCipher, deriveSubkey } from '../../lib/token-cipher.ts';
 import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { findFreePort } from '../../stack/ports.ts';
@@ -22,8 +22,16 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { waitFor } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
+/** The build without fundWallet, bundled while the stack starts (webpack takes seconds; the stack waits on I/O too). */
+let withoutFundWallet: Promise<string>;
 
 beforeAll(async () => {
+  withoutFundWallet = bundleWorkflows({
+    warnings: false,
+    workflowsPath: path.resolve(import.meta.dirname, '../support/workflows-without-fund-wallet.ts'),
+  });
+  // Awaited by its test; a failure here is that test's, not an unhandled rejection.
+  withoutFundWallet.catch(() => undefined);
   // No worker of today's build: each test says which build, if any, serves the stack's task queue.
   stack = await startPartnerStack();
 });
@@ -85,10 +93,7 @@ describe('a funding in review whose workflow task is failing (a build that canno
 
   it('answers POST /ops/fundings/{id}/resolve 503 WORKFLOW_UNAVAILABLE with Retry-After, and changes nothing', async () => {
     // The stack's deployment's current build has no fundWallet: every task of a funding's run fails.
-    const code = await bundleWorkflows({
-      warnings: false,
-      workflowsPath: path.resolve(import.meta.dirname, '../support/workflows-without-fund-wallet.ts'),
-    });
+    const code = await withoutFundWallet;
     worker = await stack.createWorker({ workflowBundle: { code }, promote: 'always' });
     const started = await send(
       stack.opsFetch,
@@ -155,14 +160,19 @@ describe('a funding in review whose workflow task is failing (a build that canno
 
 describe('an API whose Temporal cannot be reached', () => {
   let server: Server;
-  let temporal: TemporalHandle;
+  let connection: Connection;
   /** The unreachable API's ops fetch: the stack's database, keys and sandbox, a Temporal client on a closed port. */
   let unreachableFetch: (path: string, init?: RequestInit) => Promise<Response>;
 
   beforeAll(async () => {
-    // As api/main.ts connects: lazily, so the API starts; every call then fails UNAVAILABLE after the client's own
-    // retries.
-    temporal = connectTemporal(`127.0.0.1:${await findFreePort()}`, stack.temporalNamespace);
+    // As api/main.ts connects (lib/temporal.ts): lazily, so the API starts; every call then fails UNAVAILABLE after
+    // the client's own retries. Three attempts here, not the client's default ten (about 20 s of backoff for each
+    // call): what is proved is the answer to an UNAVAILABLE that came after retries, not how long they last.
+    connection = Connection.lazy({
+      address: `127.0.0.1:${await findFreePort()}`,
+      interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions({ maxAttempts: 3 }))],
+    });
+    const client = new Client({ connection, namespace: stack.temporalNamespace });
     const app = createApp({
       logger: createLogger({ level: 'silent' }),
       hardening: { attemptCountScope: `test-${randomBytes(6).toString('hex')}` },
@@ -174,7 +184,7 @@ describe('an API whose Temporal cannot be reached', () => {
         cipher: createTokenCipher(stack.encryptionKey),
         fingerprintKey: deriveSubkey(stack.encryptionKey, 'funding-fingerprint'),
         wallet: stack.wallet,
-        temporal: temporal.client,
+        temporal: client,
         taskQueue: stack.taskQueue,
         onboarding: stack.onboarding,
         opsApiKeys: [stack.opsKey],
@@ -192,7 +202,7 @@ describe('an API whose Temporal cannot be reached', () => {
   afterAll(async () => {
     server?.closeAllConnections();
     await new Promise((resolve) => server?.close(resolve));
-    await temporal?.close();
+    await connection?.close();
   });
 
   it('POST /ops/fundings: 503 WORKFLOW_UNAVAILABLE; the funding stored whole with its hold, and the same request with its key, once Temporal answers, finds it and starts it', async () => {
