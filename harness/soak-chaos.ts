@@ -82,6 +82,22 @@ export function plannedActions(total: number): number {
   return Math.max(6, Math.ceil(total / 25));
 }
 
+/**
+ * The requests posted when each action fires while requests go out: evenly spaced, the last
+ * milestone (the last request) left to the finale, which fires after every request is out.
+ */
+export function chaosMilestones(total: number): number[] {
+  const actions = plannedActions(total);
+  const step = total / actions;
+  return Array.from({ length: actions }, (_, index) => Math.ceil(step * (index + 1))).filter((at) => at < total);
+}
+
+/** What the soak says chaos will do to a run of `total` requests: the actions that fire, the finale included. */
+export function chaosPlanLine(total: number): string {
+  const during = chaosMilestones(total).length;
+  return `${during + 1} process chaos actions (${during} as the requests go out, 1 after the last)`;
+}
+
 export interface Chaos {
   /** Tells chaos how many requests are posted; actions fire at evenly spaced milestones. */
   progress(posted: number): void;
@@ -99,8 +115,7 @@ export function createChaos(
 ): Chaos {
   const counts: ChaosCounts = { 'worker-kill': 0, 'worker-pause': 0, 'api-restart': 0, 'temporal-restart': 0 };
   const history: string[] = [];
-  const actions = plannedActions(options.total);
-  const step = options.total / actions;
+  const milestones = chaosMilestones(options.total);
   let fired = 0;
   let queue: Promise<void> = Promise.resolve();
   const started = Date.now();
@@ -158,7 +173,7 @@ export function createChaos(
 
   return {
     progress(posted) {
-      while (fired < actions && posted >= Math.ceil(step * (fired + 1)) && posted < options.total) {
+      while (fired < milestones.length && posted >= milestones[fired]!) {
         enqueue(cycle[fired % cycle.length]!);
         fired += 1;
       }

@@ -7,7 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { isFinalFundingStatus } from '../domain/funding.ts';
 import { isFinalPaymentStatus } from '../domain/payment.ts';
 import { mulberry32 } from '../sandbox/faults.ts';
-import { createChaos, faultRules, plannedActions, type Chaos } from './soak-chaos.ts';
+import { chaosPlanLine, createChaos, faultRules, type Chaos } from './soak-chaos.ts';
 import {
   merchantFee,
   opsClient,
@@ -223,9 +223,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   if (options.chaos) {
     await admin.setFaults(faultRules(), options.seed);
     chaos = createChaos(stack, { total: plan.length, random: mulberry32(options.seed ^ 0x5eed), log });
-    log(
-      `faults on every wallet endpoint (seed ${options.seed}); ${plannedActions(plan.length) + 1} process chaos actions as the requests go out`,
-    );
+    log(`faults on every wallet endpoint (seed ${options.seed}); ${chaosPlanLine(plan.length)}`);
   }
 
   // Ops: resolve reviews as they come, from the ledger.
