@@ -1,9 +1,9 @@
 // The first versioned deploy strands no run in flight (docs/changing-workflows.md, "The first
 // versioned deploy"). The previous release (test/support/previous-release.ts, built from this
 // checkout's history) runs as its operators ran it: its migrations, its API and its unversioned
-// worker, on a real Temporal server on PostgreSQL. Its fundings and payments are left in flight:
-// one in the retrieve loop, one in review, one waiting for a cancel, a payment in review and one
-// waiting out the wallet's 429s. Today's build is deployed by the documented procedure: today's
+// worker (on the bundle of its own workflows), on a real Temporal server on PostgreSQL. Its
+// fundings and payments are left in flight: one in the retrieve loop, one in review, one waiting for
+// a cancel, a payment in review and one waiting out the wallet's 429s. Today's build is deployed by the documented procedure: today's
 // migrations, today's worker beside the old one with WORKER_PROMOTE=never, `walletflow deploy status`
 // counting the unversioned runs, `walletflow deploy promote`, today's API. Every run then finishes
 // on today's build with no failed workflow task, each review resolves through today's API, the
@@ -173,9 +173,9 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
   it('runs the previous release left in the retrieve loop, in review and waiting for a cancel finish on today’s build; nothing executes twice', async () => {
     step('the previous release starts');
-    // The previous release, as it ran: its API and its worker (unversioned).
-    const oldApi = await startApi(release.dir);
-    const oldWorker = await startWorker(release.dir);
+    // The previous release, as it ran: its API and its worker (unversioned), on its own workflows'
+    // bundle (WORKFLOW_BUNDLE_PATH, as its Dockerfile ran it; made once per release, previous-release.ts).
+    const [oldApi, oldWorker] = await Promise.all([startApi(release.dir), startWorker(release.dir, { WORKFLOW_BUNDLE_PATH: release.workflowBundlePath })]);
 
     const recipient = await admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const payer = await admin.createUser({ kycLevel: 'KYC1', balance: '500.00' });
@@ -220,11 +220,20 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     // one, registered and not current.
     await applyMigrations(databaseUrl);
     const newWorker = await startWorker(process.cwd(), { WORKER_PROMOTE: 'never', WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') });
-    // The server lists the build once its pollers have reached it.
-    const registered = await waitFor('today’s build registered', async () => {
+    // The server lists the build once its pollers have reached it; status counts the open runs from
+    // the server's visibility store, which records a run a moment after it (seconds, on a busy
+    // machine): it is read until it lists the build and counts the release's three fundings and two
+    // payments (a status that never does fails here, with the last one it gave).
+    let lastStatus = '';
+    const registered = await waitFor('today’s build registered and the release’s open runs counted', async () => {
       const status = await deployCli('status', '--json');
-      return status.code === 0 ? (JSON.parse(status.stdout) as { current: string | null; versions: Array<{ buildId: string }>; unversioned: { total: number; byType: Record<string, number> } }) : undefined;
-    }, 60_000);
+      lastStatus = status.stdout || status.stderr;
+      if (status.code !== 0) return undefined;
+      const answer = JSON.parse(status.stdout) as { current: string | null; versions: Array<{ buildId: string }>; unversioned: { total: number; byType: Record<string, number> } };
+      return answer.versions.length > 0 && answer.unversioned.byType.fundWallet === 3 && answer.unversioned.byType.payWallet === 2 ? answer : undefined;
+    }, 60_000).catch((error: Error) => {
+      throw new Error(`${error.message}; the last status: ${lastStatus}`);
+    });
     expect(registered.current).toBeNull();
     expect(registered.versions).toHaveLength(1);
     const build = registered.versions[0]!.buildId;
