@@ -17,8 +17,8 @@ cli_version=$(sed -n 's/^[[:space:]]*github\.com\/temporalio\/cli \(v[^ ]*\).*/\
 
 packages=()
 names=()
-for what in "$@"; do
-  case "$what" in
+for binary in "$@"; do
+  case "$binary" in
     cli) packages+=(github.com/temporalio/cli/cmd/temporal); names+=("the Temporal CLI $cli_version") ;;
     server) packages+=(go.temporal.io/server/cmd/server go.temporal.io/server/cmd/tools/sql); names+=("the Temporal server $server_version and its SQL tool") ;;
     *) echo "usage: scripts/build-temporal.sh cli|server..." >&2; exit 2 ;;
@@ -35,7 +35,8 @@ MSG
   exit 1
 fi
 
-what=$(IFS='|'; echo "${names[*]}" | sed 's/|/ and /g')
+what="${names[0]}"
+if [ ${#names[@]} -gt 1 ]; then what="${names[0]}, ${names[1]}"; fi
 echo "Building $what with Go into $tools_dir/bin, in one go build (first time only; several minutes on 2 cores)..." >&2
 staging="$tools_dir/build-temporal.$$"
 mkdir -p "$staging" "$tools_dir/bin"
@@ -55,10 +56,11 @@ go build -x -o "$staging/" "${packages[@]}" >>"$log" 2>&1 &
 pid=$!
 while kill -0 "$pid" 2>/dev/null; do
   sleep 15
-  compiled=$(grep -c '^mkdir -p \$WORK/b' "$log" 2>/dev/null || true)
+  compiled=$(grep -c '^mkdir -p \$WORK/b[0-9]*/$' "$log" 2>/dev/null || true)
   compiled=${compiled:-0}
   elapsed=$(( $(date +%s) - start ))
-  if [ "$compiled" -ge "$total" ]; then
+  # A binary's link starts once its packages are compiled: the last minute or so of the build.
+  if [ "$compiled" -ge "$total" ] || grep -q '^mkdir -p \$WORK/b[0-9]*/exe/' "$log"; then
     estimate="linking"
   elif [ "$compiled" -ge 50 ]; then
     # The rate so far, over what is left; a warm Go cache compiles fewer, so it ends sooner.
@@ -73,8 +75,8 @@ if ! wait "$pid"; then
   tail -20 "$log" >&2
   exit 1
 fi
-for what in "$@"; do
-  case "$what" in
+for binary in "$@"; do
+  case "$binary" in
     cli) mv "$staging/temporal" "$tools_dir/bin/temporal" ;;
     server)
       mv "$staging/server" "$tools_dir/bin/temporal-server"

@@ -61,11 +61,14 @@ echo "• Node.js: $project_node_version (node_modules/.bin/node; system: $(node
 if [ -z "${TEMPORAL_ADDRESS:-}" ]; then
   with_server=()
   if $want_temporal_server; then with_server=(--with-server); fi
-  echo "• Temporal CLI: $(bash scripts/install-temporal-cli.sh "${with_server[@]}" | tail -n 1)"
+  # Assigned first, so that a failed build stops the setup (set -e) instead of printing no path.
+  temporal_cli=$(bash scripts/install-temporal-cli.sh "${with_server[@]}" | tail -n 1)
+  echo "• Temporal CLI: $temporal_cli"
 fi
 
 if $want_temporal_server; then
-  echo "• Temporal server: $(bash scripts/install-temporal-server.sh | tail -n 3 | head -n 1)"
+  temporal_server=$(bash scripts/install-temporal-server.sh | tail -n 3 | head -n 1)
+  echo "• Temporal server: $temporal_server"
 fi
 
 jemalloc=$(ls /usr/local/lib/libjemalloc.so.2 /usr/lib/*-linux-gnu/libjemalloc.so.2 /usr/lib64/libjemalloc.so.2 2>/dev/null | head -n 1 || true)
