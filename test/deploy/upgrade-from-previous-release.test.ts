@@ -6,9 +6,9 @@
 // a cancel, a payment in review and one waiting out the wallet's 429s. Today's build is deployed by
 // the documented procedure: today's migrations, today's worker beside the old one with
 // WORKER_PROMOTE=never, `walletflow deploy status` counting the unversioned runs, `walletflow
-// deploy promote`, today's API. Every run then finishes on today's build with no failed workflow task, each review resolves through today's API, the
-// cancel lands, nothing is executed twice, the holds are all settled, and status counts no
-// unversioned run left before the old worker stops.
+// deploy promote`, today's API. Every run then finishes on today's build with no failed workflow
+// task, each review resolves through today's API, the cancel lands, nothing is executed twice, the
+// holds are all settled, and status counts no unversioned run left before the old worker stops.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import proto from '@temporalio/proto';
