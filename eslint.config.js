@@ -21,7 +21,11 @@ function boundaryBlock(folder) {
     .filter((other) => !rule.typeOnly?.includes(other))
     .map((other) => ({ regex: folderImport(other), message: `${folder}/ may not import ${other}/ (${rule.why})` }));
   for (const other of rule.typeOnly ?? []) {
-    patterns.push({ regex: folderImport(other), allowTypeImports: true, message: `${folder}/ may import only types from ${other}/ (${rule.why})` });
+    patterns.push({
+      regex: folderImport(other),
+      allowTypeImports: true,
+      message: `${folder}/ may import only types from ${other}/ (${rule.why})`,
+    });
   }
   if (rule.contracts && !rule.imports.includes('workflows')) {
     patterns.push({
@@ -29,16 +33,27 @@ function boundaryBlock(folder) {
       message: `${folder}/ reaches workflows only through their contracts (workflows/*.contract.ts)`,
     });
   }
-  patterns.push(...(rule.packages ?? []).map((name) => ({ group: [name], message: `${folder}/ may not use ${name} (${rule.why})` })));
   patterns.push(
-    ...(rule.typeOnlyPackages ?? []).map((name) => ({ group: [name], allowTypeImports: true, message: `${folder}/ may import only types from ${name} (${rule.why})` })),
+    ...(rule.packages ?? []).map((name) => ({
+      group: [name],
+      message: `${folder}/ may not use ${name} (${rule.why})`,
+    })),
+  );
+  patterns.push(
+    ...(rule.typeOnlyPackages ?? []).map((name) => ({
+      group: [name],
+      allowTypeImports: true,
+      message: `${folder}/ may import only types from ${name} (${rule.why})`,
+    })),
   );
   return { files: [`${folder}/**/*.ts`], rules: { 'no-restricted-imports': ['error', { patterns }] } };
 }
 
-// Temporal's typed boundary (docs/architecture.md, where each state change is decided): each workflow's names live in its contract,
+// Temporal's typed boundary (docs/architecture.md, where each state change is decided): each workflow's names live in
+// its contract,
 // workflows/<name>.contract.ts, and nowhere else as bare strings.
-const workflowTypeNames = /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired|deliverWebhooks)$/;
+const workflowTypeNames =
+  /^(fundWallet|payWallet|reconcileFundings|onboardEmbeddedSession|purgeExpired|deliverWebhooks)$/;
 // A Temporal signal, query or update name is one word; SQL (pg's client.query('SELECT …')) never is.
 const nameLike = /^[A-Za-z_$][\w$-]*$/;
 const stringArgument = (pattern) => [
@@ -47,7 +62,10 @@ const stringArgument = (pattern) => [
 ];
 const useContract = 'use its workflow contract (workflows/*.contract.ts)';
 const temporalNamesOutsideContracts = [
-  ...[`Literal[value=${workflowTypeNames}]`, `TemplateLiteral[expressions.length=0][quasis.0.value.cooked=${workflowTypeNames}]`].map((selector) => ({
+  ...[
+    `Literal[value=${workflowTypeNames}]`,
+    `TemplateLiteral[expressions.length=0][quasis.0.value.cooked=${workflowTypeNames}]`,
+  ].map((selector) => ({
     selector,
     message: `a workflow type name as a bare string: ${useContract}, its type-name constant or start function`,
   })),
@@ -68,7 +86,8 @@ const temporalNamesOutsideContracts = [
 // Only the owner of a table writes it. The records write a funding's or a payment's rows
 // (fundings/funding-record.ts; a batch's items stored and ended set-based,
 // fundings/batch-items-record.ts; the fundings a pass claimed, moved set-based,
-// fundings/claimed-fundings-record.ts; payments/payment-record.ts): a write anywhere else would skip the transition table's guard and
+// fundings/claimed-fundings-record.ts; payments/payment-record.ts): a write anywhere else would skip the transition
+// table's guard and
 // the timeline event that goes with every move. The ledger writes the
 // ledger's tables (ledger/, docs/ledger.md): a write anywhere else would skip its zero-sum postings,
 // its idempotent references and its limits. The console's sessions and the attempt counts have one
@@ -82,7 +101,8 @@ const tableOwners = [
   {
     tables: 'funding|funding_event|payment|payment_event',
     models: /^(funding|fundingEvent|payment|paymentEvent)$/,
-    owners: /^(fundings\/funding-record|fundings\/batch-items-record|fundings\/claimed-fundings-record|payments\/payment-record)\.ts$/,
+    owners:
+      /^(fundings\/funding-record|fundings\/batch-items-record|fundings\/claimed-fundings-record|payments\/payment-record)\.ts$/,
     what: 'the funding and payment tables',
     who: 'the records (fundings/funding-record.ts, fundings/batch-items-record.ts, fundings/claimed-fundings-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
   },
@@ -98,8 +118,8 @@ const tableOwners = [
     models: /^fundingBatchTally$/,
     // No file: the funding table's triggers keep it, in the statement that writes the items.
     owners: /(?!)/,
-    what: 'the batches\' tallies',
-    who: 'the funding table\'s triggers (prisma/migrations/20261128002457_funding_batch_tally)',
+    what: "the batches' tallies",
+    who: "the funding table's triggers (prisma/migrations/20261128002457_funding_batch_tally)",
   },
   {
     tables: 'ops_action|ops_action_budget',
@@ -137,7 +157,8 @@ const tableOwners = [
     who: 'the settlement runs (ledger/settlement-runs.ts): one RUNNING run a day, its progress counted with the lines it stores',
   },
 ];
-const prismaWrites = /^(create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)$/;
+const prismaWrites =
+  /^(create|createMany|createManyAndReturn|update|updateMany|updateManyAndReturn|upsert|delete|deleteMany)$/;
 // UPDATE needs its SET, so that prose such as "could not update payment" is not taken for SQL.
 const sqlWriteOf = (tables) =>
   new RegExp(
@@ -148,14 +169,18 @@ const sqlWriteOf = (tables) =>
 const recordsOnlyWrite = {
   meta: {
     type: 'problem',
-    docs: { description: 'the funding, payment and ledger tables are written by their owners only (the records, the ledger)' },
+    docs: {
+      description: 'the funding, payment and ledger tables are written by their owners only (the records, the ledger)',
+    },
     messages: { write: 'only {{who}} write {{what}}' },
     schema: [],
   },
   create(context) {
     const file = context.filename.split('\\').join('/');
     const relative = file.startsWith(`${context.cwd}/`) ? file.slice(context.cwd.length + 1) : file;
-    const guarded = tableOwners.filter((owner) => !owner.owners.test(relative)).map((owner) => ({ ...owner, sql: sqlWriteOf(owner.tables) }));
+    const guarded = tableOwners
+      .filter((owner) => !owner.owners.test(relative))
+      .map((owner) => ({ ...owner, sql: sqlWriteOf(owner.tables) }));
     const isName = (node, pattern) => node.type === 'Identifier' && pattern.test(node.name);
     const reportSql = (node, text) => {
       const owner = guarded.find((candidate) => candidate.sql.test(text));
@@ -164,9 +189,20 @@ const recordsOnlyWrite = {
     return {
       MemberExpression(node) {
         const model = node.object;
-        if (node.computed || model.type !== 'MemberExpression' || model.computed || !isName(node.property, prismaWrites)) return;
+        if (
+          node.computed ||
+          model.type !== 'MemberExpression' ||
+          model.computed ||
+          !isName(node.property, prismaWrites)
+        )
+          return;
         const owner = guarded.find((candidate) => isName(model.property, candidate.models));
-        if (owner) context.report({ node, messageId: 'write', data: { who: owner.who, what: `the ${model.property.name} model` } });
+        if (owner)
+          context.report({
+            node,
+            messageId: 'write',
+            data: { who: owner.who, what: `the ${model.property.name} model` },
+          });
       },
       TemplateLiteral(node) {
         reportSql(node, node.quasis.map((quasi) => quasi.value.raw).join(' '));

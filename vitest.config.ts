@@ -21,7 +21,10 @@ export default defineConfig({
     // Longest first, also on a fresh clone that has no durations of its own (test/longest-first.ts).
     sequence: { sequencer: LongestFirst },
     projects: [
-      { extends: true, test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: alone, sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: alone, sequence: { groupOrder: 0 } },
+      },
       { extends: true, test: { name: 'under-load', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],
   },

@@ -4,7 +4,8 @@
 // still overlaps the last window, plus the current window's), one row per kind, address and
 // window, taken in one statement: the row's lock orders concurrent attempts from any process, so
 // together they never pass the limit; the windows are the database's clock's (now()), never a
-// process's, so processes whose clocks disagree count in the same ones. Only attempts let through are counted. What this process
+// process's, so processes whose clocks disagree count in the same ones. Only attempts let through are counted. What
+// this process
 // learnt is blocked it remembers until the wait is over (a bounded number of addresses), so a
 // flood from a blocked address costs the database nothing more. The only writer of attempt_count,
 // its purge included.
@@ -22,14 +23,23 @@ export interface AttemptLimiterOptions {
   now?: () => number;
   /** Tests only: the time SQL takes for the database's clock (lib/database.ts SqlClock); absent: `now()`. */
   sqlClock?: SqlClock;
-  /** Addresses remembered as blocked at once, at most; past it the oldest are forgotten (the database still counts them). Default 10,000. */
+  /**
+   * Addresses remembered as blocked at once, at most; past it the oldest are forgotten (the database still counts
+   * them). Default 10,000.
+   */
   maxRemembered?: number;
 }
 
 export interface AttemptLimiter {
-  /** Counts one attempt of `subject` (a client address's rate key) if it stays within the limit; else refused, with the wait. */
+  /**
+   * Counts one attempt of `subject` (a client address's rate key) if it stays within the limit; else refused, with the
+   * wait.
+   */
   take(subject: string): Promise<AttemptVerdict>;
-  /** The wait left for `subject` as far as this process learnt it (0: not known to be blocked), without asking the database. */
+  /**
+   * The wait left for `subject` as far as this process learnt it (0: not known to be blocked), without asking the
+   * database.
+   */
   knownBlockedForMs(subject: string): number;
   /** Addresses remembered as blocked now (tests, and the bound on this process's memory). */
   remembered(): number;
@@ -69,7 +79,9 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
       const waiting = knownBlockedForMs(subject, at);
       if (waiting > 0) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(waiting / 1000)) };
       // The windows are the database's clock's (now()), so processes whose clocks disagree count in the same ones.
-      const [row] = await database.$queryRaw<Array<{ taken: number | null; previous: number; current: number; overlap: number; left_ms: number }>>`
+      const [row] = await database.$queryRaw<
+        Array<{ taken: number | null; previous: number; current: number; overlap: number; left_ms: number }>
+      >`
         WITH w AS (
           SELECT c.at, c.start, c.start - ${window} AS previous_start,
                  1 - (extract(epoch FROM c.at - c.start) * 1000) / ${windowMs}::float8 AS overlap
@@ -97,7 +109,8 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
       const current = row?.current ?? limit;
       const overlap = row?.overlap ?? 1;
       const excess = previous * overlap + current + 1 - limit;
-      const fadeMs = previous > 0 && excess <= previous * overlap ? (excess / previous) * windowMs : (row?.left_ms ?? windowMs);
+      const fadeMs =
+        previous > 0 && excess <= previous * overlap ? (excess / previous) * windowMs : (row?.left_ms ?? windowMs);
       const retryAfterSeconds = Math.max(1, Math.ceil(fadeMs / 1000));
       remember(subject, at + retryAfterSeconds * 1000, at);
       return { allowed: false, retryAfterSeconds };
@@ -107,8 +120,15 @@ export function createAttemptLimiter(database: Database, options: AttemptLimiter
   };
 }
 
-/** Deletes up to `batchSize` counts no limit reads any more (their window and the next are over, by the database's clock); answers how many. */
-export async function purgeSpentAttemptCounts(database: Database, batchSize: number, clock?: SqlClock): Promise<number> {
+/**
+ * Deletes up to `batchSize` counts no limit reads any more (their window and the next are over, by the database's
+ * clock); answers how many.
+ */
+export async function purgeSpentAttemptCounts(
+  database: Database,
+  batchSize: number,
+  clock?: SqlClock,
+): Promise<number> {
   return database.$executeRaw`DELETE FROM attempt_count WHERE (kind, subject, window_start) IN (
     SELECT kind, subject, window_start FROM attempt_count WHERE expires_at < ${sqlClock(clock)} ORDER BY expires_at LIMIT ${batchSize})`;
 }

@@ -88,7 +88,9 @@ function grantOf(row: SessionRow): ConsoleGrant | null {
  * reads the same clock. `clock` is a test's time for SQL to take instead (lib/database.ts SqlClock).
  */
 export function createConsoleSessions(database: Database, policy: ConsoleSessionPolicy, clock?: SqlClock) {
-  /** A session's act is written at most this often (every request would be a write), a tenth of the idle time at most. */
+  /**
+   * A session's act is written at most this often (every request would be a write), a tenth of the idle time at most.
+   */
   const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
   const at = () => sqlClock(clock);
   const idle = sqlInterval(policy.idleMs);
@@ -97,7 +99,8 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
-      const [keyFingerprint, issuer, groups] = grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
+      const [keyFingerprint, issuer, groups] =
+        grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
       const rows = await database.$queryRaw<Array<{ expires_at: Date }>>`
         INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at)
         SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
@@ -153,10 +156,13 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
         WHERE s.id = ${session.id}::uuid AND s.expires_at > t.at AND s.last_seen_at + ${idle} > t.at`;
     },
 
-    /** Ends the sessions these cookie values name (a browser signing in again: it holds one session). Answers how many. */
+    /**
+     * Ends the sessions these cookie values name (a browser signing in again: it holds one session). Answers how many.
+     */
     async endSessionsOfCookies(cookieValues: readonly string[]): Promise<number> {
       if (cookieValues.length === 0) return 0;
-      return (await database.consoleSession.deleteMany({ where: { cookieHash: { in: cookieValues.map(hashBearer) } } })).count;
+      return (await database.consoleSession.deleteMany({ where: { cookieHash: { in: cookieValues.map(hashBearer) } } }))
+        .count;
     },
 
     /** Signs the person out everywhere: every session of theirs ends. Answers how many. */
@@ -164,14 +170,20 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       return (await database.consoleSession.deleteMany({ where: { personId } })).count;
     },
 
-    /** An OpenID Connect sign-in under way: its state and nonce, for the callback (the PKCE verifier stays with the browser). */
+    /**
+     * An OpenID Connect sign-in under way: its state and nonce, for the callback (the PKCE verifier stays with the
+     * browser).
+     */
     async beginSignIn(input: { state: string; nonce: string; returnTo: string }): Promise<void> {
       await database.$executeRaw`
         INSERT INTO console_sign_in (state, nonce, return_to, expires_at)
         SELECT ${input.state}, ${input.nonce}, ${input.returnTo}, t.at + ${sqlInterval(SIGN_IN_TTL_MS)} FROM (SELECT ${at()} AS at) t`;
     },
 
-    /** Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired (by the database's clock). */
+    /**
+     * Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired (by the database's
+     * clock).
+     */
     async takeSignIn(state: string): Promise<{ nonce: string; returnTo: string } | null> {
       const rows = await database.$queryRaw<Array<{ nonce: string; return_to: string; live: boolean }>>`
         DELETE FROM console_sign_in s USING (SELECT ${at()} AS at) t WHERE s.state = ${state} RETURNING s.nonce, s.return_to, s.expires_at > t.at AS live`;
@@ -192,7 +204,12 @@ export type ConsolePurgeTable = 'console_sign_in' | 'console_session';
  * many. A sign-in never finished ends at its expiry; a session at the earlier of its idle end and
  * its lifetime's end (`ends_at`). A session signed out is deleted at once, not here.
  */
-export async function purgeEndedConsoleRows(database: Database, table: ConsolePurgeTable, cutoff: Date, batchSize: number): Promise<number> {
+export async function purgeEndedConsoleRows(
+  database: Database,
+  table: ConsolePurgeTable,
+  cutoff: Date,
+  batchSize: number,
+): Promise<number> {
   switch (table) {
     case 'console_sign_in':
       return database.$executeRaw`DELETE FROM console_sign_in WHERE state IN (

@@ -32,7 +32,9 @@ export const DEFAULT_WALLET_TIMEOUT_MS = 10_000;
 /** Margin kept between the end of a wallet call's time-out and the activity's own. */
 export const ACTIVITY_DEADLINE_MARGIN_MS = 2_000;
 
-/** Whether a wallet call with this time-out still ends before the activity's deadline, from an attempt still current. */
+/**
+ * Whether a wallet call with this time-out still ends before the activity's deadline, from an attempt still current.
+ */
 export function callFitsBefore(clock: ActivityClock, walletTimeoutMs: number, now: () => number = Date.now): boolean {
   return !pastItsTime(clock, now) && now() + walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS <= clock.deadlineMs;
 }

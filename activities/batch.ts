@@ -13,7 +13,13 @@ import type { BatchState } from '../domain/funding-batch.ts';
 import type { BatchRecord } from '../fundings/batch-record.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { Logger } from '../lib/logger.ts';
-import { fundBatchActivityTimeouts, fundBatchFailureTypes, WORKER_HEARTBEAT_THROTTLE_MS, type BatchItemsOutcome, type FundBatchActivities } from '../workflows/fund-batch.contract.ts';
+import {
+  fundBatchActivityTimeouts,
+  fundBatchFailureTypes,
+  WORKER_HEARTBEAT_THROTTLE_MS,
+  type BatchItemsOutcome,
+  type FundBatchActivities,
+} from '../workflows/fund-batch.contract.ts';
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import { startAttemptLease, type AttemptLease } from './attempt-lease.ts';
 import type { FundingActivities } from './funding.ts';
@@ -23,7 +29,10 @@ export interface BatchActivityDependencies {
   batches: BatchRecord;
   /** The items' rows: the next ones not started, and the row an item is handed over from. */
   fundings: FundingRecord;
-  /** The chunk pass, as the funding activities built it (the same routine, records, wallet and vault as a single funding's one pass). */
+  /**
+   * The chunk pass, as the funding activities built it (the same routine, records, wallet and vault as a single
+   * funding's one pass).
+   */
   funding: Pick<FundingActivities, 'fundItemsInOnePass'>;
   /** Starts an item's own fundWallet workflow. */
   temporal: Client;
@@ -40,12 +49,18 @@ const DEFAULT_SLOW_DOWN_MS = 1000;
  * a second's margin.
  */
 const CHUNK_LEASE_LAPSE_MS = fundBatchActivityTimeouts.heartbeatMs - WORKER_HEARTBEAT_THROTTLE_MS - 1000;
-/** How often a current chunk shows its items' owner alive to the sweep (well under RECONCILE_AFTER_SECONDS, at least 60 s). */
+/**
+ * How often a current chunk shows its items' owner alive to the sweep (well under RECONCILE_AFTER_SECONDS, at least 60
+ * s).
+ */
 const SEE_OWNERS_EVERY_MS = 2000;
 
 /** A chunk attempt that may have been replaced: it stops, and Temporal's current attempt goes on. */
 const attemptReplaced = (batchId: string) =>
-  ApplicationFailure.retryable(`a chunk of batch ${batchId} stopped: its attempt may have been replaced (its heartbeat lapsed)`, 'ChunkAttemptReplaced');
+  ApplicationFailure.retryable(
+    `a chunk of batch ${batchId} stopped: its attempt may have been replaced (its heartbeat lapsed)`,
+    'ChunkAttemptReplaced',
+  );
 
 const batchNotFound = (what: string) => ApplicationFailure.nonRetryable(what, fundBatchFailureTypes.notFound);
 
@@ -58,7 +73,11 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
    * start finds the successor's workflow): a second start (a retried
    * activity) finds the running one, and a closed one is left alone (that run already ended it).
    */
-  async function startItsWorkflow(batchId: string, fundingId: string, why: string): Promise<'handed-over' | 'finished' | 'not-started'> {
+  async function startItsWorkflow(
+    batchId: string,
+    fundingId: string,
+    why: string,
+  ): Promise<'handed-over' | 'finished' | 'not-started'> {
     const funding = await fundings.get(fundingId);
     if (funding.batchId !== batchId) throw batchNotFound(`funding ${fundingId} is not an item of batch ${batchId}`);
     // Final already (an earlier attempt's pass finished it, or the batch's cancel did): nothing
@@ -104,7 +123,11 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
         everyMs: fundBatchActivityTimeouts.heartbeatEveryMs,
         lapseMs: CHUNK_LEASE_LAPSE_MS,
         whileCurrent: { everyMs: SEE_OWNERS_EVERY_MS, run: () => fundings.seeOwners(fundingIds) },
-        onLapse: (gapMs) => logger.warn({ batchId, gapMs: Math.round(gapMs) }, 'batch chunk: its heartbeat lapsed; it stops (another attempt may have taken it over)'),
+        onLapse: (gapMs) =>
+          logger.warn(
+            { batchId, gapMs: Math.round(gapMs) },
+            'batch chunk: its heartbeat lapsed; it stops (another attempt may have taken it over)',
+          ),
       });
       try {
         return await runChunk(batchId, fundingIds, lease);
@@ -124,7 +147,10 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
     },
   };
 
-  /** One chunk: its items' passes, then each item it did not finish handed over or left PENDING; nothing once its lease ended. */
+  /**
+   * One chunk: its items' passes, then each item it did not finish handed over or left PENDING; nothing once its lease
+   * ended.
+   */
   async function runChunk(batchId: string, fundingIds: string[], lease: AttemptLease): Promise<BatchItemsOutcome> {
     // The chunk pass takes the fresh items on together, the others (a cancel holds them) each in its own pass.
     let passes: Map<string, OnePassOutcome | 'failed'>;
@@ -154,7 +180,8 @@ export function createBatchActivities(deps: BatchActivityDependencies): FundBatc
       // The wallet refused the create with 429 (nothing created): the item's workflow retries it
       // after the wallet's Retry-After, and the whole batch slows down. Another transient
       // failure (a reset connection, a 503) is the item's alone: it is handed over, no more.
-      if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited) outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
+      if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited)
+        outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
     }
     return outcome;
   }

@@ -8,7 +8,10 @@ import type { Logger } from '../lib/logger.ts';
 import { createSessionOnboarding } from '../links/embedded-onboarding.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from '../links/token-store.ts';
-import { embeddedSessionFailureTypes, type OnboardEmbeddedSessionActivities } from '../workflows/onboard-embedded-session.contract.ts';
+import {
+  embeddedSessionFailureTypes,
+  type OnboardEmbeddedSessionActivities,
+} from '../workflows/onboard-embedded-session.contract.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { walletRetry } from './wallet-retry.ts';
 
@@ -20,7 +23,9 @@ export interface EmbeddedSessionActivityDependencies {
   logger: Logger;
 }
 
-export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDependencies): OnboardEmbeddedSessionActivities {
+export function createEmbeddedSessionActivities(
+  deps: EmbeddedSessionActivityDependencies,
+): OnboardEmbeddedSessionActivities {
   const onboarding = createSessionOnboarding(deps);
   return {
     async linkEmbeddedSession(sessionRecordId: string): Promise<OnboardEmbeddedSessionResult> {
@@ -29,14 +34,21 @@ export function createEmbeddedSessionActivities(deps: EmbeddedSessionActivityDep
         case 'done':
           return outcome.result;
         case 'retry':
-          throw walletRetry(outcome.error, `profile ${outcome.error.outcome}: ${outcome.error.code} (${outcome.error.requestReferenceNo})`);
+          throw walletRetry(
+            outcome.error,
+            `profile ${outcome.error.outcome}: ${outcome.error.code} (${outcome.error.requestReferenceNo})`,
+          );
         case 'not-found':
-          throw ApplicationFailure.nonRetryable(`embedded session ${sessionRecordId} does not exist`, embeddedSessionFailureTypes.notFound);
+          throw ApplicationFailure.nonRetryable(
+            `embedded session ${sessionRecordId} does not exist`,
+            embeddedSessionFailureTypes.notFound,
+          );
         case 'corrupt':
           throw ApplicationFailure.nonRetryable('embedded session has no tokens', embeddedSessionFailureTypes.corrupt);
       }
     },
 
-    failEmbeddedSession: (sessionRecordId: string, code: string): Promise<OnboardEmbeddedSessionResult> => onboarding.fail(sessionRecordId, code),
+    failEmbeddedSession: (sessionRecordId: string, code: string): Promise<OnboardEmbeddedSessionResult> =>
+      onboarding.fail(sessionRecordId, code),
   };
 }

@@ -12,10 +12,15 @@ export interface ItemsPassResult {
   outcomes: Map<string, OnePassOutcome>;
 }
 
-/** A batch's chunk leaves the item to its workflow (which takes it on from the record) and goes on with its other items. */
+/**
+ * A batch's chunk leaves the item to its workflow (which takes it on from the record) and goes on with its other items.
+ */
 function leaveToItsWorkflow(ctx: FundingContext) {
   return (fundingId: string, error: unknown): OnePassOutcome => {
-    ctx.logger.warn({ fundingId, err: (error as Error).message }, 'batch item: its pass stopped; its workflow takes it on');
+    ctx.logger.warn(
+      { fundingId, err: (error as Error).message },
+      'batch item: its pass stopped; its workflow takes it on',
+    );
     return steps;
   };
 }
@@ -28,7 +33,11 @@ function leaveToItsWorkflow(ctx: FundingContext) {
  * chunk's attempt may have been replaced, activities/attempt-lease.ts), so no call of theirs can
  * outlive the activity either.
  */
-export async function fundItemsInOnePass(ctx: FundingContext, fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult> {
+export async function fundItemsInOnePass(
+  ctx: FundingContext,
+  fundingIds: readonly string[],
+  current?: () => boolean,
+): Promise<ItemsPassResult> {
   const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
   const outcomes = new Map<string, OnePassOutcome>();
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) {

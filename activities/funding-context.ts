@@ -9,7 +9,12 @@ import { isFinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { ClaimedFundingsRecord } from '../fundings/claimed-fundings-record.ts';
 import type { Fence, FundingRecord } from '../fundings/funding-record.ts';
-import { fundingFailureTypes, type FinishInput, type ParkOutcome, type TransferProgress } from '../workflows/fund-wallet.contract.ts';
+import {
+  fundingFailureTypes,
+  type FinishInput,
+  type ParkOutcome,
+  type TransferProgress,
+} from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import type { TokenVault } from '../links/token-vault.ts';
@@ -31,20 +36,28 @@ export interface FundingActivityDependencies {
 /** The dependencies, with WALLET_TIMEOUT_MS's default filled in: what each activity module takes first. */
 export type FundingContext = FundingActivityDependencies & { walletTimeoutMs: number };
 
-export const fundingContext = (deps: FundingActivityDependencies): FundingContext => ({ ...deps, walletTimeoutMs: deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS });
+export const fundingContext = (deps: FundingActivityDependencies): FundingContext => ({
+  ...deps,
+  walletTimeoutMs: deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS,
+});
 
 /** A run whose claim on the funding was overtaken: it writes nothing more and calls nothing more. */
 export function ownerLost(fundingId: string): ApplicationFailure {
-  return ApplicationFailure.nonRetryable(`funding ${fundingId} was taken over by another run`, fundingFailureTypes.ownerLost);
+  return ApplicationFailure.nonRetryable(
+    `funding ${fundingId} was taken over by another run`,
+    fundingFailureTypes.ownerLost,
+  );
 }
-export const isOwnerLost = (error: unknown): boolean => error instanceof ApplicationFailure && error.type === fundingFailureTypes.ownerLost;
+export const isOwnerLost = (error: unknown): boolean =>
+  error instanceof ApplicationFailure && error.type === fundingFailureTypes.ownerLost;
 
 /** Not sent: a wallet call that could outlive the activity (or the pass) it runs in. */
 export class CallWouldOutlive extends Error {
   override readonly name = 'CallWouldOutlive';
 }
 /** A retryable failure for a call not sent for lack of time: the next attempt starts with its full time. */
-export const deferred = (what: string) => ApplicationFailure.retryable(`${what} not sent: it could outlive this attempt`, 'WalletCallDeferred');
+export const deferred = (what: string) =>
+  ApplicationFailure.retryable(`${what} not sent: it could outlive this attempt`, 'WalletCallDeferred');
 
 /** A transient failure: Temporal retries the activity (after Retry-After when the service gave one). */
 export function retryLater(error: WalletError): never {
@@ -57,7 +70,12 @@ export function transferProgressOf(transfer: Transfer, requestReferenceNo: strin
     case 'APPROVED':
       return { kind: 'final', status: 'APPROVED', declineCode: null, requestReferenceNo };
     case 'DECLINED':
-      return { kind: 'final', status: 'DECLINED', declineCode: transfer.decline?.code ?? 'DECLINED', requestReferenceNo };
+      return {
+        kind: 'final',
+        status: 'DECLINED',
+        declineCode: transfer.decline?.code ?? 'DECLINED',
+        requestReferenceNo,
+      };
     case 'PROCESSING':
       return { kind: 'processing', requestReferenceNo };
     case 'CREATED':
@@ -83,7 +101,13 @@ export async function owned(ctx: FundingContext, fundingId: string, fence: Fence
  * Before a wallet call: the call starts only while the run owns the funding (read again unless
  * the run's own fenced write or read just showed it) and the call fits in its time.
  */
-export async function beforeCall(ctx: FundingContext, fundingId: string, fence: Fence, clock: ActivityClock, ownershipJustShown = false): Promise<void> {
+export async function beforeCall(
+  ctx: FundingContext,
+  fundingId: string,
+  fence: Fence,
+  clock: ActivityClock,
+  ownershipJustShown = false,
+): Promise<void> {
   if (!ownershipJustShown) await stopIfOvertaken(ctx, fundingId, fence);
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) throw new CallWouldOutlive();
 }
@@ -96,12 +120,23 @@ export async function readBack(ctx: FundingContext, fundingId: string, transferI
   } catch (error) {
     if (!isWalletError(error)) throw error;
     if (error.outcome !== 'rejected') retryLater(error);
-    ctx.logger.error({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'retrieve transfer refused');
-    return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
+    ctx.logger.error(
+      { fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo },
+      'retrieve transfer refused',
+    );
+    return {
+      kind: 'refused',
+      code: error.code,
+      requestReferenceNo: error.requestReferenceNo,
+      httpStatus: error.httpStatus,
+    };
   }
 }
 
-/** What one execute call answered: where the transfer stands, or `retry` when the wallet did nothing (429, refused connection). */
+/**
+ * What one execute call answered: where the transfer stands, or `retry` when the wallet did nothing (429, refused
+ * connection).
+ */
 export type ExecuteAnswer = TransferProgress | { kind: 'retry'; error: WalletError };
 
 /** Sends the execute once; an unknown outcome is reported, never retried here. */
@@ -114,8 +149,16 @@ export async function sendExecute(ctx: FundingContext, fundingId: string, transf
     if (error.code === 'TRANSFER_EXPIRED') return { kind: 'expired', requestReferenceNo: error.requestReferenceNo };
     if (error.outcome === 'retryable') return { kind: 'retry', error };
     // unknown (time-out, 5xx, 7011, reset, unparsable, 409) or an odd rejection: retrieve decides.
-    ctx.logger.warn({ fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo }, 'execute outcome unknown: reconciling');
-    return { kind: 'unknown', code: error.code, requestReferenceNo: error.requestReferenceNo, httpStatus: error.httpStatus };
+    ctx.logger.warn(
+      { fundingId, code: error.code, requestReferenceNo: error.requestReferenceNo },
+      'execute outcome unknown: reconciling',
+    );
+    return {
+      kind: 'unknown',
+      code: error.code,
+      requestReferenceNo: error.requestReferenceNo,
+      httpStatus: error.httpStatus,
+    };
   }
 }
 
@@ -135,10 +178,20 @@ export async function finishOwned(ctx: FundingContext, fundingId: string, input:
 }
 
 /** → NEEDS_REVIEW by the funding's owner; what it found when the funding was not parked. */
-export async function park(ctx: FundingContext, fundingId: string, reason: string, evidence: WalletCallEvidence[], fence: Fence): Promise<ParkOutcome> {
+export async function park(
+  ctx: FundingContext,
+  fundingId: string,
+  reason: string,
+  evidence: WalletCallEvidence[],
+  fence: Fence,
+): Promise<ParkOutcome> {
   if (await ctx.fundings.parkForReview(fundingId, reason, evidence, fence)) return { parked: true };
   const funding = await owned(ctx, fundingId, fence);
   if (funding.status === 'NEEDS_REVIEW') return { parked: true };
-  if (isFinalFundingStatus(funding.status)) return { parked: false, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
-  throw ApplicationFailure.nonRetryable(`funding ${fundingId} could not be parked from ${funding.status}`, fundingFailureTypes.corrupt);
+  if (isFinalFundingStatus(funding.status))
+    return { parked: false, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
+  throw ApplicationFailure.nonRetryable(
+    `funding ${fundingId} could not be parked from ${funding.status}`,
+    fundingFailureTypes.corrupt,
+  );
 }

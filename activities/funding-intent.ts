@@ -10,7 +10,14 @@ import { isWalletError, type Transfer } from '../wallet/index.ts';
 import { TokenRefreshBusy, TokenRefreshError, VaultError } from '../links/token-vault.ts';
 import { callFitsBefore, type ActivityClock } from './activity-clock.ts';
 import { refreshBusyRetry, walletRetry } from './wallet-retry.ts';
-import { beforeCall, CallWouldOutlive, ownerLost, retryLater, stopIfOvertaken, type FundingContext } from './funding-context.ts';
+import {
+  beforeCall,
+  CallWouldOutlive,
+  ownerLost,
+  retryLater,
+  stopIfOvertaken,
+  type FundingContext,
+} from './funding-context.ts';
 
 /** A funding as its record reads it. */
 export type FundingRow = Awaited<ReturnType<FundingRecord['get']>>;
@@ -22,12 +29,18 @@ const rejectedCreateCodes = new Set(['M133', '1096', 'CODE_INVALID']);
 export type AnsweredIntent = { kind: 'answered'; transferId: string; requestReferenceNo: string };
 
 /** What differs between a created intent and the request, in words (no secret); null when nothing does. */
-function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TOKEN'; amount: { currency: string; value: string } }): string | null {
+function createMismatch(
+  transfer: Transfer,
+  asked: { recipientType: 'CODE' | 'TOKEN'; amount: { currency: string; value: string } },
+): string | null {
   const differences: string[] = [];
   if (transfer.status !== 'CREATED') differences.push(`status ${transfer.status}`);
-  if (transfer.recipient.type !== asked.recipientType) differences.push(`recipient type ${transfer.recipient.type}, asked ${asked.recipientType}`);
-  if (transfer.amount.currency !== asked.amount.currency) differences.push(`currency ${transfer.amount.currency}, asked ${asked.amount.currency}`);
-  if (!sameValue(transfer.amount, asked.amount)) differences.push(`amount ${transfer.amount.value}, asked ${asked.amount.value}`);
+  if (transfer.recipient.type !== asked.recipientType)
+    differences.push(`recipient type ${transfer.recipient.type}, asked ${asked.recipientType}`);
+  if (transfer.amount.currency !== asked.amount.currency)
+    differences.push(`currency ${transfer.amount.currency}, asked ${asked.amount.currency}`);
+  if (!sameValue(transfer.amount, asked.amount))
+    differences.push(`amount ${transfer.amount.value}, asked ${asked.amount.value}`);
   return differences.length > 0 ? differences.join('; ') : null;
 }
 
@@ -37,7 +50,12 @@ function createMismatch(transfer: Transfer, asked: { recipientType: 'CODE' | 'TO
  * a funding that already has one. Only the funding's owner creates, and only with the time to
  * finish the call (checked after the token vault's lock, which may have taken most of it).
  */
-export async function createAndStore(ctx: FundingContext, fundingId: string, fence: Fence, clock: ActivityClock): Promise<CreateOutcome> {
+export async function createAndStore(
+  ctx: FundingContext,
+  fundingId: string,
+  fence: Fence,
+  clock: ActivityClock,
+): Promise<CreateOutcome> {
   const funding = await ctx.fundings.get(fundingId);
   if (fence !== undefined && funding.ownerFence !== fence) throw ownerLost(fundingId);
   if (funding.transferId) return { kind: 'created', transferId: funding.transferId, requestReferenceNo: null };
@@ -48,9 +66,12 @@ export async function createAndStore(ctx: FundingContext, fundingId: string, fen
   // Cancelled meanwhile, a concurrent attempt stored one first, or another run took the
   // funding over: this intent stays unexecuted (kept on record).
   const kept = await ctx.fundings.storeTransferId(fundingId, intent.transferId, fence);
-  if (kept.stored) return { kind: 'created', transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo };
+  if (kept.stored)
+    return { kind: 'created', transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo };
   await stopIfOvertaken(ctx, fundingId, fence);
-  return kept.transferId ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null } : { kind: 'cancelled' };
+  return kept.transferId
+    ? { kind: 'created', transferId: kept.transferId, requestReferenceNo: null }
+    : { kind: 'cancelled' };
 }
 
 /**
@@ -59,13 +80,20 @@ export async function createAndStore(ctx: FundingContext, fundingId: string, fen
  * anything can execute it), refused, or a mismatch (kept on record, never executed). Throws to
  * retry later (a transient failure) and when the run was overtaken.
  */
-export async function requestIntent(ctx: FundingContext, funding: FundingRow, fence: Fence, clock: ActivityClock, ownershipJustShown: boolean): Promise<CreateOutcome | AnsweredIntent> {
+export async function requestIntent(
+  ctx: FundingContext,
+  funding: FundingRow,
+  fence: Fence,
+  clock: ActivityClock,
+  ownershipJustShown: boolean,
+): Promise<CreateOutcome | AnsweredIntent> {
   const fundingId = funding.id;
   let amount: Amount;
   try {
     amount = storedAmount(funding);
   } catch (error) {
-    if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, fundingFailureTypes.corrupt);
+    if (error instanceof MoneyUnreadable)
+      throw ApplicationFailure.nonRetryable(error.message, fundingFailureTypes.corrupt);
     throw error;
   }
 
@@ -73,7 +101,8 @@ export async function requestIntent(ctx: FundingContext, funding: FundingRow, fe
   try {
     if (funding.recipientType === 'CODE') {
       const code = ctx.fundings.cashInCodeOf(funding);
-      if (code === null) throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
+      if (code === null)
+        throw ApplicationFailure.nonRetryable('funding has no cash-in code', fundingFailureTypes.corrupt);
       await beforeCall(ctx, fundingId, fence, clock, ownershipJustShown);
       created = await ctx.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount });
     } else {
@@ -88,10 +117,16 @@ export async function requestIntent(ctx: FundingContext, funding: FundingRow, fe
     }
   } catch (error) {
     if (error instanceof VaultError) {
-      return { kind: 'refused', status: 'FAILED', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
+      return {
+        kind: 'refused',
+        status: 'FAILED',
+        code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE',
+        requestReferenceNo: null,
+      };
     }
     // The user's token could not be refreshed just now: nothing was created; try again.
-    if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+    if (error instanceof TokenRefreshError)
+      throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
     if (error instanceof TokenRefreshBusy) throw refreshBusyRetry(error);
     if (!isWalletError(error)) throw error;
     if (error.outcome === 'rejected') {
@@ -100,7 +135,10 @@ export async function requestIntent(ctx: FundingContext, funding: FundingRow, fe
     }
     // Unknown or retryable: nothing was executed, and a retried create at worst leaves an
     // unexecuted intent behind, which is harmless.
-    ctx.logger.warn({ fundingId, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'create transfer: retrying');
+    ctx.logger.warn(
+      { fundingId, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo },
+      'create transfer: retrying',
+    );
     retryLater(error);
   }
 
@@ -109,8 +147,16 @@ export async function requestIntent(ctx: FundingContext, funding: FundingRow, fe
   const mismatch = createMismatch(created.data, { recipientType: funding.recipientType, amount });
   if (mismatch) {
     await ctx.fundings.keepUnexecuted(fundingId, created.data.transferId);
-    ctx.logger.error({ fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
-    return { kind: 'mismatch', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, detail: mismatch };
+    ctx.logger.error(
+      { fundingId, transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo, mismatch },
+      'the wallet created something else than asked',
+    );
+    return {
+      kind: 'mismatch',
+      transferId: created.data.transferId,
+      requestReferenceNo: created.requestReferenceNo,
+      detail: mismatch,
+    };
   }
   return { kind: 'answered', transferId: created.data.transferId, requestReferenceNo: created.requestReferenceNo };
 }

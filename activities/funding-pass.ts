@@ -11,7 +11,16 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import { mismatchReviewReason, type FinishInput, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import { activityClock, callFitsBefore, pastItsTime, type ActivityClock } from './activity-clock.ts';
 import { isRateLimited, retryDelayOf, walletTransientType } from './wallet-retry.ts';
-import { CallWouldOutlive, finishOwned, isOwnerLost, park, sendExecute, stopIfOvertaken, type ExecuteAnswer, type FundingContext } from './funding-context.ts';
+import {
+  CallWouldOutlive,
+  finishOwned,
+  isOwnerLost,
+  park,
+  sendExecute,
+  stopIfOvertaken,
+  type ExecuteAnswer,
+  type FundingContext,
+} from './funding-context.ts';
 import { requestIntent, type FundingRow } from './funding-intent.ts';
 
 /** A funding a pass took on: its row as the claim left it (CREATING, no transfer yet), and the claim's fence. */
@@ -39,7 +48,11 @@ export function outcomeOfFailure(fundingId: string, error: unknown, failed: Item
  */
 function createLater(error: unknown): OnePassOutcome | null {
   if (!(error instanceof ApplicationFailure) || error.nonRetryable || error.type !== walletTransientType) return null;
-  return { kind: 'create-later', retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null, ...(isRateLimited(error) ? { rateLimited: true } : {}) };
+  return {
+    kind: 'create-later',
+    retryAfterMs: typeof error.nextRetryDelay === 'number' ? error.nextRetryDelay : null,
+    ...(isRateLimited(error) ? { rateLimited: true } : {}),
+  };
 }
 
 /**
@@ -47,13 +60,21 @@ function createLater(error: unknown): OnePassOutcome | null {
  * sent (a refused or cancelled create), which the record writes only while no execute can have
  * been sent. A finish that did not leave the funding final leaves it to the steps.
  */
-async function finished(ctx: FundingContext, fundingId: string, fence: number, input: FinishInput): Promise<OnePassOutcome> {
+async function finished(
+  ctx: FundingContext,
+  fundingId: string,
+  fence: number,
+  input: FinishInput,
+): Promise<OnePassOutcome> {
   const done = await finishOwned(ctx, fundingId, input, fence);
   if (!isFinalFundingStatus(done.status)) return steps;
   return { kind: 'finished', status: done.status, errorCode: done.errorCode, transferId: done.transferId };
 }
 
-/** The single funding's pass fails with what it did not foresee: its workflow sees the failure, and its steps go on from the record. */
+/**
+ * The single funding's pass fails with what it did not foresee: its workflow sees the failure, and its steps go on from
+ * the record.
+ */
 function failWithThePass(_fundingId: string, error: unknown): never {
   throw error;
 }
@@ -78,7 +99,13 @@ export async function fundInOnePass(ctx: FundingContext, fundingId: string): Pro
  * is no time for a wallet call or the funding is not a fresh PENDING one (someone else took it on,
  * or it was cancelled).
  */
-export async function fundOne(ctx: FundingContext, fundingId: string, clock: ActivityClock, failed: ItemFailure, claim: { skipLocked?: boolean } = {}): Promise<OnePassOutcome> {
+export async function fundOne(
+  ctx: FundingContext,
+  fundingId: string,
+  clock: ActivityClock,
+  failed: ItemFailure,
+  claim: { skipLocked?: boolean } = {},
+): Promise<OnePassOutcome> {
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) return steps;
   const claimed = await claimOne(ctx, fundingId, claim);
   if (!claimed) return steps;
@@ -90,11 +117,16 @@ export async function fundOne(ctx: FundingContext, fundingId: string, clock: Act
  * the claim left it; null when the funding was not a fresh PENDING one, or when another run's
  * claim or a cancel came between the two.
  */
-async function claimOne(ctx: FundingContext, fundingId: string, claim: { skipLocked?: boolean }): Promise<ClaimedRow | null> {
+async function claimOne(
+  ctx: FundingContext,
+  fundingId: string,
+  claim: { skipLocked?: boolean },
+): Promise<ClaimedRow | null> {
   const fence = await ctx.fundings.claimPending(fundingId, claim);
   if (fence === null) return null;
   const row = await ctx.fundings.get(fundingId);
-  if (row.ownerFence !== fence || row.cancelRequested || row.status !== 'CREATING' || row.transferId !== null) return null;
+  if (row.ownerFence !== fence || row.cancelRequested || row.status !== 'CREATING' || row.transferId !== null)
+    return null;
   return { ...row, fence };
 }
 
@@ -115,7 +147,12 @@ async function claimOne(ctx: FundingContext, fundingId: string, claim: { skipLoc
  * created but not stored by then is kept on record, never executed. `failed` says what any
  * other failure of one funding becomes.
  */
-export async function passClaimed(ctx: FundingContext, claimed: readonly ClaimedRow[], clock: ActivityClock, failed: ItemFailure): Promise<Map<string, OnePassOutcome>> {
+export async function passClaimed(
+  ctx: FundingContext,
+  claimed: readonly ClaimedRow[],
+  clock: ActivityClock,
+  failed: ItemFailure,
+): Promise<Map<string, OnePassOutcome>> {
   const { fundings, claimed: claimedFundings, walletTimeoutMs } = ctx;
   const outcomes = new Map<string, OnePassOutcome>(claimed.map((row) => [row.id, steps]));
   /** One funding's part, whatever it throws: overtaken, out of time or anything unforeseen. */
@@ -140,19 +177,49 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
       } catch (error) {
         return void outcomes.set(fundingId, createLater(error) ?? outcomeOfFailure(fundingId, error, failed));
       }
-      if (intent.kind === 'answered') return void answered.push({ fundingId, fence, transferId: intent.transferId, requestReferenceNo: intent.requestReferenceNo });
+      if (intent.kind === 'answered')
+        return void answered.push({
+          fundingId,
+          fence,
+          transferId: intent.transferId,
+          requestReferenceNo: intent.requestReferenceNo,
+        });
       if (outOfTime()) return;
       switch (intent.kind) {
         case 'refused':
-          outcomes.set(fundingId, await guarded(fundingId, () => finished(ctx, fundingId, fence, { status: intent.status, code: intent.code, requestReferenceNo: intent.requestReferenceNo, beforeExecute: true })));
+          outcomes.set(
+            fundingId,
+            await guarded(fundingId, () =>
+              finished(ctx, fundingId, fence, {
+                status: intent.status,
+                code: intent.code,
+                requestReferenceNo: intent.requestReferenceNo,
+                beforeExecute: true,
+              }),
+            ),
+          );
           return;
         case 'mismatch': {
           // Parked here, not only by the workflow: a pass run again must not find a CREATING
           // funding with no transfer and create (and execute) another intent.
-          const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.create', requestReferenceNo: intent.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' };
-          const parked = await guarded(fundingId, () => park(ctx, fundingId, mismatchReviewReason(intent.detail, intent.transferId), [evidence], fence));
+          const evidence: WalletCallEvidence = {
+            at: new Date().toISOString(),
+            operation: 'transfers.create',
+            requestReferenceNo: intent.requestReferenceNo,
+            httpStatus: 201,
+            code: 'ANSWER_MISMATCH',
+            outcome: 'mismatch',
+          };
+          const parked = await guarded(fundingId, () =>
+            park(ctx, fundingId, mismatchReviewReason(intent.detail, intent.transferId), [evidence], fence),
+          );
           if ('kind' in parked) return;
-          outcomes.set(fundingId, parked.parked ? { ...intent, fence } : { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId });
+          outcomes.set(
+            fundingId,
+            parked.parked
+              ? { ...intent, fence }
+              : { kind: 'finished', status: parked.status, errorCode: parked.errorCode, transferId: parked.transferId },
+          );
           return;
         }
         default:
@@ -163,7 +230,8 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
   if (answered.length === 0) return outcomes;
   if (outOfTime()) {
     // Created, not stored: kept on record, never executed (the funding's workflow creates anew).
-    for (const item of answered) await guarded(item.fundingId, () => fundings.keepUnexecuted(item.fundingId, item.transferId));
+    for (const item of answered)
+      await guarded(item.fundingId, () => fundings.keepUnexecuted(item.fundingId, item.transferId));
     return outcomes;
   }
 
@@ -178,8 +246,12 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
   // Each claim read again right before its execute: a pass that paused after its move to
   // EXECUTING (a stopped worker, an attempt cut off from Temporal but not from PostgreSQL) sends
   // nothing for a funding another run claimed meanwhile; that run retrieves before any execute.
-  const claimsNow = await fundings.fencesOf(answered.filter((item) => executing.has(item.fundingId)).map((item) => item.fundingId));
-  const toExecute = answered.filter((item) => executing.has(item.fundingId) && claimsNow.get(item.fundingId) === item.fence);
+  const claimsNow = await fundings.fencesOf(
+    answered.filter((item) => executing.has(item.fundingId)).map((item) => item.fundingId),
+  );
+  const toExecute = answered.filter(
+    (item) => executing.has(item.fundingId) && claimsNow.get(item.fundingId) === item.fence,
+  );
   if (!callFitsBefore(clock, walletTimeoutMs)) return outcomes;
 
   // The executes, all at once: each sent once, by the pass that moved its funding to EXECUTING.
@@ -199,35 +271,74 @@ export async function passClaimed(ctx: FundingContext, claimed: readonly Claimed
     return progress?.kind === 'final' ? [{ ...item, progress }] : [];
   });
   const finishedIds = await claimedFundings.finishExecutedMany(
-    finals.map((item) => ({ fundingId: item.fundingId, fence: item.fence, status: item.progress.status, code: item.progress.declineCode, requestReferenceNo: item.progress.requestReferenceNo })),
+    finals.map((item) => ({
+      fundingId: item.fundingId,
+      fence: item.fence,
+      status: item.progress.status,
+      code: item.progress.declineCode,
+      requestReferenceNo: item.progress.requestReferenceNo,
+    })),
   );
   for (const item of finals) {
-    if (finishedIds.has(item.fundingId)) outcomes.set(item.fundingId, { kind: 'finished', status: item.progress.status, errorCode: item.progress.declineCode, transferId: item.transferId });
+    if (finishedIds.has(item.fundingId))
+      outcomes.set(item.fundingId, {
+        kind: 'finished',
+        status: item.progress.status,
+        errorCode: item.progress.declineCode,
+        transferId: item.transferId,
+      });
   }
   // The rest, each the step-by-step way from its execute.
   await Promise.all(
     toExecute.map(async (item) => {
       const progress = answers.get(item.fundingId);
       if (!progress || progress.kind === 'final') return;
-      outcomes.set(item.fundingId, await guarded(item.fundingId, () => afterExecute(ctx, item.fundingId, item.fence, item.transferId, progress)));
+      outcomes.set(
+        item.fundingId,
+        await guarded(item.fundingId, () => afterExecute(ctx, item.fundingId, item.fence, item.transferId, progress)),
+      );
     }),
   );
   return outcomes;
 }
 
 /** What the pass does after a funding's execute, unless the wallet's word was final. */
-async function afterExecute(ctx: FundingContext, fundingId: string, fence: number, transferId: string, progress: ExecuteAnswer): Promise<OnePassOutcome> {
+async function afterExecute(
+  ctx: FundingContext,
+  fundingId: string,
+  fence: number,
+  transferId: string,
+  progress: ExecuteAnswer,
+): Promise<OnePassOutcome> {
   switch (progress.kind) {
     case 'retry':
       return { kind: 'execute', transferId, retryAfterMs: retryDelayOf(progress.error) ?? null, fence };
     case 'final':
-      return finished(ctx, fundingId, fence, { status: progress.status, code: progress.declineCode, requestReferenceNo: progress.requestReferenceNo });
+      return finished(ctx, fundingId, fence, {
+        status: progress.status,
+        code: progress.declineCode,
+        requestReferenceNo: progress.requestReferenceNo,
+      });
     case 'expired':
-      return finished(ctx, fundingId, fence, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: progress.requestReferenceNo });
+      return finished(ctx, fundingId, fence, {
+        status: 'FAILED',
+        code: 'TRANSFER_EXPIRED',
+        requestReferenceNo: progress.requestReferenceNo,
+      });
     case 'unknown':
       // On record at once, with the execute's Request-Reference-No: whoever goes on from the
       // record (this workflow, a run after a crash, a review) sees the doubt and its evidence.
-      if (!(await ctx.fundings.move(fundingId, 'RECONCILING', { requestReferenceNo: progress.requestReferenceNo, detail: `execute outcome unknown (${progress.code}): retrieving` }, fence))) {
+      if (
+        !(await ctx.fundings.move(
+          fundingId,
+          'RECONCILING',
+          {
+            requestReferenceNo: progress.requestReferenceNo,
+            detail: `execute outcome unknown (${progress.code}): retrieving`,
+          },
+          fence,
+        ))
+      ) {
         await stopIfOvertaken(ctx, fundingId, fence);
       }
       return { kind: 'executed', transferId, progress, fence };

@@ -40,8 +40,15 @@ export function createFundingSteps(ctx: FundingContext): FundingStepActivities {
   return {
     async loadFunding(fundingId: string): Promise<FundingSnapshot> {
       const claimed = await fundings.claim(fundingId);
-      if (!claimed) throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
-      return { fundingId, status: claimed.status, recipientType: claimed.recipientType, transferId: claimed.transferId, fence: claimed.fence };
+      if (!claimed)
+        throw ApplicationFailure.nonRetryable(`funding ${fundingId} does not exist`, fundingFailureTypes.notFound);
+      return {
+        fundingId,
+        status: claimed.status,
+        recipientType: claimed.recipientType,
+        transferId: claimed.transferId,
+        fence: claimed.fence,
+      };
     },
 
     async markCreating(fundingId: string, fence?: Fence): Promise<boolean> {
@@ -89,25 +96,44 @@ export function createFundingSteps(ctx: FundingContext): FundingStepActivities {
       return readBack(ctx, fundingId, transferId);
     },
 
-    async markReconciling(fundingId: string, requestReferenceNo: string | null, detail: string, fence?: Fence): Promise<void> {
+    async markReconciling(
+      fundingId: string,
+      requestReferenceNo: string | null,
+      detail: string,
+      fence?: Fence,
+    ): Promise<void> {
       if (await fundings.move(fundingId, 'RECONCILING', { requestReferenceNo, detail }, fence)) return;
       await stopIfOvertaken(ctx, fundingId, fence);
     },
 
-    async parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<ParkOutcome> {
+    async parkFundingForReview(
+      fundingId: string,
+      reason: string,
+      evidence: WalletCallEvidence[],
+      fence?: Fence,
+    ): Promise<ParkOutcome> {
       return park(ctx, fundingId, reason, evidence, fence);
     },
 
     // With no fence: ops' (or the wallet's) word on a funding in review claims it, whichever run holds it.
-    async resolveFunding(fundingId: string, input: ResolveFundingUpdateInput): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
+    async resolveFunding(
+      fundingId: string,
+      input: ResolveFundingUpdateInput,
+    ): Promise<{ status: FinalFundingStatus; errorCode: string | null }> {
       const funding = await fundings.resolve(fundingId, input);
-      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
+      if (!isFinalFundingStatus(funding.status))
+        throw ApplicationFailure.nonRetryable('funding was not resolved', fundingFailureTypes.corrupt);
       return { status: funding.status, errorCode: funding.errorCode };
     },
 
-    async finishFunding(fundingId: string, input: FinishInput, fence?: Fence): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
+    async finishFunding(
+      fundingId: string,
+      input: FinishInput,
+      fence?: Fence,
+    ): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }> {
       const funding = await finishOwned(ctx, fundingId, input, fence);
-      if (!isFinalFundingStatus(funding.status)) throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
+      if (!isFinalFundingStatus(funding.status))
+        throw ApplicationFailure.nonRetryable('funding did not reach a final state', fundingFailureTypes.corrupt);
       return { status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId };
     },
   };

@@ -27,7 +27,10 @@ export type { ItemsPassResult } from './funding-chunk.ts';
 
 /** The funding activities, and the chunk pass a batch runs its items through (not an activity of its own). */
 export type FundingActivities = FundWalletActivities & {
-  /** `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls nothing more. */
+  /**
+   * `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls
+   * nothing more.
+   */
   fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult>;
 };
 
@@ -36,6 +39,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   return {
     ...createFundingSteps(ctx),
     fundInOnePass: (fundingId: string) => fundInOnePass(ctx, fundingId),
-    fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean) => fundItemsInOnePass(ctx, fundingIds, current),
+    fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean) =>
+      fundItemsInOnePass(ctx, fundingIds, current),
   };
 }

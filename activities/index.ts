@@ -74,7 +74,14 @@ export function createActivities(deps: ActivityDependencies) {
   const batches = createBatchRecord({ database: deps.database, fundings, batchItems });
   // One set of funding activities: a batch item's one pass is the same code, record, wallet and
   // vault as a single funding's.
-  const funding = createFundingActivities({ fundings, claimed, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) });
+  const funding = createFundingActivities({
+    fundings,
+    claimed,
+    wallet: deps.wallet,
+    vault,
+    logger: deps.logger,
+    ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }),
+  });
   // The chunk pass is the batch activities' own tool, not an activity of its own.
   const { fundItemsInOnePass: _chunkPass, ...fundWalletActivities } = funding;
   const deliverer = createWebhookDeliverer({
@@ -85,26 +92,56 @@ export function createActivities(deps: ActivityDependencies) {
     ...(deps.webhooks?.requestTimeoutMs === undefined ? {} : { requestTimeoutMs: deps.webhooks.requestTimeoutMs }),
     publicTargetsOnly: deps.webhooks?.publicTargetsOnly === true,
   });
-  return withActivityLogContext(withOverloadRetry({
-    ...createEmbeddedSessionActivities({ database: deps.database, wallet: deps.wallet, tokens, cipher: deps.cipher, logger: deps.logger }),
-    ...fundWalletActivities,
-    ...createBatchActivities({ batches, fundings, funding, temporal: deps.temporal, taskQueue: deps.taskQueue, logger: deps.logger }),
-    ...createPaymentActivities({ payments, wallet: deps.wallet, vault, logger: deps.logger, ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }) }),
-    ...createSweepActivities({
-      fundings,
-      payments,
-      batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
-      wallet: deps.wallet,
-      temporal: deps.temporal,
-      taskQueue: deps.taskQueue,
-      logger: deps.logger,
-      databaseNow: () => databaseNow(deps.database),
-      ...metrics,
+  return withActivityLogContext(
+    withOverloadRetry({
+      ...createEmbeddedSessionActivities({
+        database: deps.database,
+        wallet: deps.wallet,
+        tokens,
+        cipher: deps.cipher,
+        logger: deps.logger,
+      }),
+      ...fundWalletActivities,
+      ...createBatchActivities({
+        batches,
+        fundings,
+        funding,
+        temporal: deps.temporal,
+        taskQueue: deps.taskQueue,
+        logger: deps.logger,
+      }),
+      ...createPaymentActivities({
+        payments,
+        wallet: deps.wallet,
+        vault,
+        logger: deps.logger,
+        ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }),
+      }),
+      ...createSweepActivities({
+        fundings,
+        payments,
+        batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
+        wallet: deps.wallet,
+        temporal: deps.temporal,
+        taskQueue: deps.taskQueue,
+        logger: deps.logger,
+        databaseNow: () => databaseNow(deps.database),
+        ...metrics,
+      }),
+      ...createWebhookActivities({ deliverer }),
+      ...createPurgeActivities({
+        database: deps.database,
+        logger: deps.logger,
+        ...(deps.now ? { now: deps.now } : {}),
+      }),
+      ...createSettlementActivities({
+        database: deps.database,
+        runs: createSettlementRuns(deps.database),
+        wallet: deps.wallet,
+        logger: deps.logger,
+      }),
     }),
-    ...createWebhookActivities({ deliverer }),
-    ...createPurgeActivities({ database: deps.database, logger: deps.logger, ...(deps.now ? { now: deps.now } : {}) }),
-    ...createSettlementActivities({ database: deps.database, runs: createSettlementRuns(deps.database), wallet: deps.wallet, logger: deps.logger }),
-  }));
+  );
 }
 
 export type Activities = ReturnType<typeof createActivities>;

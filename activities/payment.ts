@@ -27,7 +27,6 @@ class ExecuteDeferred extends Error {
   override readonly name = 'ExecuteDeferred';
 }
 
-
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
   payments: PaymentRecord;
@@ -42,7 +41,8 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
   const { payments, wallet, logger } = deps;
 
   /** A run whose claim was overtaken writes and calls nothing more. */
-  const ownerLost = (id: string) => ApplicationFailure.nonRetryable(`payment ${id} was taken over by another run`, paymentFailureTypes.ownerLost);
+  const ownerLost = (id: string) =>
+    ApplicationFailure.nonRetryable(`payment ${id} was taken over by another run`, paymentFailureTypes.ownerLost);
   async function stopIfOvertaken(id: string, fence: PaymentFence): Promise<void> {
     if (fence !== undefined && (await payments.fenceOf(id)) !== fence) throw ownerLost(id);
   }
@@ -53,7 +53,12 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
     return payment;
   }
 
-  const attemptOf = (error: { requestReferenceNo: string; httpStatus: number | null; code: string; outcome: string }): ExecuteAttempt => ({
+  const attemptOf = (error: {
+    requestReferenceNo: string;
+    httpStatus: number | null;
+    code: string;
+    outcome: string;
+  }): ExecuteAttempt => ({
     at: new Date().toISOString(),
     requestReferenceNo: error.requestReferenceNo,
     httpStatus: error.httpStatus,
@@ -75,13 +80,15 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
     async createPayment(id: string, fence?: PaymentFence): Promise<CreatePaymentOutcome> {
       const clock = activityClock();
       const payment = await owned(id, fence);
-      if (payment.walletPaymentId) return { kind: 'created', walletPaymentId: payment.walletPaymentId, requestReferenceNo: null };
+      if (payment.walletPaymentId)
+        return { kind: 'created', walletPaymentId: payment.walletPaymentId, requestReferenceNo: null };
       let amount: Amount;
       try {
         amount = storedAmount(payment);
       } catch (error) {
         // A stored amount that cannot be read is never sent as zero.
-        if (error instanceof MoneyUnreadable) throw ApplicationFailure.nonRetryable(error.message, paymentFailureTypes.corrupt);
+        if (error instanceof MoneyUnreadable)
+          throw ApplicationFailure.nonRetryable(error.message, paymentFailureTypes.corrupt);
         throw error;
       }
       try {
@@ -95,42 +102,79 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         // merchant is never executed, and is not stored as this payment's; a person looks at it.
         const mismatch = [
           created.data.p2mId !== wallet.merchantP2mId ? 'another merchant' : null,
-          created.data.amount.currency !== amount.currency ? `currency ${created.data.amount.currency}, asked ${amount.currency}` : null,
+          created.data.amount.currency !== amount.currency
+            ? `currency ${created.data.amount.currency}, asked ${amount.currency}`
+            : null,
           !sameValue(created.data.amount, amount) ? `amount ${created.data.amount.value}, asked ${amount.value}` : null,
         ].filter((difference) => difference !== null);
         if (mismatch.length > 0) {
-          logger.error({ paymentId: id, walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo, mismatch }, 'the wallet created something else than asked');
-          return { kind: 'mismatch', walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo, detail: mismatch.join('; ') };
+          logger.error(
+            {
+              paymentId: id,
+              walletPaymentId: created.data.walletPaymentId,
+              requestReferenceNo: created.requestReferenceNo,
+              mismatch,
+            },
+            'the wallet created something else than asked',
+          );
+          return {
+            kind: 'mismatch',
+            walletPaymentId: created.data.walletPaymentId,
+            requestReferenceNo: created.requestReferenceNo,
+            detail: mismatch.join('; '),
+          };
         }
-        const kept = await payments.storeCreated(id, { walletPaymentId: created.data.walletPaymentId, fee: created.data.fee }, fence);
+        const kept = await payments.storeCreated(
+          id,
+          { walletPaymentId: created.data.walletPaymentId, fee: created.data.fee },
+          fence,
+        );
         // A concurrent attempt stored its payment first: that one is the payment; this one is never executed.
         if (!kept.stored) {
           await stopIfOvertaken(id, fence);
-          if (kept.walletPaymentId === null) throw ApplicationFailure.nonRetryable('payment id not stored', paymentFailureTypes.corrupt);
+          if (kept.walletPaymentId === null)
+            throw ApplicationFailure.nonRetryable('payment id not stored', paymentFailureTypes.corrupt);
           return { kind: 'created', walletPaymentId: kept.walletPaymentId, requestReferenceNo: null };
         }
-        return { kind: 'created', walletPaymentId: created.data.walletPaymentId, requestReferenceNo: created.requestReferenceNo };
+        return {
+          kind: 'created',
+          walletPaymentId: created.data.walletPaymentId,
+          requestReferenceNo: created.requestReferenceNo,
+        };
       } catch (error) {
-        if (error instanceof ExecuteDeferred) throw ApplicationFailure.retryable('create not sent: it could outlive this attempt', 'WalletCallDeferred');
-        if (error instanceof VaultError) return { kind: 'refused', code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE', requestReferenceNo: null };
+        if (error instanceof ExecuteDeferred)
+          throw ApplicationFailure.retryable('create not sent: it could outlive this attempt', 'WalletCallDeferred');
+        if (error instanceof VaultError)
+          return {
+            kind: 'refused',
+            code: error.code === 'REAUTH_REQUIRED' ? 'REAUTH_REQUIRED' : 'LINK_NOT_USABLE',
+            requestReferenceNo: null,
+          };
         // The user's token could not be refreshed just now: nothing was created; try again.
-        if (error instanceof TokenRefreshError) throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
+        if (error instanceof TokenRefreshError)
+          throw walletRetry(error.walletError, `token refresh: ${error.walletError.code}`);
         if (error instanceof TokenRefreshBusy) throw refreshBusyRetry(error);
         if (!isWalletError(error)) throw error;
-        if (error.outcome === 'rejected') return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo };
+        if (error.outcome === 'rejected')
+          return { kind: 'refused', code: error.code, requestReferenceNo: error.requestReferenceNo };
         // A lost create answer leaves an unexecuted payment record at the wallet: harmless, it debits nothing.
         throw walletRetry(error);
       }
     },
 
-    async beginPaymentExecute(id: string, createRequestReferenceNo: string | null, fence?: PaymentFence): Promise<void> {
+    async beginPaymentExecute(
+      id: string,
+      createRequestReferenceNo: string | null,
+      fence?: PaymentFence,
+    ): Promise<void> {
       if (!(await payments.beginExecute(id, createRequestReferenceNo, fence))) await stopIfOvertaken(id, fence);
     },
 
     async executePayment(id: string, fence?: PaymentFence): Promise<ExecutePaymentOutcome> {
       const clock = activityClock();
       const payment = await owned(id, fence);
-      if (!payment.walletPaymentId) throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
+      if (!payment.walletPaymentId)
+        throw ApplicationFailure.nonRetryable('payment has no wallet payment id', paymentFailureTypes.corrupt);
       const walletPaymentId = payment.walletPaymentId;
       try {
         const result = await deps.vault.withUserToken(payment.linkId, async (token) => {
@@ -141,21 +185,52 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         return { kind: 'succeeded', requestReferenceNo: result.requestReferenceNo };
       } catch (error) {
         if (error instanceof VaultError) {
-          return { kind: 'failed', code: error.code, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: error.code, outcome: 'rejected' } };
+          return {
+            kind: 'failed',
+            code: error.code,
+            attempt: {
+              at: new Date().toISOString(),
+              requestReferenceNo: null,
+              httpStatus: null,
+              code: error.code,
+              outcome: 'rejected',
+            },
+          };
         }
         if (error instanceof ExecuteDeferred) {
-          return { kind: 'not-sent', attempt: { at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_DEFERRED', outcome: 'not-sent' } };
+          return {
+            kind: 'not-sent',
+            attempt: {
+              at: new Date().toISOString(),
+              operation: 'op.payments.execute',
+              requestReferenceNo: null,
+              httpStatus: null,
+              code: 'EXECUTE_DEFERRED',
+              outcome: 'not-sent',
+            },
+          };
         }
         // The token refresh failed before any execute was sent: not an execute
         // attempt, nothing to doubt; sent again later, after the wallet's Retry-After if it gave one.
         if (error instanceof TokenRefreshError) {
           const retryAfterMs = retryDelayOf(error.walletError);
-          const attempt = { ...attemptOf(error.walletError), operation: error.walletError.operation, outcome: 'not-sent' };
+          const attempt = {
+            ...attemptOf(error.walletError),
+            operation: error.walletError.operation,
+            outcome: 'not-sent',
+          };
           return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
         }
         // The vault's line did not take the refresh: nothing was sent at all.
         if (error instanceof TokenRefreshBusy) {
-          const attempt: ExecuteAttempt = { at: new Date().toISOString(), operation: 'op.tokens', requestReferenceNo: null, httpStatus: null, code: error.code, outcome: 'not-sent' };
+          const attempt: ExecuteAttempt = {
+            at: new Date().toISOString(),
+            operation: 'op.tokens',
+            requestReferenceNo: null,
+            httpStatus: null,
+            code: error.code,
+            outcome: 'not-sent',
+          };
           return { kind: 'not-sent', attempt, retryAfterMs: error.retryAfterMs };
         }
         if (!isWalletError(error)) throw error;
@@ -166,36 +241,60 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
           const retryAfterMs = retryDelayOf(error);
           return { kind: 'not-sent', attempt, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
         }
-        logger.warn({ paymentId: id, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo }, 'payment execute outcome not known');
+        logger.warn(
+          { paymentId: id, code: error.code, outcome: error.outcome, requestReferenceNo: error.requestReferenceNo },
+          'payment execute outcome not known',
+        );
         return { kind: 'unknown', attempt };
       }
     },
 
-    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: PaymentFence): Promise<PaymentParkOutcome> {
+    async parkForReview(
+      id: string,
+      reason: string,
+      attempts: ExecuteAttempt[],
+      fence?: PaymentFence,
+    ): Promise<PaymentParkOutcome> {
       if (await payments.parkForReview(id, reason, attempts, fence)) return { parked: true };
       const payment = await owned(id, fence);
       if (payment.status === 'NEEDS_REVIEW') return { parked: true };
-      if (isFinalPaymentStatus(payment.status)) return { parked: false, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
-      throw ApplicationFailure.nonRetryable(`payment ${id} could not be parked from ${payment.status}`, paymentFailureTypes.corrupt);
+      if (isFinalPaymentStatus(payment.status))
+        return {
+          parked: false,
+          status: payment.status,
+          errorCode: payment.errorCode,
+          walletPaymentId: payment.walletPaymentId,
+        };
+      throw ApplicationFailure.nonRetryable(
+        `payment ${id} could not be parked from ${payment.status}`,
+        paymentFailureTypes.corrupt,
+      );
     },
 
     // With no fence: ops' word on a payment in review claims it, whichever run holds it.
     async resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }> {
       const payment = await payments.resolve(id, input);
-      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment was not resolved', paymentFailureTypes.corrupt);
+      if (!isFinalPaymentStatus(payment.status))
+        throw ApplicationFailure.nonRetryable('payment was not resolved', paymentFailureTypes.corrupt);
       return { status: payment.status };
     },
 
     async finishPayment(
       id: string,
-      input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },
+      input: {
+        status: FinalPaymentStatus;
+        code: string | null;
+        requestReferenceNo: string | null;
+        detail?: string | null;
+      },
       fence?: PaymentFence,
     ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }> {
       const payment = await payments.finish(id, input, fence);
       if (!payment.moved && fence !== undefined && payment.ownerFence !== fence) {
         throw ownerLost(id);
       }
-      if (!isFinalPaymentStatus(payment.status)) throw ApplicationFailure.nonRetryable('payment did not reach a final state', paymentFailureTypes.corrupt);
+      if (!isFinalPaymentStatus(payment.status))
+        throw ApplicationFailure.nonRetryable('payment did not reach a final state', paymentFailureTypes.corrupt);
       return { status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId };
     },
   };

@@ -62,7 +62,10 @@ export function createPurgeActivities(deps: PurgeDependencies): PurgeExpiredActi
           }
         }
       }
-      deps.logger.info({ cutoff: cutoff.toISOString(), deleted, unfinished }, 'purged expired logins, sessions and attempt counts');
+      deps.logger.info(
+        { cutoff: cutoff.toISOString(), deleted, unfinished },
+        'purged expired logins, sessions and attempt counts',
+      );
       return { cutoff: cutoff.toISOString(), deleted, unfinished };
     },
   };

@@ -4,7 +4,10 @@
 // calls already under way when it halved tell of the same congestion); `inFlight` calls in a row
 // without one give one back, up to `maxInFlight`.
 export interface RetrieveGate {
-  /** Waits for a place (and for the end of any wait the wallet asked for). Throws once the attempt is cancelled or a call failed for good. */
+  /**
+   * Waits for a place (and for the end of any wait the wallet asked for). Throws once the attempt is cancelled or a
+   * call failed for good.
+   */
   acquire(): Promise<void>;
   /** Gives the place back. */
   release(): void;
@@ -17,7 +20,12 @@ export interface RetrieveGate {
   rateLimitedCount(): number;
 }
 
-export function createRetrieveGate(options: { maxInFlight: number; inFlight: number; cancelled?: AbortSignal; now?: () => number }): RetrieveGate {
+export function createRetrieveGate(options: {
+  maxInFlight: number;
+  inFlight: number;
+  cancelled?: AbortSignal;
+  now?: () => number;
+}): RetrieveGate {
   const now = options.now ?? Date.now;
   const maxInFlight = Math.max(1, Math.floor(options.maxInFlight));
   let inFlight = Math.min(maxInFlight, Math.max(1, Math.floor(options.inFlight)));

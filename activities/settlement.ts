@@ -10,13 +10,27 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { executedWalletPayments } from '../audit/executed-payments.ts';
 import { countFundingsApprovedOn, fundingsApprovedOn } from '../fundings/fundings-approved-on.ts';
-import { fundingLine, fundingPosts, paymentLine, paymentPosts, settlementDay, type DayCursor, type WalletTransferRecord } from '../ledger/settlement.ts';
+import {
+  fundingLine,
+  fundingPosts,
+  paymentLine,
+  paymentPosts,
+  settlementDay,
+  type DayCursor,
+  type WalletTransferRecord,
+} from '../ledger/settlement.ts';
 import { SettlementRunNotRunning, type SettlementRun, type SettlementRuns } from '../ledger/settlement-runs.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { countPaymentsSucceededOn, paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { settleDayFailureTypes, type SettleDayActivities, type SettleItemsInput, type SettleItemsOutcome, type SettlementCursor } from '../workflows/settle-day.contract.ts';
+import {
+  settleDayFailureTypes,
+  type SettleDayActivities,
+  type SettleItemsInput,
+  type SettleItemsOutcome,
+  type SettlementCursor,
+} from '../workflows/settle-day.contract.ts';
 import { createRetrieveGate, type RetrieveGate } from './retrieve-gate.ts';
 import { retryDelayOf, walletRetry } from './wallet-retry.ts';
 
@@ -33,14 +47,21 @@ interface SettleItemsCheckpoint {
   inFlight: number;
 }
 
-/** Tries of one retrieve that failed other than by a 429 or a 404 before the attempt gives up (and is retried by Temporal). */
+/**
+ * Tries of one retrieve that failed other than by a 429 or a 404 before the attempt gives up (and is retried by
+ * Temporal).
+ */
 const RETRIEVE_TRIES = 3;
 /** When the wallet said 429 without saying when. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
 /** How often a long page heartbeats while its retrieves run. */
 const HEARTBEAT_EVERY_MS = 1000;
 
-const notRunning = (runId: string) => ApplicationFailure.nonRetryable(`settlement run ${runId} is gone or no longer running`, settleDayFailureTypes.notRunning);
+const notRunning = (runId: string) =>
+  ApplicationFailure.nonRetryable(
+    `settlement run ${runId} is gone or no longer running`,
+    settleDayFailureTypes.notRunning,
+  );
 
 export function createSettlementActivities(deps: SettlementActivityDependencies): SettleDayActivities {
   const { database, runs, logger } = deps;
@@ -61,9 +82,12 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     }
   };
 
-  /** The wallet's record of the transfer (null: it has none), through the gate; transient failures tried again, then the attempt fails. */
+  /**
+   * The wallet's record of the transfer (null: it has none), through the gate; transient failures tried again, then the
+   * attempt fails.
+   */
   async function retrieve(gate: RetrieveGate, transferId: string): Promise<WalletTransferRecord> {
-    for (let tries = 1; ; ) {
+    for (let tries = 1; ;) {
       await gate.acquire();
       try {
         const { data } = await deps.wallet.retrieveTransfer(transferId);
@@ -93,7 +117,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     async beginSettlementRun(runId: string): Promise<{ total: number }> {
       const run = await runningRun(runId);
       const day = settlementDay(run.date, run.timeZone);
-      const [fundings, payments] = await Promise.all([countFundingsApprovedOn(database, day), countPaymentsSucceededOn(database, day)]);
+      const [fundings, payments] = await Promise.all([
+        countFundingsApprovedOn(database, day),
+        countPaymentsSucceededOn(database, day),
+      ]);
       await stopOnNotRunning(() => runs.begin(runId, fundings + payments));
       logger.info({ runId, date: run.date, fundings, payments }, 'settlement run began');
       return { total: fundings + payments };
@@ -101,13 +128,26 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
 
     async settleItems(input: SettleItemsInput): Promise<SettleItemsOutcome> {
       const context = Context.current();
-      const resumed = context.info.attempt > 1 ? (context.info.heartbeatDetails as SettleItemsCheckpoint | undefined) : undefined;
+      const resumed =
+        context.info.attempt > 1 ? (context.info.heartbeatDetails as SettleItemsCheckpoint | undefined) : undefined;
       const run = await runningRun(input.runId);
       const day = settlementDay(run.date, run.timeZone);
-      const gate = createRetrieveGate({ maxInFlight: input.maxInFlight, inFlight: resumed?.inFlight ?? input.inFlight, cancelled: context.cancellationSignal });
-      const checkpoint: SettleItemsCheckpoint = { after: resumed?.after !== undefined ? resumed.after : input.after, inFlight: gate.inFlight() };
-      if (resumed) logger.info({ runId: input.runId, side: input.side, after: checkpoint.after, attempt: context.info.attempt }, 'settlement: going on where the last attempt stopped');
-      const beat = () => context.heartbeat({ ...checkpoint, inFlight: gate.inFlight() } satisfies SettleItemsCheckpoint);
+      const gate = createRetrieveGate({
+        maxInFlight: input.maxInFlight,
+        inFlight: resumed?.inFlight ?? input.inFlight,
+        cancelled: context.cancellationSignal,
+      });
+      const checkpoint: SettleItemsCheckpoint = {
+        after: resumed?.after !== undefined ? resumed.after : input.after,
+        inFlight: gate.inFlight(),
+      };
+      if (resumed)
+        logger.info(
+          { runId: input.runId, side: input.side, after: checkpoint.after, attempt: context.info.attempt },
+          'settlement: going on where the last attempt stopped',
+        );
+      const beat = () =>
+        context.heartbeat({ ...checkpoint, inFlight: gate.inFlight() } satisfies SettleItemsCheckpoint);
       const beating = setInterval(beat, HEARTBEAT_EVERY_MS);
       let stored = 0;
       let read = 0;
@@ -134,7 +174,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       } finally {
         clearInterval(beating);
       }
-      return { after: done ? null : checkpoint.after, done, stored, inFlight: gate.inFlight(), rateLimited: gate.rateLimitedCount() };
+      return {
+        after: done ? null : checkpoint.after,
+        done,
+        stored,
+        inFlight: gate.inFlight(),
+        rateLimited: gate.rateLimitedCount(),
+      };
     },
 
     async finishSettlementRun(runId: string) {
@@ -144,7 +190,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         await runningRun(runId);
         run = await stopOnNotRunning(() => runs.finish(runId));
       }
-      const sides = run.summary ?? { fundings: { matched: 0, missing: 0, mismatched: 0 }, payments: { matched: 0, missing: 0, mismatched: 0 } };
+      const sides = run.summary ?? {
+        fundings: { matched: 0, missing: 0, mismatched: 0 },
+        payments: { matched: 0, missing: 0, mismatched: 0 },
+      };
       const counts = {
         checked: run.checked,
         matched: sides.fundings.matched + sides.payments.matched,
@@ -156,25 +205,56 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     },
   };
 
-  /** A page of fundings: those not stored yet retrieved (through the gate) and compared, their lines stored with the run's progress. */
-  async function settleFundingsPage(gate: RetrieveGate, runId: string, page: Awaited<ReturnType<typeof fundingsApprovedOn>>) {
-    const stored = await runs.storedItems(runId, 'funding', page.items.map((funding) => funding.id));
+  /**
+   * A page of fundings: those not stored yet retrieved (through the gate) and compared, their lines stored with the
+   * run's progress.
+   */
+  async function settleFundingsPage(
+    gate: RetrieveGate,
+    runId: string,
+    page: Awaited<ReturnType<typeof fundingsApprovedOn>>,
+  ) {
+    const stored = await runs.storedItems(
+      runId,
+      'funding',
+      page.items.map((funding) => funding.id),
+    );
     const fresh = page.items.filter((funding) => !stored.has(funding.id));
     const [posts, records] = await Promise.all([
-      fundingPosts(database, fresh.map((funding) => funding.id)),
-      gate.all(fresh.map((funding) => () => (funding.transferId === null ? Promise.resolve(null) : retrieve(gate, funding.transferId)))),
+      fundingPosts(
+        database,
+        fresh.map((funding) => funding.id),
+      ),
+      gate.all(
+        fresh.map(
+          (funding) => () => (funding.transferId === null ? Promise.resolve(null) : retrieve(gate, funding.transferId)),
+        ),
+      ),
     ]);
     const lines = fresh.map((funding, index) => fundingLine(funding, records[index] ?? null, posts));
     return { stored: await stopOnNotRunning(() => runs.store(runId, lines)), read: page.items.length, next: page.next };
   }
 
-  /** A page of payments: those not stored yet compared with the audit's executes and the ledger, their lines stored with the run's progress. */
+  /**
+   * A page of payments: those not stored yet compared with the audit's executes and the ledger, their lines stored with
+   * the run's progress.
+   */
   async function settlePaymentsPage(runId: string, page: Awaited<ReturnType<typeof paymentsSucceededOn>>) {
-    const stored = await runs.storedItems(runId, 'payment', page.items.map((payment) => payment.id));
+    const stored = await runs.storedItems(
+      runId,
+      'payment',
+      page.items.map((payment) => payment.id),
+    );
     const fresh = page.items.filter((payment) => !stored.has(payment.id));
     const [posts, executed] = await Promise.all([
-      paymentPosts(database, fresh.map((payment) => payment.id)),
-      executedWalletPayments(database, fresh.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : []))),
+      paymentPosts(
+        database,
+        fresh.map((payment) => payment.id),
+      ),
+      executedWalletPayments(
+        database,
+        fresh.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : [])),
+      ),
     ]);
     const lines = fresh.map((payment) => paymentLine(payment, executed, posts));
     return { stored: await stopOnNotRunning(() => runs.store(runId, lines)), read: page.items.length, next: page.next };

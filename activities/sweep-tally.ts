@@ -5,18 +5,38 @@
 // what it returns must not grow with what it saw.
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
-import { MAX_SWEEP_LISTED, type RepairAction, type SweepCounts, type SweepReport } from '../workflows/sweep.contract.ts';
+import {
+  MAX_SWEEP_LISTED,
+  type RepairAction,
+  type SweepCounts,
+  type SweepReport,
+} from '../workflows/sweep.contract.ts';
 
 /** Fundings and payments left to the owner that is working on them: counted, neither listed nor logged one by one. */
 const leftToOwner: ReadonlySet<RepairAction> = new Set(['workflow-running', 'owner-active']);
 
-type ListName = 'items' | 'paymentItems' | 'fundingsNeedingReview' | 'paymentsNeedingReview' | 'failedButExecuted' | 'holdsSettled' | 'batchRunners';
+type ListName =
+  | 'items'
+  | 'paymentItems'
+  | 'fundingsNeedingReview'
+  | 'paymentsNeedingReview'
+  | 'failedButExecuted'
+  | 'holdsSettled'
+  | 'batchRunners';
 type EntryOf<Name extends ListName> = NonNullable<SweepReport[Name]>[number];
 
 export type SweepTally = ReturnType<typeof createSweepTally>;
 
 export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics, 'sweepRepair'> | undefined }) {
-  const counts: SweepCounts = { fundings: {}, payments: {}, fundingsNeedingReview: 0, paymentsNeedingReview: 0, failedButExecuted: 0, holdsSettled: 0, batchRunners: 0 };
+  const counts: SweepCounts = {
+    fundings: {},
+    payments: {},
+    fundingsNeedingReview: 0,
+    paymentsNeedingReview: 0,
+    failedButExecuted: 0,
+    holdsSettled: 0,
+    batchRunners: 0,
+  };
   const report: SweepReport & Required<Omit<SweepReport, 'checked' | 'repaired'>> = {
     checked: 0,
     repaired: 0,
@@ -49,7 +69,10 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
       if (repair) repaired(entry.action);
       if (leftToOwner.has(entry.action)) return;
       list('items', entry);
-      deps.logger.info({ fundingId: entry.fundingId, status: entry.status, action: entry.action, detail: entry.detail }, 'sweep: funding');
+      deps.logger.info(
+        { fundingId: entry.fundingId, status: entry.status, action: entry.action, detail: entry.detail },
+        'sweep: funding',
+      );
     },
     /** What the sweep did with one payment it looked at. */
     payment(entry: EntryOf<'paymentItems'>, repair: boolean): void {
@@ -57,7 +80,10 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
       if (repair) repaired(entry.action);
       if (leftToOwner.has(entry.action)) return;
       list('paymentItems', entry);
-      deps.logger.info({ paymentId: entry.id, status: entry.status, action: entry.action, detail: entry.detail }, 'sweep: payment');
+      deps.logger.info(
+        { paymentId: entry.id, status: entry.status, action: entry.action, detail: entry.detail },
+        'sweep: payment',
+      );
     },
     fundingNeedingReview(entry: EntryOf<'fundingsNeedingReview'>): void {
       counts.fundingsNeedingReview += 1;
@@ -73,7 +99,10 @@ export function createSweepTally(deps: { logger: Logger; metrics?: Pick<Metrics,
       counts.holdsSettled += 1;
       list('holdsSettled', entry);
       if (entry.action !== 'none') repaired(entry.action === 'posted' ? 'hold-posted' : 'hold-released');
-      deps.logger.info({ fundingId: entry.fundingId, status: entry.status, action: entry.action }, 'sweep: open hold of a final funding settled');
+      deps.logger.info(
+        { fundingId: entry.fundingId, status: entry.status, action: entry.action },
+        'sweep: open hold of a final funding settled',
+      );
     },
     batchRunner(entry: EntryOf<'batchRunners'>): void {
       counts.batchRunners += 1;

@@ -17,11 +17,21 @@ import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
-import { resolveFundingUpdate, startFundWallet, type ResolveFundingUpdateInput } from '../workflows/fund-wallet.contract.ts';
+import {
+  resolveFundingUpdate,
+  startFundWallet,
+  type ResolveFundingUpdateInput,
+} from '../workflows/fund-wallet.contract.ts';
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
-import { MAX_SWEEP_LISTED, type SweepActivities, type RepairAction, type SweepInput, type SweepReport } from '../workflows/sweep.contract.ts';
+import {
+  MAX_SWEEP_LISTED,
+  type SweepActivities,
+  type RepairAction,
+  type SweepInput,
+  type SweepReport,
+} from '../workflows/sweep.contract.ts';
 import { createSweepTally, type SweepTally } from './sweep-tally.ts';
 
 export interface SweepDependencies {
@@ -36,7 +46,10 @@ export interface SweepDependencies {
   logger: Logger;
   /** Counts repairs; absent: not counted. */
   metrics?: Pick<Metrics, 'sweepRepair'>;
-  /** The database's clock (lib/database.ts databaseNow): the sweep's "idle since" is measured on it, never on the worker's. */
+  /**
+   * The database's clock (lib/database.ts databaseNow): the sweep's "idle since" is measured on it, never on the
+   * worker's.
+   */
   databaseNow: () => Promise<Date>;
 }
 
@@ -58,7 +71,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   }
 
   /** Every row a page reader yields, oldest first, a page at a time: newer rows never starve behind older ones. */
-  async function* everyRow<Row extends SweepCursor>(read: (after: SweepCursor | undefined) => Promise<Row[]>): AsyncGenerator<Row> {
+  async function* everyRow<Row extends SweepCursor>(
+    read: (after: SweepCursor | undefined) => Promise<Row[]>,
+  ): AsyncGenerator<Row> {
     let after: SweepCursor | undefined;
     for (;;) {
       const page = await read(after);
@@ -73,11 +88,21 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
   async function readTransfer(transferId: string) {
     try {
       const { data, requestReferenceNo } = await deps.wallet.retrieveTransfer(transferId);
-      return { kind: 'read' as const, status: data.status, declineCode: data.decline?.code ?? null, requestReferenceNo };
+      return {
+        kind: 'read' as const,
+        status: data.status,
+        declineCode: data.decline?.code ?? null,
+        requestReferenceNo,
+      };
     } catch (error) {
       if (!isWalletError(error)) throw error;
       if (error.outcome !== 'rejected') throw walletRetry(error, `retrieve ${error.code}`);
-      return { kind: 'refused' as const, code: error.code, httpStatus: error.httpStatus, requestReferenceNo: error.requestReferenceNo };
+      return {
+        kind: 'refused' as const,
+        code: error.code,
+        httpStatus: error.httpStatus,
+        requestReferenceNo: error.requestReferenceNo,
+      };
     }
   }
 
@@ -86,7 +111,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
    * is gone. A workflow that cannot take it now (its task failing, Temporal busy) leaves the funding
    * in review for the next sweep, and the sweep goes on with the others.
    */
-  async function resolveFromWallet(funding: Funding, outcome: 'APPROVED' | 'DECLINED', declineCode: string | null, requestReferenceNo: string): Promise<boolean> {
+  async function resolveFromWallet(
+    funding: Funding,
+    outcome: 'APPROVED' | 'DECLINED',
+    declineCode: string | null,
+    requestReferenceNo: string,
+  ): Promise<boolean> {
     const input: ResolveFundingUpdateInput = {
       outcome,
       note: `the wallet shows the transfer ${outcome}`,
@@ -98,24 +128,36 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
       resolveWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
     });
-    if (result.kind === 'workflow-unavailable') logger.warn({ fundingId: funding.id, reason: result.refusal.reason }, 'sweep: the wallet shows a final state, but the funding’s workflow cannot take the resolution now; left in review');
+    if (result.kind === 'workflow-unavailable')
+      logger.warn(
+        { fundingId: funding.id, reason: result.refusal.reason },
+        'sweep: the wallet shows a final state, but the funding’s workflow cannot take the resolution now; left in review',
+      );
     return result.kind === 'resolved';
   }
 
   async function sweepFunding(funding: Funding, idleSince: Date, tally: SweepTally): Promise<void> {
-    const note = (action: RepairAction, detail: string, repaired: boolean) => tally.funding({ fundingId: funding.id, status: funding.status, action, detail }, repaired);
+    const note = (action: RepairAction, detail: string, repaired: boolean) =>
+      tally.funding({ fundingId: funding.id, status: funding.status, action, detail }, repaired);
     let fence: number | undefined = undefined;
     const parkForReview = async (reason: string, evidence: WalletCallEvidence[], detail: string) => {
       if (!(await fundings.parkForReview(funding.id, reason, evidence, fence))) {
         note('left-for-ops', `not sent to review: another writer moved it first (${detail})`, false);
         return;
       }
-      tally.fundingNeedingReview({ fundingId: funding.id, transferId: funding.transferId, since: new Date().toISOString(), reason });
+      tally.fundingNeedingReview({
+        fundingId: funding.id,
+        transferId: funding.transferId,
+        since: new Date().toISOString(),
+        reason,
+      });
       note('sent-to-review', detail, true);
     };
     /** A repair counts only if the record took it (a fence or another writer may have refused it). */
     const finished = (moved: boolean, action: RepairAction, detail: string) =>
-      moved ? note(action, detail, true) : note('left-for-ops', `not repaired: another writer moved it first (${detail})`, false);
+      moved
+        ? note(action, detail, true)
+        : note('left-for-ops', `not repaired: another writer moved it first (${detail})`, false);
     if (funding.status === fundingReviewStatus) {
       // A queued execute may have landed since: the wallet's final word resolves the review.
       const read = funding.transferId ? await readTransfer(funding.transferId) : null;
@@ -125,8 +167,17 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           return;
         }
       }
-      tally.fundingNeedingReview({ fundingId: funding.id, transferId: funding.transferId, since: funding.updatedAt.toISOString(), reason: funding.reviewReason });
-      note('left-for-ops', `in review: ${read?.kind === 'read' ? `the wallet says ${read.status}` : read ? `retrieve refused: ${read.code}` : 'no transfer to read'}`, false);
+      tally.fundingNeedingReview({
+        fundingId: funding.id,
+        transferId: funding.transferId,
+        since: funding.updatedAt.toISOString(),
+        reason: funding.reviewReason,
+      });
+      note(
+        'left-for-ops',
+        `in review: ${read?.kind === 'read' ? `the wallet says ${read.status}` : read ? `retrieve refused: ${read.code}` : 'no transfer to read'}`,
+        false,
+      );
       return;
     }
     const state = await workflowState(funding.workflowId);
@@ -167,7 +218,13 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     }
     if (!transferId) {
       // No transfer was ever stored, so nothing can have been executed for this funding.
-      const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'CREATE_FAILED', requestReferenceNo: null, detail: 'reconciliation: workflow ended without a transfer; nothing executed', fence });
+      const done = await fundings.finish(funding.id, {
+        status: 'FAILED',
+        code: 'CREATE_FAILED',
+        requestReferenceNo: null,
+        detail: 'reconciliation: workflow ended without a transfer; nothing executed',
+        fence,
+      });
       finished(done.moved, 'failed-not-executed', 'no transfer was stored');
       return;
     }
@@ -180,8 +237,19 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         note('left-for-ops', `retrieve refused: ${read.code}`, false);
         return;
       }
-      const evidence: WalletCallEvidence = { at: new Date().toISOString(), operation: 'transfers.retrieve', requestReferenceNo: read.requestReferenceNo, httpStatus: read.httpStatus, code: read.code, outcome: 'rejected' };
-      await parkForReview(`reconciliation: its workflow ended with the execute's outcome unknown, and the wallet refuses to show the transfer (${read.code})`, [evidence], `retrieve refused: ${read.code}`);
+      const evidence: WalletCallEvidence = {
+        at: new Date().toISOString(),
+        operation: 'transfers.retrieve',
+        requestReferenceNo: read.requestReferenceNo,
+        httpStatus: read.httpStatus,
+        code: read.code,
+        outcome: 'rejected',
+      };
+      await parkForReview(
+        `reconciliation: its workflow ended with the execute's outcome unknown, and the wallet refuses to show the transfer (${read.code})`,
+        [evidence],
+        `retrieve refused: ${read.code}`,
+      );
       return;
     }
     switch (read.status) {
@@ -199,21 +267,42 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       }
       case 'EXPIRED': {
         // A final wallet state: the intent can no longer execute.
-        const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'TRANSFER_EXPIRED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer expired unexecuted', fence });
+        const done = await fundings.finish(funding.id, {
+          status: 'FAILED',
+          code: 'TRANSFER_EXPIRED',
+          requestReferenceNo: read.requestReferenceNo,
+          detail: 'reconciliation: transfer expired unexecuted',
+          fence,
+        });
         finished(done.moved, 'failed-not-executed', 'the wallet says EXPIRED');
         return;
       }
       case 'CREATED':
         if (!executeMayBeInDoubt) {
           // Its workflow is gone before any execute was sent: nothing moved, nothing can.
-          const done = await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: read.requestReferenceNo, detail: 'reconciliation: transfer never executed', fence });
+          const done = await fundings.finish(funding.id, {
+            status: 'FAILED',
+            code: 'EXECUTE_FAILED',
+            requestReferenceNo: read.requestReferenceNo,
+            detail: 'reconciliation: transfer never executed',
+            fence,
+          });
           finished(done.moved, 'failed-not-executed', 'the wallet says CREATED and no execute was sent');
           return;
         }
         // An execute may still be queued at the wallet: CREATED now is no proof it never will be.
         await parkForReview(
           'reconciliation: its workflow ended with an execute whose outcome was unknown; the transfer still shows CREATED',
-          [{ at: new Date().toISOString(), operation: 'transfers.retrieve', requestReferenceNo: read.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' }],
+          [
+            {
+              at: new Date().toISOString(),
+              operation: 'transfers.retrieve',
+              requestReferenceNo: read.requestReferenceNo,
+              httpStatus: 200,
+              code: 'CREATED',
+              outcome: 'ok',
+            },
+          ],
           'the wallet says CREATED after an execute whose outcome is unknown',
         );
         return;
@@ -228,12 +317,16 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     const read = await readTransfer(funding.transferId);
     if (read.kind !== 'read' || (read.status !== 'APPROVED' && read.status !== 'PROCESSING')) return;
     tally.failedButExecuted({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status });
-    logger.error({ fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status }, 'a FAILED funding whose transfer the wallet shows executed: do not fund it again; ops must look');
+    logger.error(
+      { fundingId: funding.id, transferId: funding.transferId, walletStatus: read.status },
+      'a FAILED funding whose transfer the wallet shows executed: do not fund it again; ops must look',
+    );
   }
 
   async function sweepPayment(payment: Payment, tally: SweepTally): Promise<void> {
     const state = await workflowState(payment.workflowId);
-    const note = (action: RepairAction, detail: string, repaired: boolean) => tally.payment({ id: payment.id, status: payment.status, action, detail }, repaired);
+    const note = (action: RepairAction, detail: string, repaired: boolean) =>
+      tally.payment({ id: payment.id, status: payment.status, action, detail }, repaired);
     if (state === 'running') {
       note('workflow-running', 'its workflow is still working on it', false);
       return;
@@ -247,8 +340,16 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       status: payment.status,
       reusePolicy: 'temporal-default',
     });
-    await payments.recordEvent(payment.id, payment.status, `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`);
-    note('workflow-started', state === 'missing' ? 'the payment had no workflow' : 'its workflow ended before the payment was final', true);
+    await payments.recordEvent(
+      payment.id,
+      payment.status,
+      `reconciliation: workflow ${state === 'missing' ? 'started' : 'restarted'}`,
+    );
+    note(
+      'workflow-started',
+      state === 'missing' ? 'the payment had no workflow' : 'its workflow ended before the payment was final',
+      true,
+    );
   }
 
   return {
@@ -263,7 +364,9 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       const tally = createSweepTally({ logger, metrics: deps.metrics });
       const { report } = tally;
       for (const candidates of [fundings.listUnfinished, fundings.listStrayBatchItems]) {
-        for await (const funding of everyRow((after) => candidates({ idleSince: before, limit, ...(after ? { after } : {}) }))) {
+        for await (const funding of everyRow((after) =>
+          candidates({ idleSince: before, limit, ...(after ? { after } : {}) }),
+        )) {
           stopIfCancelled();
           report.checked += 1;
           await sweepFunding(funding, before, tally);
@@ -271,12 +374,16 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         }
       }
       const failedSince = new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
-      for await (const funding of everyRow((after) => fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }))) {
+      for await (const funding of everyRow((after) =>
+        fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
+      )) {
         stopIfCancelled();
         if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
         heartbeat();
       }
-      for await (const payment of everyRow((after) => payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }))) {
+      for await (const payment of everyRow((after) =>
+        payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }),
+      )) {
         stopIfCancelled();
         report.checked += 1;
         await sweepPayment(payment, tally);
@@ -295,13 +402,26 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         if (batch.state === 'AWAITING_APPROVAL') continue;
         const runner = await workflowState(batch.workflowId);
         if (runner === 'running') continue;
-        await startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId: batch.id, maxInFlight: deps.batches!.maxInFlight }, again: runner === 'closed' });
-        tally.batchRunner({ batchId: batch.id, state: batch.state, detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again' });
+        await startFundBatch(deps.temporal, {
+          taskQueue: deps.taskQueue,
+          input: { batchId: batch.id, maxInFlight: deps.batches!.maxInFlight },
+          again: runner === 'closed',
+        });
+        tally.batchRunner({
+          batchId: batch.id,
+          state: batch.state,
+          detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again',
+        });
         logger.warn({ batchId: batch.id, state: batch.state, runner }, 'batch runner started by the sweep');
       }
       const review = await payments.listInReview(MAX_SWEEP_LISTED);
       tally.paymentsNeedingReview(
-        review.map((payment) => ({ id: payment.id, walletPaymentId: payment.walletPaymentId, since: payment.updatedAt.toISOString(), reason: payment.reviewReason })),
+        review.map((payment) => ({
+          id: payment.id,
+          walletPaymentId: payment.walletPaymentId,
+          since: payment.updatedAt.toISOString(),
+          reason: payment.reviewReason,
+        })),
         review.length < MAX_SWEEP_LISTED ? review.length : await payments.countInReview(),
       );
       const { counts } = report;

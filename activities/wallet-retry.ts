@@ -17,7 +17,10 @@ export function retryDelayOf(error: Pick<WalletError, 'retryAfterMs'>): number |
 /** The ApplicationFailure type of a wallet call worth trying again. */
 export const walletTransientType = 'WalletTransient';
 
-export function walletRetry(error: WalletError, message = `${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`): ApplicationFailure {
+export function walletRetry(
+  error: WalletError,
+  message = `${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`,
+): ApplicationFailure {
   const nextRetryDelay = retryDelayOf(error);
   return ApplicationFailure.create({
     message,

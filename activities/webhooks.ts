@@ -3,7 +3,11 @@
 // elsewhere within a minute; cancellation (a worker shutting down) ends the wait at once.
 import { Context } from '@temporalio/activity';
 import type { WebhookDeliverer } from '../webhooks/deliverer.ts';
-import type { DeliverWebhooksActivities, DeliveryRoundInput, DeliveryRoundReport } from '../workflows/deliver-webhooks.contract.ts';
+import type {
+  DeliverWebhooksActivities,
+  DeliveryRoundInput,
+  DeliveryRoundReport,
+} from '../workflows/deliver-webhooks.contract.ts';
 
 export function createWebhookActivities(deps: { deliverer: WebhookDeliverer }): DeliverWebhooksActivities {
   return {

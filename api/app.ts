@@ -112,7 +112,9 @@ export interface AppDependencies {
     taskQueue: string;
     /** TEMPORAL_NAMESPACE, for the console's links to the Temporal UI; absent: default. */
     temporalNamespace?: string;
-    /** Starts the onboarding of stored embedded sessions (createOnboardingDispatcher; its owner starts and stops it). */
+    /**
+     * Starts the onboarding of stored embedded sessions (createOnboardingDispatcher; its owner starts and stops it).
+     */
     onboarding: Pick<OnboardingDispatcher, 'wake' | 'expedite'>;
     /** OPS_API_KEYS: OpsKeys or entries (`name:scopes:key`, or a bare key: `default`, every scope). */
     opsApiKeys: readonly (string | OpsKey)[];
@@ -144,7 +146,10 @@ export interface AppDependencies {
     batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
     console?: ConsoleConfig;
-    /** Tests: the console's live regions pushed this often (instead of each at its own pace), and a shorter stall bound; absent: the console's own. */
+    /**
+     * Tests: the console's live regions pushed this often (instead of each at its own pace), and a shorter stall bound;
+     * absent: the console's own.
+     */
     consoleLive?: { pushEveryMs?: number; stallMs?: number };
   };
 }
@@ -153,7 +158,10 @@ export interface AppDependencies {
 const CONSOLE_SIGN_IN_FAILURES_PER_MINUTE = 20;
 /** Sign-ins through the identity provider started per client address per minute, across every API process. */
 export const CONSOLE_SIGN_IN_STARTS_PER_MINUTE = 120;
-/** Wrong ops keys per client address per minute, across every API process and both doors (the ops API's bearer, the console's sign-in). */
+/**
+ * Wrong ops keys per client address per minute, across every API process and both doors (the ops API's bearer, the
+ * console's sign-in).
+ */
 const WRONG_KEYS_PER_MINUTE = 20;
 
 /** Whether a path is under /ops in any spelling: its first segment, decoded, is `ops` in any case. */
@@ -168,7 +176,10 @@ function isOpsPath(path: string): boolean {
   return decoded.toLowerCase() === 'ops';
 }
 
-/** Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`, `/console/`): no console route answers it. */
+/**
+ * Whether a path is the console's in another spelling than its own (`/Console/…`, `/%63onsole`, `/console/`): no
+ * console route answers it.
+ */
 function isConsolePathOtherwiseSpelled(path: string): boolean {
   if (path === '/console' || (path.startsWith('/console/') && path !== '/console/')) return false;
   const first = path.split('/').find((segment) => segment !== '') ?? '';
@@ -183,7 +194,12 @@ function isConsolePathOtherwiseSpelled(path: string): boolean {
 
 /** The answer for a path no route has, in any spelling but a route's own (contract section 12). */
 const noRoute: express.RequestHandler = (req, res) => {
-  sendProblem(res, { status: 404, code: 'NOT_FOUND', title: 'Not Found', detail: `no route for ${req.method} ${req.baseUrl}${req.path}` });
+  sendProblem(res, {
+    status: 404,
+    code: 'NOT_FOUND',
+    title: 'Not Found',
+    detail: `no route for ${req.method} ${req.baseUrl}${req.path}`,
+  });
 };
 
 export function createApp(deps: AppDependencies): express.Express {
@@ -199,7 +215,12 @@ export function createApp(deps: AppDependencies): express.Express {
   if (deps.tracing) app.use(requestSpans(deps.tracing));
   app.use(observeRequests({ metrics, logger: deps.logger }));
   app.use(securityHeaders({ publicUrl: hardening.publicUrl ?? deps.services?.publicUrl }));
-  app.use(healthRouter(deps.readiness, { onDown: (dependency, error) => deps.logger.warn({ dependency, err: error.message }, 'readiness: a dependency is down') }));
+  app.use(
+    healthRouter(deps.readiness, {
+      onDown: (dependency, error) =>
+        deps.logger.warn({ dependency, err: error.message }, 'readiness: a dependency is down'),
+    }),
+  );
   // The API documentation (/docs, /docs/openapi.json): public, like the contract it describes.
   app.use(docsRouter(buildOpenApiDocument()));
   app.use(metricsRouter(metrics, { token: deps.metricsToken }));
@@ -210,10 +231,16 @@ export function createApp(deps: AppDependencies): express.Express {
       onError: (error) => deps.logger.warn({ err: (error as Error).message }, 'could not read the workload gauges'),
     });
     const publicLimiter = () =>
-      createRateLimiter({ limit: hardening.publicRateLimitPerMinute ?? defaultRateLimits.publicPerMinute, ...(hardening.now ? { now: hardening.now } : {}) });
+      createRateLimiter({
+        limit: hardening.publicRateLimitPerMinute ?? defaultRateLimits.publicPerMinute,
+        ...(hardening.now ? { now: hardening.now } : {}),
+      });
     // Client addresses (rate limits, the session URL allowlist) come from X-Forwarded-For only
     // when the direct peer is a configured proxy.
-    app.set('trust proxy', services.trustedProxies && services.trustedProxies.length > 0 ? services.trustedProxies : false);
+    app.set(
+      'trust proxy',
+      services.trustedProxies && services.trustedProxies.length > 0 ? services.trustedProxies : false,
+    );
     app.use(
       connectRouter({
         database: services.database,
@@ -227,7 +254,14 @@ export function createApp(deps: AppDependencies): express.Express {
       }),
     );
     // The API's own vault (profile reads, the landing page's token check), as a worker builds one.
-    const vault = createTokenVault({ database: services.database, refreshPool: services.refreshPool, tokens: services.tokens, wallet: services.wallet, logger: deps.logger, metrics });
+    const vault = createTokenVault({
+      database: services.database,
+      refreshPool: services.refreshPool,
+      tokens: services.tokens,
+      wallet: services.wallet,
+      logger: deps.logger,
+      metrics,
+    });
     app.use(
       embeddedSessionRouter({
         database: services.database,
@@ -250,12 +284,21 @@ export function createApp(deps: AppDependencies): express.Express {
     // spelling then reaches a route (`ops`, below); any other is 404.
     const opsAudit = services.opsAudit ?? createOpsActionLog(services.database, deps.logger);
     // Attempts counted in PostgreSQL, so that every API process counts against one limit.
-    const attemptKind = (kind: string) => (hardening.attemptCountScope ? `${hardening.attemptCountScope}:${kind}` : kind);
-    const clock = { ...(hardening.now ? { now: hardening.now } : {}), ...(hardening.sqlClock ? { sqlClock: hardening.sqlClock } : {}) };
-    // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per address.
+    const attemptKind = (kind: string) =>
+      hardening.attemptCountScope ? `${hardening.attemptCountScope}:${kind}` : kind;
+    const clock = {
+      ...(hardening.now ? { now: hardening.now } : {}),
+      ...(hardening.sqlClock ? { sqlClock: hardening.sqlClock } : {}),
+    };
+    // One guard of the ops keys for both doors (the ops API's bearer, the console's sign-in): wrong keys count once per
+    // address.
     const opsKeys = createOpsKeyGuard({
       keys: services.opsApiKeys,
-      wrongKeys: createAttemptLimiter(services.database, { kind: attemptKind('ops-wrong-key'), limit: WRONG_KEYS_PER_MINUTE, ...clock }),
+      wrongKeys: createAttemptLimiter(services.database, {
+        kind: attemptKind('ops-wrong-key'),
+        limit: WRONG_KEYS_PER_MINUTE,
+        ...clock,
+      }),
       fingerprintKey: services.fingerprintKey,
     });
     const opsGate = express.Router();
@@ -266,7 +309,13 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use((req, res, next) => (req.method === 'OPTIONS' ? noRoute(req, res, next) : next()));
     const ledger = createLedger({ treasuryLimit: services.treasuryLimit ?? null });
     // The batches' funding rows: read one at a time and written a batch at a time, on one ledger and one registry.
-    const batchFundings = { database: services.database, cipher: services.cipher, metrics, ledger, ...(services.fundingLimits ? { limits: services.fundingLimits } : {}) };
+    const batchFundings = {
+      database: services.database,
+      cipher: services.cipher,
+      metrics,
+      ledger,
+      ...(services.fundingLimits ? { limits: services.fundingLimits } : {}),
+    };
     const batches = createBatchService({
       database: services.database,
       fundings: createFundingRecord(batchFundings),
@@ -285,7 +334,14 @@ export function createApp(deps: AppDependencies): express.Express {
     const csvStreams = createCsvStreams({ logger: deps.logger, metrics });
     ops.use(opsBatchesRouter({ batches, csvStreams }));
     ops.use(express.json({ limit: '16kb' }));
-    ops.use(opsLinksRouter({ database: services.database, tokens: services.tokens, publicUrl: services.publicUrl, profiles: { vault, wallet: services.wallet } }));
+    ops.use(
+      opsLinksRouter({
+        database: services.database,
+        tokens: services.tokens,
+        publicUrl: services.publicUrl,
+        profiles: { vault, wallet: services.wallet },
+      }),
+    );
     const fundings = createFundingService({
       database: services.database,
       temporal: services.temporal,
@@ -307,7 +363,11 @@ export function createApp(deps: AppDependencies): express.Express {
       logger: deps.logger,
     });
     // One adjustment for the ops API and the console (ledger/adjustments.ts).
-    const adjust = createAdjustAccount({ database: services.database, ledger, fingerprintKey: services.fingerprintKey });
+    const adjust = createAdjustAccount({
+      database: services.database,
+      ledger,
+      fingerprintKey: services.fingerprintKey,
+    });
     ops.use(opsAccountsRouter({ database: services.database, ledger, adjust }));
     ops.use(opsSettlementsRouter({ settlements, csvStreams }));
     ops.use(opsFundingsRouter({ fundings }));
@@ -321,7 +381,8 @@ export function createApp(deps: AppDependencies): express.Express {
     ops.use(opsPaymentsRouter({ payments }));
     const webhooks = createWebhookStore({ database: services.database, cipher: services.cipher });
     ops.use(opsWebhooksRouter({ webhooks, publicTargetsOnly: services.production === true }));
-    // A path no route has is answered here, by no handler (and an OPTIONS request is not answered with the routes' methods).
+    // A path no route has is answered here, by no handler (and an OPTIONS request is not answered with the routes'
+    // methods).
     ops.use(noRoute);
     app.use(
       landingRouter({
@@ -345,18 +406,35 @@ export function createApp(deps: AppDependencies): express.Express {
     app.use((req, res, next) => (isOpsPath(req.path) ? opsGate(req, res, next) : next()));
     app.use('/ops', ops);
     // The ops console (contract-decisions section 15): the same services and checks, for people.
-    const consoleConfig = services.console ?? { oidc: undefined, idleMinutes: 15, sessionHours: 8, temporalUiUrl: undefined };
+    const consoleConfig = services.console ?? {
+      oidc: undefined,
+      idleMinutes: 15,
+      sessionHours: 8,
+      temporalUiUrl: undefined,
+    };
     // A write to the console in another spelling reaches no console route (404), and is audited all the same.
     const consoleMisspelled = auditOpsWrites(opsAudit, 'console');
     app.use((req, res, next) => (isConsolePathOtherwiseSpelled(req.path) ? consoleMisspelled(req, res, next) : next()));
     app.use(
       consoleRouter({
-        sessions: createConsoleSessions(services.database, { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 }, hardening.sqlClock),
+        sessions: createConsoleSessions(
+          services.database,
+          { idleMs: consoleConfig.idleMinutes * 60_000, lifetimeMs: consoleConfig.sessionHours * 3_600_000 },
+          hardening.sqlClock,
+        ),
         config: consoleConfig,
         keys: opsKeys,
         grants: createConsoleGrants(consoleConfig, opsKeys),
-        signInFailures: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in-failure'), limit: CONSOLE_SIGN_IN_FAILURES_PER_MINUTE, ...clock }),
-        signInStarts: createAttemptLimiter(services.database, { kind: attemptKind('console-sign-in-start'), limit: CONSOLE_SIGN_IN_STARTS_PER_MINUTE, ...clock }),
+        signInFailures: createAttemptLimiter(services.database, {
+          kind: attemptKind('console-sign-in-failure'),
+          limit: CONSOLE_SIGN_IN_FAILURES_PER_MINUTE,
+          ...clock,
+        }),
+        signInStarts: createAttemptLimiter(services.database, {
+          kind: attemptKind('console-sign-in-start'),
+          limit: CONSOLE_SIGN_IN_STARTS_PER_MINUTE,
+          ...clock,
+        }),
         audit: opsAudit,
         publicUrl: services.publicUrl,
         secureCookies: services.publicUrl?.startsWith('https:') === true,
@@ -367,14 +445,21 @@ export function createApp(deps: AppDependencies): express.Express {
           payments,
           batches,
           csvStreams,
-          liveStreams: createLiveStreams({ logger: deps.logger, metrics, pushEveryMs: services.consoleLive?.pushEveryMs, stallMs: services.consoleLive?.stallMs }),
+          liveStreams: createLiveStreams({
+            logger: deps.logger,
+            metrics,
+            pushEveryMs: services.consoleLive?.pushEveryMs,
+            stallMs: services.consoleLive?.stallMs,
+          }),
           ledger,
           adjust,
           settlements,
           webhooks,
           tokens: services.tokens,
           timeZone: services.settlementTimeZone ?? 'Asia/Manila',
-          temporalUi: consoleConfig.temporalUiUrl ? { url: consoleConfig.temporalUiUrl, namespace: services.temporalNamespace ?? 'default' } : undefined,
+          temporalUi: consoleConfig.temporalUiUrl
+            ? { url: consoleConfig.temporalUiUrl, namespace: services.temporalNamespace ?? 'default' }
+            : undefined,
         },
       }),
     );
@@ -385,24 +470,44 @@ export function createApp(deps: AppDependencies): express.Express {
     // A body or path the framework could not read is the client's fault (4xx), never a 500.
     const refused = clientErrorOf(error);
     if (refused) {
-      sendProblem(res, { status: refused.status, code: refused.code, title: STATUS_CODES[refused.status] ?? 'Bad Request', detail: refused.message });
+      sendProblem(res, {
+        status: refused.status,
+        code: refused.code,
+        title: STATUS_CODES[refused.status] ?? 'Bad Request',
+        detail: refused.message,
+      });
       return;
     }
-    // The database could not take the request now (docs/architecture.md, admission): nothing was stored; come back later.
+    // The database could not take the request now (docs/architecture.md, admission): nothing was stored; come back
+    // later.
     const busy = overloadOf(error);
     if (busy) {
       deps.logger.warn({ method: req.method, path: req.path, reason: busy.reason }, 'refused for load: 503 OVERLOADED');
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
-      sendProblem(res, { status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: 'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After' });
+      sendProblem(res, {
+        status: 503,
+        code: 'OVERLOADED',
+        title: 'Service Unavailable',
+        detail:
+          'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After',
+      });
       return;
     }
     // Temporal could not take the request's workflow call now (lib/workflow-unavailable.ts): a
     // service's own words (the settlement's run), or, under routes that word none, words true of any.
     const unavailable = workflowUnavailableOf(error);
     if (unavailable) {
-      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, `a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`);
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: unavailable.reason },
+        `a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`,
+      );
       res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
-      sendProblem(res, { status: 503, code: WORKFLOW_UNAVAILABLE, title: 'Service Unavailable', detail: unavailable.detail });
+      sendProblem(res, {
+        status: 503,
+        code: WORKFLOW_UNAVAILABLE,
+        title: 'Service Unavailable',
+        detail: unavailable.detail,
+      });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'unhandled error');

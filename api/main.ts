@@ -30,7 +30,9 @@ try {
 
 const logger = createLogger({ level: config.logLevel, name: 'api', format: config.logFormat });
 // Tracing: loaded only when configured, before the clients it instruments are made.
-const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-api' }) : undefined;
+const tracing = config.tracing
+  ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-api' })
+  : undefined;
 if (tracing) logger.info({ serviceName: config.tracing?.serviceName ?? 'walletflow-api' }, 'tracing on');
 const metrics = createMetrics({ defaultMetrics: true });
 // Write transactions are admitted in line in front of the pool (lib/admission.ts): a burst waits or is
@@ -39,7 +41,13 @@ const { database } = createApiDatabase(config.databaseUrl);
 // The token vault's refresh lock on a small pool of its own (lib/database.ts): never a connection
 // the audit rows of its own wallet calls need.
 const refreshPool = createRefreshPool(config.databaseUrl, { maxWaitMs: refreshWaitMs.api });
-const temporal = connectTemporal(config.temporal.address, config.temporal.namespace, config.payloadKeys, config.temporal.security, tracing?.clientInterceptors);
+const temporal = connectTemporal(
+  config.temporal.address,
+  config.temporal.namespace,
+  config.payloadKeys,
+  config.temporal.security,
+  tracing?.clientInterceptors,
+);
 const walletUrls = config.wallet;
 const cipher = createTokenCipher(config.tokenEncryptionKeys);
 const wallet = createWalletClient({
@@ -109,7 +117,9 @@ const app = createApp({
 // The treasury's floor follows TREASURY_LIMIT (unset: no floor).
 await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
   .applyTreasuryLimit(database)
-  .catch((error: Error) => logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT: the treasury is already below it'));
+  .catch((error: Error) =>
+    logger.error({ err: error.message }, 'could not apply TREASURY_LIMIT: the treasury is already below it'),
+  );
 
 onboarding.start();
 const server: Server = app.listen(config.port, config.host, () => {
@@ -140,8 +150,15 @@ async function shutdown(signal: string): Promise<void> {
   await new Promise((resolve) => server.once('close', resolve));
   // No new sessions now: the pass in flight finishes; what is left waits in the outbox for the next process.
   await onboarding.stop();
-  if (!(await opsAudit.drain(5_000))) logger.error({ waiting: opsAudit.state().waiting }, 'ops audit rows not written before the api stopped');
-  await Promise.allSettled([database.$disconnect(), refreshPool.database.$disconnect(), temporal.close(), wallet.close(), tracing?.shutdown()]);
+  if (!(await opsAudit.drain(5_000)))
+    logger.error({ waiting: opsAudit.state().waiting }, 'ops audit rows not written before the api stopped');
+  await Promise.allSettled([
+    database.$disconnect(),
+    refreshPool.database.$disconnect(),
+    temporal.close(),
+    wallet.close(),
+    tracing?.shutdown(),
+  ]);
   process.exit(0);
 }
 process.on('SIGTERM', () => void shutdown('SIGTERM'));

@@ -22,11 +22,20 @@ import { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 
-/** Requests without a session or key recorded one by one per client address, channel and minute; past it, one summary row. */
+/**
+ * Requests without a session or key recorded one by one per client address, channel and minute; past it, one summary
+ * row.
+ */
 export const ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE = 20;
-/** Rows for requests without a session or key per channel and minute, whatever the clients (summaries included); past it, one summary row of every client. */
+/**
+ * Rows for requests without a session or key per channel and minute, whatever the clients (summaries included); past
+ * it, one summary row of every client.
+ */
 export const ANONYMOUS_AUDIT_PER_MINUTE = 300;
-/** Clients this process tells apart before its budget's bookkeeping; past it, the rest of the minute counts as every client's (`*`). */
+/**
+ * Clients this process tells apart before its budget's bookkeeping; past it, the rest of the minute counts as every
+ * client's (`*`).
+ */
 const MAX_CLIENTS_REMEMBERED = 10_000;
 /** The client of a summary of every client. */
 const EVERY_CLIENT = '*';
@@ -44,12 +53,17 @@ export interface OpsActionEntry {
   at?: Date;
   /** Where: the ops API (default) or the console. */
   channel?: 'api' | 'console';
-  /** The client's address as limits count it (api/http/rate-limit.ts rateKeyOf); a request without a name is budgeted by it. */
+  /**
+   * The client's address as limits count it (api/http/rate-limit.ts rateKeyOf); a request without a name is budgeted by
+   * it.
+   */
   client?: string | null;
 }
 
 export interface OpsActionLog {
-  /** Queues the row (within the budget, for a request without a name); it is written shortly, and again until it lands. */
+  /**
+   * Queues the row (within the budget, for a request without a name); it is written shortly, and again until it lands.
+   */
   record(entry: OpsActionEntry): void;
   /** Waits until every row recorded so far is written, or `timeoutMs` passed; true when all are. */
   drain(timeoutMs?: number): Promise<boolean>;
@@ -92,7 +106,11 @@ const summaryPath = (channel: string, client: string) =>
 /** Requests past this process's own share of the budget: counted per channel and client, never queued one by one. */
 type PastCounts = Map<string, { channel: string; client: string; count: number }>;
 
-export function createOpsActionLog(database: Database, logger: Logger, options: OpsActionLogOptions = {}): OpsActionLog {
+export function createOpsActionLog(
+  database: Database,
+  logger: Logger,
+  options: OpsActionLogOptions = {},
+): OpsActionLog {
   const batchSize = options.batchSize ?? 500;
   const maxWaiting = options.maxWaiting ?? 100_000;
   const delays = options.retryDelaysMs ?? DEFAULT_RETRY_DELAYS_MS;
@@ -125,7 +143,10 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
     const channelKey = `${channel} ${EVERY_CLIENT}`;
     const clientKey = `${channel} ${client}`;
     const ofClient = queuedThisMinute.get(clientKey);
-    if ((queuedThisMinute.get(channelKey) ?? 0) >= perChannel || (ofClient === undefined && queuedThisMinute.size >= MAX_CLIENTS_REMEMBERED)) {
+    if (
+      (queuedThisMinute.get(channelKey) ?? 0) >= perChannel ||
+      (ofClient === undefined && queuedThisMinute.size >= MAX_CLIENTS_REMEMBERED)
+    ) {
       countPast(channel, EVERY_CLIENT);
       return false;
     }
@@ -143,7 +164,10 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
    * the budget's counts are read and written under an advisory lock, so processes writing at once
    * stay within one budget; a summary's count grows in place (`summary_of` is unique).
    */
-  async function writeBatch(rows: readonly Row[], pastCounts: readonly { channel: string; client: string; count: number }[]): Promise<void> {
+  async function writeBatch(
+    rows: readonly Row[],
+    pastCounts: readonly { channel: string; client: string; count: number }[],
+  ): Promise<void> {
     const named = rows.filter((row) => row.keyName !== null);
     const anonymous = rows.filter((row) => row.keyName === null);
     if (anonymous.length === 0 && pastCounts.length === 0) {
@@ -152,20 +176,42 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
     }
     await database.$transaction(async (tx) => {
       await tx.$executeRaw`SELECT pg_advisory_xact_lock(hashtext('ops_action_budget'))`;
-      const [clock] = await tx.$queryRaw<Array<{ window_start: Date }>>`SELECT date_trunc('minute', now()) AS window_start`;
+      const [clock] = await tx.$queryRaw<
+        Array<{ window_start: Date }>
+      >`SELECT date_trunc('minute', now()) AS window_start`;
       const windowStart = clock!.window_start;
-      const channels = [...new Set([...anonymous.map((row) => row.channel), ...pastCounts.map((count) => count.channel)])];
-      const clients = [...new Set([...anonymous.map((row) => row.client ?? 'unknown'), ...pastCounts.map((count) => count.client), EVERY_CLIENT])];
-      const budgets = await tx.opsActionBudget.findMany({ where: { windowStart, channel: { in: channels }, client: { in: clients } } });
+      const channels = [
+        ...new Set([...anonymous.map((row) => row.channel), ...pastCounts.map((count) => count.channel)]),
+      ];
+      const clients = [
+        ...new Set([
+          ...anonymous.map((row) => row.client ?? 'unknown'),
+          ...pastCounts.map((count) => count.client),
+          EVERY_CLIENT,
+        ]),
+      ];
+      const budgets = await tx.opsActionBudget.findMany({
+        where: { windowStart, channel: { in: channels }, client: { in: clients } },
+      });
       const recorded = new Map(budgets.map((budget) => [`${budget.channel} ${budget.client}`, budget.recorded]));
       const summaries = new Set(
-        (await tx.opsAction.findMany({ where: { summaryOf: { in: clients.flatMap((client) => channels.map((channel) => summaryKey(channel, client, windowStart))) } }, select: { summaryOf: true } })).map((row) => row.summaryOf),
+        (
+          await tx.opsAction.findMany({
+            where: {
+              summaryOf: {
+                in: clients.flatMap((client) => channels.map((channel) => summaryKey(channel, client, windowStart))),
+              },
+            },
+            select: { summaryOf: true },
+          })
+        ).map((row) => row.summaryOf),
       );
       const kept: Row[] = [...named];
       const summed = new Map<string, { channel: string; client: string; count: number }>();
       const addToSummary = (channel: string, client: string, count: number) => {
         const key = summaryKey(channel, client, windowStart);
-        // A client's first summary of the minute is a row: within the channel's budget, else every client's summary takes it.
+        // A client's first summary of the minute is a row: within the channel's budget, else every client's summary
+        // takes it.
         if (client !== EVERY_CLIENT && !summaries.has(key) && !summed.has(key)) {
           const ofChannel = recorded.get(`${channel} ${EVERY_CLIENT}`) ?? 0;
           if (ofChannel >= perChannel) {
@@ -226,7 +272,10 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
         for (const count of pastCounts) countPast(count.channel, count.client, count.count);
         const delay = delays[Math.min(failures, delays.length - 1)]!;
         failures += 1;
-        logger.error({ err: (error as Error).message, waiting: waiting.length, retryInMs: delay }, 'could not write ops audit rows: trying again');
+        logger.error(
+          { err: (error as Error).message, waiting: waiting.length, retryInMs: delay },
+          'could not write ops audit rows: trying again',
+        );
         await new Promise((resolve) => setTimeout(resolve, delay).unref());
       }
     }
@@ -253,7 +302,10 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
         const over = waiting.length - maxWaiting;
         waiting.splice(0, over);
         dropped += over;
-        logger.error({ dropped: over, waiting: waiting.length }, 'ops audit rows dropped: too many waited to be written');
+        logger.error(
+          { dropped: over, waiting: waiting.length },
+          'ops audit rows dropped: too many waited to be written',
+        );
       }
       startWriting();
     },
@@ -274,9 +326,13 @@ export function createOpsActionLog(database: Database, logger: Logger, options: 
 }
 
 /** A summary's key: one row per channel, client and minute. */
-const summaryKey = (channel: string, client: string, windowStart: Date) => `${channel} ${client} ${windowStart.toISOString()}`;
+const summaryKey = (channel: string, client: string, windowStart: Date) =>
+  `${channel} ${client} ${windowStart.toISOString()}`;
 
-/** Deletes up to `batchSize` budget counts whose minute is over (the summary rows keep what they counted); answers how many. */
+/**
+ * Deletes up to `batchSize` budget counts whose minute is over (the summary rows keep what they counted); answers how
+ * many.
+ */
 export async function purgeSpentAuditBudgets(database: Database, batchSize: number): Promise<number> {
   return database.$executeRaw`DELETE FROM ops_action_budget WHERE (channel, client, window_start) IN (
     SELECT channel, client, window_start FROM ops_action_budget WHERE window_start < date_trunc('minute', now()) ORDER BY window_start LIMIT ${batchSize})`;
@@ -289,7 +345,10 @@ export async function purgeSpentAuditBudgets(database: Database, batchSize: numb
  * (both channels), matched against `METHOD /path`.
  */
 export const opsActionKinds = {
-  'sign-in': { label: 'Console sign-in and sign-out', pattern: '^(POST /console/sign-(in|out)|GET /console/oidc/callback)$' },
+  'sign-in': {
+    label: 'Console sign-in and sign-out',
+    pattern: '^(POST /console/sign-(in|out)|GET /console/oidc/callback)$',
+  },
   'funding.create': { label: 'Funding requested', pattern: '^POST /ops/fundings$' },
   'funding.cancel': { label: 'Funding cancelled', pattern: '^POST /(ops|console)/fundings/[^/]+/cancel$' },
   'funding.resolve': { label: 'Funding resolved', pattern: '^POST /(ops|console)/fundings/[^/]+/resolve$' },
@@ -298,8 +357,14 @@ export const opsActionKinds = {
   adjustment: { label: 'Account adjusted', pattern: '^POST /(ops|console)/accounts/[^/]+/adjustments$' },
   unlink: { label: 'Link revoked (unlinked)', pattern: '^(DELETE /ops/links/[^/]+|POST /console/links/[^/]+/unlink)$' },
   'login-url': { label: 'Login URL minted', pattern: '^POST /ops/links/login-urls$' },
-  'webhook.endpoint': { label: 'Webhook endpoint added or deleted', pattern: '^(POST /ops/webhooks/endpoints|DELETE /ops/webhooks/endpoints/[^/]+)$' },
-  'webhook.redeliver': { label: 'Webhook redelivered', pattern: '^POST /(ops|console)/webhooks/deliveries/[^/]+/redeliver$' },
+  'webhook.endpoint': {
+    label: 'Webhook endpoint added or deleted',
+    pattern: '^(POST /ops/webhooks/endpoints|DELETE /ops/webhooks/endpoints/[^/]+)$',
+  },
+  'webhook.redeliver': {
+    label: 'Webhook redelivered',
+    pattern: '^POST /(ops|console)/webhooks/deliveries/[^/]+/redeliver$',
+  },
   batch: { label: 'Funding batch act', pattern: '^POST /(ops/funding-batches|console/batches)(/.*)?$' },
 } as const satisfies Record<string, { label: string; pattern: string }>;
 
@@ -342,7 +407,10 @@ export type OpsActionPage =
       kind: 'page';
       items: OpsActionRow[];
       nextCursor: string | null;
-      /** True when the page is short because the filters matched nothing more in the acts it looked through (there may be more further back: nextCursor goes on from there). */
+      /**
+       * True when the page is short because the filters matched nothing more in the acts it looked through (there may
+       * be more further back: nextCursor goes on from there).
+       */
       searchedAll: boolean;
     }
   | { kind: 'invalid-cursor' };
@@ -360,7 +428,9 @@ export function encodeOpsActionCursor(at: Date, id: string): string {
 }
 
 export function decodeOpsActionCursor(cursor: string): { at: Date; id: bigint } | null {
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(
+    Buffer.from(cursor, 'base64url').toString('utf8'),
+  );
   if (!match) return null;
   const at = new Date(match[1]!);
   return Number.isNaN(at.getTime()) ? null : { at, id: BigInt(match[2]!) };
@@ -381,20 +451,28 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
   // The cursor's time is a plain bound (the index scan starts there, or at the day's end if that
   // comes first); the tie on it is broken by id as a filter. A row comparison (at, id) < (…) would
   // be taken as the scan's start and make a day's end only a filter.
-  if (after) range.push(Prisma.sql`at <= ${after.at}::timestamptz AND (at < ${after.at}::timestamptz OR id < ${after.id}::bigint)`);
+  if (after)
+    range.push(
+      Prisma.sql`at <= ${after.at}::timestamptz AND (at < ${after.at}::timestamptz OR id < ${after.id}::bigint)`,
+    );
   if (query.day) {
     const { start, end, timeZone } = query.day;
-    range.push(Prisma.sql`at >= (${start}::timestamp AT TIME ZONE ${timeZone}) AND at < (${end}::timestamp AT TIME ZONE ${timeZone})`);
+    range.push(
+      Prisma.sql`at >= (${start}::timestamp AT TIME ZONE ${timeZone}) AND at < (${end}::timestamp AT TIME ZONE ${timeZone})`,
+    );
   }
   const filters: Prisma.Sql[] = [];
   if (query.person) {
     const person = query.person;
     // The recorded name whole (key names compare without case), a person's display name (what comes
     // before their identity in parentheses), or their identity alone.
-    filters.push(Prisma.sql`(lower(key_name) = lower(${person}) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`})`);
+    filters.push(
+      Prisma.sql`(lower(key_name) = lower(${person}) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`})`,
+    );
   }
   const action = query.action;
-  if (action && 'kind' in action) filters.push(Prisma.sql`(method || ' ' || path) ~ ${opsActionKinds[action.kind].pattern}`);
+  if (action && 'kind' in action)
+    filters.push(Prisma.sql`(method || ' ' || path) ~ ${opsActionKinds[action.kind].pattern}`);
   else if (action) {
     if (action.method) filters.push(Prisma.sql`method = ${action.method}`);
     if (action.pathPrefix) filters.push(Prisma.sql`path LIKE ${`${likeLiteral(action.pathPrefix)}%`}`);
@@ -402,7 +480,21 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
   const where = range.length > 0 ? Prisma.sql`WHERE ${Prisma.join(range, ' AND ')}` : Prisma.empty;
   const matching = filters.length > 0 ? Prisma.sql`WHERE ${Prisma.join(filters, ' AND ')}` : Prisma.empty;
   const rows = await database.$queryRaw<
-    Array<{ id: bigint; at: Date; key_name: string | null; channel: string; actor: string | null; method: string; path: string; status: number; request_id: string | null; client: string | null; count: number; summary: boolean; edge: boolean }>
+    Array<{
+      id: bigint;
+      at: Date;
+      key_name: string | null;
+      channel: string;
+      actor: string | null;
+      method: string;
+      path: string;
+      status: number;
+      request_id: string | null;
+      client: string | null;
+      count: number;
+      summary: boolean;
+      edge: boolean;
+    }>
   >`
     WITH scanned AS MATERIALIZED (
       SELECT id, at, key_name, channel, actor, method, path, status, request_id, client, count, summary_of IS NOT NULL AS summary, row_number() OVER (ORDER BY at DESC, id DESC) AS n
@@ -427,7 +519,14 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
     summary: row.summary,
   }));
   const last = items.at(-1);
-  // A full page goes on after its last row; a short one after the last row it looked through, when it looked through all it may.
-  if (matches.length > query.limit && last) return { kind: 'page', items, nextCursor: encodeOpsActionCursor(last.at, last.id), searchedAll: false };
-  return { kind: 'page', items, nextCursor: edge ? encodeOpsActionCursor(edge.at, edge.id.toString()) : null, searchedAll: edge !== undefined };
+  // A full page goes on after its last row; a short one after the last row it looked through, when it looked through
+  // all it may.
+  if (matches.length > query.limit && last)
+    return { kind: 'page', items, nextCursor: encodeOpsActionCursor(last.at, last.id), searchedAll: false };
+  return {
+    kind: 'page',
+    items,
+    nextCursor: edge ? encodeOpsActionCursor(edge.at, edge.id.toString()) : null,
+    searchedAll: edge !== undefined,
+  };
 }

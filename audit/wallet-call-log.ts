@@ -70,13 +70,26 @@ export interface WalletCallView {
  * The recorded calls behind these Request-Reference-Nos (a funding's or a payment's events and
  * review evidence carry them), oldest first: one index lookup per reference, at most `limit` rows.
  */
-export async function walletCallsByReference(database: Database, references: readonly string[], limit = 200): Promise<WalletCallView[]> {
+export async function walletCallsByReference(
+  database: Database,
+  references: readonly string[],
+  limit = 200,
+): Promise<WalletCallView[]> {
   const distinct = [...new Set(references)].slice(0, limit);
   if (distinct.length === 0) return [];
   return database.walletCall.findMany({
     where: { requestReferenceNo: { in: distinct } },
     orderBy: [{ startedAt: 'asc' }, { id: 'asc' }],
     take: limit,
-    select: { requestReferenceNo: true, operation: true, method: true, httpStatus: true, outcome: true, errorCode: true, durationMs: true, startedAt: true },
+    select: {
+      requestReferenceNo: true,
+      operation: true,
+      method: true,
+      httpStatus: true,
+      outcome: true,
+      errorCode: true,
+      durationMs: true,
+      startedAt: true,
+    },
   });
 }

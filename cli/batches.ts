@@ -34,13 +34,23 @@ export function formatBatch(batch: FundingBatch): string {
     ['rate', batch.itemsPerSecond === null ? '-' : `${batch.itemsPerSecond} items/s`],
     ['eta', batch.etaSeconds === null ? '-' : `${batch.etaSeconds} s`],
   ];
-  const byState = [['STATE', 'ITEMS', 'AMOUNT'], ...Object.entries(batch.counts).map(([state, count]) => [state, String(count), amountText(batch.amounts[state as keyof typeof batch.amounts])])];
+  const byState = [
+    ['STATE', 'ITEMS', 'AMOUNT'],
+    ...Object.entries(batch.counts).map(([state, count]) => [
+      state,
+      String(count),
+      amountText(batch.amounts[state as keyof typeof batch.amounts]),
+    ]),
+  ];
   return `${table(fields)}\n\n${table(byState)}\n`;
 }
 
 /** One line of progress: a bar, done/total, the rate, the ETA and the counts by state. */
 export function progressLine(batch: FundingBatch, width = 24): string {
-  const waiting = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'].reduce((sum, state) => sum + (batch.counts[state as keyof typeof batch.counts] ?? 0), 0);
+  const waiting = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'].reduce(
+    (sum, state) => sum + (batch.counts[state as keyof typeof batch.counts] ?? 0),
+    0,
+  );
   const done = batch.total.count - waiting;
   const filled = batch.total.count === 0 ? width : Math.round((done / batch.total.count) * width);
   const bar = `[${'#'.repeat(filled)}${'-'.repeat(width - filled)}]`;
@@ -54,7 +64,9 @@ export function progressLine(batch: FundingBatch, width = 24): string {
 }
 
 /** The source flag: TREASURY, or USER_BALANCE:<partnerUserId>. */
-function sourceOf(flag: string | undefined): { type: 'TREASURY' } | { type: 'USER_BALANCE'; partnerUserId: string } | null {
+function sourceOf(
+  flag: string | undefined,
+): { type: 'TREASURY' } | { type: 'USER_BALANCE'; partnerUserId: string } | null {
   if (flag === undefined || flag === 'TREASURY') return { type: 'TREASURY' };
   const match = /^USER_BALANCE:(.+)$/.exec(flag);
   return match?.[1] ? { type: 'USER_BALANCE', partnerUserId: match[1] } : null;
@@ -79,20 +91,46 @@ export const runBatchesCreate = (options: BatchCreateOptions) =>
     if (!read.ok) return printReport([read.error], 1);
     try {
       const name = options.name ?? options.file.replace(/^.*\//, '').replace(/\.csv$/i, '');
-      const body = { name, ...(source.type === 'USER_BALANCE' ? { source } : {}), items: read.items } as Parameters<OpsClient['createFundingBatch']>[0]['body'];
+      const body = { name, ...(source.type === 'USER_BALANCE' ? { source } : {}), items: read.items } as Parameters<
+        OpsClient['createFundingBatch']
+      >[0]['body'];
       const { body: batch } = await client.createFundingBatch({ idempotencyKey, body });
       if (options.output === 'json') return printJson(batch);
       printText(`${formatBatch(batch)}\nidempotency key: ${idempotencyKey} (send it again to retry safely)\n`);
     } catch (error) {
-      const problem = error instanceof OpsProblemError ? (error.problem as { code?: string; errors?: Array<{ row: number; reference: string | null; field: string; code: string; message: string }>; errorCount?: number } | undefined) : undefined;
-      if (problem?.code === 'BATCH_INVALID' && problem.errors) return printReport(problem.errors, problem.errorCount ?? problem.errors.length);
+      const problem =
+        error instanceof OpsProblemError
+          ? (error.problem as
+              | {
+                  code?: string;
+                  errors?: Array<{
+                    row: number;
+                    reference: string | null;
+                    field: string;
+                    code: string;
+                    message: string;
+                  }>;
+                  errorCount?: number;
+                }
+              | undefined)
+          : undefined;
+      if (problem?.code === 'BATCH_INVALID' && problem.errors)
+        return printReport(problem.errors, problem.errorCount ?? problem.errors.length);
       throw error;
     }
   });
 
-function printReport(errors: Array<{ row: number; reference: string | null; field: string; code: string; message: string }>, errorCount: number): number {
-  const rows = [['ROW', 'REFERENCE', 'FIELD', 'CODE', 'PROBLEM'], ...errors.map((error) => [String(error.row), error.reference ?? '-', error.field, error.code, error.message])];
-  process.stderr.write(`walletflow batches create: ${errorCount} problem${errorCount === 1 ? '' : 's'} in the file; nothing was stored (row 1 is the first line after the header)\n${table(rows)}\n`);
+function printReport(
+  errors: Array<{ row: number; reference: string | null; field: string; code: string; message: string }>,
+  errorCount: number,
+): number {
+  const rows = [
+    ['ROW', 'REFERENCE', 'FIELD', 'CODE', 'PROBLEM'],
+    ...errors.map((error) => [String(error.row), error.reference ?? '-', error.field, error.code, error.message]),
+  ];
+  process.stderr.write(
+    `walletflow batches create: ${errorCount} problem${errorCount === 1 ? '' : 's'} in the file; nothing was stored (row 1 is the first line after the header)\n${table(rows)}\n`,
+  );
   return exitCodes.failed;
 }
 
@@ -104,15 +142,30 @@ export const runBatchesList = (options: OpsCommandOptions & { state?: string; li
       ...(options.cursor ? { cursor: options.cursor } : {}),
     });
     if (options.output === 'json') return printJson(body);
-    const rows = [['CREATED', 'BATCH', 'STATE', 'ITEMS', 'TOTAL', 'NAME'], ...body.items.map((batch) => [batch.createdAt, batch.batchId, batch.state, String(batch.total.count), amountText(batch.total.amount), batch.name])];
+    const rows = [
+      ['CREATED', 'BATCH', 'STATE', 'ITEMS', 'TOTAL', 'NAME'],
+      ...body.items.map((batch) => [
+        batch.createdAt,
+        batch.batchId,
+        batch.state,
+        String(batch.total.count),
+        amountText(batch.total.amount),
+        batch.name,
+      ]),
+    ];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
-const show = (options: OpsCommandOptions, batch: FundingBatch) => (options.output === 'json' ? printJson(batch) : printText(formatBatch(batch)));
+const show = (options: OpsCommandOptions, batch: FundingBatch) =>
+  options.output === 'json' ? printJson(batch) : printText(formatBatch(batch));
 
-export const runBatchesGet = (batchId: string, options: OpsCommandOptions) => runOps('batches get', options, async (client) => show(options, (await client.getFundingBatch({ batchId })).body));
+export const runBatchesGet = (batchId: string, options: OpsCommandOptions) =>
+  runOps('batches get', options, async (client) => show(options, (await client.getFundingBatch({ batchId })).body));
 
-export const runBatchesItems = (batchId: string, options: OpsCommandOptions & { status?: string; limit?: string; cursor?: string }) =>
+export const runBatchesItems = (
+  batchId: string,
+  options: OpsCommandOptions & { status?: string; limit?: string; cursor?: string },
+) =>
   runOps('batches items', options, async (client) => {
     const { body } = await client.listFundingBatchItems({
       batchId,
@@ -121,11 +174,21 @@ export const runBatchesItems = (batchId: string, options: OpsCommandOptions & { 
       ...(options.cursor ? { cursor: options.cursor } : {}),
     });
     if (options.output === 'json') return printJson(body);
-    const rows = [['REFERENCE', 'FUNDING', 'STATUS', 'ERROR', 'AMOUNT'], ...body.items.map((item) => [item.reference, item.fundingId, item.status, item.errorCode ?? '-', amountText(item.amount)])];
+    const rows = [
+      ['REFERENCE', 'FUNDING', 'STATUS', 'ERROR', 'AMOUNT'],
+      ...body.items.map((item) => [
+        item.reference,
+        item.fundingId,
+        item.status,
+        item.errorCode ?? '-',
+        amountText(item.amount),
+      ]),
+    ];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
-type Move = 'approveFundingBatch' | 'rejectFundingBatch' | 'pauseFundingBatch' | 'resumeFundingBatch' | 'cancelFundingBatch';
+type Move =
+  'approveFundingBatch' | 'rejectFundingBatch' | 'pauseFundingBatch' | 'resumeFundingBatch' | 'cancelFundingBatch';
 export const runBatchesMove = (move: Move, command: string) => (batchId: string, options: OpsCommandOptions) =>
   runOps(`batches ${command}`, options, async (client) => show(options, (await client[move]({ batchId })).body));
 

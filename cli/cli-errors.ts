@@ -13,7 +13,9 @@ export function reportError(command: string, error: unknown): number {
   }
   if (error instanceof OpsNetworkError) {
     say(`the ops API is not reachable at ${error.baseUrl} (${error.reason}).`);
-    say('is walletflow running? start it with `npm run dev`, or point the CLI at it with --api <url> or WALLETFLOW_API_URL.');
+    say(
+      'is walletflow running? start it with `npm run dev`, or point the CLI at it with --api <url> or WALLETFLOW_API_URL.',
+    );
     return exitCodes.api;
   }
   if (error instanceof OpsProblemError) {

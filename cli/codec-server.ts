@@ -17,13 +17,17 @@ export async function runCodecServer(options: CodecServerOptions): Promise<numbe
   const config = loadConfig();
   const keys = config.payloadKeys;
   if (!keys || keys.length === 0) {
-    console.error('walletflow codec-server: PAYLOAD_ENCRYPTION_KEYS (or PAYLOAD_ENCRYPTION_KEYS_FILE) is not set: there is nothing to decrypt with');
+    console.error(
+      'walletflow codec-server: PAYLOAD_ENCRYPTION_KEYS (or PAYLOAD_ENCRYPTION_KEYS_FILE) is not set: there is nothing to decrypt with',
+    );
     return 78;
   }
   // A token made up here is printed, and a production codec server's output goes to a log (the
   // compose service's): there it must be the operator's own.
   if (!config.codecAuthToken && config.nodeEnv === 'production') {
-    console.error('walletflow codec-server: CODEC_AUTH_TOKEN: is required in production (16 to 512 printable characters; without it a token would be made up and printed to the log)');
+    console.error(
+      'walletflow codec-server: CODEC_AUTH_TOKEN: is required in production (16 to 512 printable characters; without it a token would be made up and printed to the log)',
+    );
     return 78;
   }
   const port = Number(options.port);
@@ -41,9 +45,17 @@ export async function runCodecServer(options: CodecServerOptions): Promise<numbe
   });
   const address = server.address() as AddressInfo;
   const endpoint = `http://${options.host.includes(':') ? `[${options.host}]` : options.host}:${address.port}`;
-  console.log(`codec endpoint: ${endpoint} (keys: ${keys.map((key) => key.id).join(', ')}; browser origins: ${options.origin.join(', ')})`);
-  console.log(config.codecAuthToken ? 'bearer token: CODEC_AUTH_TOKEN (not printed)' : `bearer token: ${bearerToken} (made up for this run; set CODEC_AUTH_TOKEN to choose one)`);
-  console.log(`Temporal UI: settings (the data encoder icon) → codec server endpoint ${endpoint}, with the UI's access token passed`);
+  console.log(
+    `codec endpoint: ${endpoint} (keys: ${keys.map((key) => key.id).join(', ')}; browser origins: ${options.origin.join(', ')})`,
+  );
+  console.log(
+    config.codecAuthToken
+      ? 'bearer token: CODEC_AUTH_TOKEN (not printed)'
+      : `bearer token: ${bearerToken} (made up for this run; set CODEC_AUTH_TOKEN to choose one)`,
+  );
+  console.log(
+    `Temporal UI: settings (the data encoder icon) → codec server endpoint ${endpoint}, with the UI's access token passed`,
+  );
   console.log(`CLI: temporal workflow show --workflow-id … --codec-endpoint ${endpoint} --codec-auth 'Bearer <token>'`);
   await new Promise<void>((resolve) => {
     const stop = () => server.close(() => resolve());

@@ -8,7 +8,12 @@
 // next workflow task, and the previous release's workers stay until none is left.
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../lib/config.ts';
-import { countUnversionedRuns, currentBuildIdOf, describeDeployment, setCurrentVersion } from '../lib/worker-deployment.ts';
+import {
+  countUnversionedRuns,
+  currentBuildIdOf,
+  describeDeployment,
+  setCurrentVersion,
+} from '../lib/worker-deployment.ts';
 import { temporalConnectionOptions } from '../lib/temporal.ts';
 import { deliverWebhooksWorkflowType } from '../workflows/deliver-webhooks.contract.ts';
 import { fundBatchWorkflowType } from '../workflows/fund-batch.contract.ts';
@@ -31,11 +36,17 @@ const workflowTypes = [
   settleDayWorkflowType,
 ];
 
-export type DeployAction = { kind: 'status'; json?: boolean } | { kind: 'promote'; buildId: string } | { kind: 'ramp'; buildId: string; percent: string } | { kind: 'rollback' };
+export type DeployAction =
+  | { kind: 'status'; json?: boolean }
+  | { kind: 'promote'; buildId: string }
+  | { kind: 'ramp'; buildId: string; percent: string }
+  | { kind: 'rollback' };
 
 /** A protobuf timestamp in milliseconds, or null when unset. */
 const millisecondsOf = (timestamp: { seconds?: unknown; nanos?: unknown } | null | undefined): number | null =>
-  timestamp?.seconds === undefined || timestamp.seconds === null ? null : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
+  timestamp?.seconds === undefined || timestamp.seconds === null
+    ? null
+    : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
 
 export async function runDeploy(action: DeployAction): Promise<number> {
   const config = loadConfig();
@@ -43,17 +54,25 @@ export async function runDeploy(action: DeployAction): Promise<number> {
   const deploymentName = config.workerDeployment.name;
   let connection: Connection;
   try {
-    connection = await Connection.connect({ ...temporalConnectionOptions(address, config.temporal.security), connectTimeout: 5000 });
+    connection = await Connection.connect({
+      ...temporalConnectionOptions(address, config.temporal.security),
+      connectTimeout: 5000,
+    });
   } catch {
-    console.error(`walletflow deploy: Temporal is not reachable at ${address} (is \`walletflow dev\` running, or TEMPORAL_ADDRESS set?)`);
+    console.error(
+      `walletflow deploy: Temporal is not reachable at ${address} (is \`walletflow dev\` running, or TEMPORAL_ADDRESS set?)`,
+    );
     return 3;
   }
   try {
     const client = new Client({ connection, namespace: config.temporal.namespace });
     const info = await describeDeployment(client, deploymentName);
     if (!info) {
-      console.error(`walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`);
-      if (action.kind === 'status') console.error(unversionedLine(await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes)));
+      console.error(
+        `walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`,
+      );
+      if (action.kind === 'status')
+        console.error(unversionedLine(await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes)));
       return 1;
     }
     const versions = (info.versionSummaries ?? []).map((summary) => ({
@@ -72,12 +91,31 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         const rampPercent = info.routingConfig?.rampingVersionPercentage ?? 0;
         const unversioned = await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes);
         if (action.json) {
-          console.log(JSON.stringify({ deployment: deploymentName, current, ramping: ramping ? { buildId: ramping, percent: rampPercent } : null, versions, unversioned }, null, 2));
+          console.log(
+            JSON.stringify(
+              {
+                deployment: deploymentName,
+                current,
+                ramping: ramping ? { buildId: ramping, percent: rampPercent } : null,
+                versions,
+                unversioned,
+              },
+              null,
+              2,
+            ),
+          );
           return 0;
         }
-        console.log(`deployment ${deploymentName}: current ${current ?? 'none'}${ramping ? `, ramping ${ramping} at ${rampPercent}%` : ''}`);
+        console.log(
+          `deployment ${deploymentName}: current ${current ?? 'none'}${ramping ? `, ramping ${ramping} at ${rampPercent}%` : ''}`,
+        );
         for (const version of versions) {
-          const role = version.buildId === current ? 'current' : version.buildId === ramping ? 'ramping' : drainageWord(version.drainage);
+          const role =
+            version.buildId === current
+              ? 'current'
+              : version.buildId === ramping
+                ? 'ramping'
+                : drainageWord(version.drainage);
           console.log(`  ${version.buildId.padEnd(26)} ${role}`);
         }
         console.log(unversionedLine(unversioned));
@@ -86,7 +124,9 @@ export async function runDeploy(action: DeployAction): Promise<number> {
       case 'promote':
         if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
         await setCurrentVersion(client, { deploymentName, buildId: action.buildId }, identity);
-        console.log(`deployment ${deploymentName}: ${action.buildId} is now current (was ${current ?? 'none'}); workflows already running stay on their build`);
+        console.log(
+          `deployment ${deploymentName}: ${action.buildId} is now current (was ${current ?? 'none'}); workflows already running stay on their build`,
+        );
         return 0;
       case 'ramp': {
         const percent = Number(action.percent);
@@ -95,8 +135,16 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           return 64;
         }
         if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
-        await client.workflowService.setWorkerDeploymentRampingVersion({ namespace: client.options.namespace, deploymentName, buildId: action.buildId, percentage: percent, identity });
-        console.log(`deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`);
+        await client.workflowService.setWorkerDeploymentRampingVersion({
+          namespace: client.options.namespace,
+          deploymentName,
+          buildId: action.buildId,
+          percentage: percent,
+          identity,
+        });
+        console.log(
+          `deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`,
+        );
         return 0;
       }
       case 'rollback': {
@@ -105,11 +153,15 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           .filter((version) => version.buildId !== current && version.deactivatedAt !== null)
           .sort((a, b) => (b.deactivatedAt ?? 0) - (a.deactivatedAt ?? 0))[0];
         if (!previous) {
-          console.error(`walletflow deploy rollback: no build of ${deploymentName} was current before ${current ?? 'none'}`);
+          console.error(
+            `walletflow deploy rollback: no build of ${deploymentName} was current before ${current ?? 'none'}`,
+          );
           return 1;
         }
         await setCurrentVersion(client, { deploymentName, buildId: previous.buildId }, identity);
-        console.log(`deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current ?? 'none'}); workflows already running stay on their build`);
+        console.log(
+          `deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current ?? 'none'}); workflows already running stay on their build`,
+        );
         return 0;
       }
     }
@@ -142,6 +194,8 @@ function drainageWord(status: unknown): string {
 }
 
 function unknownBuild(buildId: string, versions: Array<{ buildId: string }>): number {
-  console.error(`walletflow deploy: no worker has registered the build ${buildId}; known: ${versions.map((version) => version.buildId).join(', ') || 'none'}`);
+  console.error(
+    `walletflow deploy: no worker has registered the build ${buildId}; known: ${versions.map((version) => version.buildId).join(', ') || 'none'}`,
+  );
   return 1;
 }

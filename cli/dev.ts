@@ -1,7 +1,8 @@
 // `walletflow dev`: the whole stack on embedded defaults. Each dependency whose variable is absent
 // is started here (PostgreSQL, the Temporal dev server, the sandbox); migrations are applied, test
 // users seeded (in the sandbox, and their partner balances and the treasury's float in the ledger),
-// the worker and the API started with fully resolved configuration, and the URLs printed. Ctrl-C stops everything in order; data under .walletflow/ is reused by the next start.
+// the worker and the API started with fully resolved configuration, and the URLs printed. Ctrl-C stops everything in
+// order; data under .walletflow/ is reused by the next start.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
@@ -15,7 +16,15 @@ import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-walle
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { consoleStaff, startConsoleIdentity } from '../stack/console-identity.ts';
 import { loadDevState, saveDevState } from './dev-state.ts';
-import { seedDemoLink, seedPartnerBalances, seedTestUsers, TREASURY_FLOAT, writeSampleBatch, type SeededBalances, type SeededUser } from './seed-users.ts';
+import {
+  seedDemoLink,
+  seedPartnerBalances,
+  seedTestUsers,
+  TREASURY_FLOAT,
+  writeSampleBatch,
+  type SeededBalances,
+  type SeededUser,
+} from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
 import { formatAmount, fromNumeric } from '../domain/money.ts';
 
@@ -73,9 +82,13 @@ export async function runDev(): Promise<void> {
       const port = Number(process.env.WALLETFLOW_TEMPORAL_PORT ?? 7233);
       const uiPort = Number(process.env.WALLETFLOW_TEMPORAL_UI_PORT ?? 8233);
       if (await isListening(port)) {
-        throw new Error(`port ${port} is taken: stop what runs there, or set TEMPORAL_ADDRESS=127.0.0.1:${port} to use it`);
+        throw new Error(
+          `port ${port} is taken: stop what runs there, or set TEMPORAL_ADDRESS=127.0.0.1:${port} to use it`,
+        );
       }
-      step(`Temporal: CLI dev server on port ${port}, history in ${path.relative(root, path.join(stateDir, 'temporal.db'))}, Web UI on port ${uiPort}`);
+      step(
+        `Temporal: CLI dev server on port ${port}, history in ${path.relative(root, path.join(stateDir, 'temporal.db'))}, Web UI on port ${uiPort}`,
+      );
       const temporal: RunningTemporal = await startTemporalDevServer({
         binary: resolveTemporalCli(),
         dbFile: path.join(stateDir, 'temporal.db'),
@@ -100,7 +113,10 @@ export async function runDev(): Promise<void> {
       const sandboxPort = sandboxPortFrom(process.env);
       step(`wallet service: built-in sandbox on port ${sandboxPort}`);
       const unused = walletServiceVariables.filter((name) => process.env[name]?.trim());
-      if (unused.length > 0) step(`  not used without ${walletUrlVariables.join(', ')}: ${unused.join(', ')} (the sandbox's own registration applies)`);
+      if (unused.length > 0)
+        step(
+          `  not used without ${walletUrlVariables.join(', ')}: ${unused.join(', ')} (the sandbox's own registration applies)`,
+        );
       sandbox = await startSandbox({
         port: sandboxPort,
         registration: {
@@ -121,25 +137,45 @@ export async function runDev(): Promise<void> {
     // The ops console's sign-in: the partner's identity provider when CONSOLE_OIDC_ISSUER is set,
     // else (with the sandbox) a sandbox identity provider with a maker, a checker, a reader and an admin.
     let consoleEnv: Record<string, string> = {};
-    let consoleSignIn: DevSummary['console'] = config.console.oidc ? { kind: 'yours', issuer: config.console.oidc.issuer } : { kind: 'key' };
+    let consoleSignIn: DevSummary['console'] = config.console.oidc
+      ? { kind: 'yours', issuer: config.console.oidc.issuer }
+      : { kind: 'key' };
     if (sandbox && !config.console.oidc) {
       const idpPort = Number(process.env.WALLETFLOW_IDP_PORT ?? 4020);
-      if (await isListening(idpPort)) throw new Error(`port ${idpPort} is taken (the console's sandbox identity provider): stop what runs there, or set WALLETFLOW_IDP_PORT`);
+      if (await isListening(idpPort))
+        throw new Error(
+          `port ${idpPort} is taken (the console's sandbox identity provider): stop what runs there, or set WALLETFLOW_IDP_PORT`,
+        );
       const identity = await startConsoleIdentity(apiBase, idpPort);
       stops.push(() => identity.provider.close());
       consoleEnv = identity.env;
       consoleSignIn = { kind: 'sandbox', issuer: identity.provider.issuer };
-      step(`console sign-in: sandbox identity provider on port ${idpPort} (${consoleStaff.map((member) => member.username).join(', ')})`);
+      step(
+        `console sign-in: sandbox identity provider on port ${idpPort} (${consoleStaff.map((member) => member.username).join(', ')})`,
+      );
     }
 
     // With the built-in sandbox, two ops keys of this run only (never printed, gone with it): one
     // that may adjust accounts, to seed the partner balances, and a read-only one the sandbox's
     // launcher reads them with (docs/sandbox.md, "Partner balances on the launcher").
-    const runKeys = sandbox ? { seed: `wf_dev_seed_${randomBytes(24).toString('base64url')}`, launcher: `wf_dev_launcher_${randomBytes(24).toString('base64url')}` } : undefined;
-    const opsApiKeys = [process.env.OPS_API_KEYS || devState.opsApiKey, ...(runKeys ? [`walletflow-dev-seed:accounts+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`] : [])];
+    const runKeys = sandbox
+      ? {
+          seed: `wf_dev_seed_${randomBytes(24).toString('base64url')}`,
+          launcher: `wf_dev_launcher_${randomBytes(24).toString('base64url')}`,
+        }
+      : undefined;
+    const opsApiKeys = [
+      process.env.OPS_API_KEYS || devState.opsApiKey,
+      ...(runKeys
+        ? [`walletflow-dev-seed:accounts+read:${runKeys.seed}`, `sandbox-launcher:read:${runKeys.launcher}`]
+        : []),
+    ];
 
     // BATCH_APPROVAL_THRESHOLD for the API and the worker: the one given, else the demo's.
-    const batchApprovalThreshold = config.batches.approvalThreshold === null ? DEMO_BATCH_APPROVAL_THRESHOLD : formatAmount(config.batches.approvalThreshold, 'PHP');
+    const batchApprovalThreshold =
+      config.batches.approvalThreshold === null
+        ? DEMO_BATCH_APPROVAL_THRESHOLD
+        : formatAmount(config.batches.approvalThreshold, 'PHP');
 
     // Worker and API, with every default resolved.
     const childEnv: NodeJS.ProcessEnv = {
@@ -182,16 +218,21 @@ export async function runDev(): Promise<void> {
     if (sandbox && runKeys) {
       try {
         balances = await seedPartnerBalances({ apiBase, opsKey: runKeys.seed, users });
-        step(`ledger: treasury float ${TREASURY_FLOAT} PHP from CAPITAL, a partner balance for each test user (once; a restart posts nothing again)`);
+        step(
+          `ledger: treasury float ${TREASURY_FLOAT} PHP from CAPITAL, a partner balance for each test user (once; a restart posts nothing again)`,
+        );
       } catch (error) {
         step(`ledger: not seeded (${(error as Error).message}); the stack runs without partner balances`);
       }
       const settings = await fetch(`${sandbox.url}/_sandbox/settings`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ partnerBalances: { accountsUrl: `${apiBase}/ops/accounts/`, opsKey: runKeys.launcher } }),
+        body: JSON.stringify({
+          partnerBalances: { accountsUrl: `${apiBase}/ops/accounts/`, opsKey: runKeys.launcher },
+        }),
       });
-      if (settings.status !== 200) step(`sandbox launcher: partner balances not configured (settings answered ${settings.status})`);
+      if (settings.status !== 200)
+        step(`sandbox launcher: partner balances not configured (settings answered ${settings.status})`);
     }
 
     let sampleBatch: DevSummary['sampleBatch'];
@@ -237,7 +278,10 @@ export interface DevSummary {
   /** The ops key, when `walletflow dev` generated it (never one it was given). */
   opsApiKey: { generated: true; key: string } | { generated: false };
   workerMetrics: string | undefined;
-  /** A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create` and the console: its path, items and total (PHP). */
+  /**
+   * A CSV of a few hundred items to fresh cash-in codes, for `walletflow batches create` and the console: its path,
+   * items and total (PHP).
+   */
   sampleBatch?: { file: string; items: number; total: string } | undefined;
   /** BATCH_APPROVAL_THRESHOLD (PHP) of this run: the demo's, or the one it was given. */
   batchApproval?: { threshold: string; given: boolean } | undefined;
@@ -251,7 +295,9 @@ function consoleLines(summary: DevSummary): string[] {
   if (summary.console?.kind === 'sandbox') {
     return [
       `${at}   (sign in through the sandbox identity provider, ${summary.console.issuer})`,
-      ...consoleStaff.map((member) => `    ${member.username.padEnd(8)} password ${member.password}   ${member.name}: ${member.role}`),
+      ...consoleStaff.map(
+        (member) => `    ${member.username.padEnd(8)} password ${member.password}   ${member.name}: ${member.role}`,
+      ),
     ];
   }
   if (summary.console?.kind === 'yours') return [`${at}   (sign in through ${summary.console.issuer})`];
@@ -263,17 +309,23 @@ function batchApprovalLines(summary: DevSummary): string[] {
   if (!summary.batchApproval) return [];
   const { threshold, given } = summary.batchApproval;
   const tryIt = summary.console?.kind === 'sandbox' ? ': upload one as maker, approve it as checker' : '';
-  return [`  batch approval   a batch of ${threshold} PHP or more waits for another person's approval (BATCH_APPROVAL_THRESHOLD, ${given ? 'yours' : 'set for this demo'})${tryIt}`];
+  return [
+    `  batch approval   a batch of ${threshold} PHP or more waits for another person's approval (BATCH_APPROVAL_THRESHOLD, ${given ? 'yours' : 'set for this demo'})${tryIt}`,
+  ];
 }
 
 /** The sample batch's `try it` lines: how to run it, and whether it waits for approval. */
 function sampleBatchLines(summary: DevSummary): string[] {
   const sample = summary.sampleBatch;
   if (!sample) return [];
-  const lines = [`    a funding batch:       npx walletflow batches create --file ${sample.file}   then   npx walletflow batches watch <batchId>   (${sample.items} items, ${sample.total} PHP; codes valid 30 minutes)`];
+  const lines = [
+    `    a funding batch:       npx walletflow batches create --file ${sample.file}   then   npx walletflow batches watch <batchId>   (${sample.items} items, ${sample.total} PHP; codes valid 30 minutes)`,
+  ];
   if (summary.batchApproval && fromNumeric(sample.total) >= fromNumeric(summary.batchApproval.threshold)) {
     const where = summary.console?.kind === 'sandbox' ? ' (in the console, as checker)' : '';
-    lines.push(`                           ${sample.total} PHP is at or above the approval threshold: the batch waits until another person approves it${where}`);
+    lines.push(
+      `                           ${sample.total} PHP is at or above the approval threshold: the batch waits until another person approves it${where}`,
+    );
   }
   return lines;
 }
@@ -325,7 +377,8 @@ export function devSummaryLines(summary: DevSummary): string[] {
             '',
             `  partner ledger   treasury ${summary.balances.treasury} PHP available (float ${TREASURY_FLOAT} from CAPITAL)`,
             ...summary.users.map(
-              (user) => `    ${user.name.padEnd(13)} partner balance ${(summary.balances?.users.get(user.partnerUserId) ?? '?').padStart(9)} PHP  (${user.partnerUserId})`,
+              (user) =>
+                `    ${user.name.padEnd(13)} partner balance ${(summary.balances?.users.get(user.partnerUserId) ?? '?').padStart(9)} PHP  (${user.partnerUserId})`,
             ),
             `    see them in the launcher (${summary.sandbox.url}/_sandbox/launcher) or: curl -s ${summary.apiBase}/ops/accounts/TREASURY -H 'Authorization: Bearer ${bearer}'`,
           ]
@@ -334,7 +387,9 @@ export function devSummaryLines(summary: DevSummary): string[] {
       '  try it',
       `    a cash-in code for ${summary.users[0]?.name ?? 'a user'}:  curl -s -X POST ${url}/_sandbox/users/${summary.users[0]?.userId ?? '<userId>'}/cash-in-codes`,
       '    fund by code:          npx walletflow fund --code --amount 100.50   (asks for the 7-digit code)',
-      ...(summary.demoLinkId ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`] : []),
+      ...(summary.demoLinkId
+        ? [`    fund by link:          npx walletflow fund --link ${summary.demoLinkId} --amount 25.00`]
+        : []),
       `    not upgraded (M133):   a code of ${summary.users[1]?.name ?? 'the KYC0 user'} (userId ${summary.users[1]?.userId ?? '?'})`,
       `    link a wallet:         curl -s -X POST ${summary.apiBase}/ops/links/login-urls -H 'Authorization: Bearer ${bearer}' -H 'Content-Type: application/json' -d '{"partnerUserId":"demo","mobile":"${summary.users[0]?.mobile ?? ''}"}'   (open the url it answers)`,
       ...sampleBatchLines(summary),

@@ -50,7 +50,10 @@ const flagOf: Record<string, string> = {
   'amount.currency': '--currency',
 };
 
-const timeoutSchema = z.coerce.number({ error: 'must be a number of seconds' }).positive('must be more than 0 seconds').max(86_400, 'must be at most a day');
+const timeoutSchema = z.coerce
+  .number({ error: 'must be a number of seconds' })
+  .positive('must be more than 0 seconds')
+  .max(86_400, 'must be at most a day');
 
 /** Checks the flags with the API's own schema, so bad input never reaches the API. */
 export function parseFundInput(options: FundOptions): FundInput {
@@ -58,8 +61,14 @@ export function parseFundInput(options: FundOptions): FundInput {
   if ((options.code === undefined) === (options.link === undefined)) {
     throw usage('give exactly one recipient: --code <7-digit cash-in code> or --link <linkId>');
   }
-  const recipient = options.code !== undefined ? { type: 'CODE', code: String(options.code).trim() } : { type: 'TOKEN', linkId: (options.link ?? '').trim() };
-  const body = createFundingSchema.safeParse({ recipient, amount: { currency: options.currency.trim().toUpperCase(), value: options.amount.trim() } });
+  const recipient =
+    options.code !== undefined
+      ? { type: 'CODE', code: String(options.code).trim() }
+      : { type: 'TOKEN', linkId: (options.link ?? '').trim() };
+  const body = createFundingSchema.safeParse({
+    recipient,
+    amount: { currency: options.currency.trim().toUpperCase(), value: options.amount.trim() },
+  });
   if (!body.success) {
     // Issue messages name the field, never echo the value (a code stays unprinted).
     const messages = body.error.issues.map((issue) => {
@@ -122,13 +131,18 @@ export async function runFund(options: FundOptions): Promise<number> {
   try {
     if (options.code === true) options = { ...options, code: await readCode() };
     else if (typeof options.code === 'string') {
-      process.stderr.write('note: a cash-in code given on the command line stays in the shell history and shows in ps; next time give --code alone and type it (or pipe it in)\n');
+      process.stderr.write(
+        'note: a cash-in code given on the command line stays in the shell history and shows in ps; next time give --code alone and type it (or pipe it in)\n',
+      );
     }
     const input = parseFundInput(options);
     const target = resolveOpsTarget(options);
     const client = opsClientFor(target);
     const { request, idempotencyKey } = input;
-    const recipient = request.recipient.type === 'CODE' ? `cash-in code ${maskCashInCode(request.recipient.code)}` : `link ${request.recipient.linkId}`;
+    const recipient =
+      request.recipient.type === 'CODE'
+        ? `cash-in code ${maskCashInCode(request.recipient.code)}`
+        : `link ${request.recipient.linkId}`;
     const amount = normaliseAmount(request.amount);
     out(`funding ${amount.value} ${amount.currency} to ${recipient} through ${target.apiBase}\n`);
     out(`idempotency key ${idempotencyKey}  (to retry without funding twice: --idempotency-key ${idempotencyKey})\n`);
@@ -155,7 +169,12 @@ export async function runFund(options: FundOptions): Promise<number> {
 }
 
 /** Polls the funding until it is final or the time runs out, drawing its progress. */
-async function follow(client: OpsClient, first: FundingView, timeoutMs: number, plain: boolean): Promise<{ code: number; funding: FundingView }> {
+async function follow(
+  client: OpsClient,
+  first: FundingView,
+  timeoutMs: number,
+  plain: boolean,
+): Promise<{ code: number; funding: FundingView }> {
   const tty = Boolean(process.stdout.isTTY) && !plain;
   const color = tty && !process.env.NO_COLOR;
   const progress = createFundingProgress({ tty, color, write: out, columns: () => process.stdout.columns });

@@ -7,7 +7,8 @@ import { amountText, printJson, printText, runOps, table, type OpsCommandOptions
 import { listQuery, parseNote, parseOutcome, type ListOptions } from './ops-input.ts';
 
 export function formatFunding(funding: Funding): string {
-  const recipient = funding.recipient.type === 'CODE' ? `cash-in code ${funding.recipient.masked}` : `link ${funding.recipient.linkId}`;
+  const recipient =
+    funding.recipient.type === 'CODE' ? `cash-in code ${funding.recipient.masked}` : `link ${funding.recipient.linkId}`;
   const fields = [
     ['funding', funding.fundingId],
     ['status', funding.status],
@@ -16,21 +17,43 @@ export function formatFunding(funding: Funding): string {
     ['source', funding.source.type === 'TREASURY' ? 'TREASURY' : `USER:${funding.source.partnerUserId}`],
     ['transfer', funding.transferId ?? '-'],
     ['error', funding.error ? `${funding.error.code}: ${funding.error.message}` : '-'],
-    ...(funding.review ? [['review', funding.review.resolution ? `resolved ${funding.review.resolution.outcome} by ${funding.review.resolution.by}: ${funding.review.resolution.note}` : funding.review.reason]] : []),
+    ...(funding.review
+      ? [
+          [
+            'review',
+            funding.review.resolution
+              ? `resolved ${funding.review.resolution.outcome} by ${funding.review.resolution.by}: ${funding.review.resolution.note}`
+              : funding.review.reason,
+          ],
+        ]
+      : []),
     ['created', funding.createdAt],
     ['updated', funding.updatedAt],
   ];
-  const timeline = [['TIME', 'STATUS', 'REQUEST-REFERENCE-NO', 'DETAIL'], ...funding.events.map((event) => [event.at, event.status, event.requestReferenceNo ?? '-', event.detail ?? ''])];
+  const timeline = [
+    ['TIME', 'STATUS', 'REQUEST-REFERENCE-NO', 'DETAIL'],
+    ...funding.events.map((event) => [event.at, event.status, event.requestReferenceNo ?? '-', event.detail ?? '']),
+  ];
   return `${table(fields)}\n\n${table(timeline)}\n`;
 }
 
-const show = (options: OpsCommandOptions, funding: Funding) => (options.output === 'json' ? printJson(funding) : printText(formatFunding(funding)));
+const show = (options: OpsCommandOptions, funding: Funding) =>
+  options.output === 'json' ? printJson(funding) : printText(formatFunding(funding));
 
 export const runFundingsList = (options: OpsCommandOptions & ListOptions) =>
   runOps('fundings list', options, async (client) => {
     const { body } = await client.listFundings(listQuery(options) as Parameters<typeof client.listFundings>[0]);
     if (options.output === 'json') return printJson(body);
-    const rows = [['CREATED', 'FUNDING', 'STATUS', 'AMOUNT', 'RECIPIENT'], ...body.items.map((item) => [item.createdAt, item.fundingId, item.status, amountText(item.amount), item.recipient.type === 'CODE' ? item.recipient.masked : `link ${item.recipient.linkId}`])];
+    const rows = [
+      ['CREATED', 'FUNDING', 'STATUS', 'AMOUNT', 'RECIPIENT'],
+      ...body.items.map((item) => [
+        item.createdAt,
+        item.fundingId,
+        item.status,
+        amountText(item.amount),
+        item.recipient.type === 'CODE' ? item.recipient.masked : `link ${item.recipient.linkId}`,
+      ]),
+    ];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
@@ -47,8 +70,17 @@ export const runFundingsGet = (fundingId: string, options: OpsCommandOptions) =>
 export const runFundingsCancel = (fundingId: string, options: OpsCommandOptions) =>
   runOps('fundings cancel', options, async (client) => show(options, (await client.cancelFunding({ fundingId })).body));
 
-export const runFundingsResolve = (fundingId: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
+export const runFundingsResolve = (
+  fundingId: string,
+  options: OpsCommandOptions & { outcome: string; note: string; actor?: string },
+) =>
   runOps('fundings resolve', options, async (client) => {
-    const body = { outcome: parseOutcome(options.outcome, ['APPROVED', 'FAILED'] as const), note: parseNote(options.note) };
-    show(options, (await client.resolveFunding({ fundingId, body, ...(options.actor ? { opsActor: options.actor } : {}) })).body);
+    const body = {
+      outcome: parseOutcome(options.outcome, ['APPROVED', 'FAILED'] as const),
+      note: parseNote(options.note),
+    };
+    show(
+      options,
+      (await client.resolveFunding({ fundingId, body, ...(options.actor ? { opsActor: options.actor } : {}) })).body,
+    );
   });

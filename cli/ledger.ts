@@ -17,11 +17,24 @@ export const runAccountsGet = (account: string, options: LedgerCommandOptions) =
   runOps('accounts get', options, async (client) => {
     const { body } = await client.getAccount({ account });
     if (options.output === 'json') return printJson(body);
-    printText(table([['account', body.account], ['balance', amountText(body.balance)], ['held', amountText(body.held)], ['available', amountText(body.available)]]));
+    printText(
+      table([
+        ['account', body.account],
+        ['balance', amountText(body.balance)],
+        ['held', amountText(body.held)],
+        ['available', amountText(body.available)],
+      ]),
+    );
   });
 
-/** `walletflow accounts adjust <account> --amount -25.00 --reason …` (Idempotency-Key printed: reuse it to retry safely). */
-export const runAccountsAdjust = (account: string, options: LedgerCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string }) =>
+/**
+ * `walletflow accounts adjust <account> --amount -25.00 --reason …` (Idempotency-Key printed: reuse it to retry
+ * safely).
+ */
+export const runAccountsAdjust = (
+  account: string,
+  options: LedgerCommandOptions & { amount: string; reason: string; currency: string; idempotencyKey?: string },
+) =>
   runOps('accounts adjust', options, async (client) => {
     const key = options.idempotencyKey ?? randomUUID();
     const { status, body } = await client.adjustAccount({
@@ -45,9 +58,22 @@ export const runAccountsAdjust = (account: string, options: LedgerCommandOptions
 /** `walletflow ledger [--account …] [--limit …]`: entries, newest first. */
 export const runLedger = (options: LedgerCommandOptions & { account?: string; limit: string; cursor?: string }) =>
   runOps('ledger', options, async (client) => {
-    const { body } = await client.listLedgerEntries({ limit: Number(listQuery({ limit: options.limit }).limit), ...(options.account ? { account: options.account } : {}), ...(options.cursor ? { cursor: options.cursor } : {}) });
+    const { body } = await client.listLedgerEntries({
+      limit: Number(listQuery({ limit: options.limit }).limit),
+      ...(options.account ? { account: options.account } : {}),
+      ...(options.cursor ? { cursor: options.cursor } : {}),
+    });
     if (options.output === 'json') return printJson(body);
-    const rows = [['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'], ...body.items.map((entry) => [entry.at, entry.account, amountText(entry.amount), entry.pending ? 'held' : '', entry.reference])];
+    const rows = [
+      ['AT', 'ACCOUNT', 'AMOUNT', 'PENDING', 'REFERENCE'],
+      ...body.items.map((entry) => [
+        entry.at,
+        entry.account,
+        amountText(entry.amount),
+        entry.pending ? 'held' : '',
+        entry.reference,
+      ]),
+    ];
     printText(`${table(rows)}\n${body.nextCursor ? `next page: --cursor ${body.nextCursor}\n` : ''}`);
   });
 
@@ -63,7 +89,13 @@ const pause = () => new Promise((resolve) => setTimeout(resolve, FOLLOW_PAUSE_MS
  * run's progress; with `freshRunId`, until that run's report is (the one before is served meanwhile).
  * Answers the report's first page of `limit` items.
  */
-async function followRun(client: OpsClient, date: string, limit: number, progress: CountProgress, freshRunId: string | null): Promise<Settlement> {
+async function followRun(
+  client: OpsClient,
+  date: string,
+  limit: number,
+  progress: CountProgress,
+  freshRunId: string | null,
+): Promise<Settlement> {
   for (;;) {
     const answer = await client.getSettlement({ date, limit });
     if (answer.status === 202) {
@@ -78,10 +110,17 @@ async function followRun(client: OpsClient, date: string, limit: number, progres
   }
 }
 
-/** `walletflow settlement-report --date YYYY-MM-DD [--fresh]`: the day's settlement report; exit 1 when anything is missing or mismatched. */
+/**
+ * `walletflow settlement-report --date YYYY-MM-DD [--fresh]`: the day's settlement report; exit 1 when anything is
+ * missing or mismatched.
+ */
 export const runSettlementReport = (options: LedgerCommandOptions & { date: string; fresh?: boolean }) =>
   runOps('settlement-report', options, async (client) => {
-    const progress = createCountProgress({ tty: process.stderr.isTTY === true, write: (text) => process.stderr.write(text), label: `settling ${options.date}` });
+    const progress = createCountProgress({
+      tty: process.stderr.isTTY === true,
+      write: (text) => process.stderr.write(text),
+      label: `settling ${options.date}`,
+    });
     let report: Settlement;
     try {
       let freshRunId: string | null = null;
@@ -106,9 +145,18 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
       await printReportJson(client, report);
       return code;
     }
-    const side = (name: string, counts: Settlement['fundings']) => [name, String(counts.matched), String(counts.missing), String(counts.mismatched), String(counts.total.count), amountText(counts.total.amount)];
+    const side = (name: string, counts: Settlement['fundings']) => [
+      name,
+      String(counts.matched),
+      String(counts.missing),
+      String(counts.mismatched),
+      String(counts.total.count),
+      amountText(counts.total.amount),
+    ];
     const scope = report.complete ? '' : `, the day so far (settled at ${report.settledAt})`;
-    printText(`settlement of ${report.date} (${report.timeZone}${scope})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', report.fundings), side('payments', report.payments)])}`);
+    printText(
+      `settlement of ${report.date} (${report.timeZone}${scope})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', report.fundings), side('payments', report.payments)])}`,
+    );
     if (!clean) await printProblems(client, report);
     return code;
   });
@@ -133,8 +181,11 @@ async function printProblems(client: OpsClient, first: Settlement): Promise<void
   const total = first.fundings.missing + first.fundings.mismatched + first.payments.missing + first.payments.mismatched;
   let cursor: string | null = null;
   do {
-    const page = (await client.getSettlement({ date: first.date, limit: 1000, ...(cursor ? { cursor } : {}) })).body as Settlement;
-    for (const item of page.items) if (item.result !== 'matched' && problems.length < PROBLEMS_SHOWN) problems.push([item.kind, item.id, item.result, item.detail ?? '']);
+    const page = (await client.getSettlement({ date: first.date, limit: 1000, ...(cursor ? { cursor } : {}) }))
+      .body as Settlement;
+    for (const item of page.items)
+      if (item.result !== 'matched' && problems.length < PROBLEMS_SHOWN)
+        problems.push([item.kind, item.id, item.result, item.detail ?? '']);
     cursor = problems.length < PROBLEMS_SHOWN ? page.nextCursor : null;
   } while (cursor);
   printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems])}`);

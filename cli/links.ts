@@ -20,7 +20,8 @@ export function formatLink(link: Link): string {
   ]);
 }
 
-const show = (options: OpsCommandOptions, link: Link) => (options.output === 'json' ? printJson(link) : printText(formatLink(link)));
+const show = (options: OpsCommandOptions, link: Link) =>
+  options.output === 'json' ? printJson(link) : printText(formatLink(link));
 
 export const runLinksGet = (linkId: string, options: OpsCommandOptions) =>
   runOps('links get', options, async (client) => show(options, (await client.getLink({ linkId })).body));
@@ -33,21 +34,51 @@ export const runLinksFind = (options: OpsCommandOptions & { partnerUserId?: stri
     if ((options.partnerUserId === undefined) === (options.profileId === undefined)) {
       throw new CliInputError('give exactly one of --partner-user-id and --profile-id', exitCodes.usage);
     }
-    const { body } = await client.findLinks(options.partnerUserId !== undefined ? { partnerUserId: options.partnerUserId } : { profileId: options.profileId! });
+    const { body } = await client.findLinks(
+      options.partnerUserId !== undefined
+        ? { partnerUserId: options.partnerUserId }
+        : { profileId: options.profileId! },
+    );
     if (options.output === 'json') return printJson(body);
-    printText(table([['LINK', 'STATUS', 'KIND', 'PARTNER USER', 'PROFILE', 'CREATED'], ...body.items.map((link) => [link.linkId, link.status, link.kind, link.partnerUserId, link.profileId, link.createdAt])]));
+    printText(
+      table([
+        ['LINK', 'STATUS', 'KIND', 'PARTNER USER', 'PROFILE', 'CREATED'],
+        ...body.items.map((link) => [
+          link.linkId,
+          link.status,
+          link.kind,
+          link.partnerUserId,
+          link.profileId,
+          link.createdAt,
+        ]),
+      ]),
+    );
   });
 
 export const runLinksProfile = (linkId: string, options: OpsCommandOptions) =>
   runOps('links profile', options, async (client) => {
     const { body } = await client.getLinkProfile({ linkId });
     if (options.output === 'json') return printJson(body);
-    printText(`${table([['link', body.linkId], ['fetched', body.fetchedAt], ['scopes', body.scopes.join(' ')], ['request reference', body.requestReferenceNo]])}\n\n${JSON.stringify(body.profile, null, 2)}`);
+    printText(
+      `${table([
+        ['link', body.linkId],
+        ['fetched', body.fetchedAt],
+        ['scopes', body.scopes.join(' ')],
+        ['request reference', body.requestReferenceNo],
+      ])}\n\n${JSON.stringify(body.profile, null, 2)}`,
+    );
   });
 
 export const runLinksLoginUrl = (partnerUserId: string, options: OpsCommandOptions & { mobile?: string }) =>
   runOps('links login-url', options, async (client) => {
-    const { body } = await client.createLoginUrl({ body: { partnerUserId, ...(options.mobile ? { mobile: options.mobile } : {}) } });
+    const { body } = await client.createLoginUrl({
+      body: { partnerUserId, ...(options.mobile ? { mobile: options.mobile } : {}) },
+    });
     if (options.output === 'json') return printJson(body);
-    printText(table([['url', body.url], ['expires', body.expiresAt]]));
+    printText(
+      table([
+        ['url', body.url],
+        ['expires', body.expiresAt],
+      ]),
+    );
   });

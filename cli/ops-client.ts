@@ -1,6 +1,12 @@
 // The CLI's way into the ops API: the generated typed client (client/ops-client.generated.ts) for
 // the target ops-target.ts resolved, and the two lookups that answer "no such record" with null.
-import { createOpsClient, OpsProblemError, type Funding, type OpsClient, type Payment } from '../client/ops-client.generated.ts';
+import {
+  createOpsClient,
+  OpsProblemError,
+  type Funding,
+  type OpsClient,
+  type Payment,
+} from '../client/ops-client.generated.ts';
 import type { OpsTarget } from './ops-target.ts';
 
 export { OpsNetworkError, OpsProblemError, type OpsClient } from '../client/ops-client.generated.ts';
@@ -10,7 +16,8 @@ export function opsClientFor(target: OpsTarget, options: { timeoutMs?: number } 
 }
 
 /** The API's own 404 for an unknown id (a 404 from something else, a wrong --api path, is an error). */
-const notFound = (error: unknown, code: string) => error instanceof OpsProblemError && error.status === 404 && error.code === code;
+const notFound = (error: unknown, code: string) =>
+  error instanceof OpsProblemError && error.status === 404 && error.code === code;
 
 /** GET /ops/fundings/{id}, or null when the API does not know it. */
 export async function findFunding(client: OpsClient, fundingId: string): Promise<Funding | null> {

@@ -21,13 +21,15 @@ export function listQuery(options: ListOptions): Record<string, string | number>
   for (const name of ['from', 'to'] as const) {
     const value = options[name]?.trim();
     if (!value) continue;
-    if (!isoWithOffset.test(value) || Number.isNaN(Date.parse(value))) throw usage(`--${name} must be an ISO-8601 time with an offset, e.g. 2026-01-31T00:00:00+08:00`);
+    if (!isoWithOffset.test(value) || Number.isNaN(Date.parse(value)))
+      throw usage(`--${name} must be an ISO-8601 time with an offset, e.g. 2026-01-31T00:00:00+08:00`);
     query[name] = value;
   }
   if (options.cursor) query.cursor = options.cursor.trim();
   if (options.limit !== undefined) {
     const limit = Number(options.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw usage('--limit must be a whole number from 1 to 200');
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+      throw usage('--limit must be a whole number from 1 to 200');
     query.limit = limit;
   }
   return query;
@@ -41,6 +43,7 @@ export function parseOutcome<T extends string>(given: string, allowed: readonly 
 
 export function parseNote(given: string): string {
   const note = given.trim();
-  if (note.length < 1 || note.length > 500) throw usage('--note must be 1 to 500 characters (why, as checked with the wallet operator)');
+  if (note.length < 1 || note.length > 500)
+    throw usage('--note must be 1 to 500 characters (why, as checked with the wallet operator)');
   return note;
 }

@@ -22,14 +22,16 @@ export const opsKeySources = 'WALLETFLOW_OPS_KEY, WALLETFLOW_OPS_KEY_FILE, OPS_A
 const nonEmpty = (value: string | undefined) => (value !== undefined && value.trim() !== '' ? value.trim() : undefined);
 
 export function resolveApiBase(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
-  const given = nonEmpty(flag) ?? nonEmpty(env.WALLETFLOW_API_URL) ?? `http://127.0.0.1:${nonEmpty(env.PORT) ?? '3000'}`;
+  const given =
+    nonEmpty(flag) ?? nonEmpty(env.WALLETFLOW_API_URL) ?? `http://127.0.0.1:${nonEmpty(env.PORT) ?? '3000'}`;
   let url: URL | undefined;
   try {
     url = new URL(given);
   } catch {
     url = undefined;
   }
-  if (!url || !['http:', 'https:'].includes(url.protocol)) throw new CliInputError(`--api ${given}: must be an http(s) URL`, exitCodes.usage);
+  if (!url || !['http:', 'https:'].includes(url.protocol))
+    throw new CliInputError(`--api ${given}: must be an http(s) URL`, exitCodes.usage);
   return given.replace(/\/+$/, '');
 }
 

@@ -18,7 +18,12 @@ export function table(rows: string[][]): string {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, index) => (widths[index] = Math.max(widths[index] ?? 0, cell.length)));
   return rows
-    .map((row) => row.map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0))).join('  ').trimEnd())
+    .map((row) =>
+      row
+        .map((cell, index) => (index === row.length - 1 ? cell : cell.padEnd(widths[index] ?? 0)))
+        .join('  ')
+        .trimEnd(),
+    )
     .join('\n');
 }
 
@@ -30,13 +35,18 @@ export function printText(text: string): void {
   process.stdout.write(text.endsWith('\n') ? text : `${text}\n`);
 }
 
-export const amountText = (amount: { value: string; currency: string } | null | undefined) => (amount ? `${amount.value} ${amount.currency}` : '-');
+export const amountText = (amount: { value: string; currency: string } | null | undefined) =>
+  amount ? `${amount.value} ${amount.currency}` : '-';
 
 /**
  * Runs one ops command: resolves the target, hands it the client, maps failures to exit codes.
  * `work` returns the exit code (ok unless it says otherwise).
  */
-export async function runOps(command: string, options: OpsCommandOptions, work: (client: OpsClient) => Promise<number | void>): Promise<number> {
+export async function runOps(
+  command: string,
+  options: OpsCommandOptions,
+  work: (client: OpsClient) => Promise<number | void>,
+): Promise<number> {
   try {
     const client = opsClientFor(resolveOpsTarget(options));
     return (await work(client)) ?? exitCodes.ok;

@@ -5,7 +5,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
 import { idempotencyKeySchema } from '../domain/funding.ts';
 import { normaliseAmount } from '../domain/money.ts';
-import { createPaymentSchema, isFinalPaymentStatus, type CreatePaymentRequest, type PaymentView } from '../domain/payment.ts';
+import {
+  createPaymentSchema,
+  isFinalPaymentStatus,
+  type CreatePaymentRequest,
+  type PaymentView,
+} from '../domain/payment.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { reportError } from './cli-errors.ts';
 import { findPayment, opsClientFor, OpsNetworkError, OpsProblemError } from './ops-client.ts';
@@ -26,14 +31,32 @@ export interface PayOptions {
 /** A payment parked for a person to resolve (`POST /ops/payments/{id}/resolve`). */
 export const needsReviewExit = 4;
 
-const flagOf: Record<string, string> = { linkId: '--link', 'amount.value': '--amount', 'amount.currency': '--currency' };
-const timeoutSchema = z.coerce.number({ error: 'must be a number of seconds' }).positive('must be more than 0 seconds').max(86_400, 'must be at most a day');
+const flagOf: Record<string, string> = {
+  linkId: '--link',
+  'amount.value': '--amount',
+  'amount.currency': '--currency',
+};
+const timeoutSchema = z.coerce
+  .number({ error: 'must be a number of seconds' })
+  .positive('must be more than 0 seconds')
+  .max(86_400, 'must be at most a day');
 
-export function parsePayInput(options: PayOptions): { request: CreatePaymentRequest; idempotencyKey: string; timeoutMs: number } {
+export function parsePayInput(options: PayOptions): {
+  request: CreatePaymentRequest;
+  idempotencyKey: string;
+  timeoutMs: number;
+} {
   const usage = (message: string) => new CliInputError(message, exitCodes.usage);
-  const body = createPaymentSchema.safeParse({ linkId: options.link.trim(), amount: { currency: options.currency.trim().toUpperCase(), value: options.amount.trim() } });
+  const body = createPaymentSchema.safeParse({
+    linkId: options.link.trim(),
+    amount: { currency: options.currency.trim().toUpperCase(), value: options.amount.trim() },
+  });
   if (!body.success) {
-    throw usage(body.error.issues.map((issue) => `${flagOf[issue.path.join('.')] ?? issue.path.join('.')}: ${issue.message}`).join('; '));
+    throw usage(
+      body.error.issues
+        .map((issue) => `${flagOf[issue.path.join('.')] ?? issue.path.join('.')}: ${issue.message}`)
+        .join('; '),
+    );
   }
   const idempotencyKey = idempotencyKeySchema.safeParse(options.idempotencyKey ?? randomUUID());
   if (!idempotencyKey.success) throw usage('--idempotency-key must be 1 to 255 printable characters');
@@ -67,15 +90,26 @@ export async function runPay(options: PayOptions): Promise<number> {
     const target = resolveOpsTarget(options);
     const client = opsClientFor(target);
     const amount = normaliseAmount(input.request.amount);
-    out(`paying ${amount.value} ${amount.currency} from link ${input.request.linkId} to the merchant through ${target.apiBase}\n`);
-    out(`idempotency key ${input.idempotencyKey}  (to retry without paying twice: --idempotency-key ${input.idempotencyKey})\n`);
+    out(
+      `paying ${amount.value} ${amount.currency} from link ${input.request.linkId} to the merchant through ${target.apiBase}\n`,
+    );
+    out(
+      `idempotency key ${input.idempotencyKey}  (to retry without paying twice: --idempotency-key ${input.idempotencyKey})\n`,
+    );
     const started = await client.createPayment({ idempotencyKey: input.idempotencyKey, body: input.request });
     let payment: PaymentView = started.body;
-    out(started.status === 202 ? `accepted: payment ${payment.id}\n` : `this idempotency key was used before with the same request: payment ${payment.id}\n`);
+    out(
+      started.status === 202
+        ? `accepted: payment ${payment.id}\n`
+        : `this idempotency key was used before with the same request: payment ${payment.id}\n`,
+    );
     let shown = 0;
     const showEvents = () => {
       for (const event of payment.events.slice(shown)) {
-        out(`${event.at}  ${event.status.padEnd(12)}  ${[event.detail ?? '', event.requestReferenceNo ? `(ref ${event.requestReferenceNo})` : ''].filter(Boolean).join('  ')}`.trimEnd() + '\n');
+        out(
+          `${event.at}  ${event.status.padEnd(12)}  ${[event.detail ?? '', event.requestReferenceNo ? `(ref ${event.requestReferenceNo})` : ''].filter(Boolean).join('  ')}`.trimEnd() +
+            '\n',
+        );
       }
       shown = payment.events.length;
     };
@@ -85,7 +119,9 @@ export async function runPay(options: PayOptions): Promise<number> {
       const decided = isFinalPaymentStatus(payment.status) || payment.status === 'NEEDS_REVIEW';
       if (decided || !options.wait) break;
       if (Date.now() >= deadline) {
-        process.stderr.write(`walletflow pay: still ${payment.status} after ${Math.round(input.timeoutMs / 1000)} s; the payment goes on (GET /ops/payments/${payment.id})\n`);
+        process.stderr.write(
+          `walletflow pay: still ${payment.status} after ${Math.round(input.timeoutMs / 1000)} s; the payment goes on (GET /ops/payments/${payment.id})\n`,
+        );
         break;
       }
       await sleep(300);
@@ -99,7 +135,8 @@ export async function runPay(options: PayOptions): Promise<number> {
     }
     out(`${paymentSummary(payment)}\n`);
     if (json) process.stdout.write(`${JSON.stringify(payment, null, 2)}\n`);
-    if (!options.wait && !isFinalPaymentStatus(payment.status)) return payment.status === 'NEEDS_REVIEW' ? needsReviewExit : exitCodes.ok;
+    if (!options.wait && !isFinalPaymentStatus(payment.status))
+      return payment.status === 'NEEDS_REVIEW' ? needsReviewExit : exitCodes.ok;
     return paymentExitCode(payment);
   } catch (error) {
     return reportError('pay', error);

@@ -27,7 +27,14 @@ export interface FundingProgress {
 }
 
 const spinnerFrames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-const ansi = { clearLine: '\r\x1b[2K', green: '\x1b[32m', red: '\x1b[31m', cyan: '\x1b[36m', dim: '\x1b[2m', reset: '\x1b[0m' };
+const ansi = {
+  clearLine: '\r\x1b[2K',
+  green: '\x1b[32m',
+  red: '\x1b[31m',
+  cyan: '\x1b[36m',
+  dim: '\x1b[2m',
+  reset: '\x1b[0m',
+};
 
 export function formatDuration(ms: number): string {
   const clamped = Math.max(0, ms);
@@ -37,7 +44,9 @@ export function formatDuration(ms: number): string {
 }
 
 const eventText = (event: FundingEvent) =>
-  [event.detail ?? '', event.requestReferenceNo ? `(ref ${event.requestReferenceNo})` : ''].filter((part) => part !== '').join('  ');
+  [event.detail ?? '', event.requestReferenceNo ? `(ref ${event.requestReferenceNo})` : '']
+    .filter((part) => part !== '')
+    .join('  ');
 
 /** One plain line per timeline event: time, status, detail and the Request-Reference-No. */
 export function plainEventLine(event: FundingEvent): string {

@@ -19,7 +19,10 @@ export const rotatedColumns = {
   webhookSecrets: ['WebhookEndpoint.secretEncrypted'],
 } as const;
 
-export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Record<keyof typeof rotatedColumns, RotationCount>> {
+export async function rotateKeys(
+  database: Database,
+  keys: Buffer[],
+): Promise<Record<keyof typeof rotatedColumns, RotationCount>> {
   const cipher = createTokenCipher(keys);
   return {
     links: await reencryptLinkTokens(database, cipher),
@@ -32,20 +35,28 @@ export async function rotateKeys(database: Database, keys: Buffer[]): Promise<Re
 export async function runRotateKeys(): Promise<number> {
   const config = loadConfig();
   if (!config.databaseUrl || !config.tokenEncryptionKeys) {
-    console.error('walletflow rotate-keys: DATABASE_URL and TOKEN_ENCRYPTION_KEY (the new key first, then the old ones) are required');
+    console.error(
+      'walletflow rotate-keys: DATABASE_URL and TOKEN_ENCRYPTION_KEY (the new key first, then the old ones) are required',
+    );
     return exitCodes.config;
   }
   const database = createDatabase(config.databaseUrl);
   try {
     const counts = await rotateKeys(database, config.tokenEncryptionKeys);
     for (const [what, count] of Object.entries(counts)) {
-      console.log(`${what}: ${count.reencrypted} re-encrypted of ${count.examined}${count.unreadable > 0 ? `, ${count.unreadable} under a key not in TOKEN_ENCRYPTION_KEY (left as they are)` : ''}`);
+      console.log(
+        `${what}: ${count.reencrypted} re-encrypted of ${count.examined}${count.unreadable > 0 ? `, ${count.unreadable} under a key not in TOKEN_ENCRYPTION_KEY (left as they are)` : ''}`,
+      );
     }
     if (Object.values(counts).some((count) => count.unreadable > 0)) {
-      console.error('walletflow rotate-keys: some values are under a key the ring does not hold: keep every old key until they are re-encrypted');
+      console.error(
+        'walletflow rotate-keys: some values are under a key the ring does not hold: keep every old key until they are re-encrypted',
+      );
       return exitCodes.failed;
     }
-    console.log(`every stored secret is now under key ${createTokenCipher(config.tokenEncryptionKeys).keyId}; older keys can leave TOKEN_ENCRYPTION_KEY`);
+    console.log(
+      `every stored secret is now under key ${createTokenCipher(config.tokenEncryptionKeys).keyId}; older keys can leave TOKEN_ENCRYPTION_KEY`,
+    );
     return exitCodes.ok;
   } finally {
     await database.$disconnect();

@@ -25,9 +25,33 @@ export interface SeededUser {
 }
 
 const testUsers = [
-  { mobile: '09171234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '5000.00', firstName: 'Ana', lastName: 'Reyes', partnerBalance: '2500.00' },
-  { mobile: '09181234567', password: 'sandbox-pass', kycLevel: 'KYC0', balance: '1000.00', firstName: 'Ben', lastName: 'Cruz', partnerBalance: '500.00' },
-  { mobile: '09191234567', password: 'sandbox-pass', kycLevel: 'KYC1', balance: '50.00', firstName: 'Carla', lastName: 'Santos', partnerBalance: '20.00' },
+  {
+    mobile: '09171234567',
+    password: 'sandbox-pass',
+    kycLevel: 'KYC1',
+    balance: '5000.00',
+    firstName: 'Ana',
+    lastName: 'Reyes',
+    partnerBalance: '2500.00',
+  },
+  {
+    mobile: '09181234567',
+    password: 'sandbox-pass',
+    kycLevel: 'KYC0',
+    balance: '1000.00',
+    firstName: 'Ben',
+    lastName: 'Cruz',
+    partnerBalance: '500.00',
+  },
+  {
+    mobile: '09191234567',
+    password: 'sandbox-pass',
+    kycLevel: 'KYC1',
+    balance: '50.00',
+    firstName: 'Carla',
+    lastName: 'Santos',
+    partnerBalance: '20.00',
+  },
 ] as const;
 
 /** The treasury's float: what ops fundings without a source draw on. */
@@ -74,7 +98,11 @@ const problemSchema = z.object({ code: z.string().optional() }).loose();
  * `accounts` scope), then reads what each account has now. Idempotent: each adjustment's key is
  * fixed (the treasury's) or the user's own (their profile id), so a restart posts nothing twice.
  */
-export async function seedPartnerBalances(options: { apiBase: string; opsKey: string; users: SeededUser[] }): Promise<SeededBalances> {
+export async function seedPartnerBalances(options: {
+  apiBase: string;
+  opsKey: string;
+  users: SeededUser[];
+}): Promise<SeededBalances> {
   const headers = { authorization: `Bearer ${options.opsKey}`, 'content-type': 'application/json' };
   const adjust = async (account: string, idempotencyKey: string, value: string, reason: string) => {
     const response = await fetch(`${options.apiBase}/ops/accounts/${encodeURIComponent(account)}/adjustments`, {
@@ -86,7 +114,9 @@ export async function seedPartnerBalances(options: { apiBase: string; opsKey: st
     if (response.status === 201 || response.status === 200) return;
     const problem = problemSchema.safeParse(await response.json().catch(() => ({})));
     if (response.status === 422 && problem.success && problem.data.code === 'IDEMPOTENCY_KEY_REUSED') return;
-    throw new Error(`seeding ${account}: POST /ops/accounts/…/adjustments answered ${response.status}${problem.success && problem.data.code ? ` ${problem.data.code}` : ''}`);
+    throw new Error(
+      `seeding ${account}: POST /ops/accounts/…/adjustments answered ${response.status}${problem.success && problem.data.code ? ` ${problem.data.code}` : ''}`,
+    );
   };
   const available = async (account: string) => {
     const response = await fetch(`${options.apiBase}/ops/accounts/${encodeURIComponent(account)}`, { headers });
@@ -95,7 +125,12 @@ export async function seedPartnerBalances(options: { apiBase: string; opsKey: st
   };
   await adjust('TREASURY', 'walletflow-dev:treasury-float', TREASURY_FLOAT, 'walletflow dev: the treasury float');
   for (const user of options.users) {
-    await adjust(user.partnerUserId, `walletflow-dev:partner-balance:${user.partnerUserId}`, user.partnerBalance, `walletflow dev: ${user.name}'s partner balance`);
+    await adjust(
+      user.partnerUserId,
+      `walletflow-dev:partner-balance:${user.partnerUserId}`,
+      user.partnerBalance,
+      `walletflow dev: ${user.name}'s partner balance`,
+    );
   }
   const users = new Map<string, string>();
   for (const user of options.users) users.set(user.partnerUserId, await available(user.partnerUserId));
@@ -106,32 +141,49 @@ export async function seedPartnerBalances(options: { apiBase: string; opsKey: st
  * A linked wallet for the first test user, as a standalone login would leave it (tokens from the
  * sandbox's admin shortcut), so `walletflow fund --link` works at once in a demo.
  */
-export async function seedDemoLink(sandboxUrl: string, user: SeededUser, databaseUrl: string, tokenEncryptionKey: string): Promise<string> {
+export async function seedDemoLink(
+  sandboxUrl: string,
+  user: SeededUser,
+  databaseUrl: string,
+  tokenEncryptionKey: string,
+): Promise<string> {
   const { createDatabase } = await import('../lib/database.ts');
   const { saveLinkWithTokens } = await import('../links/link-record.ts');
   const { createTokenCipher } = await import('../lib/token-cipher.ts');
   const { createTokenStore } = await import('../links/token-store.ts');
   const { STANDALONE_REFRESH_LIFETIME_MS } = await import('../links/token-expiry.ts');
   const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/standalone-tokens`, { method: 'POST' });
-  if (response.status !== 201) throw new Error(`sandbox standalone-tokens for ${user.mobile} failed: ${response.status}`);
-  const tokens = (await response.json()) as { access_token: string; refresh_token: string; expires_in: string; scope?: string };
+  if (response.status !== 201)
+    throw new Error(`sandbox standalone-tokens for ${user.mobile} failed: ${response.status}`);
+  const tokens = (await response.json()) as {
+    access_token: string;
+    refresh_token: string;
+    expires_in: string;
+    scope?: string;
+  };
   const profile = (await (await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}`)).json()) as { profileId: string };
   const database = createDatabase(databaseUrl, { maxConnections: 1 });
   try {
-    const { linkId } = await saveLinkWithTokens(database, createTokenStore(createTokenCipher(tokenEncryptionKey.split(',').map((key) => Buffer.from(key.trim(), 'base64')))), {
-      partnerUserId: `demo-${user.name.split(' ')[0]?.toLowerCase() ?? 'user'}`,
-      profileId: profile.profileId,
-      maskedUserId: `*******${user.mobile.slice(-4)}`,
-      kind: 'STANDALONE',
-      scopes: tokens.scope ? tokens.scope.split(' ') : ['openid'],
-      requestReferenceNo: null,
-      tokens: {
-        accessToken: tokens.access_token,
-        refreshToken: tokens.refresh_token,
-        accessTokenExpiresAt: new Date(Date.now() + Number(tokens.expires_in) * 1000),
-        refreshTokenExpiresAt: new Date(Date.now() + STANDALONE_REFRESH_LIFETIME_MS),
+    const { linkId } = await saveLinkWithTokens(
+      database,
+      createTokenStore(
+        createTokenCipher(tokenEncryptionKey.split(',').map((key) => Buffer.from(key.trim(), 'base64'))),
+      ),
+      {
+        partnerUserId: `demo-${user.name.split(' ')[0]?.toLowerCase() ?? 'user'}`,
+        profileId: profile.profileId,
+        maskedUserId: `*******${user.mobile.slice(-4)}`,
+        kind: 'STANDALONE',
+        scopes: tokens.scope ? tokens.scope.split(' ') : ['openid'],
+        requestReferenceNo: null,
+        tokens: {
+          accessToken: tokens.access_token,
+          refreshToken: tokens.refresh_token,
+          accessTokenExpiresAt: new Date(Date.now() + Number(tokens.expires_in) * 1000),
+          refreshTokenExpiresAt: new Date(Date.now() + STANDALONE_REFRESH_LIFETIME_MS),
+        },
       },
-    });
+    );
     return linkId;
   } finally {
     await database.$disconnect();
@@ -146,7 +198,12 @@ export const SAMPLE_ITEM_AMOUNT = '1.00';
  * SAMPLE_ITEM_AMOUNT, each to a fresh cash-in code of an upgraded test user (codes live 30
  * minutes: a restart writes fresh ones). Answers how many items it holds and their total.
  */
-export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], file: string, rows = 300): Promise<{ items: number; total: string }> {
+export async function writeSampleBatch(
+  sandboxUrl: string,
+  users: SeededUser[],
+  file: string,
+  rows = 300,
+): Promise<{ items: number; total: string }> {
   const upgraded = users.filter((user) => user.kycLevel === 'KYC1');
   if (upgraded.length === 0) throw new Error('no upgraded test user to pay');
   const lines = ['reference,recipient_type,recipient,amount'];
@@ -155,11 +212,14 @@ export async function writeSampleBatch(sandboxUrl: string, users: SeededUser[], 
       Array.from({ length: Math.min(25, rows - start) }, async (_, offset) => {
         const user = upgraded[(start + offset) % upgraded.length]!;
         const response = await fetch(`${sandboxUrl}/_sandbox/users/${user.userId}/cash-in-codes`, { method: 'POST' });
-        if (response.status !== 201 && response.status !== 200) throw new Error(`the sandbox answered ${response.status} for a cash-in code`);
+        if (response.status !== 201 && response.status !== 200)
+          throw new Error(`the sandbox answered ${response.status} for a cash-in code`);
         return ((await response.json()) as { code: string }).code;
       }),
     );
-    codes.forEach((code, offset) => lines.push(`sample-${String(start + offset + 1).padStart(4, '0')},CODE,${code},${SAMPLE_ITEM_AMOUNT}`));
+    codes.forEach((code, offset) =>
+      lines.push(`sample-${String(start + offset + 1).padStart(4, '0')},CODE,${code},${SAMPLE_ITEM_AMOUNT}`),
+    );
   }
   await writeFile(file, `${lines.join('\n')}\n`, { mode: 0o600 });
   return { items: rows, total: formatAmount(fromNumeric(SAMPLE_ITEM_AMOUNT) * BigInt(rows), 'PHP') };

@@ -9,4 +9,5 @@ export interface StatusOptions extends OpsCommandOptions {
   json?: boolean;
 }
 
-export const runStatus = (fundingId: string, options: StatusOptions) => runFundingsGet(fundingId, { ...options, output: options.json ? 'json' : options.output ?? 'text' });
+export const runStatus = (fundingId: string, options: StatusOptions) =>
+  runFundingsGet(fundingId, { ...options, output: options.json ? 'json' : (options.output ?? 'text') });

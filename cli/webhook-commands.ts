@@ -5,22 +5,51 @@ import type { CreateWebhookEndpoint, WebhookDelivery } from '../client/ops-clien
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
-const deliveryRow = (delivery: WebhookDelivery) => [delivery.id, delivery.status, delivery.eventType, String(delivery.attempts), delivery.createdAt];
+const deliveryRow = (delivery: WebhookDelivery) => [
+  delivery.id,
+  delivery.status,
+  delivery.eventType,
+  String(delivery.attempts),
+  delivery.createdAt,
+];
 
 export const runWebhookEndpointCreate = (url: string, options: OpsCommandOptions & { events: string }) =>
   runOps('webhooks endpoints create', options, async (client) => {
-    const events = options.events.split(',').map((event) => event.trim()).filter((event) => event !== '');
-    if (events.length === 0) throw new CliInputError('--events needs at least one event type, e.g. funding.approved,payment.succeeded', exitCodes.usage);
-    const { body } = await client.createWebhookEndpoint({ body: { url, events: events as CreateWebhookEndpoint['events'] } });
+    const events = options.events
+      .split(',')
+      .map((event) => event.trim())
+      .filter((event) => event !== '');
+    if (events.length === 0)
+      throw new CliInputError(
+        '--events needs at least one event type, e.g. funding.approved,payment.succeeded',
+        exitCodes.usage,
+      );
+    const { body } = await client.createWebhookEndpoint({
+      body: { url, events: events as CreateWebhookEndpoint['events'] },
+    });
     if (options.output === 'json') return printJson(body);
-    printText(table([['endpoint', body.id], ['url', body.url], ['events', body.events.join(' ')], ['secret (shown once)', body.secret]]));
+    printText(
+      table([
+        ['endpoint', body.id],
+        ['url', body.url],
+        ['events', body.events.join(' ')],
+        ['secret (shown once)', body.secret],
+      ]),
+    );
   });
 
 export const runWebhookEndpointGet = (endpointId: string, options: OpsCommandOptions) =>
   runOps('webhooks endpoints get', options, async (client) => {
     const { body } = await client.getWebhookEndpoint({ endpointId });
     if (options.output === 'json') return printJson(body);
-    printText(table([['endpoint', body.id], ['url', body.url], ['events', body.events.join(' ')], ['created', body.createdAt]]));
+    printText(
+      table([
+        ['endpoint', body.id],
+        ['url', body.url],
+        ['events', body.events.join(' ')],
+        ['created', body.createdAt],
+      ]),
+    );
   });
 
 export const runWebhookEndpointDelete = (endpointId: string, options: OpsCommandOptions) =>
@@ -30,10 +59,18 @@ export const runWebhookEndpointDelete = (endpointId: string, options: OpsCommand
     printText(`endpoint ${endpointId} deleted`);
   });
 
-export const runWebhookDeliveries = (options: OpsCommandOptions & { endpointId?: string; status?: 'PENDING' | 'SUCCEEDED' | 'FAILED'; limit: string; cursor?: string }) =>
+export const runWebhookDeliveries = (
+  options: OpsCommandOptions & {
+    endpointId?: string;
+    status?: 'PENDING' | 'SUCCEEDED' | 'FAILED';
+    limit: string;
+    cursor?: string;
+  },
+) =>
   runOps('webhooks deliveries', options, async (client) => {
     const limit = Number(options.limit);
-    if (!Number.isInteger(limit) || limit < 1 || limit > 200) throw new CliInputError('--limit must be a whole number from 1 to 200', exitCodes.usage);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200)
+      throw new CliInputError('--limit must be a whole number from 1 to 200', exitCodes.usage);
     const { body } = await client.listWebhookDeliveries({
       limit,
       ...(options.endpointId ? { endpointId: options.endpointId } : {}),

@@ -41,7 +41,11 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
   const server = createServer((req, res) => {
     void (async () => {
       const body = await readBody(req);
-      const headers = { id: req.headers['webhook-id'] as string | undefined, timestamp: req.headers['webhook-timestamp'] as string | undefined, signature: req.headers['webhook-signature'] as string | undefined };
+      const headers = {
+        id: req.headers['webhook-id'] as string | undefined,
+        timestamp: req.headers['webhook-timestamp'] as string | undefined,
+        signature: req.headers['webhook-signature'] as string | undefined,
+      };
       const verification = verifyWebhook(secret, headers, body);
       const verified = verification.verified;
       let type = '?';
@@ -56,7 +60,12 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
         try {
           const answer = await fetch(forward.data, {
             method: 'POST',
-            headers: { 'content-type': 'application/json', 'webhook-id': headers.id!, 'webhook-timestamp': headers.timestamp!, 'webhook-signature': headers.signature! },
+            headers: {
+              'content-type': 'application/json',
+              'webhook-id': headers.id!,
+              'webhook-timestamp': headers.timestamp!,
+              'webhook-signature': headers.signature!,
+            },
             body,
             signal: AbortSignal.timeout(10_000),
           });
@@ -68,7 +77,9 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
           forwarded = ` → ${forward.data} [${(error as { cause?: { code?: string } }).cause?.code ?? 'failed'}]`;
         }
       }
-      console.log(`${new Date().toISOString()}  ${type}  ${headers.id ?? '(no webhook-id)'}  signature ${verification.verified ? 'verified' : `INVALID (${verification.reason}: ${verification.message})`}${forwarded}`);
+      console.log(
+        `${new Date().toISOString()}  ${type}  ${headers.id ?? '(no webhook-id)'}  signature ${verification.verified ? 'verified' : `INVALID (${verification.reason}: ${verification.message})`}${forwarded}`,
+      );
       res.statusCode = status;
       res.end();
     })().catch(() => {
@@ -98,26 +109,38 @@ export async function runWebhooksListen(options: ListenOptions): Promise<number>
       signal: AbortSignal.timeout(15_000),
     });
     if (response.status !== 201) {
-      console.error(`walletflow webhooks listen: the API refused the endpoint (HTTP ${response.status}): ${await response.text()}`);
+      console.error(
+        `walletflow webhooks listen: the API refused the endpoint (HTTP ${response.status}): ${await response.text()}`,
+      );
       server.close();
       return stopRequested ? 130 : 3;
     }
     created = webhookEndpointCreatedSchema.parse(await response.json());
   } catch (error) {
-    console.error(`walletflow webhooks listen: the ops API is not reachable at ${target.apiBase} (${(error as Error).message})`);
+    console.error(
+      `walletflow webhooks listen: the ops API is not reachable at ${target.apiBase} (${(error as Error).message})`,
+    );
     server.close();
     return 3;
   }
   secret = created.secret;
   if (!stopRequested) {
-    console.log(`Ready: endpoint ${created.id} receives every event at ${url}${forward?.success ? `, forwarded to ${forward.data}` : ''}. Ctrl-C to stop (the endpoint is deleted).`);
+    console.log(
+      `Ready: endpoint ${created.id} receives every event at ${url}${forward?.success ? `, forwarded to ${forward.data}` : ''}. Ctrl-C to stop (the endpoint is deleted).`,
+    );
   }
   await stopped;
-  const deleted = await fetch(`${target.apiBase}/ops/webhooks/endpoints/${created.id}`, { method: 'DELETE', headers: authorization, signal: AbortSignal.timeout(15_000) }).catch(() => null);
+  const deleted = await fetch(`${target.apiBase}/ops/webhooks/endpoints/${created.id}`, {
+    method: 'DELETE',
+    headers: authorization,
+    signal: AbortSignal.timeout(15_000),
+  }).catch(() => null);
   server.closeAllConnections();
   server.close();
   if (deleted?.status !== 204) {
-    console.error(`walletflow webhooks listen: could not delete endpoint ${created.id}; delete it with DELETE /ops/webhooks/endpoints/${created.id}`);
+    console.error(
+      `walletflow webhooks listen: could not delete endpoint ${created.id}; delete it with DELETE /ops/webhooks/endpoints/${created.id}`,
+    );
     return 3;
   }
   console.log(`Endpoint ${created.id} deleted.`);

@@ -36,7 +36,13 @@ export function plainName(text: string, maxCharacters = 100): string {
     .normalize('NFKC')
     .replace(apostrophes, "'")
     .replace(piece, (whole, letter: string | undefined, marks: string | undefined) => {
-      if (letter !== undefined) return punctuationLikeLetter.test(letter) ? ' ' : letter + Array.from(marks ?? '').slice(0, 2).join('');
+      if (letter !== undefined)
+        return punctuationLikeLetter.test(letter)
+          ? ' '
+          : letter +
+              Array.from(marks ?? '')
+                .slice(0, 2)
+                .join('');
       return /^[\p{Nd} .'\-,@_]$/u.test(whole) ? whole : ' ';
     })
     .replace(/ {2,}/g, ' ')

@@ -22,14 +22,23 @@ function protectedHeader(token: string): Record<string, unknown> | null {
 export const compactJweSchema = z
   .string({ error: 'accessToken must be a string' })
   .max(8192, 'accessToken is too long')
-  .regex(new RegExp(`^${base64url}+\\.${base64url}*\\.${base64url}+\\.${base64url}+\\.${base64url}+$`), 'accessToken must be a compact JWE (5 base64url parts)')
-  .refine((token) => typeof protectedHeader(token)?.enc === 'string', 'accessToken must be a compact JWE (its header names alg and enc)');
+  .regex(
+    new RegExp(`^${base64url}+\\.${base64url}*\\.${base64url}+\\.${base64url}+\\.${base64url}+$`),
+    'accessToken must be a compact JWE (5 base64url parts)',
+  )
+  .refine(
+    (token) => typeof protectedHeader(token)?.enc === 'string',
+    'accessToken must be a compact JWE (its header names alg and enc)',
+  );
 
 /** A compact JWS/JWT: header.payload.signature. */
 export const compactJwtSchema = z
   .string({ error: 'refreshToken must be a string' })
   .max(8192, 'refreshToken is too long')
-  .regex(new RegExp(`^${base64url}+\\.${base64url}+\\.${base64url}+$`), 'refreshToken must be a compact JWT (3 base64url parts)')
+  .regex(
+    new RegExp(`^${base64url}+\\.${base64url}+\\.${base64url}+$`),
+    'refreshToken must be a compact JWT (3 base64url parts)',
+  )
   .refine((token) => protectedHeader(token) !== null, 'refreshToken must be a compact JWT (its header names alg)');
 
 /** The Request-Reference-No header of the session URL call. */
@@ -56,7 +65,10 @@ export function sessionPayloadSchema(nowSeconds: number) {
         .number({ error: 'expiresAt must be an integer UNIX time in seconds' })
         .int('expiresAt must be an integer UNIX time in seconds')
         .refine((value) => value > nowSeconds, 'expiresAt must be in the future')
-        .refine((value) => value <= nowSeconds + MAX_EXPIRES_AHEAD_SECONDS, 'expiresAt must be UNIX time in seconds (this is too far ahead)'),
+        .refine(
+          (value) => value <= nowSeconds + MAX_EXPIRES_AHEAD_SECONDS,
+          'expiresAt must be UNIX time in seconds (this is too far ahead)',
+        ),
     })
     .strip();
 }

@@ -7,7 +7,15 @@ import type { TransitionTable } from './transitions.ts';
 import { z } from 'zod';
 import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
-import { amountOf, amountSchema, currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, type Amount, type Money } from './money.ts';
+import {
+  amountOf,
+  amountSchema,
+  currencyRefusal,
+  CURRENCY_NOT_ACCEPTED,
+  moneyOf,
+  type Amount,
+  type Money,
+} from './money.ts';
 
 export const MAX_BATCH_ITEMS = 100_000;
 /** How many row errors a 422 lists; `errorCount` says how many there are. */
@@ -17,7 +25,11 @@ export const batchReferenceSchema = z
   .string({ error: 'reference must be a string' })
   .regex(/^[A-Za-z0-9_-]{1,64}$/, 'reference must be 1 to 64 letters, digits, _ or -');
 
-export const batchNameSchema = z.string({ error: 'name must be a string' }).trim().min(1, 'name must say what the batch is').max(200, 'name must be at most 200 characters');
+export const batchNameSchema = z
+  .string({ error: 'name must be a string' })
+  .trim()
+  .min(1, 'name must say what the batch is')
+  .max(200, 'name must be at most 200 characters');
 
 export const batchItemSchema = z
   .object({
@@ -33,7 +45,10 @@ export const createBatchFrameSchema = z
   .object({
     name: batchNameSchema,
     source: fundingSourceSchema.optional(),
-    items: z.array(z.unknown(), { error: 'items must be an array' }).min(1, 'a batch has at least one item').max(MAX_BATCH_ITEMS, `a batch has at most ${MAX_BATCH_ITEMS} items`),
+    items: z
+      .array(z.unknown(), { error: 'items must be an array' })
+      .min(1, 'a batch has at least one item')
+      .max(MAX_BATCH_ITEMS, `a batch has at most ${MAX_BATCH_ITEMS} items`),
   })
   .strict();
 
@@ -45,7 +60,14 @@ export interface BatchRowError {
   row: number;
   reference: string | null;
   field: string;
-  code: 'INVALID' | 'DUPLICATE_REFERENCE' | typeof CURRENCY_NOT_ACCEPTED | 'AMOUNT_TOO_SMALL' | 'AMOUNT_TOO_LARGE' | 'LINK_NOT_FOUND' | 'SOURCE_NOT_RECIPIENT';
+  code:
+    | 'INVALID'
+    | 'DUPLICATE_REFERENCE'
+    | typeof CURRENCY_NOT_ACCEPTED
+    | 'AMOUNT_TOO_SMALL'
+    | 'AMOUNT_TOO_LARGE'
+    | 'LINK_NOT_FOUND'
+    | 'SOURCE_NOT_RECIPIENT';
   message: string;
 }
 
@@ -58,7 +80,8 @@ export interface BatchItem {
   money: Money;
 }
 
-export type BatchCheck = { ok: true; items: BatchItem[]; total: Money } | { ok: false; errors: BatchRowError[]; errorCount: number };
+export type BatchCheck =
+  { ok: true; items: BatchItem[]; total: Money } | { ok: false; errors: BatchRowError[]; errorCount: number };
 
 /**
  * A batch's checked items in a compact form, one column per field (a batch of 100,000 is held
@@ -90,7 +113,9 @@ export class CheckedBatchItems implements Iterable<BatchItem> {
 
   at(index: number): BatchItem {
     const money: Money = { currency: this.currency, thousandths: BigInt(this.thousandths[index]!) };
-    const recipient: BatchItemRequest['recipient'] = this.tokens[index] ? { type: 'TOKEN', linkId: this.recipients[index]! } : { type: 'CODE', code: this.recipients[index]! };
+    const recipient: BatchItemRequest['recipient'] = this.tokens[index]
+      ? { type: 'TOKEN', linkId: this.recipients[index]! }
+      : { type: 'CODE', code: this.recipients[index]! };
     return { row: index + 1, reference: this.references[index]!, recipient, amount: amountOf(money), money };
   }
 
@@ -149,31 +174,59 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
         add({ row, reference: raw.reference || null, field: 'row', code: 'INVALID', message: raw.message });
         return;
       }
-      const reference = typeof (raw as { reference?: unknown } | null)?.reference === 'string' ? (raw as { reference: string }).reference : null;
+      const reference =
+        typeof (raw as { reference?: unknown } | null)?.reference === 'string'
+          ? (raw as { reference: string }).reference
+          : null;
       const parsed = batchItemSchema.safeParse(raw);
       if (!parsed.success) {
-        for (const issue of parsed.error.issues) add({ row, reference, field: issue.path.join('.') || 'item', code: 'INVALID', message: issue.message });
+        for (const issue of parsed.error.issues)
+          add({ row, reference, field: issue.path.join('.') || 'item', code: 'INVALID', message: issue.message });
         return;
       }
       const item = parsed.data;
       const first = seen.get(item.reference);
       if (first !== undefined) {
-        add({ row, reference: item.reference, field: 'reference', code: 'DUPLICATE_REFERENCE', message: `reference ${item.reference} is already row ${first}` });
+        add({
+          row,
+          reference: item.reference,
+          field: 'reference',
+          code: 'DUPLICATE_REFERENCE',
+          message: `reference ${item.reference} is already row ${first}`,
+        });
         return;
       }
       seen.set(item.reference, row);
       const foreign = currencyRefusal(item.amount.currency);
       if (foreign) {
-        add({ row, reference: item.reference, field: 'amount.currency', code: CURRENCY_NOT_ACCEPTED, message: foreign });
+        add({
+          row,
+          reference: item.reference,
+          field: 'amount.currency',
+          code: CURRENCY_NOT_ACCEPTED,
+          message: foreign,
+        });
         return;
       }
       const money = moneyOf(item.amount);
       if (bounds && money.thousandths < bounds.min) {
-        add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_SMALL', message: 'the amount is below FUNDING_MIN' });
+        add({
+          row,
+          reference: item.reference,
+          field: 'amount.value',
+          code: 'AMOUNT_TOO_SMALL',
+          message: 'the amount is below FUNDING_MIN',
+        });
         return;
       }
       if (bounds && money.thousandths > bounds.max) {
-        add({ row, reference: item.reference, field: 'amount.value', code: 'AMOUNT_TOO_LARGE', message: 'the amount is above FUNDING_MAX' });
+        add({
+          row,
+          reference: item.reference,
+          field: 'amount.value',
+          code: 'AMOUNT_TOO_LARGE',
+          message: 'the amount is above FUNDING_MAX',
+        });
         return;
       }
       if (errorCount > 0) return;
@@ -181,9 +234,18 @@ export function createBatchItemChecker(bounds?: { min: bigint; max: bigint }) {
       items.push({ reference: item.reference, recipient: item.recipient, money });
     },
     /** Every item checked: the items and their total, or every problem. */
-    result(): { ok: true; items: CheckedBatchItems; total: Money } | { ok: false; errors: BatchRowError[]; errorCount: number } {
+    result():
+      | { ok: true; items: CheckedBatchItems; total: Money }
+      | { ok: false; errors: BatchRowError[]; errorCount: number } {
       if (errorCount > 0) return { ok: false, errors, errorCount };
-      if (!items) return { ok: false, errors: [{ row: 0, reference: null, field: 'items', code: 'INVALID', message: 'a batch has at least one item' }], errorCount: 1 };
+      if (!items)
+        return {
+          ok: false,
+          errors: [
+            { row: 0, reference: null, field: 'items', code: 'INVALID', message: 'a batch has at least one item' },
+          ],
+          errorCount: 1,
+        };
       return { ok: true, items, total: { currency: items.currency, thousandths: items.total } };
     },
   };
@@ -200,7 +262,9 @@ export function checkBatchItems(rawItems: readonly unknown[], bounds?: { min: bi
   return result.ok ? { ok: true, items: [...result.items], total: result.total } : result;
 }
 
-/** A body that is refused while it is read: the one problem that stopped the reading (row 0: the file or body itself). */
+/**
+ * A body that is refused while it is read: the one problem that stopped the reading (row 0: the file or body itself).
+ */
 export class BatchReadRefusal extends Error {
   constructor(readonly error: BatchRowError) {
     super(error.message);
@@ -211,7 +275,13 @@ export class BatchReadRefusal extends Error {
 /** The longest CSV line read (a good row is under 150 characters): a longer one is refused as it is read. */
 export const MAX_CSV_LINE = 1024;
 
-const tooManyItems = (): BatchRowError => ({ row: 0, reference: null, field: 'file', code: 'INVALID', message: `a batch has at most ${MAX_BATCH_ITEMS} items` });
+const tooManyItems = (): BatchRowError => ({
+  row: 0,
+  reference: null,
+  field: 'file',
+  code: 'INVALID',
+  message: `a batch has at most ${MAX_BATCH_ITEMS} items`,
+});
 
 /**
  * Reads a batch CSV file as it arrives, text chunk by text chunk (RFC 4180: quoted fields may hold
@@ -266,7 +336,13 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
     if (!header) {
       header = line;
       if (header.map((cell) => cell.trim()).join(',') !== batchCsvColumns.join(',')) {
-        refuse({ row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+        refuse({
+          row: 0,
+          reference: null,
+          field: 'header',
+          code: 'INVALID',
+          message: `the first line must be ${batchCsvColumns.join(',')}`,
+        });
       }
       return;
     }
@@ -274,10 +350,13 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
     if (rows > MAX_BATCH_ITEMS) refuse(tooManyItems());
     const [reference = '', type = '', recipient = '', amount = ''] = line.map((cell) => cell.trim());
     if (line.length !== columns) {
-      onItem(new CsvRowProblem(reference, `a row has ${columns} columns (${batchCsvColumns.join(',')}), not ${line.length}`));
+      onItem(
+        new CsvRowProblem(reference, `a row has ${columns} columns (${batchCsvColumns.join(',')}), not ${line.length}`),
+      );
       return;
     }
-    const recipientValue = type === 'CODE' ? { type, code: recipient } : type === 'TOKEN' ? { type, linkId: recipient } : { type };
+    const recipientValue =
+      type === 'CODE' ? { type, code: recipient } : type === 'TOKEN' ? { type, linkId: recipient } : { type };
     onItem({ reference, recipient: recipientValue, amount: { currency, value: amount } });
   };
 
@@ -295,7 +374,23 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
         lineLength += 1;
         if (lineLength > MAX_CSV_LINE) {
           const row = rows + 1;
-          refuse(header ? { row, reference: null, field: 'row', code: 'INVALID', message: `row ${row} is longer than ${MAX_CSV_LINE} characters: the file was not read further` } : { row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+          refuse(
+            header
+              ? {
+                  row,
+                  reference: null,
+                  field: 'row',
+                  code: 'INVALID',
+                  message: `row ${row} is longer than ${MAX_CSV_LINE} characters: the file was not read further`,
+                }
+              : {
+                  row: 0,
+                  reference: null,
+                  field: 'header',
+                  code: 'INVALID',
+                  message: `the first line must be ${batchCsvColumns.join(',')}`,
+                },
+          );
         }
         if (quoted) {
           if (char === '"') {
@@ -312,7 +407,8 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
           closed = false;
           continue;
         }
-        if (closed && char !== ',' && char !== '\r' && char !== '\n') fileError(`line ${rows + (header ? 2 : 1)}: text after a closing quote`);
+        if (closed && char !== ',' && char !== '\r' && char !== '\n')
+          fileError(`line ${rows + (header ? 2 : 1)}: text after a closing quote`);
         if (char === '"' && !fieldStarted) {
           quoted = true;
           fieldStarted = true;
@@ -334,7 +430,14 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
     end(): void {
       if (quoted) fileError('a quoted field is not closed');
       endLine();
-      if (!header) refuse({ row: 0, reference: null, field: 'header', code: 'INVALID', message: `the first line must be ${batchCsvColumns.join(',')}` });
+      if (!header)
+        refuse({
+          row: 0,
+          reference: null,
+          field: 'header',
+          code: 'INVALID',
+          message: `the first line must be ${batchCsvColumns.join(',')}`,
+        });
     },
     /** Rows read so far (the header not counted). */
     get rows(): number {
@@ -351,7 +454,10 @@ export function createBatchCsvReader(currency: string, onItem: (raw: unknown) =>
  * Reads a whole batch CSV file (createBatchCsvReader) into the items the JSON body would carry.
  * A file that cannot be read (its header, its form, too many rows or fields) is one error.
  */
-export function readBatchCsv(text: string, currency: string): { ok: true; items: unknown[] } | { ok: false; error: BatchRowError } {
+export function readBatchCsv(
+  text: string,
+  currency: string,
+): { ok: true; items: unknown[] } | { ok: false; error: BatchRowError } {
   const items: unknown[] = [];
   const reader = createBatchCsvReader(currency, (item) => items.push(item));
   try {
@@ -392,7 +498,10 @@ export const batchTransitions = {
 /** A batch whose items may still start: the sweep leaves its PENDING items to it. */
 export const activeBatchStates = ['AWAITING_APPROVAL', 'RUNNING', 'PAUSED'] as const satisfies readonly BatchState[];
 
-/** An item's state as a batch counts it: a funding status, or CANCELLED (FAILED before it started, by the batch's cancel). */
+/**
+ * An item's state as a batch counts it: a funding status, or CANCELLED (FAILED before it started, by the batch's
+ * cancel).
+ */
 export const batchItemStatuses = [...fundingStatuses, 'CANCELLED'] as const;
 export type BatchItemStatus = (typeof batchItemStatuses)[number];
 

@@ -7,7 +7,17 @@ import { amountSchema } from './money.ts';
 import { resolutionNoteSchema, reviewSchema } from './review.ts';
 import { finalStatusesOf, type FinalStatusOf, type TransitionTable } from './transitions.ts';
 
-export const fundingStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'] as const;
+export const fundingStatuses = [
+  'PENDING',
+  'CREATING',
+  'EXECUTING',
+  'RECONCILING',
+  'APPROVED',
+  'DECLINED',
+  'REJECTED',
+  'FAILED',
+  'NEEDS_REVIEW',
+] as const;
 export type FundingStatus = (typeof fundingStatuses)[number];
 
 /**
@@ -49,7 +59,9 @@ export type FundingResolutionOutcome = (typeof fundingResolutionOutcomes)[number
 
 export type FinalFundingStatus = FinalStatusOf<typeof fundingTransitions>;
 export const finalFundingStatuses: readonly FinalFundingStatus[] = finalStatusesOf(fundingTransitions);
-export const unfinishedFundingStatuses: readonly FundingStatus[] = fundingStatuses.filter((status) => !isFinalFundingStatus(status));
+export const unfinishedFundingStatuses: readonly FundingStatus[] = fundingStatuses.filter(
+  (status) => !isFinalFundingStatus(status),
+);
 
 export function isFinalFundingStatus(status: string): status is FinalFundingStatus {
   return (finalFundingStatuses as readonly string[]).includes(status);

@@ -24,7 +24,9 @@ export const treasurySource: FundingSource = { type: 'TREASURY' };
 export const paymentPurposes = ['PURCHASE', 'DEPOSIT'] as const;
 export type PaymentPurpose = (typeof paymentPurposes)[number];
 
-/** The accounts that are not a user's. CAPITAL: the partner's own money, the other leg of the treasury's adjustments. */
+/**
+ * The accounts that are not a user's. CAPITAL: the partner's own money, the other leg of the treasury's adjustments.
+ */
 export const systemAccounts = ['TREASURY', 'IN_FLIGHT', 'WALLET_CLEARING', 'MERCHANT_REVENUE', 'CAPITAL'] as const;
 export type SystemAccount = (typeof systemAccounts)[number];
 export const userAccount = (partnerUserId: string) => `USER:${partnerUserId}`;
@@ -32,7 +34,8 @@ export const userAccount = (partnerUserId: string) => `USER:${partnerUserId}`;
 export const accountNameSchema = z.union([z.enum(systemAccounts), z.string().regex(/^USER:[\x21-\x7e]{1,128}$/)], {
   error: 'account must be a system account (TREASURY, …) or USER: and a partner user id',
 });
-export const sourceAccount = (source: FundingSource) => (source.type === 'TREASURY' ? 'TREASURY' : userAccount(source.partnerUserId));
+export const sourceAccount = (source: FundingSource) =>
+  source.type === 'TREASURY' ? 'TREASURY' : userAccount(source.partnerUserId);
 
 /** The path segment of /ops/accounts/{account}: a system account's name, else a partner user id. */
 export function accountOfPathSegment(segment: string): string {
@@ -52,17 +55,25 @@ export type AccountView = z.infer<typeof accountViewSchema>;
 export const signedAmountSchema = z
   .object({
     currency: currencySchema,
-    value: z.string().meta({ description: 'a signed decimal string: "-25.00" debits the account, "25.00" credits it', examples: ['-25.00'] }),
+    value: z.string().meta({
+      description: 'a signed decimal string: "-25.00" debits the account, "25.00" credits it',
+      examples: ['-25.00'],
+    }),
   })
   .strict()
   .superRefine((amount, ctx) => {
     const thousandths = parseSignedAmount(amount.value);
     if (thousandths === null || thousandths === 0n) {
-      ctx.addIssue({ code: 'custom', path: ['value'], message: 'amount.value must be a non-zero signed decimal string such as "-25.00"' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: 'amount.value must be a non-zero signed decimal string such as "-25.00"',
+      });
       return;
     }
     const magnitude = amountSchema.safeParse({ currency: amount.currency, value: amount.value.replace(/^-/, '') });
-    if (!magnitude.success) ctx.addIssue({ code: 'custom', path: ['value'], message: magnitude.error.issues[0]?.message ?? 'bad amount' });
+    if (!magnitude.success)
+      ctx.addIssue({ code: 'custom', path: ['value'], message: magnitude.error.issues[0]?.message ?? 'bad amount' });
   });
 
 export const createAdjustmentSchema = z
@@ -98,7 +109,14 @@ export const ledgerEntryViewSchema = z.object({
 export type LedgerEntryView = z.infer<typeof ledgerEntryViewSchema>;
 
 /** The codes of section 10's refusals (422, nothing stored). */
-export const fundingRefusalCodes = ['INSUFFICIENT_FUNDS', 'AMOUNT_TOO_SMALL', 'AMOUNT_TOO_LARGE', 'DAILY_LIMIT_EXCEEDED', 'VELOCITY_LIMIT_EXCEEDED', 'CURRENCY_NOT_ACCEPTED'] as const;
+export const fundingRefusalCodes = [
+  'INSUFFICIENT_FUNDS',
+  'AMOUNT_TOO_SMALL',
+  'AMOUNT_TOO_LARGE',
+  'DAILY_LIMIT_EXCEEDED',
+  'VELOCITY_LIMIT_EXCEEDED',
+  'CURRENCY_NOT_ACCEPTED',
+] as const;
 export type FundingRefusalCode = (typeof fundingRefusalCodes)[number];
 
 /** The settlement of a day: section 10. */
@@ -158,4 +176,7 @@ export type SettlementProgress = z.infer<typeof settlementProgressSchema>;
  */
 export const settlementDateSchema = z.iso
   .date('the date must be YYYY-MM-DD')
-  .refine((date) => date >= '1970-01-01' && date <= '9998-12-31', 'the date must lie between 1970-01-01 and 9998-12-31');
+  .refine(
+    (date) => date >= '1970-01-01' && date <= '9998-12-31',
+    'the date must lie between 1970-01-01 and 9998-12-31',
+  );

@@ -25,7 +25,9 @@ export const CURRENCY_NOT_ACCEPTED = 'CURRENCY_NOT_ACCEPTED';
 
 /** Why an amount is refused for its currency, or null when it is acceptedCurrency. */
 export function currencyRefusal(currency: string): string | null {
-  return currency === acceptedCurrency ? null : `walletflow moves ${acceptedCurrency} only: an amount in ${currency} is not accepted`;
+  return currency === acceptedCurrency
+    ? null
+    : `walletflow moves ${acceptedCurrency} only: an amount in ${currency} is not accepted`;
 }
 
 /** Records in one state, counted and summed (the console's totals of a day). */
@@ -148,7 +150,8 @@ export const amountSchema = z
     currency: currencySchema,
     value: z.string({ error: 'amount.value must be a decimal string such as "100.50"' }).meta({
       // For the API documentation: the superRefine below is what checks it.
-      description: 'a decimal string, 0.001 to 9999999999.99, with at most the currency\'s decimals (PHP 2): no sign, exponent or spaces',
+      description:
+        "a decimal string, 0.001 to 9999999999.99, with at most the currency's decimals (PHP 2): no sign, exponent or spaces",
       pattern: decimalPattern.source,
       examples: ['100.50'],
     }),
@@ -165,7 +168,11 @@ export const amountSchema = z
       return;
     }
     if (thousandths < MIN_THOUSANDTHS || thousandths > MAX_THOUSANDTHS) {
-      ctx.addIssue({ code: 'custom', path: ['value'], message: 'amount.value must be between 0.001 and 9999999999.99' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['value'],
+        message: 'amount.value must be between 0.001 and 9999999999.99',
+      });
       return;
     }
     const decimals = currencyMinorUnits[amount.currency];

@@ -91,7 +91,8 @@ export interface PaymentResult {
 }
 
 export const paymentErrorMessages: Record<string, string> = {
-  INSUFFICIENT_BALANCE: 'Your wallet balance is not enough for this payment and its fee. Top up your wallet and try again.',
+  INSUFFICIENT_BALANCE:
+    'Your wallet balance is not enough for this payment and its fee. Top up your wallet and try again.',
   REAUTH_REQUIRED: 'Your wallet session has ended. Please reopen the app from your wallet.',
   LINK_NOT_USABLE: 'The linked wallet account is no longer usable.',
   USER_TOKEN_INVALID: 'The wallet refused the authorization. Please reopen the app from your wallet.',

@@ -6,7 +6,10 @@ import { z } from 'zod';
 /** One wallet call as evidence for a review: what was sent and what came back. */
 export const walletCallEvidenceSchema = z.object({
   at: z.string(),
-  /** The wallet operation (transfers.execute, transfers.retrieve, op.payments.execute); absent on payments stored before it was recorded. */
+  /**
+   * The wallet operation (transfers.execute, transfers.retrieve, op.payments.execute); absent on payments stored before
+   * it was recorded.
+   */
   operation: z.string().optional(),
   requestReferenceNo: z.string().nullable(),
   httpStatus: z.number().nullable(),
@@ -44,7 +47,10 @@ export const resolutionNoteSchema = z
   .trim()
   .min(1, 'note must say why')
   .max(500, 'note must be at most 500 characters')
-  .refine((note) => !hasControlCharacter(note) && !loneSurrogate.test(note), 'note must be plain text (no control characters or broken unicode)');
+  .refine(
+    (note) => !hasControlCharacter(note) && !loneSurrogate.test(note),
+    'note must be plain text (no control characters or broken unicode)',
+  );
 
 /** The review columns a funding or payment row stores (review_reason, review_evidence, resolved_*). */
 export interface StoredReview {

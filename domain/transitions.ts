@@ -7,7 +7,9 @@
 export type TransitionTable<Status extends string> = { readonly [From in Status]: readonly Status[] };
 
 /** The statuses of a table (declared `as const`) with no move out of them. */
-export type FinalStatusOf<Table> = { [From in keyof Table]: Table[From] extends readonly [] ? From : never }[keyof Table];
+export type FinalStatusOf<Table> = {
+  [From in keyof Table]: Table[From] extends readonly [] ? From : never;
+}[keyof Table];
 
 /** Every status of the table, in the order it declares them. */
 export function statusesOf<Status extends string>(table: TransitionTable<Status>): Status[] {
@@ -15,7 +17,9 @@ export function statusesOf<Status extends string>(table: TransitionTable<Status>
 }
 
 /** The statuses with no move out: once there, a record never changes state again. */
-export function finalStatusesOf<Table extends TransitionTable<string>>(table: Table): Array<FinalStatusOf<Table> & string> {
+export function finalStatusesOf<Table extends TransitionTable<string>>(
+  table: Table,
+): Array<FinalStatusOf<Table> & string> {
   return statusesOf(table).filter((status) => table[status]!.length === 0) as Array<FinalStatusOf<Table> & string>;
 }
 

@@ -82,7 +82,9 @@ export type CreateWebhookEndpointRequest = z.infer<typeof createWebhookEndpointS
 export const webhookEndpointCreatedSchema = z.object({
   id: z.uuid(),
   secret: z.string().regex(/^whsec_[A-Za-z0-9+/]+=*$/),
-  url: z.string().meta({ description: 'the address as sent, whole: shown this once (every later view masks its credentials)' }),
+  url: z
+    .string()
+    .meta({ description: 'the address as sent, whole: shown this once (every later view masks its credentials)' }),
   events: z.array(z.enum(webhookEventTypes)),
   createdAt: z.iso.datetime(),
 });
@@ -100,7 +102,10 @@ export const webhookEndpointSchema = z.object({
 });
 export type WebhookEndpointView = z.infer<typeof webhookEndpointSchema>;
 
-/** PENDING: due now or at nextAttemptAt; SUCCEEDED: a 2xx came back; FAILED: retries exhausted (dead letter) until redelivered. */
+/**
+ * PENDING: due now or at nextAttemptAt; SUCCEEDED: a 2xx came back; FAILED: retries exhausted (dead letter) until
+ * redelivered.
+ */
 export const webhookDeliveryStatuses = ['PENDING', 'SUCCEEDED', 'FAILED'] as const;
 export type WebhookDeliveryStatus = (typeof webhookDeliveryStatuses)[number];
 

@@ -8,11 +8,23 @@
 // with its timeline event, and a move to a final state with its hold settled and its webhook, in
 // one transaction.
 import type { Prisma } from '../generated/prisma/client.ts';
-import { fundingErrorMessage, maskCashInCode, type CreateFundingRequest, type FinalFundingStatus, type FundingStatus } from '../domain/funding.ts';
+import {
+  fundingErrorMessage,
+  maskCashInCode,
+  type CreateFundingRequest,
+  type FinalFundingStatus,
+  type FundingStatus,
+} from '../domain/funding.ts';
 import type { FundingSource } from '../domain/ledger.ts';
 import { toNumeric } from '../domain/money.ts';
 import { createLedger } from '../ledger/ledger.ts';
-import { announceFundings, cashInCodeContext, statusInSql, tableMove, type FundingRecordDependencies } from './funding-record.ts';
+import {
+  announceFundings,
+  cashInCodeContext,
+  statusInSql,
+  tableMove,
+  type FundingRecordDependencies,
+} from './funding-record.ts';
 
 const statusIn = statusInSql;
 
@@ -85,7 +97,10 @@ export const batchItemMoves = {
 const moves = batchItemMoves;
 
 /** What the batch items record needs: the funding record's own dependencies (the ledger and metrics shared with it). */
-export type BatchItemsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'cipher' | 'metrics' | 'ledger'>;
+export type BatchItemsRecordDependencies = Pick<
+  FundingRecordDependencies,
+  'database' | 'cipher' | 'metrics' | 'ledger'
+>;
 
 /**
  * A long write of a batch's items (its store, its cancel) adds to the batch's tally in rows of its
@@ -122,17 +137,30 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
        * pg quotes item by item. An empty value is NULL.
        */
       const columnsOf = (chunk: readonly NewBatchItem[]) => {
-        let ids = '', keys = '', workflows = '', types = '', links = '', sealed = '', masked = '', amounts = '', references = '';
+        let ids = '',
+          keys = '',
+          workflows = '',
+          types = '',
+          links = '',
+          sealed = '',
+          masked = '',
+          amounts = '',
+          references = '';
         for (let index = 0; index < chunk.length; index += 1) {
           const item = chunk[index]!;
           const comma = index === 0 ? '' : ',';
-          if (item.reference.includes(',') || item.idempotencyKey.includes(',') || item.workflowId.includes(',')) throw new RangeError('a batch item\'s reference, key and workflow id hold no comma');
+          if (item.reference.includes(',') || item.idempotencyKey.includes(',') || item.workflowId.includes(','))
+            throw new RangeError("a batch item's reference, key and workflow id hold no comma");
           ids += comma + item.id;
           keys += comma + item.idempotencyKey;
           workflows += comma + item.workflowId;
           types += comma + item.recipient.type;
           links += comma + (item.recipient.type === 'TOKEN' ? item.recipient.linkId : '');
-          sealed += comma + (item.recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))).toString('hex') : '');
+          sealed +=
+            comma +
+            (item.recipient.type === 'CODE'
+              ? Buffer.from(deps.cipher.encrypt(item.recipient.code, cashInCodeContext(item.id))).toString('hex')
+              : '');
           masked += comma + (item.recipient.type === 'CODE' ? maskCashInCode(item.recipient.code) : '');
           amounts += comma + toNumeric(item.amount);
           references += comma + item.reference;
@@ -195,7 +223,11 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
      * index on batch, status and reference): taking the first PENDING rows in id order each time
      * read every row of the batch again, and the versions the earlier chunks had just left.
      */
-    async cancelPendingBatchItems(tx: Prisma.TransactionClient, batchId: string, actor: string): Promise<EndedBatchItems> {
+    async cancelPendingBatchItems(
+      tx: Prisma.TransactionClient,
+      batchId: string,
+      actor: string,
+    ): Promise<EndedBatchItems> {
       const ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       await tallyInOwnRows(tx);
       let after = '';
@@ -243,7 +275,8 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
      * caller's last step before its commit, so the accounts every funding's hold and final write
      * lock are locked from here to the commit only.
      */
-    releaseCancelledBatchItems: (tx: Prisma.TransactionClient, batchId: string): Promise<number> => ledger.releaseBatchItems(tx, { batchId }),
+    releaseCancelledBatchItems: (tx: Prisma.TransactionClient, batchId: string): Promise<number> =>
+      ledger.releaseBatchItems(tx, { batchId }),
 
     /** Counts fundings a committed transaction ended (a batch's cancel), once, by final state. */
     countFinished(status: FinalFundingStatus, ended: EndedBatchItems): void {
@@ -252,7 +285,6 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
         for (let index = 0; index < count; index += 1) deps.metrics?.fundingFinished(status, createdAt);
       }
     },
-
   };
 }
 

@@ -69,8 +69,18 @@ export function createJsonBatchBounds() {
 
   const tooLong = (open: Region): never =>
     open.kind === 'item'
-      ? refuse({ row: open.row, reference: null, field: 'item', message: `row ${open.row} is longer than an item can be (${MAX_JSON_ITEM_BYTES} bytes of JSON): the body was not read further` })
-      : refuse({ row: 0, reference: null, field: open.name, message: `${open.name} is longer than a batch's ${open.name} can be (${MAX_JSON_MEMBER_BYTES} bytes of JSON): the body was not read further` });
+      ? refuse({
+          row: open.row,
+          reference: null,
+          field: 'item',
+          message: `row ${open.row} is longer than an item can be (${MAX_JSON_ITEM_BYTES} bytes of JSON): the body was not read further`,
+        })
+      : refuse({
+          row: 0,
+          reference: null,
+          field: open.name,
+          message: `${open.name} is longer than a batch's ${open.name} can be (${MAX_JSON_MEMBER_BYTES} bytes of JSON): the body was not read further`,
+        });
 
   const tokenTooLong = (): never => {
     // In an item, or between two (a pending string or number is the start of the next one).
@@ -86,7 +96,8 @@ export function createJsonBatchBounds() {
   /** Refuses a region or a token that has passed its bound by `at`. */
   function checkAt(at: number): void {
     if (at - lastTokenStart > MAX_JSON_TOKEN_BYTES) tokenTooLong();
-    if (region && at - region.start > (region.kind === 'item' ? MAX_JSON_ITEM_BYTES : MAX_JSON_MEMBER_BYTES)) tooLong(region);
+    if (region && at - region.start > (region.kind === 'item' ? MAX_JSON_ITEM_BYTES : MAX_JSON_MEMBER_BYTES))
+      tooLong(region);
   }
 
   return {
@@ -96,14 +107,26 @@ export function createJsonBatchBounds() {
       tokens += 1;
       checkAt(offset);
       lastTokenStart = offset;
-      if (tokens === 1 && token !== TokenType.LEFT_BRACE) refuse({ row: 0, reference: null, field: 'body', message: 'the body must be a JSON object: { "name", "source"?, "items" }' });
+      if (tokens === 1 && token !== TokenType.LEFT_BRACE)
+        refuse({
+          row: 0,
+          reference: null,
+          field: 'body',
+          message: 'the body must be a JSON object: { "name", "source"?, "items" }',
+        });
       const opens = token === TokenType.LEFT_BRACE || token === TokenType.LEFT_BRACKET;
       const closes = token === TokenType.RIGHT_BRACE || token === TokenType.RIGHT_BRACKET;
 
       if (depth === 1) {
         if (expectKey && token === TokenType.STRING) {
           const name = String(info.value);
-          if (!frameMembers.has(name)) refuse({ row: 0, reference: null, field: 'body', message: `the body has no member ${shown(name)}: a batch is { "name", "source"?, "items" }` });
+          if (!frameMembers.has(name))
+            refuse({
+              row: 0,
+              reference: null,
+              field: 'body',
+              message: `the body has no member ${shown(name)}: a batch is { "name", "source"?, "items" }`,
+            });
           member = name;
           expectKey = false;
           if (name !== 'items') region = { kind: 'member', start: offset, row: 0, name };
@@ -112,7 +135,8 @@ export function createJsonBatchBounds() {
           expectKey = true;
         } else if (member === 'items' && token !== TokenType.COLON) {
           // The value of `items`: an array, or nothing (whatever else it holds is not read).
-          if (token !== TokenType.LEFT_BRACKET) refuse({ row: 0, reference: null, field: 'items', message: 'items must be an array' });
+          if (token !== TokenType.LEFT_BRACKET)
+            refuse({ row: 0, reference: null, field: 'items', message: 'items must be an array' });
           inItems = true;
           member = null;
         }
@@ -129,7 +153,13 @@ export function createJsonBatchBounds() {
 
       if (opens) {
         depth += 1;
-        if (depth > MAX_JSON_DEPTH) refuse({ row: 0, reference: null, field: 'body', message: `the body nests deeper than a batch does (${MAX_JSON_DEPTH} levels)` });
+        if (depth > MAX_JSON_DEPTH)
+          refuse({
+            row: 0,
+            reference: null,
+            field: 'body',
+            message: `the body nests deeper than a batch does (${MAX_JSON_DEPTH} levels)`,
+          });
         if (depth === 1) expectKey = true;
       } else if (closes) {
         depth -= 1;
@@ -141,7 +171,9 @@ export function createJsonBatchBounds() {
       position += bytes;
       checkAt(position);
     },
-    /** The bytes of the body held while it is read: the item or member being read, or else what follows the last token. */
+    /**
+     * The bytes of the body held while it is read: the item or member being read, or else what follows the last token.
+     */
     heldBytes(): number {
       return region ? position - region.start : Math.max(0, position - lastTokenStart - 1);
     },

@@ -4,7 +4,13 @@
 // move the transition table allows, guarded in SQL by the states it may come from, naming the ops
 // key that made it. A batch's items keep their own state in their funding rows.
 import type { FundingBatch, Prisma } from '../generated/prisma/client.ts';
-import { activeBatchStates, batchTransitions, type BatchItemStatus, type BatchState, type BatchView } from '../domain/funding-batch.ts';
+import {
+  activeBatchStates,
+  batchTransitions,
+  type BatchItemStatus,
+  type BatchState,
+  type BatchView,
+} from '../domain/funding-batch.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { treasurySource, type FundingSource } from '../domain/ledger.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
@@ -45,7 +51,10 @@ export interface BatchRecordDependencies {
   /** Reads the batch's items (their tally). */
   fundings: Pick<FundingRecord, 'batchItemTally'>;
   /** Stores the batch's items and ends the ones not started (fundings/batch-items-record.ts). */
-  batchItems: Pick<BatchItemsRecord, 'insertBatchItems' | 'cancelPendingBatchItems' | 'releaseCancelledBatchItems' | 'countFinished'>;
+  batchItems: Pick<
+    BatchItemsRecord,
+    'insertBatchItems' | 'cancelPendingBatchItems' | 'releaseCancelledBatchItems' | 'countFinished'
+  >;
   /** The per-user daily limits count a USER_BALANCE batch's items; absent: none. */
   limits?: FundingLimits;
 }
@@ -63,7 +72,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
    * per creator and source, so two batches stored at once see each other. The creator is a key
    * (its name, without case) or a person (their identity, whatever their display name: domain/actor.ts).
    */
-  async function unapprovedRecently(tx: Prisma.TransactionClient, createdBy: string, sourceUser: string | null, currency: string): Promise<bigint> {
+  async function unapprovedRecently(
+    tx: Prisma.TransactionClient,
+    createdBy: string,
+    sourceUser: string | null,
+    currency: string,
+  ): Promise<bigint> {
     const identity = actorIdentity(createdBy);
     await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${identity}:${sourceUser ?? 'TREASURY'}`}, 0))`;
     // actorIdentity in SQL: a person's `(oidc:…)` suffix, else the key's name, without case.
@@ -92,9 +106,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       counts[row.status] = row.count;
       amounts[row.status] = amountOf(row.amount, batch.currency);
     }
-    const waiting = (counts.PENDING ?? 0) + (counts.CREATING ?? 0) + (counts.EXECUTING ?? 0) + (counts.RECONCILING ?? 0);
+    const waiting =
+      (counts.PENDING ?? 0) + (counts.CREATING ?? 0) + (counts.EXECUTING ?? 0) + (counts.RECONCILING ?? 0);
     const done = batch.totalCount - waiting;
-    const seconds = batch.startedAt ? ((batch.completedAt ?? new Date()).getTime() - batch.startedAt.getTime()) / 1000 : null;
+    const seconds = batch.startedAt
+      ? ((batch.completedAt ?? new Date()).getTime() - batch.startedAt.getTime()) / 1000
+      : null;
     const itemsPerSecond = seconds !== null && seconds > 0 ? Math.round((done / seconds) * 10) / 10 : null;
     return {
       batchId: batch.id,
@@ -102,7 +119,10 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       state: batch.state,
       createdBy: batch.createdBy,
       approvedBy: batch.approvedBy,
-      source: batch.sourcePartnerUserId === null ? treasurySource : { type: 'USER_BALANCE', partnerUserId: batch.sourcePartnerUserId },
+      source:
+        batch.sourcePartnerUserId === null
+          ? treasurySource
+          : { type: 'USER_BALANCE', partnerUserId: batch.sourcePartnerUserId },
       total: { count: batch.totalCount, amount: amountOf(fromNumeric(batch.totalAmount), batch.currency) },
       counts,
       amounts,
@@ -110,14 +130,16 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       startedAt: batch.startedAt?.toISOString() ?? null,
       completedAt: batch.completedAt?.toISOString() ?? null,
       itemsPerSecond,
-      etaSeconds: itemsPerSecond && waiting > 0 && batch.state === 'RUNNING' ? Math.ceil(waiting / itemsPerSecond) : null,
+      etaSeconds:
+        itemsPerSecond && waiting > 0 && batch.state === 'RUNNING' ? Math.ceil(waiting / itemsPerSecond) : null,
     };
   }
 
   return {
     find: (batchId: string) => database.fundingBatch.findUnique({ where: { id: batchId } }),
     findByIdempotencyKey: (idempotencyKey: string) => database.fundingBatch.findUnique({ where: { idempotencyKey } }),
-    getByIdempotencyKey: (idempotencyKey: string) => database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey } }),
+    getByIdempotencyKey: (idempotencyKey: string) =>
+      database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey } }),
     view,
 
     /**
@@ -135,7 +157,10 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
         database.$transaction(
           async (tx) => {
             if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
-            needsApproval = batch.approvalThreshold !== null && total + (await unapprovedRecently(tx, batch.createdBy, sourceUser, batch.currency)) >= batch.approvalThreshold;
+            needsApproval =
+              batch.approvalThreshold !== null &&
+              total + (await unapprovedRecently(tx, batch.createdBy, sourceUser, batch.currency)) >=
+                batch.approvalThreshold;
             const count = await tx.$executeRaw`
               INSERT INTO funding_batch (id, idempotency_key, request_fingerprint, workflow_id, name, state, source_partner_user_id,
                                          currency, total_count, total_amount, created_by, started_at, updated_at)
@@ -146,7 +171,13 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
             if (count !== 1) return count;
             if (deps.limits && sourceUser !== null) {
               // The daily limits count every item; the per-minute limit does not apply to a batch.
-              checkBatchUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone), batch.items.count, total, batch.currency);
+              checkBatchUserLimits(
+                deps.limits,
+                await userUsage(tx, sourceUser, deps.limits.timeZone),
+                batch.items.count,
+                total,
+                batch.currency,
+              );
             }
             await batchItems.insertBatchItems(tx, {
               batchId: batch.id,
@@ -172,7 +203,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
      * same transaction, FAILED with code CANCELLED, their holds released and each announced, and
      * then its own webhook, which counts them so.
      */
-    async move(batchId: string, to: BatchState, by?: { field: Mover; name: string }, only?: readonly BatchState[]): Promise<boolean> {
+    async move(
+      batchId: string,
+      to: BatchState,
+      by?: { field: Mover; name: string },
+      only?: readonly BatchState[],
+    ): Promise<boolean> {
       const from = sourcesOf(batchTransitions, to).filter((state) => !only || only.includes(state));
       if (from.length === 0) return false;
       let ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
@@ -189,7 +225,8 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
             },
           });
           if (moved.count !== 1) return false;
-          if (to === 'CANCELLED' || to === 'REJECTED') ended = await batchItems.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
+          if (to === 'CANCELLED' || to === 'REJECTED')
+            ended = await batchItems.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
           await announce(tx, batchId, to);
           // The holds last, right before the commit: the accounts they lock are every funding's too.
           if (ended.count > 0) await batchItems.releaseCancelledBatchItems(tx, batchId);
@@ -208,14 +245,25 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
       database.fundingBatch.findMany({
         where: {
           ...(query.state ? { state: query.state } : {}),
-          ...(query.before ? { OR: [{ createdAt: { lt: query.before.createdAt } }, { createdAt: query.before.createdAt, id: { lt: query.before.id } }] } : {}),
+          ...(query.before
+            ? {
+                OR: [
+                  { createdAt: { lt: query.before.createdAt } },
+                  { createdAt: query.before.createdAt, id: { lt: query.before.id } },
+                ],
+              }
+            : {}),
         },
         orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
         take: query.limit,
       }),
 
     /** Batches still under way: the sweep restarts the runner of a RUNNING one whose workflow is gone. */
-    listActive: () => database.fundingBatch.findMany({ where: { state: { in: [...activeBatchStates] } }, select: { id: true, state: true, workflowId: true } }),
+    listActive: () =>
+      database.fundingBatch.findMany({
+        where: { state: { in: [...activeBatchStates] } },
+        select: { id: true, state: true, workflowId: true },
+      }),
 
     /** The items of a batch that are not done: neither final nor in review. */
     async unfinishedItems(batchId: string): Promise<number> {

@@ -9,7 +9,8 @@ export const batchReportColumns = ['reference', 'funding_id', 'status', 'error_c
 /** The report of a batch that exists (the caller checked). */
 export function batchReport(batches: Pick<BatchService, 'allItems'>, batchId: string): CsvReport {
   async function* rows() {
-    for await (const item of batches.allItems(batchId)) yield [item.reference, item.fundingId, item.status, item.errorCode, item.amount.currency, item.amount.value];
+    for await (const item of batches.allItems(batchId))
+      yield [item.reference, item.fundingId, item.status, item.errorCode, item.amount.currency, item.amount.value];
   }
   return { report: 'batch-report', header: batchReportColumns, rows: rows() };
 }

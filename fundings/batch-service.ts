@@ -57,7 +57,9 @@ export interface BatchServiceDependencies {
  * A batch request as it arrives, its body not read yet: a JSON body, or a CSV file with its name
  * and source from the query. The body is read as a stream (fundings/batch-upload.ts).
  */
-export type BatchRequest = { kind: 'json'; body: AsyncIterable<Uint8Array | string> } | { kind: 'csv'; body: AsyncIterable<Uint8Array | string>; name: unknown; source?: FundingSource };
+export type BatchRequest =
+  | { kind: 'json'; body: AsyncIterable<Uint8Array | string> }
+  | { kind: 'csv'; body: AsyncIterable<Uint8Array | string>; name: unknown; source?: FundingSource };
 
 /** How long an upload refused for the budget is told to wait: the uploads before it are stored in seconds. */
 const UPLOAD_RETRY_AFTER_SECONDS = 5;
@@ -104,33 +106,56 @@ const REPORT_PAGE_ROWS = 2000;
  * The request's normalised form the fingerprint is the HMAC of, part by part (the same parts, in
  * the same order, as batches stored before the upload was streamed: their retries still match).
  */
-function* fingerprintParts(name: string, source: FundingSource, items: Iterable<{ reference: string; recipient: NewBatchItem['recipient']; amount: { currency: string; value: string } }>): Generator<string> {
+function* fingerprintParts(
+  name: string,
+  source: FundingSource,
+  items: Iterable<{
+    reference: string;
+    recipient: NewBatchItem['recipient'];
+    amount: { currency: string; value: string };
+  }>,
+): Generator<string> {
   yield 'BATCH';
   yield name;
   yield source.type === 'USER_BALANCE' ? `USER_BALANCE:${source.partnerUserId}` : 'TREASURY';
   for (const item of items) {
-    const to = item.recipient.type === 'CODE' ? `CODE:${item.recipient.code}` : `TOKEN:${item.recipient.linkId.toLowerCase()}`;
+    const to =
+      item.recipient.type === 'CODE' ? `CODE:${item.recipient.code}` : `TOKEN:${item.recipient.linkId.toLowerCase()}`;
     yield `${item.reference}|${to}|${item.amount.currency}|${item.amount.value}`;
   }
 }
 
 export function createBatchService(deps: BatchServiceDependencies) {
-  const record = createBatchRecord({ database: deps.database, fundings: deps.fundings, batchItems: deps.batchItems, ...(deps.limits ? { limits: deps.limits } : {}) });
+  const record = createBatchRecord({
+    database: deps.database,
+    fundings: deps.fundings,
+    batchItems: deps.batchItems,
+    ...(deps.limits ? { limits: deps.limits } : {}),
+  });
 
   const viewOf = async (batchId: string) => {
     const batch = await record.find(batchId);
     return batch ? record.view(batch) : null;
   };
 
-  /** Starts the batch's runner (a running one is left as it is); the refusal when Temporal cannot take the start now (anything else is thrown). */
+  /**
+   * Starts the batch's runner (a running one is left as it is); the refusal when Temporal cannot take the start now
+   * (anything else is thrown).
+   */
   const startRunner = async (batchId: string): Promise<WorkflowRefusal | null> => {
     try {
-      await startFundBatch(deps.temporal, { taskQueue: deps.taskQueue, input: { batchId, maxInFlight: deps.maxInFlight } });
+      await startFundBatch(deps.temporal, {
+        taskQueue: deps.taskQueue,
+        input: { batchId, maxInFlight: deps.maxInFlight },
+      });
       return null;
     } catch (error) {
       const refusal = workflowRefusalOf(error);
       if (!refusal) throw error;
-      deps.logger.warn({ batchId, reason: refusal.reason }, 'batch runner not started: Temporal refused the start; the sweep starts it');
+      deps.logger.warn(
+        { batchId, reason: refusal.reason },
+        'batch runner not started: Temporal refused the start; the sweep starts it',
+      );
       return refusal;
     }
   };
@@ -142,7 +167,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
   const answerStored = async (stored: FundingBatch): Promise<CreateBatchResult> => {
     const refusal = stored.state === 'RUNNING' || stored.state === 'PAUSED' ? await startRunner(stored.id) : null;
     const batch = await record.view(stored);
-    return refusal ? { kind: 'not-started', batch, refusal, storedBy: 'an-earlier-request' } : { kind: 'existing', batch };
+    return refusal
+      ? { kind: 'not-started', batch, refusal, storedBy: 'an-earlier-request' }
+      : { kind: 'existing', batch };
   };
 
   /** Tells a running runner that the stored state changed; a runner that is gone has nothing to hear. */
@@ -159,17 +186,38 @@ export function createBatchService(deps: BatchServiceDependencies) {
    * currency, the per-item bounds), then the links a TOKEN names, and whose wallets a user's
    * balance may pay.
    */
-  async function checkRequest(request: BatchRequest, share: ReturnType<UploadBudget['open']>, mayPayOthersBalance: boolean): Promise<BatchUploadRead> {
-    const form = request.kind === 'csv' ? { kind: 'csv' as const, name: request.name, ...(request.source ? { source: request.source } : {}), currency: CSV_CURRENCY } : { kind: 'json' as const };
-    const read = await readBatchUpload(request.body, form, share, deps.limits ? { bounds: { min: deps.limits.min, max: deps.limits.max } } : {});
+  async function checkRequest(
+    request: BatchRequest,
+    share: ReturnType<UploadBudget['open']>,
+    mayPayOthersBalance: boolean,
+  ): Promise<BatchUploadRead> {
+    const form =
+      request.kind === 'csv'
+        ? {
+            kind: 'csv' as const,
+            name: request.name,
+            ...(request.source ? { source: request.source } : {}),
+            currency: CSV_CURRENCY,
+          }
+        : { kind: 'json' as const };
+    const read = await readBatchUpload(
+      request.body,
+      form,
+      share,
+      deps.limits ? { bounds: { min: deps.limits.min, max: deps.limits.max } } : {},
+    );
     if (!read.ok) return read;
     // A TOKEN recipient names a link that exists; a user's balance pays only that user's own wallets.
     const linkIds = new Set<string>();
-    for (const item of read.items) if (item.recipient.type === 'TOKEN') linkIds.add(item.recipient.linkId.toLowerCase());
+    for (const item of read.items)
+      if (item.recipient.type === 'TOKEN') linkIds.add(item.recipient.linkId.toLowerCase());
     const links = new Map<string, string>();
     const wanted = [...linkIds];
     for (let start = 0; start < wanted.length; start += LINK_LOOKUP_CHUNK) {
-      const found = await deps.database.link.findMany({ where: { id: { in: wanted.slice(start, start + LINK_LOOKUP_CHUNK) } }, select: { id: true, partnerUserId: true } });
+      const found = await deps.database.link.findMany({
+        where: { id: { in: wanted.slice(start, start + LINK_LOOKUP_CHUNK) } },
+        select: { id: true, partnerUserId: true },
+      });
       for (const link of found) links.set(link.id, link.partnerUserId);
     }
     const batchSource = read.source;
@@ -178,9 +226,26 @@ export function createBatchService(deps: BatchServiceDependencies) {
     for (const item of read.items) {
       let problem: BatchRowError | null = null;
       if (item.recipient.type === 'TOKEN' && !links.has(item.recipient.linkId.toLowerCase())) {
-        problem = { row: item.row, reference: item.reference, field: 'recipient.linkId', code: 'LINK_NOT_FOUND', message: 'recipient.linkId names no link' };
-      } else if (batchSource?.type === 'USER_BALANCE' && !mayPayOthersBalance && (item.recipient.type !== 'TOKEN' || links.get(item.recipient.linkId.toLowerCase()) !== batchSource.partnerUserId)) {
-        problem = { row: item.row, reference: item.reference, field: 'recipient', code: 'SOURCE_NOT_RECIPIENT', message: `a USER_BALANCE source pays only ${batchSource.partnerUserId}'s own linked wallets` };
+        problem = {
+          row: item.row,
+          reference: item.reference,
+          field: 'recipient.linkId',
+          code: 'LINK_NOT_FOUND',
+          message: 'recipient.linkId names no link',
+        };
+      } else if (
+        batchSource?.type === 'USER_BALANCE' &&
+        !mayPayOthersBalance &&
+        (item.recipient.type !== 'TOKEN' ||
+          links.get(item.recipient.linkId.toLowerCase()) !== batchSource.partnerUserId)
+      ) {
+        problem = {
+          row: item.row,
+          reference: item.reference,
+          field: 'recipient',
+          code: 'SOURCE_NOT_RECIPIENT',
+          message: `a USER_BALANCE source pays only ${batchSource.partnerUserId}'s own linked wallets`,
+        };
       }
       if (problem) {
         errorCount += 1;
@@ -191,7 +256,11 @@ export function createBatchService(deps: BatchServiceDependencies) {
     return read;
   }
 
-  async function createChecked(idempotencyKey: string, checked: BatchUploadRead, actor: string): Promise<CreateBatchResult> {
+  async function createChecked(
+    idempotencyKey: string,
+    checked: BatchUploadRead,
+    actor: string,
+  ): Promise<CreateBatchResult> {
     if (!checked.ok) {
       switch (checked.kind) {
         case 'invalid':
@@ -203,7 +272,12 @@ export function createBatchService(deps: BatchServiceDependencies) {
         case 'aborted':
           return { kind: 'aborted' };
         case 'over-budget':
-          return { kind: 'overloaded', retryAfterSeconds: UPLOAD_RETRY_AFTER_SECONDS, detail: 'the batch uploads being read and stored now hold the memory set aside for uploads; nothing was stored' };
+          return {
+            kind: 'overloaded',
+            retryAfterSeconds: UPLOAD_RETRY_AFTER_SECONDS,
+            detail:
+              'the batch uploads being read and stored now hold the memory set aside for uploads; nothing was stored',
+          };
       }
     }
     const source = checked.source ?? { type: 'TREASURY' as const };
@@ -221,7 +295,14 @@ export function createBatchService(deps: BatchServiceDependencies) {
         for (let index = start; index < Math.min(count, start + size); index += 1) {
           const item = items.at(index);
           const key = `batch:${batchId}:${item.reference}`;
-          chunk.push({ id: randomUUID(), idempotencyKey: key, workflowId: fundingWorkflowId(key, sha256Hex), reference: item.reference, recipient: item.recipient, amount: item.money.thousandths });
+          chunk.push({
+            id: randomUUID(),
+            idempotencyKey: key,
+            workflowId: fundingWorkflowId(key, sha256Hex),
+            reference: item.reference,
+            recipient: item.recipient,
+            amount: item.money.thousandths,
+          });
         }
         yield chunk;
       }
@@ -242,7 +323,11 @@ export function createBatchService(deps: BatchServiceDependencies) {
       });
     } catch (error) {
       if (error instanceof InsufficientFundsError) {
-        return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover the batch total of ${amountOf(checked.total).value} ${checked.total.currency}` };
+        return {
+          kind: 'refused',
+          code: 'INSUFFICIENT_FUNDS',
+          detail: `${error.account} does not cover the batch total of ${amountOf(checked.total).value} ${checked.total.currency}`,
+        };
       }
       if (error instanceof LimitRefusal) return { kind: 'refused', code: error.code, detail: error.detail };
       throw error;
@@ -253,7 +338,15 @@ export function createBatchService(deps: BatchServiceDependencies) {
       return stored.requestFingerprint === fingerprint ? answerStored(stored) : { kind: 'key-reused' };
     }
     const refusal = inserted.needsApproval ? null : await startRunner(batchId);
-    deps.logger.info({ batchId, items: count, needsApproval: inserted.needsApproval, runnerStarted: !inserted.needsApproval && !refusal }, 'funding batch stored');
+    deps.logger.info(
+      {
+        batchId,
+        items: count,
+        needsApproval: inserted.needsApproval,
+        runnerStarted: !inserted.needsApproval && !refusal,
+      },
+      'funding batch stored',
+    );
     const batch = (await viewOf(batchId))!;
     return refusal ? { kind: 'not-started', batch, refusal, storedBy: 'this-request' } : { kind: 'created', batch };
   }
@@ -265,10 +358,19 @@ export function createBatchService(deps: BatchServiceDependencies) {
      * Validated Idempotency-Key; the request is read and checked here, all of it, before anything
      * is stored. The upload holds its share of the upload budget until it is stored or refused.
      */
-    async create(idempotencyKey: string, request: BatchRequest, actor: string, authority: { mayPayOthersBalance?: boolean } = {}): Promise<CreateBatchResult> {
+    async create(
+      idempotencyKey: string,
+      request: BatchRequest,
+      actor: string,
+      authority: { mayPayOthersBalance?: boolean } = {},
+    ): Promise<CreateBatchResult> {
       const share = deps.uploadBudget.open();
       try {
-        return await createChecked(idempotencyKey, await checkRequest(request, share, authority.mayPayOthersBalance === true), actor);
+        return await createChecked(
+          idempotencyKey,
+          await checkRequest(request, share, authority.mayPayOthersBalance === true),
+          actor,
+        );
       } finally {
         share.close();
       }
@@ -280,7 +382,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
       if (!batch) return { kind: 'not-found' };
       // The same key (names compared without case, `Alice` is `alice`) or the same person, by their identity.
       if (sameActor(batch.createdBy, actor)) return { kind: 'same-approver' };
-      if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL']))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL'])))
+        return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       // The approval is stored whatever Temporal says; a runner it cannot start now is the sweep's to start.
       const refusal = await startRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))!, ...(refusal ? { runnerNotStarted: refusal } : {}) };
@@ -289,7 +392,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
     /** Rejected before it ran: no item starts, every hold is released. */
     async reject(batchId: string, actor: string): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
-      if (!(await record.move(batchId, 'REJECTED', { field: 'rejectedBy', name: actor }))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, 'REJECTED', { field: 'rejectedBy', name: actor })))
+        return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
@@ -305,32 +409,57 @@ export function createBatchService(deps: BatchServiceDependencies) {
     /** Items not yet started end CANCELLED and release their share; started items finish. */
     async cancel(batchId: string, actor: string): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
-      if (!(await record.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: actor }))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: actor })))
+        return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await tellRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
-    async moveAndTell(batchId: string, to: BatchState, by?: { field: 'pausedBy'; name: string }, only?: readonly BatchState[]): Promise<MoveBatchResult> {
+    async moveAndTell(
+      batchId: string,
+      to: BatchState,
+      by?: { field: 'pausedBy'; name: string },
+      only?: readonly BatchState[],
+    ): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
-      if (!(await record.move(batchId, to, by, only))) return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
+      if (!(await record.move(batchId, to, by, only)))
+        return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await tellRunner(batchId);
       return { kind: 'moved', batch: (await viewOf(batchId))! };
     },
 
     /** Batches newest first; the cursor is the last batch's id. */
     /** Null: the cursor names no batch. */
-    async list(query: { state?: BatchState; limit: number; cursor?: string }): Promise<{ items: BatchView[]; nextCursor: string | null } | null> {
+    async list(query: {
+      state?: BatchState;
+      limit: number;
+      cursor?: string;
+    }): Promise<{ items: BatchView[]; nextCursor: string | null } | null> {
       const after = query.cursor ? await record.find(query.cursor) : null;
       if (query.cursor && !after) return null;
-      const rows = await record.list({ ...(query.state ? { state: query.state } : {}), limit: query.limit + 1, ...(after ? { before: { createdAt: after.createdAt, id: after.id } } : {}) });
+      const rows = await record.list({
+        ...(query.state ? { state: query.state } : {}),
+        limit: query.limit + 1,
+        ...(after ? { before: { createdAt: after.createdAt, id: after.id } } : {}),
+      });
       const page = rows.slice(0, query.limit);
-      return { items: await Promise.all(page.map((batch) => record.view(batch))), nextCursor: rows.length > query.limit ? page.at(-1)!.id : null };
+      return {
+        items: await Promise.all(page.map((batch) => record.view(batch))),
+        nextCursor: rows.length > query.limit ? page.at(-1)!.id : null,
+      };
     },
 
     /** A page of a batch's items in reference order; the cursor is the last reference. Null: no such batch. */
-    async items(batchId: string, query: { status?: BatchItemStatus; limit: number; cursor?: string }): Promise<{ items: BatchItemView[]; nextCursor: string | null } | null> {
+    async items(
+      batchId: string,
+      query: { status?: BatchItemStatus; limit: number; cursor?: string },
+    ): Promise<{ items: BatchItemView[]; nextCursor: string | null } | null> {
       if (!(await record.find(batchId))) return null;
-      const rows = await deps.fundings.batchItemsPage(batchId, { ...(query.status ? { status: query.status } : {}), ...(query.cursor ? { afterReference: query.cursor } : {}), limit: query.limit + 1 });
+      const rows = await deps.fundings.batchItemsPage(batchId, {
+        ...(query.status ? { status: query.status } : {}),
+        ...(query.cursor ? { afterReference: query.cursor } : {}),
+        limit: query.limit + 1,
+      });
       const page = rows.slice(0, query.limit).map(itemView);
       return { items: page, nextCursor: rows.length > query.limit ? page.at(-1)!.reference : null };
     },
@@ -340,7 +469,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
      * 100,000), the next page only once the items before it were taken.
      */
     async *allItems(batchId: string): AsyncGenerator<BatchItemView> {
-      const readPage = (afterReference: string | undefined, limit: number) => deps.fundings.batchItemsPage(batchId, { limit, ...(afterReference ? { afterReference } : {}) });
+      const readPage = (afterReference: string | undefined, limit: number) =>
+        deps.fundings.batchItemsPage(batchId, { limit, ...(afterReference ? { afterReference } : {}) });
       // Every item of a batch has its reference.
       const rows = keysetRows(readPage, (row) => row.batchReference ?? '', REPORT_PAGE_ROWS);
       for await (const row of rows) yield itemView(row);
@@ -348,9 +478,24 @@ export function createBatchService(deps: BatchServiceDependencies) {
   };
 }
 
-function itemView(row: { id: string; batchReference: string | null; status: string; errorCode: string | null; amount: { toFixed(digits?: number): string }; currency: string }): BatchItemView {
-  const status = (row.status === 'FAILED' && row.errorCode === 'CANCELLED' ? 'CANCELLED' : row.status) as BatchItemStatus;
-  return { reference: row.batchReference ?? '', fundingId: row.id, status, errorCode: row.errorCode, amount: amountOf(fromNumeric(row.amount), row.currency) };
+function itemView(row: {
+  id: string;
+  batchReference: string | null;
+  status: string;
+  errorCode: string | null;
+  amount: { toFixed(digits?: number): string };
+  currency: string;
+}): BatchItemView {
+  const status = (
+    row.status === 'FAILED' && row.errorCode === 'CANCELLED' ? 'CANCELLED' : row.status
+  ) as BatchItemStatus;
+  return {
+    reference: row.batchReference ?? '',
+    fundingId: row.id,
+    status,
+    errorCode: row.errorCode,
+    amount: amountOf(fromNumeric(row.amount), row.currency),
+  };
 }
 
 export type BatchService = ReturnType<typeof createBatchService>;

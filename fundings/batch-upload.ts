@@ -52,7 +52,8 @@ export const BATCH_UPLOAD_BUDGET_BYTES = 64 * 1024 * 1024;
 const MAX_WRITE_BYTES = 64 * 1024;
 
 /** How the upload came: a JSON body (the frame inside it), or a CSV file with the frame from the query. */
-export type BatchUploadForm = { kind: 'json' } | { kind: 'csv'; name: unknown; source?: FundingSource; currency: string };
+export type BatchUploadForm =
+  { kind: 'json' } | { kind: 'csv'; name: unknown; source?: FundingSource; currency: string };
 
 export type BatchUploadRead =
   | { ok: true; name: string; source: FundingSource | undefined; items: CheckedBatchItems; total: Money }
@@ -67,7 +68,13 @@ export type BatchUploadRead =
   /** The client stopped sending before the end (400 REQUEST_ABORTED, if it is still there to hear it). */
   | { ok: false; kind: 'aborted' };
 
-const frameError = (field: string, message: string): BatchRowError => ({ row: 0, reference: null, field, code: 'INVALID', message });
+const frameError = (field: string, message: string): BatchRowError => ({
+  row: 0,
+  reference: null,
+  field,
+  code: 'INVALID',
+  message,
+});
 const tooManyItems = () => new BatchReadRefusal(frameError('items', `a batch has at most ${MAX_BATCH_ITEMS} items`));
 
 /** A JSON body that is not JSON. */
@@ -130,7 +137,10 @@ function createJsonFrameReader(onItem: (raw: unknown) => void) {
     /** The frame as the schema checks it: `items` counted, not kept (its elements were checked one by one). */
     frame(): Record<string, unknown> {
       const { items, ...rest } = head;
-      return { ...rest, ...(items === undefined ? {} : { items: typeof items === 'number' ? countedItems(items) : items }) };
+      return {
+        ...rest,
+        ...(items === undefined ? {} : { items: typeof items === 'number' ? countedItems(items) : items }),
+      };
     },
   };
 }
@@ -180,7 +190,8 @@ export async function readBatchUpload(
         else json!.write(piece);
       }
       share.give(chunk.length);
-      // Every item read holds its share (its reference in the duplicate map, and its compact form while the batch is good).
+      // Every item read holds its share (its reference in the duplicate map, and its compact form while the batch is
+      // good).
       if (checker.count > charged) {
         if (!share.take((checker.count - charged) * UPLOAD_BYTES_PER_ITEM)) return { ok: false, kind: 'over-budget' };
         charged = checker.count;
@@ -197,13 +208,19 @@ export async function readBatchUpload(
     } else json!.end();
   } catch (error) {
     if (error instanceof BatchReadRefusal) return invalid(checker, error.error);
-    if (error instanceof MalformedJson) return { ok: false, kind: 'malformed', message: `the body is not valid JSON (${error.message})` };
+    if (error instanceof MalformedJson)
+      return { ok: false, kind: 'malformed', message: `the body is not valid JSON (${error.message})` };
     throw error;
   }
-  const frameInput = form.kind === 'csv' ? { name: form.name, ...(form.source ? { source: form.source } : {}), items: countedItems(checker.count) } : json!.frame();
+  const frameInput =
+    form.kind === 'csv'
+      ? { name: form.name, ...(form.source ? { source: form.source } : {}), items: countedItems(checker.count) }
+      : json!.frame();
   const frame = createBatchFrameSchema.safeParse(frameInput);
   if (!frame.success) {
-    const errors = frame.error.issues.map((issue): BatchRowError => frameError(issue.path.join('.') || 'body', issue.message));
+    const errors = frame.error.issues.map((issue): BatchRowError =>
+      frameError(issue.path.join('.') || 'body', issue.message),
+    );
     return { ok: false, kind: 'invalid', errors, errorCount: errors.length };
   }
   const result = checker.result();
@@ -217,5 +234,10 @@ export async function readBatchUpload(
  */
 function invalid(checker: ReturnType<typeof createBatchItemChecker>, stop: BatchRowError): BatchUploadRead {
   const before = checker.problems();
-  return { ok: false, kind: 'invalid', errors: [...before.errors, stop].slice(0, MAX_LISTED_ROW_ERRORS), errorCount: before.errorCount + 1 };
+  return {
+    ok: false,
+    kind: 'invalid',
+    errors: [...before.errors, stop].slice(0, MAX_LISTED_ROW_ERRORS),
+    errorCount: before.errorCount + 1,
+  };
 }

@@ -11,14 +11,22 @@
 import { Prisma, type Funding } from '../generated/prisma/client.ts';
 import { fundingErrorMessage, fundingReviewStatus, type FundingStatus } from '../domain/funding.ts';
 import { createLedger } from '../ledger/ledger.ts';
-import { announceFundings, batchRunning, statusInSql, tableMove, type FundingRecordDependencies } from './funding-record.ts';
+import {
+  announceFundings,
+  batchRunning,
+  statusInSql,
+  tableMove,
+  type FundingRecordDependencies,
+} from './funding-record.ts';
 
 const statusIn = statusInSql;
 
 /** The wallet's final words on an executed transfer, which a pass writes for many at once. */
 export type WalletFinalStatus = 'APPROVED' | 'DECLINED';
 
-/** An executed funding, not one in review (whose way out is its resolution, as the funding record's finish keeps it). */
+/**
+ * An executed funding, not one in review (whose way out is its resolution, as the funding record's finish keeps it).
+ */
 const notInReview = (status: FundingStatus) => status !== fundingReviewStatus;
 
 /** Every move this module makes, each from the transition table. */
@@ -38,7 +46,10 @@ const finishedFromWhere = Prisma.sql`(${Prisma.join(
   ' OR ',
 )})`;
 
-/** What the claimed fundings record needs: the funding record's own dependencies (the ledger and metrics shared with it). */
+/**
+ * What the claimed fundings record needs: the funding record's own dependencies (the ledger and metrics shared with
+ * it).
+ */
 export type ClaimedFundingsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'metrics' | 'ledger'>;
 
 export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependencies) {
@@ -80,7 +91,9 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
      * claim, with none stored yet and not cancelled: the funding record's storeTransferId and
      * beginExecute for one, together. Answers the ids moved; the others are for the caller to look at one by one.
      */
-    async beginExecuteMany(items: ReadonlyArray<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }>): Promise<Set<string>> {
+    async beginExecuteMany(
+      items: ReadonlyArray<{ fundingId: string; fence: number; transferId: string; requestReferenceNo: string }>,
+    ): Promise<Set<string>> {
       if (items.length === 0) return new Set();
       return database.$transaction(async (tx) => {
         const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
@@ -110,7 +123,15 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
      * its event, its hold posted or released and its webhook, in one transaction; counted once.
      * Answers the ids moved; the others are for the caller to look at one by one.
      */
-    async finishExecutedMany(items: ReadonlyArray<{ fundingId: string; fence: number; status: WalletFinalStatus; code: string | null; requestReferenceNo: string | null }>): Promise<Set<string>> {
+    async finishExecutedMany(
+      items: ReadonlyArray<{
+        fundingId: string;
+        fence: number;
+        status: WalletFinalStatus;
+        code: string | null;
+        requestReferenceNo: string | null;
+      }>,
+    ): Promise<Set<string>> {
       if (items.length === 0) return new Set();
       const moved = await database.$transaction(async (tx) => {
         const column = <T>(pick: (item: (typeof items)[number]) => T) => items.map(pick);
@@ -129,7 +150,13 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
           SELECT i.id, i.status::"FundingStatus", i.reference_no, i.code, i.fence
           FROM unnest(${written.map((item) => item.fundingId)}::uuid[], ${written.map((item) => item.status)}::text[], ${written.map((item) => item.requestReferenceNo)}::text[],
                       ${written.map((item) => item.code)}::text[], ${written.map((item) => item.fence)}::int[]) AS i(id, status, reference_no, code, fence)`;
-        await ledger.settleMany(tx, written.map((item) => ({ fundingId: item.fundingId, outcome: item.status === 'APPROVED' ? 'post' : 'release' })));
+        await ledger.settleMany(
+          tx,
+          written.map((item) => ({
+            fundingId: item.fundingId,
+            outcome: item.status === 'APPROVED' ? 'post' : 'release',
+          })),
+        );
         await announceFundings(tx, [...ids]);
         return rows;
       });

@@ -45,27 +45,53 @@ const hitColumns = {
   createdAt: true,
 } as const;
 
-type HitRow = { id: string; status: FundingStatus; amount: { toFixed(digits?: number): string }; currency: string; recipientType: 'CODE' | 'TOKEN'; cashInCodeMasked: string | null; linkId: string | null; batchId: string | null; batchReference: string | null; createdAt: Date };
+type HitRow = {
+  id: string;
+  status: FundingStatus;
+  amount: { toFixed(digits?: number): string };
+  currency: string;
+  recipientType: 'CODE' | 'TOKEN';
+  cashInCodeMasked: string | null;
+  linkId: string | null;
+  batchId: string | null;
+  batchReference: string | null;
+  createdAt: Date;
+};
 
 const hitOf = (row: HitRow): FundingHit => ({
   fundingId: row.id,
   status: row.status,
   amount: storedAmount(row),
-  recipient: row.recipientType === 'CODE' ? { type: 'CODE', masked: row.cashInCodeMasked ?? '*******' } : { type: 'TOKEN', linkId: row.linkId ?? '' },
+  recipient:
+    row.recipientType === 'CODE'
+      ? { type: 'CODE', masked: row.cashInCodeMasked ?? '*******' }
+      : { type: 'TOKEN', linkId: row.linkId ?? '' },
   batchId: row.batchId,
   batchReference: row.batchReference,
   createdAt: row.createdAt,
 });
-
 
 /**
  * The fundings `text` names exactly: by id, idempotency key or transfer id (each a unique or
  * indexed column: at most a few rows).
  */
 export async function fundingsNamedBy(database: Database, text: string): Promise<FundingHit[]> {
-  const byId = isUuid(text) ? database.funding.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
-  const byKey = text.length <= 255 ? database.funding.findMany({ where: { idempotencyKey: text }, select: hitColumns }) : Promise.resolve([]);
-  const byTransfer = text.length <= 100 ? database.funding.findMany({ where: { transferId: text }, select: hitColumns, orderBy: { createdAt: 'desc' }, take: 20 }) : Promise.resolve([]);
+  const byId = isUuid(text)
+    ? database.funding.findMany({ where: { id: text.toLowerCase() }, select: hitColumns })
+    : Promise.resolve([]);
+  const byKey =
+    text.length <= 255
+      ? database.funding.findMany({ where: { idempotencyKey: text }, select: hitColumns })
+      : Promise.resolve([]);
+  const byTransfer =
+    text.length <= 100
+      ? database.funding.findMany({
+          where: { transferId: text },
+          select: hitColumns,
+          orderBy: { createdAt: 'desc' },
+          take: 20,
+        })
+      : Promise.resolve([]);
   const rows = (await Promise.all([byId, byKey, byTransfer])).flat();
   const seen = new Set<string>();
   return rows.filter((row) => !seen.has(row.id) && seen.add(row.id)).map(hitOf);
@@ -77,23 +103,47 @@ export function maskedCodeQuery(text: string): string | null {
   return match ? `*****${match[1]}` : null;
 }
 
-/** Fundings to a cash-in code with this masked form, newest first, a page at a time (the (masked, created_at, id) index). */
-export async function fundingsByMaskedCode(database: Database, masked: string, page: { limit: number; cursor?: string | undefined }): Promise<ListPage<FundingHit>> {
-  const read = await readListPage<FundingStatus, HitRow>(page, (list) => database.funding.findMany({ ...list, where: { ...list.where, cashInCodeMasked: masked }, select: hitColumns }));
+/**
+ * Fundings to a cash-in code with this masked form, newest first, a page at a time (the (masked, created_at, id)
+ * index).
+ */
+export async function fundingsByMaskedCode(
+  database: Database,
+  masked: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<ListPage<FundingHit>> {
+  const read = await readListPage<FundingStatus, HitRow>(page, (list) =>
+    database.funding.findMany({ ...list, where: { ...list.where, cashInCodeMasked: masked }, select: hitColumns }),
+  );
   return read.kind === 'page' ? { ...read, items: read.items.map(hitOf) } : read;
 }
 
 /** Batch items with this reference in any batch, newest first, a page at a time (the batch_reference index). */
-export async function fundingsByBatchReference(database: Database, reference: string, page: { limit: number; cursor?: string | undefined }): Promise<ListPage<FundingHit>> {
-  const read = await readListPage<FundingStatus, HitRow>(page, (list) => database.funding.findMany({ ...list, where: { ...list.where, batchReference: reference }, select: hitColumns }));
+export async function fundingsByBatchReference(
+  database: Database,
+  reference: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<ListPage<FundingHit>> {
+  const read = await readListPage<FundingStatus, HitRow>(page, (list) =>
+    database.funding.findMany({ ...list, where: { ...list.where, batchReference: reference }, select: hitColumns }),
+  );
   return read.kind === 'page' ? { ...read, items: read.items.map(hitOf) } : read;
 }
 
-/** The batches `text` names exactly (by id or idempotency key), and those of the given ids (a reference's items' batches). */
-export async function batchesNamedBy(database: Database, text: string, alsoIds: readonly string[] = []): Promise<BatchHit[]> {
+/**
+ * The batches `text` names exactly (by id or idempotency key), and those of the given ids (a reference's items'
+ * batches).
+ */
+export async function batchesNamedBy(
+  database: Database,
+  text: string,
+  alsoIds: readonly string[] = [],
+): Promise<BatchHit[]> {
   const ids = [...new Set([...(isUuid(text) ? [text.toLowerCase()] : []), ...alsoIds])].slice(0, 50);
   const rows = await database.fundingBatch.findMany({
-    where: { OR: [...(ids.length > 0 ? [{ id: { in: ids } }] : []), ...(text.length <= 255 ? [{ idempotencyKey: text }] : [])] },
+    where: {
+      OR: [...(ids.length > 0 ? [{ id: { in: ids } }] : []), ...(text.length <= 255 ? [{ idempotencyKey: text }] : [])],
+    },
     select: { id: true, name: true, state: true, totalCount: true, totalAmount: true, currency: true, createdAt: true },
     orderBy: { createdAt: 'desc' },
     take: 50,
@@ -119,7 +169,13 @@ export async function fundingFacts(database: Database, fundingId: string): Promi
   if (!isUuid(fundingId)) return null;
   const row = await database.funding.findUnique({
     where: { id: fundingId },
-    select: { workflowId: true, idempotencyKey: true, abandonedTransferIds: true, batchReference: true, batch: { select: { id: true, name: true } } },
+    select: {
+      workflowId: true,
+      idempotencyKey: true,
+      abandonedTransferIds: true,
+      batchReference: true,
+      batch: { select: { id: true, name: true } },
+    },
   });
   if (!row) return null;
   return {
@@ -135,7 +191,12 @@ export async function fundingFacts(database: Database, fundingId: string): Promi
  * released), newest first, at most `limit`: a partner user's (`partnerUserId`) or the treasury's
  * (null). Read through the (status, created_at, id) index: only unfinished fundings are looked at.
  */
-export async function fundingsHoldingOn(database: Database, partnerUserId: string | null, unfinished: readonly FundingStatus[], limit: number): Promise<FundingHit[]> {
+export async function fundingsHoldingOn(
+  database: Database,
+  partnerUserId: string | null,
+  unfinished: readonly FundingStatus[],
+  limit: number,
+): Promise<FundingHit[]> {
   const rows = await database.funding.findMany({
     where: { status: { in: [...unfinished] }, sourcePartnerUserId: partnerUserId },
     orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],

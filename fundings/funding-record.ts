@@ -178,10 +178,20 @@ function statusLiterals(statuses: readonly FundingStatus[]): Prisma.Sql {
 /** Evidence entries a review keeps (the latest): as the workflow keeps them. */
 const MAX_REVIEW_EVIDENCE = 30;
 
-/** A parker's evidence with the recorded executes it lacks (by Request-Reference-No), in time order, the latest kept. */
-export function withRecordedExecutes(evidence: readonly WalletCallEvidence[], recorded: readonly WalletCallEvidence[]): WalletCallEvidence[] {
-  const known = new Set(evidence.flatMap((entry) => (entry.requestReferenceNo === null ? [] : [entry.requestReferenceNo])));
-  const all = [...evidence, ...recorded.filter((entry) => entry.requestReferenceNo === null || !known.has(entry.requestReferenceNo))].sort((a, b) => a.at.localeCompare(b.at));
+/**
+ * A parker's evidence with the recorded executes it lacks (by Request-Reference-No), in time order, the latest kept.
+ */
+export function withRecordedExecutes(
+  evidence: readonly WalletCallEvidence[],
+  recorded: readonly WalletCallEvidence[],
+): WalletCallEvidence[] {
+  const known = new Set(
+    evidence.flatMap((entry) => (entry.requestReferenceNo === null ? [] : [entry.requestReferenceNo])),
+  );
+  const all = [
+    ...evidence,
+    ...recorded.filter((entry) => entry.requestReferenceNo === null || !known.has(entry.requestReferenceNo)),
+  ].sort((a, b) => a.at.localeCompare(b.at));
   return all.slice(-MAX_REVIEW_EVIDENCE);
 }
 
@@ -204,7 +214,10 @@ export interface TableMove<To extends FundingStatus> {
  * only some of those moves (never widened). A narrowing that leaves nothing is a mistake in the
  * code, not a move that never happens: it throws when the module loads.
  */
-export function tableMove<To extends FundingStatus>(to: To, among: (from: FundingStatus) => boolean = () => true): TableMove<To> {
+export function tableMove<To extends FundingStatus>(
+  to: To,
+  among: (from: FundingStatus) => boolean = () => true,
+): TableMove<To> {
   const from = sourcesOf<FundingStatus>(fundingTransitions, to).filter(among);
   if (from.length === 0) throw new RangeError(`no status the table allows to move to ${to} is left`);
   return { to, from };
@@ -232,22 +245,53 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   }
 
   /** The guarded UPDATE of a move: true when this call moved the funding. */
-  async function updateStatus(tx: Prisma.TransactionClient, fundingId: string, to: FundingStatus, guard: MoveGuard = {}): Promise<boolean> {
+  async function updateStatus(
+    tx: Prisma.TransactionClient,
+    fundingId: string,
+    to: FundingStatus,
+    guard: MoveGuard = {},
+  ): Promise<boolean> {
     const from = sourcesOf(fundingTransitions, to).filter((status) => !guard.among || guard.among(status));
-    const moved = await tx.funding.updateMany({ where: { id: fundingId, status: { in: from }, ...guard.where, ...fenced(guard.fence) }, data: { status: to, ...guard.data } });
+    const moved = await tx.funding.updateMany({
+      where: { id: fundingId, status: { in: from }, ...guard.where, ...fenced(guard.fence) },
+      data: { status: to, ...guard.data },
+    });
     return moved.count === 1;
   }
 
-  async function appendEvent(tx: Prisma.TransactionClient, fundingId: string, status: FundingStatus, event: MoveEvent, fence: Fence) {
-    await tx.fundingEvent.create({ data: { fundingId, status, requestReferenceNo: event.requestReferenceNo ?? null, detail: event.detail ?? null, fence: fence ?? null } });
+  async function appendEvent(
+    tx: Prisma.TransactionClient,
+    fundingId: string,
+    status: FundingStatus,
+    event: MoveEvent,
+    fence: Fence,
+  ) {
+    await tx.fundingEvent.create({
+      data: {
+        fundingId,
+        status,
+        requestReferenceNo: event.requestReferenceNo ?? null,
+        detail: event.detail ?? null,
+        fence: fence ?? null,
+      },
+    });
   }
 
   /** The funding as a finish or a resolution left it; counted by whoever moved it, once. */
   async function readFinished(fundingId: string, moved: boolean, status: FinalFundingStatus): Promise<FinishedFunding> {
-    const funding = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true, errorCode: true, transferId: true, createdAt: true, ownerFence: true } });
+    const funding = await database.funding.findUniqueOrThrow({
+      where: { id: fundingId },
+      select: { status: true, errorCode: true, transferId: true, createdAt: true, ownerFence: true },
+    });
     // A retried activity, or a funding cancelled by ops, is not counted twice.
     if (moved) deps.metrics?.fundingFinished(status, funding.createdAt);
-    return { moved, status: funding.status, errorCode: funding.errorCode, transferId: funding.transferId, ownerFence: funding.ownerFence };
+    return {
+      moved,
+      status: funding.status,
+      errorCode: funding.errorCode,
+      transferId: funding.transferId,
+      ownerFence: funding.ownerFence,
+    };
   }
 
   /**
@@ -258,7 +302,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     if (fundingWebhookEventType(status)) await announceFundings(tx, [fundingId]);
   }
 
-  /** Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its hold settled and its webhook). */
+  /**
+   * Moves the funding to `to` if the table allows it from where it stands, with its event (and, to a final state, its
+   * hold settled and its webhook).
+   */
   function move(fundingId: string, to: FundingStatus, event: MoveEvent, guard?: MoveGuard): Promise<boolean> {
     return database.$transaction(async (tx) => {
       const moved = await updateStatus(tx, fundingId, to, guard);
@@ -278,11 +325,27 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
    * does not hold).
    */
   async function claimWhere(fundingId: string, condition: Prisma.Sql): Promise<ClaimedFunding | null> {
-    const rows = await database.$queryRaw<Array<{ fence: number; status: FundingStatus; recipient_type: 'CODE' | 'TOKEN'; transfer_id: string | null; cancel_requested: boolean }>>`
+    const rows = await database.$queryRaw<
+      Array<{
+        fence: number;
+        status: FundingStatus;
+        recipient_type: 'CODE' | 'TOKEN';
+        transfer_id: string | null;
+        cancel_requested: boolean;
+      }>
+    >`
       UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now() WHERE id = ${fundingId}::uuid ${condition}
       RETURNING owner_fence AS fence, status::text AS status, recipient_type::text AS recipient_type, transfer_id, cancel_requested`;
     const row = rows[0];
-    return row ? { fence: row.fence, status: row.status, recipientType: row.recipient_type, transferId: row.transfer_id, cancelRequested: row.cancel_requested } : null;
+    return row
+      ? {
+          fence: row.fence,
+          status: row.status,
+          recipientType: row.recipient_type,
+          transferId: row.transfer_id,
+          cancelRequested: row.cancel_requested,
+        }
+      : null;
   }
 
   /**
@@ -291,7 +354,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
    * them: read by the indexed reference, never by scanning the audit.
    */
   async function executesOnRecord(fundingId: string): Promise<WalletCallEvidence[]> {
-    const rows = await database.$queryRaw<Array<{ at: Date; reference: string; http_status: number | null; outcome: string; error_code: string | null }>>`
+    const rows = await database.$queryRaw<
+      Array<{ at: Date; reference: string; http_status: number | null; outcome: string; error_code: string | null }>
+    >`
       SELECT DISTINCT w.id, w.started_at AS at, w.request_reference_no AS reference, w.http_status, w.outcome, w.error_code
       FROM funding_event e JOIN wallet_call w ON w.request_reference_no = e.request_reference_no
       WHERE e.funding_id = ${fundingId}::uuid AND w.operation = 'transfers.execute'
@@ -330,8 +395,18 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * owns a funding), oldest first: the sweep's work. Their age does not count: a batch's items
      * are as old as the batch, and a live chunk's items are seen every few seconds.
      */
-    listUnfinished: async ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }): Promise<Funding[]> => {
-      const fromCursor = after ? Prisma.sql`AND (created_at, id) > (${after.createdAt}, ${after.id}::uuid)` : Prisma.empty;
+    listUnfinished: async ({
+      idleSince,
+      after,
+      limit,
+    }: {
+      idleSince: Date;
+      after?: SweepCursor;
+      limit: number;
+    }): Promise<Funding[]> => {
+      const fromCursor = after
+        ? Prisma.sql`AND (created_at, id) > (${after.createdAt}, ${after.id}::uuid)`
+        : Prisma.empty;
       // funding_sweep_candidates_idx from the cursor on: the fundings in flight, except a batch's
       // items waiting their turn (the batch's to start, not stuck), however many those are.
       const rows = await database.$queryRaw<Array<{ id: string }>>`
@@ -347,20 +422,36 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * expected (a batch ends once its items have), so swept like a funding without its workflow.
      * The batches are found through their tallies, their items through the batch index.
      */
-    listStrayBatchItems: async ({ idleSince, after, limit }: { idleSince: Date; after?: SweepCursor; limit: number }): Promise<Funding[]> => {
+    listStrayBatchItems: async ({
+      idleSince,
+      after,
+      limit,
+    }: {
+      idleSince: Date;
+      after?: SweepCursor;
+      limit: number;
+    }): Promise<Funding[]> => {
       const batches = await database.$queryRaw<Array<{ batch_id: string }>>`
         SELECT t.batch_id::text AS batch_id FROM funding_batch_tally t JOIN funding_batch b ON b.id = t.batch_id
         WHERE t.status = 'PENDING' AND b.state NOT IN ('AWAITING_APPROVAL', 'RUNNING', 'PAUSED')
         GROUP BY t.batch_id HAVING sum(t.count) > 0`;
       if (batches.length === 0) return [];
       return database.funding.findMany({
-        where: { batchId: { in: batches.map((row) => row.batch_id) }, status: 'PENDING', ownerSeenAt: { lt: idleSince }, ...afterCursor(after) },
+        where: {
+          batchId: { in: batches.map((row) => row.batch_id) },
+          status: 'PENDING',
+          ownerSeenAt: { lt: idleSince },
+          ...afterCursor(after),
+        },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: limit,
       });
     },
 
-    /** FAILED fundings that had a transfer, finished since `since`, a page at a time: the sweep checks none executed after all. */
+    /**
+     * FAILED fundings that had a transfer, finished since `since`, a page at a time: the sweep checks none executed
+     * after all.
+     */
     listFailedWithTransfer: ({ since, after, limit }: { since: Date; after?: SweepCursor; limit: number }) =>
       database.funding.findMany({
         where: { status: 'FAILED', transferId: { not: null }, updatedAt: { gte: since }, ...afterCursor(after) },
@@ -370,7 +461,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /** The funding's cash-in code in clear, for the create call only; null when it has none. */
     cashInCodeOf(funding: Pick<Funding, 'id' | 'cashInCodeEncrypted'>): string | null {
-      return funding.cashInCodeEncrypted ? deps.cipher.decrypt(funding.cashInCodeEncrypted, cashInCodeContext(funding.id)) : null;
+      return funding.cashInCodeEncrypted
+        ? deps.cipher.decrypt(funding.cashInCodeEncrypted, cashInCodeContext(funding.id))
+        : null;
     },
 
     /**
@@ -387,10 +480,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const { thousandths } = amount;
       // One user's fundings wait for each other in line before they take a connection (lib/admission.ts);
       // the advisory lock below then serialises them across API processes too.
-      const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () => database.$transaction(async (tx) => {
-        // One user's fundings one after another: the limits' counts and the hold see each other.
-        if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
-        const count = await tx.$executeRaw`
+      const inserted = await inAdmissionLane(sourceUser === null ? null : `partner-user:${sourceUser}`, () =>
+        database.$transaction(async (tx) => {
+          // One user's fundings one after another: the limits' counts and the hold see each other.
+          if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
+          const count = await tx.$executeRaw`
           INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
                                cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, source_partner_user_id, updated_at)
           VALUES (${id}::uuid, ${funding.idempotencyKey}, ${funding.requestFingerprint}, ${funding.workflowId}, 'PENDING'::"FundingStatus",
@@ -399,16 +493,31 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
                   ${toNumeric(thousandths)}::numeric, ARRAY[]::text[], ${sourceUser}, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count !== 1) return count;
-        if (deps.limits) {
-          checkFundingAmount(deps.limits, thousandths, amount.currency);
-          // The new row is excluded by its own check: counted as "this one", not twice.
-          if (sourceUser !== null) checkUserLimits(deps.limits, await userUsage(tx, sourceUser, deps.limits.timeZone, id), thousandths, amount.currency);
-        }
-        await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
-        await appendEvent(tx, id, 'PENDING', { detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested' }, undefined);
-        return count;
-      }));
+          if (count !== 1) return count;
+          if (deps.limits) {
+            checkFundingAmount(deps.limits, thousandths, amount.currency);
+            // The new row is excluded by its own check: counted as "this one", not twice.
+            if (sourceUser !== null)
+              checkUserLimits(
+                deps.limits,
+                await userUsage(tx, sourceUser, deps.limits.timeZone, id),
+                thousandths,
+                amount.currency,
+              );
+          }
+          await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
+          await appendEvent(
+            tx,
+            id,
+            'PENDING',
+            {
+              detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested',
+            },
+            undefined,
+          );
+          return count;
+        }),
+      );
       return inserted === 1;
     },
 
@@ -423,7 +532,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /** Settles the hold of a final funding by its status, under its row lock; what was done. */
     settleFinalHold: (fundingId: string) =>
       database.$transaction(async (tx) => {
-        const rows = await tx.$queryRaw<Array<{ status: FundingStatus }>>`SELECT status::text AS status FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
+        const rows = await tx.$queryRaw<
+          Array<{ status: FundingStatus }>
+        >`SELECT status::text AS status FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE`;
         const status = rows[0]?.status;
         if (!status || !isFinalFundingStatus(status)) return 'none' as const;
         return ledger.settleFunding(tx, fundingId, status === 'APPROVED' ? 'post' : 'release');
@@ -437,7 +548,8 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * `idleSince` (in the same statement, so an owner seen since it was listed keeps it). Null
      * when there is no such funding or its owner is alive.
      */
-    claimIdle: (fundingId: string, idleSince: Date): Promise<ClaimedFunding | null> => claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince}`),
+    claimIdle: (fundingId: string, idleSince: Date): Promise<ClaimedFunding | null> =>
+      claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince}`),
 
     /**
      * A batch chunk's beat for the items it runs (activities/batch.ts): their owner is alive, so
@@ -460,7 +572,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       database.$transaction(async (tx) => {
         // skipLocked (a batch chunk's item): a row another transaction holds (the batch's cancel,
         // which holds its items for its whole transaction) is not claimed rather than waited on.
-        const unheld = options.skipLocked ? Prisma.sql`AND id IN (SELECT id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE SKIP LOCKED)` : Prisma.empty;
+        const unheld = options.skipLocked
+          ? Prisma.sql`AND id IN (SELECT id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE SKIP LOCKED)`
+          : Prisma.empty;
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${claimMove.to}::"FundingStatus", updated_at = now()
           WHERE id = ${fundingId}::uuid AND status ${statusInSql(claimMove.from)} AND transfer_id IS NULL AND NOT cancel_requested
@@ -476,12 +590,22 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     fenceOf: async (fundingId: string): Promise<number> =>
       (await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { ownerFence: true } })).ownerFence,
 
-    /** The claims many fundings stand under now, read in one statement (a pass reads them right before its executes). */
+    /**
+     * The claims many fundings stand under now, read in one statement (a pass reads them right before its executes).
+     */
     fencesOf: async (fundingIds: readonly string[]): Promise<Map<string, number>> =>
-      new Map((await database.funding.findMany({ where: { id: { in: [...fundingIds] } }, select: { id: true, ownerFence: true } })).map((row) => [row.id, row.ownerFence])),
+      new Map(
+        (
+          await database.funding.findMany({
+            where: { id: { in: [...fundingIds] } },
+            select: { id: true, ownerFence: true },
+          })
+        ).map((row) => [row.id, row.ownerFence]),
+      ),
 
     /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING), by the funding's owner. */
-    move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent, fence?: Fence) => move(fundingId, to, event, { fence }),
+    move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent, fence?: Fence) =>
+      move(fundingId, to, event, { fence }),
 
     /**
      * Keeps the transferId of a created intent: stored only while the funding is CREATING, not
@@ -489,7 +613,11 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * one first) the intent is kept on record in abandoned_transfer_ids, never executed. Answers
      * the transferId the funding executes, if any.
      */
-    async storeTransferId(fundingId: string, transferId: string, fence?: Fence): Promise<{ stored: boolean; transferId: string | null }> {
+    async storeTransferId(
+      fundingId: string,
+      transferId: string,
+      fence?: Fence,
+    ): Promise<{ stored: boolean; transferId: string | null }> {
       const stored = await database.$transaction(async (tx) => {
         const updated = await tx.funding.updateMany({
           where: { id: fundingId, transferId: null, status: 'CREATING', cancelRequested: false, ...fenced(fence) },
@@ -500,13 +628,18 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         return false;
       });
       if (stored) return { stored, transferId };
-      const current = await database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
+      const current = await database.funding.findUniqueOrThrow({
+        where: { id: fundingId },
+        select: { transferId: true },
+      });
       return { stored, transferId: current.transferId };
     },
 
     /** An intent the funding will never execute (its create answer did not match the request): kept on record. */
     keepUnexecuted: (fundingId: string, transferId: string) =>
-      database.funding.update({ where: { id: fundingId }, data: { abandonedTransferIds: { push: transferId } } }).then(() => undefined),
+      database.funding
+        .update({ where: { id: fundingId }, data: { abandonedTransferIds: { push: transferId } } })
+        .then(() => undefined),
 
     /**
      * CREATING → EXECUTING, only with a stored transferId and unless cancelled: the other side of
@@ -515,9 +648,24 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      */
     beginExecute(fundingId: string, createRequestReferenceNo: string | null, fence?: Fence): Promise<boolean> {
       return database.$transaction(async (tx) => {
-        if (!(await updateStatus(tx, fundingId, 'EXECUTING', { where: { cancelRequested: false, transferId: { not: null } }, fence }))) return false;
-        const { transferId } = await tx.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { transferId: true } });
-        await appendEvent(tx, fundingId, 'EXECUTING', { requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` }, fence);
+        if (
+          !(await updateStatus(tx, fundingId, 'EXECUTING', {
+            where: { cancelRequested: false, transferId: { not: null } },
+            fence,
+          }))
+        )
+          return false;
+        const { transferId } = await tx.funding.findUniqueOrThrow({
+          where: { id: fundingId },
+          select: { transferId: true },
+        });
+        await appendEvent(
+          tx,
+          fundingId,
+          'EXECUTING',
+          { requestReferenceNo: createRequestReferenceNo, detail: `transfer ${transferId} created; executing` },
+          fence,
+        );
         return true;
       });
     },
@@ -545,7 +693,8 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     async finish(fundingId: string, input: FinishFunding): Promise<FinishedFunding> {
       const { code } = input;
       const moved = await move(fundingId, input.status, input, {
-        among: (from) => from !== fundingReviewStatus && (!input.beforeExecute || from === 'PENDING' || from === 'CREATING'),
+        among: (from) =>
+          from !== fundingReviewStatus && (!input.beforeExecute || from === 'PENDING' || from === 'CREATING'),
         data: { errorCode: code, errorMessage: code ? fundingErrorMessage(code) : null },
         fence: input.fence,
       });
@@ -557,15 +706,25 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * every wallet call behind the doubt. Nothing is released or posted: the funding keeps what it
      * holds until a resolution or the wallet's final word.
      */
-    async parkForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: Fence): Promise<boolean> {
+    async parkForReview(
+      fundingId: string,
+      reason: string,
+      evidence: WalletCallEvidence[],
+      fence?: Fence,
+    ): Promise<boolean> {
       const last = evidence.at(-1);
       // The parker's own calls, and every execute on the funding's record, whoever sent it (a batch
       // chunk's, an earlier run's): a person reviewing sees each execute that may have landed.
       const all = withRecordedExecutes(evidence, await executesOnRecord(fundingId));
-      return move(fundingId, fundingReviewStatus, { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) }, {
-        data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
-        fence,
-      });
+      return move(
+        fundingId,
+        fundingReviewStatus,
+        { requestReferenceNo: last?.requestReferenceNo ?? null, detail: reason.slice(0, 500) },
+        {
+          data: { reviewReason: reason.slice(0, 500), reviewEvidence: all as unknown as Prisma.InputJsonValue },
+          fence,
+        },
+      );
     },
 
     /**
@@ -577,31 +736,35 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     async resolve(fundingId: string, resolution: FundingResolution, fence?: Fence): Promise<FinishedFunding> {
       const code = resolution.outcome === 'FAILED' ? 'RESOLVED_FAILED' : (resolution.code ?? null);
       const detail = `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500);
-      const moved = await move(fundingId, resolution.outcome, { requestReferenceNo: resolution.requestReferenceNo ?? null, detail }, {
-        among: (from) => from === fundingReviewStatus,
-        data: {
-          resolvedOutcome: resolution.outcome,
-          resolvedBy: resolution.resolvedBy.slice(0, 128),
-          resolvedNote: resolution.note.slice(0, 500),
-          resolvedAt: new Date(),
-          errorCode: code,
-          errorMessage: code ? fundingErrorMessage(code) : null,
-          ...(fence === undefined ? { ownerFence: { increment: 1 }, ownerSeenAt: new Date() } : {}),
+      const moved = await move(
+        fundingId,
+        resolution.outcome,
+        { requestReferenceNo: resolution.requestReferenceNo ?? null, detail },
+        {
+          among: (from) => from === fundingReviewStatus,
+          data: {
+            resolvedOutcome: resolution.outcome,
+            resolvedBy: resolution.resolvedBy.slice(0, 128),
+            resolvedNote: resolution.note.slice(0, 500),
+            resolvedAt: new Date(),
+            errorCode: code,
+            errorMessage: code ? fundingErrorMessage(code) : null,
+            ...(fence === undefined ? { ownerFence: { increment: 1 }, ownerSeenAt: new Date() } : {}),
+          },
+          fence,
         },
-        fence,
-      });
+      );
       return readFinished(fundingId, moved, resolution.outcome);
     },
 
     /** The next items of a batch that have not started, after `afterId` (ids in order). */
     nextPendingBatchItems: (batchId: string, afterId: string | null, limit: number) =>
-      database.funding
-        .findMany({
-          where: { batchId, status: 'PENDING', ...(afterId ? { id: { gt: afterId } } : {}) },
-          orderBy: { id: 'asc' },
-          take: limit,
-          select: { id: true, workflowId: true },
-        }),
+      database.funding.findMany({
+        where: { batchId, status: 'PENDING', ...(afterId ? { id: { gt: afterId } } : {}) },
+        orderBy: { id: 'asc' },
+        take: limit,
+        select: { id: true, workflowId: true },
+      }),
 
     /**
      * A batch's items by status (a cancelled item apart: FAILED with code CANCELLED), with their
@@ -610,20 +773,32 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * so a 100,000-item batch's progress is a few rows, not a count of its items on every view. Read
      * in the caller's transaction when given one (it sees that transaction's own writes).
      */
-    async batchItemTally(batchId: string, db: Prisma.TransactionClient | Database = database): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
+    async batchItemTally(
+      batchId: string,
+      db: Prisma.TransactionClient | Database = database,
+    ): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
       // A state's figures are the sum over its slots (the batch's shared rows, its store's, its cancel's).
-      const rows = await db.$queryRaw<Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>>`
+      const rows = await db.$queryRaw<
+        Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>
+      >`
         SELECT status, SUM(count)::bigint AS count, SUM(amount) AS amount FROM funding_batch_tally WHERE batch_id = ${batchId}::uuid
         GROUP BY status HAVING SUM(count) > 0 ORDER BY status`;
       return rows.map((row) => ({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) }));
     },
 
     /** A page of a batch's items in reference order, from a cursor (the last reference seen). */
-    batchItemsPage: (batchId: string, query: { status?: FundingStatus | 'CANCELLED'; afterReference?: string; limit: number }) =>
+    batchItemsPage: (
+      batchId: string,
+      query: { status?: FundingStatus | 'CANCELLED'; afterReference?: string; limit: number },
+    ) =>
       database.funding.findMany({
         where: {
           batchId,
-          ...(query.status === 'CANCELLED' ? { status: 'FAILED', errorCode: 'CANCELLED' } : query.status ? { status: query.status } : {}),
+          ...(query.status === 'CANCELLED'
+            ? { status: 'FAILED', errorCode: 'CANCELLED' }
+            : query.status
+              ? { status: query.status }
+              : {}),
           ...(query.afterReference ? { batchReference: { gt: query.afterReference } } : {}),
         },
         orderBy: { batchReference: 'asc' },
@@ -644,11 +819,19 @@ export type FundingRecord = ReturnType<typeof createFundingRecord>;
  * first key, each only if unchanged meanwhile. A write to the funding table, so it lives here.
  */
 export async function reencryptCashInCodes(database: Database, cipher: TokenCipher): Promise<RotationCount> {
-  const rows = await database.funding.findMany({ where: { cashInCodeEncrypted: { not: null } }, select: { id: true, cashInCodeEncrypted: true } });
+  const rows = await database.funding.findMany({
+    where: { cashInCodeEncrypted: { not: null } },
+    select: { id: true, cashInCodeEncrypted: true },
+  });
   return resealColumn(cipher, rows, {
     sealed: (row) => row.cashInCodeEncrypted,
     context: (row) => cashInCodeContext(row.id),
     writeIfUnchanged: async (row, resealed) =>
-      (await database.funding.updateMany({ where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted }, data: { cashInCodeEncrypted: resealed } })).count,
+      (
+        await database.funding.updateMany({
+          where: { id: row.id, cashInCodeEncrypted: row.cashInCodeEncrypted },
+          data: { cashInCodeEncrypted: resealed },
+        })
+      ).count,
   });
 }

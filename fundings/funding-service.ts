@@ -63,12 +63,22 @@ export type StartFundingResult =
    * request may have started it). The same request with the same key answers it and starts it;
    * else the sweep starts it once it has been idle RECONCILE_AFTER_SECONDS.
    */
-  | { kind: 'not-started'; funding: FundingView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
+  | {
+      kind: 'not-started';
+      funding: FundingView;
+      refusal: WorkflowRefusal;
+      storedBy: 'this-request' | 'an-earlier-request';
+    }
   | { kind: 'key-reused' }
   | { kind: 'link-not-found' }
-  /** Refused before anything was stored (422): not enough available, or a limit; `detail` says which and what is left. */
+  /**
+   * Refused before anything was stored (422): not enough available, or a limit; `detail` says which and what is left.
+   */
   | { kind: 'refused'; code: FundingRefusalCode; detail: string }
-  /** A USER_BALANCE source for a recipient that is not that user's own wallet, by a caller who may not pay one user's balance to another. */
+  /**
+   * A USER_BALANCE source for a recipient that is not that user's own wallet, by a caller who may not pay one user's
+   * balance to another.
+   */
   | { kind: 'source-not-recipient' };
 
 /** What the caller may do beyond funding (from the ops key's scopes). */
@@ -77,13 +87,17 @@ export interface FundingAuthority {
   mayPayOthersBalance?: boolean;
 }
 
-export type CancelFundingResult = { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
+export type CancelFundingResult =
+  { kind: 'cancelled'; funding: FundingView } | { kind: 'not-found' } | { kind: 'not-cancellable'; status: string };
 
 export type ResolveFundingResult =
   | { kind: 'resolved'; funding: FundingView }
   | { kind: 'not-found' }
   | { kind: 'not-in-review'; status: string }
-  /** Its workflow could not take the resolution now: the funding is still NEEDS_REVIEW (after a time-out, the resolution may still be taken). */
+  /**
+   * Its workflow could not take the resolution now: the funding is still NEEDS_REVIEW (after a time-out, the resolution
+   * may still be taken).
+   */
   | { kind: 'workflow-unavailable'; refusal: WorkflowRefusal };
 
 export function createFundingService(deps: FundingServiceDependencies) {
@@ -110,18 +124,36 @@ export function createFundingService(deps: FundingServiceDependencies) {
   const insufficient = async (error: InsufficientFundsError): Promise<StartFundingResult> => {
     const view = deps.ledger ? await deps.ledger.account(deps.database, error.account, error.currency) : null;
     const left = view ? `; ${view.available.value} ${view.available.currency} available` : '';
-    return { kind: 'refused', code: 'INSUFFICIENT_FUNDS', detail: `${error.account} does not cover this funding${left}` };
+    return {
+      kind: 'refused',
+      code: 'INSUFFICIENT_FUNDS',
+      detail: `${error.account} does not cover this funding${left}`,
+    };
   };
 
   /** Starts the funding's workflow; the refusal when Temporal cannot take the start now (anything else is thrown). */
-  const startWorkflow = async (fundingId: string, workflowId: string, recipientType: 'CODE' | 'TOKEN'): Promise<WorkflowRefusal | null> => {
+  const startWorkflow = async (
+    fundingId: string,
+    workflowId: string,
+    recipientType: 'CODE' | 'TOKEN',
+  ): Promise<WorkflowRefusal | null> => {
     try {
-      await startFundWallet(deps.temporal, { workflowId, taskQueue: deps.taskQueue, fundingId, status: 'PENDING', recipientType, reusePolicy: 'reject-duplicate' });
+      await startFundWallet(deps.temporal, {
+        workflowId,
+        taskQueue: deps.taskQueue,
+        fundingId,
+        status: 'PENDING',
+        recipientType,
+        reusePolicy: 'reject-duplicate',
+      });
       return null;
     } catch (error) {
       const refusal = workflowRefusalOf(error);
       if (!refusal) throw error;
-      deps.logger.warn({ fundingId, workflowId, reason: refusal.reason }, 'funding stored, its workflow not started: Temporal refused the start');
+      deps.logger.warn(
+        { fundingId, workflowId, reason: refusal.reason },
+        'funding stored, its workflow not started: Temporal refused the start',
+      );
       return refusal;
     }
   };
@@ -141,20 +173,32 @@ export function createFundingService(deps: FundingServiceDependencies) {
     },
 
     /** Validated input only (createFundingSchema, idempotencyKeySchema). */
-    async start(idempotencyKey: string, body: CreateFundingRequest, actor?: string, authority: FundingAuthority = {}): Promise<StartFundingResult> {
+    async start(
+      idempotencyKey: string,
+      body: CreateFundingRequest,
+      actor?: string,
+      authority: FundingAuthority = {},
+    ): Promise<StartFundingResult> {
       const foreign = currencyRefusal(body.amount.currency);
       if (foreign) return { kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign };
       const requestFingerprint = fingerprint(body);
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       let recipientOwner: string | null = null;
       if (body.recipient.type === 'TOKEN') {
-        const link = await deps.database.link.findUnique({ where: { id: body.recipient.linkId }, select: { status: true, partnerUserId: true } });
+        const link = await deps.database.link.findUnique({
+          where: { id: body.recipient.linkId },
+          select: { status: true, partnerUserId: true },
+        });
         if (!link) return { kind: 'link-not-found' };
         recipientOwner = link.partnerUserId;
       }
       // A user's balance goes to that user's own wallet (a fund key may not pay it elsewhere),
       // unless the caller may pay one user's balance to another (the admin scope).
-      if (body.source?.type === 'USER_BALANCE' && !authority.mayPayOthersBalance && recipientOwner !== body.source.partnerUserId) {
+      if (
+        body.source?.type === 'USER_BALANCE' &&
+        !authority.mayPayOthersBalance &&
+        recipientOwner !== body.source.partnerUserId
+      ) {
         return { kind: 'source-not-recipient' };
       }
       const fundingId = randomUUID();
@@ -179,7 +223,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
       }
       if (inserted) {
         const refusal = await startWorkflow(fundingId, workflowId, recipient.type);
-        if (refusal) return { kind: 'not-started', storedBy: 'this-request', funding: (await view(fundingId))!, refusal };
+        if (refusal)
+          return { kind: 'not-started', storedBy: 'this-request', funding: (await view(fundingId))!, refusal };
         deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');
         return { kind: 'created', funding: (await view(fundingId))! };
       }
@@ -188,7 +233,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
       // The first request may have stored the funding and died (or been refused) before starting its workflow.
       if (!isFinalFundingStatus(existing.status)) {
         const refusal = await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
-        if (refusal) return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
+        if (refusal)
+          return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
       }
       return { kind: 'existing', funding: fundingView(existing) };
     },
@@ -198,11 +244,14 @@ export function createFundingService(deps: FundingServiceDependencies) {
       const funding = await record.find(fundingId);
       if (!funding) return { kind: 'not-found' };
       // The database decides the race with the workflow's beginExecute: only one of them wins.
-      if (!(await record.cancel(funding, actor))) return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
+      if (!(await record.cancel(funding, actor)))
+        return { kind: 'not-cancellable', status: (await view(funding.id))?.status ?? funding.status };
       await deps.temporal.workflow
         .getHandle(funding.workflowId)
         .signal(fundingCancelledSignal)
-        .catch((error: Error) => deps.logger.warn({ fundingId: funding.id, err: error.message }, 'could not nudge the workflow after cancel'));
+        .catch((error: Error) =>
+          deps.logger.warn({ fundingId: funding.id, err: error.message }, 'could not nudge the workflow after cancel'),
+        );
       return { kind: 'cancelled', funding: (await view(funding.id))! };
     },
 
@@ -210,7 +259,11 @@ export function createFundingService(deps: FundingServiceDependencies) {
      * Resolves a funding in NEEDS_REVIEW (contract section 11) through its workflow's resolve update;
      * when the workflow is gone, through the record directly. Either way audited: who, how, why.
      */
-    async resolve(fundingId: string, request: ResolveFundingRequest, resolvedBy: string): Promise<ResolveFundingResult> {
+    async resolve(
+      fundingId: string,
+      request: ResolveFundingRequest,
+      resolvedBy: string,
+    ): Promise<ResolveFundingResult> {
       const funding = await record.find(fundingId);
       if (!funding) return { kind: 'not-found' };
       if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
@@ -220,12 +273,18 @@ export function createFundingService(deps: FundingServiceDependencies) {
         resolveWithoutWorkflow: async () => (await record.resolve(fundingId, input)).moved,
       });
       if (result.kind === 'workflow-unavailable') {
-        deps.logger.warn({ fundingId, reason: result.refusal.reason }, 'funding not resolved: its workflow cannot take the resolution now');
+        deps.logger.warn(
+          { fundingId, reason: result.refusal.reason },
+          'funding not resolved: its workflow cannot take the resolution now',
+        );
         return { kind: 'workflow-unavailable', refusal: result.refusal };
       }
       const resolved = (await view(fundingId))!;
       if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: resolved.status };
-      deps.logger.info({ fundingId, outcome: request.outcome, resolvedBy, through: result.through }, 'funding resolved');
+      deps.logger.info(
+        { fundingId, outcome: request.outcome, resolvedBy, through: result.through },
+        'funding resolved',
+      );
       return { kind: 'resolved', funding: resolved };
     },
   };

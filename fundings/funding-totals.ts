@@ -13,8 +13,12 @@ import { fromNumeric, type StatusTotal } from '../domain/money.ts';
  * transaction: they share its created_at), a cancelled item counted as FAILED. A 100,000-item batch
  * stored today is a few rows here, not 100,000 index entries.
  */
-export async function fundingTotalsOn(database: Database, day: SettlementDay): Promise<Array<StatusTotal<FundingStatus>>> {
-  // The partial index of fundings outside a batch and the tallies of the day's batches, without parallel workers (lib/database.ts).
+export async function fundingTotalsOn(
+  database: Database,
+  day: SettlementDay,
+): Promise<Array<StatusTotal<FundingStatus>>> {
+  // The partial index of fundings outside a batch and the tallies of the day's batches, without parallel workers
+  // (lib/database.ts).
   const rows = await withoutParallelWorkers(
     database,
     (read) => read.$queryRaw<Array<{ status: FundingStatus; currency: string; count: bigint; amount: string }>>`
@@ -30,8 +34,14 @@ export async function fundingTotalsOn(database: Database, day: SettlementDay): P
       SELECT status, currency, SUM(count)::bigint AS count, SUM(amount)::text AS amount FROM counted
       GROUP BY status, currency HAVING SUM(count) > 0 ORDER BY status, currency`,
   );
-  return rows.map((row) => ({ status: row.status, currency: row.currency, count: Number(row.count), amount: fromNumeric(row.amount) }));
+  return rows.map((row) => ({
+    status: row.status,
+    currency: row.currency,
+    count: Number(row.count),
+    amount: fromNumeric(row.amount),
+  }));
 }
 
 /** Fundings waiting for a person's resolve (NEEDS_REVIEW). */
-export const fundingsInReview = (database: Database): Promise<number> => database.funding.count({ where: { status: 'NEEDS_REVIEW' } });
+export const fundingsInReview = (database: Database): Promise<number> =>
+  database.funding.count({ where: { status: 'NEEDS_REVIEW' } });

@@ -8,8 +8,15 @@ import { fromNumeric } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 
 /** `excludeFundingId`: the funding being stored, counted as "this one", not twice. */
-export async function userUsage(db: Prisma.TransactionClient | Database, partnerUserId: string, timeZone: string, excludeFundingId?: string): Promise<UserUsage> {
-  const rows = await db.$queryRaw<Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>>`
+export async function userUsage(
+  db: Prisma.TransactionClient | Database,
+  partnerUserId: string,
+  timeZone: string,
+  excludeFundingId?: string,
+): Promise<UserUsage> {
+  const rows = await db.$queryRaw<
+    Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>
+  >`
     SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_count,
            SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_amount,
            COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute' AND batch_id IS NULL) AS minute_count

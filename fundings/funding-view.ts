@@ -18,7 +18,10 @@ export function fundingView(funding: Funding & { events: FundingEvent[] }): Fund
         ? { type: 'CODE', masked: funding.cashInCodeMasked ?? '*******' }
         : { type: 'TOKEN', linkId: funding.linkId ?? '' },
     amount: storedAmount(funding),
-    source: funding.sourcePartnerUserId === null ? { type: 'TREASURY' } : { type: 'USER_BALANCE', partnerUserId: funding.sourcePartnerUserId },
+    source:
+      funding.sourcePartnerUserId === null
+        ? { type: 'TREASURY' }
+        : { type: 'USER_BALANCE', partnerUserId: funding.sourcePartnerUserId },
     transferId: funding.transferId,
     error: funding.errorCode ? { code: funding.errorCode, message: funding.errorMessage ?? funding.errorCode } : null,
     review: reviewView(funding, fundingResolutionOutcomes),

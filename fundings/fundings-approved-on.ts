@@ -11,9 +11,23 @@ import { dayEventsAfter, type ApprovedFunding, type DayCursor, type SettlementDa
  * The day's fundings that are APPROVED, each once (by the first event of the day that approved it),
  * after `after` in the order of those events, at most `limit`; and where the next page starts.
  */
-export async function fundingsApprovedOn(database: Database, day: SettlementDay, after: DayCursor | null, limit: number): Promise<{ items: ApprovedFunding[]; next: DayCursor | null }> {
+export async function fundingsApprovedOn(
+  database: Database,
+  day: SettlementDay,
+  after: DayCursor | null,
+  limit: number,
+): Promise<{ items: ApprovedFunding[]; next: DayCursor | null }> {
   const { start, end, cursor } = dayEventsAfter(day, after);
-  const rows = await database.$queryRaw<Array<{ event_id: bigint; at: Date; id: string; transfer_id: string | null; amount: Prisma.Decimal; currency: string }>>`
+  const rows = await database.$queryRaw<
+    Array<{
+      event_id: bigint;
+      at: Date;
+      id: string;
+      transfer_id: string | null;
+      amount: Prisma.Decimal;
+      currency: string;
+    }>
+  >`
     SELECT ev.id AS event_id, ev.at, f.id::text AS id, f.transfer_id, f.amount, f.currency
     FROM funding_event ev JOIN funding f ON f.id = ev.funding_id
     WHERE ev.status = 'APPROVED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
@@ -25,7 +39,12 @@ export async function fundingsApprovedOn(database: Database, day: SettlementDay,
     LIMIT ${limit}`;
   const last = rows.at(-1);
   return {
-    items: rows.map((row) => ({ id: row.id, transferId: row.transfer_id, amount: fromNumeric(row.amount), currency: row.currency })),
+    items: rows.map((row) => ({
+      id: row.id,
+      transferId: row.transfer_id,
+      amount: fromNumeric(row.amount),
+      currency: row.currency,
+    })),
     next: rows.length === limit && last ? { at: last.at.toISOString(), eventId: last.event_id.toString() } : null,
   };
 }

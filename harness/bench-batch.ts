@@ -68,7 +68,14 @@ interface BatchView {
   etaSeconds: number | null;
 }
 
-async function call<T>(apiBase: string, key: string, method: 'GET' | 'POST', path: string, body?: { type: string; text: string }, idempotencyKey?: string): Promise<{ status: number; body: T }> {
+async function call<T>(
+  apiBase: string,
+  key: string,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: { type: string; text: string },
+  idempotencyKey?: string,
+): Promise<{ status: number; body: T }> {
   const response = await request(`${apiBase}${path}`, {
     method,
     headers: {
@@ -85,7 +92,8 @@ async function call<T>(apiBase: string, key: string, method: 'GET' | 'POST', pat
 }
 
 /** Every run of the batch's workflow: how many, the largest in events, the total. */
-export const batchHistory = (client: Client, batchId: string): Promise<BatchHistory> => chainHistory(client, batchWorkflowId(batchId));
+export const batchHistory = (client: Client, batchId: string): Promise<BatchHistory> =>
+  chainHistory(client, batchWorkflowId(batchId));
 
 /** Every run of a workflow's continue-as-new chain: how many, the largest in events, the total. */
 export async function chainHistory(client: Client, workflowId: string): Promise<BatchHistory> {
@@ -109,7 +117,11 @@ export interface BatchRecipient {
 }
 
 /** One batch of `items`, to fresh cash-in codes from `deps.codes` unless `recipients` names them. */
-export async function runBatch(deps: BatchBenchDependencies, items: number, recipients?: readonly BatchRecipient[]): Promise<BatchBenchRun> {
+export async function runBatch(
+  deps: BatchBenchDependencies,
+  items: number,
+  recipients?: readonly BatchRecipient[],
+): Promise<BatchBenchRun> {
   if (!recipients && deps.codes.left < items) await deps.codes.fill(items - deps.codes.left);
   const lines = ['reference,recipient_type,recipient,amount'];
   for (let index = 0; index < items; index += 1) {
@@ -119,11 +131,21 @@ export async function runBatch(deps: BatchBenchDependencies, items: number, reci
   const csv = `${lines.join('\n')}\n`;
 
   const createStarted = performance.now();
-  const created = await call<BatchView & { code?: string }>(deps.apiBase, deps.opsKey, 'POST', `/ops/funding-batches?name=bench-${items}`, { type: 'text/csv', text: csv }, `bench-batch-${Date.now()}`);
+  const created = await call<BatchView & { code?: string }>(
+    deps.apiBase,
+    deps.opsKey,
+    'POST',
+    `/ops/funding-batches?name=bench-${items}`,
+    { type: 'text/csv', text: csv },
+    `bench-batch-${Date.now()}`,
+  );
   const createMs = Math.round(performance.now() - createStarted);
-  if (created.status !== 202) throw new Error(`the batch was not accepted: ${created.status} ${JSON.stringify(created.body).slice(0, 500)}`);
+  if (created.status !== 202)
+    throw new Error(`the batch was not accepted: ${created.status} ${JSON.stringify(created.body).slice(0, 500)}`);
   const batchId = created.body.batchId;
-  deps.log(`batch ${batchId}: ${items} items (${(csv.length / 2 ** 20).toFixed(1)} MiB of CSV) accepted in ${createMs} ms, state ${created.body.state}`);
+  deps.log(
+    `batch ${batchId}: ${items} items (${(csv.length / 2 ** 20).toFixed(1)} MiB of CSV) accepted in ${createMs} ms, state ${created.body.state}`,
+  );
 
   const usage = sampleUsage(deps.pids, 500);
   const samples: Array<[number, number]> = [];
@@ -137,8 +159,15 @@ export async function runBatch(deps: BatchBenchDependencies, items: number, reci
   let view: BatchView = created.body;
   try {
     if (view.state === 'AWAITING_APPROVAL') {
-      const approved = await call<BatchView>(deps.apiBase, deps.approverKey, 'POST', `/ops/funding-batches/${batchId}/approve`, { type: 'application/json', text: '{}' });
-      if (approved.status !== 200) throw new Error(`the approval was refused: ${approved.status} ${JSON.stringify(approved.body)}`);
+      const approved = await call<BatchView>(
+        deps.apiBase,
+        deps.approverKey,
+        'POST',
+        `/ops/funding-batches/${batchId}/approve`,
+        { type: 'application/json', text: '{}' },
+      );
+      if (approved.status !== 200)
+        throw new Error(`the approval was refused: ${approved.status} ${JSON.stringify(approved.body)}`);
       deps.log(`batch ${batchId}: approved by the second key`);
     }
     let lastLog = 0;
@@ -148,8 +177,12 @@ export async function runBatch(deps: BatchBenchDependencies, items: number, reci
       if (view.state !== 'RUNNING') break;
       if (performance.now() - lastLog > 10_000) {
         lastLog = performance.now();
-        const done = Object.entries(view.counts).filter(([state]) => state !== 'PENDING' && state !== 'CREATING' && state !== 'EXECUTING').reduce((sum, [, n]) => sum + n, 0);
-        deps.log(`batch: ${done}/${items} final, ${view.itemsPerSecond ?? '?'} items/s, ETA ${view.etaSeconds ?? '?'} s, worker RSS ${samples.at(-1)?.[1] ?? '?'} MiB`);
+        const done = Object.entries(view.counts)
+          .filter(([state]) => state !== 'PENDING' && state !== 'CREATING' && state !== 'EXECUTING')
+          .reduce((sum, [, n]) => sum + n, 0);
+        deps.log(
+          `batch: ${done}/${items} final, ${view.itemsPerSecond ?? '?'} items/s, ETA ${view.etaSeconds ?? '?'} s, worker RSS ${samples.at(-1)?.[1] ?? '?'} MiB`,
+        );
       }
     }
   } finally {
@@ -157,7 +190,8 @@ export async function runBatch(deps: BatchBenchDependencies, items: number, reci
   }
   sampleRss();
   const processes = usage.stop();
-  if (view.state !== 'COMPLETED' || !view.startedAt || !view.completedAt) throw new Error(`the batch ended ${view.state}: ${JSON.stringify(view.counts)}`);
+  if (view.state !== 'COMPLETED' || !view.startedAt || !view.completedAt)
+    throw new Error(`the batch ended ${view.state}: ${JSON.stringify(view.counts)}`);
   const seconds = (Date.parse(view.completedAt) - Date.parse(view.startedAt)) / 1000;
   const cpu = (names: string[]) => names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0);
   const workerNames = Object.keys(processes).filter((name) => name.startsWith('worker'));
@@ -193,7 +227,10 @@ export interface StorePhases {
   createMs: number;
   /** The cancel of the stored batch (every item CANCELLED, every hold released), ms. */
   cancelMs: number;
-  /** The API's resident memory before the create, and its peak during the create and the cancel (read every 100 ms), MiB. */
+  /**
+   * The API's resident memory before the create, and its peak during the create and the cancel (read every 100 ms),
+   * MiB.
+   */
   apiRssMiB: { before: number; createPeak: number; cancelPeak: number };
 }
 
@@ -208,13 +245,26 @@ function singlesDuring(answers: ReadonlyArray<{ ms: number; status: string }>): 
   const statuses: Record<string, number> = {};
   for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
   const sorted = answers.map((answer) => answer.ms).sort((a, b) => a - b);
-  return { sent: answers.length, statuses, maxMs: Math.round(sorted.at(-1) ?? 0), p99Ms: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0) };
+  return {
+    sent: answers.length,
+    statuses,
+    maxMs: Math.round(sorted.at(-1) ?? 0),
+    p99Ms: Math.round(sorted[Math.floor(sorted.length * 0.99)] ?? 0),
+  };
 }
 
-type StoreDeps = Pick<BatchBenchDependencies, 'apiBase' | 'opsKey' | 'codes' | 'log'> & { apiPid: () => number | undefined; singleCodes: CodeSupply };
+type StoreDeps = Pick<BatchBenchDependencies, 'apiBase' | 'opsKey' | 'codes' | 'log'> & {
+  apiPid: () => number | undefined;
+  singleCodes: CodeSupply;
+};
 
 /** One batch of the CSV stored, then cancelled: their times and the API's resident memory every 100 ms. */
-async function storeAndCancel(deps: StoreDeps, csv: string, label: string, onPhase: (phase: 'create' | 'cancel') => void = () => undefined): Promise<StorePhases> {
+async function storeAndCancel(
+  deps: StoreDeps,
+  csv: string,
+  label: string,
+  onPhase: (phase: 'create' | 'cancel') => void = () => undefined,
+): Promise<StorePhases> {
   const rss = () => rssMiBOf(deps.apiPid() ?? -1) ?? 0;
   const before = Math.round(rss());
   let peak = 0;
@@ -222,19 +272,38 @@ async function storeAndCancel(deps: StoreDeps, csv: string, label: string, onPha
   try {
     onPhase('create');
     const createStarted = performance.now();
-    const created = await call<BatchView & { code?: string }>(deps.apiBase, deps.opsKey, 'POST', `/ops/funding-batches?name=${label}`, { type: 'text/csv', text: csv }, `bench-store-${label}-${Date.now()}`);
+    const created = await call<BatchView & { code?: string }>(
+      deps.apiBase,
+      deps.opsKey,
+      'POST',
+      `/ops/funding-batches?name=${label}`,
+      { type: 'text/csv', text: csv },
+      `bench-store-${label}-${Date.now()}`,
+    );
     const createMs = Math.round(performance.now() - createStarted);
     const createPeak = Math.round(Math.max(peak, rss()));
-    if (created.status !== 202) throw new Error(`the batch was not accepted: ${created.status} ${JSON.stringify(created.body).slice(0, 500)}`);
-    deps.log(`${label}: ${created.body.total.count} items stored in ${createMs} ms, state ${created.body.state}, API RSS ${before} → peak ${createPeak} MiB`);
+    if (created.status !== 202)
+      throw new Error(`the batch was not accepted: ${created.status} ${JSON.stringify(created.body).slice(0, 500)}`);
+    deps.log(
+      `${label}: ${created.body.total.count} items stored in ${createMs} ms, state ${created.body.state}, API RSS ${before} → peak ${createPeak} MiB`,
+    );
     peak = 0;
     onPhase('cancel');
     const cancelStarted = performance.now();
-    const cancelled = await call<BatchView>(deps.apiBase, deps.opsKey, 'POST', `/ops/funding-batches/${created.body.batchId}/cancel`, { type: 'application/json', text: '{}' });
+    const cancelled = await call<BatchView>(
+      deps.apiBase,
+      deps.opsKey,
+      'POST',
+      `/ops/funding-batches/${created.body.batchId}/cancel`,
+      { type: 'application/json', text: '{}' },
+    );
     const cancelMs = Math.round(performance.now() - cancelStarted);
     const cancelPeak = Math.round(Math.max(peak, rss()));
-    if (cancelled.status !== 200) throw new Error(`the cancel was refused: ${cancelled.status} ${JSON.stringify(cancelled.body).slice(0, 500)}`);
-    deps.log(`${label}: cancelled in ${cancelMs} ms (${JSON.stringify(cancelled.body.counts)}), API RSS peak ${cancelPeak} MiB`);
+    if (cancelled.status !== 200)
+      throw new Error(`the cancel was refused: ${cancelled.status} ${JSON.stringify(cancelled.body).slice(0, 500)}`);
+    deps.log(
+      `${label}: cancelled in ${cancelMs} ms (${JSON.stringify(cancelled.body.counts)}), API RSS peak ${cancelPeak} MiB`,
+    );
     return { createMs, cancelMs, apiRssMiB: { before, createPeak, cancelPeak } };
   } finally {
     clearInterval(sampler);
@@ -254,7 +323,8 @@ export async function storeBatch(deps: StoreDeps, items: number, singleLoops = 4
   const codes = Array.from({ length: items }, () => deps.codes.take()!);
   const csvOf = (prefix: string) => {
     const lines = ['reference,recipient_type,recipient,amount'];
-    for (let index = 0; index < items; index += 1) lines.push(`${prefix}-${String(index + 1).padStart(6, '0')},CODE,${codes[index]!},1.00`);
+    for (let index = 0; index < items; index += 1)
+      lines.push(`${prefix}-${String(index + 1).padStart(6, '0')},CODE,${codes[index]!},1.00`);
     return `${lines.join('\n')}\n`;
   };
   let csv = csvOf('alone');
@@ -262,7 +332,10 @@ export async function storeBatch(deps: StoreDeps, items: number, singleLoops = 4
   const alone = await storeAndCancel(deps, csv, `store-alone-${items}`);
   csv = csvOf('beside');
 
-  const answers = { create: [] as Array<{ ms: number; status: string }>, cancel: [] as Array<{ ms: number; status: string }> };
+  const answers = {
+    create: [] as Array<{ ms: number; status: string }>,
+    cancel: [] as Array<{ ms: number; status: string }>,
+  };
   let phase: 'create' | 'cancel' = 'create';
   let singlesRunning = true;
   const singles = Promise.all(
@@ -276,7 +349,11 @@ export async function storeBatch(deps: StoreDeps, items: number, singleLoops = 4
         try {
           const response = await request(`${deps.apiBase}/ops/fundings`, {
             method: 'POST',
-            headers: { authorization: `Bearer ${deps.opsKey}`, 'content-type': 'application/json', 'idempotency-key': `bench-store-${code}-${Date.now()}` },
+            headers: {
+              authorization: `Bearer ${deps.opsKey}`,
+              'content-type': 'application/json',
+              'idempotency-key': `bench-store-${code}-${Date.now()}`,
+            },
             body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } }),
             headersTimeout: 120_000,
             bodyTimeout: 120_000,
@@ -297,7 +374,15 @@ export async function storeBatch(deps: StoreDeps, items: number, singleLoops = 4
     const alongside = await storeAndCancel(deps, csv, `store-beside-${items}`, (next) => (phase = next));
     singlesRunning = false;
     await singles;
-    return { items, csvBytes, alone, alongside: { ...alongside, singles: { create: singlesDuring(answers.create), cancel: singlesDuring(answers.cancel) } } };
+    return {
+      items,
+      csvBytes,
+      alone,
+      alongside: {
+        ...alongside,
+        singles: { create: singlesDuring(answers.create), cancel: singlesDuring(answers.cancel) },
+      },
+    };
   } finally {
     singlesRunning = false;
     await singles;

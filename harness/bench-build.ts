@@ -16,18 +16,38 @@ import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 export const benchBuildRoot = path.join(projectRoot, '.walletflow', 'bench-build');
 
 /** Folders that are not production code (tsconfig.build.json's exclude, and what holds no source). */
-const notSources = new Set(['node_modules', '.walletflow', 'dist', 'test', 'bench', 'scripts', 'docs', 'deploy', 'test-results', '.git']);
+const notSources = new Set([
+  'node_modules',
+  '.walletflow',
+  'dist',
+  'test',
+  'bench',
+  'scripts',
+  'docs',
+  'deploy',
+  'test-results',
+  '.git',
+]);
 
 /** A digest of everything a compile reads: the TypeScript sources, the browser assets, the compiler's settings. */
 function sourcesDigest(): string {
   const hash = createHash('sha256');
   const visit = (relative: string) => {
-    for (const entry of readdirSync(path.join(projectRoot, relative), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+    for (const entry of readdirSync(path.join(projectRoot, relative), { withFileTypes: true }).sort((a, b) =>
+      a.name.localeCompare(b.name),
+    )) {
       const child = relative ? path.join(relative, entry.name) : entry.name;
       if (entry.isDirectory()) {
         if (!notSources.has(child)) visit(child);
-      } else if (/\.(ts|js|css|svg|png|json)$/.test(entry.name) && (relative !== '' || /^tsconfig.*\.json$|^package\.json$/.test(entry.name))) {
-        hash.update(child).update('\0').update(readFileSync(path.join(projectRoot, child))).update('\0');
+      } else if (
+        /\.(ts|js|css|svg|png|json)$/.test(entry.name) &&
+        (relative !== '' || /^tsconfig.*\.json$|^package\.json$/.test(entry.name))
+      ) {
+        hash
+          .update(child)
+          .update('\0')
+          .update(readFileSync(path.join(projectRoot, child)))
+          .update('\0');
       }
     }
   };
@@ -35,7 +55,10 @@ function sourcesDigest(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Compiles the production code, or finds it compiled from these very sources; answers its folder. Throws with tsc's output when it fails. */
+/**
+ * Compiles the production code, or finds it compiled from these very sources; answers its folder. Throws with tsc's
+ * output when it fails.
+ */
 export function buildForBench(): string {
   const digest = sourcesDigest();
   const dir = path.join(benchBuildRoot, digest);
@@ -43,7 +66,10 @@ export function buildForBench(): string {
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', building], { cwd: projectRoot, encoding: 'utf8' });
+  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--outDir', building], {
+    cwd: projectRoot,
+    encoding: 'utf8',
+  });
   if (result.status !== 0) {
     rmSync(building, { recursive: true, force: true });
     throw new Error(`compiling for the bench failed:\n${result.stdout}${result.stderr}`);
@@ -58,7 +84,8 @@ export function buildForBench(): string {
   }
   // Older compiles are of sources that changed since.
   for (const entry of readdirSync(benchBuildRoot)) {
-    if (entry !== digest && !entry.includes('.building-')) rmSync(path.join(benchBuildRoot, entry), { recursive: true, force: true });
+    if (entry !== digest && !entry.includes('.building-'))
+      rmSync(path.join(benchBuildRoot, entry), { recursive: true, force: true });
   }
   return dir;
 }

@@ -35,21 +35,39 @@ interface Answer {
   ms: number;
 }
 
-export async function runBurst(options: { apiBase: string; opsKey: string; admin: SandboxAdminClient; requests?: number; recipients?: number }): Promise<BurstRun> {
+export async function runBurst(options: {
+  apiBase: string;
+  opsKey: string;
+  admin: SandboxAdminClient;
+  requests?: number;
+  recipients?: number;
+}): Promise<BurstRun> {
   const requests = options.requests ?? 1000;
   const recipientCount = options.recipients ?? 100;
   const codes: string[] = [];
   for (let index = 0; index < recipientCount; index += 1) {
-    const user = await options.admin.createUser({ mobile: `+63940${String(index).padStart(5, '0')}`, kycLevel: 'KYC1', balance: '0.00', walletLimit: '900000000.00' });
+    const user = await options.admin.createUser({
+      mobile: `+63940${String(index).padStart(5, '0')}`,
+      kycLevel: 'KYC1',
+      balance: '0.00',
+      walletLimit: '900000000.00',
+    });
     codes.push((await options.admin.cashInCode(user.userId)).code);
   }
-  const items = Array.from({ length: requests }, (_, index) => ({ key: `burst-${randomUUID()}`, code: codes[index % recipientCount]! }));
+  const items = Array.from({ length: requests }, (_, index) => ({
+    key: `burst-${randomUUID()}`,
+    code: codes[index % recipientCount]!,
+  }));
   const send = async (item: { key: string; code: string }): Promise<Answer> => {
     const started = performance.now();
     try {
       const response = await fetch(`${options.apiBase}/ops/fundings`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'idempotency-key': item.key, authorization: `Bearer ${options.opsKey}` },
+        headers: {
+          'content-type': 'application/json',
+          'idempotency-key': item.key,
+          authorization: `Bearer ${options.opsKey}`,
+        },
         body: JSON.stringify({ recipient: { type: 'CODE', code: item.code }, amount: benchAmount }),
       });
       const text = await response.text();
@@ -60,12 +78,18 @@ export async function runBurst(options: { apiBase: string; opsKey: string; admin
         code = undefined;
       }
       const retryAfter = response.headers.get('retry-after');
-      return { status: response.status, code, retryAfterSeconds: retryAfter === null ? null : Number(retryAfter), ms: performance.now() - started };
+      return {
+        status: response.status,
+        code,
+        retryAfterSeconds: retryAfter === null ? null : Number(retryAfter),
+        ms: performance.now() - started,
+      };
     } catch {
       return { status: 0, code: 'CONNECTION', retryAfterSeconds: null, ms: performance.now() - started };
     }
   };
-  const isLoadRefusal = (answer: Answer) => (answer.status === 503 || answer.status === 429) && answer.retryAfterSeconds !== null;
+  const isLoadRefusal = (answer: Answer) =>
+    (answer.status === 503 || answer.status === 429) && answer.retryAfterSeconds !== null;
 
   const started = performance.now();
   const first = await Promise.all(items.map(send));
@@ -75,18 +99,26 @@ export async function runBurst(options: { apiBase: string; opsKey: string; admin
     firstWave[key] = (firstWave[key] ?? 0) + 1;
   }
   const serverErrors = first.filter((answer) => answer.status >= 500 && !isLoadRefusal(answer)).length;
-  let refused = first.flatMap((answer, index) => (isLoadRefusal(answer) ? [{ item: items[index]!, retryAfterSeconds: answer.retryAfterSeconds ?? 1 }] : []));
+  let refused = first.flatMap((answer, index) =>
+    isLoadRefusal(answer) ? [{ item: items[index]!, retryAfterSeconds: answer.retryAfterSeconds ?? 1 }] : [],
+  );
   let accepted = first.filter((answer) => answer.status === 202).length;
   let rounds = 0;
   let lastAcceptance = performance.now();
   while (refused.length > 0 && rounds < 30) {
     rounds += 1;
     // As a client would: after the longest Retry-After of the refusals, every refused one again.
-    await new Promise((resolve) => setTimeout(resolve, Math.max(...refused.map((entry) => entry.retryAfterSeconds)) * 1000));
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(...refused.map((entry) => entry.retryAfterSeconds)) * 1000),
+    );
     const answers = await Promise.all(refused.map((entry) => send(entry.item)));
     accepted += answers.filter((answer) => answer.status === 202).length;
     lastAcceptance = performance.now();
-    refused = refused.flatMap((entry, index) => (isLoadRefusal(answers[index]!) ? [{ item: entry.item, retryAfterSeconds: answers[index]!.retryAfterSeconds ?? 1 }] : []));
+    refused = refused.flatMap((entry, index) =>
+      isLoadRefusal(answers[index]!)
+        ? [{ item: entry.item, retryAfterSeconds: answers[index]!.retryAfterSeconds ?? 1 }]
+        : [],
+    );
   }
   if (rounds === 0) lastAcceptance = performance.now();
   const seconds = (lastAcceptance - started) / 1000;

@@ -46,8 +46,13 @@ export const consolePageNames = [
 export type ConsolePageName = (typeof consolePageNames)[number];
 
 /** The pages of the 100,000-item batch's items: their own target (p95 under 100 ms); every other page: under 200 ms. */
-export const batchItemsPages: readonly ConsolePageName[] = ['batch items: first page', 'batch items: middle page', 'batch items: by status'];
-export const targetP95Ms = (page: string): number => ((batchItemsPages as readonly string[]).includes(page) ? 100 : 200);
+export const batchItemsPages: readonly ConsolePageName[] = [
+  'batch items: first page',
+  'batch items: middle page',
+  'batch items: by status',
+];
+export const targetP95Ms = (page: string): number =>
+  (batchItemsPages as readonly string[]).includes(page) ? 100 : 200;
 
 const pageFiguresSchema = z.object({
   path: z.string(),
@@ -79,7 +84,12 @@ export const consoleBenchReportSchema = z.object({
   name: z.string(),
   date: z.string(),
   machine: z.object({ cpus: z.number().int(), cpuModel: z.string(), memoryGiB: z.number(), node: z.string() }),
-  options: z.object({ fundings: z.number().int(), payments: z.number().int(), batchItems: z.number().int(), requests: z.number().int() }),
+  options: z.object({
+    fundings: z.number().int(),
+    payments: z.number().int(),
+    batchItems: z.number().int(),
+    requests: z.number().int(),
+  }),
   /** What each page was asked for: the same ids on both sides. */
   targets: z.object({
     fundingId: z.string(),
@@ -186,7 +196,11 @@ export async function consoleHistory(
     const start = `(now() - interval '1 hour' - make_interval(days => ${days}))`;
     let smallBatchId: string | null = null;
     for (let index = 1; index <= input.smallBatches; index += 1) {
-      smallBatchId = await batch(index, input.smallItems, `${start} + make_interval(days => ${days}) * (${index}::float8 / ${input.smallBatches + 1}) - interval '1 day'`);
+      smallBatchId = await batch(
+        index,
+        input.smallItems,
+        `${start} + make_interval(days => ${days}) * (${index}::float8 / ${input.smallBatches + 1}) - interval '1 day'`,
+      );
     }
     const bigBatchId = input.bigItems > 0 ? await batch(0, input.bigItems, `now() - interval '1 hour'`) : null;
 
@@ -207,7 +221,9 @@ export async function consoleHistory(
          WHERE NOT EXISTS (SELECT 1 FROM webhook_delivery d WHERE d.event_id = e.id)`,
     });
     // A dead letter was retried for its window: its last attempt a day later, never delivered.
-    await client.query({ text: `UPDATE webhook_delivery SET delivered_at = NULL, attempts = 18, updated_at = created_at + interval '1 day' WHERE status = 'FAILED' AND delivered_at IS NOT NULL` });
+    await client.query({
+      text: `UPDATE webhook_delivery SET delivered_at = NULL, attempts = 18, updated_at = created_at + interval '1 day' WHERE status = 'FAILED' AND delivered_at IS NOT NULL`,
+    });
 
     // Audit rows: staff and keys at work over the history's days.
     await client.query({
@@ -239,11 +255,15 @@ export async function consoleHistory(
   }
 }
 
-/** The cookie a Set-Cookie header sets (`name=value`, the name with or without the `__Secure-` prefix an https console gives it), or undefined. */
+/**
+ * The cookie a Set-Cookie header sets (`name=value`, the name with or without the `__Secure-` prefix an https console
+ * gives it), or undefined.
+ */
 function cookieFrom(response: Response, name: string): string | undefined {
   for (const header of response.headers.getSetCookie()) {
     const pair = header.split(';')[0] ?? '';
-    for (const spelled of [name, `__Secure-${name}`]) if (pair.startsWith(`${spelled}=`) && pair.length > spelled.length + 1) return pair;
+    for (const spelled of [name, `__Secure-${name}`])
+      if (pair.startsWith(`${spelled}=`) && pair.length > spelled.length + 1) return pair;
   }
   return undefined;
 }
@@ -257,7 +277,8 @@ export async function signInWithKey(apiBase: string, key: string): Promise<strin
   const page = await fetch(`${apiBase}/console/sign-in`, { redirect: 'manual' });
   const pre = cookieFrom(page, 'walletflow_console_pre');
   const token = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1];
-  if (!pre || !token) throw new Error(`the console's sign-in page (${page.status}) has no key form: is an identity provider configured?`);
+  if (!pre || !token)
+    throw new Error(`the console's sign-in page (${page.status}) has no key form: is an identity provider configured?`);
   const signedIn = await fetch(`${apiBase}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
@@ -266,12 +287,18 @@ export async function signInWithKey(apiBase: string, key: string): Promise<strin
   });
   await signedIn.text();
   const session = cookieFrom(signedIn, 'walletflow_console');
-  if (signedIn.status !== 200 || !session) throw new Error(`signing in to the console with the ops key answered ${signedIn.status}`);
+  if (signedIn.status !== 200 || !session)
+    throw new Error(`signing in to the console with the ops key answered ${signedIn.status}`);
   return session;
 }
 
 /** One page: 3 requests not timed, then `requests` timed, one in flight. */
-export async function measurePage(apiBase: string, cookie: string, path: string, requests: number): Promise<PageFigures> {
+export async function measurePage(
+  apiBase: string,
+  cookie: string,
+  path: string,
+  requests: number,
+): Promise<PageFigures> {
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   let failed = 0;
@@ -316,7 +343,12 @@ export function consolePagePaths(targets: Targets): Record<ConsolePageName, stri
   };
 }
 
-async function measurePhase(deps: ConsoleBenchDependencies, targets: Targets, requests: number, phase: string): Promise<z.infer<typeof phaseSchema>> {
+async function measurePhase(
+  deps: ConsoleBenchDependencies,
+  targets: Targets,
+  requests: number,
+  phase: string,
+): Promise<z.infer<typeof phaseSchema>> {
   const loadAverage = round1(os.loadavg()[0]!);
   // A session of its own for each side: the preload may outlast the idle time-out.
   const cookie = await signInWithKey(deps.apiBase, deps.opsKey);
@@ -325,13 +357,20 @@ async function measurePhase(deps: ConsoleBenchDependencies, targets: Targets, re
   for (const name of consolePageNames) {
     pages[name] = await measurePage(deps.apiBase, cookie, paths[name], requests);
     const figures = pages[name];
-    deps.log(`console (${phase}): ${name.padEnd(26)} p50 ${figures.latencyMs.p50} ms, p95 ${figures.latencyMs.p95} ms${figures.failed ? `, ${figures.failed} not 200: ${JSON.stringify(figures.statuses)}` : ''}`);
+    deps.log(
+      `console (${phase}): ${name.padEnd(26)} p50 ${figures.latencyMs.p50} ms, p95 ${figures.latencyMs.p95} ms${figures.failed ? `, ${figures.failed} not 200: ${JSON.stringify(figures.statuses)}` : ''}`,
+    );
   }
   return { loadAverage, pages };
 }
 
 /** The pages' targets, read from what the small database holds (the same on both sides). */
-async function chooseTargets(databaseUrl: string, batchId: string, smallBatchId: string, batchItems: number): Promise<Targets> {
+async function chooseTargets(
+  databaseUrl: string,
+  batchId: string,
+  smallBatchId: string,
+  batchItems: number,
+): Promise<Targets> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
@@ -343,8 +382,12 @@ async function chooseTargets(databaseUrl: string, batchId: string, smallBatchId:
     const funding = await one<{ id: string; idempotency_key: string; cash_in_code_masked: string }>(
       `SELECT id, idempotency_key, cash_in_code_masked FROM funding WHERE batch_id IS NULL AND status = 'APPROVED' AND recipient_type = 'CODE' ORDER BY created_at DESC LIMIT 1`,
     );
-    const payment = await one<{ id: string }>(`SELECT id FROM payment WHERE status = 'SUCCEEDED' ORDER BY created_at DESC LIMIT 1`);
-    const user = await one<{ partner_user_id: string }>(`SELECT source_partner_user_id AS partner_user_id FROM funding WHERE source_partner_user_id IS NOT NULL ORDER BY created_at DESC LIMIT 1`);
+    const payment = await one<{ id: string }>(
+      `SELECT id FROM payment WHERE status = 'SUCCEEDED' ORDER BY created_at DESC LIMIT 1`,
+    );
+    const user = await one<{ partner_user_id: string }>(
+      `SELECT source_partner_user_id AS partner_user_id FROM funding WHERE source_partner_user_id IS NOT NULL ORDER BY created_at DESC LIMIT 1`,
+    );
     return {
       fundingId: funding.id,
       idempotencyKey: funding.idempotency_key,
@@ -369,26 +412,57 @@ const ratioOf = (after: number, before: number) => (before > 0 ? Math.round((aft
  * pages measured; then the preload and its share of batches, deliveries and audit rows; the same
  * pages measured again.
  */
-export async function runConsoleBench(deps: ConsoleBenchDependencies, options: ConsoleBenchOptions): Promise<ConsoleBenchReport> {
+export async function runConsoleBench(
+  deps: ConsoleBenchDependencies,
+  options: ConsoleBenchOptions,
+): Promise<ConsoleBenchReport> {
   const started = Date.now();
   const { fundings, payments } = options.preload;
-  const seedOptions: PreloadOptions = { fundings: Math.ceil(fundings / 100), payments: Math.ceil(payments / 100), links: 200 };
+  const seedOptions: PreloadOptions = {
+    fundings: Math.ceil(fundings / 100),
+    payments: Math.ceil(payments / 100),
+    links: 200,
+  };
   const seed = await preloadHistory(deps.databaseUrl, seedOptions);
-  const seedConsole = await consoleHistory(deps.databaseUrl, { smallBatches: 5, smallItems: 200, bigItems: options.batchItems, opsActions: Math.ceil(fundings / 1000) });
+  const seedConsole = await consoleHistory(deps.databaseUrl, {
+    smallBatches: 5,
+    smallItems: 200,
+    bigItems: options.batchItems,
+    opsActions: Math.ceil(fundings / 1000),
+  });
   deps.log(
     `console: small database: ${seed.fundings} fundings, ${seed.payments} payments, ${seedConsole.batches} batches (${seedConsole.batchItems} items, one of ${options.batchItems}), ` +
       `${seedConsole.deliveries} webhook deliveries, ${seedConsole.opsActions} audit rows`,
   );
-  const targets = await chooseTargets(deps.databaseUrl, seedConsole.bigBatchId!, seedConsole.smallBatchId!, options.batchItems);
+  const targets = await chooseTargets(
+    deps.databaseUrl,
+    seedConsole.bigBatchId!,
+    seedConsole.smallBatchId!,
+    options.batchItems,
+  );
   const empty = await measurePhase(deps, targets, options.requests, 'small database');
   deps.log(`preload: ${fundings} fundings and ${payments} payments of history...`);
   const preload = await preloadHistory(deps.databaseUrl, { fundings, payments, links: 2000 }, deps.log);
-  deps.log(`preload: done in ${preload.seconds} s (${preload.fundingEvents} funding events, ${preload.ledgerEntries} ledger entries)`);
+  deps.log(
+    `preload: done in ${preload.seconds} s (${preload.fundingEvents} funding events, ${preload.ledgerEntries} ledger entries)`,
+  );
   // The preload's share of the rest: a batch of 500 items every 10,000 fundings, an audit row every 10.
-  const preloadConsole = await consoleHistory(deps.databaseUrl, { smallBatches: Math.ceil(fundings / 10_000), smallItems: 500, bigItems: 0, opsActions: Math.ceil(fundings / 10) });
-  deps.log(`console: the preload's batches (${preloadConsole.batches}, ${preloadConsole.batchItems} items), ${preloadConsole.deliveries} webhook deliveries and ${preloadConsole.opsActions} audit rows in ${preloadConsole.seconds} s`);
+  const preloadConsole = await consoleHistory(deps.databaseUrl, {
+    smallBatches: Math.ceil(fundings / 10_000),
+    smallItems: 500,
+    bigItems: 0,
+    opsActions: Math.ceil(fundings / 10),
+  });
+  deps.log(
+    `console: the preload's batches (${preloadConsole.batches}, ${preloadConsole.batchItems} items), ${preloadConsole.deliveries} webhook deliveries and ${preloadConsole.opsActions} audit rows in ${preloadConsole.seconds} s`,
+  );
   const preloaded = await measurePhase(deps, targets, options.requests, 'preloaded');
-  const ratioP95 = Object.fromEntries(consolePageNames.map((page) => [page, ratioOf(preloaded.pages[page]!.latencyMs.p95, empty.pages[page]!.latencyMs.p95)]));
+  const ratioP95 = Object.fromEntries(
+    consolePageNames.map((page) => [
+      page,
+      ratioOf(preloaded.pages[page]!.latencyMs.p95, empty.pages[page]!.latencyMs.p95),
+    ]),
+  );
   const missed = consolePageNames.filter((page) => preloaded.pages[page]!.latencyMs.p95 >= targetP95Ms(page));
   const cpus = os.cpus();
   const { bigBatchId: _big, smallBatchId: _small, ...seedCounts } = seedConsole;
@@ -396,7 +470,12 @@ export async function runConsoleBench(deps: ConsoleBenchDependencies, options: C
   return consoleBenchReportSchema.parse({
     name: options.name,
     date: new Date(started).toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
     options: { fundings, payments, batchItems: options.batchItems, requests: options.requests },
     targets,
     seed,

@@ -29,9 +29,11 @@ export interface BenchFigure {
 
 // Reports are JSON as written by the bench's versions over time: read loosely.
 type Json = Record<string, unknown>;
-const object = (value: unknown): Json | undefined => (value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined);
+const object = (value: unknown): Json | undefined =>
+  value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Json) : undefined;
 const num = (value: unknown): number | undefined => (typeof value === 'number' ? value : undefined);
-const at = (value: unknown, ...keys: string[]): unknown => keys.reduce<unknown>((node, key) => object(node)?.[key], value);
+const at = (value: unknown, ...keys: string[]): unknown =>
+  keys.reduce<unknown>((node, key) => object(node)?.[key], value);
 const n = (value: unknown, ...keys: string[]) => num(at(value, ...keys));
 
 /** A figure as the report has it, with thousands separated (`1,118`, `4,766.8`). */
@@ -55,7 +57,9 @@ type Measure = Omit<BenchFigure, 'date' | 'machine' | 'file'>;
 
 /** The fundings-per-second levels: each level's rate and p50, and the wallet client alone at the same level. */
 function levelsMeasures(report: Json): Measure[] {
-  const levels = (Array.isArray(report.levels) ? report.levels : []).map(object).filter((level): level is Json => level !== undefined);
+  const levels = (Array.isArray(report.levels) ? report.levels : [])
+    .map(object)
+    .filter((level): level is Json => level !== undefined);
   if (levels.length === 0) return [];
   const where = `${temporalName(report.temporal)}, ${n(report, 'workers') ?? 1} worker${n(report, 'workers') === 1 ? '' : 's'}`;
   const measures: Measure[] = [];
@@ -65,20 +69,39 @@ function levelsMeasures(report: Json): Measure[] {
     measure: `single fundings, ${where}`,
     order: 10 + (report.temporal === 'server' ? 1 : 0) + (n(report, 'workers') ?? 1) / 10,
     figures:
-      levels.map((level) => `${n(level, 'concurrency')} in flight: **${figure(n(level, 'walletflow', 'perSecond'))} fundings/s**, p50 ${figure(n(level, 'walletflow', 'latencyMs', 'p50'), ' ms')}, p99 ${figure(n(level, 'walletflow', 'latencyMs', 'p99'), ' ms')}`).join('; ') +
-      `; CPU ${figure(n(last, 'walletflow', 'cpuMsPerItem'), ' ms')} per funding at ${n(last, 'concurrency')}${split ? ` (${Object.entries(split).map(([name, ms]) => `${name} ${figure(num(ms))}`).join(' + ')})` : ''}`,
+      levels
+        .map(
+          (level) =>
+            `${n(level, 'concurrency')} in flight: **${figure(n(level, 'walletflow', 'perSecond'))} fundings/s**, p50 ${figure(n(level, 'walletflow', 'latencyMs', 'p50'), ' ms')}, p99 ${figure(n(level, 'walletflow', 'latencyMs', 'p99'), ' ms')}`,
+        )
+        .join('; ') +
+      `; CPU ${figure(n(last, 'walletflow', 'cpuMsPerItem'), ' ms')} per funding at ${n(last, 'concurrency')}${
+        split
+          ? ` (${Object.entries(split)
+              .map(([name, ms]) => `${name} ${figure(num(ms))}`)
+              .join(' + ')})`
+          : ''
+      }`,
     againstBaseline: `the wallet client alone: ${levels.map((level) => `${figure(n(level, 'baseline', 'perSecond'))}/s at ${n(level, 'concurrency')} (${percent(n(level, 'ratio'))})`).join(', ')}`,
   });
   const history = object(at(last, 'walletflow', 'history'));
   const lean = object(at(last, 'lean', 'history'));
   if (history) {
     const count = (h: Json, key: string, noun: string) => `${figure(n(h, key))} ${noun}${n(h, key) === 1 ? '' : 's'}`;
-    const shape = (h: Json) => [count(h, 'events', 'event'), count(h, 'workflowTasks', 'workflow task'), count(h, 'activityTasks', 'activity task'), count(h, 'markers', 'marker')].join(', ');
+    const shape = (h: Json) =>
+      [
+        count(h, 'events', 'event'),
+        count(h, 'workflowTasks', 'workflow task'),
+        count(h, 'activityTasks', 'activity task'),
+        count(h, 'markers', 'marker'),
+      ].join(', ');
     measures.push({
       measure: "an approved funding's history",
       order: 20,
       figures: shape(history),
-      againstBaseline: lean ? `the lean floor (the same two wallet calls as two activities, same Temporal): ${shape(lean)}; CPU ms per item, API + worker, ${figure(n(last, 'walletflow', 'cpuSplit', 'apiAndWorkers'))} against ${figure(n(last, 'lean', 'cpuSplit', 'apiAndWorkers'))} (${times(n(last, 'overheadRatio'))})` : '',
+      againstBaseline: lean
+        ? `the lean floor (the same two wallet calls as two activities, same Temporal): ${shape(lean)}; CPU ms per item, API + worker, ${figure(n(last, 'walletflow', 'cpuSplit', 'apiAndWorkers'))} against ${figure(n(last, 'lean', 'cpuSplit', 'apiAndWorkers'))} (${times(n(last, 'overheadRatio'))})`
+        : '',
     });
   }
   const burst = object(report.burst);
@@ -86,7 +109,11 @@ function levelsMeasures(report: Json): Measure[] {
     measures.push({
       measure: `a burst of ${figure(n(burst, 'requests'))} \`POST /ops/fundings\` across ${figure(n(burst, 'recipients'))} recipients`,
       order: 30,
-      figures: `first answers ${Object.entries(object(burst.firstWave) ?? {}).map(([status, count]) => `${figure(num(count))} × ${status}`).join(', ')}; ${figure(n(burst, 'serverErrors'))} 5xx; p99 ${figure(n(burst, 'latencyMs', 'p99'), ' ms')}; ${figure(n(burst, 'acceptedPerSecond'))} accepted/s`,
+      figures: `first answers ${Object.entries(object(burst.firstWave) ?? {})
+        .map(([status, count]) => `${figure(num(count))} × ${status}`)
+        .join(
+          ', ',
+        )}; ${figure(n(burst, 'serverErrors'))} 5xx; p99 ${figure(n(burst, 'latencyMs', 'p99'), ' ms')}; ${figure(n(burst, 'acceptedPerSecond'))} accepted/s`,
       againstBaseline: '',
     });
   }
@@ -99,18 +126,28 @@ function levelsMeasures(report: Json): Measure[] {
       order: 40 + (report.temporal === 'server' ? 1 : 0),
       figures:
         `**${figure(n(session, 'requestsPerSecond'))} requests/s**, p50 ${figure(n(session, 'latencyMs', 'p50'), ' ms')}, p99 ${figure(n(session, 'latencyMs', 'p99'), ' ms')}, ${figure(n(session, 'non2xx'))} non-2xx` +
-        (landers ? `; ${figure(n(landers, 'users'))} users opening the landing page meanwhile: the money page p99 ${figure(n(landers, 'toMoneyPageMs', 'p99'), ' ms')} after the session URL` : '') +
+        (landers
+          ? `; ${figure(n(landers, 'users'))} users opening the landing page meanwhile: the money page p99 ${figure(n(landers, 'toMoneyPageMs', 'p99'), ' ms')} after the session URL`
+          : '') +
         (onboarding ? `; the sessions onboarded at ${figure(n(onboarding, 'onboardedPerSecond'))}/s afterwards` : ''),
       againstBaseline: '',
     });
   }
   const after = object(report.workerRssMiBAfter);
   if (after) {
-    const list = (rss: Json | undefined) => Object.entries(rss ?? {}).map(([name, mib]) => `${name} ${figure(num(mib), ' MiB')}`).join(', ');
+    const list = (rss: Json | undefined) =>
+      Object.entries(rss ?? {})
+        .map(([name, mib]) => `${name} ${figure(num(mib), ' MiB')}`)
+        .join(', ');
     measures.push({
       measure: `the worker's resident memory, ${temporalName(report.temporal)}`,
       order: 50 + (report.temporal === 'server' ? 1 : 0),
-      figures: `${list(after)} after the levels` + (report.workerRssMiBAfterSession ? `; ${list(object(report.workerRssMiBAfterSession))} while it onboards the session URL's sessions` : '') + (report.workerRssMiBAtRest ? `; ${list(object(report.workerRssMiBAtRest))} at rest after onboarding them` : ''),
+      figures:
+        `${list(after)} after the levels` +
+        (report.workerRssMiBAfterSession
+          ? `; ${list(object(report.workerRssMiBAfterSession))} while it onboards the session URL's sessions`
+          : '') +
+        (report.workerRssMiBAtRest ? `; ${list(object(report.workerRssMiBAtRest))} at rest after onboarding them` : ''),
       againstBaseline: '',
     });
   }
@@ -120,8 +157,16 @@ function levelsMeasures(report: Json): Measure[] {
     measures.push({
       measure: `flat with data (${figure(n(flat, 'options', 'fundings'))} fundings, ${figure(n(flat, 'options', 'payments'))} payments preloaded)`,
       order: 60,
-      figures: `\`POST /ops/fundings\` p50 ${figure(n(flat, 'preloaded', 'post', 'latencyMs', 'p50'), ' ms')}; \`GET /ops/fundings?status=…\` p99 ${Object.keys(lists).map((status) => `${status} ${figure(n(flat, 'preloaded', 'list', status, 'latencyMs', 'p99'), ' ms')}`).join(', ')}`,
-      againstBaseline: `the same on a small database: POST p50 × ${figure(n(flat, 'ratio', 'postP50'))}, lists' p99 × ${Object.values(lists).map((ratio) => figure(num(ratio))).join(', ')}`,
+      figures: `\`POST /ops/fundings\` p50 ${figure(n(flat, 'preloaded', 'post', 'latencyMs', 'p50'), ' ms')}; \`GET /ops/fundings?status=…\` p99 ${Object.keys(
+        lists,
+      )
+        .map((status) => `${status} ${figure(n(flat, 'preloaded', 'list', status, 'latencyMs', 'p99'), ' ms')}`)
+        .join(', ')}`,
+      againstBaseline: `the same on a small database: POST p50 × ${figure(n(flat, 'ratio', 'postP50'))}, lists' p99 × ${Object.values(
+        lists,
+      )
+        .map((ratio) => figure(num(ratio)))
+        .join(', ')}`,
     });
   }
   return measures;
@@ -195,8 +240,12 @@ function consoleMeasures(report: Json): Measure[] {
   const preloaded = object(at(report, 'preloaded', 'pages'));
   const ratios = object(report.ratioP95);
   if (!preloaded || !ratios) return [];
-  const p95 = Object.values(preloaded).map((page) => n(page, 'latencyMs', 'p95')).filter((value): value is number => value !== undefined);
-  const ratioValues = Object.values(ratios).map(num).filter((value): value is number => value !== undefined);
+  const p95 = Object.values(preloaded)
+    .map((page) => n(page, 'latencyMs', 'p95'))
+    .filter((value): value is number => value !== undefined);
+  const ratioValues = Object.values(ratios)
+    .map(num)
+    .filter((value): value is number => value !== undefined);
   const missed = Array.isArray(report.missed) ? report.missed.length : undefined;
   return [
     {
@@ -211,7 +260,14 @@ function consoleMeasures(report: Json): Measure[] {
 /** The measures one report gives. */
 export function measuresOf(report: Json): Measure[] {
   if (typeof report.name !== 'string' || typeof report.date !== 'string') return [];
-  return [...levelsMeasures(report), ...batchMeasures(report), ...tokenBatchMeasures(report), ...batchStoreMeasures(report), ...settlementMeasures(report), ...consoleMeasures(report)];
+  return [
+    ...levelsMeasures(report),
+    ...batchMeasures(report),
+    ...tokenBatchMeasures(report),
+    ...batchStoreMeasures(report),
+    ...settlementMeasures(report),
+    ...consoleMeasures(report),
+  ];
 }
 
 /** The newest run of each measure among these reports (`file` as the table links it). */
@@ -244,7 +300,10 @@ export function formatBenchFigures(rows: readonly BenchFigure[]): string {
     '',
     '| measure | figures | against the same run’s baseline | run | machine | report |',
     '|---|---|---|---|---|---|',
-    ...rows.map((row) => `| ${cell(row.measure)} | ${cell(row.figures)} | ${cell(row.againstBaseline)} | ${row.date.slice(0, 10)} | ${cell(row.machine)} | [${path.basename(row.file)}](../../${row.file}) |`),
+    ...rows.map(
+      (row) =>
+        `| ${cell(row.measure)} | ${cell(row.figures)} | ${cell(row.againstBaseline)} | ${row.date.slice(0, 10)} | ${cell(row.machine)} | [${path.basename(row.file)}](../../${row.file}) |`,
+    ),
     '',
   ].join('\n');
 }
@@ -255,7 +314,10 @@ export function readBenchReports(root: string): Array<{ file: string; report: un
   return readdirSync(dir)
     .filter((file) => file.endsWith('.json'))
     .sort()
-    .map((file) => ({ file: `${benchResultsDir}/${file}`, report: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown }));
+    .map((file) => ({
+      file: `${benchResultsDir}/${file}`,
+      report: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown,
+    }));
 }
 
 /** Writes docs/generated/bench-figures.md from the repository's bench/results/; answers the file written. */

@@ -27,7 +27,9 @@ const sampleSchema = z.object({
 const measurementSchema = z.object({
   /** POST /ops/fundings until its 202, one in flight, each funding followed to its final state before the next. */
   post: sampleSchema.extend({
-    /** Request to final state (the funding's own final event), p50: the workflow's database steps on the same tables. */
+    /**
+     * Request to final state (the funding's own final event), p50: the workflow's database steps on the same tables.
+     */
     finalMs: z.number(),
   }),
   /** GET /ops/fundings?status=<status>&limit=…, following nextCursor, one in flight. */
@@ -37,7 +39,13 @@ const measurementSchema = z.object({
 export type FlatMeasurement = z.infer<typeof measurementSchema>;
 
 export const flatReportSchema = z.object({
-  options: z.object({ fundings: z.number().int(), payments: z.number().int(), seconds: z.number(), limit: z.number().int(), pages: z.number().int() }),
+  options: z.object({
+    fundings: z.number().int(),
+    payments: z.number().int(),
+    seconds: z.number(),
+    limit: z.number().int(),
+    pages: z.number().int(),
+  }),
   /**
    * The "empty" database's own small history (a hundredth of the preload), so that its list pages
    * are full too and the two sides compare reads of the same size, not empty pages with full ones.
@@ -74,7 +82,11 @@ async function measurePosts(deps: FlatDependencies, seconds: number): Promise<Fl
       const sentAt = Date.now();
       const started = performance.now();
       const answer = await deps.ops
-        .send<{ fundingId?: string }>('POST', '/ops/fundings', { body: { recipient: { type: 'CODE', code }, amount: benchAmount }, idempotencyKey: `bench-flat-${code}-${sentAt}`, deadline: sentAt + 60_000 })
+        .send<{ fundingId?: string }>('POST', '/ops/fundings', {
+          body: { recipient: { type: 'CODE', code }, amount: benchAmount },
+          idempotencyKey: `bench-flat-${code}-${sentAt}`,
+          deadline: sentAt + 60_000,
+        })
         .catch(() => null);
       const elapsed = performance.now() - started;
       if (!answer || answer.status !== 202 || !answer.body?.fundingId) {
@@ -95,11 +107,20 @@ async function measurePosts(deps: FlatDependencies, seconds: number): Promise<Fl
   });
   const finalAt = new Map(finals.map((event) => [event.fundingId, event.at.getTime()]));
   const toFinal = posted.flatMap((item) => (finalAt.has(item.id) ? [finalAt.get(item.id)! - item.sentAt] : []));
-  return { requests: latencies.length + failed, failed, latencyMs: percentiles(latencies), finalMs: percentiles(toFinal).p50 };
+  return {
+    requests: latencies.length + failed,
+    failed,
+    latencyMs: percentiles(latencies),
+    finalMs: percentiles(toFinal).p50,
+  };
 }
 
 /** GET pages of one status, one in flight, for `seconds`: from the first page, `pages` pages by cursor, again. */
-async function measureList(deps: FlatDependencies, status: string, seconds: number): Promise<FlatMeasurement['list'][string]> {
+async function measureList(
+  deps: FlatDependencies,
+  status: string,
+  seconds: number,
+): Promise<FlatMeasurement['list'][string]> {
   const latencies: number[] = [];
   let failed = 0;
   let items = 0;
@@ -108,7 +129,9 @@ async function measureList(deps: FlatDependencies, status: string, seconds: numb
   await closedLoops(1, seconds, async () => {
     const query = new URLSearchParams({ status, limit: String(flatListPage.limit), ...(cursor ? { cursor } : {}) });
     const started = performance.now();
-    const answer = await deps.ops.send<{ items?: unknown[]; nextCursor?: string | null }>('GET', `/ops/fundings?${query}`).catch(() => null);
+    const answer = await deps.ops
+      .send<{ items?: unknown[]; nextCursor?: string | null }>('GET', `/ops/fundings?${query}`)
+      .catch(() => null);
     const elapsed = performance.now() - started;
     if (!answer || answer.status !== 200 || !Array.isArray(answer.body?.items)) {
       failed += 1;
@@ -122,17 +145,26 @@ async function measureList(deps: FlatDependencies, status: string, seconds: numb
     if (cursor === null) page = 0;
     return 'done';
   });
-  return { requests: latencies.length + failed, failed, latencyMs: percentiles(latencies), itemsPerPage: latencies.length ? round1(items / latencies.length) : 0 };
+  return {
+    requests: latencies.length + failed,
+    failed,
+    latencyMs: percentiles(latencies),
+    itemsPerPage: latencies.length ? round1(items / latencies.length) : 0,
+  };
 }
 
 async function measure(deps: FlatDependencies, seconds: number, phase: string): Promise<FlatMeasurement> {
   const loadAverage = round1(os.loadavg()[0]!);
   const post = await measurePosts(deps, seconds);
-  deps.log(`flat (${phase}): POST /ops/fundings p50 ${post.latencyMs.p50} ms, p99 ${post.latencyMs.p99} ms (${post.requests}), to final p50 ${post.finalMs} ms`);
+  deps.log(
+    `flat (${phase}): POST /ops/fundings p50 ${post.latencyMs.p50} ms, p99 ${post.latencyMs.p99} ms (${post.requests}), to final p50 ${post.finalMs} ms`,
+  );
   const list: FlatMeasurement['list'] = {};
   for (const status of flatListStatuses) {
     list[status] = await measureList(deps, status, seconds);
-    deps.log(`flat (${phase}): GET ?status=${status} p50 ${list[status].latencyMs.p50} ms, p99 ${list[status].latencyMs.p99} ms (${list[status].requests}, ${list[status].itemsPerPage} items a page)`);
+    deps.log(
+      `flat (${phase}): GET ?status=${status} p50 ${list[status].latencyMs.p50} ms, p99 ${list[status].latencyMs.p99} ms (${list[status].requests}, ${list[status].itemsPerPage} items a page)`,
+    );
   }
   return { post, list, loadAverage };
 }
@@ -141,13 +173,23 @@ async function measure(deps: FlatDependencies, seconds: number, phase: string): 
 export const flatCodesWanted = (seconds: number) => Math.ceil(seconds * 2 * 20);
 
 /** Measures on the database as it is, preloads the history, measures again. */
-export async function runFlatWithData(deps: FlatDependencies, options: { seconds: number; preload: PreloadOptions }): Promise<FlatReport> {
-  const seed = await preloadHistory(deps.databaseUrl, { fundings: Math.ceil(options.preload.fundings / 100), payments: Math.ceil(options.preload.payments / 100) });
-  deps.log(`preload: a small history first (${seed.fundings} fundings, ${seed.payments} payments), so that every list has full pages`);
+export async function runFlatWithData(
+  deps: FlatDependencies,
+  options: { seconds: number; preload: PreloadOptions },
+): Promise<FlatReport> {
+  const seed = await preloadHistory(deps.databaseUrl, {
+    fundings: Math.ceil(options.preload.fundings / 100),
+    payments: Math.ceil(options.preload.payments / 100),
+  });
+  deps.log(
+    `preload: a small history first (${seed.fundings} fundings, ${seed.payments} payments), so that every list has full pages`,
+  );
   const empty = await measure(deps, options.seconds, 'empty');
   deps.log(`preload: ${options.preload.fundings} fundings and ${options.preload.payments} payments of history...`);
   const preload = await preloadHistory(deps.databaseUrl, options.preload, deps.log);
-  deps.log(`preload: done in ${preload.seconds} s (${preload.fundingEvents} funding events, ${preload.ledgerEntries} ledger entries)`);
+  deps.log(
+    `preload: done in ${preload.seconds} s (${preload.fundingEvents} funding events, ${preload.ledgerEntries} ledger entries)`,
+  );
   const preloaded = await measure(deps, options.seconds, 'preloaded');
   return flatReportSchema.parse({
     options: { fundings: preload.fundings, payments: preload.payments, seconds: options.seconds, ...flatListPage },
@@ -157,7 +199,12 @@ export async function runFlatWithData(deps: FlatDependencies, options: { seconds
     preloaded,
     ratio: {
       postP50: ratioOf(preloaded.post.latencyMs.p50, empty.post.latencyMs.p50),
-      listP99: Object.fromEntries(flatListStatuses.map((status) => [status, ratioOf(preloaded.list[status]!.latencyMs.p99, empty.list[status]!.latencyMs.p99)])),
+      listP99: Object.fromEntries(
+        flatListStatuses.map((status) => [
+          status,
+          ratioOf(preloaded.list[status]!.latencyMs.p99, empty.list[status]!.latencyMs.p99),
+        ]),
+      ),
     },
   });
 }
@@ -181,6 +228,8 @@ export function formatFlatTable(flat: FlatReport): string {
         `${before.latencyMs.p99} | ${after.latencyMs.p99} | ${flat.ratio.listP99[status]} | ${mark(flat.ratio.listP99[status]!)} |`,
     );
   }
-  lines.push(`| (funding to final state p50 ms, for reference) | ${flat.empty.post.finalMs} | ${flat.preloaded.post.finalMs} | ${ratioOf(flat.preloaded.post.finalMs, flat.empty.post.finalMs)} | |`);
+  lines.push(
+    `| (funding to final state p50 ms, for reference) | ${flat.empty.post.finalMs} | ${flat.preloaded.post.finalMs} | ${ratioOf(flat.preloaded.post.finalMs, flat.empty.post.finalMs)} | |`,
+  );
   return lines.join('\n');
 }

@@ -9,7 +9,12 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { Database } from '../lib/database.ts';
 import { benchAmount, levelRun, closedLoops, watchUntilDone, type CodeSupply, type LevelRun } from './bench-load.ts';
-import { leanFundingWorkflowType, leanTable, leanTaskQueue, type LeanFundingWorkflow } from './lean-floor/lean-contract.ts';
+import {
+  leanFundingWorkflowType,
+  leanTable,
+  leanTaskQueue,
+  type LeanFundingWorkflow,
+} from './lean-floor/lean-contract.ts';
 
 /** What a history holds, averaged over the sampled items. */
 export interface HistoryShape {
@@ -25,7 +30,15 @@ export interface HistoryShape {
 
 const { EventType } = proto.temporal.api.enums.v1;
 
-const emptyShape: HistoryShape = { sampled: 0, events: 0, workflowTasks: 0, activityTasks: 0, markers: 0, timers: 0, searchAttributeUpserts: 0 };
+const emptyShape: HistoryShape = {
+  sampled: 0,
+  events: 0,
+  workflowTasks: 0,
+  activityTasks: 0,
+  markers: 0,
+  timers: 0,
+  searchAttributeUpserts: 0,
+};
 
 /** Reads up to `limit` histories and averages their shape (one decimal). */
 export async function historyShape(client: Client, workflowIds: string[], limit = 5): Promise<HistoryShape> {
@@ -91,7 +104,11 @@ export async function runLeanLevel(
       const sentAt = Date.now();
       try {
         // The item's row first, with its code (as walletflow's API stores the funding first).
-        await deps.database.$executeRawUnsafe(`INSERT INTO ${leanTable} (id, code, status) VALUES ($1::uuid, $2, 'PENDING')`, id, code);
+        await deps.database.$executeRawUnsafe(
+          `INSERT INTO ${leanTable} (id, code, status) VALUES ($1::uuid, $2, 'PENDING')`,
+          id,
+          code,
+        );
         await deps.client.workflow.start<LeanFundingWorkflow>(leanFundingWorkflowType, {
           taskQueue: leanTaskQueue,
           workflowId,
@@ -116,7 +133,13 @@ export async function runLeanLevel(
   }
   const lastEnd = finishedAt.reduce((last, at) => Math.max(last, at), window.end);
   return {
-    ...levelRun({ completed: finishedAt.length, seconds: (lastEnd - window.start) / 1000, latencies, failed, ranOutOfCodes: window.ranOut }),
+    ...levelRun({
+      completed: finishedAt.length,
+      seconds: (lastEnd - window.start) / 1000,
+      latencies,
+      failed,
+      ranOutOfCodes: window.ranOut,
+    }),
     history: await historyShape(deps.client, workflowIds),
   };
 }

@@ -36,14 +36,21 @@ export interface LevelRun {
 export function percentiles(values: number[]): Percentiles {
   if (values.length === 0) return { p50: 0, p95: 0, p99: 0 };
   const sorted = [...values].sort((a, b) => a - b);
-  const at = (p: number) => round1(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
+  const at = (p: number) =>
+    round1(sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
   return { p50: at(50), p95: at(95), p99: at(99) };
 }
 
 export const round1 = (value: number) => Math.round(value * 10) / 10;
 
 /** A level's figures from what it counted: `seconds` unrounded, from the first request to the last end. */
-export function levelRun(run: { completed: number; seconds: number; latencies: number[]; failed: number; ranOutOfCodes: boolean }): LevelRun {
+export function levelRun(run: {
+  completed: number;
+  seconds: number;
+  latencies: number[];
+  failed: number;
+  ranOutOfCodes: boolean;
+}): LevelRun {
   return {
     completed: run.completed,
     seconds: round1(run.seconds),
@@ -62,11 +69,19 @@ export interface CodeSupply {
   readonly left: number;
 }
 
-export async function createCodeSupply(admin: SandboxAdminClient, options: { users: number; mobilePrefix: string }): Promise<CodeSupply> {
+export async function createCodeSupply(
+  admin: SandboxAdminClient,
+  options: { users: number; mobilePrefix: string },
+): Promise<CodeSupply> {
   const users: string[] = [];
   for (let index = 0; index < options.users; index += 1) {
     // A wallet limit high enough for every funding of the run (1.00 each).
-    const user = await admin.createUser({ mobile: `${options.mobilePrefix}${String(index).padStart(5, '0')}`, kycLevel: 'KYC1', balance: '0.00', walletLimit: '900000000.00' });
+    const user = await admin.createUser({
+      mobile: `${options.mobilePrefix}${String(index).padStart(5, '0')}`,
+      kycLevel: 'KYC1',
+      balance: '0.00',
+      walletLimit: '900000000.00',
+    });
     users.push(user.userId);
   }
   const codes: string[] = [];
@@ -94,7 +109,11 @@ export async function createCodeSupply(admin: SandboxAdminClient, options: { use
 export const benchAmount = { currency: 'PHP', value: '1.00' } as const;
 
 /** Runs `concurrency` loops of `step` until the window closes or `step` says there is nothing left. */
-export async function closedLoops(concurrency: number, seconds: number, step: () => Promise<'done' | 'empty'>): Promise<{ start: number; end: number; ranOut: boolean }> {
+export async function closedLoops(
+  concurrency: number,
+  seconds: number,
+  step: () => Promise<'done' | 'empty'>,
+): Promise<{ start: number; end: number; ranOut: boolean }> {
   const start = Date.now();
   const windowEnd = start + seconds * 1000;
   let ranOutAt: number | undefined;
@@ -105,7 +124,11 @@ export async function closedLoops(concurrency: number, seconds: number, step: ()
       }
     }),
   );
-  return { start, end: Math.min(windowEnd, ranOutAt ?? windowEnd), ranOut: ranOutAt !== undefined && ranOutAt < windowEnd };
+  return {
+    start,
+    end: Math.min(windowEnd, ranOutAt ?? windowEnd),
+    ranOut: ranOutAt !== undefined && ranOutAt < windowEnd,
+  };
 }
 
 /**
@@ -114,7 +137,10 @@ export async function closedLoops(concurrency: number, seconds: number, step: ()
  * under measurement serves no polls. `done` answers the ids among those asked that are done, with
  * when (ms); the poll interval only paces the loops.
  */
-export function watchUntilDone(done: (ids: string[]) => Promise<Array<{ id: string; at: number }>>, intervalMs: number) {
+export function watchUntilDone(
+  done: (ids: string[]) => Promise<Array<{ id: string; at: number }>>,
+  intervalMs: number,
+) {
   const waiting = new Map<string, (at: number) => void>();
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -159,7 +185,10 @@ export function watchUntilDone(done: (ids: string[]) => Promise<Array<{ id: stri
  */
 export function watchFinalStates(database: Database, intervalMs: number) {
   const watcher = watchUntilDone(async (ids) => {
-    const rows = await database.funding.findMany({ where: { id: { in: ids }, status: { in: [...finalFundingStatuses] } }, select: { id: true, updatedAt: true } });
+    const rows = await database.funding.findMany({
+      where: { id: { in: ids }, status: { in: [...finalFundingStatuses] } },
+      select: { id: true, updatedAt: true },
+    });
     return rows.map((row) => ({ id: row.id, at: row.updatedAt.getTime() }));
   }, intervalMs);
   return {
@@ -231,7 +260,12 @@ export async function runWalletflowLevel(
   const events = [];
   for (let index = 0; index < posted.length; index += 5000) {
     const ids = posted.slice(index, index + 5000).map((item) => item.id);
-    events.push(...(await deps.database.fundingEvent.findMany({ where: { fundingId: { in: ids } }, select: { fundingId: true, status: true, at: true } })));
+    events.push(
+      ...(await deps.database.fundingEvent.findMany({
+        where: { fundingId: { in: ids } },
+        select: { fundingId: true, status: true, at: true },
+      })),
+    );
   }
   const timeline = new Map<string, Map<string, number>>();
   for (const event of events) {
@@ -240,14 +274,20 @@ export async function runWalletflowLevel(
     timeline.set(event.fundingId, steps);
   }
   const latencies: number[] = [];
-  const stages = { accept: [] as number[], toCreating: [] as number[], toExecuting: [] as number[], toFinal: [] as number[] };
+  const stages = {
+    accept: [] as number[],
+    toCreating: [] as number[],
+    toExecuting: [] as number[],
+    toFinal: [] as number[],
+  };
   const approvedIds: string[] = [];
   let completed = 0;
   let lastEnd = window.end;
   for (const item of posted) {
     const steps = timeline.get(item.id);
     const approvedAt = steps?.get('APPROVED');
-    const finalAt = approvedAt ?? finalFundingStatuses.map((status) => steps?.get(status)).find((at) => at !== undefined);
+    const finalAt =
+      approvedAt ?? finalFundingStatuses.map((status) => steps?.get(status)).find((at) => at !== undefined);
     if (finalAt === undefined) continue; // counted as failed by its loop
     if (approvedAt === undefined) failed += 1;
     else {
@@ -267,13 +307,19 @@ export async function runWalletflowLevel(
     }
   }
   const calls = await deps.database.walletCall.findMany({
-    where: { startedAt: { gte: new Date(window.start), lte: new Date(window.end) }, operation: { in: ['transfers.create', 'transfers.execute'] } },
+    where: {
+      startedAt: { gte: new Date(window.start), lte: new Date(window.end) },
+      operation: { in: ['transfers.create', 'transfers.execute'] },
+    },
     select: { operation: true, durationMs: true },
   });
   const seconds = (lastEnd - window.start) / 1000;
   const approved = new Set(approvedIds);
   const transitions = events.filter((event) => approved.has(event.fundingId)).length;
-  const sampled = await deps.database.funding.findMany({ where: { id: { in: approvedIds.slice(0, 5) } }, select: { workflowId: true } });
+  const sampled = await deps.database.funding.findMany({
+    where: { id: { in: approvedIds.slice(0, 5) } },
+    select: { workflowId: true },
+  });
   return {
     ...levelRun({ completed, seconds, latencies, failed, ranOutOfCodes: window.ranOut }),
     stages: {
@@ -281,8 +327,12 @@ export async function runWalletflowLevel(
       toCreating: percentiles(stages.toCreating).p50,
       toExecuting: percentiles(stages.toExecuting).p50,
       toFinal: percentiles(stages.toFinal).p50,
-      walletCreate: percentiles(calls.filter((call) => call.operation === 'transfers.create').map((call) => call.durationMs)).p50,
-      walletExecute: percentiles(calls.filter((call) => call.operation === 'transfers.execute').map((call) => call.durationMs)).p50,
+      walletCreate: percentiles(
+        calls.filter((call) => call.operation === 'transfers.create').map((call) => call.durationMs),
+      ).p50,
+      walletExecute: percentiles(
+        calls.filter((call) => call.operation === 'transfers.execute').map((call) => call.durationMs),
+      ).p50,
     },
     retries: deps.retries() - retriesBefore,
     transitionsPerItem: approvedIds.length === 0 ? 0 : round1(transitions / approvedIds.length),
@@ -303,7 +353,10 @@ export async function runBaselineLevel(
     if (code === undefined) return 'empty';
     const started = performance.now();
     try {
-      const created = await deps.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: benchAmount });
+      const created = await deps.wallet.createTransfer({
+        recipient: { type: 'CODE', value: code },
+        amount: benchAmount,
+      });
       const executed = await deps.wallet.executeTransfer(created.data.transferId);
       latencies.push(performance.now() - started);
       if (executed.data.status === 'APPROVED') completedAt.push(Date.now());

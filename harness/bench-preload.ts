@@ -59,10 +59,28 @@ export class PreloadError extends Error {
 const uuidOf = (hex: string) => `(overlay(overlay(${hex} placing '4' from 13) placing '8' from 17))::uuid`;
 
 /** The tables the preload writes: locked against other writers while it runs. */
-const writtenTables = ['link', 'funding', 'funding_event', 'payment', 'payment_event', 'ledger_account', 'ledger_transaction', 'ledger_entry', 'webhook_event'];
+const writtenTables = [
+  'link',
+  'funding',
+  'funding_event',
+  'payment',
+  'payment_event',
+  'ledger_account',
+  'ledger_transaction',
+  'ledger_entry',
+  'webhook_event',
+];
 
 /** The big tables: their secondary indexes are dropped for the load and built again after it. */
-const rebuiltTables = ['funding', 'funding_event', 'payment', 'payment_event', 'ledger_transaction', 'ledger_entry', 'webhook_event'];
+const rebuiltTables = [
+  'funding',
+  'funding_event',
+  'payment',
+  'payment_event',
+  'ledger_transaction',
+  'ledger_entry',
+  'webhook_event',
+];
 /** Kept through the load: their keys arrive in order, so each insert lands on the index's last page. */
 const keptIndexes = ['ledger_transaction_settles_id_key', 'ledger_transaction_created_at_idx'];
 
@@ -305,7 +323,11 @@ async function count(client: pg.Client, sql: string): Promise<number> {
  * would reach after such a load). Needs a superuser
  * (the bench's and the tests' PostgreSQL are).
  */
-export async function preloadHistory(databaseUrl: string, input: PreloadOptions, log: (line: string) => void = () => undefined): Promise<PreloadSummary> {
+export async function preloadHistory(
+  databaseUrl: string,
+  input: PreloadOptions,
+  log: (line: string) => void = () => undefined,
+): Promise<PreloadSummary> {
   const options = preloadOptionsSchema.parse(input);
   const salt = randomBytes(6).toString('hex');
   const started = Date.now();
@@ -314,8 +336,14 @@ export async function preloadHistory(databaseUrl: string, input: PreloadOptions,
   try {
     // Before the first temporary table of the session: the plan tables stay in memory.
     await client.query(`SET temp_buffers = '1GB'`);
-    const superuser = await client.query<{ rolsuper: boolean }>('SELECT rolsuper FROM pg_roles WHERE rolname = current_user');
-    if (!superuser.rows[0]?.rolsuper) throw new PreloadError('PRELOAD_NOT_SUPERUSER', 'the preload needs a PostgreSQL superuser (it switches the ledger triggers off for its own transaction)');
+    const superuser = await client.query<{ rolsuper: boolean }>(
+      'SELECT rolsuper FROM pg_roles WHERE rolname = current_user',
+    );
+    if (!superuser.rows[0]?.rolsuper)
+      throw new PreloadError(
+        'PRELOAD_NOT_SUPERUSER',
+        'the preload needs a PostgreSQL superuser (it switches the ledger triggers off for its own transaction)',
+      );
     const before = {
       fundingEvents: await count(client, 'SELECT count(*) AS n FROM funding_event'),
       paymentEvents: await count(client, 'SELECT count(*) AS n FROM payment_event'),
@@ -347,10 +375,13 @@ export async function preloadHistory(databaseUrl: string, input: PreloadOptions,
       for (const index of indexes.rows) {
         const at = Date.now();
         await client.query(index.definition);
-        if (process.env.WALLETFLOW_PRELOAD_VERBOSE) log(`preload:   ${index.name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
+        if (process.env.WALLETFLOW_PRELOAD_VERBOSE)
+          log(`preload:   ${index.name} (${((Date.now() - at) / 1000).toFixed(1)} s)`);
       }
       log(`preload: ${indexes.rows.length} indexes built again (${((Date.now() - built) / 1000).toFixed(1)} s)`);
-      const byStatus = await client.query<{ status: string; n: string }>('SELECT status::text AS status, count(*) AS n FROM preload_funding GROUP BY status ORDER BY status');
+      const byStatus = await client.query<{ status: string; n: string }>(
+        'SELECT status::text AS status, count(*) AS n FROM preload_funding GROUP BY status ORDER BY status',
+      );
       await client.query({ text: 'COMMIT' });
       const at = Date.now();
       // A database in steady state, as production's is: VACUUM sets the pages' visibility and hint
@@ -365,7 +396,8 @@ export async function preloadHistory(databaseUrl: string, input: PreloadOptions,
         links: options.links,
         fundingEvents: (await count(client, 'SELECT count(*) AS n FROM funding_event')) - before.fundingEvents,
         paymentEvents: (await count(client, 'SELECT count(*) AS n FROM payment_event')) - before.paymentEvents,
-        ledgerTransactions: (await count(client, 'SELECT count(*) AS n FROM ledger_transaction')) - before.ledgerTransactions,
+        ledgerTransactions:
+          (await count(client, 'SELECT count(*) AS n FROM ledger_transaction')) - before.ledgerTransactions,
         ledgerEntries: (await count(client, 'SELECT count(*) AS n FROM ledger_entry')) - before.ledgerEntries,
         webhookEvents: (await count(client, 'SELECT count(*) AS n FROM webhook_event')) - before.webhookEvents,
         fundingsByStatus: Object.fromEntries(byStatus.rows.map((row) => [row.status, Number(row.n)])),

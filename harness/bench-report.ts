@@ -37,12 +37,22 @@ const historyShapeSchema = z.object({
  * CPU ms per completed item (the level's CPU time over its items): walletflow's own processes (API
  * and workers; the lean floor's worker), Temporal's, and each process's.
  */
-const cpuSplitSchema = z.object({ apiAndWorkers: z.number(), temporal: z.number(), byProcess: z.record(z.string(), z.number()).optional() });
+const cpuSplitSchema = z.object({
+  apiAndWorkers: z.number(),
+  temporal: z.number(),
+  byProcess: z.record(z.string(), z.number()).optional(),
+});
 
 export const benchReportSchema = z.object({
   name: z.string(),
   date: z.string(),
-  machine: z.object({ cpus: z.number().int(), cpuModel: z.string(), memoryGiB: z.number(), node: z.string(), platform: z.string() }),
+  machine: z.object({
+    cpus: z.number().int(),
+    cpuModel: z.string(),
+    memoryGiB: z.number(),
+    node: z.string(),
+    platform: z.string(),
+  }),
   temporal: z.enum(['dev-server', 'server']),
   workers: z.number().int().min(1),
   options: z.object({
@@ -122,7 +132,10 @@ export const benchReportSchema = z.object({
     .optional(),
   /** How the API and workers ran: compiled JavaScript (as in production) or the sources through tsx. */
   code: z.enum(['compiled', 'source (tsx)']).optional(),
-  /** Resident memory of each worker process after the quiet (options.quietSeconds) once the funding levels are done, MiB (peaks: per level). */
+  /**
+   * Resident memory of each worker process after the quiet (options.quietSeconds) once the funding levels are done, MiB
+   * (peaks: per level).
+   */
   workerRssMiBAfter: z.record(z.string(), z.number()).optional(),
   /**
    * The same after the quiet once the session URL's run is done, MiB: the sessions it stored (hundreds a second) are
@@ -131,7 +144,9 @@ export const benchReportSchema = z.object({
   workerRssMiBAfterSession: z.record(z.string(), z.number()).optional(),
   /** At rest: the quiet after the worker has onboarded every session the session URL's run stored, MiB. */
   workerRssMiBAtRest: z.record(z.string(), z.number()).optional(),
-  /** The worker onboarding the sessions the session URL's run stored, from the quiet after the run (waitForOnboardings). */
+  /**
+   * The worker onboarding the sessions the session URL's run stored, from the quiet after the run (waitForOnboardings).
+   */
   onboarding: z.object({ seconds: z.number(), pending: z.number().int(), onboardedPerSecond: z.number() }).optional(),
   /** The machine's 1-minute load average before the run and after it (the machine may be shared). */
   loadAverage: z.object({ before: z.number(), after: z.number() }).optional(),
@@ -143,7 +158,9 @@ const mem = (usage: { peakRssMiB: number } | undefined) => (usage ? `${Math.roun
 
 /** A Markdown table: one row per level, then the session URL line and the stage medians. */
 export function formatBenchTable(report: BenchReport): string {
-  const workerNames = Object.keys(report.levels[0]?.walletflow.processes ?? {}).filter((name) => name.startsWith('worker'));
+  const workerNames = Object.keys(report.levels[0]?.walletflow.processes ?? {}).filter((name) =>
+    name.startsWith('worker'),
+  );
   const lines = [
     `| concurrency | walletflow fundings/s | p50 / p95 / p99 ms | baseline calls/s | baseline p50 / p99 ms | ratio | API CPU / MiB | ${workerNames.map((name) => `${name} CPU / MiB`).join(' | ')} | Temporal CPU | CPU ms per funding |`,
     `|---:|---:|---:|---:|---:|---:|---:|${workerNames.map(() => '---:|').join('')}---:|---:|`,
@@ -164,17 +181,27 @@ export function formatBenchTable(report: BenchReport): string {
     for (const level of report.levels) {
       const { walletflow: w, lean } = level;
       if (!lean) continue;
-      const shape = (h: z.infer<typeof historyShapeSchema> | undefined) => (h ? `${h.events}, ${h.workflowTasks}, ${h.activityTasks}, ${h.markers}` : '-');
+      const shape = (h: z.infer<typeof historyShapeSchema> | undefined) =>
+        h ? `${h.events}, ${h.workflowTasks}, ${h.activityTasks}, ${h.markers}` : '-';
       leanLines.push(
         `| ${level.concurrency} | ${w.perSecond}, ${w.latencyMs.p50} | ${lean.perSecond}, ${lean.latencyMs.p50} | ${w.cpuSplit?.apiAndWorkers ?? '-'} / ${lean.cpuSplit.apiAndWorkers} (${level.overheadRatio ?? '-'}) | ` +
-          `${Object.entries(w.cpuSplit?.byProcess ?? {}).map(([name, ms]) => `${name} ${ms}`).join(', ') || '-'} | ` +
+          `${
+            Object.entries(w.cpuSplit?.byProcess ?? {})
+              .map(([name, ms]) => `${name} ${ms}`)
+              .join(', ') || '-'
+          } | ` +
           `${w.cpuSplit?.temporal ?? '-'} / ${lean.cpuSplit.temporal} | ${shape(w.history)} / ${shape(lean.history)} |`,
       );
     }
-    out.push(`Against the lean floor (a minimal workflow with the same two wallet calls, same Temporal, same run):\n\n${leanLines.join('\n')}`);
+    out.push(
+      `Against the lean floor (a minimal workflow with the same two wallet calls, same Temporal, same run):\n\n${leanLines.join('\n')}`,
+    );
   }
   if (report.workerRssMiBAfter) {
-    const list = (rss: Record<string, number>) => Object.entries(rss).map(([name, mib]) => `${name} ${mib} MiB`).join(', ');
+    const list = (rss: Record<string, number>) =>
+      Object.entries(rss)
+        .map(([name, mib]) => `${name} ${mib} MiB`)
+        .join(', ');
     const quiet = `${report.options.quietSeconds ?? 10} s`;
     out.push(
       `Worker resident memory ${quiet} after the funding levels: ${list(report.workerRssMiBAfter)}` +
@@ -184,9 +211,12 @@ export function formatBenchTable(report: BenchReport): string {
   }
   if (report.onboarding) {
     const { onboardedPerSecond, seconds, pending } = report.onboarding;
-    out.push(`The worker onboarded the session URL's sessions at ${onboardedPerSecond}/s over ${seconds} s after the run${pending ? `; ${pending} were still pending when the bench stopped waiting` : ', all of them'}.`);
+    out.push(
+      `The worker onboarded the session URL's sessions at ${onboardedPerSecond}/s over ${seconds} s after the run${pending ? `; ${pending} were still pending when the bench stopped waiting` : ', all of them'}.`,
+    );
   }
-  if (report.loadAverage) out.push(`Load average (1 min): ${report.loadAverage.before} before, ${report.loadAverage.after} after.`);
+  if (report.loadAverage)
+    out.push(`Load average (1 min): ${report.loadAverage.before} before, ${report.loadAverage.after} after.`);
   if (report.session) {
     const s = report.session;
     out.push(
@@ -217,12 +247,30 @@ export interface ChartSeries {
 /** The report's own series: walletflow and the baseline (and more, e.g. an earlier run, when given). */
 export function seriesOf(report: BenchReport, label = 'walletflow', color = '#1f6feb'): ChartSeries[] {
   return [
-    { label, color, points: report.levels.map((level) => ({ concurrency: level.concurrency, perSecond: level.walletflow.perSecond, p99: level.walletflow.latencyMs.p99 })) },
-    { label: 'baseline (wallet client alone)', color: '#8a8f98', dashed: true, points: report.levels.map((level) => ({ concurrency: level.concurrency, perSecond: level.baseline.perSecond, p99: level.baseline.latencyMs.p99 })) },
+    {
+      label,
+      color,
+      points: report.levels.map((level) => ({
+        concurrency: level.concurrency,
+        perSecond: level.walletflow.perSecond,
+        p99: level.walletflow.latencyMs.p99,
+      })),
+    },
+    {
+      label: 'baseline (wallet client alone)',
+      color: '#8a8f98',
+      dashed: true,
+      points: report.levels.map((level) => ({
+        concurrency: level.concurrency,
+        perSecond: level.baseline.perSecond,
+        p99: level.baseline.latencyMs.p99,
+      })),
+    },
   ];
 }
 
-const escapeXml = (text: string) => text.replace(/[<>&"]/g, (char) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[char]!);
+const escapeXml = (text: string) =>
+  text.replace(/[<>&"]/g, (char) => ({ '<': '&lt;', '>': '&gt;', '&': '&amp;', '"': '&quot;' })[char]!);
 
 /** Two panels (fundings/s and p99 ms, both on log scales) over the concurrency levels. */
 export function renderChart(title: string, series: ChartSeries[]): string {
@@ -231,7 +279,9 @@ export function renderChart(title: string, series: ChartSeries[]): string {
   const panelWidth = 400;
   const panelHeight = 280;
   const top = 70;
-  const levels = [...new Set(series.flatMap((each) => each.points.map((point) => point.concurrency)))].sort((a, b) => a - b);
+  const levels = [...new Set(series.flatMap((each) => each.points.map((point) => point.concurrency)))].sort(
+    (a, b) => a - b,
+  );
   const parts: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="sans-serif" font-size="12">`,
     `<rect width="${width}" height="${height}" fill="#ffffff"/>`,
@@ -241,27 +291,50 @@ export function renderChart(title: string, series: ChartSeries[]): string {
     const values = series.flatMap((each) => each.points.map(value)).filter((v) => v > 0);
     const low = 10 ** Math.floor(Math.log10(Math.min(...values, 1)));
     const high = 10 ** Math.ceil(Math.log10(Math.max(...values, 10)));
-    const y = (v: number) => top + panelHeight - ((Math.log10(Math.max(v, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * panelHeight;
-    const x = (concurrency: number) => left + (levels.length === 1 ? panelWidth / 2 : (levels.indexOf(concurrency) / (levels.length - 1)) * (panelWidth - 40) + 20);
-    parts.push(`<text x="${left + panelWidth / 2}" y="${top - 12}" text-anchor="middle" font-weight="bold">${escapeXml(heading)}</text>`);
-    parts.push(`<rect x="${left}" y="${top}" width="${panelWidth}" height="${panelHeight}" fill="none" stroke="#d0d7de"/>`);
+    const y = (v: number) =>
+      top +
+      panelHeight -
+      ((Math.log10(Math.max(v, low)) - Math.log10(low)) / (Math.log10(high) - Math.log10(low))) * panelHeight;
+    const x = (concurrency: number) =>
+      left +
+      (levels.length === 1
+        ? panelWidth / 2
+        : (levels.indexOf(concurrency) / (levels.length - 1)) * (panelWidth - 40) + 20);
+    parts.push(
+      `<text x="${left + panelWidth / 2}" y="${top - 12}" text-anchor="middle" font-weight="bold">${escapeXml(heading)}</text>`,
+    );
+    parts.push(
+      `<rect x="${left}" y="${top}" width="${panelWidth}" height="${panelHeight}" fill="none" stroke="#d0d7de"/>`,
+    );
     for (let tick = low; tick <= high; tick *= 10) {
-      parts.push(`<line x1="${left}" x2="${left + panelWidth}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}" stroke="#eef1f4"/>`);
-      parts.push(`<text x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end" fill="#57606a">${tick >= 1 ? tick : tick.toPrecision(1)}</text>`);
+      parts.push(
+        `<line x1="${left}" x2="${left + panelWidth}" y1="${y(tick).toFixed(1)}" y2="${y(tick).toFixed(1)}" stroke="#eef1f4"/>`,
+      );
+      parts.push(
+        `<text x="${left - 6}" y="${(y(tick) + 4).toFixed(1)}" text-anchor="end" fill="#57606a">${tick >= 1 ? tick : tick.toPrecision(1)}</text>`,
+      );
     }
     for (const concurrency of levels) {
-      parts.push(`<text x="${x(concurrency).toFixed(1)}" y="${top + panelHeight + 18}" text-anchor="middle" fill="#57606a">${concurrency}</text>`);
+      parts.push(
+        `<text x="${x(concurrency).toFixed(1)}" y="${top + panelHeight + 18}" text-anchor="middle" fill="#57606a">${concurrency}</text>`,
+      );
     }
-    parts.push(`<text x="${left + panelWidth / 2}" y="${top + panelHeight + 36}" text-anchor="middle" fill="#57606a">concurrency (requests in flight)</text>`);
+    parts.push(
+      `<text x="${left + panelWidth / 2}" y="${top + panelHeight + 36}" text-anchor="middle" fill="#57606a">concurrency (requests in flight)</text>`,
+    );
     for (const each of series) {
-      const points = each.points.filter((point) => value(point) > 0).map((point) => ({ x: x(point.concurrency), y: y(value(point)), v: value(point) }));
+      const points = each.points
+        .filter((point) => value(point) > 0)
+        .map((point) => ({ x: x(point.concurrency), y: y(value(point)), v: value(point) }));
       if (points.length === 0) continue;
       parts.push(
         `<polyline fill="none" stroke="${each.color}" stroke-width="2"${each.dashed ? ' stroke-dasharray="6 4"' : ''} points="${points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`,
       );
       for (const p of points) {
         parts.push(`<circle cx="${p.x.toFixed(1)}" cy="${p.y.toFixed(1)}" r="3.5" fill="${each.color}"/>`);
-        parts.push(`<text x="${(p.x + 6).toFixed(1)}" y="${(p.y - 6).toFixed(1)}" fill="${each.color}" font-size="10">${p.v >= 100 ? Math.round(p.v) : p.v}</text>`);
+        parts.push(
+          `<text x="${(p.x + 6).toFixed(1)}" y="${(p.y - 6).toFixed(1)}" fill="${each.color}" font-size="10">${p.v >= 100 ? Math.round(p.v) : p.v}</text>`,
+        );
       }
     }
   };
@@ -270,7 +343,9 @@ export function renderChart(title: string, series: ChartSeries[]): string {
   series.forEach((each, index) => {
     const lx = 70 + index * 230;
     const ly = height - 22;
-    parts.push(`<line x1="${lx}" x2="${lx + 28}" y1="${ly}" y2="${ly}" stroke="${each.color}" stroke-width="2"${each.dashed ? ' stroke-dasharray="6 4"' : ''}/>`);
+    parts.push(
+      `<line x1="${lx}" x2="${lx + 28}" y1="${ly}" y2="${ly}" stroke="${each.color}" stroke-width="2"${each.dashed ? ' stroke-dasharray="6 4"' : ''}/>`,
+    );
     parts.push(`<text x="${lx + 34}" y="${ly + 4}">${escapeXml(each.label)}</text>`);
   });
   parts.push('</svg>');

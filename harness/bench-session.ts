@@ -73,7 +73,11 @@ export async function waitForOnboardings(database: Database, timeoutMs = 120_000
     pending = await pendingNow();
   }
   const seconds = (Date.now() - started) / 1000;
-  return { seconds: round1(seconds), pending, onboardedPerSecond: seconds > 0 ? round1((before - pending) / seconds) : 0 };
+  return {
+    seconds: round1(seconds),
+    pending,
+    onboardedPerSecond: seconds > 0 ? round1((before - pending) / seconds) : 0,
+  };
 }
 
 export interface LanderRun {
@@ -131,6 +135,7 @@ export async function runLanders(options: {
   }
   await Promise.all(landing);
   const sorted = [...times].sort((a, b) => a - b);
-  const at = (p: number) => (sorted.length ? round1(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : 0);
+  const at = (p: number) =>
+    sorted.length ? round1(sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!) : 0;
   return { users: times.length + notReached, toMoneyPageMs: { p50: at(50), p99: at(99), max: at(100) }, notReached };
 }

@@ -82,10 +82,15 @@ export interface SettlementBenchRun {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const rank = (sorted: number[], p: number) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!);
+const rank = (sorted: number[], p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 
 /** The wallet client alone: every transfer retrieved, `concurrency` at once. */
-async function retrieveAll(wallet: SettlementBenchDependencies['wallet'], transferIds: readonly string[], concurrency: number) {
+async function retrieveAll(
+  wallet: SettlementBenchDependencies['wallet'],
+  transferIds: readonly string[],
+  concurrency: number,
+) {
   let next = 0;
   let failed = 0;
   const started = performance.now();
@@ -102,13 +107,21 @@ async function retrieveAll(wallet: SettlementBenchDependencies['wallet'], transf
     }),
   );
   const seconds = (performance.now() - started) / 1000;
-  return { retrieves: transferIds.length, failed, seconds: round1(seconds), perSecond: round1(transferIds.length / seconds) };
+  return {
+    retrieves: transferIds.length,
+    failed,
+    seconds: round1(seconds),
+    perSecond: round1(transferIds.length / seconds),
+  };
 }
 
 async function opsCall(deps: SettlementBenchDependencies, method: 'GET' | 'POST', path: string, body?: unknown) {
   const response = await request(`${deps.apiBase}${path}`, {
     method,
-    headers: { authorization: `Bearer ${deps.opsKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json', 'idempotency-key': `bench-${randomUUID()}` }) },
+    headers: {
+      authorization: `Bearer ${deps.opsKey}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json', 'idempotency-key': `bench-${randomUUID()}` }),
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     headersTimeout: 120_000,
     bodyTimeout: 600_000,
@@ -116,7 +129,10 @@ async function opsCall(deps: SettlementBenchDependencies, method: 'GET' | 'POST'
   return response;
 }
 
-/** Sends a single CODE funding every `everyMs` from `loops` loops until stop(); their answers and, at stop, where they ended. */
+/**
+ * Sends a single CODE funding every `everyMs` from `loops` loops until stop(); their answers and, at stop, where they
+ * ended.
+ */
 function sendSinglesBeside(deps: SettlementBenchDependencies, loops = 4, everyMs = 1000) {
   const answers: Array<{ ms: number; status: string; fundingId?: string }> = [];
   let stopped = false;
@@ -129,7 +145,10 @@ function sendSinglesBeside(deps: SettlementBenchDependencies, loops = 4, everyMs
         let status = 'no answer';
         let fundingId: string | undefined;
         try {
-          const response = await opsCall(deps, 'POST', '/ops/fundings', { recipient: { type: 'CODE', code }, amount: benchAmount });
+          const response = await opsCall(deps, 'POST', '/ops/fundings', {
+            recipient: { type: 'CODE', code },
+            amount: benchAmount,
+          });
           const text = await response.body.text();
           status = String(response.statusCode);
           if (response.statusCode === 202) fundingId = (JSON.parse(text) as { fundingId: string }).fundingId;
@@ -149,7 +168,8 @@ function sendSinglesBeside(deps: SettlementBenchDependencies, loops = 4, everyMs
       const isFinal = (row: { status: string }) => (finalFundingStatuses as readonly string[]).includes(row.status);
       const read = () => deps.database.funding.findMany({ where: { id: { in: ids } }, select: { status: true } });
       let rows = await read();
-      for (const deadline = Date.now() + 60_000; !rows.every(isFinal) && Date.now() < deadline; rows = await read()) await sleep(500);
+      for (const deadline = Date.now() + 60_000; !rows.every(isFinal) && Date.now() < deadline; rows = await read())
+        await sleep(500);
       const statuses: Record<string, number> = {};
       for (const answer of answers) statuses[answer.status] = (statuses[answer.status] ?? 0) + 1;
       const times = answers.map((answer) => answer.ms).sort((a, b) => a - b);
@@ -165,25 +185,43 @@ function sendSinglesBeside(deps: SettlementBenchDependencies, loops = 4, everyMs
   };
 }
 
-/** One day of `items` approved fundings: planted, retrieved by the baseline, settled by walletflow, its CSV downloaded. */
-export async function runSettlementBench(deps: SettlementBenchDependencies, input: { items: number; date: string; timeZone: string; maxInFlight: number }): Promise<SettlementBenchRun> {
+/**
+ * One day of `items` approved fundings: planted, retrieved by the baseline, settled by walletflow, its CSV downloaded.
+ */
+export async function runSettlementBench(
+  deps: SettlementBenchDependencies,
+  input: { items: number; date: string; timeZone: string; maxInFlight: number },
+): Promise<SettlementBenchRun> {
   const { log } = deps;
   log(`planting ${input.items} approved fundings on ${input.date} (the sandbox's transfers, then the rows)...`);
-  const planted = await plantApprovedDay({ databaseUrl: deps.databaseUrl, admin: deps.admin }, { date: input.date, timeZone: input.timeZone, count: input.items });
+  const planted = await plantApprovedDay(
+    { databaseUrl: deps.databaseUrl, admin: deps.admin },
+    { date: input.date, timeZone: input.timeZone, count: input.items },
+  );
   log(`planted in ${planted.seconds} s`);
 
   const baseline = await retrieveAll(deps.wallet, planted.transferIds, input.maxInFlight);
-  log(`baseline: the wallet client alone retrieved ${baseline.retrieves} transfers ${input.maxInFlight} at once in ${baseline.seconds} s (${baseline.perSecond}/s)${baseline.failed ? `, ${baseline.failed} failed` : ''}`);
+  log(
+    `baseline: the wallet client alone retrieved ${baseline.retrieves} transfers ${input.maxInFlight} at once in ${baseline.seconds} s (${baseline.perSecond}/s)${baseline.failed ? `, ${baseline.failed} failed` : ''}`,
+  );
   planted.transferIds.length = 0;
 
-  const retrievesBefore = await deps.database.walletCall.count({ where: { operation: 'transfers.retrieve', outcome: 'ok' } });
+  const retrievesBefore = await deps.database.walletCall.count({
+    where: { operation: 'transfers.retrieve', outcome: 'ok' },
+  });
   const usage = sampleUsage(deps.pids, 250);
   const singles = sendSinglesBeside(deps);
   const started = performance.now();
   const startedAt = Date.now();
   let progressAnswers = 0;
   let firstAnswerMs = 0;
-  let report: { runId: string; settledAt: string; fundings: { matched: number; missing: number; mismatched: number; total: { count: number } } } | undefined;
+  let report:
+    | {
+        runId: string;
+        settledAt: string;
+        fundings: { matched: number; missing: number; mismatched: number; total: { count: number } };
+      }
+    | undefined;
   let lastLog = 0;
   let singlesResult: SinglesAnswered | undefined;
   try {
@@ -196,12 +234,17 @@ export async function runSettlementBench(deps: SettlementBenchDependencies, inpu
         report = body as unknown as typeof report;
         break;
       }
-      if (response.statusCode !== 202) throw new Error(`GET /ops/settlements/${input.date}: ${response.statusCode} ${JSON.stringify(body).slice(0, 300)}`);
+      if (response.statusCode !== 202)
+        throw new Error(
+          `GET /ops/settlements/${input.date}: ${response.statusCode} ${JSON.stringify(body).slice(0, 300)}`,
+        );
       progressAnswers += 1;
       if (performance.now() - lastLog > 10_000) {
         lastLog = performance.now();
         const rss = (pid: number | undefined) => (pid === undefined ? '?' : Math.round(rssMiBOf(pid) ?? 0));
-        log(`settlement: ${String(body.checked)}/${String(body.total)} checked, API RSS ${rss(deps.apiPid())} MiB, worker RSS ${deps.workerPids().map(rss).join('+')} MiB`);
+        log(
+          `settlement: ${String(body.checked)}/${String(body.total)} checked, API RSS ${rss(deps.apiPid())} MiB, worker RSS ${deps.workerPids().map(rss).join('+')} MiB`,
+        );
       }
       await sleep(1000);
     }
@@ -211,11 +254,15 @@ export async function runSettlementBench(deps: SettlementBenchDependencies, inpu
   const processes = usage.stop();
   if (!report) throw new Error('no report');
   const seconds = (Date.parse(report.settledAt) - startedAt) / 1000;
-  log(`settled ${report.fundings.total.count} in ${round1(seconds)} s (${round1((performance.now() - started) / 1000)} s to the served report)`);
+  log(
+    `settled ${report.fundings.total.count} in ${round1(seconds)} s (${round1((performance.now() - started) / 1000)} s to the served report)`,
+  );
 
   const workerNames = Object.keys(processes).filter((name) => name.startsWith('worker'));
   const cpu = (names: string[]) => names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0);
-  const retrieves = (await deps.database.walletCall.count({ where: { operation: 'transfers.retrieve', outcome: 'ok' } })) - retrievesBefore;
+  const retrieves =
+    (await deps.database.walletCall.count({ where: { operation: 'transfers.retrieve', outcome: 'ok' } })) -
+    retrievesBefore;
 
   // The CSV, whole, as a client downloads it; the API's resident memory every 100 ms meanwhile.
   let csvPeak = 0;
@@ -235,7 +282,9 @@ export async function runSettlementBench(deps: SettlementBenchDependencies, inpu
     clearInterval(sampler);
   }
   const csvSeconds = round1((performance.now() - csvStarted) / 1000);
-  log(`the CSV: ${lines} lines, ${round1(bytes / 2 ** 20)} MiB in ${csvSeconds} s, API RSS peak ${Math.round(csvPeak)} MiB`);
+  log(
+    `the CSV: ${lines} lines, ${round1(bytes / 2 ** 20)} MiB in ${csvSeconds} s, API RSS peak ${Math.round(csvPeak)} MiB`,
+  );
 
   const itemsPerSecond = round1(input.items / seconds);
   return {
@@ -248,7 +297,12 @@ export async function runSettlementBench(deps: SettlementBenchDependencies, inpu
       itemsPerSecond,
       progressAnswers,
       firstAnswerMs,
-      counts: { matched: report.fundings.matched, missing: report.fundings.missing, mismatched: report.fundings.mismatched, count: report.fundings.total.count },
+      counts: {
+        matched: report.fundings.matched,
+        missing: report.fundings.missing,
+        mismatched: report.fundings.mismatched,
+        count: report.fundings.total.count,
+      },
       retrieves,
       processes,
       apiPeakRssMiB: Math.round(processes.api?.peakRssMiB ?? 0),

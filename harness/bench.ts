@@ -9,14 +9,38 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createWalletClient } from '../wallet/index.ts';
-import { startTemporalServer, resolveTemporalServer, dropTemporalDatabases, type RunningTemporalServer } from './temporal-server.ts';
-import { createCodeSupply, runBaselineLevel, runWalletflowLevel, round1, type CodeSupply, type LevelRun } from './bench-load.ts';
-import { benchReportSchema, formatBenchTable, renderChart, seriesOf, type BenchReport, type ChartSeries } from './bench-report.ts';
+import {
+  startTemporalServer,
+  resolveTemporalServer,
+  dropTemporalDatabases,
+  type RunningTemporalServer,
+} from './temporal-server.ts';
+import {
+  createCodeSupply,
+  runBaselineLevel,
+  runWalletflowLevel,
+  round1,
+  type CodeSupply,
+  type LevelRun,
+} from './bench-load.ts';
+import {
+  benchReportSchema,
+  formatBenchTable,
+  renderChart,
+  seriesOf,
+  type BenchReport,
+  type ChartSeries,
+} from './bench-report.ts';
 import { runLanders, runSessionLoad, waitForOnboardings } from './bench-session.ts';
 import { runBurst, waitForFundingsFinal } from './bench-burst.ts';
 import { runBatch, storeBatch, type BatchBenchRun, type BatchStoreRun } from './bench-batch.ts';
 import { runSettlementBench, type SettlementBenchRun } from './bench-settlement.ts';
-import { checkTokenBatchLinks, formatTokenBatchBench, startSinglesBeside, type TokenBatchBenchReport } from './bench-token-batch.ts';
+import {
+  checkTokenBatchLinks,
+  formatTokenBatchBench,
+  startSinglesBeside,
+  type TokenBatchBenchReport,
+} from './bench-token-batch.ts';
 import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
@@ -57,13 +81,22 @@ export interface BenchOptions {
   burstRequests?: string;
   /** The batch run instead of the levels: one batch of this many items against single fundings at 32 in flight. */
   batch?: string;
-  /** Token refresh at volume instead of the levels: a CODE batch and a TOKEN batch (every token expired) of this many items, single fundings beside each. */
+  /**
+   * Token refresh at volume instead of the levels: a CODE batch and a TOKEN batch (every token expired) of this many
+   * items, single fundings beside each.
+   */
   tokenBatch?: string;
   /** The store of a batch alone: one batch of this many items stored and cancelled, single fundings alongside. */
   batchStore?: string;
-  /** A day's settlement instead of the levels: a day of this many approved fundings settled (harness/bench-settlement.ts). */
+  /**
+   * A day's settlement instead of the levels: a day of this many approved fundings settled
+   * (harness/bench-settlement.ts).
+   */
   settlement?: string;
-  /** The console's pages instead of the levels: each page's server time on a small database and with the preload (harness/bench-console.ts). */
+  /**
+   * The console's pages instead of the levels: each page's server time on a small database and with the preload
+   * (harness/bench-console.ts).
+   */
   console?: boolean;
   /** Timed requests per console page on each side (default 100). */
   consoleRequests?: string;
@@ -77,7 +110,8 @@ class UsageError extends Error {}
 
 function wholeNumber(value: string, name: string, min: number, max: number): number {
   const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max}`);
+  if (!/^\d+$/.test(value.trim()) || parsed < min || parsed > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}`);
   return parsed;
 }
 
@@ -112,7 +146,8 @@ interface Settings {
 function parse(options: BenchOptions): Settings {
   const levels = options.levels.split(',').map((level) => wholeNumber(level, 'levels', 1, 1024));
   if (levels.length === 0) throw new UsageError('--levels needs at least one level');
-  if (options.temporal !== 'dev' && options.temporal !== 'server') throw new UsageError('--temporal must be dev or server');
+  if (options.temporal !== 'dev' && options.temporal !== 'server')
+    throw new UsageError('--temporal must be dev or server');
   const temporal = options.temporal === 'dev' ? 'dev-server' : 'server';
   const workers = wholeNumber(options.workers ?? (temporal === 'server' ? '2' : '1'), 'workers', 1, 8);
   return {
@@ -145,7 +180,12 @@ function parse(options: BenchOptions): Settings {
     fromSource: options.fromSource === true,
     burst: options.burst === false ? 0 : wholeNumber(options.burstRequests ?? '1000', 'burst-requests', 1, 100_000),
     ...(options.preload
-      ? { preload: { fundings: wholeNumber(options.preloadFundings ?? '1000000', 'preload-fundings', 0, 20_000_000), payments: wholeNumber(options.preloadPayments ?? '200000', 'preload-payments', 0, 5_000_000) } }
+      ? {
+          preload: {
+            fundings: wholeNumber(options.preloadFundings ?? '1000000', 'preload-fundings', 0, 20_000_000),
+            payments: wholeNumber(options.preloadPayments ?? '200000', 'preload-payments', 0, 5_000_000),
+          },
+        }
       : {}),
   };
 }
@@ -164,7 +204,8 @@ export async function runBench(options: BenchOptions): Promise<number> {
     return 64;
   }
   const started = Date.now();
-  const log = (line: string) => process.stdout.write(`${`${((Date.now() - started) / 1000).toFixed(0)}s`.padStart(5)}  ${line}\n`);
+  const log = (line: string) =>
+    process.stdout.write(`${`${((Date.now() - started) / 1000).toFixed(0)}s`.padStart(5)}  ${line}\n`);
   const cleanup = createCleanup(log);
   let interrupted = false;
   const onSignal = (signal: NodeJS.Signals) => {
@@ -175,8 +216,14 @@ export async function runBench(options: BenchOptions): Promise<number> {
   };
   onStopSignal(onSignal);
   try {
-    if ([settings.batch, settings.tokenBatch, settings.batchStore, settings.settlement, settings.console ? 1 : 0].filter((items) => items > 0).length > 1) {
-      throw new UsageError('--batch, --token-batch, --batch-store, --settlement and --console are separate runs: give one of them');
+    if (
+      [settings.batch, settings.tokenBatch, settings.batchStore, settings.settlement, settings.console ? 1 : 0].filter(
+        (items) => items > 0,
+      ).length > 1
+    ) {
+      throw new UsageError(
+        '--batch, --token-batch, --batch-store, --settlement and --console are separate runs: give one of them',
+      );
     }
     if (settings.settlement > 0) {
       return writeReport(settings, await benchSettlement(settings, log, cleanup), formatSettlementBench);
@@ -203,8 +250,16 @@ export async function runBench(options: BenchOptions): Promise<number> {
       const earlier = benchReportSchema.parse(JSON.parse(await readFile(settings.compare, 'utf8')));
       series.push({ ...seriesOf(earlier, `earlier: ${earlier.name}`, '#d29922')[0]!, dashed: true });
     }
-    await writeFile(svgPath, renderChart(`walletflow bench, ${report.temporal === 'server' ? 'Temporal server' : 'Temporal dev server'}, ${report.workers} worker(s), ${report.date.slice(0, 10)}`, series));
-    process.stdout.write(`\n${formatBenchTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}, chart: ${path.relative(process.cwd(), svgPath)}\n`);
+    await writeFile(
+      svgPath,
+      renderChart(
+        `walletflow bench, ${report.temporal === 'server' ? 'Temporal server' : 'Temporal dev server'}, ${report.workers} worker(s), ${report.date.slice(0, 10)}`,
+        series,
+      ),
+    );
+    process.stdout.write(
+      `\n${formatBenchTable(report)}\n\nreport: ${path.relative(process.cwd(), jsonPath)}, chart: ${path.relative(process.cwd(), svgPath)}\n`,
+    );
     await updateFigures(settings);
     return 0;
   } catch (error) {
@@ -218,9 +273,15 @@ export async function runBench(options: BenchOptions): Promise<number> {
   }
 }
 
-/** The machine's PostgreSQL for the real Temporal server (trust auth; WALLETFLOW_BENCH_TEMPORAL_POSTGRES overrides it). */
+/**
+ * The machine's PostgreSQL for the real Temporal server (trust auth; WALLETFLOW_BENCH_TEMPORAL_POSTGRES overrides it).
+ */
 /** A separate run's end: its report as JSON in `--out`, its table printed with where the report went. */
-async function writeReport<Report>(settings: Settings, report: Report, format: (report: Report) => string): Promise<number> {
+async function writeReport<Report>(
+  settings: Settings,
+  report: Report,
+  format: (report: Report) => string,
+): Promise<number> {
   await mkdir(settings.out, { recursive: true });
   const jsonPath = path.join(settings.out, `${settings.name}.json`);
   await writeFile(jsonPath, `${JSON.stringify(report, null, 2)}\n`);
@@ -242,10 +303,18 @@ async function updateFigures(settings: Settings): Promise<void> {
 
 function temporalPostgres() {
   const url = new URL(process.env.WALLETFLOW_BENCH_TEMPORAL_POSTGRES ?? 'postgres://postgres@127.0.0.1:5432');
-  return { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
+  return {
+    host: url.hostname,
+    port: Number(url.port || 5432),
+    user: decodeURIComponent(url.username || 'postgres'),
+    password: decodeURIComponent(url.password),
+  };
 }
 
-async function startRealTemporal(log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<RunningTemporalServer> {
+async function startRealTemporal(
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<RunningTemporalServer> {
   const tools = resolveTemporalServer();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-temporal-server-'));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
@@ -267,18 +336,27 @@ async function startRealTemporal(log: (line: string) => void, cleanup: ReturnTyp
     },
   });
   cleanup.add(() => server.stop());
-  log(`Temporal: server ${path.basename(tools.server)} on ${server.address}, 4 history shards, PostgreSQL ${postgres.host}:${postgres.port} (databases ${databases.join(', ')})`);
+  log(
+    `Temporal: server ${path.basename(tools.server)} on ${server.address}, 4 history shards, PostgreSQL ${postgres.host}:${postgres.port} (databases ${databases.join(', ')})`,
+  );
   return server;
 }
 
 /** The stack under measurement: Temporal (the dev server or a real one), API, worker(s), sandbox, clients. */
-async function startBenchStack(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>, env: NodeJS.ProcessEnv = {}) {
+async function startBenchStack(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+  env: NodeJS.ProcessEnv = {},
+) {
   const realTemporal = settings.temporal === 'server' ? await startRealTemporal(log, cleanup) : undefined;
   // Compiled, as production runs them, unless this code itself runs compiled already (dist/).
   let compiledCodeDir: string | undefined;
   if (!settings.fromSource && !runsCompiled) {
     compiledCodeDir = buildForBench();
-    log(`API and workers compiled to ${path.relative(process.cwd(), compiledCodeDir)} (production build; --from-source to run them through tsx)`);
+    log(
+      `API and workers compiled to ${path.relative(process.cwd(), compiledCodeDir)} (production build; --from-source to run them through tsx)`,
+    );
   }
   const stack: LocalStack = await startLocalStack({
     ...(compiledCodeDir ? { compiledCodeDir } : {}),
@@ -300,18 +378,32 @@ async function startBenchStack(settings: Settings, log: (line: string) => void, 
   cleanup.add(() => temporalConnection.close());
   const temporalClient = new Client({ connection: temporalConnection, namespace: 'default' });
   const pids = () => {
-    const named: Record<string, number | undefined> = { api: stack.api.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid(), bench: process.pid };
+    const named: Record<string, number | undefined> = {
+      api: stack.api.pid(),
+      temporal: realTemporal?.process.pid ?? stack.temporalPid(),
+      bench: process.pid,
+    };
     for (const worker of stack.workers) named[worker.name] = worker.pid();
     return named;
   };
   return { realTemporal, stack, admin, stats, ops, temporalClient, pids };
 }
 
-async function bench(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BenchReport> {
+async function bench(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<BenchReport> {
   const started = Date.now();
   const loadBefore = round1(os.loadavg()[0]!);
-  log(`bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`);
-  const { realTemporal, stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup);
+  log(
+    `bench: levels ${settings.levels.join(', ')}, ${settings.seconds} s each, walletflow and baseline; session URL ${settings.sessionSeconds} s; ${settings.temporal}, ${settings.workers} worker(s)`,
+  );
+  const { realTemporal, stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(
+    settings,
+    log,
+    cleanup,
+  );
   const wallet = createWalletClient({ ...sandboxWalletConfig(stack.sandbox), timeoutMs: 5000 });
   cleanup.add(() => wallet.close());
 
@@ -319,7 +411,11 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   const baselineCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6392' });
   const leanCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6393' });
   // The lean floor: its own worker process on the same Temporal, PostgreSQL and sandbox.
-  const leanWorker = await stack.startProcess('lean-worker', 'harness/lean-floor/lean-worker.ts', /lean floor worker polling/);
+  const leanWorker = await stack.startProcess(
+    'lean-worker',
+    'harness/lean-floor/lean-worker.ts',
+    /lean floor worker polling/,
+  );
   log('lean floor worker polling (harness/lean-floor/)');
   /** Codes for a level, from the rate so far: short of them, the level ends early (and says so). */
   const prepare = async (codes: CodeSupply, ratePerSecond: number, concurrency: number) => {
@@ -329,9 +425,15 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
 
   // Warm-up (not recorded): connections, JIT, the worker's workflow cache, the sandbox's routes.
   await prepare(walletflowCodes, 10, 4);
-  await runWalletflowLevel({ ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries }, { concurrency: 4, seconds: Math.min(3, settings.seconds) });
+  await runWalletflowLevel(
+    { ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries },
+    { concurrency: 4, seconds: Math.min(3, settings.seconds) },
+  );
   await prepare(leanCodes, 10, 4);
-  await runLeanLevel({ client: temporalClient, database: stack.database, codes: leanCodes }, { concurrency: 4, seconds: Math.min(3, settings.seconds) });
+  await runLeanLevel(
+    { client: temporalClient, database: stack.database, codes: leanCodes },
+    { concurrency: 4, seconds: Math.min(3, settings.seconds) },
+  );
   await prepare(baselineCodes, 200, 4);
   await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency: 4, seconds: 1 });
   log('warm-up done');
@@ -345,43 +447,91 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     const growth = Math.min(Math.max(concurrency / previousLevel, 1), 4);
     await prepare(walletflowCodes, walletflowRate * growth, concurrency);
     const walletflowUsage = sampleUsage(pids);
-    const walletflow = await runWalletflowLevel({ ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries }, { concurrency, seconds: settings.seconds });
+    const walletflow = await runWalletflowLevel(
+      { ops, database: stack.database, codes: walletflowCodes, retries: () => stats.retries },
+      { concurrency, seconds: settings.seconds },
+    );
     const walletflowProcesses = walletflowUsage.stop();
-    log(`c=${concurrency}: walletflow ${walletflow.perSecond} fundings/s, p50 ${walletflow.latencyMs.p50} ms, p99 ${walletflow.latencyMs.p99} ms${walletflow.failed ? `, ${walletflow.failed} failed` : ''}${walletflow.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`);
+    log(
+      `c=${concurrency}: walletflow ${walletflow.perSecond} fundings/s, p50 ${walletflow.latencyMs.p50} ms, p99 ${walletflow.latencyMs.p99} ms${walletflow.failed ? `, ${walletflow.failed} failed` : ''}${walletflow.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`,
+    );
 
     await prepare(leanCodes, leanRate * growth, concurrency);
-    const leanUsage = sampleUsage(() => ({ lean: leanWorker.pid(), temporal: realTemporal?.process.pid ?? stack.temporalPid() }));
-    const lean = await runLeanLevel({ client: temporalClient, database: stack.database, codes: leanCodes }, { concurrency, seconds: settings.seconds });
+    const leanUsage = sampleUsage(() => ({
+      lean: leanWorker.pid(),
+      temporal: realTemporal?.process.pid ?? stack.temporalPid(),
+    }));
+    const lean = await runLeanLevel(
+      { client: temporalClient, database: stack.database, codes: leanCodes },
+      { concurrency, seconds: settings.seconds },
+    );
     const leanProcesses = leanUsage.stop();
-    log(`c=${concurrency}: lean floor ${lean.perSecond} items/s, p50 ${lean.latencyMs.p50} ms, p99 ${lean.latencyMs.p99} ms${lean.failed ? `, ${lean.failed} failed` : ''}`);
+    log(
+      `c=${concurrency}: lean floor ${lean.perSecond} items/s, p50 ${lean.latencyMs.p50} ms, p99 ${lean.latencyMs.p99} ms${lean.failed ? `, ${lean.failed} failed` : ''}`,
+    );
 
     await prepare(baselineCodes, baselineRate * growth, concurrency);
     const baselineUsage = sampleUsage(() => ({ bench: process.pid }));
-    const baseline: LevelRun = await runBaselineLevel({ wallet, codes: baselineCodes }, { concurrency, seconds: settings.seconds });
+    const baseline: LevelRun = await runBaselineLevel(
+      { wallet, codes: baselineCodes },
+      { concurrency, seconds: settings.seconds },
+    );
     const baselineProcesses = baselineUsage.stop();
-    log(`c=${concurrency}: baseline ${baseline.perSecond} create+execute/s, p50 ${baseline.latencyMs.p50} ms, p99 ${baseline.latencyMs.p99} ms${baseline.failed ? `, ${baseline.failed} failed` : ''}${baseline.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`);
+    log(
+      `c=${concurrency}: baseline ${baseline.perSecond} create+execute/s, p50 ${baseline.latencyMs.p50} ms, p99 ${baseline.latencyMs.p99} ms${baseline.failed ? `, ${baseline.failed} failed` : ''}${baseline.ranOutOfCodes ? ' (ran out of prepared codes)' : ''}`,
+    );
 
     const cpuMsPer = (processes: Record<string, ProcessUsage>, names: string[], completed: number) =>
-      completed === 0 ? 0 : round1((names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0) * 1000) / completed);
+      completed === 0
+        ? 0
+        : round1((names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0) * 1000) / completed);
     const { sampleWorkflowIds, ...walletflowRun } = walletflow;
     const walletflowSplit = {
-      apiAndWorkers: cpuMsPer(walletflowProcesses, ['api', ...stack.workers.map((worker) => worker.name)], walletflow.completed),
+      apiAndWorkers: cpuMsPer(
+        walletflowProcesses,
+        ['api', ...stack.workers.map((worker) => worker.name)],
+        walletflow.completed,
+      ),
       temporal: cpuMsPer(walletflowProcesses, ['temporal'], walletflow.completed),
-      byProcess: Object.fromEntries(['api', ...stack.workers.map((worker) => worker.name), 'temporal'].map((name) => [name, cpuMsPer(walletflowProcesses, [name], walletflow.completed)])),
+      byProcess: Object.fromEntries(
+        ['api', ...stack.workers.map((worker) => worker.name), 'temporal'].map((name) => [
+          name,
+          cpuMsPer(walletflowProcesses, [name], walletflow.completed),
+        ]),
+      ),
     };
-    const leanSplit = { apiAndWorkers: cpuMsPer(leanProcesses, ['lean'], lean.completed), temporal: cpuMsPer(leanProcesses, ['temporal'], lean.completed) };
+    const leanSplit = {
+      apiAndWorkers: cpuMsPer(leanProcesses, ['lean'], lean.completed),
+      temporal: cpuMsPer(leanProcesses, ['temporal'], lean.completed),
+    };
     levels.push({
       concurrency,
       walletflow: {
         ...walletflowRun,
         processes: walletflowProcesses,
-        cpuMsPerItem: cpuMsPer(walletflowProcesses, ['api', 'temporal', ...stack.workers.map((worker) => worker.name)], walletflow.completed),
+        cpuMsPerItem: cpuMsPer(
+          walletflowProcesses,
+          ['api', 'temporal', ...stack.workers.map((worker) => worker.name)],
+          walletflow.completed,
+        ),
         history: await historyShape(temporalClient, sampleWorkflowIds),
         cpuSplit: walletflowSplit,
       },
-      lean: { ...lean, processes: leanProcesses, cpuMsPerItem: cpuMsPer(leanProcesses, ['lean', 'temporal'], lean.completed), cpuSplit: leanSplit },
-      overheadRatio: leanSplit.apiAndWorkers > 0 ? Math.round((walletflowSplit.apiAndWorkers / leanSplit.apiAndWorkers) * 100) / 100 : 0,
-      baseline: { ...baseline, processes: baselineProcesses, cpuMsPerItem: cpuMsPer(baselineProcesses, ['bench'], baseline.completed) },
+      lean: {
+        ...lean,
+        processes: leanProcesses,
+        cpuMsPerItem: cpuMsPer(leanProcesses, ['lean', 'temporal'], lean.completed),
+        cpuSplit: leanSplit,
+      },
+      overheadRatio:
+        leanSplit.apiAndWorkers > 0
+          ? Math.round((walletflowSplit.apiAndWorkers / leanSplit.apiAndWorkers) * 100) / 100
+          : 0,
+      baseline: {
+        ...baseline,
+        processes: baselineProcesses,
+        cpuMsPerItem: cpuMsPer(baselineProcesses, ['bench'], baseline.completed),
+      },
       ratio: baseline.perSecond > 0 ? Math.round((walletflow.perSecond / baseline.perSecond) * 10_000) / 10_000 : 0,
     });
     leanRate = Math.max(lean.perSecond, 5);
@@ -393,7 +543,10 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   let flat: BenchReport['flat'];
   if (settings.preload) {
     await prepare(walletflowCodes, flatCodesWanted(settings.seconds) / settings.seconds, 1);
-    flat = await runFlatWithData({ ops, database: stack.database, databaseUrl: stack.databaseUrl, codes: walletflowCodes, log }, { seconds: settings.seconds, preload: settings.preload });
+    flat = await runFlatWithData(
+      { ops, database: stack.database, databaseUrl: stack.databaseUrl, codes: walletflowCodes, log },
+      { seconds: settings.seconds, preload: settings.preload },
+    );
   }
 
   /**
@@ -433,15 +586,24 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     const user = await admin.createUser({ mobile: '+639300000001', kycLevel: 'KYC1', balance: '0.00' });
     const tokens = await admin.embeddedTokens(user.userId);
     const usage = sampleUsage(pids);
-    const load = runSessionLoad({ sessionUrl: `${stack.apiBase}/embedded/session`, tokens, connections: settings.sessionConnections, seconds: settings.sessionSeconds });
+    const load = runSessionLoad({
+      sessionUrl: `${stack.apiBase}/embedded/session`,
+      tokens,
+      connections: settings.sessionConnections,
+      seconds: settings.sessionSeconds,
+    });
     // Users who open the page during the storm: 4 a second, from the session URL call to the money
     // page.
     const landers = runLanders({ apiBase: stack.apiBase, tokens, everyMs: 250, stop: load });
     const run = await load;
     const landed = await landers;
     session = { ...run, processes: usage.stop(), landers: landed };
-    log(`session URL: ${run.requestsPerSecond} requests/s, p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms${run.non2xx ? `, ${run.non2xx} non-2xx` : ''}`);
-    log(`users who opened the page during it: ${landed.users}, session URL to money page p50 ${landed.toMoneyPageMs.p50} ms, p99 ${landed.toMoneyPageMs.p99} ms, max ${landed.toMoneyPageMs.max} ms${landed.notReached ? `, ${landed.notReached} not reached` : ''}`);
+    log(
+      `session URL: ${run.requestsPerSecond} requests/s, p50 ${run.latencyMs.p50} ms, p99 ${run.latencyMs.p99} ms${run.non2xx ? `, ${run.non2xx} non-2xx` : ''}`,
+    );
+    log(
+      `users who opened the page during it: ${landed.users}, session URL to money page p50 ${landed.toMoneyPageMs.p50} ms, p99 ${landed.toMoneyPageMs.p99} ms, max ${landed.toMoneyPageMs.max} ms${landed.notReached ? `, ${landed.notReached} not reached` : ''}`,
+    );
   }
 
   const workerRssMiBAfterSession = settings.sessionSeconds > 0 ? await workerMemoryAfterQuiet() : undefined;
@@ -450,8 +612,13 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
   let atRest: Pick<BenchReport, 'workerRssMiBAtRest' | 'onboarding'> = {};
   if (session) {
     const onboarding = await waitForOnboardings(stack.database);
-    log(`onboarding after the session URL's run: ${onboarding.onboardedPerSecond}/s over ${onboarding.seconds} s, ${onboarding.pending} still pending`);
-    atRest = { onboarding, ...(onboarding.pending === 0 ? { workerRssMiBAtRest: await workerMemoryAfterQuiet() } : {}) };
+    log(
+      `onboarding after the session URL's run: ${onboarding.onboardedPerSecond}/s over ${onboarding.seconds} s, ${onboarding.pending} still pending`,
+    );
+    atRest = {
+      onboarding,
+      ...(onboarding.pending === 0 ? { workerRssMiBAtRest: await workerMemoryAfterQuiet() } : {}),
+    };
   }
   const cpus = os.cpus();
   return benchReportSchema.parse({
@@ -471,7 +638,13 @@ async function bench(settings: Settings, log: (line: string) => void, cleanup: R
     },
     temporal: settings.temporal,
     workers: settings.workers,
-    options: { levels: settings.levels, seconds: settings.seconds, sessionSeconds: settings.sessionSeconds, sessionConnections: settings.sessionConnections, quietSeconds: settings.quietSeconds },
+    options: {
+      levels: settings.levels,
+      seconds: settings.seconds,
+      sessionSeconds: settings.sessionSeconds,
+      sessionConnections: settings.sessionConnections,
+      quietSeconds: settings.quietSeconds,
+    },
     code: settings.fromSource ? 'source (tsx)' : 'compiled',
     levels,
     session,
@@ -502,11 +675,19 @@ const SINGLE_CONCURRENCY = 32;
  * `--batch N`: single fundings at 32 in flight for --seconds, then one batch of N items
  * (harness/bench-batch.ts), both after a warm-up, on the same stack.
  */
-async function benchBatch(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BatchBenchReport> {
+async function benchBatch(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<BatchBenchReport> {
   const started = Date.now();
-  log(`bench --batch ${settings.batch}: single fundings at ${SINGLE_CONCURRENCY} in flight for ${settings.seconds} s, then one batch of ${settings.batch}; ${settings.temporal}, ${settings.workers} worker(s)`);
+  log(
+    `bench --batch ${settings.batch}: single fundings at ${SINGLE_CONCURRENCY} in flight for ${settings.seconds} s, then one batch of ${settings.batch}; ${settings.temporal}, ${settings.workers} worker(s)`,
+  );
   // The bench's batches wait for the second key (harness/local-stack.ts approverKey) like a real one.
-  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '100.00' });
+  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, {
+    BATCH_APPROVAL_THRESHOLD: '100.00',
+  });
   const singleCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
   const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
   const walletflow = { ops, database: stack.database, codes: singleCodes, retries: () => stats.retries };
@@ -536,18 +717,32 @@ async function benchBatch(settings: Settings, log: (line: string) => void, clean
   const single = await runWalletflowLevel(walletflow, { concurrency: SINGLE_CONCURRENCY, seconds: settings.seconds });
   const singleProcesses = singleUsage.stop();
   const measured = ['api', 'temporal', ...stack.workers.map((worker) => worker.name)];
-  const singleCpuMs = single.completed === 0 ? 0 : round1((measured.reduce((sum, name) => sum + (singleProcesses[name]?.cpuSeconds ?? 0), 0) * 1000) / single.completed);
-  log(`single fundings at ${SINGLE_CONCURRENCY} in flight: ${single.perSecond}/s, p99 ${single.latencyMs.p99} ms, ${singleCpuMs} ms CPU each${single.failed ? `, ${single.failed} failed` : ''}`);
+  const singleCpuMs =
+    single.completed === 0
+      ? 0
+      : round1(
+          (measured.reduce((sum, name) => sum + (singleProcesses[name]?.cpuSeconds ?? 0), 0) * 1000) / single.completed,
+        );
+  log(
+    `single fundings at ${SINGLE_CONCURRENCY} in flight: ${single.perSecond}/s, p99 ${single.latencyMs.p99} ms, ${singleCpuMs} ms CPU each${single.failed ? `, ${single.failed} failed` : ''}`,
+  );
 
   log(`making ${settings.batch} cash-in codes for the batch...`);
   await batchCodes.fill(settings.batch);
   const batch = await runBatch(batchDeps, settings.batch);
-  log(`batch: ${batch.items} items in ${batch.seconds} s, ${batch.itemsPerSecond}/s, ${batch.cpuMsPerItem} ms CPU each, worker RSS peak ${batch.workerRssMiB.peak} MiB, largest run ${batch.history.largestRunEvents} events over ${batch.history.runs} runs`);
+  log(
+    `batch: ${batch.items} items in ${batch.seconds} s, ${batch.itemsPerSecond}/s, ${batch.cpuMsPerItem} ms CPU each, worker RSS peak ${batch.workerRssMiB.peak} MiB, largest run ${batch.history.largestRunEvents} events over ${batch.history.runs} runs`,
+  );
   const cpus = os.cpus();
   return {
     name: settings.name,
     date: new Date(started).toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
     temporal: settings.temporal,
     workers: settings.workers,
     maxInFlight: 32,
@@ -571,11 +766,19 @@ async function benchBatch(settings: Settings, log: (line: string) => void, clean
  * second beside it; after a warm-up of both kinds. The TOKEN batch's links are checked afterwards:
  * each refreshed once at the wallet, none refused, all ACTIVE.
  */
-async function benchTokenBatch(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<TokenBatchBenchReport> {
+async function benchTokenBatch(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<TokenBatchBenchReport> {
   const started = Date.now();
   const items = settings.tokenBatch;
-  log(`bench --token-batch ${items}: a CODE batch and a TOKEN batch (every access token expired) of ${items} each, a single funding every second beside each; ${settings.temporal}, ${settings.workers} worker(s)`);
-  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '100.00' });
+  log(
+    `bench --token-batch ${items}: a CODE batch and a TOKEN batch (every access token expired) of ${items} each, a single funding every second beside each; ${settings.temporal}, ${settings.workers} worker(s)`,
+  );
+  const { stack, admin, stats, ops, temporalClient, pids } = await startBenchStack(settings, log, cleanup, {
+    BATCH_APPROVAL_THRESHOLD: '100.00',
+  });
   const singleCodes = await createCodeSupply(admin, { users: 8, mobilePrefix: '+6391' });
   const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
   const batchDeps = {
@@ -601,18 +804,30 @@ async function benchTokenBatch(settings: Settings, log: (line: string) => void, 
 
   // Warm-up (not recorded): a small batch of each kind (the runner's code paths, JIT, the vault's pools).
   await runBatch({ ...batchDeps, log: () => undefined }, 50);
-  await runBatch({ ...batchDeps, log: () => undefined }, 50, warmLinks.map((link) => ({ type: 'TOKEN', value: link.linkId })));
+  await runBatch(
+    { ...batchDeps, log: () => undefined },
+    50,
+    warmLinks.map((link) => ({ type: 'TOKEN', value: link.linkId })),
+  );
   log('warm-up done (a CODE batch and a TOKEN batch of 50)');
 
   const besideCode = startSinglesBeside({ ops, database: stack.database, codes: singleCodes });
   const codeBatch = await runBatch(batchDeps, items);
   const codeSingles = await besideCode.stop();
-  log(`CODE batch: ${codeBatch.itemsPerSecond} items/s; single fundings beside it: ${codeSingles.started}, p99 ${codeSingles.latencyMs.p99} ms`);
+  log(
+    `CODE batch: ${codeBatch.itemsPerSecond} items/s; single fundings beside it: ${codeSingles.started}, p99 ${codeSingles.latencyMs.p99} ms`,
+  );
 
   const besideToken = startSinglesBeside({ ops, database: stack.database, codes: singleCodes });
-  const tokenBatch = await runBatch(batchDeps, items, links.map((link) => ({ type: 'TOKEN', value: link.linkId })));
+  const tokenBatch = await runBatch(
+    batchDeps,
+    items,
+    links.map((link) => ({ type: 'TOKEN', value: link.linkId })),
+  );
   const tokenSingles = await besideToken.stop();
-  log(`TOKEN batch: ${tokenBatch.itemsPerSecond} items/s; single fundings beside it: ${tokenSingles.started}, p99 ${tokenSingles.latencyMs.p99} ms`);
+  log(
+    `TOKEN batch: ${tokenBatch.itemsPerSecond} items/s; single fundings beside it: ${tokenSingles.started}, p99 ${tokenSingles.latencyMs.p99} ms`,
+  );
   const tokenLinks = await checkTokenBatchLinks({ admin, database: stack.database }, links);
   if (stats.retries > 0) log(`the ops client repeated ${stats.retries} request(s) (503/429 or no answer)`);
 
@@ -620,13 +835,19 @@ async function benchTokenBatch(settings: Settings, log: (line: string) => void, 
   return {
     name: settings.name,
     date: new Date(started).toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
     temporal: settings.temporal,
     workers: settings.workers,
     items,
     code: { batch: codeBatch, singles: codeSingles },
     token: { batch: tokenBatch, singles: tokenSingles, links: tokenLinks },
-    ratio: codeBatch.itemsPerSecond > 0 ? Math.round((tokenBatch.itemsPerSecond / codeBatch.itemsPerSecond) * 100) / 100 : 0,
+    ratio:
+      codeBatch.itemsPerSecond > 0 ? Math.round((tokenBatch.itemsPerSecond / codeBatch.itemsPerSecond) * 100) / 100 : 0,
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
 }
@@ -656,13 +877,26 @@ export interface BatchStoreReport {
  * then its cancel, with single treasury fundings sent alongside; nothing runs (the batch waits for
  * approval, the bench's threshold is under its total).
  */
-async function benchBatchStore(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<BatchStoreReport> {
+async function benchBatchStore(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<BatchStoreReport> {
   const started = Date.now();
-  log(`bench --batch-store ${settings.batchStore}: one batch stored and cancelled, single fundings alongside; ${settings.temporal}`);
+  log(
+    `bench --batch-store ${settings.batchStore}: one batch stored and cancelled, single fundings alongside; ${settings.temporal}`,
+  );
   const { stack, admin } = await startBenchStack(settings, log, cleanup, { BATCH_APPROVAL_THRESHOLD: '1.00' });
   const batchCodes = await createCodeSupply(admin, { users: 100, mobilePrefix: '+6395' });
   const singleCodes = await createCodeSupply(admin, { users: 32, mobilePrefix: '+6391' });
-  const deps = { apiBase: stack.apiBase, opsKey: stack.opsKey, codes: batchCodes, singleCodes, apiPid: () => stack.api.pid(), log };
+  const deps = {
+    apiBase: stack.apiBase,
+    opsKey: stack.opsKey,
+    codes: batchCodes,
+    singleCodes,
+    apiPid: () => stack.api.pid(),
+    log,
+  };
   await singleCodes.fill(2000);
   await storeBatch({ ...deps, log: () => undefined }, 1000);
   log('warm-up done (batches of 1,000 stored and cancelled)');
@@ -674,7 +908,12 @@ async function benchBatchStore(settings: Settings, log: (line: string) => void, 
   return {
     name: settings.name,
     date: new Date(started).toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
     store,
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
@@ -705,11 +944,18 @@ async function benchConsole(
   log: (line: string) => void,
   cleanup: ReturnType<typeof createCleanup>,
 ): Promise<ConsoleBenchReport> {
-  log(`bench --console: ${run.requests} requests a page; ${run.fundings} fundings and ${run.payments} payments preloaded; a batch of ${run.batchItems} items`);
+  log(
+    `bench --console: ${run.requests} requests a page; ${run.fundings} fundings and ${run.payments} payments preloaded; a batch of ${run.batchItems} items`,
+  );
   const { stack } = await startBenchStack(settings, log, cleanup);
   return runConsoleBench(
     { apiBase: stack.apiBase, opsKey: stack.opsKey, databaseUrl: stack.databaseUrl, log },
-    { preload: { fundings: run.fundings, payments: run.payments }, batchItems: run.batchItems, requests: run.requests, name: settings.name },
+    {
+      preload: { fundings: run.fundings, payments: run.payments },
+      batchItems: run.batchItems,
+      requests: run.requests,
+      name: settings.name,
+    },
   );
 }
 
@@ -736,11 +982,19 @@ const SETTLEMENT_MAX_IN_FLIGHT = 32;
  * approved fundings settled by walletflow beside single fundings, against the wallet client alone
  * retrieving the same transfers, on the bench's stack (harness/bench-settlement.ts).
  */
-async function benchSettlement(settings: Settings, log: (line: string) => void, cleanup: ReturnType<typeof createCleanup>): Promise<SettlementBenchReport> {
+async function benchSettlement(
+  settings: Settings,
+  log: (line: string) => void,
+  cleanup: ReturnType<typeof createCleanup>,
+): Promise<SettlementBenchReport> {
   const started = Date.now();
   const loadBefore = round1(os.loadavg()[0]!);
-  log(`bench --settlement ${settings.settlement}: a day of ${settings.settlement} approved fundings settled beside single fundings, against the wallet client alone; ${settings.temporal}, ${settings.workers} worker(s)`);
-  const { stack, admin, temporalClient, pids } = await startBenchStack(settings, log, cleanup, { SETTLEMENT_MAX_IN_FLIGHT: String(SETTLEMENT_MAX_IN_FLIGHT) });
+  log(
+    `bench --settlement ${settings.settlement}: a day of ${settings.settlement} approved fundings settled beside single fundings, against the wallet client alone; ${settings.temporal}, ${settings.workers} worker(s)`,
+  );
+  const { stack, admin, temporalClient, pids } = await startBenchStack(settings, log, cleanup, {
+    SETTLEMENT_MAX_IN_FLIGHT: String(SETTLEMENT_MAX_IN_FLIGHT),
+  });
   const wallet = createWalletClient({ ...sandboxWalletConfig(stack.sandbox), timeoutMs: 5000 });
   cleanup.add(() => wallet.close());
   const codes = await createCodeSupply(admin, { users: 8, mobilePrefix: '+6391' });
@@ -773,19 +1027,54 @@ async function benchSettlement(settings: Settings, log: (line: string) => void, 
   return {
     name: settings.name,
     date: new Date(started).toISOString(),
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model.trim() ?? 'unknown', memoryGiB: round1(os.totalmem() / 2 ** 30), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model.trim() ?? 'unknown',
+      memoryGiB: round1(os.totalmem() / 2 ** 30),
+      node: process.version,
+    },
     temporal: settings.temporal,
     workers: settings.workers,
     maxInFlight: SETTLEMENT_MAX_IN_FLIGHT,
     loadAverage: { before: loadBefore, after: round1(os.loadavg()[0]!) },
     run,
     targets: [
-      { what: 'the day settled', target: '< 600 s', measured: `${settlement.seconds} s`, met: settlement.seconds < 600 },
-      { what: 'every line matched', target: `${run.items}`, measured: String(settlement.counts.matched), met: settlement.counts.matched === run.items && settlement.counts.count === run.items },
-      { what: 'each transfer retrieved once', target: `${run.items}`, measured: String(settlement.retrieves), met: settlement.retrieves === run.items },
-      { what: 'API resident memory, peak (the run and the CSV)', target: '< 300 MiB', measured: `${Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB)} MiB`, met: Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB) < 300 },
-      { what: 'worker resident memory, peak', target: '< 300 MiB', measured: `${settlement.workerPeakRssMiB} MiB`, met: settlement.workerPeakRssMiB < 300 },
-      { what: 'single fundings beside it accepted (202)', target: `${singles.sent}`, measured: String(accepted), met: accepted === singles.sent && singles.notFinal === 0 },
+      {
+        what: 'the day settled',
+        target: '< 600 s',
+        measured: `${settlement.seconds} s`,
+        met: settlement.seconds < 600,
+      },
+      {
+        what: 'every line matched',
+        target: `${run.items}`,
+        measured: String(settlement.counts.matched),
+        met: settlement.counts.matched === run.items && settlement.counts.count === run.items,
+      },
+      {
+        what: 'each transfer retrieved once',
+        target: `${run.items}`,
+        measured: String(settlement.retrieves),
+        met: settlement.retrieves === run.items,
+      },
+      {
+        what: 'API resident memory, peak (the run and the CSV)',
+        target: '< 300 MiB',
+        measured: `${Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB)} MiB`,
+        met: Math.max(settlement.apiPeakRssMiB, run.csv.apiPeakRssMiB) < 300,
+      },
+      {
+        what: 'worker resident memory, peak',
+        target: '< 300 MiB',
+        measured: `${settlement.workerPeakRssMiB} MiB`,
+        met: settlement.workerPeakRssMiB < 300,
+      },
+      {
+        what: 'single fundings beside it accepted (202)',
+        target: `${singles.sent}`,
+        measured: String(accepted),
+        met: accepted === singles.sent && singles.notFinal === 0,
+      },
     ],
     durationSeconds: Math.round((Date.now() - started) / 1000),
   };
@@ -804,6 +1093,8 @@ function formatSettlementBench(report: SettlementBenchReport): string {
     `single fundings beside it: ${singles.sent} sent, ${JSON.stringify(singles.statuses)}, slowest answer ${singles.maxMs} ms (p99 ${singles.p99Ms} ms); ${singles.approved} APPROVED, ${singles.notFinal} not final`,
     `load average ${report.loadAverage.before} → ${report.loadAverage.after}; planted in ${run.plantSeconds} s`,
     '',
-    ...report.targets.map((target) => `${target.met ? 'met ' : 'MISS'}  ${target.what}: ${target.measured} (target ${target.target})`),
+    ...report.targets.map(
+      (target) => `${target.met ? 'met ' : 'MISS'}  ${target.what}: ${target.measured} (target ${target.target})`,
+    ),
   ].join('\n');
 }

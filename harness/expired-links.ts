@@ -16,7 +16,10 @@ export interface ExpiredLink {
   linkId: string;
 }
 
-/** `count` such links, several made at once; the users' mobile numbers are `mobilePrefix` and five digits (absent: the sandbox's own). */
+/**
+ * `count` such links, several made at once; the users' mobile numbers are `mobilePrefix` and five digits (absent: the
+ * sandbox's own).
+ */
 export async function createExpiredLinks(
   deps: { admin: SandboxAdminClient; database: Database; tokenEncryptionKey: Buffer },
   options: { count: number; mobilePrefix?: string },
@@ -29,8 +32,16 @@ export async function createExpiredLinks(
       while (next < options.count) {
         const index = next;
         next += 1;
-        const mobile = options.mobilePrefix === undefined ? {} : { mobile: `${options.mobilePrefix}${String(index).padStart(5, '0')}` };
-        const user = await deps.admin.createUser({ ...mobile, kycLevel: 'KYC1', balance: '0.00', walletLimit: '900000000.00' });
+        const mobile =
+          options.mobilePrefix === undefined
+            ? {}
+            : { mobile: `${options.mobilePrefix}${String(index).padStart(5, '0')}` };
+        const user = await deps.admin.createUser({
+          ...mobile,
+          kycLevel: 'KYC1',
+          balance: '0.00',
+          walletLimit: '900000000.00',
+        });
         const issued = await deps.admin.embeddedTokens(user.userId);
         const { linkId } = await saveLinkWithTokens(deps.database, tokens, {
           partnerUserId: `wallet:${user.profileId}`,

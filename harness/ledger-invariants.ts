@@ -21,7 +21,10 @@ export interface WalletWitness {
   succeededPayments: bigint;
 }
 
-export async function checkLedgerInvariants(database: Database, options: { currency?: string; wallet?: WalletWitness } = {}): Promise<LedgerInvariantReport> {
+export async function checkLedgerInvariants(
+  database: Database,
+  options: { currency?: string; wallet?: WalletWitness } = {},
+): Promise<LedgerInvariantReport> {
   const currency = options.currency ?? 'PHP';
   const violations: string[] = [];
   const unbalanced = await database.$queryRaw<Array<{ id: bigint }>>`
@@ -34,7 +37,8 @@ export async function checkLedgerInvariants(database: Database, options: { curre
     LEFT JOIN (SELECT account, currency, SUM(amount) FILTER (WHERE NOT pending) AS posted, SUM(amount) FILTER (WHERE pending) AS held
                FROM ledger_entry GROUP BY account, currency) e ON e.account = a.account AND e.currency = a.currency
     WHERE a.balance <> COALESCE(e.posted, 0) OR a.pending <> COALESCE(e.held, 0)`;
-  for (const row of drift) violations.push(`account ${row.account} ${row.currency}: balance or held is not the sum of its entries`);
+  for (const row of drift)
+    violations.push(`account ${row.account} ${row.currency}: balance or held is not the sum of its entries`);
 
   const belowFloor = await database.$queryRaw<Array<{ account: string }>>`
     SELECT account FROM ledger_account WHERE floor IS NOT NULL AND balance + pending < floor`;
@@ -50,7 +54,8 @@ export async function checkLedgerInvariants(database: Database, options: { curre
     SELECT f.id::text AS id, f.status::text AS status, s.kind::text AS kind FROM ledger_transaction s
     JOIN ledger_transaction h ON h.id = s.settles_id JOIN funding f ON f.id = h.funding_id
     WHERE (s.kind = 'POST' AND f.status <> 'APPROVED') OR (s.kind = 'RELEASE' AND f.status NOT IN ('DECLINED', 'REJECTED', 'FAILED'))`;
-  for (const row of wrongSettle) violations.push(`funding ${row.id} is ${row.status} but its hold was settled by ${row.kind}`);
+  for (const row of wrongSettle)
+    violations.push(`funding ${row.id} is ${row.status} but its hold was settled by ${row.kind}`);
 
   const sums = await database.$queryRaw<Array<{ kind: string; total: unknown }>>`
     SELECT kind::text AS kind, SUM(balance + pending)::text AS total FROM ledger_account WHERE currency = ${currency} GROUP BY kind`;
@@ -64,19 +69,27 @@ export async function checkLedgerInvariants(database: Database, options: { curre
     capital: total('CAPITAL'),
   };
   const sum = Object.values(parts).reduce((a, b) => a + b, 0n);
-  if (sum !== 0n) violations.push(`treasury + users + in-flight + clearing + revenue + capital is ${formatAmount(sum, currency)}, not 0`);
+  if (sum !== 0n)
+    violations.push(
+      `treasury + users + in-flight + clearing + revenue + capital is ${formatAmount(sum, currency)}, not 0`,
+    );
 
   const openHolds = await database.$queryRaw<Array<{ total: unknown }>>`
     SELECT COALESCE(SUM(e.amount), 0)::text AS total FROM ledger_transaction h JOIN ledger_entry e ON e.transaction_id = h.id
     WHERE h.kind = 'HOLD' AND h.currency = ${currency} AND e.account = 'IN_FLIGHT'
       AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)`;
   const inFlight = fromNumeric(String(openHolds[0]?.total ?? '0'));
-  if (inFlight !== parts.inFlight) violations.push(`IN_FLIGHT is ${formatAmount(parts.inFlight, currency)} but open holds hold ${formatAmount(inFlight, currency)}`);
+  if (inFlight !== parts.inFlight)
+    violations.push(
+      `IN_FLIGHT is ${formatAmount(parts.inFlight, currency)} but open holds hold ${formatAmount(inFlight, currency)}`,
+    );
 
   if (options.wallet) {
     const expected = options.wallet.approvedTransfers - options.wallet.succeededPayments;
     if (expected !== parts.clearing) {
-      violations.push(`WALLET_CLEARING is ${formatAmount(parts.clearing, currency)} but the wallet approved − charged ${formatAmount(expected, currency)}`);
+      violations.push(
+        `WALLET_CLEARING is ${formatAmount(parts.clearing, currency)} but the wallet approved − charged ${formatAmount(expected, currency)}`,
+      );
     }
   }
 

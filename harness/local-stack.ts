@@ -14,7 +14,12 @@ import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-p
 import { findFreePort, waitForPort } from '../stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
 import { bundleWorkflows } from '../lib/workflow-bundle.ts';
-import { resolveTemporalCli, startTemporalDevServer, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
+import {
+  resolveTemporalCli,
+  startTemporalDevServer,
+  startTemporalDevServerOnFreePort,
+  type RunningTemporal,
+} from '../stack/temporal-dev-server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
@@ -49,7 +54,10 @@ export interface LocalStack {
   opsKey: string;
   /** A second key, named `checker`, with the read and approve scopes: a batch's second pair of eyes. */
   approverKey: string;
-  /** TOKEN_ENCRYPTION_KEY of the API and workers: links stored from outside (harness/expired-links.ts) are sealed with it. */
+  /**
+   * TOKEN_ENCRYPTION_KEY of the API and workers: links stored from outside (harness/expired-links.ts) are sealed with
+   * it.
+   */
   tokenEncryptionKey: Buffer;
   sandbox: RunningSandbox;
   api: SupervisedProcess;
@@ -80,10 +88,11 @@ export interface Cleanup {
 export function createCleanup(log: (line: string) => void): Cleanup {
   const stops: Array<() => Promise<unknown>> = [];
   let running: Promise<void> | undefined;
-  const runOne = (stop: () => Promise<unknown>) => stop().then(
-    () => undefined,
-    (error: Error) => log(`cleanup: ${error.message}`),
-  );
+  const runOne = (stop: () => Promise<unknown>) =>
+    stop().then(
+      () => undefined,
+      (error: Error) => log(`cleanup: ${error.message}`),
+    );
   return {
     add(stop) {
       if (running) void running.then(() => runOne(stop));
@@ -101,7 +110,10 @@ export function createCleanup(log: (line: string) => void): Cleanup {
 export interface LocalStackOptions {
   /** Names the temp dir and the fresh database. */
   purpose: 'soak' | 'bench';
-  /** A Temporal server the caller started (namespace and search attributes ready); default: a dev server of the stack's own. */
+  /**
+   * A Temporal server the caller started (namespace and search attributes ready); default: a dev server of the stack's
+   * own.
+   */
   temporal?: { address: string; namespace: string };
   /** Worker processes (default 1). */
   workers?: number;
@@ -210,7 +222,8 @@ function supervise(
     async waitForOutput(pattern, timeoutMs) {
       const deadline = Date.now() + timeoutMs;
       while (!pattern.test(sinceStart)) {
-        if (Date.now() > deadline) throw new Error(`${name} did not start within ${timeoutMs} ms; its last output:\n${recent.slice(-3000)}`);
+        if (Date.now() > deadline)
+          throw new Error(`${name} did not start within ${timeoutMs} ms; its last output:\n${recent.slice(-3000)}`);
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
     },
@@ -333,7 +346,14 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const entryOf = (entry: string) => (compiled ? [path.join(compiled, entry.replace(/\.ts$/, '.js'))] : entry);
   const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
     const name = index === 0 ? 'worker' : `worker-${index + 1}`;
-    const supervised = supervise(name, entryOf('worker/main.ts'), serviceEnvironment(env), openLog(`${name}.log`), log, isClosing);
+    const supervised = supervise(
+      name,
+      entryOf('worker/main.ts'),
+      serviceEnvironment(env),
+      openLog(`${name}.log`),
+      log,
+      isClosing,
+    );
     later(() => supervised.stop('SIGTERM', 10_000));
     return supervised;
   });
@@ -348,7 +368,9 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   api.start();
   const apiListening = (timeoutMs = 60_000) => waitForPort(apiPort, { timeoutMs });
   await Promise.all([apiListening(), ...workers.map((each) => each.waitForOutput(workerReady, 120_000))]);
-  log(`API on ${apiBase}; ${workers.length === 1 ? 'worker' : `${workers.length} workers`} and API run as child processes (logs in ${logDir})`);
+  log(
+    `API on ${apiBase}; ${workers.length === 1 ? 'worker' : `${workers.length} workers`} and API run as child processes (logs in ${logDir})`,
+  );
 
   return {
     stateDir,

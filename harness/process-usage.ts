@@ -82,7 +82,11 @@ export function sampleUsage(pids: () => Record<string, number | undefined>, inte
       for (const [name, { pid, cpu }] of first) {
         const now = cpuSecondsOf(pid);
         if (now === null || seconds <= 0) continue;
-        usage[name] = { cpuPercent: round1(((now - cpu) / seconds) * 100), cpuSeconds: Math.round((now - cpu) * 100) / 100, peakRssMiB: round1(peak.get(name) ?? 0) };
+        usage[name] = {
+          cpuPercent: round1(((now - cpu) / seconds) * 100),
+          cpuSeconds: Math.round((now - cpu) * 100) / 100,
+          peakRssMiB: round1(peak.get(name) ?? 0),
+        };
       }
       return usage;
     },

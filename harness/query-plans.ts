@@ -14,7 +14,17 @@ export interface RecordedStatement {
 }
 
 /** The tables that grow with history: a sequential scan of one of them is not flat with data. */
-export const historyTables = ['funding', 'funding_event', 'payment', 'payment_event', 'ledger_transaction', 'ledger_entry', 'ledger_account', 'webhook_event', 'link'] as const;
+export const historyTables = [
+  'funding',
+  'funding_event',
+  'payment',
+  'payment_event',
+  'ledger_transaction',
+  'ledger_entry',
+  'ledger_account',
+  'webhook_event',
+  'link',
+] as const;
 
 export interface PlannedScan {
   /** The plan node: "Index Scan", "Index Only Scan", "Bitmap Heap Scan", "Seq Scan", … */
@@ -24,7 +34,11 @@ export interface PlannedScan {
 }
 
 /** A Prisma client on `databaseUrl` that records every statement it sends, in order. */
-export function recordingDatabase(databaseUrl: string): { database: Database; statements: RecordedStatement[]; close(): Promise<void> } {
+export function recordingDatabase(databaseUrl: string): {
+  database: Database;
+  statements: RecordedStatement[];
+  close(): Promise<void>;
+} {
   const statements: RecordedStatement[] = [];
   const pool = new pg.Pool({ connectionString: databaseUrl, max: 4 });
   // An idle client ended by the server (its database dropped after the test) is not a failure.
@@ -72,14 +86,19 @@ function scansOf(node: Record<string, unknown>, into: PlannedScan[]): PlannedSca
 
 /** EXPLAIN (FORMAT JSON) of `statement` with its own parameters (not run): the scans it plans. */
 export async function plannedScans(client: pg.ClientBase, statement: RecordedStatement): Promise<PlannedScan[]> {
-  const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({ text: `EXPLAIN (FORMAT JSON) ${statement.text}`, values: statement.values });
+  const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({
+    text: `EXPLAIN (FORMAT JSON) ${statement.text}`,
+    values: statement.values,
+  });
   const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
   return plan ? scansOf(plan, []) : [];
 }
 
 /** The scans of `scans` that read a whole history table: what a flat query must not plan. */
 export function fullScans(scans: PlannedScan[]): PlannedScan[] {
-  return scans.filter((scan) => scan.node === 'Seq Scan' && (historyTables as readonly string[]).includes(scan.table ?? ''));
+  return scans.filter(
+    (scan) => scan.node === 'Seq Scan' && (historyTables as readonly string[]).includes(scan.table ?? ''),
+  );
 }
 
 /**
@@ -87,14 +106,30 @@ export function fullScans(scans: PlannedScan[]): PlannedScan[] {
  * inside a transaction rolled back, so a write leaves nothing): each scan's rows returned and the
  * rows it read and filtered out, over every loop. What a page costs, whatever the machine's speed.
  */
-export async function rowsExamined(client: pg.ClientBase, statement: RecordedStatement, table: string): Promise<number> {
+export async function rowsExamined(
+  client: pg.ClientBase,
+  statement: RecordedStatement,
+  table: string,
+): Promise<number> {
   await client.query({ text: 'BEGIN' });
   try {
-    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({ text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`, values: statement.values });
+    const result = await client.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, unknown> }> }>({
+      text: `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+      values: statement.values,
+    });
     const visit = (node: Record<string, unknown>): number => {
       const loops = Number(node['Actual Loops'] ?? 1);
-      const own = node['Relation Name'] === table ? (Number(node['Actual Rows'] ?? 0) + Number(node['Rows Removed by Filter'] ?? 0) + Number(node['Rows Removed by Index Recheck'] ?? 0)) * loops : 0;
-      return own + ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((sum, child) => sum + visit(child), 0);
+      const own =
+        node['Relation Name'] === table
+          ? (Number(node['Actual Rows'] ?? 0) +
+              Number(node['Rows Removed by Filter'] ?? 0) +
+              Number(node['Rows Removed by Index Recheck'] ?? 0)) *
+            loops
+          : 0;
+      return (
+        own +
+        ((node.Plans as Array<Record<string, unknown>> | undefined) ?? []).reduce((sum, child) => sum + visit(child), 0)
+      );
     };
     const plan = result.rows[0]?.['QUERY PLAN'][0]?.Plan;
     return plan ? visit(plan) : 0;

@@ -110,5 +110,10 @@ export async function plantApprovedDay(
   } finally {
     await analyze.end();
   }
-  return { date: input.date, fundings: input.count, transferIds, seconds: Math.round((Date.now() - started) / 100) / 10 };
+  return {
+    date: input.date,
+    fundings: input.count,
+    transferIds,
+    seconds: Math.round((Date.now() - started) / 100) / 10,
+  };
 }

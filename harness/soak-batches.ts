@@ -55,7 +55,12 @@ export async function planBatches(
     });
     recipients.push({
       userId: user.userId,
-      expected: kind === 'ok' ? { status: 'APPROVED', code: null } : kind === 'm133' ? { status: 'REJECTED', code: 'M133' } : { status: 'DECLINED', code: '6002' },
+      expected:
+        kind === 'ok'
+          ? { status: 'APPROVED', code: null }
+          : kind === 'm133'
+            ? { status: 'REJECTED', code: 'M133' }
+            : { status: 'DECLINED', code: '6002' },
     });
   }
   const actions: BatchAction[] = ['run', 'pause-resume', 'cancel'];
@@ -79,7 +84,8 @@ interface BatchView {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const finalItem = (state: string) => !['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'].includes(state);
-const doneCount = (view: BatchView) => Object.entries(view.counts).reduce((sum, [state, count]) => sum + (finalItem(state) ? count : 0), 0);
+const doneCount = (view: BatchView) =>
+  Object.entries(view.counts).reduce((sum, [state, count]) => sum + (finalItem(state) ? count : 0), 0);
 
 /**
  * Sends one batch (its codes and its TOKEN items' links made now), approves it with the second
@@ -120,15 +126,27 @@ export async function driveBatch(
     batch.expected.set(reference, recipient.expected);
     lines.push(`${reference},CODE,${code},${amount}`);
   }
-  const call = <T>(client: OpsClient, method: 'GET' | 'POST', path: string, options: { csv?: string; idempotencyKey?: string } = {}) =>
-    client.send<T>(method, path, { ...options, deadline: deps.deadline });
-  const created = await call<BatchView & { code?: string }>(deps.ops, 'POST', `/ops/funding-batches?name=soak-${batch.index}`, {
-    csv: `${lines.join('\n')}\n`,
-    idempotencyKey: `soak-batch-${randomUUID()}`,
-  });
-  if (created.status !== 202) throw new Error(`batch ${batch.index}: POST answered ${created.status} ${created.body?.code ?? ''}`);
+  const call = <T>(
+    client: OpsClient,
+    method: 'GET' | 'POST',
+    path: string,
+    options: { csv?: string; idempotencyKey?: string } = {},
+  ) => client.send<T>(method, path, { ...options, deadline: deps.deadline });
+  const created = await call<BatchView & { code?: string }>(
+    deps.ops,
+    'POST',
+    `/ops/funding-batches?name=soak-${batch.index}`,
+    {
+      csv: `${lines.join('\n')}\n`,
+      idempotencyKey: `soak-batch-${randomUUID()}`,
+    },
+  );
+  if (created.status !== 202)
+    throw new Error(`batch ${batch.index}: POST answered ${created.status} ${created.body?.code ?? ''}`);
   batch.batchId = created.body.batchId;
-  deps.log(`batch ${batch.index}: ${batch.size} items (${batch.tokenLinks.size} by TOKEN, every access token expired), ${created.body.total.amount.value} PHP, ${created.body.state} (${batch.action})`);
+  deps.log(
+    `batch ${batch.index}: ${batch.size} items (${batch.tokenLinks.size} by TOKEN, every access token expired), ${created.body.total.amount.value} PHP, ${created.body.state} (${batch.action})`,
+  );
   if (created.body.state === 'AWAITING_APPROVAL') {
     const approved = await call<BatchView>(deps.approver, 'POST', `/ops/funding-batches/${batch.batchId}/approve`);
     if (approved.status !== 200) throw new Error(`batch ${batch.index}: approve answered ${approved.status}`);
@@ -178,13 +196,21 @@ export async function checkBatchHolds(database: Database, batchIds: string[]): P
     FROM funding_batch b WHERE b.id = ANY(${batchIds}::uuid[])`;
   return rows
     .filter((row) => Number(row.held) !== Number(row.open))
-    .map((row) => ({ invariant: 'batch' as const, ids: [row.batch_id], detail: `batch holds ${row.held} PHP but its open items amount to ${row.open}` }));
+    .map((row) => ({
+      invariant: 'batch' as const,
+      ids: [row.batch_id],
+      detail: `batch holds ${row.held} PHP but its open items amount to ${row.open}`,
+    }));
 }
 
 /** At the end: the batch view's counts equal its items' states, and its end state fits them. */
 export async function checkBatchCounts(database: Database, batch: SoakBatch, view: BatchView): Promise<Violation[]> {
   const violations: Violation[] = [];
-  const rows = await database.funding.groupBy({ by: ['status', 'errorCode'], where: { batchId: batch.batchId! }, _count: { _all: true } });
+  const rows = await database.funding.groupBy({
+    by: ['status', 'errorCode'],
+    where: { batchId: batch.batchId! },
+    _count: { _all: true },
+  });
   const counts: Record<string, number> = {};
   for (const row of rows) {
     const state = row.status === 'FAILED' && row.errorCode === 'CANCELLED' ? 'CANCELLED' : row.status;
@@ -193,14 +219,34 @@ export async function checkBatchCounts(database: Database, batch: SoakBatch, vie
   const seen = new Set([...Object.keys(counts), ...Object.keys(view.counts)]);
   for (const state of seen) {
     if ((counts[state] ?? 0) !== (view.counts[state] ?? 0)) {
-      violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `the batch counts ${view.counts[state] ?? 0} ${state}, its items ${counts[state] ?? 0}` });
+      violations.push({
+        invariant: 'batch',
+        ids: [batch.batchId!],
+        detail: `the batch counts ${view.counts[state] ?? 0} ${state}, its items ${counts[state] ?? 0}`,
+      });
     }
   }
   const total = Object.values(counts).reduce((sum, count) => sum + count, 0);
-  if (total !== batch.size) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `${total} items stored of ${batch.size} sent` });
-  if (view.state === 'CANCELLED' && (counts.PENDING ?? 0) > 0) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `cancelled with ${counts.PENDING} items PENDING` });
-  if (view.state === 'COMPLETED' && (counts.CANCELLED ?? 0) > 0) violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `completed with ${counts.CANCELLED} items cancelled` });
-  if (batch.action !== 'cancel' && view.state !== 'COMPLETED') violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `ended ${view.state}, not COMPLETED` });
+  if (total !== batch.size)
+    violations.push({
+      invariant: 'batch',
+      ids: [batch.batchId!],
+      detail: `${total} items stored of ${batch.size} sent`,
+    });
+  if (view.state === 'CANCELLED' && (counts.PENDING ?? 0) > 0)
+    violations.push({
+      invariant: 'batch',
+      ids: [batch.batchId!],
+      detail: `cancelled with ${counts.PENDING} items PENDING`,
+    });
+  if (view.state === 'COMPLETED' && (counts.CANCELLED ?? 0) > 0)
+    violations.push({
+      invariant: 'batch',
+      ids: [batch.batchId!],
+      detail: `completed with ${counts.CANCELLED} items cancelled`,
+    });
+  if (batch.action !== 'cancel' && view.state !== 'COMPLETED')
+    violations.push({ invariant: 'batch', ids: [batch.batchId!], detail: `ended ${view.state}, not COMPLETED` });
   return violations;
 }
 
@@ -209,7 +255,10 @@ export interface TokenLinksCheck {
   links: number;
   /** Links the wallet refreshed exactly as often as walletflow stored a refresh. */
   kept: number;
-  /** Links whose rotated pair a worker killed mid-refresh lost (the wallet rotated, nothing was stored): REAUTH_REQUIRED, a documented limit. */
+  /**
+   * Links whose rotated pair a worker killed mid-refresh lost (the wallet rotated, nothing was stored):
+   * REAUTH_REQUIRED, a documented limit.
+   */
   stranded: number;
   violations: Violation[];
 }
@@ -222,14 +271,30 @@ export interface TokenLinksCheck {
  * a loss is a violation (a pair lost by walletflow itself), and so is a link walletflow refreshed
  * while the wallet shows fewer refreshes.
  */
-export async function checkTokenLinks(database: Database, walletRefreshes: ReadonlyArray<{ userId: string }>, batches: SoakBatch[]): Promise<TokenLinksCheck> {
+export async function checkTokenLinks(
+  database: Database,
+  walletRefreshes: ReadonlyArray<{ userId: string }>,
+  batches: SoakBatch[],
+): Promise<TokenLinksCheck> {
   const atWallet = new Map<string, number>();
   for (const refresh of walletRefreshes) atWallet.set(refresh.userId, (atWallet.get(refresh.userId) ?? 0) + 1);
-  const all = batches.flatMap((batch) => [...batch.tokenLinks.entries()].map(([reference, link]) => ({ batch, reference, link })));
+  const all = batches.flatMap((batch) =>
+    [...batch.tokenLinks.entries()].map(([reference, link]) => ({ batch, reference, link })),
+  );
   const linkIds = all.map((entry) => entry.link.linkId);
-  const statuses = new Map((await database.link.findMany({ where: { id: { in: linkIds } }, select: { id: true, status: true } })).map((row) => [row.id, row.status]));
+  const statuses = new Map(
+    (await database.link.findMany({ where: { id: { in: linkIds } }, select: { id: true, status: true } })).map(
+      (row) => [row.id, row.status],
+    ),
+  );
   const stored = new Map(
-    (await database.linkEvent.groupBy({ by: ['linkId'], where: { linkId: { in: linkIds }, type: 'TOKEN_REFRESHED' }, _count: { _all: true } })).map((row) => [row.linkId, row._count._all]),
+    (
+      await database.linkEvent.groupBy({
+        by: ['linkId'],
+        where: { linkId: { in: linkIds }, type: 'TOKEN_REFRESHED' },
+        _count: { _all: true },
+      })
+    ).map((row) => [row.linkId, row._count._all]),
   );
   const check: TokenLinksCheck = { links: all.length, kept: 0, stranded: 0, violations: [] };
   for (const { batch, reference, link } of all) {
@@ -237,7 +302,11 @@ export async function checkTokenLinks(database: Database, walletRefreshes: Reado
     const kept = stored.get(link.linkId) ?? 0;
     const status = statuses.get(link.linkId);
     if (kept > wallet) {
-      check.violations.push({ invariant: 'batch', ids: [link.linkId], detail: `link ${link.linkId} stores ${kept} refreshes, the wallet made ${wallet}` });
+      check.violations.push({
+        invariant: 'batch',
+        ids: [link.linkId],
+        detail: `link ${link.linkId} stores ${kept} refreshes, the wallet made ${wallet}`,
+      });
     } else if (kept === wallet && status === 'ACTIVE') {
       check.kept += 1;
     } else if (wallet > kept) {
@@ -245,7 +314,11 @@ export async function checkTokenLinks(database: Database, walletRefreshes: Reado
       check.stranded += 1;
       if (status !== 'ACTIVE') batch.expected.set(reference, { status: 'FAILED', code: 'REAUTH_REQUIRED' });
     } else {
-      check.violations.push({ invariant: 'batch', ids: [link.linkId], detail: `link ${link.linkId} is ${status ?? 'gone'} with every rotation the wallet made stored (${kept})` });
+      check.violations.push({
+        invariant: 'batch',
+        ids: [link.linkId],
+        detail: `link ${link.linkId} is ${status ?? 'gone'} with every rotation the wallet made stored (${kept})`,
+      });
     }
   }
   return check;

@@ -59,7 +59,15 @@ export interface ChaosCounts {
 }
 
 /** The order actions come in: the workers most often (killed or paused), the API and Temporal in turn. */
-const cycle: ChaosAction[] = ['worker-kill', 'worker-pause', 'api-restart', 'temporal-restart', 'worker-pause', 'worker-kill', 'worker-pause'];
+const cycle: ChaosAction[] = [
+  'worker-kill',
+  'worker-pause',
+  'api-restart',
+  'temporal-restart',
+  'worker-pause',
+  'worker-kill',
+  'worker-pause',
+];
 
 /**
  * How long a paused worker stays stopped: longer than a workflow task's time-out (10 s), so its
@@ -85,7 +93,10 @@ export interface Chaos {
   log: string[];
 }
 
-export function createChaos(stack: LocalStack, options: { total: number; random: () => number; log: (line: string) => void }): Chaos {
+export function createChaos(
+  stack: LocalStack,
+  options: { total: number; random: () => number; log: (line: string) => void },
+): Chaos {
   const counts: ChaosCounts = { 'worker-kill': 0, 'worker-pause': 0, 'api-restart': 0, 'temporal-restart': 0 };
   const history: string[] = [];
   const actions = plannedActions(options.total);
@@ -140,7 +151,9 @@ export function createChaos(stack: LocalStack, options: { total: number; random:
     options.log(`chaos: ${line}`);
   };
   const enqueue = (action: ChaosAction) => {
-    queue = queue.then(() => perform(action)).catch((error: Error) => options.log(`chaos: ${action} failed: ${error.message}`));
+    queue = queue
+      .then(() => perform(action))
+      .catch((error: Error) => options.log(`chaos: ${action} failed: ${error.message}`));
   };
 
   return {

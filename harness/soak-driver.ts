@@ -38,7 +38,10 @@ const expectations: Record<FundingKind | PaymentKind, Expected> = {
   'pay-insufficient': { status: 'FAILED', code: 'INSUFFICIENT_BALANCE' },
 };
 
-/** Mixes: half CODE approvals, a quarter TOKEN approvals, a tenth each M133 and 6002; a quarter of payments short of balance. */
+/**
+ * Mixes: half CODE approvals, a quarter TOKEN approvals, a tenth each M133 and 6002; a quarter of payments short of
+ * balance.
+ */
 function fundingKind(r: number): FundingKind {
   if (r < 0.5) return 'code-approved';
   if (r < 0.75) return 'token-approved';
@@ -47,7 +50,8 @@ function fundingKind(r: number): FundingKind {
 }
 
 /** The sandbox admin API as the soak and the bench use it: each answer waited for 30 s at most. */
-export const sandboxAdmin = (sandboxUrl: string): SandboxAdminClient => sandboxAdminClient(sandboxUrl, { timeoutMs: 30_000 });
+export const sandboxAdmin = (sandboxUrl: string): SandboxAdminClient =>
+  sandboxAdminClient(sandboxUrl, { timeoutMs: 30_000 });
 
 export function shuffle<T>(items: T[], random: () => number): T[] {
   const out = [...items];
@@ -59,7 +63,10 @@ export function shuffle<T>(items: T[], random: () => number): T[] {
 }
 
 /** Plans the run and creates its sandbox users (recipients come later, just in time). */
-export async function planRun(admin: SandboxAdminClient, options: { fundings: number; payments: number; random: () => number }): Promise<PlannedItem[]> {
+export async function planRun(
+  admin: SandboxAdminClient,
+  options: { fundings: number; payments: number; random: () => number },
+): Promise<PlannedItem[]> {
   const items: PlannedItem[] = [];
   const mobile = (index: number) => `+639${String(index).padStart(9, '0')}`;
   for (let index = 0; index < options.fundings; index += 1) {
@@ -76,7 +83,11 @@ export async function planRun(admin: SandboxAdminClient, options: { fundings: nu
   for (let index = 0; index < options.payments; index += 1) {
     const kind: PaymentKind = options.random() < 0.75 ? 'pay-ok' : 'pay-insufficient';
     const amount = `${10 + Math.floor(options.random() * 90)}.${String(Math.floor(options.random() * 100)).padStart(2, '0')}`;
-    const user = await admin.createUser({ mobile: mobile(options.fundings + index), kycLevel: 'KYC1', balance: kind === 'pay-ok' ? '1000.00' : '5.00' });
+    const user = await admin.createUser({
+      mobile: mobile(options.fundings + index),
+      kycLevel: 'KYC1',
+      balance: kind === 'pay-ok' ? '1000.00' : '5.00',
+    });
     items.push({ index, side: 'payment', kind, amount, expected: expectations[kind], userId: user.userId });
   }
   return shuffle(items, options.random);
@@ -101,14 +112,27 @@ function parseJson<T>(text: string): T {
 
 export interface OpsClient {
   /** `body` is sent as JSON, `csv` as text/csv. */
-  send<T>(method: 'GET' | 'POST', path: string, options?: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number }): Promise<{ status: number; body: T }>;
+  send<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    options?: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number },
+  ): Promise<{ status: number; body: T }>;
 }
 
 /** The ops API with retries: connection errors, time-outs, 5xx and 429 repeat the same request (same key). */
 export function opsClient(apiBase: string, opsKey: string, stats: DriverStats): OpsClient {
   return {
-    async send<T>(method: 'GET' | 'POST', path: string, options: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number } = {}) {
-      const body = options.csv !== undefined ? { type: 'text/csv', text: options.csv } : options.body === undefined ? undefined : { type: 'application/json', text: JSON.stringify(options.body) };
+    async send<T>(
+      method: 'GET' | 'POST',
+      path: string,
+      options: { body?: unknown; csv?: string; idempotencyKey?: string; actor?: string; deadline?: number } = {},
+    ) {
+      const body =
+        options.csv !== undefined
+          ? { type: 'text/csv', text: options.csv }
+          : options.body === undefined
+            ? undefined
+            : { type: 'application/json', text: JSON.stringify(options.body) };
       const deadline = options.deadline ?? Date.now() + 300_000;
       let delay = 250;
       for (;;) {
@@ -126,7 +150,8 @@ export function opsClient(apiBase: string, opsKey: string, stats: DriverStats): 
             bodyTimeout: 30_000,
           });
           const text = await response.body.text();
-          if (response.statusCode < 500 && response.statusCode !== 429) return { status: response.statusCode, body: parseJson<T>(text) };
+          if (response.statusCode < 500 && response.statusCode !== 429)
+            return { status: response.statusCode, body: parseJson<T>(text) };
         } catch {
           // No answer (refused, reset, timed out): the same request again, with the same key.
         }
@@ -159,7 +184,9 @@ export async function linkThroughSessionUrl(
     }
     let launched;
     try {
-      launched = await admin.call<{ sessionId?: string; landingUrl?: string; message?: string }>('POST', '/launch', { userId });
+      launched = await admin.call<{ sessionId?: string; landingUrl?: string; message?: string }>('POST', '/launch', {
+        userId,
+      });
     } catch {
       continue;
     }
@@ -169,7 +196,10 @@ export async function linkThroughSessionUrl(
     const started = Date.now();
     let visited = false;
     while (Date.now() - started < 60_000) {
-      const row = await database.embeddedSession.findUnique({ where: { sessionIdHash }, select: { status: true, linkId: true } });
+      const row = await database.embeddedSession.findUnique({
+        where: { sessionIdHash },
+        select: { status: true, linkId: true },
+      });
       if (row?.status === 'READY' && row.linkId) return row.linkId;
       if (row?.status === 'FAILED') break;
       if (!visited && Date.now() - started > 3000) {
@@ -211,7 +241,11 @@ export async function postItem(
     body = { recipient: { type: 'CODE', code }, amount };
   }
   const idempotencyKey = `soak-${randomUUID()}`;
-  const answer = await deps.ops.send<FundingView & PaymentView & { code?: string }>('POST', path, { body, idempotencyKey, deadline: deps.deadline });
+  const answer = await deps.ops.send<FundingView & PaymentView & { code?: string }>('POST', path, {
+    body,
+    idempotencyKey,
+    deadline: deps.deadline,
+  });
   if (answer.status !== 202 && answer.status !== 200) {
     item.error = `POST ${path} answered ${answer.status} ${answer.body?.code ?? ''}`;
     return;
@@ -262,7 +296,9 @@ export async function resolveReviews(ops: OpsClient, admin: SandboxAdminClient):
  * take to land → FAILED (nothing was credited). A younger one is left for the next round.
  */
 async function resolveFundingReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
-  const listed = await ops.send<{ items: FundingView[] }>('GET', '/ops/fundings?status=NEEDS_REVIEW&limit=200', { deadline: Date.now() + 30_000 });
+  const listed = await ops.send<{ items: FundingView[] }>('GET', '/ops/fundings?status=NEEDS_REVIEW&limit=200', {
+    deadline: Date.now() + 30_000,
+  });
   if (listed.status !== 200 || listed.body.items.length === 0) return [];
   const ledger = await admin.ledger();
   const byId = new Map(ledger.transfers.map((transfer) => [transfer.transferId, transfer]));
@@ -270,17 +306,34 @@ async function resolveFundingReviews(ops: OpsClient, admin: SandboxAdminClient):
   for (const funding of listed.body.items) {
     const executions = funding.transferId ? (byId.get(funding.transferId)?.executions ?? 0) : 0;
     if (executions > 1) continue; // a double credit is not ops' to paper over: the checker reports it
-    const since = Date.parse(funding.events.findLast((event) => event.status === 'NEEDS_REVIEW')?.at ?? funding.updatedAt);
+    const since = Date.parse(
+      funding.events.findLast((event) => event.status === 'NEEDS_REVIEW')?.at ?? funding.updatedAt,
+    );
     if (executions === 0 && Date.now() - since < FUNDING_REVIEW_GRACE_MS) continue;
     const outcome = executions === 1 ? 'APPROVED' : 'FAILED';
-    const note = executions === 1 ? 'the wallet ledger shows the credit (1 execution)' : `no credit in the wallet ledger after ${FUNDING_REVIEW_GRACE_MS / 1000} s`;
+    const note =
+      executions === 1
+        ? 'the wallet ledger shows the credit (1 execution)'
+        : `no credit in the wallet ledger after ${FUNDING_REVIEW_GRACE_MS / 1000} s`;
     try {
-      const answer = await ops.send<FundingView & { code?: string }>('POST', `/ops/fundings/${funding.fundingId}/resolve`, {
-        body: { outcome, note },
-        actor: 'soak-reviewer',
-        deadline: Date.now() + 30_000,
-      });
-      if (answer.status === 200) resolved.push({ kind: 'funding', id: funding.fundingId, walletPaymentId: funding.transferId, executions, outcome, at: Date.now() });
+      const answer = await ops.send<FundingView & { code?: string }>(
+        'POST',
+        `/ops/fundings/${funding.fundingId}/resolve`,
+        {
+          body: { outcome, note },
+          actor: 'soak-reviewer',
+          deadline: Date.now() + 30_000,
+        },
+      );
+      if (answer.status === 200)
+        resolved.push({
+          kind: 'funding',
+          id: funding.fundingId,
+          walletPaymentId: funding.transferId,
+          executions,
+          outcome,
+          at: Date.now(),
+        });
     } catch {
       // No answer in time: listed again next round if still in review.
     }
@@ -289,7 +342,9 @@ async function resolveFundingReviews(ops: OpsClient, admin: SandboxAdminClient):
 }
 
 async function resolvePaymentReviews(ops: OpsClient, admin: SandboxAdminClient): Promise<ReviewRecord[]> {
-  const listed = await ops.send<{ items: PaymentView[] }>('GET', '/ops/payments?status=NEEDS_REVIEW&limit=200', { deadline: Date.now() + 30_000 });
+  const listed = await ops.send<{ items: PaymentView[] }>('GET', '/ops/payments?status=NEEDS_REVIEW&limit=200', {
+    deadline: Date.now() + 30_000,
+  });
   if (listed.status !== 200 || listed.body.items.length === 0) return [];
   const ledger = await admin.ledger();
   const byId = new Map(ledger.payments.map((payment) => [payment.paymentId, payment]));
@@ -298,15 +353,27 @@ async function resolvePaymentReviews(ops: OpsClient, admin: SandboxAdminClient):
     const executions = payment.paymentId ? (byId.get(payment.paymentId)?.executions ?? 0) : 0;
     const outcome = executions === 1 ? 'SUCCEEDED' : 'FAILED';
     if (executions > 1) continue; // a double debit is not ops' to paper over: the checker reports it
-    const note = executions === 1 ? 'the wallet ledger shows the debit (1 execution)' : 'no debit in the wallet ledger (0 executions)';
+    const note =
+      executions === 1
+        ? 'the wallet ledger shows the debit (1 execution)'
+        : 'no debit in the wallet ledger (0 executions)';
     try {
       const answer = await ops.send<PaymentView & { code?: string }>('POST', `/ops/payments/${payment.id}/resolve`, {
         body: { outcome, note },
         actor: 'soak-reviewer',
         deadline: Date.now() + 30_000,
       });
-      // 409: an earlier attempt went through and its answer was lost (the API restarted); the table counts from walletflow's rows.
-      if (answer.status === 200) resolved.push({ kind: 'payment', id: payment.id, walletPaymentId: payment.paymentId, executions, outcome, at: Date.now() });
+      // 409: an earlier attempt went through and its answer was lost (the API restarted); the table counts from
+      // walletflow's rows.
+      if (answer.status === 200)
+        resolved.push({
+          kind: 'payment',
+          id: payment.id,
+          walletPaymentId: payment.paymentId,
+          executions,
+          outcome,
+          at: Date.now(),
+        });
     } catch {
       // No answer in time (the API or Temporal restarting): listed again next round if still in review.
     }

@@ -52,7 +52,13 @@ export interface SoakPaymentRow {
 
 export interface SoakLedger {
   transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string } }>;
-  payments: Array<{ paymentId: string; status: string; executions: number; amount: { value: string }; fee: { value: string } }>;
+  payments: Array<{
+    paymentId: string;
+    status: string;
+    executions: number;
+    amount: { value: string };
+    fee: { value: string };
+  }>;
 }
 
 export interface SoakCheckInput {
@@ -135,7 +141,8 @@ export interface SoakCheckResult {
 
 const executedFunding = new Set(['APPROVED', 'DECLINED']);
 
-const thousandths = (value: string | null | undefined): bigint => (value === null || value === undefined ? 0n : thousandthsIn(value));
+const thousandths = (value: string | null | undefined): bigint =>
+  value === null || value === undefined ? 0n : thousandthsIn(value);
 const php = (value: bigint) => formatAmount(value, 'PHP');
 
 /** Nearest-rank percentile of `values` (ms); null when empty. */
@@ -153,7 +160,8 @@ function countBy<T>(items: T[], key: (item: T) => string): Record<string, number
 }
 
 const matchesExpected = (expected: Expected | null, status: string, code: string | null) =>
-  expected === null || (expected.status === status && (expected.code === null ? code === null : expected.code === code));
+  expected === null ||
+  (expected.status === status && (expected.code === null ? code === null : expected.code === code));
 
 export function checkSoak(input: SoakCheckInput): SoakCheckResult {
   const violations: Violation[] = [];
@@ -166,7 +174,8 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     ['fundings', input.requested.fundings, input.fundings.length],
     ['payments', input.requested.payments, input.payments.length],
   ] as const) {
-    if (recorded < requested) add('lost-request', [], `${requested - recorded} of ${requested} ${side} requested have no record in walletflow`);
+    if (recorded < requested)
+      add('lost-request', [], `${requested - recorded} of ${requested} ${side} requested have no record in walletflow`);
   }
 
   // One writer at a time (docs/architecture.md, who owns a funding): a run writes only under its
@@ -179,20 +188,31 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     for (const row of rows) {
       const fences = row.eventFences ?? [];
       const at = fences.findIndex((fence, index) => index > 0 && fence < fences[index - 1]!);
-      if (at > 0) add('stale-owner', [row.id], `${side} event ${at + 1} was written under fence ${fences[at]} after fence ${fences[at - 1]}`);
+      if (at > 0)
+        add(
+          'stale-owner',
+          [row.id],
+          `${side} event ${at + 1} was written under fence ${fences[at]} after fence ${fences[at - 1]}`,
+        );
     }
   }
 
   // No ledger entry executed twice, whoever it belongs to.
   for (const transfer of input.ledger.transfers) {
-    if (transfer.executions > 1) add('double-execution', [transfer.transferId], `transfer executed ${transfer.executions} times`);
+    if (transfer.executions > 1)
+      add('double-execution', [transfer.transferId], `transfer executed ${transfer.executions} times`);
   }
   for (const payment of input.ledger.payments) {
-    if (payment.executions > 1) add('double-execution', [payment.paymentId], `payment executed ${payment.executions} times`);
+    if (payment.executions > 1)
+      add('double-execution', [payment.paymentId], `payment executed ${payment.executions} times`);
   }
 
   // Fundings: executions match the final state, amounts match, nothing stuck.
-  const fundingSide = { ...emptySide(input.requested.fundings, input.fundings.length), reviews: { APPROVED: 0, FAILED: 0 }, failedUnderFaults: 0 };
+  const fundingSide = {
+    ...emptySide(input.requested.fundings, input.fundings.length),
+    reviews: { APPROVED: 0, FAILED: 0 },
+    failedUnderFaults: 0,
+  };
   const failedUnderFaults: string[] = [];
   const fundingTimes: number[] = [];
   let credited = 0n;
@@ -203,35 +223,67 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     for (const abandoned of row.abandonedTransferIds) {
       ownTransfers.add(abandoned);
       const intent = transfers.get(abandoned);
-      if ((intent?.executions ?? 0) > 0) add('execution-mismatch', [row.id, abandoned], `abandoned intent executed ${intent?.executions} time(s)`);
+      if ((intent?.executions ?? 0) > 0)
+        add('execution-mismatch', [row.id, abandoned], `abandoned intent executed ${intent?.executions} time(s)`);
     }
     const executions = transfer?.executions ?? 0;
     tallyExecutions(fundingSide, executions);
     if (!isFinalFundingStatus(row.status)) {
       fundingSide.stuck += 1;
-      add('stuck', [row.id], `funding still ${row.status} at the end${row.transferId ? ` (transfer ${row.transferId}, ${executions} execution(s))` : ''}`);
+      add(
+        'stuck',
+        [row.id],
+        `funding still ${row.status} at the end${row.transferId ? ` (transfer ${row.transferId}, ${executions} execution(s))` : ''}`,
+      );
       continue;
     }
     if (row.finalAt !== null) fundingTimes.push(row.finalAt - row.createdAt);
     const wantExecuted = executedFunding.has(row.status);
-    if (row.transferId && !transfer) add('execution-mismatch', [row.id, row.transferId], 'its transfer is not in the ledger');
+    if (row.transferId && !transfer)
+      add('execution-mismatch', [row.id, row.transferId], 'its transfer is not in the ledger');
     if ((wantExecuted ? 1 : 0) === executions) fundingSide.matching += 1;
-    else add('execution-mismatch', [row.id, ...(row.transferId ? [row.transferId] : [])], `funding ${row.status} but its transfer was executed ${executions} time(s)`);
+    else
+      add(
+        'execution-mismatch',
+        [row.id, ...(row.transferId ? [row.transferId] : [])],
+        `funding ${row.status} but its transfer was executed ${executions} time(s)`,
+      );
     if (transfer && wantExecuted && transfer.status !== row.status) {
-      add('ledger-state-mismatch', [row.id, transfer.transferId], `walletflow says ${row.status}, the ledger ${transfer.status}`);
+      add(
+        'ledger-state-mismatch',
+        [row.id, transfer.transferId],
+        `walletflow says ${row.status}, the ledger ${transfer.status}`,
+      );
     }
     if (transfer && thousandths(transfer.amount.value) !== thousandths(row.amount)) {
-      add('amount-mismatch', [row.id, transfer.transferId], `walletflow ${row.amount}, ledger ${transfer.amount.value}`);
+      add(
+        'amount-mismatch',
+        [row.id, transfer.transferId],
+        `walletflow ${row.amount}, ledger ${transfer.amount.value}`,
+      );
     }
     if (row.status === 'APPROVED') credited += thousandths(row.amount);
-    if (row.resolvedOutcome === 'APPROVED' || row.resolvedOutcome === 'FAILED') fundingSide.reviews[row.resolvedOutcome] += 1;
-    if (matchesExpected(row.expected, row.status, row.errorCode) || (row.resolvedOutcome && row.expected?.status === row.status)) {
+    if (row.resolvedOutcome === 'APPROVED' || row.resolvedOutcome === 'FAILED')
+      fundingSide.reviews[row.resolvedOutcome] += 1;
+    if (
+      matchesExpected(row.expected, row.status, row.errorCode) ||
+      (row.resolvedOutcome && row.expected?.status === row.status)
+    ) {
       fundingSide.asPlanned += 1;
-    } else if (row.expected?.status === 'APPROVED' && row.resolvedOutcome === 'FAILED' && row.status === 'FAILED' && executions === 0) {
+    } else if (
+      row.expected?.status === 'APPROVED' &&
+      row.resolvedOutcome === 'FAILED' &&
+      row.status === 'FAILED' &&
+      executions === 0
+    ) {
       fundingSide.failedUnderFaults += 1;
       failedUnderFaults.push(row.id);
     } else {
-      add('unexpected-outcome', [row.id], `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`);
+      add(
+        'unexpected-outcome',
+        [row.id],
+        `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`,
+      );
     }
   }
   let ledgerCredited = 0n;
@@ -239,14 +291,23 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     if (transfer.status === 'APPROVED') ledgerCredited += thousandths(transfer.amount.value);
     if (transfer.executions > 0 && !ownTransfers.has(transfer.transferId)) {
       fundingSide.executedWithoutRecord += 1;
-      add('executed-without-record', [transfer.transferId], `transfer ${transfer.status}, executed ${transfer.executions} time(s), no funding names it`);
+      add(
+        'executed-without-record',
+        [transfer.transferId],
+        `transfer ${transfer.status}, executed ${transfer.executions} time(s), no funding names it`,
+      );
     }
   }
   fundingSide.money = { walletflow: php(credited), ledger: php(ledgerCredited) };
-  if (credited !== ledgerCredited) add('money-credited', [], `walletflow credited ${php(credited)}, the ledger ${php(ledgerCredited)} PHP`);
+  if (credited !== ledgerCredited)
+    add('money-credited', [], `walletflow credited ${php(credited)}, the ledger ${php(ledgerCredited)} PHP`);
 
   // Payments: the same, amount plus fee debited.
-  const paymentSide = { ...emptySide(input.requested.payments, input.payments.length), reviews: { SUCCEEDED: 0, FAILED: 0 }, failedUnderFaults: 0 };
+  const paymentSide = {
+    ...emptySide(input.requested.payments, input.payments.length),
+    reviews: { SUCCEEDED: 0, FAILED: 0 },
+    failedUnderFaults: 0,
+  };
   const paymentTimes: number[] = [];
   let debited = 0n;
   const ownPayments = new Set<string>();
@@ -255,53 +316,94 @@ export function checkSoak(input: SoakCheckInput): SoakCheckResult {
     if (row.walletPaymentId) ownPayments.add(row.walletPaymentId);
     const executions = payment?.executions ?? 0;
     tallyExecutions(paymentSide, executions);
-    if (row.resolvedOutcome === 'SUCCEEDED' || row.resolvedOutcome === 'FAILED') paymentSide.reviews[row.resolvedOutcome] += 1;
+    if (row.resolvedOutcome === 'SUCCEEDED' || row.resolvedOutcome === 'FAILED')
+      paymentSide.reviews[row.resolvedOutcome] += 1;
     if (!isFinalPaymentStatus(row.status)) {
       paymentSide.stuck += 1;
-      add('stuck', [row.id], `payment still ${row.status} at the end${row.walletPaymentId ? ` (wallet payment ${row.walletPaymentId}, ${executions} execution(s))` : ''}`);
+      add(
+        'stuck',
+        [row.id],
+        `payment still ${row.status} at the end${row.walletPaymentId ? ` (wallet payment ${row.walletPaymentId}, ${executions} execution(s))` : ''}`,
+      );
       continue;
     }
     const settledAt = row.reviewAt ?? row.finalAt;
     if (settledAt !== null) paymentTimes.push(settledAt - row.createdAt);
-    if (row.walletPaymentId && !payment) add('execution-mismatch', [row.id, row.walletPaymentId], 'its wallet payment is not in the ledger');
+    if (row.walletPaymentId && !payment)
+      add('execution-mismatch', [row.id, row.walletPaymentId], 'its wallet payment is not in the ledger');
     if ((row.status === 'SUCCEEDED' ? 1 : 0) === executions) paymentSide.matching += 1;
-    else add('execution-mismatch', [row.id, ...(row.walletPaymentId ? [row.walletPaymentId] : [])], `payment ${row.status} but it was executed ${executions} time(s)`);
+    else
+      add(
+        'execution-mismatch',
+        [row.id, ...(row.walletPaymentId ? [row.walletPaymentId] : [])],
+        `payment ${row.status} but it was executed ${executions} time(s)`,
+      );
     if (payment && thousandths(payment.amount.value) !== thousandths(row.amount)) {
       add('amount-mismatch', [row.id, payment.paymentId], `walletflow ${row.amount}, ledger ${payment.amount.value}`);
     }
     if (payment && row.status === 'SUCCEEDED' && thousandths(payment.fee.value) !== thousandths(row.fee)) {
-      add('amount-mismatch', [row.id, payment.paymentId], `fee: walletflow ${row.fee ?? 'none'}, ledger ${payment.fee.value}`);
+      add(
+        'amount-mismatch',
+        [row.id, payment.paymentId],
+        `fee: walletflow ${row.fee ?? 'none'}, ledger ${payment.fee.value}`,
+      );
     }
     if (row.status === 'SUCCEEDED') debited += thousandths(row.amount) + thousandths(row.fee);
-    if (matchesExpected(row.expected, row.status, row.errorCode) || (row.resolvedOutcome !== null && row.expected?.status === row.status)) {
+    if (
+      matchesExpected(row.expected, row.status, row.errorCode) ||
+      (row.resolvedOutcome !== null && row.expected?.status === row.status)
+    ) {
       paymentSide.asPlanned += 1;
-    } else if (row.expected?.status === 'SUCCEEDED' && row.resolvedOutcome === 'FAILED' && row.status === 'FAILED' && executions === 0) {
+    } else if (
+      row.expected?.status === 'SUCCEEDED' &&
+      row.resolvedOutcome === 'FAILED' &&
+      row.status === 'FAILED' &&
+      executions === 0
+    ) {
       paymentSide.failedUnderFaults += 1;
       failedUnderFaults.push(row.id);
     } else {
-      add('unexpected-outcome', [row.id], `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`);
+      add(
+        'unexpected-outcome',
+        [row.id],
+        `expected ${describe(row.expected)}, ended ${row.status}${row.errorCode ? ` ${row.errorCode}` : ''}`,
+      );
     }
   }
   let ledgerDebited = 0n;
   for (const payment of input.ledger.payments) {
-    if (payment.executions > 0) ledgerDebited += BigInt(payment.executions) * (thousandths(payment.amount.value) + thousandths(payment.fee.value));
+    if (payment.executions > 0)
+      ledgerDebited +=
+        BigInt(payment.executions) * (thousandths(payment.amount.value) + thousandths(payment.fee.value));
     if (payment.executions > 0 && !ownPayments.has(payment.paymentId)) {
       paymentSide.executedWithoutRecord += 1;
-      add('executed-without-record', [payment.paymentId], `payment ${payment.status}, executed ${payment.executions} time(s), no walletflow payment names it`);
+      add(
+        'executed-without-record',
+        [payment.paymentId],
+        `payment ${payment.status}, executed ${payment.executions} time(s), no walletflow payment names it`,
+      );
     }
   }
   paymentSide.money = { walletflow: php(debited), ledger: php(ledgerDebited) };
-  if (debited !== ledgerDebited) add('money-debited', [], `walletflow debited ${php(debited)}, the ledger ${php(ledgerDebited)} PHP`);
+  if (debited !== ledgerDebited)
+    add('money-debited', [], `walletflow debited ${php(debited)}, the ledger ${php(ledgerDebited)} PHP`);
 
   // The users' balances moved by exactly what the ledger says (credited minus debited).
   if (input.balances) {
     const moved = input.balances.reduce((sum, user) => sum + thousandths(user.after) - thousandths(user.before), 0n);
     if (moved !== ledgerCredited - ledgerDebited) {
-      add('balances', [], `user balances moved ${php(moved)}, the ledger says ${php(ledgerCredited - ledgerDebited)} PHP`);
+      add(
+        'balances',
+        [],
+        `user balances moved ${php(moved)}, the ledger says ${php(ledgerCredited - ledgerDebited)} PHP`,
+      );
     }
   }
 
-  for (const [side, values] of [[fundingSide, fundingTimes], [paymentSide, paymentTimes]] as const) {
+  for (const [side, values] of [
+    [fundingSide, fundingTimes],
+    [paymentSide, paymentTimes],
+  ] as const) {
     side.p50Ms = percentile(values, 50);
     side.p99Ms = percentile(values, 99);
   }
@@ -332,13 +434,25 @@ function tallyExecutions(side: SideSummary, executions: number): void {
   else side.executions.more += 1;
 }
 
-const describe = (expected: Expected | null) => (expected ? `${expected.status}${expected.code ? ` ${expected.code}` : ''}` : 'a planned outcome');
+const describe = (expected: Expected | null) =>
+  expected ? `${expected.status}${expected.code ? ` ${expected.code}` : ''}` : 'a planned outcome';
 
 function seconds(ms: number | null): string {
   return ms === null ? '–' : `${(ms / 1000).toFixed(1)} s`;
 }
 
-const statusOrder = ['APPROVED', 'SUCCEEDED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW', 'RECONCILING', 'EXECUTING', 'CREATING', 'PENDING'];
+const statusOrder = [
+  'APPROVED',
+  'SUCCEEDED',
+  'DECLINED',
+  'REJECTED',
+  'FAILED',
+  'NEEDS_REVIEW',
+  'RECONCILING',
+  'EXECUTING',
+  'CREATING',
+  'PENDING',
+];
 function statuses(counts: Record<string, number>): string {
   const names = Object.keys(counts).sort((a, b) => statusOrder.indexOf(a) - statusOrder.indexOf(b));
   return names.length === 0 ? '–' : names.map((name) => `${name} ${counts[name]}`).join(', ');
@@ -351,18 +465,43 @@ export function formatSoakTable(table: SoakTable, violations: Violation[]): stri
   const bad = (invariant: Invariant) => violations.some((violation) => violation.invariant === invariant);
   const mark = (...invariants: Invariant[]) => (invariants.some(bad) ? '✗' : '✓');
   const rows: Array<[string, string, string, string]> = [
-    ['requests (recorded / asked)', `${f.recorded} / ${f.requested}`, `${p.recorded} / ${p.requested}`, mark('lost-request')],
+    [
+      'requests (recorded / asked)',
+      `${f.recorded} / ${f.requested}`,
+      `${p.recorded} / ${p.requested}`,
+      mark('lost-request'),
+    ],
     ['final states', statuses(f.statuses), statuses(p.statuses), ''],
-    ['time to final state p50 / p99', `${seconds(f.p50Ms)} / ${seconds(f.p99Ms)}`, `${seconds(p.p50Ms)} / ${seconds(p.p99Ms)}`, ''],
-    ['executions per item: 0 / 1 / more', `${f.executions.zero} / ${f.executions.one} / ${f.executions.more}`, `${p.executions.zero} / ${p.executions.one} / ${p.executions.more}`, mark('double-execution')],
-    ['executions match the final state', `${f.matching} / ${f.recorded - f.stuck}`, `${p.matching} / ${p.recorded - p.stuck}`, mark('execution-mismatch', 'ledger-state-mismatch', 'amount-mismatch')],
+    [
+      'time to final state p50 / p99',
+      `${seconds(f.p50Ms)} / ${seconds(f.p99Ms)}`,
+      `${seconds(p.p50Ms)} / ${seconds(p.p99Ms)}`,
+      '',
+    ],
+    [
+      'executions per item: 0 / 1 / more',
+      `${f.executions.zero} / ${f.executions.one} / ${f.executions.more}`,
+      `${p.executions.zero} / ${p.executions.one} / ${p.executions.more}`,
+      mark('double-execution'),
+    ],
+    [
+      'executions match the final state',
+      `${f.matching} / ${f.recorded - f.stuck}`,
+      `${p.matching} / ${p.recorded - p.stuck}`,
+      mark('execution-mismatch', 'ledger-state-mismatch', 'amount-mismatch'),
+    ],
     [
       'money, walletflow = ledger (PHP)',
       `credited ${f.money.walletflow} = ${f.money.ledger}`,
       `debited ${p.money.walletflow} = ${p.money.ledger}`,
       mark('money-credited', 'money-debited', 'balances'),
     ],
-    ['executed without a funding / payment', String(f.executedWithoutRecord), String(p.executedWithoutRecord), mark('executed-without-record')],
+    [
+      'executed without a funding / payment',
+      String(f.executedWithoutRecord),
+      String(p.executedWithoutRecord),
+      mark('executed-without-record'),
+    ],
     ['stuck (not final at the end)', String(f.stuck), String(p.stuck), mark('stuck')],
     [
       'reviews resolved (from the ledger)',
@@ -377,11 +516,20 @@ export function formatSoakTable(table: SoakTable, violations: Violation[]): stri
       mark('unexpected-outcome'),
     ],
   ];
-  const lines = ['| check | fundings | payments | ok |', '|---|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)];
+  const lines = [
+    '| check | fundings | payments | ok |',
+    '|---|---|---|---|',
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ];
   return lines.join('\n');
 }
 
 /** One line per violation, ids included. */
 export function formatViolations(violations: Violation[]): string {
-  return violations.map((violation) => `  ✗ ${violation.invariant}: ${violation.detail}${violation.ids.length ? ` [${violation.ids.join(', ')}]` : ''}`).join('\n');
+  return violations
+    .map(
+      (violation) =>
+        `  ✗ ${violation.invariant}: ${violation.detail}${violation.ids.length ? ` [${violation.ids.join(', ')}]` : ''}`,
+    )
+    .join('\n');
 }

@@ -20,11 +20,25 @@ import {
   type PlannedItem,
   type ReviewRecord,
 } from './soak-driver.ts';
-import { checkSoak, formatSoakTable, formatViolations, type SoakCheckResult, type SoakFundingRow, type SoakPaymentRow } from './soak-invariants.ts';
+import {
+  checkSoak,
+  formatSoakTable,
+  formatViolations,
+  type SoakCheckResult,
+  type SoakFundingRow,
+  type SoakPaymentRow,
+} from './soak-invariants.ts';
 import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
 import { onStopSignal } from '../stack/stop-signals.ts';
 import { formatAmount, fromNumeric, storedAmount } from '../domain/money.ts';
-import { batchView, checkBatchCounts, checkBatchHolds, checkTokenLinks, driveBatch, planBatches } from './soak-batches.ts';
+import {
+  batchView,
+  checkBatchCounts,
+  checkBatchHolds,
+  checkTokenLinks,
+  driveBatch,
+  planBatches,
+} from './soak-batches.ts';
 import type { Expected, Violation } from './soak-invariants.ts';
 
 export interface SoakOptions {
@@ -43,10 +57,10 @@ export interface SoakOptions {
   batchItems?: string;
 }
 
-
 function wholeNumber(value: string, name: string, min: number): number {
   const parsed = Number(value);
-  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < min) throw new UsageError(`--${name} must be a whole number ≥ ${min}`);
+  if (!/^\d+$/.test(value.trim()) || !Number.isSafeInteger(parsed) || parsed < min)
+    throw new UsageError(`--${name} must be a whole number ≥ ${min}`);
   return parsed;
 }
 
@@ -55,18 +69,29 @@ class UsageError extends Error {}
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 export async function runSoak(options: SoakOptions): Promise<number> {
-  let fundings: number, payments: number, concurrency: number, seed: number, timeoutSeconds: number, batches: number, batchItems: { min: number; max: number };
+  let fundings: number,
+    payments: number,
+    concurrency: number,
+    seed: number,
+    timeoutSeconds: number,
+    batches: number,
+    batchItems: { min: number; max: number };
   try {
     batches = wholeNumber(options.batches ?? '0', 'batches', 0);
     const range = /^(\d+)-(\d+)$/.exec((options.batchItems ?? '500-2000').trim());
-    if (!range || Number(range[1]) < 1 || Number(range[1]) > Number(range[2]) || Number(range[2]) > 100_000) throw new UsageError('--batch-items must be min-max, from 1 to 100000');
+    if (!range || Number(range[1]) < 1 || Number(range[1]) > Number(range[2]) || Number(range[2]) > 100_000)
+      throw new UsageError('--batch-items must be min-max, from 1 to 100000');
     batchItems = { min: Number(range[1]), max: Number(range[2]) };
     fundings = wholeNumber(options.fundings, 'fundings', 0);
     payments = wholeNumber(options.payments, 'payments', 0);
     concurrency = wholeNumber(options.concurrency, 'concurrency', 1);
     seed = wholeNumber(options.seed, 'seed', 0);
-    timeoutSeconds = options.timeout === undefined ? Math.max(600, 3 * (fundings + payments) + batches * batchItems.max) : wholeNumber(options.timeout, 'timeout', 10);
-    if (fundings + payments + batches === 0) throw new UsageError('nothing to do: --fundings, --payments and --batches are all 0');
+    timeoutSeconds =
+      options.timeout === undefined
+        ? Math.max(600, 3 * (fundings + payments) + batches * batchItems.max)
+        : wholeNumber(options.timeout, 'timeout', 10);
+    if (fundings + payments + batches === 0)
+      throw new UsageError('nothing to do: --fundings, --payments and --batches are all 0');
   } catch (error) {
     if (!(error instanceof UsageError)) throw error;
     console.error(`walletflow soak: ${error.message}`);
@@ -87,10 +112,13 @@ export async function runSoak(options: SoakOptions): Promise<number> {
   onStopSignal(onSignal);
 
   try {
-    log(`soak: ${fundings} fundings, ${payments} payments, ${batches} batches of ${batchItems.min}-${batchItems.max} items, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`);
+    log(
+      `soak: ${fundings} fundings, ${payments} payments, ${batches} batches of ${batchItems.min}-${batchItems.max} items, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, timeout ${timeoutSeconds}s`,
+    );
     // With chaos, two workers: a paused one's workflow tasks and orphaned passes overlap the
     // other's, so the fences are tested.
-    // A soak batch of ten items or more (each 1.00 or more) waits for the second key (harness/local-stack.ts approverKey).
+    // A soak batch of ten items or more (each 1.00 or more) waits for the second key (harness/local-stack.ts
+    // approverKey).
     const stack = await startLocalStack({
       purpose: 'soak',
       log,
@@ -101,7 +129,18 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       // idleness), beside the batches and the chaos: it must never take over what a live owner holds.
       env: { BATCH_APPROVAL_THRESHOLD: '10.00', RECONCILE_EVERY_MINUTES: '1', RECONCILE_AFTER_SECONDS: '60' },
     });
-    const result = await drive(stack, { fundings, payments, batches, batchItems, concurrency, seed, timeoutSeconds, chaos: options.chaos, log, started });
+    const result = await drive(stack, {
+      fundings,
+      payments,
+      batches,
+      batchItems,
+      concurrency,
+      seed,
+      timeoutSeconds,
+      chaos: options.chaos,
+      log,
+      started,
+    });
     const report = [
       '',
       `walletflow soak, ${new Date(started).toISOString().slice(0, 10)}: ${fundings} fundings, ${payments} payments, ${batches} batches, concurrency ${concurrency}, seed ${seed}, chaos ${options.chaos ? 'on' : 'off'}, ${Math.round((Date.now() - started) / 1000)} s`,
@@ -164,16 +203,29 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const ops = opsClient(stack.apiBase, stack.opsKey, stats);
   await admin.settings({ merchantFee });
 
-  const plan = await planRun(admin, { fundings: options.fundings, payments: options.payments, random: mulberry32(options.seed) });
-  const batchPlan = await planBatches(admin, { batches: options.batches, minItems: options.batchItems.min, maxItems: options.batchItems.max, random: mulberry32(options.seed ^ 0xba7c4) });
+  const plan = await planRun(admin, {
+    fundings: options.fundings,
+    payments: options.payments,
+    random: mulberry32(options.seed),
+  });
+  const batchPlan = await planBatches(admin, {
+    batches: options.batches,
+    minItems: options.batchItems.min,
+    maxItems: options.batchItems.max,
+    random: mulberry32(options.seed ^ 0xba7c4),
+  });
   const before = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
-  log(`planned ${plan.length} requests and ${batchPlan.batches.length} batches (${batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0)} items); ${before.size} sandbox users`);
+  log(
+    `planned ${plan.length} requests and ${batchPlan.batches.length} batches (${batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0)} items); ${before.size} sandbox users`,
+  );
 
   let chaos: Chaos | null = null;
   if (options.chaos) {
     await admin.setFaults(faultRules(), options.seed);
     chaos = createChaos(stack, { total: plan.length, random: mulberry32(options.seed ^ 0x5eed), log });
-    log(`faults on every wallet endpoint (seed ${options.seed}); ${plannedActions(plan.length) + 1} process chaos actions as the requests go out`);
+    log(
+      `faults on every wallet endpoint (seed ${options.seed}); ${plannedActions(plan.length) + 1} process chaos actions as the requests go out`,
+    );
   }
 
   // Ops: resolve reviews as they come, from the ledger.
@@ -185,7 +237,9 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
         const resolved = await resolveReviews(ops, admin);
         for (const review of resolved) {
           reviews.push(review);
-          log(`ops: ${review.kind ?? 'payment'} ${review.id} resolved ${review.outcome} (the ledger shows ${review.executions} execution(s))`);
+          log(
+            `ops: ${review.kind ?? 'payment'} ${review.id} resolved ${review.outcome} (the ledger shows ${review.executions} execution(s))`,
+          );
         }
       } catch (error) {
         log(`ops: review round failed (${(error as Error).message}); next round`);
@@ -213,7 +267,17 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const batchesDone = (async () => {
     for (const batch of batchPlan.batches) {
       try {
-        await driveBatch(batch, { admin, recipients: batchPlan.recipients, ops, approver, database: stack.database, tokenEncryptionKey: stack.tokenEncryptionKey, random: batchRandom, deadline, log });
+        await driveBatch(batch, {
+          admin,
+          recipients: batchPlan.recipients,
+          ops,
+          approver,
+          database: stack.database,
+          tokenEncryptionKey: stack.tokenEncryptionKey,
+          random: batchRandom,
+          deadline,
+          log,
+        });
       } catch (error) {
         batch.error = (error as Error).message;
         log(`batch ${batch.index}: ${batch.error}`);
@@ -227,7 +291,9 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       (open) =>
         log(
           `posted ${posted}/${plan.length}; not final: ${open.fundings} funding(s), ${open.payments} payment(s) (${open.review} in review)` +
-            (chaos ? `; chaos: worker kills ${chaos.counts['worker-kill']}, worker pauses ${chaos.counts['worker-pause']}, API restarts ${chaos.counts['api-restart']}, Temporal restarts ${chaos.counts['temporal-restart']}` : ''),
+            (chaos
+              ? `; chaos: worker kills ${chaos.counts['worker-kill']}, worker pauses ${chaos.counts['worker-pause']}, API restarts ${chaos.counts['api-restart']}, Temporal restarts ${chaos.counts['temporal-restart']}`
+              : ''),
         ),
       () => undefined,
     );
@@ -255,7 +321,9 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       const open = await countOpen(stack, plan, batchIds());
       if (open.fundings === 0 && open.payments === 0 && chaosDone) break;
       if (Date.now() > deadline) {
-        log(`timeout: ${open.fundings} funding(s) and ${open.payments} payment(s) not final after ${options.timeoutSeconds}s`);
+        log(
+          `timeout: ${open.fundings} funding(s) and ${open.payments} payment(s) not final after ${options.timeoutSeconds}s`,
+        );
         break;
       }
       await sleep(1000);
@@ -270,8 +338,11 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   if (chaos) await admin.clearFaults();
 
   // The evidence: walletflow's rows (its database), the sandbox's ledger and balances.
-  const ids = (side: 'funding' | 'payment') => plan.filter((item) => item.side === side && item.id).map((item) => item.id!);
-  const expectedById = new Map<string, Expected | null>(plan.filter((item) => item.id).map((item) => [item.id!, item.expected]));
+  const ids = (side: 'funding' | 'payment') =>
+    plan.filter((item) => item.side === side && item.id).map((item) => item.id!);
+  const expectedById = new Map<string, Expected | null>(
+    plan.filter((item) => item.id).map((item) => [item.id!, item.expected]),
+  );
   const fundingRows = await stack.database.funding.findMany({
     where: { OR: [{ id: { in: ids('funding') } }, { batchId: { in: batchIds() } }] },
     include: { events: { orderBy: { id: 'asc' } } },
@@ -283,19 +354,35 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   // Their users were made during the run (the wallet's balances before: 0.00).
   for (const batch of batchPlan.batches) for (const link of batch.tokenLinks.values()) before.set(link.userId, '0.00');
   // A batch item's expectation: its recipient's, or CANCELLED when its batch was cancelled before it started.
-  const batchOf = new Map(batchPlan.batches.flatMap((batch) => (batch.batchId ? [[batch.batchId, batch] as const] : [])));
+  const batchOf = new Map(
+    batchPlan.batches.flatMap((batch) => (batch.batchId ? [[batch.batchId, batch] as const] : [])),
+  );
   for (const row of fundingRows) {
     const batch = row.batchId ? batchOf.get(row.batchId) : undefined;
     if (!batch || !row.batchReference) continue;
     const cancelled = batch.finalState === 'CANCELLED' && row.status === 'FAILED' && row.errorCode === 'CANCELLED';
-    expectedById.set(row.id, cancelled ? { status: 'FAILED', code: 'CANCELLED' } : (batch.expected.get(row.batchReference) ?? null));
+    expectedById.set(
+      row.id,
+      cancelled ? { status: 'FAILED', code: 'CANCELLED' } : (batch.expected.get(row.batchReference) ?? null),
+    );
   }
   batchViolations.push(...(await checkBatchHolds(stack.database, batchIds())));
   for (const batch of batchPlan.batches) {
-    if (batch.error) batchViolations.push({ invariant: 'batch', ids: batch.batchId ? [batch.batchId] : [], detail: `batch ${batch.index}: ${batch.error}` });
-    if (batch.batchId) batchViolations.push(...(await checkBatchCounts(stack.database, batch, await batchView(ops, batch.batchId, Date.now() + 60_000))));
+    if (batch.error)
+      batchViolations.push({
+        invariant: 'batch',
+        ids: batch.batchId ? [batch.batchId] : [],
+        detail: `batch ${batch.index}: ${batch.error}`,
+      });
+    if (batch.batchId)
+      batchViolations.push(
+        ...(await checkBatchCounts(stack.database, batch, await batchView(ops, batch.batchId, Date.now() + 60_000))),
+      );
   }
-  const paymentRows = await stack.database.payment.findMany({ where: { id: { in: ids('payment') } }, include: { events: { orderBy: { id: 'asc' } } } });
+  const paymentRows = await stack.database.payment.findMany({
+    where: { id: { in: ids('payment') } },
+    include: { events: { orderBy: { id: 'asc' } } },
+  });
   const ledger = await admin.ledger();
   const after = new Map((await admin.users()).users.map((user) => [user.userId, user.balance]));
 
@@ -327,11 +414,20 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     eventFences: row.events.flatMap((event) => (event.fence === null ? [] : [event.fence])),
   }));
   const check = checkSoak({
-    requested: { fundings: plan.filter((item) => item.side === 'funding').length + batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0), payments: plan.filter((item) => item.side === 'payment').length },
+    requested: {
+      fundings:
+        plan.filter((item) => item.side === 'funding').length +
+        batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0),
+      payments: plan.filter((item) => item.side === 'payment').length,
+    },
     fundings: fundingsIn,
     payments: paymentsIn,
     ledger,
-    balances: [...before.entries()].map(([userId, balance]) => ({ userId, before: balance, after: after.get(userId) ?? balance })),
+    balances: [...before.entries()].map(([userId, balance]) => ({
+      userId,
+      before: balance,
+      after: after.get(userId) ?? balance,
+    })),
   });
   // The partner's ledger: every transaction sums to zero, every balance is the sum of its entries,
   // no available below its floor, every final funding's hold settled, and the accounts reconcile
@@ -339,8 +435,12 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   const thousandths = (value: string) => BigInt(Math.round(Number(value) * 1000));
   const books = await checkLedgerInvariants(stack.database, {
     wallet: {
-      approvedTransfers: ledger.transfers.filter((transfer) => transfer.status === 'APPROVED').reduce((sum, transfer) => sum + thousandths(transfer.amount.value), 0n),
-      succeededPayments: ledger.payments.filter((payment) => payment.status === 'EXECUTED').reduce((sum, payment) => sum + thousandths(payment.amount.value), 0n),
+      approvedTransfers: ledger.transfers
+        .filter((transfer) => transfer.status === 'APPROVED')
+        .reduce((sum, transfer) => sum + thousandths(transfer.amount.value), 0n),
+      succeededPayments: ledger.payments
+        .filter((payment) => payment.status === 'EXECUTED')
+        .reduce((sum, payment) => sum + thousandths(payment.amount.value), 0n),
     },
   });
   for (const detail of books.violations) check.violations.push({ invariant: 'ledger', ids: [], detail });
@@ -350,15 +450,25 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       `in flight ${books.totals.inFlight}, clearing ${books.totals.clearing}, revenue ${books.totals.revenue}, capital ${books.totals.capital}`,
   );
   for (const item of plan.filter((entry) => !entry.id)) {
-    check.violations.push({ invariant: 'lost-request', ids: [item.userId], detail: `${item.side} #${item.index} (${item.kind}) never accepted: ${item.error ?? 'no answer'}` });
+    check.violations.push({
+      invariant: 'lost-request',
+      ids: [item.userId],
+      detail: `${item.side} #${item.index} (${item.kind}) never accepted: ${item.error ?? 'no answer'}`,
+    });
   }
 
   // Context: how much chaos there was, and what the workflows did with it.
   const calls = await stack.database.walletCall.groupBy({ by: ['outcome'], _count: { _all: true } });
   const callCount = (outcome: string) => calls.find((group) => group.outcome === outcome)?._count._all ?? 0;
   const totalCalls = calls.reduce((sum, group) => sum + group._count._all, 0);
-  const reconciled = await stack.database.fundingEvent.findMany({ where: { status: 'RECONCILING' }, distinct: ['fundingId'], select: { fundingId: true } });
-  const sweepRepairs = await stack.database.fundingEvent.count({ where: { detail: { startsWith: 'reconciliation:' } } });
+  const reconciled = await stack.database.fundingEvent.findMany({
+    where: { status: 'RECONCILING' },
+    distinct: ['fundingId'],
+    select: { fundingId: true },
+  });
+  const sweepRepairs = await stack.database.fundingEvent.count({
+    where: { detail: { startsWith: 'reconciliation:' } },
+  });
   const notes = [
     chaos
       ? `chaos: worker SIGKILL ×${chaos.counts['worker-kill']}, worker SIGSTOP ×${chaos.counts['worker-pause']} (with 2 workers), API restart ×${chaos.counts['api-restart']}, Temporal dev server restart ×${chaos.counts['temporal-restart']}; ` +
@@ -383,23 +493,40 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     if (!row) return [];
     return [
       `  ${funding ? 'funding' : 'payment'} ${id} (${funding ? `transfer ${funding.transferId ?? '-'}` : `wallet payment ${payment?.walletPaymentId ?? '-'}`})`,
-      ...row.events.map((event) => `    ${event.at.toISOString()}  ${event.status.padEnd(12)} ${event.detail ?? ''}${event.requestReferenceNo ? `  (ref ${event.requestReferenceNo})` : ''}`),
+      ...row.events.map(
+        (event) =>
+          `    ${event.at.toISOString()}  ${event.status.padEnd(12)} ${event.detail ?? ''}${event.requestReferenceNo ? `  (ref ${event.requestReferenceNo})` : ''}`,
+      ),
     ];
   };
   const concerned = [...new Set(check.violations.flatMap((violation) => violation.ids))];
   const timelines = concerned.slice(0, 15).flatMap(timelineOf);
   if (chaos && check.violations.length > 0) timelines.push('', `chaos actions: ${chaos.log.join('; ')}`);
   if (check.failedUnderFaults.length > 0) {
-    timelines.push('', 'payments reviewed FAILED with nothing debited (the faults kept every execute from the wallet):', ...check.failedUnderFaults.slice(0, 15).flatMap(timelineOf));
+    timelines.push(
+      '',
+      'payments reviewed FAILED with nothing debited (the faults kept every execute from the wallet):',
+      ...check.failedUnderFaults.slice(0, 15).flatMap(timelineOf),
+    );
   }
   return { check, chaos: { counts: chaos?.counts ?? null, actions: chaos?.log ?? [] }, notes, timelines };
 }
 
-async function countOpen(stack: LocalStack, plan: PlannedItem[], batchIds: string[] = []): Promise<{ fundings: number; payments: number; review: number }> {
+async function countOpen(
+  stack: LocalStack,
+  plan: PlannedItem[],
+  batchIds: string[] = [],
+): Promise<{ fundings: number; payments: number; review: number }> {
   const fundingIds = plan.filter((item) => item.side === 'funding' && item.id).map((item) => item.id!);
   const paymentIds = plan.filter((item) => item.side === 'payment' && item.id).map((item) => item.id!);
-  const fundings = await stack.database.funding.findMany({ where: { OR: [{ id: { in: fundingIds } }, { batchId: { in: batchIds } }] }, select: { status: true } });
-  const payments = await stack.database.payment.findMany({ where: { id: { in: paymentIds } }, select: { status: true } });
+  const fundings = await stack.database.funding.findMany({
+    where: { OR: [{ id: { in: fundingIds } }, { batchId: { in: batchIds } }] },
+    select: { status: true },
+  });
+  const payments = await stack.database.payment.findMany({
+    where: { id: { in: paymentIds } },
+    select: { status: true },
+  });
   return {
     fundings: fundings.filter((row) => !isFinalFundingStatus(row.status)).length,
     payments: payments.filter((row) => !isFinalPaymentStatus(row.status)).length,

@@ -15,7 +15,6 @@ import { waitForPort } from '../stack/ports.ts';
 import { temporalDynamicConfig, type RunningTemporal } from '../stack/temporal-dev-server.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
-
 export class TemporalServerError extends Error {
   override readonly name = 'TemporalServerError';
   constructor(
@@ -33,12 +32,27 @@ export interface TemporalServerTools {
   schemaDir: string;
 }
 
-/** The built server, SQL tool and schema (scripts/install-temporal-server.sh builds them the first time, with progress on stderr). */
+/**
+ * The built server, SQL tool and schema (scripts/install-temporal-server.sh builds them the first time, with progress
+ * on stderr).
+ */
 export function resolveTemporalServer(): TemporalServerTools {
-  const result = spawnSync('bash', [path.join(projectRoot, 'scripts/install-temporal-server.sh')], { stdio: ['ignore', 'pipe', 'inherit'], env: process.env });
+  const result = spawnSync('bash', [path.join(projectRoot, 'scripts/install-temporal-server.sh')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: process.env,
+  });
   const [server, sqlTool, schemaDir] = result.stdout.toString().trim().split('\n').slice(-3);
-  if (result.status !== 0 || !server || !sqlTool || !schemaDir || ![server, sqlTool, schemaDir].every((file) => existsSync(file))) {
-    throw new TemporalServerError('TEMPORAL_SERVER_UNAVAILABLE', 'the Temporal server could not be built (see the message above)');
+  if (
+    result.status !== 0 ||
+    !server ||
+    !sqlTool ||
+    !schemaDir ||
+    ![server, sqlTool, schemaDir].every((file) => existsSync(file))
+  ) {
+    throw new TemporalServerError(
+      'TEMPORAL_SERVER_UNAVAILABLE',
+      'the Temporal server could not be built (see the message above)',
+    );
   }
   return { server, sqlTool, schemaDir };
 }
@@ -84,22 +98,65 @@ function runSqlTool(options: TemporalServerOptions, database: string, args: stri
   const { postgres } = options;
   const result = spawnSync(
     options.sqlTool,
-    ['--plugin', 'postgres12', '--ep', postgres.host, '-p', String(postgres.port), '-u', postgres.user, '--pw', postgres.password ?? '', '--db', database, ...args],
+    [
+      '--plugin',
+      'postgres12',
+      '--ep',
+      postgres.host,
+      '-p',
+      String(postgres.port),
+      '-u',
+      postgres.user,
+      '--pw',
+      postgres.password ?? '',
+      '--db',
+      database,
+      ...args,
+    ],
     { encoding: 'utf8' },
   );
   if (result.status !== 0) {
-    throw new TemporalServerError('TEMPORAL_SCHEMA_FAILED', `temporal-sql-tool ${args[0]} on ${database} failed: ${(result.stderr || result.stdout).trim().slice(-2000)}`);
+    throw new TemporalServerError(
+      'TEMPORAL_SCHEMA_FAILED',
+      `temporal-sql-tool ${args[0]} on ${database} failed: ${(result.stderr || result.stdout).trim().slice(-2000)}`,
+    );
   }
 }
 
 /** Drops the databases (with --force: the server may still hold connections). */
-export function dropTemporalDatabases(options: Pick<TemporalServerOptions, 'sqlTool' | 'postgres'>, databases: string[]): void {
+export function dropTemporalDatabases(
+  options: Pick<TemporalServerOptions, 'sqlTool' | 'postgres'>,
+  databases: string[],
+): void {
   for (const database of databases) {
-    spawnSync(options.sqlTool, ['--plugin', 'postgres12', '--ep', options.postgres.host, '-p', String(options.postgres.port), '-u', options.postgres.user, '--pw', options.postgres.password ?? '', '--db', database, 'drop-database', '--force'], { encoding: 'utf8' });
+    spawnSync(
+      options.sqlTool,
+      [
+        '--plugin',
+        'postgres12',
+        '--ep',
+        options.postgres.host,
+        '-p',
+        String(options.postgres.port),
+        '-u',
+        options.postgres.user,
+        '--pw',
+        options.postgres.password ?? '',
+        '--db',
+        database,
+        'drop-database',
+        '--force',
+      ],
+      { encoding: 'utf8' },
+    );
   }
 }
 
-function serverConfig(options: TemporalServerOptions, ports: Record<'frontend' | 'frontendHttp' | 'history' | 'matching' | 'worker', number>, membership: Record<string, number>): string {
+function serverConfig(
+  options: TemporalServerOptions,
+  ports: Record<'frontend' | 'frontendHttp' | 'history' | 'matching' | 'worker', number>,
+  membership: Record<string, number>,
+): string {
   const { postgres } = options;
   const store = (database: string, maxConns: number) => `      sql:
         pluginName: "postgres12"
@@ -175,7 +232,10 @@ ${Object.entries(temporalDynamicConfig)
 
 export async function startTemporalServer(options: TemporalServerOptions): Promise<RunningTemporalServer> {
   const databases = [options.databasePrefix, `${options.databasePrefix}_visibility`];
-  const schemas = [path.join(options.schemaDir, 'temporal', 'versioned'), path.join(options.schemaDir, 'visibility', 'versioned')];
+  const schemas = [
+    path.join(options.schemaDir, 'temporal', 'versioned'),
+    path.join(options.schemaDir, 'visibility', 'versioned'),
+  ];
   for (const [index, database] of databases.entries()) {
     runSqlTool(options, database, ['create-database']);
     runSqlTool(options, database, ['setup-schema', '-v', '0.0']);
@@ -194,9 +254,13 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   await writeFile(path.join(configDir, 'development.yaml'), serverConfig(options, ports, membership));
   await writeFile(path.join(configDir, 'dynamicconfig.yaml'), dynamicConfig);
 
-  const child: ChildProcess = spawn(options.server, ['--root', options.dir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child: ChildProcess = spawn(
+    options.server,
+    ['--root', options.dir, '--config', 'config', '--env', 'development', '--allow-no-auth', 'start'],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let exited: string | undefined;
   let lastOutput = '';
   const onData = (chunk: Buffer) => {
@@ -225,7 +289,10 @@ export async function startTemporalServer(options: TemporalServerOptions): Promi
   } catch (error) {
     await stop();
     const detail = `${(error as Error).message}; its last output: ${lastOutput.trim().slice(-1500)}`;
-    throw new TemporalServerError(error instanceof TemporalServerError ? error.code : 'TEMPORAL_SERVER_START_FAILED', detail);
+    throw new TemporalServerError(
+      error instanceof TemporalServerError ? error.code : 'TEMPORAL_SERVER_START_FAILED',
+      detail,
+    );
   }
   return { address, uiUrl: undefined, process: child, stop, databases };
 }
@@ -245,17 +312,23 @@ async function registerNamespace(address: string, namespace: string, failed: () 
       try {
         return await call();
       } catch (error) {
-        if (Date.now() > deadline) throw new TemporalServerError('TEMPORAL_SERVER_START_FAILED', `${what}: ${(error as Error).message}`);
+        if (Date.now() > deadline)
+          throw new TemporalServerError('TEMPORAL_SERVER_START_FAILED', `${what}: ${(error as Error).message}`);
         await new Promise((resolve) => setTimeout(resolve, 500));
       }
     }
   };
   // The frontend's port opens before its gRPC service answers.
-  const connection = await retry('connect to the frontend', () => Connection.connect({ address, connectTimeout: '5 seconds' }));
+  const connection = await retry('connect to the frontend', () =>
+    Connection.connect({ address, connectTimeout: '5 seconds' }),
+  );
   try {
     await retry('register the namespace', async () => {
       try {
-        await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: proto.google.protobuf.Duration.fromObject({ seconds: 86_400 }) });
+        await connection.workflowService.registerNamespace({
+          namespace,
+          workflowExecutionRetentionPeriod: proto.google.protobuf.Duration.fromObject({ seconds: 86_400 }),
+        });
       } catch (error) {
         // Already there (an earlier attempt went through).
         if (!/already exists|AlreadyExists/i.test((error as Error).message)) throw error;
@@ -265,7 +338,9 @@ async function registerNamespace(address: string, namespace: string, failed: () 
     await retry('add the search attributes', () =>
       connection.operatorService.addSearchAttributes({
         namespace,
-        searchAttributes: Object.fromEntries(Object.values(searchAttributes).map((attribute) => [attribute.name, keyword])),
+        searchAttributes: Object.fromEntries(
+          Object.values(searchAttributes).map((attribute) => [attribute.name, keyword]),
+        ),
       }),
     );
     await retry('a start with the search attributes', async () => {
@@ -276,7 +351,9 @@ async function registerNamespace(address: string, namespace: string, failed: () 
       const handle = await client.workflow.start(probeWorkflowType, {
         taskQueue: 'walletflow-probe',
         workflowId: `probe-${Date.now()}`,
-        searchAttributes: Object.fromEntries(Object.values(searchAttributes).map((attribute) => [attribute.name, ['PROBE']])),
+        searchAttributes: Object.fromEntries(
+          Object.values(searchAttributes).map((attribute) => [attribute.name, ['PROBE']]),
+        ),
       });
       await handle.terminate('probe');
     });

@@ -35,19 +35,40 @@ export const isAdjustableAccount = (account: string): boolean => account === 'TR
 
 export type AdjustAccount = (request: AdjustmentRequest) => Promise<AdjustmentResult>;
 
-export function createAdjustAccount(deps: { database: Database; ledger: Ledger; fingerprintKey: Buffer }): AdjustAccount {
+export function createAdjustAccount(deps: {
+  database: Database;
+  ledger: Ledger;
+  fingerprintKey: Buffer;
+}): AdjustAccount {
   return async ({ idempotencyKey, account, body, actor }) => {
     if (!isAdjustableAccount(account)) return { kind: 'invalid-account' };
     const foreign = currencyRefusal(body.amount.currency);
     if (foreign) return { kind: 'currency-refused', detail: foreign };
     const amount = moneyOf(body.amount).thousandths;
-    const fingerprint = requestFingerprint(deps.fingerprintKey, ['ADJUSTMENT', account, body.amount.currency, amount.toString(), body.reason]);
+    const fingerprint = requestFingerprint(deps.fingerprintKey, [
+      'ADJUSTMENT',
+      account,
+      body.amount.currency,
+      amount.toString(),
+      body.reason,
+    ]);
     try {
-      return await deps.ledger.adjust(deps.database, { idempotencyKey, account, currency: body.amount.currency, amount, reason: body.reason, fingerprint, actor });
+      return await deps.ledger.adjust(deps.database, {
+        idempotencyKey,
+        account,
+        currency: body.amount.currency,
+        amount,
+        reason: body.reason,
+        fingerprint,
+        actor,
+      });
     } catch (error) {
       if (!(error instanceof InsufficientFundsError)) throw error;
       const view = await deps.ledger.account(deps.database, error.account, error.currency);
-      return { kind: 'insufficient-funds', detail: `${error.account} does not cover this debit; ${view.available.value} ${view.available.currency} available` };
+      return {
+        kind: 'insufficient-funds',
+        detail: `${error.account} does not cover this debit; ${view.available.value} ${view.available.currency} available`,
+      };
     }
   };
 }

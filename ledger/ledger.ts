@@ -90,8 +90,10 @@ function counterAccountOf(entries: Array<{ account: string }>): string {
 }
 
 export function createLedger(options: LedgerOptions = {}) {
-  const treasuryFloor = options.treasuryLimit === undefined || options.treasuryLimit === null ? null : -options.treasuryLimit;
-  const floorOf = (account: string): bigint | null => (account === 'TREASURY' ? treasuryFloor : account.startsWith('USER:') ? 0n : null);
+  const treasuryFloor =
+    options.treasuryLimit === undefined || options.treasuryLimit === null ? null : -options.treasuryLimit;
+  const floorOf = (account: string): bigint | null =>
+    account === 'TREASURY' ? treasuryFloor : account.startsWith('USER:') ? 0n : null;
 
   /** Creates missing accounts with their kind and floor (an existing account is left as it is). */
   async function ensureAccounts(tx: LedgerClient, accounts: string[], currency: string): Promise<void> {
@@ -117,25 +119,39 @@ export function createLedger(options: LedgerOptions = {}) {
       ON CONFLICT DO NOTHING RETURNING id`;
     const row = inserted[0];
     if (!row) {
-      const existing = await tx.ledgerTransaction.findUnique({ where: { reference: posting.reference }, select: { id: true } });
+      const existing = await tx.ledgerTransaction.findUnique({
+        where: { reference: posting.reference },
+        select: { id: true },
+      });
       return { id: existing?.id ?? -1n, created: false };
     }
-    await ensureAccounts(tx, posting.legs.map((leg) => leg.account), posting.currency);
+    await ensureAccounts(
+      tx,
+      posting.legs.map((leg) => leg.account),
+      posting.currency,
+    );
     // Stable sort: within one account the legs keep their order (a hold's reversal before its post).
     const legs = [...posting.legs].sort((a, b) => (a.account < b.account ? -1 : a.account > b.account ? 1 : 0));
-    const values = legs.map((leg) => Prisma.sql`(${row.id}::bigint, ${leg.account}, ${posting.currency}, ${toNumeric(leg.amount)}::numeric, ${leg.pending ?? false})`);
+    const values = legs.map(
+      (leg) =>
+        Prisma.sql`(${row.id}::bigint, ${leg.account}, ${posting.currency}, ${toNumeric(leg.amount)}::numeric, ${leg.pending ?? false})`,
+    );
     try {
       await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES ${Prisma.join(values)}`;
     } catch (error) {
       if (!isFloorViolation(error)) throw error;
-      const debited = legs.find((leg) => leg.amount < 0n && floorOf(leg.account) !== null) ?? legs.find((leg) => leg.amount < 0n);
+      const debited =
+        legs.find((leg) => leg.amount < 0n && floorOf(leg.account) !== null) ?? legs.find((leg) => leg.amount < 0n);
       throw new InsufficientFundsError(debited?.account ?? 'unknown', posting.currency);
     }
     return { id: row.id, created: true };
   }
 
   /** The open hold of a funding: its transaction, source account and amount (positive); null when none or settled. */
-  async function openHold(tx: LedgerClient, fundingId: string): Promise<{ id: bigint; account: string; currency: string; amount: bigint } | null> {
+  async function openHold(
+    tx: LedgerClient,
+    fundingId: string,
+  ): Promise<{ id: bigint; account: string; currency: string; amount: bigint } | null> {
     const rows = await tx.$queryRaw<Array<{ id: bigint; account: string; currency: string; amount: Prisma.Decimal }>>`
       SELECT t.id, e.account, t.currency, e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
       WHERE t.reference = ${holdReference(fundingId)} AND e.amount < 0
@@ -150,10 +166,15 @@ export function createLedger(options: LedgerOptions = {}) {
    * or a RELEASE (the hold reversed) settling each open hold, once; entries in account order, as
    * every posting writes them. A hold already settled is skipped. Answers how many it settled.
    */
-  async function settleMany(tx: Prisma.TransactionClient, settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>): Promise<number> {
+  async function settleMany(
+    tx: Prisma.TransactionClient,
+    settlements: ReadonlyArray<{ fundingId: string; outcome: 'post' | 'release' }>,
+  ): Promise<number> {
     if (settlements.length === 0) return 0;
     const holdReferences = settlements.map((item) => holdReference(item.fundingId));
-    const references = settlements.map((item) => (item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId)));
+    const references = settlements.map((item) =>
+      item.outcome === 'post' ? postReference(item.fundingId) : releaseReference(item.fundingId),
+    );
     const kinds = settlements.map((item) => (item.outcome === 'post' ? 'POST' : 'RELEASE'));
     if (settlements.some((item) => item.outcome === 'post')) {
       const currencies = await tx.$queryRaw<Array<{ currency: string }>>`
@@ -198,7 +219,10 @@ export function createLedger(options: LedgerOptions = {}) {
      * pending transfer to IN_FLIGHT). Throws InsufficientFundsError when the source's available
      * does not cover it. Once per funding (its reference).
      */
-    hold: (tx: Prisma.TransactionClient, input: { fundingId: string; source: FundingSource; currency: string; amount: bigint }) =>
+    hold: (
+      tx: Prisma.TransactionClient,
+      input: { fundingId: string; source: FundingSource; currency: string; amount: bigint },
+    ) =>
       post(tx, {
         reference: holdReference(input.fundingId),
         kind: 'HOLD',
@@ -215,7 +239,10 @@ export function createLedger(options: LedgerOptions = {}) {
      * it, in one statement. The source's floor is checked as the entries land: a total the source
      * does not cover throws InsufficientFundsError and the caller's transaction stores nothing.
      */
-    async holdMany(tx: Prisma.TransactionClient, input: { source: FundingSource; currency: string; holds: ReadonlyArray<{ fundingId: string; amount: bigint }> }): Promise<void> {
+    async holdMany(
+      tx: Prisma.TransactionClient,
+      input: { source: FundingSource; currency: string; holds: ReadonlyArray<{ fundingId: string; amount: bigint }> },
+    ): Promise<void> {
       if (input.holds.length === 0) return;
       const account = sourceAccount(input.source);
       await ensureAccounts(tx, [account, 'IN_FLIGHT'], input.currency);
@@ -244,12 +271,16 @@ export function createLedger(options: LedgerOptions = {}) {
      * The holds of a batch's items just stored (PENDING fundings of `batchId`): one hold each, as
      * `hold` writes it, all in one statement made from the funding rows (100,000 items send no
      * list of ids back), its entries checked at its own end (the statement trigger
-     * ledger_entry_1_balanced, before the balances move): the source and IN_FLIGHT accounts are locked by its last step, the
+     * ledger_entry_1_balanced, before the balances move): the source and IN_FLIGHT accounts are locked by its last
+     * step, the
      * statement trigger that moves them, to the caller's commit, which
      * the caller makes its next step. A total the source does not cover throws
      * InsufficientFundsError and the caller's transaction stores nothing.
      */
-    async holdBatchItems(tx: Prisma.TransactionClient, input: { batchId: string; source: FundingSource; currency: string }): Promise<void> {
+    async holdBatchItems(
+      tx: Prisma.TransactionClient,
+      input: { batchId: string; source: FundingSource; currency: string },
+    ): Promise<void> {
       const account = sourceAccount(input.source);
       await ensureAccounts(tx, [account, 'IN_FLIGHT'], input.currency);
       try {
@@ -279,7 +310,10 @@ export function createLedger(options: LedgerOptions = {}) {
      * locked from its last step to the commit.
      */
     releaseMany: (tx: Prisma.TransactionClient, fundingIds: readonly string[]): Promise<number> =>
-      settleMany(tx, fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const }))),
+      settleMany(
+        tx,
+        fundingIds.map((fundingId) => ({ fundingId, outcome: 'release' as const })),
+      ),
 
     /**
      * Releases the open holds of a batch's items that its end cancelled (FAILED with code
@@ -317,7 +351,11 @@ export function createLedger(options: LedgerOptions = {}) {
      * state releases it. Nothing when the funding has no hold (stored before the ledger existed) or
      * it is already settled. Answers what this call did.
      */
-    async settleFunding(tx: Prisma.TransactionClient, fundingId: string, outcome: 'post' | 'release'): Promise<'posted' | 'released' | 'none'> {
+    async settleFunding(
+      tx: Prisma.TransactionClient,
+      fundingId: string,
+      outcome: 'post' | 'release',
+    ): Promise<'posted' | 'released' | 'none'> {
       const hold = await openHold(tx, fundingId);
       if (!hold) return 'none';
       const reverse: Leg[] = [
@@ -332,14 +370,21 @@ export function createLedger(options: LedgerOptions = {}) {
         settlesId: hold.id,
         legs:
           outcome === 'post'
-            ? [...reverse, { account: hold.account, amount: -hold.amount }, { account: 'WALLET_CLEARING', amount: hold.amount }]
+            ? [
+                ...reverse,
+                { account: hold.account, amount: -hold.amount },
+                { account: 'WALLET_CLEARING', amount: hold.amount },
+              ]
             : reverse,
       });
       return posted.created ? (outcome === 'post' ? 'posted' : 'released') : 'none';
     },
 
     /** A SUCCEEDED payment lands: PURCHASE in MERCHANT_REVENUE, DEPOSIT on the link's user. Once per payment. */
-    payment: (tx: Prisma.TransactionClient, input: { paymentId: string; purpose: PaymentPurpose; partnerUserId: string; currency: string; amount: bigint }) =>
+    payment: (
+      tx: Prisma.TransactionClient,
+      input: { paymentId: string; purpose: PaymentPurpose; partnerUserId: string; currency: string; amount: bigint },
+    ) =>
       post(tx, {
         reference: paymentReference(input.paymentId),
         kind: 'PAYMENT',
@@ -347,7 +392,10 @@ export function createLedger(options: LedgerOptions = {}) {
         paymentId: input.paymentId,
         legs: [
           { account: 'WALLET_CLEARING', amount: -input.amount },
-          { account: input.purpose === 'DEPOSIT' ? userAccount(input.partnerUserId) : 'MERCHANT_REVENUE', amount: input.amount },
+          {
+            account: input.purpose === 'DEPOSIT' ? userAccount(input.partnerUserId) : 'MERCHANT_REVENUE',
+            amount: input.amount,
+          },
         ],
       }),
 
@@ -359,7 +407,15 @@ export function createLedger(options: LedgerOptions = {}) {
      */
     async adjust(
       database: Database,
-      input: { idempotencyKey: string; account: string; currency: string; amount: bigint; reason: string; fingerprint: string; actor?: string },
+      input: {
+        idempotencyKey: string;
+        account: string;
+        currency: string;
+        amount: bigint;
+        reason: string;
+        fingerprint: string;
+        actor?: string;
+      },
     ): Promise<{ kind: 'created' | 'existing'; adjustment: AdjustmentView } | { kind: 'key-reused' }> {
       const counterAccount = input.account === 'TREASURY' ? 'CAPITAL' : 'TREASURY';
       const reference = adjustmentReference(input.idempotencyKey);
@@ -379,7 +435,10 @@ export function createLedger(options: LedgerOptions = {}) {
       );
       const stored = await database.ledgerTransaction.findUniqueOrThrow({ where: { reference } });
       if (!created.created && stored.fingerprint !== input.fingerprint) return { kind: 'key-reused' };
-      const entries = await database.ledgerEntry.findMany({ where: { transactionId: stored.id }, orderBy: { id: 'asc' } });
+      const entries = await database.ledgerEntry.findMany({
+        where: { transactionId: stored.id },
+        orderBy: { id: 'asc' },
+      });
       const leg = entries.find((entry) => entry.account !== counterAccountOf(entries)) ?? entries[0]!;
       return {
         kind: created.created ? 'created' : 'existing',
@@ -395,7 +454,10 @@ export function createLedger(options: LedgerOptions = {}) {
       };
     },
 
-    /** Sets the treasury's floor from TREASURY_LIMIT (at start); refused by the CHECK if the treasury is already below it. */
+    /**
+     * Sets the treasury's floor from TREASURY_LIMIT (at start); refused by the CHECK if the treasury is already below
+     * it.
+     */
     async applyTreasuryLimit(database: Database, currency = 'PHP'): Promise<void> {
       await ensureAccounts(database, ['TREASURY'], currency);
       await database.$executeRaw`UPDATE ledger_account SET floor = ${treasuryFloor === null ? null : toNumeric(treasuryFloor)}::numeric
@@ -403,7 +465,11 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /** An account as the ops API shows it: zeros for an account with no entries yet. */
-    async account(database: LedgerClient, account: string, currency = 'PHP'): Promise<AccountView & { floor: string | null }> {
+    async account(
+      database: LedgerClient,
+      account: string,
+      currency = 'PHP',
+    ): Promise<AccountView & { floor: string | null }> {
       const row = await database.ledgerAccount.findUnique({ where: { account_currency: { account, currency } } });
       const balance = row ? fromNumeric(row.balance) : 0n;
       const pending = row ? fromNumeric(row.pending) : 0n;
@@ -422,28 +488,49 @@ export function createLedger(options: LedgerOptions = {}) {
     },
 
     /** A page of entries, newest first; `cursor` is the last entry id of the previous page. */
-    async entries(database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryView[]; nextCursor: string | null }> {
+    async entries(
+      database: Database,
+      query: EntriesQuery,
+    ): Promise<{ items: LedgerEntryView[]; nextCursor: string | null }> {
       const page = await entryPage(database, query);
-      return { items: page.items.map(({ kind: _kind, actor: _actor, reason: _reason, ...entry }) => entry), nextCursor: page.nextCursor };
+      return {
+        items: page.items.map(({ kind: _kind, actor: _actor, reason: _reason, ...entry }) => entry),
+        nextCursor: page.nextCursor,
+      };
     },
 
     /** A page of entries with what moved each (its kind, an adjustment's reason and who posted it): the console's. */
-    accountEntries: (database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> => entryPage(database, query),
+    accountEntries: (
+      database: Database,
+      query: EntriesQuery,
+    ): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> => entryPage(database, query),
 
-    /** The entries of a funding's or a payment's transactions (its hold, post or release; its posting), oldest first. */
-    async entriesOf(database: Database, record: { fundingId: string } | { paymentId: string }): Promise<LedgerEntryDetail[]> {
+    /**
+     * The entries of a funding's or a payment's transactions (its hold, post or release; its posting), oldest first.
+     */
+    async entriesOf(
+      database: Database,
+      record: { fundingId: string } | { paymentId: string },
+    ): Promise<LedgerEntryDetail[]> {
       const transactions = await database.ledgerTransaction.findMany({
         where: 'fundingId' in record ? { fundingId: record.fundingId } : { paymentId: record.paymentId },
         orderBy: { id: 'asc' },
         take: 20,
       });
-      const entries = await database.ledgerEntry.findMany({ where: { transactionId: { in: transactions.map((transaction) => transaction.id) } }, orderBy: { id: 'asc' } });
+      const entries = await database.ledgerEntry.findMany({
+        where: { transactionId: { in: transactions.map((transaction) => transaction.id) } },
+        orderBy: { id: 'asc' },
+      });
       return withTransactions(entries, transactions);
     },
 
     /** The currencies an account has a row in (none: it never had an entry). */
     async currenciesOf(database: Database, account: string): Promise<string[]> {
-      const rows = await database.ledgerAccount.findMany({ where: { account }, select: { currency: true }, orderBy: { currency: 'asc' } });
+      const rows = await database.ledgerAccount.findMany({
+        where: { account },
+        select: { currency: true },
+        orderBy: { currency: 'asc' },
+      });
       return rows.map((row) => row.currency);
     },
   };
@@ -457,13 +544,37 @@ export interface EntriesQuery {
   cursor?: string;
 }
 
-/** An entry with what its transaction was: the kind, who posted it (an adjustment's person or key; null: walletflow) and why. */
-export type LedgerEntryDetail = LedgerEntryView & { kind: LedgerTransactionKind; actor: string | null; reason: string | null };
+/**
+ * An entry with what its transaction was: the kind, who posted it (an adjustment's person or key; null: walletflow) and
+ * why.
+ */
+export type LedgerEntryDetail = LedgerEntryView & {
+  kind: LedgerTransactionKind;
+  actor: string | null;
+  reason: string | null;
+};
 
-type EntryRow = { id: bigint; transactionId: bigint; account: string; currency: string; amount: Prisma.Decimal; pending: boolean; at: Date };
-type TransactionRow = { id: bigint; reference: string; kind: LedgerTransactionKind; actor: string | null; reason: string | null };
+type EntryRow = {
+  id: bigint;
+  transactionId: bigint;
+  account: string;
+  currency: string;
+  amount: Prisma.Decimal;
+  pending: boolean;
+  at: Date;
+};
+type TransactionRow = {
+  id: bigint;
+  reference: string;
+  kind: LedgerTransactionKind;
+  actor: string | null;
+  reason: string | null;
+};
 
-/** Entries in their order, each with what its transaction was (read apart: an entry names its transaction by id, with no relation). */
+/**
+ * Entries in their order, each with what its transaction was (read apart: an entry names its transaction by id, with no
+ * relation).
+ */
 function withTransactions(entries: readonly EntryRow[], transactions: readonly TransactionRow[]): LedgerEntryDetail[] {
   const byId = new Map(transactions.map((transaction) => [transaction.id, transaction]));
   return entries.map((entry) => entryDetail({ ...entry, transaction: byId.get(entry.transactionId)! }));
@@ -482,7 +593,10 @@ const entryDetail = (entry: EntryRow & { transaction: TransactionRow }): LedgerE
   reason: entry.transaction.reason,
 });
 
-async function entryPage(database: Database, query: EntriesQuery): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> {
+async function entryPage(
+  database: Database,
+  query: EntriesQuery,
+): Promise<{ items: LedgerEntryDetail[]; nextCursor: string | null }> {
   const before = query.cursor ? BigInt(Buffer.from(query.cursor, 'base64url').toString('utf8')) : null;
   const rows = await database.ledgerEntry.findMany({
     where: {
@@ -498,7 +612,10 @@ async function entryPage(database: Database, query: EntriesQuery): Promise<{ ite
     select: { id: true, reference: true, kind: true, actor: true, reason: true },
   });
   const last = page.at(-1);
-  return { items: withTransactions(page, transactions), nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null };
+  return {
+    items: withTransactions(page, transactions),
+    nextCursor: rows.length > query.limit && last ? Buffer.from(last.id.toString()).toString('base64url') : null,
+  };
 }
 
 export type Ledger = ReturnType<typeof createLedger>;

@@ -72,18 +72,35 @@ export function headroomOf(limits: FundingLimits, usage: UserUsage): UserHeadroo
 
 /** Per funding: refuses an amount outside FUNDING_MIN..FUNDING_MAX. */
 export function checkFundingAmount(limits: FundingLimits, amount: bigint, currency: string): void {
-  if (amount < limits.min) throw new LimitRefusal('AMOUNT_TOO_SMALL', `FUNDING_MIN: a funding must be at least ${formatAmount(limits.min, currency)} ${currency}`);
-  if (amount > limits.max) throw new LimitRefusal('AMOUNT_TOO_LARGE', `FUNDING_MAX: a funding may be at most ${formatAmount(limits.max, currency)} ${currency}`);
+  if (amount < limits.min)
+    throw new LimitRefusal(
+      'AMOUNT_TOO_SMALL',
+      `FUNDING_MIN: a funding must be at least ${formatAmount(limits.min, currency)} ${currency}`,
+    );
+  if (amount > limits.max)
+    throw new LimitRefusal(
+      'AMOUNT_TOO_LARGE',
+      `FUNDING_MAX: a funding may be at most ${formatAmount(limits.max, currency)} ${currency}`,
+    );
 }
 
 /**
  * A batch drawing on a user's balance: its `count` items and their `total` must fit today's count
  * and amount (contract-decisions section 14: the per-minute limit does not apply to a batch).
  */
-export function checkBatchUserLimits(limits: FundingLimits, usage: UserUsage, count: number, total: bigint, currency: string): void {
+export function checkBatchUserLimits(
+  limits: FundingLimits,
+  usage: UserUsage,
+  count: number,
+  total: bigint,
+  currency: string,
+): void {
   const left = headroomOf(limits, usage);
   if (count > left.dailyCountLeft) {
-    throw new LimitRefusal('DAILY_LIMIT_EXCEEDED', `USER_DAILY_COUNT: at most ${limits.userDailyCount} withdrawals a day; ${left.dailyCountLeft} left today, the batch has ${count}`);
+    throw new LimitRefusal(
+      'DAILY_LIMIT_EXCEEDED',
+      `USER_DAILY_COUNT: at most ${limits.userDailyCount} withdrawals a day; ${left.dailyCountLeft} left today, the batch has ${count}`,
+    );
   }
   if (total > left.dailyAmountLeft) {
     throw new LimitRefusal(
@@ -100,10 +117,16 @@ export function checkBatchUserLimits(limits: FundingLimits, usage: UserUsage, co
 export function checkUserLimits(limits: FundingLimits, usage: UserUsage, amount: bigint, currency: string): void {
   const left = headroomOf(limits, usage);
   if (left.perMinuteLeft < 1) {
-    throw new LimitRefusal('VELOCITY_LIMIT_EXCEEDED', `USER_PER_MINUTE: at most ${limits.userPerMinute} withdrawals a minute; try again in a minute`);
+    throw new LimitRefusal(
+      'VELOCITY_LIMIT_EXCEEDED',
+      `USER_PER_MINUTE: at most ${limits.userPerMinute} withdrawals a minute; try again in a minute`,
+    );
   }
   if (left.dailyCountLeft < 1) {
-    throw new LimitRefusal('DAILY_LIMIT_EXCEEDED', `USER_DAILY_COUNT: at most ${limits.userDailyCount} withdrawals a day; none left today`);
+    throw new LimitRefusal(
+      'DAILY_LIMIT_EXCEEDED',
+      `USER_DAILY_COUNT: at most ${limits.userDailyCount} withdrawals a day; none left today`,
+    );
   }
   if (amount > left.dailyAmountLeft) {
     throw new LimitRefusal(

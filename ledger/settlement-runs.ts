@@ -6,7 +6,12 @@
 // a page at a time in (kind, item id) order, or line by line for the CSV.
 import { randomUUID } from 'node:crypto';
 import { Prisma } from '../generated/prisma/client.ts';
-import { settlementSummarySchema, type SettlementCounts, type SettlementItem, type SettlementSummary } from '../domain/ledger.ts';
+import {
+  settlementSummarySchema,
+  type SettlementCounts,
+  type SettlementItem,
+  type SettlementSummary,
+} from '../domain/ledger.ts';
 import { amountOf, fromNumeric, thousandthsIn, toNumeric } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 
@@ -110,7 +115,12 @@ function itemOf(row: LineRow): SettlementItem {
   };
 }
 
-const emptyCounts = (): SettlementCounts => ({ matched: 0, missing: 0, mismatched: 0, total: { count: 0, amount: amountOf(0n, 'PHP') } });
+const emptyCounts = (): SettlementCounts => ({
+  matched: 0,
+  missing: 0,
+  mismatched: 0,
+  total: { count: 0, amount: amountOf(0n, 'PHP') },
+});
 
 export function createSettlementRuns(database: Database) {
   async function find(runId: string): Promise<SettlementRun | null> {
@@ -120,12 +130,18 @@ export function createSettlementRuns(database: Database) {
 
   /** The day's RUNNING run, if any. */
   async function running(date: string): Promise<SettlementRun | null> {
-    const rows = await database.$queryRaw<RunRow[]>`SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'RUNNING'`;
+    const rows = await database.$queryRaw<
+      RunRow[]
+    >`SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'RUNNING'`;
     return rows[0] ? runOf(rows[0]) : null;
   }
 
   /** A page of the run's lines after `after`, in (kind, item id) order, and where the next page starts (null: none). */
-  async function page(runId: string, after: LineCursor | null, limit: number): Promise<{ items: SettlementItem[]; next: LineCursor | null }> {
+  async function page(
+    runId: string,
+    after: LineCursor | null,
+    limit: number,
+  ): Promise<{ items: SettlementItem[]; next: LineCursor | null }> {
     const rows = await database.$queryRaw<LineRow[]>`
       SELECT kind::text AS kind, item_id::text AS item_id, wallet_id, result::text AS result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail
       FROM settlement_line
@@ -150,7 +166,10 @@ export function createSettlementRuns(database: Database) {
         UNION ALL
         (SELECT ${runColumns} FROM settlement_run WHERE date = ${date} AND state = 'SUCCEEDED' ORDER BY number DESC LIMIT 1)`;
       const runs = rows.map(runOf);
-      return { running: runs.find((run) => run.state === 'RUNNING') ?? null, finished: runs.find((run) => run.state === 'SUCCEEDED') ?? null };
+      return {
+        running: runs.find((run) => run.state === 'RUNNING') ?? null,
+        finished: runs.find((run) => run.state === 'SUCCEEDED') ?? null,
+      };
     },
 
     /**
@@ -158,7 +177,12 @@ export function createSettlementRuns(database: Database) {
      * (the partial unique index on the day's RUNNING run; the day's numbers are unique too), and
      * every one of them is answered with it.
      */
-    async start(input: { date: string; timeZone: string; wholeDay: boolean; requestedBy: string }): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+    async start(input: {
+      date: string;
+      timeZone: string;
+      wholeDay: boolean;
+      requestedBy: string;
+    }): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
       for (let attempt = 0; attempt < 5; attempt += 1) {
         const rows = await database.$queryRaw<RunRow[]>`
           INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
@@ -174,7 +198,9 @@ export function createSettlementRuns(database: Database) {
       throw new Error(`could not start a settlement run of ${input.date}`);
     },
 
-    /** Gives a RUNNING run up (its workflow closed without finishing): FAILED with the reason, so the day may run again. */
+    /**
+     * Gives a RUNNING run up (its workflow closed without finishing): FAILED with the reason, so the day may run again.
+     */
     async fail(runId: string, failure: string): Promise<void> {
       await database.$executeRaw`
         UPDATE settlement_run SET state = 'FAILED', failure = ${failure.slice(0, 200)}, finished_at = now() WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
@@ -182,7 +208,8 @@ export function createSettlementRuns(database: Database) {
 
     /** The day's items to check, counted as the run begins. */
     async begin(runId: string, total: number): Promise<void> {
-      const updated = await database.$executeRaw`UPDATE settlement_run SET total = GREATEST(${total}, checked) WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+      const updated =
+        await database.$executeRaw`UPDATE settlement_run SET total = GREATEST(${total}, checked) WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
       if (updated === 0) throw new SettlementRunNotRunning(runId);
     },
 
@@ -203,7 +230,8 @@ export function createSettlementRuns(database: Database) {
     async store(runId: string, items: readonly SettlementItem[]): Promise<number> {
       if (items.length === 0) return 0;
       const column = <T>(pick: (item: SettlementItem) => T) => items.map(pick);
-      const numeric = (amount: { value: string } | null) => (amount === null ? null : toNumeric(thousandthsIn(amount.value)));
+      const numeric = (amount: { value: string } | null) =>
+        amount === null ? null : toNumeric(thousandthsIn(amount.value));
       return database.$transaction(async (tx) => {
         const inserted = await tx.$executeRaw`
           INSERT INTO settlement_line (run_id, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail)
@@ -230,7 +258,9 @@ export function createSettlementRuns(database: Database) {
      */
     async finish(runId: string): Promise<SettlementRun> {
       return database.$transaction(async (tx) => {
-        const rows = await tx.$queryRaw<Array<{ kind: SettlementLineKind; result: SettlementItem['result']; count: bigint; amount: Prisma.Decimal }>>`
+        const rows = await tx.$queryRaw<
+          Array<{ kind: SettlementLineKind; result: SettlementItem['result']; count: bigint; amount: Prisma.Decimal }>
+        >`
           SELECT kind, result::text AS result, count(*) AS count, COALESCE(sum(amount), 0) AS amount FROM settlement_line WHERE run_id = ${runId}::uuid GROUP BY kind, result`;
         const summary: SettlementSummary = { fundings: emptyCounts(), payments: emptyCounts() };
         const sums = { fundings: 0n, payments: 0n };

@@ -35,7 +35,10 @@ const beforeEverything: DayCursor = { at: '1970-01-01T00:00:00.000Z', eventId: '
  * The day's midnights in its time zone, as SQL instants, and the cursor a page starts after: how
  * the fundings (fundings/) and the payments (payments/) read their timelines' events of the day.
  */
-export function dayEventsAfter(day: SettlementDay, after: DayCursor | null): { start: Prisma.Sql; end: Prisma.Sql; cursor: DayCursor } {
+export function dayEventsAfter(
+  day: SettlementDay,
+  after: DayCursor | null,
+): { start: Prisma.Sql; end: Prisma.Sql; cursor: DayCursor } {
   return {
     start: Prisma.sql`(${day.start}::timestamp AT TIME ZONE ${day.timeZone})`,
     end: Prisma.sql`(${day.end}::timestamp AT TIME ZONE ${day.timeZone})`,
@@ -64,7 +67,11 @@ export interface SucceededPayment {
 export type WalletTransferRecord = { status: string; amount: { currency: string; value: string } } | null;
 
 /** The amounts posted under these references: a funding's post to WALLET_CLEARING, a payment's credit leg. */
-export async function postedAmounts(database: Database, references: string[], leg: 'clearing' | 'credit'): Promise<Map<string, bigint>> {
+export async function postedAmounts(
+  database: Database,
+  references: string[],
+  leg: 'clearing' | 'credit',
+): Promise<Map<string, bigint>> {
   if (references.length === 0) return new Map();
   const rows = await database.$queryRaw<Array<{ reference: string; amount: Prisma.Decimal }>>`
     SELECT DISTINCT ON (t.reference) t.reference, e.amount FROM ledger_transaction t JOIN ledger_entry e ON e.transaction_id = t.id
@@ -75,12 +82,18 @@ export async function postedAmounts(database: Database, references: string[], le
 }
 
 /** The funding's posting to WALLET_CLEARING, for each funding of a page (absent: none). */
-export const fundingPosts = (database: Database, fundingIds: string[]) => postedAmounts(database, fundingIds.map(postReference), 'clearing');
+export const fundingPosts = (database: Database, fundingIds: string[]) =>
+  postedAmounts(database, fundingIds.map(postReference), 'clearing');
 /** The payment's credit leg, for each payment of a page (absent: none). */
-export const paymentPosts = (database: Database, paymentIds: string[]) => postedAmounts(database, paymentIds.map(paymentReference), 'credit');
+export const paymentPosts = (database: Database, paymentIds: string[]) =>
+  postedAmounts(database, paymentIds.map(paymentReference), 'credit');
 
 /** A funding against the wallet's record of its transfer and the ledger's posting of its hold. */
-export function fundingLine(funding: ApprovedFunding, wallet: WalletTransferRecord, posts: Map<string, bigint>): SettlementItem {
+export function fundingLine(
+  funding: ApprovedFunding,
+  wallet: WalletTransferRecord,
+  posts: Map<string, bigint>,
+): SettlementItem {
   const amount = funding.amount;
   const ledgerAmount = posts.get(postReference(funding.id)) ?? null;
   const walletAmount = wallet ? thousandthsIn(wallet.amount.value) : null;
@@ -113,8 +126,14 @@ export function fundingLine(funding: ApprovedFunding, wallet: WalletTransferReco
   };
 }
 
-/** A payment against the audit's successful execute (the interface has no payment retrieve) and the ledger's posting. */
-export function paymentLine(payment: SucceededPayment, executed: ReadonlySet<string>, posts: Map<string, bigint>): SettlementItem {
+/**
+ * A payment against the audit's successful execute (the interface has no payment retrieve) and the ledger's posting.
+ */
+export function paymentLine(
+  payment: SucceededPayment,
+  executed: ReadonlySet<string>,
+  posts: Map<string, bigint>,
+): SettlementItem {
   const amount = payment.amount;
   const ledgerAmount = posts.get(paymentReference(payment.id)) ?? null;
   const paymentExecuted = payment.walletPaymentId !== null && executed.has(payment.walletPaymentId);
@@ -122,7 +141,11 @@ export function paymentLine(payment: SucceededPayment, executed: ReadonlySet<str
   let result: SettlementItem['result'] = 'matched';
   if (!paymentExecuted) {
     result = 'missing';
-    problems.push(payment.resolvedBy ? `no successful execute in the wallet call audit (resolved by ${payment.resolvedBy})` : 'no successful execute in the wallet call audit');
+    problems.push(
+      payment.resolvedBy
+        ? `no successful execute in the wallet call audit (resolved by ${payment.resolvedBy})`
+        : 'no successful execute in the wallet call audit',
+    );
   }
   if (ledgerAmount === null) {
     result = 'missing';
@@ -146,7 +169,9 @@ export function paymentLine(payment: SucceededPayment, executed: ReadonlySet<str
 
 /** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
 export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { date: string } {
-  const date = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(at);
+  const date = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
+    at,
+  );
   return { date, ...dayBounds(date), timeZone };
 }
 
@@ -164,7 +189,8 @@ function dayBounds(date: string): { start: string; end: string } {
 
 /** The CSV's first line. */
 /** The settlement CSV's header line, as the report has always written it (names unquoted). */
-export const settlementCsvHeader = 'kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail\r\n';
+export const settlementCsvHeader =
+  'kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail\r\n';
 
 /** One item's CSV row. */
 export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
@@ -181,7 +207,10 @@ export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
 ];
 
 /** The CSV's last two rows: each side's counts and total. */
-export function settlementCsvTotals(date: string, sides: { fundings: SettlementCounts; payments: SettlementCounts }): CsvValue[][] {
+export function settlementCsvTotals(
+  date: string,
+  sides: { fundings: SettlementCounts; payments: SettlementCounts },
+): CsvValue[][] {
   return (['fundings', 'payments'] as const).map((kind) => {
     const counts = sides[kind];
     return [

@@ -87,7 +87,8 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
       inFlight += 1;
       return Promise.resolve();
     }
-    if (!counted && waiting() >= limits.maxQueued) return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
+    if (!counted && waiting() >= limits.maxQueued)
+      return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
     if (waitMs <= 0) return Promise.reject(refuse(`waited ${limits.maxWaitMs} ms for the database`));
     return new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
@@ -126,26 +127,30 @@ export function createAdmissionGate(limits: AdmissionLimits): AdmissionGate {
       // First of its key: straight to the queue, as any request.
       return chained(key, Promise.resolve(), () => inSlot(work));
     }
-    if (waiting() >= limits.maxQueued) return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
+    if (waiting() >= limits.maxQueued)
+      return Promise.reject(refuse(`${waiting()} requests are already waiting for the database`));
     inLanes += 1;
-    return chained(key, before, (turn) =>
-      new Promise<T>((resolve, reject) => {
-        let inLine = true;
-        const leave = () => {
-          inLine = false;
-          inLanes -= 1;
-        };
-        const timer = setTimeout(() => {
-          leave();
-          reject(refuse(`waited ${limits.maxWaitMs} ms behind the same account's requests`));
-        }, limits.maxWaitMs);
-        void turn.then(() => {
-          if (!inLine) return;
-          clearTimeout(timer);
-          leave();
-          inSlot(work, limits.maxWaitMs, true).then(resolve, reject);
-        });
-      }),
+    return chained(
+      key,
+      before,
+      (turn) =>
+        new Promise<T>((resolve, reject) => {
+          let inLine = true;
+          const leave = () => {
+            inLine = false;
+            inLanes -= 1;
+          };
+          const timer = setTimeout(() => {
+            leave();
+            reject(refuse(`waited ${limits.maxWaitMs} ms behind the same account's requests`));
+          }, limits.maxWaitMs);
+          void turn.then(() => {
+            if (!inLine) return;
+            clearTimeout(timer);
+            leave();
+            inSlot(work, limits.maxWaitMs, true).then(resolve, reject);
+          });
+        }),
     );
   }
 
@@ -190,7 +195,10 @@ export function inAdmissionLane<T>(key: string | null, work: () => Promise<T>): 
 /** The lane of the transaction being started, if its caller named one. */
 export const currentAdmissionLane = (): string | undefined => lanes.getStore();
 
-/** Prisma's own time-outs under load: a transaction that could not start or ran out of time (P2028), no pool connection in time (P2024). */
+/**
+ * Prisma's own time-outs under load: a transaction that could not start or ran out of time (P2028), no pool connection
+ * in time (P2024).
+ */
 const loadErrorCodes = new Set(['P2028', 'P2024']);
 
 /**
@@ -200,6 +208,7 @@ const loadErrorCodes = new Set(['P2028', 'P2024']);
  */
 export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string } | null {
   if (error instanceof Overloaded) return { retryAfterSeconds: error.retryAfterSeconds, reason: 'admission' };
-  if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code)) return { retryAfterSeconds: 1, reason: error.code };
+  if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code))
+    return { retryAfterSeconds: 1, reason: error.code };
   return null;
 }

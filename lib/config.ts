@@ -8,7 +8,22 @@
 //   production-checks.ts  what production refuses that development allows
 //   resolved.ts           requireResolved: what the API and the worker need to start
 export { isAddressOrCidr } from './config/parsers.ts';
-export { defaultRateLimits, environmentSchema, secretVariables, walletServiceVariables, walletUrlVariables, type Environment } from './config/environment.ts';
-export { ConfigError, loadConfig, type AppConfig, type ConsoleConfig, type TemporalSecurity, type TracingConfig, type WalletServiceConfig } from './config/load-config.ts';
+export {
+  defaultRateLimits,
+  environmentSchema,
+  secretVariables,
+  walletServiceVariables,
+  walletUrlVariables,
+  type Environment,
+} from './config/environment.ts';
+export {
+  ConfigError,
+  loadConfig,
+  type AppConfig,
+  type ConsoleConfig,
+  type TemporalSecurity,
+  type TracingConfig,
+  type WalletServiceConfig,
+} from './config/load-config.ts';
 export { isLocalHostname, productionProblems } from './config/production-checks.ts';
 export { requireResolved, type ResolvedConfig } from './config/resolved.ts';

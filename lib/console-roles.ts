@@ -15,10 +15,16 @@ export function parseConsoleRoles(entries: readonly string[]): ReadonlyMap<strin
   entries.forEach((entry, index) => {
     const at = entry.lastIndexOf('=');
     const group = entry.slice(0, at).trim();
-    const scopes = entry.slice(at + 1).split('+').map((scope) => scope.trim());
+    const scopes = entry
+      .slice(at + 1)
+      .split('+')
+      .map((scope) => scope.trim());
     if (at <= 0 || group === '') throw new ConsoleRolesError(`entry ${index + 1}: must be group=scope+scope`);
     const unknown = scopes.filter((scope) => !isScope(scope));
-    if (unknown.length > 0 || scopes.length === 0) throw new ConsoleRolesError(`entry ${index + 1} (${group}): scopes must be +-separated from ${opsScopes.join(', ')}`);
+    if (unknown.length > 0 || scopes.length === 0)
+      throw new ConsoleRolesError(
+        `entry ${index + 1} (${group}): scopes must be +-separated from ${opsScopes.join(', ')}`,
+      );
     if (roles.has(group)) throw new ConsoleRolesError(`the group ${group} is named twice`);
     roles.set(group, new Set(scopes.filter(isScope)));
   });
@@ -26,7 +32,10 @@ export function parseConsoleRoles(entries: readonly string[]): ReadonlyMap<strin
 }
 
 /** The scopes a person's groups grant: the union of their groups' scopes (none: no access). */
-export function scopesOfGroups(roles: ReadonlyMap<string, ReadonlySet<OpsScope>>, groups: readonly string[]): Set<OpsScope> {
+export function scopesOfGroups(
+  roles: ReadonlyMap<string, ReadonlySet<OpsScope>>,
+  groups: readonly string[],
+): Set<OpsScope> {
   const scopes = new Set<OpsScope>();
   for (const group of groups) for (const scope of roles.get(group) ?? []) scopes.add(scope);
   return scopes;

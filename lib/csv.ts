@@ -11,7 +11,10 @@ export type CsvValue = string | number | null;
 export interface CsvReport {
   /** What the report is, as its metrics and log lines name it (a fixed word: `batch-report`). */
   report: string;
-  /** The column names, written as one CSV line; or that line itself, as a report has always written it (CRLF-terminated). */
+  /**
+   * The column names, written as one CSV line; or that line itself, as a report has always written it
+   * (CRLF-terminated).
+   */
   header: readonly string[] | string;
   /** The rows, read as they are taken: a page at a time from the database (lib/keyset-rows.ts). */
   rows: AsyncIterable<readonly CsvValue[]>;

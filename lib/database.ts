@@ -10,7 +10,10 @@ export type Database = PrismaClient;
 /** A process's PostgreSQL connections (the pg pool's `max`). */
 export const DEFAULT_POOL_SIZE = 10;
 
-export function createDatabase(databaseUrl: string, { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {}): Database {
+export function createDatabase(
+  databaseUrl: string,
+  { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {},
+): Database {
   return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: maxConnections }) });
 }
 
@@ -40,7 +43,11 @@ export function workerAdmissionLimits(maxConnections: number): AdmissionLimits {
  * no connection, and what the line cannot take is refused at once (Overloaded), never left to
  * time out inside the pool.
  */
-function createAdmittedDatabase(databaseUrl: string, maxConnections: number, limits: AdmissionLimits): { database: Database; admission: AdmissionGate } {
+function createAdmittedDatabase(
+  databaseUrl: string,
+  maxConnections: number,
+  limits: AdmissionLimits,
+): { database: Database; admission: AdmissionGate } {
   const client = createDatabase(databaseUrl, { maxConnections });
   const admission = createAdmissionGate(limits);
   const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
@@ -58,15 +65,24 @@ function createAdmittedDatabase(databaseUrl: string, maxConnections: number, lim
 /** The API's database: its transactions admitted in line (apiAdmissionLimits); a refusal is answered 503 OVERLOADED. */
 export function createApiDatabase(
   databaseUrl: string,
-  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+  {
+    maxConnections = DEFAULT_POOL_SIZE,
+    admission: limits,
+  }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
 ): { database: Database; admission: AdmissionGate } {
   return createAdmittedDatabase(databaseUrl, maxConnections, { ...apiAdmissionLimits(maxConnections), ...limits });
 }
 
-/** The worker's database: its transactions admitted in line (workerAdmissionLimits); a refusal fails the activity, which is tried again. */
+/**
+ * The worker's database: its transactions admitted in line (workerAdmissionLimits); a refusal fails the activity, which
+ * is tried again.
+ */
 export function createWorkerDatabase(
   databaseUrl: string,
-  { maxConnections = DEFAULT_POOL_SIZE, admission: limits }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
+  {
+    maxConnections = DEFAULT_POOL_SIZE,
+    admission: limits,
+  }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
 ): { database: Database; admission: AdmissionGate } {
   return createAdmittedDatabase(databaseUrl, maxConnections, { ...workerAdmissionLimits(maxConnections), ...limits });
 }
@@ -86,7 +102,9 @@ export interface RefreshPool {
   admission: AdmissionGate;
 }
 
-/** The refresh pool's connections for a main pool of `mainPoolSize`: a quarter of it, 2 to 4 (3 for production's 10). */
+/**
+ * The refresh pool's connections for a main pool of `mainPoolSize`: a quarter of it, 2 to 4 (3 for production's 10).
+ */
 export function refreshPoolSize(mainPoolSize: number): number {
   return Math.min(4, Math.max(2, Math.ceil(mainPoolSize / 4)));
 }
@@ -107,10 +125,19 @@ export function refreshAdmissionLimits(connections: number, maxWaitMs: number): 
  */
 export const refreshWaitMs = { api: 5_000, worker: 30_000 } as const;
 
-/** A refresh pool beside a main pool of `mainPoolSize` connections, its line waiting at most `maxWaitMs` (refreshWaitMs). */
-export function createRefreshPool(databaseUrl: string, { mainPoolSize = DEFAULT_POOL_SIZE, maxWaitMs }: { mainPoolSize?: number; maxWaitMs: number }): RefreshPool {
+/**
+ * A refresh pool beside a main pool of `mainPoolSize` connections, its line waiting at most `maxWaitMs`
+ * (refreshWaitMs).
+ */
+export function createRefreshPool(
+  databaseUrl: string,
+  { mainPoolSize = DEFAULT_POOL_SIZE, maxWaitMs }: { mainPoolSize?: number; maxWaitMs: number },
+): RefreshPool {
   const connections = refreshPoolSize(mainPoolSize);
-  return { database: createDatabase(databaseUrl, { maxConnections: connections }), admission: createAdmissionGate(refreshAdmissionLimits(connections, maxWaitMs)) };
+  return {
+    database: createDatabase(databaseUrl, { maxConnections: connections }),
+    admission: createAdmissionGate(refreshAdmissionLimits(connections, maxWaitMs)),
+  };
 }
 
 /** Readiness probe: a round trip to PostgreSQL. */
@@ -131,7 +158,8 @@ export async function databaseNow(database: Database): Promise<Date> {
 export type SqlClock = (() => number) | undefined;
 
 /** The database's clock in a statement: `now()`, or a test's time (SqlClock). */
-export const sqlClock = (clock: SqlClock): Prisma.Sql => (clock ? Prisma.sql`${new Date(clock())}::timestamptz` : Prisma.sql`now()`);
+export const sqlClock = (clock: SqlClock): Prisma.Sql =>
+  clock ? Prisma.sql`${new Date(clock())}::timestamptz` : Prisma.sql`now()`;
 
 /** `ms` milliseconds as an SQL interval. */
 export const sqlInterval = (ms: number): Prisma.Sql => Prisma.sql`make_interval(secs => ${ms / 1000}::float8)`;
@@ -178,9 +206,15 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
  * 370 ms to 71 ms with a 100,000-item batch requested today). In a transaction of its own (SET
  * LOCAL), or in the caller's, for the rest of it.
  */
-export async function withoutParallelWorkers<T>(db: Database | Prisma.TransactionClient, query: (db: Database | Prisma.TransactionClient) => Prisma.PrismaPromise<T>): Promise<T> {
+export async function withoutParallelWorkers<T>(
+  db: Database | Prisma.TransactionClient,
+  query: (db: Database | Prisma.TransactionClient) => Prisma.PrismaPromise<T>,
+): Promise<T> {
   if (db instanceof PrismaClient) {
-    const [, result] = await db.$transaction([db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`, query(db)]);
+    const [, result] = await db.$transaction([
+      db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`,
+      query(db),
+    ]);
     return result;
   }
   await db.$executeRaw`SET LOCAL max_parallel_workers_per_gather = 0`;

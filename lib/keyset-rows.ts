@@ -5,7 +5,11 @@
 // (return()) reads nothing more.
 
 /** The rows `readPage` gives, page after page of `pageSize`, until a page comes back short. */
-export async function* keysetRows<Row, Key>(readPage: (after: Key | undefined, limit: number) => Promise<readonly Row[]>, keyOf: (row: Row) => Key, pageSize: number): AsyncGenerator<Row> {
+export async function* keysetRows<Row, Key>(
+  readPage: (after: Key | undefined, limit: number) => Promise<readonly Row[]>,
+  keyOf: (row: Row) => Key,
+  pageSize: number,
+): AsyncGenerator<Row> {
   let after: Key | undefined;
   for (;;) {
     const page = await readPage(after, pageSize);

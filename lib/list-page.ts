@@ -58,14 +58,26 @@ export async function readListPage<Status extends string, Row extends { createdA
   const where: PageWhere<Status> = {
     ...(status ? { status } : {}),
     ...(from || to || after
-      ? { createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}), ...(after ? { lte: after.createdAt } : {}) } }
+      ? {
+          createdAt: {
+            ...(from ? { gte: new Date(from) } : {}),
+            ...(to ? { lt: new Date(to) } : {}),
+            ...(after ? { lte: after.createdAt } : {}),
+          },
+        }
       : {}),
-    ...(after ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] } : {}),
+    ...(after
+      ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] }
+      : {}),
   };
   const rows = await findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1 });
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
-  return { kind: 'page', items, nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null };
+  return {
+    kind: 'page',
+    items,
+    nextCursor: rows.length > limit && last ? encodeCursor(last.createdAt, last.id) : null,
+  };
 }
 
 /** Where a sweep's page ended: the last row's creation time and id (oldest first, in that order). */

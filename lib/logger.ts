@@ -55,7 +55,8 @@ export function createLogger(
     ...redactedCodePaths.flatMap((path) => [path, `*.${path}`, `*.*.${path}`]),
   ];
   const destination = options.destination ?? process.stdout;
-  const prettyStream = options.format === 'pretty' ? loadPretty(destination, options.prettyPackage ?? 'pino-pretty') : undefined;
+  const prettyStream =
+    options.format === 'pretty' ? loadPretty(destination, options.prettyPackage ?? 'pino-pretty') : undefined;
   const logger = pino(
     {
       level: options.level ?? 'info',
@@ -68,7 +69,9 @@ export function createLogger(
     prettyStream ?? destination,
   );
   if (options.format === 'pretty' && !prettyStream) {
-    logger.warn('LOG_FORMAT=pretty needs pino-pretty, a development dependency that is not installed here: logging JSON lines instead');
+    logger.warn(
+      'LOG_FORMAT=pretty needs pino-pretty, a development dependency that is not installed here: logging JSON lines instead',
+    );
   }
   return logger;
 }

@@ -20,7 +20,9 @@ export async function startMetricsServer(options: {
   const exposition = async () => {
     const own = await options.registry.metrics();
     if (!options.append) return own;
-    const more = await options.append().catch((error: Error) => `# walletflow: more series unavailable (${error.message.replace(/\s+/g, ' ')})\n`);
+    const more = await options
+      .append()
+      .catch((error: Error) => `# walletflow: more series unavailable (${error.message.replace(/\s+/g, ' ')})\n`);
     return `${own.endsWith('\n') ? own : `${own}\n`}${more}`;
   };
   const server: Server = createServer((req, res) => {
@@ -30,7 +32,10 @@ export async function startMetricsServer(options: {
       return;
     }
     exposition().then(
-      (text) => res.writeHead(200, { 'content-type': options.registry.contentType, 'cache-control': 'no-store' }).end(req.method === 'HEAD' ? undefined : text),
+      (text) =>
+        res
+          .writeHead(200, { 'content-type': options.registry.contentType, 'cache-control': 'no-store' })
+          .end(req.method === 'HEAD' ? undefined : text),
       () => res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' }).end('metrics unavailable\n'),
     );
   });

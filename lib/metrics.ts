@@ -18,10 +18,16 @@ export interface WalletCallSample {
 
 export type TokenRefreshResult = 'refreshed' | 'reauth_required' | 'failed';
 
-/** A start of an onboarding workflow from the outbox: started (or found running), refused because it already ran, failed (retried later). */
+/**
+ * A start of an onboarding workflow from the outbox: started (or found running), refused because it already ran, failed
+ * (retried later).
+ */
 export type OnboardingStartOutcome = 'started' | 'already_closed' | 'failed';
 
-/** How a streamed report ended: whole, the client went away, the client stopped reading past the stall limit, or a failure cut it. */
+/**
+ * How a streamed report ended: whole, the client went away, the client stopped reading past the stall limit, or a
+ * failure cut it.
+ */
 export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'failed';
 
 /**
@@ -29,7 +35,8 @@ export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'fa
  * stream of its session took its place (replaced), its lifetime passed, its client went away, its
  * client took nothing for the stall bound (stalled: cut off), or a render failed (failed: cut off).
  */
-export type LiveStreamOutcome = 'done' | 'signed-out' | 'replaced' | 'refused' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
+export type LiveStreamOutcome =
+  'done' | 'signed-out' | 'replaced' | 'refused' | 'lifetime' | 'disconnected' | 'stalled' | 'failed';
 
 /** What a process's console live streams hold now. */
 export interface LiveStreamsHeld {
@@ -183,10 +190,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   /** Every app's live streams on this registry (one in production; tests may start several). */
   const liveReaders = new Set<() => LiveStreamsHeld>();
   const liveHeld = (): LiveStreamsHeld =>
-    [...liveReaders].reduce((sum, read) => {
-      const held = read();
-      return { open: sum.open + held.open, bufferedBytes: sum.bufferedBytes + held.bufferedBytes };
-    }, { open: 0, bufferedBytes: 0 });
+    [...liveReaders].reduce(
+      (sum, read) => {
+        const held = read();
+        return { open: sum.open + held.open, bufferedBytes: sum.bufferedBytes + held.bufferedBytes };
+      },
+      { open: 0, bufferedBytes: 0 },
+    );
   new Gauge({
     name: 'walletflow_console_live_streams',
     help: 'Console live streams (Server-Sent Events) open in this process',
@@ -231,7 +241,13 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
       const service = ['connect', 'op', 'transfers'].includes(call.service) ? call.service : 'other';
       const operation = operationLabel(call.operation);
       const httpStatus = call.httpStatus === null ? 'none' : String(call.httpStatus);
-      walletCalls.inc({ service, operation, http_status: httpStatus, outcome: walletOutcomes.has(call.outcome) ? call.outcome : 'other', error_code: errorCodeLabel(call.errorCode) });
+      walletCalls.inc({
+        service,
+        operation,
+        http_status: httpStatus,
+        outcome: walletOutcomes.has(call.outcome) ? call.outcome : 'other',
+        error_code: errorCodeLabel(call.errorCode),
+      });
       walletSeconds.observe({ service, operation, http_status: httpStatus }, call.durationMs / 1000);
     },
     tokenRefresh(kind, result) {
@@ -247,7 +263,10 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
       onboardingStarts.inc({ outcome });
     },
     httpRequest({ method, route, status, seconds }) {
-      httpSeconds.observe({ method: httpMethods.has(method) ? method : 'other', route: routeLabel(route), status: String(status) }, seconds);
+      httpSeconds.observe(
+        { method: httpMethods.has(method) ? method : 'other', route: routeLabel(route), status: String(status) },
+        seconds,
+      );
     },
     reportRows(report, rows) {
       if (rows > 0) reportRows.inc({ report: reportLabel(report) }, rows);

@@ -31,8 +31,10 @@ export function parseOpsKeyEntry(entry: string, position = 1): OpsKey {
   if (parts.length === 1) return { name: DEFAULT_KEY_NAME, scopes: new Set(opsScopes), key: entry, bare: true };
   const [name = '', scopeList = '', ...rest] = parts;
   const key = rest.join(':');
-  if (parts.length < 3 || key.length === 0) throw new OpsKeyError(`entry ${position}: must be name:scopes:key or a bare key`);
-  if (!namePattern.test(name)) throw new OpsKeyError(`entry ${position}: the name must be 1 to 64 of A-Z a-z 0-9 . _ -`);
+  if (parts.length < 3 || key.length === 0)
+    throw new OpsKeyError(`entry ${position}: must be name:scopes:key or a bare key`);
+  if (!namePattern.test(name))
+    throw new OpsKeyError(`entry ${position}: the name must be 1 to 64 of A-Z a-z 0-9 . _ -`);
   const scopes = scopeList.split('+');
   const unknown = scopes.filter((scope) => !isScope(scope));
   if (scopeList === '' || unknown.length > 0) {
@@ -52,7 +54,10 @@ export function parseOpsKeys(entries: readonly (string | OpsKey)[]): OpsKey[] {
   for (const key of keys) {
     // Compared without case: an approval by `Alice` of `alice`'s batch is the same person's.
     const name = key.name.toLowerCase();
-    if (names.has(name) && key.name !== DEFAULT_KEY_NAME) throw new OpsKeyError(`the name ${key.name} is used twice, or in another case (a bare key is named ${DEFAULT_KEY_NAME})`);
+    if (names.has(name) && key.name !== DEFAULT_KEY_NAME)
+      throw new OpsKeyError(
+        `the name ${key.name} is used twice, or in another case (a bare key is named ${DEFAULT_KEY_NAME})`,
+      );
     if (secrets.has(key.key)) throw new OpsKeyError(`the key named ${key.name} is also given under another name`);
     names.add(name);
     secrets.add(key.key);

@@ -10,12 +10,10 @@ const END_OF_YEAR_9999_MS = 253_402_300_800_000;
 
 /** A `from`/`to` filter: ISO-8601 with an offset, between 1970 and 9999 (PostgreSQL has no year 0). */
 export const listDateSchema = (name: string) =>
-  z.iso
-    .datetime({ offset: true, error: `${name} must be an ISO-8601 date-time` })
-    .refine((value) => {
-      const at = Date.parse(value);
-      return at >= 0 && at < END_OF_YEAR_9999_MS;
-    }, `${name} must lie between 1970 and 9999`);
+  z.iso.datetime({ offset: true, error: `${name} must be an ISO-8601 date-time` }).refine((value) => {
+    const at = Date.parse(value);
+    return at >= 0 && at < END_OF_YEAR_9999_MS;
+  }, `${name} must lie between 1970 and 9999`);
 
 export function encodeCursor(createdAt: Date, id: string): string {
   return Buffer.from(JSON.stringify([createdAt.toISOString(), id])).toString('base64url');
@@ -36,4 +34,5 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
 }
 
 /** A page of a list: its items, newest first, and the cursor of the next page (null on the last). */
-export const pageSchema = <Item extends z.ZodType>(item: Item) => z.object({ items: z.array(item), nextCursor: z.string().nullable() });
+export const pageSchema = <Item extends z.ZodType>(item: Item) =>
+  z.object({ items: z.array(item), nextCursor: z.string().nullable() });

@@ -28,7 +28,9 @@ function findProjectRoot(start: string): string {
  * runs: its compiled file under dist/, or its source through tsx's loader.
  */
 export function entryArgs(entry: string): string[] {
-  return runsCompiled ? [path.join(codeRoot, entry.replace(/\.ts$/, '.js'))] : ['--import', 'tsx', path.join(codeRoot, entry)];
+  return runsCompiled
+    ? [path.join(codeRoot, entry.replace(/\.ts$/, '.js'))]
+    : ['--import', 'tsx', path.join(codeRoot, entry)];
 }
 
 /**
@@ -37,7 +39,9 @@ export function entryArgs(entry: string): string[] {
  * which tsc does not: one list for `npm run build` and the bench's build, found, not written down.
  */
 export function copyBrowserAssets(outDir: string): string[] {
-  const areas = readdirSync(path.join(projectRoot, 'api'), { withFileTypes: true }).filter((entry) => entry.isDirectory() && existsSync(path.join(projectRoot, 'api', entry.name, 'assets')));
+  const areas = readdirSync(path.join(projectRoot, 'api'), { withFileTypes: true }).filter(
+    (entry) => entry.isDirectory() && existsSync(path.join(projectRoot, 'api', entry.name, 'assets')),
+  );
   return areas.map((area) => {
     const folder = path.join('api', area.name, 'assets');
     cpSync(path.join(projectRoot, folder), path.join(outDir, folder), { recursive: true });

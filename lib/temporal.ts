@@ -6,8 +6,15 @@ import type { TemporalSecurity } from './config.ts';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
 
 /** The connection options a TemporalSecurity gives (for Connection and the worker's NativeConnection alike). */
-export function temporalConnectionOptions(address: string, security: TemporalSecurity | undefined): { address: string; tls?: NonNullable<TemporalSecurity['tls']>; apiKey?: string } {
-  return { address, ...(security?.tls ? { tls: security.tls } : {}), ...(security?.apiKey ? { apiKey: security.apiKey } : {}) };
+export function temporalConnectionOptions(
+  address: string,
+  security: TemporalSecurity | undefined,
+): { address: string; tls?: NonNullable<TemporalSecurity['tls']>; apiKey?: string } {
+  return {
+    address,
+    ...(security?.tls ? { tls: security.tls } : {}),
+    ...(security?.apiKey ? { apiKey: security.apiKey } : {}),
+  };
 }
 
 export interface TemporalHandle {
@@ -29,7 +36,12 @@ export function connectTemporal(
 ): TemporalHandle {
   const connection = Connection.lazy(temporalConnectionOptions(address, security));
   const dataConverter = dataConverterFor(payloadKeys);
-  const client = new Client({ connection, namespace, ...(dataConverter ? { dataConverter } : {}), ...(interceptors ? { interceptors } : {}) });
+  const client = new Client({
+    connection,
+    namespace,
+    ...(dataConverter ? { dataConverter } : {}),
+    ...(interceptors ? { interceptors } : {}),
+  });
   return { connection, client, close: () => connection.close() };
 }
 

@@ -28,7 +28,8 @@ const keyIdOf = (key: Buffer) => createHash('sha256').update(key).digest().subar
 export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher {
   const ring = Buffer.isBuffer(keys) ? [keys] : [...keys];
   const [key] = ring;
-  if (!key || ring.some((each) => each.length !== 32)) throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32-byte keys');
+  if (!key || ring.some((each) => each.length !== 32))
+    throw new RangeError('TOKEN_ENCRYPTION_KEY must be 32-byte keys');
   const keyIdBytes = keyIdOf(key);
   const keyId = keyIdBytes.toString('hex');
   // Imported once as key objects: a raw Buffer key is imported again on every cipher (the session
@@ -38,7 +39,9 @@ export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher
   return {
     keyId,
     isStale(sealed) {
-      return !Buffer.from(sealed).subarray(1, 1 + keyIdBytes.length).equals(keyIdBytes);
+      return !Buffer.from(sealed)
+        .subarray(1, 1 + keyIdBytes.length)
+        .equals(keyIdBytes);
     },
     encrypt(plaintext, context) {
       const nonce = randomBytes(NONCE_BYTES);
@@ -55,7 +58,8 @@ export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher
         throw new TokenCipherError('stored token has an unknown format');
       }
       const sealedWith = decryptKeys.get(data.subarray(1, header).toString('hex'));
-      if (!sealedWith) throw new TokenCipherError('stored token was encrypted under another key (not in TOKEN_ENCRYPTION_KEY)');
+      if (!sealedWith)
+        throw new TokenCipherError('stored token was encrypted under another key (not in TOKEN_ENCRYPTION_KEY)');
       const nonce = data.subarray(header, header + NONCE_BYTES);
       const tag = data.subarray(header + NONCE_BYTES, header + NONCE_BYTES + TAG_BYTES);
       const body = data.subarray(header + NONCE_BYTES + TAG_BYTES);
@@ -71,7 +75,10 @@ export function createTokenCipher(keys: Buffer | readonly Buffer[]): TokenCipher
   };
 }
 
-/** A key for another purpose derived from a key (HKDF-SHA256). Idempotency fingerprints have their own key (IDEMPOTENCY_FINGERPRINT_KEY). */
+/**
+ * A key for another purpose derived from a key (HKDF-SHA256). Idempotency fingerprints have their own key
+ * (IDEMPOTENCY_FINGERPRINT_KEY).
+ */
 export function deriveSubkey(key: Buffer, purpose: string): Buffer {
   return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `walletflow:${purpose}`, 32));
 }

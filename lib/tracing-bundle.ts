@@ -11,7 +11,10 @@ export function tracingWorkflowModules(): string[] {
   return [require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors')];
 }
 
-/** The traced twin of a prebuilt bundle, written beside it by the build: `workflow-bundle.js` → `workflow-bundle-traced.js`. */
+/**
+ * The traced twin of a prebuilt bundle, written beside it by the build: `workflow-bundle.js` →
+ * `workflow-bundle-traced.js`.
+ */
 export function tracedBundlePath(bundlePath: string): string {
   return bundlePath.endsWith('.js') ? `${bundlePath.slice(0, -'.js'.length)}-traced.js` : `${bundlePath}-traced`;
 }

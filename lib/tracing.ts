@@ -126,7 +126,8 @@ export function startTracing(config: TracingConfig, options: TracingOptions): Tr
         if (record.httpStatus !== null) attributes[ATTR_HTTP_RESPONSE_STATUS_CODE] = record.httpStatus;
         if (record.errorCode !== null) attributes[tracingAttributes.walletErrorCode] = record.errorCode;
         span.setAttributes(attributes);
-        if (record.outcome !== 'ok') span.setStatus({ code: SpanStatusCode.ERROR, message: record.errorCode ?? record.outcome });
+        if (record.outcome !== 'ok')
+          span.setStatus({ code: SpanStatusCode.ERROR, message: record.errorCode ?? record.outcome });
         span.end();
       };
     },
@@ -135,7 +136,10 @@ export function startTracing(config: TracingConfig, options: TracingOptions): Tr
       const span = tracer.startSpan(method, {
         kind: SpanKind.SERVER,
         root: true,
-        attributes: { [ATTR_HTTP_REQUEST_METHOD]: method, ...(requestId ? { [tracingAttributes.requestId]: requestId } : {}) },
+        attributes: {
+          [ATTR_HTTP_REQUEST_METHOD]: method,
+          ...(requestId ? { [tracingAttributes.requestId]: requestId } : {}),
+        },
       });
       const active = trace.setSpan(context.active(), span);
       let ended = false;

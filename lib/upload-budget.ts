@@ -2,7 +2,8 @@
 // limits). A batch upload is read as it arrives and kept in a compact form (fundings/batch-upload.ts),
 // but a few uploads of 100,000 items at once still add up: each takes its share of this budget as it
 // reads (the chunk it is reading, the item, member or line not yet complete, and a fixed share per
-// item it read) and gives it back when its request ends. An upload the budget cannot take is refused at once (503 OVERLOADED with Retry-After,
+// item it read) and gives it back when its request ends. An upload the budget cannot take is refused at once (503
+// OVERLOADED with Retry-After,
 // nothing stored), not left to grow the process until it runs out of memory.
 
 export interface UploadBudget {

@@ -28,7 +28,10 @@ export type PromotionPolicy = 'first-deploy' | 'always' | 'never' | 'replace';
  * The version a worker of this bundle registers in `deploymentName`. Every worker of walletflow's
  * workflows is versioned: they name their versioning behaviour, which an unversioned worker refuses.
  */
-export function bundleVersion(deploymentName: string, bundle: { code: string } | { codePath: string }): DeploymentVersion {
+export function bundleVersion(
+  deploymentName: string,
+  bundle: { code: string } | { codePath: string },
+): DeploymentVersion {
   return { deploymentName, buildId: buildIdOf('code' in bundle ? bundle.code : readFileSync(bundle.codePath)) };
 }
 
@@ -40,7 +43,10 @@ export function versionedWorkerOptions(version: DeploymentVersion) {
 /** What a deployment looks like now: its versions (with their drainage) and which is current and ramping. */
 export async function describeDeployment(client: Client, deploymentName: string) {
   try {
-    const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({ namespace: client.options.namespace, deploymentName });
+    const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({
+      namespace: client.options.namespace,
+      deploymentName,
+    });
     return info ?? null;
   } catch (error) {
     // A deployment no worker has registered yet: none.
@@ -56,7 +62,11 @@ export async function describeDeployment(client: Client, deploymentName: string)
  * polling and a build that drops what their histories need must not become current
  * (docs/changing-workflows.md).
  */
-export async function countUnversionedRuns(client: Client, taskQueue: string, workflowTypes: readonly string[]): Promise<{ total: number; byType: Record<string, number> }> {
+export async function countUnversionedRuns(
+  client: Client,
+  taskQueue: string,
+  workflowTypes: readonly string[],
+): Promise<{ total: number; byType: Record<string, number> }> {
   const byType: Record<string, number> = {};
   for (const type of workflowTypes) {
     const query = `ExecutionStatus = 'Running' AND TaskQueue = '${taskQueue.replace(/['\\]/g, '\\$&')}' AND WorkflowType = '${type}' AND TemporalWorkerDeployment IS NULL`;
@@ -72,7 +82,12 @@ export function currentBuildIdOf(info: Awaited<ReturnType<typeof describeDeploym
 
 /** Makes `buildId` the deployment's current version: new workflows go to its workers. */
 export async function setCurrentVersion(client: Client, version: DeploymentVersion, identity: string): Promise<void> {
-  await client.workflowService.setWorkerDeploymentCurrentVersion({ namespace: client.options.namespace, deploymentName: version.deploymentName, buildId: version.buildId, identity });
+  await client.workflowService.setWorkerDeploymentCurrentVersion({
+    namespace: client.options.namespace,
+    deploymentName: version.deploymentName,
+    buildId: version.buildId,
+    identity,
+  });
 }
 
 /**
@@ -90,7 +105,8 @@ export async function promoteOnStart(
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
     const info = await describeDeployment(client, version.deploymentName).catch(() => null);
-    const registered = info?.versionSummaries?.some((summary) => summary.deploymentVersion?.buildId === version.buildId) ?? false;
+    const registered =
+      info?.versionSummaries?.some((summary) => summary.deploymentVersion?.buildId === version.buildId) ?? false;
     if (registered && info) {
       const current = currentBuildIdOf(info);
       if (current === version.buildId) {
@@ -98,7 +114,10 @@ export async function promoteOnStart(
         return 'already-current';
       }
       if (policy === 'first-deploy' && current !== null) {
-        logger.info({ ...version, current }, 'worker deployment: this build is registered; the current version stays (walletflow deploy promote moves it)');
+        logger.info(
+          { ...version, current },
+          'worker deployment: this build is registered; the current version stays (walletflow deploy promote moves it)',
+        );
         return 'left';
       }
       try {
@@ -115,7 +134,10 @@ export async function promoteOnStart(
       return 'promoted';
     }
     if (Date.now() >= deadline) {
-      logger.warn({ ...version }, 'worker deployment: this build did not appear in its deployment in time; not promoted');
+      logger.warn(
+        { ...version },
+        'worker deployment: this build did not appear in its deployment in time; not promoted',
+      );
       return 'left';
     }
     await new Promise((resolve) => setTimeout(resolve, 250));
@@ -129,7 +151,11 @@ export async function promoteOnStart(
  * leaves no worker of the earlier build; never in a deployment whose earlier workers still run.
  * Answers how many moved.
  */
-export async function adoptPinnedRuns(client: Client, version: DeploymentVersion, logger: Pick<Logger, 'info' | 'warn'>): Promise<number> {
+export async function adoptPinnedRuns(
+  client: Client,
+  version: DeploymentVersion,
+  logger: Pick<Logger, 'info' | 'warn'>,
+): Promise<number> {
   let moved = 0;
   const query = `ExecutionStatus = 'Running' AND TemporalWorkerDeployment = '${version.deploymentName}'`;
   for await (const execution of client.workflow.list({ query })) {
@@ -146,6 +172,7 @@ export async function adoptPinnedRuns(client: Client, version: DeploymentVersion
     });
     moved += 1;
   }
-  if (moved > 0) logger.info({ ...version, moved }, 'worker deployment: runs pinned to earlier builds moved to this one');
+  if (moved > 0)
+    logger.info({ ...version, moved }, 'worker deployment: runs pinned to earlier builds moved to this one');
   return moved;
 }

@@ -12,7 +12,10 @@ import { runsCompiled } from './project-root.ts';
 import { tracingWorkflowModules } from './tracing-bundle.ts';
 
 // Compiled (dist/), the workflows are JavaScript beside this file's own.
-const workflowsPath = path.resolve(path.dirname(fileURLToPath(import.meta.url)), runsCompiled ? '../workflows/index.js' : '../workflows/index.ts');
+const workflowsPath = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  runsCompiled ? '../workflows/index.js' : '../workflows/index.ts',
+);
 
 const ignore = () => {};
 
@@ -20,7 +23,9 @@ const ignore = () => {};
  * The bundle's code; `warnings: false` drops webpack's warnings too (default: printed); `tracing`:
  * with the OpenTelemetry workflow interceptors (the bundle a worker with tracing on runs).
  */
-export async function bundleWorkflows(options: { warnings?: boolean; tracing?: boolean; workflowsPath?: string } = {}): Promise<string> {
+export async function bundleWorkflows(
+  options: { warnings?: boolean; tracing?: boolean; workflowsPath?: string } = {},
+): Promise<string> {
   // Loaded here: the worker package is large, and only these stacks bundle.
   const { bundleWorkflowCode } = await import('@temporalio/worker');
   const logger = {
@@ -31,7 +36,11 @@ export async function bundleWorkflows(options: { warnings?: boolean; tracing?: b
     error: (message: string) => console.error(message),
     log: ignore,
   };
-  const { code } = await bundleWorkflowCode({ workflowsPath: options.workflowsPath ?? workflowsPath, logger, ...(options.tracing ? { workflowInterceptorModules: tracingWorkflowModules() } : {}) });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: options.workflowsPath ?? workflowsPath,
+    logger,
+    ...(options.tracing ? { workflowInterceptorModules: tracingWorkflowModules() } : {}),
+  });
   return code;
 }
 

@@ -28,8 +28,16 @@ export interface WorkflowRefusal {
   mayHaveBeenTaken: boolean;
 }
 
-/** Seconds a caller waits before the same request: Temporal's own refusals pass in seconds, a failing task only once a build that runs it is deployed. */
-export const RETRY_AFTER_SECONDS: Record<WorkflowRefusalReason, number> = { unreachable: 5, 'timed-out': 5, busy: 5, 'task-failing': 30 };
+/**
+ * Seconds a caller waits before the same request: Temporal's own refusals pass in seconds, a failing task only once a
+ * build that runs it is deployed.
+ */
+export const RETRY_AFTER_SECONDS: Record<WorkflowRefusalReason, number> = {
+  unreachable: 5,
+  'timed-out': 5,
+  busy: 5,
+  'task-failing': 30,
+};
 
 /** The refusal in a few words, for a detail or a page (never the gRPC message: it may name hosts). */
 export const refusalWords: Record<WorkflowRefusalReason, string> = {
@@ -46,12 +54,17 @@ export const refusalWords: Record<WorkflowRefusalReason, string> = {
  */
 export function workflowRefusalOf(error: unknown, call: { update?: boolean } = {}): WorkflowRefusal | null {
   const seen = new Set<unknown>();
-  for (let current: unknown = error; current instanceof Error && !seen.has(current); current = (current as { cause?: unknown }).cause) {
+  for (
+    let current: unknown = error;
+    current instanceof Error && !seen.has(current);
+    current = (current as { cause?: unknown }).cause
+  ) {
     seen.add(current);
     if (current instanceof WorkflowUnavailableError) return current.refusal;
     if (!isGrpcServiceError(current)) continue;
     const reason = reasonOf(current.code, call.update === true);
-    if (reason) return { reason, retryAfterSeconds: RETRY_AFTER_SECONDS[reason], mayHaveBeenTaken: reason === 'timed-out' };
+    if (reason)
+      return { reason, retryAfterSeconds: RETRY_AFTER_SECONDS[reason], mayHaveBeenTaken: reason === 'timed-out' };
   }
   return null;
 }
@@ -92,8 +105,11 @@ export class WorkflowUnavailableError extends Error {
  * words, or a bare temporary refusal of a call no service words (a net under every route: a 503,
  * saying only what is true whatever the route stored). Null: not a refusal of this kind.
  */
-export function workflowUnavailableOf(error: unknown): { retryAfterSeconds: number; reason: WorkflowRefusalReason; detail: string } | null {
-  if (error instanceof WorkflowUnavailableError) return { retryAfterSeconds: error.refusal.retryAfterSeconds, reason: error.refusal.reason, detail: error.detail };
+export function workflowUnavailableOf(
+  error: unknown,
+): { retryAfterSeconds: number; reason: WorkflowRefusalReason; detail: string } | null {
+  if (error instanceof WorkflowUnavailableError)
+    return { retryAfterSeconds: error.refusal.retryAfterSeconds, reason: error.refusal.reason, detail: error.detail };
   const refusal = workflowRefusalOf(error);
   if (!refusal) return null;
   return {

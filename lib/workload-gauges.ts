@@ -26,7 +26,9 @@ export interface OnboardingBacklog {
 
 export type Workload = Record<WorkloadKind, WorkloadCounts> & { onboarding: OnboardingBacklog };
 
-const unfinishedPaymentStatuses: readonly PaymentStatus[] = paymentStatuses.filter((status) => !(finalPaymentStatuses as readonly string[]).includes(status));
+const unfinishedPaymentStatuses: readonly PaymentStatus[] = paymentStatuses.filter(
+  (status) => !(finalPaymentStatuses as readonly string[]).includes(status),
+);
 
 /** The series this module registers (the alert-rule test reads them from a registry). */
 export const workloadSeries = {
@@ -39,7 +41,9 @@ export const workloadSeries = {
   oldestPendingOnboardingAge: 'walletflow_oldest_pending_onboarding_age_seconds',
 } as const;
 
-function countsOf(rows: { status: string; _count: { _all: number }; _min: { createdAt: Date | null } }[]): WorkloadCounts {
+function countsOf(
+  rows: { status: string; _count: { _all: number }; _min: { createdAt: Date | null } }[],
+): WorkloadCounts {
   const byStatus: Record<string, number> = {};
   let oldest: Date | null = null;
   for (const row of rows) {
@@ -52,11 +56,27 @@ function countsOf(rows: { status: string; _count: { _all: number }; _min: { crea
 /** Two grouped reads (fundings, payments) of the unfinished statuses only, and one of the onboarding outbox. */
 export async function readWorkload(database: Database): Promise<Workload> {
   const [fundings, payments, [outbox]] = await Promise.all([
-    database.funding.groupBy({ by: ['status'], where: { status: { in: [...unfinishedFundingStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
-    database.payment.groupBy({ by: ['status'], where: { status: { in: [...unfinishedPaymentStatuses] } }, _count: { _all: true }, _min: { createdAt: true } }),
-    database.$queryRaw<Array<{ pending: number; oldest: Date | null }>>`SELECT count(*)::int AS pending, min(created_at) AS oldest FROM onboarding_outbox`,
+    database.funding.groupBy({
+      by: ['status'],
+      where: { status: { in: [...unfinishedFundingStatuses] } },
+      _count: { _all: true },
+      _min: { createdAt: true },
+    }),
+    database.payment.groupBy({
+      by: ['status'],
+      where: { status: { in: [...unfinishedPaymentStatuses] } },
+      _count: { _all: true },
+      _min: { createdAt: true },
+    }),
+    database.$queryRaw<
+      Array<{ pending: number; oldest: Date | null }>
+    >`SELECT count(*)::int AS pending, min(created_at) AS oldest FROM onboarding_outbox`,
   ]);
-  return { funding: countsOf(fundings), payment: countsOf(payments), onboarding: { pending: outbox?.pending ?? 0, oldestCreatedAt: outbox?.oldest ?? null } };
+  return {
+    funding: countsOf(fundings),
+    payment: countsOf(payments),
+    onboarding: { pending: outbox?.pending ?? 0, oldestCreatedAt: outbox?.oldest ?? null },
+  };
 }
 
 export interface WorkloadGaugeOptions {
@@ -68,7 +88,11 @@ export interface WorkloadGaugeOptions {
 }
 
 /** Registers the gauges on `registry`, each collected from one cached `read()`. */
-export function registerWorkloadGauges(registry: Registry, read: () => Promise<Workload>, options: WorkloadGaugeOptions = {}): void {
+export function registerWorkloadGauges(
+  registry: Registry,
+  read: () => Promise<Workload>,
+  options: WorkloadGaugeOptions = {},
+): void {
   if (registry.getSingleMetric(workloadSeries.fundingsInReview)) return;
   const now = options.now ?? Date.now;
   const cacheMs = options.cacheMs ?? 5000;
@@ -86,9 +110,15 @@ export function registerWorkloadGauges(registry: Registry, read: () => Promise<W
     }
     return cached.workload;
   };
-  const ageOf = (counts: { oldestCreatedAt: Date | null }) => (counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0);
+  const ageOf = (counts: { oldestCreatedAt: Date | null }) =>
+    counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0;
 
-  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[], fill: (gauge: Gauge<L>, workload: Workload) => void) =>
+  const gauge = <L extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly L[],
+    fill: (gauge: Gauge<L>, workload: Workload) => void,
+  ) =>
     new Gauge<L>({
       name,
       help,
@@ -103,17 +133,51 @@ export function registerWorkloadGauges(registry: Registry, read: () => Promise<W
       },
     });
 
-  gauge(workloadSeries.fundingsInReview, 'Fundings in NEEDS_REVIEW, waiting for a person (walletflow fundings resolve)', [], (g, w) => g.set(w.funding.byStatus.NEEDS_REVIEW ?? 0));
-  gauge(workloadSeries.paymentsInReview, 'Payments in NEEDS_REVIEW, waiting for a person (walletflow payments resolve)', [], (g, w) => g.set(w.payment.byStatus.NEEDS_REVIEW ?? 0));
-  gauge(workloadSeries.fundingsReconciling, 'Fundings in RECONCILING: an execute outcome not known yet', [], (g, w) => g.set(w.funding.byStatus.RECONCILING ?? 0));
-  gauge(workloadSeries.unfinished, 'Fundings and payments not final, by kind and status', ['kind', 'status'] as const, (g, w) => {
-    for (const status of unfinishedFundingStatuses) g.set({ kind: 'funding', status }, w.funding.byStatus[status] ?? 0);
-    for (const status of unfinishedPaymentStatuses) g.set({ kind: 'payment', status }, w.payment.byStatus[status] ?? 0);
-  });
-  gauge(workloadSeries.oldestAge, 'Seconds since the oldest unfinished funding or payment was requested (0: none)', ['kind'] as const, (g, w) => {
-    g.set({ kind: 'funding' }, ageOf(w.funding));
-    g.set({ kind: 'payment' }, ageOf(w.payment));
-  });
-  gauge(workloadSeries.onboardingsPending, 'Embedded sessions stored whose onboarding workflow is not started yet (the session outbox)', [], (g, w) => g.set(w.onboarding.pending));
-  gauge(workloadSeries.oldestPendingOnboardingAge, 'Seconds since the oldest session still waiting for its onboarding start was stored (0: none)', [], (g, w) => g.set(ageOf(w.onboarding)));
+  gauge(
+    workloadSeries.fundingsInReview,
+    'Fundings in NEEDS_REVIEW, waiting for a person (walletflow fundings resolve)',
+    [],
+    (g, w) => g.set(w.funding.byStatus.NEEDS_REVIEW ?? 0),
+  );
+  gauge(
+    workloadSeries.paymentsInReview,
+    'Payments in NEEDS_REVIEW, waiting for a person (walletflow payments resolve)',
+    [],
+    (g, w) => g.set(w.payment.byStatus.NEEDS_REVIEW ?? 0),
+  );
+  gauge(workloadSeries.fundingsReconciling, 'Fundings in RECONCILING: an execute outcome not known yet', [], (g, w) =>
+    g.set(w.funding.byStatus.RECONCILING ?? 0),
+  );
+  gauge(
+    workloadSeries.unfinished,
+    'Fundings and payments not final, by kind and status',
+    ['kind', 'status'] as const,
+    (g, w) => {
+      for (const status of unfinishedFundingStatuses)
+        g.set({ kind: 'funding', status }, w.funding.byStatus[status] ?? 0);
+      for (const status of unfinishedPaymentStatuses)
+        g.set({ kind: 'payment', status }, w.payment.byStatus[status] ?? 0);
+    },
+  );
+  gauge(
+    workloadSeries.oldestAge,
+    'Seconds since the oldest unfinished funding or payment was requested (0: none)',
+    ['kind'] as const,
+    (g, w) => {
+      g.set({ kind: 'funding' }, ageOf(w.funding));
+      g.set({ kind: 'payment' }, ageOf(w.payment));
+    },
+  );
+  gauge(
+    workloadSeries.onboardingsPending,
+    'Embedded sessions stored whose onboarding workflow is not started yet (the session outbox)',
+    [],
+    (g, w) => g.set(w.onboarding.pending),
+  );
+  gauge(
+    workloadSeries.oldestPendingOnboardingAge,
+    'Seconds since the oldest session still waiting for its onboarding start was stored (0: none)',
+    [],
+    (g, w) => g.set(ageOf(w.onboarding)),
+  );
 }

@@ -45,7 +45,12 @@ function refreshTokenExpiry(refreshToken: string, fallback: Date): Date {
   }
 }
 
-const resultOf = (row: { id: string; status: string; linkId: string | null; errorCode: string | null }): OnboardEmbeddedSessionResult => ({
+const resultOf = (row: {
+  id: string;
+  status: string;
+  linkId: string | null;
+  errorCode: string | null;
+}): OnboardEmbeddedSessionResult => ({
   sessionRecordId: row.id,
   status: row.status === 'READY' ? 'READY' : 'FAILED',
   linkId: row.linkId,
@@ -81,7 +86,11 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     } catch (error) {
       if (!isWalletError(error)) throw error;
       // 401: the delivered token is refused; the user must open the tile again.
-      if (error.outcome === 'rejected') return { kind: 'done', result: await fail(sessionRecordId, error.httpStatus === 401 ? 'REAUTH_REQUIRED' : error.code) };
+      if (error.outcome === 'rejected')
+        return {
+          kind: 'done',
+          result: await fail(sessionRecordId, error.httpStatus === 401 ? 'REAUTH_REQUIRED' : error.code),
+        };
       return { kind: 'retry', error };
     }
 
@@ -97,7 +106,9 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
         accessToken,
         refreshToken,
         accessTokenExpiresAt: row.accessTokenExpiresAt,
-        refreshTokenExpiresAt: row.refreshTokenExpiresAt ?? refreshTokenExpiry(refreshToken, new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS)),
+        refreshTokenExpiresAt:
+          row.refreshTokenExpiresAt ??
+          refreshTokenExpiry(refreshToken, new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS)),
       },
     });
     await database.embeddedSession.updateMany({
@@ -113,7 +124,10 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
       },
     });
     logger.info({ sessionRecordId, linkId, created }, 'embedded session linked');
-    return { kind: 'done', result: resultOf(await database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } })) };
+    return {
+      kind: 'done',
+      result: resultOf(await database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } })),
+    };
   }
 
   return { link, fail };

@@ -8,5 +8,7 @@ export function hashBearer(value: string): string {
   return createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
-export const sessionAccessTokenContext = (sessionRecordId: string) => `embedded_session:${sessionRecordId}:access_token`;
-export const sessionRefreshTokenContext = (sessionRecordId: string) => `embedded_session:${sessionRecordId}:refresh_token`;
+export const sessionAccessTokenContext = (sessionRecordId: string) =>
+  `embedded_session:${sessionRecordId}:access_token`;
+export const sessionRefreshTokenContext = (sessionRecordId: string) =>
+  `embedded_session:${sessionRecordId}:refresh_token`;

@@ -24,7 +24,11 @@ export class LinkOwnedError extends Error {
   }
 }
 
-export async function saveLinkWithTokens(database: Database, tokens: TokenStore, input: LinkInput): Promise<{ linkId: string; created: boolean }> {
+export async function saveLinkWithTokens(
+  database: Database,
+  tokens: TokenStore,
+  input: LinkInput,
+): Promise<{ linkId: string; created: boolean }> {
   return database.$transaction(async (tx) => {
     // Locked: two logins of the same wallet for different partner users cannot both pass the check.
     const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`
@@ -51,8 +55,13 @@ export async function saveLinkWithTokens(database: Database, tokens: TokenStore,
     if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
     // Version guard: a late login or onboarding never replaces a newer pair an
     // active link already holds (a refresh, or a later session, gave it); newer = expires later.
-    const stored = existing ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } }) : null;
-    const keepNewer = existing?.status === 'ACTIVE' && stored !== null && stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;
+    const stored = existing
+      ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } })
+      : null;
+    const keepNewer =
+      existing?.status === 'ACTIVE' &&
+      stored !== null &&
+      stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;
     if (!keepNewer) await tokens.save(tx, link.id, input.tokens);
     await tx.linkEvent.create({
       data: {

@@ -21,7 +21,9 @@ export type LinkProfileView = z.infer<typeof linkProfileSchema>;
 export async function linkView(database: Database, linkId: string): Promise<LinkView | null> {
   const link = await database.link.findUnique({
     where: { id: linkId },
-    include: { tokens: { select: { accessTokenExpiresAt: true, refreshTokenExpiresAt: true, version: true, refreshedAt: true } } },
+    include: {
+      tokens: { select: { accessTokenExpiresAt: true, refreshTokenExpiresAt: true, version: true, refreshedAt: true } },
+    },
   });
   if (!link) return null;
   return {
@@ -70,11 +72,20 @@ export interface LinkEventView {
 }
 
 /** A link's history, newest first, a page at a time from the cursor on (the (link_id, at) index). */
-export async function linkEvents(database: Database, linkId: string, page: { limit: number; cursor?: string | undefined }): Promise<{ items: LinkEventView[]; nextCursor: string | null } | null> {
+export async function linkEvents(
+  database: Database,
+  linkId: string,
+  page: { limit: number; cursor?: string | undefined },
+): Promise<{ items: LinkEventView[]; nextCursor: string | null } | null> {
   const after = page.cursor === undefined ? null : decodeEventCursor(page.cursor);
   if (page.cursor !== undefined && !after) return null;
   const rows = await database.linkEvent.findMany({
-    where: { linkId, ...(after ? { at: { lte: after.at }, OR: [{ at: { lt: after.at } }, { at: after.at, id: { lt: after.id } }] } : {}) },
+    where: {
+      linkId,
+      ...(after
+        ? { at: { lte: after.at }, OR: [{ at: { lt: after.at } }, { at: after.at, id: { lt: after.id } }] }
+        : {}),
+    },
     orderBy: [{ at: 'desc' }, { id: 'desc' }],
     take: page.limit + 1,
     select: { id: true, type: true, detail: true, actor: true, requestReferenceNo: true, at: true },
@@ -83,12 +94,17 @@ export async function linkEvents(database: Database, linkId: string, page: { lim
   const last = items.at(-1);
   return {
     items: items.map(({ id: _id, ...event }) => event),
-    nextCursor: rows.length > page.limit && last ? Buffer.from(`${last.at.toISOString()}|${last.id}`).toString('base64url') : null,
+    nextCursor:
+      rows.length > page.limit && last
+        ? Buffer.from(`${last.at.toISOString()}|${last.id}`).toString('base64url')
+        : null,
   };
 }
 
 function decodeEventCursor(cursor: string): { at: Date; id: bigint } | null {
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(
+    Buffer.from(cursor, 'base64url').toString('utf8'),
+  );
   if (!match) return null;
   const at = new Date(match[1]!);
   return Number.isNaN(at.getTime()) ? null : { at, id: BigInt(match[2]!) };

@@ -16,16 +16,26 @@ export const LOGIN_GRANT_MAX_TTL_MS = 10 * 60_000;
 const CLOCK_TOLERANCE_SECONDS = 30;
 
 /** A partner user id: what the link records (printable ASCII). */
-export const partnerUserIdSchema = z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable ASCII characters');
+export const partnerUserIdSchema = z
+  .string()
+  .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable ASCII characters');
 /** The mobile number the wallet's login page starts with (and pins). */
-export const loginMobileSchema = z.string().regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +');
+export const loginMobileSchema = z
+  .string()
+  .regex(/^\+?\d{7,15}$/, 'must be a mobile number of 7 to 15 digits, optionally after +');
 
 /** POST /ops/links/login-urls. */
-export const loginUrlRequestSchema = z.object({ partnerUserId: partnerUserIdSchema, mobile: loginMobileSchema.optional() }).strict();
+export const loginUrlRequestSchema = z
+  .object({ partnerUserId: partnerUserIdSchema, mobile: loginMobileSchema.optional() })
+  .strict();
 export type LoginUrlRequest = z.infer<typeof loginUrlRequestSchema>;
 
 /** The claims walletflow reads from a signed login token (others are ignored). */
-const signedClaimsSchema = z.object({ sub: partnerUserIdSchema, exp: z.number().int(), mobile: loginMobileSchema.optional() });
+const signedClaimsSchema = z.object({
+  sub: partnerUserIdSchema,
+  exp: z.number().int(),
+  mobile: loginMobileSchema.optional(),
+});
 
 /**
  * What a signed login token may say it is for: the contract asks only for `sub` and
@@ -41,10 +51,12 @@ function canonicalSignature(token: string): Buffer | null {
   const bytes = Buffer.from(segment, 'base64url');
   return bytes.length > 0 && bytes.toString('base64url') === segment ? bytes : null;
 }
-const hashSignature = (signature: Buffer) => createHash('sha256').update('login-token-signature:').update(signature).digest('hex');
+const hashSignature = (signature: Buffer) =>
+  createHash('sha256').update('login-token-signature:').update(signature).digest('hex');
 
 export type LoginRefusal = 'invalid' | 'used' | 'expired';
-export type RedeemedLogin = { ok: true; partnerUserId: string; mobile: string | undefined } | { ok: false; reason: LoginRefusal };
+export type RedeemedLogin =
+  { ok: true; partnerUserId: string; mobile: string | undefined } | { ok: false; reason: LoginRefusal };
 
 const hashToken = (token: string) => createHash('sha256').update(token, 'utf8').digest('hex');
 const looksLikeJwt = (token: string) => /^[\w-]+\.[\w-]+\.[\w-]*$/.test(token);
@@ -58,9 +70,17 @@ export async function mintLoginGrant(
   const expiresAt = new Date((input.now ?? Date.now()) + LOGIN_GRANT_MAX_TTL_MS);
   await database.$transaction([
     database.loginGrant.create({
-      data: { tokenHash: hashToken(token), partnerUserId: input.partnerUserId, mobile: input.mobile ?? null, source: 'OPS', expiresAt },
+      data: {
+        tokenHash: hashToken(token),
+        partnerUserId: input.partnerUserId,
+        mobile: input.mobile ?? null,
+        source: 'OPS',
+        expiresAt,
+      },
     }),
-    database.linkEvent.create({ data: { partnerUserId: input.partnerUserId, type: 'LOGIN_URL_MINTED', actor: input.actor.slice(0, 64) } }),
+    database.linkEvent.create({
+      data: { partnerUserId: input.partnerUserId, type: 'LOGIN_URL_MINTED', actor: input.actor.slice(0, 64) },
+    }),
   ]);
   return { token, expiresAt };
 }
@@ -88,10 +108,12 @@ export async function redeemLoginGrant(
         currentDate: new Date(now),
       });
       const { aud } = verified.payload;
-      if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(LOGIN_TOKEN_AUDIENCE)) return { ok: false, reason: 'invalid' };
+      if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(LOGIN_TOKEN_AUDIENCE))
+        return { ok: false, reason: 'invalid' };
       const { typ } = verified.protectedHeader;
       // RFC 7515 4.1.9: "application/" may be left out of typ; both spellings are the same type.
-      if (typ !== undefined && !loginTokenTypes.has(typ.toUpperCase().replace(/^APPLICATION\//, ''))) return { ok: false, reason: 'invalid' };
+      if (typ !== undefined && !loginTokenTypes.has(typ.toUpperCase().replace(/^APPLICATION\//, '')))
+        return { ok: false, reason: 'invalid' };
       const parsed = signedClaimsSchema.safeParse(verified.payload);
       if (!parsed.success) return { ok: false, reason: 'invalid' };
       claims = parsed.data;
@@ -99,9 +121,19 @@ export async function redeemLoginGrant(
       return { ok: false, reason: error instanceof joseErrors.JWTExpired ? 'expired' : 'invalid' };
     }
     // A token that lives longer than a login may is refused outright, not shortened.
-    if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000) return { ok: false, reason: 'invalid' };
+    if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000)
+      return { ok: false, reason: 'invalid' };
     const recorded = await database.loginGrant.createMany({
-      data: [{ tokenHash: hashSignature(signature), partnerUserId: claims.sub, mobile: claims.mobile ?? null, source: 'SIGNED', expiresAt: new Date(claims.exp * 1000), usedAt: new Date(now) }],
+      data: [
+        {
+          tokenHash: hashSignature(signature),
+          partnerUserId: claims.sub,
+          mobile: claims.mobile ?? null,
+          source: 'SIGNED',
+          expiresAt: new Date(claims.exp * 1000),
+          usedAt: new Date(now),
+        },
+      ],
       skipDuplicates: true,
     });
     if (recorded.count !== 1) return { ok: false, reason: 'used' };
@@ -114,7 +146,8 @@ export async function redeemLoginGrant(
     data: { usedAt: new Date(now) },
   });
   const grant = await database.loginGrant.findUnique({ where: { tokenHash } });
-  if (spent.count === 1 && grant) return { ok: true, partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? undefined };
+  if (spent.count === 1 && grant)
+    return { ok: true, partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? undefined };
   if (!grant || grant.source !== 'OPS') return { ok: false, reason: 'invalid' };
   return { ok: false, reason: grant.usedAt ? 'used' : 'expired' };
 }

@@ -21,7 +21,11 @@ export interface NewEmbeddedSession {
  * Stores the session (PENDING) and its outbox row on `taskQueue`, due now, in one statement: both
  * or neither. One round trip; what the session URL waits on before its 200.
  */
-export async function storeSessionForOnboarding(database: Database, session: NewEmbeddedSession, taskQueue: string): Promise<void> {
+export async function storeSessionForOnboarding(
+  database: Database,
+  session: NewEmbeddedSession,
+  taskQueue: string,
+): Promise<void> {
   await database.$executeRaw`
     WITH stored AS (
       INSERT INTO embedded_session (id, session_id_hash, request_reference_no, access_token_encrypted, refresh_token_encrypted,
@@ -32,7 +36,9 @@ export async function storeSessionForOnboarding(database: Database, session: New
     INSERT INTO onboarding_outbox (session_id, task_queue) SELECT id, ${taskQueue} FROM stored`;
 }
 
-/** The task queue of rows any dispatcher takes: the sessions the migration queued (stored before the outbox existed). */
+/**
+ * The task queue of rows any dispatcher takes: the sessions the migration queued (stored before the outbox existed).
+ */
 export const ANY_TASK_QUEUE = '';
 
 /** A claimed outbox row: the session whose onboarding to start, and how many claims it has had. */
@@ -46,7 +52,10 @@ export interface ClaimedOnboarding {
  * (another API copy) skips them until the lease ends (SKIP LOCKED, then due_at moved on). A
  * dispatcher that dies holding a claim only delays those rows by the lease.
  */
-export async function claimDueOnboardings(database: Database, options: { taskQueue: string; limit: number; leaseMs: number }): Promise<ClaimedOnboarding[]> {
+export async function claimDueOnboardings(
+  database: Database,
+  options: { taskQueue: string; limit: number; leaseMs: number },
+): Promise<ClaimedOnboarding[]> {
   const rows = await database.$queryRaw<Array<{ session_id: string; attempts: number }>>`
     UPDATE onboarding_outbox o SET due_at = now() + ${options.leaseMs} * interval '1 millisecond', attempts = o.attempts + 1
     FROM (SELECT session_id FROM onboarding_outbox
@@ -59,7 +68,9 @@ export async function claimDueOnboardings(database: Database, options: { taskQue
 
 /** Whether `sessionRecordId` still waits for its onboarding's start (the landing page asks). */
 export async function isOnboardingPending(database: Database, sessionRecordId: string): Promise<boolean> {
-  const rows = await database.$queryRaw<Array<{ found: number }>>`SELECT 1 AS found FROM onboarding_outbox WHERE session_id = ${sessionRecordId}::uuid`;
+  const rows = await database.$queryRaw<
+    Array<{ found: number }>
+  >`SELECT 1 AS found FROM onboarding_outbox WHERE session_id = ${sessionRecordId}::uuid`;
   return rows.length > 0;
 }
 

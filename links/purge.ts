@@ -18,7 +18,12 @@ import type { LinkPurgeTable } from '../domain/purge.ts';
  * embedded session goes only once no web session refers to it (web sessions go first; their
  * foreign key would otherwise cascade a live one away).
  */
-export async function purgeExpiredBatch(database: Database, table: LinkPurgeTable, cutoff: Date, batchSize: number): Promise<number> {
+export async function purgeExpiredBatch(
+  database: Database,
+  table: LinkPurgeTable,
+  cutoff: Date,
+  batchSize: number,
+): Promise<number> {
   switch (table) {
     case 'login_state':
       return database.$executeRaw`DELETE FROM login_state WHERE state_hash IN (

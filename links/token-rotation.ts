@@ -32,19 +32,26 @@ export async function reencryptLinkTokens(database: Database, cipher: TokenCiphe
   const ids = await database.tokenSet.findMany({ select: { linkId: true } });
   for (const { linkId } of ids) {
     count.examined += 1;
-    const changed = await resealOrCount(count, () => database.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<Array<{ access_token_encrypted: Uint8Array; refresh_token_encrypted: Uint8Array }>>`
+    const changed = await resealOrCount(count, () =>
+      database.$transaction(async (tx) => {
+        const [row] = await tx.$queryRaw<
+          Array<{ access_token_encrypted: Uint8Array; refresh_token_encrypted: Uint8Array }>
+        >`
         SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = ${linkId}::uuid FOR UPDATE`;
-      if (!row) return false;
-      const access = reseal(cipher, row.access_token_encrypted, linkAccessTokenContext(linkId));
-      const refresh = reseal(cipher, row.refresh_token_encrypted, linkRefreshTokenContext(linkId));
-      if (!access && !refresh) return false;
-      await tx.tokenSet.update({
-        where: { linkId },
-        data: { ...(access ? { accessTokenEncrypted: access } : {}), ...(refresh ? { refreshTokenEncrypted: refresh } : {}) },
-      });
-      return true;
-    }));
+        if (!row) return false;
+        const access = reseal(cipher, row.access_token_encrypted, linkAccessTokenContext(linkId));
+        const refresh = reseal(cipher, row.refresh_token_encrypted, linkRefreshTokenContext(linkId));
+        if (!access && !refresh) return false;
+        await tx.tokenSet.update({
+          where: { linkId },
+          data: {
+            ...(access ? { accessTokenEncrypted: access } : {}),
+            ...(refresh ? { refreshTokenEncrypted: refresh } : {}),
+          },
+        });
+        return true;
+      }),
+    );
     if (changed) count.reencrypted += 1;
   }
   return count;
@@ -52,22 +59,34 @@ export async function reencryptLinkTokens(database: Database, cipher: TokenCiphe
 
 export async function reencryptSessionTokens(database: Database, cipher: TokenCipher): Promise<RotationCount> {
   const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
-  const ids = await database.embeddedSession.findMany({ where: { accessTokenEncrypted: { not: null } }, select: { id: true } });
+  const ids = await database.embeddedSession.findMany({
+    where: { accessTokenEncrypted: { not: null } },
+    select: { id: true },
+  });
   for (const { id } of ids) {
     count.examined += 1;
-    const changed = await resealOrCount(count, () => database.$transaction(async (tx) => {
-      const [row] = await tx.$queryRaw<Array<{ access_token_encrypted: Uint8Array | null; refresh_token_encrypted: Uint8Array | null }>>`
+    const changed = await resealOrCount(count, () =>
+      database.$transaction(async (tx) => {
+        const [row] = await tx.$queryRaw<
+          Array<{ access_token_encrypted: Uint8Array | null; refresh_token_encrypted: Uint8Array | null }>
+        >`
         SELECT access_token_encrypted, refresh_token_encrypted FROM embedded_session WHERE id = ${id}::uuid FOR UPDATE`;
-      if (!row?.access_token_encrypted) return false;
-      const access = reseal(cipher, row.access_token_encrypted, sessionAccessTokenContext(id));
-      const refresh = row.refresh_token_encrypted ? reseal(cipher, row.refresh_token_encrypted, sessionRefreshTokenContext(id)) : null;
-      if (!access && !refresh) return false;
-      await tx.embeddedSession.update({
-        where: { id },
-        data: { ...(access ? { accessTokenEncrypted: access } : {}), ...(refresh ? { refreshTokenEncrypted: refresh } : {}) },
-      });
-      return true;
-    }));
+        if (!row?.access_token_encrypted) return false;
+        const access = reseal(cipher, row.access_token_encrypted, sessionAccessTokenContext(id));
+        const refresh = row.refresh_token_encrypted
+          ? reseal(cipher, row.refresh_token_encrypted, sessionRefreshTokenContext(id))
+          : null;
+        if (!access && !refresh) return false;
+        await tx.embeddedSession.update({
+          where: { id },
+          data: {
+            ...(access ? { accessTokenEncrypted: access } : {}),
+            ...(refresh ? { refreshTokenEncrypted: refresh } : {}),
+          },
+        });
+        return true;
+      }),
+    );
     if (changed) count.reencrypted += 1;
   }
   return count;
@@ -82,7 +101,11 @@ export async function reencryptSessionTokens(database: Database, cipher: TokenCi
 export async function resealColumn<Row>(
   cipher: TokenCipher,
   rows: Row[],
-  column: { sealed(row: Row): Uint8Array | null; context(row: Row): string; writeIfUnchanged(row: Row, resealed: Uint8Array<ArrayBuffer>): Promise<number> },
+  column: {
+    sealed(row: Row): Uint8Array | null;
+    context(row: Row): string;
+    writeIfUnchanged(row: Row, resealed: Uint8Array<ArrayBuffer>): Promise<number>;
+  },
 ): Promise<RotationCount> {
   const count: RotationCount = { examined: 0, reencrypted: 0, unreadable: 0 };
   for (const row of rows) {

@@ -55,13 +55,18 @@ export class TokenRefreshBusy extends Error {
     readonly linkId: string,
     readonly retryAfterMs: number,
   ) {
-    super(`the refresh of link ${linkId}'s tokens was not sent: too many refreshes are waiting; try again in ${Math.ceil(retryAfterMs / 1000)} s`);
+    super(
+      `the refresh of link ${linkId}'s tokens was not sent: too many refreshes are waiting; try again in ${Math.ceil(retryAfterMs / 1000)} s`,
+    );
   }
 }
 
 /** Only these refusals say the refresh token itself is dead; nothing else may strand a link. */
 function refreshTokenRefused(error: WalletError): boolean {
-  return (error.operation === 'op.tokens' && error.code === 'REFRESH_TOKEN_INVALID') || (error.operation === 'connect.token.refresh_token' && error.code === 'invalid_grant');
+  return (
+    (error.operation === 'op.tokens' && error.code === 'REFRESH_TOKEN_INVALID') ||
+    (error.operation === 'connect.token.refresh_token' && error.code === 'invalid_grant')
+  );
 }
 
 /**
@@ -85,7 +90,9 @@ export class VaultError extends Error {
   }
 }
 
-/** Refresh this long before the access token expires: 60 s of an embedded token's 600 s, 300 s of a standalone 3600 s. */
+/**
+ * Refresh this long before the access token expires: 60 s of an embedded token's 600 s, 300 s of a standalone 3600 s.
+ */
 export const refreshMarginMs = { EMBEDDED: 60_000, STANDALONE: 300_000 } as const;
 
 export interface UserToken {
@@ -121,7 +128,11 @@ export interface TokenVaultDependencies {
 
 /** A 401 that says the user access token itself was refused (transfers: UNAUTHORIZED; op: USER_TOKEN_INVALID). */
 export function isUserTokenRejection(error: unknown): boolean {
-  return isWalletError(error) && error.httpStatus === 401 && (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED');
+  return (
+    isWalletError(error) &&
+    error.httpStatus === 401 &&
+    (error.code === 'USER_TOKEN_INVALID' || error.code === 'UNAUTHORIZED')
+  );
 }
 
 /**
@@ -146,9 +157,13 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
   const inFlight = new Map<string, Promise<UserToken>>();
 
   async function loadLink(linkId: string) {
-    const link = await deps.database.link.findUnique({ where: { id: linkId }, select: { id: true, kind: true, status: true } });
+    const link = await deps.database.link.findUnique({
+      where: { id: linkId },
+      select: { id: true, kind: true, status: true },
+    });
     if (!link) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} does not exist`);
-    if (link.status === 'UNLINKED') throw new VaultError(vaultErrorCodes.linkUnlinked, linkId, `link ${linkId} was unlinked`);
+    if (link.status === 'UNLINKED')
+      throw new VaultError(vaultErrorCodes.linkUnlinked, linkId, `link ${linkId} was unlinked`);
     if (link.status === 'REAUTH_REQUIRED') {
       throw new VaultError(vaultErrorCodes.reauthRequired, linkId, `link ${linkId} needs the user to log in again`);
     }
@@ -158,7 +173,10 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
   const isFresh = (stored: StoredTokens, kind: 'EMBEDDED' | 'STANDALONE') =>
     stored.accessTokenExpiresAt.getTime() - now() > refreshMarginMs[kind];
 
-  async function refreshWithWallet(kind: 'EMBEDDED' | 'STANDALONE', stored: StoredTokens): Promise<{ tokens: PlainTokens; requestReferenceNo: string }> {
+  async function refreshWithWallet(
+    kind: 'EMBEDDED' | 'STANDALONE',
+    stored: StoredTokens,
+  ): Promise<{ tokens: PlainTokens; requestReferenceNo: string }> {
     if (kind === 'EMBEDDED') {
       const result = await deps.wallet.refreshEmbedded(stored.refreshToken);
       return {
@@ -180,7 +198,9 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
         // Store whatever refresh token the answer carries (contract-decisions section 4).
         refreshToken: result.data.refreshToken ?? stored.refreshToken,
         accessTokenExpiresAt: result.data.expiresAt,
-        refreshTokenExpiresAt: rotated ? new Date(now() + STANDALONE_REFRESH_LIFETIME_MS) : stored.refreshTokenExpiresAt,
+        refreshTokenExpiresAt: rotated
+          ? new Date(now() + STANDALONE_REFRESH_LIFETIME_MS)
+          : stored.refreshTokenExpiresAt,
       },
     };
   }
@@ -201,10 +221,13 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
       // beyond the pool's size waits here holding nothing, not a connection or a row lock.
       outcome = await deps.refreshPool.admission.run(
         () =>
-          deps.refreshPool.database.$transaction((tx) => (work = refreshInTransaction(tx, linkId, staleVersion, rotation)), {
-            maxWait: lockTimeoutMs,
-            timeout: lockTimeoutMs,
-          }),
+          deps.refreshPool.database.$transaction(
+            (tx) => (work = refreshInTransaction(tx, linkId, staleVersion, rotation)),
+            {
+              maxWait: lockTimeoutMs,
+              timeout: lockTimeoutMs,
+            },
+          ),
         linkId,
       );
     } catch (error) {
@@ -213,27 +236,41 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
       await work?.catch(() => undefined);
       // Refused by the line, or no connection in time, before anything was sent: "not sent", try again later.
       const overload = work === undefined ? overloadOf(error) : null;
-      if (overload) throw new TokenRefreshBusy(linkId, error instanceof Overloaded ? overload.retryAfterSeconds * 1000 : 1000);
+      if (overload)
+        throw new TokenRefreshBusy(linkId, error instanceof Overloaded ? overload.retryAfterSeconds * 1000 : 1000);
       if (!rotation.pair) throw error;
-      deps.logger.warn({ linkId, err: (error as Error).message }, 'refreshed tokens not saved by their transaction: saving them again');
+      deps.logger.warn(
+        { linkId, err: (error as Error).message },
+        'refreshed tokens not saved by their transaction: saving them again',
+      );
       outcome = { kind: 'token', token: await saveRotatedAgain(linkId, rotation.pair) };
     }
     if (outcome.kind === 'reauth') {
       deps.logger.warn({ linkId, reason: outcome.reason }, 'link needs the user to log in again');
-      throw new VaultError(vaultErrorCodes.reauthRequired, linkId, `link ${linkId} needs the user to log in again (${outcome.reason})`);
+      throw new VaultError(
+        vaultErrorCodes.reauthRequired,
+        linkId,
+        `link ${linkId} needs the user to log in again (${outcome.reason})`,
+      );
     }
     deps.logger.debug({ linkId, version: outcome.token.version }, 'user token ready');
     return outcome.token;
   }
 
-  async function refreshInTransaction(tx: Transaction, linkId: string, staleVersion: number | null, rotation: { pair?: Rotation }): Promise<RefreshOutcome> {
+  async function refreshInTransaction(
+    tx: Transaction,
+    linkId: string,
+    staleVersion: number | null,
+    rotation: { pair?: Rotation },
+  ): Promise<RefreshOutcome> {
     const stored = await deps.tokens.readLocked(tx, linkId);
     const link = await tx.link.findUnique({ where: { id: linkId }, select: { kind: true, status: true } });
     if (!link || !stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
     if (link.status !== 'ACTIVE') return { kind: 'reauth', reason: `link is ${link.status}` };
     // Re-read under the lock: another worker may have refreshed while we waited.
     const refreshedMeanwhile = staleVersion === null ? isFresh(stored, link.kind) : stored.version > staleVersion;
-    if (refreshedMeanwhile) return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
+    if (refreshedMeanwhile)
+      return { kind: 'token', token: { accessToken: stored.accessToken, version: stored.version } };
     if (stored.refreshTokenExpiresAt && stored.refreshTokenExpiresAt.getTime() <= now()) {
       deps.metrics?.tokenRefresh(link.kind, 'reauth_required');
       await markReauthRequired(tx, linkId, 'refresh token expired', null);
@@ -256,7 +293,12 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
     deps.metrics?.tokenRefresh(link.kind, 'refreshed');
     const version = await deps.tokens.save(tx, linkId, refreshed.tokens);
     await tx.linkEvent.create({
-      data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: refreshed.requestReferenceNo, detail: `version ${version}` },
+      data: {
+        linkId,
+        type: 'TOKEN_REFRESHED',
+        requestReferenceNo: refreshed.requestReferenceNo,
+        detail: `version ${version}`,
+      },
     });
     return { kind: 'token', token: { accessToken: refreshed.tokens.accessToken, version } };
   }
@@ -277,11 +319,17 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
           async (tx) => {
             const stored = await deps.tokens.readLocked(tx, linkId);
             if (!stored) throw new VaultError(vaultErrorCodes.linkNotFound, linkId, `link ${linkId} has no tokens`);
-            if (stored.version !== pair.fromVersion) return { accessToken: stored.accessToken, version: stored.version };
+            if (stored.version !== pair.fromVersion)
+              return { accessToken: stored.accessToken, version: stored.version };
             const version = await deps.tokens.save(tx, linkId, pair.tokens);
             await tx.link.updateMany({ where: { id: linkId, status: 'REAUTH_REQUIRED' }, data: { status: 'ACTIVE' } });
             await tx.linkEvent.create({
-              data: { linkId, type: 'TOKEN_REFRESHED', requestReferenceNo: pair.requestReferenceNo, detail: `version ${version}, saved again after its transaction failed` },
+              data: {
+                linkId,
+                type: 'TOKEN_REFRESHED',
+                requestReferenceNo: pair.requestReferenceNo,
+                detail: `version ${version}, saved again after its transaction failed`,
+              },
             });
             return { accessToken: pair.tokens.accessToken, version };
           },
@@ -289,17 +337,29 @@ export function createTokenVault(deps: TokenVaultDependencies): TokenVault {
         );
       } catch (error) {
         if (error instanceof VaultError || Date.now() >= giveUpAt) {
-          if (!(error instanceof VaultError)) deps.logger.error({ linkId, attempt, err: (error as Error).message }, 'refreshed tokens could not be saved: the link needs a new login');
+          if (!(error instanceof VaultError))
+            deps.logger.error(
+              { linkId, attempt, err: (error as Error).message },
+              'refreshed tokens could not be saved: the link needs a new login',
+            );
           throw error;
         }
         const delayMs = saveAgainDelayMs(attempt);
-        deps.logger.warn({ linkId, attempt, retryInMs: delayMs, err: (error as Error).message }, 'refreshed tokens not saved yet: trying again');
+        deps.logger.warn(
+          { linkId, attempt, retryInMs: delayMs, err: (error as Error).message },
+          'refreshed tokens not saved yet: trying again',
+        );
         await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
   }
 
-  async function markReauthRequired(tx: Transaction, linkId: string, detail: string, requestReferenceNo: string | null) {
+  async function markReauthRequired(
+    tx: Transaction,
+    linkId: string,
+    detail: string,
+    requestReferenceNo: string | null,
+  ) {
     await tx.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
     await tx.linkEvent.create({ data: { linkId, type: 'REAUTH_REQUIRED', detail, requestReferenceNo } });
   }

@@ -17,18 +17,46 @@ export interface PaymentHit {
   createdAt: Date;
 }
 
-const hitColumns = { id: true, walletPaymentId: true, status: true, amount: true, currency: true, linkId: true, createdAt: true } as const;
+const hitColumns = {
+  id: true,
+  walletPaymentId: true,
+  status: true,
+  amount: true,
+  currency: true,
+  linkId: true,
+  createdAt: true,
+} as const;
 
 /** The payments `text` names exactly: by id, the wallet's payment id, or idempotency key. */
 export async function paymentsNamedBy(database: Database, text: string): Promise<PaymentHit[]> {
-  const byId = isUuid(text) ? database.payment.findMany({ where: { id: text.toLowerCase() }, select: hitColumns }) : Promise.resolve([]);
-  const byWalletId = text.length <= 100 ? database.payment.findMany({ where: { walletPaymentId: text }, select: hitColumns, orderBy: { createdAt: 'desc' }, take: 20 }) : Promise.resolve([]);
-  const byKey = text.length <= 255 ? database.payment.findMany({ where: { idempotencyKey: text }, select: hitColumns }) : Promise.resolve([]);
+  const byId = isUuid(text)
+    ? database.payment.findMany({ where: { id: text.toLowerCase() }, select: hitColumns })
+    : Promise.resolve([]);
+  const byWalletId =
+    text.length <= 100
+      ? database.payment.findMany({
+          where: { walletPaymentId: text },
+          select: hitColumns,
+          orderBy: { createdAt: 'desc' },
+          take: 20,
+        })
+      : Promise.resolve([]);
+  const byKey =
+    text.length <= 255
+      ? database.payment.findMany({ where: { idempotencyKey: text }, select: hitColumns })
+      : Promise.resolve([]);
   const rows = (await Promise.all([byId, byWalletId, byKey])).flat();
   const seen = new Set<string>();
   return rows
     .filter((row) => !seen.has(row.id) && seen.add(row.id))
-    .map((row) => ({ id: row.id, paymentId: row.walletPaymentId, status: row.status, amount: storedAmount(row), linkId: row.linkId, createdAt: row.createdAt }));
+    .map((row) => ({
+      id: row.id,
+      paymentId: row.walletPaymentId,
+      status: row.status,
+      amount: storedAmount(row),
+      linkId: row.linkId,
+      createdAt: row.createdAt,
+    }));
 }
 
 /** What a payment's page shows beyond its view: walletflow's id, where its workflow runs, its key. */

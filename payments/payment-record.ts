@@ -107,7 +107,10 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
    * resolution): PURCHASE in MERCHANT_REVENUE, DEPOSIT on the link's partner user. Once per payment.
    */
   async function landInLedger(tx: Prisma.TransactionClient, id: string): Promise<void> {
-    const payment = await tx.payment.findUniqueOrThrow({ where: { id }, select: { purpose: true, linkId: true, amount: true, currency: true } });
+    const payment = await tx.payment.findUniqueOrThrow({
+      where: { id },
+      select: { purpose: true, linkId: true, amount: true, currency: true },
+    });
     const link = await tx.link.findUnique({ where: { id: payment.linkId }, select: { partnerUserId: true } });
     await ledger.payment(tx, {
       paymentId: id,
@@ -130,12 +133,23 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
   }
 
   /** Moves the payment to `to` if the table allows it from where it stands, with its event (and its webhook). */
-  function move(id: string, to: PaymentStatus, requestReferenceNo: string | null, detail: string | null, guard: MoveGuard = {}): Promise<boolean> {
+  function move(
+    id: string,
+    to: PaymentStatus,
+    requestReferenceNo: string | null,
+    detail: string | null,
+    guard: MoveGuard = {},
+  ): Promise<boolean> {
     const from = sourcesOf(paymentTransitions, to).filter((status) => !guard.among || guard.among(status));
     return database.$transaction(async (tx) => {
-      const moved = await tx.payment.updateMany({ where: { id, status: { in: from }, ...fenced(guard.fence) }, data: { status: to, ...guard.data } });
+      const moved = await tx.payment.updateMany({
+        where: { id, status: { in: from }, ...fenced(guard.fence) },
+        data: { status: to, ...guard.data },
+      });
       if (moved.count === 1) {
-        await tx.paymentEvent.create({ data: { paymentId: id, status: to, requestReferenceNo, detail, fence: guard.fence ?? null } });
+        await tx.paymentEvent.create({
+          data: { paymentId: id, status: to, requestReferenceNo, detail, fence: guard.fence ?? null },
+        });
         if (to === 'SUCCEEDED') await landInLedger(tx, id);
         await announce(tx, id, to);
       }
@@ -145,10 +159,19 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
 
   /** Reads back a payment a finish or a resolution meant to end, and counts it if that call moved it. */
   async function readFinished(id: string, moved: boolean, status: FinalPaymentStatus): Promise<FinishedPayment> {
-    const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true, ownerFence: true } });
+    const payment = await database.payment.findUniqueOrThrow({
+      where: { id },
+      select: { status: true, errorCode: true, walletPaymentId: true, createdAt: true, ownerFence: true },
+    });
     // Counted by whoever moved it: a retried activity is not counted twice.
     if (moved) deps.metrics?.paymentFinished(status, payment.createdAt);
-    return { moved, status: payment.status, errorCode: payment.errorCode, walletPaymentId: payment.walletPaymentId, ownerFence: payment.ownerFence };
+    return {
+      moved,
+      status: payment.status,
+      errorCode: payment.errorCode,
+      walletPaymentId: payment.walletPaymentId,
+      ownerFence: payment.ownerFence,
+    };
   }
 
   return {
@@ -171,13 +194,18 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     /** Payments not final and not in review, created before `createdBefore`, a page at a time: the sweep's work. */
     listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
       database.payment.findMany({
-        where: { status: { in: ['PENDING', 'CREATING', 'EXECUTING'] }, createdAt: { lt: createdBefore }, ...afterCursor(after) },
+        where: {
+          status: { in: ['PENDING', 'CREATING', 'EXECUTING'] },
+          createdAt: { lt: createdBefore },
+          ...afterCursor(after),
+        },
         orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
         take: limit,
       }),
 
     /** Payments waiting for a person, longest waiting first: the sweep lists the first of them for ops. */
-    listInReview: (limit: number) => database.payment.findMany({ where: { status: reviewStatus }, orderBy: { updatedAt: 'asc' }, take: limit }),
+    listInReview: (limit: number) =>
+      database.payment.findMany({ where: { status: reviewStatus }, orderBy: { updatedAt: 'asc' }, take: limit }),
     /** How many payments wait for a person. */
     countInReview: () => database.payment.count({ where: { status: reviewStatus } }),
 
@@ -190,7 +218,14 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
           VALUES (${id}::uuid, ${payment.idempotencyKey}, ${payment.requestFingerprint}, ${payment.workflowId}, 'PENDING'::"PaymentStatus", ${payment.linkId}::uuid,
                   ${payment.purpose ?? 'PURCHASE'}::"PaymentPurpose", ${amount.currency}, ${toNumeric(amount.thousandths)}::numeric, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
-        if (count === 1) await tx.paymentEvent.create({ data: { paymentId: id, status: 'PENDING', detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested' } });
+        if (count === 1)
+          await tx.paymentEvent.create({
+            data: {
+              paymentId: id,
+              status: 'PENDING',
+              detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested',
+            },
+          });
         return count;
       });
       return inserted === 1;
@@ -201,7 +236,9 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
      * stands, in one statement; null when there is no such payment.
      */
     async claim(id: string): Promise<ClaimedPayment | null> {
-      const rows = await database.$queryRaw<Array<{ fence: number; status: PaymentStatus; wallet_payment_id: string | null }>>`
+      const rows = await database.$queryRaw<
+        Array<{ fence: number; status: PaymentStatus; wallet_payment_id: string | null }>
+      >`
         UPDATE payment SET owner_fence = owner_fence + 1 WHERE id = ${id}::uuid
         RETURNING owner_fence AS fence, status::text AS status, wallet_payment_id`;
       const row = rows[0];
@@ -209,7 +246,8 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     },
 
     /** The payment's owner fence now: whether a claim still stands. */
-    fenceOf: async (id: string): Promise<number> => (await database.payment.findUniqueOrThrow({ where: { id }, select: { ownerFence: true } })).ownerFence,
+    fenceOf: async (id: string): Promise<number> =>
+      (await database.payment.findUniqueOrThrow({ where: { id }, select: { ownerFence: true } })).ownerFence,
 
     markCreating: (id: string, fence?: PaymentFence) => move(id, 'CREATING', null, 'creating the payment', { fence }),
 
@@ -218,10 +256,18 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
      * attempt stored its payment first, that one is the payment (answered) and this one is never
      * executed.
      */
-    async storeCreated(id: string, created: { walletPaymentId: string; fee: Amount }, fence?: PaymentFence): Promise<{ stored: boolean; walletPaymentId: string | null }> {
+    async storeCreated(
+      id: string,
+      created: { walletPaymentId: string; fee: Amount },
+      fence?: PaymentFence,
+    ): Promise<{ stored: boolean; walletPaymentId: string | null }> {
       const stored = await database.payment.updateMany({
         where: { id, walletPaymentId: null, ...fenced(fence) },
-        data: { walletPaymentId: created.walletPaymentId, feeCurrency: created.fee.currency, fee: toNumeric(thousandthsIn(created.fee.value)) },
+        data: {
+          walletPaymentId: created.walletPaymentId,
+          feeCurrency: created.fee.currency,
+          fee: toNumeric(thousandthsIn(created.fee.value)),
+        },
       });
       if (stored.count === 1) return { stored: true, walletPaymentId: created.walletPaymentId };
       const current = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
@@ -231,11 +277,18 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     /** → EXECUTING; the event carries the create call's Request-Reference-No. */
     async beginExecute(id: string, createRequestReferenceNo: string | null, fence?: PaymentFence): Promise<boolean> {
       const payment = await database.payment.findUniqueOrThrow({ where: { id }, select: { walletPaymentId: true } });
-      return move(id, 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`, { fence });
+      return move(id, 'EXECUTING', createRequestReferenceNo, `payment ${payment.walletPaymentId} created; executing`, {
+        fence,
+      });
     },
 
     /** → NEEDS_REVIEW with the evidence: every execute attempt and why no state could be known. */
-    async parkForReview(id: string, reason: string, attempts: ExecuteAttempt[], fence?: PaymentFence): Promise<boolean> {
+    async parkForReview(
+      id: string,
+      reason: string,
+      attempts: ExecuteAttempt[],
+      fence?: PaymentFence,
+    ): Promise<boolean> {
       const last = attempts[attempts.length - 1];
       return move(id, reviewStatus, last?.requestReferenceNo ?? null, reason.slice(0, 500), {
         data: { reviewReason: reason.slice(0, 500), reviewEvidence: attempts as unknown as Prisma.InputJsonValue },
@@ -249,22 +302,33 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
      */
     async resolve(id: string, resolution: Resolution, fence?: PaymentFence): Promise<FinishedPayment> {
       const status = resolution.outcome;
-      const resolved = await move(id, status, null, `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500), {
-        among: (from) => from === reviewStatus,
-        data: {
-          resolvedOutcome: resolution.outcome,
-          resolvedBy: resolution.resolvedBy.slice(0, 128),
-          resolvedNote: resolution.note.slice(0, 500),
-          resolvedAt: new Date(),
-          ...(status === 'FAILED' ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') } : {}),
-          ...(fence === undefined ? { ownerFence: { increment: 1 } } : {}),
+      const resolved = await move(
+        id,
+        status,
+        null,
+        `resolved ${resolution.outcome} by ${resolution.resolvedBy}: ${resolution.note}`.slice(0, 500),
+        {
+          among: (from) => from === reviewStatus,
+          data: {
+            resolvedOutcome: resolution.outcome,
+            resolvedBy: resolution.resolvedBy.slice(0, 128),
+            resolvedNote: resolution.note.slice(0, 500),
+            resolvedAt: new Date(),
+            ...(status === 'FAILED'
+              ? { errorCode: 'RESOLVED_FAILED', errorMessage: paymentErrorMessage('RESOLVED_FAILED') }
+              : {}),
+            ...(fence === undefined ? { ownerFence: { increment: 1 } } : {}),
+          },
+          fence,
         },
-        fence,
-      });
+      );
       return readFinished(id, resolved, status);
     },
 
-    /** The workflow's own final state, written once by the payment's owner; a payment in review is left to its resolution. */
+    /**
+     * The workflow's own final state, written once by the payment's owner; a payment in review is left to its
+     * resolution.
+     */
     async finish(id: string, input: FinishPayment, fence?: PaymentFence): Promise<FinishedPayment> {
       const finished = await move(id, input.status, input.requestReferenceNo, input.detail ?? input.code, {
         among: (from) => from !== reviewStatus,

@@ -7,7 +7,13 @@
 // its workflow could not take changed nothing.
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { isFinalPaymentStatus, type CreatePaymentRequest, type PaymentStatus, type PaymentView, type ResolvePaymentRequest } from '../domain/payment.ts';
+import {
+  isFinalPaymentStatus,
+  type CreatePaymentRequest,
+  type PaymentStatus,
+  type PaymentView,
+  type ResolvePaymentRequest,
+} from '../domain/payment.ts';
 import { currencyRefusal, CURRENCY_NOT_ACCEPTED, moneyOf, normaliseAmount } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
 import type { ListPage, ListQuery } from '../lib/list-page.ts';
@@ -17,7 +23,12 @@ import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavail
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
-import { paymentWorkflowId, resolvePaymentUpdate, startPayWallet, type ResolvePaymentUpdateInput } from '../workflows/pay-wallet.contract.ts';
+import {
+  paymentWorkflowId,
+  resolvePaymentUpdate,
+  startPayWallet,
+  type ResolvePaymentUpdateInput,
+} from '../workflows/pay-wallet.contract.ts';
 
 export interface PaymentServiceDependencies {
   database: Database;
@@ -36,7 +47,12 @@ export type StartPaymentResult =
    * The same request with the same key answers it and starts it; else the sweep starts it once it
    * is RECONCILE_AFTER_SECONDS old.
    */
-  | { kind: 'not-started'; payment: PaymentView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
+  | {
+      kind: 'not-started';
+      payment: PaymentView;
+      refusal: WorkflowRefusal;
+      storedBy: 'this-request' | 'an-earlier-request';
+    }
   | { kind: 'key-reused' }
   | { kind: 'link-not-found' }
   /** 422: refused before anything is stored (an amount in another currency than walletflow moves). */
@@ -46,9 +62,11 @@ export type ResolvePaymentResult =
   | { kind: 'resolved'; payment: PaymentView }
   | { kind: 'not-found' }
   | { kind: 'not-in-review'; status: string }
-  /** Its workflow could not take the resolution now: the payment is still NEEDS_REVIEW (after a time-out, the resolution may still be taken). */
+  /**
+   * Its workflow could not take the resolution now: the payment is still NEEDS_REVIEW (after a time-out, the resolution
+   * may still be taken).
+   */
   | { kind: 'workflow-unavailable'; refusal: WorkflowRefusal };
-
 
 export function createPaymentService(deps: PaymentServiceDependencies) {
   const record = createPaymentRecord({ database: deps.database });
@@ -62,7 +80,10 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
     } catch (error) {
       const refusal = workflowRefusalOf(error);
       if (!refusal) throw error;
-      deps.logger.warn({ paymentId, workflowId, reason: refusal.reason }, 'payment stored, its workflow not started: Temporal refused the start');
+      deps.logger.warn(
+        { paymentId, workflowId, reason: refusal.reason },
+        'payment stored, its workflow not started: Temporal refused the start',
+      );
       return refusal;
     }
   };
@@ -89,7 +110,8 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       for (;;) {
         const row = await record.find(id);
         if (!row) return null;
-        if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline) return this.view(id);
+        if (row.walletPaymentId !== null || isFinalPaymentStatus(row.status) || Date.now() >= deadline)
+          return this.view(id);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },
@@ -101,7 +123,13 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       const amount = normaliseAmount(body.amount);
       // PURCHASE (or none) fingerprints as before: existing keys keep matching.
       const purpose = body.purpose === 'DEPOSIT' ? ['DEPOSIT'] : [];
-      const fingerprint = requestFingerprint(deps.fingerprintKey, ['PAYMENT', body.linkId.toLowerCase(), amount.currency, amount.value, ...purpose]);
+      const fingerprint = requestFingerprint(deps.fingerprintKey, [
+        'PAYMENT',
+        body.linkId.toLowerCase(),
+        amount.currency,
+        amount.value,
+        ...purpose,
+      ]);
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
       if (!link) return { kind: 'link-not-found' };
       const id = randomUUID();
@@ -127,12 +155,16 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       // The first request may have stored the payment and died (or been refused) before starting its workflow.
       if (!isFinalPaymentStatus(existing.status)) {
         const refusal = await startWorkflow(existing.id, existing.workflowId);
-        if (refusal) return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
+        if (refusal)
+          return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
       }
       return { kind: 'existing', payment: paymentView(existing) };
     },
 
-    /** Resolves a payment in NEEDS_REVIEW through its workflow (a Temporal update), or the record when the workflow is gone; audited. */
+    /**
+     * Resolves a payment in NEEDS_REVIEW through its workflow (a Temporal update), or the record when the workflow is
+     * gone; audited.
+     */
     async resolve(id: string, request: ResolvePaymentRequest, resolvedBy: string): Promise<ResolvePaymentResult> {
       const payment = await find(id);
       if (!payment) return { kind: 'not-found' };
@@ -143,10 +175,14 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         resolveWithoutWorkflow: async () => (await record.resolve(payment.id, input)).moved,
       });
       if (result.kind === 'workflow-unavailable') {
-        deps.logger.warn({ paymentId: payment.id, reason: result.refusal.reason }, 'payment not resolved: its workflow cannot take the resolution now');
+        deps.logger.warn(
+          { paymentId: payment.id, reason: result.refusal.reason },
+          'payment not resolved: its workflow cannot take the resolution now',
+        );
         return { kind: 'workflow-unavailable', refusal: result.refusal };
       }
-      if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
+      if (result.kind === 'not-waiting')
+        return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
       return { kind: 'resolved', payment: (await this.view(payment.id))! };
     },

@@ -6,13 +6,24 @@ import type { PaymentStatus } from '../domain/payment.ts';
 import { fromNumeric, type StatusTotal } from '../domain/money.ts';
 
 /** Payments requested on `day`, by state and currency. */
-export async function paymentTotalsOn(database: Database, day: SettlementDay): Promise<Array<StatusTotal<PaymentStatus>>> {
-  const rows = await database.$queryRaw<Array<{ status: PaymentStatus; currency: string; count: bigint; amount: string }>>`
+export async function paymentTotalsOn(
+  database: Database,
+  day: SettlementDay,
+): Promise<Array<StatusTotal<PaymentStatus>>> {
+  const rows = await database.$queryRaw<
+    Array<{ status: PaymentStatus; currency: string; count: bigint; amount: string }>
+  >`
     SELECT status::text AS status, currency, COUNT(*)::bigint AS count, COALESCE(SUM(amount), 0)::text AS amount FROM payment
     WHERE created_at >= (${day.start}::timestamp AT TIME ZONE ${day.timeZone}) AND created_at < (${day.end}::timestamp AT TIME ZONE ${day.timeZone})
     GROUP BY status, currency ORDER BY status, currency`;
-  return rows.map((row) => ({ status: row.status, currency: row.currency, count: Number(row.count), amount: fromNumeric(row.amount) }));
+  return rows.map((row) => ({
+    status: row.status,
+    currency: row.currency,
+    count: Number(row.count),
+    amount: fromNumeric(row.amount),
+  }));
 }
 
 /** Payments waiting for a person's resolve (NEEDS_REVIEW). */
-export const paymentsInReview = (database: Database): Promise<number> => database.payment.count({ where: { status: 'NEEDS_REVIEW' } });
+export const paymentsInReview = (database: Database): Promise<number> =>
+  database.payment.count({ where: { status: 'NEEDS_REVIEW' } });

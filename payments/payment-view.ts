@@ -5,7 +5,6 @@ import type { PaymentView } from '../domain/payment.ts';
 import { reviewView } from '../domain/review.ts';
 import { storedAmount } from '../domain/money.ts';
 
-
 export function paymentView(payment: Payment & { events: PaymentEvent[] }): PaymentView {
   return {
     id: payment.id,
@@ -14,7 +13,10 @@ export function paymentView(payment: Payment & { events: PaymentEvent[] }): Paym
     linkId: payment.linkId,
     purpose: payment.purpose,
     amount: storedAmount(payment),
-    fee: payment.fee !== null && payment.feeCurrency ? storedAmount({ amount: payment.fee, currency: payment.feeCurrency }) : null,
+    fee:
+      payment.fee !== null && payment.feeCurrency
+        ? storedAmount({ amount: payment.fee, currency: payment.feeCurrency })
+        : null,
     error: payment.errorCode ? { code: payment.errorCode, message: payment.errorMessage ?? payment.errorCode } : null,
     review: reviewView(payment, ['SUCCEEDED', 'FAILED'] as const),
     createdAt: payment.createdAt.toISOString(),

@@ -11,9 +11,24 @@ import { dayEventsAfter, type DayCursor, type SettlementDay, type SucceededPayme
  * The day's payments that are SUCCEEDED, each once (by the first event of the day that made it
  * so), after `after` in the order of those events, at most `limit`; and where the next page starts.
  */
-export async function paymentsSucceededOn(database: Database, day: SettlementDay, after: DayCursor | null, limit: number): Promise<{ items: SucceededPayment[]; next: DayCursor | null }> {
+export async function paymentsSucceededOn(
+  database: Database,
+  day: SettlementDay,
+  after: DayCursor | null,
+  limit: number,
+): Promise<{ items: SucceededPayment[]; next: DayCursor | null }> {
   const { start, end, cursor } = dayEventsAfter(day, after);
-  const rows = await database.$queryRaw<Array<{ event_id: bigint; at: Date; id: string; wallet_payment_id: string | null; amount: Prisma.Decimal; currency: string; resolved_by: string | null }>>`
+  const rows = await database.$queryRaw<
+    Array<{
+      event_id: bigint;
+      at: Date;
+      id: string;
+      wallet_payment_id: string | null;
+      amount: Prisma.Decimal;
+      currency: string;
+      resolved_by: string | null;
+    }>
+  >`
     SELECT ev.id AS event_id, ev.at, p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by
     FROM payment_event ev JOIN payment p ON p.id = ev.payment_id
     WHERE ev.status = 'SUCCEEDED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
@@ -25,7 +40,13 @@ export async function paymentsSucceededOn(database: Database, day: SettlementDay
     LIMIT ${limit}`;
   const last = rows.at(-1);
   return {
-    items: rows.map((row) => ({ id: row.id, walletPaymentId: row.wallet_payment_id, amount: fromNumeric(row.amount), currency: row.currency, resolvedBy: row.resolved_by })),
+    items: rows.map((row) => ({
+      id: row.id,
+      walletPaymentId: row.wallet_payment_id,
+      amount: fromNumeric(row.amount),
+      currency: row.currency,
+      resolvedBy: row.resolved_by,
+    })),
     next: rows.length === limit && last ? { at: last.at.toISOString(), eventId: last.event_id.toString() } : null,
   };
 }

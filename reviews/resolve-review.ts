@@ -45,10 +45,14 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
       await client.workflow.getHandle(workflowId).executeUpdate(update, { args });
       return { kind: 'resolved', through: 'workflow' };
     } catch (error) {
-      if (error instanceof WorkflowNotFoundError) return (await record.resolveWithoutWorkflow()) ? { kind: 'resolved', through: 'database' } : { kind: 'not-waiting' };
+      if (error instanceof WorkflowNotFoundError)
+        return (await record.resolveWithoutWorkflow())
+          ? { kind: 'resolved', through: 'database' }
+          : { kind: 'not-waiting' };
       const refusal = workflowRefusalOf(error, { update: true });
       // Refused for now: the record is as it was, unless another writer moved it meanwhile.
-      if (refusal) return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };
+      if (refusal)
+        return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };
       if (!(error instanceof WorkflowUpdateFailedError)) throw error;
       if (!(await record.stillWaiting()) || attempt >= 20) return { kind: 'not-waiting' };
       await new Promise((resolve) => setTimeout(resolve, 250));

@@ -15,7 +15,8 @@ export interface AdminClientOptions {
 }
 
 export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptions = {}) {
-  const timeouts = options.timeoutMs === undefined ? {} : { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
+  const timeouts =
+    options.timeoutMs === undefined ? {} : { headersTimeout: options.timeoutMs, bodyTimeout: options.timeoutMs };
   async function call<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<AdminAnswer<T>> {
     const response = await request(`${sandboxUrl}/_sandbox${path}`, {
       method,
@@ -28,42 +29,76 @@ export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptio
   }
   async function ok<T>(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<T> {
     const answer = await call<T>(method, path, body);
-    if (answer.status >= 300) throw new Error(`sandbox ${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
+    if (answer.status >= 300)
+      throw new Error(`sandbox ${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
     return answer.body;
   }
   let mobiles = 0;
   return {
     call,
-    createUser: (input: { kycLevel?: 'KYC0' | 'KYC1'; balance?: string; mobile?: string; [field: string]: unknown } = {}) =>
+    createUser: (
+      input: { kycLevel?: 'KYC0' | 'KYC1'; balance?: string; mobile?: string; [field: string]: unknown } = {},
+    ) =>
       ok<{ userId: string; profileId: string; mobile: string; kycLevel: string; balance: string }>('POST', '/users', {
-        mobile: input.mobile ?? `+6391${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
+        mobile:
+          input.mobile ?? `+6391${String(Date.now() % 1e6).padStart(6, '0')}${String(++mobiles).padStart(2, '0')}`,
         kycLevel: input.kycLevel ?? 'KYC1',
         balance: input.balance ?? '1000.00',
         ...input,
       }),
     users: () => ok<{ users: Array<{ userId: string; balance: string }> }>('GET', '/users'),
-    user: (userId: string) => ok<{ balance: string; kycLevel: string; profile: Record<string, unknown> }>('GET', `/users/${userId}`),
+    user: (userId: string) =>
+      ok<{ balance: string; kycLevel: string; profile: Record<string, unknown> }>('GET', `/users/${userId}`),
     setKyc: (userId: string, kycLevel: 'KYC0' | 'KYC1') => ok('POST', `/users/${userId}/kyc`, { kycLevel }),
     cashInCode: (userId: string) => ok<{ code: string; expiresAt: string }>('POST', `/users/${userId}/cash-in-codes`),
     standaloneTokens: (userId: string) =>
-      ok<{ access_token: string; refresh_token: string; expires_in: string }>('POST', `/users/${userId}/standalone-tokens`),
+      ok<{ access_token: string; refresh_token: string; expires_in: string }>(
+        'POST',
+        `/users/${userId}/standalone-tokens`,
+      ),
     embeddedTokens: (userId: string) =>
       ok<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`),
     /** Transfers recorded as executed (nothing moves): a day of fundings' wallet side, planted at once. */
-    plantTransfers: (input: { recipientUserId: string; amount: string; count: number; status?: 'APPROVED' | 'DECLINED' }) =>
-      ok<{ transferIds: string[] }>('POST', '/transfers', input),
+    plantTransfers: (input: {
+      recipientUserId: string;
+      amount: string;
+      count: number;
+      status?: 'APPROVED' | 'DECLINED';
+    }) => ok<{ transferIds: string[] }>('POST', '/transfers', input),
     clock: () => ok<{ now: string }>('GET', '/clock'),
     advanceClock: (advanceSeconds: number) => ok<{ now: string }>('POST', '/clock', { advanceSeconds }),
     /** Opens the partner's tile as the wallet app does: the sandbox calls the session URL. */
     launch: (userId: string) => ok<{ sessionId: string; landingUrl: string }>('POST', '/launch', { userId }),
-    setFaults: (rules: Array<{ endpoint: string; mode: string; rate: number; status?: number; delayMs?: number; retryAfterSeconds?: number }>, seed = 1) =>
-      ok('PUT', '/faults', { seed, rules }),
+    setFaults: (
+      rules: Array<{
+        endpoint: string;
+        mode: string;
+        rate: number;
+        status?: number;
+        delayMs?: number;
+        retryAfterSeconds?: number;
+      }>,
+      seed = 1,
+    ) => ok('PUT', '/faults', { seed, rules }),
     clearFaults: () => ok('PUT', '/faults', { rules: [] }),
     settings: (settings: Record<string, unknown>) => ok('PUT', '/settings', settings),
     ledger: () =>
       ok<{
-        transfers: Array<{ transferId: string; status: string; executions: number; amount: { value: string }; recipientUserId: string }>;
-        payments: Array<{ paymentId: string; status: string; executions: number; amount: { value: string }; fee: { value: string }; userId: string }>;
+        transfers: Array<{
+          transferId: string;
+          status: string;
+          executions: number;
+          amount: { value: string };
+          recipientUserId: string;
+        }>;
+        payments: Array<{
+          paymentId: string;
+          status: string;
+          executions: number;
+          amount: { value: string };
+          fee: { value: string };
+          userId: string;
+        }>;
         refreshes: Array<{ kind: string; userId: string }>;
       }>('GET', '/ledger'),
     reset: () => ok('POST', '/reset'),

@@ -27,7 +27,14 @@ const updateUserSchema = z
   .partial()
   .strict();
 const launchSchema = z.object({ userId: z.string().min(1) }).strict();
-const clockSchema = z.object({ advanceSeconds: z.number().min(0).max(10 * 365 * 24 * 3600) }).strict();
+const clockSchema = z
+  .object({
+    advanceSeconds: z
+      .number()
+      .min(0)
+      .max(10 * 365 * 24 * 3600),
+  })
+  .strict();
 /** Transfers recorded as already executed, in one call: what a bench or a test plants a day of fundings against. */
 const plantedTransfersSchema = z
   .object({
@@ -48,17 +55,26 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
     userDetail(requireUser(context, userId), documentUrlBuilder(context, requestBaseUrl(req)));
   const userIdParam = (req: Request): string => String(req.params.userId);
 
-  router.get('/partner', answerWith(() => ({ status: 200, body: context.registration })));
+  router.get(
+    '/partner',
+    answerWith(() => ({ status: 200, body: context.registration })),
+  );
 
   router.post(
     '/users',
-    answerWith((req) => ({ status: 201, body: userSummary(createUser(context, parseBody(createUserSchema, req.body))) })),
+    answerWith((req) => ({
+      status: 201,
+      body: userSummary(createUser(context, parseBody(createUserSchema, req.body))),
+    })),
   );
   router.get(
     '/users',
     answerWith(() => ({ status: 200, body: { users: [...state.users.values()].map(userSummary) } })),
   );
-  router.get('/users/:userId', answerWith((req) => ({ status: 200, body: detail(req, userIdParam(req)) })));
+  router.get(
+    '/users/:userId',
+    answerWith((req) => ({ status: 200, body: detail(req, userIdParam(req)) })),
+  );
   router.patch(
     '/users/:userId',
     answerWith((req) => {
@@ -84,11 +100,17 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
   );
   router.post(
     '/users/:userId/standalone-tokens',
-    answerWith((req) => ({ status: 201, body: issueStandaloneTokens(context, requireUser(context, userIdParam(req))) })),
+    answerWith((req) => ({
+      status: 201,
+      body: issueStandaloneTokens(context, requireUser(context, userIdParam(req))),
+    })),
   );
   router.post(
     '/users/:userId/embedded-tokens',
-    answerWith((req) => ({ status: 201, body: issueEmbeddedTokens(context, requireUser(context, userIdParam(req)).userId) })),
+    answerWith((req) => ({
+      status: 201,
+      body: issueEmbeddedTokens(context, requireUser(context, userIdParam(req)).userId),
+    })),
   );
 
   router.post(
@@ -97,7 +119,10 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
       const user = requireUser(context, parseBody(launchSchema, req.body).userId);
       const result = await launchPartnerSession(context, user, senderAgent);
       if (!result.ok) {
-        return { status: 502, body: { code: 'PARTNER_SESSION_FAILED', message: result.message, partnerStatus: result.partnerStatus } };
+        return {
+          status: 502,
+          body: { code: 'PARTNER_SESSION_FAILED', message: result.message, partnerStatus: result.partnerStatus },
+        };
       }
       return { status: 200, body: { sessionId: result.sessionId, landingUrl: result.landingUrl } };
     }),
@@ -141,11 +166,17 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
     answerWith((req) => {
       const input = parseBody(plantedTransfersSchema, req.body);
       const recipient = requireUser(context, input.recipientUserId);
-      return { status: 201, body: { transferIds: plantExecutedTransfers(context, { ...input, recipientUserId: recipient.userId }) } };
+      return {
+        status: 201,
+        body: { transferIds: plantExecutedTransfers(context, { ...input, recipientUserId: recipient.userId }) },
+      };
     }),
   );
 
-  router.get('/clock', answerWith(() => ({ status: 200, body: { now: iso(clock.now()) } })));
+  router.get(
+    '/clock',
+    answerWith(() => ({ status: 200, body: { now: iso(clock.now()) } })),
+  );
   router.post(
     '/clock',
     answerWith((req) => {
@@ -154,7 +185,10 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
     }),
   );
 
-  router.get('/faults', answerWith(() => ({ status: 200, body: describeFaults(state.faults) })));
+  router.get(
+    '/faults',
+    answerWith(() => ({ status: 200, body: describeFaults(state.faults) })),
+  );
   router.put(
     '/faults',
     answerWith((req) => {
@@ -163,7 +197,10 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
     }),
   );
 
-  router.get('/settings', answerWith(() => ({ status: 200, body: publicSettings(state.settings) })));
+  router.get(
+    '/settings',
+    answerWith(() => ({ status: 200, body: publicSettings(state.settings) })),
+  );
   router.put(
     '/settings',
     answerWith((req) => {

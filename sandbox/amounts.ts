@@ -1,7 +1,19 @@
 // Amounts at the sandbox's edges: PHP decimal strings in the admin API, JSON numbers in the
 // transfer and payment bodies (contract-decisions section 7). Sandbox wallets hold PHP only.
 import { z } from 'zod';
-import { addAmounts, compareAmounts, currencyMinorUnits, formatAmount, fromWireNumber, MAX_THOUSANDTHS, MIN_THOUSANDTHS, parseAmount, subtractAmounts, thousandthsIn, toWireNumber } from '../domain/money.ts';
+import {
+  addAmounts,
+  compareAmounts,
+  currencyMinorUnits,
+  formatAmount,
+  fromWireNumber,
+  MAX_THOUSANDTHS,
+  MIN_THOUSANDTHS,
+  parseAmount,
+  subtractAmounts,
+  thousandthsIn,
+  toWireNumber,
+} from '../domain/money.ts';
 import { serviceError } from './answers.ts';
 
 export const walletCurrency = 'PHP' as const;
@@ -40,7 +52,11 @@ export function walletAmountFromWire(amount: z.infer<typeof wireAmountSchema>, f
     throw serviceError(400, 'VALIDATION_ERROR', `${field}.value must be between 0.001 and 9999999999.99`);
   }
   if (thousandths % 10n !== 0n) {
-    throw serviceError(400, 'VALIDATION_ERROR', `${field}.value has more decimals than ${walletCurrency} allows (${minorUnits})`);
+    throw serviceError(
+      400,
+      'VALIDATION_ERROR',
+      `${field}.value has more decimals than ${walletCurrency} allows (${minorUnits})`,
+    );
   }
   return { currency: walletCurrency, value };
 }

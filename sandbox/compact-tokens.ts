@@ -37,7 +37,13 @@ export function encryptDirA256Gcm(payload: Record<string, unknown>, key: Buffer)
   const cipher = createCipheriv('aes-256-gcm', key, iv);
   cipher.setAAD(Buffer.from(header, 'ascii'));
   const ciphertext = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
-  return [header, '', iv.toString('base64url'), ciphertext.toString('base64url'), cipher.getAuthTag().toString('base64url')].join('.');
+  return [
+    header,
+    '',
+    iv.toString('base64url'),
+    ciphertext.toString('base64url'),
+    cipher.getAuthTag().toString('base64url'),
+  ].join('.');
 }
 
 export function decryptDirA256Gcm(token: string, key: Buffer): Record<string, unknown> | null {

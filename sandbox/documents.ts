@@ -18,7 +18,10 @@ export function requestBaseUrl(req: Request): string {
   return `${req.protocol}://${req.get('host') ?? 'localhost'}`;
 }
 
-export function documentUrlBuilder(context: SandboxContext, baseUrl: string): (documentId: string, side: Side) => string {
+export function documentUrlBuilder(
+  context: SandboxContext,
+  baseUrl: string,
+): (documentId: string, side: Side) => string {
   const expires = String(epochSeconds(context.clock.now()) + lifetimes.identityDocumentUrl);
   return (documentId, side) => {
     const sig = signature(context, documentId, side, expires).toString('base64url');
@@ -29,7 +32,8 @@ export function documentUrlBuilder(context: SandboxContext, baseUrl: string): (d
 function findDocument(context: SandboxContext, documentId: string): { type: string; holder: string } | null {
   for (const user of context.state.users.values()) {
     const document = user.profile.identityDocument.find((candidate) => candidate.documentId === documentId);
-    if (document) return { type: document.type, holder: `${user.profile.name.firstName} ${user.profile.name.lastName}` };
+    if (document)
+      return { type: document.type, holder: `${user.profile.name.firstName} ${user.profile.name.lastName}` };
   }
   return null;
 }

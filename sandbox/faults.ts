@@ -45,7 +45,12 @@ const lateEffectEndpoints: readonly FaultEndpoint[] = ['transfers.execute', 'op.
  * altered on the way, as a faulty or hostile gateway would: a create answers ten times the
  * amount, a retrieve or an execute names another transfer. The partner must notice and stop.
  */
-const alteredAnswerEndpoints: readonly FaultEndpoint[] = ['transfers.create', 'transfers.execute', 'transfers.retrieve', 'op.payments.create'];
+const alteredAnswerEndpoints: readonly FaultEndpoint[] = [
+  'transfers.create',
+  'transfers.execute',
+  'transfers.retrieve',
+  'op.payments.create',
+];
 
 const faultRuleInputSchema = z
   .object({
@@ -235,7 +240,12 @@ function altered(endpoint: FaultEndpoint, answer: EndpointAnswer): EndpointAnswe
 }
 
 /** Wraps an endpoint handler with the configured faults of `endpoint`. */
-export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: FaultContext, handler: EndpointHandler): RequestHandler {
+export function withFaults(
+  endpoint: FaultEndpoint,
+  style: ErrorStyle,
+  context: FaultContext,
+  handler: EndpointHandler,
+): RequestHandler {
   return async (req, res, next) => {
     try {
       const { delayMs, fault } = decide(context.faults(), endpoint);
@@ -253,7 +263,10 @@ export function withFaults(endpoint: FaultEndpoint, style: ErrorStyle, context: 
         case 'temporary-failure':
           return void res.status(fault.status ?? 400).json(temporaryFailureBody(style));
         case 'rate-limited':
-          return void res.status(fault.status ?? 429).set('Retry-After', String(fault.retryAfterSeconds ?? 1)).json(rateLimitedBody(style));
+          return void res
+            .status(fault.status ?? 429)
+            .set('Retry-After', String(fault.retryAfterSeconds ?? 1))
+            .json(rateLimitedBody(style));
         case 'late-effect':
           sendGatewayError(res, fault.status ?? 504);
           scheduleLateEffect(context, fault.delayMs, () => runHandler(handler, req));

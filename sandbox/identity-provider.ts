@@ -83,7 +83,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   const issuer = `http://${host}:${(server.address() as AddressInfo).port}`;
 
   const { privateKey } = await generateKeyPair('RS256', { extractable: true });
-  const signingKey = { ...(await exportJWK(privateKey)), alg: 'RS256', use: 'sig', kid: randomBytes(8).toString('hex') };
+  const signingKey = {
+    ...(await exportJWK(privateKey)),
+    alg: 'RS256',
+    use: 'sig',
+    kid: randomBytes(8).toString('hex'),
+  };
   const provider = new Provider(issuer, {
     clients: options.clients.map((client) => ({
       client_id: client.clientId,
@@ -102,7 +107,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     findAccount: (_ctx, id) => {
       const member = staffBySubject.get(id);
       if (!member) return undefined;
-      return { accountId: id, claims: () => ({ sub: id, name: member.name, preferred_username: member.username, groups: member.groups }) };
+      return {
+        accountId: id,
+        claims: () => ({ sub: id, name: member.name, preferred_username: member.username, groups: member.groups }),
+      };
     },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     features: { devInteractions: { enabled: false } },
@@ -125,7 +133,10 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     },
     renderError: (ctx, out) => {
       ctx.type = 'html';
-      ctx.body = page('Sign-in error', `<main><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p></main>`);
+      ctx.body = page(
+        'Sign-in error',
+        `<main><h1>Sign-in error</h1><p>${escapeHtml(String(out.error_description ?? out.error))}</p></main>`,
+      );
     },
   });
   const oidc = provider.callback();
@@ -156,7 +167,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
             res.end(loginPage(details.uid, clientId, 'Wrong user name or password.'));
             return;
           }
-          await provider.interactionFinished(req, res, { login: { accountId: subjectOf(member) } }, { mergeWithLastSubmission: false });
+          await provider.interactionFinished(
+            req,
+            res,
+            { login: { accountId: subjectOf(member) } },
+            { mergeWithLastSubmission: false },
+          );
           return;
         }
         res.statusCode = 405;
@@ -164,7 +180,9 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       } catch (error) {
         res.statusCode = 400;
         res.setHeader('Content-Type', 'text/html; charset=utf-8');
-        res.end(page('Sign-in error', `<main><h1>Sign-in error</h1><p>${escapeHtml((error as Error).message)}</p></main>`));
+        res.end(
+          page('Sign-in error', `<main><h1>Sign-in error</h1><p>${escapeHtml((error as Error).message)}</p></main>`),
+        );
       }
     })();
   };

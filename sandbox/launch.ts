@@ -10,8 +10,7 @@ const sessionCallTimeoutMs = 10_000;
 const sessionIdPattern = /^[A-Za-z0-9._~-]{1,255}$/;
 
 export type LaunchResult =
-  | { ok: true; sessionId: string; landingUrl: string }
-  | { ok: false; partnerStatus: number | null; message: string };
+  { ok: true; sessionId: string; landingUrl: string } | { ok: false; partnerStatus: number | null; message: string };
 
 /** One connection pool bound to the sender address, as the partner's allowlist expects. */
 export function createSenderAgent(senderIp: string): Agent {
@@ -22,7 +21,11 @@ export function createSenderAgent(senderIp: string): Agent {
   return new Agent({ ...(unbound ? {} : { localAddress: senderIp }), connect: { timeout: sessionCallTimeoutMs } });
 }
 
-export async function launchPartnerSession(context: SandboxContext, user: SandboxUser, agent: Agent): Promise<LaunchResult> {
+export async function launchPartnerSession(
+  context: SandboxContext,
+  user: SandboxUser,
+  agent: Agent,
+): Promise<LaunchResult> {
   const { registration } = context;
   const tokens = issueEmbeddedTokens(context, user.userId);
   let status: number;
@@ -43,7 +46,8 @@ export async function launchPartnerSession(context: SandboxContext, user: Sandbo
     const reason = error instanceof Error ? error.message : String(error);
     return { ok: false, partnerStatus: null, message: `could not reach the session URL: ${reason}` };
   }
-  if (status < 200 || status > 299) return { ok: false, partnerStatus: status, message: `the session URL answered ${status}` };
+  if (status < 200 || status > 299)
+    return { ok: false, partnerStatus: status, message: `the session URL answered ${status}` };
   let sessionId: unknown;
   try {
     sessionId = (JSON.parse(text) as { sessionId?: unknown }).sessionId;
@@ -51,7 +55,11 @@ export async function launchPartnerSession(context: SandboxContext, user: Sandbo
     return { ok: false, partnerStatus: status, message: 'the session URL answered a body that is not JSON' };
   }
   if (typeof sessionId !== 'string' || !sessionIdPattern.test(sessionId)) {
-    return { ok: false, partnerStatus: status, message: 'the session URL answered no valid sessionId (URL-safe, at most 255 characters)' };
+    return {
+      ok: false,
+      partnerStatus: status,
+      message: 'the session URL answered no valid sessionId (URL-safe, at most 255 characters)',
+    };
   }
   const landingUrl = new URL(registration.landingUrl);
   landingUrl.searchParams.set('sessionId', sessionId);

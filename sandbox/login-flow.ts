@@ -53,20 +53,26 @@ export function loginFlowRouter(context: SandboxContext): Router {
   };
 
   const renderCredentials = (req: Request, res: Response, login: PendingLogin, error: string | null): void => {
-    res.status(200).type('html').send(
-      credentialsPage({
-        action: `${req.baseUrl}/authorize/credentials`,
-        loginId: login.loginId,
-        mode: login.mode,
-        mobile: login.fixedMobile ?? login.mobile,
-        mobileFixed: login.fixedMobile !== null,
-        error,
-      }),
-    );
+    res
+      .status(200)
+      .type('html')
+      .send(
+        credentialsPage({
+          action: `${req.baseUrl}/authorize/credentials`,
+          loginId: login.loginId,
+          mode: login.mode,
+          mobile: login.fixedMobile ?? login.mobile,
+          mobileFixed: login.fixedMobile !== null,
+          error,
+        }),
+      );
   };
 
   const renderOtp = (req: Request, res: Response, login: PendingLogin, mobile: string, error: string | null): void => {
-    res.status(200).type('html').send(otpPage({ action: `${req.baseUrl}/authorize/otp`, loginId: login.loginId, mobile, error }));
+    res
+      .status(200)
+      .type('html')
+      .send(otpPage({ action: `${req.baseUrl}/authorize/otp`, loginId: login.loginId, mobile, error }));
   };
 
   router.get('/authorize', (req, res) => {
@@ -76,7 +82,12 @@ export function loginFlowRouter(context: SandboxContext): Router {
       return showError(res, 400, 'Unknown application', 'The client_id of this request is not registered.');
     }
     if (queryText(req, 'redirect_uri') !== registration.redirectUri) {
-      return showError(res, 400, 'Invalid redirect URI', 'The redirect_uri does not match the URI registered for this client.');
+      return showError(
+        res,
+        400,
+        'Invalid redirect URI',
+        'The redirect_uri does not match the URI registered for this client.',
+      );
     }
     const base: PendingLogin = {
       loginId: randomUUID(),
@@ -92,7 +103,10 @@ export function loginFlowRouter(context: SandboxContext): Router {
       expiresAt: clock.now() + lifetimes.pendingLogin * 1000,
     };
     if (queryText(req, 'response_type') !== 'code') {
-      return redirectToPartner(res, base, { error: 'unsupported_response_type', error_description: 'response_type must be code' });
+      return redirectToPartner(res, base, {
+        error: 'unsupported_response_type',
+        error_description: 'response_type must be code',
+      });
     }
     if (queryText(req, 'prompt') !== 'login') {
       return redirectToPartner(res, base, { error: 'invalid_request', error_description: 'prompt must be login' });
@@ -100,7 +114,10 @@ export function loginFlowRouter(context: SandboxContext): Router {
     const userId = queryText(req, 'user_id');
     if (userId !== undefined && userId !== '') {
       if (!mobileSchema.safeParse(userId).success) {
-        return redirectToPartner(res, base, { error: 'invalid_request', error_description: 'user_id must be a mobile number' });
+        return redirectToPartner(res, base, {
+          error: 'invalid_request',
+          error_description: 'user_id must be a mobile number',
+        });
       }
       base.fixedMobile = userId;
       base.mobile = userId;
@@ -113,22 +130,30 @@ export function loginFlowRouter(context: SandboxContext): Router {
   router.post('/authorize/credentials', (req, res) => {
     const login = pendingLogin(req);
     if (!login || login.step !== 'credentials') {
-      return showError(res, 400, 'Login expired', 'This login has expired or was already completed. Start again from the partner app.');
+      return showError(
+        res,
+        400,
+        'Login expired',
+        'This login has expired or was already completed. Start again from the partner app.',
+      );
     }
-    if (bodyText(req, 'action') === 'cancel') return finish(res, login, { error: 'access_denied', error_description: 'the user cancelled' });
+    if (bodyText(req, 'action') === 'cancel')
+      return finish(res, login, { error: 'access_denied', error_description: 'the user cancelled' });
     const password = bodyText(req, 'password');
     const mobile = login.fixedMobile ?? bodyText(req, 'mobile').trim();
     login.mobile = mobile;
     if (login.mode === 'register') {
       if (password.length < 6) return renderCredentials(req, res, login, 'Choose a password of at least 6 characters.');
-      if (findUserByMobile(context, mobile)) return renderCredentials(req, res, login, 'An account with this mobile number exists already.');
+      if (findUserByMobile(context, mobile))
+        return renderCredentials(req, res, login, 'An account with this mobile number exists already.');
       login.newPassword = password;
       login.step = 'otp';
       return renderOtp(req, res, login, mobile, null);
     }
     const user = findUserByMobile(context, mobile);
     if (!user) {
-      if (login.fixedMobile !== null) return finish(res, login, { error: 'login_required', error_description: 'the account no longer exists' });
+      if (login.fixedMobile !== null)
+        return finish(res, login, { error: 'login_required', error_description: 'the account no longer exists' });
       return renderCredentials(req, res, login, 'No wallet account uses this mobile number.');
     }
     if (password !== user.password) {
@@ -146,23 +171,40 @@ export function loginFlowRouter(context: SandboxContext): Router {
   router.post('/authorize/otp', (req, res) => {
     const login = pendingLogin(req);
     if (!login || login.step !== 'otp' || login.mobile === null) {
-      return showError(res, 400, 'Login expired', 'This login has expired or was already completed. Start again from the partner app.');
+      return showError(
+        res,
+        400,
+        'Login expired',
+        'This login has expired or was already completed. Start again from the partner app.',
+      );
     }
-    if (bodyText(req, 'action') === 'cancel') return finish(res, login, { error: 'access_denied', error_description: 'the user cancelled' });
+    if (bodyText(req, 'action') === 'cancel')
+      return finish(res, login, { error: 'access_denied', error_description: 'the user cancelled' });
     if (bodyText(req, 'otp').trim() !== sandboxOtp) {
       login.otpFailures += 1;
       if (login.otpFailures >= maxFailures) {
         return finish(res, login, { error: 'login_required', error_description: 'too many wrong one-time passwords' });
       }
       const left = maxFailures - login.otpFailures;
-      return renderOtp(req, res, login, login.mobile, `Wrong one-time password. ${left} attempt${left === 1 ? '' : 's'} left.`);
+      return renderOtp(
+        req,
+        res,
+        login,
+        login.mobile,
+        `Wrong one-time password. ${left} attempt${left === 1 ? '' : 's'} left.`,
+      );
     }
     let user = findUserByMobile(context, login.mobile);
     if (login.mode === 'register') {
-      if (user) return finish(res, login, { error: 'login_required', error_description: 'the account was created meanwhile' });
-      user = createUser(context, createUserSchema.parse({ mobile: login.mobile, password: login.newPassword ?? '', kycLevel: 'KYC0' }));
+      if (user)
+        return finish(res, login, { error: 'login_required', error_description: 'the account was created meanwhile' });
+      user = createUser(
+        context,
+        createUserSchema.parse({ mobile: login.mobile, password: login.newPassword ?? '', kycLevel: 'KYC0' }),
+      );
     }
-    if (!user) return finish(res, login, { error: 'login_required', error_description: 'the account no longer exists' });
+    if (!user)
+      return finish(res, login, { error: 'login_required', error_description: 'the account no longer exists' });
     const code = opaqueToken(24);
     state.authorizationCodes.set(code, {
       userId: user.userId,

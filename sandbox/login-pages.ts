@@ -65,7 +65,10 @@ ${buttons('Verify')}
 }
 
 export function errorPage(title: string, message: string): string {
-  return page(title, `<h1>${escapeHtml(title)}</h1>\n<p class="error" id="error" role="alert">${escapeHtml(message)}</p>`);
+  return page(
+    title,
+    `<h1>${escapeHtml(title)}</h1>\n<p class="error" id="error" role="alert">${escapeHtml(message)}</p>`,
+  );
 }
 
 /** All but the last 4 characters hidden: the callback's userId and the OTP page's hint. */

@@ -68,7 +68,12 @@ export function opRouter(context: SandboxContext): Router {
       const token = requireUserToken(req);
       const body = parseBody(createPaymentSchema, req.body);
       const amount = walletAmountFromWire(body.amount, 'amount');
-      const record = createPayment(context, { p2mId: body.p2mId, amount, userId: token.userId, requestReferenceNumber });
+      const record = createPayment(context, {
+        p2mId: body.p2mId,
+        amount,
+        userId: token.userId,
+        requestReferenceNumber,
+      });
       return { status: 200, body: paymentView(record) };
     }),
   );

@@ -46,7 +46,8 @@ export function pagesRouter(context: SandboxContext, senderAgent: Agent): Router
 
   const partnerBalanceText = (balance: PartnerBalance | undefined): string => {
     if (!balance) return '';
-    if (!balance.ok) return `<br><small class="hint" data-partner-balance="unavailable">partner balance unavailable: ${escapeHtml(balance.reason)}</small>`;
+    if (!balance.ok)
+      return `<br><small class="hint" data-partner-balance="unavailable">partner balance unavailable: ${escapeHtml(balance.reason)}</small>`;
     return `<br><small data-partner-balance="${escapeHtml(balance.value)}">partner balance ${escapeHtml(balance.currency)} ${escapeHtml(balance.value)}</small>`;
   };
 
@@ -54,10 +55,17 @@ export function pagesRouter(context: SandboxContext, senderAgent: Agent): Router
     try {
       const users = [...state.users.values()];
       const setting = state.settings.partnerBalances;
-      const balances = setting ? await readPartnerBalances(setting, users.map((user) => user.profileId)) : new Map<string, PartnerBalance>();
+      const balances = setting
+        ? await readPartnerBalances(
+            setting,
+            users.map((user) => user.profileId),
+          )
+        : new Map<string, PartnerBalance>();
       const rows = users
         .map(
-          (user) => `<tr><td>${escapeHtml(`${user.profile.name.firstName} ${user.profile.name.lastName}`)}<br><small>${escapeHtml(user.mobile)} · ${user.kycLevel} · PHP ${escapeHtml(user.balance)}</small>${partnerBalanceText(balances.get(user.profileId))}</td>
+          (
+            user,
+          ) => `<tr><td>${escapeHtml(`${user.profile.name.firstName} ${user.profile.name.lastName}`)}<br><small>${escapeHtml(user.mobile)} · ${user.kycLevel} · PHP ${escapeHtml(user.balance)}</small>${partnerBalanceText(balances.get(user.profileId))}</td>
 <td><form method="post" action="launcher/open" style="margin:0;padding:0;box-shadow:none"><input type="hidden" name="userId" value="${escapeHtml(user.userId)}">
 <button class="primary" type="submit" name="open" id="open-${escapeHtml(user.userId)}">Open partner tile</button></form></td></tr>`,
         )
@@ -80,7 +88,10 @@ ${rows === '' ? '<p class="hint">No test users yet: create some with <code>POST 
       const userId = typeof req.body?.userId === 'string' ? req.body.userId : '';
       const user = state.users.get(userId);
       if (!user) {
-        res.status(404).type('html').send(page('Unknown user', '<h1>Unknown user</h1><p class="error">No test user with this id.</p>'));
+        res
+          .status(404)
+          .type('html')
+          .send(page('Unknown user', '<h1>Unknown user</h1><p class="error">No test user with this id.</p>'));
         return;
       }
       const result = await launchPartnerSession(context, user, senderAgent);

@@ -7,7 +7,9 @@
 import { z } from 'zod';
 import type { PartnerBalancesSetting } from './state.ts';
 
-const accountSchema = z.object({ available: z.object({ currency: z.string().max(8), value: z.string().regex(/^-?\d{1,16}(\.\d{1,3})?$/) }) });
+const accountSchema = z.object({
+  available: z.object({ currency: z.string().max(8), value: z.string().regex(/^-?\d{1,16}(\.\d{1,3})?$/) }),
+});
 
 export type PartnerBalance = { ok: true; currency: string; value: string } | { ok: false; reason: string };
 
@@ -15,7 +17,11 @@ export type PartnerBalance = { ok: true; currency: string; value: string } | { o
 export const partnerUserIdOf = (profileId: string) => `wallet:${profileId}`;
 
 /** Each profile's available partner balance, read in parallel, each within `timeoutMs`. */
-export async function readPartnerBalances(setting: PartnerBalancesSetting, profileIds: string[], timeoutMs = 2000): Promise<Map<string, PartnerBalance>> {
+export async function readPartnerBalances(
+  setting: PartnerBalancesSetting,
+  profileIds: string[],
+  timeoutMs = 2000,
+): Promise<Map<string, PartnerBalance>> {
   const entries = await Promise.all(
     profileIds.map(async (profileId): Promise<[string, PartnerBalance]> => {
       try {
@@ -29,7 +35,12 @@ export async function readPartnerBalances(setting: PartnerBalancesSetting, profi
           return [profileId, { ok: false, reason: `the partner answered ${response.status}` }];
         }
         const parsed = accountSchema.safeParse(await response.json());
-        return [profileId, parsed.success ? { ok: true, ...parsed.data.available } : { ok: false, reason: 'the partner’s answer is not an account' }];
+        return [
+          profileId,
+          parsed.success
+            ? { ok: true, ...parsed.data.available }
+            : { ok: false, reason: 'the partner’s answer is not an account' },
+        ];
       } catch {
         return [profileId, { ok: false, reason: 'the partner did not answer' }];
       }

@@ -89,7 +89,18 @@ export interface StoredProfile {
 }
 
 const firstNames = ['Maria', 'Jose', 'Ana', 'Juan', 'Liza', 'Paolo', 'Carmela', 'Ramon', 'Teresa', 'Miguel'];
-const lastNames = ['Santos', 'Reyes', 'Cruz', 'Bautista', 'Garcia', 'Mendoza', 'Torres', 'Flores', 'Villanueva', 'Ramos'];
+const lastNames = [
+  'Santos',
+  'Reyes',
+  'Cruz',
+  'Bautista',
+  'Garcia',
+  'Mendoza',
+  'Torres',
+  'Flores',
+  'Villanueva',
+  'Ramos',
+];
 const cities = [
   { city: 'Quezon City', province: 'Metro Manila', region: 'NCR', zipCode: '1100' },
   { city: 'Cebu City', province: 'Cebu', region: 'Region VII', zipCode: '6000' },
@@ -104,7 +115,10 @@ function pick<T>(list: readonly T[], seed: Buffer, index: number): T {
   return item;
 }
 
-export function defaultProfile(mobile: string, names: { firstName?: string | undefined; lastName?: string | undefined }): StoredProfile {
+export function defaultProfile(
+  mobile: string,
+  names: { firstName?: string | undefined; lastName?: string | undefined },
+): StoredProfile {
   const seed = createHash('sha256').update(mobile).digest();
   const firstName = names.firstName ?? pick(firstNames, seed, 0);
   const lastName = names.lastName ?? pick(lastNames, seed, 1);
@@ -115,7 +129,13 @@ export function defaultProfile(mobile: string, names: { firstName?: string | und
   const email = `${firstName}.${lastName}`.toLowerCase().replace(/[^a-z.]/g, '') + `.${mobile.slice(-4)}@example.com`;
   return {
     name: { firstName, middleName: null, lastName, verificationStatus: 'PASS' },
-    birthDetails: { birthDate: `${month}-${day}-${year}`, city: place.city, nationality: 'Filipino', country: 'PH', verificationStatus: 'PASS' },
+    birthDetails: {
+      birthDate: `${month}-${day}-${year}`,
+      city: place.city,
+      nationality: 'Filipino',
+      country: 'PH',
+      verificationStatus: 'PASS',
+    },
     contact: [
       { type: 'MSISDN', subType: 'PRIMARY', value: mobile, verificationStatus: 'PASS' },
       { type: 'EMAIL', subType: 'PRIMARY', value: email, verificationStatus: null },
@@ -188,7 +208,11 @@ export function renderProfile(
   scopes: readonly string[],
   documentUrl: (documentId: string, side: 'front' | 'back') => string,
 ): Record<string, unknown> {
-  const profile: Record<string, unknown> = { id: subject.userId, profileId: subject.profileId, kycStatus: subject.kycLevel };
+  const profile: Record<string, unknown> = {
+    id: subject.userId,
+    profileId: subject.profileId,
+    kycStatus: subject.kycLevel,
+  };
   const { profile: stored } = subject;
   if (scopes.includes('profile')) {
     profile.name = stored.name;

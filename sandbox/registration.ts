@@ -1,6 +1,14 @@
 // The partner registration the sandbox accepts (what onboarding hands a partner): from SANDBOX_*
 // variables, from options, or generated with fresh credentials and keys.
-import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, randomInt, type JsonWebKey, type KeyObject } from 'node:crypto';
+import {
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  randomBytes,
+  randomInt,
+  type JsonWebKey,
+  type KeyObject,
+} from 'node:crypto';
 import { isIP } from 'node:net';
 import { z } from 'zod';
 
@@ -74,7 +82,8 @@ export function completeRegistration(partial: Partial<PartnerRegistration> = {})
     scopes: partial.scopes ?? [...allScopes],
   };
   const rsa = rsaPrivateJwkSchema.safeParse(registration.profileDecryptionJwk);
-  if (!rsa.success) throw new Error(`profileDecryptionJwk: ${rsa.error.issues[0]?.message ?? 'not an RSA private JWK'}`);
+  if (!rsa.success)
+    throw new Error(`profileDecryptionJwk: ${rsa.error.issues[0]?.message ?? 'not an RSA private JWK'}`);
   if (!octJwkSchema.safeParse(registration.profileVerificationJwk).success) {
     throw new Error('profileVerificationJwk: must be a secret JWK with kty "oct" and k');
   }
@@ -119,7 +128,8 @@ export function registrationFromEnv(env: NodeJS.ProcessEnv): Partial<PartnerRegi
   assign('landingUrl', text('SANDBOX_LANDING_URL'));
   assign('senderIp', text('SANDBOX_SENDER_IP'));
   const decryption = text('SANDBOX_PROFILE_DECRYPTION_JWK');
-  if (decryption !== undefined) partial.profileDecryptionJwk = parseJsonVariable('SANDBOX_PROFILE_DECRYPTION_JWK', decryption);
+  if (decryption !== undefined)
+    partial.profileDecryptionJwk = parseJsonVariable('SANDBOX_PROFILE_DECRYPTION_JWK', decryption);
   const verification = text('SANDBOX_PROFILE_VERIFICATION_JWK');
   if (verification !== undefined) {
     partial.profileVerificationJwk = parseJsonVariable('SANDBOX_PROFILE_VERIFICATION_JWK', verification);

@@ -50,7 +50,11 @@ export function opRequestReference(req: Request): string {
 export function transferRequestReference(req: Request): string {
   const value = req.get('request-reference-no');
   if (value === undefined || !transferReference.test(value)) {
-    throw serviceError(400, 'VALIDATION_ERROR', 'Request-Reference-No header must be 1 to 50 letters, digits or hyphens');
+    throw serviceError(
+      400,
+      'VALIDATION_ERROR',
+      'Request-Reference-No header must be 1 to 50 letters, digits or hyphens',
+    );
   }
   return value;
 }

@@ -77,7 +77,9 @@ export function createSandboxApp(
   if (logRequest) {
     app.use((req, res, next) => {
       const started = Date.now();
-      res.on('finish', () => logRequest(`${req.method} ${req.originalUrl.split('?')[0] ?? ''} ${res.statusCode} ${Date.now() - started}ms`));
+      res.on('finish', () =>
+        logRequest(`${req.method} ${req.originalUrl.split('?')[0] ?? ''} ${res.statusCode} ${Date.now() - started}ms`),
+      );
       next();
     });
   }
@@ -108,7 +110,8 @@ export function sandboxPortFrom(env: NodeJS.ProcessEnv): number {
   const raw = env.SANDBOX_PORT?.trim();
   if (raw === undefined || raw === '') return 4010;
   const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port > 65535) throw new Error(`SANDBOX_PORT must be a port number (0 to 65535), not "${raw}"`);
+  if (!/^\d+$/.test(raw) || port > 65535)
+    throw new Error(`SANDBOX_PORT must be a port number (0 to 65535), not "${raw}"`);
   return port;
 }
 

@@ -23,9 +23,14 @@ export const settingsUpdateSchema = z
   .strict();
 
 /** The settings as the admin API answers them: the partner balances' ops key is never echoed. */
-export function publicSettings(settings: SandboxSettings): Omit<SandboxSettings, 'partnerBalances'> & { partnerBalances: { accountsUrl: string; opsKey: 'set' } | null } {
+export function publicSettings(
+  settings: SandboxSettings,
+): Omit<SandboxSettings, 'partnerBalances'> & { partnerBalances: { accountsUrl: string; opsKey: 'set' } | null } {
   const { partnerBalances, ...rest } = settings;
-  return { ...rest, partnerBalances: partnerBalances ? { accountsUrl: partnerBalances.accountsUrl, opsKey: 'set' } : null };
+  return {
+    ...rest,
+    partnerBalances: partnerBalances ? { accountsUrl: partnerBalances.accountsUrl, opsKey: 'set' } : null,
+  };
 }
 
 function envNumber(env: NodeJS.ProcessEnv, name: string): number | undefined {

@@ -30,7 +30,8 @@ export function tokenEndpoint(context: SandboxContext): (req: Request) => Endpoi
   const authorizationCodeGrant = (req: Request): EndpointAnswer => {
     const code = field(req, 'code');
     const redirectUri = field(req, 'redirect_uri');
-    if (code === undefined || redirectUri === undefined) throw oauthError(400, 'invalid_request', 'code and redirect_uri are required');
+    if (code === undefined || redirectUri === undefined)
+      throw oauthError(400, 'invalid_request', 'code and redirect_uri are required');
     const record = state.authorizationCodes.get(code);
     if (!record) throw oauthError(400, 'invalid_grant', 'authorization code unknown');
     if (record.used) {
@@ -41,7 +42,8 @@ export function tokenEndpoint(context: SandboxContext): (req: Request) => Endpoi
     // Any presentation by the registered client uses the code up (interface: single use).
     record.used = true;
     if (record.expiresAt <= clock.now()) throw oauthError(400, 'invalid_grant', 'authorization code expired');
-    if (record.redirectUri !== redirectUri) throw oauthError(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
+    if (record.redirectUri !== redirectUri)
+      throw oauthError(400, 'invalid_grant', 'redirect_uri differs from the authorization request');
     const user = state.users.get(record.userId);
     if (!user) throw oauthError(400, 'invalid_grant', 'the account no longer exists');
     const tokens = issueStandaloneTokens(context, user);

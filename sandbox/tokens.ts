@@ -87,7 +87,11 @@ export type StandaloneRefreshResult =
  * The refresh_token grant: a new access token, the previous one invalidated, the same refresh
  * token until it expires (interface, endpoint 2). `scope` narrows the original set.
  */
-export function refreshStandaloneTokens(context: SandboxContext, refreshToken: string, requestedScope: string | undefined): StandaloneRefreshResult {
+export function refreshStandaloneTokens(
+  context: SandboxContext,
+  refreshToken: string,
+  requestedScope: string | undefined,
+): StandaloneRefreshResult {
   const now = context.clock.now();
   const record = context.state.refreshTokens.get(refreshToken);
   const user = record ? context.state.users.get(record.userId) : undefined;
@@ -98,7 +102,8 @@ export function refreshStandaloneTokens(context: SandboxContext, refreshToken: s
   if (requestedScope !== undefined && requestedScope.trim() !== '') {
     const requested = [...new Set(requestedScope.trim().split(/\s+/))];
     const outside = requested.find((scope) => !record.scopes.includes(scope));
-    if (outside !== undefined) return { ok: false, error: 'invalid_scope', description: `scope ${outside} was not granted originally` };
+    if (outside !== undefined)
+      return { ok: false, error: 'invalid_scope', description: `scope ${outside} was not granted originally` };
     scopes = requested;
   }
   const previous = context.state.accessTokens.get(record.accessToken);
@@ -142,7 +147,13 @@ export function issueEmbeddedTokens(context: SandboxContext, userId: string): Em
     context.keys.signing,
   );
   const scopes = [...context.registration.scopes];
-  context.state.accessTokens.set(accessToken, { kind: 'embedded', userId, scopes, expiresAt: accessExpiresAt, revoked: false });
+  context.state.accessTokens.set(accessToken, {
+    kind: 'embedded',
+    userId,
+    scopes,
+    expiresAt: accessExpiresAt,
+    revoked: false,
+  });
   context.state.refreshTokens.set(refreshToken, {
     kind: 'embedded',
     userId,
@@ -158,7 +169,13 @@ export function issueEmbeddedTokens(context: SandboxContext, userId: string): Em
 export function rotateEmbeddedTokens(context: SandboxContext, refreshToken: string): EmbeddedTokens {
   const now = context.clock.now();
   const record = context.state.refreshTokens.get(refreshToken);
-  if (!record || record.kind !== 'embedded' || record.revoked || record.expiresAt <= now || !context.state.users.has(record.userId)) {
+  if (
+    !record ||
+    record.kind !== 'embedded' ||
+    record.revoked ||
+    record.expiresAt <= now ||
+    !context.state.users.has(record.userId)
+  ) {
     throw serviceError(400, 'REFRESH_TOKEN_INVALID', 'Refresh token is unknown, already used or expired');
   }
   record.revoked = true;
@@ -187,7 +204,15 @@ export function issueClientToken(context: SandboxContext): ClientTokenResponse {
   const iat = epochSeconds(context.clock.now());
   const scope = context.registration.scopes.join(' ');
   const accessToken = signHs256(
-    { iss: issuer, sub: context.registration.clientId, typ: 'client', scope, iat, exp: iat + lifetimes.clientToken, jti: randomUUID() },
+    {
+      iss: issuer,
+      sub: context.registration.clientId,
+      typ: 'client',
+      scope,
+      iat,
+      exp: iat + lifetimes.clientToken,
+      jti: randomUUID(),
+    },
     context.keys.signing,
   );
   return { access_token: accessToken, token_type: 'Bearer', expires_in: String(lifetimes.clientToken), scope };

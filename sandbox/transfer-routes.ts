@@ -20,7 +20,11 @@ export function transferRouter(context: SandboxContext): Router {
 
   const authenticate = (req: Request): void => {
     const credentials = basicCredentials(req);
-    if (!credentials || !sameSecret(credentials.user, context.registration.transferApiKey) || credentials.password !== '') {
+    if (
+      !credentials ||
+      !sameSecret(credentials.user, context.registration.transferApiKey) ||
+      credentials.password !== ''
+    ) {
       throw serviceError(401, 'UNAUTHORIZED', 'Missing or wrong API key');
     }
   };

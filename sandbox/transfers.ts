@@ -59,7 +59,11 @@ export function createTransfer(context: SandboxContext, input: CreateTransferInp
   if (!recipient) throw serviceError(400, 'CODE_INVALID', 'Recipient account no longer exists');
   if (recipient.isPartnerAccount) throw serviceError(400, '1096', 'Sender and recipient are the same account');
   if (recipient.kycLevel !== 'KYC1') {
-    throw serviceError(400, 'M133', 'Recipient wallet is not upgraded: ask the user to upgrade the account in the wallet app');
+    throw serviceError(
+      400,
+      'M133',
+      'Recipient wallet is not upgraded: ask the user to upgrade the account in the wallet app',
+    );
   }
   const expirySeconds = state.settings.transferExpirySeconds;
   const record: TransferRecord = {
@@ -87,7 +91,10 @@ export function createTransfer(context: SandboxContext, input: CreateTransferInp
  * Transfers recorded as created and executed once (APPROVED, or DECLINED 6002), with nothing moved:
  * the wallet's side of a day of fundings a bench plants. Their ids, in order.
  */
-export function plantExecutedTransfers(context: SandboxContext, input: { recipientUserId: string; amount: string; count: number; status: 'APPROVED' | 'DECLINED' }): string[] {
+export function plantExecutedTransfers(
+  context: SandboxContext,
+  input: { recipientUserId: string; amount: string; count: number; status: 'APPROVED' | 'DECLINED' },
+): string[] {
   const now = context.clock.now();
   const ids: string[] = [];
   for (let index = 0; index < input.count; index += 1) {
@@ -126,7 +133,8 @@ function settle(context: SandboxContext, record: TransferRecord, at: number): vo
   const code = record.cashInCode === null ? undefined : state.cashInCodes.get(record.cashInCode);
   let decline: { code: string; message: string } | null = null;
   if (!recipient || recipient.blocked) decline = declines.blocked;
-  else if (comparePhp(addPhp(recipient.balance, record.amount.value), recipient.walletLimit) > 0) decline = declines.walletLimit;
+  else if (comparePhp(addPhp(recipient.balance, record.amount.value), recipient.walletLimit) > 0)
+    decline = declines.walletLimit;
   else if (comparePhp(state.settings.partnerFundingBalance, record.amount.value) < 0) decline = declines.partnerFunding;
   if (decline !== null || !recipient) {
     record.status = 'DECLINED';
@@ -157,7 +165,8 @@ export function settleDueTransfers(context: SandboxContext): void {
       context.state.openTransfers.delete(transferId);
       continue;
     }
-    if (record.status === 'PROCESSING' && record.settleAt !== null && record.settleAt <= now) settle(context, record, record.settleAt);
+    if (record.status === 'PROCESSING' && record.settleAt !== null && record.settleAt <= now)
+      settle(context, record, record.settleAt);
     else if (record.status === 'CREATED' && record.expiresAt !== null && record.expiresAt <= now) {
       record.status = 'EXPIRED';
       record.updatedAt = record.expiresAt;
@@ -169,8 +178,10 @@ export function settleDueTransfers(context: SandboxContext): void {
 /** PUT /transfers/{id}/execute: once; PROCESSING, then final now or after the delay. */
 export function executeTransfer(context: SandboxContext, record: TransferRecord): TransferRecord {
   const { state, clock } = context;
-  if (record.status === 'EXPIRED') throw serviceError(409, 'TRANSFER_EXPIRED', 'The transfer intent expired before execution');
-  if (record.status !== 'CREATED') throw serviceError(409, 'TRANSFER_ALREADY_EXECUTED', 'The transfer was executed already');
+  if (record.status === 'EXPIRED')
+    throw serviceError(409, 'TRANSFER_EXPIRED', 'The transfer intent expired before execution');
+  if (record.status !== 'CREATED')
+    throw serviceError(409, 'TRANSFER_ALREADY_EXECUTED', 'The transfer was executed already');
   const now = clock.now();
   if (record.cashInCode !== null) {
     const code = state.cashInCodes.get(record.cashInCode);

@@ -58,7 +58,10 @@ export function createUser(context: SandboxContext, input: z.output<typeof creat
     walletLimit: input.walletLimit ?? defaultWalletLimit,
     blocked: input.blocked,
     isPartnerAccount: input.isPartnerAccount,
-    profile: applyProfileOverride(defaultProfile(input.mobile, { firstName: input.firstName, lastName: input.lastName }), input.profile),
+    profile: applyProfileOverride(
+      defaultProfile(input.mobile, { firstName: input.firstName, lastName: input.lastName }),
+      input.profile,
+    ),
     createdAt: context.clock.now(),
   };
   context.state.users.set(user.userId, user);
@@ -90,7 +93,11 @@ export function userSummary(user: SandboxUser) {
 export function userDetail(user: SandboxUser, documentUrl: (documentId: string, side: 'front' | 'back') => string) {
   return {
     ...userSummary(user),
-    profile: renderProfile(user, ['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document'], documentUrl),
+    profile: renderProfile(
+      user,
+      ['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document'],
+      documentUrl,
+    ),
   };
 }
 

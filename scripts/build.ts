@@ -21,5 +21,10 @@ const run = (what: string, args: string[]) => {
 rmSync(dist, { recursive: true, force: true });
 run('tsc', [createRequire(import.meta.url).resolve('typescript/bin/tsc'), '-p', 'tsconfig.build.json']);
 copyBrowserAssets(dist);
-run('workflow bundle', ['--import', 'tsx', path.join(projectRoot, 'scripts/bundle-workflows.ts'), path.join(dist, 'workflow-bundle.js')]);
+run('workflow bundle', [
+  '--import',
+  'tsx',
+  path.join(projectRoot, 'scripts/bundle-workflows.ts'),
+  path.join(dist, 'workflow-bundle.js'),
+]);
 console.log(`build: dist/ written (node ${path.relative(projectRoot, path.join(dist, 'api/main.js'))})`);

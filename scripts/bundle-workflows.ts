@@ -12,8 +12,16 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const output = path.resolve(process.argv[2] ?? path.join(root, 'dist/workflow-bundle.js'));
 const workflowsPath = path.join(root, 'workflows/index.ts');
 await mkdir(path.dirname(output), { recursive: true });
-for (const [file, workflowInterceptorModules] of [[output, []], [tracedBundlePath(output), tracingWorkflowModules()]] as const) {
-  const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: [...workflowInterceptorModules] });
+for (const [file, workflowInterceptorModules] of [
+  [output, []],
+  [tracedBundlePath(output), tracingWorkflowModules()],
+] as const) {
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [...workflowInterceptorModules],
+  });
   await writeFile(file, code);
-  console.log(`workflow bundle written to ${path.relative(process.cwd(), file)} (${Math.round(code.length / 1024)} KiB)`);
+  console.log(
+    `workflow bundle written to ${path.relative(process.cwd(), file)} (${Math.round(code.length / 1024)} KiB)`,
+  );
 }

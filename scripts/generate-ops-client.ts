@@ -11,7 +11,9 @@ const text = generateOpsClient(buildOpenApiDocument());
 if (process.argv.includes('--check')) {
   const current = readFileSync(generatedClientPath, 'utf8');
   if (current !== text) {
-    process.stderr.write(`${path.relative(process.cwd(), generatedClientPath)} is stale: run npm run client:generate\n`);
+    process.stderr.write(
+      `${path.relative(process.cwd(), generatedClientPath)} is stale: run npm run client:generate\n`,
+    );
     process.exit(1);
   }
 } else {

@@ -42,7 +42,9 @@ const indent = (text: string, by: string) => text.replace(/\n/g, `\n${by}`);
 function docComment(text: string | undefined, pad: string): string {
   if (!text) return '';
   const lines = text.replace(/\*\//g, '*\\/').split('\n');
-  return lines.length === 1 ? `${pad}/** ${lines[0]} */\n` : `${pad}/**\n${lines.map((line) => `${pad} * ${line}`.trimEnd()).join('\n')}\n${pad} */\n`;
+  return lines.length === 1
+    ? `${pad}/** ${lines[0]} */\n`
+    : `${pad}/**\n${lines.map((line) => `${pad} * ${line}`.trimEnd()).join('\n')}\n${pad} */\n`;
 }
 
 /** The TypeScript type of one schema (inline); components are named by their `$ref`. */
@@ -56,8 +58,10 @@ export function typeOf(schema: Schema, refs: Set<string> = new Set()): string {
   if (Array.isArray(schema.enum)) return schema.enum.map((value) => JSON.stringify(value)).join(' | ');
   const union = (schema.oneOf ?? schema.anyOf) as Schema[] | undefined;
   if (Array.isArray(union)) return union.map((member) => wrap(typeOf(member, refs))).join(' | ');
-  if (Array.isArray(schema.allOf)) return (schema.allOf as Schema[]).map((member) => wrap(typeOf(member, refs))).join(' & ');
-  if (Array.isArray(schema.type)) return (schema.type as string[]).map((type) => wrap(typeOf({ ...schema, type }, refs))).join(' | ');
+  if (Array.isArray(schema.allOf))
+    return (schema.allOf as Schema[]).map((member) => wrap(typeOf(member, refs))).join(' & ');
+  if (Array.isArray(schema.type))
+    return (schema.type as string[]).map((type) => wrap(typeOf({ ...schema, type }, refs))).join(' | ');
   switch (schema.type) {
     case 'string':
       return 'string';
@@ -86,10 +90,12 @@ function objectType(schema: Schema, refs: Set<string>): string {
   const properties = (schema.properties ?? {}) as Record<string, Schema>;
   const required = new Set((schema.required ?? []) as string[]);
   const lines = Object.entries(properties).map(
-    ([name, property]) => `${docComment(property.description as string | undefined, '  ')}  ${propertyKey(name)}${required.has(name) ? '' : '?'}: ${indent(typeOf(property, refs), '  ')};`,
+    ([name, property]) =>
+      `${docComment(property.description as string | undefined, '  ')}  ${propertyKey(name)}${required.has(name) ? '' : '?'}: ${indent(typeOf(property, refs), '  ')};`,
   );
   const extra = schema.additionalProperties;
-  if (extra !== undefined && extra !== false) lines.push(`  [key: string]: ${extra === true ? 'unknown' : typeOf(extra as Schema, refs)};`);
+  if (extra !== undefined && extra !== false)
+    lines.push(`  [key: string]: ${extra === true ? 'unknown' : typeOf(extra as Schema, refs)};`);
   if (lines.length === 0) return 'Record<string, unknown>';
   return `{\n${lines.join('\n')}\n}`;
 }
@@ -97,7 +103,9 @@ function objectType(schema: Schema, refs: Set<string>): string {
 /** `Idempotency-Key` → `idempotencyKey`, `X-Ops-Actor` → `opsActor`. */
 export function headerParameterName(header: string): string {
   const words = header.replace(/^X-/i, '').split('-').filter(Boolean);
-  return words.map((word, index) => (index === 0 ? word.toLowerCase() : word[0]!.toUpperCase() + word.slice(1).toLowerCase())).join('');
+  return words
+    .map((word, index) => (index === 0 ? word.toLowerCase() : word[0]!.toUpperCase() + word.slice(1).toLowerCase()))
+    .join('');
 }
 
 interface OperationPlan {
@@ -141,13 +149,16 @@ function planOperation(path: string, method: string, operation: Operation, refs:
     }
   }
   const body = operation.requestBody?.content['application/json'];
-  if (operation.requestBody && !body) throw new Error(`${operation.operationId}: only JSON request bodies are supported`);
+  if (operation.requestBody && !body)
+    throw new Error(`${operation.operationId}: only JSON request bodies are supported`);
   if (body) add('body', operation.requestBody?.required === true, typeOf(body.schema, refs), undefined);
 
   const answers = Object.entries(operation.responses)
     .filter(([status]) => /^2\d\d$/.test(status))
     .map(([status, response]) => {
-      const types = Object.entries(response.content ?? {}).map(([mediaType, { schema }]) => (/json/.test(mediaType) ? typeOf(schema, refs) : 'string'));
+      const types = Object.entries(response.content ?? {}).map(([mediaType, { schema }]) =>
+        /json/.test(mediaType) ? typeOf(schema, refs) : 'string',
+      );
       const bodyType = types.length === 0 ? 'undefined' : [...new Set(types)].join(' | ');
       return `{ status: ${status}; body: ${bodyType} }`;
     });

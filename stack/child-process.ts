@@ -51,8 +51,14 @@ export function findJemalloc(exists: (path: string) => boolean = existsSync): st
  * An API or worker process's environment: `env` with serviceNodeOptions added to its NODE_OPTIONS
  * and jemalloc preloaded when the machine has it (`jemalloc` overrides the lookup; null: glibc).
  */
-export function serviceEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
-  const preload = jemalloc && !(env.LD_PRELOAD ?? '').includes(jemalloc) ? [env.LD_PRELOAD, jemalloc].filter(Boolean).join(' ') : env.LD_PRELOAD;
+export function serviceEnvironment(
+  env: NodeJS.ProcessEnv,
+  jemalloc: string | null = findJemalloc(),
+): NodeJS.ProcessEnv {
+  const preload =
+    jemalloc && !(env.LD_PRELOAD ?? '').includes(jemalloc)
+      ? [env.LD_PRELOAD, jemalloc].filter(Boolean).join(' ')
+      : env.LD_PRELOAD;
   return {
     ...env,
     NODE_OPTIONS: [env.NODE_OPTIONS, serviceNodeOptions].filter(Boolean).join(' '),

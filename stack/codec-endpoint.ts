@@ -9,7 +9,10 @@ import { z } from 'zod';
 import type { Payload, PayloadCodec } from '@temporalio/common';
 import { PayloadCodecError } from '../lib/payload-codec.ts';
 
-const base64 = z.string().max(8_000_000).regex(/^[A-Za-z0-9+/=_-]*$/, 'must be base64');
+const base64 = z
+  .string()
+  .max(8_000_000)
+  .regex(/^[A-Za-z0-9+/=_-]*$/, 'must be base64');
 
 const jsonPayload = z.object({
   metadata: z.record(z.string().max(256), base64).optional(),
@@ -20,12 +23,19 @@ export const codecRequestSchema = z.object({ payloads: z.array(jsonPayload).max(
 export type JsonPayload = z.infer<typeof jsonPayload>;
 
 const fromJson = (payload: JsonPayload): Payload => ({
-  metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]),
+  ),
   data: Buffer.from(payload.data ?? '', 'base64'),
 });
 
 const toJson = (payload: Payload): JsonPayload => ({
-  metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value ?? new Uint8Array()).toString('base64')])),
+  metadata: Object.fromEntries(
+    Object.entries(payload.metadata ?? {}).map(([key, value]) => [
+      key,
+      Buffer.from(value ?? new Uint8Array()).toString('base64'),
+    ]),
+  ),
   data: Buffer.from(payload.data ?? new Uint8Array()).toString('base64'),
 });
 
@@ -84,12 +94,18 @@ export function createCodecApp(options: CodecServerOptions): express.Express {
     async (req, res, next) => {
       const parsed = codecRequestSchema.safeParse(req.body);
       if (!parsed.success) {
-        problem(res, 400, 'INVALID_PAYLOADS', 'the body must be {"payloads": [{"metadata": {…base64}, "data": base64}]}');
+        problem(
+          res,
+          400,
+          'INVALID_PAYLOADS',
+          'the body must be {"payloads": [{"metadata": {…base64}, "data": base64}]}',
+        );
         return;
       }
       try {
         const payloads = parsed.data.payloads.map(fromJson);
-        const result = direction === 'encode' ? await options.codec.encode(payloads) : await options.codec.decode(payloads);
+        const result =
+          direction === 'encode' ? await options.codec.encode(payloads) : await options.codec.decode(payloads);
         res.json({ payloads: result.map(toJson) });
       } catch (error) {
         next(error);

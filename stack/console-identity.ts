@@ -7,10 +7,34 @@ import { startIdentityProvider, type RunningIdentityProvider, type StaffMember }
 
 /** The dev stack's staff; every one signs in with the sandbox's password. */
 export const consoleStaff: readonly (StaffMember & { role: string })[] = [
-  { username: 'maker', password: 'sandbox-pass', name: 'Maria Santos', groups: ['walletflow-makers'], role: 'uploads batches, funds, adjusts balances' },
-  { username: 'checker', password: 'sandbox-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'], role: 'approves batches, resolves reviews' },
-  { username: 'reader', password: 'sandbox-pass', name: 'Ana Cruz', groups: ['walletflow-readers'], role: 'sees everything, changes nothing' },
-  { username: 'admin', password: 'sandbox-pass', name: 'Rosa Lim', groups: ['walletflow-admins'], role: 'webhooks, redeliveries, links' },
+  {
+    username: 'maker',
+    password: 'sandbox-pass',
+    name: 'Maria Santos',
+    groups: ['walletflow-makers'],
+    role: 'uploads batches, funds, adjusts balances',
+  },
+  {
+    username: 'checker',
+    password: 'sandbox-pass',
+    name: 'Jose Reyes',
+    groups: ['walletflow-checkers'],
+    role: 'approves batches, resolves reviews',
+  },
+  {
+    username: 'reader',
+    password: 'sandbox-pass',
+    name: 'Ana Cruz',
+    groups: ['walletflow-readers'],
+    role: 'sees everything, changes nothing',
+  },
+  {
+    username: 'admin',
+    password: 'sandbox-pass',
+    name: 'Rosa Lim',
+    groups: ['walletflow-admins'],
+    role: 'webhooks, redeliveries, links',
+  },
 ];
 
 /** CONSOLE_OIDC_ROLES for those groups (contract-decisions sections 12 and 15). */

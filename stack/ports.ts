@@ -9,7 +9,9 @@ export function findFreePort(): Promise<number> {
     server.once('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -34,7 +36,11 @@ export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> 
 /** Resolves once host:port accepts connections; rejects after `timeoutMs`, or early via `failed()`. */
 export async function waitForPort(
   port: number,
-  { host = '127.0.0.1', timeoutMs = 60_000, failed }: { host?: string; timeoutMs?: number; failed?: () => string | undefined } = {},
+  {
+    host = '127.0.0.1',
+    timeoutMs = 60_000,
+    failed,
+  }: { host?: string; timeoutMs?: number; failed?: () => string | undefined } = {},
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

@@ -14,12 +14,20 @@ import type { PartnerRegistration, RunningSandbox } from '../sandbox/server.ts';
 export type SandboxWalletService = Pick<RunningSandbox, 'connectUrl' | 'opUrl' | 'transferUrl' | 'partner'>;
 
 /** Where the sandbox calls walletflow's API at `apiBase`: the login redirect, the session URL, the landing page. */
-export function partnerEndpoints(apiBase: string): Pick<PartnerRegistration, 'redirectUri' | 'sessionUrl' | 'landingUrl'> {
-  return { redirectUri: `${apiBase}/connect/callback`, sessionUrl: `${apiBase}/embedded/session`, landingUrl: `${apiBase}/app` };
+export function partnerEndpoints(
+  apiBase: string,
+): Pick<PartnerRegistration, 'redirectUri' | 'sessionUrl' | 'landingUrl'> {
+  return {
+    redirectUri: `${apiBase}/connect/callback`,
+    sessionUrl: `${apiBase}/embedded/session`,
+    landingUrl: `${apiBase}/app`,
+  };
 }
 
 /** Every wallet service variable of lib/config.ts, set for the sandbox. */
-export function sandboxWalletVariables(sandbox: SandboxWalletService): Record<(typeof walletServiceVariables)[number], string> {
+export function sandboxWalletVariables(
+  sandbox: SandboxWalletService,
+): Record<(typeof walletServiceVariables)[number], string> {
   const { partner } = sandbox;
   return {
     CONNECT_URL: sandbox.connectUrl,

@@ -9,7 +9,6 @@ import { searchAttributes } from '../domain/search-attributes.ts';
 import { findFreePort, waitForPort } from './ports.ts';
 import { projectRoot } from '../lib/project-root.ts';
 
-
 /**
  * Finds the Temporal CLI: TEMPORAL_CLI_PATH, then `temporal` on PATH, then the project's tool
  * cache, else builds it with Go (scripts/install-temporal-cli.sh shows progress on stderr).
@@ -67,9 +66,15 @@ export async function startTemporalDevServer(options: TemporalDevServerOptions):
     '--log-level',
     'warn',
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
-    ...Object.entries(temporalDynamicConfig).flatMap(([key, value]) => ['--dynamic-config-value', `${key}=${JSON.stringify(value)}`]),
+    ...Object.entries(temporalDynamicConfig).flatMap(([key, value]) => [
+      '--dynamic-config-value',
+      `${key}=${JSON.stringify(value)}`,
+    ]),
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
-    ...Object.values(searchAttributes).flatMap((attribute) => ['--search-attribute', `${attribute.name}=${attribute.type}`]),
+    ...Object.values(searchAttributes).flatMap((attribute) => [
+      '--search-attribute',
+      `${attribute.name}=${attribute.type}`,
+    ]),
   ];
   const child = spawn(options.binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let exited: string | undefined;

@@ -8,7 +8,11 @@ import { applyMigrations } from '../prisma/schema-engine.ts';
 import { dropDatabase, ensureDatabaseExists } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort } from '../stack/ports.ts';
-import { resolveTemporalCli, startTemporalDevServerOnFreePort, type RunningTemporal } from '../stack/temporal-dev-server.ts';
+import {
+  resolveTemporalCli,
+  startTemporalDevServerOnFreePort,
+  type RunningTemporal,
+} from '../stack/temporal-dev-server.ts';
 import { bundleWorkflows } from '../lib/workflow-bundle.ts';
 
 declare module 'vitest' {
@@ -23,7 +27,13 @@ declare module 'vitest' {
 }
 
 interface TestInfrastructure {
-  values: { databaseUrl: string; databaseUrls: string[]; workflowBundlePath: string; temporalAddress: string; temporalNamespace: string };
+  values: {
+    databaseUrl: string;
+    databaseUrls: string[];
+    workflowBundlePath: string;
+    temporalAddress: string;
+    temporalNamespace: string;
+  };
   teardown: () => Promise<void>;
 }
 
@@ -31,13 +41,17 @@ interface TestInfrastructure {
  * Vitest runs a global setup once per project (vitest.config.ts has two: the suite, and the files
  * measured under load after it); both share one database server, one Temporal and one bundle.
  */
-const shared = globalThis as { walletflowTestInfrastructure?: Promise<TestInfrastructure>; walletflowTestProjects?: number };
+const shared = globalThis as {
+  walletflowTestInfrastructure?: Promise<TestInfrastructure>;
+  walletflowTestProjects?: number;
+};
 
 export default async function setup(project: TestProject) {
   shared.walletflowTestInfrastructure ??= startInfrastructure(Math.max(1, project.vitest.config.maxWorkers));
   shared.walletflowTestProjects = (shared.walletflowTestProjects ?? 0) + 1;
   const infrastructure = await shared.walletflowTestInfrastructure;
-  for (const [key, value] of Object.entries(infrastructure.values)) project.provide(key as keyof TestInfrastructure['values'], value as never);
+  for (const [key, value] of Object.entries(infrastructure.values))
+    project.provide(key as keyof TestInfrastructure['values'], value as never);
   return async () => {
     shared.walletflowTestProjects = (shared.walletflowTestProjects ?? 1) - 1;
     if (shared.walletflowTestProjects === 0) await infrastructure.teardown();
@@ -57,7 +71,8 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
   const teardown = async () => {
     await temporal?.stop();
-    for (const name of [...workerDatabaseNames, databaseName]) if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
+    for (const name of [...workerDatabaseNames, databaseName])
+      if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
     await rm(path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`), { force: true });
@@ -97,5 +112,8 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   await writeFile(workflowBundlePath, await bundleWorkflows());
 
-  return { values: { databaseUrl, databaseUrls, workflowBundlePath, temporalAddress, temporalNamespace: namespace }, teardown };
+  return {
+    values: { databaseUrl, databaseUrls, workflowBundlePath, temporalAddress, temporalNamespace: namespace },
+    teardown,
+  };
 }

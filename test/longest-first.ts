@@ -7,7 +7,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
-const recorded = JSON.parse(readFileSync(path.join(import.meta.dirname, 'file-durations.json'), 'utf8')) as Record<string, number>;
+const recorded = JSON.parse(readFileSync(path.join(import.meta.dirname, 'file-durations.json'), 'utf8')) as Record<
+  string,
+  number
+>;
 const root = path.resolve(import.meta.dirname, '..');
 
 export default class LongestFirst extends BaseSequencer {

@@ -20,7 +20,10 @@ export interface WalletCallRecord {
 export type CallRecordHook = (record: WalletCallRecord) => void | Promise<void>;
 
 /** What is known of a call before it is sent: the same ids and names as its record, nothing else. */
-export type WalletCallStart = Pick<WalletCallRecord, 'requestReferenceNo' | 'service' | 'operation' | 'method' | 'path'>;
+export type WalletCallStart = Pick<
+  WalletCallRecord,
+  'requestReferenceNo' | 'service' | 'operation' | 'method' | 'path'
+>;
 
 /**
  * Called as each call starts (tracing: one span per call); the function it returns is called once

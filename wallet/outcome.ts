@@ -27,15 +27,15 @@ const X = 'rejected';
  */
 export const outcomeTable: Record<FailureCondition, Record<CallEffect, WalletOutcome>> = {
   //                        read  create  execute  rotation  code-exchange  standalone-refresh
-  'rate-limited':        { read: R, create: R, execute: R, rotation: R, 'code-exchange': R, 'standalone-refresh': R },
-  'connection-refused':  { read: R, create: R, execute: R, rotation: R, 'code-exchange': R, 'standalone-refresh': R },
-  'timeout':             { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
-  'connection-reset':    { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
-  'server-error':        { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
-  'temporary-failure':   { read: R, create: R, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
+  'rate-limited': { read: R, create: R, execute: R, rotation: R, 'code-exchange': R, 'standalone-refresh': R },
+  'connection-refused': { read: R, create: R, execute: R, rotation: R, 'code-exchange': R, 'standalone-refresh': R },
+  timeout: { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
+  'connection-reset': { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
+  'server-error': { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
+  'temporary-failure': { read: R, create: R, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
   'unparsable-response': { read: R, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': R },
-  'already-executed':    { read: U, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': U },
-  'client-error':        { read: X, create: X, execute: X, rotation: X, 'code-exchange': X, 'standalone-refresh': X },
+  'already-executed': { read: U, create: U, execute: U, rotation: U, 'code-exchange': U, 'standalone-refresh': U },
+  'client-error': { read: X, create: X, execute: X, rotation: X, 'code-exchange': X, 'standalone-refresh': X },
 };
 
 export function outcomeOf(operation: WalletOperation, condition: FailureCondition): WalletOutcome {

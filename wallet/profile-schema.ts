@@ -3,8 +3,14 @@
 import { z } from 'zod';
 
 /** Nullable in the interface; an absent value is read as null too. */
-const nullableText = z.string().nullish().transform((value) => value ?? null);
-const verificationStatus = z.enum(['PASS', 'FAILED']).nullish().transform((value) => value ?? null);
+const nullableText = z
+  .string()
+  .nullish()
+  .transform((value) => value ?? null);
+const verificationStatus = z
+  .enum(['PASS', 'FAILED'])
+  .nullish()
+  .transform((value) => value ?? null);
 /** MM-dd-YYYY, as the interface writes birth and expiry dates. */
 const monthDayYear = z.string().regex(/^\d{2}-\d{2}-\d{4}$/, 'date must be MM-dd-YYYY');
 

@@ -1,7 +1,14 @@
 // A decrypted profile split by the scope that grants each part (interface, "Profile … by
 // scope"): which scopes a profile shows, and the fields of each.
 import { z } from 'zod';
-import { addressSchema, contactSchema, identityDocumentSchema, profileSchema, workDetailsSchema, type Profile } from './profile-schema.ts';
+import {
+  addressSchema,
+  contactSchema,
+  identityDocumentSchema,
+  profileSchema,
+  workDetailsSchema,
+  type Profile,
+} from './profile-schema.ts';
 
 export const profileScopes = ['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document'] as const;
 export type ProfileScope = (typeof profileScopes)[number];
@@ -18,7 +25,9 @@ export type ProfileByScope = z.output<typeof profileByScopeSchema>;
 
 /** The profile's parts, keyed by the scope that granted them; absent scopes are left out. */
 export function profileByScope(profile: Profile): ProfileByScope {
-  const parts: ProfileByScope = { openid: { id: profile.id, profileId: profile.profileId, kycStatus: profile.kycStatus } };
+  const parts: ProfileByScope = {
+    openid: { id: profile.id, profileId: profile.profileId, kycStatus: profile.kycStatus },
+  };
   if (profile.name || profile.birthDetails) parts.profile = { name: profile.name, birthDetails: profile.birthDetails };
   if (profile.contact) parts.contact = { contact: profile.contact };
   if (profile.address) parts.address = { address: profile.address };

@@ -8,10 +8,7 @@ import type { Profile } from './profile-schema.ts';
 import { profileSchema } from './profile-schema.ts';
 
 export type ProfileErrorCode =
-  | 'PROFILE_DECRYPTION_FAILED'
-  | 'PROFILE_SIGNATURE_INVALID'
-  | 'PROFILE_TOO_LARGE'
-  | 'PROFILE_INVALID';
+  'PROFILE_DECRYPTION_FAILED' | 'PROFILE_SIGNATURE_INVALID' | 'PROFILE_TOO_LARGE' | 'PROFILE_INVALID';
 
 /** Messages name the step that failed, never the data. */
 export class ProfileError extends Error {
@@ -83,7 +80,8 @@ async function decryptProfileJwe(data: string, key: KeyObject, maxProfileBytes: 
       contentEncryptionAlgorithms: [allowedHeader.enc],
       maxDecompressedLength: maxProfileBytes,
     });
-    if (plaintext.byteLength > maxProfileBytes) throw new ProfileError('PROFILE_TOO_LARGE', 'profile exceeds the size bound');
+    if (plaintext.byteLength > maxProfileBytes)
+      throw new ProfileError('PROFILE_TOO_LARGE', 'profile exceeds the size bound');
     return new TextDecoder('utf-8', { fatal: true }).decode(plaintext);
   } catch (error) {
     if (error instanceof ProfileError) throw error;
@@ -100,7 +98,10 @@ async function verifyProfileJws(jws: string, key: KeyObject): Promise<Uint8Array
     const { payload } = await compactVerify(jws, key, { algorithms: ['HS256'] });
     return payload;
   } catch {
-    throw new ProfileError('PROFILE_SIGNATURE_INVALID', 'profile JWS signature is not valid HS256 with the partner key');
+    throw new ProfileError(
+      'PROFILE_SIGNATURE_INVALID',
+      'profile JWS signature is not valid HS256 with the partner key',
+    );
   }
 }
 
@@ -114,7 +115,10 @@ function parseProfile(payload: Uint8Array): Profile {
   const parsed = profileSchema.safeParse(json);
   if (!parsed.success) {
     const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.join('.') || '(profile)'))];
-    throw new ProfileError('PROFILE_INVALID', `profile does not match the interface at ${fields.slice(0, 5).join(', ')}`);
+    throw new ProfileError(
+      'PROFILE_INVALID',
+      `profile does not match the interface at ${fields.slice(0, 5).join(', ')}`,
+    );
   }
   return parsed.data;
 }

@@ -51,7 +51,11 @@ export function createTransferCalls(settings: TransferSettings, transport: Walle
   const about = (transferId: string) => (body: unknown) => {
     const transfer = parse(body);
     if (transfer.transferId !== transferId) {
-      throw new UnusableResponseError('TRANSFER_MISMATCH', 'unknown', 'the answer is about another transfer than the one asked for');
+      throw new UnusableResponseError(
+        'TRANSFER_MISMATCH',
+        'unknown',
+        'the answer is about another transfer than the one asked for',
+      );
     }
     return transfer;
   };

@@ -92,9 +92,19 @@ export function createWalletTransport(options: WalletTransportOptions): WalletTr
     const started = performance.now();
     const path = new URL(call.baseUrl + call.path).pathname;
     const service = serviceOf(call.operation);
-    const ended = options.onCallStart?.({ requestReferenceNo, service, operation: call.operation, method: call.method, path });
+    const ended = options.onCallStart?.({
+      requestReferenceNo,
+      service,
+      operation: call.operation,
+      method: call.method,
+      path,
+    });
 
-    const finish = async (httpStatus: number | null, outcome: WalletCallRecord['outcome'], errorCode: string | null) => {
+    const finish = async (
+      httpStatus: number | null,
+      outcome: WalletCallRecord['outcome'],
+      errorCode: string | null,
+    ) => {
       const record: WalletCallRecord = {
         requestReferenceNo,
         service,
@@ -269,7 +279,6 @@ function serviceMessageOf(body: unknown, secrets: readonly string[]): { serviceM
   const text = typeof message === 'string' ? message : typeof description === 'string' ? description : undefined;
   return text === undefined ? {} : { serviceMessage: redact(text.slice(0, 500), secrets) };
 }
-
 
 /**
  * Removes from a service's text every secret of the call and anything shaped like one the call

@@ -9,7 +9,13 @@ import type { Logger } from '../lib/logger.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { webhookHeaders } from './signature.ts';
 import { InternalTargetError, isInternalAddress, publicOnlyLookup } from './target-guard.ts';
-import { webhookSecretContext, type AttemptOutcome, type ClaimedDelivery, type WebhookRetryPolicy, type WebhookStore } from './webhook-store.ts';
+import {
+  webhookSecretContext,
+  type AttemptOutcome,
+  type ClaimedDelivery,
+  type WebhookRetryPolicy,
+  type WebhookStore,
+} from './webhook-store.ts';
 
 export interface WebhookDelivererOptions {
   store: WebhookStore;
@@ -33,10 +39,18 @@ export interface WebhookDelivererOptions {
  * POSTs one webhook and answers the status code (the body is not read). No redirects; `publicOnly`
  * refuses plain http and any internal address before a byte is sent.
  */
-export function sendWebhook(url: string, headers: Record<string, string>, body: string, options: { timeoutMs: number; publicOnly: boolean }): Promise<number> {
+export function sendWebhook(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  options: { timeoutMs: number; publicOnly: boolean },
+): Promise<number> {
   const target = new URL(url);
   if (options.publicOnly) {
-    if (target.protocol !== 'https:') return Promise.reject(Object.assign(new Error('not https: refused in production'), { code: 'NOT_HTTPS_REFUSED' }));
+    if (target.protocol !== 'https:')
+      return Promise.reject(
+        Object.assign(new Error('not https: refused in production'), { code: 'NOT_HTTPS_REFUSED' }),
+      );
     const host = target.hostname.replace(/^\[|\]$/g, '');
     if (isIP(host) !== 0 && isInternalAddress(host)) return Promise.reject(new InternalTargetError(host));
   }
@@ -58,7 +72,10 @@ export function sendWebhook(url: string, headers: Record<string, string>, body: 
       },
     );
     // The whole attempt, not each silence on the socket: a trickle of bytes cannot outlast it.
-    const timer = setTimeout(() => request.destroy(Object.assign(new Error('timed out'), { code: 'TIMED_OUT' })), options.timeoutMs);
+    const timer = setTimeout(
+      () => request.destroy(Object.assign(new Error('timed out'), { code: 'TIMED_OUT' })),
+      options.timeoutMs,
+    );
     request.on('error', (error) => {
       clearTimeout(timer);
       reject(error);
@@ -95,7 +112,11 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
       const secret = cipher.decrypt(delivery.secretEncrypted, webhookSecretContext(delivery.endpointId));
       const status = await sendWebhook(
         delivery.url,
-        { 'content-type': 'application/json', 'user-agent': 'walletflow-webhooks/1', ...webhookHeaders(secret, delivery.eventId, delivery.body, at) },
+        {
+          'content-type': 'application/json',
+          'user-agent': 'walletflow-webhooks/1',
+          ...webhookHeaders(secret, delivery.eventId, delivery.body, at),
+        },
         delivery.body,
         { timeoutMs: requestTimeoutMs, publicOnly: options.publicTargetsOnly === true },
       );
@@ -120,9 +141,20 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
           if (status === 'SUCCEEDED') report.succeeded += 1;
           else if (status === 'FAILED') report.failed += 1;
           else report.retrying += 1;
-          const fields = { deliveryId: delivery.id, eventId: delivery.eventId, endpointId: delivery.endpointId, statusCode: outcome.statusCode, status };
-          if (status === 'FAILED') logger.warn({ ...fields, error: outcome.error }, 'webhook delivery failed: retries exhausted (redeliver with POST /ops/webhooks/deliveries/{id}/redeliver)');
-          else if (status === 'PENDING') logger.info({ ...fields, error: outcome.error }, 'webhook delivery attempt failed; retrying');
+          const fields = {
+            deliveryId: delivery.id,
+            eventId: delivery.eventId,
+            endpointId: delivery.endpointId,
+            statusCode: outcome.statusCode,
+            status,
+          };
+          if (status === 'FAILED')
+            logger.warn(
+              { ...fields, error: outcome.error },
+              'webhook delivery failed: retries exhausted (redeliver with POST /ops/webhooks/deliveries/{id}/redeliver)',
+            );
+          else if (status === 'PENDING')
+            logger.info({ ...fields, error: outcome.error }, 'webhook delivery attempt failed; retrying');
           else logger.debug(fields, 'webhook delivered');
         }),
       );

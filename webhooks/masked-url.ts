@@ -5,12 +5,21 @@
 // kept as stored (as text: not re-serialized, so the host's case or an escape stays as registered).
 // Deliveries go to the address as stored.
 
-/** The parts of an absolute URL as text: scheme and `//`, user information (up to the last `@`), authority, path, query (the fragment is dropped). */
+/**
+ * The parts of an absolute URL as text: scheme and `//`, user information (up to the last `@`), authority, path, query
+ * (the fragment is dropped).
+ */
 const urlParts = /^([A-Za-z][A-Za-z0-9+.-]*:\/\/)(?:([^/?#]*)@)?([^/?#]*)([^?#]*)(?:\?([^#]*))?(?:#.*)?$/s;
 
-const maskedQuery = (query: string) => query.split('&').map((pair) => (pair === '' ? '' : `${pair.split('=')[0]}=…`)).join('&');
+const maskedQuery = (query: string) =>
+  query
+    .split('&')
+    .map((pair) => (pair === '' ? '' : `${pair.split('=')[0]}=…`))
+    .join('&');
 
-/** `url` with its user name and password as `***`, each query value as `…` and its fragment dropped; the rest as stored. */
+/**
+ * `url` with its user name and password as `***`, each query value as `…` and its fragment dropped; the rest as stored.
+ */
 export function maskedWebhookUrl(url: string): string {
   if (!URL.canParse(url)) return '(not a URL)';
   const parts = urlParts.exec(url);

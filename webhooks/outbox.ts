@@ -24,13 +24,23 @@ export async function emitWebhookEvent(tx: Prisma.TransactionClient, event: Outb
  * endpoint (one query for the endpoints, however many events: a chunk of a batch's items
  * finishing together). Answers the events' ids in order.
  */
-export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: readonly OutboxEvent[]): Promise<string[]> {
+export async function emitWebhookEvents(
+  tx: Prisma.TransactionClient,
+  events: readonly OutboxEvent[],
+): Promise<string[]> {
   if (events.length === 0) return [];
   const createdAt = new Date();
   const rows = events.map((event) => {
     const id = `evt_${randomUUID().replaceAll('-', '')}`;
     const body: WebhookEventBody = { id, type: event.type, createdAt: createdAt.toISOString(), data: event.data };
-    return { id, type: event.type, fundingId: event.fundingId ?? null, paymentId: event.paymentId ?? null, body: JSON.stringify(body), createdAt };
+    return {
+      id,
+      type: event.type,
+      fundingId: event.fundingId ?? null,
+      paymentId: event.paymentId ?? null,
+      body: JSON.stringify(body),
+      createdAt,
+    };
   });
   // One INSERT from arrays, not createMany: Prisma compiles a createMany's plan with its data every
   // time (it is never cached), which for a chunk of 2,000 events (a batch's cancel) cost about
@@ -41,9 +51,14 @@ export async function emitWebhookEvents(tx: Prisma.TransactionClient, events: re
     FROM unnest(${rows.map((row) => row.id)}::text[], ${rows.map((row) => row.type)}::text[], ${rows.map((row) => row.fundingId ?? '')}::text[],
                 ${rows.map((row) => row.paymentId ?? '')}::text[], ${rows.map((row) => row.body)}::text[]) AS e(id, type, funding_id, payment_id, body)`;
   const types = [...new Set(events.map((event) => event.type))];
-  const endpoints = await tx.webhookEndpoint.findMany({ where: { deletedAt: null, events: { hasSome: types } }, select: { id: true, events: true } });
+  const endpoints = await tx.webhookEndpoint.findMany({
+    where: { deletedAt: null, events: { hasSome: types } },
+    select: { id: true, events: true },
+  });
   const deliveries = rows.flatMap((row) =>
-    endpoints.filter((endpoint) => (endpoint.events as string[]).includes(row.type)).map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id })),
+    endpoints
+      .filter((endpoint) => (endpoint.events as string[]).includes(row.type))
+      .map((endpoint) => ({ id: randomUUID(), eventId: row.id, endpointId: endpoint.id })),
   );
   if (deliveries.length > 0) {
     await tx.$executeRaw`

@@ -19,22 +19,38 @@ export function signingKeyOf(secret: string): Buffer {
 
 /** The `webhook-signature` value of one attempt. */
 export function signWebhook(secret: string, webhookId: string, timestampSeconds: number, body: string): string {
-  const mac = createHmac('sha256', signingKeyOf(secret)).update(`${webhookId}.${timestampSeconds}.${body}`, 'utf8').digest('base64');
+  const mac = createHmac('sha256', signingKeyOf(secret))
+    .update(`${webhookId}.${timestampSeconds}.${body}`, 'utf8')
+    .digest('base64');
   return `v1,${mac}`;
 }
 
 /** The three headers of one attempt; a fresh timestamp (and so signature) on every attempt, the same id. */
-export function webhookHeaders(secret: string, webhookId: string, body: string, now: Date): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+export function webhookHeaders(
+  secret: string,
+  webhookId: string,
+  body: string,
+  now: Date,
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
   const timestamp = Math.floor(now.getTime() / 1000);
-  return { 'webhook-id': webhookId, 'webhook-timestamp': String(timestamp), 'webhook-signature': signWebhook(secret, webhookId, timestamp, body) };
+  return {
+    'webhook-id': webhookId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhook(secret, webhookId, timestamp, body),
+  };
 }
 
 /** Why a delivery was refused: each a code a receiver can log and branch on. */
-export type WebhookRefusal = 'MISSING_HEADER' | 'BAD_TIMESTAMP' | 'TIMESTAMP_OUT_OF_TOLERANCE' | 'NO_V1_SIGNATURE' | 'NO_MATCHING_SIGNATURE';
+export type WebhookRefusal =
+  'MISSING_HEADER' | 'BAD_TIMESTAMP' | 'TIMESTAMP_OUT_OF_TOLERANCE' | 'NO_V1_SIGNATURE' | 'NO_MATCHING_SIGNATURE';
 
 export type WebhookVerification = { verified: true } | { verified: false; reason: WebhookRefusal; message: string };
 
-const refused = (reason: WebhookRefusal, message: string): WebhookVerification => ({ verified: false, reason, message });
+const refused = (reason: WebhookRefusal, message: string): WebhookVerification => ({
+  verified: false,
+  reason,
+  message,
+});
 
 /**
  * A receiver's check (`walletflow webhooks listen`): one of the header's `v1,` signatures matches,
@@ -50,11 +66,18 @@ export function verifyWebhook(
   toleranceSeconds = 300,
 ): WebhookVerification {
   const { id, timestamp, signature } = headers;
-  const missing = (['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const).filter((_name, index) => ![id, timestamp, signature][index]);
+  const missing = (['webhook-id', 'webhook-timestamp', 'webhook-signature'] as const).filter(
+    (_name, index) => ![id, timestamp, signature][index],
+  );
   if (missing.length > 0) return refused('MISSING_HEADER', `no ${missing.join(', ')} header`);
-  if (!/^\d{1,12}$/.test(timestamp!)) return refused('BAD_TIMESTAMP', 'webhook-timestamp is not whole seconds since the epoch');
+  if (!/^\d{1,12}$/.test(timestamp!))
+    return refused('BAD_TIMESTAMP', 'webhook-timestamp is not whole seconds since the epoch');
   const skew = Math.abs(Math.floor(now.getTime() / 1000) - Number(timestamp));
-  if (skew > toleranceSeconds) return refused('TIMESTAMP_OUT_OF_TOLERANCE', `webhook-timestamp is ${skew} s from now, more than the ${toleranceSeconds} s tolerated (a replay, or a clock off)`);
+  if (skew > toleranceSeconds)
+    return refused(
+      'TIMESTAMP_OUT_OF_TOLERANCE',
+      `webhook-timestamp is ${skew} s from now, more than the ${toleranceSeconds} s tolerated (a replay, or a clock off)`,
+    );
   const candidates = signature!.split(' ').filter((entry) => entry.startsWith('v1,'));
   if (candidates.length === 0) return refused('NO_V1_SIGNATURE', 'webhook-signature holds no v1 signature');
   if (!secret) return refused('NO_MATCHING_SIGNATURE', 'no secret to check the signature with');
@@ -63,5 +86,10 @@ export function verifyWebhook(
     const given = Buffer.from(entry.slice(3), 'base64');
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
-  return matches ? { verified: true } : refused('NO_MATCHING_SIGNATURE', 'no signature matches the body under this secret (a wrong secret, or the body changed on the way)');
+  return matches
+    ? { verified: true }
+    : refused(
+        'NO_MATCHING_SIGNATURE',
+        'no signature matches the body under this secret (a wrong secret, or the body changed on the way)',
+      );
 }

@@ -69,7 +69,13 @@ export function refusedWebhookUrl(url: string): string | null {
   // A trailing dot names the same host (localhost. is localhost).
   const host = parsed.hostname.replace(/^\[|\]$/g, '').replace(/\.+$/, '');
   if (isIP(host) !== 0) return isInternalAddress(host) ? 'names an internal address' : null;
-  if (!host.includes('.') || host === 'localhost' || host.endsWith('.localhost') || host.endsWith('.internal') || host.endsWith('.local')) {
+  if (
+    !host.includes('.') ||
+    host === 'localhost' ||
+    host.endsWith('.localhost') ||
+    host.endsWith('.internal') ||
+    host.endsWith('.local')
+  ) {
     return 'names a host inside walletflow’s own network';
   }
   return null;
@@ -88,7 +94,8 @@ export const publicOnlyLookup: LookupFunction = (hostname, options, callback) =>
   dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
     if (error) return callback(error, '', 0);
     const list = addresses as dns.LookupAddress[];
-    if (list.length === 0 || list.some((entry) => isInternalAddress(entry.address))) return callback(new InternalTargetError(hostname), '', 0);
+    if (list.length === 0 || list.some((entry) => isInternalAddress(entry.address)))
+      return callback(new InternalTargetError(hostname), '', 0);
     if (options.all) return (callback as unknown as (error: null, addresses: dns.LookupAddress[]) => void)(null, list);
     return callback(null, list[0]!.address, list[0]!.family);
   });

@@ -33,7 +33,11 @@ export interface WebhookRetryPolicy {
 }
 
 /** Production: 30 s doubling to one hour, for 24 hours (about 30 attempts). */
-export const defaultWebhookRetryPolicy: WebhookRetryPolicy = { baseDelayMs: 30_000, maxDelayMs: 3_600_000, retryForMs: 86_400_000 };
+export const defaultWebhookRetryPolicy: WebhookRetryPolicy = {
+  baseDelayMs: 30_000,
+  maxDelayMs: 3_600_000,
+  retryForMs: 86_400_000,
+};
 
 /** The delay after the `attempts`-th failed attempt. */
 export const retryDelayMs = (policy: WebhookRetryPolicy, attempts: number) =>
@@ -100,11 +104,20 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
 
   return {
     /** A new endpoint and its secret, in clear this once, and its address as sent (for its creator's answer only). */
-    async createEndpoint(request: CreateWebhookEndpointRequest, createdBy: string | null): Promise<{ endpoint: WebhookEndpointView; url: string; secret: string }> {
+    async createEndpoint(
+      request: CreateWebhookEndpointRequest,
+      createdBy: string | null,
+    ): Promise<{ endpoint: WebhookEndpointView; url: string; secret: string }> {
       const id = randomUUID();
       const secret = newWebhookSecret();
       const endpoint = await database.webhookEndpoint.create({
-        data: { id, url: request.url, events: [...request.events], secretEncrypted: cipher.encrypt(secret, webhookSecretContext(id)), createdBy },
+        data: {
+          id,
+          url: request.url,
+          events: [...request.events],
+          secretEncrypted: cipher.encrypt(secret, webhookSecretContext(id)),
+          createdBy,
+        },
       });
       return { endpoint: endpointView(endpoint), url: endpoint.url, secret };
     },
@@ -118,16 +131,26 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
     /** Deletes an endpoint (its pending deliveries fail), recording who did (the ops key's name). */
     deleteEndpoint: (id: string, deletedBy?: string): Promise<boolean> =>
       database.$transaction(async (tx) => {
-        const deleted = await tx.webhookEndpoint.updateMany({ where: { id, deletedAt: null }, data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null } });
+        const deleted = await tx.webhookEndpoint.updateMany({
+          where: { id, deletedAt: null },
+          data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null },
+        });
         if (deleted.count === 0) return false;
-        await tx.webhookDelivery.updateMany({ where: { endpointId: id, status: 'PENDING' }, data: { status: 'FAILED', nextAttemptAt: null } });
+        await tx.webhookDelivery.updateMany({
+          where: { endpointId: id, status: 'PENDING' },
+          data: { status: 'FAILED', nextAttemptAt: null },
+        });
         return true;
       }),
 
     /** A page of GET /ops/webhooks/deliveries, newest first. */
     async listDeliveries(query: DeliveryListQuery): Promise<ListPage<WebhookDeliveryView>> {
       const page = await readListPage(query, (read) =>
-        database.webhookDelivery.findMany({ ...read, where: { ...read.where, ...(query.endpointId ? { endpointId: query.endpointId } : {}) }, include: withLog }),
+        database.webhookDelivery.findMany({
+          ...read,
+          where: { ...read.where, ...(query.endpointId ? { endpointId: query.endpointId } : {}) },
+          include: withLog,
+        }),
       );
       return page.kind === 'page' ? { ...page, items: page.items.map(deliveryView) } : page;
     },
@@ -138,7 +161,9 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * endpoint's address comes masked (masked-url.ts): this list is for being shown.
      */
     async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
-      const rows = await database.$queryRaw<Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>>`
+      const rows = await database.$queryRaw<
+        Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>
+      >`
         SELECT e.id::text AS "endpointId", e.url,
                COUNT(*) FILTER (WHERE d.status = 'FAILED')::int AS "deadLetters",
                COUNT(*) FILTER (WHERE d.status = 'PENDING' AND d.attempts > 0)::int AS retrying
@@ -149,20 +174,38 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
     },
 
     /** Every endpoint, deleted ones too (when and by whom), newest first: a partner registers a handful. */
-    async listEndpoints(limit = 100): Promise<Array<WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }>> {
-      const rows = await database.webhookEndpoint.findMany({ orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit });
-      return rows.map((row) => ({ ...endpointView(row), deletedAt: row.deletedAt?.toISOString() ?? null, deletedBy: row.deletedBy }));
+    async listEndpoints(
+      limit = 100,
+    ): Promise<Array<WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }>> {
+      const rows = await database.webhookEndpoint.findMany({
+        orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+        take: limit,
+      });
+      return rows.map((row) => ({
+        ...endpointView(row),
+        deletedAt: row.deletedAt?.toISOString() ?? null,
+        deletedBy: row.deletedBy,
+      }));
     },
 
     /** An endpoint even once deleted (its deliveries stay on record), never its secret. */
-    async getEndpointRecord(id: string): Promise<(WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }) | null> {
+    async getEndpointRecord(
+      id: string,
+    ): Promise<(WebhookEndpointView & { deletedAt: string | null; deletedBy: string | null }) | null> {
       const row = await database.webhookEndpoint.findUnique({ where: { id } });
-      return row ? { ...endpointView(row), deletedAt: row.deletedAt?.toISOString() ?? null, deletedBy: row.deletedBy } : null;
+      return row
+        ? { ...endpointView(row), deletedAt: row.deletedAt?.toISOString() ?? null, deletedBy: row.deletedBy }
+        : null;
     },
 
     /** The deliveries of the events a funding's or a payment's moves emitted, with their logs, oldest first. */
     async deliveriesOf(record: { fundingId: string } | { paymentId: string }): Promise<WebhookDeliveryView[]> {
-      const events = await database.webhookEvent.findMany({ where: record, select: { id: true }, orderBy: { createdAt: 'asc' }, take: 50 });
+      const events = await database.webhookEvent.findMany({
+        where: record,
+        select: { id: true },
+        orderBy: { createdAt: 'asc' },
+        take: 50,
+      });
       if (events.length === 0) return [];
       const deliveries = await database.webhookDelivery.findMany({
         where: { eventId: { in: events.map((event) => event.id) } },
@@ -184,7 +227,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      */
     redeliver: (id: string) =>
       database.$transaction(async (tx) => {
-        const delivery = await tx.webhookDelivery.findUnique({ where: { id }, include: { endpoint: { select: { deletedAt: true } } } });
+        const delivery = await tx.webhookDelivery.findUnique({
+          where: { id },
+          include: { endpoint: { select: { deletedAt: true } } },
+        });
         if (!delivery) return { kind: 'not-found' as const };
         if (delivery.endpoint.deletedAt) return { kind: 'endpoint-deleted' as const };
         const moved = await tx.webhookDelivery.updateMany({
@@ -193,7 +239,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
           data: { status: 'PENDING', attempts: 0, nextAttemptAt: new Date(), retryingSince: null, deliveredAt: null },
         });
         if (moved.count === 0) return { kind: 'pending' as const };
-        return { kind: 'redelivered' as const, delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withLog })) };
+        return {
+          kind: 'redelivered' as const,
+          delivery: deliveryView(await tx.webhookDelivery.findUniqueOrThrow({ where: { id }, include: withLog })),
+        };
       }),
 
     /**
@@ -203,7 +252,9 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * the delivery is sent again (at least once).
      */
     async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
-      const claimed = await database.$queryRaw<Array<{ id: string; event_id: string; endpoint_id: string; attempts: number; retrying_since: Date }>>`
+      const claimed = await database.$queryRaw<
+        Array<{ id: string; event_id: string; endpoint_id: string; attempts: number; retrying_since: Date }>
+      >`
         WITH due AS (
           SELECT d.id FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
           WHERE d.status = 'PENDING' AND d.next_attempt_at <= now() AND e.deleted_at IS NULL
@@ -216,8 +267,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         RETURNING d.id::text AS id, d.event_id, d.endpoint_id::text AS endpoint_id, d.attempts, d.retrying_since`;
       if (claimed.length === 0) return [];
       const [events, endpoints] = await Promise.all([
-        database.webhookEvent.findMany({ where: { id: { in: claimed.map((row) => row.event_id) } }, select: { id: true, body: true } }),
-        database.webhookEndpoint.findMany({ where: { id: { in: claimed.map((row) => row.endpoint_id) } }, select: { id: true, url: true, secretEncrypted: true } }),
+        database.webhookEvent.findMany({
+          where: { id: { in: claimed.map((row) => row.event_id) } },
+          select: { id: true, body: true },
+        }),
+        database.webhookEndpoint.findMany({
+          where: { id: { in: claimed.map((row) => row.endpoint_id) } },
+          select: { id: true, url: true, secretEncrypted: true },
+        }),
       ]);
       const bodies = new Map(events.map((event) => [event.id, event.body]));
       const targets = new Map(endpoints.map((endpoint) => [endpoint.id, endpoint]));
@@ -225,16 +282,37 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         const body = bodies.get(row.event_id);
         const target = targets.get(row.endpoint_id);
         if (body === undefined || !target) return [];
-        return [{ id: row.id, eventId: row.event_id, endpointId: row.endpoint_id, url: target.url, secretEncrypted: target.secretEncrypted, body, attempts: row.attempts, retryingSince: row.retrying_since }];
+        return [
+          {
+            id: row.id,
+            eventId: row.event_id,
+            endpointId: row.endpoint_id,
+            url: target.url,
+            secretEncrypted: target.secretEncrypted,
+            body,
+            attempts: row.attempts,
+            retryingSince: row.retrying_since,
+          },
+        ];
       });
     },
 
     /** Writes one attempt to the log and what comes next; answers the delivery's new status. */
-    recordAttempt: (claim: ClaimedDelivery, outcome: AttemptOutcome, policy: WebhookRetryPolicy): Promise<WebhookDeliveryStatus> =>
+    recordAttempt: (
+      claim: ClaimedDelivery,
+      outcome: AttemptOutcome,
+      policy: WebhookRetryPolicy,
+    ): Promise<WebhookDeliveryStatus> =>
       database.$transaction(async (tx) => {
         const attempts = claim.attempts + 1;
         await tx.webhookAttempt.create({
-          data: { deliveryId: claim.id, at: outcome.at, statusCode: outcome.statusCode, error: outcome.error?.slice(0, 500) ?? null, durationMs: outcome.durationMs },
+          data: {
+            deliveryId: claim.id,
+            at: outcome.at,
+            statusCode: outcome.statusCode,
+            error: outcome.error?.slice(0, 500) ?? null,
+            durationMs: outcome.durationMs,
+          },
         });
         const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
         const exhausted = outcome.at.getTime() - claim.retryingSince.getTime() >= policy.retryForMs;
@@ -245,7 +323,8 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
             attempts,
             status,
             deliveredAt: delivered ? outcome.at : null,
-            nextAttemptAt: status === 'PENDING' ? new Date(outcome.at.getTime() + retryDelayMs(policy, attempts)) : null,
+            nextAttemptAt:
+              status === 'PENDING' ? new Date(outcome.at.getTime() + retryDelayMs(policy, attempts)) : null,
           },
         });
         return status;
@@ -267,6 +346,11 @@ export async function reencryptWebhookSecrets(database: Database, cipher: TokenC
     sealed: (row) => row.secretEncrypted,
     context: (row) => webhookSecretContext(row.id),
     writeIfUnchanged: async (row, resealed) =>
-      (await database.webhookEndpoint.updateMany({ where: { id: row.id, secretEncrypted: row.secretEncrypted }, data: { secretEncrypted: resealed } })).count,
+      (
+        await database.webhookEndpoint.updateMany({
+          where: { id: row.id, secretEncrypted: row.secretEncrypted },
+          data: { secretEncrypted: resealed },
+        })
+      ).count,
   });
 }

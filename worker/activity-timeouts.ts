@@ -18,11 +18,15 @@ export const maxWalletTimeoutMs = Math.min(...Object.values(executeActivities)) 
 
 /** Throws a ConfigError naming WALLET_TIMEOUT_MS when an execute could outlive its activity. */
 export function checkWalletTimeout(walletTimeoutMs: number): void {
-  const tooShort = Object.entries(executeActivities).filter(([, startToCloseMs]) => walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS > startToCloseMs);
+  const tooShort = Object.entries(executeActivities).filter(
+    ([, startToCloseMs]) => walletTimeoutMs + ACTIVITY_DEADLINE_MARGIN_MS > startToCloseMs,
+  );
   if (tooShort.length === 0) return;
   throw new ConfigError([
     `WALLET_TIMEOUT_MS: ${walletTimeoutMs} ms would let an execute outlive its activity (${tooShort
       .map(([name, ms]) => `${name}: ${ms} ms`)
-      .join(', ')}), and a retry could send a second execute while the first is in flight; at most ${maxWalletTimeoutMs} ms`,
+      .join(
+        ', ',
+      )}), and a retry could send a second execute while the first is in flight; at most ${maxWalletTimeoutMs} ms`,
   ]);
 }

@@ -45,17 +45,24 @@ try {
 applyWorkerHeapPolicy();
 const logger = createLogger({ level: config.logLevel, name: 'worker', format: config.logFormat });
 // Tracing: loaded only when configured, before the clients and the worker it instruments are made.
-const tracing = config.tracing ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-worker' }) : undefined;
+const tracing = config.tracing
+  ? (await import('../lib/tracing.ts')).startTracing(config.tracing, { defaultServiceName: 'walletflow-worker' })
+  : undefined;
 if (tracing) logger.info({ serviceName: config.tracing?.serviceName ?? 'walletflow-worker' }, 'tracing on');
 const metrics = createMetrics({ defaultMetrics: true });
 // The SDK's runtime (its logger, its exporter) must be installed before the first connection creates it.
 const { sdkMetricsUrl } = await installTemporalRuntime(logger, { prometheus: config.workerMetricsPort > 0 });
 const metricsServer = sdkMetricsUrl
-  ? await serveWorkerMetrics({ metrics, host: config.host, port: config.workerMetricsPort, sdkMetricsUrl }).catch((error: Error) => {
-      // Metrics are not worth a worker that does not run: say so loudly and carry on.
-      logger.error({ err: error, port: config.workerMetricsPort }, 'worker metrics cannot listen (WORKER_METRICS_PORT); running without them');
-      return undefined;
-    })
+  ? await serveWorkerMetrics({ metrics, host: config.host, port: config.workerMetricsPort, sdkMetricsUrl }).catch(
+      (error: Error) => {
+        // Metrics are not worth a worker that does not run: say so loudly and carry on.
+        logger.error(
+          { err: error, port: config.workerMetricsPort },
+          'worker metrics cannot listen (WORKER_METRICS_PORT); running without them',
+        );
+        return undefined;
+      },
+    )
   : undefined;
 if (metricsServer) logger.info({ url: metricsServer.url }, 'worker metrics listening');
 // Transactions wait in line in front of the pool (lib/database.ts workerAdmissionLimits) instead
@@ -81,8 +88,11 @@ async function connectWithRetry<T>(what: string, connect: () => Promise<T>): Pro
     } catch (error) {
       if (Date.now() >= deadline) throw error;
       const delayMs = Math.min(5000, 250 * 2 ** (attempt - 1));
-      logger.warn({ address: temporalAddress, attempt, retryInMs: delayMs, err: error as Error }, `${what}: Temporal not reachable yet`);
-      for (const until = Date.now() + delayMs; Date.now() < until; ) {
+      logger.warn(
+        { address: temporalAddress, attempt, retryInMs: delayMs, err: error as Error },
+        `${what}: Temporal not reachable yet`,
+      );
+      for (const until = Date.now() + delayMs; Date.now() < until;) {
         if (stopRequested) {
           logger.info('stopped before Temporal was reachable');
           process.exit(0);
@@ -152,7 +162,10 @@ const schedule = await ensureSweepSchedule(temporal, {
 });
 logger.info({ schedule }, 'sweep schedule ready');
 // The webhook deliverer: one per deployment, started by whichever worker comes first.
-const deliverer = await startDeliverWebhooks(temporal, { taskQueue: config.temporal.taskQueue, input: { pollIntervalMs: config.webhooks.pollIntervalMs } });
+const deliverer = await startDeliverWebhooks(temporal, {
+  taskQueue: config.temporal.taskQueue,
+  input: { pollIntervalMs: config.webhooks.pollIntervalMs },
+});
 logger.info({ workflowId: deliverer.workflowId }, 'webhook deliverer running');
 const purgeSchedule = await ensurePurgeSchedule(temporal, {
   taskQueue: config.temporal.taskQueue,
@@ -161,14 +174,23 @@ const purgeSchedule = await ensurePurgeSchedule(temporal, {
 });
 logger.info({ schedule: purgeSchedule }, 'purge schedule ready');
 logger.info(
-  { taskQueue: config.temporal.taskQueue, namespace: config.temporal.namespace, maxConcurrentActivities: config.workerMaxConcurrentActivities, allocator: nativeAllocator(), ...version },
+  {
+    taskQueue: config.temporal.taskQueue,
+    namespace: config.temporal.namespace,
+    maxConcurrentActivities: config.workerMaxConcurrentActivities,
+    allocator: nativeAllocator(),
+    ...version,
+  },
   'worker polling',
 );
 try {
   // Once its pollers have registered this build, it becomes the current version if WORKER_PROMOTE says so.
   const running = worker.run();
   void promoteOnStart(temporal, version, config.workerDeployment.promote, logger).catch((error: Error) =>
-    logger.error({ err: error.message, ...version }, 'worker deployment: could not make this build current; walletflow deploy promote does it'),
+    logger.error(
+      { err: error.message, ...version },
+      'worker deployment: could not make this build current; walletflow deploy promote does it',
+    ),
   );
   await running;
 } finally {

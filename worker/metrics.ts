@@ -28,21 +28,40 @@ const sdkLevels: Record<string, LogLevel> = { trace: 'TRACE', debug: 'DEBUG', in
  * exporter on a loopback port (the URL returned). Must run before the first NativeConnection: the
  * runtime is process-wide and created once.
  */
-export async function installTemporalRuntime(logger: Logger, options: { prometheus: boolean }): Promise<{ sdkMetricsUrl: string | undefined }> {
+export async function installTemporalRuntime(
+  logger: Logger,
+  options: { prometheus: boolean },
+): Promise<{ sdkMetricsUrl: string | undefined }> {
   const sdkLogger = new DefaultLogger(sdkLevels[logger.level] ?? 'ERROR', ({ level, message, meta }) => {
-    const method = level === 'TRACE' ? 'trace' : level === 'DEBUG' ? 'debug' : level === 'INFO' ? 'info' : level === 'WARN' ? 'warn' : 'error';
+    const method =
+      level === 'TRACE'
+        ? 'trace'
+        : level === 'DEBUG'
+          ? 'debug'
+          : level === 'INFO'
+            ? 'info'
+            : level === 'WARN'
+              ? 'warn'
+              : 'error';
     logger[method]({ ...meta, sdk: true }, message);
   });
   const port = options.prometheus ? await freeLoopbackPort() : undefined;
   Runtime.install({
     logger: sdkLogger,
-    ...(port === undefined ? {} : { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } } }),
+    ...(port === undefined
+      ? {}
+      : { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${port}` } } } }),
   });
   return { sdkMetricsUrl: port === undefined ? undefined : `http://127.0.0.1:${port}/metrics` };
 }
 
 /** Serves `metrics` and, when given, the SDK's series read from `sdkMetricsUrl` at each scrape. */
-export function serveWorkerMetrics(options: { metrics: Metrics; host: string; port: number; sdkMetricsUrl?: string }): Promise<RunningMetricsServer> {
+export function serveWorkerMetrics(options: {
+  metrics: Metrics;
+  host: string;
+  port: number;
+  sdkMetricsUrl?: string;
+}): Promise<RunningMetricsServer> {
   const { sdkMetricsUrl } = options;
   return startMetricsServer({
     registry: options.metrics.registry,

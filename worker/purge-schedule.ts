@@ -12,7 +12,10 @@ export async function ensurePurgeSchedule(
     await client.schedule.create({
       scheduleId: purgeScheduleId,
       spec: { intervals: [{ every: `${options.everyMinutes} minutes` }] },
-      action: purgeExpiredScheduleAction({ taskQueue: options.taskQueue, input: { retentionSeconds: options.retentionSeconds } }),
+      action: purgeExpiredScheduleAction({
+        taskQueue: options.taskQueue,
+        input: { retentionSeconds: options.retentionSeconds },
+      }),
       policies: { overlap: 'SKIP' },
     });
     return 'created';

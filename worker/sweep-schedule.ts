@@ -12,7 +12,10 @@ export async function ensureSweepSchedule(
     await client.schedule.create({
       scheduleId: sweepScheduleId,
       spec: { intervals: [{ every: `${options.everyMinutes} minutes` }] },
-      action: sweepScheduleAction({ taskQueue: options.taskQueue, input: { olderThanSeconds: options.olderThanSeconds } }),
+      action: sweepScheduleAction({
+        taskQueue: options.taskQueue,
+        input: { olderThanSeconds: options.olderThanSeconds },
+      }),
       policies: { overlap: 'SKIP' },
     });
     return 'created';

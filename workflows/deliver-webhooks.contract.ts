@@ -44,7 +44,11 @@ export interface DeliverWebhooksActivities {
 }
 
 /** The delivery activity's time-outs: a round plus its last sends; heartbeats between batches. */
-export const deliverWebhooksActivityTimeouts = { startToCloseMs: 5 * 60_000, heartbeatMs: 60_000, maxRoundMs: 120_000 } as const;
+export const deliverWebhooksActivityTimeouts = {
+  startToCloseMs: 5 * 60_000,
+  heartbeatMs: 60_000,
+  maxRoundMs: 120_000,
+} as const;
 
 /**
  * Starts the deliverer, or finds it running (USE_EXISTING): every worker calls this at start, and

@@ -33,7 +33,9 @@ export interface FundBatchResult {
 /** Sent by the API after it moved the batch (pause, resume, cancel): the runner reads the state again. */
 export const batchStateChangedSignal = defineSignal<[]>('batchStateChanged');
 
-/** Where the current run of the runner stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'. */
+/**
+ * Where the current run of the runner stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'.
+ */
 export interface BatchRunnerProgress {
   /** The batch's state as the runner last read it. */
   state: BatchState;
@@ -95,7 +97,10 @@ export interface BatchItemsOutcome {
   handedOver: number;
   /** Left PENDING: the batch was no longer RUNNING when they would have started (the runner starts them on resume). */
   notStarted: number;
-  /** The wallet said "later" to a create (429: nothing created): the whole batch waits this long (those items went to their workflows). */
+  /**
+   * The wallet said "later" to a create (429: nothing created): the whole batch waits this long (those items went to
+   * their workflows).
+   */
   slowDownMs: number | null;
 }
 
@@ -124,7 +129,10 @@ export type FundBatchWorkflow = (input: FundBatchInput) => Promise<FundBatchResu
  * Starts the batch's runner; a second start finds the running one, and a finished one is left
  * alone, unless `again` (the sweep, for a batch still under way whose runner closed).
  */
-export async function startFundBatch(client: Client, options: { taskQueue: string; input: FundBatchInput; again?: boolean }): Promise<void> {
+export async function startFundBatch(
+  client: Client,
+  options: { taskQueue: string; input: FundBatchInput; again?: boolean },
+): Promise<void> {
   await ignoringClosedRun(
     client.workflow.start<FundBatchWorkflow>(fundBatchWorkflowType, {
       taskQueue: options.taskQueue,

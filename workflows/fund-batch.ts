@@ -10,7 +10,15 @@
 //   no PENDING item left: wait for the handed-over ones (polling the count), then COMPLETED
 // Deterministic code only: the batch's state, its items and the clock come from activities and
 // Temporal; inputs, results and the query carry ids, states and counts only.
-import { condition, continueAsNew, log, proxyActivities, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import {
+  condition,
+  continueAsNew,
+  log,
+  proxyActivities,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { BatchState } from '../domain/funding-batch.ts';
 import {
   batchProgressQuery,
@@ -67,9 +75,16 @@ const items = proxyActivities<Pick<FundBatchActivities, 'runBatchItems'>>({
 });
 
 /** The batch's reads and its completion: short, safe to repeat. */
-const reads = proxyActivities<Pick<FundBatchActivities, 'batchState' | 'nextBatchItems' | 'unfinishedBatchItems' | 'completeBatch'>>({
+const reads = proxyActivities<
+  Pick<FundBatchActivities, 'batchState' | 'nextBatchItems' | 'unfinishedBatchItems' | 'completeBatch'>
+>({
   startToCloseTimeout: fundBatchActivityTimeouts.readMs,
-  retry: { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes },
+  retry: {
+    initialInterval: '500 milliseconds',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    nonRetryableErrorTypes,
+  },
 });
 
 /** States in which the batch ends: the run returns once its items under way are done. */
@@ -157,7 +172,9 @@ class BatchRun {
     this.state = await reads.batchState(this.batchId);
   }
 
-  /** Continues as new with where this run got to; only once no item is under way (their outcomes belong to this run). */
+  /**
+   * Continues as new with where this run got to; only once no item is under way (their outcomes belong to this run).
+   */
   async continueAsNew(): Promise<never> {
     await condition(() => this.running === 0);
     // A signal that arrives from here on is not lost: the next run reads the state first.
@@ -195,7 +212,11 @@ class BatchRun {
         // Each page reads the state too: a signal lost on its way stops the batch a page later at worst.
         await this.readState();
         if (this.state !== 'RUNNING') continue;
-        this.queue = await reads.nextBatchItems(this.batchId, this.afterId, Math.min(PAGE_SIZE, this.itemsPerRun - this.dispatched));
+        this.queue = await reads.nextBatchItems(
+          this.batchId,
+          this.afterId,
+          Math.min(PAGE_SIZE, this.itemsPerRun - this.dispatched),
+        );
         if (this.queue.length === 0) return this.drain();
         continue;
       }
@@ -203,7 +224,9 @@ class BatchRun {
         await condition(() => this.running < this.inFlight || this.signalled());
         continue;
       }
-      this.dispatch(this.queue.splice(0, Math.min(Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT), this.inFlight - this.running)));
+      this.dispatch(
+        this.queue.splice(0, Math.min(Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT), this.inFlight - this.running)),
+      );
     }
   }
 
@@ -220,7 +243,12 @@ class BatchRun {
           // Only a non-retryable failure (a funding that is not an item of this batch) or the
           // runner's own cancellation gets here: nothing the runner can do for these items; their
           // rows tell ops where they stand.
-          log.error('batch items could not be run', { batchId: this.batchId, first: fundingIds[0], count: fundingIds.length, error: error instanceof Error ? error.message : String(error) });
+          log.error('batch items could not be run', {
+            batchId: this.batchId,
+            first: fundingIds[0],
+            count: fundingIds.length,
+            error: error instanceof Error ? error.message : String(error),
+          });
         },
       )
       .finally(() => {

@@ -42,7 +42,8 @@ const finalStatuses: Record<FundingStatus, boolean> = {
 export function stepPathStart(claimed: ClaimedState): StepPathStart {
   if (finalStatuses[claimed.status]) return { kind: 'final' };
   if (claimed.status === 'NEEDS_REVIEW') return { kind: 'review' };
-  if (claimed.transferId && (claimed.status === 'EXECUTING' || claimed.status === 'RECONCILING')) return { kind: 'retrieve', transferId: claimed.transferId };
+  if (claimed.transferId && (claimed.status === 'EXECUTING' || claimed.status === 'RECONCILING'))
+    return { kind: 'retrieve', transferId: claimed.transferId };
   if (!claimed.transferId) return { kind: 'create' };
   return { kind: 'take-over-transfer', transferId: claimed.transferId };
 }

@@ -5,7 +5,13 @@
 import type { Client } from '@temporalio/client';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { WalletCallEvidence } from '../domain/review.ts';
-import type { CreateFundingRequest, FinalFundingStatus, FundingResolutionOutcome, FundingResult, FundingStatus } from '../domain/funding.ts';
+import type {
+  CreateFundingRequest,
+  FinalFundingStatus,
+  FundingResolutionOutcome,
+  FundingResult,
+  FundingStatus,
+} from '../domain/funding.ts';
 import { idempotentWorkflowId, ignoringClosedRun, startOncePolicies, type Sha256Hex } from './idempotent-start.ts';
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 
@@ -44,7 +50,9 @@ export interface ResolveFundingUpdateInput {
   requestReferenceNo?: string | null;
 }
 /** Resolves a funding parked in NEEDS_REVIEW. Wire name 'resolve' (as payWallet's). */
-export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus }, [ResolveFundingUpdateInput]>('resolve');
+export const resolveFundingUpdate = defineUpdate<{ status: FinalFundingStatus }, [ResolveFundingUpdateInput]>(
+  'resolve',
+);
 
 /**
  * Start-to-close of fundWallet's wallet activities (ms). The worker checks WALLET_TIMEOUT_MS
@@ -54,7 +62,9 @@ export const fundWalletActivityTimeouts = {
   createMs: 25_000,
   executeMs: 20_000,
   retrieveMs: 20_000,
-  /** The one pass (a local activity): the token vault's refresh lock (up to 50 s), a create, an execute and the writes. */
+  /**
+   * The one pass (a local activity): the token vault's refresh lock (up to 50 s), a create, an execute and the writes.
+   */
   onePassMs: 120_000,
 } as const;
 
@@ -108,10 +118,15 @@ export async function startFundWallet(client: Client, options: StartFundWalletOp
     },
   };
   if (options.reusePolicy === 'temporal-default') {
-    await client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    await client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, {
+      ...start,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
     return;
   }
-  await ignoringClosedRun(client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, ...startOncePolicies }));
+  await ignoringClosedRun(
+    client.workflow.start<FundWalletWorkflow>(fundWalletWorkflowType, { ...start, ...startOncePolicies }),
+  );
 }
 
 /**
@@ -145,10 +160,12 @@ export interface FundingSnapshot {
   fence?: number;
 }
 
-/** What a park for review found: parked (now or by this run before), or the final state another writer had already reached. */
+/**
+ * What a park for review found: parked (now or by this run before), or the final state another writer had already
+ * reached.
+ */
 export type ParkOutcome =
-  | { parked: true }
-  | { parked: false; status: FinalFundingStatus; errorCode: string | null; transferId: string | null };
+  { parked: true } | { parked: false; status: FinalFundingStatus; errorCode: string | null; transferId: string | null };
 
 export type CreateOutcome =
   | { kind: 'created'; transferId: string; requestReferenceNo: string | null }
@@ -174,13 +191,22 @@ export type TransferProgress =
 export type OnePassOutcome =
   /** Final: this pass finished it (approved, declined, refused, cancelled, expired). */
   | { kind: 'finished'; status: FinalFundingStatus; transferId: string | null; errorCode: string | null }
-  /** An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on, with the pass's claim. */
+  /**
+   * An execute was sent and the transfer is not final yet (or its outcome is unknown): the workflow's loop takes it on,
+   * with the pass's claim.
+   */
   | { kind: 'executed'; transferId: string; progress: TransferProgress; fence?: number }
-  /** EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after `retryAfterMs` when the wallet said when. */
+  /**
+   * EXECUTING with no execute sent (the wallet said try again later): the execute activity sends it, after
+   * `retryAfterMs` when the wallet said when.
+   */
   | { kind: 'execute'; transferId: string; retryAfterMs: number | null; fence?: number }
   /** The wallet's create answer does not match the request: kept unexecuted, parked for review by the pass. */
   | { kind: 'mismatch'; transferId: string; requestReferenceNo: string; detail: string; fence?: number }
-  /** The wallet said try the create again later (429, refused connection): the create activity does, after `retryAfterMs` when it said when. */
+  /**
+   * The wallet said try the create again later (429, refused connection): the create activity does, after
+   * `retryAfterMs` when it said when.
+   */
   | { kind: 'create-later'; retryAfterMs: number | null; rateLimited?: boolean }
   /**
    * Not a fresh PENDING funding, out of time, or overtaken by another run's claim: the
@@ -248,9 +274,21 @@ export interface FundWalletActivities {
    * holds. A funding another writer already finished is not parked: its final state is
    * answered, for the workflow to end with.
    */
-  parkFundingForReview(fundingId: string, reason: string, evidence: WalletCallEvidence[], fence?: number): Promise<ParkOutcome>;
+  parkFundingForReview(
+    fundingId: string,
+    reason: string,
+    evidence: WalletCallEvidence[],
+    fence?: number,
+  ): Promise<ParkOutcome>;
   /** Resolves a funding in NEEDS_REVIEW (the workflow's resolve update), with who and why. */
-  resolveFunding(fundingId: string, input: ResolveFundingUpdateInput): Promise<{ status: FinalFundingStatus; errorCode: string | null }>;
+  resolveFunding(
+    fundingId: string,
+    input: ResolveFundingUpdateInput,
+  ): Promise<{ status: FinalFundingStatus; errorCode: string | null }>;
   /** Writes the final state once; a funding already final keeps its state (returned). */
-  finishFunding(fundingId: string, input: FinishInput, fence?: number): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }>;
+  finishFunding(
+    fundingId: string,
+    input: FinishInput,
+    fence?: number,
+  ): Promise<{ status: FinalFundingStatus; errorCode: string | null; transferId: string | null }>;
 }

@@ -42,21 +42,41 @@ import { firstCallAfterBeginExecute, stepPathStart } from './fund-wallet-takeove
 import { kindKey, recipientTypeKey, statusKey } from './search-attribute-keys.ts';
 import { failedWith } from './activity-failure.ts';
 
-const nonRetryableErrorTypes = [fundingFailureTypes.notFound, fundingFailureTypes.corrupt, fundingFailureTypes.ownerLost];
+const nonRetryableErrorTypes = [
+  fundingFailureTypes.notFound,
+  fundingFailureTypes.corrupt,
+  fundingFailureTypes.ownerLost,
+];
 
 /**
  * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
  * the deterministic bundle), so the list is spelled here, and the compiler holds it to domain's
  * transition table: a status added to or removed from the final ones fails to type-check here.
  */
-const finalStatuses: Record<FinalFundingStatus, true> = { APPROVED: true, DECLINED: true, REJECTED: true, FAILED: true };
+const finalStatuses: Record<FinalFundingStatus, true> = {
+  APPROVED: true,
+  DECLINED: true,
+  REJECTED: true,
+  FAILED: true,
+};
 const isFinal = (status: FundingStatus): status is FinalFundingStatus => Object.hasOwn(finalStatuses, status);
 
-const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
+const databaseRetry = {
+  initialInterval: '500 milliseconds',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  nonRetryableErrorTypes,
+};
 
 type DatabaseSteps = Pick<
   FundWalletActivities,
-  'loadFunding' | 'markCreating' | 'beginExecute' | 'markReconciling' | 'finishFunding' | 'parkFundingForReview' | 'resolveFunding'
+  | 'loadFunding'
+  | 'markCreating'
+  | 'beginExecute'
+  | 'markReconciling'
+  | 'finishFunding'
+  | 'parkFundingForReview'
+  | 'resolveFunding'
 >;
 
 /** The database steps as activities: how fundings started before `localDatabaseSteps` run. */
@@ -67,7 +87,11 @@ const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '
  * the workflow task, with no activity task round trip through Temporal (a funding's history goes
  * from about 40 events and 7 workflow tasks to about 25 and 3). The wallet calls stay activities.
  */
-const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+const localDatabase = proxyLocalActivities<DatabaseSteps>({
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '10 seconds',
+  retry: databaseRetry,
+});
 
 /** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
 export const localDatabaseStepsPatch = 'fund-wallet-local-database-steps';
@@ -91,7 +115,9 @@ const onePassStep = proxyLocalActivities<Pick<FundWalletActivities, 'fundInOnePa
  */
 export const onePassPatch = 'fund-wallet-one-pass';
 
-/** The statuses written to the WalletflowStatus search attribute on the one-pass path: the ones an operator looks for. */
+/**
+ * The statuses written to the WalletflowStatus search attribute on the one-pass path: the ones an operator looks for.
+ */
 const searchedStatuses: Record<FundingStatus, boolean> = {
   PENDING: false,
   CREATING: false,
@@ -107,7 +133,13 @@ const searchedStatuses: Record<FundingStatus, boolean> = {
 /** create: a retried create may leave an unexecuted intent behind (harmless); give up after ~10 minutes. */
 const create = proxyActivities<Pick<FundWalletActivities, 'createTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.createMs,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 15, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 15,
+    nonRetryableErrorTypes,
+  },
 });
 
 /**
@@ -116,7 +148,13 @@ const create = proxyActivities<Pick<FundWalletActivities, 'createTransfer'>>({
  */
 const execute = proxyActivities<Pick<FundWalletActivities, 'executeTransfer'>>({
   startToCloseTimeout: fundWalletActivityTimeouts.executeMs,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '30 seconds',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** retrieve: a read, retried until the wallet answers. */
@@ -132,7 +170,9 @@ const retrieve = proxyActivities<Pick<FundWalletActivities, 'retrieveTransfer'>>
  */
 const MAX_TAKEOVERS = 5;
 
-/** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the funding. */
+/**
+ * Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the funding.
+ */
 const overtaken = (error: unknown): boolean => failedWith(error, fundingFailureTypes.ownerLost);
 
 /** Re-executes allowed when retrieve shows the transfer still CREATED after an unknown execute. */
@@ -236,7 +276,12 @@ async function onePassPath(run: FundingRun): Promise<Executed | FundingResult | 
       run.setStatus('EXECUTING');
       if (pass.progress.kind === 'unknown') {
         const { requestReferenceNo, httpStatus, code } = pass.progress;
-        run.noteEvidence('transfers.execute', { requestReferenceNo, httpStatus: httpStatus ?? null, code, outcome: 'unknown' });
+        run.noteEvidence('transfers.execute', {
+          requestReferenceNo,
+          httpStatus: httpStatus ?? null,
+          code,
+          outcome: 'unknown',
+        });
       }
       return { transferId: pass.transferId, progress: pass.progress };
     case 'create-later':
@@ -271,7 +316,10 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
 
   if (input.reconcile) {
     // Continued as new during a long reconciliation: only retrieve may tell.
-    return { transferId: input.reconcile.transferId, progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null } };
+    return {
+      transferId: input.reconcile.transferId,
+      progress: { kind: 'unknown', code: 'RESUMED', requestReferenceNo: null },
+    };
   }
   const start = stepPathStart(snapshot);
   let transferId: string;
@@ -302,9 +350,15 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
         created = await create.createTransfer(fundingId, run.fence);
       } catch (error) {
         if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
-        return run.finishBeforeExecute('FAILED', 'CREATE_FAILED', null, 'the wallet service could not create the transfer; nothing was executed');
+        return run.finishBeforeExecute(
+          'FAILED',
+          'CREATE_FAILED',
+          null,
+          'the wallet service could not create the transfer; nothing was executed',
+        );
       }
-      if (created.kind === 'refused') return run.finishBeforeExecute(created.status, created.code, created.requestReferenceNo);
+      if (created.kind === 'refused')
+        return run.finishBeforeExecute(created.status, created.code, created.requestReferenceNo);
       if (created.kind === 'cancelled') return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
       if (created.kind === 'mismatch') return run.reviewMismatch(created);
       transferId = created.transferId;
@@ -312,9 +366,13 @@ async function stepPath(run: FundingRun): Promise<Executed | FundingResult> {
       break;
     }
   }
-  if (run.cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, run.fence))) return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
+  if (run.cancelNudged || !(await database.beginExecute(fundingId, createRequestReferenceNo, run.fence)))
+    return run.finishBeforeExecute('FAILED', 'CANCELLED', null);
   run.setStatus('EXECUTING');
-  if (firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' && patched(takeOverTrustsNothingPatch)) {
+  if (
+    firstCallAfterBeginExecute({ requestReferenceNo: createRequestReferenceNo }) === 'retrieve' &&
+    patched(takeOverTrustsNothingPatch)
+  ) {
     // Not this run's own fresh intent: read it back before any execute (the loop executes it
     // when the wallet shows it still CREATED).
     return { transferId, progress: { kind: 'unknown', code: 'TAKEN_OVER', requestReferenceNo: null } };
@@ -347,12 +405,22 @@ async function followThrough(run: FundingRun, begun: Executed | FundingResult): 
         refusedRetrieves = 0;
         if (executeAttempts >= MAX_EXECUTE_ATTEMPTS) {
           if (patched(reviewAfterUnknownPatch)) {
-            run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: 200, code: 'CREATED', outcome: 'ok' });
+            run.noteEvidence('transfers.retrieve', {
+              requestReferenceNo: progress.requestReferenceNo,
+              httpStatus: 200,
+              code: 'CREATED',
+              outcome: 'ok',
+            });
             return review(
               `the outcome of ${executeAttempts} executes stayed unknown and the transfer still shows CREATED: an execute queued at the wallet may still be processed`,
             );
           }
-          return run.finish('FAILED', 'EXECUTE_FAILED', progress.requestReferenceNo, 'the transfer was never executed; nothing was moved');
+          return run.finish(
+            'FAILED',
+            'EXECUTE_FAILED',
+            progress.requestReferenceNo,
+            'the transfer was never executed; nothing was moved',
+          );
         }
         // Retrieve says nothing executed: executing again is safe, the wallet executes a transfer once.
         executeAttempts += 1;
@@ -363,14 +431,26 @@ async function followThrough(run: FundingRun, begun: Executed | FundingResult): 
         // The wallet will not show the transfer we created (404, 401): not an answer, so not a
         // state; after a bound, a person looks, with the evidence.
         refusedRetrieves += 1;
-        run.noteEvidence('transfers.retrieve', { requestReferenceNo: progress.requestReferenceNo, httpStatus: progress.httpStatus, code: progress.code, outcome: 'rejected' });
+        run.noteEvidence('transfers.retrieve', {
+          requestReferenceNo: progress.requestReferenceNo,
+          httpStatus: progress.httpStatus,
+          code: progress.code,
+          outcome: 'rejected',
+        });
         if (refusedRetrieves >= MAX_REFUSED_RETRIEVES) {
-          return review(`the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`);
+          return review(
+            `the wallet refused ${refusedRetrieves} retrieves of the transfer in a row (${progress.code}) after an execute whose outcome was unknown`,
+          );
         }
         break;
       case 'unknown':
         if (run.status !== 'RECONCILING') {
-          await database.markReconciling(fundingId, progress.requestReferenceNo, `execute outcome unknown (${progress.code}): retrieving`, run.fence);
+          await database.markReconciling(
+            fundingId,
+            progress.requestReferenceNo,
+            `execute outcome unknown (${progress.code}): retrieving`,
+            run.fence,
+          );
           run.setStatus('RECONCILING');
         }
         break;
@@ -380,7 +460,10 @@ async function followThrough(run: FundingRun, begun: Executed | FundingResult): 
     }
     // Counted per run: a continued run starts with the total so far, and must poll before it continues again.
     if (polls - pollsAtRunStart >= POLLS_PER_RUN) {
-      await continueAsNew<typeof fundWallet>({ fundingId, reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence: run.evidence } });
+      await continueAsNew<typeof fundWallet>({
+        fundingId,
+        reconcile: { transferId: executedTransferId, polls, executeAttempts, evidence: run.evidence },
+      });
     }
     // A durable timer: it survives worker restarts.
     await sleep(pollDelayMs(polls));
@@ -449,8 +532,10 @@ class FundingRun {
         validator: (resolution) => {
           if (this.status !== 'NEEDS_REVIEW') throw new Error(`funding is ${this.status}, not NEEDS_REVIEW`);
           if (this.resolving) throw new Error('the funding is already being resolved');
-          if (!['APPROVED', 'DECLINED', 'FAILED'].includes(resolution.outcome)) throw new Error('outcome must be APPROVED, DECLINED or FAILED');
-          if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
+          if (!['APPROVED', 'DECLINED', 'FAILED'].includes(resolution.outcome))
+            throw new Error('outcome must be APPROVED, DECLINED or FAILED');
+          if (!resolution.note || !resolution.resolvedBy)
+            throw new Error('a resolution needs a note and who resolved it');
         },
       },
     );
@@ -463,15 +548,33 @@ class FundingRun {
     else if (changed && searchedStatuses[next]) upsertSearchAttributes([{ key: statusKey, value: next }]);
   }
 
-  async finish(final: FinalFundingStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
-    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code }, this.fence);
+  async finish(
+    final: FinalFundingStatus,
+    code: string | null,
+    requestReferenceNo: string | null,
+    detail?: string,
+  ): Promise<FundingResult> {
+    const done = await this.database.finishFunding(
+      this.fundingId,
+      { status: final, code, requestReferenceNo, detail: detail ?? code },
+      this.fence,
+    );
     this.setStatus(done.status);
     return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
   }
 
   /** A final state that says nothing was sent (a refused or cancelled create): never written over an execute. */
-  async finishBeforeExecute(final: FinalFundingStatus, code: string, requestReferenceNo: string | null, detail?: string): Promise<FundingResult> {
-    const done = await this.database.finishFunding(this.fundingId, { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true }, this.fence);
+  async finishBeforeExecute(
+    final: FinalFundingStatus,
+    code: string,
+    requestReferenceNo: string | null,
+    detail?: string,
+  ): Promise<FundingResult> {
+    const done = await this.database.finishFunding(
+      this.fundingId,
+      { status: final, code, requestReferenceNo, detail: detail ?? code, beforeExecute: true },
+      this.fence,
+    );
     this.setStatus(done.status);
     return { fundingId: this.fundingId, status: done.status, transferId: done.transferId, errorCode: done.errorCode };
   }
@@ -485,7 +588,12 @@ class FundingRun {
     const parked = await this.database.parkFundingForReview(this.fundingId, reason, this.evidence, this.fence);
     if (parked && !parked.parked) {
       this.setStatus(parked.status);
-      return { fundingId: this.fundingId, status: parked.status, transferId: parked.transferId, errorCode: parked.errorCode };
+      return {
+        fundingId: this.fundingId,
+        status: parked.status,
+        transferId: parked.transferId,
+        errorCode: parked.errorCode,
+      };
     }
     return this.awaitResolution(transferId);
   }
@@ -495,10 +603,18 @@ class FundingRun {
     this.setStatus('NEEDS_REVIEW');
     await condition(() => this.resolved !== undefined);
     this.setStatus(this.resolved!.status);
-    return { fundingId: this.fundingId, status: this.resolved!.status, transferId, errorCode: this.resolved!.errorCode };
+    return {
+      fundingId: this.fundingId,
+      status: this.resolved!.status,
+      transferId,
+      errorCode: this.resolved!.errorCode,
+    };
   }
 
-  noteEvidence(operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve', entry: Omit<WalletCallEvidence, 'at' | 'operation'>): void {
+  noteEvidence(
+    operation: 'transfers.create' | 'transfers.execute' | 'transfers.retrieve',
+    entry: Omit<WalletCallEvidence, 'at' | 'operation'>,
+  ): void {
     this.evidence.push({ at: new Date().toISOString(), operation, ...entry });
     if (this.evidence.length > MAX_EVIDENCE) this.evidence.splice(0, this.evidence.length - MAX_EVIDENCE);
   }
@@ -512,14 +628,24 @@ class FundingRun {
       outcome = { kind: 'unknown', code: 'EXECUTE_ACTIVITY_FAILED', requestReferenceNo: null };
     }
     if (outcome.kind === 'unknown') {
-      this.noteEvidence('transfers.execute', { requestReferenceNo: outcome.requestReferenceNo, httpStatus: outcome.httpStatus ?? null, code: outcome.code, outcome: 'unknown' });
+      this.noteEvidence('transfers.execute', {
+        requestReferenceNo: outcome.requestReferenceNo,
+        httpStatus: outcome.httpStatus ?? null,
+        code: outcome.code,
+        outcome: 'unknown',
+      });
     }
     return outcome;
   }
 
   /** A created intent that is not what was asked: never executed; a person compares it with the request. */
   async reviewMismatch(created: Extract<OnePassOutcome, { kind: 'mismatch' }>): Promise<FundingResult> {
-    this.noteEvidence('transfers.create', { requestReferenceNo: created.requestReferenceNo, httpStatus: 201, code: 'ANSWER_MISMATCH', outcome: 'mismatch' });
+    this.noteEvidence('transfers.create', {
+      requestReferenceNo: created.requestReferenceNo,
+      httpStatus: 201,
+      code: 'ANSWER_MISMATCH',
+      outcome: 'mismatch',
+    });
     return this.parkAndAwait(mismatchReviewReason(created.detail, created.transferId), null);
   }
 }

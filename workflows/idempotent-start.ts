@@ -14,7 +14,11 @@ export type Sha256Hex = (text: string) => string;
  * `<prefix>-` and the first 40 hex digits of the key's SHA-256: one key can only ever name one
  * workflow. Stored on the funding or payment row, so every later start uses the stored id.
  */
-export function idempotentWorkflowId(prefix: 'funding' | 'payment', idempotencyKey: string, sha256Hex: Sha256Hex): string {
+export function idempotentWorkflowId(
+  prefix: 'funding' | 'payment',
+  idempotencyKey: string,
+  sha256Hex: Sha256Hex,
+): string {
   return `${prefix}-${sha256Hex(idempotencyKey).slice(0, 40)}`;
 }
 
@@ -22,7 +26,10 @@ export function idempotentWorkflowId(prefix: 'funding' | 'payment', idempotencyK
  * A second start with the same id finds the running workflow (USE_EXISTING); a closed one is not
  * started again (REJECT_DUPLICATE): that request already ran.
  */
-export const startOncePolicies = { workflowIdConflictPolicy: 'USE_EXISTING', workflowIdReusePolicy: 'REJECT_DUPLICATE' } as const;
+export const startOncePolicies = {
+  workflowIdConflictPolicy: 'USE_EXISTING',
+  workflowIdReusePolicy: 'REJECT_DUPLICATE',
+} as const;
 
 /** Awaits a start made with `startOncePolicies`; the refusal a closed run causes means there is nothing to start. */
 export async function ignoringClosedRun(start: Promise<unknown>): Promise<void> {

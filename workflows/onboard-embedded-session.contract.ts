@@ -13,7 +13,9 @@ export const onboardEmbeddedSessionWorkflowType = 'onboardEmbeddedSession';
 export type { OnboardEmbeddedSessionInput, OnboardEmbeddedSessionResult };
 
 /** onboardEmbeddedSession's signature: what starters type-check their arguments against. */
-export type OnboardEmbeddedSessionWorkflow = (input: OnboardEmbeddedSessionInput) => Promise<OnboardEmbeddedSessionResult>;
+export type OnboardEmbeddedSessionWorkflow = (
+  input: OnboardEmbeddedSessionInput,
+) => Promise<OnboardEmbeddedSessionResult>;
 
 /** The ApplicationFailure types the onboarding activities throw and the workflow never retries. */
 export const embeddedSessionFailureTypes = {
@@ -30,7 +32,10 @@ export const onboardingWorkflowId = (sessionRecordId: string) => `embedded-sessi
  * Starts onboarding for a session row, or finds it running. A closed run is not started again, and
  * the refusal reaches the caller (the session URL and the landing page log it).
  */
-export async function startOnboardEmbeddedSession(client: Client, options: { taskQueue: string; sessionRecordId: string }): Promise<void> {
+export async function startOnboardEmbeddedSession(
+  client: Client,
+  options: { taskQueue: string; sessionRecordId: string },
+): Promise<void> {
   const input: OnboardEmbeddedSessionInput = { sessionRecordId: options.sessionRecordId };
   await client.workflow.start<OnboardEmbeddedSessionWorkflow>(onboardEmbeddedSessionWorkflowType, {
     taskQueue: options.taskQueue,

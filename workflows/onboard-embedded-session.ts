@@ -4,7 +4,14 @@
 // A user already on the landing page is onboarded there on demand (links/embedded-onboarding.ts);
 // this workflow then finds the session done. Input and result: the session row id, the link id and
 // codes; never a token or a session id.
-import { ActivityFailure, ApplicationFailure, patched, proxyActivities, proxyLocalActivities, setWorkflowOptions } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setWorkflowOptions,
+} from '@temporalio/workflow';
 import {
   embeddedSessionFailureTypes,
   type OnboardEmbeddedSessionActivities,
@@ -29,7 +36,11 @@ const onboarding = proxyActivities<OnboardEmbeddedSessionActivities>({ startToCl
  * repeatable, run inside the workflow task. One workflow task and no activity task per session
  * instead of two and one: a storm's backlog drains about twice as fast.
  */
-const localOnboarding = proxyLocalActivities<OnboardEmbeddedSessionActivities>({ startToCloseTimeout: '20 seconds', localRetryThreshold: '10 seconds', retry });
+const localOnboarding = proxyLocalActivities<OnboardEmbeddedSessionActivities>({
+  startToCloseTimeout: '20 seconds',
+  localRetryThreshold: '10 seconds',
+  retry,
+});
 
 /** The patch that runs the steps as local activities; histories from before it replay the activity path. */
 export const localStepsPatch = 'onboard-embedded-session-local-steps';
@@ -42,7 +53,9 @@ export const localStepsPatch = 'onboard-embedded-session-local-steps';
 // "Retiring the previous release's gates").
 setWorkflowOptions({ versioningBehavior: 'PINNED' }, onboardEmbeddedSession);
 
-export async function onboardEmbeddedSession(input: OnboardEmbeddedSessionInput): Promise<OnboardEmbeddedSessionResult> {
+export async function onboardEmbeddedSession(
+  input: OnboardEmbeddedSessionInput,
+): Promise<OnboardEmbeddedSessionResult> {
   const steps = patched(localStepsPatch) ? localOnboarding : onboarding;
   try {
     return await steps.linkEmbeddedSession(input.sessionRecordId);

@@ -31,7 +31,9 @@ export interface ResolvePaymentUpdateInput {
   resolvedBy: string;
 }
 /** Resolves a payment parked in NEEDS_REVIEW. Wire name 'resolve': stored histories carry it. */
-export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>('resolve');
+export const resolvePaymentUpdate = defineUpdate<{ status: FinalPaymentStatus }, [ResolvePaymentUpdateInput]>(
+  'resolve',
+);
 
 /** Start-to-close of payWallet's wallet activities (ms); the worker checks WALLET_TIMEOUT_MS against the execute's. */
 export const payWalletActivityTimeouts = { createMs: 25_000, executeMs: 25_000 } as const;
@@ -78,10 +80,15 @@ export async function startPayWallet(client: Client, options: StartPayWalletOpti
     searchAttributes: { [statusKey.name]: [options.status ?? 'PENDING'], [kindKey.name]: ['PAYMENT'] },
   };
   if (options.reusePolicy === 'temporal-default') {
-    await client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, workflowIdConflictPolicy: 'USE_EXISTING' });
+    await client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, {
+      ...start,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+    });
     return;
   }
-  await ignoringClosedRun(client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, ...startOncePolicies }));
+  await ignoringClosedRun(
+    client.workflow.start<PayWalletWorkflow>(payWalletWorkflowType, { ...start, ...startOncePolicies }),
+  );
 }
 
 // The activities payWallet schedules (activities/payment.ts implements them): their signatures and
@@ -100,7 +107,9 @@ export interface PaymentSnapshot {
 }
 
 /** What a park for review found: parked, or the final state another writer had already reached. */
-export type PaymentParkOutcome = { parked: true } | { parked: false; status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null };
+export type PaymentParkOutcome =
+  | { parked: true }
+  | { parked: false; status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null };
 
 export type CreatePaymentOutcome =
   | { kind: 'created'; walletPaymentId: string; requestReferenceNo: string | null }
@@ -143,7 +152,12 @@ export interface PayWalletActivities {
   resolvePayment(id: string, input: ResolvePaymentUpdateInput): Promise<{ status: FinalPaymentStatus }>;
   finishPayment(
     id: string,
-    input: { status: FinalPaymentStatus; code: string | null; requestReferenceNo: string | null; detail?: string | null },
+    input: {
+      status: FinalPaymentStatus;
+      code: string | null;
+      requestReferenceNo: string | null;
+      detail?: string | null;
+    },
     fence?: number,
   ): Promise<{ status: FinalPaymentStatus; errorCode: string | null; walletPaymentId: string | null }>;
 }

@@ -30,7 +30,11 @@ import {
 import { kindKey, statusKey } from './search-attribute-keys.ts';
 import { failedWith } from './activity-failure.ts';
 
-const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureTypes.corrupt, paymentFailureTypes.ownerLost];
+const nonRetryableErrorTypes = [
+  paymentFailureTypes.notFound,
+  paymentFailureTypes.corrupt,
+  paymentFailureTypes.ownerLost,
+];
 
 /**
  * The final statuses. Workflows import domain/ as types only (it brings zod and is not part of
@@ -40,9 +44,17 @@ const nonRetryableErrorTypes = [paymentFailureTypes.notFound, paymentFailureType
 const finalStatuses: Record<FinalPaymentStatus, true> = { SUCCEEDED: true, FAILED: true };
 const isFinal = (status: PaymentStatus): status is FinalPaymentStatus => Object.hasOwn(finalStatuses, status);
 
-const databaseRetry = { initialInterval: '500 milliseconds', backoffCoefficient: 2, maximumInterval: '30 seconds', nonRetryableErrorTypes };
+const databaseRetry = {
+  initialInterval: '500 milliseconds',
+  backoffCoefficient: 2,
+  maximumInterval: '30 seconds',
+  nonRetryableErrorTypes,
+};
 
-type DatabaseSteps = Pick<PayWalletActivities, 'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'>;
+type DatabaseSteps = Pick<
+  PayWalletActivities,
+  'loadPayment' | 'markPaymentCreating' | 'beginPaymentExecute' | 'finishPayment' | 'parkForReview' | 'resolvePayment'
+>;
 
 /** The database steps as activities: how payments started before the patch below run. */
 const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', retry: databaseRetry });
@@ -52,14 +64,24 @@ const activityDatabase = proxyActivities<DatabaseSteps>({ startToCloseTimeout: '
  * guarded by the payment's status, run inside the workflow task with no activity task round trip.
  * The wallet calls (create, execute) stay activities, so what decides exactly-once is unchanged.
  */
-const localDatabase = proxyLocalActivities<DatabaseSteps>({ startToCloseTimeout: '15 seconds', localRetryThreshold: '10 seconds', retry: databaseRetry });
+const localDatabase = proxyLocalActivities<DatabaseSteps>({
+  startToCloseTimeout: '15 seconds',
+  localRetryThreshold: '10 seconds',
+  retry: databaseRetry,
+});
 
 /** The patch that moved the database steps to local activities; histories from before it replay the activity path. */
 export const localDatabaseStepsPatch = 'pay-wallet-local-database-steps';
 
 const create = proxyActivities<Pick<PayWalletActivities, 'createPayment'>>({
   startToCloseTimeout: payWalletActivityTimeouts.createMs,
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '60 seconds', maximumAttempts: 10, nonRetryableErrorTypes },
+  retry: {
+    initialInterval: '1 second',
+    backoffCoefficient: 2,
+    maximumInterval: '60 seconds',
+    maximumAttempts: 10,
+    nonRetryableErrorTypes,
+  },
 });
 
 /** One attempt per activity: the workflow itself decides whether to execute again. */
@@ -81,7 +103,9 @@ export const MAX_NOT_SENT = 10;
 /** Times a run takes the payment over again after another run's claim overtook it (as fundWallet). */
 const MAX_TAKEOVERS = 5;
 
-/** Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the payment. */
+/**
+ * Whether an activity (or a local activity, which may arrive unwrapped) failed because another run claimed the payment.
+ */
 const overtaken = (error: unknown): boolean => failedWith(error, paymentFailureTypes.ownerLost);
 
 // Pinned (docs/changing-workflows.md): a run started on a versioned build finishes on it, so a
@@ -123,8 +147,10 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
       validator: (resolution) => {
         if (status !== 'NEEDS_REVIEW') throw new Error(`payment is ${status}, not NEEDS_REVIEW`);
         if (resolving) throw new Error('the payment is already being resolved');
-        if (resolution.outcome !== 'SUCCEEDED' && resolution.outcome !== 'FAILED') throw new Error('outcome must be SUCCEEDED or FAILED');
-        if (!resolution.note || !resolution.resolvedBy) throw new Error('a resolution needs a note and who resolved it');
+        if (resolution.outcome !== 'SUCCEEDED' && resolution.outcome !== 'FAILED')
+          throw new Error('outcome must be SUCCEEDED or FAILED');
+        if (!resolution.note || !resolution.resolvedBy)
+          throw new Error('a resolution needs a note and who resolved it');
       },
     },
   );
@@ -132,12 +158,25 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     status = next;
     upsertSearchAttributes([{ key: statusKey, value: next }]);
   };
-  const finish = async (final: FinalPaymentStatus, code: string | null, requestReferenceNo: string | null, detail?: string): Promise<PaymentResult> => {
-    const done = await database.finishPayment(id, { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) }, fence);
+  const finish = async (
+    final: FinalPaymentStatus,
+    code: string | null,
+    requestReferenceNo: string | null,
+    detail?: string,
+  ): Promise<PaymentResult> => {
+    const done = await database.finishPayment(
+      id,
+      { status: final, code, requestReferenceNo, ...(detail ? { detail } : {}) },
+      fence,
+    );
     setStatus(done.status);
     return { id, status: done.status, walletPaymentId: done.walletPaymentId, errorCode: done.errorCode };
   };
-  const review = async (reason: string, attempts: ExecuteAttempt[], walletPaymentId: string | null): Promise<PaymentResult> => {
+  const review = async (
+    reason: string,
+    attempts: ExecuteAttempt[],
+    walletPaymentId: string | null,
+  ): Promise<PaymentResult> => {
     const parked = await database.parkForReview(id, reason, attempts, fence);
     // Already final (another writer finished it): the run ends with that state. Histories from
     // before fencing answered nothing: parked.
@@ -148,7 +187,12 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     setStatus('NEEDS_REVIEW');
     await condition(() => resolved !== undefined);
     setStatus(resolved!.status);
-    return { id, status: resolved!.status, walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+    return {
+      id,
+      status: resolved!.status,
+      walletPaymentId,
+      errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null,
+    };
   };
 
   /** Every execute attempt behind a doubt, kept across takeovers (a re-claim keeps the evidence). */
@@ -167,7 +211,12 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     if (snapshot.status === 'NEEDS_REVIEW') {
       await condition(() => resolved !== undefined);
       setStatus(resolved!.status);
-      return { id, status: resolved!.status, walletPaymentId: snapshot.walletPaymentId, errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null };
+      return {
+        id,
+        status: resolved!.status,
+        walletPaymentId: snapshot.walletPaymentId,
+        errorCode: resolved!.status === 'FAILED' ? 'RESOLVED_FAILED' : null,
+      };
     }
 
     let walletPaymentId = snapshot.walletPaymentId;
@@ -193,7 +242,11 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
           code: 'ANSWER_MISMATCH',
           outcome: 'mismatch',
         };
-        return review(`the wallet's create answer does not match the request (${created.detail}); payment ${created.walletPaymentId} was not executed`, [evidence], null);
+        return review(
+          `the wallet's create answer does not match the request (${created.detail}); payment ${created.walletPaymentId} was not executed`,
+          [evidence],
+          null,
+        );
       }
       walletPaymentId = created.walletPaymentId;
       createRequestReferenceNo = created.requestReferenceNo;
@@ -205,17 +258,33 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
     setStatus('EXECUTING');
 
     if (resumedInExecuting && patched(resumedCountsUnknownPatch)) {
-      attempts.push({ at: new Date().toISOString(), operation: 'op.payments.execute', requestReferenceNo: null, httpStatus: null, code: 'RESUMED', outcome: 'unknown' });
+      attempts.push({
+        at: new Date().toISOString(),
+        operation: 'op.payments.execute',
+        requestReferenceNo: null,
+        httpStatus: null,
+        code: 'RESUMED',
+        outcome: 'unknown',
+      });
     }
     // Counted across takeovers: the evidence and the limits are the payment's, not the run's.
-    for (let attempt = 1 + unknownExecutes; attempt <= MAX_EXECUTE_ATTEMPTS; ) {
+    for (let attempt = 1 + unknownExecutes; attempt <= MAX_EXECUTE_ATTEMPTS;) {
       let outcome;
       try {
         outcome = await execute.executePayment(id, fence);
       } catch (error) {
         if (!(error instanceof ActivityFailure) || overtaken(error)) throw error;
         // The activity died (worker lost, time-out): the execute may or may not have been sent.
-        outcome = { kind: 'unknown' as const, attempt: { at: new Date().toISOString(), requestReferenceNo: null, httpStatus: null, code: 'EXECUTE_ACTIVITY_FAILED', outcome: 'unknown' } };
+        outcome = {
+          kind: 'unknown' as const,
+          attempt: {
+            at: new Date().toISOString(),
+            requestReferenceNo: null,
+            httpStatus: null,
+            code: 'EXECUTE_ACTIVITY_FAILED',
+            outcome: 'unknown',
+          },
+        };
       }
       switch (outcome.kind) {
         case 'succeeded':
@@ -227,7 +296,11 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
             return finish('FAILED', outcome.code, outcome.attempt.requestReferenceNo);
           }
           attempts.push(outcome.attempt);
-          return review(`execute refused (${outcome.code}) after an attempt with an unknown outcome`, attempts, walletPaymentId);
+          return review(
+            `execute refused (${outcome.code}) after an attempt with an unknown outcome`,
+            attempts,
+            walletPaymentId,
+          );
         case 'already-executed':
           if (patched(alreadyExecutedSucceededPatch)) {
             // Only walletflow executes this payment id, and the wallet answers 409 only after an
@@ -241,16 +314,25 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
             );
           }
           attempts.push(outcome.attempt);
-          return review('the wallet says the payment was already executed, after an attempt whose outcome was unknown', attempts, walletPaymentId);
+          return review(
+            'the wallet says the payment was already executed, after an attempt whose outcome was unknown',
+            attempts,
+            walletPaymentId,
+          );
         case 'not-sent':
           // Nothing reached the wallet (429, connection refused): not evidence of anything, so it
           // does not use up an attempt. After too many, the payment fails unless an earlier attempt
           // was unknown, which only review can resolve.
           notSent += 1;
           if (notSent >= MAX_NOT_SENT) {
-            if (attempts.length === 0) return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
+            if (attempts.length === 0)
+              return finish('FAILED', outcome.attempt.code, outcome.attempt.requestReferenceNo);
             attempts.push(outcome.attempt);
-            return review(`the wallet stayed unavailable after an attempt whose outcome was unknown`, attempts, walletPaymentId);
+            return review(
+              `the wallet stayed unavailable after an attempt whose outcome was unknown`,
+              attempts,
+              walletPaymentId,
+            );
           }
           // When the wallet said when to come back (429 Retry-After), then; else a doubling backoff.
           await sleep(outcome.retryAfterMs ?? Math.min(30_000, 1000 * 2 ** (notSent - 1)));
@@ -263,7 +345,11 @@ export async function payWallet(input: PayWalletInput): Promise<PaymentResult> {
           break;
       }
     }
-    return review(`the execute outcome stayed unknown after ${MAX_EXECUTE_ATTEMPTS} attempts`, attempts, walletPaymentId);
+    return review(
+      `the execute outcome stayed unknown after ${MAX_EXECUTE_ATTEMPTS} attempts`,
+      attempts,
+      walletPaymentId,
+    );
   };
 
   for (let takeovers = 0; ; takeovers += 1) {

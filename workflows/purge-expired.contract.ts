@@ -3,7 +3,11 @@
 // Schedule starts it by. Imported by the workflow bundle: runtime imports from @temporalio/* and
 // workflows/ only, and the workflow's signature declared here (the workflow imports this file,
 // never the reverse).
-import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type {
+  Client,
+  ScheduleOptionsStartWorkflowAction,
+  WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 import type { PurgeTable } from '../domain/purge.ts';
 
 export interface PurgeInput {
@@ -58,6 +62,14 @@ export async function startPurgeExpired(
 }
 
 /** What the Schedule starts on every tick: one purge. */
-export function purgeExpiredScheduleAction(options: { taskQueue: string; input: PurgeExpiredInput }): ScheduleOptionsStartWorkflowAction<PurgeExpiredWorkflow> {
-  return { type: 'startWorkflow', workflowType: purgeExpiredWorkflowType, taskQueue: options.taskQueue, args: [options.input] };
+export function purgeExpiredScheduleAction(options: {
+  taskQueue: string;
+  input: PurgeExpiredInput;
+}): ScheduleOptionsStartWorkflowAction<PurgeExpiredWorkflow> {
+  return {
+    type: 'startWorkflow',
+    workflowType: purgeExpiredWorkflowType,
+    taskQueue: options.taskQueue,
+    args: [options.input],
+  };
 }

@@ -4,4 +4,7 @@ import { searchAttributes } from '../domain/search-attributes.ts';
 
 export const statusKey = defineSearchAttributeKey(searchAttributes.status.name, SearchAttributeType.KEYWORD);
 export const kindKey = defineSearchAttributeKey(searchAttributes.kind.name, SearchAttributeType.KEYWORD);
-export const recipientTypeKey = defineSearchAttributeKey(searchAttributes.recipientType.name, SearchAttributeType.KEYWORD);
+export const recipientTypeKey = defineSearchAttributeKey(
+  searchAttributes.recipientType.name,
+  SearchAttributeType.KEYWORD,
+);

@@ -62,7 +62,9 @@ export interface SettleDayResult {
   rateLimited: number;
 }
 
-/** Where the current run of the workflow stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'. */
+/**
+ * Where the current run of the workflow stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'.
+ */
 export interface SettleDayProgress {
   side: SettlementSide | 'finishing' | 'beginning';
   after: SettlementCursor | null;
@@ -84,7 +86,10 @@ export const settleDayActivityTimeouts = {
    * wallet; its heartbeat, not this, notices a dead worker.
    */
   settleItemsMs: 30 * 60_000,
-  /** A worker that died or froze: its settleItems attempt is tried again after this, where its last heartbeat said it was. */
+  /**
+   * A worker that died or froze: its settleItems attempt is tried again after this, where its last heartbeat said it
+   * was.
+   */
   heartbeatMs: 10_000,
   /** The run's beginning (two counts) and its end (the day's counts from its lines). */
   bookkeepingMs: 120_000,
@@ -126,7 +131,9 @@ export interface SettleDayActivities {
    */
   settleItems(input: SettleItemsInput): Promise<SettleItemsOutcome>;
   /** The day's counts from the run's lines; the run SUCCEEDED. */
-  finishSettlementRun(runId: string): Promise<{ checked: number; matched: number; missing: number; mismatched: number }>;
+  finishSettlementRun(
+    runId: string,
+  ): Promise<{ checked: number; matched: number; missing: number; mismatched: number }>;
 }
 
 /** settleDay's signature: what starters type-check against. */
@@ -136,7 +143,10 @@ export type SettleDayWorkflow = (input: SettleDayInput) => Promise<SettleDayResu
  * Starts the run's workflow; a second start finds the running one. A closed one is not started
  * again: the start throws WorkflowExecutionAlreadyStartedError, and the starter gives that run up.
  */
-export async function startSettleDay(client: Client, options: { taskQueue: string; input: SettleDayInput }): Promise<void> {
+export async function startSettleDay(
+  client: Client,
+  options: { taskQueue: string; input: SettleDayInput },
+): Promise<void> {
   await client.workflow.start<SettleDayWorkflow>(settleDayWorkflowType, {
     taskQueue: options.taskQueue,
     workflowId: settlementWorkflowId(options.input.date, options.input.runId),

@@ -8,7 +8,15 @@
 //   every activitiesPerRun activities: continue-as-new with where it got to, so the history stays
 //   bounded at any day's size
 // Deterministic code only; inputs, results and the query carry ids, dates, cursors and counts.
-import { ActivityFailure, ApplicationFailure, continueAsNew, proxyActivities, setHandler, setWorkflowOptions, workflowInfo } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  setWorkflowOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
 import {
   settleDayActivityTimeouts,
   settleDayFailureTypes,
@@ -71,10 +79,24 @@ export async function settleDay(input: SettleDayInput): Promise<SettleDayResult>
     let after: SettlementCursor | null = progress.after;
     for (let activities = 0; ; activities += 1) {
       if (activities >= activitiesPerRun || workflowInfo().continueAsNewSuggested) {
-        return await continueAsNew<typeof settleDay>({ ...input, side, after, inFlight: progress.inFlight, rateLimited: progress.rateLimited });
+        return await continueAsNew<typeof settleDay>({
+          ...input,
+          side,
+          after,
+          inFlight: progress.inFlight,
+          rateLimited: progress.rateLimited,
+        });
       }
       progress.side = side;
-      const outcome = await items.settleItems({ runId: input.runId, side, after, pageSize, maxItems, maxInFlight, inFlight: progress.inFlight });
+      const outcome = await items.settleItems({
+        runId: input.runId,
+        side,
+        after,
+        pageSize,
+        maxItems,
+        maxInFlight,
+        inFlight: progress.inFlight,
+      });
       progress.inFlight = outcome.inFlight;
       progress.rateLimited += outcome.rateLimited;
       after = outcome.after;
@@ -90,8 +112,15 @@ export async function settleDay(input: SettleDayInput): Promise<SettleDayResult>
     return { runId: input.runId, date: input.date, ...counts, rateLimited: progress.rateLimited };
   } catch (error) {
     // The run was given up (its row is no longer RUNNING): nothing of it is written any more.
-    if (error instanceof ActivityFailure && error.cause instanceof ApplicationFailure && error.cause.type === settleDayFailureTypes.notRunning) {
-      throw ApplicationFailure.nonRetryable(`settlement run ${input.runId} of ${input.date} is no longer running`, settleDayFailureTypes.notRunning);
+    if (
+      error instanceof ActivityFailure &&
+      error.cause instanceof ApplicationFailure &&
+      error.cause.type === settleDayFailureTypes.notRunning
+    ) {
+      throw ApplicationFailure.nonRetryable(
+        `settlement run ${input.runId} of ${input.date} is no longer running`,
+        settleDayFailureTypes.notRunning,
+      );
     }
     throw error;
   }

@@ -6,7 +6,11 @@
 // settings and the walletflow_reconcile_* metrics. Imported by the workflow bundle: runtime imports from
 // @temporalio/* and workflows/ only, and the workflow's signature declared here (the workflow
 // imports this file, never the reverse).
-import type { Client, ScheduleOptionsStartWorkflowAction, WorkflowHandleWithFirstExecutionRunId } from '@temporalio/client';
+import type {
+  Client,
+  ScheduleOptionsStartWorkflowAction,
+  WorkflowHandleWithFirstExecutionRunId,
+} from '@temporalio/client';
 
 /**
  * The workflow type: the name Temporal and every stored history know it by (the function's name).
@@ -94,10 +98,16 @@ export interface SweepActivities {
 /** reconcileFundings's signature: what starters and the Schedule type-check against. */
 export type SweepWorkflow = (input: SweepInput) => Promise<SweepReport>;
 
-/** The Schedule that runs the sweep; Temporal names each scheduled run after it. Its first spelling stays: a deployed cluster's Schedule has it. */
+/**
+ * The Schedule that runs the sweep; Temporal names each scheduled run after it. Its first spelling stays: a deployed
+ * cluster's Schedule has it.
+ */
 export const sweepScheduleId = 'walletflow-reconcile';
 
-/** A sweep run by hand (`walletflow sweep`): a fresh id each time, so runs never collide (the prefix is the first spelling, as the Schedule's). */
+/**
+ * A sweep run by hand (`walletflow sweep`): a fresh id each time, so runs never collide (the prefix is the first
+ * spelling, as the Schedule's).
+ */
 export const manualSweepWorkflowId = (uniqueSuffix: string) => `walletflow-reconcile-manual-${uniqueSuffix}`;
 
 /** Starts one sweep; the handle's result() is the sweep's report. No id policies: each id is new. */
@@ -113,6 +123,14 @@ export async function startSweep(
 }
 
 /** What the Schedule starts on every tick: one sweep. */
-export function sweepScheduleAction(options: { taskQueue: string; input: SweepInput }): ScheduleOptionsStartWorkflowAction<SweepWorkflow> {
-  return { type: 'startWorkflow', workflowType: reconcileFundingsWorkflowType, taskQueue: options.taskQueue, args: [options.input] };
+export function sweepScheduleAction(options: {
+  taskQueue: string;
+  input: SweepInput;
+}): ScheduleOptionsStartWorkflowAction<SweepWorkflow> {
+  return {
+    type: 'startWorkflow',
+    workflowType: reconcileFundingsWorkflowType,
+    taskQueue: options.taskQueue,
+    args: [options.input],
+  };
 }

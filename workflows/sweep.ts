@@ -1,4 +1,5 @@
-// The sweep's workflow (its type keeps the first name, reconcileFundings: workflows/sweep.contract.ts): one sweep, run by a Temporal Schedule every few minutes (and
+// The sweep's workflow (its type keeps the first name, reconcileFundings: workflows/sweep.contract.ts): one sweep, run
+// by a Temporal Schedule every few minutes (and
 // once by `walletflow sweep`). The sweep is one activity: it is a batch of database reads,
 // wallet retrieves and repairs, each repair idempotent.
 import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';

@@ -11,7 +11,13 @@ export interface PageContent {
 
 /** The Content-Security-Policy of a page: nothing but its own style (by the response's nonce). */
 export function pageCsp(nonce: string): string {
-  return ["default-src 'none'", `style-src 'nonce-${nonce}'`, "form-action 'none'", "frame-ancestors 'none'", "base-uri 'none'"].join('; ');
+  return [
+    "default-src 'none'",
+    `style-src 'nonce-${nonce}'`,
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
 }
 
 export function renderPage(content: PageContent, nonce: string): string {

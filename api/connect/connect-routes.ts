@@ -5,7 +5,7 @@
 // code and stores the link's tokens, never moving a link that belongs to another partner user.
 import { overloadOf } from '../../lib/admission.ts';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Router} from 'express';
+import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
@@ -42,7 +42,8 @@ export interface ConnectDependencies {
 /** The cookie that binds a login's state to the browser that started it. */
 export const LOGIN_COOKIE = 'walletflow_login';
 
-const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters`);
+const printable = (max: number) =>
+  z.string().regex(new RegExp(`^[\\x21-\\x7e]{1,${max}}$`), `must be 1 to ${max} printable ASCII characters`);
 
 /**
  * GET /connect/start: a login token (contract-decisions section 12). A bare partnerUserId is
@@ -50,7 +51,9 @@ const printable = (max: number) => z.string().regex(new RegExp(`^[\\x21-\\x7e]{1
  */
 export const startQuerySchema = z
   .object({
-    login: z.string({ error: 'is required: open the login link the partner app gave you' }).regex(/^[\x21-\x7e]{1,4096}$/, 'must be a login token'),
+    login: z
+      .string({ error: 'is required: open the login link the partner app gave you' })
+      .regex(/^[\x21-\x7e]{1,4096}$/, 'must be a login token'),
     partnerUserId: z.never({ error: 'is not accepted: a login starts from a login link' }).optional(),
   })
   .loose();
@@ -62,8 +65,14 @@ export const callbackQuerySchema = z.object({
   error: z.string().max(200).optional(),
   error_description: z.string().max(2000).optional(),
   // Stored (the masked user id) or compared: printable text only, never NUL or a lone surrogate.
-  userId: z.string().regex(/^[\x20-\x7e]{0,64}$/).optional(),
-  profileId: z.string().regex(/^[\x21-\x7e]{0,64}$/).optional(),
+  userId: z
+    .string()
+    .regex(/^[\x20-\x7e]{0,64}$/)
+    .optional(),
+  profileId: z
+    .string()
+    .regex(/^[\x21-\x7e]{0,64}$/)
+    .optional(),
 });
 
 const failurePage = htmlAnswer('an unexpected failure (logged)');
@@ -74,7 +83,8 @@ const routes = {
     path: '/connect/start',
     operationId: 'connectStart',
     tag: 'connect',
-    summary: 'Start a standalone login from a login token: a single-use state (10 minutes) bound to a cookie, then the wallet’s login page',
+    summary:
+      'Start a standalone login from a login token: a single-use state (10 minutes) bound to a cookie, then the wallet’s login page',
     access: 'public',
     query: {
       schema: startQuerySchema,
@@ -85,7 +95,9 @@ const routes = {
       },
     },
     responses: {
-      '302': redirectAnswer('to the connect service’s login page; sets the `walletflow_login` cookie the callback requires'),
+      '302': redirectAnswer(
+        'to the connect service’s login page; sets the `walletflow_login` cookie the callback requires',
+      ),
       '400': htmlAnswer('no login token, or one that is not valid, used or expired; a bare partnerUserId'),
       '429': rateLimitedPageAnswer,
       '500': failurePage,
@@ -100,9 +112,13 @@ const routes = {
     access: 'public',
     query: { schema: callbackQuerySchema },
     responses: {
-      '200': htmlAnswer('linked; the page names the link (no CONNECT_RETURN_URL)', { 'X-Link-Id': header('the new link’s id') }),
+      '200': htmlAnswer('linked; the page names the link (no CONNECT_RETURN_URL)', {
+        'X-Link-Id': header('the new link’s id'),
+      }),
       '303': redirectAnswer('linked: to CONNECT_RETURN_URL with `?linkId=…&status=linked`'),
-      '400': htmlAnswer('not linked: a missing, unknown, used or expired state; the user cancelled; the wallet refused the code'),
+      '400': htmlAnswer(
+        'not linked: a missing, unknown, used or expired state; the user cancelled; the wallet refused the code',
+      ),
       '429': rateLimitedPageAnswer,
       '500': failurePage,
       '502': htmlAnswer('not linked: the wallet service did not answer in time'),
@@ -131,9 +147,21 @@ const sameText = (a: string, b: string) => {
 };
 
 const refusedLoginPages: Record<LoginRefusal, PageContent> = {
-  invalid: { tone: 'error', title: 'This login link is not valid', paragraphs: ['Please start the login again from the partner app.'] },
-  used: { tone: 'error', title: 'This login link has already been used', paragraphs: ['Each login link works once. Please start the login again from the partner app.'] },
-  expired: { tone: 'error', title: 'This login link has expired', paragraphs: ['Login links work for 10 minutes. Please start the login again from the partner app.'] },
+  invalid: {
+    tone: 'error',
+    title: 'This login link is not valid',
+    paragraphs: ['Please start the login again from the partner app.'],
+  },
+  used: {
+    tone: 'error',
+    title: 'This login link has already been used',
+    paragraphs: ['Each login link works once. Please start the login again from the partner app.'],
+  },
+  expired: {
+    tone: 'error',
+    title: 'This login link has expired',
+    paragraphs: ['Login links work for 10 minutes. Please start the login again from the partner app.'],
+  },
 };
 function page(res: Response, status: number, content: PageContent): void {
   const nonce = randomBytes(16).toString('base64');
@@ -177,7 +205,10 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
-    const grant = await redeemLoginGrant(deps.database, query.data.login, { signingKey: deps.loginSigningKey, now: now() });
+    const grant = await redeemLoginGrant(deps.database, query.data.login, {
+      signingKey: deps.loginSigningKey,
+      now: now(),
+    });
     if (!grant.ok) {
       deps.logger.warn({ reason: grant.reason }, 'connect start with an unusable login token');
       page(res, 400, refusedLoginPages[grant.reason]);
@@ -185,11 +216,22 @@ export function connectRouter(deps: ConnectDependencies): Router {
     }
     const state = randomBytes(32).toString('base64url');
     await deps.database.loginState.create({
-      data: { stateHash: hashState(state), partnerUserId: grant.partnerUserId, mobile: grant.mobile ?? null, expiresAt: new Date(now() + LOGIN_STATE_TTL_MS) },
+      data: {
+        stateHash: hashState(state),
+        partnerUserId: grant.partnerUserId,
+        mobile: grant.mobile ?? null,
+        expiresAt: new Date(now() + LOGIN_STATE_TTL_MS),
+      },
     });
     // The callback must come back to this browser: the state is also its cookie (HttpOnly; Lax is
     // sent on the wallet's top-level redirect back to us).
-    const cookie = [`${LOGIN_COOKIE}=${state}`, 'Path=/connect', `Max-Age=${LOGIN_STATE_TTL_MS / 1000}`, 'HttpOnly', 'SameSite=Lax'];
+    const cookie = [
+      `${LOGIN_COOKIE}=${state}`,
+      'Path=/connect',
+      `Max-Age=${LOGIN_STATE_TTL_MS / 1000}`,
+      'HttpOnly',
+      'SameSite=Lax',
+    ];
     if (deps.secureCookies ?? req.secure) cookie.push('Secure');
     res.append('Set-Cookie', cookie.join('; '));
     res.setHeader('Cache-Control', 'no-store');
@@ -213,11 +255,16 @@ export function connectRouter(deps: ConnectDependencies): Router {
     // spent: it stays usable by the browser that holds its cookie, until it expires.
     const cookieState = loginCookieOf(req);
     if (!cookieState || !sameText(cookieState, query.data.state)) {
-      deps.logger.warn({ cookie: cookieState ? 'other' : 'missing' }, 'connect callback from a browser that did not start the login');
+      deps.logger.warn(
+        { cookie: cookieState ? 'other' : 'missing' },
+        'connect callback from a browser that did not start the login',
+      );
       page(res, 400, {
         tone: 'error',
         title: 'This login cannot be completed here',
-        paragraphs: ['This login was started in another browser. Please start the login again from the partner app, in this browser.'],
+        paragraphs: [
+          'This login was started in another browser. Please start the login again from the partner app, in this browser.',
+        ],
       });
       return;
     }
@@ -257,13 +304,20 @@ export function connectRouter(deps: ConnectDependencies): Router {
       page(res, 400, {
         tone: 'error',
         title: 'Your wallet was not linked',
-        paragraphs: [errorExplanations[code] ?? `The wallet login failed (${code}).`, 'You can start the login again at any time.'],
+        paragraphs: [
+          errorExplanations[code] ?? `The wallet login failed (${code}).`,
+          'You can start the login again at any time.',
+        ],
       });
       return;
     }
     if (!query.data.code) {
       await deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:missing_code' } });
-      page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The wallet did not send a login code. Please start the login again.'] });
+      page(res, 400, {
+        tone: 'error',
+        title: 'Your wallet was not linked',
+        paragraphs: ['The wallet did not send a login code. Please start the login again.'],
+      });
       return;
     }
 
@@ -274,16 +328,27 @@ export function connectRouter(deps: ConnectDependencies): Router {
       const profile = await deps.wallet.getProfile(tokens.accessToken);
       const profileId = profile.data.profileId;
       if (query.data.profileId && query.data.profileId !== profileId) {
-        await deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: 'profileId mismatch' } });
-        page(res, 400, { tone: 'error', title: 'Your wallet was not linked', paragraphs: ['The login answer did not match the wallet account. Please start again.'] });
+        await deps.database.linkEvent.create({
+          data: { partnerUserId, type: 'LOGIN_FAILED', detail: 'profileId mismatch' },
+        });
+        page(res, 400, {
+          tone: 'error',
+          title: 'Your wallet was not linked',
+          paragraphs: ['The login answer did not match the wallet account. Please start again.'],
+        });
         return;
       }
       // A login pinned to a mobile number links only the account that has it: the
       // wallet's login page only pre-fills the number, and anyone can type another.
       if (login.mobile !== null) {
-        const shown = (profile.data.contact ?? []).filter((contact) => contact.type === 'MSISDN' || contact.type === 'MSISD').map((contact) => contact.value);
+        const shown = (profile.data.contact ?? [])
+          .filter((contact) => contact.type === 'MSISDN' || contact.type === 'MSISD')
+          .map((contact) => contact.value);
         if (!shown.some((mobile) => sameMobile(mobile, login.mobile!))) {
-          const detail = shown.length === 0 ? 'the login was pinned to a mobile number the wallet did not show (no contact scope)' : "the account that logged in does not have the login's mobile number";
+          const detail =
+            shown.length === 0
+              ? 'the login was pinned to a mobile number the wallet did not show (no contact scope)'
+              : "the account that logged in does not have the login's mobile number";
           await deps.database.$transaction([
             deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:mobile_mismatch' } }),
             deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail } }),
@@ -327,17 +392,28 @@ export function connectRouter(deps: ConnectDependencies): Router {
         tone: 'success',
         title: 'Your wallet is linked',
         paragraphs: [
-          query.data.userId ? `Wallet account ${query.data.userId} is now connected.` : 'Your wallet account is now connected.',
+          query.data.userId
+            ? `Wallet account ${query.data.userId} is now connected.`
+            : 'Your wallet account is now connected.',
           `Link reference: ${linkId}`,
           'You can close this page.',
         ],
       });
     } catch (error) {
       if (error instanceof LinkOwnedError) {
-        deps.logger.warn({ linkId: error.linkId }, 'connect login refused: the wallet is linked to another partner user');
+        deps.logger.warn(
+          { linkId: error.linkId },
+          'connect login refused: the wallet is linked to another partner user',
+        );
         await deps.database.$transaction([
           deps.database.loginState.update({ where: { stateHash }, data: { outcome: 'ERROR:linked_elsewhere' } }),
-          deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: `the wallet is linked to another partner user (link ${error.linkId})` } }),
+          deps.database.linkEvent.create({
+            data: {
+              partnerUserId,
+              type: 'LOGIN_FAILED',
+              detail: `the wallet is linked to another partner user (link ${error.linkId})`,
+            },
+          }),
         ]);
         page(res, 409, {
           tone: 'error',
@@ -352,10 +428,15 @@ export function connectRouter(deps: ConnectDependencies): Router {
       // Too many requests at once (docs/architecture.md, admission): answered 503 with Retry-After by onError below.
       if (overloadOf(error)) throw error;
       const code = isWalletError(error) ? error.code : 'INTERNAL';
-      deps.logger.warn({ code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined }, 'connect callback failed');
+      deps.logger.warn(
+        { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
+        'connect callback failed',
+      );
       await deps.database.$transaction([
         deps.database.loginState.update({ where: { stateHash }, data: { outcome: `ERROR:${code}`.slice(0, 64) } }),
-        deps.database.linkEvent.create({ data: { partnerUserId, type: 'LOGIN_FAILED', detail: `code exchange: ${code}`.slice(0, 500) } }),
+        deps.database.linkEvent.create({
+          data: { partnerUserId, type: 'LOGIN_FAILED', detail: `code exchange: ${code}`.slice(0, 500) },
+        }),
       ]);
       const refused = isWalletError(error) && error.outcome === 'rejected';
       page(res, refused ? 400 : 502, {
@@ -373,13 +454,21 @@ export function connectRouter(deps: ConnectDependencies): Router {
   // Under /connect a page, never a problem document: unknown paths and methods, requests the
   // framework could not read (their 4xx), and failures (500, logged).
   router.use('/connect', (_req, res) => {
-    page(res, 404, { tone: 'error', title: 'Not found', paragraphs: ['There is no such page. Please start the login again from the partner app.'] });
+    page(res, 404, {
+      tone: 'error',
+      title: 'Not found',
+      paragraphs: ['There is no such page. Please start the login again from the partner app.'],
+    });
   });
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const busy = overloadOf(error);
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
-      page(res, 503, { tone: 'error', title: 'Busy right now', paragraphs: ['Many people are logging in at the same time. Please start the login again in a few seconds.'] });
+      page(res, 503, {
+        tone: 'error',
+        title: 'Busy right now',
+        paragraphs: ['Many people are logging in at the same time. Please start the login again in a few seconds.'],
+      });
       return;
     }
     const refused = clientErrorOf(error);

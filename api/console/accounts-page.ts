@@ -9,7 +9,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Request, Response, Router } from 'express';
 import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
-import { accountOfPathSegment, createAdjustmentSchema, settlementDateSchema, systemAccounts } from '../../domain/ledger.ts';
+import {
+  accountOfPathSegment,
+  createAdjustmentSchema,
+  settlementDateSchema,
+  systemAccounts,
+} from '../../domain/ledger.ts';
 import { acceptedCurrency } from '../../domain/money.ts';
 import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { isAdjustableAccount } from '../../ledger/adjustments.ts';
@@ -17,17 +22,53 @@ import { isEntriesCursor } from '../../ledger/ledger.ts';
 import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
 import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
-import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import {
+  defineRoute,
+  htmlAnswer,
+  redirectAnswer,
+  retryAfterHeader,
+  textSchema,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { consoleHeaders, CONSOLE_PATH, csrfField, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import {
+  consoleHeaders,
+  CONSOLE_PATH,
+  csrfField,
+  escapeHtml,
+  idCell,
+  money,
+  notice,
+  sendConsolePage,
+  stateBadge,
+  table,
+  when,
+  type SignedInPerson,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, consoleUrl, facts, formField, linkedId, may, pager, queryText, segment, sendRefused } from './page-pieces.ts';
+import {
+  card,
+  consoleUrl,
+  facts,
+  formField,
+  linkedId,
+  may,
+  pager,
+  queryText,
+  segment,
+  sendRefused,
+} from './page-pieces.ts';
 import { ledgerEntriesTable } from './record-pieces.ts';
 
-export type AccountsPageDependencies = Pick<ConsoleServices, 'database' | 'ledger' | 'adjust' | 'settlements' | 'csvStreams' | 'liveStreams' | 'timeZone' | 'now'>;
+export type AccountsPageDependencies = Pick<
+  ConsoleServices,
+  'database' | 'ledger' | 'adjust' | 'settlements' | 'csvStreams' | 'liveStreams' | 'timeZone' | 'now'
+>;
 
-const accountParameter = { account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' } };
+const accountParameter = {
+  account: { schema: accountPathSchema, description: '`TREASURY` (or another system account), else a partner user id' },
+};
 
 const routes = {
   accounts: defineRoute({
@@ -44,7 +85,8 @@ const routes = {
     path: '/console/accounts/{account}',
     operationId: 'consoleAccount',
     tag: 'console',
-    summary: 'An account: balance, held, available, the fundings holding on it, its entries a page at a time, the adjustment form',
+    summary:
+      'An account: balance, held, available, the fundings holding on it, its entries a page at a time, the adjustment form',
     access: { consoleScope: 'read' },
     params: accountParameter,
     responses: { '200': htmlAnswer('the page'), '400': htmlAnswer('not an account') },
@@ -54,10 +96,15 @@ const routes = {
     path: '/console/accounts/{account}/adjustments',
     operationId: 'consoleAdjustAccount',
     tag: 'console',
-    summary: 'Adjust a partner user’s account or the treasury (POST /ops/accounts/{account}/adjustments’s rules; the form’s own Idempotency-Key)',
+    summary:
+      'Adjust a partner user’s account or the treasury (POST /ops/accounts/{account}/adjustments’s rules; the form’s own Idempotency-Key)',
     access: { consoleScope: 'accounts' },
     params: accountParameter,
-    responses: { '303': redirectAnswer('posted (or already posted by this form): back to the account'), '400': htmlAnswer('a bad amount or reason'), '422': htmlAnswer('refused; nothing stored') },
+    responses: {
+      '303': redirectAnswer('posted (or already posted by this form): back to the account'),
+      '400': htmlAnswer('a bad amount or reason'),
+      '422': htmlAnswer('refused; nothing stored'),
+    },
   }),
   settlement: defineRoute({
     method: 'get',
@@ -68,7 +115,10 @@ const routes = {
       'A day’s settlement report as CSV (?date=YYYY-MM-DD, the day in SETTLEMENT_TZ); while the day’s run goes, a page with its progress; with neither, a page with the form that starts it. Never starts one (a GET a browser may make on its own: a prefetch, a HEAD)',
     access: { consoleScope: 'read' },
     responses: {
-      '200': { description: 'the CSV file, or the page following the run or offering to start it', content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } } },
+      '200': {
+        description: 'the CSV file, or the page following the run or offering to start it',
+        content: { 'text/csv': { jsonSchema: textSchema }, 'text/html': { jsonSchema: textSchema } },
+      },
       '400': htmlAnswer('no date, or not one'),
       '422': htmlAnswer('a day that has not begun'),
     },
@@ -78,14 +128,18 @@ const routes = {
     path: '/console/settlements',
     operationId: 'consoleSettle',
     tag: 'console',
-    summary: 'Settle a day (the form’s date, YYYY-MM-DD in SETTLEMENT_TZ): its report as CSV, the first time by a run this starts; a run that outlasts the wait is followed on its page',
+    summary:
+      'Settle a day (the form’s date, YYYY-MM-DD in SETTLEMENT_TZ): its report as CSV, the first time by a run this starts; a run that outlasts the wait is followed on its page',
     access: { consoleScope: 'read' },
     responses: {
       '200': { description: 'the CSV file', content: { 'text/csv': { jsonSchema: textSchema } } },
       '303': redirectAnswer('to the page following the run'),
       '400': htmlAnswer('no date, or not one'),
       '422': htmlAnswer('a day that has not begun'),
-      '503': htmlAnswer('the day’s run is recorded but Temporal cannot start it just now: nothing checked yet; opening the report again starts it', { 'Retry-After': retryAfterHeader }),
+      '503': htmlAnswer(
+        'the day’s run is recorded but Temporal cannot start it just now: nothing checked yet; opening the report again starts it',
+        { 'Retry-After': retryAfterHeader },
+      ),
     },
   }),
   settlementLive: defineRoute({
@@ -96,7 +150,10 @@ const routes = {
     summary: 'A day’s settlement run’s progress, pushed every second until its report is ready (Server-Sent Events)',
     access: { consoleScope: 'read' },
     params: { date: { schema: settlementDateSchema, description: 'the day, YYYY-MM-DD' } },
-    responses: { '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } }, '400': htmlAnswer('not a date') },
+    responses: {
+      '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } },
+      '400': htmlAnswer('not a date'),
+    },
   }),
 };
 
@@ -109,7 +166,10 @@ const SETTLEMENT_PROGRESS_EVERY_MS = 1000;
 
 const settlementPath = (date: string) => `${CONSOLE_PATH}/settlements?date=${date}`;
 
-/** The form that settles a day (a POST: a run is work, started only by a person's form, never by a GET the browser makes on its own). */
+/**
+ * The form that settles a day (a POST: a run is work, started only by a person's form, never by a GET the browser makes
+ * on its own).
+ */
 function settleForm(person: { csrfToken: string }, date: string, timeZone: string, button: string): string {
   return `<form method="post" action="${CONSOLE_PATH}/settlements">${csrfField(person)}<label for="settlement-date">Day (${escapeHtml(timeZone)})</label>
 <input id="settlement-date" name="date" type="date" value="${escapeHtml(date)}" required>
@@ -156,7 +216,10 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     // The last whole day: today's report would be the day so far.
-    const yesterday = settlementDayOf(new Date((deps.now?.() ?? new Date()).getTime() - 86_400_000), deps.timeZone).date;
+    const yesterday = settlementDayOf(
+      new Date((deps.now?.() ?? new Date()).getTime() - 86_400_000),
+      deps.timeZone,
+    ).date;
     const body = [
       asked !== undefined ? notice('A partner user id is 1 to 128 printable characters without spaces.', 'error') : '',
       card(
@@ -165,12 +228,12 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         `<form method="get" action="${CONSOLE_PATH}/accounts" role="search"><label for="account-user">Partner user id</label>
 <input id="account-user" name="partnerUserId" type="search" maxlength="128" required><div class="actions"><button type="submit">Open the account</button></div></form>`,
       ),
-      card('system-accounts', 'System accounts', `<ul>${systemAccounts.map((account) => `<li><a href="${accountPath(account)}">${account}</a></li>`).join('')}</ul>`),
       card(
-        'settlement',
-        'Settlement report',
-        settleForm(person, yesterday, deps.timeZone, 'Download CSV'),
+        'system-accounts',
+        'System accounts',
+        `<ul>${systemAccounts.map((account) => `<li><a href="${accountPath(account)}">${account}</a></li>`).join('')}</ul>`,
       ),
+      card('settlement', 'Settlement report', settleForm(person, yesterday, deps.timeZone, 'Download CSV')),
     ].join('\n');
     sendConsolePage(res, asked !== undefined ? 400 : 200, { title: 'Accounts', section: 'accounts', person, body });
   });
@@ -179,18 +242,31 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const person = personOf(res);
     const parsed = accountPathSchema.safeParse(req.params.account);
     if (!parsed.success) {
-      sendRefused(res, 400, { person, section: 'accounts', title: 'Not an account', message: 'An account is TREASURY, another system account, or a partner user id.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      sendRefused(res, 400, {
+        person,
+        section: 'accounts',
+        title: 'Not an account',
+        message: 'An account is TREASURY, another system account, or a partner user id.',
+        back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' },
+      });
       return;
     }
     const account = accountOfPathSegment(parsed.data);
     const partnerUserId = account.startsWith('USER:') ? account.slice(5) : null;
     const cursor = queryText(req, 'cursor', 64);
     const validCursor = cursor !== undefined && isEntriesCursor(cursor) ? cursor : undefined;
-    const holds = isAdjustableAccount(account) ? fundingsHoldingOn(deps.database, partnerUserId, unfinishedFundingStatuses, HOLDS_SHOWN) : Promise.resolve(null);
+    const holds = isAdjustableAccount(account)
+      ? fundingsHoldingOn(deps.database, partnerUserId, unfinishedFundingStatuses, HOLDS_SHOWN)
+      : Promise.resolve(null);
     const [view, currencies, entries, holding] = await Promise.all([
       deps.ledger.account(deps.database, account, acceptedCurrency),
       deps.ledger.currenciesOf(deps.database, account),
-      deps.ledger.accountEntries(deps.database, { account, currency: acceptedCurrency, limit: PAGE_SIZE, ...(validCursor ? { cursor: validCursor } : {}) }),
+      deps.ledger.accountEntries(deps.database, {
+        account,
+        currency: acceptedCurrency,
+        limit: PAGE_SIZE,
+        ...(validCursor ? { cursor: validCursor } : {}),
+      }),
       holds,
     ]);
     const tz = deps.timeZone;
@@ -200,21 +276,42 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const adjustment = adjustmentText !== undefined && /^\d+$/.test(adjustmentText) ? adjustmentText : undefined;
     const body = [
       done === 'adjusted' ? notice(`Adjustment ${adjustment ?? ''} posted under your name.`, 'ok') : '',
-      done === 'already' ? notice(`This form was already sent: adjustment ${adjustment ?? ''} stands, and nothing was posted again.`, 'ok') : '',
-      cursor !== undefined && !validCursor ? notice('That page of entries is not one this console gave: here is the newest.', 'error') : '',
+      done === 'already'
+        ? notice(
+            `This form was already sent: adjustment ${adjustment ?? ''} stands, and nothing was posted again.`,
+            'ok',
+          )
+        : '',
+      cursor !== undefined && !validCursor
+        ? notice('That page of entries is not one this console gave: here is the newest.', 'error')
+        : '',
       card(
         'account',
         account,
         `${facts([
-          ['Account', partnerUserId === null ? escapeHtml(account) : `USER: ${idCell(partnerUserId, 'partner user id')}`],
+          [
+            'Account',
+            partnerUserId === null ? escapeHtml(account) : `USER: ${idCell(partnerUserId, 'partner user id')}`,
+          ],
           ['Balance (posted)', money(view.balance)],
           ['Held (fundings not final)', money(view.held)],
           ['Available', `<strong>${money(view.available)}</strong>`],
-          ...(view.floor !== null ? ([['May go down to', `${escapeHtml(view.floor)} ${acceptedCurrency}`]] as const) : []),
-          ...(currencies.some((currency) => currency !== acceptedCurrency) ? ([['Other currencies on record', escapeHtml(currencies.filter((currency) => currency !== acceptedCurrency).join(', '))]] as const) : []),
+          ...(view.floor !== null
+            ? ([['May go down to', `${escapeHtml(view.floor)} ${acceptedCurrency}`]] as const)
+            : []),
+          ...(currencies.some((currency) => currency !== acceptedCurrency)
+            ? ([
+                [
+                  'Other currencies on record',
+                  escapeHtml(currencies.filter((currency) => currency !== acceptedCurrency).join(', ')),
+                ],
+              ] as const)
+            : []),
         ])}${partnerUserId === null ? '' : `<p><a href="${CONSOLE_PATH}/links?partnerUserId=${escapeHtml(encodeURIComponent(partnerUserId))}">Their linked wallets</a></p>`}`,
       ),
-      isAdjustableAccount(account) && may(person, 'accounts') ? card('adjust', 'Adjust', adjustmentForm(person, parsed.data)) : '',
+      isAdjustableAccount(account) && may(person, 'accounts')
+        ? card('adjust', 'Adjust', adjustmentForm(person, parsed.data))
+        : '',
       holding === null
         ? ''
         : card(
@@ -223,7 +320,12 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
             `${table(
               'Fundings holding money on this account, newest first',
               ['Funding', 'State', 'Amount', 'Requested'],
-              holding.map((funding) => [linkedId(`${CONSOLE_PATH}/fundings/${funding.fundingId}`, funding.fundingId, 'funding id'), stateBadge(funding.status), money(funding.amount), when(funding.createdAt, tz)]),
+              holding.map((funding) => [
+                linkedId(`${CONSOLE_PATH}/fundings/${funding.fundingId}`, funding.fundingId, 'funding id'),
+                stateBadge(funding.status),
+                money(funding.amount),
+                when(funding.createdAt, tz),
+              ]),
               new Set([2]),
             )}${holding.length === HOLDS_SHOWN ? `<p class="muted">The newest ${HOLDS_SHOWN} are shown.</p>` : ''}`,
           ),
@@ -240,7 +342,14 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const person = personOf(res);
     const parsed = accountPathSchema.safeParse(req.params.account);
     const back = { href: accountPath(req.params.account), label: 'Back to the account' };
-    const refuse = (status: number, message: string) => sendRefused(res, status, { person, section: 'accounts', title: 'Not adjusted', message: `${message} Nothing was posted.`, back });
+    const refuse = (status: number, message: string) =>
+      sendRefused(res, status, {
+        person,
+        section: 'accounts',
+        title: 'Not adjusted',
+        message: `${message} Nothing was posted.`,
+        back,
+      });
     if (!parsed.success) {
       refuse(400, 'That is not an account.');
       return;
@@ -250,16 +359,30 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       refuse(400, 'This form has no valid key: reload the page and fill it in again.');
       return;
     }
-    const body = createAdjustmentSchema.safeParse({ amount: { currency: acceptedCurrency, value: (formField(req, 'amount') ?? '').trim() }, reason: formField(req, 'reason') });
+    const body = createAdjustmentSchema.safeParse({
+      amount: { currency: acceptedCurrency, value: (formField(req, 'amount') ?? '').trim() },
+      reason: formField(req, 'reason'),
+    });
     if (!body.success) {
       refuse(400, `${body.error.issues.map((issue) => issue.message).join('; ')}.`);
       return;
     }
-    const result = await deps.adjust({ idempotencyKey: key.data, account: accountOfPathSegment(parsed.data), body: body.data, actor: person.name });
+    const result = await deps.adjust({
+      idempotencyKey: key.data,
+      account: accountOfPathSegment(parsed.data),
+      body: body.data,
+      actor: person.name,
+    });
     switch (result.kind) {
       case 'created':
       case 'existing':
-        res.redirect(303, consoleUrl(accountPath(parsed.data), { done: result.kind === 'created' ? 'adjusted' : 'already', adjustment: result.adjustment.adjustmentId }));
+        res.redirect(
+          303,
+          consoleUrl(accountPath(parsed.data), {
+            done: result.kind === 'created' ? 'adjusted' : 'already',
+            adjustment: result.adjustment.adjustmentId,
+          }),
+        );
         return;
       case 'invalid-account':
         refuse(400, 'Only a partner user’s account or TREASURY can be adjusted.');
@@ -277,7 +400,10 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
   /** A day's report as CSV; to a HEAD only its headers (nothing read). */
   const sendReport = async (req: Request, res: Response, run: SettlementRun, date: string): Promise<void> => {
     consoleHeaders(res);
-    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`);
+    res
+      .status(200)
+      .type('text/csv; charset=utf-8')
+      .setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`);
     if (req.method === 'HEAD') {
       res.end();
       return;
@@ -285,7 +411,12 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     await deps.csvStreams.send(res, deps.settlements.csv(run));
   };
 
-  const progressPage = (res: Response, person: SignedInPerson, answer: { kind: 'report' | 'running'; run: SettlementRun }, date: string): void => {
+  const progressPage = (
+    res: Response,
+    person: SignedInPerson,
+    answer: { kind: 'report' | 'running'; run: SettlementRun },
+    date: string,
+  ): void => {
     const body = card(
       'settlement-run',
       `Settling ${date}`,
@@ -294,19 +425,32 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     sendConsolePage(res, 200, { title: `Settlement of ${date}`, section: 'accounts', person, body });
   };
 
-  // A GET never starts a run (a prefetch, a HEAD, an image would): the report, the run's progress, or the form that starts it.
+  // A GET never starts a run (a prefetch, a HEAD, an image would): the report, the run's progress, or the form that
+  // starts it.
   add(routes.settlement, async (req, res) => {
     const person = personOf(res);
     const date = settlementDateSchema.safeParse(queryText(req, 'date', 10));
     const back = { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' };
     if (!date.success) {
-      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back });
+      sendRefused(res, 400, {
+        person,
+        section: 'accounts',
+        title: 'No report',
+        message: 'Choose a day (YYYY-MM-DD) for the settlement report.',
+        back,
+      });
       return;
     }
     const answer = await deps.settlements.current(date.data);
     switch (answer.kind) {
       case 'not-started':
-        sendRefused(res, 422, { person, section: 'accounts', title: 'No report yet', message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`, back });
+        sendRefused(res, 422, {
+          person,
+          section: 'accounts',
+          title: 'No report yet',
+          message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`,
+          back,
+        });
         return;
       case 'report':
         await sendReport(req, res, answer.run, date.data);
@@ -319,7 +463,11 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
           title: `Settlement of ${date.data}`,
           section: 'accounts',
           person,
-          body: card('settlement', `Settlement of ${date.data}`, `<p>${escapeHtml(date.data)} has not been settled yet.</p>\n${settleForm(person, date.data, deps.timeZone, 'Settle and download CSV')}`),
+          body: card(
+            'settlement',
+            `Settlement of ${date.data}`,
+            `<p>${escapeHtml(date.data)} has not been settled yet.</p>\n${settleForm(person, date.data, deps.timeZone, 'Settle and download CSV')}`,
+          ),
         });
         return;
     }
@@ -331,7 +479,13 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const date = settlementDateSchema.safeParse(formField(req, 'date'));
     const back = { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' };
     if (!date.success) {
-      sendRefused(res, 400, { person, section: 'accounts', title: 'No report', message: 'Choose a day (YYYY-MM-DD) for the settlement report.', back });
+      sendRefused(res, 400, {
+        person,
+        section: 'accounts',
+        title: 'No report',
+        message: 'Choose a day (YYYY-MM-DD) for the settlement report.',
+        back,
+      });
       return;
     }
     const gone = new AbortController();
@@ -348,7 +502,13 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     if (answer.kind === 'not-started') {
-      sendRefused(res, 422, { person, section: 'accounts', title: 'No report yet', message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`, back });
+      sendRefused(res, 422, {
+        person,
+        section: 'accounts',
+        title: 'No report yet',
+        message: `${date.data} has not begun in ${deps.timeZone}: there is nothing to settle yet.`,
+        back,
+      });
       return;
     }
     if (answer.kind === 'report') {
@@ -363,7 +523,13 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     const person = personOf(res);
     const date = settlementDateSchema.safeParse(req.params.date);
     if (!date.success) {
-      sendRefused(res, 400, { person, section: 'accounts', title: 'Not a day', message: 'A day is YYYY-MM-DD.', back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' } });
+      sendRefused(res, 400, {
+        person,
+        section: 'accounts',
+        title: 'Not a day',
+        message: 'A day is YYYY-MM-DD.',
+        back: { href: `${CONSOLE_PATH}/accounts`, label: 'Accounts' },
+      });
       return;
     }
     await deps.liveStreams.stream(
@@ -373,7 +539,11 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         // Only reads the run: a stream the page opens by itself starts nothing.
         const answer = await deps.settlements.current(date.data);
         if (answer.kind === 'not-started') return { html: notice('That day has not begun.', 'error'), done: true };
-        if (answer.kind === 'none') return { html: notice('No settlement of this day is running: reload the page to start one.', 'error'), done: true };
+        if (answer.kind === 'none')
+          return {
+            html: notice('No settlement of this day is running: reload the page to start one.', 'error'),
+            done: true,
+          };
         return { html: renderSettlement(answer, date.data), done: answer.kind === 'report' };
       },
       SETTLEMENT_PROGRESS_EVERY_MS,

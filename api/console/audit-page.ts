@@ -4,7 +4,13 @@
 // day (SETTLEMENT_TZ). Each page looks through a bounded number of acts (audit/ops-actions.ts):
 // a filter that matches rarely gives a short page and the way further back.
 import type { Router } from 'express';
-import { isOpsActionKind, listOpsActions, opsActionKinds, OPS_ACTIONS_SCANNED_PER_PAGE, type OpsActionQuery } from '../../audit/ops-actions.ts';
+import {
+  isOpsActionKind,
+  listOpsActions,
+  opsActionKinds,
+  OPS_ACTIONS_SCANNED_PER_PAGE,
+  type OpsActionQuery,
+} from '../../audit/ops-actions.ts';
 import { settlementDateSchema } from '../../domain/ledger.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
@@ -21,7 +27,8 @@ const routes = {
     path: '/console/audit',
     operationId: 'consoleAudit',
     tag: 'console',
-    summary: 'Who did what, when: every audited write of the ops API and the console, by person, action and day, a page at a time',
+    summary:
+      'Who did what, when: every audited write of the ops API and the console, by person, action and day, a page at a time',
     access: { consoleScope: 'read' },
     responses: { '200': htmlAnswer('the page'), '400': htmlAnswer('a filter that cannot be read') },
   }),
@@ -38,7 +45,8 @@ const methods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 function actionOf(text: string): { method?: string; pathPrefix: string } | null {
   const [first = '', ...rest] = text.split(/\s+/);
   const method = first.toUpperCase();
-  if (methods.has(method)) return rest.length <= 1 && (rest[0] ?? '/').startsWith('/') ? { method, pathPrefix: rest[0] ?? '/' } : null;
+  if (methods.has(method))
+    return rest.length <= 1 && (rest[0] ?? '/').startsWith('/') ? { method, pathPrefix: rest[0] ?? '/' } : null;
   return text.startsWith('/') && !/\s/.test(text) ? { pathPrefix: text } : null;
 }
 
@@ -61,7 +69,8 @@ export function addAuditRoutes(router: Router, deps: AuditPageDependencies): voi
     const cursor = queryText(req, 'cursor', 200);
     const problems: string[] = [];
     const action = actionText === undefined ? undefined : actionOf(actionText);
-    if (actionText !== undefined && !action) problems.push('An action is a path prefix (/ops/fundings) or a method and one (POST /console/fundings).');
+    if (actionText !== undefined && !action)
+      problems.push('An action is a path prefix (/ops/fundings) or a method and one (POST /console/fundings).');
     if (kind !== undefined && !isOpsActionKind(kind)) problems.push('That kind of act is not one of the list.');
     const day = dayText === undefined ? undefined : settlementDateSchema.safeParse(dayText);
     if (day && !day.success) problems.push('A day is YYYY-MM-DD.');
@@ -76,14 +85,20 @@ export function addAuditRoutes(router: Router, deps: AuditPageDependencies): voi
     const filters = { person: who, kind, action: actionText, day: dayText };
     const form = `<form method="get" action="${CONSOLE_PATH}/audit" role="search" class="filters">
 <label for="audit-person">Person (a key’s name, a person’s name or identity)</label><input id="audit-person" name="person" type="search" maxlength="128" value="${escapeHtml(who ?? '')}">
-<label for="audit-kind">Kind of act</label><select id="audit-kind" name="kind"><option value="">Any</option>${Object.entries(opsActionKinds)
-      .map(([value, { label }]) => `<option value="${value}"${value === kind ? ' selected' : ''}>${escapeHtml(label)}</option>`)
+<label for="audit-kind">Kind of act</label><select id="audit-kind" name="kind"><option value="">Any</option>${Object.entries(
+      opsActionKinds,
+    )
+      .map(
+        ([value, { label }]) =>
+          `<option value="${value}"${value === kind ? ' selected' : ''}>${escapeHtml(label)}</option>`,
+      )
       .join('')}</select>
 <label for="audit-action">Or an action: method and path prefix</label><input id="audit-action" name="action" type="search" maxlength="200" placeholder="POST /ops/fundings" value="${escapeHtml(actionText ?? '')}">
 <label for="audit-day">Day (${escapeHtml(deps.timeZone)})</label><input id="audit-day" name="day" type="date" value="${escapeHtml(day?.success ? day.data : '')}">
 <div class="actions"><button type="submit">Filter</button> <a href="${CONSOLE_PATH}/audit">Clear</a></div></form>`;
     let list = '';
-    if (page?.kind === 'invalid-cursor') list = notice('That page is not one this console gave: start again from the first.', 'error');
+    if (page?.kind === 'invalid-cursor')
+      list = notice('That page is not one this console gave: start again from the first.', 'error');
     else if (page) {
       const tz = deps.timeZone;
       list = `${table(
@@ -95,7 +110,9 @@ export function addAuditRoutes(router: Router, deps: AuditPageDependencies): voi
             ? `<a href="${escapeHtml(consoleUrl(`${CONSOLE_PATH}/audit`, { person: row.keyName }))}">${escapeHtml(row.keyName)}</a>${row.actor ? ` <span class="muted">(as ${escapeHtml(row.actor)})</span>` : ''}`
             : `<span class="muted">no session or valid key${row.client ? `, from ${escapeHtml(row.client === '*' ? 'any address' : row.client)}` : ''}</span>`,
           escapeHtml(row.channel === 'console' ? 'console' : 'ops API'),
-          row.summary ? `${row.count.toLocaleString('en')} requests past the audit’s budget that minute, counted, not recorded one by one` : `<code>${escapeHtml(row.method)} ${escapeHtml(row.path)}</code>`,
+          row.summary
+            ? `${row.count.toLocaleString('en')} requests past the audit’s budget that minute, counted, not recorded one by one`
+            : `<code>${escapeHtml(row.method)} ${escapeHtml(row.path)}</code>`,
           row.summary ? '' : answerOf(row.status),
           row.requestId ? idCell(row.requestId, 'request id') : '',
         ]),

@@ -5,9 +5,25 @@
 // filtered by status. Reads go through the batch service, exactly as GET /ops/funding-batches/…
 // does.
 import { sameActor } from '../../domain/actor.ts';
-import { batchItemStatuses, batchStates, type BatchItemView, type BatchState, type BatchView } from '../../domain/funding-batch.ts';
+import {
+  batchItemStatuses,
+  batchStates,
+  type BatchItemView,
+  type BatchState,
+  type BatchView,
+} from '../../domain/funding-batch.ts';
 import { escapeHtml } from '../../lib/html.ts';
-import { CONSOLE_PATH, csrfField, idCell, money, notice, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  csrfField,
+  idCell,
+  money,
+  notice,
+  stateBadge,
+  table,
+  when,
+  type SignedInPerson,
+} from './console-layout.ts';
 
 /** The batch's moves, as their routes name them, and what the page says once one is done. */
 export const batchMoves = ['approve', 'reject', 'pause', 'resume', 'cancel'] as const;
@@ -21,8 +37,10 @@ export const doneNotices = {
   reject: 'You rejected the batch: no item will start, and its hold is released.',
   pause: 'You paused the batch: no new item starts; items already started finish.',
   resume: 'You resumed the batch: its items start again.',
-  cancel: 'You cancelled the batch: items not yet started are cancelled and their share released; items already started finish.',
-  // Temporal could not start the batch's runner just now (lib/workflow-unavailable.ts): what is stored stands, the sweep starts the runner.
+  cancel:
+    'You cancelled the batch: items not yet started are cancelled and their share released; items already started finish.',
+  // Temporal could not start the batch's runner just now (lib/workflow-unavailable.ts): what is stored stands, the
+  // sweep starts the runner.
   'stored-waiting':
     'The batch is stored and its total is held, but its run could not be started just now (walletflow cannot reach its workflows): no item has started yet. It starts on its own at the next sweep, within minutes. Do not upload the file again: that would make a second batch.',
   'approve-waiting':
@@ -37,7 +55,8 @@ const unfinishedStatuses = ['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING'] a
 const endedStates: ReadonlySet<BatchState> = new Set(['COMPLETED', 'CANCELLED', 'REJECTED']);
 
 /** Items not final and not in review: a cancelled batch's started items still finish. */
-const unfinishedOf = (batch: BatchView): number => unfinishedStatuses.reduce((sum, status) => sum + (batch.counts[status] ?? 0), 0);
+const unfinishedOf = (batch: BatchView): number =>
+  unfinishedStatuses.reduce((sum, status) => sum + (batch.counts[status] ?? 0), 0);
 
 /** True once nothing about the batch will change any more: its live region stops. */
 export const batchHasEnded = (batch: BatchView): boolean => endedStates.has(batch.state) && unfinishedOf(batch) === 0;
@@ -77,8 +96,16 @@ export function renderProgress(batch: BatchView, shown: BatchState | undefined, 
   const done = total - unfinished;
   const percent = total === 0 ? 100 : Math.floor((done / total) * 100);
   const rate = batch.itemsPerSecond === null ? 'no rate yet' : `${batch.itemsPerSecond} items a second`;
-  const left = batch.etaSeconds !== null ? `about ${duration(batch.etaSeconds)} left` : unfinished === 0 ? 'nothing left to do' : waitingWords[batch.state];
-  const moved = shown !== undefined && shown !== batch.state ? notice(`The batch is now ${batch.state}. Reload the page for what you may do with it now.`) : '';
+  const left =
+    batch.etaSeconds !== null
+      ? `about ${duration(batch.etaSeconds)} left`
+      : unfinished === 0
+        ? 'nothing left to do'
+        : waitingWords[batch.state];
+  const moved =
+    shown !== undefined && shown !== batch.state
+      ? notice(`The batch is now ${batch.state}. Reload the page for what you may do with it now.`)
+      : '';
   const approval = batch.approvedBy
     ? escapeHtml(batch.approvedBy)
     : batch.state === 'AWAITING_APPROVAL'
@@ -93,7 +120,10 @@ export function renderProgress(batch: BatchView, shown: BatchState | undefined, 
   // focus (it is drawn again every second, and a focused element would be lost with it).
   const counts = `<table class="counts"><caption class="sr-only">Items by state</caption><thead><tr><th scope="col">State</th><th scope="col" class="num">Items</th><th scope="col" class="num">Amount</th></tr></thead><tbody>${countOrder
     .filter((status) => batch.counts[status] !== undefined)
-    .map((status) => `<tr><td>${stateBadge(status)}</td><td class="num">${batch.counts[status]}</td><td class="num">${batch.amounts[status] ? money(batch.amounts[status]) : ''}</td></tr>`)
+    .map(
+      (status) =>
+        `<tr><td>${stateBadge(status)}</td><td class="num">${batch.counts[status]}</td><td class="num">${batch.amounts[status] ? money(batch.amounts[status]) : ''}</td></tr>`,
+    )
     .join('')}</tbody></table>`;
   return `${moved}<dl class="facts">
 <dt>State</dt><dd>${stateBadge(batch.state)}</dd>
@@ -107,7 +137,13 @@ ${counts}`;
 }
 
 /** A move's button, in a form of its own (POST, the CSRF field; a question before an act that cannot be undone). */
-function moveButton(batchId: string, move: BatchMove, person: SignedInPerson, label: string, question?: string): string {
+function moveButton(
+  batchId: string,
+  move: BatchMove,
+  person: SignedInPerson,
+  label: string,
+  question?: string,
+): string {
   const confirm = question ? ` data-confirm="${escapeHtml(question)}"` : '';
   const tone = question ? ' class="danger"' : move === 'approve' ? '' : ' class="secondary"';
   return `<form method="post" action="${batchPath(batchId)}/${move}"${confirm}>${csrfField(person)}<button type="submit"${tone}>${label}</button></form>`;
@@ -120,17 +156,34 @@ export function renderActions(batch: BatchView, person: SignedInPerson): string 
   const id = batch.batchId;
   if (batch.state === 'AWAITING_APPROVAL' && person.scopes.has('approve')) {
     // Maker-checker: the one who uploaded it never approves it (compared by identity, as the service does).
-    if (sameActor(batch.createdBy, person.name)) notes.push('You uploaded this batch: another person with the approve scope approves or rejects it.');
+    if (sameActor(batch.createdBy, person.name))
+      notes.push('You uploaded this batch: another person with the approve scope approves or rejects it.');
     else {
       buttons.push(moveButton(id, 'approve', person, 'Approve'));
-      buttons.push(moveButton(id, 'reject', person, 'Reject', `Reject the batch “${batch.name}”? No item will start, and its hold is released.`));
+      buttons.push(
+        moveButton(
+          id,
+          'reject',
+          person,
+          'Reject',
+          `Reject the batch “${batch.name}”? No item will start, and its hold is released.`,
+        ),
+      );
     }
   }
   if (person.scopes.has('fund')) {
     if (batch.state === 'RUNNING') buttons.push(moveButton(id, 'pause', person, 'Pause'));
     if (batch.state === 'PAUSED') buttons.push(moveButton(id, 'resume', person, 'Resume'));
     if (batch.state === 'AWAITING_APPROVAL' || batch.state === 'RUNNING' || batch.state === 'PAUSED') {
-      buttons.push(moveButton(id, 'cancel', person, 'Cancel the batch', `Cancel the batch “${batch.name}”? Items not yet started will not start; this cannot be undone.`));
+      buttons.push(
+        moveButton(
+          id,
+          'cancel',
+          person,
+          'Cancel the batch',
+          `Cancel the batch “${batch.name}”? Items not yet started will not start; this cannot be undone.`,
+        ),
+      );
     }
   }
   return `${notes.map((text) => `<p class="muted">${escapeHtml(text)}</p>`).join('')}${buttons.length > 0 ? `<div class="actions">${buttons.join('')}</div>` : ''}`;
@@ -154,7 +207,12 @@ export function renderItems(batchId: string, page: ItemsPage): string {
     const text = params.toString();
     return `${base}${text ? `?${text}` : ''}#items`;
   };
-  const options = [`<option value="">Every status</option>`, ...batchItemStatuses.map((status) => `<option value="${status}"${status === page.status ? ' selected' : ''}>${status}</option>`)].join('');
+  const options = [
+    `<option value="">Every status</option>`,
+    ...batchItemStatuses.map(
+      (status) => `<option value="${status}"${status === page.status ? ' selected' : ''}>${status}</option>`,
+    ),
+  ].join('');
   const rows = page.items.map((item) => [
     `<span class="id">${escapeHtml(item.reference)}</span>`,
     idCell(item.fundingId, `funding id of ${item.reference}`),
@@ -162,7 +220,10 @@ export function renderItems(batchId: string, page: ItemsPage): string {
     item.errorCode ? `<code>${escapeHtml(item.errorCode)}</code>` : '',
     money(item.amount),
   ]);
-  const pager = [page.cursor ? `<a href="${escapeHtml(query())}">First page</a>` : '', page.nextCursor ? `<a href="${escapeHtml(query(page.nextCursor))}">Next page</a>` : ''].filter(Boolean);
+  const pager = [
+    page.cursor ? `<a href="${escapeHtml(query())}">First page</a>` : '',
+    page.nextCursor ? `<a href="${escapeHtml(query(page.nextCursor))}">Next page</a>` : '',
+  ].filter(Boolean);
   return `<form method="get" action="${base}#items" class="actions filter">
 <div><label for="item-status">Status</label><select id="item-status" name="status">${options}</select></div>
 <button type="submit" class="secondary">Show</button>
@@ -172,7 +233,13 @@ ${pager.length > 0 ? `<nav class="pager" aria-label="Pages of items">${pager.joi
 }
 
 /** The whole page's body. */
-export function renderBatchPage(batch: BatchView, person: SignedInPerson, items: ItemsPage, timeZone: string, message?: string): string {
+export function renderBatchPage(
+  batch: BatchView,
+  person: SignedInPerson,
+  items: ItemsPage,
+  timeZone: string,
+  message?: string,
+): string {
   const id = batch.batchId;
   return `${message ?? ''}<section class="card" aria-labelledby="h-batch"><h2 id="h-batch">The batch</h2>
 <dl class="facts">
@@ -193,4 +260,5 @@ ${renderItems(id, items)}
 </section>`;
 }
 
-export const isBatchState = (value: unknown): value is BatchState => typeof value === 'string' && (batchStates as readonly string[]).includes(value);
+export const isBatchState = (value: unknown): value is BatchState =>
+  typeof value === 'string' && (batchStates as readonly string[]).includes(value);

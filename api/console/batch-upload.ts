@@ -30,9 +30,12 @@ export interface UploadValues {
 
 const emptyValues: UploadValues = { name: '', source: 'TREASURY', partnerUserId: '' };
 
-/** The upload form; a fresh idempotency key each time it is drawn. The CSRF field first, the file last (upload-form.ts). */
+/**
+ * The upload form; a fresh idempotency key each time it is drawn. The CSRF field first, the file last (upload-form.ts).
+ */
 export function renderUploadForm(person: SignedInPerson, values: UploadValues = emptyValues): string {
-  const option = (value: UploadValues['source'], label: string) => `<option value="${value}"${values.source === value ? ' selected' : ''}>${label}</option>`;
+  const option = (value: UploadValues['source'], label: string) =>
+    `<option value="${value}"${values.source === value ? ' selected' : ''}>${label}</option>`;
   return `<form method="post" action="${BATCHES_PATH}" enctype="multipart/form-data" class="upload">
 ${csrfField(person)}
 <input type="hidden" name="idempotencyKey" value="${randomUUID()}">
@@ -54,7 +57,8 @@ ${csrfField(person)}
 
 // A row's reference is the file's first column; a file whose columns slipped can put a cash-in
 // code there, and a code is never shown whole (contract-decisions section 3).
-const shownReference = (reference: string | null): string => (reference === null ? '' : /^\d{7}$/.test(reference) ? maskCashInCode(reference) : reference);
+const shownReference = (reference: string | null): string =>
+  reference === null ? '' : /^\d{7}$/.test(reference) ? maskCashInCode(reference) : reference;
 
 /** The validation report: every listed problem by row, and how many more there are. */
 export function renderRowErrors(errors: readonly BatchRowError[], errorCount: number): string {
@@ -68,7 +72,9 @@ export function renderRowErrors(errors: readonly BatchRowError[], errorCount: nu
   ]);
   const more = errorCount - errors.length;
   return `${table('Problems in the file, by row', ['Row', 'Reference', 'Field', 'Code', 'Problem'], rows, new Set([0]))}${
-    more > 0 ? `<p><strong>and ${more} more</strong> <span class="muted">(the first ${MAX_LISTED_ROW_ERRORS} are listed: fix these and upload the file again to see the rest)</span></p>` : ''
+    more > 0
+      ? `<p><strong>and ${more} more</strong> <span class="muted">(the first ${MAX_LISTED_ROW_ERRORS} are listed: fix these and upload the file again to see the rest)</span></p>`
+      : ''
   }`;
 }
 
@@ -82,7 +88,14 @@ const refusalWords: Record<FundingRefusalCode, string> = {
 };
 
 /** The upload page again: what happened, the report if any, and the form (a new key). */
-function sendUploadPage(res: Response, status: number, person: SignedInPerson, values: UploadValues, message: string, report = ''): void {
+function sendUploadPage(
+  res: Response,
+  status: number,
+  person: SignedInPerson,
+  values: UploadValues,
+  message: string,
+  report = '',
+): void {
   sendConsolePage(res, status, {
     title: report ? 'The file has problems' : 'Upload a batch',
     section: 'batches',
@@ -112,7 +125,11 @@ function valuesOf(fields: ReadonlyMap<string, string>): UploadValues {
  * upload that ended early and stores nothing), and `notUtf8` says why. `drain` reads what the
  * store left unread (it stops at a refusal), so the form's parser reaches its end.
  */
-function batchRequestOf(file: UploadedFile, name: string, source: FundingSource | undefined): { request: BatchRequest; notUtf8: () => boolean; drain: () => Promise<void> } {
+function batchRequestOf(
+  file: UploadedFile,
+  name: string,
+  source: FundingSource | undefined,
+): { request: BatchRequest; notUtf8: () => boolean; drain: () => Promise<void> } {
   let notUtf8 = false;
   // Read by hand, never closed by a throw: closing the iterator would destroy the file's stream mid-form.
   const chunks = file.stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
@@ -133,7 +150,11 @@ function batchRequestOf(file: UploadedFile, name: string, source: FundingSource 
   const drain = async () => {
     for (;;) if ((await chunks.next().catch(() => ({ done: true as const }))).done) return;
   };
-  return { request: { kind: 'csv', body: utf8Checked(), name, ...(source ? { source } : {}) }, notUtf8: () => notUtf8, drain };
+  return {
+    request: { kind: 'csv', body: utf8Checked(), name, ...(source ? { source } : {}) },
+    notUtf8: () => notUtf8,
+    drain,
+  };
 }
 
 type Handled =
@@ -155,32 +176,70 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       const form = uploadFieldsSchema.safeParse(Object.fromEntries(fields));
       if (!form.success) {
         file.stream.resume();
-        return { kind: 'form', status: 400, message: 'This form is incomplete (it has no key of its own): reload the page and upload the file again. Nothing was stored.' };
+        return {
+          kind: 'form',
+          status: 400,
+          message:
+            'This form is incomplete (it has no key of its own): reload the page and upload the file again. Nothing was stored.',
+        };
       }
       const { idempotencyKey, name, source, partnerUserId } = form.data;
       // The treasury pays unless a user's balance is chosen; a user id given with the treasury is a slip, not a choice.
       if (source === 'TREASURY' && partnerUserId !== '') {
         file.stream.resume();
-        const message = 'a partner user id was given but the treasury was chosen: choose “A partner user’s balance”, or leave the id empty';
-        return { kind: 'report', errors: [{ row: 0, reference: null, field: 'partnerUserId', code: 'INVALID', message }], errorCount: 1 };
+        const message =
+          'a partner user id was given but the treasury was chosen: choose “A partner user’s balance”, or leave the id empty';
+        return {
+          kind: 'report',
+          errors: [{ row: 0, reference: null, field: 'partnerUserId', code: 'INVALID', message }],
+          errorCount: 1,
+        };
       }
-      const { request, notUtf8, drain } = batchRequestOf(file, name, source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined);
+      const { request, notUtf8, drain } = batchRequestOf(
+        file,
+        name,
+        source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined,
+      );
       // As the ops API: a user's balance pays that user's own wallets, unless the person may pay it to others (admin).
-      const result = await batches.create(idempotencyKey, request, person.name, { mayPayOthersBalance: person.scopes.has('admin') });
+      const result = await batches.create(idempotencyKey, request, person.name, {
+        mayPayOthersBalance: person.scopes.has('admin'),
+      });
       await drain();
-      if (result.kind === 'aborted' && notUtf8()) return { kind: 'form', status: 400, message: 'The file is not UTF-8 text: save it as “CSV UTF-8” and upload it again. Nothing was stored.' };
+      if (result.kind === 'aborted' && notUtf8())
+        return {
+          kind: 'form',
+          status: 400,
+          message: 'The file is not UTF-8 text: save it as “CSV UTF-8” and upload it again. Nothing was stored.',
+        };
       return { kind: 'created', result };
     },
   });
   switch (outcome.kind) {
     case 'csrf':
-      sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token before the file): nothing was done. Reload the page and try again.', 'error') });
+      sendConsolePage(res, 403, {
+        title: 'Refused',
+        body: notice(
+          'This form was not sent from your console session (no valid CSRF token before the file): nothing was done. Reload the page and try again.',
+          'error',
+        ),
+      });
       return;
     case 'malformed':
-      sendConsolePage(res, 400, { title: 'Refused', person, section: 'batches', body: `${notice(`The upload could not be read (${outcome.message}): nothing was stored.`, 'error')}<p><a href="${BATCHES_PATH}">Back to the batches</a></p>` });
+      sendConsolePage(res, 400, {
+        title: 'Refused',
+        person,
+        section: 'batches',
+        body: `${notice(`The upload could not be read (${outcome.message}): nothing was stored.`, 'error')}<p><a href="${BATCHES_PATH}">Back to the batches</a></p>`,
+      });
       return;
     case 'no-file':
-      sendUploadPage(res, 400, person, valuesOf(outcome.fields), notice('Choose a CSV file (or drop it on the form): nothing was stored.', 'error'));
+      sendUploadPage(
+        res,
+        400,
+        person,
+        valuesOf(outcome.fields),
+        notice('Choose a CSV file (or drop it on the form): nothing was stored.', 'error'),
+      );
       return;
     case 'read':
       break;
@@ -192,7 +251,14 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
     return;
   }
   if (handled.kind === 'report') {
-    sendUploadPage(res, 422, person, values, problemsNotice(handled.errorCount), renderRowErrors(handled.errors, handled.errorCount));
+    sendUploadPage(
+      res,
+      422,
+      person,
+      values,
+      problemsNotice(handled.errorCount),
+      renderRowErrors(handled.errors, handled.errorCount),
+    );
     return;
   }
   const result = handled.result;
@@ -205,31 +271,86 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       return;
     case 'not-started':
       // Stored (and held): the batch's page says its run waits for the sweep, and not to upload it again.
-      res.redirect(303, `${batchPath(result.batch.batchId)}?did=${result.storedBy === 'this-request' ? 'stored-waiting' : 'existing'}`);
+      res.redirect(
+        303,
+        `${batchPath(result.batch.batchId)}?did=${result.storedBy === 'this-request' ? 'stored-waiting' : 'existing'}`,
+      );
       return;
     case 'invalid':
-      sendUploadPage(res, 422, person, values, problemsNotice(result.errorCount), renderRowErrors(result.errors, result.errorCount));
+      sendUploadPage(
+        res,
+        422,
+        person,
+        values,
+        problemsNotice(result.errorCount),
+        renderRowErrors(result.errors, result.errorCount),
+      );
       return;
     case 'key-reused':
-      sendUploadPage(res, 422, person, values, notice('This form was already used to upload a different batch, so this one was refused: nothing was stored. The form below is a fresh one: choose the file again.', 'error'));
+      sendUploadPage(
+        res,
+        422,
+        person,
+        values,
+        notice(
+          'This form was already used to upload a different batch, so this one was refused: nothing was stored. The form below is a fresh one: choose the file again.',
+          'error',
+        ),
+      );
       return;
     case 'refused':
-      sendUploadPage(res, 422, person, values, notice(`${refusalWords[result.code]}: ${result.detail} (${result.code}). Nothing was stored and nothing is held.`, 'error'));
+      sendUploadPage(
+        res,
+        422,
+        person,
+        values,
+        notice(
+          `${refusalWords[result.code]}: ${result.detail} (${result.code}). Nothing was stored and nothing is held.`,
+          'error',
+        ),
+      );
       return;
     case 'too-large':
-      sendUploadPage(res, 413, person, values, notice(`The file is larger than ${result.maxBytes / 1024 / 1024} MB, more than a batch of 100,000 items can be: nothing was stored.`, 'error'));
+      sendUploadPage(
+        res,
+        413,
+        person,
+        values,
+        notice(
+          `The file is larger than ${result.maxBytes / 1024 / 1024} MB, more than a batch of 100,000 items can be: nothing was stored.`,
+          'error',
+        ),
+      );
       return;
     case 'malformed':
     case 'aborted':
-      sendUploadPage(res, 400, person, values, notice('The upload stopped before the whole file arrived: nothing was stored. Try again.', 'error'));
+      sendUploadPage(
+        res,
+        400,
+        person,
+        values,
+        notice('The upload stopped before the whole file arrived: nothing was stored. Try again.', 'error'),
+      );
       return;
     case 'overloaded':
       // Other uploads hold the memory set aside for uploads now: the same form, sent again in a moment, is taken.
       res.setHeader('Retry-After', String(result.retryAfterSeconds));
-      sendUploadPage(res, 503, person, values, notice(`walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`, 'error'));
+      sendUploadPage(
+        res,
+        503,
+        person,
+        values,
+        notice(
+          `walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`,
+          'error',
+        ),
+      );
       return;
   }
 }
 
 const problemsNotice = (count: number): string =>
-  notice(`${count} problem${count === 1 ? '' : 's'} in the batch: nothing was stored. Row 1 is the first line after the header; row 0 is the form or the file as a whole. Fix the file and upload it again.`, 'error');
+  notice(
+    `${count} problem${count === 1 ? '' : 's'} in the batch: nothing was stored. Row 1 is the first line after the header; row 0 is the form or the file as a whole. Fix the file and upload it again.`,
+    'error',
+  );

@@ -13,7 +13,18 @@ import type { BatchService, MoveBatchResult } from '../../fundings/batch-service
 import { defineRoute, htmlAnswer, redirectAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { consoleHeaders, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import {
+  consoleHeaders,
+  escapeHtml,
+  idCell,
+  money,
+  notice,
+  sendConsolePage,
+  stateBadge,
+  table,
+  when,
+  type SignedInPerson,
+} from './console-layout.ts';
 import {
   batchHasEnded,
   batchPath,
@@ -63,7 +74,8 @@ const routes = {
     path: '/console/batches',
     operationId: 'consoleUploadBatch',
     tag: 'console',
-    summary: 'Upload a batch: a CSV file with a name and a source (multipart/form-data: the CSRF field before the file)',
+    summary:
+      'Upload a batch: a CSV file with a name and a source (multipart/form-data: the CSRF field before the file)',
     access: { consoleScope: 'fund' },
     responses: {
       '303': redirectAnswer('stored (or stored before by this form): to the batch'),
@@ -78,7 +90,8 @@ const routes = {
     path: '/console/batches/{batchId}',
     operationId: 'consoleBatch',
     tag: 'console',
-    summary: 'A batch: what it is, its progress (pushed), the buttons the person may use, its items by status a page at a time',
+    summary:
+      'A batch: what it is, its progress (pushed), the buttons the person may use, its items by status a page at a time',
     access: { consoleScope: 'read' },
     params: batchIdParameter,
     responses: { '200': htmlAnswer('the page'), '400': htmlAnswer('a bad filter'), '404': htmlAnswer('no such batch') },
@@ -91,7 +104,10 @@ const routes = {
     summary: 'A batch’s progress, pushed every second until the batch has ended (Server-Sent Events)',
     access: { consoleScope: 'read' },
     params: batchIdParameter,
-    responses: { '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } }, '404': htmlAnswer('no such batch') },
+    responses: {
+      '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } },
+      '404': htmlAnswer('no such batch'),
+    },
   }),
   report: defineRoute({
     method: 'get',
@@ -101,9 +117,16 @@ const routes = {
     summary: 'A batch’s report as GET /ops/funding-batches/{id}/report writes it: one CSV line per item',
     access: { consoleScope: 'read' },
     params: batchIdParameter,
-    responses: { '200': { description: 'the report', content: { 'text/csv': { jsonSchema: textSchema } } }, '404': htmlAnswer('no such batch') },
+    responses: {
+      '200': { description: 'the report', content: { 'text/csv': { jsonSchema: textSchema } } },
+      '404': htmlAnswer('no such batch'),
+    },
   }),
-  approve: moveRoute('approve', 'Approve a batch awaiting approval (never the person who uploaded it): it runs', 'approve'),
+  approve: moveRoute(
+    'approve',
+    'Approve a batch awaiting approval (never the person who uploaded it): it runs',
+    'approve',
+  ),
   reject: moveRoute('reject', 'Reject a batch awaiting approval: no item starts, its hold is released', 'approve'),
   pause: moveRoute('pause', 'Pause a running batch: no new item starts', 'fund'),
   resume: moveRoute('resume', 'Resume a paused batch', 'fund'),
@@ -134,10 +157,20 @@ const batchQuerySchema = z.object({
 const backToBatches = `<p><a href="${BATCHES_PATH}">Back to the batches</a></p>`;
 
 function sendNoBatch(res: Response, person: SignedInPerson, batchId: unknown): void {
-  sendConsolePage(res, 404, { title: 'No such batch', section: 'batches', person, body: `${notice(`There is no batch ${String(batchId).slice(0, 64)}.`, 'error')}${backToBatches}` });
+  sendConsolePage(res, 404, {
+    title: 'No such batch',
+    section: 'batches',
+    person,
+    body: `${notice(`There is no batch ${String(batchId).slice(0, 64)}.`, 'error')}${backToBatches}`,
+  });
 }
 
-function renderList(page: { items: BatchView[]; nextCursor: string | null }, state: BatchView['state'] | undefined, cursor: string | undefined, timeZone: string): string {
+function renderList(
+  page: { items: BatchView[]; nextCursor: string | null },
+  state: BatchView['state'] | undefined,
+  cursor: string | undefined,
+  timeZone: string,
+): string {
   const link = (next?: string) => {
     const params = new URLSearchParams();
     if (state) params.set('state', state);
@@ -145,7 +178,10 @@ function renderList(page: { items: BatchView[]; nextCursor: string | null }, sta
     const text = params.toString();
     return `${BATCHES_PATH}${text ? `?${text}` : ''}`;
   };
-  const options = [`<option value="">Every state</option>`, ...batchStates.map((each) => `<option value="${each}"${each === state ? ' selected' : ''}>${each}</option>`)].join('');
+  const options = [
+    `<option value="">Every state</option>`,
+    ...batchStates.map((each) => `<option value="${each}"${each === state ? ' selected' : ''}>${each}</option>`),
+  ].join('');
   const rows = page.items.map((batch) => [
     `<a href="${batchPath(batch.batchId)}">${escapeHtml(batch.name)}</a>`,
     idCell(batch.batchId, `batch id of ${batch.name}`),
@@ -155,7 +191,10 @@ function renderList(page: { items: BatchView[]; nextCursor: string | null }, sta
     escapeHtml(batch.createdBy),
     when(batch.createdAt, timeZone),
   ]);
-  const pager = [cursor ? `<a href="${escapeHtml(link())}">First page</a>` : '', page.nextCursor ? `<a href="${escapeHtml(link(page.nextCursor))}">Next page</a>` : ''].filter(Boolean);
+  const pager = [
+    cursor ? `<a href="${escapeHtml(link())}">First page</a>` : '',
+    page.nextCursor ? `<a href="${escapeHtml(link(page.nextCursor))}">Next page</a>` : '',
+  ].filter(Boolean);
   return `<form method="get" action="${BATCHES_PATH}" class="actions filter">
 <div><label for="batch-state">State</label><select id="batch-state" name="state">${options}</select></div>
 <button type="submit" class="secondary">Show</button>
@@ -172,7 +211,13 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     const person = personOf(res);
     const query = listQuerySchema.safeParse(req.query);
     const state = query.success && query.data.state ? query.data.state : undefined;
-    const page = query.success ? await batches.list({ limit: BATCHES_PER_PAGE, ...(state ? { state } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) }) : null;
+    const page = query.success
+      ? await batches.list({
+          limit: BATCHES_PER_PAGE,
+          ...(state ? { state } : {}),
+          ...(query.data.cursor ? { cursor: query.data.cursor } : {}),
+        })
+      : null;
     const upload = person.scopes.has('fund')
       ? `<section class="card" aria-labelledby="h-upload"><h2 id="h-upload">Upload a batch</h2>${renderUploadForm(person)}</section>`
       : '';
@@ -196,22 +241,54 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
   add(routes.upload, (req, res) => handleUpload(req, res, batches));
 
   /** The batch page, with a notice (a move's refusal) and its status. */
-  async function sendBatch(req: Request, res: Response, batchId: string, status: number, message?: string): Promise<void> {
+  async function sendBatch(
+    req: Request,
+    res: Response,
+    batchId: string,
+    status: number,
+    message?: string,
+  ): Promise<void> {
     const person = personOf(res);
     const query = batchQuerySchema.safeParse(req.method === 'GET' ? req.query : {});
     if (!query.success) {
-      sendConsolePage(res, 400, { title: 'Batch', section: 'batches', person, body: `${notice('This page link is not one of ours (its status filter or its page). Start from the batch’s first page.', 'error')}<p><a href="${batchPath(batchId)}">The batch</a></p>` });
+      sendConsolePage(res, 400, {
+        title: 'Batch',
+        section: 'batches',
+        person,
+        body: `${notice('This page link is not one of ours (its status filter or its page). Start from the batch’s first page.', 'error')}<p><a href="${batchPath(batchId)}">The batch</a></p>`,
+      });
       return;
     }
     const itemStatus = query.data.status || undefined;
-    const [batch, items] = await Promise.all([batches.view(batchId), batches.items(batchId, { limit: ITEMS_PER_PAGE, ...(itemStatus ? { status: itemStatus } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) })]);
+    const [batch, items] = await Promise.all([
+      batches.view(batchId),
+      batches.items(batchId, {
+        limit: ITEMS_PER_PAGE,
+        ...(itemStatus ? { status: itemStatus } : {}),
+        ...(query.data.cursor ? { cursor: query.data.cursor } : {}),
+      }),
+    ]);
     if (!batch || !items) {
       sendNoBatch(res, person, batchId);
       return;
     }
     const page: ItemsPage = { ...items, status: itemStatus, cursor: query.data.cursor };
-    const said = message ?? (query.data.did ? notice(query.data.did === 'created' ? `${doneNotices.created} ${batch.state === 'AWAITING_APPROVAL' ? 'It waits for another person’s approval.' : 'It runs now.'}` : doneNotices[query.data.did], 'ok') : undefined);
-    sendConsolePage(res, status, { title: `Batch: ${batch.name}`, section: 'batches', person, body: renderBatchPage(batch, person, page, timeZone, said) });
+    const said =
+      message ??
+      (query.data.did
+        ? notice(
+            query.data.did === 'created'
+              ? `${doneNotices.created} ${batch.state === 'AWAITING_APPROVAL' ? 'It waits for another person’s approval.' : 'It runs now.'}`
+              : doneNotices[query.data.did],
+            'ok',
+          )
+        : undefined);
+    sendConsolePage(res, status, {
+      title: `Batch: ${batch.name}`,
+      section: 'batches',
+      person,
+      body: renderBatchPage(batch, person, page, timeZone, said),
+    });
   }
 
   add(routes.batch, async (req, res) => {
@@ -243,33 +320,77 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     const id = z.uuid().safeParse(req.params.batchId);
     if (!id.success || !(await batches.view(id.data))) return sendNoBatch(res, personOf(res), req.params.batchId);
     consoleHeaders(res);
-    res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
+    res
+      .status(200)
+      .type('text/csv; charset=utf-8')
+      .setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
     // The ops API's report, line for line (GET /ops/funding-batches/{id}/report), streamed the same way.
     await deps.csvStreams.send(res, batchReport(batches, id.data));
   });
 
-  const move = (verb: BatchMove, act: (service: BatchService, batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {
-    const person = personOf(res);
-    const id = z.uuid().safeParse(req.params.batchId);
-    if (!id.success) return sendNoBatch(res, person, req.params.batchId);
-    const result = await act(batches, id.data, person.name);
-    switch (result.kind) {
-      case 'moved':
-        res.redirect(303, `${batchPath(id.data)}?did=${result.runnerNotStarted ? 'approve-waiting' : verb}`);
-        return;
-      case 'not-found':
-        return sendNoBatch(res, person, id.data);
-      case 'same-approver':
-        return sendBatch(req, res, id.data, 403, notice('You uploaded this batch, so you cannot approve it: another person with the approve scope must (SAME_APPROVER). Nothing was done.', 'error'));
-      case 'wrong-state':
-        return sendBatch(req, res, id.data, 409, notice(`The batch is ${result.state}: it cannot be ${pastTense[verb]} from there (BATCH_STATE). Nothing was done.`, 'error'));
-    }
-  };
-  add(routes.approve, move('approve', (service, id, actor) => service.approve(id, actor)));
-  add(routes.reject, move('reject', (service, id, actor) => service.reject(id, actor)));
-  add(routes.pause, move('pause', (service, id, actor) => service.pause(id, actor)));
-  add(routes.resume, move('resume', (service, id) => service.resume(id)));
-  add(routes.cancel, move('cancel', (service, id, actor) => service.cancel(id, actor)));
+  const move =
+    (verb: BatchMove, act: (service: BatchService, batchId: string, actor: string) => Promise<MoveBatchResult>) =>
+    async (req: Request, res: Response) => {
+      const person = personOf(res);
+      const id = z.uuid().safeParse(req.params.batchId);
+      if (!id.success) return sendNoBatch(res, person, req.params.batchId);
+      const result = await act(batches, id.data, person.name);
+      switch (result.kind) {
+        case 'moved':
+          res.redirect(303, `${batchPath(id.data)}?did=${result.runnerNotStarted ? 'approve-waiting' : verb}`);
+          return;
+        case 'not-found':
+          return sendNoBatch(res, person, id.data);
+        case 'same-approver':
+          return sendBatch(
+            req,
+            res,
+            id.data,
+            403,
+            notice(
+              'You uploaded this batch, so you cannot approve it: another person with the approve scope must (SAME_APPROVER). Nothing was done.',
+              'error',
+            ),
+          );
+        case 'wrong-state':
+          return sendBatch(
+            req,
+            res,
+            id.data,
+            409,
+            notice(
+              `The batch is ${result.state}: it cannot be ${pastTense[verb]} from there (BATCH_STATE). Nothing was done.`,
+              'error',
+            ),
+          );
+      }
+    };
+  add(
+    routes.approve,
+    move('approve', (service, id, actor) => service.approve(id, actor)),
+  );
+  add(
+    routes.reject,
+    move('reject', (service, id, actor) => service.reject(id, actor)),
+  );
+  add(
+    routes.pause,
+    move('pause', (service, id, actor) => service.pause(id, actor)),
+  );
+  add(
+    routes.resume,
+    move('resume', (service, id) => service.resume(id)),
+  );
+  add(
+    routes.cancel,
+    move('cancel', (service, id, actor) => service.cancel(id, actor)),
+  );
 }
 
-const pastTense: Record<BatchMove, string> = { approve: 'approved', reject: 'rejected', pause: 'paused', resume: 'resumed', cancel: 'cancelled' };
+const pastTense: Record<BatchMove, string> = {
+  approve: 'approved',
+  reject: 'rejected',
+  pause: 'paused',
+  resume: 'resumed',
+  cancel: 'cancelled',
+};

@@ -34,10 +34,16 @@ export interface ConsoleCookieNames {
 
 export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
   const prefix = secure ? '__Secure-' : '';
-  return { session: `${prefix}walletflow_console`, preSignIn: `${prefix}walletflow_console_pre`, signInState: `${prefix}walletflow_console_state` };
+  return {
+    session: `${prefix}walletflow_console`,
+    preSignIn: `${prefix}walletflow_console_pre`,
+    signInState: `${prefix}walletflow_console_state`,
+  };
 }
 
-/** Values read of one cookie name, at most: a browser sends several only when another site of the domain planted some. */
+/**
+ * Values read of one cookie name, at most: a browser sends several only when another site of the domain planted some.
+ */
 const MAX_VALUES_OF_A_NAME = 4;
 
 /**
@@ -66,13 +72,19 @@ export interface CookieOptions {
 }
 
 export function setCookie(res: Response, name: string, value: string, options: CookieOptions): void {
-  const attributes = [`${name}=${value}`, `Path=${options.path ?? CONSOLE_PATH}`, 'HttpOnly', `SameSite=${options.sameSite ?? 'Strict'}`];
+  const attributes = [
+    `${name}=${value}`,
+    `Path=${options.path ?? CONSOLE_PATH}`,
+    'HttpOnly',
+    `SameSite=${options.sameSite ?? 'Strict'}`,
+  ];
   if (options.maxAgeSeconds !== undefined) attributes.push(`Max-Age=${options.maxAgeSeconds}`);
   if (options.secure) attributes.push('Secure');
   res.append('Set-Cookie', attributes.join('; '));
 }
 
-export const clearCookie = (res: Response, name: string, options: CookieOptions): void => setCookie(res, name, '', { ...options, maxAgeSeconds: 0 });
+export const clearCookie = (res: Response, name: string, options: CookieOptions): void =>
+  setCookie(res, name, '', { ...options, maxAgeSeconds: 0 });
 
 const SESSION = 'consoleSession';
 const STILL_LIVE = 'consoleSessionStillLive';
@@ -111,7 +123,11 @@ export function personOf(res: Response): SignedInPerson {
  * else's beside this browser's) are none, never a guess between two people. Nothing here counts as
  * the person's act.
  */
-export function readConsoleSession(sessions: ConsoleSessions, grants: ConsoleGrants, names: ConsoleCookieNames): RequestHandler {
+export function readConsoleSession(
+  sessions: ConsoleSessions,
+  grants: ConsoleGrants,
+  names: ConsoleCookieNames,
+): RequestHandler {
   return async (req, res, next) => {
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
     for (const value of cookieValuesOf(req, names.session)) {
@@ -148,7 +164,9 @@ const CSRF_PASSED = 'consoleCsrfPassed';
  */
 export function isPersonsNavigation(req: Request): boolean {
   if (req.method !== 'GET') return false;
-  const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose'), req.get('x-moz')].filter((value) => value !== undefined).join(' ');
+  const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose'), req.get('x-moz')]
+    .filter((value) => value !== undefined)
+    .join(' ');
   return (
     req.get('sec-fetch-mode') === 'navigate' &&
     req.get('sec-fetch-dest') === 'document' &&
@@ -176,13 +194,15 @@ const countAsUse: RequestHandler = async (req, res, next) => {
 };
 
 /** Whether a route answers a stream the page opens by itself (Server-Sent Events): never the person's act. */
-export const opensByItself = (spec: Pick<AnyRouteSpec, 'responses'>): boolean => Object.values(spec.responses).some((answer) => answer.content !== undefined && 'text/event-stream' in answer.content);
+export const opensByItself = (spec: Pick<AnyRouteSpec, 'responses'>): boolean =>
+  Object.values(spec.responses).some((answer) => answer.content !== undefined && 'text/event-stream' in answer.content);
 
 /**
  * Adds console routes: each with its scope check first (routesOn), then, but for the streams a
  * page opens by itself, the count of the person's act.
  */
-export const consoleRoutesOn = (router: Router): AddRoute => routesOn(router, CONSOLE_PATH, (spec) => (opensByItself(spec) ? [] : [countAsUse]));
+export const consoleRoutesOn = (router: Router): AddRoute =>
+  routesOn(router, CONSOLE_PATH, (spec) => (opensByItself(spec) ? [] : [countAsUse]));
 
 /** Paths reachable without a session: signing in, and the assets. */
 const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
@@ -196,7 +216,8 @@ export const requireSignedIn: RequestHandler = (req, res, next) => {
     next();
     return;
   }
-  // A page's stream (EventSource asks for text/event-stream): told the session ended, so the browser stops asking and the page says so.
+  // A page's stream (EventSource asks for text/event-stream): told the session ended, so the browser stops asking and
+  // the page says so.
   if (req.method === 'GET' && (req.get('accept') ?? '').includes('text/event-stream')) {
     sendEndedStream(res);
     return;
@@ -206,7 +227,10 @@ export const requireSignedIn: RequestHandler = (req, res, next) => {
     res.redirect(303, `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`);
     return;
   }
-  sendConsolePage(res, 401, { title: 'Signed out', body: `${notice('Your session has ended: nothing was done. Sign in again.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>` });
+  sendConsolePage(res, 401, {
+    title: 'Signed out',
+    body: `${notice('Your session has ended: nothing was done. Sign in again.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`,
+  });
 };
 
 /** The origin a browser names on a write must be ours (a third line behind the token and SameSite). */
@@ -219,7 +243,13 @@ function sameOrigin(req: Request, publicUrl: string | undefined): boolean {
 
 /** The answer to a write without the session's CSRF token: 403, nothing done. */
 export function sendCsrfRefusal(res: Response): void {
-  sendConsolePage(res, 403, { title: 'Refused', body: notice('This form was not sent from your console session (no valid CSRF token): nothing was done. Reload the page and try again.', 'error') });
+  sendConsolePage(res, 403, {
+    title: 'Refused',
+    body: notice(
+      'This form was not sent from your console session (no valid CSRF token): nothing was done. Reload the page and try again.',
+      'error',
+    ),
+  });
 }
 
 /**
@@ -238,11 +268,20 @@ export function requireCsrf(publicUrl: string | undefined, formsWithFiles: reado
       return;
     }
     const session = consoleSessionOf(res);
-    if (session && req.method === 'POST' && req.is('multipart/form-data') && formsWithFiles.includes(`${req.baseUrl}${req.path}`) && sameOrigin(req, publicUrl)) {
+    if (
+      session &&
+      req.method === 'POST' &&
+      req.is('multipart/form-data') &&
+      formsWithFiles.includes(`${req.baseUrl}${req.path}`) &&
+      sameOrigin(req, publicUrl)
+    ) {
       next();
       return;
     }
-    const submitted = typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string' ? ((req.body as Record<string, string>)._csrf) : undefined;
+    const submitted =
+      typeof (req.body as Record<string, unknown> | undefined)?._csrf === 'string'
+        ? (req.body as Record<string, string>)._csrf
+        : undefined;
     if (!session || !sameToken(session.csrfToken, submitted) || !sameOrigin(req, publicUrl)) {
       sendCsrfRefusal(res);
       return;

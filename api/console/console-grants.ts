@@ -24,7 +24,10 @@ export interface ConsoleGrants {
 /** The key's person id: its name without regard to case, as key names are compared. */
 export const keyPersonId = (key: Pick<OpsKey, 'name'>): string => `key:${key.name.toLowerCase()}`;
 
-export function createConsoleGrants(config: Pick<ConsoleConfig, 'oidc'>, keys: Pick<OpsKeyGuard, 'fingerprintOf' | 'keyOfFingerprint'>): ConsoleGrants {
+export function createConsoleGrants(
+  config: Pick<ConsoleConfig, 'oidc'>,
+  keys: Pick<OpsKeyGuard, 'fingerprintOf' | 'keyOfFingerprint'>,
+): ConsoleGrants {
   const grantedNow = (session: Pick<ConsoleSessionView, 'personId' | 'grant'>): ReadonlySet<OpsScope> | null => {
     const grant = session.grant;
     if (!grant) return null;
@@ -41,7 +44,11 @@ export function createConsoleGrants(config: Pick<ConsoleConfig, 'oidc'>, keys: P
     ofGroups(groups) {
       if (!config.oidc) throw new Error('ofGroups: no identity provider is configured');
       const roles = config.oidc.roles;
-      return { via: 'oidc', issuer: config.oidc.issuer, groups: [...new Set(groups)].filter((group) => roles.has(group)) };
+      return {
+        via: 'oidc',
+        issuer: config.oidc.issuer,
+        groups: [...new Set(groups)].filter((group) => roles.has(group)),
+      };
     },
     scopesNow(session) {
       const granted = grantedNow(session);

@@ -110,7 +110,10 @@ function renderPage(page: ConsolePage, nonce: string): string {
   const nav = person
     ? `<nav aria-label="Console"><ul>${consoleSections
         .filter((section) => person.scopes.has(section.scope))
-        .map((section) => `<li><a href="${section.path}"${section.key === page.section ? ' aria-current="page"' : ''}>${section.label}</a></li>`)
+        .map(
+          (section) =>
+            `<li><a href="${section.path}"${section.key === page.section ? ' aria-current="page"' : ''}>${section.label}</a></li>`,
+        )
         .join('')}</ul></nav>
 <div class="who"><span>Signed in as <strong>${escapeHtml(person.name)}</strong></span>
 <form method="post" action="/console/sign-out">${csrfField(person)}<button type="submit">Sign out</button></form></div>`
@@ -146,7 +149,8 @@ export function sendConsolePage(res: Response, status: number, page: ConsolePage
 // ---- the pieces pages are made of ------------------------------------------------------------
 
 /** The hidden CSRF field every state-changing form carries. */
-export const csrfField = (person: Pick<SignedInPerson, 'csrfToken'>): string => `<input type="hidden" name="_csrf" value="${escapeHtml(person.csrfToken)}">`;
+export const csrfField = (person: Pick<SignedInPerson, 'csrfToken'>): string =>
+  `<input type="hidden" name="_csrf" value="${escapeHtml(person.csrfToken)}">`;
 
 /** An id in monospace, with a button that copies it. */
 export const idCell = (id: string, label = 'id'): string =>
@@ -158,23 +162,43 @@ const waitingStates = new Set(['NEEDS_REVIEW', 'AWAITING_APPROVAL', 'PAUSED', 'R
 
 /** A state as a badge (its colour says done, refused or waiting; the word says which). */
 export function stateBadge(state: string): string {
-  const tone = goodStates.has(state) ? ' good' : badStates.has(state) ? ' bad' : waitingStates.has(state) ? ' wait' : '';
+  const tone = goodStates.has(state)
+    ? ' good'
+    : badStates.has(state)
+      ? ' bad'
+      : waitingStates.has(state)
+        ? ' wait'
+        : '';
   return `<span class="badge${tone}">${escapeHtml(state)}</span>`;
 }
 
 /** An amount as the API writes it: `100.50 PHP`. */
-export const money = (amount: { currency: string; value: string }): string => `${escapeHtml(amount.value)} ${escapeHtml(amount.currency)}`;
+export const money = (amount: { currency: string; value: string }): string =>
+  `${escapeHtml(amount.value)} ${escapeHtml(amount.currency)}`;
 
 /**
  * A table of rows: each cell already HTML; a caption names it for screen readers. A table wider
  * than the screen scrolls inside its box, which is a named region the keyboard can reach (Tab,
  * then the arrow keys), as a box without a focusable cell could not be scrolled otherwise.
  */
-export function table(caption: string, head: readonly string[], rows: readonly (readonly string[])[], numeric: ReadonlySet<number> = new Set()): string {
+export function table(
+  caption: string,
+  head: readonly string[],
+  rows: readonly (readonly string[])[],
+  numeric: ReadonlySet<number> = new Set(),
+): string {
   if (rows.length === 0) return `<p class="muted">${escapeHtml(caption)}: none.</p>`;
-  const th = head.map((cell, index) => `<th scope="col"${numeric.has(index) ? ' class="num"' : ''}>${escapeHtml(cell)}</th>`).join('');
-  const body = rows.map((row) => `<tr>${row.map((cell, index) => `<td${numeric.has(index) ? ' class="num"' : ''}>${cell}</td>`).join('')}</tr>`).join('');
-  // A wide table scrolls inside its box (never the page); the box takes the keyboard's focus so it can be scrolled without a mouse.
+  const th = head
+    .map((cell, index) => `<th scope="col"${numeric.has(index) ? ' class="num"' : ''}>${escapeHtml(cell)}</th>`)
+    .join('');
+  const body = rows
+    .map(
+      (row) =>
+        `<tr>${row.map((cell, index) => `<td${numeric.has(index) ? ' class="num"' : ''}>${cell}</td>`).join('')}</tr>`,
+    )
+    .join('');
+  // A wide table scrolls inside its box (never the page); the box takes the keyboard's focus so it can be scrolled
+  // without a mouse.
   return `<div class="scroll" tabindex="0" role="region" aria-label="${escapeHtml(caption)}"><table><caption class="sr-only">${escapeHtml(caption)}</caption><thead><tr>${th}</tr></thead><tbody>${body}</tbody></table></div>`;
 }
 

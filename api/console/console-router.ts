@@ -18,7 +18,13 @@ import { strictRouter } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { auditOpsWrites } from '../ops/ops-audit.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
-import { consoleCookieNames, consoleSessionOf, readConsoleSession, requireCsrf, requireSignedIn } from './console-auth.ts';
+import {
+  consoleCookieNames,
+  consoleSessionOf,
+  readConsoleSession,
+  requireCsrf,
+  requireSignedIn,
+} from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
 import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 import type { ConsoleGrants } from './console-grants.ts';
@@ -71,9 +77,11 @@ export const consoleRoutes: readonly AnyRouteSpec[] = [
 /** A scope refusal in words: a page not shown, or an act not done. */
 function refusalText(method: string, path: string, status: 401 | 403): string {
   if (status === 401) return 'Sign in first: nothing was done.';
-  if (method !== 'GET' && method !== 'HEAD') return 'You may not do this (it needs a role you do not have): nothing was done.';
+  if (method !== 'GET' && method !== 'HEAD')
+    return 'You may not do this (it needs a role you do not have): nothing was done.';
   // Home is where a sign-in lands: say why nothing is there.
-  if (path === '/') return 'Your sign-in grants no role that shows anything here: the console’s pages need the read scope. Ask your administrator, or sign out.';
+  if (path === '/')
+    return 'Your sign-in grants no role that shows anything here: the console’s pages need the read scope. Ask your administrator, or sign out.';
   return 'You may not see this page (it needs a role you do not have).';
 }
 
@@ -94,7 +102,9 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       const session = consoleSessionOf(answer);
       sendConsolePage(answer, refusal.status, {
         title: 'Not allowed',
-        ...(session ? { person: { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken } } : {}),
+        ...(session
+          ? { person: { name: session.personName, scopes: session.scopes, csrfToken: session.csrfToken } }
+          : {}),
         body: notice(refusalText(answer.req.method, answer.req.path, refusal.status), 'error'),
       });
     });
@@ -115,30 +125,51 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   addWebhooksRoutes(area, deps.services);
   addLinksRoutes(area, deps.services);
   addAuditRoutes(area, deps.services);
-  area.use((req, res) => sendConsolePage(res, 404, { title: 'Not found', body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>` }));
+  area.use((req, res) =>
+    sendConsolePage(res, 404, {
+      title: 'Not found',
+      body: `${notice(`There is no console page at ${req.originalUrl.split('?')[0] ?? ''}.`, 'error')}<p><a href="${CONSOLE_PATH}">Home</a></p>`,
+    }),
+  );
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
     if (refused) {
-      sendConsolePage(res, refused.status, { title: 'Refused', body: notice(`This request could not be read (${refused.message}): nothing was done.`, 'error') });
+      sendConsolePage(res, refused.status, {
+        title: 'Refused',
+        body: notice(`This request could not be read (${refused.message}): nothing was done.`, 'error'),
+      });
       return;
     }
     const busy = overloadOf(error);
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
-      sendConsolePage(res, 503, { title: 'Busy', body: notice(`walletflow is busy: nothing was done. Try again in ${busy.retryAfterSeconds} seconds.`, 'error') });
+      sendConsolePage(res, 503, {
+        title: 'Busy',
+        body: notice(`walletflow is busy: nothing was done. Try again in ${busy.retryAfterSeconds} seconds.`, 'error'),
+      });
       return;
     }
-    // Temporal could not take a call of a page that words none itself (lib/workflow-unavailable.ts): a page in words, never a 500.
+    // Temporal could not take a call of a page that words none itself (lib/workflow-unavailable.ts): a page in words,
+    // never a 500.
     const unavailable = workflowUnavailableOf(error);
     if (unavailable) {
-      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, 'console: a workflow could not take the request');
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: unavailable.reason },
+        'console: a workflow could not take the request',
+      );
       res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
       const words = `walletflow cannot reach its workflows just now (${refusalWords[unavailable.reason]}). What you asked may have been recorded all the same: look at the record, then try again in ${unavailable.retryAfterSeconds} seconds if it is needed.`;
       sendConsolePage(res, 503, { title: 'Not available just now', body: notice(words, 'error') });
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'console: unhandled error');
-    sendConsolePage(res, 500, { title: 'Error', body: notice('Something went wrong on our side; it is logged. Nothing you asked may have been done: look before trying again.', 'error') });
+    sendConsolePage(res, 500, {
+      title: 'Error',
+      body: notice(
+        'Something went wrong on our side; it is logged. Nothing you asked may have been done: look before trying again.',
+        'error',
+      ),
+    });
   };
   area.use(onError);
   router.use(CONSOLE_PATH, area);

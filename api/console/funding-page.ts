@@ -10,13 +10,37 @@ import { cancellableFundingStatuses, resolveFundingSchema, type FundingView } fr
 import { fundingFacts } from '../../fundings/funding-lookup.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { CONSOLE_PATH, csrfField, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  csrfField,
+  escapeHtml,
+  idCell,
+  money,
+  sendConsolePage,
+  stateBadge,
+  when,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, doneNotice, facts, formField, may, segment, sendBack, sendNotFound, resolutionNotTakenWords, sendRefused, workflowLink } from './page-pieces.ts';
+import {
+  card,
+  doneNotice,
+  facts,
+  formField,
+  may,
+  segment,
+  sendBack,
+  sendNotFound,
+  resolutionNotTakenWords,
+  sendRefused,
+  workflowLink,
+} from './page-pieces.ts';
 import { recordHistoryCards } from './record-pieces.ts';
 import { resolveForm } from './review-pieces.ts';
 
-export type FundingPageDependencies = Pick<ConsoleServices, 'database' | 'fundings' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'>;
+export type FundingPageDependencies = Pick<
+  ConsoleServices,
+  'database' | 'fundings' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'
+>;
 
 const fundingIdParameter = { fundingId: { schema: z.uuid(), description: 'the funding’s id' } };
 
@@ -39,7 +63,11 @@ const routes = {
     summary: 'Cancel a funding that has not started executing (POST /ops/fundings/{fundingId}/cancel’s rules)',
     access: { consoleScope: 'fund' },
     params: fundingIdParameter,
-    responses: { '303': redirectAnswer('cancelled: back to the funding'), '404': htmlAnswer('no such funding'), '409': htmlAnswer('executing or final') },
+    responses: {
+      '303': redirectAnswer('cancelled: back to the funding'),
+      '404': htmlAnswer('no such funding'),
+      '409': htmlAnswer('executing or final'),
+    },
   }),
   resolveFunding: defineRoute({
     method: 'post',
@@ -54,7 +82,10 @@ const routes = {
       '400': htmlAnswer('no outcome, or no note'),
       '404': htmlAnswer('no such funding'),
       '409': htmlAnswer('not in NEEDS_REVIEW'),
-      '503': htmlAnswer('its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After', { 'Retry-After': retryAfterHeader }),
+      '503': htmlAnswer(
+        'its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After',
+        { 'Retry-After': retryAfterHeader },
+      ),
     },
   }),
 };
@@ -70,7 +101,10 @@ const doneMessages = {
 
 /** Every Request-Reference-No the funding's record names: its events' and its review's. */
 const referencesOf = (funding: FundingView): string[] =>
-  [...funding.events.map((event) => event.requestReferenceNo), ...(funding.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? [])].filter((reference): reference is string => reference !== null);
+  [
+    ...funding.events.map((event) => event.requestReferenceNo),
+    ...(funding.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? []),
+  ].filter((reference): reference is string => reference !== null);
 
 export function addFundingRoutes(router: Router, deps: FundingPageDependencies): void {
   const add = consoleRoutesOn(router);
@@ -78,7 +112,9 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
   add(routes.funding, async (req, res) => {
     const person = personOf(res);
     const id = z.uuid().safeParse(req.params.fundingId);
-    const [funding, stored] = id.success ? await Promise.all([deps.fundings.view(id.data), fundingFacts(deps.database, id.data)]) : [null, null];
+    const [funding, stored] = id.success
+      ? await Promise.all([deps.fundings.view(id.data), fundingFacts(deps.database, id.data)])
+      : [null, null];
     if (!funding || !stored) {
       sendNotFound(res, person, 'search', `funding ${req.params.fundingId}`);
       return;
@@ -90,18 +126,33 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
     ]);
     const tz = deps.timeZone;
     const temporal = workflowLink(deps.temporalUi, stored.workflowId);
-    const source = funding.source.type === 'TREASURY' ? `<a href="${CONSOLE_PATH}/accounts/TREASURY">TREASURY</a>` : `<a href="${CONSOLE_PATH}/accounts/${escapeHtml(segment(funding.source.partnerUserId))}">USER_BALANCE of ${escapeHtml(funding.source.partnerUserId)}</a>`;
+    const source =
+      funding.source.type === 'TREASURY'
+        ? `<a href="${CONSOLE_PATH}/accounts/TREASURY">TREASURY</a>`
+        : `<a href="${CONSOLE_PATH}/accounts/${escapeHtml(segment(funding.source.partnerUserId))}">USER_BALANCE of ${escapeHtml(funding.source.partnerUserId)}</a>`;
     const recipient =
       funding.recipient.type === 'CODE'
         ? `cash-in code <span class="id">${escapeHtml(funding.recipient.masked)}</span>`
         : `linked wallet <a href="${CONSOLE_PATH}/links/${escapeHtml(funding.recipient.linkId)}">${escapeHtml(funding.recipient.linkId)}</a>`;
     const actions: string[] = [];
     if (may(person, 'fund') && (cancellableFundingStatuses as readonly string[]).includes(funding.status)) {
-      actions.push(`<form method="post" action="${fundingPath(funding.fundingId)}/cancel" data-confirm="Cancel this funding? It ends FAILED and cannot be restarted.">${csrfField(person)}<button type="submit" class="danger">Cancel funding</button></form>`);
+      actions.push(
+        `<form method="post" action="${fundingPath(funding.fundingId)}/cancel" data-confirm="Cancel this funding? It ends FAILED and cannot be restarted.">${csrfField(person)}<button type="submit" class="danger">Cancel funding</button></form>`,
+      );
     }
     const resolving =
       funding.status === 'NEEDS_REVIEW' && may(person, 'resolve')
-        ? card('resolve', 'Resolve', resolveForm(person, { action: `${fundingPath(funding.fundingId)}/resolve`, id: funding.fundingId, outcomes: ['APPROVED', 'FAILED'], returnTo: 'record' }), true)
+        ? card(
+            'resolve',
+            'Resolve',
+            resolveForm(person, {
+              action: `${fundingPath(funding.fundingId)}/resolve`,
+              id: funding.fundingId,
+              outcomes: ['APPROVED', 'FAILED'],
+              returnTo: 'record',
+            }),
+            true,
+          )
         : '';
     const body = [
       doneNotice(req, doneMessages),
@@ -114,20 +165,56 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
           ['Amount', money(funding.amount)],
           ['Source', source],
           ['Recipient', recipient],
-          ['Transfer id', funding.transferId ? idCell(funding.transferId, 'transfer id') : '<span class="muted">none yet</span>'],
-          ...(stored.abandonedTransferIds.length > 0 ? ([['Abandoned intents', stored.abandonedTransferIds.map((transfer) => idCell(transfer, 'transfer id')).join(' ')]] as const) : []),
+          [
+            'Transfer id',
+            funding.transferId ? idCell(funding.transferId, 'transfer id') : '<span class="muted">none yet</span>',
+          ],
+          ...(stored.abandonedTransferIds.length > 0
+            ? ([
+                [
+                  'Abandoned intents',
+                  stored.abandonedTransferIds.map((transfer) => idCell(transfer, 'transfer id')).join(' '),
+                ],
+              ] as const)
+            : []),
           ['Idempotency key', idCell(stored.idempotencyKey, 'idempotency key')],
           ...(stored.batch
-            ? ([['Batch', `<a href="${CONSOLE_PATH}/batches/${escapeHtml(stored.batch.batchId)}">${escapeHtml(stored.batch.name)}</a>${stored.batch.reference ? `, item ${idCell(stored.batch.reference, 'batch reference')}` : ''}`]] as const)
+            ? ([
+                [
+                  'Batch',
+                  `<a href="${CONSOLE_PATH}/batches/${escapeHtml(stored.batch.batchId)}">${escapeHtml(stored.batch.name)}</a>${stored.batch.reference ? `, item ${idCell(stored.batch.reference, 'batch reference')}` : ''}`,
+                ],
+              ] as const)
             : []),
-          ['Error', funding.error ? `${escapeHtml(funding.error.code)}: ${escapeHtml(funding.error.message)}` : '<span class="muted">none</span>'],
+          [
+            'Error',
+            funding.error
+              ? `${escapeHtml(funding.error.code)}: ${escapeHtml(funding.error.message)}`
+              : '<span class="muted">none</span>',
+          ],
           ['Requested', when(funding.createdAt, tz)],
           ['Last change', when(funding.updatedAt, tz)],
-          ['Workflow', temporal ? `<a href="${escapeHtml(temporal)}">${escapeHtml(stored.workflowId)} in the Temporal UI</a>` : idCell(stored.workflowId, 'workflow id')],
+          [
+            'Workflow',
+            temporal
+              ? `<a href="${escapeHtml(temporal)}">${escapeHtml(stored.workflowId)} in the Temporal UI</a>`
+              : idCell(stored.workflowId, 'workflow id'),
+          ],
         ]) + (actions.length > 0 ? `<div class="actions">${actions.join('')}</div>` : ''),
       ),
       resolving,
-      ...recordHistoryCards({ noun: 'funding', status: funding.status, review: funding.review ?? null, events: funding.events, calls, entries, deliveries }, tz),
+      ...recordHistoryCards(
+        {
+          noun: 'funding',
+          status: funding.status,
+          review: funding.review ?? null,
+          events: funding.events,
+          calls,
+          entries,
+          deliveries,
+        },
+        tz,
+      ),
     ].join('\n');
     sendConsolePage(res, 200, { title: `Funding ${funding.fundingId.slice(0, 8)}`, section: 'search', person, body });
   });
@@ -145,7 +232,13 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
         sendNotFound(res, person, 'search', `funding ${req.params.fundingId}`);
         return;
       case 'not-cancellable':
-        sendRefused(res, 409, { person, section: 'search', title: 'Not cancelled', message: `The funding is ${result.status}: only a funding that has not started executing can be cancelled. Nothing was done.`, back });
+        sendRefused(res, 409, {
+          person,
+          section: 'search',
+          title: 'Not cancelled',
+          message: `The funding is ${result.status}: only a funding that has not started executing can be cancelled. Nothing was done.`,
+          back,
+        });
         return;
     }
   });
@@ -153,7 +246,10 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
   add(routes.resolveFunding, async (req, res) => {
     const person = personOf(res);
     const returnTo = formField(req, 'return') === 'review' ? 'review' : 'record';
-    const back = returnTo === 'review' ? { href: `${CONSOLE_PATH}/review`, label: 'Back to the review queue' } : { href: fundingPath(req.params.fundingId), label: 'Back to the funding' };
+    const back =
+      returnTo === 'review'
+        ? { href: `${CONSOLE_PATH}/review`, label: 'Back to the review queue' }
+        : { href: fundingPath(req.params.fundingId), label: 'Back to the funding' };
     const id = z.uuid().safeParse(req.params.fundingId);
     if (!id.success) {
       sendNotFound(res, person, 'review', `funding ${req.params.fundingId}`);
@@ -162,24 +258,43 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
     const parsed = resolveFundingSchema.safeParse({ outcome: formField(req, 'outcome'), note: formField(req, 'note') });
     if (!parsed.success) {
       const problems = parsed.error.issues.map((issue) => issue.message).join('; ');
-      sendRefused(res, 400, { person, section: 'review', title: 'Not resolved', message: `Not resolved: ${problems}. Nothing was done.`, back });
+      sendRefused(res, 400, {
+        person,
+        section: 'review',
+        title: 'Not resolved',
+        message: `Not resolved: ${problems}. Nothing was done.`,
+        back,
+      });
       return;
     }
     const result = await deps.fundings.resolve(id.data, parsed.data, person.name);
     switch (result.kind) {
       case 'resolved':
-        if (returnTo === 'review') sendBack(res, `${CONSOLE_PATH}/review`, 'resolved', { item: result.funding.fundingId });
+        if (returnTo === 'review')
+          sendBack(res, `${CONSOLE_PATH}/review`, 'resolved', { item: result.funding.fundingId });
         else sendBack(res, fundingPath(result.funding.fundingId), 'resolved');
         return;
       case 'not-found':
         sendNotFound(res, person, 'review', `funding ${id.data}`);
         return;
       case 'not-in-review':
-        sendRefused(res, 409, { person, section: 'review', title: 'Not resolved', message: `The funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved. Nothing was done.`, back });
+        sendRefused(res, 409, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message: `The funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved. Nothing was done.`,
+          back,
+        });
         return;
       case 'workflow-unavailable':
         res.setHeader('Retry-After', String(result.refusal.retryAfterSeconds));
-        sendRefused(res, 503, { person, section: 'review', title: 'Not resolved', message: resolutionNotTakenWords('funding', result.refusal), back });
+        sendRefused(res, 503, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message: resolutionNotTakenWords('funding', result.refusal),
+          back,
+        });
         return;
     }
   });

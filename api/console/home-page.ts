@@ -15,7 +15,10 @@ import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, money, sendConsolePage, stateBadge, table } from './console-layout.ts';
 
-export type HomeDependencies = Pick<ConsoleServices, 'database' | 'batches' | 'ledger' | 'webhooks' | 'liveStreams' | 'timeZone' | 'now'>;
+export type HomeDependencies = Pick<
+  ConsoleServices,
+  'database' | 'batches' | 'ledger' | 'webhooks' | 'liveStreams' | 'timeZone' | 'now'
+>;
 
 const routes = {
   home: defineRoute({
@@ -34,7 +37,9 @@ const routes = {
     tag: 'console',
     summary: 'The home page’s figures, pushed every few seconds (Server-Sent Events)',
     access: { consoleScope: 'read' },
-    responses: { '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } } },
+    responses: {
+      '200': { description: 'an event stream', content: { 'text/event-stream': { jsonSchema: textSchema } } },
+    },
   }),
 };
 
@@ -47,13 +52,22 @@ function totalsTable<Status extends string>(caption: string, totals: Array<Statu
   return table(
     caption,
     ['State', 'Count', 'Amount'],
-    totals.map((total) => [stateBadge(total.status), String(total.count), money(amountOf(total.amount, total.currency))]),
+    totals.map((total) => [
+      stateBadge(total.status),
+      String(total.count),
+      money(amountOf(total.amount, total.currency)),
+    ]),
     new Set([1, 2]),
   );
 }
 
 function batchProgress(batch: BatchView): string {
-  const done = batch.total.count - ((batch.counts.PENDING ?? 0) + (batch.counts.CREATING ?? 0) + (batch.counts.EXECUTING ?? 0) + (batch.counts.RECONCILING ?? 0));
+  const done =
+    batch.total.count -
+    ((batch.counts.PENDING ?? 0) +
+      (batch.counts.CREATING ?? 0) +
+      (batch.counts.EXECUTING ?? 0) +
+      (batch.counts.RECONCILING ?? 0));
   const percent = batch.total.count === 0 ? 100 : Math.floor((done / batch.total.count) * 100);
   return `<progress max="100" value="${percent}" aria-label="${escapeHtml(batch.name)}: ${percent}% done">${percent}%</progress>
 <span class="muted">${done} of ${batch.total.count} done${batch.itemsPerSecond ? `, ${batch.itemsPerSecond}/s` : ''}${batch.etaSeconds ? `, about ${batch.etaSeconds} s left` : ''}</span>`;
@@ -63,7 +77,10 @@ function batchProgress(batch: BatchView): string {
  * What the treasury may still pay out, where it has a floor (TREASURY_LIMIT): its available balance
  * may go down to the floor, so a negative available balance is not, by itself, a problem.
  */
-export function treasuryRoom(treasury: { available: { currency: string; value: string }; floor: string | null }): string {
+export function treasuryRoom(treasury: {
+  available: { currency: string; value: string };
+  floor: string | null;
+}): string {
   if (treasury.floor === null) return '';
   const floor = moneyOf({ currency: treasury.available.currency, value: treasury.floor });
   const room = moneyOf(treasury.available).thousandths - floor.thousandths;
@@ -98,7 +115,12 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
     }</section>`,
     `<section class="card" aria-labelledby="h-running"><h2 id="h-running">Running batches</h2>${
       running && running.items.length > 0
-        ? running.items.map((batch) => `<div><a href="${CONSOLE_PATH}/batches/${batch.batchId}">${escapeHtml(batch.name)}</a>${batchProgress(batch)}</div>`).join('')
+        ? running.items
+            .map(
+              (batch) =>
+                `<div><a href="${CONSOLE_PATH}/batches/${batch.batchId}">${escapeHtml(batch.name)}</a>${batchProgress(batch)}</div>`,
+            )
+            .join('')
         : '<p class="muted">None.</p>'
     }</section>`,
     `<section class="card${failing.length > 0 ? ' attention' : ''}" aria-labelledby="h-webhooks"><h2 id="h-webhooks">Webhooks</h2>${
@@ -106,7 +128,11 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
         ? `<p>${deadLetters} dead letter${deadLetters === 1 ? '' : 's'}.</p>${table(
             'Failing webhook endpoints',
             ['Endpoint', 'Dead letters', 'Retrying'],
-            failing.map((endpoint) => [`<a href="${CONSOLE_PATH}/webhooks/${endpoint.endpointId}">${escapeHtml(endpoint.maskedUrl)}</a>`, String(endpoint.deadLetters), String(endpoint.retrying)]),
+            failing.map((endpoint) => [
+              `<a href="${CONSOLE_PATH}/webhooks/${endpoint.endpointId}">${escapeHtml(endpoint.maskedUrl)}</a>`,
+              String(endpoint.deadLetters),
+              String(endpoint.retrying),
+            ]),
             new Set([1, 2]),
           )}`
         : '<p class="muted">Every endpoint is delivering.</p>'
@@ -132,6 +158,11 @@ export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
 
   add(routes.homeLive, async (req, res) => {
     const person = personOf(res);
-    await deps.liveStreams.stream(req, res, async () => ({ html: await renderFigures(deps, person.scopes) }), HOME_EVERY_MS);
+    await deps.liveStreams.stream(
+      req,
+      res,
+      async () => ({ html: await renderFigures(deps, person.scopes) }),
+      HOME_EVERY_MS,
+    );
   });
 }

@@ -8,9 +8,31 @@ import { unlink } from '../../links/link-record.ts';
 import { findLinks, linkEvents, linkView, type LinkSearch } from '../../links/link-view.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { CONSOLE_PATH, csrfField, escapeHtml, idCell, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  csrfField,
+  escapeHtml,
+  idCell,
+  notice,
+  sendConsolePage,
+  stateBadge,
+  table,
+  when,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, consoleUrl, doneNotice, facts, linkedId, may, pager, queryText, segment, sendBack, sendNotFound } from './page-pieces.ts';
+import {
+  card,
+  consoleUrl,
+  doneNotice,
+  facts,
+  linkedId,
+  may,
+  pager,
+  queryText,
+  segment,
+  sendBack,
+  sendNotFound,
+} from './page-pieces.ts';
 
 export type LinksPageDependencies = Pick<ConsoleServices, 'database' | 'tokens' | 'timeZone'>;
 
@@ -22,7 +44,8 @@ const routes = {
     path: '/console/links',
     operationId: 'consoleLinks',
     tag: 'console',
-    summary: 'A partner user’s linked wallets (?partnerUserId=…, or ?profileId=… for the wallet’s profile id) and their state',
+    summary:
+      'A partner user’s linked wallets (?partnerUserId=…, or ?profileId=… for the wallet’s profile id) and their state',
     access: { consoleScope: 'read' },
     responses: { '200': htmlAnswer('the page') },
   }),
@@ -41,7 +64,8 @@ const routes = {
     path: '/console/links/{linkId}/unlink',
     operationId: 'consoleUnlink',
     tag: 'console',
-    summary: 'Revoke a link: its tokens are deleted; the link stays, UNLINKED, with its history (DELETE /ops/links/{linkId}’s unlink)',
+    summary:
+      'Revoke a link: its tokens are deleted; the link stays, UNLINKED, with its history (DELETE /ops/links/{linkId}’s unlink)',
     access: { consoleScope: 'accounts' },
     params: linkIdParameter,
     responses: { '303': redirectAnswer('unlinked: back to the link'), '404': htmlAnswer('no such link') },
@@ -64,11 +88,20 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
     const person = personOf(res);
     const partnerUserId = queryText(req, 'partnerUserId', 128);
     const profileId = queryText(req, 'profileId', 64);
-    const search: LinkSearch | null = partnerUserId !== undefined && printable.test(partnerUserId) ? { partnerUserId } : profileId !== undefined && printable.test(profileId) ? { profileId } : null;
+    const search: LinkSearch | null =
+      partnerUserId !== undefined && printable.test(partnerUserId)
+        ? { partnerUserId }
+        : profileId !== undefined && printable.test(profileId)
+          ? { profileId }
+          : null;
     const links = search ? await findLinks(deps.database, search) : [];
     const form = `<form method="get" action="${CONSOLE_PATH}/links" role="search"><label for="links-user">Partner user id</label>
 <input id="links-user" name="partnerUserId" type="search" maxlength="128" value="${escapeHtml(partnerUserId ?? '')}" required><div class="actions"><button type="submit">Show their links</button></div></form>`;
-    const whose = search ? ('partnerUserId' in search ? `partner user ${search.partnerUserId}` : `wallet profile ${search.profileId}`) : '';
+    const whose = search
+      ? 'partnerUserId' in search
+        ? `partner user ${search.partnerUserId}`
+        : `wallet profile ${search.profileId}`
+      : '';
     const results = search
       ? card(
           'links',
@@ -80,7 +113,11 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
               linkedId(linkPath(link.linkId), link.linkId, 'link id'),
               stateBadge(link.status),
               escapeHtml(link.kind),
-              linkedId(`${CONSOLE_PATH}/accounts/${segment(link.partnerUserId)}`, link.partnerUserId, 'partner user id'),
+              linkedId(
+                `${CONSOLE_PATH}/accounts/${segment(link.partnerUserId)}`,
+                link.partnerUserId,
+                'partner user id',
+              ),
               idCell(link.profileId, 'profile id'),
               escapeHtml(link.scopes.join(', ')),
               when(link.createdAt, tz),
@@ -120,13 +157,33 @@ export function addLinksRoutes(router: Router, deps: LinksPageDependencies): voi
           ['Link id', idCell(link.linkId, 'link id')],
           ['State', stateBadge(link.status)],
           ['Kind', escapeHtml(link.kind)],
-          ['Partner user', linkedId(`${CONSOLE_PATH}/links?partnerUserId=${encodeURIComponent(link.partnerUserId)}`, link.partnerUserId, 'partner user id')],
+          [
+            'Partner user',
+            linkedId(
+              `${CONSOLE_PATH}/links?partnerUserId=${encodeURIComponent(link.partnerUserId)}`,
+              link.partnerUserId,
+              'partner user id',
+            ),
+          ],
           ['Wallet profile id', idCell(link.profileId, 'profile id')],
           ['Wallet user', link.maskedUserId ? escapeHtml(link.maskedUserId) : '<span class="muted">not known</span>'],
           ['Scopes', escapeHtml(link.scopes.join(', ') || 'none')],
-          ['Access token expires', link.tokens ? when(link.tokens.accessTokenExpiresAt, tz) : '<span class="muted">no tokens</span>'],
-          ['Refresh token expires', link.tokens?.refreshTokenExpiresAt ? when(link.tokens.refreshTokenExpiresAt, tz) : '<span class="muted">—</span>'],
-          ['Tokens refreshed', link.tokens?.refreshedAt ? `${when(link.tokens.refreshedAt, tz)} (version ${link.tokens.version})` : '<span class="muted">never</span>'],
+          [
+            'Access token expires',
+            link.tokens ? when(link.tokens.accessTokenExpiresAt, tz) : '<span class="muted">no tokens</span>',
+          ],
+          [
+            'Refresh token expires',
+            link.tokens?.refreshTokenExpiresAt
+              ? when(link.tokens.refreshTokenExpiresAt, tz)
+              : '<span class="muted">—</span>',
+          ],
+          [
+            'Tokens refreshed',
+            link.tokens?.refreshedAt
+              ? `${when(link.tokens.refreshedAt, tz)} (version ${link.tokens.version})`
+              : '<span class="muted">never</span>',
+          ],
           ['Linked', when(link.createdAt, tz)],
         ])}${revoke}`,
       ),

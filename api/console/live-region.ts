@@ -82,7 +82,11 @@ export interface LiveStreamsOptions {
 }
 
 /** One push: one `data:` line per line of the render (the event's data is the lines joined again). */
-const dataEvent = (html: string): string => `${html.split('\n').map((line) => `data: ${line}`).join('\n')}\n\n`;
+const dataEvent = (html: string): string =>
+  `${html
+    .split('\n')
+    .map((line) => `data: ${line}`)
+    .join('\n')}\n\n`;
 
 /** The process's live streams: its slots, each session's streams, and how each is written. */
 export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
@@ -93,14 +97,21 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
   const bySession = new Map<string, OpenStream[]>();
   /** Each person's streams in this process, whatever their sessions, oldest first. */
   const byPerson = new Map<string, OpenStream[]>();
-  options.metrics?.liveStreamsHeld(() => ({ open: open.size, bufferedBytes: [...open].reduce((sum, paced) => sum + paced.buffered(), 0) }));
+  options.metrics?.liveStreamsHeld(() => ({
+    open: open.size,
+    bufferedBytes: [...open].reduce((sum, paced) => sum + paced.buffered(), 0),
+  }));
 
   return {
     async stream(req, res, render, everyMs) {
       const session = consoleSessionOf(res);
       const scope = checkedScopeOf(res.locals);
-      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that. Its scope is checked again at every push.
-      if (!session || !scope || countedAsUse(res)) throw new Error('liveStreams.stream: a stream needs a live session and its route’s scope check, and must not count as its use');
+      // Declared as a stream, its route never counts as use (consoleRoutesOn): hold it to that. Its scope is checked
+      // again at every push.
+      if (!session || !scope || countedAsUse(res))
+        throw new Error(
+          'liveStreams.stream: a stream needs a live session and its route’s scope check, and must not count as its use',
+        );
       if (open.size >= MAX_STREAMS) {
         res.setHeader('Retry-After', '30');
         res.status(503).end();
@@ -129,7 +140,8 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
           wake();
         },
       };
-      // A session's oldest ends past its bound, and a person's oldest past theirs (signing in again and again makes sessions, not slots).
+      // A session's oldest ends past its bound, and a person's oldest past theirs (signing in again and again makes
+      // sessions, not slots).
       const mine = join(bySession, session.id, entry, MAX_STREAMS_PER_SESSION);
       const theirs = join(byPerson, session.personId, entry, MAX_STREAMS_PER_PERSON);
       let outcome: LiveStreamOutcome = 'lifetime';

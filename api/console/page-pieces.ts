@@ -8,7 +8,14 @@ import type { Request, Response } from 'express';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { refusalWords, type WorkflowRefusal } from '../../lib/workflow-unavailable.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { CONSOLE_PATH, escapeHtml, notice, sendConsolePage, type ConsoleSection, type SignedInPerson } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  escapeHtml,
+  notice,
+  sendConsolePage,
+  type ConsoleSection,
+  type SignedInPerson,
+} from './console-layout.ts';
 
 /** A query parameter as one string of printable characters, at most `max` long; else undefined. */
 export function queryText(req: Request, name: string, max = 255): string | undefined {
@@ -16,7 +23,11 @@ export function queryText(req: Request, name: string, max = 255): string | undef
   if (typeof value !== 'string') return undefined;
   const trimmed = value.trim();
   // No control characters: they would only ever be a mistake or an attack in a search or a filter.
-  return trimmed.length > 0 && trimmed.length <= max && ![...trimmed].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f) ? trimmed : undefined;
+  return trimmed.length > 0 &&
+    trimmed.length <= max &&
+    ![...trimmed].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f)
+    ? trimmed
+    : undefined;
 }
 
 /** A form field as sent (a string), or undefined (absent, or sent twice). */
@@ -47,14 +58,21 @@ export function consoleUrl(path: string, query: Record<string, string | undefine
 
 /** The link to the next (older) page of a list, when there is one. */
 export function pager(nextHref: string | null, label = 'Older'): string {
-  return nextHref ? `<nav class="pager" aria-label="Pages"><a href="${escapeHtml(nextHref)}" rel="next">${escapeHtml(label)} →</a></nav>` : '';
+  return nextHref
+    ? `<nav class="pager" aria-label="Pages"><a href="${escapeHtml(nextHref)}" rel="next">${escapeHtml(label)} →</a></nav>`
+    : '';
 }
 
 /** A path segment of a console URL for a value (a partner user id may hold any printable character). */
 export const segment = (value: string): string => encodeURIComponent(value);
 
 /** After a write: back to the page it was made from, which says what was done (`done`). */
-export function sendBack(res: Response, path: string, done: string, query: Record<string, string | undefined> = {}): void {
+export function sendBack(
+  res: Response,
+  path: string,
+  done: string,
+  query: Record<string, string | undefined> = {},
+): void {
   res.redirect(303, consoleUrl(path, { ...query, done }));
 }
 
@@ -66,7 +84,18 @@ export function doneNotice(req: Request, messages: Readonly<Record<string, strin
 }
 
 /** A write refused: why, that nothing was done, and the way back. */
-export function sendRefused(res: Response, status: number, page: { person: SignedInPerson; section?: ConsoleSection; title: string; message: string; back: { href: string; label: string }; body?: string }): void {
+export function sendRefused(
+  res: Response,
+  status: number,
+  page: {
+    person: SignedInPerson;
+    section?: ConsoleSection;
+    title: string;
+    message: string;
+    back: { href: string; label: string };
+    body?: string;
+  },
+): void {
   sendConsolePage(res, status, {
     title: page.title,
     ...(page.section ? { section: page.section } : {}),
@@ -77,7 +106,12 @@ export function sendRefused(res: Response, status: number, page: { person: Signe
 
 /** A page for a record that is not there. */
 export function sendNotFound(res: Response, person: SignedInPerson, section: ConsoleSection, what: string): void {
-  sendConsolePage(res, 404, { title: 'Not found', section, person, body: `${notice(`There is no ${what}.`, 'error')}<p><a href="${CONSOLE_PATH}/search">Search</a></p>` });
+  sendConsolePage(res, 404, {
+    title: 'Not found',
+    section,
+    person,
+    body: `${notice(`There is no ${what}.`, 'error')}<p><a href="${CONSOLE_PATH}/search">Search</a></p>`,
+  });
 }
 
 /** The workflow's page in the Temporal UI (TEMPORAL_UI_URL), or its id alone when none is configured. */

@@ -12,15 +12,33 @@ import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRout
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, sendConsolePage, stateBadge, when } from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, doneNotice, facts, formField, linkedId, may, segment, sendBack, sendNotFound, resolutionNotTakenWords, sendRefused, workflowLink } from './page-pieces.ts';
+import {
+  card,
+  doneNotice,
+  facts,
+  formField,
+  linkedId,
+  may,
+  segment,
+  sendBack,
+  sendNotFound,
+  resolutionNotTakenWords,
+  sendRefused,
+  workflowLink,
+} from './page-pieces.ts';
 import { recordHistoryCards } from './record-pieces.ts';
 import { resolveForm } from './review-pieces.ts';
 
-export type PaymentPageDependencies = Pick<ConsoleServices, 'database' | 'payments' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'>;
+export type PaymentPageDependencies = Pick<
+  ConsoleServices,
+  'database' | 'payments' | 'ledger' | 'webhooks' | 'timeZone' | 'temporalUi'
+>;
 
 /** walletflow's id or the wallet's payment id, as GET /ops/payments/{paymentId} takes it. */
 const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a payment id');
-const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment, or the wallet’s payment id' } };
+const paymentIdParameter = {
+  paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment, or the wallet’s payment id' },
+};
 
 const routes = {
   payment: defineRoute({
@@ -46,7 +64,10 @@ const routes = {
       '400': htmlAnswer('no outcome, or no note'),
       '404': htmlAnswer('no such payment'),
       '409': htmlAnswer('not in NEEDS_REVIEW'),
-      '503': htmlAnswer('its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After', { 'Retry-After': retryAfterHeader }),
+      '503': htmlAnswer(
+        'its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After',
+        { 'Retry-After': retryAfterHeader },
+      ),
     },
   }),
 };
@@ -58,7 +79,10 @@ const paymentPath = (id: string) => `${CONSOLE_PATH}/payments/${segment(id)}`;
 const doneMessages = { resolved: 'Resolved: the outcome and your note are recorded under your name.' };
 
 const referencesOf = (payment: PaymentView): string[] =>
-  [...payment.events.map((event) => event.requestReferenceNo), ...(payment.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? [])].filter((reference): reference is string => reference !== null);
+  [
+    ...payment.events.map((event) => event.requestReferenceNo),
+    ...(payment.review?.attempts.map((attempt) => attempt.requestReferenceNo) ?? []),
+  ].filter((reference): reference is string => reference !== null);
 
 export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies): void {
   const add = consoleRoutesOn(router);
@@ -66,7 +90,9 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
   add(routes.payment, async (req, res) => {
     const person = personOf(res);
     const id = paymentIdSchema.safeParse(req.params.paymentId);
-    const [payment, stored] = id.success ? await Promise.all([deps.payments.view(id.data), paymentFacts(deps.database, id.data)]) : [null, null];
+    const [payment, stored] = id.success
+      ? await Promise.all([deps.payments.view(id.data), paymentFacts(deps.database, id.data)])
+      : [null, null];
     if (!payment || !stored) {
       sendNotFound(res, person, 'search', `payment ${req.params.paymentId}`);
       return;
@@ -80,7 +106,17 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
     const temporal = workflowLink(deps.temporalUi, stored.workflowId);
     const resolving =
       payment.status === 'NEEDS_REVIEW' && may(person, 'resolve')
-        ? card('resolve', 'Resolve', resolveForm(person, { action: `${paymentPath(payment.id)}/resolve`, id: payment.id, outcomes: ['SUCCEEDED', 'FAILED'], returnTo: 'record' }), true)
+        ? card(
+            'resolve',
+            'Resolve',
+            resolveForm(person, {
+              action: `${paymentPath(payment.id)}/resolve`,
+              id: payment.id,
+              outcomes: ['SUCCEEDED', 'FAILED'],
+              returnTo: 'record',
+            }),
+            true,
+          )
         : '';
     const body = [
       doneNotice(req, doneMessages),
@@ -89,21 +125,45 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
         'The payment',
         facts([
           ['Payment id (walletflow)', idCell(payment.id, 'payment id')],
-          ['Wallet payment id', payment.paymentId ? idCell(payment.paymentId, 'wallet payment id') : '<span class="muted">none yet</span>'],
+          [
+            'Wallet payment id',
+            payment.paymentId ? idCell(payment.paymentId, 'wallet payment id') : '<span class="muted">none yet</span>',
+          ],
           ['State', stateBadge(payment.status)],
           ['Amount', money(payment.amount)],
           ['Fee', payment.fee ? money(payment.fee) : '<span class="muted">none</span>'],
           ['Purpose', escapeHtml(payment.purpose)],
           ['Paid from', linkedId(`${CONSOLE_PATH}/links/${payment.linkId}`, payment.linkId, 'link id')],
           ['Idempotency key', idCell(stored.idempotencyKey, 'idempotency key')],
-          ['Error', payment.error ? `${escapeHtml(payment.error.code)}: ${escapeHtml(payment.error.message)}` : '<span class="muted">none</span>'],
+          [
+            'Error',
+            payment.error
+              ? `${escapeHtml(payment.error.code)}: ${escapeHtml(payment.error.message)}`
+              : '<span class="muted">none</span>',
+          ],
           ['Requested', when(payment.createdAt, tz)],
           ['Last change', when(payment.updatedAt, tz)],
-          ['Workflow', temporal ? `<a href="${escapeHtml(temporal)}">${escapeHtml(stored.workflowId)} in the Temporal UI</a>` : idCell(stored.workflowId, 'workflow id')],
+          [
+            'Workflow',
+            temporal
+              ? `<a href="${escapeHtml(temporal)}">${escapeHtml(stored.workflowId)} in the Temporal UI</a>`
+              : idCell(stored.workflowId, 'workflow id'),
+          ],
         ]),
       ),
       resolving,
-      ...recordHistoryCards({ noun: 'payment', status: payment.status, review: payment.review ?? null, events: payment.events, calls, entries, deliveries }, tz),
+      ...recordHistoryCards(
+        {
+          noun: 'payment',
+          status: payment.status,
+          review: payment.review ?? null,
+          events: payment.events,
+          calls,
+          entries,
+          deliveries,
+        },
+        tz,
+      ),
     ].join('\n');
     sendConsolePage(res, 200, { title: `Payment ${payment.id.slice(0, 8)}`, section: 'search', person, body });
   });
@@ -111,7 +171,10 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
   add(routes.resolvePayment, async (req, res) => {
     const person = personOf(res);
     const returnTo = formField(req, 'return') === 'review' ? 'review' : 'record';
-    const back = returnTo === 'review' ? { href: `${CONSOLE_PATH}/review`, label: 'Back to the review queue' } : { href: paymentPath(req.params.paymentId), label: 'Back to the payment' };
+    const back =
+      returnTo === 'review'
+        ? { href: `${CONSOLE_PATH}/review`, label: 'Back to the review queue' }
+        : { href: paymentPath(req.params.paymentId), label: 'Back to the payment' };
     const id = paymentIdSchema.safeParse(req.params.paymentId);
     if (!id.success) {
       sendNotFound(res, person, 'review', `payment ${req.params.paymentId}`);
@@ -120,7 +183,13 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
     const parsed = resolvePaymentSchema.safeParse({ outcome: formField(req, 'outcome'), note: formField(req, 'note') });
     if (!parsed.success) {
       const problems = parsed.error.issues.map((issue) => issue.message).join('; ');
-      sendRefused(res, 400, { person, section: 'review', title: 'Not resolved', message: `Not resolved: ${problems}. Nothing was done.`, back });
+      sendRefused(res, 400, {
+        person,
+        section: 'review',
+        title: 'Not resolved',
+        message: `Not resolved: ${problems}. Nothing was done.`,
+        back,
+      });
       return;
     }
     const result = await deps.payments.resolve(id.data, parsed.data, person.name);
@@ -133,11 +202,23 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
         sendNotFound(res, person, 'review', `payment ${id.data}`);
         return;
       case 'not-in-review':
-        sendRefused(res, 409, { person, section: 'review', title: 'Not resolved', message: `The payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved. Nothing was done.`, back });
+        sendRefused(res, 409, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message: `The payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved. Nothing was done.`,
+          back,
+        });
         return;
       case 'workflow-unavailable':
         res.setHeader('Retry-After', String(result.refusal.retryAfterSeconds));
-        sendRefused(res, 503, { person, section: 'review', title: 'Not resolved', message: resolutionNotTakenWords('payment', result.refusal), back });
+        sendRefused(res, 503, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message: resolutionNotTakenWords('payment', result.refusal),
+          back,
+        });
         return;
     }
   });

@@ -27,7 +27,9 @@ export interface RecordHistory {
  */
 export function recordHistoryCards(record: RecordHistory, timeZone: string): string[] {
   return [
-    record.review ? card('review', 'Review', reviewDetails(record.review, timeZone), record.status === 'NEEDS_REVIEW') : '',
+    record.review
+      ? card('review', 'Review', reviewDetails(record.review, timeZone), record.status === 'NEEDS_REVIEW')
+      : '',
     card(
       'timeline',
       'Timeline',
@@ -73,8 +75,14 @@ export function accountLink(account: string): string {
   return `<a href="${CONSOLE_PATH}/accounts/${escapeHtml(segment(target))}">${escapeHtml(account)}</a>`;
 }
 
-/** Ledger entries: when, what moved them (and who, for an adjustment), the account, the signed amount, held or posted. */
-export function ledgerEntriesTable(entries: readonly LedgerEntryDetail[], timeZone: string, options: { withAccount?: boolean } = {}): string {
+/**
+ * Ledger entries: when, what moved them (and who, for an adjustment), the account, the signed amount, held or posted.
+ */
+export function ledgerEntriesTable(
+  entries: readonly LedgerEntryDetail[],
+  timeZone: string,
+  options: { withAccount?: boolean } = {},
+): string {
   const withAccount = options.withAccount ?? true;
   return table(
     'Ledger entries',
@@ -86,14 +94,20 @@ export function ledgerEntriesTable(entries: readonly LedgerEntryDetail[], timeZo
       money(entry.amount),
       entry.pending ? 'held' : 'posted',
       idCell(entry.reference, 'reference'),
-      entry.actor ? `${escapeHtml(entry.actor)}${entry.reason ? `: ${escapeHtml(entry.reason)}` : ''}` : '<span class="muted">walletflow</span>',
+      entry.actor
+        ? `${escapeHtml(entry.actor)}${entry.reason ? `: ${escapeHtml(entry.reason)}` : ''}`
+        : '<span class="muted">walletflow</span>',
     ]),
     new Set([withAccount ? 3 : 2]),
   );
 }
 
 /** Webhook deliveries: the event, the endpoint, the state, the attempts and the last answer. */
-export function deliveriesTable(deliveries: readonly WebhookDeliveryView[], timeZone: string, options: { withEndpoint?: boolean } = {}): string {
+export function deliveriesTable(
+  deliveries: readonly WebhookDeliveryView[],
+  timeZone: string,
+  options: { withEndpoint?: boolean } = {},
+): string {
   const withEndpoint = options.withEndpoint ?? true;
   return table(
     'Webhook deliveries',
@@ -103,10 +117,14 @@ export function deliveriesTable(deliveries: readonly WebhookDeliveryView[], time
       return [
         linkedId(`${CONSOLE_PATH}/webhooks/deliveries/${delivery.id}`, delivery.id, 'delivery id'),
         `${escapeHtml(delivery.eventType)} ${idCell(delivery.eventId, 'event id')}`,
-        ...(withEndpoint ? [linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')] : []),
+        ...(withEndpoint
+          ? [linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')]
+          : []),
         stateBadge(delivery.status),
         String(delivery.log.length),
-        last ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, timeZone)}` : '<span class="muted">not tried yet</span>',
+        last
+          ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, timeZone)}`
+          : '<span class="muted">not tried yet</span>',
         when(delivery.createdAt, timeZone),
       ];
     }),

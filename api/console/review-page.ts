@@ -9,7 +9,15 @@ import type { FundingView } from '../../domain/funding.ts';
 import type { PaymentView } from '../../domain/payment.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { CONSOLE_PATH, escapeHtml, money, notice, sendConsolePage, when, type SignedInPerson } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  escapeHtml,
+  money,
+  notice,
+  sendConsolePage,
+  when,
+  type SignedInPerson,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, linkedId, may, pager, queryText } from './page-pieces.ts';
 import { resolveForm, reviewDetails } from './review-pieces.ts';
@@ -34,8 +42,10 @@ export const reviewRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 const PAGE_SIZE = 20;
 
 function fundingItem(funding: FundingView, person: SignedInPerson, timeZone: string): string {
-  const recipient = funding.recipient.type === 'CODE' ? `cash-in code ${escapeHtml(funding.recipient.masked)}` : 'a linked wallet';
-  const source = funding.source.type === 'TREASURY' ? 'the treasury' : `${escapeHtml(funding.source.partnerUserId)}’s balance`;
+  const recipient =
+    funding.recipient.type === 'CODE' ? `cash-in code ${escapeHtml(funding.recipient.masked)}` : 'a linked wallet';
+  const source =
+    funding.source.type === 'TREASURY' ? 'the treasury' : `${escapeHtml(funding.source.partnerUserId)}’s balance`;
   return `<article class="card attention" aria-label="Funding ${escapeHtml(funding.fundingId)}">
 <h3>Funding ${linkedId(`${CONSOLE_PATH}/fundings/${funding.fundingId}`, funding.fundingId, 'funding id')}</h3>
 <p>${money(funding.amount)} from ${source} to ${recipient}; requested ${when(funding.createdAt, timeZone)}, in review since ${when(funding.updatedAt, timeZone)}.</p>
@@ -67,7 +77,10 @@ export function addReviewRoutes(router: Router, deps: ReviewPageDependencies): v
     const tz = deps.timeZone;
     // Only an id is echoed back (a crafted link cannot put words in the notice).
     const item = queryText(req, 'item', 100);
-    const resolved = queryText(req, 'done', 20) === 'resolved' && item !== undefined && /^[A-Za-z0-9-]+$/.test(item) ? item : undefined;
+    const resolved =
+      queryText(req, 'done', 20) === 'resolved' && item !== undefined && /^[A-Za-z0-9-]+$/.test(item)
+        ? item
+        : undefined;
     const fundingList =
       fundings.kind === 'invalid-cursor'
         ? notice('That page of fundings is not one this console gave: start again from the first.', 'error')

@@ -19,7 +19,9 @@ export function evidenceTable(review: ReviewShown, timeZone: string): string {
     review.attempts.map((attempt) => [
       when(attempt.at, timeZone),
       escapeHtml(attempt.operation ?? ''),
-      attempt.requestReferenceNo ? idCell(attempt.requestReferenceNo, 'Request-Reference-No') : '<span class="muted">none</span>',
+      attempt.requestReferenceNo
+        ? idCell(attempt.requestReferenceNo, 'Request-Reference-No')
+        : '<span class="muted">none</span>',
       attempt.httpStatus === null ? '<span class="muted">no answer</span>' : String(attempt.httpStatus),
       escapeHtml(attempt.code),
       escapeHtml(attempt.outcome),
@@ -44,7 +46,10 @@ export function reviewDetails(review: ReviewShown, timeZone: string): string {
  * The resolve form of a record in NEEDS_REVIEW: the outcome and a note saying why (required here
  * and by the server, which refuses a blank one). `returnTo`: the page to go back to once resolved.
  */
-export function resolveForm(person: SignedInPerson, target: { action: string; id: string; outcomes: readonly string[]; returnTo: 'review' | 'record' }): string {
+export function resolveForm(
+  person: SignedInPerson,
+  target: { action: string; id: string; outcomes: readonly string[]; returnTo: 'review' | 'record' },
+): string {
   const key = target.id.replace(/[^A-Za-z0-9-]/g, '');
   return `<form method="post" action="${escapeHtml(target.action)}" class="resolve" data-confirm="Resolve this for good? It cannot be undone.">
 ${csrfField(person)}<input type="hidden" name="return" value="${target.returnTo}">

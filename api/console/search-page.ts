@@ -7,13 +7,30 @@
 import type { Router } from 'express';
 import { batchReferenceSchema } from '../../domain/funding-batch.ts';
 import { userAccount } from '../../domain/ledger.ts';
-import { batchesNamedBy, fundingsByBatchReference, fundingsByMaskedCode, fundingsNamedBy, maskedCodeQuery, type FundingHit } from '../../fundings/funding-lookup.ts';
+import {
+  batchesNamedBy,
+  fundingsByBatchReference,
+  fundingsByMaskedCode,
+  fundingsNamedBy,
+  maskedCodeQuery,
+  type FundingHit,
+} from '../../fundings/funding-lookup.ts';
 import { findLinks, linkView } from '../../links/link-view.ts';
 import type { ListPage } from '../../lib/list-page.ts';
 import { paymentsNamedBy } from '../../payments/payment-lookup.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { CONSOLE_PATH, escapeHtml, idCell, money, notice, sendConsolePage, stateBadge, table, when } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  escapeHtml,
+  idCell,
+  money,
+  notice,
+  sendConsolePage,
+  stateBadge,
+  table,
+  when,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { card, consoleUrl, linkedId, pager, queryText, segment } from './page-pieces.ts';
 import { isUuid } from '../../domain/ids.ts';
@@ -26,7 +43,8 @@ const routes = {
     path: '/console/search',
     operationId: 'consoleSearch',
     tag: 'console',
-    summary: 'Find a funding, payment, batch, link or partner user by any id, key, reference, wallet id, or a cash-in code’s last two digits (?q=…)',
+    summary:
+      'Find a funding, payment, batch, link or partner user by any id, key, reference, wallet id, or a cash-in code’s last two digits (?q=…)',
     access: { consoleScope: 'read' },
     responses: { '200': htmlAnswer('the page, with what was found') },
   }),
@@ -45,8 +63,12 @@ function fundingRows(hits: readonly FundingHit[], timeZone: string): string[][] 
     linkedId(`${CONSOLE_PATH}/fundings/${hit.fundingId}`, hit.fundingId, 'funding id'),
     stateBadge(hit.status),
     money(hit.amount),
-    hit.recipient.type === 'CODE' ? `cash-in code <span class="id">${escapeHtml(hit.recipient.masked)}</span>` : `linked wallet ${escapeHtml(hit.recipient.linkId.slice(0, 8))}…`,
-    hit.batchId ? `<a href="${CONSOLE_PATH}/batches/${escapeHtml(hit.batchId)}">batch</a>${hit.batchReference ? ` item ${escapeHtml(hit.batchReference)}` : ''}` : '',
+    hit.recipient.type === 'CODE'
+      ? `cash-in code <span class="id">${escapeHtml(hit.recipient.masked)}</span>`
+      : `linked wallet ${escapeHtml(hit.recipient.linkId.slice(0, 8))}…`,
+    hit.batchId
+      ? `<a href="${CONSOLE_PATH}/batches/${escapeHtml(hit.batchId)}">batch</a>${hit.batchReference ? ` item ${escapeHtml(hit.batchReference)}` : ''}`
+      : '',
     when(hit.createdAt, timeZone),
   ]);
 }
@@ -78,23 +100,38 @@ export function addSearchRoutes(router: Router, deps: SearchPageDependencies): v
     const codesCursor = queryText(req, 'codes', 200);
     const refsCursor = queryText(req, 'refs', 200);
     const asUser = printable.test(q) ? q : null;
-    const [fundings, payments, byCode, byReference, link, usersLinks, profileLinks, accountCurrencies] = await Promise.all([
-      fundingsNamedBy(deps.database, q),
-      paymentsNamedBy(deps.database, q),
-      masked ? fundingsByMaskedCode(deps.database, masked, { limit: PAGE_SIZE, cursor: codesCursor }) : none<FundingHit>(),
-      reference ? fundingsByBatchReference(deps.database, reference, { limit: PAGE_SIZE, cursor: refsCursor }) : none<FundingHit>(),
-      isUuid(q) ? linkView(deps.database, q.toLowerCase()) : Promise.resolve(null),
-      asUser ? findLinks(deps.database, { partnerUserId: asUser }) : Promise.resolve([]),
-      asUser && asUser.length <= 64 ? findLinks(deps.database, { profileId: asUser }) : Promise.resolve([]),
-      asUser ? deps.ledger.currenciesOf(deps.database, userAccount(asUser)) : Promise.resolve([]),
-    ]);
-    const batches = await batchesNamedBy(deps.database, q, byReference.kind === 'page' ? byReference.items.flatMap((hit) => (hit.batchId ? [hit.batchId] : [])) : []);
-    const links = [...(link ? [link] : []), ...usersLinks, ...profileLinks].filter((item, index, all) => all.findIndex((other) => other.linkId === item.linkId) === index);
+    const [fundings, payments, byCode, byReference, link, usersLinks, profileLinks, accountCurrencies] =
+      await Promise.all([
+        fundingsNamedBy(deps.database, q),
+        paymentsNamedBy(deps.database, q),
+        masked
+          ? fundingsByMaskedCode(deps.database, masked, { limit: PAGE_SIZE, cursor: codesCursor })
+          : none<FundingHit>(),
+        reference
+          ? fundingsByBatchReference(deps.database, reference, { limit: PAGE_SIZE, cursor: refsCursor })
+          : none<FundingHit>(),
+        isUuid(q) ? linkView(deps.database, q.toLowerCase()) : Promise.resolve(null),
+        asUser ? findLinks(deps.database, { partnerUserId: asUser }) : Promise.resolve([]),
+        asUser && asUser.length <= 64 ? findLinks(deps.database, { profileId: asUser }) : Promise.resolve([]),
+        asUser ? deps.ledger.currenciesOf(deps.database, userAccount(asUser)) : Promise.resolve([]),
+      ]);
+    const batches = await batchesNamedBy(
+      deps.database,
+      q,
+      byReference.kind === 'page' ? byReference.items.flatMap((hit) => (hit.batchId ? [hit.batchId] : [])) : [],
+    );
+    const links = [...(link ? [link] : []), ...usersLinks, ...profileLinks].filter(
+      (item, index, all) => all.findIndex((other) => other.linkId === item.linkId) === index,
+    );
     const isUser = asUser !== null && (usersLinks.length > 0 || accountCurrencies.length > 0);
-    const here = (cursors: { codes?: string | undefined; refs?: string | undefined }) => consoleUrl(`${CONSOLE_PATH}/search`, { q, ...cursors });
+    const here = (cursors: { codes?: string | undefined; refs?: string | undefined }) =>
+      consoleUrl(`${CONSOLE_PATH}/search`, { q, ...cursors });
 
     const sections: string[] = [];
-    if (fundings.length > 0) sections.push(card('found-fundings', 'Fundings', table('Fundings found', fundingHead, fundingRows(fundings, tz))));
+    if (fundings.length > 0)
+      sections.push(
+        card('found-fundings', 'Fundings', table('Fundings found', fundingHead, fundingRows(fundings, tz))),
+      );
     if (payments.length > 0) {
       sections.push(
         card(
@@ -138,10 +175,17 @@ export function addSearchRoutes(router: Router, deps: SearchPageDependencies): v
       [byCode, `Fundings to a cash-in code ${masked ?? ''}`, 'codes', { refs: refsCursor }],
       [byReference, `Batch items with the reference ${reference ?? ''}`, 'refs', { codes: codesCursor }],
     ] as const) {
-      if (found.kind === 'invalid-cursor') sections.push(notice(`That page of “${title}” is not one this console gave: search again.`, 'error'));
+      if (found.kind === 'invalid-cursor')
+        sections.push(notice(`That page of “${title}” is not one this console gave: search again.`, 'error'));
       else if (found.items.length > 0) {
         const next = found.nextCursor ? here({ ...other, [cursorName]: found.nextCursor }) : null;
-        sections.push(card(`found-${cursorName}`, `${title}, newest first`, `${table(title, fundingHead, fundingRows(found.items, tz))}${pager(next, 'More')}`));
+        sections.push(
+          card(
+            `found-${cursorName}`,
+            `${title}, newest first`,
+            `${table(title, fundingHead, fundingRows(found.items, tz))}${pager(next, 'More')}`,
+          ),
+        );
       }
     }
     if (links.length > 0) {

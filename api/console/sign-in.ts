@@ -8,14 +8,21 @@
 // or the person's groups: console-grants.ts checks them again on every request), and every
 // earlier sign-in page's token is spent. Failed sign-ins are counted per address across every API
 // process (a success never counts, and a right key or a callback this browser started is never
-// held back), and starts through the provider have a looser limit of their own. Every sign-in is audited under the person's name, a refused one too. Signing out ends
+// held back), and starts through the provider have a looser limit of their own. Every sign-in is audited under the
+// person's name, a refused one too. Signing out ends
 // every session of the person.
 import { randomBytes } from 'node:crypto';
 import express, { type Request, type Response } from 'express';
 import * as oidc from 'openid-client';
 import { personActorName, shownPersonName } from '../../domain/actor.ts';
 import type { AttemptLimiter } from '../../access/attempt-limits.ts';
-import { SIGN_IN_TTL_MS, sameToken, type ConsolePerson, type ConsoleGrant, type ConsoleSessions } from '../../access/console-sessions.ts';
+import {
+  SIGN_IN_TTL_MS,
+  sameToken,
+  type ConsolePerson,
+  type ConsoleGrant,
+  type ConsoleSessions,
+} from '../../access/console-sessions.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
@@ -25,7 +32,16 @@ import { rateKeyOf } from '../http/rate-limit.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import { auditAsAct } from '../ops/ops-audit.ts';
-import { clearCookie, consoleCookieNames, consoleRoutesOn, consoleSessionOf, cookieValuesOf, isPersonsNavigation, sameOrigin, setCookie } from './console-auth.ts';
+import {
+  clearCookie,
+  consoleCookieNames,
+  consoleRoutesOn,
+  consoleSessionOf,
+  cookieValuesOf,
+  isPersonsNavigation,
+  sameOrigin,
+  setCookie,
+} from './console-auth.ts';
 import { keyPersonId, type ConsoleGrants } from './console-grants.ts';
 import { consoleHeaders, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
 
@@ -41,7 +57,10 @@ export interface SignInDependencies {
    * start, a code the provider would not exchange), counted across every API process; a success never counts.
    */
   signInFailures: AttemptLimiter;
-  /** Sign-ins through the provider started per client address (each writes a row and leaves for the provider), counted across every API process. */
+  /**
+   * Sign-ins through the provider started per client address (each writes a row and leaves for the provider), counted
+   * across every API process.
+   */
   signInStarts: AttemptLimiter;
   /** PUBLIC_URL: the console's origin for the redirect URI and the Origin check; absent: the request's own. */
   publicUrl: string | undefined;
@@ -66,7 +85,11 @@ const routes = {
     tag: 'console',
     summary: 'Sign in with a named ops key (when no identity provider is configured)',
     access: { consoleScope: null },
-    responses: { '303': redirectAnswer('signed in'), '401': htmlAnswer('a wrong key'), '429': htmlAnswer('too many attempts') },
+    responses: {
+      '303': redirectAnswer('signed in'),
+      '401': htmlAnswer('a wrong key'),
+      '429': htmlAnswer('too many attempts'),
+    },
   }),
   signInWithProvider: defineRoute({
     method: 'get',
@@ -82,9 +105,14 @@ const routes = {
     path: '/console/oidc/callback',
     operationId: 'consoleProviderCallback',
     tag: 'console',
-    summary: 'The identity provider’s answer: a session for the person, or why not (audited as a sign-in, whatever it answers)',
+    summary:
+      'The identity provider’s answer: a session for the person, or why not (audited as a sign-in, whatever it answers)',
     access: { consoleScope: null },
-    responses: { '200': htmlAnswer('signed in: on to the console'), '400': htmlAnswer('a sign-in that cannot be finished'), '403': htmlAnswer('no console role') },
+    responses: {
+      '200': htmlAnswer('signed in: on to the console'),
+      '400': htmlAnswer('a sign-in that cannot be finished'),
+      '403': htmlAnswer('no console role'),
+    },
   }),
   signOut: defineRoute({
     method: 'post',
@@ -101,10 +129,19 @@ export const signInRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 /** A console path to return to after signing in: only this console's own pages. */
 export function safeReturn(value: unknown): string {
-  if (typeof value !== 'string' || !value.startsWith(`${CONSOLE_PATH}`) || value.startsWith('//') || /[\\\s]/.test(value) || value.length > 500) return CONSOLE_PATH;
+  if (
+    typeof value !== 'string' ||
+    !value.startsWith(`${CONSOLE_PATH}`) ||
+    value.startsWith('//') ||
+    /[\\\s]/.test(value) ||
+    value.length > 500
+  )
+    return CONSOLE_PATH;
   const rest = value.slice(CONSOLE_PATH.length);
   // `/console/` is no page (Home is `/console` only).
-  return rest === '' || (rest.startsWith('/') && rest !== '/' && !rest.startsWith('/?')) || rest.startsWith('?') ? value : CONSOLE_PATH;
+  return rest === '' || (rest.startsWith('/') && rest !== '/' && !rest.startsWith('/?')) || rest.startsWith('?')
+    ? value
+    : CONSOLE_PATH;
 }
 
 export function addSignInRoutes(router: express.Router, deps: SignInDependencies): void {
@@ -122,7 +159,13 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const settings = config.oidc;
     if (!settings) return Promise.reject(new Error('no identity provider is configured'));
     discovered ??= oidc
-      .discovery(new URL(settings.issuer), settings.clientId, settings.clientSecret, undefined, settings.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined)
+      .discovery(
+        new URL(settings.issuer),
+        settings.clientId,
+        settings.clientSecret,
+        undefined,
+        settings.issuer.startsWith('http:') ? { execute: [oidc.allowInsecureRequests] } : undefined,
+      )
       .catch((error: unknown) => {
         discovered = undefined;
         throw error;
@@ -143,7 +186,13 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       return;
     }
     res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
-    sendConsolePage(res, 429, { title: 'Sign in', body: notice(`Too many failed sign-ins from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`, 'error') });
+    sendConsolePage(res, 429, {
+      title: 'Sign in',
+      body: notice(
+        `Too many failed sign-ins from this address. Wait ${verdict.retryAfterSeconds} seconds and try again.`,
+        'error',
+      ),
+    });
   };
 
   /**
@@ -151,18 +200,33 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
    * next request). The sessions this browser's cookies named end: a browser holds one session (and
    * a session planted beside its own by a sibling subdomain goes too).
    */
-  async function signedIn(req: Request, res: Response, person: ConsolePerson, grant: ConsoleGrant, returnTo: string): Promise<void> {
+  async function signedIn(
+    req: Request,
+    res: Response,
+    person: ConsolePerson,
+    grant: ConsoleGrant,
+    returnTo: string,
+  ): Promise<void> {
     await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
     const { cookieValue } = await sessions.start(person, grant);
     // The sign-in is audited under the person's name (the request came without a session).
-    setActor(res.locals, { kind: person.via === 'key' ? 'key' : 'person', name: person.personName, scopes: person.scopes });
+    setActor(res.locals, {
+      kind: person.via === 'key' ? 'key' : 'person',
+      name: person.personName,
+      scopes: person.scopes,
+    });
     setCookie(res, cookies.session, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
     clearCookie(res, cookies.preSignIn, cookieOptions);
     clearCookie(res, cookies.signInState, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
     deps.logger.info({ person: person.personName, via: person.via, scopes: [...person.scopes] }, 'console: signed in');
     const target = escapeHtml(safeReturn(returnTo));
     consoleHeaders(res);
-    res.status(200).type('html').send(`<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${target}"><title>Signed in</title></head><body><p>Signed in. <a href="${target}">Continue to the console</a>.</p></body></html>`);
+    res
+      .status(200)
+      .type('html')
+      .send(
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url=${target}"><title>Signed in</title></head><body><p>Signed in. <a href="${target}">Continue to the console</a>.</p></body></html>`,
+      );
   }
 
   function signInPage(req: Request, res: Response, status: number, message?: string): void {
@@ -202,7 +266,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const submitted = typeof body._csrf === 'string' ? body._csrf : undefined;
     const fromThisPage = cookieValuesOf(req, cookies.preSignIn).some((pre) => sameToken(pre, submitted));
     if (config.oidc || !fromThisPage || !sameOrigin(req, deps.publicUrl)) {
-      await failed(req, res, () => signInPage(req, res, 403, 'This sign-in form was not sent from this page. Try again.'));
+      await failed(req, res, () =>
+        signInPage(req, res, 403, 'This sign-in form was not sent from this page. Try again.'),
+      );
       return;
     }
     const presented = typeof body.key === 'string' && /^[\x21-\x7e]{1,512}$/.test(body.key) ? body.key : undefined;
@@ -222,15 +288,27 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       return;
     }
     const key = checked.key;
-    await signedIn(req, res, { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes }, deps.grants.ofKey(key), String(body.return ?? CONSOLE_PATH));
+    await signedIn(
+      req,
+      res,
+      { personId: keyPersonId(key), personName: key.name, via: 'key', scopes: key.scopes },
+      deps.grants.ofKey(key),
+      String(body.return ?? CONSOLE_PATH),
+    );
   });
 
   add(routes.signInWithProvider, async (req, res) => {
-    // Every start counts (it writes a sign-in under way, and sends the browser to the provider), against a looser limit of its own.
+    // Every start counts (it writes a sign-in under way, and sends the browser to the provider), against a looser limit
+    // of its own.
     const start = await deps.signInStarts.take(rateKeyOf(req.ip));
     if (!start.allowed) {
       res.setHeader('Retry-After', String(start.retryAfterSeconds));
-      signInPage(req, res, 429, `Too many sign-ins started from this address. Wait ${start.retryAfterSeconds} seconds and try again.`);
+      signInPage(
+        req,
+        res,
+        429,
+        `Too many sign-ins started from this address. Wait ${start.retryAfterSeconds} seconds and try again.`,
+      );
       return;
     }
     if (!config.oidc) {
@@ -254,7 +332,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const codeVerifier = oidc.randomPKCECodeVerifier();
     await sessions.beginSignIn({ state, nonce, returnTo: safeReturn(req.query.return) });
     // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
-    setCookie(res, cookies.signInState, `${state}.${codeVerifier}`, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax', maxAgeSeconds: SIGN_IN_TTL_MS / 1000 });
+    setCookie(res, cookies.signInState, `${state}.${codeVerifier}`, {
+      ...cookieOptions,
+      path: `${CONSOLE_PATH}/oidc`,
+      sameSite: 'Lax',
+      maxAgeSeconds: SIGN_IN_TTL_MS / 1000,
+    });
     const url = oidc.buildAuthorizationUrl(configuration, {
       redirect_uri: redirectUri(req),
       scope: 'openid profile',
@@ -273,13 +356,26 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     // The state's cookie whose state is the one the provider sent back (a planted one beside it does not shadow it).
-    const bound = cookieValuesOf(req, cookies.signInState).find((value) => state !== undefined && sameToken(value.split('.')[0] ?? '', state)) ?? '';
+    const bound =
+      cookieValuesOf(req, cookies.signInState).find(
+        (value) => state !== undefined && sameToken(value.split('.')[0] ?? '', state),
+      ) ?? '';
     const [boundState, codeVerifier] = bound.split('.');
     // The state must be the one this browser started (a callback pasted into another browser, or
     // forged by a site, starts nothing), and is used once.
-    const started = settings && state && boundState && codeVerifier && sameToken(boundState, state) ? await sessions.takeSignIn(state) : null;
+    const started =
+      settings && state && boundState && codeVerifier && sameToken(boundState, state)
+        ? await sessions.takeSignIn(state)
+        : null;
     if (!settings || !started || !codeVerifier) {
-      await failed(req, res, () => signInPage(req, res, 400, 'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.'));
+      await failed(req, res, () =>
+        signInPage(
+          req,
+          res,
+          400,
+          'This sign-in could not be finished (it expired, was used, or started in another browser). Sign in again.',
+        ),
+      );
       return;
     }
     let claims: oidc.IDToken;
@@ -294,31 +390,61 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       });
       claims = tokens.claims()!;
       // Providers that keep groups out of the ID token give them at the userinfo endpoint.
-      if (claims[settings.groupsClaim] === undefined) userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
+      if (claims[settings.groupsClaim] === undefined)
+        userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
     } catch (error) {
       deps.logger.warn({ err: (error as Error).message }, 'console: an OpenID Connect sign-in failed');
-      await failed(req, res, () => signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'));
+      await failed(req, res, () =>
+        signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
+      );
       return;
     }
     // The subject is who the person is, in every audit row: printable, no spaces or brackets, short enough to fit them.
     if (!/^[\x21-\x27\x2a-\x7e]{1,100}$/.test(claims.sub)) {
-      deps.logger.warn({ subjectLength: claims.sub.length }, 'console: the identity provider named a subject walletflow cannot record');
-      await failed(req, res, () => signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'));
+      deps.logger.warn(
+        { subjectLength: claims.sub.length },
+        'console: the identity provider named a subject walletflow cannot record',
+      );
+      await failed(req, res, () =>
+        signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
+      );
       return;
     }
     const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
-    const groups = Array.isArray(groupsValue) ? groupsValue.filter((group): group is string => typeof group === 'string') : typeof groupsValue === 'string' ? [groupsValue] : [];
+    const groups = Array.isArray(groupsValue)
+      ? groupsValue.filter((group): group is string => typeof group === 'string')
+      : typeof groupsValue === 'string'
+        ? [groupsValue]
+        : [];
     const scopes = scopesOfGroups(settings.roles, groups);
-    const displayName = [claims.name, claims.preferred_username, claims.email, userInfo.name].find((value): value is string => typeof value === 'string' && value.length > 0) ?? claims.sub;
+    const displayName =
+      [claims.name, claims.preferred_username, claims.email, userInfo.name].find(
+        (value): value is string => typeof value === 'string' && value.length > 0,
+      ) ?? claims.sub;
     const personName = personActorName(displayName, claims.sub);
     if (scopes.size === 0) {
       // Refused, and audited under who they are.
       setActor(res.locals, { kind: 'person', name: personName, scopes });
-      deps.logger.warn({ person: personName, groups }, 'console: signed in at the provider, but no group of theirs has a console role');
-      sendConsolePage(res, 403, { title: 'No access', body: notice(`${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`, 'error') });
+      deps.logger.warn(
+        { person: personName, groups },
+        'console: signed in at the provider, but no group of theirs has a console role',
+      );
+      sendConsolePage(res, 403, {
+        title: 'No access',
+        body: notice(
+          `${shownPersonName(displayName)}: your account has no role in this console (CONSOLE_OIDC_ROLES). Ask your administrator.`,
+          'error',
+        ),
+      });
       return;
     }
-    await signedIn(req, res, { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes }, deps.grants.ofGroups(groups), started.returnTo);
+    await signedIn(
+      req,
+      res,
+      { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes },
+      deps.grants.ofGroups(groups),
+      started.returnTo,
+    );
   });
 
   add(routes.signOut, async (_req, res) => {

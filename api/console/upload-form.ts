@@ -53,7 +53,14 @@ export function readUploadForm<T>(req: Request, options: UploadFormOptions<T>): 
     try {
       parser = busboy({
         headers: req.headers,
-        limits: { files: 1, fields: options.limits.fields, parts: options.limits.fields + 1, fieldSize: options.limits.fieldBytes, fieldNameSize: 100, fileSize: options.limits.fileBytes },
+        limits: {
+          files: 1,
+          fields: options.limits.fields,
+          parts: options.limits.fields + 1,
+          fieldSize: options.limits.fieldBytes,
+          fieldNameSize: 100,
+          fileSize: options.limits.fileBytes,
+        },
       });
     } catch {
       resolve({ kind: 'malformed', message: 'this is not a form with a file (multipart/form-data)' });
@@ -112,7 +119,10 @@ export function readUploadForm<T>(req: Request, options: UploadFormOptions<T>): 
         return;
       }
       const before = new Map(fields);
-      handedOn = { fields: before, work: options.onFile(before, { filename: info.filename, mimeType: info.mimeType, stream }) };
+      handedOn = {
+        fields: before,
+        work: options.onFile(before, { filename: info.filename, mimeType: info.mimeType, stream }),
+      };
       // Its outcome is taken at the end of the form; a failure is not left unhandled meanwhile.
       handedOn.work.catch(() => undefined);
     });

@@ -9,9 +9,33 @@ import { webhookDeliveryStatuses, type WebhookDeliveryStatus, type WebhookDelive
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { maskedWebhookUrl } from '../../webhooks/masked-url.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
-import { CONSOLE_PATH, csrfField, escapeHtml, idCell, notice, sendConsolePage, stateBadge, table, when, type SignedInPerson } from './console-layout.ts';
+import {
+  CONSOLE_PATH,
+  csrfField,
+  escapeHtml,
+  idCell,
+  notice,
+  sendConsolePage,
+  stateBadge,
+  table,
+  when,
+  type SignedInPerson,
+} from './console-layout.ts';
 import type { ConsoleServices } from './console-services.ts';
-import { card, consoleUrl, doneNotice, facts, formField, linkedId, may, pager, queryText, sendBack, sendNotFound, sendRefused } from './page-pieces.ts';
+import {
+  card,
+  consoleUrl,
+  doneNotice,
+  facts,
+  formField,
+  linkedId,
+  may,
+  pager,
+  queryText,
+  sendBack,
+  sendNotFound,
+  sendRefused,
+} from './page-pieces.ts';
 import { deliveriesTable } from './record-pieces.ts';
 
 export type WebhooksPageDependencies = Pick<ConsoleServices, 'webhooks' | 'timeZone'>;
@@ -51,10 +75,15 @@ const routes = {
     path: '/console/webhooks/deliveries/{deliveryId}/redeliver',
     operationId: 'consoleRedeliverWebhook',
     tag: 'console',
-    summary: 'Send a dead-lettered (FAILED) or delivered delivery again, now (POST /ops/webhooks/deliveries/{deliveryId}/redeliver’s rules)',
+    summary:
+      'Send a dead-lettered (FAILED) or delivered delivery again, now (POST /ops/webhooks/deliveries/{deliveryId}/redeliver’s rules)',
     access: { consoleScope: 'admin' },
     params: { deliveryId: { schema: z.uuid(), description: 'the delivery’s id' } },
-    responses: { '303': redirectAnswer('due again: back to the delivery'), '404': htmlAnswer('no such delivery'), '409': htmlAnswer('still being attempted, or its endpoint was deleted') },
+    responses: {
+      '303': redirectAnswer('due again: back to the delivery'),
+      '404': htmlAnswer('no such delivery'),
+      '409': htmlAnswer('still being attempted, or its endpoint was deleted'),
+    },
   }),
 };
 
@@ -71,7 +100,10 @@ function redeliverForm(person: SignedInPerson, delivery: WebhookDeliveryView, re
   return `<form method="post" action="${deliveryPath(delivery.id)}/redeliver" class="inline">${csrfField(person)}<input type="hidden" name="return" value="${returnTo}"><button type="submit" aria-label="Redeliver ${escapeHtml(delivery.id)}">Redeliver</button></form>`;
 }
 
-const doneMessages = { redelivered: 'Redelivered: the delivery is due again now, with a new retry window (the same webhook-id: the receiver can tell it was sent before).' };
+const doneMessages = {
+  redelivered:
+    'Redelivered: the delivery is due again now, with a new retry window (the same webhook-id: the receiver can tell it was sent before).',
+};
 
 export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies): void {
   const add = consoleRoutesOn(router);
@@ -80,13 +112,24 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
   add(routes.webhooks, async (req, res) => {
     const person = personOf(res);
     const cursor = queryText(req, 'cursor', 200);
-    const [endpoints, dead] = await Promise.all([deps.webhooks.listEndpoints(), deps.webhooks.listDeliveries({ status: 'FAILED', limit: PAGE_SIZE, cursor })]);
+    const [endpoints, dead] = await Promise.all([
+      deps.webhooks.listEndpoints(),
+      deps.webhooks.listDeliveries({ status: 'FAILED', limit: PAGE_SIZE, cursor }),
+    ]);
     const deadList =
       dead.kind === 'invalid-cursor'
         ? notice('That page is not one this console gave: start again from the first.', 'error')
         : `${table(
             'Dead letters, newest first',
-            ['Delivery', 'Event', 'Endpoint', 'Attempts', 'Last answer', 'Created', ...(may(person, 'admin') ? ['Action'] : [])],
+            [
+              'Delivery',
+              'Event',
+              'Endpoint',
+              'Attempts',
+              'Last answer',
+              'Created',
+              ...(may(person, 'admin') ? ['Action'] : []),
+            ],
             dead.items.map((delivery) => {
               const last = delivery.log.at(-1);
               return [
@@ -94,7 +137,9 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
                 `${escapeHtml(delivery.eventType)} ${idCell(delivery.eventId, 'event id')}`,
                 linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id'),
                 String(delivery.log.length),
-                last ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, tz)}` : '',
+                last
+                  ? `${last.statusCode === null ? escapeHtml(last.error ?? 'no answer') : `HTTP ${last.statusCode}`} ${when(last.at, tz)}`
+                  : '',
                 when(delivery.createdAt, tz),
                 ...(may(person, 'admin') ? [redeliverForm(person, delivery, 'list')] : []),
               ];
@@ -113,11 +158,18 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
             `<span class="id">${escapeHtml(maskedWebhookUrl(endpoint.url))}</span>`,
             escapeHtml(endpoint.events.join(', ')),
             `${when(endpoint.createdAt, tz)}${endpoint.createdBy ? ` by ${escapeHtml(endpoint.createdBy)}` : ''}`,
-            endpoint.deletedAt ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}` : stateBadge('ACTIVE'),
+            endpoint.deletedAt
+              ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}`
+              : stateBadge('ACTIVE'),
           ]),
         ),
       ),
-      card('dead-letters', 'Dead letters', `<p class="muted">Deliveries that failed for their whole retry window. ${may(person, 'admin') ? 'Redeliver one once the partner’s endpoint works again.' : 'Redelivering needs the admin scope.'}</p>${deadList}`, dead.kind === 'page' && dead.items.length > 0),
+      card(
+        'dead-letters',
+        'Dead letters',
+        `<p class="muted">Deliveries that failed for their whole retry window. ${may(person, 'admin') ? 'Redeliver one once the partner’s endpoint works again.' : 'Redelivering needs the admin scope.'}</p>${deadList}`,
+        dead.kind === 'page' && dead.items.length > 0,
+      ),
     ].join('\n');
     sendConsolePage(res, 200, { title: 'Webhooks', section: 'webhooks', person, body });
   });
@@ -131,12 +183,22 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
       return;
     }
     const statusText = queryText(req, 'status', 10);
-    const status = (webhookDeliveryStatuses as readonly string[]).includes(statusText ?? '') ? (statusText as WebhookDeliveryStatus) : undefined;
+    const status = (webhookDeliveryStatuses as readonly string[]).includes(statusText ?? '')
+      ? (statusText as WebhookDeliveryStatus)
+      : undefined;
     const cursor = queryText(req, 'cursor', 200);
-    const deliveries = await deps.webhooks.listDeliveries({ endpointId: endpoint.id, status, limit: PAGE_SIZE, cursor });
+    const deliveries = await deps.webhooks.listDeliveries({
+      endpointId: endpoint.id,
+      status,
+      limit: PAGE_SIZE,
+      cursor,
+    });
     const here = `${CONSOLE_PATH}/webhooks/${endpoint.id}`;
     const filters = `<nav class="pager" aria-label="Deliveries by state">${[undefined, ...webhookDeliveryStatuses]
-      .map((option) => `<a href="${escapeHtml(consoleUrl(here, { status: option }))}"${option === status ? ' aria-current="true"' : ''}>${option ?? 'All'}</a>`)
+      .map(
+        (option) =>
+          `<a href="${escapeHtml(consoleUrl(here, { status: option }))}"${option === status ? ' aria-current="true"' : ''}>${option ?? 'All'}</a>`,
+      )
       .join('')}</nav>`;
     const list =
       deliveries.kind === 'invalid-cursor'
@@ -150,8 +212,16 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
           ['Endpoint id', idCell(endpoint.id, 'endpoint id')],
           ['URL', `<span class="id">${escapeHtml(maskedWebhookUrl(endpoint.url))}</span>`],
           ['Events', escapeHtml(endpoint.events.join(', '))],
-          ['Registered', `${when(endpoint.createdAt, tz)}${endpoint.createdBy ? ` by ${escapeHtml(endpoint.createdBy)}` : ''}`],
-          ['State', endpoint.deletedAt ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}` : stateBadge('ACTIVE')],
+          [
+            'Registered',
+            `${when(endpoint.createdAt, tz)}${endpoint.createdBy ? ` by ${escapeHtml(endpoint.createdBy)}` : ''}`,
+          ],
+          [
+            'State',
+            endpoint.deletedAt
+              ? `${stateBadge('DELETED')} ${when(endpoint.deletedAt, tz)}${endpoint.deletedBy ? ` by ${escapeHtml(endpoint.deletedBy)}` : ''}`
+              : stateBadge('ACTIVE'),
+          ],
         ]),
       ),
       card('deliveries', `Deliveries${status ? ` (${status})` : ''}, newest first`, `${filters}${list}`),
@@ -179,7 +249,10 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
           ['Endpoint', linkedId(`${CONSOLE_PATH}/webhooks/${delivery.endpointId}`, delivery.endpointId, 'endpoint id')],
           ['State', stateBadge(delivery.status)],
           ['Attempts since created or redelivered', String(delivery.attempts)],
-          ['Next attempt', delivery.nextAttemptAt ? when(delivery.nextAttemptAt, tz) : '<span class="muted">none</span>'],
+          [
+            'Next attempt',
+            delivery.nextAttemptAt ? when(delivery.nextAttemptAt, tz) : '<span class="muted">none</span>',
+          ],
           ['Delivered', delivery.deliveredAt ? when(delivery.deliveredAt, tz) : '<span class="muted">not yet</span>'],
           ['Created', when(delivery.createdAt, tz)],
         ])}${form ? `<div class="actions">${form}</div>` : ''}`,
@@ -191,7 +264,12 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
         table(
           'Attempts, oldest first',
           ['When', 'Answer', 'Error', 'Took'],
-          delivery.log.map((attempt) => [when(attempt.at, tz), attempt.statusCode === null ? '<span class="muted">none</span>' : `HTTP ${attempt.statusCode}`, escapeHtml(attempt.error ?? ''), `${attempt.durationMs} ms`]),
+          delivery.log.map((attempt) => [
+            when(attempt.at, tz),
+            attempt.statusCode === null ? '<span class="muted">none</span>' : `HTTP ${attempt.statusCode}`,
+            escapeHtml(attempt.error ?? ''),
+            `${attempt.durationMs} ms`,
+          ]),
           new Set([3]),
         ),
       ),
@@ -213,10 +291,22 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
         sendNotFound(res, person, 'webhooks', `webhook delivery ${req.params.deliveryId}`);
         return;
       case 'pending':
-        sendRefused(res, 409, { person, section: 'webhooks', title: 'Not redelivered', message: 'The delivery is still being attempted: it is not sent again while it is. Nothing was done.', back });
+        sendRefused(res, 409, {
+          person,
+          section: 'webhooks',
+          title: 'Not redelivered',
+          message: 'The delivery is still being attempted: it is not sent again while it is. Nothing was done.',
+          back,
+        });
         return;
       case 'endpoint-deleted':
-        sendRefused(res, 409, { person, section: 'webhooks', title: 'Not redelivered', message: 'The delivery’s endpoint was deleted: there is nowhere to send it. Nothing was done.', back });
+        sendRefused(res, 409, {
+          person,
+          section: 'webhooks',
+          title: 'Not redelivered',
+          message: 'The delivery’s endpoint was deleted: there is nowhere to send it. Nothing was done.',
+          back,
+        });
         return;
     }
   });

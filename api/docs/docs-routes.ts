@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { Router} from 'express';
+import type { Router } from 'express';
 import express, { type Response } from 'express';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
@@ -30,15 +30,25 @@ const routes = {
     tag: 'docs',
     summary: 'This OpenAPI 3.1 document',
     access: 'public',
-    responses: { '200': { description: 'the document', content: { 'application/json': { jsonSchema: { type: 'object' } } } } },
+    responses: {
+      '200': { description: 'the document', content: { 'application/json': { jsonSchema: { type: 'object' } } } },
+    },
   }),
 };
 
 /** The documentation's routes, as the document lists them. */
 export const docsRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
-/** The files of swagger-ui-dist the page uses; nothing else of the package is served (its index.html loads a remote example). */
-const swaggerUiFiles = new Set(['/swagger-ui.css', '/swagger-ui-bundle.js', '/favicon-32x32.png', '/favicon-16x16.png']);
+/**
+ * The files of swagger-ui-dist the page uses; nothing else of the package is served (its index.html loads a remote
+ * example).
+ */
+const swaggerUiFiles = new Set([
+  '/swagger-ui.css',
+  '/swagger-ui-bundle.js',
+  '/favicon-32x32.png',
+  '/favicon-16x16.png',
+]);
 
 const swaggerUiDirectory = path.dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
 
@@ -96,7 +106,12 @@ export function docsRouter(document: Record<string, unknown>): Router {
     res.json(document);
   });
 
-  const staticFiles = express.static(swaggerUiDirectory, { index: false, redirect: false, fallthrough: true, maxAge: '1h' });
+  const staticFiles = express.static(swaggerUiDirectory, {
+    index: false,
+    redirect: false,
+    fallthrough: true,
+    maxAge: '1h',
+  });
   router.use(ASSETS_PATH, (req, res, next) => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       next();

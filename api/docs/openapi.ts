@@ -14,14 +14,29 @@ import { sessionUrlRoutes } from '../embedded/session-url.ts';
 import { APP_COOKIE } from '../embedded/web-sessions.ts';
 import { healthRoutes } from '../http/health.ts';
 import { metricsRoutes } from '../http/http-metrics.ts';
-import type { AnswerSpec, AnyRouteSpec, ContentSchema, JsonSchema, NamedSchema, RouteAccess } from '../http/route-spec.ts';
+import type {
+  AnswerSpec,
+  AnyRouteSpec,
+  ContentSchema,
+  JsonSchema,
+  NamedSchema,
+  RouteAccess,
+} from '../http/route-spec.ts';
 import { opsCommonAnswers, unreadableJsonBodyAnswers } from '../ops/ops-answers.ts';
 import { opsRoutes } from '../ops/ops-routes.ts';
 import { webhookEventComponent } from '../ops/webhooks-routes.ts';
 import { docsRoutes } from './docs-routes.ts';
 
 /** Every route of the API, in the document's order. */
-export const allRoutes: readonly AnyRouteSpec[] = [...healthRoutes, ...metricsRoutes, ...opsRoutes, ...sessionUrlRoutes, ...landingRoutes, ...connectRoutes, ...docsRoutes];
+export const allRoutes: readonly AnyRouteSpec[] = [
+  ...healthRoutes,
+  ...metricsRoutes,
+  ...opsRoutes,
+  ...sessionUrlRoutes,
+  ...landingRoutes,
+  ...connectRoutes,
+  ...docsRoutes,
+];
 
 /** Schemas the document names that no route holds. */
 const unroutedComponents: readonly NamedSchema[] = [webhookEventComponent];
@@ -29,11 +44,19 @@ const unroutedComponents: readonly NamedSchema[] = [webhookEventComponent];
 const tags = [
   { name: 'health', description: 'liveness, readiness, metrics' },
   { name: 'fundings', description: 'ops API: fund a wallet exactly once' },
-  { name: 'batches', description: 'ops API: funding batches — many recipients from one request, held, approved by a second key (contract section 14)' },
+  {
+    name: 'batches',
+    description:
+      'ops API: funding batches — many recipients from one request, held, approved by a second key (contract section 14)',
+  },
   { name: 'payments', description: 'ops API: merchant payments; NEEDS_REVIEW when an outcome stays unknown' },
   { name: 'links', description: 'ops API: the users’ wallet links' },
   { name: 'ledger', description: 'ops API: the partner’s ledger (accounts, adjustments, entries, settlement)' },
-  { name: 'webhooks', description: 'ops API: signed webhooks to the partner’s systems (Standard Webhooks), their deliveries and redelivery' },
+  {
+    name: 'webhooks',
+    description:
+      'ops API: signed webhooks to the partner’s systems (Standard Webhooks), their deliveries and redelivery',
+  },
   { name: 'embedded', description: 'the session URL the wallet service calls' },
   { name: 'landing', description: 'the landing page and its forms (HTML for people; cookie session)' },
   { name: 'connect', description: 'the standalone login through the connect service' },
@@ -41,8 +64,17 @@ const tags = [
 ];
 
 const securitySchemes = {
-  opsApiKey: { type: 'http', scheme: 'bearer', description: 'one of OPS_API_KEYS; failed attempts are limited per address' },
-  appSession: { type: 'apiKey', in: 'cookie', name: APP_COOKIE, description: 'the landing page’s web session (set by GET /app?sessionId=…)' },
+  opsApiKey: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'one of OPS_API_KEYS; failed attempts are limited per address',
+  },
+  appSession: {
+    type: 'apiKey',
+    in: 'cookie',
+    name: APP_COOKIE,
+    description: 'the landing page’s web session (set by GET /app?sessionId=…)',
+  },
 };
 
 /** A route's access as OpenAPI security requirements; none for a public route. */
@@ -76,7 +108,10 @@ const COMPONENTS = '#/components/schemas/';
 const documentTransformsByInput: NonNullable<z.core.ToJSONSchemaParams['override']> = (ctx) => {
   const def = ctx.zodSchema._zod.def;
   if (def.type !== 'pipe' || def.out._zod.def.type !== 'transform') return;
-  const { $schema: _dialect, ...input } = z.toJSONSchema(def.in, { io: 'output', override: documentTransformsByInput }) as JsonSchema;
+  const { $schema: _dialect, ...input } = z.toJSONSchema(def.in, {
+    io: 'output',
+    override: documentTransformsByInput,
+  }) as JsonSchema;
   for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as JsonSchema)[key];
   Object.assign(ctx.jsonSchema, input);
 };
@@ -123,13 +158,19 @@ class Components {
     const here = this[io];
     const other = this[io === 'input' ? 'output' : 'input'];
     const known = here.get(named.component);
-    if ((known && known !== named.schema) || other.has(named.component)) throw new Error(`two schemas are named ${named.component}`);
+    if ((known && known !== named.schema) || other.has(named.component))
+      throw new Error(`two schemas are named ${named.component}`);
     here.set(named.component, named.schema);
     return { $ref: `${COMPONENTS}${named.component}` };
   }
 
   content(content: Readonly<Record<string, ContentSchema>>, io: Io): Record<string, { schema: JsonSchema }> {
-    return Object.fromEntries(Object.entries(content).map(([mediaType, schema]) => [mediaType, { schema: 'component' in schema ? this.ref(schema, io) : schema.jsonSchema }]));
+    return Object.fromEntries(
+      Object.entries(content).map(([mediaType, schema]) => [
+        mediaType,
+        { schema: 'component' in schema ? this.ref(schema, io) : schema.jsonSchema },
+      ]),
+    );
   }
 
   schemas(): Record<string, JsonSchema> {
@@ -139,7 +180,13 @@ class Components {
 
 // ---- operations ----------------------------------------------------------------------------------
 
-const parameter = (location: 'path' | 'header', name: string, schema: z.ZodType, description: string, required: boolean) => ({
+const parameter = (
+  location: 'path' | 'header',
+  name: string,
+  schema: z.ZodType,
+  description: string,
+  required: boolean,
+) => ({
   name,
   in: location,
   required,
@@ -150,7 +197,11 @@ const parameter = (location: 'path' | 'header', name: string, schema: z.ZodType,
 /** A query schema's fields, one parameter each (`style: form`, OpenAPI's default for the query). */
 function queryParameters(route: AnyRouteSpec) {
   if (!route.query) return [];
-  const json = schemaOf(route.query.schema, 'input') as { type?: unknown; properties?: Record<string, JsonSchema>; required?: string[] };
+  const json = schemaOf(route.query.schema, 'input') as {
+    type?: unknown;
+    properties?: Record<string, JsonSchema>;
+    required?: string[];
+  };
   if (json.type !== 'object') throw new Error(`route ${route.operationId}: its query schema is not an object`);
   const descriptions = route.query.descriptions ?? {};
   return Object.entries(json.properties ?? {}).map(([name, property]) => ({
@@ -165,21 +216,30 @@ function queryParameters(route: AnyRouteSpec) {
 /** Path parameters, then the query, then headers. */
 function parametersOf(route: AnyRouteSpec) {
   return [
-    ...Object.entries(route.params ?? {}).map(([name, spec]) => parameter('path', name, spec.schema, spec.description, true)),
+    ...Object.entries(route.params ?? {}).map(([name, spec]) =>
+      parameter('path', name, spec.schema, spec.description, true),
+    ),
     ...queryParameters(route),
-    ...Object.entries(route.headers ?? {}).map(([name, spec]) => parameter('header', name, spec.schema, spec.description, spec.required)),
+    ...Object.entries(route.headers ?? {}).map(([name, spec]) =>
+      parameter('header', name, spec.schema, spec.description, spec.required),
+    ),
   ];
 }
 
 function operationOf(route: AnyRouteSpec, components: Components): Record<string, unknown> {
-  if (!tags.some((tag) => tag.name === route.tag)) throw new Error(`route ${route.operationId}: no tag ${route.tag} in the document`);
+  if (!tags.some((tag) => tag.name === route.tag))
+    throw new Error(`route ${route.operationId}: no tag ${route.tag} in the document`);
   const security = securityOf(route.access);
   const parameters = parametersOf(route);
   const body = route.body;
   const responses = Object.fromEntries(
     Object.entries(answersOf(route)).map(([status, answer]) => [
       status,
-      { description: answer.description, ...(answer.headers ? { headers: answer.headers } : {}), ...(answer.content ? { content: components.content(answer.content, 'output') } : {}) },
+      {
+        description: answer.description,
+        ...(answer.headers ? { headers: answer.headers } : {}),
+        ...(answer.content ? { content: components.content(answer.content, 'output') } : {}),
+      },
     ]),
   );
   return {
@@ -208,7 +268,8 @@ function pathsOf(routes: readonly AnyRouteSpec[], components: Components): Recor
   const operationIds = new Set<string>();
   for (const route of routes) {
     const item = (paths[route.path] ??= {});
-    if (item[route.method] !== undefined) throw new Error(`${route.method.toUpperCase()} ${route.path} is declared twice`);
+    if (item[route.method] !== undefined)
+      throw new Error(`${route.method.toUpperCase()} ${route.path} is declared twice`);
     if (operationIds.has(route.operationId)) throw new Error(`operationId ${route.operationId} is declared twice`);
     operationIds.add(route.operationId);
     item[route.method] = operationOf(route, components);

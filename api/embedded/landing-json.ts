@@ -14,7 +14,16 @@ export type AppJsonError = z.infer<typeof appJsonErrorSchema>;
 /** GET /app/activity: the money page's recent fundings and payments, for its live states. */
 export const appActivitySchema = z.object({
   available: z.string(),
-  items: z.array(z.object({ kind: z.enum(['withdrawal', 'deposit', 'payment']), id: z.string(), status: z.string(), final: z.boolean(), amount: z.string(), at: z.string() })),
+  items: z.array(
+    z.object({
+      kind: z.enum(['withdrawal', 'deposit', 'payment']),
+      id: z.string(),
+      status: z.string(),
+      final: z.boolean(),
+      amount: z.string(),
+      at: z.string(),
+    }),
+  ),
 });
 export type AppActivity = z.infer<typeof appActivitySchema>;
 

@@ -12,12 +12,16 @@ export const messagePages = {
   used: {
     tone: 'error',
     title: 'This link was already used',
-    paragraphs: ['For your security, each link from the wallet opens the app once. Please open the app again from your wallet.'],
+    paragraphs: [
+      'For your security, each link from the wallet opens the app once. Please open the app again from your wallet.',
+    ],
   },
   expired: {
     tone: 'error',
     title: 'This link has expired',
-    paragraphs: ['Links from the wallet must be opened within a couple of minutes. Please open the app again from your wallet.'],
+    paragraphs: [
+      'Links from the wallet must be opened within a couple of minutes. Please open the app again from your wallet.',
+    ],
   },
   noSession: {
     tone: 'info',
@@ -33,7 +37,9 @@ export const messagePages = {
   csrf: {
     tone: 'error',
     title: 'This form has expired',
-    paragraphs: ['For your security, this form can only be sent from the page that showed it. Please go back to the app and try again.'],
+    paragraphs: [
+      'For your security, this form can only be sent from the page that showed it. Please go back to the app and try again.',
+    ],
   },
   formReused: {
     tone: 'error',
@@ -42,14 +48,37 @@ export const messagePages = {
   },
   notFound: { tone: 'error', title: 'Not found', paragraphs: ['There is nothing here for this session.'] },
   tooMany: { tone: 'error', title: 'Too many requests', paragraphs: ['Please wait a moment and try again.'] },
-  formTooLarge: { tone: 'error', title: 'This form is too large', paragraphs: ['Please go back to the app and enter the amount again.'] },
-  unreadable: { tone: 'error', title: 'We could not read this request', paragraphs: ['Please go back to the app and try again.'] },
-  broken: { tone: 'error', title: 'Something went wrong', paragraphs: ['Please try again in a moment, or open the app again from your wallet.'] },
-  busy: { tone: 'error', title: 'Busy right now', paragraphs: ['Many people are using this at the same time. Nothing was done with your money: please try again in a few seconds.'] },
-  /** Temporal could not take a call of a request no form words (lib/workflow-unavailable.ts); the forms go to their progress page instead. */
+  formTooLarge: {
+    tone: 'error',
+    title: 'This form is too large',
+    paragraphs: ['Please go back to the app and enter the amount again.'],
+  },
+  unreadable: {
+    tone: 'error',
+    title: 'We could not read this request',
+    paragraphs: ['Please go back to the app and try again.'],
+  },
+  broken: {
+    tone: 'error',
+    title: 'Something went wrong',
+    paragraphs: ['Please try again in a moment, or open the app again from your wallet.'],
+  },
+  busy: {
+    tone: 'error',
+    title: 'Busy right now',
+    paragraphs: [
+      'Many people are using this at the same time. Nothing was done with your money: please try again in a few seconds.',
+    ],
+  },
+  /**
+   * Temporal could not take a call of a request no form words (lib/workflow-unavailable.ts); the forms go to their
+   * progress page instead.
+   */
   unavailable: {
     tone: 'error',
     title: 'Not available just now',
-    paragraphs: ['This cannot be done at the moment. Please try again in a minute. A withdrawal or deposit you already sent is kept, and shows in your activity.'],
+    paragraphs: [
+      'This cannot be done at the moment. Please try again in a minute. A withdrawal or deposit you already sent is kept, and shows in your activity.',
+    ],
   },
 } satisfies Record<string, MessagePage>;

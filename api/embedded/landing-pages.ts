@@ -81,8 +81,12 @@ ul.activity li:first-child { border-top: 0; }
 
 export function renderLayout(layout: Layout): string {
   const target = layout.noscriptRefreshUrl === undefined ? '' : `;url=${escapeHtml(layout.noscriptRefreshUrl)}`;
-  const refresh = layout.noscriptRefreshSeconds === undefined ? '' : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}${target}"></noscript>\n`;
-  const script = layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}" src="${scriptUrl(layout.script)}"></script>`;
+  const refresh =
+    layout.noscriptRefreshSeconds === undefined
+      ? ''
+      : `<noscript><meta http-equiv="refresh" content="${layout.noscriptRefreshSeconds}${target}"></noscript>\n`;
+  const script =
+    layout.script === undefined ? '' : `\n<script nonce="${layout.nonce}" src="${scriptUrl(layout.script)}"></script>`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -151,7 +155,13 @@ export interface HomePage {
   /** The most a withdrawal may be now (available and the limits), or why none can be made. */
   withdraw: { max: string | null; min: string; blocked: string | null };
   /** Recent withdrawals, deposits and payments, newest first. */
-  activity: Array<{ kind: 'withdrawal' | 'deposit' | 'payment'; id: string; status: string; final: boolean; amount: string }>;
+  activity: Array<{
+    kind: 'withdrawal' | 'deposit' | 'payment';
+    id: string;
+    status: string;
+    final: boolean;
+    amount: string;
+  }>;
   /** A refused amount, shown at its form. */
   error?: { form: 'withdraw' | 'deposit'; message: string; value: string };
 }
@@ -165,7 +175,11 @@ export function statusInWords(status: string): { text: string; tone: 'done' | 'r
   return { text: 'In progress', tone: 'working' };
 }
 
-const activityLabels = { withdrawal: 'Withdrawal to wallet', deposit: 'Deposit from wallet', payment: 'Payment' } as const;
+const activityLabels = {
+  withdrawal: 'Withdrawal to wallet',
+  deposit: 'Deposit from wallet',
+  payment: 'Payment',
+} as const;
 
 function activityList(items: HomePage['activity']): string {
   if (items.length === 0) return '<p class="hint" id="activity-empty">Nothing yet.</p>';
@@ -212,7 +226,10 @@ ${error ? `<p class="error" id="${options.id}-error" role="alert">${escapeHtml(e
 </section>`;
 }
 
-/** The user's money page: greeting, KYC status, partner balance, withdraw, deposit, recent activity (assets/home.js: each form sent once, live states). */
+/**
+ * The user's money page: greeting, KYC status, partner balance, withdraw, deposit, recent activity (assets/home.js:
+ * each form sent once, live states).
+ */
 export function homePage(nonce: string, content: HomePage): string {
   const greeting = content.firstName ? `Hello, ${content.firstName}` : 'Hello';
   const kyc =

@@ -12,7 +12,11 @@ const statusPollPath = /^\/app\/(status|activity|(withdrawals|deposits)\/[^/]+\/
 export const isStatusPoll = (path: string): boolean => statusPollPath.test(path);
 
 /** For use under /app: 429 with Retry-After past either budget, as JSON to the polls and a page to the rest. */
-export function limitLandingRequests({ sessionOf }: LandingContext, addressLimiter: RateLimiter, pollLimiter: RateLimiter | undefined): RequestHandler {
+export function limitLandingRequests(
+  { sessionOf }: LandingContext,
+  addressLimiter: RateLimiter,
+  pollLimiter: RateLimiter | undefined,
+): RequestHandler {
   return async (req, res, next) => {
     try {
       let verdict: RateVerdict | undefined;
@@ -28,7 +32,10 @@ export function limitLandingRequests({ sessionOf }: LandingContext, addressLimit
       res.setHeader('Retry-After', String(verdict.retryAfterSeconds));
       // The polls answer JSON; the pages, a page.
       if (req.path.endsWith('/status') || req.path === '/activity') {
-        sendJson(res, 429, { code: 'RATE_LIMITED', message: `too many requests; retry after ${verdict.retryAfterSeconds} s` });
+        sendJson(res, 429, {
+          code: 'RATE_LIMITED',
+          message: `too many requests; retry after ${verdict.retryAfterSeconds} s`,
+        });
       } else sendMessage(res, 429, messagePages.tooMany);
     } catch (error) {
       next(error);

@@ -22,7 +22,8 @@ export function sendPage(res: Response, status: number, render: (nonce: string) 
 }
 
 /** A page that only says something (a refusal, an error; landing-messages.ts). */
-export const sendMessage = (res: Response, status: number, content: MessagePage): void => sendPage(res, status, (nonce) => messagePage(nonce, content));
+export const sendMessage = (res: Response, status: number, content: MessagePage): void =>
+  sendPage(res, status, (nonce) => messagePage(nonce, content));
 
 export function sendJson(res: Response, status: number, body: AppJson): void {
   securityHeaders(res);
@@ -33,4 +34,8 @@ export function sendJson(res: Response, status: number, body: AppJson): void {
 
 export const appJsonErrorComponent = named('AppJsonError', appJsonErrorSchema);
 export const noSessionJsonAnswer = jsonAnswer(appJsonErrorComponent, 'no web session (`NO_SESSION`)');
-export const rateLimitedPollAnswer = jsonAnswer(appJsonErrorComponent, 'too many requests from this address (`RATE_LIMITED`)', { 'Retry-After': retryAfterHeader });
+export const rateLimitedPollAnswer = jsonAnswer(
+  appJsonErrorComponent,
+  'too many requests from this address (`RATE_LIMITED`)',
+  { 'Retry-After': retryAfterHeader },
+);

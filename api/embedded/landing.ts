@@ -9,7 +9,7 @@
 import { strictRouter } from '../http/route-registration.ts';
 import { overloadOf } from '../../lib/admission.ts';
 import { WORKFLOW_UNAVAILABLE, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
-import type { Router} from 'express';
+import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
@@ -49,26 +49,52 @@ export function landingRouter(deps: LandingDependencies): Router {
     if (req.path.endsWith('/status')) sendJson(res, status, { code, message: text });
     else sendMessage(res, status, content);
   };
-  router.use('/app', (req, res) => answer(req, res, 404, messagePages.notFound, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`));
+  router.use('/app', (req, res) =>
+    answer(req, res, 404, messagePages.notFound, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`),
+  );
   const onError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
     if (refused) {
-      answer(req, res, refused.status, refused.status === 413 ? messagePages.formTooLarge : messagePages.unreadable, refused.code, refused.message);
+      answer(
+        req,
+        res,
+        refused.status,
+        refused.status === 413 ? messagePages.formTooLarge : messagePages.unreadable,
+        refused.code,
+        refused.message,
+      );
       return;
     }
     // Too many requests at once: nothing was stored; the user is told to try again.
     const busy = overloadOf(error);
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
-      answer(req, res, 503, messagePages.busy, 'OVERLOADED', 'too many requests at once: nothing was done; try again in a few seconds');
+      answer(
+        req,
+        res,
+        503,
+        messagePages.busy,
+        'OVERLOADED',
+        'too many requests at once: nothing was done; try again in a few seconds',
+      );
       return;
     }
     // Temporal could not take a call now: said in words, never a 500 (the forms themselves go to their progress page).
     const unavailable = workflowUnavailableOf(error);
     if (unavailable) {
-      deps.logger.warn({ method: req.method, path: req.path, reason: unavailable.reason }, `landing page: a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`);
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: unavailable.reason },
+        `landing page: a workflow could not take the request: 503 ${WORKFLOW_UNAVAILABLE}`,
+      );
       res.setHeader('Retry-After', String(unavailable.retryAfterSeconds));
-      answer(req, res, 503, messagePages.unavailable, WORKFLOW_UNAVAILABLE, 'this cannot be done just now; try again in a minute');
+      answer(
+        req,
+        res,
+        503,
+        messagePages.unavailable,
+        WORKFLOW_UNAVAILABLE,
+        'this cannot be done just now; try again in a minute',
+      );
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'landing page failed');

@@ -11,7 +11,14 @@ import { z } from 'zod';
 import { amountSchema, normaliseAmount, type Amount } from '../../domain/money.ts';
 import { rateLimitedPageAnswer } from '../http/rate-limit.ts';
 import { routesOn } from '../http/route-registration.ts';
-import { defineRoute, htmlAnswer, named, redirectAnswer, type AnswerSpec, type AnyRouteSpec } from '../http/route-spec.ts';
+import {
+  defineRoute,
+  htmlAnswer,
+  named,
+  redirectAnswer,
+  type AnswerSpec,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 import type { LandingContext } from './landing-context.ts';
 import { messagePages } from './landing-messages.ts';
 import { securityHeaders, sendMessage } from './landing-responses.ts';
@@ -43,15 +50,25 @@ const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> =>
   '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
   '403': htmlAnswer('the CSRF token is missing or not this session’s'),
   '409': htmlAnswer('this form was already sent with another amount'),
-  '422': htmlAnswer('the page again with the refusal in words at the form: not enough balance or a limit (nothing stored)'),
+  '422': htmlAnswer(
+    'the page again with the refusal in words at the form: not enough balance or a limit (nothing stored)',
+  ),
   '413': htmlAnswer('the form is too large'),
   '415': htmlAnswer('a charset or Content-Encoding that is not supported'),
   '429': rateLimitedPageAnswer,
   '500': htmlAnswer('an unexpected failure (logged)'),
-  '503': htmlAnswer('onboarding failed: reopen the app from the wallet; or too many requests at once, or Temporal cannot take a call just now (with Retry-After): try again in a moment'),
+  '503': htmlAnswer(
+    'onboarding failed: reopen the app from the wallet; or too many requests at once, or Temporal cannot take a call just now (with Retry-After): try again in a moment',
+  ),
 });
 
-const formRoute = (path: '/app/withdraw' | '/app/deposit', operationId: string, summary: string, action: string, progressPath: string) =>
+const formRoute = (
+  path: '/app/withdraw' | '/app/deposit',
+  operationId: string,
+  summary: string,
+  action: string,
+  progressPath: string,
+) =>
   defineRoute({
     method: 'post',
     path,
@@ -59,13 +76,29 @@ const formRoute = (path: '/app/withdraw' | '/app/deposit', operationId: string, 
     tag: 'landing',
     summary,
     access: { webSession: 'required' },
-    body: { mediaType: 'application/x-www-form-urlencoded', schema: appForm, description: `the ${action} form of the landing page (at most 4 KiB and 10 fields)` },
+    body: {
+      mediaType: 'application/x-www-form-urlencoded',
+      schema: appForm,
+      description: `the ${action} form of the landing page (at most 4 KiB and 10 fields)`,
+    },
     responses: formResponses(progressPath),
   });
 
 const routes = {
-  appWithdraw: formRoute('/app/withdraw', 'appWithdraw', 'Withdraw from the user’s partner balance to their wallet (a funding to the session’s link)', 'withdraw', '/app/withdrawals/{id}'),
-  appDeposit: formRoute('/app/deposit', 'appDeposit', 'Deposit from the user’s wallet into their partner balance (a payment)', 'deposit', '/app/deposits/{id}'),
+  appWithdraw: formRoute(
+    '/app/withdraw',
+    'appWithdraw',
+    'Withdraw from the user’s partner balance to their wallet (a funding to the session’s link)',
+    'withdraw',
+    '/app/withdrawals/{id}',
+  ),
+  appDeposit: formRoute(
+    '/app/deposit',
+    'appDeposit',
+    'Deposit from the user’s wallet into their partner balance (a payment)',
+    'deposit',
+    '/app/deposits/{id}',
+  ),
 };
 
 /** The forms' routes, as the document lists them. */
@@ -82,7 +115,9 @@ function refusalInWords(code: string, detail: string): string {
     case 'AMOUNT_TOO_LARGE':
       return `This amount is above the largest withdrawal (${detail.replace(/^.*at most /, '')}).`;
     case 'DAILY_LIMIT_EXCEEDED':
-      return left ? `This is more than today’s withdrawal limit allows: ${left[1]} left today.` : 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
+      return left
+        ? `This is more than today’s withdrawal limit allows: ${left[1]} left today.`
+        : 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
     case 'VELOCITY_LIMIT_EXCEEDED':
       return 'You have made several withdrawals just now. Please wait a minute and try again.';
     case 'CURRENCY_NOT_ACCEPTED':
@@ -100,7 +135,12 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
   async function formContext(
     req: Request,
     res: Response,
-  ): Promise<{ session: AppSessionView; embedded: AppSessionView['embeddedSession']; linkId: string; formKey: string } | null> {
+  ): Promise<{
+    session: AppSessionView;
+    embedded: AppSessionView['embeddedSession'];
+    linkId: string;
+    formKey: string;
+  } | null> {
     const session = await sessionOf(req);
     if (!session) {
       sendMessage(res, 401, messagePages.noSession);
@@ -123,9 +163,15 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
   }
 
   function amountFrom(req: Request): { amount: Amount } | { error: string; value: string } {
-    const raw = typeof (req.body as Record<string, unknown>)?.amount === 'string' ? String((req.body as Record<string, unknown>).amount).trim() : '';
+    const raw =
+      typeof (req.body as Record<string, unknown>)?.amount === 'string'
+        ? String((req.body as Record<string, unknown>).amount).trim()
+        : '';
     const value = raw.replace(/,/g, '');
-    const parsed = amountSchema.safeParse({ currency: 'PHP', value: /^\d+\.$/.test(value) ? value.slice(0, -1) : value });
+    const parsed = amountSchema.safeParse({
+      currency: 'PHP',
+      value: /^\d+\.$/.test(value) ? value.slice(0, -1) : value,
+    });
     if (!parsed.success) return { error: 'Enter an amount in pesos, such as 50 or 50.25.', value: raw.slice(0, 14) };
     return { amount: normaliseAmount(parsed.data) };
   }
@@ -135,7 +181,11 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      await page.home(res, context.session, context.embedded, 400, { form: 'withdraw', message: amount.error, value: amount.value });
+      await page.home(res, context.session, context.embedded, 400, {
+        form: 'withdraw',
+        message: amount.error,
+        value: amount.value,
+      });
       return;
     }
     // The stored key keeps its first spelling: a form resent across a deploy must find its funding.
@@ -150,7 +200,11 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     switch (result.kind) {
       case 'refused':
         // Refused before anything was stored: said in words at the form, with what is left.
-        await page.home(res, context.session, context.embedded, 422, { form: 'withdraw', message: refusalInWords(result.code, result.detail), value: amount.amount.value });
+        await page.home(res, context.session, context.embedded, 422, {
+          form: 'withdraw',
+          message: refusalInWords(result.code, result.detail),
+          value: amount.amount.value,
+        });
         return;
       case 'created':
       case 'existing':
@@ -175,12 +229,20 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     if (!context) return;
     const amount = amountFrom(req);
     if ('error' in amount) {
-      await page.home(res, context.session, context.embedded, 400, { form: 'deposit', message: amount.error, value: amount.value });
+      await page.home(res, context.session, context.embedded, 400, {
+        form: 'deposit',
+        message: amount.error,
+        value: amount.value,
+      });
       return;
     }
     const key = `${appIdempotencyPrefix(context.session)}pay:${context.formKey}`;
     // A deposit: the user pays in from the wallet; on SUCCEEDED it credits their partner balance.
-    const result = await deps.payments.start(key, { linkId: context.linkId, amount: amount.amount, purpose: 'DEPOSIT' });
+    const result = await deps.payments.start(key, {
+      linkId: context.linkId,
+      amount: amount.amount,
+      purpose: 'DEPOSIT',
+    });
     switch (result.kind) {
       case 'created':
       case 'existing':
@@ -196,7 +258,11 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
         return;
       case 'refused':
         // The page writes PHP amounts only: never for this form, said in words were it to happen.
-        await page.home(res, context.session, context.embedded, 422, { form: 'deposit', message: 'Deposits are in PHP only.', value: amount.amount.value });
+        await page.home(res, context.session, context.embedded, 422, {
+          form: 'deposit',
+          message: 'Deposits are in PHP only.',
+          value: amount.amount.value,
+        });
         return;
     }
   });

@@ -30,9 +30,19 @@ export interface MoneyPage {
   /** What the money page shows: available, what a withdrawal may be now (and why not), recent activity. */
   moneyOf(linkId: string): Promise<{ activity: AppActivity; withdraw: HomePage['withdraw'] }>;
   /** The session's onboarding with its active link, or null when a page was sent (loading, failed, reopen). */
-  activeLink(res: Response, session: AppSessionView, wait: boolean): Promise<(EmbeddedSession & { linkId: string }) | null>;
+  activeLink(
+    res: Response,
+    session: AppSessionView,
+    wait: boolean,
+  ): Promise<(EmbeddedSession & { linkId: string }) | null>;
   /** The money page; with an error, again after a form (its status and the message at the form). */
-  home(res: Response, session: AppSessionView, embedded: EmbeddedSession, status?: number, error?: HomePage['error']): Promise<void>;
+  home(
+    res: Response,
+    session: AppSessionView,
+    embedded: EmbeddedSession,
+    status?: number,
+    error?: HomePage['error'],
+  ): Promise<void>;
   /** The partner page of a web session: the home page, or the loading, reopen or failure page. */
   showHome(res: Response, session: AppSessionView): Promise<void>;
 }
@@ -64,7 +74,14 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
       select: { id: true, status: true, amount: true, currency: true, purpose: true, createdAt: true },
     });
     const items: AppActivity['items'] = [
-      ...fundings.map((f) => ({ kind: 'withdrawal' as const, id: f.id, status: f.status, final: isFinalFundingStatus(f.status), amount: amountOf(f).value, at: f.createdAt.toISOString() })),
+      ...fundings.map((f) => ({
+        kind: 'withdrawal' as const,
+        id: f.id,
+        status: f.status,
+        final: isFinalFundingStatus(f.status),
+        amount: amountOf(f).value,
+        at: f.createdAt.toISOString(),
+      })),
       ...payments.map((p) => ({
         kind: p.purpose === 'DEPOSIT' ? ('deposit' as const) : ('payment' as const),
         id: p.id,
@@ -83,14 +100,24 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
       const left = headroomOf(deps.limits, await userUsage(deps.database, partnerUserId, deps.limits.timeZone));
       if (deps.limits.max < most) most = deps.limits.max;
       if (left.dailyAmountLeft < most) most = left.dailyAmountLeft;
-      if (left.dailyCountLeft < 1) blocked = 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
-      else if (left.perMinuteLeft < 1) blocked = 'You have made several withdrawals just now. Please wait a minute before the next one.';
-      else if (most < deps.limits.min) blocked = available < deps.limits.min ? `The smallest withdrawal is PHP ${formatAmount(deps.limits.min, 'PHP')}.` : 'You have reached today’s withdrawal limit.';
+      if (left.dailyCountLeft < 1)
+        blocked = 'You have reached today’s number of withdrawals. You can withdraw again tomorrow.';
+      else if (left.perMinuteLeft < 1)
+        blocked = 'You have made several withdrawals just now. Please wait a minute before the next one.';
+      else if (most < deps.limits.min)
+        blocked =
+          available < deps.limits.min
+            ? `The smallest withdrawal is PHP ${formatAmount(deps.limits.min, 'PHP')}.`
+            : 'You have reached today’s withdrawal limit.';
     }
     if (most <= 0n && !blocked) blocked = 'You have no balance to withdraw yet. Deposit from your wallet first.';
     return {
       activity: { available: account.available.value, items },
-      withdraw: { max: blocked ? null : formatAmount(most, 'PHP'), min: deps.limits ? formatAmount(deps.limits.min, 'PHP') : '0.01', blocked },
+      withdraw: {
+        max: blocked ? null : formatAmount(most, 'PHP'),
+        min: deps.limits ? formatAmount(deps.limits.min, 'PHP') : '0.01',
+        blocked,
+      },
     };
   }
 
@@ -108,7 +135,11 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
     return current;
   }
 
-  async function activeLink(res: Response, session: AppSessionView, wait: boolean): Promise<(EmbeddedSession & { linkId: string }) | null> {
+  async function activeLink(
+    res: Response,
+    session: AppSessionView,
+    wait: boolean,
+  ): Promise<(EmbeddedSession & { linkId: string }) | null> {
     // The user is here: an onboarding the dispatcher has not started yet (a backlog, a failed
     // start) starts now; one already started is left alone (one indexed read).
     if (session.embeddedSession.status === 'PENDING') await deps.onboarding.expedite(session.embeddedSession.id);
@@ -131,13 +162,24 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
         return null;
       }
       // The wallet did not answer a refresh: the forms still work (their workflows retry).
-      deps.logger.warn({ linkId: embedded.linkId, err: (error as Error).message }, 'token check failed; showing the page anyway');
+      deps.logger.warn(
+        { linkId: embedded.linkId, err: (error as Error).message },
+        'token check failed; showing the page anyway',
+      );
     }
     return { ...embedded, linkId: embedded.linkId };
   }
 
-  async function home(res: Response, session: AppSessionView, embedded: EmbeddedSession, status = 200, error?: HomePage['error']): Promise<void> {
-    const { activity, withdraw } = embedded.linkId ? await moneyOf(embedded.linkId) : { activity: { available: '0.00', items: [] }, withdraw: { max: null, min: '0.01', blocked: null } };
+  async function home(
+    res: Response,
+    session: AppSessionView,
+    embedded: EmbeddedSession,
+    status = 200,
+    error?: HomePage['error'],
+  ): Promise<void> {
+    const { activity, withdraw } = embedded.linkId
+      ? await moneyOf(embedded.linkId)
+      : { activity: { available: '0.00', items: [] }, withdraw: { max: null, min: '0.01', blocked: null } };
     sendPage(res, status, (nonce) =>
       homePage(nonce, {
         firstName: embedded.firstName,

@@ -10,7 +10,12 @@ import type { Database } from '../../lib/database.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics, OnboardingStartOutcome } from '../../lib/metrics.ts';
 import type { SessionOnboarding } from '../../links/embedded-onboarding.ts';
-import { claimDueOnboardings, clearOnboardings, isOnboardingPending, retryOnboardingsLater } from '../../links/onboarding-outbox.ts';
+import {
+  claimDueOnboardings,
+  clearOnboardings,
+  isOnboardingPending,
+  retryOnboardingsLater,
+} from '../../links/onboarding-outbox.ts';
 import { startOnboardEmbeddedSession } from '../../workflows/onboard-embedded-session.contract.ts';
 
 export interface OnboardingDispatcherOptions {
@@ -83,7 +88,10 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
     if (!options.onboardNow) return;
     const outcome = await options.onboardNow.link(sessionRecordId);
     if (outcome.kind === 'retry') {
-      logger.info({ sessionRecordId, code: outcome.error.code }, 'on-demand onboarding: the wallet did not answer; the workflow goes on');
+      logger.info(
+        { sessionRecordId, code: outcome.error.code },
+        'on-demand onboarding: the wallet did not answer; the workflow goes on',
+      );
     }
   }
 
@@ -94,7 +102,10 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
       return 'started';
     } catch (error) {
       if (error instanceof WorkflowExecutionAlreadyStartedError) return 'already_closed';
-      logger.warn({ sessionRecordId, err: (error as Error).message }, 'could not start session onboarding; retried later');
+      logger.warn(
+        { sessionRecordId, err: (error as Error).message },
+        'could not start session onboarding; retried later',
+      );
       return 'failed';
     }
   }
@@ -147,7 +158,9 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
   /** A pass from a timer: a failure (PostgreSQL down) is logged; the next sweep tries again. */
   function runInBackground(): void {
     if (stopped) return;
-    drain().catch((error: unknown) => logger.error({ err: (error as Error).message }, 'onboarding dispatch failed; the next sweep retries'));
+    drain().catch((error: unknown) =>
+      logger.error({ err: (error as Error).message }, 'onboarding dispatch failed; the next sweep retries'),
+    );
   }
 
   return {
@@ -178,12 +191,20 @@ export function createOnboardingDispatcher(options: OnboardingDispatcherOptions)
           if (outcome !== 'failed') await clearOnboardings(database, [sessionRecordId]);
         }
       } catch (error) {
-        logger.warn({ sessionRecordId, err: (error as Error).message }, 'could not expedite session onboarding; the dispatcher will start it');
+        logger.warn(
+          { sessionRecordId, err: (error as Error).message },
+          'could not expedite session onboarding; the dispatcher will start it',
+        );
       }
       let running = onDemand.get(sessionRecordId);
       if (!running) {
         running = onboardOnDemand(sessionRecordId)
-          .catch((error: unknown) => logger.warn({ sessionRecordId, err: (error as Error).message }, 'on-demand onboarding failed; the workflow goes on'))
+          .catch((error: unknown) =>
+            logger.warn(
+              { sessionRecordId, err: (error as Error).message },
+              'on-demand onboarding failed; the workflow goes on',
+            ),
+          )
           .finally(() => onDemand.delete(sessionRecordId));
         onDemand.set(sessionRecordId, running);
       }

@@ -16,10 +16,13 @@ export const outcomeSchema = z.object({
 export type Outcome = z.infer<typeof outcomeSchema>;
 
 /** What a progress page polls: the outcome and the funding's or payment's status. */
-export const outcomeStatusSchema = outcomeSchema.extend({ status: z.union([z.enum(fundingStatuses), z.enum(paymentStatuses)]) });
+export const outcomeStatusSchema = outcomeSchema.extend({
+  status: z.union([z.enum(fundingStatuses), z.enum(paymentStatuses)]),
+});
 export type OutcomeStatus = z.infer<typeof outcomeStatusSchema>;
 
-export const reopenFromWallet = 'Your wallet session has ended. Please close this page and open the app again from your wallet.';
+export const reopenFromWallet =
+  'Your wallet session has ended. Please close this page and open the app again from your wallet.';
 
 const withdrawalMessages: Record<string, string> = {
   M133: 'Your wallet account is not upgraded yet. Upgrade it in the wallet app, then try again.',
@@ -34,15 +37,32 @@ const withdrawalMessages: Record<string, string> = {
 
 export function withdrawalOutcome(status: FundingStatus, errorCode: string | null, amount: string): Outcome {
   if (!isFinalFundingStatus(status)) {
-    return { final: false, tone: 'info', title: 'Withdrawing…', message: `We are adding PHP ${amount} to your wallet. This takes a few seconds.` };
+    return {
+      final: false,
+      tone: 'info',
+      title: 'Withdrawing…',
+      message: `We are adding PHP ${amount} to your wallet. This takes a few seconds.`,
+    };
   }
   if (status === 'APPROVED') {
-    return { final: true, tone: 'success', title: 'Withdrawal approved', message: `PHP ${amount} was added to your wallet.` };
+    return {
+      final: true,
+      tone: 'success',
+      title: 'Withdrawal approved',
+      message: `PHP ${amount} was added to your wallet.`,
+    };
   }
   const message =
     (errorCode && withdrawalMessages[errorCode]) ??
-    (status === 'DECLINED' ? 'The wallet declined the withdrawal. Nothing was moved.' : 'The withdrawal did not go through. Nothing was moved.');
-  return { final: true, tone: 'error', title: status === 'DECLINED' ? 'Withdrawal declined' : 'Withdrawal not done', message };
+    (status === 'DECLINED'
+      ? 'The wallet declined the withdrawal. Nothing was moved.'
+      : 'The withdrawal did not go through. Nothing was moved.');
+  return {
+    final: true,
+    tone: 'error',
+    title: status === 'DECLINED' ? 'Withdrawal declined' : 'Withdrawal not done',
+    message,
+  };
 }
 
 export function depositOutcome(status: PaymentStatus, errorCode: string | null, amount: string): Outcome {
@@ -51,15 +71,29 @@ export function depositOutcome(status: PaymentStatus, errorCode: string | null, 
       final: false,
       tone: 'info',
       title: 'We’re checking your deposit',
-      message: 'The wallet did not confirm this deposit in time, so we are checking it. Please do not deposit again; this page updates when it is resolved.',
+      message:
+        'The wallet did not confirm this deposit in time, so we are checking it. Please do not deposit again; this page updates when it is resolved.',
     };
   }
   if (!isFinalPaymentStatus(status)) {
-    return { final: false, tone: 'info', title: 'Depositing…', message: `We are moving PHP ${amount} from your wallet to your balance here. This takes a few seconds.` };
+    return {
+      final: false,
+      tone: 'info',
+      title: 'Depositing…',
+      message: `We are moving PHP ${amount} from your wallet to your balance here. This takes a few seconds.`,
+    };
   }
   if (status === 'SUCCEEDED') {
-    return { final: true, tone: 'success', title: 'Deposit successful', message: `PHP ${amount} was added to your balance here.` };
+    return {
+      final: true,
+      tone: 'success',
+      title: 'Deposit successful',
+      message: `PHP ${amount} was added to your balance here.`,
+    };
   }
-  const message = errorCode === 'REAUTH_REQUIRED' || errorCode === 'USER_TOKEN_INVALID' ? reopenFromWallet : paymentErrorMessage(errorCode ?? 'FAILED');
+  const message =
+    errorCode === 'REAUTH_REQUIRED' || errorCode === 'USER_TOKEN_INVALID'
+      ? reopenFromWallet
+      : paymentErrorMessage(errorCode ?? 'FAILED');
   return { final: true, tone: 'error', title: 'Deposit failed', message };
 }

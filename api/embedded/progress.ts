@@ -13,7 +13,14 @@ import type { LandingContext } from './landing-context.ts';
 import { appActivitySchema, appSessionStateSchema } from './landing-json.ts';
 import { progressPage } from './landing-pages.ts';
 import { messagePages } from './landing-messages.ts';
-import { appJsonErrorComponent, noSessionJsonAnswer, rateLimitedPollAnswer, sendJson, sendMessage, sendPage } from './landing-responses.ts';
+import {
+  appJsonErrorComponent,
+  noSessionJsonAnswer,
+  rateLimitedPollAnswer,
+  sendJson,
+  sendMessage,
+  sendPage,
+} from './landing-responses.ts';
 import type { MoneyPage } from './money-page.ts';
 import { outcomeStatusSchema, depositOutcome, withdrawalOutcome, type OutcomeStatus } from './outcome-messages.ts';
 import { appIdempotencyPrefix, type AppSessionView } from './web-sessions.ts';
@@ -71,7 +78,8 @@ const routes = {
     path: '/app/activity',
     operationId: 'appActivity',
     tag: 'landing',
-    summary: 'The money page’s available balance and recent withdrawals, deposits and payments with their states (polled while any is under way)',
+    summary:
+      'The money page’s available balance and recent withdrawals, deposits and payments with their states (polled while any is under way)',
     access: { webSession: 'required' },
     responses: {
       '200': jsonAnswer(named('AppActivity', appActivitySchema), 'the balance and recent activity'),
@@ -95,7 +103,10 @@ const routes = {
 };
 
 /** The progress routes, as the document lists them. */
-export const progressRoutes: readonly AnyRouteSpec[] = [...Object.values(routes), ...progressKinds.flatMap(({ routes }) => [routes.page, routes.status])];
+export const progressRoutes: readonly AnyRouteSpec[] = [
+  ...Object.values(routes),
+  ...progressKinds.flatMap(({ routes }) => [routes.page, routes.status]),
+];
 
 export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingContext, page: MoneyPage): void {
   const add = routesOn(router);
@@ -105,7 +116,9 @@ export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingCo
       sendJson(res, 401, { code: 'NO_SESSION', message: 'no web session' });
       return;
     }
-    sendJson(res, 200, { state: session.embeddedSession.status.toLowerCase() as Lowercase<typeof session.embeddedSession.status> });
+    sendJson(res, 200, {
+      state: session.embeddedSession.status.toLowerCase() as Lowercase<typeof session.embeddedSession.status>,
+    });
   });
 
   add(routes.appActivity, async (req, res) => {
@@ -123,7 +136,10 @@ export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingCo
   });
 
   /** This web session's funding or payment (by the idempotency key prefix), as an outcome. */
-  async function ownOutcome(req: Request, kind: 'withdraw' | 'payment'): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
+  async function ownOutcome(
+    req: Request,
+    kind: 'withdraw' | 'payment',
+  ): Promise<{ session: AppSessionView | null; outcome: OutcomeStatus | null }> {
     const session = await sessionOf(req);
     const id = progressIdSchema.safeParse(req.params.id);
     if (!session || !id.success) return { session, outcome: null };
@@ -132,11 +148,23 @@ export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingCo
     if (kind === 'withdraw') {
       const funding = await deps.database.funding.findFirst({ where, select });
       if (!funding) return { session, outcome: null };
-      return { session, outcome: { status: funding.status, ...withdrawalOutcome(funding.status, funding.errorCode, amountOf(funding).value) } };
+      return {
+        session,
+        outcome: {
+          status: funding.status,
+          ...withdrawalOutcome(funding.status, funding.errorCode, amountOf(funding).value),
+        },
+      };
     }
     const payment = await deps.database.payment.findFirst({ where, select });
     if (!payment) return { session, outcome: null };
-    return { session, outcome: { status: payment.status, ...depositOutcome(payment.status, payment.errorCode, amountOf(payment).value) } };
+    return {
+      session,
+      outcome: {
+        status: payment.status,
+        ...depositOutcome(payment.status, payment.errorCode, amountOf(payment).value),
+      },
+    };
   }
 
   for (const { kind, path, routes } of progressKinds) {
@@ -150,7 +178,9 @@ export function addProgressRoutes(router: Router, { deps, sessionOf }: LandingCo
         sendMessage(res, 404, messagePages.notFound);
         return;
       }
-      sendPage(res, 200, (nonce) => progressPage(nonce, { statusUrl: `${path}/${String(req.params.id)}/status`, outcome }));
+      sendPage(res, 200, (nonce) =>
+        progressPage(nonce, { statusUrl: `${path}/${String(req.params.id)}/status`, outcome }),
+      );
     });
 
     add(routes.status, async (req, res) => {

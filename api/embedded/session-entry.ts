@@ -34,7 +34,10 @@ const routes = {
       'after a short wait for onboarding. Pages are HTML with their own nonce CSP.',
     ].join(' '),
     access: { webSession: 'optional' },
-    query: { schema: landingQuerySchema, descriptions: { sessionId: 'the one-time session id the session URL gave the wallet service' } },
+    query: {
+      schema: landingQuerySchema,
+      descriptions: { sessionId: 'the one-time session id the session URL gave the wallet service' },
+    },
     responses: {
       '200': htmlAnswer('the home page (withdraw and deposit), or the loading page while onboarding runs', {
         'Set-Cookie': header(`with a session id that was just used up: the web session cookie \`${APP_COOKIE}\``),
@@ -89,8 +92,14 @@ export function addSessionEntryRoutes(router: Router, { deps, now, sessionOf }: 
       return { cookieValue, sessionRecordId: row.id };
     });
     if (!started) {
-      const known = await deps.database.embeddedSession.findUnique({ where: { sessionIdHash }, select: { id: true, consumedAt: true } });
-      deps.logger.info({ sessionRecordId: known?.id, reason: !known ? 'unknown' : known.consumedAt ? 'used' : 'expired' }, 'landing page refused a session id');
+      const known = await deps.database.embeddedSession.findUnique({
+        where: { sessionIdHash },
+        select: { id: true, consumedAt: true },
+      });
+      deps.logger.info(
+        { sessionRecordId: known?.id, reason: !known ? 'unknown' : known.consumedAt ? 'used' : 'expired' },
+        'landing page refused a session id',
+      );
       if (!known) sendMessage(res, 404, messagePages.unknown);
       else sendMessage(res, 410, known.consumedAt ? messagePages.used : messagePages.expired);
       return;

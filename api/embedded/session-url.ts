@@ -6,7 +6,7 @@
 // wakes: no Temporal call on the request path. Errors: `{ code, message }` (400, 403, 429 with
 // Retry-After; anything else under /embedded too).
 import { randomUUID } from 'node:crypto';
-import type { Router} from 'express';
+import type { Router } from 'express';
 import express, { type ErrorRequestHandler, type RequestHandler, type Response } from 'express';
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
@@ -72,7 +72,13 @@ const createEmbeddedSession = defineRoute({
     'Answers carry `Cache-Control: no-store`; other methods get 405 (`Allow: POST`).',
   ].join(' '),
   access: 'public',
-  headers: { 'Request-Reference-No': { schema: requestReferenceNoSchema, required: true, description: 'the wallet service’s id of this call (UUIDv4)' } },
+  headers: {
+    'Request-Reference-No': {
+      schema: requestReferenceNoSchema,
+      required: true,
+      description: 'the wallet service’s id of this call (UUIDv4)',
+    },
+  },
   body: {
     mediaType: 'application/json',
     // expiresAt's checks against the clock (in the future, at most ten years ahead) are refinements:
@@ -81,13 +87,18 @@ const createEmbeddedSession = defineRoute({
     description: `the user’s tokens (at most ${SESSION_BODY_LIMIT_BYTES} bytes)`,
   },
   responses: {
-    '200': jsonAnswer(named('SessionCreated', sessionCreatedSchema), 'stored; open the landing page with `?sessionId=…`'),
+    '200': jsonAnswer(
+      named('SessionCreated', sessionCreatedSchema),
+      'stored; open the landing page with `?sessionId=…`',
+    ),
     '400': jsonAnswer(
       sessionRefusalComponent,
       'a malformed call (`code`: `UNSUPPORTED_CONTENT_TYPE`, `INVALID_REQUEST_REFERENCE_NO`, `MALFORMED_JSON`, `VALIDATION_ERROR`, `BODY_TOO_LARGE`, or another body-reading code)',
     ),
     '403': jsonAnswer(sessionRefusalComponent, 'the sender is not in SESSION_ALLOWED_IPS (`FORBIDDEN`)'),
-    '429': jsonAnswer(sessionRefusalComponent, 'too many calls from this sender (`RATE_LIMITED`)', { 'Retry-After': retryAfterHeader }),
+    '429': jsonAnswer(sessionRefusalComponent, 'too many calls from this sender (`RATE_LIMITED`)', {
+      'Retry-After': retryAfterHeader,
+    }),
     '500': jsonAnswer(sessionRefusalComponent, 'the session could not be stored; retry (`INTERNAL`)'),
   },
 });
@@ -160,7 +171,9 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
       const payload = payloadSchemaAt(Math.floor(nowMs / 1000)).safeParse(json);
       if (!payload.success) {
         // Messages name the field and the rule, never the value.
-        const message = payload.error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
+        const message = payload.error.issues
+          .map((issue) => (issue.path.length > 0 ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
+          .join('; ');
         refuse(res, 400, 'VALIDATION_ERROR', message);
         return;
       }
@@ -195,7 +208,14 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
   const onBodyError: ErrorRequestHandler = (error: unknown, req, res, _next) => {
     const refused = clientErrorOf(error);
     if (refused) {
-      refuse(res, 400, refused.code, refused.code === 'BODY_TOO_LARGE' ? `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes` : refused.message);
+      refuse(
+        res,
+        400,
+        refused.code,
+        refused.code === 'BODY_TOO_LARGE'
+          ? `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes`
+          : refused.message,
+      );
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'session URL failed');
@@ -205,7 +225,9 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
     res.setHeader('Allow', 'POST');
     refuse(res, 405, 'METHOD_NOT_ALLOWED', 'the session URL takes POST only');
   });
-  router.use('/embedded', (req, res) => refuse(res, 404, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`));
+  router.use('/embedded', (req, res) =>
+    refuse(res, 404, 'NOT_FOUND', `no route for ${req.method} ${req.baseUrl}${req.path}`),
+  );
   router.use('/embedded', onBodyError);
   return router;
 }

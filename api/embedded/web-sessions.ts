@@ -63,19 +63,35 @@ export async function readAppSession(database: Database, req: Request, now: Date
 }
 
 /** The live web session that a cookie value names, or null (unknown or expired). */
-export async function readAppSessionByCookie(database: Database, cookieValue: string, now: Date): Promise<AppSessionView | null> {
+export async function readAppSessionByCookie(
+  database: Database,
+  cookieValue: string,
+  now: Date,
+): Promise<AppSessionView | null> {
   const row = await database.appSession.findUnique({
     where: { cookieHash: hashBearer(cookieValue) },
     include: {
-      embeddedSession: { select: { id: true, status: true, errorCode: true, linkId: true, firstName: true, kycStatus: true } },
+      embeddedSession: {
+        select: { id: true, status: true, errorCode: true, linkId: true, firstName: true, kycStatus: true },
+      },
     },
   });
   if (!row || row.expiresAt.getTime() <= now.getTime()) return null;
   return { id: row.id, csrfToken: row.csrfToken, expiresAt: row.expiresAt, embeddedSession: row.embeddedSession };
 }
 
-export function setAppCookie(res: Response, cookieValue: string, options: { maxAgeSeconds: number; secure: boolean }): void {
-  const attributes = [`${APP_COOKIE}=${cookieValue}`, `Path=${APP_PATH}`, `Max-Age=${options.maxAgeSeconds}`, 'HttpOnly', 'SameSite=Lax'];
+export function setAppCookie(
+  res: Response,
+  cookieValue: string,
+  options: { maxAgeSeconds: number; secure: boolean },
+): void {
+  const attributes = [
+    `${APP_COOKIE}=${cookieValue}`,
+    `Path=${APP_PATH}`,
+    `Max-Age=${options.maxAgeSeconds}`,
+    'HttpOnly',
+    'SameSite=Lax',
+  ];
   if (options.secure) attributes.push('Secure');
   res.append('Set-Cookie', attributes.join('; '));
 }

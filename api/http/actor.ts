@@ -21,7 +21,10 @@ const CHECKED = 'checkedScope';
 const locals = (res: Response): Record<string, unknown> => res.locals;
 
 /** How an area answers a refused scope in its own style (the console: a page); absent: a problem document. */
-export type ScopeRefusal = (res: Response, refusal: { status: 401 | 403; code: 'UNAUTHORIZED' | 'SCOPE_REQUIRED'; detail: string }) => void;
+export type ScopeRefusal = (
+  res: Response,
+  refusal: { status: 401 | 403; code: 'UNAUTHORIZED' | 'SCOPE_REQUIRED'; detail: string },
+) => void;
 
 /** Set by an area before its routes (the console), so its refusals read like its pages. */
 export function answerScopeRefusalsWith(locals: Record<string, unknown>, refuse: ScopeRefusal): void {
@@ -39,7 +42,10 @@ export function actorOf(locals: Record<string, unknown>): Actor | undefined {
   return typeof actor === 'object' && actor !== null && 'scopes' in actor ? (actor as Actor) : undefined;
 }
 
-/** The scope the request's route checked (requireScope), for a long answer to check again as it goes (a stream's pushes). */
+/**
+ * The scope the request's route checked (requireScope), for a long answer to check again as it goes (a stream's
+ * pushes).
+ */
 export function checkedScopeOf(locals: Record<string, unknown>): OpsScope | undefined {
   return locals[CHECKED] as OpsScope | undefined;
 }
@@ -51,7 +57,10 @@ export function checkedScopeOf(locals: Record<string, unknown>): OpsScope | unde
  */
 export function requireScope(scope: OpsScope): RequestHandler & { readonly requiredScope: OpsScope } {
   const check: RequestHandler = (req, res, next) => {
-    const refuse = (res.locals[REFUSAL] as ScopeRefusal | undefined) ?? ((answer, refusal) => sendProblem(answer, { ...refusal, title: refusal.status === 401 ? 'Unauthorized' : 'Forbidden' }));
+    const refuse =
+      (res.locals[REFUSAL] as ScopeRefusal | undefined) ??
+      ((answer, refusal) =>
+        sendProblem(answer, { ...refusal, title: refusal.status === 401 ? 'Unauthorized' : 'Forbidden' }));
     const actor = actorOf(res.locals);
     if (!actor) {
       refuse(res, { status: 401, code: 'UNAUTHORIZED', detail: 'this route needs an authenticated caller' });

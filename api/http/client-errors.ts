@@ -21,7 +21,11 @@ export function clientErrorOf(error: unknown): ClientError | null {
   const { type, code: errorCode, status, statusCode, limit } = error as HttpishError;
   switch (type) {
     case 'entity.too.large':
-      return { status: 413, code: 'BODY_TOO_LARGE', message: typeof limit === 'number' ? `the body must be at most ${limit} bytes` : 'the body is too large' };
+      return {
+        status: 413,
+        code: 'BODY_TOO_LARGE',
+        message: typeof limit === 'number' ? `the body must be at most ${limit} bytes` : 'the body is too large',
+      };
     case 'parameters.too.many':
       return { status: 413, code: 'TOO_MANY_PARAMETERS', message: 'the body has too many fields' };
     case 'entity.parse.failed':
@@ -36,10 +40,16 @@ export function clientErrorOf(error: unknown): ClientError | null {
       return { status: 400, code: 'BODY_LENGTH_MISMATCH', message: 'the body does not match its Content-Length' };
   }
   // A Content-Encoding the body does not match (zlib's Z_DATA_ERROR and friends, as a 400).
-  if (typeof errorCode === 'string' && errorCode.startsWith('Z_')) return { status: 400, code: 'MALFORMED_BODY', message: 'the body could not be decompressed' };
+  if (typeof errorCode === 'string' && errorCode.startsWith('Z_'))
+    return { status: 400, code: 'MALFORMED_BODY', message: 'the body could not be decompressed' };
   // Anything else the framework marks as the client's fault, such as a path segment that is not
   // valid percent-encoded UTF-8 (400 "Failed to decode param").
   const code = typeof status === 'number' ? status : typeof statusCode === 'number' ? statusCode : 0;
-  if (code >= 400 && code < 500) return { status: code, code: 'BAD_REQUEST', message: `the request could not be read (${STATUS_CODES[code] ?? code})` };
+  if (code >= 400 && code < 500)
+    return {
+      status: code,
+      code: 'BAD_REQUEST',
+      message: `the request could not be read (${STATUS_CODES[code] ?? code})`,
+    };
   return null;
 }

@@ -29,7 +29,11 @@ export interface CsvStreams {
   send(res: Response, csv: CsvReport): Promise<{ outcome: ReportStreamOutcome; rows: number }>;
 }
 
-export function createCsvStreams(deps: { logger: Logger; metrics?: Pick<Metrics, 'reportRows' | 'reportStreamEnded'> | undefined; stallMs?: number }): CsvStreams {
+export function createCsvStreams(deps: {
+  logger: Logger;
+  metrics?: Pick<Metrics, 'reportRows' | 'reportStreamEnded'> | undefined;
+  stallMs?: number;
+}): CsvStreams {
   const stallMs = deps.stallMs ?? CSV_STALL_MS;
 
   return {
@@ -64,12 +68,19 @@ export function createCsvStreams(deps: { logger: Logger; metrics?: Pick<Metrics,
         }
       } catch (error) {
         outcome = 'failed';
-        deps.logger.error({ err: error, report: csv.report, rows }, 'a streamed report broke off: its answer is cut short');
+        deps.logger.error(
+          { err: error, report: csv.report, rows },
+          'a streamed report broke off: its answer is cut short',
+        );
       }
       if (outcome !== 'completed') {
         // Half a report must not look like a whole one (a stalled client's connection is already let go).
         paced.destroy();
-        if (outcome !== 'failed') deps.logger.info({ report: csv.report, rows, outcome }, 'a streamed report stopped: the client went away or stopped reading');
+        if (outcome !== 'failed')
+          deps.logger.info(
+            { report: csv.report, rows, outcome },
+            'a streamed report stopped: the client went away or stopped reading',
+          );
       }
       deps.metrics?.reportStreamEnded(csv.report, outcome);
       return { outcome, rows };

@@ -84,13 +84,20 @@ async function runCheck(check: ReadinessCheck, onDown?: (error: Error) => void):
     // The text goes to the API's log instead.
     const timedOut = (error as Error).message === CHECK_TIMED_OUT;
     onDown?.(error as Error);
-    return { status: 'down', latencyMs: Math.round(performance.now() - started), error: timedOut ? `no answer within ${CHECK_TIMEOUT_MS} ms` : 'the check failed (its error is in the API log)' };
+    return {
+      status: 'down',
+      latencyMs: Math.round(performance.now() - started),
+      error: timedOut ? `no answer within ${CHECK_TIMEOUT_MS} ms` : 'the check failed (its error is in the API log)',
+    };
   } finally {
     clearTimeout(timer);
   }
 }
 
-export function healthRouter(checks: ReadinessChecks, options: { maxAgeMs?: number; now?: () => number; onDown?: (dependency: string, error: Error) => void } = {}): Router {
+export function healthRouter(
+  checks: ReadinessChecks,
+  options: { maxAgeMs?: number; now?: () => number; onDown?: (dependency: string, error: Error) => void } = {},
+): Router {
   const maxAgeMs = options.maxAgeMs ?? READINESS_MAX_AGE_MS;
   const now = options.now ?? Date.now;
   let latest: { at: number; result: Promise<Readiness> } | undefined;

@@ -2,7 +2,7 @@
 // of every request: a walletflow_http_request_duration_seconds sample labelled by route template
 // (never the raw path, which carries ids) and one access log line.
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Router} from 'express';
+import type { Router } from 'express';
 import { type Request, type RequestHandler } from 'express';
 import { currentLogContext, withLogContext } from '../../lib/log-context.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -29,14 +29,21 @@ export function observeRequests(deps: { metrics: Metrics; logger: Logger }): Req
     const started = performance.now();
     // 'finish' fires from the socket, outside the request's log context: carry it over.
     const context = currentLogContext() ?? {};
-    res.once('finish', () => withLogContext(context, () => {
-      const route = routeTemplateOf(req);
-      const durationMs = performance.now() - started;
-      deps.metrics.httpRequest({ method: req.method, route, status: res.statusCode, seconds: durationMs / 1000 });
-      const line = { method: req.method, route, status: res.statusCode, durationMs: Math.round(durationMs * 10) / 10 };
-      if (quietRoutes.has(route)) deps.logger.debug(line, 'request');
-      else deps.logger.info(line, 'request');
-    }));
+    res.once('finish', () =>
+      withLogContext(context, () => {
+        const route = routeTemplateOf(req);
+        const durationMs = performance.now() - started;
+        deps.metrics.httpRequest({ method: req.method, route, status: res.statusCode, seconds: durationMs / 1000 });
+        const line = {
+          method: req.method,
+          route,
+          status: res.statusCode,
+          durationMs: Math.round(durationMs * 10) / 10,
+        };
+        if (quietRoutes.has(route)) deps.logger.debug(line, 'request');
+        else deps.logger.info(line, 'request');
+      }),
+    );
     next();
   };
 }
@@ -48,7 +55,9 @@ const metricsRoute = defineRoute({
   tag: 'health',
   summary: 'Prometheus metrics (text exposition format 0.0.4)',
   access: 'public',
-  responses: { '200': { description: 'the API process’s metrics', content: { 'text/plain': { jsonSchema: textSchema } } } },
+  responses: {
+    '200': { description: 'the API process’s metrics', content: { 'text/plain': { jsonSchema: textSchema } } },
+  },
 });
 
 /** GET /metrics, as the document lists it. */
@@ -61,10 +70,13 @@ export const metricsRoutes: readonly AnyRouteSpec[] = [metricsRoute];
  */
 export function metricsRouter(metrics: Metrics, options: { token?: string | undefined } = {}): Router {
   const router = strictRouter();
-  const expected = options.token === undefined ? undefined : createHash('sha256').update(`Bearer ${options.token}`).digest();
+  const expected =
+    options.token === undefined ? undefined : createHash('sha256').update(`Bearer ${options.token}`).digest();
   routesOn(router)(metricsRoute, async (req, res) => {
     if (expected) {
-      const presented = createHash('sha256').update(req.get('authorization') ?? '').digest();
+      const presented = createHash('sha256')
+        .update(req.get('authorization') ?? '')
+        .digest();
       if (!timingSafeEqual(presented, expected)) {
         res.setHeader('WWW-Authenticate', 'Bearer realm="walletflow-metrics"');
         res.status(401).type('text/plain').send('metrics need Authorization: Bearer <METRICS_TOKEN>\n');
@@ -72,7 +84,11 @@ export function metricsRouter(metrics: Metrics, options: { token?: string | unde
       }
     }
     const text = await metrics.registry.metrics();
-    res.status(200).setHeader('Content-Type', metrics.registry.contentType).setHeader('Cache-Control', 'no-store').send(text);
+    res
+      .status(200)
+      .setHeader('Content-Type', metrics.registry.contentType)
+      .setHeader('Cache-Control', 'no-store')
+      .send(text);
   });
   return router;
 }

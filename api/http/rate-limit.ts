@@ -33,8 +33,13 @@ function ipv6Groups(address: string): number[] | null {
   const parse = (part: string) => (part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
   const headGroups = parse(head);
   const tailGroups = tail === undefined ? [] : parse(tail);
-  const groups = tail === undefined ? headGroups : [...headGroups, ...Array<number>(8 - headGroups.length - tailGroups.length).fill(0), ...tailGroups];
-  return groups.length === 8 && groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff) ? groups : null;
+  const groups =
+    tail === undefined
+      ? headGroups
+      : [...headGroups, ...Array<number>(8 - headGroups.length - tailGroups.length).fill(0), ...tailGroups];
+  return groups.length === 8 && groups.every((group) => Number.isInteger(group) && group >= 0 && group <= 0xffff)
+    ? groups
+    : null;
 }
 
 /**
@@ -50,7 +55,10 @@ export function rateKeyOf(address: string | undefined): string {
     const [high = 0, low = 0] = groups.slice(6);
     return `${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
   }
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
 }
 
 interface Window {
@@ -104,7 +112,10 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
         // When the count falls under the limit again: the previous window's weight fades linearly,
         // and the current window's count leaves with the window.
         const excess = weighted + 1 - options.limit;
-        const fadeMs = entry.previous > 0 && excess <= entry.previous * overlap ? (excess / entry.previous) * windowMs : entry.start + windowMs - at;
+        const fadeMs =
+          entry.previous > 0 && excess <= entry.previous * overlap
+            ? (excess / entry.previous) * windowMs
+            : entry.start + windowMs - at;
         return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(fadeMs / 1000)) };
       }
       entry.current += 1;
@@ -130,4 +141,6 @@ export function limitRequests(
 }
 
 /** The 429 page of the pages limited per address (the landing page's, the standalone login's), as routes declare it. */
-export const rateLimitedPageAnswer = htmlAnswer('too many requests from this address (PUBLIC_RATE_LIMIT_PER_MINUTE)', { 'Retry-After': retryAfterHeader });
+export const rateLimitedPageAnswer = htmlAnswer('too many requests from this address (PUBLIC_RATE_LIMIT_PER_MINUTE)', {
+  'Retry-After': retryAfterHeader,
+});

@@ -14,7 +14,10 @@ export type PathParams<Path extends string> = { [Name in PathParameterName<Path>
 /** `/ops/fundings/{fundingId}` as Express writes it: `/ops/fundings/:fundingId`. */
 export const expressPath = (path: string): string => path.replace(/\{([A-Za-z_][A-Za-z0-9_]*)\}/g, ':$1');
 
-export type AddRoute = <Path extends string>(spec: RouteSpec<Path>, ...handlers: Array<RequestHandler<PathParams<Path>>>) => void;
+export type AddRoute = <Path extends string>(
+  spec: RouteSpec<Path>,
+  ...handlers: Array<RequestHandler<PathParams<Path>>>
+) => void;
 
 /** The checks a route's access puts before its handlers: an ops key's or a console person's scope. */
 function scopeChecksOf(access: RouteSpec['access']): RequestHandler[] {
@@ -36,13 +39,23 @@ export const strictRouter = (): Router => Router({ caseSensitive: true, strict: 
  * outside the mount path fails at start-up. A route with an ops scope runs `requireScope` first;
  * `afterChecks` gives what an area runs next for each of its routes, from its declaration.
  */
-export function routesOn(router: Router, mountPath = '', afterChecks: (spec: AnyRouteSpec) => RequestHandler[] = () => []): AddRoute {
+export function routesOn(
+  router: Router,
+  mountPath = '',
+  afterChecks: (spec: AnyRouteSpec) => RequestHandler[] = () => [],
+): AddRoute {
   return (spec, ...handlers) => {
     const atMount = mountPath !== '' && spec.path === mountPath;
-    if (!atMount && !spec.path.startsWith(`${mountPath}/`)) throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
+    if (!atMount && !spec.path.startsWith(`${mountPath}/`))
+      throw new Error(`route ${spec.operationId}: ${spec.path} is not under ${mountPath}/`);
     const register = router[spec.method].bind(router) as (path: string, ...handlers: RequestHandler[]) => Router;
     const checks: RequestHandler[] = scopeChecksOf(spec.access);
     // Express fills exactly the parameters the path names, which PathParams derives from the same path.
-    register(atMount ? '/' : expressPath(spec.path.slice(mountPath.length)), ...checks, ...afterChecks(spec), ...(handlers as unknown as RequestHandler[]));
+    register(
+      atMount ? '/' : expressPath(spec.path.slice(mountPath.length)),
+      ...checks,
+      ...afterChecks(spec),
+      ...(handlers as unknown as RequestHandler[]),
+    );
   };
 }

@@ -58,7 +58,9 @@ export type RouteAccess =
   | { readonly consoleScope: OpsScope | null };
 
 /** The `{name}` parameters of a path template. */
-export type PathParameterName<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}` ? Name | PathParameterName<Rest> : never;
+export type PathParameterName<Path extends string> = Path extends `${string}{${infer Name}}${infer Rest}`
+  ? Name | PathParameterName<Rest>
+  : never;
 
 interface RouteFields {
   readonly method: HttpMethod;
@@ -99,7 +101,10 @@ type PathParameters<Path extends string> = [PathParameterName<Path>] extends [ne
   : { readonly params: Readonly<Record<PathParameterName<Path>, ParameterSpec>> };
 
 /** Any route, whatever its path (lists of routes, the document's builder). */
-export type AnyRouteSpec = RouteFields & { readonly path: string; readonly params?: Readonly<Record<string, ParameterSpec>> };
+export type AnyRouteSpec = RouteFields & {
+  readonly path: string;
+  readonly params?: Readonly<Record<string, ParameterSpec>>;
+};
 
 /** Declares a route; its path's parameters are checked against `params` as it is written. */
 export const defineRoute = <Path extends string>(spec: RouteSpec<Path>): RouteSpec<Path> => spec;
@@ -114,7 +119,11 @@ export const retryAfterHeader = header('seconds to wait before retrying', { type
 const withHeaders = (headers: Record<string, HeaderSpec> | undefined) => (headers ? { headers } : {});
 
 /** A JSON answer of a named schema. */
-export const jsonAnswer = (schema: NamedSchema, description: string, headers?: Record<string, HeaderSpec>): AnswerSpec => ({
+export const jsonAnswer = (
+  schema: NamedSchema,
+  description: string,
+  headers?: Record<string, HeaderSpec>,
+): AnswerSpec => ({
   description,
   ...withHeaders(headers),
   content: { 'application/json': schema },
@@ -123,7 +132,11 @@ export const jsonAnswer = (schema: NamedSchema, description: string, headers?: R
 export const problemComponent = named('Problem', problemSchema);
 
 /** A problem document (api/http/problem.ts); `codes` are the values of its `code` member for this status. */
-export const problemAnswer = (description: string, codes: readonly string[], headers?: Record<string, HeaderSpec>): AnswerSpec => ({
+export const problemAnswer = (
+  description: string,
+  codes: readonly string[],
+  headers?: Record<string, HeaderSpec>,
+): AnswerSpec => ({
   description: `${description} (\`code\`: ${codes.map((code) => `\`${code}\``).join(', ')})`,
   ...withHeaders(headers),
   content: { 'application/problem+json': problemComponent },
@@ -136,4 +149,7 @@ export const htmlAnswer = (description: string, headers?: Record<string, HeaderS
   content: { 'text/html': { jsonSchema: textSchema } },
 });
 
-export const redirectAnswer = (description: string): AnswerSpec => ({ description, headers: { Location: header('where to go next') } });
+export const redirectAnswer = (description: string): AnswerSpec => ({
+  description,
+  headers: { Location: header('where to go next') },
+});

@@ -41,7 +41,9 @@ export const accountQuerySchema = z.object({ currency: z.enum(['PHP', 'USD', 'EU
 
 export const entriesQuerySchema = z
   .object({
-    account: accountNameSchema.optional().meta({ description: 'an account name (`TREASURY`, `USER:{partnerUserId}`, …); absent: every account' }),
+    account: accountNameSchema
+      .optional()
+      .meta({ description: 'an account name (`TREASURY`, `USER:{partnerUserId}`, …); absent: every account' }),
     limit: z.coerce.number().int().min(1).max(200).default(50),
     cursor: z.string().max(64).refine(isEntriesCursor, 'cursor must be the nextCursor of a previous page').optional(),
   })
@@ -51,7 +53,8 @@ const adjustmentComponent = named('Adjustment', adjustmentViewSchema);
 const accountParameter = {
   account: {
     schema: accountPathSchema,
-    description: '`TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id',
+    description:
+      '`TREASURY` (or another system account: `IN_FLIGHT`, `WALLET_CLEARING`, `MERCHANT_REVENUE`, `CAPITAL`), else a partner user id',
   },
 };
 
@@ -81,7 +84,11 @@ const routes = {
     access: { opsScope: 'accounts' },
     params: accountParameter,
     headers: idempotencyKeyHeader,
-    body: { mediaType: 'application/json', schema: named('CreateAdjustment', createAdjustmentSchema), description: 'a signed amount: negative debits the account' },
+    body: {
+      mediaType: 'application/json',
+      schema: named('CreateAdjustment', createAdjustmentSchema),
+      description: 'a signed amount: negative debits the account',
+    },
     responses: {
       '200': jsonAnswer(adjustmentComponent, 'a repeated key with the same body: the same adjustment'),
       '201': jsonAnswer(adjustmentComponent, 'the adjustment, posted'),
@@ -91,7 +98,10 @@ const routes = {
         'VALIDATION_ERROR',
         ...malformedBodyCodes,
       ]),
-      '422': problemAnswer('the key was used with another body, a debit below available, or an amount not in PHP (nothing stored)', ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS', 'CURRENCY_NOT_ACCEPTED']),
+      '422': problemAnswer(
+        'the key was used with another body, a debit below available, or an amount not in PHP (nothing stored)',
+        ['IDEMPOTENCY_KEY_REUSED', 'INSUFFICIENT_FUNDS', 'CURRENCY_NOT_ACCEPTED'],
+      ),
     },
   }),
   listLedgerEntries: defineRoute({
@@ -120,23 +130,42 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
     const segment = accountPathSchema.safeParse(req.params.account);
     const query = accountQuerySchema.safeParse(req.query);
     if (!segment.success || !query.success) {
-      sendProblem(res, { status: 400, code: 'INVALID_ACCOUNT', title: 'Bad Request', detail: 'account must be TREASURY, another system account, or a partner user id' });
+      sendProblem(res, {
+        status: 400,
+        code: 'INVALID_ACCOUNT',
+        title: 'Bad Request',
+        detail: 'account must be TREASURY, another system account, or a partner user id',
+      });
       return;
     }
-    const { floor: _floor, ...view } = await deps.ledger.account(deps.database, accountOfPathSegment(segment.data), query.data.currency);
+    const { floor: _floor, ...view } = await deps.ledger.account(
+      deps.database,
+      accountOfPathSegment(segment.data),
+      query.data.currency,
+    );
     res.json(view);
   });
 
   add(routes.adjustAccount, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
-      sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      sendProblem(res, {
+        status: 400,
+        code: 'IDEMPOTENCY_KEY_INVALID',
+        title: 'Bad Request',
+        detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key',
+      });
       return;
     }
     const segment = accountPathSchema.safeParse(req.params.account);
     const account = segment.success ? accountOfPathSegment(segment.data) : null;
     if (!account || !isAdjustableAccount(account)) {
-      sendProblem(res, { status: 400, code: 'INVALID_ACCOUNT', title: 'Bad Request', detail: 'only a partner user’s account or TREASURY can be adjusted' });
+      sendProblem(res, {
+        status: 400,
+        code: 'INVALID_ACCOUNT',
+        title: 'Bad Request',
+        detail: 'only a partner user’s account or TREASURY can be adjusted',
+      });
       return;
     }
     const parsed = createAdjustmentSchema.safeParse(req.body);
@@ -144,23 +173,48 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.adjust({ idempotencyKey: key.data, account, body: parsed.data, actor: resolvedByOf(req, res) });
+    const result = await deps.adjust({
+      idempotencyKey: key.data,
+      account,
+      body: parsed.data,
+      actor: resolvedByOf(req, res),
+    });
     switch (result.kind) {
       case 'created':
       case 'existing':
         res.status(result.kind === 'created' ? 201 : 200).json(result.adjustment);
         return;
       case 'invalid-account':
-        sendProblem(res, { status: 400, code: 'INVALID_ACCOUNT', title: 'Bad Request', detail: 'only a partner user’s account or TREASURY can be adjusted' });
+        sendProblem(res, {
+          status: 400,
+          code: 'INVALID_ACCOUNT',
+          title: 'Bad Request',
+          detail: 'only a partner user’s account or TREASURY can be adjusted',
+        });
         return;
       case 'currency-refused':
-        sendProblem(res, { status: 422, code: CURRENCY_NOT_ACCEPTED, title: 'Unprocessable Content', detail: result.detail });
+        sendProblem(res, {
+          status: 422,
+          code: CURRENCY_NOT_ACCEPTED,
+          title: 'Unprocessable Content',
+          detail: result.detail,
+        });
         return;
       case 'key-reused':
-        sendProblem(res, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED', title: 'Unprocessable Content', detail: 'this Idempotency-Key was used with a different request body' });
+        sendProblem(res, {
+          status: 422,
+          code: 'IDEMPOTENCY_KEY_REUSED',
+          title: 'Unprocessable Content',
+          detail: 'this Idempotency-Key was used with a different request body',
+        });
         return;
       case 'insufficient-funds':
-        sendProblem(res, { status: 422, code: 'INSUFFICIENT_FUNDS', title: 'Unprocessable Content', detail: result.detail });
+        sendProblem(res, {
+          status: 422,
+          code: 'INSUFFICIENT_FUNDS',
+          title: 'Unprocessable Content',
+          detail: result.detail,
+        });
         return;
     }
   });
@@ -171,7 +225,13 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    res.json(await deps.ledger.entries(deps.database, { limit: query.data.limit, ...(query.data.account ? { account: query.data.account } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) }));
+    res.json(
+      await deps.ledger.entries(deps.database, {
+        limit: query.data.limit,
+        ...(query.data.account ? { account: query.data.account } : {}),
+        ...(query.data.cursor ? { cursor: query.data.cursor } : {}),
+      }),
+    );
   });
 
   return router;

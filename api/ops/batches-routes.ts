@@ -23,11 +23,24 @@ import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import type { CsvStreams } from '../http/csv-stream.ts';
 import { problemSchema, sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, textSchema, type AnswerSpec, type AnyRouteSpec } from '../http/route-spec.ts';
+import {
+  defineRoute,
+  jsonAnswer,
+  named,
+  problemAnswer,
+  textSchema,
+  type AnswerSpec,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyHasScope, opsKeyNameOf } from './ops-key.ts';
 import { refusalWords } from '../../lib/workflow-unavailable.ts';
-import { idempotencyKeyHeader, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
+import {
+  idempotencyKeyHeader,
+  malformedBodyCodes,
+  sendWorkflowUnavailable,
+  workflowUnavailableAnswer,
+} from './ops-answers.ts';
 
 export interface OpsBatchesDependencies {
   batches: BatchService;
@@ -50,16 +63,29 @@ export const batchCsvQuerySchema = z
   .strict()
   .superRefine((query, ctx) => {
     if (query.source === 'USER_BALANCE' && query.partnerUserId === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['partnerUserId'], message: 'partnerUserId is required with source=USER_BALANCE: whose balance pays the batch' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partnerUserId'],
+        message: 'partnerUserId is required with source=USER_BALANCE: whose balance pays the batch',
+      });
     }
     if (query.source === 'TREASURY' && query.partnerUserId !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['partnerUserId'], message: 'partnerUserId names a user\'s balance: not with source=TREASURY (leave it out, or say source=USER_BALANCE)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partnerUserId'],
+        message:
+          "partnerUserId names a user's balance: not with source=TREASURY (leave it out, or say source=USER_BALANCE)",
+      });
     }
   });
 
 /** The funding source a CSV form's query names (absent: the TREASURY, as for JSON). */
 export function csvQuerySource(query: z.infer<typeof batchCsvQuerySchema>): FundingSource | undefined {
-  return query.partnerUserId === undefined ? (query.source === 'TREASURY' ? { type: 'TREASURY' } : undefined) : { type: 'USER_BALANCE', partnerUserId: query.partnerUserId };
+  return query.partnerUserId === undefined
+    ? query.source === 'TREASURY'
+      ? { type: 'TREASURY' }
+      : undefined
+    : { type: 'USER_BALANCE', partnerUserId: query.partnerUserId };
 }
 
 export const batchListQuerySchema = z
@@ -81,12 +107,23 @@ export const batchItemsQuerySchema = z
 export const batchReportQuerySchema = z.object({ format: z.literal('csv').default('csv') }).strict();
 
 export const batchPageSchema = z.object({ items: z.array(batchViewSchema), nextCursor: z.string().nullable() });
-export const batchItemsPageSchema = z.object({ items: z.array(batchItemViewSchema), nextCursor: z.string().nullable() });
+export const batchItemsPageSchema = z.object({
+  items: z.array(batchItemViewSchema),
+  nextCursor: z.string().nullable(),
+});
 
 /** A 422: BATCH_INVALID lists every bad row (at most 1000) and counts them; the other codes are plain problems. */
 export const batchInvalidSchema = problemSchema.omit({ errors: true }).extend({
   errors: z
-    .array(z.object({ row: z.number().int(), reference: z.string().nullable(), field: z.string(), code: z.string(), message: z.string() }))
+    .array(
+      z.object({
+        row: z.number().int(),
+        reference: z.string().nullable(),
+        field: z.string(),
+        code: z.string(),
+        message: z.string(),
+      }),
+    )
     .optional(),
   errorCount: z.number().int().optional(),
 });
@@ -96,7 +133,12 @@ const batchIdParameter = { batchId: { schema: batchIdSchema, description: 'the b
 const noSuchBatch = problemAnswer('no such batch', ['BATCH_NOT_FOUND']);
 const wrongState = problemAnswer('the batch’s state does not allow this move', ['BATCH_STATE']);
 
-const moveRoute = (action: 'approve' | 'reject' | 'pause' | 'resume' | 'cancel', summary: string, scope: 'approve' | 'fund', extra: Record<`${number}`, AnswerSpec> = {}) =>
+const moveRoute = (
+  action: 'approve' | 'reject' | 'pause' | 'resume' | 'cancel',
+  summary: string,
+  scope: 'approve' | 'fund',
+  extra: Record<`${number}`, AnswerSpec> = {},
+) =>
   defineRoute({
     method: 'post',
     path: `/ops/funding-batches/{batchId}/${action}`,
@@ -105,7 +147,12 @@ const moveRoute = (action: 'approve' | 'reject' | 'pause' | 'resume' | 'cancel',
     summary,
     access: { opsScope: scope },
     params: batchIdParameter,
-    responses: { '200': jsonAnswer(batchComponent, 'the batch after the move'), '404': noSuchBatch, '409': wrongState, ...extra },
+    responses: {
+      '200': jsonAnswer(batchComponent, 'the batch after the move'),
+      '404': noSuchBatch,
+      '409': wrongState,
+      ...extra,
+    },
   });
 
 const routes = {
@@ -114,7 +161,8 @@ const routes = {
     path: '/ops/funding-batches',
     operationId: 'createFundingBatch',
     tag: 'batches',
-    summary: 'Fund many wallets from one request: a JSON body, or a CSV file (reference,recipient_type,recipient,amount) with ?name=',
+    summary:
+      'Fund many wallets from one request: a JSON body, or a CSV file (reference,recipient_type,recipient,amount) with ?name=',
     access: { opsScope: 'fund' },
     headers: idempotencyKeyHeader,
     query: {
@@ -122,27 +170,41 @@ const routes = {
       descriptions: {
         name: 'the CSV form’s batch name',
         source: 'the CSV form’s source: TREASURY (the default) or USER_BALANCE (with partnerUserId)',
-        partnerUserId: 'the CSV form’s USER_BALANCE source: this partner user’s balance (alone, it means source=USER_BALANCE; not with source=TREASURY)',
+        partnerUserId:
+          'the CSV form’s USER_BALANCE source: this partner user’s balance (alone, it means source=USER_BALANCE; not with source=TREASURY)',
       },
     },
     body: {
       mediaType: 'application/json',
       schema: named('CreateFundingBatch', createBatchFrameSchema),
-      description: '1 to 100,000 items: { reference, recipient, amount } each, every one checked before anything is stored',
+      description:
+        '1 to 100,000 items: { reference, recipient, amount } each, every one checked before anything is stored',
       alternatives: { 'text/csv': { jsonSchema: textSchema } },
     },
     responses: {
       '200': jsonAnswer(batchComponent, 'a repeated key with the same request: the same batch'),
-      '202': jsonAnswer(batchComponent, 'the batch, stored with its total held: RUNNING, or AWAITING_APPROVAL at or above BATCH_APPROVAL_THRESHOLD'),
-      '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
-      '413': problemAnswer('the body is larger than a batch of 100,000 items can be (32 MiB): refused as soon as it passes that, the rest not read', ['BODY_TOO_LARGE']),
-      '415': problemAnswer('neither application/json nor text/csv, or a Content-Encoding or charset other than identity and UTF-8', ['UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET']),
+      '202': jsonAnswer(
+        batchComponent,
+        'the batch, stored with its total held: RUNNING, or AWAITING_APPROVAL at or above BATCH_APPROVAL_THRESHOLD',
+      ),
+      '400': problemAnswer('a missing or malformed key or body; nothing stored', [
+        'IDEMPOTENCY_KEY_INVALID',
+        'VALIDATION_ERROR',
+        ...malformedBodyCodes,
+      ]),
+      '413': problemAnswer(
+        'the body is larger than a batch of 100,000 items can be (32 MiB): refused as soon as it passes that, the rest not read',
+        ['BODY_TOO_LARGE'],
+      ),
+      '415': problemAnswer(
+        'neither application/json nor text/csv, or a Content-Encoding or charset other than identity and UTF-8',
+        ['UNSUPPORTED_MEDIA_TYPE', 'UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET'],
+      ),
       '503': workflowUnavailableAnswer(
         'the batch is stored with its total held, RUNNING (its id is in the detail), but its runner has not started, no item has; the same request with the same key answers it and starts the runner (never a new key: that would be a second batch), and if none comes the sweep starts it at its next run. OVERLOADED is also the answer when the batch uploads being read and stored hold the memory set aside for uploads',
       ),
       '422': {
-        description:
-          `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
+        description: `BATCH_INVALID: what is wrong with which rows (row 1 is the first item; row 0 the request itself). A body that cannot be a batch is refused while it is read, nothing past the problem read: its 100,001st item, a CSV row with more fields than the header or a line over 1024 characters, JSON of a shape no batch has (a member other than name, source and items; items that are not an array; an item over 4 KiB, a name or source over 8 KiB, any string, number, key or run of spaces over 4 KiB; nesting deeper than 5). Or IDEMPOTENCY_KEY_REUSED, or ${fundingRefusalCodes.join(', ')} (the source does not cover the total, a limit refuses it). Nothing stored.`,
         content: { 'application/problem+json': named('BatchInvalid', batchInvalidSchema) },
       },
     },
@@ -154,8 +216,18 @@ const routes = {
     tag: 'batches',
     summary: 'Funding batches, newest first, a page at a time',
     access: { opsScope: 'read' },
-    query: { schema: batchListQuerySchema, descriptions: { state: 'only batches in this state', limit: 'batches per page (1 to 200, default 50)', cursor: 'the nextCursor of the previous page' } },
-    responses: { '200': jsonAnswer(named('FundingBatchPage', batchPageSchema), 'a page'), '400': problemAnswer('a bad filter, or a cursor that names no batch', ['VALIDATION_ERROR']) },
+    query: {
+      schema: batchListQuerySchema,
+      descriptions: {
+        state: 'only batches in this state',
+        limit: 'batches per page (1 to 200, default 50)',
+        cursor: 'the nextCursor of the previous page',
+      },
+    },
+    responses: {
+      '200': jsonAnswer(named('FundingBatchPage', batchPageSchema), 'a page'),
+      '400': problemAnswer('a bad filter, or a cursor that names no batch', ['VALIDATION_ERROR']),
+    },
   }),
   getFundingBatch: defineRoute({
     method: 'get',
@@ -175,28 +247,60 @@ const routes = {
     summary: 'A batch’s items in reference order, a page at a time',
     access: { opsScope: 'read' },
     params: batchIdParameter,
-    query: { schema: batchItemsQuerySchema, descriptions: { status: 'only items in this state (CANCELLED: cancelled before they started)', limit: 'items per page (1 to 1000, default 100)', cursor: 'the nextCursor of the previous page' } },
-    responses: { '200': jsonAnswer(named('FundingBatchItemPage', batchItemsPageSchema), 'a page'), '400': problemAnswer('a bad filter', ['VALIDATION_ERROR']), '404': noSuchBatch },
+    query: {
+      schema: batchItemsQuerySchema,
+      descriptions: {
+        status: 'only items in this state (CANCELLED: cancelled before they started)',
+        limit: 'items per page (1 to 1000, default 100)',
+        cursor: 'the nextCursor of the previous page',
+      },
+    },
+    responses: {
+      '200': jsonAnswer(named('FundingBatchItemPage', batchItemsPageSchema), 'a page'),
+      '400': problemAnswer('a bad filter', ['VALIDATION_ERROR']),
+      '404': noSuchBatch,
+    },
   }),
   getFundingBatchReport: defineRoute({
     method: 'get',
     path: '/ops/funding-batches/{batchId}/report',
     operationId: 'getFundingBatchReport',
     tag: 'batches',
-    summary: 'A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount), streamed at the client’s pace (a client that reads nothing for 2 minutes is cut off)',
+    summary:
+      'A batch’s report: one CSV row per item (reference, funding id, status, error code, currency, amount), streamed at the client’s pace (a client that reads nothing for 2 minutes is cut off)',
     access: { opsScope: 'read' },
     params: batchIdParameter,
     query: { schema: batchReportQuerySchema, descriptions: { format: 'csv (the only format)' } },
-    responses: { '200': { description: 'the report', content: { 'text/csv': { jsonSchema: textSchema } } }, '400': problemAnswer('a bad format', ['VALIDATION_ERROR']), '404': noSuchBatch },
+    responses: {
+      '200': { description: 'the report', content: { 'text/csv': { jsonSchema: textSchema } } },
+      '400': problemAnswer('a bad format', ['VALIDATION_ERROR']),
+      '404': noSuchBatch,
+    },
   }),
-  approveFundingBatch: moveRoute('approve', 'Approve a batch AWAITING_APPROVAL (a key other than its creator’s): it runs', 'approve', {
-    '200': jsonAnswer(batchComponent, 'approved: RUNNING (a runner Temporal cannot start just now is started by the sweep at its next run; the approval stands)'),
-    '403': problemAnswer('the creator’s own key cannot approve its batch', ['SAME_APPROVER']),
-  }),
-  rejectFundingBatch: moveRoute('reject', 'Reject a batch AWAITING_APPROVAL: no item starts, its holds are released', 'approve'),
+  approveFundingBatch: moveRoute(
+    'approve',
+    'Approve a batch AWAITING_APPROVAL (a key other than its creator’s): it runs',
+    'approve',
+    {
+      '200': jsonAnswer(
+        batchComponent,
+        'approved: RUNNING (a runner Temporal cannot start just now is started by the sweep at its next run; the approval stands)',
+      ),
+      '403': problemAnswer('the creator’s own key cannot approve its batch', ['SAME_APPROVER']),
+    },
+  ),
+  rejectFundingBatch: moveRoute(
+    'reject',
+    'Reject a batch AWAITING_APPROVAL: no item starts, its holds are released',
+    'approve',
+  ),
   pauseFundingBatch: moveRoute('pause', 'Pause a RUNNING batch: no new item starts; started items finish', 'fund'),
   resumeFundingBatch: moveRoute('resume', 'Resume a PAUSED batch', 'fund'),
-  cancelFundingBatch: moveRoute('cancel', 'Cancel a batch: items not yet started end CANCELLED and release their share; started items finish', 'fund'),
+  cancelFundingBatch: moveRoute(
+    'cancel',
+    'Cancel a batch: items not yet started end CANCELLED and release their share; started items finish',
+    'fund',
+  ),
 };
 
 export const batchesRoutes: readonly AnyRouteSpec[] = Object.values(routes);
@@ -223,11 +327,29 @@ function sendInvalid(res: Response, errors: BatchRowError[], errorCount: number)
  */
 function unreadableBody(req: Request): Parameters<typeof sendProblem>[1] | null {
   const length = Number(req.get('content-length') ?? 0);
-  if (length > BATCH_BODY_LIMIT) return { status: 413, code: 'BODY_TOO_LARGE', title: 'Content Too Large', detail: `the body must be at most ${BATCH_BODY_LIMIT} bytes (a batch of 100,000 items); nothing was stored` };
+  if (length > BATCH_BODY_LIMIT)
+    return {
+      status: 413,
+      code: 'BODY_TOO_LARGE',
+      title: 'Content Too Large',
+      detail: `the body must be at most ${BATCH_BODY_LIMIT} bytes (a batch of 100,000 items); nothing was stored`,
+    };
   const encoding = (req.get('content-encoding') ?? 'identity').trim().toLowerCase();
-  if (encoding !== 'identity') return { status: 415, code: 'UNSUPPORTED_CONTENT_ENCODING', title: 'Unsupported Media Type', detail: 'send the batch uncompressed (no Content-Encoding)' };
+  if (encoding !== 'identity')
+    return {
+      status: 415,
+      code: 'UNSUPPORTED_CONTENT_ENCODING',
+      title: 'Unsupported Media Type',
+      detail: 'send the batch uncompressed (no Content-Encoding)',
+    };
   const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.get('content-type') ?? '')?.[1]?.toLowerCase();
-  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') return { status: 415, code: 'UNSUPPORTED_CHARSET', title: 'Unsupported Media Type', detail: 'the body must be UTF-8' };
+  if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8')
+    return {
+      status: 415,
+      code: 'UNSUPPORTED_CHARSET',
+      title: 'Unsupported Media Type',
+      detail: 'the body must be UTF-8',
+    };
   return null;
 }
 
@@ -254,13 +376,28 @@ function sendMove(res: Response, result: MoveBatchResult, batchId: string): void
       res.json(result.batch);
       return;
     case 'not-found':
-      sendProblem(res, { status: 404, code: 'BATCH_NOT_FOUND', title: 'Not Found', detail: `no funding batch ${batchId}` });
+      sendProblem(res, {
+        status: 404,
+        code: 'BATCH_NOT_FOUND',
+        title: 'Not Found',
+        detail: `no funding batch ${batchId}`,
+      });
       return;
     case 'same-approver':
-      sendProblem(res, { status: 403, code: 'SAME_APPROVER', title: 'Forbidden', detail: 'a batch is approved by a key other than the one that created it' });
+      sendProblem(res, {
+        status: 403,
+        code: 'SAME_APPROVER',
+        title: 'Forbidden',
+        detail: 'a batch is approved by a key other than the one that created it',
+      });
       return;
     case 'wrong-state':
-      sendProblem(res, { status: 409, code: 'BATCH_STATE', title: 'Conflict', detail: `the batch is ${result.state}: this move is not allowed from there` });
+      sendProblem(res, {
+        status: 409,
+        code: 'BATCH_STATE',
+        title: 'Conflict',
+        detail: `the batch is ${result.state}: this move is not allowed from there`,
+      });
       return;
   }
 }
@@ -268,7 +405,13 @@ function sendMove(res: Response, result: MoveBatchResult, batchId: string): void
 export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
   const router = strictRouter();
   const add = routesOn(router, '/ops');
-  const notFound = (res: Response, id: unknown) => sendProblem(res, { status: 404, code: 'BATCH_NOT_FOUND', title: 'Not Found', detail: `no funding batch ${String(id)}` });
+  const notFound = (res: Response, id: unknown) =>
+    sendProblem(res, {
+      status: 404,
+      code: 'BATCH_NOT_FOUND',
+      title: 'Not Found',
+      detail: `no funding batch ${String(id)}`,
+    });
 
   add(routes.createFundingBatch, async (req, res) => {
     const refuse = (problem: Parameters<typeof sendProblem>[1]) => {
@@ -277,12 +420,22 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
     };
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
-      refuse({ status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      refuse({
+        status: 400,
+        code: 'IDEMPOTENCY_KEY_INVALID',
+        title: 'Bad Request',
+        detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key',
+      });
       return;
     }
     const csv = req.is('text/csv') === 'text/csv';
     if (!csv && !req.is('application/json')) {
-      refuse({ status: 415, code: 'UNSUPPORTED_MEDIA_TYPE', title: 'Unsupported Media Type', detail: 'send application/json or text/csv' });
+      refuse({
+        status: 415,
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        title: 'Unsupported Media Type',
+        detail: 'send application/json or text/csv',
+      });
       return;
     }
     const unreadable = unreadableBody(req);
@@ -304,7 +457,9 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       request = { kind: 'json', body: req };
     }
     // As for one funding: a user's balance pays that user's own wallets, unless the key may pay it to others (admin).
-    const result = await deps.batches.create(key.data, request, opsKeyNameOf(res.locals), { mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin') });
+    const result = await deps.batches.create(key.data, request, opsKeyNameOf(res.locals), {
+      mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin'),
+    });
     switch (result.kind) {
       case 'created':
         res.status(202).json(result.batch);
@@ -328,23 +483,43 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
         discardRest(req);
         return;
       case 'key-reused':
-        sendProblem(res, { status: 422, code: 'IDEMPOTENCY_KEY_REUSED', title: 'Unprocessable Content', detail: 'this Idempotency-Key was used with a different batch' });
+        sendProblem(res, {
+          status: 422,
+          code: 'IDEMPOTENCY_KEY_REUSED',
+          title: 'Unprocessable Content',
+          detail: 'this Idempotency-Key was used with a different batch',
+        });
         return;
       case 'refused':
         sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });
         return;
       case 'too-large':
-        refuse({ status: 413, code: 'BODY_TOO_LARGE', title: 'Content Too Large', detail: `the body must be at most ${result.maxBytes} bytes (a batch of 100,000 items); nothing was stored` });
+        refuse({
+          status: 413,
+          code: 'BODY_TOO_LARGE',
+          title: 'Content Too Large',
+          detail: `the body must be at most ${result.maxBytes} bytes (a batch of 100,000 items); nothing was stored`,
+        });
         return;
       case 'malformed':
         refuse({ status: 400, code: 'MALFORMED_JSON', title: 'Bad Request', detail: result.message });
         return;
       case 'aborted':
-        refuse({ status: 400, code: 'REQUEST_ABORTED', title: 'Bad Request', detail: 'the body was not sent completely; nothing was stored' });
+        refuse({
+          status: 400,
+          code: 'REQUEST_ABORTED',
+          title: 'Bad Request',
+          detail: 'the body was not sent completely; nothing was stored',
+        });
         return;
       case 'overloaded':
         res.setHeader('Retry-After', String(result.retryAfterSeconds));
-        refuse({ status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: `${result.detail}; send the same request (same Idempotency-Key) again after Retry-After` });
+        refuse({
+          status: 503,
+          code: 'OVERLOADED',
+          title: 'Service Unavailable',
+          detail: `${result.detail}; send the same request (same Idempotency-Key) again after Retry-After`,
+        });
         return;
     }
   });
@@ -355,9 +530,18 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    const page = await deps.batches.list({ limit: query.data.limit, ...(query.data.state ? { state: query.data.state } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) });
+    const page = await deps.batches.list({
+      limit: query.data.limit,
+      ...(query.data.state ? { state: query.data.state } : {}),
+      ...(query.data.cursor ? { cursor: query.data.cursor } : {}),
+    });
     if (!page) {
-      sendProblem(res, { status: 400, code: 'VALIDATION_ERROR', title: 'Bad Request', detail: 'cursor: names no batch (use the nextCursor of the previous page)' });
+      sendProblem(res, {
+        status: 400,
+        code: 'VALIDATION_ERROR',
+        title: 'Bad Request',
+        detail: 'cursor: names no batch (use the nextCursor of the previous page)',
+      });
       return;
     }
     res.json(page);
@@ -378,7 +562,11 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    const page = await deps.batches.items(id.data, { limit: query.data.limit, ...(query.data.status ? { status: query.data.status } : {}), ...(query.data.cursor ? { cursor: query.data.cursor } : {}) });
+    const page = await deps.batches.items(id.data, {
+      limit: query.data.limit,
+      ...(query.data.status ? { status: query.data.status } : {}),
+      ...(query.data.cursor ? { cursor: query.data.cursor } : {}),
+    });
     if (!page) return notFound(res, id.data);
     res.json(page);
   });
@@ -395,17 +583,32 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
     await deps.csvStreams.send(res, batchReport(deps.batches, id.data));
   });
 
-  const move = (action: (batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {
-    const id = batchIdSchema.safeParse(req.params.batchId);
-    if (!id.success) return notFound(res, req.params.batchId);
-    sendMove(res, await action(id.data, opsKeyNameOf(res.locals)), id.data);
-  };
-  add(routes.approveFundingBatch, move((id, actor) => deps.batches.approve(id, actor)));
-  add(routes.rejectFundingBatch, move((id, actor) => deps.batches.reject(id, actor)));
-  add(routes.pauseFundingBatch, move((id, actor) => deps.batches.pause(id, actor)));
-  add(routes.resumeFundingBatch, move((id) => deps.batches.resume(id)));
-  add(routes.cancelFundingBatch, move((id, actor) => deps.batches.cancel(id, actor)));
+  const move =
+    (action: (batchId: string, actor: string) => Promise<MoveBatchResult>) => async (req: Request, res: Response) => {
+      const id = batchIdSchema.safeParse(req.params.batchId);
+      if (!id.success) return notFound(res, req.params.batchId);
+      sendMove(res, await action(id.data, opsKeyNameOf(res.locals)), id.data);
+    };
+  add(
+    routes.approveFundingBatch,
+    move((id, actor) => deps.batches.approve(id, actor)),
+  );
+  add(
+    routes.rejectFundingBatch,
+    move((id, actor) => deps.batches.reject(id, actor)),
+  );
+  add(
+    routes.pauseFundingBatch,
+    move((id, actor) => deps.batches.pause(id, actor)),
+  );
+  add(
+    routes.resumeFundingBatch,
+    move((id) => deps.batches.resume(id)),
+  );
+  add(
+    routes.cancelFundingBatch,
+    move((id, actor) => deps.batches.cancel(id, actor)),
+  );
 
   return router;
 }
-

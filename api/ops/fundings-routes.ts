@@ -6,7 +6,13 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { fundingRefusalCodes } from '../../domain/ledger.ts';
-import { createFundingSchema, fundingSchema, fundingStatuses, idempotencyKeySchema, resolveFundingSchema } from '../../domain/funding.ts';
+import {
+  createFundingSchema,
+  fundingSchema,
+  fundingStatuses,
+  idempotencyKeySchema,
+  resolveFundingSchema,
+} from '../../domain/funding.ts';
 import type { FundingService } from '../../fundings/funding-service.ts';
 import { listQuerySchema } from '../../lib/list-page.ts';
 import { pageSchema } from '../../lib/page-cursor.ts';
@@ -18,7 +24,14 @@ import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
 import { refusalWords } from '../../lib/workflow-unavailable.ts';
-import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
+import {
+  badListQueryAnswer,
+  idempotencyKeyHeader,
+  listFilterDescriptions,
+  malformedBodyCodes,
+  sendWorkflowUnavailable,
+  workflowUnavailableAnswer,
+} from './ops-answers.ts';
 
 export interface OpsFundingsDependencies {
   fundings: FundingService;
@@ -34,7 +47,9 @@ export const fundingPageSchema = pageSchema(fundingSchema);
 export const fundingIdSchema = z.uuid();
 
 const fundingComponent = named('Funding', fundingSchema);
-const fundingIdParameter = { fundingId: { schema: fundingIdSchema, description: 'the funding’s id (not a UUID: 404)' } };
+const fundingIdParameter = {
+  fundingId: { schema: fundingIdSchema, description: 'the funding’s id (not a UUID: 404)' },
+};
 const noSuchFunding = problemAnswer('no such funding', ['FUNDING_NOT_FOUND']);
 
 const routes = {
@@ -50,7 +65,11 @@ const routes = {
     responses: {
       '200': jsonAnswer(fundingComponent, 'a repeated key with the same body: the same funding'),
       '202': jsonAnswer(fundingComponent, 'a new key: the funding, started'),
-      '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
+      '400': problemAnswer('a missing or malformed key or body; nothing stored', [
+        'IDEMPOTENCY_KEY_INVALID',
+        'VALIDATION_ERROR',
+        ...malformedBodyCodes,
+      ]),
       '422': problemAnswer(
         'the key was used with another body, `recipient.linkId` names no link, the source’s available does not cover the amount, or a limit refuses it (its detail names the limit and what is left); nothing stored, no workflow',
         ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', ...fundingRefusalCodes],
@@ -103,7 +122,9 @@ const routes = {
       'Resolve a funding parked in NEEDS_REVIEW (contract section 11), after checking with the wallet operator: APPROVED posts it, FAILED means nothing was executed',
     access: { opsScope: 'resolve' },
     params: fundingIdParameter,
-    headers: actorHeader('who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed'),
+    headers: actorHeader(
+      'who resolves (recorded with the key’s identity in `review.resolution.by`); ignored when malformed',
+    ),
     body: {
       mediaType: 'application/json',
       schema: named('ResolveFunding', resolveFundingSchema),
@@ -114,7 +135,9 @@ const routes = {
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchFunding,
       '409': problemAnswer('the funding is not in NEEDS_REVIEW', ['FUNDING_NOT_IN_REVIEW']),
-      '503': workflowUnavailableAnswer('the funding is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the funding first)'),
+      '503': workflowUnavailableAnswer(
+        'the funding is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the funding first)',
+      ),
     },
   }),
 };
@@ -129,7 +152,12 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
   add(routes.createFunding, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
-      sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      sendProblem(res, {
+        status: 400,
+        code: 'IDEMPOTENCY_KEY_INVALID',
+        title: 'Bad Request',
+        detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key',
+      });
       return;
     }
     const parsed = createFundingSchema.safeParse(req.body);
@@ -137,7 +165,9 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals), { mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin') });
+    const result = await deps.fundings.start(key.data, parsed.data, opsKeyNameOf(res.locals), {
+      mayPayOthersBalance: opsKeyHasScope(res.locals, 'admin'),
+    });
     switch (result.kind) {
       case 'created':
         res.status(202).json(result.funding);
@@ -165,7 +195,12 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
         });
         return;
       case 'link-not-found':
-        sendProblem(res, { status: 422, code: 'LINK_NOT_FOUND', title: 'Unprocessable Content', detail: 'recipient.linkId names no link' });
+        sendProblem(res, {
+          status: 422,
+          code: 'LINK_NOT_FOUND',
+          title: 'Unprocessable Content',
+          detail: 'recipient.linkId names no link',
+        });
         return;
       case 'refused':
         // Nothing stored, no workflow: not enough available on the source, or a limit (which, and what is left).
@@ -186,7 +221,12 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
     const view = id.success ? await deps.fundings.view(id.data) : null;
     if (!view) {
-      sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${req.params.fundingId}` });
+      sendProblem(res, {
+        status: 404,
+        code: 'FUNDING_NOT_FOUND',
+        title: 'Not Found',
+        detail: `no funding ${req.params.fundingId}`,
+      });
       return;
     }
     res.json(view);
@@ -203,13 +243,20 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
 
   add(routes.cancelFunding, async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
-    const result = id.success ? await deps.fundings.cancel(id.data, opsKeyNameOf(res.locals)) : ({ kind: 'not-found' } as const);
+    const result = id.success
+      ? await deps.fundings.cancel(id.data, opsKeyNameOf(res.locals))
+      : ({ kind: 'not-found' } as const);
     switch (result.kind) {
       case 'cancelled':
         res.json(result.funding);
         return;
       case 'not-found':
-        sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${req.params.fundingId}` });
+        sendProblem(res, {
+          status: 404,
+          code: 'FUNDING_NOT_FOUND',
+          title: 'Not Found',
+          detail: `no funding ${req.params.fundingId}`,
+        });
         return;
       case 'not-cancellable':
         sendProblem(res, {
@@ -225,7 +272,12 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
   add(routes.resolveFunding, async (req, res) => {
     const id = fundingIdSchema.safeParse(req.params.fundingId);
     if (!id.success) {
-      sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${req.params.fundingId}` });
+      sendProblem(res, {
+        status: 404,
+        code: 'FUNDING_NOT_FOUND',
+        title: 'Not Found',
+        detail: `no funding ${req.params.fundingId}`,
+      });
       return;
     }
     const parsed = resolveFundingSchema.safeParse(req.body);
@@ -239,7 +291,12 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
         res.json(result.funding);
         return;
       case 'not-found':
-        sendProblem(res, { status: 404, code: 'FUNDING_NOT_FOUND', title: 'Not Found', detail: `no funding ${id.data}` });
+        sendProblem(res, {
+          status: 404,
+          code: 'FUNDING_NOT_FOUND',
+          title: 'Not Found',
+          detail: `no funding ${id.data}`,
+        });
         return;
       case 'not-in-review':
         sendProblem(res, {

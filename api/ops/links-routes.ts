@@ -40,16 +40,27 @@ export interface OpsLinksDependencies {
 /** GET /ops/links: find a user's links by exactly one of partnerUserId or profileId. */
 export const linkSearchQuerySchema = z
   .object({
-    partnerUserId: z.string().regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters').optional(),
-    profileId: z.string().regex(/^[\x21-\x7e]{1,64}$/, 'profileId must be 1 to 64 printable characters').optional(),
+    partnerUserId: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,128}$/, 'partnerUserId must be 1 to 128 printable characters')
+      .optional(),
+    profileId: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,64}$/, 'profileId must be 1 to 64 printable characters')
+      .optional(),
   })
   .strict()
-  .refine((query) => (query.partnerUserId === undefined) !== (query.profileId === undefined), 'give exactly one of partnerUserId or profileId');
+  .refine(
+    (query) => (query.partnerUserId === undefined) !== (query.profileId === undefined),
+    'give exactly one of partnerUserId or profileId',
+  );
 
 export const linkListSchema = z.object({ items: z.array(linkSchema) });
 
 const linkComponent = named('Link', linkSchema);
-const linkIdParameter = { linkId: { schema: linkIdSchema, description: 'the link’s id (not a UUID: 400 `INVALID_LINK_ID`)' } };
+const linkIdParameter = {
+  linkId: { schema: linkIdSchema, description: 'the link’s id (not a UUID: 400 `INVALID_LINK_ID`)' },
+};
 const notALinkId = problemAnswer('not a link id', ['INVALID_LINK_ID']);
 const noSuchLink = problemAnswer('no such link', ['LINK_NOT_FOUND']);
 
@@ -59,7 +70,8 @@ const routes = {
     path: '/ops/links/login-urls',
     operationId: 'createLoginUrl',
     tag: 'links',
-    summary: 'A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded)',
+    summary:
+      'A login URL for a partner user: single use, valid 10 minutes (scope accounts; the key’s name is recorded)',
     access: { opsScope: 'accounts' },
     body: {
       mediaType: 'application/json',
@@ -116,7 +128,10 @@ const routes = {
       '200': jsonAnswer(named('LinkProfile', linkProfileSchema), 'the profile (`Cache-Control: no-store`)'),
       '400': notALinkId,
       '404': problemAnswer('no such link, or it has no tokens', ['LINK_NOT_FOUND']),
-      '409': problemAnswer('the link was unlinked, or the user must log in again', ['LINK_UNLINKED', 'REAUTH_REQUIRED']),
+      '409': problemAnswer('the link was unlinked, or the user must log in again', [
+        'LINK_UNLINKED',
+        'REAUTH_REQUIRED',
+      ]),
       '501': problemAnswer('profile reads are not configured', ['NOT_CONFIGURED']),
       '502': problemAnswer('the wallet service did not give the profile', ['WALLET_UNAVAILABLE']),
       // In place of the 503 every ops route may give (ops-answers.ts): this route has one more reason.
@@ -141,12 +156,17 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    const { token, expiresAt } = await mintLoginGrant(deps.database, { ...parsed.data, actor: opsKeyNameOf(res.locals) });
+    const { token, expiresAt } = await mintLoginGrant(deps.database, {
+      ...parsed.data,
+      actor: opsKeyNameOf(res.locals),
+    });
     const base = deps.publicUrl ?? `${req.protocol}://${req.get('host') ?? 'localhost'}`;
     const url = new URL('/connect/start', base);
     url.searchParams.set('login', token);
     res.setHeader('Cache-Control', 'no-store');
-    res.status(201).json({ url: url.toString(), expiresAt: expiresAt.toISOString() } satisfies z.infer<typeof loginUrlSchema>);
+    res
+      .status(201)
+      .json({ url: url.toString(), expiresAt: expiresAt.toISOString() } satisfies z.infer<typeof loginUrlSchema>);
   });
 
   add(routes.findLinks, async (req, res) => {
@@ -155,7 +175,14 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    res.json({ items: await findLinks(deps.database, query.data.partnerUserId !== undefined ? { partnerUserId: query.data.partnerUserId } : { profileId: query.data.profileId! }) });
+    res.json({
+      items: await findLinks(
+        deps.database,
+        query.data.partnerUserId !== undefined
+          ? { partnerUserId: query.data.partnerUserId }
+          : { profileId: query.data.profileId! },
+      ),
+    });
   });
 
   add(routes.getLink, async (req, res) => {
@@ -182,7 +209,12 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
     }
     const profiles = deps.profiles;
     if (!profiles) {
-      sendProblem(res, { status: 501, code: 'NOT_CONFIGURED', title: 'Not Implemented', detail: 'profile reads are not configured' });
+      sendProblem(res, {
+        status: 501,
+        code: 'NOT_CONFIGURED',
+        title: 'Not Implemented',
+        detail: 'profile reads are not configured',
+      });
       return;
     }
     const link = await deps.database.link.findUnique({ where: { id: linkId.data }, select: { status: true } });
@@ -195,10 +227,16 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
         status: 409,
         code: 'REAUTH_REQUIRED',
         title: 'Conflict',
-        detail: 'the wallet no longer accepts this link’s tokens: the user must log in again (or reopen the app from the wallet)',
+        detail:
+          'the wallet no longer accepts this link’s tokens: the user must log in again (or reopen the app from the wallet)',
       });
     if (link.status === 'UNLINKED') {
-      sendProblem(res, { status: 409, code: 'LINK_UNLINKED', title: 'Conflict', detail: `link ${linkId.data} was unlinked` });
+      sendProblem(res, {
+        status: 409,
+        code: 'LINK_UNLINKED',
+        title: 'Conflict',
+        detail: `link ${linkId.data} was unlinked`,
+      });
       return;
     }
     if (link.status === 'REAUTH_REQUIRED') {
@@ -215,15 +253,29 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
         fetchedAt: new Date(fetchedAt).toISOString(),
         requestReferenceNo: profile.requestReferenceNo,
         scopes: Object.keys(byScope) as LinkProfileView['scopes'],
-        documentUrlsExpireAt: byScope.identity_document ? new Date(fetchedAt + DOCUMENT_URL_LIFETIME_MS).toISOString() : null,
+        documentUrlsExpireAt: byScope.identity_document
+          ? new Date(fetchedAt + DOCUMENT_URL_LIFETIME_MS).toISOString()
+          : null,
         profile: byScope,
       };
       res.json(body);
     } catch (error) {
       if (error instanceof VaultError) {
         if (error.code === 'REAUTH_REQUIRED') reauth();
-        else if (error.code === 'LINK_UNLINKED') sendProblem(res, { status: 409, code: 'LINK_UNLINKED', title: 'Conflict', detail: `link ${linkId.data} was unlinked` });
-        else sendProblem(res, { status: 404, code: 'LINK_NOT_FOUND', title: 'Not Found', detail: `link ${linkId.data} has no tokens` });
+        else if (error.code === 'LINK_UNLINKED')
+          sendProblem(res, {
+            status: 409,
+            code: 'LINK_UNLINKED',
+            title: 'Conflict',
+            detail: `link ${linkId.data} was unlinked`,
+          });
+        else
+          sendProblem(res, {
+            status: 404,
+            code: 'LINK_NOT_FOUND',
+            title: 'Not Found',
+            detail: `link ${linkId.data} has no tokens`,
+          });
         return;
       }
       if (isWalletError(error) && error.httpStatus === 401) {
@@ -233,7 +285,12 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
       if (error instanceof TokenRefreshBusy) {
         // A load refusal (invariant 11): the API's refresh line was full and nothing was sent.
         res.setHeader('Retry-After', String(Math.ceil(error.retryAfterMs / 1000)));
-        sendProblem(res, { status: 503, code: 'OVERLOADED', title: 'Service Unavailable', detail: 'too many token refreshes at once: nothing was sent to the wallet; ask again after Retry-After' });
+        sendProblem(res, {
+          status: 503,
+          code: 'OVERLOADED',
+          title: 'Service Unavailable',
+          detail: 'too many token refreshes at once: nothing was sent to the wallet; ask again after Retry-After',
+        });
         return;
       }
       if (error instanceof TokenRefreshError) {

@@ -6,7 +6,12 @@ import { sendProblem } from '../http/problem.ts';
 
 export function sendListPage<Item>(res: Response, page: ListPage<Item>): void {
   if (page.kind === 'invalid-cursor') {
-    sendProblem(res, { status: 400, code: 'INVALID_CURSOR', title: 'Bad Request', detail: 'cursor is not one this API returned' });
+    sendProblem(res, {
+      status: 400,
+      code: 'INVALID_CURSOR',
+      title: 'Bad Request',
+      detail: 'cursor is not one this API returned',
+    });
     return;
   }
   const body: { items: Item[]; nextCursor: string | null } = { items: page.items, nextCursor: page.nextCursor };

@@ -12,9 +12,15 @@ import { header, problemAnswer, retryAfterHeader, type AnswerSpec, type Paramete
 
 /** What every ops route may answer besides its own outcomes. */
 export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
-  '401': problemAnswer('no or a wrong ops API key', ['UNAUTHORIZED'], { 'WWW-Authenticate': header('`Bearer realm="walletflow-ops"`') }),
-  '403': problemAnswer('the ops API key lacks the scope this route needs (OPS_API_KEYS `name:scopes:key`)', ['SCOPE_REQUIRED']),
-  '429': problemAnswer('too many requests with a wrong key from this address', ['TOO_MANY_FAILED_ATTEMPTS'], { 'Retry-After': retryAfterHeader }),
+  '401': problemAnswer('no or a wrong ops API key', ['UNAUTHORIZED'], {
+    'WWW-Authenticate': header('`Bearer realm="walletflow-ops"`'),
+  }),
+  '403': problemAnswer('the ops API key lacks the scope this route needs (OPS_API_KEYS `name:scopes:key`)', [
+    'SCOPE_REQUIRED',
+  ]),
+  '429': problemAnswer('too many requests with a wrong key from this address', ['TOO_MANY_FAILED_ATTEMPTS'], {
+    'Retry-After': retryAfterHeader,
+  }),
   '500': problemAnswer('an unexpected failure (logged)', ['INTERNAL']),
   '503': problemAnswer(
     'too many requests at once (docs/running-at-scale.md): nothing was stored; send the same request, with the same Idempotency-Key, again after Retry-After',
@@ -35,7 +41,10 @@ export function workflowUnavailableAnswer(whatIsLeft: string): AnswerSpec {
   );
 }
 
-/** Sends 503 WORKFLOW_UNAVAILABLE with Retry-After; `detail`: what is true of this request (what it stored, what to send again). */
+/**
+ * Sends 503 WORKFLOW_UNAVAILABLE with Retry-After; `detail`: what is true of this request (what it stored, what to send
+ * again).
+ */
 export function sendWorkflowUnavailable(res: Response, refusal: WorkflowRefusal, detail: string): void {
   res.setHeader('Retry-After', String(refusal.retryAfterSeconds));
   sendProblem(res, { status: 503, code: WORKFLOW_UNAVAILABLE, title: 'Service Unavailable', detail });
@@ -44,7 +53,10 @@ export function sendWorkflowUnavailable(res: Response, refusal: WorkflowRefusal,
 /** What a route with a JSON body may answer when the framework cannot read the body (nothing stored). */
 export const unreadableJsonBodyAnswers: Record<`${number}`, AnswerSpec> = {
   '413': problemAnswer('the body is larger than 16 KiB', ['BODY_TOO_LARGE']),
-  '415': problemAnswer('a Content-Encoding or charset that is not supported (the body must be UTF-8 JSON)', ['UNSUPPORTED_CONTENT_ENCODING', 'UNSUPPORTED_CHARSET']),
+  '415': problemAnswer('a Content-Encoding or charset that is not supported (the body must be UTF-8 JSON)', [
+    'UNSUPPORTED_CONTENT_ENCODING',
+    'UNSUPPORTED_CHARSET',
+  ]),
 };
 
 /** The codes of a 400 for a body the framework could not read as JSON. */
@@ -70,4 +82,7 @@ export const listFilterDescriptions: Record<string, string> = {
 };
 
 /** A 400 of a list route. */
-export const badListQueryAnswer = problemAnswer('a bad filter, or a cursor this API did not give', ['VALIDATION_ERROR', 'INVALID_CURSOR']);
+export const badListQueryAnswer = problemAnswer('a bad filter, or a cursor this API did not give', [
+  'VALIDATION_ERROR',
+  'INVALID_CURSOR',
+]);

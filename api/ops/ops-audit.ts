@@ -38,7 +38,16 @@ export function auditOpsWrites(log: OpsActionLog, channel: 'api' | 'console' = '
       recorded = true;
       const requestId = typeof res.locals.requestId === 'string' ? res.locals.requestId : null;
       const status = res.writableFinished || res.headersSent ? res.statusCode : 0;
-      log.record({ keyName: actorOf(res.locals)?.name ?? null, actor, method: req.method, path, status, requestId, channel, client: rateKeyOf(req.ip) });
+      log.record({
+        keyName: actorOf(res.locals)?.name ?? null,
+        actor,
+        method: req.method,
+        path,
+        status,
+        requestId,
+        channel,
+        client: rateKeyOf(req.ip),
+      });
     };
     res.once('finish', record);
     res.once('close', record);

@@ -20,7 +20,12 @@ export function opsAuth(options: OpsAuthOptions): RequestHandler {
     const checked = await guard.check(req.ip, match?.[1]);
     if (checked.kind === 'limited') {
       res.setHeader('Retry-After', String(Math.ceil(checked.waitMs / 1000)));
-      sendProblem(res, { status: 429, code: 'TOO_MANY_FAILED_ATTEMPTS', title: 'Too Many Requests', detail: 'too many requests with a wrong ops API key; wait and retry' });
+      sendProblem(res, {
+        status: 429,
+        code: 'TOO_MANY_FAILED_ATTEMPTS',
+        title: 'Too Many Requests',
+        detail: 'too many requests with a wrong ops API key; wait and retry',
+      });
       return;
     }
     if (checked.kind === 'wrong') {

@@ -37,7 +37,8 @@ const digest = (value: string) => createHash('sha256').update(value, 'utf8').dig
 export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
   // Comparing fixed-length digests keeps the comparison constant-time whatever the lengths.
   const keys = parseOpsKeys(options.keys).map((key) => ({ key, digest: digest(key.key) }));
-  const fingerprintOf = (key: OpsKey) => createHmac('sha256', options.fingerprintKey).update(`console-session-key\0${key.key}`, 'utf8').digest('hex');
+  const fingerprintOf = (key: OpsKey) =>
+    createHmac('sha256', options.fingerprintKey).update(`console-session-key\0${key.key}`, 'utf8').digest('hex');
   const byFingerprint = new Map(keys.map(({ key }) => [fingerprintOf(key), key]));
 
   return {
@@ -47,7 +48,8 @@ export function createOpsKeyGuard(options: OpsKeyGuardOptions): OpsKeyGuard {
       if (presented !== undefined) {
         const presentedDigest = digest(presented);
         // Every key is compared, so the time taken does not say which one matched.
-        for (const candidate of keys) if (timingSafeEqual(presentedDigest, candidate.digest) && !accepted) accepted = candidate.key;
+        for (const candidate of keys)
+          if (timingSafeEqual(presentedDigest, candidate.digest) && !accepted) accepted = candidate.key;
       }
       if (accepted) return { kind: 'accepted', key: accepted };
       if (presented === undefined) {

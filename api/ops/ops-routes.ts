@@ -9,4 +9,12 @@ import { paymentsRoutes } from './payments-routes.ts';
 import { settlementRoutes } from './settlement-routes.ts';
 import { webhooksRoutes } from './webhooks-routes.ts';
 
-export const opsRoutes: readonly AnyRouteSpec[] = [...fundingsRoutes, ...batchesRoutes, ...paymentsRoutes, ...linksRoutes, ...accountsRoutes, ...settlementRoutes, ...webhooksRoutes];
+export const opsRoutes: readonly AnyRouteSpec[] = [
+  ...fundingsRoutes,
+  ...batchesRoutes,
+  ...paymentsRoutes,
+  ...linksRoutes,
+  ...accountsRoutes,
+  ...settlementRoutes,
+  ...webhooksRoutes,
+];

@@ -17,7 +17,14 @@ import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { actorHeader, resolvedByOf } from './ops-actor.ts';
 import { refusalWords } from '../../lib/workflow-unavailable.ts';
-import { badListQueryAnswer, idempotencyKeyHeader, listFilterDescriptions, malformedBodyCodes, sendWorkflowUnavailable, workflowUnavailableAnswer } from './ops-answers.ts';
+import {
+  badListQueryAnswer,
+  idempotencyKeyHeader,
+  listFilterDescriptions,
+  malformedBodyCodes,
+  sendWorkflowUnavailable,
+  workflowUnavailableAnswer,
+} from './ops-answers.ts';
 
 export interface OpsPaymentsDependencies {
   payments: PaymentService;
@@ -42,7 +49,12 @@ export const paymentIdSchema = z.string().regex(/^[A-Za-z0-9-]{1,100}$/, 'not a 
 export const resolveBodySchema = resolvePaymentSchema;
 
 const paymentComponent = named('Payment', paymentSchema);
-const paymentIdParameter = { paymentId: { schema: paymentIdSchema, description: 'walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`)' } };
+const paymentIdParameter = {
+  paymentId: {
+    schema: paymentIdSchema,
+    description: 'walletflow’s id of the payment (`id`), or the wallet’s payment id (`walletPaymentId`)',
+  },
+};
 const noSuchPayment = problemAnswer('no such payment', ['PAYMENT_NOT_FOUND']);
 
 const routes = {
@@ -61,8 +73,16 @@ const routes = {
         paymentComponent,
         'a new key: the payment, started; the answer waits (up to 3 s) for the wallet’s create, so `paymentId` is the wallet’s id unless that create is slow (then null; `id` always works)',
       ),
-      '400': problemAnswer('a missing or malformed key or body; nothing stored', ['IDEMPOTENCY_KEY_INVALID', 'VALIDATION_ERROR', ...malformedBodyCodes]),
-      '422': problemAnswer('the key was used with another body, `linkId` names no link, or the amount is not in PHP', ['IDEMPOTENCY_KEY_REUSED', 'LINK_NOT_FOUND', 'CURRENCY_NOT_ACCEPTED']),
+      '400': problemAnswer('a missing or malformed key or body; nothing stored', [
+        'IDEMPOTENCY_KEY_INVALID',
+        'VALIDATION_ERROR',
+        ...malformedBodyCodes,
+      ]),
+      '422': problemAnswer('the key was used with another body, `linkId` names no link, or the amount is not in PHP', [
+        'IDEMPOTENCY_KEY_REUSED',
+        'LINK_NOT_FOUND',
+        'CURRENCY_NOT_ACCEPTED',
+      ]),
       '503': workflowUnavailableAnswer(
         'the payment is stored (its id is in the detail) but its workflow has not started, nothing was sent to the wallet; the same request with the same key answers it and starts it (never a new key: that would be a second payment), and if none comes the sweep starts it once it is RECONCILE_AFTER_SECONDS old',
       ),
@@ -96,7 +116,9 @@ const routes = {
     summary: 'Resolve a payment parked in NEEDS_REVIEW, after checking with the wallet operator',
     access: { opsScope: 'resolve' },
     params: paymentIdParameter,
-    headers: actorHeader('who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed'),
+    headers: actorHeader(
+      'who resolves (recorded with the key’s fingerprint in `review.resolution.by`); ignored when malformed',
+    ),
     body: {
       mediaType: 'application/json',
       schema: named('ResolvePayment', resolveBodySchema),
@@ -107,7 +129,9 @@ const routes = {
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchPayment,
       '409': problemAnswer('the payment is not in NEEDS_REVIEW', ['PAYMENT_NOT_IN_REVIEW']),
-      '503': workflowUnavailableAnswer('the payment is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the payment first)'),
+      '503': workflowUnavailableAnswer(
+        'the payment is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the payment first)',
+      ),
     },
   }),
 };
@@ -124,7 +148,12 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
   add(routes.createPayment, async (req, res) => {
     const key = idempotencyKeySchema.safeParse(req.get('idempotency-key'));
     if (!key.success) {
-      sendProblem(res, { status: 400, code: 'IDEMPOTENCY_KEY_INVALID', title: 'Bad Request', detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key' });
+      sendProblem(res, {
+        status: 400,
+        code: 'IDEMPOTENCY_KEY_INVALID',
+        title: 'Bad Request',
+        detail: key.error.issues[0]?.message ?? 'bad Idempotency-Key',
+      });
       return;
     }
     const parsed = createPaymentSchema.safeParse(req.body);
@@ -136,7 +165,8 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
     switch (result.kind) {
       case 'created':
       case 'existing': {
-        const payment = (await deps.payments.viewOnceCreated(result.payment.id, deps.walletIdWaitMs ?? 3000)) ?? result.payment;
+        const payment =
+          (await deps.payments.viewOnceCreated(result.payment.id, deps.walletIdWaitMs ?? 3000)) ?? result.payment;
         res.status(result.kind === 'created' ? 202 : 200).json(payment);
         return;
       }
@@ -160,7 +190,12 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
         });
         return;
       case 'link-not-found':
-        sendProblem(res, { status: 422, code: 'LINK_NOT_FOUND', title: 'Unprocessable Content', detail: 'linkId names no link' });
+        sendProblem(res, {
+          status: 422,
+          code: 'LINK_NOT_FOUND',
+          title: 'Unprocessable Content',
+          detail: 'linkId names no link',
+        });
         return;
       case 'refused':
         sendProblem(res, { status: 422, code: result.code, title: 'Unprocessable Content', detail: result.detail });

@@ -9,7 +9,15 @@ import { settlementDateSchema, settlementProgressSchema, settlementSchema } from
 import type { CsvStreams } from '../http/csv-stream.ts';
 import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, retryAfterHeader, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
+import {
+  defineRoute,
+  jsonAnswer,
+  named,
+  problemAnswer,
+  retryAfterHeader,
+  textSchema,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
 import { workflowUnavailableAnswer } from './ops-answers.ts';
@@ -28,7 +36,13 @@ export const SETTLEMENT_PAGE_LIMIT = 1000;
 export const settlementQuerySchema = z
   .object({
     format: z.enum(['json', 'csv']).default('json'),
-    limit: z.coerce.number().int().min(1).max(SETTLEMENT_PAGE_LIMIT).optional().meta({ description: 'items per page of the JSON report (1 to 1000, default 1000)' }),
+    limit: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(SETTLEMENT_PAGE_LIMIT)
+      .optional()
+      .meta({ description: 'items per page of the JSON report (1 to 1000, default 1000)' }),
     cursor: z
       .string()
       .max(200)
@@ -37,14 +51,22 @@ export const settlementQuerySchema = z
       .meta({ description: 'the `nextCursor` of the page before: every page of a report is the same run’s' }),
   })
   .strict()
-  .refine((query) => query.format === 'json' || (query.limit === undefined && query.cursor === undefined), 'limit and cursor page the JSON report; the CSV comes whole');
+  .refine(
+    (query) => query.format === 'json' || (query.limit === undefined && query.cursor === undefined),
+    'limit and cursor page the JSON report; the CSV comes whole',
+  );
 
 const progressComponent = named('SettlementProgress', settlementProgressSchema);
 const dateParameter = { date: { schema: settlementDateSchema, description: 'the day, YYYY-MM-DD, in SETTLEMENT_TZ' } };
-const running = (description: string) => jsonAnswer(progressComponent, description, { 'Retry-After': retryAfterHeader });
-const notStarted = problemAnswer('the day has not begun in SETTLEMENT_TZ: nothing to settle yet', ['SETTLEMENT_DAY_NOT_STARTED']);
+const running = (description: string) =>
+  jsonAnswer(progressComponent, description, { 'Retry-After': retryAfterHeader });
+const notStarted = problemAnswer('the day has not begun in SETTLEMENT_TZ: nothing to settle yet', [
+  'SETTLEMENT_DAY_NOT_STARTED',
+]);
 const notConfigured = problemAnswer('settlement is not configured', ['NOT_CONFIGURED']);
-const runNotStarted = workflowUnavailableAnswer('the day’s run is recorded but its workflow has not started, nothing checked; the next GET of the day starts it');
+const runNotStarted = workflowUnavailableAnswer(
+  'the day’s run is recorded but its workflow has not started, nothing checked; the next GET of the day starts it',
+);
 
 // Reading the settlement, and asking for it again, are `read`: a run reads the wallet and the books, it moves nothing.
 const routes = {
@@ -53,7 +75,8 @@ const routes = {
     path: '/ops/settlements/{date}',
     operationId: 'getSettlement',
     tag: 'ledger',
-    summary: 'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
+    summary:
+      'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
     description:
       'The day is settled by a run (a workflow) that the first GET of the day starts; while it runs, a GET waits up to 5 s, then answers 202 with its progress and `Retry-After` (for `?format=csv` too). Once it has finished, its stored report is served: the JSON a page of `items` at a time (`limit`, `cursor` from `nextCursor`), the CSV whole, streamed. A POST to `…/runs` starts a fresh run; the report before it is served until it has finished. Today’s report is the day so far (`complete: false`).',
     access: { opsScope: 'read' },
@@ -61,10 +84,13 @@ const routes = {
     query: { schema: settlementQuerySchema },
     responses: {
       '200': {
-        description: 'the stored report: its counts, a page of its lines and the next page’s cursor; `?format=csv` gives every line as CSV, then the totals',
+        description:
+          'the stored report: its counts, a page of its lines and the next page’s cursor; `?format=csv` gives every line as CSV, then the totals',
         content: { 'application/json': named('Settlement', settlementSchema), 'text/csv': { jsonSchema: textSchema } },
       },
-      '202': running('the day’s run is under way (this request started it, or it was running): what it has checked of how many; ask again after Retry-After'),
+      '202': running(
+        'the day’s run is under way (this request started it, or it was running): what it has checked of how many; ask again after Retry-After',
+      ),
       '400': problemAnswer('not a date, or a bad format, limit or cursor', ['INVALID_DATE', 'VALIDATION_ERROR']),
       '422': notStarted,
       '501': notConfigured,
@@ -82,7 +108,9 @@ const routes = {
     responses: {
       '202': running('the fresh run, started'),
       '400': problemAnswer('not a date', ['INVALID_DATE']),
-      '409': problemAnswer('a run of the day is under way: one at a time', ['SETTLEMENT_RUNNING'], { 'Retry-After': retryAfterHeader }),
+      '409': problemAnswer('a run of the day is under way: one at a time', ['SETTLEMENT_RUNNING'], {
+        'Retry-After': retryAfterHeader,
+      }),
       '422': notStarted,
       '501': notConfigured,
       '503': runNotStarted,
@@ -94,9 +122,19 @@ const routes = {
 export const settlementRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
 const invalidDate = (res: Response) =>
-  sendProblem(res, { status: 400, code: 'INVALID_DATE', title: 'Bad Request', detail: 'the date must be a day, YYYY-MM-DD, between 1970-01-01 and 9998-12-31' });
+  sendProblem(res, {
+    status: 400,
+    code: 'INVALID_DATE',
+    title: 'Bad Request',
+    detail: 'the date must be a day, YYYY-MM-DD, between 1970-01-01 and 9998-12-31',
+  });
 const dayNotStarted = (res: Response, date: string, timeZone: string) =>
-  sendProblem(res, { status: 422, code: 'SETTLEMENT_DAY_NOT_STARTED', title: 'Unprocessable Content', detail: `${date} has not begun in ${timeZone}: nothing to settle yet` });
+  sendProblem(res, {
+    status: 422,
+    code: 'SETTLEMENT_DAY_NOT_STARTED',
+    title: 'Unprocessable Content',
+    detail: `${date} has not begun in ${timeZone}: nothing to settle yet`,
+  });
 
 /** Aborted when the client goes away, so a waiting request stops reading the run's row. */
 function clientGone(req: Request): AbortSignal {
@@ -111,7 +149,12 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
 
   const configured = (res: Response): SettlementService | null => {
     if (deps.settlements) return deps.settlements;
-    sendProblem(res, { status: 501, code: 'NOT_CONFIGURED', title: 'Not Implemented', detail: 'settlement is not configured' });
+    sendProblem(res, {
+      status: 501,
+      code: 'NOT_CONFIGURED',
+      title: 'Not Implemented',
+      detail: 'settlement is not configured',
+    });
     return null;
   };
 
@@ -126,11 +169,20 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
     if (cursor) {
       // A later page: the run the first page came from, whatever ran since.
       const run = await settlements.finishedRun(date.data, cursor.runId);
-      if (!run) return sendProblem(res, { status: 400, code: 'VALIDATION_ERROR', title: 'Bad Request', detail: 'cursor: not a page of this day’s report' });
+      if (!run)
+        return sendProblem(res, {
+          status: 400,
+          code: 'VALIDATION_ERROR',
+          title: 'Bad Request',
+          detail: 'cursor: not a page of this day’s report',
+        });
       res.json(await settlements.page(run, cursor.after, query.data.limit ?? SETTLEMENT_PAGE_LIMIT));
       return;
     }
-    const answer = await settlements.settle(date.data, { requestedBy: resolvedByOf(req, res), signal: clientGone(req) });
+    const answer = await settlements.settle(date.data, {
+      requestedBy: resolvedByOf(req, res),
+      signal: clientGone(req),
+    });
     switch (answer.kind) {
       case 'not-started':
         return dayNotStarted(res, date.data, settlements.timeZone);
@@ -140,7 +192,10 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
         return;
       case 'report':
         if (query.data.format === 'csv') {
-          res.status(200).type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
+          res
+            .status(200)
+            .type('text/csv; charset=utf-8')
+            .setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
           await deps.csvStreams.send(res, settlements.csv(answer.run));
           return;
         }

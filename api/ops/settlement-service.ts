@@ -11,7 +11,12 @@
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { z } from 'zod';
 import type { Settlement, SettlementProgress } from '../../domain/ledger.ts';
-import { settlementCsvHeader, settlementCsvRow, settlementCsvTotals, settlementDayOf } from '../../ledger/settlement.ts';
+import {
+  settlementCsvHeader,
+  settlementCsvRow,
+  settlementCsvTotals,
+  settlementDayOf,
+} from '../../ledger/settlement.ts';
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -21,7 +26,10 @@ import { startSettleDay } from '../../workflows/settle-day.contract.ts';
 export interface SettlementOptions {
   /** Wallet retrieves a run makes at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
   maxInFlight: number;
-  /** The run's page size, items per activity and activities per workflow run (tests make them small); absent: the workflow's defaults. */
+  /**
+   * The run's page size, items per activity and activities per workflow run (tests make them small); absent: the
+   * workflow's defaults.
+   */
   pageSize?: number;
   itemsPerActivity?: number;
   activitiesPerRun?: number;
@@ -38,11 +46,15 @@ export interface SettlementServiceDependencies {
   now?: () => Date;
 }
 
-/** What a GET is answered with: the stored report of this run, its progress, or nothing for a day that has not begun. */
-export type SettlementAnswer = { kind: 'report'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
+/**
+ * What a GET is answered with: the stored report of this run, its progress, or nothing for a day that has not begun.
+ */
+export type SettlementAnswer =
+  { kind: 'report'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
 
 /** What a POST …/runs is answered with. */
-export type FreshRunAnswer = { kind: 'started'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
+export type FreshRunAnswer =
+  { kind: 'started'; run: SettlementRun } | { kind: 'running'; run: SettlementRun } | { kind: 'not-started' };
 
 /** How long a GET waits for a run before it answers 202. */
 export const SETTLEMENT_WAIT_MS = 5000;
@@ -92,7 +104,10 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     } catch (error) {
       const refusal = workflowRefusalOf(error);
       if (refusal) {
-        logger.warn({ runId: run.id, date: run.date, reason: refusal.reason }, 'settlement run: Temporal refused its workflow’s start; the next request of the day starts it');
+        logger.warn(
+          { runId: run.id, date: run.date, reason: refusal.reason },
+          'settlement run: Temporal refused its workflow’s start; the next request of the day starts it',
+        );
         throw new WorkflowUnavailableError(
           refusal,
           `the settlement run of ${run.date} is recorded, but its workflow could not be started (${refusalWords[refusal.reason]}): nothing has been checked yet. Ask for the day again (GET /ops/settlements/${run.date}) after Retry-After: that starts this run.`,
@@ -101,14 +116,20 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
       const current = await runs.find(run.id);
       if (current?.state !== 'RUNNING') return current;
-      logger.warn({ runId: run.id, date: run.date }, 'settlement run: its workflow closed without finishing it; the run is given up and the day runs again');
+      logger.warn(
+        { runId: run.id, date: run.date },
+        'settlement run: its workflow closed without finishing it; the run is given up and the day runs again',
+      );
       await runs.fail(run.id, 'WORKFLOW_CLOSED');
       return null;
     }
   }
 
   /** A run of the day started, or the one RUNNING; its workflow running either way. */
-  async function startRun(date: string, requestedBy: string): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+  async function startRun(
+    date: string,
+    requestedBy: string,
+  ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < today(), requestedBy });
       const running = await ensureWorkflow(started.run);
@@ -129,7 +150,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   }
 
   /** A report that answers for the day: one that covers the whole of it, or, for today, the day so far. */
-  const serves = (run: SettlementRun | null, date: string): run is SettlementRun => run !== null && (run.wholeDay || date >= today());
+  const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
+    run !== null && (run.wholeDay || date >= today());
 
   return {
     timeZone: deps.timeZone,
@@ -139,14 +161,18 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
      * (the first GET of a day starts the run; a GET while a fresh run goes is answered with the
      * report before it).
      */
-    async settle(date: string, input: { requestedBy: string; waitMs?: number; signal?: AbortSignal }): Promise<SettlementAnswer> {
+    async settle(
+      date: string,
+      input: { requestedBy: string; waitMs?: number; signal?: AbortSignal },
+    ): Promise<SettlementAnswer> {
       if (date > today()) return { kind: 'not-started' };
       const { running, finished } = await runs.latest(date);
       if (serves(finished, date)) {
         // A fresh run under way: its workflow is started if it is not; the report is served either way.
-        if (running) await ensureWorkflow(running).catch((error: unknown) => {
-          if (!(error instanceof WorkflowUnavailableError)) throw error;
-        });
+        if (running)
+          await ensureWorkflow(running).catch((error: unknown) => {
+            if (!(error instanceof WorkflowUnavailableError)) throw error;
+          });
         return { kind: 'report', run: finished };
       }
       let run = running ? await ensureWorkflow(running) : null;
@@ -185,7 +211,14 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
 
     /** The 202 body of a run under way. */
     progress(run: SettlementRun): SettlementProgress {
-      return { date: run.date, state: 'RUNNING', checked: run.checked, total: run.total, runId: run.id, startedAt: run.createdAt.toISOString() };
+      return {
+        date: run.date,
+        state: 'RUNNING',
+        checked: run.checked,
+        total: run.total,
+        runId: run.id,
+        startedAt: run.createdAt.toISOString(),
+      };
     },
 
     /** When to ask again: about when the run will be done at its pace so far, within 1 to 10 s. */
@@ -214,7 +247,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     },
 
     /** The stored report as CSV lines: the header, one line per item read a page at a time, the totals. */
-    /** The finished run's report as CSV rows, read a page at a time as the client takes them (api/http/csv-stream.ts). */
+    /**
+     * The finished run's report as CSV rows, read a page at a time as the client takes them (api/http/csv-stream.ts).
+     */
     csv(run: SettlementRun): CsvReport {
       async function* rows(): AsyncGenerator<CsvValue[]> {
         for await (const item of runs.lines(run.id)) yield settlementCsvRow(item);
@@ -225,6 +260,11 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   };
 }
 
-const emptyCounts = () => ({ matched: 0, missing: 0, mismatched: 0, total: { count: 0, amount: { currency: 'PHP', value: '0.00' } } });
+const emptyCounts = () => ({
+  matched: 0,
+  missing: 0,
+  mismatched: 0,
+  total: { count: 0, amount: { currency: 'PHP', value: '0.00' } },
+});
 
 export type SettlementService = ReturnType<typeof createSettlementService>;

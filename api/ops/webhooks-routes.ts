@@ -16,7 +16,14 @@ import { pageSchema } from '../../lib/page-cursor.ts';
 import type { WebhookStore } from '../../webhooks/webhook-store.ts';
 import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec, type NamedSchema } from '../http/route-spec.ts';
+import {
+  defineRoute,
+  jsonAnswer,
+  named,
+  problemAnswer,
+  type AnyRouteSpec,
+  type NamedSchema,
+} from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { opsKeyNameOf } from './ops-key.ts';
@@ -35,7 +42,9 @@ export const webhookEndpointIdSchema = z.uuid();
 export const webhookDeliveryIdSchema = z.uuid();
 
 /** GET /ops/webhooks/deliveries: the list filters and paging, and the endpoint. */
-export const webhookDeliveryListQuerySchema = listQuerySchema(webhookDeliveryStatuses).extend({ endpointId: z.uuid().optional() });
+export const webhookDeliveryListQuerySchema = listQuerySchema(webhookDeliveryStatuses).extend({
+  endpointId: z.uuid().optional(),
+});
 
 /** A page of GET /ops/webhooks/deliveries. */
 export const webhookDeliveryPageSchema = pageSchema(webhookDeliverySchema);
@@ -60,7 +69,10 @@ const routes = {
       description: 'the URL (http or https) and the events it receives',
     },
     responses: {
-      '201': jsonAnswer(named('WebhookEndpointCreated', webhookEndpointCreatedSchema), 'the endpoint and its secret (`whsec_…`): shown this once, stored encrypted'),
+      '201': jsonAnswer(
+        named('WebhookEndpointCreated', webhookEndpointCreatedSchema),
+        'the endpoint and its secret (`whsec_…`): shown this once, stored encrypted',
+      ),
       '400': problemAnswer('a malformed body; nothing stored', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '422': problemAnswer(
         'in production: not an https URL, or one inside walletflow’s own network (loopback, private, link-local, a single-label host); nothing stored',
@@ -73,17 +85,22 @@ const routes = {
     path: '/ops/webhooks/endpoints/{endpointId}',
     operationId: 'getWebhookEndpoint',
     tag: 'webhooks',
-    summary: 'An endpoint (never its secret; its address with any user name, password, query values and fragment masked)',
+    summary:
+      'An endpoint (never its secret; its address with any user name, password, query values and fragment masked)',
     access: { opsScope: 'read' },
     params: endpointIdParameter,
-    responses: { '200': jsonAnswer(named('WebhookEndpoint', webhookEndpointSchema), 'the endpoint'), '404': noSuchEndpoint },
+    responses: {
+      '200': jsonAnswer(named('WebhookEndpoint', webhookEndpointSchema), 'the endpoint'),
+      '404': noSuchEndpoint,
+    },
   }),
   deleteWebhookEndpoint: defineRoute({
     method: 'delete',
     path: '/ops/webhooks/endpoints/{endpointId}',
     operationId: 'deleteWebhookEndpoint',
     tag: 'webhooks',
-    summary: 'Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed',
+    summary:
+      'Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed',
     access: { opsScope: 'admin' },
     params: endpointIdParameter,
     responses: { '204': { description: 'deleted' }, '404': noSuchEndpoint },
@@ -95,21 +112,31 @@ const routes = {
     tag: 'webhooks',
     summary: 'Deliveries, newest first, a page at a time, each with its attempt log (status code or error, and when)',
     access: { opsScope: 'read' },
-    query: { schema: webhookDeliveryListQuerySchema, descriptions: { ...listFilterDescriptions, endpointId: 'only this endpoint’s deliveries' } },
-    responses: { '200': jsonAnswer(named('WebhookDeliveryPage', webhookDeliveryPageSchema), 'a page'), '400': badListQueryAnswer },
+    query: {
+      schema: webhookDeliveryListQuerySchema,
+      descriptions: { ...listFilterDescriptions, endpointId: 'only this endpoint’s deliveries' },
+    },
+    responses: {
+      '200': jsonAnswer(named('WebhookDeliveryPage', webhookDeliveryPageSchema), 'a page'),
+      '400': badListQueryAnswer,
+    },
   }),
   redeliverWebhook: defineRoute({
     method: 'post',
     path: '/ops/webhooks/deliveries/{deliveryId}/redeliver',
     operationId: 'redeliverWebhook',
     tag: 'webhooks',
-    summary: 'Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id`',
+    summary:
+      'Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id`',
     access: { opsScope: 'admin' },
     params: { deliveryId: { schema: webhookDeliveryIdSchema, description: 'the delivery’s id' } },
     responses: {
       '202': jsonAnswer(named('WebhookDelivery', webhookDeliverySchema), 'due again'),
       '404': problemAnswer('no such delivery', ['WEBHOOK_DELIVERY_NOT_FOUND']),
-      '409': problemAnswer('still being attempted, or its endpoint was deleted', ['WEBHOOK_DELIVERY_PENDING', 'WEBHOOK_ENDPOINT_DELETED']),
+      '409': problemAnswer('still being attempted, or its endpoint was deleted', [
+        'WEBHOOK_DELIVERY_PENDING',
+        'WEBHOOK_ENDPOINT_DELETED',
+      ]),
     },
   }),
 };
@@ -124,9 +151,19 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
   const router = strictRouter();
   const add = routesOn(router, '/ops');
   const endpointNotFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
-    sendProblem(res, { status: 404, code: 'WEBHOOK_ENDPOINT_NOT_FOUND', title: 'Not Found', detail: `no webhook endpoint ${id}` });
+    sendProblem(res, {
+      status: 404,
+      code: 'WEBHOOK_ENDPOINT_NOT_FOUND',
+      title: 'Not Found',
+      detail: `no webhook endpoint ${id}`,
+    });
   const deliveryNotFound = (res: Parameters<typeof sendProblem>[0], id: string) =>
-    sendProblem(res, { status: 404, code: 'WEBHOOK_DELIVERY_NOT_FOUND', title: 'Not Found', detail: `no webhook delivery ${id}` });
+    sendProblem(res, {
+      status: 404,
+      code: 'WEBHOOK_DELIVERY_NOT_FOUND',
+      title: 'Not Found',
+      detail: `no webhook delivery ${id}`,
+    });
 
   add(routes.createWebhookEndpoint, async (req, res) => {
     const parsed = createWebhookEndpointSchema.safeParse(req.body);
@@ -134,10 +171,16 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
       validationProblem(res, parsed.error);
       return;
     }
-    // Production: a partner's public https endpoint only, never an internal address; the deliverer checks every address again.
+    // Production: a partner's public https endpoint only, never an internal address; the deliverer checks every address
+    // again.
     const refused = deps.publicTargetsOnly ? refusedWebhookUrl(parsed.data.url) : null;
     if (refused) {
-      sendProblem(res, { status: 422, code: 'WEBHOOK_URL_NOT_ALLOWED', title: 'Unprocessable Content', detail: `url ${refused}` });
+      sendProblem(res, {
+        status: 422,
+        code: 'WEBHOOK_URL_NOT_ALLOWED',
+        title: 'Unprocessable Content',
+        detail: `url ${refused}`,
+      });
       return;
     }
     const { endpoint, url, secret } = await deps.webhooks.createEndpoint(parsed.data, opsKeyNameOf(res.locals));
@@ -188,10 +231,20 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
         deliveryNotFound(res, id.data);
         return;
       case 'pending':
-        sendProblem(res, { status: 409, code: 'WEBHOOK_DELIVERY_PENDING', title: 'Conflict', detail: 'the delivery is still being attempted' });
+        sendProblem(res, {
+          status: 409,
+          code: 'WEBHOOK_DELIVERY_PENDING',
+          title: 'Conflict',
+          detail: 'the delivery is still being attempted',
+        });
         return;
       case 'endpoint-deleted':
-        sendProblem(res, { status: 409, code: 'WEBHOOK_ENDPOINT_DELETED', title: 'Conflict', detail: 'the delivery’s endpoint was deleted' });
+        sendProblem(res, {
+          status: 409,
+          code: 'WEBHOOK_ENDPOINT_DELETED',
+          title: 'Conflict',
+          detail: 'the delivery’s endpoint was deleted',
+        });
         return;
     }
   });

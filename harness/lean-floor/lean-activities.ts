@@ -4,19 +4,31 @@ import type pg from 'pg';
 import type { WalletClient } from '../../wallet/index.ts';
 import { leanTable, type LeanFundingInput } from './lean-contract.ts';
 
-export function createLeanActivities(deps: { wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer'>; pool: pg.Pool }) {
+export function createLeanActivities(deps: {
+  wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer'>;
+  pool: pg.Pool;
+}) {
   return {
     async leanCreate(input: LeanFundingInput): Promise<string> {
       const row = await deps.pool.query<{ code: string }>(`SELECT code FROM ${leanTable} WHERE id = $1`, [input.id]);
       const code = row.rows[0]?.code;
       if (!code) throw new Error(`lean floor item ${input.id} has no row`);
-      const created = await deps.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: input.amount });
-      await deps.pool.query(`UPDATE ${leanTable} SET transfer_id = $2, status = 'CREATED' WHERE id = $1`, [input.id, created.data.transferId]);
+      const created = await deps.wallet.createTransfer({
+        recipient: { type: 'CODE', value: code },
+        amount: input.amount,
+      });
+      await deps.pool.query(`UPDATE ${leanTable} SET transfer_id = $2, status = 'CREATED' WHERE id = $1`, [
+        input.id,
+        created.data.transferId,
+      ]);
       return created.data.transferId;
     },
     async leanExecute(id: string, transferId: string): Promise<string> {
       const executed = await deps.wallet.executeTransfer(transferId);
-      await deps.pool.query(`UPDATE ${leanTable} SET status = $2, final_at = clock_timestamp() WHERE id = $1`, [id, executed.data.status]);
+      await deps.pool.query(`UPDATE ${leanTable} SET status = $2, final_at = clock_timestamp() WHERE id = $1`, [
+        id,
+        executed.data.status,
+      ]);
       return executed.data.status;
     },
   };

@@ -16,7 +16,9 @@ const config = requireResolved(loadConfig());
 const pool = new pg.Pool({ connectionString: config.databaseUrl, max: 10 });
 await pool.query(createLeanTable);
 const wallet = createWalletClient(config.wallet);
-const connection = await NativeConnection.connect(temporalConnectionOptions(config.temporal.address, config.temporal.security));
+const connection = await NativeConnection.connect(
+  temporalConnectionOptions(config.temporal.address, config.temporal.security),
+);
 const here = path.dirname(fileURLToPath(import.meta.url));
 const worker = await Worker.create({
   connection,

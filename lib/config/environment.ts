@@ -69,7 +69,11 @@ export const walletServiceVariables = [
 ] as const;
 
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
-export const defaultRateLimits = { publicPerMinute: 600, sessionPerMinute: 6000, webSessionPollsPerMinute: 240 } as const;
+export const defaultRateLimits = {
+  publicPerMinute: 600,
+  sessionPerMinute: 6000,
+  webSessionPollsPerMinute: 240,
+} as const;
 
 export const environmentSchema = z
   .object({
@@ -77,16 +81,25 @@ export const environmentSchema = z
     PORT: portNumber(3000),
     HOST: z.preprocess(emptyAsUndefined, z.string().default('127.0.0.1')),
     PUBLIC_URL: httpUrl,
-    LOG_LEVEL: z.preprocess(emptyAsUndefined, z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info')),
+    LOG_LEVEL: z.preprocess(
+      emptyAsUndefined,
+      z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    ),
     LOG_FORMAT: z.preprocess(emptyAsUndefined, z.enum(['json', 'pretty']).default('json')),
     WORKER_METRICS_PORT: portNumber(9464),
-    WORKER_MAX_CONCURRENT_ACTIVITIES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1000).default(16)),
+    WORKER_MAX_CONCURRENT_ACTIVITIES: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(1000).default(16),
+    ),
 
     DATABASE_URL: postgresUrl,
 
     TEMPORAL_ADDRESS: z.preprocess(
       emptyAsUndefined,
-      z.string().regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port').optional(),
+      z
+        .string()
+        .regex(/^[^\s:/]+:\d{1,5}$/, 'must be host:port')
+        .optional(),
     ),
     TEMPORAL_NAMESPACE: z.preprocess(emptyAsUndefined, z.string().min(1).default('default')),
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
@@ -95,8 +108,17 @@ export const environmentSchema = z
     // the current version: only when the deployment has none yet, always, never, or `replace`
     // (always, and the runs pinned to earlier builds move to it: the dev stack, whose restart
     // leaves no worker of the earlier build).
-    WORKER_DEPLOYMENT_NAME: z.preprocess(emptyAsUndefined, z.string().regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1 to 200 of A-Z a-z 0-9 _ - (a dot separates it from the build id)').optional()),
-    WORKER_PROMOTE: z.preprocess(emptyAsUndefined, z.enum(['first-deploy', 'always', 'never', 'replace']).default('first-deploy')),
+    WORKER_DEPLOYMENT_NAME: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[A-Za-z0-9_-]{1,200}$/, 'must be 1 to 200 of A-Z a-z 0-9 _ - (a dot separates it from the build id)')
+        .optional(),
+    ),
+    WORKER_PROMOTE: z.preprocess(
+      emptyAsUndefined,
+      z.enum(['first-deploy', 'always', 'never', 'replace']).default('first-deploy'),
+    ),
     TEMPORAL_TLS: booleanFlag,
     TEMPORAL_TLS_CA: optionalString,
     TEMPORAL_TLS_CERT: optionalString,
@@ -104,8 +126,20 @@ export const environmentSchema = z
     TEMPORAL_TLS_SERVER_NAME: optionalString,
     TEMPORAL_API_KEY: optionalString,
     TEMPORAL_TLS_DISABLED: booleanFlag,
-    CODEC_AUTH_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
-    METRICS_TOKEN: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters').optional()),
+    CODEC_AUTH_TOKEN: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters')
+        .optional(),
+    ),
+    METRICS_TOKEN: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{16,512}$/, 'must be 16 to 512 printable characters')
+        .optional(),
+    ),
     WORKFLOW_BUNDLE_PATH: optionalString,
     PAYLOAD_ENCRYPTION_KEYS: z.preprocess(
       emptyAsUndefined,
@@ -127,9 +161,18 @@ export const environmentSchema = z
     // Webhooks (contract-decisions section 13): how often the deliverer looks for due deliveries,
     // and the retry schedule (first delay doubling up to the cap, for the window: 24 hours by default).
     WEBHOOK_POLL_INTERVAL_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(50).max(60_000).default(1000)),
-    WEBHOOK_RETRY_BASE_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3_600_000).default(30_000)),
-    WEBHOOK_RETRY_MAX_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(86_400_000).default(3_600_000)),
-    WEBHOOK_RETRY_FOR_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(2_592_000_000).default(86_400_000)),
+    WEBHOOK_RETRY_BASE_MS: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(10).max(3_600_000).default(30_000),
+    ),
+    WEBHOOK_RETRY_MAX_MS: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(10).max(86_400_000).default(3_600_000),
+    ),
+    WEBHOOK_RETRY_FOR_MS: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(100).max(2_592_000_000).default(86_400_000),
+    ),
     PURGE_EVERY_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(60)),
     PURGE_RETENTION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(8760).default(24)),
 
@@ -147,9 +190,7 @@ export const environmentSchema = z
     WALLET_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(120_000).default(10_000)),
 
     SESSION_ALLOWED_IPS: commaList.pipe(
-      z
-        .array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range'))
-        .optional(),
+      z.array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range')).optional(),
     ),
     TRUSTED_PROXIES: commaList.pipe(
       z.array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range')).optional(),
@@ -166,10 +207,19 @@ export const environmentSchema = z
     TOKEN_ENCRYPTION_KEY: base64KeyRing,
     IDEMPOTENCY_FINGERPRINT_KEY: base64Key,
     LOGIN_SIGNING_KEY: optionalString,
-    EMBEDDED_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(10).max(3600).default(120)),
+    EMBEDDED_SESSION_TTL_SECONDS: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(10).max(3600).default(120),
+    ),
     WEB_SESSION_TTL_SECONDS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(60).max(86_400).default(1200)),
-    PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute)),
-    SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute)),
+    PUBLIC_RATE_LIMIT_PER_MINUTE: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.publicPerMinute),
+    ),
+    SESSION_RATE_LIMIT_PER_MINUTE: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.sessionPerMinute),
+    ),
     WEB_SESSION_POLL_LIMIT_PER_MINUTE: z.preprocess(
       emptyAsUndefined,
       z.coerce.number().int().min(1).max(1_000_000).default(defaultRateLimits.webSessionPollsPerMinute),
@@ -205,7 +255,13 @@ export const environmentSchema = z
         return z.NEVER;
       }
     }),
-    CONSOLE_OIDC_GROUPS_CLAIM: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters').default('groups')),
+    CONSOLE_OIDC_GROUPS_CLAIM: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters')
+        .default('groups'),
+    ),
     CONSOLE_IDLE_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(15)),
     CONSOLE_SESSION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(168).default(8)),
     // Where the console links a funding's or payment's workflow (the Temporal UI); absent: no link.
@@ -216,25 +272,56 @@ export const environmentSchema = z
     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: exactHttpUrl,
     OTEL_EXPORTER_OTLP_HEADERS: otlpHeaders,
     OTEL_EXPORTER_OTLP_TRACES_HEADERS: otlpHeaders,
-    OTEL_SERVICE_NAME: z.preprocess(emptyAsUndefined, z.string().regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters').optional()),
-    OTEL_TRACES_EXPORTER: z.preprocess(emptyAsUndefined, z.enum(['otlp', 'none'], { error: 'must be otlp or none (the only exporters walletflow ships)' }).optional()),
+    OTEL_SERVICE_NAME: z.preprocess(
+      emptyAsUndefined,
+      z
+        .string()
+        .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters')
+        .optional(),
+    ),
+    OTEL_TRACES_EXPORTER: z.preprocess(
+      emptyAsUndefined,
+      z.enum(['otlp', 'none'], { error: 'must be otlp or none (the only exporters walletflow ships)' }).optional(),
+    ),
     OTEL_SDK_DISABLED: booleanFlag,
   })
   .superRefine((env, ctx) => {
-    if (env.TEMPORAL_TLS_DISABLED && (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)) {
-      ctx.addIssue({ code: 'custom', path: ['TEMPORAL_TLS_DISABLED'], message: 'is true while TLS settings are given: choose one' });
+    if (
+      env.TEMPORAL_TLS_DISABLED &&
+      (env.TEMPORAL_TLS || env.TEMPORAL_TLS_CA || env.TEMPORAL_TLS_CERT || env.TEMPORAL_TLS_KEY || env.TEMPORAL_API_KEY)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TEMPORAL_TLS_DISABLED'],
+        message: 'is true while TLS settings are given: choose one',
+      });
     }
     if ((env.TEMPORAL_TLS_CERT === undefined) !== (env.TEMPORAL_TLS_KEY === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['TEMPORAL_TLS_CERT'], message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the mTLS client certificate and its key) go together' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['TEMPORAL_TLS_CERT'],
+        message: 'TEMPORAL_TLS_CERT and TEMPORAL_TLS_KEY (the mTLS client certificate and its key) go together',
+      });
     }
-    const oidc = (['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET'] as const).filter((name) => env[name] !== undefined);
+    const oidc = (['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET'] as const).filter(
+      (name) => env[name] !== undefined,
+    );
     if (oidc.length > 0 && oidc.length < 3) {
       for (const name of ['CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET'] as const) {
-        if (env[name] === undefined) ctx.addIssue({ code: 'custom', path: [name], message: `is required when ${oidc.join(', ')} ${oidc.length === 1 ? 'is' : 'are'} set (the console's sign-in through OpenID Connect)` });
+        if (env[name] === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: [name],
+            message: `is required when ${oidc.join(', ')} ${oidc.length === 1 ? 'is' : 'are'} set (the console's sign-in through OpenID Connect)`,
+          });
       }
     }
     if (oidc.length === 3 && env.CONSOLE_OIDC_ROLES.size === 0) {
-      ctx.addIssue({ code: 'custom', path: ['CONSOLE_OIDC_ROLES'], message: 'is required with CONSOLE_OIDC_ISSUER: group=scope+scope,… (without it nobody may do anything)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['CONSOLE_OIDC_ROLES'],
+        message: 'is required with CONSOLE_OIDC_ISSUER: group=scope+scope,… (without it nobody may do anything)',
+      });
     }
     const urls = walletUrlVariables.filter((name) => env[name] !== undefined);
     if (urls.length > 0) {

@@ -89,8 +89,17 @@ export interface AppConfig {
   /** Section 10: how far the treasury may go below zero (thousandths); undefined: no limit (refused in production). */
   treasuryLimit: bigint | undefined;
   /** Section 10's funding limits (thousandths and counts) and the day they count in (SETTLEMENT_TZ). */
-  fundingLimits: { min: bigint; max: bigint; userDailyAmount: bigint; userDailyCount: number; userPerMinute: number; timeZone: string };
-  /** Funding batches: the total (thousandths) from which a second key approves (null: none needs it), and items at once. */
+  fundingLimits: {
+    min: bigint;
+    max: bigint;
+    userDailyAmount: bigint;
+    userDailyCount: number;
+    userPerMinute: number;
+    timeZone: string;
+  };
+  /**
+   * Funding batches: the total (thousandths) from which a second key approves (null: none needs it), and items at once.
+   */
   batches: { approvalThreshold: bigint | null; maxInFlight: number };
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
@@ -105,7 +114,15 @@ export interface AppConfig {
 /** The ops console's sign-in and sessions. */
 export interface ConsoleConfig {
   /** OpenID Connect sign-in; absent: staff sign in with a named ops key. */
-  oidc: { issuer: string; clientId: string; clientSecret: string; roles: ReadonlyMap<string, ReadonlySet<OpsScope>>; groupsClaim: string } | undefined;
+  oidc:
+    | {
+        issuer: string;
+        clientId: string;
+        clientSecret: string;
+        roles: ReadonlyMap<string, ReadonlySet<OpsScope>>;
+        groupsClaim: string;
+      }
+    | undefined;
   /** A session ends after this long without a request (CONSOLE_IDLE_MINUTES). */
   idleMinutes: number;
   /** and at the latest this long after sign-in (CONSOLE_SESSION_HOURS). */
@@ -132,7 +149,9 @@ export interface TracingConfig {
  * opt-out (TEMPORAL_TLS_DISABLED=true).
  */
 export interface TemporalSecurity {
-  tls: { serverName?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } } | undefined;
+  tls:
+    | { serverName?: string; serverRootCACertificate?: Buffer; clientCertPair?: { crt: Buffer; key: Buffer } }
+    | undefined;
   apiKey: string | undefined;
   tlsDisabled: boolean;
 }
@@ -174,13 +193,19 @@ function deriveFingerprintKey(tokenKey: Buffer): Buffer {
 
 function temporalSecurity(e: Environment): TemporalSecurity {
   const pem = (text: string) => Buffer.from(text.replace(/\\n/g, '\n'), 'utf8');
-  const wantsTls = e.TEMPORAL_TLS || [e.TEMPORAL_TLS_CA, e.TEMPORAL_TLS_CERT, e.TEMPORAL_TLS_SERVER_NAME, e.TEMPORAL_API_KEY].some((value) => value !== undefined);
+  const wantsTls =
+    e.TEMPORAL_TLS ||
+    [e.TEMPORAL_TLS_CA, e.TEMPORAL_TLS_CERT, e.TEMPORAL_TLS_SERVER_NAME, e.TEMPORAL_API_KEY].some(
+      (value) => value !== undefined,
+    );
   return {
     tls: wantsTls
       ? {
           ...(e.TEMPORAL_TLS_SERVER_NAME ? { serverName: e.TEMPORAL_TLS_SERVER_NAME } : {}),
           ...(e.TEMPORAL_TLS_CA ? { serverRootCACertificate: pem(e.TEMPORAL_TLS_CA) } : {}),
-          ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY ? { clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT), key: pem(e.TEMPORAL_TLS_KEY) } } : {}),
+          ...(e.TEMPORAL_TLS_CERT && e.TEMPORAL_TLS_KEY
+            ? { clientCertPair: { crt: pem(e.TEMPORAL_TLS_CERT), key: pem(e.TEMPORAL_TLS_KEY) } }
+            : {}),
         }
       : undefined,
     apiKey: e.TEMPORAL_API_KEY,
@@ -234,14 +259,26 @@ export function loadConfig(source: Env = process.env): AppConfig {
     workerMetricsPort: e.WORKER_METRICS_PORT,
     workerMaxConcurrentActivities: e.WORKER_MAX_CONCURRENT_ACTIVITIES,
     databaseUrl: e.DATABASE_URL,
-    temporal: { address: e.TEMPORAL_ADDRESS, namespace: e.TEMPORAL_NAMESPACE, taskQueue: e.TEMPORAL_TASK_QUEUE, security: temporalSecurity(e) },
-    workerDeployment: { name: e.WORKER_DEPLOYMENT_NAME ?? e.TEMPORAL_TASK_QUEUE.replace(/[^A-Za-z0-9_-]/g, '-'), promote: e.WORKER_PROMOTE },
+    temporal: {
+      address: e.TEMPORAL_ADDRESS,
+      namespace: e.TEMPORAL_NAMESPACE,
+      taskQueue: e.TEMPORAL_TASK_QUEUE,
+      security: temporalSecurity(e),
+    },
+    workerDeployment: {
+      name: e.WORKER_DEPLOYMENT_NAME ?? e.TEMPORAL_TASK_QUEUE.replace(/[^A-Za-z0-9_-]/g, '-'),
+      promote: e.WORKER_PROMOTE,
+    },
     workflowBundlePath: e.WORKFLOW_BUNDLE_PATH,
     payloadKeys: e.PAYLOAD_ENCRYPTION_KEYS,
     sweep: { everyMinutes: e.RECONCILE_EVERY_MINUTES, olderThanSeconds: e.RECONCILE_AFTER_SECONDS },
     webhooks: {
       pollIntervalMs: e.WEBHOOK_POLL_INTERVAL_MS,
-      retry: { baseDelayMs: e.WEBHOOK_RETRY_BASE_MS, maxDelayMs: e.WEBHOOK_RETRY_MAX_MS, retryForMs: e.WEBHOOK_RETRY_FOR_MS },
+      retry: {
+        baseDelayMs: e.WEBHOOK_RETRY_BASE_MS,
+        maxDelayMs: e.WEBHOOK_RETRY_MAX_MS,
+        retryForMs: e.WEBHOOK_RETRY_FOR_MS,
+      },
     },
     purge: { everyMinutes: e.PURGE_EVERY_MINUTES, retentionSeconds: e.PURGE_RETENTION_HOURS * 3600 },
     wallet,
@@ -253,13 +290,21 @@ export function loadConfig(source: Env = process.env): AppConfig {
     tokenEncryptionKeys: e.TOKEN_ENCRYPTION_KEY,
     // Outside production, absent: derived from the oldest token key (stable while newer keys are
     // added in front); production requires its own key (productionProblems).
-    fingerprintKey: e.IDEMPOTENCY_FINGERPRINT_KEY ?? (e.NODE_ENV !== 'production' && e.TOKEN_ENCRYPTION_KEY ? deriveFingerprintKey(e.TOKEN_ENCRYPTION_KEY.at(-1)!) : undefined),
+    fingerprintKey:
+      e.IDEMPOTENCY_FINGERPRINT_KEY ??
+      (e.NODE_ENV !== 'production' && e.TOKEN_ENCRYPTION_KEY
+        ? deriveFingerprintKey(e.TOKEN_ENCRYPTION_KEY.at(-1)!)
+        : undefined),
     loginSigningKey: e.LOGIN_SIGNING_KEY === undefined ? undefined : Buffer.from(e.LOGIN_SIGNING_KEY, 'utf8'),
     codecAuthToken: e.CODEC_AUTH_TOKEN,
     metricsToken: e.METRICS_TOKEN,
     embeddedSessionTtlSeconds: e.EMBEDDED_SESSION_TTL_SECONDS,
     webSessionTtlSeconds: e.WEB_SESSION_TTL_SECONDS,
-    rateLimits: { publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE, sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE, webSessionPollsPerMinute: e.WEB_SESSION_POLL_LIMIT_PER_MINUTE },
+    rateLimits: {
+      publicPerMinute: e.PUBLIC_RATE_LIMIT_PER_MINUTE,
+      sessionPerMinute: e.SESSION_RATE_LIMIT_PER_MINUTE,
+      webSessionPollsPerMinute: e.WEB_SESSION_POLL_LIMIT_PER_MINUTE,
+    },
     treasuryLimit: e.TREASURY_LIMIT,
     fundingLimits: {
       min: e.FUNDING_MIN ?? 1000n,
@@ -276,7 +321,13 @@ export function loadConfig(source: Env = process.env): AppConfig {
     console: {
       oidc:
         e.CONSOLE_OIDC_ISSUER && e.CONSOLE_OIDC_CLIENT_ID && e.CONSOLE_OIDC_CLIENT_SECRET
-          ? { issuer: e.CONSOLE_OIDC_ISSUER, clientId: e.CONSOLE_OIDC_CLIENT_ID, clientSecret: e.CONSOLE_OIDC_CLIENT_SECRET, roles: e.CONSOLE_OIDC_ROLES, groupsClaim: e.CONSOLE_OIDC_GROUPS_CLAIM }
+          ? {
+              issuer: e.CONSOLE_OIDC_ISSUER,
+              clientId: e.CONSOLE_OIDC_CLIENT_ID,
+              clientSecret: e.CONSOLE_OIDC_CLIENT_SECRET,
+              roles: e.CONSOLE_OIDC_ROLES,
+              groupsClaim: e.CONSOLE_OIDC_GROUPS_CLAIM,
+            }
           : undefined,
       idleMinutes: e.CONSOLE_IDLE_MINUTES,
       sessionHours: e.CONSOLE_SESSION_HOURS,
@@ -287,7 +338,13 @@ export function loadConfig(source: Env = process.env): AppConfig {
 
 /** On when a collector endpoint is set, unless OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none. */
 function tracingConfig(e: Environment): TracingConfig | undefined {
-  const url = e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? (e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`);
+  const url =
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (e.OTEL_EXPORTER_OTLP_ENDPOINT === undefined ? undefined : `${e.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`);
   if (url === undefined || e.OTEL_SDK_DISABLED || e.OTEL_TRACES_EXPORTER === 'none') return undefined;
-  return { url, headers: { ...e.OTEL_EXPORTER_OTLP_HEADERS, ...e.OTEL_EXPORTER_OTLP_TRACES_HEADERS }, serviceName: e.OTEL_SERVICE_NAME };
+  return {
+    url,
+    headers: { ...e.OTEL_EXPORTER_OTLP_HEADERS, ...e.OTEL_EXPORTER_OTLP_TRACES_HEADERS },
+    serviceName: e.OTEL_SERVICE_NAME,
+  };
 }

@@ -5,13 +5,17 @@ import { z } from 'zod';
 import { fromNumeric } from '../../domain/money.ts';
 
 /** A blank value counts as not set, so the variable's default applies. */
-export const emptyAsUndefined = (value: unknown) => (typeof value === 'string' && value.trim() === '' ? undefined : value);
+export const emptyAsUndefined = (value: unknown) =>
+  typeof value === 'string' && value.trim() === '' ? undefined : value;
 export const optionalString = z.preprocess(emptyAsUndefined, z.string().optional());
 
 const httpUrlText = z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' });
 
 /** A base URL: paths are appended to it, so a trailing slash is dropped. */
-export const httpUrl = z.preprocess(emptyAsUndefined, httpUrlText.transform((value) => value.replace(/\/+$/, '')).optional());
+export const httpUrl = z.preprocess(
+  emptyAsUndefined,
+  httpUrlText.transform((value) => value.replace(/\/+$/, '')).optional(),
+);
 
 /** The redirect URI must match the registered one exactly (interface): kept as given. */
 export const exactHttpUrl = z.preprocess(emptyAsUndefined, httpUrlText.optional());
@@ -68,7 +72,9 @@ export function isAddressOrCidr(value: string): boolean {
 
 const decodeKey32 = (value: string): Buffer | undefined => {
   const key = Buffer.from(value, 'base64');
-  return key.length === 32 && key.toString('base64').replace(/=+$/, '') === value.trim().replace(/=+$/, '') ? key : undefined;
+  return key.length === 32 && key.toString('base64').replace(/=+$/, '') === value.trim().replace(/=+$/, '')
+    ? key
+    : undefined;
 };
 
 export const base64Key = z.preprocess(
@@ -95,7 +101,10 @@ export const base64KeyRing = z.preprocess(
       const keys = value.split(',').map((item) => decodeKey32(item.trim()));
       const position = keys.findIndex((key) => !key);
       if (position >= 0) {
-        ctx.addIssue({ code: 'custom', message: `key ${position + 1}: every key must be 32 bytes in base64 (openssl rand -base64 32), comma-separated, the newest first` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `key ${position + 1}: every key must be 32 bytes in base64 (openssl rand -base64 32), comma-separated, the newest first`,
+        });
         return z.NEVER;
       }
       return keys as Buffer[];
@@ -103,7 +112,9 @@ export const base64KeyRing = z.preprocess(
     .optional(),
 );
 
-export const booleanFlag = z.preprocess(emptyAsUndefined, z.enum(['true', 'false'], { error: 'must be true or false' }).optional()).transform((value) => value === 'true');
+export const booleanFlag = z
+  .preprocess(emptyAsUndefined, z.enum(['true', 'false'], { error: 'must be true or false' }).optional())
+  .transform((value) => value === 'true');
 
 export const portNumber = (fallback: number) =>
   z.preprocess(
@@ -164,7 +175,10 @@ export const otlpHeaders = z.preprocess(
           decoded = undefined;
         }
         if (equals <= 0 || !/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/.test(key) || decoded === undefined || decoded === '') {
-          ctx.addIssue({ code: 'custom', message: `entry ${position + 1}: must be key=value pairs, comma-separated (values percent-encoded)` });
+          ctx.addIssue({
+            code: 'custom',
+            message: `entry ${position + 1}: must be key=value pairs, comma-separated (values percent-encoded)`,
+          });
           return z.NEVER;
         }
         headers[key.toLowerCase()] = decoded;

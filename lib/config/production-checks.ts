@@ -14,7 +14,9 @@ export function isLocalHostname(hostname: string): boolean {
 
 /** 127.0.0.0/8, 0.0.0.0/8, ::1, ::, and their IPv4-mapped and IPv4-compatible forms. */
 function isLocalAddress(address: string): boolean {
-  const mapped = /^(?:::ffff:|::)(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ?? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address)?.slice(1).join(':');
+  const mapped =
+    /^(?:::ffff:|::)(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] ??
+    /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(address)?.slice(1).join(':');
   if (mapped && mapped.includes(':')) {
     const [high = '0', low = '0'] = mapped.split(':');
     const first = Number.parseInt(high, 16) >> 8;
@@ -26,14 +28,18 @@ function isLocalAddress(address: string): boolean {
     return first === 127 || first === 0;
   }
   const expanded = expandIpv6(address);
-  return expanded === '0000:0000:0000:0000:0000:0000:0000:0001' || expanded === '0000:0000:0000:0000:0000:0000:0000:0000';
+  return (
+    expanded === '0000:0000:0000:0000:0000:0000:0000:0001' || expanded === '0000:0000:0000:0000:0000:0000:0000:0000'
+  );
 }
 
 function expandIpv6(address: string): string {
   const [head = '', tail = ''] = address.split('::');
   const headGroups = head === '' ? [] : head.split(':');
   const tailGroups = tail === '' ? [] : tail.split(':');
-  const groups = address.includes('::') ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups] : headGroups;
+  const groups = address.includes('::')
+    ? [...headGroups, ...Array<string>(8 - headGroups.length - tailGroups.length).fill('0'), ...tailGroups]
+    : headGroups;
   return groups.map((group) => group.padStart(4, '0')).join(':');
 }
 
@@ -54,11 +60,21 @@ const sampleDatabasePasswords = new Set(['walletflow', 'postgres', 'password', '
  */
 function redirectUriProblems(redirectUri: string, publicUrl: string | undefined): string[] {
   const parsed = new URL(redirectUri);
-  if (isLocalHostname(parsed.hostname)) return ['CONNECT_REDIRECT_URI: points at this machine (a sample value?); production needs PUBLIC_URL\'s /connect/callback as registered with the operator'];
-  if (parsed.protocol !== 'https:') return ['CONNECT_REDIRECT_URI: must be an https:// address in production (the user\'s authorization code travels to it)'];
+  if (isLocalHostname(parsed.hostname))
+    return [
+      "CONNECT_REDIRECT_URI: points at this machine (a sample value?); production needs PUBLIC_URL's /connect/callback as registered with the operator",
+    ];
+  if (parsed.protocol !== 'https:')
+    return [
+      "CONNECT_REDIRECT_URI: must be an https:// address in production (the user's authorization code travels to it)",
+    ];
   if (!publicUrl?.startsWith('https://')) return [];
   const expected = new URL(`${publicUrl}/connect/callback`).href;
-  return parsed.href === expected ? [] : [`CONNECT_REDIRECT_URI: must be ${expected} (PUBLIC_URL's /connect/callback) in production: the login's cookie is set on PUBLIC_URL, and the callback refuses a browser without it`];
+  return parsed.href === expected
+    ? []
+    : [
+        `CONNECT_REDIRECT_URI: must be ${expected} (PUBLIC_URL's /connect/callback) in production: the login's cookie is set on PUBLIC_URL, and the callback refuses a browser without it`,
+      ];
 }
 
 /**
@@ -72,16 +88,29 @@ export function productionProblems(config: AppConfig): string[] {
   if (config.opsApiKeys.length === 0) problems.push('OPS_API_KEYS: is required in production');
   for (const [index, key] of config.opsApiKeys.entries()) {
     // No name to audit, every scope (contract-decisions section 12): a development convenience only.
-    if (key.bare) problems.push(`OPS_API_KEYS: entry ${index + 1} is a bare key (no name, every scope), refused in production; write it as name:scopes:key`);
+    if (key.bare)
+      problems.push(
+        `OPS_API_KEYS: entry ${index + 1} is a bare key (no name, every scope), refused in production; write it as name:scopes:key`,
+      );
     if (Buffer.byteLength(key.key, 'utf8') < 32) {
-      problems.push(`OPS_API_KEYS: the key named ${key.name} is shorter than 32 bytes; every key must be at least 32 bytes in production (openssl rand -base64 32)`);
+      problems.push(
+        `OPS_API_KEYS: the key named ${key.name} is shorter than 32 bytes; every key must be at least 32 bytes in production (openssl rand -base64 32)`,
+      );
     }
   }
   if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required in production');
-  if (config.console.oidc && !config.console.oidc.issuer.startsWith('https:')) problems.push('CONSOLE_OIDC_ISSUER: must be an https:// address in production (staff sign in through it)');
-  if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required in production (openssl rand -base64 32; its own key, not a token key)');
+  if (config.console.oidc && !config.console.oidc.issuer.startsWith('https:'))
+    problems.push('CONSOLE_OIDC_ISSUER: must be an https:// address in production (staff sign in through it)');
+  if (!config.fingerprintKey)
+    problems.push(
+      'IDEMPOTENCY_FINGERPRINT_KEY: is required in production (openssl rand -base64 32; its own key, not a token key)',
+    );
   if (config.wallet) {
-    for (const [name, url] of [['CONNECT_URL', config.wallet.connectUrl], ['OP_URL', config.wallet.opUrl], ['TRANSFER_URL', config.wallet.transferUrl]] as const) {
+    for (const [name, url] of [
+      ['CONNECT_URL', config.wallet.connectUrl],
+      ['OP_URL', config.wallet.opUrl],
+      ['TRANSFER_URL', config.wallet.transferUrl],
+    ] as const) {
       const parsed = new URL(url);
       if (isLocalHostname(parsed.hostname)) {
         problems.push(`${name}: points at this machine (the sandbox?); production needs the operator's service`);
@@ -89,46 +118,73 @@ export function productionProblems(config: AppConfig): string[] {
         problems.push(`${name}: must be an https:// address in production (tokens and codes travel on it)`);
       }
     }
-    if (config.wallet.clientId.startsWith('sandbox-')) problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
+    if (config.wallet.clientId.startsWith('sandbox-'))
+      problems.push('CONNECT_CLIENT_ID: is a sandbox client id; production needs the operator-issued credentials');
     problems.push(...redirectUriProblems(config.wallet.redirectUri, config.publicUrl));
     const verification = config.wallet.profileVerificationJwk as { k?: unknown };
     if (typeof verification.k === 'string' && Buffer.from(verification.k, 'base64url').length < 32) {
-      problems.push('PROFILE_VERIFICATION_JWK: the HS256 key is shorter than 32 bytes; production needs the operator-issued key');
+      problems.push(
+        'PROFILE_VERIFICATION_JWK: the HS256 key is shorter than 32 bytes; production needs the operator-issued key',
+      );
     }
   }
   if (config.loginSigningKey && config.loginSigningKey.length < 32) {
     problems.push('LOGIN_SIGNING_KEY: must be at least 32 bytes in production (openssl rand -base64 32)');
   }
-  if (config.sessionAllowedIps.length === 0) problems.push("SESSION_ALLOWED_IPS: is required in production (the operator's sender addresses)");
+  if (config.sessionAllowedIps.length === 0)
+    problems.push("SESSION_ALLOWED_IPS: is required in production (the operator's sender addresses)");
   for (const entry of config.sessionAllowedIps) {
-    if (isEveryone(entry)) problems.push(`SESSION_ALLOWED_IPS: ${entry} lets every address call the session URL; list the operator's sender addresses`);
-    else if (isLocalEntry(entry)) problems.push(`SESSION_ALLOWED_IPS: ${entry} is this machine (the sandbox?); list the operator's sender addresses`);
+    if (isEveryone(entry))
+      problems.push(
+        `SESSION_ALLOWED_IPS: ${entry} lets every address call the session URL; list the operator's sender addresses`,
+      );
+    else if (isLocalEntry(entry))
+      problems.push(
+        `SESSION_ALLOWED_IPS: ${entry} is this machine (the sandbox?); list the operator's sender addresses`,
+      );
   }
-  if (!config.publicUrl?.startsWith('https://')) problems.push('PUBLIC_URL: must be the https:// address of the API in production');
+  if (!config.publicUrl?.startsWith('https://'))
+    problems.push('PUBLIC_URL: must be the https:// address of the API in production');
   else if (config.trustedProxies.length === 0) {
-    problems.push('TRUSTED_PROXIES: is required in production when PUBLIC_URL is https (the TLS proxy in front of the API); without it every client looks like the proxy');
+    problems.push(
+      'TRUSTED_PROXIES: is required in production when PUBLIC_URL is https (the TLS proxy in front of the API); without it every client looks like the proxy',
+    );
   }
   for (const entry of config.trustedProxies) {
-    if (isEveryone(entry)) problems.push(`TRUSTED_PROXIES: ${entry} would let any client choose its own address; list the proxies`);
+    if (isEveryone(entry))
+      problems.push(`TRUSTED_PROXIES: ${entry} would let any client choose its own address; list the proxies`);
   }
   const temporal = config.temporal.security;
   if (!temporal.tls && !temporal.tlsDisabled) {
-    problems.push('TEMPORAL_TLS: production reaches Temporal over TLS (TEMPORAL_TLS=true, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT/KEY, TEMPORAL_API_KEY) or says TEMPORAL_TLS_DISABLED=true');
+    problems.push(
+      'TEMPORAL_TLS: production reaches Temporal over TLS (TEMPORAL_TLS=true, TEMPORAL_TLS_CA, TEMPORAL_TLS_CERT/KEY, TEMPORAL_API_KEY) or says TEMPORAL_TLS_DISABLED=true',
+    );
   }
-  if (config.treasuryLimit === undefined) problems.push('TREASURY_LIMIT: is required in production (how far the treasury may go below zero, e.g. "0.00")');
+  if (config.treasuryLimit === undefined)
+    problems.push('TREASURY_LIMIT: is required in production (how far the treasury may go below zero, e.g. "0.00")');
   // Checked here, not only by compose: a deployment without compose gets the same refusal, and the
   // sample values compose ships never reach production.
   if (!config.payloadKeys || config.payloadKeys.length === 0) {
-    problems.push('PAYLOAD_ENCRYPTION_KEYS: is required in production (workflow payloads in Temporal are encrypted; see docs/payload-encryption.md)');
+    problems.push(
+      'PAYLOAD_ENCRYPTION_KEYS: is required in production (workflow payloads in Temporal are encrypted; see docs/payload-encryption.md)',
+    );
   }
   if (config.databaseUrl && sampleDatabasePasswords.has(decodeURIComponent(new URL(config.databaseUrl).password))) {
-    problems.push("DATABASE_URL: uses the sample password of .env.example (POSTGRES_PASSWORD); production needs its own (openssl rand -base64 24)");
+    problems.push(
+      'DATABASE_URL: uses the sample password of .env.example (POSTGRES_PASSWORD); production needs its own (openssl rand -base64 24)',
+    );
   }
-  if (!config.metricsToken) problems.push('METRICS_TOKEN: is required in production (GET /metrics shows business volumes; give Prometheus the token as a bearer)');
-  else if (config.metricsToken.length < 32) problems.push('METRICS_TOKEN: must be at least 32 characters in production');
+  if (!config.metricsToken)
+    problems.push(
+      'METRICS_TOKEN: is required in production (GET /metrics shows business volumes; give Prometheus the token as a bearer)',
+    );
+  else if (config.metricsToken.length < 32)
+    problems.push('METRICS_TOKEN: must be at least 32 characters in production');
   if (config.fundingLimits.min > config.fundingLimits.max) problems.push('FUNDING_MIN: must not exceed FUNDING_MAX');
   if (config.batches.approvalThreshold === null) {
-    problems.push('BATCH_APPROVAL_THRESHOLD: is required in production (a funding batch at or above it waits for a second key’s approval)');
+    problems.push(
+      'BATCH_APPROVAL_THRESHOLD: is required in production (a funding batch at or above it waits for a second key’s approval)',
+    );
   }
   return problems;
 }

@@ -17,8 +17,10 @@ export interface ResolvedConfig extends AppConfig {
 export function requireResolved(config: AppConfig): ResolvedConfig {
   const problems: string[] = [...productionProblems(config)];
   if (!config.databaseUrl) problems.push('DATABASE_URL: is required (`npm run dev` starts an embedded PostgreSQL)');
-  if (!config.temporal.address) problems.push('TEMPORAL_ADDRESS: is required (`npm run dev` starts the Temporal dev server)');
-  if (!config.wallet) problems.push(`${walletServiceVariables.join(', ')}: are required (\`npm run dev\` starts the sandbox)`);
+  if (!config.temporal.address)
+    problems.push('TEMPORAL_ADDRESS: is required (`npm run dev` starts the Temporal dev server)');
+  if (!config.wallet)
+    problems.push(`${walletServiceVariables.join(', ')}: are required (\`npm run dev\` starts the sandbox)`);
   if (!config.tokenEncryptionKeys) problems.push('TOKEN_ENCRYPTION_KEY: is required (32 bytes, base64)');
   else if (!config.fingerprintKey) problems.push('IDEMPOTENCY_FINGERPRINT_KEY: is required (32 bytes, base64)');
   if (problems.length > 0) throw new ConfigError(problems);

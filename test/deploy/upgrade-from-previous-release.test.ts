@@ -86,14 +86,22 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   const apiBase = () => `http://127.0.0.1:${apiPort}`;
   async function startApi(cwd: string): Promise<WorkerProcess> {
     const api = start(environment(), { cwd, entry: 'api/main.ts' });
-    await waitFor('the API answers', async () => ((await fetch(`${apiBase()}/healthz`).catch(() => undefined))?.ok ? true : undefined), 90_000).catch((error: Error) => {
+    await waitFor(
+      'the API answers',
+      async () => ((await fetch(`${apiBase()}/healthz`).catch(() => undefined))?.ok ? true : undefined),
+      90_000,
+    ).catch((error: Error) => {
       throw new Error(`${error.message}\n${api.output()}`);
     });
     return api;
   }
   async function startWorker(cwd: string, extra: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
     const worker = start(environment(extra), { cwd });
-    await waitFor('the worker polls', async () => (worker.output().includes('worker polling') ? true : undefined), 180_000).catch((error: Error) => {
+    await waitFor(
+      'the worker polls',
+      async () => (worker.output().includes('worker polling') ? true : undefined),
+      180_000,
+    ).catch((error: Error) => {
       throw new Error(`${error.message}\n${worker.output()}`);
     });
     return worker;
@@ -101,13 +109,26 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   const ops = async (method: string, route: string, body?: unknown) => {
     const response = await fetch(`${apiBase()}${route}`, {
       method,
-      headers: { authorization: `Bearer ${opsKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json', 'idempotency-key': randomUUID() }) },
+      headers: {
+        authorization: `Bearer ${opsKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json', 'idempotency-key': randomUUID() }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
-    return { status: response.status, body: (await response.json().catch(() => null)) as Record<string, unknown> | null };
+    return {
+      status: response.status,
+      body: (await response.json().catch(() => null)) as Record<string, unknown> | null,
+    };
   };
   const deployCli = (...args: string[]) =>
-    runCli(['deploy', ...args], { env: { TEMPORAL_ADDRESS: temporal.address, TEMPORAL_NAMESPACE: temporal.namespace, TEMPORAL_TASK_QUEUE: taskQueue, LOG_LEVEL: 'warn' } });
+    runCli(['deploy', ...args], {
+      env: {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: taskQueue,
+        LOG_LEVEL: 'warn',
+      },
+    });
 
   beforeAll(async () => {
     [release, temporal] = await Promise.all([checkOutPreviousRelease(), startRealTemporal()]);
@@ -131,7 +152,10 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
   async function fund(cashInCodeOf: string): Promise<Run> {
     const { code } = await admin.cashInCode(cashInCodeOf);
-    const answer = await ops('POST', '/ops/fundings', { recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '5.00' } });
+    const answer = await ops('POST', '/ops/fundings', {
+      recipient: { type: 'CODE', code },
+      amount: { currency: 'PHP', value: '5.00' },
+    });
     expect(answer.status, JSON.stringify(answer.body)).toBe(202);
     return runOf(answer.body!.fundingId as string, `/ops/fundings/`);
   }
@@ -146,7 +170,9 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     const database = new pg.Client({ connectionString: databaseUrl });
     await database.connect();
     try {
-      const { rows } = await database.query<{ workflow_id: string }>(`SELECT workflow_id FROM ${table} WHERE id = $1`, [id]);
+      const { rows } = await database.query<{ workflow_id: string }>(`SELECT workflow_id FROM ${table} WHERE id = $1`, [
+        id,
+      ]);
       return { id, workflowId: rows[0]!.workflow_id };
     } finally {
       await database.end();
@@ -154,42 +180,71 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   }
   /** The run's result; one that does not end in time is described (its record, its last events). */
   async function resultOf(run: Run): Promise<{ status: string; errorCode: string | null }> {
-    const result = client.workflow.getHandle(run.workflowId).result() as Promise<{ status: string; errorCode: string | null }>;
-    const ended = await Promise.race([result.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 180_000))]);
+    const result = client.workflow.getHandle(run.workflowId).result() as Promise<{
+      status: string;
+      errorCode: string | null;
+    }>;
+    const ended = await Promise.race([
+      result.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), 180_000)),
+    ]);
     if (!ended) {
       const events = await historyOf(run.workflowId);
-      const last = events.slice(-12).map((event) => EventType[Number(event.eventType)]).join(', ');
-      const record = (await ops('GET', `/ops/${run.workflowId.includes('payment') ? 'payments' : 'fundings'}/${run.id}`)).body?.status;
+      const last = events
+        .slice(-12)
+        .map((event) => EventType[Number(event.eventType)])
+        .join(', ');
+      const record = (
+        await ops('GET', `/ops/${run.workflowId.includes('payment') ? 'payments' : 'fundings'}/${run.id}`)
+      ).body?.status;
       throw new Error(`${run.workflowId} did not end (record ${String(record)}); its last events: ${last}`);
     }
     return result;
   }
   const statusOf = async (route: string) => (await ops('GET', route)).body?.status as string | undefined;
-  const until = (what: string, route: string, status: string) => waitFor(what, async () => ((await statusOf(route)) === status ? true : undefined), 120_000);
-  const historyOf = async (workflowId: string): Promise<HistoryEvent[]> => (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
+  const until = (what: string, route: string, status: string) =>
+    waitFor(what, async () => ((await statusOf(route)) === status ? true : undefined), 120_000);
+  const historyOf = async (workflowId: string): Promise<HistoryEvent[]> =>
+    (await client.workflow.getHandle(workflowId).fetchHistory()).events ?? [];
   /** The build that completed each workflow task, in order (undefined: no version, an unversioned worker). */
   const buildsOf = (events: HistoryEvent[]) =>
-    events.filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED).map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId || undefined);
+    events
+      .filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+      .map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId || undefined);
 
   it('runs the previous release left in the retrieve loop, in review and waiting for a cancel finish on today’s build; nothing executes twice', async () => {
     step('the previous release starts');
     // The previous release, as it ran: its API and its worker (unversioned), on its own workflows'
     // bundle (WORKFLOW_BUNDLE_PATH, as its Dockerfile ran it; made once per release, previous-release.ts).
-    const [oldApi, oldWorker] = await Promise.all([startApi(release.dir), startWorker(release.dir, { WORKFLOW_BUNDLE_PATH: release.workflowBundlePath })]);
+    const [oldApi, oldWorker] = await Promise.all([
+      startApi(release.dir),
+      startWorker(release.dir, { WORKFLOW_BUNDLE_PATH: release.workflowBundlePath }),
+    ]);
 
     const recipient = await admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const payer = await admin.createUser({ kycLevel: 'KYC1', balance: '500.00' });
     await admin.launch(payer.userId);
-    const linkId = await waitFor('the payer linked by the release’s onboarding', async () => {
-      const found = await ops('GET', `/ops/links?partnerUserId=${encodeURIComponent(`wallet:${payer.profileId}`)}`);
-      return (found.body?.items as Array<{ linkId: string; status?: string }> | undefined)?.[0]?.linkId;
-    }, 90_000);
+    const linkId = await waitFor(
+      'the payer linked by the release’s onboarding',
+      async () => {
+        const found = await ops('GET', `/ops/links?partnerUserId=${encodeURIComponent(`wallet:${payer.profileId}`)}`);
+        return (found.body?.items as Array<{ linkId: string; status?: string }> | undefined)?.[0]?.linkId;
+      },
+      90_000,
+    );
 
     step('F1');
     // F1, in the retrieve loop: executed, the transfer PROCESSING until the wallet is told to settle.
     await admin.settings({ processingDelayMs: 3_600_000 });
     const f1 = await fund(recipient.userId);
-    await waitFor('F1 retrieving', async () => ((await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.EVENT_TYPE_TIMER_STARTED) ? true : undefined), 60_000);
+    await waitFor(
+      'F1 retrieving',
+      async () =>
+        (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.EVENT_TYPE_TIMER_STARTED)
+          ? true
+          : undefined,
+      60_000,
+    );
 
     step('F2, P1');
     // F2 and P1, in review: every execute fails before it takes effect, so their outcome stays unknown.
@@ -213,18 +268,35 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     await until('F3 creating', `/ops/fundings/${f3.id}`, 'CREATING');
     await until('P2 executing', `/ops/payments/${p2.id}`, 'EXECUTING');
     const runs = [f1, f2, f3, p1, p2];
-    for (const run of runs) expect(buildsOf(await historyOf(run.workflowId)).every((build) => build === undefined), run.workflowId).toBe(true);
+    for (const run of runs)
+      expect(
+        buildsOf(await historyOf(run.workflowId)).every((build) => build === undefined),
+        run.workflowId,
+      ).toBe(true);
 
     step('today’s worker');
     // Today's release, by the documented procedure: migrations, then today's worker beside the old
     // one, registered and not current.
     await applyMigrations(databaseUrl);
-    const newWorker = await startWorker(process.cwd(), { WORKER_PROMOTE: 'never', WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath') });
+    const newWorker = await startWorker(process.cwd(), {
+      WORKER_PROMOTE: 'never',
+      WORKFLOW_BUNDLE_PATH: inject('workflowBundlePath'),
+    });
     // The server lists the build once its pollers have reached it.
-    const registered = await waitFor('today’s build registered', async () => {
-      const status = await deployCli('status', '--json');
-      return status.code === 0 ? (JSON.parse(status.stdout) as { current: string | null; versions: Array<{ buildId: string }>; unversioned: { total: number; byType: Record<string, number> } }) : undefined;
-    }, 60_000);
+    const registered = await waitFor(
+      'today’s build registered',
+      async () => {
+        const status = await deployCli('status', '--json');
+        return status.code === 0
+          ? (JSON.parse(status.stdout) as {
+              current: string | null;
+              versions: Array<{ buildId: string }>;
+              unversioned: { total: number; byType: Record<string, number> };
+            })
+          : undefined;
+      },
+      60_000,
+    );
     expect(registered.current).toBeNull();
     expect(registered.versions).toHaveLength(1);
     const build = registered.versions[0]!.buildId;
@@ -239,9 +311,15 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
     step('resolve, cancel');
     // Ops act through today's API on runs the previous release started.
-    const resolvedF2 = await ops('POST', `/ops/fundings/${f2.id}/resolve`, { outcome: 'FAILED', note: 'the wallet shows the transfer never executed' });
+    const resolvedF2 = await ops('POST', `/ops/fundings/${f2.id}/resolve`, {
+      outcome: 'FAILED',
+      note: 'the wallet shows the transfer never executed',
+    });
     expect(resolvedF2.status, `${JSON.stringify(resolvedF2.body)}\n${api.output()}\n${newWorker.output()}`).toBe(200);
-    const resolvedP1 = await ops('POST', `/ops/payments/${p1.id}/resolve`, { outcome: 'FAILED', note: 'no debit in the wallet’s ledger' });
+    const resolvedP1 = await ops('POST', `/ops/payments/${p1.id}/resolve`, {
+      outcome: 'FAILED',
+      note: 'no debit in the wallet’s ledger',
+    });
     expect(resolvedP1.status, JSON.stringify(resolvedP1.body)).toBe(200);
     const cancelled = await ops('POST', `/ops/fundings/${f3.id}/cancel`);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
@@ -266,13 +344,17 @@ describe('the first versioned deploy over the previous release, on a real Tempor
       const builds = buildsOf(events);
       expect(builds[0], run.workflowId).toBeUndefined();
       expect(builds.at(-1), run.workflowId).toBe(build);
-      expect(events.filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED), run.workflowId).toEqual([]);
+      expect(
+        events.filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED),
+        run.workflowId,
+      ).toEqual([]);
     }
 
     step('ledger');
     // Exactly once, and the books: F1 executed once, F2 and P1 never, P2 once; no hold left.
     const ledger = await admin.ledger();
-    const transferOf = async (run: Run) => (await ops('GET', `/ops/fundings/${run.id}`)).body?.transferId as string | null;
+    const transferOf = async (run: Run) =>
+      (await ops('GET', `/ops/fundings/${run.id}`)).body?.transferId as string | null;
     const executionsOf = async (run: Run) => {
       const transferId = await transferOf(run);
       return ledger.transfers.find((transfer) => transfer.transferId === transferId)?.executions ?? 0;
@@ -287,10 +369,14 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
     step('unversioned');
     // No run of walletflow's workflows is left unversioned: the old worker may stop.
-    await waitFor('no unversioned run left', async () => {
-      const now = JSON.parse((await deployCli('status', '--json')).stdout) as { unversioned: { total: number } };
-      return now.unversioned.total === 0 ? true : undefined;
-    }, 120_000);
+    await waitFor(
+      'no unversioned run left',
+      async () => {
+        const now = JSON.parse((await deployCli('status', '--json')).stdout) as { unversioned: { total: number } };
+        return now.unversioned.total === 0 ? true : undefined;
+      },
+      120_000,
+    );
     await stop(oldWorker);
   }, 600_000);
 });

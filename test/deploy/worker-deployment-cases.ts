@@ -46,7 +46,14 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
     }, 120_000);
 
     const deployCli = (...args: string[]) =>
-      runCli(['deploy', ...args], { env: { TEMPORAL_ADDRESS: stack.temporalAddress, TEMPORAL_NAMESPACE: stack.temporalNamespace, TEMPORAL_TASK_QUEUE: stack.taskQueue, LOG_LEVEL: 'warn' } });
+      runCli(['deploy', ...args], {
+        env: {
+          TEMPORAL_ADDRESS: stack.temporalAddress,
+          TEMPORAL_NAMESPACE: stack.temporalNamespace,
+          TEMPORAL_TASK_QUEUE: stack.taskQueue,
+          LOG_LEVEL: 'warn',
+        },
+      });
 
     /** A funding to a fresh cash-in code, as the ops API takes it: its id and its workflow's id. */
     async function startFunding(): Promise<{ fundingId: string; workflowId: string }> {
@@ -59,7 +66,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       });
       expect(response.status).toBe(202);
       const { fundingId } = (await response.json()) as { fundingId: string };
-      const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+      const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+        where: { id: fundingId },
+        select: { workflowId: true },
+      });
       return { fundingId, workflowId };
     }
 
@@ -88,20 +98,37 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
     }
 
     /** The builds that completed each of the run's workflow tasks, in order. */
-    const buildsOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskCompleted).map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
-    const failedTasksOf = (events: HistoryEvent[]) => events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskFailed);
-    /** Whether the run's first command is build B's one-millisecond timer (build A's is a local or a regular activity). */
+    const buildsOf = (events: HistoryEvent[]) =>
+      events
+        .filter((event) => Number(event.eventType) === EventType.WorkflowTaskCompleted)
+        .map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
+    const failedTasksOf = (events: HistoryEvent[]) =>
+      events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskFailed);
+    /**
+     * Whether the run's first command is build B's one-millisecond timer (build A's is a local or a regular activity).
+     */
     const startsWithBuildBTimer = (events: HistoryEvent[]) => {
-      const first = events.find((event) => [EventType.TimerStarted, EventType.ActivityTaskScheduled, EventType.MarkerRecorded].includes(Number(event.eventType)));
+      const first = events.find((event) =>
+        [EventType.TimerStarted, EventType.ActivityTaskScheduled, EventType.MarkerRecorded].includes(
+          Number(event.eventType),
+        ),
+      );
       const timeout = first?.timerStartedEventAttributes?.startToFireTimeout;
-      return Number(first?.eventType) === EventType.TimerStarted && Number(timeout?.seconds ?? 0) === 0 && Number(timeout?.nanos) === 1_000_000;
+      return (
+        Number(first?.eventType) === EventType.TimerStarted &&
+        Number(timeout?.seconds ?? 0) === 0 &&
+        Number(timeout?.nanos) === 1_000_000
+      );
     };
 
     async function finalStatusOf(fundingId: string): Promise<string> {
       return waitFor(
         `funding ${fundingId} final`,
         async () => {
-          const { status } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { status: true } });
+          const { status } = await stack.database.funding.findUniqueOrThrow({
+            where: { id: fundingId },
+            select: { status: true },
+          });
           return ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'].includes(status) ? status : undefined;
         },
         90_000,
@@ -109,9 +136,20 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
     }
 
     it('a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails', async () => {
-      const a = await stack.createWorker({ workflowBundle: { codePath: inject('workflowBundlePath') }, promote: 'always' });
+      const a = await stack.createWorker({
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        promote: 'always',
+      });
       workers.push(a);
-      const b = await stack.createWorker({ workflowBundle: { code: await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts') }) }, promote: 'never' });
+      const b = await stack.createWorker({
+        workflowBundle: {
+          code: await bundleWorkflows({
+            warnings: false,
+            workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts'),
+          }),
+        },
+        promote: 'never',
+      });
       workers.push(b);
       expect(a.buildId).not.toBe(b.buildId);
 
@@ -124,7 +162,14 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       // F1 starts on A and waits on the wallet (its transfer takes 6 s to settle) while B is promoted.
       await stack.admin.settings({ processingDelayMs: 6000 });
       const f1 = await startFunding();
-      await waitFor('F1 under way', async () => ((await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled) ? true : undefined), 30_000);
+      await waitFor(
+        'F1 under way',
+        async () =>
+          (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
+            ? true
+            : undefined,
+        30_000,
+      );
       const promoted = await deployCli('promote', b.buildId);
       expect(promoted.code, promoted.stderr).toBe(0);
       expect(promoted.stdout).toContain(`${b.buildId} is now current`);
@@ -140,7 +185,11 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       const f3 = await startFunding();
       expect(await finalStatusOf(f3.fundingId)).toBe('APPROVED');
 
-      const [h1, h2, h3] = await Promise.all([closedHistoryOf(f1.workflowId), closedHistoryOf(f2.workflowId), closedHistoryOf(f3.workflowId)]);
+      const [h1, h2, h3] = await Promise.all([
+        closedHistoryOf(f1.workflowId),
+        closedHistoryOf(f2.workflowId),
+        closedHistoryOf(f3.workflowId),
+      ]);
       // F1: every task on A, before and after the promotion (several tasks: it waited on the wallet).
       expect(buildsOf(h1).length).toBeGreaterThan(2);
       expect(new Set(buildsOf(h1))).toEqual(new Set([a.buildId]));
@@ -149,7 +198,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(new Set(buildsOf(h2))).toEqual(new Set([b.buildId]));
       expect(startsWithBuildBTimer(h2)).toBe(true);
       // F3: back on A.
-      expect(new Set(buildsOf(h3)), JSON.stringify(h3.map((event) => [event.eventType, event.workflowTaskCompletedEventAttributes]))).toEqual(new Set([a.buildId]));
+      expect(
+        new Set(buildsOf(h3)),
+        JSON.stringify(h3.map((event) => [event.eventType, event.workflowTaskCompletedEventAttributes])),
+      ).toEqual(new Set([a.buildId]));
       expect(startsWithBuildBTimer(h3)).toBe(false);
       for (const events of [h1, h2, h3]) expect(failedTasksOf(events)).toEqual([]);
 
@@ -162,14 +214,30 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       const [a, b] = workers.splice(0, workers.length);
       if (!a || !b) throw new Error('the test before leaves workers of builds A and B running');
       await stopWorker(b);
-      // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev stack's does.
+      // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev
+      // stack's does.
       await stack.admin.settings({ processingDelayMs: 4000 });
       const f4 = await startFunding();
-      await waitFor('F4 under way', async () => ((await historyOf(f4.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled) ? true : undefined), 30_000);
+      await waitFor(
+        'F4 under way',
+        async () =>
+          (await historyOf(f4.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
+            ? true
+            : undefined,
+        30_000,
+      );
       await stopWorker(a);
       await stack.admin.settings({ processingDelayMs: 0 });
       // Build C (today's commands, another bundle) starts as `walletflow dev` starts its worker.
-      const c = await stack.createWorker({ workflowBundle: { code: await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts') }) }, promote: 'replace' });
+      const c = await stack.createWorker({
+        workflowBundle: {
+          code: await bundleWorkflows({
+            warnings: false,
+            workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
+          }),
+        },
+        promote: 'replace',
+      });
       workers.push(c);
       expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
       const h4 = await closedHistoryOf(f4.workflowId);

@@ -30,8 +30,12 @@ afterAll(async () => {
 
 describe('/docs in a browser', () => {
   it('runs Swagger UI under its CSP, loads nothing from elsewhere, and lists every documented operation', async () => {
-    const openApi = (await (await fetch(`${base}/docs/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-    const operations = Object.values(openApi.paths).flatMap((item) => Object.keys(item).filter((key) => key !== 'parameters'));
+    const openApi = (await (await fetch(`${base}/docs/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
+    const operations = Object.values(openApi.paths).flatMap((item) =>
+      Object.keys(item).filter((key) => key !== 'parameters'),
+    );
 
     const page = await browser.newPage();
     const problems: string[] = [];
@@ -44,7 +48,9 @@ describe('/docs in a browser', () => {
       if (!request.url().startsWith(base) && !request.url().startsWith('data:')) foreignRequests.push(request.url());
     });
     await page.addInitScript(() => {
-      document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`));
+      document.addEventListener('securitypolicyviolation', (event) =>
+        console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`),
+      );
     });
 
     await page.goto(`${base}/docs`);
@@ -54,7 +60,9 @@ describe('/docs in a browser', () => {
     await page.locator('#operations-health-liveness .opblock-summary-control').click();
     await page.locator('#operations-health-liveness .try-out__btn').click();
     await page.locator('#operations-health-liveness .execute').click();
-    await expect.poll(() => page.locator('#operations-health-liveness .live-responses-table').innerText(), { timeout: 10_000 }).toContain('"status": "ok"');
+    await expect
+      .poll(() => page.locator('#operations-health-liveness .live-responses-table').innerText(), { timeout: 10_000 })
+      .toContain('"status": "ok"');
 
     // The ops key goes in through the Authorize dialog (its form never navigates).
     await page.locator('.auth-wrapper .authorize').click();

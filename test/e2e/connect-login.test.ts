@@ -1,5 +1,6 @@
 // Standalone login as a user does it, in headless Chromium at a phone viewport: the partner's
-// login URL (POST /ops/links/login-urls) → /connect/start → the sandbox's login page (mobile pre-filled, password, one-time password) →
+// login URL (POST /ops/links/login-urls) → /connect/start → the sandbox's login page (mobile pre-filled, password,
+// one-time password) →
 // /connect/callback → the success page; the link then exists with its tokens.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -37,7 +38,10 @@ describe('standalone login in a browser', () => {
     expect(await page.locator('#title').textContent()).toBe('Your wallet is linked');
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(360);
 
-    const link = await stack.database.link.findFirstOrThrow({ where: { partnerUserId: 'browser-user-1' }, include: { tokens: true } });
+    const link = await stack.database.link.findFirstOrThrow({
+      where: { partnerUserId: 'browser-user-1' },
+      include: { tokens: true },
+    });
     expect(link).toMatchObject({ profileId: user.profileId, kind: 'STANDALONE', status: 'ACTIVE' });
     expect(link.tokens?.version).toBe(1);
     const tokens = await stack.tokens.read(stack.database, link.id);

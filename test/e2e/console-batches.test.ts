@@ -40,9 +40,18 @@ beforeAll(async () => {
     // Every batch of 1.00 or more waits for a second person.
     batches: { approvalThreshold: 1000n, maxInFlight: 4 },
     console: async (apiBase) => {
-      idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
+      idp = await startIdentityProvider({
+        clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }],
+        staff,
+      });
       return {
-        oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(['makers=read+fund', 'checkers=read+approve', 'readers=read', 'admins=admin']), groupsClaim: 'groups' },
+        oidc: {
+          issuer: idp.issuer,
+          clientId: 'walletflow-console',
+          clientSecret,
+          roles: parseConsoleRoles(['makers=read+fund', 'checkers=read+approve', 'readers=read', 'admins=admin']),
+          groupsClaim: 'groups',
+        },
         idleMinutes: 15,
         sessionHours: 8,
         temporalUiUrl: undefined,
@@ -81,12 +90,15 @@ async function pageAs(username: string, path: string): Promise<Page> {
   return page;
 }
 
-const csvOf = (rows: Array<[string, string, string]>) => `reference,recipient_type,recipient,amount\n${rows.map(([reference, code, amount]) => `${reference},CODE,${code},${amount}`).join('\n')}\n`;
+const csvOf = (rows: Array<[string, string, string]>) =>
+  `reference,recipient_type,recipient,amount\n${rows.map(([reference, code, amount]) => `${reference},CODE,${code},${amount}`).join('\n')}\n`;
 const csvFile = (text: string, name = 'batch.csv') => ({ name, mimeType: 'text/csv', buffer: Buffer.from(text) });
 
 /** Fresh sandbox users and a real cash-in code of each. */
 async function cashInCodes(count: number): Promise<string[]> {
-  const users = await Promise.all(Array.from({ length: count }, () => stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' })));
+  const users = await Promise.all(
+    Array.from({ length: count }, () => stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' })),
+  );
   return Promise.all(users.map(async (user) => (await stack.admin.cashInCode(user.userId)).code));
 }
 
@@ -118,7 +130,11 @@ async function skipToMain(page: Page): Promise<void> {
 }
 
 /** A form posted by the page's own script, as a forger in the page would: its answer's status and where it ended. */
-async function postForm(page: Page, path: string, parts: Array<[string, string] | [string, string, string]>): Promise<{ status: number; url: string; text: string }> {
+async function postForm(
+  page: Page,
+  path: string,
+  parts: Array<[string, string] | [string, string, string]>,
+): Promise<{ status: number; url: string; text: string }> {
   return page.evaluate(
     async ({ path, parts }) => {
       const form = new FormData();
@@ -135,7 +151,14 @@ async function postForm(page: Page, path: string, parts: Array<[string, string] 
 
 async function postUrlencoded(page: Page, path: string, fields: Record<string, string>): Promise<number> {
   return page.evaluate(
-    async ({ path, fields }) => (await fetch(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields).toString() })).status,
+    async ({ path, fields }) =>
+      (
+        await fetch(path, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams(fields).toString(),
+        })
+      ).status,
     { path, fields },
   );
 }
@@ -151,7 +174,14 @@ describe('the console’s batches, keyboard only', () => {
     await maker.keyboard.type('Keyboard rewards');
     await tabTo(maker, maker.getByLabel('CSV file'));
     // The file chooser itself is the system's: the focused input is given the file.
-    await maker.locator(':focus').setInputFiles(csvFile(csvOf([['k-1', codes[0]!, '5.00'], ['k-2', codes[1]!, '5.00']])));
+    await maker.locator(':focus').setInputFiles(
+      csvFile(
+        csvOf([
+          ['k-1', codes[0]!, '5.00'],
+          ['k-2', codes[1]!, '5.00'],
+        ]),
+      ),
+    );
     await tabTo(maker, maker.getByRole('button', { name: 'Check and submit' }));
     await maker.keyboard.press('Enter');
     await maker.waitForURL(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
@@ -180,7 +210,13 @@ describe('the console’s batches, keyboard only', () => {
     await tabTo(maker, maker.getByRole('button', { name: 'Cancel the batch' }));
     await maker.keyboard.press('Enter');
     await maker.waitForURL(/\?did=cancel$/);
-    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({ state: 'CANCELLED', createdBy: MAKER, approvedBy: CHECKER, pausedBy: MAKER, cancelledBy: MAKER });
+    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({
+      state: 'CANCELLED',
+      createdBy: MAKER,
+      approvedBy: CHECKER,
+      pausedBy: MAKER,
+      cancelledBy: MAKER,
+    });
     await maker.close();
     await checker.close();
   });
@@ -192,14 +228,28 @@ describe('the console’s batches refuse what a person may not do', () => {
     const csrf = await csrfOf(maker);
     const csv = csvOf([['f-1', '1234567', '5.00']]);
     const before = await stack.database.fundingBatch.count();
-    const without = await postForm(maker, '/console/batches', [['idempotencyKey', randomUUID()], ['name', 'Forged'], ['file', csv, 'f.csv']]);
+    const without = await postForm(maker, '/console/batches', [
+      ['idempotencyKey', randomUUID()],
+      ['name', 'Forged'],
+      ['file', csv, 'f.csv'],
+    ]);
     expect(without.status).toBe(403);
     expect(without.text).toContain('no valid CSRF token');
-    const after = await postForm(maker, '/console/batches', [['idempotencyKey', randomUUID()], ['name', 'Forged'], ['file', csv, 'f.csv'], ['_csrf', csrf]]);
+    const after = await postForm(maker, '/console/batches', [
+      ['idempotencyKey', randomUUID()],
+      ['name', 'Forged'],
+      ['file', csv, 'f.csv'],
+      ['_csrf', csrf],
+    ]);
     expect(after.status).toBe(403);
     expect(await stack.database.fundingBatch.count()).toBe(before);
     // The same form with its token first is taken: the token was the only thing missing.
-    const valid = await postForm(maker, '/console/batches', [['_csrf', csrf], ['idempotencyKey', randomUUID()], ['name', 'Token first'], ['file', csv, 'f.csv']]);
+    const valid = await postForm(maker, '/console/batches', [
+      ['_csrf', csrf],
+      ['idempotencyKey', randomUUID()],
+      ['name', 'Token first'],
+      ['file', csv, 'f.csv'],
+    ]);
     expect(valid.url).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
     expect(await stack.database.fundingBatch.count()).toBe(before + 1);
     await maker.close();
@@ -221,12 +271,19 @@ describe('the console’s batches refuse what a person may not do', () => {
     expect(await reader.locator('main form[method=post]').count()).toBe(0);
     const csrf = await csrfOf(reader);
     const before = await stack.database.fundingBatch.count();
-    const forged = await postForm(reader, '/console/batches', [['_csrf', csrf], ['idempotencyKey', randomUUID()], ['name', 'Forged'], ['file', csvOf([['x-1', '1234567', '5.00']]), 'x.csv']]);
+    const forged = await postForm(reader, '/console/batches', [
+      ['_csrf', csrf],
+      ['idempotencyKey', randomUUID()],
+      ['name', 'Forged'],
+      ['file', csvOf([['x-1', '1234567', '5.00']]), 'x.csv'],
+    ]);
     expect(forged.status).toBe(403);
     expect(await stack.database.fundingBatch.count()).toBe(before);
     expect(await postUrlencoded(reader, `/console/batches/${batchId}/approve`, { _csrf: csrf })).toBe(403);
     expect(await postUrlencoded(reader, `/console/batches/${batchId}/cancel`, { _csrf: csrf })).toBe(403);
-    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe('AWAITING_APPROVAL');
+    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe(
+      'AWAITING_APPROVAL',
+    );
     await reader.close();
   });
 
@@ -236,15 +293,31 @@ describe('the console’s batches refuse what a person may not do', () => {
     const batchId = batchIdOf(lea);
     expect(batchId).not.toBe('');
     expect(await lea.getByRole('button', { name: 'Approve' }).count()).toBe(0);
-    expect(await lea.getByText('You uploaded this batch: another person with the approve scope approves or rejects it.').isVisible()).toBe(true);
+    expect(
+      await lea
+        .getByText('You uploaded this batch: another person with the approve scope approves or rejects it.')
+        .isVisible(),
+    ).toBe(true);
     const status = await postUrlencoded(lea, `/console/batches/${batchId}/approve`, { _csrf: await csrfOf(lea) });
     expect(status).toBe(403);
-    const refusal = await lea.evaluate(async ({ path, csrf }) => (await fetch(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${encodeURIComponent(csrf)}` })).text(), {
-      path: `/console/batches/${batchId}/approve`,
-      csrf: await csrfOf(lea),
-    });
+    const refusal = await lea.evaluate(
+      async ({ path, csrf }) =>
+        (
+          await fetch(path, {
+            method: 'POST',
+            headers: { 'content-type': 'application/x-www-form-urlencoded' },
+            body: `_csrf=${encodeURIComponent(csrf)}`,
+          })
+        ).text(),
+      {
+        path: `/console/batches/${batchId}/approve`,
+        csrf: await csrfOf(lea),
+      },
+    );
     expect(refusal).toContain('You uploaded this batch, so you cannot approve it');
-    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe('AWAITING_APPROVAL');
+    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe(
+      'AWAITING_APPROVAL',
+    );
     await lea.close();
   });
 
@@ -256,7 +329,9 @@ describe('the console’s batches refuse what a person may not do', () => {
     await maker.getByLabel('CSV file').setInputFiles(csvFile(csvOf([['b-1', '1234567', '5.00']])));
     await maker.getByRole('button', { name: 'Check and submit' }).click();
     // Without admin, a user's balance pays only that user's own wallets, as through the API.
-    expect(await maker.getByRole('table', { name: 'Problems in the file, by row' }).innerText()).toContain('SOURCE_NOT_RECIPIENT');
+    expect(await maker.getByRole('table', { name: 'Problems in the file, by row' }).innerText()).toContain(
+      'SOURCE_NOT_RECIPIENT',
+    );
     // The form again, with what was typed.
     expect(await maker.getByLabel('Name', { exact: true }).inputValue()).toBe('From a user’s balance');
     expect(await maker.getByLabel(/Partner user id/).inputValue()).toBe('partner-user-7');
@@ -271,21 +346,33 @@ describe('the console’s batches refuse what a person may not do', () => {
         return { url: response.url, status: response.status, text: await response.text() };
       };
       const changed = new FormData(form);
-      changed.set('file', new Blob(['reference,recipient_type,recipient,amount\nt-2,CODE,7654321,6.00\n'], { type: 'text/csv' }), 'other.csv');
+      changed.set(
+        'file',
+        new Blob(['reference,recipient_type,recipient,amount\nt-2,CODE,7654321,6.00\n'], { type: 'text/csv' }),
+        'other.csv',
+      );
       return [await send(new FormData(form)), await send(new FormData(form)), await send(changed)];
     });
     expect(first!.url).toMatch(/\?did=created$/);
     expect(second!.url).toBe(first!.url.replace('did=created', 'did=existing'));
     expect(second!.text).toContain('This form had already been sent: this is the batch it made.');
-    expect(other).toMatchObject({ status: 422, text: expect.stringContaining('This form was already used to upload a different batch') });
-    // A file saved in another encoding than UTF-8 (Latin-1's é in a reference) is refused as such, read no further, nothing stored.
+    expect(other).toMatchObject({
+      status: 422,
+      text: expect.stringContaining('This form was already used to upload a different batch'),
+    });
+    // A file saved in another encoding than UTF-8 (Latin-1's é in a reference) is refused as such, read no further,
+    // nothing stored.
     await maker.goto(`${stack.apiBase}/console/batches`);
     const batchesBefore = await stack.database.fundingBatch.count();
     const latin1 = await maker.evaluate(async () => {
       const form = document.querySelector<HTMLFormElement>('form[enctype="multipart/form-data"]')!;
       const body = new FormData(form);
       body.set('name', 'Latin-1');
-      const bytes = new Uint8Array([...new TextEncoder().encode('reference,recipient_type,recipient,amount\ncaf'), 0xe9, ...new TextEncoder().encode(',CODE,1234567,5.00\n')]);
+      const bytes = new Uint8Array([
+        ...new TextEncoder().encode('reference,recipient_type,recipient,amount\ncaf'),
+        0xe9,
+        ...new TextEncoder().encode(',CODE,1234567,5.00\n'),
+      ]);
       body.set('file', new Blob([bytes], { type: 'text/csv' }), 'latin1.csv');
       const response = await fetch(form.action, { method: 'POST', body });
       return { status: response.status, text: await response.text() };
@@ -302,7 +389,9 @@ describe('the console’s batches refuse what a person may not do', () => {
     await admin.getByLabel(/Partner user id/).fill(`broke-${randomUUID()}`);
     await admin.getByLabel('CSV file').setInputFiles(csvFile(csvOf([['n-1', '1234567', '5.00']])));
     await admin.getByRole('button', { name: 'Check and submit' }).click();
-    expect(await admin.getByRole('alert').innerText()).toMatch(/^There is not enough money for this batch: .+ \(INSUFFICIENT_FUNDS\)\. Nothing was stored and nothing is held\.$/);
+    expect(await admin.getByRole('alert').innerText()).toMatch(
+      /^There is not enough money for this batch: .+ \(INSUFFICIENT_FUNDS\)\. Nothing was stored and nothing is held\.$/,
+    );
     expect(await stack.database.fundingBatch.count()).toBe(before);
     await admin.close();
   });
@@ -312,7 +401,10 @@ describe('maker-checker across the console and the ops API (a person signed in w
   let keyStack: PartnerStack;
   const leadKey = randomBytes(24).toString('base64url');
   beforeAll(async () => {
-    keyStack = await startPartnerStack({ extraOpsKeys: [`lead:read+fund+approve:${leadKey}`], batches: { approvalThreshold: 1000n, maxInFlight: 4 } });
+    keyStack = await startPartnerStack({
+      extraOpsKeys: [`lead:read+fund+approve:${leadKey}`],
+      batches: { approvalThreshold: 1000n, maxInFlight: 4 },
+    });
   }, 90_000);
   afterAll(async () => {
     await keyStack?.close();
@@ -326,7 +418,12 @@ describe('maker-checker across the console and the ops API (a person signed in w
     await page.getByRole('button', { name: 'Sign in' }).click();
     await page.waitForURL(`${keyStack.apiBase}/console`);
     const approveByApi = async (batchId: string) =>
-      (await fetch(`${keyStack.apiBase}/ops/funding-batches/${batchId}/approve`, { method: 'POST', headers: { authorization: `Bearer ${leadKey}` } })).json() as Promise<{ status: number; code: string }>;
+      (
+        await fetch(`${keyStack.apiBase}/ops/funding-batches/${batchId}/approve`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${leadKey}` },
+        })
+      ).json() as Promise<{ status: number; code: string }>;
 
     // Uploaded in the console: the API refuses the same key's approval.
     await page.goto(`${keyStack.apiBase}/console/batches`);
@@ -345,14 +442,23 @@ describe('maker-checker across the console and the ops API (a person signed in w
     expect(await page.getByRole('button', { name: 'Approve' }).count()).toBe(0);
     const forged = await page.evaluate(
       async ({ path, csrf }) => {
-        const response = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${encodeURIComponent(csrf)}` });
+        const response = await fetch(path, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `_csrf=${encodeURIComponent(csrf)}`,
+        });
         return { status: response.status, text: await response.text() };
       },
       { path: `/console/batches/${throughApi}/approve`, csrf: await csrfOf(page) },
     );
     expect(forged.status).toBe(403);
     expect(forged.text).toContain('SAME_APPROVER');
-    for (const id of [inConsole, throughApi]) expect(await keyStack.database.fundingBatch.findUniqueOrThrow({ where: { id } })).toMatchObject({ state: 'AWAITING_APPROVAL', createdBy: 'lead', approvedBy: null });
+    for (const id of [inConsole, throughApi])
+      expect(await keyStack.database.fundingBatch.findUniqueOrThrow({ where: { id } })).toMatchObject({
+        state: 'AWAITING_APPROVAL',
+        createdBy: 'lead',
+        approvedBy: null,
+      });
     await context.close();
   });
 });
@@ -372,9 +478,14 @@ describe('the console’s batches, maker and checker', () => {
     await upload(maker, 'Payroll May', bad);
     expect(await maker.getByRole('heading', { level: 1 }).innerText()).toBe('The file has problems');
     expect(await maker.getByRole('alert').innerText()).toContain('1 problem in the batch: nothing was stored');
-    const reportRows = await maker.getByRole('table', { name: 'Problems in the file, by row' }).locator('tbody tr').allInnerTexts();
+    const reportRows = await maker
+      .getByRole('table', { name: 'Problems in the file, by row' })
+      .locator('tbody tr')
+      .allInnerTexts();
     expect(reportRows).toHaveLength(1);
-    expect(reportRows[0]).toMatch(/^3\s+pay-3\s+recipient\.code\s+INVALID\s+recipient\.code must be the 7-digit cash-in code$/);
+    expect(reportRows[0]).toMatch(
+      /^3\s+pay-3\s+recipient\.code\s+INVALID\s+recipient\.code must be the 7-digit cash-in code$/,
+    );
     expect(await stack.database.fundingBatch.count()).toBe(before);
 
     // Fixed, and sent again from the form the report page gives (the name is kept).
@@ -385,7 +496,9 @@ describe('the console’s batches, maker and checker', () => {
     expect(await maker.locator('#batch-progress').innerText()).toContain('AWAITING_APPROVAL');
     // The maker has no approve scope: no button, and the route itself refuses a forged approve.
     expect(await maker.getByRole('button', { name: 'Approve' }).count()).toBe(0);
-    expect(await postUrlencoded(maker, `/console/batches/${batchId}/approve`, { _csrf: await csrfOf(maker) })).toBe(403);
+    expect(await postUrlencoded(maker, `/console/batches/${batchId}/approve`, { _csrf: await csrfOf(maker) })).toBe(
+      403,
+    );
 
     // The maker's page stays open, unreloaded: a mark in its window would not survive a reload.
     await maker.goto(`${stack.apiBase}/console/batches/${batchId}`);
@@ -403,7 +516,9 @@ describe('the console’s batches, maker and checker', () => {
 
     // Both watch it complete, pushed to their pages.
     for (const page of [maker, checker]) {
-      await page.locator('#batch-progress strong', { hasText: '8 of 8 items done (100%)' }).waitFor({ timeout: 45_000 });
+      await page
+        .locator('#batch-progress strong', { hasText: '8 of 8 items done (100%)' })
+        .waitFor({ timeout: 45_000 });
       await page.locator('#batch-progress .badge', { hasText: 'COMPLETED' }).first().waitFor({ timeout: 10_000 });
       expect(await page.evaluate(() => (window as unknown as { stayed?: string }).stayed)).toBe('never reloaded');
       expect(await page.locator('#batch-progress').getAttribute('data-updated')).not.toBeNull();
@@ -418,26 +533,44 @@ describe('the console’s batches, maker and checker', () => {
 
     // The report: every reference exactly once, as the ops API writes it.
     await checker.reload();
-    const [download] = await Promise.all([checker.waitForEvent('download'), checker.getByRole('link', { name: 'Download the report' }).click()]);
+    const [download] = await Promise.all([
+      checker.waitForEvent('download'),
+      checker.getByRole('link', { name: 'Download the report' }).click(),
+    ]);
     const report = readFileSync(await download.path(), 'utf8');
     const lines = report.trim().split('\r\n');
     expect(lines[0]).toBe('"reference","funding_id","status","error_code","currency","amount"');
-    expect(lines.slice(1).map((line) => line.split(',')[0]!.replaceAll('"', '')).sort()).toEqual([...references].sort());
+    expect(
+      lines
+        .slice(1)
+        .map((line) => line.split(',')[0]!.replaceAll('"', ''))
+        .sort(),
+    ).toEqual([...references].sort());
     expect(lines.slice(1).every((line) => line.includes('"APPROVED"'))).toBe(true);
     expect(report).toBe(await (await stack.opsFetch(`/ops/funding-batches/${batchId}/report`)).text());
 
     // Who acted, on the batch and in the audit (channel console), by their names.
-    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({ state: 'COMPLETED', createdBy: MAKER, approvedBy: CHECKER });
+    expect(await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).toMatchObject({
+      state: 'COMPLETED',
+      createdBy: MAKER,
+      approvedBy: CHECKER,
+    });
     const audited = await waitFor(
       'the console writes audited',
       async () => {
-        const rows = await stack.database.opsAction.findMany({ where: { channel: 'console', path: { in: ['/console/batches', `/console/batches/${batchId}/approve`] } } });
+        const rows = await stack.database.opsAction.findMany({
+          where: { channel: 'console', path: { in: ['/console/batches', `/console/batches/${batchId}/approve`] } },
+        });
         return rows.some((row) => row.path.endsWith('/approve') && row.status === 303) ? rows : undefined;
       },
       10_000,
     );
-    expect(audited.filter((row) => row.path === '/console/batches' && row.status === 303).map((row) => row.keyName)).toContain(MAKER);
-    expect(audited.filter((row) => row.path === '/console/batches' && row.status === 422).map((row) => row.keyName)).toContain(MAKER);
+    expect(
+      audited.filter((row) => row.path === '/console/batches' && row.status === 303).map((row) => row.keyName),
+    ).toContain(MAKER);
+    expect(
+      audited.filter((row) => row.path === '/console/batches' && row.status === 422).map((row) => row.keyName),
+    ).toContain(MAKER);
     expect(audited.filter((row) => row.path.endsWith('/approve')).map((row) => [row.keyName, row.status])).toEqual(
       expect.arrayContaining([
         [MAKER, 403],
@@ -458,13 +591,24 @@ describe('the console’s batches, maker and checker', () => {
 
 describe('the console’s batch pages, as they look', () => {
   const pages = async () => {
-    const batch = await stack.database.fundingBatch.findFirstOrThrow({ where: { createdBy: MAKER, state: 'COMPLETED' }, orderBy: { createdAt: 'desc' } });
+    const batch = await stack.database.fundingBatch.findFirstOrThrow({
+      where: { createdBy: MAKER, state: 'COMPLETED' },
+      orderBy: { createdAt: 'desc' },
+    });
     return { list: '/console/batches', batch: `/console/batches/${batch.id}` };
   };
   /** The upload report page: a file with problems, uploaded by the maker. */
   async function reportPage(page: Page): Promise<void> {
     await page.goto(`${stack.apiBase}/console/batches`);
-    await upload(page, 'Layout check', csvOf([['ok-1', '1234567', '5.00'], ['bad ref', '1234567', '5.00'], ['ok-3', '12', '5.x']]));
+    await upload(
+      page,
+      'Layout check',
+      csvOf([
+        ['ok-1', '1234567', '5.00'],
+        ['bad ref', '1234567', '5.00'],
+        ['ok-3', '12', '5.x'],
+      ]),
+    );
     expect(await page.getByRole('heading', { level: 1 }).innerText()).toBe('The file has problems');
   }
 
@@ -480,7 +624,9 @@ describe('the console’s batch pages, as they look', () => {
         ['batch', () => page.goto(`${stack.apiBase}${paths.batch}`)],
       ] as const) {
         await open();
-        const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+        const overflow = await page.evaluate(
+          () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+        );
         expect(overflow, `${name} at ${width} px`).toBeLessThanOrEqual(0);
         await page.screenshot({ path: `test-results/console-batches-${name}-${width}.png`, fullPage: true });
       }
@@ -501,8 +647,12 @@ describe('the console’s batch pages, as they look', () => {
       ] as const) {
         await open();
         const results = await new AxeBuilder({ page }).analyze();
-        for (const violation of results.violations.filter((each) => each.impact === 'serious' || each.impact === 'critical')) {
-          found.push(`${name} at ${width} px: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join('; ')}`);
+        for (const violation of results.violations.filter(
+          (each) => each.impact === 'serious' || each.impact === 'critical',
+        )) {
+          found.push(
+            `${name} at ${width} px: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join('; ')}`,
+          );
         }
       }
     }

@@ -50,7 +50,8 @@ const roles = parseConsoleRoles([
   'walletflow-readers=read',
   'walletflow-leads=read+fund+pay+resolve+accounts+admin+approve',
 ]);
-const recorded = (username: string) => `${staff.find((member) => member.username === username)!.name} (oidc:staff-${username})`;
+const recorded = (username: string) =>
+  `${staff.find((member) => member.username === username)!.name} (oidc:staff-${username})`;
 
 let browser: Browser;
 let idp: RunningIdentityProvider;
@@ -60,7 +61,10 @@ let receiver: { server: Server; url: string; accepting: boolean; received: numbe
 
 /** What the tests act on, made once. */
 const made = {
-  /** Two code fundings parked in NEEDS_REVIEW by the sandbox's late-effect fault (one is resolved, one stays for the layout test). */
+  /**
+   * Two code fundings parked in NEEDS_REVIEW by the sandbox's late-effect fault (one is resolved, one stays for the
+   * layout test).
+   */
   reviews: Promise.resolve([] as FundingView[]),
   searched: { fundingId: '', idempotencyKey: '', transferId: '', code: '', batchId: '', batchReference: '' },
   /** A funding stored PENDING with no workflow: cancellable for as long as no one cancels it. */
@@ -73,7 +77,10 @@ const made = {
   deadDeliveryId: '',
 };
 
-async function ops(pathname: string, init: { method?: string; body?: unknown; key?: string } = {}): Promise<{ status: number; json: Record<string, unknown> }> {
+async function ops(
+  pathname: string,
+  init: { method?: string; body?: unknown; key?: string } = {},
+): Promise<{ status: number; json: Record<string, unknown> }> {
   const response = await stack.opsFetch(pathname, {
     method: init.method ?? 'GET',
     headers: { 'content-type': 'application/json', ...(init.key ? { 'idempotency-key': init.key } : {}) },
@@ -101,7 +108,10 @@ const fundingOf = async (fundingId: string) => (await ops(`/ops/fundings/${fundi
 
 /** Signs a staff member in at the identity provider; the page is on the console's home. */
 async function signIn(username: string, viewport = { width: 1280, height: 900 }): Promise<Page> {
-  const context = await browser.newContext({ viewport, ...(viewport.width < 600 ? { isMobile: true, hasTouch: true } : {}) });
+  const context = await browser.newContext({
+    viewport,
+    ...(viewport.width < 600 ? { isMobile: true, hasTouch: true } : {}),
+  });
   const page = await context.newPage();
   // The console asks before an irreversible act (window.confirm): the person says yes.
   page.on('dialog', (dialog) => void dialog.accept());
@@ -122,7 +132,9 @@ async function startDeliverer(): Promise<typeof deliverer> {
     namespace: inject('temporalNamespace'),
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    workerDeploymentOptions: versionedWorkerOptions(bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') })),
+    workerDeploymentOptions: versionedWorkerOptions(
+      bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
+    ),
     activities: createActivities({
       database: stack.database,
       refreshPool: stack.refreshPool,
@@ -137,7 +149,12 @@ async function startDeliverer(): Promise<typeof deliverer> {
   });
   const running = worker.run();
   // Its own deployment (the task queue's): this build is the current one.
-  await promoteOnStart(stack.temporal, bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }), 'always', createLogger({ level: 'silent' }));
+  await promoteOnStart(
+    stack.temporal,
+    bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
+    'always',
+    createLogger({ level: 'silent' }),
+  );
   const workflowId = `console-pages-deliverer-${randomUUID()}`;
   await startDeliverWebhooks(stack.temporal, { taskQueue, workflowId, input: { pollIntervalMs: 100, roundMs: 2000 } });
   return { worker, connection, running, workflowId };
@@ -162,8 +179,16 @@ beforeAll(async () => {
   browser = await launchChromium();
   stack = await startPartnerStack({
     console: async (apiBase) => {
-      idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
-      return { oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles, groupsClaim: 'groups' }, idleMinutes: 15, sessionHours: 8, temporalUiUrl: 'http://temporal-ui.example:8233' };
+      idp = await startIdentityProvider({
+        clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }],
+        staff,
+      });
+      return {
+        oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles, groupsClaim: 'groups' },
+        idleMinutes: 15,
+        sessionHours: 8,
+        temporalUiUrl: 'http://temporal-ui.example:8233',
+      };
     },
   });
   await stack.startWorker();
@@ -173,45 +198,115 @@ beforeAll(async () => {
   await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'late-effect', rate: 1, delayMs: 60_000 }]);
   const parked = await Promise.all(
     [0, 1].map(async (index) => {
-      const started = await ops('/ops/fundings', { method: 'POST', key: `console-review-${index}-${randomUUID()}`, body: { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: `1${index}.00` } } });
+      const started = await ops('/ops/fundings', {
+        method: 'POST',
+        key: `console-review-${index}-${randomUUID()}`,
+        body: {
+          recipient: { type: 'CODE', code: await cashInCode() },
+          amount: { currency: 'PHP', value: `1${index}.00` },
+        },
+      });
       expect(started.status).toBe(202);
       return started.json.fundingId as string;
     }),
   );
-  made.reviews = Promise.all(parked.map((fundingId) => eventually(() => fundingOf(fundingId), (funding) => funding.status === 'NEEDS_REVIEW', 80_000)));
+  made.reviews = Promise.all(
+    parked.map((fundingId) =>
+      eventually(
+        () => fundingOf(fundingId),
+        (funding) => funding.status === 'NEEDS_REVIEW',
+        80_000,
+      ),
+    ),
+  );
   made.reviews.catch(() => undefined);
 
-  // What the search finds: a code funding (its transfer id is stored before any execute), a batch item by reference, a user's links.
+  // What the search finds: a code funding (its transfer id is stored before any execute), a batch item by reference, a
+  // user's links.
   const code = await cashInCode();
   const key = `console-search-${randomUUID()}`;
-  const funding = await ops('/ops/fundings', { method: 'POST', key, body: { recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '7.25' } } });
+  const funding = await ops('/ops/fundings', {
+    method: 'POST',
+    key,
+    body: { recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '7.25' } },
+  });
   const batchReference = `ref-${randomUUID().slice(0, 8)}`;
-  const batch = await ops('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Console cash-back', items: [{ reference: batchReference, recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '3.00' } }] } });
+  const batch = await ops('/ops/funding-batches', {
+    method: 'POST',
+    key: randomUUID(),
+    body: {
+      name: 'Console cash-back',
+      items: [
+        {
+          reference: batchReference,
+          recipient: { type: 'CODE', code: await cashInCode() },
+          amount: { currency: 'PHP', value: '3.00' },
+        },
+      ],
+    },
+  });
   expect(batch.status).toBe(202);
-  const withTransfer = await eventually(() => fundingOf(funding.json.fundingId as string), (view) => view.transferId !== null);
-  made.searched = { fundingId: withTransfer.fundingId, idempotencyKey: key, transferId: withTransfer.transferId!, code, batchId: batch.json.batchId as string, batchReference };
+  const withTransfer = await eventually(
+    () => fundingOf(funding.json.fundingId as string),
+    (view) => view.transferId !== null,
+  );
+  made.searched = {
+    fundingId: withTransfer.fundingId,
+    idempotencyKey: key,
+    transferId: withTransfer.transferId!,
+    code,
+    batchId: batch.json.batchId as string,
+    batchReference,
+  };
 
-  const links = await Promise.all([0, 1].map(() => createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '500.00' }, { partnerUserId: () => made.linkUser })));
+  const links = await Promise.all(
+    [0, 1].map(() =>
+      createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '500.00' }, { partnerUserId: () => made.linkUser }),
+    ),
+  );
   made.linkIds = links.map((link) => link.linkId);
-  const payment = await ops('/ops/payments', { method: 'POST', key: randomUUID(), body: { linkId: links[0]!.linkId, amount: { currency: 'PHP', value: '20.00' } } });
+  const payment = await ops('/ops/payments', {
+    method: 'POST',
+    key: randomUUID(),
+    body: { linkId: links[0]!.linkId, amount: { currency: 'PHP', value: '20.00' } },
+  });
   expect(payment.status).toBe(202);
   made.paymentId = payment.json.id as string;
 
   // A funding stored as the API stores one, without a workflow to take it on: it stays PENDING.
   const record = createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
   const pendingId = randomUUID();
-  await record.insert({ id: pendingId, idempotencyKey: `console-pending-${pendingId}`, requestFingerprint: '0'.repeat(64), workflowId: `console-pending-${pendingId}`, recipient: { type: 'CODE', code: '7654321' }, amount: moneyOf({ currency: 'PHP', value: '4.00' }) });
+  await record.insert({
+    id: pendingId,
+    idempotencyKey: `console-pending-${pendingId}`,
+    requestFingerprint: '0'.repeat(64),
+    workflowId: `console-pending-${pendingId}`,
+    recipient: { type: 'CODE', code: '7654321' },
+    amount: moneyOf({ currency: 'PHP', value: '4.00' }),
+  });
   made.pendingFundingId = pendingId;
 
   // A dead letter: a funding cancelled (funding.failed) to an endpoint that answers 500 for the whole retry window.
-  const endpoint = await ops('/ops/webhooks/endpoints', { method: 'POST', body: { url: receiver.url, events: ['funding.failed'] } });
+  const endpoint = await ops('/ops/webhooks/endpoints', {
+    method: 'POST',
+    body: { url: receiver.url, events: ['funding.failed'] },
+  });
   expect(endpoint.status).toBe(201);
   made.endpointId = endpoint.json.id as string;
   const failedId = randomUUID();
-  await record.insert({ id: failedId, idempotencyKey: `console-failed-${failedId}`, requestFingerprint: '0'.repeat(64), workflowId: `console-failed-${failedId}`, recipient: { type: 'CODE', code: '1234567' }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
+  await record.insert({
+    id: failedId,
+    idempotencyKey: `console-failed-${failedId}`,
+    requestFingerprint: '0'.repeat(64),
+    workflowId: `console-failed-${failedId}`,
+    recipient: { type: 'CODE', code: '1234567' },
+    amount: moneyOf({ currency: 'PHP', value: '2.00' }),
+  });
   expect(await record.cancel({ id: failedId, createdAt: new Date() }, 'console-pages-test')).toBe(true);
   const dead = await eventually(
-    async () => ((await ops(`/ops/webhooks/deliveries?endpointId=${made.endpointId}&status=FAILED`)).json.items as WebhookDeliveryView[]),
+    async () =>
+      (await ops(`/ops/webhooks/deliveries?endpointId=${made.endpointId}&status=FAILED`)).json
+        .items as WebhookDeliveryView[],
     (items) => items.length === 1,
   );
   made.deadDeliveryId = dead[0]!.id;
@@ -219,7 +314,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await stack?.admin.clearFaults().catch(() => undefined);
-  await stack?.temporal.workflow.getHandle(deliverer?.workflowId ?? 'none').terminate('test over').catch(() => undefined);
+  await stack?.temporal.workflow
+    .getHandle(deliverer?.workflowId ?? 'none')
+    .terminate('test over')
+    .catch(() => undefined);
   deliverer?.worker.shutdown();
   await deliverer?.running.catch(() => undefined);
   await deliverer?.connection.close();
@@ -256,7 +354,8 @@ describe('the console’s search', () => {
       const byReference = await search(batchReference);
       await expect(byReference.getByRole('link', { name: batchId }).count()).resolves.toBe(1);
       const byUser = await search(made.linkUser);
-      for (const linkId of made.linkIds) await expect(byUser.getByRole('link', { name: linkId }).count()).resolves.toBe(1);
+      for (const linkId of made.linkIds)
+        await expect(byUser.getByRole('link', { name: linkId }).count()).resolves.toBe(1);
       // A result opens its page.
       await byUser.getByRole('link', { name: made.linkIds[0]! }).click();
       await page.waitForURL(`${stack.apiBase}/console/links/${made.linkIds[0]}`);
@@ -281,14 +380,21 @@ describe('an adjustment from the accounts page', () => {
       // The same form sent twice at once (a double click, a flaky network), then once more by its button.
       const statuses = await page.evaluate(async () => {
         const form = document.querySelector<HTMLFormElement>('form.adjust')!;
-        const send = () => fetch(form.action, { method: 'POST', body: new URLSearchParams(new FormData(form) as unknown as Record<string, string>), redirect: 'manual' }).then((response) => response.status);
+        const send = () =>
+          fetch(form.action, {
+            method: 'POST',
+            body: new URLSearchParams(new FormData(form) as unknown as Record<string, string>),
+            redirect: 'manual',
+          }).then((response) => response.status);
         return Promise.all([send(), send()]);
       });
       expect(statuses.every((status) => status === 0 || status === 303)).toBe(true);
       await page.getByRole('button', { name: 'Post adjustment' }).click();
       await page.waitForURL(/done=(adjusted|already)/);
       expect(await page.locator('main [role=status]').first().innerText()).toMatch(/adjustment \d+ (stands|posted)/i);
-      const transactions = await stack.database.ledgerTransaction.findMany({ where: { reference: `adjustment:${key}` } });
+      const transactions = await stack.database.ledgerTransaction.findMany({
+        where: { reference: `adjustment:${key}` },
+      });
       expect(transactions).toHaveLength(1);
       expect(transactions[0]!.actor).toBe(recorded('ana'));
       expect(transactions[0]!.reason).toBe('Goodwill credit, ticket 4711');
@@ -299,10 +405,13 @@ describe('an adjustment from the accounts page', () => {
       expect(await entries.innerText()).toContain(`${recorded('ana')}: Goodwill credit, ticket 4711`);
       // The audit names the person, on the console's channel.
       const audited = await eventually(
-        () => stack.database.opsAction.findMany({ where: { path: `/console/accounts/${made.accountUser}/adjustments` } }),
+        () =>
+          stack.database.opsAction.findMany({ where: { path: `/console/accounts/${made.accountUser}/adjustments` } }),
         (rows) => rows.length === 3,
       );
-      expect(audited.every((row) => row.keyName === recorded('ana') && row.channel === 'console' && row.status === 303)).toBe(true);
+      expect(
+        audited.every((row) => row.keyName === recorded('ana') && row.channel === 'console' && row.status === 303),
+      ).toBe(true);
     } finally {
       await page.context().close();
     }
@@ -314,14 +423,26 @@ describe('the settlement download', () => {
     const page = await signIn('ana');
     try {
       await page.goto(`${stack.apiBase}/console/accounts`);
-      // The day's settlement report downloads as CSV (yesterday's by default: a small day, settled within the download's wait).
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Download CSV' }).click()]);
+      // The day's settlement report downloads as CSV (yesterday's by default: a small day, settled within the
+      // download's wait).
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('button', { name: 'Download CSV' }).click(),
+      ]);
       expect(download.suggestedFilename()).toMatch(/^settlement-\d{4}-\d{2}-\d{2}\.csv$/);
       // A big day's run outlasts the wait: a page follows its progress, pushed, then offers the file.
       const day = `20${String(10 + Math.floor(Math.random() * 9)).padStart(2, '0')}-0${1 + Math.floor(Math.random() * 9)}-1${Math.floor(Math.random() * 9)}`;
-      await plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack.admin }, { date: day, timeZone: 'Asia/Manila', count: 100 });
-      const faults = (await stack.admin.call<{ rules: Array<{ endpoint: string; mode: string; rate: number }> }>('GET', '/faults')).body.rules;
-      await stack.admin.setFaults([...faults, { endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 2000 }]);
+      await plantApprovedDay(
+        { databaseUrl: testDatabaseUrl(), admin: stack.admin },
+        { date: day, timeZone: 'Asia/Manila', count: 100 },
+      );
+      const faults = (
+        await stack.admin.call<{ rules: Array<{ endpoint: string; mode: string; rate: number }> }>('GET', '/faults')
+      ).body.rules;
+      await stack.admin.setFaults([
+        ...faults,
+        { endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 2000 },
+      ]);
       try {
         await page.getByLabel(/^Day/).fill(day);
         await page.getByRole('button', { name: 'Download CSV' }).click();
@@ -330,7 +451,11 @@ describe('the settlement download', () => {
         expect(await progress.innerText()).toMatch(/\d+ of 100 fundings and payments checked/);
         expect(await progress.locator('progress').getAttribute('max')).toBe('100');
         const axe = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
-        expect(axe.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => violation.id)).toEqual([]);
+        expect(
+          axe.violations
+            .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+            .map((violation) => violation.id),
+        ).toEqual([]);
       } finally {
         await stack.admin.setFaults(faults);
       }
@@ -358,7 +483,10 @@ describe('a link revoked from the links page', () => {
       await page.getByRole('button', { name: 'Revoke link' }).click();
       await page.waitForURL(/done=unlinked/);
       expect(await page.locator('main [role=status]').first().innerText()).toContain('Revoked');
-      const link = await stack.database.link.findUniqueOrThrow({ where: { id: linkId }, include: { tokens: true, events: { orderBy: { id: 'desc' }, take: 1 } } });
+      const link = await stack.database.link.findUniqueOrThrow({
+        where: { id: linkId },
+        include: { tokens: true, events: { orderBy: { id: 'desc' }, take: 1 } },
+      });
       expect(link.status).toBe('UNLINKED');
       expect(link.tokens).toBeNull();
       expect(link.events[0]).toMatchObject({ type: 'UNLINKED', actor: recorded('ana') });
@@ -378,14 +506,21 @@ describe('a dead-lettered webhook delivery', () => {
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Webhooks' }).click();
       const dead = page.getByRole('table', { name: 'Dead letters, newest first' });
       await expect(dead.getByRole('link', { name: made.deadDeliveryId }).count()).resolves.toBe(1);
-      const before = await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: made.deadDeliveryId }, include: { attemptLog: true } });
+      const before = await stack.database.webhookDelivery.findUniqueOrThrow({
+        where: { id: made.deadDeliveryId },
+        include: { attemptLog: true },
+      });
       expect(before.status).toBe('FAILED');
       receiver.accepting = true;
       await dead.getByRole('link', { name: made.deadDeliveryId }).click();
       await page.getByRole('button', { name: `Redeliver ${made.deadDeliveryId}` }).click();
       await page.waitForURL(/done=redelivered/);
       const after = await eventually(
-        () => stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: made.deadDeliveryId }, include: { attemptLog: { orderBy: { id: 'asc' } } } }),
+        () =>
+          stack.database.webhookDelivery.findUniqueOrThrow({
+            where: { id: made.deadDeliveryId },
+            include: { attemptLog: { orderBy: { id: 'asc' } } },
+          }),
         (delivery) => delivery.status === 'SUCCEEDED',
         20_000,
       );
@@ -393,7 +528,13 @@ describe('a dead-lettered webhook delivery', () => {
       expect(after.attemptLog.at(-1)).toMatchObject({ statusCode: 200, error: null });
       await page.reload();
       expect(await page.getByRole('table', { name: 'Attempts, oldest first' }).innerText()).toContain('HTTP 200');
-      const audited = await eventually(() => stack.database.opsAction.findFirst({ where: { path: `/console/webhooks/deliveries/${made.deadDeliveryId}/redeliver` } }), (row) => row !== null);
+      const audited = await eventually(
+        () =>
+          stack.database.opsAction.findFirst({
+            where: { path: `/console/webhooks/deliveries/${made.deadDeliveryId}/redeliver` },
+          }),
+        (row) => row !== null,
+      );
       expect(audited).toMatchObject({ keyName: recorded('ben'), channel: 'console', status: 303 });
     } finally {
       await page.context().close();
@@ -406,17 +547,23 @@ describe('a reader', () => {
     const [review] = await made.reviews;
     const page = await signIn('rey');
     try {
-      const deliveryBefore = await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: made.deadDeliveryId } });
+      const deliveryBefore = await stack.database.webhookDelivery.findUniqueOrThrow({
+        where: { id: made.deadDeliveryId },
+      });
       for (const [, pathname] of pagesToVisit()) {
         const response = await page.goto(`${stack.apiBase}${pathname}`);
         expect(response?.status(), pathname).toBe(200);
         // Only the searches and filters (GET forms) have buttons; nothing that writes. The settlement's
         // form is a POST (a run is work, started only by a person's form) that needs read only: a report.
         const writes = await page.evaluate(() => {
-          const reads = (form: Element | null) => form?.getAttribute('method') === 'get' || form?.getAttribute('action') === '/console/settlements';
+          const reads = (form: Element | null) =>
+            form?.getAttribute('method') === 'get' || form?.getAttribute('action') === '/console/settlements';
           return {
-            forms: Array.from(document.querySelectorAll('main form[method=post]')).filter((form) => !reads(form)).length,
-            buttons: Array.from(document.querySelectorAll('main button:not(.copy)')).filter((button) => !reads(button.closest('form'))).length,
+            forms: Array.from(document.querySelectorAll('main form[method=post]')).filter((form) => !reads(form))
+              .length,
+            buttons: Array.from(document.querySelectorAll('main button:not(.copy)')).filter(
+              (button) => !reads(button.closest('form')),
+            ).length,
           };
         });
         expect(writes, pathname).toEqual({ forms: 0, buttons: 0 });
@@ -424,27 +571,57 @@ describe('a reader', () => {
       const csrf = await page.locator('header input[name=_csrf]').getAttribute('value');
       const forge = (action: string, fields: Record<string, string>) =>
         page.evaluate(
-          async ({ action, body }) => (await fetch(action, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body, redirect: 'manual' })).status,
+          async ({ action, body }) =>
+            (
+              await fetch(action, {
+                method: 'POST',
+                headers: { 'content-type': 'application/x-www-form-urlencoded' },
+                body,
+                redirect: 'manual',
+              })
+            ).status,
           { action, body: new URLSearchParams({ _csrf: csrf ?? '', ...fields }).toString() },
         );
       const forgedKey = randomUUID();
       const forged = {
         cancel: await forge(`/console/fundings/${made.pendingFundingId}/cancel`, {}),
-        resolveFunding: await forge(`/console/fundings/${review!.fundingId}/resolve`, { outcome: 'FAILED', note: 'forged' }),
-        resolvePayment: await forge(`/console/payments/${made.paymentId}/resolve`, { outcome: 'FAILED', note: 'forged' }),
-        adjust: await forge(`/console/accounts/${made.accountUser}/adjustments`, { idempotencyKey: forgedKey, amount: '-100.00', reason: 'forged' }),
+        resolveFunding: await forge(`/console/fundings/${review!.fundingId}/resolve`, {
+          outcome: 'FAILED',
+          note: 'forged',
+        }),
+        resolvePayment: await forge(`/console/payments/${made.paymentId}/resolve`, {
+          outcome: 'FAILED',
+          note: 'forged',
+        }),
+        adjust: await forge(`/console/accounts/${made.accountUser}/adjustments`, {
+          idempotencyKey: forgedKey,
+          amount: '-100.00',
+          reason: 'forged',
+        }),
         redeliver: await forge(`/console/webhooks/deliveries/${made.deadDeliveryId}/redeliver`, {}),
         unlink: await forge(`/console/links/${made.linkIds[0]}/unlink`, {}),
       };
-      expect(forged).toEqual({ cancel: 403, resolveFunding: 403, resolvePayment: 403, adjust: 403, redeliver: 403, unlink: 403 });
+      expect(forged).toEqual({
+        cancel: 403,
+        resolveFunding: 403,
+        resolvePayment: 403,
+        adjust: 403,
+        redeliver: 403,
+        unlink: 403,
+      });
       expect((await fundingOf(made.pendingFundingId)).status).toBe('PENDING');
       expect((await fundingOf(review!.fundingId)).status).toBe('NEEDS_REVIEW');
       expect((await ops(`/ops/payments/${made.paymentId}`)).json.review ?? null).toBeNull();
       expect(await stack.database.ledgerTransaction.count({ where: { reference: `adjustment:${forgedKey}` } })).toBe(0);
-      expect((await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: made.deadDeliveryId } })).updatedAt).toEqual(deliveryBefore.updatedAt);
+      expect(
+        (await stack.database.webhookDelivery.findUniqueOrThrow({ where: { id: made.deadDeliveryId } })).updatedAt,
+      ).toEqual(deliveryBefore.updatedAt);
       expect((await stack.database.link.findUniqueOrThrow({ where: { id: made.linkIds[0]! } })).status).toBe('ACTIVE');
       // Each refusal is audited under the reader's name.
-      const refused = await eventually(() => stack.database.opsAction.findMany({ where: { keyName: recorded('rey'), status: 403 } }), (rows) => rows.length === 6);
+      const refused = await eventually(
+        () => stack.database.opsAction.findMany({ where: { keyName: recorded('rey'), status: 403 } }),
+        (rows) => rows.length === 6,
+      );
       expect(refused.every((row) => row.channel === 'console')).toBe(true);
     } finally {
       await page.context().close();
@@ -462,7 +639,8 @@ describe('the review queue', () => {
       const item = page.getByRole('article', { name: `Funding ${review!.fundingId}` });
       expect(await item.innerText()).toContain(review!.review!.reason);
       // Every wallet call behind the doubt is listed by its Request-Reference-No.
-      for (const attempt of review!.review!.attempts.filter((each) => each.requestReferenceNo)) expect(await item.innerText()).toContain(attempt.requestReferenceNo);
+      for (const attempt of review!.review!.attempts.filter((each) => each.requestReferenceNo))
+        expect(await item.innerText()).toContain(attempt.requestReferenceNo);
       // A note of blanks passes the browser's `required`, and the server refuses it.
       await item.getByLabel(/^Note/).fill('   ');
       await item.getByRole('button', { name: 'Resolve' }).click();
@@ -478,13 +656,24 @@ describe('the review queue', () => {
       expect(await page.locator('main [role=status]').first().innerText()).toContain(`Resolved ${review!.fundingId}`);
       const resolved = await fundingOf(review!.fundingId);
       expect(resolved.status).toBe('APPROVED');
-      expect(resolved.review?.resolution).toMatchObject({ outcome: 'APPROVED', by: recorded('rosa'), note: 'The operator’s portal shows the transfer APPROVED' });
+      expect(resolved.review?.resolution).toMatchObject({
+        outcome: 'APPROVED',
+        by: recorded('rosa'),
+        note: 'The operator’s portal shows the transfer APPROVED',
+      });
       // Its page shows the resolution and who made it in the timeline.
       await page.goto(`${stack.apiBase}/console/fundings/${review!.fundingId}`);
-      expect(await page.getByRole('table', { name: 'The funding’s events, oldest first' }).innerText()).toContain(recorded('rosa'));
-      expect(await page.getByRole('link', { name: /in the Temporal UI/ }).getAttribute('href')).toMatch(/^http:\/\/temporal-ui\.example:8233\/namespaces\/[^/]+\/workflows\/.+/);
+      expect(await page.getByRole('table', { name: 'The funding’s events, oldest first' }).innerText()).toContain(
+        recorded('rosa'),
+      );
+      expect(await page.getByRole('link', { name: /in the Temporal UI/ }).getAttribute('href')).toMatch(
+        /^http:\/\/temporal-ui\.example:8233\/namespaces\/[^/]+\/workflows\/.+/,
+      );
       // The audit shows both tries under her name (besides her sign-in), found by her display name and the kind of act.
-      await eventually(() => stack.database.opsAction.count({ where: { keyName: recorded('rosa'), path: { endsWith: '/resolve' } } }), (count) => count === 2);
+      await eventually(
+        () => stack.database.opsAction.count({ where: { keyName: recorded('rosa'), path: { endsWith: '/resolve' } } }),
+        (count) => count === 2,
+      );
       await page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name: 'Audit' }).click();
       await page.getByLabel(/^Person/).fill('Rosa Reyes');
       await page.getByLabel('Kind of act').selectOption('funding.resolve');
@@ -492,7 +681,10 @@ describe('the review queue', () => {
       await page.waitForURL(/\/console\/audit\?/);
       const acts = page.getByRole('table', { name: 'Audited acts, newest first' });
       expect(await acts.innerText()).toContain(`/console/fundings/${review!.fundingId}/resolve`);
-      expect(await acts.locator('tbody tr').allInnerTexts()).toEqual([expect.stringMatching(/303/), expect.stringMatching(/400/)]);
+      expect(await acts.locator('tbody tr').allInnerTexts()).toEqual([
+        expect.stringMatching(/303/),
+        expect.stringMatching(/400/),
+      ]);
     } finally {
       await page.context().close();
     }
@@ -526,23 +718,41 @@ describe('every page', () => {
     await mkdir(resultsDir, { recursive: true });
     // Both widths at once, each in a browser context of its own (axe takes most of the time, in each page's renderer).
     await Promise.all(
-      [{ width: 1280, height: 900 }, { width: 390, height: 844 }].map(async (viewport) => {
+      [
+        { width: 1280, height: 900 },
+        { width: 390, height: 844 },
+      ].map(async (viewport) => {
         const page = await signIn('lea', viewport);
         try {
-          // Each page once (a second funding's page is the same page): the search with results, the funding in review with its form.
-          const pages = pagesToVisit(reviews[1]!.fundingId).filter(([name]) => name !== 'search' && name !== 'funding-pending');
+          // Each page once (a second funding's page is the same page): the search with results, the funding in review
+          // with its form.
+          const pages = pagesToVisit(reviews[1]!.fundingId).filter(
+            ([name]) => name !== 'search' && name !== 'funding-pending',
+          );
           for (const [name, pathname] of [['home', '/console'] as [string, string], ...pages]) {
             const where = `${pathname} at ${viewport.width} px`;
             const response = await page.goto(`${stack.apiBase}${pathname}`);
             expect(response?.status(), where).toBe(200);
             // The page itself never scrolls sideways (a wide table scrolls inside its own box).
-            const overflow = await page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+            const overflow = await page.evaluate(
+              () => document.documentElement.scrollWidth - document.documentElement.clientWidth,
+            );
             expect(overflow, where).toBeLessThanOrEqual(0);
-            await page.screenshot({ path: path.join(resultsDir, `console-${name}-${viewport.width}.png`), fullPage: true });
+            await page.screenshot({
+              path: path.join(resultsDir, `console-${name}-${viewport.width}.png`),
+              fullPage: true,
+            });
             // Only violations are gathered (axe's own advice for speed); every rule runs.
             const axe = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
-            const serious = axe.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-            expect(serious.map((violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`), where).toEqual([]);
+            const serious = axe.violations.filter(
+              (violation) => violation.impact === 'serious' || violation.impact === 'critical',
+            );
+            expect(
+              serious.map(
+                (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
+              ),
+              where,
+            ).toEqual([]);
           }
         } finally {
           await page.context().close();

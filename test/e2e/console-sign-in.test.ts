@@ -17,7 +17,10 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 let browser: Browser;
 let idp: RunningIdentityProvider;
 let oidcStack: PartnerStack;
-/** Another walletflow on the same database, whose CONSOLE_OIDC_ROLES took roles away: makers may only read, readers nothing. */
+/**
+ * Another walletflow on the same database, whose CONSOLE_OIDC_ROLES took roles away: makers may only read, readers
+ * nothing.
+ */
 let narrowedStack: PartnerStack;
 let keyStack: PartnerStack;
 /** How far the key stack's clock is ahead of the real one (idle time passes without waiting for it). */
@@ -31,10 +34,21 @@ const staff = [
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
   // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
-  { username: 'mallory', password: 'mallory-pass', name: 'Jose Reyes (oidc:staff-jose)\u202e', groups: ['walletflow-readers'] },
+  {
+    username: 'mallory',
+    password: 'mallory-pass',
+    name: 'Jose Reyes (oidc:staff-jose)\u202e',
+    groups: ['walletflow-readers'],
+  },
 ];
 const oidcSettings = (roles: string[]) => ({
-  oidc: { issuer: idp.issuer, clientId: 'walletflow-console', clientSecret, roles: parseConsoleRoles(roles), groupsClaim: 'groups' },
+  oidc: {
+    issuer: idp.issuer,
+    clientId: 'walletflow-console',
+    clientSecret,
+    roles: parseConsoleRoles(roles),
+    groupsClaim: 'groups',
+  },
   idleMinutes: 15,
   sessionHours: 8,
   temporalUiUrl: undefined,
@@ -44,12 +58,24 @@ beforeAll(async () => {
   browser = await launchChromium();
   oidcStack = await startPartnerStack({
     console: async (apiBase) => {
-      idp = await startIdentityProvider({ clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }], staff });
-      return oidcSettings(['walletflow-makers=read+fund+accounts', 'walletflow-checkers=read+approve+resolve', 'walletflow-readers=read']);
+      idp = await startIdentityProvider({
+        clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }],
+        staff,
+      });
+      return oidcSettings([
+        'walletflow-makers=read+fund+accounts',
+        'walletflow-checkers=read+approve+resolve',
+        'walletflow-readers=read',
+      ]);
     },
   });
-  narrowedStack = await startPartnerStack({ console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']) });
-  keyStack = await startPartnerStack({ extraOpsKeys: [`auditor:read:${readerKey}`], hardening: { now: () => Date.now() + keyClockSkewMs, sqlClock: () => Date.now() + keyClockSkewMs } });
+  narrowedStack = await startPartnerStack({
+    console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']),
+  });
+  keyStack = await startPartnerStack({
+    extraOpsKeys: [`auditor:read:${readerKey}`],
+    hardening: { now: () => Date.now() + keyClockSkewMs, sqlClock: () => Date.now() + keyClockSkewMs },
+  });
 }, 90_000);
 
 afterAll(async () => {
@@ -72,7 +98,12 @@ function navigate(url: string, headers: Record<string, string>): Promise<{ statu
   });
 }
 
-async function signInWithProvider(context: BrowserContext, base: string, username: string, password: string): Promise<Page> {
+async function signInWithProvider(
+  context: BrowserContext,
+  base: string,
+  username: string,
+  password: string,
+): Promise<Page> {
   const page = await context.newPage();
   await page.goto(`${base}/console`);
   await page.getByRole('link', { name: /Sign in with/ }).click();
@@ -95,7 +126,9 @@ describe('the console’s sign-in through OpenID Connect', () => {
       const cookies = await context.cookies(`${oidcStack.apiBase}/console`);
       const session = cookies.find((cookie) => cookie.name === 'walletflow_console');
       expect(session).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/console' });
-      const stored = await oidcStack.database.consoleSession.findMany({ where: { personId: 'oidc:staff-maria', createdAt: { gte: since } } });
+      const stored = await oidcStack.database.consoleSession.findMany({
+        where: { personId: 'oidc:staff-maria', createdAt: { gte: since } },
+      });
       expect(stored).toHaveLength(1);
       expect([...stored[0]!.scopes].sort()).toEqual(['accounts', 'fund', 'read']);
       // The cookie's value is not what is stored (only its hash).
@@ -132,12 +165,17 @@ describe('the console’s sign-in through OpenID Connect', () => {
       const rows = await waitFor(
         'both sign-ins audited',
         async () => {
-          const found = await oidcStack.database.opsAction.findMany({ where: { at: { gte: since }, path: '/console/oidc/callback' }, orderBy: { id: 'asc' } });
+          const found = await oidcStack.database.opsAction.findMany({
+            where: { at: { gte: since }, path: '/console/oidc/callback' },
+            orderBy: { id: 'asc' },
+          });
           return found.length >= 2 ? found : undefined;
         },
         15_000,
       );
-      expect(rows.map((row) => ({ method: row.method, status: row.status, keyName: row.keyName, channel: row.channel }))).toEqual([
+      expect(
+        rows.map((row) => ({ method: row.method, status: row.status, keyName: row.keyName, channel: row.channel })),
+      ).toEqual([
         { method: 'GET', status: 200, keyName: 'Maria Santos (oidc:staff-maria)', channel: 'console' },
         { method: 'GET', status: 403, keyName: 'No Role (oidc:staff-nobody)', channel: 'console' },
       ]);
@@ -156,7 +194,10 @@ describe('the console’s sign-in through OpenID Connect', () => {
       // Her own identity, last; no other one in parentheses, no character that reorders what follows.
       expect(shown).toBe('Jose Reyes oidc staff-jose (oidc:staff-mallory)');
       expect(shown).not.toMatch(/[\p{Cf}\p{Cc}]/u);
-      const stored = await oidcStack.database.consoleSession.findFirst({ where: { personId: 'oidc:staff-mallory' }, orderBy: { createdAt: 'desc' } });
+      const stored = await oidcStack.database.consoleSession.findFirst({
+        where: { personId: 'oidc:staff-mallory' },
+        orderBy: { createdAt: 'desc' },
+      });
       expect(stored?.personName).toBe(shown);
     } finally {
       await context.close();
@@ -192,19 +233,46 @@ describe('the console’s sign-in through OpenID Connect', () => {
     try {
       const first = await signInWithProvider(context, oidcStack.apiBase, 'ana', 'ana-pass');
       await first.waitForURL(`${oidcStack.apiBase}/console`);
-      const earlier = (await context.cookies(`${oidcStack.apiBase}/console`)).find((cookie) => cookie.name === 'walletflow_console')!.value;
-      const live = () => oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana', createdAt: { gte: since } } });
+      const earlier = (await context.cookies(`${oidcStack.apiBase}/console`)).find(
+        (cookie) => cookie.name === 'walletflow_console',
+      )!.value;
+      const live = () =>
+        oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana', createdAt: { gte: since } } });
       // The provider's answer comes from another site in production, without the Strict session
       // cookie: the start, a person's navigation from the console, ends the browser's session. An
       // image or a prefetch of the start (a sibling subdomain's page) ends nothing.
       for (const headers of [
-        { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' } as Record<string, string>,
-        { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin', 'sec-purpose': 'prefetch' },
+        { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' } as Record<
+          string,
+          string
+        >,
+        {
+          'sec-fetch-mode': 'navigate',
+          'sec-fetch-dest': 'document',
+          'sec-fetch-site': 'same-origin',
+          'sec-purpose': 'prefetch',
+        },
       ]) {
-        expect((await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, { cookie: `walletflow_console=${earlier}`, ...headers })).status).toBe(303);
+        expect(
+          (
+            await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, {
+              cookie: `walletflow_console=${earlier}`,
+              ...headers,
+            })
+          ).status,
+        ).toBe(303);
         expect(await live()).toBe(1);
       }
-      expect((await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, { cookie: `walletflow_console=${earlier}`, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin' })).status).toBe(303);
+      expect(
+        (
+          await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, {
+            cookie: `walletflow_console=${earlier}`,
+            'sec-fetch-mode': 'navigate',
+            'sec-fetch-dest': 'document',
+            'sec-fetch-site': 'same-origin',
+          })
+        ).status,
+      ).toBe(303);
       expect(await live()).toBe(0);
       // Straight to the provider's sign-in again, as a person does from a bookmark.
       const again = await context.newPage();
@@ -217,11 +285,16 @@ describe('the console’s sign-in through OpenID Connect', () => {
         await again.getByRole('button', { name: 'Sign in' }).click();
         await again.waitForURL(`${oidcStack.apiBase}/console`);
       }
-      const later = (await context.cookies(`${oidcStack.apiBase}/console`)).find((cookie) => cookie.name === 'walletflow_console')!.value;
+      const later = (await context.cookies(`${oidcStack.apiBase}/console`)).find(
+        (cookie) => cookie.name === 'walletflow_console',
+      )!.value;
       expect(later).not.toBe(earlier);
       // One session of this browser's is left: the new one.
       expect(await live()).toBe(1);
-      const stale = await fetch(`${oidcStack.apiBase}/console`, { redirect: 'manual', headers: { cookie: `walletflow_console=${earlier}` } });
+      const stale = await fetch(`${oidcStack.apiBase}/console`, {
+        redirect: 'manual',
+        headers: { cookie: `walletflow_console=${earlier}` },
+      });
       await stale.arrayBuffer();
       expect(stale.status).toBe(303);
     } finally {
@@ -233,7 +306,9 @@ describe('the console’s sign-in through OpenID Connect', () => {
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
-      const forged = await page.goto(`${oidcStack.apiBase}/console/oidc/callback?code=forged&state=${randomBytes(16).toString('base64url')}`);
+      const forged = await page.goto(
+        `${oidcStack.apiBase}/console/oidc/callback?code=forged&state=${randomBytes(16).toString('base64url')}`,
+      );
       expect(forged?.status()).toBe(400);
     } finally {
       await context.close();
@@ -249,7 +324,11 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await one.waitForURL(`${oidcStack.apiBase}/console`);
       const two = await signInWithProvider(second, oidcStack.apiBase, 'jose', 'jose-pass');
       await two.waitForURL(`${oidcStack.apiBase}/console`);
-      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-jose', createdAt: { gte: since } } })).toBe(2);
+      expect(
+        await oidcStack.database.consoleSession.count({
+          where: { personId: 'oidc:staff-jose', createdAt: { gte: since } },
+        }),
+      ).toBe(2);
       await one.getByRole('button', { name: 'Sign out' }).click();
       await one.waitForURL(/\/console\/sign-in$/);
       expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-jose' } })).toBe(0);
@@ -281,7 +360,11 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       // A write it has no scope for, forged with its own valid CSRF token: 403, nothing done.
       const csrf = await page.locator('header input[name=_csrf]').getAttribute('value');
       const forged = await page.evaluate(async (token) => {
-        const response = await fetch(`/console/batches/${crypto.randomUUID()}/approve`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: `_csrf=${encodeURIComponent(token ?? '')}` });
+        const response = await fetch(`/console/batches/${crypto.randomUUID()}/approve`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `_csrf=${encodeURIComponent(token ?? '')}`,
+        });
         return { status: response.status, type: response.headers.get('content-type'), text: await response.text() };
       }, csrf);
       // Refused by the route's own scope check, with a page in words (not the API's problem document).
@@ -301,13 +384,25 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       await page.getByLabel('Your ops key').fill(keyStack.opsKey);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForURL(`${keyStack.apiBase}/console`);
-      const status = await page.evaluate(async () => (await fetch('/console/sign-out', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '' })).status);
+      const status = await page.evaluate(
+        async () =>
+          (
+            await fetch('/console/sign-out', {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded' },
+              body: '',
+            })
+          ).status,
+      );
       expect(status).toBe(403);
       // Still signed in: the refused sign-out did nothing.
       await page.reload();
       expect(page.url()).toBe(`${keyStack.apiBase}/console`);
       // Idle past CONSOLE_IDLE_MINUTES: the next request finds no session.
-      await keyStack.database.consoleSession.updateMany({ where: { personId: 'key:default' }, data: { lastSeenAt: new Date(Date.now() - 16 * 60_000) } });
+      await keyStack.database.consoleSession.updateMany({
+        where: { personId: 'key:default' },
+        data: { lastSeenAt: new Date(Date.now() - 16 * 60_000) },
+      });
       await page.reload();
       expect(page.url()).toContain('/console/sign-in');
       expect(await keyStack.database.consoleSession.count({ where: { personId: 'key:default' } })).toBe(0);
@@ -324,14 +419,21 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       await page.getByLabel('Your ops key').fill(readerKey);
       await page.getByRole('button', { name: 'Sign in' }).click();
       await page.waitForURL(`${keyStack.apiBase}/console`);
-      const session = async () => (await keyStack.database.consoleSession.findFirstOrThrow({ where: { personId: 'key:auditor' }, orderBy: { createdAt: 'desc' } })).lastSeenAt.getTime();
+      const session = async () =>
+        (
+          await keyStack.database.consoleSession.findFirstOrThrow({
+            where: { personId: 'key:auditor' },
+            orderBy: { createdAt: 'desc' },
+          })
+        ).lastSeenAt.getTime();
       const signedInAt = await session();
       // Ten minutes on, an address typed in the browser (Sec-Fetch-Site: none): the person's act.
       keyClockSkewMs = 10 * 60_000;
       await page.goto(`${keyStack.apiBase}/console/search`);
       const typed = await session();
       expect(typed - signedInAt).toBeGreaterThanOrEqual(10 * 60_000 - 5000);
-      // Ten minutes more: an image, a prefetch and a script's fetch of console pages, by the page itself: none is the person's.
+      // Ten minutes more: an image, a prefetch and a script's fetch of console pages, by the page itself: none is the
+      // person's.
       keyClockSkewMs = 20 * 60_000;
       await page.evaluate(async () => {
         const image = new Image();
@@ -392,7 +494,10 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: keyStack.apiBase },
       body: `_csrf=${pre.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(readerKey)}`,
     });
-    const session = signedIn.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console='))!.split(';')[0]!;
+    const session = signedIn.headers
+      .getSetCookie()
+      .find((cookie) => cookie.startsWith('walletflow_console='))!
+      .split(';')[0]!;
     const stream = await fetch(`${keyStack.apiBase}/console/live/home`, { headers: { cookie: session } });
     expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const reader = stream.body!.getReader();

@@ -2,7 +2,8 @@
 // PostgreSQL, Temporal (with its Web UI), the sandbox, the worker and the API; /readyz reports all
 // three dependencies up; the CLI funds a test user by code and by link, and the fundings are
 // searchable by status in Temporal; the sample batch waits for approval (the demo's threshold),
-// and uploaded in the console as `maker` it runs once `checker` approves it; Ctrl-C (SIGINT to the process group) stops everything; a
+// and uploaded in the console as `maker` it runs once `checker` approves it; Ctrl-C (SIGINT to the process group) stops
+// everything; a
 // second start reuses the data and stops everything too when whatever read its output is gone
 // first (`walletflow dev | tee dev.log`, where Ctrl-C ends tee as well).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -46,11 +47,29 @@ async function startDev(): Promise<DevRun> {
     WALLETFLOW_IDP_PORT: String(ports.identityProvider),
     WALLETFLOW_STATE_DIR: stateDir,
   };
-  for (const name of ['DATABASE_URL', 'TEMPORAL_ADDRESS', 'CONNECT_URL', 'OP_URL', 'TRANSFER_URL', 'OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES', 'BATCH_APPROVAL_THRESHOLD']) {
+  for (const name of [
+    'DATABASE_URL',
+    'TEMPORAL_ADDRESS',
+    'CONNECT_URL',
+    'OP_URL',
+    'TRANSFER_URL',
+    'OPS_API_KEYS',
+    'TOKEN_ENCRYPTION_KEY',
+    'CONSOLE_OIDC_ISSUER',
+    'CONSOLE_OIDC_CLIENT_ID',
+    'CONSOLE_OIDC_CLIENT_SECRET',
+    'CONSOLE_OIDC_ROLES',
+    'BATCH_APPROVAL_THRESHOLD',
+  ]) {
     delete env[name];
   }
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'dev'], { cwd: root, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'dev'], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   started.push(child);
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -93,7 +112,9 @@ describe('walletflow dev', () => {
     expect(first.output()).toMatch(/migrations: applied/);
     expect(first.output()).toMatch(/09171234567 +password/);
     // The partner ledger it seeded: the treasury's float and each test user's partner balance.
-    expect(first.output()).toMatch(/partner ledger +treasury 96980\.00 PHP available \(float 100000\.00 from CAPITAL\)/);
+    expect(first.output()).toMatch(
+      /partner ledger +treasury 96980\.00 PHP available \(float 100000\.00 from CAPITAL\)/,
+    );
     expect(first.output()).toMatch(/Ana Reyes +partner balance +2500\.00 PHP +\(wallet:\d+\)/);
     expect(first.output()).toMatch(/Carla Santos +partner balance +20\.00 PHP/);
     // The launcher shows them, read with a key of this run that neither page nor output shows.
@@ -116,11 +137,19 @@ describe('walletflow dev', () => {
     const anaId = /09171234567 .*\(userId ([0-9a-f-]{36})\)/.exec(first.output())?.[1];
     const linkId = /fund --link ([0-9a-f-]{36})/.exec(first.output())?.[1];
     expect(anaId && linkId).toBeTruthy();
-    const { code } = (await (await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/users/${anaId}/cash-in-codes`, { method: 'POST' })).json()) as { code: string };
+    const { code } = (await (
+      await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/users/${anaId}/cash-in-codes`, { method: 'POST' })
+    ).json()) as { code: string };
     const cli = (args: string[]) =>
       spawnSync(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
         cwd: root,
-        env: { ...process.env, PORT: String(first.ports.api), WALLETFLOW_STATE_DIR: stateDir, OPS_API_KEYS: '', WALLETFLOW_OPS_KEY: '' },
+        env: {
+          ...process.env,
+          PORT: String(first.ports.api),
+          WALLETFLOW_STATE_DIR: stateDir,
+          OPS_API_KEYS: '',
+          WALLETFLOW_OPS_KEY: '',
+        },
         encoding: 'utf8',
         timeout: 120_000,
       });
@@ -133,10 +162,14 @@ describe('walletflow dev', () => {
 
     // The summary's batch: its sample file of 300 items (300.00 PHP), at or above the demo's approval
     // threshold, so created with the CLI it waits for another person; cancelled here, its codes unused.
-    expect(first.output()).toMatch(/batch approval +a batch of 100\.00 PHP or more waits for another person's approval \(BATCH_APPROVAL_THRESHOLD, set for this demo\): upload one as maker, approve it as checker/);
+    expect(first.output()).toMatch(
+      /batch approval +a batch of 100\.00 PHP or more waits for another person's approval \(BATCH_APPROVAL_THRESHOLD, set for this demo\): upload one as maker, approve it as checker/,
+    );
     const sample = /batches create --file (\S+)/.exec(first.output())?.[1];
     expect(sample, first.output()).toBeTruthy();
-    expect(first.output()).toMatch(/\(300 items, 300\.00 PHP; codes valid 30 minutes\)\n +300\.00 PHP is at or above the approval threshold: the batch waits until another person approves it \(in the console, as checker\)/);
+    expect(first.output()).toMatch(
+      /\(300 items, 300\.00 PHP; codes valid 30 minutes\)\n +300\.00 PHP is at or above the approval threshold: the batch waits until another person approves it \(in the console, as checker\)/,
+    );
     const created = cli(['batches', 'create', '--file', sample!, '--output', 'json']);
     expect(created.status, created.stdout + created.stderr).toBe(0);
     const waiting = JSON.parse(created.stdout) as { batchId: string; state: string; total: { count: number } };
@@ -150,7 +183,9 @@ describe('walletflow dev', () => {
       // The README's walk-through, as a new user tries it: the maker signs in through the sandbox
       // identity provider and uploads the sample batch; it waits; the checker, in a private window,
       // approves it.
-      expect(first.output()).toMatch(/ops console +http:\/\/127\.0\.0\.1:\d+\/console +\(sign in through the sandbox identity provider/);
+      expect(first.output()).toMatch(
+        /ops console +http:\/\/127\.0\.0\.1:\d+\/console +\(sign in through the sandbox identity provider/,
+      );
       expect(first.output()).toMatch(/maker +password sandbox-pass +Maria Santos/);
       const signIn = async (username: string) => {
         const page = await (await browser.newContext({ viewport: { width: 1280, height: 900 } })).newPage();
@@ -189,7 +224,9 @@ describe('walletflow dev', () => {
       // The same output as a terminal shows it, as a picture for the partner's guide.
       const page = await browser.newPage({ viewport: { width: 1100, height: 120 } });
       const escaped = terminal.replaceAll('&', '&amp;').replaceAll('<', '&lt;');
-      await page.setContent(`<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:16px;color:#d4d4d4;font:14px/1.5 'DejaVu Sans Mono',monospace">${escaped}</pre></body>`);
+      await page.setContent(
+        `<body style="margin:0;background:#1e1e1e"><pre style="margin:0;padding:16px;color:#d4d4d4;font:14px/1.5 'DejaVu Sans Mono',monospace">${escaped}</pre></body>`,
+      );
       await page.screenshot({ path: path.join(resultsDir, 'batches-watch.png'), fullPage: true });
 
       // The batch just run is among today's fundings on the maker's home page.
@@ -207,7 +244,10 @@ describe('walletflow dev', () => {
       let approved = 0;
       do {
         approved = 0;
-        for await (const _ of client.workflow.list({ query: 'WalletflowStatus = "APPROVED" AND WalletflowKind = "FUNDING"' })) approved += 1;
+        for await (const _ of client.workflow.list({
+          query: 'WalletflowStatus = "APPROVED" AND WalletflowKind = "FUNDING"',
+        }))
+          approved += 1;
         if (approved < 2) await new Promise((resolve) => setTimeout(resolve, 300));
       } while (approved < 2 && Date.now() < deadline);
       expect(approved).toBeGreaterThanOrEqual(2);

@@ -29,7 +29,13 @@ afterAll(async () => {
 });
 
 interface Ledger {
-  transfers: Array<{ transferId: string; status: string; recipientUserId: string; executions: number; amount: unknown }>;
+  transfers: Array<{
+    transferId: string;
+    status: string;
+    recipientUserId: string;
+    executions: number;
+    amount: unknown;
+  }>;
   payments: Array<{ paymentId: string; status: string; userId: string; executions: number; amount: unknown }>;
 }
 
@@ -42,7 +48,10 @@ async function ledgerFor(userId: string) {
 }
 
 async function noHorizontalScroll(page: Page): Promise<void> {
-  const widths = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, client: document.documentElement.clientWidth }));
+  const widths = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    client: document.documentElement.clientWidth,
+  }));
   expect(widths.scroll).toBeLessThanOrEqual(360);
   expect(widths.scroll).toBeLessThanOrEqual(widths.client);
 }
@@ -50,12 +59,20 @@ async function noHorizontalScroll(page: Page): Promise<void> {
 /** Waits until the progress card reaches a final state and returns its title and message. */
 async function finalOutcome(page: Page): Promise<{ title: string; message: string }> {
   await page.waitForSelector('#progress[data-state="final"]', { timeout: 30_000 });
-  return { title: (await page.locator('#title').textContent()) ?? '', message: (await page.locator('#message').textContent()) ?? '' };
+  return {
+    title: (await page.locator('#title').textContent()) ?? '',
+    message: (await page.locator('#message').textContent()) ?? '',
+  };
 }
 
 describe('the embedded app in the wallet app’s web view', () => {
   it('launcher → session URL → greeting → deposit (one debit, the partner balance) → a withdrawal over the balance refused in words → withdraw (one credit); the original landing URL then gets 410', async () => {
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '1000.00', firstName: 'Ana', lastName: 'Santos' });
+    const user = await stack.admin.createUser({
+      kycLevel: 'KYC1',
+      balance: '1000.00',
+      firstName: 'Ana',
+      lastName: 'Santos',
+    });
     const page = await context.newPage();
     const landingUrls: string[] = [];
     page.on('request', (request) => {
@@ -70,7 +87,8 @@ describe('the embedded app in the wallet app’s web view', () => {
     // A CSP violation (an inline style or script without the nonce) shows as a console error.
     const cspViolations: string[] = [];
     page.on('console', (message) => {
-      if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+      if (message.type() === 'error' && /Content Security Policy/i.test(message.text()))
+        cspViolations.push(message.text());
     });
     const popups: Page[] = [];
     context.on('page', (opened) => {
@@ -85,7 +103,9 @@ describe('the embedded app in the wallet app’s web view', () => {
     expect(landingUrls).toHaveLength(1);
     const landingUrl = landingUrls[0]!;
     const sessionId = new URL(landingUrl).searchParams.get('sessionId')!;
-    const session = await stack.database.embeddedSession.findUniqueOrThrow({ where: { sessionIdHash: hashBearer(sessionId) } });
+    const session = await stack.database.embeddedSession.findUniqueOrThrow({
+      where: { sessionIdHash: hashBearer(sessionId) },
+    });
     expect(session.consumedAt).not.toBeNull();
 
     await expect.poll(() => page.locator('#greeting').textContent(), { timeout: 15_000 }).toBe('Hello, Ana');
@@ -98,7 +118,10 @@ describe('the embedded app in the wallet app’s web view', () => {
     await page.fill('#deposit-amount', '50.00');
     await page.click('#deposit-submit');
     await page.waitForURL(/\/app\/deposits\/[0-9a-f-]{36}$/);
-    expect(await finalOutcome(page)).toEqual({ title: 'Deposit successful', message: 'PHP 50.00 was added to your balance here.' });
+    expect(await finalOutcome(page)).toEqual({
+      title: 'Deposit successful',
+      message: 'PHP 50.00 was added to your balance here.',
+    });
     await noHorizontalScroll(page);
     await page.screenshot({ path: path.join(resultsDir, 'payment-result.png') });
     const afterPay = await ledgerFor(user.userId);
@@ -117,7 +140,9 @@ describe('the embedded app in the wallet app’s web view', () => {
     // More than the balance: refused in words at the form, nothing started.
     await page.fill('#withdraw-amount', '75.00');
     await page.click('#withdraw-submit');
-    await expect.poll(() => page.locator('#withdraw-error').textContent()).toBe('Your balance does not cover this withdrawal: you have 50.00 PHP available.');
+    await expect
+      .poll(() => page.locator('#withdraw-error').textContent())
+      .toBe('Your balance does not cover this withdrawal: you have 50.00 PHP available.');
     await noHorizontalScroll(page);
     await page.screenshot({ path: path.join(resultsDir, 'withdraw-refused.png') });
     expect(await stack.database.funding.count({ where: { sourcePartnerUserId: `wallet:${user.profileId}` } })).toBe(0);
@@ -127,7 +152,10 @@ describe('the embedded app in the wallet app’s web view', () => {
     await page.fill('#withdraw-amount', '25.00');
     await page.click('#withdraw-submit');
     await page.waitForURL(/\/app\/withdrawals\/[0-9a-f-]{36}$/);
-    expect(await finalOutcome(page)).toEqual({ title: 'Withdrawal approved', message: 'PHP 25.00 was added to your wallet.' });
+    expect(await finalOutcome(page)).toEqual({
+      title: 'Withdrawal approved',
+      message: 'PHP 25.00 was added to your wallet.',
+    });
     await noHorizontalScroll(page);
     const afterTopUp = await ledgerFor(user.userId);
     expect(afterTopUp.transfers).toHaveLength(1);
@@ -138,12 +166,15 @@ describe('the embedded app in the wallet app’s web view', () => {
     await page.click('#back');
     await page.waitForURL(`${stack.apiBase}/app`);
     expect(await page.locator('#available').textContent()).toBe('PHP 25.00');
-    await expect.poll(() => page.locator('#activity-list li').first().textContent()).toContain('Withdrawal to wallet · PHP 25.00Done');
+    await expect
+      .poll(() => page.locator('#activity-list li').first().textContent())
+      .toContain('Withdrawal to wallet · PHP 25.00Done');
     await page.screenshot({ path: path.join(resultsDir, 'money-page.png'), fullPage: true });
     // The README shows this screenshot (docs/images/money-page.png). The page's headings, labels
     // and buttons are written beside it: when they change, the picture is stale and this fails
     // until `npm run docs:pictures` copies the new screenshot and its text to docs/images/.
-    const outline = (await page.locator('h1, h2, label, button').allInnerTexts()).map((text) => text.trim()).join('\n') + '\n';
+    const outline =
+      (await page.locator('h1, h2, label, button').allInnerTexts()).map((text) => text.trim()).join('\n') + '\n';
     await writeFile(path.join(resultsDir, 'money-page.txt'), outline);
     const pictured = await readFile(path.resolve(import.meta.dirname, '../../docs/images/money-page.txt'), 'utf8');
     expect(outline, 'the money page changed: run npm run docs:pictures to refresh the README picture').toBe(pictured);

@@ -20,7 +20,9 @@ let page: Page;
 beforeAll(async () => {
   // Stands in for the partner's redirect URI: a page the browser can land on.
   partner = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>partner</title><h1 id="landed">Back at the partner</h1>');
+    res
+      .writeHead(200, { 'content-type': 'text/html' })
+      .end('<!doctype html><title>partner</title><h1 id="landed">Back at the partner</h1>');
   });
   await new Promise<void>((resolve) => partner.listen(0, '127.0.0.1', resolve));
   redirectUri = `http://127.0.0.1:${(partner.address() as AddressInfo).port}/connect/callback`;
@@ -54,7 +56,12 @@ async function reachCallback(): Promise<URL> {
 
 describe('sandbox login page in Chromium', () => {
   it('logs an existing user in with a pre-filled read-only mobile, password and OTP', async () => {
-    const user = await admin.createUser({ mobile: '09171234567', password: 'pass-1234', kycLevel: 'KYC1', balance: '0' });
+    const user = await admin.createUser({
+      mobile: '09171234567',
+      password: 'pass-1234',
+      kycLevel: 'KYC1',
+      balance: '0',
+    });
     await page.goto(authorizeUrl(sandbox, { user_id: '09171234567', state: 'xyz' }));
 
     const mobile = page.locator('#mobile');
@@ -82,10 +89,18 @@ describe('sandbox login page in Chromium', () => {
     const code = callback.searchParams.get('code');
     expect(code).toEqual(expect.any(String));
 
-    const first = await tokenRequest(sandbox, { grant_type: 'authorization_code', code: code ?? '', redirect_uri: redirectUri });
+    const first = await tokenRequest(sandbox, {
+      grant_type: 'authorization_code',
+      code: code ?? '',
+      redirect_uri: redirectUri,
+    });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({ token_type: 'Bearer', expires_in: '3600', access_token: expect.any(String) });
-    const second = await tokenRequest(sandbox, { grant_type: 'authorization_code', code: code ?? '', redirect_uri: redirectUri });
+    const second = await tokenRequest(sandbox, {
+      grant_type: 'authorization_code',
+      code: code ?? '',
+      redirect_uri: redirectUri,
+    });
     expect(second.status).toBe(400);
     expect(second.body.error).toBe('invalid_grant');
   });

@@ -54,7 +54,11 @@ async function plan(): Promise<Planned[]> {
     const value = `${1 + (index % 9)}.${String(index % 100).padStart(2, '0')}`;
     const amount = { currency: 'PHP', value };
     if (kind === 'token-approved') {
-      const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { partnerUserId: (user) => `chaos-${user.userId}` });
+      const { linkId } = await createEmbeddedLink(
+        stack,
+        { kycLevel: 'KYC1', balance: '0.00' },
+        { partnerUserId: (user) => `chaos-${user.userId}` },
+      );
       planned.push({ kind, value, body: { recipient: { type: 'TOKEN', linkId }, amount } });
     } else {
       const user = await stack.admin.createUser({
@@ -120,7 +124,9 @@ describe('fundings under faults and worker kills', () => {
     while (rows.some((row) => !isFinalFundingStatus(row.status))) {
       if (Date.now() > deadline) {
         const stuck = rows.filter((row) => !isFinalFundingStatus(row.status)).map((row) => `${row.id} ${row.status}`);
-        throw new Error(`fundings not final: ${stuck.join(', ')}\nworker output:\n${worker?.output().slice(-3000) ?? ''}`);
+        throw new Error(
+          `fundings not final: ${stuck.join(', ')}\nworker output:\n${worker?.output().slice(-3000) ?? ''}`,
+        );
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
       rows = await stack.database.funding.findMany({ where: { id: { in: fundingIds } } });
@@ -134,8 +140,15 @@ describe('fundings under faults and worker kills', () => {
     // Expected outcomes per kind.
     planned.forEach((item, index) => {
       const row = byId.get(fundingIds[index]!)!;
-      const expected = { 'code-approved': 'APPROVED', 'token-approved': 'APPROVED', 'code-m133': 'REJECTED', 'code-declined': 'DECLINED' }[item.kind];
-      expect(`${item.kind} ${row.status} ${row.errorCode ?? ''}`).toBe(`${item.kind} ${expected} ${item.kind === 'code-m133' ? 'M133' : item.kind === 'code-declined' ? '6002' : ''}`);
+      const expected = {
+        'code-approved': 'APPROVED',
+        'token-approved': 'APPROVED',
+        'code-m133': 'REJECTED',
+        'code-declined': 'DECLINED',
+      }[item.kind];
+      expect(`${item.kind} ${row.status} ${row.errorCode ?? ''}`).toBe(
+        `${item.kind} ${expected} ${item.kind === 'code-m133' ? 'M133' : item.kind === 'code-declined' ? '6002' : ''}`,
+      );
     });
 
     // Exactly once, transfer by transfer.
@@ -156,14 +169,17 @@ describe('fundings under faults and worker kills', () => {
     const ours = new Set(rows.map((row) => row.transferId).filter((id): id is string => id !== null));
     for (const transfer of ledger.transfers) {
       expect(transfer.executions, `transfer ${transfer.transferId}`).toBeLessThanOrEqual(1);
-      if (transfer.executions > 0) expect(ours.has(transfer.transferId), `executed transfer ${transfer.transferId} has no funding`).toBe(true);
+      if (transfer.executions > 0)
+        expect(ours.has(transfer.transferId), `executed transfer ${transfer.transferId} has no funding`).toBe(true);
       if (transfer.status === 'APPROVED') credited = addAmounts(credited, transfer.amount.value, 'PHP');
     }
     expect(credited).toBe(approvedTotal);
 
     // The faults really happened: some executes were reconciled, some creates left intents behind.
     expect(rows.filter((row) => row.status === 'APPROVED').length).toBe(80);
-    const reconciled = await stack.database.fundingEvent.count({ where: { fundingId: { in: fundingIds }, status: 'RECONCILING' } });
+    const reconciled = await stack.database.fundingEvent.count({
+      where: { fundingId: { in: fundingIds }, status: 'RECONCILING' },
+    });
     expect(reconciled).toBeGreaterThan(0);
   }, 400_000);
 });

@@ -24,7 +24,11 @@ beforeEach(async () => {
 });
 
 async function post<T>(path: string, body: unknown): Promise<T> {
-  const response = await stack.opsFetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) });
+  const response = await stack.opsFetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: JSON.stringify(body),
+  });
   expect(response.status).toBe(202);
   return (await response.json()) as T;
 }
@@ -44,8 +48,17 @@ describe('answers checked against the request', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'altered-answer', rate: 1 }]);
-    const started = await post<FundingView>('/ops/fundings', { recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '5.00' } });
-    const funding = await waitUntil<FundingView>(`/ops/fundings/${started.fundingId}`, ['NEEDS_REVIEW', 'APPROVED', 'DECLINED', 'REJECTED', 'FAILED']);
+    const started = await post<FundingView>('/ops/fundings', {
+      recipient: { type: 'CODE', code },
+      amount: { currency: 'PHP', value: '5.00' },
+    });
+    const funding = await waitUntil<FundingView>(`/ops/fundings/${started.fundingId}`, [
+      'NEEDS_REVIEW',
+      'APPROVED',
+      'DECLINED',
+      'REJECTED',
+      'FAILED',
+    ]);
     expect(funding.status).toBe('NEEDS_REVIEW');
     expect(funding.transferId).toBeNull();
     expect(funding.review?.reason).toMatch(/amount 50\.00, asked 5\.00/);
@@ -60,19 +73,31 @@ describe('answers checked against the request', () => {
     const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     await stack.admin.setFaults([{ endpoint: 'op.payments.create', mode: 'altered-answer', rate: 1 }]);
     const started = await post<PaymentView>('/ops/payments', { linkId, amount: { currency: 'PHP', value: '7.00' } });
-    const payment = await waitUntil<PaymentView>(`/ops/payments/${started.id}`, ['NEEDS_REVIEW', 'SUCCEEDED', 'FAILED']);
+    const payment = await waitUntil<PaymentView>(`/ops/payments/${started.id}`, [
+      'NEEDS_REVIEW',
+      'SUCCEEDED',
+      'FAILED',
+    ]);
     expect(payment.status).toBe('NEEDS_REVIEW');
     expect(payment.review?.reason).toMatch(/amount 70\.00, asked 7\.00/);
-    expect((await stack.admin.ledger()).payments.filter((entry) => entry.userId === user.userId && entry.executions > 0)).toEqual([]);
+    expect(
+      (await stack.admin.ledger()).payments.filter((entry) => entry.userId === user.userId && entry.executions > 0),
+    ).toEqual([]);
     expect((await stack.admin.user(user.userId)).balance).toBe('100.00');
   });
 
   it('a retrieve answer about another transfer is refused (outcome unknown: asked again)', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
-    const created = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: { currency: 'PHP', value: '1.00' } });
+    const created = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: code },
+      amount: { currency: 'PHP', value: '1.00' },
+    });
     await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'altered-answer', rate: 1 }]);
     const failure = await stack.wallet.retrieveTransfer(created.data.transferId).catch((error: unknown) => error);
-    expect(isWalletError(failure) && { code: failure.code, outcome: failure.outcome }).toEqual({ code: 'TRANSFER_MISMATCH', outcome: 'unknown' });
+    expect(isWalletError(failure) && { code: failure.code, outcome: failure.outcome }).toEqual({
+      code: 'TRANSFER_MISMATCH',
+      outcome: 'unknown',
+    });
   });
 });

@@ -21,9 +21,24 @@ afterAll(async () => {
 
 const logger = createLogger({ level: 'silent' });
 const budget = { anonymousPerClientPerMinute: 2, anonymousPerMinute: 5 };
-const request = (client: string, path: string, keyName: string | null = null): OpsActionEntry => ({ keyName, actor: null, method: 'POST', path, status: 401, requestId: null, channel: 'api', client });
+const request = (client: string, path: string, keyName: string | null = null): OpsActionEntry => ({
+  keyName,
+  actor: null,
+  method: 'POST',
+  path,
+  status: 401,
+  requestId: null,
+  channel: 'api',
+  client,
+});
 /** The counts of every summary of every client, so far. */
-const everyClient = async () => (await database.opsAction.aggregate({ where: { channel: 'api', client: '*', summaryOf: { not: null } }, _sum: { count: true } }))._sum.count ?? 0;
+const everyClient = async () =>
+  (
+    await database.opsAction.aggregate({
+      where: { channel: 'api', client: '*', summaryOf: { not: null } },
+      _sum: { count: true },
+    })
+  )._sum.count ?? 0;
 
 describe('the audit’s budget for requests without a session or a key', () => {
   it('records each client’s first ones, then a summary per client and minute, then one of every client; two processes share one budget; every request is counted once', async () => {
@@ -33,7 +48,8 @@ describe('the audit’s budget for requests without a session or a key', () => {
     const before = await everyClient();
     // Two API processes, each told of 3 requests from each of the 10 clients.
     const processes = [createOpsActionLog(database, logger, budget), createOpsActionLog(database, logger, budget)];
-    for (const log of processes) for (const client of clients) for (let index = 0; index < 3; index += 1) log.record(request(client, path));
+    for (const log of processes)
+      for (const client of clients) for (let index = 0; index < 3; index += 1) log.record(request(client, path));
     expect(await Promise.all(processes.map((log) => log.drain(20_000)))).toEqual([true, true]);
     const rows = await database.opsAction.findMany({ where: { client: { in: clients } } });
     const single = rows.filter((row) => row.summaryOf === null);
@@ -41,11 +57,14 @@ describe('the audit’s budget for requests without a session or a key', () => {
     const ofEveryClient = (await everyClient()) - before;
     // Every one of the 60 is accounted for: one by one, in a client's summary, or in every client's.
     expect(single.length + summaries.reduce((sum, row) => sum + row.count, 0) + ofEveryClient).toBe(60);
-    // Within the budget: per minute at most 5 rows of the channel (summaries of a client included), at most 2 of a client.
+    // Within the budget: per minute at most 5 rows of the channel (summaries of a client included), at most 2 of a
+    // client.
     const minutes = Math.max(1, new Set(summaries.map((row) => row.at.toISOString())).size);
     expect(single.length + summaries.length).toBeLessThanOrEqual(budget.anonymousPerMinute * minutes);
     for (const client of clients) {
-      expect(single.filter((row) => row.client === client).length).toBeLessThanOrEqual(budget.anonymousPerClientPerMinute * minutes);
+      expect(single.filter((row) => row.client === client).length).toBeLessThanOrEqual(
+        budget.anonymousPerClientPerMinute * minutes,
+      );
       expect(summaries.filter((row) => row.client === client).length).toBeLessThanOrEqual(minutes);
     }
     expect(ofEveryClient).toBeGreaterThan(0);
@@ -56,7 +75,8 @@ describe('the audit’s budget for requests without a session or a key', () => {
     const run = randomUUID().slice(0, 8);
     const client = `192.0.2.200-${run}`;
     const log = createOpsActionLog(database, logger, budget);
-    for (let index = 0; index < 40; index += 1) log.record(request(client, `/ops/fundings/${run}/cancel`, 'ops-writer'));
+    for (let index = 0; index < 40; index += 1)
+      log.record(request(client, `/ops/fundings/${run}/cancel`, 'ops-writer'));
     expect(await log.drain(20_000)).toBe(true);
     expect(await database.opsAction.count({ where: { client, keyName: 'ops-writer', summaryOf: null } })).toBe(40);
   });

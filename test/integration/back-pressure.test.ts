@@ -26,7 +26,11 @@ interface Answer {
 }
 
 async function post(path: string, body: unknown, key: string): Promise<Answer> {
-  const response = await stack.opsFetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
+  const response = await stack.opsFetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
   const text = await response.text();
   let code: string | undefined;
   try {
@@ -48,7 +52,11 @@ function tally(answers: Answer[]): Record<string, number> {
 }
 
 /** A refusal for load says so, and says when to come back. */
-const isLoadRefusal = (answer: Answer) => (answer.status === 503 || answer.status === 429) && answer.retryAfter !== null && Number(answer.retryAfter) >= 1 && typeof answer.code === 'string';
+const isLoadRefusal = (answer: Answer) =>
+  (answer.status === 503 || answer.status === 429) &&
+  answer.retryAfter !== null &&
+  Number(answer.retryAfter) >= 1 &&
+  typeof answer.code === 'string';
 
 /** A linked wallet; its partner user is `wallet:<profileId>`, as onboarding names it. */
 async function linkedUser() {
@@ -59,38 +67,77 @@ async function linkedUser() {
 describe('a burst of fundings', () => {
   it('1000 at once from the treasury to 100 recipients: no 500; each refusal says when to retry, and the retry with its key is accepted', async () => {
     const recipients = await Promise.all(Array.from({ length: 100 }, () => linkedUser()));
-    const requests = Array.from({ length: 1000 }, (_, index) => ({ key: `burst-${randomUUID()}`, body: { recipient: { type: 'TOKEN', linkId: recipients[index % 100]!.linkId }, amount: amount('1.00') } }));
+    const requests = Array.from({ length: 1000 }, (_, index) => ({
+      key: `burst-${randomUUID()}`,
+      body: { recipient: { type: 'TOKEN', linkId: recipients[index % 100]!.linkId }, amount: amount('1.00') },
+    }));
     const answers = await Promise.all(requests.map((request) => post('/ops/fundings', request.body, request.key)));
     const counts = tally(answers);
     // Every answer is specified: accepted, or refused for load with Retry-After and a code.
-    expect(answers.filter((answer) => answer.status >= 500 && !isLoadRefusal(answer)), JSON.stringify(counts)).toEqual([]);
-    expect(answers.every((answer) => answer.status === 202 || isLoadRefusal(answer)), JSON.stringify(counts)).toBe(true);
+    expect(
+      answers.filter((answer) => answer.status >= 500 && !isLoadRefusal(answer)),
+      JSON.stringify(counts),
+    ).toEqual([]);
+    expect(
+      answers.every((answer) => answer.status === 202 || isLoadRefusal(answer)),
+      JSON.stringify(counts),
+    ).toBe(true);
 
     // A refusal stored nothing: retried with the same key (after its Retry-After), it is accepted.
     let pending = requests.filter((_, index) => answers[index]!.status !== 202);
     for (let round = 0; round < 20 && pending.length > 0; round += 1) {
       await new Promise((resolve) => setTimeout(resolve, 1000));
       const retried = await Promise.all(pending.map((request) => post('/ops/fundings', request.body, request.key)));
-      expect(retried.every((answer) => answer.status === 202 || isLoadRefusal(answer)), JSON.stringify(tally(retried))).toBe(true);
+      expect(
+        retried.every((answer) => answer.status === 202 || isLoadRefusal(answer)),
+        JSON.stringify(tally(retried)),
+      ).toBe(true);
       pending = pending.filter((_, index) => retried[index]!.status !== 202);
     }
     expect(pending).toEqual([]);
-    const stored = await stack.database.funding.count({ where: { idempotencyKey: { in: requests.map((request) => request.key) } } });
+    const stored = await stack.database.funding.count({
+      where: { idempotencyKey: { in: requests.map((request) => request.key) } },
+    });
     expect(stored).toBe(1000);
   }, 180_000);
 
   it('100 at once drawing on one user’s balance of 100.00: 10 × 202, 90 × 422 INSUFFICIENT_FUNDS, 0 × 5xx', async () => {
     const { linkId, partnerUserId } = await linkedUser();
-    expect((await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, { amount: amount('100.00'), reason: 'winnings' }, randomUUID())).status).toBe(201);
-    const body = { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00'), source: { type: 'USER_BALANCE', partnerUserId } };
+    expect(
+      (
+        await post(
+          `/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`,
+          { amount: amount('100.00'), reason: 'winnings' },
+          randomUUID(),
+        )
+      ).status,
+    ).toBe(201);
+    const body = {
+      recipient: { type: 'TOKEN', linkId },
+      amount: amount('10.00'),
+      source: { type: 'USER_BALANCE', partnerUserId },
+    };
     // Other users' fundings at the same time, as in production: the pool is shared.
     const others = await Promise.all(Array.from({ length: 20 }, () => linkedUser()));
     const [own, crowd] = await Promise.all([
       Promise.all(Array.from({ length: 100 }, () => post('/ops/fundings', body, randomUUID()))),
-      Promise.all(others.flatMap((other) => Array.from({ length: 10 }, () => post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: other.linkId }, amount: amount('1.00') }, randomUUID())))),
+      Promise.all(
+        others.flatMap((other) =>
+          Array.from({ length: 10 }, () =>
+            post(
+              '/ops/fundings',
+              { recipient: { type: 'TOKEN', linkId: other.linkId }, amount: amount('1.00') },
+              randomUUID(),
+            ),
+          ),
+        ),
+      ),
     ]);
     expect(tally(own)).toEqual({ 202: 10, '422 INSUFFICIENT_FUNDS': 90 });
-    expect(crowd.every((answer) => answer.status === 202 || isLoadRefusal(answer)), JSON.stringify(tally(crowd))).toBe(true);
+    expect(
+      crowd.every((answer) => answer.status === 202 || isLoadRefusal(answer)),
+      JSON.stringify(tally(crowd)),
+    ).toBe(true);
   }, 120_000);
 });
 
@@ -98,10 +145,28 @@ describe('bursts on the other money routes: the same for payments and adjustment
   it('500 payments and 500 adjustments at once: no 500; each refusal says when to retry', async () => {
     const users = await Promise.all(Array.from({ length: 50 }, () => linkedUser()));
     const [payments, adjustments] = await Promise.all([
-      Promise.all(Array.from({ length: 500 }, (_, index) => post('/ops/payments', { linkId: users[index % 50]!.linkId, amount: amount('1.00') }, randomUUID()))),
-      Promise.all(Array.from({ length: 500 }, (_, index) => post(`/ops/accounts/${encodeURIComponent(users[index % 50]!.partnerUserId)}/adjustments`, { amount: amount('1.00'), reason: 'burst' }, randomUUID()))),
+      Promise.all(
+        Array.from({ length: 500 }, (_, index) =>
+          post('/ops/payments', { linkId: users[index % 50]!.linkId, amount: amount('1.00') }, randomUUID()),
+        ),
+      ),
+      Promise.all(
+        Array.from({ length: 500 }, (_, index) =>
+          post(
+            `/ops/accounts/${encodeURIComponent(users[index % 50]!.partnerUserId)}/adjustments`,
+            { amount: amount('1.00'), reason: 'burst' },
+            randomUUID(),
+          ),
+        ),
+      ),
     ]);
-    expect(payments.every((answer) => answer.status === 202 || isLoadRefusal(answer)), JSON.stringify(tally(payments))).toBe(true);
-    expect(adjustments.every((answer) => answer.status === 201 || isLoadRefusal(answer)), JSON.stringify(tally(adjustments))).toBe(true);
+    expect(
+      payments.every((answer) => answer.status === 202 || isLoadRefusal(answer)),
+      JSON.stringify(tally(payments)),
+    ).toBe(true);
+    expect(
+      adjustments.every((answer) => answer.status === 201 || isLoadRefusal(answer)),
+      JSON.stringify(tally(adjustments)),
+    ).toBe(true);
   }, 120_000);
 });

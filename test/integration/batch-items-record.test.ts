@@ -7,11 +7,25 @@
 // resolution).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { fundingReviewStatus, fundingTransitions, isFinalFundingStatus, type FundingStatus } from '../../domain/funding.ts';
+import {
+  fundingReviewStatus,
+  fundingTransitions,
+  isFinalFundingStatus,
+  type FundingStatus,
+} from '../../domain/funding.ts';
 import { sourcesOf, statusesOf } from '../../domain/transitions.ts';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
-import { batchItemMoves, batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
-import { claimedFundingMoves, createClaimedFundingsRecord, type WalletFinalStatus } from '../../fundings/claimed-fundings-record.ts';
+import {
+  batchItemMoves,
+  batchItemRows,
+  createBatchItemsRecord,
+  type NewBatchItem,
+} from '../../fundings/batch-items-record.ts';
+import {
+  claimedFundingMoves,
+  createClaimedFundingsRecord,
+  type WalletFinalStatus,
+} from '../../fundings/claimed-fundings-record.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createLedger } from '../../ledger/ledger.ts';
 import { createDatabase } from '../../lib/database.ts';
@@ -32,7 +46,8 @@ const batches = createBatchRecord({ database, fundings, batchItems });
 // one check the ledger's invariants over the whole database).
 const made: string[] = [];
 afterEach(async () => {
-  for (const batchId of made.splice(0)) await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'test' });
+  for (const batchId of made.splice(0))
+    await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'test' });
 });
 
 const everyStatus = statusesOf(fundingTransitions);
@@ -48,7 +63,14 @@ async function batchWithAnItemInEachStatus(): Promise<Map<FundingStatus, string>
   const batchId = randomUUID();
   const items: NewBatchItem[] = everyStatus.map((status, index) => {
     const idempotencyKey = `batch:${batchId}:${status}`;
-    return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: status, recipient: { type: 'CODE', code: String(1_000_000 + index) }, amount: 1000n };
+    return {
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: `funding-${idempotencyKey}`,
+      reference: status,
+      recipient: { type: 'CODE', code: String(1_000_000 + index) },
+      amount: 1000n,
+    };
   });
   const stored = await batches.insert({
     id: batchId,
@@ -83,7 +105,10 @@ function statusesMoved(byStatus: Map<FundingStatus, string>, movedIds: Iterable<
 
 /** Each item's status now, in the table's order of the statuses they started in. */
 async function statusesNow(byStatus: Map<FundingStatus, string>): Promise<Map<FundingStatus, FundingStatus>> {
-  const rows = await database.funding.findMany({ where: { id: { in: [...byStatus.values()] } }, select: { id: true, status: true } });
+  const rows = await database.funding.findMany({
+    where: { id: { in: [...byStatus.values()] } },
+    select: { id: true, status: true },
+  });
   const now = new Map(rows.map((row) => [row.id, row.status]));
   return new Map(everyStatus.map((status) => [status, now.get(byStatus.get(status)!)!]));
 }
@@ -92,47 +117,78 @@ describe('the batch items and claimed fundings records move items only as the tr
   it('claims PENDING items only: the sources of CREATING', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
     const claimed = await claimedFundings.claimPendingItems([...byStatus.values()]);
-    expect(statusesMoved(byStatus, claimed.map((row) => row.id))).toEqual(sourcesOf(fundingTransitions, 'CREATING'));
+    expect(
+      statusesMoved(
+        byStatus,
+        claimed.map((row) => row.id),
+      ),
+    ).toEqual(sourcesOf(fundingTransitions, 'CREATING'));
     expect(claimedFundingMoves.claim.from).toEqual(['PENDING']);
     // Under a claim of its own, with its event.
     expect(claimed[0]).toMatchObject({ status: 'CREATING', fence: FENCE + 1 });
-    expect(await database.fundingEvent.count({ where: { fundingId: byStatus.get('PENDING')!, status: 'CREATING', fence: FENCE + 1 } })).toBe(1);
+    expect(
+      await database.fundingEvent.count({
+        where: { fundingId: byStatus.get('PENDING')!, status: 'CREATING', fence: FENCE + 1 },
+      }),
+    ).toBe(1);
   });
 
   it('begins the execute of CREATING items only: the sources of EXECUTING, each with its transfer stored', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
     const moved = await claimedFundings.beginExecuteMany(
-      everyStatus.map((status) => ({ fundingId: byStatus.get(status)!, fence: FENCE, transferId: `transfer-${byStatus.get(status)!}`, requestReferenceNo: `reference-${status}` })),
+      everyStatus.map((status) => ({
+        fundingId: byStatus.get(status)!,
+        fence: FENCE,
+        transferId: `transfer-${byStatus.get(status)!}`,
+        requestReferenceNo: `reference-${status}`,
+      })),
     );
     expect(statusesMoved(byStatus, moved)).toEqual(sourcesOf(fundingTransitions, 'EXECUTING'));
     expect(claimedFundingMoves.beginExecute.from).toEqual(['CREATING']);
     const begun = await database.funding.findUniqueOrThrow({ where: { id: byStatus.get('CREATING')! } });
     expect(begun).toMatchObject({ status: 'EXECUTING', transferId: `transfer-${begun.id}` });
     // The others keep no transfer: nothing of theirs can be executed.
-    expect(await database.funding.count({ where: { id: { in: [...byStatus.values()] }, transferId: { not: null } } })).toBe(1);
+    expect(
+      await database.funding.count({ where: { id: { in: [...byStatus.values()] }, transferId: { not: null } } }),
+    ).toBe(1);
   });
 
-  it.each<WalletFinalStatus>(['APPROVED', 'DECLINED'])('finishes %s only what was executed: the sources of that state but review, whose way out is its resolution', async (to) => {
-    const byStatus = await batchWithAnItemInEachStatus();
-    const moved = await claimedFundings.finishExecutedMany(
-      everyStatus.map((status) => ({ fundingId: byStatus.get(status)!, fence: FENCE, status: to, code: to === 'DECLINED' ? '6001' : null, requestReferenceNo: `reference-${status}` })),
-    );
-    const expected = sourcesOf(fundingTransitions, to).filter((status) => status !== fundingReviewStatus);
-    expect(statusesMoved(byStatus, moved)).toEqual(expected);
-    expect(expected).toEqual(['EXECUTING', 'RECONCILING']);
-    expect(claimedFundingMoves.finish[to].from).toEqual(expected);
-    // The table alone would let a final word end a funding in review; the chunk never does.
-    expect(sourcesOf(fundingTransitions, to)).toContain(fundingReviewStatus);
-    const now = await statusesNow(byStatus);
-    expect(now.get('NEEDS_REVIEW')).toBe('NEEDS_REVIEW');
-    expect(now.get('EXECUTING')).toBe(to);
-    expect(now.get('RECONCILING')).toBe(to);
-    // Of the items not final before, only the ones it moved had their holds settled (the one in review keeps its own).
-    const settled = await database.$queryRaw<Array<{ id: string }>>`
+  it.each<WalletFinalStatus>(['APPROVED', 'DECLINED'])(
+    'finishes %s only what was executed: the sources of that state but review, whose way out is its resolution',
+    async (to) => {
+      const byStatus = await batchWithAnItemInEachStatus();
+      const moved = await claimedFundings.finishExecutedMany(
+        everyStatus.map((status) => ({
+          fundingId: byStatus.get(status)!,
+          fence: FENCE,
+          status: to,
+          code: to === 'DECLINED' ? '6001' : null,
+          requestReferenceNo: `reference-${status}`,
+        })),
+      );
+      const expected = sourcesOf(fundingTransitions, to).filter((status) => status !== fundingReviewStatus);
+      expect(statusesMoved(byStatus, moved)).toEqual(expected);
+      expect(expected).toEqual(['EXECUTING', 'RECONCILING']);
+      expect(claimedFundingMoves.finish[to].from).toEqual(expected);
+      // The table alone would let a final word end a funding in review; the chunk never does.
+      expect(sourcesOf(fundingTransitions, to)).toContain(fundingReviewStatus);
+      const now = await statusesNow(byStatus);
+      expect(now.get('NEEDS_REVIEW')).toBe('NEEDS_REVIEW');
+      expect(now.get('EXECUTING')).toBe(to);
+      expect(now.get('RECONCILING')).toBe(to);
+      // Of the items not final before, only the ones it moved had their holds settled (the one in review keeps its
+      // own).
+      const settled = await database.$queryRaw<Array<{ id: string }>>`
       SELECT h.funding_id::text AS id FROM ledger_transaction h JOIN ledger_transaction s ON s.settles_id = h.id
       WHERE h.kind = 'HOLD' AND h.funding_id = ANY(${[...byStatus.values()]}::uuid[])`;
-    expect(statusesMoved(byStatus, settled.map((row) => row.id)).filter((status) => !isFinalFundingStatus(status))).toEqual(expected);
-  });
+      expect(
+        statusesMoved(
+          byStatus,
+          settled.map((row) => row.id),
+        ).filter((status) => !isFinalFundingStatus(status)),
+      ).toEqual(expected);
+    },
+  );
 
   it('ends the items not started when the batch ends: of the sources of FAILED, PENDING only (a CREATING item is left to finish)', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
@@ -149,7 +205,11 @@ describe('the batch items and claimed fundings records move items only as the tr
     const now = await statusesNow(byStatus);
     const changed = everyStatus.filter((status) => now.get(status) !== before.get(status));
     expect(changed).toEqual(expected);
-    expect(await database.funding.findUniqueOrThrow({ where: { id: byStatus.get('PENDING')! } })).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED', cancelRequested: true });
+    expect(await database.funding.findUniqueOrThrow({ where: { id: byStatus.get('PENDING')! } })).toMatchObject({
+      status: 'FAILED',
+      errorCode: 'CANCELLED',
+      cancelRequested: true,
+    });
     // A CREATING item could be cancelled on its own (ops' cancel), but a batch's end leaves it to its pass.
     expect(now.get('CREATING')).toBe('CREATING');
   });

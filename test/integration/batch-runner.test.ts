@@ -54,8 +54,14 @@ afterAll(async () => {
   await stack.close();
 });
 
-/** A RUNNING batch (or one AWAITING_APPROVAL) of `count` items from the TREASURY, each to a fresh cash-in code, stored as the API stores one. */
-async function runningBatch(count: number, options: { needsApproval?: boolean; recipient?: (userId: string) => void } = {}): Promise<string> {
+/**
+ * A RUNNING batch (or one AWAITING_APPROVAL) of `count` items from the TREASURY, each to a fresh cash-in code, stored
+ * as the API stores one.
+ */
+async function runningBatch(
+  count: number,
+  options: { needsApproval?: boolean; recipient?: (userId: string) => void } = {},
+): Promise<string> {
   const batchId = randomUUID();
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   options.recipient?.(user.userId);
@@ -65,7 +71,14 @@ async function runningBatch(count: number, options: { needsApproval?: boolean; r
     const reference = `item-${index}`;
     const idempotencyKey = `batch:${batchId}:${reference}`;
     // 1.01, 1.02, …: each item's amount tells it apart in the wallet's ledger.
-    items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient: { type: 'CODE', code }, amount: 1000n + BigInt(index) * 10n });
+    items.push({
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: fundingWorkflowId(idempotencyKey, sha256Hex),
+      reference,
+      recipient: { type: 'CODE', code },
+      amount: 1000n + BigInt(index) * 10n,
+    });
   }
   const inserted = await batches.insert({
     id: batchId,
@@ -83,8 +96,14 @@ async function runningBatch(count: number, options: { needsApproval?: boolean; r
   return batchId;
 }
 
-async function startRunner(batchId: string, options: { itemsPerRun: number; maxInFlight?: number }): Promise<WorkflowHandle> {
-  await startFundBatch(stack.temporal, { taskQueue: stack.taskQueue, input: { batchId, maxInFlight: options.maxInFlight ?? 4, itemsPerRun: options.itemsPerRun } });
+async function startRunner(
+  batchId: string,
+  options: { itemsPerRun: number; maxInFlight?: number },
+): Promise<WorkflowHandle> {
+  await startFundBatch(stack.temporal, {
+    taskQueue: stack.taskQueue,
+    input: { batchId, maxInFlight: options.maxInFlight ?? 4, itemsPerRun: options.itemsPerRun },
+  });
   return stack.temporal.workflow.getHandle(batchWorkflowId(batchId));
 }
 
@@ -96,7 +115,15 @@ const itemsOf = (batchId: string) =>
   stack.database.funding.findMany({
     where: { batchId },
     orderBy: { id: 'asc' },
-    select: { id: true, status: true, errorCode: true, transferId: true, abandonedTransferIds: true, workflowId: true, createdAt: true },
+    select: {
+      id: true,
+      status: true,
+      errorCode: true,
+      transferId: true,
+      abandonedTransferIds: true,
+      workflowId: true,
+      createdAt: true,
+    },
   });
 
 /** How many items are in each state (a batch-cancelled item apart, as the batch view counts it). */
@@ -120,7 +147,9 @@ async function expectSettled(batchId: string): Promise<Awaited<ReturnType<typeof
     if (row.status === 'APPROVED') expect(wallet.get(row.transferId!)?.executions, `item ${row.id}`).toBe(1);
     if (row.errorCode === 'CANCELLED') expect(row.transferId).toBeNull();
   }
-  const settlements = await stack.database.$queryRaw<Array<{ id: string; status: string; holds: bigint; settled: string[] }>>`
+  const settlements = await stack.database.$queryRaw<
+    Array<{ id: string; status: string; holds: bigint; settled: string[] }>
+  >`
     SELECT f.id::text AS id, f.status::text AS status, COUNT(DISTINCT h.id)::bigint AS holds,
            COALESCE(array_agg(s.kind::text) FILTER (WHERE s.id IS NOT NULL), ARRAY[]::text[]) AS settled
     FROM funding f
@@ -130,7 +159,9 @@ async function expectSettled(batchId: string): Promise<Awaited<ReturnType<typeof
   expect(settlements).toHaveLength(rows.length);
   for (const row of settlements) {
     expect(Number(row.holds), `hold of ${row.id}`).toBe(1);
-    expect(row.settled, `settlement of ${row.id} (${row.status})`).toEqual([row.status === 'APPROVED' ? 'POST' : 'RELEASE']);
+    expect(row.settled, `settlement of ${row.id} (${row.status})`).toEqual([
+      row.status === 'APPROVED' ? 'POST' : 'RELEASE',
+    ]);
   }
   const ids = new Set(rows.map((row) => row.id));
   const report = await checkLedgerInvariants(stack.database);
@@ -139,14 +170,22 @@ async function expectSettled(batchId: string): Promise<Awaited<ReturnType<typeof
 }
 
 /** The runs of a workflow, newest first: each one's event count, walking back through continue-as-new. */
-async function runsOf(workflowId: string): Promise<Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }>> {
+async function runsOf(
+  workflowId: string,
+): Promise<Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }>> {
   const runs: Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }> = [];
   let runId: string | undefined = (await stack.temporal.workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
-    const history: temporal.api.history.v1.IHistory = await stack.temporal.workflow.getHandle(workflowId, runId).fetchHistory();
+    const history: temporal.api.history.v1.IHistory = await stack.temporal.workflow
+      .getHandle(workflowId, runId)
+      .fetchHistory();
     const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
     const last = events.at(-1);
-    const lastEvent = last?.workflowExecutionCompletedEventAttributes ? 'completed' : last?.workflowExecutionContinuedAsNewEventAttributes ? 'continued-as-new' : 'other';
+    const lastEvent = last?.workflowExecutionCompletedEventAttributes
+      ? 'completed'
+      : last?.workflowExecutionContinuedAsNewEventAttributes
+        ? 'continued-as-new'
+        : 'other';
     runs.push({ runId, events: events.length, lastEvent });
     runId = events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId ?? undefined;
   }
@@ -177,7 +216,8 @@ describe('the batch runner', () => {
     for (const run of runs.slice(1)) expect(run.lastEvent).toBe('continued-as-new');
     for (const run of runs) expect(run.events, `run ${run.runId}`).toBeLessThan(120);
     // The pass finished every item itself: no item needed its own workflow.
-    for (const row of rows) await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
+    for (const row of rows)
+      await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
   });
 
   it('runs a batch of TOKEN and CODE items whose first item is TOKEN: every cash-in code stored readable, every item APPROVED', async () => {
@@ -189,10 +229,31 @@ describe('the batch runner', () => {
       const idempotencyKey = `batch:${batchId}:${reference}`;
       // TOKEN, CODE, TOKEN, CODE, …: the first item has no cash-in code.
       const recipient: NewBatchItem['recipient'] =
-        index % 2 === 1 ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId } : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
-      items.push({ id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n + BigInt(index) * 10n });
+        index % 2 === 1
+          ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId }
+          : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
+      items.push({
+        id: randomUUID(),
+        idempotencyKey,
+        workflowId: fundingWorkflowId(idempotencyKey, sha256Hex),
+        reference,
+        recipient,
+        amount: 1000n + BigInt(index) * 10n,
+      });
     }
-    expect(await batches.insert({ id: batchId, idempotencyKey: `mixed-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'mixed', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
+    expect(
+      await batches.insert({
+        id: batchId,
+        idempotencyKey: `mixed-${batchId}`,
+        requestFingerprint: sha256Hex(batchId),
+        workflowId: batchWorkflowId(batchId),
+        name: 'mixed',
+        currency: 'PHP',
+        items: batchItemRows(items),
+        createdBy: 'ops',
+        approvalThreshold: null,
+      }),
+    ).toEqual({ stored: true, needsApproval: false });
     for (const item of items) {
       if (item.recipient.type !== 'CODE') continue;
       expect(fundings.cashInCodeOf(await fundings.get(item.id)), item.reference).toBe(item.recipient.code);
@@ -208,12 +269,20 @@ describe('the batch runner', () => {
     // Each item takes a while: the pause lands with items left.
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
-    await waitUntil(() => tally(batchId), (counts) => (counts.APPROVED ?? 0) >= 2, 30_000);
+    await waitUntil(
+      () => tally(batchId),
+      (counts) => (counts.APPROVED ?? 0) >= 2,
+      30_000,
+    );
 
     expect(await batches.move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
     await signal(handle);
     // The runner heard it and the items under way finished.
-    await waitUntil(() => progressOf(handle), (progress) => progress.state === 'PAUSED' && progress.running === 0, 30_000);
+    await waitUntil(
+      () => progressOf(handle),
+      (progress) => progress.state === 'PAUSED' && progress.running === 0,
+      30_000,
+    );
     const paused = await tally(batchId);
     expect(paused.PENDING ?? 0).toBeGreaterThan(0);
     expect(paused.CREATING ?? 0).toBe(0);
@@ -233,7 +302,11 @@ describe('the batch runner', () => {
     const batchId = await runningBatch(14);
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
-    await waitUntil(() => tally(batchId), (counts) => (counts.APPROVED ?? 0) >= 2, 30_000);
+    await waitUntil(
+      () => tally(batchId),
+      (counts) => (counts.APPROVED ?? 0) >= 2,
+      30_000,
+    );
 
     // The batch and its items not started end together (one transaction).
     expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
@@ -259,13 +332,18 @@ describe('the batch runner', () => {
   it("slows the whole batch down on the wallet's 429 and still runs every item exactly once", async () => {
     const batchId = await runningBatch(16);
     const since = new Date();
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 0.4, retryAfterSeconds: 1 }], 7);
+    await stack.admin.setFaults(
+      [{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 0.4, retryAfterSeconds: 1 }],
+      7,
+    );
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
 
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
-    const refused = await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 429 } });
+    const refused = await stack.database.walletCall.count({
+      where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 429 },
+    });
     expect(refused).toBeGreaterThan(0);
     // The runner halved its rate at least once (one run: the query answers for all of it).
     const progress = await progressOf(handle);
@@ -274,7 +352,10 @@ describe('the batch runner', () => {
     // The items refused in their pass went to their own workflows, which created and executed them.
     const handedOver = [];
     for (const row of rows) {
-      const description = await stack.temporal.workflow.getHandle(row.workflowId).describe().catch(() => null);
+      const description = await stack.temporal.workflow
+        .getHandle(row.workflowId)
+        .describe()
+        .catch(() => null);
       if (description) handedOver.push(description.status.name);
     }
     expect(handedOver.length).toBeGreaterThanOrEqual(1);
@@ -289,7 +370,11 @@ describe('the batch runner', () => {
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
-    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 503 } })).toBeGreaterThan(0);
+    expect(
+      await stack.database.walletCall.count({
+        where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 503 },
+      }),
+    ).toBeGreaterThan(0);
     // Full speed throughout: no halving, nothing waited for.
     expect(await progressOf(handle)).toMatchObject({ slowDowns: 0, inFlight: 4 });
   });
@@ -303,7 +388,8 @@ describe('the batch runner', () => {
     // Each item's own workflow retrieved the transfer (executed once, by the pass) and approved it.
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(3).fill('APPROVED'));
-    for (const row of rows) expect((await stack.temporal.workflow.getHandle(row.workflowId).describe()).status.name).toBe('COMPLETED');
+    for (const row of rows)
+      expect((await stack.temporal.workflow.getHandle(row.workflowId).describe()).status.name).toBe('COMPLETED');
   });
 });
 
@@ -318,24 +404,52 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       temporal: stack.temporal,
       taskQueue: stack.taskQueue,
     });
-  const runItems = (activities: ReturnType<typeof activitiesOf>, batchId: string, fundingIds: string[], attempt: number): Promise<BatchItemsOutcome> =>
-    new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs }).run(activities.runBatchItems, batchId, fundingIds);
+  const runItems = (
+    activities: ReturnType<typeof activitiesOf>,
+    batchId: string,
+    fundingIds: string[],
+    attempt: number,
+  ): Promise<BatchItemsOutcome> =>
+    new MockActivityEnvironment({ attempt, startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs }).run(
+      activities.runBatchItems,
+      batchId,
+      fundingIds,
+    );
 
   it('finds its fundings past PENDING: no wallet call, no second execute; a final item needs no workflow', async () => {
     const activities = activitiesOf();
     const batchId = await runningBatch(2);
     const [first, second] = await itemsOf(batchId);
 
-    expect(await runItems(activities, batchId, [first!.id], 1)).toEqual({ finished: 1, handedOver: 0, notStarted: 0, slowDownMs: null });
+    expect(await runItems(activities, batchId, [first!.id], 1)).toEqual({
+      finished: 1,
+      handedOver: 0,
+      notStarted: 0,
+      slowDownMs: null,
+    });
     const since = new Date();
-    expect(await runItems(activities, batchId, [first!.id], 2)).toEqual({ finished: 1, handedOver: 0, notStarted: 0, slowDownMs: null });
-    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } } })).toBe(0);
+    expect(await runItems(activities, batchId, [first!.id], 2)).toEqual({
+      finished: 1,
+      handedOver: 0,
+      notStarted: 0,
+      slowDownMs: null,
+    });
+    expect(
+      await stack.database.walletCall.count({
+        where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } },
+      }),
+    ).toBe(0);
     await expect(stack.temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
 
     // Left RECONCILING by its pass (the execute's answer was lost): a run again hands it over,
     // and the item's workflow learns its outcome by retrieve.
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
-    expect(await runItems(activities, batchId, [second!.id], 1)).toEqual({ finished: 0, handedOver: 1, notStarted: 0, slowDownMs: null });
+    expect(await runItems(activities, batchId, [second!.id], 1)).toEqual({
+      finished: 0,
+      handedOver: 1,
+      notStarted: 0,
+      slowDownMs: null,
+    });
     await stack.admin.clearFaults();
     const itsWorkflow = stack.temporal.workflow.getHandle(second!.workflowId);
     const firstRun = (await itsWorkflow.describe()).runId;
@@ -344,7 +458,12 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     expect(again.finished + again.handedOver).toBe(1);
     expect((await itsWorkflow.describe()).runId).toBe(firstRun);
     await itsWorkflow.result();
-    expect(await runItems(activities, batchId, [second!.id], 3)).toEqual({ finished: 1, handedOver: 0, notStarted: 0, slowDownMs: null });
+    expect(await runItems(activities, batchId, [second!.id], 3)).toEqual({
+      finished: 1,
+      handedOver: 0,
+      notStarted: 0,
+      slowDownMs: null,
+    });
     await expect(runItems(activities, randomUUID(), [second!.id], 1)).rejects.toThrow(/is not an item of batch/);
 
     // Both run outside a runner: the batch still counts them, and its ledger is settled.
@@ -360,29 +479,64 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     // The third item's wallet is not upgraded: its create is refused (M133), before any execute.
     const kyc0 = await stack.admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(kyc0.userId);
-    await stack.database.funding.update({ where: { id: items[2]!.id }, data: { cashInCodeEncrypted: Buffer.from(createTokenCipher(stack.encryptionKey).encrypt(code, cashInCodeContext(items[2]!.id))) } });
+    await stack.database.funding.update({
+      where: { id: items[2]!.id },
+      data: {
+        cashInCodeEncrypted: Buffer.from(
+          createTokenCipher(stack.encryptionKey).encrypt(code, cashInCodeContext(items[2]!.id)),
+        ),
+      },
+    });
     const since = new Date();
-    expect(await runItems(activities, batchId, items.map((item) => item.id), 1)).toEqual({ finished: 6, handedOver: 0, notStarted: 0, slowDownMs: null });
+    expect(
+      await runItems(
+        activities,
+        batchId,
+        items.map((item) => item.id),
+        1,
+      ),
+    ).toEqual({ finished: 6, handedOver: 0, notStarted: 0, slowDownMs: null });
 
     const rows = await expectSettled(batchId);
-    expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'REJECTED', 'APPROVED', 'APPROVED', 'APPROVED']);
+    expect(rows.map((row) => row.status)).toEqual([
+      'APPROVED',
+      'APPROVED',
+      'REJECTED',
+      'APPROVED',
+      'APPROVED',
+      'APPROVED',
+    ]);
     expect(rows[2]!.errorCode).toBe('M133');
     // The timeline each item would have had in its own pass, under one claim: created, executing, final.
     for (const row of rows) {
-      const events = await stack.database.fundingEvent.findMany({ where: { fundingId: row.id }, orderBy: { id: 'asc' } });
+      const events = await stack.database.fundingEvent.findMany({
+        where: { fundingId: row.id },
+        orderBy: { id: 'asc' },
+      });
       const fences = new Set(events.flatMap((event) => (event.fence === null ? [] : [event.fence])));
       expect(fences.size, row.id).toBe(1);
-      expect(events.map((event) => event.status)).toEqual(row.status === 'APPROVED' ? ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED'] : ['PENDING', 'CREATING', 'REJECTED']);
+      expect(events.map((event) => event.status)).toEqual(
+        row.status === 'APPROVED'
+          ? ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED']
+          : ['PENDING', 'CREATING', 'REJECTED'],
+      );
     }
     // Each executed transfer executed once; its transferId stored on the funding it belongs to.
     const ledger = await stack.admin.ledger();
     for (const row of rows.filter((entry) => entry.status === 'APPROVED')) {
       expect(ledger.transfers.find((transfer) => transfer.transferId === row.transferId)?.executions).toBe(1);
     }
-    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } })).toBe(5);
+    expect(
+      await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } }),
+    ).toBe(5);
     // Every final item announced once (funding.approved / funding.rejected).
-    const events = await stack.database.webhookEvent.findMany({ where: { fundingId: { in: rows.map((row) => row.id) } } });
-    expect(events.map((event) => event.type).sort()).toEqual([...Array(5).fill('funding.approved'), 'funding.rejected']);
+    const events = await stack.database.webhookEvent.findMany({
+      where: { fundingId: { in: rows.map((row) => row.id) } },
+    });
+    expect(events.map((event) => event.type).sort()).toEqual([
+      ...Array(5).fill('funding.approved'),
+      'funding.rejected',
+    ]);
   });
 
   it('leaves an item a cancel took alone, and never executes an item whose claim another run took meanwhile', async () => {
@@ -394,7 +548,12 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     // The second: taken over by another run while the chunk's creates are under way (its fence
     // raised under it), so the chunk's stored intent and move to EXECUTING are refused.
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 1500 }]);
-    const running = runItems(activities, batchId, items.map((item) => item.id), 1);
+    const running = runItems(
+      activities,
+      batchId,
+      items.map((item) => item.id),
+      1,
+    );
     await waitUntil(
       async () => (await stack.database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } })).status,
       (status) => status === 'CREATING',
@@ -431,13 +590,28 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const items = await itemsOf(batchId);
     expect(await batches.move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
     const since = new Date();
-    expect(await runItems(activities, batchId, items.map((item) => item.id), 1)).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
+    expect(
+      await runItems(
+        activities,
+        batchId,
+        items.map((item) => item.id),
+        1,
+      ),
+    ).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
     expect((await itemsOf(batchId)).map((row) => row.status)).toEqual(['PENDING', 'PENDING']);
     expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since } } })).toBe(0);
-    for (const item of items) await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
+    for (const item of items)
+      await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
     // Resumed, the same chunk runs them.
     expect(await batches.move(batchId, 'RUNNING', undefined, ['PAUSED'])).toBe(true);
-    expect(await runItems(activities, batchId, items.map((item) => item.id), 1)).toEqual({ finished: 2, handedOver: 0, notStarted: 0, slowDownMs: null });
+    expect(
+      await runItems(
+        activities,
+        batchId,
+        items.map((item) => item.id),
+        1,
+      ),
+    ).toEqual({ finished: 2, handedOver: 0, notStarted: 0, slowDownMs: null });
     await expectSettled(batchId);
   });
 
@@ -445,12 +619,16 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const activities = activitiesOf();
     const batchId = await runningBatch(3);
     await expect(stack.temporal.workflow.getHandle(batchWorkflowId(batchId)).describe()).rejects.toThrow();
-    const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds: 3600 });
+    const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
+      olderThanSeconds: 3600,
+    });
     expect(report.batchRunners).toContainEqual({ batchId, state: 'RUNNING', detail: 'no runner: started' });
     expect(await resultOf(stack.temporal.workflow.getHandle(batchWorkflowId(batchId)))).toEqual({ state: 'COMPLETED' });
     await expectSettled(batchId);
     // A second sweep finds the batch ended: nothing to start.
-    const again: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds: 3600 });
+    const again: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
+      olderThanSeconds: 3600,
+    });
     expect(again.batchRunners?.map((entry) => entry.batchId)).not.toContain(batchId);
   });
 
@@ -460,9 +638,16 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const items = await itemsOf(batchId);
     // An attempt with less time than one wallet call: the pass starts nothing.
     const short = new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: 1000 });
-    expect(await short.run(activities.runBatchItems, batchId, items.map((item) => item.id))).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
+    expect(
+      await short.run(
+        activities.runBatchItems,
+        batchId,
+        items.map((item) => item.id),
+      ),
+    ).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
     expect((await itemsOf(batchId)).map((row) => row.status)).toEqual(['PENDING', 'PENDING']);
-    for (const item of items) await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
+    for (const item of items)
+      await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
     // The runner dispatches them again and the batch completes.
     const handle = await startRunner(batchId, { itemsPerRun: 50 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
@@ -477,10 +662,33 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
     const item = (reference: string, recipient: NewBatchItem['recipient']): NewBatchItem => {
       const idempotencyKey = `batch:${batchId}:${reference}`;
-      return { id: randomUUID(), idempotencyKey, workflowId: fundingWorkflowId(idempotencyKey, sha256Hex), reference, recipient, amount: 1000n };
+      return {
+        id: randomUUID(),
+        idempotencyKey,
+        workflowId: fundingWorkflowId(idempotencyKey, sha256Hex),
+        reference,
+        recipient,
+        amount: 1000n,
+      };
     };
-    const items = [item('by-code', { type: 'CODE', code: codes[0]! }), item('by-token', { type: 'TOKEN', linkId }), item('held', { type: 'CODE', code: codes[1]! })];
-    expect(await batches.insert({ id: batchId, idempotencyKey: `clock-${batchId}`, requestFingerprint: sha256Hex(batchId), workflowId: batchWorkflowId(batchId), name: 'clock', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: null })).toEqual({ stored: true, needsApproval: false });
+    const items = [
+      item('by-code', { type: 'CODE', code: codes[0]! }),
+      item('by-token', { type: 'TOKEN', linkId }),
+      item('held', { type: 'CODE', code: codes[1]! }),
+    ];
+    expect(
+      await batches.insert({
+        id: batchId,
+        idempotencyKey: `clock-${batchId}`,
+        requestFingerprint: sha256Hex(batchId),
+        workflowId: batchWorkflowId(batchId),
+        name: 'clock',
+        currency: 'PHP',
+        items: batchItemRows(items),
+        createdBy: 'ops',
+        approvalThreshold: null,
+      }),
+    ).toEqual({ stored: true, needsApproval: false });
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
     // Another transaction (a cancel, say) holds the third item's row for 2.5 s: the chunk skips
@@ -498,15 +706,24 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     await lockTaken;
     const startToCloseTimeoutMs = 13_500;
     const started = Date.now();
-    await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs }).run(activities.runBatchItems, batchId, items.map((entry) => entry.id));
+    await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs }).run(
+      activities.runBatchItems,
+      batchId,
+      items.map((entry) => entry.id),
+    );
     await holder;
     await stack.admin.clearFaults();
-    const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: new Date(started - 1000) }, operation: { startsWith: 'transfers.' } } });
+    const calls = await stack.database.walletCall.findMany({
+      where: { startedAt: { gte: new Date(started - 1000) }, operation: { startsWith: 'transfers.' } },
+    });
     expect(calls.length).toBeGreaterThanOrEqual(2);
     // Each call started while it could still end before the attempt's deadline (an item the chunk
     // did not claim, run after the chunk on a clock of its own, sent its create 4 s in: past that
     // point; so did a TOKEN item, when the chunk claimed CODE items only).
-    for (const call of calls) expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(started + startToCloseTimeoutMs + 250);
+    for (const call of calls)
+      expect(call.startedAt.getTime() + 10_000 + 2_000, call.operation).toBeLessThanOrEqual(
+        started + startToCloseTimeoutMs + 250,
+      );
   });
 });
 
@@ -531,14 +748,18 @@ describe('the sweep beside a running batch', () => {
     // Half the executes take 4 s to be carried out (the transfer shows CREATED meanwhile; the test
     // stack's wallet time-out is 5 s).
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 0.5, delayMs: 4000 }], 7);
-    expect(await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL'])).toBe(true);
+    expect(
+      await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL']),
+    ).toBe(true);
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
     const ids = new Set(items.map((item) => item.id));
     const swept: SweepReport['items'] = [];
     let done = false;
     const result = resultOf(handle).finally(() => (done = true));
     while (!done) {
-      const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, { olderThanSeconds });
+      const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
+        olderThanSeconds,
+      });
       swept.push(...report.items.filter((item) => ids.has(item.fundingId)));
       await sleep(1000);
     }
@@ -558,12 +779,14 @@ describe('the sweep beside a running batch', () => {
 describe('a chunk whose worker froze', () => {
   it('stops once resumed after another attempt was due: the wallet receives no call from the replaced attempt', async () => {
     await stack.stopWorker();
-    // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can cut.
+    // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can
+    // cut.
     const walletRecorder = await startHttpRecorder(new URL(stack.sandbox.url).origin);
     const temporalLink = await startTcpLink(inject('temporalAddress'));
     const env = stack.workerEnv();
     const viaRecorder = (url: string | undefined) => `${walletRecorder.origin}${new URL(url!).pathname}`;
-    // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is frozen.
+    // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is
+    // frozen.
     const child = startWorkerProcess({
       ...env,
       LOG_LEVEL: 'info',
@@ -574,7 +797,12 @@ describe('a chunk whose worker froze', () => {
       OP_URL: viaRecorder(env.OP_URL),
     });
     try {
-      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
+      await waitFor(
+        'the worker process polling',
+        () => (child.output().includes('worker polling') ? true : undefined),
+        90_000,
+        () => child.output().slice(-3000),
+      );
       // Its creates take 12 s: the worker is frozen while the chunk waits on them, and their
       // answers come as it resumes (from here on, a replaced chunk would store and execute them).
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
@@ -582,13 +810,21 @@ describe('a chunk whose worker froze', () => {
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
       // Frozen once the wallet has every create (a request still on its way out of the process when
       // it stops arrives when it resumes: it was sent while the attempt was current).
-      const creates = () => walletRecorder.calls().filter((call) => call.method === 'POST' && call.path === '/v1/transfers').length;
-      await waitFor('the chunk’s three creates at the wallet', () => (creates() === 3 ? true : undefined), 60_000, () => JSON.stringify(walletRecorder.calls()));
+      const creates = () =>
+        walletRecorder.calls().filter((call) => call.method === 'POST' && call.path === '/v1/transfers').length;
+      await waitFor(
+        'the chunk’s three creates at the wallet',
+        () => (creates() === 3 ? true : undefined),
+        60_000,
+        () => JSON.stringify(walletRecorder.calls()),
+      );
       child.freeze();
       // Frozen past the heartbeat time-out: Temporal gives the chunk to another attempt.
       await waitFor(
         'the chunk’s next attempt due',
-        async () => ((await handle.describe()).raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 1) > 1) || undefined,
+        async () =>
+          ((await handle.describe()).raw.pendingActivities ?? []).some((activity) => (activity.attempt ?? 1) > 1) ||
+          undefined,
         60_000,
       );
       await stack.admin.clearFaults();
@@ -624,12 +860,21 @@ describe('a chunk whose worker died', () => {
     await stack.stopWorker();
     const child = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
     try {
-      await waitFor('the worker process polling', () => (child.output().includes('worker polling') ? true : undefined), 90_000, () => child.output().slice(-3000));
+      await waitFor(
+        'the worker process polling',
+        () => (child.output().includes('worker polling') ? true : undefined),
+        90_000,
+        () => child.output().slice(-3000),
+      );
       // Its creates take 5 s: the worker dies while the chunk waits on them.
       await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
-      await waitUntil(() => tally(batchId), (counts) => (counts.CREATING ?? 0) > 0, 60_000);
+      await waitUntil(
+        () => tally(batchId),
+        (counts) => (counts.CREATING ?? 0) > 0,
+        60_000,
+      );
       await child.stop('SIGKILL');
       await stack.admin.clearFaults();
       await stack.startWorker();
@@ -640,7 +885,11 @@ describe('a chunk whose worker died', () => {
       const history = await handle.fetchHistory();
       // The chunks' attempts (a read the dead worker had polled times out on its start-to-close, 30 s, as it should).
       const events = history.events ?? [];
-      const chunkActivities = new Set(events.filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runBatchItems').map((event) => String(event.eventId)));
+      const chunkActivities = new Set(
+        events
+          .filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'runBatchItems')
+          .map((event) => String(event.eventId)),
+      );
       const retried = events.flatMap((event) => {
         const started = event.activityTaskStartedEventAttributes;
         return started && (started.attempt ?? 1) > 1 && chunkActivities.has(String(started.scheduledEventId))
@@ -648,8 +897,12 @@ describe('a chunk whose worker died', () => {
           : [];
       });
       expect(retried.length).toBeGreaterThan(0);
-      expect(retried.every((entry) => entry.timeout === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT), JSON.stringify(retried)).toBe(true);
-      // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never executed).
+      expect(
+        retried.every((entry) => entry.timeout === temporalEnums.TimeoutType.TIMEOUT_TYPE_HEARTBEAT),
+        JSON.stringify(retried),
+      ).toBe(true);
+      // Each item ended once, by its one owner at a time (the creates the dead worker sent are intents, never
+      // executed).
       const rows = await expectSettled(batchId);
       expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
       for (const row of rows) {

@@ -16,17 +16,27 @@ const database = createDatabase(testDatabaseUrl(), { maxConnections: 10 });
 afterAll(() => database.$disconnect());
 
 const finished: Date[] = [];
-const { ledger, batches, credit, insertBatch } = batchRecordsOn(database, { fundingFinished: (_status, createdAt) => finished.push(createdAt) });
+const { ledger, batches, credit, insertBatch } = batchRecordsOn(database, {
+  fundingFinished: (_status, createdAt) => finished.push(createdAt),
+});
 
 /** `count` CODE items of 1.00 (0.001 PHP is 1n), references from `reference`. */
 function itemsOf(batchId: string, count: number, reference: (index: number) => string): NewBatchItem[] {
   return Array.from({ length: count }, (_, index) => {
     const idempotencyKey = `batch:${batchId}:${reference(index)}`;
-    return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: reference(index), recipient: { type: 'CODE', code: String(1_000_000 + index).slice(0, 7) }, amount: 1000n };
+    return {
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: `funding-${idempotencyKey}`,
+      reference: reference(index),
+      recipient: { type: 'CODE', code: String(1_000_000 + index).slice(0, 7) },
+      amount: 1000n,
+    };
   });
 }
 
-const store = (batchId: string, partnerUserId: string, items: NewBatchItem[]) => insertBatch(batchId, partnerUserId, items, 0n);
+const store = (batchId: string, partnerUserId: string, items: NewBatchItem[]) =>
+  insertBatch(batchId, partnerUserId, items, 0n);
 
 /** Everything a batch's store writes, counted. */
 async function leftBehind(batchId: string, items: NewBatchItem[]) {
@@ -51,8 +61,12 @@ describe('a failed store leaves nothing behind', () => {
     const items = itemsOf(batchId, 5000, (index) => (index === 2499 ? poison : `item-${index}`));
     // A trigger of this test's own that refuses the one row (its reference is unique to this run).
     const trigger = `store_fails_${randomUUID().replaceAll('-', '')}`;
-    await database.$executeRawUnsafe(`CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test: %', NEW.batch_reference; END; $$`);
-    await database.$executeRawUnsafe(`CREATE TRIGGER ${trigger} BEFORE INSERT ON funding FOR EACH ROW WHEN (NEW.batch_reference = '${poison}') EXECUTE FUNCTION ${trigger}()`);
+    await database.$executeRawUnsafe(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused for the test: %', NEW.batch_reference; END; $$`,
+    );
+    await database.$executeRawUnsafe(
+      `CREATE TRIGGER ${trigger} BEFORE INSERT ON funding FOR EACH ROW WHEN (NEW.batch_reference = '${poison}') EXECUTE FUNCTION ${trigger}()`,
+    );
     try {
       const before = await ledger.account(database, `USER:${partnerUserId}`);
       await expect(store(batchId, partnerUserId, items)).rejects.toThrow(/refused for the test/);
@@ -83,7 +97,8 @@ describe('a batch cancelled', () => {
     const partnerUserId = `store-cancel-${randomUUID()}`;
     await credit(partnerUserId, 10_000_000n);
     const batchId = randomUUID();
-    // References whose order differs between collations (case, - and _), so the chunks' cursor must follow the database's.
+    // References whose order differs between collations (case, - and _), so the chunks' cursor must follow the
+    // database's.
     const shapes = ['a-', 'A_', 'b', 'B-', '_c', '-C', 'z', 'Z_'];
     const items = itemsOf(batchId, 4500, (index) => `${shapes[index % shapes.length]}${index}`);
     expect(await store(batchId, partnerUserId, items)).toEqual({ stored: true, needsApproval: true });
@@ -92,16 +107,32 @@ describe('a batch cancelled', () => {
     finished.length = 0;
     expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
     expect(await database.funding.count({ where: { batchId, status: 'FAILED', errorCode: 'CANCELLED' } })).toBe(4500);
-    expect(await database.fundingEvent.count({ where: { fundingId: { in: items.map((item) => item.id) }, status: 'FAILED' } })).toBe(4500);
-    expect(await database.webhookEvent.count({ where: { fundingId: { in: items.map((item) => item.id) }, type: 'funding.failed' } })).toBe(4500);
-    expect(await database.ledgerTransaction.count({ where: { fundingId: { in: items.map((item) => item.id) }, kind: 'RELEASE' } })).toBe(4500);
+    expect(
+      await database.fundingEvent.count({
+        where: { fundingId: { in: items.map((item) => item.id) }, status: 'FAILED' },
+      }),
+    ).toBe(4500);
+    expect(
+      await database.webhookEvent.count({
+        where: { fundingId: { in: items.map((item) => item.id) }, type: 'funding.failed' },
+      }),
+    ).toBe(4500);
+    expect(
+      await database.ledgerTransaction.count({
+        where: { fundingId: { in: items.map((item) => item.id) }, kind: 'RELEASE' },
+      }),
+    ).toBe(4500);
     expect(finished).toHaveLength(4500);
     const account = await ledger.account(database, `USER:${partnerUserId}`);
     expect(account.available.value).toBe('10000.00');
     expect(account.balance.value).toBe('10000.00');
     // Ended once: a second cancel moves nothing and releases nothing.
     expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(false);
-    expect(await database.ledgerTransaction.count({ where: { fundingId: { in: items.map((item) => item.id) }, kind: 'RELEASE' } })).toBe(4500);
+    expect(
+      await database.ledgerTransaction.count({
+        where: { fundingId: { in: items.map((item) => item.id) }, kind: 'RELEASE' },
+      }),
+    ).toBe(4500);
     expect((await checkLedgerInvariants(database)).violations).toEqual([]);
   }, 120_000);
 });

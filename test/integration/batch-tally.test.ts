@@ -31,7 +31,14 @@ const { fundings, batches, claimed, credit, insertBatch } = batchRecordsOn(datab
 function itemsOf(batchId: string, count: number): NewBatchItem[] {
   return Array.from({ length: count }, (_, index) => {
     const idempotencyKey = `batch:${batchId}:item-${index}`;
-    return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `item-${index}`, recipient: { type: 'CODE', code: String(1_000_000 + index).slice(0, 7) }, amount: BigInt((index % 7) + 1) * 1000n };
+    return {
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: `funding-${idempotencyKey}`,
+      reference: `item-${index}`,
+      recipient: { type: 'CODE', code: String(1_000_000 + index).slice(0, 7) },
+      amount: BigInt((index % 7) + 1) * 1000n,
+    };
   });
 }
 
@@ -49,11 +56,15 @@ async function counted(batchId: string): Promise<Record<string, { count: number;
   const rows = await database.$queryRaw<Array<{ status: string; count: bigint; amount: string }>>`
     SELECT CASE WHEN status = 'FAILED' AND error_code = 'CANCELLED' THEN 'CANCELLED' ELSE status::text END AS status, COUNT(*)::bigint AS count, SUM(amount)::text AS amount
     FROM funding WHERE batch_id = ${batchId}::uuid GROUP BY 1`;
-  return Object.fromEntries(rows.map((row) => [row.status, { count: Number(row.count), amount: BigInt(row.amount.replace('.', '')) }]));
+  return Object.fromEntries(
+    rows.map((row) => [row.status, { count: Number(row.count), amount: BigInt(row.amount.replace('.', '')) }]),
+  );
 }
 
 async function tallied(batchId: string): Promise<Record<string, { count: number; amount: bigint }>> {
-  return Object.fromEntries((await fundings.batchItemTally(batchId)).map((row) => [row.status, { count: row.count, amount: row.amount }]));
+  return Object.fromEntries(
+    (await fundings.batchItemTally(batchId)).map((row) => [row.status, { count: row.count, amount: row.amount }]),
+  );
 }
 
 /** Moves the items `ids` to `to` in one statement (as the records' set-based writes do). */
@@ -130,22 +141,31 @@ describe('a batch tally kept by the funding table', () => {
     const results = await Promise.allSettled(writers);
     // Every transaction of every writer committed (no deadlock, no error).
     expect(results.map((result) => result.status)).toEqual(Array(12).fill('fulfilled'));
-    expect(results.map((result) => (result as PromiseFulfilledResult<number>).value)).toEqual([15, 20, 15, 10, 15, 20, 15, 10, 15, 20, 15, 10]);
+    expect(results.map((result) => (result as PromiseFulfilledResult<number>).value)).toEqual([
+      15, 20, 15, 10, 15, 20, 15, 10, 15, 20, 15, 10,
+    ]);
     const tally = await tallied(batchId);
     expect(tally).toEqual(await counted(batchId));
-    expect(Object.fromEntries(Object.entries(tally).map(([status, row]) => [status, row.count]))).toEqual({ APPROVED: 300, DECLINED: 300, FAILED: 300, REJECTED: 300 });
+    expect(Object.fromEntries(Object.entries(tally).map(([status, row]) => [status, row.count]))).toEqual({
+      APPROVED: 300,
+      DECLINED: 300,
+      FAILED: 300,
+      REJECTED: 300,
+    });
   }, 120_000);
 });
 
 describe('a TRUNCATE of the funding table', () => {
-  it('empties the batches\' tallies with it: none counts an item that is gone', async () => {
+  it("empties the batches' tallies with it: none counts an item that is gone", async () => {
     const { batchId } = await storeBatch(50);
     expect(await tallied(batchId)).toEqual(await counted(batchId));
     // In a transaction rolled back: the table is this worker's database's, shared with its other tests.
     const seen = await database
       .$transaction(async (tx) => {
         await tx.$executeRawUnsafe('TRUNCATE funding CASCADE');
-        const left = await tx.$queryRaw<Array<{ rows: bigint }>>`SELECT COUNT(*)::bigint AS rows FROM funding_batch_tally`;
+        const left = await tx.$queryRaw<
+          Array<{ rows: bigint }>
+        >`SELECT COUNT(*)::bigint AS rows FROM funding_batch_tally`;
         throw new Error(`tally rows left: ${left[0]!.rows}`);
       })
       .catch((error: unknown) => (error as Error).message);
@@ -166,12 +186,23 @@ describe('a batch cancelled while its chunks claim items', () => {
     cancel.catch(() => undefined);
     // While the cancel walks the first references, chunks claim items from the last ones back.
     await new Promise((resolve) => setTimeout(resolve, 300));
-    const claims = await Promise.allSettled(Array.from({ length: 8 }, (_, chunk) => claimed.claimPendingItems(ids.slice(19_984 - chunk * 16, 20_000 - chunk * 16))));
+    const claims = await Promise.allSettled(
+      Array.from({ length: 8 }, (_, chunk) =>
+        claimed.claimPendingItems(ids.slice(19_984 - chunk * 16, 20_000 - chunk * 16)),
+      ),
+    );
     const cancelled = await Promise.allSettled([cancel]);
-    expect(claims.map((claim) => (claim.status === 'rejected' ? String(claim.reason) : 'claimed'))).toEqual(Array(8).fill('claimed'));
-    expect(cancelled.map((result) => (result.status === 'rejected' ? String(result.reason) : result.value))).toEqual([true]);
+    expect(claims.map((claim) => (claim.status === 'rejected' ? String(claim.reason) : 'claimed'))).toEqual(
+      Array(8).fill('claimed'),
+    );
+    expect(cancelled.map((result) => (result.status === 'rejected' ? String(result.reason) : result.value))).toEqual([
+      true,
+    ]);
     // Whatever each claimed (the cancel leaves an item a chunk claimed first to finish), every item is counted once.
-    const claimedCount = claims.reduce((sum, claim) => sum + (claim.status === 'fulfilled' ? claim.value.length : 0), 0);
+    const claimedCount = claims.reduce(
+      (sum, claim) => sum + (claim.status === 'fulfilled' ? claim.value.length : 0),
+      0,
+    );
     // The race ran: the chunks took items on while the cancel was under way.
     expect(claimedCount).toBeGreaterThan(0);
     const tally = await tallied(batchId);
@@ -195,7 +226,8 @@ describe("the home's totals of a day", () => {
     const noon = `${date} 12:00:00`;
     await database.$executeRaw`UPDATE funding_batch SET created_at = (${noon}::timestamp AT TIME ZONE ${timeZone}) WHERE id = ${batchId}::uuid`;
     await database.$executeRaw`UPDATE funding SET created_at = (${noon}::timestamp AT TIME ZONE ${timeZone}) WHERE batch_id = ${batchId}::uuid`;
-    // Single fundings: 5 that day (3 APPROVED, 2 FAILED), one the evening before and one the next morning (not counted).
+    // Single fundings: 5 that day (3 APPROVED, 2 FAILED), one the evening before and one the next morning (not
+    // counted).
     const single = (at: string, status: string, amount: string, offsetSeconds = 0) => database.$executeRaw`
       INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, currency, amount, abandoned_transfer_ids, created_at, updated_at)
       VALUES (${randomUUID()}::uuid, ${`single-${randomUUID()}`}, ${'0'.repeat(64)}, ${`funding-${randomUUID()}`}, ${status}::"FundingStatus", 'CODE', 'PHP', ${amount}::numeric,
@@ -205,12 +237,21 @@ describe("the home's totals of a day", () => {
     await single(`${date} 00:00:00`, 'APPROVED', '1000.000', -1);
     await single(`${date} 23:59:59`, 'APPROVED', '1000.000', 1);
 
-    const oneByOne = await database.$queryRaw<Array<{ status: string; currency: string; count: bigint; amount: string }>>`
+    const oneByOne = await database.$queryRaw<
+      Array<{ status: string; currency: string; count: bigint; amount: string }>
+    >`
       SELECT status::text AS status, currency, COUNT(*)::bigint AS count, SUM(amount)::text AS amount FROM funding
       WHERE created_at >= (${day.start}::timestamp AT TIME ZONE ${timeZone}) AND created_at < (${day.end}::timestamp AT TIME ZONE ${timeZone})
       GROUP BY 1, 2 ORDER BY 1, 2`;
     const totals = await fundingTotalsOn(database, day);
-    expect(totals).toEqual(oneByOne.map((row) => ({ status: row.status, currency: row.currency, count: Number(row.count), amount: BigInt(row.amount.replace('.', '')) })));
+    expect(totals).toEqual(
+      oneByOne.map((row) => ({
+        status: row.status,
+        currency: row.currency,
+        count: Number(row.count),
+        amount: BigInt(row.amount.replace('.', '')),
+      })),
+    );
     // What that is: 200 + 3 APPROVED; 20 + 30 cancelled + 2 FAILED; 50 PENDING.
     expect(totals.map((total) => [total.status, total.count])).toEqual([
       ['APPROVED', 203],

@@ -19,7 +19,8 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 const HEADER = 'reference,recipient_type,recipient,amount\n';
-const csvRow = (index: number, prefix = 'r') => `${prefix}-${index},CODE,${String(1_000_000 + (index % 9_000_000))},1.00\n`;
+const csvRow = (index: number, prefix = 'r') =>
+  `${prefix}-${index},CODE,${String(1_000_000 + (index % 9_000_000))},1.00\n`;
 
 interface Sent {
   status: number;
@@ -36,14 +37,24 @@ interface Sent {
  * client send. `holdAfter`: bytes after which the sender waits for `release` (a slow client).
  * `to`: another API than the stack's (its address and key).
  */
-function send(path: string, contentType: string, pieces: Iterable<string>, options: { total: number; holdAfter?: number; release?: Promise<void>; to?: { base: string; key: string } }): Promise<Sent> {
+function send(
+  path: string,
+  contentType: string,
+  pieces: Iterable<string>,
+  options: { total: number; holdAfter?: number; release?: Promise<void>; to?: { base: string; key: string } },
+): Promise<Sent> {
   const to = options.to ?? { base: stack.apiBase, key: stack.opsKey };
   return new Promise((resolve, reject) => {
     let sent = 0;
     let answered = false;
     const request = http.request(`${to.base}${path}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${to.key}`, 'content-type': contentType, 'idempotency-key': randomUUID(), 'transfer-encoding': 'chunked' },
+      headers: {
+        authorization: `Bearer ${to.key}`,
+        'content-type': contentType,
+        'idempotency-key': randomUUID(),
+        'transfer-encoding': 'chunked',
+      },
     });
     request.on('response', (response) => {
       answered = true;
@@ -51,10 +62,18 @@ function send(path: string, contentType: string, pieces: Iterable<string>, optio
       let text = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (text += chunk));
-      response.on('error', (error) => reject(new Error(`the answer (${response.statusCode}) broke off: ${error.message}`)));
+      response.on('error', (error) =>
+        reject(new Error(`the answer (${response.statusCode}) broke off: ${error.message}`)),
+      );
       response.on('end', () => {
         request.destroy();
-        resolve({ status: response.statusCode ?? 0, body: JSON.parse(text) as Record<string, unknown>, retryAfter: response.headers['retry-after'], sentWhenAnswered, total: options.total });
+        resolve({
+          status: response.statusCode ?? 0,
+          body: JSON.parse(text) as Record<string, unknown>,
+          retryAfter: response.headers['retry-after'],
+          sentWhenAnswered,
+          total: options.total,
+        });
       });
     });
     request.on('error', (error) => {
@@ -69,7 +88,8 @@ function send(path: string, contentType: string, pieces: Iterable<string>, optio
           await options.release;
         }
         sent += Buffer.byteLength(piece);
-        if (!request.write(piece)) await new Promise<void>((drained) => request.once('drain', drained).once('close', drained));
+        if (!request.write(piece))
+          await new Promise<void>((drained) => request.once('drain', drained).once('close', drained));
         await new Promise((next) => setImmediate(next));
       }
       if (!answered) request.end();
@@ -92,15 +112,35 @@ function* csvBody(rows: number, perPiece: number, first = ''): Generator<string>
   }
 }
 
-const stored = async () => ({ batches: await stack.database.fundingBatch.count(), fundings: await stack.database.funding.count() });
+const stored = async () => ({
+  batches: await stack.database.fundingBatch.count(),
+  fundings: await stack.database.funding.count(),
+});
 
 describe('a batch upload that cannot be a batch is refused while it is read', () => {
   it('a CSV row with more fields than the header: 422 BATCH_INVALID naming the row, the rest of the file not read, nothing stored', async () => {
     const before = await stored();
     // Row 2 has five fields; 200,000 rows (6 MB) follow it.
-    const answer = await send('/ops/funding-batches?name=extra-fields', 'text/csv', csvBody(200_000, 2000, `${csvRow(0)}x-1,CODE,1234567,1.00,surprise\n`), { total: 6_000_000 });
+    const answer = await send(
+      '/ops/funding-batches?name=extra-fields',
+      'text/csv',
+      csvBody(200_000, 2000, `${csvRow(0)}x-1,CODE,1234567,1.00,surprise\n`),
+      { total: 6_000_000 },
+    );
     expect(answer.status).toBe(422);
-    expect(answer.body).toMatchObject({ code: 'BATCH_INVALID', errorCount: 1, errors: [{ row: 2, reference: 'x-1', field: 'row', code: 'INVALID', message: expect.stringContaining('row 2 has more fields than the header') }] });
+    expect(answer.body).toMatchObject({
+      code: 'BATCH_INVALID',
+      errorCount: 1,
+      errors: [
+        {
+          row: 2,
+          reference: 'x-1',
+          field: 'row',
+          code: 'INVALID',
+          message: expect.stringContaining('row 2 has more fields than the header'),
+        },
+      ],
+    });
     expect(answer.sentWhenAnswered, 'bytes sent when the answer came').toBeLessThan(answer.total / 2);
     expect(await stored()).toEqual(before);
   }, 120_000);
@@ -127,7 +167,14 @@ describe('a batch upload that cannot be a batch is refused while it is read', ()
       yield '{"name":"too many","items":[';
       for (let start = 0; start < items; start += 2000) {
         const chunk: string[] = [];
-        for (let index = start; index < start + 2000; index += 1) chunk.push(JSON.stringify({ reference: `j-${index}`, recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } }));
+        for (let index = start; index < start + 2000; index += 1)
+          chunk.push(
+            JSON.stringify({
+              reference: `j-${index}`,
+              recipient: { type: 'CODE', code: '1234567' },
+              amount: { currency: 'PHP', value: '1.00' },
+            }),
+          );
         yield `${start === 0 ? '' : ','}${chunk.join(',')}`;
       }
       yield ']}';
@@ -135,7 +182,10 @@ describe('a batch upload that cannot be a batch is refused while it is read', ()
     const total = items * 112;
     const answer = await send('/ops/funding-batches', 'application/json', pieces, { total });
     expect([413, 422]).toContain(answer.status);
-    expect(answer.body).toMatchObject({ code: 'BATCH_INVALID', errors: [{ row: 0, field: 'items', message: 'a batch has at most 100000 items' }] });
+    expect(answer.body).toMatchObject({
+      code: 'BATCH_INVALID',
+      errors: [{ row: 0, field: 'items', message: 'a batch has at most 100000 items' }],
+    });
     expect(answer.sentWhenAnswered, 'bytes sent when the answer came').toBeLessThan(total * 0.6);
     expect(await stored()).toEqual(before);
   }, 120_000);
@@ -144,13 +194,20 @@ describe('a batch upload that cannot be a batch is refused while it is read', ()
 describe('concurrent batch uploads', () => {
   it('share a memory budget: past it an upload is refused 503 OVERLOADED with Retry-After, nothing stored; the upload holding it completes', async () => {
     const before = await stored();
-    // The first upload, 80,000 rows, stops sending after ~70,000 of them (about 18 MB of the 32 MiB budget held) until released.
+    // The first upload, 80,000 rows, stops sending after ~70,000 of them (about 18 MB of the 32 MiB budget held) until
+    // released.
     let release!: () => void;
     const released = new Promise<void>((done) => (release = done));
     const rows = 80_000;
-    const first = send('/ops/funding-batches?name=first', 'text/csv', csvBody(rows, 2000), { total: rows * 27, holdAfter: 70_000 * 27, release: released });
+    const first = send('/ops/funding-batches?name=first', 'text/csv', csvBody(rows, 2000), {
+      total: rows * 27,
+      holdAfter: 70_000 * 27,
+      release: released,
+    });
     await new Promise((resolve) => setTimeout(resolve, 3000));
-    const second = await send('/ops/funding-batches?name=second', 'text/csv', csvBody(rows, 2000), { total: rows * 27 });
+    const second = await send('/ops/funding-batches?name=second', 'text/csv', csvBody(rows, 2000), {
+      total: rows * 27,
+    });
     expect(second.status).toBe(503);
     expect(second.body).toMatchObject({ code: 'OVERLOADED', status: 503 });
     expect(Number(second.retryAfter)).toBeGreaterThanOrEqual(1);
@@ -169,7 +226,11 @@ describe('JSON bodies of shapes no batch has, against the API process under its 
   /** A key with read and fund only: what any batch-uploading client holds. */
   const funder = randomUUID();
   beforeAll(async () => {
-    api = await startApiProcess({ ...stack.workerEnv(), OPS_API_KEYS: `uploader:read+fund:${funder}`, LOG_LEVEL: 'warn' });
+    api = await startApiProcess({
+      ...stack.workerEnv(),
+      OPS_API_KEYS: `uploader:read+fund:${funder}`,
+      LOG_LEVEL: 'warn',
+    });
   }, 120_000);
   afterAll(() => api?.stop());
 
@@ -180,7 +241,11 @@ describe('JSON bodies of shapes no batch has, against the API process under its 
     for (let sent = 0; sent < 32_000_000; sent += piece.length) yield piece;
     yield tail;
   }
-  const good = JSON.stringify({ reference: 'g-1', recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } });
+  const good = JSON.stringify({
+    reference: 'g-1',
+    recipient: { type: 'CODE', code: '1234567' },
+    amount: { currency: 'PHP', value: '1.00' },
+  });
 
   it('a member outside items, items as an object, one huge item, a huge string: each 422 BATCH_INVALID while read; single fundings beside them accepted; the API alive', async () => {
     const before = await stored();
@@ -194,14 +259,29 @@ describe('JSON bodies of shapes no batch has, against the API process under its 
     // Each twice, all at once, with single fundings sent while they are read.
     const uploads = Object.entries(shapes).flatMap(([name, pieces]) => {
       const all = [...pieces];
-      return [0, 1].map(async () => [name, await send('/ops/funding-batches', 'application/json', all, { total: 32_000_000, to }).catch((error: unknown) => String(error))] as const);
+      return [0, 1].map(
+        async () =>
+          [
+            name,
+            await send('/ops/funding-batches', 'application/json', all, { total: 32_000_000, to }).catch(
+              (error: unknown) => String(error),
+            ),
+          ] as const,
+      );
     });
     const fundings = Array.from({ length: 20 }, async (_, index) => {
       await new Promise((resolve) => setTimeout(resolve, index * 50));
       const response = await fetch(`${api.base}/ops/fundings`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${funder}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ recipient: { type: 'CODE', code: String(2_000_000 + index) }, amount: { currency: 'PHP', value: '1.00' } }),
+        headers: {
+          authorization: `Bearer ${funder}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomUUID(),
+        },
+        body: JSON.stringify({
+          recipient: { type: 'CODE', code: String(2_000_000 + index) },
+          amount: { currency: 'PHP', value: '1.00' },
+        }),
       });
       return response.status;
     }).map((status) => status.catch((error: unknown) => String(error)));
@@ -209,7 +289,10 @@ describe('JSON bodies of shapes no batch has, against the API process under its 
     // Before anything else: did the API live through it (a crash resets every connection)?
     expect(api.exited(), api.output().slice(-2000)).toBeNull();
     for (const [name, answer] of answers) {
-      if (typeof answer === 'string') throw new Error(`${name}: no answer (${answer}); the API: ${JSON.stringify(api.exited())} ${api.output().slice(-600)}`);
+      if (typeof answer === 'string')
+        throw new Error(
+          `${name}: no answer (${answer}); the API: ${JSON.stringify(api.exited())} ${api.output().slice(-600)}`,
+        );
       expect(answer.status, `${name}: ${JSON.stringify(answer.body).slice(0, 300)}`).toBe(422);
       expect(answer.body, name).toMatchObject({ code: 'BATCH_INVALID', errorCount: 1, errors: [{ code: 'INVALID' }] });
       expect(answer.sentWhenAnswered, `${name}: bytes sent when the answer came`).toBeLessThan(8 * 1024 * 1024);

@@ -15,7 +15,12 @@ const otherSplitter = 't'.repeat(40);
 
 beforeAll(async () => {
   stack = await startPartnerStack({
-    extraOpsKeys: [`checker:approve+read:${approver}`, `auditor:read:${reader}`, `splitter:fund+read:${splitter}`, `splitter-two:fund+read:${otherSplitter}`],
+    extraOpsKeys: [
+      `checker:approve+read:${approver}`,
+      `auditor:read:${reader}`,
+      `splitter:fund+read:${splitter}`,
+      `splitter-two:fund+read:${otherSplitter}`,
+    ],
     batches: { approvalThreshold: 100_000n, maxInFlight: 4 }, // 100.00: batches of 100.00 or more wait for approval
   });
 });
@@ -23,22 +28,41 @@ afterAll(async () => {
   await stack?.close();
 });
 
-const item = (reference: string, code: string, value = '10.00') => ({ reference, recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value } });
+const item = (reference: string, code: string, value = '10.00') => ({
+  reference,
+  recipient: { type: 'CODE', code },
+  amount: { currency: 'PHP', value },
+});
 
-async function send(path: string, init: { method?: string; body?: unknown; csv?: string; key?: string; as?: string } = {}) {
+async function send(
+  path: string,
+  init: { method?: string; body?: unknown; csv?: string; key?: string; as?: string } = {},
+) {
   const headers: Record<string, string> = {};
   if (init.key) headers['idempotency-key'] = init.key;
   if (init.body !== undefined) headers['content-type'] = 'application/json';
   if (init.csv !== undefined) headers['content-type'] = 'text/csv';
   if (init.as) headers.authorization = `Bearer ${init.as}`;
-  const response = await (init.as ? fetch(`${stack.apiBase}${path}`, { method: init.method ?? 'GET', headers, ...bodyOf(init) }) : stack.opsFetch(path, { method: init.method ?? 'GET', headers, ...bodyOf(init) }));
+  const response = await (init.as
+    ? fetch(`${stack.apiBase}${path}`, { method: init.method ?? 'GET', headers, ...bodyOf(init) })
+    : stack.opsFetch(path, { method: init.method ?? 'GET', headers, ...bodyOf(init) }));
   const text = await response.text();
-  return { status: response.status, text, json: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : null };
+  return {
+    status: response.status,
+    text,
+    json: text.startsWith('{') ? (JSON.parse(text) as Record<string, unknown>) : null,
+  };
 }
-const bodyOf = (init: { body?: unknown; csv?: string }) => (init.body !== undefined ? { body: JSON.stringify(init.body) } : init.csv !== undefined ? { body: init.csv } : {});
+const bodyOf = (init: { body?: unknown; csv?: string }) =>
+  init.body !== undefined ? { body: JSON.stringify(init.body) } : init.csv !== undefined ? { body: init.csv } : {};
 
-const counts = async () => ({ batches: await stack.database.fundingBatch.count(), fundings: await stack.database.funding.count(), holds: await stack.database.ledgerTransaction.count({ where: { kind: 'HOLD' } }) });
-const treasuryHeld = async () => ((await send('/ops/accounts/TREASURY')).json as { held: { value: string } }).held.value;
+const counts = async () => ({
+  batches: await stack.database.fundingBatch.count(),
+  fundings: await stack.database.funding.count(),
+  holds: await stack.database.ledgerTransaction.count({ where: { kind: 'HOLD' } }),
+});
+const treasuryHeld = async () =>
+  ((await send('/ops/accounts/TREASURY')).json as { held: { value: string } }).held.value;
 
 describe('funding batches', () => {
   it('checks every row before anything is stored: 422 BATCH_INVALID names each bad row, its reference, field and code', async () => {
@@ -46,20 +70,43 @@ describe('funding batches', () => {
     const answer = await send('/ops/funding-batches', {
       method: 'POST',
       key: randomUUID(),
-      body: { name: 'May rewards', items: [item('ok-1', '1234567'), item('ok-1', '1234567'), item('bad ref', '1234567'), item('short-code', '123'), item('too-precise', '1234567', '1.005')] },
+      body: {
+        name: 'May rewards',
+        items: [
+          item('ok-1', '1234567'),
+          item('ok-1', '1234567'),
+          item('bad ref', '1234567'),
+          item('short-code', '123'),
+          item('too-precise', '1234567', '1.005'),
+        ],
+      },
     });
     expect(answer.status).toBe(422);
     expect(answer.json).toMatchObject({ code: 'BATCH_INVALID', errorCount: 4 });
-    expect((answer.json!.errors as Array<{ row: number; code: string; field: string }>).map((error) => [error.row, error.field, error.code])).toEqual([
+    expect(
+      (answer.json!.errors as Array<{ row: number; code: string; field: string }>).map((error) => [
+        error.row,
+        error.field,
+        error.code,
+      ]),
+    ).toEqual([
       [2, 'reference', 'DUPLICATE_REFERENCE'],
       [3, 'reference', 'INVALID'],
       [4, 'recipient.code', 'INVALID'],
       [5, 'amount.value', 'INVALID'],
     ]);
     // The CSV form: a wrong header is one problem on row 0; an empty name is the request's.
-    const csv = await send('/ops/funding-batches?name=payroll', { method: 'POST', key: randomUUID(), csv: 'ref,type,to,amount\n' });
+    const csv = await send('/ops/funding-batches?name=payroll', {
+      method: 'POST',
+      key: randomUUID(),
+      csv: 'ref,type,to,amount\n',
+    });
     expect(csv.json).toMatchObject({ code: 'BATCH_INVALID', errorCount: 1, errors: [{ row: 0, field: 'header' }] });
-    const unnamed = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), csv: 'reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\n' });
+    const unnamed = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      csv: 'reference,recipient_type,recipient,amount\nr1,CODE,1234567,1.00\n',
+    });
     expect(unnamed.json).toMatchObject({ code: 'BATCH_INVALID', errors: [{ row: 0, field: 'name' }] });
     expect(await counts()).toEqual(before);
   });
@@ -68,23 +115,55 @@ describe('funding batches', () => {
     const users = await Promise.all([0, 1, 2].map(() => stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' })));
     const codes = await Promise.all(users.map(async (user) => (await stack.admin.cashInCode(user.userId)).code));
     const heldBefore = await treasuryHeld();
-    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Cash-back', items: codes.map((code, index) => item(`cb-${index}`, code, '40.00')) } });
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Cash-back', items: codes.map((code, index) => item(`cb-${index}`, code, '40.00')) },
+    });
     expect(created.status).toBe(202);
-    const batch = created.json as { batchId: string; state: string; total: unknown; counts: Record<string, number>; createdBy: string };
-    expect(batch).toMatchObject({ state: 'AWAITING_APPROVAL', total: { count: 3, amount: { currency: 'PHP', value: '120.00' } }, counts: { PENDING: 3 }, createdBy: 'default' });
+    const batch = created.json as {
+      batchId: string;
+      state: string;
+      total: unknown;
+      counts: Record<string, number>;
+      createdBy: string;
+    };
+    expect(batch).toMatchObject({
+      state: 'AWAITING_APPROVAL',
+      total: { count: 3, amount: { currency: 'PHP', value: '120.00' } },
+      counts: { PENDING: 3 },
+      createdBy: 'default',
+    });
     expect(Number(await treasuryHeld()) - Number(heldBefore)).toBeCloseTo(120, 2);
 
     // The creator's key may not approve its own batch; a read-only key may not approve at all.
-    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST' })).json).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
-    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: reader })).status).toBe(403);
+    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST' })).json).toMatchObject({
+      status: 403,
+      code: 'SAME_APPROVER',
+    });
+    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: reader })).status).toBe(
+      403,
+    );
     // Rejected by the checker: no item starts, the holds are released.
     const rejected = await send(`/ops/funding-batches/${batch.batchId}/reject`, { method: 'POST', as: approver });
-    expect(rejected.json).toMatchObject({ state: 'REJECTED', counts: { CANCELLED: 3 }, completedAt: expect.any(String) });
+    expect(rejected.json).toMatchObject({
+      state: 'REJECTED',
+      counts: { CANCELLED: 3 },
+      completedAt: expect.any(String),
+    });
     expect(await treasuryHeld()).toBe(heldBefore);
     // A decided batch moves no further.
-    expect((await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
-    expect((await send(`/ops/funding-batches/${batch.batchId}/pause`, { method: 'POST' })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
-    expect((await send(`/ops/funding-batches/${randomUUID()}/cancel`, { method: 'POST' })).json).toMatchObject({ status: 404, code: 'BATCH_NOT_FOUND' });
+    expect(
+      (await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: approver })).json,
+    ).toMatchObject({ status: 409, code: 'BATCH_STATE' });
+    expect((await send(`/ops/funding-batches/${batch.batchId}/pause`, { method: 'POST' })).json).toMatchObject({
+      status: 409,
+      code: 'BATCH_STATE',
+    });
+    expect((await send(`/ops/funding-batches/${randomUUID()}/cancel`, { method: 'POST' })).json).toMatchObject({
+      status: 404,
+      code: 'BATCH_NOT_FOUND',
+    });
   });
 
   it('is one batch per Idempotency-Key: the same request answers it again, another request is refused', async () => {
@@ -106,7 +185,11 @@ describe('funding batches', () => {
     const answer = await send('/ops/funding-batches', {
       method: 'POST',
       key: randomUUID(),
-      body: { name: 'Too much', source: { type: 'USER_BALANCE', partnerUserId: broke }, items: [item('x1', '1234567', '5.00'), item('x2', '7654321', '5.00')] },
+      body: {
+        name: 'Too much',
+        source: { type: 'USER_BALANCE', partnerUserId: broke },
+        items: [item('x1', '1234567', '5.00'), item('x2', '7654321', '5.00')],
+      },
     });
     expect(answer.json).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS' });
     expect(await counts()).toEqual(before);
@@ -118,18 +201,28 @@ describe('funding batches', () => {
       key: randomUUID(),
       csv: 'reference,recipient_type,recipient,amount\r\np-2,CODE,1234567,60.00\r\np-1,CODE,7654321,50.00\r\n',
     });
-    expect(created.json).toMatchObject({ name: 'Payroll CSV', state: 'AWAITING_APPROVAL', total: { count: 2, amount: { value: '110.00' } } });
+    expect(created.json).toMatchObject({
+      name: 'Payroll CSV',
+      state: 'AWAITING_APPROVAL',
+      total: { count: 2, amount: { value: '110.00' } },
+    });
     const batchId = created.json!.batchId as string;
     const listed = await send('/ops/funding-batches?limit=1');
     expect(listed.json).toMatchObject({ items: [{ batchId }], nextCursor: batchId });
     const older = await send(`/ops/funding-batches?limit=50&cursor=${batchId}`);
     expect((older.json!.items as Array<{ batchId: string }>).map((batch) => batch.batchId)).not.toContain(batchId);
     // Other test files may leave batches in this database: ours is among those waiting, and only those are listed.
-    const waiting = (await send('/ops/funding-batches?state=AWAITING_APPROVAL')).json!.items as Array<{ batchId: string; state: string }>;
+    const waiting = (await send('/ops/funding-batches?state=AWAITING_APPROVAL')).json!.items as Array<{
+      batchId: string;
+      state: string;
+    }>;
     expect(waiting).toContainEqual(expect.objectContaining({ batchId, state: 'AWAITING_APPROVAL' }));
     expect(new Set(waiting.map((batch) => batch.state))).toEqual(new Set(['AWAITING_APPROVAL']));
     const page = await send(`/ops/funding-batches/${batchId}/items?limit=1`);
-    expect(page.json).toMatchObject({ items: [{ reference: 'p-1', status: 'PENDING', amount: { value: '50.00' } }], nextCursor: 'p-1' });
+    expect(page.json).toMatchObject({
+      items: [{ reference: 'p-1', status: 'PENDING', amount: { value: '50.00' } }],
+      nextCursor: 'p-1',
+    });
     const next = await send(`/ops/funding-batches/${batchId}/items?limit=1&cursor=p-1`);
     expect(next.json).toMatchObject({ items: [{ reference: 'p-2' }], nextCursor: null });
     expect((await send(`/ops/funding-batches/${batchId}/items?status=NOPE`)).status).toBe(400);
@@ -141,34 +234,60 @@ describe('funding batches', () => {
       '',
     ]);
     // Cancelled while waiting for approval: its items never start.
-    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({ state: 'CANCELLED', counts: { CANCELLED: 2 } });
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({
+      state: 'CANCELLED',
+      counts: { CANCELLED: 2 },
+    });
   });
 
   it('runs only once approved: a resume of a batch awaiting approval is refused (409) and leaves it waiting', async () => {
-    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Needs a checker', items: [item('n-1', '1234567', '60.00'), item('n-2', '7654321', '60.00')] } });
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Needs a checker', items: [item('n-1', '1234567', '60.00'), item('n-2', '7654321', '60.00')] },
+    });
     expect(created.json).toMatchObject({ state: 'AWAITING_APPROVAL', createdBy: 'default' });
     const batchId = created.json!.batchId as string;
-    expect((await send(`/ops/funding-batches/${batchId}/resume`, { method: 'POST' })).json).toMatchObject({ status: 409, code: 'BATCH_STATE' });
+    expect((await send(`/ops/funding-batches/${batchId}/resume`, { method: 'POST' })).json).toMatchObject({
+      status: 409,
+      code: 'BATCH_STATE',
+    });
     const stored = await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } });
     expect(stored).toMatchObject({ state: 'AWAITING_APPROVAL', approvedBy: null, startedAt: null });
-    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({ state: 'CANCELLED', counts: { CANCELLED: 2 } });
+    expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).json).toMatchObject({
+      state: 'CANCELLED',
+      counts: { CANCELLED: 2 },
+    });
   });
 
   it('ends a cancelled batch and its items not started together: its batch.cancelled event counts them CANCELLED, each announced funding.failed', async () => {
-    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Called off', items: [item('c-1', '1234567', '70.00'), item('c-2', '7654321', '70.00')] } });
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Called off', items: [item('c-1', '1234567', '70.00'), item('c-2', '7654321', '70.00')] },
+    });
     const batchId = created.json!.batchId as string;
     expect((await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' })).status).toBe(200);
     const events = await stack.database.webhookEvent.findMany({ where: { type: 'batch.cancelled' } });
-    const ours = events.map((event) => JSON.parse(event.body) as { data: { batchId: string; counts: Record<string, number> } }).find((event) => event.data.batchId === batchId);
+    const ours = events
+      .map((event) => JSON.parse(event.body) as { data: { batchId: string; counts: Record<string, number> } })
+      .find((event) => event.data.batchId === batchId);
     expect(ours?.data.counts).toEqual({ CANCELLED: 2 });
     const items = await stack.database.funding.findMany({ where: { batchId }, select: { id: true } });
-    const failed = await stack.database.webhookEvent.findMany({ where: { fundingId: { in: items.map((row) => row.id) } } });
+    const failed = await stack.database.webhookEvent.findMany({
+      where: { fundingId: { in: items.map((row) => row.id) } },
+    });
     expect(failed.map((event) => event.type)).toEqual(['funding.failed', 'funding.failed']);
   });
 
   it('counts toward the approval threshold what the same key drew from the same source in the last 24 hours without approval: batches split under it wait like one over it', async () => {
     const batchOf = async (as: string, name: string, value: string) => {
-      const answer = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), as, body: { name, items: [item('only', '1234567', value)] } });
+      const answer = await send('/ops/funding-batches', {
+        method: 'POST',
+        key: randomUUID(),
+        as,
+        body: { name, items: [item('only', '1234567', value)] },
+      });
       expect(answer.status, name).toBe(202);
       return answer.json as { batchId: string; state: string };
     };
@@ -181,37 +300,86 @@ describe('funding batches', () => {
     // Another key's batches are its own.
     expect((await batchOf(otherSplitter, 'someone else', '50.00')).state).toBe('RUNNING');
     // An approved batch was looked at by a second person: it no longer counts.
-    expect((await send(`/ops/funding-batches/${second.batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ state: 'RUNNING', approvedBy: 'checker' });
+    expect(
+      (await send(`/ops/funding-batches/${second.batchId}/approve`, { method: 'POST', as: approver })).json,
+    ).toMatchObject({ state: 'RUNNING', approvedBy: 'checker' });
     expect((await batchOf(splitter, 'after the approval', '30.00')).state).toBe('RUNNING');
     // 60.00 + 30.00 without approval now: 20.00 more reaches the threshold.
     expect((await batchOf(splitter, 'one more', '20.00')).state).toBe('AWAITING_APPROVAL');
     // What is older than 24 hours no longer counts.
-    await stack.database.fundingBatch.updateMany({ where: { createdBy: 'splitter' }, data: { createdAt: new Date(Date.now() - 25 * 3_600_000) } });
+    await stack.database.fundingBatch.updateMany({
+      where: { createdBy: 'splitter' },
+      data: { createdAt: new Date(Date.now() - 25 * 3_600_000) },
+    });
     expect((await batchOf(splitter, 'a new day', '90.00')).state).toBe('RUNNING');
   });
 
   it('compares the approver’s name with the creator’s as key names are compared: without regard to case', async () => {
-    const created = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Renamed key', items: [item('r-1', '1234567', '150.00')] } });
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { name: 'Renamed key', items: [item('r-1', '1234567', '150.00')] },
+    });
     const batchId = created.json!.batchId as string;
     // Created by a key since renamed `CHECKER` (OPS_API_KEYS changed its case): the checker is the same person.
     await stack.database.fundingBatch.update({ where: { id: batchId }, data: { createdBy: 'CHECKER' } });
-    expect((await send(`/ops/funding-batches/${batchId}/approve`, { method: 'POST', as: approver })).json).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
-    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe('AWAITING_APPROVAL');
+    expect(
+      (await send(`/ops/funding-batches/${batchId}/approve`, { method: 'POST', as: approver })).json,
+    ).toMatchObject({ status: 403, code: 'SAME_APPROVER' });
+    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: batchId } })).state).toBe(
+      'AWAITING_APPROVAL',
+    );
   });
 
   it('refuses an amount in another currency than PHP at every money route: 422 CURRENCY_NOT_ACCEPTED, nothing stored', async () => {
-    const before = { ...(await counts()), payments: await stack.database.payment.count(), ledger: await stack.database.ledgerTransaction.count() };
+    const before = {
+      ...(await counts()),
+      payments: await stack.database.payment.count(),
+      ledger: await stack.database.ledgerTransaction.count(),
+    };
     const usd = { currency: 'USD', value: '10.00' };
-    const funding = await send('/ops/fundings', { method: 'POST', key: randomUUID(), body: { recipient: { type: 'CODE', code: '1234567' }, amount: usd } });
+    const funding = await send('/ops/fundings', {
+      method: 'POST',
+      key: randomUUID(),
+      body: { recipient: { type: 'CODE', code: '1234567' }, amount: usd },
+    });
     expect(funding.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
-    const { linkId } = await (await import('../support/embedded-link.ts')).createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
+    const { linkId } = await (
+      await import('../support/embedded-link.ts')
+    ).createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
     const payment = await send('/ops/payments', { method: 'POST', key: randomUUID(), body: { linkId, amount: usd } });
     expect(payment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
-    const adjustment = await send(`/ops/accounts/currency-${randomUUID()}/adjustments`, { method: 'POST', key: randomUUID(), body: { amount: usd, reason: 'goodwill' } });
+    const adjustment = await send(`/ops/accounts/currency-${randomUUID()}/adjustments`, {
+      method: 'POST',
+      key: randomUUID(),
+      body: { amount: usd, reason: 'goodwill' },
+    });
     expect(adjustment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
-    const batch = await send('/ops/funding-batches', { method: 'POST', key: randomUUID(), body: { name: 'Dollars', items: [{ ...item('d-1', '1234567'), amount: usd }, { ...item('d-2', '7654321'), amount: usd }] } });
-    expect(batch.json).toMatchObject({ status: 422, code: 'BATCH_INVALID', errorCount: 2, errors: [{ row: 1, field: 'amount.currency', code: 'CURRENCY_NOT_ACCEPTED' }, { row: 2, code: 'CURRENCY_NOT_ACCEPTED' }] });
-    expect({ ...(await counts()), payments: await stack.database.payment.count(), ledger: await stack.database.ledgerTransaction.count() }).toEqual(before);
+    const batch = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: {
+        name: 'Dollars',
+        items: [
+          { ...item('d-1', '1234567'), amount: usd },
+          { ...item('d-2', '7654321'), amount: usd },
+        ],
+      },
+    });
+    expect(batch.json).toMatchObject({
+      status: 422,
+      code: 'BATCH_INVALID',
+      errorCount: 2,
+      errors: [
+        { row: 1, field: 'amount.currency', code: 'CURRENCY_NOT_ACCEPTED' },
+        { row: 2, code: 'CURRENCY_NOT_ACCEPTED' },
+      ],
+    });
+    expect({
+      ...(await counts()),
+      payments: await stack.database.payment.count(),
+      ledger: await stack.database.ledgerTransaction.count(),
+    }).toEqual(before);
   });
 
   it('takes the CSV form’s source from the query: source=TREASURY or USER_BALANCE with partnerUserId, partnerUserId alone; a contradiction is 400', async () => {
@@ -220,20 +388,40 @@ describe('funding batches', () => {
     const broke = `broke-${randomUUID()}`;
     // USER_BALANCE, said either way: the user's balance is asked to pay (and cannot).
     for (const query of [`source=USER_BALANCE&partnerUserId=${broke}`, `partnerUserId=${broke}`]) {
-      expect((await send(`/ops/funding-batches?name=by-user&${query}`, { method: 'POST', key: randomUUID(), csv })).json, query).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining(`USER:${broke}`) });
+      expect(
+        (await send(`/ops/funding-batches?name=by-user&${query}`, { method: 'POST', key: randomUUID(), csv })).json,
+        query,
+      ).toMatchObject({ status: 422, code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining(`USER:${broke}`) });
     }
     // A contradiction, or a USER_BALANCE without its user, or another source: 400 naming the field.
-    for (const [query, field] of [[`source=TREASURY&partnerUserId=${broke}`, 'partnerUserId'], ['source=USER_BALANCE', 'partnerUserId'], ['source=CARD', 'source']] as const) {
+    for (const [query, field] of [
+      [`source=TREASURY&partnerUserId=${broke}`, 'partnerUserId'],
+      ['source=USER_BALANCE', 'partnerUserId'],
+      ['source=CARD', 'source'],
+    ] as const) {
       const answer = await send(`/ops/funding-batches?name=bad&${query}`, { method: 'POST', key: randomUUID(), csv });
-      expect(answer.json, query).toMatchObject({ status: 400, code: 'VALIDATION_ERROR', detail: expect.stringContaining(field) });
+      expect(answer.json, query).toMatchObject({
+        status: 400,
+        code: 'VALIDATION_ERROR',
+        detail: expect.stringContaining(field),
+      });
     }
     expect(await counts()).toEqual(before);
-    const treasury = await send('/ops/funding-batches?name=by-treasury&source=TREASURY', { method: 'POST', key: randomUUID(), csv });
+    const treasury = await send('/ops/funding-batches?name=by-treasury&source=TREASURY', {
+      method: 'POST',
+      key: randomUUID(),
+      csv,
+    });
     expect(treasury.json).toMatchObject({ source: { type: 'TREASURY' }, total: { count: 1 } });
-    expect((await send(`/ops/funding-batches/${treasury.json!.batchId as string}/cancel`, { method: 'POST' })).status).toBe(200);
+    expect(
+      (await send(`/ops/funding-batches/${treasury.json!.batchId as string}/cancel`, { method: 'POST' })).status,
+    ).toBe(200);
   });
 
   it('answers 400 for a list cursor that names no batch', async () => {
-    expect((await send(`/ops/funding-batches?cursor=${randomUUID()}`)).json).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
+    expect((await send(`/ops/funding-batches?cursor=${randomUUID()}`)).json).toMatchObject({
+      status: 400,
+      code: 'VALIDATION_ERROR',
+    });
   });
 });

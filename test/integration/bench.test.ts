@@ -18,10 +18,35 @@ describe('walletflow bench', () => {
 
   it('writes a report of the right shape with positive figures, and its chart', async () => {
     out = await mkdtemp(path.join(tmpdir(), 'walletflow-bench-test-'));
-    const { code, output } = await runBench(['--levels', '2', '--seconds', '2', '--session-seconds', '1', '--session-connections', '2', '--burst-requests', '50', '--quiet-seconds', '1', '--out', out, '--name', 'tiny'], 300_000);
+    const { code, output } = await runBench(
+      [
+        '--levels',
+        '2',
+        '--seconds',
+        '2',
+        '--session-seconds',
+        '1',
+        '--session-connections',
+        '2',
+        '--burst-requests',
+        '50',
+        '--quiet-seconds',
+        '1',
+        '--out',
+        out,
+        '--name',
+        'tiny',
+      ],
+      300_000,
+    );
     expect(code, output).toBe(0);
     const report = benchReportSchema.parse(JSON.parse(await readFile(path.join(out, 'tiny.json'), 'utf8')));
-    expect(report).toMatchObject({ name: 'tiny', temporal: 'dev-server', workers: 1, options: { levels: [2], seconds: 2, quietSeconds: 1 } });
+    expect(report).toMatchObject({
+      name: 'tiny',
+      temporal: 'dev-server',
+      workers: 1,
+      options: { levels: [2], seconds: 2, quietSeconds: 1 },
+    });
     expect(report.levels).toHaveLength(1);
     const [level] = report.levels;
     for (const side of [level!.walletflow, level!.baseline]) {

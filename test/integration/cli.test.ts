@@ -20,7 +20,8 @@ describe('walletflow fund and status against a running stack', () => {
   let stack: PartnerStack;
   const target = () => ['--api', stack.apiBase];
   /** The CLI with the stack's key in WALLETFLOW_OPS_KEY (or `env`'s settings instead). */
-  const runCli = (args: string[], env: NodeJS.ProcessEnv = { WALLETFLOW_OPS_KEY: stack.opsKey }) => runCliWith(args, { env });
+  const runCli = (args: string[], env: NodeJS.ProcessEnv = { WALLETFLOW_OPS_KEY: stack.opsKey }) =>
+    runCliWith(args, { env });
   const fundingIdIn = (stdout: string) => /funding ([0-9a-f-]{36})/.exec(stdout)?.[1] ?? '';
 
   beforeAll(async () => {
@@ -39,7 +40,10 @@ describe('walletflow fund and status against a running stack', () => {
 
   it('reads the cash-in code from standard input with --code alone, so it is in neither the shell history nor ps', async () => {
     const { code } = await codeFor('KYC1');
-    const result = await runCliWith(['fund', '--code', '--amount', '3.00', ...target()], { env: { WALLETFLOW_OPS_KEY: stack.opsKey }, input: `${code}\n` });
+    const result = await runCliWith(['fund', '--code', '--amount', '3.00', ...target()], {
+      env: { WALLETFLOW_OPS_KEY: stack.opsKey },
+      input: `${code}\n`,
+    });
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`*****${code.slice(-2)}`);
     expect(result.stdout + result.stderr).not.toContain(code);
@@ -52,7 +56,10 @@ describe('walletflow fund and status against a running stack', () => {
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stdout.split('\n');
     for (const status of ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED']) {
-      expect(lines.some((line) => new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+${status}\\b`).test(line)), status).toBe(true);
+      expect(
+        lines.some((line) => new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+${status}\\b`).test(line)),
+        status,
+      ).toBe(true);
     }
     expect(result.stdout).toMatch(/EXECUTING\s+transfer \S+ created; executing\s+\(ref [0-9a-f-]{36}\)/);
     expect(result.stdout).toMatch(/idempotency key [0-9a-f-]{36}/);
@@ -85,7 +92,16 @@ describe('walletflow fund and status against a running stack', () => {
 
   it('refuses bad input with exit 64 before calling the API', async () => {
     const key = `cli-bad-${randomUUID()}`;
-    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.005', '--idempotency-key', key, ...target()]);
+    const result = await runCli([
+      'fund',
+      '--code',
+      '1234567',
+      '--amount',
+      '1.005',
+      '--idempotency-key',
+      key,
+      ...target(),
+    ]);
     expect(result.code).toBe(64);
     expect(result.stderr).toMatch(/--amount: .*decimals/);
     expect(result.stdout).toBe('');
@@ -98,7 +114,9 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('a wrong ops key: exit 3 with the 401 problem', async () => {
-    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack.apiBase], { WALLETFLOW_OPS_KEY: 'not-the-key' });
+    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack.apiBase], {
+      WALLETFLOW_OPS_KEY: 'not-the-key',
+    });
     expect(result.code).toBe(3);
     expect(result.stderr).toMatch(/401 UNAUTHORIZED: the ops API key is not valid/);
     expect(result.stdout + result.stderr).not.toContain('not-the-key');
@@ -139,7 +157,8 @@ describe('walletflow fund and status against a running stack', () => {
     expect(shown.stdout).toMatch(/^status\s+APPROVED$/m);
     expect(shown.stdout).toMatch(/^amount\s+3\.00 PHP$/m);
     expect(shown.stdout).toMatch(/TIME\s+STATUS\s+REQUEST-REFERENCE-NO\s+DETAIL/);
-    for (const status of ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED']) expect(shown.stdout).toMatch(new RegExp(`Z\\s+${status}\\s`));
+    for (const status of ['PENDING', 'CREATING', 'EXECUTING', 'APPROVED'])
+      expect(shown.stdout).toMatch(new RegExp(`Z\\s+${status}\\s`));
     expect(shown.stdout).toContain(json?.events.at(-1)?.requestReferenceNo ?? 'missing');
     expect(shown.stdout + started.stdout).not.toContain(code);
   });
@@ -155,7 +174,9 @@ describe('walletflow fund and status against a running stack', () => {
     }
     expect(first.code, first.stderr).toBe(2);
     const fundingId = fundingIdIn(first.stdout);
-    expect(first.stderr).toContain(`still PENDING after 1 s; the funding goes on. Check it with: walletflow status ${fundingId}`);
+    expect(first.stderr).toContain(
+      `still PENDING after 1 s; the funding goes on. Check it with: walletflow status ${fundingId}`,
+    );
     const key = /idempotency key (\S+)/.exec(first.stdout)?.[1] ?? '';
 
     const retried = await runCli(['fund', '--code', code, '--amount', '2.00', '--idempotency-key', key, ...target()]);
@@ -199,7 +220,9 @@ describe('walletflow fund and status against a running stack', () => {
   it('the key comes from WALLETFLOW_OPS_KEY_FILE; --key is refused (exit 64) without echoing it', async () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'wf-key-')), 'ops-key');
     writeFileSync(file, `${stack.opsKey}\n`, { mode: 0o600 });
-    const fromFile = await runCli(['fundings', 'list', '--limit', '1', '--output', 'json', ...target()], { WALLETFLOW_OPS_KEY_FILE: file });
+    const fromFile = await runCli(['fundings', 'list', '--limit', '1', '--output', 'json', ...target()], {
+      WALLETFLOW_OPS_KEY_FILE: file,
+    });
     expect(fromFile.code, fromFile.stderr).toBe(0);
     expect(JSON.parse(fromFile.stdout)).toHaveProperty('items');
 
@@ -245,34 +268,87 @@ describe('walletflow fund and status against a running stack', () => {
     };
 
     const partnerUserId = `cli-ops-${randomUUID()}`;
-    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' }, { partnerUserId: () => partnerUserId });
-    expect(await json('createLoginUrl', ['links', 'login-url', `cli-login-${randomUUID()}`, '--mobile', '09171234567'])).toMatchObject({ url: expect.stringMatching(/^http/) });
+    const { linkId } = await createEmbeddedLink(
+      stack,
+      { kycLevel: 'KYC1', balance: '100.00' },
+      { partnerUserId: () => partnerUserId },
+    );
+    expect(
+      await json('createLoginUrl', ['links', 'login-url', `cli-login-${randomUUID()}`, '--mobile', '09171234567']),
+    ).toMatchObject({ url: expect.stringMatching(/^http/) });
     expect(await json('getLink', ['links', 'get', linkId])).toMatchObject({ linkId, status: 'ACTIVE', partnerUserId });
-    expect((await json('findLinks', ['links', 'find', '--partner-user-id', partnerUserId])).items.map((link) => link.linkId)).toEqual([linkId]);
+    expect(
+      (await json('findLinks', ['links', 'find', '--partner-user-id', partnerUserId])).items.map((link) => link.linkId),
+    ).toEqual([linkId]);
     expect(await json('getLinkProfile', ['links', 'profile', linkId])).toMatchObject({ linkId });
 
     const funded = fundingSchema.parse(await json('createFunding', ['fund', '--link', linkId, '--amount', '5.00']));
     expect(funded.status).toBe('APPROVED');
-    expect(await json('getFunding', ['fundings', 'get', funded.fundingId])).toMatchObject({ fundingId: funded.fundingId, status: 'APPROVED' });
+    expect(await json('getFunding', ['fundings', 'get', funded.fundingId])).toMatchObject({
+      fundingId: funded.fundingId,
+      status: 'APPROVED',
+    });
     const fundingPage = await json('listFundings', ['fundings', 'list', '--status', 'APPROVED', '--limit', '200']);
     expect(fundingPage.items.some((item) => item.fundingId === funded.fundingId)).toBe(true);
 
     const pending = await plantFunding('PENDING');
-    expect(await json('cancelFunding', ['fundings', 'cancel', pending])).toMatchObject({ fundingId: pending, status: 'FAILED', error: { code: 'CANCELLED' } });
+    expect(await json('cancelFunding', ['fundings', 'cancel', pending])).toMatchObject({
+      fundingId: pending,
+      status: 'FAILED',
+      error: { code: 'CANCELLED' },
+    });
     const inReview = await plantFunding('NEEDS_REVIEW');
-    const resolvedFunding = await json('resolveFunding', ['fundings', 'resolve', inReview, '--outcome', 'FAILED', '--note', 'operator confirms nothing executed', '--actor', 'cli.test']);
-    expect(resolvedFunding).toMatchObject({ status: 'FAILED', review: { resolution: { outcome: 'FAILED', by: expect.stringContaining('cli.test') } } });
+    const resolvedFunding = await json('resolveFunding', [
+      'fundings',
+      'resolve',
+      inReview,
+      '--outcome',
+      'FAILED',
+      '--note',
+      'operator confirms nothing executed',
+      '--actor',
+      'cli.test',
+    ]);
+    expect(resolvedFunding).toMatchObject({
+      status: 'FAILED',
+      review: { resolution: { outcome: 'FAILED', by: expect.stringContaining('cli.test') } },
+    });
 
     const paid = paymentSchema.parse(await json('createPayment', ['pay', '--link', linkId, '--amount', '2.00']));
     expect(paid.status).toBe('SUCCEEDED');
     expect(await json('getPayment', ['payments', 'get', paid.id])).toMatchObject({ id: paid.id, status: 'SUCCEEDED' });
-    expect((await json('listPayments', ['payments', 'list', '--status', 'SUCCEEDED', '--limit', '200'])).items.some((item) => item.id === paid.id)).toBe(true);
+    expect(
+      (await json('listPayments', ['payments', 'list', '--status', 'SUCCEEDED', '--limit', '200'])).items.some(
+        (item) => item.id === paid.id,
+      ),
+    ).toBe(true);
     const parked = await plantPayment(linkId);
-    expect(await json('resolvePayment', ['payments', 'resolve', parked, '--outcome', 'FAILED', '--note', 'operator shows no debit'])).toMatchObject({ id: parked, status: 'FAILED' });
+    expect(
+      await json('resolvePayment', [
+        'payments',
+        'resolve',
+        parked,
+        '--outcome',
+        'FAILED',
+        '--note',
+        'operator shows no debit',
+      ]),
+    ).toMatchObject({ id: parked, status: 'FAILED' });
 
-    const adjusted = await json('adjustAccount', ['accounts', 'adjust', partnerUserId, '--amount', '10.00', '--reason', 'cli test']);
+    const adjusted = await json('adjustAccount', [
+      'accounts',
+      'adjust',
+      partnerUserId,
+      '--amount',
+      '10.00',
+      '--reason',
+      'cli test',
+    ]);
     expect(adjusted).toMatchObject({ account: `USER:${partnerUserId}`, amount: { value: '10.00' } });
-    expect(await json('getAccount', ['accounts', 'get', partnerUserId])).toMatchObject({ account: `USER:${partnerUserId}`, balance: { value: '10.00' } });
+    expect(await json('getAccount', ['accounts', 'get', partnerUserId])).toMatchObject({
+      account: `USER:${partnerUserId}`,
+      balance: { value: '10.00' },
+    });
     expect((await json('listLedgerEntries', ['ledger', '--account', `USER:${partnerUserId}`])).items).toHaveLength(1);
     const settled = await json('getSettlement', ['settlement-report', '--date', '2020-01-01']);
     expect(settled).toMatchObject({ date: '2020-01-01', complete: true, items: [], nextCursor: null });
@@ -282,21 +358,36 @@ describe('walletflow fund and status against a running stack', () => {
 
     expect(await json('unlink', ['links', 'unlink', linkId])).toMatchObject({ linkId, status: 'UNLINKED' });
 
-    const endpoint = await json('createWebhookEndpoint', ['webhooks', 'endpoints', 'create', 'http://127.0.0.1:9/hooks', '--events', 'funding.approved,payment.succeeded']);
+    const endpoint = await json('createWebhookEndpoint', [
+      'webhooks',
+      'endpoints',
+      'create',
+      'http://127.0.0.1:9/hooks',
+      '--events',
+      'funding.approved,payment.succeeded',
+    ]);
     expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/hooks', secret: expect.stringMatching(/^whsec_/) });
     const endpointId = String(endpoint.id);
     expect(await json('getWebhookEndpoint', ['webhooks', 'endpoints', 'get', endpointId])).not.toHaveProperty('secret');
-    expect((await json('listWebhookDeliveries', ['webhooks', 'deliveries', '--endpoint-id', endpointId])).items).toBeInstanceOf(Array);
+    expect(
+      (await json('listWebhookDeliveries', ['webhooks', 'deliveries', '--endpoint-id', endpointId])).items,
+    ).toBeInstanceOf(Array);
     const redeliver = await runCli(['webhooks', 'redeliver', randomUUID(), '--output', 'json', ...target()]);
     expect(redeliver.code).toBe(3);
     covered.add('redeliverWebhook');
-    expect(await json('deleteWebhookEndpoint', ['webhooks', 'endpoints', 'delete', endpointId])).toMatchObject({ id: endpointId, deleted: true });
+    expect(await json('deleteWebhookEndpoint', ['webhooks', 'endpoints', 'delete', endpointId])).toMatchObject({
+      id: endpointId,
+      deleted: true,
+    });
 
     // Funding batches: a CSV file in, followed to COMPLETED, read back; a bad file is a report, exit 1.
     const batchCodes = await Promise.all([0, 1, 2].map(async () => (await codeFor('KYC1')).code));
     const folder = mkdtempSync(path.join(tmpdir(), 'walletflow-cli-batch-'));
     const csvFile = path.join(folder, 'payouts.csv');
-    writeFileSync(csvFile, `reference,recipient_type,recipient,amount\n${batchCodes.map((code, index) => `row-${index},CODE,${code},1.00`).join('\n')}\n`);
+    writeFileSync(
+      csvFile,
+      `reference,recipient_type,recipient,amount\n${batchCodes.map((code, index) => `row-${index},CODE,${code},1.00`).join('\n')}\n`,
+    );
     const batch = await json('createFundingBatch', ['batches', 'create', '--file', csvFile, '--name', 'cli payouts']);
     expect(batch).toMatchObject({ name: 'cli payouts', total: { count: 3, amount: { value: '3.00' } } });
     const batchId = String(batch.batchId);
@@ -304,9 +395,21 @@ describe('walletflow fund and status against a running stack', () => {
     expect(watched.code, watched.stderr).toBe(0);
     expect(watched.stdout).toMatch(/\[#{24}\] 3\/3 .*COMPLETED {2}APPROVED 3/);
     covered.add('getFundingBatch');
-    expect(await json('getFundingBatch', ['batches', 'get', batchId])).toMatchObject({ state: 'COMPLETED', counts: { APPROVED: 3 } });
-    expect((await json('listFundingBatches', ['batches', 'list', '--limit', '200'])).items.some((item) => item.batchId === batchId)).toBe(true);
-    expect((await json('listFundingBatchItems', ['batches', 'items', batchId])).items.map((item) => [item.reference, item.status])).toEqual([
+    expect(await json('getFundingBatch', ['batches', 'get', batchId])).toMatchObject({
+      state: 'COMPLETED',
+      counts: { APPROVED: 3 },
+    });
+    expect(
+      (await json('listFundingBatches', ['batches', 'list', '--limit', '200'])).items.some(
+        (item) => item.batchId === batchId,
+      ),
+    ).toBe(true);
+    expect(
+      (await json('listFundingBatchItems', ['batches', 'items', batchId])).items.map((item) => [
+        item.reference,
+        item.status,
+      ]),
+    ).toEqual([
       ['row-0', 'APPROVED'],
       ['row-1', 'APPROVED'],
       ['row-2', 'APPROVED'],
@@ -315,7 +418,13 @@ describe('walletflow fund and status against a running stack', () => {
     expect(report.stdout.split('\r\n').filter(Boolean)).toHaveLength(4);
     covered.add('getFundingBatchReport');
     // A finished batch moves no further: each move is refused with its problem (exit 3).
-    for (const [move, operationId] of [['approve', 'approveFundingBatch'], ['reject', 'rejectFundingBatch'], ['pause', 'pauseFundingBatch'], ['resume', 'resumeFundingBatch'], ['cancel', 'cancelFundingBatch']] as const) {
+    for (const [move, operationId] of [
+      ['approve', 'approveFundingBatch'],
+      ['reject', 'rejectFundingBatch'],
+      ['pause', 'pauseFundingBatch'],
+      ['resume', 'resumeFundingBatch'],
+      ['cancel', 'cancelFundingBatch'],
+    ] as const) {
       const refused = await runCli(['batches', move, batchId, ...target()]);
       expect(refused.code, move).toBe(3);
       expect(refused.stderr, move).toMatch(/BATCH_STATE|SAME_APPROVER/);
@@ -340,7 +449,16 @@ describe('walletflow fund and status against a running stack', () => {
     const unknown = await runCli(['payments', 'get', randomUUID(), ...target()]);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toMatch(/no payment/);
-    const refused = await runCli(['fundings', 'resolve', randomUUID(), '--outcome', 'APPROVED', '--note', 'x', ...target()]);
+    const refused = await runCli([
+      'fundings',
+      'resolve',
+      randomUUID(),
+      '--outcome',
+      'APPROVED',
+      '--note',
+      'x',
+      ...target(),
+    ]);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toMatch(/404 FUNDING_NOT_FOUND/);
   });
@@ -414,7 +532,13 @@ describe('the terminal renderer', () => {
   it('redraws the current step in place and turns finished steps into ✔ lines', () => {
     let output = '';
     let now = Date.parse(at(0));
-    const progress = createFundingProgress({ tty: true, color: false, write: (text) => (output += text), columns: () => 200, now: () => now });
+    const progress = createFundingProgress({
+      tty: true,
+      color: false,
+      write: (text) => (output += text),
+      columns: () => 200,
+      now: () => now,
+    });
     const pending = event(0, 'PENDING', 'funding requested');
     const creating = event(400, 'CREATING', 'creating the transfer');
     const executing = event(1000, 'EXECUTING', 'transfer t1 created; executing', 'ref-1');
@@ -447,7 +571,13 @@ describe('the terminal renderer', () => {
 
   it('marks a refused funding ✖ and keeps the live line within the terminal width', () => {
     let output = '';
-    const progress = createFundingProgress({ tty: true, color: false, write: (text) => (output += text), columns: () => 30, now: () => Date.parse(at(0)) });
+    const progress = createFundingProgress({
+      tty: true,
+      color: false,
+      write: (text) => (output += text),
+      columns: () => 30,
+      now: () => Date.parse(at(0)),
+    });
     progress.update(funding([event(0, 'PENDING', 'a rather long detail that would wrap a narrow terminal')]));
     expect(screen(output).length).toBeLessThanOrEqual(29);
     progress.update(funding([event(0, 'PENDING', 'x'), event(100, 'REJECTED', 'M133', 'ref-9')]));

@@ -67,7 +67,9 @@ describe('/connect/start', () => {
     [{ login: 'x'.repeat(4097) }, /login/],
   ])('refuses %o with 400 and stores nothing', async (query, message) => {
     const before = await stack.database.loginState.count();
-    const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams(query)}`, { redirect: 'manual' });
+    const response = await fetch(`${stack.apiBase}/connect/start?${new URLSearchParams(query)}`, {
+      redirect: 'manual',
+    });
     expect(response.status).toBe(400);
     expect(await response.text()).toMatch(message);
     expect(await stack.database.loginState.count()).toBe(before);
@@ -95,7 +97,10 @@ describe('/connect/callback', () => {
     const client = new pg.Client({ connectionString: testDatabaseUrl() });
     await client.connect();
     try {
-      const raw = await client.query('SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = $1', [linkId]);
+      const raw = await client.query(
+        'SELECT access_token_encrypted, refresh_token_encrypted FROM token_set WHERE link_id = $1',
+        [linkId],
+      );
       const bytes = Buffer.concat([raw.rows[0].access_token_encrypted, raw.rows[0].refresh_token_encrypted]);
       expect(bytes.includes(Buffer.from(stored!.accessToken))).toBe(false);
       expect(bytes.includes(Buffer.from(stored!.refreshToken))).toBe(false);
@@ -114,7 +119,9 @@ describe('/connect/callback', () => {
 
     // The code exchange and the profile read are in the wallet call record.
     const calls = await stack.database.walletCall.findMany({ where: { startedAt: { gte: callbackAt } } });
-    expect(calls.map((call) => call.operation)).toEqual(expect.arrayContaining(['connect.token.authorization_code', 'op.profile']));
+    expect(calls.map((call) => call.operation)).toEqual(
+      expect.arrayContaining(['connect.token.authorization_code', 'op.profile']),
+    );
   });
 
   it('refuses a forged state with 400 and stores nothing', async () => {
@@ -146,7 +153,10 @@ describe('/connect/callback', () => {
     const user = await stack.admin.createUser({ password: 'pw-expired' });
     const { location, partnerUserId } = await startLogin(user.mobile);
     const params = await loginThroughPages(stack.sandbox, location.toString(), 'pw-expired');
-    await stack.database.loginState.updateMany({ where: { partnerUserId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await stack.database.loginState.updateMany({
+      where: { partnerUserId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const before = await linkCount();
     const response = await callback(params);
     expect(response.status).toBe(400);
@@ -165,7 +175,9 @@ describe('/connect/callback', () => {
     const response = await callback(replay);
     expect(response.status).toBe(400);
     expect(await response.text()).toContain('refused this login');
-    const event = await stack.database.linkEvent.findFirst({ where: { partnerUserId: first.partnerUserId, type: 'LOGIN_FAILED' } });
+    const event = await stack.database.linkEvent.findFirst({
+      where: { partnerUserId: first.partnerUserId, type: 'LOGIN_FAILED' },
+    });
     expect(event?.detail).toContain('invalid_grant');
   });
 
@@ -214,16 +226,23 @@ describe('ops links', () => {
       const missing = await fetch(`${isolated.apiBase}${path}`, { method });
       expect(missing.status, `${method} ${path}`).toBe(401);
       expect(missing.headers.get('content-type')).toMatch(/problem\+json/);
-      const wrong = await fetch(`${isolated.apiBase}${path}`, { method, headers: { authorization: `Bearer ${isolated.opsKey}x` } });
+      const wrong = await fetch(`${isolated.apiBase}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${isolated.opsKey}x` },
+      });
       expect(wrong.status, `${method} ${path}`).toBe(401);
     }
     // Probing every route, with no key and with a wrong one, does not lock the right key out.
     expect((await isolated.opsFetch(`/ops/links/${id}`)).status).toBe(404);
     // Twenty wrong keys within a minute: the address's guesses are refused for a while; the right key is not.
     for (let i = routes.length; i < 20; i += 1) {
-      expect((await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: `Bearer guess-${i}` } })).status).toBe(401);
+      expect(
+        (await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: `Bearer guess-${i}` } })).status,
+      ).toBe(401);
     }
-    const limited = await fetch(`${isolated.apiBase}/ops/fundings`, { headers: { authorization: 'Bearer guess-again' } });
+    const limited = await fetch(`${isolated.apiBase}/ops/fundings`, {
+      headers: { authorization: 'Bearer guess-again' },
+    });
     expect(limited.status).toBe(429);
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
     expect((await isolated.opsFetch(`/ops/links/${id}`)).status).toBe(404);

@@ -23,7 +23,14 @@ import { waitFor } from '../support/wait-for.ts';
 
 const MINUTE = 60_000;
 const newKey = () => randomBytes(32).toString('base64url');
-const keys = { auditor: newKey(), payer: newKey(), lead: newKey(), rotated: newKey(), rotatedAgain: newKey(), steady: newKey() };
+const keys = {
+  auditor: newKey(),
+  payer: newKey(),
+  lead: newKey(),
+  rotated: newKey(),
+  rotatedAgain: newKey(),
+  steady: newKey(),
+};
 // Two processes of one deployment: one fingerprint key, one clock, one count of attempts.
 const encryptionKey = randomBytes(32);
 const attemptCountScope = `console-access-${randomBytes(4).toString('hex')}`;
@@ -36,7 +43,10 @@ let stack: PartnerStack;
 let restarted: PartnerApi;
 /** A third, as production runs it: PUBLIC_URL is https (its cookies are Secure). */
 let secure: PartnerApi;
-/** A fourth, whose process clock runs 20 minutes ahead of the others' and the database's (sessions and counts must not follow it). */
+/**
+ * A fourth, whose process clock runs 20 minutes ahead of the others' and the database's (sessions and counts must not
+ * follow it).
+ */
 let ahead: PartnerApi;
 const securePublicUrl = 'https://console.partner.example';
 
@@ -45,7 +55,13 @@ beforeAll(async () => {
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
     hardening: { now, sqlClock: now, attemptCountScope },
-    extraOpsKeys: [`auditor:read:${keys.auditor}`, `payer:pay:${keys.payer}`, `lead:read+fund:${keys.lead}`, `rotated:read:${keys.rotated}`, `steady:read:${keys.steady}`],
+    extraOpsKeys: [
+      `auditor:read:${keys.auditor}`,
+      `payer:pay:${keys.payer}`,
+      `lead:read+fund:${keys.lead}`,
+      `rotated:read:${keys.rotated}`,
+      `steady:read:${keys.steady}`,
+    ],
   });
   restarted = await startPartnerApi({
     databaseUrl: testDatabaseUrl(),
@@ -56,7 +72,12 @@ beforeAll(async () => {
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
     hardening: { now, sqlClock: now, attemptCountScope },
-    extraOpsKeys: [`payer:pay:${keys.payer}`, `lead:fund:${keys.lead}`, `rotated:read:${keys.rotatedAgain}`, `steady:read:${keys.steady}`],
+    extraOpsKeys: [
+      `payer:pay:${keys.payer}`,
+      `lead:fund:${keys.lead}`,
+      `rotated:read:${keys.rotatedAgain}`,
+      `steady:read:${keys.steady}`,
+    ],
   });
   secure = await startPartnerApi({
     databaseUrl: testDatabaseUrl(),
@@ -90,23 +111,40 @@ afterAll(async () => {
   await stack?.close();
 });
 
-/** A client address (X-Forwarded-For, trusted from loopback): each test its own, so their sign-ins do not count against each other. */
+/**
+ * A client address (X-Forwarded-For, trusted from loopback): each test its own, so their sign-ins do not count against
+ * each other.
+ */
 const from = (address: string) => ({ 'x-forwarded-for': address });
 let addresses = 0;
 const nextAddress = () => `198.51.100.${(addresses += 1)}`;
 
 /** The Set-Cookie of a console cookie (`walletflow_console`, `…_pre`), with the `__Secure-` prefix or without. */
-const setCookieOf = (response: Response, name: string) => response.headers.getSetCookie().find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Secure-${name}=`));
+const setCookieOf = (response: Response, name: string) =>
+  response.headers
+    .getSetCookie()
+    .find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Secure-${name}=`));
 
 /** Signs in with an ops key as the sign-in page's form does; answers the session cookie (`name=value`). */
-async function signIn(base: string, key: string, address = nextAddress(), origin = base, extraCookie = ''): Promise<string> {
+async function signIn(
+  base: string,
+  key: string,
+  address = nextAddress(),
+  origin = base,
+  extraCookie = '',
+): Promise<string> {
   const form = await fetch(`${base}/console/sign-in`, { headers: from(address) });
   await form.arrayBuffer();
   const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
   const signedIn = await fetch(`${base}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
-    headers: { cookie: `${pre}${extraCookie}`, 'content-type': 'application/x-www-form-urlencoded', origin, ...from(address) },
+    headers: {
+      cookie: `${pre}${extraCookie}`,
+      'content-type': 'application/x-www-form-urlencoded',
+      origin,
+      ...from(address),
+    },
     body: `_csrf=${pre.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(key)}`,
   });
   await signedIn.arrayBuffer();
@@ -118,7 +156,12 @@ async function signIn(base: string, key: string, address = nextAddress(), origin
 const processes = () => [stack.apiBase, restarted.apiBase];
 
 /** What a browser sends with a page a person opens from another console page (Fetch Metadata). */
-const navigation = { 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', 'sec-fetch-site': 'same-origin', 'sec-fetch-user': '?1' };
+const navigation = {
+  'sec-fetch-mode': 'navigate',
+  'sec-fetch-dest': 'document',
+  'sec-fetch-site': 'same-origin',
+  'sec-fetch-user': '?1',
+};
 
 /**
  * A request as a browser sends it, its headers as given (node:http: fetch would put its own
@@ -131,8 +174,14 @@ function send(method: string, url: string, headers: Record<string, string>): Pro
       answer.on('data', (chunk: Buffer) => chunks.push(chunk));
       answer.on('end', () => {
         const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(answer.headers)) for (const one of Array.isArray(value) ? value : [value ?? '']) responseHeaders.append(name, one);
-        resolve(new Response(method === 'HEAD' ? null : Buffer.concat(chunks), { status: answer.statusCode ?? 0, headers: responseHeaders }));
+        for (const [name, value] of Object.entries(answer.headers))
+          for (const one of Array.isArray(value) ? value : [value ?? '']) responseHeaders.append(name, one);
+        resolve(
+          new Response(method === 'HEAD' ? null : Buffer.concat(chunks), {
+            status: answer.statusCode ?? 0,
+            headers: responseHeaders,
+          }),
+        );
       });
       answer.on('error', reject);
     });
@@ -141,7 +190,8 @@ function send(method: string, url: string, headers: Record<string, string>): Pro
   });
 }
 
-const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) => send('GET', `${base}${path}`, { ...(cookie ? { cookie } : {}), ...headers });
+const get = (base: string, path: string, cookie?: string, headers: Record<string, string> = {}) =>
+  send('GET', `${base}${path}`, { ...(cookie ? { cookie } : {}), ...headers });
 
 /** The answer to a page asked for without a live session: to the sign-in page. */
 async function expectSignInAsked(response: Response): Promise<void> {
@@ -168,7 +218,9 @@ class LiveStream {
   }
 
   static async open(base: string, path: string, cookie: string | undefined): Promise<LiveStream> {
-    return new LiveStream(await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...(cookie ? { cookie } : {}) } }));
+    return new LiveStream(
+      await fetch(`${base}${path}`, { headers: { accept: 'text/event-stream', ...(cookie ? { cookie } : {}) } }),
+    );
   }
 
   /** Reads until `done` holds for what came so far, the stream ends, or `withinMs` passed; answers what came. */
@@ -178,7 +230,10 @@ class LiveStream {
       const left = deadline - Date.now();
       if (left <= 0) break;
       let timer: NodeJS.Timeout | undefined;
-      const next = await Promise.race([this.reader.read(), new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), left)))]);
+      const next = await Promise.race([
+        this.reader.read(),
+        new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), left))),
+      ]);
       clearTimeout(timer);
       if (next === 'late') break;
       if (next.done) this.ended = true;
@@ -215,7 +270,9 @@ describe('a console session is kept alive only by what a person does', () => {
     expect(await reconnected.until(firstPush)).toContain('Treasury');
     await reconnected.close();
     expect((await get(stack.apiBase, script, watched)).status).toBe(200);
-    const batchStream = await get(stack.apiBase, `/console/live/batches/${randomUUID()}`, watched, { accept: 'text/event-stream' });
+    const batchStream = await get(stack.apiBase, `/console/live/batches/${randomUUID()}`, watched, {
+      accept: 'text/event-stream',
+    });
     await batchStream.arrayBuffer();
     // The other person opened a page then: that is use.
     expect((await get(stack.apiBase, '/console/review', used, navigation)).status).toBe(200);
@@ -229,7 +286,11 @@ describe('a console session is kept alive only by what a person does', () => {
     skewMs = 0;
     const notUse: Array<[string, string, Record<string, string>]> = [
       ['GET', '/console/search', {}],
-      ['GET', '/console/search', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }],
+      [
+        'GET',
+        '/console/search',
+        { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' },
+      ],
       ['GET', '/console/search', { ...navigation, 'sec-purpose': 'prefetch;prerender' }],
       ['GET', '/console/search', { ...navigation, 'sec-purpose': 'prefetch' }],
       ['GET', '/console/search', { ...navigation, purpose: 'prefetch' }],
@@ -254,7 +315,12 @@ describe('a console session is kept alive only by what a person does', () => {
     const used = await signIn(stack.apiBase, keys.lead);
     for (let round = 1; round <= 3; round += 1) {
       skewMs = round * 10 * MINUTE;
-      const page = await get(stack.apiBase, '/console/search', used, round === 2 ? { ...navigation, 'sec-fetch-site': 'none' } : navigation);
+      const page = await get(
+        stack.apiBase,
+        '/console/search',
+        used,
+        round === 2 ? { ...navigation, 'sec-fetch-site': 'none' } : navigation,
+      );
       await page.arrayBuffer();
       expect(page.status, `navigation ${round}`).toBe(200);
     }
@@ -285,7 +351,10 @@ describe('a console session is kept alive only by what a person does', () => {
       ['GET', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }],
       ['GET', navigation],
     ] as const) {
-      const answer = await send(method, `${stack.apiBase}/console/settlements?date=${date}`, { cookie: session, ...headers });
+      const answer = await send(method, `${stack.apiBase}/console/settlements?date=${date}`, {
+        cookie: session,
+        ...headers,
+      });
       await answer.arrayBuffer();
       expect(answer.status, `${method} ${JSON.stringify(headers)}`).toBe(200);
       expect(await runs(), `${method} ${JSON.stringify(headers)}`).toBe(0);
@@ -356,8 +425,15 @@ describe('the session cookie', () => {
       expect(answer.status, cookie).toBe(303);
       expect(await answer.text()).not.toContain('auditor');
     }
-    // Signing in again from that browser ends every session its cookies named, the planted one too: then its own is the only one.
-    const again = await signIn(stack.apiBase, keys.steady, nextAddress(), stack.apiBase, `; walletflow_console=${value(theirs)}; walletflow_console=${value(mine)}`);
+    // Signing in again from that browser ends every session its cookies named, the planted one too: then its own is the
+    // only one.
+    const again = await signIn(
+      stack.apiBase,
+      keys.steady,
+      nextAddress(),
+      stack.apiBase,
+      `; walletflow_console=${value(theirs)}; walletflow_console=${value(mine)}`,
+    );
     await expectSignInAsked(await get(stack.apiBase, '/console', theirs));
     const after = await get(stack.apiBase, '/console', `${theirs}; ${again}`);
     expect(after.status).toBe(200);
@@ -383,7 +459,11 @@ describe('a session signed in with an ops key rests on that key', () => {
     for (const cookie of [sessions.auditor, sessions.rotated]) {
       await expectSignInAsked(await get(restarted.apiBase, '/console/audit', cookie));
       await expectSignInAsked(await get(restarted.apiBase, '/console', cookie));
-      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase }, body: '' });
+      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
+        body: '',
+      });
       await signOut.arrayBuffer();
       expect(signOut.status).toBe(401);
       const stream = await LiveStream.open(restarted.apiBase, '/console/live/home', cookie);
@@ -411,7 +491,8 @@ describe('every console page and stream needs its scope', () => {
     const home = await get(stack.apiBase, '/console', payer);
     expect(home.status).toBe(403);
     const text = await home.text();
-    for (const shown of ['Treasury', 'Fundings today', 'Batches awaiting approval', 'Webhooks']) expect(text).not.toContain(shown);
+    for (const shown of ['Treasury', 'Fundings today', 'Batches awaiting approval', 'Webhooks'])
+      expect(text).not.toContain(shown);
     const stream = await get(stack.apiBase, '/console/live/home', payer, { accept: 'text/event-stream' });
     expect(stream.status).toBe(403);
     expect(await stream.text()).not.toContain('Treasury');
@@ -419,8 +500,15 @@ describe('every console page and stream needs its scope', () => {
     const pages = consoleRoutes.filter((route) => route.method === 'get' && !/sign-in|oidc/.test(route.path));
     expect(pages.length).toBeGreaterThan(12);
     for (const route of pages) {
-      const path = expressPath(route.path).replace(/:account/, 'TREASURY').replace(/:[A-Za-z]+/g, randomUUID());
-      const answer = await get(stack.apiBase, path, payer, route.path.includes('/live/') ? { accept: 'text/event-stream' } : {});
+      const path = expressPath(route.path)
+        .replace(/:account/, 'TREASURY')
+        .replace(/:[A-Za-z]+/g, randomUUID());
+      const answer = await get(
+        stack.apiBase,
+        path,
+        payer,
+        route.path.includes('/live/') ? { accept: 'text/event-stream' } : {},
+      );
       await answer.arrayBuffer();
       expect(answer.status, `GET ${path}`).toBe(403);
     }
@@ -432,7 +520,8 @@ describe('every console page and stream needs its scope', () => {
     const stream = await LiveStream.open(stack.apiBase, '/console/live/home', lead);
     try {
       expect(await stream.until(firstPush)).toContain('Treasury');
-      // What the session may do now is read again at each push: here it no longer has read (fund is left, so the session holds).
+      // What the session may do now is read again at each push: here it no longer has read (fund is left, so the
+      // session holds).
       const cookieHash = createHash('sha256').update(lead.split('=')[1]!).digest('hex');
       await stack.database.consoleSession.updateMany({ where: { cookieHash }, data: { scopes: ['fund'] } });
       const before = stream.text.length;
@@ -450,17 +539,24 @@ describe('every console page and stream needs its scope', () => {
 
   it('Home shows a failing webhook endpoint’s address masked, as the webhooks page does', async () => {
     const url = 'https://hook-user:hook-pass@hooks.example.com/in?token=s3cret-token&kind=funding#s3cret-fragment';
-    const created = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, events: ['funding.failed'] }) });
+    const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url, events: ['funding.failed'] }),
+    });
     expect(created.status).toBe(201);
     const endpointId = ((await created.json()) as { id: string }).id;
     const eventId = `evt_${randomUUID()}`;
     await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
-    await stack.database.webhookDelivery.create({ data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 } });
+    await stack.database.webhookDelivery.create({
+      data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
+    });
     const reader = await signIn(stack.apiBase, keys.auditor);
     for (const path of ['/console', '/console/webhooks', `/console/webhooks/${endpointId}`]) {
       const page = await (await get(stack.apiBase, path, reader)).text();
       expect(page, path).toContain('hooks.example.com/in?token=');
-      for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment']) expect(page, `${path}: ${secret}`).not.toContain(secret);
+      for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment'])
+        expect(page, `${path}: ${secret}`).not.toContain(secret);
     }
   });
 });
@@ -469,29 +565,93 @@ describe('the console’s audit', () => {
   it('records writes refused for a missing session or a bad form token, in any spelling, and ignores X-Ops-Actor', async () => {
     const since = new Date();
     const fundingId = randomUUID();
-    const form = { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, 'x-ops-actor': 'Someone Else' };
-    const noSession = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: form, body: '' });
+    const form = {
+      'content-type': 'application/x-www-form-urlencoded',
+      origin: stack.apiBase,
+      'x-ops-actor': 'Someone Else',
+    };
+    const noSession = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: form,
+      body: '',
+    });
     expect(noSession.status).toBe(401);
     const lead = await signIn(stack.apiBase, keys.lead);
-    const badToken = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: '_csrf=not-the-form-token' });
+    const badToken = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, cookie: lead },
+      body: '_csrf=not-the-form-token',
+    });
     expect(badToken.status).toBe(403);
-    const otherSpelling = await fetch(`${stack.apiBase}/CONSOLE/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: '' });
+    const otherSpelling = await fetch(`${stack.apiBase}/CONSOLE/fundings/${fundingId}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, cookie: lead },
+      body: '',
+    });
     expect(otherSpelling.status).toBe(404);
-    const done = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, { method: 'POST', redirect: 'manual', headers: { ...form, cookie: lead }, body: `_csrf=${await csrfOf(stack.apiBase, lead)}` });
+    const done = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { ...form, cookie: lead },
+      body: `_csrf=${await csrfOf(stack.apiBase, lead)}`,
+    });
     expect(done.status).toBe(404);
     const rows = await waitFor(
       'the four writes audited',
       async () => {
-        const found = await stack.database.opsAction.findMany({ where: { at: { gte: since }, path: { contains: fundingId } }, orderBy: { id: 'asc' } });
+        const found = await stack.database.opsAction.findMany({
+          where: { at: { gte: since }, path: { contains: fundingId } },
+          orderBy: { id: 'asc' },
+        });
         return found.length >= 4 ? found : undefined;
       },
       15_000,
     );
-    expect(rows.map((row) => ({ method: row.method, path: row.path, status: row.status, keyName: row.keyName, actor: row.actor, channel: row.channel }))).toEqual([
-      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 401, keyName: null, actor: null, channel: 'console' },
-      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 403, keyName: 'lead', actor: null, channel: 'console' },
-      { method: 'POST', path: `/CONSOLE/fundings/${fundingId}/cancel`, status: 404, keyName: null, actor: null, channel: 'console' },
-      { method: 'POST', path: `/console/fundings/${fundingId}/cancel`, status: 404, keyName: 'lead', actor: null, channel: 'console' },
+    expect(
+      rows.map((row) => ({
+        method: row.method,
+        path: row.path,
+        status: row.status,
+        keyName: row.keyName,
+        actor: row.actor,
+        channel: row.channel,
+      })),
+    ).toEqual([
+      {
+        method: 'POST',
+        path: `/console/fundings/${fundingId}/cancel`,
+        status: 401,
+        keyName: null,
+        actor: null,
+        channel: 'console',
+      },
+      {
+        method: 'POST',
+        path: `/console/fundings/${fundingId}/cancel`,
+        status: 403,
+        keyName: 'lead',
+        actor: null,
+        channel: 'console',
+      },
+      {
+        method: 'POST',
+        path: `/CONSOLE/fundings/${fundingId}/cancel`,
+        status: 404,
+        keyName: null,
+        actor: null,
+        channel: 'console',
+      },
+      {
+        method: 'POST',
+        path: `/console/fundings/${fundingId}/cancel`,
+        status: 404,
+        keyName: 'lead',
+        actor: null,
+        channel: 'console',
+      },
     ]);
   });
 
@@ -500,10 +660,18 @@ describe('the console’s audit', () => {
     const address = nextAddress();
     const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
     await form.arrayBuffer();
-    const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+    const pre = form.headers
+      .getSetCookie()
+      .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
+      .split(';')[0]!;
     const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
       method: 'POST',
-      headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(address) },
+      headers: {
+        cookie: pre,
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: stack.apiBase,
+        ...from(address),
+      },
       body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
     });
     await wrong.arrayBuffer();
@@ -512,7 +680,10 @@ describe('the console’s audit', () => {
     const rows = await waitFor(
       'both sign-ins audited',
       async () => {
-        const found = await stack.database.opsAction.findMany({ where: { at: { gte: since }, path: '/console/sign-in', method: 'POST' }, orderBy: { id: 'asc' } });
+        const found = await stack.database.opsAction.findMany({
+          where: { at: { gte: since }, path: '/console/sign-in', method: 'POST' },
+          orderBy: { id: 'asc' },
+        });
         return found.length >= 2 ? found : undefined;
       },
       15_000,
@@ -532,32 +703,70 @@ describe('requests without a session or a key are audited within a budget', () =
     const fundingId = randomUUID();
     const form = { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase };
     const send = async (base: string, path: string, init: RequestInit, address: string) => {
-      const answer = await fetch(`${base}${path}`, { redirect: 'manual', ...init, headers: { ...(init.headers as Record<string, string>), ...from(address) } });
+      const answer = await fetch(`${base}${path}`, {
+        redirect: 'manual',
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), ...from(address) },
+      });
       await answer.arrayBuffer();
       return answer.status;
     };
-    // 60 console forms without a session and 30 callbacks this browser did not start, from one address, at both processes.
-    for (let index = 0; index < 60; index += 1) expect(await send(processes()[index % 2]!, `/console/fundings/${fundingId}/cancel`, { method: 'POST', headers: form, body: '' }, flooder)).toBe(401);
-    for (let index = 0; index < 30; index += 1) expect(await send(processes()[index % 2]!, `/console/oidc/callback?state=${fundingId}&code=x`, {}, flooder)).toBeGreaterThanOrEqual(400);
+    // 60 console forms without a session and 30 callbacks this browser did not start, from one address, at both
+    // processes.
+    for (let index = 0; index < 60; index += 1)
+      expect(
+        await send(
+          processes()[index % 2]!,
+          `/console/fundings/${fundingId}/cancel`,
+          { method: 'POST', headers: form, body: '' },
+          flooder,
+        ),
+      ).toBe(401);
+    for (let index = 0; index < 30; index += 1)
+      expect(
+        await send(processes()[index % 2]!, `/console/oidc/callback?state=${fundingId}&code=x`, {}, flooder),
+      ).toBeGreaterThanOrEqual(400);
     // 50 ops writes without a key or with a wrong one.
     for (let index = 0; index < 50; index += 1) {
       const headers: Record<string, string> = index % 2 === 0 ? {} : { authorization: `Bearer ${newKey()}` };
-      expect(await send(processes()[index % 2]!, `/ops/fundings/${fundingId}/cancel`, { method: 'POST', headers }, flooder)).toBeGreaterThanOrEqual(401);
+      expect(
+        await send(processes()[index % 2]!, `/ops/fundings/${fundingId}/cancel`, { method: 'POST', headers }, flooder),
+      ).toBeGreaterThanOrEqual(401);
     }
     // A neighbour's few are recorded one by one.
-    for (let index = 0; index < 5; index += 1) expect(await send(stack.apiBase, `/console/fundings/${fundingId}/cancel`, { method: 'POST', headers: form, body: '' }, neighbour)).toBe(401);
+    for (let index = 0; index < 5; index += 1)
+      expect(
+        await send(
+          stack.apiBase,
+          `/console/fundings/${fundingId}/cancel`,
+          { method: 'POST', headers: form, body: '' },
+          neighbour,
+        ),
+      ).toBe(401);
 
-    const rowsOf = (client: string, channel: string) => stack.database.opsAction.findMany({ where: { client, channel }, orderBy: { id: 'asc' } });
+    const rowsOf = (client: string, channel: string) =>
+      stack.database.opsAction.findMany({ where: { client, channel }, orderBy: { id: 'asc' } });
     const total = (rows: Array<{ count: number }>) => rows.reduce((sum, row) => sum + row.count, 0);
-    const consoleRows = await waitFor('the console’s 90 accounted for', async () => {
-      const rows = await rowsOf(flooder, 'console');
-      return total(rows) >= 90 ? rows : undefined;
-    }, 20_000);
-    const ops = await waitFor('the ops API’s 50 accounted for', async () => {
-      const rows = await rowsOf(flooder, 'api');
-      return total(rows) >= 50 ? rows : undefined;
-    }, 20_000);
-    for (const [rows, requests] of [[consoleRows, 90], [ops, 50]] as const) {
+    const consoleRows = await waitFor(
+      'the console’s 90 accounted for',
+      async () => {
+        const rows = await rowsOf(flooder, 'console');
+        return total(rows) >= 90 ? rows : undefined;
+      },
+      20_000,
+    );
+    const ops = await waitFor(
+      'the ops API’s 50 accounted for',
+      async () => {
+        const rows = await rowsOf(flooder, 'api');
+        return total(rows) >= 50 ? rows : undefined;
+      },
+      20_000,
+    );
+    for (const [rows, requests] of [
+      [consoleRows, 90],
+      [ops, 50],
+    ] as const) {
       expect(total(rows)).toBe(requests);
       const summaries = rows.filter((row) => row.summaryOf !== null);
       const single = rows.filter((row) => row.summaryOf === null);
@@ -573,12 +782,23 @@ describe('requests without a session or a key are audited within a budget', () =
         expect(summary.path).toMatch(/without a session or key/);
       }
     }
-    const neighbours = await waitFor('the neighbour’s 5', async () => {
-      const rows = await rowsOf(neighbour, 'console');
-      return rows.length >= 5 ? rows : undefined;
-    }, 20_000);
-    expect(neighbours.map((row) => ({ path: row.path, status: row.status, count: row.count, summaryOf: row.summaryOf }))).toEqual(
-      Array.from({ length: 5 }, () => ({ path: `/console/fundings/${fundingId}/cancel`, status: 401, count: 1, summaryOf: null })),
+    const neighbours = await waitFor(
+      'the neighbour’s 5',
+      async () => {
+        const rows = await rowsOf(neighbour, 'console');
+        return rows.length >= 5 ? rows : undefined;
+      },
+      20_000,
+    );
+    expect(
+      neighbours.map((row) => ({ path: row.path, status: row.status, count: row.count, summaryOf: row.summaryOf })),
+    ).toEqual(
+      Array.from({ length: 5 }, () => ({
+        path: `/console/fundings/${fundingId}/cancel`,
+        status: 401,
+        count: 1,
+        summaryOf: null,
+      })),
     );
   });
 });
@@ -603,7 +823,9 @@ describe('live streams are bounded per session', () => {
       // The four newest still get their pushes, and so does the other session's.
       for (const stream of [...streams.slice(1), other]) {
         const before = stream.text.length;
-        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain('event: end');
+        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain(
+          'event: end',
+        );
       }
     } finally {
       await Promise.all([...streams, other].map((stream) => stream.close()));
@@ -621,7 +843,10 @@ describe('live streams are bounded per person too', () => {
     await expectSignInAsked(await get(stack.apiBase, '/console', first, navigation));
     expect((await get(stack.apiBase, '/console', second, navigation)).status).toBe(200);
     // Other browsers (no cookie sent): sessions of their own, one person.
-    const sessions = [second, ...(await Promise.all(Array.from({ length: 3 }, () => signIn(stack.apiBase, keys.rotated))))];
+    const sessions = [
+      second,
+      ...(await Promise.all(Array.from({ length: 3 }, () => signIn(stack.apiBase, keys.rotated)))),
+    ];
     const other = await LiveStream.open(stack.apiBase, '/console/live/home', await signIn(stack.apiBase, keys.steady));
     const streams: LiveStream[] = [];
     try {
@@ -636,11 +861,14 @@ describe('live streams are bounded per person too', () => {
         }
       }
       const over = streams.length - MAX_STREAMS_PER_PERSON;
-      for (const stream of streams.slice(0, over)) expect(await stream.until(endEvent)).toContain('event: end\ndata: replaced');
+      for (const stream of streams.slice(0, over))
+        expect(await stream.until(endEvent)).toContain('event: end\ndata: replaced');
       // The person's newest go on, and so does another person's.
       for (const stream of [...streams.slice(over), other]) {
         const before = stream.text.length;
-        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain('event: end');
+        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain(
+          'event: end',
+        );
       }
     } finally {
       await Promise.all([...streams, other].map((stream) => stream.close()));
@@ -666,12 +894,16 @@ describe('sessions and attempt counts are on the database’s clock, not each pr
     const address = '203.0.113.90';
     for (let index = 0; index < 20; index += 1) {
       const base = index % 2 === 0 ? stack.apiBase : ahead.apiBase;
-      const guess = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      const guess = await fetch(`${base}/ops/fundings`, {
+        headers: { authorization: `Bearer ${newKey()}`, ...from(address) },
+      });
       await guess.arrayBuffer();
       expect(guess.status, `guess ${index + 1}`).toBe(401);
     }
     for (const base of [stack.apiBase, ahead.apiBase]) {
-      const limited = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      const limited = await fetch(`${base}/ops/fundings`, {
+        headers: { authorization: `Bearer ${newKey()}`, ...from(address) },
+      });
       await limited.arrayBuffer();
       expect(limited.status, base).toBe(429);
     }
@@ -679,11 +911,12 @@ describe('sessions and attempt counts are on the database’s clock, not each pr
 });
 
 describe('sign-in attempts and wrong keys are limited across API processes', () => {
-
   it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {
     skewMs = 0;
     const guess = async (base: string, address: string) => {
-      const response = await fetch(`${base}/ops/fundings`, { headers: { authorization: `Bearer ${newKey()}`, ...from(address) } });
+      const response = await fetch(`${base}/ops/fundings`, {
+        headers: { authorization: `Bearer ${newKey()}`, ...from(address) },
+      });
       await response.arrayBuffer();
       return response;
     };
@@ -702,7 +935,10 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
         // The console's sign-in with a wrong key is one more guess from the same address: refused too.
         const form = await fetch(`${base}/console/sign-in`, { headers: from(rest) });
         await form.arrayBuffer();
-        const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+        const pre = form.headers
+          .getSetCookie()
+          .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
+          .split(';')[0]!;
         const signIn = await fetch(`${base}/console/sign-in`, {
           method: 'POST',
           headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(rest) },
@@ -711,7 +947,9 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
         expect(signIn.status).toBe(429);
         expect(await signIn.text()).toContain('Too many wrong keys');
         // The right key still works from there.
-        const right = await fetch(`${base}/ops/fundings/${randomUUID()}`, { headers: { authorization: `Bearer ${keys.steady}`, ...from(rest) } });
+        const right = await fetch(`${base}/ops/fundings/${randomUUID()}`, {
+          headers: { authorization: `Bearer ${keys.steady}`, ...from(rest) },
+        });
         await right.arrayBuffer();
         expect(right.status).toBe(404);
       }
@@ -728,7 +966,10 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     // Starting a sign-in through the provider (a GET a browser may repeat) does not count against signing in.
     const starts = '203.0.113.71';
     for (let index = 0; index < 30; index += 1) {
-      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, { redirect: 'manual', headers: from(starts) });
+      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, {
+        redirect: 'manual',
+        headers: from(starts),
+      });
       await start.arrayBuffer();
       expect(start.status, `start ${index + 1}`).not.toBe(429);
     }
@@ -738,8 +979,15 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     for (let index = 0; index < 20; index += 1) {
       const failure =
         index % 2 === 0
-          ? await fetch(`${processes()[index % 4 === 0 ? 0 : 1]!}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(failing) }, body: 'key=x' })
-          : await fetch(`${processes()[index % 4 === 1 ? 0 : 1]!}/console/oidc/callback?state=${randomBytes(16).toString('base64url')}&code=x`, { headers: from(failing) });
+          ? await fetch(`${processes()[index % 4 === 0 ? 0 : 1]!}/console/sign-in`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase, ...from(failing) },
+              body: 'key=x',
+            })
+          : await fetch(
+              `${processes()[index % 4 === 1 ? 0 : 1]!}/console/oidc/callback?state=${randomBytes(16).toString('base64url')}&code=x`,
+              { headers: from(failing) },
+            );
       await failure.arrayBuffer();
       expect(failure.status, `failure ${index + 1}`).toBeGreaterThanOrEqual(400);
       expect(failure.status, `failure ${index + 1}`).not.toBe(429);
@@ -755,7 +1003,10 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     skewMs = 0;
     const address = '203.0.113.73';
     for (let index = 0; index < CONSOLE_SIGN_IN_STARTS_PER_MINUTE; index += 1) {
-      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, { redirect: 'manual', headers: from(address) });
+      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, {
+        redirect: 'manual',
+        headers: from(address),
+      });
       await start.arrayBuffer();
       expect(start.status, `start ${index + 1}`).not.toBe(429);
     }
@@ -785,7 +1036,11 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
         expect(attempt.status, `attempt ${index + 1} from ${address}`).toBe(403);
       }
       for (const base of processes()) {
-        const limited = await fetch(`${base}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(later) }, body: 'key=x' });
+        const limited = await fetch(`${base}/console/sign-in`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(later) },
+          body: 'key=x',
+        });
         expect(limited.status).toBe(429);
         expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(await limited.text()).toContain('Too many failed sign-ins');

@@ -19,12 +19,29 @@ describe('walletflow bench --console', () => {
   it('measures every console page on a small database and with the preload, each answering 200', async () => {
     out = await mkdtemp(path.join(tmpdir(), 'walletflow-console-bench-test-'));
     const { code, output } = await runLongCli(
-      ['bench', '--console', '--preload-fundings', '3000', '--preload-payments', '600', '--console-batch-items', '2000', '--console-requests', '3', '--out', out, '--name', 'tiny-console'],
+      [
+        'bench',
+        '--console',
+        '--preload-fundings',
+        '3000',
+        '--preload-payments',
+        '600',
+        '--console-batch-items',
+        '2000',
+        '--console-requests',
+        '3',
+        '--out',
+        out,
+        '--name',
+        'tiny-console',
+      ],
       // The bench compiles the API and worker first, then starts a stack of its own: minutes on a busy machine.
       { timeoutMs: 420_000, graceMs: 20_000 },
     );
     expect(code, output).toBe(0);
-    const report = consoleBenchReportSchema.parse(JSON.parse(await readFile(path.join(out, 'tiny-console.json'), 'utf8')));
+    const report = consoleBenchReportSchema.parse(
+      JSON.parse(await readFile(path.join(out, 'tiny-console.json'), 'utf8')),
+    );
     expect(report.options).toEqual({ fundings: 3000, payments: 600, batchItems: 2000, requests: 3 });
     expect(report.preload).toMatchObject({ fundings: 3000, payments: 600 });
     expect(report.seed).toMatchObject({ fundings: 30, payments: 6 });
@@ -43,8 +60,12 @@ describe('walletflow bench --console', () => {
     }
     for (const page of consolePageNames) expect(report.ratioP95[page], page).toBeGreaterThan(0);
     // The same pages on both sides: the batch's items by status, its middle page by cursor.
-    expect(report.preloaded.pages['batch items: middle page']!.path).toBe(report.empty.pages['batch items: middle page']!.path);
+    expect(report.preloaded.pages['batch items: middle page']!.path).toBe(
+      report.empty.pages['batch items: middle page']!.path,
+    );
     expect(report.empty.pages['batch items: middle page']!.path).toContain('cursor=ITEM-0001000');
-    expect(output).toContain('| page | small p50 ms | small p95 ms | preloaded p50 ms | preloaded p95 ms | ratio (p95) | target p95 |');
+    expect(output).toContain(
+      '| page | small p50 ms | small p95 ms | preloaded p50 ms | preloaded p95 ms | ratio (p95) | target p95 |',
+    );
   }, 480_000);
 });

@@ -25,14 +25,20 @@ describe('walletflow dev seeds the partner ledger', () => {
     const first = await seedPartnerBalances({ apiBase: stack.apiBase, opsKey: seedKey, users });
     const again = await seedPartnerBalances({ apiBase: stack.apiBase, opsKey: seedKey, users });
 
-    expect(Object.fromEntries(first.users)).toEqual(Object.fromEntries(users.map((user) => [user.partnerUserId, user.partnerBalance])));
+    expect(Object.fromEntries(first.users)).toEqual(
+      Object.fromEntries(users.map((user) => [user.partnerUserId, user.partnerBalance])),
+    );
     // Seeded again (a restart): the same balances, nothing posted twice. (The treasury's own
     // available is shared with the other tests' fundings in this database: not compared.)
     expect(again.users).toEqual(first.users);
     expect(first.treasury).toMatch(/^-?\d+\.\d{2}$/);
     // The float came from CAPITAL, the users' balances from the treasury: once each.
-    const adjustments = await stack.database.ledgerTransaction.findMany({ where: { reference: { startsWith: 'adjustment:walletflow-dev:' } } });
-    const float = adjustments.filter((transaction) => transaction.reference === 'adjustment:walletflow-dev:treasury-float');
+    const adjustments = await stack.database.ledgerTransaction.findMany({
+      where: { reference: { startsWith: 'adjustment:walletflow-dev:' } },
+    });
+    const float = adjustments.filter(
+      (transaction) => transaction.reference === 'adjustment:walletflow-dev:treasury-float',
+    );
     expect(float).toHaveLength(1);
     const floatEntries = await stack.database.ledgerEntry.findMany({ where: { transactionId: float[0]!.id } });
     expect(floatEntries.map((entry) => [entry.account, entry.amount.toFixed(2)]).sort()).toEqual([
@@ -40,7 +46,11 @@ describe('walletflow dev seeds the partner ledger', () => {
       ['TREASURY', '100000.00'],
     ]);
     for (const user of users) {
-      expect(adjustments.filter((transaction) => transaction.reference === `adjustment:walletflow-dev:partner-balance:${user.partnerUserId}`)).toHaveLength(1);
+      expect(
+        adjustments.filter(
+          (transaction) => transaction.reference === `adjustment:walletflow-dev:partner-balance:${user.partnerUserId}`,
+        ),
+      ).toHaveLength(1);
     }
   });
 });

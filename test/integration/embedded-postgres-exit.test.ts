@@ -20,7 +20,11 @@ describe('the embedded PostgreSQL', () => {
       await postgres.stop();
       process.exitCode = 3;
     `;
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(run.status, run.stdout + run.stderr).toBe(3);
   }, 150_000);
 });

@@ -47,7 +47,12 @@ async function callSessionUrl(options: {
     ...(options.dispatcher ? { dispatcher: options.dispatcher } : {}),
   });
   const text = await response.body.text();
-  return { status: response.statusCode, body: text ? (JSON.parse(text) as Record<string, unknown>) : {}, ms: Date.now() - started, reference };
+  return {
+    status: response.statusCode,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+    ms: Date.now() - started,
+    reference,
+  };
 }
 
 /** Every payload of a workflow's history (inputs, activity arguments and results), as text. */
@@ -78,7 +83,10 @@ function browser() {
       return cookie;
     },
     async get(path: string) {
-      const response = await fetch(`${stack.apiBase}${path}`, { redirect: 'manual', headers: cookie ? { cookie } : {} });
+      const response = await fetch(`${stack.apiBase}${path}`, {
+        redirect: 'manual',
+        headers: cookie ? { cookie } : {},
+      });
       const setCookie = response.headers.getSetCookie()[0];
       if (setCookie) cookie = setCookie.split(';')[0];
       return { status: response.status, headers: response.headers, text: await response.text(), setCookie };
@@ -117,7 +125,9 @@ async function landedUser(options: { kycLevel?: 'KYC0' | 'KYC1'; firstName?: str
   const home = await client.get(`/app?sessionId=${sessionId}`);
   expect(home.status).toBe(200);
   expect(home.text).toContain('name="csrf"');
-  const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+  const link = await stack.database.link.findUniqueOrThrow({
+    where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } },
+  });
   // A withdrawal draws on the user's partner balance (section 10): give them one.
   await createLedger().adjust(stack.database, {
     idempotencyKey: `landed-${randomUUID()}`,
@@ -137,26 +147,50 @@ describe('session URL: sender allowlist', () => {
     expect(answer.status).toBe(403);
     expect(answer.body).toMatchObject({ code: 'FORBIDDEN', message: expect.any(String) });
     // X-Forwarded-For is not believed without a configured trusted proxy.
-    const spoofed = await callSessionUrl({ body: JSON.stringify(tokens), dispatcher: fromOutside, headers: { 'x-forwarded-for': '127.0.0.1' } });
+    const spoofed = await callSessionUrl({
+      body: JSON.stringify(tokens),
+      dispatcher: fromOutside,
+      headers: { 'x-forwarded-for': '127.0.0.1' },
+    });
     expect(spoofed.status).toBe(403);
     expect(await rowsFor([answer.reference, spoofed.reference])).toBe(0);
   });
 
   it('behind a configured trusted proxy, judges the forwarded client address', async () => {
-    const proxied = await startPartnerStack({ sessionAllowedIps: ['203.0.113.7', '2001:db8::/32'], trustedProxies: ['127.0.0.1'] });
+    const proxied = await startPartnerStack({
+      sessionAllowedIps: ['203.0.113.7', '2001:db8::/32'],
+      trustedProxies: ['127.0.0.1'],
+    });
     try {
       const tokens = await freshTokens(proxied);
-      const allowed = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), headers: { 'x-forwarded-for': '203.0.113.7' } });
+      const allowed = await callSessionUrl({
+        target: proxied,
+        body: JSON.stringify(tokens),
+        headers: { 'x-forwarded-for': '203.0.113.7' },
+      });
       expect(allowed.status).toBe(200);
-      const allowedV6 = await callSessionUrl({ target: proxied, body: JSON.stringify(await freshTokens(proxied)), headers: { 'x-forwarded-for': '2001:db8::42' } });
+      const allowedV6 = await callSessionUrl({
+        target: proxied,
+        body: JSON.stringify(await freshTokens(proxied)),
+        headers: { 'x-forwarded-for': '2001:db8::42' },
+      });
       expect(allowedV6.status).toBe(200);
-      const other = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), headers: { 'x-forwarded-for': '203.0.113.8' } });
+      const other = await callSessionUrl({
+        target: proxied,
+        body: JSON.stringify(tokens),
+        headers: { 'x-forwarded-for': '203.0.113.8' },
+      });
       expect(other.status).toBe(403);
       // The proxy itself is not an allowed sender.
       const direct = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens) });
       expect(direct.status).toBe(403);
       // A proxy that is not trusted cannot forward for anyone.
-      const untrusted = await callSessionUrl({ target: proxied, body: JSON.stringify(tokens), dispatcher: fromOutside, headers: { 'x-forwarded-for': '203.0.113.7' } });
+      const untrusted = await callSessionUrl({
+        target: proxied,
+        body: JSON.stringify(tokens),
+        dispatcher: fromOutside,
+        headers: { 'x-forwarded-for': '203.0.113.7' },
+      });
       expect(untrusted.status).toBe(403);
     } finally {
       await proxied.close();
@@ -176,10 +210,22 @@ describe('session URL: malformed calls', () => {
     };
     const cases: Array<[string, Parameters<typeof callSessionUrl>[0]]> = [
       ['wrong content type', { body: JSON.stringify(tokens), headers: { 'content-type': 'text/plain' } }],
-      ['form content type', { body: new URLSearchParams({ accessToken: tokens.accessToken }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }],
+      [
+        'form content type',
+        {
+          body: new URLSearchParams({ accessToken: tokens.accessToken }).toString(),
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        },
+      ],
       ['missing Request-Reference-No', { body: JSON.stringify(tokens), headers: { 'request-reference-no': '' } }],
-      ['Request-Reference-No not a UUID', { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'ref-123' } }],
-      ['Request-Reference-No a UUIDv1', { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'c232ab00-9414-11ec-b3c8-9f6bdeced846' } }],
+      [
+        'Request-Reference-No not a UUID',
+        { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'ref-123' } },
+      ],
+      [
+        'Request-Reference-No a UUIDv1',
+        { body: JSON.stringify(tokens), headers: { 'request-reference-no': 'c232ab00-9414-11ec-b3c8-9f6bdeced846' } },
+      ],
       ['not JSON', { body: '{"accessToken":' }],
       ['JSON but not an object', { body: '[1,2]' }],
       ['missing accessToken', { body: withoutField('accessToken') }],
@@ -227,7 +273,9 @@ describe('session URL and landing page', () => {
 
     // Stored: hashed id, encrypted tokens; onboarding started by the dispatcher right after the
     // answer (its outbox row gone once the start succeeded), but not done (no worker yet).
-    const row = await stack.database.embeddedSession.findFirstOrThrow({ where: { requestReferenceNo: answer.reference } });
+    const row = await stack.database.embeddedSession.findFirstOrThrow({
+      where: { requestReferenceNo: answer.reference },
+    });
     expect(row).toMatchObject({ status: 'PENDING', linkId: null, consumedAt: null });
     expect(row.sessionIdHash).not.toContain(sessionId);
     expect(Buffer.from(row.accessTokenEncrypted!).includes(Buffer.from(tokens.accessToken))).toBe(false);
@@ -236,7 +284,11 @@ describe('session URL and landing page', () => {
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeGreaterThan(110_000);
     expect(row.expiresAt.getTime() - row.createdAt.getTime()).toBeLessThanOrEqual(121_000);
     const handle = stack.temporal.workflow.getHandle(onboardingWorkflowId(row.id));
-    await waitUntil(() => stack.database.onboardingOutbox.count({ where: { sessionId: row.id } }), (pending) => pending === 0, 10_000);
+    await waitUntil(
+      () => stack.database.onboardingOutbox.count({ where: { sessionId: row.id } }),
+      (pending) => pending === 0,
+      10_000,
+    );
     expect((await handle.describe()).status.name).toBe('RUNNING');
     expect(await historyPayloads(handle)).toContain(row.id);
 
@@ -248,11 +300,14 @@ describe('session URL and landing page', () => {
     const client = browser();
     const landing = await client.get(`/app?sessionId=${sessionId}`);
     expect(landing.status).toBe(200);
-    expect(landing.setCookie).toMatch(/^walletflow_app=[A-Za-z0-9_-]{43}; Path=\/app; Max-Age=\d+; HttpOnly; SameSite=Lax$/);
+    expect(landing.setCookie).toMatch(
+      /^walletflow_app=[A-Za-z0-9_-]{43}; Path=\/app; Max-Age=\d+; HttpOnly; SameSite=Lax$/,
+    );
     expect(landing.text).toContain('Opening your account');
     // The page's script (a file under the response's nonce) takes the id out of the address.
     const nonce = /script-src 'nonce-([^']+)'/.exec(landing.headers.get('content-security-policy') ?? '')?.[1];
-    const [, scriptNonce, scriptSrc] = /<script nonce="([^"]+)" src="(\/app\/assets\/loading\.[0-9a-f]{16}\.js)"><\/script>/.exec(landing.text) ?? [];
+    const [, scriptNonce, scriptSrc] =
+      /<script nonce="([^"]+)" src="(\/app\/assets\/loading\.[0-9a-f]{16}\.js)"><\/script>/.exec(landing.text) ?? [];
     expect(scriptSrc, landing.text).toBeDefined();
     expect(scriptNonce).toBe(nonce);
     const script = await fetch(`${stack.apiBase}${scriptSrc}`);
@@ -267,13 +322,16 @@ describe('session URL and landing page', () => {
     expect(loading.text).toContain('Opening your account');
     expect(loading.headers.get('cache-control')).toBe('no-store');
     expect(loading.headers.get('content-security-policy')).toContain("script-src 'nonce-");
-    expect(await (await fetch(`${stack.apiBase}/app/status`, { headers: { cookie: client.cookie! } })).json()).toEqual({ state: 'pending' });
+    expect(await (await fetch(`${stack.apiBase}/app/status`, { headers: { cookie: client.cookie! } })).json()).toEqual({
+      state: 'pending',
+    });
 
     await stack.admin.clearFaults();
     await stack.startWorker();
     expect(await handle.result()).toMatchObject({ status: 'READY', errorCode: null, linkId: expect.any(String) });
     const payloads = await historyPayloads(handle);
-    for (const secret of [tokens.accessToken, tokens.refreshToken, sessionId, 'Ana']) expect(payloads).not.toContain(secret);
+    for (const secret of [tokens.accessToken, tokens.refreshToken, sessionId, 'Ana'])
+      expect(payloads).not.toContain(secret);
     const home = await client.get('/app');
     expect(home.status).toBe(200);
     expect(home.text).toContain('Hello, Ana');
@@ -281,12 +339,21 @@ describe('session URL and landing page', () => {
     expect(home.text).not.toMatch(/target="_blank"|window\.open|type="file"|capture=/);
 
     // The link: EMBEDDED, by the profile's profileId, holding the delivered tokens; the session row keeps none.
-    const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+    const link = await stack.database.link.findUniqueOrThrow({
+      where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } },
+    });
     expect(link).toMatchObject({ status: 'ACTIVE', partnerUserId: `wallet:${user.profileId}` });
     expect(link.scopes).toContain('openid');
     expect((await stack.tokens.read(stack.database, link.id))?.accessToken).toBe(tokens.accessToken);
     const done = await stack.database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } });
-    expect(done).toMatchObject({ status: 'READY', linkId: link.id, firstName: 'Ana', kycStatus: 'KYC1', accessTokenEncrypted: null, refreshTokenEncrypted: null });
+    expect(done).toMatchObject({
+      status: 'READY',
+      linkId: link.id,
+      firstName: 'Ana',
+      kycStatus: 'KYC1',
+      accessTokenEncrypted: null,
+      refreshTokenEncrypted: null,
+    });
   });
 
   it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
@@ -310,7 +377,10 @@ describe('session URL and landing page', () => {
     expect((await browser().get('/app')).status).toBe(401);
 
     const late = await launch(user.userId);
-    await stack.database.embeddedSession.update({ where: { sessionIdHash: hashBearer(late.sessionId) }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await stack.database.embeddedSession.update({
+      where: { sessionIdHash: hashBearer(late.sessionId) },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const expired = await browser().get(`/app?sessionId=${late.sessionId}`);
     expect(expired.status).toBe(410);
     expect(expired.text).toContain('expired');
@@ -338,11 +408,19 @@ describe('landing page forms', () => {
     const fundings = () => stack.database.funding.count({ where: { linkId: link.id } });
     const noToken = await client.post('/app/withdraw', { formKey: field(home.text, 'formKey'), amount: '10.00' });
     expect(noToken.status).toBe(403);
-    const wrongToken = await client.post('/app/withdraw', { csrf: 'x'.repeat(43), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const wrongToken = await client.post('/app/withdraw', {
+      csrf: 'x'.repeat(43),
+      formKey: field(home.text, 'formKey'),
+      amount: '10.00',
+    });
     expect(wrongToken.status).toBe(403);
     // Another session's token does not work either.
     const other = await landedUser();
-    const foreign = await client.post('/app/withdraw', { csrf: field(other.home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const foreign = await client.post('/app/withdraw', {
+      csrf: field(other.home.text, 'csrf'),
+      formKey: field(home.text, 'formKey'),
+      amount: '10.00',
+    });
     expect(foreign.status).toBe(403);
     expect(await fundings()).toBe(0);
   });
@@ -350,7 +428,10 @@ describe('landing page forms', () => {
   it('a double submit of one withdraw form is one funding; its status is visible to this web session only', async () => {
     const { client, home, link, user } = await landedUser({ balance: '0.00' });
     const fields = { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '25' };
-    const [first, second] = await Promise.all([client.post('/app/withdraw', fields), client.post('/app/withdraw', fields)]);
+    const [first, second] = await Promise.all([
+      client.post('/app/withdraw', fields),
+      client.post('/app/withdraw', fields),
+    ]);
     expect(first.status).toBe(303);
     expect(second.location).toBe(first.location);
     const fundingId = first.location!.split('/').pop()!;
@@ -358,23 +439,40 @@ describe('landing page forms', () => {
     expect(funding).toMatchObject({ recipientType: 'TOKEN', linkId: link.id });
 
     const status = await waitUntil(
-      async () => (await (await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
+      async () =>
+        (await (
+          await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, { headers: { cookie: client.cookie! } })
+        ).json()) as Record<string, unknown>,
       (value) => value.final === true,
     );
-    expect(status).toMatchObject({ status: 'APPROVED', title: 'Withdrawal approved', message: 'PHP 25.00 was added to your wallet.' });
+    expect(status).toMatchObject({
+      status: 'APPROVED',
+      title: 'Withdrawal approved',
+      message: 'PHP 25.00 was added to your wallet.',
+    });
     expect((await stack.admin.user(user.userId)).balance).toBe('25.00');
     const page = await client.get(`/app/withdrawals/${fundingId}`);
     expect(page.text).toContain('Withdrawal approved');
 
     const stranger = await landedUser();
     expect((await stranger.client.get(`/app/withdrawals/${fundingId}`)).status).toBe(404);
-    expect((await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, { headers: { cookie: stranger.client.cookie! } })).status).toBe(404);
+    expect(
+      (
+        await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`, {
+          headers: { cookie: stranger.client.cookie! },
+        })
+      ).status,
+    ).toBe(404);
     expect((await fetch(`${stack.apiBase}/app/withdrawals/${fundingId}/status`)).status).toBe(401);
   });
 
   it('an invalid amount re-shows the form with a message and starts nothing', async () => {
     const { client, home, link } = await landedUser();
-    const answer = await client.post('/app/deposit', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '-5' });
+    const answer = await client.post('/app/deposit', {
+      csrf: field(home.text, 'csrf'),
+      formKey: field(home.text, 'formKey'),
+      amount: '-5',
+    });
     expect(answer.status).toBe(400);
     expect(answer.text).toContain('Enter an amount in pesos');
     expect(await stack.database.payment.count({ where: { linkId: link.id } })).toBe(0);
@@ -396,10 +494,18 @@ describe('GET /ops/links/{linkId}/profile', () => {
     expect(body.scopes).toEqual(stack.sandbox.partner.scopes);
     expect(body.scopes).toEqual(['openid', 'profile', 'contact', 'address', 'workDetails', 'identity_document']);
     expect(body.profile.openid).toEqual({ id: user.userId, profileId: user.profileId, kycStatus: 'KYC1' });
-    expect(body.profile.profile).toMatchObject({ name: { firstName: 'Carmela' }, birthDetails: { birthDate: expect.stringMatching(/^\d{2}-\d{2}-\d{4}$/) } });
-    expect(body.profile.contact?.contact).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'MSISDN', value: user.mobile })]));
+    expect(body.profile.profile).toMatchObject({
+      name: { firstName: 'Carmela' },
+      birthDetails: { birthDate: expect.stringMatching(/^\d{2}-\d{2}-\d{4}$/) },
+    });
+    expect(body.profile.contact?.contact).toEqual(
+      expect.arrayContaining([expect.objectContaining({ type: 'MSISDN', value: user.mobile })]),
+    );
     expect(body.profile.address?.address).toEqual([expect.objectContaining({ type: 'PRESENT', country: 'PH' })]);
-    expect(body.profile.workDetails?.workDetails).toMatchObject({ natureOfWork: expect.any(String), sourceOfIncome: expect.any(String) });
+    expect(body.profile.workDetails?.workDetails).toMatchObject({
+      natureOfWork: expect.any(String),
+      sourceOfIncome: expect.any(String),
+    });
     const documents = body.profile.identity_document?.identityDocument as Array<{ frontUrl: string | null }>;
     expect(documents[0]?.frontUrl).toMatch(/^https?:\/\//);
     expect(Date.parse(body.documentUrlsExpireAt!) - Date.parse(body.fetchedAt)).toBe(15 * 60_000);
@@ -407,7 +513,9 @@ describe('GET /ops/links/{linkId}/profile', () => {
     // Never cached: a second read is a second profile call (each answer names its wallet call).
     const again = (await (await stack.opsFetch(`/ops/links/${link.id}/profile`)).json()) as typeof body;
     expect(again.requestReferenceNo).not.toBe(body.requestReferenceNo);
-    const calls = await stack.database.walletCall.findMany({ where: { requestReferenceNo: { in: [body.requestReferenceNo, again.requestReferenceNo] } } });
+    const calls = await stack.database.walletCall.findMany({
+      where: { requestReferenceNo: { in: [body.requestReferenceNo, again.requestReferenceNo] } },
+    });
     expect(calls.map((call) => call.operation)).toEqual(['op.profile', 'op.profile']);
     // Nothing of the URLs was stored.
     const stored = JSON.stringify(await stack.database.embeddedSession.findMany({ where: { linkId: link.id } }));
@@ -430,15 +538,26 @@ describe('an expired embedded refresh token', () => {
     const { client, home, link } = await landedUser({ firstName: 'Teresa' });
     await stack.admin.advanceClock(1300);
 
-    const started = await client.post('/app/withdraw', { csrf: field(home.text, 'csrf'), formKey: field(home.text, 'formKey'), amount: '10.00' });
+    const started = await client.post('/app/withdraw', {
+      csrf: field(home.text, 'csrf'),
+      formKey: field(home.text, 'formKey'),
+      amount: '10.00',
+    });
     expect(started.status).toBe(303);
     const statusUrl = `${stack.apiBase}${started.location}/status`;
     const status = await waitUntil(
-      async () => (await (await fetch(statusUrl, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
+      async () =>
+        (await (await fetch(statusUrl, { headers: { cookie: client.cookie! } })).json()) as Record<string, unknown>,
       (value) => value.final === true,
     );
-    expect(status).toMatchObject({ status: 'FAILED', tone: 'error', message: expect.stringContaining('open the app again from your wallet') });
-    expect(await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).toMatchObject({ status: 'REAUTH_REQUIRED' });
+    expect(status).toMatchObject({
+      status: 'FAILED',
+      tone: 'error',
+      message: expect.stringContaining('open the app again from your wallet'),
+    });
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).toMatchObject({
+      status: 'REAUTH_REQUIRED',
+    });
 
     const page = await client.get('/app');
     expect(page.status).toBe(401);

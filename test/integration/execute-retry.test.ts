@@ -33,24 +33,35 @@ afterAll(async () => {
 async function createdTransfer() {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const { code } = await stack.admin.cashInCode(user.userId);
-  const created = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: { currency: 'PHP', value: '3.00' } });
+  const created = await stack.wallet.createTransfer({
+    recipient: { type: 'CODE', value: code },
+    amount: { currency: 'PHP', value: '3.00' },
+  });
   return { user, transferId: created.data.transferId };
 }
 
 /** The wallet calls made for this transfer since `since` (other test files share the database). */
 const callsFor = async (transferId: string, since: Date) =>
-  (await stack.database.walletCall.findMany({ where: { startedAt: { gte: since }, path: { contains: transferId } }, orderBy: { id: 'asc' }, select: { operation: true } })).map(
-    (call) => call.operation,
-  );
+  (
+    await stack.database.walletCall.findMany({
+      where: { startedAt: { gte: since }, path: { contains: transferId } },
+      orderBy: { id: 'asc' },
+      select: { operation: true },
+    })
+  ).map((call) => call.operation);
 
-const executionsOf = async (transferId: string) => (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
+const executionsOf = async (transferId: string) =>
+  (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
 
 describe('a retried execute activity', () => {
   it('does not send execute again when the first one reached the wallet: retrieve tells the outcome', async () => {
     const { transferId } = await createdTransfer();
     await stack.wallet.executeTransfer(transferId);
     const since = new Date();
-    const progress = await new MockActivityEnvironment({ attempt: 2, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), transferId);
+    const progress = await new MockActivityEnvironment({
+      attempt: 2,
+      startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs,
+    }).run(activities.executeTransfer, randomUUID(), transferId);
     expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await callsFor(transferId, since)).toEqual(['transfers.retrieve']);
     expect(await executionsOf(transferId)).toBe(1);
@@ -58,12 +69,22 @@ describe('a retried execute activity', () => {
 
   it('sends it when the transfer still shows CREATED, and the first attempt sends it at once', async () => {
     const retried = await createdTransfer();
-    expect(await new MockActivityEnvironment({ attempt: 3, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), retried.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    expect(
+      await new MockActivityEnvironment({
+        attempt: 3,
+        startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs,
+      }).run(activities.executeTransfer, randomUUID(), retried.transferId),
+    ).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await executionsOf(retried.transferId)).toBe(1);
 
     const first = await createdTransfer();
     const since = new Date();
-    expect(await new MockActivityEnvironment({ attempt: 1, startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs }).run(activities.executeTransfer, randomUUID(), first.transferId)).toMatchObject({ kind: 'final', status: 'APPROVED' });
+    expect(
+      await new MockActivityEnvironment({
+        attempt: 1,
+        startToCloseTimeoutMs: fundWalletActivityTimeouts.executeMs,
+      }).run(activities.executeTransfer, randomUUID(), first.transferId),
+    ).toMatchObject({ kind: 'final', status: 'APPROVED' });
     expect(await callsFor(first.transferId, since)).toEqual(['transfers.execute']);
   });
 });

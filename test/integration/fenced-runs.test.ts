@@ -22,7 +22,11 @@ import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
 import { batchRecordsOn } from '../support/batch-records.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
-import { fundWalletActivityTimeouts, type OnePassOutcome, type TransferProgress } from '../../workflows/fund-wallet.contract.ts';
+import {
+  fundWalletActivityTimeouts,
+  type OnePassOutcome,
+  type TransferProgress,
+} from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
 
@@ -60,29 +64,53 @@ function runOf(gate: WalletGate, name: string, options: { walletTimeoutMs?: numb
 }
 
 /** As the worker runs each: an activity with its start-to-close (and attempt). */
-const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, args: A, info: { startToCloseTimeoutMs?: number; attempt?: number } = {}): Promise<R> =>
-  new MockActivityEnvironment({ startToCloseTimeoutMs: info.startToCloseTimeoutMs ?? 15_000, ...(info.attempt ? { attempt: info.attempt } : {}) }).run(fn, ...args);
-const onePass = (run: Activities, fundingId: string): Promise<OnePassOutcome> => inActivity(run.fundInOnePass, [fundingId], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+const inActivity = <A extends unknown[], R>(
+  fn: (...args: A) => Promise<R>,
+  args: A,
+  info: { startToCloseTimeoutMs?: number; attempt?: number } = {},
+): Promise<R> =>
+  new MockActivityEnvironment({
+    startToCloseTimeoutMs: info.startToCloseTimeoutMs ?? 15_000,
+    ...(info.attempt ? { attempt: info.attempt } : {}),
+  }).run(fn, ...args);
+const onePass = (run: Activities, fundingId: string): Promise<OnePassOutcome> =>
+  inActivity(run.fundInOnePass, [fundingId], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
 
 /** A funding as the API stores it (no workflow runs it here): to a linked wallet, or to a fresh cash-in code. */
 async function tokenFunding(): Promise<{ fundingId: string; linkId: string; userId: string }> {
   const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
   const id = randomUUID();
-  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'TOKEN', linkId }, amount: moneyOf({ currency: 'PHP', value: '3.00' }) });
+  await fundings.insert({
+    id,
+    idempotencyKey: `fenced-${id}`,
+    requestFingerprint: id,
+    workflowId: `fenced-${id}`,
+    recipient: { type: 'TOKEN', linkId },
+    amount: moneyOf({ currency: 'PHP', value: '3.00' }),
+  });
   return { fundingId: id, linkId, userId: user.userId };
 }
 async function codeFunding(): Promise<{ fundingId: string; userId: string }> {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const { code } = await stack.admin.cashInCode(user.userId);
   const id = randomUUID();
-  await fundings.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
+  await fundings.insert({
+    id,
+    idempotencyKey: `fenced-${id}`,
+    requestFingerprint: id,
+    workflowId: `fenced-${id}`,
+    recipient: { type: 'CODE', code },
+    amount: moneyOf({ currency: 'PHP', value: '2.00' }),
+  });
   return { fundingId: id, userId: user.userId };
 }
 
 /** Executions the sandbox counted for each transfer named. */
 async function executionsOf(transferIds: Array<string | null>): Promise<number> {
   const ledger = await stack.admin.ledger();
-  return ledger.transfers.filter((transfer) => transferIds.includes(transfer.transferId)).reduce((sum, transfer) => sum + transfer.executions, 0);
+  return ledger.transfers
+    .filter((transfer) => transferIds.includes(transfer.transferId))
+    .reduce((sum, transfer) => sum + transfer.executions, 0);
 }
 /** Every transfer a funding ever had: the one it executes and the ones kept unexecuted. */
 async function transfersOf(fundingId: string): Promise<string[]> {
@@ -90,7 +118,11 @@ async function transfersOf(fundingId: string): Promise<string[]> {
   return [...(funding.transferId ? [funding.transferId] : []), ...funding.abandonedTransferIds];
 }
 /** Settles a promise, whatever it does: a run that lost its ownership may throw. */
-const settle = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+const settle = <T>(promise: Promise<T>) =>
+  promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 /** The record's word: a funding FAILED or REJECTED moved no money; APPROVED moved it once. */
 async function expectMoneyMatchesRecord(fundingId: string, userId: string) {
   const funding = await fundings.get(fundingId);
@@ -99,7 +131,11 @@ async function expectMoneyMatchesRecord(fundingId: string, userId: string) {
   if (funding.status === 'APPROVED') {
     expect(executed).toBe(1);
   } else if (['FAILED', 'REJECTED', 'DECLINED'].includes(funding.status)) {
-    expect({ status: funding.status, executed, balance }).toEqual({ status: funding.status, executed: 0, balance: '0.00' });
+    expect({ status: funding.status, executed, balance }).toEqual({
+      status: funding.status,
+      executed: 0,
+      balance: '0.00',
+    });
   } else {
     // Not final: review or still reconciling; an execute may have happened, the record does not say otherwise.
     expect(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']).toContain(funding.status);
@@ -138,7 +174,18 @@ describe('a pass overtaken by the step path', () => {
     // The pass's create lands, and it goes as far as the record lets it.
     passCreate.release();
     await Promise.race([passExecute.reached, pass]);
-    await settle(inActivity(steps.finishFunding, [fundingId, { status: 'FAILED', code: created.kind === 'refused' ? created.code : null, requestReferenceNo: null, beforeExecute: true }, snapshot.fence]));
+    await settle(
+      inActivity(steps.finishFunding, [
+        fundingId,
+        {
+          status: 'FAILED',
+          code: created.kind === 'refused' ? created.code : null,
+          requestReferenceNo: null,
+          beforeExecute: true,
+        },
+        snapshot.fence,
+      ]),
+    );
     passExecute.release();
     await pass;
 
@@ -163,13 +210,23 @@ describe('a pass overtaken by the step path', () => {
     const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
     expect(created.kind).toBe('created');
     const transferId = created.kind === 'created' ? created.transferId : '';
-    if (await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])) {
+    if (
+      await inActivity(steps.beginExecute, [
+        fundingId,
+        created.kind === 'created' ? created.requestReferenceNo : null,
+        snapshot.fence,
+      ])
+    ) {
       // The workflow's rule for what follows beginExecute: its own fresh create is executed; any
       // other transfer is retrieved first (workflows/fund-wallet-takeover.ts).
-      const progress: TransferProgress = firstCallAfterBeginExecute({ requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null }) === 'execute'
-        ? await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence])
-        : await inActivity(steps.retrieveTransfer, [fundingId, transferId]);
-      if (progress.kind === 'not-executed') await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
+      const progress: TransferProgress =
+        firstCallAfterBeginExecute({
+          requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null,
+        }) === 'execute'
+          ? await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence])
+          : await inActivity(steps.retrieveTransfer, [fundingId, transferId]);
+      if (progress.kind === 'not-executed')
+        await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
     }
     passExecute.release();
     await pass;
@@ -178,9 +235,16 @@ describe('a pass overtaken by the step path', () => {
     const stepCalls = gate.calls.filter((call) => call.run === 'steps');
     for (const [index, call] of stepCalls.entries()) {
       if (call.operation !== 'executeTransfer') continue;
-      const createdItself = stepCalls.some((earlier, at) => at < index && earlier.operation === 'createTransfer' && earlier.id === call.id);
-      const retrievedFirst = stepCalls.some((earlier, at) => at < index && earlier.operation === 'retrieveTransfer' && earlier.id === call.id);
-      expect({ execute: call.id, createdItself, retrievedFirst }).toMatchObject({ execute: call.id, ...(createdItself ? {} : { retrievedFirst: true }) });
+      const createdItself = stepCalls.some(
+        (earlier, at) => at < index && earlier.operation === 'createTransfer' && earlier.id === call.id,
+      );
+      const retrievedFirst = stepCalls.some(
+        (earlier, at) => at < index && earlier.operation === 'retrieveTransfer' && earlier.id === call.id,
+      );
+      expect({ execute: call.id, createdItself, retrievedFirst }).toMatchObject({
+        execute: call.id,
+        ...(createdItself ? {} : { retrievedFirst: true }),
+      });
     }
     expect(await executionsOf(await transfersOf(fundingId))).toBeLessThanOrEqual(1);
     await expectMoneyMatchesRecord(fundingId, userId);
@@ -201,7 +265,13 @@ describe('a pass overtaken by the step path', () => {
     const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
     expect(created).toMatchObject({ kind: 'created', requestReferenceNo: expect.any(String) });
     const transferId = created.kind === 'created' ? created.transferId : '';
-    expect(await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])).toBe(true);
+    expect(
+      await inActivity(steps.beginExecute, [
+        fundingId,
+        created.kind === 'created' ? created.requestReferenceNo : null,
+        snapshot.fence,
+      ]),
+    ).toBe(true);
     const progress = await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
     expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
 
@@ -211,7 +281,17 @@ describe('a pass overtaken by the step path', () => {
     await pass;
     await stack.admin.clearFaults();
 
-    const finished = await settle(inActivity(steps.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: progress.kind === 'final' ? progress.requestReferenceNo : null }, snapshot.fence]));
+    const finished = await settle(
+      inActivity(steps.finishFunding, [
+        fundingId,
+        {
+          status: 'APPROVED',
+          code: null,
+          requestReferenceNo: progress.kind === 'final' ? progress.requestReferenceNo : null,
+        },
+        snapshot.fence,
+      ]),
+    );
     expect(finished).toMatchObject({ value: { status: 'APPROVED', transferId } });
     const funding = await expectMoneyMatchesRecord(fundingId, userId);
     expect(funding.status).toBe('APPROVED');
@@ -239,11 +319,25 @@ describe('a pass overtaken by the step path', () => {
     const created = await inActivity(steps.createTransfer, [fundingId, snapshot.fence]);
     expect(created).toMatchObject({ kind: 'created', requestReferenceNo: expect.any(String) });
     const transferId = created.kind === 'created' ? created.transferId : '';
-    expect(firstCallAfterBeginExecute({ requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null })).toBe('execute');
-    expect(await inActivity(steps.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence])).toBe(true);
+    expect(
+      firstCallAfterBeginExecute({
+        requestReferenceNo: created.kind === 'created' ? created.requestReferenceNo : null,
+      }),
+    ).toBe('execute');
+    expect(
+      await inActivity(steps.beginExecute, [
+        fundingId,
+        created.kind === 'created' ? created.requestReferenceNo : null,
+        snapshot.fence,
+      ]),
+    ).toBe(true);
     const progress = await inActivity(steps.executeTransfer, [fundingId, transferId, snapshot.fence]);
     expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
-    await inActivity(steps.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: null }, snapshot.fence]);
+    await inActivity(steps.finishFunding, [
+      fundingId,
+      { status: 'APPROVED', code: null, requestReferenceNo: null },
+      snapshot.fence,
+    ]);
     const funding = await expectMoneyMatchesRecord(fundingId, userId);
     expect(funding).toMatchObject({ status: 'APPROVED', transferId });
     // The pass's own intent is on record, never executed.
@@ -272,7 +366,8 @@ describe('a pass that paused after its move to EXECUTING', () => {
         finishExecutedMany: claimedFundings.finishExecutedMany,
         async beginExecuteMany(items) {
           const moved = await claimedFundings.beginExecuteMany(items);
-          for (const fundingId of moved) claims.set(fundingId, (await inActivity(takeOver.loadFunding, [fundingId])).fence!);
+          for (const fundingId of moved)
+            claims.set(fundingId, (await inActivity(takeOver.loadFunding, [fundingId])).fence!);
           return moved;
         },
       },
@@ -283,43 +378,58 @@ describe('a pass that paused after its move to EXECUTING', () => {
   it.each([
     ['a single funding’s pass', 1],
     ['a batch chunk', 3],
-  ])('%s sends no execute once another run claimed the funding; the owner retrieves, then executes once', async (_name, count) => {
-    const gate = walletGate(stack.wallet);
-    const created = await Promise.all(Array.from({ length: count }, () => codeFunding()));
-    const ids = created.map((funding) => funding.fundingId);
-    const { pass, takeOver, claims } = pausedPass(gate);
-    const outcomes =
-      count === 1
-        ? new Map([[ids[0]!, await onePass(pass as unknown as Activities, ids[0]!)]])
-        : (await inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs })).outcomes;
+  ])(
+    '%s sends no execute once another run claimed the funding; the owner retrieves, then executes once',
+    async (_name, count) => {
+      const gate = walletGate(stack.wallet);
+      const created = await Promise.all(Array.from({ length: count }, () => codeFunding()));
+      const ids = created.map((funding) => funding.fundingId);
+      const { pass, takeOver, claims } = pausedPass(gate);
+      const outcomes =
+        count === 1
+          ? new Map([[ids[0]!, await onePass(pass as unknown as Activities, ids[0]!)]])
+          : (
+              await inActivity(pass.fundItemsInOnePass, [ids], {
+                startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+              })
+            ).outcomes;
 
-    expect(gate.calls.filter((call) => call.run === 'pass' && call.operation === 'executeTransfer')).toEqual([]);
-    for (const { fundingId, userId } of created) {
-      expect(outcomes.get(fundingId)).toEqual({ kind: 'steps' });
-      // The owner (its claim made while the pass was paused) finds a transfer it did not create
-      // in EXECUTING: it reads it back before any execute.
-      const fence = claims.get(fundingId)!;
-      const row = await fundings.get(fundingId);
-      expect(row.ownerFence).toBe(fence);
-      const start = stepPathStart(row);
-      expect(start.kind).toBe('retrieve');
-      const transferId = row.transferId!;
-      const seen = await inActivity(takeOver.retrieveTransfer, [fundingId, transferId]);
-      expect(seen.kind).toBe('not-executed');
-      const progress = await inActivity(takeOver.executeTransfer, [fundingId, transferId, fence]);
-      expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
-      await inActivity(takeOver.finishFunding, [fundingId, { status: 'APPROVED', code: null, requestReferenceNo: null }, fence]);
-      expect(await executionsOf([transferId])).toBe(1);
-      await expectMoneyMatchesRecord(fundingId, userId);
-      await expectOneOwnerAtATime(fundingId);
-    }
-  });
+      expect(gate.calls.filter((call) => call.run === 'pass' && call.operation === 'executeTransfer')).toEqual([]);
+      for (const { fundingId, userId } of created) {
+        expect(outcomes.get(fundingId)).toEqual({ kind: 'steps' });
+        // The owner (its claim made while the pass was paused) finds a transfer it did not create
+        // in EXECUTING: it reads it back before any execute.
+        const fence = claims.get(fundingId)!;
+        const row = await fundings.get(fundingId);
+        expect(row.ownerFence).toBe(fence);
+        const start = stepPathStart(row);
+        expect(start.kind).toBe('retrieve');
+        const transferId = row.transferId!;
+        const seen = await inActivity(takeOver.retrieveTransfer, [fundingId, transferId]);
+        expect(seen.kind).toBe('not-executed');
+        const progress = await inActivity(takeOver.executeTransfer, [fundingId, transferId, fence]);
+        expect(progress).toMatchObject({ kind: 'final', status: 'APPROVED' });
+        await inActivity(takeOver.finishFunding, [
+          fundingId,
+          { status: 'APPROVED', code: null, requestReferenceNo: null },
+          fence,
+        ]);
+        expect(await executionsOf([transferId])).toBe(1);
+        await expectMoneyMatchesRecord(fundingId, userId);
+        await expectOneOwnerAtATime(fundingId);
+      }
+    },
+  );
 });
 
 describe('a batch chunk beside a long transaction that holds its items (a batch’s cancel)', () => {
   it('claims none of them and waits on none: it answers at once, the items stay PENDING for the runner, nothing is sent', async () => {
     const gate = walletGate(stack.wallet);
-    const { credit, insertBatch, claimed } = batchRecordsOn(stack.database, undefined, createTokenCipher(stack.encryptionKey));
+    const { credit, insertBatch, claimed } = batchRecordsOn(
+      stack.database,
+      undefined,
+      createTokenCipher(stack.encryptionKey),
+    );
     const partnerUserId = `held-chunk-${randomUUID()}`;
     await credit(partnerUserId, 100_000n);
     const batchId = randomUUID();
@@ -328,12 +438,25 @@ describe('a batch chunk beside a long transaction that holds its items (a batch�
         const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
         const { code } = await stack.admin.cashInCode(user.userId);
         const id = randomUUID();
-        return { id, idempotencyKey: `batch:${batchId}:${index}`, workflowId: `funding-batch:${batchId}:${index}`, reference: `held-${index}`, recipient: { type: 'CODE' as const, code }, amount: 1000n };
+        return {
+          id,
+          idempotencyKey: `batch:${batchId}:${index}`,
+          workflowId: `funding-batch:${batchId}:${index}`,
+          reference: `held-${index}`,
+          recipient: { type: 'CODE' as const, code },
+          amount: 1000n,
+        };
       }),
     );
     await insertBatch(batchId, partnerUserId, items, null);
     const ids = items.map((item) => item.id);
-    const pass = createFundingActivities({ fundings, claimed, wallet: gate.as('chunk'), vault: stack.createVault(), logger });
+    const pass = createFundingActivities({
+      fundings,
+      claimed,
+      wallet: gate.as('chunk'),
+      vault: stack.createVault(),
+      logger,
+    });
 
     // A batch's cancel holds its items' rows for its whole transaction: here, until the chunk answers.
     const holder = new pg.Client({ connectionString: testDatabaseUrl() });
@@ -342,10 +465,15 @@ describe('a batch chunk beside a long transaction that holds its items (a batch�
     try {
       await sql('BEGIN');
       await sql('SELECT id FROM funding WHERE batch_id = $1 FOR UPDATE', [batchId]);
-      const chunk = inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+      const chunk = inActivity(pass.fundItemsInOnePass, [ids], {
+        startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+      });
       // Time enough for a chunk that answers at once on any machine; one that waits on the rows
       // would wait until the cancel commits.
-      const answered = await Promise.race([chunk.then(() => true), new Promise<false>((resolve) => setTimeout(() => resolve(false), 20_000))]);
+      const answered = await Promise.race([
+        chunk.then(() => true),
+        new Promise<false>((resolve) => setTimeout(() => resolve(false), 20_000)),
+      ]);
       expect(answered, 'the chunk waited on rows a long transaction holds').toBe(true);
       const { outcomes } = await chunk;
       expect([...outcomes.values()]).toEqual(ids.map(() => ({ kind: 'steps' })));
@@ -356,7 +484,9 @@ describe('a batch chunk beside a long transaction that holds its items (a batch�
     expect(gate.calls).toEqual([]);
     for (const id of ids) expect((await fundings.get(id)).status).toBe('PENDING');
     // The runner dispatches them again: now nothing holds them, and they are claimed.
-    const again = await inActivity(pass.fundItemsInOnePass, [ids], { startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs });
+    const again = await inActivity(pass.fundItemsInOnePass, [ids], {
+      startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+    });
     expect([...again.outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
   });
 });
@@ -370,19 +500,30 @@ describe('a retried execute', () => {
     await inActivity(first.markCreating, [fundingId, snapshot.fence]);
     const created = await inActivity(first.createTransfer, [fundingId, snapshot.fence]);
     const transferId = created.kind === 'created' ? created.transferId : '';
-    await inActivity(first.beginExecute, [fundingId, created.kind === 'created' ? created.requestReferenceNo : null, snapshot.fence]);
+    await inActivity(first.beginExecute, [
+      fundingId,
+      created.kind === 'created' ? created.requestReferenceNo : null,
+      snapshot.fence,
+    ]);
 
     // Attempt 2 of the execute activity: 1 s wallet calls, a start-to-close that fits one call and
     // the margin, and a retrieve that takes a second: no execute may follow it in this attempt.
     const walletTimeoutMs = 1000;
     const retried = runOf(gate, 'retried', { walletTimeoutMs });
     const slowRetrieve = gate.hold('retrieveTransfer', 'after', 'retried');
-    const attempt = settle(inActivity(retried.executeTransfer, [fundingId, transferId, snapshot.fence], { attempt: 2, startToCloseTimeoutMs: walletTimeoutMs + 2_500 }));
+    const attempt = settle(
+      inActivity(retried.executeTransfer, [fundingId, transferId, snapshot.fence], {
+        attempt: 2,
+        startToCloseTimeoutMs: walletTimeoutMs + 2_500,
+      }),
+    );
     await slowRetrieve.reached;
     await new Promise((resolve) => setTimeout(resolve, 1000));
     slowRetrieve.release();
     await attempt;
-    expect(gate.calls.filter((call) => call.run === 'retried').map((call) => call.operation)).toEqual(['retrieveTransfer']);
+    expect(gate.calls.filter((call) => call.run === 'retried').map((call) => call.operation)).toEqual([
+      'retrieveTransfer',
+    ]);
     expect(await executionsOf([transferId])).toBe(0);
   });
 });
@@ -395,7 +536,12 @@ describe('a review park that did not move', () => {
     expect(outcome).toMatchObject({ kind: 'finished', status: 'APPROVED' });
     const steps = runOf(gate, 'steps');
     const snapshot = await inActivity(steps.loadFunding, [fundingId]);
-    const parked = await inActivity(steps.parkFundingForReview, [fundingId, 'an execute whose outcome stayed unknown', [], snapshot.fence]);
+    const parked = await inActivity(steps.parkFundingForReview, [
+      fundingId,
+      'an execute whose outcome stayed unknown',
+      [],
+      snapshot.fence,
+    ]);
     expect(parked).toMatchObject({ parked: false, status: 'APPROVED' });
     expect((await fundings.get(fundingId)).status).toBe('APPROVED');
   });
@@ -406,7 +552,14 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     const gate = walletGate(stack.wallet);
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     const id = randomUUID();
-    await payments.insert({ id, idempotencyKey: `fenced-${id}`, requestFingerprint: id, workflowId: `fenced-${id}`, linkId, amount: moneyOf({ currency: 'PHP', value: '5.00' }) });
+    await payments.insert({
+      id,
+      idempotencyKey: `fenced-${id}`,
+      requestFingerprint: id,
+      workflowId: `fenced-${id}`,
+      linkId,
+      amount: moneyOf({ currency: 'PHP', value: '5.00' }),
+    });
 
     // Run A (the stale copy) loaded the payment and moved it to CREATING; then B took over.
     const a = runOf(gate, 'a');
@@ -417,7 +570,11 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     await inActivity(b.markPaymentCreating, [id, loadedB.fence]);
     const created = await inActivity(b.createPayment, [id, loadedB.fence]);
     expect(created.kind).toBe('created');
-    await inActivity(b.beginPaymentExecute, [id, created.kind === 'created' ? created.requestReferenceNo : null, loadedB.fence]);
+    await inActivity(b.beginPaymentExecute, [
+      id,
+      created.kind === 'created' ? created.requestReferenceNo : null,
+      loadedB.fence,
+    ]);
     const bExecute = gate.hold('executePayment', 'before', 'b');
     const executedB = settle(inActivity(b.executePayment, [id, loadedB.fence]));
     await bExecute.reached;
@@ -426,16 +583,35 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     await stack.database.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
     const refusedA = await settle(inActivity(a.executePayment, [id, loadedA.fence]));
     if ('value' in refusedA && refusedA.value.kind === 'failed') {
-      await settle(inActivity(a.finishPayment, [id, { status: 'FAILED', code: refusedA.value.code, requestReferenceNo: null }, loadedA.fence]));
+      await settle(
+        inActivity(a.finishPayment, [
+          id,
+          { status: 'FAILED', code: refusedA.value.code, requestReferenceNo: null },
+          loadedA.fence,
+        ]),
+      );
     }
     await stack.database.link.update({ where: { id: linkId }, data: { status: 'ACTIVE' } });
     bExecute.release();
     const outcomeB = await executedB;
     expect(outcomeB).toMatchObject({ value: { kind: 'succeeded' } });
-    await settle(inActivity(b.finishPayment, [id, { status: 'SUCCEEDED', code: null, requestReferenceNo: 'value' in outcomeB && outcomeB.value.kind === 'succeeded' ? outcomeB.value.requestReferenceNo : null }, loadedB.fence]));
+    await settle(
+      inActivity(b.finishPayment, [
+        id,
+        {
+          status: 'SUCCEEDED',
+          code: null,
+          requestReferenceNo:
+            'value' in outcomeB && outcomeB.value.kind === 'succeeded' ? outcomeB.value.requestReferenceNo : null,
+        },
+        loadedB.fence,
+      ]),
+    );
 
     const payment = await payments.get(id);
-    const executions = (await stack.admin.ledger()).payments.find((entry) => entry.paymentId === payment.walletPaymentId)?.executions ?? 0;
+    const executions =
+      (await stack.admin.ledger()).payments.find((entry) => entry.paymentId === payment.walletPaymentId)?.executions ??
+      0;
     expect({ status: payment.status, executions }).toEqual({ status: 'SUCCEEDED', executions: 1 });
     const events = (await payments.findByEitherIdWithEvents(id))!.events;
     const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
@@ -448,7 +624,9 @@ describe('a live run overtaken by a stale copy’s claim (found by the pause-cha
     const since = new Date();
     await stack.startWorker();
     // The pass's create is refused with 429 (nothing created): the workflow goes on by its steps after the Retry-After.
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 2 }]);
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 2 },
+    ]);
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     const response = await stack.opsFetch('/ops/fundings', {
@@ -462,7 +640,7 @@ describe('a live run overtaken by a stale copy’s claim (found by the pause-cha
     // A wait, not a speed bound: on a busy machine (files run three at once) the step path's turn
     // after the pass's 429 can take a while.
     const waitFor = async (check: () => Promise<boolean>, what: string) => {
-      for (const deadline = Date.now() + 90_000; Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 90_000; Date.now() < deadline;) {
         if (await check()) return;
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
@@ -473,7 +651,10 @@ describe('a live run overtaken by a stale copy’s claim (found by the pause-cha
     // pass's create through (slowly), so the pass would end the funding and no step path would come.
     await waitFor(async () => (await fenceNow()) >= 1, 'the pass');
     await waitFor(
-      async () => (await stack.database.walletCall.count({ where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } } })) > 0,
+      async () =>
+        (await stack.database.walletCall.count({
+          where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } },
+        })) > 0,
       'the pass’s refused create',
     );
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 2000 }]);

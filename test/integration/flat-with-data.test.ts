@@ -11,7 +11,14 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { preloadHistory, type PreloadSummary } from '../../harness/bench-preload.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
-import { fullScans, isPlannable, plannedScans, recordingDatabase, type PlannedScan, type RecordedStatement } from '../../harness/query-plans.ts';
+import {
+  fullScans,
+  isPlannable,
+  plannedScans,
+  recordingDatabase,
+  type PlannedScan,
+  type RecordedStatement,
+} from '../../harness/query-plans.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { createLedger } from '../../ledger/ledger.ts';
 import { defaultFundingLimits } from '../../ledger/limits.ts';
@@ -45,19 +52,26 @@ afterAll(async () => {
 /** Each recorded statement that has a plan, with the scans it plans. */
 async function plans(statements: RecordedStatement[]): Promise<Array<{ text: string; scans: PlannedScan[] }>> {
   const out = [];
-  for (const statement of statements.filter(isPlannable)) out.push({ text: statement.text, scans: await plannedScans(explainer, statement) });
+  for (const statement of statements.filter(isPlannable))
+    out.push({ text: statement.text, scans: await plannedScans(explainer, statement) });
   return out;
 }
 
 const noFullScans = (planned: Array<{ text: string; scans: PlannedScan[] }>) =>
-  planned.flatMap((each) => fullScans(each.scans).map((scan) => `${scan.node} on ${scan.table}: ${each.text.replace(/\s+/g, ' ').slice(0, 300)}`));
+  planned.flatMap((each) =>
+    fullScans(each.scans).map(
+      (scan) => `${scan.node} on ${scan.table}: ${each.text.replace(/\s+/g, ' ').slice(0, 300)}`,
+    ),
+  );
 
 describe('flat with data', () => {
   it('preloads history whose ledger keeps its invariants', async () => {
     expect(summary).toMatchObject({ fundings: 20_000, payments: 4_000, links: 200 });
     expect(summary.fundingEvents).toBeGreaterThan(3 * 20_000);
     expect(summary.ledgerEntries).toBeGreaterThan(4 * 20_000);
-    expect(Object.keys(summary.fundingsByStatus).sort()).toEqual(['APPROVED', 'DECLINED', 'FAILED', 'NEEDS_REVIEW', 'REJECTED', 'RECONCILING'].sort());
+    expect(Object.keys(summary.fundingsByStatus).sort()).toEqual(
+      ['APPROVED', 'DECLINED', 'FAILED', 'NEEDS_REVIEW', 'REJECTED', 'RECONCILING'].sort(),
+    );
     const database = createDatabase(databaseUrl);
     try {
       const report = await checkLedgerInvariants(database);
@@ -73,8 +87,17 @@ describe('flat with data', () => {
     const recording = recordingDatabase(databaseUrl);
     try {
       const ledger = createLedger();
-      const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)), ledger, limits: defaultFundingLimits });
-      const { partner_user_id: partnerUserId, id: linkId } = (await explainer.query<{ partner_user_id: string; id: string }>('SELECT partner_user_id, id FROM link ORDER BY partner_user_id LIMIT 1')).rows[0]!;
+      const fundings = createFundingRecord({
+        database: recording.database,
+        cipher: createTokenCipher(randomBytes(32)),
+        ledger,
+        limits: defaultFundingLimits,
+      });
+      const { partner_user_id: partnerUserId, id: linkId } = (
+        await explainer.query<{ partner_user_id: string; id: string }>(
+          'SELECT partner_user_id, id FROM link ORDER BY partner_user_id LIMIT 1',
+        )
+      ).rows[0]!;
       const funding = (source?: string): NewFunding => {
         const id = randomUUID();
         return {
@@ -109,7 +132,10 @@ describe('flat with data', () => {
       expect(planned.length).toBeGreaterThan(10);
       expect(noFullScans(planned)).toEqual([]);
       // The ledger's zero-sum check at commit reads one transaction's entries (a trigger, not recorded).
-      const balanced = await plannedScans(explainer, { text: 'SELECT SUM(amount) FROM ledger_entry WHERE transaction_id = $1', values: ['1'] });
+      const balanced = await plannedScans(explainer, {
+        text: 'SELECT SUM(amount) FROM ledger_entry WHERE transaction_id = $1',
+        values: ['1'],
+      });
       expect(balanced.map((scan) => scan.index)).toContain('ledger_entry_transaction_id_idx');
       // The sweep's recent FAILED fundings: by (status, updated_at), not every FAILED one.
       const failed = planned.find((each) => /FROM "public"\."funding" WHERE .*"updated_at" >=/.test(each.text));
@@ -122,10 +148,18 @@ describe('flat with data', () => {
   it('reads GET /ops/fundings and /ops/payments pages by status from the (status, created_at, id) index, from the cursor on', async () => {
     const recording = recordingDatabase(databaseUrl);
     try {
-      const fundings = createFundingRecord({ database: recording.database, cipher: createTokenCipher(randomBytes(32)) });
+      const fundings = createFundingRecord({
+        database: recording.database,
+        cipher: createTokenCipher(randomBytes(32)),
+      });
       const payments = createPaymentRecord({ database: recording.database });
       const pageStatements: RecordedStatement[] = [];
-      const take = () => pageStatements.push(...recording.statements.splice(0).filter((each) => /FROM "public"\."(funding|payment)" WHERE/.test(each.text)));
+      const take = () =>
+        pageStatements.push(
+          ...recording.statements
+            .splice(0)
+            .filter((each) => /FROM "public"\."(funding|payment)" WHERE/.test(each.text)),
+        );
       for (const status of ['APPROVED', 'FAILED', 'NEEDS_REVIEW'] as const) {
         let cursor: string | undefined;
         for (let page = 0; page < 3; page += 1) {
@@ -135,10 +169,15 @@ describe('flat with data', () => {
           cursor = read.nextCursor;
         }
       }
-      await fundings.listPage({ status: 'APPROVED', limit: 20, to: new Date(Date.now() - 90 * 86_400_000).toISOString() });
+      await fundings.listPage({
+        status: 'APPROVED',
+        limit: 20,
+        to: new Date(Date.now() - 90 * 86_400_000).toISOString(),
+      });
       take();
       const first = await payments.listPage({ status: 'SUCCEEDED', limit: 20 });
-      if (first.kind === 'page' && first.nextCursor) await payments.listPage({ status: 'SUCCEEDED', limit: 20, cursor: first.nextCursor });
+      if (first.kind === 'page' && first.nextCursor)
+        await payments.listPage({ status: 'SUCCEEDED', limit: 20, cursor: first.nextCursor });
       take();
       const everything = recording.statements.splice(0);
       await fundings.listPage({ limit: 20 });
@@ -149,12 +188,17 @@ describe('flat with data', () => {
       for (const statement of pageStatements) {
         const scans = await plannedScans(explainer, statement);
         const table = /FROM "public"\."payment"/.test(statement.text) ? 'payment' : 'funding';
-        expect(scans, statement.text).toEqual([{ node: 'Index Scan', table, index: `${table}_status_created_at_id_idx` }]);
+        expect(scans, statement.text).toEqual([
+          { node: 'Index Scan', table, index: `${table}_status_created_at_id_idx` },
+        ]);
       }
       // A page after a cursor starts at the cursor: created_at <= its time is an index condition.
       const paged = pageStatements.find((each) => /"created_at" <= \$/.test(each.text));
       expect(paged, 'a page read with a cursor').toBeDefined();
-      const plan = await explainer.query<{ 'QUERY PLAN': string }>({ text: `EXPLAIN ${paged!.text}`, values: paged!.values });
+      const plan = await explainer.query<{ 'QUERY PLAN': string }>({
+        text: `EXPLAIN ${paged!.text}`,
+        values: paged!.values,
+      });
       const indexCondition = plan.rows.map((row) => row['QUERY PLAN']).find((line) => line.includes('Index Cond'));
       expect(indexCondition).toMatch(/created_at <= /);
     } finally {

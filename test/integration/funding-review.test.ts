@@ -79,19 +79,33 @@ describe('a funding whose executes stay unknown', () => {
     expect(settled.error).toBeNull();
     expect(settled.review?.reason).toMatch(/unknown/);
     expect(settled.review?.attempts.length).toBeGreaterThanOrEqual(4);
-    expect(settled.review?.attempts.every((attempt) => attempt.requestReferenceNo !== null || attempt.code === 'EXECUTE_ACTIVITY_FAILED')).toBe(true);
+    expect(
+      settled.review?.attempts.every(
+        (attempt) => attempt.requestReferenceNo !== null || attempt.code === 'EXECUTE_ACTIVITY_FAILED',
+      ),
+    ).toBe(true);
     expect(settled.review?.resolution).toBeNull();
     // The queued execute lands: the money moved, exactly once.
-    await expect.poll(async () => (await ledgerTransfer(settled.transferId))?.status, { timeout: 40_000, interval: 500 }).toBe('APPROVED');
+    await expect
+      .poll(async () => (await ledgerTransfer(settled.transferId))?.status, { timeout: 40_000, interval: 500 })
+      .toBe('APPROVED');
     expect((await ledgerTransfer(settled.transferId))?.executions).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('12.00');
 
     // Ops resolve it from the wallet's record, with why; the funding ends APPROVED, never FAILED.
-    const resolved = await resolveFunding(funding.fundingId, { outcome: 'APPROVED', note: 'the operator shows the transfer APPROVED' });
+    const resolved = await resolveFunding(funding.fundingId, {
+      outcome: 'APPROVED',
+      note: 'the operator shows the transfer APPROVED',
+    });
     expect(resolved.status).toBe(200);
     expect(resolved.body.status).toBe('APPROVED');
-    expect(resolved.body.review?.resolution).toMatchObject({ outcome: 'APPROVED', note: 'the operator shows the transfer APPROVED' });
-    expect(resolved.body.events.map((event) => event.status)).toEqual(expect.arrayContaining(['RECONCILING', 'NEEDS_REVIEW', 'APPROVED']));
+    expect(resolved.body.review?.resolution).toMatchObject({
+      outcome: 'APPROVED',
+      note: 'the operator shows the transfer APPROVED',
+    });
+    expect(resolved.body.events.map((event) => event.status)).toEqual(
+      expect.arrayContaining(['RECONCILING', 'NEEDS_REVIEW', 'APPROVED']),
+    );
     expect(resolved.body.events.map((event) => event.status)).not.toContain('FAILED');
   }, 120_000);
 
@@ -104,11 +118,18 @@ describe('a funding whose executes stay unknown', () => {
     const response = await stack.opsFetch('/ops/funding-batches', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ name: 'review evidence', items: [{ reference: 'only', recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '3.00' } }] }),
+      body: JSON.stringify({
+        name: 'review evidence',
+        items: [{ reference: 'only', recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '3.00' } }],
+      }),
     });
     expect(response.status).toBe(202);
     const { batchId } = (await response.json()) as { batchId: string };
-    const item = await waitFor('the batch’s item', async () => (await stack.database.funding.findFirst({ where: { batchId }, select: { id: true } }))?.id, 30_000);
+    const item = await waitFor(
+      'the batch’s item',
+      async () => (await stack.database.funding.findFirst({ where: { batchId }, select: { id: true } }))?.id,
+      30_000,
+    );
     const settled = await waitSettled(item, 120_000);
     expect(settled.status).toBe('NEEDS_REVIEW');
     const sent = await stack.database.walletCall.findMany({
@@ -117,12 +138,16 @@ describe('a funding whose executes stay unknown', () => {
     });
     // The chunk's execute, then its workflow's: every one in the evidence a person reviews.
     expect(sent.length).toBeGreaterThanOrEqual(2);
-    const executes = settled.review!.attempts.filter((attempt) => attempt.operation === 'transfers.execute').map((attempt) => attempt.requestReferenceNo);
+    const executes = settled
+      .review!.attempts.filter((attempt) => attempt.operation === 'transfers.execute')
+      .map((attempt) => attempt.requestReferenceNo);
     expect(executes).toEqual(expect.arrayContaining(sent.map((call) => call.requestReferenceNo)));
     expect(executes[0]).toBe(sent[0]!.requestReferenceNo);
     expect((await ledgerTransfer(settled.transferId))?.executions ?? 0).toBe(0);
     // Nothing was executed: ops resolve it FAILED.
-    expect((await resolveFunding(item, { outcome: 'FAILED', note: 'the wallet shows the transfer never executed' })).status).toBe(200);
+    expect(
+      (await resolveFunding(item, { outcome: 'FAILED', note: 'the wallet shows the transfer never executed' })).status,
+    ).toBe(200);
   }, 180_000);
 
   it('is resolved only in NEEDS_REVIEW: 409 otherwise, 404 for an unknown funding, 400 for a bad body', async () => {

@@ -48,7 +48,11 @@ async function waitFinal(fundingId: string, timeoutMs = 60_000): Promise<Funding
 const amount = (value: string) => ({ currency: 'PHP', value });
 
 async function codeFor(options: { kycLevel?: 'KYC0' | 'KYC1'; blocked?: boolean } = {}) {
-  const user = await stack.admin.createUser({ kycLevel: options.kycLevel ?? 'KYC1', balance: '100.00', ...(options.blocked ? { blocked: true } : {}) });
+  const user = await stack.admin.createUser({
+    kycLevel: options.kycLevel ?? 'KYC1',
+    balance: '100.00',
+    ...(options.blocked ? { blocked: true } : {}),
+  });
   const { code } = await stack.admin.cashInCode(user.userId);
   return { user, code };
 }
@@ -100,7 +104,9 @@ describe('funding paths', () => {
 
   it('TOKEN: an expired user token is refreshed through the vault first', async () => {
     const { user, linkId } = await embeddedLinkFor({ expired: true });
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') })).body.fundingId,
+    );
     expect(funding.status).toBe('APPROVED');
     const refreshes = (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === user.userId);
     expect(refreshes).toHaveLength(1);
@@ -109,13 +115,17 @@ describe('funding paths', () => {
   it('TOKEN: a link that needs a new login ends FAILED with REAUTH_REQUIRED', async () => {
     const { linkId } = await embeddedLinkFor();
     await stack.database.link.update({ where: { id: linkId }, data: { status: 'REAUTH_REQUIRED' } });
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') })).body.fundingId,
+    );
     expect(funding).toMatchObject({ status: 'FAILED', transferId: null, error: { code: 'REAUTH_REQUIRED' } });
   });
 
   it('M133: a wallet that is not upgraded is REJECTED with the upgrade guidance, nothing executed', async () => {
     const { code } = await codeFor({ kycLevel: 'KYC0' });
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code }, amount: amount('5.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('5.00') })).body.fundingId,
+    );
     expect(funding.status).toBe('REJECTED');
     expect(funding.transferId).toBeNull();
     expect(funding.error?.code).toBe('M133');
@@ -124,13 +134,17 @@ describe('funding paths', () => {
   });
 
   it('a bad cash-in code is REJECTED with CODE_INVALID', async () => {
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code: '0000000' }, amount: amount('5.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'CODE', code: '0000000' }, amount: amount('5.00') })).body.fundingId,
+    );
     expect(funding).toMatchObject({ status: 'REJECTED', error: { code: 'CODE_INVALID' } });
   });
 
   it('declined: a blocked recipient is DECLINED with its 60xx code, executed once', async () => {
     const { code } = await codeFor({ blocked: true });
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code }, amount: amount('5.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('5.00') })).body.fundingId,
+    );
     expect(funding).toMatchObject({ status: 'DECLINED', error: { code: '6002' } });
     expect((await ledgerTransfer(funding.transferId))?.executions).toBe(1);
   });
@@ -139,7 +153,9 @@ describe('funding paths', () => {
     const { code } = await codeFor();
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     try {
-      const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code }, amount: amount('7.00') })).body.fundingId);
+      const funding = await waitFinal(
+        (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('7.00') })).body.fundingId,
+      );
       expect(funding.status).toBe('APPROVED');
       expect(funding.events.map((event) => event.status)).toContain('RECONCILING');
       const ledger = await stack.admin.ledger();
@@ -155,9 +171,14 @@ describe('funding paths', () => {
   it('a create refused with 429 is tried again after its Retry-After, not the retry policy’s shorter backoff', async () => {
     const { code } = await codeFor();
     const since = new Date();
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 }]);
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 },
+    ]);
     const limited = () =>
-      stack.database.walletCall.findMany({ where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } }, orderBy: { startedAt: 'asc' } });
+      stack.database.walletCall.findMany({
+        where: { operation: 'transfers.create', httpStatus: 429, startedAt: { gte: since } },
+        orderBy: { startedAt: 'asc' },
+      });
     let fundingId: string;
     try {
       fundingId = (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('4.00') })).body.fundingId;
@@ -181,12 +202,18 @@ describe('funding paths', () => {
     const { code } = await codeFor();
     await stack.admin.settings({ processingDelayMs: 1500 });
     try {
-      const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code }, amount: amount('3.00') })).body.fundingId);
+      const funding = await waitFinal(
+        (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('3.00') })).body.fundingId,
+      );
       expect(funding.status).toBe('APPROVED');
       expect(funding.events.map((event) => event.status)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'APPROVED']);
-      const retrieves = await stack.database.walletCall.count({ where: { operation: 'transfers.retrieve', path: { endsWith: `/transfers/${funding.transferId}` } } });
+      const retrieves = await stack.database.walletCall.count({
+        where: { operation: 'transfers.retrieve', path: { endsWith: `/transfers/${funding.transferId}` } },
+      });
       expect(retrieves).toBeGreaterThanOrEqual(1);
-      const approvedBy = await stack.database.walletCall.findFirst({ where: { requestReferenceNo: funding.events.at(-1)!.requestReferenceNo! } });
+      const approvedBy = await stack.database.walletCall.findFirst({
+        where: { requestReferenceNo: funding.events.at(-1)!.requestReferenceNo! },
+      });
       expect(approvedBy?.operation).toBe('transfers.retrieve');
     } finally {
       await stack.admin.settings({ processingDelayMs: 0 });
@@ -201,11 +228,20 @@ describe('funding paths', () => {
     expect(cancelled.status).toBe(200);
     expect(await cancelled.json()).toMatchObject({ status: 'FAILED', error: { code: 'CANCELLED' } });
     await stack.startWorker();
-    const handle = stack.temporal.workflow.getHandle((await stack.database.funding.findUniqueOrThrow({ where: { id: started.body.fundingId } })).workflowId);
+    const handle = stack.temporal.workflow.getHandle(
+      (await stack.database.funding.findUniqueOrThrow({ where: { id: started.body.fundingId } })).workflowId,
+    );
     expect(await handle.result()).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED', transferId: null });
-    expect((await stack.admin.ledger()).transfers.filter((transfer) => transfer.executions > 0 && transfer.transferId === null)).toEqual([]);
+    expect(
+      (await stack.admin.ledger()).transfers.filter(
+        (transfer) => transfer.executions > 0 && transfer.transferId === null,
+      ),
+    ).toEqual([]);
 
-    const approved = await waitFinal((await postFunding({ recipient: { type: 'CODE', code: (await codeFor()).code }, amount: amount('1.00') })).body.fundingId);
+    const approved = await waitFinal(
+      (await postFunding({ recipient: { type: 'CODE', code: (await codeFor()).code }, amount: amount('1.00') })).body
+        .fundingId,
+    );
     const refused = await stack.opsFetch(`/ops/fundings/${approved.fundingId}/cancel`, { method: 'POST' });
     expect(refused.status).toBe(409);
     expect(await refused.json()).toMatchObject({ code: 'FUNDING_NOT_CANCELLABLE' });
@@ -235,7 +271,9 @@ describe('idempotency (contract-decisions section 8)', () => {
   it('concurrent requests with one key make one funding and one workflow', async () => {
     const { code } = await codeFor();
     const key = `race-${randomUUID()}`;
-    const answers = await Promise.all(Array.from({ length: 10 }, () => postFunding({ recipient: { type: 'CODE', code }, amount: amount('6.00') }, key)));
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => postFunding({ recipient: { type: 'CODE', code }, amount: amount('6.00') }, key)),
+    );
     const ids = new Set(answers.map((answer) => answer.body.fundingId));
     expect(ids.size).toBe(1);
     expect(answers.filter((answer) => answer.status === 202)).toHaveLength(1);
@@ -244,7 +282,8 @@ describe('idempotency (contract-decisions section 8)', () => {
     expect(funding.status).toBe('APPROVED');
     const row = await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key } });
     const runs: string[] = [];
-    for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = "${row.workflowId}"` })) runs.push(execution.runId);
+    for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = "${row.workflowId}"` }))
+      runs.push(execution.runId);
     expect(runs).toHaveLength(1);
     expect((await ledgerTransfer(funding.transferId))?.executions).toBe(1);
   });
@@ -278,7 +317,10 @@ describe('idempotency (contract-decisions section 8)', () => {
 
   it('refuses an unknown link with 422 and stores nothing', async () => {
     const key = `nolink-${randomUUID()}`;
-    const answer = await postFunding({ recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: amount('1.00') }, key);
+    const answer = await postFunding(
+      { recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: amount('1.00') },
+      key,
+    );
     expect(answer.status).toBe(422);
     expect(answer.body.code).toBe('LINK_NOT_FOUND');
     expect(await stack.database.funding.count({ where: { idempotencyKey: key } })).toBe(0);
@@ -288,13 +330,18 @@ describe('idempotency (contract-decisions section 8)', () => {
 describe('reading fundings', () => {
   it('lists by status with cursor pagination, newest first', async () => {
     for (let index = 0; index < 3; index += 1) {
-      await waitFinal((await postFunding({ recipient: { type: 'CODE', code: '0000000' }, amount: amount('1.00') })).body.fundingId);
+      await waitFinal(
+        (await postFunding({ recipient: { type: 'CODE', code: '0000000' }, amount: amount('1.00') })).body.fundingId,
+      );
     }
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
       const query = new URLSearchParams({ status: 'REJECTED', limit: '2', ...(cursor ? { cursor } : {}) });
-      const page = (await (await stack.opsFetch(`/ops/fundings?${query}`)).json()) as { items: FundingView[]; nextCursor: string | null };
+      const page = (await (await stack.opsFetch(`/ops/fundings?${query}`)).json()) as {
+        items: FundingView[];
+        nextCursor: string | null;
+      };
       expect(page.items.length).toBeLessThanOrEqual(2);
       for (const item of page.items) expect(item.status).toBe('REJECTED');
       seen.push(...page.items.map((item) => item.fundingId));
@@ -309,18 +356,29 @@ describe('reading fundings', () => {
 
   it('keeps the status search attribute current and no secret in the workflow history', async () => {
     const { code } = await codeFor();
-    const funding = await waitFinal((await postFunding({ recipient: { type: 'CODE', code }, amount: amount('8.00') })).body.fundingId);
+    const funding = await waitFinal(
+      (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('8.00') })).body.fundingId,
+    );
     const row = await stack.database.funding.findUniqueOrThrow({ where: { id: funding.fundingId } });
     const deadline = Date.now() + 20_000;
     let found = false;
     while (!found && Date.now() < deadline) {
-      for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = "${row.workflowId}" AND WalletflowStatus = "APPROVED" AND WalletflowRecipientType = "CODE"` })) {
+      for await (const execution of stack.temporal.workflow.list({
+        query: `WorkflowId = "${row.workflowId}" AND WalletflowStatus = "APPROVED" AND WalletflowRecipientType = "CODE"`,
+      })) {
         found = found || execution.workflowId === row.workflowId;
       }
       if (!found) await new Promise((resolve) => setTimeout(resolve, 300));
     }
     expect(found).toBe(true);
-    const history = JSON.parse(historyToJSON(await stack.temporal.workflow.getHandle(row.workflowId).fetchHistory())) as unknown;
-    expect(findSecretLeaks(history, [{ name: 'the cash-in code', value: code }, { name: 'the transfer API key', value: stack.sandbox.partner.transferApiKey }])).toEqual([]);
+    const history = JSON.parse(
+      historyToJSON(await stack.temporal.workflow.getHandle(row.workflowId).fetchHistory()),
+    ) as unknown;
+    expect(
+      findSecretLeaks(history, [
+        { name: 'the cash-in code', value: code },
+        { name: 'the transfer API key', value: stack.sandbox.partner.transferApiKey },
+      ]),
+    ).toEqual([]);
   });
 });

@@ -29,15 +29,23 @@ beforeAll(async () => {
   stack = await startPartnerStack({
     trustedProxies: ['127.0.0.1'],
     sessionAllowedIps: ['127.0.0.1', '198.51.100.77'],
-    hardening: { publicRateLimitPerMinute: LIMIT, sessionRateLimitPerMinute: LIMIT, webSessionPollLimitPerMinute: POLL_LIMIT },
+    hardening: {
+      publicRateLimitPerMinute: LIMIT,
+      sessionRateLimitPerMinute: LIMIT,
+      webSessionPollLimitPerMinute: POLL_LIMIT,
+    },
   });
 });
 afterAll(async () => {
   await stack?.close();
 });
 
-const from = (address: string, headers: Array<[string, string]> = []): Array<[string, string]> => [['X-Forwarded-For', address], ...headers];
-const get = (target: string, headers: Array<[string, string]> = []) => rawHttp(stack.apiBase, { method: 'GET', target, headers });
+const from = (address: string, headers: Array<[string, string]> = []): Array<[string, string]> => [
+  ['X-Forwarded-For', address],
+  ...headers,
+];
+const get = (target: string, headers: Array<[string, string]> = []) =>
+  rawHttp(stack.apiBase, { method: 'GET', target, headers });
 
 function expectBaseHeaders(response: RawResponse): void {
   expect(response.headers['x-content-type-options']).toBe('nosniff');
@@ -54,14 +62,25 @@ describe('security headers', () => {
     const answers = await Promise.all([
       get('/healthz'),
       get('/ops/fundings'),
-      rawHttp(stack.apiBase, { method: 'GET', target: '/ops/fundings', headers: [['Authorization', `Bearer ${stack.opsKey}`]] }),
-      rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: from('203.0.113.200'), body: '{}' }),
+      rawHttp(stack.apiBase, {
+        method: 'GET',
+        target: '/ops/fundings',
+        headers: [['Authorization', `Bearer ${stack.opsKey}`]],
+      }),
+      rawHttp(stack.apiBase, {
+        method: 'POST',
+        target: '/embedded/session',
+        headers: from('203.0.113.200'),
+        body: '{}',
+      }),
       get('/nothing-here'),
     ]);
     expect(answers.map((answer) => answer.status)).toEqual([200, 401, 200, 403, 404]);
     for (const answer of answers) {
       expectBaseHeaders(answer);
-      expect(answer.headers['content-security-policy']).toBe("default-src 'none';base-uri 'none';form-action 'none';frame-ancestors 'none'");
+      expect(answer.headers['content-security-policy']).toBe(
+        "default-src 'none';base-uri 'none';form-action 'none';frame-ancestors 'none'",
+      );
       expect(answer.headers['strict-transport-security']).toBeUndefined();
     }
   });
@@ -87,7 +106,12 @@ describe('security headers', () => {
     const answer = await get('/healthz', [['X-Forwarded-Proto', 'https']]);
     expect(answer.headers['strict-transport-security']).toBe(HSTS_HEADER);
     // A peer that is not the trusted proxy cannot claim TLS.
-    const spoofed = await rawHttp(stack.apiBase, { method: 'GET', target: '/healthz', headers: [['X-Forwarded-Proto', 'https']], localAddress: '127.0.0.2' });
+    const spoofed = await rawHttp(stack.apiBase, {
+      method: 'GET',
+      target: '/healthz',
+      headers: [['X-Forwarded-Proto', 'https']],
+      localAddress: '127.0.0.2',
+    });
     expect(spoofed.status).toBe(200);
     expect(spoofed.headers['strict-transport-security']).toBeUndefined();
   });
@@ -142,10 +166,23 @@ describe('rate limits on the public routes', () => {
     const cookieValue = randomBytes(32).toString('base64url');
     const soon = new Date(Date.now() + 600_000);
     await stack.database.embeddedSession.create({
-      data: { id: embeddedSessionId, sessionIdHash: hashBearer(randomUUID()), requestReferenceNo: 'poll-budget', accessTokenExpiresAt: soon, expiresAt: soon, consumedAt: new Date() },
+      data: {
+        id: embeddedSessionId,
+        sessionIdHash: hashBearer(randomUUID()),
+        requestReferenceNo: 'poll-budget',
+        accessTokenExpiresAt: soon,
+        expiresAt: soon,
+        consumedAt: new Date(),
+      },
     });
     await stack.database.appSession.create({
-      data: { id: randomUUID(), cookieHash: hashBearer(cookieValue), embeddedSessionId, csrfToken: randomBytes(32).toString('base64url'), expiresAt: soon },
+      data: {
+        id: randomUUID(),
+        cookieHash: hashBearer(cookieValue),
+        embeddedSessionId,
+        csrfToken: randomBytes(32).toString('base64url'),
+        expiresAt: soon,
+      },
     });
     return ['Cookie', `walletflow_app=${cookieValue}`];
   }
@@ -156,7 +193,12 @@ describe('rate limits on the public routes', () => {
     const bob = await webSessionCookie();
     // Alice's page polls far beyond the address's page budget; every poll is answered.
     for (let i = 0; i < POLL_LIMIT; i += 1) {
-      const target = ['/app/status', '/app/activity', `/app/withdrawals/${randomUUID()}/status`, `/app/deposits/${randomUUID()}/status`][i % 4]!;
+      const target = [
+        '/app/status',
+        '/app/activity',
+        `/app/withdrawals/${randomUUID()}/status`,
+        `/app/deposits/${randomUUID()}/status`,
+      ][i % 4]!;
       expect((await get(target, from(nat, [alice]))).status, target).not.toBe(429);
     }
     // Past her session's own budget: JSON 429 with Retry-After, for her session only.
@@ -175,7 +217,8 @@ describe('rate limits on the public routes', () => {
   it('landing page: a poll without a live web session (no cookie, a forged one) counts against the address', async () => {
     const client = from('198.51.100.131');
     const forged: [string, string] = ['Cookie', `walletflow_app=${randomBytes(32).toString('base64url')}`];
-    for (let i = 0; i < LIMIT; i += 1) expect((await get(i % 2 ? '/app/status' : '/app/activity', [...client, forged])).status).toBe(401);
+    for (let i = 0; i < LIMIT; i += 1)
+      expect((await get(i % 2 ? '/app/status' : '/app/activity', [...client, forged])).status).toBe(401);
     expectRetryAfter(await get('/app/status', [...client, forged]));
     expectRetryAfter(await get('/app/activity', client));
     expectRetryAfter(await get('/app', client));
@@ -183,7 +226,11 @@ describe('rate limits on the public routes', () => {
 
   it('connect: a page with 429 and Retry-After, and the refused start stores no login state', async () => {
     const client = from('198.51.100.20');
-    const start = async (partnerUserId: string) => get(`/connect/start?login=${new URL(await stack.mintLoginUrl(partnerUserId)).searchParams.get('login')!}`, client);
+    const start = async (partnerUserId: string) =>
+      get(
+        `/connect/start?login=${new URL(await stack.mintLoginUrl(partnerUserId)).searchParams.get('login')!}`,
+        client,
+      );
     for (let i = 0; i < LIMIT - 1; i += 1) expect((await start(`limit-${randomUUID()}`)).status).toBe(302);
     expect((await get('/connect/callback?state=nope', client)).status).toBe(400);
     const partnerUserId = `limit-${randomUUID()}`;
@@ -198,15 +245,26 @@ describe('rate limits on the public routes', () => {
   it('session URL: 429 { code, message } with Retry-After, counted before the allowlist, nothing stored', async () => {
     const outsider = from('203.0.113.50');
     for (let i = 0; i < LIMIT; i += 1) {
-      expect((await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: outsider, body: '{}' })).status).toBe(403);
+      expect(
+        (await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: outsider, body: '{}' }))
+          .status,
+      ).toBe(403);
     }
-    const outsiderLimited = await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: outsider, body: '{}' });
+    const outsiderLimited = await rawHttp(stack.apiBase, {
+      method: 'POST',
+      target: '/embedded/session',
+      headers: outsider,
+      body: '{}',
+    });
     expectRetryAfter(outsiderLimited);
     expect(JSON.parse(outsiderLimited.body)).toEqual({ code: 'RATE_LIMITED', message: expect.any(String) });
 
     const sender = from('198.51.100.77', [['Content-Type', 'application/json']]);
     for (let i = 0; i < LIMIT; i += 1) {
-      expect((await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: sender, body: '{}' })).status).toBe(400);
+      expect(
+        (await rawHttp(stack.apiBase, { method: 'POST', target: '/embedded/session', headers: sender, body: '{}' }))
+          .status,
+      ).toBe(400);
     }
     const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
     const tokens = await stack.admin.embeddedTokens(user.userId);
@@ -288,12 +346,18 @@ describe('body size limits and unreadable bodies', () => {
       'UNSUPPORTED_CONTENT_ENCODING',
       'MALFORMED_BODY',
     ]);
-    for (const answer of answers) expect(Object.keys(JSON.parse(answer.body) as object).sort()).toEqual(['code', 'message']);
+    for (const answer of answers)
+      expect(Object.keys(JSON.parse(answer.body) as object).sort()).toEqual(['code', 'message']);
   });
 
   it('landing forms: over 4 KiB or more than 10 fields is 413 with a page', async () => {
     const post = (body: string, address: string) =>
-      rawHttp(stack.apiBase, { method: 'POST', target: '/app/withdraw', headers: from(address, [['Content-Type', 'application/x-www-form-urlencoded']]), body });
+      rawHttp(stack.apiBase, {
+        method: 'POST',
+        target: '/app/withdraw',
+        headers: from(address, [['Content-Type', 'application/x-www-form-urlencoded']]),
+        body,
+      });
     const large = await post(`amount=${'9'.repeat(5000)}`, '198.51.100.30');
     expect(large.status).toBe(413);
     expect(large.headers['content-type']).toMatch(/^text\/html/);
@@ -310,7 +374,14 @@ describe('graceful shutdown', () => {
     const root = path.resolve(import.meta.dirname, '../..');
     const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
       cwd: root,
-      env: { ...stack.workerEnv(), OPS_API_KEYS: stack.opsKey, PORT: String(port), HOST: '127.0.0.1', SESSION_ALLOWED_IPS: '127.0.0.1', LOG_LEVEL: 'warn' },
+      env: {
+        ...stack.workerEnv(),
+        OPS_API_KEYS: stack.opsKey,
+        PORT: String(port),
+        HOST: '127.0.0.1',
+        SESSION_ALLOWED_IPS: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -336,7 +407,10 @@ describe('graceful shutdown', () => {
 
       // An ops POST whose body is only half sent when SIGTERM arrives: the request is in flight.
       const key = `shutdown-${randomUUID()}`;
-      const body = JSON.stringify({ recipient: { type: 'CODE', code: '0000000' }, amount: { currency: 'PHP', value: '1.00' } });
+      const body = JSON.stringify({
+        recipient: { type: 'CODE', code: '0000000' },
+        amount: { currency: 'PHP', value: '1.00' },
+      });
       const slow = connect({ host: '127.0.0.1', port });
       await once(slow, 'connect');
       const received: Buffer[] = [];
@@ -370,7 +444,9 @@ describe('graceful shutdown', () => {
       // Promptly: well before the keep-alive timeout (5 s) or the forced close (10 s).
       const [code, signal] = await Promise.race([
         exited,
-        new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`the API did not exit:\n${output}`)), 8000)),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error(`the API did not exit:\n${output}`)), 8000),
+        ),
       ]);
       expect(Date.now() - answeredAt).toBeLessThan(3000);
       expect({ code, signal }, output).toEqual({ code: 0, signal: null });
@@ -385,26 +461,49 @@ describe('graceful shutdown', () => {
 describe('hostile X-Forwarded-For from the trusted proxy', () => {
   it('is only ever a client address that is refused or counted, never a 5xx', async () => {
     const forwarded = fc.oneof(
-      fc.constantFrom('garbage', '', ' , ,', '999.1.1.1', '::ffff:999.1.1.1', '2001:db8::1%eth0', 'unknown', '127.0.0.1, 127.0.0.1', '[::1]:80', 'a'.repeat(4000)),
-      fc.array(fc.oneof(fc.ipV4(), fc.ipV6(), fc.string({ unit: 'binary-ascii', maxLength: 20 })), { minLength: 1, maxLength: 4 }).map((list) => list.join(', ')),
+      fc.constantFrom(
+        'garbage',
+        '',
+        ' , ,',
+        '999.1.1.1',
+        '::ffff:999.1.1.1',
+        '2001:db8::1%eth0',
+        'unknown',
+        '127.0.0.1, 127.0.0.1',
+        '[::1]:80',
+        'a'.repeat(4000),
+      ),
+      fc
+        .array(fc.oneof(fc.ipV4(), fc.ipV6(), fc.string({ unit: 'binary-ascii', maxLength: 20 })), {
+          minLength: 1,
+          maxLength: 4,
+        })
+        .map((list) => list.join(', ')),
     );
     await fc.assert(
-      fc.asyncProperty(forwarded, fc.constantFrom('/app', '/embedded/session', '/connect/start'), async (value, target) => {
-        const post = target === '/embedded/session';
-        const answer = await rawHttp(stack.apiBase, {
-          method: post ? 'POST' : 'GET',
-          target,
-          headers: [['X-Forwarded-For', Buffer.from(value, 'latin1')], ...(post ? [['Content-Type', 'application/json'] as [string, string]] : [])],
-          ...(post ? { body: '{}' } : {}),
-        });
-        if (answer.headers['content-type'] === undefined && answer.body === '') {
-          expect(answer.status).toBe(400);
-          return;
-        }
-        expect(answer.status, answer.body).toBeGreaterThanOrEqual(400);
-        expect(answer.status, answer.body).toBeLessThan(500);
-        expect(answer.headers['content-type']).toMatch(post ? /^application\/json/ : /^text\/html/);
-      }),
+      fc.asyncProperty(
+        forwarded,
+        fc.constantFrom('/app', '/embedded/session', '/connect/start'),
+        async (value, target) => {
+          const post = target === '/embedded/session';
+          const answer = await rawHttp(stack.apiBase, {
+            method: post ? 'POST' : 'GET',
+            target,
+            headers: [
+              ['X-Forwarded-For', Buffer.from(value, 'latin1')],
+              ...(post ? [['Content-Type', 'application/json'] as [string, string]] : []),
+            ],
+            ...(post ? { body: '{}' } : {}),
+          });
+          if (answer.headers['content-type'] === undefined && answer.body === '') {
+            expect(answer.status).toBe(400);
+            return;
+          }
+          expect(answer.status, answer.body).toBeGreaterThanOrEqual(400);
+          expect(answer.status, answer.body).toBeLessThan(500);
+          expect(answer.headers['content-type']).toMatch(post ? /^application\/json/ : /^text\/html/);
+        },
+      ),
       { seed: process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() % 2 ** 31, numRuns: 60 },
     );
   });

@@ -36,7 +36,9 @@ const leakPatterns = [
 
 /** Node's HTTP parser refused the request before the app saw it (a bare 400 and a closed socket). */
 const refusedByParser = (response: RawResponse) =>
-  response.headers['content-type'] === undefined && response.body === '' && [400, 413, 414, 431, 505].includes(response.status);
+  response.headers['content-type'] === undefined &&
+  response.body === '' &&
+  [400, 413, 414, 431, 505].includes(response.status);
 
 function expectSafe(response: RawResponse, family: Family): void {
   const context = `${response.status} ${response.headers['content-type'] ?? '(no type)'}: ${response.body.slice(0, 400)}`;
@@ -44,7 +46,10 @@ function expectSafe(response: RawResponse, family: Family): void {
   expect(response.status, context).toBeLessThan(500);
   for (const pattern of leakPatterns) expect(response.body, context).not.toMatch(pattern);
   // Nothing the request sent became a header of the answer.
-  expect(Object.keys(response.headers).filter((name) => name.includes('injected')), context).toEqual([]);
+  expect(
+    Object.keys(response.headers).filter((name) => name.includes('injected')),
+    context,
+  ).toEqual([]);
   if (refusedByParser(response)) return;
   expect(response.headers['x-content-type-options'], context).toBe('nosniff');
   expect(response.headers['content-security-policy'], context).toMatch(/default-src 'none'/);
@@ -67,7 +72,12 @@ function expectSafe(response: RawResponse, family: Family): void {
     case 'ops': {
       expect(type, context).toMatch(response.status < 300 ? /^application\/json/ : /^application\/problem\+json/);
       const body = JSON.parse(response.body) as Record<string, unknown>;
-      if (response.status >= 400) expect(body, context).toMatchObject({ status: response.status, code: expect.any(String), title: expect.any(String) });
+      if (response.status >= 400)
+        expect(body, context).toMatchObject({
+          status: response.status,
+          code: expect.any(String),
+          title: expect.any(String),
+        });
       return;
     }
     case 'session':
@@ -87,7 +97,10 @@ function expectSafe(response: RawResponse, family: Family): void {
 const accepted = (response: RawResponse) => response.status >= 200 && response.status < 400;
 
 type BodyRequest = { headers: Array<[string, string | Buffer]>; body: Buffer; contentLength?: number };
-const jsonRequest = (text: string, contentType = 'application/json'): BodyRequest => ({ headers: [['Content-Type', contentType]], body: Buffer.from(text) });
+const jsonRequest = (text: string, contentType = 'application/json'): BodyRequest => ({
+  headers: [['Content-Type', contentType]],
+  body: Buffer.from(text),
+});
 
 // ---------------------------------------------------------------------------------------------
 // Hostile values.
@@ -103,7 +116,8 @@ class Entries {
 
 function toJson(value: unknown): string {
   if (value instanceof RawJson) return value.text;
-  if (value instanceof Entries) return `{${value.entries.map(([key, item]) => `${JSON.stringify(key)}:${toJson(item)}`).join(',')}}`;
+  if (value instanceof Entries)
+    return `{${value.entries.map(([key, item]) => `${JSON.stringify(key)}:${toJson(item)}`).join(',')}}`;
   if (Array.isArray(value)) return `[${value.map(toJson).join(',')}]`;
   if (value !== null && typeof value === 'object') return toJson(new Entries(Object.entries(value)));
   // JSON.stringify writes a lone surrogate as \udXXX, which JSON.parse turns back into one.
@@ -139,7 +153,10 @@ const nastyStrings = [
   'B'.repeat(5000),
 ];
 
-const surrogateHalves = fc.string({ unit: fc.constantFrom('\ud800', '\udbff', '\udc00', '\udfff', 'a', '\u0000', '\u202e'), maxLength: 8 });
+const surrogateHalves = fc.string({
+  unit: fc.constantFrom('\ud800', '\udbff', '\udc00', '\udfff', 'a', '\u0000', '\u202e'),
+  maxLength: 8,
+});
 const hostileText: fc.Arbitrary<string> = fc.oneof(
   fc.constantFrom(...nastyStrings),
   fc.string({ unit: 'binary', maxLength: 30 }),
@@ -148,13 +165,26 @@ const hostileText: fc.Arbitrary<string> = fc.oneof(
   surrogateHalves,
 );
 
-const hugeNumbers = ['1e400', '-1e400', '1e-400', '-0', '123456789012345678901234567890', '0.1e1', '1E+2', '9007199254740993', '-9007199254740993'].map(
-  (text) => new RawJson(text),
-);
+const hugeNumbers = [
+  '1e400',
+  '-1e400',
+  '1e-400',
+  '-0',
+  '123456789012345678901234567890',
+  '0.1e1',
+  '1E+2',
+  '9007199254740993',
+  '-9007199254740993',
+].map((text) => new RawJson(text));
 
 const deepNesting = fc
   .tuple(fc.integer({ min: 20, max: 3500 }), fc.boolean())
-  .map(([depth, arrays]) => new RawJson(arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`));
+  .map(
+    ([depth, arrays]) =>
+      new RawJson(
+        arrays ? `${'['.repeat(depth)}${']'.repeat(depth)}` : `${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`,
+      ),
+  );
 
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: hostileText },
@@ -173,16 +203,53 @@ function hostileObject(fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitr
   const names = Object.keys(fields);
   return fc
     .tuple(
-      fc.tuple(...names.map((name) => fc.option(fields[name]!.map((value): [string, unknown] => [name, value]), { freq: 6, nil: undefined }))),
+      fc.tuple(
+        ...names.map((name) =>
+          fc.option(
+            fields[name]!.map((value): [string, unknown] => [name, value]),
+            { freq: 6, nil: undefined },
+          ),
+        ),
+      ),
       fc.array(fc.tuple(fc.constantFrom(...hostileKeys, ...names), hostileValue), { maxLength: 2 }),
     )
-    .map(([present, extra]) => new Entries([...present.filter((entry): entry is [string, unknown] => entry !== undefined), ...extra]));
+    .map(
+      ([present, extra]) =>
+        new Entries([...present.filter((entry): entry is [string, unknown] => entry !== undefined), ...extra]),
+    );
 }
 
 const amountValues = [
-  '100.50', '1', '0.01', '-1.00', '-0', '0', '0.00', '1e3', '1E+2', '0x10', 'Infinity', 'NaN', ' 1.00', '1.00 ', '1.001', '1.0000000001',
-  '100.5.5', '١٠٠', '１００', '1_000', '1,000.00', '9999999999.99', '9999999999.999', '10000000000', '99999999999999999999', '+1', '.5', '5.',
-  '00.5', '',
+  '100.50',
+  '1',
+  '0.01',
+  '-1.00',
+  '-0',
+  '0',
+  '0.00',
+  '1e3',
+  '1E+2',
+  '0x10',
+  'Infinity',
+  'NaN',
+  ' 1.00',
+  '1.00 ',
+  '1.001',
+  '1.0000000001',
+  '100.5.5',
+  '١٠٠',
+  '１００',
+  '1_000',
+  '1,000.00',
+  '9999999999.99',
+  '9999999999.999',
+  '10000000000',
+  '99999999999999999999',
+  '+1',
+  '.5',
+  '5.',
+  '00.5',
+  '',
 ];
 const amountValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom(...amountValues) },
@@ -193,7 +260,10 @@ const amountValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 2, arbitrary: hostileValue },
 );
 const currency = fc.oneof(fc.constantFrom('PHP', 'JPY', 'USD', 'php', 'XXX', '', 'PHP\u0000'), hostileValue);
-const hostileAmount = fc.oneof({ weight: 4, arbitrary: hostileObject({ currency, value: amountValue }) }, { weight: 1, arbitrary: hostileValue });
+const hostileAmount = fc.oneof(
+  { weight: 4, arbitrary: hostileObject({ currency, value: amountValue }) },
+  { weight: 1, arbitrary: hostileValue },
+);
 
 /** Raw body text for a JSON route: mostly a near-valid structure, sometimes anything at all. */
 function jsonBody(structure: fc.Arbitrary<unknown>): fc.Arbitrary<string | Buffer> {
@@ -203,8 +273,16 @@ function jsonBody(structure: fc.Arbitrary<unknown>): fc.Arbitrary<string | Buffe
     { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 80 }) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)) },
     // Invalid UTF-8 inside a JSON string: overlong NUL, an encoded surrogate half, a stray byte.
-    { weight: 1, arbitrary: fc.constantFrom('c080', 'eda080', 'ff', 'f4908080').map((hex) => Buffer.concat([Buffer.from('{"a":"'), Buffer.from(hex, 'hex'), Buffer.from('"}')])) },
-    { weight: 1, arbitrary: fc.integer({ min: 16 * 1024, max: 120_000 }).map((size) => `{"padding":"${'x'.repeat(size)}"}`) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom('c080', 'eda080', 'ff', 'f4908080')
+        .map((hex) => Buffer.concat([Buffer.from('{"a":"'), Buffer.from(hex, 'hex'), Buffer.from('"}')])),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.integer({ min: 16 * 1024, max: 120_000 }).map((size) => `{"padding":"${'x'.repeat(size)}"}`),
+    },
   );
 }
 
@@ -230,10 +308,15 @@ const jsonContentTypes = fc.oneof(
 /** Headers and body of a request with a JSON-ish body: content type, encoding, and length games. */
 function bodyRequest(body: fc.Arbitrary<string | Buffer>): fc.Arbitrary<BodyRequest> {
   return fc
-    .tuple(body, jsonContentTypes, fc.constantFrom('none', 'none', 'none', 'none', 'gzip', 'gzip-garbage', 'x-unknown', 'short-length'))
+    .tuple(
+      body,
+      jsonContentTypes,
+      fc.constantFrom('none', 'none', 'none', 'none', 'gzip', 'gzip-garbage', 'x-unknown', 'short-length'),
+    )
     .map(([text, contentType, encoding]) => {
       const raw = Buffer.isBuffer(text) ? text : Buffer.from(text, 'utf8');
-      const headers: Array<[string, string | Buffer]> = contentType === '' ? [] : [['Content-Type', Buffer.from(contentType, 'latin1')]];
+      const headers: Array<[string, string | Buffer]> =
+        contentType === '' ? [] : [['Content-Type', Buffer.from(contentType, 'latin1')]];
       switch (encoding) {
         case 'gzip':
           return { headers: [...headers, ['Content-Encoding', 'gzip']], body: gzipSync(raw) };
@@ -273,9 +356,29 @@ const hostileHeaderValue: fc.Arbitrary<Buffer> = fc.oneof(
 const unreserved = /^[A-Za-z0-9\-._~]$/;
 /** Percent-encodes the UTF-8 bytes of text (a lone surrogate becomes U+FFFD's bytes). */
 const percentEncode = (text: string) =>
-  [...Buffer.from(text, 'utf8')].map((byte) => (unreserved.test(String.fromCharCode(byte)) ? String.fromCharCode(byte) : `%${byte.toString(16).padStart(2, '0').toUpperCase()}`)).join('');
+  [...Buffer.from(text, 'utf8')]
+    .map((byte) =>
+      unreserved.test(String.fromCharCode(byte))
+        ? String.fromCharCode(byte)
+        : `%${byte.toString(16).padStart(2, '0').toUpperCase()}`,
+    )
+    .join('');
 /** Percent sequences that do not decode: truncated, not hex, invalid or overlong UTF-8. */
-const brokenPercent = fc.constantFrom('%', '%Z', '%ZZ', '%E0%A4%A', '%C0%80', '%ED%A0%80', '%FF', '%F4%90%80%80', '%00', '%0D%0AX-Injected:%201', '..', '%2e%2e', '%2F');
+const brokenPercent = fc.constantFrom(
+  '%',
+  '%Z',
+  '%ZZ',
+  '%E0%A4%A',
+  '%C0%80',
+  '%ED%A0%80',
+  '%FF',
+  '%F4%90%80%80',
+  '%00',
+  '%0D%0AX-Injected:%201',
+  '..',
+  '%2e%2e',
+  '%2F',
+);
 
 const pathSegment = fc.oneof(
   { weight: 2, arbitrary: fc.uuid() },
@@ -287,7 +390,11 @@ const pathSegment = fc.oneof(
 /** A query string from hostile pairs; `names` are the route's own parameters. */
 function queryString(names: string[], value: fc.Arbitrary<string>): fc.Arbitrary<string> {
   const pair = fc.tuple(
-    fc.oneof({ weight: 6, arbitrary: fc.constantFrom(...names) }, { weight: 1, arbitrary: fc.constantFrom(...hostileKeys) }, { weight: 1, arbitrary: hostileText.map(percentEncode) }),
+    fc.oneof(
+      { weight: 6, arbitrary: fc.constantFrom(...names) },
+      { weight: 1, arbitrary: fc.constantFrom(...hostileKeys) },
+      { weight: 1, arbitrary: hostileText.map(percentEncode) },
+    ),
     fc.oneof({ weight: 6, arbitrary: value.map(percentEncode) }, { weight: 1, arbitrary: brokenPercent }),
   );
   return fc.array(pair, { maxLength: 5 }).map((pairs) => pairs.map(([name, item]) => `${name}=${item}`).join('&'));
@@ -303,7 +410,10 @@ let pendingLogin: { state: string; partnerUserId: string; cookie: string };
 let sessionTokens: { accessToken: string; refreshToken: string; expiresAt: number };
 
 const ops = (request: RawRequest) =>
-  rawHttp(stack.apiBase, { ...request, headers: [['Authorization', `Bearer ${stack.opsKey}`], ...(request.headers ?? [])] });
+  rawHttp(stack.apiBase, {
+    ...request,
+    headers: [['Authorization', `Bearer ${stack.opsKey}`], ...(request.headers ?? [])],
+  });
 const send = (request: RawRequest) => rawHttp(stack.apiBase, request);
 
 async function launch(userId: string): Promise<string> {
@@ -311,7 +421,6 @@ async function launch(userId: string): Promise<string> {
   expect(answer.status).toBe(200);
   return answer.body.sessionId;
 }
-
 
 beforeAll(async () => {
   // Generous limits: these properties send hundreds of requests a minute from one address.
@@ -329,7 +438,9 @@ beforeAll(async () => {
   const html = await home.text();
   expect(home.status, html).toBe(200);
   const cookie = home.headers.getSetCookie()[0]!.split(';')[0]!;
-  const appSession = await stack.database.appSession.findUniqueOrThrow({ where: { cookieHash: hashBearer(cookie.split('=')[1]!) } });
+  const appSession = await stack.database.appSession.findUniqueOrThrow({
+    where: { cookieHash: hashBearer(cookie.split('=')[1]!) },
+  });
   landed = { cookie, csrf: /name="csrf" value="([^"]+)"/.exec(html)![1]!, prefix: `app:${appSession.id}:` };
 
   pendingSessionId = await launch((await stack.admin.createUser({ kycLevel: 'KYC1' })).userId);
@@ -349,7 +460,10 @@ describe('ops API', () => {
   const fundingBody = () =>
     hostileObject({
       recipient: fc.oneof(
-        hostileObject({ type: fc.constant('CODE'), code: fc.oneof(fc.constant('0000000'), fc.stringMatching(/^\d{1,9}$/), fc.integer(), hostileText) }),
+        hostileObject({
+          type: fc.constant('CODE'),
+          code: fc.oneof(fc.constant('0000000'), fc.stringMatching(/^\d{1,9}$/), fc.integer(), hostileText),
+        }),
         hostileObject({ type: fc.constant('TOKEN'), linkId: fc.oneof(fc.constant(linkId), fc.uuid(), hostileText) }),
         hostileObject({ type: hostileValue }),
         hostileValue,
@@ -361,7 +475,12 @@ describe('ops API', () => {
     await fc.assert(
       fc.asyncProperty(bodyRequest(jsonBody(fundingBody())), async (request) => {
         const key = `hostile-${randomUUID()}`;
-        const response = await ops({ method: 'POST', target: '/ops/fundings', ...request, headers: [['Idempotency-Key', key], ...request.headers] });
+        const response = await ops({
+          method: 'POST',
+          target: '/ops/fundings',
+          ...request,
+          headers: [['Idempotency-Key', key], ...request.headers],
+        });
         expectSafe(response, 'ops');
         const stored = await stack.database.funding.count({ where: { idempotencyKey: key } });
         expect(stored, response.body).toBe(accepted(response) ? 1 : 0);
@@ -369,15 +488,47 @@ describe('ops API', () => {
       {
         ...runs(100),
         examples: [
-          [jsonRequest(`{"__proto__":{"admin":true},"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"1.00"}}`)],
-          [jsonRequest(`{"recipient":{"type":"TOKEN","linkId":"${linkId}","constructor":{"prototype":{"admin":true}}},"amount":{"currency":"PHP","value":"1.00"}}`)],
-          [jsonRequest(`{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":100.5}}`)],
-          [jsonRequest(`{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"1.005"}}`)],
-          [jsonRequest(`{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"-1.00"}}`)],
-          [jsonRequest(`{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"99999999999999999999"}}`)],
+          [
+            jsonRequest(
+              `{"__proto__":{"admin":true},"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"1.00"}}`,
+            ),
+          ],
+          [
+            jsonRequest(
+              `{"recipient":{"type":"TOKEN","linkId":"${linkId}","constructor":{"prototype":{"admin":true}}},"amount":{"currency":"PHP","value":"1.00"}}`,
+            ),
+          ],
+          [
+            jsonRequest(
+              `{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":100.5}}`,
+            ),
+          ],
+          [
+            jsonRequest(
+              `{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"1.005"}}`,
+            ),
+          ],
+          [
+            jsonRequest(
+              `{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"-1.00"}}`,
+            ),
+          ],
+          [
+            jsonRequest(
+              `{"recipient":{"type":"TOKEN","linkId":"${linkId}"},"amount":{"currency":"PHP","value":"99999999999999999999"}}`,
+            ),
+          ],
           [jsonRequest('{"recipient":{"type":"CODE","code":"1234567"},"amount":{"currency":"PHP","value":1e400}}')],
           [jsonRequest('{}', 'application/json; charset=latin1')],
-          [{ ...jsonRequest('{}'), headers: [['Content-Type', 'application/json'], ['Content-Encoding', 'x-unknown']] }],
+          [
+            {
+              ...jsonRequest('{}'),
+              headers: [
+                ['Content-Type', 'application/json'],
+                ['Content-Encoding', 'x-unknown'],
+              ],
+            },
+          ],
           [jsonRequest(`{"a":${'['.repeat(5000)}${']'.repeat(5000)}}`)],
         ],
       },
@@ -392,7 +543,10 @@ describe('ops API', () => {
         const response = await ops({
           method: 'POST',
           target: '/ops/fundings',
-          headers: [['Content-Type', 'application/json'], ...keys.map((key): [string, Buffer] => ['Idempotency-Key', key])],
+          headers: [
+            ['Content-Type', 'application/json'],
+            ...keys.map((key): [string, Buffer] => ['Idempotency-Key', key]),
+          ],
           body,
         });
         expectSafe(response, 'ops');
@@ -404,17 +558,32 @@ describe('ops API', () => {
   });
 
   it('POST /ops/payments: hostile bodies and keys are refused with a problem and store nothing', async () => {
-    const paymentBody = hostileObject({ linkId: fc.oneof(fc.constant(linkId), fc.uuid(), hostileValue), amount: hostileAmount });
+    const paymentBody = hostileObject({
+      linkId: fc.oneof(fc.constant(linkId), fc.uuid(), hostileValue),
+      amount: hostileAmount,
+    });
     await fc.assert(
-      fc.asyncProperty(bodyRequest(jsonBody(paymentBody)), fc.option(hostileHeaderValue, { freq: 4 }), async (request, hostileKey) => {
-        const key = `hostile-${randomUUID()}`;
-        const before = await stack.database.payment.count({ where: { linkId } });
-        const response = await ops({ method: 'POST', target: '/ops/payments', ...request, headers: [['Idempotency-Key', hostileKey ?? key], ...request.headers] });
-        expectSafe(response, 'ops');
-        const after = await stack.database.payment.count({ where: { linkId } });
-        expect(after - before, response.body).toBeLessThanOrEqual(accepted(response) ? 1 : 0);
-        if (hostileKey === null) expect(await stack.database.payment.count({ where: { idempotencyKey: key } })).toBe(accepted(response) ? 1 : 0);
-      }),
+      fc.asyncProperty(
+        bodyRequest(jsonBody(paymentBody)),
+        fc.option(hostileHeaderValue, { freq: 4 }),
+        async (request, hostileKey) => {
+          const key = `hostile-${randomUUID()}`;
+          const before = await stack.database.payment.count({ where: { linkId } });
+          const response = await ops({
+            method: 'POST',
+            target: '/ops/payments',
+            ...request,
+            headers: [['Idempotency-Key', hostileKey ?? key], ...request.headers],
+          });
+          expectSafe(response, 'ops');
+          const after = await stack.database.payment.count({ where: { linkId } });
+          expect(after - before, response.body).toBeLessThanOrEqual(accepted(response) ? 1 : 0);
+          if (hostileKey === null)
+            expect(await stack.database.payment.count({ where: { idempotencyKey: key } })).toBe(
+              accepted(response) ? 1 : 0,
+            );
+        },
+      ),
       runs(80),
     );
   });
@@ -454,7 +623,10 @@ describe('ops API', () => {
     const started = await ops({
       method: 'POST',
       target: '/ops/payments',
-      headers: [['Content-Type', 'application/json'], ['Idempotency-Key', `hostile-review-${randomUUID()}`]],
+      headers: [
+        ['Content-Type', 'application/json'],
+        ['Idempotency-Key', `hostile-review-${randomUUID()}`],
+      ],
       body: JSON.stringify({ linkId, amount: { currency: 'PHP', value: '2.00' } }),
     });
     expect(started.status, started.body).toBe(202);
@@ -472,7 +644,10 @@ describe('ops API', () => {
       ops({
         method: 'POST',
         target: `/ops/payments/${id}/resolve`,
-        headers: [['Content-Type', 'application/json'], ['X-Ops-Actor', actor]],
+        headers: [
+          ['Content-Type', 'application/json'],
+          ['X-Ops-Actor', actor],
+        ],
         body: JSON.stringify({ outcome: 'FAILED', note }),
       });
     for (const note of ['ledger\u0000shows it', 'escape \u001b[31m red', 'half \ud800 a pair', '\udfff']) {
@@ -493,11 +668,33 @@ describe('ops API', () => {
 
   it('GET and DELETE routes: hostile path segments and query strings', async () => {
     const listValue = fc.oneof(
-      fc.constantFrom('PENDING', 'APPROVED', 'NEEDS_REVIEW', '0', '-1', '1e2', '201', '0x10', '1.5', '99999999999999999999', 'Infinity'),
-      fc.constantFrom('0000-01-01T00:00:00Z', '9999-12-31T23:59:59-23:59', '2024-02-30T00:00:00Z', '2024-01-01T00:00:00.123456789Z', '-271821-04-20T00:00:00Z'),
+      fc.constantFrom(
+        'PENDING',
+        'APPROVED',
+        'NEEDS_REVIEW',
+        '0',
+        '-1',
+        '1e2',
+        '201',
+        '0x10',
+        '1.5',
+        '99999999999999999999',
+        'Infinity',
+      ),
+      fc.constantFrom(
+        '0000-01-01T00:00:00Z',
+        '9999-12-31T23:59:59-23:59',
+        '2024-02-30T00:00:00Z',
+        '2024-01-01T00:00:00.123456789Z',
+        '-271821-04-20T00:00:00Z',
+      ),
       fc
         .tuple(
-          fc.oneof(fc.constantFrom('-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00Z', 'x'), fc.integer(), fc.constant(null)),
+          fc.oneof(
+            fc.constantFrom('-271821-04-20T00:00:00.000Z', '+275760-09-13T00:00:00.000Z', '0000-01-01T00:00:00Z', 'x'),
+            fc.integer(),
+            fc.constant(null),
+          ),
           fc.oneof(fc.uuid(), hostileText),
         )
         .map((cursor) => Buffer.from(JSON.stringify(cursor)).toString('base64url')),
@@ -509,8 +706,12 @@ describe('ops API', () => {
       pathSegment.map((id) => ['GET', `/ops/links/${id}`] as const),
       pathSegment.map((id) => ['GET', `/ops/links/${id}/profile`] as const),
       pathSegment.map((id) => ['DELETE', `/ops/links/${id}`] as const),
-      queryString(['status', 'from', 'to', 'limit', 'cursor'], listValue).map((query) => ['GET', `/ops/fundings?${query}`] as const),
-      queryString(['status', 'from', 'to', 'limit', 'cursor'], listValue).map((query) => ['GET', `/ops/payments?${query}`] as const),
+      queryString(['status', 'from', 'to', 'limit', 'cursor'], listValue).map(
+        (query) => ['GET', `/ops/fundings?${query}`] as const,
+      ),
+      queryString(['status', 'from', 'to', 'limit', 'cursor'], listValue).map(
+        (query) => ['GET', `/ops/payments?${query}`] as const,
+      ),
     );
     const cursor = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     await fc.assert(
@@ -536,20 +737,52 @@ describe('ops API', () => {
 
   it('money authority reads: GET /ops/accounts/{…}, /ops/ledger/entries, /ops/links?…, /ops/settlements/{date}: hostile segments and queries', async () => {
     const dateLike = fc.oneof(
-      fc.constantFrom('2026-02-30', '0000-01-01', '9999-12-31', '2026-1-1', '2026-01-01T00:00:00Z', '20260101', '-2026-01-01', '+275760-09-13'),
-      fc.date({ noInvalidDate: true, min: new Date('1970-01-01'), max: new Date('2100-01-01') }).map((date) => date.toISOString().slice(0, 10)),
+      fc.constantFrom(
+        '2026-02-30',
+        '0000-01-01',
+        '9999-12-31',
+        '2026-1-1',
+        '2026-01-01T00:00:00Z',
+        '20260101',
+        '-2026-01-01',
+        '+275760-09-13',
+      ),
+      fc
+        .date({ noInvalidDate: true, min: new Date('1970-01-01'), max: new Date('2100-01-01') })
+        .map((date) => date.toISOString().slice(0, 10)),
     );
     const queryValue = fc.oneof(
-      fc.constantFrom('TREASURY', 'IN_FLIGHT', 'USER:', 'USER:x', 'CAPITAL', '0', '-1', '201', '1e2', 'csv', 'json', 'CSV', 'wallet:'),
+      fc.constantFrom(
+        'TREASURY',
+        'IN_FLIGHT',
+        'USER:',
+        'USER:x',
+        'CAPITAL',
+        '0',
+        '-1',
+        '201',
+        '1e2',
+        'csv',
+        'json',
+        'CSV',
+        'wallet:',
+      ),
       fc.uuid().map((id) => Buffer.from(JSON.stringify([id, 'x'])).toString('base64url')),
       hostileText,
     );
     const target = fc.oneof(
       pathSegment.map((account) => `/ops/accounts/${account}`),
-      fc.constantFrom('/ops/accounts/TREASURY', '/ops/accounts/USER%3Ax', '/ops/accounts/%00', '/ops/accounts/wallet%3A%E2%80%AE'),
+      fc.constantFrom(
+        '/ops/accounts/TREASURY',
+        '/ops/accounts/USER%3Ax',
+        '/ops/accounts/%00',
+        '/ops/accounts/wallet%3A%E2%80%AE',
+      ),
       queryString(['account', 'limit', 'cursor'], queryValue).map((query) => `/ops/ledger/entries?${query}`),
       queryString(['partnerUserId', 'profileId'], queryValue).map((query) => `/ops/links?${query}`),
-      fc.tuple(fc.oneof(dateLike, pathSegment), queryString(['format', 'limit', 'cursor'], queryValue)).map(([date, query]) => `/ops/settlements/${date}?${query}`),
+      fc
+        .tuple(fc.oneof(dateLike, pathSegment), queryString(['format', 'limit', 'cursor'], queryValue))
+        .map(([date, query]) => `/ops/settlements/${date}?${query}`),
     );
     const before = await stack.database.ledgerTransaction.count();
     await fc.assert(
@@ -563,7 +796,9 @@ describe('ops API', () => {
           ['/ops/settlements/9999-12-31?format=csv'],
           ['/ops/settlements/2020-02-02?limit=1001'],
           ['/ops/settlements/2020-02-02?format=csv&limit=5'],
-          [`/ops/settlements/2020-02-02?cursor=${Buffer.from(JSON.stringify(['5f1c0d9e-0000-4000-8000-000000000001', 'funding', '5f1c0d9e-0000-4000-8000-000000000002'])).toString('base64url')}`],
+          [
+            `/ops/settlements/2020-02-02?cursor=${Buffer.from(JSON.stringify(['5f1c0d9e-0000-4000-8000-000000000001', 'funding', '5f1c0d9e-0000-4000-8000-000000000002'])).toString('base64url')}`,
+          ],
           ['/ops/ledger/entries?account=%00&limit=1e2'],
           ['/ops/links?partnerUserId=&profileId='],
         ],
@@ -602,17 +837,22 @@ describe('ops API', () => {
       note: fc.oneof(hostileText, hostileValue),
     });
     await fc.assert(
-      fc.asyncProperty(pathSegment, bodyRequest(jsonBody(resolveBody)), fc.option(hostileHeaderValue, { freq: 2 }), async (id, request, actor) => {
-        const response = await ops({
-          method: 'POST',
-          target: `/ops/fundings/${id}/resolve`,
-          ...request,
-          headers: [...request.headers, ...(actor ? [['X-Ops-Actor', actor] as [string, Buffer]] : [])],
-        });
-        expectSafe(response, 'ops');
-        // No funding has these ids: nothing can have been resolved.
-        expect(response.status, response.body).toBeGreaterThanOrEqual(400);
-      }),
+      fc.asyncProperty(
+        pathSegment,
+        bodyRequest(jsonBody(resolveBody)),
+        fc.option(hostileHeaderValue, { freq: 2 }),
+        async (id, request, actor) => {
+          const response = await ops({
+            method: 'POST',
+            target: `/ops/fundings/${id}/resolve`,
+            ...request,
+            headers: [...request.headers, ...(actor ? [['X-Ops-Actor', actor] as [string, Buffer]] : [])],
+          });
+          expectSafe(response, 'ops');
+          // No funding has these ids: nothing can have been resolved.
+          expect(response.status, response.body).toBeGreaterThanOrEqual(400);
+        },
+      ),
       runs(80),
     );
   });
@@ -647,7 +887,12 @@ describe('session URL', () => {
     await fc.assert(
       fc.asyncProperty(bodyRequest(jsonBody(sessionBody)), async (request) => {
         const reference = randomUUID();
-        const response = await send({ method: 'POST', target: '/embedded/session', ...request, headers: [['Request-Reference-No', reference], ...request.headers] });
+        const response = await send({
+          method: 'POST',
+          target: '/embedded/session',
+          ...request,
+          headers: [['Request-Reference-No', reference], ...request.headers],
+        });
         expectSafe(response, 'session');
         const stored = await stack.database.embeddedSession.count({ where: { requestReferenceNo: reference } });
         expect(stored, response.body).toBe(response.status === 200 ? 1 : 0);
@@ -663,11 +908,16 @@ describe('session URL', () => {
         const response = await send({
           method: 'POST',
           target: '/embedded/session',
-          headers: [['Content-Type', 'application/json'], ...references.map((reference): [string, Buffer] => ['Request-Reference-No', reference])],
+          headers: [
+            ['Content-Type', 'application/json'],
+            ...references.map((reference): [string, Buffer] => ['Request-Reference-No', reference]),
+          ],
           body: JSON.stringify({ ...sessionTokens, expiresAt }),
         });
         expectSafe(response, 'session');
-        const stored = await stack.database.embeddedSession.count({ where: { accessTokenExpiresAt: new Date(expiresAt * 1000) } });
+        const stored = await stack.database.embeddedSession.count({
+          where: { accessTokenExpiresAt: new Date(expiresAt * 1000) },
+        });
         expect(stored, response.body).toBe(response.status === 200 ? 1 : 0);
       }),
       runs(60),
@@ -677,25 +927,36 @@ describe('session URL', () => {
 
 describe('landing page', () => {
   it('GET /app?sessionId=…: hostile ids get a page, never consume another id', async () => {
-    const mutated = fc.constantFrom(
-      `${pendingSessionId} `,
-      ` ${pendingSessionId}`,
-      pendingSessionId.toUpperCase(),
-      `${pendingSessionId}%00`,
-      `${pendingSessionId}%E2%80%AE`,
-      `${pendingSessionId}&sessionId=${pendingSessionId}`,
-      // One character off (never the same id).
-      `${pendingSessionId.slice(0, -1)}${pendingSessionId.endsWith('0') ? '1' : '0'}`,
-      `${pendingSessionId}x`,
-      `{${pendingSessionId}}`,
-    ).filter((id) => id !== pendingSessionId);
+    const mutated = fc
+      .constantFrom(
+        `${pendingSessionId} `,
+        ` ${pendingSessionId}`,
+        pendingSessionId.toUpperCase(),
+        `${pendingSessionId}%00`,
+        `${pendingSessionId}%E2%80%AE`,
+        `${pendingSessionId}&sessionId=${pendingSessionId}`,
+        // One character off (never the same id).
+        `${pendingSessionId.slice(0, -1)}${pendingSessionId.endsWith('0') ? '1' : '0'}`,
+        `${pendingSessionId}x`,
+        `{${pendingSessionId}}`,
+      )
+      .filter((id) => id !== pendingSessionId);
     const query = fc.oneof(
-      { weight: 2, arbitrary: mutated.map((id) => `sessionId=${id.replaceAll(' ', '%20').replaceAll('{', '%7B').replaceAll('}', '%7D')}`) },
+      {
+        weight: 2,
+        arbitrary: mutated.map(
+          (id) => `sessionId=${id.replaceAll(' ', '%20').replaceAll('{', '%7B').replaceAll('}', '%7D')}`,
+        ),
+      },
       { weight: 4, arbitrary: queryString(['sessionId'], fc.oneof(fc.uuid(), hostileText)) },
     );
     await fc.assert(
       fc.asyncProperty(query, fc.option(hostileHeaderValue, { freq: 3 }), async (search, cookie) => {
-        const response = await send({ method: 'GET', target: `/app?${search}`, headers: cookie ? [['Cookie', cookie]] : [] });
+        const response = await send({
+          method: 'GET',
+          target: `/app?${search}`,
+          headers: cookie ? [['Cookie', cookie]] : [],
+        });
         expectSafe(response, 'page');
         // 200 only for the id that was launched, which no look-alike names.
         expect(response.status, response.body).not.toBe(200);
@@ -724,8 +985,18 @@ describe('landing page', () => {
         { weight: 3, arbitrary: field('csrf', fc.oneof(fc.constant(landed.csrf), hostileText)) },
         { weight: 3, arbitrary: field('formKey', fc.oneof(fc.uuid(), hostileText)) },
         { weight: 3, arbitrary: field('amount', fc.oneof(fc.constantFrom(...amountValues), hostileText)) },
-        { weight: 1, arbitrary: fc.tuple(fc.constantFrom(...hostileKeys, 'csrf[]', 'amount[x]'), hostileText).map(([name, value]) => `${percentEncode(name)}=${percentEncode(value)}`) },
-        { weight: 1, arbitrary: fc.tuple(fc.constantFrom('csrf', 'formKey', 'amount'), brokenPercent).map(([name, value]) => `${name}=${value}`) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(fc.constantFrom(...hostileKeys, 'csrf[]', 'amount[x]'), hostileText)
+            .map(([name, value]) => `${percentEncode(name)}=${percentEncode(value)}`),
+        },
+        {
+          weight: 1,
+          arbitrary: fc
+            .tuple(fc.constantFrom('csrf', 'formKey', 'amount'), brokenPercent)
+            .map(([name, value]) => `${name}=${value}`),
+        },
       ),
       { maxLength: 14 },
     );
@@ -747,18 +1018,24 @@ describe('landing page', () => {
       (await stack.database.funding.count({ where: { idempotencyKey: { startsWith: landed.prefix } } })) +
       (await stack.database.payment.count({ where: { idempotencyKey: { startsWith: landed.prefix } } }));
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('/app/withdraw', '/app/deposit'), form, contentType, fc.boolean(), async (path, body, type, withCookie) => {
-        const before = await countOwn();
-        const response = await send({
-          method: 'POST',
-          target: path,
-          headers: [['Content-Type', type], ...(withCookie ? [['Cookie', landed.cookie] as [string, string]] : [])],
-          body: Buffer.from(body, 'latin1'),
-        });
-        expectSafe(response, 'page');
-        const after = await countOwn();
-        expect(after - before, response.body.slice(0, 300)).toBeLessThanOrEqual(response.status === 303 ? 1 : 0);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('/app/withdraw', '/app/deposit'),
+        form,
+        contentType,
+        fc.boolean(),
+        async (path, body, type, withCookie) => {
+          const before = await countOwn();
+          const response = await send({
+            method: 'POST',
+            target: path,
+            headers: [['Content-Type', type], ...(withCookie ? [['Cookie', landed.cookie] as [string, string]] : [])],
+            body: Buffer.from(body, 'latin1'),
+          });
+          expectSafe(response, 'page');
+          const after = await countOwn();
+          expect(after - before, response.body.slice(0, 300)).toBeLessThanOrEqual(response.status === 303 ? 1 : 0);
+        },
+      ),
       runs(100),
     );
   });
@@ -767,14 +1044,24 @@ describe('landing page', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(fc.constant(Buffer.from(landed.cookie)), hostileHeaderValue),
-        queryString(['linkId', 'partnerUserId', 'limit', 'cursor'], fc.oneof(fc.constant(linkId), fc.uuid(), hostileText)),
+        queryString(
+          ['linkId', 'partnerUserId', 'limit', 'cursor'],
+          fc.oneof(fc.constant(linkId), fc.uuid(), hostileText),
+        ),
         async (cookie, query) => {
-          const response = await send({ method: 'GET', target: `/app/activity${query ? `?${query}` : ''}`, headers: [['Cookie', cookie]] });
+          const response = await send({
+            method: 'GET',
+            target: `/app/activity${query ? `?${query}` : ''}`,
+            headers: [['Cookie', cookie]],
+          });
           expectSafe(response, 'page-json');
           if (response.status === 200) {
             // The landed session's own activity, whatever the query names: never the other link's.
             const activity = JSON.parse(response.body) as { available: string; items: Array<{ id: string }> };
-            expect(activity, response.body).toEqual({ available: expect.stringMatching(/^-?\d+\.\d{2,3}$/), items: expect.any(Array) });
+            expect(activity, response.body).toEqual({
+              available: expect.stringMatching(/^-?\d+\.\d{2,3}$/),
+              items: expect.any(Array),
+            });
             const ids = activity.items.map((item) => item.id);
             expect(await stack.database.funding.count({ where: { id: { in: ids }, linkId } })).toBe(0);
             expect(await stack.database.payment.count({ where: { id: { in: ids }, linkId } })).toBe(0);
@@ -788,10 +1075,18 @@ describe('landing page', () => {
   it('GET /app/withdrawals/{id}, /app/deposits/{id} and their status: hostile ids and cookies', async () => {
     const target = fc.tuple(fc.constantFrom('/app/withdrawals/', '/app/deposits/'), pathSegment, fc.boolean());
     await fc.assert(
-      fc.asyncProperty(target, fc.oneof(fc.constant(Buffer.from(landed.cookie)), hostileHeaderValue), async ([base, id, status], cookie) => {
-        const response = await send({ method: 'GET', target: `${base}${id}${status ? '/status' : ''}`, headers: [['Cookie', cookie]] });
-        expectSafe(response, status ? 'page-json' : 'page');
-      }),
+      fc.asyncProperty(
+        target,
+        fc.oneof(fc.constant(Buffer.from(landed.cookie)), hostileHeaderValue),
+        async ([base, id, status], cookie) => {
+          const response = await send({
+            method: 'GET',
+            target: `${base}${id}${status ? '/status' : ''}`,
+            headers: [['Cookie', cookie]],
+          });
+          expectSafe(response, status ? 'page-json' : 'page');
+        },
+      ),
       runs(60),
     );
   });
@@ -811,8 +1106,22 @@ describe('hostile profile', () => {
       const again = await fetch(`${stack.apiBase}/app`, { headers: { cookie }, redirect: 'manual' });
       html = await again.text();
     }
-    const row = await stack.database.appSession.findUniqueOrThrow({ where: { cookieHash: hashBearer(cookie.split('=')[1]!) }, include: { embeddedSession: true } });
-    expectSafe({ status: 200, headers: { 'content-type': 'text/html', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'" }, body: html } as unknown as RawResponse, 'page');
+    const row = await stack.database.appSession.findUniqueOrThrow({
+      where: { cookieHash: hashBearer(cookie.split('=')[1]!) },
+      include: { embeddedSession: true },
+    });
+    expectSafe(
+      {
+        status: 200,
+        headers: {
+          'content-type': 'text/html',
+          'x-content-type-options': 'nosniff',
+          'content-security-policy': "default-src 'none'",
+        },
+        body: html,
+      } as unknown as RawResponse,
+      'page',
+    );
     return { html, firstName: row.embeddedSession.firstName };
   }
 
@@ -849,7 +1158,13 @@ describe('connect', () => {
         fc.oneof(fc.constantFrom('09171234567', '+639171234567', '0917', '+'.repeat(20), '٠٩١٧١٢٣٤٥٦٧'), hostileText),
         queryString(['login', 'mobile', 'partnerUserId'], hostileText),
         async (partnerUserId, mobile, extra) => {
-          const search = [partnerUserId === undefined ? '' : `partnerUserId=${percentEncode(partnerUserId)}`, `mobile=${percentEncode(mobile)}`, extra].filter(Boolean).join('&');
+          const search = [
+            partnerUserId === undefined ? '' : `partnerUserId=${percentEncode(partnerUserId)}`,
+            `mobile=${percentEncode(mobile)}`,
+            extra,
+          ]
+            .filter(Boolean)
+            .join('&');
           const response = await send({ method: 'GET', target: `/connect/start?${search}` });
           expectSafe(response, 'page');
           expect(response.status, response.body.slice(0, 300)).toBe(400);
@@ -865,15 +1180,24 @@ describe('connect', () => {
     await fc.assert(
       fc.asyncProperty(
         fc.oneof(
-          fc.record({ partnerUserId: hostileText, mobile: fc.option(hostileText, { nil: undefined }) }, { requiredKeys: [] }),
+          fc.record(
+            { partnerUserId: hostileText, mobile: fc.option(hostileText, { nil: undefined }) },
+            { requiredKeys: [] },
+          ),
           fc.record({ partnerUserId: fc.constant('ok-user'), mobile: hostileText, extra: hostileText }),
           hostileText,
         ),
         async (body) => {
-          const response = await ops({ method: 'POST', target: '/ops/links/login-urls', headers: [['Content-Type', 'application/json']], body: JSON.stringify(body) });
+          const response = await ops({
+            method: 'POST',
+            target: '/ops/links/login-urls',
+            headers: [['Content-Type', 'application/json']],
+            body: JSON.stringify(body),
+          });
           expectSafe(response, 'ops');
           expect(response.status, response.body.slice(0, 300)).toBeLessThan(500);
-          if (response.status === 201) expect(JSON.parse(response.body)).toMatchObject({ url: expect.stringContaining('/connect/start?login=') });
+          if (response.status === 201)
+            expect(JSON.parse(response.body)).toMatchObject({ url: expect.stringContaining('/connect/start?login=') });
         },
       ),
       runs(60),
@@ -884,7 +1208,12 @@ describe('connect', () => {
 
   it('GET /connect/callback: hostile queries get a page and never consume a pending login', async () => {
     const state = fc.oneof(
-      fc.constantFrom(`${pendingLogin.state}x`, `${pendingLogin.state} `, pendingLogin.state.slice(1), pendingLogin.state.toUpperCase()),
+      fc.constantFrom(
+        `${pendingLogin.state}x`,
+        `${pendingLogin.state} `,
+        pendingLogin.state.slice(1),
+        pendingLogin.state.toUpperCase(),
+      ),
       fc.base64String({ minLength: 4, maxLength: 64 }),
       hostileText,
     );
@@ -894,17 +1223,32 @@ describe('connect', () => {
     );
     await fc.assert(
       fc.asyncProperty(query, async ([stateValue, rest]) => {
-        const search = [stateValue === undefined || stateValue === pendingLogin.state ? '' : `state=${percentEncode(stateValue)}`, rest].filter(Boolean).join('&');
+        const search = [
+          stateValue === undefined || stateValue === pendingLogin.state ? '' : `state=${percentEncode(stateValue)}`,
+          rest,
+        ]
+          .filter(Boolean)
+          .join('&');
         // The pending login's own cookie: a hostile query from the browser that started it.
-        const response = await send({ method: 'GET', target: `/connect/callback?${search}`, headers: [['Cookie', pendingLogin.cookie]] });
+        const response = await send({
+          method: 'GET',
+          target: `/connect/callback?${search}`,
+          headers: [['Cookie', pendingLogin.cookie]],
+        });
         expectSafe(response, 'page');
         expect(response.status, response.body.slice(0, 300)).toBe(400);
       }),
       runs(80),
     );
-    const login = await stack.database.loginState.findFirstOrThrow({ where: { partnerUserId: pendingLogin.partnerUserId } });
+    const login = await stack.database.loginState.findFirstOrThrow({
+      where: { partnerUserId: pendingLogin.partnerUserId },
+    });
     expect(login.consumedAt).toBeNull();
-    expect(await stack.database.linkEvent.count({ where: { partnerUserId: pendingLogin.partnerUserId, type: { not: 'LOGIN_URL_MINTED' } } })).toBe(0);
+    expect(
+      await stack.database.linkEvent.count({
+        where: { partnerUserId: pendingLogin.partnerUserId, type: { not: 'LOGIN_URL_MINTED' } },
+      }),
+    ).toBe(0);
   });
 
   it('a real login whose callback carries hostile userId or profileId never links with them and never fails with 5xx', async () => {
@@ -928,7 +1272,6 @@ describe('connect', () => {
   });
 });
 
-
 describe('every family answers unknown paths and methods in its own style', () => {
   it('methods × paths', async () => {
     const paths: Array<[string, Family]> = [
@@ -945,10 +1288,19 @@ describe('every family answers unknown paths and methods in its own style', () =
       ['/nothing-here', 'ops'],
     ];
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND'), fc.constantFrom(...paths), async (method, [path, family]) => {
-        const response = await (family === 'ops' ? ops : send)({ method, target: path, headers: [['Content-Type', 'application/json']], body: '{}' });
-        expectSafe(response, family);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND'),
+        fc.constantFrom(...paths),
+        async (method, [path, family]) => {
+          const response = await (family === 'ops' ? ops : send)({
+            method,
+            target: path,
+            headers: [['Content-Type', 'application/json']],
+            body: '{}',
+          });
+          expectSafe(response, family);
+        },
+      ),
       runs(60),
     );
   });
@@ -959,17 +1311,27 @@ describe('ops API authorization', () => {
     const authorization = fc.oneof(
       hostileHeaderValue,
       hostileHeaderValue.map((value) => Buffer.concat([Buffer.from('Bearer '), value])),
-      fc.constantFrom('Bearer', 'Bearer ', 'Basic YTpi', `bearer ${'k'.repeat(600)}`).map((value) => Buffer.from(value)),
+      fc
+        .constantFrom('Bearer', 'Bearer ', 'Basic YTpi', `bearer ${'k'.repeat(600)}`)
+        .map((value) => Buffer.from(value)),
     );
     await fc.assert(
-      fc.asyncProperty(authorization, fc.constantFrom('/ops/fundings', '/ops/payments?status=NEEDS_REVIEW', `/ops/links/${randomUUID()}`), async (value, target) => {
-        // From an address of its own: failed attempts are limited per address.
-        const response = await rawHttp(stack.apiBase, { method: 'GET', target, headers: [['Authorization', value]], localAddress: '127.0.0.3' });
-        expectSafe(response, 'ops');
-        if (!refusedByParser(response)) expect([401, 429]).toContain(response.status);
-      }),
+      fc.asyncProperty(
+        authorization,
+        fc.constantFrom('/ops/fundings', '/ops/payments?status=NEEDS_REVIEW', `/ops/links/${randomUUID()}`),
+        async (value, target) => {
+          // From an address of its own: failed attempts are limited per address.
+          const response = await rawHttp(stack.apiBase, {
+            method: 'GET',
+            target,
+            headers: [['Authorization', value]],
+            localAddress: '127.0.0.3',
+          });
+          expectSafe(response, 'ops');
+          if (!refusedByParser(response)) expect([401, 429]).toContain(response.status);
+        },
+      ),
       runs(30),
     );
   });
 });
-

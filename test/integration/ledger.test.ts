@@ -12,7 +12,7 @@ import { createFundingRecord, type NewFunding } from '../../fundings/funding-rec
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { createApiDatabase, createDatabase } from '../../lib/database.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
-import type { LimitRefusal} from '../../ledger/limits.ts';
+import type { LimitRefusal } from '../../ledger/limits.ts';
 import { defaultFundingLimits, type FundingLimits } from '../../ledger/limits.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
@@ -24,7 +24,14 @@ const database = createDatabase(testDatabaseUrl(), { maxConnections: 20 });
 afterAll(() => database.$disconnect());
 
 const ledger = createLedger();
-const noLimits: FundingLimits = { ...defaultFundingLimits, min: 1n, max: 10n ** 13n, userDailyAmount: 10n ** 15n, userDailyCount: 1_000_000, userPerMinute: 1_000_000 };
+const noLimits: FundingLimits = {
+  ...defaultFundingLimits,
+  min: 1n,
+  max: 10n ** 13n,
+  userDailyAmount: 10n ** 15n,
+  userDailyCount: 1_000_000,
+  userPerMinute: 1_000_000,
+};
 const cipher = createTokenCipher(randomBytes(32));
 const fundings = createFundingRecord({ database, cipher, ledger, limits: noLimits });
 const payments = createPaymentRecord({ database, ledger });
@@ -69,7 +76,11 @@ async function executing(partnerUserId: string, value = '10.00') {
 }
 
 const settlements = (fundingId: string) =>
-  database.ledgerTransaction.findMany({ where: { fundingId }, orderBy: { id: 'asc' }, select: { kind: true, reference: true } });
+  database.ledgerTransaction.findMany({
+    where: { fundingId },
+    orderBy: { id: 'asc' },
+    select: { kind: true, reference: true },
+  });
 
 describe('two-phase fundings', () => {
   it('takes the hold in the transaction that stores the funding', async () => {
@@ -77,7 +88,11 @@ describe('two-phase fundings', () => {
     await credit(user, '100.00');
     const funding = withdrawal(user, '30.00');
     expect(await fundings.insert(funding)).toBe(true);
-    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '100.00' }, held: { value: '30.00' }, available: { value: '70.00' } });
+    expect(await account(`USER:${user}`)).toMatchObject({
+      balance: { value: '100.00' },
+      held: { value: '30.00' },
+      available: { value: '70.00' },
+    });
     expect(await settlements(funding.id)).toEqual([{ kind: 'HOLD', reference: holdReference(funding.id) }]);
     expect(await fundings.get(funding.id)).toMatchObject({ sourcePartnerUserId: user, status: 'PENDING' });
   });
@@ -99,20 +114,41 @@ describe('two-phase fundings', () => {
     await credit(user, '50.00');
     const clearingBefore = (await account('WALLET_CLEARING')).balance.value;
     const funding = await executing(user, '20.00');
-    expect((await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null })).moved).toBe(true);
+    expect(
+      (await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null }))
+        .moved,
+    ).toBe(true);
     // A retried finish (a retried activity) posts nothing more.
-    expect((await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null })).moved).toBe(false);
-    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '30.00' }, held: { value: '0.00' }, available: { value: '30.00' } });
+    expect(
+      (await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null }))
+        .moved,
+    ).toBe(false);
+    expect(await account(`USER:${user}`)).toMatchObject({
+      balance: { value: '30.00' },
+      held: { value: '0.00' },
+      available: { value: '30.00' },
+    });
     expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD', 'POST']);
-    expect(Number((await account('WALLET_CLEARING')).balance.value) - Number(clearingBefore)).toBeGreaterThanOrEqual(20);
+    expect(Number((await account('WALLET_CLEARING')).balance.value) - Number(clearingBefore)).toBeGreaterThanOrEqual(
+      20,
+    );
   });
 
   it.each(['DECLINED', 'FAILED'] as const)('releases the hold on %s', async (status) => {
     const user = newUser();
     await credit(user, '50.00');
     const funding = await executing(user, '20.00');
-    await fundings.finish(funding.id, { status, code: status === 'DECLINED' ? '6001' : 'EXECUTE_FAILED', requestReferenceNo: null, detail: null });
-    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '50.00' }, held: { value: '0.00' }, available: { value: '50.00' } });
+    await fundings.finish(funding.id, {
+      status,
+      code: status === 'DECLINED' ? '6001' : 'EXECUTE_FAILED',
+      requestReferenceNo: null,
+      detail: null,
+    });
+    expect(await account(`USER:${user}`)).toMatchObject({
+      balance: { value: '50.00' },
+      held: { value: '0.00' },
+      available: { value: '50.00' },
+    });
     expect((await settlements(funding.id)).map((t) => t.kind)).toEqual(['HOLD', 'RELEASE']);
   });
 
@@ -158,7 +194,11 @@ describe('two-phase fundings', () => {
     await credit(user, '50.00');
     const funding = await executing(user, '20.00');
     // The crash: the final state written without its settle (a record without the ledger, as before it existed).
-    const withoutLedger = createFundingRecord({ database, cipher, ledger: { ...ledger, settleFunding: async () => 'none' as const } });
+    const withoutLedger = createFundingRecord({
+      database,
+      cipher,
+      ledger: { ...ledger, settleFunding: async () => 'none' as const },
+    });
     await withoutLedger.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null });
     expect((await fundings.listFinalWithOpenHold(10_000)).map((row) => row.id)).toContain(funding.id);
     expect(await fundings.settleFinalHold(funding.id)).toBe('posted');
@@ -180,22 +220,40 @@ describe('the floor under concurrency', () => {
   it('100 concurrent withdrawals against a balance covering exactly 10: 10 accepted, 90 INSUFFICIENT_FUNDS, never negative', async () => {
     const user = newUser();
     await credit(user, '100.00');
-    const results = await Promise.allSettled(Array.from({ length: 100 }, () => gatedFundings.insert(withdrawal(user, '10.00'))));
+    const results = await Promise.allSettled(
+      Array.from({ length: 100 }, () => gatedFundings.insert(withdrawal(user, '10.00'))),
+    );
     const accepted = results.filter((result) => result.status === 'fulfilled' && result.value === true);
-    const refused = results.filter((result) => result.status === 'rejected' && result.reason instanceof InsufficientFundsError);
+    const refused = results.filter(
+      (result) => result.status === 'rejected' && result.reason instanceof InsufficientFundsError,
+    );
     expect(accepted).toHaveLength(10);
     expect(refused).toHaveLength(90);
-    expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '100.00' }, held: { value: '100.00' }, available: { value: '0.00' } });
+    expect(await account(`USER:${user}`)).toMatchObject({
+      balance: { value: '100.00' },
+      held: { value: '100.00' },
+      available: { value: '0.00' },
+    });
     expect(await database.funding.count({ where: { sourcePartnerUserId: user } })).toBe(10);
   });
 });
 
 describe('limits', () => {
-  const strict: FundingLimits = { ...defaultFundingLimits, min: 1_000n, max: 100_000n, userDailyAmount: 150_000n, userDailyCount: 3, userPerMinute: 2 };
+  const strict: FundingLimits = {
+    ...defaultFundingLimits,
+    min: 1_000n,
+    max: 100_000n,
+    userDailyAmount: 150_000n,
+    userDailyCount: 3,
+    userPerMinute: 2,
+  };
   const limited = createFundingRecord({ database, cipher, ledger, limits: strict });
 
   async function refusal(funding: NewFunding) {
-    const error = await limited.insert(funding).then(() => null, (caught: unknown) => caught);
+    const error = await limited.insert(funding).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
     expect(await database.funding.count({ where: { id: funding.id } })).toBe(0);
     return error as LimitRefusal;
   }
@@ -203,12 +261,24 @@ describe('limits', () => {
   it('refuses before storing: too small, too large, per minute, per day', async () => {
     const user = newUser();
     await credit(user, '1000.00');
-    expect(await refusal(withdrawal(user, '0.99'))).toMatchObject({ code: 'AMOUNT_TOO_SMALL', detail: expect.stringContaining('FUNDING_MIN') });
-    expect(await refusal(withdrawal(user, '100.01'))).toMatchObject({ code: 'AMOUNT_TOO_LARGE', detail: expect.stringContaining('100.00') });
+    expect(await refusal(withdrawal(user, '0.99'))).toMatchObject({
+      code: 'AMOUNT_TOO_SMALL',
+      detail: expect.stringContaining('FUNDING_MIN'),
+    });
+    expect(await refusal(withdrawal(user, '100.01'))).toMatchObject({
+      code: 'AMOUNT_TOO_LARGE',
+      detail: expect.stringContaining('100.00'),
+    });
     expect(await limited.insert(withdrawal(user, '100.00'))).toBe(true);
-    expect(await refusal(withdrawal(user, '50.01'))).toMatchObject({ code: 'DAILY_LIMIT_EXCEEDED', detail: expect.stringContaining('50.00 PHP left today') });
+    expect(await refusal(withdrawal(user, '50.01'))).toMatchObject({
+      code: 'DAILY_LIMIT_EXCEEDED',
+      detail: expect.stringContaining('50.00 PHP left today'),
+    });
     expect(await limited.insert(withdrawal(user, '10.00'))).toBe(true);
-    expect(await refusal(withdrawal(user, '1.00'))).toMatchObject({ code: 'VELOCITY_LIMIT_EXCEEDED', detail: expect.stringContaining('USER_PER_MINUTE') });
+    expect(await refusal(withdrawal(user, '1.00'))).toMatchObject({
+      code: 'VELOCITY_LIMIT_EXCEEDED',
+      detail: expect.stringContaining('USER_PER_MINUTE'),
+    });
     expect(await account(`USER:${user}`)).toMatchObject({ held: { value: '110.00' } });
   });
 
@@ -218,14 +288,37 @@ describe('limits', () => {
     const roomy: FundingLimits = { ...strict, userDailyCount: 10, userDailyAmount: 1_000_000n };
     const records = { database, cipher, ledger, limits: roomy };
     const batchFundings = createFundingRecord(records);
-    const batchRecord = createBatchRecord({ database, fundings: batchFundings, batchItems: createBatchItemsRecord(records), limits: roomy });
+    const batchRecord = createBatchRecord({
+      database,
+      fundings: batchFundings,
+      batchItems: createBatchItemsRecord(records),
+      limits: roomy,
+    });
     const batchId = randomUUID();
     const items: NewBatchItem[] = Array.from({ length: 5 }, (_, index) => {
       const idempotencyKey = `batch:${batchId}:i-${index}`;
-      return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference: `i-${index}`, recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: 10_000n };
+      return {
+        id: randomUUID(),
+        idempotencyKey,
+        workflowId: `funding-${idempotencyKey}`,
+        reference: `i-${index}`,
+        recipient: { type: 'TOKEN', linkId: randomUUID() },
+        amount: 10_000n,
+      };
     });
     expect(
-      await batchRecord.insert({ id: batchId, idempotencyKey: `limits-${batchId}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-batch-${batchId}`, name: 'limits', currency: 'PHP', items: batchItemRows(items), createdBy: 'ops', approvalThreshold: 0n, source: { type: 'USER_BALANCE', partnerUserId: user } }),
+      await batchRecord.insert({
+        id: batchId,
+        idempotencyKey: `limits-${batchId}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `funding-batch-${batchId}`,
+        name: 'limits',
+        currency: 'PHP',
+        items: batchItemRows(items),
+        createdBy: 'ops',
+        approvalThreshold: 0n,
+        source: { type: 'USER_BALANCE', partnerUserId: user },
+      }),
     ).toEqual({ stored: true, needsApproval: true });
     // Five items within the minute, and the user's own funding (per minute: 2) is still let through.
     expect(await batchFundings.insert(withdrawal(user, '1.00'))).toBe(true);
@@ -234,7 +327,9 @@ describe('limits', () => {
   it('counts one user’s concurrent requests one after the other (no race past the count)', async () => {
     const user = newUser();
     await credit(user, '1000.00');
-    const results = await Promise.allSettled(Array.from({ length: 10 }, () => limited.insert(withdrawal(user, '1.00'))));
+    const results = await Promise.allSettled(
+      Array.from({ length: 10 }, () => limited.insert(withdrawal(user, '1.00'))),
+    );
     expect(results.filter((result) => result.status === 'fulfilled')).toHaveLength(2);
     expect(await database.funding.count({ where: { sourcePartnerUserId: user } })).toBe(2);
   });
@@ -243,24 +338,53 @@ describe('limits', () => {
 describe('adjustments and payments', () => {
   it('adjusts once per key; another body with the key is refused; a debit below available is refused', async () => {
     const user = newUser();
-    const input = { idempotencyKey: `adj-${randomUUID()}`, account: `USER:${user}`, currency: 'PHP', amount: 25_000n, reason: 'goodwill', fingerprint: 'a'.repeat(64) };
+    const input = {
+      idempotencyKey: `adj-${randomUUID()}`,
+      account: `USER:${user}`,
+      currency: 'PHP',
+      amount: 25_000n,
+      reason: 'goodwill',
+      fingerprint: 'a'.repeat(64),
+    };
     const first = await ledger.adjust(database, input);
     const again = await ledger.adjust(database, input);
-    expect(first).toMatchObject({ kind: 'created', adjustment: { account: `USER:${user}`, counterAccount: 'TREASURY', amount: { value: '25.00' } } });
-    expect(again).toMatchObject({ kind: 'existing', adjustment: { adjustmentId: first.kind === 'key-reused' ? '' : first.adjustment.adjustmentId } });
-    expect(await ledger.adjust(database, { ...input, amount: 26_000n, fingerprint: 'b'.repeat(64) })).toEqual({ kind: 'key-reused' });
+    expect(first).toMatchObject({
+      kind: 'created',
+      adjustment: { account: `USER:${user}`, counterAccount: 'TREASURY', amount: { value: '25.00' } },
+    });
+    expect(again).toMatchObject({
+      kind: 'existing',
+      adjustment: { adjustmentId: first.kind === 'key-reused' ? '' : first.adjustment.adjustmentId },
+    });
+    expect(await ledger.adjust(database, { ...input, amount: 26_000n, fingerprint: 'b'.repeat(64) })).toEqual({
+      kind: 'key-reused',
+    });
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '25.00' } });
-    await expect(ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_010n })).rejects.toBeInstanceOf(InsufficientFundsError);
-    expect((await ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_000n })).kind).toBe('created');
+    await expect(
+      ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_010n }),
+    ).rejects.toBeInstanceOf(InsufficientFundsError);
+    expect(
+      (await ledger.adjust(database, { ...input, idempotencyKey: `adj-${randomUUID()}`, amount: -25_000n })).kind,
+    ).toBe('created');
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '0.00' } });
   });
 
   it('a DEPOSIT credits the link’s user and a PURCHASE lands in MERCHANT_REVENUE, once', async () => {
     const user = newUser();
-    const link = await database.link.create({ data: { partnerUserId: user, profileId: randomUUID(), kind: 'EMBEDDED', scopes: [] } });
+    const link = await database.link.create({
+      data: { partnerUserId: user, profileId: randomUUID(), kind: 'EMBEDDED', scopes: [] },
+    });
     const pay = async (purpose: 'DEPOSIT' | 'PURCHASE') => {
       const id = randomUUID();
-      await payments.insert({ id, idempotencyKey: `p-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `pw-${id}`, linkId: link.id, amount: moneyOf({ currency: 'PHP', value: '12.00' }), purpose });
+      await payments.insert({
+        id,
+        idempotencyKey: `p-${id}`,
+        requestFingerprint: '0'.repeat(64),
+        workflowId: `pw-${id}`,
+        linkId: link.id,
+        amount: moneyOf({ currency: 'PHP', value: '12.00' }),
+        purpose,
+      });
       await payments.markCreating(id);
       await payments.beginExecute(id, null);
       await payments.finish(id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null });
@@ -272,7 +396,9 @@ describe('adjustments and payments', () => {
     const purchase = await pay('PURCHASE');
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '12.00' }, available: { value: '12.00' } });
     expect(await database.ledgerTransaction.count({ where: { paymentId: { in: [deposit, purchase] } } })).toBe(2);
-    expect(Number((await account('MERCHANT_REVENUE')).balance.value) - Number(revenueBefore)).toBeGreaterThanOrEqual(12);
+    expect(Number((await account('MERCHANT_REVENUE')).balance.value) - Number(revenueBefore)).toBeGreaterThanOrEqual(
+      12,
+    );
   });
 });
 
@@ -281,22 +407,38 @@ describe('many holds at once (a batch of items)', () => {
     const partnerUserId = newUser();
     await credit(partnerUserId, '5000.00');
     const holds = Array.from({ length: 2000 }, () => ({ fundingId: randomUUID(), amount: 1000n }));
-    const updates = await database.$transaction(async (tx) => {
-      // The connection's counts not yet flushed (this transaction's and its latest ones'): the
-      // difference is what holdMany did. One UPDATE per entry would be 4,000 here, and each would
-      // walk the versions the earlier ones left (a 40,000-item batch took 138 s to store).
-      const updated = async () =>
-        Number((await tx.$queryRaw<Array<{ n_tup_upd: bigint }>>`SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'ledger_account'`)[0]?.n_tup_upd ?? 0n);
-      const before = await updated();
-      await ledger.holdMany(tx, { source: { type: 'USER_BALANCE', partnerUserId }, currency: 'PHP', holds });
-      return (await updated()) - before;
-    }, { timeout: 60_000 });
+    const updates = await database.$transaction(
+      async (tx) => {
+        // The connection's counts not yet flushed (this transaction's and its latest ones'): the
+        // difference is what holdMany did. One UPDATE per entry would be 4,000 here, and each would
+        // walk the versions the earlier ones left (a 40,000-item batch took 138 s to store).
+        const updated = async () =>
+          Number(
+            (
+              await tx.$queryRaw<
+                Array<{ n_tup_upd: bigint }>
+              >`SELECT n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = 'ledger_account'`
+            )[0]?.n_tup_upd ?? 0n,
+          );
+        const before = await updated();
+        await ledger.holdMany(tx, { source: { type: 'USER_BALANCE', partnerUserId }, currency: 'PHP', holds });
+        return (await updated()) - before;
+      },
+      { timeout: 60_000 },
+    );
     expect(updates).toBe(2);
     const user = await account(`USER:${partnerUserId}`);
     expect(user.available.value).toBe('3000.00');
     expect((await checkLedgerInvariants(database)).violations).toEqual([]);
     // Released together: the user's available is whole again, the accounts moved once more each.
-    const released = await database.$transaction((tx) => ledger.releaseMany(tx, holds.map((hold) => hold.fundingId)), { timeout: 60_000 });
+    const released = await database.$transaction(
+      (tx) =>
+        ledger.releaseMany(
+          tx,
+          holds.map((hold) => hold.fundingId),
+        ),
+      { timeout: 60_000 },
+    );
     expect(released).toBe(2000);
     expect((await account(`USER:${partnerUserId}`)).available.value).toBe('5000.00');
   });
@@ -305,9 +447,14 @@ describe('many holds at once (a batch of items)', () => {
     const partnerUserId = newUser();
     await credit(partnerUserId, '100.00');
     const holds = Array.from({ length: 6 }, () => ({ fundingId: randomUUID(), amount: 10_000n }));
-    await database.$transaction((tx) => ledger.holdMany(tx, { source: { type: 'USER_BALANCE', partnerUserId }, currency: 'PHP', holds }));
+    await database.$transaction((tx) =>
+      ledger.holdMany(tx, { source: { type: 'USER_BALANCE', partnerUserId }, currency: 'PHP', holds }),
+    );
     const clearingBefore = await account('WALLET_CLEARING');
-    const settlements = holds.map((hold, index) => ({ fundingId: hold.fundingId, outcome: index % 2 === 0 ? ('post' as const) : ('release' as const) }));
+    const settlements = holds.map((hold, index) => ({
+      fundingId: hold.fundingId,
+      outcome: index % 2 === 0 ? ('post' as const) : ('release' as const),
+    }));
     expect(await database.$transaction((tx) => ledger.settleMany(tx, settlements))).toBe(6);
     // Again: every hold is settled already, nothing is written.
     expect(await database.$transaction((tx) => ledger.settleMany(tx, settlements))).toBe(0);
@@ -336,11 +483,24 @@ describe('the database keeps the rules', () => {
     const user = newUser();
     await credit(user, '10.00');
     await expect(
-      database.$transaction((tx) => ledger.post(tx, { reference: `bad-${randomUUID()}`, kind: 'ADJUSTMENT', currency: 'PHP', legs: [{ account: 'CAPITAL', amount: 1_000n }] })),
+      database.$transaction((tx) =>
+        ledger.post(tx, {
+          reference: `bad-${randomUUID()}`,
+          kind: 'ADJUSTMENT',
+          currency: 'PHP',
+          legs: [{ account: 'CAPITAL', amount: 1_000n }],
+        }),
+      ),
     ).rejects.toThrow(/sum to zero/);
-    await expect(database.$executeRaw`UPDATE ledger_entry SET amount = amount + 1 WHERE account = ${`USER:${user}`}`).rejects.toThrow(/append-only/);
-    await expect(database.$executeRaw`DELETE FROM ledger_entry WHERE account = ${`USER:${user}`}`).rejects.toThrow(/append-only/);
-    await expect(database.$executeRaw`UPDATE ledger_account SET balance = 1000000 WHERE account = ${`USER:${user}`}`).rejects.toThrow(/only through ledger entries/);
+    await expect(
+      database.$executeRaw`UPDATE ledger_entry SET amount = amount + 1 WHERE account = ${`USER:${user}`}`,
+    ).rejects.toThrow(/append-only/);
+    await expect(database.$executeRaw`DELETE FROM ledger_entry WHERE account = ${`USER:${user}`}`).rejects.toThrow(
+      /append-only/,
+    );
+    await expect(
+      database.$executeRaw`UPDATE ledger_account SET balance = 1000000 WHERE account = ${`USER:${user}`}`,
+    ).rejects.toThrow(/only through ledger entries/);
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '10.00' } });
   });
 
@@ -348,13 +508,17 @@ describe('the database keeps the rules', () => {
     const ghost = `USER:${newUser()}`;
     await expect(
       database.$transaction(async (tx) => {
-        const [row] = await tx.$queryRaw<Array<{ id: bigint }>>`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`ghost-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`;
+        const [row] = await tx.$queryRaw<
+          Array<{ id: bigint }>
+        >`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`ghost-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`;
         await tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${row!.id}, ${ghost}, 'PHP', 1), (${row!.id}, 'CAPITAL', 'PHP', -1)`;
       }),
     ).rejects.toThrow(/does not exist/);
     const user = newUser();
     await credit(user, '1.00');
-    await expect(database.$executeRaw`UPDATE ledger_account SET account = ${`USER:${newUser()}`} WHERE account = ${`USER:${user}`}`).rejects.toThrow(/key never changes/);
+    await expect(
+      database.$executeRaw`UPDATE ledger_account SET account = ${`USER:${newUser()}`} WHERE account = ${`USER:${user}`}`,
+    ).rejects.toThrow(/key never changes/);
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '1.00' } });
   });
 
@@ -377,13 +541,17 @@ describe('the database keeps the rules', () => {
 
   it('refuses entries of a transaction that does not exist and a settlement of a hold that does not exist, checked per statement, without locking the rows they name (no foreign key)', async () => {
     await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
-    const missing = (await database.$queryRaw<Array<{ missing: bigint }>>`SELECT COALESCE(MAX(id), 0) + 1000000 AS missing FROM ledger_transaction`)[0]!.missing;
-    await expect(database.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${missing}, 'TREASURY', 'PHP', 1), (${missing}, 'CAPITAL', 'PHP', -1)`).rejects.toThrow(
-      /name transaction \d+, which does not exist/,
-    );
-    await expect(database.$executeRaw`INSERT INTO ledger_transaction (reference, kind, currency, settles_id) VALUES (${`orphan-${randomUUID()}`}, 'RELEASE', 'PHP', ${missing})`).rejects.toThrow(
-      /settles transaction \d+, which does not exist/,
-    );
+    const missing = (
+      await database.$queryRaw<
+        Array<{ missing: bigint }>
+      >`SELECT COALESCE(MAX(id), 0) + 1000000 AS missing FROM ledger_transaction`
+    )[0]!.missing;
+    await expect(
+      database.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${missing}, 'TREASURY', 'PHP', 1), (${missing}, 'CAPITAL', 'PHP', -1)`,
+    ).rejects.toThrow(/name transaction \d+, which does not exist/);
+    await expect(
+      database.$executeRaw`INSERT INTO ledger_transaction (reference, kind, currency, settles_id) VALUES (${`orphan-${randomUUID()}`}, 'RELEASE', 'PHP', ${missing})`,
+    ).rejects.toThrow(/settles transaction \d+, which does not exist/);
     // No foreign key is left on either: a check per row locked each transaction it named (FOR KEY SHARE).
     const foreignKeys = await database.$queryRaw<Array<{ name: string }>>`
       SELECT conname AS name FROM pg_constraint WHERE contype = 'f' AND conrelid IN ('ledger_entry'::regclass, 'ledger_transaction'::regclass)`;
@@ -393,16 +561,29 @@ describe('the database keeps the rules', () => {
     await database.$executeRaw`
       WITH t AS (INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${reference}, 'ADJUSTMENT', 'PHP') RETURNING id)
       INSERT INTO ledger_entry (transaction_id, account, currency, amount) SELECT t.id, a.account, 'PHP', a.amount FROM t, (VALUES ('CAPITAL', -1), ('TREASURY', 1)) AS a(account, amount)`;
-    expect(await database.ledgerEntry.count({ where: { transactionId: (await database.ledgerTransaction.findUniqueOrThrow({ where: { reference } })).id } })).toBe(2);
+    expect(
+      await database.ledgerEntry.count({
+        where: { transactionId: (await database.ledgerTransaction.findUniqueOrThrow({ where: { reference } })).id },
+      }),
+    ).toBe(2);
   });
 
   it('refuses an unbalanced transaction at the end of the statement that writes it, one entry or many rows at once (checked per statement, not per entry at commit)', async () => {
     await ledger.ensureAccounts(database, ['CAPITAL', 'TREASURY'], 'PHP');
     const newTransaction = async (tx: Prisma.TransactionClient) =>
-      (await tx.$queryRaw<Array<{ id: bigint }>>`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`zero-sum-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`)[0]!.id;
+      (
+        await tx.$queryRaw<
+          Array<{ id: bigint }>
+        >`INSERT INTO ledger_transaction (reference, kind, currency) VALUES (${`zero-sum-${randomUUID()}`}, 'ADJUSTMENT', 'PHP') RETURNING id`
+      )[0]!.id;
     const entriesOf = (ids: bigint[]) => database.ledgerEntry.count({ where: { transactionId: { in: ids } } });
-    /** Runs `write` in a transaction: whether its own statement was refused, and the error the whole transaction ended with. */
-    async function attempt(write: (tx: Prisma.TransactionClient, ids: bigint[]) => Promise<unknown>): Promise<{ statementRefused: string | null; ids: bigint[]; error: unknown }> {
+    /**
+     * Runs `write` in a transaction: whether its own statement was refused, and the error the whole transaction ended
+     * with.
+     */
+    async function attempt(
+      write: (tx: Prisma.TransactionClient, ids: bigint[]) => Promise<unknown>,
+    ): Promise<{ statementRefused: string | null; ids: bigint[]; error: unknown }> {
       const ids: bigint[] = [];
       let statementRefused: string | null = null;
       let error: unknown = null;
@@ -423,13 +604,19 @@ describe('the database keeps the rules', () => {
     }
 
     // One entry alone.
-    const single = await attempt((tx, [id]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${id}, 'CAPITAL', 'PHP', 1)`);
+    const single = await attempt(
+      (tx, [id]) =>
+        tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount) VALUES (${id}, 'CAPITAL', 'PHP', 1)`,
+    );
     expect(single.statementRefused).toMatch(/sum to zero/);
     expect(await entriesOf(single.ids)).toBe(0);
 
     // Many rows in one statement: the first transaction balanced, the second not.
     const many = await attempt(
-      (tx, [first, second]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
+      (
+        tx,
+        [first, second],
+      ) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending)
         VALUES (${first}, 'CAPITAL', 'PHP', -5, false), (${first}, 'TREASURY', 'PHP', 5, false), (${second}, 'CAPITAL', 'PHP', -5, false), (${second}, 'TREASURY', 'PHP', 4, false)`,
     );
     expect(many.statementRefused).toMatch(/sum to zero/);
@@ -437,7 +624,8 @@ describe('the database keeps the rules', () => {
 
     // Posted and pending each sum to zero: +1 posted against -1 pending is refused.
     const mixed = await attempt(
-      (tx, [id]) => tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES (${id}, 'CAPITAL', 'PHP', 1, false), (${id}, 'TREASURY', 'PHP', -1, true)`,
+      (tx, [id]) =>
+        tx.$executeRaw`INSERT INTO ledger_entry (transaction_id, account, currency, amount, pending) VALUES (${id}, 'CAPITAL', 'PHP', 1, false), (${id}, 'TREASURY', 'PHP', -1, true)`,
     );
     expect(mixed.statementRefused).toMatch(/sum to zero/);
 

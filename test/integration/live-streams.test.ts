@@ -27,8 +27,12 @@ const heldAtMost = (pushBytes: number) => getDefaultHighWaterMark(false) + 2 * p
 let stack: PartnerStack;
 
 beforeAll(async () => {
-  stack = await startPartnerStack({ extraOpsKeys: [`watcher:read:${watcherKey}`], consoleLive: { pushEveryMs: 5, stallMs: STALL_MS } });
-  for (let index = 0; index < 40; index += 1) await failingEndpoint(`hooks-${index}.example.com/${'in/'.repeat(60)}${index}`);
+  stack = await startPartnerStack({
+    extraOpsKeys: [`watcher:read:${watcherKey}`],
+    consoleLive: { pushEveryMs: 5, stallMs: STALL_MS },
+  });
+  for (let index = 0; index < 40; index += 1)
+    await failingEndpoint(`hooks-${index}.example.com/${'in/'.repeat(60)}${index}`);
 }, 120_000);
 afterAll(() => stack?.close());
 
@@ -37,7 +41,10 @@ async function signIn(key: string): Promise<string> {
   const base = stack.apiBase;
   const form = await fetch(`${base}/console/sign-in`);
   await form.arrayBuffer();
-  const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+  const pre = form.headers
+    .getSetCookie()
+    .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
+    .split(';')[0]!;
   const signedIn = await fetch(`${base}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
@@ -46,17 +53,26 @@ async function signIn(key: string): Promise<string> {
   });
   await signedIn.arrayBuffer();
   expect(signedIn.status).toBe(200);
-  return signedIn.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console='))!.split(';')[0]!;
+  return signedIn.headers
+    .getSetCookie()
+    .find((cookie) => cookie.startsWith('walletflow_console='))!
+    .split(';')[0]!;
 }
 
 /** A webhook endpoint at `https://${where}` with a dead letter: Home lists it among the failing ones. */
 async function failingEndpoint(where: string): Promise<void> {
-  const created = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: `https://${where}`, events: ['funding.failed'] }) });
+  const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url: `https://${where}`, events: ['funding.failed'] }),
+  });
   expect(created.status).toBe(201);
   const endpointId = ((await created.json()) as { id: string }).id;
   const eventId = `evt_${randomUUID()}`;
   await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
-  await stack.database.webhookDelivery.create({ data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 } });
+  await stack.database.webhookDelivery.create({
+    data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
+  });
 }
 
 interface PausedStream {
@@ -68,10 +84,15 @@ interface PausedStream {
   readUntil(done: (text: string) => boolean): Promise<{ text: string; ended: boolean }>;
 }
 
-/** Opens Home's stream as the page's EventSource does, reads its first push, then stops reading (the sockets' buffers fill). */
+/**
+ * Opens Home's stream as the page's EventSource does, reads its first push, then stops reading (the sockets' buffers
+ * fill).
+ */
 function openPaused(cookie: string): Promise<PausedStream> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${stack.apiBase}/console/live/home`, { headers: { cookie, accept: 'text/event-stream' } });
+    const request = http.get(`${stack.apiBase}/console/live/home`, {
+      headers: { cookie, accept: 'text/event-stream' },
+    });
     request.on('error', reject);
     request.on('response', (response) => {
       if (response.statusCode !== 200) reject(new Error(`the stream answered ${response.statusCode}`));
@@ -111,7 +132,8 @@ function openPaused(cookie: string): Promise<PausedStream> {
   });
 }
 
-const apiMetric = async (name: string, labels: Record<string, string> = {}) => sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
+const apiMetric = async (name: string, labels: Record<string, string> = {}) =>
+  sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
 const held = () => apiMetric('walletflow_console_live_buffered_bytes');
 const openStreams = () => apiMetric('walletflow_console_live_streams');
 const stalledStreams = () => apiMetric('walletflow_console_live_streams_ended_total', { outcome: 'stalled' });
@@ -137,7 +159,11 @@ describe('a console live stream whose client stops reading', () => {
       // The sockets' own buffers did fill (the API held bytes past them) before it was cut off.
       expect(most, 'the paused stream filled its sockets').toBeGreaterThan(0);
       // Cut off: its slot and all it held are let go; a new stream of the same session opens and is pushed to.
-      await waitFor('the stalled stream’s slot is free', async () => ((await openStreams()) === streamsBefore ? true : undefined), 10_000);
+      await waitFor(
+        'the stalled stream’s slot is free',
+        async () => ((await openStreams()) === streamsBefore ? true : undefined),
+        10_000,
+      );
       expect(await held()).toBe(0);
       const again = await openPaused(session);
       expect(again.firstPush).toContain('Treasury');
@@ -154,7 +180,11 @@ describe('a console live stream whose client stops reading', () => {
     const paused = await openPaused(session);
     try {
       // Its sockets are full: the API holds bytes for it.
-      await waitFor('the paused stream’s sockets are full', async () => ((await held()) > 0 ? true : undefined), 60_000);
+      await waitFor(
+        'the paused stream’s sockets are full',
+        async () => ((await held()) > 0 ? true : undefined),
+        60_000,
+      );
       // Meanwhile Home's state changes: one more webhook endpoint fails.
       const host = `hooks-${randomUUID().slice(0, 8)}.example.com`;
       await failingEndpoint(`${host}/in`);

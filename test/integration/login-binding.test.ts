@@ -69,7 +69,12 @@ async function linkedVictim(password: string) {
     kind: 'STANDALONE',
     scopes: [],
     requestReferenceNo: null,
-    tokens: { accessToken: tokens.access_token, refreshToken: tokens.refresh_token ?? '', accessTokenExpiresAt: new Date(Date.now() + 3_600_000), refreshTokenExpiresAt: null },
+    tokens: {
+      accessToken: tokens.access_token,
+      refreshToken: tokens.refresh_token ?? '',
+      accessTokenExpiresAt: new Date(Date.now() + 3_600_000),
+      refreshTokenExpiresAt: null,
+    },
   });
   return { user, partnerUserId, linkId };
 }
@@ -106,7 +111,9 @@ describe('the link hijack through /connect/start', () => {
     expect(link.partnerUserId).toBe(victim.partnerUserId);
     expect(await stack.tokens.read(stack.database, victim.linkId)).toEqual(before);
     expect(await stack.database.link.count({ where: { partnerUserId: attacker } })).toBe(0);
-    const refused = await stack.database.linkEvent.findFirst({ where: { partnerUserId: attacker, type: 'LOGIN_FAILED' } });
+    const refused = await stack.database.linkEvent.findFirst({
+      where: { partnerUserId: attacker, type: 'LOGIN_FAILED' },
+    });
     expect(refused?.detail).toContain('linked to another partner user');
   });
 
@@ -119,7 +126,8 @@ describe('the link hijack through /connect/start', () => {
     const inVictimsBrowser = await callback(params);
     expect(inVictimsBrowser.status).toBe(400);
     expect(await stack.database.link.count({ where: { profileId: user.profileId } })).toBe(0);
-    // The state was not spent by the refused callback: the attacker's own browser could still finish, the victim's cannot.
+    // The state was not spent by the refused callback: the attacker's own browser could still finish, the victim's
+    // cannot.
     const wrongCookie = await callback(params, 'walletflow_login=forged');
     expect(wrongCookie.status).toBe(400);
     expect(await stack.database.link.count({ where: { profileId: user.profileId } })).toBe(0);
@@ -149,9 +157,14 @@ describe('login URLs and signed login tokens', () => {
   it('records who minted a login URL (the ops key’s name), and an expired one is refused', async () => {
     const partnerUserId = `partner-${randomUUID()}`;
     const url = await mintLoginUrl(partnerUserId);
-    const minted = await stack.database.linkEvent.findFirstOrThrow({ where: { partnerUserId, type: 'LOGIN_URL_MINTED' } });
+    const minted = await stack.database.linkEvent.findFirstOrThrow({
+      where: { partnerUserId, type: 'LOGIN_URL_MINTED' },
+    });
     expect(minted.actor).toBe('default');
-    await stack.database.loginGrant.updateMany({ where: { partnerUserId }, data: { expiresAt: new Date(Date.now() - 1000) } });
+    await stack.database.loginGrant.updateMany({
+      where: { partnerUserId },
+      data: { expiresAt: new Date(Date.now() - 1000) },
+    });
     const expired = await startFromUrl(url);
     expect(expired.status).toBe(400);
     expect(expired.html).toContain('expired');
@@ -160,19 +173,27 @@ describe('login URLs and signed login tokens', () => {
   it('a token signed with LOGIN_SIGNING_KEY starts a login for its subject, once', async () => {
     const user = await stack.admin.createUser({ password: 'pw-signed' });
     const partnerUserId = `signed-${randomUUID()}`;
-    const token = await new SignJWT({ mobile: user.mobile }).setProtectedHeader({ alg: 'HS256' }).setSubject(partnerUserId).setIssuedAt().setExpirationTime('5m').sign(signingKey);
+    const token = await new SignJWT({ mobile: user.mobile })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(partnerUserId)
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(signingKey);
     const started = await start({ login: token });
     expect(started.status).toBe(302);
     const params = await loginThroughPages(stack.sandbox, started.authorizeUrl!, 'pw-signed');
     const response = await callback(params, started.cookie);
     expect(response.status).toBe(200);
-    expect(await stack.database.link.findFirst({ where: { partnerUserId } })).toMatchObject({ profileId: user.profileId });
+    expect(await stack.database.link.findFirst({ where: { partnerUserId } })).toMatchObject({
+      profileId: user.profileId,
+    });
     expect((await start({ login: token })).status).toBe(400);
   });
 
   it('no login starts without the partner’s signature: forged, unsigned, wrong-key, long-lived and subject-less tokens are refused and store nothing', async () => {
     const otherKey = randomBytes(32);
-    const sign = (key: Buffer, build: (jwt: SignJWT) => SignJWT) => build(new SignJWT({}).setProtectedHeader({ alg: 'HS256' })).sign(key);
+    const sign = (key: Buffer, build: (jwt: SignJWT) => SignJWT) =>
+      build(new SignJWT({}).setProtectedHeader({ alg: 'HS256' })).sign(key);
     const unsigned = (claims: object) =>
       `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'JWT' })).toString('base64url')}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.`;
     const refused = [
@@ -182,7 +203,11 @@ describe('login URLs and signed login tokens', () => {
       await sign(signingKey, (jwt) => jwt.setSubject('someone').setExpirationTime(Math.floor(Date.now() / 1000) - 120)),
       await sign(signingKey, (jwt) => jwt.setExpirationTime('5m')),
       await sign(signingKey, (jwt) => jwt.setSubject('someone')),
-      await new SignJWT({}).setProtectedHeader({ alg: 'HS512' }).setSubject('someone').setExpirationTime('5m').sign(signingKey),
+      await new SignJWT({})
+        .setProtectedHeader({ alg: 'HS512' })
+        .setSubject('someone')
+        .setExpirationTime('5m')
+        .sign(signingKey),
       randomBytes(32).toString('base64url'),
     ];
     const before = await stack.database.loginState.count();
@@ -192,10 +217,18 @@ describe('login URLs and signed login tokens', () => {
       expect(answer.authorizeUrl).toBeUndefined();
     }
     await fc.assert(
-      fc.asyncProperty(fc.string({ maxLength: 300 }), fc.option(fc.string({ maxLength: 40 }), { nil: undefined }), async (login, partnerUserId) => {
-        const answer = await start({ login, ...(partnerUserId === undefined ? {} : { partnerUserId }), mobile: '09171234567' });
-        expect(answer.status).toBe(400);
-      }),
+      fc.asyncProperty(
+        fc.string({ maxLength: 300 }),
+        fc.option(fc.string({ maxLength: 40 }), { nil: undefined }),
+        async (login, partnerUserId) => {
+          const answer = await start({
+            login,
+            ...(partnerUserId === undefined ? {} : { partnerUserId }),
+            mobile: '09171234567',
+          });
+          expect(answer.status).toBe(400);
+        },
+      ),
       { numRuns: 40 },
     );
     expect(await stack.database.loginState.count()).toBe(before);
@@ -204,7 +237,9 @@ describe('login URLs and signed login tokens', () => {
 
 describe('signed login tokens: re-encodings, other JWTs, pinned numbers', () => {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
-  /** The same token with its signature's last character changed in the 2 bits base64url leaves unused: the same bytes. */
+  /**
+   * The same token with its signature's last character changed in the 2 bits base64url leaves unused: the same bytes.
+   */
   const reEncodings = (token: string) => {
     const last = token.at(-1)!;
     const index = alphabet.indexOf(last);
@@ -212,14 +247,22 @@ describe('signed login tokens: re-encodings, other JWTs, pinned numbers', () => 
   };
 
   it('a used token does not start a login again with its signature re-encoded, and a non-canonical encoding is refused outright', async () => {
-    const token = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m').sign(signingKey);
+    const token = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(`signed-${randomUUID()}`)
+      .setExpirationTime('5m')
+      .sign(signingKey);
     expect((await start({ login: token })).status).toBe(302);
     for (const variant of reEncodings(token)) {
       const answer = await start({ login: variant });
       expect(answer.status, variant).toBe(400);
       expect(answer.authorizeUrl).toBeUndefined();
     }
-    const fresh = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m').sign(signingKey);
+    const fresh = await new SignJWT({})
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(`signed-${randomUUID()}`)
+      .setExpirationTime('5m')
+      .sign(signingKey);
     const [nonCanonical] = reEncodings(fresh);
     expect((await start({ login: nonCanonical! })).status).toBe(400);
     // The canonical one still works: the refusal above spent nothing.
@@ -228,12 +271,22 @@ describe('signed login tokens: re-encodings, other JWTs, pinned numbers', () => 
 
   it('another JWT signed with the same key is not a login: a foreign audience or type is refused', async () => {
     const sign = (build: (jwt: SignJWT) => SignJWT, header: Record<string, string> = {}) =>
-      build(new SignJWT({}).setProtectedHeader({ alg: 'HS256', ...header }).setSubject(`signed-${randomUUID()}`).setExpirationTime('5m')).sign(signingKey);
-    for (const token of [await sign((jwt) => jwt.setAudience('billing-api')), await sign((jwt) => jwt, { typ: 'at+jwt' })]) {
+      build(
+        new SignJWT({})
+          .setProtectedHeader({ alg: 'HS256', ...header })
+          .setSubject(`signed-${randomUUID()}`)
+          .setExpirationTime('5m'),
+      ).sign(signingKey);
+    for (const token of [
+      await sign((jwt) => jwt.setAudience('billing-api')),
+      await sign((jwt) => jwt, { typ: 'at+jwt' }),
+    ]) {
       expect((await start({ login: token })).status).toBe(400);
     }
     // A login token may say what it is, in either spelling of its type (RFC 7515 4.1.9).
-    expect((await start({ login: await sign((jwt) => jwt.setAudience('walletflow:login'), { typ: 'JWT' }) })).status).toBe(302);
+    expect(
+      (await start({ login: await sign((jwt) => jwt.setAudience('walletflow:login'), { typ: 'JWT' }) })).status,
+    ).toBe(302);
     expect((await start({ login: await sign((jwt) => jwt, { typ: 'application/jwt' }) })).status).toBe(302);
   });
 
@@ -251,6 +304,8 @@ describe('signed login tokens: re-encodings, other JWTs, pinned numbers', () => 
     expect(response.status).toBe(403);
     expect(await response.text()).toContain('mobile number');
     expect(await stack.database.link.findFirst({ where: { partnerUserId } })).toBeNull();
-    expect(await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } })).toMatchObject({ detail: expect.stringContaining('mobile') });
+    expect(await stack.database.linkEvent.findFirst({ where: { partnerUserId, type: 'LOGIN_FAILED' } })).toMatchObject({
+      detail: expect.stringContaining('mobile'),
+    });
   });
 });

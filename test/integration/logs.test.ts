@@ -8,7 +8,12 @@ import type { FundingView } from '../../domain/funding.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
-type LogLine = Record<string, unknown> & { msg?: string; requestId?: string; workflowId?: string; activityType?: string };
+type LogLine = Record<string, unknown> & {
+  msg?: string;
+  requestId?: string;
+  workflowId?: string;
+  activityType?: string;
+};
 
 let stack: PartnerStack;
 const lines: LogLine[] = [];
@@ -69,18 +74,29 @@ describe('log lines', () => {
   });
 
   it('carry the workflow id, run id and activity type on activity lines', async () => {
-    const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: funding.fundingId }, select: { workflowId: true } });
+    const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+      where: { id: funding.fundingId },
+      select: { workflowId: true },
+    });
     const activityLines = lines.filter((line) => line.activityType !== undefined);
     const tokenReady = activityLines.find((line) => line.workflowId === workflowId && line.msg === 'user token ready');
     // A fresh funding's happy path runs as one local activity (the one pass, docs/architecture.md); its
     // token refresh logs under that activity's type.
-    expect(tokenReady, JSON.stringify(activityLines)).toMatchObject({ activityType: 'fundInOnePass', runId: expect.any(String) });
-    expect(activityLines.every((line) => typeof line.workflowId === 'string' && line.requestId === undefined)).toBe(true);
+    expect(tokenReady, JSON.stringify(activityLines)).toMatchObject({
+      activityType: 'fundInOnePass',
+      runId: expect.any(String),
+    });
+    expect(activityLines.every((line) => typeof line.workflowId === 'string' && line.requestId === undefined)).toBe(
+      true,
+    );
   });
 
   it('get a new request id when the incoming one is malformed, and one when there is none', async () => {
     for (const incoming of ['has spaces "and quotes"', 'x'.repeat(200), undefined]) {
-      const response = await fetch(`${stack.apiBase}/healthz`, incoming === undefined ? {} : { headers: { 'x-request-id': incoming } });
+      const response = await fetch(
+        `${stack.apiBase}/healthz`,
+        incoming === undefined ? {} : { headers: { 'x-request-id': incoming } },
+      );
       const echoed = response.headers.get('x-request-id');
       expect(echoed).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       await new Promise((resolve) => setTimeout(resolve, 20));

@@ -58,7 +58,11 @@ describe('metrics of the API and the in-process worker', () => {
     fundings.push(await fund(stack, await codeRecipient(stack)));
     fundings.push(await fund(stack, await expiredLinkRecipient(stack)));
     // The session URL refuses a body that is not JSON: still an answer, still timed.
-    const session = await fetch(`${stack.apiBase}/embedded/session`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const session = await fetch(`${stack.apiBase}/embedded/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(session.status).toBe(400);
 
     const scrape = await fetch(`${stack.apiBase}/metrics`);
@@ -87,32 +91,73 @@ describe('metrics of the API and the in-process worker', () => {
     expect(sampleValue(workerText, 'walletflow_fundings_finished_total', { status: 'APPROVED' })).toBe(2);
     expect(sampleValue(workerText, 'walletflow_fundings_finished_total', { status: 'DECLINED' })).toBeUndefined();
     expect(sampleValue(workerText, 'walletflow_funding_duration_seconds_count', { status: 'APPROVED' })).toBe(2);
-    expect(sampleValue(workerText, 'walletflow_funding_duration_seconds_sum', { status: 'APPROVED' })).toBeGreaterThan(0);
-    expect(sampleValue(workerText, 'walletflow_funding_duration_seconds_bucket', { status: 'APPROVED', le: '+Inf' })).toBe(2);
+    expect(sampleValue(workerText, 'walletflow_funding_duration_seconds_sum', { status: 'APPROVED' })).toBeGreaterThan(
+      0,
+    );
+    expect(
+      sampleValue(workerText, 'walletflow_funding_duration_seconds_bucket', { status: 'APPROVED', le: '+Inf' }),
+    ).toBe(2);
     // The API moved no funding to a final state (no cancel).
     expect(sampleValue(apiText, 'walletflow_fundings_finished_total')).toBeUndefined();
   });
 
   it('counts wallet calls by operation, status, outcome and error code, with latencies', () => {
     // The transfer service answers a create with 201, an execute with 200.
-    for (const [operation, httpStatus] of [['transfers.create', '201'], ['transfers.execute', '200']] as const) {
+    for (const [operation, httpStatus] of [
+      ['transfers.create', '201'],
+      ['transfers.execute', '200'],
+    ] as const) {
       expect(
-        sampleValue(workerText, 'walletflow_wallet_calls_total', { service: 'transfers', operation, http_status: httpStatus, outcome: 'ok', error_code: 'none' }),
+        sampleValue(workerText, 'walletflow_wallet_calls_total', {
+          service: 'transfers',
+          operation,
+          http_status: httpStatus,
+          outcome: 'ok',
+          error_code: 'none',
+        }),
       ).toBe(2);
-      expect(sampleValue(workerText, 'walletflow_wallet_call_duration_seconds_count', { service: 'transfers', operation, http_status: httpStatus })).toBe(2);
+      expect(
+        sampleValue(workerText, 'walletflow_wallet_call_duration_seconds_count', {
+          service: 'transfers',
+          operation,
+          http_status: httpStatus,
+        }),
+      ).toBe(2);
     }
-    expect(sampleValue(workerText, 'walletflow_wallet_calls_total', { operation: 'op.tokens', http_status: '200' })).toBe(1);
+    expect(
+      sampleValue(workerText, 'walletflow_wallet_calls_total', { operation: 'op.tokens', http_status: '200' }),
+    ).toBe(1);
   });
 
   it('counts token refreshes', () => {
-    expect(sampleValue(workerText, 'walletflow_token_refreshes_total', { kind: 'EMBEDDED', result: 'refreshed' })).toBe(1);
+    expect(sampleValue(workerText, 'walletflow_token_refreshes_total', { kind: 'EMBEDDED', result: 'refreshed' })).toBe(
+      1,
+    );
   });
 
   it('times the session URL and every API request by route template', () => {
     expect(sampleValue(apiText, 'walletflow_session_url_duration_seconds_count', { status: '400' })).toBe(1);
-    expect(sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', { method: 'POST', route: '/ops/fundings', status: '202' })).toBe(2);
-    expect(sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', { method: 'GET', route: '/ops/fundings/:fundingId', status: '200' })).toBeGreaterThanOrEqual(2);
-    expect(sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', { method: 'POST', route: '/embedded/session', status: '400' })).toBe(1);
+    expect(
+      sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/ops/fundings',
+        status: '202',
+      }),
+    ).toBe(2);
+    expect(
+      sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', {
+        method: 'GET',
+        route: '/ops/fundings/:fundingId',
+        status: '200',
+      }),
+    ).toBeGreaterThanOrEqual(2);
+    expect(
+      sampleValue(apiText, 'walletflow_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/embedded/session',
+        status: '400',
+      }),
+    ).toBe(1);
   });
 
   it('keeps label values bounded: no ids in any label', () => {
@@ -128,10 +173,16 @@ describe('metrics of the API and the in-process worker', () => {
   });
 
   it('reports the on-call gauges, read from PostgreSQL at scrape time (cached 5 s)', async () => {
-    for (const name of ['walletflow_fundings_in_review', 'walletflow_payments_in_review', 'walletflow_fundings_reconciling']) {
+    for (const name of [
+      'walletflow_fundings_in_review',
+      'walletflow_payments_in_review',
+      'walletflow_fundings_reconciling',
+    ]) {
       expect(sampleValue(apiText, name), name).toBeGreaterThanOrEqual(0);
     }
-    expect(sampleValue(apiText, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(0);
+    expect(
+      sampleValue(apiText, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' }),
+    ).toBeGreaterThanOrEqual(0);
     const planted = await Promise.all(
       (['NEEDS_REVIEW', 'RECONCILING'] as const).map(async (status) => {
         const id = randomUUID();
@@ -161,8 +212,12 @@ describe('metrics of the API and the in-process worker', () => {
       const text = await (await fetch(`${stack.apiBase}/metrics`)).text();
       expect(sampleValue(text, 'walletflow_fundings_in_review')).toBeGreaterThanOrEqual(1);
       expect(sampleValue(text, 'walletflow_fundings_reconciling')).toBeGreaterThanOrEqual(1);
-      expect(sampleValue(text, 'walletflow_unfinished_items', { kind: 'funding', status: 'RECONCILING' })).toBeGreaterThanOrEqual(1);
-      expect(sampleValue(text, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(3 * 3600);
+      expect(
+        sampleValue(text, 'walletflow_unfinished_items', { kind: 'funding', status: 'RECONCILING' }),
+      ).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(text, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(
+        3 * 3600,
+      );
     } finally {
       await stack.database.funding.deleteMany({ where: { id: { in: planted } } });
     }
@@ -199,10 +254,17 @@ describe('the worker process at WORKER_METRICS_PORT', () => {
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
     worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
       cwd: root,
-      env: { ...stack.workerEnv(), WORKER_METRICS_PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'info', WORKER_MAX_CONCURRENT_ACTIVITIES: '7' },
+      env: {
+        ...stack.workerEnv(),
+        WORKER_METRICS_PORT: String(port),
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'info',
+        WORKER_MAX_CONCURRENT_ACTIVITIES: '7',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    for (const stream of [worker.stdout, worker.stderr]) stream?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
+    for (const stream of [worker.stdout, worker.stderr])
+      stream?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000)));
   }, 60_000);
   afterAll(async () => {
     const child = worker;
@@ -221,15 +283,22 @@ describe('the worker process at WORKER_METRICS_PORT', () => {
     expect(answer.status).toBe(200);
     const text = await answer.text();
     expect(sampleValue(text, 'walletflow_fundings_finished_total', { status: 'APPROVED' })).toBe(1);
-    expect(sampleValue(text, 'walletflow_wallet_calls_total', { operation: 'transfers.execute', http_status: '200' })).toBe(1);
+    expect(
+      sampleValue(text, 'walletflow_wallet_calls_total', { operation: 'transfers.execute', http_status: '200' }),
+    ).toBe(1);
     expect(sampleValue(text, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
-    const sdkSeries = new Set(parseSamples(text).map((sample) => sample.name).filter((name) => name.startsWith('temporal_')));
+    const sdkSeries = new Set(
+      parseSamples(text)
+        .map((sample) => sample.name)
+        .filter((name) => name.startsWith('temporal_')),
+    );
     expect([...sdkSeries].length, text).toBeGreaterThan(0);
     expect(text).not.toContain('more series unavailable');
     // WORKER_MAX_CONCURRENT_ACTIVITIES sizes the worker's activity slots (the SDK's default is 100).
     const activitySlots = { worker_type: 'ActivityWorker' };
     expect(
-      (sampleValue(text, 'temporal_worker_task_slots_available', activitySlots) ?? 0) + (sampleValue(text, 'temporal_worker_task_slots_used', activitySlots) ?? 0),
+      (sampleValue(text, 'temporal_worker_task_slots_available', activitySlots) ?? 0) +
+        (sampleValue(text, 'temporal_worker_task_slots_used', activitySlots) ?? 0),
       text,
     ).toBe(7);
     // The SDK's own log lines come out as walletflow's JSON lines too.

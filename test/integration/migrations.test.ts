@@ -18,7 +18,9 @@ describe('prisma migrations', () => {
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
-      const rows = await client.query('SELECT migration_name, finished_at FROM _prisma_migrations ORDER BY migration_name');
+      const rows = await client.query(
+        'SELECT migration_name, finished_at FROM _prisma_migrations ORDER BY migration_name',
+      );
       expect(rows.rowCount).toBeGreaterThan(0);
       for (const row of rows.rows) expect(row.finished_at).not.toBeNull();
     } finally {
@@ -30,7 +32,9 @@ describe('prisma migrations', () => {
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     try {
-      const rows = await client.query<{ migration_name: string; checksum: string }>('SELECT migration_name, checksum FROM _prisma_migrations');
+      const rows = await client.query<{ migration_name: string; checksum: string }>(
+        'SELECT migration_name, checksum FROM _prisma_migrations',
+      );
       expect(new Map(rows.rows.map((row) => [row.migration_name, row.checksum]))).toEqual(readShippedChecksums());
     } finally {
       await client.end();
@@ -47,7 +51,9 @@ describe('prisma migrations', () => {
         ['3b0f1d5e-8c1b-4c1e-9a51-0d9a6f0f2d11'],
       );
       const id = inserted.rows[0].id;
-      await expect(client.query(`UPDATE wallet_call SET http_status = 500 WHERE id = $1`, [id])).rejects.toThrow(/append-only/);
+      await expect(client.query(`UPDATE wallet_call SET http_status = 500 WHERE id = $1`, [id])).rejects.toThrow(
+        /append-only/,
+      );
       await expect(client.query(`DELETE FROM wallet_call WHERE id = $1`, [id])).rejects.toThrow(/append-only/);
     } finally {
       await client.end();

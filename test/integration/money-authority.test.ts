@@ -16,7 +16,14 @@ let stack: PartnerStack;
 beforeAll(async () => {
   // Limits high enough for the race (one user, 100 requests in a second), low enough to test.
   stack = await startPartnerStack({
-    fundingLimits: { ...defaultFundingLimits, min: 1_000n, max: 5_000_000n, userDailyAmount: 2_000_000n, userDailyCount: 1000, userPerMinute: 1000 },
+    fundingLimits: {
+      ...defaultFundingLimits,
+      min: 1_000n,
+      max: 5_000_000n,
+      userDailyAmount: 2_000_000n,
+      userDailyCount: 1000,
+      userPerMinute: 1000,
+    },
   });
   await stack.startWorker();
 });
@@ -25,8 +32,15 @@ afterAll(() => stack.close());
 const amount = (value: string) => ({ currency: 'PHP', value });
 
 async function post(path: string, body: unknown, key: string = randomUUID()) {
-  const response = await stack.opsFetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': key }, body: JSON.stringify(body) });
-  return { status: response.status, body: (await response.json()) as Record<string, unknown> & { code?: string; detail?: string } };
+  const response = await stack.opsFetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': key },
+    body: JSON.stringify(body),
+  });
+  return {
+    status: response.status,
+    body: (await response.json()) as Record<string, unknown> & { code?: string; detail?: string },
+  };
 }
 const get = async (path: string) => {
   const response = await stack.opsFetch(path);
@@ -44,7 +58,12 @@ async function linkedUser() {
     kind: 'EMBEDDED',
     scopes: ['openid'],
     requestReferenceNo: null,
-    tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+    tokens: {
+      accessToken: issued.accessToken,
+      refreshToken: issued.refreshToken,
+      accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+      refreshTokenExpiresAt: null,
+    },
   });
   return { user, linkId, partnerUserId };
 }
@@ -61,8 +80,19 @@ async function waitFinal(fundingId: string): Promise<FundingView> {
 describe('withdrawals through the ops API', () => {
   it('100 concurrent withdrawals against a balance covering exactly 10: 10 accepted, 90 INSUFFICIENT_FUNDS, never negative', async () => {
     const { linkId, partnerUserId } = await linkedUser();
-    expect((await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, { amount: amount('100.00'), reason: 'winnings' })).status).toBe(201);
-    const body = { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00'), source: { type: 'USER_BALANCE', partnerUserId } };
+    expect(
+      (
+        await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, {
+          amount: amount('100.00'),
+          reason: 'winnings',
+        })
+      ).status,
+    ).toBe(201);
+    const body = {
+      recipient: { type: 'TOKEN', linkId },
+      amount: amount('10.00'),
+      source: { type: 'USER_BALANCE', partnerUserId },
+    };
     const answers = await Promise.all(Array.from({ length: 100 }, () => post('/ops/fundings', body)));
     expect(answers.filter((answer) => answer.status === 202)).toHaveLength(10);
     const refused = answers.filter((answer) => answer.status === 422);
@@ -73,7 +103,8 @@ describe('withdrawals through the ops API', () => {
     const view = (await get(`/ops/accounts/${encodeURIComponent(partnerUserId)}`)).body;
     expect(Number((view.available as { value: string }).value)).toBeGreaterThanOrEqual(0);
     // The ten run to APPROVED: each hold posted once, the balance spent, never below zero.
-    for (const answer of answers.filter((a) => a.status === 202)) expect((await waitFinal(answer.body.fundingId as string)).status).toBe('APPROVED');
+    for (const answer of answers.filter((a) => a.status === 202))
+      expect((await waitFinal(answer.body.fundingId as string)).status).toBe('APPROVED');
     expect((await get(`/ops/accounts/${encodeURIComponent(partnerUserId)}`)).body).toEqual({
       account: `USER:${partnerUserId}`,
       balance: amount('0.00'),
@@ -94,15 +125,28 @@ describe('withdrawals through the ops API', () => {
 
   it('limits refuse before anything is stored, naming the limit and what is left', async () => {
     const { linkId, partnerUserId } = await linkedUser();
-    await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, { amount: amount('5000.00'), reason: 'cashback' });
-    const body = (value: string) => ({ recipient: { type: 'TOKEN', linkId }, amount: amount(value), source: { type: 'USER_BALANCE', partnerUserId } });
+    await post(`/ops/accounts/${encodeURIComponent(partnerUserId)}/adjustments`, {
+      amount: amount('5000.00'),
+      reason: 'cashback',
+    });
+    const body = (value: string) => ({
+      recipient: { type: 'TOKEN', linkId },
+      amount: amount(value),
+      source: { type: 'USER_BALANCE', partnerUserId },
+    });
     const small = await post('/ops/fundings', body('0.50'));
-    expect(small).toMatchObject({ status: 422, body: { code: 'AMOUNT_TOO_SMALL', detail: expect.stringContaining('FUNDING_MIN') } });
+    expect(small).toMatchObject({
+      status: 422,
+      body: { code: 'AMOUNT_TOO_SMALL', detail: expect.stringContaining('FUNDING_MIN') },
+    });
     const large = await post('/ops/fundings', body('5000.01'));
     expect(large).toMatchObject({ status: 422, body: { code: 'AMOUNT_TOO_LARGE' } });
     expect((await post('/ops/fundings', body('1500.00'))).status).toBe(202);
     const daily = await post('/ops/fundings', body('600.00'));
-    expect(daily).toMatchObject({ status: 422, body: { code: 'DAILY_LIMIT_EXCEEDED', detail: expect.stringContaining('500.00 PHP left today') } });
+    expect(daily).toMatchObject({
+      status: 422,
+      body: { code: 'DAILY_LIMIT_EXCEEDED', detail: expect.stringContaining('500.00 PHP left today') },
+    });
     expect(await stack.database.funding.count({ where: { sourcePartnerUserId: partnerUserId } })).toBe(1);
   });
 });
@@ -111,22 +155,57 @@ describe('accounts, adjustments, entries, links, settlement', () => {
   it('adjustments are idempotent by key; another body is refused; a debit below available is refused', async () => {
     const partnerUserId = `partner-${randomUUID()}`;
     const key = randomUUID();
-    const first = await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('25.00'), reason: 'goodwill' }, key);
-    expect(first).toMatchObject({ status: 201, body: { account: `USER:${partnerUserId}`, counterAccount: 'TREASURY', amount: amount('25.00'), reason: 'goodwill' } });
-    const again = await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('25.00'), reason: 'goodwill' }, key);
+    const first = await post(
+      `/ops/accounts/${partnerUserId}/adjustments`,
+      { amount: amount('25.00'), reason: 'goodwill' },
+      key,
+    );
+    expect(first).toMatchObject({
+      status: 201,
+      body: {
+        account: `USER:${partnerUserId}`,
+        counterAccount: 'TREASURY',
+        amount: amount('25.00'),
+        reason: 'goodwill',
+      },
+    });
+    const again = await post(
+      `/ops/accounts/${partnerUserId}/adjustments`,
+      { amount: amount('25.00'), reason: 'goodwill' },
+      key,
+    );
     expect(again).toMatchObject({ status: 200, body: { adjustmentId: first.body.adjustmentId } });
-    expect((await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('26.00'), reason: 'goodwill' }, key)).body.code).toBe('IDEMPOTENCY_KEY_REUSED');
-    expect((await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('-25.01'), reason: 'clawback' })).body).toMatchObject({ code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining('25.00 PHP available') });
-    expect((await get(`/ops/accounts/${partnerUserId}`)).body).toMatchObject({ balance: amount('25.00'), available: amount('25.00') });
+    expect(
+      (await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('26.00'), reason: 'goodwill' }, key))
+        .body.code,
+    ).toBe('IDEMPOTENCY_KEY_REUSED');
+    expect(
+      (await post(`/ops/accounts/${partnerUserId}/adjustments`, { amount: amount('-25.01'), reason: 'clawback' })).body,
+    ).toMatchObject({ code: 'INSUFFICIENT_FUNDS', detail: expect.stringContaining('25.00 PHP available') });
+    expect((await get(`/ops/accounts/${partnerUserId}`)).body).toMatchObject({
+      balance: amount('25.00'),
+      available: amount('25.00'),
+    });
     const entries = await get(`/ops/ledger/entries?account=${encodeURIComponent(`USER:${partnerUserId}`)}&limit=5`);
-    expect(entries.body.items).toEqual([expect.objectContaining({ account: `USER:${partnerUserId}`, amount: amount('25.00'), reference: `adjustment:${key}`, pending: false })]);
+    expect(entries.body.items).toEqual([
+      expect.objectContaining({
+        account: `USER:${partnerUserId}`,
+        amount: amount('25.00'),
+        reference: `adjustment:${key}`,
+        pending: false,
+      }),
+    ]);
     expect((await get('/ops/ledger/entries?cursor=not-a-cursor')).status).toBe(400);
   });
 
   it('finds a user’s links by partner user id or wallet profile id', async () => {
     const { user, linkId, partnerUserId } = await linkedUser();
-    expect((await get(`/ops/links?partnerUserId=${encodeURIComponent(partnerUserId)}`)).body.items).toEqual([expect.objectContaining({ linkId })]);
-    expect((await get(`/ops/links?profileId=${user.profileId}`)).body.items).toEqual([expect.objectContaining({ linkId, partnerUserId })]);
+    expect((await get(`/ops/links?partnerUserId=${encodeURIComponent(partnerUserId)}`)).body.items).toEqual([
+      expect.objectContaining({ linkId }),
+    ]);
+    expect((await get(`/ops/links?profileId=${user.profileId}`)).body.items).toEqual([
+      expect.objectContaining({ linkId, partnerUserId }),
+    ]);
     expect((await get('/ops/links')).status).toBe(400);
   });
 
@@ -137,12 +216,23 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const date = new Intl.DateTimeFormat('en-CA', { timeZone: 'Asia/Manila' }).format(new Date());
     // The first GET of a day settles it and later ones serve that stored report (contract 10), so
     // another file's GET of today, earlier, answers without this funding: a fresh run counts it.
-    const fresh = await waitUntil(() => post(`/ops/settlements/${date}/runs`, {}), (answer) => answer.status !== 409, 60_000, 250);
+    const fresh = await waitUntil(
+      () => post(`/ops/settlements/${date}/runs`, {}),
+      (answer) => answer.status !== 409,
+      60_000,
+      250,
+    );
     expect(fresh).toMatchObject({ status: 202, body: { date, state: 'RUNNING', runId: expect.any(String) } });
-    const settlement = await waitUntil(() => get(`/ops/settlements/${date}`), (answer) => answer.status !== 202 && answer.body.runId === fresh.body.runId, 60_000, 250);
+    const settlement = await waitUntil(
+      () => get(`/ops/settlements/${date}`),
+      (answer) => answer.status !== 202 && answer.body.runId === fresh.body.runId,
+      60_000,
+      250,
+    );
     expect(settlement.status).toBe(200);
     // The day may hold more than a page of other files' items: the funding's line is on one of its pages.
-    const lineOf = (page: typeof settlement) => (page.body.items as Array<Record<string, unknown>>).find((entry) => entry.id === started.body.fundingId);
+    const lineOf = (page: typeof settlement) =>
+      (page.body.items as Array<Record<string, unknown>>).find((entry) => entry.id === started.body.fundingId);
     let page = settlement;
     let item = lineOf(page);
     while (item === undefined && page.body.nextCursor !== null) {
@@ -150,8 +240,17 @@ describe('accounts, adjustments, entries, links, settlement', () => {
       expect(page.status).toBe(200);
       item = lineOf(page);
     }
-    expect(item).toMatchObject({ kind: 'funding', result: 'matched', walletStatus: 'APPROVED', ledgerAmount: amount('7.00') });
-    expect(settlement.body.fundings).toMatchObject({ matched: expect.any(Number), missing: expect.any(Number), mismatched: expect.any(Number) });
+    expect(item).toMatchObject({
+      kind: 'funding',
+      result: 'matched',
+      walletStatus: 'APPROVED',
+      ledgerAmount: amount('7.00'),
+    });
+    expect(settlement.body.fundings).toMatchObject({
+      matched: expect.any(Number),
+      missing: expect.any(Number),
+      mismatched: expect.any(Number),
+    });
     const csv = await stack.opsFetch(`/ops/settlements/${date}?format=csv`);
     expect(csv.headers.get('content-type')).toContain('text/csv');
     expect(await csv.text()).toContain(`"${started.body.fundingId as string}"`);
@@ -162,15 +261,46 @@ describe('accounts, adjustments, entries, links, settlement', () => {
     const target = ['--api', stack.apiBase];
     const runCli = (args: string[]) => runCliWith(args, { env: { WALLETFLOW_OPS_KEY: stack.opsKey } });
     const partnerUserId = `cli-${randomUUID()}`;
-    const adjusted = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    const adjusted = await runCli([
+      'accounts',
+      'adjust',
+      partnerUserId,
+      '--amount',
+      '40.00',
+      '--reason',
+      'earnings',
+      '--idempotency-key',
+      `cli-${partnerUserId}`,
+      ...target,
+    ]);
     expect(adjusted).toMatchObject({ code: 0, stdout: expect.stringContaining('40.00 PHP') });
-    const again = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '40.00', '--reason', 'earnings', '--idempotency-key', `cli-${partnerUserId}`, ...target]);
+    const again = await runCli([
+      'accounts',
+      'adjust',
+      partnerUserId,
+      '--amount',
+      '40.00',
+      '--reason',
+      'earnings',
+      '--idempotency-key',
+      `cli-${partnerUserId}`,
+      ...target,
+    ]);
     expect(again.stdout).toContain('already made with this key');
     const view = await runCli(['accounts', 'get', partnerUserId, '--output', 'json', ...target]);
     expect(JSON.parse(view.stdout)).toMatchObject({ account: `USER:${partnerUserId}`, available: amount('40.00') });
     const entries = await runCli(['ledger', '--account', `USER:${partnerUserId}`, ...target]);
     expect(entries.stdout).toContain(`adjustment:cli-${partnerUserId}`);
-    const refused = await runCli(['accounts', 'adjust', partnerUserId, '--amount', '-40.01', '--reason', 'clawback', ...target]);
+    const refused = await runCli([
+      'accounts',
+      'adjust',
+      partnerUserId,
+      '--amount',
+      '-40.01',
+      '--reason',
+      'clawback',
+      ...target,
+    ]);
     expect(refused.code).toBe(3);
     expect(refused.stderr).toContain('INSUFFICIENT_FUNDS');
     const report = await runCli(['settlement-report', '--date', '2020-01-01', ...target]);

@@ -6,7 +6,11 @@
 import { randomUUID } from 'node:crypto';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createOnboardingDispatcher, type OnboardingDispatcher, type OnboardingDispatcherOptions } from '../../api/embedded/onboarding-dispatcher.ts';
+import {
+  createOnboardingDispatcher,
+  type OnboardingDispatcher,
+  type OnboardingDispatcherOptions,
+} from '../../api/embedded/onboarding-dispatcher.ts';
 import { createLogger } from '../../lib/logger.ts';
 import type { OnboardingStartOutcome } from '../../lib/metrics.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
@@ -32,7 +36,10 @@ afterAll(async () => {
 });
 
 /** A dispatcher as an API process builds one, on the stack's task queue; its starts' outcomes are recorded. */
-function dispatcher(overrides: Partial<OnboardingDispatcherOptions> = {}): { dispatcher: OnboardingDispatcher; outcomes: OnboardingStartOutcome[] } {
+function dispatcher(overrides: Partial<OnboardingDispatcherOptions> = {}): {
+  dispatcher: OnboardingDispatcher;
+  outcomes: OnboardingStartOutcome[];
+} {
   const outcomes: OnboardingStartOutcome[] = [];
   const created = createOnboardingDispatcher({
     database: stack.database,
@@ -46,7 +53,10 @@ function dispatcher(overrides: Partial<OnboardingDispatcherOptions> = {}): { dis
   return { dispatcher: created, outcomes };
 }
 
-/** What the session URL commits for a new user's tokens (session row and outbox row), and nothing else: no start, no wake. */
+/**
+ * What the session URL commits for a new user's tokens (session row and outbox row), and nothing else: no start, no
+ * wake.
+ */
 async function committedSession(): Promise<{ id: string; profileId: string }> {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const tokens = await stack.admin.embeddedTokens(user.userId);
@@ -71,10 +81,15 @@ async function committedSession(): Promise<{ id: string; profileId: string }> {
 
 const outboxRow = (id: string) => stack.database.onboardingOutbox.findUnique({ where: { sessionId: id } });
 
-/** Every execution Temporal knows under the session's workflow id (visibility lags a little: read until it shows one). */
+/**
+ * Every execution Temporal knows under the session's workflow id (visibility lags a little: read until it shows one).
+ */
 async function executionsOf(sessionRecordId: string): Promise<string[]> {
   const runs: string[] = [];
-  for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = '${onboardingWorkflowId(sessionRecordId)}'` })) runs.push(execution.runId);
+  for await (const execution of stack.temporal.workflow.list({
+    query: `WorkflowId = '${onboardingWorkflowId(sessionRecordId)}'`,
+  }))
+    runs.push(execution.runId);
   return runs;
 }
 
@@ -82,10 +97,14 @@ describe('session onboarding outbox', () => {
   it('a session committed with its pending marker but no workflow (the API died after the commit) is onboarded by the next sweep — never lost', async () => {
     const session = await committedSession();
     expect(await outboxRow(session.id)).toMatchObject({ taskQueue: stack.taskQueue, attempts: 0 });
-    await expect(stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+    await expect(stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id)).describe()).rejects.toBeInstanceOf(
+      WorkflowNotFoundError,
+    );
 
     // A start that fails (Temporal unreachable) keeps the row, due again after a backoff.
-    const unreachable = { workflow: { start: () => Promise.reject(new Error('14 UNAVAILABLE: connection refused')) } } as unknown as Client;
+    const unreachable = {
+      workflow: { start: () => Promise.reject(new Error('14 UNAVAILABLE: connection refused')) },
+    } as unknown as Client;
     const failing = dispatcher({ temporal: unreachable });
     expect(await failing.dispatcher.drain()).toEqual({ started: 0, failed: 1 });
     expect(failing.outcomes).toContain('failed');
@@ -103,7 +122,9 @@ describe('session onboarding outbox', () => {
     expect(row).toMatchObject({ status: 'READY', linkId: expect.any(String) });
     expect(restarted.outcomes).toContain('started');
     expect(await outboxRow(session.id)).toBeNull();
-    const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: session.profileId, kind: 'EMBEDDED' } } });
+    const link = await stack.database.link.findUniqueOrThrow({
+      where: { profileId_kind: { profileId: session.profileId, kind: 'EMBEDDED' } },
+    });
     expect(link.id).toBe(row.linkId);
     // Its periodic sweep would race the next tests' own dispatchers for their rows.
     await restarted.dispatcher.stop();
@@ -115,7 +136,9 @@ describe('session onboarding outbox', () => {
     const second = dispatcher();
     // Two copies drain at once: a claimed row is skipped by the other (SKIP LOCKED and the lease).
     await Promise.all([first.dispatcher.drain(), second.dispatcher.drain()]);
-    expect([...first.outcomes, ...second.outcomes].filter((outcome) => outcome === 'started').length).toBeGreaterThanOrEqual(1);
+    expect(
+      [...first.outcomes, ...second.outcomes].filter((outcome) => outcome === 'started').length,
+    ).toBeGreaterThanOrEqual(1);
     expect(await outboxRow(session.id)).toBeNull();
     const handle = stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id));
     const result = await handle.result();
@@ -134,7 +157,12 @@ describe('session onboarding outbox', () => {
     expect(again.outcomes).toEqual(['already_closed']);
 
     expect((await handle.describe()).runId).toBe(runId);
-    expect(await waitUntil(() => executionsOf(session.id), (runs) => runs.length > 0)).toEqual([runId]);
+    expect(
+      await waitUntil(
+        () => executionsOf(session.id),
+        (runs) => runs.length > 0,
+      ),
+    ).toEqual([runId]);
     expect(await stack.database.link.count({ where: { profileId: session.profileId, kind: 'EMBEDDED' } })).toBe(1);
   });
 

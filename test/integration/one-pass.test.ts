@@ -22,7 +22,15 @@ let fundings: ReturnType<typeof createFundingRecord>;
 beforeAll(async () => {
   stack = await startPartnerStack();
   const cipher = createTokenCipher(stack.encryptionKey);
-  activities = createActivities({ database: stack.database, refreshPool: stack.refreshPool, wallet: stack.wallet, cipher, logger: createLogger({ level: 'silent' }), temporal: stack.temporal, taskQueue: stack.taskQueue });
+  activities = createActivities({
+    database: stack.database,
+    refreshPool: stack.refreshPool,
+    wallet: stack.wallet,
+    cipher,
+    logger: createLogger({ level: 'silent' }),
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+  });
   fundings = createFundingRecord({ database: stack.database, cipher });
 });
 afterEach(async () => {
@@ -38,22 +46,42 @@ async function pendingFunding(): Promise<string> {
   const { code } = await stack.admin.cashInCode(user.userId);
   const id = randomUUID();
   const key = `one-pass-${id}`;
-  await fundings.insert({ id, idempotencyKey: key, requestFingerprint: key, workflowId: key, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
+  await fundings.insert({
+    id,
+    idempotencyKey: key,
+    requestFingerprint: key,
+    workflowId: key,
+    recipient: { type: 'CODE', code },
+    amount: moneyOf({ currency: 'PHP', value: '2.00' }),
+  });
   return id;
 }
 
 /** As the workflow runs it: a local activity with the one pass's start-to-close. */
 const pass = (fundingId: string): Promise<OnePassOutcome> =>
-  new MockActivityEnvironment({ startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs }).run(activities.fundInOnePass, fundingId);
-const walletCallsSince = (since: Date) => stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } } });
-const executionsOf = async (transferId: string | null) => (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
-const timeline = async (fundingId: string) => (await fundings.findWithEvents(fundingId))!.events.map((event) => event.status);
+  new MockActivityEnvironment({ startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs }).run(
+    activities.fundInOnePass,
+    fundingId,
+  );
+const walletCallsSince = (since: Date) =>
+  stack.database.walletCall.count({
+    where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } },
+  });
+const executionsOf = async (transferId: string | null) =>
+  (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === transferId)?.executions;
+const timeline = async (fundingId: string) =>
+  (await fundings.findWithEvents(fundingId))!.events.map((event) => event.status);
 
 describe('a fresh funding in one pass', () => {
   it('runs create and execute and writes the same timeline as the steps; run again, it hands over and calls nothing', async () => {
     const fundingId = await pendingFunding();
     const first = await pass(fundingId);
-    expect(first).toMatchObject({ kind: 'finished', status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
+    expect(first).toMatchObject({
+      kind: 'finished',
+      status: 'APPROVED',
+      errorCode: null,
+      transferId: expect.any(String),
+    });
     expect(await timeline(fundingId)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'APPROVED']);
     const since = new Date();
     expect(await pass(fundingId)).toEqual({ kind: 'steps' });
@@ -85,7 +113,9 @@ describe('a fresh funding in one pass', () => {
 
   it('a create refused with 429 stops before anything exists, with the wallet’s Retry-After', async () => {
     const fundingId = await pendingFunding();
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 }]);
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 3 },
+    ]);
     expect(await pass(fundingId)).toEqual({ kind: 'create-later', retryAfterMs: 3000, rateLimited: true });
     const funding = await fundings.get(fundingId);
     expect(funding).toMatchObject({ status: 'CREATING', transferId: null });
@@ -95,7 +125,14 @@ describe('a fresh funding in one pass', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     const id = randomUUID();
-    await fundings.insert({ id, idempotencyKey: `one-pass-${id}`, requestFingerprint: id, workflowId: `one-pass-${id}`, recipient: { type: 'CODE', code }, amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
+    await fundings.insert({
+      id,
+      idempotencyKey: `one-pass-${id}`,
+      requestFingerprint: id,
+      workflowId: `one-pass-${id}`,
+      recipient: { type: 'CODE', code },
+      amount: moneyOf({ currency: 'PHP', value: '2.00' }),
+    });
     expect(await pass(id)).toMatchObject({ kind: 'finished', status: 'REJECTED', errorCode: 'M133', transferId: null });
     expect(await timeline(id)).toEqual(['PENDING', 'CREATING', 'REJECTED']);
   });
@@ -107,7 +144,9 @@ describe('a fresh funding in one pass', () => {
     const finished = outcomes.filter((outcome) => outcome.kind === 'finished');
     expect(finished).toHaveLength(1);
     expect(outcomes.filter((outcome) => outcome.kind === 'steps')).toHaveLength(1);
-    const executes = await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } });
+    const executes = await stack.database.walletCall.count({
+      where: { startedAt: { gte: since }, operation: 'transfers.execute' },
+    });
     expect(executes).toBe(1);
     expect((await fundings.get(fundingId)).status).toBe('APPROVED');
   });
@@ -118,7 +157,9 @@ describe('a fresh funding in one pass', () => {
     expect(await pass(fundingId)).toMatchObject({ kind: 'mismatch' });
     const funding = await fundings.get(fundingId);
     expect(funding).toMatchObject({ status: 'NEEDS_REVIEW', transferId: null });
-    expect(funding.reviewEvidence).toEqual([expect.objectContaining({ operation: 'transfers.create', code: 'ANSWER_MISMATCH' })]);
+    expect(funding.reviewEvidence).toEqual([
+      expect.objectContaining({ operation: 'transfers.create', code: 'ANSWER_MISMATCH' }),
+    ]);
     // Run again, the pass does not create (or execute) another intent.
     await stack.admin.clearFaults();
     const since = new Date();
@@ -130,9 +171,18 @@ describe('a fresh funding in one pass', () => {
     const fundingId = await pendingFunding();
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     const outcome = await pass(fundingId);
-    expect(outcome).toMatchObject({ kind: 'executed', progress: { kind: 'unknown', requestReferenceNo: expect.any(String) } });
+    expect(outcome).toMatchObject({
+      kind: 'executed',
+      progress: { kind: 'unknown', requestReferenceNo: expect.any(String) },
+    });
     const events = (await fundings.findWithEvents(fundingId))!.events;
-    expect(events.at(-1)).toMatchObject({ status: 'RECONCILING', requestReferenceNo: outcome.kind === 'executed' && outcome.progress.kind === 'unknown' ? outcome.progress.requestReferenceNo : 'none' });
+    expect(events.at(-1)).toMatchObject({
+      status: 'RECONCILING',
+      requestReferenceNo:
+        outcome.kind === 'executed' && outcome.progress.kind === 'unknown'
+          ? outcome.progress.requestReferenceNo
+          : 'none',
+    });
   });
 });
 

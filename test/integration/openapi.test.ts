@@ -16,7 +16,10 @@ let validator: Validator;
 let resolved: OpenApi;
 
 interface OpenApi {
-  paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>>;
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>
+  >;
 }
 
 beforeAll(async () => {
@@ -64,7 +67,8 @@ function appRoutes(stack: Layer[], prefix = ''): string[] {
       for (const path of paths) {
         expect(typeof path, `a route path under ${prefix || '/'} is not a string`).toBe('string');
         for (const [method, on] of Object.entries(layer.route.methods)) {
-          if (on) routes.push(`${method === '_all' ? 'ALL' : method.toUpperCase()} ${openApiPath(prefix + String(path))}`);
+          if (on)
+            routes.push(`${method === '_all' ? 'ALL' : method.toUpperCase()} ${openApiPath(prefix + String(path))}`);
         }
       }
     } else if (layer.handle?.stack) {
@@ -106,7 +110,10 @@ async function expectDocumented(response: Response, path: string, method: string
   const mediaType = (response.headers.get('content-type') ?? '').split(';')[0]!.trim();
   const body: unknown = await response.json();
   const result = documentedAnswer(path, method, response.status, mediaType).safeParse(body);
-  expect(result.success, `${method.toUpperCase()} ${path} ${response.status}: ${result.error?.message}\n${JSON.stringify(body)}`).toBe(true);
+  expect(
+    result.success,
+    `${method.toUpperCase()} ${path} ${response.status}: ${result.error?.message}\n${JSON.stringify(body)}`,
+  ).toBe(true);
   return body;
 }
 
@@ -121,7 +128,14 @@ describe('the OpenAPI document', () => {
     const registered = appRoutes((stack.app.router as unknown as { stack: Layer[] }).stack);
     const documented = documentedOperations();
     // The walk found the areas (a broken walk must not pass by finding nothing).
-    for (const route of ['GET /healthz', 'GET /metrics', 'POST /embedded/session', 'GET /app', 'POST /ops/fundings', 'DELETE /ops/links/{linkId}']) {
+    for (const route of [
+      'GET /healthz',
+      'GET /metrics',
+      'POST /embedded/session',
+      'GET /app',
+      'POST /ops/fundings',
+      'DELETE /ops/links/{linkId}',
+    ]) {
       expect(registered).toContain(route);
     }
     // The console's pages (/console) are people's pages, not operations of this document.
@@ -130,11 +144,15 @@ describe('the OpenAPI document', () => {
     expect(documented.length).toBe(new Set(documented).size);
     // A method-not-allowed catch-all answers on a documented path.
     const documentedPaths = new Set(documented.map((operation) => operation.split(' ')[1]));
-    for (const route of registered.filter((entry) => entry.startsWith('ALL '))) expect(documentedPaths).toContain(route.slice(4));
+    for (const route of registered.filter((entry) => entry.startsWith('ALL ')))
+      expect(documentedPaths).toContain(route.slice(4));
   });
 
   it('puts every ops operation behind the bearer key, with the Idempotency-Key header where a request starts one', () => {
-    const paths = document.paths as Record<string, Record<string, { security?: unknown; parameters?: Array<{ name: string; in: string; required: boolean }> }>>;
+    const paths = document.paths as Record<
+      string,
+      Record<string, { security?: unknown; parameters?: Array<{ name: string; in: string; required: boolean }> }>
+    >;
     for (const [path, item] of Object.entries(paths).filter(([path]) => path.startsWith('/ops/'))) {
       for (const method of operationMethods) {
         const operation = item[method];
@@ -143,7 +161,9 @@ describe('the OpenAPI document', () => {
       }
     }
     for (const path of ['/ops/fundings', '/ops/payments']) {
-      expect(paths[path]?.post?.parameters).toContainEqual(expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true }));
+      expect(paths[path]?.post?.parameters).toContainEqual(
+        expect.objectContaining({ name: 'Idempotency-Key', in: 'header', required: true }),
+      );
     }
   });
 });
@@ -164,7 +184,13 @@ describe('/docs', () => {
     // Every script is a file of this origin: nothing inline, nothing from a CDN.
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     const assets = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!);
-    expect(assets).toEqual(expect.arrayContaining(['/docs/assets/swagger-ui-bundle.js', '/docs/assets/init.js', '/docs/assets/swagger-ui.css']));
+    expect(assets).toEqual(
+      expect.arrayContaining([
+        '/docs/assets/swagger-ui-bundle.js',
+        '/docs/assets/init.js',
+        '/docs/assets/swagger-ui.css',
+      ]),
+    );
     for (const asset of assets) {
       expect(asset).toMatch(/^\/docs\//);
       const file = await fetch(`${stack.apiBase}${asset}`);
@@ -181,7 +207,12 @@ describe('/docs', () => {
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(((await response.json()) as { openapi: string }).openapi).toBe('3.1.0');
     // The package's own index.html loads a remote example document.
-    for (const path of ['/docs/assets/index.html', '/docs/assets/swagger-initializer.js', '/docs/assets/package.json', '/docs/assets/%2e%2e/package.json']) {
+    for (const path of [
+      '/docs/assets/index.html',
+      '/docs/assets/swagger-initializer.js',
+      '/docs/assets/package.json',
+      '/docs/assets/%2e%2e/package.json',
+    ]) {
       expect((await fetch(`${stack.apiBase}${path}`)).status, path).toBe(404);
     }
   });
@@ -235,11 +266,17 @@ describe('real answers match the documented schemas', () => {
   });
 
   it('a link, its wallet profile (every scope), a payment from it, and the link unlinked', async () => {
-    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' }, { scopes: stack.sandbox.partner.scopes });
+    const { linkId } = await createEmbeddedLink(
+      stack,
+      { kycLevel: 'KYC1', balance: '100.00' },
+      { scopes: stack.sandbox.partner.scopes },
+    );
     await expectDocumented(await stack.opsFetch(`/ops/links/${linkId}`), '/ops/links/{linkId}', 'get');
     const profileAnswer = await stack.opsFetch(`/ops/links/${linkId}/profile`);
     expect(profileAnswer.status).toBe(200);
-    const profile = (await expectDocumented(profileAnswer, '/ops/links/{linkId}/profile', 'get')) as { scopes: string[] };
+    const profile = (await expectDocumented(profileAnswer, '/ops/links/{linkId}/profile', 'get')) as {
+      scopes: string[];
+    };
     expect(profile.scopes).toHaveLength(6);
 
     const created = await stack.opsFetch('/ops/payments', {
@@ -249,17 +286,28 @@ describe('real answers match the documented schemas', () => {
     });
     expect(created.status).toBe(202);
     const { id } = (await expectDocumented(created, '/ops/payments', 'post')) as { id: string };
-    const payment = await pollDocumented<{ status: string }>(`/ops/payments/${id}`, '/ops/payments/{paymentId}', (body) => body.status === 'SUCCEEDED');
+    const payment = await pollDocumented<{ status: string }>(
+      `/ops/payments/${id}`,
+      '/ops/payments/{paymentId}',
+      (body) => body.status === 'SUCCEEDED',
+    );
     expect(payment.status).toBe('SUCCEEDED');
     await expectDocumented(await stack.opsFetch('/ops/payments?status=SUCCEEDED&limit=1'), '/ops/payments', 'get');
 
     const unlinked = await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' });
     expect(unlinked.status).toBe(200);
-    expect(await expectDocumented(unlinked, '/ops/links/{linkId}', 'delete')).toMatchObject({ status: 'UNLINKED', tokens: null });
+    expect(await expectDocumented(unlinked, '/ops/links/{linkId}', 'delete')).toMatchObject({
+      status: 'UNLINKED',
+      tokens: null,
+    });
   });
 
   it('the session URL’s refusal and the landing page’s poll', async () => {
-    const refused = await fetch(`${stack.apiBase}/embedded/session`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const refused = await fetch(`${stack.apiBase}/embedded/session`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(refused.status).toBe(400);
     await expectDocumented(refused, '/embedded/session', 'post');
     const noSession = await fetch(`${stack.apiBase}/app/status`);

@@ -15,7 +15,11 @@ const writer = randomBytes(32).toString('base64url');
 
 beforeAll(async () => {
   stack = await startPartnerStack({
-    extraOpsKeys: [`auditor:read:${reader}`, `treasury-bot:fund+read:${funder}`, `ops-writer:read+fund+pay+resolve+accounts+admin+approve:${writer}`],
+    extraOpsKeys: [
+      `auditor:read:${reader}`,
+      `treasury-bot:fund+read:${funder}`,
+      `ops-writer:read+fund+pay+resolve+accounts+admin+approve:${writer}`,
+    ],
   });
 });
 afterAll(async () => {
@@ -23,9 +27,15 @@ afterAll(async () => {
 });
 
 const as = (key: string, path: string, init: RequestInit = {}) =>
-  fetch(`${stack.apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) } });
+  fetch(`${stack.apiBase}${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', ...(init.headers ?? {}) },
+  });
 
-const fundingBody = JSON.stringify({ recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '10.00' } });
+const fundingBody = JSON.stringify({
+  recipient: { type: 'CODE', code: '1234567' },
+  amount: { currency: 'PHP', value: '10.00' },
+});
 
 describe('scoped ops keys', () => {
   it('a read-only key cannot fund, cancel, pay, resolve, unlink or mint a login URL: 403 SCOPE_REQUIRED, nothing stored', async () => {
@@ -40,7 +50,11 @@ describe('scoped ops keys', () => {
       ['DELETE', `/ops/links/${id}`, undefined],
       ['POST', '/ops/links/login-urls', JSON.stringify({ partnerUserId: 'someone' })],
     ] as const) {
-      const response = await as(reader, path, { method, headers: { 'idempotency-key': randomUUID() }, ...(body ? { body } : {}) });
+      const response = await as(reader, path, {
+        method,
+        headers: { 'idempotency-key': randomUUID() },
+        ...(body ? { body } : {}),
+      });
       expect(response.status, `${method} ${path}`).toBe(403);
       expect(response.headers.get('content-type')).toMatch(/problem\+json/);
       expect(await response.json()).toMatchObject({ code: 'SCOPE_REQUIRED', status: 403 });
@@ -52,14 +66,19 @@ describe('scoped ops keys', () => {
   });
 
   it('records the key’s name on a funding it requests and cancels', async () => {
-    const created = await as(funder, '/ops/fundings', { method: 'POST', headers: { 'idempotency-key': randomUUID() }, body: fundingBody });
+    const created = await as(funder, '/ops/fundings', {
+      method: 'POST',
+      headers: { 'idempotency-key': randomUUID() },
+      body: fundingBody,
+    });
     expect(created.status).toBe(202);
     const { fundingId } = (await created.json()) as { fundingId: string };
     const cancelled = await as(funder, `/ops/fundings/${fundingId}/cancel`, { method: 'POST' });
     expect([200, 409]).toContain(cancelled.status);
     const events = await stack.database.fundingEvent.findMany({ where: { fundingId }, orderBy: { id: 'asc' } });
     expect(events[0]?.detail).toBe('funding requested by ops key treasury-bot');
-    if (cancelled.status === 200) expect(events.some((event) => event.detail === 'cancelled by ops key treasury-bot')).toBe(true);
+    if (cancelled.status === 200)
+      expect(events.some((event) => event.detail === 'cancelled by ops key treasury-bot')).toBe(true);
     // The key itself is in no record.
     expect(events.map((event) => event.detail).join(' ')).not.toContain(funder);
   });
@@ -75,7 +94,12 @@ describe('scoped ops keys', () => {
       kind: 'STANDALONE',
       scopes: [],
       requestReferenceNo: null,
-      tokens: { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, accessTokenExpiresAt: new Date(Date.now() + 60_000), refreshTokenExpiresAt: null },
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        accessTokenExpiresAt: new Date(Date.now() + 60_000),
+        refreshTokenExpiresAt: null,
+      },
     });
     expect((await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' })).status).toBe(200);
     const unlinked = await stack.database.linkEvent.findFirstOrThrow({ where: { linkId, type: 'UNLINKED' } });
@@ -103,24 +127,37 @@ describe('whose balance a key may draw', () => {
     const other = await userWithBalance();
     const { code } = await stack.admin.cashInCode(other.user.userId);
     const fundingsBefore = await stack.database.funding.count();
-    for (const recipient of [{ type: 'TOKEN', linkId: other.linkId }, { type: 'CODE', code }]) {
+    for (const recipient of [
+      { type: 'TOKEN', linkId: other.linkId },
+      { type: 'CODE', code },
+    ]) {
       const response = await as(funder, '/ops/fundings', {
         method: 'POST',
         headers: { 'idempotency-key': randomUUID() },
-        body: JSON.stringify({ recipient, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+        body: JSON.stringify({
+          recipient,
+          amount: { currency: 'PHP', value: '10.00' },
+          source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId },
+        }),
       });
       expect(response.status, JSON.stringify(recipient)).toBe(403);
       expect(await response.json()).toMatchObject({ code: 'SCOPE_REQUIRED' });
     }
     expect(await stack.database.funding.count()).toBe(fundingsBefore);
-    const account = (await (await as(funder, `/ops/accounts/${encodeURIComponent(owner.partnerUserId)}`)).json()) as { available: { value: string } };
+    const account = (await (await as(funder, `/ops/accounts/${encodeURIComponent(owner.partnerUserId)}`)).json()) as {
+      available: { value: string };
+    };
     expect(account.available.value).toBe('100.00');
 
     // To the owner's own wallet: accepted.
     const own = await as(funder, '/ops/fundings', {
       method: 'POST',
       headers: { 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ recipient: { type: 'TOKEN', linkId: owner.linkId }, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+      body: JSON.stringify({
+        recipient: { type: 'TOKEN', linkId: owner.linkId },
+        amount: { currency: 'PHP', value: '10.00' },
+        source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId },
+      }),
     });
     expect(own.status).toBe(202);
   });
@@ -131,7 +168,11 @@ describe('whose balance a key may draw', () => {
     const response = await stack.opsFetch('/ops/fundings', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ recipient: { type: 'TOKEN', linkId: other.linkId }, amount: { currency: 'PHP', value: '10.00' }, source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId } }),
+      body: JSON.stringify({
+        recipient: { type: 'TOKEN', linkId: other.linkId },
+        amount: { currency: 'PHP', value: '10.00' },
+        source: { type: 'USER_BALANCE', partnerUserId: owner.partnerUserId },
+      }),
     });
     expect(response.status).toBe(202);
   });
@@ -142,19 +183,34 @@ describe('every ops write is attributed', () => {
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, unknown>> };
     const writes = Object.entries(document.paths)
       .filter(([path]) => path.startsWith('/ops/'))
-      .flatMap(([path, operations]) => Object.keys(operations).filter((method) => ['post', 'put', 'patch', 'delete'].includes(method)).map((method) => ({ path, method: method.toUpperCase() })));
+      .flatMap(([path, operations]) =>
+        Object.keys(operations)
+          .filter((method) => ['post', 'put', 'patch', 'delete'].includes(method))
+          .map((method) => ({ path, method: method.toUpperCase() })),
+      );
     expect(writes.length).toBeGreaterThanOrEqual(10);
     for (const { path, method } of writes) {
       const concrete = path.replace(/\{[^}]+\}/g, () => randomUUID());
-      const response = await as(writer, concrete, { method, headers: { 'idempotency-key': randomUUID(), 'x-ops-actor': 'Maria at the desk' }, ...(method === 'DELETE' ? {} : { body: '{}' }) });
+      const response = await as(writer, concrete, {
+        method,
+        headers: { 'idempotency-key': randomUUID(), 'x-ops-actor': 'Maria at the desk' },
+        ...(method === 'DELETE' ? {} : { body: '{}' }),
+      });
       await response.arrayBuffer();
       let row = null;
       for (let attempt = 0; attempt < 50 && !row; attempt += 1) {
         // Other test files share the table (POST /ops/fundings has no id of its own): this key's row.
-        row = await stack.database.opsAction.findFirst({ where: { method, path: concrete, keyName: 'ops-writer' }, orderBy: { id: 'desc' } });
+        row = await stack.database.opsAction.findFirst({
+          where: { method, path: concrete, keyName: 'ops-writer' },
+          orderBy: { id: 'desc' },
+        });
         if (!row) await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      expect(row, `${method} ${path}`).toMatchObject({ keyName: 'ops-writer', actor: 'Maria at the desk', status: response.status });
+      expect(row, `${method} ${path}`).toMatchObject({
+        keyName: 'ops-writer',
+        actor: 'Maria at the desk',
+        status: response.status,
+      });
     }
   });
 
@@ -172,12 +228,21 @@ describe('every ops write is attributed', () => {
       });
       expect(adjusted.status, header).toBe(201);
       const { adjustmentId } = (await adjusted.json()) as { adjustmentId: string };
-      const { actor } = await stack.database.ledgerTransaction.findUniqueOrThrow({ where: { id: BigInt(adjustmentId) } });
+      const { actor } = await stack.database.ledgerTransaction.findUniqueOrThrow({
+        where: { id: BigInt(adjustmentId) },
+      });
       expect(actor, header).toBe(`ops-writer (as ${note})`);
       // No (oidc:…) suffix a timeline or maker-checker would read as a person's identity.
       expect(actorIdentity(actor!), header).not.toMatch(/^oidc:/);
       expect(actorNamedIn(`resolved FAILED by ${actor}: a note`), header).toBe(actor);
-      const row = await waitFor('the adjustment audited', () => stack.database.opsAction.findFirst({ where: { path: `/ops/accounts/${partnerUserId}/adjustments` } }).then((found) => found ?? undefined), 15_000);
+      const row = await waitFor(
+        'the adjustment audited',
+        () =>
+          stack.database.opsAction
+            .findFirst({ where: { path: `/ops/accounts/${partnerUserId}/adjustments` } })
+            .then((found) => found ?? undefined),
+        15_000,
+      );
       expect(row.actor, header).toBe(note);
     }
   });
@@ -191,12 +256,20 @@ describe('every ops write is attributed', () => {
     });
     expect(adjusted.status).toBe(201);
     const { adjustmentId } = (await adjusted.json()) as { adjustmentId: string };
-    expect(await stack.database.ledgerTransaction.findUniqueOrThrow({ where: { id: BigInt(adjustmentId) } })).toMatchObject({ actor: 'ops-writer' });
+    expect(
+      await stack.database.ledgerTransaction.findUniqueOrThrow({ where: { id: BigInt(adjustmentId) } }),
+    ).toMatchObject({ actor: 'ops-writer' });
 
-    const created = await as(writer, '/ops/webhooks/endpoints', { method: 'POST', body: JSON.stringify({ url: 'https://partner.example/hooks', events: ['funding.approved'] }) });
+    const created = await as(writer, '/ops/webhooks/endpoints', {
+      method: 'POST',
+      body: JSON.stringify({ url: 'https://partner.example/hooks', events: ['funding.approved'] }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     expect((await as(writer, `/ops/webhooks/endpoints/${id}`, { method: 'DELETE' })).status).toBe(204);
-    expect(await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id } })).toMatchObject({ deletedBy: 'ops-writer', deletedAt: expect.any(Date) });
+    expect(await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      deletedBy: 'ops-writer',
+      deletedAt: expect.any(Date),
+    });
   });
 });

@@ -34,10 +34,15 @@ describe('payload encryption', () => {
     });
     const { fundingId } = (await response.json()) as FundingView;
     const row = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } });
-    const result = (await stack.temporal.workflow.getHandle(row.workflowId).result()) as { status: string; fundingId: string };
+    const result = (await stack.temporal.workflow.getHandle(row.workflowId).result()) as {
+      status: string;
+      fundingId: string;
+    };
     expect(result).toMatchObject({ status: 'APPROVED', fundingId });
 
-    const history = JSON.parse(historyToJSON(await stack.temporal.workflow.getHandle(row.workflowId).fetchHistory())) as unknown;
+    const history = JSON.parse(
+      historyToJSON(await stack.temporal.workflow.getHandle(row.workflowId).fetchHistory()),
+    ) as unknown;
     const readable = readableHistory(history);
     expect(readable).toContain('binary/encrypted');
     expect(readable).toContain('test-2026-11');
@@ -46,18 +51,28 @@ describe('payload encryption', () => {
     expect(readable).not.toContain('"transferId"');
 
     // The codec endpoint turns the stored input back into the workflow's arguments.
-    const started = (history as { events: { workflowExecutionStartedEventAttributes?: { input: { payloads: JsonPayload[] } } }[] }).events[0];
+    const started = (
+      history as { events: { workflowExecutionStartedEventAttributes?: { input: { payloads: JsonPayload[] } } }[] }
+    ).events[0];
     const sealed = started?.workflowExecutionStartedEventAttributes?.input.payloads ?? [];
     expect(sealed.length).toBeGreaterThan(0);
     const bearer = randomBytes(24).toString('base64url');
     const auth = { authorization: `Bearer ${bearer}` };
-    const server = createCodecApp({ codec: new AesGcmPayloadCodec(keys), allowedOrigins: ['http://localhost:8233'], bearerToken: bearer }).listen(0, '127.0.0.1');
+    const server = createCodecApp({
+      codec: new AesGcmPayloadCodec(keys),
+      allowedOrigins: ['http://localhost:8233'],
+      bearerToken: bearer,
+    }).listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const endpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
       const preflight = await fetch(`${endpoint}/default/decode`, {
         method: 'OPTIONS',
-        headers: { origin: 'http://localhost:8233', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type,x-namespace' },
+        headers: {
+          origin: 'http://localhost:8233',
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type,x-namespace',
+        },
       });
       expect(preflight.status).toBe(204);
       expect(preflight.headers.get('access-control-allow-origin')).toBe('http://localhost:8233');
@@ -65,40 +80,68 @@ describe('payload encryption', () => {
 
       const decoded = await fetch(`${endpoint}/default/decode`, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', 'x-namespace': 'default', ...auth },
+        headers: {
+          'content-type': 'application/json',
+          origin: 'http://localhost:8233',
+          'x-namespace': 'default',
+          ...auth,
+        },
         body: JSON.stringify({ payloads: sealed }),
       });
       expect(decoded.status).toBe(200);
       const { payloads } = (await decoded.json()) as { payloads: JsonPayload[] };
       const inputs = payloads.map((payload) =>
         defaultPayloadConverter.fromPayload({
-          metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')])),
+          metadata: Object.fromEntries(
+            Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]),
+          ),
           data: Buffer.from(payload.data ?? '', 'base64'),
         }),
       );
       expect(inputs).toEqual([expect.objectContaining({ fundingId })]);
 
       // Without the bearer token, or with another: nothing is decrypted.
-      for (const headers of [{}, { authorization: `Bearer ${bearer}x` }, { authorization: bearer }] as Array<Record<string, string>>) {
-        const refused = await fetch(`${endpoint}/default/decode`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', ...headers }, body: JSON.stringify({ payloads: sealed }) });
+      for (const headers of [{}, { authorization: `Bearer ${bearer}x` }, { authorization: bearer }] as Array<
+        Record<string, string>
+      >) {
+        const refused = await fetch(`${endpoint}/default/decode`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', origin: 'http://localhost:8233', ...headers },
+          body: JSON.stringify({ payloads: sealed }),
+        });
         expect(refused.status).toBe(401);
         expect(await refused.text()).not.toContain(fundingId);
       }
 
       // Another page's origin, a body that is not payloads, or a payload under an unknown key: refused.
-      const foreign = await fetch(`${endpoint}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', origin: 'https://evil.example' }, body: JSON.stringify({ payloads: sealed }) });
+      const foreign = await fetch(`${endpoint}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: 'https://evil.example' },
+        body: JSON.stringify({ payloads: sealed }),
+      });
       expect(foreign.status).toBe(403);
       expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
-      const malformed = await fetch(`${endpoint}/decode`, { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: JSON.stringify({ payloads: 'x' }) });
+      const malformed = await fetch(`${endpoint}/decode`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...auth },
+        body: JSON.stringify({ payloads: 'x' }),
+      });
       expect(malformed.status).toBe(400);
       expect(((await malformed.json()) as { code: string }).code).toBe('INVALID_PAYLOADS');
-      const otherKey = await new AesGcmPayloadCodec([{ id: 'elsewhere', key: randomBytes(32) }]).encode([defaultPayloadConverter.toPayload('x')]);
+      const otherKey = await new AesGcmPayloadCodec([{ id: 'elsewhere', key: randomBytes(32) }]).encode([
+        defaultPayloadConverter.toPayload('x'),
+      ]);
       const unknownKey = await fetch(`${endpoint}/decode`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', ...auth },
         body: JSON.stringify({
           payloads: otherKey.map((payload) => ({
-            metadata: Object.fromEntries(Object.entries(payload.metadata ?? {}).map(([key, value]) => [key, Buffer.from(value!).toString('base64')])),
+            metadata: Object.fromEntries(
+              Object.entries(payload.metadata ?? {}).map(([key, value]) => [
+                key,
+                Buffer.from(value!).toString('base64'),
+              ]),
+            ),
             data: Buffer.from(payload.data!).toString('base64'),
           })),
         }),

@@ -41,7 +41,8 @@ async function waitFor(id: string, statuses: string[], timeoutMs = 60_000): Prom
   }
 }
 
-const ledgerPayment = async (paymentId: string | null) => (await stack.admin.ledger()).payments.find((payment) => payment.paymentId === paymentId);
+const ledgerPayment = async (paymentId: string | null) =>
+  (await stack.admin.ledger()).payments.find((payment) => payment.paymentId === paymentId);
 
 const resolve = (id: string, body: unknown, actor?: string) =>
   stack.opsFetch(`/ops/payments/${id}/resolve`, {
@@ -63,7 +64,12 @@ describe('payments', () => {
     const payment = await waitFor(started.body.paymentId!, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
     expect(payment.id).toBe(started.body.id);
     expect(payment.paymentId).toBe(started.body.paymentId);
-    expect(payment).toMatchObject({ status: 'SUCCEEDED', amount: { currency: 'PHP', value: '30.00' }, fee: { currency: 'PHP', value: '0.00' }, error: null });
+    expect(payment).toMatchObject({
+      status: 'SUCCEEDED',
+      amount: { currency: 'PHP', value: '30.00' },
+      fee: { currency: 'PHP', value: '0.00' },
+      error: null,
+    });
     expect(payment.paymentId).toEqual(expect.any(String));
     expect(payment.events.map((event) => event.status)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'SUCCEEDED']);
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
@@ -75,7 +81,10 @@ describe('payments', () => {
 
   it('end FAILED with a message fit for the user on insufficient balance, nothing debited', async () => {
     const { user, linkId } = await linkedUser('10.00');
-    const payment = await waitFor((await postPayment({ linkId, amount: { currency: 'PHP', value: '50.00' } })).body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+    const payment = await waitFor(
+      (await postPayment({ linkId, amount: { currency: 'PHP', value: '50.00' } })).body.id,
+      ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'],
+    );
     expect(payment.status).toBe('FAILED');
     expect(payment.error?.code).toBe('INSUFFICIENT_BALANCE');
     expect(payment.error?.message).toMatch(/balance is not enough/);
@@ -90,7 +99,11 @@ describe('payments', () => {
     try {
       // The first execute takes effect and its answer is lost; lift the fault before the retry (1 s later).
       const deadline = Date.now() + 20_000;
-      while (!(await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1)) {
+      while (
+        !(await stack.admin.ledger()).payments.some(
+          (payment) => payment.userId === user.userId && payment.executions === 1,
+        )
+      ) {
         if (Date.now() > deadline) throw new Error('the first execute never took effect');
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -118,7 +131,11 @@ describe('payments', () => {
       id = (await postPayment({ linkId, amount: { currency: 'PHP', value: '12.00' } })).body.id;
       // More 429s than an unknown outcome may have attempts (4): only then lift the fault.
       const deadline = Date.now() + 60_000;
-      while ((await stack.database.walletCall.count({ where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } } })) < 5) {
+      while (
+        (await stack.database.walletCall.count({
+          where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } },
+        })) < 5
+      ) {
         if (Date.now() > deadline) throw new Error('the execute was not retried after 429');
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
@@ -132,9 +149,16 @@ describe('payments', () => {
     expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
     expect((await stack.admin.user(user.userId)).balance).toBe('88.00');
     // Each wait before sending again was the wallet's Retry-After (1 s), not the doubling backoff.
-    const { workflowId } = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { workflowId: true } });
+    const { workflowId } = await stack.database.payment.findUniqueOrThrow({
+      where: { id },
+      select: { workflowId: true },
+    });
     const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
-    const waits = (history.events ?? []).flatMap((event) => (event.timerStartedEventAttributes ? [Number(event.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)] : []));
+    const waits = (history.events ?? []).flatMap((event) =>
+      event.timerStartedEventAttributes
+        ? [Number(event.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0)]
+        : [],
+    );
     expect(waits.length).toBeGreaterThanOrEqual(5);
     expect(new Set(waits)).toEqual(new Set([1]));
   }, 120_000);
@@ -144,22 +168,36 @@ describe('payments', () => {
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
     let parked: PaymentView;
     try {
-      parked = await waitFor((await postPayment({ linkId, amount: { currency: 'PHP', value: '15.00' } })).body.id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW']);
+      parked = await waitFor((await postPayment({ linkId, amount: { currency: 'PHP', value: '15.00' } })).body.id, [
+        'SUCCEEDED',
+        'FAILED',
+        'NEEDS_REVIEW',
+      ]);
     } finally {
       await stack.admin.clearFaults();
     }
     expect(parked.status).toBe('NEEDS_REVIEW');
     expect(parked.review?.attempts).toHaveLength(4);
-    expect(parked.review?.attempts.every((attempt) => /^[0-9a-f-]{36}$/.test(attempt.requestReferenceNo ?? ''))).toBe(true);
+    expect(parked.review?.attempts.every((attempt) => /^[0-9a-f-]{36}$/.test(attempt.requestReferenceNo ?? ''))).toBe(
+      true,
+    );
     expect(parked.review?.reason).toMatch(/stayed unknown/);
     expect(parked.review?.resolution).toBeNull();
 
     expect((await resolve(parked.id, { outcome: 'FAILED' })).status).toBe(400);
-    const response = await resolve(parked.id, { outcome: 'FAILED', note: 'no debit in the wallet ledger' }, 'maria.ops');
+    const response = await resolve(
+      parked.id,
+      { outcome: 'FAILED', note: 'no debit in the wallet ledger' },
+      'maria.ops',
+    );
     expect(response.status).toBe(200);
     const resolved = (await response.json()) as PaymentView;
     expect(resolved).toMatchObject({ status: 'FAILED', error: { code: 'RESOLVED_FAILED' } });
-    expect(resolved.review?.resolution).toMatchObject({ outcome: 'FAILED', note: 'no debit in the wallet ledger', by: 'default (as maria.ops)' });
+    expect(resolved.review?.resolution).toMatchObject({
+      outcome: 'FAILED',
+      note: 'no debit in the wallet ledger',
+      by: 'default (as maria.ops)',
+    });
     expect(resolved.events.at(-1)?.status).toBe('FAILED');
     expect((await stack.admin.user(user.userId)).balance).toBe('100.00');
     const again = await resolve(parked.id, { outcome: 'SUCCEEDED', note: 'changed my mind' });

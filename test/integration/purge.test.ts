@@ -10,7 +10,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PurgeReport } from '../../workflows/purge-expired.contract.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { ensurePurgeSchedule } from '../../worker/purge-schedule.ts';
-import { manualPurgeWorkflowId, purgeExpiredWorkflowType, purgeScheduleId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
+import {
+  manualPurgeWorkflowId,
+  purgeExpiredWorkflowType,
+  purgeScheduleId,
+  startPurgeExpired,
+} from '../../workflows/purge-expired.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -35,7 +40,9 @@ async function loginState(expiresAt: Date) {
 }
 async function loginGrant(expiresAt: Date, used: boolean) {
   const tokenHash = hash();
-  await stack.database.loginGrant.create({ data: { tokenHash, partnerUserId: 'purge-test', source: 'OPS', expiresAt, ...(used ? { usedAt: expiresAt } : {}) } });
+  await stack.database.loginGrant.create({
+    data: { tokenHash, partnerUserId: 'purge-test', source: 'OPS', expiresAt, ...(used ? { usedAt: expiresAt } : {}) },
+  });
   return tokenHash;
 }
 async function embeddedSession(expiresAt: Date, consumed: boolean) {
@@ -54,11 +61,17 @@ async function embeddedSession(expiresAt: Date, consumed: boolean) {
 }
 async function webSession(embeddedSessionId: string, expiresAt: Date) {
   const id = randomUUID();
-  await stack.database.appSession.create({ data: { id, cookieHash: hash(), embeddedSessionId, csrfToken: 'x'.repeat(43), expiresAt } });
+  await stack.database.appSession.create({
+    data: { id, cookieHash: hash(), embeddedSessionId, csrfToken: 'x'.repeat(43), expiresAt },
+  });
   return id;
 }
 
-async function purge(input: { retentionSeconds: number; batchSize?: number; maxBatches?: number }): Promise<PurgeReport> {
+async function purge(input: {
+  retentionSeconds: number;
+  batchSize?: number;
+  maxBatches?: number;
+}): Promise<PurgeReport> {
   const workflowId = manualPurgeWorkflowId(randomUUID());
   const handle = await startPurgeExpired(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input });
   return handle.result();
@@ -90,10 +103,24 @@ describe('purge of expired logins and sessions', () => {
     const allStates = [...gone.states, ...kept.states];
     const allGrants = [...gone.grants, ...kept.grants];
     const allSessions = [...gone.sessions, ...kept.sessions, heldSession];
-    expect((await stack.database.loginState.findMany({ where: { stateHash: { in: allStates } } })).map((row) => row.stateHash).sort()).toEqual([...kept.states].sort());
-    expect((await stack.database.loginGrant.findMany({ where: { tokenHash: { in: allGrants } } })).map((row) => row.tokenHash).sort()).toEqual([...kept.grants].sort());
-    expect((await stack.database.embeddedSession.findMany({ where: { id: { in: allSessions } } })).map((row) => row.id).sort()).toEqual([...kept.sessions, heldSession].sort());
-    expect((await stack.database.appSession.findMany({ where: { id: { in: [goneWeb, liveWeb] } } })).map((row) => row.id)).toEqual([liveWeb]);
+    expect(
+      (await stack.database.loginState.findMany({ where: { stateHash: { in: allStates } } }))
+        .map((row) => row.stateHash)
+        .sort(),
+    ).toEqual([...kept.states].sort());
+    expect(
+      (await stack.database.loginGrant.findMany({ where: { tokenHash: { in: allGrants } } }))
+        .map((row) => row.tokenHash)
+        .sort(),
+    ).toEqual([...kept.grants].sort());
+    expect(
+      (await stack.database.embeddedSession.findMany({ where: { id: { in: allSessions } } }))
+        .map((row) => row.id)
+        .sort(),
+    ).toEqual([...kept.sessions, heldSession].sort());
+    expect(
+      (await stack.database.appSession.findMany({ where: { id: { in: [goneWeb, liveWeb] } } })).map((row) => row.id),
+    ).toEqual([liveWeb]);
     expect(report.deleted.login_state).toBeGreaterThanOrEqual(2);
     expect(report.deleted.login_grant).toBeGreaterThanOrEqual(2);
     expect(report.deleted.embedded_session).toBeGreaterThanOrEqual(2);
@@ -105,32 +132,61 @@ describe('purge of expired logins and sessions', () => {
   it('deletes console sign-ins never finished, ended console sessions and spent attempt counts, and keeps the live ones', async () => {
     const signIn = async (expiresAt: Date) => {
       const state = randomBytes(24).toString('base64url');
-      await stack.database.consoleSignIn.create({ data: { state, nonce: 'n'.repeat(43), returnTo: '/console', expiresAt } });
+      await stack.database.consoleSignIn.create({
+        data: { state, nonce: 'n'.repeat(43), returnTo: '/console', expiresAt },
+      });
       return state;
     };
     const consoleSession = async (times: { expiresAt: Date; lastSeenAt: Date; endsAt: Date }) => {
       const id = randomUUID();
       await stack.database.consoleSession.create({
-        data: { id, cookieHash: hash(), personId: 'key:purge-test', personName: 'purge-test', via: 'key', scopes: ['read'], csrfToken: 'c'.repeat(43), ...times },
+        data: {
+          id,
+          cookieHash: hash(),
+          personId: 'key:purge-test',
+          personName: 'purge-test',
+          via: 'key',
+          scopes: ['read'],
+          csrfToken: 'c'.repeat(43),
+          ...times,
+        },
       });
       return id;
     };
     const attemptCount = async (expiresAt: Date) => {
       const subject = `198.51.100.${Math.floor(Math.random() * 250)}-${randomUUID().slice(0, 8)}`;
-      await stack.database.attemptCount.create({ data: { kind: 'purge-test', subject, windowStart: new Date(expiresAt.getTime() - 120_000), count: 3, expiresAt } });
+      await stack.database.attemptCount.create({
+        data: {
+          kind: 'purge-test',
+          subject,
+          windowStart: new Date(expiresAt.getTime() - 120_000),
+          count: 3,
+          expiresAt,
+        },
+      });
       return subject;
     };
     const old = daysFromNow(-10);
     const gone = {
       signIns: [await signIn(old)],
       // Past its lifetime long ago; and idle long ago, its lifetime's end not reached (only its end counts).
-      sessions: [await consoleSession({ expiresAt: old, lastSeenAt: old, endsAt: old }), await consoleSession({ expiresAt: daysFromNow(1), lastSeenAt: old, endsAt: old })],
+      sessions: [
+        await consoleSession({ expiresAt: old, lastSeenAt: old, endsAt: old }),
+        await consoleSession({ expiresAt: daysFromNow(1), lastSeenAt: old, endsAt: old }),
+      ],
       // An attempt count is spent once its window can no longer be read, retention or not: kept for nobody.
       counts: [await attemptCount(new Date(Date.now() - 60_000))],
     };
     const kept = {
       signIns: [await signIn(daysFromNow(-1)), await signIn(new Date(Date.now() + 600_000))],
-      sessions: [await consoleSession({ expiresAt: daysFromNow(-1), lastSeenAt: daysFromNow(-1), endsAt: daysFromNow(-1) }), await consoleSession({ expiresAt: daysFromNow(1), lastSeenAt: new Date(), endsAt: new Date(Date.now() + 900_000) })],
+      sessions: [
+        await consoleSession({ expiresAt: daysFromNow(-1), lastSeenAt: daysFromNow(-1), endsAt: daysFromNow(-1) }),
+        await consoleSession({
+          expiresAt: daysFromNow(1),
+          lastSeenAt: new Date(),
+          endsAt: new Date(Date.now() + 900_000),
+        }),
+      ],
       counts: [await attemptCount(new Date(Date.now() + 60_000))],
     };
 
@@ -139,9 +195,19 @@ describe('purge of expired logins and sessions', () => {
     const signIns = [...gone.signIns, ...kept.signIns];
     const sessions = [...gone.sessions, ...kept.sessions];
     const counts = [...gone.counts, ...kept.counts];
-    expect((await stack.database.consoleSignIn.findMany({ where: { state: { in: signIns } } })).map((row) => row.state).sort()).toEqual([...kept.signIns].sort());
-    expect((await stack.database.consoleSession.findMany({ where: { id: { in: sessions } } })).map((row) => row.id).sort()).toEqual([...kept.sessions].sort());
-    expect((await stack.database.attemptCount.findMany({ where: { kind: 'purge-test', subject: { in: counts } } })).map((row) => row.subject)).toEqual(kept.counts);
+    expect(
+      (await stack.database.consoleSignIn.findMany({ where: { state: { in: signIns } } }))
+        .map((row) => row.state)
+        .sort(),
+    ).toEqual([...kept.signIns].sort());
+    expect(
+      (await stack.database.consoleSession.findMany({ where: { id: { in: sessions } } })).map((row) => row.id).sort(),
+    ).toEqual([...kept.sessions].sort());
+    expect(
+      (await stack.database.attemptCount.findMany({ where: { kind: 'purge-test', subject: { in: counts } } })).map(
+        (row) => row.subject,
+      ),
+    ).toEqual(kept.counts);
     expect(report.deleted.console_sign_in).toBeGreaterThanOrEqual(1);
     expect(report.deleted.console_session).toBeGreaterThanOrEqual(2);
     expect(report.deleted.attempt_count).toBeGreaterThanOrEqual(1);
@@ -150,7 +216,9 @@ describe('purge of expired logins and sessions', () => {
 
   it('deletes the audit’s budget counts of minutes that are over, and never an audit row, however old', async () => {
     const client = `purge-${randomUUID().slice(0, 8)}`;
-    const [clock] = await stack.database.$queryRaw<Array<{ minute: Date }>>`SELECT date_trunc('minute', now()) AS minute`;
+    const [clock] = await stack.database.$queryRaw<
+      Array<{ minute: Date }>
+    >`SELECT date_trunc('minute', now()) AS minute`;
     const minute = clock!.minute;
     const spent = new Date(minute.getTime() - 60_000);
     await stack.database.opsActionBudget.createMany({
@@ -164,12 +232,36 @@ describe('purge of expired logins and sessions', () => {
     const ancient = daysFromNow(-4000);
     await stack.database.opsAction.createMany({
       data: [
-        { at: ancient, keyName: null, channel: 'api', actor: null, method: 'POST', path: '/ops/fundings', status: 401, requestId: null, client },
-        { at: ancient, keyName: null, channel: 'api', actor: null, method: '*', path: '/ops (summary)', status: 0, requestId: null, client, count: 12, summaryOf: `api ${client} ${ancient.toISOString()}` },
+        {
+          at: ancient,
+          keyName: null,
+          channel: 'api',
+          actor: null,
+          method: 'POST',
+          path: '/ops/fundings',
+          status: 401,
+          requestId: null,
+          client,
+        },
+        {
+          at: ancient,
+          keyName: null,
+          channel: 'api',
+          actor: null,
+          method: '*',
+          path: '/ops (summary)',
+          status: 0,
+          requestId: null,
+          client,
+          count: 12,
+          summaryOf: `api ${client} ${ancient.toISOString()}`,
+        },
       ],
     });
     const report = await purge({ retentionSeconds: WEEK_SECONDS });
-    expect((await stack.database.opsActionBudget.findMany({ where: { client } })).map((row) => row.windowStart.getTime())).toEqual([minute.getTime() + 60_000]);
+    expect(
+      (await stack.database.opsActionBudget.findMany({ where: { client } })).map((row) => row.windowStart.getTime()),
+    ).toEqual([minute.getTime() + 60_000]);
     expect(report.deleted.ops_action_budget).toBeGreaterThanOrEqual(1);
     expect(await stack.database.opsAction.count({ where: { client } })).toBe(2);
   });
@@ -187,24 +279,45 @@ describe('purge of expired logins and sessions', () => {
 
   it('runs on a Temporal Schedule the worker creates once', async () => {
     const options = { taskQueue: stack.taskQueue, everyMinutes: 1440, retentionSeconds: WEEK_SECONDS };
-    await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    await stack.temporal.schedule
+      .getHandle(purgeScheduleId)
+      .delete()
+      .catch(() => undefined);
     try {
       expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('created');
       expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('exists');
       const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
-      expect(description.action).toMatchObject({ type: 'startWorkflow', workflowType: purgeExpiredWorkflowType, taskQueue: stack.taskQueue, args: [{ retentionSeconds: WEEK_SECONDS }] });
+      expect(description.action).toMatchObject({
+        type: 'startWorkflow',
+        workflowType: purgeExpiredWorkflowType,
+        taskQueue: stack.taskQueue,
+        args: [{ retentionSeconds: WEEK_SECONDS }],
+      });
       expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 1440 * 60_000 })]);
       expect(description.policies.overlap).toBe('SKIP');
     } finally {
-      await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+      await stack.temporal.schedule
+        .getHandle(purgeScheduleId)
+        .delete()
+        .catch(() => undefined);
     }
   });
 
   it('is created by the worker process at start, from PURGE_EVERY_MINUTES and PURGE_RETENTION_HOURS', async () => {
-    await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+    await stack.temporal.schedule
+      .getHandle(purgeScheduleId)
+      .delete()
+      .catch(() => undefined);
     const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
       cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { ...stack.workerEnv(), PURGE_EVERY_MINUTES: '720', PURGE_RETENTION_HOURS: '48', LOG_LEVEL: 'info', LOG_FORMAT: 'json', WORKER_METRICS_PORT: '0' },
+      env: {
+        ...stack.workerEnv(),
+        PURGE_EVERY_MINUTES: '720',
+        PURGE_RETENTION_HOURS: '48',
+        LOG_LEVEL: 'info',
+        LOG_FORMAT: 'json',
+        WORKER_METRICS_PORT: '0',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';
@@ -214,19 +327,27 @@ describe('purge of expired logins and sessions', () => {
         const onData = (chunk: Buffer) => {
           output += chunk.toString();
           if (output.includes('purge schedule ready')) resolve();
-          else if (output.includes('worker polling')) reject(new Error(`the worker polls and made no purge schedule:\n${output}`));
+          else if (output.includes('worker polling'))
+            reject(new Error(`the worker polls and made no purge schedule:\n${output}`));
         };
         worker.stdout.on('data', onData);
         worker.stderr.on('data', onData);
         void exited.then(() => reject(new Error(`the worker exited:\n${output}`)));
       });
       const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
-      expect(description.action).toMatchObject({ workflowType: purgeExpiredWorkflowType, taskQueue: stack.taskQueue, args: [{ retentionSeconds: 48 * 3600 }] });
+      expect(description.action).toMatchObject({
+        workflowType: purgeExpiredWorkflowType,
+        taskQueue: stack.taskQueue,
+        args: [{ retentionSeconds: 48 * 3600 }],
+      });
       expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 720 * 60_000 })]);
     } finally {
       worker.kill('SIGTERM');
       await exited;
-      await stack.temporal.schedule.getHandle(purgeScheduleId).delete().catch(() => undefined);
+      await stack.temporal.schedule
+        .getHandle(purgeScheduleId)
+        .delete()
+        .catch(() => undefined);
     }
   }, 90_000);
 });

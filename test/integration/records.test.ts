@@ -16,7 +16,11 @@ afterAll(() => database.$disconnect());
 
 const fundingFinished = vi.fn();
 const paymentFinished = vi.fn();
-const fundings = createFundingRecord({ database, cipher: createTokenCipher(randomBytes(32)), metrics: { fundingFinished } });
+const fundings = createFundingRecord({
+  database,
+  cipher: createTokenCipher(randomBytes(32)),
+  metrics: { fundingFinished },
+});
 const payments = createPaymentRecord({ database, metrics: { paymentFinished } });
 
 function newFunding(code = '1234567'): NewFunding {
@@ -33,10 +37,18 @@ function newFunding(code = '1234567'): NewFunding {
 
 function newPayment(): NewPayment {
   const id = randomUUID();
-  return { id, idempotencyKey: `records-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `payment-records-${id}`, linkId: randomUUID(), amount: moneyOf({ currency: 'PHP', value: '5.00' }) };
+  return {
+    id,
+    idempotencyKey: `records-${id}`,
+    requestFingerprint: '0'.repeat(64),
+    workflowId: `payment-records-${id}`,
+    linkId: randomUUID(),
+    amount: moneyOf({ currency: 'PHP', value: '5.00' }),
+  };
 }
 
-const timeline = async (fundingId: string) => (await fundings.findWithEvents(fundingId))!.events.map((event) => event.status);
+const timeline = async (fundingId: string) =>
+  (await fundings.findWithEvents(fundingId))!.events.map((event) => event.status);
 
 /** A funding stored and moved to CREATING with a transfer id: where beginExecute and cancel meet. */
 async function creatingWithTransfer() {
@@ -53,7 +65,12 @@ describe('the funding record', () => {
     expect(await fundings.insert(funding)).toBe(true);
     expect(await fundings.insert({ ...funding, id: randomUUID() })).toBe(false);
     const row = await fundings.getByIdempotencyKey(funding.idempotencyKey);
-    expect(row).toMatchObject({ id: funding.id, status: 'PENDING', cashInCodeMasked: '*****21', abandonedTransferIds: [] });
+    expect(row).toMatchObject({
+      id: funding.id,
+      status: 'PENDING',
+      cashInCodeMasked: '*****21',
+      abandonedTransferIds: [],
+    });
     expect(row.events.map((event) => [event.status, event.detail])).toEqual([['PENDING', 'funding requested']]);
     expect(fundings.cashInCodeOf(row)).toBe('7654321');
     // Sealed to its own funding: the same bytes under another funding's id do not decrypt.
@@ -71,15 +88,25 @@ describe('the funding record', () => {
 
   it('keeps the first transfer id and records a later one as abandoned', async () => {
     const funding = await creatingWithTransfer();
-    expect(await fundings.storeTransferId(funding.id, 'a-second-intent')).toEqual({ stored: false, transferId: `t-${funding.id}` });
-    expect(await fundings.get(funding.id)).toMatchObject({ transferId: `t-${funding.id}`, abandonedTransferIds: ['a-second-intent'] });
+    expect(await fundings.storeTransferId(funding.id, 'a-second-intent')).toEqual({
+      stored: false,
+      transferId: `t-${funding.id}`,
+    });
+    expect(await fundings.get(funding.id)).toMatchObject({
+      transferId: `t-${funding.id}`,
+      abandonedTransferIds: ['a-second-intent'],
+    });
   });
 
   it('lets the database decide between cancel and beginExecute', async () => {
     const cancelledFirst = await creatingWithTransfer();
     expect(await fundings.cancel(await fundings.get(cancelledFirst.id))).toBe(true);
     expect(await fundings.beginExecute(cancelledFirst.id, null)).toBe(false);
-    expect(await fundings.get(cancelledFirst.id)).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED', cancelRequested: true });
+    expect(await fundings.get(cancelledFirst.id)).toMatchObject({
+      status: 'FAILED',
+      errorCode: 'CANCELLED',
+      cancelRequested: true,
+    });
     expect(await timeline(cancelledFirst.id)).toEqual(['PENDING', 'CREATING', 'FAILED']);
 
     const executedFirst = await creatingWithTransfer();
@@ -87,7 +114,11 @@ describe('the funding record', () => {
     expect(await fundings.cancel(await fundings.get(executedFirst.id))).toBe(false);
     const row = (await fundings.findWithEvents(executedFirst.id))!;
     expect(row.status).toBe('EXECUTING');
-    expect(row.events.at(-1)).toMatchObject({ status: 'EXECUTING', requestReferenceNo: 'ref-create', detail: `transfer t-${executedFirst.id} created; executing` });
+    expect(row.events.at(-1)).toMatchObject({
+      status: 'EXECUTING',
+      requestReferenceNo: 'ref-create',
+      detail: `transfer t-${executedFirst.id} created; executing`,
+    });
   });
 
   it('stores no transfer id once cancelled: the intent is kept as abandoned, never executed', async () => {
@@ -103,10 +134,32 @@ describe('the funding record', () => {
     const funding = await creatingWithTransfer();
     await fundings.beginExecute(funding.id, null);
     fundingFinished.mockClear();
-    const first = await fundings.finish(funding.id, { status: 'DECLINED', code: '6001', requestReferenceNo: 'ref-execute', detail: '6001' });
-    expect(first).toEqual({ moved: true, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}`, ownerFence: 0 });
-    const retried = await fundings.finish(funding.id, { status: 'FAILED', code: 'EXECUTE_FAILED', requestReferenceNo: null, detail: null });
-    expect(retried).toEqual({ moved: false, status: 'DECLINED', errorCode: '6001', transferId: `t-${funding.id}`, ownerFence: 0 });
+    const first = await fundings.finish(funding.id, {
+      status: 'DECLINED',
+      code: '6001',
+      requestReferenceNo: 'ref-execute',
+      detail: '6001',
+    });
+    expect(first).toEqual({
+      moved: true,
+      status: 'DECLINED',
+      errorCode: '6001',
+      transferId: `t-${funding.id}`,
+      ownerFence: 0,
+    });
+    const retried = await fundings.finish(funding.id, {
+      status: 'FAILED',
+      code: 'EXECUTE_FAILED',
+      requestReferenceNo: null,
+      detail: null,
+    });
+    expect(retried).toEqual({
+      moved: false,
+      status: 'DECLINED',
+      errorCode: '6001',
+      transferId: `t-${funding.id}`,
+      ownerFence: 0,
+    });
     expect(fundingFinished).toHaveBeenCalledTimes(1);
     expect(fundingFinished).toHaveBeenCalledWith('DECLINED', expect.any(Date));
     expect(await timeline(funding.id)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'DECLINED']);
@@ -116,9 +169,19 @@ describe('the funding record', () => {
     const funding = newFunding();
     await fundings.insert(funding);
     await fundings.move(funding.id, 'CREATING', { detail: 'creating' });
-    const approved = await fundings.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null });
+    const approved = await fundings.finish(funding.id, {
+      status: 'APPROVED',
+      code: null,
+      requestReferenceNo: null,
+      detail: null,
+    });
     expect(approved).toMatchObject({ moved: false, status: 'CREATING' });
-    const rejected = await fundings.finish(funding.id, { status: 'REJECTED', code: 'M133', requestReferenceNo: 'ref-create', detail: 'M133' });
+    const rejected = await fundings.finish(funding.id, {
+      status: 'REJECTED',
+      code: 'M133',
+      requestReferenceNo: 'ref-create',
+      detail: 'M133',
+    });
     expect(rejected).toMatchObject({ moved: true, status: 'REJECTED', errorCode: 'M133' });
   });
 
@@ -142,7 +205,8 @@ describe('the funding record', () => {
     const ids = seen.map((row) => row.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ours) expect(ids).toContain(id);
-    for (let i = 1; i < seen.length; i += 1) expect(seen[i - 1]!.createdAt.getTime()).toBeGreaterThanOrEqual(seen[i]!.createdAt.getTime());
+    for (let i = 1; i < seen.length; i += 1)
+      expect(seen[i - 1]!.createdAt.getTime()).toBeGreaterThanOrEqual(seen[i]!.createdAt.getTime());
     expect(await fundings.listPage({ limit: 2, cursor: 'forged' })).toEqual({ kind: 'invalid-cursor' });
   });
 });
@@ -153,8 +217,18 @@ describe('the payment record', () => {
     expect(await payments.insert(payment)).toBe(true);
     expect(await payments.insert({ ...payment, id: randomUUID() })).toBe(false);
     await payments.markCreating(payment.id);
-    expect(await payments.storeCreated(payment.id, { walletPaymentId: `wp-${payment.id}`, fee: { currency: 'PHP', value: '0.50' } })).toEqual({ stored: true, walletPaymentId: `wp-${payment.id}` });
-    expect(await payments.storeCreated(payment.id, { walletPaymentId: 'a-second-payment', fee: { currency: 'PHP', value: '0.50' } })).toEqual({ stored: false, walletPaymentId: `wp-${payment.id}` });
+    expect(
+      await payments.storeCreated(payment.id, {
+        walletPaymentId: `wp-${payment.id}`,
+        fee: { currency: 'PHP', value: '0.50' },
+      }),
+    ).toEqual({ stored: true, walletPaymentId: `wp-${payment.id}` });
+    expect(
+      await payments.storeCreated(payment.id, {
+        walletPaymentId: 'a-second-payment',
+        fee: { currency: 'PHP', value: '0.50' },
+      }),
+    ).toEqual({ stored: false, walletPaymentId: `wp-${payment.id}` });
     await payments.beginExecute(payment.id, 'ref-create');
     return payment;
   }
@@ -163,19 +237,46 @@ describe('the payment record', () => {
     const payment = await executing();
     await payments.parkForReview(payment.id, 'the execute outcome stayed unknown', []);
     paymentFinished.mockClear();
-    expect(await payments.finish(payment.id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null })).toMatchObject({ moved: false, status: 'NEEDS_REVIEW' });
-    const resolved = await payments.resolve(payment.id, { outcome: 'FAILED', note: 'not in the wallet ledger', resolvedBy: 'ops' });
-    expect(resolved).toMatchObject({ moved: true, status: 'FAILED', errorCode: 'RESOLVED_FAILED', walletPaymentId: `wp-${payment.id}` });
-    expect(await payments.resolve(payment.id, { outcome: 'SUCCEEDED', note: 'again', resolvedBy: 'ops' })).toMatchObject({ moved: false, status: 'FAILED' });
+    expect(
+      await payments.finish(payment.id, { status: 'SUCCEEDED', code: null, requestReferenceNo: null }),
+    ).toMatchObject({ moved: false, status: 'NEEDS_REVIEW' });
+    const resolved = await payments.resolve(payment.id, {
+      outcome: 'FAILED',
+      note: 'not in the wallet ledger',
+      resolvedBy: 'ops',
+    });
+    expect(resolved).toMatchObject({
+      moved: true,
+      status: 'FAILED',
+      errorCode: 'RESOLVED_FAILED',
+      walletPaymentId: `wp-${payment.id}`,
+    });
+    expect(
+      await payments.resolve(payment.id, { outcome: 'SUCCEEDED', note: 'again', resolvedBy: 'ops' }),
+    ).toMatchObject({ moved: false, status: 'FAILED' });
     expect(paymentFinished).toHaveBeenCalledTimes(1);
     const row = (await payments.findByEitherIdWithEvents(`wp-${payment.id}`))!;
-    expect(row.events.map((event) => event.status)).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'NEEDS_REVIEW', 'FAILED']);
-    expect(row).toMatchObject({ resolvedOutcome: 'FAILED', resolvedBy: 'ops', reviewReason: 'the execute outcome stayed unknown' });
+    expect(row.events.map((event) => event.status)).toEqual([
+      'PENDING',
+      'CREATING',
+      'EXECUTING',
+      'NEEDS_REVIEW',
+      'FAILED',
+    ]);
+    expect(row).toMatchObject({
+      resolvedOutcome: 'FAILED',
+      resolvedBy: 'ops',
+      reviewReason: 'the execute outcome stayed unknown',
+    });
   });
 
   it('resolves only a payment in review', async () => {
     const payment = await executing();
-    expect(await payments.resolve(payment.id, { outcome: 'SUCCEEDED', note: 'too early', resolvedBy: 'ops' })).toMatchObject({ moved: false, status: 'EXECUTING' });
-    expect(await payments.finish(payment.id, { status: 'SUCCEEDED', code: null, requestReferenceNo: 'ref-execute' })).toMatchObject({ moved: true, status: 'SUCCEEDED' });
+    expect(
+      await payments.resolve(payment.id, { outcome: 'SUCCEEDED', note: 'too early', resolvedBy: 'ops' }),
+    ).toMatchObject({ moved: false, status: 'EXECUTING' });
+    expect(
+      await payments.finish(payment.id, { status: 'SUCCEEDED', code: null, requestReferenceNo: 'ref-execute' }),
+    ).toMatchObject({ moved: true, status: 'SUCCEEDED' });
   });
 });

@@ -27,7 +27,14 @@ beforeAll(async () => {
   const items: NewBatchItem[] = Array.from({ length: ITEMS }, (_, index) => {
     const reference = `report-${String(index).padStart(6, '0')}`;
     const idempotencyKey = `batch:${batchId}:${reference}`;
-    return { id: randomUUID(), idempotencyKey, workflowId: `funding-${idempotencyKey}`, reference, recipient: { type: 'CODE', code: String(1_000_000 + index) }, amount: 1000n };
+    return {
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: `funding-${idempotencyKey}`,
+      reference,
+      recipient: { type: 'CODE', code: String(1_000_000 + index) },
+      amount: 1000n,
+    };
   });
   // Stored waiting for approval (no runner): the report reads its items as they are.
   await insertBatch(batchId, partnerUserId, items, 0n);
@@ -43,7 +50,9 @@ interface Download {
   readToEnd(): Promise<string>;
 }
 
-/** GETs the report and reads `firstBytes` of it, then stops reading (the response paused: the sockets' buffers fill). */
+/**
+ * GETs the report and reads `firstBytes` of it, then stops reading (the response paused: the sockets' buffers fill).
+ */
 function openPaused(base: string, key: string, path: string, firstBytes: number): Promise<Download> {
   return new Promise((resolve, reject) => {
     const request = http.get(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
@@ -145,7 +154,8 @@ async function loopbackAbsorbs(): Promise<number> {
 const HELD_AT_MOST = 3 * 1024 * 1024;
 
 const reportPath = () => `/ops/funding-batches/${batchId}/report`;
-const inProcessMetric = async (name: string, labels: Record<string, string>) => sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
+const inProcessMetric = async (name: string, labels: Record<string, string>) =>
+  sampleValue(await stack.apiMetrics.registry.metrics(), name, labels) ?? 0;
 const rowsRead = () => inProcessMetric('walletflow_report_rows_total', { report: 'batch-report' });
 
 describe('a 100,000-item report streamed to a client', () => {
@@ -158,7 +168,10 @@ describe('a 100,000-item report streamed to a client', () => {
     // The rows read while the client read nothing, in bytes of the report: what the sockets took, and
     // at most a page more in the API. (Without back-pressure: the whole report, 7 MB, 3 MB past the sockets.)
     const bytesPerRow = Buffer.byteLength(body) / ITEMS;
-    expect(whilePaused * bytesPerRow - absorbed, `bytes read past what the sockets took (${whilePaused} rows; the sockets took ${absorbed} bytes)`).toBeLessThan(HELD_AT_MOST);
+    expect(
+      whilePaused * bytesPerRow - absorbed,
+      `bytes read past what the sockets took (${whilePaused} rows; the sockets took ${absorbed} bytes)`,
+    ).toBeLessThan(HELD_AT_MOST);
     const lines = body.split('\r\n');
     expect(lines.at(-1)).toBe('');
     expect(lines).toHaveLength(ITEMS + 2);
@@ -166,15 +179,30 @@ describe('a 100,000-item report streamed to a client', () => {
     expect(lines[1]).toMatch(/^"report-000000","[0-9a-f-]{36}","PENDING","","PHP","1.00"$/);
     expect(lines[ITEMS]).toMatch(/^"report-099999",/);
     expect((await rowsRead()) - before).toBe(ITEMS);
-    expect(await inProcessMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'completed' })).toBeGreaterThanOrEqual(1);
+    expect(
+      await inProcessMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'completed' }),
+    ).toBeGreaterThanOrEqual(1);
   }, 120_000);
 
   it('that goes away half-way: the database reads stop there', async () => {
     const before = await rowsRead();
-    const disconnectedBefore = await inProcessMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'disconnected' });
+    const disconnectedBefore = await inProcessMetric('walletflow_report_streams_total', {
+      report: 'batch-report',
+      outcome: 'disconnected',
+    });
     const download = await openPaused(stack.apiBase, stack.opsKey, reportPath(), 256 * 1024);
     download.request.destroy();
-    await waitFor('the API counts the report as disconnected', async () => ((await inProcessMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'disconnected' })) > disconnectedBefore ? true : undefined), 30_000);
+    await waitFor(
+      'the API counts the report as disconnected',
+      async () =>
+        (await inProcessMetric('walletflow_report_streams_total', {
+          report: 'batch-report',
+          outcome: 'disconnected',
+        })) > disconnectedBefore
+          ? true
+          : undefined,
+      30_000,
+    );
     const read = (await settled(rowsRead)) - before;
     expect(read, 'rows read by a report whose client went away').toBeLessThan(ITEMS / 2);
     expect(read).toBeGreaterThan(0);
@@ -185,35 +213,61 @@ describe('paused downloads of a 100,000-item report, against the API process und
   let api: ApiProcess;
   const reader = randomUUID();
   beforeAll(async () => {
-    api = await startApiProcess({ ...stack.workerEnv(), OPS_API_KEYS: `reader:read+fund:${reader}`, LOG_LEVEL: 'warn' });
+    api = await startApiProcess({
+      ...stack.workerEnv(),
+      OPS_API_KEYS: `reader:read+fund:${reader}`,
+      LOG_LEVEL: 'warn',
+    });
   }, 120_000);
   afterAll(() => api?.stop());
 
-  const apiMetric = async (name: string, labels: Record<string, string> = {}) => sampleValue(await (await fetch(`${api.base}/metrics`)).text(), name, labels) ?? 0;
+  const apiMetric = async (name: string, labels: Record<string, string> = {}) =>
+    sampleValue(await (await fetch(`${api.base}/metrics`)).text(), name, labels) ?? 0;
 
   it('six paused at once: the API holds none of the reports, answers beside them, and stops reading when they go', async () => {
     const absorbed = await loopbackAbsorbs();
     const heapBefore = await apiMetric('nodejs_heap_size_used_bytes');
-    const downloads = await Promise.all(Array.from({ length: 6 }, () => openPaused(api.base, reader, reportPath(), 64 * 1024)));
+    const downloads = await Promise.all(
+      Array.from({ length: 6 }, () => openPaused(api.base, reader, reportPath(), 64 * 1024)),
+    );
     const whilePaused = await settled(() => apiMetric('walletflow_report_rows_total', { report: 'batch-report' }));
     expect(api.exited(), api.output().slice(-2000)).toBeNull();
     // Each download read what its connection took and at most a page more (a report's row: 82 bytes).
-    expect(whilePaused * 82 - 6 * absorbed, `bytes read past what six downloads' sockets took (${whilePaused} rows)`).toBeLessThan(6 * HELD_AT_MOST);
+    expect(
+      whilePaused * 82 - 6 * absorbed,
+      `bytes read past what six downloads' sockets took (${whilePaused} rows)`,
+    ).toBeLessThan(6 * HELD_AT_MOST);
     // The heap holds about a page of rows per download, not the reports (six of them: about 40 MB of text).
     const heapPaused = await apiMetric('nodejs_heap_size_used_bytes');
     expect(heapPaused - heapBefore, 'heap grown by six paused downloads').toBeLessThan(32 * 1024 * 1024);
     // It answers beside them: a funding is accepted, its health is fine.
     const funding = await fetch(`${api.base}/ops/fundings`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ recipient: { type: 'CODE', code: '2345678' }, amount: { currency: 'PHP', value: '1.00' } }),
+      headers: {
+        authorization: `Bearer ${reader}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+      },
+      body: JSON.stringify({
+        recipient: { type: 'CODE', code: '2345678' },
+        amount: { currency: 'PHP', value: '1.00' },
+      }),
     });
     expect(funding.status).toBe(202);
     expect((await fetch(`${api.base}/healthz`)).status).toBe(200);
     // They go away: each stream ends, and the reading stops.
     for (const download of downloads) download.request.destroy();
-    await waitFor('the API counts six disconnected reports', async () => ((await apiMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'disconnected' })) >= 6 ? true : undefined), 30_000);
-    expect(await settled(() => apiMetric('walletflow_report_rows_total', { report: 'batch-report' }))).toBe(whilePaused);
+    await waitFor(
+      'the API counts six disconnected reports',
+      async () =>
+        (await apiMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'disconnected' })) >= 6
+          ? true
+          : undefined,
+      30_000,
+    );
+    expect(await settled(() => apiMetric('walletflow_report_rows_total', { report: 'batch-report' }))).toBe(
+      whilePaused,
+    );
     expect(api.exited()).toBeNull();
   }, 240_000);
 });

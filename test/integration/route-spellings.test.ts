@@ -21,7 +21,9 @@ const ids: Record<string, string> = {};
 
 beforeAll(async () => {
   stack = await startPartnerStack({
-    extraOpsKeys: [...allBut].map(([scope, key]) => `${keyName(scope)}:${opsScopes.filter((other) => other !== scope).join('+')}:${key}`),
+    extraOpsKeys: [...allBut].map(
+      ([scope, key]) => `${keyName(scope)}:${opsScopes.filter((other) => other !== scope).join('+')}:${key}`,
+    ),
     // Every batch waits for a second key's approval.
     batches: { approvalThreshold: 1n, maxInFlight: 4 },
   });
@@ -30,7 +32,12 @@ beforeAll(async () => {
   const batch = await stack.opsFetch('/ops/funding-batches', {
     method: 'POST',
     headers: { 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'spellings', items: [{ reference: 'r1', recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } }] }),
+    body: JSON.stringify({
+      name: 'spellings',
+      items: [
+        { reference: 'r1', recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } },
+      ],
+    }),
   });
   expect(batch.status).toBe(202);
   ids.batchId = ((await batch.json()) as { batchId: string }).batchId;
@@ -52,7 +59,12 @@ beforeAll(async () => {
       kind: 'STANDALONE',
       scopes: [],
       requestReferenceNo: null,
-      tokens: { accessToken: tokens.access_token, refreshToken: tokens.refresh_token, accessTokenExpiresAt: new Date(Date.now() + 600_000), refreshTokenExpiresAt: null },
+      tokens: {
+        accessToken: tokens.access_token,
+        refreshToken: tokens.refresh_token,
+        accessTokenExpiresAt: new Date(Date.now() + 600_000),
+        refreshTokenExpiresAt: null,
+      },
     })
   ).linkId;
 }, 60_000);
@@ -86,10 +98,17 @@ function otherSpellings(path: string): Array<[string, string]> {
     copy[wordAt] = `%${upperHex ? hex.toUpperCase() : hex}${word.slice(1)}`;
     return copy.join('/');
   };
-  const mixed = segments.map((segment, index) => (index === wordAt ? [...segment].map((char, at) => (at % 2 === 0 ? char.toUpperCase() : char)).join('') : segment)).join('/');
+  const mixed = segments
+    .map((segment, index) =>
+      index === wordAt ? [...segment].map((char, at) => (at % 2 === 0 ? char.toUpperCase() : char)).join('') : segment,
+    )
+    .join('/');
   return [
     ['upper case', path.toUpperCase()],
-    ['the route word in upper case', segments.map((segment, index) => (index === wordAt ? segment.toUpperCase() : segment)).join('/')],
+    [
+      'the route word in upper case',
+      segments.map((segment, index) => (index === wordAt ? segment.toUpperCase() : segment)).join('/'),
+    ],
     ['mixed case', mixed],
     ['the mount in upper case', path.replace(/^\/ops/, '/OPS')],
     ['a trailing slash', `${path}/`],
@@ -108,7 +127,9 @@ async function storedState(): Promise<Record<string, string>> {
     SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND tablename NOT IN ('ops_action', '_prisma_migrations') ORDER BY tablename`;
   const state: Record<string, string> = {};
   for (const { name } of tables) {
-    const rows = await stack.database.$queryRawUnsafe<Array<{ digest: string | null }>>(`SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM "${name}" t`);
+    const rows = await stack.database.$queryRawUnsafe<Array<{ digest: string | null }>>(
+      `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS digest FROM "${name}" t`,
+    );
     state[name] = rows[0]?.digest ?? 'empty';
   }
   return state;
@@ -123,16 +144,26 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     const writes: Array<{ method: string; target: string; keyName: string; status: number }> = [];
     const answers: string[] = [];
     for (const route of opsRoutes) {
-      if (typeof route.access !== 'object' || !('opsScope' in route.access)) throw new Error(`${route.operationId} declares no scope`);
+      if (typeof route.access !== 'object' || !('opsScope' in route.access))
+        throw new Error(`${route.operationId} declares no scope`);
       const scope = route.access.opsScope;
       const key = allBut.get(scope)!;
       const method = route.method.toUpperCase();
       const path = concrete(route.path);
       const send = async (target: string, how: string, extraHeaders: Array<[string, string]> = []) => {
-        const headers: Array<[string, string]> = [['Authorization', `Bearer ${key}`], ['Idempotency-Key', randomUUID()], ...extraHeaders];
+        const headers: Array<[string, string]> = [
+          ['Authorization', `Bearer ${key}`],
+          ['Idempotency-Key', randomUUID()],
+          ...extraHeaders,
+        ];
         const body = writeMethods.has(method) ? '{}' : undefined;
         if (body !== undefined) headers.push(['Content-Type', 'application/json']);
-        const answer = await rawHttp(stack.apiBase, { method, target, headers, ...(body !== undefined ? { body } : {}) });
+        const answer = await rawHttp(stack.apiBase, {
+          method,
+          target,
+          headers,
+          ...(body !== undefined ? { body } : {}),
+        });
         answers.push(`${method} ${target} (${how}) → ${answer.status}`);
         if (writeMethods.has(method)) writes.push({ method, target, keyName: keyName(scope), status: answer.status });
         return answer;
@@ -149,7 +180,11 @@ describe('a route is reached only by its own spelling, and its scope is checked 
       }
       if (method === 'GET') {
         // HEAD is GET's: the same scope.
-        const head = await rawHttp(stack.apiBase, { method: 'HEAD', target: path, headers: [['Authorization', `Bearer ${key}`]] });
+        const head = await rawHttp(stack.apiBase, {
+          method: 'HEAD',
+          target: path,
+          headers: [['Authorization', `Bearer ${key}`]],
+        });
         expect(head.status, `HEAD ${path} without ${scope}`).toBe(403);
       }
       // A method override is no way around a scope: the request stays what it is.
@@ -159,7 +194,11 @@ describe('a route is reached only by its own spelling, and its scope is checked 
         expect(overridden.status, `${method} ${path} with ${header}: ${other}`).toBe(403);
       }
       // OPTIONS names nothing and does nothing.
-      const options = await rawHttp(stack.apiBase, { method: 'OPTIONS', target: path, headers: [['Authorization', `Bearer ${key}`]] });
+      const options = await rawHttp(stack.apiBase, {
+        method: 'OPTIONS',
+        target: path,
+        headers: [['Authorization', `Bearer ${key}`]],
+      });
       expect(options.status, `OPTIONS ${path}`).toBe(404);
     }
     expect(answers.length).toBeGreaterThan(opsRoutes.length * 10);
@@ -167,14 +206,24 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     expect(await storedState()).toEqual(before);
     // One audit row per write, with the key's name and the refusal it got (written behind the answers: waited for).
     let pending = [...writes];
-    await waitFor('every write audited', async () => {
-      pending = [...writes];
-      for (const row of (await auditRows()).slice(auditBefore)) {
-        const at = pending.findIndex((write) => write.method === row.method && write.keyName === row.keyName && write.status === row.status && write.target.split('?')[0] === row.path);
-        if (at >= 0) pending.splice(at, 1);
-      }
-      return pending.length === 0 ? true : undefined;
-    }, 15_000).catch(() => undefined);
+    await waitFor(
+      'every write audited',
+      async () => {
+        pending = [...writes];
+        for (const row of (await auditRows()).slice(auditBefore)) {
+          const at = pending.findIndex(
+            (write) =>
+              write.method === row.method &&
+              write.keyName === row.keyName &&
+              write.status === row.status &&
+              write.target.split('?')[0] === row.path,
+          );
+          if (at >= 0) pending.splice(at, 1);
+        }
+        return pending.length === 0 ? true : undefined;
+      },
+      15_000,
+    ).catch(() => undefined);
     expect(pending, 'writes without their audit row').toEqual([]);
   });
 
@@ -183,27 +232,56 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     const approver = allBut.get('fund')!;
     const approvePath = `/ops/funding-batches/${ids.batchId}/approve`;
     for (const [how, target] of otherSpellings(approvePath)) {
-      const answer = await rawHttp(stack.apiBase, { method: 'POST', target, headers: [['Authorization', `Bearer ${approver}`]] });
+      const answer = await rawHttp(stack.apiBase, {
+        method: 'POST',
+        target,
+        headers: [['Authorization', `Bearer ${approver}`]],
+      });
       expect(answer.status, `${target} (${how})`).toBe(404);
     }
-    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: ids.batchId! } })).state).toBe('AWAITING_APPROVAL');
-    const approved = await rawHttp(stack.apiBase, { method: 'POST', target: approvePath, headers: [['Authorization', `Bearer ${approver}`]] });
+    expect((await stack.database.fundingBatch.findUniqueOrThrow({ where: { id: ids.batchId! } })).state).toBe(
+      'AWAITING_APPROVAL',
+    );
+    const approved = await rawHttp(stack.apiBase, {
+      method: 'POST',
+      target: approvePath,
+      headers: [['Authorization', `Bearer ${approver}`]],
+    });
     expect(approved.status).toBe(200);
     expect(JSON.parse(approved.body)).toMatchObject({ state: 'RUNNING', approvedBy: keyName('fund') });
   });
 
   it('a write refused for its key is audited: 401 without a key name, 403 with it; an audit write that fails is tried again until it lands', async () => {
     const path = `/ops/fundings/${ids.fundingId}/cancel`;
-    const wrong = await rawHttp(stack.apiBase, { method: 'POST', target: path, headers: [['Authorization', 'Bearer not-a-key-of-ours']] });
+    const wrong = await rawHttp(stack.apiBase, {
+      method: 'POST',
+      target: path,
+      headers: [['Authorization', 'Bearer not-a-key-of-ours']],
+    });
     expect(wrong.status).toBe(401);
-    await waitFor('the 401 audited', () => stack.database.opsAction.findFirst({ where: { path, status: 401, keyName: null } }).then((row) => row ?? undefined), 15_000);
+    await waitFor(
+      'the 401 audited',
+      () =>
+        stack.database.opsAction
+          .findFirst({ where: { path, status: 401, keyName: null } })
+          .then((row) => row ?? undefined),
+      15_000,
+    );
 
     // The audit table refuses every insert for a moment (a full disk, a failover): the row still lands.
-    await stack.database.$executeRawUnsafe(`CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit unavailable'; END $$`);
-    await stack.database.$executeRawUnsafe(`CREATE TRIGGER refuse_audit BEFORE INSERT ON ops_action FOR EACH STATEMENT EXECUTE FUNCTION refuse_audit()`);
+    await stack.database.$executeRawUnsafe(
+      `CREATE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit unavailable'; END $$`,
+    );
+    await stack.database.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_audit BEFORE INSERT ON ops_action FOR EACH STATEMENT EXECUTE FUNCTION refuse_audit()`,
+    );
     const lastBefore = (await stack.database.opsAction.findFirst({ orderBy: { id: 'desc' } }))?.id ?? 0n;
     try {
-      const refused = await rawHttp(stack.apiBase, { method: 'POST', target: path, headers: [['Authorization', `Bearer ${allBut.get('fund')!}`]] });
+      const refused = await rawHttp(stack.apiBase, {
+        method: 'POST',
+        target: path,
+        headers: [['Authorization', `Bearer ${allBut.get('fund')!}`]],
+      });
       expect(refused.status).toBe(403);
       await new Promise((resolve) => setTimeout(resolve, 1500));
       expect(await stack.database.opsAction.count({ where: { id: { gt: lastBefore } } })).toBe(0);
@@ -211,7 +289,14 @@ describe('a route is reached only by its own spelling, and its scope is checked 
       await stack.database.$executeRawUnsafe('DROP TRIGGER refuse_audit ON ops_action');
       await stack.database.$executeRawUnsafe('DROP FUNCTION refuse_audit()');
     }
-    const row = await waitFor('the 403 audited once the table takes rows again', () => stack.database.opsAction.findFirst({ where: { id: { gt: lastBefore }, path, status: 403 } }).then((found) => found ?? undefined), 20_000);
+    const row = await waitFor(
+      'the 403 audited once the table takes rows again',
+      () =>
+        stack.database.opsAction
+          .findFirst({ where: { id: { gt: lastBefore }, path, status: 403 } })
+          .then((found) => found ?? undefined),
+      20_000,
+    );
     expect(row.keyName).toBe(keyName('fund'));
   });
 
@@ -219,7 +304,10 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     // A session of the stack's own key (every scope), signed in as the sign-in page's form does.
     const form = await fetch(`${stack.apiBase}/console/sign-in`);
     await form.arrayBuffer();
-    const pre = form.headers.getSetCookie().find((cookie) => cookie.startsWith('walletflow_console_pre='))!.split(';')[0]!;
+    const pre = form.headers
+      .getSetCookie()
+      .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
+      .split(';')[0]!;
     const signedIn = await fetch(`${stack.apiBase}/console/sign-in`, {
       method: 'POST',
       headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
@@ -227,18 +315,36 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     });
     await signedIn.arrayBuffer();
     expect(signedIn.status).toBe(200);
-    const session = signedIn.headers.getSetCookie().find((cookie) => /^(__Secure-)?walletflow_console=/.test(cookie))!.split(';')[0]!;
+    const session = signedIn.headers
+      .getSetCookie()
+      .find((cookie) => /^(__Secure-)?walletflow_console=/.test(cookie))!
+      .split(';')[0]!;
     const home = await rawHttp(stack.apiBase, { method: 'GET', target: '/console', headers: [['Cookie', session]] });
     expect(home.status).toBe(200);
     expect(home.body).toContain('Treasury');
     for (const cookie of [session, undefined]) {
-      for (const target of ['/console/', '/console/?x=1', '/Console', '/CONSOLE/', '/console//', '/%63onsole', '/console/search/', '/console/Search', '/console/SEARCH']) {
-        const answer = await rawHttp(stack.apiBase, { method: 'GET', target, headers: cookie ? [['Cookie', cookie]] : [] });
+      for (const target of [
+        '/console/',
+        '/console/?x=1',
+        '/Console',
+        '/CONSOLE/',
+        '/console//',
+        '/%63onsole',
+        '/console/search/',
+        '/console/Search',
+        '/console/SEARCH',
+      ]) {
+        const answer = await rawHttp(stack.apiBase, {
+          method: 'GET',
+          target,
+          headers: cookie ? [['Cookie', cookie]] : [],
+        });
         if (cookie || !target.startsWith('/console/') || target.startsWith('/console/?') || target === '/console/') {
           expect(answer.status, `${target}${cookie ? ' signed in' : ''}`).toBe(404);
           expect(answer.body, target).not.toContain('Treasury');
         } else {
-          // Without a session, a page under /console/ in another spelling goes to the sign-in page (which then finds no page there).
+          // Without a session, a page under /console/ in another spelling goes to the sign-in page (which then finds no
+          // page there).
           expect(answer.status, target).toBe(303);
         }
       }
@@ -246,7 +352,17 @@ describe('a route is reached only by its own spelling, and its scope is checked 
   });
 
   it('the rest of the API is as exact: health, docs, the session URL, the landing page, the connect routes', async () => {
-    for (const target of ['/HEALTHZ', '/healthz/', '/Readyz', '/DOCS/openapi.json', '/docs/openapi.json/', '/docs/OpenAPI.json', '/EMBEDDED/session', '/APP', '/Connect/start']) {
+    for (const target of [
+      '/HEALTHZ',
+      '/healthz/',
+      '/Readyz',
+      '/DOCS/openapi.json',
+      '/docs/openapi.json/',
+      '/docs/OpenAPI.json',
+      '/EMBEDDED/session',
+      '/APP',
+      '/Connect/start',
+    ]) {
       const answer = await rawHttp(stack.apiBase, { method: 'GET', target });
       expect(answer.status, target).toBe(404);
     }

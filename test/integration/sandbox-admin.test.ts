@@ -69,7 +69,10 @@ describe('sandbox admin API', () => {
     const list = await admin.call<{ users: { userId: string }[] }>('GET', '/users');
     expect(list.body.users.map((user) => user.userId)).toEqual([created.body.userId]);
 
-    const one = await admin.call<{ balance: string; profile: Record<string, unknown> }>('GET', `/users/${String(created.body.userId)}`);
+    const one = await admin.call<{ balance: string; profile: Record<string, unknown> }>(
+      'GET',
+      `/users/${String(created.body.userId)}`,
+    );
     expect(one.status).toBe(200);
     expect(one.body.balance).toBe('1000.50');
     expect(one.body.profile).toMatchObject({
@@ -77,7 +80,9 @@ describe('sandbox admin API', () => {
       profileId: created.body.profileId,
       kycStatus: 'KYC1',
       name: { firstName: 'Maria', lastName: 'Santos' },
-      contact: expect.arrayContaining([{ type: 'MSISDN', subType: 'PRIMARY', value: '09171234567', verificationStatus: 'PASS' }]),
+      contact: expect.arrayContaining([
+        { type: 'MSISDN', subType: 'PRIMARY', value: '09171234567', verificationStatus: 'PASS' },
+      ]),
     });
     const document = (one.body.profile.identityDocument as { frontUrl: string }[])[0];
     expect(document?.frontUrl).toContain('/_sandbox/documents/');
@@ -97,7 +102,9 @@ describe('sandbox admin API', () => {
     expect(one.body.profile.name.middleName).toBe('Cruz');
     expect(one.body.profile.workDetails.natureOfWork).toBe('SELF_EMPLOYED');
 
-    expect((await admin.call('POST', '/users', { mobile: '09170000001', kycLevel: 'KYC0', balance: '0' })).status).toBe(409);
+    expect((await admin.call('POST', '/users', { mobile: '09170000001', kycLevel: 'KYC0', balance: '0' })).status).toBe(
+      409,
+    );
     const bad = await admin.call('POST', '/users', { mobile: 'not-a-phone', kycLevel: 'KYC1', balance: '1.00' });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'VALIDATION_ERROR', message: expect.stringContaining('mobile') });
@@ -114,7 +121,11 @@ describe('sandbox admin API', () => {
     const upgraded = await admin.call('POST', `/users/${user.userId}/kyc`, { kycLevel: 'KYC1' });
     expect(upgraded.status).toBe(200);
     expect(upgraded.body).toMatchObject({ kycLevel: 'KYC1', profile: { kycStatus: 'KYC1' } });
-    const patched = await admin.call('PATCH', `/users/${user.userId}`, { balance: '7.25', blocked: true, walletLimit: '50.00' });
+    const patched = await admin.call('PATCH', `/users/${user.userId}`, {
+      balance: '7.25',
+      blocked: true,
+      walletLimit: '50.00',
+    });
     expect(patched.body).toMatchObject({ balance: '7.25', blocked: true, walletLimit: '50.00' });
   });
 
@@ -133,8 +144,16 @@ describe('sandbox admin API', () => {
     const user = await admin.createUser({ mobile: '09170000005', kycLevel: 'KYC1', balance: '0' });
     const standalone = await admin.call('POST', `/users/${user.userId}/standalone-tokens`);
     expect(standalone.status).toBe(201);
-    expect(standalone.body).toMatchObject({ token_type: 'Bearer', expires_in: '3600', access_token: expect.any(String), id_token: expect.any(String) });
-    const embedded = await admin.call<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${user.userId}/embedded-tokens`);
+    expect(standalone.body).toMatchObject({
+      token_type: 'Bearer',
+      expires_in: '3600',
+      access_token: expect.any(String),
+      id_token: expect.any(String),
+    });
+    const embedded = await admin.call<{ accessToken: string; refreshToken: string; expiresAt: number }>(
+      'POST',
+      `/users/${user.userId}/embedded-tokens`,
+    );
     expect(embedded.status).toBe(201);
     expect(embedded.body.accessToken.split('.')).toHaveLength(5); // compact JWE
     expect(embedded.body.refreshToken.split('.')).toHaveLength(3); // compact JWT
@@ -162,28 +181,54 @@ describe('sandbox admin API', () => {
       rules: [{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 0.5, status: 502, delayMs: 0 }],
     });
     expect((await admin.call('GET', '/faults')).body).toEqual(faults.body);
-    const badFault = await admin.call('PUT', '/faults', { rules: [{ endpoint: 'transfers.nope', mode: 'latency', rate: 1 }] });
+    const badFault = await admin.call('PUT', '/faults', {
+      rules: [{ endpoint: 'transfers.nope', mode: 'latency', rate: 1 }],
+    });
     expect(badFault.status).toBe(400);
     expect(badFault.body).toMatchObject({ code: 'VALIDATION_ERROR' });
 
-    const settings = await admin.call('PUT', '/settings', { processingDelayMs: 250, merchantFee: '2.5', transferExpirySeconds: 60 });
+    const settings = await admin.call('PUT', '/settings', {
+      processingDelayMs: 250,
+      merchantFee: '2.5',
+      transferExpirySeconds: 60,
+    });
     expect(settings.body).toMatchObject({ processingDelayMs: 250, merchantFee: '2.50', transferExpirySeconds: 60 });
   });
 
   it('plants executed transfers in one call: retrieved as APPROVED or DECLINED, executed once, nothing moved', async () => {
     const user = await admin.createUser({ mobile: '09170000007', kycLevel: 'KYC1', balance: '5.00' });
-    const planted = await admin.call<{ transferIds: string[] }>('POST', '/transfers', { recipientUserId: user.userId, amount: '2.50', count: 3 });
+    const planted = await admin.call<{ transferIds: string[] }>('POST', '/transfers', {
+      recipientUserId: user.userId,
+      amount: '2.50',
+      count: 3,
+    });
     expect(planted.status).toBe(201);
     expect(planted.body.transferIds).toHaveLength(3);
-    const declined = await admin.call<{ transferIds: string[] }>('POST', '/transfers', { recipientUserId: user.userId, amount: '1.00', count: 1, status: 'DECLINED' });
+    const declined = await admin.call<{ transferIds: string[] }>('POST', '/transfers', {
+      recipientUserId: user.userId,
+      amount: '1.00',
+      count: 1,
+      status: 'DECLINED',
+    });
     for (const transferId of planted.body.transferIds) {
-      expect((await retrieveTransferCall(sandbox, transferId)).body).toMatchObject({ transferId, status: 'APPROVED', amount: { currency: 'PHP', value: 2.5 } });
+      expect((await retrieveTransferCall(sandbox, transferId)).body).toMatchObject({
+        transferId,
+        status: 'APPROVED',
+        amount: { currency: 'PHP', value: 2.5 },
+      });
     }
-    expect((await retrieveTransferCall(sandbox, declined.body.transferIds[0]!)).body).toMatchObject({ status: 'DECLINED', decline: { code: '6002' } });
+    expect((await retrieveTransferCall(sandbox, declined.body.transferIds[0]!)).body).toMatchObject({
+      status: 'DECLINED',
+      decline: { code: '6002' },
+    });
     expect((await admin.ledger()).transfers.map((transfer) => transfer.executions)).toEqual([1, 1, 1, 1]);
     expect((await admin.call<{ balance: string }>('GET', `/users/${user.userId}`)).body.balance).toBe('5.00');
-    expect((await admin.call('POST', '/transfers', { recipientUserId: user.userId, amount: '1.00', count: 10_001 })).status).toBe(400);
-    expect((await admin.call('POST', '/transfers', { recipientUserId: 'nobody', amount: '1.00', count: 1 })).status).toBe(404);
+    expect(
+      (await admin.call('POST', '/transfers', { recipientUserId: user.userId, amount: '1.00', count: 10_001 })).status,
+    ).toBe(400);
+    expect(
+      (await admin.call('POST', '/transfers', { recipientUserId: 'nobody', amount: '1.00', count: 1 })).status,
+    ).toBe(404);
   });
 
   it('resets users, faults, settings and the clock but keeps the registration', async () => {

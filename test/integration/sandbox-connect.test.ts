@@ -39,7 +39,12 @@ async function profileStatus(userToken: string): Promise<number> {
 
 describe('sandbox connect: login pages', () => {
   it('logs an existing user in with password then OTP and redirects with code, state, masked userId and profileId', async () => {
-    const user = await admin.createUser({ mobile: '09171234567', password: 'secret-1', kycLevel: 'KYC1', balance: '0' });
+    const user = await admin.createUser({
+      mobile: '09171234567',
+      password: 'secret-1',
+      kycLevel: 'KYC1',
+      balance: '0',
+    });
     const forms = loginForms(sandbox);
     const first = await forms.open({ user_id: '09171234567', state: 'st&te=1/ü' });
     expect(first.status).toBe(200);
@@ -154,13 +159,21 @@ describe('sandbox connect: token endpoint', () => {
 
     const fresh = (await loginThroughPages(sandbox, '09171234567', 'sandbox123')).get('code') ?? '';
     await admin.advanceClock(4 * 60);
-    const wrongUri = await tokenRequest(sandbox, { grant_type: 'authorization_code', code: fresh, redirect_uri: 'http://127.0.0.1:3000/other' });
+    const wrongUri = await tokenRequest(sandbox, {
+      grant_type: 'authorization_code',
+      code: fresh,
+      redirect_uri: 'http://127.0.0.1:3000/other',
+    });
     expect(wrongUri.status).toBe(400);
     expect(wrongUri.body.error).toBe('invalid_grant');
   });
 
   it('answers invalid_client, invalid_request and unsupported_grant_type per RFC 6749', async () => {
-    const wrongSecret = await tokenRequest(sandbox, { grant_type: 'client_credentials' }, basicAuth(sandbox.partner.clientId, 'nope'));
+    const wrongSecret = await tokenRequest(
+      sandbox,
+      { grant_type: 'client_credentials' },
+      basicAuth(sandbox.partner.clientId, 'nope'),
+    );
     expect(wrongSecret.status).toBe(401);
     expect(wrongSecret.body).toEqual({ error: 'invalid_client', error_description: expect.any(String) });
     const noAuth = await fetch(`${sandbox.url}/connect/token`, {
@@ -172,13 +185,19 @@ describe('sandbox connect: token endpoint', () => {
 
     const noGrant = await tokenRequest(sandbox, {});
     expect([noGrant.status, noGrant.body.error]).toEqual([400, 'invalid_request']);
-    const missingCode = await tokenRequest(sandbox, { grant_type: 'authorization_code', redirect_uri: sandbox.partner.redirectUri });
+    const missingCode = await tokenRequest(sandbox, {
+      grant_type: 'authorization_code',
+      redirect_uri: sandbox.partner.redirectUri,
+    });
     expect([missingCode.status, missingCode.body.error]).toEqual([400, 'invalid_request']);
     const unknown = await tokenRequest(sandbox, { grant_type: 'password' });
     expect([unknown.status, unknown.body.error]).toEqual([400, 'unsupported_grant_type']);
     const jsonBody = await fetch(`${sandbox.url}/connect/token`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: basicAuth(sandbox.partner.clientId, sandbox.partner.clientSecret) },
+      headers: {
+        'content-type': 'application/json',
+        authorization: basicAuth(sandbox.partner.clientId, sandbox.partner.clientSecret),
+      },
       body: JSON.stringify({ grant_type: 'client_credentials' }),
     });
     expect(jsonBody.status).toBe(400);
@@ -198,7 +217,11 @@ describe('sandbox connect: token endpoint', () => {
     expect(await profileStatus(tokens.access_token)).toBe(401);
     expect(await profileStatus(refreshed.body.access_token ?? '')).toBe(200);
 
-    const narrowed = await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, scope: 'openid contact' });
+    const narrowed = await tokenRequest(sandbox, {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+      scope: 'openid contact',
+    });
     expect(narrowed.body.scope).toBe('openid contact');
     const widened = await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: 'unknown' });
     expect([widened.status, widened.body.error]).toEqual([400, 'invalid_grant']);
@@ -218,9 +241,13 @@ describe('sandbox connect: token endpoint', () => {
     await admin.advanceClock(2);
     expect(await profileStatus(tokens.access_token)).toBe(401);
     await admin.advanceClock(604_800 - 3601 - 5);
-    expect((await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).status).toBe(200);
+    expect(
+      (await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).status,
+    ).toBe(200);
     await admin.advanceClock(10);
-    expect((await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).body.error).toBe('invalid_grant');
+    expect(
+      (await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token })).body.error,
+    ).toBe('invalid_grant');
   });
 
   it('issues an HS256 client token valid 3600 s on the sandbox clock', async () => {
@@ -229,14 +256,20 @@ describe('sandbox connect: token endpoint', () => {
     const token = answer.body.access_token ?? '';
     const [header = '', payload = ''] = token.split('.');
     expect(JSON.parse(Buffer.from(header, 'base64url').toString())).toMatchObject({ alg: 'HS256' });
-    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as { sub: string; exp: number; iat: number; scope: string };
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as {
+      sub: string;
+      exp: number;
+      iat: number;
+      scope: string;
+    };
     expect(claims.sub).toBe(sandbox.partner.clientId);
     expect(claims.exp - claims.iat).toBe(3600);
     expect(claims.scope).toContain('openid');
 
     const user = await admin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '0' });
     const { refreshToken } = await admin.embeddedTokens(user.userId);
-    const refresh = () => callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(token), body: { refreshToken } });
+    const refresh = () =>
+      callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(token), body: { refreshToken } });
     await admin.advanceClock(3601);
     const expired = await refresh();
     expect(expired.status).toBe(401);

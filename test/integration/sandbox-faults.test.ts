@@ -110,7 +110,11 @@ describe('sandbox faults', () => {
     expect(Date.now() - started).toBeLessThan(2000);
     expect((await admin.ledger()).refreshes).toHaveLength(1);
     await admin.faults({ rules: [] });
-    const reused = await callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(client), body: { refreshToken: pair.refreshToken } });
+    const reused = await callJson(`${sandbox.url}/op/tokens`, {
+      method: 'POST',
+      headers: opHeaders(client),
+      body: { refreshToken: pair.refreshToken },
+    });
     expect(reused.body).toMatchObject({ code: 'REFRESH_TOKEN_INVALID' });
   });
 
@@ -128,14 +132,22 @@ describe('sandbox faults', () => {
     const client = await clientToken(sandbox);
     const pair = await admin.embeddedTokens(user.userId);
     await always('op.tokens', 'rate-limited');
-    const answer = await callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(client), body: { refreshToken: pair.refreshToken } });
+    const answer = await callJson(`${sandbox.url}/op/tokens`, {
+      method: 'POST',
+      headers: opHeaders(client),
+      body: { refreshToken: pair.refreshToken },
+    });
     expect(answer.status).toBe(429);
     expect(answer.headers.get('retry-after')).toBe('1');
     expect(answer.body).toMatchObject({ code: 'RATE_LIMITED' });
     expect((await admin.ledger()).refreshes).toEqual([]);
     // A rule may name its own Retry-After.
     await admin.faults({ rules: [{ endpoint: 'op.tokens', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 }] });
-    const later = await callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(client), body: { refreshToken: pair.refreshToken } });
+    const later = await callJson(`${sandbox.url}/op/tokens`, {
+      method: 'POST',
+      headers: opHeaders(client),
+      body: { refreshToken: pair.refreshToken },
+    });
     expect([later.status, later.headers.get('retry-after')]).toEqual([429, '7']);
   });
 
@@ -157,7 +169,8 @@ describe('sandbox faults', () => {
     await admin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '0' });
     const code = (await loginThroughPages(sandbox, '09171234567', 'sandbox123')).get('code') ?? '';
     await always('connect.token', 'error-after-effect');
-    const exchange = () => tokenRequest(sandbox, { grant_type: 'authorization_code', code, redirect_uri: sandbox.partner.redirectUri });
+    const exchange = () =>
+      tokenRequest(sandbox, { grant_type: 'authorization_code', code, redirect_uri: sandbox.partner.redirectUri });
     expect((await exchange()).status).toBe(502);
     await always('connect.token', 'temporary-failure');
     const temporary = await exchange();
@@ -182,7 +195,8 @@ describe('sandbox faults', () => {
     const sequence = async (seed: number) => {
       await admin.faults({ seed, rules: [{ endpoint: 'transfers.retrieve', mode: 'error-before-effect', rate: 0.5 }] });
       const statuses: number[] = [];
-      for (let i = 0; i < 24; i += 1) statuses.push((await retrieveTransferCall(sandbox, created.body.transferId)).status);
+      for (let i = 0; i < 24; i += 1)
+        statuses.push((await retrieveTransferCall(sandbox, created.body.transferId)).status);
       return statuses;
     };
     const first = await sequence(99);
@@ -203,7 +217,9 @@ describe('sandbox faults', () => {
     // The caller gave up; a retrieve now still shows the intent unexecuted…
     expect((await retrieveTransferCall(sandbox, created.body.transferId)).body.status).toBe('CREATED');
     // …and then the queued execute is processed.
-    await expect.poll(async () => (await admin.ledger()).transfers[0], { timeout: 5000 }).toMatchObject({ status: 'APPROVED', executions: 1 });
+    await expect
+      .poll(async () => (await admin.ledger()).transfers[0], { timeout: 5000 })
+      .toMatchObject({ status: 'APPROVED', executions: 1 });
     expect((await admin.user(user.userId)).balance).toBe('9.00');
   });
 
@@ -265,7 +281,9 @@ describe('sandbox faults', () => {
       headers: opHeaders(client),
       body: JSON.stringify({ refreshToken: pair.refreshToken }),
     }).catch((error: unknown) => error);
-    const slow = fetch(`${other.url}/op/profile`, { headers: opHeaders(client, pair.accessToken, randomUUID()) }).catch((error: unknown) => error);
+    const slow = fetch(`${other.url}/op/profile`, { headers: opHeaders(client, pair.accessToken, randomUUID()) }).catch(
+      (error: unknown) => error,
+    );
     await new Promise((resolve) => setTimeout(resolve, 100));
     const started = Date.now();
     await other.close();

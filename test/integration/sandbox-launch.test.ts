@@ -27,7 +27,11 @@ beforeAll(async () => {
     let raw = '';
     req.on('data', (chunk: Buffer) => (raw += chunk.toString('utf8')));
     req.on('end', () => {
-      calls.push({ headers: req.headers, body: JSON.parse(raw) as Record<string, unknown>, remoteAddress: req.socket.remoteAddress });
+      calls.push({
+        headers: req.headers,
+        body: JSON.parse(raw) as Record<string, unknown>,
+        remoteAddress: req.socket.remoteAddress,
+      });
       res.writeHead(answer.status, { 'content-type': 'application/json' }).end(answer.body);
     });
   });
@@ -63,7 +67,9 @@ describe('sandbox launch', () => {
     const call = calls[0]!;
     expect(call.remoteAddress).toBe(senderIp);
     expect(call.headers['content-type']).toBe('application/json');
-    expect(call.headers['request-reference-no']).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(call.headers['request-reference-no']).toMatch(
+      /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(Object.keys(call.body).sort()).toEqual(['accessToken', 'expiresAt', 'refreshToken']);
     expect(String(call.body.accessToken).split('.')).toHaveLength(5);
     expect(String(call.body.refreshToken).split('.')).toHaveLength(3);
@@ -71,7 +77,9 @@ describe('sandbox launch', () => {
 
     // The delivered tokens are live: the partner can read the profile and refresh with them.
     const client = await clientToken(sandbox);
-    const profile = await callJson(`${sandbox.url}/op/profile`, { headers: opHeaders(client, String(call.body.accessToken)) });
+    const profile = await callJson(`${sandbox.url}/op/profile`, {
+      headers: opHeaders(client, String(call.body.accessToken)),
+    });
     expect(profile.status).toBe(200);
     const refreshed = await callJson(`${sandbox.url}/op/tokens`, {
       method: 'POST',
@@ -109,7 +117,9 @@ describe('sandbox launch', () => {
       });
     const opened = await open();
     expect(opened.status).toBe(302);
-    expect(opened.headers.get('location')).toBe(`${partnerUrl}/app?lang=en&sessionId=3f1c2a9e-6b0d-4e57-9a51-2f8d7c1e0b44`);
+    expect(opened.headers.get('location')).toBe(
+      `${partnerUrl}/app?lang=en&sessionId=3f1c2a9e-6b0d-4e57-9a51-2f8d7c1e0b44`,
+    );
 
     answer = { status: 500, body: 'oops' };
     const failed = await open();

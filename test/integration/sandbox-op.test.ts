@@ -4,7 +4,15 @@ import { randomUUID } from 'node:crypto';
 import { compactDecrypt, compactVerify, importJWK } from 'jose';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
-import { adminOf, callJson, clientToken, opHeaders, openProfile, tokenRequest, type Admin } from '../support/sandbox-harness.ts';
+import {
+  adminOf,
+  callJson,
+  clientToken,
+  opHeaders,
+  openProfile,
+  tokenRequest,
+  type Admin,
+} from '../support/sandbox-harness.ts';
 
 let sandbox: RunningSandbox;
 let admin: Admin;
@@ -37,7 +45,9 @@ function refresh(refreshToken: string) {
 }
 
 function getProfile(userToken: string, headers: Record<string, string> = {}) {
-  return callJson<{ data: string; code?: string }>(`${sandbox.url}/op/profile`, { headers: { ...opHeaders(client, userToken), ...headers } });
+  return callJson<{ data: string; code?: string }>(`${sandbox.url}/op/profile`, {
+    headers: { ...opHeaders(client, userToken), ...headers },
+  });
 }
 
 function decrypt(data: string) {
@@ -61,7 +71,9 @@ describe('sandbox op: embedded token refresh', () => {
     const reused = await refresh(first.refreshToken);
     expect(reused.status).toBe(400);
     expect(reused.body).toMatchObject({ code: 'REFRESH_TOKEN_INVALID', message: expect.any(String) });
-    expect((await admin.ledger()).refreshes).toEqual([{ kind: 'embedded', userId: user.userId, at: expect.any(String) }]);
+    expect((await admin.ledger()).refreshes).toEqual([
+      { kind: 'embedded', userId: user.userId, at: expect.any(String) },
+    ]);
   });
 
   it('expires embedded access tokens after 600 s and refresh tokens after 1200 s', async () => {
@@ -93,7 +105,11 @@ describe('sandbox op: embedded token refresh', () => {
       body: { refreshToken: pair.refreshToken },
     });
     expect([badReference.status, badReference.body.code]).toEqual([400, 'VALIDATION_ERROR']);
-    const noField = await callJson(`${sandbox.url}/op/tokens`, { method: 'POST', headers: opHeaders(client), body: {} });
+    const noField = await callJson(`${sandbox.url}/op/tokens`, {
+      method: 'POST',
+      headers: opHeaders(client),
+      body: {},
+    });
     expect([noField.status, noField.body.code]).toEqual([400, 'VALIDATION_ERROR']);
     // Nothing of this rotated the pair.
     expect((await refresh(pair.refreshToken)).status).toBe(200);
@@ -102,7 +118,13 @@ describe('sandbox op: embedded token refresh', () => {
 
 describe('sandbox op: profile', () => {
   it('answers a JWE (RSA-OAEP, A256GCM, DEF) holding an HS256 JWS with every scope of the registration', async () => {
-    const user = await admin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '0', firstName: 'Ana', lastName: 'Cruz' });
+    const user = await admin.createUser({
+      mobile: '09171234567',
+      kycLevel: 'KYC1',
+      balance: '0',
+      firstName: 'Ana',
+      lastName: 'Cruz',
+    });
     const pair = await admin.embeddedTokens(user.userId);
     const answer = await getProfile(pair.accessToken);
     expect(answer.status).toBe(200);
@@ -123,7 +145,12 @@ describe('sandbox op: profile', () => {
       address: [expect.objectContaining({ type: 'PRESENT', country: 'PH', zipCode: expect.any(String) })],
       workDetails: expect.objectContaining({ natureOfWork: expect.any(String), sourceOfIncome: expect.any(String) }),
       identityDocument: [
-        expect.objectContaining({ value: null, frontUrl: expect.any(String), backUrl: expect.any(String), expiryDate: expect.any(String) }),
+        expect.objectContaining({
+          value: null,
+          frontUrl: expect.any(String),
+          backUrl: expect.any(String),
+          expiryDate: expect.any(String),
+        }),
       ],
     });
 
@@ -147,7 +174,11 @@ describe('sandbox op: profile', () => {
       identity_document: ['identityDocument'],
     };
     for (const [scope, fields] of Object.entries(expected)) {
-      const narrowed = await tokenRequest(sandbox, { grant_type: 'refresh_token', refresh_token: tokens.refresh_token, scope: `openid ${scope}` });
+      const narrowed = await tokenRequest(sandbox, {
+        grant_type: 'refresh_token',
+        refresh_token: tokens.refresh_token,
+        scope: `openid ${scope}`,
+      });
       const answer = await getProfile(narrowed.body.access_token ?? '');
       const keys = Object.keys(decrypt(answer.body.data).payload).sort();
       expect(keys, scope).toEqual([...new Set([...expected.openid!, ...fields])].sort());
@@ -161,8 +192,14 @@ describe('sandbox op: profile', () => {
       expect(narrow.partner.scopes).toEqual(['openid', 'contact']);
       const user = await narrowAdmin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '0' });
       const pair = await narrowAdmin.embeddedTokens(user.userId);
-      const answer = await callJson<{ data: string }>(`${narrow.url}/op/profile`, { headers: opHeaders(await clientToken(narrow), pair.accessToken) });
-      const payload = openProfile(answer.body.data, narrow.partner.profileDecryptionJwk, narrow.partner.profileVerificationJwk).payload;
+      const answer = await callJson<{ data: string }>(`${narrow.url}/op/profile`, {
+        headers: opHeaders(await clientToken(narrow), pair.accessToken),
+      });
+      const payload = openProfile(
+        answer.body.data,
+        narrow.partner.profileDecryptionJwk,
+        narrow.partner.profileVerificationJwk,
+      ).payload;
       expect(Object.keys(payload).sort()).toEqual(['contact', 'id', 'kycStatus', 'profileId']);
     } finally {
       await narrow.close();

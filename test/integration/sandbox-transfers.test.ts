@@ -190,7 +190,10 @@ describe('sandbox transfers', () => {
 
     const overLimit = await transferTo(limited.userId, 40.01);
     expect(overLimit.status).toBe(200);
-    expect(overLimit.body).toMatchObject({ status: 'DECLINED', decline: { code: '6001', message: expect.any(String) } });
+    expect(overLimit.body).toMatchObject({
+      status: 'DECLINED',
+      decline: { code: '6001', message: expect.any(String) },
+    });
     expect((await transferTo(limited.userId, 40)).body.status).toBe('APPROVED');
 
     expect((await transferTo(blocked.userId, 1)).body).toMatchObject({ status: 'DECLINED', decline: { code: '6002' } });
@@ -237,17 +240,25 @@ describe('sandbox transfers', () => {
     const reference = { 'request-reference-no': 'abc-123' };
     expect((await post(reference)).body).toMatchObject({ code: 'UNAUTHORIZED' });
     expect((await post({ ...reference, authorization: basicAuth('wrong-key', '') })).status).toBe(401);
-    expect((await post({ ...reference, authorization: basicAuth(sandbox.partner.transferApiKey, 'x') })).status).toBe(401);
+    expect((await post({ ...reference, authorization: basicAuth(sandbox.partner.transferApiKey, 'x') })).status).toBe(
+      401,
+    );
 
     const auth = { authorization: basicAuth(sandbox.partner.transferApiKey, '') };
     expect((await post(auth)).body).toMatchObject({ code: 'VALIDATION_ERROR' });
-    expect((await post({ ...auth, 'request-reference-no': 'x'.repeat(51) })).body).toMatchObject({ code: 'VALIDATION_ERROR' });
+    expect((await post({ ...auth, 'request-reference-no': 'x'.repeat(51) })).body).toMatchObject({
+      code: 'VALIDATION_ERROR',
+    });
     expect((await post({ ...auth, 'request-reference-no': 'has space' })).status).toBe(400);
-    expect((await post(transferHeaders(sandbox), { ...body, amount: { currency: 'PHP', value: '1.00' } })).body).toMatchObject({
+    expect(
+      (await post(transferHeaders(sandbox), { ...body, amount: { currency: 'PHP', value: '1.00' } })).body,
+    ).toMatchObject({
       code: 'VALIDATION_ERROR',
     });
     expect((await post(transferHeaders(sandbox), { ...body, amount: { currency: 'PHP', value: 0 } })).status).toBe(400);
-    expect((await post(transferHeaders(sandbox), { recipient: { type: 'EMAIL', value: 'x' }, amount: body.amount })).status).toBe(400);
+    expect(
+      (await post(transferHeaders(sandbox), { recipient: { type: 'EMAIL', value: 'x' }, amount: body.amount })).status,
+    ).toBe(400);
     expect((await post(transferHeaders(sandbox), '{"broken"')).body).toMatchObject({ code: 'VALIDATION_ERROR' });
     expect((await post(transferHeaders(sandbox))).status).toBe(201);
   });

@@ -46,7 +46,11 @@ async function code(kycLevel: 'KYC0' | 'KYC1' = 'KYC1', blocked = false) {
 }
 
 async function post(path: string, body: unknown): Promise<string> {
-  const response = await stack.opsFetch(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) });
+  const response = await stack.opsFetch(path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+    body: JSON.stringify(body),
+  });
   const answer = (await response.json()) as { fundingId?: string; id?: string };
   return answer.fundingId ?? answer.id ?? '';
 }
@@ -65,7 +69,8 @@ const fundingFinal = ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'];
 const paymentFinal = ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'];
 const amount = (value: string) => ({ currency: 'PHP', value });
 /** JSON of database rows (their BigInt ids as strings). */
-const json = (value: unknown) => JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
+const json = (value: unknown) =>
+  JSON.stringify(value, (_key, item: unknown) => (typeof item === 'bigint' ? item.toString() : item));
 
 describe('secrets', () => {
   it('appear in no workflow history, log line, wallet call record or timeline', async () => {
@@ -73,27 +78,54 @@ describe('secrets', () => {
 
     // Fundings: CODE approved, M133, declined, unknown execute reconciled, cancelled; TOKEN with a refresh.
     const fundings: string[] = [];
-    fundings.push(await post('/ops/fundings', { recipient: { type: 'CODE', code: await code() }, amount: amount('10.00') }));
-    fundings.push(await post('/ops/fundings', { recipient: { type: 'CODE', code: await code('KYC0') }, amount: amount('10.00') }));
-    fundings.push(await post('/ops/fundings', { recipient: { type: 'CODE', code: await code('KYC1', true) }, amount: amount('10.00') }));
-    fundings.push(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: (await embeddedLink('0.00', 'KYC1', true)).linkId }, amount: amount('10.00') }));
+    fundings.push(
+      await post('/ops/fundings', { recipient: { type: 'CODE', code: await code() }, amount: amount('10.00') }),
+    );
+    fundings.push(
+      await post('/ops/fundings', { recipient: { type: 'CODE', code: await code('KYC0') }, amount: amount('10.00') }),
+    );
+    fundings.push(
+      await post('/ops/fundings', {
+        recipient: { type: 'CODE', code: await code('KYC1', true) },
+        amount: amount('10.00'),
+      }),
+    );
+    fundings.push(
+      await post('/ops/fundings', {
+        recipient: { type: 'TOKEN', linkId: (await embeddedLink('0.00', 'KYC1', true)).linkId },
+        amount: amount('10.00'),
+      }),
+    );
     await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
-    const reconciled = await post('/ops/fundings', { recipient: { type: 'CODE', code: await code() }, amount: amount('10.00') });
+    const reconciled = await post('/ops/fundings', {
+      recipient: { type: 'CODE', code: await code() },
+      amount: amount('10.00'),
+    });
     await settle('/ops/fundings', reconciled, fundingFinal);
     await stack.admin.clearFaults();
     for (const id of fundings) await settle('/ops/fundings', id, fundingFinal);
     await stack.stopWorker();
-    const cancelled = await post('/ops/fundings', { recipient: { type: 'CODE', code: await code() }, amount: amount('10.00') });
+    const cancelled = await post('/ops/fundings', {
+      recipient: { type: 'CODE', code: await code() },
+      amount: amount('10.00'),
+    });
     await stack.opsFetch(`/ops/fundings/${cancelled}/cancel`, { method: 'POST' });
     await stack.startWorker();
 
     // Payments: succeeded, insufficient balance, unknown outcome parked and resolved.
     const payments: string[] = [];
-    payments.push(await post('/ops/payments', { linkId: (await embeddedLink('100.00')).linkId, amount: amount('20.00') }));
-    payments.push(await post('/ops/payments', { linkId: (await embeddedLink('1.00')).linkId, amount: amount('20.00') }));
+    payments.push(
+      await post('/ops/payments', { linkId: (await embeddedLink('100.00')).linkId, amount: amount('20.00') }),
+    );
+    payments.push(
+      await post('/ops/payments', { linkId: (await embeddedLink('1.00')).linkId, amount: amount('20.00') }),
+    );
     for (const id of payments) await settle('/ops/payments', id, paymentFinal);
     await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1 }]);
-    const parked = await post('/ops/payments', { linkId: (await embeddedLink('100.00')).linkId, amount: amount('5.00') });
+    const parked = await post('/ops/payments', {
+      linkId: (await embeddedLink('100.00')).linkId,
+      amount: amount('5.00'),
+    });
     await settle('/ops/payments', parked, ['NEEDS_REVIEW']);
     await stack.admin.clearFaults();
     const resolved = await stack.opsFetch(`/ops/payments/${parked}/resolve`, {
@@ -113,7 +145,9 @@ describe('secrets', () => {
     linkIds.push(callback.headers.get('x-link-id')!);
     const expiring = await embeddedLink();
     await stack.admin.advanceClock(1300);
-    await expect(stack.createVault({ now: () => Date.now() + 1_300_000 }).getAccessToken(expiring.linkId)).rejects.toMatchObject({ code: 'REAUTH_REQUIRED' });
+    await expect(
+      stack.createVault({ now: () => Date.now() + 1_300_000 }).getAccessToken(expiring.linkId),
+    ).rejects.toMatchObject({ code: 'REAUTH_REQUIRED' });
     await stack.admin.advanceClock(-1300).catch(() => undefined);
 
     // Every token walletflow ever held for these links (after refreshes) is a secret too.
@@ -138,7 +172,9 @@ describe('secrets', () => {
       await stack.database.fundingEvent.findMany(),
       await stack.database.paymentEvent.findMany(),
       await stack.database.linkEvent.findMany(),
-      await stack.database.payment.findMany({ select: { reviewEvidence: true, reviewReason: true, resolvedNote: true } }),
+      await stack.database.payment.findMany({
+        select: { reviewEvidence: true, reviewReason: true, resolvedNote: true },
+      }),
     ]);
     expect(logLines.length).toBeGreaterThan(5);
     const places: Array<[string, string]> = [
@@ -149,7 +185,10 @@ describe('secrets', () => {
     ];
     for (const [place, text] of places) {
       for (const secret of secretList) {
-        expect(text.includes(secret), `a secret (${secret.slice(0, 4)}…, ${secret.length} chars) is in the ${place}`).toBe(false);
+        expect(
+          text.includes(secret),
+          `a secret (${secret.slice(0, 4)}…, ${secret.length} chars) is in the ${place}`,
+        ).toBe(false);
       }
     }
   }, 240_000);

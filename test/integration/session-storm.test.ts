@@ -23,7 +23,9 @@ async function launch(userId: string): Promise<{ sessionId: string }> {
 describe('a user who lands during a session storm', () => {
   it('gets the money page at once, though no worker has onboarded anyone yet; the workflow later finds the session done', async () => {
     // The storm: 40 users' tiles opened, their onboardings waiting for a worker that is not there.
-    const crowd = await Promise.all(Array.from({ length: 40 }, () => stack.admin.createUser({ kycLevel: 'KYC1', balance: '10.00' })));
+    const crowd = await Promise.all(
+      Array.from({ length: 40 }, () => stack.admin.createUser({ kycLevel: 'KYC1', balance: '10.00' })),
+    );
     await Promise.all(crowd.map((user) => launch(user.userId)));
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '10.00', firstName: 'Mayumi' });
     const { sessionId } = await launch(user.userId);
@@ -35,7 +37,9 @@ describe('a user who lands during a session storm', () => {
     expect(response.status).toBe(200);
     expect(text).toContain('name="csrf"');
     expect(text).toContain('Hello, Mayumi');
-    const link = await stack.database.link.findUniqueOrThrow({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
+    const link = await stack.database.link.findUniqueOrThrow({
+      where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } },
+    });
     const session = await stack.database.embeddedSession.findFirstOrThrow({ where: { linkId: link.id } });
     expect(session).toMatchObject({ status: 'READY', accessTokenEncrypted: null, refreshTokenEncrypted: null });
     // The others still wait for the worker: nobody was onboarded who did not ask.

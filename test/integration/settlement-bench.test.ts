@@ -33,13 +33,16 @@ describe('walletflow bench --settlement', () => {
     expect(run.settlement.counts).toEqual({ matched: 300, missing: 0, mismatched: 0, count: 300 });
     expect(run.settlement.retrieves).toBe(300);
     expect(run.settlement.seconds).toBeGreaterThan(0);
-    for (const name of ['api', 'worker', 'temporal']) expect(run.settlement.processes[name]?.peakRssMiB, name).toBeGreaterThan(0);
+    for (const name of ['api', 'worker', 'temporal'])
+      expect(run.settlement.processes[name]?.peakRssMiB, name).toBeGreaterThan(0);
     expect(run.settlement.history.runs).toBeGreaterThanOrEqual(1);
     expect(run.csv).toMatchObject({ lines: 1 + 300 + 2 });
     expect(run.singles.sent).toBeGreaterThan(0);
     expect(run.singles.statuses).toEqual({ '202': run.singles.sent });
     expect(run.singles.notFinal).toBe(0);
-    expect(report.targets.map((target) => target.what)).toEqual(expect.arrayContaining(['the day settled', 'worker resident memory, peak']));
+    expect(report.targets.map((target) => target.what)).toEqual(
+      expect.arrayContaining(['the day settled', 'worker resident memory, peak']),
+    );
     expect(output).toContain('walletflow: GET /ops/settlements');
     expect(output).toContain('baseline: the wallet client alone');
   }, 480_000);

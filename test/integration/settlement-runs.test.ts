@@ -48,7 +48,9 @@ async function call(path: string, init: RequestInit = {}): Promise<Answer> {
   return { status: response.status, headers: response.headers, body, text };
 }
 
-/** GETs until the stored report is served (each GET waits up to 5 s itself); every 202 on the way is a progress body. */
+/**
+ * GETs until the stored report is served (each GET waits up to 5 s itself); every 202 on the way is a progress body.
+ */
 async function settled(date: string, query = ''): Promise<Answer> {
   for (let attempt = 0; attempt < 60; attempt += 1) {
     const answer = await call(`/ops/settlements/${date}${query}`);
@@ -70,8 +72,18 @@ let dayWithProblems: string | undefined;
 /** A past day no run of this database has settled yet (other files share it, and may have settled any day). */
 async function freshDay(): Promise<string> {
   for (;;) {
-    const day = new Date(Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
-    const runs = await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_run WHERE date = ${day}`;
+    const day = new Date(
+      Date.UTC(
+        2001 + Math.floor(Math.random() * 20),
+        Math.floor(Math.random() * 12),
+        1 + Math.floor(Math.random() * 28),
+      ),
+    )
+      .toISOString()
+      .slice(0, 10);
+    const runs = await stack.database.$queryRaw<
+      Array<{ n: bigint }>
+    >`SELECT count(*) AS n FROM settlement_run WHERE date = ${day}`;
     if (!usedDays.has(day) && runs[0]?.n === 0n) {
       usedDays.add(day);
       return day;
@@ -79,7 +91,8 @@ async function freshDay(): Promise<string> {
   }
 }
 
-const plant = (date: string, count: number) => plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack.admin }, { date, timeZone, count });
+const plant = (date: string, count: number) =>
+  plantApprovedDay({ databaseUrl: testDatabaseUrl(), admin: stack.admin }, { date, timeZone, count });
 
 const runsOf = (date: string) =>
   stack.database.$queryRaw<Array<{ id: string; state: string; checked: number; total: number }>>`
@@ -101,16 +114,26 @@ describe('a day settled by a durable run', () => {
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     const blocked = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00', blocked: true });
     const post = async (path: string, body: unknown) => {
-      const answer = await call(path, { method: 'POST', headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() }, body: JSON.stringify(body) });
+      const answer = await call(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify(body),
+      });
       expect(answer.status, answer.text).toBe(202);
       return answer.body;
     };
-    const final = async (path: string, done: (body: Record<string, unknown>) => boolean) => waitUntil(async () => (await call(path)).body, done, 30_000);
+    const final = async (path: string, done: (body: Record<string, unknown>) => boolean) =>
+      waitUntil(async () => (await call(path)).body, done, 30_000);
     const fund = async (value: string, to = linkId) =>
-      (await final(`/ops/fundings/${(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: to }, amount: php(value) })).fundingId as string}`, (body) =>
-        ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(body.status as string),
+      (await final(
+        `/ops/fundings/${(await post('/ops/fundings', { recipient: { type: 'TOKEN', linkId: to }, amount: php(value) })).fundingId as string}`,
+        (body) => ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED'].includes(body.status as string),
       )) as unknown as FundingView;
-    const pay = async (value: string) => final(`/ops/payments/${(await post('/ops/payments', { linkId, amount: php(value) })).id as string}`, (body) => body.status === 'SUCCEEDED');
+    const pay = async (value: string) =>
+      final(
+        `/ops/payments/${(await post('/ops/payments', { linkId, amount: php(value) })).id as string}`,
+        (body) => body.status === 'SUCCEEDED',
+      );
 
     const matched = await fund('7.00');
     const unknownToWallet = await fund('8.00');
@@ -118,7 +141,11 @@ describe('a day settled by a durable run', () => {
     const payment = await pay('2.00');
     const unexecuted = await pay('3.00');
     const declined = await fund('4.00', blocked.linkId);
-    expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
+    expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual([
+      'APPROVED',
+      'APPROVED',
+      'APPROVED',
+    ]);
     expect(declined.status).toBe('DECLINED');
 
     // The day's data, made to disagree as the wallet or the books could: a transfer the wallet does
@@ -127,17 +154,31 @@ describe('a day settled by a durable run', () => {
     const fundingIds = [matched, unknownToWallet, otherAmount, declined].map((funding) => funding.fundingId);
     const paymentIds = [payment.id as string, unexecuted.id as string];
     const strangerTransfer = randomUUID();
-    await stack.database.$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
+    await stack.database
+      .$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
     await stack.database.$executeRaw`UPDATE funding SET amount = 9.5 WHERE id = ${otherAmount.fundingId}::uuid`;
     await stack.database.$executeRaw`UPDATE funding SET status = 'APPROVED' WHERE id = ${declined.fundingId}::uuid`;
-    await stack.database.$executeRaw`INSERT INTO funding_event (funding_id, status, detail) VALUES (${declined.fundingId}::uuid, 'APPROVED', 'recorded by hand')`;
-    await stack.database.$executeRaw`UPDATE payment SET wallet_payment_id = 'PAY-NEVER-EXECUTED' WHERE id = ${unexecuted.id as string}::uuid`;
+    await stack.database
+      .$executeRaw`INSERT INTO funding_event (funding_id, status, detail) VALUES (${declined.fundingId}::uuid, 'APPROVED', 'recorded by hand')`;
+    await stack.database
+      .$executeRaw`UPDATE payment SET wallet_payment_id = 'PAY-NEVER-EXECUTED' WHERE id = ${unexecuted.id as string}::uuid`;
     const noon = `${day}T04:00:00.000Z`;
-    await stack.database.$executeRaw`UPDATE funding_event SET at = ${noon}::timestamptz WHERE funding_id = ANY(${fundingIds}::uuid[])`;
-    await stack.database.$executeRaw`UPDATE payment_event SET at = ${noon}::timestamptz WHERE payment_id = ANY(${paymentIds}::uuid[])`;
+    await stack.database
+      .$executeRaw`UPDATE funding_event SET at = ${noon}::timestamptz WHERE funding_id = ANY(${fundingIds}::uuid[])`;
+    await stack.database
+      .$executeRaw`UPDATE payment_event SET at = ${noon}::timestamptz WHERE payment_id = ANY(${paymentIds}::uuid[])`;
     try {
       const report = await settled(day);
-      const line = (kind: string, id: string, walletId: string | null, result: string, amount: string, wallet: [string, string] | null, ledger: string | null, detail: string | null) => ({
+      const line = (
+        kind: string,
+        id: string,
+        walletId: string | null,
+        result: string,
+        amount: string,
+        wallet: [string, string] | null,
+        ledger: string | null,
+        detail: string | null,
+      ) => ({
         kind,
         id,
         walletId,
@@ -150,13 +191,58 @@ describe('a day settled by a durable run', () => {
       });
       const fundingLines = [
         line('funding', matched.fundingId, matched.transferId, 'matched', '7.00', ['APPROVED', '7.00'], '7.00', null),
-        line('funding', unknownToWallet.fundingId, strangerTransfer, 'missing', '8.00', null, '8.00', 'the wallet has no such transfer'),
-        line('funding', otherAmount.fundingId, otherAmount.transferId, 'mismatched', '9.50', ['APPROVED', '9.00'], '9.00', 'the wallet says APPROVED 9.00; the ledger posted 9.00'),
-        line('funding', declined.fundingId, declined.transferId, 'mismatched', '4.00', ['DECLINED', '4.00'], null, `the wallet says DECLINED 4.00; no ledger posting funding:${declined.fundingId}:post`),
+        line(
+          'funding',
+          unknownToWallet.fundingId,
+          strangerTransfer,
+          'missing',
+          '8.00',
+          null,
+          '8.00',
+          'the wallet has no such transfer',
+        ),
+        line(
+          'funding',
+          otherAmount.fundingId,
+          otherAmount.transferId,
+          'mismatched',
+          '9.50',
+          ['APPROVED', '9.00'],
+          '9.00',
+          'the wallet says APPROVED 9.00; the ledger posted 9.00',
+        ),
+        line(
+          'funding',
+          declined.fundingId,
+          declined.transferId,
+          'mismatched',
+          '4.00',
+          ['DECLINED', '4.00'],
+          null,
+          `the wallet says DECLINED 4.00; no ledger posting funding:${declined.fundingId}:post`,
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       const paymentLines = [
-        line('payment', payment.id as string, payment.paymentId as string, 'matched', '2.00', ['EXECUTED', '2.00'], '2.00', null),
-        line('payment', unexecuted.id as string, 'PAY-NEVER-EXECUTED', 'missing', '3.00', null, '3.00', 'no successful execute in the wallet call audit'),
+        line(
+          'payment',
+          payment.id as string,
+          payment.paymentId as string,
+          'matched',
+          '2.00',
+          ['EXECUTED', '2.00'],
+          '2.00',
+          null,
+        ),
+        line(
+          'payment',
+          unexecuted.id as string,
+          'PAY-NEVER-EXECUTED',
+          'missing',
+          '3.00',
+          null,
+          '3.00',
+          'no successful execute in the wallet call audit',
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       expect(report.body).toMatchObject({
         date: day,
@@ -187,7 +273,11 @@ describe('a day settled by a durable run', () => {
     expectProgress(csv, day);
     await stack.admin.clearFaults();
     const report = await settled(day);
-    expect(report.body).toMatchObject({ date: day, fundings: { matched: 80, missing: 0, mismatched: 0, total: { count: 80, amount: php('80.00') } }, payments: { matched: 0, missing: 0, mismatched: 0 } });
+    expect(report.body).toMatchObject({
+      date: day,
+      fundings: { matched: 80, missing: 0, mismatched: 0, total: { count: 80, amount: php('80.00') } },
+      payments: { matched: 0, missing: 0, mismatched: 0 },
+    });
     expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'SUCCEEDED', checked: 80, total: 80 })]);
   });
 
@@ -229,15 +319,34 @@ describe('a day settled by a durable run', () => {
     await plant(day, 3);
     const report = await settled(day);
     const runs = createSettlementRuns(stack.database);
-    const activities = createSettlementActivities({ database: stack.database, runs, wallet: stack.wallet, logger: createLogger({ level: 'silent' }) });
-    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({ checked: 3, matched: 3, missing: 0, mismatched: 0 });
+    const activities = createSettlementActivities({
+      database: stack.database,
+      runs,
+      wallet: stack.wallet,
+      logger: createLogger({ level: 'silent' }),
+    });
+    expect(await activities.finishSettlementRun(report.body.runId as string)).toEqual({
+      checked: 3,
+      matched: 3,
+      missing: 0,
+      mismatched: 0,
+    });
     // A run given up (its workflow closed without finishing it): nothing is stored for it any more.
     const started = await runs.start({ date: day, timeZone, wholeDay: true, requestedBy: 'settlement-runs.test' });
     expect(started.kind).toBe('started');
     await runs.fail(started.run.id, 'WORKFLOW_CLOSED');
-    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({ type: 'SettlementRunNotRunning', nonRetryable: true });
-    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({ code: 'SETTLEMENT_RUN_NOT_RUNNING' });
-    expect(await stack.database.$queryRaw<Array<{ n: bigint }>>`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`).toEqual([{ n: 0n }]);
+    await expect(activities.beginSettlementRun(started.run.id)).rejects.toMatchObject({
+      type: 'SettlementRunNotRunning',
+      nonRetryable: true,
+    });
+    await expect(runs.store(started.run.id, (report.body.items as never[]).slice(0, 1))).rejects.toMatchObject({
+      code: 'SETTLEMENT_RUN_NOT_RUNNING',
+    });
+    expect(
+      await stack.database.$queryRaw<
+        Array<{ n: bigint }>
+      >`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`,
+    ).toEqual([{ n: 0n }]);
   });
 
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
@@ -272,7 +381,12 @@ describe('a day settled by a durable run', () => {
     expect(meanwhile.status).toBe(200);
     expect(meanwhile.body.runId).toBe(first.body.runId);
     await stack.admin.clearFaults();
-    const fresh = await waitUntil(() => call(`/ops/settlements/${day}`), (answer) => answer.status === 200 && answer.body.runId !== first.body.runId, 60_000, 500);
+    const fresh = await waitUntil(
+      () => call(`/ops/settlements/${day}`),
+      (answer) => answer.status === 200 && answer.body.runId !== first.body.runId,
+      60_000,
+      500,
+    );
     expect(fresh.body).toMatchObject({ fundings: { matched: 20 } });
     expect((await runsOf(day)).map((run) => run.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
     expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
@@ -282,22 +396,33 @@ describe('a day settled by a durable run', () => {
     const day = await freshDay();
     await plant(day, 40);
     const before = await retrievesByTransfer();
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 }]);
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 },
+    ]);
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 40, missing: 0, mismatched: 0 } });
     const [run] = await runsOf(day);
-    const result = (await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run!.id)).result()) as SettleDayResult;
+    const result = (await stack.temporal.workflow
+      .getHandle(settlementWorkflowId(day, run!.id))
+      .result()) as SettleDayResult;
     expect(result.rateLimited).toBeGreaterThan(0);
     const after = await retrievesByTransfer();
     const items = report.body.items as Array<{ walletId: string }>;
-    for (const item of items) expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
+    for (const item of items)
+      expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
   });
 
   it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {
     const today = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date());
     const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
-    expect(await call(`/ops/settlements/${tomorrow}`)).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
-    expect(await call(`/ops/settlements/${tomorrow}/runs`, { method: 'POST' })).toMatchObject({ status: 422, body: { code: 'SETTLEMENT_DAY_NOT_STARTED' } });
+    expect(await call(`/ops/settlements/${tomorrow}`)).toMatchObject({
+      status: 422,
+      body: { code: 'SETTLEMENT_DAY_NOT_STARTED' },
+    });
+    expect(await call(`/ops/settlements/${tomorrow}/runs`, { method: 'POST' })).toMatchObject({
+      status: 422,
+      body: { code: 'SETTLEMENT_DAY_NOT_STARTED' },
+    });
     const report = await settled(today);
     expect(report.body).toMatchObject({ date: today, complete: false });
   });
@@ -307,7 +432,10 @@ describe('a day settled by a durable run', () => {
     await plant(day, 80);
     await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 1000 }]);
     const env = { WALLETFLOW_OPS_KEY: stack.opsKey };
-    const followed = await runCli(['settlement-report', '--date', day, '--api', stack.apiBase], { env, timeoutMs: 120_000 });
+    const followed = await runCli(['settlement-report', '--date', day, '--api', stack.apiBase], {
+      env,
+      timeoutMs: 120_000,
+    });
     expect(followed.code, followed.stderr).toBe(0);
     // Not a terminal: a line now and then, each a bar.
     expect(followed.stderr).toMatch(new RegExp(`^settling ${day} \\[[#-]{24}\\] \\d+/80 \\(\\d+%\\)$`, 'm'));
@@ -334,9 +462,16 @@ describe('a day settled by a durable run', () => {
     try {
       expectProgress(await call(`/ops/settlements/${day}`), day);
       const [run] = await runsOf(day);
-      await waitUntil(async () => (await runsOf(day))[0]!.checked, (checked) => checked >= 60, 60_000, 100);
+      await waitUntil(
+        async () => (await runsOf(day))[0]!.checked,
+        (checked) => checked >= 60,
+        60_000,
+        100,
+      );
       await worker.stop('SIGKILL');
-      const storedBefore = await stack.database.$queryRaw<Array<{ wallet_id: string }>>`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
+      const storedBefore = await stack.database.$queryRaw<
+        Array<{ wallet_id: string }>
+      >`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
       expect(storedBefore.length).toBeGreaterThanOrEqual(60);
       expect(storedBefore.length).toBeLessThan(200);
       worker = startWorkerProcess(stack.workerEnv());

@@ -2,7 +2,8 @@
 // running batch's items waiting their turn are the batch's to start, and no page of the sweep
 // reads them, however many there are. On a database of its own: a RUNNING batch of 20,000 waiting
 // items, three fundings whose owner went quiet, and a waiting item of a batch that ended (never
-// expected, still swept, through its batch's tally). Rows read are counted by EXPLAIN ANALYZE of the statements as sent: no
+// expected, still swept, through its batch's tally). Rows read are counted by EXPLAIN ANALYZE of the statements as
+// sent: no
 // wall-clock bound.
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -74,7 +75,10 @@ describe('the sweep’s candidates', () => {
       recording.statements.length = 0;
       const page = await fundings.listUnfinished({ idleSince, limit: 1, ...(after ? { after } : {}) });
       for (const statement of recording.statements) {
-        expect(await rowsExamined(client, statement, 'funding'), statement.text.replace(/\s+/g, ' ').slice(0, 200)).toBeLessThan(50);
+        expect(
+          await rowsExamined(client, statement, 'funding'),
+          statement.text.replace(/\s+/g, ' ').slice(0, 200),
+        ).toBeLessThan(50);
       }
       if (page.length === 0) break;
       seen.push(...page.map((row) => row.id));
@@ -90,8 +94,12 @@ describe('the sweep’s candidates', () => {
   });
 
   it('are the statuses the partial index says: the funding statuses that are not final', async () => {
-    const { rows } = await client.query<{ indexdef: string }>({ text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_sweep_candidates_idx'` });
-    const listed = [...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g)].map((match) => match[1]);
+    const { rows } = await client.query<{ indexdef: string }>({
+      text: `SELECT indexdef FROM pg_indexes WHERE indexname = 'funding_sweep_candidates_idx'`,
+    });
+    const listed = [
+      ...(rows[0]?.indexdef.match(/status = ANY \(ARRAY\[(.*?)\]\)/)?.[1] ?? '').matchAll(/'([A-Z_]+)'/g),
+    ].map((match) => match[1]);
     expect(listed.sort()).toEqual([...unfinishedFundingStatuses].sort());
   });
 });

@@ -30,7 +30,12 @@ afterAll(async () => {
   await stack.close();
 });
 
-async function insertFunding(fields: { status: 'PENDING' | 'CREATING' | 'EXECUTING' | 'NEEDS_REVIEW' | 'FAILED'; code: string; transferId: string | null; updatedAt?: Date }) {
+async function insertFunding(fields: {
+  status: 'PENDING' | 'CREATING' | 'EXECUTING' | 'NEEDS_REVIEW' | 'FAILED';
+  code: string;
+  transferId: string | null;
+  updatedAt?: Date;
+}) {
   const id = randomUUID();
   const cipher = createTokenCipher(stack.encryptionKey);
   await stack.database.funding.create({
@@ -73,32 +78,67 @@ describe('the sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
     // a. Its workflow is gone, and the wallet executed the transfer: finish it from the wallet.
     const executed = await codeOfNewUser();
-    const approvedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const approvedTransfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: executed.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
     await stack.wallet.executeTransfer(approvedTransfer.data.transferId);
-    const a = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: approvedTransfer.data.transferId });
+    const a = await insertFunding({
+      status: 'EXECUTING',
+      code: executed.code,
+      transferId: approvedTransfer.data.transferId,
+    });
 
     // b. Its workflow is gone after an execute may have been sent, and the transfer still shows
     // CREATED: an execute may still be queued at the wallet, so review, never FAILED.
     const unexecuted = await codeOfNewUser();
-    const createdTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: unexecuted.code }, amount: { currency: 'PHP', value: '12.00' } });
-    const b = await insertFunding({ status: 'EXECUTING', code: unexecuted.code, transferId: createdTransfer.data.transferId });
+    const createdTransfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: unexecuted.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
+    const b = await insertFunding({
+      status: 'EXECUTING',
+      code: unexecuted.code,
+      transferId: createdTransfer.data.transferId,
+    });
 
     // b2. Its workflow is gone before any execute was sent (CREATING): FAILED, nothing moved.
     const neverSent = await codeOfNewUser();
-    const neverSentTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: neverSent.code }, amount: { currency: 'PHP', value: '12.00' } });
-    const b2 = await insertFunding({ status: 'CREATING', code: neverSent.code, transferId: neverSentTransfer.data.transferId });
+    const neverSentTransfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: neverSent.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
+    const b2 = await insertFunding({
+      status: 'CREATING',
+      code: neverSent.code,
+      transferId: neverSentTransfer.data.transferId,
+    });
 
     // f. In review, with no workflow left, and the queued execute has landed: the wallet's final state resolves it.
     const landed = await codeOfNewUser();
-    const landedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: landed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const landedTransfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: landed.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
     await stack.wallet.executeTransfer(landedTransfer.data.transferId);
-    const f = await insertFunding({ status: 'NEEDS_REVIEW', code: landed.code, transferId: landedTransfer.data.transferId });
+    const f = await insertFunding({
+      status: 'NEEDS_REVIEW',
+      code: landed.code,
+      transferId: landedTransfer.data.transferId,
+    });
 
     // g. FAILED recently, yet the wallet shows its transfer executed: reported, never silently left.
     const contradicted = await codeOfNewUser();
-    const contradictedTransfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: contradicted.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const contradictedTransfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: contradicted.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
     await stack.wallet.executeTransfer(contradictedTransfer.data.transferId);
-    const g = await insertFunding({ status: 'FAILED', code: contradicted.code, transferId: contradictedTransfer.data.transferId });
+    const g = await insertFunding({
+      status: 'FAILED',
+      code: contradicted.code,
+      transferId: contradictedTransfer.data.transferId,
+    });
 
     // c. Stored, but its workflow was never started (the API died in between): start it.
     const orphan = await codeOfNewUser();
@@ -165,7 +205,9 @@ describe('the sweep', () => {
     expect(rowB).toMatchObject({ status: 'NEEDS_REVIEW', errorCode: null });
     expect(rowB.reviewReason).toMatch(/CREATED/);
     const ledger = await stack.admin.ledger();
-    expect(ledger.transfers.find((transfer) => transfer.transferId === createdTransfer.data.transferId)?.executions).toBe(0);
+    expect(
+      ledger.transfers.find((transfer) => transfer.transferId === createdTransfer.data.transferId)?.executions,
+    ).toBe(0);
 
     // c's workflow runs to the end on its own.
     const until = Date.now() + 30_000;
@@ -182,7 +224,10 @@ describe('the sweep', () => {
     const slowStart = await stack.opsFetch('/ops/fundings', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
-      body: JSON.stringify({ recipient: { type: 'CODE', code: slow.code }, amount: { currency: 'PHP', value: '3.00' } }),
+      body: JSON.stringify({
+        recipient: { type: 'CODE', code: slow.code },
+        amount: { currency: 'PHP', value: '3.00' },
+      }),
     });
     const d = ((await slowStart.json()) as { fundingId: string }).fundingId;
     const deadline = Date.now() + 20_000;
@@ -190,7 +235,10 @@ describe('the sweep', () => {
       if (Date.now() > deadline) throw new Error('funding d never reached EXECUTING');
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    await stack.database.funding.update({ where: { id: d }, data: { createdAt: anHourAgo(), ownerSeenAt: anHourAgo() } });
+    await stack.database.funding.update({
+      where: { id: d },
+      data: { createdAt: anHourAgo(), ownerSeenAt: anHourAgo() },
+    });
 
     // A second sweep leaves a workflow at work alone, and repairs nothing twice.
     const again = await sweep();
@@ -204,12 +252,21 @@ describe('the sweep', () => {
 
   it('walletflow sweep runs a sweep now and prints the report', async () => {
     // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
-    const result = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'sweep', '--older-than', '600', '--json'], {
-      cwd: path.resolve(import.meta.dirname, '../..'),
-      env: { ...process.env, TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: inject('temporalNamespace'), TEMPORAL_TASK_QUEUE: stack.taskQueue },
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const result = await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', 'cli/main.ts', 'sweep', '--older-than', '600', '--json'],
+      {
+        cwd: path.resolve(import.meta.dirname, '../..'),
+        env: {
+          ...process.env,
+          TEMPORAL_ADDRESS: inject('temporalAddress'),
+          TEMPORAL_NAMESPACE: inject('temporalNamespace'),
+          TEMPORAL_TASK_QUEUE: stack.taskQueue,
+        },
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     const report = JSON.parse(result.stdout) as SweepReport;
     expect(report).toMatchObject({ checked: expect.any(Number), repaired: expect.any(Number) });
     expect(Array.isArray(report.paymentsNeedingReview)).toBe(true);
@@ -217,10 +274,16 @@ describe('the sweep', () => {
 
   it('the sweep runs with a heartbeat time-out, so a hung attempt is cut in seconds, not after 5 minutes', async () => {
     const workflowId = `sweep-test-${randomUUID()}`;
-    const handle = await startSweep(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
+    const handle = await startSweep(stack.temporal, {
+      taskQueue: stack.taskQueue,
+      workflowId,
+      input: { olderThanSeconds: 600 },
+    });
     await handle.result();
     const history = await handle.fetchHistory();
-    const scheduled = history.events?.find((event) => event.activityTaskScheduledEventAttributes)?.activityTaskScheduledEventAttributes;
+    const scheduled = history.events?.find(
+      (event) => event.activityTaskScheduledEventAttributes,
+    )?.activityTaskScheduledEventAttributes;
     const heartbeatSeconds = Number(scheduled?.heartbeatTimeout?.seconds ?? 0);
     expect(heartbeatSeconds).toBeGreaterThan(0);
     expect(heartbeatSeconds).toBeLessThanOrEqual(60);
@@ -228,7 +291,10 @@ describe('the sweep', () => {
 
   it('an attempt that Temporal cut off (its heartbeat answered cancelled) writes nothing more', async () => {
     const executed = await codeOfNewUser();
-    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const transfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: executed.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
     await stack.wallet.executeTransfer(transfer.data.transferId);
     const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
     const activities = createActivities({
@@ -258,7 +324,10 @@ describe('the sweep', () => {
 describe('the sweep’s clock', () => {
   it('is the database’s: a worker whose clock runs two hours ahead leaves a funding whose owner was just seen alone', async () => {
     const executed = await codeOfNewUser();
-    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: executed.code }, amount: { currency: 'PHP', value: '12.00' } });
+    const transfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: executed.code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
     const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
     // Its owner is seen now, by the database's clock (as a chunk's or a pass's heartbeat writes it).
     await stack.database.$executeRaw`UPDATE funding SET owner_seen_at = now() WHERE id = ${id}::uuid`;
@@ -276,12 +345,18 @@ describe('the sweep’s clock', () => {
     vi.setSystemTime(Date.now() + 2 * 3_600_000);
     let report: SweepReport;
     try {
-      report = await new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(activities.sweepStuckFundings, { olderThanSeconds: 600 });
+      report = await new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
+        activities.sweepStuckFundings,
+        { olderThanSeconds: 600 },
+      );
     } finally {
       vi.useRealTimers();
     }
     expect(report.items.find((item) => item.fundingId === id)).toBeUndefined();
-    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'EXECUTING', ownerFence });
+    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'EXECUTING',
+      ownerFence,
+    });
   });
 });
 

@@ -20,7 +20,12 @@ let worker: WorkerProcess;
 beforeAll(async () => {
   stack = await startPartnerStack();
   worker = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
-  await waitFor('the worker process polling', () => (worker.output().includes('worker polling') ? true : undefined), 90_000, () => worker.output().slice(-3000));
+  await waitFor(
+    'the worker process polling',
+    () => (worker.output().includes('worker polling') ? true : undefined),
+    90_000,
+    () => worker.output().slice(-3000),
+  );
 }, 120_000);
 afterAll(async () => {
   await worker?.stop('SIGTERM');
@@ -56,7 +61,9 @@ async function expiredLinks(count: number): Promise<Array<{ userId: string; link
   const links: Array<{ userId: string; linkId: string }> = [];
   for (let start = 0; start < count; start += 20) {
     const made = await Promise.all(
-      Array.from({ length: Math.min(20, count - start) }, () => createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { expired: true })),
+      Array.from({ length: Math.min(20, count - start) }, () =>
+        createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' }, { expired: true }),
+      ),
     );
     links.push(...made.map(({ user, linkId }) => ({ userId: user.userId, linkId })));
   }
@@ -71,7 +78,11 @@ describe('token refresh at volume', () => {
 
     const created = await postUntilStored('/ops/funding-batches', {
       name: 'expired tokens at volume',
-      items: links.map((link, index) => ({ reference: `user-${index + 1}`, recipient: { type: 'TOKEN', linkId: link.linkId }, amount: { currency: 'PHP', value: '1.00' } })),
+      items: links.map((link, index) => ({
+        reference: `user-${index + 1}`,
+        recipient: { type: 'TOKEN', linkId: link.linkId },
+        amount: { currency: 'PHP', value: '1.00' },
+      })),
     });
     expect(created.status, JSON.stringify(created.json)).toBe(202);
     const batchId = created.json.batchId as string;
@@ -83,20 +94,29 @@ describe('token refresh at volume', () => {
     while (batch.state === 'RUNNING' && Date.now() < batchDeadline) {
       const { code } = await stack.admin.cashInCode(codeUser.userId);
       const startedAt = Date.now();
-      const single = await postUntilStored('/ops/fundings', { recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } });
+      const single = await postUntilStored('/ops/fundings', {
+        recipient: { type: 'CODE', code },
+        amount: { currency: 'PHP', value: '1.00' },
+      });
       expect(single.status, JSON.stringify(single.json)).toBe(202);
       singles.push({ fundingId: single.json.fundingId as string, startedAt });
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 1000 - Date.now())));
       batch = (await send(`/ops/funding-batches/${batchId}`)).json;
     }
-    expect(batch.state, `batch after ${Math.round((Date.now() - (batchDeadline - 240_000)) / 1000)} s: ${JSON.stringify(batch.counts)}\n${worker.output().slice(-3000)}`).toBe('COMPLETED');
+    expect(
+      batch.state,
+      `batch after ${Math.round((Date.now() - (batchDeadline - 240_000)) / 1000)} s: ${JSON.stringify(batch.counts)}\n${worker.output().slice(-3000)}`,
+    ).toBe('COMPLETED');
     expect(batch.counts).toEqual({ APPROVED: USERS });
 
     // Every single funding started beside it ends, and is paid.
     const ends = await waitFor(
       'every single funding final',
       async () => {
-        const rows = await stack.database.funding.findMany({ where: { id: { in: singles.map((single) => single.fundingId) } }, select: { id: true, status: true, updatedAt: true } });
+        const rows = await stack.database.funding.findMany({
+          where: { id: { in: singles.map((single) => single.fundingId) } },
+          select: { id: true, status: true, updatedAt: true },
+        });
         return rows.every((row) => finalStatuses.includes(row.status)) ? rows : undefined;
       },
       120_000,
@@ -106,18 +126,29 @@ describe('token refresh at volume', () => {
 
     // The links: each still ACTIVE, refreshed exactly once at the wallet; no refresh was refused
     // (a rotated refresh token presented again answers REFRESH_TOKEN_INVALID).
-    const statuses = await stack.database.link.groupBy({ by: ['status'], where: { id: { in: links.map((link) => link.linkId) } }, _count: { _all: true } });
+    const statuses = await stack.database.link.groupBy({
+      by: ['status'],
+      where: { id: { in: links.map((link) => link.linkId) } },
+      _count: { _all: true },
+    });
     expect(statuses.map((row) => [row.status, row._count._all])).toEqual([['ACTIVE', USERS]]);
     const refreshes = (await stack.admin.ledger()).refreshes.slice(refreshesBefore);
     const perUser = new Map<string, number>();
     for (const refresh of refreshes) perUser.set(refresh.userId, (perUser.get(refresh.userId) ?? 0) + 1);
     expect(links.filter((link) => perUser.get(link.userId) !== 1)).toEqual([]);
-    expect(await stack.database.walletCall.count({ where: { operation: 'op.tokens', errorCode: 'REFRESH_TOKEN_INVALID' } })).toBe(0);
-    const tokenVersions = await stack.database.tokenSet.findMany({ where: { linkId: { in: links.map((link) => link.linkId) } }, select: { version: true } });
+    expect(
+      await stack.database.walletCall.count({ where: { operation: 'op.tokens', errorCode: 'REFRESH_TOKEN_INVALID' } }),
+    ).toBe(0);
+    const tokenVersions = await stack.database.tokenSet.findMany({
+      where: { linkId: { in: links.map((link) => link.linkId) } },
+      select: { version: true },
+    });
     expect(tokenVersions.every((row) => row.version === 2)).toBe(true);
 
     // The money: each item's transfer executed exactly once.
-    const transfers = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+    const transfers = new Map(
+      (await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]),
+    );
     const items = await stack.database.funding.findMany({ where: { batchId }, select: { transferId: true } });
     expect(items.filter((item) => transfers.get(item.transferId ?? '')?.executions !== 1)).toEqual([]);
   }, 420_000);

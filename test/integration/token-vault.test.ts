@@ -8,7 +8,14 @@ import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { createAdmissionGate } from '../../lib/admission.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { refreshLockTimeoutMs, TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault, type UserToken } from '../../links/token-vault.ts';
+import {
+  refreshLockTimeoutMs,
+  TokenRefreshBusy,
+  TokenRefreshError,
+  VaultError,
+  type TokenVault,
+  type UserToken,
+} from '../../links/token-vault.ts';
 import { saveLinkWithTokens } from '../../links/link-record.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import { isWalletError } from '../../wallet/index.ts';
@@ -60,7 +67,8 @@ async function standaloneLink() {
   return { user, linkId, issued };
 }
 
-const refreshesOf = async (userId: string) => (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === userId);
+const refreshesOf = async (userId: string) =>
+  (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === userId);
 
 /** 20 callers spread over 4 vaults (4 "workers"), all at once. */
 async function twentyConcurrentCalls(vaults: TokenVault[], linkId: string) {
@@ -173,7 +181,10 @@ describe('token vault', () => {
   it('a standalone refresh refused for the client (invalid_client) is retryable, not REAUTH_REQUIRED', async () => {
     const { linkId } = await standaloneLink();
     const later = () => now() + 3_600_000;
-    const failure = await stack.createVault({ now: later, wallet: { clientSecret: 'an-old-client-secret' } }).getAccessToken(linkId).catch((error: unknown) => error);
+    const failure = await stack
+      .createVault({ now: later, wallet: { clientSecret: 'an-old-client-secret' } })
+      .getAccessToken(linkId)
+      .catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(TokenRefreshError);
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
     expect((await stack.createVault({ now: later }).getAccessToken(linkId)).version).toBe(2);
@@ -185,7 +196,10 @@ describe('token vault', () => {
     // pair by the time the first save is refused.
     await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'latency', rate: 1, delayMs: 1500 }]);
     try {
-      await stack.createVault({ now, lockTimeoutMs: 700 }).getAccessToken(linkId).catch(() => undefined);
+      await stack
+        .createVault({ now, lockTimeoutMs: 700 })
+        .getAccessToken(linkId)
+        .catch(() => undefined);
     } finally {
       await stack.admin.clearFaults();
     }
@@ -204,14 +218,21 @@ describe('token vault', () => {
     const main = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
     try {
       const links = await Promise.all([0, 1, 2, 3].map(() => createEmbeddedLink(stack, {}, { expired: true })));
-      const vault = stack.createVault({ now, database: main, wallet: createWalletCallLog(main, silent), lockTimeoutMs: 5000 });
+      const vault = stack.createVault({
+        now,
+        database: main,
+        wallet: createWalletCallLog(main, silent),
+        lockTimeoutMs: 5000,
+      });
       const tokens = await Promise.all(links.map((link) => vault.getAccessToken(link.linkId)));
       expect(tokens.map((token) => token.version)).toEqual([2, 2, 2, 2]);
       for (const { user, linkId } of links) {
         expect(await refreshesOf(user.userId)).toHaveLength(1);
         const events = await stack.database.linkEvent.findMany({ where: { linkId, type: 'TOKEN_REFRESHED' } });
         expect(events.map((event) => event.detail)).toEqual(['version 2']);
-        expect(await stack.database.walletCall.count({ where: { requestReferenceNo: events[0]!.requestReferenceNo! } })).toBe(1);
+        expect(
+          await stack.database.walletCall.count({ where: { requestReferenceNo: events[0]!.requestReferenceNo! } }),
+        ).toBe(1);
       }
     } finally {
       await main.$disconnect();
@@ -229,8 +250,13 @@ describe('token vault', () => {
     let token: UserToken;
     let held: Promise<unknown> = Promise.resolve();
     try {
-      const refreshPool = { database: lockPool, admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 10, maxWaitMs: 5000 }) };
-      const refreshed = stack.createVault({ now, lockTimeoutMs: 700, database: lockPool, refreshPool }).getAccessToken(linkId);
+      const refreshPool = {
+        database: lockPool,
+        admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 10, maxWaitMs: 5000 }),
+      };
+      const refreshed = stack
+        .createVault({ now, lockTimeoutMs: 700, database: lockPool, refreshPool })
+        .getAccessToken(linkId);
       await sleep(900);
       held = lockPool.$transaction(() => sleep(6800), { maxWait: 5000, timeout: 20_000 });
       token = await refreshed;
@@ -252,12 +278,20 @@ describe('token vault', () => {
     const first = await createEmbeddedLink(stack, {}, { expired: true });
     const second = await createEmbeddedLink(stack, {}, { expired: true });
     // A line of one, no room to wait: the first refresh (1 s at the wallet) holds it.
-    const line = { database: stack.refreshPool.database, admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 0, maxWaitMs: 2000 }) };
+    const line = {
+      database: stack.refreshPool.database,
+      admission: createAdmissionGate({ maxInFlight: 1, maxQueued: 0, maxWaitMs: 2000 }),
+    };
     const vault = stack.createVault({ now, refreshPool: line });
     await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'latency', rate: 1, delayMs: 1000 }]);
     try {
       const running = vault.getAccessToken(first.linkId);
-      await waitUntil(async () => line.admission.state().inFlight, (inFlight) => inFlight === 1, 5000, 10);
+      await waitUntil(
+        async () => line.admission.state().inFlight,
+        (inFlight) => inFlight === 1,
+        5000,
+        10,
+      );
       const refused = await vault.getAccessToken(second.linkId).catch((error: unknown) => error);
       expect(refused).toBeInstanceOf(TokenRefreshBusy);
       expect(refused).toMatchObject({ code: 'TOKEN_REFRESH_BUSY', linkId: second.linkId, retryAfterMs: 2000 });
@@ -287,7 +321,12 @@ describe('token vault', () => {
       kind: 'EMBEDDED',
       scopes: ['openid'],
       requestReferenceNo: null,
-      tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+      tokens: {
+        accessToken: issued.accessToken,
+        refreshToken: issued.refreshToken,
+        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+        refreshTokenExpiresAt: null,
+      },
     });
     const kept = await stack.createVault({ now }).getAccessToken(linkId);
     expect(kept).toEqual(refreshed);
@@ -300,7 +339,9 @@ describe('token vault', () => {
 
   it('refuses unknown and unlinked links', async () => {
     const vault = stack.createVault({ now });
-    await expect(vault.getAccessToken('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({ code: 'LINK_NOT_FOUND' });
+    await expect(vault.getAccessToken('00000000-0000-4000-8000-000000000000')).rejects.toMatchObject({
+      code: 'LINK_NOT_FOUND',
+    });
     const { linkId } = await embeddedLink();
     await stack.opsFetch(`/ops/links/${linkId}`, { method: 'DELETE' });
     await expect(vault.getAccessToken(linkId)).rejects.toMatchObject({ code: 'LINK_UNLINKED' });
@@ -322,7 +363,12 @@ describe('key rotation (walletflow rotate-keys)', () => {
       kind: 'EMBEDDED',
       scopes: [],
       requestReferenceNo: null,
-      tokens: { accessToken: issued.accessToken, refreshToken: issued.refreshToken, accessTokenExpiresAt: new Date(issued.expiresAt * 1000), refreshTokenExpiresAt: null },
+      tokens: {
+        accessToken: issued.accessToken,
+        refreshToken: issued.refreshToken,
+        accessTokenExpiresAt: new Date(issued.expiresAt * 1000),
+        refreshTokenExpiresAt: null,
+      },
     });
     const newKey = randomBytes(32);
     const counts = await rotateKeys(stack.database, [newKey, stack.encryptionKey]);
@@ -348,7 +394,11 @@ describe('key rotation (walletflow rotate-keys)', () => {
       for (const [, field] of body!.matchAll(/^\s+(\w+)\s+Bytes\??\s/gm)) sealed.push(`${model}.${field}`);
     }
     expect(sealed.length).toBeGreaterThanOrEqual(6);
-    expect(Object.values(rotatedColumns ?? {}).flat().sort()).toEqual(sealed.sort());
+    expect(
+      Object.values(rotatedColumns ?? {})
+        .flat()
+        .sort(),
+    ).toEqual(sealed.sort());
 
     // A webhook endpoint's secret, sealed under the old key, opens under the new key alone after the rotation.
     const created = await stack.opsFetch('/ops/webhooks/endpoints', {

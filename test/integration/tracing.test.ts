@@ -28,7 +28,11 @@ let bundleDir: string;
 const children: { child: ChildProcess; output: () => string }[] = [];
 
 function start(entry: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -51,21 +55,47 @@ describe('tracing', () => {
     const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
     await copyFile(inject('workflowBundlePath'), bundlePath);
     await writeFile(tracedBundlePath(bundlePath), await bundleWorkflows({ tracing: true, warnings: false }));
-    tracingEnv = { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '100', WORKFLOW_BUNDLE_PATH: bundlePath };
+    tracingEnv = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      WORKFLOW_BUNDLE_PATH: bundlePath,
+    };
 
     const worker = start('worker/main.ts', { ...stack.workerEnv(), ...tracingEnv, LOG_LEVEL: 'info' });
-    await waitFor('the worker polls', () => (worker.output().includes('worker polling') ? true : undefined), 90_000, worker.output);
+    await waitFor(
+      'the worker polls',
+      () => (worker.output().includes('worker polling') ? true : undefined),
+      90_000,
+      worker.output,
+    );
     expect(worker.output()).toContain('tracing on');
 
     const port = await findFreePort();
     apiBase = `http://127.0.0.1:${port}`;
-    const api = start('api/main.ts', { ...stack.workerEnv(), ...tracingEnv, OPS_API_KEYS: stack.opsKey, PORT: String(port), HOST: '127.0.0.1', SESSION_ALLOWED_IPS: '127.0.0.1', LOG_LEVEL: 'info' });
-    await waitFor('the API answers', async () => ((await fetch(`${apiBase}/healthz`).catch(() => null))?.status === 200 ? true : undefined), 60_000, api.output);
+    const api = start('api/main.ts', {
+      ...stack.workerEnv(),
+      ...tracingEnv,
+      OPS_API_KEYS: stack.opsKey,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SESSION_ALLOWED_IPS: '127.0.0.1',
+      LOG_LEVEL: 'info',
+    });
+    await waitFor(
+      'the API answers',
+      async () => ((await fetch(`${apiBase}/healthz`).catch(() => null))?.status === 200 ? true : undefined),
+      60_000,
+      api.output,
+    );
   }, 180_000);
 
   afterAll(async () => {
     for (const { child } of children) if (child.exitCode === null) child.kill('SIGTERM');
-    await Promise.all(children.map(({ child }) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)));
+    await Promise.all(
+      children.map(({ child }) =>
+        child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined,
+      ),
+    );
     await receiver?.close();
     await stack?.close();
     if (bundleDir) await rm(bundleDir, { recursive: true, force: true });
@@ -75,7 +105,10 @@ describe('tracing', () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '100.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     const ops = (route: string, init: RequestInit = {}) =>
-      fetch(`${apiBase}${route}`, { ...init, headers: { authorization: `Bearer ${stack.opsKey}`, 'content-type': 'application/json', ...init.headers } });
+      fetch(`${apiBase}${route}`, {
+        ...init,
+        headers: { authorization: `Bearer ${stack.opsKey}`, 'content-type': 'application/json', ...init.headers },
+      });
     const response = await ops('/ops/fundings', {
       method: 'POST',
       headers: { 'idempotency-key': randomUUID() },
@@ -91,15 +124,28 @@ describe('tracing', () => {
       },
       60_000,
     );
-    ({ workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: funding.fundingId }, select: { workflowId: true } }));
+    ({ workflowId } = await stack.database.funding.findUniqueOrThrow({
+      where: { id: funding.fundingId },
+      select: { workflowId: true },
+    }));
 
     // The request's span, then everything of its trace once the workflow's own span is exported.
-    const apiSpan = await waitFor('the API span', () => receiver.spans.find((span) => span.name === 'POST /ops/fundings' && span.attributes['http.response.status_code'] === 202), 20_000, () => JSON.stringify(receiver.spans.map((s) => s.name)));
+    const apiSpan = await waitFor(
+      'the API span',
+      () =>
+        receiver.spans.find(
+          (span) => span.name === 'POST /ops/fundings' && span.attributes['http.response.status_code'] === 202,
+        ),
+      20_000,
+      () => JSON.stringify(receiver.spans.map((s) => s.name)),
+    );
     const trace = await waitFor(
       'the whole trace',
       () => {
         const spans = receiver.spans.filter((span) => span.traceId === apiSpan.traceId);
-        const done = spans.some((span) => span.name === 'RunWorkflow:fundWallet') && spans.filter((span) => span.name.startsWith('wallet ')).length >= 2;
+        const done =
+          spans.some((span) => span.name === 'RunWorkflow:fundWallet') &&
+          spans.filter((span) => span.name.startsWith('wallet ')).length >= 2;
         return done ? spans : undefined;
       },
       20_000,
@@ -115,7 +161,11 @@ describe('tracing', () => {
 
     // The API request: a root SERVER span of the API process, named by its route template.
     expect(apiSpan).toMatchObject({ service: 'walletflow-api', kind: SERVER, parentSpanId: undefined });
-    expect(apiSpan.attributes).toMatchObject({ 'http.request.method': 'POST', 'http.route': '/ops/fundings', 'walletflow.request_id': response.headers.get('x-request-id') });
+    expect(apiSpan.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/ops/fundings',
+      'walletflow.request_id': response.headers.get('x-request-id'),
+    });
     // The client's start of the workflow, in the request.
     const startWorkflow = one('StartWorkflow:fundWallet');
     expect(startWorkflow).toMatchObject({ service: 'walletflow-api', parentSpanId: apiSpan.spanId });
@@ -135,21 +185,43 @@ describe('tracing', () => {
     }
     // One CLIENT span per wallet HTTP call, under the activity that made it, matching the audit row.
     const walletSpans = trace.filter((span) => span.name.startsWith('wallet '));
-    const rows = await stack.database.walletCall.findMany({ where: { requestReferenceNo: { in: walletSpans.map((span) => String(span.attributes['walletflow.request_reference_no'])) } } });
+    const rows = await stack.database.walletCall.findMany({
+      where: {
+        requestReferenceNo: {
+          in: walletSpans.map((span) => String(span.attributes['walletflow.request_reference_no'])),
+        },
+      },
+    });
     expect(rows).toHaveLength(walletSpans.length);
     for (const span of walletSpans) {
-      const row = rows.find((candidate) => candidate.requestReferenceNo === span.attributes['walletflow.request_reference_no'])!;
+      const row = rows.find(
+        (candidate) => candidate.requestReferenceNo === span.attributes['walletflow.request_reference_no'],
+      )!;
       expect(span).toMatchObject({ service: 'walletflow-worker', kind: CLIENT, name: `wallet ${row.operation}` });
-      expect(span.attributes).toMatchObject({ 'walletflow.wallet.operation': row.operation, 'http.response.status_code': row.httpStatus, 'walletflow.wallet.outcome': 'ok' });
+      expect(span.attributes).toMatchObject({
+        'walletflow.wallet.operation': row.operation,
+        'http.response.status_code': row.httpStatus,
+        'walletflow.wallet.outcome': 'ok',
+      });
       expect(parentOf(span)?.name, span.name).toMatch(/^RunActivity:/);
     }
-    expect(walletSpans.map((span) => span.name)).toEqual(expect.arrayContaining(['wallet transfers.create', 'wallet transfers.execute']));
-    expect(parentOf(walletSpans.find((span) => span.name === 'wallet transfers.execute')!)?.name).toBe('RunActivity:fundInOnePass');
+    expect(walletSpans.map((span) => span.name)).toEqual(
+      expect.arrayContaining(['wallet transfers.create', 'wallet transfers.execute']),
+    );
+    expect(parentOf(walletSpans.find((span) => span.name === 'wallet transfers.execute')!)?.name).toBe(
+      'RunActivity:fundInOnePass',
+    );
 
     // No secret anywhere in what the collector received: not the cash-in code, a key, or the amount.
     const exported = receiver.rawBodies.join('\n');
-    const secrets = { code, opsKey: stack.opsKey, transferApiKey: stack.sandbox.partner.transferApiKey, amount: '123.45' };
-    for (const [name, value] of Object.entries(secrets)) expect(exported.includes(value), `${name} in an exported span`).toBe(false);
+    const secrets = {
+      code,
+      opsKey: stack.opsKey,
+      transferApiKey: stack.sandbox.partner.transferApiKey,
+      amount: '123.45',
+    };
+    for (const [name, value] of Object.entries(secrets))
+      expect(exported.includes(value), `${name} in an exported span`).toBe(false);
   }, 120_000);
 
   it('leave a history that replays on the plain bundle (tracing turned off under running workflows)', async () => {
@@ -159,9 +231,18 @@ describe('tracing', () => {
     // This one ran in one pass, a local activity (a marker, no header in the history): what matters
     // is that the history the traced workflow left replays on the plain bundle.
     const scheduled = history.events?.filter((event) => event.activityTaskScheduledEventAttributes) ?? [];
-    expect(scheduled.every((event) => Object.keys(event.activityTaskScheduledEventAttributes?.header?.fields ?? {}).includes('_tracer-data'))).toBe(true);
-    expect(history.events?.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity').length).toBeGreaterThan(0);
+    expect(
+      scheduled.every((event) =>
+        Object.keys(event.activityTaskScheduledEventAttributes?.header?.fields ?? {}).includes('_tracer-data'),
+      ),
+    ).toBe(true);
+    expect(
+      history.events?.filter((event) => event.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+        .length,
+    ).toBeGreaterThan(0);
     const { Worker } = await import('@temporalio/worker');
-    await expect(Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId)).resolves.toBeUndefined();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: { codePath: inject('workflowBundlePath') } }, history, workflowId),
+    ).resolves.toBeUndefined();
   }, 60_000);
 });

@@ -34,7 +34,11 @@ afterAll(async () => {
 beforeEach(async () => {
   await admin.reset();
   ({ wallet, records } = clientFor(sandbox));
-  secrets = [sandbox.partner.clientSecret, sandbox.partner.transferApiKey, String(sandbox.partner.profileVerificationJwk.k)];
+  secrets = [
+    sandbox.partner.clientSecret,
+    sandbox.partner.transferApiKey,
+    String(sandbox.partner.profileVerificationJwk.k),
+  ];
 });
 afterEach(async () => {
   await wallet.close();
@@ -88,7 +92,10 @@ describe('connect', () => {
     expect(result.data.expiresAt.getTime()).toBeLessThanOrEqual(Date.now() + 3_600_000);
 
     // The token works: it funds the user's wallet.
-    const transfer = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: result.data.accessToken }, amount: php('1.00') });
+    const transfer = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: result.data.accessToken },
+      amount: php('1.00'),
+    });
     expect((await wallet.executeTransfer(transfer.data.transferId)).data.status).toBe('APPROVED');
     expect((await admin.user(userId)).balance).toBe('1001.00');
 
@@ -124,7 +131,11 @@ describe('connect', () => {
   it('wrong client credentials are invalid_client, for every grant', async () => {
     const { wallet: wrong, records: wrongRecords } = clientFor(sandbox, { clientSecret: 'not-the-secret' });
     try {
-      for (const call of [() => wrong.exchangeCode('c'), () => wrong.refreshStandalone('r'), () => wrong.clientCredentials()]) {
+      for (const call of [
+        () => wrong.exchangeCode('c'),
+        () => wrong.refreshStandalone('r'),
+        () => wrong.clientCredentials(),
+      ]) {
         const error = await walletFailure(call());
         expect([error.httpStatus, error.code, error.outcome]).toEqual([401, 'invalid_client', 'rejected']);
         expect(error.message).not.toContain('not-the-secret');
@@ -168,9 +179,14 @@ describe('connect', () => {
     expect(refreshed.data.refreshToken).toBe(refreshToken);
     expect(refreshed.data.expiresIn).toBe(3600);
 
-    const old = await walletFailure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }));
+    const old = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }),
+    );
     expect([old.httpStatus, old.code, old.outcome]).toEqual([401, 'UNAUTHORIZED', 'rejected']);
-    await wallet.createTransfer({ recipient: { type: 'TOKEN', value: refreshed.data.accessToken }, amount: php('1.00') });
+    await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: refreshed.data.accessToken },
+      amount: php('1.00'),
+    });
 
     // Scope narrowing: the profile then carries the openid fields only.
     const narrowed = await wallet.refreshStandalone(refreshToken, 'openid');
@@ -183,7 +199,9 @@ describe('connect', () => {
   it('a standalone access token lives 3600 s and its refresh token 604800 s', async () => {
     const { accessToken, refreshToken } = await userWithTokens();
     await admin.advanceClock(3601);
-    const expired = await walletFailure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }));
+    const expired = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }),
+    );
     expect([expired.code, expired.outcome]).toEqual(['UNAUTHORIZED', 'rejected']);
     keep((await wallet.refreshStandalone(refreshToken)).data.accessToken);
     await admin.advanceClock(604800 - 3601 + 1);
@@ -247,7 +265,12 @@ describe('op: embedded tokens', () => {
 
   it('a bad user token is USER_TOKEN_INVALID', async () => {
     const error = await walletFailure(wallet.getProfile('not-a-token'));
-    expect([error.httpStatus, error.code, error.outcome, error.operation]).toEqual([401, 'USER_TOKEN_INVALID', 'rejected', 'op.profile']);
+    expect([error.httpStatus, error.code, error.outcome, error.operation]).toEqual([
+      401,
+      'USER_TOKEN_INVALID',
+      'rejected',
+      'op.profile',
+    ]);
   });
 });
 
@@ -265,7 +288,13 @@ describe('op: profile', () => {
       contact: stored.contact,
       address: stored.address,
       workDetails: stored.workDetails,
-      identityDocument: [expect.objectContaining({ type: 'PASSPORT', value: null, frontUrl: expect.stringContaining('/_sandbox/documents/') })],
+      identityDocument: [
+        expect.objectContaining({
+          type: 'PASSPORT',
+          value: null,
+          frontUrl: expect.stringContaining('/_sandbox/documents/'),
+        }),
+      ],
     });
     expect(data.name?.firstName).toBe('Maria');
   });
@@ -300,7 +329,9 @@ describe('op: profile', () => {
 
   it('a client with the wrong decryption key gets PROFILE_DECRYPTION_FAILED, rejected', async () => {
     const other = await startTestSandbox();
-    const { wallet: wrongKey } = clientFor(sandbox, { profileDecryptionJwk: other.partner.profileDecryptionJwk as WalletClientConfig['profileDecryptionJwk'] });
+    const { wallet: wrongKey } = clientFor(sandbox, {
+      profileDecryptionJwk: other.partner.profileDecryptionJwk as WalletClientConfig['profileDecryptionJwk'],
+    });
     try {
       const { accessToken } = await embeddedUser();
       const error = await walletFailure(wrongKey.getProfile(accessToken));
@@ -339,11 +370,20 @@ describe('op: merchant payments', () => {
     });
     expect((await admin.user(user.userId)).balance).toBe('100.00');
 
-    const executed = await wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: created.data.walletPaymentId });
-    expect(executed.data).toMatchObject({ walletPaymentId: created.data.walletPaymentId, amount: php('20.10'), fee: php('1.50') });
+    const executed = await wallet.executePayment({
+      userAccessToken: accessToken,
+      walletPaymentId: created.data.walletPaymentId,
+    });
+    expect(executed.data).toMatchObject({
+      walletPaymentId: created.data.walletPaymentId,
+      amount: php('20.10'),
+      fee: php('1.50'),
+    });
     expect((await admin.user(user.userId)).balance).toBe('78.40');
 
-    const again = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: created.data.walletPaymentId }));
+    const again = await walletFailure(
+      wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: created.data.walletPaymentId }),
+    );
     expect([again.httpStatus, again.code, again.outcome]).toEqual([409, 'PAYMENT_ALREADY_EXECUTED', 'unknown']);
     expect((await admin.ledger()).payments).toEqual([expect.objectContaining({ executions: 1 })]);
   });
@@ -352,20 +392,26 @@ describe('op: merchant payments', () => {
     const { accessToken } = await embeddedUser({ balance: '5.00' });
     const { data } = await wallet.createPayment({ userAccessToken: accessToken, amount: php('10.00') });
     for (let attempt = 0; attempt < 2; attempt++) {
-      const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: data.walletPaymentId }));
+      const error = await walletFailure(
+        wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: data.walletPaymentId }),
+      );
       expect([error.httpStatus, error.code, error.outcome]).toEqual([400, 'INSUFFICIENT_BALANCE', 'rejected']);
     }
   });
 
   it('PAYMENT_NOT_FOUND for an unknown payment id', async () => {
     const { accessToken } = await embeddedUser();
-    const error = await walletFailure(wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: randomUUID() }));
+    const error = await walletFailure(
+      wallet.executePayment({ userAccessToken: accessToken, walletPaymentId: randomUUID() }),
+    );
     expect([error.httpStatus, error.code, error.outcome]).toEqual([404, 'PAYMENT_NOT_FOUND', 'rejected']);
   });
 
   it('VALIDATION_ERROR for a body the service refuses (a currency the wallet does not hold)', async () => {
     const { accessToken } = await embeddedUser();
-    const error = await walletFailure(wallet.createPayment({ userAccessToken: accessToken, amount: { currency: 'USD', value: '1.00' } }));
+    const error = await walletFailure(
+      wallet.createPayment({ userAccessToken: accessToken, amount: { currency: 'USD', value: '1.00' } }),
+    );
     expect([error.httpStatus, error.code, error.outcome]).toEqual([400, 'VALIDATION_ERROR', 'rejected']);
   });
 
@@ -378,7 +424,10 @@ describe('op: merchant payments', () => {
 describe('transfers', () => {
   it('TOKEN recipient: create (no money moves), execute (APPROVED), retrieve', async () => {
     const { user, accessToken } = await userWithTokens({ balance: '10.00' });
-    const created = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('0.30') });
+    const created = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('0.30'),
+    });
     expect(created.data).toMatchObject({
       status: 'CREATED',
       recipient: { type: 'TOKEN', value: expect.stringMatching(new RegExp(`^\\**${accessToken.slice(-4)}$`)) },
@@ -388,7 +437,11 @@ describe('transfers', () => {
     });
     expect((await admin.user(user.userId)).balance).toBe('10.00');
     const executed = await wallet.executeTransfer(created.data.transferId);
-    expect(executed.data).toMatchObject({ transferId: created.data.transferId, status: 'APPROVED', amount: php('0.30') });
+    expect(executed.data).toMatchObject({
+      transferId: created.data.transferId,
+      status: 'APPROVED',
+      amount: php('0.30'),
+    });
     const retrieved = await wallet.retrieveTransfer(created.data.transferId);
     expect(retrieved.data).toEqual(executed.data);
     expect((await admin.user(user.userId)).balance).toBe('10.30');
@@ -400,7 +453,9 @@ describe('transfers', () => {
     keep(code);
     const created = await wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: php('25.00') });
     expect((await wallet.executeTransfer(created.data.transferId)).data.status).toBe('APPROVED');
-    const reused = await walletFailure(wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: php('25.00') }));
+    const reused = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: php('25.00') }),
+    );
     expect([reused.httpStatus, reused.code, reused.outcome]).toEqual([400, 'CODE_INVALID', 'rejected']);
     expect(reused.message).not.toContain(code);
   });
@@ -410,21 +465,32 @@ describe('transfers', () => {
     const { code } = await admin.cashInCode(user.userId);
     keep(code);
     await admin.advanceClock(1801);
-    const error = await walletFailure(wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: php('1.00') }));
+    const error = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: php('1.00') }),
+    );
     expect([error.code, error.outcome]).toEqual(['CODE_INVALID', 'rejected']);
   });
 
   it('M133 for a recipient wallet that is not upgraded (KYC0), accepted once upgraded', async () => {
     const { user, accessToken } = await userWithTokens({ kycLevel: 'KYC0' });
-    const error = await walletFailure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }));
-    expect([error.httpStatus, error.code, error.outcome, error.operation]).toEqual([400, 'M133', 'rejected', 'transfers.create']);
+    const error = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }),
+    );
+    expect([error.httpStatus, error.code, error.outcome, error.operation]).toEqual([
+      400,
+      'M133',
+      'rejected',
+      'transfers.create',
+    ]);
     await admin.setKyc(user.userId, 'KYC1');
     await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') });
   });
 
   it('1096 when sender and recipient are the same account', async () => {
     const { accessToken } = await userWithTokens({ isPartnerAccount: true });
-    const error = await walletFailure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }));
+    const error = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') }),
+    );
     expect([error.httpStatus, error.code, error.outcome]).toEqual([400, '1096', 'rejected']);
   });
 
@@ -448,30 +514,43 @@ describe('transfers', () => {
 
   it('TRANSFER_ALREADY_EXECUTED on a second execute: unknown, and the ledger shows one execution', async () => {
     const { accessToken } = await userWithTokens();
-    const { data } = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('5.00') });
+    const { data } = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('5.00'),
+    });
     await wallet.executeTransfer(data.transferId);
     const error = await walletFailure(wallet.executeTransfer(data.transferId));
     expect([error.httpStatus, error.code, error.outcome]).toEqual([409, 'TRANSFER_ALREADY_EXECUTED', 'unknown']);
-    expect((await admin.ledger()).transfers).toEqual([expect.objectContaining({ transferId: data.transferId, executions: 1 })]);
+    expect((await admin.ledger()).transfers).toEqual([
+      expect.objectContaining({ transferId: data.transferId, executions: 1 }),
+    ]);
   });
 
   it('VALIDATION_ERROR for a body the service refuses (a currency the wallet does not hold)', async () => {
     const { accessToken } = await userWithTokens();
     const error = await walletFailure(
-      wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: { currency: 'USD', value: '1.00' } }),
+      wallet.createTransfer({
+        recipient: { type: 'TOKEN', value: accessToken },
+        amount: { currency: 'USD', value: '1.00' },
+      }),
     );
     expect([error.httpStatus, error.code, error.outcome]).toEqual([400, 'VALIDATION_ERROR', 'rejected']);
   });
 
   it('UNAUTHORIZED for an expired or unknown recipient token', async () => {
-    const error = await walletFailure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: 'unknown-token' }, amount: php('1.00') }));
+    const error = await walletFailure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: 'unknown-token' }, amount: php('1.00') }),
+    );
     expect([error.httpStatus, error.code, error.outcome]).toEqual([401, 'UNAUTHORIZED', 'rejected']);
   });
 
   it('PROCESSING then a final state read by retrieve, on the sandbox clock', async () => {
     await admin.settings({ processingDelayMs: 60_000 });
     const { accessToken } = await userWithTokens();
-    const { data } = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('2.00') });
+    const { data } = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('2.00'),
+    });
     expect((await wallet.executeTransfer(data.transferId)).data.status).toBe('PROCESSING');
     expect((await wallet.retrieveTransfer(data.transferId)).data.status).toBe('PROCESSING');
     await admin.advanceClock(61);
@@ -480,7 +559,10 @@ describe('transfers', () => {
 
   it('a declined execution is a 200 with status DECLINED and its 60xx code', async () => {
     const { accessToken } = await userWithTokens({ balance: '10.00', walletLimit: '50.00' });
-    const { data } = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('45.00') });
+    const { data } = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('45.00'),
+    });
     const executed = await wallet.executeTransfer(data.transferId);
     expect(executed.data.status).toBe('DECLINED');
     expect(executed.data.decline).toEqual({ code: '6001', message: expect.any(String) });
@@ -489,7 +571,10 @@ describe('transfers', () => {
   it('TRANSFER_EXPIRED when the operator imposes a time limit (sandbox setting)', async () => {
     await admin.settings({ transferExpirySeconds: 60 });
     const { accessToken } = await userWithTokens();
-    const { data } = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') });
+    const { data } = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('1.00'),
+    });
     await admin.advanceClock(61);
     const error = await walletFailure(wallet.executeTransfer(data.transferId));
     expect([error.httpStatus, error.code, error.outcome]).toEqual([409, 'TRANSFER_EXPIRED', 'rejected']);
@@ -499,7 +584,10 @@ describe('transfers', () => {
   it('amounts cross the boundary as exact decimals', async () => {
     const { user, accessToken } = await userWithTokens({ balance: '0.00' });
     for (const value of ['0.10', '0.20', '9999.99']) {
-      const { data } = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php(value) });
+      const { data } = await wallet.createTransfer({
+        recipient: { type: 'TOKEN', value: accessToken },
+        amount: php(value),
+      });
       expect(data.amount.value).toBe(value);
       await wallet.executeTransfer(data.transferId);
     }
@@ -511,7 +599,10 @@ describe('audit records', () => {
   it('one record per call with the fields of the wallet call table and no secret', async () => {
     const { accessToken } = await userWithTokens();
     const started = Date.now();
-    const created = await wallet.createTransfer({ recipient: { type: 'TOKEN', value: accessToken }, amount: php('1.00') });
+    const created = await wallet.createTransfer({
+      recipient: { type: 'TOKEN', value: accessToken },
+      amount: php('1.00'),
+    });
     const missing = await walletFailure(wallet.retrieveTransfer(randomUUID()));
     expect(records).toEqual([
       {

@@ -3,7 +3,14 @@
 // changed the state, so the tests also show the reconcile path (retrieve, the ledger).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WalletCallRecord, WalletClient, WalletOperation, WalletOutcome } from '../../wallet/index.ts';
-import { clientFor, expectNoneOf, loginThroughPages, sandboxAdmin, startTestSandbox, walletFailure } from '../support/wallet-sandbox.ts';
+import {
+  clientFor,
+  expectNoneOf,
+  loginThroughPages,
+  sandboxAdmin,
+  startTestSandbox,
+  walletFailure,
+} from '../support/wallet-sandbox.ts';
 import type { RunningSandbox, SandboxAdmin } from '../support/wallet-sandbox.ts';
 
 const php = (value: string) => ({ currency: 'PHP' as const, value });
@@ -93,17 +100,27 @@ const calls: Call[] = [
     endpoint: 'connect.token',
     prepare: async (f) => () => f.wallet.clientCredentials(),
   },
-  { operation: 'op.tokens', endpoint: 'op.tokens', prepare: async (f) => () => f.wallet.refreshEmbedded(f.embedded.refreshToken) },
-  { operation: 'op.profile', endpoint: 'op.profile', prepare: async (f) => () => f.wallet.getProfile(f.embedded.accessToken) },
+  {
+    operation: 'op.tokens',
+    endpoint: 'op.tokens',
+    prepare: async (f) => () => f.wallet.refreshEmbedded(f.embedded.refreshToken),
+  },
+  {
+    operation: 'op.profile',
+    endpoint: 'op.profile',
+    prepare: async (f) => () => f.wallet.getProfile(f.embedded.accessToken),
+  },
   {
     operation: 'op.payments.create',
     endpoint: 'op.payments.create',
-    prepare: async (f) => () => f.wallet.createPayment({ userAccessToken: f.embedded.accessToken, amount: php('1.00') }),
+    prepare: async (f) => () =>
+      f.wallet.createPayment({ userAccessToken: f.embedded.accessToken, amount: php('1.00') }),
   },
   {
     operation: 'op.payments.execute',
     endpoint: 'op.payments.execute',
-    prepare: async (f) => () => f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }),
+    prepare: async (f) => () =>
+      f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }),
   },
   {
     operation: 'transfers.create',
@@ -111,8 +128,16 @@ const calls: Call[] = [
     prepare: async (f) => () =>
       f.wallet.createTransfer({ recipient: { type: 'TOKEN', value: f.standalone.accessToken }, amount: php('1.00') }),
   },
-  { operation: 'transfers.execute', endpoint: 'transfers.execute', prepare: async (f) => () => f.wallet.executeTransfer(f.transferId) },
-  { operation: 'transfers.retrieve', endpoint: 'transfers.retrieve', prepare: async (f) => () => f.wallet.retrieveTransfer(f.transferId) },
+  {
+    operation: 'transfers.execute',
+    endpoint: 'transfers.execute',
+    prepare: async (f) => () => f.wallet.executeTransfer(f.transferId),
+  },
+  {
+    operation: 'transfers.retrieve',
+    endpoint: 'transfers.retrieve',
+    prepare: async (f) => () => f.wallet.retrieveTransfer(f.transferId),
+  },
 ];
 
 /** Calls that change nothing, or whose repetition is harmless (the standalone refresh token stays). */
@@ -123,7 +148,11 @@ const safeToRepeat: ReadonlySet<WalletOperation> = new Set([
   'connect.token.refresh_token',
 ]);
 /** Calls a 7011 leaves safe to repeat as well: creates move no money. */
-const safeAfterTemporaryFailure: ReadonlySet<WalletOperation> = new Set([...safeToRepeat, 'transfers.create', 'op.payments.create']);
+const safeAfterTemporaryFailure: ReadonlySet<WalletOperation> = new Set([
+  ...safeToRepeat,
+  'transfers.create',
+  'op.payments.create',
+]);
 
 interface Expected {
   httpStatus: number | null;
@@ -132,14 +161,18 @@ interface Expected {
   retryAfterMs?: number;
 }
 
-const ambiguous = (operation: WalletOperation): WalletOutcome => (safeToRepeat.has(operation) ? 'retryable' : 'unknown');
+const ambiguous = (operation: WalletOperation): WalletOutcome =>
+  safeToRepeat.has(operation) ? 'retryable' : 'unknown';
 const isConnect = (operation: WalletOperation) => operation.startsWith('connect.');
 
 const faultModes: Record<string, { rule: { status?: number; delayMs?: number }; expected: Expected | 'ok' }> = {
   latency: { rule: { delayMs: 150 }, expected: 'ok' },
   'error-before-effect': { rule: {}, expected: { httpStatus: 503, code: () => 'HTTP_5XX', outcome: ambiguous } },
   'error-after-effect': { rule: {}, expected: { httpStatus: 502, code: () => 'HTTP_5XX', outcome: ambiguous } },
-  'reset-after-effect': { rule: {}, expected: { httpStatus: null, code: () => 'CONNECTION_RESET', outcome: ambiguous } },
+  'reset-after-effect': {
+    rule: {},
+    expected: { httpStatus: null, code: () => 'CONNECTION_RESET', outcome: ambiguous },
+  },
   'hang-after-effect': { rule: {}, expected: { httpStatus: null, code: () => 'TIMEOUT', outcome: ambiguous } },
   'temporary-failure': {
     rule: {},
@@ -262,10 +295,14 @@ describe('reconciling after an unknown outcome', () => {
     const f = await arrange();
     try {
       await admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
-      const error = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }));
+      const error = await walletFailure(
+        f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }),
+      );
       await admin.clearFaults();
       expect(error.outcome).toBe('unknown');
-      const again = await walletFailure(f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }));
+      const again = await walletFailure(
+        f.wallet.executePayment({ userAccessToken: f.embedded.accessToken, walletPaymentId: f.walletPaymentId }),
+      );
       expect([again.code, again.outcome]).toEqual(['PAYMENT_ALREADY_EXECUTED', 'unknown']);
       expect((await admin.user(f.userId)).balance).toBe('990.00');
     } finally {

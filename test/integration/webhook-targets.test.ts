@@ -39,14 +39,46 @@ afterAll(async () => {
 describe('webhook targets', () => {
   it('knows an internal address in every spelling, and a public one', () => {
     // Including the IPv6 forms that carry an IPv4 address a gateway may translate (found by a second read).
-    for (const address of ['127.0.0.1', '10.1.2.3', '172.20.0.5', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', '::', 'fd00::1', 'fe80::1', '::ffff:10.0.0.1', '::ffff:127.0.0.1', '64:ff9b::a9fe:a9fe', '64:ff9b:1::1', '2002:7f00:1::1', '::7f00:1', 'fec0::1', '2001:0:4136:e378::1']) {
+    for (const address of [
+      '127.0.0.1',
+      '10.1.2.3',
+      '172.20.0.5',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      '::',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:10.0.0.1',
+      '::ffff:127.0.0.1',
+      '64:ff9b::a9fe:a9fe',
+      '64:ff9b:1::1',
+      '2002:7f00:1::1',
+      '::7f00:1',
+      'fec0::1',
+      '2001:0:4136:e378::1',
+    ]) {
       expect(isInternalAddress(address), address).toBe(true);
     }
-    for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8']) expect(isInternalAddress(address), address).toBe(false);
+    for (const address of ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946', '8.8.8.8'])
+      expect(isInternalAddress(address), address).toBe(false);
   });
 
   it('refuses at registration, in production, plain http, internal addresses and names of walletflow’s own network', async () => {
-    for (const url of ['http://partner.example/hooks', 'https://localhost./hooks', 'https://api./hooks', 'https://2130706433/', 'https://127.0.0.1/hooks', 'https://[::1]/hooks', 'https://169.254.169.254/latest', 'https://postgres:5432/', 'https://localhost/hooks', 'https://10.0.0.5/']) {
+    for (const url of [
+      'http://partner.example/hooks',
+      'https://localhost./hooks',
+      'https://api./hooks',
+      'https://2130706433/',
+      'https://127.0.0.1/hooks',
+      'https://[::1]/hooks',
+      'https://169.254.169.254/latest',
+      'https://postgres:5432/',
+      'https://localhost/hooks',
+      'https://10.0.0.5/',
+    ]) {
       expect(refusedWebhookUrl(url), url).not.toBeNull();
     }
     expect(refusedWebhookUrl('https://hooks.partner.example/walletflow')).toBeNull();
@@ -55,16 +87,27 @@ describe('webhook targets', () => {
     const key = 'k'.repeat(40);
     const app = express();
     const wrongKeys = createAttemptLimiter(stack.database, { kind: `webhook-targets-${randomUUID()}`, limit: 20 });
-    app.use('/ops', opsAuth({ keys: [key], wrongKeys, fingerprintKey: randomBytes(32) }), express.json(), opsWebhooksRouter({ webhooks: createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) }), publicTargetsOnly: true }));
+    app.use(
+      '/ops',
+      opsAuth({ keys: [key], wrongKeys, fingerprintKey: randomBytes(32) }),
+      express.json(),
+      opsWebhooksRouter({
+        webhooks: createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) }),
+        publicTargetsOnly: true,
+      }),
+    );
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     try {
       const before = await stack.database.webhookEndpoint.count();
-      const response = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/webhooks/endpoints`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ url: 'https://169.254.169.254/latest/meta-data', events: ['funding.approved'] }),
-      });
+      const response = await fetch(
+        `http://127.0.0.1:${(server.address() as AddressInfo).port}/ops/webhooks/endpoints`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ url: 'https://169.254.169.254/latest/meta-data', events: ['funding.approved'] }),
+        },
+      );
       expect(response.status).toBe(422);
       expect(await response.json()).toMatchObject({ code: 'WEBHOOK_URL_NOT_ALLOWED' });
       expect(await stack.database.webhookEndpoint.count()).toBe(before);
@@ -85,7 +128,10 @@ describe('webhook targets', () => {
     });
     await new Promise<void>((resolve) => trickle.listen(0, '127.0.0.1', resolve));
     try {
-      const outcome = await sendWebhook(`http://127.0.0.1:${(trickle.address() as AddressInfo).port}/`, {}, '{}', { timeoutMs: 1000, publicOnly: false }).then(
+      const outcome = await sendWebhook(`http://127.0.0.1:${(trickle.address() as AddressInfo).port}/`, {}, '{}', {
+        timeoutMs: 1000,
+        publicOnly: false,
+      }).then(
         (status) => status,
         (error: { code?: string }) => error.code,
       );
@@ -100,7 +146,11 @@ describe('webhook targets', () => {
   it('refuses at delivery, in production, an internal address however the URL names it; nothing reaches it', async () => {
     const headers = { 'content-type': 'application/json' };
     hits = 0;
-    for (const url of [`https://127.0.0.1:${targetPort}/`, `https://localhost:${targetPort}/`, `http://127.0.0.1:${targetPort}/`]) {
+    for (const url of [
+      `https://127.0.0.1:${targetPort}/`,
+      `https://localhost:${targetPort}/`,
+      `http://127.0.0.1:${targetPort}/`,
+    ]) {
       const error = await sendWebhook(url, headers, '{}', { timeoutMs: 2000, publicOnly: true }).then(
         () => null,
         (caught: { code?: string }) => caught.code,
@@ -108,11 +158,14 @@ describe('webhook targets', () => {
       expect(error, url).toMatch(/^(INTERNAL_ADDRESS_REFUSED|NOT_HTTPS_REFUSED)$/);
     }
     expect(hits).toBe(0);
-    // The lookup the connection uses refuses a name that resolves inside (rebinding included: it is the connection's own lookup).
+    // The lookup the connection uses refuses a name that resolves inside (rebinding included: it is the connection's
+    // own lookup).
     const refused = await new Promise((resolve) => publicOnlyLookup('localhost', {}, (error) => resolve(error)));
     expect(refused).toMatchObject({ code: 'INTERNAL_ADDRESS_REFUSED' });
     // In development, the same target is delivered to.
-    expect(await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false })).toBe(204);
+    expect(
+      await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false }),
+    ).toBe(204);
     expect(hits).toBe(1);
   });
 });

@@ -35,21 +35,35 @@ let cli: ChildProcess | undefined;
 let output = '';
 
 /** Waits for what the CLI shows, with its output in the error. */
-const waitFor = <T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 60_000): Promise<T> =>
-  waitForValue(what, probe, timeoutMs, () => `CLI output:\n${output}`);
+const waitFor = <T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 60_000,
+): Promise<T> => waitForValue(what, probe, timeoutMs, () => `CLI output:\n${output}`);
 
 beforeAll(async () => {
   stack = await startPartnerStack();
   await stack.startWorker();
   // This stack's own deliverer, polling often (the worker process would keep one running).
-  await startDeliverWebhooks(stack.temporal, { taskQueue: stack.taskQueue, workflowId: delivererId, input: { pollIntervalMs: 100, roundMs: 2000 } });
+  await startDeliverWebhooks(stack.temporal, {
+    taskQueue: stack.taskQueue,
+    workflowId: delivererId,
+    input: { pollIntervalMs: 100, roundMs: 2000 },
+  });
   // The developer's own service, that `--forward-to` names.
   target = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const header = (name: string) => req.headers[name] as string | undefined;
-      forwarded.push({ headers: { id: header('webhook-id'), timestamp: header('webhook-timestamp'), signature: header('webhook-signature') }, body: Buffer.concat(chunks).toString('utf8') });
+      forwarded.push({
+        headers: {
+          id: header('webhook-id'),
+          timestamp: header('webhook-timestamp'),
+          signature: header('webhook-signature'),
+        },
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       res.statusCode = 204;
       res.end();
     });
@@ -60,7 +74,10 @@ beforeAll(async () => {
 
 afterAll(async () => {
   if (cli && cli.exitCode === null) cli.kill('SIGKILL');
-  await stack?.temporal.workflow.getHandle(delivererId).terminate('test over').catch(() => undefined);
+  await stack?.temporal.workflow
+    .getHandle(delivererId)
+    .terminate('test over')
+    .catch(() => undefined);
   target?.closeAllConnections();
   await new Promise((resolve) => target?.close(resolve));
   await stack?.close();
@@ -69,18 +86,29 @@ afterAll(async () => {
 describe('walletflow webhooks listen --forward-to', () => {
   it('prints each event with its signature verified, forwards it signed, refuses a forgery and deletes its endpoint on SIGINT', async () => {
     const env: NodeJS.ProcessEnv = { ...process.env, WALLETFLOW_OPS_KEY: stack.opsKey };
-    for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) delete env[name];
-    cli = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--forward-to', targetUrl, '--api', stack.apiBase], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE'])
+      delete env[name];
+    cli = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--forward-to', targetUrl, '--api', stack.apiBase],
+      { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     cli.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     cli.stderr?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
     const exited = once(cli, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
 
-    const ready = await waitFor('the CLI is ready', () => /Ready: endpoint (\S+) receives every event at (\S+), forwarded to (\S+)\./.exec(output) ?? undefined);
+    const ready = await waitFor(
+      'the CLI is ready',
+      () => /Ready: endpoint (\S+) receives every event at (\S+), forwarded to (\S+)\./.exec(output) ?? undefined,
+    );
     const [, endpointId, localUrl, forwardTo] = ready;
     expect(forwardTo).toBe(targetUrl);
     const endpoint = await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id: endpointId! } });
     expect(endpoint.url).toBe(localUrl);
-    const secret = createTokenCipher(stack.encryptionKey).decrypt(endpoint.secretEncrypted, webhookSecretContext(endpointId!));
+    const secret = createTokenCipher(stack.encryptionKey).decrypt(
+      endpoint.secretEncrypted,
+      webhookSecretContext(endpointId!),
+    );
 
     // An event: a CODE funding that ends APPROVED.
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '100.00' });
@@ -97,24 +125,41 @@ describe('walletflow webhooks listen --forward-to', () => {
     const ours = await waitFor('the event forwarded', () =>
       forwarded.find((each) => {
         const event = webhookEventBodySchema.safeParse(JSON.parse(each.body));
-        return event.success && event.data.type === 'funding.approved' && (event.data.data as { fundingId?: string }).fundingId === fundingId;
+        return (
+          event.success &&
+          event.data.type === 'funding.approved' &&
+          (event.data.data as { fundingId?: string }).fundingId === fundingId
+        );
       }),
     );
     expect(verifyStandardWebhook(secret, ours.headers, ours.body)).toBe(true);
     expect(ours.body).not.toContain(code);
     // Printed: its type, its webhook-id, the signature verified and the forward's answer.
-    const line = await waitFor('the event printed', () => output.split('\n').find((each) => each.includes(ours.headers.id!)));
-    expect(line).toMatch(new RegExp(`\\bfunding\\.approved {2}${ours.headers.id!} {2}signature verified → ${targetUrl.replace(/[.]/g, '\\.')} \\[204\\]$`));
+    const line = await waitFor('the event printed', () =>
+      output.split('\n').find((each) => each.includes(ours.headers.id!)),
+    );
+    expect(line).toMatch(
+      new RegExp(
+        `\\bfunding\\.approved {2}${ours.headers.id!} {2}signature verified → ${targetUrl.replace(/[.]/g, '\\.')} \\[204\\]$`,
+      ),
+    );
 
     // A forgery at the CLI's endpoint: refused (400), printed INVALID, never forwarded.
     const forgedId = `msg_forged_${randomUUID()}`;
     const forged = await fetch(localUrl!, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'webhook-id': forgedId, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}` },
+      headers: {
+        'content-type': 'application/json',
+        'webhook-id': forgedId,
+        'webhook-timestamp': String(Math.floor(Date.now() / 1000)),
+        'webhook-signature': `v1,${Buffer.alloc(32).toString('base64')}`,
+      },
       body: JSON.stringify({ type: 'funding.approved', data: { fundingId: randomUUID() } }),
     });
     expect(forged.status).toBe(400);
-    expect(await waitFor('the forgery printed', () => output.split('\n').find((each) => each.includes(forgedId)))).toContain('signature INVALID');
+    expect(
+      await waitFor('the forgery printed', () => output.split('\n').find((each) => each.includes(forgedId))),
+    ).toContain('signature INVALID');
     expect(forwarded.some((each) => each.headers.id === forgedId)).toBe(false);
 
     // Ctrl-C: the endpoint is deleted, and the CLI says so and exits 0.
@@ -141,10 +186,15 @@ describe('walletflow webhooks listen --forward-to', () => {
           }
           const answer = await fetch(`${stack.apiBase}${req.url ?? '/'}`, {
             method: req.method ?? 'GET',
-            headers: { authorization: String(req.headers.authorization), ...(req.headers['content-type'] ? { 'content-type': String(req.headers['content-type']) } : {}) },
+            headers: {
+              authorization: String(req.headers.authorization),
+              ...(req.headers['content-type'] ? { 'content-type': String(req.headers['content-type']) } : {}),
+            },
             ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
           });
-          res.writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' }).end(Buffer.from(await answer.arrayBuffer()));
+          res
+            .writeHead(answer.status, { 'content-type': answer.headers.get('content-type') ?? 'text/plain' })
+            .end(Buffer.from(await answer.arrayBuffer()));
         })();
       });
     });
@@ -152,9 +202,14 @@ describe('walletflow webhooks listen --forward-to', () => {
     const relayBase = `http://127.0.0.1:${(relay.address() as AddressInfo).port}`;
     try {
       const env: NodeJS.ProcessEnv = { ...process.env, WALLETFLOW_OPS_KEY: stack.opsKey };
-      for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) delete env[name];
+      for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE'])
+        delete env[name];
       let early = '';
-      const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--api', relayBase], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--api', relayBase],
+        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
+      );
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (early += chunk));
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (early += chunk));
       const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
@@ -166,7 +221,9 @@ describe('walletflow webhooks listen --forward-to', () => {
       releaseRegistration();
       const [exitCode, signal] = await exited;
       expect({ exitCode, signal }, early).toEqual({ exitCode: 0, signal: null });
-      const created = await stack.database.webhookEndpoint.findMany({ where: { createdAt: { gte: before }, url: { startsWith: 'http://127.0.0.1:' } } });
+      const created = await stack.database.webhookEndpoint.findMany({
+        where: { createdAt: { gte: before }, url: { startsWith: 'http://127.0.0.1:' } },
+      });
       const ours = created.filter((endpoint) => early.includes(endpoint.id));
       expect(ours, early).toHaveLength(1);
       expect(ours[0]!.deletedAt, early).not.toBeNull();

@@ -44,7 +44,9 @@ beforeAll(async () => {
     namespace: inject('temporalNamespace'),
     taskQueue,
     workflowBundle: { codePath: inject('workflowBundlePath') },
-    workerDeploymentOptions: versionedWorkerOptions(bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') })),
+    workerDeploymentOptions: versionedWorkerOptions(
+      bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
+    ),
     activities: createActivities({
       database: stack.database,
       refreshPool: stack.refreshPool,
@@ -59,12 +61,24 @@ beforeAll(async () => {
   });
   running = worker.run();
   // Its own deployment (the task queue's): this build is the current one.
-  await promoteOnStart(stack.temporal, bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }), 'always', createLogger({ level: 'silent' }));
-  await startDeliverWebhooks(stack.temporal, { taskQueue, workflowId: delivererId, input: { pollIntervalMs: 100, roundMs: 2000 } });
+  await promoteOnStart(
+    stack.temporal,
+    bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
+    'always',
+    createLogger({ level: 'silent' }),
+  );
+  await startDeliverWebhooks(stack.temporal, {
+    taskQueue,
+    workflowId: delivererId,
+    input: { pollIntervalMs: 100, roundMs: 2000 },
+  });
 });
 
 afterAll(async () => {
-  await stack?.temporal.workflow.getHandle(delivererId).terminate('test over').catch(() => undefined);
+  await stack?.temporal.workflow
+    .getHandle(delivererId)
+    .terminate('test over')
+    .catch(() => undefined);
   worker?.shutdown();
   await running?.catch(() => undefined);
   await workerConnection?.close();
@@ -85,8 +99,16 @@ async function receiver(options: { status?: () => number; secret?: () => string 
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const headers = { id: req.headers['webhook-id'] as string, timestamp: req.headers['webhook-timestamp'] as string, signature: req.headers['webhook-signature'] as string };
-      received.push({ id: headers.id, verified: options.secret ? verifyStandardWebhook(options.secret(), headers, body) : false, body });
+      const headers = {
+        id: req.headers['webhook-id'] as string,
+        timestamp: req.headers['webhook-timestamp'] as string,
+        signature: req.headers['webhook-signature'] as string,
+      };
+      received.push({
+        id: headers.id,
+        verified: options.secret ? verifyStandardWebhook(options.secret(), headers, body) : false,
+        body,
+      });
       res.statusCode = options.status?.() ?? 204;
       res.end();
     });
@@ -105,7 +127,11 @@ async function receiver(options: { status?: () => number; secret?: () => string 
 }
 
 async function createEndpoint(url: string, events: string[]): Promise<{ id: string; secret: string }> {
-  const response = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, events }) });
+  const response = await stack.opsFetch('/ops/webhooks/endpoints', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url, events }),
+  });
   expect(response.status).toBe(201);
   return (await response.json()) as { id: string; secret: string };
 }
@@ -125,11 +151,19 @@ async function eventually<T>(read: () => Promise<T>, until: (value: T) => boolea
   }
 }
 
-const fundings = () => createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+const fundings = () =>
+  createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
 
 function newFunding(): NewFunding {
   const id = randomUUID();
-  return { id, idempotencyKey: `webhooks-${id}`, requestFingerprint: '0'.repeat(64), workflowId: `funding-webhooks-${id}`, recipient: { type: 'CODE', code: '1234567' }, amount: moneyOf({ currency: 'PHP', value: '10.00' }) };
+  return {
+    id,
+    idempotencyKey: `webhooks-${id}`,
+    requestFingerprint: '0'.repeat(64),
+    workflowId: `funding-webhooks-${id}`,
+    recipient: { type: 'CODE', code: '1234567' },
+    amount: moneyOf({ currency: 'PHP', value: '10.00' }),
+  };
 }
 
 /** A funding stored and cancelled: PENDING → FAILED, one funding.failed event. */
@@ -140,7 +174,8 @@ async function failedFunding(): Promise<string> {
   return funding.id;
 }
 
-const eventIdsOf = async (fundingId: string) => (await stack.database.webhookEvent.findMany({ where: { fundingId } })).map((event) => event.id);
+const eventIdsOf = async (fundingId: string) =>
+  (await stack.database.webhookEvent.findMany({ where: { fundingId } })).map((event) => event.id);
 
 describe('webhook endpoints', () => {
   it('are registered with a Standard Webhooks secret shown once, read without it, and deleted', async () => {
@@ -148,12 +183,20 @@ describe('webhook endpoints', () => {
     expect(endpoint.secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
     const read = await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`);
     const body = (await read.json()) as Record<string, unknown>;
-    expect(body).toMatchObject({ id: endpoint.id, url: 'https://partner.example/hooks', events: ['funding.approved', 'payment.succeeded'] });
+    expect(body).toMatchObject({
+      id: endpoint.id,
+      url: 'https://partner.example/hooks',
+      events: ['funding.approved', 'payment.succeeded'],
+    });
     expect(JSON.stringify(body)).not.toContain(endpoint.secret.slice(6));
     // Stored sealed, never in clear.
     const row = await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } });
     expect(Buffer.from(row.secretEncrypted).toString('latin1')).not.toContain(endpoint.secret.slice(6, 20));
-    const refused = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url: 'ftp://x', events: ['funding.paid'] }) });
+    const refused = await stack.opsFetch('/ops/webhooks/endpoints', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url: 'ftp://x', events: ['funding.paid'] }),
+    });
     expect(refused.status).toBe(400);
     expect((await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' })).status).toBe(204);
     expect((await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`)).status).toBe(404);
@@ -162,8 +205,13 @@ describe('webhook endpoints', () => {
 
 describe('an endpoint’s address', () => {
   it('is shown whole only in the answer to its creation; read back, its user name, password, query values and fragment are masked, the rest as stored', async () => {
-    const url = 'https://hook-user:hook-pass@Hooks.Example.com:8443/in/%7Epartner?token=s3cret-token&kind=funding&kind=payment#s3cret-fragment';
-    const created = await stack.opsFetch('/ops/webhooks/endpoints', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, events: ['funding.failed'] }) });
+    const url =
+      'https://hook-user:hook-pass@Hooks.Example.com:8443/in/%7Epartner?token=s3cret-token&kind=funding&kind=payment#s3cret-fragment';
+    const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ url, events: ['funding.failed'] }),
+    });
     expect(created.status).toBe(201);
     const endpoint = (await created.json()) as { id: string; url: string };
     // The admin who sent it gets it back as sent.
@@ -172,11 +220,14 @@ describe('an endpoint’s address', () => {
     expect(read.status).toBe(200);
     const body = (await read.json()) as { url: string };
     expect(body.url).toBe('https://***:***@Hooks.Example.com:8443/in/%7Epartner?token=…&kind=…&kind=…');
-    for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment', 'funding&']) expect(JSON.stringify(body), secret).not.toContain(secret);
+    for (const secret of ['hook-user', 'hook-pass', 's3cret-token', 's3cret-fragment', 'funding&'])
+      expect(JSON.stringify(body), secret).not.toContain(secret);
     // Stored whole: deliveries go to the address as registered.
     expect((await stack.database.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(url);
     // The document says so, where a client reads the endpoint.
-    const document = buildOpenApiDocument() as { components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> } };
+    const document = buildOpenApiDocument() as {
+      components: { schemas: Record<string, { properties: Record<string, { description?: string }> }> };
+    };
     expect(document.components.schemas.WebhookEndpoint!.properties.url!.description).toMatch(/masked/);
     expect(document.components.schemas.WebhookEndpointCreated!.properties.url!.description).toMatch(/as sent/);
     await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' });
@@ -198,8 +249,12 @@ describe('the outbox', () => {
     await fundings().insert(funding);
     // The move's transaction fails after the funding row moved: on this funding's event insert.
     const trigger = `webhooks_test_${funding.id.replaceAll('-', '')}`;
-    await stack.database.$executeRawUnsafe(`CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`);
-    await stack.database.$executeRawUnsafe(`CREATE TRIGGER ${trigger} AFTER INSERT ON webhook_event FOR EACH ROW WHEN (NEW.funding_id = '${funding.id}') EXECUTE FUNCTION ${trigger}()`);
+    await stack.database.$executeRawUnsafe(
+      `CREATE FUNCTION ${trigger}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$`,
+    );
+    await stack.database.$executeRawUnsafe(
+      `CREATE TRIGGER ${trigger} AFTER INSERT ON webhook_event FOR EACH ROW WHEN (NEW.funding_id = '${funding.id}') EXECUTE FUNCTION ${trigger}()`,
+    );
     try {
       await expect(fundings().cancel({ id: funding.id, createdAt: new Date() })).rejects.toThrow();
     } finally {
@@ -237,7 +292,11 @@ describe('delivery', () => {
       () => deliveriesOf(endpoint.id),
       (items) => items.filter((item) => expected.includes(item.eventId) && item.status === 'SUCCEEDED').length === 3,
     );
-    expect(after.filter((item) => expected.includes(item.eventId)).map((item) => item.status)).toEqual(['SUCCEEDED', 'SUCCEEDED', 'SUCCEEDED']);
+    expect(after.filter((item) => expected.includes(item.eventId)).map((item) => item.status)).toEqual([
+      'SUCCEEDED',
+      'SUCCEEDED',
+      'SUCCEEDED',
+    ]);
     const got = partner.received.filter((request) => expected.includes(request.id));
     expect(new Set(got.map((request) => request.id))).toEqual(new Set(expected));
     expect(got.every((request) => request.verified)).toBe(true);
@@ -267,7 +326,9 @@ describe('delivery', () => {
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(partner.received.filter((request) => request.id === eventId)).toHaveLength(attemptsBefore);
     const failedList = await stack.opsFetch(`/ops/webhooks/deliveries?endpointId=${endpoint.id}&status=FAILED`);
-    expect(((await failedList.json()) as { items: WebhookDeliveryView[] }).items.map((item) => item.id)).toContain(delivery.id);
+    expect(((await failedList.json()) as { items: WebhookDeliveryView[] }).items.map((item) => item.id)).toContain(
+      delivery.id,
+    );
 
     accepting = true;
     const redelivered = await stack.opsFetch(`/ops/webhooks/deliveries/${delivery.id}/redeliver`, { method: 'POST' });
@@ -283,7 +344,9 @@ describe('delivery', () => {
     const last = partner.received.filter((request) => request.id === eventId).at(-1)!;
     expect(last.verified).toBe(true);
     // A delivery being attempted is not redelivered; an unknown one is not found.
-    expect((await stack.opsFetch(`/ops/webhooks/deliveries/${randomUUID()}/redeliver`, { method: 'POST' })).status).toBe(404);
+    expect(
+      (await stack.opsFetch(`/ops/webhooks/deliveries/${randomUUID()}/redeliver`, { method: 'POST' })).status,
+    ).toBe(404);
     await stack.opsFetch(`/ops/webhooks/endpoints/${endpoint.id}`, { method: 'DELETE' });
     await partner.stop();
   });

@@ -37,9 +37,23 @@ interface Answer {
   body: { code?: string; detail?: string; fundingId?: string; status?: string; batchId?: string; state?: string };
 }
 
-async function send(fetcher: (path: string, init?: RequestInit) => Promise<Response>, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await fetcher(path, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  return { status: response.status, retryAfter: response.headers.get('retry-after'), body: (await response.json()) as Answer['body'] };
+async function send(
+  fetcher: (path: string, init?: RequestInit) => Promise<Response>,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  const response = await fetcher(path, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return {
+    status: response.status,
+    retryAfter: response.headers.get('retry-after'),
+    body: (await response.json()) as Answer['body'],
+  };
 }
 
 /** A cash-in code of a fresh sandbox user. */
@@ -50,7 +64,13 @@ async function cashInCode(): Promise<string> {
 
 /** The ledger's transactions of a funding, by kind: its hold, and a post or release once settled. */
 async function ledgerKinds(fundingId: string): Promise<string[]> {
-  return (await stack.database.ledgerTransaction.findMany({ where: { fundingId }, orderBy: { id: 'asc' }, select: { kind: true } })).map((row) => row.kind);
+  return (
+    await stack.database.ledgerTransaction.findMany({
+      where: { fundingId },
+      orderBy: { id: 'asc' },
+      select: { kind: true },
+    })
+  ).map((row) => row.kind);
 }
 
 describe('a funding in review whose workflow task is failing (a build that cannot run its run)', () => {
@@ -65,36 +85,67 @@ describe('a funding in review whose workflow task is failing (a build that canno
 
   it('answers POST /ops/fundings/{id}/resolve 503 WORKFLOW_UNAVAILABLE with Retry-After, and changes nothing', async () => {
     // The stack's deployment's current build has no fundWallet: every task of a funding's run fails.
-    const code = await bundleWorkflows({ warnings: false, workflowsPath: path.resolve(import.meta.dirname, '../support/workflows-without-fund-wallet.ts') });
+    const code = await bundleWorkflows({
+      warnings: false,
+      workflowsPath: path.resolve(import.meta.dirname, '../support/workflows-without-fund-wallet.ts'),
+    });
     worker = await stack.createWorker({ workflowBundle: { code }, promote: 'always' });
-    const started = await send(stack.opsFetch, 'POST', '/ops/fundings', { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '7.00' } }, { 'idempotency-key': randomUUID() });
+    const started = await send(
+      stack.opsFetch,
+      'POST',
+      '/ops/fundings',
+      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '7.00' } },
+      { 'idempotency-key': randomUUID() },
+    );
     expect(started.status).toBe(202);
     const fundingId = started.body.fundingId!;
-    const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+    const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+      where: { id: fundingId },
+      select: { workflowId: true },
+    });
     // Its run is open with its workflow task failing, as after a deploy whose build cannot replay it.
     await waitFor(
       'the run’s workflow task failing',
       async () => {
-        const attempt = (await stack.temporal.workflow.getHandle(workflowId).describe()).raw.pendingWorkflowTask?.attempt ?? 0;
+        const attempt =
+          (await stack.temporal.workflow.getHandle(workflowId).describe()).raw.pendingWorkflowTask?.attempt ?? 0;
         return attempt >= 2 ? attempt : undefined;
       },
       60_000,
     );
     // The funding waits for a person, as one whose execute's outcome stayed unknown does.
-    await stack.database.funding.update({ where: { id: fundingId }, data: { status: 'NEEDS_REVIEW', transferId: `t-${randomUUID()}`, reviewReason: 'the execute’s outcome stayed unknown' } });
+    await stack.database.funding.update({
+      where: { id: fundingId },
+      data: {
+        status: 'NEEDS_REVIEW',
+        transferId: `t-${randomUUID()}`,
+        reviewReason: 'the execute’s outcome stayed unknown',
+      },
+    });
     const eventsBefore = await stack.database.fundingEvent.count({ where: { fundingId } });
 
-    const resolved = await send(stack.opsFetch, 'POST', `/ops/fundings/${fundingId}/resolve`, { outcome: 'FAILED', note: 'the operator shows nothing executed' });
+    const resolved = await send(stack.opsFetch, 'POST', `/ops/fundings/${fundingId}/resolve`, {
+      outcome: 'FAILED',
+      note: 'the operator shows nothing executed',
+    });
     // Before: 500 INTERNAL (the update's FAILED_PRECONDITION thrown as it came).
     expect(resolved.status, JSON.stringify(resolved.body)).toBe(503);
     expect(resolved.body.code).toBe('WORKFLOW_UNAVAILABLE');
     expect(Number(resolved.retryAfter)).toBeGreaterThanOrEqual(1);
-    expect(resolved.body.detail).toMatch(/nothing was changed, the funding is still NEEDS_REVIEW\. Send the same request again after Retry-After/);
+    expect(resolved.body.detail).toMatch(
+      /nothing was changed, the funding is still NEEDS_REVIEW\. Send the same request again after Retry-After/,
+    );
     expect(resolved.body.detail).toMatch(/workflow task is failing/);
 
     // Nothing changed: still in review, no resolution recorded, no event, the hold neither posted nor released.
     const after = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } });
-    expect(after).toMatchObject({ status: 'NEEDS_REVIEW', resolvedOutcome: null, resolvedBy: null, resolvedNote: null, resolvedAt: null });
+    expect(after).toMatchObject({
+      status: 'NEEDS_REVIEW',
+      resolvedOutcome: null,
+      resolvedBy: null,
+      resolvedNote: null,
+      resolvedAt: null,
+    });
     expect(await stack.database.fundingEvent.count({ where: { fundingId } })).toBe(eventsBefore);
     expect(await ledgerKinds(fundingId)).toEqual(['HOLD']);
     const view = await send(stack.opsFetch, 'GET', `/ops/fundings/${fundingId}`);
@@ -109,7 +160,8 @@ describe('an API whose Temporal cannot be reached', () => {
   let unreachableFetch: (path: string, init?: RequestInit) => Promise<Response>;
 
   beforeAll(async () => {
-    // As api/main.ts connects: lazily, so the API starts; every call then fails UNAVAILABLE after the client's own retries.
+    // As api/main.ts connects: lazily, so the API starts; every call then fails UNAVAILABLE after the client's own
+    // retries.
     temporal = connectTemporal(`127.0.0.1:${await findFreePort()}`, stack.temporalNamespace);
     const app = createApp({
       logger: createLogger({ level: 'silent' }),
@@ -131,7 +183,11 @@ describe('an API whose Temporal cannot be reached', () => {
     server = createServer(app);
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    unreachableFetch = (path, init = {}) => fetch(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${stack.opsKey}`, ...(init.headers ?? {}) } });
+    unreachableFetch = (path, init = {}) =>
+      fetch(`${base}${path}`, {
+        ...init,
+        headers: { authorization: `Bearer ${stack.opsKey}`, ...(init.headers ?? {}) },
+      });
   });
   afterAll(async () => {
     server?.closeAllConnections();
@@ -150,14 +206,17 @@ describe('an API whose Temporal cannot be reached', () => {
     const stored = await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key } });
     // The words are true: it names the funding, says it is stored with its hold and has not started, and how to go on.
     expect(refused.body.detail).toContain(`the funding ${stored.id} is stored, with its hold`);
-    expect(refused.body.detail).toMatch(/it has not started\. Send the same request with the same Idempotency-Key again after Retry-After/);
+    expect(refused.body.detail).toMatch(
+      /it has not started\. Send the same request with the same Idempotency-Key again after Retry-After/,
+    );
     // Whole, not half: the funding, its PENDING event and its hold; no workflow.
     expect(stored.status).toBe('PENDING');
     expect(await stack.database.fundingEvent.count({ where: { fundingId: stored.id } })).toBeGreaterThanOrEqual(1);
     expect(await ledgerKinds(stored.id)).toEqual(['HOLD']);
     await expect(stack.temporal.workflow.getHandle(stored.workflowId).describe()).rejects.toThrow(/not found/i);
 
-    // The same request with the same key, to an API whose Temporal answers: the same funding (200), its workflow started.
+    // The same request with the same key, to an API whose Temporal answers: the same funding (200), its workflow
+    // started.
     const retried = await send(stack.opsFetch, 'POST', '/ops/fundings', body, { 'idempotency-key': key });
     expect(retried.status, JSON.stringify(retried.body)).toBe(200);
     expect(retried.body.fundingId).toBe(stored.id);
@@ -167,26 +226,47 @@ describe('an API whose Temporal cannot be reached', () => {
   }, 60_000);
 
   it('POST /ops/fundings/{id}/cancel: cancelled in the database, its hold released, though its workflow could not be told (200, never 500)', async () => {
-    // Started where Temporal answers (its run waits: no build of the stack runs fundWallet), cancelled where it does not.
-    const started = await send(stack.opsFetch, 'POST', '/ops/fundings', { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '3.00' } }, { 'idempotency-key': randomUUID() });
+    // Started where Temporal answers (its run waits: no build of the stack runs fundWallet), cancelled where it does
+    // not.
+    const started = await send(
+      stack.opsFetch,
+      'POST',
+      '/ops/fundings',
+      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '3.00' } },
+      { 'idempotency-key': randomUUID() },
+    );
     expect(started.status).toBe(202);
     const id = started.body.fundingId!;
     const cancelled = await send(unreachableFetch, 'POST', `/ops/fundings/${id}/cancel`);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     expect(cancelled.body.status).toBe('FAILED');
-    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({ status: 'FAILED', errorCode: 'CANCELLED' });
+    expect(await stack.database.funding.findUniqueOrThrow({ where: { id } })).toMatchObject({
+      status: 'FAILED',
+      errorCode: 'CANCELLED',
+    });
     expect(await ledgerKinds(id)).toEqual(['HOLD', 'RELEASE']);
   }, 60_000);
 
   it('POST /ops/funding-batches: 503 WORKFLOW_UNAVAILABLE; the batch stored whole, RUNNING and held, and the same request with its key starts its runner', async () => {
     const key = randomUUID();
-    const body = { name: 'temporal down', items: [{ reference: 'a', recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '2.00' } }] };
+    const body = {
+      name: 'temporal down',
+      items: [
+        {
+          reference: 'a',
+          recipient: { type: 'CODE', code: await cashInCode() },
+          amount: { currency: 'PHP', value: '2.00' },
+        },
+      ],
+    };
     const refused = await send(unreachableFetch, 'POST', '/ops/funding-batches', body, { 'idempotency-key': key });
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
     expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
     const batch = await stack.database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey: key } });
-    expect(refused.body.detail).toContain(`the batch ${batch.id} is stored with its total held, RUNNING, but its runner could not be started`);
+    expect(refused.body.detail).toContain(
+      `the batch ${batch.id} is stored with its total held, RUNNING, but its runner could not be started`,
+    );
     expect(batch.state).toBe('RUNNING');
     expect(await stack.database.funding.count({ where: { batchId: batch.id } })).toBe(1);
     await expect(stack.temporal.workflow.getHandle(batchWorkflowId(batch.id)).describe()).rejects.toThrow(/not found/i);
@@ -200,24 +280,42 @@ describe('an API whose Temporal cannot be reached', () => {
 
   it('GET /ops/settlements/{date}: 503 WORKFLOW_UNAVAILABLE, the day’s run recorded; the next GET, once Temporal answers, starts that run', async () => {
     // A past day no run of this database has settled (other files share it).
-    const date = new Date(Date.UTC(1971 + Math.floor(Math.random() * 25), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
-    const runsOf = () => stack.database.$queryRaw<Array<{ id: string; state: string }>>`SELECT id::text AS id, state::text AS state FROM settlement_run WHERE date = ${date} ORDER BY number`;
+    const date = new Date(
+      Date.UTC(
+        1971 + Math.floor(Math.random() * 25),
+        Math.floor(Math.random() * 12),
+        1 + Math.floor(Math.random() * 28),
+      ),
+    )
+      .toISOString()
+      .slice(0, 10);
+    const runsOf = () =>
+      stack.database.$queryRaw<
+        Array<{ id: string; state: string }>
+      >`SELECT id::text AS id, state::text AS state FROM settlement_run WHERE date = ${date} ORDER BY number`;
     expect(await runsOf()).toEqual([]);
     const refused = await send(unreachableFetch, 'GET', `/ops/settlements/${date}`);
     // Before: 500 INTERNAL.
     expect(refused.status, JSON.stringify(refused.body)).toBe(503);
     expect(refused.body.code).toBe('WORKFLOW_UNAVAILABLE');
     expect(Number(refused.retryAfter)).toBeGreaterThanOrEqual(1);
-    expect(refused.body.detail).toContain(`the settlement run of ${date} is recorded, but its workflow could not be started`);
+    expect(refused.body.detail).toContain(
+      `the settlement run of ${date} is recorded, but its workflow could not be started`,
+    );
     const [run, ...more] = await runsOf();
     expect(more).toEqual([]);
     expect(run?.state).toBe('RUNNING');
-    await expect(stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe()).rejects.toThrow(/not found/i);
+    await expect(stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe()).rejects.toThrow(
+      /not found/i,
+    );
 
-    // The same request where Temporal answers: that run, its workflow started (no build of the stack runs it: 202, under way).
+    // The same request where Temporal answers: that run, its workflow started (no build of the stack runs it: 202,
+    // under way).
     const again = await send(stack.opsFetch, 'GET', `/ops/settlements/${date}`);
     expect(again.status, JSON.stringify(again.body)).toBe(202);
     expect((again.body as { runId?: string }).runId).toBe(run!.id);
-    await expect(stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe()).resolves.toBeDefined();
+    await expect(
+      stack.temporal.workflow.getHandle(settlementWorkflowId(date, run!.id)).describe(),
+    ).resolves.toBeDefined();
   }, 60_000);
 });

@@ -1,5 +1,6 @@
 // `npm run histories:capture`: runs every path of walletflow's workflows (fundWallet, payWallet,
-// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks, fundBatch, settleDay) on a real stack and stores each history as Temporal
+// onboardEmbeddedSession, reconcileFundings, purgeExpired, deliverWebhooks, fundBatch, settleDay) on a real stack and
+// stores each history as Temporal
 // JSON in test/replay/histories/, for the replay tests. See docs/changing-workflows.md.
 //
 //   npm run histories:capture                              # boots everything in this process
@@ -43,7 +44,12 @@ import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 import { startReplayStack, type ReplayStack } from '../support/replay-stack.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
-import { fundingStatusQuery, fundWalletWorkflowType, type FundWalletInput, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
+import {
+  fundingStatusQuery,
+  fundWalletWorkflowType,
+  type FundWalletInput,
+  type FundWalletWorkflow,
+} from '../../workflows/fund-wallet.contract.ts';
 import { paymentStatusQuery } from '../../workflows/pay-wallet.contract.ts';
 import { kindKey, recipientTypeKey, statusKey } from '../../workflows/search-attribute-keys.ts';
 import { startSweep } from '../../workflows/sweep.contract.ts';
@@ -58,8 +64,19 @@ interface Secret {
   value: string;
 }
 
-/** What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report, a delivery round. */
-type CapturedResult = FundingResult | PaymentResult | OnboardEmbeddedSessionResult | SweepReport | PurgeReport | DeliveryRoundReport | FundBatchResult | SettleDayResult;
+/**
+ * What a path's workflow returned: a funding, payment or onboarding result, a sweep or a purge report, a delivery
+ * round.
+ */
+type CapturedResult =
+  | FundingResult
+  | PaymentResult
+  | OnboardEmbeddedSessionResult
+  | SweepReport
+  | PurgeReport
+  | DeliveryRoundReport
+  | FundBatchResult
+  | SettleDayResult;
 
 interface Captured {
   workflowId: string;
@@ -85,7 +102,9 @@ const { values: args } = parseArgs({
   },
 });
 if (args.help) {
-  process.stdout.write('usage: npm run histories:capture [-- --address HOST:PORT] [--namespace NAME] [--only name,name] [--archive LABEL]\n');
+  process.stdout.write(
+    'usage: npm run histories:capture [-- --address HOST:PORT] [--namespace NAME] [--only name,name] [--archive LABEL]\n',
+  );
   process.exit(0);
 }
 // --only takes path names and workflow types (all of that workflow's paths), in the order given.
@@ -97,7 +116,10 @@ const selected = [
   ),
 ] as HistoryName[];
 for (const name of selected) {
-  if (!historyNames.includes(name)) throw new Error(`unknown path ${name}; known: ${historyNames.join(', ')} (or a workflow type: ${workflowTypes.join(', ')})`);
+  if (!historyNames.includes(name))
+    throw new Error(
+      `unknown path ${name}; known: ${historyNames.join(', ')} (or a workflow type: ${workflowTypes.join(', ')})`,
+    );
 }
 const archiveTo = args.archive === undefined ? undefined : path.join(archiveDir, args.archive);
 if (archiveTo !== undefined && (!/^[\w.-]+$/.test(args.archive ?? '') || existsSync(archiveTo))) {
@@ -114,10 +136,13 @@ const fail = (message: string): never => {
 // times) gets one line instead of a stack trace. No shutdown signals for the runtime: the handler
 // in main() stops the worker, then what it depends on.
 const workerLog = (entry: LogEntry) => {
-  const meta = entry.meta as { activityType?: string; attempt?: number; error?: { type?: string; message?: string } } | undefined;
+  const meta = entry.meta as
+    { activityType?: string; attempt?: number; error?: { type?: string; message?: string } } | undefined;
   const at = new Date(Number(entry.timestampNanos / 1_000_000n)).toISOString();
   if (entry.message === 'Activity failed' && meta?.error?.type === 'WalletTransient') {
-    process.stderr.write(`  ${at} ${meta.activityType ?? 'activity'} attempt ${meta.attempt ?? '?'} failed: ${meta.error.message ?? ''}\n`);
+    process.stderr.write(
+      `  ${at} ${meta.activityType ?? 'activity'} attempt ${meta.attempt ?? '?'} failed: ${meta.error.message ?? ''}\n`,
+    );
     return;
   }
   process.stderr.write(`${at} [${entry.level}] ${entry.message}${meta === undefined ? '' : ` ${inspect(meta)}`}\n`);
@@ -129,7 +154,8 @@ const activityTypes = (history: HistoryJson) =>
   history.events.flatMap((event) => {
     const attributes = event.activityTaskScheduledEventAttributes as { activityType?: { name?: string } } | undefined;
     if (attributes?.activityType?.name) return [attributes.activityType.name];
-    const marker = event.markerRecordedEventAttributes as { markerName?: string; details?: { data?: { payloads?: Array<{ data?: string }> } } } | undefined;
+    const marker = event.markerRecordedEventAttributes as
+      { markerName?: string; details?: { data?: { payloads?: Array<{ data?: string }> } } } | undefined;
     if (marker?.markerName !== 'core_local_activity') return [];
     const data = marker.details?.data?.payloads?.[0]?.data;
     const type = data ? /"activity_type":"([^"]+)"/.exec(Buffer.from(data, 'base64').toString('utf8'))?.[1] : undefined;
@@ -137,24 +163,38 @@ const activityTypes = (history: HistoryJson) =>
   });
 const expectActivities = (history: HistoryJson, must: string[], mustNot: string[] = []) => {
   const types = activityTypes(history);
-  for (const type of must) if (!types.includes(type)) fail(`expected activity ${type}, history has ${types.join(', ')}`);
-  for (const type of mustNot) if (types.includes(type)) fail(`expected no activity ${type}, history has ${types.join(', ')}`);
+  for (const type of must)
+    if (!types.includes(type)) fail(`expected activity ${type}, history has ${types.join(', ')}`);
+  for (const type of mustNot)
+    if (types.includes(type)) fail(`expected no activity ${type}, history has ${types.join(', ')}`);
 };
 /** Exactly these activities, in this order. */
 const expectActivitySequence = (history: HistoryJson, expected: string[]) => {
   const types = activityTypes(history);
-  if (types.join(',') !== expected.join(',')) fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
+  if (types.join(',') !== expected.join(','))
+    fail(`expected ${expected.join(', ')}, the history has ${types.join(', ')}`);
 };
-const expectOutcome = (result: { status: string; errorCode: string | null }, status: string, errorCode: string | null) => {
+const expectOutcome = (
+  result: { status: string; errorCode: string | null },
+  status: string,
+  errorCode: string | null,
+) => {
   if (result.status !== status || result.errorCode !== errorCode) {
-    fail(`expected ${status}/${errorCode ?? 'no code'}, the workflow returned ${result.status}/${result.errorCode ?? 'no code'}`);
+    fail(
+      `expected ${status}/${errorCode ?? 'no code'}, the workflow returned ${result.status}/${result.errorCode ?? 'no code'}`,
+    );
   }
 };
 
 async function withTimeout<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   try {
-    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms)))]);
+    return await Promise.race([
+      promise,
+      new Promise<never>(
+        (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: no result within ${ms} ms`)), ms)),
+      ),
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -184,7 +224,12 @@ async function main() {
     if (interrupted) return;
     interrupted = true;
     process.stderr.write('\ninterrupted: cleaning up\n');
-    void starting.then((stack) => stack.close(), () => undefined).finally(() => process.exit(130));
+    void starting
+      .then(
+        (stack) => stack.close(),
+        () => undefined,
+      )
+      .finally(() => process.exit(130));
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -201,7 +246,11 @@ async function main() {
     const outputs = new Map<HistoryName, string>();
     for (const name of selected) {
       if (interrupted) return;
-      const { captured, json, events } = await withTimeout(captureHistory(stack, name, baseSecrets), slowPaths[name] ?? 90_000, name).catch((error: Error) => {
+      const { captured, json, events } = await withTimeout(
+        captureHistory(stack, name, baseSecrets),
+        slowPaths[name] ?? 90_000,
+        name,
+      ).catch((error: Error) => {
         throw new Error(`${name}: ${error.message}`, { cause: error });
       });
       outputs.set(name, `${json}\n`);
@@ -213,7 +262,8 @@ async function main() {
     if (archiveTo) {
       // Workflows started on the old code may still be running: their histories keep replaying.
       await mkdir(archiveTo, { recursive: true });
-      for (const name of outputs.keys()) if (existsSync(historyFile(name))) await rename(historyFile(name), path.join(archiveTo, `${name}.json`));
+      for (const name of outputs.keys())
+        if (existsSync(historyFile(name))) await rename(historyFile(name), path.join(archiveTo, `${name}.json`));
       step(`kept the replaced histories in ${path.relative(process.cwd(), archiveTo)}`);
     }
     for (const [name, json] of outputs) await writeFile(historyFile(name), json);
@@ -224,10 +274,15 @@ async function main() {
 }
 
 function describeResult(result: CapturedResult): string {
-  if ('rateLimited' in result) return `settled ${result.checked}: ${result.matched} matched, ${result.missing} missing, ${result.mismatched} mismatched`;
+  if ('rateLimited' in result)
+    return `settled ${result.checked}: ${result.matched} matched, ${result.missing} missing, ${result.mismatched} mismatched`;
   if ('checked' in result) return `checked ${result.checked}, repaired ${result.repaired}`;
-  if ('deleted' in result) return `deleted ${Object.entries(result.deleted).map(([table, count]) => `${count} ${table}`).join(', ')}`;
-  if ('claimed' in result) return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
+  if ('deleted' in result)
+    return `deleted ${Object.entries(result.deleted)
+      .map(([table, count]) => `${count} ${table}`)
+      .join(', ')}`;
+  if ('claimed' in result)
+    return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
   if ('state' in result) return `batch ${result.state}`;
   return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
@@ -238,7 +293,9 @@ async function captureHistory(stack: ReplayStack, name: HistoryName, baseSecrets
   // historyToJSON writes the Temporal CLI/UI export format, which historyFromJSON (and so
   // Worker.runReplayHistories) reads back.
   const json = historyToJSON(
-    captured.runId === undefined ? await stack.fetchHistory(captured.workflowId) : await stack.temporal.workflow.getHandle(captured.workflowId, captured.runId).fetchHistory(),
+    captured.runId === undefined
+      ? await stack.fetchHistory(captured.workflowId)
+      : await stack.temporal.workflow.getHandle(captured.workflowId, captured.runId).fetchHistory(),
   );
   const parsed = JSON.parse(json) as HistoryJson;
   await captured.check?.(parsed);
@@ -252,11 +309,19 @@ async function captureHistory(stack: ReplayStack, name: HistoryName, baseSecrets
  * the ops API: its first GET starts the run. The run's workflow id.
  */
 async function settleDayOf(stack: ReplayStack, count: number): Promise<{ workflowId: string }> {
-  const day = new Date(Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28))).toISOString().slice(0, 10);
-  await plantApprovedDay({ databaseUrl: stack.databaseUrl, admin: stack.admin }, { date: day, timeZone: 'Asia/Manila', count });
+  const day = new Date(
+    Date.UTC(2001 + Math.floor(Math.random() * 20), Math.floor(Math.random() * 12), 1 + Math.floor(Math.random() * 28)),
+  )
+    .toISOString()
+    .slice(0, 10);
+  await plantApprovedDay(
+    { databaseUrl: stack.databaseUrl, admin: stack.admin },
+    { date: day, timeZone: 'Asia/Manila', count },
+  );
   const response = await stack.opsFetch(`/ops/settlements/${day}`);
   const answer = (await response.json()) as { runId?: string };
-  if (![200, 202].includes(response.status) || !answer.runId) fail(`GET /ops/settlements/${day}: ${response.status} ${JSON.stringify(answer)}`);
+  if (![200, 202].includes(response.status) || !answer.runId)
+    fail(`GET /ops/settlements/${day}: ${response.status} ${JSON.stringify(answer)}`);
   return { workflowId: settlementWorkflowId(day, answer.runId as string) };
 }
 
@@ -267,9 +332,13 @@ async function postFunding(stack: ReplayStack, body: unknown): Promise<{ funding
     body: JSON.stringify(body),
   });
   const answer = (await response.json()) as { fundingId?: string };
-  if (response.status !== 202 || !answer.fundingId) fail(`POST /ops/fundings: ${response.status} ${JSON.stringify(answer)}`);
+  if (response.status !== 202 || !answer.fundingId)
+    fail(`POST /ops/fundings: ${response.status} ${JSON.stringify(answer)}`);
   const fundingId = answer.fundingId as string;
-  const { workflowId } = await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId }, select: { workflowId: true } });
+  const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+    where: { id: fundingId },
+    select: { workflowId: true },
+  });
   return { fundingId, workflowId };
 }
 
@@ -301,16 +370,29 @@ async function embeddedLink(stack: ReplayStack, balance: string, options: { expi
 }
 
 /** The tokens a link was issued and holds now (a refresh may have replaced them): secrets of the path. */
-async function linkSecrets(stack: ReplayStack, linkId: string, issued: { accessToken: string; refreshToken: string }): Promise<Secret[]> {
+async function linkSecrets(
+  stack: ReplayStack,
+  linkId: string,
+  issued: { accessToken: string; refreshToken: string },
+): Promise<Secret[]> {
   const current = await stack.tokens.read(stack.database, linkId);
   return [
     { name: 'the issued access token', value: issued.accessToken },
     { name: 'the issued refresh token', value: issued.refreshToken },
-    ...(current ? [{ name: 'the link’s access token', value: current.accessToken }, { name: 'the link’s refresh token', value: current.refreshToken }] : []),
+    ...(current
+      ? [
+          { name: 'the link’s access token', value: current.accessToken },
+          { name: 'the link’s refresh token', value: current.refreshToken },
+        ]
+      : []),
   ];
 }
 
-async function postPayment(stack: ReplayStack, linkId: string, value: string): Promise<{ id: string; workflowId: string }> {
+async function postPayment(
+  stack: ReplayStack,
+  linkId: string,
+  value: string,
+): Promise<{ id: string; workflowId: string }> {
   const response = await stack.opsFetch('/ops/payments', {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'idempotency-key': `capture-${randomUUID()}` },
@@ -319,7 +401,10 @@ async function postPayment(stack: ReplayStack, linkId: string, value: string): P
   const answer = (await response.json()) as { id?: string };
   if (response.status !== 202 || !answer.id) fail(`POST /ops/payments: ${response.status} ${JSON.stringify(answer)}`);
   const id = answer.id as string;
-  const { workflowId } = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { workflowId: true } });
+  const { workflowId } = await stack.database.payment.findUniqueOrThrow({
+    where: { id },
+    select: { workflowId: true },
+  });
   return { id, workflowId };
 }
 
@@ -343,7 +428,12 @@ async function untilInReview(stack: ReplayStack, workflowId: string): Promise<vo
 }
 
 /** Resolves a payment in review through the ops API, which runs the workflow's `resolve` update. */
-async function resolvePayment(stack: ReplayStack, id: string, outcome: 'SUCCEEDED' | 'FAILED', note: string): Promise<void> {
+async function resolvePayment(
+  stack: ReplayStack,
+  id: string,
+  outcome: 'SUCCEEDED' | 'FAILED',
+  note: string,
+): Promise<void> {
   const response = await stack.opsFetch(`/ops/payments/${id}/resolve`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
@@ -353,18 +443,30 @@ async function resolvePayment(stack: ReplayStack, id: string, outcome: 'SUCCEEDE
 }
 
 async function reviewOf(stack: ReplayStack, id: string) {
-  const payment = await stack.database.payment.findUniqueOrThrow({ where: { id }, select: { reviewReason: true, reviewEvidence: true } });
-  return { reason: payment.reviewReason ?? '', codes: ((payment.reviewEvidence ?? []) as Array<{ code: string }>).map((attempt) => attempt.code) };
+  const payment = await stack.database.payment.findUniqueOrThrow({
+    where: { id },
+    select: { reviewReason: true, reviewEvidence: true },
+  });
+  return {
+    reason: payment.reviewReason ?? '',
+    codes: ((payment.reviewEvidence ?? []) as Array<{ code: string }>).map((attempt) => attempt.code),
+  };
 }
 
-const count = (history: HistoryJson, activityType: string) => activityTypes(history).filter((type) => type === activityType).length;
-const hasEvent = (history: HistoryJson, eventType: string) => history.events.some((event) => event.eventType === eventType);
+const count = (history: HistoryJson, activityType: string) =>
+  activityTypes(history).filter((type) => type === activityType).length;
+const hasEvent = (history: HistoryJson, eventType: string) =>
+  history.events.some((event) => event.eventType === eventType);
 
 /** The review paths' history: the execute attempts, a parked review, and the resolve update that ended it. */
 const expectReviewResolved = (history: HistoryJson, executes: number) => {
   expectActivities(history, ['createPayment', 'executePayment', 'parkForReview', 'resolvePayment'], ['finishPayment']);
-  if (count(history, 'executePayment') !== executes) fail(`expected ${executes} execute attempts, the history has ${count(history, 'executePayment')}`);
-  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED') || !hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) {
+  if (count(history, 'executePayment') !== executes)
+    fail(`expected ${executes} execute attempts, the history has ${count(history, 'executePayment')}`);
+  if (
+    !hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED') ||
+    !hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')
+  ) {
     fail('expected the resolve update (accepted and completed) in the history');
   }
 };
@@ -373,10 +475,18 @@ const expectReviewResolved = (history: HistoryJson, executes: number) => {
 const walletCalls = (stack: ReplayStack, operation: string, httpStatus: number, since: Date) =>
   stack.database.walletCall.count({ where: { operation, httpStatus, startedAt: { gte: since } } });
 
-/** Waits until the fundWallet workflow itself is in NEEDS_REVIEW (its `status` query, which the resolve update's validator reads). */
+/**
+ * Waits until the fundWallet workflow itself is in NEEDS_REVIEW (its `status` query, which the resolve update's
+ * validator reads).
+ */
 async function untilFundingInReview(stack: ReplayStack, workflowId: string): Promise<void> {
   const handle = stack.temporal.workflow.getHandle(workflowId);
-  await until(`${workflowId} in NEEDS_REVIEW`, async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW', 60_000, 200);
+  await until(
+    `${workflowId} in NEEDS_REVIEW`,
+    async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW',
+    60_000,
+    200,
+  );
 }
 
 /**
@@ -396,10 +506,16 @@ async function fundingInReviewThenLanded(stack: ReplayStack) {
   } finally {
     await stack.admin.clearFaults();
   }
-  const { transferId } = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { transferId: true } });
+  const { transferId } = await stack.database.funding.findUniqueOrThrow({
+    where: { id: posted.fundingId },
+    select: { transferId: true },
+  });
   await until(
     'the queued execute landing at the wallet',
-    async () => (await stack.admin.ledger()).transfers.some((transfer) => transfer.transferId === transferId && transfer.status === 'APPROVED'),
+    async () =>
+      (await stack.admin.ledger()).transfers.some(
+        (transfer) => transfer.transferId === transferId && transfer.status === 'APPROVED',
+      ),
     60_000,
     250,
   );
@@ -408,17 +524,28 @@ async function fundingInReviewThenLanded(stack: ReplayStack) {
 
 /** The checks of both review paths: four executes, retrieves, the review and the resolve update that ended it. */
 const expectFundingReviewResolved = (history: HistoryJson) => {
-  expectActivities(history, ['fundInOnePass', 'executeTransfer', 'retrieveTransfer', 'markReconciling', 'parkFundingForReview', 'resolveFunding']);
+  expectActivities(history, [
+    'fundInOnePass',
+    'executeTransfer',
+    'retrieveTransfer',
+    'markReconciling',
+    'parkFundingForReview',
+    'resolveFunding',
+  ]);
   // The first execute is the one pass's, the other three are execute activities.
-  if (count(history, 'executeTransfer') !== 3) fail(`expected 3 execute activities after the one pass's, the history has ${count(history, 'executeTransfer')}`);
-  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED')) fail('expected the resolve update in the history');
+  if (count(history, 'executeTransfer') !== 3)
+    fail(`expected 3 execute activities after the one pass's, the history has ${count(history, 'executeTransfer')}`);
+  if (!hasEvent(history, 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED'))
+    fail('expected the resolve update in the history');
 };
 
 /** Whether a worker has started the workflow's pending activity of this type (it is in flight). */
 async function activityRunning(stack: ReplayStack, workflowId: string, activityType: string): Promise<boolean> {
   const { raw } = await stack.temporal.workflow.getHandle(workflowId).describe();
   return (raw.pendingActivities ?? []).some(
-    (activity) => activity.activityType?.name === activityType && activity.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
+    (activity) =>
+      activity.activityType?.name === activityType &&
+      activity.state === proto.temporal.api.enums.v1.PendingActivityState.PENDING_ACTIVITY_STATE_STARTED,
   );
 }
 
@@ -434,7 +561,10 @@ async function runSweep(stack: ReplayStack, olderThanSeconds: number): Promise<S
  * session URL answers, so the tokens it stored can be read (they are secrets of the path) before
  * onboarding moves them to the link; `beforeOnboarding` runs then too (faults, the sandbox clock).
  */
-async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessTokenExpiresAt: Date }) => Promise<unknown> = async () => {}) {
+async function onboard(
+  stack: ReplayStack,
+  beforeOnboarding: (row: { accessTokenExpiresAt: Date }) => Promise<unknown> = async () => {},
+) {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00', ...onboardingUserName });
   await stack.stopWorker();
   let sessionId: string;
@@ -442,7 +572,8 @@ async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessToken
   try {
     sessionId = (await stack.admin.launch(user.userId)).sessionId;
     row = await stack.database.embeddedSession.findUniqueOrThrow({ where: { sessionIdHash: hashBearer(sessionId) } });
-    if (row.status !== 'PENDING' || !row.accessTokenEncrypted || !row.refreshTokenEncrypted) fail(`the session row is ${row.status}, without its tokens`);
+    if (row.status !== 'PENDING' || !row.accessTokenEncrypted || !row.refreshTokenEncrypted)
+      fail(`the session row is ${row.status}, without its tokens`);
     await beforeOnboarding(row);
   } finally {
     await stack.startWorker();
@@ -451,8 +582,14 @@ async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessToken
   const outcome = (await stack.result(workflowId)) as OnboardEmbeddedSessionResult;
   const secrets: Secret[] = [
     { name: 'the session id', value: sessionId },
-    { name: 'the delivered access token', value: stack.cipher.decrypt(row.accessTokenEncrypted!, sessionAccessTokenContext(row.id)) },
-    { name: 'the delivered refresh token', value: stack.cipher.decrypt(row.refreshTokenEncrypted!, sessionRefreshTokenContext(row.id)) },
+    {
+      name: 'the delivered access token',
+      value: stack.cipher.decrypt(row.accessTokenEncrypted!, sessionAccessTokenContext(row.id)),
+    },
+    {
+      name: 'the delivered refresh token',
+      value: stack.cipher.decrypt(row.refreshTokenEncrypted!, sessionRefreshTokenContext(row.id)),
+    },
     { name: 'the user’s first name', value: onboardingUserName.firstName },
     { name: 'the user’s last name', value: onboardingUserName.lastName },
     { name: 'the user’s mobile number', value: user.mobile },
@@ -467,7 +604,10 @@ async function onboard(stack: ReplayStack, beforeOnboarding: (row: { accessToken
 async function stuckFunding(stack: ReplayStack, options: { executed: boolean }) {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const { code } = await stack.admin.cashInCode(user.userId);
-  const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount('12.00') });
+  const transfer = await stack.wallet.createTransfer({
+    recipient: { type: 'CODE', value: code },
+    amount: amount('12.00'),
+  });
   if (options.executed) await stack.wallet.executeTransfer(transfer.data.transferId);
   const id = randomUUID();
   await stack.database.funding.create({
@@ -500,7 +640,10 @@ async function takenOverFunding(stack: ReplayStack, status: 'CREATING' | 'EXECUT
   try {
     const { code, secrets } = await codeFor(stack, { kycLevel: 'KYC1' });
     const posted = await postFunding(stack, { recipient: { type: 'CODE', code }, amount: amount(value) });
-    const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount(value) });
+    const transfer = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: code },
+      amount: amount(value),
+    });
     const { transferId } = transfer.data;
     if (status === 'EXECUTING') await stack.wallet.executeTransfer(transferId);
     await stack.database.funding.update({ where: { id: posted.fundingId }, data: { status, transferId } });
@@ -526,9 +669,17 @@ async function webhookReceiver(stack: ReplayStack, statuses: number[]) {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const headers = { id: req.headers['webhook-id'] as string | undefined, timestamp: req.headers['webhook-timestamp'] as string | undefined, signature: req.headers['webhook-signature'] as string | undefined };
+      const headers = {
+        id: req.headers['webhook-id'] as string | undefined,
+        timestamp: req.headers['webhook-timestamp'] as string | undefined,
+        signature: req.headers['webhook-signature'] as string | undefined,
+      };
       const status = statuses[Math.min(received.length, statuses.length - 1)] ?? 204;
-      received.push({ id: headers.id ?? '', verified: verifyStandardWebhook(secret, headers, Buffer.concat(chunks).toString('utf8')), status });
+      received.push({
+        id: headers.id ?? '',
+        verified: verifyStandardWebhook(secret, headers, Buffer.concat(chunks).toString('utf8')),
+        status,
+      });
       res.statusCode = status;
       res.end();
     });
@@ -537,10 +688,14 @@ async function webhookReceiver(stack: ReplayStack, statuses: number[]) {
   const response = await stack.opsFetch('/ops/webhooks/endpoints', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`, events: webhookEventTypes }),
+    body: JSON.stringify({
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`,
+      events: webhookEventTypes,
+    }),
   });
   const endpoint = (await response.json()) as { id?: string; secret?: string };
-  if (response.status !== 201 || !endpoint.id || !endpoint.secret) fail(`POST /ops/webhooks/endpoints: ${response.status}`);
+  if (response.status !== 201 || !endpoint.id || !endpoint.secret)
+    fail(`POST /ops/webhooks/endpoints: ${response.status}`);
   secret = endpoint.secret as string;
   return {
     received,
@@ -564,22 +719,42 @@ async function deliveryRound(stack: ReplayStack, statuses: number[], roundMs: nu
     const funded = await fundByCode(stack, { kycLevel: 'KYC1' }, '20.00');
     expectOutcome(funded.result, 'APPROVED', null);
     const workflowId = `capture-webhooks-${randomUUID()}`;
-    const handle = await startDeliverWebhooks(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { pollIntervalMs: 100, roundMs, roundsPerRun: 1 } });
+    const handle = await startDeliverWebhooks(stack.temporal, {
+      taskQueue: stack.taskQueue,
+      workflowId,
+      input: { pollIntervalMs: 100, roundMs, roundsPerRun: 1 },
+    });
     // Its first run (a round lasts roundMs: it has not continued yet).
     const { runId } = await handle.describe();
     const run = stack.temporal.workflow.getHandle(workflowId, runId);
-    await until('the delivery round to end', async () => (await run.describe()).status.name !== 'RUNNING', roundMs + 60_000, 250);
+    await until(
+      'the delivery round to end',
+      async () => (await run.describe()).status.name !== 'RUNNING',
+      roundMs + 60_000,
+      250,
+    );
     const status = (await run.describe()).status.name;
-    await stack.temporal.workflow.getHandle(workflowId).terminate('captured: one round is enough').catch(() => undefined);
+    await stack.temporal.workflow
+      .getHandle(workflowId)
+      .terminate('captured: one round is enough')
+      .catch(() => undefined);
     // The next run's round may have begun: it learns of the termination only at a heartbeat, so it
     // is let finish before anything else (it would claim the next path's deliveries).
     await new Promise((resolve) => setTimeout(resolve, roundMs + 1000));
     if (status !== 'CONTINUED_AS_NEW') fail(`expected the run to continue as new, it ended ${status}`);
-    const completed = (await run.fetchHistory()).events?.find((event) => event.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes;
+    const completed = (await run.fetchHistory()).events?.find(
+      (event) => event.activityTaskCompletedEventAttributes,
+    )?.activityTaskCompletedEventAttributes;
     const data = completed?.result?.payloads?.[0]?.data;
     const report = (data ? JSON.parse(Buffer.from(data).toString('utf8')) : {}) as DeliveryRoundReport;
     if (!receiver.received.every((each) => each.verified)) fail('a delivery did not verify under the endpoint secret');
-    return { workflowId, runId, report, received: receiver.received, secrets: [...funded.secrets, ...receiver.secrets] };
+    return {
+      workflowId,
+      runId,
+      report,
+      received: receiver.received,
+      secrets: [...funded.secrets, ...receiver.secrets],
+    };
   } finally {
     await receiver.close();
   }
@@ -593,11 +768,17 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       return {
         ...captured,
         check: (history) => {
-          expectActivities(history, ['fundInOnePass'], ['loadFunding', 'createTransfer', 'executeTransfer', 'retrieveTransfer', 'markReconciling']);
+          expectActivities(
+            history,
+            ['fundInOnePass'],
+            ['loadFunding', 'createTransfer', 'executeTransfer', 'retrieveTransfer', 'markReconciling'],
+          );
           // One workflow task, no activity task: the whole funding in one local activity (a task
           // failed and retried would have run it twice: that path is cancelled-during-create).
           if (hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')) fail('expected no activity task');
-          const tasks = history.events.filter((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED').length;
+          const tasks = history.events.filter(
+            (event) => event.eventType === 'EVENT_TYPE_WORKFLOW_TASK_COMPLETED',
+          ).length;
           if (tasks !== 1) fail(`expected one workflow task, the history has ${tasks}`);
         },
       };
@@ -605,13 +786,17 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     case 'token-approved-with-refresh': {
       // walletflow believes the access token expired: the vault refreshes it inside createTransfer.
       const { user, issued, linkId } = await embeddedLink(stack, '0.00', { expired: true });
-      const { workflowId } = await postFunding(stack, { recipient: { type: 'TOKEN', linkId }, amount: amount('10.00') });
+      const { workflowId } = await postFunding(stack, {
+        recipient: { type: 'TOKEN', linkId },
+        amount: amount('10.00'),
+      });
       const outcome = await result(stack, workflowId);
       expectOutcome(outcome, 'APPROVED', null);
       const refreshes = (await stack.admin.ledger()).refreshes.filter((refresh) => refresh.userId === user.userId);
       if (refreshes.length !== 1) fail(`expected one token refresh, the sandbox saw ${refreshes.length}`);
       const current = await stack.tokens.read(stack.database, linkId);
-      if (!current || current.accessToken === issued.accessToken) fail('the link kept its old access token: no refresh happened');
+      if (!current || current.accessToken === issued.accessToken)
+        fail('the link kept its old access token: no refresh happened');
       return {
         workflowId,
         result: outcome,
@@ -626,19 +811,30 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     case 'm133-rejected': {
       const captured = await fundByCode(stack, { kycLevel: 'KYC0' }, '5.00');
       expectOutcome(captured.result, 'REJECTED', 'M133');
-      return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']) };
+      return {
+        ...captured,
+        check: (history) =>
+          expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']),
+      };
     }
     case 'declined': {
       const captured = await fundByCode(stack, { kycLevel: 'KYC1', blocked: true }, '5.00');
       expectOutcome(captured.result, 'DECLINED', '6002');
-      return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass'], ['executeTransfer', 'retrieveTransfer']) };
+      return {
+        ...captured,
+        check: (history) => expectActivities(history, ['fundInOnePass'], ['executeTransfer', 'retrieveTransfer']),
+      };
     }
     case 'execute-unknown-reconciled': {
       await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
       try {
         const captured = await fundByCode(stack, { kycLevel: 'KYC1' }, '7.00');
         expectOutcome(captured.result, 'APPROVED', null);
-        return { ...captured, check: (history) => expectActivities(history, ['fundInOnePass', 'markReconciling', 'retrieveTransfer'], ['executeTransfer']) };
+        return {
+          ...captured,
+          check: (history) =>
+            expectActivities(history, ['fundInOnePass', 'markReconciling', 'retrieveTransfer'], ['executeTransfer']),
+        };
       } finally {
         await stack.admin.clearFaults();
       }
@@ -652,7 +848,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
           ...captured,
           check: (history) => {
             expectActivities(history, ['fundInOnePass', 'retrieveTransfer'], ['markReconciling', 'executeTransfer']);
-            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED')) fail('expected a durable timer between polls');
+            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_TIMER_STARTED'))
+              fail('expected a durable timer between polls');
           },
         };
       } finally {
@@ -675,7 +872,16 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const outcome = await result(stack, captured.workflowId);
       expectOutcome(outcome, 'FAILED', 'CANCELLED');
       // The one pass finds the funding past PENDING and hands over: the steps read it and finish.
-      return { ...captured, result: outcome, check: (history) => expectActivities(history, ['fundInOnePass', 'loadFunding', 'finishFunding'], ['markCreating', 'createTransfer']) };
+      return {
+        ...captured,
+        result: outcome,
+        check: (history) =>
+          expectActivities(
+            history,
+            ['fundInOnePass', 'loadFunding', 'finishFunding'],
+            ['markCreating', 'createTransfer'],
+          ),
+      };
     }
 
     case 'continued-reconcile-approved': {
@@ -686,7 +892,10 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       // RECONCILING since an execute's answer was lost; the wallet shows the transfer APPROVED now.
       const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
       const { code } = await stack.admin.cashInCode(user.userId);
-      const transfer = await stack.wallet.createTransfer({ recipient: { type: 'CODE', value: code }, amount: amount('9.00') });
+      const transfer = await stack.wallet.createTransfer({
+        recipient: { type: 'CODE', value: code },
+        amount: amount('9.00'),
+      });
       const executed = await stack.wallet.executeTransfer(transfer.data.transferId);
       const fundingId = randomUUID();
       const workflowId = `funding-capture-continued-${fundingId}`;
@@ -714,7 +923,14 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
           polls: 200,
           executeAttempts: 1,
           evidence: [
-            { at: new Date(Date.now() - 4 * 3_600_000).toISOString(), operation: 'transfers.execute', requestReferenceNo: executed.requestReferenceNo, httpStatus: 502, code: 'HTTP_5XX', outcome: 'unknown' },
+            {
+              at: new Date(Date.now() - 4 * 3_600_000).toISOString(),
+              operation: 'transfers.execute',
+              requestReferenceNo: executed.requestReferenceNo,
+              httpStatus: 502,
+              code: 'HTTP_5XX',
+              outcome: 'unknown',
+            },
           ],
         },
       };
@@ -722,7 +938,11 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         taskQueue: stack.taskQueue,
         workflowId,
         args: [input],
-        searchAttributes: { [statusKey.name]: ['RECONCILING'], [kindKey.name]: ['FUNDING'], [recipientTypeKey.name]: ['CODE'] },
+        searchAttributes: {
+          [statusKey.name]: ['RECONCILING'],
+          [kindKey.name]: ['FUNDING'],
+          [recipientTypeKey.name]: ['CODE'],
+        },
       });
       // Its first poll waits pollDelayMs(200) = 60 s.
       const outcome = await result(stack, workflowId);
@@ -732,8 +952,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets: [{ name: 'the cash-in code', value: code }],
         check: (history) => {
-          expectActivities(history, ['loadFunding', 'retrieveTransfer', 'finishFunding'], ['markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'markReconciling']);
-          if (!hasEvent(history, 'EVENT_TYPE_TIMER_STARTED')) fail('expected the durable timer before the first poll of the run');
+          expectActivities(
+            history,
+            ['loadFunding', 'retrieveTransfer', 'finishFunding'],
+            ['markCreating', 'createTransfer', 'beginExecute', 'executeTransfer', 'markReconciling'],
+          );
+          if (!hasEvent(history, 'EVENT_TYPE_TIMER_STARTED'))
+            fail('expected the durable timer before the first poll of the run');
         },
       };
     }
@@ -748,7 +973,12 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
         secrets = fresh.secrets;
         posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('8.00') });
-        await until('the first execute answered 503', async () => (await walletCalls(stack, 'transfers.execute', 503, since)) >= 1, 30_000, 20);
+        await until(
+          'the first execute answered 503',
+          async () => (await walletCalls(stack, 'transfers.execute', 503, since)) >= 1,
+          30_000,
+          20,
+        );
       } finally {
         await stack.admin.clearFaults();
       }
@@ -760,8 +990,15 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets,
         check: (history) => {
           // The one pass sends the first execute; the second is the execute activity's.
-          expectActivities(history, ['fundInOnePass', 'executeTransfer', 'markReconciling', 'retrieveTransfer', 'finishFunding'], ['parkFundingForReview']);
-          if (count(history, 'executeTransfer') !== 1) fail(`expected 1 execute activity after the one pass's, the history has ${count(history, 'executeTransfer')}`);
+          expectActivities(
+            history,
+            ['fundInOnePass', 'executeTransfer', 'markReconciling', 'retrieveTransfer', 'finishFunding'],
+            ['parkFundingForReview'],
+          );
+          if (count(history, 'executeTransfer') !== 1)
+            fail(
+              `expected 1 execute activity after the one pass's, the history has ${count(history, 'executeTransfer')}`,
+            );
         },
       };
     }
@@ -778,7 +1015,12 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         const fresh = await codeFor(stack, { kycLevel: 'KYC1' });
         secrets = fresh.secrets;
         posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('5.50') });
-        await until('an execute refused with 429', async () => (await walletCalls(stack, 'transfers.execute', 429, since)) >= 1, 30_000, 20);
+        await until(
+          'an execute refused with 429',
+          async () => (await walletCalls(stack, 'transfers.execute', 429, since)) >= 1,
+          30_000,
+          20,
+        );
         await stack.admin.advanceClock(5);
       } finally {
         await stack.admin.clearFaults();
@@ -795,8 +1037,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => {
-          // The one pass's execute is refused with 429 (nothing sent): the execute activity sends it, retried by Temporal.
-          expectActivities(history, ['fundInOnePass', 'executeTransfer', 'finishFunding'], ['createTransfer', 'beginExecute', 'retrieveTransfer', 'markReconciling']);
+          // The one pass's execute is refused with 429 (nothing sent): the execute activity sends it, retried by
+          // Temporal.
+          expectActivities(
+            history,
+            ['fundInOnePass', 'executeTransfer', 'finishFunding'],
+            ['createTransfer', 'beginExecute', 'retrieveTransfer', 'markReconciling'],
+          );
           if (count(history, 'executeTransfer') !== 1) fail('expected one execute activity (retried by Temporal)');
         },
       };
@@ -806,23 +1053,41 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const response = await stack.opsFetch(`/ops/fundings/${landed.fundingId}/resolve`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'x-ops-actor': 'histories-capture' },
-        body: JSON.stringify({ outcome: 'APPROVED', note: 'the wallet shows the transfer APPROVED: the queued execute landed' }),
+        body: JSON.stringify({
+          outcome: 'APPROVED',
+          note: 'the wallet shows the transfer APPROVED: the queued execute landed',
+        }),
       });
       if (response.status !== 200) fail(`resolve: ${response.status} ${await response.text()}`);
       const outcome = await result(stack, landed.workflowId);
       expectOutcome(outcome, 'APPROVED', null);
-      return { workflowId: landed.workflowId, result: outcome, secrets: landed.secrets, check: expectFundingReviewResolved };
+      return {
+        workflowId: landed.workflowId,
+        result: outcome,
+        secrets: landed.secrets,
+        check: expectFundingReviewResolved,
+      };
     }
     case 'execute-late-review-swept': {
       const landed = await fundingInReviewThenLanded(stack);
       const report = await runSweep(stack, 0);
       const action = report.items.find((item) => item.fundingId === landed.fundingId)?.action;
-      if (action !== 'resolved-from-wallet') fail(`expected the sweep to resolve it from the wallet, it reported ${JSON.stringify(report.items)}`);
+      if (action !== 'resolved-from-wallet')
+        fail(`expected the sweep to resolve it from the wallet, it reported ${JSON.stringify(report.items)}`);
       const outcome = await result(stack, landed.workflowId);
       expectOutcome(outcome, 'APPROVED', null);
-      const funding = await stack.database.funding.findUniqueOrThrow({ where: { id: landed.fundingId }, select: { resolvedBy: true } });
-      if (funding.resolvedBy !== 'reconciliation') fail(`expected the funding resolved by reconciliation, it was by ${funding.resolvedBy ?? 'nobody'}`);
-      return { workflowId: landed.workflowId, result: outcome, secrets: landed.secrets, check: expectFundingReviewResolved };
+      const funding = await stack.database.funding.findUniqueOrThrow({
+        where: { id: landed.fundingId },
+        select: { resolvedBy: true },
+      });
+      if (funding.resolvedBy !== 'reconciliation')
+        fail(`expected the funding resolved by reconciliation, it was by ${funding.resolvedBy ?? 'nobody'}`);
+      return {
+        workflowId: landed.workflowId,
+        result: outcome,
+        secrets: landed.secrets,
+        check: expectFundingReviewResolved,
+      };
     }
     case 'create-failed': {
       // Every create is refused with 429 (Retry-After: 1 s, which the retry honours instead of the
@@ -839,8 +1104,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         ...captured,
         check: (history) => {
           // The one pass's create is refused (429): after its Retry-After the steps take over.
-          expectActivities(history, ['fundInOnePass', 'markCreating', 'createTransfer', 'finishFunding'], ['beginExecute', 'executeTransfer']);
-          if (!hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_FAILED')) fail('expected createTransfer to fail after its retries');
+          expectActivities(
+            history,
+            ['fundInOnePass', 'markCreating', 'createTransfer', 'finishFunding'],
+            ['beginExecute', 'executeTransfer'],
+          );
+          if (!hasEvent(history, 'EVENT_TYPE_ACTIVITY_TASK_FAILED'))
+            fail('expected createTransfer to fail after its retries');
         },
       };
     }
@@ -857,7 +1127,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('3.50') });
         await until(
           'the funding CREATING',
-          async () => (await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { status: true } })).status === 'CREATING',
+          async () =>
+            (
+              await stack.database.funding.findUniqueOrThrow({
+                where: { id: posted.fundingId },
+                select: { status: true },
+              })
+            ).status === 'CREATING',
           30_000,
           50,
         );
@@ -868,15 +1144,23 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       }
       const outcome = await result(stack, posted.workflowId);
       expectOutcome(outcome, 'FAILED', 'CANCELLED');
-      const row = await stack.database.funding.findUniqueOrThrow({ where: { id: posted.fundingId }, select: { transferId: true, abandonedTransferIds: true } });
-      if (row.transferId !== null || row.abandonedTransferIds.length !== 1) fail(`expected the created intent kept unexecuted, the funding has ${JSON.stringify(row)}`);
-      const kept = (await stack.admin.ledger()).transfers.find((transfer) => transfer.transferId === row.abandonedTransferIds[0]);
-      if (!kept || kept.executions !== 0) fail(`expected the kept intent never executed, the wallet shows ${JSON.stringify(kept)}`);
+      const row = await stack.database.funding.findUniqueOrThrow({
+        where: { id: posted.fundingId },
+        select: { transferId: true, abandonedTransferIds: true },
+      });
+      if (row.transferId !== null || row.abandonedTransferIds.length !== 1)
+        fail(`expected the created intent kept unexecuted, the funding has ${JSON.stringify(row)}`);
+      const kept = (await stack.admin.ledger()).transfers.find(
+        (transfer) => transfer.transferId === row.abandonedTransferIds[0],
+      );
+      if (!kept || kept.executions !== 0)
+        fail(`expected the kept intent never executed, the wallet shows ${JSON.stringify(kept)}`);
       return {
         workflowId: posted.workflowId,
         result: outcome,
         secrets,
-        check: (history) => expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']),
+        check: (history) =>
+          expectActivities(history, ['fundInOnePass'], ['createTransfer', 'beginExecute', 'executeTransfer']),
       };
     }
 
@@ -893,7 +1177,16 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         workflowId: taken.workflowId,
         result: outcome,
         secrets: taken.secrets,
-        check: (history) => expectActivitySequence(history, ['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']),
+        check: (history) =>
+          expectActivitySequence(history, [
+            'fundInOnePass',
+            'loadFunding',
+            'beginExecute',
+            'markReconciling',
+            'retrieveTransfer',
+            'executeTransfer',
+            'finishFunding',
+          ]),
       };
     }
     case 'taken-over-executing-approved': {
@@ -902,12 +1195,20 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const taken = await takenOverFunding(stack, 'EXECUTING', '5.25');
       const outcome = await result(stack, taken.workflowId);
       expectOutcome(outcome, 'APPROVED', null);
-      if ((await executionsOf(stack, taken.transferId)) !== 1) fail('expected the transfer executed once, by the earlier run');
+      if ((await executionsOf(stack, taken.transferId)) !== 1)
+        fail('expected the transfer executed once, by the earlier run');
       return {
         workflowId: taken.workflowId,
         result: outcome,
         secrets: taken.secrets,
-        check: (history) => expectActivitySequence(history, ['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding']),
+        check: (history) =>
+          expectActivitySequence(history, [
+            'fundInOnePass',
+            'loadFunding',
+            'markReconciling',
+            'retrieveTransfer',
+            'finishFunding',
+          ]),
       };
     }
 
@@ -927,7 +1228,12 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets = fresh.secrets;
         posted = await postFunding(stack, { recipient: { type: 'CODE', code: fresh.code }, amount: amount('7.50') });
         const handle = stack.temporal.workflow.getHandle(posted.workflowId);
-        await until(`${posted.workflowId} in NEEDS_REVIEW`, async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW', 560_000, 1000);
+        await until(
+          `${posted.workflowId} in NEEDS_REVIEW`,
+          async () => (await handle.query(fundingStatusQuery)) === 'NEEDS_REVIEW',
+          560_000,
+          1000,
+        );
       } finally {
         await stack.admin.clearFaults();
       }
@@ -944,8 +1250,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets,
         check: (history) => {
-          expectActivities(history, ['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding'], ['executeTransfer']);
-          if (count(history, 'retrieveTransfer') !== 12) fail(`expected 12 refused retrieves, the history has ${count(history, 'retrieveTransfer')}`);
+          expectActivities(
+            history,
+            ['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'parkFundingForReview', 'resolveFunding'],
+            ['executeTransfer'],
+          );
+          if (count(history, 'retrieveTransfer') !== 12)
+            fail(`expected 12 refused retrieves, the history has ${count(history, 'retrieveTransfer')}`);
         },
       };
     }
@@ -961,7 +1272,18 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets: await linkSecrets(stack, linkId, issued),
         check: (history) => {
-          expectActivities(history, ['loadPayment', 'markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'executePayment', 'finishPayment'], ['parkForReview']);
+          expectActivities(
+            history,
+            [
+              'loadPayment',
+              'markPaymentCreating',
+              'createPayment',
+              'beginPaymentExecute',
+              'executePayment',
+              'finishPayment',
+            ],
+            ['parkForReview'],
+          );
           if (count(history, 'executePayment') !== 1) fail('expected one execute');
         },
       };
@@ -992,21 +1314,32 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         posted = await postPayment(stack, linkId, '20.00');
         await until(
           'the first execute taking effect',
-          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          async () =>
+            (await stack.admin.ledger()).payments.some(
+              (payment) => payment.userId === user.userId && payment.executions === 1,
+            ),
           20_000,
           25,
         );
-        await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1, status: 400 }]);
+        await stack.admin.setFaults([
+          { endpoint: 'op.payments.execute', mode: 'error-before-effect', rate: 1, status: 400 },
+        ]);
         await untilInReview(stack, posted.workflowId);
       } finally {
         await stack.admin.clearFaults();
       }
       const review = await reviewOf(stack, posted.id);
-      if (review.codes.join(',') !== 'HTTP_5XX,HTTP_4XX') fail(`expected attempts HTTP_5XX, HTTP_4XX; the review holds ${review.codes.join(', ')}`);
+      if (review.codes.join(',') !== 'HTTP_5XX,HTTP_4XX')
+        fail(`expected attempts HTTP_5XX, HTTP_4XX; the review holds ${review.codes.join(', ')}`);
       await resolvePayment(stack, posted.id, 'SUCCEEDED', 'the wallet ledger shows the debit');
       const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
       expectOutcome(outcome, 'SUCCEEDED', null);
-      return { workflowId: posted.workflowId, result: outcome, secrets: await linkSecrets(stack, linkId, issued), check: (history) => expectReviewResolved(history, 2) };
+      return {
+        workflowId: posted.workflowId,
+        result: outcome,
+        secrets: await linkSecrets(stack, linkId, issued),
+        check: (history) => expectReviewResolved(history, 2),
+      };
     }
     case 'payment-unknown-review-resolved-failed': {
       const { issued, linkId } = await embeddedLink(stack, '100.00');
@@ -1019,7 +1352,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         await stack.admin.clearFaults();
       }
       const review = await reviewOf(stack, posted.id);
-      if (review.codes.length !== 4 || !/stayed unknown/.test(review.reason)) fail(`expected 4 unknown attempts; the review holds ${review.codes.join(', ')}: ${review.reason}`);
+      if (review.codes.length !== 4 || !/stayed unknown/.test(review.reason))
+        fail(`expected 4 unknown attempts; the review holds ${review.codes.join(', ')}: ${review.reason}`);
       await resolvePayment(stack, posted.id, 'FAILED', 'no debit in the wallet ledger');
       const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
       expectOutcome(outcome, 'FAILED', 'RESOLVED_FAILED');
@@ -1045,7 +1379,10 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         posted = await postPayment(stack, linkId, '12.00');
         await until(
           'five execute calls refused with 429',
-          async () => (await stack.database.walletCall.count({ where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } } })) >= 5,
+          async () =>
+            (await stack.database.walletCall.count({
+              where: { operation: 'op.payments.execute', httpStatus: 429, startedAt: { gte: since } },
+            })) >= 5,
           60_000,
           50,
         );
@@ -1060,7 +1397,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets: await linkSecrets(stack, linkId, issued),
         check: (history) => {
           expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
-          if (count(history, 'executePayment') < 6) fail('expected at least five refused executes and the one that succeeded');
+          if (count(history, 'executePayment') < 6)
+            fail('expected at least five refused executes and the one that succeeded');
         },
       };
     }
@@ -1075,7 +1413,10 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         posted = await postPayment(stack, linkId, '21.00');
         await until(
           'the first execute taking effect',
-          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          async () =>
+            (await stack.admin.ledger()).payments.some(
+              (payment) => payment.userId === user.userId && payment.executions === 1,
+            ),
           20_000,
           25,
         );
@@ -1089,8 +1430,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets: await linkSecrets(stack, linkId, issued),
         check: (history) => {
-          expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview', 'resolvePayment']);
-          if (count(history, 'executePayment') !== 2) fail(`expected 2 executes, the history has ${count(history, 'executePayment')}`);
+          expectActivities(
+            history,
+            ['createPayment', 'executePayment', 'finishPayment'],
+            ['parkForReview', 'resolvePayment'],
+          );
+          if (count(history, 'executePayment') !== 2)
+            fail(`expected 2 executes, the history has ${count(history, 'executePayment')}`);
         },
       };
     }
@@ -1114,7 +1460,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets: await linkSecrets(stack, linkId, issued),
         check: (history) => {
           expectActivities(history, ['createPayment', 'executePayment', 'finishPayment'], ['parkForReview']);
-          if (count(history, 'executePayment') !== 10) fail(`expected 10 refused executes, the history has ${count(history, 'executePayment')}`);
+          if (count(history, 'executePayment') !== 10)
+            fail(`expected 10 refused executes, the history has ${count(history, 'executePayment')}`);
         },
       };
     }
@@ -1129,22 +1476,34 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       try {
         posted = await postPayment(stack, linkId, '13.00');
         const handle = stack.temporal.workflow.getHandle(posted.workflowId);
-        await until('executePayment running', () => activityRunning(stack, posted.workflowId, 'executePayment'), 30_000, 50);
+        await until(
+          'executePayment running',
+          () => activityRunning(stack, posted.workflowId, 'executePayment'),
+          30_000,
+          50,
+        );
         await handle.terminate('histories capture: the run dies during its execute');
         await until(
           'the execute landing at the wallet',
-          async () => (await stack.admin.ledger()).payments.some((payment) => payment.userId === user.userId && payment.executions === 1),
+          async () =>
+            (await stack.admin.ledger()).payments.some(
+              (payment) => payment.userId === user.userId && payment.executions === 1,
+            ),
           20_000,
           100,
         );
       } finally {
         await stack.admin.clearFaults();
       }
-      const { status } = await stack.database.payment.findUniqueOrThrow({ where: { id: posted.id }, select: { status: true } });
+      const { status } = await stack.database.payment.findUniqueOrThrow({
+        where: { id: posted.id },
+        select: { status: true },
+      });
       if (status !== 'EXECUTING') fail(`expected the payment EXECUTING, it is ${status}`);
       const report = await runSweep(stack, 0);
       const action = report.paymentItems?.find((item) => item.id === posted.id)?.action;
-      if (action !== 'workflow-started') fail(`expected the sweep to start its workflow, it reported ${JSON.stringify(report.paymentItems)}`);
+      if (action !== 'workflow-started')
+        fail(`expected the sweep to start its workflow, it reported ${JSON.stringify(report.paymentItems)}`);
       const outcome = (await stack.result(posted.workflowId)) as PaymentResult;
       expectOutcome(outcome, 'SUCCEEDED', null);
       return {
@@ -1152,8 +1511,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         result: outcome,
         secrets: await linkSecrets(stack, linkId, issued),
         check: (history) => {
-          expectActivities(history, ['loadPayment', 'executePayment', 'finishPayment'], ['markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'parkForReview']);
-          if (count(history, 'executePayment') !== 1) fail(`expected one execute in the resumed run, the history has ${count(history, 'executePayment')}`);
+          expectActivities(
+            history,
+            ['loadPayment', 'executePayment', 'finishPayment'],
+            ['markPaymentCreating', 'createPayment', 'beginPaymentExecute', 'parkForReview'],
+          );
+          if (count(history, 'executePayment') !== 1)
+            fail(`expected one execute in the resumed run, the history has ${count(history, 'executePayment')}`);
         },
       };
     }
@@ -1162,32 +1526,54 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     case 'onboarding-linked': {
       const { user, workflowId, outcome, secrets } = await onboard(stack);
       expectOutcome(outcome, 'READY', null);
-      const link = await stack.database.link.findUnique({ where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } } });
-      if (!link || link.id !== outcome.linkId) fail(`expected the user's EMBEDDED link ${outcome.linkId ?? '(none)'}, found ${link?.id ?? 'none'}`);
-      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+      const link = await stack.database.link.findUnique({
+        where: { profileId_kind: { profileId: user.profileId, kind: 'EMBEDDED' } },
+      });
+      if (!link || link.id !== outcome.linkId)
+        fail(`expected the user's EMBEDDED link ${outcome.linkId ?? '(none)'}, found ${link?.id ?? 'none'}`);
+      return {
+        workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']),
+      };
     }
     case 'onboarding-profile-refused': {
       // The delivered access token expires before onboarding runs (the sandbox clock moves past
       // it): the profile call is refused with 401, so the user must open the tile again.
       const { workflowId, outcome, secrets } = await onboard(stack, async (row) => {
         const { now } = await stack.admin.clock();
-        await stack.admin.advanceClock(Math.max(1, Math.ceil((row.accessTokenExpiresAt.getTime() - Date.parse(now)) / 1000) + 1));
+        await stack.admin.advanceClock(
+          Math.max(1, Math.ceil((row.accessTokenExpiresAt.getTime() - Date.parse(now)) / 1000) + 1),
+        );
       });
       expectOutcome(outcome, 'FAILED', 'REAUTH_REQUIRED');
-      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']) };
+      return {
+        workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => expectActivities(history, ['linkEmbeddedSession'], ['failEmbeddedSession']),
+      };
     }
     case 'onboarding-profile-unavailable': {
       // Every profile call fails with a 503: linkEmbeddedSession's retries run out (~16 s), then
       // failEmbeddedSession ends the session FAILED.
       let onboarded: Awaited<ReturnType<typeof onboard>>;
       try {
-        onboarded = await onboard(stack, () => stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]));
+        onboarded = await onboard(stack, () =>
+          stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'error-before-effect', rate: 1 }]),
+        );
       } finally {
         await stack.admin.clearFaults();
       }
       const { workflowId, outcome, secrets } = onboarded;
       expectOutcome(outcome, 'FAILED', 'ONBOARDING_FAILED');
-      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, ['linkEmbeddedSession', 'failEmbeddedSession']) };
+      return {
+        workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => expectActivities(history, ['linkEmbeddedSession', 'failEmbeddedSession']),
+      };
     }
 
     // reconcileFundings
@@ -1198,8 +1584,13 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       await startSweep(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { olderThanSeconds: 600 } });
       const report = (await stack.result(workflowId)) as SweepReport;
       const action = (fundingId: string) => report.items.find((item) => item.fundingId === fundingId)?.action;
-      if (action(executed.fundingId) !== 'finished-from-wallet' || action(unexecuted.fundingId) !== 'failed-not-executed') {
-        fail(`expected finished-from-wallet and failed-not-executed, the sweep reported ${JSON.stringify(report.items)}`);
+      if (
+        action(executed.fundingId) !== 'finished-from-wallet' ||
+        action(unexecuted.fundingId) !== 'failed-not-executed'
+      ) {
+        fail(
+          `expected finished-from-wallet and failed-not-executed, the sweep reported ${JSON.stringify(report.items)}`,
+        );
       }
       return {
         workflowId,
@@ -1214,14 +1605,25 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       // A login state long expired, so the purge has something to delete (its hash is no secret:
       // the state it hashes was never issued).
       const stateHash = hashBearer(randomUUID());
-      await stack.database.loginState.create({ data: { stateHash, partnerUserId: 'capture-purge', expiresAt: new Date(Date.now() - 30 * 86_400_000) } });
+      await stack.database.loginState.create({
+        data: { stateHash, partnerUserId: 'capture-purge', expiresAt: new Date(Date.now() - 30 * 86_400_000) },
+      });
       const workflowId = manualPurgeWorkflowId(`capture-${randomUUID()}`);
-      const handle = await startPurgeExpired(stack.temporal, { taskQueue: stack.taskQueue, workflowId, input: { retentionSeconds: 7 * 86_400 } });
+      const handle = await startPurgeExpired(stack.temporal, {
+        taskQueue: stack.taskQueue,
+        workflowId,
+        input: { retentionSeconds: 7 * 86_400 },
+      });
       const report = await handle.result();
       if (report.deleted.login_state < 1 || (await stack.database.loginState.count({ where: { stateHash } })) !== 0) {
         fail(`expected the expired login state purged, the purge reported ${JSON.stringify(report)}`);
       }
-      return { workflowId, result: report, secrets: [], check: (history) => expectActivities(history, ['purgeExpiredRows']) };
+      return {
+        workflowId,
+        result: report,
+        secrets: [],
+        check: (history) => expectActivities(history, ['purgeExpiredRows']),
+      };
     }
 
     // settleDay (the capture's API runs it in pages of two, two items an activity, two activities a run)
@@ -1229,8 +1631,15 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       // One funding: its side in one activity, the payments' (none) in another, then the finish.
       const { workflowId } = await settleDayOf(stack, 1);
       const outcome = (await stack.result(workflowId)) as SettleDayResult;
-      if (outcome.checked !== 1 || outcome.matched !== 1) fail(`expected 1 line matched, got ${describeResult(outcome)}`);
-      return { workflowId, result: outcome, secrets: [], check: (history) => expectActivitySequence(history, ['beginSettlementRun', 'settleItems', 'settleItems', 'finishSettlementRun']) };
+      if (outcome.checked !== 1 || outcome.matched !== 1)
+        fail(`expected 1 line matched, got ${describeResult(outcome)}`);
+      return {
+        workflowId,
+        result: outcome,
+        secrets: [],
+        check: (history) =>
+          expectActivitySequence(history, ['beginSettlementRun', 'settleItems', 'settleItems', 'finishSettlementRun']),
+      };
     }
     case 'settlement-continued-as-new':
     case 'settlement-continued-finished': {
@@ -1239,17 +1648,24 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       // run reads the payments and finishes. The first run and the last are stored.
       const { workflowId } = await settleDayOf(stack, 6);
       const outcome = (await stack.result(workflowId)) as SettleDayResult;
-      if (outcome.checked !== 6 || outcome.matched !== 6) fail(`expected 6 lines matched, got ${describeResult(outcome)}`);
+      if (outcome.checked !== 6 || outcome.matched !== 6)
+        fail(`expected 6 lines matched, got ${describeResult(outcome)}`);
       // The runs of the chain, once the visibility store lists all three.
       let runs: Array<{ runId: string; startTime: Date }> = [];
       for (let tries = 0; runs.length < 3 && tries < 50; tries += 1) {
         if (tries > 0) await new Promise((resolve) => setTimeout(resolve, 200));
         runs = [];
-        for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push({ runId: execution.runId, startTime: execution.startTime });
+        for await (const execution of stack.temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` }))
+          runs.push({ runId: execution.runId, startTime: execution.startTime });
       }
       if (runs.length !== 3) fail(`expected 3 runs of the chain, found ${runs.length}`);
       if (name === 'settlement-continued-finished') {
-        return { workflowId, result: outcome, secrets: [], check: (history) => expectActivitySequence(history, ['settleItems', 'finishSettlementRun']) };
+        return {
+          workflowId,
+          result: outcome,
+          secrets: [],
+          check: (history) => expectActivitySequence(history, ['settleItems', 'finishSettlementRun']),
+        };
       }
       return {
         workflowId,
@@ -1258,7 +1674,8 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         secrets: [],
         check: (history) => {
           expectActivitySequence(history, ['beginSettlementRun', 'settleItems', 'settleItems']);
-          if (history.events.at(-1)?.eventType !== 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW') fail('expected the run to continue as new');
+          if (history.events.at(-1)?.eventType !== 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW')
+            fail('expected the run to continue as new');
         },
       };
     }
@@ -1269,8 +1686,14 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
       const workflowId = batchWorkflowId(batchId);
       const outcome = (await stack.result(workflowId)) as FundBatchResult;
       const counts = await batchCounts(stack, batchId);
-      if (outcome.state !== 'COMPLETED' || counts.APPROVED !== 12) fail(`expected COMPLETED with 12 APPROVED, got ${outcome.state} ${JSON.stringify(counts)}`);
-      return { workflowId, result: outcome, secrets, check: (history) => expectActivities(history, [...batchActivities, 'unfinishedBatchItems', 'completeBatch']) };
+      if (outcome.state !== 'COMPLETED' || counts.APPROVED !== 12)
+        fail(`expected COMPLETED with 12 APPROVED, got ${outcome.state} ${JSON.stringify(counts)}`);
+      return {
+        workflowId,
+        result: outcome,
+        secrets,
+        check: (history) => expectActivities(history, [...batchActivities, 'unfinishedBatchItems', 'completeBatch']),
+      };
     }
     case 'batch-paused-resumed-cancelled': {
       // Slow executes, so the moves land while items are under way.
@@ -1294,14 +1717,16 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         await moveBatch(stack, batchId, 'cancel');
         const outcome = (await stack.result(workflowId)) as FundBatchResult;
         const counts = await batchCounts(stack, batchId);
-        if (outcome.state !== 'CANCELLED' || !counts.CANCELLED) fail(`expected CANCELLED with items cancelled, got ${outcome.state} ${JSON.stringify(counts)}`);
+        if (outcome.state !== 'CANCELLED' || !counts.CANCELLED)
+          fail(`expected CANCELLED with items cancelled, got ${outcome.state} ${JSON.stringify(counts)}`);
         return {
           workflowId,
           result: outcome,
           secrets,
           check: (history) => {
             expectActivities(history, batchActivities, ['completeBatch']);
-            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED')) fail('expected the state-change signals');
+            if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED'))
+              fail('expected the state-change signals');
           },
         };
       } finally {
@@ -1312,22 +1737,40 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     // deliverWebhooks
     case 'webhooks-delivered': {
       const round = await deliveryRound(stack, [204], 3000);
-      if (round.report.succeeded < 1 || round.received.length < 1) fail(`expected a delivery, the round reported ${JSON.stringify(round.report)}`);
-      return { workflowId: round.workflowId, runId: round.runId, result: round.report, secrets: round.secrets, check: checkDeliveryRun };
+      if (round.report.succeeded < 1 || round.received.length < 1)
+        fail(`expected a delivery, the round reported ${JSON.stringify(round.report)}`);
+      return {
+        workflowId: round.workflowId,
+        runId: round.runId,
+        result: round.report,
+        secrets: round.secrets,
+        check: checkDeliveryRun,
+      };
     }
     case 'webhooks-retried': {
       // Refused once (500), delivered on the retry 30 s later, within the same round.
       const round = await deliveryRound(stack, [500, 204], 45_000);
       const ids = round.received.map((each) => each.id);
       if (round.report.retrying < 1 || round.report.succeeded < 1 || ids.length < 2 || ids[0] !== ids[1]) {
-        fail(`expected a refused attempt, then the same webhook-id delivered; the round reported ${JSON.stringify(round.report)}, the receiver saw ${ids.length}`);
+        fail(
+          `expected a refused attempt, then the same webhook-id delivered; the round reported ${JSON.stringify(round.report)}, the receiver saw ${ids.length}`,
+        );
       }
-      return { workflowId: round.workflowId, runId: round.runId, result: round.report, secrets: round.secrets, check: checkDeliveryRun };
+      return {
+        workflowId: round.workflowId,
+        runId: round.runId,
+        result: round.report,
+        secrets: round.secrets,
+        check: checkDeliveryRun,
+      };
     }
   }
 }
 
-/** A funding batch of `count` items to fresh cash-in codes, stored through the API (it starts its runner); the codes are its secrets. */
+/**
+ * A funding batch of `count` items to fresh cash-in codes, stored through the API (it starts its runner); the codes are
+ * its secrets.
+ */
 async function postBatch(stack: ReplayStack, count: number): Promise<{ batchId: string; secrets: Secret[] }> {
   const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
   const secrets: Secret[] = [];
@@ -1343,7 +1786,8 @@ async function postBatch(stack: ReplayStack, count: number): Promise<{ batchId: 
     body: `${lines.join('\n')}\n`,
   });
   const answer = (await response.json()) as { batchId?: string; state?: string };
-  if (response.status !== 202 || !answer.batchId || answer.state !== 'RUNNING') fail(`POST /ops/funding-batches: ${response.status} ${JSON.stringify(answer)}`);
+  if (response.status !== 202 || !answer.batchId || answer.state !== 'RUNNING')
+    fail(`POST /ops/funding-batches: ${response.status} ${JSON.stringify(answer)}`);
   return { batchId: answer.batchId as string, secrets };
 }
 
@@ -1363,7 +1807,8 @@ const batchActivities = ['batchState', 'nextBatchItems', 'runBatchItems'];
 /** A deliverWebhooks run: its delivery rounds, then continue-as-new. */
 function checkDeliveryRun(history: HistoryJson): void {
   expectActivities(history, ['deliverDueWebhooks']);
-  if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW')) fail('expected the run to continue as new');
+  if (!history.events.some((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW'))
+    fail('expected the run to continue as new');
 }
 
 main().then(

@@ -4,15 +4,27 @@
 import { describe, expect, inject, it } from 'vitest';
 import type { DeliveryRoundReport } from '../../workflows/deliver-webhooks.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
-import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyFacts,
+  historyPaths,
+  installQuietReplayRuntime,
+  readStoredHistory,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(deliverWebhooksWorkflowType);
 
 /** The round's report: the result of the run's one delivery activity. */
 function roundReport(history: unknown): DeliveryRoundReport {
-  const events = (history as { events: Array<{ activityTaskCompletedEventAttributes?: { result?: { payloads?: Array<{ data?: string }> } } }> }).events;
-  const data = events.find((event) => event.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes?.result?.payloads?.[0]?.data;
+  const events = (
+    history as {
+      events: Array<{ activityTaskCompletedEventAttributes?: { result?: { payloads?: Array<{ data?: string }> } } }>;
+    }
+  ).events;
+  const data = events.find((event) => event.activityTaskCompletedEventAttributes)?.activityTaskCompletedEventAttributes
+    ?.result?.payloads?.[0]?.data;
   return JSON.parse(Buffer.from(data ?? '', 'base64').toString('utf8')) as DeliveryRoundReport;
 }
 
@@ -27,7 +39,10 @@ describe('deliverWebhooks replay', () => {
       expect(facts.activities, name).toEqual(['deliverDueWebhooks']);
       expect(facts.continuedAsNew, name).toBe(true);
     }
-    expect(roundReport(await readStoredHistory('webhooks-delivered'))).toMatchObject({ succeeded: expect.any(Number) as number, failed: 0 });
+    expect(roundReport(await readStoredHistory('webhooks-delivered'))).toMatchObject({
+      succeeded: expect.any(Number) as number,
+      failed: 0,
+    });
     expect(roundReport(await readStoredHistory('webhooks-delivered')).succeeded).toBeGreaterThanOrEqual(1);
     const retried = roundReport(await readStoredHistory('webhooks-retried'));
     expect(retried.retrying).toBeGreaterThanOrEqual(1);
@@ -35,7 +50,9 @@ describe('deliverWebhooks replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();

@@ -6,7 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { fundBatchWorkflowType } from '../../workflows/fund-batch.contract.ts';
-import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyPaths,
+  installQuietReplayRuntime,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundBatchWorkflowType);
@@ -19,7 +24,9 @@ describe('fundBatch replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();

@@ -2,13 +2,21 @@
 // and reads what each path's history shows. fundWallet is pinned: a run started on a versioned build
 // finishes on it, so today's captures check today's code against its own paths; the previous
 // release's runs (unversioned) move to today's build, so its histories, archived under
-// archive/release-360981c, replay here too (docs/changing-workflows.md, the first versioned deploy). The secret scan of every stored history is in stored-histories.test.ts.
+// archive/release-360981c, replay here too (docs/changing-workflows.md, the first versioned deploy). The secret scan of
+// every stored history is in stored-histories.test.ts.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
 import { onePassPatch, reviewAfterUnknownPatch, takeOverTrustsNothingPatch } from '../../workflows/fund-wallet.ts';
-import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyFacts,
+  historyPaths,
+  installQuietReplayRuntime,
+  readStoredHistory,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundWalletWorkflowType);
@@ -21,7 +29,9 @@ describe('fundWallet replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     // The error itself, not just "defined": its message names the mismatching command.
@@ -43,7 +53,9 @@ const count = (activities: string[], type: string) => activities.filter((activit
 
 /** Events of the types given, counted in a stored history. */
 const eventCount = async (name: string, eventType: string) =>
-  ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter((event) => event.eventType === eventType).length;
+  ((await readStoredHistory(name)) as { events: Array<{ eventType: string }> }).events.filter(
+    (event) => event.eventType === eventType,
+  ).length;
 
 describe('fundWallet paths today: a fresh funding in one pass', () => {
   it('code-approved: one workflow task, no activity task, one local activity, one status write, the one-pass gate’s marker', async () => {
@@ -66,14 +78,20 @@ describe('fundWallet paths today: a fresh funding in one pass', () => {
     for (const name of current) {
       const { patches } = await facts(name);
       expect(patches[0], name).toBe(onePassPatch);
-      expect(patches.every((patch) => [onePassPatch, takeOverTrustsNothingPatch, reviewAfterUnknownPatch].includes(patch)), name).toBe(true);
+      expect(
+        patches.every((patch) => [onePassPatch, takeOverTrustsNothingPatch, reviewAfterUnknownPatch].includes(patch)),
+        name,
+      ).toBe(true);
     }
   });
 
-  it.each(['m133-rejected', 'declined', 'token-approved-with-refresh'])('%s: the whole funding in the one pass', async (name) => {
-    const { activities } = await facts(name);
-    expect(activities).toEqual(['fundInOnePass']);
-  });
+  it.each(['m133-rejected', 'declined', 'token-approved-with-refresh'])(
+    '%s: the whole funding in the one pass',
+    async (name) => {
+      const { activities } = await facts(name);
+      expect(activities).toEqual(['fundInOnePass']);
+    },
+  );
 
   it('execute-unknown-reconciled: the pass reports the unknown execute; RECONCILING and retrieve settle it, never a second execute', async () => {
     const { result, activities } = await facts('execute-unknown-reconciled');
@@ -84,7 +102,13 @@ describe('fundWallet paths today: a fresh funding in one pass', () => {
   it('execute-not-executed-then-approved: after the pass’s unknown execute, retrieve shows CREATED and the execute activity sends it again', async () => {
     const { result, activities } = await facts('execute-not-executed-then-approved');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(activities).toEqual(['fundInOnePass', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
+    expect(activities).toEqual([
+      'fundInOnePass',
+      'markReconciling',
+      'retrieveTransfer',
+      'executeTransfer',
+      'finishFunding',
+    ]);
   });
 
   it('execute-expired: the pass’s execute refused with 429 (nothing sent) goes to the execute activity after the Retry-After', async () => {
@@ -119,13 +143,16 @@ describe('fundWallet paths today: a fresh funding in one pass', () => {
     expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'finishFunding']);
   });
 
-  it.each(['execute-late-review-resolved', 'execute-late-review-swept'])('%s: the pass’s execute and three execute activities stay unknown: NEEDS_REVIEW, then resolved', async (name) => {
-    const { result, activities, updatesCompleted } = await facts(name);
-    expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(count(activities, 'fundInOnePass') + count(activities, 'executeTransfer')).toBe(4);
-    expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
-    expect(updatesCompleted).toBe(1);
-  });
+  it.each(['execute-late-review-resolved', 'execute-late-review-swept'])(
+    '%s: the pass’s execute and three execute activities stay unknown: NEEDS_REVIEW, then resolved',
+    async (name) => {
+      const { result, activities, updatesCompleted } = await facts(name);
+      expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
+      expect(count(activities, 'fundInOnePass') + count(activities, 'executeTransfer')).toBe(4);
+      expect(activities.slice(-2)).toEqual(['parkFundingForReview', 'resolveFunding']);
+      expect(updatesCompleted).toBe(1);
+    },
+  );
 
   it('continued-reconcile-approved: a run continued as new goes straight to retrieve, not through the pass, after the 60 s timer of poll 200', async () => {
     const { input, result, activities, timers } = await facts('continued-reconcile-approved');
@@ -139,7 +166,11 @@ describe('fundWallet paths today: a fresh funding in one pass', () => {
     const resolvedBy = async (name: string) => {
       const accepted = ((await readStoredHistory(name)) as { events: Array<Record<string, unknown>> }).events.find(
         (event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED',
-      ) as { workflowExecutionUpdateAcceptedEventAttributes: { acceptedRequest: { input: { args: { payloads: Array<{ data: string }> } } } } };
+      ) as {
+        workflowExecutionUpdateAcceptedEventAttributes: {
+          acceptedRequest: { input: { args: { payloads: Array<{ data: string }> } } };
+        };
+      };
       const data = accepted.workflowExecutionUpdateAcceptedEventAttributes.acceptedRequest.input.args.payloads[0]!.data;
       return (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { resolvedBy: string }).resolvedBy;
     };
@@ -161,12 +192,26 @@ describe('fundWallet paths today: a run that takes a funding over from another r
   it('taken-over-created-transfer: a transfer another run created and stored is retrieved before any execute, then executed once', async () => {
     const { result, activities } = await facts('taken-over-created-transfer');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null, transferId: expect.any(String) });
-    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'beginExecute', 'markReconciling', 'retrieveTransfer', 'executeTransfer', 'finishFunding']);
+    expect(activities).toEqual([
+      'fundInOnePass',
+      'loadFunding',
+      'beginExecute',
+      'markReconciling',
+      'retrieveTransfer',
+      'executeTransfer',
+      'finishFunding',
+    ]);
   });
 
   it('taken-over-executing-approved: a funding another run moved to EXECUTING is only retrieved, never executed again', async () => {
     const { result, activities } = await facts('taken-over-executing-approved');
     expect(result).toMatchObject({ status: 'APPROVED', errorCode: null });
-    expect(activities).toEqual(['fundInOnePass', 'loadFunding', 'markReconciling', 'retrieveTransfer', 'finishFunding']);
+    expect(activities).toEqual([
+      'fundInOnePass',
+      'loadFunding',
+      'markReconciling',
+      'retrieveTransfer',
+      'finishFunding',
+    ]);
   });
 });

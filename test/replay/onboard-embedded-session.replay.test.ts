@@ -5,7 +5,14 @@
 import { describe, expect, inject, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import { localStepsPatch } from '../../workflows/onboard-embedded-session.ts';
-import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyFacts,
+  historyPaths,
+  installQuietReplayRuntime,
+  readStoredHistory,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(onboardEmbeddedSessionWorkflowType);
@@ -16,7 +23,9 @@ describe('onboardEmbeddedSession replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();
@@ -24,13 +33,16 @@ describe('onboardEmbeddedSession replay', () => {
 });
 
 describe('onboardEmbeddedSession paths: what each stored history shows', () => {
-  it.each(stored.filter((name) => !name.startsWith('archive/')))('%s: its steps are local activities (no activity task), past the local-steps gate', async (name) => {
-    const history = (await readStoredHistory(name)) as { events: Array<{ eventType: string }> };
-    const { activities, patches } = historyFacts(history);
-    expect(activities[0]).toBe('linkEmbeddedSession');
-    expect(history.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toEqual([]);
-    expect(patches).toEqual([localStepsPatch]);
-  });
+  it.each(stored.filter((name) => !name.startsWith('archive/')))(
+    '%s: its steps are local activities (no activity task), past the local-steps gate',
+    async (name) => {
+      const history = (await readStoredHistory(name)) as { events: Array<{ eventType: string }> };
+      const { activities, patches } = historyFacts(history);
+      expect(activities[0]).toBe('linkEmbeddedSession');
+      expect(history.events.filter((event) => event.eventType === 'EVENT_TYPE_ACTIVITY_TASK_SCHEDULED')).toEqual([]);
+      expect(patches).toEqual([localStepsPatch]);
+    },
+  );
 
   it('onboarding-profile-unavailable: linkEmbeddedSession’s retries run out, then failEmbeddedSession', async () => {
     const { activities, result } = historyFacts(await readStoredHistory('onboarding-profile-unavailable'));

@@ -6,8 +6,20 @@ import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
 import { describe, expect, inject, it } from 'vitest';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
-import { alreadyExecutedSucceededPatch, localDatabaseStepsPatch, MAX_NOT_SENT, resumedCountsUnknownPatch } from '../../workflows/pay-wallet.ts';
-import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  alreadyExecutedSucceededPatch,
+  localDatabaseStepsPatch,
+  MAX_NOT_SENT,
+  resumedCountsUnknownPatch,
+} from '../../workflows/pay-wallet.ts';
+import {
+  historyFacts,
+  historyPaths,
+  installQuietReplayRuntime,
+  readStoredHistory,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(payWalletWorkflowType);
@@ -20,7 +32,9 @@ describe('payWallet replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();
@@ -45,7 +59,12 @@ describe('payWallet paths: what each stored history shows', () => {
     for (const name of current) {
       const { patches } = await facts(name);
       expect(patches[0], name).toBe(localDatabaseStepsPatch);
-      expect(patches.every((patch) => [localDatabaseStepsPatch, alreadyExecutedSucceededPatch, resumedCountsUnknownPatch].includes(patch)), name).toBe(true);
+      expect(
+        patches.every((patch) =>
+          [localDatabaseStepsPatch, alreadyExecutedSucceededPatch, resumedCountsUnknownPatch].includes(patch),
+        ),
+        name,
+      ).toBe(true);
     }
   });
 

@@ -2,7 +2,12 @@
 // bundle: a purge of expired logins and sessions.
 import { describe, expect, inject, it } from 'vitest';
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
-import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyPaths,
+  installQuietReplayRuntime,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(purgeExpiredWorkflowType);
@@ -13,7 +18,9 @@ describe('purgeExpired replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();

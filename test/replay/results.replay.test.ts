@@ -13,7 +13,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode, type InjectedSinks } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { installQuietReplayRuntime, listStoredHistories, readStoredHistory, replayStored, workflowTypeOf } from '../support/replay-histories.ts';
+import {
+  installQuietReplayRuntime,
+  listStoredHistories,
+  readStoredHistory,
+  replayStored,
+  workflowTypeOf,
+} from '../support/replay-histories.ts';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import type { ResultSinks } from './fixtures/result-recorder.ts';
 
@@ -28,7 +34,12 @@ type Ending = { returned: unknown } | { continuedAsNew: unknown[] };
 interface Payloads {
   payloads?: Array<{ data?: string }>;
 }
-const decoded = (payloads: Payloads | undefined) => (payloads?.payloads ?? []).map((payload) => (payload.data === undefined ? undefined : (JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as unknown)));
+const decoded = (payloads: Payloads | undefined) =>
+  (payloads?.payloads ?? []).map((payload) =>
+    payload.data === undefined
+      ? undefined
+      : (JSON.parse(Buffer.from(payload.data, 'base64').toString('utf8')) as unknown),
+  );
 
 /** The ending a stored history records: its completion's result, or its continue-as-new's input. */
 async function recordedEnding(name: string): Promise<Ending | undefined> {
@@ -45,7 +56,12 @@ async function recordedEnding(name: string): Promise<Ending | undefined> {
  * Where a previous release's history ends otherwise than today's code ends the same path, and why
  * that is right: by workflow type, the difference as `recorded → today's`.
  */
-const KNOWN_DIFFERENCES: Array<{ type: string; under: string; why: string; recorded: (value: Record<string, unknown>) => Record<string, unknown> }> = [
+const KNOWN_DIFFERENCES: Array<{
+  type: string;
+  under: string;
+  why: string;
+  recorded: (value: Record<string, unknown>) => Record<string, unknown>;
+}> = [
   {
     type: payWalletWorkflowType,
     under: 'archive/release-360981c/',
@@ -61,16 +77,25 @@ const endings = new Map<string, Ending>();
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'walletflow-results-replay-'));
   bundle = path.join(dir, 'workflow-bundle-results.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath, workflowInterceptorModules: [recorder], logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} } });
+  const { code } = await bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules: [recorder],
+    logger: { trace() {}, debug() {}, info() {}, warn() {}, error: console.error, log() {} },
+  });
   await writeFile(bundle, code);
   const sinks: InjectedSinks<ResultSinks> = {
     replayed: {
       returned: { fn: (info, value) => void endings.set(info.workflowId, { returned: value }), callDuringReplay: true },
-      continuedAsNew: { fn: (info, args) => void endings.set(info.workflowId, { continuedAsNew: args }), callDuringReplay: true },
+      continuedAsNew: {
+        fn: (info, args) => void endings.set(info.workflowId, { continuedAsNew: args }),
+        callDuringReplay: true,
+      },
     },
   };
   const results = await replayStored({ workflowBundle: { codePath: bundle }, sinks }, stored);
-  const failed = results.filter((result) => result.error).map((result) => `${result.workflowId}: ${String(result.error)}`);
+  const failed = results
+    .filter((result) => result.error)
+    .map((result) => `${result.workflowId}: ${String(result.error)}`);
   if (failed.length > 0) throw new Error(`replay failed: ${failed.join('; ')}`);
 }, 300_000);
 
@@ -84,17 +109,28 @@ describe("today's workflows end each stored path as its history did", () => {
     expect(stored.filter((name) => !endings.has(name))).toEqual([]);
   });
 
-  it.each(stored.filter((name) => !name.startsWith('archive/')))('%s: the same result (or continue-as-new input)', async (name) => {
-    expect(endings.get(name)).toEqual(await recordedEnding(name));
-  });
+  it.each(stored.filter((name) => !name.startsWith('archive/')))(
+    '%s: the same result (or continue-as-new input)',
+    async (name) => {
+      expect(endings.get(name)).toEqual(await recordedEnding(name));
+    },
+  );
 
-  it.each(stored.filter((name) => name.startsWith('archive/')))('%s: the same, but for the known differences', async (name) => {
-    const recorded = await recordedEnding(name);
-    const type = workflowTypeOf(await readStoredHistory(name));
-    const known = KNOWN_DIFFERENCES.find((difference) => difference.type === type && name.startsWith(difference.under));
-    const expected = known && recorded && 'returned' in recorded ? { returned: known.recorded(recorded.returned as Record<string, unknown>) } : recorded;
-    expect(endings.get(name)).toEqual(expected);
-  });
+  it.each(stored.filter((name) => name.startsWith('archive/')))(
+    '%s: the same, but for the known differences',
+    async (name) => {
+      const recorded = await recordedEnding(name);
+      const type = workflowTypeOf(await readStoredHistory(name));
+      const known = KNOWN_DIFFERENCES.find(
+        (difference) => difference.type === type && name.startsWith(difference.under),
+      );
+      const expected =
+        known && recorded && 'returned' in recorded
+          ? { returned: known.recorded(recorded.returned as Record<string, unknown>) }
+          : recorded;
+      expect(endings.get(name)).toEqual(expected);
+    },
+  );
 
   it('lists only differences some history has', async () => {
     for (const difference of KNOWN_DIFFERENCES) {
@@ -104,7 +140,8 @@ describe("today's workflows end each stored path as its history did", () => {
       }
       expect(affected.length, difference.why).toBeGreaterThan(0);
       // Each affected history does end otherwise than today's code: the entry is needed.
-      for (const name of affected) expect(endings.get(name), `${name}: ${difference.why}`).not.toEqual(await recordedEnding(name));
+      for (const name of affected)
+        expect(endings.get(name), `${name}: ${difference.why}`).not.toEqual(await recordedEnding(name));
     }
   });
 });

@@ -5,7 +5,14 @@
 // patched() (docs/changing-workflows.md). Each history shows the path it is named for.
 import { describe, expect, inject, it } from 'vitest';
 import { settleDayWorkflowType, type SettleDayInput } from '../../workflows/settle-day.contract.ts';
-import { historyFacts, historyPaths, installQuietReplayRuntime, readStoredHistory, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyFacts,
+  historyPaths,
+  installQuietReplayRuntime,
+  readStoredHistory,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(settleDayWorkflowType);
@@ -16,7 +23,9 @@ describe('settleDay replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();
@@ -24,11 +33,25 @@ describe('settleDay replay', () => {
 
   it('each path shows what it is named for: one run; a run that continues as new; the run that finishes a chain', async () => {
     const settled = historyFacts(await readStoredHistory('settlement-settled'));
-    expect(settled).toMatchObject({ activities: ['beginSettlementRun', 'settleItems', 'settleItems', 'finishSettlementRun'], continuedAsNew: false, patches: [], result: { checked: 1, matched: 1 } });
+    expect(settled).toMatchObject({
+      activities: ['beginSettlementRun', 'settleItems', 'settleItems', 'finishSettlementRun'],
+      continuedAsNew: false,
+      patches: [],
+      result: { checked: 1, matched: 1 },
+    });
     const continued = historyFacts(await readStoredHistory('settlement-continued-as-new'));
-    expect(continued).toMatchObject({ activities: ['beginSettlementRun', 'settleItems', 'settleItems'], continuedAsNew: true, patches: [] });
+    expect(continued).toMatchObject({
+      activities: ['beginSettlementRun', 'settleItems', 'settleItems'],
+      continuedAsNew: true,
+      patches: [],
+    });
     const finished = historyFacts(await readStoredHistory('settlement-continued-finished'));
-    expect(finished).toMatchObject({ activities: ['settleItems', 'finishSettlementRun'], continuedAsNew: false, patches: [], result: { checked: 6, matched: 6 } });
+    expect(finished).toMatchObject({
+      activities: ['settleItems', 'finishSettlementRun'],
+      continuedAsNew: false,
+      patches: [],
+      result: { checked: 6, matched: 6 },
+    });
     // Ids, dates, cursors and counts only.
     expect(finished.input as SettleDayInput).toEqual({
       runId: expect.any(String),

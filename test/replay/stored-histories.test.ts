@@ -46,11 +46,24 @@ describe('stored histories hold no secret', () => {
   it('the scan finds a code and a token planted in a payload', async () => {
     const history = (await readStoredHistory('code-approved')) as { events: Array<Record<string, unknown>> };
     const planted = { recipient: { type: 'CODE', value: '1234567' }, token: 'eyJhbGciOiJSUzI1NiJ9.e30.c2ln' };
-    const payload = { metadata: { encoding: Buffer.from('json/plain').toString('base64') }, data: Buffer.from(JSON.stringify(planted)).toString('base64') };
-    history.events.push({ eventId: '999', eventType: 'EVENT_TYPE_MARKER_RECORDED', markerRecordedEventAttributes: { details: { data: { payloads: [payload] } } } });
+    const payload = {
+      metadata: { encoding: Buffer.from('json/plain').toString('base64') },
+      data: Buffer.from(JSON.stringify(planted)).toString('base64'),
+    };
+    history.events.push({
+      eventId: '999',
+      eventType: 'EVENT_TYPE_MARKER_RECORDED',
+      markerRecordedEventAttributes: { details: { data: { payloads: [payload] } } },
+    });
     expect(JSON.stringify(history)).not.toContain('1234567');
     const leaks = findSecretLeaks(history, [{ name: 'the planted code', value: '1234567' }]);
-    expect(leaks).toEqual(expect.arrayContaining(['the planted code', expect.stringMatching(/^a 7-digit number/), expect.stringMatching(/^a JWT/)]));
+    expect(leaks).toEqual(
+      expect.arrayContaining([
+        'the planted code',
+        expect.stringMatching(/^a 7-digit number/),
+        expect.stringMatching(/^a JWT/),
+      ]),
+    );
   });
 
   it.each(stored)('%s', async (name) => {

@@ -2,7 +2,12 @@
 // bundle: a sweep that repaired stuck fundings.
 import { describe, expect, inject, it } from 'vitest';
 import { reconcileFundingsWorkflowType } from '../../workflows/sweep.contract.ts';
-import { historyPaths, installQuietReplayRuntime, replayStored, storedHistoriesOf } from '../support/replay-histories.ts';
+import {
+  historyPaths,
+  installQuietReplayRuntime,
+  replayStored,
+  storedHistoriesOf,
+} from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(reconcileFundingsWorkflowType);
@@ -13,7 +18,9 @@ describe('reconcileFundings replay', () => {
   });
 
   it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [name]);
+    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
+      name,
+    ]);
     expect(more).toEqual([]);
     expect(result?.workflowId).toBe(name);
     expect(result?.error).toBeUndefined();

@@ -37,6 +37,8 @@ describe('the traced workflow bundle', () => {
   it('replays every stored history (tracing turned on under running workflows)', async () => {
     const results = await replayStored({ workflowBundle: { codePath: tracedBundle } }, stored);
     expect(results.map((result) => result.workflowId)).toEqual(stored);
-    expect(results.filter((result) => result.error).map((result) => `${result.workflowId}: ${String(result.error)}`)).toEqual([]);
+    expect(
+      results.filter((result) => result.error).map((result) => `${result.workflowId}: ${String(result.error)}`),
+    ).toEqual([]);
   }, 300_000);
 });

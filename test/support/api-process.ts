@@ -27,7 +27,13 @@ export async function startApiProcess(env: NodeJS.ProcessEnv): Promise<ApiProces
   const base = `http://127.0.0.1:${port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
     cwd: root,
-    env: apiEnvironment({ ...env, NODE_OPTIONS: '', PORT: String(port), HOST: '127.0.0.1', SESSION_ALLOWED_IPS: '127.0.0.1' }),
+    env: apiEnvironment({
+      ...env,
+      NODE_OPTIONS: '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SESSION_ALLOWED_IPS: '127.0.0.1',
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

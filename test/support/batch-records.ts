@@ -11,8 +11,15 @@ import { createLedger } from '../../ledger/ledger.ts';
 import type { Database } from '../../lib/database.ts';
 import { createTokenCipher, type TokenCipher } from '../../lib/token-cipher.ts';
 
-/** `cipher`: the one the codes are sealed with, when something else opens them (a stack's worker); a fresh key otherwise. */
-export function batchRecordsOn(database: Database, metrics?: FundingRecordDependencies['metrics'], cipher: TokenCipher = createTokenCipher(randomBytes(32))) {
+/**
+ * `cipher`: the one the codes are sealed with, when something else opens them (a stack's worker); a fresh key
+ * otherwise.
+ */
+export function batchRecordsOn(
+  database: Database,
+  metrics?: FundingRecordDependencies['metrics'],
+  cipher: TokenCipher = createTokenCipher(randomBytes(32)),
+) {
   const ledger = createLedger();
   const records = { database, cipher, ledger, ...(metrics ? { metrics } : {}) };
   const fundings = createFundingRecord(records);
@@ -33,8 +40,16 @@ export function batchRecordsOn(database: Database, metrics?: FundingRecordDepend
     expect(result.kind).toBe('created');
   }
 
-  /** Stores `items` as a batch drawing on the partner user's balance (`approvalThreshold` as BATCH_APPROVAL_THRESHOLD: null, never waits). */
-  const insertBatch = (batchId: string, partnerUserId: string, items: readonly NewBatchItem[], approvalThreshold: bigint | null) =>
+  /**
+   * Stores `items` as a batch drawing on the partner user's balance (`approvalThreshold` as BATCH_APPROVAL_THRESHOLD:
+   * null, never waits).
+   */
+  const insertBatch = (
+    batchId: string,
+    partnerUserId: string,
+    items: readonly NewBatchItem[],
+    approvalThreshold: bigint | null,
+  ) =>
     batches.insert({
       id: batchId,
       idempotencyKey: `test-batch-${batchId}`,

@@ -13,10 +13,19 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number; input?: string } = {},
+): Promise<CliResult> {
   // No ambient ops settings from the developer's shell: each test says what the CLI gets.
   const env: NodeJS.ProcessEnv = { ...process.env, ...options.env };
-  for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE']) {
+  for (const name of [
+    'WALLETFLOW_API_URL',
+    'WALLETFLOW_OPS_KEY',
+    'WALLETFLOW_OPS_KEY_FILE',
+    'OPS_API_KEYS',
+    'OPS_API_KEYS_FILE',
+  ]) {
     if (!options.env?.[name]) delete env[name];
   }
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
@@ -33,7 +42,11 @@ export function runCli(args: string[], options: { env?: NodeJS.ProcessEnv; timeo
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`walletflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+      reject(
+        new Error(
+          `walletflow ${args.join(' ')} did not exit within ${timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`,
+        ),
+      );
     }, timeoutMs);
     child.once('error', (error) => {
       clearTimeout(timer);

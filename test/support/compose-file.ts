@@ -33,18 +33,21 @@ export function offeredSettings(text: string): Array<{ name: string; value: stri
 
 /** Compose's interpolation of one value; a `:?`/`?` on a variable that is unset (or empty) is a problem. */
 export function interpolate(value: string, env: Record<string, string>, problems: string[]): string {
-  return value.replace(/\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])((?:[^}$]|\$\$)*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (whole, braced?: string, operator?: string, argument?: string, bare?: string) => {
-    if (whole === '$$') return '$';
-    const name = (braced ?? bare)!;
-    const given = env[name];
-    const missing = operator?.startsWith(':') ? !given : given === undefined;
-    if (operator?.endsWith('-')) return missing ? interpolate(argument ?? '', env, problems) : given!;
-    if (operator?.endsWith('?')) {
-      if (missing) problems.push(`${name}: ${argument ?? 'required'}`);
+  return value.replace(
+    /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-?])((?:[^}$]|\$\$)*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (whole, braced?: string, operator?: string, argument?: string, bare?: string) => {
+      if (whole === '$$') return '$';
+      const name = (braced ?? bare)!;
+      const given = env[name];
+      const missing = operator?.startsWith(':') ? !given : given === undefined;
+      if (operator?.endsWith('-')) return missing ? interpolate(argument ?? '', env, problems) : given!;
+      if (operator?.endsWith('?')) {
+        if (missing) problems.push(`${name}: ${argument ?? 'required'}`);
+        return given ?? '';
+      }
       return given ?? '';
-    }
-    return given ?? '';
-  });
+    },
+  );
 }
 
 /** The names a compose value takes from .env (`${NAME…}` and `$NAME`, not `$$`). */
@@ -83,8 +86,20 @@ export const compose = parse(composeText, { merge: true }) as ComposeFile;
 export const envExampleText = readFileSync(path.join(root, '.env.example'), 'utf8');
 export const envExample = dotenv(envExampleText);
 
-/** A private RSA JWK in the shape the schema accepts (not a usable key), and a 32-byte base64 key filled with one byte. */
-export const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB', p: 'AQAB', q: 'AQAB', dp: 'AQAB', dq: 'AQAB', qi: 'AQAB' });
+/**
+ * A private RSA JWK in the shape the schema accepts (not a usable key), and a 32-byte base64 key filled with one byte.
+ */
+export const rsaJwk = JSON.stringify({
+  kty: 'RSA',
+  n: 'AQAB',
+  e: 'AQAB',
+  d: 'AQAB',
+  p: 'AQAB',
+  q: 'AQAB',
+  dp: 'AQAB',
+  dq: 'AQAB',
+  qi: 'AQAB',
+});
 export const key = (fill: number) => Buffer.alloc(32, fill).toString('base64');
 
 /**
@@ -124,7 +139,10 @@ export interface StartedService {
   env: Record<string, string>;
   /** The image it runs. */
   image: string;
-  /** Each file the container sees through a secret: its path inside → the file on the host (as given, relative to the project). */
+  /**
+   * Each file the container sees through a secret: its path inside → the file on the host (as given, relative to the
+   * project).
+   */
   mounts: Map<string, string>;
   /** What compose itself refuses (`:?` on an empty variable). */
   problems: string[];

@@ -5,7 +5,12 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { z } from 'zod';
 
-const anyValue = z.object({ stringValue: z.string().optional(), intValue: z.union([z.string(), z.number()]).optional(), boolValue: z.boolean().optional(), doubleValue: z.number().optional() });
+const anyValue = z.object({
+  stringValue: z.string().optional(),
+  intValue: z.union([z.string(), z.number()]).optional(),
+  boolValue: z.boolean().optional(),
+  doubleValue: z.number().optional(),
+});
 const keyValues = z.array(z.object({ key: z.string(), value: anyValue })).optional();
 const exportRequest = z.object({
   resourceSpans: z.array(
@@ -53,7 +58,11 @@ export interface OtlpReceiver {
 function flatten(values: z.infer<typeof keyValues>): Record<string, string | number | boolean> {
   const result: Record<string, string | number | boolean> = {};
   for (const { key, value } of values ?? []) {
-    const scalar = value.stringValue ?? value.boolValue ?? value.doubleValue ?? (value.intValue === undefined ? undefined : Number(value.intValue));
+    const scalar =
+      value.stringValue ??
+      value.boolValue ??
+      value.doubleValue ??
+      (value.intValue === undefined ? undefined : Number(value.intValue));
     if (scalar !== undefined) result[key] = scalar;
   }
   return result;
@@ -67,7 +76,11 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      if (req.method !== 'POST' || req.url !== '/v1/traces' || !String(req.headers['content-type']).startsWith('application/json')) {
+      if (
+        req.method !== 'POST' ||
+        req.url !== '/v1/traces' ||
+        !String(req.headers['content-type']).startsWith('application/json')
+      ) {
         res.writeHead(415).end();
         return;
       }

@@ -18,7 +18,13 @@ import type { SettlementOptions } from '../../api/ops/settlement-service.ts';
 import { createOnboardingDispatcher, type OnboardingDispatcher } from '../../api/embedded/onboarding-dispatcher.ts';
 import { createWalletCallLog } from '../../audit/wallet-call-log.ts';
 import { partnerEndpoints, sandboxWalletConfig } from '../../stack/sandbox-wallet.ts';
-import { createApiDatabase, createRefreshPool, refreshWaitMs, type Database, type RefreshPool } from '../../lib/database.ts';
+import {
+  createApiDatabase,
+  createRefreshPool,
+  refreshWaitMs,
+  type Database,
+  type RefreshPool,
+} from '../../lib/database.ts';
 import type { FundingLimits } from '../../ledger/limits.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics } from '../../lib/metrics.ts';
@@ -27,7 +33,12 @@ import { createTokenStore, type TokenStore } from '../../links/token-store.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { createWalletClient, type WalletClient, type WalletClientConfig } from '../../wallet/index.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../../workflows/fund-batch.contract.ts';
-import { bundleVersion, promoteOnStart, versionedWorkerOptions, type PromotionPolicy } from '../../lib/worker-deployment.ts';
+import {
+  bundleVersion,
+  promoteOnStart,
+  versionedWorkerOptions,
+  type PromotionPolicy,
+} from '../../lib/worker-deployment.ts';
 
 export interface PartnerApiOptions {
   databaseUrl: string;
@@ -86,7 +97,10 @@ export interface PartnerApi {
   app: ReturnType<typeof createApp>;
   sandbox: RunningSandbox;
   database: Database;
-  /** The token vault's own pool (lib/database.ts), the API's; its in-process workers' vaults share it as they share `database`. */
+  /**
+   * The token vault's own pool (lib/database.ts), the API's; its in-process workers' vaults share it as they share
+   * `database`.
+   */
   refreshPool: RefreshPool;
   /** The wallet client settings of this stack (audited to the database, 5 s time-out). */
   walletConfig: WalletClientConfig;
@@ -106,11 +120,16 @@ export interface PartnerApi {
     workflowBundle: { codePath: string } | { code: string };
     metrics?: Metrics;
     shutdownGraceTime?: WorkerOptions['shutdownGraceTime'];
-    /** Whether it makes its build the deployment's current version once registered (default: always, as the dev stack does). */
+    /**
+     * Whether it makes its build the deployment's current version once registered (default: always, as the dev stack
+     * does).
+     */
     promote?: PromotionPolicy;
   }): Promise<InProcessWorker & { buildId: string }>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
-  /** Stops the Temporal client, the server, the sandbox and the API's wallet client, and disconnects; not the workers. */
+  /**
+   * Stops the Temporal client, the server, the sandbox and the API's wallet client, and disconnects; not the workers.
+   */
   close(): Promise<void>;
 }
 
@@ -121,7 +140,8 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
   const stopAll = async () => {
     const failures: unknown[] = [];
     for (const stop of stops.splice(0).reverse()) await stop().catch((error: unknown) => failures.push(error));
-    if (failures.length > 0) throw new AggregateError(failures, `closing the partner API: ${failures.map(String).join('; ')}`);
+    if (failures.length > 0)
+      throw new AggregateError(failures, `closing the partner API: ${failures.map(String).join('; ')}`);
   };
   try {
     const server: Server = createServer();
@@ -135,11 +155,21 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     stops.push(() => sandbox.close());
     const { logger } = options;
     // The API's database as api/main.ts makes it: write transactions admitted in front of the pool.
-    const { database } = createApiDatabase(options.databaseUrl, options.databaseMaxConnections === undefined ? {} : { maxConnections: options.databaseMaxConnections });
+    const { database } = createApiDatabase(
+      options.databaseUrl,
+      options.databaseMaxConnections === undefined ? {} : { maxConnections: options.databaseMaxConnections },
+    );
     stops.push(() => database.$disconnect());
-    const refreshPool = createRefreshPool(options.databaseUrl, { ...(options.databaseMaxConnections === undefined ? {} : { mainPoolSize: options.databaseMaxConnections }), maxWaitMs: refreshWaitMs.api });
+    const refreshPool = createRefreshPool(options.databaseUrl, {
+      ...(options.databaseMaxConnections === undefined ? {} : { mainPoolSize: options.databaseMaxConnections }),
+      maxWaitMs: refreshWaitMs.api,
+    });
     stops.push(() => refreshPool.database.$disconnect());
-    const walletConfig: WalletClientConfig = { ...sandboxWalletConfig(sandbox), timeoutMs: 5000, ...createWalletCallLog(database, logger) };
+    const walletConfig: WalletClientConfig = {
+      ...sandboxWalletConfig(sandbox),
+      timeoutMs: 5000,
+      ...createWalletCallLog(database, logger),
+    };
     const wallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, options.metrics) });
     stops.push(() => wallet.close());
     const encryptionKey = options.encryptionKey ?? randomBytes(32);
@@ -148,7 +178,11 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
     const opsKey = randomBytes(32).toString('base64url');
     const connection = await Connection.connect({ address: options.temporalAddress });
     stops.push(() => connection.close());
-    const temporal = new Client({ connection, namespace: options.namespace, ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}) });
+    const temporal = new Client({
+      connection,
+      namespace: options.namespace,
+      ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
+    });
     const taskQueue = `${options.taskQueuePrefix}-${randomBytes(6).toString('hex')}`;
     // As api/main.ts runs it: started before the first request, stopped before the connections close.
     const onboarding = createOnboardingDispatcher({
@@ -183,10 +217,14 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         connectReturnUrl: options.connectReturnUrl,
         sessionAllowedIps: options.sessionAllowedIps ?? [sandbox.partner.senderIp],
         ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
-        ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+        ...(options.embeddedSessionTtlSeconds === undefined
+          ? {}
+          : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
         ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
         ...(options.batches ? { batches: options.batches } : {}),
-        ...(options.console ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console } : {}),
+        ...(options.console
+          ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console }
+          : {}),
         ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
         ...(options.settlements ? { settlements: options.settlements } : {}),
         ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
@@ -224,13 +262,26 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
           maxHeartbeatThrottleInterval: WORKER_HEARTBEAT_THROTTLE_MS,
           ...(shutdownGraceTime === undefined ? {} : { shutdownGraceTime }),
           ...(options.dataConverter ? { dataConverter: options.dataConverter } : {}),
-          activities: createActivities({ database, refreshPool, wallet: workerWallet, cipher, logger, temporal, taskQueue, ...(metrics ? { metrics } : {}) }),
+          activities: createActivities({
+            database,
+            refreshPool,
+            wallet: workerWallet,
+            cipher,
+            logger,
+            temporal,
+            taskQueue,
+            ...(metrics ? { metrics } : {}),
+          }),
         });
         const done = worker.run();
         await promoteOnStart(temporal, version, promote ?? 'always', logger);
         return { worker, done, connection: workerConnection, wallet: workerWallet, buildId: version.buildId };
       },
-      opsFetch: (path, init = {}) => fetch(`${apiBase}${path}`, { ...init, headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) } }),
+      opsFetch: (path, init = {}) =>
+        fetch(`${apiBase}${path}`, {
+          ...init,
+          headers: { authorization: `Bearer ${opsKey}`, ...(init.headers ?? {}) },
+        }),
       close: stopAll,
     };
   } catch (error) {

@@ -52,7 +52,13 @@ export interface PartnerStack {
   /** Another worker on this stack's task queue, of any bundle (a build of its own); the caller runs and stops it. */
   createWorker: PartnerApi['createWorker'];
   /** A vault as a worker builds it (its own wallet client and clock; the stack's pools unless given others). */
-  createVault(options?: { now?: () => number; wallet?: Partial<WalletClientConfig>; lockTimeoutMs?: number; database?: Database; refreshPool?: RefreshPool }): TokenVault;
+  createVault(options?: {
+    now?: () => number;
+    wallet?: Partial<WalletClientConfig>;
+    lockTimeoutMs?: number;
+    database?: Database;
+    refreshPool?: RefreshPool;
+  }): TokenVault;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /** A login URL for `partnerUserId` from POST /ops/links/login-urls. */
   mintLoginUrl(partnerUserId: string, mobile?: string): Promise<string>;
@@ -84,7 +90,10 @@ export async function startPartnerStack(
     fundingLimits?: FundingLimits;
     /** Funding batches' approval threshold (thousandths) and items at once (default: none waits, 32). */
     batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
-    /** The ops console's sign-in and sessions, or a function of the API's address giving them (default: sign-in with an ops key). */
+    /**
+     * The ops console's sign-in and sessions, or a function of the API's address giving them (default: sign-in with an
+     * ops key).
+     */
     console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
@@ -98,7 +107,9 @@ export async function startPartnerStack(
     consoleLive?: { pushEveryMs?: number; stallMs?: number };
   } = {},
 ): Promise<PartnerStack> {
-  const logger = options.logTo ? createLogger({ level: 'trace', destination: options.logTo }) : createLogger({ level: 'silent' });
+  const logger = options.logTo
+    ? createLogger({ level: 'trace', destination: options.logTo })
+    : createLogger({ level: 'silent' });
   const apiMetrics = createMetrics();
   const workerMetrics = createMetrics();
   const dataConverter = dataConverterFor(options.payloadKeys);
@@ -118,7 +129,9 @@ export async function startPartnerStack(
     ...(options.loginSigningKey ? { loginSigningKey: options.loginSigningKey } : {}),
     ...(options.sessionAllowedIps ? { sessionAllowedIps: options.sessionAllowedIps } : {}),
     ...(options.trustedProxies ? { trustedProxies: options.trustedProxies } : {}),
-    ...(options.embeddedSessionTtlSeconds === undefined ? {} : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
+    ...(options.embeddedSessionTtlSeconds === undefined
+      ? {}
+      : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
     ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
     ...(options.batches ? { batches: options.batches } : {}),
     ...(options.console ? { console: options.console } : {}),
@@ -173,7 +186,10 @@ export async function startPartnerStack(
     workerMetrics,
     async startWorker() {
       if (running) return;
-      running = await api.createWorker({ workflowBundle: { codePath: inject('workflowBundlePath') }, metrics: workerMetrics });
+      running = await api.createWorker({
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        metrics: workerMetrics,
+      });
     },
     async stopWorker() {
       if (!running) return;
@@ -186,7 +202,11 @@ export async function startPartnerStack(
     },
     createWorker: api.createWorker,
     createVault: (vaultOptions = {}) => {
-      const vaultWallet = createWalletClient({ ...walletConfig, ...vaultOptions.wallet, ...(vaultOptions.now ? { now: vaultOptions.now } : {}) });
+      const vaultWallet = createWalletClient({
+        ...walletConfig,
+        ...vaultOptions.wallet,
+        ...(vaultOptions.now ? { now: vaultOptions.now } : {}),
+      });
       vaultWallets.push(vaultWallet);
       return createTokenVault({
         database: vaultOptions.database ?? database,
@@ -204,7 +224,11 @@ export async function startPartnerStack(
       const response = await fetch(await mintLoginUrl(partnerUserId, mobile), { redirect: 'manual' });
       if (response.status !== 302) throw new Error(`login start answered ${response.status}`);
       const location = new URL(response.headers.get('location')!);
-      return { location, state: location.searchParams.get('state')!, cookie: response.headers.getSetCookie()[0]!.split(';')[0]! };
+      return {
+        location,
+        state: location.searchParams.get('state')!,
+        cookie: response.headers.getSetCookie()[0]!.split(';')[0]!,
+      };
     },
     close: async () => {
       if (running) {

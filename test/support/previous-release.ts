@@ -34,10 +34,21 @@ export interface PreviousRelease {
   remove(): Promise<void>;
 }
 
-function run(command: string, args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv; input?: Buffer }): Buffer {
-  const result = spawnSync(command, args, { cwd: options.cwd, env: options.env ?? process.env, input: options.input, maxBuffer: 256 * 1024 * 1024 });
+function run(
+  command: string,
+  args: string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv; input?: Buffer },
+): Buffer {
+  const result = spawnSync(command, args, {
+    cwd: options.cwd,
+    env: options.env ?? process.env,
+    input: options.input,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} (in ${options.cwd}) failed: ${result.error?.message ?? ''}${result.stderr?.toString().slice(-2000) ?? ''}`);
+    throw new Error(
+      `${command} ${args.join(' ')} (in ${options.cwd}) failed: ${result.error?.message ?? ''}${result.stderr?.toString().slice(-2000) ?? ''}`,
+    );
   }
   return result.stdout;
 }
@@ -49,7 +60,10 @@ export async function checkOutPreviousRelease(commit = previousReleaseCommit): P
     try {
       archive = run('git', ['archive', '--format=tar', commit], { cwd: root });
     } catch (error) {
-      throw new Error(`the previous release ${commit} is not in this checkout's history (a shallow clone?): ${(error as Error).message}`, { cause: error });
+      throw new Error(
+        `the previous release ${commit} is not in this checkout's history (a shallow clone?): ${(error as Error).message}`,
+        { cause: error },
+      );
     }
     run('tar', ['-x', '-C', dir], { cwd: dir, input: archive });
     await assertDependenciesPresent(dir);
@@ -71,7 +85,10 @@ export async function checkOutPreviousRelease(commit = previousReleaseCommit): P
     dir,
     workflowBundlePath,
     migrate(databaseUrl) {
-      run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'migrate'], { cwd: dir, env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' } });
+      run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'migrate'], {
+        cwd: dir,
+        env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+      });
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
@@ -99,13 +116,19 @@ async function releaseWorkflowBundle(commit: string, dir: string): Promise<strin
 
 /** Today's node_modules serve the release only if it asks for nothing today's lockfile lacks. */
 async function assertDependenciesPresent(dir: string): Promise<void> {
-  const read = async (file: string) => JSON.parse(await readFile(file, 'utf8')) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+  const read = async (file: string) =>
+    JSON.parse(await readFile(file, 'utf8')) as {
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    };
   const theirs = await read(path.join(dir, 'package.json'));
   const ours = await read(path.join(root, 'package.json'));
   const wanted = { ...theirs.dependencies, ...theirs.devDependencies };
   const have = { ...ours.dependencies, ...ours.devDependencies };
   const differing = Object.entries(wanted).filter(([name, range]) => have[name] !== range);
   if (differing.length > 0) {
-    throw new Error(`the previous release needs dependencies this checkout does not install as it asks: ${differing.map(([name, range]) => `${name}@${range} (here ${have[name] ?? 'absent'})`).join(', ')}`);
+    throw new Error(
+      `the previous release needs dependencies this checkout does not install as it asks: ${differing.map(([name, range]) => `${name}@${range} (here ${have[name] ?? 'absent'})`).join(', ')}`,
+    );
   }
 }

@@ -27,7 +27,13 @@ export async function startHttpRecorder(targetOrigin: string): Promise<HttpRecor
   const server: Server = createHttpServer((req, res) => {
     calls.push({ method: req.method ?? '', path: req.url ?? '', at: Date.now() });
     const upstream = httpRequest(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: { ...req.headers, host: target.host } },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: { ...req.headers, host: target.host },
+      },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -57,7 +63,10 @@ export interface TcpLink {
 
 /** A TCP pass-through to `targetAddress` (host:port). */
 export async function startTcpLink(targetAddress: string): Promise<TcpLink> {
-  const [host, port] = [targetAddress.slice(0, targetAddress.lastIndexOf(':')), Number(targetAddress.slice(targetAddress.lastIndexOf(':') + 1))];
+  const [host, port] = [
+    targetAddress.slice(0, targetAddress.lastIndexOf(':')),
+    Number(targetAddress.slice(targetAddress.lastIndexOf(':') + 1)),
+  ];
   const sockets = new Set<Socket>();
   const server = createTcpServer((client) => {
     const upstream = connect({ host, port });

@@ -49,7 +49,8 @@ export function parseRawResponse(raw: Buffer): RawResponse {
     if (colon <= 0) continue;
     const name = line.slice(0, colon).trim().toLowerCase();
     const value = line.slice(colon + 1).trim();
-    headers[name] = headers[name] === undefined ? value : `${headers[name]}${name === 'set-cookie' ? '\n' : ', '}${value}`;
+    headers[name] =
+      headers[name] === undefined ? value : `${headers[name]}${name === 'set-cookie' ? '\n' : ', '}${value}`;
   }
   let body = headEnd < 0 ? Buffer.alloc(0) : raw.subarray(headEnd + 4);
   if (/chunked/i.test(headers['transfer-encoding'] ?? '')) body = dechunk(body);
@@ -58,10 +59,23 @@ export function parseRawResponse(raw: Buffer): RawResponse {
 }
 
 export function encodeRawRequest(request: RawRequest, host: string): Buffer {
-  const body = request.body === undefined ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body, 'utf8');
-  const lines: Buffer[] = [Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n`, 'latin1')];
+  const body =
+    request.body === undefined
+      ? undefined
+      : Buffer.isBuffer(request.body)
+        ? request.body
+        : Buffer.from(request.body, 'utf8');
+  const lines: Buffer[] = [
+    Buffer.from(`${request.method} ${request.target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n`, 'latin1'),
+  ];
   for (const [name, value] of request.headers ?? []) {
-    lines.push(Buffer.concat([Buffer.from(`${name}: `, 'latin1'), Buffer.isBuffer(value) ? value : Buffer.from(value, 'latin1'), Buffer.from('\r\n')]));
+    lines.push(
+      Buffer.concat([
+        Buffer.from(`${name}: `, 'latin1'),
+        Buffer.isBuffer(value) ? value : Buffer.from(value, 'latin1'),
+        Buffer.from('\r\n'),
+      ]),
+    );
   }
   const length = request.contentLength === undefined ? body?.length : request.contentLength;
   if (length !== undefined && length !== null) lines.push(Buffer.from(`Content-Length: ${length}\r\n`));
@@ -74,7 +88,11 @@ export function encodeRawRequest(request: RawRequest, host: string): Buffer {
 export function rawHttp(base: string, request: RawRequest, timeoutMs = 15_000): Promise<RawResponse> {
   const url = new URL(base);
   return new Promise((resolve, reject) => {
-    const socket = connect({ host: url.hostname, port: Number(url.port), ...(request.localAddress ? { localAddress: request.localAddress } : {}) });
+    const socket = connect({
+      host: url.hostname,
+      port: Number(url.port),
+      ...(request.localAddress ? { localAddress: request.localAddress } : {}),
+    });
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       socket.destroy();

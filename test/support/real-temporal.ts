@@ -16,10 +16,22 @@ export interface RealTemporal {
 export async function startRealTemporal(): Promise<RealTemporal> {
   const tools = resolveTemporalServer();
   const url = new URL(testDatabaseUrl());
-  const postgres = { host: url.hostname, port: Number(url.port || 5432), user: decodeURIComponent(url.username || 'postgres'), password: decodeURIComponent(url.password) };
+  const postgres = {
+    host: url.hostname,
+    port: Number(url.port || 5432),
+    user: decodeURIComponent(url.username || 'postgres'),
+    password: decodeURIComponent(url.password),
+  };
   const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-deploy-temporal-'));
   const databasePrefix = `walletflow_deploy_temporal_${process.pid}_${Date.now().toString(36)}`;
-  const server = await startTemporalServer({ ...tools, dir, postgres, databasePrefix, historyShards: 2, namespace: 'default' });
+  const server = await startTemporalServer({
+    ...tools,
+    dir,
+    postgres,
+    databasePrefix,
+    historyShards: 2,
+    namespace: 'default',
+  });
   return {
     address: server.address,
     namespace: 'default',

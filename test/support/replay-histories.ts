@@ -47,7 +47,11 @@ export const historyPaths = {
     'payment-not-sent-exhausted-failed',
     'payment-resumed-executing-succeeded',
   ],
-  [onboardEmbeddedSessionWorkflowType]: ['onboarding-linked', 'onboarding-profile-refused', 'onboarding-profile-unavailable'],
+  [onboardEmbeddedSessionWorkflowType]: [
+    'onboarding-linked',
+    'onboarding-profile-refused',
+    'onboarding-profile-unavailable',
+  ],
   [reconcileFundingsWorkflowType]: ['reconcile-sweep'],
   [purgeExpiredWorkflowType]: ['purge-expired'],
   [deliverWebhooksWorkflowType]: ['webhooks-delivered', 'webhooks-retried'],
@@ -84,7 +88,9 @@ export async function readStoredHistory(name: string): Promise<unknown> {
 
 /** Replays stored histories (by name) with one replay worker; each result's workflowId is the name. */
 export async function replayStored(options: ReplayWorkerOptions, names: string[]): Promise<ReplayResult[]> {
-  const histories = await Promise.all(names.map(async (name) => ({ workflowId: name, history: await readStoredHistory(name) })));
+  const histories = await Promise.all(
+    names.map(async (name) => ({ workflowId: name, history: await readStoredHistory(name) })),
+  );
   const results: ReplayResult[] = [];
   for await (const result of Worker.runReplayHistories(options, histories)) results.push(result);
   return results;
@@ -96,7 +102,10 @@ export async function replayStored(options: ReplayWorkerOptions, names: string[]
  */
 export function installQuietReplayRuntime(): void {
   try {
-    Runtime.install({ logger: new DefaultLogger('WARN'), telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } } });
+    Runtime.install({
+      logger: new DefaultLogger('WARN'),
+      telemetryOptions: { logging: { filter: { core: 'ERROR', other: 'ERROR' } } },
+    });
   } catch {
     // A runtime exists already in this process (another file installed one): keep it.
   }
@@ -104,13 +113,17 @@ export function installQuietReplayRuntime(): void {
 
 /** The workflow type a history ran, from its first event. */
 export function workflowTypeOf(history: unknown): string | undefined {
-  const first = (history as { events?: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }> }).events?.[0];
+  const first = (
+    history as { events?: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }> }
+  ).events?.[0];
   return first?.workflowExecutionStartedEventAttributes?.workflowType?.name;
 }
 
 /** The stored histories (current and archived) of one workflow type, by what each file ran. */
 export function storedHistoriesOf(type: WorkflowType): string[] {
-  return listStoredHistories().filter((name) => workflowTypeOf(JSON.parse(readFileSync(historyFile(name), 'utf8'))) === type);
+  return listStoredHistories().filter(
+    (name) => workflowTypeOf(JSON.parse(readFileSync(historyFile(name), 'utf8'))) === type,
+  );
 }
 
 interface HistoryEvent {
@@ -131,21 +144,33 @@ const firstPayload = (payloads: Payloads): unknown => {
 export function historyFacts(history: unknown) {
   const events = (history as { events: HistoryEvent[] }).events;
   const attributes = <T>(event: HistoryEvent, name: string) => event[name] as T | undefined;
-  const started = events[0] ? attributes<{ input?: Payloads }>(events[0], 'workflowExecutionStartedEventAttributes') : undefined;
+  const started = events[0]
+    ? attributes<{ input?: Payloads }>(events[0], 'workflowExecutionStartedEventAttributes')
+    : undefined;
   const completed = events.find((event) => event.eventType === 'EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
   const markers = events.flatMap((event) => {
-    const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(event, 'markerRecordedEventAttributes');
+    const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(
+      event,
+      'markerRecordedEventAttributes',
+    );
     return marker ? [marker] : [];
   });
   const count = (eventType: string) => events.filter((event) => event.eventType === eventType).length;
   return {
     input: firstPayload(started?.input),
-    result: completed ? firstPayload(attributes<{ result?: Payloads }>(completed, 'workflowExecutionCompletedEventAttributes')?.result) : undefined,
-    patches: markers.filter((marker) => marker.markerName === 'core_patch').map((marker) => (firstPayload(marker.details?.['patch-data']) as { id: string }).id),
+    result: completed
+      ? firstPayload(attributes<{ result?: Payloads }>(completed, 'workflowExecutionCompletedEventAttributes')?.result)
+      : undefined,
+    patches: markers
+      .filter((marker) => marker.markerName === 'core_patch')
+      .map((marker) => (firstPayload(marker.details?.['patch-data']) as { id: string }).id),
     activities: events.flatMap((event): string[] => {
       const scheduled = attributes<{ activityType?: { name?: string } }>(event, 'activityTaskScheduledEventAttributes');
       if (scheduled?.activityType?.name) return [scheduled.activityType.name];
-      const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(event, 'markerRecordedEventAttributes');
+      const marker = attributes<{ markerName?: string; details?: Record<string, Payloads> }>(
+        event,
+        'markerRecordedEventAttributes',
+      );
       if (marker?.markerName !== 'core_local_activity') return [];
       const data = marker.details?.data?.payloads?.[0]?.data;
       const type = data ? /"activity_type":"([^"]+)"/.exec(decodeBase64(data))?.[1] : undefined;
@@ -179,7 +204,9 @@ export function readableHistory(history: unknown): string {
     if (node === null || typeof node !== 'object') return node;
     const metadata = node.metadata;
     if (typeof node.data === 'string' && metadata && typeof metadata === 'object' && !Array.isArray(metadata)) {
-      const decodedMetadata = Object.fromEntries(Object.entries(metadata).map(([key, value]) => [key, typeof value === 'string' ? decodeBase64(value) : value]));
+      const decodedMetadata = Object.fromEntries(
+        Object.entries(metadata).map(([key, value]) => [key, typeof value === 'string' ? decodeBase64(value) : value]),
+      );
       const text = decodeBase64(node.data);
       let data: Json = text;
       if (decodedMetadata.encoding === 'json/plain') {
@@ -198,7 +225,10 @@ export function readableHistory(history: unknown): string {
 
 /** Patterns no stored history may contain, whatever the test data was (scanned decoded). */
 const forbiddenPatterns: Array<{ name: string; pattern: RegExp }> = [
-  { name: 'a 7-digit number near a "CODE" value (a cash-in code)', pattern: /"CODE"[^{}]{0,120}?(?<![0-9A-Za-z])\d{7}(?![0-9A-Za-z])/ },
+  {
+    name: 'a 7-digit number near a "CODE" value (a cash-in code)',
+    pattern: /"CODE"[^{}]{0,120}?(?<![0-9A-Za-z])\d{7}(?![0-9A-Za-z])/,
+  },
   { name: 'a JWT/JWE-looking token (eyJ…)', pattern: /eyJ[A-Za-z0-9_-]{8,}/ },
   { name: 'the name transferApiKey', pattern: /transferApiKey/i },
   { name: 'the name clientSecret', pattern: /clientSecret/i },
@@ -217,7 +247,8 @@ function sevenDigitValues(node: unknown, at = '$'): string[] {
   if (node === null || typeof node !== 'object') return [];
   return Object.entries(node).flatMap(([key, value]) => {
     if (typeof value === 'string') return !numericKey.test(key) && sevenDigits.test(value) ? [`${at}.${key}`] : [];
-    if (typeof value === 'number') return sevenDigits.test(String(value)) && !numericKey.test(key) ? [`${at}.${key}`] : [];
+    if (typeof value === 'number')
+      return sevenDigits.test(String(value)) && !numericKey.test(key) ? [`${at}.${key}`] : [];
     return sevenDigitValues(value, `${at}.${key}`);
   });
 }
@@ -234,7 +265,8 @@ export function findSecretLeaks(history: unknown, secrets: Array<{ name: string;
     if (secret.value.length < 4) throw new Error(`secret ${secret.name} is too short to search for`);
     if (raw.includes(secret.value) || readable.includes(secret.value)) leaks.push(secret.name);
   }
-  for (const where of sevenDigitValues(JSON.parse(readable))) leaks.push(`a 7-digit number (a cash-in code?) at ${where}`);
+  for (const where of sevenDigitValues(JSON.parse(readable)))
+    leaks.push(`a 7-digit number (a cash-in code?) at ${where}`);
   for (const { name, pattern } of forbiddenPatterns) {
     const match = pattern.exec(readable);
     // Some context to find it by, with the match itself left out.

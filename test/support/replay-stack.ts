@@ -26,7 +26,12 @@ import { startPartnerApi, type InProcessWorker } from './partner-api.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The settlement runs' sizes the capture's API starts them with. */
-export const settlementCaptureTuning = { maxInFlight: 4, pageSize: 2, itemsPerActivity: 2, activitiesPerRun: 2 } as const;
+export const settlementCaptureTuning = {
+  maxInFlight: 4,
+  pageSize: 2,
+  itemsPerActivity: 2,
+  activitiesPerRun: 2,
+} as const;
 
 export interface ReplayStackOptions {
   /** A running Temporal (e.g. `npm run dev`'s); absent: an in-memory dev server is started. */
@@ -109,7 +114,8 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
   setMaxListeners(1000, inFlight.signal);
   const stopAll = async () => {
     inFlight.abort();
-    for (const stop of stops.splice(0).reverse()) await stop().catch((error: Error) => console.error(`cleanup: ${error.message}`));
+    for (const stop of stops.splice(0).reverse())
+      await stop().catch((error: Error) => console.error(`cleanup: ${error.message}`));
   };
 
   try {
@@ -187,8 +193,10 @@ export async function startReplayStack(options: ReplayStackOptions = {}): Promis
       temporalAddress,
       namespace,
       taskQueue: api.taskQueue,
-      result: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
-      fetchHistory: (workflowId) => connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
+      result: (workflowId) =>
+        connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).result()),
+      fetchHistory: (workflowId) =>
+        connection.withAbortSignal(inFlight.signal, () => temporal.workflow.getHandle(workflowId).fetchHistory()),
       async startWorker(workerOptions = {}) {
         if (running) return;
         running = await api.createWorker({ workflowBundle: { code: bundle }, ...workerOptions });

@@ -1,6 +1,14 @@
 // Test helpers that drive the sandbox over real HTTP with plain fetch: admin calls, credentials
 // headers, the login forms, and an independent node:crypto decryption of the profile JWE.
-import { createDecipheriv, createHmac, createPrivateKey, privateDecrypt, constants, randomUUID, type JsonWebKey } from 'node:crypto';
+import {
+  createDecipheriv,
+  createHmac,
+  createPrivateKey,
+  privateDecrypt,
+  constants,
+  randomUUID,
+  type JsonWebKey,
+} from 'node:crypto';
 import { inflateRawSync } from 'node:zlib';
 import type { RunningSandbox } from '../../sandbox/server.ts';
 
@@ -51,17 +59,30 @@ export function adminOf(sandbox: RunningSandbox) {
       if (answer.status !== 204) throw new Error(`reset answered ${answer.status}`);
     },
     createUser: async (input: Record<string, unknown>) => {
-      const answer = await admin<{ userId: string; profileId: string; mobile: string; balance: string }>('POST', '/users', input);
-      if (answer.status !== 201) throw new Error(`create user answered ${answer.status}: ${JSON.stringify(answer.body)}`);
+      const answer = await admin<{ userId: string; profileId: string; mobile: string; balance: string }>(
+        'POST',
+        '/users',
+        input,
+      );
+      if (answer.status !== 201)
+        throw new Error(`create user answered ${answer.status}: ${JSON.stringify(answer.body)}`);
       return answer.body;
     },
-    user: async (userId: string) => (await admin<{ balance: string; kycLevel: string }>('GET', `/users/${userId}`)).body,
-    cashInCode: async (userId: string) => (await admin<{ code: string; expiresAt: string }>('POST', `/users/${userId}/cash-in-codes`)).body,
+    user: async (userId: string) =>
+      (await admin<{ balance: string; kycLevel: string }>('GET', `/users/${userId}`)).body,
+    cashInCode: async (userId: string) =>
+      (await admin<{ code: string; expiresAt: string }>('POST', `/users/${userId}/cash-in-codes`)).body,
     standaloneTokens: async (userId: string) =>
       (await admin<{ access_token: string; refresh_token: string }>('POST', `/users/${userId}/standalone-tokens`)).body,
     embeddedTokens: async (userId: string) =>
-      (await admin<{ accessToken: string; refreshToken: string; expiresAt: number }>('POST', `/users/${userId}/embedded-tokens`)).body,
-    advanceClock: async (advanceSeconds: number) => (await admin<{ now: string }>('POST', '/clock', { advanceSeconds })).body,
+      (
+        await admin<{ accessToken: string; refreshToken: string; expiresAt: number }>(
+          'POST',
+          `/users/${userId}/embedded-tokens`,
+        )
+      ).body,
+    advanceClock: async (advanceSeconds: number) =>
+      (await admin<{ now: string }>('POST', '/clock', { advanceSeconds })).body,
     settings: async (settings: Record<string, unknown>) => {
       const answer = await admin('PUT', '/settings', settings);
       if (answer.status !== 200) throw new Error(`settings answered ${answer.status}`);
@@ -75,7 +96,13 @@ export function adminOf(sandbox: RunningSandbox) {
     ledger: async () =>
       (
         await admin<{
-          transfers: { transferId: string; status: string; recipientUserId: string; amount: { value: string }; executions: number }[];
+          transfers: {
+            transferId: string;
+            status: string;
+            recipientUserId: string;
+            amount: { value: string };
+            executions: number;
+          }[];
           payments: { paymentId: string; status: string; userId: string; executions: number }[];
           refreshes: { kind: string; userId: string; at: string }[];
           partnerFundingBalance: string;
@@ -105,7 +132,11 @@ export async function clientToken(sandbox: RunningSandbox): Promise<string> {
   return token;
 }
 
-export function opHeaders(client: string, userToken?: string, reference: string = randomUUID()): Record<string, string> {
+export function opHeaders(
+  client: string,
+  userToken?: string,
+  reference: string = randomUUID(),
+): Record<string, string> {
   return {
     authorization: `Bearer ${client}`,
     'request-reference-no': reference,
@@ -130,7 +161,12 @@ export interface TransferBody {
   code?: string;
 }
 
-export function createTransferCall(sandbox: RunningSandbox, recipient: { type: 'TOKEN' | 'CODE'; value: string }, value: number, reference?: string) {
+export function createTransferCall(
+  sandbox: RunningSandbox,
+  recipient: { type: 'TOKEN' | 'CODE'; value: string },
+  value: number,
+  reference?: string,
+) {
   return callJson<TransferBody>(`${sandbox.url}/v1/transfers`, {
     method: 'POST',
     headers: transferHeaders(sandbox, reference),
@@ -139,7 +175,10 @@ export function createTransferCall(sandbox: RunningSandbox, recipient: { type: '
 }
 
 export function executeTransferCall(sandbox: RunningSandbox, transferId: string) {
-  return callJson<TransferBody>(`${sandbox.url}/v1/transfers/${transferId}/execute`, { method: 'PUT', headers: transferHeaders(sandbox) });
+  return callJson<TransferBody>(`${sandbox.url}/v1/transfers/${transferId}/execute`, {
+    method: 'PUT',
+    headers: transferHeaders(sandbox),
+  });
 }
 
 export function retrieveTransferCall(sandbox: RunningSandbox, transferId: string) {
@@ -196,7 +235,12 @@ export function loginForms(sandbox: RunningSandbox) {
 }
 
 /** Logs in through the pages and returns the callback parameters. */
-export async function loginThroughPages(sandbox: RunningSandbox, mobile: string, password: string, state = 'xyz'): Promise<URLSearchParams> {
+export async function loginThroughPages(
+  sandbox: RunningSandbox,
+  mobile: string,
+  password: string,
+  state = 'xyz',
+): Promise<URLSearchParams> {
   const forms = loginForms(sandbox);
   const first = await forms.open({ user_id: mobile, state });
   const otp = await forms.submit(first, { password, action: 'continue' });
@@ -218,14 +262,19 @@ export function openProfile(
   if (data.split('.').length !== 5) throw new Error('not a compact JWE');
   const header = JSON.parse(Buffer.from(protectedHeader, 'base64url').toString('utf8')) as Record<string, unknown>;
   const key = createPrivateKey({ key: privateJwk as JsonWebKey, format: 'jwk' });
-  const cek = privateDecrypt({ key, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' }, Buffer.from(encryptedKey, 'base64url'));
+  const cek = privateDecrypt(
+    { key, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' },
+    Buffer.from(encryptedKey, 'base64url'),
+  );
   const decipher = createDecipheriv('aes-256-gcm', cek, Buffer.from(iv, 'base64url'));
   decipher.setAAD(Buffer.from(protectedHeader, 'ascii'));
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   const compressed = Buffer.concat([decipher.update(Buffer.from(ciphertext, 'base64url')), decipher.final()]);
   const jws = inflateRawSync(compressed).toString('utf8');
   const [jwsHeader = '', payload = '', signature = ''] = jws.split('.');
-  const expected = createHmac('sha256', Buffer.from(String(octJwk.k), 'base64url')).update(`${jwsHeader}.${payload}`).digest('base64url');
+  const expected = createHmac('sha256', Buffer.from(String(octJwk.k), 'base64url'))
+    .update(`${jwsHeader}.${payload}`)
+    .digest('base64url');
   if (expected !== signature) throw new Error('JWS signature does not verify');
   return {
     header,

@@ -1,4 +1,5 @@
-// The test database of this worker: the global setup migrates one database per test worker, so files that run at the same time never see each other's rows (a test that counts
+// The test database of this worker: the global setup migrates one database per test worker, so files that run at the
+// same time never see each other's rows (a test that counts
 // ledger transactions or sweeps every stuck funding sees only its own worker's files, one at a time).
 import { inject } from 'vitest';
 

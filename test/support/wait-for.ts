@@ -1,7 +1,15 @@
 // Polling helpers of the integration tests: wait until something is there, or give up saying what.
 
-/** Resolves with the first value `probe` gives that is not undefined; throws `what` (and `explain()`) after timeoutMs. */
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, explain: () => string = () => '', intervalMs = 150): Promise<T> {
+/**
+ * Resolves with the first value `probe` gives that is not undefined; throws `what` (and `explain()`) after timeoutMs.
+ */
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  explain: () => string = () => '',
+  intervalMs = 150,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -12,7 +20,12 @@ export async function waitFor<T>(what: string, probe: () => Promise<T | undefine
 }
 
 /** Reads until `done` holds for what was read; throws with the last value after timeoutMs. */
-export async function waitUntil<T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 30_000, intervalMs = 100): Promise<T> {
+export async function waitUntil<T>(
+  read: () => Promise<T>,
+  done: (value: T) => boolean,
+  timeoutMs = 30_000,
+  intervalMs = 100,
+): Promise<T> {
   let last: T | undefined;
   return waitFor(
     'the condition',

@@ -47,12 +47,24 @@ export function walletGate(wallet: WalletClient): WalletGate {
   const calls: WalletCallSeen[] = [];
 
   function take(run: string, operation: GatedOperation, when: 'before' | 'after'): HoldRule | undefined {
-    const rule = rules.find((candidate) => !candidate.used && candidate.operation === operation && candidate.when === when && (candidate.run === '*' || candidate.run === run));
+    const rule = rules.find(
+      (candidate) =>
+        !candidate.used &&
+        candidate.operation === operation &&
+        candidate.when === when &&
+        (candidate.run === '*' || candidate.run === run),
+    );
     if (rule) rule.used = true;
     return rule;
   }
 
-  async function gated<T>(run: string, operation: GatedOperation, id: string | null, idOf: (answer: T) => string | null, call: () => Promise<T>): Promise<T> {
+  async function gated<T>(
+    run: string,
+    operation: GatedOperation,
+    id: string | null,
+    idOf: (answer: T) => string | null,
+    call: () => Promise<T>,
+  ): Promise<T> {
     const before = take(run, operation, 'before');
     if (before) {
       before.resolveReached();
@@ -102,17 +114,49 @@ export function walletGate(wallet: WalletClient): WalletGate {
           switch (property) {
             case 'createTransfer':
               return (...args: Parameters<WalletClient['createTransfer']>) =>
-                gated(run, 'createTransfer', null, (answer: Awaited<ReturnType<WalletClient['createTransfer']>>) => answer.data.transferId, () => target.createTransfer(...args));
+                gated(
+                  run,
+                  'createTransfer',
+                  null,
+                  (answer: Awaited<ReturnType<WalletClient['createTransfer']>>) => answer.data.transferId,
+                  () => target.createTransfer(...args),
+                );
             case 'executeTransfer':
-              return (transferId: string) => gated(run, 'executeTransfer', transferId, () => transferId, () => target.executeTransfer(transferId));
+              return (transferId: string) =>
+                gated(
+                  run,
+                  'executeTransfer',
+                  transferId,
+                  () => transferId,
+                  () => target.executeTransfer(transferId),
+                );
             case 'retrieveTransfer':
-              return (transferId: string) => gated(run, 'retrieveTransfer', transferId, () => transferId, () => target.retrieveTransfer(transferId));
+              return (transferId: string) =>
+                gated(
+                  run,
+                  'retrieveTransfer',
+                  transferId,
+                  () => transferId,
+                  () => target.retrieveTransfer(transferId),
+                );
             case 'createPayment':
               return (...args: Parameters<WalletClient['createPayment']>) =>
-                gated(run, 'createPayment', null, (answer: Awaited<ReturnType<WalletClient['createPayment']>>) => answer.data.walletPaymentId, () => target.createPayment(...args));
+                gated(
+                  run,
+                  'createPayment',
+                  null,
+                  (answer: Awaited<ReturnType<WalletClient['createPayment']>>) => answer.data.walletPaymentId,
+                  () => target.createPayment(...args),
+                );
             case 'executePayment':
               return (...args: Parameters<WalletClient['executePayment']>) =>
-                gated(run, 'executePayment', args[0].walletPaymentId, () => args[0].walletPaymentId, () => target.executePayment(...args));
+                gated(
+                  run,
+                  'executePayment',
+                  args[0].walletPaymentId,
+                  () => args[0].walletPaymentId,
+                  () => target.executePayment(...args),
+                );
             default:
               return Reflect.get(target, property, receiver);
           }

@@ -40,7 +40,10 @@ export function encryptProfileJwe(plaintext: string | Buffer, publicKey: KeyObje
   const encodedHeader = Buffer.from(JSON.stringify(header)).toString('base64url');
   const cek = randomBytes(32);
   // RSA-OAEP in RFC 7518 is OAEP with SHA-1 and MGF1-SHA-1.
-  const encryptedKey = publicEncrypt({ key: publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' }, cek);
+  const encryptedKey = publicEncrypt(
+    { key: publicKey, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha1' },
+    cek,
+  );
   const iv = randomBytes(12);
   const compress = options.compress ?? header.zip === 'DEF';
   const content = compress ? deflateRawSync(plaintext) : Buffer.from(plaintext);

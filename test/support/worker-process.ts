@@ -17,8 +17,15 @@ export interface WorkerProcess {
   resume(): void;
 }
 
-export function startWorkerProcess(env: NodeJS.ProcessEnv, options: { cwd?: string; entry?: string } = {}): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'worker/main.ts'], { cwd: options.cwd ?? root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startWorkerProcess(
+  env: NodeJS.ProcessEnv,
+  options: { cwd?: string; entry?: string } = {},
+): WorkerProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'worker/main.ts'], {
+    cwd: options.cwd ?? root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
   child.stdout.on('data', collect);

@@ -11,7 +11,9 @@ describe('WALLET_TIMEOUT_MS against the execute activities', () => {
   it('accepts the default and anything that ends before every execute activity does', () => {
     expect(() => checkWalletTimeout(10_000)).not.toThrow();
     expect(() => checkWalletTimeout(maxWalletTimeoutMs)).not.toThrow();
-    expect(maxWalletTimeoutMs).toBeLessThan(Math.min(fundWalletActivityTimeouts.executeMs, payWalletActivityTimeouts.executeMs));
+    expect(maxWalletTimeoutMs).toBeLessThan(
+      Math.min(fundWalletActivityTimeouts.executeMs, payWalletActivityTimeouts.executeMs),
+    );
   });
 
   it('refuses a time-out an execute could outlive its activity with, naming the variable', () => {

@@ -4,10 +4,29 @@
 import { describe, expect, it } from 'vitest';
 import { actorIdentity, personActorName, sameActor } from '../../domain/actor.ts';
 
-const bidiControls = ['\u202a', '\u202b', '\u202c', '\u202d', '\u202e', '\u2066', '\u2067', '\u2068', '\u2069', '\u200e', '\u200f', '\u061c'];
-/** What a shown name is made of, whatever it was given: letters with at most two marks each, digits, spaces and . ' - , @ _. */
+const bidiControls = [
+  '\u202a',
+  '\u202b',
+  '\u202c',
+  '\u202d',
+  '\u202e',
+  '\u2066',
+  '\u2067',
+  '\u2068',
+  '\u2069',
+  '\u200e',
+  '\u200f',
+  '\u061c',
+];
+/**
+ * What a shown name is made of, whatever it was given: letters with at most two marks each, digits, spaces and . ' - ,
+ * @ _.
+ */
 const allowed = /^(?:\p{L}\p{M}{0,2}|[\p{Nd} .'\-,@_])+$/u;
-/** Characters that show nothing (or a blank) but are letters or marks, and so passed as text: they pushed the real identity out of view. */
+/**
+ * Characters that show nothing (or a blank) but are letters or marks, and so passed as text: they pushed the real
+ * identity out of view.
+ */
 const fillers = ['\u3164', '\u115f', '\uffa0', '\u2800', '\u034f', '\u1160', '\u17b4'];
 const invisible = ['\u200b', '\u200c', '\u200d', '\u2060', '\ufeff', '\u00ad', '\u180e'];
 
@@ -28,7 +47,10 @@ describe('a person’s recorded name', () => {
     ['an identity in angle quotation marks', 'Jose Reyes ‹oidc:staff-jose› «oidc:staff-jose»'],
     ['an identity in parenthesis pieces (mathematical symbols)', 'Jose Reyes ⎛oidc:staff-jose⎠'],
     ['an identity in Yi radicals that look like brackets', 'Jose Reyes ꒰oidc:staff-jose꒱'],
-    ['an identity between modifier-letter colons and Canadian syllabics that look like angle brackets', 'Jose Reyes ᐸoidc꞉staff-joseᐳ'],
+    [
+      'an identity between modifier-letter colons and Canadian syllabics that look like angle brackets',
+      'Jose Reyes ᐸoidc꞉staff-joseᐳ',
+    ],
   ])('cannot carry %s: no second identity is shown, and the real one is the last', (_what, displayName) => {
     const recorded = personActorName(displayName, 'staff-mallory');
     expect(recorded).toMatch(/ \(oidc:staff-mallory\)$/);
@@ -43,7 +65,10 @@ describe('a person’s recorded name', () => {
   });
 
   it('keeps no bidirectional control, invisible or control character, and keeps letters of every script', () => {
-    const recorded = personActorName(`${bidiControls.join('')}Ma${invisible.join('')}ria\u0007 Dela Cruz 李娜 Nguyễn أحمد`, 'staff-maria');
+    const recorded = personActorName(
+      `${bidiControls.join('')}Ma${invisible.join('')}ria\u0007 Dela Cruz 李娜 Nguyễn أحمد`,
+      'staff-maria',
+    );
     for (const character of [...bidiControls, ...invisible, '\u0007']) expect(recorded).not.toContain(character);
     expect(recorded).toBe('Maria Dela Cruz 李娜 Nguyễn أحمد (oidc:staff-maria)');
   });
@@ -59,8 +84,12 @@ describe('a person’s recorded name', () => {
   });
 
   it('keeps at most two marks on a letter, none on anything else, and runs of spaces as one', () => {
-    expect(personActorName(`Zalgo${'\u0301'.repeat(30)} Nguye\u0302\u0303n`, 'staff-z')).toBe('Zalgó\u0301\u0301 Nguyễn (oidc:staff-z)');
-    expect(personActorName(`Ana \u0301\u0301 ${'\u00a0'.repeat(40)}\u2003 Cruz`, 'staff-a')).toBe('Ana Cruz (oidc:staff-a)');
+    expect(personActorName(`Zalgo${'\u0301'.repeat(30)} Nguye\u0302\u0303n`, 'staff-z')).toBe(
+      'Zalgó\u0301\u0301 Nguyễn (oidc:staff-z)',
+    );
+    expect(personActorName(`Ana \u0301\u0301 ${'\u00a0'.repeat(40)}\u2003 Cruz`, 'staff-a')).toBe(
+      'Ana Cruz (oidc:staff-a)',
+    );
   });
 
   it('is never empty, and cut to whole characters', () => {

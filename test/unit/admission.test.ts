@@ -8,7 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { databaseOverloadedType, withOverloadRetry } from '../../activities/overload-retry.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createAdmissionGate, inAdmissionLane, currentAdmissionLane, Overloaded } from '../../lib/admission.ts';
-import { apiAdmissionLimits, DEFAULT_POOL_SIZE, refreshAdmissionLimits, refreshPoolSize, refreshWaitMs, workerAdmissionLimits } from '../../lib/database.ts';
+import {
+  apiAdmissionLimits,
+  DEFAULT_POOL_SIZE,
+  refreshAdmissionLimits,
+  refreshPoolSize,
+  refreshWaitMs,
+  workerAdmissionLimits,
+} from '../../lib/database.ts';
 
 const deferred = () => {
   let resolve!: () => void;
@@ -16,15 +23,28 @@ const deferred = () => {
   return { promise, resolve };
 };
 const tick = () => new Promise((resolve) => setImmediate(resolve));
-const settle = <T>(promise: Promise<T>) => promise.then((value) => ({ value }), (error: unknown) => ({ error }));
+const settle = <T>(promise: Promise<T>) =>
+  promise.then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  );
 
 describe('the admission gate', () => {
   it('runs maxInFlight at once, queues the next ones in order, and refuses past maxQueued at once', async () => {
     const gate = createAdmissionGate({ maxInFlight: 2, maxQueued: 2, maxWaitMs: 10_000 });
     const held = [deferred(), deferred()];
     const order: number[] = [];
-    const running = held.map((hold, index) => gate.run(async () => { order.push(index); await hold.promise; }));
-    const queued = [2, 3].map((index) => gate.run(async () => { order.push(index); }));
+    const running = held.map((hold, index) =>
+      gate.run(async () => {
+        order.push(index);
+        await hold.promise;
+      }),
+    );
+    const queued = [2, 3].map((index) =>
+      gate.run(async () => {
+        order.push(index);
+      }),
+    );
     const refused = await settle(gate.run(async () => order.push(4)));
     expect(refused).toMatchObject({ error: expect.any(Overloaded) });
     expect((refused as { error: Overloaded }).error.retryAfterSeconds).toBe(10);
@@ -50,7 +70,11 @@ describe('the admission gate', () => {
 
   it('a failed transaction frees its slot', async () => {
     const gate = createAdmissionGate({ maxInFlight: 1, maxQueued: 1, maxWaitMs: 1000 });
-    await expect(gate.run(async () => { throw new Error('boom'); })).rejects.toThrow('boom');
+    await expect(
+      gate.run(async () => {
+        throw new Error('boom');
+      }),
+    ).rejects.toThrow('boom');
     expect(await gate.run(async () => 'ok')).toBe('ok');
     expect(gate.state()).toEqual({ inFlight: 0, queued: 0, refused: 0 });
   });
@@ -59,9 +83,17 @@ describe('the admission gate', () => {
     const gate = createAdmissionGate({ maxInFlight: 4, maxQueued: 10, maxWaitMs: 1000 });
     const events: string[] = [];
     const hold = deferred();
-    const a1 = gate.run(async () => { events.push('a1 start'); await hold.promise; events.push('a1 end'); }, 'a');
-    const a2 = gate.run(async () => { events.push('a2 start'); }, 'a');
-    const b1 = gate.run(async () => { events.push('b1'); }, 'b');
+    const a1 = gate.run(async () => {
+      events.push('a1 start');
+      await hold.promise;
+      events.push('a1 end');
+    }, 'a');
+    const a2 = gate.run(async () => {
+      events.push('a2 start');
+    }, 'a');
+    const b1 = gate.run(async () => {
+      events.push('b1');
+    }, 'b');
     await b1;
     expect(events).toEqual(['a1 start', 'b1']);
     hold.resolve();
@@ -75,7 +107,11 @@ describe('the admission gate', () => {
     const first = gate.run(() => hold.promise, 'user');
     const startedAt = Date.now();
     let ran = false;
-    const waiting = await settle(gate.run(async () => { ran = true; }, 'user'));
+    const waiting = await settle(
+      gate.run(async () => {
+        ran = true;
+      }, 'user'),
+    );
     // Refused at its own limit while the one before it still runs (it used to wait the whole store).
     expect(waiting).toMatchObject({ error: expect.any(Overloaded) });
     expect(Date.now() - startedAt).toBeLessThan(1000);
@@ -107,10 +143,20 @@ describe('the admission gate', () => {
     const gate = createAdmissionGate({ maxInFlight: 4, maxQueued: 10, maxWaitMs: 200 });
     const events: string[] = [];
     const hold = deferred();
-    const first = gate.run(async () => { events.push('first start'); await hold.promise; events.push('first end'); }, 'user');
-    const refused = settle(gate.run(async () => { events.push('second'); }, 'user'));
+    const first = gate.run(async () => {
+      events.push('first start');
+      await hold.promise;
+      events.push('first end');
+    }, 'user');
+    const refused = settle(
+      gate.run(async () => {
+        events.push('second');
+      }, 'user'),
+    );
     await new Promise((resolve) => setTimeout(resolve, 120));
-    const third = gate.run(async () => { events.push('third'); }, 'user');
+    const third = gate.run(async () => {
+      events.push('third');
+    }, 'user');
     expect(await refused).toMatchObject({ error: expect.any(Overloaded) });
     expect(events).toEqual(['first start']);
     hold.resolve();
@@ -145,14 +191,20 @@ describe('the admission gate', () => {
 describe('the lines each process puts in front of its pools (lib/database.ts)', () => {
   it('the worker keeps two connections for statements outside a transaction, and lets a transaction wait less than the shortest activity that writes (15 s)', () => {
     expect(workerAdmissionLimits(DEFAULT_POOL_SIZE)).toEqual({ maxInFlight: 8, maxQueued: 10_000, maxWaitMs: 10_000 });
-    expect(workerAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs).toBeGreaterThan(apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs);
+    expect(workerAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs).toBeGreaterThan(
+      apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs,
+    );
     expect(workerAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs).toBeLessThan(15_000);
   });
 
   it('the refresh pool has 2 to 4 connections beside the main pool; its line keeps one of them for a pair saved again', () => {
     expect(refreshPoolSize(DEFAULT_POOL_SIZE)).toBe(3);
     expect([1, 2, 10, 16, 100].map(refreshPoolSize)).toEqual([2, 2, 3, 4, 4]);
-    expect(refreshAdmissionLimits(3, refreshWaitMs.worker)).toEqual({ maxInFlight: 2, maxQueued: 1000, maxWaitMs: 30_000 });
+    expect(refreshAdmissionLimits(3, refreshWaitMs.worker)).toEqual({
+      maxInFlight: 2,
+      maxQueued: 1000,
+      maxWaitMs: 30_000,
+    });
     expect(refreshAdmissionLimits(2, refreshWaitMs.api).maxInFlight).toBe(1);
     expect(refreshWaitMs.api).toBe(apiAdmissionLimits(DEFAULT_POOL_SIZE).maxWaitMs);
   });
@@ -161,14 +213,22 @@ describe('the lines each process puts in front of its pools (lib/database.ts)', 
 describe('an activity the database refused for load (activities/overload-retry.ts)', () => {
   const failureOf = async (error: unknown) => {
     const [activity] = Object.values(withOverloadRetry({ run: async () => Promise.reject(error) }));
-    return activity!().then(() => undefined, (failure: unknown) => failure);
+    return activity!().then(
+      () => undefined,
+      (failure: unknown) => failure,
+    );
   };
 
   it('fails retryable after the line’s Retry-After, whether the line refused it or Prisma timed out behind it', async () => {
     const refused = await failureOf(new Overloaded(10, 'waited 10000 ms for the database'));
     expect(refused).toBeInstanceOf(ApplicationFailure);
     expect(refused).toMatchObject({ type: databaseOverloadedType, nonRetryable: false, nextRetryDelay: 10_000 });
-    const timedOut = await failureOf(new Prisma.PrismaClientKnownRequestError('Transaction API error: unable to start a transaction in the given time', { code: 'P2028', clientVersion: 'test' }));
+    const timedOut = await failureOf(
+      new Prisma.PrismaClientKnownRequestError(
+        'Transaction API error: unable to start a transaction in the given time',
+        { code: 'P2028', clientVersion: 'test' },
+      ),
+    );
     expect(timedOut).toMatchObject({ type: databaseOverloadedType, nonRetryable: false, nextRetryDelay: 1000 });
   });
 

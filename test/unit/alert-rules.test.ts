@@ -19,11 +19,57 @@ const prometheusSeries: Record<string, string[]> = { up: [] };
 const targetLabels = ['job', 'instance'];
 
 const promqlWords = new Set([
-  'sum', 'min', 'max', 'avg', 'count', 'stddev', 'stdvar', 'topk', 'bottomk', 'quantile', 'group', 'count_values',
-  'by', 'without', 'on', 'ignoring', 'group_left', 'group_right', 'and', 'or', 'unless', 'bool', 'offset',
-  'rate', 'irate', 'increase', 'delta', 'idelta', 'deriv', 'histogram_quantile', 'absent', 'absent_over_time',
-  'avg_over_time', 'max_over_time', 'min_over_time', 'sum_over_time', 'count_over_time', 'clamp_min', 'clamp_max',
-  'abs', 'ceil', 'floor', 'round', 'time', 'vector', 'scalar', 'label_replace', 'label_join', 'inf', 'nan', 'le',
+  'sum',
+  'min',
+  'max',
+  'avg',
+  'count',
+  'stddev',
+  'stdvar',
+  'topk',
+  'bottomk',
+  'quantile',
+  'group',
+  'count_values',
+  'by',
+  'without',
+  'on',
+  'ignoring',
+  'group_left',
+  'group_right',
+  'and',
+  'or',
+  'unless',
+  'bool',
+  'offset',
+  'rate',
+  'irate',
+  'increase',
+  'delta',
+  'idelta',
+  'deriv',
+  'histogram_quantile',
+  'absent',
+  'absent_over_time',
+  'avg_over_time',
+  'max_over_time',
+  'min_over_time',
+  'sum_over_time',
+  'count_over_time',
+  'clamp_min',
+  'clamp_max',
+  'abs',
+  'ceil',
+  'floor',
+  'round',
+  'time',
+  'vector',
+  'scalar',
+  'label_replace',
+  'label_join',
+  'inf',
+  'nan',
+  'le',
 ]);
 
 export interface SeriesUse {
@@ -75,7 +121,11 @@ async function exported(registry: Registry): Promise<Map<string, string[]>> {
 async function walletflowSeries(): Promise<Map<string, string[]>> {
   const metrics = createMetrics({ defaultMetrics: true });
   const empty = { byStatus: {}, oldestCreatedAt: null };
-  registerWorkloadGauges(metrics.registry, async (): Promise<Workload> => ({ funding: empty, payment: empty, onboarding: { pending: 0, oldestCreatedAt: null } }));
+  registerWorkloadGauges(metrics.registry, async (): Promise<Workload> => ({
+    funding: empty,
+    payment: empty,
+    onboarding: { pending: 0, oldestCreatedAt: null },
+  }));
   return exported(metrics.registry);
 }
 
@@ -90,7 +140,9 @@ function problemsOf(expressions: { where: string; expr: string }[], known: Map<s
         problems.push(`${where}: ${use.name} is not exported`);
         continue;
       }
-      for (const label of use.labels) if (!labels.includes(label) && !targetLabels.includes(label)) problems.push(`${where}: ${use.name} has no label ${label}`);
+      for (const label of use.labels)
+        if (!labels.includes(label) && !targetLabels.includes(label))
+          problems.push(`${where}: ${use.name} has no label ${label}`);
     }
   }
   return problems;
@@ -102,7 +154,9 @@ interface Rule {
   annotations?: { runbook?: string; summary?: string };
 }
 
-const rules = (parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }).groups.flatMap((group) => group.rules);
+const rules = (
+  parse(readFileSync(path.join(root, 'deploy/prometheus/alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }
+).groups.flatMap((group) => group.rules);
 
 interface Panel {
   title: string;
@@ -110,35 +164,61 @@ interface Panel {
   panels?: Panel[];
 }
 
-const dashboard = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/walletflow.json'), 'utf8')) as { uid: string; panels: Panel[] };
+const dashboard = JSON.parse(readFileSync(path.join(root, 'deploy/grafana/walletflow.json'), 'utf8')) as {
+  uid: string;
+  panels: Panel[];
+};
 const panels = (list: Panel[]): Panel[] => list.flatMap((panel) => [panel, ...panels(panel.panels ?? [])]);
 
 describe('the PromQL series extractor', () => {
   it('finds names and matched labels, not functions, keywords, label values or durations', () => {
-    expect(seriesIn('sum by (kind) (rate(walletflow_x_total{http_status="429", outcome=~"a|b"}[5m])) / max(up) > 6 * 3600')).toEqual([
+    expect(
+      seriesIn('sum by (kind) (rate(walletflow_x_total{http_status="429", outcome=~"a|b"}[5m])) / max(up) > 6 * 3600'),
+    ).toEqual([
       { name: 'walletflow_x_total', labels: ['http_status', 'outcome'] },
       { name: 'up', labels: [] },
     ]);
-    expect(seriesIn('histogram_quantile(0.95, sum by (le, route) (rate(a_bucket[$__rate_interval])))')).toEqual([{ name: 'a_bucket', labels: [] }]);
-    expect(seriesIn('absent(b) or c offset 5m')).toEqual([{ name: 'b', labels: [] }, { name: 'c', labels: [] }]);
+    expect(seriesIn('histogram_quantile(0.95, sum by (le, route) (rate(a_bucket[$__rate_interval])))')).toEqual([
+      { name: 'a_bucket', labels: [] },
+    ]);
+    expect(seriesIn('absent(b) or c offset 5m')).toEqual([
+      { name: 'b', labels: [] },
+      { name: 'c', labels: [] },
+    ]);
   });
 
   it('reports a series or a label that is not exported', async () => {
     const known = await walletflowSeries();
-    expect(problemsOf([{ where: 'x', expr: 'rate(walletflow_no_such_total[5m])' }], known)).toEqual(['x: walletflow_no_such_total is not exported']);
-    expect(problemsOf([{ where: 'x', expr: 'walletflow_fundings_in_review{kind="funding"}' }], known)).toEqual(['x: walletflow_fundings_in_review has no label kind']);
+    expect(problemsOf([{ where: 'x', expr: 'rate(walletflow_no_such_total[5m])' }], known)).toEqual([
+      'x: walletflow_no_such_total is not exported',
+    ]);
+    expect(problemsOf([{ where: 'x', expr: 'walletflow_fundings_in_review{kind="funding"}' }], known)).toEqual([
+      'x: walletflow_fundings_in_review has no label kind',
+    ]);
   });
 });
 
 describe('deploy/prometheus/alerts.yml', () => {
   it('uses only exported series and their labels', async () => {
     expect(rules.length).toBeGreaterThanOrEqual(8);
-    expect(problemsOf(rules.map((rule) => ({ where: rule.alert, expr: rule.expr })), await walletflowSeries())).toEqual([]);
+    expect(
+      problemsOf(
+        rules.map((rule) => ({ where: rule.alert, expr: rule.expr })),
+        await walletflowSeries(),
+      ),
+    ).toEqual([]);
   });
 
   it('alerts on review, reconciliation, the oldest unfinished item, 429s and re-authorizations', () => {
     const used = new Set(rules.flatMap((rule) => seriesIn(rule.expr).map((use) => use.name)));
-    for (const name of ['walletflow_fundings_in_review', 'walletflow_payments_in_review', 'walletflow_fundings_reconciling', 'walletflow_oldest_unfinished_age_seconds', 'walletflow_wallet_calls_total', 'walletflow_token_refreshes_total']) {
+    for (const name of [
+      'walletflow_fundings_in_review',
+      'walletflow_payments_in_review',
+      'walletflow_fundings_reconciling',
+      'walletflow_oldest_unfinished_age_seconds',
+      'walletflow_wallet_calls_total',
+      'walletflow_token_refreshes_total',
+    ]) {
       expect(used, name).toContain(name);
     }
   });
@@ -164,7 +244,9 @@ describe('deploy/prometheus/alerts.yml', () => {
 
 describe('deploy/grafana/walletflow.json', () => {
   it('uses only exported series and their labels', async () => {
-    const expressions = panels(dashboard.panels).flatMap((panel) => (panel.targets ?? []).map((target) => ({ where: panel.title, expr: target.expr })));
+    const expressions = panels(dashboard.panels).flatMap((panel) =>
+      (panel.targets ?? []).map((target) => ({ where: panel.title, expr: target.expr })),
+    );
     expect(expressions.length).toBeGreaterThanOrEqual(10);
     expect(problemsOf(expressions, await walletflowSeries())).toEqual([]);
   });

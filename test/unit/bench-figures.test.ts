@@ -7,7 +7,13 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { benchFigures, benchFiguresFile, formatBenchFigures, measuresOf, readBenchReports } from '../../harness/bench-figures.ts';
+import {
+  benchFigures,
+  benchFiguresFile,
+  formatBenchFigures,
+  measuresOf,
+  readBenchReports,
+} from '../../harness/bench-figures.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
@@ -19,7 +25,14 @@ const levelsReport = (date: string, perSecond: number) => ({
   machine: { cpus: 2, cpuModel: 'AMD EPYC', memoryGiB: 23.5, node: 'v24.21.0' },
   temporal: 'dev-server',
   workers: 1,
-  levels: [{ concurrency: 32, walletflow: { perSecond, latencyMs: { p50: 700, p99: 1900 }, cpuMsPerItem: 36 }, baseline: { perSecond: 6000 }, ratio: perSecond / 6000 }],
+  levels: [
+    {
+      concurrency: 32,
+      walletflow: { perSecond, latencyMs: { p50: 700, p99: 1900 }, cpuMsPerItem: 36 },
+      baseline: { perSecond: 6000 },
+      ratio: perSecond / 6000,
+    },
+  ],
 });
 
 describe("the bench's figures", () => {
@@ -30,7 +43,12 @@ describe("the bench's figures", () => {
       { file: 'bench/results/soak.json', report: { date: '2026-11-26T00:00:00.000Z', violations: [] } },
     ]);
     expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ measure: 'single fundings, dev server, 1 worker', date: '2026-11-25T10:00:00.000Z', file: 'bench/results/b.json', machine: '2 cores (AMD EPYC), 23.5 GiB, Node v24.21.0' });
+    expect(rows[0]).toMatchObject({
+      measure: 'single fundings, dev server, 1 worker',
+      date: '2026-11-25T10:00:00.000Z',
+      file: 'bench/results/b.json',
+      machine: '2 cores (AMD EPYC), 23.5 GiB, Node v24.21.0',
+    });
     expect(rows[0]!.figures).toContain('**36 fundings/s**');
     expect(rows[0]!.againstBaseline).toBe('the wallet client alone: 6,000/s at 32 (0.6%)');
     // The soak's reports are not the bench's.
@@ -42,8 +60,23 @@ describe("the bench's figures", () => {
     expect(read(benchFiguresFile) === generated, `${benchFiguresFile} is stale: run npm run bench:figures`).toBe(true);
     // Every kind of run the bench has is in it.
     const measures = benchFigures(readBenchReports(root)).map((row) => row.measure);
-    for (const measure of ['single fundings', "an approved funding's history", 'a burst', 'the session URL', "the worker's resident memory", 'flat with data', 'a funding batch', 'TOKEN items', 'storing a batch', "a day's settlement", "the ops console's pages"]) {
-      expect(measures.some((each) => each.includes(measure)), measure).toBe(true);
+    for (const measure of [
+      'single fundings',
+      "an approved funding's history",
+      'a burst',
+      'the session URL',
+      "the worker's resident memory",
+      'flat with data',
+      'a funding batch',
+      'TOKEN items',
+      'storing a batch',
+      "a day's settlement",
+      "the ops console's pages",
+    ]) {
+      expect(
+        measures.some((each) => each.includes(measure)),
+        measure,
+      ).toBe(true);
     }
   });
 
@@ -67,9 +100,16 @@ describe("the bench's figures", () => {
         // Headings aside (the section's own title).
         const text = paragraph.replace(/^#+ [^\n]*\n?/gm, '').replace(/\s*\n\s*/g, ' ');
         // "the current figures": the generated table.
-        if (/current figures/i.test(text) && !text.includes('bench-figures.md')) wrong.push(`${file}: "current figures" without the table: ${text.slice(0, 80)}…`);
+        if (/current figures/i.test(text) && !text.includes('bench-figures.md'))
+          wrong.push(`${file}: "current figures" without the table: ${text.slice(0, 80)}…`);
         // A throughput figure outside benchmarks.md is dated history, or the table's.
-        if (file !== 'docs/benchmarks.md' && /\d[\d,.–]* (?:items|fundings|requests|calls|retrieves|sessions)?(?:\/s\b| a second| per second)/.test(text) && !/20\d\d-\d\d-\d\d/.test(text)) {
+        if (
+          file !== 'docs/benchmarks.md' &&
+          /\d[\d,.–]* (?:items|fundings|requests|calls|retrieves|sessions)?(?:\/s\b| a second| per second)/.test(
+            text,
+          ) &&
+          !/20\d\d-\d\d-\d\d/.test(text)
+        ) {
           wrong.push(`${file}: a rate with no date: ${text.slice(0, 80)}…`);
         }
       }
@@ -79,5 +119,7 @@ describe("the bench's figures", () => {
 });
 
 function readdirMarkdown(dir: string): string[] {
-  return readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.md')).map((file) => `${dir}/${file}`);
+  return readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.md'))
+    .map((file) => `${dir}/${file}`);
 }

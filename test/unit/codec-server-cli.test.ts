@@ -8,7 +8,11 @@ import { runCli } from '../support/cli-run.ts';
 describe('walletflow codec-server', () => {
   it('refuses to start in production without CODEC_AUTH_TOKEN, naming it, and prints no token', async () => {
     const result = await runCli(['codec-server', '--port', '0'], {
-      env: { NODE_ENV: 'production', PAYLOAD_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`, CODEC_AUTH_TOKEN: '' },
+      env: {
+        NODE_ENV: 'production',
+        PAYLOAD_ENCRYPTION_KEYS: `k1:${randomBytes(32).toString('base64')}`,
+        CODEC_AUTH_TOKEN: '',
+      },
       timeoutMs: 30_000,
     });
     expect(result.code).toBe(78);

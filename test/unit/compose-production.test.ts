@@ -8,16 +8,41 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
-import { asMounted, compose, dotenv, envExample as example, envExampleText, filledIn, interpolate, key, root, rsaJwk, startService } from '../support/compose-file.ts';
+import {
+  asMounted,
+  compose,
+  dotenv,
+  envExample as example,
+  envExampleText,
+  filledIn,
+  interpolate,
+  key,
+  root,
+  rsaJwk,
+  startService,
+} from '../support/compose-file.ts';
 
-/** What a walletflow service of compose is started with, given this .env (its secrets' files as mounted), and what compose refuses. */
-function serviceEnvironment(service: string, dotEnv: Record<string, string>): { env: Record<string, string>; problems: string[] } {
+/**
+ * What a walletflow service of compose is started with, given this .env (its secrets' files as mounted), and what
+ * compose refuses.
+ */
+function serviceEnvironment(
+  service: string,
+  dotEnv: Record<string, string>,
+): { env: Record<string, string>; problems: string[] } {
   const started = startService(service, dotEnv);
   return { env: asMounted(started), problems: started.problems };
 }
 
 /** Left empty in .env.example on purpose: optional (each comment says what leaving it empty does). */
-const optional = ['LOGIN_SIGNING_KEY', 'CODEC_AUTH_TOKEN', 'CONSOLE_OIDC_ISSUER', 'CONSOLE_OIDC_CLIENT_ID', 'CONSOLE_OIDC_CLIENT_SECRET', 'CONSOLE_OIDC_ROLES'];
+const optional = [
+  'LOGIN_SIGNING_KEY',
+  'CODEC_AUTH_TOKEN',
+  'CONSOLE_OIDC_ISSUER',
+  'CONSOLE_OIDC_CLIENT_ID',
+  'CONSOLE_OIDC_CLIENT_SECRET',
+  'CONSOLE_OIDC_ROLES',
+];
 
 /** The sandbox demo's .env (docker compose --profile sandbox up): its registration, development mode. */
 const demo: Record<string, string> = {
@@ -75,25 +100,48 @@ describe('docker compose with .env.example filled in', () => {
   });
 
   it('passes WORKER_MAX_CONCURRENT_ACTIVITIES on to the worker', () => {
-    expect(loadConfig(serviceEnvironment('worker', { ...example, ...filledIn, WORKER_MAX_CONCURRENT_ACTIVITIES: '24' }).env).workerMaxConcurrentActivities).toBe(24);
-    expect(loadConfig(serviceEnvironment('worker', { ...example, ...filledIn }).env).workerMaxConcurrentActivities).toBe(Number(example.WORKER_MAX_CONCURRENT_ACTIVITIES));
+    expect(
+      loadConfig(serviceEnvironment('worker', { ...example, ...filledIn, WORKER_MAX_CONCURRENT_ACTIVITIES: '24' }).env)
+        .workerMaxConcurrentActivities,
+    ).toBe(24);
+    expect(
+      loadConfig(serviceEnvironment('worker', { ...example, ...filledIn }).env).workerMaxConcurrentActivities,
+    ).toBe(Number(example.WORKER_MAX_CONCURRENT_ACTIVITIES));
   });
 
   it('stops at compose itself when a required value is left empty, naming it', () => {
-    const { problems } = serviceEnvironment('api', { ...example, ...filledIn, TREASURY_LIMIT: '', BATCH_APPROVAL_THRESHOLD: '' });
+    const { problems } = serviceEnvironment('api', {
+      ...example,
+      ...filledIn,
+      TREASURY_LIMIT: '',
+      BATCH_APPROVAL_THRESHOLD: '',
+    });
     expect(problems.map((problem) => problem.split(':')[0])).toEqual(['TREASURY_LIMIT', 'BATCH_APPROVAL_THRESHOLD']);
   });
 
-  it.each(['api', 'worker', 'worker-next', 'migrate'])('stops %s when MERCHANT_P2M_ID or CONNECT_REDIRECT_URI is left empty: no sample value stands in for the operator’s', (service) => {
-    const { env, problems } = serviceEnvironment(service, { ...example, ...filledIn, MERCHANT_P2M_ID: '', CONNECT_REDIRECT_URI: '' });
-    expect(problems.map((problem) => problem.split(':')[0]).sort()).toEqual(['CONNECT_REDIRECT_URI', 'MERCHANT_P2M_ID']);
-    expect(env.MERCHANT_P2M_ID).toBe('');
-    expect(env.CONNECT_REDIRECT_URI).toBe('');
-  });
+  it.each(['api', 'worker', 'worker-next', 'migrate'])(
+    'stops %s when MERCHANT_P2M_ID or CONNECT_REDIRECT_URI is left empty: no sample value stands in for the operator’s',
+    (service) => {
+      const { env, problems } = serviceEnvironment(service, {
+        ...example,
+        ...filledIn,
+        MERCHANT_P2M_ID: '',
+        CONNECT_REDIRECT_URI: '',
+      });
+      expect(problems.map((problem) => problem.split(':')[0]).sort()).toEqual([
+        'CONNECT_REDIRECT_URI',
+        'MERCHANT_P2M_ID',
+      ]);
+      expect(env.MERCHANT_P2M_ID).toBe('');
+      expect(env.CONNECT_REDIRECT_URI).toBe('');
+    },
+  );
 
   it('refuses the sandbox in production, and runs the sandbox demo with NODE_ENV=development', () => {
     const sandboxInProduction = serviceEnvironment('api', { ...demo, NODE_ENV: '' }).env;
-    expect(productionProblems(loadConfig(sandboxInProduction)).map((problem) => problem.split(':')[0])).toEqual(expect.arrayContaining(['CONNECT_URL', 'CONNECT_CLIENT_ID', 'CONNECT_REDIRECT_URI', 'PUBLIC_URL']));
+    expect(productionProblems(loadConfig(sandboxInProduction)).map((problem) => problem.split(':')[0])).toEqual(
+      expect.arrayContaining(['CONNECT_URL', 'CONNECT_CLIENT_ID', 'CONNECT_REDIRECT_URI', 'PUBLIC_URL']),
+    );
     for (const service of ['api', 'worker', 'worker-next', 'migrate']) {
       const { env, problems } = serviceEnvironment(service, demo);
       expect(problems, service).toEqual([]);
@@ -128,7 +176,10 @@ function settingsWithComments(text: string): Array<{ name: string; value: string
   return settings;
 }
 
-/** What stops a production start of the API when .env is this: compose's own refusals, the schema's and production's checks, by name. */
+/**
+ * What stops a production start of the API when .env is this: compose's own refusals, the schema's and production's
+ * checks, by name.
+ */
 function refusedNames(dotEnv: Record<string, string>): string[] {
   const { env, problems } = serviceEnvironment('api', dotEnv);
   const names = problems.map((problem) => problem.split(':')[0]!);
@@ -147,7 +198,9 @@ describe('what .env.example and running-at-scale.md say production needs', () =>
   const empty = settingsWithComments(envExampleText).filter((setting) => setting.value === '');
 
   it('reads each setting with the comment above it', () => {
-    expect(settingsWithComments('# header\n#\n# A comment\n# more\nA_B=\nC_D=1\n# next\n# E_F=2\nG_H=\n\nI_J=')).toEqual([
+    expect(
+      settingsWithComments('# header\n#\n# A comment\n# more\nA_B=\nC_D=1\n# next\n# E_F=2\nG_H=\n\nI_J='),
+    ).toEqual([
       { name: 'A_B', value: '', comment: 'A comment more' },
       { name: 'C_D', value: '1', comment: 'A comment more' },
       { name: 'G_H', value: '', comment: 'next' },
@@ -161,7 +214,11 @@ describe('what .env.example and running-at-scale.md say production needs', () =>
     expect([...said].sort()).toEqual([...optional].sort());
     const wrong = empty.flatMap(({ name }) => {
       const refused = refusedNames({ ...example, ...filledIn, [name]: '' }).includes(name);
-      return refused === said.includes(name) ? [`${name}: ${refused ? 'marked optional, but production refuses to start without it' : 'not marked optional, but production starts without it'}`] : [];
+      return refused === said.includes(name)
+        ? [
+            `${name}: ${refused ? 'marked optional, but production refuses to start without it' : 'not marked optional, but production starts without it'}`,
+          ]
+        : [];
     });
     expect(wrong).toEqual([]);
   });

@@ -39,7 +39,9 @@ describe('loadConfig', () => {
     expect(loadConfig({}).workerMaxConcurrentActivities).toBe(16);
     expect(loadConfig({ WORKER_MAX_CONCURRENT_ACTIVITIES: '64' }).workerMaxConcurrentActivities).toBe(64);
     for (const bad of ['0', '1001', '2.5', 'many']) {
-      expect(problemsOf({ WORKER_MAX_CONCURRENT_ACTIVITIES: bad })).toEqual([expect.stringMatching(/^WORKER_MAX_CONCURRENT_ACTIVITIES/)]);
+      expect(problemsOf({ WORKER_MAX_CONCURRENT_ACTIVITIES: bad })).toEqual([
+        expect.stringMatching(/^WORKER_MAX_CONCURRENT_ACTIVITIES/),
+      ]);
     }
   });
 
@@ -50,9 +52,9 @@ describe('loadConfig', () => {
   });
 
   it('keeps CONNECT_REDIRECT_URI exactly as registered (a trailing slash included)', () => {
-    expect(loadConfig({ ...wallet, CONNECT_REDIRECT_URI: 'https://partner.example/connect/callback/' }).wallet?.redirectUri).toBe(
-      'https://partner.example/connect/callback/',
-    );
+    expect(
+      loadConfig({ ...wallet, CONNECT_REDIRECT_URI: 'https://partner.example/connect/callback/' }).wallet?.redirectUri,
+    ).toBe('https://partner.example/connect/callback/');
   });
 
   it('uses the built-in sandbox when none of the three URLs is set, whatever else is', () => {
@@ -77,7 +79,10 @@ describe('loadConfig', () => {
     [{ ...wallet, CONNECT_URL: 'ftp://x' }, 'CONNECT_URL'],
   ])('refuses %o naming %s', (env, variable) => {
     const problems = problemsOf(env as Record<string, string>);
-    expect(problems.some((p) => p.startsWith(`${variable}:`)), problems.join('\n')).toBe(true);
+    expect(
+      problems.some((p) => p.startsWith(`${variable}:`)),
+      problems.join('\n'),
+    ).toBe(true);
   });
 
   it('reads secrets from NAME_FILE and refuses both forms at once', () => {
@@ -85,17 +90,27 @@ describe('loadConfig', () => {
     const keyFile = path.join(dir, 'key');
     const key = Buffer.alloc(32, 7).toString('base64');
     writeFileSync(keyFile, `${key}\n`);
-    expect(loadConfig({ TOKEN_ENCRYPTION_KEY_FILE: keyFile }).tokenEncryptionKeys?.[0]?.equals(Buffer.alloc(32, 7))).toBe(true);
-    expect(problemsOf({ TOKEN_ENCRYPTION_KEY_FILE: keyFile, TOKEN_ENCRYPTION_KEY: key })[0]).toMatch(/^TOKEN_ENCRYPTION_KEY:/);
+    expect(
+      loadConfig({ TOKEN_ENCRYPTION_KEY_FILE: keyFile }).tokenEncryptionKeys?.[0]?.equals(Buffer.alloc(32, 7)),
+    ).toBe(true);
+    expect(problemsOf({ TOKEN_ENCRYPTION_KEY_FILE: keyFile, TOKEN_ENCRYPTION_KEY: key })[0]).toMatch(
+      /^TOKEN_ENCRYPTION_KEY:/,
+    );
     expect(problemsOf({ OPS_API_KEYS_FILE: path.join(dir, 'missing') })[0]).toMatch(/^OPS_API_KEYS_FILE: cannot read/);
   });
 
   it('accepts addresses and CIDR ranges for the session allowlist', () => {
-    expect(loadConfig({ SESSION_ALLOWED_IPS: '127.0.0.1, 10.0.0.0/8,::1' }).sessionAllowedIps).toEqual(['127.0.0.1', '10.0.0.0/8', '::1']);
+    expect(loadConfig({ SESSION_ALLOWED_IPS: '127.0.0.1, 10.0.0.0/8,::1' }).sessionAllowedIps).toEqual([
+      '127.0.0.1',
+      '10.0.0.0/8',
+      '::1',
+    ]);
   });
 
   it('requireResolved names what the API and worker cannot run without', () => {
-    expect(() => requireResolved(loadConfig({}))).toThrow(/DATABASE_URL[\s\S]*TEMPORAL_ADDRESS[\s\S]*TOKEN_ENCRYPTION_KEY/);
+    expect(() => requireResolved(loadConfig({}))).toThrow(
+      /DATABASE_URL[\s\S]*TEMPORAL_ADDRESS[\s\S]*TOKEN_ENCRYPTION_KEY/,
+    );
   });
 
   it('never echoes a secret value in its message', () => {
@@ -107,15 +122,37 @@ describe('loadConfig', () => {
   });
 
   it('refuses weak configuration in production, naming each variable', () => {
-    const weak = loadConfig({ ...wallet, NODE_ENV: 'production', CONNECT_URL: 'http://127.0.0.1:4010/connect', CONNECT_CLIENT_ID: 'sandbox-client-x', OPS_API_KEYS: 'short' });
+    const weak = loadConfig({
+      ...wallet,
+      NODE_ENV: 'production',
+      CONNECT_URL: 'http://127.0.0.1:4010/connect',
+      CONNECT_CLIENT_ID: 'sandbox-client-x',
+      OPS_API_KEYS: 'short',
+    });
     const problems = productionProblems(weak).map((problem) => problem.split(':')[0]);
     expect(problems).toEqual(
-      expect.arrayContaining(['OPS_API_KEYS', 'TOKEN_ENCRYPTION_KEY', 'IDEMPOTENCY_FINGERPRINT_KEY', 'CONNECT_URL', 'CONNECT_CLIENT_ID', 'SESSION_ALLOWED_IPS', 'PUBLIC_URL', 'TEMPORAL_TLS', 'TREASURY_LIMIT', 'BATCH_APPROVAL_THRESHOLD']),
+      expect.arrayContaining([
+        'OPS_API_KEYS',
+        'TOKEN_ENCRYPTION_KEY',
+        'IDEMPOTENCY_FINGERPRINT_KEY',
+        'CONNECT_URL',
+        'CONNECT_CLIENT_ID',
+        'SESSION_ALLOWED_IPS',
+        'PUBLIC_URL',
+        'TEMPORAL_TLS',
+        'TREASURY_LIMIT',
+        'BATCH_APPROVAL_THRESHOLD',
+      ]),
     );
     const strong = loadConfig(strongProduction);
     expect(productionProblems(strong)).toEqual([]);
     expect(strong.treasuryLimit).toBe(0n);
-    expect(loadConfig({ FUNDING_MAX: '2500.50', USER_PER_MINUTE: '3' }).fundingLimits).toMatchObject({ max: 2_500_500n, userPerMinute: 3, min: 1_000n, timeZone: 'Asia/Manila' });
+    expect(loadConfig({ FUNDING_MAX: '2500.50', USER_PER_MINUTE: '3' }).fundingLimits).toMatchObject({
+      max: 2_500_500n,
+      userPerMinute: 3,
+      min: 1_000n,
+      timeZone: 'Asia/Manila',
+    });
     expect(() => loadConfig({ FUNDING_MIN: '-1' })).toThrow(/FUNDING_MIN/);
     expect(productionProblems(loadConfig({ OPS_API_KEYS: 'short' }))).toEqual([]);
   });
@@ -132,7 +169,10 @@ describe('loadConfig', () => {
     ['TRANSFER_URL', { TRANSFER_URL: 'http://127.1.2.3/v1' }],
     ['TRANSFER_URL', { TRANSFER_URL: 'http://[::]/v1' }],
     ['TRANSFER_URL', { TRANSFER_URL: 'http://wallet.localhost/v1' }],
-    ['PROFILE_VERIFICATION_JWK', { PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(31, 1).toString('base64url') }) }],
+    [
+      'PROFILE_VERIFICATION_JWK',
+      { PROFILE_VERIFICATION_JWK: JSON.stringify({ kty: 'oct', k: Buffer.alloc(31, 1).toString('base64url') }) },
+    ],
     ['LOGIN_SIGNING_KEY', { LOGIN_SIGNING_KEY: 'too-short-a-signing-key' }],
     ['OPS_API_KEYS', { OPS_API_KEYS: `ops:read:${'k'.repeat(40)},robot:fund:short` }],
     // A bare key has no name to audit and every scope (contract-decisions section 12).
@@ -163,10 +203,21 @@ describe('loadConfig', () => {
 
   it('production reaches Temporal over TLS, an mTLS certificate or an API key, or says TEMPORAL_TLS_DISABLED=true', () => {
     const base = { ...strongProduction, TEMPORAL_TLS: '' };
-    for (const secured of [{ TEMPORAL_TLS: 'true' }, { TEMPORAL_API_KEY: 'cloud-key' }, { TEMPORAL_TLS_CERT: 'CERT', TEMPORAL_TLS_KEY: 'KEY' }, { TEMPORAL_TLS_DISABLED: 'true' }]) {
+    for (const secured of [
+      { TEMPORAL_TLS: 'true' },
+      { TEMPORAL_API_KEY: 'cloud-key' },
+      { TEMPORAL_TLS_CERT: 'CERT', TEMPORAL_TLS_KEY: 'KEY' },
+      { TEMPORAL_TLS_DISABLED: 'true' },
+    ]) {
       expect(productionProblems(loadConfig({ ...base, ...secured })), JSON.stringify(secured)).toEqual([]);
     }
-    const mtls = loadConfig({ ...base, TEMPORAL_TLS_CERT: 'CERT', TEMPORAL_TLS_KEY: 'KEY', TEMPORAL_TLS_CA: 'CA', TEMPORAL_TLS_SERVER_NAME: 'temporal.internal' });
+    const mtls = loadConfig({
+      ...base,
+      TEMPORAL_TLS_CERT: 'CERT',
+      TEMPORAL_TLS_KEY: 'KEY',
+      TEMPORAL_TLS_CA: 'CA',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+    });
     expect(mtls.temporal.security.tls).toEqual({
       serverName: 'temporal.internal',
       serverRootCACertificate: Buffer.from('CA'),
@@ -182,8 +233,17 @@ describe('loadConfig', () => {
       ['alice', ['read', 'resolve']],
       ['default', ['read', 'fund', 'pay', 'resolve', 'accounts', 'admin', 'approve']],
     ]);
-    // Names are who audits and approvals say acted: two that differ only in case would be two people to a reader and one to nobody.
-    for (const bad of ['alice:read', 'alice:write:key', 'al ice:read:key', `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`, `alice:read:${'a'.repeat(32)},Alice:approve:${'c'.repeat(32)}`, `${'b'.repeat(32)},Default:approve:${'c'.repeat(32)}`, 'alice::key']) {
+    // Names are who audits and approvals say acted: two that differ only in case would be two people to a reader and
+    // one to nobody.
+    for (const bad of [
+      'alice:read',
+      'alice:write:key',
+      'al ice:read:key',
+      `alice:read:${'a'.repeat(32)},alice:fund:${'c'.repeat(32)}`,
+      `alice:read:${'a'.repeat(32)},Alice:approve:${'c'.repeat(32)}`,
+      `${'b'.repeat(32)},Default:approve:${'c'.repeat(32)}`,
+      'alice::key',
+    ]) {
       const problems = problemsOf({ OPS_API_KEYS: bad });
       expect(problems[0], bad).toMatch(/^OPS_API_KEYS:/);
       expect(problems.join(' '), bad).not.toContain('a'.repeat(32));
@@ -194,9 +254,16 @@ describe('loadConfig', () => {
     const [first, second] = [Buffer.alloc(32, 1), Buffer.alloc(32, 2)];
     const ring = loadConfig({ TOKEN_ENCRYPTION_KEY: `${first.toString('base64')}, ${second.toString('base64')}` });
     expect(ring.tokenEncryptionKeys).toEqual([first, second]);
-    expect(problemsOf({ TOKEN_ENCRYPTION_KEY: `${first.toString('base64')},short` })[0]).toMatch(/^TOKEN_ENCRYPTION_KEY: key 2/);
+    expect(problemsOf({ TOKEN_ENCRYPTION_KEY: `${first.toString('base64')},short` })[0]).toMatch(
+      /^TOKEN_ENCRYPTION_KEY: key 2/,
+    );
     const own = Buffer.alloc(32, 9);
-    expect(loadConfig({ TOKEN_ENCRYPTION_KEY: first.toString('base64'), IDEMPOTENCY_FINGERPRINT_KEY: own.toString('base64') }).fingerprintKey).toEqual(own);
+    expect(
+      loadConfig({
+        TOKEN_ENCRYPTION_KEY: first.toString('base64'),
+        IDEMPOTENCY_FINGERPRINT_KEY: own.toString('base64'),
+      }).fingerprintKey,
+    ).toEqual(own);
     // Production: none unless given, whatever the token keys.
     expect(loadConfig({ ...strongProduction, IDEMPOTENCY_FINGERPRINT_KEY: '' }).fingerprintKey).toBeUndefined();
     // Development: stable while keys are added in front of the ring (derived from the oldest).

@@ -26,7 +26,10 @@ import {
 } from '../support/compose-file.ts';
 
 const schemaNames = Object.keys(environmentSchema.shape);
-const shape = environmentSchema.shape as Record<string, { safeParse(value: unknown): { success: boolean; data?: unknown } }>;
+const shape = environmentSchema.shape as Record<
+  string,
+  { safeParse(value: unknown): { success: boolean; data?: unknown } }
+>;
 const fileNames = new Set<string>(secretVariables.map((name) => `${name}_FILE`));
 /** A name the configuration reads: one of the schema's, or a secret's `_FILE`. */
 const readByConfig = (name: string) => schemaNames.includes(name) || fileNames.has(name);
@@ -36,7 +39,10 @@ const fullServices = ['api', 'worker', 'worker-next', 'migrate'];
 
 /** Names compose itself uses, not walletflow's configuration: where compose puts them. */
 const composeOwn: Record<string, { why: string; services: string[] }> = {
-  POSTGRES_PASSWORD: { why: 'the postgres image and Temporal take it; compose builds DATABASE_URL from it', services: [...fullServices, 'postgres', 'temporal'] },
+  POSTGRES_PASSWORD: {
+    why: 'the postgres image and Temporal take it; compose builds DATABASE_URL from it',
+    services: [...fullServices, 'postgres', 'temporal'],
+  },
   WORKER_VERSION: { why: 'the image tag of the worker service (a deploy moves it)', services: ['worker'] },
   WORKER_NEXT_VERSION: { why: 'the image tag of a deploy’s worker-next service', services: ['worker-next'] },
 };
@@ -57,7 +63,10 @@ const neededBy: Record<string, string[]> = {
 const fixedByDeployment: Record<string, { why: string; services: string[] } | 'Dockerfile'> = {
   PORT: { why: 'the API listens on 3000, the port compose publishes', services: ['api'] },
   HOST: { why: 'the API listens on every interface of its container', services: ['api'] },
-  WORKER_METRICS_PORT: { why: 'each worker serves /metrics on 9464 on the compose network', services: ['worker', 'worker-next'] },
+  WORKER_METRICS_PORT: {
+    why: 'each worker serves /metrics on 9464 on the compose network',
+    services: ['worker', 'worker-next'],
+  },
   DATABASE_URL: { why: 'compose’s own PostgreSQL, with POSTGRES_PASSWORD', services: fullServices },
   WORKFLOW_BUNDLE_PATH: 'Dockerfile',
 };
@@ -93,7 +102,8 @@ describe('.env.example, compose and the configuration, name by name', () => {
   it('offers in .env.example only names walletflow’s configuration reads, or compose’s own', () => {
     const unknown = [...offeredNames].filter((name) => !readByConfig(name) && !(name in composeOwn));
     expect(unknown).toEqual([]);
-    for (const name of Object.keys(composeOwn)) expect(offeredNames.has(name), `${name} (${composeOwn[name]!.why})`).toBe(true);
+    for (const name of Object.keys(composeOwn))
+      expect(offeredNames.has(name), `${name} (${composeOwn[name]!.why})`).toBe(true);
   });
 
   it('passes every setting of .env.example on to each container that needs it, under the name the configuration reads', () => {
@@ -103,11 +113,12 @@ describe('.env.example, compose and the configuration, name by name', () => {
       const services = composeOwn[name]?.services ?? neededBy[name] ?? fullServices;
       for (const service of services) {
         const started = startService(service, { ...envExample, [name]: sentinel });
-        const reached = name in composeOwn
-          ? started.image.includes(sentinel) || Object.values(started.env).some((value) => value.includes(sentinel))
-          : fileNames.has(name)
-            ? started.mounts.get(started.env[name] ?? '') === sentinel
-            : started.env[name] === sentinel;
+        const reached =
+          name in composeOwn
+            ? started.image.includes(sentinel) || Object.values(started.env).some((value) => value.includes(sentinel))
+            : fileNames.has(name)
+              ? started.mounts.get(started.env[name] ?? '') === sentinel
+              : started.env[name] === sentinel;
         if (!reached) dropped.push(`${name} → ${service}`);
       }
     }
@@ -116,7 +127,11 @@ describe('.env.example, compose and the configuration, name by name', () => {
 
   it('mounts the Temporal TLS files .env names into every container that reaches Temporal, and mounts nothing when none is named', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'walletflow-tls-'));
-    const files = { ca: path.join(dir, 'ca.pem'), cert: path.join(dir, 'client.pem'), key: path.join(dir, 'client.key') };
+    const files = {
+      ca: path.join(dir, 'ca.pem'),
+      cert: path.join(dir, 'client.pem'),
+      key: path.join(dir, 'client.key'),
+    };
     writeFileSync(files.ca, '-----BEGIN CERTIFICATE-----\nCA\n-----END CERTIFICATE-----\n');
     writeFileSync(files.cert, '-----BEGIN CERTIFICATE-----\nCLIENT\n-----END CERTIFICATE-----\n');
     writeFileSync(files.key, '-----BEGIN PRIVATE KEY-----\nKEY\n-----END PRIVATE KEY-----\n');
@@ -141,7 +156,10 @@ describe('.env.example, compose and the configuration, name by name', () => {
       expect(security.tls, service).toEqual({
         serverName: 'temporal.partner.internal',
         serverRootCACertificate: Buffer.from(readFileSync(files.ca, 'utf8').trim()),
-        clientCertPair: { crt: Buffer.from(readFileSync(files.cert, 'utf8').trim()), key: Buffer.from(readFileSync(files.key, 'utf8').trim()) },
+        clientCertPair: {
+          crt: Buffer.from(readFileSync(files.cert, 'utf8').trim()),
+          key: Buffer.from(readFileSync(files.key, 'utf8').trim()),
+        },
       });
       // None named: what is mounted reads as unset, and the compose Temporal is reached in plaintext.
       const plain = loadConfig(asMounted(startService(service, { ...envExample, ...filledIn }))).temporal.security;
@@ -166,8 +184,12 @@ describe('.env.example, compose and the configuration, name by name', () => {
       if (!schemaNames.includes(name)) continue;
       const absent = shape[name]!.safeParse(undefined);
       const shown = shape[name]!.safeParse(value === '' ? undefined : value);
-      const text = (parsed: { data?: unknown }) => JSON.stringify(parsed.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Map ? [...v] : v));
-      if (!shown.success || text(shown) !== text(absent)) wrong.push(`${name}: shows ${value || 'nothing'}, the default is ${text(absent)}`);
+      const text = (parsed: { data?: unknown }) =>
+        JSON.stringify(parsed.data, (_, v: unknown) =>
+          typeof v === 'bigint' ? v.toString() : v instanceof Map ? [...v] : v,
+        );
+      if (!shown.success || text(shown) !== text(absent))
+        wrong.push(`${name}: shows ${value || 'nothing'}, the default is ${text(absent)}`);
     }
     // A commented line shows the value walletflow runs with while the line stays commented.
     expect(wrong).toEqual([]);
@@ -178,7 +200,10 @@ describe('.env.example, compose and the configuration, name by name', () => {
       const names = Object.keys(compose.services[service]?.environment ?? {});
       expect(names.length, service).toBeGreaterThan(1);
       // LD_PRELOAD is read by the dynamic loader: jemalloc (docs/benchmarks.md, Memory).
-      expect(names.filter((name) => name !== 'LD_PRELOAD' && !readByConfig(name)), service).toEqual([]);
+      expect(
+        names.filter((name) => name !== 'LD_PRELOAD' && !readByConfig(name)),
+        service,
+      ).toEqual([]);
     }
     expect(walletflowServices).toEqual(expect.arrayContaining([...fullServices, 'codec-server']));
     // The sandbox reads its own SANDBOX_* registration (and NODE_ENV), nothing of walletflow's.
@@ -193,9 +218,11 @@ describe('.env.example, compose and the configuration, name by name', () => {
     for (const name of schemaNames) {
       const fixed = fixedByDeployment[name];
       if (fixed === 'Dockerfile') {
-        if (!new RegExp(`^\\s*(?:ENV\\s+)?${name}=`, 'm').test(dockerfile)) missing.push(`${name}: not set by the Dockerfile`);
+        if (!new RegExp(`^\\s*(?:ENV\\s+)?${name}=`, 'm').test(dockerfile))
+          missing.push(`${name}: not set by the Dockerfile`);
       } else if (fixed) {
-        for (const service of fixed.services) if (!(name in (compose.services[service]?.environment ?? {}))) missing.push(`${name}: not set in ${service}`);
+        for (const service of fixed.services)
+          if (!(name in (compose.services[service]?.environment ?? {}))) missing.push(`${name}: not set in ${service}`);
       } else if (!offeredNames.has(name) && !offeredNames.has(`${name}_FILE`)) {
         missing.push(`${name}: neither it nor ${name}_FILE is in .env.example`);
       }
@@ -211,12 +238,24 @@ describe('.env.example, compose and the configuration, name by name', () => {
       // The operator's service: all of its registration.
       ...startProblemNames({ NODE_ENV: 'production', CONNECT_URL: 'https://connect.wallet.example' }),
     ]);
-    expect([...required]).toEqual(expect.arrayContaining(['OPS_API_KEYS', 'TRUSTED_PROXIES', 'MERCHANT_P2M_ID', 'CONNECT_REDIRECT_URI', 'BATCH_APPROVAL_THRESHOLD', 'DATABASE_URL']));
+    expect([...required]).toEqual(
+      expect.arrayContaining([
+        'OPS_API_KEYS',
+        'TRUSTED_PROXIES',
+        'MERCHANT_P2M_ID',
+        'CONNECT_REDIRECT_URI',
+        'BATCH_APPROVAL_THRESHOLD',
+        'DATABASE_URL',
+      ]),
+    );
     const notOffered = [...required].filter((name) => !offeredNames.has(name) && !(name in fixedByDeployment));
     expect(notOffered).toEqual([]);
     for (const service of fullServices) {
       const environment = compose.services[service]?.environment ?? {};
-      expect([...required].filter((name) => !(name in environment)), service).toEqual([]);
+      expect(
+        [...required].filter((name) => !(name in environment)),
+        service,
+      ).toEqual([]);
     }
   });
 });

@@ -21,7 +21,12 @@ beforeAll(async () => {
   const app = express();
   // A live session, as readConsoleSession would set it.
   app.use((_req, res, next) => {
-    res.locals.consoleSession = { csrfToken: token, personName: 'Maria Santos (oidc:m)', scopes: new Set(['read', 'fund']), via: 'oidc' };
+    res.locals.consoleSession = {
+      csrfToken: token,
+      personName: 'Maria Santos (oidc:m)',
+      scopes: new Set(['read', 'fund']),
+      via: 'oidc',
+    };
     next();
   });
   const area = express.Router();
@@ -35,7 +40,11 @@ beforeAll(async () => {
       onFile: async (fields, file) => {
         const chunks: Buffer[] = [];
         for await (const chunk of file.stream) chunks.push(chunk as Buffer);
-        const seen = { fields: Object.fromEntries(fields), text: Buffer.concat(chunks).toString('utf8'), truncated: file.stream.truncated === true };
+        const seen = {
+          fields: Object.fromEntries(fields),
+          text: Buffer.concat(chunks).toString('utf8'),
+          truncated: file.stream.truncated === true,
+        };
         handedOn.push(seen);
         return seen;
       },
@@ -72,41 +81,145 @@ async function post(path: string, body: FormData, headers: Record<string, string
 describe('a console form with a file', () => {
   it('hands the file on after a valid CSRF field that came before it, with the fields before it', async () => {
     const before = handedOn.length;
-    const answer = await post('/console/upload', form([['_csrf', token], ['name', 'May'], ['file', 'reference\n', 'a.csv'], ['late', 'after the file']]));
+    const answer = await post(
+      '/console/upload',
+      form([
+        ['_csrf', token],
+        ['name', 'May'],
+        ['file', 'reference\n', 'a.csv'],
+        ['late', 'after the file'],
+      ]),
+    );
     expect(answer).toMatchObject({ status: 200 });
-    expect(handedOn.slice(before)).toEqual([{ fields: { _csrf: token, name: 'May' }, text: 'reference\n', truncated: false }]);
+    expect(handedOn.slice(before)).toEqual([
+      { fields: { _csrf: token, name: 'May' }, text: 'reference\n', truncated: false },
+    ]);
   });
 
   it('refuses a form without the token, with a wrong one, or with it only after the file: the file is never handed on', async () => {
     const before = handedOn.length;
-    expect((await post('/console/upload', form([['name', 'May'], ['file', 'x', 'a.csv']]))).status).toBe(403);
-    expect((await post('/console/upload', form([['_csrf', `${token}x`], ['file', 'x', 'a.csv']]))).status).toBe(403);
-    expect((await post('/console/upload', form([['file', 'x', 'a.csv'], ['_csrf', token]]))).status).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['name', 'May'],
+            ['file', 'x', 'a.csv'],
+          ]),
+        )
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['_csrf', `${token}x`],
+            ['file', 'x', 'a.csv'],
+          ]),
+        )
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['file', 'x', 'a.csv'],
+            ['_csrf', token],
+          ]),
+        )
+      ).status,
+    ).toBe(403);
     // A second token cannot replace a wrong first one.
-    expect((await post('/console/upload', form([['_csrf', 'wrong'], ['_csrf', token], ['file', 'x', 'a.csv']]))).status).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['_csrf', 'wrong'],
+            ['_csrf', token],
+            ['file', 'x', 'a.csv'],
+          ]),
+        )
+      ).status,
+    ).toBe(403);
     // Without a file at all, still refused without the token.
     expect((await post('/console/upload', form([['name', 'May']]))).status).toBe(403);
     expect(handedOn.length).toBe(before);
   });
 
   it('is refused by the router anywhere but a route that reads its own form, and from another origin', async () => {
-    const other = await post('/console/other', form([['_csrf', token], ['file', 'x', 'a.csv']]));
+    const other = await post(
+      '/console/other',
+      form([
+        ['_csrf', token],
+        ['file', 'x', 'a.csv'],
+      ]),
+    );
     expect(other.status).toBe(403);
     expect(other.body).not.toContain('ran');
     const before = handedOn.length;
-    expect((await post('/console/upload', form([['_csrf', token], ['file', 'x', 'a.csv']]), { origin: 'https://evil.example' })).status).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['_csrf', token],
+            ['file', 'x', 'a.csv'],
+          ]),
+          { origin: 'https://evil.example' },
+        )
+      ).status,
+    ).toBe(403);
     expect(handedOn.length).toBe(before);
     // A spelling the route list does not name is not let through either.
-    expect((await post('/console/upload/', form([['_csrf', token], ['file', 'x', 'a.csv']]))).status).toBe(403);
+    expect(
+      (
+        await post(
+          '/console/upload/',
+          form([
+            ['_csrf', token],
+            ['file', 'x', 'a.csv'],
+          ]),
+        )
+      ).status,
+    ).toBe(403);
   });
 
   it('bounds the form: a file past its limit is cut and says so; too many fields are refused; no file is told apart', async () => {
     const before = handedOn.length;
-    expect((await post('/console/upload', form([['_csrf', token], ['file', 'y'.repeat(200), 'big.csv']]))).status).toBe(200);
+    expect(
+      (
+        await post(
+          '/console/upload',
+          form([
+            ['_csrf', token],
+            ['file', 'y'.repeat(200), 'big.csv'],
+          ]),
+        )
+      ).status,
+    ).toBe(200);
     expect(handedOn.slice(before)).toEqual([{ fields: { _csrf: token }, text: 'y'.repeat(64), truncated: true }]);
-    const many = await post('/console/upload', form([['_csrf', token], ['a', '1'], ['b', '2'], ['c', '3'], ['d', '4'], ['file', 'x', 'a.csv']]));
+    const many = await post(
+      '/console/upload',
+      form([
+        ['_csrf', token],
+        ['a', '1'],
+        ['b', '2'],
+        ['c', '3'],
+        ['d', '4'],
+        ['file', 'x', 'a.csv'],
+      ]),
+    );
     expect(many).toMatchObject({ status: 400, body: expect.stringContaining('malformed') });
-    const empty = await post('/console/upload', form([['_csrf', token], ['file', '', '']]));
+    const empty = await post(
+      '/console/upload',
+      form([
+        ['_csrf', token],
+        ['file', '', ''],
+      ]),
+    );
     expect(empty).toMatchObject({ status: 400, body: expect.stringContaining('no-file') });
     expect(handedOn.length).toBe(before + 1);
   });

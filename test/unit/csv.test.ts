@@ -14,16 +14,30 @@ describe('a report’s CSV fields', () => {
   });
 
   it('write a value that starts a formula as text: =, +, @, and - not followed by a plain number', () => {
-    for (const formula of ['=1+1', '+1', '@SUM(A1)', '-A1', '=HYPERLINK("http://x")', '-1+1', '-2+3+cmd|\' /C calc\'!A0', '-1,5', '-1 ', '-1)', '--1']) {
+    for (const formula of [
+      '=1+1',
+      '+1',
+      '@SUM(A1)',
+      '-A1',
+      '=HYPERLINK("http://x")',
+      '-1+1',
+      "-2+3+cmd|' /C calc'!A0",
+      '-1,5',
+      '-1 ',
+      '-1)',
+      '--1',
+    ]) {
       expect(csvField(formula), formula).toBe(`"'${formula.replace(/"/g, '""')}"`);
     }
   });
 
   it('write a value that starts with a tab or a carriage return as text', () => {
-    for (const value of ['\t=1+1', '\tplain', '\r=1+1', '\r\n-1']) expect(csvField(value), JSON.stringify(value)).toBe(`"'${value}"`);
+    for (const value of ['\t=1+1', '\tplain', '\r=1+1', '\r\n-1'])
+      expect(csvField(value), JSON.stringify(value)).toBe(`"'${value}"`);
   });
 
   it('leave plain numbers and other text alone, negative amounts too', () => {
-    for (const value of ['-25.00', '-1', '-0.5', '150.00', '1-2', 'may-0001', 'A=B', ' =1']) expect(csvField(value), value).toBe(`"${value}"`);
+    for (const value of ['-25.00', '-1', '-0.5', '150.00', '1-2', 'may-0001', 'A=B', ' =1'])
+      expect(csvField(value), value).toBe(`"${value}"`);
   });
 });

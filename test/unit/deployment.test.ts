@@ -8,7 +8,14 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { environmentSchema } from '../../lib/config.ts';
-import { apiEnvironment, apiNodeOptions, findJemalloc, jemallocCandidates, serviceEnvironment, serviceNodeOptions } from '../../stack/child-process.ts';
+import {
+  apiEnvironment,
+  apiNodeOptions,
+  findJemalloc,
+  jemallocCandidates,
+  serviceEnvironment,
+  serviceNodeOptions,
+} from '../../stack/child-process.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -23,19 +30,25 @@ interface ComposeService {
   depends_on?: Record<string, unknown> | string[];
 }
 
-const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as { services: Record<string, ComposeService> };
+const compose = parse(readFileSync(path.join(root, 'docker-compose.yml'), 'utf8'), { merge: true }) as {
+  services: Record<string, ComposeService>;
+};
 const services = compose.services;
 
 describe('docker-compose.yml', () => {
   it('has PostgreSQL, Temporal on it, the Temporal UI, migrations, the API, the worker and the sandbox', () => {
-    expect(Object.keys(services)).toEqual(expect.arrayContaining(['postgres', 'temporal', 'temporal-ui', 'migrate', 'api', 'worker', 'sandbox']));
+    expect(Object.keys(services)).toEqual(
+      expect.arrayContaining(['postgres', 'temporal', 'temporal-ui', 'migrate', 'api', 'worker', 'sandbox']),
+    );
     expect(services.temporal?.environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgres' });
     expect(Number(services.temporal?.environment?.NUM_HISTORY_SHARDS)).toBeGreaterThan(1);
     expect(services.sandbox?.profiles).toEqual(['sandbox']);
   });
 
   it('publishes only the API on every interface; Temporal stays internal, the UI and the sandbox (under its profile) on loopback', () => {
-    const published = Object.entries(services).flatMap(([name, service]) => (service.ports ?? []).map((port) => [name, String(port)] as const));
+    const published = Object.entries(services).flatMap(([name, service]) =>
+      (service.ports ?? []).map((port) => [name, String(port)] as const),
+    );
     const onEveryInterface = published.filter(([, port]) => !port.startsWith('127.0.0.1:'));
     expect(onEveryInterface).toEqual([['api', '3000:3000']]);
     expect(services.temporal?.ports).toBeUndefined();
@@ -90,7 +103,8 @@ describe('docker-compose.yml', () => {
     expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
     expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);
     expect(services.api?.command).toBeUndefined(); // the image's CMD
-    // The API on jemalloc, as the stacks run it (stack/child-process.ts); its CMD caps the old and young generations (below).
+    // The API on jemalloc, as the stacks run it (stack/child-process.ts); its CMD caps the old and young generations
+    // (below).
     expect(services.api?.environment?.LD_PRELOAD).toBe(jemallocCandidates[0]);
     for (const [name, service] of Object.entries(services)) {
       expect(JSON.stringify(service.command ?? []), name).not.toMatch(/tsx|\.ts\b/);
@@ -145,7 +159,7 @@ describe('Dockerfile', () => {
   });
 });
 
-describe('the stacks\' API and worker environment', () => {
+describe("the stacks' API and worker environment", () => {
   it('preloads jemalloc where the machine has it, after any LD_PRELOAD already set, and only once', () => {
     const jemalloc = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
     expect(serviceEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: serviceNodeOptions });
@@ -155,10 +169,15 @@ describe('the stacks\' API and worker environment', () => {
     expect(findJemalloc(() => false)).toBeNull();
   });
 
-  it('caps the API\'s old generation before the operator\'s NODE_OPTIONS (theirs wins), and not the worker\'s', () => {
+  it("caps the API's old generation before the operator's NODE_OPTIONS (theirs wins), and not the worker's", () => {
     const jemalloc = '/usr/lib/x86_64-linux-gnu/libjemalloc.so.2';
-    expect(apiEnvironment({}, jemalloc)).toMatchObject({ LD_PRELOAD: jemalloc, NODE_OPTIONS: `${apiNodeOptions} ${serviceNodeOptions}` });
-    expect(apiEnvironment({ NODE_OPTIONS: '--max-old-space-size=512' }, null).NODE_OPTIONS).toBe(`${apiNodeOptions} --max-old-space-size=512 ${serviceNodeOptions}`);
+    expect(apiEnvironment({}, jemalloc)).toMatchObject({
+      LD_PRELOAD: jemalloc,
+      NODE_OPTIONS: `${apiNodeOptions} ${serviceNodeOptions}`,
+    });
+    expect(apiEnvironment({ NODE_OPTIONS: '--max-old-space-size=512' }, null).NODE_OPTIONS).toBe(
+      `${apiNodeOptions} --max-old-space-size=512 ${serviceNodeOptions}`,
+    );
     expect(serviceEnvironment({}, jemalloc).NODE_OPTIONS).toBe(serviceNodeOptions);
   });
 

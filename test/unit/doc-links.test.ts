@@ -64,7 +64,10 @@ function headingAnchors(text: string): Set<string> {
   const anchors = new Set<string>();
   for (const match of withoutFences(text).matchAll(/^#{1,6}\s+(.+?)\s*#*\s*$/gm)) {
     const plain = match[1]!.replace(/`/g, '').replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
-    const slug = plain.toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+    const slug = plain
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+      .replace(/\s/g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
@@ -79,12 +82,11 @@ const relative = (target: Target) => `${path.relative(root, target.file)}:${targ
 describe('documentation links', () => {
   it('finds the README and the docs', () => {
     expect(files.length).toBeGreaterThan(5);
-    expect(linkTargets('x.md', '[a](b.md) ![c](d.png) <img src="e.png"> `[f](g.md)`\n```\n[h](i.md)\n```\n[j]: k.md').map((t) => t.target)).toEqual([
-      'b.md',
-      'd.png',
-      'k.md',
-      'e.png',
-    ]);
+    expect(
+      linkTargets('x.md', '[a](b.md) ![c](d.png) <img src="e.png"> `[f](g.md)`\n```\n[h](i.md)\n```\n[j]: k.md').map(
+        (t) => t.target,
+      ),
+    ).toEqual(['b.md', 'd.png', 'k.md', 'e.png']);
     expect([...headingAnchors('# A title\n## 8. walletflow’s own `HTTP` surface (fixed)\n## A title')]).toEqual([
       'a-title',
       '8-walletflows-own-http-surface-fixed',
@@ -99,10 +101,19 @@ describe('documentation links', () => {
         if (isExternal(link.target)) continue;
         const [pathPart = '', anchor] = link.target.split('#', 2);
         const target = decodeURIComponent(pathPart.replace(/\?.*$/, ''));
-        const resolved = target === '' ? file : target.startsWith('/') ? path.join(root, target) : path.resolve(path.dirname(file), target);
+        const resolved =
+          target === ''
+            ? file
+            : target.startsWith('/')
+              ? path.join(root, target)
+              : path.resolve(path.dirname(file), target);
         if (path.relative(root, resolved).startsWith('..')) broken.push(`${relative(link)} (outside the repository)`);
         else if (!existsSync(resolved)) broken.push(`${relative(link)} (missing)`);
-        else if (anchor && resolved.endsWith('.md') && !headingAnchors(readFileSync(resolved, 'utf8')).has(decodeURIComponent(anchor))) {
+        else if (
+          anchor &&
+          resolved.endsWith('.md') &&
+          !headingAnchors(readFileSync(resolved, 'utf8')).has(decodeURIComponent(anchor))
+        ) {
           broken.push(`${relative(link)} (no such heading)`);
         }
       }

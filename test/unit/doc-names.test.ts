@@ -24,7 +24,10 @@ const root = path.resolve(import.meta.dirname, '../..');
 const read = (file: string) => readFileSync(path.join(root, file), 'utf8');
 const tracked = execFileSync('git', ['ls-files', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter(Boolean);
 
-const docs = tracked.filter((file) => file === 'README.md' || (file.startsWith('docs/') && file.endsWith('.md') && !file.startsWith('docs/contract/')));
+const docs = tracked.filter(
+  (file) =>
+    file === 'README.md' || (file.startsWith('docs/') && file.endsWith('.md') && !file.startsWith('docs/contract/')),
+);
 
 /** Code without its comments: a name only a comment keeps is gone. */
 function uncommented(text: string): string {
@@ -35,7 +38,12 @@ function uncommented(text: string): string {
 }
 
 /** Every file a process, a test or a deployment reads: TypeScript and JavaScript, the schema, SQL, shell, YAML. */
-const codeFiles = tracked.filter((file) => /\.(?:ts|mjs|js|prisma|sql|sh|ya?ml)$/.test(file) && !file.startsWith('bench/results/') && file !== path.relative(root, import.meta.filename));
+const codeFiles = tracked.filter(
+  (file) =>
+    /\.(?:ts|mjs|js|prisma|sql|sh|ya?ml)$/.test(file) &&
+    !file.startsWith('bench/results/') &&
+    file !== path.relative(root, import.meta.filename),
+);
 const code = new Map(codeFiles.map((file) => [file, uncommented(read(file))]));
 const allCode = [...code.values()].join('\n');
 
@@ -43,23 +51,34 @@ const allCode = [...code.values()].join('\n');
 const sdk = ['workflow', 'common', 'worker', 'client', 'activity']
   .flatMap((name) => {
     const dir = path.join(root, 'node_modules/@temporalio', name, 'lib');
-    return readdirSync(dir).filter((file) => file.endsWith('.d.ts')).map((file) => readFileSync(path.join(dir, file), 'utf8'));
+    return readdirSync(dir)
+      .filter((file) => file.endsWith('.d.ts'))
+      .map((file) => readFileSync(path.join(dir, file), 'utf8'));
   })
   .join('\n');
 
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
-/** Declared, called or assigned (`function name`, `name(`, `name:`, `name =`, `type Name`), or a string the code holds. */
+/**
+ * Declared, called or assigned (`function name`, `name(`, `name:`, `name =`, `type Name`), or a string the code holds.
+ */
 function namesIn(text: string): Set<string> {
   const names = new Set<string>();
-  for (const match of text.matchAll(/\b(?:function\*?|class|interface|type|enum|const|let|var|async|get|set|alert:)\s+([A-Za-z_$][\w$]*)/g)) names.add(match[1]!);
+  for (const match of text.matchAll(
+    /\b(?:function\*?|class|interface|type|enum|const|let|var|async|get|set|alert:)\s+([A-Za-z_$][\w$]*)/g,
+  ))
+    names.add(match[1]!);
   for (const match of text.matchAll(/(?<![\w$])([A-Za-z_$][\w$]*)\??\s*(?:[:=(<]|\)\s*=>)/g)) names.add(match[1]!);
   for (const match of text.matchAll(/['"`]([A-Za-z_$][\w$.]*)['"`]/g)) names.add(match[1]!);
   return names;
 }
 
-/** The models' delegates of the Prisma client (`ledgerAccount` for `model LedgerAccount`), generated from the schema. */
-const prismaDelegates = [...read('prisma/schema.prisma').matchAll(/^model (\w+)/gm)].map((match) => match[1]!.charAt(0).toLowerCase() + match[1]!.slice(1));
+/**
+ * The models' delegates of the Prisma client (`ledgerAccount` for `model LedgerAccount`), generated from the schema.
+ */
+const prismaDelegates = [...read('prisma/schema.prisma').matchAll(/^model (\w+)/gm)].map(
+  (match) => match[1]!.charAt(0).toLowerCase() + match[1]!.slice(1),
+);
 const codeNames = new Set([...namesIn(allCode), ...prismaDelegates]);
 const sdkNames = new Set([...sdk.matchAll(/[A-Za-z_$][\w$]*/g)].map((match) => match[0]));
 
@@ -78,7 +97,11 @@ interface Named {
 /** The inline code spans of a markdown text (fenced blocks left out), each with its line. */
 function codeSpans(file: string, text: string): Named[] {
   const blanked = text.replace(/^\s*```[^\n]*\n[\s\S]*?^\s*```/gm, (block) => block.replace(/[^\n]/g, ' '));
-  return [...blanked.matchAll(/`([^`\n]+)`/g)].map((match) => ({ file, line: blanked.slice(0, match.index).split('\n').length, name: match[1]! }));
+  return [...blanked.matchAll(/`([^`\n]+)`/g)].map((match) => ({
+    file,
+    line: blanked.slice(0, match.index).split('\n').length,
+    name: match[1]!,
+  }));
 }
 
 /** A span that names code: `name()`, `object.member`, or a camelCase or PascalCase name. */
@@ -86,7 +109,11 @@ function codeName(span: string): { name: string; whole: string } | undefined {
   const match = /^(?:([A-Za-z_$][\w$]*)\.)?([A-Za-z_$][\w$]*)(\(\))?$/.exec(span);
   if (!match) return undefined;
   const name = match[2]!;
-  const looksLikeCode = match[3] !== undefined || match[1] !== undefined || /^[a-z][a-z0-9]*[A-Z]/.test(name) || /^[A-Z][a-z0-9]+[A-Z][a-z]/.test(name);
+  const looksLikeCode =
+    match[3] !== undefined ||
+    match[1] !== undefined ||
+    /^[a-z][a-z0-9]*[A-Z]/.test(name) ||
+    /^[A-Z][a-z0-9]+[A-Z][a-z]/.test(name);
   return looksLikeCode ? { name, whole: match[1] ? `${match[1]}.${name}` : name } : undefined;
 }
 
@@ -114,17 +141,26 @@ function namesInFiles(file: string, text: string): Array<Named & { in: string }>
   const flat = text.replace(/\s*\n\s*/g, ' ');
   const found: Array<Named & { in: string }> = [];
   for (const { pattern, file: fileGroup, name: nameGroup } of tiedToFile) {
-    for (const match of flat.matchAll(pattern)) found.push({ file, line: 0, name: match[nameGroup]!, in: match[fileGroup]! });
+    for (const match of flat.matchAll(pattern))
+      found.push({ file, line: 0, name: match[nameGroup]!, in: match[fileGroup]! });
   }
-  for (const match of flat.matchAll(/\b(funding record|batch items record|batch record|payment record|webhook store)(?:'s)?((?:,? (?:and |or |then )?`[A-Za-z_$][\w$]*(?:\(\))?`)+)/g)) {
-    for (const name of match[2]!.matchAll(/`([A-Za-z_$][\w$]*)/g)) found.push({ file, line: 0, name: name[1]!, in: owners[match[1]!]! });
+  for (const match of flat.matchAll(
+    /\b(funding record|batch items record|batch record|payment record|webhook store)(?:'s)?((?:,? (?:and |or |then )?`[A-Za-z_$][\w$]*(?:\(\))?`)+)/g,
+  )) {
+    for (const name of match[2]!.matchAll(/`([A-Za-z_$][\w$]*)/g))
+      found.push({ file, line: 0, name: name[1]!, in: owners[match[1]!]! });
   }
-  for (const match of flat.matchAll(/`ledger\.([A-Za-z_$][\w$]*)/g)) found.push({ file, line: 0, name: match[1]!, in: owners.ledger! });
+  for (const match of flat.matchAll(/`ledger\.([A-Za-z_$][\w$]*)/g))
+    found.push({ file, line: 0, name: match[1]!, in: owners.ledger! });
   return found;
 }
 
 /** Tables: prisma/schema.prisma's (`@@map`), and Prisma's own bookkeeping. */
-const tables = new Set([...read('prisma/schema.prisma').matchAll(/@@map\("([a-z_]+)"\)/g)].map((match) => match[1]!).concat('_prisma_migrations'));
+const tables = new Set(
+  [...read('prisma/schema.prisma').matchAll(/@@map\("([a-z_]+)"\)/g)]
+    .map((match) => match[1]!)
+    .concat('_prisma_migrations'),
+);
 
 /** A table named as one: "the `x` table", "`x` and `y` tables", "table `x`", "a `x` row". */
 function namedTables(file: string, text: string): Named[] {
@@ -143,7 +179,11 @@ const NOT_TABLES: Record<string, string> = {
 };
 
 /** walletflow's routes as declared: `METHOD /path`, each parameter as `{}`. */
-const declaredRoutes = new Set([...allRoutes, ...consoleRoutes].map((route) => `${route.method.toUpperCase()} ${route.path.replace(/\{[^}]+\}/g, '{}')}`));
+const declaredRoutes = new Set(
+  [...allRoutes, ...consoleRoutes].map(
+    (route) => `${route.method.toUpperCase()} ${route.path.replace(/\{[^}]+\}/g, '{}')}`,
+  ),
+);
 /** The first segments of walletflow's routes: a route under another belongs to the wallet service or the sandbox. */
 const ownPrefixes = new Set([...allRoutes, ...consoleRoutes].map((route) => route.path.split('/')[1]!));
 
@@ -151,7 +191,11 @@ const ownPrefixes = new Set([...allRoutes, ...consoleRoutes].map((route) => rout
 function namedRoutes(file: string, text: string): Named[] {
   return text.split('\n').flatMap((line, index) =>
     [...line.matchAll(/\b(GET|POST|PUT|PATCH|DELETE) (\/[^\s`)|,;"*]*)/g)]
-      .map((match) => ({ file, line: index + 1, name: `${match[1]} ${match[2]!.replace(/\?.*$/, '').replace(/[.:]+$/, '')}` }))
+      .map((match) => ({
+        file,
+        line: index + 1,
+        name: `${match[1]} ${match[2]!.replace(/\?.*$/, '').replace(/[.:]+$/, '')}`,
+      }))
       .filter((named) => ownPrefixes.has(named.name.split(' ')[1]!.split('/')[1]!)),
   );
 }
@@ -163,7 +207,16 @@ function declared(route: string): boolean {
   return [...declaredRoutes].some((candidate) => {
     const [candidateMethod, candidatePath] = candidate.split(' ') as [string, string];
     const parts = candidatePath.split('/');
-    return candidateMethod === method && parts.length === segments.length && parts.every((part, index) => part === segments[index] || (part === '{}' && segments[index] !== '' && !segments[index]!.includes('/')) || (part === '{}' && /^\{.*\}$/.test(segments[index]!)));
+    return (
+      candidateMethod === method &&
+      parts.length === segments.length &&
+      parts.every(
+        (part, index) =>
+          part === segments[index] ||
+          (part === '{}' && segments[index] !== '' && !segments[index]!.includes('/')) ||
+          (part === '{}' && /^\{.*\}$/.test(segments[index]!)),
+      )
+    );
   });
 }
 
@@ -177,9 +230,38 @@ const NOT_ROUTES: Record<string, string> = {
 
 describe('names the docs give the code', () => {
   it('reads code names, tied names, tables and routes as a reader would', () => {
-    expect(codeSpans('x.md', 'a `settleHold()` b\n```\n`not()`\n```\n`ledger.settleMany` and `foo_bar`').map((named) => `${named.line}:${named.name}`)).toEqual(['1:settleHold()', '5:ledger.settleMany', '5:foo_bar']);
-    expect(['settleHold()', 'ledger.settleMany', 'FundWalletInput', 'claimPending', 'claim', 'TREASURY', 'foo_bar', 'a b'].map((span) => codeName(span)?.whole)).toEqual(['settleHold', 'ledger.settleMany', 'FundWalletInput', 'claimPending', undefined, undefined, undefined, undefined]);
-    expect(namesInFiles('x.md', '`ledger/limits.ts` `headroomOf`; `passClaimed` in\n`activities/funding.ts`; the funding record\'s `finish`, `cancel` and `resolve`; `ledger.settleMany`').map((named) => `${named.in} ${named.name}`)).toEqual([
+    expect(
+      codeSpans('x.md', 'a `settleHold()` b\n```\n`not()`\n```\n`ledger.settleMany` and `foo_bar`').map(
+        (named) => `${named.line}:${named.name}`,
+      ),
+    ).toEqual(['1:settleHold()', '5:ledger.settleMany', '5:foo_bar']);
+    expect(
+      [
+        'settleHold()',
+        'ledger.settleMany',
+        'FundWalletInput',
+        'claimPending',
+        'claim',
+        'TREASURY',
+        'foo_bar',
+        'a b',
+      ].map((span) => codeName(span)?.whole),
+    ).toEqual([
+      'settleHold',
+      'ledger.settleMany',
+      'FundWalletInput',
+      'claimPending',
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(
+      namesInFiles(
+        'x.md',
+        "`ledger/limits.ts` `headroomOf`; `passClaimed` in\n`activities/funding.ts`; the funding record's `finish`, `cancel` and `resolve`; `ledger.settleMany`",
+      ).map((named) => `${named.in} ${named.name}`),
+    ).toEqual([
       'ledger/limits.ts headroomOf',
       'activities/funding.ts passClaimed',
       'fundings/funding-record.ts finish',
@@ -187,11 +269,30 @@ describe('names the docs give the code', () => {
       'fundings/funding-record.ts resolve',
       'ledger/ledger.ts settleMany',
     ]);
-    expect(namedTables('x.md', 'the `funding` and `funding_event` tables; a `wallet_call` row; table `link`').map((named) => named.name)).toEqual(['funding', 'funding_event', 'wallet_call', 'link']);
-    expect(namedRoutes('x.md', '`GET /ops/fundings?status=…`, POST /ops/fundings/{id}/resolve. GET /transfers/{id}').map((named) => named.name)).toEqual(['GET /ops/fundings', 'POST /ops/fundings/{id}/resolve']);
-    expect(['GET /ops/fundings/{id}', 'GET /ops/accounts/TREASURY', 'POST /ops/fundings/{id}/resolves', 'DELETE /ops/fundings'].map(declared)).toEqual([true, true, false, false]);
+    expect(
+      namedTables('x.md', 'the `funding` and `funding_event` tables; a `wallet_call` row; table `link`').map(
+        (named) => named.name,
+      ),
+    ).toEqual(['funding', 'funding_event', 'wallet_call', 'link']);
+    expect(
+      namedRoutes('x.md', '`GET /ops/fundings?status=…`, POST /ops/fundings/{id}/resolve. GET /transfers/{id}').map(
+        (named) => named.name,
+      ),
+    ).toEqual(['GET /ops/fundings', 'POST /ops/fundings/{id}/resolve']);
+    expect(
+      [
+        'GET /ops/fundings/{id}',
+        'GET /ops/accounts/TREASURY',
+        'POST /ops/fundings/{id}/resolves',
+        'DELETE /ops/fundings',
+      ].map(declared),
+    ).toEqual([true, true, false, false]);
     // A renamed function is gone from the code; so is a route or a table nobody declares.
-    expect([...namesIn("async function settleHold(a) {}\nconst x = { claimPending: () => 1 };\n// staleName()\nthrow new Error('FundingOwnerLost');")]).toEqual(expect.arrayContaining(['settleHold', 'claimPending', 'FundingOwnerLost']));
+    expect([
+      ...namesIn(
+        "async function settleHold(a) {}\nconst x = { claimPending: () => 1 };\n// staleName()\nthrow new Error('FundingOwnerLost');",
+      ),
+    ]).toEqual(expect.arrayContaining(['settleHold', 'claimPending', 'FundingOwnerLost']));
     expect(codeNames.has('settleHold')).toBe(true);
     expect(codeNames.has('settleHolds')).toBe(false);
     expect(codeNames.has('ledgerEntry')).toBe(true);
@@ -207,7 +308,9 @@ describe('names the docs give the code', () => {
       }),
     );
     expect(missing).toEqual([]);
-    const named = docs.flatMap((file) => codeSpans(file, read(file)).flatMap((span) => codeName(span.name)?.whole ?? []));
+    const named = docs.flatMap((file) =>
+      codeSpans(file, read(file)).flatMap((span) => codeName(span.name)?.whole ?? []),
+    );
     expect(Object.keys(NOT_CODE).filter((name) => !named.includes(name))).toEqual([]);
   });
 
@@ -216,14 +319,20 @@ describe('names the docs give the code', () => {
       namesInFiles(file, read(file)).flatMap((named) => {
         const text = code.get(named.in);
         if (text === undefined) return [`${file}: ${named.in} (no such file) for ${named.name}`];
-        return new RegExp(`(?<![\\w$])${escape(named.name)}(?![\\w$])`).test(text) ? [] : [`${file}: ${named.name} is not in ${named.in}`];
+        return new RegExp(`(?<![\\w$])${escape(named.name)}(?![\\w$])`).test(text)
+          ? []
+          : [`${file}: ${named.name} is not in ${named.in}`];
       }),
     );
     expect(wrong).toEqual([]);
   });
 
-  it("name only tables prisma/schema.prisma has", () => {
-    const wrong = docs.flatMap((file) => namedTables(file, read(file)).filter((named) => !tables.has(named.name) && !(named.name in NOT_TABLES)).map((named) => `${file}: ${named.name}`));
+  it('name only tables prisma/schema.prisma has', () => {
+    const wrong = docs.flatMap((file) =>
+      namedTables(file, read(file))
+        .filter((named) => !tables.has(named.name) && !(named.name in NOT_TABLES))
+        .map((named) => `${file}: ${named.name}`),
+    );
     expect(wrong).toEqual([]);
     const named = new Set(docs.flatMap((file) => namedTables(file, read(file)).map((each) => each.name)));
     expect(Object.keys(NOT_TABLES).filter((name) => !named.has(name))).toEqual([]);
@@ -233,17 +342,27 @@ describe('names the docs give the code', () => {
   it("name only walletflow's declared routes", () => {
     expect(declaredRoutes.size).toBeGreaterThan(50);
     const found = docs.flatMap((file) => namedRoutes(file, read(file)));
-    const wrong = found.filter((named) => !declared(named.name) && !(`${named.file} → ${named.name}` in NOT_ROUTES)).map((named) => `${named.file}:${named.line} ${named.name}`);
+    const wrong = found
+      .filter((named) => !declared(named.name) && !(`${named.file} → ${named.name}` in NOT_ROUTES))
+      .map((named) => `${named.file}:${named.line} ${named.name}`);
     expect(wrong).toEqual([]);
-    expect(Object.keys(NOT_ROUTES).filter((entry) => !found.some((named) => `${named.file} → ${named.name}` === entry))).toEqual([]);
+    expect(
+      Object.keys(NOT_ROUTES).filter((entry) => !found.some((named) => `${named.file} → ${named.name}` === entry)),
+    ).toEqual([]);
   });
 
   it('name only metrics the code registers', () => {
     const metrics = new Set([...allCode.matchAll(/['"`](walletflow_[a-z_]+)['"`]/g)].map((match) => match[1]!));
     expect(metrics.size).toBeGreaterThan(10);
-    const named = docs.flatMap((file) => codeSpans(file, read(file)).flatMap((span) => [...span.name.matchAll(/\b(walletflow_[a-z_]+)\b/g)].map((match) => ({ ...span, name: match[1]! }))));
+    const named = docs.flatMap((file) =>
+      codeSpans(file, read(file)).flatMap((span) =>
+        [...span.name.matchAll(/\b(walletflow_[a-z_]+)\b/g)].map((match) => ({ ...span, name: match[1]! })),
+      ),
+    );
     // A histogram's series carry suffixes of their own.
     const known = (name: string) => metrics.has(name) || metrics.has(name.replace(/_(?:bucket|sum|count)$/, ''));
-    expect(named.filter((each) => !known(each.name)).map((each) => `${each.file}:${each.line} ${each.name}`)).toEqual([]);
+    expect(named.filter((each) => !known(each.name)).map((each) => `${each.file}:${each.line} ${each.name}`)).toEqual(
+      [],
+    );
   });
 });

@@ -52,13 +52,24 @@ function sourceFiles(dir = ''): string[] {
 
 const sources = sourceFiles().map((file) => ({ file, text: read(file) }));
 
-/** Names a process of this repository reads from its environment outside the schema (the CLI's, the stacks', the scripts'). */
+/**
+ * Names a process of this repository reads from its environment outside the schema (the CLI's, the stacks', the
+ * scripts').
+ */
 const readByCode = new Set(
-  sources.flatMap(({ text }) => [...text.matchAll(/(?:process\.env|\benv)(?:\.|\[['"])([A-Z][A-Z0-9_]+)|\$\{?([A-Z][A-Z0-9_]+)/g)].map((match) => match[1] ?? match[2]!)),
+  sources.flatMap(({ text }) =>
+    [...text.matchAll(/(?:process\.env|\benv)(?:\.|\[['"])([A-Z][A-Z0-9_]+)|\$\{?([A-Z][A-Z0-9_]+)/g)].map(
+      (match) => match[1] ?? match[2]!,
+    ),
+  ),
 );
 
 /** Upper-case words the code uses as values (error codes, states, kinds): not configuration. */
-const codeValues = new Set(sources.flatMap(({ text }) => [...text.matchAll(/['"`]([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)['"`]/g)].map((match) => match[1]!)));
+const codeValues = new Set(
+  sources.flatMap(({ text }) =>
+    [...text.matchAll(/['"`]([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)['"`]/g)].map((match) => match[1]!),
+  ),
+);
 
 /** Named in the docs, read by another program: who reads it. */
 const OTHER_PROGRAMS: Record<string, string> = {
@@ -72,12 +83,18 @@ const OTHER_PROGRAMS: Record<string, string> = {
   OTEL_TRACES_SAMPLER: "the OpenTelemetry SDK's sampler",
   OTEL_TRACES_SAMPLER_ARG: "the OpenTelemetry SDK's sampler",
   MALLOC_ARENA_MAX: "glibc's allocator",
-  WORKER_VERSION: "docker compose: the image tag of the worker service (a deploy moves it)",
+  WORKER_VERSION: 'docker compose: the image tag of the worker service (a deploy moves it)',
   WORKER_NEXT_VERSION: "docker compose: the image tag of a deploy's worker-next service",
 };
 
 /** A word that names configuration: the families of the schema's names, and the CLI's and the stacks' own. */
-const families = new Set([...schemaNames.map((name) => name.split('_')[0]!), 'WALLETFLOW', 'SANDBOX', 'POSTGRES', 'MALLOC']);
+const families = new Set([
+  ...schemaNames.map((name) => name.split('_')[0]!),
+  'WALLETFLOW',
+  'SANDBOX',
+  'POSTGRES',
+  'MALLOC',
+]);
 
 function configurationNames(text: string): string[] {
   return [...text.matchAll(/(?<![\w$-])([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)(?![\w-])/g)]
@@ -86,14 +103,16 @@ function configurationNames(text: string): string[] {
 }
 
 const secretFiles = new Set(secretVariables.map((name) => `${name}_FILE`));
-const known = (name: string) => schemaNames.includes(name) || secretFiles.has(name) || readByCode.has(name) || name in OTHER_PROGRAMS;
+const known = (name: string) =>
+  schemaNames.includes(name) || secretFiles.has(name) || readByCode.has(name) || name in OTHER_PROGRAMS;
 
 describe('configuration names', () => {
   it('finds the names in the docs, and the code reading the others', () => {
-    expect(configurationNames('set `TREASURY_LIMIT` and WORKER_MAX_CONCURRENT_ACTIVITIES=16, not `INSUFFICIENT_FUNDS` or `NEEDS_REVIEW`')).toEqual([
-      'TREASURY_LIMIT',
-      'WORKER_MAX_CONCURRENT_ACTIVITIES',
-    ]);
+    expect(
+      configurationNames(
+        'set `TREASURY_LIMIT` and WORKER_MAX_CONCURRENT_ACTIVITIES=16, not `INSUFFICIENT_FUNDS` or `NEEDS_REVIEW`',
+      ),
+    ).toEqual(['TREASURY_LIMIT', 'WORKER_MAX_CONCURRENT_ACTIVITIES']);
     expect(readByCode.has('WALLETFLOW_OPS_KEY_FILE')).toBe(true);
     expect(known('WORKER_MAX_ACTIVITIES')).toBe(false);
   });
@@ -102,7 +121,11 @@ describe('configuration names', () => {
     const unknown = configurationFiles.flatMap((file) =>
       read(file)
         .split('\n')
-        .flatMap((line, index) => configurationNames(line).filter((name) => !known(name)).map((name) => `${file}:${index + 1} ${name}`)),
+        .flatMap((line, index) =>
+          configurationNames(line)
+            .filter((name) => !known(name))
+            .map((name) => `${file}:${index + 1} ${name}`),
+        ),
     );
     expect(unknown).toEqual([]);
     const otherNamed = configurationFiles.flatMap((file) => configurationNames(read(file)));
@@ -110,22 +133,39 @@ describe('configuration names', () => {
   });
 
   it('lists every variable of the schema in docs/configuration.md, with its default as the schema has it', () => {
-    const rows = [...read('docs/configuration.md').matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map((match) => ({ name: match[1]!, fallback: match[2]!.trim() }));
+    const rows = [...read('docs/configuration.md').matchAll(/^\| `([A-Z][A-Z0-9_]*)` \| ([^|]*) \|/gm)].map(
+      (match) => ({ name: match[1]!, fallback: match[2]!.trim() }),
+    );
     expect(rows.map((row) => row.name).sort()).toEqual([...schemaNames].sort());
-    const shape = environmentSchema.shape as Record<string, { safeParse(value: unknown): { success: boolean; data?: unknown } }>;
+    const shape = environmentSchema.shape as Record<
+      string,
+      { safeParse(value: unknown): { success: boolean; data?: unknown } }
+    >;
     const wrong: string[] = [];
     for (const { name, fallback } of rows) {
       const absent = shape[name]!.safeParse(undefined);
       const value = /^`(.*)`$/.exec(fallback)?.[1];
       if (value === undefined) {
         // No default: absent is undefined (or an empty list), or a value the schema derives.
-        if (absent.success && absent.data !== undefined && !(Array.isArray(absent.data) && absent.data.length === 0) && !(absent.data instanceof Map && absent.data.size === 0) && absent.data !== false && !fallback.startsWith('derived')) {
+        if (
+          absent.success &&
+          absent.data !== undefined &&
+          !(Array.isArray(absent.data) && absent.data.length === 0) &&
+          !(absent.data instanceof Map && absent.data.size === 0) &&
+          absent.data !== false &&
+          !fallback.startsWith('derived')
+        ) {
           wrong.push(`${name}: the schema's default is ${String(absent.data)}, the table says ${fallback}`);
         }
         continue;
       }
       const given = shape[name]!.safeParse(value);
-      if (!absent.success || !given.success || JSON.stringify(given.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) !== JSON.stringify(absent.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))) {
+      if (
+        !absent.success ||
+        !given.success ||
+        JSON.stringify(given.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) !==
+          JSON.stringify(absent.data, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))
+      ) {
         wrong.push(`${name}: the table's default ${value} is not the schema's (${String(absent.data)})`);
       }
     }
@@ -141,7 +181,17 @@ function cliCommands(): Map<string, Set<string>> {
   const walk = (command: Command, prefix: string) => {
     for (const sub of command.commands) {
       const name = `${prefix}${sub.name()}`;
-      commands.set(name, new Set(['--help', ...sub.options.flatMap((option) => [option.long, option.negate ? `--${option.attributeName()}` : undefined].filter((flag): flag is string => flag !== undefined))]));
+      commands.set(
+        name,
+        new Set([
+          '--help',
+          ...sub.options.flatMap((option) =>
+            [option.long, option.negate ? `--${option.attributeName()}` : undefined].filter(
+              (flag): flag is string => flag !== undefined,
+            ),
+          ),
+        ]),
+      );
       walk(sub, `${name} `);
     }
   };
@@ -152,7 +202,15 @@ function cliCommands(): Map<string, Set<string>> {
   for (const [index, start] of starts.entries()) {
     const block = main.slice(start.index, starts[index + 1]?.index ?? main.length);
     const name = start[1] === 'deploy' ? `deploy ${start[2]}` : start[2]!;
-    commands.set(name, new Set(['--help', ...[...block.matchAll(/(?:option|Option)\('(?:-\w, )?(--[a-z-]+)/g)].map((match) => match[1]!.replace(/^--no-/, '--'))]));
+    commands.set(
+      name,
+      new Set([
+        '--help',
+        ...[...block.matchAll(/(?:option|Option)\('(?:-\w, )?(--[a-z-]+)/g)].map((match) =>
+          match[1]!.replace(/^--no-/, '--'),
+        ),
+      ]),
+    );
     for (const match of block.matchAll(/option\('--no-([a-z-]+)/g)) commands.get(name)!.add(`--no-${match[1]}`);
   }
   return commands;
@@ -161,10 +219,17 @@ function cliCommands(): Map<string, Set<string>> {
 /** The code of a markdown file or a comment: inline code spans (and fenced blocks), where commands are written. */
 function codeOf(file: string, text: string): string[] {
   // In code, only comments: a template literal that starts with the word is a message, not a command.
-  const comments = file.endsWith('.ts') ? text.split('\n').filter((line) => /^\s*(?:\/\/|\*|\/\*)/.test(line)).join('\n') : text;
+  const comments = file.endsWith('.ts')
+    ? text
+        .split('\n')
+        .filter((line) => /^\s*(?:\/\/|\*|\/\*)/.test(line))
+        .join('\n')
+    : text;
   if (!file.endsWith('.md')) return [...comments.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
   const fenced = [...text.matchAll(/^\s*```[^\n]*\n([\s\S]*?)^\s*```/gm)].map((match) => match[1]!);
-  const inline = [...text.replace(/^\s*```[^\n]*\n[\s\S]*?^\s*```/gm, '').matchAll(/`([^`\n]+)`/g)].map((match) => match[1]!);
+  const inline = [...text.replace(/^\s*```[^\n]*\n[\s\S]*?^\s*```/gm, '').matchAll(/`([^`\n]+)`/g)].map(
+    (match) => match[1]!,
+  );
   return [...fenced, ...inline];
 }
 
@@ -174,14 +239,22 @@ interface Mention {
   flags: string[];
 }
 
-/** `walletflow fundings list|get --status …`: each word with its alternatives, and the flags up to the line's end or a pipe. */
+/**
+ * `walletflow fundings list|get --status …`: each word with its alternatives, and the flags up to the line's end or a
+ * pipe.
+ */
 function mentions(file: string, text: string): Mention[] {
   return codeOf(file, text).flatMap((code) =>
-    [...code.matchAll(/(?<![\w./-])walletflow((?: [a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)*)+)([^\n|;#`]*)/g)].map((match) => ({
-      file,
-      words: match[1]!.trim().split(' ').map((word) => word.split('|')),
-      flags: [...match[2]!.matchAll(/(?:^|\s)(--[a-z][a-z-]*)/g)].map((flag) => flag[1]!),
-    })),
+    [...code.matchAll(/(?<![\w./-])walletflow((?: [a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)*)+)([^\n|;#`]*)/g)].map(
+      (match) => ({
+        file,
+        words: match[1]!
+          .trim()
+          .split(' ')
+          .map((word) => word.split('|')),
+        flags: [...match[2]!.matchAll(/(?:^|\s)(--[a-z][a-z-]*)/g)].map((flag) => flag[1]!),
+      }),
+    ),
   );
 }
 
@@ -189,17 +262,35 @@ describe('walletflow commands in the docs', () => {
   const commands = cliCommands();
 
   it('reads the CLI: its ops commands and its own', () => {
-    expect([...commands.keys()]).toEqual(expect.arrayContaining(['dev', 'bench', 'deploy rollback', 'fundings resolve', 'batches pause', 'webhooks endpoints create', 'settlement-report']));
+    expect([...commands.keys()]).toEqual(
+      expect.arrayContaining([
+        'dev',
+        'bench',
+        'deploy rollback',
+        'fundings resolve',
+        'batches pause',
+        'webhooks endpoints create',
+        'settlement-report',
+      ]),
+    );
     expect(commands.get('bench')).toContain('--batch-store');
     expect(commands.get('soak')).toContain('--no-chaos');
-    expect(mentions('x.md', 'run `walletflow fundings list|get --status X` and `npx walletflow soak` or walletflow runs')).toEqual([
+    expect(
+      mentions('x.md', 'run `walletflow fundings list|get --status X` and `npx walletflow soak` or walletflow runs'),
+    ).toEqual([
       { file: 'x.md', words: [['fundings'], ['list', 'get']], flags: ['--status'] },
       { file: 'x.md', words: [['soak']], flags: [] },
     ]);
   });
 
   it('names only commands and flags the CLI has', () => {
-    const files = [...docs, '.env.example', ...sources.filter(({ file }) => file.startsWith('cli/') || file.startsWith('api/') || file.startsWith('lib/')).map(({ file }) => file)];
+    const files = [
+      ...docs,
+      '.env.example',
+      ...sources
+        .filter(({ file }) => file.startsWith('cli/') || file.startsWith('api/') || file.startsWith('lib/'))
+        .map(({ file }) => file),
+    ];
     const wrong: string[] = [];
     for (const file of files) {
       for (const mention of mentions(file, read(file))) {
@@ -208,14 +299,27 @@ describe('walletflow commands in the docs', () => {
             wrong.push(`${file}: walletflow ${first} (no such command)`);
             continue;
           }
-          const subs = [...commands.keys()].filter((name) => name.startsWith(`${first} `) && name.split(' ').length === 2);
+          const subs = [...commands.keys()].filter(
+            (name) => name.startsWith(`${first} `) && name.split(' ').length === 2,
+          );
           const seconds = subs.length > 0 && mention.words[1] ? mention.words[1] : [];
           for (const second of seconds) {
-            if (!commands.has(`${first} ${second}`)) wrong.push(`${file}: walletflow ${first} ${second} (no such command)`);
+            if (!commands.has(`${first} ${second}`))
+              wrong.push(`${file}: walletflow ${first} ${second} (no such command)`);
           }
           const flagsOf = (name: string) => commands.get(name) ?? new Set<string>();
-          const allowed = new Set([...flagsOf(first), ...seconds.flatMap((second) => [...flagsOf(`${first} ${second}`)]), ...[...commands.keys()].filter((name) => seconds.some((second) => name.startsWith(`${first} ${second} `))).flatMap((name) => [...flagsOf(name)])]);
-          for (const flag of mention.flags) if (!allowed.has(flag)) wrong.push(`${file}: walletflow ${mention.words.map((word) => word.join('|')).join(' ')} ${flag} (no such flag)`);
+          const allowed = new Set([
+            ...flagsOf(first),
+            ...seconds.flatMap((second) => [...flagsOf(`${first} ${second}`)]),
+            ...[...commands.keys()]
+              .filter((name) => seconds.some((second) => name.startsWith(`${first} ${second} `)))
+              .flatMap((name) => [...flagsOf(name)]),
+          ]);
+          for (const flag of mention.flags)
+            if (!allowed.has(flag))
+              wrong.push(
+                `${file}: walletflow ${mention.words.map((word) => word.join('|')).join(' ')} ${flag} (no such flag)`,
+              );
         }
       }
     }
@@ -228,9 +332,15 @@ describe('scopes', () => {
   function partialLists(file: string, text: string): string[] {
     const paragraphs = text.split(/\n\s*(?:#\s*)?\n/);
     return paragraphs.flatMap((paragraph) => {
-      const named = new Set([...paragraph.matchAll(/(?<![\w-])`?(read|fund|pay|resolve|accounts|admin|approve)`?(?![\w-])/g)].filter((match) => match[0].startsWith('`') || file === '.env.example').map((match) => match[1]!));
+      const named = new Set(
+        [...paragraph.matchAll(/(?<![\w-])`?(read|fund|pay|resolve|accounts|admin|approve)`?(?![\w-])/g)]
+          .filter((match) => match[0].startsWith('`') || file === '.env.example')
+          .map((match) => match[1]!),
+      );
       if (!/scope/i.test(paragraph) || named.size < 4 || named.size === opsScopes.length) return [];
-      return [`${file}: ${[...named].join(', ')} (missing ${opsScopes.filter((scope) => !named.has(scope)).join(', ')}) in "${paragraph.trim().slice(0, 80)}…"`];
+      return [
+        `${file}: ${[...named].join(', ')} (missing ${opsScopes.filter((scope) => !named.has(scope)).join(', ')}) in "${paragraph.trim().slice(0, 80)}…"`,
+      ];
     });
   }
 
@@ -264,7 +374,9 @@ describe('docs/operations.md', () => {
     // The sweep and its report's tally, which counts the repairs it records.
     const sweep = `${read('activities/sweep.ts')}\n${read('activities/sweep-tally.ts')}`;
     const counted = new Set([
-      ...[...(/export type RepairAction =([\s\S]*?);/.exec(contract)?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map((match) => match[1]!),
+      ...[...(/export type RepairAction =([\s\S]*?);/.exec(contract)?.[1] ?? '').matchAll(/'([a-z-]+)'/g)].map(
+        (match) => match[1]!,
+      ),
       ...[...sweep.matchAll(/sweepRepair\(\s*'([a-z-]+)'/g)].map((match) => match[1]!),
       ...[...sweep.matchAll(/'(hold-[a-z]+)'/g)].map((match) => match[1]!),
     ]);
@@ -286,7 +398,10 @@ function section(text: string, heading: string): string {
 
 /** A function's (or an object member's) text: from its declaration to its closing brace. */
 function functionText(text: string, name: string): string {
-  const start = new RegExp(`(?:function\\s+${name}\\b|^\\s*(?:async\\s+)?${name}(?:\\s*:\\s*(?:async\\s*)?\\(|\\s*\\())`, 'm').exec(text);
+  const start = new RegExp(
+    `(?:function\\s+${name}\\b|^\\s*(?:async\\s+)?${name}(?:\\s*:\\s*(?:async\\s*)?\\(|\\s*\\())`,
+    'm',
+  ).exec(text);
   if (!start) throw new Error(`no function ${name}`);
   // The body's brace: after the parameters' closing parenthesis, outside any type's angle brackets.
   let parens = 0;
@@ -325,21 +440,30 @@ const paragraphs = (text: string) => text.split(/\n\s*\n/).map((paragraph) => pa
 
 describe('who writes a funding', () => {
   const activities = read('activities/funding-pass.ts');
-  /** The claimed fundings record's writes the one pass makes: a single funding's pass makes them too (a list of one). */
-  const passWrites = [...new Set([...functionText(activities, 'passClaimed').matchAll(/claimedFundings\.(\w+)\(/g)].map((match) => match[1]!))];
+  /**
+   * The claimed fundings record's writes the one pass makes: a single funding's pass makes them too (a list of one).
+   */
+  const passWrites = [
+    ...new Set(
+      [...functionText(activities, 'passClaimed').matchAll(/claimedFundings\.(\w+)\(/g)].map((match) => match[1]!),
+    ),
+  ];
 
   it("reads the one pass's writes from the code, and that a single funding's pass is that pass", () => {
     expect(passWrites).toEqual(['beginExecuteMany', 'finishExecutedMany']);
     // fundOne, the pass of one funding (fundInOnePass's), runs passClaimed with its one claim.
     expect(functionText(activities, 'fundOne')).toMatch(/passClaimed\(ctx, \[claimed\]/);
-    expect(functionText('  async function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }\n  b() {}', 'a')).toBe('function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }');
+    expect(
+      functionText('  async function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }\n  b() {}', 'a'),
+    ).toBe('function a(b: { c?: 1 }): Promise<{ d: 2 }> {\n    if (x) { y(); }\n  }');
   });
 
   it("docs/fundings.md and the records' headers say a single funding's pass writes through the claimed fundings record", () => {
     const who = paragraphs(section(read('docs/fundings.md'), '## Who changes a funding'));
     const missing: string[] = [];
     for (const write of passWrites) {
-      if (!who.some((paragraph) => paragraph.includes(`\`${write}\``) && paragraph.includes('single funding'))) missing.push(`docs/fundings.md: ${write}`);
+      if (!who.some((paragraph) => paragraph.includes(`\`${write}\``) && paragraph.includes('single funding')))
+        missing.push(`docs/fundings.md: ${write}`);
       for (const file of ['fundings/funding-record.ts', 'fundings/claimed-fundings-record.ts']) {
         const text = header(file).replace(/\s*\n\/\/\s*/g, ' ');
         if (!text.includes(write) || !text.includes('single funding')) missing.push(`${file}'s header: ${write}`);
@@ -351,37 +475,64 @@ describe('who writes a funding', () => {
   it("docs/ledger.md names every record function that settles a hold, with the ledger's function it calls, and who calls it", () => {
     const where = section(read('docs/ledger.md'), '## Where each step happens');
     const bullets = where.split(/\n\s*- /).map((bullet) => bullet.replace(/\s*\n\s*/g, ' '));
-    const settles = ['fundings/funding-record.ts', 'fundings/claimed-fundings-record.ts', 'fundings/batch-items-record.ts'].flatMap((file) => {
+    const settles = [
+      'fundings/funding-record.ts',
+      'fundings/claimed-fundings-record.ts',
+      'fundings/batch-items-record.ts',
+    ].flatMap((file) => {
       const text = read(file);
-      return [...text.matchAll(/ledger\.((?:settle|release)\w*)\(/g)].map((match) => ({ member: enclosingMember(text, match.index), call: match[1]! }));
+      return [...text.matchAll(/ledger\.((?:settle|release)\w*)\(/g)].map((match) => ({
+        member: enclosingMember(text, match.index),
+        call: match[1]!,
+      }));
     });
     expect(settles.map((settle) => `${settle.member} → ${settle.call}`)).toEqual(
-      expect.arrayContaining(['settleHold → settleFunding', 'finishExecutedMany → settleMany', 'releaseCancelledBatchItems → releaseBatchItems']),
+      expect.arrayContaining([
+        'settleHold → settleFunding',
+        'finishExecutedMany → settleMany',
+        'releaseCancelledBatchItems → releaseBatchItems',
+      ]),
     );
     const wrong = settles.flatMap(({ member, call }) => {
       const bullet = bullets.find((text) => text.includes(`\`${member}\``));
       if (!bullet) return [`${member}: not named`];
       if (!bullet.includes(`\`ledger.${call}\``)) return [`${member}: its bullet does not name ledger.${call}`];
       // A write the one pass makes serves a single funding too.
-      if (passWrites.includes(member) && !bullet.includes('single funding')) return [`${member}: a single funding's pass settles through it`];
+      if (passWrites.includes(member) && !bullet.includes('single funding'))
+        return [`${member}: a single funding's pass settles through it`];
       return [];
     });
     expect(wrong).toEqual([]);
   });
 
-  it("lists every code a FAILED funding carries, and says a code comes from old histories only when no current code writes it", () => {
+  it('lists every code a FAILED funding carries, and says a code comes from old histories only when no current code writes it', () => {
     const row = /^\| `FAILED` \|[^|]*\|([^\n]*)\|$/m.exec(read('docs/fundings.md'))?.[1] ?? '';
     // Each code with its note: `CODE` (note), split at the top level of the list.
-    const codes = [...row.matchAll(/`([A-Z][A-Z0-9_]+)`(?: \(([^()]*(?:\([^()]*\)[^()]*)*)\))?/g)].map((match) => ({ code: match[1]!, note: match[2] ?? '' }));
-    expect(codes.map((entry) => entry.code)).toEqual(expect.arrayContaining(['CANCELLED', 'EXECUTE_FAILED', 'RESOLVED_FAILED']));
+    const codes = [...row.matchAll(/`([A-Z][A-Z0-9_]+)`(?: \(([^()]*(?:\([^()]*\)[^()]*)*)\))?/g)].map((match) => ({
+      code: match[1]!,
+      note: match[2] ?? '',
+    }));
+    expect(codes.map((entry) => entry.code)).toEqual(
+      expect.arrayContaining(['CANCELLED', 'EXECUTE_FAILED', 'RESOLVED_FAILED']),
+    );
     // Every outcome code that is not the wallet's 60xx decline (a DECLINED funding's) or a REJECTED one.
-    const rejected = [...(/^\| `REJECTED` \|[^\n]*$/m.exec(read('docs/fundings.md'))?.[0] ?? '').matchAll(/`([A-Z0-9_]+)`/g)].map((match) => match[1]!);
-    const written = Object.keys(fundingErrorMessages).filter((code) => !/^60\d\d$/.test(code) && !rejected.includes(code));
+    const rejected = [
+      ...(/^\| `REJECTED` \|[^\n]*$/m.exec(read('docs/fundings.md'))?.[0] ?? '').matchAll(/`([A-Z0-9_]+)`/g),
+    ].map((match) => match[1]!);
+    const written = Object.keys(fundingErrorMessages).filter(
+      (code) => !/^60\d\d$/.test(code) && !rejected.includes(code),
+    );
     expect(written.filter((code) => !codes.some((entry) => entry.code === code))).toEqual([]);
     // "from old histories only": every writer the note names is a previous release's run.
-    const oldOnly = codes.filter(({ note }) => note !== '' && note.split(';').every((writer) => /histor|previous release/.test(writer)));
+    const oldOnly = codes.filter(
+      ({ note }) => note !== '' && note.split(';').every((writer) => /histor|previous release/.test(writer)),
+    );
     const current = sources.filter(({ file }) => !file.startsWith('workflows/'));
-    const wrong = oldOnly.flatMap(({ code }) => current.filter(({ text }) => text.includes(`'${code}'`)).map(({ file }) => `${code}: said to come from old histories only, written by ${file}`));
+    const wrong = oldOnly.flatMap(({ code }) =>
+      current
+        .filter(({ text }) => text.includes(`'${code}'`))
+        .map(({ file }) => `${code}: said to come from old histories only, written by ${file}`),
+    );
     expect(wrong).toEqual([]);
   });
 
@@ -389,17 +540,27 @@ describe('who writes a funding', () => {
     const tables = { funding: fundingTransitions, payment: paymentTransitions } as const;
     const handWritten: string[] = [];
     const wrong: string[] = [];
-    for (const file of ['fundings/funding-record.ts', 'fundings/claimed-fundings-record.ts', 'fundings/batch-items-record.ts', 'payments/payment-record.ts']) {
+    for (const file of [
+      'fundings/funding-record.ts',
+      'fundings/claimed-fundings-record.ts',
+      'fundings/batch-items-record.ts',
+      'payments/payment-record.ts',
+    ]) {
       const text = read(file);
       // A raw UPDATE that sets a status literal and guards on status literals.
-      for (const match of text.matchAll(/UPDATE (funding|payment)\b[^`]*?status = '([A-Z_]+)'::"\w+Status"[^`]*?WHERE([^`]*?)(?:RETURNING|`)/g)) {
+      for (const match of text.matchAll(
+        /UPDATE (funding|payment)\b[^`]*?status = '([A-Z_]+)'::"\w+Status"[^`]*?WHERE([^`]*?)(?:RETURNING|`)/g,
+      )) {
         const guard = [...match[3]!.matchAll(/status (?:=|IN \() ?'([A-Z_]+)'/g)].map((literal) => literal[1]!);
         if (guard.length === 0) continue;
         const member = enclosingMember(text, match.index);
         handWritten.push(member);
         const table = tables[match[1] as keyof typeof tables] as TransitionTable<string>;
         const from = sourcesOf(table, match[2]!);
-        if (JSON.stringify([...guard].sort()) !== JSON.stringify([...from].sort())) wrong.push(`${file} ${member}: guards ${guard.join(', ')}; the table moves to ${match[2]} from ${from.join(', ')}`);
+        if (JSON.stringify([...guard].sort()) !== JSON.stringify([...from].sort()))
+          wrong.push(
+            `${file} ${member}: guards ${guard.join(', ')}; the table moves to ${match[2]} from ${from.join(', ')}`,
+          );
       }
     }
     expect(handWritten).toEqual([]);
@@ -415,18 +576,37 @@ describe('who writes a funding', () => {
 describe('the payment ids a route takes', () => {
   it("says every {paymentId} takes walletflow's id or the wallet's, as the payment service's lookup does", () => {
     // The service finds a payment by either id (its view and its resolve go through find).
-    expect(read('payments/payment-service.ts')).toMatch(/const find = \(id: string\) => record\.findByEitherIdWithEvents\(id\);/);
-    expect(read('payments/payment-record.ts')).toMatch(/findByEitherIdWithEvents:[^\n]*\n[^\n]*\n\s*where: isUuid\(id\) \? \{ OR: \[\{ id \}, \{ walletPaymentId: id \}\] \} : \{ walletPaymentId: id \}/);
-    const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { parameters?: Array<{ name: string; description?: string }> }>> };
+    expect(read('payments/payment-service.ts')).toMatch(
+      /const find = \(id: string\) => record\.findByEitherIdWithEvents\(id\);/,
+    );
+    expect(read('payments/payment-record.ts')).toMatch(
+      /findByEitherIdWithEvents:[^\n]*\n[^\n]*\n\s*where: isUuid\(id\) \? \{ OR: \[\{ id \}, \{ walletPaymentId: id \}\] \} : \{ walletPaymentId: id \}/,
+    );
+    const document = buildOpenApiDocument() as {
+      paths: Record<string, Record<string, { parameters?: Array<{ name: string; description?: string }> }>>;
+    };
     const described = Object.entries(document.paths)
       .filter(([route]) => route.includes('{paymentId}'))
-      .flatMap(([route, item]) => Object.entries(item).map(([method, operation]) => ({ at: `${method.toUpperCase()} ${route}`, description: operation.parameters?.find((parameter) => parameter.name === 'paymentId')?.description ?? '' })));
-    expect(described.map((each) => each.at)).toEqual(['GET /ops/payments/{paymentId}', 'POST /ops/payments/{paymentId}/resolve']);
-    const eitherId = (text: string) => /walletflow[’']s id/.test(text) && /wallet[’']s payment id/.test(text) && !/not the wallet/.test(text);
-    expect(described.filter((each) => !eitherId(each.description)).map((each) => `${each.at}: ${each.description}`)).toEqual([]);
+      .flatMap(([route, item]) =>
+        Object.entries(item).map(([method, operation]) => ({
+          at: `${method.toUpperCase()} ${route}`,
+          description: operation.parameters?.find((parameter) => parameter.name === 'paymentId')?.description ?? '',
+        })),
+      );
+    expect(described.map((each) => each.at)).toEqual([
+      'GET /ops/payments/{paymentId}',
+      'POST /ops/payments/{paymentId}/resolve',
+    ]);
+    const eitherId = (text: string) =>
+      /walletflow[’']s id/.test(text) && /wallet[’']s payment id/.test(text) && !/not the wallet/.test(text);
+    expect(
+      described.filter((each) => !eitherId(each.description)).map((each) => `${each.at}: ${each.description}`),
+    ).toEqual([]);
     const program = new Command();
     registerOpsCommands(program);
-    const get = program.commands.find((command) => command.name() === 'payments')!.commands.find((command) => command.name() === 'get')!;
+    const get = program.commands
+      .find((command) => command.name() === 'payments')!
+      .commands.find((command) => command.name() === 'get')!;
     expect(eitherId(get.registeredArguments[0]!.description)).toBe(true);
     const words = /^\| `paymentId` \|[^\n]*$/m.exec(read('docs/architecture.md'))?.[0] ?? '';
     expect(words).toMatch(/`\{paymentId\}`[^|]*takes either/);
@@ -436,7 +616,8 @@ describe('the payment ids a route takes', () => {
 describe("the batch runner's run", () => {
   it("says one figure for a run's chunks and events: the chunks from the code, the events as the bench measured them", () => {
     const runner = read('workflows/fund-batch.ts');
-    const constant = (name: string) => Number(new RegExp(`const ${name} = ([\\d_]+);`).exec(runner)?.[1]?.replace(/_/g, ''));
+    const constant = (name: string) =>
+      Number(new RegExp(`const ${name} = ([\\d_]+);`).exec(runner)?.[1]?.replace(/_/g, ''));
     const maxInFlight = environmentSchema.shape.BATCH_MAX_IN_FLIGHT.parse(undefined);
     // fundBatch dispatches chunks of ceil(inFlight / CHUNKS_IN_FLIGHT) items.
     expect(runner).toContain('Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT)');
@@ -445,18 +626,32 @@ describe("the batch runner's run", () => {
     expect(chunks).toBe(125);
     const measured = readdirSync(path.join(root, 'bench/results'))
       .filter((file) => file.endsWith('.json'))
-      .map((file) => JSON.parse(read(`bench/results/${file}`)) as { maxInFlight?: number; batch?: { history?: { largestRunEvents?: number } } })
+      .map(
+        (file) =>
+          JSON.parse(read(`bench/results/${file}`)) as {
+            maxInFlight?: number;
+            batch?: { history?: { largestRunEvents?: number } };
+          },
+      )
       .filter((report) => report.maxInFlight === maxInFlight && report.batch?.history?.largestRunEvents !== undefined)
       .map((report) => report.batch!.history!.largestRunEvents!);
     expect(measured.length).toBeGreaterThan(0);
     const events = Math.round(Math.max(...measured) / 100) * 100;
     const said = (text: string) => ({
-      chunks: /(\d[\d,]*) chunks of (\d+)/.exec(text)?.slice(1, 3).map((figure) => Number(figure.replace(/,/g, ''))),
+      chunks: /(\d[\d,]*) chunks of (\d+)/
+        .exec(text)
+        ?.slice(1, 3)
+        .map((figure) => Number(figure.replace(/,/g, ''))),
       events: Number(/about (\d[\d,]*) events/.exec(text)?.[1]?.replace(/,/g, '')),
     });
-    const comment = /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*const DEFAULT_ITEMS_PER_RUN/.exec(runner)?.[1]?.replace(/\s*\n\s*\*\s*/g, ' ') ?? '';
-    const architecture = paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('continues as new every')) ?? '';
-    for (const text of [comment, architecture]) expect(said(text), text.slice(0, 80)).toEqual({ chunks: [chunks, chunkSize], events });
+    const comment =
+      /\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*const DEFAULT_ITEMS_PER_RUN/
+        .exec(runner)?.[1]
+        ?.replace(/\s*\n\s*\*\s*/g, ' ') ?? '';
+    const architecture =
+      paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('continues as new every')) ?? '';
+    for (const text of [comment, architecture])
+      expect(said(text), text.slice(0, 80)).toEqual({ chunks: [chunks, chunkSize], events });
   });
 });
 
@@ -464,18 +659,29 @@ describe('what a worker starts once', () => {
   const main = read('worker/main.ts');
   const load = read('lib/config/load-config.ts');
   /** The variable load-config reads `config.<group>.<key>` from. */
-  const variableOf = (group: string, key: string) => new RegExp(`\\b${group}: \\{[^}]*\\b${key}: e\\.([A-Z][A-Z0-9_]+)`).exec(load)?.[1];
+  const variableOf = (group: string, key: string) =>
+    new RegExp(`\\b${group}: \\{[^}]*\\b${key}: e\\.([A-Z][A-Z0-9_]+)`).exec(load)?.[1];
   /** The Schedules and the deliverer a worker starts when missing, and the settings it gives them. */
-  const startedOnce = [...main.matchAll(/\b(ensure\w+Schedule|startDeliverWebhooks)\(temporal, \{([\s\S]*?)\}\);/g)].map((match) => ({
+  const startedOnce = [
+    ...main.matchAll(/\b(ensure\w+Schedule|startDeliverWebhooks)\(temporal, \{([\s\S]*?)\}\);/g),
+  ].map((match) => ({
     start: match[1]!,
-    variables: [...match[2]!.matchAll(/config\.(\w+)\.(\w+)/g)].map((path) => variableOf(path[1]!, path[2]!) ?? `config.${path[1]}.${path[2]}`),
+    variables: [...match[2]!.matchAll(/config\.(\w+)\.(\w+)/g)].map(
+      (path) => variableOf(path[1]!, path[2]!) ?? `config.${path[1]}.${path[2]}`,
+    ),
   }));
 
   it('reads what the worker starts once, and that it leaves a running one as it is', () => {
     expect(startedOnce).toEqual([
-      { start: 'ensureSweepSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'RECONCILE_EVERY_MINUTES', 'RECONCILE_AFTER_SECONDS'] },
+      {
+        start: 'ensureSweepSchedule',
+        variables: ['TEMPORAL_TASK_QUEUE', 'RECONCILE_EVERY_MINUTES', 'RECONCILE_AFTER_SECONDS'],
+      },
       { start: 'startDeliverWebhooks', variables: ['TEMPORAL_TASK_QUEUE', 'WEBHOOK_POLL_INTERVAL_MS'] },
-      { start: 'ensurePurgeSchedule', variables: ['TEMPORAL_TASK_QUEUE', 'PURGE_EVERY_MINUTES', 'PURGE_RETENTION_HOURS'] },
+      {
+        start: 'ensurePurgeSchedule',
+        variables: ['TEMPORAL_TASK_QUEUE', 'PURGE_EVERY_MINUTES', 'PURGE_RETENTION_HOURS'],
+      },
     ]);
     // A Schedule that exists is left as it is (created, or 'exists'); a running deliverer is used as it runs.
     for (const file of ['worker/sweep-schedule.ts', 'worker/purge-schedule.ts']) {
@@ -487,17 +693,26 @@ describe('what a worker starts once', () => {
 
   it('says in docs/configuration.md that a running Schedule or deliverer keeps what it was started with, and in docs/operations.md how a change reaches a Schedule', () => {
     const rows = read('docs/configuration.md');
-    const wrong = [...new Set(startedOnce.flatMap((each) => each.variables))].filter((name) => !/keeps? (?:its own|the one)/.test(new RegExp(`^\\| \`${name}\` \\|[^\\n]*$`, 'm').exec(rows)?.[0] ?? ''));
+    const wrong = [...new Set(startedOnce.flatMap((each) => each.variables))].filter(
+      (name) =>
+        !/keeps? (?:its own|the one)/.test(new RegExp(`^\\| \`${name}\` \\|[^\\n]*$`, 'm').exec(rows)?.[0] ?? ''),
+    );
     expect(wrong).toEqual([]);
     const operations = read('docs/operations.md');
-    const scheduleIds = [read('workflows/sweep.contract.ts'), read('workflows/purge-expired.contract.ts')].map((text) => /export const \w+ScheduleId = '([^']+)'/.exec(text)![1]!);
-    expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual([]);
+    const scheduleIds = [read('workflows/sweep.contract.ts'), read('workflows/purge-expired.contract.ts')].map(
+      (text) => /export const \w+ScheduleId = '([^']+)'/.exec(text)![1]!,
+    );
+    expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual(
+      [],
+    );
   });
 });
 
 describe("the scripts' headers", () => {
   /** The npm install commands a text names (`npm ci`, `npm install`), in a comment or as a command. */
-  const installs = (text: string) => [...new Set([...text.matchAll(/\bnpm (ci|install)\b/g)].map((match) => `npm ${match[1]}`))];
+  const installs = (text: string) => [
+    ...new Set([...text.matchAll(/\bnpm (ci|install)\b/g)].map((match) => `npm ${match[1]}`)),
+  ];
 
   it('name only the npm install commands their script runs', () => {
     expect(installs('# npm ci, or npm install\nnpm run x')).toEqual(['npm ci', 'npm install']);
@@ -508,7 +723,9 @@ describe("the scripts' headers", () => {
         const headerEnd = lines.findIndex((line, index) => index > 0 && !line.startsWith('#'));
         const said = installs(lines.slice(1, headerEnd).join('\n'));
         const run = installs(lines.filter((line) => !/^\s*#/.test(line)).join('\n'));
-        return said.filter((command) => !run.includes(command)).map((command) => `${file}: its header says ${command}, which it never runs`);
+        return said
+          .filter((command) => !run.includes(command))
+          .map((command) => `${file}: its header says ${command}, which it never runs`);
       });
     expect(wrong).toEqual([]);
   });
@@ -520,7 +737,8 @@ describe('histories from before fencing', () => {
     if (Array.isArray(node)) for (const item of node) payloadTexts(item, out);
     else if (node && typeof node === 'object') {
       const record = node as Record<string, unknown>;
-      if (typeof record.data === 'string' && record.metadata) out.push(Buffer.from(record.data, 'base64').toString('utf8'));
+      if (typeof record.data === 'string' && record.metadata)
+        out.push(Buffer.from(record.data, 'base64').toString('utf8'));
       for (const [key, value] of Object.entries(record)) if (key !== 'metadata') payloadTexts(value, out);
     }
     return out;
@@ -532,19 +750,28 @@ describe('histories from before fencing', () => {
     /** The archive folders (by label) that hold a fundWallet or payWallet history with no fence in it. */
     const unfenced = new Set(
       files.flatMap((file) => {
-        const history = JSON.parse(readFileSync(path.join(archive, file), 'utf8')) as { events: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }> };
+        const history = JSON.parse(readFileSync(path.join(archive, file), 'utf8')) as {
+          events: Array<{ workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }>;
+        };
         const type = history.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name;
         if (type !== fundWalletWorkflowType && type !== payWalletWorkflowType) return [];
-        return payloadTexts(history.events).some((text) => /"fence"\s*:/.test(text)) ? [] : [`test/replay/histories/archive/${file.split(path.sep)[0]}/`];
+        return payloadTexts(history.events).some((text) => /"fence"\s*:/.test(text))
+          ? []
+          : [`test/replay/histories/archive/${file.split(path.sep)[0]}/`];
       }),
     );
-    const said = paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('Writes with no fence')) ?? '';
+    const said =
+      paragraphs(read('docs/architecture.md')).find((paragraph) => paragraph.includes('Writes with no fence')) ?? '';
     if (unfenced.size === 0) expect(said).not.toMatch(/before fencing/);
     else {
       expect(said).toMatch(/before fencing/);
       expect([...unfenced].filter((folder) => !said.includes(`\`${folder}\``))).toEqual([]);
     }
     // The reading sees a claim where a history has one (a run today that reconciled: its pass's fence).
-    expect(payloadTexts(JSON.parse(read('test/replay/histories/execute-unknown-reconciled.json'))).some((text) => /"fence"\s*:/.test(text))).toBe(true);
+    expect(
+      payloadTexts(JSON.parse(read('test/replay/histories/execute-unknown-reconciled.json'))).some((text) =>
+        /"fence"\s*:/.test(text),
+      ),
+    ).toBe(true);
   });
 });

@@ -61,7 +61,15 @@ describe('rate limiter', () => {
   });
 
   it('keys an IPv4-mapped IPv6 address as its IPv4 address in every spelling, never in one bucket shared by every IPv4 client', () => {
-    for (const spelling of ['::ffff:198.51.100.7', '::FFFF:198.51.100.7', '::ffff:c633:6407', '::FFFF:C633:6407', '0:0:0:0:0:ffff:198.51.100.7', '0000:0000:0000:0000:0000:ffff:c633:6407', '::0:ffff:198.51.100.7']) {
+    for (const spelling of [
+      '::ffff:198.51.100.7',
+      '::FFFF:198.51.100.7',
+      '::ffff:c633:6407',
+      '::FFFF:C633:6407',
+      '0:0:0:0:0:ffff:198.51.100.7',
+      '0000:0000:0000:0000:0000:ffff:c633:6407',
+      '::0:ffff:198.51.100.7',
+    ]) {
       expect(rateKeyOf(spelling), spelling).toBe('198.51.100.7');
     }
     expect(rateKeyOf('::ffff:c633:6408')).toBe('198.51.100.8');
@@ -73,13 +81,28 @@ describe('rate limiter', () => {
 
 describe('unreadable requests', () => {
   it('map to the client error they are, never to a 500', () => {
-    expect(clientErrorOf({ type: 'entity.too.large', limit: 16384 })).toEqual({ status: 413, code: 'BODY_TOO_LARGE', message: 'the body must be at most 16384 bytes' });
+    expect(clientErrorOf({ type: 'entity.too.large', limit: 16384 })).toEqual({
+      status: 413,
+      code: 'BODY_TOO_LARGE',
+      message: 'the body must be at most 16384 bytes',
+    });
     expect(clientErrorOf({ type: 'parameters.too.many' })?.status).toBe(413);
     expect(clientErrorOf({ type: 'entity.parse.failed', status: 400 })?.code).toBe('MALFORMED_JSON');
-    expect(clientErrorOf({ type: 'charset.unsupported', status: 415 })).toMatchObject({ status: 415, code: 'UNSUPPORTED_CHARSET' });
-    expect(clientErrorOf({ type: 'encoding.unsupported', status: 415 })).toMatchObject({ status: 415, code: 'UNSUPPORTED_CONTENT_ENCODING' });
-    expect(clientErrorOf(Object.assign(new Error('incorrect header check'), { code: 'Z_DATA_ERROR', status: 400 }))?.code).toBe('MALFORMED_BODY');
-    expect(clientErrorOf(Object.assign(new URIError('Failed to decode param'), { status: 400 }))).toMatchObject({ status: 400, code: 'BAD_REQUEST' });
+    expect(clientErrorOf({ type: 'charset.unsupported', status: 415 })).toMatchObject({
+      status: 415,
+      code: 'UNSUPPORTED_CHARSET',
+    });
+    expect(clientErrorOf({ type: 'encoding.unsupported', status: 415 })).toMatchObject({
+      status: 415,
+      code: 'UNSUPPORTED_CONTENT_ENCODING',
+    });
+    expect(
+      clientErrorOf(Object.assign(new Error('incorrect header check'), { code: 'Z_DATA_ERROR', status: 400 }))?.code,
+    ).toBe('MALFORMED_BODY');
+    expect(clientErrorOf(Object.assign(new URIError('Failed to decode param'), { status: 400 }))).toMatchObject({
+      status: 400,
+      code: 'BAD_REQUEST',
+    });
   });
 
   it('leave server faults alone', () => {
@@ -95,7 +118,13 @@ describe('list date filters', () => {
     const from = listDateSchema('from');
     expect(from.safeParse('2025-03-01T10:00:00Z').success).toBe(true);
     expect(from.safeParse('9999-12-31T23:59:59+14:00').success).toBe(true);
-    for (const value of ['0000-01-01T00:00:00Z', '1969-12-31T23:59:59Z', '9999-12-31T23:59:59-23:59', '2025-02-30T00:00:00Z', '2025-03-01']) {
+    for (const value of [
+      '0000-01-01T00:00:00Z',
+      '1969-12-31T23:59:59Z',
+      '9999-12-31T23:59:59-23:59',
+      '2025-02-30T00:00:00Z',
+      '2025-03-01',
+    ]) {
       expect(from.safeParse(value).success, value).toBe(false);
     }
   });

@@ -24,11 +24,15 @@ describe('the worker heap policy', () => {
 describe('nativeAllocator', () => {
   const root = path.resolve(import.meta.dirname, '../..');
   const allocatorOf = (env: NodeJS.ProcessEnv) =>
-    spawnSync(process.execPath, ['--import', 'tsx', '-e', "import('./worker/heap-policy.ts').then((m) => console.log(m.nativeAllocator()))"], {
-      cwd: root,
-      env,
-      encoding: 'utf8',
-    }).stdout.trim();
+    spawnSync(
+      process.execPath,
+      ['--import', 'tsx', '-e', "import('./worker/heap-policy.ts').then((m) => console.log(m.nativeAllocator()))"],
+      {
+        cwd: root,
+        env,
+        encoding: 'utf8',
+      },
+    ).stdout.trim();
 
   it('is glibc in a process nothing was preloaded into', () => {
     // This test process too: jemalloc only if whoever ran the suite preloaded it.

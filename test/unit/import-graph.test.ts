@@ -10,7 +10,11 @@ import { importRules } from '../../import-rules.js';
 const root = path.resolve(import.meta.dirname, '../..');
 
 function sourceFiles(): string[] {
-  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts', '*.mjs', '*.js'], { cwd: root, encoding: 'utf8' });
+  const listed = execFileSync(
+    'git',
+    ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts', '*.mjs', '*.js'],
+    { cwd: root, encoding: 'utf8' },
+  );
   return listed.split('\n').filter((file) => file && !file.startsWith('node_modules/') && !file.includes('/assets/'));
 }
 
@@ -18,7 +22,9 @@ function sourceFiles(): string[] {
 function importsOf(file: string): string[] {
   const source = readFileSync(path.join(root, file), 'utf8');
   const specifiers: string[] = [];
-  for (const match of source.matchAll(/(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"](\.\.?\/[^'"]+)['"]|import\(\s*['"](\.\.?\/[^'"]+)['"]\s*\)/gm)) {
+  for (const match of source.matchAll(
+    /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"](\.\.?\/[^'"]+)['"]|import\(\s*['"](\.\.?\/[^'"]+)['"]\s*\)/gm,
+  )) {
     specifiers.push((match[1] ?? match[2])!);
   }
   return specifiers.map((specifier) => path.normalize(path.join(path.dirname(file), specifier)));
@@ -85,14 +91,22 @@ describe('the workflow contracts', () => {
     const { readdirSync } = await import('node:fs');
     const contracts = readdirSync(path.join(root, 'workflows')).filter((file) => file.endsWith('.contract.ts'));
     expect(contracts.length).toBeGreaterThanOrEqual(6);
-    const upward = contracts.flatMap((file) => importsOf(path.join('workflows', file)).filter((target) => target.startsWith('activities/')).map((target) => `${file} → ${target}`));
+    const upward = contracts.flatMap((file) =>
+      importsOf(path.join('workflows', file))
+        .filter((target) => target.startsWith('activities/'))
+        .map((target) => `${file} → ${target}`),
+    );
     expect(upward).toEqual([]);
   });
 
   it('declare the activities their workflow schedules: no file in workflows/ imports activities/, not even a type', () => {
     const files = sourceFiles().filter((file) => file.startsWith('workflows/'));
     expect(files.length).toBeGreaterThanOrEqual(12);
-    const upward = files.flatMap((file) => importsOf(file).filter((target) => target.startsWith('activities/')).map((target) => `${file} → ${target}`));
+    const upward = files.flatMap((file) =>
+      importsOf(file)
+        .filter((target) => target.startsWith('activities/'))
+        .map((target) => `${file} → ${target}`),
+    );
     expect(upward).toEqual([]);
   });
 });

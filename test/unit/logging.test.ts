@@ -27,7 +27,11 @@ describe('createLogger', () => {
       logger.info('third');
     });
     logger.info('outside');
-    const lines = out.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = out
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines[0]).toMatchObject({ requestId: 'req-1', fundingId: 'f-1', accessToken: '[redacted]', msg: 'first' });
     expect(lines[1]).toMatchObject({ requestId: 'req-1', workflowId: 'wf-1', part: 'x', msg: 'second' });
     expect(lines[2]).toEqual(expect.not.objectContaining({ fundingId: expect.anything() }));
@@ -45,20 +49,34 @@ describe('createLogger', () => {
     logger.info({ recipient: { type: 'CODE', code: '7654321' }, cashInCode: '1112223' }, 'a recipient');
     logger.info({ query: { code: 'oauth-authorization-code', state: 's' } }, 'a callback query');
     logger.info({ req: { query: { code: 'oauth-code-2' } }, authorizationCode: 'oauth-code-3' }, 'a request');
-    const lines = out.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = out
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines[0]).toMatchObject({ code: 'M133', outcome: 'rejected' });
     expect(lines[1]).toMatchObject({ err: { code: 'TRANSFER_ALREADY_EXECUTED' }, error: { code: '7011' } });
     expect(lines[2]).toMatchObject({ body: { recipient: { type: 'CODE', code: '[redacted]' } } });
     expect(lines[3]).toMatchObject({ recipient: { code: '[redacted]' }, cashInCode: '[redacted]' });
     expect(lines[4]).toMatchObject({ query: { code: '[redacted]', state: 's' } });
-    for (const secret of ['1234567', '7654321', '1112223', 'oauth-authorization-code', 'oauth-code-2', 'oauth-code-3']) expect(out.text()).not.toContain(secret);
+    for (const secret of ['1234567', '7654321', '1112223', 'oauth-authorization-code', 'oauth-code-2', 'oauth-code-3'])
+      expect(out.text()).not.toContain(secret);
   });
 
   it('falls back to JSON lines, saying so, where pino-pretty is not installed (the production image)', () => {
     const out = capture();
-    const logger = createLogger({ destination: out.destination, format: 'pretty', name: 'api', prettyPackage: 'pino-pretty-not-installed' });
+    const logger = createLogger({
+      destination: out.destination,
+      format: 'pretty',
+      name: 'api',
+      prettyPackage: 'pino-pretty-not-installed',
+    });
     logger.info({ accessToken: 'secret-token' }, 'after the fallback');
-    const lines = out.text().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    const lines = out
+      .text()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(lines[0]).toMatchObject({ level: 40, service: 'api' });
     expect(String(lines[0]?.msg)).toMatch(/LOG_FORMAT=pretty needs pino-pretty.*logging JSON/);
     expect(lines[1]).toMatchObject({ msg: 'after the fallback', accessToken: '[redacted]' });

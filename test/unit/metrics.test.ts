@@ -32,32 +32,82 @@ describe('createMetrics', () => {
     const first = createMetrics();
     const second = createMetrics();
     first.fundingFinished('APPROVED', new Date(Date.now() - 2000));
-    expect(sampleValue(await first.registry.metrics(), 'walletflow_fundings_finished_total', { status: 'APPROVED' })).toBe(1);
-    expect(sampleValue(await second.registry.metrics(), 'walletflow_fundings_finished_total', { status: 'APPROVED' })).toBeUndefined();
-    expect(sampleValue(await first.registry.metrics(), 'walletflow_funding_duration_seconds_sum', { status: 'APPROVED' })).toBeGreaterThanOrEqual(2);
+    expect(
+      sampleValue(await first.registry.metrics(), 'walletflow_fundings_finished_total', { status: 'APPROVED' }),
+    ).toBe(1);
+    expect(
+      sampleValue(await second.registry.metrics(), 'walletflow_fundings_finished_total', { status: 'APPROVED' }),
+    ).toBeUndefined();
+    expect(
+      sampleValue(await first.registry.metrics(), 'walletflow_funding_duration_seconds_sum', { status: 'APPROVED' }),
+    ).toBeGreaterThanOrEqual(2);
   });
 
   it('labels wallet calls with status, outcome and code, and a call without an answer as none', async () => {
     const metrics = createMetrics();
-    metrics.walletCall({ service: 'transfers', operation: 'transfers.execute', httpStatus: null, outcome: 'unknown', errorCode: 'TIMEOUT', durationMs: 5000 });
-    metrics.walletCall({ service: 'transfers', operation: 'transfers.execute', httpStatus: 200, outcome: 'ok', errorCode: null, durationMs: 40 });
+    metrics.walletCall({
+      service: 'transfers',
+      operation: 'transfers.execute',
+      httpStatus: null,
+      outcome: 'unknown',
+      errorCode: 'TIMEOUT',
+      durationMs: 5000,
+    });
+    metrics.walletCall({
+      service: 'transfers',
+      operation: 'transfers.execute',
+      httpStatus: 200,
+      outcome: 'ok',
+      errorCode: null,
+      durationMs: 40,
+    });
     const text = await metrics.registry.metrics();
-    expect(sampleValue(text, 'walletflow_wallet_calls_total', { operation: 'transfers.execute', http_status: 'none', outcome: 'unknown', error_code: 'TIMEOUT' })).toBe(1);
-    expect(sampleValue(text, 'walletflow_wallet_calls_total', { operation: 'transfers.execute', http_status: '200', outcome: 'ok', error_code: 'none' })).toBe(1);
-    expect(sampleValue(text, 'walletflow_wallet_call_duration_seconds_sum', { operation: 'transfers.execute' })).toBeCloseTo(5.04);
+    expect(
+      sampleValue(text, 'walletflow_wallet_calls_total', {
+        operation: 'transfers.execute',
+        http_status: 'none',
+        outcome: 'unknown',
+        error_code: 'TIMEOUT',
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(text, 'walletflow_wallet_calls_total', {
+        operation: 'transfers.execute',
+        http_status: '200',
+        outcome: 'ok',
+        error_code: 'none',
+      }),
+    ).toBe(1);
+    expect(
+      sampleValue(text, 'walletflow_wallet_call_duration_seconds_sum', { operation: 'transfers.execute' }),
+    ).toBeCloseTo(5.04);
   });
 
   it('bounds label values an outside service or a caller controls', async () => {
     const metrics = createMetrics();
-    metrics.walletCall({ service: 'evil', operation: 'transfers.create', httpStatus: 400, outcome: 'weird', errorCode: 'has spaces <and> markup', durationMs: 1 });
+    metrics.walletCall({
+      service: 'evil',
+      operation: 'transfers.create',
+      httpStatus: 400,
+      outcome: 'weird',
+      errorCode: 'has spaces <and> markup',
+      durationMs: 1,
+    });
     metrics.httpRequest({ method: 'BREW', route: '/ops/fundings/:fundingId', status: 200, seconds: 0.01 });
     metrics.sweepRepair('finished-from-wallet');
     metrics.tokenRefresh('EMBEDDED', 'refreshed');
     metrics.sessionUrl(200, 0.02);
     metrics.onboardingStart('already_closed');
     const text = await metrics.registry.metrics();
-    expect(sampleValue(text, 'walletflow_wallet_calls_total', { service: 'other', outcome: 'other', error_code: 'other' })).toBe(1);
-    expect(sampleValue(text, 'walletflow_http_request_duration_seconds_count', { method: 'other', route: '/ops/fundings/:fundingId' })).toBe(1);
+    expect(
+      sampleValue(text, 'walletflow_wallet_calls_total', { service: 'other', outcome: 'other', error_code: 'other' }),
+    ).toBe(1);
+    expect(
+      sampleValue(text, 'walletflow_http_request_duration_seconds_count', {
+        method: 'other',
+        route: '/ops/fundings/:fundingId',
+      }),
+    ).toBe(1);
     expect(sampleValue(text, 'walletflow_reconcile_repairs_total', { action: 'finished-from-wallet' })).toBe(1);
     expect(sampleValue(text, 'walletflow_token_refreshes_total', { kind: 'EMBEDDED', result: 'refreshed' })).toBe(1);
     expect(sampleValue(text, 'walletflow_session_url_duration_seconds_count', { status: '200' })).toBe(1);

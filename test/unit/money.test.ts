@@ -27,9 +27,12 @@ describe('amountSchema', () => {
   it.each(['0.01', '100.50', '100', '9999999999.99'])('accepts %s PHP', (value) => {
     expect(amountSchema.safeParse({ currency: 'PHP', value }).success).toBe(true);
   });
-  it.each(['0', '0.00', '-1.00', '1e3', ' 1.00', '1.005', '10000000000.00', '01.00', '1.', '.5', 'NaN'])('refuses %s PHP', (value) => {
-    expect(amountSchema.safeParse({ currency: 'PHP', value }).success).toBe(false);
-  });
+  it.each(['0', '0.00', '-1.00', '1e3', ' 1.00', '1.005', '10000000000.00', '01.00', '1.', '.5', 'NaN'])(
+    'refuses %s PHP',
+    (value) => {
+      expect(amountSchema.safeParse({ currency: 'PHP', value }).success).toBe(false);
+    },
+  );
   it('refuses numbers, unknown currencies and extra fields', () => {
     expect(amountSchema.safeParse({ currency: 'PHP', value: 100.5 }).success).toBe(false);
     expect(amountSchema.safeParse({ currency: 'XXX', value: '1.00' }).success).toBe(false);
@@ -92,11 +95,17 @@ describe('one money type: thousandths inside, parsed once, written once', () => 
   // (×1000, three-digit fractions, toFixed(3)) lives in domain/money.ts alone.
   it('no other source file converts amounts by hand', () => {
     const root = path.resolve(import.meta.dirname, '../..');
-    const sources = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], { cwd: root, encoding: 'utf8' })
+    const sources = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], {
+      cwd: root,
+      encoding: 'utf8',
+    })
       .split('\n')
       .filter((file) => file && !file.startsWith('test/') && !file.startsWith('client/') && file !== 'domain/money.ts');
-    const byHand = /\bpad(?:Start|End)\(3, '0'\)|\*\s*1000n\b|\btoFixed\(3\)|\b(?:toThousandths|fromThousandths|thousandthsOf|signedThousandths)\b/;
-    const offenders = sources.filter((file) => existsSync(path.join(root, file)) && byHand.test(readFileSync(path.join(root, file), 'utf8')));
+    const byHand =
+      /\bpad(?:Start|End)\(3, '0'\)|\*\s*1000n\b|\btoFixed\(3\)|\b(?:toThousandths|fromThousandths|thousandthsOf|signedThousandths)\b/;
+    const offenders = sources.filter(
+      (file) => existsSync(path.join(root, file)) && byHand.test(readFileSync(path.join(root, file), 'utf8')),
+    );
     expect(offenders).toEqual([]);
   });
 });

@@ -29,7 +29,10 @@ const PENDING_API_FIXES: string[] = [];
 
 /** Source and documentation files as git sees the working tree, tracked or not (ignored ones left out). */
 function scannedFiles(): string[] {
-  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' });
+  const listed = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], {
+    cwd: root,
+    encoding: 'utf8',
+  });
   return [...new Set(listed.split('\0'))].filter(
     (file) =>
       file !== '' &&
@@ -52,19 +55,30 @@ function topLevelFolders(files: string[]): string[] {
 
 const extensions = 'ts|mts|cts|js|mjs|cjs|md|sh|json|prisma|ya?ml|sql|html|css|svg|png|txt';
 const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-/** Not inside a longer path, word or URL on the left; on the right no more of a name (a sentence's full stop may follow). */
+/**
+ * Not inside a longer path, word or URL on the left; on the right no more of a name (a sentence's full stop may
+ * follow).
+ */
 const before = String.raw`(?<![\w.\/@~$%\\-])`;
 const after = String.raw`(?![\w\/-]|\.\w)`;
 
 function pathPattern(folders: string[]): RegExp {
   const folder = folders.map(escape).join('|');
-  return new RegExp(String.raw`${before}((?:${folder})\/(?:[\w.-]+\/)*(?:[\w.-]*\w\.(?:${extensions})|Dockerfile(?:[.-]\w[\w-]*)*|))${after}`, 'g');
+  return new RegExp(
+    String.raw`${before}((?:${folder})\/(?:[\w.-]+\/)*(?:[\w.-]*\w\.(?:${extensions})|Dockerfile(?:[.-]\w[\w-]*)*|))${after}`,
+    'g',
+  );
 }
 
 /** A bare name of the same family as a root file: `README.md`, `docker-compose.override.yml`, `import-rules.ts`. */
 function rootNamePattern(rootFiles: string[]): RegExp {
-  const stems = [...new Set(rootFiles.map((file) => file.split('.')[0]!).filter((stem) => stem.length > 2))].map(escape).join('|');
-  return new RegExp(String.raw`${before}((?:${stems})(?:\.[\w-]+)*\.(?:${extensions})|Dockerfile(?:[.-]\w[\w-]*)*)${after}`, 'g');
+  const stems = [...new Set(rootFiles.map((file) => file.split('.')[0]!).filter((stem) => stem.length > 2))]
+    .map(escape)
+    .join('|');
+  return new RegExp(
+    String.raw`${before}((?:${stems})(?:\.[\w-]+)*\.(?:${extensions})|Dockerfile(?:[.-]\w[\w-]*)*)${after}`,
+    'g',
+  );
 }
 
 interface Named {
@@ -76,8 +90,10 @@ interface Named {
 function namedPaths(file: string, text: string, folders: string[], rootFiles: string[]): Named[] {
   const found: Named[] = [];
   const lineOf = (index: number) => text.slice(0, index).split('\n').length;
-  for (const match of text.matchAll(pathPattern(folders))) found.push({ file, line: lineOf(match.index), target: match[1]! });
-  for (const match of text.matchAll(rootNamePattern(rootFiles))) found.push({ file, line: lineOf(match.index), target: match[1]! });
+  for (const match of text.matchAll(pathPattern(folders)))
+    found.push({ file, line: lineOf(match.index), target: match[1]! });
+  for (const match of text.matchAll(rootNamePattern(rootFiles)))
+    found.push({ file, line: lineOf(match.index), target: match[1]! });
   return found;
 }
 
@@ -109,7 +125,10 @@ const OUTSIDE_FOLDERS: Record<string, string> = {
 
 /** `folder/…/name.ext` where the folder is not one of the repository's top-level folders. */
 function outsidePaths(file: string, text: string, folders: string[]): Named[] {
-  const pattern = new RegExp(String.raw`${before}([a-z][\w-]*\/(?:[\w.-]+\/)*[\w.-]*\w\.(?:${extensions}))${after}`, 'g');
+  const pattern = new RegExp(
+    String.raw`${before}([a-z][\w-]*\/(?:[\w.-]+\/)*[\w.-]*\w\.(?:${extensions}))${after}`,
+    'g',
+  );
   return [...text.matchAll(pattern)]
     .filter((match) => !folders.includes(match[1]!.split('/')[0]!))
     .map((match) => ({ file, line: text.slice(0, match.index).split('\n').length, target: match[1]! }));
@@ -131,7 +150,14 @@ describe('paths named in comments, strings and docs', () => {
       '`cli/stack/` moved; `test/unit/*.test.ts`; README.md and docker-compose.prod.yml; config.ts alone; see Dockerfile.',
       "fundings/funding-record.ts's writes; lib/temporal, domain/money.tsx; deploy/Dockerfile",
     ].join('\n');
-    expect(namedPaths('x.ts', sample, ['cli', 'deploy', 'docs', 'domain', 'fundings', 'lib', 'scripts', 'test'], ['Dockerfile', 'README.md', 'docker-compose.yml']).map((named) => `${named.line}:${named.target}`)).toEqual([
+    expect(
+      namedPaths(
+        'x.ts',
+        sample,
+        ['cli', 'deploy', 'docs', 'domain', 'fundings', 'lib', 'scripts', 'test'],
+        ['Dockerfile', 'README.md', 'docker-compose.yml'],
+      ).map((named) => `${named.line}:${named.target}`),
+    ).toEqual([
       '1:lib/config.ts',
       '1:docs/architecture.md',
       '1:scripts/test.sh',
@@ -157,18 +183,34 @@ describe('paths named in comments, strings and docs', () => {
     }
     expect(seen.size).toBeGreaterThan(500);
     expect(Object.keys(ALLOWED).filter((allowed) => !seen.has(allowed))).toEqual([]);
-    expect(stale.filter((named) => !PENDING_API_FIXES.includes(entry(named))).map((named) => `${named.file}:${named.line} → ${named.target}`)).toEqual([]);
+    expect(
+      stale
+        .filter((named) => !PENDING_API_FIXES.includes(entry(named)))
+        .map((named) => `${named.file}:${named.line} → ${named.target}`),
+    ).toEqual([]);
     // Only api/ files wait; an entry whose path was fixed (or whose file went) leaves the list.
-    expect(PENDING_API_FIXES.filter((pending) => !pending.startsWith('api/') || !stale.some((named) => entry(named) === pending))).toEqual([]);
+    expect(
+      PENDING_API_FIXES.filter(
+        (pending) => !pending.startsWith('api/') || !stale.some((named) => entry(named) === pending),
+      ),
+    ).toEqual([]);
   });
 
   it('names no file under a folder the repository does not have, unless relative to its own folder', () => {
-    expect(outsidePaths('x.ts', '// see design/architecture.md, dist/cli/main.js and lib/config.ts', folders).map((named) => named.target)).toEqual(['design/architecture.md', 'dist/cli/main.js']);
+    expect(
+      outsidePaths('x.ts', '// see design/architecture.md, dist/cli/main.js and lib/config.ts', folders).map(
+        (named) => named.target,
+      ),
+    ).toEqual(['design/architecture.md', 'dist/cli/main.js']);
     // Every folder of the root counts here (client/ and bench/ hold only files the scan leaves out).
-    const rootFolders = readdirSync(root, { withFileTypes: true }).filter((entry) => entry.isDirectory()).map((entry) => entry.name);
+    const rootFolders = readdirSync(root, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
     const missing = files.flatMap((file) =>
       outsidePaths(file, readFileSync(path.join(root, file), 'utf8'), rootFolders).filter(
-        (named) => !(named.target.split('/')[0]! in OUTSIDE_FOLDERS) && !existsSync(path.join(root, path.dirname(file), named.target)),
+        (named) =>
+          !(named.target.split('/')[0]! in OUTSIDE_FOLDERS) &&
+          !existsSync(path.join(root, path.dirname(file), named.target)),
       ),
     );
     expect(missing.map((named) => `${named.file}:${named.line} → ${named.target}`)).toEqual([]);

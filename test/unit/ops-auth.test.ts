@@ -26,24 +26,65 @@ let server: Server;
 let base: string;
 let database: Database;
 /** A count of wrong keys of this file's own (the database is shared with other files). */
-const wrongKeys = (options: Partial<AttemptLimiterOptions> = {}) => createAttemptLimiter(database, { kind: `ops-auth-${randomUUID()}`, limit: 5, windowMs: MINUTE, now: () => clock, sqlClock: () => clock, ...options });
+const wrongKeys = (options: Partial<AttemptLimiterOptions> = {}) =>
+  createAttemptLimiter(database, {
+    kind: `ops-auth-${randomUUID()}`,
+    limit: 5,
+    windowMs: MINUTE,
+    now: () => clock,
+    sqlClock: () => clock,
+    ...options,
+  });
 
 beforeAll(async () => {
   database = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
   const app = express();
   app.set('trust proxy', 'loopback');
-  app.use('/ops', opsAuth({ keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`], wrongKeys: wrongKeys(), fingerprintKey: randomBytes(32) }));
+  app.use(
+    '/ops',
+    opsAuth({
+      keys: [key, 'second-key-'.repeat(4), `reader:read:${readerKey}`, `payer:pay+read:${payerKey}`],
+      wrongKeys: wrongKeys(),
+      fingerprintKey: randomBytes(32),
+    }),
+  );
   const router = strictRouter();
   const add = routesOn(router, '/ops');
   const route = (method: 'get' | 'post', path: string, scope: 'read' | 'resolve') =>
-    defineRoute({ method, path, operationId: `${method}${path}`, tag: 'test', summary: '', access: { opsScope: scope }, responses: {} });
+    defineRoute({
+      method,
+      path,
+      operationId: `${method}${path}`,
+      tag: 'test',
+      summary: '',
+      access: { opsScope: scope },
+      responses: {},
+    });
   const answer: express.RequestHandler = (_req, res) => {
     res.json({ actor: actorOf(res.locals)?.name });
   };
   add(route('get', '/ops/ping', 'read'), answer);
   const id = { id: { schema: z.string(), description: 'a payment' } };
-  const getPayment = defineRoute({ method: 'get', path: '/ops/payments/{id}', operationId: 'getPayment', tag: 'test', summary: '', access: { opsScope: 'read' }, params: id, responses: {} });
-  const resolvePayment = defineRoute({ method: 'post', path: '/ops/payments/{id}/resolve', operationId: 'resolvePayment', tag: 'test', summary: '', access: { opsScope: 'resolve' }, params: id, responses: {} });
+  const getPayment = defineRoute({
+    method: 'get',
+    path: '/ops/payments/{id}',
+    operationId: 'getPayment',
+    tag: 'test',
+    summary: '',
+    access: { opsScope: 'read' },
+    params: id,
+    responses: {},
+  });
+  const resolvePayment = defineRoute({
+    method: 'post',
+    path: '/ops/payments/{id}/resolve',
+    operationId: 'resolvePayment',
+    tag: 'test',
+    summary: '',
+    access: { opsScope: 'resolve' },
+    params: id,
+    responses: {},
+  });
   add(getPayment, answer);
   add(resolvePayment, answer);
   app.use('/ops', router);
@@ -62,7 +103,11 @@ async function ping(address: string, authorization?: string) {
   const response = await fetch(`${base}/ops/ping`, {
     headers: { 'x-forwarded-for': address, ...(authorization === undefined ? {} : { authorization }) },
   });
-  return { status: response.status, headers: response.headers, body: (await response.json()) as Record<string, unknown> };
+  return {
+    status: response.status,
+    headers: response.headers,
+    body: (await response.json()) as Record<string, unknown>,
+  };
 }
 
 describe('ops API authentication', () => {
@@ -104,7 +149,8 @@ describe('ops API authentication', () => {
 
     clock += 45_000;
     expect((await ping(guesser, 'Bearer wrong-later')).headers.get('retry-after')).toBe('15');
-    // A minute after the five: the window slides, and the last minute still holds them all; a fifth of them fades in 12 s.
+    // A minute after the five: the window slides, and the last minute still holds them all; a fifth of them fades in 12
+    // s.
     clock += 15_000;
     const stillLimited = await ping(guesser, 'Bearer wrong-at-the-minute');
     expect(stillLimited.status).toBe(429);
@@ -131,14 +177,18 @@ describe('ops API authentication', () => {
       const url = `http://127.0.0.1:${(smallServer.address() as AddressInfo).port}/ops/ping`;
       for (let index = 0; index < 300; index += 1) {
         for (const expected of [401, 429]) {
-          const response = await fetch(url, { headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' } });
+          const response = await fetch(url, {
+            headers: { 'x-forwarded-for': `2001:db8:${index.toString(16)}::1`, authorization: 'Bearer wrong-key' },
+          });
           expect(response.status).toBe(expected);
           await response.arrayBuffer();
         }
       }
       expect(limiter.remembered()).toBeLessThanOrEqual(100);
       // Forgotten here, still counted: the first /64's next wrong key is refused by the database.
-      const again = await fetch(url, { headers: { 'x-forwarded-for': '2001:db8:0::1', authorization: 'Bearer wrong-key' } });
+      const again = await fetch(url, {
+        headers: { 'x-forwarded-for': '2001:db8:0::1', authorization: 'Bearer wrong-key' },
+      });
       await again.arrayBuffer();
       expect(again.status).toBe(429);
     } finally {
@@ -148,7 +198,10 @@ describe('ops API authentication', () => {
 
   it('a key without the route’s scope gets 403 SCOPE_REQUIRED; with it, the route runs and knows the key’s name', async () => {
     const call = async (method: string, path: string, secret: string) => {
-      const response = await fetch(`${base}${path}`, { method, headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '198.51.100.9' } });
+      const response = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${secret}`, 'x-forwarded-for': '198.51.100.9' },
+      });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
     const refused = await call('POST', '/ops/payments/p1/resolve', readerKey);

@@ -14,7 +14,10 @@ const root = path.resolve(import.meta.dirname, '../..');
 describe('the generated ops client', () => {
   it('equals what the OpenAPI document generates (run `npm run client:generate` when this fails)', () => {
     const checkedIn = readFileSync(path.join(root, 'client/ops-client.generated.ts'), 'utf8');
-    expect(generateOpsClient(buildOpenApiDocument()) === checkedIn, 'client/ops-client.generated.ts is stale: run npm run client:generate').toBe(true);
+    expect(
+      generateOpsClient(buildOpenApiDocument()) === checkedIn,
+      'client/ops-client.generated.ts is stale: run npm run client:generate',
+    ).toBe(true);
   });
 
   it('has one method per /ops operation of the document', () => {
@@ -29,9 +32,13 @@ describe('the generated ops client', () => {
 
   it('maps JSON Schema to TypeScript types', () => {
     expect(typeOf({ type: ['string', 'null'] })).toBe('string | null');
-    expect(typeOf({ type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } })).toBe('(string | number)[]');
+    expect(typeOf({ type: 'array', items: { anyOf: [{ type: 'string' }, { type: 'integer' }] } })).toBe(
+      '(string | number)[]',
+    );
     expect(typeOf({ enum: ['A', 'B'] })).toBe('"A" | "B"');
-    expect(typeOf({ type: 'object', properties: { 'a-b': { type: 'boolean' } }, required: [] })).toBe('{\n  "a-b"?: boolean;\n}');
+    expect(typeOf({ type: 'object', properties: { 'a-b': { type: 'boolean' } }, required: [] })).toBe(
+      '{\n  "a-b"?: boolean;\n}',
+    );
     expect(typeOf({ type: 'object', additionalProperties: { type: 'string' } })).toBe('{\n  [key: string]: string;\n}');
     expect(() => typeOf({ $ref: 'https://elsewhere/x' })).toThrow(/unsupported \$ref/);
     expect(headerParameterName('Idempotency-Key')).toBe('idempotencyKey');
@@ -46,14 +53,20 @@ describe('the generated client at run time', () => {
     const fetchStub = (async (url: string | URL | Request, init: RequestInit = {}) => {
       calls.push({ url: String(url), init });
       if (answer instanceof Error) throw answer;
-      return new Response(answer.body ?? null, { status: answer.status, headers: { 'content-type': answer.type ?? 'application/json' } });
+      return new Response(answer.body ?? null, {
+        status: answer.status,
+        headers: { 'content-type': answer.type ?? 'application/json' },
+      });
     }) as typeof fetch;
     return { calls, client: createOpsClient({ baseUrl: 'http://api.test/', key: secret, fetch: fetchStub }) };
   }
 
   it('fills path, query and header parameters and sends the body as JSON', async () => {
     const { calls, client } = recording({ status: 202, body: '{"fundingId":"f1"}' });
-    const answer = await client.createFunding({ idempotencyKey: 'key-1', body: { recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } } });
+    const answer = await client.createFunding({
+      idempotencyKey: 'key-1',
+      body: { recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'PHP', value: '1.00' } },
+    });
     expect(answer.status).toBe(202);
     expect(answer.body.fundingId).toBe('f1');
     const headers = calls[0]!.init.headers as Record<string, string>;
@@ -77,15 +90,36 @@ describe('the generated client at run time', () => {
   });
 
   it('throws the problem with its code; the key is in no message', async () => {
-    const { client } = recording({ status: 409, type: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', status: 409, code: 'FUNDING_NOT_IN_REVIEW', title: 'Conflict', detail: 'not in review' }) });
-    const error = await client.resolveFunding({ fundingId: 'f', body: { outcome: 'FAILED', note: 'n' } }).catch((caught: unknown) => caught);
+    const { client } = recording({
+      status: 409,
+      type: 'application/problem+json',
+      body: JSON.stringify({
+        type: 'about:blank',
+        status: 409,
+        code: 'FUNDING_NOT_IN_REVIEW',
+        title: 'Conflict',
+        detail: 'not in review',
+      }),
+    });
+    const error = await client
+      .resolveFunding({ fundingId: 'f', body: { outcome: 'FAILED', note: 'n' } })
+      .catch((caught: unknown) => caught);
     expect(error).toBeInstanceOf(OpsProblemError);
-    expect(error).toMatchObject({ status: 409, code: 'FUNDING_NOT_IN_REVIEW', detail: 'not in review', transient: false });
+    expect(error).toMatchObject({
+      status: 409,
+      code: 'FUNDING_NOT_IN_REVIEW',
+      detail: 'not in review',
+      transient: false,
+    });
     expect(String((error as Error).message)).not.toContain(secret);
 
     const html = recording({ status: 404, type: 'text/html', body: '<h1>no</h1>' });
     await expect(html.client.getLink({ linkId: 'x' })).rejects.toMatchObject({ code: 'HTTP_404', problem: undefined });
-    const busy = recording({ status: 429, type: 'application/problem+json', body: JSON.stringify({ type: 'about:blank', status: 429, code: 'TOO_MANY', title: 'Too Many Requests' }) });
+    const busy = recording({
+      status: 429,
+      type: 'application/problem+json',
+      body: JSON.stringify({ type: 'about:blank', status: 429, code: 'TOO_MANY', title: 'Too Many Requests' }),
+    });
     await expect(busy.client.listPayments()).rejects.toMatchObject({ transient: true, detail: 'Too Many Requests' });
   });
 

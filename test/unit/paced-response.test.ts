@@ -23,7 +23,12 @@ afterEach(async () => {
  * A server whose one answer is paced (the test drives it through `paced`), and a client that asks
  * for it and reads nothing until told to.
  */
-async function pacedAnswer(): Promise<{ paced: PacedResponse; res: Response; response: IncomingMessage; destroyClient(): void }> {
+async function pacedAnswer(): Promise<{
+  paced: PacedResponse;
+  res: Response;
+  response: IncomingMessage;
+  destroyClient(): void;
+}> {
   let answer: ((value: { paced: PacedResponse; res: Response }) => void) | undefined;
   const served = new Promise<{ paced: PacedResponse; res: Response }>((resolve) => (answer = resolve));
   const app = express();
@@ -52,7 +57,10 @@ async function fill(paced: PacedResponse): Promise<number> {
   for (;;) {
     do written += chunk.length;
     while (paced.write(chunk));
-    const drained = await Promise.race([paced.room(), new Promise((resolve) => setTimeout(() => resolve('full'), 250))]);
+    const drained = await Promise.race([
+      paced.room(),
+      new Promise((resolve) => setTimeout(() => resolve('full'), 250)),
+    ]);
     if (drained !== 'drained') return written;
   }
 }

@@ -22,7 +22,15 @@ const pages: Record<PageScript | 'message', string> = {
     payFormKey: 'k2',
     available: '50.00',
     withdraw: { max: '50.00', min: '1.00', blocked: null },
-    activity: [{ kind: 'withdrawal', id: '00000000-0000-4000-8000-000000000001', status: 'PENDING', final: false, amount: '5.00' }],
+    activity: [
+      {
+        kind: 'withdrawal',
+        id: '00000000-0000-4000-8000-000000000001',
+        status: 'PENDING',
+        final: false,
+        amount: '5.00',
+      },
+    ],
   }),
   progress: progressPage(nonce, {
     statusUrl: '/app/withdrawals/00000000-0000-4000-8000-000000000000/status',
@@ -69,21 +77,26 @@ describe('the landing pages', () => {
 });
 
 describe('the script files', () => {
-  it.each(scripts)('%s: a content-hashed URL, served with its type, nosniff and a year of immutable caching', async (name) => {
-    const url = scriptUrl(name);
-    expect(url).toMatch(new RegExp(`^${ASSETS_PATH}/${name}\\.[0-9a-f]{16}\\.js$`));
-    const response = await fetch(`${base}${url}`);
-    expect(response.status).toBe(200);
-    expect(response.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
-    expect(response.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
-    expect(response.headers.get('cross-origin-resource-policy')).toBe('same-origin');
-    expect(response.headers.get('set-cookie')).toBeNull();
-    expect(await response.text()).toBe(readFileSync(new URL(`../../api/embedded/assets/${name}.js`, import.meta.url), 'utf8'));
-    const head = await fetch(`${base}${url}`, { method: 'HEAD' });
-    expect(head.status).toBe(200);
-    expect(head.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
-  });
+  it.each(scripts)(
+    '%s: a content-hashed URL, served with its type, nosniff and a year of immutable caching',
+    async (name) => {
+      const url = scriptUrl(name);
+      expect(url).toMatch(new RegExp(`^${ASSETS_PATH}/${name}\\.[0-9a-f]{16}\\.js$`));
+      const response = await fetch(`${base}${url}`);
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+      expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(response.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+      expect(response.headers.get('cross-origin-resource-policy')).toBe('same-origin');
+      expect(response.headers.get('set-cookie')).toBeNull();
+      expect(await response.text()).toBe(
+        readFileSync(new URL(`../../api/embedded/assets/${name}.js`, import.meta.url), 'utf8'),
+      );
+      const head = await fetch(`${base}${url}`, { method: 'HEAD' });
+      expect(head.status).toBe(200);
+      expect(head.headers.get('content-type')).toBe('text/javascript; charset=utf-8');
+    },
+  );
 
   it('serves nothing else there: another hash, the bare name, other files and methods fall through', async () => {
     const home = scriptUrl('home');

@@ -24,7 +24,10 @@ describe('payload codec', () => {
     const newKey = key('2026-11');
     const [sealedOld] = await new AesGcmPayloadCodec([oldKey]).encode([payload]);
     const rotated = new AesGcmPayloadCodec([newKey, oldKey]);
-    expect(defaultPayloadConverter.fromPayload((await rotated.decode([sealedOld!]))[0]!)).toEqual({ fundingId: 'f-123', status: 'APPROVED' });
+    expect(defaultPayloadConverter.fromPayload((await rotated.decode([sealedOld!]))[0]!)).toEqual({
+      fundingId: 'f-123',
+      status: 'APPROVED',
+    });
     const [sealedNew] = await rotated.encode([payload]);
     expect(Buffer.from(sealedNew!.metadata!['encryption-key-id']!).toString()).toBe('2026-11');
     await expect(new AesGcmPayloadCodec([oldKey]).decode([sealedNew!])).rejects.toThrow(PayloadCodecError);

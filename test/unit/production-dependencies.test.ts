@@ -37,9 +37,12 @@ function specifiers(source: string): { specifier: string; lazy: boolean }[] {
   for (const match of code.matchAll(/(?:^|\n)\s*(?:import|export)\s+(type\s+)?[^;'"]*?\bfrom\s+['"]([^'"]+)['"]/g)) {
     if (!match[1]) found.push({ specifier: match[2]!, lazy: false });
   }
-  for (const match of code.matchAll(/(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g)) found.push({ specifier: match[1]!, lazy: false });
-  for (const match of code.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g)) found.push({ specifier: match[1]!, lazy: true });
-  for (const match of code.matchAll(/\brequire(?:\.resolve)?\(\s*['"]([^'"]+)['"]\s*\)/g)) found.push({ specifier: match[1]!, lazy: true });
+  for (const match of code.matchAll(/(?:^|\n)\s*import\s+['"]([^'"]+)['"]/g))
+    found.push({ specifier: match[1]!, lazy: false });
+  for (const match of code.matchAll(/\bimport\(\s*['"]([^'"]+)['"]\s*\)/g))
+    found.push({ specifier: match[1]!, lazy: true });
+  for (const match of code.matchAll(/\brequire(?:\.resolve)?\(\s*['"]([^'"]+)['"]\s*\)/g))
+    found.push({ specifier: match[1]!, lazy: true });
   return found;
 }
 
@@ -71,15 +74,23 @@ describe('production code paths', () => {
 
   it('follows the whole graph (a sanity check of the walk)', () => {
     expect(graph.files.size).toBeGreaterThan(80);
-    expect([...graph.packages.keys()]).toEqual(expect.arrayContaining(['express', '@temporalio/worker', '@prisma/adapter-pg', 'pino', 'zod']));
+    expect([...graph.packages.keys()]).toEqual(
+      expect.arrayContaining(['express', '@temporalio/worker', '@prisma/adapter-pg', 'pino', 'zod']),
+    );
   });
 
   it('load only production dependencies, except the named lazy loads', () => {
     for (const [name, uses] of graph.packages) {
       if (name in manifest.dependencies) continue;
-      expect(name in manifest.devDependencies, `${name} (from ${uses[0]!.from}) is in neither dependencies nor devDependencies`).toBe(true);
+      expect(
+        name in manifest.devDependencies,
+        `${name} (from ${uses[0]!.from}) is in neither dependencies nor devDependencies`,
+      ).toBe(true);
       for (const use of uses) {
-        expect(use.lazy && lazyDevPackages[name] === use.from, `${use.from} loads the development package ${name}${use.lazy ? ' lazily, outside its allowed module' : ' statically'}`).toBe(true);
+        expect(
+          use.lazy && lazyDevPackages[name] === use.from,
+          `${use.from} loads the development package ${name}${use.lazy ? ' lazily, outside its allowed module' : ' statically'}`,
+        ).toBe(true);
       }
     }
   });

@@ -39,7 +39,11 @@ function appWithEveryArea(): express.Express {
 
 /** What a layer of Express 5's router (router 2.x) holds: a route, or a router mounted by use(). */
 interface Layer {
-  route?: { path: unknown; methods: Record<string, boolean | undefined>; stack: Array<{ method?: string; handle: { requiredScope?: string } }> };
+  route?: {
+    path: unknown;
+    methods: Record<string, boolean | undefined>;
+    stack: Array<{ method?: string; handle: { requiredScope?: string } }>;
+  };
   handle?: { stack?: Layer[] };
   rawPath?: unknown;
   slash?: boolean;
@@ -53,7 +57,8 @@ function registeredRoutes(stack: Layer[], prefix = ''): string[] {
         .filter(([, on]) => on)
         .map(([method]) => `${method === '_all' ? 'ALL' : method.toUpperCase()} ${prefix}${String(layer.route!.path)}`);
     }
-    if (layer.handle?.stack) return registeredRoutes(layer.handle.stack, prefix + (layer.slash ? '' : String(layer.rawPath)));
+    if (layer.handle?.stack)
+      return registeredRoutes(layer.handle.stack, prefix + (layer.slash ? '' : String(layer.rawPath)));
     return [];
   });
 }
@@ -61,14 +66,19 @@ function registeredRoutes(stack: Layer[], prefix = ''): string[] {
 describe('the route declarations', () => {
   it('are what the app registers, method and path, and nothing else', () => {
     // The console's pages are declared too (not in the API's document); its home is its mount's root.
-    const registered = registeredRoutes((appWithEveryArea().router as unknown as { stack: Layer[] }).stack).map((route) => route.replace(/^(\w+ \/console)\/$/, '$1'));
-    const declared = [...allRoutes, ...consoleRoutes].map((route) => `${route.method.toUpperCase()} ${expressPath(route.path)}`);
+    const registered = registeredRoutes((appWithEveryArea().router as unknown as { stack: Layer[] }).stack).map(
+      (route) => route.replace(/^(\w+ \/console)\/$/, '$1'),
+    );
+    const declared = [...allRoutes, ...consoleRoutes].map(
+      (route) => `${route.method.toUpperCase()} ${expressPath(route.path)}`,
+    );
     expect(declared.length).toBeGreaterThan(30);
     expect(new Set(declared).size).toBe(declared.length);
     expect(registered.filter((route) => !route.startsWith('ALL ')).sort()).toEqual([...declared].sort());
     // A method-not-allowed catch-all answers on a declared path only.
     const declaredPaths = new Set([...allRoutes, ...consoleRoutes].map((route) => expressPath(route.path)));
-    for (const route of registered.filter((entry) => entry.startsWith('ALL '))) expect(declaredPaths).toContain(route.slice(4));
+    for (const route of registered.filter((entry) => entry.startsWith('ALL ')))
+      expect(declaredPaths).toContain(route.slice(4));
   });
 
   it('give every ops route its scope, checked first by the route itself, and no other route one', () => {
@@ -97,8 +107,13 @@ describe('the route declarations', () => {
     }
     // The console's pages: each its declared scope first (none: any person signed in).
     for (const route of consoleRoutes) {
-      expect(typeof route.access === 'object' && 'consoleScope' in route.access, `${route.method} ${route.path}`).toBe(true);
-      const scope = typeof route.access === 'object' && 'consoleScope' in route.access ? (route.access.consoleScope ?? undefined) : undefined;
+      expect(typeof route.access === 'object' && 'consoleScope' in route.access, `${route.method} ${route.path}`).toBe(
+        true,
+      );
+      const scope =
+        typeof route.access === 'object' && 'consoleScope' in route.access
+          ? (route.access.consoleScope ?? undefined)
+          : undefined;
       const registered = `${route.method.toUpperCase()} ${route.path === '/console' ? '/console/' : expressPath(route.path)}`;
       expect(checks.has(registered), registered).toBe(true);
       expect(checks.get(registered), `${registered}: its first handler checks its scope`).toBe(scope);
@@ -106,7 +121,10 @@ describe('the route declarations', () => {
   });
 
   it('give every console page and stream a scope: only signing in and out are open to whoever asks', () => {
-    const open = consoleRoutes.filter((route) => typeof route.access === 'object' && 'consoleScope' in route.access && route.access.consoleScope === null);
+    const open = consoleRoutes.filter(
+      (route) =>
+        typeof route.access === 'object' && 'consoleScope' in route.access && route.access.consoleScope === null,
+    );
     expect(open.map((route) => `${route.method.toUpperCase()} ${route.path}`).sort()).toEqual([
       'GET /console/oidc/callback',
       'GET /console/sign-in',
@@ -118,7 +136,15 @@ describe('the route declarations', () => {
 
   it('name every path parameter of a route, checked as they are written', () => {
     // @ts-expect-error `{id}` has no declared parameter
-    defineRoute({ method: 'get', path: '/things/{id}', operationId: 'getThing', tag: 'docs', summary: '', access: 'public', responses: {} });
+    defineRoute({
+      method: 'get',
+      path: '/things/{id}',
+      operationId: 'getThing',
+      tag: 'docs',
+      summary: '',
+      access: 'public',
+      responses: {},
+    });
     defineRoute({
       method: 'get',
       path: '/things/{id}',

@@ -17,7 +17,9 @@ describe('Temporal dynamic configuration', () => {
 
   it('docker-compose mounts it and points the server at it', () => {
     const compose = readFileSync(path.join(projectRoot, 'docker-compose.yml'), 'utf8');
-    expect(compose).toContain('./deploy/temporal/dynamicconfig.yaml:/etc/temporal/config/dynamicconfig/walletflow.yaml:ro');
+    expect(compose).toContain(
+      './deploy/temporal/dynamicconfig.yaml:/etc/temporal/config/dynamicconfig/walletflow.yaml:ro',
+    );
     expect(compose).toContain('DYNAMIC_CONFIG_FILE_PATH: config/dynamicconfig/walletflow.yaml');
   });
 });

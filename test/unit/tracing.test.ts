@@ -24,25 +24,39 @@ describe('tracing configuration', () => {
       serviceName: undefined,
     });
     expect(
-      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces', OTEL_SERVICE_NAME: 'walletflow-eu' }).tracing,
+      loadConfig({
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+        OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'https://traces.example/otlp/traces',
+        OTEL_SERVICE_NAME: 'walletflow-eu',
+      }).tracing,
     ).toEqual({ url: 'https://traces.example/otlp/traces', headers: {}, serviceName: 'walletflow-eu' });
   });
 
   it('stays off when OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none', () => {
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing).toBeUndefined();
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing).toBeUndefined();
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SDK_DISABLED: 'true' }).tracing,
+    ).toBeUndefined();
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_TRACES_EXPORTER: 'none' }).tracing,
+    ).toBeUndefined();
     expect(problemsOf({ OTEL_TRACES_EXPORTER: 'zipkin' })[0]).toMatch(/^OTEL_TRACES_EXPORTER: /);
   });
 
   it('reads the collector headers (percent-encoded, from a file too) and never shows a value in an error', () => {
     const headers = 'Authorization=Bearer%20s3cr3t-collector-key,x-tenant=partner-1';
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS: headers }).tracing?.headers).toEqual({
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS: headers }).tracing
+        ?.headers,
+    ).toEqual({
       authorization: 'Bearer s3cr3t-collector-key',
       'x-tenant': 'partner-1',
     });
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'walletflow-otlp-')), 'headers');
     writeFileSync(file, `${headers}\n`);
-    expect(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS_FILE: file }).tracing?.headers).toMatchObject({ 'x-tenant': 'partner-1' });
+    expect(
+      loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_EXPORTER_OTLP_HEADERS_FILE: file })
+        .tracing?.headers,
+    ).toMatchObject({ 'x-tenant': 'partner-1' });
     const problems = problemsOf({ OTEL_EXPORTER_OTLP_HEADERS: 'authorization s3cr3t-collector-key' });
     expect(problems).toEqual([expect.stringMatching(/^OTEL_EXPORTER_OTLP_HEADERS: entry 1: must be key=value pairs/)]);
     expect(problems.join('\n')).not.toContain('s3cr3t');
@@ -55,17 +69,26 @@ describe('tracing configuration', () => {
 });
 
 describe('with tracing off', () => {
-  const sources = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], { cwd: root, encoding: 'utf8' })
+  const sources = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], {
+    cwd: root,
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((file) => file && !file.startsWith('node_modules/') && !file.startsWith('test/'));
 
   it('no module but lib/tracing.ts imports OpenTelemetry or its Temporal interceptors', () => {
-    const importing = sources.filter((file) => /\bfrom\s+['"]@(opentelemetry\/|temporalio\/interceptors-opentelemetry)|import\(\s*['"]@(opentelemetry\/|temporalio\/interceptors-opentelemetry)/.test(readFileSync(path.join(root, file), 'utf8').replace(/import\s+type\s[^;]*;/g, '')));
+    const importing = sources.filter((file) =>
+      /\bfrom\s+['"]@(opentelemetry\/|temporalio\/interceptors-opentelemetry)|import\(\s*['"]@(opentelemetry\/|temporalio\/interceptors-opentelemetry)/.test(
+        readFileSync(path.join(root, file), 'utf8').replace(/import\s+type\s[^;]*;/g, ''),
+      ),
+    );
     expect(importing).toEqual(['lib/tracing.ts']);
   });
 
   it('lib/tracing.ts is loaded only by import(), in the API and the worker, when tracing is configured', () => {
-    const loaders = sources.filter((file) => /tracing\.ts['"]/.test(readFileSync(path.join(root, file), 'utf8').replace(/import\s+type\s[^;]*;/g, '')));
+    const loaders = sources.filter((file) =>
+      /tracing\.ts['"]/.test(readFileSync(path.join(root, file), 'utf8').replace(/import\s+type\s[^;]*;/g, '')),
+    );
     expect(loaders.sort()).toEqual(['api/main.ts', 'worker/main.ts']);
     for (const file of loaders) {
       const source = readFileSync(path.join(root, file), 'utf8');

@@ -10,7 +10,14 @@ import {
   unfinishedFundingStatuses,
   type FundingStatus,
 } from '../../domain/funding.ts';
-import { finalPaymentStatuses, isFinalPaymentStatus, paymentStatuses, paymentTransitions, reviewStatus, type PaymentStatus } from '../../domain/payment.ts';
+import {
+  finalPaymentStatuses,
+  isFinalPaymentStatus,
+  paymentStatuses,
+  paymentTransitions,
+  reviewStatus,
+  type PaymentStatus,
+} from '../../domain/payment.ts';
 import { canMove, finalStatusesOf, sourcesOf, statusesOf, type TransitionTable } from '../../domain/transitions.ts';
 import { batchTransitions } from '../../domain/funding-batch.ts';
 
@@ -30,7 +37,8 @@ function reachable<S extends string>(table: TransitionTable<S>, start: S): Set<S
 }
 
 /** Every (from, to) pair, legal or not. */
-const pairs = <S extends string>(statuses: readonly S[]) => statuses.flatMap((from) => statuses.map((to) => [from, to] as const));
+const pairs = <S extends string>(statuses: readonly S[]) =>
+  statuses.flatMap((from) => statuses.map((to) => [from, to] as const));
 
 describe('the funding transition table', () => {
   const legal: Array<[FundingStatus, FundingStatus]> = [
@@ -70,7 +78,7 @@ describe('the funding transition table', () => {
     ['CREATING', 'DECLINED', 'no execute was sent yet'],
     ['EXECUTING', 'REJECTED', 'REJECTED means refused before any execute'],
     ['EXECUTING', 'CREATING', 'a second intent is never created'],
-    ['RECONCILING', 'EXECUTING', 'only retrieve learns an unknown execute\'s outcome'],
+    ['RECONCILING', 'EXECUTING', "only retrieve learns an unknown execute's outcome"],
     ['NEEDS_REVIEW', 'EXECUTING', 'review is resolved by a person or the wallet, not by another execute'],
     ['NEEDS_REVIEW', 'REJECTED', 'REJECTED means refused before any execute'],
     ['PENDING', 'NEEDS_REVIEW', 'nothing can be in doubt before a create'],
@@ -103,14 +111,21 @@ describe('the funding transition table', () => {
     expect(sourcesOf(fundingTransitions, 'APPROVED')).toEqual(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
     expect(sourcesOf(fundingTransitions, 'DECLINED')).toEqual(['EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
     expect(sourcesOf(fundingTransitions, 'REJECTED')).toEqual(['CREATING']);
-    expect(sourcesOf(fundingTransitions, 'FAILED')).toEqual(['PENDING', 'CREATING', 'EXECUTING', 'RECONCILING', 'NEEDS_REVIEW']);
+    expect(sourcesOf(fundingTransitions, 'FAILED')).toEqual([
+      'PENDING',
+      'CREATING',
+      'EXECUTING',
+      'RECONCILING',
+      'NEEDS_REVIEW',
+    ]);
     expect(sourcesOf(fundingTransitions, 'NEEDS_REVIEW')).toEqual(['CREATING', 'EXECUTING', 'RECONCILING']);
     expect(sourcesOf(fundingTransitions, 'PENDING')).toEqual([]);
   });
 
   it('lets cancel move only statuses before any execute, each of them legally to FAILED', () => {
     for (const status of cancellableFundingStatuses) expect(canMove(fundingTransitions, status, 'FAILED')).toBe(true);
-    for (const status of cancellableFundingStatuses) expect(reachable<FundingStatus>(fundingTransitions, 'EXECUTING').has(status)).toBe(false);
+    for (const status of cancellableFundingStatuses)
+      expect(reachable<FundingStatus>(fundingTransitions, 'EXECUTING').has(status)).toBe(false);
   });
 });
 
@@ -177,7 +192,11 @@ describe('the payment transition table', () => {
 
 describe('a batch’s states', () => {
   it('move as contract section 14 says, the table read from → to as the funding’s and the payment’s are', () => {
-    const moves = statusesOf(batchTransitions).flatMap((from) => statusesOf(batchTransitions).filter((to) => canMove(batchTransitions, from, to)).map((to) => `${from} → ${to}`));
+    const moves = statusesOf(batchTransitions).flatMap((from) =>
+      statusesOf(batchTransitions)
+        .filter((to) => canMove(batchTransitions, from, to))
+        .map((to) => `${from} → ${to}`),
+    );
     expect(moves.sort()).toEqual(
       [
         'AWAITING_APPROVAL → RUNNING', // approve
@@ -194,4 +213,3 @@ describe('a batch’s states', () => {
     expect(sourcesOf(batchTransitions, 'CANCELLED').sort()).toEqual(['AWAITING_APPROVAL', 'PAUSED', 'RUNNING']);
   });
 });
-

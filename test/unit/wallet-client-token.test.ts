@@ -9,7 +9,9 @@ import type { StubRequest, StubServer } from '../support/wallet-stub-server.ts';
 import { stubClientConfig } from '../support/wallet-stub-config.ts';
 
 const unsignedJwt = (claims: Record<string, unknown>) =>
-  [{ alg: 'HS256', typ: 'JWT' }, claims].map((part) => Buffer.from(JSON.stringify(part)).toString('base64url')).join('.') + '.sig';
+  [{ alg: 'HS256', typ: 'JWT' }, claims]
+    .map((part) => Buffer.from(JSON.stringify(part)).toString('base64url'))
+    .join('.') + '.sig';
 
 const payment = {
   id: '3b0b6c52-3f59-4c43-8a4b-2f6f2b7d9f10',
@@ -44,7 +46,8 @@ beforeEach(async () => {
       return sendJson(response, 200, { access_token: token });
     }
     const bearer = String(request.headers.authorization ?? '').replace(/^Bearer /, '');
-    if (!accepted.has(bearer)) return sendJson(response, 401, { code: 'CLIENT_TOKEN_INVALID', message: 'bad client token' });
+    if (!accepted.has(bearer))
+      return sendJson(response, 401, { code: 'CLIENT_TOKEN_INVALID', message: 'bad client token' });
     return sendJson(response, 201, payment);
   });
   client = createWalletClient(stubClientConfig(server.url, { now: () => clockMs }));
@@ -55,7 +58,8 @@ afterEach(async () => {
   await server.close();
 });
 
-const pay = (wallet: WalletClient) => wallet.createPayment({ userAccessToken: 'user-token', amount: { currency: 'PHP', value: '10.00' } });
+const pay = (wallet: WalletClient) =>
+  wallet.createPayment({ userAccessToken: 'user-token', amount: { currency: 'PHP', value: '10.00' } });
 const tokenRequests = () => server.requests.filter(isTokenRequest).length;
 
 describe('client-token cache', () => {
@@ -118,7 +122,9 @@ describe('client-token cache', () => {
       return sendJson(response, 201, payment);
     });
     const wallet = client as WalletClient;
-    const errors = (await Promise.all([pay(wallet), pay(wallet)].map((p) => p.catch((e: unknown) => e)))) as WalletError[];
+    const errors = (await Promise.all(
+      [pay(wallet), pay(wallet)].map((p) => p.catch((e: unknown) => e)),
+    )) as WalletError[];
     expect(errors.map((e) => [e.operation, e.code, e.outcome])).toEqual([
       ['connect.token.client_credentials', 'invalid_client', 'rejected'],
       ['connect.token.client_credentials', 'invalid_client', 'rejected'],

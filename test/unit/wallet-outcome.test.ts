@@ -16,11 +16,16 @@ const effectful = [...creates, ...executes, ...rotation, ...codeExchange];
 
 function expectRow(condition: FailureCondition, expected: Partial<Record<WalletOperation, WalletOutcome>>) {
   for (const operation of all) {
-    expect({ operation, outcome: outcomeOf(operation, condition) }).toEqual({ operation, outcome: expected[operation] });
+    expect({ operation, outcome: outcomeOf(operation, condition) }).toEqual({
+      operation,
+      outcome: expected[operation],
+    });
   }
 }
 const each = (operations: WalletOperation[], outcome: WalletOutcome) =>
-  Object.fromEntries(operations.map((operation) => [operation, outcome])) as Partial<Record<WalletOperation, WalletOutcome>>;
+  Object.fromEntries(operations.map((operation) => [operation, outcome])) as Partial<
+    Record<WalletOperation, WalletOutcome>
+  >;
 
 describe('outcome table', () => {
   it('covers every condition', () => {
@@ -54,7 +59,8 @@ describe('outcome table', () => {
       ...each([...executes, ...rotation, ...codeExchange], 'unknown'),
     }));
 
-  it('409 already executed: unknown (the caller reconciles)', () => expectRow('already-executed', each(all, 'unknown')));
+  it('409 already executed: unknown (the caller reconciles)', () =>
+    expectRow('already-executed', each(all, 'unknown')));
   it('any other 4xx: rejected', () => expectRow('client-error', each(all, 'rejected')));
 });
 

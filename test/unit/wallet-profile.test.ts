@@ -104,7 +104,10 @@ describe('profile decryption', () => {
   });
 
   it('refuses a decompression bomb before inflating it all', async () => {
-    const jws = await signProfile({ id: 'u', profileId: 'p', kycStatus: 'KYC1', padding: 'a'.repeat(10 * 1024 * 1024) }, keys.secret);
+    const jws = await signProfile(
+      { id: 'u', profileId: 'p', kycStatus: 'KYC1', padding: 'a'.repeat(10 * 1024 * 1024) },
+      keys.secret,
+    );
     const data = encryptProfileJwe(jws, keys.publicKey);
     expect(data.length).toBeLessThan(100_000); // ~10 MiB of plaintext in a few KiB
     await expectProfileError(data, 'PROFILE_TOO_LARGE');
@@ -158,7 +161,12 @@ describe('profile decryption', () => {
     await expectProfileError(await profileData({ id: 'u', profileId: 'p', kycStatus: 'KYC9' }), 'PROFILE_INVALID');
     await expectProfileError(await profileData({ id: 'u', kycStatus: 'KYC1' }), 'PROFILE_INVALID');
     await expectProfileError(
-      await profileData({ id: 'u', profileId: 'p', kycStatus: 'KYC1', birthDetails: { ...fullProfile.birthDetails, birthDate: '1990-01-31' } }),
+      await profileData({
+        id: 'u',
+        profileId: 'p',
+        kycStatus: 'KYC1',
+        birthDetails: { ...fullProfile.birthDetails, birthDate: '1990-01-31' },
+      }),
       'PROFILE_INVALID',
     );
   });

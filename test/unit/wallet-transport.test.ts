@@ -30,9 +30,7 @@ let client: WalletClient | undefined;
 let records: WalletCallRecord[];
 
 function makeClient(overrides: Partial<WalletClientConfig> = {}, url = server.url): WalletClient {
-  client = createWalletClient(
-    stubClientConfig(url, { onCall: (record) => void records.push(record), ...overrides }),
-  );
+  client = createWalletClient(stubClientConfig(url, { onCall: (record) => void records.push(record), ...overrides }));
   return client;
 }
 
@@ -93,7 +91,9 @@ describe('requests', () => {
     const [request] = server.requests;
     expect(request?.method).toBe('POST');
     expect(request?.path).toBe('/v1/transfers');
-    expect(request?.headers.authorization).toBe(`Basic ${Buffer.from(`${stubSecrets.transferApiKey}:`).toString('base64')}`);
+    expect(request?.headers.authorization).toBe(
+      `Basic ${Buffer.from(`${stubSecrets.transferApiKey}:`).toString('base64')}`,
+    );
     expect(request?.headers['content-type']).toBe('application/json');
     expect(request?.headers.accept).toBe('application/json');
     expect(JSON.parse(request?.body ?? '')).toEqual({
@@ -150,7 +150,9 @@ describe('requests', () => {
   });
 
   it('standalone refresh sends the scope when given and keeps a missing refresh token as null', async () => {
-    server.handle((_request, response) => sendJson(response, 200, { access_token: 'at2', token_type: 'Bearer', expires_in: '3600' }));
+    server.handle((_request, response) =>
+      sendJson(response, 200, { access_token: 'at2', token_type: 'Bearer', expires_in: '3600' }),
+    );
     const result = await makeClient().refreshStandalone('rt', 'openid');
     expect(Object.fromEntries(new URLSearchParams(server.requests[0]?.body))).toEqual({
       grant_type: 'refresh_token',
@@ -194,7 +196,10 @@ describe('requests', () => {
     expect(request?.headers['x-authorization']).toBe('user-access-token-SECRET');
     expect(request?.headers['content-type']).toBe('application/json');
     expect(request?.headers.accept).toBe('application/json');
-    expect(JSON.parse(request?.body ?? '')).toEqual({ p2mId: stubSecrets.p2mId, amount: { currency: 'PHP', value: 250.75 } });
+    expect(JSON.parse(request?.body ?? '')).toEqual({
+      p2mId: stubSecrets.p2mId,
+      amount: { currency: 'PHP', value: 250.75 },
+    });
     expect(result.data).toEqual({
       walletPaymentId: 'pay-1',
       p2mId: stubSecrets.p2mId,
@@ -233,7 +238,10 @@ describe('amounts across the JSON boundary', () => {
       response.writeHead(201, { 'content-type': 'application/json' });
       response.end(body);
     });
-    const result = await makeClient().createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value } });
+    const result = await makeClient().createTransfer({
+      recipient: { type: 'TOKEN', value: 't' },
+      amount: { currency: 'PHP', value },
+    });
     expect(/"value":([0-9.]+)/.exec(server.requests[0]?.body ?? '')?.[1]).toBe(wire);
     const expected = value.includes('.') ? value : `${value}.00`;
     expect(result.data.amount.value).toBe(expected);
@@ -247,7 +255,9 @@ describe('amounts across the JSON boundary', () => {
   it('refuses an invalid amount before sending anything', async () => {
     const wallet = makeClient();
     for (const value of ['0.001', '1e3', '-1', '10000000000.00', '1.234']) {
-      const error = await failure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value } }));
+      const error = await failure(
+        wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value } }),
+      );
       expect([error.code, error.outcome, error.httpStatus]).toEqual(['INVALID_ARGUMENT', 'rejected', null]);
     }
     expect(server.requests).toHaveLength(0);
@@ -276,7 +286,9 @@ describe('failures', () => {
   it('a reset connection is CONNECTION_RESET: unknown for create, retryable for retrieve', async () => {
     server.handle((_request, response) => void response.socket?.destroy());
     const wallet = makeClient();
-    const create = await failure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value: '1.00' } }));
+    const create = await failure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value: '1.00' } }),
+    );
     expect([create.code, create.outcome]).toEqual(['CONNECTION_RESET', 'unknown']);
     expect((await failure(wallet.retrieveTransfer(transferId))).outcome).toBe('retryable');
   });
@@ -309,9 +321,16 @@ describe('failures', () => {
   });
 
   it('429 is retryable with retryAfterMs from Retry-After', async () => {
-    server.handle((_request, response) => sendJson(response, 429, { code: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '2' }));
+    server.handle((_request, response) =>
+      sendJson(response, 429, { code: 'RATE_LIMITED', message: 'slow down' }, { 'retry-after': '2' }),
+    );
     const error = await failure(makeClient().executeTransfer(transferId));
-    expect([error.code, error.outcome, error.httpStatus, error.retryAfterMs]).toEqual(['RATE_LIMITED', 'retryable', 429, 2000]);
+    expect([error.code, error.outcome, error.httpStatus, error.retryAfterMs]).toEqual([
+      'RATE_LIMITED',
+      'retryable',
+      429,
+      2000,
+    ]);
   });
 
   it('a 5xx without a body is HTTP_5XX: unknown for execute', async () => {
@@ -326,23 +345,33 @@ describe('failures', () => {
   it('7011 on create is retryable, on execute unknown', async () => {
     server.handle((_request, response) => sendJson(response, 400, { code: '7011', message: 'temporary failure' }));
     const wallet = makeClient();
-    const create = await failure(wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value: '1.00' } }));
+    const create = await failure(
+      wallet.createTransfer({ recipient: { type: 'TOKEN', value: 't' }, amount: { currency: 'PHP', value: '1.00' } }),
+    );
     expect([create.code, create.outcome]).toEqual(['7011', 'retryable']);
     expect((await failure(wallet.executeTransfer(transferId))).outcome).toBe('unknown');
   });
 
   it('409 TRANSFER_ALREADY_EXECUTED is unknown: the caller reconciles', async () => {
-    server.handle((_request, response) => sendJson(response, 409, { code: 'TRANSFER_ALREADY_EXECUTED', message: 'once' }));
+    server.handle((_request, response) =>
+      sendJson(response, 409, { code: 'TRANSFER_ALREADY_EXECUTED', message: 'once' }),
+    );
     const error = await failure(makeClient().executeTransfer(transferId));
     expect([error.code, error.outcome, error.httpStatus]).toEqual(['TRANSFER_ALREADY_EXECUTED', 'unknown', 409]);
   });
 
   it('keeps secrets out of messages, even when the service echoes them', async () => {
     server.handle((_request, response) =>
-      sendJson(response, 400, { code: 'CODE_INVALID', message: 'code 7654321 for user-access-token-SECRET is not valid' }),
+      sendJson(response, 400, {
+        code: 'CODE_INVALID',
+        message: 'code 7654321 for user-access-token-SECRET is not valid',
+      }),
     );
     const error = await failure(
-      makeClient().createTransfer({ recipient: { type: 'CODE', value: '7654321' }, amount: { currency: 'PHP', value: '1.00' } }),
+      makeClient().createTransfer({
+        recipient: { type: 'CODE', value: '7654321' },
+        amount: { currency: 'PHP', value: '1.00' },
+      }),
     );
     expect([error.code, error.outcome]).toEqual(['CODE_INVALID', 'rejected']);
     expectNoSecrets(`${error.message} ${error.serviceMessage ?? ''} ${error.stack ?? ''}`);
@@ -354,12 +383,16 @@ describe('audit hook', () => {
   it('records every call without secrets', async () => {
     server.handle((request, response) => {
       if (request.path === '/connect/token') return sendJson(response, 200, { access_token: 'client-token-SECRET' });
-      if (request.path.startsWith('/op/')) return sendJson(response, 401, { code: 'USER_TOKEN_INVALID', message: 'expired' });
+      if (request.path.startsWith('/op/'))
+        return sendJson(response, 401, { code: 'USER_TOKEN_INVALID', message: 'expired' });
       return sendJson(response, 201, transferRecord(request));
     });
     const now = Date.UTC(2030, 0, 1);
     const wallet = makeClient({ now: () => now });
-    await wallet.createTransfer({ recipient: { type: 'CODE', value: '7654321' }, amount: { currency: 'PHP', value: '1.00' } });
+    await wallet.createTransfer({
+      recipient: { type: 'CODE', value: '7654321' },
+      amount: { currency: 'PHP', value: '1.00' },
+    });
     await failure(wallet.executePayment({ userAccessToken: 'user-access-token-SECRET', walletPaymentId: 'pay-1' }));
     expect(records).toHaveLength(3);
     expect(records[0]).toEqual({
@@ -374,7 +407,12 @@ describe('audit hook', () => {
       durationMs: expect.any(Number),
       startedAt: new Date(now),
     });
-    expect(records[1]).toMatchObject({ service: 'connect', operation: 'connect.token.client_credentials', path: '/connect/token', outcome: 'ok' });
+    expect(records[1]).toMatchObject({
+      service: 'connect',
+      operation: 'connect.token.client_credentials',
+      path: '/connect/token',
+      outcome: 'ok',
+    });
     expect(records[2]).toMatchObject({
       service: 'op',
       operation: 'op.payments.execute',

@@ -9,22 +9,50 @@ import { onboardEmbeddedSession } from '../../workflows/onboard-embedded-session
 import { payWallet } from '../../workflows/pay-wallet.ts';
 import { reconcileFundings } from '../../workflows/sweep.ts';
 import { deliverWebhooks } from '../../workflows/deliver-webhooks.ts';
-import { deliverWebhooksWorkflowType, type DeliverWebhooksWorkflow } from '../../workflows/deliver-webhooks.contract.ts';
+import {
+  deliverWebhooksWorkflowType,
+  type DeliverWebhooksWorkflow,
+} from '../../workflows/deliver-webhooks.contract.ts';
 import { purgeExpired } from '../../workflows/purge-expired.ts';
 import { fundBatch } from '../../workflows/fund-batch.ts';
-import { fundingWorkflowId, fundWalletWorkflowType, type FundWalletWorkflow } from '../../workflows/fund-wallet.contract.ts';
-import { onboardEmbeddedSessionWorkflowType, onboardingWorkflowId, type OnboardEmbeddedSessionWorkflow } from '../../workflows/onboard-embedded-session.contract.ts';
-import { paymentWorkflowId, payWalletWorkflowType, type PayWalletWorkflow } from '../../workflows/pay-wallet.contract.ts';
+import {
+  fundingWorkflowId,
+  fundWalletWorkflowType,
+  type FundWalletWorkflow,
+} from '../../workflows/fund-wallet.contract.ts';
+import {
+  onboardEmbeddedSessionWorkflowType,
+  onboardingWorkflowId,
+  type OnboardEmbeddedSessionWorkflow,
+} from '../../workflows/onboard-embedded-session.contract.ts';
+import {
+  paymentWorkflowId,
+  payWalletWorkflowType,
+  type PayWalletWorkflow,
+} from '../../workflows/pay-wallet.contract.ts';
 import { reconcileFundingsWorkflowType, type SweepWorkflow } from '../../workflows/sweep.contract.ts';
 import { purgeExpiredWorkflowType, type PurgeExpiredWorkflow } from '../../workflows/purge-expired.contract.ts';
 import { fundBatchWorkflowType, type FundBatchWorkflow } from '../../workflows/fund-batch.contract.ts';
 import { settleDay } from '../../workflows/settle-day.ts';
-import { settleDayWorkflowType, settlementWorkflowId, type SettleDayWorkflow } from '../../workflows/settle-day.contract.ts';
+import {
+  settleDayWorkflowType,
+  settlementWorkflowId,
+  type SettleDayWorkflow,
+} from '../../workflows/settle-day.contract.ts';
 
 describe('workflow contracts', () => {
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
-      [fundWalletWorkflowType, payWalletWorkflowType, reconcileFundingsWorkflowType, onboardEmbeddedSessionWorkflowType, deliverWebhooksWorkflowType, purgeExpiredWorkflowType, fundBatchWorkflowType, settleDayWorkflowType].sort(),
+      [
+        fundWalletWorkflowType,
+        payWalletWorkflowType,
+        reconcileFundingsWorkflowType,
+        onboardEmbeddedSessionWorkflowType,
+        deliverWebhooksWorkflowType,
+        purgeExpiredWorkflowType,
+        fundBatchWorkflowType,
+        settleDayWorkflowType,
+      ].sort(),
     );
   });
 
@@ -32,8 +60,12 @@ describe('workflow contracts', () => {
     // `<prefix>-` and the first 40 hex digits of SHA-256('order-42') (3bf8b157…).
     expect(fundingWorkflowId('order-42', sha256Hex)).toBe('funding-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
     expect(paymentWorkflowId('order-42', sha256Hex)).toBe('payment-3bf8b157c4238eefe5ae4a66eca81c6b887d4dce');
-    expect(onboardingWorkflowId('5f1c0d9e-0000-4000-8000-000000000001')).toBe('embedded-session-5f1c0d9e-0000-4000-8000-000000000001');
-    expect(settlementWorkflowId('2026-03-01', '5f1c0d9e-0000-4000-8000-000000000002')).toBe('settlement-2026-03-01-5f1c0d9e-0000-4000-8000-000000000002');
+    expect(onboardingWorkflowId('5f1c0d9e-0000-4000-8000-000000000001')).toBe(
+      'embedded-session-5f1c0d9e-0000-4000-8000-000000000001',
+    );
+    expect(settlementWorkflowId('2026-03-01', '5f1c0d9e-0000-4000-8000-000000000002')).toBe(
+      'settlement-2026-03-01-5f1c0d9e-0000-4000-8000-000000000002',
+    );
   });
 
   it("declare each workflow's signature exactly (starters type-check against the contract, not the workflow file)", () => {

@@ -70,7 +70,11 @@ describe('the workload gauges', () => {
       return workload;
     });
     const samples = await gauges.scrape();
-    expect(parseSamples(samples).filter((sample) => sample.name.startsWith('walletflow_') && /review|reconciling|unfinished/.test(sample.name))).toEqual([]);
+    expect(
+      parseSamples(samples).filter(
+        (sample) => sample.name.startsWith('walletflow_') && /review|reconciling|unfinished/.test(sample.name),
+      ),
+    ).toEqual([]);
     expect(gauges.errors).toHaveLength(1);
     fail = false;
     expect(sampleValue(await gauges.scrape(), 'walletflow_fundings_in_review', {})).toBe(2);

@@ -31,7 +31,8 @@
   // Why a live region stopped, as the page says it (the server's `end` event, or a stream refused).
   const stopped = {
     'signed-out': 'Your session has ended: this page no longer updates.',
-    replaced: 'This page no longer updates: your session is following too many pages at once. Reload it to follow it again.',
+    replaced:
+      'This page no longer updates: your session is following too many pages at once. Reload it to follow it again.',
     refused: 'This page no longer updates. Reload it to see the latest.',
   };
   const sayStopped = (why) => {

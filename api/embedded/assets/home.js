@@ -14,7 +14,10 @@
   document.querySelectorAll('form').forEach((form) => {
     form.addEventListener('submit', () => {
       const button = form.querySelector('button');
-      if (button) setTimeout(() => { button.disabled = true; }, 0);
+      if (button)
+        setTimeout(() => {
+          button.disabled = true;
+        }, 0);
     });
   });
 
