@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Makes a real Temporal server and its SQL schema tool available for `walletflow bench --temporal
-# server`, and prints three paths on the last three lines: the server, the SQL tool, and the
-# PostgreSQL schema folder (v12: `temporal/versioned`, `visibility/versioned`).
-# Built with Go from the Go module proxy (go.temporal.io/server: cmd/server and cmd/tools/sql) into
-# the project's tool cache (~/.cache/walletflow/bin, or $WALLETFLOW_TOOLS_DIR/bin) as
-# `temporal-server` and `temporal-sql-tool`; a second run reuses them. v1.29.1 is the server the
-# Temporal CLI v1.5.1 embeds (scripts/install-temporal-cli.sh), so its modules and much of Go's
-# build cache are already there after the CLI build. The schema files ship in the same module
-# (schema/postgresql/v12); they are copied next to the binaries so a cleaned Go module cache does
-# not take them away.
+# server` and the deploy tests, and prints three paths on the last three lines: the server, the SQL
+# tool, and the PostgreSQL schema folder (v12: `temporal/versioned`, `visibility/versioned`).
+# Built with Go by scripts/build-temporal.sh (go.temporal.io/server: cmd/server and cmd/tools/sql,
+# from the module scripts/temporal-build, which pins the server v1.29.1 beside the Temporal CLI
+# v1.5.1 that embeds it) into the project's tool cache (~/.cache/walletflow/bin, or
+# $WALLETFLOW_TOOLS_DIR/bin) as `temporal-server` and `temporal-sql-tool`; a second run reuses them
+# while `temporal-server.version` beside them names the pinned version. scripts/setup.sh
+# --temporal-server builds them in the same go build as the CLI when both are missing. The schema
+# files ship in the server's module (schema/postgresql/v12); they are copied next to the binaries
+# so a cleaned Go module cache does not take them away.
+#   --cached   only says whether they are there (exit 0, the three paths) or not (exit 1): no build
 set -euo pipefail
-version="${TEMPORAL_SERVER_VERSION:-v1.29.1}"
+scripts="$(cd "$(dirname "$0")" && pwd)"
+version=$(sed -n 's/^[[:space:]]*go\.temporal\.io\/server \(v[^ ]*\).*/\1/p' "$scripts/temporal-build/go.mod")
 tools_dir="${WALLETFLOW_TOOLS_DIR:-$HOME/.cache/walletflow}"
 server="$tools_dir/bin/temporal-server"
 sql_tool="$tools_dir/bin/temporal-sql-tool"
@@ -20,7 +23,7 @@ schema="$tools_dir/temporal-server-schema/$version/postgresql/v12"
 copy_schema() {
   [ -d "$schema/temporal/versioned" ] && return 0
   local module_dir
-  module_dir=$(go mod download -json "go.temporal.io/server@$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
+  module_dir=$(cd "$scripts/temporal-build" && GOWORK=off go mod download -json "go.temporal.io/server" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p')
   [ -d "$module_dir/schema/postgresql/v12" ] || { echo "the server module's schema was not found (go mod download go.temporal.io/server@$version)" >&2; return 1; }
   mkdir -p "$(dirname "$schema")"
   cp -r "$module_dir/schema/postgresql/v12" "$schema"
@@ -32,43 +35,10 @@ if [ -x "$server" ] && [ -x "$sql_tool" ] && [ "$(cat "$stamp" 2>/dev/null)" = "
     echo "$server"; echo "$sql_tool"; echo "$schema"; exit 0
   fi
 fi
+[ "${1:-}" = "--cached" ] && exit 1
 
-if ! command -v go >/dev/null 2>&1; then
-  cat >&2 <<MSG
-Go is not installed, so the Temporal server cannot be built here.
-Install Go (https://go.dev/dl/) and run this again, or run the bench on the dev server (the default).
-MSG
-  exit 1
-fi
-
-echo "Building the Temporal server $version and its SQL tool with Go into $tools_dir/bin (first time only; several minutes on 2 cores)..." >&2
-staging="$tools_dir/build-temporal-server"
-rm -rf "$staging"
-mkdir -p "$staging" "$tools_dir/bin"
-log="$tools_dir/temporal-server-build.log"
-start=$(date +%s)
-# Both packages of one module at one version: `go install pkg@version` resolves the module's own
-# go.mod (no replace directives in the server module), like a release build.
-GOBIN="$staging" GOFLAGS="${GOFLAGS:--buildvcs=false}" go install -x \
-  "go.temporal.io/server/cmd/server@$version" \
-  "go.temporal.io/server/cmd/tools/sql@$version" >"$log" 2>&1 &
-pid=$!
-while kill -0 "$pid" 2>/dev/null; do
-  sleep 15
-  packages=$(grep -c '^mkdir -p \$WORK/b' "$log" 2>/dev/null || true)
-  echo "  ... $(( $(date +%s) - start ))s, ${packages:-0} packages compiled" >&2
-done
-if ! wait "$pid"; then
-  echo "Building the Temporal server failed; the last lines of $log:" >&2
-  tail -20 "$log" >&2
-  exit 1
-fi
-mv "$staging/server" "$server"
-mv "$staging/sql" "$sql_tool"
-rm -rf "$staging"
-echo "$version" >"$stamp"
+bash "$scripts/build-temporal.sh" server
 copy_schema
-echo "Temporal server and SQL tool built in $(( $(date +%s) - start ))s" >&2
 echo "$server"
 echo "$sql_tool"
 echo "$schema"

@@ -1,14 +1,14 @@
 // The first versioned deploy strands no run in flight (docs/changing-workflows.md, "The first
 // versioned deploy"). The previous release (test/support/previous-release.ts, built from this
 // checkout's history) runs as its operators ran it: its migrations, its API and its unversioned
-// worker, on a real Temporal server on PostgreSQL. Its fundings and payments are left in flight:
-// one in the retrieve loop, one in review, one waiting for a cancel, a payment in review and one
-// waiting out the wallet's 429s. Today's build is deployed by the documented procedure: today's
-// migrations, today's worker beside the old one with WORKER_PROMOTE=never, `walletflow deploy status`
-// counting the unversioned runs, `walletflow deploy promote`, today's API. Every run then finishes
-// on today's build with no failed workflow task, each review resolves through today's API, the
-// cancel lands, nothing is executed twice, the holds are all settled, and status counts no
-// unversioned run left before the old worker stops.
+// worker (on the bundle of its own workflows), on a real Temporal server on PostgreSQL. Its
+// fundings and payments are left in flight: one in the retrieve loop, one in review, one waiting for
+// a cancel, a payment in review and one waiting out the wallet's 429s. Today's build is deployed by
+// the documented procedure: today's migrations, today's worker beside the old one with
+// WORKER_PROMOTE=never, `walletflow deploy status` counting the unversioned runs, `walletflow
+// deploy promote`, today's API. Every run then finishes on today's build with no failed workflow
+// task, each review resolves through today's API, the cancel lands, nothing is executed twice, the
+// holds are all settled, and status counts no unversioned run left before the old worker stops.
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import proto from '@temporalio/proto';
@@ -214,9 +214,12 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
   it('runs the previous release left in the retrieve loop, in review and waiting for a cancel finish on today’s build; nothing executes twice', async () => {
     step('the previous release starts');
-    // The previous release, as it ran: its API and its worker (unversioned).
-    const oldApi = await startApi(release.dir);
-    const oldWorker = await startWorker(release.dir);
+    // The previous release, as it ran: its API and its worker (unversioned), on its own workflows'
+    // bundle (WORKFLOW_BUNDLE_PATH, as its Dockerfile ran it; made once per release, previous-release.ts).
+    const [oldApi, oldWorker] = await Promise.all([
+      startApi(release.dir),
+      startWorker(release.dir, { WORKFLOW_BUNDLE_PATH: release.workflowBundlePath }),
+    ]);
 
     const recipient = await admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const payer = await admin.createUser({ kycLevel: 'KYC1', balance: '500.00' });

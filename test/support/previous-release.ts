@@ -3,10 +3,18 @@
 // are a subset of today's, at the same versions: checked) and its own Prisma client generated from
 // its own schema. For the upgrade test (test/deploy/upgrade-from-previous-release.test.ts), which
 // runs its migrations, its API and its unversioned worker, then deploys today's build over them.
+// Its worker runs its own workflows from a prebuilt bundle (WORKFLOW_BUNDLE_PATH, as its Dockerfile
+// ran it), the webpack bundle of its workflows/ that its worker would otherwise make at every
+// start: made once per release commit and lockfile (the bundle holds the workflow SDK of this
+// checkout's node_modules) and kept in the project's tool cache (~/.cache/walletflow, or
+// $WALLETFLOW_TOOLS_DIR), which fresh clones share.
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, symlink } from 'node:fs/promises';
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -19,6 +27,8 @@ export const previousReleaseCommit = '360981cc3987e1cc4437b742d14d5781da8821fe';
 export interface PreviousRelease {
   /** The release's tree: run its entry points with this as the working directory. */
   dir: string;
+  /** The bundle of the release's own workflows, for its worker's WORKFLOW_BUNDLE_PATH. */
+  workflowBundlePath: string;
   /** Applies the release's own migrations to `databaseUrl` (its `walletflow migrate`). */
   migrate(databaseUrl: string): void;
   remove(): Promise<void>;
@@ -64,8 +74,16 @@ export async function checkOutPreviousRelease(commit = previousReleaseCommit): P
     await rm(dir, { recursive: true, force: true });
     throw error;
   }
+  let workflowBundlePath: string;
+  try {
+    workflowBundlePath = await releaseWorkflowBundle(commit, dir);
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
   return {
     dir,
+    workflowBundlePath,
     migrate(databaseUrl) {
       run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'migrate'], {
         cwd: dir,
@@ -74,6 +92,26 @@ export async function checkOutPreviousRelease(commit = previousReleaseCommit): P
     },
     remove: () => rm(dir, { recursive: true, force: true }),
   };
+}
+
+/**
+ * The webpack bundle of the release's workflows/index.ts, as its worker made it at start (the same
+ * bundler and options: no interceptor modules without tracing): from the cache when this commit was
+ * bundled with this lockfile's packages, else made from the checked-out tree and stored (written
+ * beside its place, then renamed, so a run that stops half-way leaves no partial bundle).
+ */
+async function releaseWorkflowBundle(commit: string, dir: string): Promise<string> {
+  const lockfile = await readFile(path.join(root, 'package-lock.json'));
+  const key = createHash('sha256').update(commit).update(lockfile).digest('hex').slice(0, 16);
+  const toolsDir = process.env.WALLETFLOW_TOOLS_DIR || path.join(os.homedir(), '.cache/walletflow');
+  const cached = path.join(toolsDir, 'previous-release', `${commit.slice(0, 7)}-${key}`, 'workflow-bundle.js');
+  if (existsSync(cached)) return cached;
+  const code = await bundleWorkflows({ warnings: false, workflowsPath: path.join(dir, 'workflows/index.ts') });
+  await mkdir(path.dirname(cached), { recursive: true });
+  const partial = `${cached}.${randomUUID()}.partial`;
+  await writeFile(partial, code);
+  await rename(partial, cached);
+  return cached;
 }
 
 /** Today's node_modules serve the release only if it asks for nothing today's lockfile lacks. */

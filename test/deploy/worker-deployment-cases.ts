@@ -1,0 +1,259 @@
+// Safe deploys (docs/changing-workflows.md): two builds of walletflow's workflows run side by side as
+// versions of one worker deployment. Build B's fundWallet differs from build A's from its first
+// command (a timer), with no patch. A funding that started on A finishes on A after B becomes
+// current; new fundings run on B; `walletflow deploy rollback` sends new fundings back to A in one
+// step; no workflow task ever fails (a pinned run is never replayed on the other build). On the real
+// sandbox and PostgreSQL, with the CLI an operator runs. These are the cases for one Temporal: the
+// suite's dev server (worker-deployment.test.ts) or a real Temporal server on PostgreSQL, as
+// production runs it (worker-deployment-real-server.test.ts; built by scripts/setup.sh
+// --temporal-server). One file per Temporal, so the two run side by side.
+import path from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import type { RealTemporal } from '../support/real-temporal.ts';
+import proto from '@temporalio/proto';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import type { InProcessWorker } from '../support/partner-api.ts';
+import { runCli } from '../support/cli-run.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/** The deploy cases on one Temporal: `start` brings it (undefined: the suite's dev server). */
+export function describeWorkerDeployment(name: string, start: () => Promise<RealTemporal | undefined>): void {
+  describe(`two builds of the workflows, deployed while money is in flight, on ${name}`, () => {
+    let stack: PartnerStack;
+    let stopTemporal: (() => Promise<void>) | undefined;
+    const workers: Array<InProcessWorker & { buildId: string }> = [];
+
+    beforeAll(async () => {
+      const temporal = await start();
+      stopTemporal = temporal?.stop;
+      stack = await startPartnerStack(temporal ? { temporal } : {});
+    }, 300_000);
+    /** Stops a worker as its process would stop: drained, its connections closed. */
+    const stopWorker = async (running: InProcessWorker) => {
+      running.worker.shutdown();
+      await running.done.catch(() => undefined);
+      await running.connection.close();
+      await running.wallet.close();
+    };
+    afterAll(async () => {
+      await stack?.admin.settings({ processingDelayMs: 0 }).catch(() => undefined);
+      for (const running of workers) await stopWorker(running);
+      await stack?.close();
+      await stopTemporal?.();
+    }, 120_000);
+
+    const deployCli = (...args: string[]) =>
+      runCli(['deploy', ...args], {
+        env: {
+          TEMPORAL_ADDRESS: stack.temporalAddress,
+          TEMPORAL_NAMESPACE: stack.temporalNamespace,
+          TEMPORAL_TASK_QUEUE: stack.taskQueue,
+          LOG_LEVEL: 'warn',
+        },
+      });
+
+    /** A funding to a fresh cash-in code, as the ops API takes it: its id and its workflow's id. */
+    async function startFunding(): Promise<{ fundingId: string; workflowId: string }> {
+      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+      const { code } = await stack.admin.cashInCode(user.userId);
+      const response = await stack.opsFetch('/ops/fundings', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+        body: JSON.stringify({ recipient: { type: 'CODE', code }, amount: { currency: 'PHP', value: '1.00' } }),
+      });
+      expect(response.status).toBe(202);
+      const { fundingId } = (await response.json()) as { fundingId: string };
+      const { workflowId } = await stack.database.funding.findUniqueOrThrow({
+        where: { id: fundingId },
+        select: { workflowId: true },
+      });
+      return { fundingId, workflowId };
+    }
+
+    type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
+    const types = proto.temporal.api.enums.v1.EventType;
+    const EventType = {
+      WorkflowTaskCompleted: types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+      WorkflowTaskFailed: types.EVENT_TYPE_WORKFLOW_TASK_FAILED,
+      TimerStarted: types.EVENT_TYPE_TIMER_STARTED,
+      ActivityTaskScheduled: types.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED,
+      MarkerRecorded: types.EVENT_TYPE_MARKER_RECORDED,
+    };
+
+    async function historyOf(workflowId: string): Promise<HistoryEvent[]> {
+      const history = await stack.temporal.workflow.getHandle(workflowId).fetchHistory();
+      return history.events ?? [];
+    }
+
+    /**
+     * The history of a run once it has closed: the funding's row is final a moment before (the one
+     * pass writes it inside the workflow task the run completes in), and a busy machine stretches it.
+     */
+    async function closedHistoryOf(workflowId: string): Promise<HistoryEvent[]> {
+      await stack.temporal.workflow.getHandle(workflowId).result();
+      return historyOf(workflowId);
+    }
+
+    /** The builds that completed each of the run's workflow tasks, in order. */
+    const buildsOf = (events: HistoryEvent[]) =>
+      events
+        .filter((event) => Number(event.eventType) === EventType.WorkflowTaskCompleted)
+        .map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
+    const failedTasksOf = (events: HistoryEvent[]) =>
+      events.filter((event) => Number(event.eventType) === EventType.WorkflowTaskFailed);
+    /**
+     * Whether the run's first command is build B's one-millisecond timer (build A's is a local or a regular activity).
+     */
+    const startsWithBuildBTimer = (events: HistoryEvent[]) => {
+      const first = events.find((event) =>
+        [EventType.TimerStarted, EventType.ActivityTaskScheduled, EventType.MarkerRecorded].includes(
+          Number(event.eventType),
+        ),
+      );
+      const timeout = first?.timerStartedEventAttributes?.startToFireTimeout;
+      return (
+        Number(first?.eventType) === EventType.TimerStarted &&
+        Number(timeout?.seconds ?? 0) === 0 &&
+        Number(timeout?.nanos) === 1_000_000
+      );
+    };
+
+    async function finalStatusOf(fundingId: string): Promise<string> {
+      return waitFor(
+        `funding ${fundingId} final`,
+        async () => {
+          const { status } = await stack.database.funding.findUniqueOrThrow({
+            where: { id: fundingId },
+            select: { status: true },
+          });
+          return ['APPROVED', 'DECLINED', 'REJECTED', 'FAILED', 'NEEDS_REVIEW'].includes(status) ? status : undefined;
+        },
+        90_000,
+      );
+    }
+
+    it('a funding started on build A finishes on A after B is promoted, new ones run on B, a rollback sends new ones back to A; no workflow task fails', async () => {
+      const a = await stack.createWorker({
+        workflowBundle: { codePath: inject('workflowBundlePath') },
+        promote: 'always',
+      });
+      workers.push(a);
+      const b = await stack.createWorker({
+        workflowBundle: {
+          code: await bundleWorkflows({
+            warnings: false,
+            workflowsPath: path.resolve(import.meta.dirname, 'build-b-workflows.ts'),
+          }),
+        },
+        promote: 'never',
+      });
+      workers.push(b);
+      expect(a.buildId).not.toBe(b.buildId);
+
+      const status = await deployCli('status', '--json');
+      expect(status.code, status.stderr).toBe(0);
+      const before = JSON.parse(status.stdout) as { current: string; versions: Array<{ buildId: string }> };
+      expect(before.current).toBe(a.buildId);
+      expect(before.versions.map((version) => version.buildId).sort()).toEqual([a.buildId, b.buildId].sort());
+
+      // F1 starts on A and waits on the wallet (its transfer takes 6 s to settle) while B is promoted.
+      await stack.admin.settings({ processingDelayMs: 6000 });
+      const f1 = await startFunding();
+      await waitFor(
+        'F1 under way',
+        async () =>
+          (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
+            ? true
+            : undefined,
+        30_000,
+      );
+      const promoted = await deployCli('promote', b.buildId);
+      expect(promoted.code, promoted.stderr).toBe(0);
+      expect(promoted.stdout).toContain(`${b.buildId} is now current`);
+      await stack.admin.settings({ processingDelayMs: 0 });
+
+      const f2 = await startFunding();
+      expect(await finalStatusOf(f1.fundingId)).toBe('APPROVED');
+      expect(await finalStatusOf(f2.fundingId)).toBe('APPROVED');
+
+      const rolledBack = await deployCli('rollback');
+      expect(rolledBack.code, rolledBack.stderr).toBe(0);
+      expect(rolledBack.stdout).toContain(`rolled back to ${a.buildId}`);
+      const f3 = await startFunding();
+      expect(await finalStatusOf(f3.fundingId)).toBe('APPROVED');
+
+      const [h1, h2, h3] = await Promise.all([
+        closedHistoryOf(f1.workflowId),
+        closedHistoryOf(f2.workflowId),
+        closedHistoryOf(f3.workflowId),
+      ]);
+      // F1: every task on A, before and after the promotion (several tasks: it waited on the wallet).
+      expect(buildsOf(h1).length).toBeGreaterThan(2);
+      expect(new Set(buildsOf(h1))).toEqual(new Set([a.buildId]));
+      expect(startsWithBuildBTimer(h1)).toBe(false);
+      // F2: B's code from its first command.
+      expect(new Set(buildsOf(h2))).toEqual(new Set([b.buildId]));
+      expect(startsWithBuildBTimer(h2)).toBe(true);
+      // F3: back on A.
+      expect(
+        new Set(buildsOf(h3)),
+        JSON.stringify(h3.map((event) => [event.eventType, event.workflowTaskCompletedEventAttributes])),
+      ).toEqual(new Set([a.buildId]));
+      expect(startsWithBuildBTimer(h3)).toBe(false);
+      for (const events of [h1, h2, h3]) expect(failedTasksOf(events)).toEqual([]);
+
+      const after = JSON.parse((await deployCli('status', '--json')).stdout) as { current: string };
+      expect(after.current).toBe(a.buildId);
+    }, 240_000);
+
+    it('a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build', async () => {
+      // A and B from the test before: B stops now, A once F4 is under way.
+      const [a, b] = workers.splice(0, workers.length);
+      if (!a || !b) throw new Error('the test before leaves workers of builds A and B running');
+      await stopWorker(b);
+      // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev
+      // stack's does.
+      await stack.admin.settings({ processingDelayMs: 4000 });
+      const f4 = await startFunding();
+      await waitFor(
+        'F4 under way',
+        async () =>
+          (await historyOf(f4.workflowId)).some((event) => Number(event.eventType) === EventType.ActivityTaskScheduled)
+            ? true
+            : undefined,
+        30_000,
+      );
+      await stopWorker(a);
+      await stack.admin.settings({ processingDelayMs: 0 });
+      // Build C (today's commands, another bundle) starts as `walletflow dev` starts its worker.
+      const c = await stack.createWorker({
+        workflowBundle: {
+          code: await bundleWorkflows({
+            warnings: false,
+            workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
+          }),
+        },
+        promote: 'replace',
+      });
+      workers.push(c);
+      expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
+      const h4 = await closedHistoryOf(f4.workflowId);
+      const builds = buildsOf(h4);
+      expect(builds[0]).toBe(a.buildId);
+      expect(builds.at(-1)).toBe(c.buildId);
+      expect(failedTasksOf(h4)).toEqual([]);
+    }, 240_000);
+
+    it('refuses to promote a build no worker has registered, naming the ones it knows', async () => {
+      const refused = await deployCli('promote', 'wf-00000000000000000000');
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('no worker has registered the build wf-00000000000000000000');
+      const ramp = await deployCli('ramp', 'wf-00000000000000000000', '150');
+      expect(ramp.code).toBe(64);
+      expect(ramp.stderr).toContain('from 0 to 100');
+    }, 60_000);
+  });
+}
