@@ -47,18 +47,20 @@ interface OpenStream {
 }
 
 /** `entry` among `key`'s streams in `map`, the oldest ended first while `bound` are open. */
-function join(map: Map<string, OpenStream[]>, key: string, entry: OpenStream, bound: number): OpenStream[] {
+function join(map: Map<string, OpenStream[]>, key: string, entry: OpenStream, bound: number): void {
   const streams = map.get(key) ?? [];
-  map.set(key, streams);
   while (streams.length >= bound) streams.shift()!.replace();
   streams.push(entry);
-  return streams;
+  map.set(key, streams);
 }
 
-function leave(map: Map<string, OpenStream[]>, key: string, streams: OpenStream[], entry: OpenStream): void {
+/** `entry` out of `key`'s streams in `map` (nothing when it is not there). */
+function leave(map: Map<string, OpenStream[]>, key: string, entry: OpenStream): void {
+  const streams = map.get(key);
+  if (!streams) return;
   const index = streams.indexOf(entry);
   if (index >= 0) streams.splice(index, 1);
-  if (streams.length === 0 && map.get(key) === streams) map.delete(key);
+  if (streams.length === 0) map.delete(key);
 }
 
 export interface LiveRender {
@@ -137,13 +139,16 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
       const entry: OpenStream = {
         replace() {
           replaced = true;
+          // Out of both counts at once: a stream ended by one bound no longer takes a place under the other.
+          leave(bySession, session.id, entry);
+          leave(byPerson, session.personId, entry);
           wake();
         },
       };
       // A session's oldest ends past its bound, and a person's oldest past theirs (signing in again and again makes
       // sessions, not slots).
-      const mine = join(bySession, session.id, entry, MAX_STREAMS_PER_SESSION);
-      const theirs = join(byPerson, session.personId, entry, MAX_STREAMS_PER_PERSON);
+      join(bySession, session.id, entry, MAX_STREAMS_PER_SESSION);
+      join(byPerson, session.personId, entry, MAX_STREAMS_PER_PERSON);
       let outcome: LiveStreamOutcome = 'lifetime';
       try {
         consoleHeaders(res);
@@ -200,8 +205,8 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
         options.logger.error({ err: error, path: req.path }, 'a console live stream failed: it is cut off');
       } finally {
         open.delete(paced);
-        leave(bySession, session.id, mine, entry);
-        leave(byPerson, session.personId, theirs, entry);
+        leave(bySession, session.id, entry);
+        leave(byPerson, session.personId, entry);
         options.metrics?.liveStreamEnded(outcome);
       }
     },

@@ -12,7 +12,7 @@ import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { consoleRoutes } from '../../api/console/console-router.ts';
 import { CONSOLE_SIGN_IN_STARTS_PER_MINUTE } from '../../api/app.ts';
-import { MAX_STREAMS_PER_PERSON } from '../../api/console/live-region.ts';
+import { MAX_STREAMS_PER_PERSON, MAX_STREAMS_PER_SESSION } from '../../api/console/live-region.ts';
 import { ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE } from '../../audit/ops-actions.ts';
 import { expressPath } from '../../api/http/route-registration.ts';
 import { createLogger } from '../../lib/logger.ts';
@@ -30,6 +30,7 @@ const keys = {
   rotated: newKey(),
   rotatedAgain: newKey(),
   steady: newKey(),
+  crowded: newKey(),
 };
 // Two processes of one deployment: one fingerprint key, one clock, one count of attempts.
 const encryptionKey = randomBytes(32);
@@ -61,6 +62,7 @@ beforeAll(async () => {
       `lead:read+fund:${keys.lead}`,
       `rotated:read:${keys.rotated}`,
       `steady:read:${keys.steady}`,
+      `crowded:read:${keys.crowded}`,
     ],
   });
   restarted = await startPartnerApi({
@@ -872,6 +874,39 @@ describe('live streams are bounded per person too', () => {
       }
     } finally {
       await Promise.all([...streams, other].map((stream) => stream.close()));
+    }
+  });
+});
+
+describe('a stream ended by one bound no longer counts toward the other', () => {
+  it('a person at their bound opening one stream too many in a full session loses only that session’s oldest', async () => {
+    skewMs = 0;
+    // Two browsers of one person (a key of its own: no other test's streams are this person's), four streams each:
+    // the person's bound (8) is reached with B's streams the oldest.
+    const [a, b] = await Promise.all([signIn(stack.apiBase, keys.crowded), signIn(stack.apiBase, keys.crowded)]);
+    const open = async (session: string) => {
+      const stream = await LiveStream.open(stack.apiBase, '/console/live/home', session);
+      expect(stream.response.status).toBe(200);
+      await stream.until(firstPush);
+      return stream;
+    };
+    const streams: LiveStream[] = [];
+    try {
+      for (let index = 0; index < MAX_STREAMS_PER_SESSION; index += 1) streams.push(await open(b));
+      for (let index = 0; index < MAX_STREAMS_PER_SESSION; index += 1) streams.push(await open(a));
+      expect(streams).toHaveLength(MAX_STREAMS_PER_PERSON);
+      // A fifth in A: A's oldest ends (its session's bound), which leaves the person at 8, so nothing else ends.
+      streams.push(await open(a));
+      const aOldest = streams[MAX_STREAMS_PER_SESSION]!;
+      expect(await aOldest.until(endEvent)).toContain('event: end\ndata: replaced');
+      for (const stream of streams.filter((each) => each !== aOldest)) {
+        const before = stream.text.length;
+        expect(await stream.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain(
+          'event: end',
+        );
+      }
+    } finally {
+      await Promise.all(streams.map((stream) => stream.close()));
     }
   });
 });
