@@ -45,7 +45,7 @@ import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
-import { buildForBench } from './bench-build.ts';
+import { compileProductionCode } from './compiled-code.ts';
 import { projectRoot, runsCompiled } from '../lib/project-root.ts';
 import { benchFiguresFile, benchResultsDir, writeBenchFigures } from './bench-figures.ts';
 import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
@@ -353,7 +353,7 @@ async function startBenchStack(
   // Compiled, as production runs them, unless this code itself runs compiled already (dist/).
   let compiledCodeDir: string | undefined;
   if (!settings.fromSource && !runsCompiled) {
-    compiledCodeDir = buildForBench();
+    compiledCodeDir = compileProductionCode();
     log(
       `API and workers compiled to ${path.relative(process.cwd(), compiledCodeDir)} (production build; --from-source to run them through tsx)`,
     );

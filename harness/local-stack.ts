@@ -122,7 +122,7 @@ export interface LocalStackOptions {
   /** Where the process logs go; default: inside the state dir (removed with it). */
   logDir?: string;
   /**
-   * Compiled JavaScript to run the API and workers from (harness/bench-build.ts), as production
+   * Compiled JavaScript to run the API and workers from (harness/compiled-code.ts), as production
    * runs them; absent: as this code runs (tsx from the sources, or dist/).
    */
   compiledCodeDir?: string;

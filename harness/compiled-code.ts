@@ -1,19 +1,32 @@
-// The bench runs the API and the workers as production runs them: compiled JavaScript, not the
-// TypeScript sources through tsx (whose loader costs each process ~35 MiB and some CPU). It
-// compiles the production code (tsconfig.build.json) into .walletflow/bench-build/<digest>/ inside
-// the project, so the compiled files resolve the project's node_modules, without touching dist/ (the
-// `walletflow` command prefers dist/ when it exists: a stale one would run old code). The digest is
-// of the sources: a bench run on unchanged sources reuses the last compile (the bench tests of one
-// test run, each a bench of its own, compile once), and benches started at once build it once
+// The production code compiled to JavaScript, for the processes the bench and the test suite start:
+// the API, the workers and the CLI run as production runs them, not from the TypeScript sources
+// through tsx (whose loader costs each process ~35 MiB and about a second of CPU). It compiles
+// the production code (tsconfig.build.json) into .walletflow/compiled/<digest>/ inside the project,
+// so the compiled files resolve the project's node_modules, without touching dist/ (the `walletflow`
+// command prefers dist/ when it exists: a stale one would run old code). The digest is of the
+// sources: a run on unchanged sources reuses the last compile (the suite's global setup compiles
+// once, and the bench inside it finds that compile), and compiles started at once build it once
 // between them (each compiles into a folder of its own and moves it into place whole).
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 
-export const benchBuildRoot = path.join(projectRoot, '.walletflow', 'bench-build');
+export const compiledCodeRoot = path.join(projectRoot, '.walletflow', 'compiled');
+
+/** A compile of other sources is removed once it is this old: a run still using it has ended by then. */
+const staleAfterMs = 60 * 60 * 1000;
 
 /** Folders that are not production code (tsconfig.build.json's exclude, and what holds no source). */
 const notSources = new Set([
@@ -59,10 +72,15 @@ function sourcesDigest(): string {
  * Compiles the production code, or finds it compiled from these very sources; answers its folder. Throws with tsc's
  * output when it fails.
  */
-export function buildForBench(): string {
+export function compileProductionCode(): string {
   const digest = sourcesDigest();
-  const dir = path.join(benchBuildRoot, digest);
-  if (existsSync(path.join(dir, '.complete'))) return dir;
+  const dir = path.join(compiledCodeRoot, digest);
+  if (existsSync(path.join(dir, '.complete'))) {
+    // In use again: a compile of other sources does not take it for stale (below).
+    const now = new Date();
+    utimesSync(dir, now, now);
+    return dir;
+  }
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
@@ -75,20 +93,22 @@ export function buildForBench(): string {
   });
   if (result.status !== 0) {
     rmSync(building, { recursive: true, force: true });
-    throw new Error(`compiling for the bench failed:\n${result.stdout}${result.stderr}`);
+    throw new Error(`compiling the production code failed:\n${result.stdout}${result.stderr}`);
   }
   copyBrowserAssets(building);
   writeFileSync(path.join(building, '.complete'), digest);
   try {
     renameSync(building, dir);
   } catch {
-    // Another bench moved its compile of the same sources into place first: use that one.
+    // Another run moved its compile of the same sources into place first: use that one.
     rmSync(building, { recursive: true, force: true });
   }
-  // Older compiles are of sources that changed since.
-  for (const entry of readdirSync(benchBuildRoot)) {
-    if (entry !== digest && !entry.includes('.building-'))
-      rmSync(path.join(benchBuildRoot, entry), { recursive: true, force: true });
+  // Older compiles are of sources that changed since; one made within the hour may still be in use
+  // (a test run started before an edit), so it stays until a later compile finds it stale.
+  for (const entry of readdirSync(compiledCodeRoot)) {
+    const folder = path.join(compiledCodeRoot, entry);
+    if (entry !== digest && !entry.includes('.building-') && Date.now() - statSync(folder).mtimeMs > staleAfterMs)
+      rmSync(folder, { recursive: true, force: true });
   }
   return dir;
 }
