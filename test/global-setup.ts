@@ -14,6 +14,7 @@ import {
   type RunningTemporal,
 } from '../stack/temporal-dev-server.ts';
 import { bundleWorkflows } from '../lib/workflow-bundle.ts';
+import { compileProductionCode } from '../harness/compiled-code.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,6 +24,8 @@ declare module 'vitest' {
     temporalAddress: string;
     temporalNamespace: string;
     workflowBundlePath: string;
+    /** The production code compiled (harness/compiled-code.ts) for the processes tests start; '' to run the sources. */
+    compiledCodeDir: string;
   }
 }
 
@@ -33,6 +36,7 @@ interface TestInfrastructure {
     workflowBundlePath: string;
     temporalAddress: string;
     temporalNamespace: string;
+    compiledCodeDir: string;
   };
   teardown: () => Promise<void>;
 }
@@ -112,8 +116,18 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   await writeFile(workflowBundlePath, await bundleWorkflows());
 
+  // The production code compiled once, for every process a test starts (test/support/node-entry.ts).
+  const compiledCodeDir = process.env.WALLETFLOW_TEST_FROM_SOURCE === '1' ? '' : compileProductionCode();
+
   return {
-    values: { databaseUrl, databaseUrls, workflowBundlePath, temporalAddress, temporalNamespace: namespace },
+    values: {
+      databaseUrl,
+      databaseUrls,
+      workflowBundlePath,
+      temporalAddress,
+      temporalNamespace: namespace,
+      compiledCodeDir,
+    },
     teardown,
   };
 }

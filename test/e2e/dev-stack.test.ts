@@ -14,6 +14,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findFreePort, isListening } from '../../stack/ports.ts';
 import { launchChromium } from '../support/browser.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const stateDir = mkdtempSync(path.join(tmpdir(), 'walletflow-dev-'));
@@ -64,7 +65,7 @@ async function startDev(): Promise<DevRun> {
     delete env[name];
   }
   // Its own process group, as a terminal would run it, so SIGINT reaches the group like Ctrl-C.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'dev'], {
+  const child = spawn(process.execPath, [...nodeArgsFor('cli/main.ts'), 'dev'], {
     cwd: root,
     env,
     detached: true,
@@ -141,7 +142,7 @@ describe('walletflow dev', () => {
       await fetch(`http://127.0.0.1:${first.ports.sandbox}/_sandbox/users/${anaId}/cash-in-codes`, { method: 'POST' })
     ).json()) as { code: string };
     const cli = (args: string[]) =>
-      spawnSync(process.execPath, ['--import', 'tsx', 'cli/main.ts', ...args], {
+      spawnSync(process.execPath, [...nodeArgsFor('cli/main.ts'), ...args], {
         cwd: root,
         env: {
           ...process.env,

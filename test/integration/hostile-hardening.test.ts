@@ -18,6 +18,7 @@ import { findFreePort } from '../../stack/ports.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseRawResponse, rawHttp, type RawResponse } from '../support/raw-http.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const LIMIT = 5;
 /** The landing page's own status polls, per web session (WEB_SESSION_POLL_LIMIT_PER_MINUTE). */
@@ -372,7 +373,7 @@ describe('graceful shutdown', () => {
   it('on SIGTERM the API finishes an in-flight request, refuses new connections, closes idle ones and exits 0', async () => {
     const port = await findFreePort();
     const root = path.resolve(import.meta.dirname, '../..');
-    const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+    const child = spawn(process.execPath, nodeArgsFor('api/main.ts'), {
       cwd: root,
       env: {
         ...stack.workerEnv(),

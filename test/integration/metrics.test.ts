@@ -14,6 +14,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseSamples, sampleValue } from '../support/prometheus-text.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -252,7 +253,7 @@ describe('the worker process at WORKER_METRICS_PORT', () => {
     stack = await startPartnerStack();
     const port = await freePort();
     metricsUrl = `http://127.0.0.1:${port}/metrics`;
-    worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    worker = spawn(process.execPath, nodeArgsFor('worker/main.ts'), {
       cwd: root,
       env: {
         ...stack.workerEnv(),

@@ -17,6 +17,7 @@ import {
   startPurgeExpired,
 } from '../../workflows/purge-expired.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 let stack: PartnerStack;
 const DAY_MS = 86_400_000;
@@ -308,7 +309,7 @@ describe('purge of expired logins and sessions', () => {
       .getHandle(purgeScheduleId)
       .delete()
       .catch(() => undefined);
-    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    const worker = spawn(process.execPath, nodeArgsFor('worker/main.ts'), {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: {
         ...stack.workerEnv(),

@@ -17,6 +17,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 let stack: PartnerStack;
 const anHourAgo = () => new Date(Date.now() - 3_600_000);
@@ -254,7 +255,7 @@ describe('the sweep', () => {
     // Asynchronously: this process's own worker runs the sweep while the CLI waits for it.
     const result = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'cli/main.ts', 'sweep', '--older-than', '600', '--json'],
+      [...nodeArgsFor('cli/main.ts'), 'sweep', '--older-than', '600', '--json'],
       {
         cwd: path.resolve(import.meta.dirname, '../..'),
         env: {

@@ -17,6 +17,7 @@ import { tracedBundlePath } from '../../lib/tracing-bundle.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 const SERVER = 2;
@@ -28,7 +29,7 @@ let bundleDir: string;
 const children: { child: ChildProcess; output: () => string }[] = [];
 
 function start(entry: string, env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+  const child = spawn(process.execPath, nodeArgsFor(entry), {
     cwd: root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

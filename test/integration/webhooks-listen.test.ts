@@ -18,6 +18,7 @@ import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 import { waitFor as waitForValue } from '../support/wait-for.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -90,7 +91,7 @@ describe('walletflow webhooks listen --forward-to', () => {
       delete env[name];
     cli = spawn(
       process.execPath,
-      ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--forward-to', targetUrl, '--api', stack.apiBase],
+      [...nodeArgsFor('cli/main.ts'), 'webhooks', 'listen', '--forward-to', targetUrl, '--api', stack.apiBase],
       { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     cli.stdout?.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
@@ -205,11 +206,11 @@ describe('walletflow webhooks listen --forward-to', () => {
       for (const name of ['WALLETFLOW_API_URL', 'WALLETFLOW_OPS_KEY_FILE', 'OPS_API_KEYS', 'OPS_API_KEYS_FILE'])
         delete env[name];
       let early = '';
-      const child = spawn(
-        process.execPath,
-        ['--import', 'tsx', 'cli/main.ts', 'webhooks', 'listen', '--api', relayBase],
-        { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] },
-      );
+      const child = spawn(process.execPath, [...nodeArgsFor('cli/main.ts'), 'webhooks', 'listen', '--api', relayBase], {
+        cwd: root,
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       child.stdout.setEncoding('utf8').on('data', (chunk: string) => (early += chunk));
       child.stderr.setEncoding('utf8').on('data', (chunk: string) => (early += chunk));
       const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;

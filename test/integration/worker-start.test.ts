@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -27,7 +28,7 @@ describe('worker start-up without Temporal', () => {
 
   it('retries the connection, then stops on SIGTERM with exit 0', async () => {
     const address = `127.0.0.1:${await closedPort()}`;
-    const worker = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts'], {
+    const worker = spawn(process.execPath, nodeArgsFor('worker/main.ts'), {
       cwd: root,
       env: { ...stack.workerEnv(), TEMPORAL_ADDRESS: address, LOG_LEVEL: 'info', LOG_FORMAT: 'json' },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { apiEnvironment } from '../../stack/child-process.ts';
 import { findFreePort } from '../../stack/ports.ts';
+import { nodeArgsFor } from './node-entry.ts';
 import { waitFor } from './wait-for.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -25,7 +26,7 @@ export interface ApiProcess {
 export async function startApiProcess(env: NodeJS.ProcessEnv): Promise<ApiProcess> {
   const port = await findFreePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'api/main.ts'], {
+  const child = spawn(process.execPath, nodeArgsFor('api/main.ts'), {
     cwd: root,
     env: apiEnvironment({
       ...env,

@@ -1,8 +1,9 @@
-// Runs the real `walletflow` CLI as a child process (tsx, cwd the project root, stdout a pipe so it
+// Runs the real `walletflow` CLI as a child process (compiled, node-entry.ts; cwd the project root, stdout a pipe so it
 // is not a terminal) and collects its exit code and output: a command that answers (runCli), or
 // a long run that starts a stack of its own, the soak or the bench (runLongCli).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { nodeArgsFor } from './node-entry.ts';
 import { testDatabaseServerUrl } from './test-database.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -28,7 +29,7 @@ export function runCli(
   ]) {
     if (!options.env?.[name]) delete env[name];
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor('cli/main.ts'), ...args], {
     cwd: root,
     env,
     stdio: [options.input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
@@ -70,7 +71,7 @@ export interface LongCliResult {
  * everything it started; SIGKILL `graceMs` later, only as a last resort. Resolves when it exits.
  */
 export function runLongCli(args: string[], options: { timeoutMs: number; graceMs: number }): Promise<LongCliResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(root, 'cli/main.ts'), ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor('cli/main.ts'), ...args], {
     cwd: root,
     // A fresh database on the suite's PostgreSQL server (harness/local-stack.ts), not a server of its own.
     env: { ...process.env, DATABASE_URL: testDatabaseServerUrl() },

@@ -1,8 +1,10 @@
-// A worker as production runs it: `worker/main.ts` in a process of its own, on a test stack's
-// settings (PartnerStack.workerEnv), so a test can kill it (SIGKILL) mid-work and start another.
-// The same for any entry point of any tree (the API; the previous release's processes).
+// A worker as production runs it: `worker/main.ts` compiled (node-entry.ts) in a process of its own,
+// on a test stack's settings (PartnerStack.workerEnv), so a test can kill it (SIGKILL) mid-work and
+// start another. The same for any entry point (the API), and for another tree's, from its sources
+// through tsx (`cwd`: the previous release's processes).
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { nodeArgsFor } from './node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -21,7 +23,8 @@ export function startWorkerProcess(
   env: NodeJS.ProcessEnv,
   options: { cwd?: string; entry?: string } = {},
 ): WorkerProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', options.entry ?? 'worker/main.ts'], {
+  const entry = options.entry ?? 'worker/main.ts';
+  const child = spawn(process.execPath, options.cwd ? ['--import', 'tsx', entry] : nodeArgsFor(entry), {
     cwd: options.cwd ?? root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
