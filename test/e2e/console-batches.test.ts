@@ -7,11 +7,11 @@
 // refused and stores nothing; the pages fit a phone and a desktop and pass axe.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
-import AxeBuilder from '@axe-core/playwright';
 import type { Browser, BrowserContext, Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
+import { seriousAxeFindings } from '../support/axe.ts';
 import { launchChromium } from '../support/browser.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -646,14 +646,7 @@ describe('the console’s batch pages, as they look', () => {
         ['batch', () => page.goto(`${stack.apiBase}${paths.batch}`)],
       ] as const) {
         await open();
-        const results = await new AxeBuilder({ page }).analyze();
-        for (const violation of results.violations.filter(
-          (each) => each.impact === 'serious' || each.impact === 'critical',
-        )) {
-          found.push(
-            `${name} at ${width} px: ${violation.id} (${violation.impact}): ${violation.nodes.map((node) => node.target.join(' ')).join('; ')}`,
-          );
-        }
+        for (const finding of await seriousAxeFindings(page)) found.push(`${name} at ${width} px: ${finding}`);
       }
     }
     expect(found).toEqual([]);

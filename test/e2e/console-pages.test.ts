@@ -10,7 +10,6 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { AxeBuilder } from '@axe-core/playwright';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -26,6 +25,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import type { WalletClient } from '../../wallet/index.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
+import { seriousAxeFindings } from '../support/axe.ts';
 import { launchChromium } from '../support/browser.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -450,12 +450,7 @@ describe('the settlement download', () => {
         const progress = page.locator('#settlement-progress');
         expect(await progress.innerText()).toMatch(/\d+ of 100 fundings and payments checked/);
         expect(await progress.locator('progress').getAttribute('max')).toBe('100');
-        const axe = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
-        expect(
-          axe.violations
-            .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-            .map((violation) => violation.id),
-        ).toEqual([]);
+        expect(await seriousAxeFindings(page)).toEqual([]);
       } finally {
         await stack.admin.setFaults(faults);
       }
@@ -742,23 +737,12 @@ describe('every page', () => {
               path: path.join(resultsDir, `console-${name}-${viewport.width}.png`),
               fullPage: true,
             });
-            // Only violations are gathered (axe's own advice for speed); every rule runs.
-            const axe = await new AxeBuilder({ page }).options({ resultTypes: ['violations'] }).analyze();
-            const serious = axe.violations.filter(
-              (violation) => violation.impact === 'serious' || violation.impact === 'critical',
-            );
-            expect(
-              serious.map(
-                (violation) => `${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`,
-              ),
-              where,
-            ).toEqual([]);
+            expect(await seriousAxeFindings(page), where).toEqual([]);
           }
         } finally {
           await page.context().close();
         }
       }),
     );
-    // 17 pages at two widths, axe on each: about a minute on a quiet machine, several beside the suite.
   }, 360_000);
 });
