@@ -246,11 +246,11 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
     }
   })();
 
-  // Batches: sent one after another beside the single requests, under the same chaos; their holds
-  // are checked against their open items every few seconds.
+  // Batches: sent at once, beside the single requests and under the same chaos, as a partner's
+  // batches overlap; each draws from a random sequence of its own (the seed's, whatever order their
+  // awaits interleave in). Their holds are checked against their open items every few seconds.
   const batchViolations: Violation[] = [];
   const approver = opsClient(stack.apiBase, stack.approverKey, stats);
-  const batchRandom = mulberry32(options.seed ^ 0xba7c5);
   const batchIds = () => batchPlan.batches.flatMap((batch) => (batch.batchId ? [batch.batchId] : []));
   let batchChecks = 0;
   const holdChecker = setInterval(() => {
@@ -262,8 +262,8 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
       () => undefined,
     );
   }, 3000);
-  const batchesDone = (async () => {
-    for (const batch of batchPlan.batches) {
+  const batchesDone = Promise.all(
+    batchPlan.batches.map(async (batch) => {
       try {
         await driveBatch(batch, {
           admin,
@@ -272,7 +272,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
           approver,
           database: stack.database,
           tokenEncryptionKey: stack.tokenEncryptionKey,
-          random: batchRandom,
+          random: mulberry32((options.seed ^ 0xba7c5) + batch.index),
           deadline,
           log,
         });
@@ -280,8 +280,8 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
         batch.error = (error as Error).message;
         log(`batch ${batch.index}: ${batch.error}`);
       }
-    }
-  })();
+    }),
+  );
 
   let posted = 0;
   const progress = setInterval(() => {
