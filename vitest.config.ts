@@ -16,8 +16,8 @@ const alone = [
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
-    // Each file's worker database analyzed after it, as autovacuum would (the machine's has it off).
-    setupFiles: ['test/analyze-after-each-file.ts'],
+    // Each worker's database made again after every file, empty and migrated (test/support/test-database.ts).
+    setupFiles: ['test/fresh-database-after-each-file.ts'],
     environment: 'node',
     testTimeout: 60_000,
     hookTimeout: 180_000,

@@ -21,6 +21,8 @@ declare module 'vitest' {
     databaseUrl: string;
     /** One migrated copy per test worker (VITEST_POOL_ID), so files that run at once never share rows. */
     databaseUrls: string[];
+    /** A migrated database nothing connects to: each worker's is made again from it after every file. */
+    templateDatabaseName: string;
     temporalAddress: string;
     temporalNamespace: string;
     workflowBundlePath: string;
@@ -33,6 +35,7 @@ interface TestInfrastructure {
   values: {
     databaseUrl: string;
     databaseUrls: string[];
+    templateDatabaseName: string;
     workflowBundlePath: string;
     temporalAddress: string;
     temporalNamespace: string;
@@ -73,9 +76,10 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
+  const templateDatabaseName = `${databaseName}_template`;
   const teardown = async () => {
     await temporal?.stop();
-    for (const name of [...workerDatabaseNames, databaseName])
+    for (const name of [...workerDatabaseNames, templateDatabaseName, databaseName])
       if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
@@ -93,16 +97,16 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     }
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
     await applyMigrations(databaseUrl);
-    // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close).
-    databaseUrls.push(
-      ...(await Promise.all(
-        workerDatabaseNames.map(async (name) => {
-          const url = await ensureDatabaseExists(serverUrl!, name);
-          await applyMigrations(url);
-          return url;
-        }),
-      )),
+    // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close);
+    // the template is copied after each file (test/fresh-database-after-each-file.ts), by then long idle.
+    const migrated = await Promise.all(
+      [...workerDatabaseNames, templateDatabaseName].map(async (name) => {
+        const url = await ensureDatabaseExists(serverUrl!, name);
+        await applyMigrations(url);
+        return url;
+      }),
     );
+    databaseUrls.push(...migrated.slice(0, workerDatabaseNames.length));
     if (!temporalAddress) {
       temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
       temporalAddress = temporal.address;
@@ -123,6 +127,7 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     values: {
       databaseUrl,
       databaseUrls,
+      templateDatabaseName,
       workflowBundlePath,
       temporalAddress,
       temporalNamespace: namespace,
