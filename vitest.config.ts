@@ -16,8 +16,9 @@ const alone = [
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
-    // Each worker's database made again after every file, empty and migrated (test/support/test-database.ts).
-    setupFiles: ['test/fresh-database-after-each-file.ts'],
+    // Each worker's database made again after every file, empty and migrated (test/support/test-database.ts);
+    // each file's CPU written down when WALLETFLOW_TEST_CPU_FILE says where.
+    setupFiles: ['test/fresh-database-after-each-file.ts', 'test/cpu-per-file.ts'],
     environment: 'node',
     testTimeout: 60_000,
     hookTimeout: 180_000,
