@@ -76,10 +76,14 @@ export function compileProductionCode(): string {
   const digest = sourcesDigest();
   const dir = path.join(compiledCodeRoot, digest);
   if (existsSync(path.join(dir, '.complete'))) {
-    // In use again: a compile of other sources does not take it for stale (below).
-    const now = new Date();
-    utimesSync(dir, now, now);
-    return dir;
+    try {
+      // In use again: a compile of other sources does not take it for stale (below).
+      const now = new Date();
+      utimesSync(dir, now, now);
+      return dir;
+    } catch {
+      // Removed as stale by another run a moment ago: compile it again below.
+    }
   }
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
@@ -99,16 +103,21 @@ export function compileProductionCode(): string {
   writeFileSync(path.join(building, '.complete'), digest);
   try {
     renameSync(building, dir);
-  } catch {
+  } catch (error) {
     // Another run moved its compile of the same sources into place first: use that one.
     rmSync(building, { recursive: true, force: true });
+    if (!existsSync(path.join(dir, '.complete'))) throw error;
   }
-  // Older compiles are of sources that changed since; one made within the hour may still be in use
-  // (a test run started before an edit), so it stays until a later compile finds it stale.
+  // Older compiles are of sources that changed since, and folders left by a compile that was killed;
+  // one made or used within the hour may still be in use (a test run started before an edit), so it
+  // stays until a later compile finds it stale.
   for (const entry of readdirSync(compiledCodeRoot)) {
     const folder = path.join(compiledCodeRoot, entry);
-    if (entry !== digest && !entry.includes('.building-') && Date.now() - statSync(folder).mtimeMs > staleAfterMs)
+    const modified = statSync(folder, { throwIfNoEntry: false })?.mtimeMs;
+    if (entry !== digest && modified !== undefined && Date.now() - modified > staleAfterMs)
       rmSync(folder, { recursive: true, force: true });
   }
+  // The folder this compile had before it served the tests as well as the bench.
+  rmSync(path.join(projectRoot, '.walletflow', 'bench-build'), { recursive: true, force: true });
   return dir;
 }

@@ -247,10 +247,12 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   })();
 
   // Batches: sent at once, beside the single requests and under the same chaos, as a partner's
-  // batches overlap; each draws from a random sequence of its own (the seed's, whatever order their
-  // awaits interleave in). Their holds are checked against their open items every few seconds.
+  // batches overlap; each draws from a random sequence of its own, seeded from the run's seed, whatever
+  // order their awaits interleave in. Their holds are checked against their open items every few seconds.
   const batchViolations: Violation[] = [];
   const approver = opsClient(stack.apiBase, stack.approverKey, stats);
+  const batchSeeds = mulberry32(options.seed ^ 0xba7c5);
+  const batchRandoms = batchPlan.batches.map(() => mulberry32(Math.floor(batchSeeds() * 2 ** 32)));
   const batchIds = () => batchPlan.batches.flatMap((batch) => (batch.batchId ? [batch.batchId] : []));
   let batchChecks = 0;
   const holdChecker = setInterval(() => {
@@ -272,7 +274,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
           approver,
           database: stack.database,
           tokenEncryptionKey: stack.tokenEncryptionKey,
-          random: mulberry32((options.seed ^ 0xba7c5) + batch.index),
+          random: batchRandoms[batch.index]!,
           deadline,
           log,
         });

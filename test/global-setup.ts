@@ -85,8 +85,12 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
     await rm(path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`), { force: true });
   };
+  // The production code compiled once, for every process a test starts (test/support/node-entry.ts): first, so that a
+  // compile that fails leaves nothing started.
+  const compiledCodeDir = process.env.WALLETFLOW_TEST_FROM_SOURCE === '1' ? '' : compileProductionCode();
   let databaseUrl: string;
   const databaseUrls: string[] = [];
+  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   await mkdir(path.join(root, '.walletflow'), { recursive: true });
   try {
     if (!serverUrl) {
@@ -98,7 +102,7 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
     await applyMigrations(databaseUrl);
     // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close);
-    // the template is copied after each file (test/fresh-database-after-each-file.ts), by then long idle.
+    // the template is copied after each file (test/fresh-database-after-each-file.ts), which ends such a connection.
     const migrated = await Promise.all(
       [...workerDatabaseNames, templateDatabaseName].map(async (name) => {
         const url = await ensureDatabaseExists(serverUrl!, name);
@@ -111,17 +115,12 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
       temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
       temporalAddress = temporal.address;
     }
+    // Bundle the workflows once for every test worker (webpack takes seconds).
+    await writeFile(workflowBundlePath, await bundleWorkflows());
   } catch (error) {
     await teardown();
     throw error;
   }
-
-  // Bundle the workflows once for every test worker (webpack takes seconds).
-  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
-  await writeFile(workflowBundlePath, await bundleWorkflows());
-
-  // The production code compiled once, for every process a test starts (test/support/node-entry.ts).
-  const compiledCodeDir = process.env.WALLETFLOW_TEST_FROM_SOURCE === '1' ? '' : compileProductionCode();
 
   return {
     values: {

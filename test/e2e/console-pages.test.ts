@@ -744,5 +744,6 @@ describe('every page', () => {
         }
       }),
     );
+    // 17 pages at two widths, axe on each (about a second a page): 26 s alone, 45 s in a full run, more when loaded.
   }, 360_000);
 });

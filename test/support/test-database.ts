@@ -5,6 +5,7 @@
 // statistics (the machine's PostgreSQL runs with autovacuum off: /etc/postgresql/15/main/conf.d/90-ci.conf).
 import pg from 'pg';
 import { inject } from 'vitest';
+import { dropDatabase } from '../../lib/database.ts';
 
 export function testDatabaseUrl(): string {
   const urls = inject('databaseUrls');
@@ -26,26 +27,32 @@ export function testDatabaseServerUrl(): string {
 }
 
 /**
- * Makes this worker's database again from the migrated template: its connections ended (FORCE), the
- * database dropped and copied from the template. A template still in use a moment after the global
- * setup migrated it is tried again.
+ * Makes this worker's database again from the migrated template: a copy made beside it first, then
+ * the old one dropped (its connections ended) and the copy renamed into its place, so a copy that
+ * fails leaves the worker its old database rather than none. Nothing should be connected to the
+ * template; a connection the migration engine left is ended (a copy waits for none: 55006).
  */
 export async function resetTestDatabase(): Promise<void> {
   const name = new URL(testDatabaseUrl()).pathname.slice(1);
+  const template = inject('templateDatabaseName');
+  const next = `${name}_next`;
   const quoted = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
+  await dropDatabase(testDatabaseServerUrl(), next);
   const client = new pg.Client({ connectionString: testDatabaseServerUrl() });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS ${quoted(name)} WITH (FORCE)`);
     for (let attempt = 1; ; attempt += 1) {
       try {
-        await client.query(`CREATE DATABASE ${quoted(name)} TEMPLATE ${quoted(inject('templateDatabaseName'))}`);
-        return;
+        await client.query(`CREATE DATABASE ${quoted(next)} TEMPLATE ${quoted(template)}`);
+        break;
       } catch (error) {
-        if (attempt >= 20 || !/being accessed by other users/.test((error as Error).message)) throw error;
-        await new Promise((resolve) => setTimeout(resolve, 250));
+        if (attempt >= 5 || (error as { code?: string }).code !== '55006') throw error;
+        await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [template]);
+        await new Promise((resolve) => setTimeout(resolve, 200));
       }
     }
+    await client.query(`DROP DATABASE IF EXISTS ${quoted(name)} WITH (FORCE)`);
+    await client.query(`ALTER DATABASE ${quoted(next)} RENAME TO ${quoted(name)}`);
   } finally {
     await client.end();
   }

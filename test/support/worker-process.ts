@@ -24,7 +24,8 @@ export function startWorkerProcess(
   options: { cwd?: string; entry?: string } = {},
 ): WorkerProcess {
   const entry = options.entry ?? 'worker/main.ts';
-  const child = spawn(process.execPath, options.cwd ? ['--import', 'tsx', entry] : nodeArgsFor(entry), {
+  const anotherTree = options.cwd !== undefined && path.resolve(options.cwd) !== root;
+  const child = spawn(process.execPath, anotherTree ? ['--import', 'tsx', entry] : nodeArgsFor(entry), {
     cwd: options.cwd ?? root,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],
