@@ -4,55 +4,31 @@
 // (SIGSTOP). Each item ends once, by its one owner at a time. The runner's other cases are
 // batch-runner.test.ts's; these run in a file of their own so that the two run side by side.
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { WorkflowHandle } from '@temporalio/client';
+import { describe, expect, inject, it } from 'vitest';
 import { temporal as temporalProto } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { batchRunnerKit, sleep, type BatchRunnerKit } from '../support/batch-runner-kit.ts';
+import { sleep, useBatchRunnerStack } from '../support/batch-runner-kit.ts';
 import { waitFor, waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 import { startHttpRecorder, startTcpLink } from '../support/process-links.ts';
 
 const temporalEnums = temporalProto.api.enums.v1;
-let stack: PartnerStack;
-let kit: BatchRunnerKit;
-let fundings: BatchRunnerKit['fundings'];
-let batches: BatchRunnerKit['batches'];
-
-beforeAll(async () => {
-  stack = await startPartnerStack();
-  kit = batchRunnerKit(stack);
-  ({ fundings, batches } = kit);
-  await stack.startWorker();
-});
-afterEach(async () => {
-  await stack.admin.clearFaults();
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-const runningBatch = (...args: Parameters<BatchRunnerKit['runningBatch']>) => kit.runningBatch(...args);
-const startRunner = (...args: Parameters<BatchRunnerKit['startRunner']>) => kit.startRunner(...args);
-const resultOf = (handle: WorkflowHandle) => kit.resultOf(handle);
-const itemsOf = (batchId: string) => kit.itemsOf(batchId);
-const tally = (batchId: string) => kit.tally(batchId);
-const expectSettled = (batchId: string) => kit.expectSettled(batchId);
+const { stack, fundings, batches, runningBatch, startRunner, resultOf, itemsOf, tally, expectSettled } =
+  useBatchRunnerStack();
 
 describe('the sweep beside a running batch', () => {
   it('never takes over what a live chunk owns: items older than the sweep’s age, slow executes, the sweep every second: every item APPROVED, none in review, one create each', async () => {
     const activities = createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
-      wallet: stack.wallet,
-      cipher: createTokenCipher(stack.encryptionKey),
+      database: stack().database,
+      refreshPool: stack().refreshPool,
+      wallet: stack().wallet,
+      cipher: createTokenCipher(stack().encryptionKey),
       logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
+      temporal: stack().temporal,
+      taskQueue: stack().taskQueue,
     });
     // Well above a chunk's beat for its items (every 2 s), as RECONCILE_AFTER_SECONDS (at least 60) is.
     const olderThanSeconds = 6;
@@ -62,15 +38,15 @@ describe('the sweep beside a running batch', () => {
     // The approval comes after the sweep's age: every item is "old" by the time it runs. Its owner
     // last seen (and the item made) longer ago than that, on the database's clock, as a wait of the
     // sweep's age would leave it (the sweep reads owner_seen_at: a funding's age does not count).
-    await stack.database.$executeRaw`
+    await stack().database.$executeRaw`
       UPDATE funding SET owner_seen_at = owner_seen_at - ${olderThanSeconds + 1} * interval '1 second',
         created_at = created_at - ${olderThanSeconds + 1} * interval '1 second', updated_at = updated_at - ${olderThanSeconds + 1} * interval '1 second'
       WHERE batch_id = ${batchId}::uuid`;
     // Half the executes take 4 s to be carried out (the transfer shows CREATED meanwhile; the test
     // stack's wallet time-out is 5 s).
-    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 0.5, delayMs: 4000 }], 7);
+    await stack().admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 0.5, delayMs: 4000 }], 7);
     expect(
-      await batches.move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL']),
+      await batches().move(batchId, 'RUNNING', { field: 'approvedBy', name: 'checker' }, ['AWAITING_APPROVAL']),
     ).toBe(true);
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
     const ids = new Set(items.map((item) => item.id));
@@ -90,7 +66,9 @@ describe('the sweep beside a running batch', () => {
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(items.map(() => 'APPROVED'));
     // One create per item: the wallet holds one transfer per item's amount, each executed once.
-    const transfers = (await stack.admin.ledger()).transfers.filter((transfer) => transfer.recipientUserId === userId);
+    const transfers = (await stack().admin.ledger()).transfers.filter(
+      (transfer) => transfer.recipientUserId === userId,
+    );
     expect(transfers).toHaveLength(items.length);
     expect(new Set(transfers.map((transfer) => transfer.amount.value)).size).toBe(items.length);
     expect(transfers.every((transfer) => transfer.executions === 1)).toBe(true);
@@ -99,12 +77,12 @@ describe('the sweep beside a running batch', () => {
 
 describe('a chunk whose worker froze', () => {
   it('stops once resumed after another attempt was due: the wallet receives no call from the replaced attempt', async () => {
-    await stack.stopWorker();
+    await stack().stopWorker();
     // The frozen worker's wallet calls pass through a recorder, and its Temporal connection through a link the test can
     // cut.
-    const walletRecorder = await startHttpRecorder(new URL(stack.sandbox.url).origin);
+    const walletRecorder = await startHttpRecorder(new URL(stack().sandbox.url).origin);
     const temporalLink = await startTcpLink(inject('temporalAddress'));
-    const env = stack.workerEnv();
+    const env = stack().workerEnv();
     const viaRecorder = (url: string | undefined) => `${walletRecorder.origin}${new URL(url!).pathname}`;
     // Its wallet calls may take up to 18 s (the longest WALLET_TIMEOUT_MS there is): none of them times out while it is
     // frozen.
@@ -126,7 +104,7 @@ describe('a chunk whose worker froze', () => {
       );
       // Its creates take 12 s: the worker is frozen while the chunk waits on them, and their
       // answers come as it resumes (from here on, a replaced chunk would store and execute them).
-      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
+      await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
       // Frozen once the wallet has every create (a request still on its way out of the process when
@@ -148,7 +126,7 @@ describe('a chunk whose worker froze', () => {
           undefined,
         60_000,
       );
-      await stack.admin.clearFaults();
+      await stack().admin.clearFaults();
       // Cut off from Temporal, the frozen process can only go on with what it was doing: the replaced attempt.
       await temporalLink.sever();
       const resumedAt = Date.now();
@@ -157,11 +135,13 @@ describe('a chunk whose worker froze', () => {
       expect(walletRecorder.calls().filter((call) => call.at >= resumedAt)).toEqual([]);
 
       // Another worker takes the chunk over; each item ends once, by its one owner at a time.
-      await stack.startWorker();
+      await stack().startWorker();
       expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
       expect(walletRecorder.calls().filter((call) => call.at >= resumedAt)).toEqual([]);
       const rows = await itemsOf(batchId);
-      const wallet = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+      const wallet = new Map(
+        (await stack().admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]),
+      );
       for (const row of rows) {
         expect(row.status).toBe('APPROVED');
         expect(wallet.get(row.transferId!)?.executions).toBe(1);
@@ -178,8 +158,8 @@ describe('a chunk whose worker froze', () => {
 describe('a chunk whose worker died', () => {
   it('is tried again after its heartbeat time-out, not its start-to-close: the items end on another worker, each executed once', async () => {
     // The chunk runs on a worker process of its own, the only one polling.
-    await stack.stopWorker();
-    const child = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
+    await stack().stopWorker();
+    const child = startWorkerProcess({ ...stack().workerEnv(), LOG_LEVEL: 'info' });
     try {
       await waitFor(
         'the worker process polling',
@@ -188,7 +168,7 @@ describe('a chunk whose worker died', () => {
         () => child.output().slice(-3000),
       );
       // Its creates take 5 s: the worker dies while the chunk waits on them.
-      await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
+      await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
       const batchId = await runningBatch(3);
       const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
       await waitUntil(
@@ -197,8 +177,8 @@ describe('a chunk whose worker died', () => {
         60_000,
       );
       await child.stop('SIGKILL');
-      await stack.admin.clearFaults();
-      await stack.startWorker();
+      await stack().admin.clearFaults();
+      await stack().startWorker();
 
       expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
       // The attempt that finished the chunk came once the dead one's heartbeat stopped, not after
@@ -227,7 +207,7 @@ describe('a chunk whose worker died', () => {
       const rows = await expectSettled(batchId);
       expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED', 'APPROVED']);
       for (const row of rows) {
-        const events = (await fundings.findWithEvents(row.id))!.events;
+        const events = (await fundings().findWithEvents(row.id))!.events;
         const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
         expect(fences, `fences of ${row.id}`).toEqual([...fences].sort((a, b) => a - b));
       }

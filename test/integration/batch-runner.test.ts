@@ -7,8 +7,7 @@
 // or while the sweep runs beside it: batch-chunk-owners.test.ts (a stack of its own, beside this one).
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { WorkflowHandle } from '@temporalio/client';
+import { describe, expect, it } from 'vitest';
 import type { temporal } from '@temporalio/proto';
 import { createActivities } from '../../activities/index.ts';
 import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
@@ -24,47 +23,33 @@ import {
 } from '../../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { batchRunnerKit, sleep, type BatchRunnerKit } from '../support/batch-runner-kit.ts';
+import { sleep, useBatchRunnerStack } from '../support/batch-runner-kit.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
-let stack: PartnerStack;
-let kit: BatchRunnerKit;
-let fundings: BatchRunnerKit['fundings'];
-let batches: BatchRunnerKit['batches'];
-
-beforeAll(async () => {
-  stack = await startPartnerStack();
-  kit = batchRunnerKit(stack);
-  ({ fundings, batches } = kit);
-  await stack.startWorker();
-});
-afterEach(async () => {
-  await stack.admin.clearFaults();
-});
-afterAll(async () => {
-  await stack.close();
-});
-
-const runningBatch = (...args: Parameters<BatchRunnerKit['runningBatch']>) => kit.runningBatch(...args);
-const startRunner = (...args: Parameters<BatchRunnerKit['startRunner']>) => kit.startRunner(...args);
-const resultOf = (handle: WorkflowHandle) => kit.resultOf(handle);
-const progressOf = (handle: WorkflowHandle) => kit.progressOf(handle);
-const signal = (handle: WorkflowHandle) => kit.signal(handle);
-const itemsOf = (batchId: string) => kit.itemsOf(batchId);
-const tally = (batchId: string) => kit.tally(batchId);
-const expectSettled = (batchId: string) => kit.expectSettled(batchId);
+const {
+  stack,
+  fundings,
+  batches,
+  runningBatch,
+  startRunner,
+  resultOf,
+  progressOf,
+  signal,
+  itemsOf,
+  tally,
+  expectSettled,
+} = useBatchRunnerStack();
 
 /** The runs of a workflow, newest first: each one's event count, walking back through continue-as-new. */
 async function runsOf(
   workflowId: string,
 ): Promise<Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }>> {
   const runs: Array<{ runId: string; events: number; lastEvent: 'completed' | 'continued-as-new' | 'other' }> = [];
-  let runId: string | undefined = (await stack.temporal.workflow.getHandle(workflowId).describe()).runId;
+  let runId: string | undefined = (await stack().temporal.workflow.getHandle(workflowId).describe()).runId;
   while (runId) {
-    const history: temporal.api.history.v1.IHistory = await stack.temporal.workflow
-      .getHandle(workflowId, runId)
+    const history: temporal.api.history.v1.IHistory = await stack()
+      .temporal.workflow.getHandle(workflowId, runId)
       .fetchHistory();
     const events: temporal.api.history.v1.IHistoryEvent[] = history.events ?? [];
     const last = events.at(-1);
@@ -88,10 +73,10 @@ describe('the batch runner', () => {
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(20).fill('APPROVED'));
     expect(new Set(rows.map((row) => row.transferId)).size).toBe(20);
-    const batch = (await batches.find(batchId))!;
+    const batch = (await batches().find(batchId))!;
     expect(batch.state).toBe('COMPLETED');
     expect(batch.completedAt).toBeInstanceOf(Date);
-    expect((await batches.view(batch)).counts).toEqual({ APPROVED: 20 });
+    expect((await batches().view(batch)).counts).toEqual({ APPROVED: 20 });
 
     // 20 items at 5 a run: at least 4 runs, each but the last continued as new; none grows with
     // the batch (a run holds its 5 items, a few reads and its workflow tasks).
@@ -102,12 +87,12 @@ describe('the batch runner', () => {
     for (const run of runs) expect(run.events, `run ${run.runId}`).toBeLessThan(120);
     // The pass finished every item itself: no item needed its own workflow.
     for (const row of rows)
-      await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
+      await expect(stack().temporal.workflow.getHandle(row.workflowId).describe()).rejects.toThrow();
   });
 
   it('runs a batch of TOKEN and CODE items whose first item is TOKEN: every cash-in code stored readable, every item APPROVED', async () => {
     const batchId = randomUUID();
-    const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const codeUser = await stack().admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const items: NewBatchItem[] = [];
     for (let index = 1; index <= 6; index += 1) {
       const reference = `mixed-${index}`;
@@ -115,8 +100,8 @@ describe('the batch runner', () => {
       // TOKEN, CODE, TOKEN, CODE, …: the first item has no cash-in code.
       const recipient: NewBatchItem['recipient'] =
         index % 2 === 1
-          ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' })).linkId }
-          : { type: 'CODE', code: (await stack.admin.cashInCode(codeUser.userId)).code };
+          ? { type: 'TOKEN', linkId: (await createEmbeddedLink(stack(), { kycLevel: 'KYC1', balance: '0.00' })).linkId }
+          : { type: 'CODE', code: (await stack().admin.cashInCode(codeUser.userId)).code };
       items.push({
         id: randomUUID(),
         idempotencyKey,
@@ -127,7 +112,7 @@ describe('the batch runner', () => {
       });
     }
     expect(
-      await batches.insert({
+      await batches().insert({
         id: batchId,
         idempotencyKey: `mixed-${batchId}`,
         requestFingerprint: sha256Hex(batchId),
@@ -141,7 +126,7 @@ describe('the batch runner', () => {
     ).toEqual({ stored: true, needsApproval: false });
     for (const item of items) {
       if (item.recipient.type !== 'CODE') continue;
-      expect(fundings.cashInCodeOf(await fundings.get(item.id)), item.reference).toBe(item.recipient.code);
+      expect(fundings().cashInCodeOf(await fundings().get(item.id)), item.reference).toBe(item.recipient.code);
     }
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 8 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
@@ -152,7 +137,7 @@ describe('the batch runner', () => {
   it('pauses (no new item starts) and resumes to completion', async () => {
     const batchId = await runningBatch(12);
     // Each item takes a while: the pause lands with items left.
-    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
     await waitUntil(
       () => tally(batchId),
@@ -160,7 +145,7 @@ describe('the batch runner', () => {
       30_000,
     );
 
-    expect(await batches.move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
+    expect(await batches().move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
     await signal(handle);
     // The runner heard it and the items under way finished.
     await waitUntil(
@@ -174,9 +159,9 @@ describe('the batch runner', () => {
     expect(paused.EXECUTING ?? 0).toBe(0);
     await sleep(2500);
     expect(await tally(batchId)).toEqual(paused);
-    expect((await batches.find(batchId))!.pausedBy).toBe('ops');
+    expect((await batches().find(batchId))!.pausedBy).toBe('ops');
 
-    expect(await batches.move(batchId, 'RUNNING')).toBe(true);
+    expect(await batches().move(batchId, 'RUNNING')).toBe(true);
     await signal(handle);
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
     const rows = await expectSettled(batchId);
@@ -185,7 +170,7 @@ describe('the batch runner', () => {
 
   it('cancelled midway: started items finish, the others are cancelled with their holds released', async () => {
     const batchId = await runningBatch(14);
-    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, delayMs: 400 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50, maxInFlight: 2 });
     await waitUntil(
       () => tally(batchId),
@@ -194,7 +179,7 @@ describe('the batch runner', () => {
     );
 
     // The batch and its items not started end together (one transaction).
-    expect(await batches.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
+    expect(await batches().move(batchId, 'CANCELLED', { field: 'cancelledBy', name: 'ops' })).toBe(true);
     await signal(handle);
     expect(await resultOf(handle)).toEqual({ state: 'CANCELLED' });
     expect((await tally(batchId)).CANCELLED).toBeGreaterThan(0);
@@ -205,7 +190,7 @@ describe('the batch runner', () => {
     expect(approved.length).toBeGreaterThanOrEqual(2);
     expect(notStarted.length).toBeGreaterThan(0);
     expect(approved.length + notStarted.length).toBe(14);
-    const batch = (await batches.find(batchId))!;
+    const batch = (await batches().find(batchId))!;
     expect(batch).toMatchObject({ state: 'CANCELLED', cancelledBy: 'ops' });
     expect(batch.completedAt).toBeInstanceOf(Date);
     // Nothing more starts after the end: the counts stay.
@@ -217,7 +202,7 @@ describe('the batch runner', () => {
   it("slows the whole batch down on the wallet's 429 and still runs every item exactly once", async () => {
     const batchId = await runningBatch(16);
     const since = new Date();
-    await stack.admin.setFaults(
+    await stack().admin.setFaults(
       [{ endpoint: 'transfers.create', mode: 'rate-limited', rate: 0.4, retryAfterSeconds: 1 }],
       7,
     );
@@ -226,7 +211,7 @@ describe('the batch runner', () => {
 
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
-    const refused = await stack.database.walletCall.count({
+    const refused = await stack().database.walletCall.count({
       where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 429 },
     });
     expect(refused).toBeGreaterThan(0);
@@ -237,8 +222,8 @@ describe('the batch runner', () => {
     // The items refused in their pass went to their own workflows, which created and executed them.
     const handedOver = [];
     for (const row of rows) {
-      const description = await stack.temporal.workflow
-        .getHandle(row.workflowId)
+      const description = await stack()
+        .temporal.workflow.getHandle(row.workflowId)
         .describe()
         .catch(() => null);
       if (description) handedOver.push(description.status.name);
@@ -250,7 +235,7 @@ describe('the batch runner', () => {
   it('does not slow down for a create that failed otherwise (503 before any effect): those items alone go to their workflows', async () => {
     const batchId = await runningBatch(16);
     const since = new Date();
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'error-before-effect', rate: 0.4 }], 7);
+    await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'error-before-effect', rate: 0.4 }], 7);
     const handle = await startRunner(batchId, { itemsPerRun: 100, maxInFlight: 4 });
     // Every item dispatched and every chunk's pass over (the run waits on the items handed to their
     // own workflows): what the passes decided is done. Their workflows then create without faults,
@@ -260,12 +245,12 @@ describe('the batch runner', () => {
       (progress) => progress.draining && progress.running === 0,
       60_000,
     );
-    await stack.admin.clearFaults();
+    await stack().admin.clearFaults();
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(16).fill('APPROVED'));
     expect(
-      await stack.database.walletCall.count({
+      await stack().database.walletCall.count({
         where: { startedAt: { gte: since }, operation: 'transfers.create', httpStatus: 503 },
       }),
     ).toBeGreaterThan(0);
@@ -275,7 +260,7 @@ describe('the batch runner', () => {
 
   it('hands an item whose execute outcome is unknown to its own workflow, and completes once that one finished it', async () => {
     const batchId = await runningBatch(3);
-    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     const handle = await startRunner(batchId, { itemsPerRun: 50 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
 
@@ -283,20 +268,20 @@ describe('the batch runner', () => {
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(Array(3).fill('APPROVED'));
     for (const row of rows)
-      expect((await stack.temporal.workflow.getHandle(row.workflowId).describe()).status.name).toBe('COMPLETED');
+      expect((await stack().temporal.workflow.getHandle(row.workflowId).describe()).status.name).toBe('COMPLETED');
   });
 });
 
 describe('a chunk run again (a retried runBatchItems)', () => {
   const activitiesOf = () =>
     createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
-      wallet: stack.wallet,
-      cipher: createTokenCipher(stack.encryptionKey),
+      database: stack().database,
+      refreshPool: stack().refreshPool,
+      wallet: stack().wallet,
+      cipher: createTokenCipher(stack().encryptionKey),
       logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
+      temporal: stack().temporal,
+      taskQueue: stack().taskQueue,
     });
   const runItems = (
     activities: ReturnType<typeof activitiesOf>,
@@ -329,23 +314,23 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       slowDownMs: null,
     });
     expect(
-      await stack.database.walletCall.count({
+      await stack().database.walletCall.count({
         where: { startedAt: { gte: since }, operation: { in: ['transfers.create', 'transfers.execute'] } },
       }),
     ).toBe(0);
-    await expect(stack.temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
+    await expect(stack().temporal.workflow.getHandle(first!.workflowId).describe()).rejects.toThrow();
 
     // Left RECONCILING by its pass (the execute's answer was lost): a run again hands it over,
     // and the item's workflow learns its outcome by retrieve.
-    await stack.admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.execute', mode: 'error-after-effect', rate: 1 }]);
     expect(await runItems(activities, batchId, [second!.id], 1)).toEqual({
       finished: 0,
       handedOver: 1,
       notStarted: 0,
       slowDownMs: null,
     });
-    await stack.admin.clearFaults();
-    const itsWorkflow = stack.temporal.workflow.getHandle(second!.workflowId);
+    await stack().admin.clearFaults();
+    const itsWorkflow = stack().temporal.workflow.getHandle(second!.workflowId);
     const firstRun = (await itsWorkflow.describe()).runId;
     // Handed over again (or finished, if its workflow was that quick): the running one was found, none started anew.
     const again = await runItems(activities, batchId, [second!.id], 2);
@@ -361,7 +346,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     await expect(runItems(activities, randomUUID(), [second!.id], 1)).rejects.toThrow(/is not an item of batch/);
 
     // Both run outside a runner: the batch still counts them, and its ledger is settled.
-    expect(await batches.unfinishedItems(batchId)).toBe(0);
+    expect(await batches().unfinishedItems(batchId)).toBe(0);
     const rows = await expectSettled(batchId);
     expect(rows.map((row) => row.status)).toEqual(['APPROVED', 'APPROVED']);
   });
@@ -371,13 +356,13 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const batchId = await runningBatch(6);
     const items = await itemsOf(batchId);
     // The third item's wallet is not upgraded: its create is refused (M133), before any execute.
-    const kyc0 = await stack.admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
-    const { code } = await stack.admin.cashInCode(kyc0.userId);
-    await stack.database.funding.update({
+    const kyc0 = await stack().admin.createUser({ kycLevel: 'KYC0', balance: '0.00' });
+    const { code } = await stack().admin.cashInCode(kyc0.userId);
+    await stack().database.funding.update({
       where: { id: items[2]!.id },
       data: {
         cashInCodeEncrypted: Buffer.from(
-          createTokenCipher(stack.encryptionKey).encrypt(code, cashInCodeContext(items[2]!.id)),
+          createTokenCipher(stack().encryptionKey).encrypt(code, cashInCodeContext(items[2]!.id)),
         ),
       },
     });
@@ -403,7 +388,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     expect(rows[2]!.errorCode).toBe('M133');
     // The timeline each item would have had in its own pass, under one claim: created, executing, final.
     for (const row of rows) {
-      const events = await stack.database.fundingEvent.findMany({
+      const events = await stack().database.fundingEvent.findMany({
         where: { fundingId: row.id },
         orderBy: { id: 'asc' },
       });
@@ -416,15 +401,15 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       );
     }
     // Each executed transfer executed once; its transferId stored on the funding it belongs to.
-    const ledger = await stack.admin.ledger();
+    const ledger = await stack().admin.ledger();
     for (const row of rows.filter((entry) => entry.status === 'APPROVED')) {
       expect(ledger.transfers.find((transfer) => transfer.transferId === row.transferId)?.executions).toBe(1);
     }
     expect(
-      await stack.database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } }),
+      await stack().database.walletCall.count({ where: { startedAt: { gte: since }, operation: 'transfers.execute' } }),
     ).toBe(5);
     // Every final item announced once (funding.approved / funding.rejected).
-    const events = await stack.database.webhookEvent.findMany({
+    const events = await stack().database.webhookEvent.findMany({
       where: { fundingId: { in: rows.map((row) => row.id) } },
     });
     expect(events.map((event) => event.type).sort()).toEqual([
@@ -438,10 +423,10 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     const batchId = await runningBatch(3);
     const items = await itemsOf(batchId);
     // The first item: cancelled before the chunk runs (FAILED, its hold released).
-    expect(await fundings.cancel(items[0]!)).toBe(true);
+    expect(await fundings().cancel(items[0]!)).toBe(true);
     // The second: taken over by another run while the chunk's creates are under way (its fence
     // raised under it), so the chunk's stored intent and move to EXECUTING are refused.
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 1500 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 1500 }]);
     const running = runItems(
       activities,
       batchId,
@@ -449,16 +434,16 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       1,
     );
     await waitUntil(
-      async () => (await stack.database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } })).status,
+      async () => (await stack().database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } })).status,
       (status) => status === 'CREATING',
       10_000,
     );
-    await fundings.claim(items[1]!.id);
+    await fundings().claim(items[1]!.id);
     expect(await running).toEqual({ finished: 2, handedOver: 1, notStarted: 0, slowDownMs: null });
-    await stack.admin.clearFaults();
+    await stack().admin.clearFaults();
 
-    const second = await stack.database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } });
-    await stack.temporal.workflow.getHandle(second.workflowId).result();
+    const second = await stack().database.funding.findUniqueOrThrow({ where: { id: items[1]!.id } });
+    await stack().temporal.workflow.getHandle(second.workflowId).result();
     const rows = await itemsOf(batchId);
     expect(rows.map((row) => [row.status, row.errorCode])).toEqual([
       ['FAILED', 'CANCELLED'],
@@ -467,7 +452,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     ]);
     // The chunk's intent for the second item is kept on record and never executed; the one its
     // own workflow created is executed once.
-    const ledger = new Map((await stack.admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
+    const ledger = new Map((await stack().admin.ledger()).transfers.map((transfer) => [transfer.transferId, transfer]));
     const overtaken = rows[1]!;
     expect(overtaken.abandonedTransferIds).toHaveLength(1);
     expect(ledger.get(overtaken.abandonedTransferIds[0]!)?.executions ?? 0).toBe(0);
@@ -475,14 +460,14 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     expect(ledger.get(rows[2]!.transferId!)?.executions).toBe(1);
     expect(rows[0]!.transferId).toBeNull();
     // The ledger's books still hold: every hold settled as its item's state says.
-    expect((await checkLedgerInvariants(stack.database)).violations).toEqual([]);
+    expect((await checkLedgerInvariants(stack().database)).violations).toEqual([]);
   });
 
   it('starts no item of a batch that is not RUNNING: a paused batch’s chunk leaves its items PENDING, no call, no workflow', async () => {
     const activities = activitiesOf();
     const batchId = await runningBatch(2);
     const items = await itemsOf(batchId);
-    expect(await batches.move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
+    expect(await batches().move(batchId, 'PAUSED', { field: 'pausedBy', name: 'ops' })).toBe(true);
     const since = new Date();
     expect(
       await runItems(
@@ -493,11 +478,11 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       ),
     ).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
     expect((await itemsOf(batchId)).map((row) => row.status)).toEqual(['PENDING', 'PENDING']);
-    expect(await stack.database.walletCall.count({ where: { startedAt: { gte: since } } })).toBe(0);
+    expect(await stack().database.walletCall.count({ where: { startedAt: { gte: since } } })).toBe(0);
     for (const item of items)
-      await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
+      await expect(stack().temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
     // Resumed, the same chunk runs them.
-    expect(await batches.move(batchId, 'RUNNING', undefined, ['PAUSED'])).toBe(true);
+    expect(await batches().move(batchId, 'RUNNING', undefined, ['PAUSED'])).toBe(true);
     expect(
       await runItems(
         activities,
@@ -512,12 +497,14 @@ describe('a chunk run again (a retried runBatchItems)', () => {
   it('a batch stored RUNNING whose runner never started (Temporal was away) gets one from the sweep, and completes', async () => {
     const activities = activitiesOf();
     const batchId = await runningBatch(3);
-    await expect(stack.temporal.workflow.getHandle(batchWorkflowId(batchId)).describe()).rejects.toThrow();
+    await expect(stack().temporal.workflow.getHandle(batchWorkflowId(batchId)).describe()).rejects.toThrow();
     const report: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
       olderThanSeconds: 3600,
     });
     expect(report.batchRunners).toContainEqual({ batchId, state: 'RUNNING', detail: 'no runner: started' });
-    expect(await resultOf(stack.temporal.workflow.getHandle(batchWorkflowId(batchId)))).toEqual({ state: 'COMPLETED' });
+    expect(await resultOf(stack().temporal.workflow.getHandle(batchWorkflowId(batchId)))).toEqual({
+      state: 'COMPLETED',
+    });
     await expectSettled(batchId);
     // A second sweep finds the batch ended: nothing to start.
     const again: SweepReport = await new MockActivityEnvironment().run(activities.sweepStuckFundings, {
@@ -541,7 +528,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
     ).toEqual({ finished: 0, handedOver: 0, notStarted: 2, slowDownMs: null });
     expect((await itemsOf(batchId)).map((row) => row.status)).toEqual(['PENDING', 'PENDING']);
     for (const item of items)
-      await expect(stack.temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
+      await expect(stack().temporal.workflow.getHandle(item.workflowId).describe()).rejects.toThrow();
     // The runner dispatches them again and the batch completes.
     const handle = await startRunner(batchId, { itemsPerRun: 50 });
     expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
@@ -551,9 +538,9 @@ describe('a chunk run again (a retried runBatchItems)', () => {
   it('runs the items the chunk does not claim (a row a cancel holds) on the activity’s own clock: no call starts that could outlive the attempt', async () => {
     const activities = activitiesOf();
     const batchId = randomUUID();
-    const codeUser = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-    const codes = await Promise.all([0, 1].map(async () => (await stack.admin.cashInCode(codeUser.userId)).code));
-    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+    const codeUser = await stack().admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+    const codes = await Promise.all([0, 1].map(async () => (await stack().admin.cashInCode(codeUser.userId)).code));
+    const { linkId } = await createEmbeddedLink(stack(), { kycLevel: 'KYC1', balance: '0.00' });
     const item = (reference: string, recipient: NewBatchItem['recipient']): NewBatchItem => {
       const idempotencyKey = `batch:${batchId}:${reference}`;
       return {
@@ -571,7 +558,7 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       item('held', { type: 'CODE', code: codes[1]! }),
     ];
     expect(
-      await batches.insert({
+      await batches().insert({
         id: batchId,
         idempotencyKey: `clock-${batchId}`,
         requestFingerprint: sha256Hex(batchId),
@@ -584,12 +571,12 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       }),
     ).toEqual({ stored: true, needsApproval: false });
     // Every create takes 4 s; the attempt has 1.5 s more than one wallet call needs (10 s + 2 s margin).
-    await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 4000 }]);
     // Another transaction (a cancel, say) holds the third item's row for 2.5 s: the chunk skips
     // it, and its own pass takes it on once the row is free, past the last safe moment.
     let locked!: () => void;
     const lockTaken = new Promise<void>((resolve) => (locked = resolve));
-    const holder = stack.database.$transaction(
+    const holder = stack().database.$transaction(
       async (tx) => {
         await tx.$queryRaw`SELECT 1 FROM funding WHERE id = ${items[2]!.id}::uuid FOR UPDATE`;
         locked();
@@ -606,8 +593,8 @@ describe('a chunk run again (a retried runBatchItems)', () => {
       items.map((entry) => entry.id),
     );
     await holder;
-    await stack.admin.clearFaults();
-    const calls = await stack.database.walletCall.findMany({
+    await stack().admin.clearFaults();
+    const calls = await stack().database.walletCall.findMany({
       where: { startedAt: { gte: new Date(started - 1000) }, operation: { startsWith: 'transfers.' } },
     });
     expect(calls.length).toBeGreaterThanOrEqual(2);

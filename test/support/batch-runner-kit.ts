@@ -1,10 +1,10 @@
 // What the batch runner's tests share (test/integration/batch-runner.test.ts and
-// batch-chunk-owners.test.ts), on a stack of their own: a batch stored as the API stores one, its
-// runner started, and what every batch must end with (each item final, every created transfer
-// executed once, each hold settled as its item's state says).
+// batch-chunk-owners.test.ts), each file on a stack of its own (useBatchRunnerStack): a batch stored
+// as the API stores one, its runner started, and what every batch must end with (each item final,
+// every created transfer executed once, each hold settled as its item's state says).
 import { randomUUID } from 'node:crypto';
 import type { WorkflowHandle } from '@temporalio/client';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { createBatchRecord } from '../../fundings/batch-record.ts';
 import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
@@ -20,12 +20,49 @@ import {
   type FundBatchResult,
 } from '../../workflows/fund-batch.contract.ts';
 import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
-import type { PartnerStack } from './partner-stack.ts';
+import { startPartnerStack, type PartnerStack } from './partner-stack.ts';
 
 export type BatchRunnerKit = ReturnType<typeof batchRunnerKit>;
 
-/** The helpers on `stack` (started by the file's beforeAll). */
-export function batchRunnerKit(stack: PartnerStack) {
+/**
+ * The file's stack for the batch runner's tests: started with its in-process worker before the
+ * file's tests, the sandbox's faults cleared after each, closed after all. The helpers reach the
+ * stack when they are called, so a file takes them at its top.
+ */
+export function useBatchRunnerStack() {
+  let started: { stack: PartnerStack; kit: BatchRunnerKit } | undefined;
+  beforeAll(async () => {
+    const stack = await startPartnerStack();
+    started = { stack, kit: batchRunnerKit(stack) };
+    await stack.startWorker();
+  });
+  afterEach(async () => {
+    await started?.stack.admin.clearFaults();
+  });
+  afterAll(async () => {
+    await started?.stack.close();
+  });
+  const kit = (): BatchRunnerKit => {
+    if (!started) throw new Error('the batch runner stack is not started: call the helpers from a test');
+    return started.kit;
+  };
+  return {
+    stack: () => kit().stack,
+    fundings: () => kit().fundings,
+    batches: () => kit().batches,
+    runningBatch: (...args: Parameters<BatchRunnerKit['runningBatch']>) => kit().runningBatch(...args),
+    startRunner: (...args: Parameters<BatchRunnerKit['startRunner']>) => kit().startRunner(...args),
+    resultOf: (handle: WorkflowHandle) => kit().resultOf(handle),
+    progressOf: (handle: WorkflowHandle) => kit().progressOf(handle),
+    signal: (handle: WorkflowHandle) => kit().signal(handle),
+    itemsOf: (batchId: string) => kit().itemsOf(batchId),
+    tally: (batchId: string) => kit().tally(batchId),
+    expectSettled: (batchId: string) => kit().expectSettled(batchId),
+  };
+}
+
+/** The helpers on `stack`. */
+function batchRunnerKit(stack: PartnerStack) {
   const records = { database: stack.database, cipher: createTokenCipher(stack.encryptionKey) };
   const fundings = createFundingRecord(records);
   const batches = createBatchRecord({
@@ -149,7 +186,19 @@ export function batchRunnerKit(stack: PartnerStack) {
     return rows;
   }
 
-  return { fundings, batches, runningBatch, startRunner, resultOf, progressOf, signal, itemsOf, tally, expectSettled };
+  return {
+    stack,
+    fundings,
+    batches,
+    runningBatch,
+    startRunner,
+    resultOf,
+    progressOf,
+    signal,
+    itemsOf,
+    tally,
+    expectSettled,
+  };
 }
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
