@@ -56,8 +56,18 @@ const sources = sourceFiles().map((file) => ({ file, text: read(file) }));
  * Names a process of this repository reads from its environment outside the schema (the CLI's, the stacks', the
  * scripts').
  */
+/** The suite's own set-up (test/*.ts, test/support/): a process that reads its environment too (not the test files). */
+const suiteSetup = [
+  ...readdirSync(path.join(root, 'test'))
+    .filter((name) => /^[\w-]+\.ts$/.test(name))
+    .map((name) => `test/${name}`),
+  ...readdirSync(path.join(root, 'test/support'))
+    .filter((name) => name.endsWith('.ts'))
+    .map((name) => `test/support/${name}`),
+].map((file) => ({ file, text: read(file) }));
+
 const readByCode = new Set(
-  sources.flatMap(({ text }) =>
+  [...sources, ...suiteSetup].flatMap(({ text }) =>
     [...text.matchAll(/(?:process\.env|\benv)(?:\.|\[['"])([A-Z][A-Z0-9_]+)|\$\{?([A-Z][A-Z0-9_]+)/g)].map(
       (match) => match[1] ?? match[2]!,
     ),
