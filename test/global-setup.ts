@@ -77,20 +77,20 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
   const templateDatabaseName = `${databaseName}_template`;
+  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   const teardown = async () => {
     await temporal?.stop();
     for (const name of [...workerDatabaseNames, templateDatabaseName, databaseName])
       if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
-    await rm(path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`), { force: true });
+    await rm(workflowBundlePath, { force: true });
   };
   // The production code compiled once, for every process a test starts (test/support/node-entry.ts): first, so that a
   // compile that fails leaves nothing started.
   const compiledCodeDir = process.env.WALLETFLOW_TEST_FROM_SOURCE === '1' ? '' : compileProductionCode();
   let databaseUrl: string;
   const databaseUrls: string[] = [];
-  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
   await mkdir(path.join(root, '.walletflow'), { recursive: true });
   try {
     if (!serverUrl) {
