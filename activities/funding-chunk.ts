@@ -2,6 +2,7 @@
 // batch's items in one pass together, through the same routine as a single funding's pass
 // (activities/funding-pass.ts passClaimed), its claims and writes set-based. An item whose pass
 // failed is left to its own workflow, for the batch to start.
+import type { FundingCarrier } from '../fundings/funding-record.ts';
 import type { OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import { activityClock, callFitsBefore, type ActivityClock } from './activity-clock.ts';
 import type { FundingContext } from './funding-context.ts';
@@ -37,6 +38,7 @@ export async function fundItemsInOnePass(
   ctx: FundingContext,
   fundingIds: readonly string[],
   current?: () => boolean,
+  carrier?: FundingCarrier,
 ): Promise<ItemsPassResult> {
   const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
   const outcomes = new Map<string, OnePassOutcome>();
@@ -45,7 +47,7 @@ export async function fundItemsInOnePass(
     return { outcomes };
   }
   const failed = leaveToItsWorkflow(ctx);
-  const claimed = await ctx.claimed.claimPendingItems(fundingIds);
+  const claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
   const claimedIds = new Set(claimed.map((row) => row.id));
   const alone = Promise.all(
     fundingIds
@@ -56,7 +58,7 @@ export async function fundItemsInOnePass(
           // A row another transaction holds (the batch's cancel holds its items until it
           // commits) is left PENDING, not waited on: the runner dispatches it again, and no
           // connection of the worker's line waits on the cancel.
-          outcome = await fundOne(ctx, fundingId, clock, failed, { skipLocked: true });
+          outcome = await fundOne(ctx, fundingId, clock, failed, { skipLocked: true, ...(carrier ? { carrier } : {}) });
         } catch (error) {
           outcome = outcomeOfFailure(fundingId, error, failed);
         }

@@ -8,6 +8,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { isFinalFundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
+import type { FundingCarrier } from '../fundings/funding-record.ts';
 import { mismatchReviewReason, type FinishInput, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import { activityClock, callFitsBefore, pastItsTime, type ActivityClock } from './activity-clock.ts';
 import { isRateLimited, retryDelayOf, walletTransientType } from './wallet-retry.ts';
@@ -104,7 +105,7 @@ export async function fundOne(
   fundingId: string,
   clock: ActivityClock,
   failed: ItemFailure,
-  claim: { skipLocked?: boolean } = {},
+  claim: { skipLocked?: boolean; carrier?: FundingCarrier } = {},
 ): Promise<OnePassOutcome> {
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) return steps;
   const claimed = await claimOne(ctx, fundingId, claim);
@@ -120,7 +121,7 @@ export async function fundOne(
 async function claimOne(
   ctx: FundingContext,
   fundingId: string,
-  claim: { skipLocked?: boolean },
+  claim: { skipLocked?: boolean; carrier?: FundingCarrier },
 ): Promise<ClaimedRow | null> {
   const fence = await ctx.fundings.claimPending(fundingId, claim);
   if (fence === null) return null;

@@ -16,6 +16,7 @@
 // (activities/funding-chunk.ts). Every write goes through the records (fundings/funding-record.ts,
 // and for the fundings a pass claimed, one or many, fundings/claimed-fundings-record.ts). Their signatures and
 // results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
+import type { FundingCarrier } from '../fundings/funding-record.ts';
 import type { FundWalletActivities } from '../workflows/fund-wallet.contract.ts';
 import { fundItemsInOnePass, type ItemsPassResult } from './funding-chunk.ts';
 import { fundingContext, type FundingActivityDependencies } from './funding-context.ts';
@@ -31,7 +32,11 @@ export type FundingActivities = FundWalletActivities & {
    * `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls
    * nothing more.
    */
-  fundItemsInOnePass(fundingIds: readonly string[], current?: () => boolean): Promise<ItemsPassResult>;
+  fundItemsInOnePass(
+    fundingIds: readonly string[],
+    current?: () => boolean,
+    carrier?: FundingCarrier,
+  ): Promise<ItemsPassResult>;
 };
 
 export function createFundingActivities(deps: FundingActivityDependencies): FundingActivities {
@@ -39,7 +44,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   return {
     ...createFundingSteps(ctx),
     fundInOnePass: (fundingId: string) => fundInOnePass(ctx, fundingId),
-    fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean) =>
-      fundItemsInOnePass(ctx, fundingIds, current),
+    fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean, carrier?: FundingCarrier) =>
+      fundItemsInOnePass(ctx, fundingIds, current, carrier),
   };
 }

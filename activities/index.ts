@@ -13,6 +13,9 @@ import { createSweepActivities } from './sweep.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createBatchActivities } from './batch.ts';
+import { createCarriedChunks } from './carried-chunk.ts';
+import { createLaneActivities } from './funding-lane.ts';
+import { silentLaneBell, type LaneBell } from '../lib/lane-bell.ts';
 import { createPaymentActivities } from './payment.ts';
 import { createPurgeActivities } from './purge.ts';
 import { createSettlementActivities } from './settlement.ts';
@@ -46,6 +49,10 @@ export interface ActivityDependencies {
   walletTimeoutMs?: number;
   /** BATCH_MAX_IN_FLIGHT: for a batch runner the sweep starts again (default 32). */
   batchMaxInFlight?: number;
+  /** Wakes a lane's run when a funding joins it (lib/lane-bell.ts); absent: lanes read their table every second. */
+  laneBell?: LaneBell;
+  /** Whether the sweep keeps the lanes running (FUNDING_LANES is not `off`); absent: it does not. */
+  lanes?: boolean;
   /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
   webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number; publicTargetsOnly?: boolean };
 }
@@ -110,6 +117,17 @@ export function createActivities(deps: ActivityDependencies) {
         taskQueue: deps.taskQueue,
         logger: deps.logger,
       }),
+      ...createLaneActivities({
+        fundings,
+        chunks: createCarriedChunks({
+          fundings,
+          funding,
+          temporal: deps.temporal,
+          taskQueue: deps.taskQueue,
+          logger: deps.logger,
+        }),
+        bell: deps.laneBell ?? silentLaneBell,
+      }),
       ...createPaymentActivities({
         payments,
         wallet: deps.wallet,
@@ -121,6 +139,7 @@ export function createActivities(deps: ActivityDependencies) {
         fundings,
         payments,
         batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
+        lanes: deps.lanes === true,
         wallet: deps.wallet,
         temporal: deps.temporal,
         taskQueue: deps.taskQueue,

@@ -24,6 +24,7 @@ import {
 } from '../workflows/fund-wallet.contract.ts';
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
+import { LANE_COUNT, laneWorkflowId, startFundLane } from '../workflows/fund-lane.contract.ts';
 import { walletRetry } from './wallet-retry.ts';
 import {
   MAX_SWEEP_LISTED,
@@ -38,6 +39,8 @@ export interface SweepDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
   payments: PaymentRecord;
+  /** Whether the lanes run (FUNDING_LANES is not `off`): a lane's run that closed is started again. */
+  lanes?: boolean;
   /** Batches under way, whose runner the sweep starts again when it is gone; absent: not looked at. */
   batches?: { listActive: BatchRecord['listActive']; maxInFlight: number };
   wallet: Pick<WalletClient, 'retrieveTransfer'>;
@@ -413,6 +416,14 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           detail: runner === 'missing' ? 'no runner: started' : 'its runner had closed: started again',
         });
         logger.warn({ batchId: batch.id, state: batch.state, runner }, 'batch runner started by the sweep');
+      }
+      // Lanes (workflows/fund-lane.ts) run for good: one that is gone (terminated, failed) is started
+      // again. A lane's funding left PENDING meanwhile is started on its own above once it is idle.
+      for (let lane = 0; deps.lanes && lane < LANE_COUNT; lane += 1) {
+        const run = await workflowState(laneWorkflowId(lane));
+        if (run === 'running') continue;
+        await startFundLane(deps.temporal, { taskQueue: deps.taskQueue, lane });
+        logger.warn({ lane, run }, 'lane started by the sweep');
       }
       const review = await payments.listInReview(MAX_SWEEP_LISTED);
       tally.paymentsNeedingReview(

@@ -13,6 +13,8 @@ import type { Client as TemporalClient } from '@temporalio/client';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { createFundingService } from '../fundings/funding-service.ts';
+import { createFundingPaths } from '../fundings/funding-paths.ts';
+import type { FundingLanesMode } from '../domain/funding.ts';
 import { opsFundingsRouter } from './ops/fundings-routes.ts';
 import { createPaymentService } from '../payments/payment-service.ts';
 import { opsPaymentsRouter } from './ops/payments-routes.ts';
@@ -144,6 +146,8 @@ export interface AppDependencies {
      * and the bytes the process's batch uploads may hold at once (default BATCH_UPLOAD_BUDGET_BYTES).
      */
     batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
+    /** FUNDING_LANES: which run carries a single funding (fundings/funding-paths.ts); absent: its own workflow. */
+    fundingLanes?: FundingLanesMode;
     /** The ops console's sign-in and sessions; absent: sign-in with a named ops key, the default time-outs. */
     console?: ConsoleConfig;
     /**
@@ -342,7 +346,15 @@ export function createApp(deps: AppDependencies): express.Express {
         profiles: { vault, wallet: services.wallet },
       }),
     );
+    const fundingRecord = createFundingRecord({ database: services.database, cipher: services.cipher });
     const fundings = createFundingService({
+      paths: createFundingPaths({
+        mode: services.fundingLanes ?? 'off',
+        inFlight: fundingRecord.inFlight,
+        temporal: services.temporal,
+        taskQueue: services.taskQueue,
+        logger: deps.logger,
+      }),
       database: services.database,
       temporal: services.temporal,
       taskQueue: services.taskQueue,

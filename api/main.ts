@@ -111,6 +111,7 @@ const app = createApp({
     settlementTimeZone: config.settlementTimeZone,
     settlements: { maxInFlight: config.settlement.maxInFlight },
     batches: config.batches,
+    fundingLanes: config.fundingLanes,
     console: config.console,
   },
 });

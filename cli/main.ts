@@ -142,6 +142,11 @@ program
   .option('--session-connections <n>', 'autocannon connections on the session URL', '10')
   .option('--quiet-seconds <n>', "seconds of quiet after a load before the workers' resident memory is read", '10')
   .option(
+    '--lanes <mode>',
+    'FUNDING_LANES of the stack measured: auto, always or off (single fundings on their own workflows)',
+    'auto',
+  )
+  .option(
     '--temporal <kind>',
     'dev (the CLI dev server) or server (a real Temporal server on the PostgreSQL at 127.0.0.1:5432, built on first use)',
     'dev',

@@ -120,6 +120,10 @@ export interface Funding {
       at: string;
     } | null;
   } | null;
+  carriedBy: {
+    workflowId: string;
+    runId: string;
+  } | null;
   createdAt: string;
   updatedAt: string;
   events: {

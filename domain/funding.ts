@@ -121,6 +121,11 @@ export const fundingSchema = z.object({
   error: z.object({ code: z.string(), message: z.string() }).nullable(),
   /** Why the funding needed a person, the wallet calls behind it, and how it was resolved (contract section 11). */
   review: reviewSchema(fundingResolutionOutcomes),
+  /**
+   * The Temporal run that carried the funding's one pass when it was not the funding's own
+   * workflow: a lane's (single fundings accepted under load) or a batch's runner; null: its own.
+   */
+  carriedBy: z.object({ workflowId: z.string(), runId: z.string() }).nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
   events: z.array(fundingEventSchema),
@@ -156,3 +161,10 @@ export const fundingErrorMessages: Record<string, string> = {
 export function fundingErrorMessage(code: string, fallback?: string): string {
   return fundingErrorMessages[code] ?? fallback ?? `The funding failed (${code}).`;
 }
+
+/**
+ * FUNDING_LANES: which run carries a single funding (fundings/funding-paths.ts). `auto`: its own
+ * workflow, or a lane's shared run once many are in flight; `always`: a lane's; `off`: its own.
+ */
+export const fundingLanesModes = ['auto', 'always', 'off'] as const;
+export type FundingLanesMode = (typeof fundingLanesModes)[number];

@@ -11,9 +11,12 @@
 import { Prisma, type Funding } from '../generated/prisma/client.ts';
 import { fundingErrorMessage, fundingReviewStatus, type FundingStatus } from '../domain/funding.ts';
 import { createLedger } from '../ledger/ledger.ts';
+export type { FundingCarrier } from './funding-record.ts';
 import {
   announceFundings,
   batchRunning,
+  carriedBySet,
+  type FundingCarrier,
   statusInSql,
   tableMove,
   type FundingRecordDependencies,
@@ -63,11 +66,15 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
      * one transaction, as the funding record's claimPending does for one. Rows another transaction
      * holds (a batch's cancel) are skipped, not waited for. Answers the claimed rows.
      */
-    async claimPendingItems(fundingIds: readonly string[]): Promise<Array<Funding & { fence: number }>> {
+    async claimPendingItems(
+      fundingIds: readonly string[],
+      carrier?: FundingCarrier,
+    ): Promise<Array<Funding & { fence: number }>> {
       if (fundingIds.length === 0) return [];
       return database.$transaction(async (tx) => {
         const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${moves.claim.to}::"FundingStatus", updated_at = now()
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${moves.claim.to}::"FundingStatus", updated_at = now(),
+                             ${carriedBySet(carrier)}
           WHERE id IN (SELECT id FROM funding
                        WHERE id = ANY(${fundingIds}::uuid[]) AND status ${statusIn(moves.claim.from)} AND transfer_id IS NULL
                          AND NOT cancel_requested AND ${batchRunning}

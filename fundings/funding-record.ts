@@ -8,6 +8,7 @@
 // from the table, claimPending's too), and written with its timeline event in
 // the same transaction; the insert is idempotent on the key; the cash-in code is sealed to its
 // funding here (cashInCodeContext, which the batch items record seals its items' codes with).
+import { LANE_CHANNEL } from '../lib/lane-bell.ts';
 import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';
 import {
   cancellableFundingStatuses,
@@ -58,6 +59,8 @@ export interface NewFunding {
   requestedBy?: string;
   /** Whose money it moves; absent: the TREASURY. */
   source?: FundingSource;
+  /** The lane whose run carries it (workflows/fund-lane.contract.ts); absent: its own workflow. */
+  lane?: number;
 }
 
 /** The timeline event written with a move: the wallet call behind it, and why. */
@@ -141,6 +144,21 @@ interface MoveGuard {
  * only while its batch is RUNNING (never awaiting approval, paused, cancelled or rejected). The
  * claim of one (claimPending) and the chunk's (batch items record, claimPendingItems) both check it.
  */
+/**
+ * The workflow run that claims fundings for its chunk pass when it is not the funding's own: a
+ * batch's runner or a lane (recorded on the funding, for its page's link to that run).
+ */
+export interface FundingCarrier {
+  workflowId: string;
+  runId: string;
+}
+
+/** The claim's SET of who carries the funding: the carrier's run, or left as it is. */
+export const carriedBySet = (carrier: FundingCarrier | undefined) =>
+  carrier
+    ? Prisma.sql`carried_by = ${carrier.workflowId}, carried_by_run_id = ${carrier.runId}`
+    : Prisma.sql`carried_by = carried_by`;
+
 export const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState"))`;
 
 /**
@@ -486,12 +504,12 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           if (sourceUser !== null) await lockPartnerUser(tx, sourceUser);
           const count = await tx.$executeRaw`
           INSERT INTO funding (id, idempotency_key, request_fingerprint, workflow_id, status, recipient_type, link_id,
-                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, source_partner_user_id, updated_at)
+                               cash_in_code_encrypted, cash_in_code_masked, currency, amount, abandoned_transfer_ids, source_partner_user_id, lane, updated_at)
           VALUES (${id}::uuid, ${funding.idempotencyKey}, ${funding.requestFingerprint}, ${funding.workflowId}, 'PENDING'::"FundingStatus",
                   ${recipient.type}::"RecipientType", ${recipient.type === 'TOKEN' ? recipient.linkId : null}::uuid,
                   ${recipient.type === 'CODE' ? Buffer.from(deps.cipher.encrypt(recipient.code, cashInCodeContext(id))) : null},
                   ${recipient.type === 'CODE' ? maskCashInCode(recipient.code) : null}, ${amount.currency},
-                  ${toNumeric(thousandths)}::numeric, ARRAY[]::text[], ${sourceUser}, now())
+                  ${toNumeric(thousandths)}::numeric, ARRAY[]::text[], ${sourceUser}, ${funding.lane ?? null}::smallint, now())
           ON CONFLICT (idempotency_key) DO NOTHING`;
           if (count !== 1) return count;
           if (deps.limits) {
@@ -515,6 +533,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
             },
             undefined,
           );
+          // The lane's run hears of it once this transaction commits (a NOTIFY is delivered then).
+          if (funding.lane !== undefined)
+            await tx.$executeRaw`SELECT pg_notify(${LANE_CHANNEL}, ${String(funding.lane)})`;
           return count;
         }),
       );
@@ -568,7 +589,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * the fence it claimed, or null when the funding is not a fresh PENDING one (someone else
      * took it on, or it was cancelled).
      */
-    claimPending: (fundingId: string, options: { skipLocked?: boolean } = {}): Promise<number | null> =>
+    claimPending: (
+      fundingId: string,
+      options: { skipLocked?: boolean; carrier?: FundingCarrier } = {},
+    ): Promise<number | null> =>
       database.$transaction(async (tx) => {
         // skipLocked (a batch chunk's item): a row another transaction holds (the batch's cancel,
         // which holds its items for its whole transaction) is not claimed rather than waited on.
@@ -576,7 +600,8 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
           ? Prisma.sql`AND id IN (SELECT id FROM funding WHERE id = ${fundingId}::uuid FOR UPDATE SKIP LOCKED)`
           : Prisma.empty;
         const rows = await tx.$queryRaw<Array<{ fence: number }>>`
-          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${claimMove.to}::"FundingStatus", updated_at = now()
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${claimMove.to}::"FundingStatus", updated_at = now(),
+                             ${carriedBySet(options.carrier)}
           WHERE id = ${fundingId}::uuid AND status ${statusInSql(claimMove.from)} AND transfer_id IS NULL AND NOT cancel_requested
             AND ${batchRunning} ${unheld}
           RETURNING owner_fence AS fence`;
@@ -758,6 +783,33 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     },
 
     /** The next items of a batch that have not started, after `afterId` (ids in order). */
+    /**
+     * A lane's fundings waiting for its run, in arrival order, leaving out `under` (those its run
+     * has under way): the partial index funding_lane_pending_idx holds only these.
+     */
+    nextPendingLaneFundings: async (lane: number, under: readonly string[], limit: number): Promise<string[]> =>
+      (
+        await database.$queryRaw<Array<{ id: string }>>`
+          SELECT id::text AS id FROM funding
+          WHERE lane = ${lane}::smallint AND status = 'PENDING'::"FundingStatus" AND batch_id IS NULL
+            AND NOT (id = ANY(${[...under]}::uuid[]))
+          ORDER BY created_at, id LIMIT ${limit}`
+      ).map((row) => row.id),
+
+    /**
+     * Single fundings in flight now (PENDING to RECONCILING, outside a batch's waiting items, not in
+     * review): how the API tells load (fundings/funding-paths.ts). Read through the sweep's
+     * candidates index, which holds only fundings in flight.
+     */
+    inFlight: async (): Promise<number> =>
+      Number(
+        (
+          await database.$queryRaw<Array<{ count: bigint }>>`
+            SELECT count(*) AS count FROM funding
+            WHERE status IN ('PENDING', 'CREATING', 'EXECUTING', 'RECONCILING') AND (status <> 'PENDING' OR batch_id IS NULL)`
+        )[0]?.count ?? 0,
+      ),
+
     nextPendingBatchItems: (batchId: string, afterId: string | null, limit: number) =>
       database.funding.findMany({
         where: { batchId, status: 'PENDING', ...(afterId ? { id: { gt: afterId } } : {}) },

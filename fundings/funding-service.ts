@@ -28,6 +28,7 @@ import type { FundingRefusalCode } from '../domain/ledger.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { createFundingRecord } from './funding-record.ts';
+import type { FundingPaths } from './funding-paths.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import {
@@ -46,8 +47,10 @@ export interface FundingServiceDependencies {
   /** HMAC key for request fingerprints (a cash-in code is never stored or hashed bare). */
   fingerprintKey: Buffer;
   logger: Logger;
-  /** Counts fundings cancelled here (FAILED) among the finished ones; absent: not counted. */
-  metrics?: Pick<Metrics, 'fundingFinished'>;
+  /** Counts fundings cancelled here (FAILED) among the finished ones, and those started by path; absent: none. */
+  metrics?: Pick<Metrics, 'fundingFinished' | 'fundingStarted'>;
+  /** Which run carries a new funding (FUNDING_LANES); absent: its own workflow, always. */
+  paths?: FundingPaths;
   /** The partner's ledger (with TREASURY_LIMIT); absent: one with no treasury limit. */
   ledger?: Ledger;
   /** Section 10's limits; absent: none. */
@@ -203,6 +206,10 @@ export function createFundingService(deps: FundingServiceDependencies) {
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;
+      // Under load, a lane's run carries it (one user's fundings share a lane); else its own workflow.
+      const path = deps.paths
+        ? await deps.paths.choose(recipient.type === 'TOKEN' ? recipient.linkId.toLowerCase() : fundingId)
+        : ({ kind: 'workflow' } as const);
       let inserted: boolean;
       try {
         inserted = await record.insert({
@@ -214,6 +221,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
           amount: moneyOf(body.amount),
           ...(body.source ? { source: body.source } : {}),
           ...(actor ? { requestedBy: actor } : {}),
+          ...(path.kind === 'lane' ? { lane: path.lane } : {}),
         });
       } catch (error) {
         // Refused in the storing transaction: nothing was stored and no workflow starts.
@@ -222,17 +230,34 @@ export function createFundingService(deps: FundingServiceDependencies) {
         throw error;
       }
       if (inserted) {
-        const refusal = await startWorkflow(fundingId, workflowId, recipient.type);
+        const refusal =
+          path.kind === 'lane'
+            ? await deps.paths!.ensureLane(path.lane)
+            : await startWorkflow(fundingId, workflowId, recipient.type);
         if (refusal)
           return { kind: 'not-started', storedBy: 'this-request', funding: (await view(fundingId))!, refusal };
-        deps.logger.info({ fundingId, workflowId, recipientType: recipient.type }, 'funding started');
+        deps.metrics?.fundingStarted(path.kind);
+        deps.logger.info(
+          {
+            fundingId,
+            workflowId,
+            recipientType: recipient.type,
+            ...(path.kind === 'lane' ? { lane: path.lane } : {}),
+          },
+          'funding started',
+        );
         return { kind: 'created', funding: (await view(fundingId))! };
       }
       const existing = await record.getByIdempotencyKey(idempotencyKey);
       if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
       // The first request may have stored the funding and died (or been refused) before starting its workflow.
       if (!isFinalFundingStatus(existing.status)) {
-        const refusal = await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
+        // A lane's funding is its lane's (or, once the lane handed it over, its own workflow's,
+        // which the hand-over started): the lane is started if it is not running, nothing else.
+        const refusal =
+          existing.lane !== null && deps.paths
+            ? await deps.paths.ensureLane(existing.lane)
+            : await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
         if (refusal)
           return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
       }

@@ -25,6 +25,8 @@ export function fundingView(funding: Funding & { events: FundingEvent[] }): Fund
     transferId: funding.transferId,
     error: funding.errorCode ? { code: funding.errorCode, message: funding.errorMessage ?? funding.errorCode } : null,
     review: reviewView(funding, fundingResolutionOutcomes),
+    carriedBy:
+      funding.carriedBy === null ? null : { workflowId: funding.carriedBy, runId: funding.carriedByRunId ?? '' },
     createdAt: funding.createdAt.toISOString(),
     updatedAt: funding.updatedAt.toISOString(),
     events: funding.events.map((event) => ({

@@ -221,6 +221,9 @@ export interface WalletflowLevelRun extends LevelRun {
   transitionsPerItem: number;
   /** Workflow ids of some approved fundings, for a look at their histories. */
   sampleWorkflowIds: string[];
+  /** The approved fundings and the level's window (ms), for their history events (harness/bench-history.ts). */
+  approvedIds: string[];
+  window: { from: number; to: number };
 }
 
 export async function runWalletflowLevel(
@@ -337,6 +340,8 @@ export async function runWalletflowLevel(
     retries: deps.retries() - retriesBefore,
     transitionsPerItem: approvedIds.length === 0 ? 0 : round1(transitions / approvedIds.length),
     sampleWorkflowIds: sampled.map((row) => row.workflowId),
+    approvedIds,
+    window: { from: window.start, to: lastEnd },
   };
 }
 

@@ -62,6 +62,8 @@ export const benchReportSchema = z.object({
     sessionConnections: z.number().int(),
     /** Seconds of quiet before each resident-memory reading; absent in reports from before it was an option: 10. */
     quietSeconds: z.number().int().optional(),
+    /** FUNDING_LANES of the stack measured; absent in reports from before lanes (each funding had its own workflow). */
+    fundingLanes: z.enum(['auto', 'always', 'off']).optional(),
   }),
   /** `--preload` (flat with data): the ops API on a next-to-empty database against the same after a preload. */
   flat: flatReportSchema.optional(),
@@ -81,6 +83,13 @@ export const benchReportSchema = z.object({
         /** The funding's own state transitions (timeline events) per approved funding. */
         transitionsPerItem: z.number().optional(),
         history: historyShapeSchema.optional(),
+        /**
+         * Temporal history events per approved funding, whichever run carried it (harness/bench-history.ts); absent
+         * in reports from before lanes.
+         */
+        historyPerFunding: z
+          .object({ events: z.number(), laneCarried: z.number().int(), ownWorkflows: z.number().int() })
+          .optional(),
         cpuSplit: cpuSplitSchema.optional(),
       }),
       /**

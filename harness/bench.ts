@@ -5,6 +5,7 @@
 // alone under autocannon. Writes a JSON report and an SVG chart; a report written to the
 // repository's bench/results/ also updates docs/generated/bench-figures.md, the newest figures of
 // each measure (harness/bench-figures.ts). Exit 0: done; 1: the run failed; 64: bad options.
+import { fundingLanesModes, type FundingLanesMode } from '../domain/funding.ts';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -43,6 +44,7 @@ import {
 } from './bench-token-batch.ts';
 import { createExpiredLinks } from './expired-links.ts';
 import { historyShape, runLeanLevel } from './bench-lean.ts';
+import { historyPerFunding } from './bench-history.ts';
 import { Client, Connection } from '@temporalio/client';
 import { rssMiBOf } from './process-usage.ts';
 import { compileProductionCode } from './compiled-code.ts';
@@ -63,6 +65,8 @@ export interface BenchOptions {
   sessionConnections: string;
   /** Seconds of quiet before each resident-memory reading (default 10). */
   quietSeconds?: string;
+  /** FUNDING_LANES of the stack measured (default: the product's default, auto). */
+  lanes?: string;
   temporal: string;
   workers?: string;
   out: string;
@@ -122,6 +126,7 @@ interface Settings {
   sessionConnections: number;
   /** How long the bench waits, after a load, before it reads the workers' resident memory. */
   quietSeconds: number;
+  fundingLanes: FundingLanesMode;
   temporal: 'dev-server' | 'server';
   workers: number;
   out: string;
@@ -143,6 +148,12 @@ interface Settings {
   console?: { requests: number; batchItems: number; fundings: number; payments: number };
 }
 
+function lanesMode(value: string): FundingLanesMode {
+  const mode = fundingLanesModes.find((known) => known === value);
+  if (!mode) throw new UsageError(`--lanes must be one of ${fundingLanesModes.join(', ')}`);
+  return mode;
+}
+
 function parse(options: BenchOptions): Settings {
   const levels = options.levels.split(',').map((level) => wholeNumber(level, 'levels', 1, 1024));
   if (levels.length === 0) throw new UsageError('--levels needs at least one level');
@@ -156,6 +167,7 @@ function parse(options: BenchOptions): Settings {
     sessionSeconds: wholeNumber(options.sessionSeconds, 'session-seconds', 0, 600),
     sessionConnections: wholeNumber(options.sessionConnections, 'session-connections', 1, 1024),
     quietSeconds: wholeNumber(options.quietSeconds ?? '10', 'quiet-seconds', 0, 600),
+    fundingLanes: lanesMode(options.lanes ?? 'auto'),
     temporal,
     workers,
     out: path.resolve(options.out),
@@ -368,6 +380,7 @@ async function startBenchStack(
     env: {
       // The session URL's per-sender limit would cap the autocannon run at 100 requests/s.
       SESSION_RATE_LIMIT_PER_MINUTE: '1000000',
+      FUNDING_LANES: settings.fundingLanes,
       ...env,
     },
   });
@@ -487,7 +500,7 @@ async function bench(
       completed === 0
         ? 0
         : round1((names.reduce((sum, name) => sum + (processes[name]?.cpuSeconds ?? 0), 0) * 1000) / completed);
-    const { sampleWorkflowIds, ...walletflowRun } = walletflow;
+    const { sampleWorkflowIds, approvedIds, window, ...walletflowRun } = walletflow;
     const walletflowSplit = {
       apiAndWorkers: cpuMsPer(
         walletflowProcesses,
@@ -517,6 +530,7 @@ async function bench(
           walletflow.completed,
         ),
         history: await historyShape(temporalClient, sampleWorkflowIds),
+        historyPerFunding: await historyPerFunding(temporalClient, stack.database, approvedIds, window),
         cpuSplit: walletflowSplit,
       },
       lean: {
@@ -536,6 +550,16 @@ async function bench(
       },
       ratio: baseline.perSecond > 0 ? Math.round((walletflow.perSecond / baseline.perSecond) * 10_000) / 10_000 : 0,
     });
+    const measured = levels.at(-1)!.walletflow;
+    log(
+      `c=${concurrency}: walletflow ${measured.cpuMsPerItem} ms CPU per funding (${Object.entries(
+        walletflowSplit.byProcess,
+      )
+        .map(([name, ms]) => `${name} ${ms}`)
+        .join(
+          ', ',
+        )}), ${measured.historyPerFunding?.events} history events per funding, ${measured.historyPerFunding?.laneCarried} of ${walletflow.completed} carried by lanes; lean floor ${levels.at(-1)!.lean?.cpuMsPerItem} ms CPU per item`,
+    );
     leanRate = Math.max(lean.perSecond, 5);
     walletflowRate = Math.max(walletflow.perSecond, 5);
     baselineRate = Math.max(baseline.perSecond, 50);
@@ -646,6 +670,7 @@ async function bench(
       sessionSeconds: settings.sessionSeconds,
       sessionConnections: settings.sessionConnections,
       quietSeconds: settings.quietSeconds,
+      fundingLanes: settings.fundingLanes,
     },
     code: settings.fromSource ? 'source (tsx)' : 'compiled',
     levels,

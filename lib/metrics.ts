@@ -49,6 +49,8 @@ export interface Metrics {
   readonly registry: Registry;
   /** A funding reached a final state (counted once, by whoever moved it there). */
   fundingFinished(status: FinalFundingStatus, createdAt: Date): void;
+  /** A single funding accepted, by the run that carries it: its own workflow or a lane (fundings/funding-paths.ts). */
+  fundingStarted(path: 'workflow' | 'lane'): void;
   /** A payment reached a final state. */
   paymentFinished(status: FinalPaymentStatus, createdAt: Date): void;
   walletCall(call: WalletCallSample): void;
@@ -106,6 +108,12 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     name: 'walletflow_fundings_finished_total',
     help: 'Fundings that reached a final state, by that state',
     labelNames: ['status'] as const,
+    registers: [registry],
+  });
+  const fundingsStarted = new Counter({
+    name: 'walletflow_fundings_started_total',
+    help: 'Single fundings accepted, by the run that carries them: workflow (their own) or lane (a shared one)',
+    labelNames: ['path'] as const,
     registers: [registry],
   });
   const fundingSeconds = new Histogram({
@@ -232,6 +240,9 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
     fundingFinished(status, createdAt) {
       fundings.inc({ status });
       fundingSeconds.observe({ status }, sinceSeconds(createdAt));
+    },
+    fundingStarted(path) {
+      fundingsStarted.inc({ path });
     },
     paymentFinished(status, createdAt) {
       payments.inc({ status });

@@ -1,5 +1,7 @@
 // The worker process: polls walletflow's task queue and runs its workflows and activities.
 // Development bundles workflows from source; SIGINT/SIGTERM drain in-flight tasks before exit.
+import { createLaneBell, LANE_CHANNEL } from '../lib/lane-bell.ts';
+import { LANE_COUNT, startFundLane } from '../workflows/fund-lane.contract.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -127,6 +129,8 @@ const workflowCode = config.workflowBundlePath
   ? readFileSync(tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath, 'utf8')
   : await bundleWorkflows({ warnings: false, ...(tracing ? { tracing: true } : {}) });
 const version = { deploymentName: config.workerDeployment.name, buildId: buildIdOf(workflowCode) };
+// A lane's run waits on it for fundings that joined the lane (lib/lane-bell.ts).
+const laneBell = createLaneBell({ databaseUrl: config.databaseUrl, channel: LANE_CHANNEL, logger });
 const worker = await Worker.create({
   connection,
   namespace: config.temporal.namespace,
@@ -150,6 +154,8 @@ const worker = await Worker.create({
     taskQueue: config.temporal.taskQueue,
     metrics,
     batchMaxInFlight: config.batches.maxInFlight,
+    laneBell,
+    lanes: config.fundingLanes !== 'off',
     // Production: webhooks go to public https endpoints only, checked at every attempt
     // (webhooks/target-guard.ts).
     webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },
@@ -161,6 +167,12 @@ const schedule = await ensureSweepSchedule(temporal, {
   olderThanSeconds: config.sweep.olderThanSeconds,
 });
 logger.info({ schedule }, 'sweep schedule ready');
+// The lanes (workflows/fund-lane.ts): running for good once any worker started them, unless FUNDING_LANES is off.
+if (config.fundingLanes !== 'off') {
+  for (let lane = 0; lane < LANE_COUNT; lane += 1)
+    await startFundLane(temporal, { taskQueue: config.temporal.taskQueue, lane });
+  logger.info({ lanes: LANE_COUNT, mode: config.fundingLanes }, 'funding lanes running');
+}
 // The webhook deliverer: one per deployment, started by whichever worker comes first.
 const deliverer = await startDeliverWebhooks(temporal, {
   taskQueue: config.temporal.taskQueue,
@@ -195,6 +207,7 @@ try {
   await running;
 } finally {
   await connection.close();
+  await laneBell.close();
   await wallet.close();
   await database.$disconnect();
   await refreshPool.database.$disconnect();

@@ -2,6 +2,7 @@
 // docs/architecture.md): no I/O, no clocks, no randomness outside Temporal's APIs.
 export { fundWallet } from './fund-wallet.ts';
 export { fundBatch } from './fund-batch.ts';
+export { fundLane } from './fund-lane.ts';
 export { payWallet } from './pay-wallet.ts';
 export { reconcileFundings } from './sweep.ts';
 export { onboardEmbeddedSession } from './onboard-embedded-session.ts';

@@ -126,6 +126,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
     ]);
     const tz = deps.timeZone;
     const temporal = workflowLink(deps.temporalUi, stored.workflowId);
+    // Carried by a lane's or a batch's run: the run that took it through its one pass.
     const source =
       funding.source.type === 'TREASURY'
         ? `<a href="${CONSOLE_PATH}/accounts/TREASURY">TREASURY</a>`
@@ -200,6 +201,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
               ? `<a href="${escapeHtml(temporal)}">${escapeHtml(stored.workflowId)} in the Temporal UI</a>`
               : idCell(stored.workflowId, 'workflow id'),
           ],
+          ...carriedByRow(deps.temporalUi, funding.carriedBy),
         ]) + (actions.length > 0 ? `<div class="actions">${actions.join('')}</div>` : ''),
       ),
       resolving,
@@ -298,4 +300,21 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
         return;
     }
   });
+}
+
+/** The row naming the shared run that carried the funding's one pass (a lane's, a batch's), when one did. */
+function carriedByRow(
+  temporalUi: ConsoleServices['temporalUi'],
+  carriedBy: FundingView['carriedBy'],
+): Array<[string, string]> {
+  if (!carriedBy) return [];
+  const link = workflowLink(temporalUi, carriedBy.workflowId, carriedBy.runId);
+  return [
+    [
+      'Carried by',
+      link
+        ? `<a href="${escapeHtml(link)}">${escapeHtml(carriedBy.workflowId)} in the Temporal UI</a>`
+        : idCell(carriedBy.workflowId, 'workflow id'),
+    ],
+  ];
 }

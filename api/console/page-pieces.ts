@@ -115,10 +115,15 @@ export function sendNotFound(res: Response, person: SignedInPerson, section: Con
 }
 
 /** The workflow's page in the Temporal UI (TEMPORAL_UI_URL), or its id alone when none is configured. */
-export function workflowLink(temporalUi: ConsoleServices['temporalUi'], workflowId: string): string | null {
+export function workflowLink(
+  temporalUi: ConsoleServices['temporalUi'],
+  workflowId: string,
+  runId?: string,
+): string | null {
   if (!temporalUi) return null;
   const base = temporalUi.url.replace(/\/+$/, '');
-  return `${base}/namespaces/${encodeURIComponent(temporalUi.namespace)}/workflows/${encodeURIComponent(workflowId)}`;
+  const run = runId ? `/${encodeURIComponent(runId)}` : '';
+  return `${base}/namespaces/${encodeURIComponent(temporalUi.namespace)}/workflows/${encodeURIComponent(workflowId)}${run}`;
 }
 
 /** An id that opens its record's page, with a button that copies it (idCell's, as a link). */

@@ -1,6 +1,7 @@
 // The environment schema: every variable walletflow reads (names fixed by contract-decisions
 // section 1), its parser and its default, and the rules that tie variables together. lib/config/
 // load-config.ts turns what it parses into the AppConfig the processes use.
+import { fundingLanesModes } from '../../domain/funding.ts';
 import { z } from 'zod';
 import { parsePayloadKeys } from '../payload-codec.ts';
 import { OpsKeyError, parseOpsKeys } from '../ops-keys.ts';
@@ -240,6 +241,9 @@ export const environmentSchema = z
     // waits for a second key's approval (absent: none do; production requires it); items at once.
     BATCH_APPROVAL_THRESHOLD: configAmount(undefined),
     BATCH_MAX_IN_FLIGHT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1000).default(32)),
+    // Which run carries a single funding (fundings/funding-paths.ts): its own workflow, or under
+    // load (auto) or always a lane's shared run; off: always its own. Read by the API and the worker.
+    FUNDING_LANES: z.preprocess(emptyAsUndefined, z.enum(fundingLanesModes).default('auto')),
 
     // The ops console (contract-decisions section 15): staff sign in with OpenID Connect when the
     // issuer, client id and secret are set (the roles map groups to scopes), else with a named ops key.

@@ -1,6 +1,7 @@
 // loadConfig: the environment (secrets from `NAME_FILE` files too) validated by the schema of
 // lib/config/environment.ts and shaped into the AppConfig the API, the worker and the CLI use. A bad
 // or missing value stops start-up with a ConfigError naming every variable that is wrong.
+import type { FundingLanesMode } from '../../domain/funding.ts';
 import { hkdfSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { PayloadKey } from '../payload-codec.ts';
@@ -101,6 +102,8 @@ export interface AppConfig {
    * Funding batches: the total (thousandths) from which a second key approves (null: none needs it), and items at once.
    */
   batches: { approvalThreshold: bigint | null; maxInFlight: number };
+  /** FUNDING_LANES: which run carries a single funding (fundings/funding-paths.ts). */
+  fundingLanes: FundingLanesMode;
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
   /** A day's settlement run: wallet retrieves at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
@@ -317,6 +320,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     settlementTimeZone: e.SETTLEMENT_TZ,
     settlement: { maxInFlight: e.SETTLEMENT_MAX_IN_FLIGHT },
     batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
+    fundingLanes: e.FUNDING_LANES,
     tracing: tracingConfig(e),
     console: {
       oidc:

@@ -518,6 +518,7 @@ describe('the terminal renderer', () => {
     transferId: null,
     error: null,
     review: null,
+    carriedBy: null,
     createdAt: at(0),
     updatedAt: at(0),
     events,

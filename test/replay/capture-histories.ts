@@ -56,6 +56,9 @@ import { startSweep } from '../../workflows/sweep.contract.ts';
 import { manualPurgeWorkflowId, startPurgeExpired } from '../../workflows/purge-expired.contract.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { batchWorkflowId, type FundBatchResult } from '../../workflows/fund-batch.contract.ts';
+import { fundLaneWorkflowType, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
+import { createFundingRecord } from '../../fundings/funding-record.ts';
+import { moneyOf } from '../../domain/money.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
 import { plantApprovedDay } from '../../harness/settlement-day.ts';
 
@@ -76,7 +79,9 @@ type CapturedResult =
   | PurgeReport
   | DeliveryRoundReport
   | FundBatchResult
-  | SettleDayResult;
+  | SettleDayResult
+  /** A lane's first run: the fundings it carried, and the input it continued as new with. */
+  | { lane: number; carried: number };
 
 interface Captured {
   workflowId: string;
@@ -208,6 +213,8 @@ const slowPaths: Partial<Record<HistoryName, number>> = {
   'retrieve-refused-review-resolved': 600_000,
   // One delivery round that outlasts the first retry (30 s by default), and the next run's round.
   'webhooks-retried': 180_000,
+  // Four reads, the last ones each waiting 20 s for work that does not come.
+  'lane-carried': 150_000,
 };
 
 async function main() {
@@ -284,6 +291,7 @@ function describeResult(result: CapturedResult): string {
   if ('claimed' in result)
     return `claimed ${result.claimed}, succeeded ${result.succeeded}, retrying ${result.retrying}`;
   if ('state' in result) return `batch ${result.state}`;
+  if ('lane' in result) return `lane ${result.lane} carried ${result.carried}, continued as new`;
   return `${result.status}${result.errorCode ? `/${result.errorCode}` : ''}`;
 }
 
@@ -1681,6 +1689,63 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
     }
 
     // fundBatch
+    // fundLane
+    case 'lane-carried': {
+      // Two fundings wait in lane 0 (stored as the API stores them under load, with their holds):
+      // one to a KYC1 wallet (APPROVED), one to a KYC0 wallet (REJECTED, M133). A lane started to
+      // continue as new after 4 reads carries both, then waits, then continues as new.
+      const lane = 0;
+      const fundings = createFundingRecord({ database: stack.database, cipher: stack.cipher });
+      const secrets: Secret[] = [];
+      const ids: string[] = [];
+      for (const kycLevel of ['KYC1', 'KYC0'] as const) {
+        const { code } = await codeFor(stack, { kycLevel });
+        secrets.push({ name: `a ${kycLevel} cash-in code`, value: code });
+        const id = randomUUID();
+        await fundings.insert({
+          id,
+          idempotencyKey: `capture-lane-${id}`,
+          requestFingerprint: '0'.repeat(64),
+          workflowId: `funding-capture-lane-${id}`,
+          recipient: { type: 'CODE', code },
+          amount: moneyOf(amount('3.00')),
+          lane,
+        });
+        ids.push(id);
+      }
+      const workflowId = laneWorkflowId(lane);
+      const handle = await stack.temporal.workflow.start(fundLaneWorkflowType, {
+        taskQueue: stack.taskQueue,
+        workflowId,
+        args: [{ lane, readsPerRun: 4 }],
+      });
+      try {
+        await until('both fundings final', async () => {
+          const rows = await stack.database.funding.findMany({ where: { id: { in: ids } } });
+          return (
+            rows
+              .map((row) => row.status)
+              .sort()
+              .join(',') === 'APPROVED,REJECTED'
+          );
+        });
+        await until(
+          'the lane’s first run to continue as new',
+          async () => (await handle.describe()).runId !== handle.firstExecutionRunId,
+          90_000,
+        );
+      } finally {
+        await handle.terminate('captured').catch(() => undefined);
+      }
+      return {
+        workflowId,
+        runId: handle.firstExecutionRunId,
+        result: { lane, carried: ids.length },
+        secrets,
+        check: (history) => expectActivities(history, ['nextLaneFundings', 'runLaneFundings']),
+      };
+    }
+
     case 'batch-completed': {
       const { batchId, secrets } = await postBatch(stack, 12);
       const workflowId = batchWorkflowId(batchId);

@@ -4,6 +4,8 @@
 // replay stack share. Each stack adds its own (vitest's shared servers, metrics, vaults; or a
 // database and Temporal of its own, cancellable waits) and stops its workers its own way.
 // Without vitest, so the capture script can use it too.
+import { createLaneBell, LANE_CHANNEL } from '../../lib/lane-bell.ts';
+import type { FundingLanesMode } from '../../domain/funding.ts';
 import { createSessionOnboarding } from '../../links/embedded-onboarding.ts';
 import { randomBytes } from 'node:crypto';
 import type { ConsoleConfig } from '../../lib/config.ts';
@@ -61,6 +63,8 @@ export interface PartnerApiOptions {
   fundingLimits?: FundingLimits;
   /** Funding batches' approval threshold (thousandths) and items at once; absent: none waits, 32. */
   batches?: { approvalThreshold: bigint | null; maxInFlight: number; uploadBudgetBytes?: number };
+  /** FUNDING_LANES of the API and its workers (fundings/funding-paths.ts); absent: `off`. */
+  fundingLanes?: FundingLanesMode;
   /**
    * The ops console's sign-in and sessions, or a function giving them once the API's address is
    * known (an identity provider registers the console's redirect URI); absent: sign-in with an ops key.
@@ -222,6 +226,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
           : { embeddedSessionTtlSeconds: options.embeddedSessionTtlSeconds }),
         ...(options.fundingLimits ? { fundingLimits: options.fundingLimits } : {}),
         ...(options.batches ? { batches: options.batches } : {}),
+        fundingLanes: options.fundingLanes ?? 'off',
         ...(options.console
           ? { console: typeof options.console === 'function' ? await options.console(apiBase) : options.console }
           : {}),
@@ -253,6 +258,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         // As the worker process runs it: a version of the stack's own deployment (its task queue),
         // made current once registered (docs/changing-workflows.md).
         const version = bundleVersion(taskQueue, workflowBundle);
+        const laneBell = createLaneBell({ databaseUrl: options.databaseUrl, channel: LANE_CHANNEL, logger });
         const worker = await Worker.create({
           connection: workerConnection,
           namespace: options.namespace,
@@ -271,9 +277,11 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
             temporal,
             taskQueue,
             ...(metrics ? { metrics } : {}),
+            laneBell,
+            lanes: (options.fundingLanes ?? 'off') !== 'off',
           }),
         });
-        const done = worker.run();
+        const done = worker.run().finally(() => laneBell.close());
         await promoteOnStart(temporal, version, promote ?? 'always', logger);
         return { worker, done, connection: workerConnection, wallet: workerWallet, buildId: version.buildId };
       },

@@ -2,6 +2,7 @@
 // the suite's PostgreSQL database and Temporal server (vitest's inject), with metrics registries,
 // a worker in-process or, through workerEnv, as a process of its own, and vaults as a worker
 // builds them.
+import { fundingLanesModes, type FundingLanesMode } from '../../domain/funding.ts';
 import { inject } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { createTokenVault, type TokenVault } from '../../links/token-vault.ts';
@@ -70,6 +71,15 @@ export interface PartnerStack {
   temporalNamespace: string;
 }
 
+/** FUNDING_LANES as the suite was started with (`off` when unset). */
+export function suiteFundingLanes(): FundingLanesMode {
+  const mode = process.env.FUNDING_LANES;
+  if (mode === undefined || mode === '') return 'off';
+  const known = fundingLanesModes.find((value) => value === mode);
+  if (!known) throw new Error(`FUNDING_LANES=${mode}: not one of ${fundingLanesModes.join(', ')}`);
+  return known;
+}
+
 export async function startPartnerStack(
   options: {
     connectReturnUrl?: string;
@@ -105,6 +115,11 @@ export async function startPartnerStack(
     settlements?: SettlementOptions;
     /** The console's live regions: a push interval and a stall bound of the test's (default: the API's). */
     consoleLive?: { pushEveryMs?: number; stallMs?: number };
+    /**
+     * FUNDING_LANES of the API and the in-process worker (default: the suite's FUNDING_LANES, else
+     * `off`: a lane project runs the single-funding files again with `always`, docs/testing.md).
+     */
+    fundingLanes?: FundingLanesMode;
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo
@@ -139,6 +154,7 @@ export async function startPartnerStack(
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
     ...(options.settlements ? { settlements: options.settlements } : {}),
     ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
+    fundingLanes: options.fundingLanes ?? suiteFundingLanes(),
   });
   const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
   let running: InProcessWorker | undefined;

@@ -1,5 +1,6 @@
 // The stored workflow histories (test/replay/histories/*.json, Temporal's JSON export format)
 // and the secret checks both the capture script and the replay tests run on them. No vitest here.
+import { fundLaneWorkflowType } from '../../workflows/fund-lane.contract.ts';
 import { readdirSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -56,6 +57,7 @@ export const historyPaths = {
   [purgeExpiredWorkflowType]: ['purge-expired'],
   [deliverWebhooksWorkflowType]: ['webhooks-delivered', 'webhooks-retried'],
   [fundBatchWorkflowType]: ['batch-completed', 'batch-paused-resumed-cancelled'],
+  [fundLaneWorkflowType]: ['lane-carried'],
   [settleDayWorkflowType]: ['settlement-settled', 'settlement-continued-as-new', 'settlement-continued-finished'],
 } as const;
 export type WorkflowType = keyof typeof historyPaths;

@@ -10,6 +10,7 @@ describe('createMetrics', () => {
     const described = (await metrics.registry.getMetricsAsJSON()).map((metric) => [metric.name, metric.type]);
     expect(Object.fromEntries(described)).toEqual({
       walletflow_fundings_finished_total: 'counter',
+      walletflow_fundings_started_total: 'counter',
       walletflow_funding_duration_seconds: 'histogram',
       walletflow_payments_finished_total: 'counter',
       walletflow_payment_duration_seconds: 'histogram',

@@ -15,6 +15,8 @@ import {
 } from '../../workflows/deliver-webhooks.contract.ts';
 import { purgeExpired } from '../../workflows/purge-expired.ts';
 import { fundBatch } from '../../workflows/fund-batch.ts';
+import { fundLane } from '../../workflows/fund-lane.ts';
+import { fundLaneWorkflowType, type FundLaneWorkflow } from '../../workflows/fund-lane.contract.ts';
 import {
   fundingWorkflowId,
   fundWalletWorkflowType,
@@ -51,6 +53,7 @@ describe('workflow contracts', () => {
         deliverWebhooksWorkflowType,
         purgeExpiredWorkflowType,
         fundBatchWorkflowType,
+        fundLaneWorkflowType,
         settleDayWorkflowType,
       ].sort(),
     );
@@ -76,6 +79,7 @@ describe('workflow contracts', () => {
     expectTypeOf(deliverWebhooks).toEqualTypeOf<DeliverWebhooksWorkflow>();
     expectTypeOf(purgeExpired).toEqualTypeOf<PurgeExpiredWorkflow>();
     expectTypeOf(fundBatch).toEqualTypeOf<FundBatchWorkflow>();
+    expectTypeOf(fundLane).toEqualTypeOf<FundLaneWorkflow>();
     expectTypeOf(settleDay).toEqualTypeOf<SettleDayWorkflow>();
   });
 });
