@@ -13,6 +13,16 @@ const alone = [
   'test/integration/webhooks.test.ts',
 ];
 
+/**
+ * Single-funding promise files run a second time with FUNDING_LANES=always (fundings/funding-paths.ts):
+ * every promise holds whether a funding's own workflow or a lane's shared run carries it.
+ */
+const laneFiles = [
+  'test/integration/fundings.test.ts',
+  'test/integration/funding-review.test.ts',
+  'test/fault/funding-chaos.test.ts',
+];
+
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
@@ -33,6 +43,10 @@ export default defineConfig({
       {
         extends: true,
         test: { name: 'suite', include: ['test/**/*.test.ts'], exclude: alone, sequence: { groupOrder: 0 } },
+      },
+      {
+        extends: true,
+        test: { name: 'lanes', include: laneFiles, env: { FUNDING_LANES: 'always' }, sequence: { groupOrder: 0 } },
       },
       { extends: true, test: { name: 'under-load', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } } },
     ],

@@ -26,7 +26,7 @@ export interface BatchActivityDependencies {
    * The chunk pass, as the funding activities built it (the same routine, records, wallet and vault as a single
    * funding's one pass).
    */
-  funding: Pick<FundingActivities, 'fundItemsInOnePass'>;
+  funding: Pick<FundingActivities, 'fundItemsInOnePass' | 'fundNextInLane'>;
   /** Starts an item's own fundWallet workflow. */
   temporal: Client;
   taskQueue: string;

@@ -18,14 +18,15 @@ import {
   type BatchItemsOutcome,
 } from '../workflows/fund-batch.contract.ts';
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
+import type { LaneChunkOutcome } from '../workflows/fund-lane.contract.ts';
 import { startAttemptLease, type AttemptLease } from './attempt-lease.ts';
 import type { FundingActivities } from './funding.ts';
 
 export interface CarriedChunkDependencies {
   /** The fundings' rows: the row a funding is handed over from, and the owner's beats. */
-  fundings: Pick<FundingRecord, 'get' | 'seeOwners'>;
+  fundings: Pick<FundingRecord, 'get' | 'seeOwners' | 'leftByChunk'>;
   /** The chunk pass, as the funding activities built it (the same routine as a single funding's one pass). */
-  funding: Pick<FundingActivities, 'fundItemsInOnePass'>;
+  funding: Pick<FundingActivities, 'fundItemsInOnePass' | 'fundNextInLane'>;
   /** Starts a funding's own fundWallet workflow. */
   temporal: Client;
   taskQueue: string;
@@ -77,6 +78,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
     carrier: ChunkCarrier,
     fundingId: string,
     why: string,
+    waitBeforeMs: number | undefined,
   ): Promise<'handed-over' | 'finished' | 'not-started'> {
     const funding = await fundings.get(fundingId);
     if (!carrier.owns(funding)) throw carrier.notOwned(fundingId);
@@ -93,6 +95,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
       status: funding.status,
       recipientType: funding.recipientType,
       reusePolicy: 'reject-duplicate',
+      ...(waitBeforeMs === undefined ? {} : { waitBeforeMs }),
     });
     logger.info(
       { carrier: carrier.label, fundingId, status: funding.status, why },
@@ -102,28 +105,15 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
   }
 
   /**
-   * One chunk: its fundings' passes, then each funding it did not finish handed over or left PENDING; nothing once its
-   * lease ended.
+   * What the passes left: each funding not finished handed to its own workflow or left PENDING (the
+   * carrier takes it again); nothing once the lease ended.
    */
-  async function runChunk(
+  async function handOverWhatIsLeft(
     carrier: ChunkCarrier,
-    fundingIds: string[],
+    fundingIds: readonly string[],
+    passes: Map<string, OnePassOutcome>,
     lease: AttemptLease,
   ): Promise<BatchItemsOutcome> {
-    const run = Context.current().info.workflowExecution;
-    // The chunk pass takes the fresh fundings on together, the others (a cancel holds them) each in its own pass.
-    let passes: Map<string, OnePassOutcome | 'failed'>;
-    try {
-      passes = (await deps.funding.fundItemsInOnePass(fundingIds, lease.current, run)).outcomes;
-    } catch (error) {
-      // Nothing is assumed about what the chunk did: a funding past PENDING goes to its own
-      // workflow, which claims it (fencing out anything still under way); a PENDING one stays the carrier's.
-      logger.warn(
-        { carrier: carrier.label, err: (error as Error).message },
-        'chunk pass failed: handing its fundings over',
-      );
-      passes = new Map();
-    }
     const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
     for (const fundingId of fundingIds) {
       const pass = passes.get(fundingId) ?? 'failed';
@@ -134,7 +124,16 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
       const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
       // A replaced attempt hands nothing over: the current one does, from the record.
       if (!lease.current()) throw attemptReplaced(carrier.label);
-      const handed = await startItsWorkflow(carrier, fundingId, why);
+      // The wallet said "later" (nothing sent): its workflow waits the wallet's Retry-After first.
+      const waitBeforeMs =
+        pass === 'failed'
+          ? undefined
+          : pass.kind === 'create-later'
+            ? (pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS)
+            : pass.kind === 'execute' && pass.retryAfterMs !== null
+              ? pass.retryAfterMs
+              : undefined;
+      const handed = await startItsWorkflow(carrier, fundingId, why, waitBeforeMs);
       if (handed === 'finished') outcome.finished += 1;
       else if (handed === 'not-started') outcome.notStarted += 1;
       else outcome.handedOver += 1;
@@ -147,34 +146,108 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
     return outcome;
   }
 
+  /**
+   * Runs `work` as the chunk's activity attempt: alive while this process runs (a frozen or dead one
+   * stops beating, and the chunk is tried again after its heartbeat time-out). While it is the
+   * current attempt, its beats also show the sweep that the fundings in `beating` have a live
+   * owner; once it may have been replaced, it claims, calls and hands over nothing more.
+   */
+  async function underLease<T>(
+    carrier: ChunkCarrier,
+    beating: readonly string[],
+    work: (lease: AttemptLease) => Promise<T>,
+  ): Promise<T> {
+    const context = Context.current();
+    const lease = startAttemptLease({
+      heartbeat: () => context.heartbeat(),
+      cancelled: context.cancellationSignal,
+      everyMs: fundBatchActivityTimeouts.heartbeatEveryMs,
+      lapseMs: CHUNK_LEASE_LAPSE_MS,
+      whileCurrent: { everyMs: SEE_OWNERS_EVERY_MS, run: () => fundings.seeOwners([...beating]) },
+      onLapse: (gapMs) =>
+        logger.warn(
+          { carrier: carrier.label, gapMs: Math.round(gapMs) },
+          'chunk: its heartbeat lapsed; it stops (another attempt may have taken it over)',
+        ),
+    });
+    try {
+      return await work(lease);
+    } finally {
+      lease.stop();
+    }
+  }
+
   return {
     /**
-     * Runs a chunk as an activity: alive while this process runs (a frozen or dead one stops
-     * beating, and the chunk is tried again after its heartbeat time-out: the new attempt claims
-     * the fundings anew). While it is the current attempt, its beats also show the sweep that its
-     * fundings have a live owner; once it may have been replaced, it claims, calls and hands over nothing more.
+     * A chunk of given fundings (a batch's items): the chunk pass takes the fresh ones on together,
+     * the others (a cancel holds them) each in its own pass; then what is left is handed over. A
+     * retried attempt finds its fundings past PENDING and hands them over: it never executes twice.
      */
-    async runCarriedChunk(carrier: ChunkCarrier, fundingIds: string[]): Promise<BatchItemsOutcome> {
-      const context = Context.current();
-      const lease = startAttemptLease({
-        heartbeat: () => context.heartbeat(),
-        cancelled: context.cancellationSignal,
-        everyMs: fundBatchActivityTimeouts.heartbeatEveryMs,
-        lapseMs: CHUNK_LEASE_LAPSE_MS,
-        whileCurrent: { everyMs: SEE_OWNERS_EVERY_MS, run: () => fundings.seeOwners(fundingIds) },
-        onLapse: (gapMs) =>
+    runCarriedChunk: (carrier: ChunkCarrier, fundingIds: string[]): Promise<BatchItemsOutcome> =>
+      underLease(carrier, fundingIds, async (lease) => {
+        const run = Context.current().info.workflowExecution;
+        let passes: Map<string, OnePassOutcome>;
+        try {
+          passes = (await deps.funding.fundItemsInOnePass(fundingIds, lease.current, run)).outcomes;
+        } catch (error) {
+          // Nothing is assumed about what the chunk did: a funding past PENDING goes to its own
+          // workflow, which claims it (fencing out anything still under way); a PENDING one stays the carrier's.
           logger.warn(
-            { carrier: carrier.label, gapMs: Math.round(gapMs) },
-            'chunk: its heartbeat lapsed; it stops (another attempt may have taken it over)',
-          ),
+            { carrier: carrier.label, err: (error as Error).message },
+            'chunk pass failed: handing its fundings over',
+          );
+          passes = new Map();
+        }
+        return handOverWhatIsLeft(carrier, fundingIds, passes, lease);
+      }),
+
+    /**
+     * A lane's chunk: once `waitForWork` says the lane has fundings waiting, the next `limit` of them
+     * claimed (recording this activity as their carrier) and passed together, then what is left
+     * handed over. A retried attempt first hands over what its earlier attempts claimed and left
+     * unfinished (found by the carrier they recorded), and takes nothing new.
+     */
+    runLaneChunk: (
+      carrier: ChunkCarrier & { lane: number },
+      limit: number,
+      waitForWork: () => Promise<boolean>,
+    ): Promise<LaneChunkOutcome> => {
+      const info = Context.current().info;
+      // Always set for an activity a workflow scheduled (the lane's); empty only when called outside one (a test).
+      const chunk = {
+        workflowId: info.workflowExecution?.workflowId ?? '',
+        runId: info.workflowExecution?.runId ?? '',
+        chunk: info.activityId,
+      };
+      const beating: string[] = [];
+      return underLease(carrier, beating, async (lease) => {
+        if (info.attempt > 1) {
+          const left = await fundings.leftByChunk(chunk);
+          beating.push(...left);
+          return { ...(await handOverWhatIsLeft(carrier, left, new Map(), lease)), taken: left.length };
+        }
+        if (!(await waitForWork()) || !lease.current()) return { ...noneTaken };
+        let taken: string[];
+        let passes: Map<string, OnePassOutcome>;
+        try {
+          const pass = await deps.funding.fundNextInLane(carrier.lane, limit, chunk, lease.current);
+          ({ taken, outcomes: passes } = pass);
+        } catch (error) {
+          // What it claimed is found by its carrier and handed over; nothing is assumed about it.
+          logger.warn(
+            { carrier: carrier.label, err: (error as Error).message },
+            'lane chunk pass failed: handing its fundings over',
+          );
+          taken = await fundings.leftByChunk(chunk);
+          passes = new Map();
+        }
+        beating.push(...taken);
+        return { ...(await handOverWhatIsLeft(carrier, taken, passes, lease)), taken: taken.length };
       });
-      try {
-        return await runChunk(carrier, fundingIds, lease);
-      } finally {
-        lease.stop();
-      }
     },
   };
 }
+
+const noneTaken: LaneChunkOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null, taken: 0 };
 
 export type CarriedChunks = ReturnType<typeof createCarriedChunks>;

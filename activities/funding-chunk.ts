@@ -14,7 +14,7 @@ export interface ItemsPassResult {
 }
 
 /**
- * A batch's chunk leaves the item to its workflow (which takes it on from the record) and goes on with its other items.
+ * A chunk leaves the funding to its own workflow (which takes it on from the record) and goes on with its other items.
  */
 function leaveToItsWorkflow(ctx: FundingContext) {
   return (fundingId: string, error: unknown): OnePassOutcome => {
@@ -72,4 +72,25 @@ export async function fundItemsInOnePass(
     await alone;
   }
   return { outcomes };
+}
+
+/**
+ * A lane's chunk (workflows/fund-lane.ts): the next fundings waiting in the lane, at most `limit`,
+ * picked and claimed in one statement (claimNextInLane, recording `carrier`), then passClaimed with
+ * its writes set-based, on the activity's clock and the chunk's lease. `taken`: the ids it claimed.
+ */
+export async function fundNextInLane(
+  ctx: FundingContext,
+  lane: number,
+  limit: number,
+  carrier: FundingCarrier,
+  current?: () => boolean,
+): Promise<ItemsPassResult & { taken: string[] }> {
+  const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
+  if (!callFitsBefore(clock, ctx.walletTimeoutMs) || (current && !current())) return { outcomes: new Map(), taken: [] };
+  const claimed = await ctx.claimed.claimNextInLane(lane, limit, carrier);
+  const outcomes = new Map<string, OnePassOutcome>();
+  for (const [fundingId, outcome] of await passClaimed(ctx, claimed, clock, leaveToItsWorkflow(ctx)))
+    outcomes.set(fundingId, outcome);
+  return { outcomes, taken: claimed.map((row) => row.id) };
 }

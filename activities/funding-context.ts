@@ -25,7 +25,10 @@ export interface FundingActivityDependencies {
   /** Writes every state change, and counts fundings by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
   /** The moves of fundings a pass claimed, one or many (fundings/claimed-fundings-record.ts). */
-  claimed: Pick<ClaimedFundingsRecord, 'claimPendingItems' | 'beginExecuteMany' | 'finishExecutedMany'>;
+  claimed: Pick<
+    ClaimedFundingsRecord,
+    'claimPendingItems' | 'claimNextInLane' | 'beginExecuteMany' | 'finishExecutedMany'
+  >;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;
   logger: Logger;

@@ -1,16 +1,19 @@
-// A lane's activities (workflows/fund-lane.ts): wait for the lane's fundings, and run a chunk of
-// them as any carried chunk runs (activities/carried-chunk.ts: the batch items' chunk pass, and
-// whatever a pass leaves unfinished handed to the funding's own fundWallet workflow). Signatures
-// and results are the workflow's, declared in its contract.
+// A lane's activity (workflows/fund-lane.ts): wait for the lane's fundings, then run a chunk of them
+// as any carried chunk runs (activities/carried-chunk.ts: the chunk pass, and whatever a pass leaves
+// unfinished handed to the funding's own fundWallet workflow). Its signature and result are the
+// workflow's, declared in its contract.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { LaneBell } from '../lib/lane-bell.ts';
-import { fundLaneActivityTimeouts, type FundLaneActivities } from '../workflows/fund-lane.contract.ts';
-import type { BatchItemsOutcome } from '../workflows/fund-batch.contract.ts';
+import {
+  LANE_WAIT_FOR_WORK_MS,
+  type FundLaneActivities,
+  type LaneChunkOutcome,
+} from '../workflows/fund-lane.contract.ts';
 import type { CarriedChunks, ChunkCarrier } from './carried-chunk.ts';
 
 export interface LaneActivityDependencies {
-  fundings: Pick<FundingRecord, 'nextPendingLaneFundings'>;
+  fundings: Pick<FundingRecord, 'hasPendingInLane'>;
   chunks: CarriedChunks;
   /** Wakes a waiting lane when a funding joins it (lib/lane-bell.ts). */
   bell: LaneBell;
@@ -20,38 +23,31 @@ export interface LaneActivityDependencies {
 const READ_AT_LEAST_EVERY_MS = 1000;
 
 /** A lane as the carrier of its fundings' chunks. */
-const laneCarrier = (lane: number): ChunkCarrier => ({
+const laneCarrier = (lane: number): ChunkCarrier & { lane: number } => ({
+  lane,
   label: `lane ${lane}`,
   owns: (funding) => funding.lane === lane && funding.batchId === null,
   notOwned: (fundingId) =>
     ApplicationFailure.nonRetryable(`funding ${fundingId} is not a funding of lane ${lane}`, 'LaneFundingNotFound'),
 });
 
-/** The activity's cancellation (a worker shutting down), or none outside an activity. */
-function cancellation(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
-}
-
 export function createLaneActivities(deps: LaneActivityDependencies): FundLaneActivities {
-  return {
-    async nextLaneFundings(lane: number, under: string[], limit: number): Promise<string[]> {
-      const signal = cancellation();
-      const until = Date.now() + fundLaneActivityTimeouts.waitForWorkMs;
-      for (;;) {
-        // The bell's count first: a funding announced while the table is read still wakes the wait below.
-        const rings = deps.bell.rings(lane);
-        const ids = await deps.fundings.nextPendingLaneFundings(lane, under, limit);
-        const left = until - Date.now();
-        if (ids.length > 0 || left <= 0 || signal?.aborted) return ids;
-        await deps.bell.wait(lane, rings, Math.min(left, READ_AT_LEAST_EVERY_MS), signal);
-      }
-    },
+  /** Whether fundings wait in the lane, waiting for one up to LANE_WAIT_FOR_WORK_MS (or the activity's cancellation). */
+  async function waitForWork(lane: number): Promise<boolean> {
+    const signal = Context.current().cancellationSignal;
+    const until = Date.now() + LANE_WAIT_FOR_WORK_MS;
+    for (;;) {
+      // The bell's count first: a funding announced while the table is read still wakes the wait below.
+      const rings = deps.bell.rings(lane);
+      if (await deps.fundings.hasPendingInLane(lane)) return true;
+      const left = until - Date.now();
+      if (left <= 0 || signal.aborted) return false;
+      await deps.bell.wait(lane, rings, Math.min(left, READ_AT_LEAST_EVERY_MS), signal);
+    }
+  }
 
-    runLaneFundings: (lane: number, fundingIds: string[]): Promise<BatchItemsOutcome> =>
-      deps.chunks.runCarriedChunk(laneCarrier(lane), fundingIds),
+  return {
+    runLaneChunk: (lane: number, limit: number): Promise<LaneChunkOutcome> =>
+      deps.chunks.runLaneChunk(laneCarrier(lane), limit, () => waitForWork(lane)),
   };
 }

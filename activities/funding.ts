@@ -18,7 +18,7 @@
 // results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import type { FundingCarrier } from '../fundings/funding-record.ts';
 import type { FundWalletActivities } from '../workflows/fund-wallet.contract.ts';
-import { fundItemsInOnePass, type ItemsPassResult } from './funding-chunk.ts';
+import { fundItemsInOnePass, fundNextInLane, type ItemsPassResult } from './funding-chunk.ts';
 import { fundingContext, type FundingActivityDependencies } from './funding-context.ts';
 import { fundInOnePass } from './funding-pass.ts';
 import { createFundingSteps } from './funding-steps.ts';
@@ -28,6 +28,13 @@ export type { ItemsPassResult } from './funding-chunk.ts';
 
 /** The funding activities, and the chunk pass a batch runs its items through (not an activity of its own). */
 export type FundingActivities = FundWalletActivities & {
+  /** A lane's chunk pass: the next fundings of the lane claimed and passed together (not an activity of its own). */
+  fundNextInLane(
+    lane: number,
+    limit: number,
+    carrier: FundingCarrier,
+    current?: () => boolean,
+  ): Promise<ItemsPassResult & { taken: string[] }>;
   /**
    * `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls
    * nothing more.
@@ -46,5 +53,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     fundInOnePass: (fundingId: string) => fundInOnePass(ctx, fundingId),
     fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean, carrier?: FundingCarrier) =>
       fundItemsInOnePass(ctx, fundingIds, current, carrier),
+    fundNextInLane: (lane: number, limit: number, carrier: FundingCarrier, current?: () => boolean) =>
+      fundNextInLane(ctx, lane, limit, carrier, current),
   };
 }

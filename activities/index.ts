@@ -90,7 +90,7 @@ export function createActivities(deps: ActivityDependencies) {
     ...(deps.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: deps.walletTimeoutMs }),
   });
   // The chunk pass is the batch activities' own tool, not an activity of its own.
-  const { fundItemsInOnePass: _chunkPass, ...fundWalletActivities } = funding;
+  const { fundItemsInOnePass: _chunkPass, fundNextInLane: _lanePass, ...fundWalletActivities } = funding;
   const deliverer = createWebhookDeliverer({
     store: createWebhookStore({ database: deps.database, cipher: deps.cipher }),
     cipher: deps.cipher,

@@ -420,7 +420,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // Lanes (workflows/fund-lane.ts) run for good: one that is gone (terminated, failed) is started
       // again. A lane's funding left PENDING meanwhile is started on its own above once it is idle.
       for (let lane = 0; deps.lanes && lane < LANE_COUNT; lane += 1) {
-        const run = await workflowState(laneWorkflowId(lane));
+        const run = await workflowState(laneWorkflowId(deps.taskQueue, lane));
         if (run === 'running') continue;
         await startFundLane(deps.temporal, { taskQueue: deps.taskQueue, lane });
         logger.warn({ lane, run }, 'lane started by the sweep');

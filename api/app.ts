@@ -14,6 +14,7 @@ import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { WalletClient } from '../wallet/index.ts';
 import { createFundingService } from '../fundings/funding-service.ts';
 import { createFundingPaths } from '../fundings/funding-paths.ts';
+import { createLaneAnnouncer } from '../lib/lane-bell.ts';
 import type { FundingLanesMode } from '../domain/funding.ts';
 import { opsFundingsRouter } from './ops/fundings-routes.ts';
 import { createPaymentService } from '../payments/payment-service.ts';
@@ -351,6 +352,7 @@ export function createApp(deps: AppDependencies): express.Express {
       paths: createFundingPaths({
         mode: services.fundingLanes ?? 'off',
         inFlight: fundingRecord.inFlight,
+        announce: createLaneAnnouncer(services.database, deps.logger).announce,
         temporal: services.temporal,
         taskQueue: services.taskQueue,
         logger: deps.logger,

@@ -55,6 +55,21 @@ const finishedFromWhere = Prisma.sql`(${Prisma.join(
  */
 export type ClaimedFundingsRecordDependencies = Pick<FundingRecordDependencies, 'database' | 'metrics' | 'ledger'>;
 
+/** The claim's event for each row it moved, and the rows as the claim left them, with the fence each holds. */
+async function claimedRows(
+  tx: Prisma.TransactionClient,
+  rows: Array<{ id: string; fence: number }>,
+): Promise<Array<Funding & { fence: number }>> {
+  if (rows.length === 0) return [];
+  await tx.$executeRaw`
+    INSERT INTO funding_event (funding_id, status, detail, fence)
+    SELECT i.id, ${moves.claim.to}::"FundingStatus", 'creating the transfer intent', i.fence
+    FROM unnest(${rows.map((row) => row.id)}::uuid[], ${rows.map((row) => row.fence)}::int[]) AS i(id, fence)`;
+  const fences = new Map(rows.map((row) => [row.id, row.fence]));
+  const claimed = await tx.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } });
+  return claimed.map((row) => ({ ...row, fence: fences.get(row.id)! }));
+}
+
 export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependencies) {
   const { database } = deps;
   const ledger = deps.ledger ?? createLedger();
@@ -71,8 +86,10 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
       carrier?: FundingCarrier,
     ): Promise<Array<Funding & { fence: number }>> {
       if (fundingIds.length === 0) return [];
-      return database.$transaction(async (tx) => {
-        const rows = await tx.$queryRaw<Array<{ id: string; fence: number }>>`
+      return database.$transaction(async (tx) =>
+        claimedRows(
+          tx,
+          await tx.$queryRaw<Array<{ id: string; fence: number }>>`
           UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${moves.claim.to}::"FundingStatus", updated_at = now(),
                              ${carriedBySet(carrier)}
           WHERE id IN (SELECT id FROM funding
@@ -80,16 +97,36 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
                          AND NOT cancel_requested AND ${batchRunning}
                        ORDER BY id FOR UPDATE SKIP LOCKED)
             AND status ${statusIn(moves.claim.from)} AND NOT cancel_requested
-          RETURNING id::text AS id, owner_fence AS fence`;
-        if (rows.length === 0) return [];
-        await tx.$executeRaw`
-          INSERT INTO funding_event (funding_id, status, detail, fence)
-          SELECT i.id, ${moves.claim.to}::"FundingStatus", 'creating the transfer intent', i.fence
-          FROM unnest(${rows.map((row) => row.id)}::uuid[], ${rows.map((row) => row.fence)}::int[]) AS i(id, fence)`;
-        const fences = new Map(rows.map((row) => [row.id, row.fence]));
-        const claimed = await tx.funding.findMany({ where: { id: { in: rows.map((row) => row.id) } } });
-        return claimed.map((row) => ({ ...row, fence: fences.get(row.id)! }));
-      });
+          RETURNING id::text AS id, owner_fence AS fence`,
+        ),
+      );
+    },
+
+    /**
+     * A lane's chunk takes on the next fundings waiting in its lane, oldest first, at most `limit`
+     * (workflows/fund-lane.ts): picked and claimed in one statement, so two chunks of a lane never
+     * pick the same funding (a row another transaction holds, a cancel, is skipped), each moved to
+     * CREATING under a new claim with its event, as claimPendingItems does for given ones.
+     */
+    async claimNextInLane(
+      lane: number,
+      limit: number,
+      carrier: FundingCarrier,
+    ): Promise<Array<Funding & { fence: number }>> {
+      return database.$transaction(async (tx) =>
+        claimedRows(
+          tx,
+          await tx.$queryRaw<Array<{ id: string; fence: number }>>`
+          UPDATE funding SET owner_fence = owner_fence + 1, owner_seen_at = now(), status = ${moves.claim.to}::"FundingStatus", updated_at = now(),
+                             ${carriedBySet(carrier)}
+          WHERE id IN (SELECT id FROM funding
+                       WHERE lane = ${lane}::smallint AND status = 'PENDING'::"FundingStatus" AND batch_id IS NULL
+                         AND transfer_id IS NULL AND NOT cancel_requested
+                       ORDER BY created_at, id LIMIT ${limit} FOR UPDATE SKIP LOCKED)
+            AND status ${statusIn(moves.claim.from)} AND NOT cancel_requested
+          RETURNING id::text AS id, owner_fence AS fence`,
+        ),
+      );
     },
 
     /**

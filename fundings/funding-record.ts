@@ -8,7 +8,6 @@
 // from the table, claimPending's too), and written with its timeline event in
 // the same transaction; the insert is idempotent on the key; the cash-in code is sealed to its
 // funding here (cashInCodeContext, which the batch items record seals its items' codes with).
-import { LANE_CHANNEL } from '../lib/lane-bell.ts';
 import { Prisma, type Funding, type FundingEvent } from '../generated/prisma/client.ts';
 import {
   cancellableFundingStatuses,
@@ -151,12 +150,14 @@ interface MoveGuard {
 export interface FundingCarrier {
   workflowId: string;
   runId: string;
+  /** The activity whose chunk claims it (a lane's: its retried attempt hands over what it left). */
+  chunk?: string;
 }
 
 /** The claim's SET of who carries the funding: the carrier's run, or left as it is. */
 export const carriedBySet = (carrier: FundingCarrier | undefined) =>
   carrier
-    ? Prisma.sql`carried_by = ${carrier.workflowId}, carried_by_run_id = ${carrier.runId}`
+    ? Prisma.sql`carried_by = ${carrier.workflowId}, carried_by_run_id = ${carrier.runId}, carried_by_chunk = ${carrier.chunk ?? null}`
     : Prisma.sql`carried_by = carried_by`;
 
 export const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState"))`;
@@ -533,9 +534,6 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
             },
             undefined,
           );
-          // The lane's run hears of it once this transaction commits (a NOTIFY is delivered then).
-          if (funding.lane !== undefined)
-            await tx.$executeRaw`SELECT pg_notify(${LANE_CHANNEL}, ${String(funding.lane)})`;
           return count;
         }),
       );
@@ -787,13 +785,23 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * A lane's fundings waiting for its run, in arrival order, leaving out `under` (those its run
      * has under way): the partial index funding_lane_pending_idx holds only these.
      */
-    nextPendingLaneFundings: async (lane: number, under: readonly string[], limit: number): Promise<string[]> =>
+    hasPendingInLane: async (lane: number): Promise<boolean> =>
       (
         await database.$queryRaw<Array<{ id: string }>>`
           SELECT id::text AS id FROM funding
-          WHERE lane = ${lane}::smallint AND status = 'PENDING'::"FundingStatus" AND batch_id IS NULL
-            AND NOT (id = ANY(${[...under]}::uuid[]))
-          ORDER BY created_at, id LIMIT ${limit}`
+          WHERE lane = ${lane}::smallint AND status = 'PENDING'::"FundingStatus" AND batch_id IS NULL LIMIT 1`
+      ).length > 0,
+
+    /**
+     * What a chunk claimed and left neither final, nor PENDING, nor in review (an earlier attempt of
+     * it that died or was replaced): its retried attempt hands these to their own workflows.
+     */
+    leftByChunk: async (carrier: Required<FundingCarrier>): Promise<string[]> =>
+      (
+        await database.$queryRaw<Array<{ id: string }>>`
+          SELECT id::text AS id FROM funding
+          WHERE carried_by = ${carrier.workflowId} AND carried_by_run_id = ${carrier.runId} AND carried_by_chunk = ${carrier.chunk}
+            AND status IN ('CREATING', 'EXECUTING', 'RECONCILING')`
       ).map((row) => row.id),
 
     /**

@@ -230,6 +230,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         throw error;
       }
       if (inserted) {
+        deps.paths?.accepted(path);
         const refusal =
           path.kind === 'lane'
             ? await deps.paths!.ensureLane(path.lane)

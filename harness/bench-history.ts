@@ -4,7 +4,6 @@
 // during the level's window, shared by the fundings the level finished.
 import type { Client } from '@temporalio/client';
 import type { Database } from '../lib/database.ts';
-import { LANE_COUNT, laneWorkflowId } from '../workflows/fund-lane.contract.ts';
 
 export interface HistoryPerFunding {
   /** Events per finished funding, every workflow that worked on them together. */
@@ -13,6 +12,17 @@ export interface HistoryPerFunding {
   laneCarried: number;
   /** Fundings of the level whose own workflow ran (started by the API, or handed over by a lane). */
   ownWorkflows: number;
+}
+
+/** A workflow id Temporal has no run of (gRPC NOT_FOUND, however the SDK wraps it). */
+export function workflowNotFound(error: unknown): boolean {
+  const failure = error as Error & { code?: number; cause?: { code?: number } };
+  return (
+    failure.name === 'WorkflowNotFoundError' ||
+    failure.code === 5 ||
+    failure.cause?.code === 5 ||
+    /NOT_FOUND|workflow not found/i.test(failure.message ?? '')
+  );
 }
 
 const millisOf = (time: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
@@ -45,32 +55,37 @@ export async function historyPerFunding(
     where: { id: { in: fundingIds } },
     select: { workflowId: true, lane: true, carriedBy: true },
   });
-  let own = 0;
-  let ownEvents = 0;
-  let read = 0;
-  for (const row of rows) {
-    let events: number | null = null;
-    if (read < sample) {
-      try {
-        events = await eventsOf(client, row.workflowId);
-        read += 1;
-      } catch {
-        events = 0; // no workflow of its own: a lane carried it to the end
-      }
-    }
-    if (events === null) continue;
-    if (events > 0) {
-      own += 1;
-      ownEvents += events;
+  // Started on their own by the API: every one has its workflow; a spread sample of them is read.
+  const own = rows.filter((row) => row.lane === null);
+  const step = Math.max(1, Math.floor(own.length / sample));
+  const sampled = own.filter((_row, index) => index % step === 0).slice(0, sample);
+  let sampledEvents = 0;
+  for (const row of sampled) sampledEvents += await eventsOf(client, row.workflowId);
+  const ownTotal = sampled.length === 0 ? 0 : (sampledEvents / sampled.length) * own.length;
+  // A lane's: a workflow of its own only when the lane handed it over; each one looked at.
+  let handedOver = 0;
+  let handedOverEvents = 0;
+  const laneRows = rows.filter((row) => row.lane !== null);
+  for (let index = 0; index < laneRows.length; index += 16) {
+    const counts = await Promise.all(
+      laneRows.slice(index, index + 16).map((row) =>
+        eventsOf(client, row.workflowId).catch((error: unknown) => {
+          // No workflow of its own: the lane carried it to the end.
+          if (workflowNotFound(error)) return 0;
+          throw error;
+        }),
+      ),
+    );
+    for (const events of counts) {
+      if (events === 0) continue;
+      handedOver += 1;
+      handedOverEvents += events;
     }
   }
-  // The sample's share of fundings with a workflow of their own, carried over to the rest.
-  const sampled = Math.min(rows.length, sample);
-  const ownWorkflows = Math.round((own / sampled) * rows.length);
-  const ownTotal = own === 0 ? 0 : (ownEvents / own) * ownWorkflows;
   let laneEvents = 0;
-  for (let lane = 0; lane < LANE_COUNT; lane += 1) {
-    const workflowId = laneWorkflowId(lane);
+  // The lanes that carried the level's fundings, by the run each claim recorded.
+  const lanes = new Set(rows.flatMap((row) => (row.lane !== null && row.carriedBy ? [row.carriedBy] : [])));
+  for (const workflowId of lanes) {
     for await (const run of client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
       const started = run.startTime.getTime();
       const closed = run.closeTime?.getTime() ?? Number.POSITIVE_INFINITY;
@@ -79,8 +94,8 @@ export async function historyPerFunding(
     }
   }
   return {
-    events: Math.round(((ownTotal + laneEvents) / rows.length) * 100) / 100,
-    laneCarried: rows.filter((row) => row.lane !== null && row.carriedBy !== null).length,
-    ownWorkflows,
+    events: Math.round(((ownTotal + handedOverEvents + laneEvents) / rows.length) * 100) / 100,
+    laneCarried: laneRows.length,
+    ownWorkflows: own.length + handedOver,
   };
 }

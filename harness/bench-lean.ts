@@ -4,6 +4,7 @@
 // sandbox, in its own worker process. What walletflow spends above it is walletflow's overhead;
 // what both spend in Temporal is Temporal's. Also: the shape of the histories both leave (events
 // and tasks per item).
+import { workflowNotFound } from './bench-history.ts';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -42,11 +43,19 @@ const emptyShape: HistoryShape = {
 
 /** Reads up to `limit` histories and averages their shape (one decimal). */
 export async function historyShape(client: Client, workflowIds: string[], limit = 5): Promise<HistoryShape> {
-  const sample = workflowIds.slice(0, limit);
-  if (sample.length === 0) return emptyShape;
   const totals = { ...emptyShape };
-  for (const workflowId of sample) {
-    const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  // A funding a lane carried to the end has no workflow of its own: the sample is of those that have one.
+  const sample: string[] = [];
+  for (const workflowId of workflowIds) {
+    if (sample.length === limit) break;
+    let history;
+    try {
+      history = await client.workflow.getHandle(workflowId).fetchHistory();
+    } catch (error) {
+      if (workflowNotFound(error)) continue;
+      throw error;
+    }
+    sample.push(workflowId);
     for (const event of history.events ?? []) {
       totals.events += 1;
       const type = Number(event.eventType);
@@ -57,6 +66,7 @@ export async function historyShape(client: Client, workflowIds: string[], limit 
       else if (type === EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES) totals.searchAttributeUpserts += 1;
     }
   }
+  if (sample.length === 0) return emptyShape;
   const average = (value: number) => Math.round((value / sample.length) * 10) / 10;
   return {
     sampled: sample.length,

@@ -320,7 +320,7 @@ export async function runWalletflowLevel(
   const approved = new Set(approvedIds);
   const transitions = events.filter((event) => approved.has(event.fundingId)).length;
   const sampled = await deps.database.funding.findMany({
-    where: { id: { in: approvedIds.slice(0, 5) } },
+    where: { id: { in: approvedIds.slice(0, 50) } },
     select: { workflowId: true },
   });
   return {

@@ -127,7 +127,13 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       ...(options.logDir ? { logDir: options.logDir } : {}),
       // The sweep runs as often and as early as configuration allows (every minute, at a minute's
       // idleness), beside the batches and the chaos: it must never take over what a live owner holds.
-      env: { BATCH_APPROVAL_THRESHOLD: '10.00', RECONCILE_EVERY_MINUTES: '1', RECONCILE_AFTER_SECONDS: '60' },
+      // Every single funding rides a lane (FUNDING_LANES=always): the lanes' chunks meet the chaos.
+      env: {
+        BATCH_APPROVAL_THRESHOLD: '10.00',
+        RECONCILE_EVERY_MINUTES: '1',
+        RECONCILE_AFTER_SECONDS: '60',
+        FUNDING_LANES: 'always',
+      },
     });
     const result = await drive(stack, {
       fundings,

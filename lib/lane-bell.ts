@@ -1,9 +1,10 @@
-// The lanes' bell: a funding that joins a lane is announced by the API with pg_notify in its own
-// storing transaction (fundings/funding-record.ts LANE_CHANNEL), and the worker's lane runs wait on
-// this bell instead of reading the table again and again. One LISTEN connection per worker process.
+// The lanes' bell: a funding that joins a lane is announced by the API with pg_notify once it is
+// stored (createLaneAnnouncer), and the worker's lane runs wait on this bell instead of reading the
+// table again and again. One LISTEN connection per worker process.
 // A bell that lost its connection rings every waiter and reconnects; the waiters read the table
 // again after at most `pollMs` anyway, so a lost notification costs latency, never a funding.
 import pg from 'pg';
+import type { Database } from './database.ts';
 import type { Logger } from './logger.ts';
 
 /** The channel a lane's run listens on for fundings that joined it (the payload: the lane's number). */
@@ -126,3 +127,31 @@ export function createLaneBell(options: { databaseUrl: string; channel: string; 
     },
   };
 }
+
+/** How long an announcement waits for more fundings of its lane to go with it (ms). */
+const ANNOUNCE_AFTER_MS = 5;
+
+/**
+ * Announces fundings that joined a lane, after their storing transaction committed: at most one
+ * notification per lane every ANNOUNCE_AFTER_MS, however many fundings came, each in a transaction
+ * of its own that does not wait for its commit to reach the disk (a NOTIFY serialises the commits
+ * of the transactions that send one; a lost one costs a waiting lane a second, never a funding).
+ */
+export function createLaneAnnouncer(database: Database, logger: Logger) {
+  const due = new Set<number>();
+  return {
+    announce(lane: number): void {
+      if (due.has(lane)) return;
+      due.add(lane);
+      setTimeout(() => {
+        due.delete(lane);
+        database.$executeRaw`SELECT set_config('synchronous_commit', 'off', true), pg_notify(${LANE_CHANNEL}, ${String(lane)})`.catch(
+          (error: Error) =>
+            logger.warn({ lane, err: error.message }, 'lane not told of its funding; it reads its table'),
+        );
+      }, ANNOUNCE_AFTER_MS).unref();
+    },
+  };
+}
+
+export type LaneAnnouncer = ReturnType<typeof createLaneAnnouncer>;

@@ -21,8 +21,11 @@ export const fundLaneWorkflowType = 'fundLane';
  */
 export const LANE_COUNT = 2;
 
-/** One run per lane, named after it. */
-export const laneWorkflowId = (lane: number) => `funding-lane-${lane}`;
+/**
+ * One run per lane of a deployment, named after its task queue and the lane (`walletflow-funding-lane-0`):
+ * deployments that share a namespace (the test suite's stacks) each run lanes of their own.
+ */
+export const laneWorkflowId = (taskQueue: string, lane: number) => `${taskQueue}-funding-lane-${lane}`;
 
 /**
  * The lane of a key (a TOKEN funding's link, so one user's fundings share one lane and one
@@ -39,8 +42,8 @@ export function laneOf(key: string): number {
 
 export interface FundLaneInput {
   lane: number;
-  /** Reads per run before it continues as new; absent: 250 (a test's capture makes it short). */
-  readsPerRun?: number;
+  /** Chunks per run before it continues as new; absent: 250 (a test's capture makes it short). */
+  chunksPerRun?: number;
   /** Carried over a continue-as-new: the rate the runs had reached after the wallet's 429s. */
   inFlight?: number;
 }
@@ -48,41 +51,37 @@ export interface FundLaneInput {
 /** Where the current run of a lane stands: for ops' eyes and the tests, never for decisions. Wire name 'progress'. */
 export interface LaneProgress {
   lane: number;
-  /** Fundings under way in runLaneFundings activities. */
+  /** Chunks under way. */
   running: number;
-  /** Fundings this run dispatched (a run continues as new after a bound). */
+  /** Chunks this run dispatched (a run continues as new after a bound). */
   dispatched: number;
+  /** Fundings this run's chunks took on. */
+  carried: number;
   /** Items it may run at once now (lowered by the wallet's 429s, raised back by successes). */
   inFlight: number;
 }
 export const laneProgressQuery = defineQuery<LaneProgress>('progress');
 
 /**
- * fundLane's activities' time-outs (ms). The chunk's are the batch's (workflows/fund-batch.contract.ts):
- * the same pass, the same heartbeat. The wait for work answers before its time-out.
+ * How long a lane's chunk waits for a funding to arrive before it answers that none did (ms). The
+ * chunk's time-outs and heartbeat are the batch's (workflows/fund-batch.contract.ts): the same pass.
  */
-export const fundLaneActivityTimeouts = {
-  /** The longest nextLaneFundings waits for a funding to arrive before it answers none. */
-  waitForWorkMs: 20_000,
-  /** nextLaneFundings' start-to-close: the wait and its query. */
-  nextMs: 30_000,
-} as const;
+export const LANE_WAIT_FOR_WORK_MS = 20_000;
+
+/** What a lane's chunk did: a batch chunk's counts, and how many fundings it took on (0: none came). */
+export type LaneChunkOutcome = BatchItemsOutcome & { taken: number };
 
 /** The activities fundLane schedules (activities/funding-lane.ts implements them, taking its types from here). */
 export interface FundLaneActivities {
   /**
-   * The lane's PENDING fundings in arrival order, at most `limit`, leaving out `under` (those the
-   * run dispatched and that are still under way); when there are none, waits up to
-   * waitForWorkMs for one to arrive, then answers what there is (maybe none).
+   * One chunk of the lane, exactly once each: waits (up to LANE_WAIT_FOR_WORK_MS) until fundings
+   * wait in the lane, takes the next `limit` of them on (picked and claimed in one statement, so two
+   * chunks never take the same one) and runs them through the batch items' chunk pass; whatever a
+   * pass left unfinished is handed to the funding's own fundWallet workflow. A retried attempt
+   * hands over what its earlier attempts took and left unfinished, and takes nothing new: it never
+   * executes twice.
    */
-  nextLaneFundings(lane: number, under: string[], limit: number): Promise<string[]>;
-  /**
-   * A chunk of the lane's fundings, each exactly once: the chunk pass, as a batch's items take it
-   * (fundItemsInOnePass), and whatever a pass left unfinished handed to the funding's own fundWallet
-   * workflow. A retried attempt finds its fundings past PENDING and hands them over: it never
-   * executes twice. `BatchItemsOutcome.notStarted`: left PENDING, taken again by a later chunk.
-   */
-  runLaneFundings(lane: number, fundingIds: string[]): Promise<BatchItemsOutcome>;
+  runLaneChunk(lane: number, limit: number): Promise<LaneChunkOutcome>;
 }
 
 /** fundLane's signature: what starters type-check against. A lane runs until it is terminated. */
@@ -95,7 +94,7 @@ export type FundLaneWorkflow = (input: FundLaneInput) => Promise<void>;
 export async function startFundLane(client: Client, options: { taskQueue: string; lane: number }): Promise<void> {
   await client.workflow.start<FundLaneWorkflow>(fundLaneWorkflowType, {
     taskQueue: options.taskQueue,
-    workflowId: laneWorkflowId(options.lane),
+    workflowId: laneWorkflowId(options.taskQueue, options.lane),
     args: [{ lane: options.lane }],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',

@@ -25,6 +25,12 @@ export interface FundWalletInput {
    * executes so far and the evidence a review would need.
    */
   reconcile?: { transferId: string; polls: number; executeAttempts?: number; evidence?: WalletCallEvidence[] };
+  /**
+   * Set by a shared run (a batch's runner, a lane) that hands the funding over after the wallet said
+   * "later" to its create or its execute (a 429, nothing sent): the run waits this long (the
+   * wallet's Retry-After) before its first step, as its own one pass would have.
+   */
+  waitBeforeMs?: number;
 }
 
 /** Ids and states only, never a token or a code. */
@@ -102,11 +108,18 @@ export interface StartFundWalletOptions {
    * server's default reuse policy, as the sweep has always sent it.
    */
   reusePolicy: 'reject-duplicate' | 'temporal-default';
+  /** FundWalletInput.waitBeforeMs: a hand-over after the wallet said "later". */
+  waitBeforeMs?: number;
 }
 
 /** Starts fundWallet, or finds it running (USE_EXISTING either way). */
 export async function startFundWallet(client: Client, options: StartFundWalletOptions): Promise<void> {
-  const args: [FundWalletInput] = [{ fundingId: options.fundingId }];
+  const args: [FundWalletInput] = [
+    {
+      fundingId: options.fundingId,
+      ...(options.waitBeforeMs === undefined ? {} : { waitBeforeMs: options.waitBeforeMs }),
+    },
+  ];
   const start = {
     taskQueue: options.taskQueue,
     workflowId: options.workflowId,

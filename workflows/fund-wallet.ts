@@ -240,6 +240,9 @@ async function begin(run: FundingRun, firstAttempt: boolean): Promise<Executed |
     const passed = await onePassPath(run);
     if (passed !== undefined) return passed;
   }
+  // Handed over after the wallet said "later" (its Retry-After): a durable timer first. Only runs
+  // started with it have it, so the histories of runs without it replay as before.
+  if (firstAttempt && run.input.waitBeforeMs !== undefined) await sleep(run.input.waitBeforeMs);
   return stepPath(run);
 }
 

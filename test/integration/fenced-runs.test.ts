@@ -363,6 +363,7 @@ describe('a pass that paused after its move to EXECUTING', () => {
       logger,
       claimed: {
         claimPendingItems: claimedFundings.claimPendingItems,
+        claimNextInLane: claimedFundings.claimNextInLane,
         finishExecutedMany: claimedFundings.finishExecutedMany,
         async beginExecuteMany(items) {
           const moved = await claimedFundings.beginExecuteMany(items);

@@ -3,8 +3,12 @@
 // batch items' chunk pass; its own workflow never starts unless the pass hands it over. A funding
 // cancelled while it waits in a lane is never sent; a burst across many users is answered as every
 // burst is (202, or 503 with Retry-After) and credits each user exactly what was accepted, with
-// books that balance. Real sandbox, PostgreSQL and Temporal.
+// books that balance; a deploy moves a running lane to the new build. Real sandbox, PostgreSQL and
+// Temporal.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import proto from '@temporalio/proto';
+import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
@@ -22,7 +26,7 @@ afterAll(async () => {
   // The lanes run until terminated: this stack's end ends them too.
   for (let lane = 0; lane < LANE_COUNT; lane += 1)
     await stack.temporal.workflow
-      .getHandle(laneWorkflowId(lane))
+      .getHandle(laneWorkflowId(stack.taskQueue, lane))
       .terminate('test over')
       .catch(() => undefined);
   await stack.close();
@@ -91,8 +95,8 @@ describe('a funding carried by a lane', () => {
       (row) => row.status === 'APPROVED',
     );
     const row = await funding(fundingId);
-    expect(row.carriedBy).toBe(laneWorkflowId(row.lane!));
-    const lane = await stack.temporal.workflow.getHandle(laneWorkflowId(row.lane!)).describe();
+    expect(row.carriedBy).toBe(laneWorkflowId(stack.taskQueue, row.lane!));
+    const lane = await stack.temporal.workflow.getHandle(laneWorkflowId(stack.taskQueue, row.lane!)).describe();
     expect(row.carriedByRunId).toBe(lane.runId);
     await expect(stack.temporal.workflow.getHandle(row.workflowId).describe()).rejects.toBeInstanceOf(
       WorkflowNotFoundError,
@@ -104,7 +108,7 @@ describe('a funding carried by a lane', () => {
     expect(lanes(after) - lanes(before)).toBe(1);
     // The view says which run carried it.
     const view = await (await stack.opsFetch(`/ops/fundings/${fundingId}`)).json();
-    expect(view.carriedBy).toEqual({ workflowId: laneWorkflowId(row.lane!), runId: lane.runId });
+    expect(view.carriedBy).toEqual({ workflowId: laneWorkflowId(stack.taskQueue, row.lane!), runId: lane.runId });
   });
 
   it('a burst of 1,000 across 100 users: every answer 202 or 503 with Retry-After, each user credited exactly what was accepted, books equal', async () => {
@@ -169,4 +173,49 @@ describe('a funding carried by a lane', () => {
     }
     expect((await checkLedgerInvariants(stack.database)).violations).toEqual([]);
   }, 240_000);
+});
+
+describe('a deploy while a lane runs', () => {
+  it('moves the lane to the new build: a funding carried on build A, then one carried on build B; no workflow task fails', async () => {
+    await stack.startWorker();
+    const carried = async () => {
+      const posted = await postFunding((await freshCode()).code);
+      expect(posted.status).toBe(202);
+      return waitUntil(
+        () => funding(posted.body.fundingId as string),
+        (row) => row.status === 'APPROVED',
+      );
+    };
+    const onA = await carried();
+    const laneId = onA.carriedBy!;
+    const b = await stack.createWorker({
+      workflowBundle: {
+        code: await bundleWorkflows({
+          warnings: false,
+          workflowsPath: path.resolve(import.meta.dirname, '../deploy/build-b-workflows.ts'),
+        }),
+      },
+      promote: 'always',
+    });
+    try {
+      // Build A's worker goes away (a deploy's old worker, drained): the lane's next task runs on B.
+      await stack.stopWorker();
+      // The next funding of the same lane, carried by that lane's run on build B.
+      let onB = await carried();
+      while (onB.lane !== onA.lane) onB = await carried();
+      expect(onB.carriedBy).toBe(laneId);
+      const events = (await stack.temporal.workflow.getHandle(laneId).fetchHistory()).events ?? [];
+      const types = proto.temporal.api.enums.v1.EventType;
+      const builds = events
+        .filter((event) => Number(event.eventType) === types.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)
+        .map((event) => event.workflowTaskCompletedEventAttributes?.deploymentVersion?.buildId);
+      expect(builds.at(-1)).toBe(b.buildId);
+      expect(events.filter((event) => Number(event.eventType) === types.EVENT_TYPE_WORKFLOW_TASK_FAILED)).toEqual([]);
+    } finally {
+      b.worker.shutdown();
+      await b.done.catch(() => undefined);
+      await b.connection.close();
+      await b.wallet.close();
+    }
+  }, 120_000);
 });

@@ -1713,11 +1713,11 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         });
         ids.push(id);
       }
-      const workflowId = laneWorkflowId(lane);
+      const workflowId = laneWorkflowId(stack.taskQueue, lane);
       const handle = await stack.temporal.workflow.start(fundLaneWorkflowType, {
         taskQueue: stack.taskQueue,
         workflowId,
-        args: [{ lane, readsPerRun: 4 }],
+        args: [{ lane, chunksPerRun: 4 }],
       });
       try {
         await until('both fundings final', async () => {
@@ -1742,7 +1742,7 @@ async function capture(stack: ReplayStack, name: HistoryName): Promise<Captured>
         runId: handle.firstExecutionRunId,
         result: { lane, carried: ids.length },
         secrets,
-        check: (history) => expectActivities(history, ['nextLaneFundings', 'runLaneFundings']),
+        check: (history) => expectActivities(history, ['runLaneChunk']),
       };
     }
 

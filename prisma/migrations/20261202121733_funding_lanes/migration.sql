@@ -1,5 +1,6 @@
 -- AlterTable
 ALTER TABLE "funding" ADD COLUMN     "carried_by" VARCHAR(200),
+ADD COLUMN     "carried_by_chunk" VARCHAR(64),
 ADD COLUMN     "carried_by_run_id" VARCHAR(64),
 ADD COLUMN     "lane" SMALLINT;
 
