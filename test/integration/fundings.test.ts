@@ -12,7 +12,7 @@ import { findSecretLeaks } from '../support/replay-histories.ts';
 import { startPartnerStack, suiteFundingLanes, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
-/** Every funding joins a lane (the lanes project): a lane's run carries it, no workflow of its own unless handed over. */
+/** Every funding joins a lane (the lanes project): its run carries it, no workflow of its own unless handed over. */
 const laneCarried = suiteFundingLanes() === 'always';
 
 beforeAll(async () => {
