@@ -32,7 +32,7 @@ const laneCarrier = (lane: number): ChunkCarrier & { lane: number } => ({
 });
 
 export function createLaneActivities(deps: LaneActivityDependencies): FundLaneActivities {
-  /** Whether fundings wait in the lane, waiting up to LANE_WAIT_FOR_WORK_MS for one (or the activity's cancellation). */
+  /** Whether fundings wait in the lane, waiting up to LANE_WAIT_FOR_WORK_MS for one (or the activity's end). */
   async function waitForWork(lane: number): Promise<boolean> {
     const signal = Context.current().cancellationSignal;
     const until = Date.now() + LANE_WAIT_FOR_WORK_MS;
