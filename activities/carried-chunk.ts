@@ -20,6 +20,7 @@ import {
 import { startFundWallet, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import type { LaneChunkOutcome } from '../workflows/fund-lane.contract.ts';
 import { startAttemptLease, type AttemptLease } from './attempt-lease.ts';
+import { activityClock } from './activity-clock.ts';
 import type { FundingActivities } from './funding.ts';
 
 export interface CarriedChunkDependencies {
@@ -45,6 +46,8 @@ export interface ChunkCarrier {
 
 /** When the wallet said "later" without saying when: fundWallet's create retry waits as long. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
+/** The longest a funding handed over after a "later" waits before its first step (a carrier's own bound on a 429). */
+const MAX_WAIT_BEFORE_MS = 5 * 60_000;
 
 /**
  * The longest gap between a chunk's beats that still proves it the current attempt: its heartbeat
@@ -113,6 +116,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
     fundingIds: readonly string[],
     passes: Map<string, OnePassOutcome>,
     lease: AttemptLease,
+    options: { evenIfReplaced?: boolean } = {},
   ): Promise<BatchItemsOutcome> {
     const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
     for (const fundingId of fundingIds) {
@@ -122,16 +126,19 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
         continue;
       }
       const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
-      // A replaced attempt hands nothing over: the current one does, from the record.
-      if (!lease.current()) throw attemptReplaced(carrier.label);
+      // A replaced batch chunk hands nothing over: the current attempt does, from the record (it has
+      // the same items). A lane's does (evenIfReplaced): a retried attempt looks for what its
+      // predecessor claimed, and a claim that commits after it looked would be found by no one; a
+      // start is idempotent, and the funding's workflow claims it anew, fencing out this attempt.
+      if (!options.evenIfReplaced && !lease.current()) throw attemptReplaced(carrier.label);
       // The wallet said "later" (nothing sent): its workflow waits the wallet's Retry-After first.
       const waitBeforeMs =
         pass === 'failed'
           ? undefined
           : pass.kind === 'create-later'
-            ? (pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS)
+            ? Math.min(pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS, MAX_WAIT_BEFORE_MS)
             : pass.kind === 'execute' && pass.retryAfterMs !== null
-              ? pass.retryAfterMs
+              ? Math.min(pass.retryAfterMs, MAX_WAIT_BEFORE_MS)
               : undefined;
       const handed = await startItsWorkflow(carrier, fundingId, why, waitBeforeMs);
       if (handed === 'finished') outcome.finished += 1;
@@ -219,18 +226,26 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
         runId: info.workflowExecution?.runId ?? '',
         chunk: info.activityId,
       };
+      // Read before the wait for work: start-to-close counts from the activity's start.
+      const clock = activityClock();
       const beating: string[] = [];
+      const handOver = { evenIfReplaced: true };
       return underLease(carrier, beating, async (lease) => {
         if (info.attempt > 1) {
           const left = await fundings.leftByChunk(chunk);
           beating.push(...left);
-          return { ...(await handOverWhatIsLeft(carrier, left, new Map(), lease)), taken: left.length };
+          return { ...(await handOverWhatIsLeft(carrier, left, new Map(), lease, handOver)), taken: left.length };
         }
         if (!(await waitForWork()) || !lease.current()) return { ...noneTaken };
         let taken: string[];
         let passes: Map<string, OnePassOutcome>;
         try {
-          const pass = await deps.funding.fundNextInLane(carrier.lane, limit, chunk, lease.current);
+          const pass = await deps.funding.fundNextInLane(carrier.lane, limit, chunk, {
+            clock,
+            current: lease.current,
+            // Beaten from the claim on: the sweep sees a live owner for the whole pass.
+            claimed: (ids) => beating.push(...ids),
+          });
           ({ taken, outcomes: passes } = pass);
         } catch (error) {
           // What it claimed is found by its carrier and handed over; nothing is assumed about it.
@@ -241,8 +256,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
           taken = await fundings.leftByChunk(chunk);
           passes = new Map();
         }
-        beating.push(...taken);
-        return { ...(await handOverWhatIsLeft(carrier, taken, passes, lease)), taken: taken.length };
+        return { ...(await handOverWhatIsLeft(carrier, taken, passes, lease, handOver)), taken: taken.length };
       });
     },
   };

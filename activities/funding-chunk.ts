@@ -74,21 +74,31 @@ export async function fundItemsInOnePass(
   return { outcomes };
 }
 
+/** A lane chunk's attempt: its clock (read when the activity began), its lease, and who hears what it claimed. */
+export interface LaneAttempt {
+  clock: ActivityClock;
+  current: () => boolean;
+  /** Told the ids the claim took, at once (the chunk's beats show the sweep their owner from then on). */
+  claimed: (fundingIds: string[]) => void;
+}
+
 /**
  * A lane's chunk (workflows/fund-lane.ts): the next fundings waiting in the lane, at most `limit`,
  * picked and claimed in one statement (claimNextInLane, recording `carrier`), then passClaimed with
- * its writes set-based, on the activity's clock and the chunk's lease. `taken`: the ids it claimed.
+ * its writes set-based, on the activity's clock (read when it began, before its wait for work) and
+ * the chunk's lease. `taken`: the ids it claimed.
  */
 export async function fundNextInLane(
   ctx: FundingContext,
   lane: number,
   limit: number,
   carrier: FundingCarrier,
-  current?: () => boolean,
+  attempt: LaneAttempt,
 ): Promise<ItemsPassResult & { taken: string[] }> {
-  const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
-  if (!callFitsBefore(clock, ctx.walletTimeoutMs) || (current && !current())) return { outcomes: new Map(), taken: [] };
+  const clock: ActivityClock = { ...attempt.clock, current: attempt.current };
+  if (!callFitsBefore(clock, ctx.walletTimeoutMs)) return { outcomes: new Map(), taken: [] };
   const claimed = await ctx.claimed.claimNextInLane(lane, limit, carrier);
+  attempt.claimed(claimed.map((row) => row.id));
   const outcomes = new Map<string, OnePassOutcome>();
   for (const [fundingId, outcome] of await passClaimed(ctx, claimed, clock, leaveToItsWorkflow(ctx)))
     outcomes.set(fundingId, outcome);

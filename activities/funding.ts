@@ -18,7 +18,7 @@
 // results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import type { FundingCarrier } from '../fundings/funding-record.ts';
 import type { FundWalletActivities } from '../workflows/fund-wallet.contract.ts';
-import { fundItemsInOnePass, fundNextInLane, type ItemsPassResult } from './funding-chunk.ts';
+import { fundItemsInOnePass, fundNextInLane, type ItemsPassResult, type LaneAttempt } from './funding-chunk.ts';
 import { fundingContext, type FundingActivityDependencies } from './funding-context.ts';
 import { fundInOnePass } from './funding-pass.ts';
 import { createFundingSteps } from './funding-steps.ts';
@@ -33,7 +33,7 @@ export type FundingActivities = FundWalletActivities & {
     lane: number,
     limit: number,
     carrier: FundingCarrier,
-    current?: () => boolean,
+    attempt: LaneAttempt,
   ): Promise<ItemsPassResult & { taken: string[] }>;
   /**
    * `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls
@@ -53,7 +53,7 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
     fundInOnePass: (fundingId: string) => fundInOnePass(ctx, fundingId),
     fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean, carrier?: FundingCarrier) =>
       fundItemsInOnePass(ctx, fundingIds, current, carrier),
-    fundNextInLane: (lane: number, limit: number, carrier: FundingCarrier, current?: () => boolean) =>
-      fundNextInLane(ctx, lane, limit, carrier, current),
+    fundNextInLane: (lane: number, limit: number, carrier: FundingCarrier, attempt: LaneAttempt) =>
+      fundNextInLane(ctx, lane, limit, carrier, attempt),
   };
 }

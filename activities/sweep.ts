@@ -183,6 +183,14 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       );
       return;
     }
+    // Waiting in a lane whose run is working (a backlog, or a lane slowed by the wallet's 429s): left
+    // to it. A lane no longer run (FUNDING_LANES=off, fewer lanes) leaves it to the repair below.
+    if (funding.status === 'PENDING' && funding.lane !== null && deps.lanes && funding.lane < LANE_COUNT) {
+      if ((await workflowState(laneWorkflowId(deps.taskQueue, funding.lane))) === 'running') {
+        note('workflow-running', 'waiting in its lane, whose run is working', false);
+        return;
+      }
+    }
     const state = await workflowState(funding.workflowId);
     if (state === 'running') {
       note('workflow-running', 'its workflow is still working on it', false);

@@ -29,6 +29,7 @@ import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { createFundingRecord } from './funding-record.ts';
 import type { FundingPaths } from './funding-paths.ts';
+import { LANE_COUNT } from '../workflows/fund-lane.contract.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import {
@@ -255,8 +256,9 @@ export function createFundingService(deps: FundingServiceDependencies) {
       if (!isFinalFundingStatus(existing.status)) {
         // A lane's funding is its lane's (or, once the lane handed it over, its own workflow's,
         // which the hand-over started): the lane is started if it is not running, nothing else.
+        // With lanes off, or a lane no longer run, its own workflow (its claim is atomic against a lane's).
         const refusal =
-          existing.lane !== null && deps.paths
+          existing.lane !== null && deps.paths && deps.paths.mode !== 'off' && existing.lane < LANE_COUNT
             ? await deps.paths.ensureLane(existing.lane)
             : await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
         if (refusal)

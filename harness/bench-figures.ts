@@ -84,8 +84,17 @@ function levelsMeasures(report: Json): Measure[] {
       }`,
     againstBaseline: `the wallet client alone: ${levels.map((level) => `${figure(n(level, 'baseline', 'perSecond'))}/s at ${n(level, 'concurrency')} (${percent(n(level, 'ratio'))})`).join(', ')}`,
   });
-  const history = object(at(last, 'walletflow', 'history'));
-  const lean = object(at(last, 'lean', 'history'));
+  // A funding's own workflow, from the last level that sampled one (a level whose fundings lanes
+  // carried has none to sample); every workflow together per funding, level by level.
+  const sampledLevel = levels.filter((level) => (n(level, 'walletflow', 'history', 'sampled') ?? 1) > 0).at(-1);
+  const history = object(at(sampledLevel ?? last, 'walletflow', 'history'));
+  const lean = object(at(sampledLevel ?? last, 'lean', 'history'));
+  const perFunding = levels
+    .filter((level) => object(at(level, 'walletflow', 'historyPerFunding')))
+    .map(
+      (level) =>
+        `${figure(n(level, 'walletflow', 'historyPerFunding', 'events'))} at ${n(level, 'concurrency')} in flight (${figure(n(level, 'walletflow', 'historyPerFunding', 'laneCarried'))} of ${figure(n(level, 'walletflow', 'completed'))} carried by lanes)`,
+    );
   if (history) {
     const count = (h: Json, key: string, noun: string) => `${figure(n(h, key))} ${noun}${n(h, key) === 1 ? '' : 's'}`;
     const shape = (h: Json) =>
@@ -98,7 +107,7 @@ function levelsMeasures(report: Json): Measure[] {
     measures.push({
       measure: "an approved funding's history",
       order: 20,
-      figures: shape(history),
+      figures: `its own workflow${sampledLevel ? ` at ${n(sampledLevel, 'concurrency')} in flight` : ''}: ${shape(history)}${perFunding.length > 0 ? `; every workflow's events per funding: ${perFunding.join(', ')}` : ''}`,
       againstBaseline: lean
         ? `the lean floor (the same two wallet calls as two activities, same Temporal): ${shape(lean)}; CPU ms per item, API + worker, ${figure(n(last, 'walletflow', 'cpuSplit', 'apiAndWorkers'))} against ${figure(n(last, 'lean', 'cpuSplit', 'apiAndWorkers'))} (${times(n(last, 'overheadRatio'))})`
         : '',

@@ -56,9 +56,13 @@ export function createLaneBell(options: { databaseUrl: string; channel: string; 
     for (const waiter of [...waiters]) if (lane === null || waiter.lane === lane) waiter.wake();
   };
 
+  /** The client being connected, until it listens (then it is `client`). */
+  let connecting: pg.Client | null = null;
+
   const connect = async () => {
     if (closed) return;
     const next = new pg.Client({ connectionString: options.databaseUrl });
+    connecting = next;
     next.on('notification', (message) => {
       const lane = Number(message.payload);
       if (Number.isInteger(lane)) ring(lane);
@@ -71,10 +75,11 @@ export function createLaneBell(options: { databaseUrl: string; channel: string; 
     try {
       await next.connect();
       await next.query(`LISTEN ${options.channel}`);
-      if (closed) {
-        await next.end();
+      if (closed || connecting !== next) {
+        await next.end().catch(() => {});
         return;
       }
+      connecting = null;
       client = next;
       // Whatever was announced while it was not listening: every waiter reads the table again.
       ring(null);
@@ -84,9 +89,12 @@ export function createLaneBell(options: { databaseUrl: string; channel: string; 
     }
   };
 
+  /** A client that failed or ended: closed; a new one is connected, unless it was an old one (already replaced). */
   const lost = (which: pg.Client) => {
-    if (client === which) client = null;
     which.end().catch(() => {});
+    if (which !== client && which !== connecting) return;
+    if (client === which) client = null;
+    if (connecting === which) connecting = null;
     ring(null);
     if (!closed && !reconnect) {
       reconnect = setTimeout(() => {

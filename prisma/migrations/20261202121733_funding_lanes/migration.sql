@@ -10,3 +10,9 @@ ADD COLUMN     "lane" SMALLINT;
 -- CreateIndex (partial)
 CREATE INDEX "funding_lane_pending_idx" ON "funding"("lane", "created_at", "id")
   WHERE "status" = 'PENDING' AND "lane" IS NOT NULL;
+
+-- What a lane chunk claimed and has not finished (fundings/funding-record.ts leftByChunk, read by
+-- its retried attempt): only fundings a chunk claimed, while they are under way.
+-- CreateIndex (partial)
+CREATE INDEX "funding_carried_by_chunk_idx" ON "funding"("carried_by_run_id", "carried_by_chunk")
+  WHERE "carried_by_chunk" IS NOT NULL AND "status" IN ('CREATING', 'EXECUTING', 'RECONCILING');
