@@ -86,7 +86,8 @@ const temporalNamesOutsideContracts = [
 // Only the owner of a table writes it. The records write a funding's or a payment's rows
 // (fundings/funding-record.ts; a batch's items stored and ended set-based,
 // fundings/batch-items-record.ts; the fundings a pass claimed, moved set-based,
-// fundings/claimed-fundings-record.ts; payments/payment-record.ts): a write anywhere else would skip the transition
+// fundings/claimed-fundings-record.ts; treasury fundings accepted together, fundings/treasury-fundings-record.ts;
+// payments/payment-record.ts): a write anywhere else would skip the transition
 // table's guard and
 // the timeline event that goes with every move. The ledger writes the
 // ledger's tables (ledger/, docs/ledger.md): a write anywhere else would skip its zero-sum postings,
@@ -102,9 +103,9 @@ const tableOwners = [
     tables: 'funding|funding_event|payment|payment_event',
     models: /^(funding|fundingEvent|payment|paymentEvent)$/,
     owners:
-      /^(fundings\/funding-record|fundings\/batch-items-record|fundings\/claimed-fundings-record|payments\/payment-record)\.ts$/,
+      /^(fundings\/(funding|batch-items|claimed-fundings|treasury-fundings)-record|payments\/payment-record)\.ts$/,
     what: 'the funding and payment tables',
-    who: 'the records (fundings/funding-record.ts, fundings/batch-items-record.ts, fundings/claimed-fundings-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
+    who: 'the records (fundings/funding-record.ts, fundings/batch-items-record.ts, fundings/claimed-fundings-record.ts, fundings/treasury-fundings-record.ts, payments/payment-record.ts): they guard each move by the transition table and write its event',
   },
   {
     tables: 'funding_batch',

@@ -40,6 +40,10 @@ import { fundingWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvents } from '../webhooks/outbox.ts';
 import { fundingView } from './funding-view.ts';
 
+/** The first event of a funding, as ops or the embedded app asked for it. */
+export const requestedDetail = (requestedBy: string | undefined): string =>
+  requestedBy ? `funding requested by ops key ${requestedBy}` : 'funding requested';
+
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
 
@@ -524,16 +528,10 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
                 amount.currency,
               );
           }
+          await appendEvent(tx, id, 'PENDING', { detail: requestedDetail(funding.requestedBy) }, undefined);
+          // The hold last: the source and IN_FLIGHT accounts, which every funding's hold locks too,
+          // are locked from it to the commit only (as a batch's holds are).
           await ledger.hold(tx, { fundingId: id, source, currency: amount.currency, amount: thousandths });
-          await appendEvent(
-            tx,
-            id,
-            'PENDING',
-            {
-              detail: funding.requestedBy ? `funding requested by ops key ${funding.requestedBy}` : 'funding requested',
-            },
-            undefined,
-          );
           return count;
         }),
       );

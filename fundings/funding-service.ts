@@ -28,6 +28,7 @@ import type { FundingRefusalCode } from '../domain/ledger.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { createFundingRecord } from './funding-record.ts';
+import { createTreasuryFundingsRecord } from './treasury-fundings-record.ts';
 import type { FundingPaths } from './funding-paths.ts';
 import { LANE_COUNT } from '../workflows/fund-lane.contract.ts';
 import { fundingView } from './funding-view.ts';
@@ -111,6 +112,14 @@ export function createFundingService(deps: FundingServiceDependencies) {
     ...(deps.metrics ? { metrics: deps.metrics } : {}),
     ...(deps.ledger ? { ledger: deps.ledger } : {}),
     ...(deps.limits ? { limits: deps.limits } : {}),
+  });
+  // Treasury fundings accepted together are stored together (fundings/treasury-fundings-record.ts).
+  const treasuryFundings = createTreasuryFundingsRecord({
+    database: deps.database,
+    cipher: deps.cipher,
+    ...(deps.ledger ? { ledger: deps.ledger } : {}),
+    ...(deps.limits ? { limits: deps.limits } : {}),
+    insertAlone: record.insert,
   });
   const fingerprint = (body: CreateFundingRequest) => {
     const amount = normaliseAmount(body.amount);
@@ -213,7 +222,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
         : ({ kind: 'workflow' } as const);
       let inserted: boolean;
       try {
-        inserted = await record.insert({
+        const insert = body.source?.type === 'USER_BALANCE' ? record.insert : treasuryFundings.insert;
+        inserted = await insert({
           id: fundingId,
           idempotencyKey,
           requestFingerprint,

@@ -100,9 +100,10 @@ describe('withdrawals through the ops API', () => {
     // Retry-After, which a partner sends again with the same key until it is answered 202 or 422.
     const keys = Array.from({ length: 100 }, () => randomUUID());
     const first = await Promise.all(keys.map((key) => post('/ops/fundings', body, key)));
-    for (const answer of first) expect(answer.status === 503 ? answer.retryable : answer.status).toSatisfy(
-      (seen: unknown) => seen === 202 || seen === 422 || seen === 'OVERLOADED',
-    );
+    for (const answer of first)
+      expect(answer.status === 503 ? answer.retryable : answer.status).toSatisfy(
+        (seen: unknown) => seen === 202 || seen === 422 || seen === 'OVERLOADED',
+      );
     const answers = first.slice();
     for (let round = 0; answers.some((answer) => answer.status === 503); round += 1) {
       expect(round).toBeLessThan(20);
