@@ -1,16 +1,19 @@
 // Treasury fundings accepted together are stored together (fundings/treasury-fundings-record.ts,
 // docs/fundings.md Accepted together), on a real PostgreSQL: a burst is stored in a few
-// transactions, not one each, every funding with its first event and one hold; a key repeated in
-// the burst stores one funding; a treasury limit that covers only part of a burst stores exactly
-// what it covers and refuses the rest with InsufficientFundsError, one by one; an amount outside
-// the limits is refused as the funding record refuses it.
+// transactions, not one each, every funding with its first event and one hold; a key repeated
+// within a group stores one funding; a treasury limit that covers only part of a burst stores
+// exactly what it covers and refuses the rest with InsufficientFundsError, one by one; a member
+// whose row the database refuses leaves the others stored; a group the admission gate refuses is
+// every member's 503, nothing stored; an amount outside the limits is refused as the funding
+// record refuses it.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { moneyOf } from '../../domain/money.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
 import { createTreasuryFundingsRecord, STORED_TOGETHER_MAX } from '../../fundings/treasury-fundings-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
-import { createDatabase } from '../../lib/database.ts';
+import { Overloaded } from '../../lib/admission.ts';
+import { createApiDatabase, createDatabase, type Database } from '../../lib/database.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createLedger, holdReference, InsufficientFundsError } from '../../ledger/ledger.ts';
 import { defaultFundingLimits, LimitRefusal } from '../../ledger/limits.ts';
@@ -20,11 +23,20 @@ const database = createDatabase(testDatabaseUrl(), { maxConnections: 10 });
 afterAll(() => database.$disconnect());
 const cipher = createTokenCipher(randomBytes(32));
 
-function recordsWith(options: { treasuryLimit?: bigint; limits?: typeof defaultFundingLimits } = {}) {
+function recordsWith(
+  options: { treasuryLimit?: bigint; limits?: typeof defaultFundingLimits; database?: Database } = {},
+) {
   const ledger = createLedger({ treasuryLimit: options.treasuryLimit ?? null });
   const limits = options.limits ? { limits: options.limits } : {};
-  const record = createFundingRecord({ database, cipher, ledger, ...limits });
-  const treasury = createTreasuryFundingsRecord({ database, cipher, ledger, ...limits, insertAlone: record.insert });
+  const on = options.database ?? database;
+  const record = createFundingRecord({ database: on, cipher, ledger, ...limits });
+  const treasury = createTreasuryFundingsRecord({
+    database: on,
+    cipher,
+    ledger,
+    ...limits,
+    insertAlone: record.insert,
+  });
   return { ledger, record, treasury };
 }
 
@@ -55,45 +67,92 @@ async function storedShape(ids: string[]) {
     transactions: Number(row!.transactions),
     rows: Number(row!.rows),
     holds,
+    events: events.reduce((sum, event) => sum + event._count, 0),
     eventsEach: [...new Set(events.map((event) => event._count))],
   };
 }
 
 describe('treasury fundings accepted together', () => {
   it('a burst of 200 is stored in 5 transactions (one alone, then groups of 64), each funding with one event and one hold', async () => {
-    const { treasury } = recordsWith();
+    const { treasury, record } = recordsWith();
     const burst = Array.from({ length: 200 }, () => treasuryFunding('PHP', '2.50'));
     const answers = await Promise.all(burst.map((funding) => treasury.insert(funding)));
     expect(answers).toEqual(burst.map(() => true));
     expect(STORED_TOGETHER_MAX).toBe(64);
-    expect(await storedShape(burst.map((funding) => funding.id))).toEqual({
+    const ids = burst.map((funding) => funding.id);
+    expect(await storedShape(ids)).toEqual({
       transactions: 1 + Math.ceil(199 / 64),
       rows: 200,
       holds: 200,
+      events: 200,
       eventsEach: [1],
     });
-    // The cash-in codes are sealed to their own fundings, as the funding record seals them.
-    const coded = burst.find((funding) => funding.recipient.type === 'CODE')!;
-    const row = await database.funding.findUniqueOrThrow({ where: { id: coded.id } });
-    expect(row.cashInCodeMasked).toBe('*****67');
+    // Each cash-in code is sealed to its own funding, as the funding record seals it.
+    for (const coded of burst.filter((funding) => funding.recipient.type === 'CODE').slice(0, 5)) {
+      const row = await database.funding.findUniqueOrThrow({ where: { id: coded.id } });
+      expect(record.cashInCodeOf(row)).toBe('1234567');
+      expect(row.cashInCodeMasked).toBe('*****67');
+    }
     expect((await checkLedgerInvariants(database)).violations).toEqual([]);
   });
 
-  it('a key repeated in a burst stores one funding: the first request is answered stored, the others not', async () => {
+  it('a key repeated within one group stores one funding: one request is answered stored, the others not', async () => {
     const { treasury } = recordsWith();
+    // The first request is stored alone; everything sent meanwhile waits for the next group, together.
+    const opener = treasury.insert(treasuryFunding('PHP', '1.00'));
     const key = `together-repeated-${randomUUID()}`;
     const repeated = Array.from({ length: 10 }, () => treasuryFunding('PHP', '3.00', { idempotencyKey: key }));
     const others = Array.from({ length: 10 }, () => treasuryFunding('PHP', '3.00'));
     const answers = await Promise.all([...repeated, ...others].map((funding) => treasury.insert(funding)));
-    expect(answers.slice(0, 10)).toEqual([true, ...Array.from({ length: 9 }, () => false)]);
+    expect(await opener).toBe(true);
+    expect(answers.slice(0, 10).filter(Boolean)).toHaveLength(1);
     expect(answers.slice(10)).toEqual(others.map(() => true));
     const stored = await database.funding.findMany({ where: { idempotencyKey: key } });
-    expect(stored.map((funding) => funding.id)).toEqual([repeated[0]!.id]);
-    expect(await storedShape([...repeated, ...others].map((funding) => funding.id))).toMatchObject({
-      rows: 11,
-      holds: 11,
-      eventsEach: [1],
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.id).toBe(repeated[answers.indexOf(true)]!.id);
+    const shape = await storedShape([...repeated, ...others].map((funding) => funding.id));
+    expect(shape).toEqual({ transactions: 1, rows: 11, holds: 11, events: 11, eventsEach: [1] });
+  });
+
+  it('a member whose row the database refuses sends its group one by one: the others are stored, it alone is refused', async () => {
+    const { treasury } = recordsWith();
+    const opener = treasury.insert(treasuryFunding('PHP', '1.00'));
+    const group = Array.from({ length: 6 }, () => treasuryFunding('PHP', '4.00'));
+    // Another key with the id of the group's first funding: its row breaks the primary key.
+    const clash = treasuryFunding('PHP', '4.00', { id: group[0]!.id });
+    const answers = await Promise.all(
+      [...group, clash].map((funding) =>
+        treasury.insert(funding).then(String, (error: Error) => `refused: ${error.message.slice(0, 40)}`),
+      ),
+    );
+    expect(await opener).toBe(true);
+    expect(answers.slice(0, 6)).toEqual(group.map(() => 'true'));
+    expect(answers[6]).toMatch(/^refused: /);
+    expect(await storedShape(group.map((funding) => funding.id))).toMatchObject({ rows: 6, holds: 6, events: 6 });
+    expect(await database.funding.count({ where: { idempotencyKey: clash.idempotencyKey } })).toBe(0);
+    expect((await checkLedgerInvariants(database)).violations).toEqual([]);
+  });
+
+  it('a group the admission gate refuses is refused 503 OVERLOADED for every member, nothing stored', async () => {
+    const { database: admitted } = createApiDatabase(testDatabaseUrl(), {
+      maxConnections: 3,
+      admission: { maxInFlight: 1, maxQueued: 0, maxWaitMs: 100 },
     });
+    try {
+      const { treasury } = recordsWith({ database: admitted });
+      // The one slot is taken: the group's transaction finds no room in line.
+      const busy = admitted.$transaction(async (tx) => tx.$executeRaw`SELECT pg_sleep(1)`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const burst = Array.from({ length: 5 }, () => treasuryFunding('PHP', '5.00'));
+      const answers = await Promise.all(
+        burst.map((funding) => treasury.insert(funding).then(String, (error: unknown) => error)),
+      );
+      for (const answer of answers) expect(answer).toBeInstanceOf(Overloaded);
+      await busy;
+      expect(await database.funding.count({ where: { id: { in: burst.map((funding) => funding.id) } } })).toBe(0);
+    } finally {
+      await admitted.$disconnect();
+    }
   });
 
   it('a treasury limit that covers 12 of a burst of 40 stores exactly 12 and refuses 28 with InsufficientFundsError', async () => {
