@@ -16,6 +16,37 @@ export function findFreePort(): Promise<number> {
   });
 }
 
+/**
+ * Asks the kernel for `count` free TCP ports on 127.0.0.1, all different: each probe stays bound
+ * until the last is found. Ports found one after another, each probe closed before the next, may
+ * repeat (a full run's dev stack got one port for both its PostgreSQL and its Temporal).
+ */
+export async function findFreePorts(count: number): Promise<number[]> {
+  const servers: net.Server[] = [];
+  try {
+    for (let index = 0; index < count; index += 1) {
+      const server = net.createServer();
+      server.unref();
+      servers.push(server);
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(0, '127.0.0.1', () => resolve());
+      });
+    }
+    return servers.map((server) => {
+      const address = server.address();
+      if (typeof address !== 'object' || !address) throw new Error('no port');
+      return address.port;
+    });
+  } finally {
+    await Promise.all(
+      servers.map(
+        (server) => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+      ),
+    );
+  }
+}
+
 /** True when something accepts TCP connections on host:port. */
 export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { findFreePort, isListening } from '../../stack/ports.ts';
+import { findFreePorts, isListening } from '../../stack/ports.ts';
 import { launchChromium } from '../support/browser.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
 
@@ -28,15 +28,10 @@ interface DevRun {
 }
 
 async function startDev(): Promise<DevRun> {
-  const ports = {
-    api: await findFreePort(),
-    sandbox: await findFreePort(),
-    postgres: await findFreePort(),
-    temporal: await findFreePort(),
-    temporalUi: await findFreePort(),
-    workerMetrics: await findFreePort(),
-    identityProvider: await findFreePort(),
-  };
+  // Seven ports, all different (found one by one, two could be the same: PostgreSQL's and Temporal's once).
+  const names = ['api', 'sandbox', 'postgres', 'temporal', 'temporalUi', 'workerMetrics', 'identityProvider'];
+  const found = await findFreePorts(names.length);
+  const ports: Record<string, number> = Object.fromEntries(names.map((name, index) => [name, found[index]!]));
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     PORT: String(ports.api),
