@@ -2,18 +2,9 @@
 import net from 'node:net';
 
 /** Asks the kernel for a free TCP port on 127.0.0.1. */
-export function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
+export async function findFreePort(): Promise<number> {
+  const [port] = await findFreePorts(1);
+  return port!;
 }
 
 /**
