@@ -75,11 +75,14 @@ const cycle: ChaosAction[] = [
  * go on when it continues: an orphaned pass overlapping a new workflow task, for real.
  */
 const PAUSE_MIN_MS = 12_000;
-const PAUSE_SPREAD_MS = 13_000;
+const PAUSE_SPREAD_MS = 6_000;
 
-/** How many actions a run of `total` requests gets: at least one full cycle and a half, then one per 25. */
+/**
+ * How many actions a run of `total` requests gets: at least one of each of the four kinds as the
+ * requests go out and the finale, then one per 25 requests.
+ */
 export function plannedActions(total: number): number {
-  return Math.max(6, Math.ceil(total / 25));
+  return Math.max(5, Math.ceil(total / 25));
 }
 
 /**

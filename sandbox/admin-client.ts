@@ -81,6 +81,8 @@ export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptio
       seed = 1,
     ) => ok('PUT', '/faults', { seed, rules }),
     clearFaults: () => ok('PUT', '/faults', { rules: [] }),
+    /** The executes queued by a late-effect fault take effect now; answers how many did. */
+    releaseLateEffects: () => ok<{ released: number }>('POST', '/faults/late-effects/release'),
     settings: (settings: Record<string, unknown>) => ok('PUT', '/settings', settings),
     ledger: () =>
       ok<{

@@ -196,6 +196,11 @@ export function adminRouter(context: SandboxContext, senderAgent: Agent): Router
       return { status: 200, body: describeFaults(state.faults) };
     }),
   );
+  // The executes a late-effect fault queued take effect now rather than when their delay is up.
+  router.post(
+    '/faults/late-effects/release',
+    answerWith(async () => ({ status: 200, body: { released: await context.faultContext.lateEffects.releaseAll() } })),
+  );
 
   router.get(
     '/settings',

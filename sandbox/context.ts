@@ -2,7 +2,7 @@
 // internal keys. Built once per sandbox by createSandboxContext.
 import { randomBytes, randomInt, type KeyObject } from 'node:crypto';
 import { createSandboxClock, type SandboxClock } from './clock.ts';
-import { configureFaults, type FaultContext } from './faults.ts';
+import { configureFaults, createLateEffects, type FaultContext } from './faults.ts';
 import type { PartnerRegistration } from './registration.ts';
 import { clearState, createState, defaultSettings, type SandboxSettings, type SandboxState } from './state.ts';
 
@@ -51,7 +51,11 @@ export function createSandboxContext(options: ContextOptions): SandboxContext {
     keys: { signing: randomBytes(32), encryption: randomBytes(32), documents: randomBytes(32) },
     initialSettings,
     defaultSeed,
-    faultContext: { faults: () => state.faults, shutdown: options.shutdown },
+    faultContext: {
+      faults: () => state.faults,
+      shutdown: options.shutdown,
+      lateEffects: createLateEffects(options.shutdown),
+    },
     reset() {
       clearState(state, initialSettings, noFaults());
       clock.reset();

@@ -169,6 +169,7 @@ export interface FaultContext {
   faults(): FaultConfiguration;
   /** Aborted when the sandbox closes, so no delay outlives it. */
   shutdown: AbortSignal;
+  lateEffects: LateEffects;
 }
 
 function gatewayPage(status: number): string {
@@ -216,14 +217,45 @@ async function waitUntilAborted(signal: AbortSignal): Promise<void> {
  * Runs `effect` after `delayMs` whatever the caller does (it was already answered), unless the
  * sandbox closes first. Its answer goes nowhere: only its effect on the state counts.
  */
-function scheduleLateEffect(context: FaultContext, delayMs: number, effect: () => Promise<unknown>): void {
-  if (context.shutdown.aborted) return;
-  const cancel = () => clearTimeout(timer);
-  const timer = setTimeout(() => {
-    context.shutdown.removeEventListener('abort', cancel);
-    effect().catch(() => undefined);
-  }, delayMs);
-  context.shutdown.addEventListener('abort', cancel, { once: true });
+/**
+ * The executes queued behind the slow gateway (late-effect): each takes effect when its delay is
+ * up, or at once when released (`POST /_sandbox/faults/late-effects/release`, for a test that
+ * has seen what it waited for); a closing sandbox cancels those still queued.
+ */
+export interface LateEffects {
+  schedule(delayMs: number, effect: () => Promise<unknown>): void;
+  /** Applies every queued effect now; resolves with how many, once each has taken effect. */
+  releaseAll(): Promise<number>;
+}
+
+export function createLateEffects(shutdown: AbortSignal): LateEffects {
+  const queued = new Map<NodeJS.Timeout, () => Promise<unknown>>();
+  const apply = (timer: NodeJS.Timeout) => {
+    const effect = queued.get(timer);
+    queued.delete(timer);
+    clearTimeout(timer);
+    return effect ? effect().catch(() => undefined) : Promise.resolve();
+  };
+  shutdown.addEventListener(
+    'abort',
+    () => {
+      for (const timer of queued.keys()) clearTimeout(timer);
+      queued.clear();
+    },
+    { once: true },
+  );
+  return {
+    schedule(delayMs, effect) {
+      if (shutdown.aborted) return;
+      const timer: NodeJS.Timeout = setTimeout(() => void apply(timer), delayMs);
+      queued.set(timer, effect);
+    },
+    async releaseAll() {
+      const timers = [...queued.keys()];
+      await Promise.all(timers.map(apply));
+      return timers.length;
+    },
+  };
 }
 
 /** The answer as a faulty gateway passes it on: amounts ×10, another transfer id (successes only). */
@@ -269,7 +301,7 @@ export function withFaults(
             .json(rateLimitedBody(style));
         case 'late-effect':
           sendGatewayError(res, fault.status ?? 504);
-          scheduleLateEffect(context, fault.delayMs, () => runHandler(handler, req));
+          context.lateEffects.schedule(fault.delayMs, () => runHandler(handler, req));
           return;
         default:
           break;

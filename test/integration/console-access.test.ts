@@ -62,6 +62,8 @@ beforeAll(async () => {
     encryptionKey,
     trustedProxies: ['127.0.0.1'],
     hardening: { now, sqlClock: now, attemptCountScope },
+    // Pushes every half second instead of a region's own pace (seconds): what a test waits for is the next push.
+    consoleLive: { pushEveryMs: 500 },
     extraOpsKeys: [
       `auditor:read:${keys.auditor}`,
       `payer:pay:${keys.payer}`,

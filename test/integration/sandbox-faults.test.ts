@@ -223,6 +223,28 @@ describe('sandbox faults', () => {
     expect((await admin.user(user.userId)).balance).toBe('9.00');
   });
 
+  it('late-effect: a queued execute takes effect at once when released, and only once', async () => {
+    const { user, code } = await recipientCode();
+    const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 7);
+    await always('transfers.execute', 'late-effect', { delayMs: 120_000 });
+    expect((await executeTransferCall(sandbox, created.body.transferId)).status).toBe(504);
+    expect((await admin.ledger()).transfers[0]).toMatchObject({ status: 'CREATED', executions: 0 });
+    const release = await callJson<{ released: number }>(`${sandbox.url}/_sandbox/faults/late-effects/release`, {
+      method: 'POST',
+      body: {},
+    });
+    // Answered once the effect has taken place: the ledger shows it at once.
+    expect([release.status, release.body.released]).toEqual([200, 1]);
+    expect((await admin.ledger()).transfers[0]).toMatchObject({ status: 'APPROVED', executions: 1 });
+    expect((await admin.user(user.userId)).balance).toBe('7.00');
+    // Nothing is left queued: a second release applies none, and the timer of the first never fires.
+    const again = await callJson<{ released: number }>(`${sandbox.url}/_sandbox/faults/late-effects/release`, {
+      method: 'POST',
+      body: {},
+    });
+    expect(again.body.released).toBe(0);
+  });
+
   it('late-effect behind a second execute: the transfer still executes once', async () => {
     const { user, code } = await recipientCode();
     const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 4);
