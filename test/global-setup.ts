@@ -45,8 +45,9 @@ interface TestInfrastructure {
 }
 
 /**
- * Vitest runs a global setup once per project (vitest.config.ts has two: the suite, and the files
- * measured under load after it); both share one database server, one Temporal and one bundle.
+ * Vitest runs a global setup once per project (vitest.config.ts has four: the suite, the unit files,
+ * the lanes, and the files measured under load after them); all share one database server, one
+ * Temporal and one bundle.
  */
 const shared = globalThis as {
   walletflowTestInfrastructure?: Promise<TestInfrastructure>;
