@@ -61,13 +61,17 @@ function levelsMeasures(report: Json): Measure[] {
     .map(object)
     .filter((level): level is Json => level !== undefined);
   if (levels.length === 0) return [];
-  const where = `${temporalName(report.temporal)}, ${n(report, 'workers') ?? 1} worker${n(report, 'workers') === 1 ? '' : 's'}`;
+  // A run with lanes off or always is a comparison beside the default (auto, or no lanes before they came):
+  // a measure of its own.
+  const lanes = at(report, 'options', 'fundingLanes');
+  const mode = typeof lanes === 'string' && lanes !== 'auto' ? `, lanes ${lanes}` : '';
+  const where = `${temporalName(report.temporal)}, ${n(report, 'workers') ?? 1} worker${n(report, 'workers') === 1 ? '' : 's'}${mode}`;
   const measures: Measure[] = [];
   const last = levels.at(-1)!;
   const split = object(at(last, 'walletflow', 'cpuSplit', 'byProcess'));
   measures.push({
     measure: `single fundings, ${where}`,
-    order: 10 + (report.temporal === 'server' ? 1 : 0) + (n(report, 'workers') ?? 1) / 10,
+    order: 10 + (report.temporal === 'server' ? 1 : 0) + (n(report, 'workers') ?? 1) / 10 + (mode ? 0.01 : 0),
     figures:
       levels
         .map(
@@ -105,8 +109,8 @@ function levelsMeasures(report: Json): Measure[] {
         count(h, 'markers', 'marker'),
       ].join(', ');
     measures.push({
-      measure: "an approved funding's history",
-      order: 20,
+      measure: `an approved funding's history${mode}`,
+      order: 20 + (mode ? 0.01 : 0),
       figures: `its own workflow${sampledLevel ? ` at ${n(sampledLevel, 'concurrency')} in flight` : ''}: ${shape(history)}${perFunding.length > 0 ? `; every workflow's events per funding: ${perFunding.join(', ')}` : ''}`,
       againstBaseline: lean
         ? `the lean floor (the same two wallet calls as two activities, same Temporal): ${shape(lean)}; CPU ms per item, API + worker, ${figure(n(last, 'walletflow', 'cpuSplit', 'apiAndWorkers'))} against ${figure(n(last, 'lean', 'cpuSplit', 'apiAndWorkers'))} (${times(n(last, 'overheadRatio'))})`

@@ -55,6 +55,19 @@ describe("the bench's figures", () => {
     expect(measuresOf({ date: '2026-11-26', violations: [] })).toEqual([]);
   });
 
+  it('keeps a run with lanes off as a measure of its own: a comparison run never stands for the default', () => {
+    const off = { ...levelsReport('2026-11-26T10:00:00.000Z', 9), options: { fundingLanes: 'off' } };
+    const auto = { ...levelsReport('2026-11-25T10:00:00.000Z', 45), options: { fundingLanes: 'auto' } };
+    const rows = benchFigures([
+      { file: 'bench/results/auto.json', report: auto },
+      { file: 'bench/results/off.json', report: off },
+    ]);
+    expect(rows.map((row) => [row.measure, row.file])).toEqual([
+      ['single fundings, dev server, 1 worker', 'bench/results/auto.json'],
+      ['single fundings, dev server, 1 worker, lanes off', 'bench/results/off.json'],
+    ]);
+  });
+
   it(`is what the reports in bench/results/ give (run npm run bench:figures when this fails): ${benchFiguresFile}`, () => {
     const generated = formatBenchFigures(benchFigures(readBenchReports(root)));
     expect(read(benchFiguresFile) === generated, `${benchFiguresFile} is stale: run npm run bench:figures`).toBe(true);
