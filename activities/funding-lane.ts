@@ -4,7 +4,7 @@
 // workflow's, declared in its contract.
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { FundingRecord } from '../fundings/funding-record.ts';
-import type { LaneBell } from '../lib/lane-bell.ts';
+import { sleepUnlessAborted, type LaneBell } from '../lib/lane-bell.ts';
 import {
   LANE_WAIT_FOR_WORK_MS,
   type FundLaneActivities,
@@ -21,6 +21,13 @@ export interface LaneActivityDependencies {
 
 /** The longest a waiting lane goes without reading its table, bell or not (a lost notification costs this much). */
 const READ_AT_LEAST_EVERY_MS = 1000;
+/**
+ * How long a chunk that found its lane empty and was woken by a funding lets the ones arriving with
+ * it join: a partner's loop sends its next fundings together as several end at once, and a chunk
+ * taken at the first would leave the rest to the next chunk (a chunk costs its lane's history six
+ * events however many it carries). A lane with fundings already waiting takes them at once.
+ */
+export const LANE_GATHER_MS = 25;
 
 /** A lane as the carrier of its fundings' chunks. */
 const laneCarrier = (lane: number): ChunkCarrier & { lane: number } => ({
@@ -36,12 +43,17 @@ export function createLaneActivities(deps: LaneActivityDependencies): FundLaneAc
   async function waitForWork(lane: number): Promise<boolean> {
     const signal = Context.current().cancellationSignal;
     const until = Date.now() + LANE_WAIT_FOR_WORK_MS;
+    let waited = false;
     for (;;) {
       // The bell's count first: a funding announced while the table is read still wakes the wait below.
       const rings = deps.bell.rings(lane);
-      if (await deps.fundings.hasPendingInLane(lane)) return true;
+      if (await deps.fundings.hasPendingInLane(lane)) {
+        if (waited) await sleepUnlessAborted(LANE_GATHER_MS, signal);
+        return true;
+      }
       const left = until - Date.now();
       if (left <= 0 || signal.aborted) return false;
+      waited = true;
       await deps.bell.wait(lane, rings, Math.min(left, READ_AT_LEAST_EVERY_MS), signal);
     }
   }

@@ -28,7 +28,8 @@ export const silentLaneBell: LaneBell = {
   close: async () => {},
 };
 
-function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
+/** Resolves after `ms`, or at once when `signal` aborts. */
+export function sleepUnlessAborted(ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal?.aborted) return resolve();
     const timer = setTimeout(done, ms);

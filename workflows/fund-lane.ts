@@ -2,9 +2,11 @@
 //   chunks    → runLaneChunk: waits until fundings wait in the lane, takes the next ones on and runs
 //               them through the batch items' chunk pass; whatever a pass left unfinished goes to
 //               the funding's own fundWallet workflow
-//   CHUNKS_IN_FLIGHT chunks under way at once, each of up to half of inFlight fundings; a 429 from
-//   the wallet: the lane waits its Retry-After and halves inFlight; inFlight fundings done in a row
-//   give one back
+//   one chunk of up to inFlight fundings at a time while the lane keeps up (each chunk takes every
+//   funding waiting); CHUNKS_IN_FLIGHT chunks of half as many once a chunk came back full (fundings
+//   are waiting behind it); runs begun before that rule (no patch marker) always ran two halves.
+//   A 429 from the wallet: the lane waits its Retry-After and halves inFlight; inFlight fundings
+//   done in a row give one back
 //   every chunksPerRun chunks (or when Temporal suggests it): continue-as-new, so the history stays
 //   bounded however long the lane runs
 // A lane never ends on its own: the API, the worker and the sweep start it when it is not running.
@@ -13,6 +15,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   proxyActivities,
   setHandler,
   setWorkflowOptions,
@@ -29,8 +32,14 @@ import {
 
 /** Fundings a lane runs at once, at most: two chunks of 16, a batch runner's default. */
 const MAX_IN_FLIGHT = 32;
-/** Chunks under way at once: one chunk's calls go out while the other's writes are made. */
+/** Chunks under way at once, at most: one chunk's calls go out while the other's writes are made. */
 const CHUNKS_IN_FLIGHT = 2;
+/**
+ * The patch that sends one chunk at a time until a chunk comes back full: a chunk costs the lane's
+ * history six events however many fundings it carries, and two chunks sharing a lane that keeps up
+ * carried half as many each (about one event per funding at 32 in flight).
+ */
+export const LONE_CHUNK_UNTIL_FULL_PATCH = 'lane-lone-chunk-until-full';
 /**
  * Chunks per run before it continues as new: six events each (the activity's three and a workflow
  * task's), a history of about 1,500.
@@ -68,9 +77,14 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
   let slowDowns = 0;
   let resumeAt = 0;
   setHandler(laneProgressQuery, () => ({ lane, running, dispatched, carried, inFlight }));
+  // Read once, at the run's start: a run begun on the code before (replayed on this one) keeps its two halves.
+  const loneUntilFull = patched(LONE_CHUNK_UNTIL_FULL_PATCH);
+  /** The last chunk back took as many as it was allowed: fundings are waiting behind it. */
+  let backlog = false;
 
-  const onOutcome = (outcome: LaneChunkOutcome, halvingsBefore: number) => {
+  const onOutcome = (outcome: LaneChunkOutcome, halvingsBefore: number, limit: number) => {
     carried += outcome.taken;
+    backlog = outcome.taken >= limit;
     if (outcome.slowDownMs !== null) {
       resumeAt = Math.max(resumeAt, Date.now() + Math.min(Math.max(outcome.slowDownMs, 0), MAX_SLOW_DOWN_MS));
       successes = 0;
@@ -88,14 +102,14 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
     }
   };
 
-  const dispatch = () => {
+  const dispatch = (limit: number) => {
     running += 1;
     dispatched += 1;
     const halvingsBefore = slowDowns;
     chunks
-      .runLaneChunk(lane, Math.max(1, Math.ceil(inFlight / CHUNKS_IN_FLIGHT)))
+      .runLaneChunk(lane, limit)
       .then(
-        (outcome) => onOutcome(outcome, halvingsBefore),
+        (outcome) => onOutcome(outcome, halvingsBefore, limit),
         (error: unknown) => {
           // Only the run's own cancellation gets here (the activity retries without a bound): the
           // fundings' rows tell where they stand, and the sweep takes on any left idle.
@@ -125,6 +139,16 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
       await condition(() => running < CHUNKS_IN_FLIGHT);
       continue;
     }
-    dispatch();
+    const half = Math.max(1, Math.ceil(inFlight / CHUNKS_IN_FLIGHT));
+    if (!loneUntilFull || backlog) {
+      dispatch(half);
+      continue;
+    }
+    // The lane keeps up: one chunk at a time, taking every funding waiting when it starts.
+    if (running > 0) {
+      await condition(() => running === 0 || backlog);
+      continue;
+    }
+    dispatch(inFlight);
   }
 }
