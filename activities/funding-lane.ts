@@ -22,8 +22,8 @@ export interface LaneActivityDependencies {
 /** The longest a waiting lane goes without reading its table, bell or not (a lost notification costs this much). */
 const READ_AT_LEAST_EVERY_MS = 1000;
 /**
- * How long a chunk that found its lane empty and was woken by a funding lets the ones arriving with
- * it join: a partner's loop sends its next fundings together as several end at once, and a chunk
+ * How long a chunk that found its lane empty, then fundings in it, lets the ones arriving with them
+ * join: a partner's loop sends its next fundings together as several end at once, and a chunk
  * taken at the first would leave the rest to the next chunk (a chunk costs its lane's history six
  * events however many it carries). A lane with fundings already waiting takes them at once.
  */

@@ -16,8 +16,8 @@ export const fundLaneWorkflowType = 'fundLane';
  * The lanes: a funding joins lane laneOf(its key). Two: one lane held up (a slow wallet call, one
  * user's token refresh) leaves half the load moving; few enough that a lane's chunks fill under
  * load, and that the lanes hold at most four of a worker's activity slots
- * (WORKER_MAX_CONCURRENT_ACTIVITIES, 16 by default: each lane's two chunks, which wait for work inside
- * their activity). Changing it moves keys between lanes: a PENDING funding of a lane no longer run is
+ * (WORKER_MAX_CONCURRENT_ACTIVITIES, 16 by default: each lane's one or two chunks, which wait for work
+ * inside their activity). Changing it moves keys between lanes: a PENDING funding of a lane no longer run is
  * started on its own by the sweep once it is idle.
  */
 export const LANE_COUNT = 2;

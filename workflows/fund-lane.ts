@@ -2,9 +2,10 @@
 //   chunks    → runLaneChunk: waits until fundings wait in the lane, takes the next ones on and runs
 //               them through the batch items' chunk pass; whatever a pass left unfinished goes to
 //               the funding's own fundWallet workflow
-//   one chunk of up to inFlight fundings at a time while the lane keeps up (each chunk takes every
-//   funding waiting); CHUNKS_IN_FLIGHT chunks of half as many once a chunk came back full (fundings
-//   are waiting behind it); runs begun before that rule (no patch marker) always ran two halves.
+//   one chunk at a time while the lane keeps up (each takes the fundings waiting, up to inFlight);
+//   once a chunk came back full (fundings wait behind it), CHUNKS_IN_FLIGHT chunks of half as many,
+//   until the last chunk back had room; runs begun before that rule (no patch marker) always ran two
+//   halves of ceil(inFlight / 2).
 //   A 429 from the wallet: the lane waits its Retry-After and halves inFlight; inFlight fundings
 //   done in a row give one back
 //   every chunksPerRun chunks (or when Temporal suggests it): continue-as-new, so the history stays
@@ -30,7 +31,7 @@ import {
   type LaneChunkOutcome,
 } from './fund-lane.contract.ts';
 
-/** Fundings a lane runs at once, at most: two chunks of 16, a batch runner's default. */
+/** Fundings a lane runs at once, at most (a batch runner's default): one chunk of 32, or two of 16. */
 const MAX_IN_FLIGHT = 32;
 /** Chunks under way at once, at most: one chunk's calls go out while the other's writes are made. */
 const CHUNKS_IN_FLIGHT = 2;
@@ -69,8 +70,9 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
   const lane = input.lane;
   const chunksPerRun = Math.max(1, Math.floor(input.chunksPerRun ?? CHUNKS_PER_RUN));
   let inFlight = Math.min(MAX_IN_FLIGHT, Math.max(1, Math.floor(input.inFlight ?? MAX_IN_FLIGHT)));
-  /** Chunks under way. */
+  /** Chunks under way, and the fundings they may take together (their limits). */
   let running = 0;
+  let reserved = 0;
   let dispatched = 0;
   let carried = 0;
   let successes = 0;
@@ -104,6 +106,7 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
 
   const dispatch = (limit: number) => {
     running += 1;
+    reserved += limit;
     dispatched += 1;
     const halvingsBefore = slowDowns;
     chunks
@@ -121,6 +124,7 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
       )
       .finally(() => {
         running -= 1;
+        reserved -= limit;
       });
   };
 
@@ -140,11 +144,21 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
       continue;
     }
     const half = Math.max(1, Math.ceil(inFlight / CHUNKS_IN_FLIGHT));
-    if (!loneUntilFull || backlog) {
+    if (!loneUntilFull) {
       dispatch(half);
       continue;
     }
-    // The lane keeps up: one chunk at a time, taking every funding waiting when it starts.
+    if (backlog) {
+      // Fundings wait behind the lane: two chunks, their limits together at most inFlight.
+      const room = inFlight - reserved;
+      if (room <= 0) {
+        await condition(() => inFlight - reserved > 0);
+        continue;
+      }
+      dispatch(Math.min(half, room));
+      continue;
+    }
+    // The lane keeps up: one chunk at a time, taking every funding waiting when it starts (up to inFlight).
     if (running > 0) {
       await condition(() => running === 0 || backlog);
       continue;
