@@ -214,15 +214,15 @@ async function waitUntilAborted(signal: AbortSignal): Promise<void> {
 }
 
 /**
- * Runs `effect` after `delayMs` whatever the caller does (it was already answered), unless the
- * sandbox closes first. Its answer goes nowhere: only its effect on the state counts.
- */
-/**
  * The executes queued behind the slow gateway (late-effect): each takes effect when its delay is
  * up, or at once when released (`POST /_sandbox/faults/late-effects/release`, for a test that
  * has seen what it waited for); a closing sandbox cancels those still queued.
  */
 export interface LateEffects {
+  /**
+   * Runs `effect` after `delayMs` whatever the caller does (it was already answered), unless it is
+   * released first or the sandbox closes. Its answer goes nowhere: only its effect on the state counts.
+   */
   schedule(delayMs: number, effect: () => Promise<unknown>): void;
   /** Applies every queued effect now; resolves with how many, once each has taken effect. */
   releaseAll(): Promise<number>;
