@@ -48,6 +48,7 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           exclude: [...alone, ...unitFiles],
+          isolate: false,
           sequence: { groupOrder: 0 },
         },
       },
