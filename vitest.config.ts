@@ -48,6 +48,8 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           exclude: [...alone, ...unitFiles],
+          // A worker process runs file after file with the modules it loaded (about 1.8 CPU s per file saved: Prisma,
+          // Temporal's native bridge, Express): a file closes what it starts and leaves no global changed.
           isolate: false,
           sequence: { groupOrder: 0 },
         },

@@ -74,8 +74,8 @@ const cycle: ChaosAction[] = [
  * tasks go to the other worker while its local activities (a one pass) are frozen mid-way, and
  * go on when it continues: an orphaned pass overlapping a new workflow task, for real.
  */
-const PAUSE_MIN_MS = 12_000;
-const PAUSE_SPREAD_MS = 6_000;
+const PAUSE_MIN_MS = 11_000;
+const PAUSE_SPREAD_MS = 3_000;
 
 /**
  * How many actions a run of `total` requests gets: at least one of each of the four kinds as the
@@ -126,7 +126,7 @@ export function createChaos(
   const perform = async (action: ChaosAction) => {
     // A seeded gap: the previous action's effects play out first (a restarted worker is polling
     // again before Temporal goes away), and actions do not land on the same step of every workflow.
-    await sleep(2000 + Math.floor(options.random() * 3000));
+    await sleep(1000 + Math.floor(options.random() * 2000));
     const at = ((Date.now() - started) / 1000).toFixed(1);
     const begun = Date.now();
     switch (action) {

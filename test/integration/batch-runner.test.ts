@@ -4,7 +4,8 @@
 // state says: posted when APPROVED, released otherwise. The runner continues as new every few
 // items (its history stays bounded), pauses, resumes and cancels on the stored state, and slows
 // the whole batch down when the wallet answers 429. Who owns a chunk when a worker dies or freezes,
-// or while the sweep runs beside it: batch-chunk-owners.test.ts (a stack of its own, beside this one).
+// or while the sweep runs beside it: batch-chunk-owners.test.ts and batch-chunk-frozen-worker.test.ts (stacks of
+// their own, beside this one).
 import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
-// What the batch runner's tests share (test/integration/batch-runner.test.ts and
-// batch-chunk-owners.test.ts), each file on a stack of its own (useBatchRunnerStack): a batch stored
+// What the batch runner's tests share (test/integration/batch-runner.test.ts, batch-chunk-owners.test.ts
+// and batch-chunk-frozen-worker.test.ts), each file on a stack of its own (useBatchRunnerStack): a batch stored
 // as the API stores one, its runner started, and what every batch must end with (each item final,
 // every created transfer executed once, each hold settled as its item's state says).
 import { randomUUID } from 'node:crypto';
