@@ -365,7 +365,7 @@ async function startBenchStack(
   // Compiled, as production runs them, unless this code itself runs compiled already (dist/).
   let compiledCodeDir: string | undefined;
   if (!settings.fromSource && !runsCompiled) {
-    compiledCodeDir = compileProductionCode();
+    compiledCodeDir = await compileProductionCode();
     log(
       `API and workers compiled to ${path.relative(process.cwd(), compiledCodeDir)} (production build; --from-source to run them through tsx)`,
     );

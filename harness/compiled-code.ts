@@ -7,7 +7,7 @@
 // sources: a run on unchanged sources reuses the last compile (the suite's global setup compiles
 // once, and the bench inside it finds that compile), and compiles started at once build it once
 // between them (each compiles into a folder of its own and moves it into place whole).
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
   existsSync,
@@ -68,11 +68,24 @@ function sourcesDigest(): string {
   return hash.digest('hex').slice(0, 16);
 }
 
+/** Runs tsc to its end: its exit code and output. */
+function runTsc(args: string[]): Promise<{ status: number | null; output: string }> {
+  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+  const child = spawn(process.execPath, [tsc, ...args], { cwd: projectRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (status) => resolve({ status, output }));
+  });
+}
+
 /**
  * Compiles the production code, or finds it compiled from these very sources; answers its folder. Throws with tsc's
- * output when it fails.
+ * output when it fails. The compile runs in a process of its own, so the caller's other work goes on beside it.
  */
-export function compileProductionCode(): string {
+export async function compileProductionCode(): Promise<string> {
   const digest = sourcesDigest();
   const dir = path.join(compiledCodeRoot, digest);
   if (existsSync(path.join(dir, '.complete'))) {
@@ -87,17 +100,13 @@ export function compileProductionCode(): string {
   }
   const building = `${dir}.building-${process.pid}`;
   rmSync(building, { recursive: true, force: true });
-  const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
   // --noCheck: the same JavaScript (isolatedModules and verbatimModuleSyntax make the emit independent
   // of types) without checking the types again, which is most of tsc's time; `tsc -p tsconfig.json`
   // (scripts/test.sh, CI) and `npm run build` check them.
-  const result = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.build.json', '--noCheck', '--outDir', building], {
-    cwd: projectRoot,
-    encoding: 'utf8',
-  });
+  const result = await runTsc(['-p', 'tsconfig.build.json', '--noCheck', '--outDir', building]);
   if (result.status !== 0) {
     rmSync(building, { recursive: true, force: true });
-    throw new Error(`compiling the production code failed:\n${result.stdout}${result.stderr}`);
+    throw new Error(`compiling the production code failed:\n${result.output}`);
   }
   copyBrowserAssets(building);
   writeFileSync(path.join(building, '.complete'), digest);

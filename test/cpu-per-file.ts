@@ -1,7 +1,8 @@
 // With WALLETFLOW_TEST_CPU_FILE set, appends a line per test file to that file: its path, the CPU
 // seconds its process and the children it waited for used from this file's start (the processes
-// it started: API, workers, the CLI, Chromium), and its wall seconds. Linux only (/proc/self/stat);
-// the suite's shared PostgreSQL and Temporal are not in it. docs/testing.md has the figures.
+// it started: API, workers, the CLI, Chromium), its wall seconds, and when it ended (the run's
+// timeline). Linux only (/proc/self/stat); the suite's shared PostgreSQL and Temporal are not in
+// it. docs/testing.md has the figures.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { afterAll } from 'vitest';
 
@@ -21,6 +22,7 @@ if (report) {
   afterAll(({}, suite) => {
     const file = (suite as { filepath?: string }).filepath ?? '?';
     const cpu = cpuSeconds() - started.cpu;
-    appendFileSync(report, `${file}\t${cpu.toFixed(1)}\t${((Date.now() - started.at) / 1000).toFixed(1)}\n`);
+    const wall = ((Date.now() - started.at) / 1000).toFixed(1);
+    appendFileSync(report, `${file}\t${cpu.toFixed(1)}\t${wall}\t${new Date().toISOString()}\n`);
   });
 }

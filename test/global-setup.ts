@@ -87,42 +87,53 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
     await rm(workflowBundlePath, { force: true });
   };
-  // The production code compiled once, for every process a test starts (test/support/node-entry.ts): first, so that a
-  // compile that fails leaves nothing started.
-  const compiledCodeDir = process.env.WALLETFLOW_TEST_FROM_SOURCE === '1' ? '' : compileProductionCode();
-  let databaseUrl: string;
+  let databaseUrl = '';
   const databaseUrls: string[] = [];
+  let compiledCodeDir = '';
   await mkdir(path.join(root, '.walletflow'), { recursive: true });
-  try {
-    if (!serverUrl) {
-      // A data directory per run, so overlapping runs never share a server.
-      embeddedDir = await mkdtemp(path.join(root, '.walletflow/test-postgres-'));
-      embedded = await startEmbeddedPostgres({ dataDir: path.join(embeddedDir, 'data'), port: await findFreePort() });
-      serverUrl = embedded.url;
-    }
-    databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
-    await applyMigrations(databaseUrl);
-    // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close);
-    // the template is copied after each file (test/fresh-database-after-each-file.ts), which ends such a connection.
-    const migrated = await Promise.all(
-      [...workerDatabaseNames, templateDatabaseName].map(async (name) => {
-        const url = await ensureDatabaseExists(serverUrl!, name);
-        await applyMigrations(url);
-        return url;
-      }),
-    );
-    databaseUrls.push(...migrated.slice(0, workerDatabaseNames.length));
-    if (!temporalAddress) {
-      temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
-      temporalAddress = temporal.address;
-    }
+  // Side by side, as none needs another: the compile, the databases, Temporal and the bundle. All of them end (done or
+  // failed) before a failure tears down what the others started.
+  const steps = await Promise.allSettled([
+    (async () => {
+      // The production code compiled once, for every process a test starts (test/support/node-entry.ts).
+      if (process.env.WALLETFLOW_TEST_FROM_SOURCE !== '1') compiledCodeDir = await compileProductionCode();
+    })(),
+    (async () => {
+      if (!serverUrl) {
+        // A data directory per run, so overlapping runs never share a server.
+        embeddedDir = await mkdtemp(path.join(root, '.walletflow/test-postgres-'));
+        embedded = await startEmbeddedPostgres({ dataDir: path.join(embeddedDir, 'data'), port: await findFreePort() });
+        serverUrl = embedded.url;
+      }
+      const server = serverUrl;
+      // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close);
+      // the template is copied after each file (test/fresh-database-after-each-file.ts), which ends such a connection.
+      const migrated = await Promise.all(
+        [databaseName, ...workerDatabaseNames, templateDatabaseName].map(async (name) => {
+          const url = await ensureDatabaseExists(server, name);
+          await applyMigrations(url);
+          return url;
+        }),
+      );
+      databaseUrl = migrated[0]!;
+      databaseUrls.push(...migrated.slice(1, 1 + workerDatabaseNames.length));
+    })(),
+    (async () => {
+      if (!temporalAddress) {
+        temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace });
+        temporalAddress = temporal.address;
+      }
+    })(),
     // Bundle the workflows once for every test worker (webpack takes seconds).
-    await writeFile(workflowBundlePath, await bundleWorkflows());
-  } catch (error) {
+    (async () => writeFile(workflowBundlePath, await bundleWorkflows()))(),
+  ]);
+  const failed = steps.find((step): step is PromiseRejectedResult => step.status === 'rejected');
+  if (failed) {
     await teardown();
-    throw error;
+    throw failed.reason;
   }
 
+  if (!temporalAddress) throw new Error('the global setup has no Temporal address');
   return {
     values: {
       databaseUrl,
