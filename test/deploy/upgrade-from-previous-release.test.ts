@@ -81,8 +81,12 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     await child.stop('SIGTERM');
     processes.splice(processes.indexOf(child), 1);
   };
-  /** Where the test is, on stderr: a slow step shows where it waits. */
-  const step = (what: string) => process.stderr.write(`upgrade test: ${what}\n`);
+  /** Where the test is, on stderr, with the seconds since the first step: a slow step shows where it waits. */
+  let firstStepAt: number | undefined;
+  const step = (what: string) => {
+    firstStepAt ??= Date.now();
+    process.stderr.write(`upgrade test: +${((Date.now() - firstStepAt) / 1000).toFixed(1)}s ${what}\n`);
+  };
   const apiBase = () => `http://127.0.0.1:${apiPort}`;
   async function startApi(cwd: string): Promise<WorkerProcess> {
     const api = start(environment(), { cwd, entry: 'api/main.ts' });

@@ -1,10 +1,15 @@
 // Headless Debian Chromium for the browser tests (playwright-core drives it; no browser download),
-// with the flags this machine's closed network needs, and a phone-sized page.
+// with the flags this machine's closed network needs, and a phone-sized page. Its headless shell
+// (Debian's chromium-headless-shell, what Playwright runs headless) when installed: the console's
+// sign-in file took 25 CPU s with it against 48 with the full browser's headless mode.
+import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+
+const headlessShell = '/usr/bin/chromium-headless-shell';
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath: process.env.CHROMIUM_PATH ?? (existsSync(headlessShell) ? headlessShell : '/usr/bin/chromium'),
     headless: true,
     args: [
       '--no-sandbox',
