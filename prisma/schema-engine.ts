@@ -92,11 +92,15 @@ function adaptForMigrations<T extends MigrationAdapter>(adapter: T): T {
  * in the main database; here the shadow database gets a URL of its own and is dropped on dispose.
  */
 class MigrationPg extends PrismaPg {
+  /** The adapters connected to the main database: the engine never disposes them (their pools would idle for 10 s). */
+  readonly connected: Array<{ dispose(): Promise<void> }> = [];
   constructor(private readonly databaseUrl: string) {
     super({ connectionString: databaseUrl });
   }
   override async connect() {
-    return adaptForMigrations(await super.connect());
+    const adapter = await super.connect();
+    this.connected.push(adapter);
+    return adaptForMigrations(adapter);
   }
   override async connectToShadowDb() {
     const name = `prisma_migrate_shadow_db_${randomUUID().replace(/-/g, '')}`;
@@ -111,6 +115,28 @@ class MigrationPg extends PrismaPg {
   }
 }
 
+/**
+ * The engine's imports, its timers unref'd: the engine leaves a timer behind once its work is done, and that timer kept
+ * `walletflow migrate` running for 10 s after it printed what it applied. While the engine works, its connections keep
+ * the process alive; its timers never need to.
+ */
+function withUnrefTimers(imports: WebAssembly.ModuleImports): WebAssembly.ModuleImports {
+  return Object.fromEntries(
+    Object.entries(imports).map(([name, value]) =>
+      name.startsWith('__wbg_setTimeout_') && typeof value === 'function'
+        ? [
+            name,
+            (...args: unknown[]) => {
+              const timer = (value as (...args: unknown[]) => unknown)(...args) as { unref?: () => void } | undefined;
+              timer?.unref?.();
+              return timer;
+            },
+          ]
+        : [name, value],
+    ),
+  );
+}
+
 /** Instantiates the engine's WebAssembly module once, without `--experimental-wasm-modules`. */
 function loadWasm(): Promise<void> {
   wasmReady ??= (async () => {
@@ -119,7 +145,7 @@ function loadWasm(): Promise<void> {
     const wasmPath = path.join(path.dirname(entry), 'schema_engine_bg.wasm');
     const bytes = await readFile(wasmPath);
     const { instance } = await WebAssembly.instantiate(bytes, {
-      './schema_engine_bg.js': engineBindings as unknown as WebAssembly.ModuleImports,
+      './schema_engine_bg.js': withUnrefTimers(engineBindings as unknown as WebAssembly.ModuleImports),
     });
     const bindings = engineBindings as unknown as { __wbg_set_wasm(exports: WebAssembly.Exports): void };
     bindings.__wbg_set_wasm(instance.exports);
@@ -137,15 +163,18 @@ export interface EngineHandle {
 export async function openSchemaEngine(databaseUrl: string): Promise<EngineHandle> {
   await loadWasm();
   readCharColumnsAsText();
-  const factory = bindMigrationAwareSqlAdapterFactory(new MigrationPg(databaseUrl));
+  const adapters = new MigrationPg(databaseUrl);
+  const factory = bindMigrationAwareSqlAdapterFactory(adapters);
   const schema = await readFile(schemaPath, 'utf8');
   const debug = (): void => {};
   const { SchemaEngine: Engine } = engineBindings as unknown as { SchemaEngine: typeof SchemaEngine };
   const engine = await Engine.new({ datamodels: [[schemaPath, schema]] }, debug, factory);
   return {
     engine,
+    // The engine freed, then its connections ended: an open pool kept `walletflow migrate` alive after its work.
     close: async () => {
       engine.free();
+      await Promise.all(adapters.connected.splice(0).map((adapter) => adapter.dispose()));
     },
   };
 }

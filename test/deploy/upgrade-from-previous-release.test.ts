@@ -142,7 +142,7 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     sandbox = await startSandbox({ port: 0, registration: partnerEndpoints(`http://127.0.0.1:${apiPort}`) });
     admin = sandboxAdminClient(sandbox.url);
     databaseUrl = await ensureDatabaseExists(serverUrl, databaseName);
-    release.migrate(databaseUrl);
+    await release.migrate(databaseUrl);
   }, 300_000);
 
   afterAll(async () => {

@@ -2,6 +2,8 @@
 // append-only.
 import { inject, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import { randomUUID } from 'node:crypto';
+import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { applyMigrations, diffMigrationsToSchema, isEmptyMigration } from '../../prisma/schema-engine.ts';
 import { readShippedChecksums } from '../../prisma/migration-checksums.ts';
 
@@ -57,6 +59,46 @@ describe('prisma migrations', () => {
       await expect(client.query(`DELETE FROM wallet_call WHERE id = $1`, [id])).rejects.toThrow(/append-only/);
     } finally {
       await client.end();
+    }
+  });
+
+  it('leave no connection open once applied or diffed, so `walletflow migrate` exits when it is done', async () => {
+    // A connection left in the pool, and a timer the engine left behind, kept `walletflow migrate` running for 10 s
+    // after it printed what it applied.
+    const name = `walletflow_migrate_${randomUUID().replace(/-/g, '')}`;
+    const url = await ensureDatabaseExists(databaseUrl, name);
+    const server = new pg.Client({ connectionString: databaseUrl });
+    await server.connect();
+    // The connections to the database once those ended have left pg_stat_activity (a backend leaves it a moment after
+    // its client closed): a pool left open stays for its 10 s, past these 3.
+    const connectionsTo = async (database: string) => {
+      const deadline = Date.now() + 3000;
+      for (;;) {
+        const { rows } = await server.query<{ count: string }>(
+          'SELECT count(*) FROM pg_stat_activity WHERE datname = $1',
+          [database],
+        );
+        const count = Number(rows[0]!.count);
+        if (count === 0 || Date.now() > deadline) return count;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    // What keeps this process alive (sockets, ref'd timers), by kind: the engine left a timer of 10 s behind.
+    const aliveBy = () =>
+      process.getActiveResourcesInfo().reduce<Record<string, number>>((counts, kind) => {
+        counts[kind] = (counts[kind] ?? 0) + 1;
+        return counts;
+      }, {});
+    try {
+      const aliveBefore = aliveBy();
+      expect((await applyMigrations(url)).length).toBeGreaterThan(0);
+      expect(aliveBy().Timeout ?? 0).toBeLessThanOrEqual(aliveBefore.Timeout ?? 0);
+      expect(await connectionsTo(name)).toBe(0);
+      expect(isEmptyMigration(await diffMigrationsToSchema(url))).toBe(true);
+      expect(await connectionsTo(name)).toBe(0);
+    } finally {
+      await server.end();
+      await dropDatabase(databaseUrl, name);
     }
   });
 });

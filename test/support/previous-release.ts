@@ -8,7 +8,7 @@
 // start: made once per release commit and lockfile (the bundle holds the workflow SDK of this
 // checkout's node_modules) and kept in the project's tool cache (~/.cache/walletflow, or
 // $WALLETFLOW_TOOLS_DIR), which fresh clones share.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises';
@@ -29,8 +29,12 @@ export interface PreviousRelease {
   dir: string;
   /** The bundle of the release's own workflows, for its worker's WORKFLOW_BUNDLE_PATH. */
   workflowBundlePath: string;
-  /** Applies the release's own migrations to `databaseUrl` (its `walletflow migrate`). */
-  migrate(databaseUrl: string): void;
+  /**
+   * Applies the release's own migrations to `databaseUrl` (its `walletflow migrate`): done once it has printed what it
+   * applied. Its process then lingered 10 s on a timer its schema engine left behind (fixed since:
+   * prisma/schema-engine.ts), so it is stopped there rather than waited for.
+   */
+  migrate(databaseUrl: string): Promise<void>;
   remove(): Promise<void>;
 }
 
@@ -85,9 +89,26 @@ export async function checkOutPreviousRelease(commit = previousReleaseCommit): P
     dir,
     workflowBundlePath,
     migrate(databaseUrl) {
-      run(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'migrate'], {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'cli/main.ts', 'migrate'], {
         cwd: dir,
         env: { ...process.env, DATABASE_URL: databaseUrl, LOG_LEVEL: 'warn' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      return new Promise((resolve, reject) => {
+        const onOutput = (chunk: Buffer) => {
+          output += chunk.toString();
+          if (/^(migrations applied: |migrations: up to date)/m.test(output)) {
+            child.kill('SIGTERM');
+            resolve();
+          }
+        };
+        child.stdout.on('data', onOutput);
+        child.stderr.on('data', onOutput);
+        child.once('error', reject);
+        child.once('exit', (code) =>
+          code === 0 ? resolve() : reject(new Error(`the release's migrate exited ${code}: ${output.slice(-2000)}`)),
+        );
       });
     },
     remove: () => rm(dir, { recursive: true, force: true }),
