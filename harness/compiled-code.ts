@@ -8,7 +8,7 @@
 // once, and the bench inside it finds that compile), and compiles started at once build it once
 // between them (each compiles into a folder of its own and moves it into place whole).
 import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   existsSync,
   readdirSync,
@@ -98,7 +98,7 @@ export async function compileProductionCode(): Promise<string> {
       // Removed as stale by another run a moment ago: compile it again below.
     }
   }
-  const building = `${dir}.building-${process.pid}`;
+  const building = `${dir}.building-${process.pid}-${randomUUID()}`;
   rmSync(building, { recursive: true, force: true });
   // --noCheck: the same JavaScript (isolatedModules and verbatimModuleSyntax make the emit independent
   // of types) without checking the types again, which is most of tsc's time; `tsc -p tsconfig.json`

@@ -74,7 +74,7 @@ const cycle: ChaosAction[] = [
  * tasks go to the other worker while its local activities (a one pass) are frozen mid-way, and
  * go on when it continues: an orphaned pass overlapping a new workflow task, for real.
  */
-const PAUSE_MIN_MS = 11_000;
+const PAUSE_MIN_MS = 12_000;
 const PAUSE_SPREAD_MS = 3_000;
 
 /**

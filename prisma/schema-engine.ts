@@ -168,13 +168,23 @@ export async function openSchemaEngine(databaseUrl: string): Promise<EngineHandl
   const schema = await readFile(schemaPath, 'utf8');
   const debug = (): void => {};
   const { SchemaEngine: Engine } = engineBindings as unknown as { SchemaEngine: typeof SchemaEngine };
-  const engine = await Engine.new({ datamodels: [[schemaPath, schema]] }, debug, factory);
+  // Its connections ended whatever happened: an open pool kept `walletflow migrate` alive after its work.
+  const endConnections = () => Promise.all(adapters.connected.splice(0).map((adapter) => adapter.dispose()));
+  let engine: SchemaEngine;
+  try {
+    engine = await Engine.new({ datamodels: [[schemaPath, schema]] }, debug, factory);
+  } catch (error) {
+    await endConnections();
+    throw error;
+  }
   return {
     engine,
-    // The engine freed, then its connections ended: an open pool kept `walletflow migrate` alive after its work.
     close: async () => {
-      engine.free();
-      await Promise.all(adapters.connected.splice(0).map((adapter) => adapter.dispose()));
+      try {
+        engine.free();
+      } finally {
+        await endConnections();
+      }
     },
   };
 }

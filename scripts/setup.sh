@@ -86,12 +86,14 @@ fi
 if $want_browser; then
   # Chromium's headless shell (what Playwright itself runs headless): the browser tests' pages for about half the CPU of
   # the full browser's headless mode. The full browser still serves where the shell cannot be installed.
+  if [ ! -x /usr/bin/chromium-headless-shell ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "• installing Debian's chromium-headless-shell for the browser tests (apt-get)"
+    apt-get update -qq || true
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null ||
+      echo "  could not install chromium-headless-shell" >&2
+  fi
   if [ -x /usr/bin/chromium-headless-shell ]; then
     echo "• chromium headless shell: $(/usr/bin/chromium-headless-shell --version 2>/dev/null | head -n 1)"
-  elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-    echo "• installing Debian's chromium-headless-shell for the browser tests (apt-get)"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null
   elif [ -x /usr/bin/chromium ]; then
     echo "• chromium: $(/usr/bin/chromium --version 2>/dev/null | head -n 1) (lighter: apt-get install chromium-headless-shell)"
   else

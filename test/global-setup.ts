@@ -106,8 +106,8 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
         serverUrl = embedded.url;
       }
       const server = serverUrl;
-      // Migrated each (a copy by TEMPLATE would wait for the migration engine's connection to close);
-      // the template is copied after each file (test/fresh-database-after-each-file.ts), which ends such a connection.
+      // Migrated each, side by side; the template is copied after each file (test/fresh-database-after-each-file.ts),
+      // which ends any connection to it first (a copy waits for none).
       const migrated = await Promise.all(
         [databaseName, ...workerDatabaseNames, templateDatabaseName].map(async (name) => {
           const url = await ensureDatabaseExists(server, name);
@@ -133,7 +133,10 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
     throw failed.reason;
   }
 
-  if (!temporalAddress) throw new Error('the global setup has no Temporal address');
+  if (!temporalAddress) {
+    await teardown();
+    throw new Error('the global setup has no Temporal address');
+  }
   return {
     values: {
       databaseUrl,

@@ -87,6 +87,8 @@ describe('a chunk whose worker froze', () => {
     } finally {
       await child.stop('SIGKILL');
       await walletRecorder.close();
+      // Severed half-way on success; on an earlier failure it would outlive the file (files share their process).
+      await temporalLink.sever();
     }
   }, 240_000);
 });

@@ -94,8 +94,19 @@ describe('prisma migrations', () => {
       expect((await applyMigrations(url)).length).toBeGreaterThan(0);
       expect(aliveBy().Timeout ?? 0).toBeLessThanOrEqual(aliveBefore.Timeout ?? 0);
       expect(await connectionsTo(name)).toBe(0);
+      const shadowDatabases = async () =>
+        Number(
+          (
+            await server.query<{ count: string }>(
+              "SELECT count(*) FROM pg_database WHERE datname LIKE 'prisma\\_migrate\\_shadow\\_db\\_%'",
+            )
+          ).rows[0]!.count,
+        );
+      const shadowsBefore = await shadowDatabases();
       expect(isEmptyMigration(await diffMigrationsToSchema(url))).toBe(true);
       expect(await connectionsTo(name)).toBe(0);
+      // The diff's shadow database is dropped once it is done.
+      expect(await shadowDatabases()).toBeLessThanOrEqual(shadowsBefore);
     } finally {
       await server.end();
       await dropDatabase(databaseUrl, name);

@@ -30,7 +30,7 @@ export function testDatabaseServerUrl(): string {
  * Makes this worker's database again from the migrated template: a copy made beside it first, then
  * the old one dropped (its connections ended) and the copy renamed into its place, so a copy that
  * fails leaves the worker its old database rather than none. Nothing should be connected to the
- * template; a connection the migration engine left is ended (a copy waits for none: 55006).
+ * template; one found there is ended (a copy waits for none: 55006).
  */
 export async function resetTestDatabase(): Promise<void> {
   const name = new URL(testDatabaseUrl()).pathname.slice(1);
