@@ -32,12 +32,7 @@ describe('a chunk whose worker froze', () => {
       OP_URL: viaRecorder(env.OP_URL),
     });
     try {
-      await waitFor(
-        'the worker process polling',
-        () => (child.output().includes('worker polling') ? true : undefined),
-        90_000,
-        () => child.output().slice(-3000),
-      );
+      await child.polling();
       // Its creates take 12 s: the worker is frozen while the chunk waits on them, and their
       // answers come as it resumes (from here on, a replaced chunk would store and execute them).
       await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 12_000 }]);

@@ -11,7 +11,7 @@ import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { sleep, useBatchRunnerStack } from '../support/batch-runner-kit.ts';
-import { waitFor, waitUntil } from '../support/wait-for.ts';
+import { waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 
 const temporalEnums = temporalProto.api.enums.v1;
@@ -80,12 +80,7 @@ describe('a chunk whose worker died', () => {
     await stack().stopWorker();
     const child = startWorkerProcess({ ...stack().workerEnv(), LOG_LEVEL: 'info' });
     try {
-      await waitFor(
-        'the worker process polling',
-        () => (child.output().includes('worker polling') ? true : undefined),
-        90_000,
-        () => child.output().slice(-3000),
-      );
+      await child.polling();
       // Its creates take 5 s: the worker dies while the chunk waits on them.
       await stack().admin.setFaults([{ endpoint: 'transfers.create', mode: 'latency', rate: 1, delayMs: 5000 }]);
       const batchId = await runningBatch(3);

@@ -6,48 +6,30 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { fundingSchema } from '../../domain/funding.ts';
 import { paymentSchema } from '../../domain/payment.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
-import { runCli as runCliWith } from '../support/cli-run.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { useCliStack } from '../support/cli-stack.ts';
 
 describe('walletflow against a running stack, every ops route', () => {
-  let stack: PartnerStack;
-  const target = () => ['--api', stack.apiBase];
-  /** The CLI with the stack's key in WALLETFLOW_OPS_KEY. */
-  const runCli = (args: string[]) => runCliWith(args, { env: { WALLETFLOW_OPS_KEY: stack.opsKey } });
-
-  beforeAll(async () => {
-    stack = await startPartnerStack();
-    await stack.startWorker();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-
-  async function codeFor(kycLevel: 'KYC0' | 'KYC1') {
-    const user = await stack.admin.createUser({ kycLevel, balance: '100.00' });
-    const { code } = await stack.admin.cashInCode(user.userId);
-    return { user, code };
-  }
+  const { stack, target, runCli, codeFor } = useCliStack();
 
   it('drives every ops route of the OpenAPI document through the CLI with --output json', async () => {
     const covered = new Set<string>();
     const json = async (operationId: string, args: string[], exitCode = 0) => {
       const result = await runCli([...args, '--output', 'json', ...target()]);
       expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(exitCode);
-      expect(result.stdout + result.stderr).not.toContain(stack.opsKey);
+      expect(result.stdout + result.stderr).not.toContain(stack().opsKey);
       covered.add(operationId);
       return JSON.parse(result.stdout) as Record<string, unknown> & { items: Array<Record<string, unknown>> };
     };
 
     const partnerUserId = `cli-ops-${randomUUID()}`;
     const { linkId } = await createEmbeddedLink(
-      stack,
+      stack(),
       { kycLevel: 'KYC1', balance: '100.00' },
       { partnerUserId: () => partnerUserId },
     );
@@ -226,7 +208,7 @@ describe('walletflow against a running stack, every ops route', () => {
   /** A funding row as a crashed or parked run leaves it (no workflow waits for it). */
   async function plantFunding(status: 'PENDING' | 'NEEDS_REVIEW'): Promise<string> {
     const id = randomUUID();
-    await stack.database.funding.create({
+    await stack().database.funding.create({
       data: {
         id,
         idempotencyKey: `cli-plant-${id}`,
@@ -244,7 +226,7 @@ describe('walletflow against a running stack, every ops route', () => {
 
   async function plantPayment(linkId: string): Promise<string> {
     const id = randomUUID();
-    await stack.database.payment.create({
+    await stack().database.payment.create({
       data: {
         id,
         idempotencyKey: `cli-plant-${id}`,

@@ -6,39 +6,21 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fundingSchema, type FundingView } from '../../domain/funding.ts';
 import { createFundingProgress } from '../../cli/progress.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { runCli as runCliWith } from '../support/cli-run.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { useCliStack } from '../support/cli-stack.ts';
 
 describe('walletflow fund and status against a running stack', () => {
-  let stack: PartnerStack;
-  const target = () => ['--api', stack.apiBase];
-  /** The CLI with the stack's key in WALLETFLOW_OPS_KEY (or `env`'s settings instead). */
-  const runCli = (args: string[], env: NodeJS.ProcessEnv = { WALLETFLOW_OPS_KEY: stack.opsKey }) =>
-    runCliWith(args, { env });
+  const { stack, target, runCli, codeFor } = useCliStack();
   const fundingIdIn = (stdout: string) => /funding ([0-9a-f-]{36})/.exec(stdout)?.[1] ?? '';
-
-  beforeAll(async () => {
-    stack = await startPartnerStack();
-    await stack.startWorker();
-  });
-  afterAll(async () => {
-    await stack.close();
-  });
-
-  async function codeFor(kycLevel: 'KYC0' | 'KYC1') {
-    const user = await stack.admin.createUser({ kycLevel, balance: '100.00' });
-    const { code } = await stack.admin.cashInCode(user.userId);
-    return { user, code };
-  }
 
   it('reads the cash-in code from standard input with --code alone, so it is in neither the shell history nor ps', async () => {
     const { code } = await codeFor('KYC1');
     const result = await runCliWith(['fund', '--code', '--amount', '3.00', ...target()], {
-      env: { WALLETFLOW_OPS_KEY: stack.opsKey },
+      env: { WALLETFLOW_OPS_KEY: stack().opsKey },
       input: `${code}\n`,
     });
     expect(result.code, result.stderr).toBe(0);
@@ -65,8 +47,8 @@ describe('walletflow fund and status against a running stack', () => {
     const summary = lines.filter((line) => line !== '').at(-1) ?? '';
     expect(summary).toMatch(/^funding [0-9a-f-]{36}\s+APPROVED\s+transfer \S+$/);
     expect(result.stdout + result.stderr).not.toContain(code);
-    expect(result.stdout + result.stderr).not.toContain(stack.opsKey);
-    expect((await stack.admin.user(user.userId)).balance).toBe('200.50');
+    expect(result.stdout + result.stderr).not.toContain(stack().opsKey);
+    expect((await stack().admin.user(user.userId)).balance).toBe('200.50');
   });
 
   it('a KYC0 wallet: REJECTED with M133 and the upgrade guidance, exit 1', async () => {
@@ -79,12 +61,12 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('funds a linked wallet by --link, exit 0', async () => {
-    const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+    const { user, linkId } = await createEmbeddedLink(stack(), { kycLevel: 'KYC1', balance: '0.00' });
     const result = await runCli(['fund', '--link', linkId, '--amount', '25.00', ...target()]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toContain(`link ${linkId}`);
     expect(result.stdout).toMatch(/APPROVED/);
-    expect((await stack.admin.user(user.userId)).balance).toBe('25.00');
+    expect((await stack().admin.user(user.userId)).balance).toBe('25.00');
   });
 
   it('refuses bad input with exit 64 before calling the API', async () => {
@@ -102,7 +84,7 @@ describe('walletflow fund and status against a running stack', () => {
     expect(result.code).toBe(64);
     expect(result.stderr).toMatch(/--amount: .*decimals/);
     expect(result.stdout).toBe('');
-    expect(await stack.database.funding.count({ where: { idempotencyKey: key } })).toBe(0);
+    expect(await stack().database.funding.count({ where: { idempotencyKey: key } })).toBe(0);
 
     const both = await runCli(['fund', '--code', '1234567', '--link', randomUUID(), '--amount', '1', ...target()]);
     expect(both.code).toBe(64);
@@ -111,7 +93,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   it('a wrong ops key: exit 3 with the 401 problem', async () => {
-    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack.apiBase], {
+    const result = await runCli(['fund', '--code', '1234567', '--amount', '1.00', '--api', stack().apiBase], {
       WALLETFLOW_OPS_KEY: 'not-the-key',
     });
     expect(result.code).toBe(3);
@@ -162,12 +144,12 @@ describe('walletflow fund and status against a running stack', () => {
 
   it('not final within --timeout: exit 2, the funding goes on; the printed key resumes it', async () => {
     const { code } = await codeFor('KYC1');
-    await stack.stopWorker();
+    await stack().stopWorker();
     let first;
     try {
       first = await runCli(['fund', '--code', code, '--amount', '2.00', '--timeout', '1', ...target()]);
     } finally {
-      await stack.startWorker();
+      await stack().startWorker();
     }
     expect(first.code, first.stderr).toBe(2);
     const fundingId = fundingIdIn(first.stdout);
@@ -179,7 +161,7 @@ describe('walletflow fund and status against a running stack', () => {
     const retried = await runCli(['fund', '--code', code, '--amount', '2.00', '--idempotency-key', key, ...target()]);
     expect(retried.code, retried.stderr).toBe(0);
     expect(retried.stdout).toContain(`used before with the same request: funding ${fundingId}`);
-    expect(await stack.database.funding.count({ where: { idempotencyKey: key } })).toBe(1);
+    expect(await stack().database.funding.count({ where: { idempotencyKey: key } })).toBe(1);
   });
 
   it('status of an unknown funding: exit 1', async () => {
@@ -190,7 +172,7 @@ describe('walletflow fund and status against a running stack', () => {
   });
 
   async function linkedUser(balance: string) {
-    return createEmbeddedLink(stack, { kycLevel: 'KYC1', balance });
+    return createEmbeddedLink(stack(), { kycLevel: 'KYC1', balance });
   }
 
   it('pay: a merchant payment from a linked wallet, one line per step, exit 0; too little balance exits 1', async () => {
@@ -201,8 +183,8 @@ describe('walletflow fund and status against a running stack', () => {
       expect(paid.stdout, status).toMatch(new RegExp(`^\\d{4}-\\d\\d-\\d\\dT\\S+Z\\s+${status}\\b`, 'm'));
     }
     expect(paid.stdout).toMatch(/^payment [0-9a-f-]{36}\s+SUCCEEDED\s+wallet payment \S+/m);
-    expect(Number((await stack.admin.user(user.userId)).balance)).toBeLessThanOrEqual(30);
-    expect(paid.stdout + paid.stderr).not.toContain(stack.opsKey);
+    expect(Number((await stack().admin.user(user.userId)).balance)).toBeLessThanOrEqual(30);
+    expect(paid.stdout + paid.stderr).not.toContain(stack().opsKey);
 
     const refused = await runCli(['pay', '--link', linkId, '--amount', '500.00', ...target()]);
     expect(refused.code, refused.stderr).toBe(1);
@@ -211,12 +193,12 @@ describe('walletflow fund and status against a running stack', () => {
     const bad = await runCli(['pay', '--link', 'not-a-link', '--amount', '-1', ...target()]);
     expect(bad.code).toBe(64);
     expect(bad.stderr).toMatch(/--link: .*UUID/);
-    expect(await stack.database.payment.count({ where: { linkId } })).toBe(2);
+    expect(await stack().database.payment.count({ where: { linkId } })).toBe(2);
   });
 
   it('the key comes from WALLETFLOW_OPS_KEY_FILE; --key is refused (exit 64) without echoing it', async () => {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'wf-key-')), 'ops-key');
-    writeFileSync(file, `${stack.opsKey}\n`, { mode: 0o600 });
+    writeFileSync(file, `${stack().opsKey}\n`, { mode: 0o600 });
     const fromFile = await runCli(['fundings', 'list', '--limit', '1', '--output', 'json', ...target()], {
       WALLETFLOW_OPS_KEY_FILE: file,
     });

@@ -20,12 +20,7 @@ let worker: WorkerProcess;
 beforeAll(async () => {
   stack = await startPartnerStack();
   worker = startWorkerProcess({ ...stack.workerEnv(), LOG_LEVEL: 'info' });
-  await waitFor(
-    'the worker process polling',
-    () => (worker.output().includes('worker polling') ? true : undefined),
-    90_000,
-    () => worker.output().slice(-3000),
-  );
+  await worker.polling();
 }, 120_000);
 afterAll(async () => {
   await worker?.stop('SIGTERM');

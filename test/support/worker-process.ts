@@ -5,6 +5,7 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { nodeArgsFor } from './node-entry.ts';
+import { waitFor } from './wait-for.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
 
@@ -17,6 +18,8 @@ export interface WorkerProcess {
   freeze(): void;
   /** Resumes it after a freeze (SIGCONT). */
   resume(): void;
+  /** Resolves once it says `worker polling`; throws with its last output after `timeoutMs`. */
+  polling(timeoutMs?: number): Promise<void>;
 }
 
 export function startWorkerProcess(
@@ -50,6 +53,14 @@ export function startWorkerProcess(
     },
     resume() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGCONT');
+    },
+    async polling(timeoutMs = 90_000) {
+      await waitFor(
+        'the worker process polling',
+        () => (output.includes('worker polling') ? true : undefined),
+        timeoutMs,
+        () => output.slice(-3000),
+      );
     },
   };
 }
