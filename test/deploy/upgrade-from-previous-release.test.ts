@@ -101,13 +101,7 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   }
   async function startWorker(cwd: string, extra: NodeJS.ProcessEnv = {}): Promise<WorkerProcess> {
     const worker = start(environment(extra), { cwd });
-    await waitFor(
-      'the worker polls',
-      async () => (worker.output().includes('worker polling') ? true : undefined),
-      180_000,
-    ).catch((error: Error) => {
-      throw new Error(`${error.message}\n${worker.output()}`);
-    });
+    await worker.polling(180_000);
     return worker;
   }
   const ops = async (method: string, route: string, body?: unknown) => {
