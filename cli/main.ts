@@ -8,6 +8,7 @@ import { projectRoot } from '../lib/project-root.ts';
 import type { BenchOptions } from '../harness/bench.ts';
 import type { SoakOptions } from '../harness/soak.ts';
 import { registerOpsCommands } from './ops-commands.ts';
+import { runInOwnSession } from '../stack/own-session.ts';
 
 // From the project root, so the compiled command (dist/cli/main.js) finds it too.
 const { version } = JSON.parse(readFileSync(path.join(projectRoot, 'package.json'), 'utf8')) as { version: string };
@@ -36,7 +37,10 @@ const program = new Command()
 program
   .command('dev')
   .description('run the whole stack on embedded defaults (PostgreSQL, Temporal dev server, sandbox, worker, API)')
-  .action(async () => (await import('./dev.ts')).runDev());
+  .action(async () => {
+    await runInOwnSession();
+    await (await import('./dev.ts')).runDev();
+  });
 
 program
   .command('migrate')
@@ -128,6 +132,7 @@ program
     '\nExit codes: 0 every invariant holds; 1 violations (listed) or the run failed; 64 bad options; 130 interrupted.',
   )
   .action(async (options: SoakOptions) => {
+    await runInOwnSession();
     process.exitCode = await (await import('../harness/soak.ts')).runSoak(options);
   });
 
@@ -199,6 +204,7 @@ program
   )
   .addHelpText('after', '\nExit codes: 0 done; 1 the run failed; 64 bad options; 130 interrupted.')
   .action(async (options: BenchOptions) => {
+    await runInOwnSession();
     process.exitCode = await (await import('../harness/bench.ts')).runBench(options);
   });
 

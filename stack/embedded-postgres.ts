@@ -86,8 +86,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   return {
     url,
     createDatabase,
-    // The package's stop() waits for an exit event; when PostgreSQL already exited (Ctrl-C reaches
-    // the whole process group) that event has passed, so skip it.
+    // The package's stop() waits for an exit event; when PostgreSQL already exited (it failed, or a
+    // signal sent to a whole process group reached it) that event has passed, so skip it.
     stop: async () => {
       if (child && (child.exitCode !== null || child.signalCode !== null)) return;
       await server.stop();

@@ -1,5 +1,6 @@
-// The long-running commands (dev, soak, bench) start processes in process groups of their own and
-// stop them in order when asked to stop (Ctrl-C, SIGTERM, the terminal closing).
+// The long-running commands (dev, soak, bench) run in a session of their own (stack/own-session.ts),
+// start the worker and the API in process groups of their own, and stop what they started in order
+// when asked to stop (Ctrl-C, SIGTERM, the terminal closing).
 //
 // Whatever reads their output may be gone first (`… | tee run.log` gets the same Ctrl-C): a write
 // to the closed pipe then fails with EPIPE, later ones with ERR_STREAM_DESTROYED, and unhandled,

@@ -253,6 +253,14 @@ describe('walletflow dev', () => {
 
     expect(await interrupt(first)).toBe(0);
     expect(first.output()).toContain('stopped.');
+    // In order: the worker and the API stop while PostgreSQL and Temporal still serve them (Ctrl-C reaches only
+    // `walletflow dev`), so neither logs a failure on its way out and the worker ends its own run.
+    const stopping = first.output().slice(first.output().indexOf('stopping walletflow dev'));
+    expect(stopping).toMatch(/\[worker\] .*"msg":"worker stopped"/);
+    const failures = stopping
+      .split('\n')
+      .filter((line) => /^\[(worker|api)\] .*("level":[4-6]\d|\bWARN\b|\bERROR\b)/.test(line));
+    expect(failures, stopping).toEqual([]);
     for (const [name, port] of Object.entries(first.ports)) {
       expect(await isListening(port), `${name} still listening on ${port}`).toBe(false);
     }
