@@ -26,6 +26,7 @@ import {
   type SeededUser,
 } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
+import { workflowBundleFile } from '../harness/workflow-bundle-file.ts';
 import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 const root = projectRoot;
@@ -198,6 +199,12 @@ export async function runDev(): Promise<void> {
     const firstUser = users[0];
     if (sandbox && firstUser && childEnv.TOKEN_ENCRYPTION_KEY) {
       demoLinkId = await seedDemoLink(sandbox.url, firstUser, databaseUrl, childEnv.TOKEN_ENCRYPTION_KEY);
+    }
+    // The workflows bundled once per version of the code (harness/workflow-bundle-file.ts), not at every start;
+    // with tracing on, its traced twin beside it too, as `npm run build` writes them (lib/tracing-bundle.ts).
+    if (!process.env.WORKFLOW_BUNDLE_PATH) {
+      childEnv.WORKFLOW_BUNDLE_PATH = await workflowBundleFile();
+      if (config.tracing) await workflowBundleFile({ tracing: true });
     }
     const worker: ManagedChild = startTsChild('worker', 'worker/main.ts', serviceEnvironment(childEnv), root);
     stops.push(() => worker.stop());

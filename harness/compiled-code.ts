@@ -26,7 +26,7 @@ import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 export const compiledCodeRoot = path.join(projectRoot, '.walletflow', 'compiled');
 
 /** A compile of other sources is removed once it is this old: a run still using it has ended by then. */
-const staleAfterMs = 60 * 60 * 1000;
+export const staleAfterMs = 60 * 60 * 1000;
 
 /** Folders that are not production code (tsconfig.build.json's exclude, and what holds no source). */
 const notSources = new Set([
@@ -43,7 +43,7 @@ const notSources = new Set([
 ]);
 
 /** A digest of everything a compile reads: the TypeScript sources, the browser assets, the compiler's settings. */
-function sourcesDigest(): string {
+export function sourcesDigest(): string {
   const hash = createHash('sha256');
   const visit = (relative: string) => {
     for (const entry of readdirSync(path.join(projectRoot, relative), { withFileTypes: true }).sort((a, b) =>

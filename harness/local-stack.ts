@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { environmentSchema, secretVariables } from '../lib/config.ts';
@@ -13,7 +13,7 @@ import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } fro
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
-import { bundleWorkflows } from '../lib/workflow-bundle.ts';
+import { workflowBundleFile } from './workflow-bundle-file.ts';
 import {
   resolveTemporalCli,
   startTemporalDevServer,
@@ -301,9 +301,11 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const temporalAddress = temporalTarget?.address ?? temporal!.address;
   const temporalNamespace = temporalTarget?.namespace ?? 'default';
 
-  // The workflow bundle, once: worker restarts then take a second, not a webpack run.
+  // The workflow bundle, once (and once per version of the code, harness/workflow-bundle-file.ts), copied into the
+  // stack's own folder, which outlives any clean-up of the bundles: worker restarts then take a second, not a
+  // webpack run.
   const bundlePath = path.join(stateDir, 'workflow-bundle.js');
-  await writeFile(bundlePath, await bundleWorkflows({ warnings: false }));
+  await copyFile(await workflowBundleFile(), bundlePath);
 
   // The sandbox in-process, registered to call this stack's API.
   const apiPort = await findFreePort();

@@ -1,7 +1,7 @@
 // Test infrastructure for the whole suite: a real PostgreSQL (DATABASE_URL's server, else the
 // embedded one) with a fresh database migrated for this run, and a real Temporal (TEMPORAL_ADDRESS,
 // else the CLI dev server, in memory). Tests read the addresses with `inject(...)`.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { applyMigrations } from '../prisma/schema-engine.ts';
@@ -13,7 +13,7 @@ import {
   startTemporalDevServerOnFreePort,
   type RunningTemporal,
 } from '../stack/temporal-dev-server.ts';
-import { bundleWorkflows } from '../lib/workflow-bundle.ts';
+import { workflowBundleFile } from '../harness/workflow-bundle-file.ts';
 import { compileProductionCode } from '../harness/compiled-code.ts';
 
 declare module 'vitest' {
@@ -78,14 +78,13 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
   let temporalAddress = process.env.TEMPORAL_ADDRESS;
   const workerDatabaseNames = Array.from({ length: workers }, (_, index) => `${databaseName}_w${index + 1}`);
   const templateDatabaseName = `${databaseName}_template`;
-  const workflowBundlePath = path.join(root, `.walletflow/test-workflow-bundle-${process.pid}.js`);
+  let workflowBundlePath = '';
   const teardown = async () => {
     await temporal?.stop();
     for (const name of [...workerDatabaseNames, templateDatabaseName, databaseName])
       if (serverUrl) await dropDatabase(serverUrl, name).catch(() => undefined);
     await embedded?.stop();
     if (embeddedDir) await rm(embeddedDir, { recursive: true, force: true });
-    await rm(workflowBundlePath, { force: true });
   };
   let databaseUrl = '';
   const databaseUrls: string[] = [];
@@ -124,8 +123,11 @@ async function startInfrastructure(workers: number): Promise<TestInfrastructure>
         temporalAddress = temporal.address;
       }
     })(),
-    // Bundle the workflows once for every test worker (webpack takes seconds).
-    (async () => writeFile(workflowBundlePath, await bundleWorkflows()))(),
+    // The workflows bundled once for every test worker, or found bundled from these sources by a run before
+    // (webpack takes seconds).
+    (async () => {
+      workflowBundlePath = await workflowBundleFile();
+    })(),
   ]);
   const failed = steps.find((step): step is PromiseRejectedResult => step.status === 'rejected');
   if (failed) {

@@ -6,11 +6,11 @@
 // span carries a secret.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
+import { workflowBundleFile } from '../../harness/workflow-bundle-file.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { tracedBundlePath } from '../../lib/tracing-bundle.ts';
@@ -55,7 +55,7 @@ describe('tracing', () => {
     bundleDir = await mkdtemp(path.join(tmpdir(), 'walletflow-traced-bundle-'));
     const bundlePath = path.join(bundleDir, 'workflow-bundle.js');
     await copyFile(inject('workflowBundlePath'), bundlePath);
-    await writeFile(tracedBundlePath(bundlePath), await bundleWorkflows({ tracing: true, warnings: false }));
+    await copyFile(await workflowBundleFile({ tracing: true }), tracedBundlePath(bundlePath));
     tracingEnv = {
       OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
       OTEL_BSP_SCHEDULE_DELAY: '100',

@@ -3,11 +3,11 @@
 // a worker with OTEL_EXPORTER_OTLP_ENDPOINT runs (OpenTelemetry's workflow interceptors inside).
 // The other way round, a history recorded with tracing on replaying on the plain bundle, is in
 // test/integration/tracing.test.ts.
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
+import { workflowBundleFile } from '../../harness/workflow-bundle-file.ts';
 import { installQuietReplayRuntime, listStoredHistories, replayStored } from '../support/replay-histories.ts';
 
 installQuietReplayRuntime();
@@ -19,8 +19,8 @@ let tracedCode: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(tmpdir(), 'walletflow-traced-replay-'));
   tracedBundle = path.join(dir, 'workflow-bundle-traced.js');
-  tracedCode = await bundleWorkflows({ tracing: true, warnings: false });
-  await writeFile(tracedBundle, tracedCode);
+  await copyFile(await workflowBundleFile({ tracing: true }), tracedBundle);
+  tracedCode = await readFile(tracedBundle, 'utf8');
 }, 180_000);
 
 afterAll(async () => {
