@@ -18,6 +18,11 @@ import {
 } from '../../workflows/purge-expired.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
+import {
+  resolveTemporalCli,
+  startTemporalDevServerOnFreePort,
+  type RunningTemporal,
+} from '../../stack/temporal-dev-server.ts';
 
 let stack: PartnerStack;
 const DAY_MS = 86_400_000;
@@ -277,27 +282,43 @@ describe('purge of expired logins and sessions', () => {
     expect(second.unfinished).not.toContain('login_state');
     expect(await stack.database.loginState.count({ where: { stateHash: { in: states } } })).toBe(0);
   });
+});
+
+// The schedule's id is the namespace's one purge schedule (a deployment has one): on the suite's shared Temporal,
+// any other file's worker process may create it at the same moment with its own task queue and retention. These
+// tests run on a Temporal dev server of their own.
+describe('the purge schedule', () => {
+  let temporal: RunningTemporal;
+  let own: PartnerStack;
+  beforeAll(async () => {
+    temporal = await startTemporalDevServerOnFreePort({ binary: resolveTemporalCli(), namespace: 'default' });
+    own = await startPartnerStack({ temporal: { address: temporal.address, namespace: 'default' } });
+  });
+  afterAll(async () => {
+    await own?.close();
+    await temporal?.stop();
+  });
 
   it('runs on a Temporal Schedule the worker creates once', async () => {
-    const options = { taskQueue: stack.taskQueue, everyMinutes: 1440, retentionSeconds: WEEK_SECONDS };
-    await stack.temporal.schedule
+    const options = { taskQueue: own.taskQueue, everyMinutes: 1440, retentionSeconds: WEEK_SECONDS };
+    await own.temporal.schedule
       .getHandle(purgeScheduleId)
       .delete()
       .catch(() => undefined);
     try {
-      expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('created');
-      expect(await ensurePurgeSchedule(stack.temporal, options)).toBe('exists');
-      const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
+      expect(await ensurePurgeSchedule(own.temporal, options)).toBe('created');
+      expect(await ensurePurgeSchedule(own.temporal, options)).toBe('exists');
+      const description = await own.temporal.schedule.getHandle(purgeScheduleId).describe();
       expect(description.action).toMatchObject({
         type: 'startWorkflow',
         workflowType: purgeExpiredWorkflowType,
-        taskQueue: stack.taskQueue,
+        taskQueue: own.taskQueue,
         args: [{ retentionSeconds: WEEK_SECONDS }],
       });
       expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 1440 * 60_000 })]);
       expect(description.policies.overlap).toBe('SKIP');
     } finally {
-      await stack.temporal.schedule
+      await own.temporal.schedule
         .getHandle(purgeScheduleId)
         .delete()
         .catch(() => undefined);
@@ -305,14 +326,14 @@ describe('purge of expired logins and sessions', () => {
   });
 
   it('is created by the worker process at start, from PURGE_EVERY_MINUTES and PURGE_RETENTION_HOURS', async () => {
-    await stack.temporal.schedule
+    await own.temporal.schedule
       .getHandle(purgeScheduleId)
       .delete()
       .catch(() => undefined);
     const worker = spawn(process.execPath, nodeArgsFor('worker/main.ts'), {
       cwd: path.resolve(import.meta.dirname, '../..'),
       env: {
-        ...stack.workerEnv(),
+        ...own.workerEnv(),
         PURGE_EVERY_MINUTES: '720',
         PURGE_RETENTION_HOURS: '48',
         LOG_LEVEL: 'info',
@@ -335,17 +356,17 @@ describe('purge of expired logins and sessions', () => {
         worker.stderr.on('data', onData);
         void exited.then(() => reject(new Error(`the worker exited:\n${output}`)));
       });
-      const description = await stack.temporal.schedule.getHandle(purgeScheduleId).describe();
+      const description = await own.temporal.schedule.getHandle(purgeScheduleId).describe();
       expect(description.action).toMatchObject({
         workflowType: purgeExpiredWorkflowType,
-        taskQueue: stack.taskQueue,
+        taskQueue: own.taskQueue,
         args: [{ retentionSeconds: 48 * 3600 }],
       });
       expect(description.spec.intervals).toEqual([expect.objectContaining({ every: 720 * 60_000 })]);
     } finally {
       worker.kill('SIGTERM');
       await exited;
-      await stack.temporal.schedule
+      await own.temporal.schedule
         .getHandle(purgeScheduleId)
         .delete()
         .catch(() => undefined);
