@@ -1,7 +1,7 @@
 // Replays every stored deliverWebhooks history (current and archived) against today's workflow
 // bundle: a run of the webhook deliverer whose round delivered an event, and one whose round saw
 // a refusal and the retry that delivered it; each run continues as new.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { DeliveryRoundReport } from '../../workflows/deliver-webhooks.contract.ts';
 import { deliverWebhooksWorkflowType } from '../../workflows/deliver-webhooks.contract.ts';
 import {
@@ -9,9 +9,9 @@ import {
   historyPaths,
   installQuietReplayRuntime,
   readStoredHistory,
-  replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(deliverWebhooksWorkflowType);
@@ -49,12 +49,5 @@ describe('deliverWebhooks replay', () => {
     expect(retried.succeeded).toBeGreaterThanOrEqual(1);
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 });

@@ -4,7 +4,7 @@
 // these: unguarded it is refused, behind patched() it is not (docs/changing-workflows.md).
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fundBatchWorkflowType } from '../../workflows/fund-batch.contract.ts';
 import {
   historyPaths,
@@ -12,6 +12,7 @@ import {
   replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundBatchWorkflowType);
@@ -23,14 +24,7 @@ describe('fundBatch replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[fundBatchWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 
   it('detects a reordered activity call: replay checks something', async () => {
     const results = await replayStored({ workflowsPath: fixture('reordered-fund-batch-workflows.ts') }, stored);

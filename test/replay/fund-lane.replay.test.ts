@@ -3,14 +3,10 @@
 // is auto-upgrade (a lane runs for as long as the deployment does and moves to the current build),
 // so a change to its commands must replay these: unguarded it is refused, behind patched() it is
 // not (docs/changing-workflows.md).
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fundLaneWorkflowType } from '../../workflows/fund-lane.contract.ts';
-import {
-  historyPaths,
-  installQuietReplayRuntime,
-  replayStored,
-  storedHistoriesOf,
-} from '../support/replay-histories.ts';
+import { historyPaths, installQuietReplayRuntime, storedHistoriesOf } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundLaneWorkflowType);
@@ -20,12 +16,5 @@ describe('fundLane replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[fundLaneWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 });

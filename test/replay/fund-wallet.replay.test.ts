@@ -6,7 +6,7 @@
 // every stored history is in stored-histories.test.ts.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fundWalletWorkflowType } from '../../workflows/fund-wallet.contract.ts';
 import { onePassPatch, reviewAfterUnknownPatch, takeOverTrustsNothingPatch } from '../../workflows/fund-wallet.ts';
 import {
@@ -17,6 +17,7 @@ import {
   replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundWalletWorkflowType);
@@ -28,15 +29,7 @@ describe('fundWallet replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[fundWalletWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    // The error itself, not just "defined": its message names the mismatching command.
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 
   it('detects a reordered activity call: replay checks something', async () => {
     const results = await replayStored({ workflowsPath: fixture('reordered-workflows.ts') }, stored);

@@ -2,7 +2,7 @@
 // profile refused (REAUTH_REQUIRED), the profile unavailable until the retries ran out
 // (failEmbeddedSession); each runs its steps as local activities, past the gate the previous release's
 // histories (archive/release-360981c, replayed here too) need.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { onboardEmbeddedSessionWorkflowType } from '../../workflows/onboard-embedded-session.contract.ts';
 import { localStepsPatch } from '../../workflows/onboard-embedded-session.ts';
 import {
@@ -10,9 +10,9 @@ import {
   historyPaths,
   installQuietReplayRuntime,
   readStoredHistory,
-  replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(onboardEmbeddedSessionWorkflowType);
@@ -22,14 +22,7 @@ describe('onboardEmbeddedSession replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[onboardEmbeddedSessionWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 });
 
 describe('onboardEmbeddedSession paths: what each stored history shows', () => {

@@ -4,7 +4,7 @@
 // its unversioned runs move to today's build and replay on the gates it keeps for them.
 import { fileURLToPath } from 'node:url';
 import { DeterminismViolationError } from '@temporalio/workflow';
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { payWalletWorkflowType } from '../../workflows/pay-wallet.contract.ts';
 import {
   alreadyExecutedSucceededPatch,
@@ -20,6 +20,7 @@ import {
   replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(payWalletWorkflowType);
@@ -31,14 +32,7 @@ describe('payWallet replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[payWalletWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 
   it('detects a reordered activity call: replay checks something', async () => {
     const results = await replayStored({ workflowsPath: fixture('reordered-pay-wallet-workflows.ts') }, stored);

@@ -1,13 +1,9 @@
 // Replays every stored purgeExpired history (current and archived) against today's workflow
 // bundle: a purge of expired logins and sessions.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { purgeExpiredWorkflowType } from '../../workflows/purge-expired.contract.ts';
-import {
-  historyPaths,
-  installQuietReplayRuntime,
-  replayStored,
-  storedHistoriesOf,
-} from '../support/replay-histories.ts';
+import { historyPaths, installQuietReplayRuntime, storedHistoriesOf } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(purgeExpiredWorkflowType);
@@ -17,12 +13,5 @@ describe('purgeExpired replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[purgeExpiredWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 });

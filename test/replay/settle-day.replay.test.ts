@@ -3,16 +3,16 @@
 // chain (its input carries where the run before got to). settleDay is auto-upgrade (a big day's
 // run moves to the current build), so a change to its commands must replay these or go behind
 // patched() (docs/changing-workflows.md). Each history shows the path it is named for.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { settleDayWorkflowType, type SettleDayInput } from '../../workflows/settle-day.contract.ts';
 import {
   historyFacts,
   historyPaths,
   installQuietReplayRuntime,
   readStoredHistory,
-  replayStored,
   storedHistoriesOf,
 } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(settleDayWorkflowType);
@@ -22,14 +22,7 @@ describe('settleDay replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[settleDayWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 
   it('each path shows what it is named for: one run; a run that continues as new; the run that finishes a chain', async () => {
     const settled = historyFacts(await readStoredHistory('settlement-settled'));

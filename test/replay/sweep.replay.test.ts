@@ -1,13 +1,9 @@
 // Replays every stored reconcileFundings history (current and archived) against today's workflow
 // bundle: a sweep that repaired stuck fundings.
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { reconcileFundingsWorkflowType } from '../../workflows/sweep.contract.ts';
-import {
-  historyPaths,
-  installQuietReplayRuntime,
-  replayStored,
-  storedHistoriesOf,
-} from '../support/replay-histories.ts';
+import { historyPaths, installQuietReplayRuntime, storedHistoriesOf } from '../support/replay-histories.ts';
+import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(reconcileFundingsWorkflowType);
@@ -17,12 +13,5 @@ describe('reconcileFundings replay', () => {
     expect(stored).toEqual(expect.arrayContaining([...historyPaths[reconcileFundingsWorkflowType]]));
   });
 
-  it.each(stored)('%s replays against today’s workflow code', async (name) => {
-    const [result, ...more] = await replayStored({ workflowBundle: { codePath: inject('workflowBundlePath') } }, [
-      name,
-    ]);
-    expect(more).toEqual([]);
-    expect(result?.workflowId).toBe(name);
-    expect(result?.error).toBeUndefined();
-  });
+  itReplaysEachAgainstTodaysCode(stored);
 });
