@@ -231,20 +231,6 @@ describe('the first versioned deploy over the previous release, on a real Tempor
       90_000,
     );
 
-    step('F1');
-    // F1, in the retrieve loop: executed, the transfer PROCESSING until the wallet's clock passes five minutes more
-    // than the test takes.
-    await admin.settings({ processingDelayMs: 300_000 });
-    const f1 = await fund(recipient.userId);
-    await waitFor(
-      'F1 retrieving',
-      async () =>
-        (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.EVENT_TYPE_TIMER_STARTED)
-          ? true
-          : undefined,
-      60_000,
-    );
-
     step('F2, P1');
     // F2 and P1, in review: every execute fails before it takes effect, so their outcome stays unknown.
     await admin.setFaults([
@@ -255,6 +241,22 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     const p1 = await pay(linkId, '11.00');
     await until('F2 in review', `/ops/fundings/${f2.id}`, 'NEEDS_REVIEW');
     await until('P1 in review', `/ops/payments/${p1.id}`, 'NEEDS_REVIEW');
+
+    step('F1');
+    // F1, in the retrieve loop: executed, the transfer PROCESSING until the wallet's clock passes five minutes more
+    // than the test takes. After F2 and P1 (their faults cleared), so that its retrieves are still close together when
+    // the clock moves: the loop backs off to 32 s between retrieves within a minute.
+    await admin.clearFaults();
+    await admin.settings({ processingDelayMs: 300_000 });
+    const f1 = await fund(recipient.userId);
+    await waitFor(
+      'F1 retrieving',
+      async () =>
+        (await historyOf(f1.workflowId)).some((event) => Number(event.eventType) === EventType.EVENT_TYPE_TIMER_STARTED)
+          ? true
+          : undefined,
+      60_000,
+    );
 
     step('F3, P2');
     // F3 waits before any create can succeed (429s), for the cancel; P2 waits out the wallet's 429s on its execute.
