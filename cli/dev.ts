@@ -4,6 +4,7 @@
 // the worker and the API started with fully resolved configuration, and the URLs printed. Ctrl-C stops everything in
 // order; data under .walletflow/ is reused by the next start.
 import { randomBytes } from 'node:crypto';
+import { copyFile } from 'node:fs/promises';
 import path from 'node:path';
 import { sandboxPortFrom, startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { applyMigrations } from '../prisma/schema-engine.ts';
@@ -27,6 +28,7 @@ import {
 } from './seed-users.ts';
 import { projectRoot } from '../lib/project-root.ts';
 import { workflowBundleFile } from '../harness/workflow-bundle-file.ts';
+import { tracedBundlePath } from '../lib/tracing-bundle.ts';
 import { formatAmount, fromNumeric } from '../domain/money.ts';
 
 const root = projectRoot;
@@ -203,8 +205,13 @@ export async function runDev(): Promise<void> {
     // The workflows bundled once per version of the code (harness/workflow-bundle-file.ts), not at every start;
     // with tracing on, its traced twin beside it too, as `npm run build` writes them (lib/tracing-bundle.ts).
     if (!process.env.WORKFLOW_BUNDLE_PATH) {
-      childEnv.WORKFLOW_BUNDLE_PATH = await workflowBundleFile();
-      if (config.tracing) await workflowBundleFile({ tracing: true });
+      const plain = await workflowBundleFile();
+      childEnv.WORKFLOW_BUNDLE_PATH = plain;
+      if (config.tracing) {
+        // Beside it by name already when both come from the sources' digest; made for this run alone, copied there.
+        const traced = await workflowBundleFile({ tracing: true });
+        if (traced !== tracedBundlePath(plain)) await copyFile(traced, tracedBundlePath(plain));
+      }
     }
     const worker: ManagedChild = startTsChild('worker', 'worker/main.ts', serviceEnvironment(childEnv), root);
     stops.push(() => worker.stop());

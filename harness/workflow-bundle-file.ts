@@ -76,9 +76,12 @@ export async function workflowBundleFile(options: { tracing?: boolean } = {}): P
     workflowsPath: path.join(projectRoot, 'workflows/index.ts'),
     ...tracing,
   });
-  writeFileAtomically(file, code);
-  removeStaleBundles(name);
-  return file;
+  // Sources edited while webpack read them: this bundle is not surely of either version, so it is this run's alone.
+  const kept =
+    sourcesDigest() === sources ? file : path.join(workflowBundlesRoot, `once-${process.pid}-${randomUUID()}.js`);
+  writeFileAtomically(kept, code);
+  removeStaleBundles(path.basename(kept));
+  return kept;
 }
 
 /** Written beside and moved into place whole: a run reading it at the same time never sees half a bundle. */
