@@ -26,7 +26,7 @@ import { copyBrowserAssets, projectRoot } from '../lib/project-root.ts';
 export const compiledCodeRoot = path.join(projectRoot, '.walletflow', 'compiled');
 
 /** A compile of other sources is removed once it is this old: a run still using it has ended by then. */
-export const staleAfterMs = 60 * 60 * 1000;
+const staleAfterMs = 60 * 60 * 1000;
 
 /** Folders that are not production code (tsconfig.build.json's exclude, and what holds no source). */
 const notSources = new Set([
@@ -120,13 +120,21 @@ export async function compileProductionCode(): Promise<string> {
   // Older compiles are of sources that changed since, and folders left by a compile that was killed;
   // one made or used within the hour may still be in use (a test run started before an edit), so it
   // stays until a later compile finds it stale.
-  for (const entry of readdirSync(compiledCodeRoot)) {
-    const folder = path.join(compiledCodeRoot, entry);
-    const modified = statSync(folder, { throwIfNoEntry: false })?.mtimeMs;
-    if (entry !== digest && modified !== undefined && Date.now() - modified > staleAfterMs)
-      rmSync(folder, { recursive: true, force: true });
-  }
+  removeStale(compiledCodeRoot, digest);
   // The folder this compile had before it served the tests as well as the bench.
   rmSync(path.join(projectRoot, '.walletflow', 'bench-build'), { recursive: true, force: true });
   return dir;
+}
+
+/**
+ * Removes what `root` holds (compiles, bundles) untouched for staleAfterMs, except `keep`: one made or used within the
+ * hour may still be in use by a run started before the sources changed.
+ */
+export function removeStale(root: string, keep: string): void {
+  for (const entry of readdirSync(root)) {
+    const entryPath = path.join(root, entry);
+    const modified = statSync(entryPath, { throwIfNoEntry: false })?.mtimeMs;
+    if (entry !== keep && modified !== undefined && Date.now() - modified > staleAfterMs)
+      rmSync(entryPath, { recursive: true, force: true });
+  }
 }

@@ -7,21 +7,11 @@
 // as compiles are (harness/compiled-code.ts): a stack that restarts its workers for longer keeps a
 // copy of its own (harness/local-stack.ts).
 import { createHash, randomUUID } from 'node:crypto';
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  utimesSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { codeRoot, projectRoot, runsCompiled } from '../lib/project-root.ts';
 import { bundleWorkflows } from '../lib/workflow-bundle.ts';
-import { sourcesDigest, staleAfterMs } from './compiled-code.ts';
+import { removeStale, sourcesDigest } from './compiled-code.ts';
 
 export const workflowBundlesRoot = path.join(projectRoot, '.walletflow', 'workflow-bundles');
 
@@ -54,9 +44,9 @@ export async function workflowBundleFile(options: { tracing?: boolean } = {}): P
   const compiledFrom = runningCodeDigest();
   const sources = compiledFrom === undefined ? undefined : runsCompiled ? sourcesDigest() : compiledFrom;
   if (compiledFrom === undefined || sources !== compiledFrom) {
-    const file = path.join(workflowBundlesRoot, `once-${process.pid}-${randomUUID()}.js`);
+    const file = onceFile();
     writeFileAtomically(file, await bundleWorkflows({ warnings: false, ...tracing }));
-    removeStaleBundles(path.basename(file));
+    removeStale(workflowBundlesRoot, path.basename(file));
     return file;
   }
   const name = `${sources}-${lockfileDigest()}${options.tracing ? '-traced' : ''}.js`;
@@ -77,10 +67,9 @@ export async function workflowBundleFile(options: { tracing?: boolean } = {}): P
     ...tracing,
   });
   // Sources edited while webpack read them: this bundle is not surely of either version, so it is this run's alone.
-  const kept =
-    sourcesDigest() === sources ? file : path.join(workflowBundlesRoot, `once-${process.pid}-${randomUUID()}.js`);
+  const kept = sourcesDigest() === sources ? file : onceFile();
   writeFileAtomically(kept, code);
-  removeStaleBundles(path.basename(kept));
+  removeStale(workflowBundlesRoot, path.basename(kept));
   return kept;
 }
 
@@ -92,10 +81,7 @@ function writeFileAtomically(file: string, code: string): void {
   renameSync(partial, file);
 }
 
-function removeStaleBundles(keep: string): void {
-  for (const entry of readdirSync(workflowBundlesRoot)) {
-    const file = path.join(workflowBundlesRoot, entry);
-    const modified = statSync(file, { throwIfNoEntry: false })?.mtimeMs;
-    if (entry !== keep && modified !== undefined && Date.now() - modified > staleAfterMs) rmSync(file, { force: true });
-  }
+/** A bundle of this run alone (code whose sources are unknown, or changed while it was bundled). */
+function onceFile(): string {
+  return path.join(workflowBundlesRoot, `once-${process.pid}-${randomUUID()}.js`);
 }
