@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import LongestFirst from './test/longest-first.ts';
+import StartOrder from './test/start-order.ts';
 
 /**
  * Files that measure answers under load (a burst's exact 202/422 split, a session storm's wait):
@@ -39,8 +39,8 @@ export default defineConfig({
     // worker has its own database (test/support/test-database.ts). docs/testing.md has the figures.
     maxWorkers: 4,
     reporters: ['default'],
-    // Longest first, also on a fresh clone that has no durations of its own (test/longest-first.ts).
-    sequence: { sequencer: LongestFirst },
+    // Longest first, at most two CPU-heavy files at once, by the figures of a recorded run (test/start-order.ts).
+    sequence: { sequencer: StartOrder },
     projects: [
       {
         extends: true,

@@ -32,7 +32,10 @@ if $under_load; then
   trap 'kill "$load_pid" 2>/dev/null || true' EXIT
   echo "  (under load: a CPU-bound process, pid $load_pid, runs beside the tests)"
 fi
-vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
+# Each file's wall and CPU seconds (test/cpu-per-file.ts): `npm run test:durations` records them for the start order.
+rm -f .walletflow/test-cpu.tsv
+WALLETFLOW_TEST_CPU_FILE=.walletflow/test-cpu.tsv \
+  vitest run --reporter=default --reporter=json --outputFile.json=.walletflow/test-results.json || status=$?
 # The JSON report decides as well: a run with a failed test or file never passes, whatever exit
 # code the runner ended with.
 node -e '

@@ -93,6 +93,7 @@ const OTHER_PROGRAMS: Record<string, string> = {
   OTEL_TRACES_SAMPLER: "the OpenTelemetry SDK's sampler",
   OTEL_TRACES_SAMPLER_ARG: "the OpenTelemetry SDK's sampler",
   MALLOC_ARENA_MAX: "glibc's allocator",
+  NODE_COMPILE_CACHE: 'Node.js itself, its on-disk compile cache (docs/testing.md: measured, not set)',
   WORKER_VERSION: 'docker compose: the image tag of the worker service (a deploy moves it)',
   WORKER_NEXT_VERSION: "docker compose: the image tag of a deploy's worker-next service",
 };
