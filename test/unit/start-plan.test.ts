@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { planGroupOrder, planStartOrder, recordKey, type Candidate } from '../start-plan.ts';
 
-// A heavy file here uses 100 CPU seconds, a light one 1: each heavy one well above 3 % of them all.
+// A heavy file here uses 100 CPU seconds, a light one 1: each heavy one well above 4 % of them all.
 const file = (item: string, seconds: number, heavy = false): Candidate<string> => ({
   item,
   seconds,
@@ -41,7 +41,7 @@ describe('the start order of the test files', () => {
     ]);
   });
 
-  it('counts as heavy a file with at least 3 % of the group’s CPU, and a file of unknown CPU as light', () => {
+  it('counts as heavy a file with at least 4 % of the group’s CPU, and a file of unknown CPU as light', () => {
     const files = [
       { item: 'a', seconds: 50, cpuSeconds: 40 },
       { item: 'b', seconds: 45, cpuSeconds: 40 },
