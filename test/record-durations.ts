@@ -17,6 +17,11 @@ for (const line of readFileSync(source, 'utf8').split('\n')) {
     cpuSeconds: Number(cpu),
   };
 }
+if (Object.keys(files).length === 0) {
+  // A file of another run's format (no project column) or an empty one: the recorded figures stay as they are.
+  console.error(`${path.relative(process.cwd(), source)} names no test file with its project: nothing recorded`);
+  process.exit(1);
+}
 const sorted = Object.fromEntries(Object.entries(files).sort(([a], [b]) => (a < b ? -1 : 1)));
 writeFileSync(recordedFilesPath, `${JSON.stringify(sorted, null, 2)}\n`);
 console.log(
