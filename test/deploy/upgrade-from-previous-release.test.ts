@@ -260,11 +260,11 @@ describe('the first versioned deploy over the previous release, on a real Tempor
 
     step('F3, P2');
     // F3 waits before any create can succeed (429s), for the cancel; P2 waits out the wallet's 429s on its execute.
-    // A payment gives up after MAX_NOT_SENT (10) of them, each after the wallet's Retry-After: at 10 s
-    // it still waits when the faults clear, whatever the deploy between took (at 2 s, 20 s in all, a
-    // loaded machine's deploy outlasted it and P2 failed RATE_LIMITED).
+    // A funding's create gives up after 15 of them and a payment after MAX_NOT_SENT (10), each after the wallet's
+    // Retry-After: at 10 s both still wait when ops act, whatever the deploy between took (at 2 s, 30 s and 20 s in
+    // all, a loaded machine's deploy outlasted them: F3 ended FAILED before its cancel, P2 RATE_LIMITED).
     await admin.setFaults([
-      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 2 },
+      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 10 },
       { endpoint: 'op.payments.execute', mode: 'rate-limited', rate: 1, retryAfterSeconds: 10 },
     ]);
     const f3 = await fund(recipient.userId);
