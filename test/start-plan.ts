@@ -9,10 +9,10 @@ export interface RecordedFile {
 }
 
 /**
- * A heavy file: one that used at least this share of the CPU all the files of its group used (the soak, `walletflow
- * dev`, the upgrade, the bench, the console's pages: 4 to 10 % each in the recorded runs; the next ones, 3 % at
- * most). A share, so that figures recorded on a faster or a slower machine pick the same files. At most `heavyAtOnce`
- * run at once.
+ * A heavy file: one that used at least this share of the CPU of all the files planned with it (its group's, the unit
+ * block aside: planGroupOrder): the soak, `walletflow dev`, the upgrade, the bench, the console's pages, 4 to 10 %
+ * each in the recorded runs; the next ones, 3 % at most. A share, so that figures recorded on a faster or a slower
+ * machine pick the same files. At most `heavyAtOnce` run at once.
  */
 export const heavyCpuShare = 0.04;
 export const heavyAtOnce = 2;
