@@ -1,18 +1,18 @@
 // With WALLETFLOW_TEST_CPU_FILE set (scripts/test.sh sets it), appends a line per test file to that file: its path, the
 // CPU seconds its process and the children it waited for used from this file's start (the processes it started: API,
-// workers, the CLI, Chromium), its wall seconds, when it ended (the run's timeline) and its vitest project. Linux only
-// (/proc/self/stat); the suite's shared PostgreSQL and Temporal are not in it. `npm run test:durations` records it in
-// test/file-durations.json for the start order (test/start-order.ts); docs/testing.md has the figures.
-import { appendFileSync, readFileSync } from 'node:fs';
+// workers, the CLI, Chromium: its renderers through closeChromium, test/support/browser.ts), its wall seconds, when it
+// ended (the run's timeline) and its vitest project. Linux only (/proc); the suite's shared PostgreSQL and Temporal are
+// not in it. `npm run test:durations` records it in test/file-durations.json for the start order
+// (test/start-order.ts); docs/testing.md has the figures.
+import { appendFileSync } from 'node:fs';
 import { afterAll } from 'vitest';
+import { processStat, uncollectedCpuSeconds } from './support/process-cpu.ts';
 
 const report = process.env.WALLETFLOW_TEST_CPU_FILE;
 
-/** utime + stime + cutime + cstime of this process, in seconds (fields 14 to 17 of /proc/self/stat). */
+/** This process's CPU with its children's it waited for, and that of children it will not wait for (Chromium's). */
 function cpuSeconds(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0) / 100;
+  return (processStat('self')?.cpuSeconds ?? 0) + uncollectedCpuSeconds();
 }
 
 if (report) {

@@ -6,7 +6,7 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 
 let server: Server;
 let base: string;
@@ -24,7 +24,7 @@ beforeAll(async () => {
   browser = await launchChromium();
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
   await new Promise((resolve) => server?.close(resolve));
 });
 

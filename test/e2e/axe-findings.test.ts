@@ -4,14 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser } from 'playwright-core';
 import { seriousAxeFindings } from '../support/axe.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 
 let browser: Browser;
 beforeAll(async () => {
   browser = await launchChromium();
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
 });
 
 const page = (body: string) =>

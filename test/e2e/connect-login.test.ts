@@ -4,7 +4,7 @@
 // /connect/callback → the success page; the link then exists with its tokens.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, phoneContext } from '../support/browser.ts';
+import { closeChromium, launchChromium, phoneContext } from '../support/browser.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -15,7 +15,7 @@ beforeAll(async () => {
   browser = await launchChromium();
 });
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
   await stack?.close();
 });
 

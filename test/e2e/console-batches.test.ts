@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { seriousAxeFindings } from '../support/axe.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -61,7 +61,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
   await stack?.close();
   await idp?.close();
 });

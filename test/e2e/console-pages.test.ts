@@ -26,7 +26,7 @@ import { startIdentityProvider, type RunningIdentityProvider } from '../../sandb
 import type { WalletClient } from '../../wallet/index.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { seriousAxeFindings } from '../support/axe.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
@@ -323,7 +323,7 @@ afterAll(async () => {
   await deliverer?.connection.close();
   receiver?.server.closeAllConnections();
   await new Promise((resolve) => receiver?.server.close(resolve) ?? resolve(undefined));
-  await browser?.close();
+  await closeChromium(browser);
   await stack?.close();
   await idp?.close();
 });

@@ -10,7 +10,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -79,7 +79,7 @@ beforeAll(async () => {
 }, 90_000);
 
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
   await oidcStack?.close();
   await narrowedStack?.close();
   await keyStack?.close();

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findFreePorts, isListening } from '../../stack/ports.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -229,7 +229,7 @@ describe('walletflow dev', () => {
       await maker.goto(`${base}/console`);
       expect(await maker.locator('#h-fundings').locator('..').innerText()).toMatch(/APPROVED\s+30\d/);
     } finally {
-      await browser.close();
+      await closeChromium(browser);
     }
 
     // Searchable by status in Temporal (what the Temporal UI queries).

@@ -7,7 +7,7 @@ import path from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashBearer } from '../../links/embedded-sessions.ts';
-import { launchChromium } from '../support/browser.ts';
+import { closeChromium, launchChromium } from '../support/browser.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let stack: PartnerStack;
@@ -24,7 +24,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await context?.close();
-  await browser?.close();
+  await closeChromium(browser);
   await stack?.close();
 });
 

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
-import { launchChromium, phoneContext } from '../support/browser.ts';
+import { closeChromium, launchChromium, phoneContext } from '../support/browser.ts';
 import { adminOf, authorizeUrl, tokenRequest, type Admin } from '../support/sandbox-harness.ts';
 
 let partner: Server;
@@ -32,7 +32,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await browser?.close();
+  await closeChromium(browser);
   await sandbox?.close();
   partner?.closeAllConnections();
   await new Promise((resolve) => partner?.close(resolve));

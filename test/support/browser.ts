@@ -1,14 +1,20 @@
 // Headless Debian Chromium for the browser tests (playwright-core drives it; no browser download),
 // with the flags this machine's closed network needs, and a phone-sized page. Its headless shell
 // (Debian's chromium-headless-shell, what Playwright runs headless) when installed: the console's
-// sign-in file took 25 CPU s with it against 48 with the full browser's headless mode.
+// sign-in file took 25 CPU s with it against 48 with the full browser's headless mode. A file closes its browser with
+// closeChromium, which counts the CPU of the browser's processes that nobody waits for (below).
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { addUncollectedCpu, allProcesses, commandLine } from './process-cpu.ts';
 
 const headlessShell = '/usr/bin/chromium-headless-shell';
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({
+/** Each browser's process group: Playwright starts the browser in a group of its own. */
+const processGroups = new WeakMap<Browser, number>();
+
+export async function launchChromium(): Promise<Browser> {
+  const childrenBefore = new Set(childrenOfThisProcess());
+  const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? (existsSync(headlessShell) ? headlessShell : '/usr/bin/chromium'),
     headless: true,
     args: [
@@ -21,6 +27,37 @@ export function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
+  const started = childrenOfThisProcess().find((pid) => !childrenBefore.has(pid) && /chrom/.test(commandLine(pid)));
+  const group = started === undefined ? undefined : allProcesses().find((stat) => stat.pid === started)?.pgid;
+  if (group !== undefined) processGroups.set(browser, group);
+  return browser;
+}
+
+/**
+ * Closes the browser, first counting for the file's CPU figure (test/cpu-per-file.ts) what its zygotes and the
+ * renderers and GPU process they started have used: the browser process exits before its zygotes, so they end as
+ * orphans that neither it nor this process waits for, and their CPU (most of a page's: layout, scripts, axe) would not
+ * be in this process's figure. The browser's other children, and the browser itself, are waited for and counted so.
+ */
+export async function closeChromium(browser: Browser | undefined): Promise<void> {
+  if (!browser) return;
+  const group = processGroups.get(browser);
+  if (group !== undefined) {
+    const members = allProcesses().filter((stat) => stat.pgid === group);
+    const zygotes = new Set(
+      members.filter((stat) => /--type=zygote/.test(commandLine(stat.pid))).map((stat) => stat.pid),
+    );
+    // A zygote's figure holds the renderers it waited for; its live children are counted on their own.
+    const uncollected = members.filter((stat) => zygotes.has(stat.pid) || zygotes.has(stat.ppid));
+    addUncollectedCpu(uncollected.reduce((sum, stat) => sum + stat.cpuSeconds, 0));
+  }
+  await browser.close();
+}
+
+function childrenOfThisProcess(): number[] {
+  return allProcesses()
+    .filter((stat) => stat.ppid === process.pid)
+    .map((stat) => stat.pid);
 }
 
 /** A portrait phone: 360 px wide, touch. */
