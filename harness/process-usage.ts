@@ -1,5 +1,5 @@
-// CPU and memory of running processes, read from Linux's /proc (no dependency): CPU time from
-// /proc/<pid>/stat (utime + stime, in clock ticks), resident memory from /proc/<pid>/status.
+// CPU and memory of running processes, read from Linux's /proc (no dependency): CPU time, parent and process group
+// from /proc/<pid>/stat (times in clock ticks), resident memory from /proc/<pid>/status.
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
@@ -24,17 +24,42 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-/** CPU seconds (user + system) the process has used so far; null when it is gone. */
-export function cpuSecondsOf(pid: number): number | null {
+/** A process as /proc/<pid>/stat tells it. */
+export interface ProcessStat {
+  pid: number;
+  ppid: number;
+  /** Its process group. */
+  pgid: number;
+  /** CPU seconds (user + system) it has used so far. */
+  cpuSeconds: number;
+  /** CPU seconds of the children it waited for (cutime + cstime), which its own leave out. */
+  childrenCpuSeconds: number;
+}
+
+/** Process `pid` (`self`: this one) as /proc/<pid>/stat tells it; null when it is gone or /proc is not there. */
+export function processStatOf(pid: number | 'self'): ProcessStat | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may hold spaces: fields are counted after its closing parenthesis.
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    // Fields 14 and 15 of the file (utime, stime) are the 12th and 13th after the name.
-    return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+    // Fields 4, 5 and 14 to 17 of the file (ppid, pgrp, utime, stime, cutime, cstime) are the 2nd, 3rd and 12th to
+    // 15th after the name.
+    const seconds = (first: number, second: number) => (Number(fields[first]) + Number(fields[second])) / clockTicks();
+    return {
+      pid: pid === 'self' ? process.pid : pid,
+      ppid: Number(fields[1]),
+      pgid: Number(fields[2]),
+      cpuSeconds: seconds(11, 12),
+      childrenCpuSeconds: seconds(13, 14),
+    };
   } catch {
     return null;
   }
+}
+
+/** CPU seconds (user + system) the process has used so far; null when it is gone. */
+export function cpuSecondsOf(pid: number): number | null {
+  return processStatOf(pid)?.cpuSeconds ?? null;
 }
 
 /** Resident set size in MiB; null when the process is gone. */

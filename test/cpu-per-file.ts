@@ -6,13 +6,15 @@
 // (test/start-order.ts); docs/testing.md has the figures.
 import { appendFileSync } from 'node:fs';
 import { afterAll } from 'vitest';
-import { processStat, uncollectedCpuSeconds } from './support/process-cpu.ts';
+import { processStatOf } from '../harness/process-usage.ts';
+import { uncollectedCpuSeconds } from './support/process-cpu.ts';
 
 const report = process.env.WALLETFLOW_TEST_CPU_FILE;
 
 /** This process's CPU with its children's it waited for, and that of children it will not wait for (Chromium's). */
 function cpuSeconds(): number {
-  return (processStat('self')?.cpuSeconds ?? 0) + uncollectedCpuSeconds();
+  const self = processStatOf('self');
+  return (self ? self.cpuSeconds + self.childrenCpuSeconds : 0) + uncollectedCpuSeconds();
 }
 
 if (report) {

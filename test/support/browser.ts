@@ -49,7 +49,7 @@ export async function closeChromium(browser: Browser | undefined): Promise<void>
     );
     // A zygote's figure holds the renderers it waited for; its live children are counted on their own.
     const uncollected = members.filter((stat) => zygotes.has(stat.pid) || zygotes.has(stat.ppid));
-    addUncollectedCpu(uncollected.reduce((sum, stat) => sum + stat.cpuSeconds, 0));
+    addUncollectedCpu(uncollected.reduce((sum, stat) => sum + stat.cpuSeconds + stat.childrenCpuSeconds, 0));
   }
   await browser.close();
 }

@@ -1,35 +1,9 @@
-// CPU seconds of processes, read from /proc (Linux only; elsewhere every figure is 0), for the per-file figures
-// (test/cpu-per-file.ts). A process's own figure counts the children it waited for; a process started by a test whose
-// children outlive it and are never waited for by this process (Chromium's zygotes and their renderers) is counted
-// here, by whoever closes it, through addUncollectedCpu.
+// The processes there are and their command lines, read from /proc (harness/process-usage.ts; Linux only, elsewhere
+// none), and the CPU of processes a test started that this process will never wait for, for the per-file figures
+// (test/cpu-per-file.ts): a process's own figure counts only the children it waited for, and Chromium's zygotes and
+// their renderers outlive the browser this process waits for; closeChromium (browser.ts) counts them here.
 import { readFileSync, readdirSync } from 'node:fs';
-
-export interface ProcessStat {
-  pid: number;
-  ppid: number;
-  pgid: number;
-  /** utime + stime + cutime + cstime: its own CPU and that of the children it waited for, in seconds. */
-  cpuSeconds: number;
-}
-
-const ticksPerSecond = 100;
-
-/** The stat of process `pid` (`self` for this one), or undefined when it is gone or /proc cannot be read. */
-export function processStat(pid: number | 'self'): ProcessStat | undefined {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const cpu = [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0);
-    return {
-      pid: pid === 'self' ? process.pid : pid,
-      ppid: Number(fields[1]),
-      pgid: Number(fields[2]),
-      cpuSeconds: cpu / ticksPerSecond,
-    };
-  } catch {
-    return undefined;
-  }
-}
+import { processStatOf, type ProcessStat } from '../../harness/process-usage.ts';
 
 /** The command line of process `pid`, its arguments joined by spaces ('' when it is gone). */
 export function commandLine(pid: number): string {
@@ -50,8 +24,8 @@ export function allProcesses(): ProcessStat[] {
   }
   return entries
     .filter((entry) => /^\d+$/.test(entry))
-    .map((entry) => processStat(Number(entry)))
-    .filter((stat): stat is ProcessStat => stat !== undefined);
+    .map((entry) => processStatOf(Number(entry)))
+    .filter((stat): stat is ProcessStat => stat !== null);
 }
 
 // One figure per test process, whichever copy of this module a file loaded.
