@@ -26,7 +26,7 @@ import { userUsage } from '../../fundings/funding-usage.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
-import { moneyOf } from '../../domain/money.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 
 const serverUrl = inject('databaseUrl');
 const databaseName = `walletflow_flat_${process.pid}_${Date.now().toString(36)}`;
@@ -98,19 +98,14 @@ describe('flat with data', () => {
           'SELECT partner_user_id, id FROM link ORDER BY partner_user_id LIMIT 1',
         )
       ).rows[0]!;
-      const funding = (source?: string): NewFunding => {
-        const id = randomUUID();
-        return {
-          id,
-          idempotencyKey: `flat-${id}`,
+      const funding = (source?: string): NewFunding =>
+        newFundingRow('flat', {
           requestFingerprint: 'a'.repeat(64),
-          workflowId: `funding-flat-${id}`,
-          recipient: source ? { type: 'TOKEN', linkId } : { type: 'CODE', code: '1234567' },
-          amount: moneyOf({ currency: 'PHP', value: '10.00' }),
-          ...(source ? { source: { type: 'USER_BALANCE' as const, partnerUserId: source } } : {}),
+          ...(source
+            ? { recipient: { type: 'TOKEN', linkId }, source: { type: 'USER_BALANCE' as const, partnerUserId: source } }
+            : {}),
           requestedBy: 'flat-test',
-        };
-      };
+        });
       const treasury = funding();
       const user = funding(partnerUserId);
       recording.statements.length = 0;

@@ -18,6 +18,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const database = createDatabase(testDatabaseUrl(), { maxConnections: 20 });
@@ -39,16 +40,11 @@ const payments = createPaymentRecord({ database, ledger });
 const newUser = () => `ledger-test-${randomUUID()}`;
 
 function withdrawal(partnerUserId: string | null, value = '10.00'): NewFunding {
-  const id = randomUUID();
-  return {
-    id,
-    idempotencyKey: `ledger-${id}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-ledger-${id}`,
+  return newFundingRow('ledger', {
     recipient: { type: 'TOKEN', linkId: randomUUID() },
     amount: moneyOf({ currency: 'PHP', value }),
     ...(partnerUserId ? { source: { type: 'USER_BALANCE' as const, partnerUserId } } : {}),
-  };
+  });
 }
 
 const account = (name: string) => ledger.account(database, name);

@@ -9,6 +9,7 @@ import { createDatabase } from '../../lib/database.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord, type NewPayment } from '../../payments/payment-record.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
 const database = createDatabase(testDatabaseUrl());
@@ -24,15 +25,7 @@ const fundings = createFundingRecord({
 const payments = createPaymentRecord({ database, metrics: { paymentFinished } });
 
 function newFunding(code = '1234567'): NewFunding {
-  const id = randomUUID();
-  return {
-    id,
-    idempotencyKey: `records-${id}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-records-${id}`,
-    recipient: { type: 'CODE', code },
-    amount: moneyOf({ currency: 'PHP', value: '10.00' }),
-  };
+  return newFundingRow('records', { recipient: { type: 'CODE', code } });
 }
 
 function newPayment(): NewPayment {

@@ -10,6 +10,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { moneyOf } from '../../domain/money.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 import { createTreasuryFundingsRecord, STORED_TOGETHER_MAX } from '../../fundings/treasury-fundings-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { Overloaded } from '../../lib/admission.ts';
@@ -42,13 +43,14 @@ function recordsWith(
 
 function treasuryFunding(currency: string, value: string, over: Partial<NewFunding> = {}): NewFunding {
   const id = randomUUID();
+  // `over` last: an id given there clashes with another row's while the keys stay this funding's own.
   return {
-    id,
-    idempotencyKey: `together-${id}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-together-${id}`,
-    recipient: id.charCodeAt(0) % 2 === 0 ? { type: 'TOKEN', linkId: randomUUID() } : { type: 'CODE', code: '1234567' },
-    amount: moneyOf({ currency, value }),
+    ...newFundingRow('together', {
+      id,
+      recipient:
+        id.charCodeAt(0) % 2 === 0 ? { type: 'TOKEN', linkId: randomUUID() } : { type: 'CODE', code: '1234567' },
+      amount: moneyOf({ currency, value }),
+    }),
     ...over,
   };
 }

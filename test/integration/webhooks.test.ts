@@ -14,6 +14,7 @@ import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
 import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/webhook.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 import { fundingView } from '../../fundings/funding-view.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -21,7 +22,6 @@ import type { WalletClient } from '../../wallet/index.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
-import { moneyOf } from '../../domain/money.ts';
 
 let stack: PartnerStack;
 let worker: Worker;
@@ -155,15 +155,7 @@ const fundings = () =>
   createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
 
 function newFunding(): NewFunding {
-  const id = randomUUID();
-  return {
-    id,
-    idempotencyKey: `webhooks-${id}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `funding-webhooks-${id}`,
-    recipient: { type: 'CODE', code: '1234567' },
-    amount: moneyOf({ currency: 'PHP', value: '10.00' }),
-  };
+  return newFundingRow('webhooks');
 }
 
 /** A funding stored and cancelled: PENDING → FAILED, one funding.failed event. */
