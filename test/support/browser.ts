@@ -5,6 +5,7 @@
 // closeChromium, which counts the CPU of the browser's processes that nobody waits for (below).
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import type { ProcessStat } from '../../harness/process-usage.ts';
 import { addUncollectedCpu, allProcesses, commandLine } from './process-cpu.ts';
 
 const headlessShell = '/usr/bin/chromium-headless-shell';
@@ -13,7 +14,7 @@ const headlessShell = '/usr/bin/chromium-headless-shell';
 const processGroups = new WeakMap<Browser, number>();
 
 export async function launchChromium(): Promise<Browser> {
-  const childrenBefore = new Set(childrenOfThisProcess());
+  const childrenBefore = new Set(childrenOfThisProcess().map((child) => child.pid));
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? (existsSync(headlessShell) ? headlessShell : '/usr/bin/chromium'),
     headless: true,
@@ -27,9 +28,10 @@ export async function launchChromium(): Promise<Browser> {
       '--disable-sync',
     ],
   });
-  const started = childrenOfThisProcess().find((pid) => !childrenBefore.has(pid) && /chrom/.test(commandLine(pid)));
-  const group = started === undefined ? undefined : allProcesses().find((stat) => stat.pid === started)?.pgid;
-  if (group !== undefined) processGroups.set(browser, group);
+  const started = childrenOfThisProcess().find(
+    (child) => !childrenBefore.has(child.pid) && /chrom/.test(commandLine(child.pid)),
+  );
+  if (started) processGroups.set(browser, started.pgid);
   return browser;
 }
 
@@ -54,10 +56,8 @@ export async function closeChromium(browser: Browser | undefined): Promise<void>
   await browser.close();
 }
 
-function childrenOfThisProcess(): number[] {
-  return allProcesses()
-    .filter((stat) => stat.ppid === process.pid)
-    .map((stat) => stat.pid);
+function childrenOfThisProcess(): ProcessStat[] {
+  return allProcesses().filter((stat) => stat.ppid === process.pid);
 }
 
 /** A portrait phone: 360 px wide, touch. */
