@@ -9,7 +9,7 @@ import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { environmentSchema, secretVariables } from '../lib/config.ts';
-import { createDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
+import { createWorkerDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
@@ -83,6 +83,17 @@ export interface LocalStack {
 export interface Cleanup {
   add(stop: () => Promise<unknown>): void;
   run(): Promise<void>;
+}
+
+/**
+ * The stack's database as the soak's and the bench's drivers use it (links stored as onboarding
+ * stores them, the evidence read at the end): its transactions wait in line as the worker's do
+ * (lib/database.ts createWorkerDatabase). On a bare pool, a driver's burst on a busy machine failed
+ * inside Prisma after its 2 s wait for a connection (P2028), and the soak reported a batch it
+ * never sent.
+ */
+export function openStackDatabase(databaseUrl: string): Database {
+  return createWorkerDatabase(databaseUrl).database;
 }
 
 export function createCleanup(log: (line: string) => void): Cleanup {
@@ -269,7 +280,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     log('PostgreSQL: embedded, in the state dir');
   }
   await applyMigrations(databaseUrl);
-  const database = createDatabase(databaseUrl);
+  const database = openStackDatabase(databaseUrl);
   later(() => database.$disconnect());
 
   // Temporal: the caller's server, or the CLI dev server on a SQLite file, restartable.

@@ -26,12 +26,21 @@ export interface SoakBatch {
   expected: Map<string, Expected>;
   /** Per reference of a TOKEN item: the link it pays (its access token expired when linked). */
   tokenLinks: Map<string, ExpiredLink>;
+  /**
+   * Its upload went out to walletflow: from then on its items count as asked for. A batch that
+   * failed before (its links or codes not made) is the batch's failure, not lost requests.
+   */
+  sent?: boolean;
   batchId?: string;
   finalState?: string;
   /** What happened to it, for the report. */
   notes: string[];
   error?: string;
 }
+
+/** The batches' items walletflow was asked for: those of the batches whose upload went out. */
+export const itemsSent = (batches: readonly SoakBatch[]): number =>
+  batches.reduce((sum, batch) => sum + (batch.sent ? batch.size : 0), 0);
 
 interface Recipient {
   userId: string;
@@ -132,6 +141,7 @@ export async function driveBatch(
     path: string,
     options: { csv?: string; idempotencyKey?: string } = {},
   ) => client.send<T>(method, path, { ...options, deadline: deps.deadline });
+  batch.sent = true;
   const created = await call<BatchView & { code?: string }>(
     deps.ops,
     'POST',

@@ -37,6 +37,7 @@ import {
   checkBatchHolds,
   checkTokenLinks,
   driveBatch,
+  itemsSent,
   planBatches,
 } from './soak-batches.ts';
 import type { Expected, Violation } from './soak-invariants.ts';
@@ -421,9 +422,7 @@ async function drive(stack: LocalStack, options: DriveOptions): Promise<DriveRes
   }));
   const check = checkSoak({
     requested: {
-      fundings:
-        plan.filter((item) => item.side === 'funding').length +
-        batchPlan.batches.reduce((sum, batch) => sum + batch.size, 0),
+      fundings: plan.filter((item) => item.side === 'funding').length + itemsSent(batchPlan.batches),
       payments: plan.filter((item) => item.side === 'payment').length,
     },
     fundings: fundingsIn,

@@ -140,7 +140,6 @@ export function createRefreshPool(
   };
 }
 
-/** Readiness probe: a round trip to PostgreSQL. */
 /**
  * The database's clock: what every time stored by `now()` is compared with. A process's own clock
  * may run ahead or behind; work that compares times with stored ones (the sweep's "idle for this
@@ -164,6 +163,7 @@ export const sqlClock = (clock: SqlClock): Prisma.Sql =>
 /** `ms` milliseconds as an SQL interval. */
 export const sqlInterval = (ms: number): Prisma.Sql => Prisma.sql`make_interval(secs => ${ms / 1000}::float8)`;
 
+/** Readiness probe: a round trip to PostgreSQL. */
 export async function pingDatabase(database: Database): Promise<void> {
   await database.$queryRaw`SELECT 1`;
 }

@@ -10,6 +10,7 @@ import {
   type SoakFundingRow,
   type SoakPaymentRow,
 } from '../../harness/soak-invariants.ts';
+import { itemsSent, type SoakBatch } from '../../harness/soak-batches.ts';
 
 // Too slow: SIGTERM lets the soak stop everything it started; SIGKILL only as a last resort.
 const runSoak = (args: string[], timeoutMs: number) => runLongCli(['soak', ...args], { timeoutMs, graceMs: 30_000 });
@@ -303,5 +304,19 @@ describe('the invariant checker', () => {
       ['stale-owner', [healthy.fundings[0]!.id]],
       ['stale-owner', [healthy.payments[0]!.id]],
     ]);
+  });
+
+  it('counts a batch’s items as asked for only once its upload went out: one that failed before is the batch’s failure', () => {
+    const batch = (index: number, size: number, sent: boolean): SoakBatch => ({
+      index,
+      size,
+      action: 'run',
+      expected: new Map(),
+      tokenLinks: new Map(),
+      notes: [],
+      ...(sent ? { sent } : { error: 'its links could not be stored' }),
+    });
+    expect(itemsSent([batch(0, 11, true), batch(1, 12, true), batch(2, 11, false)])).toBe(23);
+    expect(itemsSent([batch(0, 11, false)])).toBe(0);
   });
 });
