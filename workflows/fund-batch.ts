@@ -25,11 +25,11 @@ import {
   batchStateChangedSignal,
   fundBatchActivityTimeouts,
   fundBatchFailureTypes,
-  type BatchItemsOutcome,
   type FundBatchActivities,
   type FundBatchInput,
   type FundBatchResult,
 } from './fund-batch.contract.ts';
+import { InFlightRate } from './in-flight-rate.ts';
 
 /**
  * Items dispatched per run before it continues as new, unless the input says: 125 chunks of 16 at
@@ -48,8 +48,6 @@ const PAGE_SIZE = 200;
  * of CPU per item; two of 16, 163 items/s at 5.7 ms.
  */
 const CHUNKS_IN_FLIGHT = 2;
-/** The longest the batch waits on one 429 (the activities already cap the wallet's Retry-After this way). */
-const MAX_SLOW_DOWN_MS = 5 * 60_000;
 /** While paused (or waiting for approval) the state is read again this often, in case a signal was lost. */
 const IDLE_RECHECK_MS = 5 * 60_000;
 /** Timed waits per run (drain polls, idle re-checks) before it continues as new: each adds a few events. */
@@ -112,10 +110,9 @@ export async function fundBatch(input: FundBatchInput): Promise<FundBatchResult>
 /** One run of the runner: the state it read, its rate, the items it dispatched and those under way. */
 class BatchRun {
   readonly batchId: string;
-  readonly maxInFlight: number;
   readonly itemsPerRun: number;
-  /** Items that may run at once now: lowered by 429s, raised back by successes. */
-  inFlight: number;
+  /** Items that may run at once now: lowered by 429s, raised back by successes, up to the input's maxInFlight. */
+  readonly rate: InFlightRate;
   /** The last item dispatched: the next page starts after it, here and in the next run. */
   afterId: string | null;
   state: BatchState = 'RUNNING';
@@ -125,12 +122,6 @@ class BatchRun {
   /** Items under way (in runBatchItems activities). */
   running = 0;
   dispatched = 0;
-  /** Outcomes in a row without a 429 since inFlight last changed. */
-  successes = 0;
-  /** Workflow time before which nothing is dispatched (after a 429). */
-  resumeAt = 0;
-  /** Times inFlight was halved; an item dispatched before the last halving does not halve it again. */
-  slowDowns = 0;
   /** Timed waits so far in this run (drain polls, idle re-checks). */
   waits = 0;
   draining = false;
@@ -139,9 +130,12 @@ class BatchRun {
 
   constructor(readonly input: FundBatchInput) {
     this.batchId = input.batchId;
-    this.maxInFlight = Math.max(1, Math.floor(input.maxInFlight));
+    const maxInFlight = Math.max(1, Math.floor(input.maxInFlight));
     this.itemsPerRun = Math.max(1, Math.floor(input.itemsPerRun ?? DEFAULT_ITEMS_PER_RUN));
-    this.inFlight = Math.min(this.maxInFlight, Math.max(1, Math.floor(input.inFlight ?? input.maxInFlight)));
+    this.rate = new InFlightRate(
+      Math.min(maxInFlight, Math.max(1, Math.floor(input.inFlight ?? input.maxInFlight))),
+      maxInFlight,
+    );
     this.afterId = input.afterId ?? null;
   }
 
@@ -151,12 +145,12 @@ class BatchRun {
     });
     setHandler(batchProgressQuery, () => ({
       state: this.state,
-      inFlight: this.inFlight,
+      inFlight: this.rate.inFlight,
       running: this.running,
       dispatched: this.dispatched,
       afterId: this.afterId,
-      slowDowns: this.slowDowns,
-      waitingUntil: this.resumeAt > Date.now() ? new Date(this.resumeAt).toISOString() : null,
+      slowDowns: this.rate.slowDowns,
+      waitingUntil: this.rate.resumeAt > Date.now() ? new Date(this.rate.resumeAt).toISOString() : null,
       draining: this.draining,
     }));
   }
@@ -178,7 +172,7 @@ class BatchRun {
   async continueAsNew(): Promise<never> {
     await condition(() => this.running === 0);
     // A signal that arrives from here on is not lost: the next run reads the state first.
-    return continueAsNew<typeof fundBatch>({ ...this.input, afterId: this.afterId, inFlight: this.inFlight });
+    return continueAsNew<typeof fundBatch>({ ...this.input, afterId: this.afterId, inFlight: this.rate.inFlight });
   }
 
   /** Paused or awaiting approval: until the next signal (or a re-check, in case one was lost), then the state again. */
@@ -202,9 +196,9 @@ class BatchRun {
         await this.idle();
         continue;
       }
-      if (Date.now() < this.resumeAt) {
+      if (Date.now() < this.rate.resumeAt) {
         // The wallet asked us to slow down: nothing new until then (a cancel or a pause is still heard).
-        await condition(() => this.signalled(), this.resumeAt - Date.now());
+        await condition(() => this.signalled(), this.rate.resumeAt - Date.now());
         continue;
       }
       if (this.dispatched >= this.itemsPerRun || workflowInfo().continueAsNewSuggested) await this.continueAsNew();
@@ -220,13 +214,12 @@ class BatchRun {
         if (this.queue.length === 0) return this.drain();
         continue;
       }
-      if (this.running >= this.inFlight) {
-        await condition(() => this.running < this.inFlight || this.signalled());
+      const inFlight = this.rate.inFlight;
+      if (this.running >= inFlight) {
+        await condition(() => this.running < this.rate.inFlight || this.signalled());
         continue;
       }
-      this.dispatch(
-        this.queue.splice(0, Math.min(Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT), this.inFlight - this.running)),
-      );
+      this.dispatch(this.queue.splice(0, Math.min(Math.ceil(inFlight / CHUNKS_IN_FLIGHT), inFlight - this.running)));
     }
   }
 
@@ -234,11 +227,11 @@ class BatchRun {
     this.afterId = fundingIds.at(-1)!;
     this.running += fundingIds.length;
     this.dispatched += fundingIds.length;
-    const halvingsBefore = this.slowDowns;
+    const episode = this.rate.episode();
     items
       .runBatchItems(this.batchId, fundingIds)
       .then(
-        (outcome) => this.onOutcome(outcome, fundingIds.length, halvingsBefore),
+        (outcome) => this.rate.onOutcome(outcome, fundingIds.length, episode),
         (error: unknown) => {
           // Only a non-retryable failure (a funding that is not an item of this batch) or the
           // runner's own cancellation gets here: nothing the runner can do for these items; their
@@ -254,24 +247,6 @@ class BatchRun {
       .finally(() => {
         this.running -= fundingIds.length;
       });
-  }
-
-  onOutcome(outcome: BatchItemsOutcome, count: number, halvingsBefore: number): void {
-    if (outcome.slowDownMs !== null) {
-      this.resumeAt = Math.max(this.resumeAt, Date.now() + Math.min(Math.max(outcome.slowDownMs, 0), MAX_SLOW_DOWN_MS));
-      this.successes = 0;
-      // One halving per episode: the chunks already under way when it halved tell of the same congestion.
-      if (halvingsBefore === this.slowDowns) {
-        this.inFlight = Math.max(1, Math.floor(this.inFlight / 2));
-        this.slowDowns += 1;
-      }
-      return;
-    }
-    this.successes += count;
-    if (this.successes >= this.inFlight && this.inFlight < this.maxInFlight) {
-      this.inFlight += 1;
-      this.successes = 0;
-    }
   }
 
   /**

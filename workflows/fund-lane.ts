@@ -24,6 +24,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { fundBatchActivityTimeouts } from './fund-batch.contract.ts';
+import { InFlightRate } from './in-flight-rate.ts';
 import {
   laneProgressQuery,
   type FundLaneActivities,
@@ -46,9 +47,6 @@ export const LONE_CHUNK_UNTIL_FULL_PATCH = 'lane-lone-chunk-until-full';
  * task's), a history of about 1,500.
  */
 const CHUNKS_PER_RUN = 250;
-/** The longest the lane waits on one 429 (as a batch does). */
-const MAX_SLOW_DOWN_MS = 5 * 60_000;
-
 /**
  * A chunk: retried with backoff, without a bound (a retried attempt hands over what the one before
  * took, never executes twice). Its heartbeat time-out is a batch chunk's: a chunk on a worker that
@@ -69,50 +67,36 @@ setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, fundLane);
 export async function fundLane(input: FundLaneInput): Promise<void> {
   const lane = input.lane;
   const chunksPerRun = Math.max(1, Math.floor(input.chunksPerRun ?? CHUNKS_PER_RUN));
-  let inFlight = Math.min(MAX_IN_FLIGHT, Math.max(1, Math.floor(input.inFlight ?? MAX_IN_FLIGHT)));
+  const rate = new InFlightRate(
+    Math.min(MAX_IN_FLIGHT, Math.max(1, Math.floor(input.inFlight ?? MAX_IN_FLIGHT))),
+    MAX_IN_FLIGHT,
+  );
   /** Chunks under way, and the fundings they may take together (their limits). */
   let running = 0;
   let reserved = 0;
   let dispatched = 0;
   let carried = 0;
-  let successes = 0;
-  let slowDowns = 0;
-  let resumeAt = 0;
-  setHandler(laneProgressQuery, () => ({ lane, running, dispatched, carried, inFlight }));
+  setHandler(laneProgressQuery, () => ({ lane, running, dispatched, carried, inFlight: rate.inFlight }));
   // Read once, at the run's start: a run begun on the code before (replayed on this one) keeps its two halves.
   const loneUntilFull = patched(LONE_CHUNK_UNTIL_FULL_PATCH);
   /** The last chunk back took as many as it was allowed: fundings are waiting behind it. */
   let backlog = false;
 
-  const onOutcome = (outcome: LaneChunkOutcome, halvingsBefore: number, limit: number) => {
+  const onOutcome = (outcome: LaneChunkOutcome, episode: number, limit: number) => {
     carried += outcome.taken;
     backlog = outcome.taken >= limit;
-    if (outcome.slowDownMs !== null) {
-      resumeAt = Math.max(resumeAt, Date.now() + Math.min(Math.max(outcome.slowDownMs, 0), MAX_SLOW_DOWN_MS));
-      successes = 0;
-      // One halving per episode: the chunks already under way when it halved tell of the same congestion.
-      if (halvingsBefore === slowDowns) {
-        inFlight = Math.max(1, Math.floor(inFlight / 2));
-        slowDowns += 1;
-      }
-      return;
-    }
-    successes += outcome.taken;
-    if (successes >= inFlight && inFlight < MAX_IN_FLIGHT) {
-      inFlight += 1;
-      successes = 0;
-    }
+    rate.onOutcome(outcome, outcome.taken, episode);
   };
 
   const dispatch = (limit: number) => {
     running += 1;
     reserved += limit;
     dispatched += 1;
-    const halvingsBefore = slowDowns;
+    const episode = rate.episode();
     chunks
       .runLaneChunk(lane, limit)
       .then(
-        (outcome) => onOutcome(outcome, halvingsBefore, limit),
+        (outcome) => onOutcome(outcome, episode, limit),
         (error: unknown) => {
           // Only the run's own cancellation gets here (the activity retries without a bound): the
           // fundings' rows tell where they stand, and the sweep takes on any left idle.
@@ -132,27 +116,27 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
     if (dispatched >= chunksPerRun || workflowInfo().continueAsNewSuggested) {
       // Only once no chunk is under way: their outcomes belong to this run.
       await condition(() => running === 0);
-      return continueAsNew<typeof fundLane>({ ...input, inFlight });
+      return continueAsNew<typeof fundLane>({ ...input, inFlight: rate.inFlight });
     }
-    if (Date.now() < resumeAt) {
+    if (Date.now() < rate.resumeAt) {
       // The wallet asked us to slow down: nothing new until then.
-      await sleep(resumeAt - Date.now());
+      await sleep(rate.resumeAt - Date.now());
       continue;
     }
     if (running >= CHUNKS_IN_FLIGHT) {
       await condition(() => running < CHUNKS_IN_FLIGHT);
       continue;
     }
-    const half = Math.max(1, Math.ceil(inFlight / CHUNKS_IN_FLIGHT));
+    const half = Math.max(1, Math.ceil(rate.inFlight / CHUNKS_IN_FLIGHT));
     if (!loneUntilFull) {
       dispatch(half);
       continue;
     }
     if (backlog) {
       // Fundings wait behind the lane: two chunks, their limits together at most inFlight.
-      const room = inFlight - reserved;
+      const room = rate.inFlight - reserved;
       if (room <= 0) {
-        await condition(() => inFlight - reserved > 0);
+        await condition(() => rate.inFlight - reserved > 0);
         continue;
       }
       dispatch(Math.min(half, room));
@@ -163,6 +147,6 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
       await condition(() => running === 0 || backlog);
       continue;
     }
-    dispatch(inFlight);
+    dispatch(rate.inFlight);
   }
 }

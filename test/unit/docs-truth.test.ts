@@ -631,7 +631,7 @@ describe("the batch runner's run", () => {
       Number(new RegExp(`const ${name} = ([\\d_]+);`).exec(runner)?.[1]?.replace(/_/g, ''));
     const maxInFlight = environmentSchema.shape.BATCH_MAX_IN_FLIGHT.parse(undefined);
     // fundBatch dispatches chunks of ceil(inFlight / CHUNKS_IN_FLIGHT) items.
-    expect(runner).toContain('Math.ceil(this.inFlight / CHUNKS_IN_FLIGHT)');
+    expect(runner).toContain('Math.ceil(inFlight / CHUNKS_IN_FLIGHT)');
     const chunkSize = Math.ceil(maxInFlight / constant('CHUNKS_IN_FLIGHT'));
     const chunks = constant('DEFAULT_ITEMS_PER_RUN') / chunkSize;
     expect(chunks).toBe(125);
