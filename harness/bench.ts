@@ -52,11 +52,11 @@ import { projectRoot, runsCompiled } from '../lib/project-root.ts';
 import { benchFiguresFile, benchResultsDir, writeBenchFigures } from './bench-figures.ts';
 import { flatCodesWanted, runFlatWithData } from './bench-flat.ts';
 import { formatConsoleTable, runConsoleBench, type ConsoleBenchReport } from './bench-console.ts';
-import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
+import { createCleanup, exitOnStopSignals, type Cleanup } from './cleanup.ts';
+import { startLocalStack, type LocalStack } from './local-stack.ts';
 import { sampleUsage, type ProcessUsage } from './process-usage.ts';
 import { opsClient, sandboxAdmin, type DriverStats } from './soak-driver.ts';
 import { sandboxWalletConfig } from '../stack/sandbox-wallet.ts';
-import { onStopSignal } from '../stack/stop-signals.ts';
 
 export interface BenchOptions {
   levels: string;
@@ -219,14 +219,7 @@ export async function runBench(options: BenchOptions): Promise<number> {
   const log = (line: string) =>
     process.stdout.write(`${`${((Date.now() - started) / 1000).toFixed(0)}s`.padStart(5)}  ${line}\n`);
   const cleanup = createCleanup(log);
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) process.exit(130);
-    interrupted = true;
-    log(`${signal}: stopping everything the bench started...`);
-    void cleanup.run().then(() => process.exit(130));
-  };
-  onStopSignal(onSignal);
+  const signals = exitOnStopSignals(cleanup, log, 'bench');
   try {
     if (
       [settings.batch, settings.tokenBatch, settings.batchStore, settings.settlement, settings.console ? 1 : 0].filter(
@@ -275,13 +268,12 @@ export async function runBench(options: BenchOptions): Promise<number> {
     await updateFigures(settings);
     return 0;
   } catch (error) {
-    if (interrupted) return 130;
+    if (signals.interrupted()) return 130;
     console.error(`walletflow bench: ${(error as Error).message}`);
     return error instanceof UsageError ? 64 : 1;
   } finally {
-    if (!interrupted) await cleanup.run();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    if (!signals.interrupted()) await cleanup.run();
+    signals.off();
   }
 }
 
@@ -323,10 +315,7 @@ function temporalPostgres() {
   };
 }
 
-async function startRealTemporal(
-  log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
-): Promise<RunningTemporalServer> {
+async function startRealTemporal(log: (line: string) => void, cleanup: Cleanup): Promise<RunningTemporalServer> {
   const tools = resolveTemporalServer();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'walletflow-temporal-server-'));
   cleanup.add(() => rm(dir, { recursive: true, force: true }));
@@ -358,7 +347,7 @@ async function startRealTemporal(
 async function startBenchStack(
   settings: Settings,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
   env: NodeJS.ProcessEnv = {},
 ) {
   const realTemporal = settings.temporal === 'server' ? await startRealTemporal(log, cleanup) : undefined;
@@ -402,11 +391,7 @@ async function startBenchStack(
   return { realTemporal, stack, admin, stats, ops, temporalClient, pids };
 }
 
-async function bench(
-  settings: Settings,
-  log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
-): Promise<BenchReport> {
+async function bench(settings: Settings, log: (line: string) => void, cleanup: Cleanup): Promise<BenchReport> {
   const started = Date.now();
   const loadBefore = round1(os.loadavg()[0]!);
   log(
@@ -707,7 +692,7 @@ const SINGLE_CONCURRENCY = 32;
 async function benchBatch(
   settings: Settings,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
 ): Promise<BatchBenchReport> {
   const started = Date.now();
   log(
@@ -798,7 +783,7 @@ async function benchBatch(
 async function benchTokenBatch(
   settings: Settings,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
 ): Promise<TokenBatchBenchReport> {
   const started = Date.now();
   const items = settings.tokenBatch;
@@ -909,7 +894,7 @@ export interface BatchStoreReport {
 async function benchBatchStore(
   settings: Settings,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
 ): Promise<BatchStoreReport> {
   const started = Date.now();
   log(
@@ -971,7 +956,7 @@ async function benchConsole(
   settings: Settings,
   run: NonNullable<Settings['console']>,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
 ): Promise<ConsoleBenchReport> {
   log(
     `bench --console: ${run.requests} requests a page; ${run.fundings} fundings and ${run.payments} payments preloaded; a batch of ${run.batchItems} items`,
@@ -1014,7 +999,7 @@ const SETTLEMENT_MAX_IN_FLIGHT = 32;
 async function benchSettlement(
   settings: Settings,
   log: (line: string) => void,
-  cleanup: ReturnType<typeof createCleanup>,
+  cleanup: Cleanup,
 ): Promise<SettlementBenchReport> {
   const started = Date.now();
   const loadBefore = round1(os.loadavg()[0]!);

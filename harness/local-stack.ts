@@ -9,6 +9,7 @@ import { copyFile, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { environmentSchema, secretVariables } from '../lib/config.ts';
+import type { Cleanup } from './cleanup.ts';
 import { createWorkerDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
 import { findFreePort, waitForPort } from '../stack/ports.ts';
@@ -79,12 +80,6 @@ export interface LocalStack {
   startProcess(name: string, entry: string, ready: RegExp): Promise<SupervisedProcess>;
 }
 
-/** Stop functions, run last-in first-out, once; one added after the run is run at once. */
-export interface Cleanup {
-  add(stop: () => Promise<unknown>): void;
-  run(): Promise<void>;
-}
-
 /**
  * The stack's database as the soak's and the bench's drivers use it (links stored as onboarding
  * stores them, the evidence read at the end): its transactions wait in line as the worker's do
@@ -94,28 +89,6 @@ export interface Cleanup {
  */
 export function openStackDatabase(databaseUrl: string): Database {
   return createWorkerDatabase(databaseUrl).database;
-}
-
-export function createCleanup(log: (line: string) => void): Cleanup {
-  const stops: Array<() => Promise<unknown>> = [];
-  let running: Promise<void> | undefined;
-  const runOne = (stop: () => Promise<unknown>) =>
-    stop().then(
-      () => undefined,
-      (error: Error) => log(`cleanup: ${error.message}`),
-    );
-  return {
-    add(stop) {
-      if (running) void running.then(() => runOne(stop));
-      else stops.push(stop);
-    },
-    run() {
-      running ??= (async () => {
-        while (stops.length > 0) await runOne(stops.pop()!);
-      })();
-      return running;
-    },
-  };
 }
 
 export interface LocalStackOptions {
@@ -150,14 +123,23 @@ function cleanEnvironment(): NodeJS.ProcessEnv {
   return env;
 }
 
-function supervise(
+/**
+ * A child process in a process group of its own, started again when it exits unasked. Its stop is
+ * registered with `cleanup` (SIGTERM, SIGKILL after 10 s), and so is leaving without it: its group
+ * is killed at once, as no signal of the terminal's reaches it (stack/own-session.ts).
+ */
+export function supervise(
   name: string,
   entry: string | string[],
-  env: NodeJS.ProcessEnv,
-  logFile: WriteStream,
-  log: (line: string) => void,
-  closing: () => boolean,
+  options: {
+    env: NodeJS.ProcessEnv;
+    logFile: WriteStream;
+    log: (line: string) => void;
+    closing: () => boolean;
+    cleanup: Cleanup;
+  },
 ): SupervisedProcess {
+  const { env, logFile, log, closing, cleanup } = options;
   let child: ChildProcess | undefined;
   let wanted = false;
   let unplannedExits = 0;
@@ -220,6 +202,17 @@ function supervise(
     await exited;
     clearTimeout(timer);
   };
+  cleanup.add(() => stop('SIGTERM', 10_000));
+  cleanup.onLeave(() => {
+    wanted = false;
+    clearTimeout(restartTimer);
+    if (child?.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+    try {
+      process.kill(-child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  });
 
   return {
     name,
@@ -359,20 +352,22 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   const entryOf = (entry: string) => (compiled ? [path.join(compiled, entry.replace(/\.ts$/, '.js'))] : entry);
   const workers = Array.from({ length: Math.max(1, options.workers ?? 1) }, (_, index) => {
     const name = index === 0 ? 'worker' : `worker-${index + 1}`;
-    const supervised = supervise(
-      name,
-      entryOf('worker/main.ts'),
-      serviceEnvironment(env),
-      openLog(`${name}.log`),
+    return supervise(name, entryOf('worker/main.ts'), {
+      env: serviceEnvironment(env),
+      logFile: openLog(`${name}.log`),
       log,
-      isClosing,
-    );
-    later(() => supervised.stop('SIGTERM', 10_000));
-    return supervised;
+      closing: isClosing,
+      cleanup: options.cleanup,
+    });
   });
   const worker = workers[0]!;
-  const api = supervise('api', entryOf('api/main.ts'), apiEnvironment(env), openLog('api.log'), log, isClosing);
-  later(() => api.stop('SIGTERM', 10_000));
+  const api = supervise('api', entryOf('api/main.ts'), {
+    env: apiEnvironment(env),
+    logFile: openLog('api.log'),
+    log,
+    closing: isClosing,
+    cleanup: options.cleanup,
+  });
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {
     closing = true;
@@ -420,8 +415,13 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     temporalTail: () => temporalRecent,
     temporalPid: () => temporal?.process.pid,
     async startProcess(name, entry, ready) {
-      const supervised = supervise(name, entryOf(entry), env, openLog(`${name}.log`), log, isClosing);
-      later(() => supervised.stop('SIGTERM', 10_000));
+      const supervised = supervise(name, entryOf(entry), {
+        env,
+        logFile: openLog(`${name}.log`),
+        log,
+        closing: isClosing,
+        cleanup: options.cleanup,
+      });
       supervised.start();
       await supervised.waitForOutput(ready, 120_000);
       return supervised;

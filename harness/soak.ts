@@ -28,8 +28,8 @@ import {
   type SoakFundingRow,
   type SoakPaymentRow,
 } from './soak-invariants.ts';
-import { createCleanup, startLocalStack, type LocalStack } from './local-stack.ts';
-import { onStopSignal } from '../stack/stop-signals.ts';
+import { createCleanup, exitOnStopSignals } from './cleanup.ts';
+import { startLocalStack, type LocalStack } from './local-stack.ts';
 import { formatAmount, fromNumeric, storedAmount } from '../domain/money.ts';
 import {
   batchView,
@@ -103,14 +103,7 @@ export async function runSoak(options: SoakOptions): Promise<number> {
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(0).padStart(4)}s`;
   const log = (line: string) => process.stdout.write(`${elapsed()}  ${line}\n`);
   const cleanup = createCleanup(log);
-  let interrupted = false;
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (interrupted) process.exit(130); // a second Ctrl-C: leave now
-    interrupted = true;
-    log(`${signal}: stopping everything the soak started...`);
-    void cleanup.run().then(() => process.exit(130));
-  };
-  onStopSignal(onSignal);
+  const signals = exitOnStopSignals(cleanup, log, 'soak');
 
   try {
     log(
@@ -172,13 +165,12 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     if (result.check.violations.length > 0 && options.logDir) log(`process logs kept in ${options.logDir}`);
     return result.check.violations.length === 0 ? 0 : 1;
   } catch (error) {
-    if (interrupted) return 130;
+    if (signals.interrupted()) return 130;
     console.error(`walletflow soak: ${(error as Error).message}`);
     return 1;
   } finally {
-    if (!interrupted) await cleanup.run();
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    if (!signals.interrupted()) await cleanup.run();
+    signals.off();
   }
 }
 

@@ -7,10 +7,17 @@
 // that error would end the command before it has stopped its children, leaving them behind. There
 // is nowhere left to report it, so it is dropped.
 
+const stopSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /** Calls `stop` on SIGINT, SIGTERM and SIGHUP, and keeps the process alive through a closed output. */
 export function onStopSignal(stop: (signal: NodeJS.Signals) => void): void {
   for (const stream of [process.stdout, process.stderr]) {
     stream.on('error', () => undefined);
   }
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, stop);
+  for (const signal of stopSignals) process.on(signal, stop);
+}
+
+/** Removes what `onStopSignal` added for `stop`, on all three signals. */
+export function offStopSignal(stop: (signal: NodeJS.Signals) => void): void {
+  for (const signal of stopSignals) process.off(signal, stop);
 }
