@@ -28,6 +28,7 @@ import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.
 import { seriousAxeFindings } from '../support/axe.ts';
 import { closeChromium, launchChromium } from '../support/browser.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
+import { newFundingRow } from '../support/new-funding-row.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 import { plantApprovedDay } from '../../harness/settlement-day.ts';
@@ -275,16 +276,12 @@ beforeAll(async () => {
 
   // A funding stored as the API stores one, without a workflow to take it on: it stays PENDING.
   const record = createFundingRecord({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
-  const pendingId = randomUUID();
-  await record.insert({
-    id: pendingId,
-    idempotencyKey: `console-pending-${pendingId}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `console-pending-${pendingId}`,
+  const pending = newFundingRow('console-pending', {
     recipient: { type: 'CODE', code: '7654321' },
     amount: moneyOf({ currency: 'PHP', value: '4.00' }),
   });
-  made.pendingFundingId = pendingId;
+  await record.insert(pending);
+  made.pendingFundingId = pending.id;
 
   // A dead letter: a funding cancelled (funding.failed) to an endpoint that answers 500 for the whole retry window.
   const endpoint = await ops('/ops/webhooks/endpoints', {
@@ -293,16 +290,9 @@ beforeAll(async () => {
   });
   expect(endpoint.status).toBe(201);
   made.endpointId = endpoint.json.id as string;
-  const failedId = randomUUID();
-  await record.insert({
-    id: failedId,
-    idempotencyKey: `console-failed-${failedId}`,
-    requestFingerprint: '0'.repeat(64),
-    workflowId: `console-failed-${failedId}`,
-    recipient: { type: 'CODE', code: '1234567' },
-    amount: moneyOf({ currency: 'PHP', value: '2.00' }),
-  });
-  expect(await record.cancel({ id: failedId, createdAt: new Date() }, 'console-pages-test')).toBe(true);
+  const failed = newFundingRow('console-failed', { amount: moneyOf({ currency: 'PHP', value: '2.00' }) });
+  await record.insert(failed);
+  expect(await record.cancel({ id: failed.id, createdAt: new Date() }, 'console-pages-test')).toBe(true);
   const dead = await eventually(
     async () =>
       (await ops(`/ops/webhooks/deliveries?endpointId=${made.endpointId}&status=FAILED`)).json
