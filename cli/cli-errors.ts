@@ -11,6 +11,10 @@ export function reportError(command: string, error: unknown): number {
     say(error.message);
     return error.exitCode;
   }
+  if (error instanceof OpsNetworkError && error.brokenOff) {
+    say(`the ops API's answer broke off (${error.reason}); nothing of it was used. Run the command again.`);
+    return exitCodes.api;
+  }
   if (error instanceof OpsNetworkError) {
     say(`the ops API is not reachable at ${error.baseUrl} (${error.reason}).`);
     say(

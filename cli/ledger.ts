@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-client.generated.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
-import { exitCodes } from './exit-codes.ts';
+import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
 import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
@@ -137,8 +137,14 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
     const clean = [report.fundings, report.payments].every((side) => side.missing === 0 && side.mismatched === 0);
     const code = clean ? exitCodes.ok : exitCodes.failed;
     if (options.output === 'csv') {
-      const { body } = await client.getSettlement({ date: options.date, format: 'csv' });
-      process.stdout.write(String(body));
+      const csv = await client.getSettlement({ date: options.date, format: 'csv' });
+      // A run of the day started since the report above (another person's --fresh): its progress, not a CSV.
+      if (csv.status !== 200 || typeof csv.body !== 'string')
+        throw new CliInputError(
+          `a new run of ${options.date} started while its report was read; run the command again`,
+          exitCodes.api,
+        );
+      process.stdout.write(csv.body);
       return code;
     }
     if (options.output === 'json') {

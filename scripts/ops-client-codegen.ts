@@ -258,7 +258,7 @@ const header = `// The typed client of walletflow's ops API, generated from its 
 // \`npm run client:generate\` after changing the API (a unit test fails until you do).
 // Self-contained (Node 20's or a browser's fetch, no imports), so partners may copy this file.
 // Errors: a non-2xx answer throws OpsProblemError (RFC 9457 problem details with \`code\`); no
-// answer at all throws OpsNetworkError. Neither ever carries the API key.
+// answer at all, or an answer that broke off, throws OpsNetworkError. Neither ever carries the API key.
 `;
 
 const runtime = `
@@ -312,13 +312,18 @@ export class OpsProblemError extends Error {
   }
 }
 
-/** No answer: nothing listens at the URL, DNS failed, the connection broke or timed out. */
+/**
+ * No answer (nothing listens at the URL, DNS failed, the connection broke or timed out), or
+ * \`brokenOff\`: a 2xx answer that broke off or timed out while its body was read, or whose JSON
+ * is not whole. Nothing of such an answer is returned: half a report never passes for a whole one.
+ */
 export class OpsNetworkError extends Error {
   constructor(
     readonly baseUrl: string,
     readonly reason: string,
+    readonly brokenOff = false,
   ) {
-    super(\`the ops API is not reachable at \${baseUrl} (\${reason})\`);
+    super(brokenOff ? \`the ops API's answer from \${baseUrl} broke off (\${reason})\` : \`the ops API is not reachable at \${baseUrl} (\${reason})\`);
     this.name = 'OpsNetworkError';
   }
 }
@@ -358,17 +363,25 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     if (reason !== null) throw new OpsNetworkError(baseUrl, reason);
     throw error;
   }
-  const text = await response.text().catch(() => '');
+  const ok = response.status >= 200 && response.status <= 299;
+  let text = '';
+  try {
+    text = await response.text();
+  } catch (error) {
+    // An error status stands without its body; a 2xx without its whole body is no answer.
+    if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true);
+  }
   const json = /json/.test(response.headers.get('content-type') ?? '');
   let body: unknown = text === '' ? undefined : text;
   if (json && text !== '') {
     try {
       body = JSON.parse(text);
     } catch {
+      if (ok) throw new OpsNetworkError(baseUrl, 'its JSON is not whole', true);
       body = undefined;
     }
   }
-  if (response.status < 200 || response.status > 299) throw new OpsProblemError(response.status, isProblem(body) ? body : undefined, id);
+  if (!ok) throw new OpsProblemError(response.status, isProblem(body) ? body : undefined, id);
   return { status: response.status, body };
 }
 

@@ -123,6 +123,33 @@ describe('the generated client at run time', () => {
     await expect(busy.client.listPayments()).rejects.toMatchObject({ transient: true, detail: 'Too Many Requests' });
   });
 
+  it('an answer that breaks off while its body is read: OpsNetworkError, never half a report as the answer', async () => {
+    const brokenBody = (first: string) =>
+      new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(new TextEncoder().encode(first));
+          controller.error(Object.assign(new TypeError('terminated'), { cause: { code: 'UND_ERR_SOCKET' } }));
+        },
+      });
+    const answering = (status: number, type: string, body: () => BodyInit) =>
+      createOpsClient({
+        baseUrl: 'http://api.test',
+        key: secret,
+        fetch: (async () => new Response(body(), { status, headers: { 'content-type': type } })) as typeof fetch,
+      });
+    const csv = answering(200, 'text/csv', () => brokenBody('kind,id,result\nfunding,f1,matched\n'));
+    const error = await csv.getSettlement({ date: '2026-01-01', format: 'csv' }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(OpsNetworkError);
+    expect(error).toMatchObject({ brokenOff: true, reason: 'UND_ERR_SOCKET' });
+    expect((error as Error).message).toBe("the ops API's answer from http://api.test broke off (UND_ERR_SOCKET)");
+    // JSON cut short (a proxy that closed early): not an answer either.
+    const cut = answering(200, 'application/json', () => '{"items":[{"kind":"funding"');
+    await expect(cut.listFundings()).rejects.toMatchObject({ brokenOff: true, reason: 'its JSON is not whole' });
+    // An error status stands without its body.
+    const failed = answering(503, 'application/problem+json', () => brokenBody('{"type"'));
+    await expect(failed.listFundings()).rejects.toMatchObject({ status: 503, code: 'HTTP_503' });
+  });
+
   it('no answer: OpsNetworkError naming the base URL and the reason', async () => {
     const refused = Object.assign(new TypeError('fetch failed'), { cause: { code: 'ECONNREFUSED' } });
     const { client } = recording(refused);
