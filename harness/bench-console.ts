@@ -256,13 +256,13 @@ export async function consoleHistory(
 }
 
 /**
- * The cookie a Set-Cookie header sets (`name=value`, the name with or without the `__Secure-` prefix an https console
+ * The cookie a Set-Cookie header sets (`name=value`, the name with or without the `__Host-` prefix an https console
  * gives it), or undefined.
  */
 function cookieFrom(response: Response, name: string): string | undefined {
   for (const header of response.headers.getSetCookie()) {
     const pair = header.split(';')[0] ?? '';
-    for (const spelled of [name, `__Secure-${name}`])
+    for (const spelled of [name, `__Host-${name}`])
       if (pair.startsWith(`${spelled}=`) && pair.length > spelled.length + 1) return pair;
   }
   return undefined;

@@ -1,6 +1,6 @@
 // Who is signed in to the console, on every request under /console: the session cookie (HttpOnly,
-// SameSite=Strict, Path=/console; Secure and `__Secure-` where PUBLIC_URL is https) names a server-side session
-// (access/console-sessions.ts), which holds only while what its sign-in rests on holds
+// SameSite=Strict; where PUBLIC_URL is https `__Host-`, Secure and Path=/, else Path=/console)
+// names a server-side session (access/console-sessions.ts), which holds only while what its sign-in rests on holds
 // (console-grants.ts: the ops key, or the person's groups), and whose person becomes the
 // request's actor (api/http/actor.ts), so the same scope checks as the ops API apply, route by
 // route. Reading a session is not using it: only what a person does counts as their act (a page
@@ -23,9 +23,12 @@ import { sendEndedStream } from './live-events.ts';
  * The console's cookies' names: the session's; the sign-in form's own CSRF token (double submit:
  * before any session exists); the state of an OpenID Connect sign-in and its PKCE verifier
  * (`<state>.<verifier>`), bound to the browser that started it. Where the cookies are Secure
- * (PUBLIC_URL is https: production) each name has the `__Secure-` prefix, so a browser takes such a
- * cookie only with Secure from an https page: no http page (of a sibling subdomain, say) can plant one.
+ * (PUBLIC_URL is https: production) each name has the `__Host-` prefix, so a browser takes such a
+ * cookie only from this host itself, Secure, with Path=/ and no Domain: no page of another host (a
+ * sibling subdomain's, over https too) can plant one. (`__Secure-` kept out only http pages.)
  */
+const HOST_PREFIX = '__Host-';
+
 export interface ConsoleCookieNames {
   session: string;
   preSignIn: string;
@@ -33,7 +36,7 @@ export interface ConsoleCookieNames {
 }
 
 export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
-  const prefix = secure ? '__Secure-' : '';
+  const prefix = secure ? HOST_PREFIX : '';
   return {
     session: `${prefix}walletflow_console`,
     preSignIn: `${prefix}walletflow_console_pre`,
@@ -47,10 +50,12 @@ export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
 const MAX_VALUES_OF_A_NAME = 4;
 
 /**
- * Every well-formed value the request carries under `name`, in the order sent (distinct, at most
- * MAX_VALUES_OF_A_NAME). A browser sends several under one name when a sibling subdomain set one
- * for the parent domain or a longer path; which is ours is for the caller to find (never the first
- * by default: the browser puts a longer path first).
+ * Every well-formed value the request carries under `name`, in the order sent (distinct). A
+ * browser sends several under one name when another site of the domain set one for the parent
+ * domain or a longer path (only where the name has no `__Host-` prefix: on plain http); which is
+ * ours is for the caller to find (never the first by default: the browser puts a longer path
+ * first). More than MAX_VALUES_OF_A_NAME: none. Planted ones sent first could otherwise push the
+ * browser's own out of what is read, and leave a planted live session the only one.
  */
 export function cookieValuesOf(req: Request, name: string): string[] {
   const values: string[] = [];
@@ -58,8 +63,9 @@ export function cookieValuesOf(req: Request, name: string): string[] {
     const [key, ...rest] = part.trim().split('=');
     if (key !== name) continue;
     const value = rest.join('=');
-    if (/^[A-Za-z0-9_.-]{16,200}$/.test(value) && !values.includes(value)) values.push(value);
-    if (values.length >= MAX_VALUES_OF_A_NAME) break;
+    if (!/^[A-Za-z0-9_.-]{16,200}$/.test(value) || values.includes(value)) continue;
+    if (values.length === MAX_VALUES_OF_A_NAME) return [];
+    values.push(value);
   }
   return values;
 }
@@ -74,7 +80,8 @@ export interface CookieOptions {
 export function setCookie(res: Response, name: string, value: string, options: CookieOptions): void {
   const attributes = [
     `${name}=${value}`,
-    `Path=${options.path ?? CONSOLE_PATH}`,
+    // A `__Host-` cookie is taken only with Path=/.
+    `Path=${name.startsWith(HOST_PREFIX) ? '/' : (options.path ?? CONSOLE_PATH)}`,
     'HttpOnly',
     `SameSite=${options.sameSite ?? 'Strict'}`,
   ];

@@ -129,11 +129,11 @@ const from = (address: string) => ({ 'x-forwarded-for': address });
 let addresses = 0;
 const nextAddress = () => `198.51.100.${(addresses += 1)}`;
 
-/** The Set-Cookie of a console cookie (`walletflow_console`, `…_pre`), with the `__Secure-` prefix or without. */
+/** The Set-Cookie of a console cookie (`walletflow_console`, `…_pre`), with the `__Host-` prefix or without. */
 const setCookieOf = (response: Response, name: string) =>
   response.headers
     .getSetCookie()
-    .find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Secure-${name}=`));
+    .find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Host-${name}=`));
 
 /** Signs in with an ops key as the sign-in page's form does; answers the session cookie (`name=value`). */
 async function signIn(
@@ -143,6 +143,20 @@ async function signIn(
   origin = base,
   extraCookie = '',
 ): Promise<string> {
+  return cookiePair(await signInAnswer(base, key, address, origin, extraCookie), 'walletflow_console');
+}
+
+/** A cookie the answer sets, as a browser sends it back (`name=value`). */
+const cookiePair = (response: Response, name: string) => setCookieOf(response, name)!.split(';')[0]!;
+
+/** The sign-in form's answer to an ops key (200, the session's cookie set). */
+async function signInAnswer(
+  base: string,
+  key: string,
+  address = nextAddress(),
+  origin = base,
+  extraCookie = '',
+): Promise<Response> {
   const form = await fetch(`${base}/console/sign-in`, { headers: from(address) });
   await form.arrayBuffer();
   const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
@@ -159,7 +173,7 @@ async function signIn(
   });
   await signedIn.arrayBuffer();
   expect(signedIn.status).toBe(200);
-  return setCookieOf(signedIn, 'walletflow_console')!.split(';')[0]!;
+  return signedIn;
 }
 
 /** The two processes of one deployment. */
@@ -406,17 +420,39 @@ describe('a console session is kept alive only by what a person does', () => {
 });
 
 describe('the session cookie', () => {
-  it('is __Secure-walletflow_console, Secure, where PUBLIC_URL is https; the name without the prefix is no session there', async () => {
+  it('is __Host-walletflow_console, Secure, Path=/, where PUBLIC_URL is https; the name with another prefix or none is no session there', async () => {
     const form = await fetch(`${secure.apiBase}/console/sign-in`, { headers: from(nextAddress()) });
     await form.arrayBuffer();
-    expect(setCookieOf(form, 'walletflow_console_pre')).toMatch(/^__Secure-walletflow_console_pre=[^;]+;.*; Secure/);
-    const session = await signIn(secure.apiBase, keys.steady, nextAddress(), securePublicUrl);
-    expect(session).toMatch(/^__Secure-walletflow_console=/);
+    expect(setCookieOf(form, 'walletflow_console_pre')).toMatch(
+      /^__Host-walletflow_console_pre=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/,
+    );
+    const signedIn = await signInAnswer(secure.apiBase, keys.steady, nextAddress(), securePublicUrl);
+    expect(setCookieOf(signedIn, 'walletflow_console')).toMatch(
+      /^__Host-walletflow_console=[^;]+; Path=\/; HttpOnly; SameSite=Strict; Max-Age=\d+; Secure$/,
+    );
+    const session = cookiePair(signedIn, 'walletflow_console');
     const home = await get(secure.apiBase, '/console', session);
     await home.arrayBuffer();
     expect(home.status).toBe(200);
-    // The same value under the plain name (which any http page of a sibling subdomain may set): no session.
-    await expectSignInAsked(await get(secure.apiBase, '/console', session.replace(/^__Secure-/, '')));
+    // The same value under the plain name (any http page of a sibling subdomain may set it) or under
+    // `__Secure-` (an https page of one may, for the parent domain): no session.
+    for (const planted of [session.replace(/^__Host-/, ''), session.replace(/^__Host-/, '__Secure-')])
+      await expectSignInAsked(await get(secure.apiBase, '/console', planted));
+  });
+
+  it('reads no session where a browser carries more values of its name than any browser of one person would: planted ones sent first cannot push its own out', async () => {
+    skewMs = 0;
+    const mine = await signIn(stack.apiBase, keys.steady);
+    const theirs = await signIn(stack.apiBase, keys.auditor);
+    const junk = () => `walletflow_console=${randomBytes(32).toString('base64url')}`;
+    // Three unknown values and someone else's live session, each for a longer path, come before this browser's own.
+    const answer = await get(stack.apiBase, '/console/audit', `${junk()}; ${junk()}; ${junk()}; ${theirs}; ${mine}`);
+    expect(answer.status).toBe(303);
+    expect(await answer.text()).not.toContain('auditor');
+    // Four values in all, the browser's own among them: still read, its own session taken.
+    const four = await get(stack.apiBase, '/console', `${junk()}; ${junk()}; ${junk()}; ${mine}`);
+    expect(four.status).toBe(200);
+    expect(await four.text()).toContain('steady');
   });
 
   it('takes the session its own cookie names when several cookies share the name: an unknown one beside it does not end it, and another live session never wins', async () => {

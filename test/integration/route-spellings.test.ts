@@ -317,7 +317,7 @@ describe('a route is reached only by its own spelling, and its scope is checked 
     expect(signedIn.status).toBe(200);
     const session = signedIn.headers
       .getSetCookie()
-      .find((cookie) => /^(__Secure-)?walletflow_console=/.test(cookie))!
+      .find((cookie) => /^(__Host-)?walletflow_console=/.test(cookie))!
       .split(';')[0]!;
     const home = await rawHttp(stack.apiBase, { method: 'GET', target: '/console', headers: [['Cookie', session]] });
     expect(home.status).toBe(200);
