@@ -7,7 +7,7 @@
 // browser may make on its own: a prefetch, a HEAD); while it goes, a page shows its progress,
 // pushed (a live region), and the download link once it is done.
 import { randomUUID } from 'node:crypto';
-import type { Request, Response, Router } from 'express';
+import type { Response, Router } from 'express';
 import { idempotencyKeySchema, unfinishedFundingStatuses } from '../../domain/funding.ts';
 import {
   accountOfPathSegment,
@@ -397,17 +397,13 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     }
   });
 
-  /** A day's report as CSV; to a HEAD only its headers (nothing read). */
-  const sendReport = async (req: Request, res: Response, run: SettlementRun, date: string): Promise<void> => {
+  /** A day's report as CSV (to a HEAD only its headers: csvStreams reads nothing for one). */
+  const sendReport = async (res: Response, run: SettlementRun, date: string): Promise<void> => {
     consoleHeaders(res);
     res
       .status(200)
       .type('text/csv; charset=utf-8')
       .setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`);
-    if (req.method === 'HEAD') {
-      res.end();
-      return;
-    }
     await deps.csvStreams.send(res, deps.settlements.csv(run));
   };
 
@@ -453,7 +449,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         });
         return;
       case 'report':
-        await sendReport(req, res, answer.run, date.data);
+        await sendReport(res, answer.run, date.data);
         return;
       case 'running':
         progressPage(res, person, answer, date.data);
@@ -512,7 +508,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     if (answer.kind === 'report') {
-      await sendReport(req, res, answer.run, date.data);
+      await sendReport(res, answer.run, date.data);
       return;
     }
     // A big day: its page follows the run (a GET, which only reads it).

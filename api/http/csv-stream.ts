@@ -38,6 +38,12 @@ export function createCsvStreams(deps: {
 
   return {
     async send(res, csv) {
+      // A HEAD's answer has no body, and Node drops what is written to it without pushing back: the
+      // report would be read whole for nothing. Its headers, then the end; nothing read.
+      if (res.req.method === 'HEAD') {
+        res.end();
+        return { outcome: 'completed', rows: 0 };
+      }
       const paced = paceResponse(res, { stallMs });
       let rows = 0;
       let counted = 0;

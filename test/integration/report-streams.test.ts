@@ -184,6 +184,19 @@ describe('a 100,000-item report streamed to a client', () => {
     ).toBeGreaterThanOrEqual(1);
   }, 120_000);
 
+  it('asked for with HEAD: its headers, and not a row read', async () => {
+    const before = await rowsRead();
+    const head = await fetch(`${stack.apiBase}${reportPath()}`, {
+      method: 'HEAD',
+      headers: { authorization: `Bearer ${stack.opsKey}` },
+    });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-type')).toMatch(/^text\/csv/);
+    expect(await head.text()).toBe('');
+    // Node ignores what is written to a HEAD's answer without ever pushing back: the report would be read whole.
+    expect((await settled(rowsRead)) - before).toBe(0);
+  }, 120_000);
+
   it('that goes away half-way: the database reads stop there', async () => {
     const before = await rowsRead();
     const disconnectedBefore = await inProcessMetric('walletflow_report_streams_total', {
