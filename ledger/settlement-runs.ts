@@ -258,6 +258,11 @@ export function createSettlementRuns(database: Database) {
      */
     async finish(runId: string): Promise<SettlementRun> {
       return database.$transaction(async (tx) => {
+        // The run's row first: a store under way (an overtaken attempt's) is counted once it commits, or
+        // waits and then finds the run no longer RUNNING; the counts below and the total agree either way.
+        const locked = await tx.$queryRaw<Array<{ id: string }>>`
+          SELECT id::text AS id FROM settlement_run WHERE id = ${runId}::uuid AND state = 'RUNNING' FOR UPDATE`;
+        if (!locked[0]) throw new SettlementRunNotRunning(runId);
         const rows = await tx.$queryRaw<
           Array<{ kind: SettlementLineKind; result: SettlementItem['result']; count: bigint; amount: Prisma.Decimal }>
         >`

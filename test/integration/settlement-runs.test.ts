@@ -273,6 +273,36 @@ describe('a day settled by a durable run', () => {
     ).toEqual([{ n: 0n }]);
   });
 
+  it('a finish beside an overtaken attempt’s store counts every line its total does: the store waits, or is counted', async () => {
+    const day = await freshDay();
+    await plant(day, 2);
+    const report = await settled(day);
+    const runs = createSettlementRuns(stack.database);
+    const started = await runs.start({ date: day, timeZone, wholeDay: true, requestedBy: 'settlement-runs.test' });
+    const second = (report.body.items as Array<{ id: string }>)[1];
+    await runs.store(started.run.id, (report.body.items as never[]).slice(0, 1));
+    // An attempt overtaken by the finish (a paused worker's, say) stores a second line: written, not yet committed.
+    let commit = () => undefined as void;
+    const written = new Promise<void>((resolve) => {
+      void stack.database.$transaction(async (tx) => {
+        await tx.$executeRaw`
+          INSERT INTO settlement_line (run_id, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail)
+          SELECT ${started.run.id}::uuid, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail
+          FROM settlement_line WHERE run_id = ${report.body.runId as string}::uuid AND item_id = ${second!.id}::uuid`;
+        await tx.$executeRaw`UPDATE settlement_run SET checked = checked + 1 WHERE id = ${started.run.id}::uuid`;
+        resolve();
+        await new Promise<void>((committed) => (commit = committed));
+      });
+    });
+    await written;
+    const finishing = runs.finish(started.run.id);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    commit();
+    const finished = await finishing;
+    const counted = finished.summary!.fundings.total.count + finished.summary!.payments.total.count;
+    expect({ total: finished.total, counted }).toEqual({ total: 2, counted: 2 });
+  });
+
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
     const day = await freshDay();
     await plant(day, 30);
