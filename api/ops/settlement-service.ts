@@ -178,7 +178,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       let run = running ? await ensureWorkflow(running) : null;
       run ??= (await startRun(date, input.requestedBy)).run;
       const waited = await waitFor(run, input.waitMs ?? SETTLEMENT_WAIT_MS, input.signal);
-      if (waited.state === 'SUCCEEDED') return { kind: 'report', run: waited };
+      // A run begun while the day went on (the day so far) may end after midnight: it does not answer for the past day.
+      if (waited.state === 'SUCCEEDED' && serves(waited, date)) return { kind: 'report', run: waited };
+      if (waited.state === 'SUCCEEDED') return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };
       if (waited.state === 'RUNNING') return { kind: 'running', run: waited };
       // Given up while we waited (its workflow closed): another run, answered with its progress.
       return { kind: 'running', run: (await startRun(date, input.requestedBy)).run };

@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
+import { createSettlementService } from '../../api/ops/settlement-service.ts';
 import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
@@ -302,6 +303,36 @@ describe('a day settled by a durable run', () => {
     const counted = finished.summary!.fundings.total.count + finished.summary!.payments.total.count;
     expect({ total: finished.total, counted }).toEqual({ total: 2, counted: 2 });
   });
+
+  it('after midnight, answers a past day only with a run of the whole of it: a run begun during the day that ends now is not its report', async () => {
+    const day = await freshDay();
+    await plant(day, 2);
+    const runs = createSettlementRuns(stack.database);
+    const settlements = createSettlementService({
+      runs,
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone,
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+    });
+    // A GET of the day while it went on started this run (the day so far); the day has ended since.
+    const duringTheDay = await runs.start({
+      date: day,
+      timeZone,
+      wholeDay: false,
+      requestedBy: 'settlement-runs.test',
+    });
+    const answer = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    expect(answer.kind).not.toBe('not-started');
+    const run = (answer as { run: { id: string; wholeDay: boolean } }).run;
+    expect({ kind: answer.kind, wholeDay: run.wholeDay, sameRun: run.id === duringTheDay.run.id }).toMatchObject({
+      wholeDay: true,
+      sameRun: false,
+    });
+    // The run begun during the day ended as it would have: its lines are its own record.
+    expect((await runs.find(duringTheDay.run.id))?.state).toBe('SUCCEEDED');
+  }, 60_000);
 
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
     const day = await freshDay();
