@@ -11,8 +11,15 @@ export function reportError(command: string, error: unknown): number {
     say(error.message);
     return error.exitCode;
   }
-  if (error instanceof OpsNetworkError && error.brokenOff) {
+  if (error instanceof OpsNetworkError && error.brokenOff && error.method === 'GET') {
     say(`the ops API's answer broke off (${error.reason}); nothing of it was used. Run the command again.`);
+    return exitCodes.api;
+  }
+  if (error instanceof OpsNetworkError && error.brokenOff) {
+    // The API answered 2xx: the write was applied; a new key would apply it twice.
+    say(`the ops API applied the request, but its answer broke off (${error.reason}).`);
+    const key = error.idempotencyKey ? ` --idempotency-key ${error.idempotencyKey}` : '';
+    say(`to see its answer, send the same command again with${key || ' the same --idempotency-key'}: applied once.`);
     return exitCodes.api;
   }
   if (error instanceof OpsNetworkError) {

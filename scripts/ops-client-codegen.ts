@@ -316,12 +316,16 @@ export class OpsProblemError extends Error {
  * No answer (nothing listens at the URL, DNS failed, the connection broke or timed out), or
  * \`brokenOff\`: a 2xx answer that broke off or timed out while its body was read, or whose JSON
  * is not whole. Nothing of such an answer is returned: half a report never passes for a whole one.
+ * A write answered so (\`method\` other than GET) was applied: only its answer was lost; sent again
+ * with the same \`idempotencyKey\`, it is answered again, applied once.
  */
 export class OpsNetworkError extends Error {
   constructor(
     readonly baseUrl: string,
     readonly reason: string,
     readonly brokenOff = false,
+    readonly method = 'GET',
+    readonly idempotencyKey?: string,
   ) {
     super(brokenOff ? \`the ops API's answer from \${baseUrl} broke off (\${reason})\` : \`the ops API is not reachable at \${baseUrl} (\${reason})\`);
     this.name = 'OpsNetworkError';
@@ -369,7 +373,7 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     text = await response.text();
   } catch (error) {
     // An error status stands without its body; a 2xx without its whole body is no answer.
-    if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true);
+    if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true, spec.method, headers['Idempotency-Key']);
   }
   const json = /json/.test(response.headers.get('content-type') ?? '');
   let body: unknown = text === '' ? undefined : text;
@@ -377,7 +381,7 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     try {
       body = JSON.parse(text);
     } catch {
-      if (ok) throw new OpsNetworkError(baseUrl, 'its JSON is not whole', true);
+      if (ok) throw new OpsNetworkError(baseUrl, 'its JSON is not whole', true, spec.method, headers['Idempotency-Key']);
       body = undefined;
     }
   }

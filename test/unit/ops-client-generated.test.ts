@@ -4,9 +4,11 @@
 // problems and unreachable APIs, and never the key in an error.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { createOpsClient, OpsNetworkError, OpsProblemError } from '../../client/ops-client.generated.ts';
+import { reportError } from '../../cli/cli-errors.ts';
+import { exitCodes } from '../../cli/exit-codes.ts';
 import { generateOpsClient, headerParameterName, typeOf } from '../../scripts/ops-client-codegen.ts';
 
 const root = path.resolve(import.meta.dirname, '../..');
@@ -148,6 +150,29 @@ describe('the generated client at run time', () => {
     // An error status stands without its body.
     const failed = answering(503, 'application/problem+json', () => brokenBody('{"type"'));
     await expect(failed.listFundings()).rejects.toMatchObject({ status: 503, code: 'HTTP_503' });
+    // A write answered 2xx was applied, its answer lost: the CLI says so, with the key that answers it again once.
+    const applied = answering(201, 'application/json', () => brokenBody('{"adjustmentId":"a'));
+    const lost = await applied
+      .adjustAccount({
+        account: 'TREASURY',
+        idempotencyKey: 'adjust-key-1',
+        body: { amount: { currency: 'PHP', value: '-25.00' }, reason: 'r' },
+      })
+      .catch((caught: unknown) => caught);
+    expect(lost).toMatchObject({ brokenOff: true, method: 'POST', idempotencyKey: 'adjust-key-1' });
+    const said: string[] = [];
+    const write = vi.spyOn(process.stderr, 'write').mockImplementation((text) => said.push(String(text)) > 0);
+    try {
+      expect(reportError('accounts adjust', lost)).toBe(exitCodes.api);
+      expect(reportError('fundings list', error)).toBe(exitCodes.api);
+    } finally {
+      write.mockRestore();
+    }
+    expect(said.join('')).toBe(
+      'walletflow accounts adjust: the ops API applied the request, but its answer broke off (UND_ERR_SOCKET).\n' +
+        'walletflow accounts adjust: to see its answer, send the same command again with --idempotency-key adjust-key-1: applied once.\n' +
+        "walletflow fundings list: the ops API's answer broke off (UND_ERR_SOCKET); nothing of it was used. Run the command again.\n",
+    );
   });
 
   it('no answer: OpsNetworkError naming the base URL and the reason', async () => {
