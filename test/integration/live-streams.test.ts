@@ -59,8 +59,14 @@ async function signIn(key: string): Promise<string> {
     .split(';')[0]!;
 }
 
-/** A webhook endpoint at `https://${where}` with a dead letter: Home lists it among the failing ones. */
-async function failingEndpoint(where: string): Promise<void> {
+/**
+ * A webhook endpoint at `https://${where}` with a delivery: a dead letter (Home lists it among the failing ones), or
+ * one still pending, which `fails()` makes a dead letter with one statement.
+ */
+async function failingEndpoint(
+  where: string,
+  status: 'FAILED' | 'PENDING' = 'FAILED',
+): Promise<{ fails(): Promise<void> }> {
   const created = await stack.opsFetch('/ops/webhooks/endpoints', {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -69,10 +75,19 @@ async function failingEndpoint(where: string): Promise<void> {
   expect(created.status).toBe(201);
   const endpointId = ((await created.json()) as { id: string }).id;
   const eventId = `evt_${randomUUID()}`;
+  const deliveryId = randomUUID();
   await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
   await stack.database.webhookDelivery.create({
-    data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
+    data: { id: deliveryId, eventId, endpointId, status, attempts: status === 'FAILED' ? 5 : 0 },
   });
+  return {
+    async fails() {
+      await stack.database.webhookDelivery.update({
+        where: { id: deliveryId },
+        data: { status: 'FAILED', attempts: 5 },
+      });
+    },
+  };
 }
 
 interface PausedStream {
@@ -177,17 +192,20 @@ describe('a console live stream whose client stops reading', () => {
     const session = await signIn(watcherKey);
     const stalledBefore = await stalledStreams();
     const openBefore = await openStreams();
+    // An endpoint whose delivery is still pending: not among Home's failing ones yet.
+    const host = `hooks-${randomUUID().slice(0, 8)}.example.com`;
+    const endpoint = await failingEndpoint(`${host}/in`, 'PENDING');
     const paused = await openPaused(session);
     try {
-      // Its sockets are full: the API holds bytes for it.
+      expect(paused.firstPush).not.toContain(host);
+      // Its sockets are full: the API holds bytes for it (and the stall bound's clock runs).
       await waitFor(
         'the paused stream’s sockets are full',
         async () => ((await held()) > 0 ? true : undefined),
         60_000,
       );
-      // Meanwhile Home's state changes: one more webhook endpoint fails.
-      const host = `hooks-${randomUUID().slice(0, 8)}.example.com`;
-      await failingEndpoint(`${host}/in`);
+      // Meanwhile Home's state changes: that endpoint's delivery fails (one statement, well within the stall bound).
+      await endpoint.fails();
       // It reads again: past what its sockets held, the state now; the stream goes on.
       const { text, ended } = await paused.readUntil((more) => more.includes(host));
       expect(ended, 'the stream ended before it showed the state now').toBe(false);

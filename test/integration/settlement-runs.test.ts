@@ -284,21 +284,24 @@ describe('a day settled by a durable run', () => {
     await runs.store(started.run.id, (report.body.items as never[]).slice(0, 1));
     // An attempt overtaken by the finish (a paused worker's, say) stores a second line: written, not yet committed.
     let commit = () => undefined as void;
-    const written = new Promise<void>((resolve) => {
-      void stack.database.$transaction(async (tx) => {
+    let written = () => undefined as void;
+    const storing = stack.database.$transaction(
+      async (tx) => {
         await tx.$executeRaw`
           INSERT INTO settlement_line (run_id, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail)
           SELECT ${started.run.id}::uuid, kind, item_id, wallet_id, result, currency, amount, wallet_status, wallet_amount, ledger_amount, detail
           FROM settlement_line WHERE run_id = ${report.body.runId as string}::uuid AND item_id = ${second!.id}::uuid`;
         await tx.$executeRaw`UPDATE settlement_run SET checked = checked + 1 WHERE id = ${started.run.id}::uuid`;
-        resolve();
+        written();
         await new Promise<void>((committed) => (commit = committed));
-      });
-    });
-    await written;
+      },
+      { timeout: 60_000 },
+    );
+    await Promise.race([new Promise<void>((resolve) => (written = resolve)), storing]);
     const finishing = runs.finish(started.run.id);
     await new Promise((resolve) => setTimeout(resolve, 500));
     commit();
+    await storing;
     const finished = await finishing;
     const counted = finished.summary!.fundings.total.count + finished.summary!.payments.total.count;
     expect({ total: finished.total, counted }).toEqual({ total: 2, counted: 2 });
