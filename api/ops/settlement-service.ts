@@ -4,7 +4,8 @@
 // a day starts it and waits a few seconds for it; a POST starts a fresh one while the previous
 // report is served; one run per day at a time. The stored report is read a page at a time (JSON)
 // or line by line (CSV), never whole. The day is SETTLEMENT_TZ's; a day that has not begun has
-// nothing to settle, and today's report is the day so far (`complete: false`). A run whose
+// nothing to settle, and today's report is the day so far (`complete: false`), as is yesterday's for the first minutes
+// after midnight (SETTLEMENT_GRACE_MS: writes stamped before it may still commit). A run whose
 // workflow Temporal cannot start now (lib/workflow-unavailable.ts) stays recorded, RUNNING, for the
 // next request of the day to start: this one is refused with a WorkflowUnavailableError saying so
 // (503 WORKFLOW_UNAVAILABLE), unless it can be answered with a stored report.
@@ -58,6 +59,14 @@ export type FreshRunAnswer =
 
 /** How long a GET waits for a run before it answers 202. */
 export const SETTLEMENT_WAIT_MS = 5000;
+
+/**
+ * How long after a day's end it is still settled as the day so far (`complete: false`), no run of the whole of it
+ * started: an event is stamped by the clock of the process that writes it and becomes visible when its transaction
+ * commits, up to a transaction's time-out later (5 s by default), and the processes' clocks differ a little. A run of
+ * the whole day begun at midnight could page past an approval stamped 23:59:59.9 that commits a moment later.
+ */
+export const SETTLEMENT_GRACE_MS = 120_000;
 /** How often a waiting GET reads the run's row. */
 const POLL_MS = 200;
 
@@ -81,6 +90,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   const { runs, logger } = deps;
   const now = deps.now ?? (() => new Date());
   const today = () => settlementDayOf(now(), deps.timeZone).date;
+  /** The last day that may still gain events: today, or yesterday within SETTLEMENT_GRACE_MS of its end. */
+  const openDay = () => settlementDayOf(new Date(now().getTime() - SETTLEMENT_GRACE_MS), deps.timeZone).date;
 
   /**
    * The run's workflow, started if it is not running yet (a start that finds it running does
@@ -131,7 +142,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     requestedBy: string,
   ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < today(), requestedBy });
+      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < openDay(), requestedBy });
       const running = await ensureWorkflow(started.run);
       if (running) return { kind: started.kind, run: running };
     }
@@ -149,9 +160,12 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     return current;
   }
 
-  /** A report that answers for the day: one that covers the whole of it, or, for today, the day so far. */
+  /**
+   * A report that answers for the day: one that covers the whole of it, or, for a day still open (today, or yesterday
+   * within the grace), the day so far.
+   */
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
-    run !== null && (run.wholeDay || date >= today());
+    run !== null && (run.wholeDay || date >= openDay());
 
   return {
     timeZone: deps.timeZone,

@@ -8,8 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
-import { createSettlementService } from '../../api/ops/settlement-service.ts';
-import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
+import { createSettlementService, SETTLEMENT_GRACE_MS } from '../../api/ops/settlement-service.ts';
+import { createSettlementRuns, type SettlementRun } from '../../ledger/settlement-runs.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
@@ -335,6 +335,46 @@ describe('a day settled by a durable run', () => {
     });
     // The run begun during the day ended as it would have: its lines are its own record.
     expect((await runs.find(duringTheDay.run.id))?.state).toBe('SUCCEEDED');
+  }, 60_000);
+
+  it('within two minutes of a day’s end, settles it as the day so far (a write stamped before midnight may still commit); after them, the whole of it', async () => {
+    const day = await freshDay();
+    await plant(day, 2);
+    const next = new Date(`${day}T00:00:00Z`);
+    next.setUTCDate(next.getUTCDate() + 1);
+    // Midnight in Asia/Manila (UTC+8, no daylight saving time), as the clock of the API reads it.
+    const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
+    let clock = midnight + 30_000;
+    const settlements = createSettlementService({
+      runs: createSettlementRuns(stack.database),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone,
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+      now: () => new Date(clock),
+    });
+    const justAfter = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    expect(justAfter.kind).toBe('report');
+    const first = (justAfter as { run: SettlementRun }).run;
+    expect({ wholeDay: first.wholeDay, complete: (await settlements.page(first, null, 10)).complete }).toEqual({
+      wholeDay: false,
+      complete: false,
+    });
+    // Asked again within the grace: that report answers, and no other run is started.
+    expect(await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 })).toMatchObject({
+      kind: 'report',
+      run: { id: first.id },
+    });
+    clock = midnight + SETTLEMENT_GRACE_MS + 1000;
+    const after = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    const whole = (after as { run: SettlementRun }).run;
+    expect({ kind: after.kind, wholeDay: whole.wholeDay, sameRun: whole.id === first.id }).toEqual({
+      kind: 'report',
+      wholeDay: true,
+      sameRun: false,
+    });
+    expect((await settlements.page(whole, null, 10)).fundings.matched).toBe(2);
   }, 60_000);
 
   it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
