@@ -892,7 +892,10 @@ export interface OpsClientOptions {
   baseUrl: string;
   /** One of the API's OPS_API_KEYS; sent as `Authorization: Bearer …`, never in an error. */
   key: string;
-  /** Per request, in milliseconds (default 15 000). */
+  /**
+   * How long to wait for the answer's headers, and then for each part of its body, in milliseconds (default 15 000): a
+   * long report that keeps coming is read whole, one that stalls is not.
+   */
   timeoutMs?: number;
   /** Another fetch (tests, proxies); default the global one. */
   fetch?: typeof fetch;
@@ -954,6 +957,36 @@ function networkReason(error: unknown): string | null {
   return typeof cause?.message === 'string' ? cause.message : error.message;
 }
 
+/** An abort after `ms` of silence: restarted each time a part of the answer arrives. */
+function idleTimeout(ms: number): { signal: AbortSignal; restart(): void; clear(): void } {
+  const controller = new AbortController();
+  const fire = () => controller.abort(new DOMException('no answer in time', 'TimeoutError'));
+  let timer = setTimeout(fire, ms);
+  return {
+    signal: controller.signal,
+    restart() {
+      clearTimeout(timer);
+      timer = setTimeout(fire, ms);
+    },
+    clear: () => clearTimeout(timer),
+  };
+}
+
+/** The body as text, each part that arrives restarting `idle`. */
+async function readText(response: Response, idle: { restart(): void }): Promise<string> {
+  if (!response.body) return '';
+  const decoder = new TextDecoder();
+  let text = '';
+  const reader = response.body.getReader();
+  for (;;) {
+    const part = await reader.read();
+    if (part.done) break;
+    idle.restart();
+    text += decoder.decode(part.value, { stream: true });
+  }
+  return text + decoder.decode();
+}
+
 function isProblem(value: unknown): value is Problem {
   return typeof value === 'object' && value !== null && typeof (value as { code?: unknown }).code === 'string' && typeof (value as { title?: unknown }).title === 'string';
 }
@@ -967,16 +1000,18 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
   const headers: Record<string, string> = { accept: 'application/json, application/problem+json, text/csv', authorization: `Bearer ${options.key}`, ...callOptions.headers };
   for (const [name, header] of Object.entries(spec.headers)) if (params[name] !== undefined) headers[header] = String(params[name]);
   if (spec.body && params.body !== undefined) headers['content-type'] = 'application/json';
-  const timeout = AbortSignal.timeout(options.timeoutMs ?? 15_000);
+  const idle = idleTimeout(options.timeoutMs ?? 15_000);
+  const signal = callOptions.signal ? AbortSignal.any([idle.signal, callOptions.signal]) : idle.signal;
   let response: Response;
   try {
     response = await (options.fetch ?? fetch)(`${baseUrl}${path}${query.size > 0 ? `?${query.toString()}` : ''}`, {
       method: spec.method,
       headers,
       ...(spec.body && params.body !== undefined ? { body: JSON.stringify(params.body) } : {}),
-      signal: callOptions.signal ? AbortSignal.any([timeout, callOptions.signal]) : timeout,
+      signal,
     });
   } catch (error) {
+    idle.clear();
     const reason = networkReason(error);
     if (reason !== null) throw new OpsNetworkError(baseUrl, reason);
     throw error;
@@ -984,10 +1019,13 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
   const ok = response.status >= 200 && response.status <= 299;
   let text = '';
   try {
-    text = await response.text();
+    idle.restart();
+    text = await readText(response, idle);
   } catch (error) {
     // An error status stands without its body; a 2xx without its whole body is no answer.
     if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true, spec.method, headers['Idempotency-Key']);
+  } finally {
+    idle.clear();
   }
   const json = /json/.test(response.headers.get('content-type') ?? '');
   let body: unknown = text === '' ? undefined : text;

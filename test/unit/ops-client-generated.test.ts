@@ -3,6 +3,8 @@
 // ran `npm run client:generate`. Plus its runtime against a recording fetch: URLs, headers, bodies,
 // problems and unreachable APIs, and never the key in an error.
 import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
@@ -173,6 +175,50 @@ describe('the generated client at run time', () => {
         'walletflow accounts adjust: to see its answer, send the same command again with --idempotency-key adjust-key-1: applied once.\n' +
         "walletflow fundings list: the ops API's answer broke off (UND_ERR_SOCKET); nothing of it was used. Run the command again.\n",
     );
+  });
+
+  it('reads a report that keeps coming for longer than its time-out whole; one that stalls, or no headers in time, is no answer', async () => {
+    // A real server over HTTP: the CSV comes in 15 parts, one every 100 ms (1.5 s in all, the time-out 0.6 s), or its
+    // headers and one part, then silence.
+    const server = createServer((req, res) => {
+      const hang = () => req.socket.once('close', () => res.destroy());
+      if (req.url?.includes('2026-01-03')) return hang();
+      res.writeHead(200, { 'content-type': 'text/csv' });
+      res.write('kind,id,result\r\n');
+      if (req.url?.includes('2026-01-02')) return hang();
+      let sent = 0;
+      const timer = setInterval(() => {
+        sent += 1;
+        res.write(`funding,f${sent},matched\r\n`);
+        if (sent === 15) {
+          clearInterval(timer);
+          res.end();
+        }
+      }, 100);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = createOpsClient({
+        baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        key: secret,
+        timeoutMs: 600,
+      });
+      const whole = await client.getSettlement({ date: '2026-01-01', format: 'csv' });
+      expect((whole.body as string).split('\r\n')).toHaveLength(17);
+      await expect(client.getSettlement({ date: '2026-01-02', format: 'csv' })).rejects.toMatchObject({
+        name: 'OpsNetworkError',
+        brokenOff: true,
+        reason: 'no answer in time',
+      });
+      await expect(client.getSettlement({ date: '2026-01-03', format: 'csv' })).rejects.toMatchObject({
+        name: 'OpsNetworkError',
+        brokenOff: false,
+        reason: 'no answer in time',
+      });
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('no answer: OpsNetworkError naming the base URL and the reason', async () => {
