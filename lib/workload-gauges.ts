@@ -1,10 +1,11 @@
 // On-call gauges computed at scrape time from PostgreSQL (docs/runbook.md): items in review, items
 // reconciling, unfinished items by status and the age of the oldest unfinished funding and
-// payment, and the session URL's onboarding outbox (sessions whose onboarding workflow is not started
-// yet, and the oldest one's age). One grouped query per table over the (status, created_at) index
-// (the outbox is small: its rows go once started), cached a few seconds
-// and shared by every gauge and concurrent scrape, so scraping never loads the database. Every API
-// copy reports the same values: alert on max(), not sum().
+// payment, the session URL's onboarding outbox (sessions whose onboarding workflow is not started
+// yet, and the oldest one's age), and the settlement runs under way (and the oldest one's age: a
+// day of 100,000 items settles in minutes, so a run much older is stuck). One grouped query per
+// table over the (status, created_at) index (the outbox and the runs under way are small), cached
+// a few seconds and shared by every gauge and concurrent scrape, so scraping never loads the
+// database. Every API copy reports the same values: alert on max(), not sum().
 import { Gauge, type Registry } from 'prom-client';
 import { unfinishedFundingStatuses } from '../domain/funding.ts';
 import { finalPaymentStatuses, paymentStatuses, type PaymentStatus } from '../domain/payment.ts';
@@ -24,7 +25,16 @@ export interface OnboardingBacklog {
   oldestCreatedAt: Date | null;
 }
 
-export type Workload = Record<WorkloadKind, WorkloadCounts> & { onboarding: OnboardingBacklog };
+/** Settlement runs RUNNING: how many, and when the oldest began. */
+export interface SettlementsRunning {
+  running: number;
+  oldestCreatedAt: Date | null;
+}
+
+export type Workload = Record<WorkloadKind, WorkloadCounts> & {
+  onboarding: OnboardingBacklog;
+  settlements: SettlementsRunning;
+};
 
 const unfinishedPaymentStatuses: readonly PaymentStatus[] = paymentStatuses.filter(
   (status) => !(finalPaymentStatuses as readonly string[]).includes(status),
@@ -39,6 +49,8 @@ export const workloadSeries = {
   oldestAge: 'walletflow_oldest_unfinished_age_seconds',
   onboardingsPending: 'walletflow_onboardings_pending',
   oldestPendingOnboardingAge: 'walletflow_oldest_pending_onboarding_age_seconds',
+  settlementsRunning: 'walletflow_settlement_runs_running',
+  oldestSettlementAge: 'walletflow_oldest_running_settlement_age_seconds',
 } as const;
 
 function countsOf(
@@ -53,9 +65,12 @@ function countsOf(
   return { byStatus, oldestCreatedAt: oldest };
 }
 
-/** Two grouped reads (fundings, payments) of the unfinished statuses only, and one of the onboarding outbox. */
+/**
+ * Two grouped reads (fundings, payments) of the unfinished statuses only, one of the onboarding outbox and one of the
+ * settlement runs under way (a few a day).
+ */
 export async function readWorkload(database: Database): Promise<Workload> {
-  const [fundings, payments, [outbox]] = await Promise.all([
+  const [fundings, payments, [outbox], [settlements]] = await Promise.all([
     database.funding.groupBy({
       by: ['status'],
       where: { status: { in: [...unfinishedFundingStatuses] } },
@@ -71,11 +86,15 @@ export async function readWorkload(database: Database): Promise<Workload> {
     database.$queryRaw<
       Array<{ pending: number; oldest: Date | null }>
     >`SELECT count(*)::int AS pending, min(created_at) AS oldest FROM onboarding_outbox`,
+    database.$queryRaw<
+      Array<{ running: number; oldest: Date | null }>
+    >`SELECT count(*)::int AS running, min(created_at) AS oldest FROM settlement_run WHERE state = 'RUNNING'`,
   ]);
   return {
     funding: countsOf(fundings),
     payment: countsOf(payments),
     onboarding: { pending: outbox?.pending ?? 0, oldestCreatedAt: outbox?.oldest ?? null },
+    settlements: { running: settlements?.running ?? 0, oldestCreatedAt: settlements?.oldest ?? null },
   };
 }
 
@@ -179,5 +198,14 @@ export function registerWorkloadGauges(
     'Seconds since the oldest session still waiting for its onboarding start was stored (0: none)',
     [],
     (g, w) => g.set(ageOf(w.onboarding)),
+  );
+  gauge(workloadSeries.settlementsRunning, 'Settlement runs under way (RUNNING), any day', [], (g, w) =>
+    g.set(w.settlements.running),
+  );
+  gauge(
+    workloadSeries.oldestSettlementAge,
+    'Seconds since the oldest settlement run still RUNNING began (0: none)',
+    [],
+    (g, w) => g.set(ageOf(w.settlements)),
   );
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { startMetricsServer } from '../../lib/metrics-server.ts';
 import { readWorkload } from '../../lib/workload-gauges.ts';
+import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -203,8 +204,18 @@ describe('metrics of the API and the in-process worker', () => {
         return id;
       }),
     );
+    // A settlement run that began 40 minutes ago and has not ended (the wallet refusing its retrieves, say).
+    const stuck = await createSettlementRuns(stack.database).start({
+      date: '2001-01-01',
+      timeZone: 'Asia/Manila',
+      wholeDay: true,
+      requestedBy: 'metrics.test',
+    });
+    await stack.database
+      .$executeRaw`UPDATE settlement_run SET created_at = now() - interval '40 minutes' WHERE id = ${stuck.run.id}::uuid`;
     try {
       const workload = await readWorkload(stack.database);
+      expect(workload.settlements.running).toBeGreaterThanOrEqual(1);
       expect(workload.funding.byStatus.NEEDS_REVIEW).toBeGreaterThanOrEqual(1);
       expect(workload.funding.byStatus.RECONCILING).toBeGreaterThanOrEqual(1);
       expect(workload.funding.byStatus.APPROVED).toBeUndefined();
@@ -219,7 +230,9 @@ describe('metrics of the API and the in-process worker', () => {
       expect(sampleValue(text, 'walletflow_oldest_unfinished_age_seconds', { kind: 'funding' })).toBeGreaterThanOrEqual(
         3 * 3600,
       );
+      expect(sampleValue(text, 'walletflow_oldest_running_settlement_age_seconds')).toBeGreaterThanOrEqual(40 * 60);
     } finally {
+      await stack.database.$executeRaw`DELETE FROM settlement_run WHERE id = ${stuck.run.id}::uuid`;
       await stack.database.funding.deleteMany({ where: { id: { in: planted } } });
     }
   }, 20_000);

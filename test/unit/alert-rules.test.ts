@@ -125,6 +125,7 @@ async function walletflowSeries(): Promise<Map<string, string[]>> {
     funding: empty,
     payment: empty,
     onboarding: { pending: 0, oldestCreatedAt: null },
+    settlements: { running: 0, oldestCreatedAt: null },
   }));
   return exported(metrics.registry);
 }

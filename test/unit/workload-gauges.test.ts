@@ -33,6 +33,7 @@ const workload: Workload = {
   funding: { byStatus: { NEEDS_REVIEW: 2, RECONCILING: 3, PENDING: 1 }, oldestCreatedAt: new Date(start - 90_000) },
   payment: { byStatus: { NEEDS_REVIEW: 1 }, oldestCreatedAt: null },
   onboarding: { pending: 4, oldestCreatedAt: new Date(start - 12_000) },
+  settlements: { running: 2, oldestCreatedAt: new Date(start - 2_400_000) },
 };
 
 describe('the workload gauges', () => {
@@ -48,6 +49,8 @@ describe('the workload gauges', () => {
     expect(sampleValue(samples, 'walletflow_oldest_unfinished_age_seconds', { kind: 'payment' })).toBe(0);
     expect(sampleValue(samples, 'walletflow_onboardings_pending', {})).toBe(4);
     expect(sampleValue(samples, 'walletflow_oldest_pending_onboarding_age_seconds', {})).toBe(12);
+    expect(sampleValue(samples, 'walletflow_settlement_runs_running', {})).toBe(2);
+    expect(sampleValue(samples, 'walletflow_oldest_running_settlement_age_seconds', {})).toBe(2400);
     expect(gauges.reads()).toBe(1);
   });
 
