@@ -136,14 +136,8 @@ const setCookieOf = (response: Response, name: string) =>
     .find((cookie) => cookie.startsWith(`${name}=`) || cookie.startsWith(`__Host-${name}=`));
 
 /** Signs in with an ops key as the sign-in page's form does; answers the session cookie (`name=value`). */
-async function signIn(
-  base: string,
-  key: string,
-  address = nextAddress(),
-  origin = base,
-  extraCookie = '',
-): Promise<string> {
-  return cookiePair(await signInAnswer(base, key, address, origin, extraCookie), 'walletflow_console');
+async function signIn(...args: Parameters<typeof signInAnswer>): Promise<string> {
+  return cookiePair(await signInAnswer(...args), 'walletflow_console');
 }
 
 /** A cookie the answer sets, as a browser sends it back (`name=value`). */
