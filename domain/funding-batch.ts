@@ -21,9 +21,12 @@ export const MAX_BATCH_ITEMS = 100_000;
 /** How many row errors a 422 lists; `errorCount` says how many there are. */
 export const MAX_LISTED_ROW_ERRORS = 1000;
 
+/** A batch item's reference: 1 to 64 letters, digits, _ or - (also the items' page cursor). */
+export const batchReferencePattern = /^[A-Za-z0-9_-]{1,64}$/;
+
 export const batchReferenceSchema = z
   .string({ error: 'reference must be a string' })
-  .regex(/^[A-Za-z0-9_-]{1,64}$/, 'reference must be 1 to 64 letters, digits, _ or -');
+  .regex(batchReferencePattern, 'reference must be 1 to 64 letters, digits, _ or -');
 
 export const batchNameSchema = z
   .string({ error: 'name must be a string' })

@@ -852,11 +852,14 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       database.funding.findMany({
         where: {
           batchId,
+          // As the batch's view and counts name them: a FAILED item whose code is CANCELLED is CANCELLED, not FAILED.
           ...(query.status === 'CANCELLED'
             ? { status: 'FAILED', errorCode: 'CANCELLED' }
-            : query.status
-              ? { status: query.status }
-              : {}),
+            : query.status === 'FAILED'
+              ? { status: 'FAILED', OR: [{ errorCode: null }, { errorCode: { not: 'CANCELLED' } }] }
+              : query.status
+                ? { status: query.status }
+                : {}),
           ...(query.afterReference ? { batchReference: { gt: query.afterReference } } : {}),
         },
         orderBy: { batchReference: 'asc' },

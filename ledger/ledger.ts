@@ -620,7 +620,8 @@ async function entryPage(
 
 export type Ledger = ReturnType<typeof createLedger>;
 
-/** A ledger entries cursor as clients send it back: the base64url of a positive entry id. */
+/** A ledger entries cursor as clients send it back: the base64url of a positive entry id (a PostgreSQL bigint). */
 export function isEntriesCursor(cursor: string): boolean {
-  return /^[1-9]\d{0,18}$/.test(Buffer.from(cursor, 'base64url').toString('utf8'));
+  const id = Buffer.from(cursor, 'base64url').toString('utf8');
+  return /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= 9_223_372_036_854_775_807n;
 }

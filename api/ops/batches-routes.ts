@@ -8,6 +8,7 @@ import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import {
   batchItemStatuses,
+  batchReferencePattern,
   batchItemViewSchema,
   batchStates,
   batchViewSchema,
@@ -100,7 +101,10 @@ export const batchItemsQuerySchema = z
   .object({
     status: z.enum(batchItemStatuses, { error: `status must be one of ${batchItemStatuses.join(', ')}` }).optional(),
     limit: z.coerce.number().int().min(1).max(1000).default(100),
-    cursor: z.string().max(64).optional(),
+    cursor: z
+      .string()
+      .regex(batchReferencePattern, 'cursor must be the nextCursor of a previous page (an item’s reference)')
+      .optional(),
   })
   .strict();
 

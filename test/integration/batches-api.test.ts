@@ -240,6 +240,42 @@ describe('funding batches', () => {
     });
   });
 
+  it('filters items as it counts them: FAILED lists no cancelled item, CANCELLED lists each; a cursor that is no reference is 400', async () => {
+    const created = await send('/ops/funding-batches', {
+      method: 'POST',
+      key: randomUUID(),
+      body: {
+        name: 'Filtered',
+        items: [item('f-1', '1234567', '60.00'), item('f-2', '7654321', '60.00'), item('f-3', '1234567', '60.00')],
+      },
+    });
+    const batchId = created.json!.batchId as string;
+    // One item failed on its own (the wallet refused it) before the rest were cancelled.
+    await stack.database.funding.updateMany({
+      where: { batchId, batchReference: 'f-1' },
+      data: { status: 'FAILED', errorCode: 'M133' },
+    });
+    const cancelled = await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' });
+    expect(cancelled.json).toMatchObject({ state: 'CANCELLED', counts: { FAILED: 1, CANCELLED: 2 } });
+    const listed = async (status: string) =>
+      (
+        (await send(`/ops/funding-batches/${batchId}/items?status=${status}`)).json!.items as Array<{
+          reference: string;
+          status: string;
+        }>
+      ).map((row) => `${row.reference} ${row.status}`);
+    expect(await listed('FAILED')).toEqual(['f-1 FAILED']);
+    expect(await listed('CANCELLED')).toEqual(['f-2 CANCELLED', 'f-3 CANCELLED']);
+    for (const cursor of ['%00', 'a%20b', 'f-1%0A', '%E2%80%AE']) {
+      const answer = await send(`/ops/funding-batches/${batchId}/items?cursor=${cursor}`);
+      expect({ cursor, status: answer.status, code: answer.json?.code }).toEqual({
+        cursor,
+        status: 400,
+        code: 'VALIDATION_ERROR',
+      });
+    }
+  });
+
   it('runs only once approved: a resume of a batch awaiting approval is refused (409) and leaves it waiting', async () => {
     const created = await send('/ops/funding-batches', {
       method: 'POST',

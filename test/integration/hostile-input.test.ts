@@ -735,6 +735,55 @@ describe('ops API', () => {
     expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
   });
 
+  it('batch reads: GET /ops/funding-batches?…, /ops/funding-batches/{id}, its items and its report: hostile segments and queries', async () => {
+    const made = await stack.opsFetch('/ops/funding-batches', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'idempotency-key': randomUUID() },
+      body: JSON.stringify({
+        name: 'Hostile reads',
+        items: [
+          {
+            reference: 'h-1',
+            recipient: { type: 'CODE', code: '1234567' },
+            amount: { currency: 'PHP', value: '1.00' },
+          },
+        ],
+      }),
+    });
+    expect(made.status).toBe(202);
+    const batchId = ((await made.json()) as { batchId: string }).batchId;
+    const value = fc.oneof(
+      fc.constantFrom('FAILED', 'CANCELLED', 'PENDING', 'RUNNING', '0', '-1', '1001', '1e2', 'h-1', batchId),
+      hostileText,
+    );
+    const target = fc.oneof(
+      queryString(['state', 'limit', 'cursor'], value).map((query) => `/ops/funding-batches?${query}`),
+      fc
+        .constantFrom(batchId, '')
+        .chain((id) =>
+          queryString(['status', 'limit', 'cursor'], value).map(
+            (query) => `/ops/funding-batches/${id || batchId}/items?${query}`,
+          ),
+        ),
+      pathSegment.map((id) => `/ops/funding-batches/${id}`),
+      pathSegment.map((id) => `/ops/funding-batches/${id}/items`),
+      pathSegment.map((id) => `/ops/funding-batches/${id}/report?format=csv`),
+    );
+    await fc.assert(
+      fc.asyncProperty(target, async (path) => {
+        expectSafe(await ops({ method: 'GET', target: path }), 'ops-or-csv');
+      }),
+      {
+        ...runs(100),
+        // A NUL and a space in the items' cursor (they reached PostgreSQL as a reference: 500).
+        examples: [
+          [`/ops/funding-batches/${batchId}/items?cursor=%00`],
+          [`/ops/funding-batches/${batchId}/items?cursor=a%20b&status=FAILED`],
+        ],
+      },
+    );
+  });
+
   it('money authority reads: GET /ops/accounts/{…}, /ops/ledger/entries, /ops/links?…, /ops/settlements/{date}: hostile segments and queries', async () => {
     const dateLike = fc.oneof(
       fc.constantFrom(
@@ -768,6 +817,8 @@ describe('ops API', () => {
         'wallet:',
       ),
       fc.uuid().map((id) => Buffer.from(JSON.stringify([id, 'x'])).toString('base64url')),
+      // Entry ids as the ledger's cursor holds them, up to 19 digits: some past PostgreSQL's bigint.
+      fc.bigInt({ min: 1n, max: 10n ** 19n - 1n }).map((id) => Buffer.from(id.toString()).toString('base64url')),
       hostileText,
     );
     const target = fc.oneof(
@@ -800,6 +851,7 @@ describe('ops API', () => {
             `/ops/settlements/2020-02-02?cursor=${Buffer.from(JSON.stringify(['5f1c0d9e-0000-4000-8000-000000000001', 'funding', '5f1c0d9e-0000-4000-8000-000000000002'])).toString('base64url')}`,
           ],
           ['/ops/ledger/entries?account=%00&limit=1e2'],
+          [`/ops/ledger/entries?cursor=${Buffer.from('9223372036854775808').toString('base64url')}`],
           ['/ops/links?partnerUserId=&profileId='],
         ],
       },

@@ -216,6 +216,17 @@ describe('accounts, adjustments, entries, links, settlement', () => {
       }),
     ]);
     expect((await get('/ops/ledger/entries?cursor=not-a-cursor')).status).toBe(400);
+    // An entry id past PostgreSQL's bigint is no cursor of ours (it was a 500); its largest is one.
+    const idCursor = (id: string) => Buffer.from(id).toString('base64url');
+    for (const id of ['9223372036854775808', '9999999999999999999']) {
+      const answer = await get(`/ops/ledger/entries?cursor=${idCursor(id)}`);
+      expect({ id, status: answer.status, code: answer.body.code }).toEqual({
+        id,
+        status: 400,
+        code: 'VALIDATION_ERROR',
+      });
+    }
+    expect((await get(`/ops/ledger/entries?cursor=${idCursor('9223372036854775807')}&limit=1`)).status).toBe(200);
   });
 
   it('finds a user’s links by partner user id or wallet profile id', async () => {
