@@ -124,11 +124,18 @@ const temporal = new Client({
 });
 // The workflow code this worker runs, and its build id (derived from the code: a new build, a new
 // version of the deployment; docs/changing-workflows.md): a prebuilt bundle (production), or one
-// bundled here from the sources (development).
-const workflowCode = config.workflowBundlePath
-  ? readFileSync(tracing ? tracedBundlePath(config.workflowBundlePath) : config.workflowBundlePath, 'utf8')
-  : await bundleWorkflows({ warnings: false, ...(tracing ? { tracing: true } : {}) });
-const version = { deploymentName: config.workerDeployment.name, buildId: buildIdOf(workflowCode) };
+// bundled here from the sources (development). The build id is the plain bundle's, with tracing on
+// too: its traced twin adds interceptors and no command (test/replay/traced-bundle.replay.test.ts,
+// both ways), so turning tracing on or off keeps the build, and the runs pinned to it keep workers.
+const plainCode = config.workflowBundlePath
+  ? readFileSync(config.workflowBundlePath, 'utf8')
+  : await bundleWorkflows({ warnings: false });
+const workflowCode = !tracing
+  ? plainCode
+  : config.workflowBundlePath
+    ? readFileSync(tracedBundlePath(config.workflowBundlePath), 'utf8')
+    : await bundleWorkflows({ warnings: false, tracing: true });
+const version = { deploymentName: config.workerDeployment.name, buildId: buildIdOf(plainCode) };
 // A lane's run waits on it for fundings that joined the lane (lib/lane-bell.ts).
 const laneBell = createLaneBell({ databaseUrl: config.databaseUrl, channel: LANE_CHANNEL, logger });
 const worker = await Worker.create({

@@ -6,7 +6,7 @@
 // span carries a secret.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFile, mkdtemp, rm } from 'node:fs/promises';
+import { copyFile, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -14,6 +14,7 @@ import { workflowBundleFile } from '../../harness/workflow-bundle-file.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { tracedBundlePath } from '../../lib/tracing-bundle.ts';
+import { buildIdOf } from '../../lib/workflow-bundle.ts';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../support/otlp-receiver.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -70,6 +71,13 @@ describe('tracing', () => {
       worker.output,
     );
     expect(worker.output()).toContain('tracing on');
+    // Its build is the plain bundle's: a worker without tracing serves the same runs pinned to it (a build id of the
+    // traced twin's left every run pinned to the plain build with no worker once tracing was turned on).
+    const polling = worker
+      .output()
+      .split('\n')
+      .flatMap((line) => (line.includes('worker polling') ? [JSON.parse(line) as { buildId?: string }] : []));
+    expect(polling.map((line) => line.buildId)).toEqual([buildIdOf(await readFile(bundlePath))]);
 
     const port = await findFreePort();
     apiBase = `http://127.0.0.1:${port}`;
