@@ -17,6 +17,7 @@ import {
 import { temporalConnectionOptions } from '../lib/temporal.ts';
 import { deliverWebhooksWorkflowType } from '../workflows/deliver-webhooks.contract.ts';
 import { fundBatchWorkflowType } from '../workflows/fund-batch.contract.ts';
+import { fundLaneWorkflowType } from '../workflows/fund-lane.contract.ts';
 import { fundWalletWorkflowType } from '../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType } from '../workflows/onboard-embedded-session.contract.ts';
 import { payWalletWorkflowType } from '../workflows/pay-wallet.contract.ts';
@@ -24,9 +25,13 @@ import { purgeExpiredWorkflowType } from '../workflows/purge-expired.contract.ts
 import { reconcileFundingsWorkflowType } from '../workflows/sweep.contract.ts';
 import { settleDayWorkflowType } from '../workflows/settle-day.contract.ts';
 
-/** Every workflow type walletflow's workers run: the ones whose unversioned runs `status` counts. */
-const workflowTypes = [
+/**
+ * Every workflow type walletflow's workers run: the ones whose unversioned runs `status` counts
+ * (test/unit/workflow-contracts.test.ts holds it to workflows/index.ts).
+ */
+export const workflowTypes = [
   fundWalletWorkflowType,
+  fundLaneWorkflowType,
   payWalletWorkflowType,
   onboardEmbeddedSessionWorkflowType,
   fundBatchWorkflowType,
@@ -75,12 +80,13 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         console.error(unversionedLine(await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes)));
       return 1;
     }
-    const versions = (info.versionSummaries ?? []).map((summary) => ({
+    const versions: VersionLine[] = (info.versionSummaries ?? []).map((summary) => ({
       buildId: summary.deploymentVersion?.buildId ?? '',
       drainage: summary.drainageInfo?.status ?? summary.drainageStatus ?? null,
       createdAt: millisecondsOf(summary.createTime),
-      // When it last stopped being current or ramping: the build a rollback returns to is the one that stopped last.
+      // When it last stopped being current or ramping, and when it last became current (null: never).
       deactivatedAt: millisecondsOf(summary.lastDeactivationTime),
+      lastCurrentAt: millisecondsOf(summary.lastCurrentTime),
     }));
     const current = currentBuildIdOf(info);
     const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
@@ -148,10 +154,8 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         return 0;
       }
       case 'rollback': {
-        // The build that was current (or ramping) last before this one: its workers must still run.
-        const previous = versions
-          .filter((version) => version.buildId !== current && version.deactivatedAt !== null)
-          .sort((a, b) => (b.deactivatedAt ?? 0) - (a.deactivatedAt ?? 0))[0];
+        // Its workers must still run.
+        const previous = rollbackTarget(versions, current);
         if (!previous) {
           console.error(
             `walletflow deploy rollback: no build of ${deploymentName} was current before ${current ?? 'none'}`,
@@ -168,6 +172,33 @@ export async function runDeploy(action: DeployAction): Promise<number> {
   } finally {
     await connection.close();
   }
+}
+
+/** A version as `status --json` lists it: the times in milliseconds, null when unset. */
+export interface VersionLine {
+  buildId: string;
+  drainage: unknown;
+  createdAt: number | null;
+  deactivatedAt: number | null;
+  lastCurrentAt: number | null;
+}
+
+/**
+ * The build a rollback returns to: of those that were current once and are not now, the one that stopped last. A build
+ * that was only ever ramped (a canary turned down) is not one: it never took all new workflows. A server that reports
+ * no version's last time as current (the Temporal CLI's dev server and server 1.29 do not) cannot tell them apart:
+ * there, the build that stopped being current or ramping last.
+ */
+export function rollbackTarget(versions: readonly VersionLine[], current: string | null): VersionLine | undefined {
+  const reportsCurrent = versions.some((version) => version.lastCurrentAt !== null);
+  return versions
+    .filter(
+      (version) =>
+        version.buildId !== current &&
+        version.deactivatedAt !== null &&
+        (!reportsCurrent || version.lastCurrentAt !== null),
+    )
+    .sort((a, b) => (b.deactivatedAt ?? 0) - (a.deactivatedAt ?? 0))[0];
 }
 
 /** What `status` says of the runs on no build (a release from before Worker Versioning started them). */

@@ -4,6 +4,7 @@
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { sha256Hex } from '../../lib/idempotency.ts';
 import * as workflows from '../../workflows/index.ts';
+import { rollbackTarget, workflowTypes } from '../../cli/deploy.ts';
 import { fundWallet } from '../../workflows/fund-wallet.ts';
 import { onboardEmbeddedSession } from '../../workflows/onboard-embedded-session.ts';
 import { payWallet } from '../../workflows/pay-wallet.ts';
@@ -43,6 +44,28 @@ import {
 } from '../../workflows/settle-day.contract.ts';
 
 describe('workflow contracts', () => {
+  it('walletflow deploy rollback returns to the build current before, never to a canary that was only ramped', () => {
+    const version = (buildId: string, deactivatedAt: number | null, lastCurrentAt: number | null) => ({
+      buildId,
+      drainage: null,
+      createdAt: 0,
+      deactivatedAt,
+      lastCurrentAt,
+    });
+    // A was current until B (t 10); B until A again (t 20); canary C ramped, then turned down (t 30).
+    const versions = [version('A', null, 20), version('B', 20, 15), version('C', 30, null)];
+    expect(rollbackTarget(versions, 'A')?.buildId).toBe('B');
+    expect(rollbackTarget([version('A', null, 1), version('C', 30, null)], 'A')).toBeUndefined();
+    // A server that reports no last time as current: the build that stopped last.
+    const unreported = [version('A', null, null), version('B', 20, null), version('C', 30, null)];
+    expect(rollbackTarget(unreported, 'A')?.buildId).toBe('C');
+  });
+
+  it('walletflow deploy status counts the unversioned runs of every workflow the worker registers', () => {
+    // fundLane was missing: lanes started before a versioned build was current ran on no build, uncounted.
+    expect([...workflowTypes].sort()).toEqual(Object.keys(workflows).sort());
+  });
+
   it('name exactly the workflows the worker registers', () => {
     expect(Object.keys(workflows).sort()).toEqual(
       [
