@@ -133,7 +133,8 @@ export function safeReturn(value: unknown): string {
     typeof value !== 'string' ||
     !value.startsWith(`${CONSOLE_PATH}`) ||
     value.startsWith('//') ||
-    /[\\\s]/.test(value) ||
+    // A backslash, a space or a control character (a NUL reached PostgreSQL with the sign-in under way: 500).
+    /[\\\s\p{Cc}]/u.test(value) ||
     value.length > 500
   )
     return CONSOLE_PATH;
@@ -298,8 +299,16 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithProvider, async (req, res) => {
-    // Every start counts (it writes a sign-in under way, and sends the browser to the provider), against a looser limit
-    // of its own.
+    // An image, a script, a fetch or a frame of this address (Sec-Fetch-Dest), or a HEAD: a page elsewhere, not a
+    // person, so nothing begins and nothing counts (a page with 120 images of it spent the starts of everyone behind
+    // the address of the office that opened it).
+    const dest = req.get('sec-fetch-dest');
+    if (req.method !== 'GET' || (dest !== undefined && dest !== 'document')) {
+      signInPage(req, res, 400, 'Start signing in from the sign-in page.');
+      return;
+    }
+    // Every other start counts (it writes a sign-in under way, and sends the browser to the provider), against a looser
+    // limit of its own.
     const start = await deps.signInStarts.take(rateKeyOf(req.ip));
     if (!start.allowed) {
       res.setHeader('Retry-After', String(start.retryAfterSeconds));

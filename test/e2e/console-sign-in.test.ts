@@ -243,19 +243,19 @@ describe('the console’s sign-in through OpenID Connect', () => {
         oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana', createdAt: { gte: since } } });
       // The provider's answer comes from another site in production, without the Strict session
       // cookie: the start, a person's navigation from the console, ends the browser's session. An
-      // image or a prefetch of the start (a sibling subdomain's page) ends nothing.
-      for (const headers of [
-        { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' } as Record<
-          string,
-          string
-        >,
-        {
-          'sec-fetch-mode': 'navigate',
-          'sec-fetch-dest': 'document',
-          'sec-fetch-site': 'same-origin',
-          'sec-purpose': 'prefetch',
-        },
-      ]) {
+      // image (a sibling subdomain's page: refused, nothing begins) or a prefetch of the start ends nothing.
+      for (const [headers, status] of [
+        [{ 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }, 400],
+        [
+          {
+            'sec-fetch-mode': 'navigate',
+            'sec-fetch-dest': 'document',
+            'sec-fetch-site': 'same-origin',
+            'sec-purpose': 'prefetch',
+          },
+          303,
+        ],
+      ] as const) {
         expect(
           (
             await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, {
@@ -263,9 +263,19 @@ describe('the console’s sign-in through OpenID Connect', () => {
               ...headers,
             })
           ).status,
-        ).toBe(303);
+        ).toBe(status);
         expect(await live()).toBe(1);
       }
+      // A control character in the page to return to: the console's home instead (a NUL was a 500).
+      expect(
+        (
+          await navigate(`${oidcStack.apiBase}/console/sign-in/oidc?return=/console/fundings%00x`, {
+            'sec-fetch-mode': 'navigate',
+            'sec-fetch-dest': 'document',
+            'sec-fetch-site': 'none',
+          })
+        ).status,
+      ).toBe(303);
       expect(
         (
           await navigate(`${oidcStack.apiBase}/console/sign-in/oidc`, {

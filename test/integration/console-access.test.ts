@@ -1104,6 +1104,41 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     }
   });
 
+  it('begins nothing and counts nothing for a start a page elsewhere makes (an image, a fetch, a frame) or a HEAD: the office’s people still start theirs', async () => {
+    skewMs = freshLimitWindow();
+    const office = '203.0.113.74';
+    const before = await stack.database.consoleSignIn.count();
+    const made = [
+      { 'sec-fetch-dest': 'image', 'sec-fetch-mode': 'no-cors', 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' },
+      { 'sec-fetch-dest': 'iframe', 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'cross-site' },
+    ];
+    const answers: number[] = [];
+    for (let index = 0; index < CONSOLE_SIGN_IN_STARTS_PER_MINUTE + 10; index += 1) {
+      const start = await fetch(`${processes()[index % 2]!}/console/sign-in/oidc`, {
+        method: index % 10 === 9 ? 'HEAD' : 'GET',
+        redirect: 'manual',
+        headers: { ...from(office), ...made[index % made.length]! },
+      });
+      await start.arrayBuffer();
+      answers.push(start.status);
+    }
+    expect(new Set(answers)).toEqual(new Set([400]));
+    expect(await stack.database.consoleSignIn.count()).toBe(before);
+    // A person behind the same address: not held back (no provider is configured here: 404, not 429).
+    const person = await fetch(`${stack.apiBase}/console/sign-in/oidc`, {
+      redirect: 'manual',
+      headers: {
+        ...from(office),
+        'sec-fetch-dest': 'document',
+        'sec-fetch-mode': 'navigate',
+        'sec-fetch-site': 'none',
+      },
+    });
+    await person.arrayBuffer();
+    expect(person.status).toBe(404);
+  });
+
   it('counts failed console sign-ins once for both processes, an IPv4 client as itself however its address is written', async () => {
     skewMs = freshLimitWindow();
     for (const [address, later] of [
