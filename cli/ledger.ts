@@ -145,7 +145,8 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
           exitCodes.api,
         );
       process.stdout.write(csv.body);
-      return code;
+      // The exit code of the report printed: a fresh run that finished since the head above serves its own file.
+      return csvExitCode(csv.body);
     }
     if (options.output === 'json') {
       await printReportJson(client, report);
@@ -181,19 +182,34 @@ async function printReportJson(client: OpsClient, first: Settlement): Promise<vo
   process.stdout.write(`${written === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
 }
 
-/** The lines that are not matched, read a page at a time, at most PROBLEMS_SHOWN of them. */
+/**
+ * Exit 1 when the settlement CSV's totals lines count a line missing or mismatched, else 0; a CSV without both is not
+ * a whole report.
+ */
+export function csvExitCode(csv: string): number {
+  const totals = [
+    ...csv.matchAll(/^"total:(?:fundings|payments)",[^\r\n]*"matched=\d+ missing=(\d+) mismatched=(\d+)"/gm),
+  ];
+  if (totals.length !== 2)
+    throw new CliInputError('the settlement CSV has no totals lines: it is not a whole report', exitCodes.api);
+  return totals.every((line) => line[1] === '0' && line[2] === '0') ? exitCodes.ok : exitCodes.failed;
+}
+
+/**
+ * The lines that are not matched, at most PROBLEMS_SHOWN of them: from the first page's, then a page at a time by its
+ * cursor, which names the run (a page asked for without one is the latest run's, perhaps a fresh one's since).
+ */
 async function printProblems(client: OpsClient, first: Settlement): Promise<void> {
   const problems: string[][] = [];
   const total = first.fundings.missing + first.fundings.mismatched + first.payments.missing + first.payments.mismatched;
-  let cursor: string | null = null;
-  do {
-    const page = (await client.getSettlement({ date: first.date, limit: 1000, ...(cursor ? { cursor } : {}) }))
-      .body as Settlement;
+  let page: Settlement = first;
+  for (;;) {
     for (const item of page.items)
       if (item.result !== 'matched' && problems.length < PROBLEMS_SHOWN)
         problems.push([item.kind, item.id, item.result, item.detail ?? '']);
-    cursor = problems.length < PROBLEMS_SHOWN ? page.nextCursor : null;
-  } while (cursor);
+    if (problems.length >= PROBLEMS_SHOWN || !page.nextCursor) break;
+    page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor })).body as Settlement;
+  }
   printText(`\n${table([['KIND', 'ID', 'RESULT', 'DETAIL'], ...problems])}`);
   if (total > problems.length) printText(`… and ${total - problems.length} more: --output csv has every line`);
 }

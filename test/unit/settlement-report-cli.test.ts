@@ -1,0 +1,100 @@
+// `walletflow settlement-report` against an ops API that serves a fresh run's report between two of the command's
+// requests (another person's `--fresh` finished): what it prints and its exit code are of one run. A small HTTP server
+// plays the API: the report's head is run A's; a request that names no run gets run B's.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { runSettlementReport } from '../../cli/ledger.ts';
+import { exitCodes } from '../../cli/exit-codes.ts';
+
+const counts = (matched: number, missing: number, mismatched: number) => ({
+  matched,
+  missing,
+  mismatched,
+  total: { count: matched + missing + mismatched, amount: { currency: 'PHP', value: '9.00' } },
+});
+const item = (id: string, result: string) => ({
+  kind: 'funding',
+  id,
+  result,
+  detail: result === 'matched' ? null : 'x',
+});
+const report = (runId: string, fundings: ReturnType<typeof counts>, items: unknown[], nextCursor: string | null) => ({
+  date: '2026-01-01',
+  timeZone: 'Asia/Manila',
+  runId,
+  settledAt: '2026-01-02T00:05:00.000Z',
+  complete: true,
+  fundings,
+  payments: counts(0, 0, 0),
+  items,
+  nextCursor,
+});
+const totals = (missing: number, mismatched: number) =>
+  ['fundings', 'payments']
+    .map(
+      (kind) =>
+        `"total:${kind}","2026-01-01","","matched=1 missing=${missing} mismatched=${mismatched}","PHP","9.00","","","",""\r\n`,
+    )
+    .join('');
+
+let server: Server;
+let api: string;
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://api');
+    const json = (body: unknown) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (url.searchParams.get('format') === 'csv') {
+      // Run B's file: a line mismatched.
+      res.writeHead(200, { 'content-type': 'text/csv' });
+      res.end(`kind,id,result\r\n"funding","b-1","mismatched"\r\n${totals(0, 1)}`);
+    } else if (url.searchParams.get('cursor') === 'run-a-2')
+      json(report('A', counts(1, 1, 0), [item('a-2', 'missing')], null));
+    // The head: run A's, clean on the first day, a line missing on the second.
+    else if (url.searchParams.get('limit') === '1')
+      json(
+        url.pathname.endsWith('2026-01-01')
+          ? report('A', counts(1, 0, 0), [item('a-1', 'matched')], null)
+          : report('A', counts(1, 1, 0), [item('a-1', 'matched')], 'run-a-2'),
+      );
+    // No cursor, a page of 1000: the latest run's, B's.
+    else json(report('B', counts(0, 0, 1), [item('b-1', 'mismatched')], null));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  api = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+async function run(output: 'csv' | 'text', date: string): Promise<{ code: number; printed: string }> {
+  const printed: string[] = [];
+  vi.stubEnv('WALLETFLOW_OPS_KEY', 'k'.repeat(40));
+  const write = vi.spyOn(process.stdout, 'write').mockImplementation((text) => printed.push(String(text)) > 0);
+  try {
+    const code = await runSettlementReport({ api, date, output });
+    return { code, printed: printed.join('') };
+  } finally {
+    write.mockRestore();
+    vi.unstubAllEnvs();
+  }
+}
+
+describe('walletflow settlement-report beside a fresh run', () => {
+  it('--output csv: exits by the totals of the file it printed (B: a line mismatched), not by the head it read first (A)', async () => {
+    const { code, printed } = await run('csv', '2026-01-01');
+    expect(printed).toContain('"b-1","mismatched"');
+    expect(code).toBe(exitCodes.failed);
+  });
+
+  it('the table: lists the problems of the run whose counts it printed, by that run’s cursor', async () => {
+    const { code, printed } = await run('text', '2026-01-02');
+    expect(code).toBe(exitCodes.failed);
+    expect(printed).toContain('a-2');
+    expect(printed).not.toContain('b-1');
+  });
+});
