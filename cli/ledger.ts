@@ -2,7 +2,8 @@
 // (entries) and `walletflow settlement-report --date` (a day against the wallet and the ledger), through the
 // ops API. `--output json` prints the API's answer; `text` (the default) a table; settlement-report also csv.
 // settlement-report follows the day's run with a progress bar on stderr (stdout keeps the report), then
-// reads the stored report a page at a time: a day of 100,000 lines is never held whole.
+// reads the stored report a page at a time (json, text); `--output csv` reads the file whole before it
+// prints it (a day of 100,000 lines is about 14 MB) and exits by its totals lines.
 import { randomUUID } from 'node:crypto';
 import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-client.generated.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
