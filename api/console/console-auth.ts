@@ -33,6 +33,8 @@ export interface ConsoleCookieNames {
   session: string;
   preSignIn: string;
   signInState: string;
+  /** Set by a sign-out: the next sign-in through the provider from this browser asks it for a fresh login. */
+  signedOut: string;
 }
 
 export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
@@ -41,6 +43,7 @@ export function consoleCookieNames(secure: boolean): ConsoleCookieNames {
     session: `${prefix}walletflow_console`,
     preSignIn: `${prefix}walletflow_console_pre`,
     signInState: `${prefix}walletflow_console_state`,
+    signedOut: `${prefix}walletflow_console_out`,
   };
 }
 

@@ -127,6 +127,9 @@ const routes = {
 
 export const signInRoutes: readonly AnyRouteSpec[] = Object.values(routes);
 
+/** The signed-out cookie's value (what it says is that it is there). */
+const SIGNED_OUT = 'signed-out-ask-again';
+
 /** A console path to return to after signing in: only this console's own pages. */
 export function safeReturn(value: unknown): string {
   if (
@@ -219,6 +222,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     setCookie(res, cookies.session, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
     clearCookie(res, cookies.preSignIn, cookieOptions);
     clearCookie(res, cookies.signInState, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
+    clearCookie(res, cookies.signedOut, cookieOptions);
     deps.logger.info({ person: person.personName, via: person.via, scopes: [...person.scopes] }, 'console: signed in');
     const target = escapeHtml(safeReturn(returnTo));
     consoleHeaders(res);
@@ -354,6 +358,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       code_challenge_method: 'S256',
       state,
       nonce,
+      // Someone signed out in this browser: the provider may still know them, and the next person at the desk must not
+      // be signed in under their name.
+      ...(cookieValuesOf(req, cookies.signedOut).length > 0 ? { prompt: 'login' } : {}),
     });
     consoleHeaders(res);
     res.redirect(303, url.href);
@@ -463,6 +470,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
     }
     clearCookie(res, cookies.session, cookieOptions);
+    // Until someone signs in again here, a sign-in through the provider asks it for a fresh login (a shared desk).
+    setCookie(res, cookies.signedOut, SIGNED_OUT, { ...cookieOptions, maxAgeSeconds: 30 * 24 * 3600 });
     res.redirect(303, `${CONSOLE_PATH}/sign-in`);
   });
 }

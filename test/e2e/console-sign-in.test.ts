@@ -230,6 +230,32 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
+  it('after a person signs out, the next sign-in in that browser asks the provider for a fresh login: the next person at the desk is not signed in as them', async () => {
+    const context = await browser.newContext();
+    try {
+      const first = await signInWithProvider(context, oidcStack.apiBase, 'ana', 'ana-pass');
+      await first.waitForURL(`${oidcStack.apiBase}/console`);
+      await first.getByRole('button', { name: 'Sign out' }).click();
+      await first.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
+      // The next person clicks Sign in: the provider (which still knows Ana) asks who they are.
+      await first.getByRole('link', { name: /Sign in with/ }).click();
+      await first.waitForURL((url) => url.origin !== oidcStack.apiBase || url.pathname === '/console');
+      expect(new URL(first.url()).origin).not.toBe(oidcStack.apiBase);
+      await expect(first.getByLabel('User name').isVisible()).resolves.toBe(true);
+      await first.getByLabel('User name').fill('maria');
+      await first.getByLabel('Password').fill('maria-pass');
+      await first.getByRole('button', { name: 'Sign in' }).click();
+      await first.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await first.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
+      // Signed in afresh: the sign-in after this one is the provider's to remember again.
+      expect((await context.cookies(oidcStack.apiBase)).map((cookie) => cookie.name)).not.toContain(
+        'walletflow_console_out',
+      );
+    } finally {
+      await context.close();
+    }
+  });
+
   it('signing in again in the same browser ends its earlier session (the one its cookie named)', async () => {
     const context = await browser.newContext();
     const since = new Date();
