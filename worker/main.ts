@@ -174,11 +174,17 @@ const schedule = await ensureSweepSchedule(temporal, {
   olderThanSeconds: config.sweep.olderThanSeconds,
 });
 logger.info({ schedule }, 'sweep schedule ready');
-// The lanes (workflows/fund-lane.ts): running for good once any worker started them, unless FUNDING_LANES is off.
-if (config.fundingLanes !== 'off') {
-  for (let lane = 0; lane < LANE_COUNT; lane += 1)
-    await startFundLane(temporal, { taskQueue: config.temporal.taskQueue, lane });
-  logger.info({ lanes: LANE_COUNT, mode: config.fundingLanes }, 'funding lanes running');
+/**
+ * The lanes (workflows/fund-lane.ts): running for good once any worker started them, unless FUNDING_LANES is off.
+ * Started once this build is the current version: a lane started before would run on no build, and while no version is
+ * current (the first versioned deploy, WORKER_PROMOTE=never) the previous release's unversioned workers, which have no
+ * fundLane, would fail its every task until a promotion.
+ */
+const lanes = { mode: config.fundingLanes, taskQueue: config.temporal.taskQueue };
+async function startLanes(): Promise<void> {
+  if (lanes.mode === 'off') return;
+  for (let lane = 0; lane < LANE_COUNT; lane += 1) await startFundLane(temporal, { taskQueue: lanes.taskQueue, lane });
+  logger.info({ lanes: LANE_COUNT, mode: lanes.mode }, 'funding lanes running');
 }
 // The webhook deliverer: one per deployment, started by whichever worker comes first.
 const deliverer = await startDeliverWebhooks(temporal, {
@@ -205,12 +211,17 @@ logger.info(
 try {
   // Once its pollers have registered this build, it becomes the current version if WORKER_PROMOTE says so.
   const running = worker.run();
-  void promoteOnStart(temporal, version, config.workerDeployment.promote, logger).catch((error: Error) =>
-    logger.error(
-      { err: error.message, ...version },
-      'worker deployment: could not make this build current; walletflow deploy promote does it',
-    ),
-  );
+  void promoteOnStart(temporal, version, config.workerDeployment.promote, logger)
+    .catch((error: Error) => {
+      logger.error(
+        { err: error.message, ...version },
+        'worker deployment: could not make this build current; walletflow deploy promote does it',
+      );
+      return 'left' as const;
+    })
+    // Left: the current build's workers run the lanes (and the API and the sweep start any that is missing).
+    .then((outcome) => (outcome === 'left' ? undefined : startLanes()))
+    .catch((error: Error) => logger.error({ err: error.message }, 'funding lanes: could not start them'));
   await running;
 } finally {
   await connection.close();

@@ -26,6 +26,7 @@ import { testDatabaseUrl } from '../support/test-database.ts';
 import { startWorkerProcess, type WorkerProcess } from '../support/worker-process.ts';
 import { runCli } from '../support/cli-run.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
 
 type HistoryEvent = proto.temporal.api.history.v1.IHistoryEvent;
 const EventType = proto.temporal.api.enums.v1.EventType;
@@ -353,6 +354,18 @@ describe('the first versioned deploy over the previous release, on a real Tempor
         events.filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED),
         run.workflowId,
       ).toEqual([]);
+    }
+
+    // The lanes (FUNDING_LANES=auto): whichever are running began once today's build was current, never on the
+    // previous release's workers, which have no fundLane (the lanes today's worker started before the promotion failed
+    // their tasks there).
+    for (let lane = 0; lane < LANE_COUNT; lane += 1) {
+      const events = await historyOf(laneWorkflowId(taskQueue, lane)).catch(() => []);
+      expect(
+        events.filter((event) => Number(event.eventType) === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED),
+        `lane ${lane}`,
+      ).toEqual([]);
+      for (const builtBy of buildsOf(events)) expect(builtBy, `lane ${lane}`).toBe(build);
     }
 
     step('ledger');
