@@ -161,11 +161,15 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   }
 
   /**
-   * A report that answers for the day: one that covers the whole of it, or, for a day still open (today, or yesterday
-   * within the grace), the day so far.
+   * A report that answers for the day: one that covers the whole of it; for today, the day so far; for yesterday within
+   * the grace, a run begun after the day ended (all of it but writes still committing), never one begun while the day
+   * went on (a snapshot of the evening would pass for the day).
    */
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
-    run !== null && (run.wholeDay || date >= openDay());
+    run !== null &&
+    (run.wholeDay ||
+      date >= today() ||
+      (date >= openDay() && settlementDayOf(run.createdAt, deps.timeZone).date > date));
 
   return {
     timeZone: deps.timeZone,

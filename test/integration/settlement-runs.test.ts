@@ -344,7 +344,8 @@ describe('a day settled by a durable run', () => {
     next.setUTCDate(next.getUTCDate() + 1);
     // Midnight in Asia/Manila (UTC+8, no daylight saving time), as the clock of the API reads it.
     const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
-    let clock = midnight + 30_000;
+    // 18:00 that day: a report of the day so far.
+    let clock = midnight - 6 * 3600_000;
     const settlements = createSettlementService({
       runs: createSettlementRuns(stack.database),
       temporal: stack.temporal,
@@ -354,9 +355,18 @@ describe('a day settled by a durable run', () => {
       logger: createLogger({ level: 'silent' }),
       now: () => new Date(clock),
     });
+    const evening = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    expect(evening.kind).toBe('report');
+    const eveningRun = (evening as { run: SettlementRun }).run;
+    // Stored as begun then (the database stamps its own clock's time).
+    await stack.database
+      .$executeRaw`UPDATE settlement_run SET created_at = ${new Date(clock)} WHERE id = ${eveningRun.id}::uuid`;
+    clock = midnight + 30_000;
     const justAfter = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     expect(justAfter.kind).toBe('report');
     const first = (justAfter as { run: SettlementRun }).run;
+    // Not the evening's snapshot: a run begun after the day ended.
+    expect(first.id).not.toBe(eveningRun.id);
     expect({ wholeDay: first.wholeDay, complete: (await settlements.page(first, null, 10)).complete }).toEqual({
       wholeDay: false,
       complete: false,
