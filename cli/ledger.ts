@@ -145,9 +145,11 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
           `a new run of ${options.date} started while its report was read; run the command again`,
           exitCodes.api,
         );
+      // The exit code of the report printed (a fresh run that finished since the head above serves its own file), read
+      // before a line is printed: a file without its totals is not printed at all.
+      const fileCode = csvExitCode(csv.body);
       process.stdout.write(csv.body);
-      // The exit code of the report printed: a fresh run that finished since the head above serves its own file.
-      return csvExitCode(csv.body);
+      return fileCode;
     }
     if (options.output === 'json') {
       await printReportJson(client, report);
@@ -188,12 +190,15 @@ async function printReportJson(client: OpsClient, first: Settlement): Promise<vo
  * a whole report.
  */
 export function csvExitCode(csv: string): number {
-  const totals = [
-    ...csv.matchAll(/^"total:(?:fundings|payments)",[^\r\n]*"matched=\d+ missing=(\d+) mismatched=(\d+)"/gm),
-  ];
-  if (totals.length !== 2)
+  // Its last two lines (a line's quoted field may hold a line break, so never a line found elsewhere).
+  const totals = csv
+    .replace(/\r\n$/, '')
+    .split('\r\n')
+    .slice(-2)
+    .map((line) => /^"total:(?:fundings|payments)",.*"matched=\d+ missing=(\d+) mismatched=(\d+)"/.exec(line));
+  if (!totals.every((line) => line !== null) || totals.length !== 2)
     throw new CliInputError('the settlement CSV has no totals lines: it is not a whole report', exitCodes.api);
-  return totals.every((line) => line[1] === '0' && line[2] === '0') ? exitCodes.ok : exitCodes.failed;
+  return totals.every((line) => line?.[1] === '0' && line[2] === '0') ? exitCodes.ok : exitCodes.failed;
 }
 
 /**

@@ -92,7 +92,8 @@ export async function setCurrentVersion(client: Client, version: DeploymentVersi
 
 /**
  * Once this worker's version is registered (its pollers have reached the server), makes it the
- * current version when the policy says so. Answers what it did.
+ * current version when the policy says so. Answers what it did; `never` only looks, once: a build
+ * already current (a worker restarted after `walletflow deploy promote`) answers `already-current`.
  */
 export async function promoteOnStart(
   client: Client,
@@ -101,7 +102,10 @@ export async function promoteOnStart(
   logger: Pick<Logger, 'info' | 'warn'>,
   options: { timeoutMs?: number } = {},
 ): Promise<'promoted' | 'already-current' | 'left'> {
-  if (policy === 'never') return 'left';
+  if (policy === 'never') {
+    const info = await describeDeployment(client, version.deploymentName).catch(() => null);
+    return info && currentBuildIdOf(info) === version.buildId ? 'already-current' : 'left';
+  }
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
     const info = await describeDeployment(client, version.deploymentName).catch(() => null);

@@ -306,8 +306,17 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // An image, a script, a fetch or a frame of this address (Sec-Fetch-Dest), or a HEAD: a page elsewhere, not a
     // person, so nothing begins and nothing counts (a page with 120 images of it spent the starts of everyone behind
     // the address of the office that opened it).
+    // From another site, only a person's click (Sec-Fetch-User): a page that sends a window it opened there again and
+    // again makes navigations of no person's. And no prefetch or prerender: nobody asked yet.
     const dest = req.get('sec-fetch-dest');
-    if (req.method !== 'GET' || (dest !== undefined && dest !== 'document')) {
+    const site = req.get('sec-fetch-site');
+    const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose')].join(' ');
+    if (
+      req.method !== 'GET' ||
+      (dest !== undefined && dest !== 'document') ||
+      ((site === 'cross-site' || site === 'same-site') && req.get('sec-fetch-user') !== '?1') ||
+      /prefetch|prerender/i.test(purpose)
+    ) {
       signInPage(req, res, 400, 'Start signing in from the sign-in page.');
       return;
     }

@@ -269,7 +269,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
         oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana', createdAt: { gte: since } } });
       // The provider's answer comes from another site in production, without the Strict session
       // cookie: the start, a person's navigation from the console, ends the browser's session. An
-      // image (a sibling subdomain's page: refused, nothing begins) or a prefetch of the start ends nothing.
+      // image (a sibling subdomain's page) or a prefetch of the start ends nothing: each is refused, nothing begins.
       for (const [headers, status] of [
         [{ 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }, 400],
         [
@@ -279,7 +279,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
             'sec-fetch-site': 'same-origin',
             'sec-purpose': 'prefetch',
           },
-          303,
+          400,
         ],
       ] as const) {
         expect(

@@ -246,17 +246,26 @@ describe('funding batches', () => {
       key: randomUUID(),
       body: {
         name: 'Filtered',
-        items: [item('f-1', '1234567', '60.00'), item('f-2', '7654321', '60.00'), item('f-3', '1234567', '60.00')],
+        items: [
+          item('f-1', '1234567', '60.00'),
+          item('f-2', '7654321', '60.00'),
+          item('f-3', '1234567', '60.00'),
+          item('f-4', '7654321', '60.00'),
+        ],
       },
     });
     const batchId = created.json!.batchId as string;
-    // One item failed on its own (the wallet refused it) before the rest were cancelled.
+    // Two items failed on their own (the wallet refused one; one with no code) before the rest were cancelled.
     await stack.database.funding.updateMany({
       where: { batchId, batchReference: 'f-1' },
       data: { status: 'FAILED', errorCode: 'M133' },
     });
+    await stack.database.funding.updateMany({
+      where: { batchId, batchReference: 'f-4' },
+      data: { status: 'FAILED', errorCode: null },
+    });
     const cancelled = await send(`/ops/funding-batches/${batchId}/cancel`, { method: 'POST' });
-    expect(cancelled.json).toMatchObject({ state: 'CANCELLED', counts: { FAILED: 1, CANCELLED: 2 } });
+    expect(cancelled.json).toMatchObject({ state: 'CANCELLED', counts: { FAILED: 2, CANCELLED: 2 } });
     const listed = async (status: string) =>
       (
         (await send(`/ops/funding-batches/${batchId}/items?status=${status}`)).json!.items as Array<{
@@ -264,7 +273,7 @@ describe('funding batches', () => {
           status: string;
         }>
       ).map((row) => `${row.reference} ${row.status}`);
-    expect(await listed('FAILED')).toEqual(['f-1 FAILED']);
+    expect(await listed('FAILED')).toEqual(['f-1 FAILED', 'f-4 FAILED']);
     expect(await listed('CANCELLED')).toEqual(['f-2 CANCELLED', 'f-3 CANCELLED']);
     for (const cursor of ['%00', 'a%20b', 'f-1%0A', '%E2%80%AE']) {
       const answer = await send(`/ops/funding-batches/${batchId}/items?cursor=${cursor}`);

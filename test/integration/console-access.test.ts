@@ -1108,10 +1108,18 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     skewMs = freshLimitWindow();
     const office = '203.0.113.74';
     const before = await stack.database.consoleSignIn.count();
-    const made = [
+    const made: Record<string, string>[] = [
       { 'sec-fetch-dest': 'image', 'sec-fetch-mode': 'no-cors', 'sec-fetch-site': 'cross-site' },
       { 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' },
       { 'sec-fetch-dest': 'iframe', 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'cross-site' },
+      // A window another site opened, sent there again and again: no person's click.
+      { 'sec-fetch-dest': 'document', 'sec-fetch-mode': 'navigate', 'sec-fetch-site': 'cross-site' },
+      {
+        'sec-fetch-dest': 'document',
+        'sec-fetch-mode': 'navigate',
+        'sec-fetch-site': 'none',
+        'sec-purpose': 'prefetch',
+      },
     ];
     const answers: number[] = [];
     for (let index = 0; index < CONSOLE_SIGN_IN_STARTS_PER_MINUTE + 10; index += 1) {
@@ -1125,18 +1133,20 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     }
     expect(new Set(answers)).toEqual(new Set([400]));
     expect(await stack.database.consoleSignIn.count()).toBe(before);
-    // A person behind the same address: not held back (no provider is configured here: 404, not 429).
-    const person = await fetch(`${stack.apiBase}/console/sign-in/oidc`, {
-      redirect: 'manual',
-      headers: {
-        ...from(office),
-        'sec-fetch-dest': 'document',
-        'sec-fetch-mode': 'navigate',
-        'sec-fetch-site': 'none',
-      },
-    });
-    await person.arrayBuffer();
-    expect(person.status).toBe(404);
+    // People behind the same address, typing it or clicking a link on another site: not held back (no provider is
+    // configured here: 404, not 429).
+    const sites: Record<string, string>[] = [
+      { 'sec-fetch-site': 'none' },
+      { 'sec-fetch-site': 'cross-site', 'sec-fetch-user': '?1' },
+    ];
+    for (const site of sites) {
+      const person = await fetch(`${stack.apiBase}/console/sign-in/oidc`, {
+        redirect: 'manual',
+        headers: { ...from(office), 'sec-fetch-dest': 'document', 'sec-fetch-mode': 'navigate', ...site },
+      });
+      await person.arrayBuffer();
+      expect(person.status).toBe(404);
+    }
   });
 
   it('counts failed console sign-ins once for both processes, an IPv4 client as itself however its address is written', async () => {

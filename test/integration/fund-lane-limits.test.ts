@@ -92,3 +92,14 @@ describe('a lane whose chunks come back full', () => {
     }
   });
 });
+
+describe('a worker started with WORKER_PROMOTE=never', () => {
+  it('finds its build current when it already is (restarted after a promotion), and so starts the lanes', async () => {
+    const logger = createLogger({ level: 'silent' });
+    const version = bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') });
+    expect(await promoteOnStart(client, version, 'never', logger)).toBe('already-current');
+    expect(await promoteOnStart(client, { ...version, buildId: 'wf-00000000000000000000' }, 'never', logger)).toBe(
+      'left',
+    );
+  });
+});
