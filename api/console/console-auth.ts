@@ -174,15 +174,20 @@ const CSRF_PASSED = 'consoleCsrfPassed';
  */
 export function isPersonsNavigation(req: Request): boolean {
   if (req.method !== 'GET') return false;
-  const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose'), req.get('x-moz')]
-    .filter((value) => value !== undefined)
-    .join(' ');
   return (
     req.get('sec-fetch-mode') === 'navigate' &&
     req.get('sec-fetch-dest') === 'document' &&
     ['same-origin', 'none'].includes(req.get('sec-fetch-site') ?? '') &&
-    !/prefetch|prerender|preview/i.test(purpose)
+    !isSpeculative(req)
   );
+}
+
+/** A prefetch, a prerender or a link preview, as the browser says (`Sec-Purpose`, `Purpose`, `X-Purpose`, `X-Moz`). */
+export function isSpeculative(req: Request): boolean {
+  const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose'), req.get('x-moz')]
+    .filter((value) => value !== undefined)
+    .join(' ');
+  return /prefetch|prerender|preview/i.test(purpose);
 }
 
 /** The person acted (a page they navigated to, a form that passed its CSRF check): the idle time-out starts again. */

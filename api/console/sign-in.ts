@@ -39,6 +39,7 @@ import {
   consoleSessionOf,
   cookieValuesOf,
   isPersonsNavigation,
+  isSpeculative,
   sameOrigin,
   setCookie,
 } from './console-auth.ts';
@@ -307,15 +308,14 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // person, so nothing begins and nothing counts (a page with 120 images of it spent the starts of everyone behind
     // the address of the office that opened it).
     // From another site, only a person's click (Sec-Fetch-User): a page that sends a window it opened there again and
-    // again makes navigations of no person's. And no prefetch or prerender: nobody asked yet.
+    // again makes navigations of no person's. And no prefetch, prerender or link preview: nobody asked yet.
     const dest = req.get('sec-fetch-dest');
     const site = req.get('sec-fetch-site');
-    const purpose = [req.get('sec-purpose'), req.get('purpose'), req.get('x-purpose')].join(' ');
     if (
       req.method !== 'GET' ||
       (dest !== undefined && dest !== 'document') ||
       ((site === 'cross-site' || site === 'same-site') && req.get('sec-fetch-user') !== '?1') ||
-      /prefetch|prerender/i.test(purpose)
+      isSpeculative(req)
     ) {
       signInPage(req, res, 400, 'Start signing in from the sign-in page.');
       return;
