@@ -123,9 +123,18 @@ await createLedger({ treasuryLimit: config.treasuryLimit ?? null })
   );
 
 onboarding.start();
-const server: Server = app.listen(config.port, config.host, () => {
-  logger.info({ url: `http://${config.host}:${config.port}` }, 'api listening');
-});
+// Express calls it with the error when listening fails: the 'error' handler below answers that.
+const listening = (error?: Error) => {
+  if (error) return;
+  const address = server.address();
+  const url = typeof address === 'object' && address ? `http://${address.address}:${address.port}` : String(address);
+  logger.info({ url, ...(config.listenFd === undefined ? {} : { fd: config.listenFd }) }, 'api listening');
+};
+// LISTEN_FD: the socket the starting process handed over, already bound; else PORT on HOST.
+const server: Server =
+  config.listenFd === undefined
+    ? app.listen(config.port, config.host, listening)
+    : app.listen({ fd: config.listenFd }, listening);
 // A client must send its whole request within 30 s, its headers within 10 s: slow senders cannot
 // hold connections open (Node's defaults are 300 s and 60 s).
 server.headersTimeout = 10_000;

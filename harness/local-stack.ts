@@ -12,7 +12,7 @@ import { environmentSchema, secretVariables } from '../lib/config.ts';
 import type { Cleanup } from './cleanup.ts';
 import { createWorkerDatabase, dropDatabase, ensureDatabaseExists, type Database } from '../lib/database.ts';
 import { startEmbeddedPostgres, type RunningPostgres } from '../stack/embedded-postgres.ts';
-import { findFreePort, waitForPort } from '../stack/ports.ts';
+import { findFreePort, holdFreePort, type HeldPort } from '../stack/ports.ts';
 import { partnerEndpoints, sandboxWalletVariables } from '../stack/sandbox-wallet.ts';
 import { workflowBundleFile } from './workflow-bundle-file.ts';
 import {
@@ -24,7 +24,7 @@ import {
 import { applyMigrations } from '../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../sandbox/server.ts';
 import { entryArgs, projectRoot } from '../lib/project-root.ts';
-import { apiEnvironment, nativeMemoryEnvironment, serviceEnvironment } from '../stack/child-process.ts';
+import { apiEnvironment, handOverSocket, nativeMemoryEnvironment, serviceEnvironment } from '../stack/child-process.ts';
 
 const root = projectRoot;
 
@@ -65,7 +65,7 @@ export interface LocalStack {
   /** The first of `workers`. */
   worker: SupervisedProcess;
   workers: SupervisedProcess[];
-  /** Waits until the API accepts connections. */
+  /** Waits until the API answers HTTP (any status). */
   apiListening(timeoutMs?: number): Promise<void>;
   /** Stops the Temporal dev server and starts it again on the same port and SQLite file (dev server only). */
   restartTemporal(downMs: number): Promise<void>;
@@ -137,9 +137,16 @@ export function supervise(
     log: (line: string) => void;
     closing: () => boolean;
     cleanup: Cleanup;
+    /**
+     * A listening socket for the first start (the API's, api/main.ts LISTEN_FD), closed here once handed over: this
+     * process never accepts on it. A start after an exit binds the port itself (PORT in `env`).
+     */
+    socket?: HeldPort;
   },
 ): SupervisedProcess {
   const { env, logFile, log, closing, cleanup } = options;
+  let socket = options.socket;
+  cleanup.onLeave(() => void socket?.close());
   let child: ChildProcess | undefined;
   let wanted = false;
   let unplannedExits = 0;
@@ -161,12 +168,16 @@ export function supervise(
     // exits (open it in Chrome DevTools' Performance panel), to see where a funding's time goes.
     const profileDir = process.env.WALLETFLOW_PROFILE_DIR;
     const profiling = profileDir ? ['--cpu-prof', `--cpu-prof-dir=${path.join(profileDir, name)}`] : [];
+    const handedOver = socket ? handOverSocket(socket) : undefined;
     const current = spawn(process.execPath, [...profiling, ...(typeof entry === 'string' ? entryArgs(entry) : entry)], {
       cwd: root,
-      env,
+      env: { ...env, ...handedOver?.env },
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: handedOver?.stdio ?? ['ignore', 'pipe', 'pipe'],
     });
+    // The child holds its own copy: this process's is closed before its event loop could accept on it.
+    void socket?.close();
+    socket = undefined;
     child = current;
     sinceStart = '';
     record(`\n--- ${new Date().toISOString()} ${name} started (pid ${current.pid}) ---\n`);
@@ -312,7 +323,10 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   await copyFile(await workflowBundleFile(), bundlePath);
 
   // The sandbox in-process, registered to call this stack's API.
-  const apiPort = await findFreePort();
+  // The API's socket, held from here to the API's first start and handed to it: no other process can take the port
+  // meanwhile (one did under load, and the API exited on EADDRINUSE). A restart binds the same port again (PORT).
+  const apiSocket = await holdFreePort();
+  const apiPort = apiSocket.port;
   const apiBase = `http://127.0.0.1:${apiPort}`;
   const sandbox = await startSandbox({
     port: 0,
@@ -367,6 +381,7 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
     log,
     closing: isClosing,
     cleanup: options.cleanup,
+    socket: apiSocket,
   });
   // Runs first at cleanup (last in, first out): from here on chaos starts nothing again.
   later(async () => {
@@ -374,7 +389,19 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
   for (const each of workers) each.start();
   api.start();
-  const apiListening = (timeoutMs = 60_000) => waitForPort(apiPort, { timeoutMs });
+  // The port accepts from the start (the stack holds it): the API accepts once it answers HTTP, whatever the status.
+  const apiListening = async (timeoutMs = 60_000) => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`the API did not answer within ${timeoutMs} ms; its last output:\n${api.tail()}`);
+      const answered = await fetch(`${apiBase}/healthz`, { signal: AbortSignal.timeout(Math.min(left, 2000)) })
+        .then(async (response) => (await response.arrayBuffer(), true))
+        .catch(() => false);
+      if (answered) return;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
   await Promise.all([apiListening(), ...workers.map((each) => each.waitForOutput(workerReady, 120_000))]);
   log(
     `API on ${apiBase}; ${workers.length === 1 ? 'worker' : `${workers.length} workers`} and API run as child processes (logs in ${logDir})`,

@@ -5,6 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { entryArgs } from '../lib/project-root.ts';
+import type { HeldPort } from './ports.ts';
 
 /**
  * glibc's malloc keeps up to 8 arenas per core for a process's threads (the Temporal SDK's Rust
@@ -81,6 +82,17 @@ export const apiNodeOptions = '--max-old-space-size=192';
 export function apiEnvironment(env: NodeJS.ProcessEnv, jemalloc: string | null = findJemalloc()): NodeJS.ProcessEnv {
   const service = serviceEnvironment(env, jemalloc);
   return { ...service, NODE_OPTIONS: [apiNodeOptions, service.NODE_OPTIONS].filter(Boolean).join(' ') };
+}
+
+/**
+ * A held port's socket handed to an API process (api/main.ts, LISTEN_FD): its stdio and the
+ * variable that names the descriptor. The API accepts on the socket and binds no port of its own.
+ */
+export function handOverSocket(held: Pick<HeldPort, 'fd'>): {
+  stdio: ['ignore', 'pipe', 'pipe', number];
+  env: { LISTEN_FD: string };
+} {
+  return { stdio: ['ignore', 'pipe', 'pipe', held.fd], env: { LISTEN_FD: '3' } };
 }
 
 export interface ManagedChild {

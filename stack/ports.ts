@@ -38,6 +38,42 @@ export async function findFreePorts(count: number): Promise<number[]> {
   }
 }
 
+/** A listening socket this process holds on a free loopback port, for a child process to accept on. */
+export interface HeldPort {
+  port: number;
+  /** The socket's file descriptor, for a child's `stdio` (stack/child-process.ts handOverSocket). */
+  fd: number;
+  /** Closes this process's copy; a child that was handed the socket keeps its own. */
+  close(): Promise<void>;
+}
+
+/**
+ * A free port on 127.0.0.1, kept bound and listening until `close()`. A port found free and bound
+ * later by a child (findFreePort, then PORT) can be taken in between by any other process's
+ * listen(0) or outgoing connection: under load an API then exited on EADDRINUSE and its callers
+ * reached whatever had the port. Handed to the child as a listening socket, it cannot be.
+ */
+export async function holdFreePort(): Promise<HeldPort> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => resolve());
+  });
+  const address = server.address();
+  // Node keeps a listening TCP socket's descriptor on its handle (POSIX): the one way to hand it on.
+  const fd = (server as unknown as { _handle?: { fd?: number } })._handle?.fd;
+  if (typeof address !== 'object' || !address || typeof fd !== 'number' || fd < 0) {
+    server.close();
+    throw new Error('a listening socket with no port or no file descriptor');
+  }
+  server.unref();
+  return {
+    port: address.port,
+    fd,
+    close: () => new Promise<void>((resolve) => (server.listening ? server.close(() => resolve()) : resolve())),
+  };
+}
+
 /** True when something accepts TCP connections on host:port. */
 export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {

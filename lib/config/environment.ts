@@ -81,6 +81,14 @@ export const environmentSchema = z
     NODE_ENV: z.preprocess(emptyAsUndefined, z.enum(['development', 'test', 'production']).default('development')),
     PORT: portNumber(3000),
     HOST: z.preprocess(emptyAsUndefined, z.string().default('127.0.0.1')),
+    LISTEN_FD: z.preprocess(
+      emptyAsUndefined,
+      z.coerce
+        .number({ error: 'must be a file descriptor number, 3 or more' })
+        .int('must be a file descriptor number, 3 or more')
+        .min(3, 'must be a file descriptor number, 3 or more')
+        .optional(),
+    ),
     PUBLIC_URL: httpUrl,
     LOG_LEVEL: z.preprocess(
       emptyAsUndefined,

@@ -28,6 +28,12 @@ export interface AppConfig {
   nodeEnv: Environment['NODE_ENV'];
   port: number;
   host: string;
+  /**
+   * A listening socket the process that started the API handed over (socket activation): the API
+   * accepts on it and binds neither PORT nor HOST. The test stacks hand one over so that no other
+   * process can take the port between its choice and the API's start.
+   */
+  listenFd: number | undefined;
   publicUrl: string | undefined;
   logLevel: Environment['LOG_LEVEL'];
   /** `json` (one JSON object a line) or `pretty` (for a terminal: `walletflow dev`). */
@@ -256,6 +262,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
     host: e.HOST,
+    listenFd: e.LISTEN_FD,
     publicUrl: e.PUBLIC_URL,
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,

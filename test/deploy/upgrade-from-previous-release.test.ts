@@ -133,6 +133,8 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     [release, temporal] = await Promise.all([checkOutPreviousRelease(), startRealTemporal()]);
     connection = await Connection.connect({ address: temporal.address });
     client = new Client({ connection, namespace: temporal.namespace });
+    // Found free and bound by each API itself (PORT), not handed over as the other stacks do (LISTEN_FD): the previous
+    // release reads no LISTEN_FD, and both releases' APIs answer on this one port, the sandbox's registration.
     apiPort = await findFreePort();
     sandbox = await startSandbox({ port: 0, registration: partnerEndpoints(`http://127.0.0.1:${apiPort}`) });
     admin = sandboxAdminClient(sandbox.url);

@@ -10,11 +10,12 @@ import { createServer, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import path from 'node:path';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { HSTS_HEADER } from '../../api/http/security-headers.ts';
 import { createLogger } from '../../lib/logger.ts';
-import { findFreePort } from '../../stack/ports.ts';
+import { holdFreePort } from '../../stack/ports.ts';
+import { handOverSocket } from '../../stack/child-process.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { parseRawResponse, rawHttp, type RawResponse } from '../support/raw-http.ts';
@@ -370,24 +371,34 @@ describe('body size limits and unreadable bodies', () => {
 });
 
 describe('graceful shutdown', () => {
-  it('on SIGTERM the API finishes an in-flight request, refuses new connections, closes idle ones and exits 0', async () => {
-    const port = await findFreePort();
+  it('an API handed its listening socket (LISTEN_FD) starts on it whoever holds PORT; on SIGTERM it finishes an in-flight request, refuses new connections, closes idle ones and exits 0', async () => {
+    // What the test stacks do: the port is held from its choice to the API's start, so no other process takes it
+    // between (under load one did, and the API exited on EADDRINUSE). PORT is taken here by another listener: the
+    // API binds no port of its own.
+    const socket = await holdFreePort();
+    const squatter = await holdFreePort();
+    const port = socket.port;
+    const handedOver = handOverSocket(socket);
     const root = path.resolve(import.meta.dirname, '../..');
     const child = spawn(process.execPath, nodeArgsFor('api/main.ts'), {
       cwd: root,
       env: {
         ...stack.workerEnv(),
         OPS_API_KEYS: stack.opsKey,
-        PORT: String(port),
+        PORT: String(squatter.port),
+        ...handedOver.env,
         HOST: '127.0.0.1',
         SESSION_ALLOWED_IPS: '127.0.0.1',
         LOG_LEVEL: 'warn',
       },
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: handedOver.stdio,
     });
+    // The API holds its own copy of the socket: once it closes it, the port refuses.
+    await socket.close();
+    onTestFinished(() => squatter.close());
     let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));
     const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
     const base = `http://127.0.0.1:${port}`;
     try {

@@ -11,7 +11,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { workflowBundleFile } from '../../harness/workflow-bundle-file.ts';
-import { findFreePort } from '../../stack/ports.ts';
+import { holdFreePort, type HeldPort } from '../../stack/ports.ts';
+import { handOverSocket } from '../../stack/child-process.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { tracedBundlePath } from '../../lib/tracing-bundle.ts';
 import { buildIdOf } from '../../lib/workflow-bundle.ts';
@@ -29,11 +30,12 @@ let receiver: OtlpReceiver;
 let bundleDir: string;
 const children: { child: ChildProcess; output: () => string }[] = [];
 
-function start(entry: string, env: NodeJS.ProcessEnv) {
+function start(entry: string, env: NodeJS.ProcessEnv, socket?: HeldPort) {
+  const handedOver = socket ? handOverSocket(socket) : undefined;
   const child = spawn(process.execPath, nodeArgsFor(entry), {
     cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...env, ...handedOver?.env },
+    stdio: handedOver?.stdio ?? ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -79,17 +81,21 @@ describe('tracing', () => {
       .flatMap((line) => (line.includes('worker polling') ? [JSON.parse(line) as { buildId?: string }] : []));
     expect(polling.map((line) => line.buildId)).toEqual([buildIdOf(await readFile(bundlePath))]);
 
-    const port = await findFreePort();
-    apiBase = `http://127.0.0.1:${port}`;
-    const api = start('api/main.ts', {
-      ...stack.workerEnv(),
-      ...tracingEnv,
-      OPS_API_KEYS: stack.opsKey,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      SESSION_ALLOWED_IPS: '127.0.0.1',
-      LOG_LEVEL: 'info',
-    });
+    const socket = await holdFreePort();
+    apiBase = `http://127.0.0.1:${socket.port}`;
+    const api = start(
+      'api/main.ts',
+      {
+        ...stack.workerEnv(),
+        ...tracingEnv,
+        OPS_API_KEYS: stack.opsKey,
+        HOST: '127.0.0.1',
+        SESSION_ALLOWED_IPS: '127.0.0.1',
+        LOG_LEVEL: 'info',
+      },
+      socket,
+    );
+    await socket.close();
     await waitFor(
       'the API answers',
       async () => ((await fetch(`${apiBase}/healthz`).catch(() => null))?.status === 200 ? true : undefined),

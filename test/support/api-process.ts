@@ -5,8 +5,8 @@
 // out of memory, and whether it did shows in its exit.
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { apiEnvironment } from '../../stack/child-process.ts';
-import { findFreePort } from '../../stack/ports.ts';
+import { apiEnvironment, handOverSocket } from '../../stack/child-process.ts';
+import { holdFreePort } from '../../stack/ports.ts';
 import { nodeArgsFor } from './node-entry.ts';
 import { waitFor } from './wait-for.ts';
 
@@ -24,23 +24,27 @@ export interface ApiProcess {
 
 /** Starts the API on `env` (its OPS_API_KEYS among them) and waits until it answers /healthz. */
 export async function startApiProcess(env: NodeJS.ProcessEnv): Promise<ApiProcess> {
-  const port = await findFreePort();
-  const base = `http://127.0.0.1:${port}`;
+  // Its socket, handed over already listening: no other process can take the port before the API starts.
+  const socket = await holdFreePort();
+  const handedOver = handOverSocket(socket);
+  const base = `http://127.0.0.1:${socket.port}`;
   const child = spawn(process.execPath, nodeArgsFor('api/main.ts'), {
     cwd: root,
     env: apiEnvironment({
       ...env,
       NODE_OPTIONS: '',
-      PORT: String(port),
+      ...handedOver.env,
       HOST: '127.0.0.1',
       SESSION_ALLOWED_IPS: '127.0.0.1',
     }),
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: handedOver.stdio,
   });
+  // The API holds its own copy: once it exits, the port refuses.
+  await socket.close();
   let output = '';
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000));
-  child.stdout.on('data', collect);
-  child.stderr.on('data', collect);
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
   let ended: { code: number | null; signal: NodeJS.Signals | null } | null = null;
   const exit = new Promise<void>((resolve) =>
     child.once('exit', (code, signal) => {

@@ -71,6 +71,12 @@ const fixedByDeployment: Record<string, { why: string; services: string[] } | 'D
   WORKFLOW_BUNDLE_PATH: 'Dockerfile',
 };
 
+/** Names only the process that starts the API sets, with what it hands over: never a deployment's setting. */
+const setByStarter: Record<string, string> = {
+  LISTEN_FD:
+    'the listening socket a test stack hands its API (stack/child-process.ts handOverSocket); compose binds PORT',
+};
+
 const offered = offeredSettings(envExampleText);
 const offeredNames = new Set(offered.map((setting) => setting.name));
 
@@ -217,7 +223,9 @@ describe('.env.example, compose and the configuration, name by name', () => {
     const missing: string[] = [];
     for (const name of schemaNames) {
       const fixed = fixedByDeployment[name];
-      if (fixed === 'Dockerfile') {
+      if (name in setByStarter) {
+        if (offeredNames.has(name)) missing.push(`${name}: offered in .env.example (${setByStarter[name]})`);
+      } else if (fixed === 'Dockerfile') {
         if (!new RegExp(`^\\s*(?:ENV\\s+)?${name}=`, 'm').test(dockerfile))
           missing.push(`${name}: not set by the Dockerfile`);
       } else if (fixed) {
