@@ -902,6 +902,7 @@ export interface OpsClientOptions {
 }
 
 export interface CallOptions {
+  /** The caller's abort: the call rejects with its reason, as fetch does. */
   signal?: AbortSignal;
   /** Extra headers for this call (e.g. X-Request-Id). */
   headers?: Record<string, string>;
@@ -1012,6 +1013,8 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     });
   } catch (error) {
     idle.clear();
+    // The caller's own abort is theirs to read, never "no answer in time".
+    if (callOptions.signal?.aborted) throw callOptions.signal.reason;
     const reason = networkReason(error);
     if (reason !== null) throw new OpsNetworkError(baseUrl, reason);
     throw error;
@@ -1022,6 +1025,7 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     idle.restart();
     text = await readText(response, idle);
   } catch (error) {
+    if (callOptions.signal?.aborted) throw callOptions.signal.reason;
     // An error status stands without its body; a 2xx without its whole body is no answer.
     if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true, spec.method, headers['Idempotency-Key']);
   } finally {

@@ -215,6 +215,21 @@ describe('the generated client at run time', () => {
         brokenOff: false,
         reason: 'no answer in time',
       });
+      // The caller's own abort, before the headers or while the body comes, is the caller's reason: never "no answer
+      // in time" from a server that was answering.
+      for (const date of ['2026-01-03', '2026-01-01']) {
+        const caller = new AbortController();
+        setTimeout(() => caller.abort(new Error('the operator pressed Ctrl-C')), 250);
+        const aborted = await client
+          .getSettlement({ date, format: 'csv' }, { signal: caller.signal })
+          .catch((caught: unknown) => caught);
+        expect(aborted, date).toEqual(new Error('the operator pressed Ctrl-C'));
+      }
+      const plain = new AbortController();
+      setTimeout(() => plain.abort(), 250);
+      await expect(
+        client.getSettlement({ date: '2026-01-01', format: 'csv' }, { signal: plain.signal }),
+      ).rejects.toMatchObject({ name: 'AbortError' });
     } finally {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
