@@ -16,7 +16,8 @@ export interface CreateFunding {
     linkId: string;
   };
   amount: {
-    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** an ISO 4217 code; walletflow moves PHP only (another is refused 422) */
+    currency: string;
     /** a decimal string, 0.001 to 9999999999.99, with at most the currency's decimals (PHP 2): no sign, exponent or spaces */
     value: string;
   };
@@ -47,7 +48,8 @@ export interface CreateFundingBatch {
 export interface CreatePayment {
   linkId: string;
   amount: {
-    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** an ISO 4217 code; walletflow moves PHP only (another is refused 422) */
+    currency: string;
     /** a decimal string, 0.001 to 9999999999.99, with at most the currency's decimals (PHP 2): no sign, exponent or spaces */
     value: string;
   };
@@ -66,7 +68,8 @@ export interface LoginUrlRequest {
 
 export interface CreateAdjustment {
   amount: {
-    currency: "PHP" | "USD" | "EUR" | "JPY";
+    /** an ISO 4217 code; walletflow moves PHP only (another is refused 422) */
+    currency: string;
     /** a signed decimal string: "-25.00" debits the account, "25.00" credits it */
     value: string;
   };

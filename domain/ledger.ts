@@ -2,7 +2,7 @@
 // payment purposes, account names, accounts, adjustments, entries, limits' codes, settlement.
 // Plain data and zod only.
 import { z } from 'zod';
-import { amountSchema, currencySchema, parseSignedAmount } from './money.ts';
+import { amountSchema, parseSignedAmount, requestedCurrencySchema } from './money.ts';
 
 /** A partner user id as the ops API takes it (in a path or a body): printable, at most 128. */
 export const partnerUserIdSchema = z
@@ -54,7 +54,7 @@ export type AccountView = z.infer<typeof accountViewSchema>;
 
 export const signedAmountSchema = z
   .object({
-    currency: currencySchema,
+    currency: requestedCurrencySchema,
     value: z.string().meta({
       description: 'a signed decimal string: "-25.00" debits the account, "25.00" credits it',
       examples: ['-25.00'],

@@ -145,9 +145,19 @@ export function moneyFromNumeric(value: { toFixed(digits?: number): string } | s
   return { currency: currencyOf(currency), thousandths: fromNumeric(value) };
 }
 
+/**
+ * The currency a request names: any ISO 4217-shaped code. One walletflow does not move is refused
+ * by the service with 422 CURRENCY_NOT_ACCEPTED (currencyRefusal), never 400 for its shape
+ * (contract-decisions section 14: "refused 422 at every money route").
+ */
+export const requestedCurrencySchema = z
+  .string({ error: 'currency must be an ISO 4217 code such as PHP' })
+  .regex(/^[A-Z]{3}$/, { error: 'currency must be an ISO 4217 code such as PHP' })
+  .meta({ description: `an ISO 4217 code; walletflow moves ${acceptedCurrency} only (another is refused 422)` });
+
 export const amountSchema = z
   .object({
-    currency: currencySchema,
+    currency: requestedCurrencySchema,
     value: z.string({ error: 'amount.value must be a decimal string such as "100.50"' }).meta({
       // For the API documentation: the superRefine below is what checks it.
       description:
@@ -175,9 +185,10 @@ export const amountSchema = z
       });
       return;
     }
-    const decimals = currencyMinorUnits[amount.currency];
+    // A currency walletflow does not know is refused for itself (currencyRefusal), not for its decimals.
+    const decimals = (currencyMinorUnits as Record<string, number | undefined>)[amount.currency];
     const [, fraction = ''] = amount.value.split('.');
-    if (fraction.length > decimals) {
+    if (decimals !== undefined && fraction.length > decimals) {
       ctx.addIssue({
         code: 'custom',
         path: ['value'],

@@ -24,7 +24,8 @@ export const wireAmountSchema = z
  * (outcome rejected; the Request-Reference-No was never sent).
  */
 export function toWireAmount(amount: Amount, operation: WalletOperation): { currency: string; value: number } {
-  const parsed = amountSchema.safeParse(amount);
+  // A request's amount may name any ISO 4217 code (refused 422 by its service); the wallet gets only one it knows.
+  const parsed = amountSchema.and(z.object({ currency: currencySchema })).safeParse(amount);
   if (!parsed.success) {
     throw new WalletError(
       {

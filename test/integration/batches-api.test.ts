@@ -383,23 +383,34 @@ describe('funding batches', () => {
       ledger: await stack.database.ledgerTransaction.count(),
     };
     const usd = { currency: 'USD', value: '10.00' };
-    const funding = await send('/ops/fundings', {
-      method: 'POST',
-      key: randomUUID(),
-      body: { recipient: { type: 'CODE', code: '1234567' }, amount: usd },
-    });
-    expect(funding.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    // A currency walletflow knows nothing of is refused the same way, not 400 for its shape (it was, until 2026-12-04).
+    const gbp = { currency: 'GBP', value: '10.00' };
     const { linkId } = await (
       await import('../support/embedded-link.ts')
     ).createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '50.00' });
-    const payment = await send('/ops/payments', { method: 'POST', key: randomUUID(), body: { linkId, amount: usd } });
-    expect(payment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
-    const adjustment = await send(`/ops/accounts/currency-${randomUUID()}/adjustments`, {
+    for (const amount of [usd, gbp]) {
+      const funding = await send('/ops/fundings', {
+        method: 'POST',
+        key: randomUUID(),
+        body: { recipient: { type: 'CODE', code: '1234567' }, amount },
+      });
+      expect(funding.json, amount.currency).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+      const payment = await send('/ops/payments', { method: 'POST', key: randomUUID(), body: { linkId, amount } });
+      expect(payment.json, amount.currency).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+      const adjustment = await send(`/ops/accounts/currency-${randomUUID()}/adjustments`, {
+        method: 'POST',
+        key: randomUUID(),
+        body: { amount: { ...amount, value: '-10.00' }, reason: 'goodwill' },
+      });
+      expect(adjustment.json, amount.currency).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    }
+    // Not a currency code at all: a malformed body.
+    const lower = await send('/ops/fundings', {
       method: 'POST',
       key: randomUUID(),
-      body: { amount: usd, reason: 'goodwill' },
+      body: { recipient: { type: 'CODE', code: '1234567' }, amount: { currency: 'php', value: '10.00' } },
     });
-    expect(adjustment.json).toMatchObject({ status: 422, code: 'CURRENCY_NOT_ACCEPTED' });
+    expect(lower.json).toMatchObject({ status: 400, code: 'VALIDATION_ERROR' });
     const batch = await send('/ops/funding-batches', {
       method: 'POST',
       key: randomUUID(),
@@ -407,7 +418,7 @@ describe('funding batches', () => {
         name: 'Dollars',
         items: [
           { ...item('d-1', '1234567'), amount: usd },
-          { ...item('d-2', '7654321'), amount: usd },
+          { ...item('d-2', '7654321'), amount: gbp },
         ],
       },
     });

@@ -8,6 +8,7 @@ import {
   amountOf,
   amountSchema,
   compareAmounts,
+  currencyRefusal,
   formatAmount,
   fromNumeric,
   fromWireNumber,
@@ -22,6 +23,7 @@ import {
   toNumeric,
   toWireNumber,
 } from '../../domain/money.ts';
+import { toWireAmount } from '../../wallet/wire-amount.ts';
 
 describe('amountSchema', () => {
   it.each(['0.01', '100.50', '100', '9999999999.99'])('accepts %s PHP', (value) => {
@@ -33,10 +35,16 @@ describe('amountSchema', () => {
       expect(amountSchema.safeParse({ currency: 'PHP', value }).success).toBe(false);
     },
   );
-  it('refuses numbers, unknown currencies and extra fields', () => {
+  it('refuses numbers, what is no currency code and extra fields; a code walletflow does not move is the service’s 422', () => {
     expect(amountSchema.safeParse({ currency: 'PHP', value: 100.5 }).success).toBe(false);
-    expect(amountSchema.safeParse({ currency: 'XXX', value: '1.00' }).success).toBe(false);
+    for (const currency of ['php', 'PH', 'PHPX', '', 7])
+      expect(amountSchema.safeParse({ currency, value: '1.00' }).success, String(currency)).toBe(false);
     expect(amountSchema.safeParse({ currency: 'PHP', value: '1.00', extra: 1 }).success).toBe(false);
+    // ISO 4217-shaped: parsed, so that currencyRefusal answers it (422 CURRENCY_NOT_ACCEPTED), not a 400.
+    expect(amountSchema.safeParse({ currency: 'XXX', value: '1.00' }).success).toBe(true);
+    expect(currencyRefusal('XXX')).toContain('XXX');
+    // Never sent to the wallet.
+    expect(() => toWireAmount({ currency: 'XXX', value: '1.00' }, 'transfers.create')).toThrow(/currency/);
   });
 });
 
