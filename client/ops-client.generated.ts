@@ -127,6 +127,8 @@ export interface Funding {
     workflowId: string;
     runId: string;
   } | null;
+  batchId: string | null;
+  reference: string | null;
   createdAt: string;
   updatedAt: string;
   events: {

@@ -126,6 +126,9 @@ export const fundingSchema = z.object({
    * workflow: a lane's (single fundings accepted under load) or a batch's runner; null: its own.
    */
   carriedBy: z.object({ workflowId: z.string(), runId: z.string() }).nullable(),
+  /** The batch a batch item belongs to, and its reference there (contract section 14); null: a single funding. */
+  batchId: z.string().nullable(),
+  reference: z.string().nullable(),
   createdAt: z.string(),
   updatedAt: z.string(),
   events: z.array(fundingEventSchema),

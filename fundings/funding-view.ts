@@ -27,6 +27,8 @@ export function fundingView(funding: Funding & { events: FundingEvent[] }): Fund
     review: reviewView(funding, fundingResolutionOutcomes),
     carriedBy:
       funding.carriedBy === null ? null : { workflowId: funding.carriedBy, runId: funding.carriedByRunId ?? '' },
+    batchId: funding.batchId,
+    reference: funding.batchReference,
     createdAt: funding.createdAt.toISOString(),
     updatedAt: funding.updatedAt.toISOString(),
     events: funding.events.map((event) => ({

@@ -225,6 +225,15 @@ describe('funding batches', () => {
     });
     const next = await send(`/ops/funding-batches/${batchId}/items?limit=1&cursor=p-1`);
     expect(next.json).toMatchObject({ items: [{ reference: 'p-2' }], nextCursor: null });
+    // Each item is a funding that also carries its batch and reference (contract section 14), read or listed.
+    const itemId = (page.json!.items as Array<{ fundingId: string }>)[0]!.fundingId;
+    expect((await send(`/ops/fundings/${itemId}`)).json).toMatchObject({
+      fundingId: itemId,
+      batchId,
+      reference: 'p-1',
+    });
+    const listedFundings = (await send('/ops/fundings?limit=200')).json!.items as Array<Record<string, unknown>>;
+    expect(listedFundings.find((funding) => funding.fundingId === itemId)).toMatchObject({ batchId, reference: 'p-1' });
     expect((await send(`/ops/funding-batches/${batchId}/items?status=NOPE`)).status).toBe(400);
     const report = await send(`/ops/funding-batches/${batchId}/report?format=csv`);
     expect(report.text.split('\r\n')).toEqual([
@@ -323,6 +332,15 @@ describe('funding batches', () => {
       where: { fundingId: { in: items.map((row) => row.id) } },
     });
     expect(failed.map((event) => event.type)).toEqual(['funding.failed', 'funding.failed']);
+    // Each item's event carries the funding view, with its batch and reference.
+    expect(
+      failed.map((event) => (JSON.parse(event.body) as { data: { batchId: string; reference: string } }).data),
+    ).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ batchId, reference: 'c-1' }),
+        expect.objectContaining({ batchId, reference: 'c-2' }),
+      ]),
+    );
   });
 
   it('counts toward the approval threshold what the same key drew from the same source in the last 24 hours without approval: batches split under it wait like one over it', async () => {

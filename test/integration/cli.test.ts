@@ -273,6 +273,8 @@ describe('the terminal renderer', () => {
     error: null,
     review: null,
     carriedBy: null,
+    batchId: null,
+    reference: null,
     createdAt: at(0),
     updatedAt: at(0),
     events,

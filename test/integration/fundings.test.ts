@@ -378,6 +378,8 @@ describe('reading fundings', () => {
       (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('8.00') })).body.fundingId,
     );
     const row = await stack.database.funding.findUniqueOrThrow({ where: { id: funding.fundingId } });
+    // A single funding is in no batch.
+    expect(funding).toMatchObject({ batchId: null, reference: null });
     const secrets = [
       { name: 'the cash-in code', value: code },
       { name: 'the transfer API key', value: stack.sandbox.partner.transferApiKey },
