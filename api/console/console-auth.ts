@@ -223,11 +223,19 @@ export const consoleRoutesOn = (router: Router): AddRoute =>
 const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
 
 /**
+ * A sign-out whose session already ended (idle, past its lifetime) still signs out: it leaves the
+ * browser's marker that makes the next sign-in ask the provider for a fresh login (sign-in.ts). With
+ * a live session it needs the session's token like any write.
+ */
+const isSignOutWithoutSession = (req: Request, res: Response) =>
+  req.method === 'POST' && req.path === '/sign-out' && !consoleSessionOf(res);
+
+/**
  * Everything else needs a live session: a page asked for without one goes to the sign-in page
  * (and back here after it); a write without one is refused (401).
  */
 export const requireSignedIn: RequestHandler = (req, res, next) => {
-  if (publicPaths.some((path) => path.test(req.path)) || consoleSessionOf(res)) {
+  if (publicPaths.some((path) => path.test(req.path)) || consoleSessionOf(res) || isSignOutWithoutSession(req, res)) {
     next();
     return;
   }
@@ -278,7 +286,12 @@ export function sendCsrfRefusal(res: Response): void {
  */
 export function requireCsrf(publicUrl: string | undefined, formsWithFiles: readonly string[] = []): RequestHandler {
   return (req, res, next) => {
-    if (req.method === 'GET' || req.method === 'HEAD' || publicPaths.some((path) => path.test(req.path))) {
+    if (
+      req.method === 'GET' ||
+      req.method === 'HEAD' ||
+      publicPaths.some((path) => path.test(req.path)) ||
+      isSignOutWithoutSession(req, res)
+    ) {
       next();
       return;
     }

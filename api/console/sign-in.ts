@@ -479,8 +479,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
     }
     clearCookie(res, cookies.session, cookieOptions);
-    // Until someone signs in again here, a sign-in through the provider asks it for a fresh login (a shared desk).
-    setCookie(res, cookies.signedOut, SIGNED_OUT, { ...cookieOptions, maxAgeSeconds: 30 * 24 * 3600 });
+    // Until someone signs in again here, a sign-in through the provider asks it for a fresh login (a shared desk). Lax:
+    // the start is also a person's click on a link from another site (the provider's app list), which a Strict cookie
+    // would not come with.
+    setCookie(res, cookies.signedOut, SIGNED_OUT, { ...cookieOptions, sameSite: 'Lax', maxAgeSeconds: 30 * 24 * 3600 });
     res.redirect(303, `${CONSOLE_PATH}/sign-in`);
   });
 }

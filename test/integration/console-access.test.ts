@@ -499,13 +499,23 @@ describe('a session signed in with an ops key rests on that key', () => {
     for (const cookie of [sessions.auditor, sessions.rotated]) {
       await expectSignInAsked(await get(restarted.apiBase, '/console/audit', cookie));
       await expectSignInAsked(await get(restarted.apiBase, '/console', cookie));
-      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, {
+      const write = await fetch(`${restarted.apiBase}/console/fundings/${randomUUID()}/cancel`, {
         method: 'POST',
         headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
         body: '',
       });
+      await write.arrayBuffer();
+      expect(write.status).toBe(401);
+      // A sign-out of a session already over still signs out (it leaves the fresh-login marker), and ends nothing else.
+      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, {
+        method: 'POST',
+        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
+        body: '',
+        redirect: 'manual',
+      });
       await signOut.arrayBuffer();
-      expect(signOut.status).toBe(401);
+      expect(signOut.status).toBe(303);
+      expect(signOut.headers.get('location')).toBe('/console/sign-in');
       const stream = await LiveStream.open(restarted.apiBase, '/console/live/home', cookie);
       expect(await stream.until(endEvent)).toContain('event: end\ndata: signed-out');
       await stream.close();
