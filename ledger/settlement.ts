@@ -102,9 +102,11 @@ export function fundingLine(
   if (!wallet) {
     result = 'missing';
     problems.push('the wallet has no such transfer');
-  } else if (wallet.status !== 'APPROVED' || walletAmount !== amount) {
+  } else if (wallet.status !== 'APPROVED' || walletAmount !== amount || wallet.amount.currency !== funding.currency) {
+    // Another currency is another amount, whatever its figure.
     result = 'mismatched';
-    problems.push(`the wallet says ${wallet.status} ${wallet.amount.value}`);
+    const walletCurrency = wallet.amount.currency === funding.currency ? '' : `${wallet.amount.currency} `;
+    problems.push(`the wallet says ${wallet.status} ${walletCurrency}${wallet.amount.value}`);
   }
   if (ledgerAmount === null) {
     if (result === 'matched') result = 'missing';
@@ -119,7 +121,7 @@ export function fundingLine(
     walletId: funding.transferId,
     result,
     amount: amountOf(amount, funding.currency),
-    walletAmount: walletAmount === null ? null : amountOf(walletAmount, funding.currency),
+    walletAmount: walletAmount === null || !wallet ? null : amountOf(walletAmount, wallet.amount.currency),
     walletStatus: wallet?.status ?? null,
     ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
     detail: problems.length > 0 ? problems.join('; ') : null,

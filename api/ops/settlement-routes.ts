@@ -92,6 +92,7 @@ const routes = {
         'the day’s run is under way (this request started it, or it was running): what it has checked of how many; ask again after Retry-After',
       ),
       '400': problemAnswer('not a date, or a bad format, limit or cursor', ['INVALID_DATE', 'VALIDATION_ERROR']),
+      '404': problemAnswer('a HEAD, which starts nothing, of a day with no report and no run yet', ['NOT_FOUND']),
       '422': notStarted,
       '501': notConfigured,
       '503': runNotStarted,
@@ -179,11 +180,20 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
       res.json(await settlements.page(run, cursor.after, query.data.limit ?? SETTLEMENT_PAGE_LIMIT));
       return;
     }
-    const answer = await settlements.settle(date.data, {
-      requestedBy: resolvedByOf(req, res),
-      signal: clientGone(req),
-    });
+    // A HEAD (a monitor, a link checker) looks and starts nothing: it is answered from the day's report or run as
+    // they are, and 404 when there is neither (a GET would start a run and call the wallet for each transfer).
+    const answer =
+      req.method === 'HEAD'
+        ? await settlements.current(date.data)
+        : await settlements.settle(date.data, { requestedBy: resolvedByOf(req, res), signal: clientGone(req) });
     switch (answer.kind) {
+      case 'none':
+        return sendProblem(res, {
+          status: 404,
+          code: 'NOT_FOUND',
+          title: 'Not Found',
+          detail: 'no report and no run of this day yet: a GET starts one',
+        });
       case 'not-started':
         return dayNotStarted(res, date.data, settlements.timeZone);
       case 'running':

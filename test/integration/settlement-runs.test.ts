@@ -387,9 +387,15 @@ describe('a day settled by a durable run', () => {
     expect((await settlements.page(whole, null, 10)).fundings.matched).toBe(2);
   }, 60_000);
 
-  it('starts one run for a burst of GETs: every answer a progress body or the report', async () => {
+  it('starts one run for a burst of GETs: every answer a progress body or the report; a HEAD starts none', async () => {
     const day = await freshDay();
     await plant(day, 30);
+    // A monitor's or a link checker's HEAD looks and starts nothing (it started a run and held the request 5 s).
+    for (const format of ['', '?format=csv']) {
+      const head = await call(`/ops/settlements/${day}${format}`, { method: 'HEAD' });
+      expect(head.status, format).toBe(404);
+    }
+    expect(await runsOf(day)).toEqual([]);
     const answers = await Promise.all(Array.from({ length: 20 }, () => call(`/ops/settlements/${day}`)));
     for (const answer of answers) {
       if (answer.status === 202) expectProgress(answer, day);
@@ -401,6 +407,10 @@ describe('a day settled by a durable run', () => {
     const runs = await runsOf(day);
     expect(runs).toHaveLength(1);
     await settled(day);
+    // Once there is a report, a HEAD is answered its headers, and starts no other run.
+    const head = await call(`/ops/settlements/${day}?format=csv`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('content-type')]).toEqual([200, 'text/csv; charset=utf-8']);
+    expect(await runsOf(day)).toHaveLength(1);
     const handle = stack.temporal.workflow.getHandle(settlementWorkflowId(day, runs[0]!.id));
     expect((await handle.result()) as SettleDayResult).toMatchObject({ runId: runs[0]!.id, checked: 30 });
   });

@@ -32,7 +32,9 @@ export function settlementRunKit(stack: () => PartnerStack) {
     const response = await stack().opsFetch(path, init);
     const text = await response.text();
     let body: Record<string, unknown> = {};
-    if (/json/.test(response.headers.get('content-type') ?? '')) body = JSON.parse(text) as Record<string, unknown>;
+    // A HEAD's answer has the headers of its JSON and no body.
+    if (/json/.test(response.headers.get('content-type') ?? '') && text !== '')
+      body = JSON.parse(text) as Record<string, unknown>;
     return { status: response.status, headers: response.headers, body, text };
   }
 

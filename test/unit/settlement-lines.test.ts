@@ -1,0 +1,26 @@
+// ledger/settlement.ts fundingLine: a funding against the wallet's record of its transfer and the ledger's posting.
+import { describe, expect, it } from 'vitest';
+import { postReference } from '../../ledger/ledger.ts';
+import { fundingLine } from '../../ledger/settlement.ts';
+
+const funding = { id: 'f-1', transferId: 't-1', amount: 100_000n, currency: 'PHP' };
+const posted = new Map([[postReference('f-1'), 100_000n]]);
+
+describe('a settlement line of a funding', () => {
+  it('matches the wallet’s record of the same status, amount and currency, and the ledger’s post', () => {
+    const line = fundingLine(funding, { status: 'APPROVED', amount: { currency: 'PHP', value: '100.00' } }, posted);
+    expect(line).toMatchObject({ result: 'matched', walletAmount: { currency: 'PHP', value: '100.00' }, detail: null });
+  });
+
+  it('is mismatched when the wallet names another currency, however equal the figure: shown in the wallet’s currency', () => {
+    for (const currency of ['USD', 'JPY']) {
+      const line = fundingLine(funding, { status: 'APPROVED', amount: { currency, value: '100' } }, posted);
+      expect(line, currency).toMatchObject({
+        result: 'mismatched',
+        amount: { currency: 'PHP', value: '100.00' },
+        walletAmount: { currency },
+        detail: expect.stringContaining(currency),
+      });
+    }
+  });
+});
