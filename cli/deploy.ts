@@ -141,19 +141,31 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           return 64;
         }
         if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        // 0 ends the ramp (no ramping version: an empty build id at 0 %), so that a rollback may follow.
         await client.workflowService.setWorkerDeploymentRampingVersion({
           namespace: client.options.namespace,
           deploymentName,
-          buildId: action.buildId,
+          buildId: percent === 0 ? '' : action.buildId,
           percentage: percent,
           identity,
         });
         console.log(
-          `deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`,
+          percent === 0
+            ? `deployment ${deploymentName}: no ramp; every new workflow goes to ${current ?? 'none'}`
+            : `deployment ${deploymentName}: ${percent}% of new workflows go to ${action.buildId}, the rest to ${current ?? 'none'}`,
         );
         return 0;
       }
       case 'rollback': {
+        // A canary under way is what changed last, and a rollback moves the current build, not the ramp: it would take
+        // the healthy current build's share and leave the canary's. End the ramp first.
+        if (ramping) {
+          console.error(
+            `walletflow deploy rollback: ${ramping} is ramping (${info.routingConfig?.rampingVersionPercentage ?? 0}% of new workflows); ` +
+              `end that first with \`walletflow deploy ramp ${ramping} 0\` (its share goes back to ${current ?? 'none'}), then roll back if the current build is the bad one`,
+          );
+          return 1;
+        }
         // Its workers must still run.
         const previous = rollbackTarget(versions, current);
         if (!previous) {

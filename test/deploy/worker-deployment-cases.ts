@@ -179,6 +179,25 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(await finalStatusOf(f1.fundingId)).toBe('APPROVED');
       expect(await finalStatusOf(f2.fundingId)).toBe('APPROVED');
 
+      // A canary under way: a rollback would move the current build and leave the canary's share, so it is refused;
+      // `ramp <build> 0` ends the ramp.
+      const canary = await deployCli('ramp', a.buildId, '10');
+      expect(canary.code, canary.stderr).toBe(0);
+      const refused = await deployCli('rollback');
+      expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining(`${a.buildId} is ramping (10%`)]);
+      const routing = async () => {
+        const answer = await deployCli('status', '--json');
+        const { current, ramping } = JSON.parse(answer.stdout) as {
+          current: string;
+          ramping: { buildId: string } | null;
+        };
+        return { current, ramping: ramping?.buildId ?? null };
+      };
+      expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
+      const ended = await deployCli('ramp', a.buildId, '0');
+      expect([ended.code, ended.stdout]).toEqual([0, expect.stringContaining('no ramp')]);
+      expect(await routing()).toEqual({ current: b.buildId, ramping: null });
+
       const rolledBack = await deployCli('rollback');
       expect(rolledBack.code, rolledBack.stderr).toBe(0);
       expect(rolledBack.stdout).toContain(`rolled back to ${a.buildId}`);
