@@ -53,6 +53,8 @@ export interface ActivityDependencies {
   laneBell?: LaneBell;
   /** Whether the sweep keeps the lanes running (FUNDING_LANES is not `off`); absent: it does not. */
   lanes?: boolean;
+  /** Whether this worker's build is the current version (activities/sweep.ts); absent: it is. */
+  buildIsCurrent?: () => Promise<boolean>;
   /** The webhook deliverer's retry schedule and per-attempt time-out; absent: 24 hours of retries, 10 s. */
   webhooks?: { retry?: WebhookRetryPolicy; requestTimeoutMs?: number; publicTargetsOnly?: boolean };
 }
@@ -140,6 +142,7 @@ export function createActivities(deps: ActivityDependencies) {
         payments,
         batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
         lanes: deps.lanes === true,
+        ...(deps.buildIsCurrent ? { buildIsCurrent: deps.buildIsCurrent } : {}),
         wallet: deps.wallet,
         temporal: deps.temporal,
         taskQueue: deps.taskQueue,

@@ -41,6 +41,13 @@ export interface SweepDependencies {
   payments: PaymentRecord;
   /** Whether the lanes run (FUNDING_LANES is not `off`): a lane's run that closed is started again. */
   lanes?: boolean;
+  /**
+   * Whether this worker's build is the deployment's current version (worker/main.ts asks Temporal); absent: it is. A
+   * sweep on another build (a ramped or not yet promoted one) starts no lane: a lane it started would go to the current
+   * version's workers, which may be a release's with no fundLane, and fail every task (the worker's own start of the
+   * lanes waits for its build to be current for the same reason).
+   */
+  buildIsCurrent?: () => Promise<boolean>;
   /** Batches under way, whose runner the sweep starts again when it is gone; absent: not looked at. */
   batches?: { listActive: BatchRecord['listActive']; maxInFlight: number };
   wallet: Pick<WalletClient, 'retrieveTransfer'>;
@@ -427,7 +434,10 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       }
       // Lanes (workflows/fund-lane.ts) run for good: one that is gone (terminated, failed) is started
       // again. A lane's funding left PENDING meanwhile is started on its own above once it is idle.
-      for (let lane = 0; deps.lanes && lane < LANE_COUNT; lane += 1) {
+      const startsLanes = deps.lanes === true && (await (deps.buildIsCurrent?.() ?? true));
+      if (deps.lanes && !startsLanes)
+        logger.info('lanes: left to the current build’s sweep (this build is not current)');
+      for (let lane = 0; startsLanes && lane < LANE_COUNT; lane += 1) {
         const run = await workflowState(laneWorkflowId(deps.taskQueue, lane));
         if (run === 'running') continue;
         await startFundLane(deps.temporal, { taskQueue: deps.taskQueue, lane });

@@ -15,6 +15,7 @@ import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts';
+import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
@@ -358,6 +359,54 @@ describe('the sweep’s clock', () => {
       status: 'EXECUTING',
       ownerFence,
     });
+  });
+});
+
+describe('the sweep and the lanes', () => {
+  it('starts a lane that is gone only on a build that is current: a sweep on another build leaves it to the current one', async () => {
+    const lanes = Array.from({ length: LANE_COUNT }, (_, lane) =>
+      stack.temporal.workflow.getHandle(laneWorkflowId(stack.taskQueue, lane)),
+    );
+    const ended = async () => {
+      for (const lane of lanes) await lane.terminate('the sweep test').catch(() => undefined);
+    };
+    const running = async () =>
+      (
+        await Promise.all(
+          lanes.map((lane) =>
+            lane.describe().then(
+              (run) => run.status.name,
+              () => 'MISSING',
+            ),
+          ),
+        )
+      ).filter((status) => status === 'RUNNING').length;
+    const sweep = (buildIsCurrent: boolean) =>
+      new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
+        createActivities({
+          database: stack.database,
+          refreshPool: stack.refreshPool,
+          wallet: stack.wallet,
+          cipher: createTokenCipher(stack.encryptionKey),
+          logger: createLogger({ level: 'silent' }),
+          temporal: stack.temporal,
+          taskQueue: stack.taskQueue,
+          lanes: true,
+          buildIsCurrent: async () => buildIsCurrent,
+        }).sweepStuckFundings,
+        { olderThanSeconds: 600 },
+      );
+    await ended();
+    try {
+      // A ramped or not yet promoted build: its lanes would go to the current version's workers (the previous
+      // release's have no fundLane, and failed every task): it starts none.
+      await sweep(false);
+      expect(await running()).toBe(0);
+      await sweep(true);
+      expect(await running()).toBe(LANE_COUNT);
+    } finally {
+      await ended();
+    }
   });
 });
 
