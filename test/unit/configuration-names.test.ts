@@ -43,6 +43,10 @@ const composeOwn: Record<string, { why: string; services: string[] }> = {
     why: 'the postgres image and Temporal take it; compose builds DATABASE_URL from it',
     services: [...fullServices, 'postgres', 'temporal'],
   },
+  WALLETFLOW_VERSION: {
+    why: 'the image tag of migrate, api and codec-server (a deploy moves it)',
+    services: ['migrate', 'api', 'codec-server'],
+  },
   WORKER_VERSION: { why: 'the image tag of the worker service (a deploy moves it)', services: ['worker'] },
   WORKER_NEXT_VERSION: { why: 'the image tag of a deploy’s worker-next service', services: ['worker-next'] },
 };

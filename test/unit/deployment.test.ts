@@ -99,6 +99,29 @@ describe('docker-compose.yml', () => {
     expect(services['worker-next']?.image).toMatch(/\$\{WORKER_NEXT_VERSION:-next\}/);
   });
 
+  it('runs a deploy’s migrations and deploy commands on the new build’s image, and rolls the API to it after the promotion (docs/running-at-scale.md)', () => {
+    // migrate, api and codec-server share a tag a deploy moves; worker and worker-next have their own.
+    for (const name of ['migrate', 'api', 'codec-server'])
+      expect(services[name]?.image, name).toBe('walletflow:${WALLETFLOW_VERSION:-latest}');
+    const doc = readFileSync(path.join(root, 'docs/running-at-scale.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    const deploys = blocks.filter((block) => /deploy promote/.test(block));
+    expect(deploys.length).toBeGreaterThanOrEqual(2);
+    for (const block of deploys) {
+      const lines = block.split('\n').filter((line) => /docker compose/.test(line));
+      // Every compose command of the deploy names the new build's tag for the services it runs (a `run` of migrate or
+      // api, or worker-next's `up`, whose start runs migrate first): the running release's image has the old
+      // migrations, and a release from before Worker Versioning has no `deploy` command.
+      for (const line of lines.filter((line) => /run --rm (migrate|api)|up -d .*worker-next/.test(line)))
+        expect(line, line).toMatch(/WALLETFLOW_VERSION=2 /);
+      // The API moves to the new build after the promotion, never before (the new API may start workflows the old
+      // workers do not have).
+      const promoted = lines.findIndex((line) => /deploy promote/.test(line));
+      const rolled = lines.findIndex((line) => /WALLETFLOW_VERSION=2 docker compose up -d api/.test(line));
+      expect(rolled, block).toBeGreaterThan(promoted);
+    }
+  });
+
   it('runs the compiled JavaScript of the image (no TypeScript compiled at start)', () => {
     expect(services.migrate?.command).toEqual(['node', 'dist/cli/main.js', 'migrate']);
     expect(services.sandbox?.command).toEqual(['node', 'dist/sandbox/main.js']);

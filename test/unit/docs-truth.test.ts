@@ -96,6 +96,7 @@ const OTHER_PROGRAMS: Record<string, string> = {
   NODE_COMPILE_CACHE: 'Node.js itself, its on-disk compile cache (docs/testing.md: measured, not set)',
   WORKER_VERSION: 'docker compose: the image tag of the worker service (a deploy moves it)',
   WORKER_NEXT_VERSION: "docker compose: the image tag of a deploy's worker-next service",
+  WALLETFLOW_VERSION: 'docker compose: the image tag of migrate, api and codec-server (a deploy moves it)',
 };
 
 /** A word that names configuration: the families of the schema's names, and the CLI's and the stacks' own. */
