@@ -76,14 +76,17 @@ export async function saveLinkWithTokens(
   });
 }
 
-/** Removes a link's tokens; the link stays, UNLINKED, for its history. `actor`: the ops key's name. */
+/**
+ * Removes a link's tokens; the link stays, UNLINKED, for its history. `actor`: the ops key's name, or the console
+ * person's.
+ */
 export async function unlink(database: Database, tokens: TokenStore, linkId: string, actor?: string): Promise<boolean> {
   return database.$transaction(async (tx) => {
     const link = await tx.link.findUnique({ where: { id: linkId }, select: { id: true } });
     if (!link) return false;
     await tokens.remove(tx, linkId);
     await tx.link.update({ where: { id: linkId }, data: { status: 'UNLINKED' } });
-    await tx.linkEvent.create({ data: { linkId, type: 'UNLINKED', actor: actor?.slice(0, 64) ?? null } });
+    await tx.linkEvent.create({ data: { linkId, type: 'UNLINKED', actor: actor?.slice(0, 128) ?? null } });
     return true;
   });
 }

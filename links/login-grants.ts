@@ -79,7 +79,7 @@ export async function mintLoginGrant(
       },
     }),
     database.linkEvent.create({
-      data: { partnerUserId: input.partnerUserId, type: 'LOGIN_URL_MINTED', actor: input.actor.slice(0, 64) },
+      data: { partnerUserId: input.partnerUserId, type: 'LOGIN_URL_MINTED', actor: input.actor.slice(0, 128) },
     }),
   ]);
   return { token, expiresAt };

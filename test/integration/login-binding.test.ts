@@ -6,7 +6,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { saveLinkWithTokens } from '../../links/link-record.ts';
+import { saveLinkWithTokens, unlink } from '../../links/link-record.ts';
+import { mintLoginGrant } from '../../links/login-grants.ts';
+import { personActorName } from '../../domain/actor.ts';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
@@ -168,6 +170,28 @@ describe('login URLs and signed login tokens', () => {
     const expired = await startFromUrl(url);
     expect(expired.status).toBe(400);
     expect(expired.html).toContain('expired');
+  });
+
+  it('records a person’s whole identity on a link’s history: a login URL they minted and an unlink they made', async () => {
+    // A provider's person: a long display name and a 43-character subject (Azure's pairwise sub), as the console
+    // records them (personActorName: up to 128 characters). The history cut them at 64: no `)` and part of the subject.
+    const person = personActorName('Maria Concepcion Santos de la Cruz', 'A'.repeat(43));
+    expect(person.length).toBeGreaterThan(64);
+    const { partnerUserId, linkId } = await linkedVictim('pw-identity');
+    await mintLoginGrant(stack.database, { partnerUserId, actor: person });
+    expect(await unlink(stack.database, stack.tokens, linkId, person)).toBe(true);
+    const events = await stack.database.linkEvent.findMany({
+      where: {
+        OR: [
+          { partnerUserId, type: 'LOGIN_URL_MINTED' },
+          { linkId, type: 'UNLINKED' },
+        ],
+      },
+    });
+    expect(events.map((event) => [event.type, event.actor]).sort()).toEqual([
+      ['LOGIN_URL_MINTED', person],
+      ['UNLINKED', person],
+    ]);
   });
 
   it('a token signed with LOGIN_SIGNING_KEY starts a login for its subject, once', async () => {
