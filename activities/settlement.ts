@@ -23,7 +23,7 @@ import { SettlementRunNotRunning, type SettlementRun, type SettlementRuns } from
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { countPaymentsSucceededOn, paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
-import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { isWalletError, transportCodes, type WalletClient, type WalletError } from '../wallet/index.ts';
 import {
   settleDayFailureTypes,
   type SettleDayActivities,
@@ -62,6 +62,13 @@ const notRunning = (runId: string) =>
     `settlement run ${runId} is gone or no longer running`,
     settleDayFailureTypes.notRunning,
   );
+
+/** A retrieve failure of this transfer's own, not the wallet's or the network's: an answer that is no record, a 4xx. */
+function refusesThisTransfer(error: WalletError): boolean {
+  if (error.code === transportCodes.unparsableResponse) return true;
+  const status = error.httpStatus ?? 0;
+  return status >= 400 && status < 500 && ![401, 404, 407, 408, 429].includes(status);
+}
 
 export function createSettlementActivities(deps: SettlementActivityDependencies): SettleDayActivities {
   const { database, runs, logger } = deps;
@@ -104,7 +111,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
           continue;
         }
-        if (tries >= RETRIEVE_TRIES) throw walletRetry(error);
+        if (tries >= RETRIEVE_TRIES) {
+          // This transfer's own answer, every time: the line says it could not be read, and the day goes on (a run
+          // retried for it would never finish). Anything that may pass (a 5xx, no answer, our credentials refused, a
+          // route not found) fails the attempt, which Temporal tries again.
+          if (refusesThisTransfer(error)) return { unreadable: `${error.code} (${error.httpStatus ?? 'no status'})` };
+          throw walletRetry(error);
+        }
         tries += 1;
         await new Promise((resolve) => setTimeout(resolve, 250 * tries));
       } finally {

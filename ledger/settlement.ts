@@ -64,7 +64,15 @@ export interface SucceededPayment {
 }
 
 /** The wallet's record of a transfer, or null when it has none (404). */
-export type WalletTransferRecord = { status: string; amount: { currency: string; value: string } } | null;
+/**
+ * The wallet's record of a transfer; null: it has none; `unreadable`: it refused, again and again, to say (a lasting
+ * 4xx, an answer that is no record), so the line is reported not matched with why, and the day's run goes on.
+ */
+export type WalletTransferRecord =
+  { status: string; amount: { currency: string; value: string } } | { unreadable: string } | null;
+
+/** Past what settlement_line's amounts hold (numeric(16,3)): no funding's amount comes near it. */
+const STORABLE_THOUSANDTHS = 10n ** 16n;
 
 /** The amounts posted under these references: a funding's post to WALLET_CLEARING, a payment's credit leg. */
 export async function postedAmounts(
@@ -88,6 +96,27 @@ export const fundingPosts = (database: Database, fundingIds: string[]) =>
 export const paymentPosts = (database: Database, paymentIds: string[]) =>
   postedAmounts(database, paymentIds.map(paymentReference), 'credit');
 
+/** The wallet's record as a line reads it: none, one it could not read, or a record and its amount in thousandths. */
+function readRecord(
+  wallet: WalletTransferRecord,
+):
+  | { kind: 'none' }
+  | { kind: 'unreadable'; why: string }
+  | { kind: 'record'; record: { status: string; amount: { currency: string; value: string } }; thousandths: bigint } {
+  if (wallet === null) return { kind: 'none' };
+  if ('unreadable' in wallet) return { kind: 'unreadable', why: wallet.unreadable };
+  let thousandths: bigint;
+  try {
+    thousandths = thousandthsIn(wallet.amount.value);
+  } catch {
+    thousandths = STORABLE_THOUSANDTHS;
+  }
+  // Past any amount walletflow moves (it would not fit its line either): no figure to compare.
+  if (thousandths >= STORABLE_THOUSANDTHS || thousandths <= -STORABLE_THOUSANDTHS)
+    return { kind: 'unreadable', why: `an amount past any funding's (${wallet.amount.value})` };
+  return { kind: 'record', record: wallet, thousandths };
+}
+
 /** A funding against the wallet's record of its transfer and the ledger's posting of its hold. */
 export function fundingLine(
   funding: ApprovedFunding,
@@ -96,17 +125,24 @@ export function fundingLine(
 ): SettlementItem {
   const amount = funding.amount;
   const ledgerAmount = posts.get(postReference(funding.id)) ?? null;
-  const walletAmount = wallet ? thousandthsIn(wallet.amount.value) : null;
+  const read = readRecord(wallet);
+  const record = read.kind === 'record' ? read.record : null;
+  const walletAmount = read.kind === 'record' ? read.thousandths : null;
+  const unreadable = read.kind === 'unreadable' ? read.why : null;
   const problems: string[] = [];
   let result: SettlementItem['result'] = 'matched';
-  if (!wallet) {
+  if (unreadable !== null) {
+    // Not known to match, and not known to differ: a person looks (it is never counted matched).
+    result = 'mismatched';
+    problems.push(`the wallet's record could not be read: ${unreadable}`);
+  } else if (!record) {
     result = 'missing';
     problems.push('the wallet has no such transfer');
-  } else if (wallet.status !== 'APPROVED' || walletAmount !== amount || wallet.amount.currency !== funding.currency) {
+  } else if (record.status !== 'APPROVED' || walletAmount !== amount || record.amount.currency !== funding.currency) {
     // Another currency is another amount, whatever its figure.
     result = 'mismatched';
-    const walletCurrency = wallet.amount.currency === funding.currency ? '' : `${wallet.amount.currency} `;
-    problems.push(`the wallet says ${wallet.status} ${walletCurrency}${wallet.amount.value}`);
+    const walletCurrency = record.amount.currency === funding.currency ? '' : `${record.amount.currency} `;
+    problems.push(`the wallet says ${record.status} ${walletCurrency}${record.amount.value}`);
   }
   if (ledgerAmount === null) {
     if (result === 'matched') result = 'missing';
@@ -121,8 +157,8 @@ export function fundingLine(
     walletId: funding.transferId,
     result,
     amount: amountOf(amount, funding.currency),
-    walletAmount: walletAmount === null || !wallet ? null : amountOf(walletAmount, wallet.amount.currency),
-    walletStatus: wallet?.status ?? null,
+    walletAmount: walletAmount === null || !record ? null : amountOf(walletAmount, record.amount.currency),
+    walletStatus: record?.status ?? null,
     ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
     detail: problems.length > 0 ? problems.join('; ') : null,
   };

@@ -43,6 +43,29 @@ describe('a day settled by a durable run', () => {
       expect((after.get(item.walletId) ?? 0) - (before.get(item.walletId) ?? 0), item.walletId).toBe(1);
   });
 
+  it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
+    // A lasting 400 for every retrieve, then answers that are no record: each transfer's own answer, tried three
+    // times. The run was retried for ever (RUNNING, 202 to every GET, and a fresh run hit the same item).
+    for (const fault of [
+      { endpoint: 'transfers.retrieve' as const, mode: 'error-before-effect' as const, rate: 1, status: 400 },
+      { endpoint: 'transfers.retrieve' as const, mode: 'garbage-body' as const, rate: 1 },
+    ]) {
+      const day = await freshDay();
+      await plant(day, 3);
+      await stack.admin.setFaults([fault]);
+      const report = await settled(day);
+      expect(report.body, fault.mode).toMatchObject({ fundings: { matched: 0, missing: 0, mismatched: 3 } });
+      for (const item of report.body.items as Array<Record<string, unknown>>)
+        expect(item, fault.mode).toMatchObject({
+          result: 'mismatched',
+          walletStatus: null,
+          walletAmount: null,
+          detail: expect.stringContaining("the wallet's record could not be read"),
+        });
+      await stack.admin.clearFaults();
+    }
+  });
+
   it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
     const day = await freshDay();
     await plant(day, 200);

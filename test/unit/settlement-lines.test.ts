@@ -23,4 +23,18 @@ describe('a settlement line of a funding', () => {
       });
     }
   });
+
+  it('is mismatched, saying why, when the wallet’s record could not be read or holds an amount no line can store', () => {
+    for (const wallet of [
+      { unreadable: 'HTTP_4XX (400)' },
+      { status: 'APPROVED', amount: { currency: 'PHP', value: '10000000000000.00' } },
+    ]) {
+      expect(fundingLine(funding, wallet, posted), JSON.stringify(wallet)).toMatchObject({
+        result: 'mismatched',
+        walletAmount: null,
+        walletStatus: null,
+        detail: expect.stringContaining("the wallet's record could not be read"),
+      });
+    }
+  });
 });
