@@ -85,18 +85,24 @@ const FOLLOW_PAUSE_MS = 1000;
 
 const pause = () => new Promise((resolve) => setTimeout(resolve, FOLLOW_PAUSE_MS));
 
+/** How long the command follows a run before it gives up saying so (a day of 100,000 items settles in minutes). */
+const FOLLOW_LIMIT_MS = 60 * 60_000;
+
 /**
  * Asks for the day's report until it is served (the first ask of a day starts its run), showing the
- * run's progress; with `freshRunId`, until that run's report is (the one before is served meanwhile).
- * Answers the report's first page of `limit` items.
+ * run's progress; with `fresh`, until a report at least as fresh as that run is: its own, or one of a run
+ * settled after it began (another person's fresh run, or a whole-day run that replaced it after midnight).
+ * The one before is served meanwhile. Answers the report's first page of `limit` items; gives up after
+ * FOLLOW_LIMIT_MS (a fresh run given up by hand leaves the report before it served for good).
  */
 async function followRun(
   client: OpsClient,
   date: string,
   limit: number,
   progress: CountProgress,
-  freshRunId: string | null,
+  fresh: { runId: string; startedAt: string } | null,
 ): Promise<Settlement> {
+  const deadline = Date.now() + FOLLOW_LIMIT_MS;
   for (;;) {
     const answer = await client.getSettlement({ date, limit });
     if (answer.status === 202) {
@@ -104,9 +110,16 @@ async function followRun(
       progress.update(running.checked, running.total);
     } else {
       const report = answer.body as Settlement;
-      if (freshRunId === null || report.runId === freshRunId) return report;
-      progress.note(`run ${freshRunId} under way; the report before it is served until it is done`);
+      if (fresh === null || report.runId === fresh.runId || Date.parse(report.settledAt) > Date.parse(fresh.startedAt))
+        return report;
+      progress.note(`run ${fresh.runId} under way; the report before it is served until it is done`);
     }
+    if (Date.now() > deadline)
+      throw new CliInputError(
+        `no report of ${date}${fresh ? ` from run ${fresh.runId}` : ''} after ${FOLLOW_LIMIT_MS / 60_000} minutes: ` +
+          'see WalletflowSettlementStuck in docs/runbook.md, then ask again',
+        exitCodes.api,
+      );
     await pause();
   }
 }
@@ -124,14 +137,14 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
     });
     let report: Settlement;
     try {
-      let freshRunId: string | null = null;
+      let fresh: { runId: string; startedAt: string } | null = null;
       if (options.fresh) {
         const started = await client.startSettlementRun({ date: options.date });
-        freshRunId = started.body.runId;
+        fresh = { runId: started.body.runId, startedAt: started.body.startedAt };
         progress.update(started.body.checked, started.body.total);
       }
       // The JSON report is read a page at a time; the CSV and the text need only the head first.
-      report = await followRun(client, options.date, options.output === 'json' ? 1000 : 1, progress, freshRunId);
+      report = await followRun(client, options.date, options.output === 'json' ? 1000 : 1, progress, fresh);
     } finally {
       progress.close();
     }

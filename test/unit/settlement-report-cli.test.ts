@@ -47,7 +47,27 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (url.searchParams.get('format') === 'csv') {
+    if (req.method === 'POST' && url.pathname === '/ops/settlements/2026-01-03/runs') {
+      // Our fresh run, R2, begun at midnight and a second.
+      res.writeHead(202, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          date: '2026-01-03',
+          state: 'RUNNING',
+          checked: 0,
+          total: 1,
+          runId: 'R2',
+          startedAt: '2026-01-04T00:00:01.000Z',
+        }),
+      );
+    } else if (url.pathname.endsWith('2026-01-03'))
+      // R2 never served: a run settled after it began (R3: another person's fresh run, or the whole-day run that
+      // replaced it after midnight) is.
+      json({
+        ...report('R3', counts(1, 0, 0), [item('r3-1', 'matched')], null),
+        settledAt: '2026-01-04T00:03:00.000Z',
+      });
+    else if (url.searchParams.get('format') === 'csv') {
       // Run B's file: a line mismatched.
       res.writeHead(200, { 'content-type': 'text/csv' });
       res.end(`kind,id,result\r\n"funding","b-1","mismatched"\r\n${totals(0, 1)}`);
@@ -71,12 +91,12 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-async function run(output: 'csv' | 'text', date: string): Promise<{ code: number; printed: string }> {
+async function run(output: 'csv' | 'text', date: string, fresh = false): Promise<{ code: number; printed: string }> {
   const printed: string[] = [];
   vi.stubEnv('WALLETFLOW_OPS_KEY', 'k'.repeat(40));
   const write = vi.spyOn(process.stdout, 'write').mockImplementation((text) => printed.push(String(text)) > 0);
   try {
-    const code = await runSettlementReport({ api, date, output });
+    const code = await runSettlementReport({ api, date, output, fresh });
     return { code, printed: printed.join('') };
   } finally {
     write.mockRestore();
@@ -90,6 +110,13 @@ describe('walletflow settlement-report beside a fresh run', () => {
     expect(printed).toContain('"b-1","mismatched"');
     expect(code).toBe(exitCodes.failed);
   });
+
+  it('--fresh: stops at a report at least as fresh as its run (one settled after it began), not only at its own', async () => {
+    // It asked for R2's report only, and so followed for ever a day whose R2 was overtaken.
+    const { code, printed } = await run('text', '2026-01-03', true);
+    expect(code).toBe(exitCodes.ok);
+    expect(printed).toContain('settlement of 2026-01-01');
+  }, 15_000);
 
   it('the table: lists the problems of the run whose counts it printed, by that run’s cursor', async () => {
     const { code, printed } = await run('text', '2026-01-02');
