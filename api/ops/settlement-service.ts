@@ -163,10 +163,12 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   /**
    * A report that answers for the day: one that covers the whole of it; for today, the day so far; for yesterday within
    * the grace, a run begun after the day ended (all of it but writes still committing), never one begun while the day
-   * went on (a snapshot of the evening would pass for the day).
+   * went on (a snapshot of the evening would pass for the day). Only a run of SETTLEMENT_TZ's day: one settled under
+   * another time zone covered another 24 hours.
    */
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
     run !== null &&
+    run.timeZone === deps.timeZone &&
     (run.wholeDay ||
       date >= today() ||
       (date >= openDay() && settlementDayOf(run.createdAt, deps.timeZone).date > date));

@@ -239,6 +239,19 @@ describe('a day settled by a durable run', () => {
     ]);
   });
 
+  it('serves a day only with a run of its own time zone: one settled under another SETTLEMENT_TZ is another window', async () => {
+    const day = await freshDay();
+    await plant(day, 2);
+    const first = await settled(day);
+    // As if it had been settled before SETTLEMENT_TZ changed: its day was another 24 hours.
+    await stack.database
+      .$executeRaw`UPDATE settlement_run SET time_zone = 'UTC' WHERE id = ${first.body.runId as string}::uuid`;
+    const again = await settled(day);
+    expect(again.body.runId).not.toBe(first.body.runId);
+    expect(again.body).toMatchObject({ timeZone: 'Asia/Manila', fundings: { matched: 2 } });
+    expect((await runsOf(day)).map((run) => run.state)).toEqual(['SUCCEEDED', 'SUCCEEDED']);
+  });
+
   it('a finish tried again after it committed answers what it wrote; a run given up takes no more writes', async () => {
     const day = await freshDay();
     await plant(day, 3);
