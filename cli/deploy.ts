@@ -141,6 +141,12 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           return 64;
         }
         if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        if (percent === 0 && ramping !== action.buildId) {
+          console.error(
+            `walletflow deploy ramp: ${action.buildId} is not ramping (${ramping ? `${ramping} is` : 'no build is'}); nothing ended`,
+          );
+          return 1;
+        }
         // 0 ends the ramp (no ramping version: an empty build id at 0 %), so that a rollback may follow.
         await client.workflowService.setWorkerDeploymentRampingVersion({
           namespace: client.options.namespace,
@@ -199,16 +205,21 @@ export interface VersionLine {
  * The build a rollback returns to: of those that were current once and are not now, the one that stopped last. A build
  * that was only ever ramped (a canary turned down) is not one: it never took all new workflows. A server that reports
  * no version's last time as current (the Temporal CLI's dev server and server 1.29 do not) cannot tell them apart:
- * there, the build that stopped being current or ramping last.
+ * there, of the builds registered before the current one, the one that stopped being current or ramping last.
  */
 export function rollbackTarget(versions: readonly VersionLine[], current: string | null): VersionLine | undefined {
   const reportsCurrent = versions.some((version) => version.lastCurrentAt !== null);
+  const currentCreatedAt = versions.find((version) => version.buildId === current)?.createdAt ?? null;
   return versions
     .filter(
       (version) =>
         version.buildId !== current &&
         version.deactivatedAt !== null &&
-        (!reportsCurrent || version.lastCurrentAt !== null),
+        (reportsCurrent
+          ? version.lastCurrentAt !== null
+          : // Not told which builds were current: an older build than the current one. A canary is a newer build, and
+            // one ramped and turned down after the promotion stopped last: a rollback went to it.
+            currentCreatedAt === null || (version.createdAt ?? 0) < currentCreatedAt),
     )
     .sort((a, b) => (b.deactivatedAt ?? 0) - (a.deactivatedAt ?? 0))[0];
 }

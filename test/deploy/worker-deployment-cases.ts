@@ -194,6 +194,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
         return { current, ramping: ramping?.buildId ?? null };
       };
       expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
+      // Ending a ramp names the build that ramps: another's name ends nothing.
+      const other = await deployCli('ramp', b.buildId, '0');
+      expect([other.code, other.stderr]).toEqual([1, expect.stringContaining(`${b.buildId} is not ramping`)]);
+      expect(await routing()).toEqual({ current: b.buildId, ramping: a.buildId });
       const ended = await deployCli('ramp', a.buildId, '0');
       expect([ended.code, ended.stdout]).toEqual([0, expect.stringContaining('no ramp')]);
       expect(await routing()).toEqual({ current: b.buildId, ramping: null });

@@ -45,10 +45,10 @@ import {
 
 describe('workflow contracts', () => {
   it('walletflow deploy rollback returns to the build current before, never to a canary that was only ramped', () => {
-    const version = (buildId: string, deactivatedAt: number | null, lastCurrentAt: number | null) => ({
+    const version = (buildId: string, deactivatedAt: number | null, lastCurrentAt: number | null, createdAt = 0) => ({
       buildId,
       drainage: null,
-      createdAt: 0,
+      createdAt,
       deactivatedAt,
       lastCurrentAt,
     });
@@ -56,9 +56,15 @@ describe('workflow contracts', () => {
     const versions = [version('A', null, 20), version('B', 20, 15), version('C', 30, null)];
     expect(rollbackTarget(versions, 'A')?.buildId).toBe('B');
     expect(rollbackTarget([version('A', null, 1), version('C', 30, null)], 'A')).toBeUndefined();
-    // A server that reports no last time as current: the build that stopped last.
-    const unreported = [version('A', null, null), version('B', 20, null), version('C', 30, null)];
-    expect(rollbackTarget(unreported, 'A')?.buildId).toBe('C');
+    // A server that reports no last time as current (1.29, the dev server): the older build that stopped last. A was
+    // current until B (registered after it) was promoted (t 20); canary C, newer still, ramped and turned down (t 30):
+    // a rollback right after ending its ramp went to C.
+    const unreported = [version('A', 20, null, 1), version('B', null, null, 2), version('C', 30, null, 3)];
+    expect(rollbackTarget(unreported, 'B')?.buildId).toBe('A');
+    // A ramped again after B's promotion and turned down (t 40) is still the build before B.
+    expect(rollbackTarget([...unreported.slice(1), version('A', 40, null, 1)], 'B')?.buildId).toBe('A');
+    // Nothing older than the current build: nothing to roll back to (`deploy promote` names a build).
+    expect(rollbackTarget(unreported, 'A')).toBeUndefined();
   });
 
   it('walletflow deploy status counts the unversioned runs of every workflow the worker registers', () => {
