@@ -67,7 +67,8 @@ const notRunning = (runId: string) =>
 function refusesThisTransfer(error: WalletError): boolean {
   if (error.code === transportCodes.unparsableResponse) return true;
   const status = error.httpStatus ?? 0;
-  return status >= 400 && status < 500 && ![401, 404, 407, 408, 429].includes(status);
+  // 401 and 403 are walletflow's own credentials or address refused (every transfer alike): the run waits for them.
+  return status >= 400 && status < 500 && ![401, 403, 404, 407, 408, 429].includes(status);
 }
 
 export function createSettlementActivities(deps: SettlementActivityDependencies): SettleDayActivities {
@@ -113,8 +114,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         }
         if (tries >= RETRIEVE_TRIES) {
           // This transfer's own answer, every time: the line says it could not be read, and the day goes on (a run
-          // retried for it would never finish). Anything that may pass (a 5xx, no answer, our credentials refused, a
-          // route not found) fails the attempt, which Temporal tries again.
+          // retried for it would never finish). Anything that may pass (a 5xx, no answer, our credentials or address
+          // refused, a route not found) fails the attempt, which Temporal tries again.
           if (refusesThisTransfer(error)) return { unreadable: `${error.code} (${error.httpStatus ?? 'no status'})` };
           throw walletRetry(error);
         }

@@ -185,10 +185,11 @@ export const amountSchema = z
       });
       return;
     }
-    // A currency walletflow does not know is refused for itself (currencyRefusal), not for its decimals.
-    const decimals = (currencyMinorUnits as Record<string, number | undefined>)[amount.currency];
+    // Another currency than acceptedCurrency is refused for itself (currencyRefusal: 422), whatever its decimals.
+    if (amount.currency !== acceptedCurrency) return;
+    const decimals = currencyMinorUnits[acceptedCurrency];
     const [, fraction = ''] = amount.value.split('.');
-    if (decimals !== undefined && fraction.length > decimals) {
+    if (fraction.length > decimals) {
       ctx.addIssue({
         code: 'custom',
         path: ['value'],

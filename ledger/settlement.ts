@@ -109,7 +109,7 @@ function readRecord(
   try {
     thousandths = thousandthsIn(wallet.amount.value);
   } catch {
-    thousandths = STORABLE_THOUSANDTHS;
+    return { kind: 'unreadable', why: `an amount walletflow cannot read (${wallet.amount.value})` };
   }
   // Past any amount walletflow moves (it would not fit its line either): no figure to compare.
   if (thousandths >= STORABLE_THOUSANDTHS || thousandths <= -STORABLE_THOUSANDTHS)
@@ -157,7 +157,11 @@ export function fundingLine(
     walletId: funding.transferId,
     result,
     amount: amountOf(amount, funding.currency),
-    walletAmount: walletAmount === null || !record ? null : amountOf(walletAmount, record.amount.currency),
+    // The line keeps one currency, the funding's: a figure in another is in `detail` only, never shown as this one.
+    walletAmount:
+      walletAmount === null || !record || record.amount.currency !== funding.currency
+        ? null
+        : amountOf(walletAmount, funding.currency),
     walletStatus: record?.status ?? null,
     ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
     detail: problems.length > 0 ? problems.join('; ') : null,

@@ -42,6 +42,8 @@ describe('amountSchema', () => {
     expect(amountSchema.safeParse({ currency: 'PHP', value: '1.00', extra: 1 }).success).toBe(false);
     // ISO 4217-shaped: parsed, so that currencyRefusal answers it (422 CURRENCY_NOT_ACCEPTED), not a 400.
     expect(amountSchema.safeParse({ currency: 'XXX', value: '1.00' }).success).toBe(true);
+    expect(amountSchema.safeParse({ currency: 'JPY', value: '1.5' }).success).toBe(true);
+    expect(amountSchema.safeParse({ currency: 'PHP', value: '1.005' }).success).toBe(false);
     expect(currencyRefusal('XXX')).toContain('XXX');
     // Never sent to the wallet.
     expect(() => toWireAmount({ currency: 'XXX', value: '1.00' }, 'transfers.create')).toThrow(/currency/);

@@ -12,14 +12,14 @@ describe('a settlement line of a funding', () => {
     expect(line).toMatchObject({ result: 'matched', walletAmount: { currency: 'PHP', value: '100.00' }, detail: null });
   });
 
-  it('is mismatched when the wallet names another currency, however equal the figure: shown in the wallet’s currency', () => {
+  it('is mismatched when the wallet names another currency, however equal the figure: that figure in its detail only', () => {
     for (const currency of ['USD', 'JPY']) {
       const line = fundingLine(funding, { status: 'APPROVED', amount: { currency, value: '100' } }, posted);
       expect(line, currency).toMatchObject({
         result: 'mismatched',
         amount: { currency: 'PHP', value: '100.00' },
-        walletAmount: { currency },
-        detail: expect.stringContaining(currency),
+        walletAmount: null,
+        detail: expect.stringContaining(`${currency} 100`),
       });
     }
   });
