@@ -77,7 +77,22 @@ export const callbackQuerySchema = z.object({
 
 const failurePage = htmlAnswer('an unexpected failure (logged)');
 
+/** A HEAD of a route whose GET spends something single-use: answered 405, nothing spent. */
+const headRefused = (path: '/connect/start' | '/connect/callback', operationId: string, what: string) =>
+  defineRoute({
+    method: 'head',
+    path,
+    operationId,
+    tag: 'connect',
+    summary: `A link preview, a scanner or a prefetch: never uses up ${what}`,
+    access: 'public',
+    responses: { '405': { description: 'only a GET uses it', headers: { Allow: header('`GET`') } } },
+  });
+
 const routes = {
+  // Before the GETs, which Express would otherwise let answer HEAD too: a mail scanner's HEAD of a login link spent it.
+  connectStartHead: headRefused('/connect/start', 'connectStartHead', 'a login token'),
+  connectCallbackHead: headRefused('/connect/callback', 'connectCallbackHead', 'a login’s state'),
   connectStart: defineRoute({
     method: 'get',
     path: '/connect/start',
@@ -194,6 +209,12 @@ export function connectRouter(deps: ConnectDependencies): Router {
       ),
     );
   }
+
+  for (const head of [routes.connectStartHead, routes.connectCallbackHead])
+    add(head, (_req, res) => {
+      res.setHeader('Allow', 'GET');
+      res.status(405).end();
+    });
 
   add(routes.connectStart, async (req, res) => {
     const query = startQuerySchema.safeParse(req.query);

@@ -224,11 +224,18 @@ const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
 
 /**
  * A sign-out whose session already ended (idle, past its lifetime) still signs out: it leaves the
- * browser's marker that makes the next sign-in ask the provider for a fresh login (sign-in.ts). With
- * a live session it needs the session's token like any write.
+ * browser's marker that makes the next sign-in ask the provider for a fresh login (sign-in.ts). Only
+ * from a page of this console (Fetch Metadata, else an Origin of this host): another site's form
+ * cannot clear a person's cookie. With a live session it needs the session's token like any write.
  */
 const isSignOutWithoutSession = (req: Request, res: Response) =>
-  req.method === 'POST' && req.path === '/sign-out' && !consoleSessionOf(res);
+  req.method === 'POST' && req.path === '/sign-out' && !consoleSessionOf(res) && fromThisConsole(req);
+
+function fromThisConsole(req: Request): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined) return site === 'same-origin';
+  return req.get('origin') === `${req.protocol}://${req.get('host') ?? ''}`;
+}
 
 /**
  * Everything else needs a live session: a page asked for without one goes to the sign-in page

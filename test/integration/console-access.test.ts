@@ -506,14 +506,21 @@ describe('a session signed in with an ops key rests on that key', () => {
       });
       await write.arrayBuffer();
       expect(write.status).toBe(401);
-      // A sign-out of a session already over still signs out (it leaves the fresh-login marker), and ends nothing else.
-      const signOut = await fetch(`${restarted.apiBase}/console/sign-out`, {
-        method: 'POST',
-        headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
-        body: '',
-        redirect: 'manual',
-      });
-      await signOut.arrayBuffer();
+      // A sign-out of a session already over still signs out from the console's own page (it leaves the fresh-login
+      // marker); another site's form is refused and clears nothing.
+      const signOutFrom = async (site: string) => {
+        const answer = await fetch(`${restarted.apiBase}/console/sign-out`, {
+          method: 'POST',
+          headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': site },
+          body: '',
+          redirect: 'manual',
+        });
+        await answer.arrayBuffer();
+        return answer;
+      };
+      const elsewhere = await signOutFrom('cross-site');
+      expect([elsewhere.status, elsewhere.headers.get('set-cookie')]).toEqual([401, null]);
+      const signOut = await signOutFrom('same-origin');
       expect(signOut.status).toBe(303);
       expect(signOut.headers.get('location')).toBe('/console/sign-in');
       const stream = await LiveStream.open(restarted.apiBase, '/console/live/home', cookie);

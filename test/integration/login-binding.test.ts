@@ -159,6 +159,14 @@ describe('login URLs and signed login tokens', () => {
   it('records who minted a login URL (the ops key’s name), and an expired one is refused', async () => {
     const partnerUserId = `partner-${randomUUID()}`;
     const url = await mintLoginUrl(partnerUserId);
+    // A mail or chat scanner's HEAD of a link (or of a callback) spends nothing: 405; the person's click still works.
+    const scanned = await mintLoginUrl(`scanned-${randomUUID()}`);
+    for (const target of [scanned, `${stack.apiBase}/connect/callback?state=x&code=y`]) {
+      const head = await fetch(target, { method: 'HEAD', redirect: 'manual' });
+      expect([head.status, head.headers.get('allow')], target).toEqual([405, 'GET']);
+    }
+    const clicked = await startFromUrl(scanned);
+    expect(clicked.status, clicked.html).toBe(302);
     const minted = await stack.database.linkEvent.findFirstOrThrow({
       where: { partnerUserId, type: 'LOGIN_URL_MINTED' },
     });
