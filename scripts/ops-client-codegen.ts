@@ -288,7 +288,11 @@ export interface OpsClientOptions {
 }
 
 export interface CallOptions {
-  /** The caller's abort: the call rejects with its reason, as fetch does. */
+  /**
+   * The caller's abort: before the answer's headers, the call rejects with its reason, as fetch does; while a 2xx
+   * answer's body is read, with OpsNetworkError (\`brokenOff\`, reason "stopped by the caller"), which keeps a write's
+   * Idempotency-Key; an error status stands.
+   */
   signal?: AbortSignal;
   /** Extra headers for this call (e.g. X-Request-Id). */
   headers?: Record<string, string>;
@@ -411,8 +415,10 @@ async function call(options: OpsClientOptions, id: string, spec: OperationSpec, 
     idle.restart();
     text = await readText(response, idle);
   } catch (error) {
-    if (callOptions.signal?.aborted) throw callOptions.signal.reason;
-    // An error status stands without its body; a 2xx without its whole body is no answer.
+    // An error status stands without its body; a 2xx without its whole body is no answer (a write's: applied, its key
+    // answers it again), the caller's own stop as well.
+    if (ok && callOptions.signal?.aborted)
+      throw new OpsNetworkError(baseUrl, 'stopped by the caller', true, spec.method, headers['Idempotency-Key']);
     if (ok) throw new OpsNetworkError(baseUrl, networkReason(error) ?? (error as Error).message, true, spec.method, headers['Idempotency-Key']);
   } finally {
     idle.clear();
