@@ -76,6 +76,19 @@ const sweep = async (olderThanSeconds = 600, limit?: number) =>
     })
   ).result();
 
+/** The worker's activities on this file's stack, as a worker of it builds them (`extra`: a sweep's options). */
+const stackActivities = (extra: Partial<Parameters<typeof createActivities>[0]> = {}) =>
+  createActivities({
+    database: stack.database,
+    refreshPool: stack.refreshPool,
+    wallet: stack.wallet,
+    cipher: createTokenCipher(stack.encryptionKey),
+    logger: createLogger({ level: 'silent' }),
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+    ...extra,
+  });
+
 describe('the sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
     // a. Its workflow is gone, and the wallet executed the transfer: finish it from the wallet.
@@ -299,15 +312,7 @@ describe('the sweep', () => {
     });
     await stack.wallet.executeTransfer(transfer.data.transferId);
     const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
-    const activities = createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
-      wallet: stack.wallet,
-      cipher: createTokenCipher(stack.encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-    });
+    const activities = stackActivities();
     const environment = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 });
     // The attempt's heartbeat timed out at the server: the worker cancels the attempt.
     environment.cancel();
@@ -334,15 +339,7 @@ describe('the sweep’s clock', () => {
     // Its owner is seen now, by the database's clock (as a chunk's or a pass's heartbeat writes it).
     await stack.database.$executeRaw`UPDATE funding SET owner_seen_at = now() WHERE id = ${id}::uuid`;
     const { ownerFence } = await stack.database.funding.findUniqueOrThrow({ where: { id } });
-    const activities = createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
-      wallet: stack.wallet,
-      cipher: createTokenCipher(stack.encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-    });
+    const activities = stackActivities();
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now() + 2 * 3_600_000);
     let report: SweepReport;
@@ -383,17 +380,7 @@ describe('the sweep and the lanes', () => {
       ).filter((status) => status === 'RUNNING').length;
     const sweep = (buildIsCurrent: boolean) =>
       new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
-        createActivities({
-          database: stack.database,
-          refreshPool: stack.refreshPool,
-          wallet: stack.wallet,
-          cipher: createTokenCipher(stack.encryptionKey),
-          logger: createLogger({ level: 'silent' }),
-          temporal: stack.temporal,
-          taskQueue: stack.taskQueue,
-          lanes: true,
-          buildIsCurrent: async () => buildIsCurrent,
-        }).sweepStuckFundings,
+        stackActivities({ lanes: true, buildIsCurrent: async () => buildIsCurrent }).sweepStuckFundings,
         { olderThanSeconds: 600 },
       );
     await ended();
