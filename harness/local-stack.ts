@@ -389,7 +389,8 @@ export async function startLocalStack(options: LocalStackOptions): Promise<Local
   });
   for (const each of workers) each.start();
   api.start();
-  // The port accepts from the start (the stack holds it): the API accepts once it answers HTTP, whatever the status.
+  // The port takes connections from the API's spawn on (its socket is already listening there): the API is up once it
+  // answers HTTP, whatever the status.
   const apiListening = async (timeoutMs = 60_000) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
