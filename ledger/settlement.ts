@@ -127,18 +127,19 @@ export function fundingLine(
   const ledgerAmount = posts.get(postReference(funding.id)) ?? null;
   const read = readRecord(wallet);
   const record = read.kind === 'record' ? read.record : null;
-  const walletAmount = read.kind === 'record' ? read.thousandths : null;
-  const unreadable = read.kind === 'unreadable' ? read.why : null;
+  // The line keeps one currency, the funding's: a figure in another is in `detail` only, never shown as this one.
+  const walletAmount =
+    read.kind === 'record' && read.record.amount.currency === funding.currency ? read.thousandths : null;
   const problems: string[] = [];
   let result: SettlementItem['result'] = 'matched';
-  if (unreadable !== null) {
+  if (read.kind === 'unreadable') {
     // Not known to match, and not known to differ: a person looks (it is never counted matched).
     result = 'mismatched';
-    problems.push(`the wallet's record could not be read: ${unreadable}`);
+    problems.push(`the wallet's record could not be read: ${read.why}`);
   } else if (!record) {
     result = 'missing';
     problems.push('the wallet has no such transfer');
-  } else if (record.status !== 'APPROVED' || walletAmount !== amount || record.amount.currency !== funding.currency) {
+  } else if (record.status !== 'APPROVED' || walletAmount !== amount) {
     // Another currency is another amount, whatever its figure.
     result = 'mismatched';
     const walletCurrency = record.amount.currency === funding.currency ? '' : `${record.amount.currency} `;
@@ -157,11 +158,7 @@ export function fundingLine(
     walletId: funding.transferId,
     result,
     amount: amountOf(amount, funding.currency),
-    // The line keeps one currency, the funding's: a figure in another is in `detail` only, never shown as this one.
-    walletAmount:
-      walletAmount === null || !record || record.amount.currency !== funding.currency
-        ? null
-        : amountOf(walletAmount, funding.currency),
+    walletAmount: walletAmount === null ? null : amountOf(walletAmount, funding.currency),
     walletStatus: record?.status ?? null,
     ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, funding.currency),
     detail: problems.length > 0 ? problems.join('; ') : null,

@@ -80,6 +80,11 @@ export function currentBuildIdOf(info: Awaited<ReturnType<typeof describeDeploym
   return info?.routingConfig?.currentDeploymentVersion?.buildId || null;
 }
 
+/** Whether `version` is its deployment's current version now (Temporal's answer; an error is the caller's). */
+export async function isCurrentVersion(client: Client, version: DeploymentVersion): Promise<boolean> {
+  return currentBuildIdOf(await describeDeployment(client, version.deploymentName)) === version.buildId;
+}
+
 /** Makes `buildId` the deployment's current version: new workflows go to its workers. */
 export async function setCurrentVersion(client: Client, version: DeploymentVersion, identity: string): Promise<void> {
   await client.workflowService.setWorkerDeploymentCurrentVersion({
@@ -103,8 +108,7 @@ export async function promoteOnStart(
   options: { timeoutMs?: number } = {},
 ): Promise<'promoted' | 'already-current' | 'left'> {
   if (policy === 'never') {
-    const info = await describeDeployment(client, version.deploymentName).catch(() => null);
-    return info && currentBuildIdOf(info) === version.buildId ? 'already-current' : 'left';
+    return (await isCurrentVersion(client, version).catch(() => false)) ? 'already-current' : 'left';
   }
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {

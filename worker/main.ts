@@ -22,12 +22,7 @@ import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureSweepSchedule } from './sweep-schedule.ts';
 import { tracedBundlePath } from '../lib/tracing-bundle.ts';
 import { buildIdOf, bundleWorkflows } from '../lib/workflow-bundle.ts';
-import {
-  currentBuildIdOf,
-  describeDeployment,
-  promoteOnStart,
-  versionedWorkerOptions,
-} from '../lib/worker-deployment.ts';
+import { isCurrentVersion, promoteOnStart, versionedWorkerOptions } from '../lib/worker-deployment.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
 import { WORKER_HEARTBEAT_THROTTLE_MS } from '../workflows/fund-batch.contract.ts';
 
@@ -168,8 +163,7 @@ const worker = await Worker.create({
     batchMaxInFlight: config.batches.maxInFlight,
     laneBell,
     lanes: config.fundingLanes !== 'off',
-    buildIsCurrent: async () =>
-      currentBuildIdOf(await describeDeployment(temporal, version.deploymentName)) === version.buildId,
+    buildIsCurrent: () => isCurrentVersion(temporal, version),
     // Production: webhooks go to public https endpoints only, checked at every attempt
     // (webhooks/target-guard.ts).
     webhooks: { retry: config.webhooks.retry, publicTargetsOnly: config.nodeEnv === 'production' },
