@@ -18,8 +18,15 @@ import { isWalletError, type WalletClient } from '../../wallet/index.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import { pageCsp, renderPage, type PageContent } from './connect-pages.ts';
 import { limitRequests, rateLimitedPageAnswer, type RateLimiter } from '../http/rate-limit.ts';
-import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, header, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { refuseHead, routesOn, strictRouter } from '../http/route-registration.ts';
+import {
+  defineRoute,
+  header,
+  headRefusedAnswers,
+  htmlAnswer,
+  redirectAnswer,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 
 export const LOGIN_STATE_TTL_MS = 10 * 60_000;
 
@@ -86,7 +93,7 @@ const headRefused = (path: '/connect/start' | '/connect/callback', operationId: 
     tag: 'connect',
     summary: `A link preview, a scanner or a prefetch: never uses up ${what}`,
     access: 'public',
-    responses: { '405': { description: 'only a GET uses it', headers: { Allow: header('`GET`') } } },
+    responses: headRefusedAnswers('only a GET uses it'),
   });
 
 const routes = {
@@ -210,11 +217,7 @@ export function connectRouter(deps: ConnectDependencies): Router {
     );
   }
 
-  for (const head of [routes.connectStartHead, routes.connectCallbackHead])
-    add(head, (_req, res) => {
-      res.setHeader('Allow', 'GET');
-      res.status(405).end();
-    });
+  for (const head of [routes.connectStartHead, routes.connectCallbackHead]) add(head, refuseHead);
 
   add(routes.connectStart, async (req, res) => {
     const query = startQuerySchema.safeParse(req.query);

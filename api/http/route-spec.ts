@@ -116,6 +116,14 @@ export const textSchema: JsonSchema = { type: 'string' };
 export const header = (description: string, schema: JsonSchema = textSchema): HeaderSpec => ({ description, schema });
 export const retryAfterHeader = header('seconds to wait before retrying', { type: 'integer', minimum: 1 });
 
+/**
+ * The answer of a HEAD whose GET spends something single-use or calls the wallet: a link preview, a scanner or a
+ * monitor gets 405 and nothing is spent or called (Express would otherwise let the GET answer the HEAD).
+ */
+export const headRefusedAnswers = (why: string): Readonly<Record<'405', AnswerSpec>> => ({
+  '405': { description: why, headers: { Allow: header('`GET`') } },
+});
+
 const withHeaders = (headers: Record<string, HeaderSpec> | undefined) => (headers ? { headers } : {});
 
 /** A JSON answer of a named schema. */

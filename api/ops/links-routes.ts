@@ -12,8 +12,15 @@ import { isWalletError, profileByScope, type WalletClient } from '../../wallet/i
 import { findLinks, linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
-import { routesOn, strictRouter } from '../http/route-registration.ts';
-import { defineRoute, jsonAnswer, named, problemAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
+import { refuseHead, routesOn, strictRouter } from '../http/route-registration.ts';
+import {
+  defineRoute,
+  headRefusedAnswers,
+  jsonAnswer,
+  named,
+  problemAnswer,
+  type AnyRouteSpec,
+} from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
 import { opsKeyNameOf } from './ops-key.ts';
 import { linkSchema } from '../../domain/link.ts';
@@ -116,6 +123,18 @@ const routes = {
     params: linkIdParameter,
     responses: { '200': jsonAnswer(linkComponent, 'the link, UNLINKED'), '400': notALinkId, '404': noSuchLink },
   }),
+  // Before the GET, which Express would otherwise let answer HEAD too: a monitor's HEAD called the wallet (and could
+  // refresh the user's tokens, or mark the link for a new login).
+  getLinkProfileHead: defineRoute({
+    method: 'head',
+    path: '/ops/links/{linkId}/profile',
+    operationId: 'headLinkProfile',
+    tag: 'links',
+    summary: 'A monitor or a link checker: never calls the wallet',
+    access: { opsScope: 'read' },
+    params: linkIdParameter,
+    responses: headRefusedAnswers('only a GET reads the profile, from the wallet'),
+  }),
   getLinkProfile: defineRoute({
     method: 'get',
     path: '/ops/links/{linkId}/profile',
@@ -201,6 +220,8 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
 
   // Never cached: every request fetches the profile again, so identity document URLs are always
   // fresh (valid 15 minutes from `fetchedAt`) and nothing of the profile is stored.
+  add(routes.getLinkProfileHead, refuseHead);
+
   add(routes.getLinkProfile, async (req, res) => {
     const linkId = linkIdSchema.safeParse(req.params.linkId);
     if (!linkId.success) {

@@ -200,7 +200,12 @@ describe('walletflow against a running stack, every ops route', () => {
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
     const opsOperations = Object.entries(document.paths)
       .filter(([route]) => route.startsWith('/ops/'))
-      .flatMap(([, item]) => Object.values(item).map((operation) => operation.operationId));
+      // A HEAD is a monitor's, answered without the client (a refused one: 405): no method of its own.
+      .flatMap(([, item]) =>
+        Object.entries(item)
+          .filter(([method]) => method !== 'head')
+          .map(([, operation]) => operation.operationId),
+      );
     expect([...covered].sort()).toEqual(opsOperations.sort());
     // A CLI process per route (about 60 of them): a minute on a quiet machine, more beside the suite.
   }, 240_000);

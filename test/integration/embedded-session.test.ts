@@ -9,6 +9,7 @@ import { createLedger } from '../../ledger/ledger.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { hashBearer } from '../../links/embedded-sessions.ts';
+import { opsRoutes } from '../../api/ops/ops-routes.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitUntil } from '../support/wait-for.ts';
@@ -520,6 +521,34 @@ describe('GET /ops/links/{linkId}/profile', () => {
     // Nothing of the URLs was stored.
     const stored = JSON.stringify(await stack.database.embeddedSession.findMany({ where: { linkId: link.id } }));
     expect(stored).not.toContain('http');
+  });
+
+  it('a HEAD of it, or of any other ops GET, calls no wallet and changes nothing: the profile’s is 405', async () => {
+    // A monitor or a link checker's HEAD: the GET of the profile calls the wallet (and may refresh, or give up, the
+    // user's tokens), so its HEAD is refused; every other GET's HEAD answers from what is stored.
+    const { link } = await landedUser();
+    const today = new Date().toISOString().slice(0, 10);
+    const valueOf: Record<string, string> = {
+      linkId: link.id,
+      account: encodeURIComponent(`USER:${link.partnerUserId}`),
+      date: today,
+    };
+    const callsBefore = await stack.database.walletCall.count();
+    const linkBefore = await stack.database.link.findUniqueOrThrow({ where: { id: link.id } });
+    const answers: Record<string, number> = {};
+    for (const route of opsRoutes.filter((candidate) => candidate.method === 'get')) {
+      const path = route.path.replace(/\{(\w+)\}/g, (_whole, name: string) => valueOf[name] ?? randomUUID());
+      const answer = await stack.opsFetch(path, { method: 'HEAD' });
+      answers[route.path] = answer.status;
+    }
+    expect(answers['/ops/links/{linkId}/profile']).toBe(405);
+    expect(Object.entries(answers).filter(([, status]) => status >= 500)).toEqual([]);
+    const profileHead = await stack.opsFetch(`/ops/links/${link.id}/profile`, { method: 'HEAD' });
+    expect(profileHead.headers.get('allow')).toBe('GET');
+    expect(await stack.database.walletCall.count()).toBe(callsBefore);
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).toEqual(linkBefore);
+    // The GET still reads the profile.
+    expect((await stack.opsFetch(`/ops/links/${link.id}/profile`)).status).toBe(200);
   });
 
   it('404 for an unknown link, 409 for an unlinked one', async () => {

@@ -171,12 +171,14 @@ describe('a route is reached only by its own spelling, and its scope is checked 
 
       const own = await send(path, 'own spelling');
       expect(own.status, `${method} ${path} without ${scope}`).toBe(403);
-      expect(JSON.parse(own.body)).toMatchObject({ code: 'SCOPE_REQUIRED' });
+      // A HEAD's answer has no body to name its code.
+      const codeOf = (body: string) => (JSON.parse(body) as { code: string }).code;
+      if (method !== 'HEAD') expect(codeOf(own.body)).toBe('SCOPE_REQUIRED');
 
       for (const [how, target] of otherSpellings(path)) {
         const answer = await send(target, how);
         expect(answer.status, `${method} ${target} (${how})`).toBe(404);
-        expect(JSON.parse(answer.body), `${method} ${target} (${how})`).toMatchObject({ code: 'NOT_FOUND' });
+        if (method !== 'HEAD') expect(codeOf(answer.body), `${method} ${target} (${how})`).toBe('NOT_FOUND');
       }
       if (method === 'GET') {
         // HEAD is GET's: the same scope.

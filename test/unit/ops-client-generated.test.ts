@@ -28,7 +28,12 @@ describe('the generated ops client', () => {
     const document = buildOpenApiDocument() as { paths: Record<string, Record<string, { operationId: string }>> };
     const ids = Object.entries(document.paths)
       .filter(([route]) => route.startsWith('/ops/'))
-      .flatMap(([, item]) => Object.values(item).map((operation) => operation.operationId))
+      // A HEAD is a monitor's, answered without the client (a refused one: 405): no method of its own.
+      .flatMap(([, item]) =>
+        Object.entries(item)
+          .filter(([method]) => method !== 'head')
+          .map(([, operation]) => operation.operationId),
+      )
       .sort();
     const client = createOpsClient({ baseUrl: 'http://127.0.0.1:1', key: 'k' });
     expect(Object.keys(client).sort()).toEqual(ids);
