@@ -5,8 +5,10 @@
 // of their forms. A session ends after CONSOLE_IDLE_MINUTES in which the person did nothing and
 // CONSOLE_SESSION_HOURS after sign-in, whatever is done; reading a session is not using it: only
 // `touch`, called for what a person does, moves its idle end. Signing out ends every session of the
-// person. OpenID Connect sign-ins under way are kept here too (their state and nonce), each used
-// once. The only writer of console_session and console_sign_in, their purge included.
+// person, and is remembered until their next sign-in through the provider (a login the provider kept
+// from before it needs a fresh one). OpenID Connect sign-ins under way are kept here too (their state
+// and nonce), each used once. The only writer of console_session, console_sign_in and
+// console_sign_out, their purge included.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
@@ -165,31 +167,55 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
         .count;
     },
 
-    /** Signs the person out everywhere: every session of theirs ends. Answers how many. */
+    /**
+     * Signs the person out everywhere: every session of theirs ends, and the time is kept (`signedOutAt`) until their
+     * next sign-in through the provider. Answers how many sessions ended.
+     */
     async endEverySessionOf(personId: string): Promise<number> {
-      return (await database.consoleSession.deleteMany({ where: { personId } })).count;
+      const [ended] = await database.$transaction([
+        database.consoleSession.deleteMany({ where: { personId } }),
+        database.$executeRaw`
+          INSERT INTO console_sign_out (person_id, signed_out_at) SELECT ${personId}, t.at FROM (SELECT ${at()} AS at) t
+          ON CONFLICT (person_id) DO UPDATE SET signed_out_at = GREATEST(console_sign_out.signed_out_at, EXCLUDED.signed_out_at)`,
+      ]);
+      return ended.count;
+    },
+
+    /** When the person last signed out, if they have not signed in through the provider since. */
+    async signedOutAt(personId: string): Promise<Date | null> {
+      return (await database.consoleSignOut.findUnique({ where: { personId } }))?.signedOutAt ?? null;
+    },
+
+    /** The person signed in through the provider after a sign-out at `signedOutAt`: forgotten (a later one stays). */
+    async forgetSignOut(personId: string, signedOutAt: Date): Promise<void> {
+      await database.consoleSignOut.deleteMany({ where: { personId, signedOutAt: { lte: signedOutAt } } });
     },
 
     /**
      * An OpenID Connect sign-in under way: its state and nonce, for the callback (the PKCE verifier stays with the
      * browser).
      */
-    async beginSignIn(input: { state: string; nonce: string; returnTo: string }): Promise<void> {
+    async beginSignIn(input: { state: string; nonce: string; returnTo: string; freshLogin: boolean }): Promise<void> {
       await database.$executeRaw`
-        INSERT INTO console_sign_in (state, nonce, return_to, expires_at)
-        SELECT ${input.state}, ${input.nonce}, ${input.returnTo}, t.at + ${sqlInterval(SIGN_IN_TTL_MS)} FROM (SELECT ${at()} AS at) t`;
+        INSERT INTO console_sign_in (state, nonce, return_to, expires_at, fresh_login_since)
+        SELECT ${input.state}, ${input.nonce}, ${input.returnTo}, t.at + ${sqlInterval(SIGN_IN_TTL_MS)},
+               CASE WHEN ${input.freshLogin} THEN t.at END
+        FROM (SELECT ${at()} AS at) t`;
     },
 
     /**
      * Takes the sign-in of `state` once (deleted as it is read); null when unknown, used or expired (by the database's
      * clock).
      */
-    async takeSignIn(state: string): Promise<{ nonce: string; returnTo: string } | null> {
-      const rows = await database.$queryRaw<Array<{ nonce: string; return_to: string; live: boolean }>>`
-        DELETE FROM console_sign_in s USING (SELECT ${at()} AS at) t WHERE s.state = ${state} RETURNING s.nonce, s.return_to, s.expires_at > t.at AS live`;
+    async takeSignIn(state: string): Promise<{ nonce: string; returnTo: string; freshLoginSince: Date | null } | null> {
+      const rows = await database.$queryRaw<
+        Array<{ nonce: string; return_to: string; fresh_login_since: Date | null; live: boolean }>
+      >`
+        DELETE FROM console_sign_in s USING (SELECT ${at()} AS at) t WHERE s.state = ${state}
+        RETURNING s.nonce, s.return_to, s.fresh_login_since, s.expires_at > t.at AS live`;
       const row = rows[0];
       if (!row || !row.live) return null;
-      return { nonce: row.nonce, returnTo: row.return_to };
+      return { nonce: row.nonce, returnTo: row.return_to, freshLoginSince: row.fresh_login_since };
     },
   };
 }

@@ -2,8 +2,9 @@
 // staff members, for the ops console's sign-in in `walletflow dev` and in the tests
 // (contract-decisions section 15). Authorization code with PKCE only; a login page asks for a staff
 // member's user name and password; consent is implied (the console is a first-party client). Each
-// member carries a display name and the groups CONSOLE_OIDC_ROLES maps to scopes. It knows nothing
-// of walletflow: its client, its staff and its groups are the caller's.
+// member carries a display name and the groups CONSOLE_OIDC_ROLES maps to scopes. Every ID token says
+// when its login happened (auth_time), as many providers' do. It knows nothing of walletflow: its
+// client, its staff and its groups are the caller's.
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -37,6 +38,11 @@ export interface RunningIdentityProvider {
   /** The issuer (CONSOLE_OIDC_ISSUER): http://HOST:PORT */
   issuer: string;
   staff: readonly StaffMember[];
+  /**
+   * Misbehaves, for a test: while on, a sign-in the browser's provider session can answer is answered with it, whatever
+   * `prompt=login` or `max_age` ask (a provider configured to ignore them).
+   */
+  ignoreFreshLoginRequests(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -97,6 +103,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
       response_types: ['code'],
       grant_types: ['authorization_code'],
       token_endpoint_auth_method: 'client_secret_basic',
+      require_auth_time: true,
     })),
     pkce: { required: () => true },
     scopes: ['openid', 'profile'],
@@ -141,8 +148,14 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   });
   const oidc = provider.callback();
 
+  let ignoringFreshLogin = false;
   handle = (req, res) => {
     const url = new URL(req.url ?? '/', issuer);
+    if (ignoringFreshLogin && url.pathname === '/auth') {
+      url.searchParams.delete('prompt');
+      url.searchParams.delete('max_age');
+      req.url = `${url.pathname}${url.search}`;
+    }
     const interaction = /^\/interaction\/([A-Za-z0-9_-]+)(\/login)?$/.exec(url.pathname);
     if (!interaction) {
       oidc(req, res);
@@ -190,6 +203,9 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   return {
     issuer,
     staff: options.staff,
+    ignoreFreshLoginRequests: (on) => {
+      ignoringFreshLogin = on;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -349,10 +349,29 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // session cookie: the browser's earlier session ends here, at the start, when a person navigated
     // to it (an image or a prefetch of this address from a sibling subdomain ends nothing).
     if (isPersonsNavigation(req)) await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
+    // Someone signed out in this browser: the provider may still know them, and the next person at the desk must not
+    // be signed in under their name.
+    await sendToProvider(req, res, configuration, {
+      returnTo: safeReturn(req.query.return),
+      freshLogin: cookieValuesOf(req, cookies.signedOut).length > 0,
+    });
+  });
+
+  /**
+   * Begins a sign-in under way and sends the browser to the provider. A fresh login asks the provider to ask who the
+   * person is (`prompt=login`) and to say when they logged in (`max_age=0`: the ID token's auth_time), which the
+   * callback checks.
+   */
+  async function sendToProvider(
+    req: Request,
+    res: Response,
+    configuration: oidc.Configuration,
+    sign: { returnTo: string; freshLogin: boolean },
+  ): Promise<void> {
     const state = oidc.randomState();
     const nonce = oidc.randomNonce();
     const codeVerifier = oidc.randomPKCECodeVerifier();
-    await sessions.beginSignIn({ state, nonce, returnTo: safeReturn(req.query.return) });
+    await sessions.beginSignIn({ state, nonce, ...sign });
     // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
     setCookie(res, cookies.signInState, `${state}.${codeVerifier}`, {
       ...cookieOptions,
@@ -367,13 +386,11 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       code_challenge_method: 'S256',
       state,
       nonce,
-      // Someone signed out in this browser: the provider may still know them, and the next person at the desk must not
-      // be signed in under their name.
-      ...(cookieValuesOf(req, cookies.signedOut).length > 0 ? { prompt: 'login' } : {}),
+      ...(sign.freshLogin ? { prompt: 'login', max_age: '0' } : {}),
     });
     consoleHeaders(res);
     res.redirect(303, url.href);
-  });
+  }
 
   add(routes.providerCallback, async (req, res) => {
     // A sign-in, though a GET: audited as the writes are, whatever it answers.
@@ -405,8 +422,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     }
     let claims: oidc.IDToken;
     let userInfo: Record<string, unknown> = {};
+    let configuration: oidc.Configuration;
     try {
-      const configuration = await provider();
+      configuration = await provider();
       const tokens = await oidc.authorizationCodeGrant(configuration, new URL(req.originalUrl, origin(req)), {
         pkceCodeVerifier: codeVerifier,
         expectedState: state,
@@ -434,6 +452,40 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
         signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
       );
       return;
+    }
+    // A login from before the person signed out, or from before this browser asked for a fresh one, is not taken as
+    // theirs: a shared desk's browser whose provider still knows the person who left (its marker cookie gone, or a
+    // provider that did not ask who is there).
+    const personId = `oidc:${claims.sub}`;
+    const signedOutAt = await sessions.signedOutAt(personId);
+    const freshSince = [signedOutAt, started.freshLoginSince]
+      .filter((time): time is Date => time !== null)
+      .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
+    const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : undefined;
+    if (freshSince && !(authTime !== undefined && authTime >= Math.floor(freshSince.getTime() / 1000))) {
+      if (started.freshLoginSince === null) {
+        // Not asked for yet (nothing in this browser said someone signed out): asked for now.
+        deps.logger.info({ personId }, 'console: a login from before the person signed out; asking for a fresh one');
+        await sendToProvider(req, res, configuration, { returnTo: started.returnTo, freshLogin: true });
+        return;
+      }
+      if (authTime !== undefined) {
+        deps.logger.warn(
+          { personId, authTime, freshSince: freshSince.toISOString() },
+          'console: the identity provider answered a fresh-login request with an earlier login',
+        );
+        await failed(req, res, () =>
+          signInPage(
+            req,
+            res,
+            401,
+            'Your identity provider signed you in with a login from before someone signed out here, without asking who you are. Sign out at the identity provider, then sign in again.',
+          ),
+        );
+        return;
+      }
+      // The provider was asked for a fresh login and did not say when it happened (no auth_time): taken as asked.
+      deps.logger.warn({ personId }, 'console: the identity provider did not say when the person logged in');
     }
     const groupsValue = claims[settings.groupsClaim] ?? userInfo[settings.groupsClaim];
     const groups = Array.isArray(groupsValue)
@@ -463,10 +515,11 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       });
       return;
     }
+    if (signedOutAt) await sessions.forgetSignOut(personId, signedOutAt);
     await signedIn(
       req,
       res,
-      { personId: `oidc:${claims.sub}`, personName, via: 'oidc', scopes },
+      { personId, personName, via: 'oidc', scopes },
       deps.grants.ofGroups(groups),
       started.returnTo,
     );

@@ -271,6 +271,55 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
+  it('a login the provider kept from before the person signed out is not taken as theirs: without the marker cookie the provider is asked again, and a provider that does not ask is refused', async () => {
+    const context = await browser.newContext();
+    try {
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'ana', 'ana-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      // The provider says when a login happened to the second (auth_time): a login in the second of a sign-out counts
+      // as after it. Ana works a moment before she leaves.
+      const aMoment = () => new Promise((resolve) => setTimeout(resolve, 1100));
+      await aMoment();
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
+      // The marker cookie is gone (cleared, another browser profile's desk): the provider still knows Ana and answers
+      // at once, with her login from before she signed out. walletflow asks it again for a fresh login.
+      await context.clearCookies({ name: 'walletflow_console_out' });
+      await page.getByRole('link', { name: /Sign in with/ }).click();
+      await page.waitForURL((url) => url.origin !== oidcStack.apiBase || url.pathname === '/console');
+      expect(new URL(page.url()).origin).not.toBe(oidcStack.apiBase);
+      await expect(page.getByLabel('User name').isVisible()).resolves.toBe(true);
+      await page.getByLabel('User name').fill('ana');
+      await page.getByLabel('Password').fill('ana-pass');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-ana)');
+
+      // She signs out again, and the provider ignores what walletflow asks for (prompt=login, max_age=0): its answer,
+      // her earlier login, is refused, and nobody is signed in.
+      await aMoment();
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
+      const sessionsBefore = await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana' } });
+      idp.ignoreFreshLoginRequests(true);
+      try {
+        await page.getByRole('link', { name: /Sign in with/ }).click();
+        await page.waitForURL((url) => url.pathname === '/console/oidc/callback');
+        await page.getByText('signed you in with a login from before someone signed out here').waitFor();
+      } finally {
+        idp.ignoreFreshLoginRequests(false);
+      }
+      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana' } })).toBe(
+        sessionsBefore,
+      );
+      const names = (await context.cookies(`${oidcStack.apiBase}/console`)).map((cookie) => cookie.name);
+      expect(names).not.toContain('walletflow_console');
+      expect(names).toContain('walletflow_console_out');
+    } finally {
+      await context.close();
+    }
+  });
+
   it('signing in again in the same browser ends its earlier session (the one its cookie named)', async () => {
     const context = await browser.newContext();
     const since = new Date();
