@@ -14,6 +14,7 @@ import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/data
 import type { OpsScope } from '../lib/ops-keys.ts';
 import { opsScopes } from '../lib/ops-keys.ts';
 import { hashBearer } from '../links/embedded-sessions.ts';
+import { CONSOLE_IDLE_MINUTES_MAX } from '../lib/config/environment.ts';
 
 export interface ConsolePerson {
   /** `key:<ops key name>` or `oidc:<subject>`: who, whatever their display name. */
@@ -228,7 +229,9 @@ export type ConsolePurgeTable = 'console_sign_in' | 'console_session';
 /**
  * Deletes up to `batchSize` rows of `table` that ended before `cutoff` (oldest first); answers how
  * many. A sign-in never finished ends at its expiry; a session at the earlier of its idle end and
- * its lifetime's end (`ends_at`). A session signed out is deleted at once, not here.
+ * its lifetime's end (`ends_at`), but its idle end is the one of the CONSOLE_IDLE_MINUTES it was
+ * written under: one that `read` would still take as live under a longer idle time set since (up to
+ * CONSOLE_IDLE_MINUTES_MAX) is kept. A session signed out is deleted at once, not here.
  */
 export async function purgeEndedConsoleRows(
   database: Database,
@@ -242,6 +245,9 @@ export async function purgeEndedConsoleRows(
         SELECT state FROM console_sign_in WHERE expires_at < ${cutoff} ORDER BY expires_at LIMIT ${batchSize})`;
     case 'console_session':
       return database.$executeRaw`DELETE FROM console_session WHERE id IN (
-        SELECT id FROM console_session WHERE ends_at < ${cutoff} ORDER BY ends_at LIMIT ${batchSize})`;
+        SELECT id FROM console_session
+        WHERE ends_at < ${cutoff}
+          AND (expires_at < ${cutoff} OR last_seen_at + ${sqlInterval(CONSOLE_IDLE_MINUTES_MAX * 60_000)} < ${cutoff})
+        ORDER BY ends_at LIMIT ${batchSize})`;
   }
 }

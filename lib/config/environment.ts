@@ -70,6 +70,9 @@ export const walletServiceVariables = [
 ] as const;
 
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
+/** The longest CONSOLE_IDLE_MINUTES may be: the purge keeps every console session that could still be live under it. */
+export const CONSOLE_IDLE_MINUTES_MAX = 1440;
+
 export const defaultRateLimits = {
   publicPerMinute: 600,
   sessionPerMinute: 6000,
@@ -274,7 +277,10 @@ export const environmentSchema = z
         .regex(/^[\x21-\x7e]{1,128}$/, 'must be 1 to 128 printable characters')
         .default('groups'),
     ),
-    CONSOLE_IDLE_MINUTES: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(1440).default(15)),
+    CONSOLE_IDLE_MINUTES: z.preprocess(
+      emptyAsUndefined,
+      z.coerce.number().int().min(1).max(CONSOLE_IDLE_MINUTES_MAX).default(15),
+    ),
     CONSOLE_SESSION_HOURS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(168).default(8)),
     // Where the console links a funding's or payment's workflow (the Temporal UI); absent: no link.
     TEMPORAL_UI_URL: httpUrl,

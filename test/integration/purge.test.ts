@@ -9,6 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PurgeReport } from '../../workflows/purge-expired.contract.ts';
 import { hashBearer } from '../../links/embedded-sessions.ts';
+import { createConsoleSessions } from '../../access/console-sessions.ts';
 import { ensurePurgeSchedule } from '../../worker/purge-schedule.ts';
 import {
   manualPurgeWorkflowId,
@@ -218,6 +219,42 @@ describe('purge of expired logins and sessions', () => {
     expect(report.deleted.console_session).toBeGreaterThanOrEqual(2);
     expect(report.deleted.attempt_count).toBeGreaterThanOrEqual(1);
     expect(report.unfinished).toEqual([]);
+  });
+
+  it('keeps a console session idle past the CONSOLE_IDLE_MINUTES it signed in under while a longer one set since keeps it live', async () => {
+    // Signed in under 15 idle minutes (its stored end: 15 minutes after its last act), then CONSOLE_IDLE_MINUTES was
+    // raised to a day: read() takes it as live for a day after its last act, so the purge must not delete it.
+    const HOUR_MS = 3_600_000;
+    const session = async (lastSeenAgoMs: number) => {
+      const cookie = randomBytes(32).toString('base64url');
+      const lastSeenAt = new Date(Date.now() - lastSeenAgoMs);
+      await stack.database.consoleSession.create({
+        data: {
+          id: randomUUID(),
+          cookieHash: hashBearer(cookie),
+          personId: 'key:purge-idle-test',
+          personName: 'purge-idle-test',
+          via: 'key',
+          scopes: ['read'],
+          csrfToken: 'c'.repeat(43),
+          expiresAt: daysFromNow(2),
+          lastSeenAt,
+          endsAt: new Date(lastSeenAt.getTime() + 15 * 60_000),
+        },
+      });
+      return cookie;
+    };
+    const stillLive = await session(2 * HOUR_MS);
+    const idleUnderAnyPolicy = await session(30 * HOUR_MS);
+    const stored = (cookie: string) =>
+      stack.database.consoleSession.count({ where: { cookieHash: hashBearer(cookie) } });
+
+    await purge({ retentionSeconds: 3600 });
+
+    expect(await stored(idleUnderAnyPolicy)).toBe(0);
+    expect(await stored(stillLive)).toBe(1);
+    const sessions = createConsoleSessions(stack.database, { idleMs: 24 * HOUR_MS, lifetimeMs: 48 * HOUR_MS });
+    expect(await sessions.read(stillLive)).toMatchObject({ personId: 'key:purge-idle-test' });
   });
 
   it('deletes the audit’s budget counts of minutes that are over, and never an audit row, however old', async () => {
