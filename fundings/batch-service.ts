@@ -99,6 +99,11 @@ const CSV_CURRENCY = 'PHP';
 
 /** TOKEN recipients' links looked up per query. */
 const LINK_LOOKUP_CHUNK = 5000;
+/**
+ * What one distinct link a batch's TOKEN recipients name costs the upload budget while they are checked: its id in a
+ * set and a list, and its partner user id in a map of those found (about 200 bytes of heap).
+ */
+const LINK_LOOKUP_BYTES_PER_LINK = 256;
 /** Items a report reads at once: what a report whose client stopped reading holds. */
 const REPORT_PAGE_ROWS = 2000;
 
@@ -207,10 +212,16 @@ export function createBatchService(deps: BatchServiceDependencies) {
       deps.limits ? { bounds: { min: deps.limits.min, max: deps.limits.max } } : {},
     );
     if (!read.ok) return read;
-    // A TOKEN recipient names a link that exists; a user's balance pays only that user's own wallets.
+    // A TOKEN recipient names a link that exists; a user's balance pays only that user's own wallets. The lookup's
+    // own memory (each link id, the list of them, what was found) is the upload's too: charged as it grows.
     const linkIds = new Set<string>();
-    for (const item of read.items)
-      if (item.recipient.type === 'TOKEN') linkIds.add(item.recipient.linkId.toLowerCase());
+    for (const item of read.items) {
+      if (item.recipient.type !== 'TOKEN') continue;
+      const linkId = item.recipient.linkId.toLowerCase();
+      if (linkIds.has(linkId)) continue;
+      if (!share.take(LINK_LOOKUP_BYTES_PER_LINK)) return { ok: false, kind: 'over-budget' };
+      linkIds.add(linkId);
+    }
     const links = new Map<string, string>();
     const wanted = [...linkIds];
     for (let start = 0; start < wanted.length; start += LINK_LOOKUP_CHUNK) {

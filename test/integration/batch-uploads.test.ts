@@ -245,6 +245,34 @@ describe('concurrent batch uploads', () => {
   }, 180_000);
 });
 
+describe('the links a batch names', () => {
+  it('are looked up within the upload budget: past it, 503 OVERLOADED with nothing stored; within it, each unknown link named', async () => {
+    const before = await stored();
+    // Each item read holds 256 bytes of the 4 MiB budget, and each distinct link its TOKEN recipients name 256 more
+    // while they are looked up: 9,000 of them need 4.6 MB, 5,000 need 2.6 MB.
+    const tokenBatch = (items: number) =>
+      JSON.stringify({
+        name: `tokens-${items}`,
+        items: Array.from({ length: items }, (_, index) => ({
+          reference: `t-${index}`,
+          recipient: { type: 'TOKEN', linkId: randomUUID() },
+          amount: { currency: 'PHP', value: '1.00' },
+        })),
+      });
+    const post = (body: string) =>
+      send('/ops/funding-batches', 'application/json', [body], { total: Buffer.byteLength(body) });
+    const over = await post(tokenBatch(9_000));
+    expect(over.status, JSON.stringify(over.body).slice(0, 300)).toBe(503);
+    expect(over.body).toMatchObject({ code: 'OVERLOADED' });
+    expect(Number(over.retryAfter)).toBeGreaterThanOrEqual(1);
+    const within = await post(tokenBatch(5_000));
+    expect(within.status).toBe(422);
+    expect(within.body).toMatchObject({ code: 'BATCH_INVALID', errorCount: 5_000 });
+    expect((within.body.errors as Array<{ code: string }>)[0]).toMatchObject({ code: 'LINK_NOT_FOUND' });
+    expect(await stored()).toEqual(before);
+  });
+});
+
 describe('JSON bodies of shapes no batch has, against the API process under its heap cap', () => {
   /** About 32 MB: `head`, `unit` repeated in pieces of 64 KiB, then `tail`. */
   function* body32(head: string, unit: string, tail: string): Generator<string> {
