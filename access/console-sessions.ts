@@ -5,10 +5,11 @@
 // of their forms. A session ends after CONSOLE_IDLE_MINUTES in which the person did nothing and
 // CONSOLE_SESSION_HOURS after sign-in, whatever is done; reading a session is not using it: only
 // `touch`, called for what a person does, moves its idle end. Signing out ends every session of the
-// person, and is remembered until their next sign-in through the provider (a login the provider kept
-// from before it needs a fresh one). OpenID Connect sign-ins under way are kept here too (their state
-// and nonce), each used once. The only writer of console_session, console_sign_in and
-// console_sign_out, their purge included.
+// person, and a person's sign-out through the provider is remembered until their next sign-in through
+// it (a login the provider kept from before it needs a fresh one: one row per person, so never
+// purged). OpenID Connect sign-ins under way are kept here too (their state and nonce), each used
+// once. The only writer of console_session, console_sign_in and console_sign_out, their purge
+// included.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
@@ -169,17 +170,20 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     },
 
     /**
-     * Signs the person out everywhere: every session of theirs ends, and the time is kept (`signedOutAt`) until their
-     * next sign-in through the provider. Answers how many sessions ended.
+     * Signs the person out everywhere: every session of theirs ends. A person who signs in through the provider
+     * (`remember`) has the time kept (`signedOutAt`) until their next sign-in through it. Answers how many sessions
+     * ended.
      */
-    async endEverySessionOf(personId: string): Promise<number> {
-      const [ended] = await database.$transaction([
-        database.consoleSession.deleteMany({ where: { personId } }),
+    async endEverySessionOf(personId: string, options: { remember: boolean }): Promise<number> {
+      const ended = database.consoleSession.deleteMany({ where: { personId } });
+      if (!options.remember) return (await ended).count;
+      const [{ count }] = await database.$transaction([
+        ended,
         database.$executeRaw`
           INSERT INTO console_sign_out (person_id, signed_out_at) SELECT ${personId}, t.at FROM (SELECT ${at()} AS at) t
           ON CONFLICT (person_id) DO UPDATE SET signed_out_at = GREATEST(console_sign_out.signed_out_at, EXCLUDED.signed_out_at)`,
       ]);
-      return ended.count;
+      return count;
     },
 
     /** When the person last signed out, if they have not signed in through the provider since. */

@@ -43,6 +43,11 @@ export interface RunningIdentityProvider {
    * `prompt=login` or `max_age` ask (a provider configured to ignore them).
    */
   ignoreFreshLoginRequests(on: boolean): void;
+  /**
+   * For a test: the logins made from now on say they happened `seconds` from the real time (auth_time), as a provider
+   * whose clock is behind (negative) or ahead says; or, set for one login, a login made that long ago.
+   */
+  setLoginClockOffset(seconds: number): void;
   close(): Promise<void>;
 }
 
@@ -149,6 +154,7 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
   const oidc = provider.callback();
 
   let ignoringFreshLogin = false;
+  let loginClockOffsetSeconds = 0;
   handle = (req, res) => {
     const url = new URL(req.url ?? '/', issuer);
     if (ignoringFreshLogin && url.pathname === '/auth') {
@@ -183,7 +189,12 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
           await provider.interactionFinished(
             req,
             res,
-            { login: { accountId: subjectOf(member) } },
+            {
+              login: {
+                accountId: subjectOf(member),
+                ts: Math.floor(Date.now() / 1000) + loginClockOffsetSeconds,
+              },
+            },
             { mergeWithLastSubmission: false },
           );
           return;
@@ -205,6 +216,9 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     staff: options.staff,
     ignoreFreshLoginRequests: (on) => {
       ignoringFreshLogin = on;
+    },
+    setLoginClockOffset: (seconds) => {
+      loginClockOffsetSeconds = seconds;
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -111,8 +111,13 @@ const routes = {
     access: { consoleScope: null },
     responses: {
       '200': htmlAnswer('signed in: on to the console'),
+      '303': redirectAnswer(
+        'back to the identity provider, for a fresh login: it answered with a login from before the person signed out',
+      ),
       '400': htmlAnswer('a sign-in that cannot be finished'),
+      '401': htmlAnswer('the provider answered a request for a fresh login with an earlier login: nobody signed in'),
       '403': htmlAnswer('no console role'),
+      '429': htmlAnswer('too many failed sign-ins from this address (Retry-After)'),
     },
   }),
   signOut: defineRoute({
@@ -127,6 +132,25 @@ const routes = {
 };
 
 export const signInRoutes: readonly AnyRouteSpec[] = Object.values(routes);
+
+/**
+ * How far apart the identity provider's clock and walletflow's database's may be: a login this recent counts as fresh
+ * whatever the two clocks say (its redirect back follows the login at once).
+ */
+export const FRESH_LOGIN_TOLERANCE_SECONDS = 120;
+
+/**
+ * Whether a login the provider says happened at `authTime` (the ID token's auth_time: its clock, whole seconds) is
+ * fresh after `since` (walletflow's database clock): at or after it, to the second, or within
+ * FRESH_LOGIN_TOLERANCE_SECONDS of `nowMs`. Without an auth_time, nothing says it is.
+ */
+export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: number): boolean {
+  if (authTime === undefined) return false;
+  return (
+    authTime >= Math.floor(since.getTime() / 1000) ||
+    authTime >= Math.floor(nowMs / 1000) - FRESH_LOGIN_TOLERANCE_SECONDS
+  );
+}
 
 /** The signed-out cookie's value (what it says is that it is there). */
 const SIGNED_OUT = 'signed-out-ask-again';
@@ -453,6 +477,11 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       );
       return;
     }
+    const displayName =
+      [claims.name, claims.preferred_username, claims.email, userInfo.name].find(
+        (value): value is string => typeof value === 'string' && value.length > 0,
+      ) ?? claims.sub;
+    const personName = personActorName(displayName, claims.sub);
     // A login from before the person signed out, or from before this browser asked for a fresh one, is not taken as
     // theirs: a shared desk's browser whose provider still knows the person who left (its marker cookie gone, or a
     // provider that did not ask who is there).
@@ -462,7 +491,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       .filter((time): time is Date => time !== null)
       .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
     const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : undefined;
-    if (freshSince && !(authTime !== undefined && authTime >= Math.floor(freshSince.getTime() / 1000))) {
+    if (freshSince && !loginIsFresh(authTime, freshSince, Date.now())) {
+      // Audited under the login the provider answered with (whoever left it there), with no scope.
+      setActor(res.locals, { kind: 'person', name: personName, scopes: new Set() });
       if (started.freshLoginSince === null) {
         // Not asked for yet (nothing in this browser said someone signed out): asked for now.
         deps.logger.info({ personId }, 'console: a login from before the person signed out; asking for a fresh one');
@@ -494,11 +525,6 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
         ? [groupsValue]
         : [];
     const scopes = scopesOfGroups(settings.roles, groups);
-    const displayName =
-      [claims.name, claims.preferred_username, claims.email, userInfo.name].find(
-        (value): value is string => typeof value === 'string' && value.length > 0,
-      ) ?? claims.sub;
-    const personName = personActorName(displayName, claims.sub);
     if (scopes.size === 0) {
       // Refused, and audited under who they are.
       setActor(res.locals, { kind: 'person', name: personName, scopes });
@@ -528,7 +554,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   add(routes.signOut, async (_req, res) => {
     const session = consoleSessionOf(res);
     if (session) {
-      const ended = await sessions.endEverySessionOf(session.personId);
+      const ended = await sessions.endEverySessionOf(session.personId, { remember: session.via === 'oidc' });
       deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
     }
     clearCookie(res, cookies.session, cookieOptions);

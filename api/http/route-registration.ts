@@ -27,16 +27,16 @@ function scopeChecksOf(access: RouteSpec['access']): RequestHandler[] {
   return [];
 }
 
-/**
- * A router that reaches a route only by its own spelling: `/ops/Fundings` and `/ops/fundings/` are
- * not `/ops/fundings` (contract-decisions section 12). Every router of the API is one.
- */
 /** The handler of a HEAD refused because its GET spends or calls something (route-spec.ts `headRefusedAnswers`). */
 export const refuseHead: RequestHandler = (_req, res) => {
   res.setHeader('Allow', 'GET');
   res.status(405).end();
 };
 
+/**
+ * A router that reaches a route only by its own spelling: `/ops/Fundings` and `/ops/fundings/` are
+ * not `/ops/fundings` (contract-decisions section 12). Every router of the API is one.
+ */
 export const strictRouter = (): Router => Router({ caseSensitive: true, strict: true });
 
 /**

@@ -32,6 +32,7 @@ const staff = [
   { username: 'maria', password: 'maria-pass', name: 'Maria Santos', groups: ['walletflow-makers'] },
   { username: 'jose', password: 'jose-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'] },
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
+  { username: 'lea', password: 'lea-pass', name: 'Lea Garcia', groups: ['walletflow-readers'] },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
   // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
   {
@@ -271,36 +272,21 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
-  it('a login the provider kept from before the person signed out is not taken as theirs: without the marker cookie the provider is asked again, and a provider that does not ask is refused', async () => {
+  it('a login the provider kept from before the person signed out is not taken as theirs: a provider that does not ask is refused, and without the marker cookie the provider is asked again', async () => {
     const context = await browser.newContext();
+    const onConsole = (url: URL) => url.origin === oidcStack.apiBase && url.pathname === '/console';
     try {
-      const page = await signInWithProvider(context, oidcStack.apiBase, 'ana', 'ana-pass');
+      // Lea logged in at the provider ten minutes ago (its session there), and signs in to the console with it.
+      idp.setLoginClockOffset(-600);
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'lea', 'lea-pass');
       await page.waitForURL(`${oidcStack.apiBase}/console`);
-      // The provider says when a login happened to the second (auth_time): a login in the second of a sign-out counts
-      // as after it. Ana works a moment before she leaves.
-      const aMoment = () => new Promise((resolve) => setTimeout(resolve, 1100));
-      await aMoment();
+      idp.setLoginClockOffset(0);
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
-      // The marker cookie is gone (cleared, another browser profile's desk): the provider still knows Ana and answers
-      // at once, with her login from before she signed out. walletflow asks it again for a fresh login.
-      await context.clearCookies({ name: 'walletflow_console_out' });
-      await page.getByRole('link', { name: /Sign in with/ }).click();
-      await page.waitForURL((url) => url.origin !== oidcStack.apiBase || url.pathname === '/console');
-      expect(new URL(page.url()).origin).not.toBe(oidcStack.apiBase);
-      await expect(page.getByLabel('User name').isVisible()).resolves.toBe(true);
-      await page.getByLabel('User name').fill('ana');
-      await page.getByLabel('Password').fill('ana-pass');
-      await page.getByRole('button', { name: 'Sign in' }).click();
-      await page.waitForURL(`${oidcStack.apiBase}/console`);
-      expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-ana)');
 
-      // She signs out again, and the provider ignores what walletflow asks for (prompt=login, max_age=0): its answer,
-      // her earlier login, is refused, and nobody is signed in.
-      await aMoment();
-      await page.getByRole('button', { name: 'Sign out' }).click();
-      await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
-      const sessionsBefore = await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana' } });
+      // The provider ignores what walletflow asks for (prompt=login, max_age=0) and answers with her earlier login:
+      // refused, and nobody is signed in.
+      const leaSessions = () => oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-lea' } });
       idp.ignoreFreshLoginRequests(true);
       try {
         await page.getByRole('link', { name: /Sign in with/ }).click();
@@ -309,12 +295,40 @@ describe('the console’s sign-in through OpenID Connect', () => {
       } finally {
         idp.ignoreFreshLoginRequests(false);
       }
-      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-ana' } })).toBe(
-        sessionsBefore,
-      );
+      expect(await leaSessions()).toBe(0);
       const names = (await context.cookies(`${oidcStack.apiBase}/console`)).map((cookie) => cookie.name);
       expect(names).not.toContain('walletflow_console');
       expect(names).toContain('walletflow_console_out');
+
+      // The marker cookie is gone (cleared with the site's cookies): nothing in this browser says Lea left, and the
+      // provider answers at once with her earlier login. walletflow knows she signed out, and asks it again.
+      await context.clearCookies({ name: 'walletflow_console_out' });
+      await page.getByRole('link', { name: /Sign in with/ }).click();
+      await page.waitForURL((url) => url.origin !== oidcStack.apiBase || onConsole(url));
+      expect(new URL(page.url()).origin).not.toBe(oidcStack.apiBase);
+      await expect(page.getByLabel('User name').isVisible()).resolves.toBe(true);
+      await page.getByLabel('User name').fill('maria');
+      await page.getByLabel('Password').fill('maria-pass');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
+      expect(await leaSessions()).toBe(0);
+
+      // A provider whose clock is 20 s behind walletflow's database: Maria's fresh login after her sign-out says it
+      // happened before it, and is still taken as fresh (it is minutes, not seconds, that tell an earlier login).
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
+      idp.setLoginClockOffset(-20);
+      try {
+        await page.getByRole('link', { name: /Sign in with/ }).click();
+        await page.getByLabel('User name').fill('maria');
+        await page.getByLabel('Password').fill('maria-pass');
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.waitForURL(`${oidcStack.apiBase}/console`);
+      } finally {
+        idp.setLoginClockOffset(0);
+      }
+      expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
     } finally {
       await context.close();
     }
