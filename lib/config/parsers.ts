@@ -139,18 +139,24 @@ export const configAmount = (fallback: string | undefined) =>
       .transform((value) => value ?? (fallback === undefined ? undefined : BigInt(fallback))),
   );
 
+/**
+ * An IANA time zone's name (Asia/Manila, UTC). Never an offset: Node reads `+08:00` as UTC+8 and PostgreSQL (its `AT
+ * TIME ZONE`, which the day's totals and settlement windows use) as POSIX's UTC-8, and `+0800` not at all, so the two
+ * would count different days. A name means the same zone to both: the tz database's.
+ */
 export const timeZone = z.preprocess(
   emptyAsUndefined,
   z
     .string()
     .refine((zone) => {
+      if (!/^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/.test(zone)) return false;
       try {
-        new Intl.DateTimeFormat('en', { timeZone: zone });
-        return true;
+        const resolved = new Intl.DateTimeFormat('en', { timeZone: zone }).resolvedOptions().timeZone;
+        return !/^[+-]/.test(resolved);
       } catch {
         return false;
       }
-    }, 'must be an IANA time zone such as Asia/Manila')
+    }, 'must be an IANA time zone name such as Asia/Manila (not an offset)')
     .default('Asia/Manila'),
 );
 

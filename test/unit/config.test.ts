@@ -45,6 +45,14 @@ describe('loadConfig', () => {
     }
   });
 
+  it('SETTLEMENT_TZ: an IANA time zone name, never an offset, which Node and PostgreSQL read as different zones', () => {
+    for (const zone of ['Asia/Manila', 'UTC', 'America/Argentina/Buenos_Aires', 'Etc/GMT-8', 'EST5EDT', 'US/Eastern'])
+      expect(loadConfig({ SETTLEMENT_TZ: zone }).settlementTimeZone).toBe(zone);
+    for (const bad of ['+08:00', '+0800', '-05:00', 'UTC+8', 'Mars/Olympus', 'Asia/Manila ', '../etc', 'Z']) {
+      expect(problemsOf({ SETTLEMENT_TZ: bad })).toEqual([expect.stringMatching(/^SETTLEMENT_TZ/)]);
+    }
+  });
+
   it('reads the wallet service variables, trimming a trailing slash of a base URL', () => {
     const config = loadConfig(wallet);
     expect(config.wallet?.connectUrl).toBe('https://wallet.example/connect');
