@@ -207,16 +207,17 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     },
 
     /**
-     * The day's report or its run as they are now, never starting one (the console's GET and its
-     * stream: a request the browser makes on its own starts no work). `none`: nothing runs and no
-     * report answers for the day (or its run was given up).
+     * The day's report or its run as they are stored now, never starting one, nor its workflow, nor
+     * writing anything (a HEAD, the console's GET and its stream each second: a request the browser
+     * or a monitor makes on its own starts no work). A run recorded whose workflow was not started
+     * (a refused start) is answered as it is: the next GET, POST or console form starts it. `none`:
+     * nothing runs and no report answers for the day.
      */
     async current(date: string): Promise<SettlementAnswer | { kind: 'none' }> {
       if (date > today()) return { kind: 'not-started' };
       const { running, finished } = await runs.latest(date);
       if (serves(finished, date)) return { kind: 'report', run: finished };
-      const run = running ? await ensureWorkflow(running) : null;
-      return run ? { kind: 'running', run } : { kind: 'none' };
+      return running ? { kind: 'running', run: running } : { kind: 'none' };
     },
 
     /** POST …/runs: a fresh run of the day, unless one is running. */

@@ -5,6 +5,7 @@
 // one run, a second POST is refused; the CLI follows it. Under the wallet's 429s and a worker
 // killed mid-run: settlement-run-faults.test.ts (a stack of its own, beside this one).
 import { randomUUID } from 'node:crypto';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
@@ -426,6 +427,33 @@ describe('a day settled by a durable run', () => {
     expect(await runsOf(day)).toHaveLength(1);
     const handle = stack.temporal.workflow.getHandle(settlementWorkflowId(day, runs[0]!.id));
     expect((await handle.result()) as SettleDayResult).toMatchObject({ runId: runs[0]!.id, checked: 30 });
+  });
+
+  it('a HEAD of a day whose run is recorded but whose workflow never started (a refused start) starts nothing: the next GET does', async () => {
+    const day = await freshDay();
+    await plant(day, 3);
+    const recorded = await createSettlementRuns(stack.database).start({
+      date: day,
+      timeZone,
+      wholeDay: true,
+      requestedBy: 'settlement-runs.test',
+    });
+    const handle = stack.temporal.workflow.getHandle(settlementWorkflowId(day, recorded.run.id));
+    const started = () =>
+      handle.describe().then(
+        () => true,
+        (error: unknown) => (error instanceof WorkflowNotFoundError ? false : Promise.reject(error)),
+      );
+    for (const format of ['', '?format=csv']) {
+      const head = await call(`/ops/settlements/${day}${format}`, { method: 'HEAD' });
+      expect(head.status, format).toBe(202);
+    }
+    expect(await started()).toBe(false);
+    // A GET starts the recorded run's workflow, and the day is settled by it.
+    const answer = await call(`/ops/settlements/${day}`);
+    expect([200, 202]).toContain(answer.status);
+    expect(await started()).toBe(true);
+    expect((await handle.result()) as SettleDayResult).toMatchObject({ runId: recorded.run.id, checked: 3 });
   });
 
   it('POST …/runs starts a fresh run (202); a second is 409 SETTLEMENT_RUNNING; the previous report is served until the fresh one is done', async () => {
