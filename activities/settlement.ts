@@ -63,9 +63,14 @@ const notRunning = (runId: string) =>
     settleDayFailureTypes.notRunning,
   );
 
-/** A retrieve failure of this transfer's own, not the wallet's or the network's: an answer that is no record, a 4xx. */
+/**
+ * A retrieve failure of this transfer's own, not the wallet's or the network's: an answer that is no record of it (not
+ * a record's shape, or another transfer's), or a refusal of it (a 4xx whose outcome is `rejected`: never the service's
+ * temporary failure, 7011, which passes).
+ */
 function refusesThisTransfer(error: WalletError): boolean {
-  if (error.code === transportCodes.unparsableResponse) return true;
+  if (error.code === transportCodes.unparsableResponse || error.code === 'TRANSFER_MISMATCH') return true;
+  if (error.outcome !== 'rejected') return false;
   const status = error.httpStatus ?? 0;
   // 401 and 403 are walletflow's own credentials or address refused (every transfer alike): the run waits for them.
   return status >= 400 && status < 500 && ![401, 403, 404, 407, 408, 429].includes(status);

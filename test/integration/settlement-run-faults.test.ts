@@ -46,9 +46,11 @@ describe('a day settled by a durable run', () => {
   it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
     // A lasting 400 for every retrieve, then answers that are no record: each transfer's own answer, tried three
     // times. The run was retried for ever (RUNNING, 202 to every GET, and a fresh run hit the same item).
+    // And a record that is another transfer's (altered on the way): no record of this one, each time.
     for (const fault of [
       { endpoint: 'transfers.retrieve' as const, mode: 'error-before-effect' as const, rate: 1, status: 400 },
       { endpoint: 'transfers.retrieve' as const, mode: 'garbage-body' as const, rate: 1 },
+      { endpoint: 'transfers.retrieve' as const, mode: 'altered-answer' as const, rate: 1 },
     ]) {
       const day = await freshDay();
       await plant(day, 3);
@@ -64,6 +66,28 @@ describe('a day settled by a durable run', () => {
         });
       await stack.admin.clearFaults();
     }
+  });
+
+  it('waits out the wallet’s temporary failure (7011, a 400 that passes), and then matches every line', async () => {
+    const day = await freshDay();
+    await plant(day, 3);
+    const since = new Date();
+    const failedRetrieves = async () =>
+      Number(
+        (
+          await stack.database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM wallet_call
+            WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
+        )[0]!.n,
+      );
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'temporary-failure', rate: 1 }]);
+    expectProgress(await call(`/ops/settlements/${day}`), day);
+    // Every transfer asked more than three times (a lasting refusal's count) while the failure lasts: the run holds.
+    await waitUntil(failedRetrieves, (failed) => failed >= 12, 60_000, 100);
+    expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'RUNNING' })]);
+    await stack.admin.clearFaults();
+    const report = await settled(day);
+    expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
   });
 
   it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
