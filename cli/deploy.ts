@@ -13,6 +13,7 @@ import {
   currentBuildIdOf,
   describeDeployment,
   setCurrentVersion,
+  millisecondsOf,
 } from '../lib/worker-deployment.ts';
 import { temporalConnectionOptions } from '../lib/temporal.ts';
 import { deliverWebhooksWorkflowType } from '../workflows/deliver-webhooks.contract.ts';
@@ -46,12 +47,6 @@ export type DeployAction =
   | { kind: 'promote'; buildId: string }
   | { kind: 'ramp'; buildId: string; percent: string }
   | { kind: 'rollback' };
-
-/** A protobuf timestamp in milliseconds, or null when unset. */
-const millisecondsOf = (timestamp: { seconds?: unknown; nanos?: unknown } | null | undefined): number | null =>
-  timestamp?.seconds === undefined || timestamp.seconds === null
-    ? null
-    : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
 
 export async function runDeploy(action: DeployAction): Promise<number> {
   const config = loadConfig();
@@ -176,13 +171,15 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         const previous = rollbackTarget(versions, current);
         if (!previous) {
           console.error(
-            `walletflow deploy rollback: no build of ${deploymentName} was current before ${current ?? 'none'}`,
+            current === null
+              ? `walletflow deploy rollback: no build of ${deploymentName} is current; name the one to send new workflows to with \`walletflow deploy promote <build>\``
+              : `walletflow deploy rollback: no build of ${deploymentName} was current before ${current}`,
           );
           return 1;
         }
         await setCurrentVersion(client, { deploymentName, buildId: previous.buildId }, identity);
         console.log(
-          `deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current ?? 'none'}); workflows already running stay on their build`,
+          `deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current}); workflows already running stay on their build`,
         );
         return 0;
       }
@@ -205,9 +202,12 @@ export interface VersionLine {
  * The build a rollback returns to: of those that were current once and are not now, the one that stopped last. A build
  * that was only ever ramped (a canary turned down) is not one: it never took all new workflows. A server that reports
  * no version's last time as current (the Temporal CLI's dev server and server 1.29 do not) cannot tell them apart:
- * there, of the builds registered before the current one, the one that stopped being current or ramping last.
+ * there, of the builds registered before the current one, the one that stopped being current or ramping last. With
+ * no current build (new workflows sent to unversioned workers by hand), none: the build that stopped last is the one
+ * just abandoned, and `deploy promote <build>` names the one to go to.
  */
 export function rollbackTarget(versions: readonly VersionLine[], current: string | null): VersionLine | undefined {
+  if (current === null) return undefined;
   const reportsCurrent = versions.some((version) => version.lastCurrentAt !== null);
   const currentCreatedAt = versions.find((version) => version.buildId === current)?.createdAt ?? null;
   return versions

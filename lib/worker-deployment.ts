@@ -75,6 +75,18 @@ export async function countUnversionedRuns(
   return { total: Object.values(byType).reduce((sum, count) => sum + count, 0), byType };
 }
 
+/** A protobuf timestamp in milliseconds, or null when unset. */
+export const millisecondsOf = (timestamp: { seconds?: unknown; nanos?: unknown } | null | undefined): number | null =>
+  timestamp?.seconds === undefined || timestamp.seconds === null
+    ? null
+    : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
+
+/** When the deployment's server registered `buildId` (its first worker's poll), or null when it does not say. */
+function registeredAt(info: Awaited<ReturnType<typeof describeDeployment>>, buildId: string): number | null {
+  const summary = info?.versionSummaries?.find((candidate) => candidate.deploymentVersion?.buildId === buildId);
+  return millisecondsOf(summary?.createTime);
+}
+
 /** The current version's build id, or null when there is none. */
 export function currentBuildIdOf(info: Awaited<ReturnType<typeof describeDeployment>>): string | null {
   return info?.routingConfig?.currentDeploymentVersion?.buildId || null;
@@ -128,6 +140,17 @@ export async function promoteOnStart(
         );
         return 'left';
       }
+      // A worker of an older build restarting (a container of the draining build, a rolling update's straggler) never
+      // takes the current version back from a newer one, nor moves its runs: that is `walletflow deploy rollback`'s.
+      const currentAt = current === null ? null : registeredAt(info, current);
+      const ownAt = registeredAt(info, version.buildId);
+      if (currentAt !== null && ownAt !== null && ownAt < currentAt) {
+        logger.warn(
+          { ...version, current },
+          'worker deployment: a newer build is current; this older one stays as it is (walletflow deploy rollback moves back)',
+        );
+        return 'left';
+      }
       try {
         await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
       } catch (error) {
@@ -153,11 +176,11 @@ export async function promoteOnStart(
 }
 
 /**
- * Moves the running workflows pinned to another build of the deployment onto the current one (an
- * auto-upgrade override: their next task runs on the current build's workers, their history
- * replayed on its code, as an unversioned worker's would be). For the dev stack, where a restart
- * leaves no worker of the earlier build; never in a deployment whose earlier workers still run.
- * Answers how many moved.
+ * Moves the running workflows pinned to an earlier build of the deployment (one registered before
+ * this one) onto the current one (an auto-upgrade override: their next task runs on the current
+ * build's workers, their history replayed on its code, as an unversioned worker's would be). For
+ * the dev stack, where a restart leaves no worker of the earlier build; never in a deployment whose
+ * earlier workers still run (production refuses WORKER_PROMOTE=replace). Answers how many moved.
  */
 export async function adoptPinnedRuns(
   client: Client,
@@ -165,13 +188,20 @@ export async function adoptPinnedRuns(
   logger: Pick<Logger, 'info' | 'warn'>,
 ): Promise<number> {
   let moved = 0;
+  const info = await describeDeployment(client, version.deploymentName);
+  const ownAt = registeredAt(info, version.buildId);
+  const earlier = (buildId: string | null | undefined) => {
+    const at = buildId ? registeredAt(info, buildId) : null;
+    return ownAt === null || at === null || at < ownAt;
+  };
   const query = `ExecutionStatus = 'Running' AND TemporalWorkerDeployment = '${version.deploymentName}'`;
   for await (const execution of client.workflow.list({ query })) {
     const { raw } = await client.workflow.getHandle(execution.workflowId, execution.runId).describe();
     const versioning = raw.workflowExecutionInfo?.versioningInfo;
     const pinned = Number(versioning?.behavior) === PINNED;
-    const elsewhere = versioning?.deploymentVersion?.buildId !== version.buildId;
-    if (!pinned || !elsewhere || versioning?.versioningOverride) continue;
+    const pinnedTo = versioning?.deploymentVersion?.buildId;
+    const elsewhere = pinnedTo !== version.buildId;
+    if (!pinned || !elsewhere || !earlier(pinnedTo) || versioning?.versioningOverride) continue;
     await client.workflowService.updateWorkflowExecutionOptions({
       namespace: client.options.namespace,
       workflowExecution: { workflowId: execution.workflowId, runId: execution.runId },

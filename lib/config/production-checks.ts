@@ -86,6 +86,10 @@ export function productionProblems(config: AppConfig): string[] {
   if (config.nodeEnv !== 'production') return [];
   const problems: string[] = [];
   if (config.opsApiKeys.length === 0) problems.push('OPS_API_KEYS: is required in production');
+  if (config.workerDeployment.promote === 'replace')
+    problems.push(
+      'WORKER_PROMOTE: replace is walletflow dev’s (it moves runs pinned to other builds onto this one, whose earlier workers may still run), refused in production; use first-deploy or never, and walletflow deploy promote',
+    );
   for (const [index, key] of config.opsApiKeys.entries()) {
     // No name to audit, every scope (contract-decisions section 12): a development convenience only.
     if (key.bare)

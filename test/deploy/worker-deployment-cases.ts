@@ -14,6 +14,8 @@ import { inject } from 'vitest';
 import type { RealTemporal } from '../support/real-temporal.ts';
 import proto from '@temporalio/proto';
 import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
+import { promoteOnStart } from '../../lib/worker-deployment.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import type { InProcessWorker } from '../support/partner-api.ts';
 import { runCli } from '../support/cli-run.ts';
@@ -174,6 +176,13 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(promoted.code, promoted.stderr).toBe(0);
       expect(promoted.stdout).toContain(`${b.buildId} is now current`);
       await stack.admin.settings({ processingDelayMs: 0 });
+      // A worker of A restarting (a container of the draining build, with WORKER_PROMOTE=always or replace) does not
+      // take the current version back from B, nor move runs: that is `deploy rollback`'s.
+      const versionA = { deploymentName: stack.taskQueue, buildId: a.buildId };
+      const quiet = createLogger({ level: 'silent' });
+      for (const policy of ['always', 'replace'] as const)
+        expect(await promoteOnStart(stack.temporal, versionA, policy, quiet), policy).toBe('left');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: b.buildId });
 
       const f2 = await startFunding();
       expect(await finalStatusOf(f1.fundingId)).toBe('APPROVED');

@@ -198,6 +198,8 @@ describe('loadConfig', () => {
     ['METRICS_TOKEN', { METRICS_TOKEN: '' }],
     ['METRICS_TOKEN', { METRICS_TOKEN: 'only-twenty-characters' }],
     ['BATCH_APPROVAL_THRESHOLD', { BATCH_APPROVAL_THRESHOLD: '' }],
+    // `walletflow dev`'s: moves runs pinned to other builds onto this one, where their workers may still run.
+    ['WORKER_PROMOTE', { WORKER_PROMOTE: 'replace' }],
     // The redirect URI the compose file used to fill in when it was left empty, and others the
     // login's cookie (set on PUBLIC_URL by /connect/start) never reaches.
     ['CONNECT_REDIRECT_URI', { CONNECT_REDIRECT_URI: 'http://localhost:3000/connect/callback' }],

@@ -65,6 +65,10 @@ describe('workflow contracts', () => {
     expect(rollbackTarget([...unreported.slice(1), version('A', 40, null, 1)], 'B')?.buildId).toBe('A');
     // Nothing older than the current build: nothing to roll back to (`deploy promote` names a build).
     expect(rollbackTarget(unreported, 'A')).toBeUndefined();
+    // No current build (sent to unversioned workers by hand after a bad B): the build that stopped last is B, just
+    // abandoned, and a rollback went to it ("rolled back to B (from none)"). None, on either kind of server.
+    expect(rollbackTarget([version('A', 10, null, 1), version('B', 20, null, 2)], null)).toBeUndefined();
+    expect(rollbackTarget([version('A', 10, 5, 1), version('B', 20, 15, 2)], null)).toBeUndefined();
   });
 
   it('walletflow deploy status counts the unversioned runs of every workflow the worker registers', () => {
