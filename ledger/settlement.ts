@@ -199,7 +199,8 @@ export function paymentLine(
     walletId: payment.walletPaymentId,
     result,
     amount: amountOf(amount, payment.currency),
-    walletAmount: paymentExecuted ? amountOf(amount, payment.currency) : null,
+    // The audit shows the wallet's answer that it executed, not a figure of its own: none is shown as the wallet's.
+    walletAmount: null,
     walletStatus: paymentExecuted ? 'EXECUTED' : null,
     ledgerAmount: ledgerAmount === null ? null : amountOf(ledgerAmount, payment.currency),
     detail: problems.length > 0 ? problems.join('; ') : null,

@@ -110,7 +110,8 @@ describe('a day settled by a durable run', () => {
         walletId,
         result,
         amount: php(amount),
-        walletAmount: wallet ? php(wallet[1]) : null,
+        // A payment's line shows the audit's EXECUTED and no wallet figure (the interface has no payment retrieve).
+        walletAmount: wallet && kind === 'funding' ? php(wallet[1]) : null,
         walletStatus: wallet?.[0] ?? null,
         ledgerAmount: ledger === null ? null : php(ledger),
         detail,

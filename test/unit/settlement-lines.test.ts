@@ -1,7 +1,8 @@
-// ledger/settlement.ts fundingLine: a funding against the wallet's record of its transfer and the ledger's posting.
+// ledger/settlement.ts fundingLine and paymentLine: a funding against the wallet's record of its transfer and the
+// ledger's posting; a payment against the audit's successful execute and the ledger's posting.
 import { describe, expect, it } from 'vitest';
-import { postReference } from '../../ledger/ledger.ts';
-import { fundingLine } from '../../ledger/settlement.ts';
+import { paymentReference, postReference } from '../../ledger/ledger.ts';
+import { fundingLine, paymentLine } from '../../ledger/settlement.ts';
 
 const funding = { id: 'f-1', transferId: 't-1', amount: 100_000n, currency: 'PHP' };
 const posted = new Map([[postReference('f-1'), 100_000n]]);
@@ -36,5 +37,19 @@ describe('a settlement line of a funding', () => {
         detail: expect.stringContaining("the wallet's record could not be read"),
       });
     }
+  });
+});
+
+describe('a settlement line of a payment', () => {
+  it('shows no wallet figure: the interface has no payment retrieve, so no amount of the wallet’s was read', () => {
+    const payment = { id: 'p-1', walletPaymentId: 'w-1', amount: 25_000n, currency: 'PHP', resolvedBy: null };
+    const line = paymentLine(payment, new Set(['w-1']), new Map([[paymentReference('p-1'), 25_000n]]));
+    expect(line).toMatchObject({
+      result: 'matched',
+      amount: { currency: 'PHP', value: '25.00' },
+      walletStatus: 'EXECUTED',
+      walletAmount: null,
+      ledgerAmount: { currency: 'PHP', value: '25.00' },
+    });
   });
 });
