@@ -246,10 +246,14 @@ export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
   item.detail,
 ];
 
-/** The CSV's last two rows: each side's counts and total. */
+/**
+ * The CSV's last two rows: each side's counts and total; a report of the day so far (its run began before the day was
+ * over: `complete: false`) says so in their detail, so a file is never taken for the whole day.
+ */
 export function settlementCsvTotals(
   date: string,
   sides: { fundings: SettlementCounts; payments: SettlementCounts },
+  scope: { complete: boolean; settledAt: string },
 ): CsvValue[][] {
   return (['fundings', 'payments'] as const).map((kind) => {
     const counts = sides[kind];
@@ -263,7 +267,9 @@ export function settlementCsvTotals(
       null,
       null,
       null,
-      `${counts.total.count} items`,
+      scope.complete
+        ? `${counts.total.count} items`
+        : `${counts.total.count} items; the day so far, not the whole day (settled at ${scope.settledAt})`,
     ];
   });
 }

@@ -31,6 +31,7 @@ import {
   type AnyRouteSpec,
 } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
+import { SETTLEMENT_COMPLETE_HEADER } from '../ops/settlement-service.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import {
   consoleHeaders,
@@ -403,7 +404,8 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
     res
       .status(200)
       .type('text/csv; charset=utf-8')
-      .setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`);
+      .setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`)
+      .setHeader(SETTLEMENT_COMPLETE_HEADER, String(run.wholeDay));
     await deps.csvStreams.send(res, deps.settlements.csv(run));
   };
 

@@ -11,6 +11,7 @@ import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import {
   defineRoute,
+  header,
   jsonAnswer,
   named,
   problemAnswer,
@@ -21,7 +22,7 @@ import {
 import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
 import { workflowUnavailableAnswer } from './ops-answers.ts';
-import { decodeSettlementCursor, type SettlementService } from './settlement-service.ts';
+import { decodeSettlementCursor, SETTLEMENT_COMPLETE_HEADER, type SettlementService } from './settlement-service.ts';
 
 export interface OpsSettlementsDependencies {
   /** Absent: settlement is not configured (501). */
@@ -85,7 +86,16 @@ const routes = {
     responses: {
       '200': {
         description:
-          'the stored report: its counts, a page of its lines and the next page’s cursor; `?format=csv` gives every line as CSV, then the totals',
+          'the stored report: its counts, a page of its lines and the next page’s cursor; `?format=csv` gives every line as CSV, then the totals (whose detail says so when the report is the day so far)',
+        headers: {
+          [SETTLEMENT_COMPLETE_HEADER]: header(
+            'with `?format=csv`: `true` for the whole day, `false` for the day so far',
+            {
+              type: 'string',
+              enum: ['true', 'false'],
+            },
+          ),
+        },
         content: { 'application/json': named('Settlement', settlementSchema), 'text/csv': { jsonSchema: textSchema } },
       },
       '202': running(
@@ -205,7 +215,8 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
           res
             .status(200)
             .type('text/csv; charset=utf-8')
-            .setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`);
+            .setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`)
+            .setHeader(SETTLEMENT_COMPLETE_HEADER, String(answer.run.wholeDay));
           await deps.csvStreams.send(res, settlements.csv(answer.run));
           return;
         }

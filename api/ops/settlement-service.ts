@@ -260,7 +260,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         date: run.date,
         timeZone: run.timeZone,
         runId: run.id,
-        settledAt: (run.finishedAt ?? run.createdAt).toISOString(),
+        settledAt: settledAtOf(run),
         complete: run.wholeDay,
         fundings: summary.fundings,
         payments: summary.payments,
@@ -276,12 +276,21 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     csv(run: SettlementRun): CsvReport {
       async function* rows(): AsyncGenerator<CsvValue[]> {
         for await (const item of runs.lines(run.id)) yield settlementCsvRow(item);
-        yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() });
+        yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() }, {
+          complete: run.wholeDay,
+          settledAt: settledAtOf(run),
+        });
       }
       return { report: 'settlement', header: settlementCsvHeader, rows: rows() };
     },
   };
 }
+
+/** When the run's report was settled (its end; its start while it has none). */
+const settledAtOf = (run: SettlementRun): string => (run.finishedAt ?? run.createdAt).toISOString();
+
+/** The header a CSV report carries: whether it is the whole day (`true`) or the day so far (`false`). */
+export const SETTLEMENT_COMPLETE_HEADER = 'Settlement-Complete';
 
 const emptyCounts = () => ({
   matched: 0,

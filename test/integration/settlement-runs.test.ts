@@ -232,6 +232,7 @@ describe('a day settled by a durable run', () => {
     expect(csv.status).toBe(200);
     expect(csv.headers.get('content-type')).toContain('text/csv');
     expect(csv.headers.get('content-disposition')).toBe(`attachment; filename="settlement-${day}.csv"`);
+    expect(csv.headers.get('settlement-complete')).toBe('true');
     const lines = csv.text.split('\r\n').filter(Boolean);
     expect(lines[0]).toBe('kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail');
     expect(lines.slice(1, 26).map((text) => JSON.parse(`[${text}]`)[1])).toEqual(ids);
@@ -495,6 +496,12 @@ describe('a day settled by a durable run', () => {
     });
     const report = await settled(today);
     expect(report.body).toMatchObject({ date: today, complete: false });
+    // Its CSV says so too, in a header and in its totals (a file saved by a job at 00:01 is not taken for the day).
+    const csv = await call(`/ops/settlements/${today}?format=csv`);
+    expect([csv.status, csv.headers.get('settlement-complete')]).toEqual([200, 'false']);
+    const totals = csv.text.split('\r\n').filter(Boolean).slice(-2);
+    for (const line of totals)
+      expect(line).toContain(`; the day so far, not the whole day (settled at ${String(report.body.settledAt)})`);
   });
 
   it('walletflow settlement-report follows the run with a progress bar on stderr, then prints the report; exit 1 when a line is not matched', async () => {
