@@ -4,10 +4,12 @@
 // `cd prisma/migrations && sha256sum -c checksums.sha256` checks it too) holds one line per
 // migration; `npm run db:migration:new` appends the new one's line. A change a database needs is a
 // new migration, never an edit of one that shipped.
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { migrationsDir, readShippedChecksums, sha256Of } from '../../prisma/migration-checksums.ts';
+import { checksumsFile, migrationsDir, readShippedChecksums, sha256Of } from '../../prisma/migration-checksums.ts';
+import { projectRoot } from '../../lib/project-root.ts';
 
 const directories = readdirSync(migrationsDir, { withFileTypes: true })
   .filter((entry) => entry.isDirectory())
@@ -27,5 +29,36 @@ describe('shipped migrations', () => {
       sha256Of(content),
       `${directory}/migration.sql changed after it shipped: restore it (git log -p on the file) and put the change in a new migration`,
     ).toBe(listed.get(directory));
+  });
+
+  // An edit committed together with its new checksum passes the check above: the checksums' own history is the
+  // record. Every checksum a commit ever listed is today's, but for the two edits made before this was checked (what
+  // they added is added again by 20261204060000_funding_lanes_edits_again, for a database that applied the file before
+  // them).
+  it('lists every migration with the checksum it was first committed with: no commit edited one', () => {
+    const known = new Set([
+      '20261202121733_funding_lanes/migration.sql a64536e5',
+      '20261202121733_funding_lanes/migration.sql a626dae7',
+    ]);
+    const relative = path.relative(projectRoot, checksumsFile);
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' });
+    const commits = git('log', '--format=%H', '--', relative).split('\n').filter(Boolean);
+    const today = new Map(
+      readFileSync(checksumsFile, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => [line.slice(66), line.slice(0, 64)] as const),
+    );
+    const edited: string[] = [];
+    for (const commit of commits)
+      for (const line of git('show', `${commit}:${relative}`).split('\n').filter(Boolean)) {
+        const [file, sum] = [line.slice(66), line.slice(0, 64)];
+        if (today.get(file) !== sum && !known.has(`${file} ${sum.slice(0, 8)}`))
+          edited.push(
+            `${file}: ${sum.slice(0, 8)} at ${commit.slice(0, 7)}, ${today.get(file)?.slice(0, 8) ?? 'gone'} now`,
+          );
+      }
+    expect(edited, 'a shipped migration was changed: restore it and put the change in a new migration').toEqual([]);
+    expect(commits.length).toBeGreaterThan(0);
   });
 });
