@@ -66,6 +66,8 @@ export interface SweepDependencies {
 /** Who resolves a review from the wallet's own final state. */
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
+/** A lane's run whose workflow task is on this attempt or later has failed it: it is not working (laneIsWorking). */
+const FAILING_TASK_ATTEMPTS = 2;
 
 export function createSweepActivities(deps: SweepDependencies): SweepActivities {
   const { fundings, payments, logger } = deps;
@@ -76,6 +78,23 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       return description.status.name === 'RUNNING' ? 'running' : 'closed';
     } catch (error) {
       if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';
+      throw error;
+    }
+  }
+
+  /**
+   * Whether a lane's run is open and working: not one whose workflow task has failed and is being tried again (a
+   * worker's crash costs a task one attempt; a task that keeps failing is a run that cannot work).
+   */
+  async function laneIsWorking(workflowId: string): Promise<boolean> {
+    try {
+      const description = await deps.temporal.workflow.getHandle(workflowId).describe();
+      return (
+        description.status.name === 'RUNNING' &&
+        Number(description.raw.pendingWorkflowTask?.attempt ?? 1) < FAILING_TASK_ATTEMPTS
+      );
+    } catch (error) {
+      if ((error as Error).name === 'WorkflowNotFoundError') return false;
       throw error;
     }
   }
@@ -191,9 +210,11 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       return;
     }
     // Waiting in a lane whose run is working (a backlog, or a lane slowed by the wallet's 429s): left
-    // to it. A lane no longer run (FUNDING_LANES=off, fewer lanes) leaves it to the repair below.
+    // to it. A lane no longer run (FUNDING_LANES=off, fewer lanes), or one open that cannot work (its
+    // workflow task failing: a build without fundLane, a rollback across a change to it), leaves it to
+    // the repair below; the claim keeps the lane from taking it too, should it work again.
     if (funding.status === 'PENDING' && funding.lane !== null && deps.lanes && funding.lane < LANE_COUNT) {
-      if ((await workflowState(laneWorkflowId(deps.taskQueue, funding.lane))) === 'running') {
+      if (await laneIsWorking(laneWorkflowId(deps.taskQueue, funding.lane))) {
         note('workflow-running', 'waiting in its lane, whose run is working', false);
         return;
       }
