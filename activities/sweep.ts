@@ -66,8 +66,11 @@ export interface SweepDependencies {
 /** Who resolves a review from the wallet's own final state. */
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
-/** A lane's run whose workflow task is on this attempt or later has failed it: it is not working (laneIsWorking). */
-const FAILING_TASK_ATTEMPTS = 2;
+/**
+ * A lane's run whose workflow task is on this attempt or later has failed it again and again: it is not working
+ * (laneIsWorking). One failed attempt is a worker lost mid-task, which the next worker's attempt gets past.
+ */
+const FAILING_TASK_ATTEMPTS = 3;
 
 export function createSweepActivities(deps: SweepDependencies): SweepActivities {
   const { fundings, payments, logger } = deps;
@@ -82,10 +85,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     }
   }
 
-  /**
-   * Whether a lane's run is open and working: not one whose workflow task has failed and is being tried again (a
-   * worker's crash costs a task one attempt; a task that keeps failing is a run that cannot work).
-   */
+  /** Whether a lane's run is open and working: not one whose workflow task keeps failing (FAILING_TASK_ATTEMPTS). */
   async function laneIsWorking(workflowId: string): Promise<boolean> {
     try {
       const description = await deps.temporal.workflow.getHandle(workflowId).describe();

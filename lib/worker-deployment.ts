@@ -140,11 +140,13 @@ export async function promoteOnStart(
         );
         return 'left';
       }
-      // A worker of an older build restarting (a container of the draining build, a rolling update's straggler) never
-      // takes the current version back from a newer one, nor moves its runs: that is `walletflow deploy rollback`'s.
+      // With `always`, a worker of an older build restarting (a container of the draining build, a rolling update's
+      // straggler) never takes the current version back from a newer one: that is `walletflow deploy rollback`'s.
+      // `replace` (walletflow dev: one worker, whatever build was last) always takes it: a stack restarted on code
+      // changed back to an earlier build has no worker of the newer one left.
       const currentAt = current === null ? null : registeredAt(info, current);
       const ownAt = registeredAt(info, version.buildId);
-      if (currentAt !== null && ownAt !== null && ownAt < currentAt) {
+      if (policy === 'always' && currentAt !== null && ownAt !== null && ownAt < currentAt) {
         logger.warn(
           { ...version, current },
           'worker deployment: a newer build is current; this older one stays as it is (walletflow deploy rollback moves back)',
@@ -176,11 +178,11 @@ export async function promoteOnStart(
 }
 
 /**
- * Moves the running workflows pinned to an earlier build of the deployment (one registered before
- * this one) onto the current one (an auto-upgrade override: their next task runs on the current
- * build's workers, their history replayed on its code, as an unversioned worker's would be). For
- * the dev stack, where a restart leaves no worker of the earlier build; never in a deployment whose
- * earlier workers still run (production refuses WORKER_PROMOTE=replace). Answers how many moved.
+ * Moves the running workflows pinned to another build of the deployment onto the current one (an
+ * auto-upgrade override: their next task runs on the current build's workers, their history
+ * replayed on its code, as an unversioned worker's would be). For the dev stack, where a restart
+ * leaves no worker of the build before; never in a deployment whose other builds' workers still run
+ * (production refuses WORKER_PROMOTE=replace). Answers how many moved.
  */
 export async function adoptPinnedRuns(
   client: Client,
@@ -188,20 +190,13 @@ export async function adoptPinnedRuns(
   logger: Pick<Logger, 'info' | 'warn'>,
 ): Promise<number> {
   let moved = 0;
-  const info = await describeDeployment(client, version.deploymentName);
-  const ownAt = registeredAt(info, version.buildId);
-  const earlier = (buildId: string | null | undefined) => {
-    const at = buildId ? registeredAt(info, buildId) : null;
-    return ownAt === null || at === null || at < ownAt;
-  };
   const query = `ExecutionStatus = 'Running' AND TemporalWorkerDeployment = '${version.deploymentName}'`;
   for await (const execution of client.workflow.list({ query })) {
     const { raw } = await client.workflow.getHandle(execution.workflowId, execution.runId).describe();
     const versioning = raw.workflowExecutionInfo?.versioningInfo;
     const pinned = Number(versioning?.behavior) === PINNED;
-    const pinnedTo = versioning?.deploymentVersion?.buildId;
-    const elsewhere = pinnedTo !== version.buildId;
-    if (!pinned || !elsewhere || !earlier(pinnedTo) || versioning?.versioningOverride) continue;
+    const elsewhere = versioning?.deploymentVersion?.buildId !== version.buildId;
+    if (!pinned || !elsewhere || versioning?.versioningOverride) continue;
     await client.workflowService.updateWorkflowExecutionOptions({
       namespace: client.options.namespace,
       workflowExecution: { workflowId: execution.workflowId, runId: execution.runId },

@@ -154,3 +154,20 @@ export async function startSettleDay(
     ...startOncePolicies,
   });
 }
+
+/**
+ * Whether the run's workflow is open (`running`), ended (`closed`) or was never started (`missing`): a read, which
+ * starts nothing.
+ */
+export async function settleDayState(
+  client: Client,
+  run: { date: string; runId: string },
+): Promise<'running' | 'closed' | 'missing'> {
+  try {
+    const description = await client.workflow.getHandle(settlementWorkflowId(run.date, run.runId)).describe();
+    return description.status.name === 'RUNNING' ? 'running' : 'closed';
+  } catch (error) {
+    if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';
+    throw error;
+  }
+}

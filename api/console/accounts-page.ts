@@ -495,7 +495,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       if (!(error instanceof WorkflowUnavailableError)) throw error;
       // The day's run is recorded but Temporal could not start it: this page, reloaded, starts it.
       res.setHeader('Retry-After', String(error.refusal.retryAfterSeconds));
-      const message = `The settlement of ${date.data} could not start just now (${refusalWords[error.refusal.reason]}): nothing has been checked yet. Its run is recorded: open this report again in ${error.refusal.retryAfterSeconds} seconds to start it.`;
+      const message = `The settlement of ${date.data} could not start just now (${refusalWords[error.refusal.reason]}): nothing has been checked yet. Its run is recorded: send the form again in ${error.refusal.retryAfterSeconds} seconds to start it.`;
       sendRefused(res, 503, { person, section: 'accounts', title: 'Not started yet', message, back });
       return;
     }

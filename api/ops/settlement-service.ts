@@ -22,7 +22,7 @@ import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { refusalWords, workflowRefusalOf, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
-import { startSettleDay } from '../../workflows/settle-day.contract.ts';
+import { settleDayState, startSettleDay } from '../../workflows/settle-day.contract.ts';
 
 export interface SettlementOptions {
   /** Wallet retrieves a run makes at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
@@ -207,17 +207,25 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     },
 
     /**
-     * The day's report or its run as they are stored now, never starting one, nor its workflow, nor
-     * writing anything (a HEAD, the console's GET and its stream each second: a request the browser
-     * or a monitor makes on its own starts no work). A run recorded whose workflow was not started
-     * (a refused start) is answered as it is: the next GET, POST or console form starts it. `none`:
-     * nothing runs and no report answers for the day.
+     * The day's report or its run as they are now, never starting one, nor its workflow, nor writing
+     * anything (a HEAD, the console's GET and its stream each second: a request the browser or a
+     * monitor makes on its own starts no work). `none`: no report answers for the day and no run
+     * works on it: none is recorded, or the one recorded has no open workflow (its start was refused,
+     * or it was ended by hand), which the next GET, POST or console form starts or gives up. When
+     * Temporal cannot say, the run is answered as it is stored.
      */
     async current(date: string): Promise<SettlementAnswer | { kind: 'none' }> {
       if (date > today()) return { kind: 'not-started' };
       const { running, finished } = await runs.latest(date);
       if (serves(finished, date)) return { kind: 'report', run: finished };
-      return running ? { kind: 'running', run: running } : { kind: 'none' };
+      if (!running) return { kind: 'none' };
+      const state = await settleDayState(deps.temporal, { date: running.date, runId: running.id }).catch(
+        (error: unknown) => {
+          logger.warn({ runId: running.id, err: (error as Error).message }, 'settlement run: its workflow not read');
+          return 'running' as const;
+        },
+      );
+      return state === 'running' ? { kind: 'running', run: running } : { kind: 'none' };
     },
 
     /** POST …/runs: a fresh run of the day, unless one is running. */
@@ -278,7 +286,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         for await (const item of runs.lines(run.id)) yield settlementCsvRow(item);
         yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() }, {
           complete: run.wholeDay,
-          settledAt: settledAtOf(run),
+          // The day so far is the day as it stood when its run began.
+          asOf: run.createdAt.toISOString(),
         });
       }
       return { report: 'settlement', header: settlementCsvHeader, rows: rows() };

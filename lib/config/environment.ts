@@ -69,10 +69,10 @@ export const walletServiceVariables = [
   'MERCHANT_P2M_ID',
 ] as const;
 
-/** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
 /** The longest CONSOLE_IDLE_MINUTES may be: the purge keeps every console session that could still be live under it. */
 export const CONSOLE_IDLE_MINUTES_MAX = 1440;
 
+/** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
 export const defaultRateLimits = {
   publicPerMinute: 600,
   sessionPerMinute: 6000,

@@ -431,7 +431,7 @@ describe('a day settled by a durable run', () => {
     expect((await handle.result()) as SettleDayResult).toMatchObject({ runId: runs[0]!.id, checked: 30 });
   });
 
-  it('a HEAD of a day whose run is recorded but whose workflow never started (a refused start) starts nothing: the next GET does', async () => {
+  it('a HEAD of a day whose run is recorded but whose workflow never started (a refused start) starts nothing, and says no run works on it: the next GET starts it', async () => {
     const day = await freshDay();
     await plant(day, 3);
     const recorded = await createSettlementRuns(stack.database).start({
@@ -448,7 +448,7 @@ describe('a day settled by a durable run', () => {
       );
     for (const format of ['', '?format=csv']) {
       const head = await call(`/ops/settlements/${day}${format}`, { method: 'HEAD' });
-      expect(head.status, format).toBe(202);
+      expect(head.status, format).toBe(404);
     }
     expect(await started()).toBe(false);
     // A GET starts the recorded run's workflow, and the day is settled by it.
@@ -500,8 +500,9 @@ describe('a day settled by a durable run', () => {
     const csv = await call(`/ops/settlements/${today}?format=csv`);
     expect([csv.status, csv.headers.get('settlement-complete')]).toEqual([200, 'false']);
     const totals = csv.text.split('\r\n').filter(Boolean).slice(-2);
+    const [run] = await stack.database.settlementRun.findMany({ where: { id: String(report.body.runId) } });
     for (const line of totals)
-      expect(line).toContain(`; the day so far, not the whole day (settled at ${String(report.body.settledAt)})`);
+      expect(line).toContain(`; the day so far, not the whole day (as it stood at ${run!.createdAt.toISOString()})`);
   });
 
   it('walletflow settlement-report follows the run with a progress bar on stderr, then prints the report; exit 1 when a line is not matched', async () => {

@@ -414,7 +414,7 @@ describe('a lane that cannot work', () => {
     try {
       await waitUntil(
         async () => Number((await lane.describe()).raw.pendingWorkflowTask?.attempt ?? 0),
-        (attempt) => attempt >= 2,
+        (attempt) => attempt >= 3,
         60_000,
         200,
       );

@@ -42,7 +42,11 @@ describe('shipped migrations', () => {
     ]);
     const relative = path.relative(projectRoot, checksumsFile);
     const git = (...args: string[]) => execFileSync('git', args, { cwd: projectRoot, encoding: 'utf8' });
-    const commits = git('log', '--format=%H', '--', relative).split('\n').filter(Boolean);
+    // The whole history, every branch of a merge too: a shallow clone would hold only today's list, and prove nothing.
+    expect(git('rev-parse', '--is-shallow-repository').trim(), 'a shallow clone: fetch the whole history').toBe(
+      'false',
+    );
+    const commits = git('log', '--full-history', '--format=%H', '--', relative).split('\n').filter(Boolean);
     const today = new Map(
       readFileSync(checksumsFile, 'utf8')
         .split('\n')
