@@ -253,7 +253,7 @@ export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
 export function settlementCsvTotals(
   date: string,
   sides: { fundings: SettlementCounts; payments: SettlementCounts },
-  scope: { complete: boolean; asOf: string },
+  scope: { complete: boolean; settledAt: string },
 ): CsvValue[][] {
   return (['fundings', 'payments'] as const).map((kind) => {
     const counts = sides[kind];
@@ -269,7 +269,7 @@ export function settlementCsvTotals(
       null,
       scope.complete
         ? `${counts.total.count} items`
-        : `${counts.total.count} items; the day so far, not the whole day (as it stood at ${scope.asOf})`,
+        : `${counts.total.count} items; the day so far, not the whole day (settled at ${scope.settledAt})`,
     ];
   });
 }

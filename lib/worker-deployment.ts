@@ -5,9 +5,10 @@
 // the long-lived ones are auto-upgrade: a run moves to the current version at its next workflow
 // task, replayed there (as do the runs of unversioned workers, from a release before versioning).
 // Which version new workflows get is the deployment's current version: a worker makes its own current when
-// WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`; `never`;
-// `replace`: always, and the runs pinned to earlier builds move to this one, for the dev stack,
-// whose restart leaves no worker of the earlier build), and `walletflow deploy promote|ramp|rollback`
+// WORKER_PROMOTE says so (`first-deploy`: only when the deployment has none yet; `always`: unless a
+// newer build is current; `never`; `replace`: whatever build is current, and the runs pinned to other
+// builds move to this one, for the dev stack, whose restart leaves no worker of the build before),
+// and `walletflow deploy promote|ramp|rollback`
 // moves it otherwise.
 import { readFileSync } from 'node:fs';
 import type { Client } from '@temporalio/client';
@@ -205,7 +206,6 @@ export async function adoptPinnedRuns(
     });
     moved += 1;
   }
-  if (moved > 0)
-    logger.info({ ...version, moved }, 'worker deployment: runs pinned to earlier builds moved to this one');
+  if (moved > 0) logger.info({ ...version, moved }, 'worker deployment: runs pinned to other builds moved to this one');
   return moved;
 }

@@ -157,14 +157,16 @@ export async function startSettleDay(
 
 /**
  * Whether the run's workflow is open (`running`), ended (`closed`) or was never started (`missing`): a read, which
- * starts nothing.
+ * starts nothing, given up after `timeoutMs` (Temporal unreachable: the caller's error).
  */
 export async function settleDayState(
   client: Client,
   run: { date: string; runId: string },
+  timeoutMs = 2000,
 ): Promise<'running' | 'closed' | 'missing'> {
   try {
-    const description = await client.workflow.getHandle(settlementWorkflowId(run.date, run.runId)).describe();
+    const handle = client.workflow.getHandle(settlementWorkflowId(run.date, run.runId));
+    const description = await client.connection.withDeadline(Date.now() + timeoutMs, () => handle.describe());
     return description.status.name === 'RUNNING' ? 'running' : 'closed';
   } catch (error) {
     if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';

@@ -225,7 +225,10 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
           return 'running' as const;
         },
       );
-      return state === 'running' ? { kind: 'running', run: running } : { kind: 'none' };
+      if (state === 'running') return { kind: 'running', run: running };
+      // Its workflow may have finished it between the two reads: its report, then.
+      const now = await runs.find(running.id);
+      return now?.state === 'SUCCEEDED' && serves(now, date) ? { kind: 'report', run: now } : { kind: 'none' };
     },
 
     /** POST …/runs: a fresh run of the day, unless one is running. */
@@ -286,8 +289,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         for await (const item of runs.lines(run.id)) yield settlementCsvRow(item);
         yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() }, {
           complete: run.wholeDay,
-          // The day so far is the day as it stood when its run began.
-          asOf: run.createdAt.toISOString(),
+          settledAt: settledAtOf(run),
         });
       }
       return { report: 'settlement', header: settlementCsvHeader, rows: rows() };

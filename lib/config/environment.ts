@@ -117,9 +117,10 @@ export const environmentSchema = z
     TEMPORAL_TASK_QUEUE: z.preprocess(emptyAsUndefined, z.string().min(1).default('walletflow')),
     // Worker Deployment Versioning (docs/changing-workflows.md): the deployment the workers register
     // their build in (absent: the task queue's name), and whether a starting worker makes its build
-    // the current version: only when the deployment has none yet, always, never, or `replace`
-    // (always, and the runs pinned to earlier builds move to it: the dev stack, whose restart
-    // leaves no worker of the earlier build).
+    // the current version: only when the deployment has none yet, always (unless a newer build is
+    // current), never, or `replace` (whatever build is current, and the runs pinned to other builds
+    // move to it: the dev stack, whose restart leaves no worker of the build before; refused in
+    // production).
     WORKER_DEPLOYMENT_NAME: z.preprocess(
       emptyAsUndefined,
       z
