@@ -275,6 +275,14 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(builds[0]).toBe(a.buildId);
       expect(builds.at(-1)).toBe(c.buildId);
       expect(failedTasksOf(h4)).toEqual([]);
+      // The dev stack restarted on code changed back to an earlier build (A, registered before C): `replace` takes the
+      // current version whatever build has it (C has no worker left), where `always` would leave C current.
+      const quiet = createLogger({ level: 'silent' });
+      const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
+      expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'always', quiet)).toBe('left');
+      expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'replace', quiet)).toBe('promoted');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
+      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
     }, 240_000);
 
     it('refuses to promote a build no worker has registered, naming the ones it knows', async () => {
