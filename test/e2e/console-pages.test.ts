@@ -13,7 +13,6 @@ import path from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
 import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
 import type { FundingView } from '../../domain/funding.ts';
 import { moneyOf } from '../../domain/money.ts';
@@ -30,6 +29,7 @@ import { closeChromium, launchChromium } from '../support/browser.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 import { plantApprovedDay } from '../../harness/settlement-day.ts';
 
@@ -136,13 +136,8 @@ async function startDeliverer(): Promise<typeof deliverer> {
     workerDeploymentOptions: versionedWorkerOptions(
       bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
     ),
-    activities: createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
+    activities: stackActivities(stack, {
       wallet: {} as WalletClient,
-      cipher: createTokenCipher(stack.encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
       taskQueue,
       // Dead-lettered after 2.5 s of failures instead of 24 hours.
       webhooks: { retry: { baseDelayMs: 100, maxDelayMs: 400, retryForMs: 2500 }, requestTimeoutMs: 2000 },

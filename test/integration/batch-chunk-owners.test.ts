@@ -6,11 +6,9 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import { temporal as temporalProto } from '@temporalio/proto';
-import { createActivities } from '../../activities/index.ts';
-import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { sleep, useBatchRunnerStack } from '../support/batch-runner-kit.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 
@@ -20,15 +18,7 @@ const { stack, fundings, batches, runningBatch, startRunner, resultOf, itemsOf, 
 
 describe('the sweep beside a running batch', () => {
   it('never takes over what a live chunk owns: items older than the sweep’s age, slow executes, the sweep every second: every item APPROVED, none in review, one create each', async () => {
-    const activities = createActivities({
-      database: stack().database,
-      refreshPool: stack().refreshPool,
-      wallet: stack().wallet,
-      cipher: createTokenCipher(stack().encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack().temporal,
-      taskQueue: stack().taskQueue,
-    });
+    const activities = stackActivities(stack());
     // Well above a chunk's beat for its items (every 2 s), as RECONCILE_AFTER_SECONDS (at least 60) is.
     const olderThanSeconds = 6;
     let userId = '';

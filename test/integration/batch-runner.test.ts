@@ -10,11 +10,9 @@ import { randomUUID } from 'node:crypto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { describe, expect, it } from 'vitest';
 import type { temporal } from '@temporalio/proto';
-import { createActivities } from '../../activities/index.ts';
 import { batchItemRows, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import { sha256Hex } from '../../lib/idempotency.ts';
-import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import {
@@ -26,6 +24,7 @@ import { fundingWorkflowId } from '../../workflows/fund-wallet.contract.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { sleep, useBatchRunnerStack } from '../support/batch-runner-kit.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
 const {
@@ -274,16 +273,7 @@ describe('the batch runner', () => {
 });
 
 describe('a chunk run again (a retried runBatchItems)', () => {
-  const activitiesOf = () =>
-    createActivities({
-      database: stack().database,
-      refreshPool: stack().refreshPool,
-      wallet: stack().wallet,
-      cipher: createTokenCipher(stack().encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack().temporal,
-      taskQueue: stack().taskQueue,
-    });
+  const activitiesOf = () => stackActivities(stack());
   const runItems = (
     activities: ReturnType<typeof activitiesOf>,
     batchId: string,

@@ -5,26 +5,17 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
+import type { createActivities } from '../../activities/index.ts';
 import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
-import { createLogger } from '../../lib/logger.ts';
-import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 
 let stack: PartnerStack;
 let activities: ReturnType<typeof createActivities>;
 
 beforeAll(async () => {
   stack = await startPartnerStack();
-  activities = createActivities({
-    database: stack.database,
-    refreshPool: stack.refreshPool,
-    wallet: stack.wallet,
-    cipher: createTokenCipher(stack.encryptionKey),
-    logger: createLogger({ level: 'silent' }),
-    temporal: stack.temporal,
-    taskQueue: stack.taskQueue,
-  });
+  activities = stackActivities(stack);
 });
 afterAll(async () => {
   await stack.close();

@@ -10,7 +10,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import pg from 'pg';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
+import type { createActivities } from '../../activities/index.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createClaimedFundingsRecord } from '../../fundings/claimed-fundings-record.ts';
 import { createFundingActivities } from '../../activities/funding.ts';
@@ -18,6 +18,7 @@ import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { walletGate, type WalletGate } from '../support/wallet-gate.ts';
 import { batchRecordsOn } from '../support/batch-records.ts';
@@ -51,14 +52,9 @@ type Activities = ReturnType<typeof createActivities>;
 
 /** One run's activities: its own wallet view through the gate, as a worker of its own would have. */
 function runOf(gate: WalletGate, name: string, options: { walletTimeoutMs?: number } = {}): Activities {
-  return createActivities({
-    database: stack.database,
-    refreshPool: stack.refreshPool,
+  return stackActivities(stack, {
     wallet: gate.as(name),
-    cipher: createTokenCipher(stack.encryptionKey),
     logger,
-    temporal: stack.temporal,
-    taskQueue: stack.taskQueue,
     ...(options.walletTimeoutMs === undefined ? {} : { walletTimeoutMs: options.walletTimeoutMs }),
   });
 }

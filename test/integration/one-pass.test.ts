@@ -7,11 +7,11 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
+import type { createActivities } from '../../activities/index.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
-import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { fundWalletActivityTimeouts, type OnePassOutcome } from '../../workflows/fund-wallet.contract.ts';
 import { moneyOf } from '../../domain/money.ts';
 
@@ -22,15 +22,7 @@ let fundings: ReturnType<typeof createFundingRecord>;
 beforeAll(async () => {
   stack = await startPartnerStack();
   const cipher = createTokenCipher(stack.encryptionKey);
-  activities = createActivities({
-    database: stack.database,
-    refreshPool: stack.refreshPool,
-    wallet: stack.wallet,
-    cipher,
-    logger: createLogger({ level: 'silent' }),
-    temporal: stack.temporal,
-    taskQueue: stack.taskQueue,
-  });
+  activities = stackActivities(stack, { cipher });
   fundings = createFundingRecord({ database: stack.database, cipher });
 });
 afterEach(async () => {

@@ -8,8 +8,6 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { CancelledFailure } from '@temporalio/common';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
-import { createLogger } from '../../lib/logger.ts';
 import { cashInCodeContext } from '../../fundings/funding-record.ts';
 import type { SweepReport } from '../../workflows/sweep.contract.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
@@ -18,6 +16,7 @@ import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts'
 import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { nodeArgsFor } from '../support/node-entry.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
@@ -78,17 +77,7 @@ const sweep = async (olderThanSeconds = 600, limit?: number) =>
   ).result();
 
 /** The worker's activities on this file's stack, as a worker of it builds them (`extra`: a sweep's options). */
-const stackActivities = (extra: Partial<Parameters<typeof createActivities>[0]> = {}) =>
-  createActivities({
-    database: stack.database,
-    refreshPool: stack.refreshPool,
-    wallet: stack.wallet,
-    cipher: createTokenCipher(stack.encryptionKey),
-    logger: createLogger({ level: 'silent' }),
-    temporal: stack.temporal,
-    taskQueue: stack.taskQueue,
-    ...extra,
-  });
+const activitiesOfStack = (extra: Parameters<typeof stackActivities>[1] = {}) => stackActivities(stack, extra);
 
 describe('the sweep', () => {
   it('repairs, starts, skips and lists what it should', async () => {
@@ -313,7 +302,7 @@ describe('the sweep', () => {
     });
     await stack.wallet.executeTransfer(transfer.data.transferId);
     const id = await insertFunding({ status: 'EXECUTING', code: executed.code, transferId: transfer.data.transferId });
-    const activities = stackActivities();
+    const activities = activitiesOfStack();
     const environment = new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 });
     // The attempt's heartbeat timed out at the server: the worker cancels the attempt.
     environment.cancel();
@@ -340,7 +329,7 @@ describe('the sweep’s clock', () => {
     // Its owner is seen now, by the database's clock (as a chunk's or a pass's heartbeat writes it).
     await stack.database.$executeRaw`UPDATE funding SET owner_seen_at = now() WHERE id = ${id}::uuid`;
     const { ownerFence } = await stack.database.funding.findUniqueOrThrow({ where: { id } });
-    const activities = stackActivities();
+    const activities = activitiesOfStack();
     vi.useFakeTimers({ toFake: ['Date'] });
     vi.setSystemTime(Date.now() + 2 * 3_600_000);
     let report: SweepReport;
@@ -381,7 +370,7 @@ describe('the sweep and the lanes', () => {
       ).filter((status) => status === 'RUNNING').length;
     const sweep = (buildIsCurrent: boolean) =>
       new MockActivityEnvironment({ heartbeatTimeoutMs: 30_000, startToCloseTimeoutMs: 300_000 }).run(
-        stackActivities({ lanes: true, buildIsCurrent: async () => buildIsCurrent }).sweepStuckFundings,
+        activitiesOfStack({ lanes: true, buildIsCurrent: async () => buildIsCurrent }).sweepStuckFundings,
         { olderThanSeconds: 600 },
       );
     await ended();
@@ -421,7 +410,7 @@ describe('a lane that cannot work', () => {
       const report = (await new MockActivityEnvironment({
         heartbeatTimeoutMs: 30_000,
         startToCloseTimeoutMs: 300_000,
-      }).run(stackActivities({ lanes: true, buildIsCurrent: async () => false }).sweepStuckFundings, {
+      }).run(activitiesOfStack({ lanes: true, buildIsCurrent: async () => false }).sweepStuckFundings, {
         olderThanSeconds: 600,
       })) as SweepReport;
       expect(JSON.stringify(report)).not.toContain('waiting in its lane');

@@ -9,7 +9,6 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createActivities } from '../../activities/index.ts';
 import { buildOpenApiDocument } from '../../api/docs/openapi.ts';
 import { bundleVersion, promoteOnStart, versionedWorkerOptions } from '../../lib/worker-deployment.ts';
 import { webhookEventBodySchema, type WebhookDeliveryView } from '../../domain/webhook.ts';
@@ -21,6 +20,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import type { WalletClient } from '../../wallet/index.ts';
 import { startDeliverWebhooks } from '../../workflows/deliver-webhooks.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { verifyStandardWebhook } from '../support/standard-webhooks-verifier.ts';
 
 let stack: PartnerStack;
@@ -47,14 +47,9 @@ beforeAll(async () => {
     workerDeploymentOptions: versionedWorkerOptions(
       bundleVersion(taskQueue, { codePath: inject('workflowBundlePath') }),
     ),
-    activities: createActivities({
-      database: stack.database,
-      refreshPool: stack.refreshPool,
+    activities: stackActivities(stack, {
       // The deliverer calls no wallet.
       wallet: {} as WalletClient,
-      cipher: createTokenCipher(stack.encryptionKey),
-      logger: createLogger({ level: 'silent' }),
-      temporal: stack.temporal,
       taskQueue,
       webhooks: { retry, requestTimeoutMs: 2000 },
     }),
