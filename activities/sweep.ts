@@ -15,6 +15,7 @@ import type { SweepCursor } from '../lib/list-page.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
+import { workflowRunState } from '../lib/temporal.ts';
 import type { PaymentRecord } from '../payments/payment-record.ts';
 import { isWalletError, type WalletClient } from '../wallet/index.ts';
 import {
@@ -75,28 +76,12 @@ const FAILING_TASK_ATTEMPTS = 3;
 export function createSweepActivities(deps: SweepDependencies): SweepActivities {
   const { fundings, payments, logger } = deps;
 
-  async function workflowState(workflowId: string): Promise<'running' | 'closed' | 'missing'> {
-    try {
-      const description = await deps.temporal.workflow.getHandle(workflowId).describe();
-      return description.status.name === 'RUNNING' ? 'running' : 'closed';
-    } catch (error) {
-      if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';
-      throw error;
-    }
-  }
+  const workflowState = async (workflowId: string) => (await workflowRunState(deps.temporal, workflowId)).state;
 
   /** Whether a lane's run is open and working: not one whose workflow task keeps failing (FAILING_TASK_ATTEMPTS). */
   async function laneIsWorking(workflowId: string): Promise<boolean> {
-    try {
-      const description = await deps.temporal.workflow.getHandle(workflowId).describe();
-      return (
-        description.status.name === 'RUNNING' &&
-        Number(description.raw.pendingWorkflowTask?.attempt ?? 1) < FAILING_TASK_ATTEMPTS
-      );
-    } catch (error) {
-      if ((error as Error).name === 'WorkflowNotFoundError') return false;
-      throw error;
-    }
+    const { state, taskAttempt } = await workflowRunState(deps.temporal, workflowId);
+    return state === 'running' && taskAttempt < FAILING_TASK_ATTEMPTS;
   }
 
   /** Every row a page reader yields, oldest first, a page at a time: newer rows never starve behind older ones. */

@@ -1,6 +1,7 @@
-// The Temporal client connection for the API and CLI, its readiness probe, and the settling of a
-// review through its waiting workflow; how every process reaches a secured Temporal (TLS, an mTLS client
-// certificate, an API key: TEMPORAL_TLS_*).
+// The Temporal client connection for the API and CLI, its readiness probe, a workflow's state as
+// Temporal holds it (a read: the sweep's, the settlement's), and the settling of a review through its
+// waiting workflow; how every process reaches a secured Temporal (TLS, an mTLS client certificate, an
+// API key: TEMPORAL_TLS_*).
 import { Client, Connection, type ClientInterceptors } from '@temporalio/client';
 import type { TemporalSecurity } from './config.ts';
 import { dataConverterFor, type PayloadKey } from './payload-codec.ts';
@@ -50,4 +51,29 @@ export async function pingTemporal(handle: TemporalHandle, namespace: string, ti
   await handle.connection.withDeadline(Date.now() + timeoutMs, () =>
     handle.connection.workflowService.describeNamespace({ namespace }),
   );
+}
+
+/**
+ * A workflow as Temporal holds it now: open (`running`), ended (`closed`) or never started (`missing`), and the attempt
+ * of its pending workflow task (1 when none, or a first try; more when it failed and is tried again). A read, which
+ * starts nothing; given up after `timeoutMs` when one is given (Temporal unreachable: the caller's error).
+ */
+export async function workflowRunState(
+  client: Client,
+  workflowId: string,
+  timeoutMs?: number,
+): Promise<{ state: 'running' | 'closed' | 'missing'; taskAttempt: number }> {
+  const handle = client.workflow.getHandle(workflowId);
+  try {
+    const description = await (timeoutMs === undefined
+      ? handle.describe()
+      : client.connection.withDeadline(Date.now() + timeoutMs, () => handle.describe()));
+    return {
+      state: description.status.name === 'RUNNING' ? 'running' : 'closed',
+      taskAttempt: Number(description.raw.pendingWorkflowTask?.attempt ?? 1),
+    };
+  } catch (error) {
+    if ((error as Error).name === 'WorkflowNotFoundError') return { state: 'missing', taskAttempt: 1 };
+    throw error;
+  }
 }

@@ -154,22 +154,3 @@ export async function startSettleDay(
     ...startOncePolicies,
   });
 }
-
-/**
- * Whether the run's workflow is open (`running`), ended (`closed`) or was never started (`missing`): a read, which
- * starts nothing, given up after `timeoutMs` (Temporal unreachable: the caller's error).
- */
-export async function settleDayState(
-  client: Client,
-  run: { date: string; runId: string },
-  timeoutMs = 2000,
-): Promise<'running' | 'closed' | 'missing'> {
-  try {
-    const handle = client.workflow.getHandle(settlementWorkflowId(run.date, run.runId));
-    const description = await client.connection.withDeadline(Date.now() + timeoutMs, () => handle.describe());
-    return description.status.name === 'RUNNING' ? 'running' : 'closed';
-  } catch (error) {
-    if ((error as Error).name === 'WorkflowNotFoundError') return 'missing';
-    throw error;
-  }
-}

@@ -22,7 +22,8 @@ import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { refusalWords, workflowRefusalOf, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
-import { settleDayState, startSettleDay } from '../../workflows/settle-day.contract.ts';
+import { settlementWorkflowId, startSettleDay } from '../../workflows/settle-day.contract.ts';
+import { workflowRunState } from '../../lib/temporal.ts';
 
 export interface SettlementOptions {
   /** Wallet retrieves a run makes at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
@@ -219,12 +220,14 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       const { running, finished } = await runs.latest(date);
       if (serves(finished, date)) return { kind: 'report', run: finished };
       if (!running) return { kind: 'none' };
-      const state = await settleDayState(deps.temporal, { date: running.date, runId: running.id }).catch(
-        (error: unknown) => {
-          logger.warn({ runId: running.id, err: (error as Error).message }, 'settlement run: its workflow not read');
-          return 'running' as const;
-        },
-      );
+      const { state } = await workflowRunState(
+        deps.temporal,
+        settlementWorkflowId(running.date, running.id),
+        DESCRIBE_TIMEOUT_MS,
+      ).catch((error: unknown) => {
+        logger.warn({ runId: running.id, err: (error as Error).message }, 'settlement run: its workflow not read');
+        return { state: 'running' as const };
+      });
       if (state === 'running') return { kind: 'running', run: running };
       // Its workflow may have finished it between the two reads: its report, then.
       const now = await runs.find(running.id);
@@ -296,6 +299,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     },
   };
 }
+
+/** How long a read of a run's workflow may take before the run is answered as it is stored. */
+const DESCRIBE_TIMEOUT_MS = 2000;
 
 /** When the run's report was settled (its end; its start while it has none). */
 const settledAtOf = (run: SettlementRun): string => (run.finishedAt ?? run.createdAt).toISOString();
