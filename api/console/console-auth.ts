@@ -228,47 +228,56 @@ const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
  * from a page of this console (Fetch Metadata, else an Origin of this host): another site's form
  * cannot clear a person's cookie. With a live session it needs the session's token like any write.
  */
-const isSignOutWithoutSession = (req: Request, res: Response) =>
-  req.method === 'POST' && req.path === '/sign-out' && !consoleSessionOf(res) && fromThisConsole(req);
+const isSignOutWithoutSession = (req: Request, res: Response, publicUrl: string | undefined) =>
+  req.method === 'POST' && req.path === '/sign-out' && !consoleSessionOf(res) && fromThisConsole(req, publicUrl);
 
-function fromThisConsole(req: Request): boolean {
+/** A request a page of this console sent, as the browser says (Fetch Metadata, else an Origin that is ours). */
+function fromThisConsole(req: Request, publicUrl: string | undefined): boolean {
   const site = req.get('sec-fetch-site');
   if (site !== undefined) return site === 'same-origin';
-  return req.get('origin') === `${req.protocol}://${req.get('host') ?? ''}`;
+  return req.get('origin') === ourOrigin(req, publicUrl);
 }
 
 /**
  * Everything else needs a live session: a page asked for without one goes to the sign-in page
  * (and back here after it); a write without one is refused (401).
  */
-export const requireSignedIn: RequestHandler = (req, res, next) => {
-  if (publicPaths.some((path) => path.test(req.path)) || consoleSessionOf(res) || isSignOutWithoutSession(req, res)) {
-    next();
-    return;
-  }
-  // A page's stream (EventSource asks for text/event-stream): told the session ended, so the browser stops asking and
-  // the page says so.
-  if (req.method === 'GET' && (req.get('accept') ?? '').includes('text/event-stream')) {
-    sendEndedStream(res);
-    return;
-  }
-  if (req.method === 'GET' || req.method === 'HEAD') {
-    const returnTo = req.originalUrl.startsWith(CONSOLE_PATH) ? req.originalUrl : CONSOLE_PATH;
-    res.redirect(303, `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`);
-    return;
-  }
-  sendConsolePage(res, 401, {
-    title: 'Signed out',
-    body: `${notice('Your session has ended: nothing was done. Sign in again.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`,
-  });
-};
+export const requireSignedIn =
+  (publicUrl: string | undefined): RequestHandler =>
+  (req, res, next) => {
+    if (
+      publicPaths.some((path) => path.test(req.path)) ||
+      consoleSessionOf(res) ||
+      isSignOutWithoutSession(req, res, publicUrl)
+    ) {
+      next();
+      return;
+    }
+    // A page's stream (EventSource asks for text/event-stream): told the session ended, so the browser stops asking and
+    // the page says so.
+    if (req.method === 'GET' && (req.get('accept') ?? '').includes('text/event-stream')) {
+      sendEndedStream(res);
+      return;
+    }
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const returnTo = req.originalUrl.startsWith(CONSOLE_PATH) ? req.originalUrl : CONSOLE_PATH;
+      res.redirect(303, `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`);
+      return;
+    }
+    sendConsolePage(res, 401, {
+      title: 'Signed out',
+      body: `${notice('Your session has ended: nothing was done. Sign in again.', 'error')}<p><a href="/console/sign-in">Sign in</a></p>`,
+    });
+  };
+
+/** This console's origin: PUBLIC_URL's, else the request's own. */
+const ourOrigin = (req: Request, publicUrl: string | undefined): string =>
+  publicUrl ? new URL(publicUrl).origin : `${req.protocol}://${req.get('host') ?? ''}`;
 
 /** The origin a browser names on a write must be ours (a third line behind the token and SameSite). */
 function sameOrigin(req: Request, publicUrl: string | undefined): boolean {
   const origin = req.get('origin');
-  if (!origin) return true;
-  if (publicUrl) return origin === new URL(publicUrl).origin;
-  return origin === `${req.protocol}://${req.get('host') ?? ''}`;
+  return !origin || origin === ourOrigin(req, publicUrl);
 }
 
 /** The answer to a write without the session's CSRF token: 403, nothing done. */
@@ -297,7 +306,7 @@ export function requireCsrf(publicUrl: string | undefined, formsWithFiles: reado
       req.method === 'GET' ||
       req.method === 'HEAD' ||
       publicPaths.some((path) => path.test(req.path)) ||
-      isSignOutWithoutSession(req, res)
+      isSignOutWithoutSession(req, res, publicUrl)
     ) {
       next();
       return;

@@ -110,7 +110,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
     });
     next();
   });
-  area.use(requireSignedIn);
+  area.use(requireSignedIn(deps.publicUrl));
   area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
   // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).
   area.use(requireCsrf(deps.publicUrl, batchFormsWithFiles));
