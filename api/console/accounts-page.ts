@@ -31,7 +31,7 @@ import {
   type AnyRouteSpec,
 } from '../http/route-spec.ts';
 import { accountPathSchema } from '../ops/accounts-routes.ts';
-import { SETTLEMENT_COMPLETE_HEADER } from '../ops/settlement-service.ts';
+import { sendSettlementCsv } from '../ops/settlement-routes.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import {
   consoleHeaders,
@@ -399,14 +399,9 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
   });
 
   /** A day's report as CSV (to a HEAD only its headers: csvStreams reads nothing for one). */
-  const sendReport = async (res: Response, run: SettlementRun, date: string): Promise<void> => {
+  const sendReport = async (res: Response, run: SettlementRun): Promise<void> => {
     consoleHeaders(res);
-    res
-      .status(200)
-      .type('text/csv; charset=utf-8')
-      .setHeader('Content-Disposition', `attachment; filename="settlement-${date}.csv"`)
-      .setHeader(SETTLEMENT_COMPLETE_HEADER, String(run.wholeDay));
-    await deps.csvStreams.send(res, deps.settlements.csv(run));
+    await sendSettlementCsv(res, deps.csvStreams, deps.settlements, run);
   };
 
   const progressPage = (
@@ -451,7 +446,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         });
         return;
       case 'report':
-        await sendReport(res, answer.run, date.data);
+        await sendReport(res, answer.run);
         return;
       case 'running':
         progressPage(res, person, answer, date.data);
@@ -510,7 +505,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     if (answer.kind === 'report') {
-      await sendReport(res, answer.run, date.data);
+      await sendReport(res, answer.run);
       return;
     }
     // A big day: its page follows the run (a GET, which only reads it).

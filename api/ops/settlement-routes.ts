@@ -7,6 +7,7 @@ import type { Request, Response, Router } from 'express';
 import { z } from 'zod';
 import { settlementDateSchema, settlementProgressSchema, settlementSchema } from '../../domain/ledger.ts';
 import type { CsvStreams } from '../http/csv-stream.ts';
+import type { SettlementRun } from '../../ledger/settlement-runs.ts';
 import { sendProblem } from '../http/problem.ts';
 import { routesOn, strictRouter } from '../http/route-registration.ts';
 import {
@@ -23,6 +24,24 @@ import { validationProblem } from '../http/validation.ts';
 import { resolvedByOf } from './ops-actor.ts';
 import { workflowUnavailableAnswer } from './ops-answers.ts';
 import { decodeSettlementCursor, SETTLEMENT_COMPLETE_HEADER, type SettlementService } from './settlement-service.ts';
+
+/**
+ * A day's finished report as a CSV file: its name, whether it is the whole day (Settlement-Complete), then its rows as
+ * the client takes them (to a HEAD only its headers). The ops route's and the console's download alike.
+ */
+export async function sendSettlementCsv(
+  res: Response,
+  csvStreams: CsvStreams,
+  settlements: Pick<SettlementService, 'csv'>,
+  run: SettlementRun,
+): Promise<void> {
+  res
+    .status(200)
+    .type('text/csv; charset=utf-8')
+    .setHeader('Content-Disposition', `attachment; filename="settlement-${run.date}.csv"`)
+    .setHeader(SETTLEMENT_COMPLETE_HEADER, String(run.wholeDay));
+  await csvStreams.send(res, settlements.csv(run));
+}
 
 export interface OpsSettlementsDependencies {
   /** Absent: settlement is not configured (501). */
@@ -212,12 +231,7 @@ export function opsSettlementsRouter(deps: OpsSettlementsDependencies): Router {
         return;
       case 'report':
         if (query.data.format === 'csv') {
-          res
-            .status(200)
-            .type('text/csv; charset=utf-8')
-            .setHeader('Content-Disposition', `attachment; filename="settlement-${date.data}.csv"`)
-            .setHeader(SETTLEMENT_COMPLETE_HEADER, String(answer.run.wholeDay));
-          await deps.csvStreams.send(res, settlements.csv(answer.run));
+          await sendSettlementCsv(res, deps.csvStreams, settlements, answer.run);
           return;
         }
         res.json(await settlements.page(answer.run, null, query.data.limit ?? SETTLEMENT_PAGE_LIMIT));
