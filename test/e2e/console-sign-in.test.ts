@@ -108,10 +108,15 @@ async function signInWithProvider(
   const page = await context.newPage();
   await page.goto(`${base}/console`);
   await page.getByRole('link', { name: /Sign in with/ }).click();
+  await logInAtProvider(page, username, password);
+  return page;
+}
+
+/** A person's login on the identity provider's page, which the page is on. */
+async function logInAtProvider(page: Page, username: string, password: string): Promise<void> {
   await page.getByLabel('User name').fill(username);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
-  return page;
 }
 
 describe('the console’s sign-in through OpenID Connect', () => {
@@ -243,9 +248,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await first.waitForURL((url) => url.origin !== oidcStack.apiBase || url.pathname === '/console');
       expect(new URL(first.url()).origin).not.toBe(oidcStack.apiBase);
       await expect(first.getByLabel('User name').isVisible()).resolves.toBe(true);
-      await first.getByLabel('User name').fill('maria');
-      await first.getByLabel('Password').fill('maria-pass');
-      await first.getByRole('button', { name: 'Sign in' }).click();
+      await logInAtProvider(first, 'maria', 'maria-pass');
       await first.waitForURL(`${oidcStack.apiBase}/console`);
       expect(await first.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
       // Signed in afresh: the sign-in after this one is the provider's to remember again.
@@ -307,9 +310,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await page.waitForURL((url) => url.origin !== oidcStack.apiBase || onConsole(url));
       expect(new URL(page.url()).origin).not.toBe(oidcStack.apiBase);
       await expect(page.getByLabel('User name').isVisible()).resolves.toBe(true);
-      await page.getByLabel('User name').fill('maria');
-      await page.getByLabel('Password').fill('maria-pass');
-      await page.getByRole('button', { name: 'Sign in' }).click();
+      await logInAtProvider(page, 'maria', 'maria-pass');
       await page.waitForURL(`${oidcStack.apiBase}/console`);
       expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
       expect(await leaSessions()).toBe(0);
@@ -321,9 +322,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       idp.setLoginClockOffset(-20);
       try {
         await page.getByRole('link', { name: /Sign in with/ }).click();
-        await page.getByLabel('User name').fill('maria');
-        await page.getByLabel('Password').fill('maria-pass');
-        await page.getByRole('button', { name: 'Sign in' }).click();
+        await logInAtProvider(page, 'maria', 'maria-pass');
         await page.waitForURL(`${oidcStack.apiBase}/console`);
       } finally {
         idp.setLoginClockOffset(0);
@@ -397,9 +396,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       // The provider may remember her (its own session) or ask again.
       await again.waitForURL((url) => url.href === `${oidcStack.apiBase}/console` || url.origin !== oidcStack.apiBase);
       if (!again.url().startsWith(oidcStack.apiBase)) {
-        await again.getByLabel('User name').fill('ana');
-        await again.getByLabel('Password').fill('ana-pass');
-        await again.getByRole('button', { name: 'Sign in' }).click();
+        await logInAtProvider(again, 'ana', 'ana-pass');
         await again.waitForURL(`${oidcStack.apiBase}/console`);
       }
       const later = (await context.cookies(`${oidcStack.apiBase}/console`)).find(
