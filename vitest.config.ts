@@ -25,12 +25,18 @@ const laneFiles = [
 
 const unitFiles = ['test/unit/**/*.test.ts'];
 
+/** Each file's CPU written down when WALLETFLOW_TEST_CPU_FILE says where (scripts/test.sh sets it). */
+const cpuPerFile = 'test/cpu-per-file.ts';
+/**
+ * Each worker's database made again after every file, empty and migrated (test/support/test-database.ts). Not after a
+ * unit file: none uses the database (testDatabaseUrl refuses them), and the copy of the template was most of each
+ * one's time (docs/testing.md: the unit block at a slow run's end, 25 s with it, 13 s without).
+ */
+const withFreshDatabase = ['test/fresh-database-after-each-file.ts', cpuPerFile];
+
 export default defineConfig({
   test: {
     globalSetup: ['test/global-setup.ts'],
-    // Each worker's database made again after every file, empty and migrated (test/support/test-database.ts);
-    // each file's CPU written down when WALLETFLOW_TEST_CPU_FILE says where.
-    setupFiles: ['test/fresh-database-after-each-file.ts', 'test/cpu-per-file.ts'],
     environment: 'node',
     testTimeout: 60_000,
     hookTimeout: 180_000,
@@ -48,6 +54,7 @@ export default defineConfig({
           name: 'suite',
           include: ['test/**/*.test.ts'],
           exclude: [...alone, ...unitFiles],
+          setupFiles: withFreshDatabase,
           // A worker process runs file after file with the modules it loaded (about 1.8 CPU s per file saved: Prisma,
           // Temporal's native bridge, Express): a file closes what it starts and leaves no global changed.
           isolate: false,
@@ -56,12 +63,37 @@ export default defineConfig({
       },
       // Unit files share their worker processes and modules (no process started per file: about a third of a CPU
       // second each): none starts a stack, fakes a module or leaves a global changed.
-      { extends: true, test: { name: 'unit', include: unitFiles, isolate: false, sequence: { groupOrder: 0 } } },
       {
         extends: true,
-        test: { name: 'lanes', include: laneFiles, env: { FUNDING_LANES: 'always' }, sequence: { groupOrder: 0 } },
+        test: {
+          name: 'unit',
+          include: unitFiles,
+          isolate: false,
+          setupFiles: [cpuPerFile],
+          env: { WALLETFLOW_TEST_WITHOUT_DATABASE: '1' },
+          sequence: { groupOrder: 0 },
+        },
       },
-      { extends: true, test: { name: 'under-load', include: alone, maxWorkers: 1, sequence: { groupOrder: 1 } } },
+      {
+        extends: true,
+        test: {
+          name: 'lanes',
+          include: laneFiles,
+          setupFiles: withFreshDatabase,
+          env: { FUNDING_LANES: 'always' },
+          sequence: { groupOrder: 0 },
+        },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'under-load',
+          include: alone,
+          setupFiles: withFreshDatabase,
+          maxWorkers: 1,
+          sequence: { groupOrder: 1 },
+        },
+      },
     ],
   },
 });

@@ -6,8 +6,13 @@
 import pg from 'pg';
 import { inject } from 'vitest';
 import { dropDatabase } from '../../lib/database.ts';
+import { copyDatabase } from './database-copy.ts';
 
 export function testDatabaseUrl(): string {
+  // The unit project's files share their workers' databases with the suite's but never make them again
+  // (vitest.config.ts): a file that needs one is an integration file.
+  if (process.env.WALLETFLOW_TEST_WITHOUT_DATABASE === '1')
+    throw new Error('a unit file uses no database: a file that needs one belongs in test/integration/');
   const urls = inject('databaseUrls');
   const poolId = Number(process.env.VITEST_POOL_ID ?? '1');
   const url = urls[(poolId - 1) % urls.length];
@@ -29,28 +34,17 @@ export function testDatabaseServerUrl(): string {
 /**
  * Makes this worker's database again from the migrated template: a copy made beside it first, then
  * the old one dropped (its connections ended) and the copy renamed into its place, so a copy that
- * fails leaves the worker its old database rather than none. Nothing should be connected to the
- * template; one found there is ended (a copy waits for none: 55006).
+ * fails leaves the worker its old database rather than none.
  */
 export async function resetTestDatabase(): Promise<void> {
   const name = new URL(testDatabaseUrl()).pathname.slice(1);
-  const template = inject('templateDatabaseName');
   const next = `${name}_next`;
   const quoted = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
   await dropDatabase(testDatabaseServerUrl(), next);
+  await copyDatabase(testDatabaseServerUrl(), inject('templateDatabaseName'), next);
   const client = new pg.Client({ connectionString: testDatabaseServerUrl() });
   await client.connect();
   try {
-    for (let attempt = 1; ; attempt += 1) {
-      try {
-        await client.query(`CREATE DATABASE ${quoted(next)} TEMPLATE ${quoted(template)}`);
-        break;
-      } catch (error) {
-        if (attempt >= 5 || (error as { code?: string }).code !== '55006') throw error;
-        await client.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [template]);
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-    }
     await client.query(`DROP DATABASE IF EXISTS ${quoted(name)} WITH (FORCE)`);
     await client.query(`ALTER DATABASE ${quoted(next)} RENAME TO ${quoted(name)}`);
   } finally {
