@@ -11,7 +11,7 @@
 // session goes to the sign-in page; a stream without one is told it ended.
 import type { Request, RequestHandler, Response, Router } from 'express';
 import { setActor } from '../http/actor.ts';
-import { routesOn, type AddRoute } from '../http/route-registration.ts';
+import { refuseHead, routesOn, type AddRoute } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
 import type { ConsoleGrants } from './console-grants.ts';
@@ -213,11 +213,21 @@ export const opensByItself = (spec: Pick<AnyRouteSpec, 'responses'>): boolean =>
   Object.values(spec.responses).some((answer) => answer.content !== undefined && 'text/event-stream' in answer.content);
 
 /**
- * Adds console routes: each with its scope check first (routesOn), then, but for the streams a
- * page opens by itself, the count of the person's act.
+ * A HEAD of a stream is refused (405, `Allow: GET`): Express lets a GET's handler answer a HEAD, and a stream's would
+ * hold one of the process's stream slots and read the database at every push for its whole life (Node drops what it
+ * writes, so its client never fills), and end the person's oldest stream in their place.
+ */
+const refuseHeadOfStream: RequestHandler = (req, res, next) => {
+  if (req.method === 'HEAD') refuseHead(req, res, next);
+  else next();
+};
+
+/**
+ * Adds console routes: each with its scope check first (routesOn), then, for the streams a page
+ * opens by itself, the refusal of a HEAD, and for every other route, the count of the person's act.
  */
 export const consoleRoutesOn = (router: Router): AddRoute =>
-  routesOn(router, CONSOLE_PATH, (spec) => (opensByItself(spec) ? [] : [countAsUse]));
+  routesOn(router, CONSOLE_PATH, (spec) => (opensByItself(spec) ? [refuseHeadOfStream] : [countAsUse]));
 
 /** Paths reachable without a session: signing in, and the assets. */
 const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];

@@ -10,6 +10,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import { getDefaultHighWaterMark } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opensByItself } from '../../api/console/console-auth.ts';
+import { consoleRoutes } from '../../api/console/console-router.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -219,6 +221,42 @@ describe('a console live stream whose client stops reading', () => {
       expect(text).not.toContain('event: end');
       expect(await stalledStreams()).toBe(stalledBefore);
       expect(await openStreams()).toBe(openBefore + 1);
+    } finally {
+      paused.request.destroy();
+    }
+  }, 120_000);
+});
+
+describe('a HEAD of a console stream', () => {
+  it('opens none: 405 with Allow: GET at every stream route the console declares, no slot taken, the person’s own stream left alone', async () => {
+    const session = await signIn(watcherKey);
+    await waitFor(
+      'the earlier tests’ streams are closed',
+      async () => ((await openStreams()) === 0 ? true : undefined),
+      10_000,
+    );
+    const paused = await openPaused(session);
+    try {
+      const streams = consoleRoutes.filter((spec) => spec.method === 'get' && opensByItself(spec));
+      expect(streams.map((spec) => spec.operationId)).toEqual(
+        expect.arrayContaining(['consoleHomeLive', 'consoleBatchLive', 'consoleSettlementLive']),
+      );
+      for (const spec of streams) {
+        const path = spec.path.replace('{date}', '2026-12-01').replace('{batchId}', randomUUID());
+        // Before: 200 and a stream that held a slot and read the database at every push for ten minutes, its writes
+        // dropped by Node, and that ended the person's oldest stream past their bound.
+        const answer = await fetch(`${stack.apiBase}${path}`, {
+          method: 'HEAD',
+          headers: { cookie: session, accept: 'text/event-stream' },
+        });
+        expect(answer.status, path).toBe(405);
+        expect(answer.headers.get('allow'), path).toBe('GET');
+        expect(await openStreams(), path).toBe(1);
+      }
+      // The person's real stream goes on.
+      const { text, ended } = await paused.readUntil((more) => more.includes('data: '));
+      expect(ended).toBe(false);
+      expect(text).not.toContain('event: end');
     } finally {
       paused.request.destroy();
     }
