@@ -272,7 +272,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       ),
       executedWalletPayments(
         database,
-        fresh.flatMap((payment) => (payment.walletPaymentId ? [payment.walletPaymentId] : [])),
+        fresh.flatMap(({ walletPaymentId, succeededBy }) =>
+          walletPaymentId ? [{ walletPaymentId, succeededBy }] : [],
+        ),
       ),
     ]);
     const lines = fresh.map((payment) => paymentLine(payment, executed, posts));

@@ -61,6 +61,8 @@ export interface SucceededPayment {
   amount: bigint;
   currency: string;
   resolvedBy: string | null;
+  /** The Request-Reference-No of the execute its SUCCEEDED event names: the call whose answer made it so. */
+  succeededBy: string | null;
 }
 
 /** The wallet's record of a transfer, or null when it has none (404). */

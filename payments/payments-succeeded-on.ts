@@ -27,9 +27,11 @@ export async function paymentsSucceededOn(
       amount: Prisma.Decimal;
       currency: string;
       resolved_by: string | null;
+      request_reference_no: string | null;
     }>
   >`
-    SELECT ev.id AS event_id, ev.at, p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by
+    SELECT ev.id AS event_id, ev.at, p.id::text AS id, p.wallet_payment_id, p.amount, p.currency, p.resolved_by,
+      ev.request_reference_no
     FROM payment_event ev JOIN payment p ON p.id = ev.payment_id
     WHERE ev.status = 'SUCCEEDED' AND ev.at >= ${start} AND ev.at < ${end} AND (ev.at, ev.id) > (${cursor.at}::timestamptz, ${cursor.eventId}::bigint)
       AND p.status = 'SUCCEEDED'
@@ -46,6 +48,7 @@ export async function paymentsSucceededOn(
       amount: fromNumeric(row.amount),
       currency: row.currency,
       resolvedBy: row.resolved_by,
+      succeededBy: row.request_reference_no,
     })),
     next: rows.length === limit && last ? { at: last.at.toISOString(), eventId: last.event_id.toString() } : null,
   };

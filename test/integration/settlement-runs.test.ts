@@ -61,11 +61,37 @@ describe('a day settled by a durable run', () => {
         (body) => body.status === 'SUCCEEDED',
       );
 
+    /**
+     * A payment whose first execute took effect with its answer lost: the next execute is answered 409
+     * PAYMENT_ALREADY_EXECUTED, which made it SUCCEEDED. The audit has no successful execute of it, only that answer.
+     */
+    const provenByTheWallet = async (value: string) => {
+      await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
+      const { id } = await post('/ops/payments', { linkId, amount: php(value) });
+      try {
+        await waitUntil(
+          async () =>
+            stack.database.walletCall.count({
+              where: { operation: 'op.payments.execute', outcome: { not: 'ok' }, path: { contains: '/payments/' } },
+            }),
+          (calls) => calls > 0,
+          30_000,
+        );
+      } finally {
+        await stack.admin.clearFaults();
+      }
+      const proven = await final(`/ops/payments/${id as string}`, (body) => body.status === 'SUCCEEDED');
+      const events = proven.events as Array<{ status: string; detail: string | null }>;
+      expect(events.at(-1)?.detail).toMatch(/PAYMENT_ALREADY_EXECUTED/);
+      return proven;
+    };
+
     const matched = await fund('7.00');
     const unknownToWallet = await fund('8.00');
     const otherAmount = await fund('9.00');
     const payment = await pay('2.00');
     const unexecuted = await pay('3.00');
+    const proven = await provenByTheWallet('1.50');
     const declined = await fund('4.00', blocked.linkId);
     expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual([
       'APPROVED',
@@ -78,7 +104,7 @@ describe('a day settled by a durable run', () => {
     // not know, an amount changed after the fact, a declined transfer recorded APPROVED (its hold
     // released, never posted), a payment whose execute the audit does not show.
     const fundingIds = [matched, unknownToWallet, otherAmount, declined].map((funding) => funding.fundingId);
-    const paymentIds = [payment.id as string, unexecuted.id as string];
+    const paymentIds = [payment.id as string, unexecuted.id as string, proven.id as string];
     const strangerTransfer = randomUUID();
     await stack.database
       .$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
@@ -170,13 +196,25 @@ describe('a day settled by a durable run', () => {
           '3.00',
           'no successful execute in the wallet call audit',
         ),
+        // Executed, by the wallet's own answer to the execute that made it SUCCEEDED. Before: missing, "no successful
+        // execute in the wallet call audit".
+        line(
+          'payment',
+          proven.id as string,
+          proven.paymentId as string,
+          'matched',
+          '1.50',
+          ['EXECUTED', '1.50'],
+          '1.50',
+          null,
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       expect(report.body).toMatchObject({
         date: day,
         timeZone,
         complete: true,
         fundings: { matched: 1, missing: 1, mismatched: 2, total: { count: 4, amount: php('28.50') } },
-        payments: { matched: 1, missing: 1, mismatched: 0, total: { count: 2, amount: php('5.00') } },
+        payments: { matched: 2, missing: 1, mismatched: 0, total: { count: 3, amount: php('6.50') } },
         nextCursor: null,
       });
       expect(report.body.items).toEqual([...fundingLines, ...paymentLines]);

@@ -42,7 +42,14 @@ describe('a settlement line of a funding', () => {
 
 describe('a settlement line of a payment', () => {
   it('shows no wallet figure: the interface has no payment retrieve, so no amount of the wallet’s was read', () => {
-    const payment = { id: 'p-1', walletPaymentId: 'w-1', amount: 25_000n, currency: 'PHP', resolvedBy: null };
+    const payment = {
+      id: 'p-1',
+      walletPaymentId: 'w-1',
+      amount: 25_000n,
+      currency: 'PHP',
+      resolvedBy: null,
+      succeededBy: null,
+    };
     const line = paymentLine(payment, new Set(['w-1']), new Map([[paymentReference('p-1'), 25_000n]]));
     expect(line).toMatchObject({
       result: 'matched',
