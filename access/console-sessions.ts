@@ -11,6 +11,7 @@
 // once. The only writer of console_session, console_sign_in and console_sign_out, their purge
 // included.
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { Prisma } from '../generated/prisma/client.ts';
 import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/database.ts';
 import type { OpsScope } from '../lib/ops-keys.ts';
 import { opsScopes } from '../lib/ops-keys.ts';
@@ -98,6 +99,12 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   const seenEveryMs = Math.min(30_000, policy.idleMs / 10);
   const at = () => sqlClock(clock);
   const idle = sqlInterval(policy.idleMs);
+  const lifetime = sqlInterval(policy.lifetimeMs);
+  /**
+   * A session's end of life: its sign-in's CONSOLE_SESSION_HOURS, or today's where it is shorter (lowered since, as in
+   * an incident: the sessions already open end by it too). The idle time is today's setting as well.
+   */
+  const endOfLife = Prisma.sql`LEAST(s.expires_at, s.created_at + ${lifetime})`;
 
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
@@ -109,7 +116,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
         INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at)
         SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
                ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
-               t.at + ${sqlInterval(policy.lifetimeMs)}, LEAST(t.at + ${sqlInterval(policy.lifetimeMs)}, t.at + ${idle})
+               t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle})
         FROM (SELECT ${at()} AS at) t
         RETURNING expires_at`;
       return { cookieValue, expiresAt: rows[0]!.expires_at };
@@ -122,8 +129,8 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
      */
     async read(cookieValue: string): Promise<ConsoleSessionView | null> {
       const rows = await database.$queryRaw<SessionRow[]>`
-        SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, s.expires_at, s.last_seen_at,
-               (s.expires_at > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
+        SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
+               (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
                s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
         FROM console_session s, (SELECT ${at()} AS at) t
         WHERE s.cookie_hash = ${hashBearer(cookieValue)}`;
@@ -155,9 +162,9 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     async touch(session: Pick<ConsoleSessionView, 'id' | 'touchDue'>): Promise<void> {
       if (!session.touchDue) return;
       await database.$executeRaw`
-        UPDATE console_session s SET last_seen_at = t.at, ends_at = LEAST(s.expires_at, t.at + ${idle})
+        UPDATE console_session s SET last_seen_at = t.at, ends_at = LEAST(${endOfLife}, t.at + ${idle})
         FROM (SELECT ${at()} AS at) t
-        WHERE s.id = ${session.id}::uuid AND s.expires_at > t.at AND s.last_seen_at + ${idle} > t.at`;
+        WHERE s.id = ${session.id}::uuid AND ${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at`;
     },
 
     /**

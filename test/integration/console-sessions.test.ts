@@ -1,0 +1,54 @@
+// A console session's limits (access/console-sessions.ts) read by today's settings, whatever the sign-in's were: the
+// idle time and the lifetime are CONSOLE_IDLE_MINUTES and CONSOLE_SESSION_HOURS as they are set now. Against the
+// worker's PostgreSQL, on a test's clock (the database compares the times, never a process).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createConsoleSessions } from '../../access/console-sessions.ts';
+import { createDatabase, type Database } from '../../lib/database.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+let database: Database;
+beforeAll(() => {
+  database = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
+});
+afterAll(() => database?.$disconnect());
+
+const person = { personId: 'key:maria', personName: 'maria', via: 'key' as const, scopes: new Set(['read' as const]) };
+const grant = { via: 'key' as const, keyFingerprint: 'f'.repeat(43) };
+
+describe('a console session', () => {
+  it('ends by CONSOLE_SESSION_HOURS as set now: lowered from a week to an hour, the sessions already open end by it', async () => {
+    let now = Date.UTC(2026, 11, 4, 9, 0);
+    const clock = () => now;
+    // Signed in when sessions lived for a week.
+    const signedInUnder = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 168 * HOUR }, clock);
+    const { cookieValue } = await signedInUnder.start(person, grant);
+    // The person keeps acting, well within the idle time, for two hours.
+    for (let step = 0; step < 4; step += 1) {
+      now += 30 * MINUTE;
+      const session = await signedInUnder.read(cookieValue);
+      expect(session).not.toBeNull();
+      await signedInUnder.touch(session!);
+    }
+    // CONSOLE_SESSION_HOURS lowered to 8: two hours in, still live, and its end of life is the new one.
+    const eightHours = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    expect((await eightHours.read(cookieValue))?.expiresAt).toEqual(new Date(Date.UTC(2026, 11, 4, 17, 0)));
+    // Lowered to 1 (an incident): two hours in, it has ended, though the person acted a moment ago. Before: live for
+    // the rest of the week it signed in under.
+    const oneHour = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 1 * HOUR }, clock);
+    expect(await oneHour.read(cookieValue)).toBeNull();
+    // And it was deleted: raising the setting again brings nothing back.
+    expect(await signedInUnder.read(cookieValue)).toBeNull();
+  });
+
+  it('is never kept past the lifetime it signed in under, however long the setting is made since', async () => {
+    let now = Date.UTC(2026, 11, 4, 9, 0);
+    const clock = () => now;
+    const signedInUnder = createConsoleSessions(database, { idleMs: 24 * 60 * MINUTE, lifetimeMs: 1 * HOUR }, clock);
+    const { cookieValue } = await signedInUnder.start(person, grant);
+    now += 2 * HOUR;
+    const raised = createConsoleSessions(database, { idleMs: 24 * 60 * MINUTE, lifetimeMs: 168 * HOUR }, clock);
+    expect(await raised.read(cookieValue)).toBeNull();
+  });
+});
