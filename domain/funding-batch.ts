@@ -7,6 +7,7 @@ import type { TransitionTable } from './transitions.ts';
 import { z } from 'zod';
 import { fundingRecipientSchema, fundingStatuses } from './funding.ts';
 import { fundingSourceSchema } from './ledger.ts';
+import { plainTextSchema } from './plain-text.ts';
 import {
   amountOf,
   amountSchema,
@@ -28,11 +29,7 @@ export const batchReferenceSchema = z
   .string({ error: 'reference must be a string' })
   .regex(batchReferencePattern, 'reference must be 1 to 64 letters, digits, _ or -');
 
-export const batchNameSchema = z
-  .string({ error: 'name must be a string' })
-  .trim()
-  .min(1, 'name must say what the batch is')
-  .max(200, 'name must be at most 200 characters');
+export const batchNameSchema = plainTextSchema('name', { empty: 'say what the batch is', max: 200 });
 
 export const batchItemSchema = z
   .object({

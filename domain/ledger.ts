@@ -3,6 +3,7 @@
 // Plain data and zod only.
 import { z } from 'zod';
 import { amountSchema, parseSignedAmount, requestedCurrencySchema } from './money.ts';
+import { plainTextSchema } from './plain-text.ts';
 
 /** A partner user id as the ops API takes it (in a path or a body): printable, at most 128. */
 export const partnerUserIdSchema = z
@@ -79,7 +80,7 @@ export const signedAmountSchema = z
 export const createAdjustmentSchema = z
   .object({
     amount: signedAmountSchema,
-    reason: z.string().trim().min(1, 'reason must say why').max(500, 'reason must be at most 500 characters'),
+    reason: plainTextSchema('reason', { empty: 'say why', max: 500 }),
   })
   .strict();
 export type CreateAdjustmentRequest = z.infer<typeof createAdjustmentSchema>;

@@ -2,6 +2,7 @@
 // sections 8 and 11). The evidence is every wallet call behind the doubt; the resolution says who
 // resolved it, how and why. Shared by both aggregates so ops read one shape.
 import { z } from 'zod';
+import { plainTextSchema } from './plain-text.ts';
 
 /** One wallet call as evidence for a review: what was sent and what came back. */
 export const walletCallEvidenceSchema = z.object({
@@ -32,25 +33,8 @@ export const reviewSchema = <Outcome extends readonly [string, ...string[]]>(out
     })
     .nullable();
 
-/** Control characters other than tab and line breaks: PostgreSQL refuses NUL, terminals obey ESC. */
-const hasControlCharacter = (text: string) =>
-  [...text].some((char) => {
-    const code = char.codePointAt(0) ?? 0;
-    return (code < 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) || code === 0x7f;
-  });
-/** Half of a surrogate pair without its other half: no character at all, stored as U+FFFD. */
-const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** The note every resolution carries: why. It is stored, audited and shown to people: well-formed text only. */
-export const resolutionNoteSchema = z
-  .string()
-  .trim()
-  .min(1, 'note must say why')
-  .max(500, 'note must be at most 500 characters')
-  .refine(
-    (note) => !hasControlCharacter(note) && !loneSurrogate.test(note),
-    'note must be plain text (no control characters or broken unicode)',
-  );
+export const resolutionNoteSchema = plainTextSchema('note', { empty: 'say why', max: 500 });
 
 /** The review columns a funding or payment row stores (review_reason, review_evidence, resolved_*). */
 export interface StoredReview {

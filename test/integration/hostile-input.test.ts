@@ -883,6 +883,57 @@ describe('ops API', () => {
     );
   });
 
+  it('free text a person writes (an adjustment’s reason, a batch’s name) with a NUL, an ESC or half a surrogate pair: refused naming the field (400, a batch’s 422 BATCH_INVALID), nothing stored; an RTL text is kept', async () => {
+    const post = (target: string, body: unknown) =>
+      ops({
+        method: 'POST',
+        target,
+        headers: [
+          ['Content-Type', 'application/json'],
+          ['Idempotency-Key', `plain-text-${randomUUID()}`],
+        ],
+        body: JSON.stringify(body),
+      });
+    const adjust = (reason: string) =>
+      post('/ops/accounts/plain-text-user/adjustments', { amount: { currency: 'PHP', value: '1.00' }, reason });
+    const batch = (name: string) =>
+      post('/ops/funding-batches', {
+        name,
+        items: [
+          {
+            reference: 'p-1',
+            recipient: { type: 'CODE', code: '1234567' },
+            amount: { currency: 'PHP', value: '1.00' },
+          },
+        ],
+      });
+    const stored = async () => [
+      await stack.database.ledgerTransaction.count(),
+      await stack.database.fundingBatch.count(),
+    ];
+    const before = await stored();
+    for (const text of ['cash\u0000back', 'escape \u001b[31m red', 'half \ud800 a pair', '\udfff']) {
+      // Before: a NUL reached PostgreSQL, which refuses it in text: 500 INTERNAL.
+      // A batch's body problems are its 422 BATCH_INVALID, each with its field (contract section 14).
+      for (const [field, answer, status, code] of [
+        ['reason', await adjust(text), 400, 'VALIDATION_ERROR'],
+        ['name', await batch(text), 422, 'BATCH_INVALID'],
+      ] as const) {
+        expectSafe(answer, 'ops');
+        expect(answer.status, answer.body).toBe(status);
+        expect(JSON.parse(answer.body), answer.body).toMatchObject({ code });
+        expect(answer.body).toContain(`${field} must be plain text`);
+      }
+    }
+    expect(await stored()).toEqual(before);
+    const rtl = '\u202bالدفتر\u202c ✔ 😀';
+    const adjusted = await adjust(rtl);
+    expect(adjusted.status, adjusted.body).toBe(201);
+    expect((JSON.parse(adjusted.body) as { reason: string }).reason).toBe(rtl);
+    const named = await batch(rtl);
+    expect(named.status, named.body).toBe(202);
+  });
+
   it('POST /ops/fundings/{id}/resolve: hostile ids, bodies and X-Ops-Actor resolve nothing', async () => {
     const resolveBody = hostileObject({
       outcome: fc.oneof(fc.constantFrom('APPROVED', 'FAILED', 'approved', 'NEEDS_REVIEW', 'SUCCEEDED'), hostileValue),
