@@ -217,6 +217,16 @@ export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { d
   return { date, ...dayBounds(date), timeZone };
 }
 
+/**
+ * The last whole day at `at` in `timeZone`: the calendar day before today's there (YYYY-MM-DD). Not the day 24 hours
+ * ago: after a 23-hour day (a clock put forward) that is two days back in the first hour.
+ */
+export function lastWholeDay(at: Date, timeZone: string): string {
+  const today = new Date(`${settlementDayOf(at, timeZone).date}T00:00:00Z`);
+  today.setUTCDate(today.getUTCDate() - 1);
+  return today.toISOString().slice(0, 10);
+}
+
 /** The day `date` (YYYY-MM-DD) of `timeZone`, as a SettlementDay. */
 export function settlementDay(date: string, timeZone: string): SettlementDay & { date: string } {
   return { date, ...dayBounds(date), timeZone };
@@ -229,7 +239,6 @@ function dayBounds(date: string): { start: string; end: string } {
   return { start: `${date} 00:00:00`, end: `${next.toISOString().slice(0, 10)} 00:00:00` };
 }
 
-/** The CSV's first line. */
 /** The settlement CSV's header line, as the report has always written it (names unquoted). */
 export const settlementCsvHeader =
   'kind,id,wallet_id,result,currency,amount,wallet_status,wallet_amount,ledger_amount,detail\r\n';

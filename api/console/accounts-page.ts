@@ -19,7 +19,7 @@ import { acceptedCurrency } from '../../domain/money.ts';
 import { fundingsHoldingOn } from '../../fundings/funding-lookup.ts';
 import { isAdjustableAccount } from '../../ledger/adjustments.ts';
 import { isEntriesCursor } from '../../ledger/ledger.ts';
-import { settlementDayOf } from '../../ledger/settlement.ts';
+import { lastWholeDay } from '../../ledger/settlement.ts';
 import type { SettlementRun } from '../../ledger/settlement-runs.ts';
 import { refusalWords, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
 import {
@@ -217,10 +217,7 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
       return;
     }
     // The last whole day: today's report would be the day so far.
-    const yesterday = settlementDayOf(
-      new Date((deps.now?.() ?? new Date()).getTime() - 86_400_000),
-      deps.timeZone,
-    ).date;
+    const yesterday = lastWholeDay(deps.now?.() ?? new Date(), deps.timeZone);
     const body = [
       asked !== undefined ? notice('A partner user id is 1 to 128 printable characters without spaces.', 'error') : '',
       card(

@@ -2,7 +2,7 @@
 // ledger's posting; a payment against the audit's successful execute and the ledger's posting.
 import { describe, expect, it } from 'vitest';
 import { paymentReference, postReference } from '../../ledger/ledger.ts';
-import { fundingLine, paymentLine } from '../../ledger/settlement.ts';
+import { fundingLine, lastWholeDay, paymentLine } from '../../ledger/settlement.ts';
 
 const funding = { id: 'f-1', transferId: 't-1', amount: 100_000n, currency: 'PHP' };
 const posted = new Map([[postReference('f-1'), 100_000n]]);
@@ -58,5 +58,16 @@ describe('a settlement line of a payment', () => {
       walletAmount: null,
       ledgerAmount: { currency: 'PHP', value: '25.00' },
     });
+  });
+});
+
+describe('the last whole day', () => {
+  it('is the calendar day before today in SETTLEMENT_TZ, not the day 24 hours ago, across a clock put forward', () => {
+    // New York's 2026-03-08 had 23 hours: at 00:30 on the 9th, 24 hours ago was the 7th.
+    expect(lastWholeDay(new Date('2026-03-09T04:30:00Z'), 'America/New_York')).toBe('2026-03-08');
+    // And the 25-hour day (a clock put back), a year's and a month's first day, Manila's 8 hours ahead.
+    expect(lastWholeDay(new Date('2026-11-02T05:30:00Z'), 'America/New_York')).toBe('2026-11-01');
+    expect(lastWholeDay(new Date('2026-01-01T00:30:00+08:00'), 'Asia/Manila')).toBe('2025-12-31');
+    expect(lastWholeDay(new Date('2026-03-01T12:00:00Z'), 'Asia/Manila')).toBe('2026-02-28');
   });
 });
