@@ -14,11 +14,18 @@ export interface RetrieveGate {
   succeeded(): void;
   /** The wallet answered 429: everyone waits `retryAfterMs`. */
   rateLimited(retryAfterMs: number): void;
-  /** Runs `tasks` through the gate's places, in order, all of them or the first failure. */
-  all<T>(tasks: ReadonlyArray<() => Promise<T>>): Promise<T[]>;
+  /**
+   * Runs `tasks` through the gate's places, in order, each to its end: a task that fails does not stop the others, so
+   * what they read is kept; past `stopAfter` failures (the wallet failing at large, not one transfer) the tasks not
+   * started yet are not started, and no call goes out for them. Each task's result, its failure, or not run.
+   */
+  each<T>(tasks: ReadonlyArray<() => Promise<T>>, stopAfter: number): Promise<Array<TaskResult<T>>>;
   inFlight(): number;
   rateLimitedCount(): number;
 }
+
+/** What became of one task of `each`. */
+export type TaskResult<T> = { ok: true; value: T } | { ok: false; error: unknown } | { ok: false; notRun: true };
 
 export function createRetrieveGate(options: {
   maxInFlight: number;
@@ -90,26 +97,27 @@ export function createRetrieveGate(options: {
         episodeEndsAt = resumeAt;
       }
     },
-    async all<T>(tasks: ReadonlyArray<() => Promise<T>>): Promise<T[]> {
+    async each<T>(tasks: ReadonlyArray<() => Promise<T>>, stopAfter: number): Promise<Array<TaskResult<T>>> {
       // At most maxInFlight runners, each taking the next task: the places are waited for by a
       // few runners, not by every task of a page at once.
-      const results: T[] = new Array(tasks.length);
+      const results: Array<TaskResult<T>> = tasks.map(() => ({ ok: false, notRun: true }));
       let next = 0;
+      let failures = 0;
       const runner = async () => {
-        while (next < tasks.length) {
+        while (next < tasks.length && failures < stopAfter) {
           const index = next++;
-          results[index] = await tasks[index]!();
+          try {
+            results[index] = { ok: true, value: await tasks[index]!() };
+          } catch (error) {
+            results[index] = { ok: false, error };
+            failures += 1;
+            // Cancelled: nothing more starts, and whatever waits for a place stops waiting.
+            if (failure !== undefined) return;
+          }
         }
       };
-      try {
-        await Promise.all(Array.from({ length: Math.min(maxInFlight, tasks.length) }, runner));
-        return results;
-      } catch (error) {
-        // The others stop at their next place: no call goes out for a page that will be read again.
-        failure ??= error;
-        wake();
-        throw error;
-      }
+      await Promise.all(Array.from({ length: Math.min(maxInFlight, tasks.length) }, runner));
+      return results;
     },
     inFlight: () => inFlight,
     rateLimitedCount: () => rateLimited,

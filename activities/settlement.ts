@@ -54,6 +54,12 @@ interface SettleItemsCheckpoint {
 const RETRIEVE_TRIES = 3;
 /** When the wallet said 429 without saying when. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
+/**
+ * Transfers of a page whose retrieves may fail for good (after their tries) before the page stops starting new ones:
+ * a failure or two of one transfer's own leaves the rest of the page read and stored; more is the wallet failing at
+ * large, and no more calls go out until the attempt is tried again.
+ */
+const FAILURES_BEFORE_A_PAGE_STOPS = 4;
 /** How often a long page heartbeats while its retrieves run. */
 const HEARTBEAT_EVERY_MS = 1000;
 
@@ -102,6 +108,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
   async function retrieve(gate: RetrieveGate, transferId: string): Promise<WalletTransferRecord> {
     for (let tries = 1; ;) {
       await gate.acquire();
+      /** How long to wait before the next try, its place given back meanwhile. */
+      let pauseMs = 0;
       try {
         const { data } = await deps.wallet.retrieveTransfer(transferId);
         gate.succeeded();
@@ -125,10 +133,11 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           throw walletRetry(error);
         }
         tries += 1;
-        await new Promise((resolve) => setTimeout(resolve, 250 * tries));
+        pauseMs = 250 * tries;
       } finally {
         gate.release();
       }
+      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
     }
   }
 
@@ -226,7 +235,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
 
   /**
    * A page of fundings: those not stored yet retrieved (through the gate) and compared, their lines stored with the
-   * run's progress.
+   * run's progress. A retrieve that failed for good fails the attempt, after the lines of those read are stored: the
+   * attempt tried again reads the page again and retrieves only the rest (a page of 500 was retrieved whole again for
+   * one transfer's failure, and under a wallet failing a call in five, never got through).
    */
   async function settleFundingsPage(
     gate: RetrieveGate,
@@ -239,19 +250,26 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       page.items.map((funding) => funding.id),
     );
     const fresh = page.items.filter((funding) => !stored.has(funding.id));
-    const [posts, records] = await Promise.all([
+    const [posts, results] = await Promise.all([
       fundingPosts(
         database,
         fresh.map((funding) => funding.id),
       ),
-      gate.all(
+      gate.each(
         fresh.map(
           (funding) => () => (funding.transferId === null ? Promise.resolve(null) : retrieve(gate, funding.transferId)),
         ),
+        FAILURES_BEFORE_A_PAGE_STOPS,
       ),
     ]);
-    const lines = fresh.map((funding, index) => fundingLine(funding, records[index] ?? null, posts));
-    return { stored: await stopOnNotRunning(() => runs.store(runId, lines)), read: page.items.length, next: page.next };
+    const lines = fresh.flatMap((funding, index) => {
+      const result = results[index]!;
+      return result.ok ? [fundingLine(funding, result.value, posts)] : [];
+    });
+    const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
+    const failed = results.find((result) => !result.ok && 'error' in result);
+    if (failed && 'error' in failed) throw failed.error;
+    return { stored: newLines, read: page.items.length, next: page.next };
   }
 
   /**

@@ -3,10 +3,15 @@
 // wallet's 429s slow the run down as a whole and it still finishes; a worker process killed
 // mid-run is replaced and the run goes on where it stopped, retrieving no stored line again. The
 // run's other cases are settlement-runs.test.ts's; these run in a file of their own beside it.
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
+import { WalletError, type WalletClient } from '../../wallet/index.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { expectProgress, settlementRunKit, tuning } from '../support/settlement-run-kit.ts';
+import { expectProgress, settlementRunKit, timeZone, tuning } from '../support/settlement-run-kit.ts';
+import { stackActivities } from '../support/stack-activities.ts';
 import { waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 
@@ -88,6 +93,67 @@ describe('a day settled by a durable run', () => {
     await stack.admin.clearFaults();
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
+  });
+
+  it('keeps what a page read when one of its transfers fails for good: the attempt tried again retrieves only that one', async () => {
+    const day = await freshDay();
+    await plant(day, 20);
+    const { run } = await createSettlementRuns(stack.database).start({
+      date: day,
+      timeZone,
+      wholeDay: true,
+      requestedBy: 'settlement-run-faults',
+    });
+    // The wallet fails every try of the page's first transfer (a 503: the attempt fails, and Temporal tries it again),
+    // until it is told not to; every other retrieve is the wallet's own answer.
+    const asked = new Map<string, number>();
+    let victim: string | undefined;
+    let failing = true;
+    const wallet: WalletClient = {
+      ...stack.wallet,
+      retrieveTransfer: async (transferId) => {
+        asked.set(transferId, (asked.get(transferId) ?? 0) + 1);
+        victim ??= transferId;
+        if (failing && transferId === victim)
+          throw new WalletError({
+            operation: 'transfers.retrieve',
+            httpStatus: 503,
+            code: 'SERVICE_UNAVAILABLE',
+            outcome: 'retryable',
+            requestReferenceNo: randomUUID(),
+          });
+        return stack.wallet.retrieveTransfer(transferId);
+      },
+    };
+    const { settleItems } = stackActivities(stack, { wallet });
+    const input = {
+      runId: run.id,
+      side: 'fundings' as const,
+      after: null,
+      pageSize: 20,
+      maxItems: 100,
+      maxInFlight: 4,
+      inFlight: 4,
+    };
+    const lines = async () =>
+      Number(
+        (
+          await stack.database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid`
+        )[0]!.n,
+      );
+
+    await expect(new MockActivityEnvironment({ attempt: 1 }).run(settleItems, input)).rejects.toThrow(
+      /SERVICE_UNAVAILABLE/,
+    );
+    // Before: nothing of the page was stored, and the attempt tried again retrieved all twenty again.
+    expect(await lines()).toBe(19);
+    failing = false;
+    const outcome = await new MockActivityEnvironment({ attempt: 2 }).run(settleItems, input);
+    expect(outcome).toMatchObject({ done: true, stored: 1 });
+    expect(await lines()).toBe(20);
+    expect(asked.size).toBe(20);
+    for (const [transferId, times] of asked) expect(times, transferId).toBe(transferId === victim ? 4 : 1);
   });
 
   it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
