@@ -70,25 +70,31 @@ export function personActorName(displayName: string, subject: string): string {
 }
 
 /**
- * The identity behind a recorded actor: a person's `(oidc:…)` suffix, else the name itself (an ops
- * key's name); compared without regard to case, as key names are.
+ * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
+ * case-sensitive: two people may differ only in case), else the name itself (an ops key's name), without regard to
+ * case, as key names are compared.
  */
 export function actorIdentity(actor: string): string {
   const person = /\((oidc:[^()]+)\)$/.exec(actor);
-  return (person ? person[1]! : actor).toLowerCase();
+  return person ? person[1]! : actor.toLowerCase();
+}
+
+/** Who acted, in the words of a record's event: a person by their recorded name, an ops key as one. */
+export function actorWords(actor: string): string {
+  return /\(oidc:[^()]+\)$/.test(actor) ? actor : `ops key ${actor}`;
 }
 
 /** Whether two recorded actors are the same key or person (maker-checker). */
 export const sameActor = (a: string, b: string): boolean => actorIdentity(a) === actorIdentity(b);
 
 /**
- * Who a funding's or a payment's event names as having acted, as their records word it (`funding
- * requested by ops key X`, `cancelled by ops key X`, `resolved APPROVED by X: why`); null when
+ * Who a funding's or a payment's event names as having acted, as their records word it (actorWords: `funding
+ * requested by ops key X`, `cancelled by Maria Santos (oidc:…)`, `resolved APPROVED by X: why`); null when
  * walletflow itself moved it (its workflow, the sweep without a person).
  */
 export function actorNamedIn(detail: string | null): string | null {
   if (!detail) return null;
-  const requested = /(?:requested|cancelled) by ops key (.+)$/.exec(detail);
+  const requested = /(?:requested|cancelled) by (?:ops key )?(.+)$/.exec(detail);
   if (requested) return requested[1]!;
   const resolved = /^resolved [A-Z_]+ by (.+?): /.exec(detail);
   return resolved ? resolved[1]! : null;

@@ -25,6 +25,7 @@ import {
   tableMove,
   type FundingRecordDependencies,
 } from './funding-record.ts';
+import { actorWords } from '../domain/actor.ts';
 
 const statusIn = statusInSql;
 
@@ -128,7 +129,7 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
     async insertBatchItems(tx: Prisma.TransactionClient, batch: NewBatchItems): Promise<void> {
       const source = batch.source;
       const sourceUser = source.type === 'USER_BALANCE' ? source.partnerUserId : null;
-      const detail = `item of batch ${batch.batchId}, requested by ops key ${batch.requestedBy}`;
+      const detail = `item of batch ${batch.batchId}, requested by ${actorWords(batch.requestedBy)}`;
       await tallyInOwnRows(tx);
       /**
        * A chunk's rows as columns: each column one text of comma-separated values (none can hold a
@@ -262,7 +263,7 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
         ended.count += ids.length;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
-          SELECT unnest(${ids}::uuid[]), ${moves.cancel.to}::"FundingStatus", ${`batch cancelled by ops key ${actor}`}`;
+          SELECT unnest(${ids}::uuid[]), ${moves.cancel.to}::"FundingStatus", ${`batch cancelled by ${actorWords(actor)}`}`;
         await announceFundings(tx, ids);
       }
       return ended;

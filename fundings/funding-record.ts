@@ -39,10 +39,11 @@ import { userUsage } from './funding-usage.ts';
 import { fundingWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvents } from '../webhooks/outbox.ts';
 import { fundingView } from './funding-view.ts';
+import { actorWords } from '../domain/actor.ts';
 
 /** The first event of a funding, as ops or the embedded app asked for it. */
 export const requestedDetail = (requestedBy: string | undefined): string =>
-  requestedBy ? `funding requested by ops key ${requestedBy}` : 'funding requested';
+  requestedBy ? `funding requested by ${actorWords(requestedBy)}` : 'funding requested';
 
 /** What a cash-in code is sealed to: a code copied into another funding's row does not decrypt. */
 export const cashInCodeContext = (fundingId: string) => `funding:${fundingId}:cash_in_code`;
@@ -696,7 +697,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const cancelled = await move(
         funding.id,
         'FAILED',
-        { detail: actor ? `cancelled by ops key ${actor}` : 'cancelled by ops' },
+        { detail: actor ? `cancelled by ${actorWords(actor)}` : 'cancelled by ops' },
         {
           among: (from) => (cancellableFundingStatuses as readonly FundingStatus[]).includes(from),
           where: { cancelRequested: false },

@@ -22,6 +22,7 @@ import { paymentWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import { paymentView } from './payment-view.ts';
 import { isUuid } from '../domain/ids.ts';
+import { actorWords } from '../domain/actor.ts';
 
 export const withPaymentEvents = { events: { orderBy: { id: 'asc' as const } } };
 export type PaymentWithEvents = Payment & { events: PaymentEvent[] };
@@ -223,7 +224,7 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
             data: {
               paymentId: id,
               status: 'PENDING',
-              detail: payment.requestedBy ? `payment requested by ops key ${payment.requestedBy}` : 'payment requested',
+              detail: payment.requestedBy ? `payment requested by ${actorWords(payment.requestedBy)}` : 'payment requested',
             },
           });
         return count;

@@ -2,7 +2,7 @@
 // the identity provider, shown as plain text that cannot pass for another person, then their own
 // identity. A display name is the provider's, and so, often, the person's own to choose.
 import { describe, expect, it } from 'vitest';
-import { actorIdentity, personActorName, sameActor } from '../../domain/actor.ts';
+import { actorIdentity, actorNamedIn, actorWords, personActorName, sameActor } from '../../domain/actor.ts';
 
 const bidiControls = [
   '\u202a',
@@ -34,6 +34,24 @@ describe('a person’s recorded name', () => {
   it('is the display name and the person’s own identity', () => {
     expect(personActorName('Maria Santos', 'staff-maria')).toBe('Maria Santos (oidc:staff-maria)');
     expect(actorIdentity(personActorName('Maria Santos', 'staff-maria'))).toBe('oidc:staff-maria');
+  });
+
+  it('is compared by the provider’s subject as it is: two people whose subjects differ only in case are two people', () => {
+    // Subjects are case-sensitive (an Azure subject is base64url). Before: lower-cased, one person to maker-checker.
+    expect(sameActor('Ana Cruz (oidc:AbC123)', 'Ana Cruz (oidc:abc123)')).toBe(false);
+    expect(sameActor('Ana Cruz (oidc:AbC123)', 'Ana C. (oidc:AbC123)')).toBe(true);
+    expect(actorIdentity('Ana Cruz (oidc:AbC123)')).toBe('oidc:AbC123');
+    // An ops key's name is compared without case, as keys are named.
+    expect(sameActor('Treasury-Bot', 'treasury-bot')).toBe(true);
+  });
+
+  it('is named in a record’s event as a person, an ops key as a key, and read back from either', () => {
+    // Before: every actor was an "ops key", a person signed in to the console too.
+    expect(actorWords('Maria Santos (oidc:00u1ab)')).toBe('Maria Santos (oidc:00u1ab)');
+    expect(actorWords('treasury-bot')).toBe('ops key treasury-bot');
+    expect(actorNamedIn('cancelled by Maria Santos (oidc:00u1ab)')).toBe('Maria Santos (oidc:00u1ab)');
+    expect(actorNamedIn('funding requested by ops key treasury-bot')).toBe('treasury-bot');
+    expect(actorNamedIn('item of batch b-1, requested by ops key default (as maria)')).toBe('default (as maria)');
   });
 
   it.each([
