@@ -106,6 +106,40 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
    */
   const endOfLife = Prisma.sql`LEAST(s.expires_at, s.created_at + ${lifetime})`;
 
+  /**
+   * As `read`, and for a session that had ended (idle, past its lifetime) and is deleted now, whose it was: a
+   * sign-out from that browser still signs the person out everywhere.
+   */
+  async function readOrEnded(
+    cookieValue: string,
+  ): Promise<{ session: ConsoleSessionView | null; ended: Pick<ConsolePerson, 'personId' | 'via'> | null }> {
+    const rows = await database.$queryRaw<SessionRow[]>`
+      SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
+             (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
+             s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
+      FROM console_session s, (SELECT ${at()} AS at) t
+      WHERE s.cookie_hash = ${hashBearer(cookieValue)}`;
+    const row = rows[0];
+    if (!row) return { session: null, ended: null };
+    if (!row.live) {
+      await database.consoleSession.deleteMany({ where: { id: row.id } });
+      return { session: null, ended: { personId: row.person_id, via: row.via === 'oidc' ? 'oidc' : 'key' } };
+    }
+    const session: ConsoleSessionView = {
+      id: row.id,
+      personId: row.person_id,
+      personName: row.person_name,
+      via: row.via === 'oidc' ? 'oidc' : 'key',
+      scopes: new Set(row.scopes.filter(isScope)),
+      grant: grantOf(row),
+      csrfToken: row.csrf_token,
+      expiresAt: row.expires_at,
+      lastSeenAt: row.last_seen_at,
+      touchDue: row.touch_due,
+    };
+    return { session, ended: null };
+  }
+
   return {
     /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
     async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
@@ -128,31 +162,10 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
      * see `touch`.
      */
     async read(cookieValue: string): Promise<ConsoleSessionView | null> {
-      const rows = await database.$queryRaw<SessionRow[]>`
-        SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
-               (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
-               s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
-        FROM console_session s, (SELECT ${at()} AS at) t
-        WHERE s.cookie_hash = ${hashBearer(cookieValue)}`;
-      const row = rows[0];
-      if (!row) return null;
-      if (!row.live) {
-        await database.consoleSession.deleteMany({ where: { id: row.id } });
-        return null;
-      }
-      return {
-        id: row.id,
-        personId: row.person_id,
-        personName: row.person_name,
-        via: row.via === 'oidc' ? 'oidc' : 'key',
-        scopes: new Set(row.scopes.filter(isScope)),
-        grant: grantOf(row),
-        csrfToken: row.csrf_token,
-        expiresAt: row.expires_at,
-        lastSeenAt: row.last_seen_at,
-        touchDue: row.touch_due,
-      };
+      return (await readOrEnded(cookieValue)).session;
     },
+
+    readOrEnded,
 
     /**
      * The person did something (a page, a form): the idle time-out starts again, unless the session

@@ -98,6 +98,7 @@ export const clearCookie = (res: Response, name: string, options: CookieOptions)
 
 const SESSION = 'consoleSession';
 const STILL_LIVE = 'consoleSessionStillLive';
+const ENDED = 'consoleSessionEnded';
 const TOUCH = 'consoleSessionTouch';
 const COUNTED = 'consoleSessionCounted';
 
@@ -114,6 +115,14 @@ export function consoleScopesNow(res: Response): Promise<ReadonlySet<OpsScope> |
 /** The request's console session (set by `readConsoleSession`), if one is live: its scopes are those it may use now. */
 export function consoleSessionOf(res: Response): ConsoleSessionView | undefined {
   return res.locals[SESSION] as ConsoleSessionView | undefined;
+}
+
+/**
+ * Whose session this browser's cookie named, when it had ended by time (idle, past its lifetime) and was read now:
+ * a sign-out from it still signs that person out everywhere.
+ */
+export function endedSessionOf(res: Response): Pick<ConsoleSessionView, 'personId' | 'via'> | undefined {
+  return res.locals[ENDED] as Pick<ConsoleSessionView, 'personId' | 'via'> | undefined;
 }
 
 /** Whether this request counted as the person's act (a stream must not: live-region.ts checks). */
@@ -140,11 +149,16 @@ export function readConsoleSession(
 ): RequestHandler {
   return async (req, res, next) => {
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
-    for (const value of cookieValuesOf(req, names.session)) {
-      const stored = await sessions.read(value);
+    const ended: Array<Pick<ConsoleSessionView, 'personId' | 'via'>> = [];
+    const values = cookieValuesOf(req, names.session);
+    for (const value of values) {
+      const { session: stored, ended: endedNow } = await sessions.readOrEnded(value);
       const scopes = stored ? grants.scopesNow(stored) : null;
       if (stored && scopes) live.push({ value, stored, scopes });
+      if (endedNow) ended.push(endedNow);
     }
+    // The browser's one session, ended by time just now: whose it was, for a sign-out (never a guess between two).
+    if (values.length === 1 && ended.length === 1) res.locals[ENDED] = ended[0];
     const only = live.length === 1 ? live[0] : undefined;
     if (only) {
       const { value, stored, scopes } = only;

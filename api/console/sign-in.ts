@@ -37,6 +37,7 @@ import {
   consoleCookieNames,
   consoleRoutesOn,
   consoleSessionOf,
+  endedSessionOf,
   cookieValuesOf,
   isPersonsNavigation,
   isSpeculative,
@@ -552,10 +553,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signOut, async (_req, res) => {
-    const session = consoleSessionOf(res);
-    if (session) {
-      const ended = await sessions.endEverySessionOf(session.personId, { remember: session.via === 'oidc' });
-      deps.logger.info({ person: session.personName, sessions: ended }, 'console: signed out everywhere');
+    // A live session, or this browser's own that had ended by time (the person comes back to a desk and signs out):
+    // either way every session of the person ends, in every browser.
+    const person = consoleSessionOf(res) ?? endedSessionOf(res);
+    if (person) {
+      const ended = await sessions.endEverySessionOf(person.personId, { remember: person.via === 'oidc' });
+      deps.logger.info({ person: person.personId, sessions: ended }, 'console: signed out everywhere');
     }
     clearCookie(res, cookies.session, cookieOptions);
     // Until someone signs in again here, a sign-in through the provider asks it for a fresh login (a shared desk). Lax:

@@ -1013,6 +1013,32 @@ describe('sessions and attempt counts are on the database’s clock, not each pr
   });
 });
 
+describe('a sign-out from a browser whose session already ended', () => {
+  it('signs the person out everywhere all the same: their session in another browser ends too', async () => {
+    skewMs = 0;
+    const desk = await signIn(stack.apiBase, keys.steady);
+    const laptop = await signIn(stack.apiBase, keys.steady);
+    // The desk's session idles out (by the database's clock); the laptop's is live.
+    const cookieHash = createHash('sha256').update(desk.split('=')[1]!).digest('hex');
+    const [row] = await stack.database.$queryRaw<Array<{ idle: Date }>>`SELECT now() - interval '16 minutes' AS idle`;
+    await stack.database.consoleSession.updateMany({ where: { cookieHash }, data: { lastSeenAt: row!.idle } });
+    const home = await get(stack.apiBase, '/console', laptop);
+    await home.arrayBuffer();
+    expect(home.status).toBe(200);
+    // The person comes back to the desk and signs out, from the console's own page.
+    const signOut = await fetch(`${stack.apiBase}/console/sign-out`, {
+      method: 'POST',
+      headers: { cookie: desk, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+      body: '',
+      redirect: 'manual',
+    });
+    await signOut.arrayBuffer();
+    expect(signOut.status).toBe(303);
+    // Before: the desk's session was deleted as ended, so whose it was was lost, and the laptop's stayed live.
+    await expectSignInAsked(await get(stack.apiBase, '/console', laptop));
+  });
+});
+
 describe('sign-in attempts and wrong keys are limited across API processes', () => {
   it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {
     skewMs = freshLimitWindow();
