@@ -48,6 +48,8 @@ export interface RunningIdentityProvider {
    * whose clock is behind (negative) or ahead says; or, set for one login, a login made that long ago.
    */
   setLoginClockOffset(seconds: number): void;
+  /** For a test: while on, the token endpoint answers 503 (a provider that is down for a moment). */
+  failTokenRequests(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -155,8 +157,15 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
 
   let ignoringFreshLogin = false;
   let loginClockOffsetSeconds = 0;
+  let tokenRequestsFail = false;
   handle = (req, res) => {
     const url = new URL(req.url ?? '/', issuer);
+    if (tokenRequestsFail && url.pathname === '/token') {
+      res.statusCode = 503;
+      res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+      res.end('down for maintenance');
+      return;
+    }
     if (ignoringFreshLogin && url.pathname === '/auth') {
       url.searchParams.delete('prompt');
       url.searchParams.delete('max_age');
@@ -219,6 +228,9 @@ export async function startIdentityProvider(options: IdentityProviderOptions): P
     },
     setLoginClockOffset: (seconds) => {
       loginClockOffsetSeconds = seconds;
+    },
+    failTokenRequests: (on) => {
+      tokenRequestsFail = on;
     },
     close: () =>
       new Promise<void>((resolve) => {

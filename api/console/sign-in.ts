@@ -119,6 +119,9 @@ const routes = {
       '401': htmlAnswer('the provider answered a request for a fresh login with an earlier login: nobody signed in'),
       '403': htmlAnswer('no console role'),
       '429': htmlAnswer('too many failed sign-ins from this address (Retry-After)'),
+      '503': htmlAnswer(
+        'the identity provider did not answer, or answered 5xx: not counted as a failure (Retry-After)',
+      ),
     },
   }),
   signOut: defineRoute({
@@ -151,6 +154,20 @@ export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: n
     authTime >= Math.floor(since.getTime() / 1000) ||
     authTime >= Math.floor(nowMs / 1000) - FRESH_LOGIN_TOLERANCE_SECONDS
   );
+}
+
+/**
+ * Whether a failed exchange with the identity provider was the provider away (no answer: a network error or a time-out;
+ * or a 5xx), not an answer that refused the sign-in (an OAuth error, an ID token that does not verify).
+ */
+export function providerUnavailable(error: unknown): boolean {
+  // undici's `fetch failed`, its cause the socket's error: not a TypeError of walletflow's own code.
+  if (error instanceof TypeError && error.message === 'fetch failed') return true;
+  if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
+  if (error instanceof oidc.ResponseBodyError) return error.status >= 500;
+  if (error instanceof oidc.ClientError && error.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM')
+    return error.cause instanceof Response && error.cause.status >= 500;
+  return false;
 }
 
 /** The signed-out cookie's value (what it says is that it is there). */
@@ -461,6 +478,14 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       if (claims[settings.groupsClaim] === undefined)
         userInfo = await oidc.fetchUserInfo(configuration, tokens.access_token, claims.sub);
     } catch (error) {
+      // The provider away for a moment (no answer, or a 5xx) is not a bad sign-in: 503, and not counted against the
+      // address (an office behind one would be held back for the provider's outage).
+      if (providerUnavailable(error)) {
+        deps.logger.error({ err: (error as Error).message }, 'console: the identity provider could not be reached');
+        res.setHeader('Retry-After', '30');
+        signInPage(req, res, 503, 'The identity provider cannot be reached just now. Sign in again in a minute.');
+        return;
+      }
       deps.logger.warn({ err: (error as Error).message }, 'console: an OpenID Connect sign-in failed');
       await failed(req, res, () =>
         signInPage(req, res, 400, 'The identity provider’s answer could not be accepted. Sign in again.'),
