@@ -48,6 +48,15 @@ program
   .action(async () => (await import('./migrate.ts')).runMigrate());
 
 program
+  .command('config')
+  .description('the configuration, as the API and the worker read it')
+  .command('check')
+  .description(
+    'checks the configuration as the API and the worker do at start (in production, the production checks), changing nothing; exit 78 with every problem',
+  )
+  .action(async () => (await import('./config-check.ts')).runConfigCheck());
+
+program
   .command('rotate-keys')
   .description(
     're-encrypt stored tokens and cash-in codes under the first key of TOKEN_ENCRYPTION_KEY (put the new key first, keep the old ones after it until this is done)',

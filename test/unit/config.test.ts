@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadConfig, productionProblems, requireResolved } from '../../lib/config.ts';
+import { checkConfiguration } from '../../cli/config-check.ts';
 import { problemsOf } from '../support/config-problems.ts';
 
 const rsaJwk = JSON.stringify({ kty: 'RSA', n: 'AQAB', e: 'AQAB', d: 'AQAB' });
@@ -298,3 +299,17 @@ const strongProduction = {
   METRICS_TOKEN: 'm'.repeat(40),
   DATABASE_URL: 'postgres://walletflow:a-long-generated-password@db.internal:5432/walletflow',
 };
+
+describe('walletflow config check', () => {
+  const resolved = { ...strongProduction, TEMPORAL_ADDRESS: 'temporal.internal:7233' };
+  it('passes a production configuration the API and the worker take, saying the production checks ran', () => {
+    expect(checkConfiguration(resolved)).toBe('configuration: ok, the production checks passed');
+  });
+
+  it('refuses, before anything changes, what the new build refuses though the previous release took it: a bare ops key', () => {
+    expect(() => checkConfiguration({ ...resolved, OPS_API_KEYS: 'k'.repeat(40) })).toThrow(
+      /OPS_API_KEYS: entry 1 is a bare key/,
+    );
+    expect(() => checkConfiguration({ ...resolved, TEMPORAL_ADDRESS: undefined })).toThrow(/TEMPORAL_ADDRESS/);
+  });
+});

@@ -99,7 +99,7 @@ describe('docker-compose.yml', () => {
     expect(services['worker-next']?.image).toMatch(/\$\{WORKER_NEXT_VERSION:-next\}/);
   });
 
-  it('runs a deploy’s migrations and deploy commands on the new build’s image, and rolls the API to it after the promotion (docs/running-at-scale.md)', () => {
+  it('runs a deploy’s configuration check, migrations and deploy commands on the new build’s image, the check first, and rolls the API to it after the promotion (docs/running-at-scale.md)', () => {
     // migrate, api and codec-server share a tag a deploy moves; worker and worker-next have their own.
     for (const name of ['migrate', 'api', 'codec-server'])
       expect(services[name]?.image, name).toBe('walletflow:${WALLETFLOW_VERSION:-latest}');
@@ -114,6 +114,12 @@ describe('docker-compose.yml', () => {
       // migrations, and a release from before Worker Versioning has no `deploy` command.
       for (const line of lines.filter((line) => /run --rm (migrate|api)|up -d .*worker-next/.test(line)))
         expect(line, line).toMatch(/WALLETFLOW_VERSION=2 /);
+      // The new build's configuration check comes first: a setting it refuses stops the deploy before the migrations
+      // (found by a read: the workers of a build whose production checks grew exited 78 after the schema changed).
+      const checked = lines.findIndex((line) => /WALLETFLOW_VERSION=2 .*config check/.test(line));
+      const migrated = lines.findIndex((line) => /run --rm migrate/.test(line));
+      expect(checked, block).toBeGreaterThanOrEqual(0);
+      expect(checked, block).toBeLessThan(migrated);
       // The API moves to the new build after the promotion, never before (the new API may start workflows the old
       // workers do not have).
       const promoted = lines.findIndex((line) => /deploy promote/.test(line));
