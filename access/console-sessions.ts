@@ -122,7 +122,12 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     const row = rows[0];
     if (!row) return { session: null, ended: null };
     if (!row.live) {
-      await database.consoleSession.deleteMany({ where: { id: row.id } });
+      // Ended for good, not deleted: no setting raised later brings it back (its lifetime is over now), and a sign-out
+      // from its browser, whatever read it first (an open page's stream, its reconnections), still finds whose it was.
+      // The purge deletes it.
+      await database.$executeRaw`
+        UPDATE console_session s SET expires_at = LEAST(s.expires_at, t.at), ends_at = LEAST(s.ends_at, t.at)
+        FROM (SELECT ${at()} AS at) t WHERE s.id = ${row.id}::uuid`;
       return { session: null, ended: { personId: row.person_id, via: row.via === 'oidc' ? 'oidc' : 'key' } };
     }
     const session: ConsoleSessionView = {
@@ -158,8 +163,8 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 
     /**
      * The live session of a cookie value; null when unknown, idle past CONSOLE_IDLE_MINUTES or past
-     * its lifetime, by the database's clock (such a session is deleted). Reading it is not using it:
-     * see `touch`.
+     * its lifetime, by the database's clock (such a session is over for good, and the purge deletes it).
+     * Reading it is not using it: see `touch`.
      */
     async read(cookieValue: string): Promise<ConsoleSessionView | null> {
       return (await readOrEnded(cookieValue)).session;

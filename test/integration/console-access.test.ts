@@ -1025,6 +1025,10 @@ describe('a sign-out from a browser whose session already ended', () => {
     const home = await get(stack.apiBase, '/console', laptop);
     await home.arrayBuffer();
     expect(home.status).toBe(200);
+    // The desk's open page asks on its own (its stream, a reload) before the person is back: the session is read, and
+    // found over. Before: it was deleted as it was read, and the sign-out below found nothing.
+    await expectSignInAsked(await get(stack.apiBase, '/console', desk));
+    await expectSignInAsked(await get(stack.apiBase, '/console', desk));
     // The person comes back to the desk and signs out, from the console's own page.
     const signOut = await fetch(`${stack.apiBase}/console/sign-out`, {
       method: 'POST',

@@ -38,8 +38,12 @@ describe('a console session', () => {
     // the rest of the week it signed in under.
     const oneHour = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 1 * HOUR }, clock);
     expect(await oneHour.read(cookieValue)).toBeNull();
-    // And it was deleted: raising the setting again brings nothing back.
-    expect(await signedInUnder.read(cookieValue)).toBeNull();
+    // And it is over for good: raising the setting again brings nothing back; whose it was is still known (a sign-out
+    // from its browser signs that person out everywhere).
+    expect(await signedInUnder.readOrEnded(cookieValue)).toEqual({
+      session: null,
+      ended: { personId: 'key:maria', via: 'key' },
+    });
   });
 
   it('is never kept past the lifetime it signed in under, however long the setting is made since', async () => {
@@ -50,5 +54,19 @@ describe('a console session', () => {
     now += 2 * HOUR;
     const raised = createConsoleSessions(database, { idleMs: 24 * 60 * MINUTE, lifetimeMs: 168 * HOUR }, clock);
     expect(await raised.read(cookieValue)).toBeNull();
+    expect(await raised.read(cookieValue)).toBeNull();
+  });
+});
+
+describe('an idle session', () => {
+  it('once found over, stays over when CONSOLE_IDLE_MINUTES is raised: nothing brings it back', async () => {
+    let now = Date.UTC(2026, 11, 4, 9, 0);
+    const clock = () => now;
+    const fifteenMinutes = createConsoleSessions(database, { idleMs: 15 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    const { cookieValue } = await fifteenMinutes.start(person, grant);
+    now += 20 * MINUTE;
+    expect(await fifteenMinutes.read(cookieValue)).toBeNull();
+    const anHour = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    expect(await anHour.read(cookieValue)).toBeNull();
   });
 });
