@@ -2,7 +2,7 @@
 // Development bundles workflows from source; SIGINT/SIGTERM drain in-flight tasks before exit.
 import { createLaneBell, LANE_CHANNEL } from '../lib/lane-bell.ts';
 import { LANE_COUNT, startFundLane } from '../workflows/fund-lane.contract.ts';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../activities/index.ts';
@@ -20,7 +20,7 @@ import { checkWalletTimeout } from './activity-timeouts.ts';
 import { applyWorkerHeapPolicy, nativeAllocator } from './heap-policy.ts';
 import { ensurePurgeSchedule } from './purge-schedule.ts';
 import { ensureSweepSchedule } from './sweep-schedule.ts';
-import { tracedBundlePath } from '../lib/tracing-bundle.ts';
+import { tracedBundlePath, tracedBundleProblem } from '../lib/tracing-bundle.ts';
 import { buildIdOf, bundleWorkflows } from '../lib/workflow-bundle.ts';
 import { isCurrentVersion, promoteOnStart, versionedWorkerOptions } from '../lib/worker-deployment.ts';
 import { startDeliverWebhooks } from '../workflows/deliver-webhooks.contract.ts';
@@ -31,11 +31,8 @@ try {
   config = requireResolved(loadConfig());
   checkWalletTimeout(config.walletTimeoutMs);
   // Workflow spans come from the traced twin of a prebuilt bundle (npm run build writes both).
-  if (config.tracing && config.workflowBundlePath && !existsSync(tracedBundlePath(config.workflowBundlePath))) {
-    throw new ConfigError([
-      `WORKFLOW_BUNDLE_PATH: tracing is on (OTEL_EXPORTER_OTLP_ENDPOINT) but ${tracedBundlePath(config.workflowBundlePath)}, the traced bundle \`npm run build\` writes beside the bundle, is missing`,
-    ]);
-  }
+  const traced = tracedBundleProblem(config);
+  if (traced) throw new ConfigError([traced]);
 } catch (error) {
   if (error instanceof ConfigError) {
     console.error(`walletflow worker: ${error.message}`);

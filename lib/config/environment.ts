@@ -70,6 +70,13 @@ export const walletServiceVariables = [
 ] as const;
 
 /** The longest CONSOLE_IDLE_MINUTES may be: the purge keeps every console session that could still be live under it. */
+/**
+ * The longest WALLET_TIMEOUT_MS: the execute activities' start-to-close less the margin kept before it
+ * (worker/activity-timeouts.ts `maxWalletTimeoutMs`, which test/unit/activity-timeouts.test.ts holds it to). Read with
+ * the configuration, so the API, `walletflow config check` and the worker refuse a longer one alike, before a deploy
+ * changes anything.
+ */
+export const WALLET_TIMEOUT_MS_MAX = 18_000;
 export const CONSOLE_IDLE_MINUTES_MAX = 1440;
 
 /** Requests per client address per minute at the public routes (see AppConfig.rateLimits). */
@@ -200,7 +207,18 @@ export const environmentSchema = z
     PROFILE_VERIFICATION_JWK: jwkJson(profileVerificationJwkSchema),
     MERCHANT_P2M_ID: optionalString,
     CONNECT_RETURN_URL: httpUrl,
-    WALLET_TIMEOUT_MS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(100).max(120_000).default(10_000)),
+    WALLET_TIMEOUT_MS: z.preprocess(
+      emptyAsUndefined,
+      z.coerce
+        .number()
+        .int()
+        .min(100)
+        .max(
+          WALLET_TIMEOUT_MS_MAX,
+          `at most ${WALLET_TIMEOUT_MS_MAX} ms: an execute sent at an attempt's start must end before its activity can time out and send another`,
+        )
+        .default(10_000),
+    ),
 
     SESSION_ALLOWED_IPS: commaList.pipe(
       z.array(z.string().refine(isAddressOrCidr, 'each entry must be an IP address or CIDR range')).optional(),

@@ -1,7 +1,8 @@
 // WALLET_TIMEOUT_MS against the execute activities' time-outs: the worker refuses a
 // wallet time-out that could leave an execute in flight when its activity times out and is retried.
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../lib/config.ts';
+import { ConfigError, loadConfig } from '../../lib/config.ts';
+import { WALLET_TIMEOUT_MS_MAX } from '../../lib/config/environment.ts';
 import { checkWalletTimeout, maxWalletTimeoutMs } from '../../worker/activity-timeouts.ts';
 import { activityClock, callFitsBefore } from '../../activities/activity-clock.ts';
 import { fundWalletActivityTimeouts } from '../../workflows/fund-wallet.contract.ts';
@@ -13,6 +14,15 @@ describe('WALLET_TIMEOUT_MS against the execute activities', () => {
     expect(() => checkWalletTimeout(maxWalletTimeoutMs)).not.toThrow();
     expect(maxWalletTimeoutMs).toBeLessThan(
       Math.min(fundWalletActivityTimeouts.executeMs, payWalletActivityTimeouts.executeMs),
+    );
+  });
+
+  it('is refused with the configuration itself past that bound: the API and `walletflow config check` refuse it too', () => {
+    // Before: only the worker refused it at start, so a deploy's configuration check passed it and the migrations ran.
+    expect(WALLET_TIMEOUT_MS_MAX).toBe(maxWalletTimeoutMs);
+    expect(loadConfig({ WALLET_TIMEOUT_MS: String(maxWalletTimeoutMs) }).walletTimeoutMs).toBe(maxWalletTimeoutMs);
+    expect(() => loadConfig({ WALLET_TIMEOUT_MS: String(maxWalletTimeoutMs + 1) })).toThrow(
+      /WALLET_TIMEOUT_MS: at most 18000 ms/,
     );
   });
 

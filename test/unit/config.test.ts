@@ -312,4 +312,16 @@ describe('walletflow config check', () => {
     );
     expect(() => checkConfiguration({ ...resolved, TEMPORAL_ADDRESS: undefined })).toThrow(/TEMPORAL_ADDRESS/);
   });
+
+  it('refuses what the worker refuses at start besides: a wallet time-out past the executes’ bound, tracing without the traced bundle', () => {
+    // Before: only the worker refused them, once the deploy's migrations had run.
+    expect(() => checkConfiguration({ ...resolved, WALLET_TIMEOUT_MS: '18001' })).toThrow(/WALLET_TIMEOUT_MS: at most/);
+    expect(() =>
+      checkConfiguration({
+        ...resolved,
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel.internal:4318',
+        WORKFLOW_BUNDLE_PATH: '/nowhere/workflow-bundle.js',
+      }),
+    ).toThrow(/\/nowhere\/workflow-bundle-traced\.js, the traced bundle/);
+  });
 });
