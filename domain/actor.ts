@@ -94,8 +94,9 @@ export const sameActor = (a: string, b: string): boolean => actorIdentity(a) ===
  */
 export function actorNamedIn(detail: string | null): string | null {
   if (!detail) return null;
-  const requested = /(?:requested|cancelled) by (?:ops key )?(.+)$/.exec(detail);
-  if (requested) return requested[1]!;
+  // An ops key as one, or a person by their recorded name; never walletflow's own `cancelled by ops`.
+  const requested = /(?:requested|cancelled) by (?:ops key (.+)|(.+ \(oidc:[^()]+\)))$/.exec(detail);
+  if (requested) return (requested[1] ?? requested[2])!;
   const resolved = /^resolved [A-Z_]+ by (.+?): /.exec(detail);
   return resolved ? resolved[1]! : null;
 }

@@ -69,7 +69,15 @@ export type WebhookEventBody = z.infer<typeof webhookEventBodySchema>;
 /** POST /ops/webhooks/endpoints: where to send which events (http(s); at least one event, each once). */
 export const createWebhookEndpointSchema = z
   .object({
-    url: z.url({ protocol: /^https?$/, error: 'url must be an http(s) URL' }).max(2048),
+    url: z
+      .url({ protocol: /^https?$/, error: 'url must be an http(s) URL' })
+      .max(2048)
+      // The URL parser takes a NUL or an ESC inside a path and encodes it, but the text as sent is what is stored:
+      // PostgreSQL refuses a NUL (a 500), and an ESC would be shown and logged as it is.
+      .refine(
+        (url) => [...url].every((char) => char.charCodeAt(0) > 0x1f && char.charCodeAt(0) !== 0x7f),
+        'url must not contain control characters',
+      ),
     events: z
       .array(z.enum(webhookEventTypes, { error: `events must be among ${webhookEventTypes.join(', ')}` }))
       .min(1, 'events must name at least one event')

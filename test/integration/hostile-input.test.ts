@@ -883,7 +883,7 @@ describe('ops API', () => {
     );
   });
 
-  it('free text a person writes (an adjustment’s reason, a batch’s name) with a NUL, an ESC or half a surrogate pair: refused naming the field (400, a batch’s 422 BATCH_INVALID), nothing stored; an RTL text is kept', async () => {
+  it('free text a person writes (an adjustment’s reason, a batch’s name, a webhook’s address) with a NUL, an ESC or half a surrogate pair: refused naming the field (400, a batch’s 422 BATCH_INVALID), nothing stored; an RTL text is kept', async () => {
     const post = (target: string, body: unknown) =>
       ops({
         method: 'POST',
@@ -925,6 +925,16 @@ describe('ops API', () => {
         expect(answer.body).toContain(`${field} must be plain text`);
       }
     }
+    // A webhook's address: the URL parser takes a NUL or an ESC in a path (and encodes it), the text as sent was
+    // stored. Before: 500 for the NUL.
+    const endpoints = await stack.database.webhookEndpoint.count();
+    for (const url of ['https://hooks.example.com/in\u0000x', 'https://hooks.example.com/in\u001b[31mx']) {
+      const answer = await post('/ops/webhooks/endpoints', { url, events: ['funding.failed'] });
+      expectSafe(answer, 'ops');
+      expect(answer.status, answer.body).toBe(400);
+      expect(answer.body).toContain('url must not contain control characters');
+    }
+    expect(await stack.database.webhookEndpoint.count()).toBe(endpoints);
     expect(await stored()).toEqual(before);
     const rtl = '\u202bالدفتر\u202c ✔ 😀';
     const adjusted = await adjust(rtl);

@@ -52,6 +52,9 @@ describe('a person’s recorded name', () => {
     expect(actorNamedIn('cancelled by Maria Santos (oidc:00u1ab)')).toBe('Maria Santos (oidc:00u1ab)');
     expect(actorNamedIn('funding requested by ops key treasury-bot')).toBe('treasury-bot');
     expect(actorNamedIn('item of batch b-1, requested by ops key default (as maria)')).toBe('default (as maria)');
+    // walletflow's own words name nobody.
+    expect(actorNamedIn('cancelled by ops')).toBeNull();
+    expect(actorNamedIn('funding requested')).toBeNull();
   });
 
   it.each([
