@@ -187,7 +187,12 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           const after: DayCursor | null = checkpoint.after;
           const page =
             input.side === 'fundings'
-              ? await settleFundingsPage(gate, input.runId, await fundingsApprovedOn(database, day, after, limit))
+              ? await settleFundingsPage(
+                  gate,
+                  context.cancellationSignal,
+                  input.runId,
+                  await fundingsApprovedOn(database, day, after, limit),
+                )
               : await settlePaymentsPage(input.runId, await paymentsSucceededOn(database, day, after, limit));
           stored += page.stored;
           read += page.read;
@@ -241,6 +246,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
    */
   async function settleFundingsPage(
     gate: RetrieveGate,
+    cancelled: AbortSignal,
     runId: string,
     page: Awaited<ReturnType<typeof fundingsApprovedOn>>,
   ) {
@@ -267,6 +273,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       return result.ok ? [fundingLine(funding, result.value, posts)] : [];
     });
     const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
+    // A cancelled attempt says so, whatever else failed in the page first.
+    if (cancelled.aborted) throw cancelled.reason;
     const failed = results.find((result) => !result.ok && 'error' in result);
     if (failed && 'error' in failed) throw failed.error;
     return { stored: newLines, read: page.items.length, next: page.next };
