@@ -224,7 +224,9 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
             data: {
               paymentId: id,
               status: 'PENDING',
-              detail: payment.requestedBy ? `payment requested by ${actorWords(payment.requestedBy)}` : 'payment requested',
+              detail: payment.requestedBy
+                ? `payment requested by ${actorWords(payment.requestedBy)}`
+                : 'payment requested',
             },
           });
         return count;
