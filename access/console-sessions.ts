@@ -107,8 +107,8 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   const endOfLife = Prisma.sql`LEAST(s.expires_at, s.created_at + ${lifetime})`;
 
   /**
-   * As `read`, and for a session that had ended (idle, past its lifetime) and is deleted now, whose it was: a
-   * sign-out from that browser still signs the person out everywhere.
+   * As `read`, and for a session that has ended (idle, past its lifetime), whose it was: a sign-out from that browser
+   * still signs the person out everywhere.
    */
   async function readOrEnded(
     cookieValue: string,
@@ -127,7 +127,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       // The purge deletes it.
       await database.$executeRaw`
         UPDATE console_session s SET expires_at = LEAST(s.expires_at, t.at), ends_at = LEAST(s.ends_at, t.at)
-        FROM (SELECT ${at()} AS at) t WHERE s.id = ${row.id}::uuid`;
+        FROM (SELECT ${at()} AS at) t WHERE s.id = ${row.id}::uuid AND (s.expires_at > t.at OR s.ends_at > t.at)`;
       return { session: null, ended: { personId: row.person_id, via: row.via === 'oidc' ? 'oidc' : 'key' } };
     }
     const session: ConsoleSessionView = {
