@@ -69,19 +69,22 @@ export function personActorName(displayName: string, subject: string): string {
   return `${name} (${id})`;
 }
 
+/** A recorded person's identity at the provider, at the end of their recorded name (personActorName). */
+const personIdentity = /\((oidc:[^()]+)\)$/;
+
 /**
  * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
  * case-sensitive: two people may differ only in case), else the name itself (an ops key's name), without regard to
  * case, as key names are compared.
  */
 export function actorIdentity(actor: string): string {
-  const person = /\((oidc:[^()]+)\)$/.exec(actor);
+  const person = personIdentity.exec(actor);
   return person ? person[1]! : actor.toLowerCase();
 }
 
 /** Who acted, in the words of a record's event: a person by their recorded name, an ops key as one. */
 export function actorWords(actor: string): string {
-  return /\(oidc:[^()]+\)$/.test(actor) ? actor : `ops key ${actor}`;
+  return personIdentity.test(actor) ? actor : `ops key ${actor}`;
 }
 
 /** Whether two recorded actors are the same key or person (maker-checker). */
