@@ -6,17 +6,18 @@
 // names every repair the sweep counts. And facts the docs state that the code can tell, read from
 // the code: who writes a single funding's moves and where its hold settles, which status guard is
 // written by hand, every code a FAILED funding carries, the ids a {paymentId} takes, the batch
-// runner's chunks and events a run, what a worker's Schedules keep, what the scripts' headers say
-// they install, and the histories from before fencing. Paths named in comments and docs are
-// test/unit/named-paths.test.ts's; links are test/unit/doc-links.test.ts's; functions, tables,
-// routes and metrics test/unit/doc-names.test.ts's; the bench's figures
-// test/unit/bench-figures.test.ts's.
+// runner's chunks and events a run, what a worker's Schedules keep, the PostgreSQL connections an API
+// and a worker process open, what the scripts' headers say they install, and the histories from
+// before fencing. Paths named in comments and docs are test/unit/named-paths.test.ts's; links are
+// test/unit/doc-links.test.ts's; functions, tables, routes and metrics test/unit/doc-names.test.ts's;
+// the bench's figures test/unit/bench-figures.test.ts's.
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
 import { opsScopes } from '../../lib/ops-keys.ts';
+import { DEFAULT_POOL_SIZE, refreshPoolSize } from '../../lib/database.ts';
 import { fundingErrorMessages, fundingTransitions, fundingStatuses } from '../../domain/funding.ts';
 import { paymentTransitions } from '../../domain/payment.ts';
 import { sourcesOf, type TransitionTable } from '../../domain/transitions.ts';
@@ -717,6 +718,34 @@ describe('what a worker starts once', () => {
     expect(scheduleIds.filter((id) => !operations.includes(`temporal schedule delete --schedule-id ${id}`))).toEqual(
       [],
     );
+  });
+});
+
+describe("a process's PostgreSQL connections", () => {
+  /** What a process's main module opens: its main pool, the token vault's refresh pool, the lanes' bell's LISTEN. */
+  const connectionsOf = (file: string) => {
+    const text = read(file);
+    const count = (pattern: RegExp) => [...text.matchAll(pattern)].length;
+    // Each at its default size: a size passed here would change the figure (and fail the pattern).
+    expect(text, file).not.toMatch(/create(?:Api|Worker)Database\([^)]*maxConnections/);
+    return (
+      count(/\bcreate(?:Api|Worker)Database\(config\.databaseUrl\)/g) * DEFAULT_POOL_SIZE +
+      count(/\bcreateRefreshPool\(/g) * refreshPoolSize(DEFAULT_POOL_SIZE) +
+      count(/\bcreateLaneBell\(/g)
+    );
+  };
+
+  it('docs/running-at-scale.md gives the API and the worker the connections their main modules open', () => {
+    const api = connectionsOf('api/main.ts');
+    const worker = connectionsOf('worker/main.ts');
+    const text = read('docs/running-at-scale.md').replace(/\s*\n\s*/g, ' ');
+    const said = /an API process may open \*\*(\d+) connections\*\* and a worker process \*\*(\d+)\*\*/.exec(text);
+    expect(said?.slice(1).map(Number)).toEqual([api, worker]);
+    const budgets = [
+      ...text.matchAll(/`[^`]*×[^`]*< ?max_connections`|`[^`]*×[^`]*` must stay under `max_connections`/g),
+    ];
+    expect(budgets.length).toBeGreaterThan(0);
+    for (const [budget] of budgets) expect(budget).toContain(`api × ${api} + workers × ${worker}`);
   });
 });
 
