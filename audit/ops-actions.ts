@@ -391,7 +391,10 @@ export interface OpsActionRow {
 }
 
 export interface OpsActionQuery {
-  /** A key's name or a person's recorded name, whole (any case), or a person's display name or identity (`oidc:…`). */
+  /**
+   * A key's name (any case) or a person's recorded name, whole, or a person's display name or identity
+   * (`oidc:…`, in its provider's case).
+   */
   person?: string | undefined;
   /** A kind of act, or `METHOD /path-prefix` (or a path prefix alone). */
   action?: { kind: OpsActionKind } | { method?: string | undefined; pathPrefix: string } | undefined;
@@ -464,10 +467,11 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
   const filters: Prisma.Sql[] = [];
   if (query.person) {
     const person = query.person;
-    // The recorded name whole (key names compare without case), a person's display name (what comes
-    // before their identity in parentheses), or their identity alone.
+    // The recorded name whole, a person's display name (what comes before their identity in
+    // parentheses), or their identity alone. A key's name (never a parenthesis: lib/ops-keys.ts)
+    // compares without case; a person's identity as their provider gives it (domain/actor.ts).
     filters.push(
-      Prisma.sql`(lower(key_name) = lower(${person}) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`})`,
+      Prisma.sql`(key_name = ${person} OR (key_name NOT LIKE '%)' AND lower(key_name) = lower(${person})) OR key_name LIKE ${`${likeLiteral(person)} (%`} OR key_name LIKE ${`%(${likeLiteral(person)})`})`,
     );
   }
   const action = query.action;

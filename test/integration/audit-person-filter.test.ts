@@ -1,0 +1,45 @@
+// The audit's filter by person (audit/ops-actions.ts listOpsActions), on the real database: a key's
+// name matches in any case, as keys are named (lib/ops-keys.ts); a person's identity only in the case
+// their provider gives it, as maker-checker compares them (domain/actor.ts): two people whose
+// subjects differ only in case are two people in the audit too.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listOpsActions } from '../../audit/ops-actions.ts';
+import { createDatabase, type Database } from '../../lib/database.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
+
+let database: Database;
+beforeAll(() => {
+  database = createDatabase(testDatabaseUrl(), { maxConnections: 2 });
+});
+afterAll(async () => {
+  await database.$disconnect();
+});
+
+describe("the audit's filter by person", () => {
+  it('matches a key’s name in any case, and a person’s identity only in their provider’s case', async () => {
+    const run = randomUUID().slice(0, 8);
+    const path = `/ops/fundings/${run}/cancel`;
+    const actors = {
+      key: `maria-${run}`,
+      upper: `Maria Santos (oidc:Ma-${run})`,
+      lower: `Maria Santos (oidc:ma-${run})`,
+    };
+    for (const keyName of Object.values(actors))
+      await database.opsAction.create({ data: { keyName, method: 'POST', path, status: 202, client: '192.0.2.1' } });
+    const whoMatches = async (person: string) => {
+      const page = await listOpsActions(database, { person, limit: 50, action: { pathPrefix: path } });
+      if (page.kind !== 'page') throw new Error(page.kind);
+      return page.items.map((item) => item.keyName).sort();
+    };
+    // A key's name, any case.
+    expect(await whoMatches(`MARIA-${run}`)).toEqual([actors.key]);
+    // A person's recorded name whole, or their identity: theirs only, not the other subject's.
+    expect(await whoMatches(actors.lower)).toEqual([actors.lower]);
+    expect(await whoMatches(actors.upper)).toEqual([actors.upper]);
+    expect(await whoMatches(`oidc:ma-${run}`)).toEqual([actors.lower]);
+    expect(await whoMatches(`Maria Santos (OIDC:MA-${run})`)).toEqual([]);
+    // A display name names every person who carries it: the audit does not know which one is meant.
+    expect(await whoMatches('Maria Santos')).toEqual([actors.upper, actors.lower].sort());
+  });
+});
