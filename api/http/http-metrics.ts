@@ -1,4 +1,5 @@
-// GET /metrics (contract-decisions section 8: Prometheus text, no authentication), and the timing
+// GET /metrics (contract-decisions section 8: Prometheus text; with METRICS_TOKEN set, which production requires,
+// only `Authorization: Bearer <token>` is answered, anything else 401), and the timing
 // of every request: a walletflow_http_request_duration_seconds sample labelled by route template
 // (never the raw path, which carries ids) and one access log line.
 import { createHash, timingSafeEqual } from 'node:crypto';

@@ -3,7 +3,8 @@
 // name of the schema is in docs/configuration.md with its default; every `walletflow <command>`
 // (and its flags) the docs show exists in the CLI; every list of ops key scopes is the whole list of
 // the scope type; docs/fundings.md's moves are the funding's transition table; docs/operations.md
-// names every repair the sweep counts. And facts the docs state that the code can tell, read from
+// names every repair the sweep counts, every workflow the worker runs, every value of the reports' `report`
+// label and every table the purge empties. And facts the docs state that the code can tell, read from
 // the code: who writes a single funding's moves and where its hold settles, which status guard is
 // written by hand, every code a FAILED funding carries, the ids a {paymentId} takes, the batch
 // runner's chunks and events a run, what a worker's Schedules keep, the PostgreSQL connections an API
@@ -17,6 +18,7 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { environmentSchema, secretVariables } from '../../lib/config.ts';
 import { opsScopes } from '../../lib/ops-keys.ts';
+import { purgeTables, type PurgeTable } from '../../domain/purge.ts';
 import { DEFAULT_POOL_SIZE, refreshPoolSize } from '../../lib/database.ts';
 import { fundingErrorMessages, fundingTransitions, fundingStatuses } from '../../domain/funding.ts';
 import { paymentTransitions } from '../../domain/payment.ts';
@@ -396,6 +398,39 @@ describe('docs/operations.md', () => {
     expect(counted.size).toBeGreaterThanOrEqual(10);
     const operations = read('docs/operations.md');
     expect([...counted].filter((action) => !operations.includes(`\`${action}\``))).toEqual([]);
+  });
+
+  it("names every workflow the worker runs in the worker's row (workflows/index.ts)", () => {
+    const exported = [...read('workflows/index.ts').matchAll(/^export \{ (\w+) \} from/gm)].map((match) => match[1]!);
+    expect(exported.length).toBeGreaterThanOrEqual(9);
+    const row = /^\| worker \(`worker\/main\.ts`\) \|.*$/m.exec(read('docs/operations.md'))?.[0] ?? '';
+    expect(exported.filter((name) => !row.includes(`\`${name}\``))).toEqual([]);
+  });
+
+  it('gives every value of the streamed reports’ `report` label', () => {
+    const values = sourceFiles().flatMap((file) =>
+      [...read(file).matchAll(/\{ report: '([a-z-]+)', header:/g)].map((match) => match[1]!),
+    );
+    expect(values.length).toBeGreaterThanOrEqual(2);
+    const row = /^\| `walletflow_report_rows_total` \|.*$/m.exec(read('docs/operations.md'))?.[0] ?? '';
+    const said = [...(/`report` \(([^)]*)\)/.exec(row)?.[1]?.matchAll(/`([a-z-]+)`/g) ?? [])].map((match) => match[1]);
+    expect(said.sort()).toEqual([...new Set(values)].sort());
+  });
+
+  it('says what the purge deletes: every table it empties, in words', () => {
+    // Each table the purge empties (domain/purge.ts), as the Purge paragraph words it.
+    const words: Record<PurgeTable, RegExp> = {
+      login_state: /login states/,
+      login_grant: /login\s+grants/,
+      app_session: /web sessions/,
+      embedded_session: /embedded sessions/,
+      console_sign_in: /console sign-ins never finished/,
+      console_session: /ended console\s+sessions/,
+      attempt_count: /attempt counts/,
+      ops_action_budget: /audit's budget counts/,
+    };
+    const paragraph = /^- Purge: [\s\S]*?(?=\n-|\n\n)/m.exec(read('docs/operations.md'))?.[0] ?? '';
+    expect(purgeTables.filter((table) => !words[table].test(paragraph))).toEqual([]);
   });
 });
 
