@@ -211,10 +211,19 @@ export function paymentLine(
 
 /** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
 export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { date: string } {
-  const date = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' }).format(
-    at,
-  );
+  const date = dateFormatOf(timeZone).format(at);
   return { date, ...dayBounds(date), timeZone };
+}
+
+/** One date format per time zone (made once: a format costs far more to make than to use). */
+const dateFormats = new Map<string, Intl.DateTimeFormat>();
+function dateFormatOf(timeZone: string): Intl.DateTimeFormat {
+  let format = dateFormats.get(timeZone);
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-CA', { timeZone, year: 'numeric', month: '2-digit', day: '2-digit' });
+    dateFormats.set(timeZone, format);
+  }
+  return format;
 }
 
 /**
@@ -225,6 +234,24 @@ export function lastWholeDay(at: Date, timeZone: string): string {
   const today = new Date(`${settlementDayOf(at, timeZone).date}T00:00:00Z`);
   today.setUTCDate(today.getUTCDate() - 1);
   return today.toISOString().slice(0, 10);
+}
+
+/**
+ * The instant the day `date` (YYYY-MM-DD) of `timeZone` ends: the first millisecond that falls on a later day there
+ * (its next midnight, or where a clock put forward skips midnight, the first instant after it). Found by halving, on
+ * the day's own calendar: whatever the zone's offsets that day, no rule of thumb about them.
+ */
+export function dayEndsAt(date: string, timeZone: string): Date {
+  const next = Date.parse(`${dayBounds(date).end.slice(0, 10)}T00:00:00Z`);
+  // Every zone's midnight lies within 14 hours of UTC's (UTC-12 to UTC+14): a bound before it and one after it.
+  let before = next - 15 * 3600_000;
+  let after = next + 13 * 3600_000;
+  while (after - before > 1) {
+    const middle = Math.floor((before + after) / 2);
+    if (settlementDayOf(new Date(middle), timeZone).date > date) after = middle;
+    else before = middle;
+  }
+  return new Date(after);
 }
 
 /** The day `date` (YYYY-MM-DD) of `timeZone`, as a SettlementDay. */

@@ -98,7 +98,7 @@ const routes = {
     summary:
       'A day’s (SETTLEMENT_TZ) approved fundings and succeeded payments against the wallet’s records and the ledger',
     description:
-      'The day is settled by a run (a workflow) that the first GET of the day starts; while it runs, a GET waits up to 5 s, then answers 202 with its progress and `Retry-After` (for `?format=csv` too). Once it has finished, its stored report is served: the JSON a page of `items` at a time (`limit`, `cursor` from `nextCursor`), the CSV whole, streamed. A POST to `…/runs` starts a fresh run; the report before it is served until it has finished. Today’s report is the day so far (`complete: false`), and so is yesterday’s for 2 minutes after midnight (a write stamped before it may still commit).',
+      'The day is settled by a run (a workflow) that the first GET of the day starts; while it runs, a GET waits up to 5 s, then answers 202 with its progress and `Retry-After` (for `?format=csv` too). Once it has finished, its stored report is served: the JSON a page of `items` at a time (`limit`, `cursor` from `nextCursor`), the CSV whole, streamed. A POST to `…/runs` starts a fresh run; the report before it is served until it has finished. Today’s report is the day so far (`complete: false`). Yesterday’s run, asked for within 2 minutes after midnight, waits for them to pass before it reads (a write stamped before midnight may still commit): until then a 202 with `checked` 0 and `Retry-After` the seconds left.',
     access: { opsScope: 'read' },
     params: dateParameter,
     query: { schema: settlementQuerySchema },

@@ -391,7 +391,7 @@ describe('a day settled by a durable run', () => {
     expect((await runs.find(duringTheDay.run.id))?.state).toBe('SUCCEEDED');
   }, 60_000);
 
-  it('within two minutes of a day’s end, settles it as the day so far (a write stamped before midnight may still commit); after them, the whole of it', async () => {
+  it('within two minutes of a day’s end, starts the run of the whole day, which reads once they have passed: a write of the day committed meanwhile is in it, and no second run is needed', async () => {
     const day = await freshDay();
     await plant(day, 2);
     const next = new Date(`${day}T00:00:00Z`);
@@ -415,30 +415,38 @@ describe('a day settled by a durable run', () => {
     // Stored as begun then (the database stamps its own clock's time).
     await stack.database
       .$executeRaw`UPDATE settlement_run SET created_at = ${new Date(clock)} WHERE id = ${eveningRun.id}::uuid`;
-    clock = midnight + 30_000;
-    const justAfter = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
-    expect(justAfter.kind).toBe('report');
-    const first = (justAfter as { run: SettlementRun }).run;
-    // Not the evening's snapshot: a run begun after the day ended.
-    expect(first.id).not.toBe(eveningRun.id);
-    expect({ wholeDay: first.wholeDay, complete: (await settlements.page(first, null, 10)).complete }).toEqual({
-      wholeDay: false,
-      complete: false,
+    // Six seconds before the grace is over: the day's run starts, and waits for them before it reads anything.
+    clock = midnight + SETTLEMENT_GRACE_MS - 6000;
+    const justAfter = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 });
+    expect(justAfter.kind).toBe('running');
+    const run = (justAfter as { run: SettlementRun }).run;
+    expect({ wholeDay: run.wholeDay, checked: run.checked, retryAfter: settlements.retryAfterSeconds(run) }).toEqual({
+      wholeDay: true,
+      checked: 0,
+      retryAfter: 7,
     });
-    // Asked again within the grace: that report answers, and no other run is started.
-    expect(await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 })).toMatchObject({
-      kind: 'report',
-      run: { id: first.id },
-    });
+    // A write of the day that commits within the grace (stamped before midnight).
+    await plant(day, 1);
+    // Asked again once the grace is over: the same run answers, with every write of the day.
     clock = midnight + SETTLEMENT_GRACE_MS + 1000;
     const after = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     const whole = (after as { run: SettlementRun }).run;
-    expect({ kind: after.kind, wholeDay: whole.wholeDay, sameRun: whole.id === first.id }).toEqual({
+    expect({ kind: after.kind, wholeDay: whole.wholeDay, sameRun: whole.id === run.id }).toEqual({
       kind: 'report',
       wholeDay: true,
-      sameRun: false,
+      sameRun: true,
     });
-    expect((await settlements.page(whole, null, 10)).fundings.matched).toBe(2);
+    const page = await settlements.page(whole, null, 10);
+    expect({ matched: page.fundings.matched, complete: page.complete }).toEqual({ matched: 3, complete: true });
+    expect((await runsOf(day)).map((each) => each.id)).toEqual([eveningRun.id, run.id]);
+    // It waited on a timer before it began: none in the runs that read at once.
+    const history = await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run.id)).fetchHistory();
+    const kinds = (history.events ?? [])
+      .map((event) =>
+        event.timerStartedEventAttributes ? 'timer' : event.activityTaskScheduledEventAttributes ? 'activity' : null,
+      )
+      .filter(Boolean);
+    expect(kinds[0]).toBe('timer');
   }, 60_000);
 
   it('starts one run for a burst of GETs: every answer a progress body or the report; a HEAD starts none', async () => {

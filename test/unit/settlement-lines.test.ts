@@ -2,7 +2,7 @@
 // ledger's posting; a payment against the audit's successful execute and the ledger's posting.
 import { describe, expect, it } from 'vitest';
 import { paymentReference, postReference } from '../../ledger/ledger.ts';
-import { fundingLine, lastWholeDay, paymentLine } from '../../ledger/settlement.ts';
+import { dayEndsAt, fundingLine, lastWholeDay, paymentLine, settlementDayOf } from '../../ledger/settlement.ts';
 
 const funding = { id: 'f-1', transferId: 't-1', amount: 100_000n, currency: 'PHP' };
 const posted = new Map([[postReference('f-1'), 100_000n]]);
@@ -69,5 +69,23 @@ describe('the last whole day', () => {
     expect(lastWholeDay(new Date('2026-11-02T05:30:00Z'), 'America/New_York')).toBe('2026-11-01');
     expect(lastWholeDay(new Date('2026-01-01T00:30:00+08:00'), 'Asia/Manila')).toBe('2025-12-31');
     expect(lastWholeDay(new Date('2026-03-01T12:00:00Z'), 'Asia/Manila')).toBe('2026-02-28');
+  });
+});
+
+describe('the instant a day ends', () => {
+  it('is the first millisecond of a later day in SETTLEMENT_TZ, across clocks put forward and back', () => {
+    expect(dayEndsAt('2026-12-04', 'Asia/Manila').toISOString()).toBe('2026-12-04T16:00:00.000Z');
+    // New York's 23-hour and 25-hour days.
+    expect(dayEndsAt('2026-03-08', 'America/New_York').toISOString()).toBe('2026-03-09T04:00:00.000Z');
+    expect(dayEndsAt('2026-11-01', 'America/New_York').toISOString()).toBe('2026-11-02T05:00:00.000Z');
+    // Every day of a year in zones whose clocks change at midnight or near it, ahead of UTC and behind it.
+    for (const timeZone of ['Asia/Beirut', 'America/Santiago', 'America/Havana', 'Pacific/Kiritimati', 'UTC']) {
+      for (let day = 0; day < 366; day += 1) {
+        const date = new Date(Date.UTC(2026, 0, 1 + day)).toISOString().slice(0, 10);
+        const end = dayEndsAt(date, timeZone).getTime();
+        expect([settlementDayOf(new Date(end - 1), timeZone).date, timeZone]).toEqual([date, timeZone]);
+        expect(settlementDayOf(new Date(end), timeZone).date > date, `${timeZone} ${date}`).toBe(true);
+      }
+    }
   });
 });
