@@ -82,6 +82,12 @@ export const millisecondsOf = (timestamp: { seconds?: unknown; nanos?: unknown }
     ? null
     : Number(timestamp.seconds) * 1000 + Math.floor(Number(timestamp.nanos ?? 0) / 1e6);
 
+/** When `buildId` last stopped being its deployment's current or ramping version, or null when it never did. */
+function deactivatedAt(info: Awaited<ReturnType<typeof describeDeployment>>, buildId: string): number | null {
+  const summary = info?.versionSummaries?.find((candidate) => candidate.deploymentVersion?.buildId === buildId);
+  return millisecondsOf(summary?.lastDeactivationTime);
+}
+
 /** When the deployment's server registered `buildId` (its first worker's poll), or null when it does not say. */
 function registeredAt(info: Awaited<ReturnType<typeof describeDeployment>>, buildId: string): number | null {
   const summary = info?.versionSummaries?.find((candidate) => candidate.deploymentVersion?.buildId === buildId);
@@ -151,6 +157,19 @@ export async function promoteOnStart(
         logger.warn(
           { ...version, current },
           'worker deployment: a newer build is current; this older one stays as it is (walletflow deploy rollback moves back)',
+        );
+        return 'left';
+      }
+      // Nor does a build an operator has routed to: one ramping now (a canary's share is theirs to change), or one
+      // that was current or ramping once and was moved away from (a rollback, a promotion past it, a ramp ended). A
+      // worker of it restarting (its containers are kept until its pinned runs finish) would undo that unseen.
+      const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
+      if (policy === 'always' && (ramping === version.buildId || deactivatedAt(info, version.buildId) !== null)) {
+        logger.warn(
+          { ...version, current, ramping },
+          ramping === version.buildId
+            ? 'worker deployment: this build is ramping; its share stays as it is (walletflow deploy promote or ramp changes it)'
+            : 'worker deployment: this build was moved away from (a rollback, a later promotion or a ramp ended); it stays as it is (walletflow deploy promote moves back to it)',
         );
         return 'left';
       }

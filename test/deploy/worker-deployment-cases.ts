@@ -172,6 +172,16 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
             : undefined,
         30_000,
       );
+      // B ramping (a canary an operator started): a worker of B starting with WORKER_PROMOTE=always leaves its share
+      // as it is.
+      const quiet = createLogger({ level: 'silent' });
+      const versionB = { deploymentName: stack.taskQueue, buildId: b.buildId };
+      expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
+      expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+        current: a.buildId,
+        ramping: { buildId: b.buildId },
+      });
       const promoted = await deployCli('promote', b.buildId);
       expect(promoted.code, promoted.stderr).toBe(0);
       expect(promoted.stdout).toContain(`${b.buildId} is now current`);
@@ -179,7 +189,7 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       // A worker of A restarting (a container of the draining build, with WORKER_PROMOTE=always) does not take the
       // current version back from B: that is `deploy rollback`'s.
       const versionA = { deploymentName: stack.taskQueue, buildId: a.buildId };
-      expect(await promoteOnStart(stack.temporal, versionA, 'always', createLogger({ level: 'silent' }))).toBe('left');
+      expect(await promoteOnStart(stack.temporal, versionA, 'always', quiet)).toBe('left');
       expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: b.buildId });
 
       const f2 = await startFunding();
@@ -212,6 +222,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       const rolledBack = await deployCli('rollback');
       expect(rolledBack.code, rolledBack.stderr).toBe(0);
       expect(rolledBack.stdout).toContain(`rolled back to ${a.buildId}`);
+      // A worker of B restarting with WORKER_PROMOTE=always (B's containers are kept until its pinned runs finish) does
+      // not undo the rollback, although B is the newer build.
+      expect(await promoteOnStart(stack.temporal, versionB, 'always', quiet)).toBe('left');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
       const f3 = await startFunding();
       expect(await finalStatusOf(f3.fundingId)).toBe('APPROVED');
 
