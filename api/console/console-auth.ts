@@ -118,8 +118,8 @@ export function consoleSessionOf(res: Response): ConsoleSessionView | undefined 
 }
 
 /**
- * Whose session this browser's cookie named, when it had ended by time (idle, past its lifetime) and was read now:
- * a sign-out from it still signs that person out everywhere.
+ * Whose session this browser's cookie named, when it was read now and found over: ended by time (idle, past its
+ * lifetime), or on a sign-in that no longer holds. A sign-out from it still signs that person out everywhere.
  */
 export function endedSessionOf(res: Response): Pick<ConsoleSessionView, 'personId' | 'via'> | undefined {
   return res.locals[ENDED] as Pick<ConsoleSessionView, 'personId' | 'via'> | undefined;
@@ -155,9 +155,12 @@ export function readConsoleSession(
       const { session: stored, ended: endedNow } = await sessions.readOrEnded(value);
       const scopes = stored ? grants.scopesNow(stored) : null;
       if (stored && scopes) live.push({ value, stored, scopes });
+      // Ended by time, or live by time on a sign-in that no longer holds (the key's secret changed since, the
+      // provider's groups no longer give a role): over either way, and whose it was is known.
+      else if (stored) ended.push({ personId: stored.personId, via: stored.via });
       if (endedNow) ended.push(endedNow);
     }
-    // The browser's one session, ended by time just now: whose it was, for a sign-out (never a guess between two).
+    // The browser's one session, over: whose it was, for a sign-out (never a guess between two).
     if (values.length === 1 && ended.length === 1) res.locals[ENDED] = ended[0];
     const only = live.length === 1 ? live[0] : undefined;
     if (only) {
