@@ -45,6 +45,30 @@ export interface SettlementActivityDependencies {
 interface SettleItemsCheckpoint {
   after: SettlementCursor | null;
   inFlight: number;
+  /**
+   * Transfers whose answers were no record of them in every try of an attempt, with how many attempts so far (absent
+   * in a checkpoint of an attempt that had none).
+   */
+  unreadable?: Record<string, number>;
+}
+
+/**
+ * Attempts in which every try of a transfer's retrieve must answer no record of it (a body that is not a record, or
+ * another transfer's) before its line says the record could not be read: such answers may be a proxy's or a deploy's
+ * for a moment, and a line stored says so for the run's report. Between attempts, Temporal's backoff (2 s, then 4 s).
+ */
+const UNREADABLE_ATTEMPTS = 3;
+
+/** A transfer whose answers were no record of it in every try of this attempt, not yet in UNREADABLE_ATTEMPTS. */
+class UnreadableForNow extends Error {
+  constructor(
+    readonly transferId: string,
+    readonly walletError: WalletError,
+  ) {
+    super(
+      `the wallet's answers for transfer ${transferId} were no record of it (${walletError.code}); asked again later`,
+    );
+  }
 }
 
 /**
@@ -69,13 +93,15 @@ const notRunning = (runId: string) =>
     settleDayFailureTypes.notRunning,
   );
 
+/** An answer that is no record of the transfer: not a record's shape, or another transfer's. */
+const isNoRecordOfIt = (error: WalletError): boolean =>
+  error.code === transportCodes.unparsableResponse || error.code === 'TRANSFER_MISMATCH';
+
 /**
- * A retrieve failure of this transfer's own, not the wallet's or the network's: an answer that is no record of it (not
- * a record's shape, or another transfer's), or a refusal of it (a 4xx whose outcome is `rejected`: never the service's
- * temporary failure, 7011, which passes).
+ * A refusal of this transfer, not the wallet's or the network's trouble: a 4xx whose outcome is `rejected` (never the
+ * service's temporary failure, 7011, which passes).
  */
 function refusesThisTransfer(error: WalletError): boolean {
-  if (error.code === transportCodes.unparsableResponse || error.code === 'TRANSFER_MISMATCH') return true;
   if (error.outcome !== 'rejected') return false;
   const status = error.httpStatus ?? 0;
   // 401 and 403 are walletflow's own credentials or address refused (every transfer alike): the run waits for them.
@@ -103,9 +129,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
 
   /**
    * The wallet's record of the transfer (null: it has none), through the gate; transient failures tried again, then the
-   * attempt fails.
+   * attempt fails. `unreadableBefore`: the attempts before this one in which its answers were no record of it.
    */
-  async function retrieve(gate: RetrieveGate, transferId: string): Promise<WalletTransferRecord> {
+  async function retrieve(
+    gate: RetrieveGate,
+    transferId: string,
+    unreadableBefore: number,
+  ): Promise<WalletTransferRecord> {
     for (let tries = 1; ;) {
       await gate.acquire();
       /** How long to wait before the next try, its place given back meanwhile. */
@@ -127,9 +157,15 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         }
         if (tries >= RETRIEVE_TRIES) {
           // This transfer's own answer, every time: the line says it could not be read, and the day goes on (a run
-          // retried for it would never finish). Anything that may pass (a 5xx, no answer, our credentials or address
+          // retried for it would never finish); an answer that is no record of it, only once it has been so in every
+          // try of UNREADABLE_ATTEMPTS attempts. Anything that may pass (a 5xx, no answer, our credentials or address
           // refused, a route not found) fails the attempt, which Temporal tries again.
-          if (refusesThisTransfer(error)) return { unreadable: `${error.code} (${error.httpStatus ?? 'no status'})` };
+          const unreadable = `${error.code} (${error.httpStatus ?? 'no status'})`;
+          if (isNoRecordOfIt(error)) {
+            if (unreadableBefore + 1 >= UNREADABLE_ATTEMPTS) return { unreadable };
+            throw new UnreadableForNow(transferId, error);
+          }
+          if (refusesThisTransfer(error)) return { unreadable };
           throw walletRetry(error);
         }
         tries += 1;
@@ -168,6 +204,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       const checkpoint: SettleItemsCheckpoint = {
         after: resumed?.after !== undefined ? resumed.after : input.after,
         inFlight: gate.inFlight(),
+        unreadable: { ...resumed?.unreadable },
       };
       if (resumed)
         logger.info(
@@ -176,6 +213,11 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         );
       const beat = () =>
         context.heartbeat({ ...checkpoint, inFlight: gate.inFlight() } satisfies SettleItemsCheckpoint);
+      if (resumed?.unreadable && Object.keys(resumed.unreadable).length > 0)
+        logger.info(
+          { runId: input.runId, transfers: Object.keys(resumed.unreadable).length },
+          'settlement: asking again for transfers whose answers were no record of them',
+        );
       const beating = setInterval(beat, HEARTBEAT_EVERY_MS);
       let stored = 0;
       let read = 0;
@@ -192,6 +234,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
                   context.cancellationSignal,
                   input.runId,
                   await fundingsApprovedOn(database, day, after, limit),
+                  checkpoint,
+                  beat,
                 )
               : await settlePaymentsPage(input.runId, await paymentsSucceededOn(database, day, after, limit));
           stored += page.stored;
@@ -249,7 +293,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     cancelled: AbortSignal,
     runId: string,
     page: Awaited<ReturnType<typeof fundingsApprovedOn>>,
+    checkpoint: SettleItemsCheckpoint,
+    beat: () => void,
   ) {
+    const unreadable = (checkpoint.unreadable ??= {});
     const stored = await runs.storedItems(
       runId,
       'funding',
@@ -263,7 +310,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       ),
       gate.each(
         fresh.map(
-          (funding) => () => (funding.transferId === null ? Promise.resolve(null) : retrieve(gate, funding.transferId)),
+          (funding) => () =>
+            funding.transferId === null
+              ? Promise.resolve(null)
+              : retrieve(gate, funding.transferId, unreadable[funding.transferId] ?? 0),
         ),
         FAILURES_BEFORE_A_PAGE_STOPS,
       ),
@@ -273,10 +323,19 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       return result.ok ? [fundingLine(funding, result.value, posts)] : [];
     });
     const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
+    // Read: no count of theirs is needed again. Those still no record of them count one attempt more, for the next.
+    fresh.forEach((funding, index) => {
+      const result = results[index]!;
+      if (result.ok && funding.transferId) delete unreadable[funding.transferId];
+      else if (!result.ok && 'error' in result && result.error instanceof UnreadableForNow)
+        unreadable[result.error.transferId] = (unreadable[result.error.transferId] ?? 0) + 1;
+    });
+    beat();
     // A cancelled attempt says so, whatever else failed in the page first.
     if (cancelled.aborted) throw cancelled.reason;
     const failed = results.find((result) => !result.ok && 'error' in result);
-    if (failed && 'error' in failed) throw failed.error;
+    if (failed && 'error' in failed)
+      throw failed.error instanceof UnreadableForNow ? walletRetry(failed.error.walletError) : failed.error;
     return { stored: newLines, read: page.items.length, next: page.next };
   }
 

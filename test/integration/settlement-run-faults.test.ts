@@ -73,6 +73,28 @@ describe('a day settled by a durable run', () => {
     }
   });
 
+  it('asks again in later attempts for transfers whose answers were no record of them for a while (a proxy’s burst): every line matched', async () => {
+    // Before: three tries within about a second and a half, then the line said the record could not be read, for good.
+    const day = await freshDay();
+    await plant(day, 3);
+    const since = new Date();
+    const garbled = async () =>
+      Number(
+        (
+          await stack.database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM wallet_call
+            WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
+        )[0]!.n,
+      );
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+    expectProgress(await call(`/ops/settlements/${day}`), day);
+    // Every try of the first attempt answered with garbage; the next attempt comes 2 s after it failed.
+    await waitUntil(garbled, (failed) => failed >= 9, 60_000, 50);
+    await stack.admin.clearFaults();
+    const report = await settled(day);
+    expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
+  });
+
   it('waits out the wallet’s temporary failure (7011, a 400 that passes), and then matches every line', async () => {
     const day = await freshDay();
     await plant(day, 3);
