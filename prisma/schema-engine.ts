@@ -218,6 +218,7 @@ export const noFilters = { externalTables: [], externalEnums: [] };
 
 /** Applies every migration not yet applied; returns the names applied now. */
 export async function applyMigrations(databaseUrl: string): Promise<string[]> {
+  await refuseInvalidIndexes(databaseUrl);
   const handle = await openSchemaEngine(databaseUrl);
   try {
     const result = await handle.engine.applyMigrations({
@@ -227,6 +228,34 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
     return result.appliedMigrationNames;
   } finally {
     await handle.close();
+  }
+}
+
+/**
+ * Refuses to migrate a database holding an index PostgreSQL marks invalid: a `CREATE INDEX CONCURRENTLY` that failed or
+ * was cancelled (the way docs/running-at-scale.md offers to build a large table's indexes before an upgrade) leaves one
+ * under its name, or one is being built so now. A migration's `CREATE INDEX IF NOT EXISTS` would then skip it, leaving
+ * an index every write keeps up and no read uses. Names the index and what to do.
+ */
+async function refuseInvalidIndexes(databaseUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ index: string; table: string }>(`
+      SELECT c.relname AS index, t.relname AS table
+      FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
+      WHERE NOT i.indisvalid AND c.relnamespace = current_schema()::regnamespace
+      ORDER BY c.relname`);
+    if (rows.length === 0) return;
+    const names = rows.map((row) => `${row.index} (on ${row.table})`).join(', ');
+    throw new Error(
+      `nothing migrated: ${rows.length === 1 ? 'an index is' : 'indexes are'} invalid: ${names}. A CREATE INDEX ` +
+        'CONCURRENTLY that failed or was cancelled leaves one, and one under way is invalid until it ends; a ' +
+        'migration would skip it (IF NOT EXISTS). Wait for a build under way to end, or drop each (DROP INDEX ' +
+        'CONCURRENTLY <name>) and build it again, then migrate again.',
+    );
+  } finally {
+    await client.end();
   }
 }
 

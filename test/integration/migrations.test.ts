@@ -6,6 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { applyMigrations, diffMigrationsToSchema, isEmptyMigration } from '../../prisma/schema-engine.ts';
 import { readShippedChecksums } from '../../prisma/migration-checksums.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 const databaseUrl = inject('databaseUrl');
 
@@ -110,6 +111,27 @@ describe('prisma migrations', () => {
     } finally {
       await server.end();
       await dropDatabase(databaseUrl, name);
+    }
+  });
+
+  it('refuse to migrate a database holding an invalid index (a CREATE INDEX CONCURRENTLY that failed), naming it', async () => {
+    // This worker's own database, made again after the file: one of its indexes marked invalid, as PostgreSQL leaves a
+    // concurrent build that failed or was cancelled. A migration's CREATE INDEX IF NOT EXISTS would skip it.
+    const url = testDatabaseUrl();
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    const mark = (valid: boolean) =>
+      client.query(`UPDATE pg_index SET indisvalid = ${valid} WHERE indexrelid = 'ops_action_at_id_idx'::regclass`);
+    try {
+      await mark(false);
+      await expect(applyMigrations(url)).rejects.toThrow(
+        /nothing migrated: an index is invalid: ops_action_at_id_idx \(on ops_action\)\. .*DROP INDEX CONCURRENTLY/,
+      );
+      await mark(true);
+      expect(await applyMigrations(url)).toEqual([]);
+    } finally {
+      await mark(true);
+      await client.end();
     }
   });
 });
