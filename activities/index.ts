@@ -45,6 +45,8 @@ export interface ActivityDependencies {
   /** The worker's registry (lib/metrics.ts); absent: nothing is counted. */
   metrics?: Metrics;
   now?: () => number;
+  /** Tests only: the time the settlement activities take for the database's clock (a day's end and its grace). */
+  settlementNow?: () => number;
   /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
   walletTimeoutMs?: number;
   /** BATCH_MAX_IN_FLIGHT: for a batch runner the sweep starts again (default 32). */
@@ -161,6 +163,7 @@ export function createActivities(deps: ActivityDependencies) {
         runs: createSettlementRuns(deps.database),
         wallet: deps.wallet,
         logger: deps.logger,
+        ...(deps.settlementNow ? { now: deps.settlementNow } : {}),
       }),
     }),
   );

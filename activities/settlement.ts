@@ -15,12 +15,14 @@ import {
   fundingPosts,
   paymentLine,
   paymentPosts,
+  dayEndsAt,
+  SETTLEMENT_GRACE_MS,
   settlementDay,
   type DayCursor,
   type WalletTransferRecord,
 } from '../ledger/settlement.ts';
 import { SettlementRunNotRunning, type SettlementRun, type SettlementRuns } from '../ledger/settlement-runs.ts';
-import type { Database } from '../lib/database.ts';
+import { databaseNow, type Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { countPaymentsSucceededOn, paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
 import { isWalletError, transportCodes, type WalletClient, type WalletError } from '../wallet/index.ts';
@@ -39,7 +41,12 @@ export interface SettlementActivityDependencies {
   runs: SettlementRuns;
   wallet: Pick<WalletClient, 'retrieveTransfer'>;
   logger: Logger;
+  /** Tests only: the time taken for the database's clock; absent: the database's now(). */
+  now?: () => number;
 }
+
+/** The failure type of a run's begin while its day is within SETTLEMENT_GRACE_MS of its end (retried at its end). */
+const DAY_NOT_OVER = 'SettlementDayNotOver';
 
 /** Where a settleItems attempt got to: what it heartbeats, and what a retried attempt starts from. */
 interface SettleItemsCheckpoint {
@@ -180,12 +187,25 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
   return {
     async beginSettlementRun(runId: string): Promise<{ total: number }> {
       const run = await runningRun(runId);
+      // The database's clock, as the events' times are; a day that ended less than SETTLEMENT_GRACE_MS ago is not read
+      // yet: this attempt fails, and Temporal tries it again once the grace is over (nothing is written meanwhile).
+      const now = deps.now ? deps.now() : (await databaseNow(database)).getTime();
+      const ended = dayEndsAt(run.date, run.timeZone).getTime();
+      const whole = ended + SETTLEMENT_GRACE_MS;
+      if (now >= ended && now < whole)
+        throw ApplicationFailure.create({
+          type: DAY_NOT_OVER,
+          message: `${run.date} ended less than ${SETTLEMENT_GRACE_MS / 1000} s ago (writes stamped before midnight may still commit): its run reads it once they have passed`,
+          nonRetryable: false,
+          nextRetryDelay: whole - now + 250,
+        });
       const day = settlementDay(run.date, run.timeZone);
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),
         countPaymentsSucceededOn(database, day),
       ]);
-      await stopOnNotRunning(() => runs.begin(runId, fundings + payments));
+      // Begun reading after the day and its grace: the whole day, however early the run was asked for.
+      await stopOnNotRunning(() => runs.begin(runId, fundings + payments, now >= whole));
       logger.info({ runId, date: run.date, fundings, payments }, 'settlement run began');
       return { total: fundings + payments };
     },

@@ -206,10 +206,14 @@ export function createSettlementRuns(database: Database) {
         UPDATE settlement_run SET state = 'FAILED', failure = ${failure.slice(0, 200)}, finished_at = now() WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
     },
 
-    /** The day's items to check, counted as the run begins. */
-    async begin(runId: string, total: number): Promise<void> {
-      const updated =
-        await database.$executeRaw`UPDATE settlement_run SET total = GREATEST(${total}, checked) WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+    /**
+     * The day's items to check, counted as the run begins; `wholeDay`: it begins reading once the day is over (its
+     * grace too), so it covers the whole of it, whenever it was asked for.
+     */
+    async begin(runId: string, total: number, wholeDay: boolean): Promise<void> {
+      const updated = await database.$executeRaw`
+        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = whole_day OR ${wholeDay}
+        WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
       if (updated === 0) throw new SettlementRunNotRunning(runId);
     },
 

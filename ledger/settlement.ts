@@ -237,6 +237,14 @@ export function lastWholeDay(at: Date, timeZone: string): string {
 }
 
 /**
+ * How long after a day's end its run waits before it reads the day: an event is stamped by the clock of the process
+ * that writes it and becomes visible when its transaction commits, up to a transaction's time-out later (5 s by
+ * default), and the processes' clocks differ a little. A run that began reading at midnight could page past an
+ * approval stamped 23:59:59.9 that commits a moment later.
+ */
+export const SETTLEMENT_GRACE_MS = 120_000;
+
+/**
  * The instant the day `date` (YYYY-MM-DD) of `timeZone` ends: the first millisecond that falls on a later day there
  * (its next midnight, or where a clock put forward skips midnight, the first instant after it). Found by halving, on
  * the day's own calendar: whatever the zone's offsets that day, no rule of thumb about them.

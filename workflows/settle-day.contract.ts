@@ -40,11 +40,6 @@ export interface SettleDayInput {
   itemsPerActivity?: number;
   /** settleItems activities per run before it continues as new (default 50). */
   activitiesPerRun?: number;
-  /**
-   * How long the run waits before it reads anything: a past day's run begun within SETTLEMENT_GRACE_MS of the day's
-   * end waits for them to pass (a write stamped before midnight may still be committing). Absent or 0: at once.
-   */
-  readAfterMs?: number;
   /** Carried over a continue-as-new: the side being checked (absent: the run begins). */
   side?: SettlementSide;
   /** Carried over a continue-as-new: where that side's reading stands. */

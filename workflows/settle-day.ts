@@ -1,5 +1,4 @@
 // settleDay: a day's settlement run (contract-decisions section 10, docs/ledger.md).
-//   wait       → a timer, when the day ended less than SETTLEMENT_GRACE_MS ago (readAfterMs)
 //   begin      → beginSettlementRun: the day's fundings and payments counted into the run's total
 //   fundings   → settleItems, again and again: a page at a time by keyset, each transfer retrieved
 //                (at most inFlight at once; a 429 slows the whole run down), each page's lines
@@ -15,7 +14,6 @@ import {
   continueAsNew,
   proxyActivities,
   setHandler,
-  sleep,
   setWorkflowOptions,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -75,8 +73,6 @@ export async function settleDay(input: SettleDayInput): Promise<SettleDayResult>
   try {
     let side: SettlementSide;
     if (input.side === undefined) {
-      // Absent in the histories of runs begun before it was given: no timer there, as they ran.
-      if (input.readAfterMs !== undefined && input.readAfterMs > 0) await sleep(input.readAfterMs);
       await bookkeeping.beginSettlementRun(input.runId);
       side = 'fundings';
     } else side = input.side;

@@ -4,9 +4,10 @@
 // a day starts it and waits a few seconds for it; a POST starts a fresh one while the previous
 // report is served; one run per day at a time. The stored report is read a page at a time (JSON)
 // or line by line (CSV), never whole. The day is SETTLEMENT_TZ's; a day that has not begun has
-// nothing to settle, and today's report is the day so far (`complete: false`). A past day's run is always of the whole
-// day: one begun within SETTLEMENT_GRACE_MS of the day's end (writes stamped before midnight may still commit) waits
-// for them to pass before it reads, rather than settle part of the day and be settled again. A run whose
+// nothing to settle, and today's report is the day so far (`complete: false`). A run of a past day reads it only once
+// the day is SETTLEMENT_GRACE_MS over (writes stamped before midnight may still commit): its first activity waits
+// for that (activities/settlement.ts), and a run that began reading after it covers the whole day, whenever it was
+// asked for, so one asked for within the grace is not settled again once it is over. A run whose
 // workflow Temporal cannot start now (lib/workflow-unavailable.ts) stays recorded, RUNNING, for the
 // next request of the day to start: this one is refused with a WorkflowUnavailableError saying so
 // (503 WORKFLOW_UNAVAILABLE), unless it can be answered with a stored report.
@@ -18,6 +19,7 @@ import {
   settlementCsvRow,
   settlementCsvTotals,
   dayEndsAt,
+  SETTLEMENT_GRACE_MS,
   settlementDayOf,
 } from '../../ledger/settlement.ts';
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
@@ -63,13 +65,6 @@ export type FreshRunAnswer =
 /** How long a GET waits for a run before it answers 202. */
 export const SETTLEMENT_WAIT_MS = 5000;
 
-/**
- * How long after a day's end its run waits before it reads the day: an event is stamped by the clock of the process
- * that writes it and becomes visible when its transaction commits, up to a transaction's time-out later (5 s by
- * default), and the processes' clocks differ a little. A run that began reading at midnight could page past an
- * approval stamped 23:59:59.9 that commits a moment later.
- */
-export const SETTLEMENT_GRACE_MS = 120_000;
 /** How often a waiting GET reads the run's row. */
 const POLL_MS = 200;
 
@@ -95,7 +90,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   const today = () => settlementDayOf(now(), deps.timeZone).date;
   /** The last day that may still gain events: today, or yesterday within SETTLEMENT_GRACE_MS of its end. */
   const openDay = () => settlementDayOf(new Date(now().getTime() - SETTLEMENT_GRACE_MS), deps.timeZone).date;
-  /** How long a run of a past day waits before it reads: until SETTLEMENT_GRACE_MS after the day's end (0 after). */
+  /** How long a run of a past day still waits before it reads (its first activity's wait, by this clock: advice). */
   const readAfterMs = (date: string): number =>
     date < today() ? Math.max(0, dayEndsAt(date, deps.timeZone).getTime() + SETTLEMENT_GRACE_MS - now().getTime()) : 0;
 
@@ -115,8 +110,6 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
           ...(deps.options.pageSize === undefined ? {} : { pageSize: deps.options.pageSize }),
           ...(deps.options.itemsPerActivity === undefined ? {} : { itemsPerActivity: deps.options.itemsPerActivity }),
           ...(deps.options.activitiesPerRun === undefined ? {} : { activitiesPerRun: deps.options.activitiesPerRun }),
-          // Measured at each start: a start refused now and made by a later request waits what is left, if anything.
-          ...(readAfterMs(run.date) > 0 ? { readAfterMs: readAfterMs(run.date) } : {}),
         },
       });
       return run;
@@ -150,8 +143,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     requestedBy: string,
   ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      // A past day's run reads the whole of it: within the grace, once the grace is over (readAfterMs).
-      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < today(), requestedBy });
+      // Whole now if the grace is over; one asked for within it becomes whole as it begins reading after it.
+      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < openDay(), requestedBy });
       const running = await ensureWorkflow(started.run);
       if (running) return { kind: started.kind, run: running };
     }
@@ -170,9 +163,10 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   }
 
   /**
-   * A report that answers for the day: one that covers the whole of it; for today, the day so far; for yesterday within
-   * the grace, a run begun after the day ended (the previous release's: all of it but writes still committing), never
-   * one begun while the day went on (a snapshot of the evening would pass for the day). Only a run of SETTLEMENT_TZ's
+   * A report that answers for the day: one that covers the whole of it (it began reading once the grace was over); for
+   * today, the day so far; for yesterday within the grace, a run begun after the day ended (the previous release's:
+   * all of it but writes still committing), never one begun while the day went on (a snapshot of the evening would
+   * pass for the day). Only a run of SETTLEMENT_TZ's
    * day: one settled under another time zone covered another 24 hours.
    */
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>

@@ -9,7 +9,8 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
-import { createSettlementService, SETTLEMENT_GRACE_MS } from '../../api/ops/settlement-service.ts';
+import { createSettlementService } from '../../api/ops/settlement-service.ts';
+import { SETTLEMENT_GRACE_MS } from '../../ledger/settlement.ts';
 import { createSettlementRuns, type SettlementRun } from '../../ledger/settlement-runs.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
@@ -20,11 +21,14 @@ import { waitUntil } from '../support/wait-for.ts';
 import { runCli } from '../support/cli-run.ts';
 
 let stack: PartnerStack;
+/** The time the worker's settlement activities take for the database's clock while a test sets one; else the real. */
+let workerClock: number | null = null;
 beforeAll(async () => {
-  stack = await startPartnerStack({ settlements: tuning });
+  stack = await startPartnerStack({ settlements: tuning, settlementNow: () => workerClock ?? Date.now() });
   await stack.startWorker();
 });
 afterEach(async () => {
+  workerClock = null;
   await stack.admin.clearFaults();
 });
 afterAll(() => stack.close());
@@ -373,13 +377,26 @@ describe('a day settled by a durable run', () => {
       options: tuning,
       logger: createLogger({ level: 'silent' }),
     });
-    // A GET of the day while it went on started this run (the day so far); the day has ended since.
-    const duringTheDay = await runs.start({
-      date: day,
+    // A GET of the day while it went on started this run (the day so far): it began reading then, at 18:00.
+    const evening = Date.parse(`${day}T18:00:00+08:00`);
+    workerClock = evening;
+    const duringTheDay = await createSettlementService({
+      runs,
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
       timeZone,
-      wholeDay: false,
-      requestedBy: 'settlement-runs.test',
-    });
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+      now: () => new Date(evening),
+    }).settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 });
+    if (duringTheDay.kind === 'not-started') throw new Error('the day had begun');
+    await waitUntil(
+      async () => (await runsOf(day))[0]?.total ?? 0,
+      (total) => total === 2,
+      30_000,
+    );
+    // The day has ended since: asked for now, while that run may still be going.
+    workerClock = null;
     const answer = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     expect(answer.kind).not.toBe('not-started');
     const run = (answer as { run: { id: string; wholeDay: boolean } }).run;
@@ -387,19 +404,21 @@ describe('a day settled by a durable run', () => {
       wholeDay: true,
       sameRun: false,
     });
+    expect((await runs.find(duringTheDay.run.id))?.wholeDay).toBe(false);
     // The run begun during the day ended as it would have: its lines are its own record.
     expect((await runs.find(duringTheDay.run.id))?.state).toBe('SUCCEEDED');
   }, 60_000);
 
-  it('within two minutes of a day’s end, starts the run of the whole day, which reads once they have passed: a write of the day committed meanwhile is in it, and no second run is needed', async () => {
+  it('within two minutes of a day’s end, starts the day’s run, which begins reading once they have passed: a write of the day committed meanwhile is in it, and no second run is needed', async () => {
     const day = await freshDay();
     await plant(day, 2);
     const next = new Date(`${day}T00:00:00Z`);
     next.setUTCDate(next.getUTCDate() + 1);
-    // Midnight in Asia/Manila (UTC+8, no daylight saving time), as the clock of the API reads it.
+    // Midnight in Asia/Manila (UTC+8, no daylight saving time), as the clocks of the API and the worker read it.
     const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
     // 18:00 that day: a report of the day so far.
     let clock = midnight - 6 * 3600_000;
+    workerClock = clock;
     const settlements = createSettlementService({
       runs: createSettlementRuns(stack.database),
       temporal: stack.temporal,
@@ -412,23 +431,25 @@ describe('a day settled by a durable run', () => {
     const evening = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     expect(evening.kind).toBe('report');
     const eveningRun = (evening as { run: SettlementRun }).run;
+    expect(eveningRun.wholeDay).toBe(false);
     // Stored as begun then (the database stamps its own clock's time).
     await stack.database
       .$executeRaw`UPDATE settlement_run SET created_at = ${new Date(clock)} WHERE id = ${eveningRun.id}::uuid`;
-    // Six seconds before the grace is over: the day's run starts, and waits for them before it reads anything.
+    // Six seconds before the grace is over: the day's run starts, and reads nothing until it is.
     clock = midnight + SETTLEMENT_GRACE_MS - 6000;
+    workerClock = clock;
     const justAfter = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 });
     expect(justAfter.kind).toBe('running');
     const run = (justAfter as { run: SettlementRun }).run;
-    expect({ wholeDay: run.wholeDay, checked: run.checked, retryAfter: settlements.retryAfterSeconds(run) }).toEqual({
-      wholeDay: true,
+    expect({ checked: run.checked, retryAfter: settlements.retryAfterSeconds(run) }).toEqual({
       checked: 0,
       retryAfter: 7,
     });
     // A write of the day that commits within the grace (stamped before midnight).
     await plant(day, 1);
-    // Asked again once the grace is over: the same run answers, with every write of the day.
+    // The grace is over: the run begins reading (its first activity, tried again), and the same run answers.
     clock = midnight + SETTLEMENT_GRACE_MS + 1000;
+    workerClock = clock;
     const after = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     const whole = (after as { run: SettlementRun }).run;
     expect({ kind: after.kind, wholeDay: whole.wholeDay, sameRun: whole.id === run.id }).toEqual({
@@ -439,14 +460,12 @@ describe('a day settled by a durable run', () => {
     const page = await settlements.page(whole, null, 10);
     expect({ matched: page.fundings.matched, complete: page.complete }).toEqual({ matched: 3, complete: true });
     expect((await runsOf(day)).map((each) => each.id)).toEqual([eveningRun.id, run.id]);
-    // It waited on a timer before it began: none in the runs that read at once.
+    // Its begin was refused within the grace and tried again after it: no command of the workflow's changed.
     const history = await stack.temporal.workflow.getHandle(settlementWorkflowId(day, run.id)).fetchHistory();
-    const kinds = (history.events ?? [])
-      .map((event) =>
-        event.timerStartedEventAttributes ? 'timer' : event.activityTaskScheduledEventAttributes ? 'activity' : null,
-      )
-      .filter(Boolean);
-    expect(kinds[0]).toBe('timer');
+    const attempts = (history.events ?? []).flatMap((event) =>
+      event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt ?? 1] : [],
+    );
+    expect(attempts[0]).toBeGreaterThan(1);
   }, 60_000);
 
   it('starts one run for a burst of GETs: every answer a progress body or the report; a HEAD starts none', async () => {

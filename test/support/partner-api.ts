@@ -129,6 +129,8 @@ export interface PartnerApi {
      * does).
      */
     promote?: PromotionPolicy;
+    /** The time its settlement activities take for the database's clock (absent: the database's). */
+    settlementNow?: () => number;
   }): Promise<InProcessWorker & { buildId: string }>;
   opsFetch(path: string, init?: RequestInit): Promise<Response>;
   /**
@@ -252,7 +254,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
       temporal,
       taskQueue,
       onboarding,
-      async createWorker({ workflowBundle, metrics, shutdownGraceTime, promote }) {
+      async createWorker({ workflowBundle, metrics, shutdownGraceTime, promote, settlementNow }) {
         const workerConnection = await NativeConnection.connect({ address: options.temporalAddress });
         const workerWallet = createWalletClient({ ...walletConfig, ...createWalletCallLog(database, logger, metrics) });
         // As the worker process runs it: a version of the stack's own deployment (its task queue),
@@ -279,6 +281,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
             ...(metrics ? { metrics } : {}),
             laneBell,
             lanes: (options.fundingLanes ?? 'off') !== 'off',
+            ...(settlementNow ? { settlementNow } : {}),
           }),
         });
         const done = worker.run().finally(() => laneBell.close());

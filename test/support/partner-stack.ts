@@ -120,6 +120,8 @@ export async function startPartnerStack(
      * `off`: a lane project runs the single-funding files again with `always`, docs/testing.md).
      */
     fundingLanes?: FundingLanesMode;
+    /** The time the in-process worker's settlement activities take for the database's clock (absent: its own). */
+    settlementNow?: () => number;
   } = {},
 ): Promise<PartnerStack> {
   const logger = options.logTo
@@ -205,6 +207,7 @@ export async function startPartnerStack(
       running = await api.createWorker({
         workflowBundle: { codePath: inject('workflowBundlePath') },
         metrics: workerMetrics,
+        ...(options.settlementNow ? { settlementNow: options.settlementNow } : {}),
       });
     },
     async stopWorker() {
