@@ -343,11 +343,14 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       return result.ok ? [fundingLine(funding, result.value, posts)] : [];
     });
     const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
-    // Read: no count of theirs is needed again. Those still no record of them count one attempt more, for the next.
+    // Read: no count of theirs is needed again. Those still no record of them count one attempt more, for the next;
+    // but not in a page that stopped on its failures (the wallet, or a proxy before it, garbling at large, as a 5xx
+    // everywhere would be): the run waits that out, rather than store one false line after another.
+    const atLarge = results.filter((result) => !result.ok && 'error' in result).length >= FAILURES_BEFORE_A_PAGE_STOPS;
     fresh.forEach((funding, index) => {
       const result = results[index]!;
       if (result.ok && funding.transferId) delete unreadable[funding.transferId];
-      else if (!result.ok && 'error' in result && result.error instanceof UnreadableForNow)
+      else if (!atLarge && !result.ok && 'error' in result && result.error instanceof UnreadableForNow)
         unreadable[result.error.transferId] = (unreadable[result.error.transferId] ?? 0) + 1;
     });
     beat();

@@ -178,6 +178,71 @@ describe('a day settled by a durable run', () => {
     for (const [transferId, times] of asked) expect(times, transferId).toBe(transferId === victim ? 4 : 1);
   });
 
+  it('counts a transfer’s garbled answers toward its line only when the page went through: garbling at large is waited out, one transfer’s own is said', async () => {
+    const day = await freshDay();
+    await plant(day, 20);
+    const { run } = await createSettlementRuns(stack.database).start({
+      date: day,
+      timeZone,
+      wholeDay: true,
+      requestedBy: 'settlement-run-faults',
+    });
+    // Every answer garbled (a proxy at large), then only the page's first transfer's (its own), then none.
+    let garbling: 'all' | 'one' | 'none' = 'all';
+    let victim: string | undefined;
+    const wallet: WalletClient = {
+      ...stack.wallet,
+      retrieveTransfer: async (transferId) => {
+        victim ??= transferId;
+        if (garbling === 'all' || (garbling === 'one' && transferId === victim))
+          throw new WalletError({
+            operation: 'transfers.retrieve',
+            httpStatus: 200,
+            code: 'UNPARSABLE_RESPONSE',
+            outcome: 'unknown',
+            requestReferenceNo: randomUUID(),
+          });
+        return stack.wallet.retrieveTransfer(transferId);
+      },
+    };
+    const { settleItems } = stackActivities(stack, { wallet });
+    const input = {
+      runId: run.id,
+      side: 'fundings' as const,
+      after: null,
+      pageSize: 20,
+      maxItems: 100,
+      maxInFlight: 4,
+      inFlight: 4,
+    };
+    const lines = () =>
+      stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+        SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid GROUP BY result`;
+    /** An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before. */
+    let details: unknown;
+    const attempt = async (number: number) => {
+      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+      environment.on('heartbeat', (beat: unknown) => {
+        details = beat;
+      });
+      return environment.run(settleItems, input);
+    };
+    // Three attempts with every answer garbled: each page stops on its failures, and nothing is stored (before: the
+    // third stored its first transfers' lines as `mismatched`, and so on, group by group).
+    for (let number = 1; number <= 3; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
+    expect(await lines()).toEqual([]);
+    // Then one transfer's own, every time: the page goes through, and its line says so after three attempts.
+    garbling = 'one';
+    for (let number = 4; number <= 5; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
+    expect(await attempt(6)).toMatchObject({ done: true });
+    expect(Object.fromEntries((await lines()).map((row) => [row.result, Number(row.n)]))).toEqual({
+      matched: 19,
+      mismatched: 1,
+    });
+  });
+
   it('goes on where it stopped after its worker is killed, retrieving no stored line again', async () => {
     const day = await freshDay();
     await plant(day, 200);
