@@ -67,6 +67,13 @@ export interface TemporalServerOptions extends TemporalServerTools {
   historyShards: number;
   namespace: string;
   onLog?: (line: string) => void;
+  /**
+   * Each of the server's connection pools, per service (frontend, history, matching, worker) and store: at most
+   * `maxConns` connections, `maxIdleConns` of them kept open. Absent: 20 and 20 for the main store, 5 and 5 for
+   * visibility (the bench's load: a server held 31 connections). The suite's take fewer (test/support/real-temporal.ts,
+   * docs/testing.md): two of those beside the other files ran PostgreSQL out of its 100.
+   */
+  pools?: { main: { maxConns: number; maxIdleConns: number }; visibility: { maxConns: number; maxIdleConns: number } };
 }
 
 export interface RunningTemporalServer extends RunningTemporal {
@@ -158,15 +165,19 @@ function serverConfig(
   membership: Record<string, number>,
 ): string {
   const { postgres } = options;
-  const store = (database: string, maxConns: number) => `      sql:
+  const pools = options.pools ?? {
+    main: { maxConns: 20, maxIdleConns: 20 },
+    visibility: { maxConns: 5, maxIdleConns: 5 },
+  };
+  const store = (database: string, pool: { maxConns: number; maxIdleConns: number }) => `      sql:
         pluginName: "postgres12"
         databaseName: "${database}"
         connectAddr: "${postgres.host}:${postgres.port}"
         connectProtocol: "tcp"
         user: "${postgres.user}"
         password: "${postgres.password ?? ''}"
-        maxConns: ${maxConns}
-        maxIdleConns: ${maxConns}
+        maxConns: ${pool.maxConns}
+        maxIdleConns: ${pool.maxIdleConns}
         maxConnLifetime: "1h"`;
   const service = (name: keyof typeof ports, extra = '') => `  ${name}:
     rpc:
@@ -183,9 +194,9 @@ persistence:
   numHistoryShards: ${options.historyShards}
   datastores:
     postgres-default:
-${store(options.databasePrefix, 20)}
+${store(options.databasePrefix, pools.main)}
     postgres-visibility:
-${store(`${options.databasePrefix}_visibility`, 5)}
+${store(`${options.databasePrefix}_visibility`, pools.visibility)}
 
 global:
   membership:

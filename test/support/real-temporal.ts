@@ -31,6 +31,8 @@ export async function startRealTemporal(): Promise<RealTemporal> {
     databasePrefix,
     historyShards: 2,
     namespace: 'default',
+    // A test's few workflows at a time: small pools, few kept open (14 connections at most, where the bench's held 31).
+    pools: { main: { maxConns: 10, maxIdleConns: 2 }, visibility: { maxConns: 4, maxIdleConns: 1 } },
   });
   return {
     address: server.address,
