@@ -1,0 +1,185 @@
+// A day's settlement run (contract-decisions section 10) when the wallet will not say what became of a transfer, on the
+// real stack: the settleDay workflow on a Temporal worker, PostgreSQL and the sandbox wallet over HTTP, and a page's
+// attempts made here as Temporal would make them. A transfer the wallet refuses each time, or answers with no record of
+// it through three attempts, gets a line saying so and the day goes on; garbled answers for a while, or at large, are
+// asked again and waited out, never stored as a false line; a page keeps what it read when one transfer fails. The
+// run's other faults are settlement-run-faults.test.ts's, its cases settlement-runs.test.ts's: files of their own.
+import { randomUUID } from 'node:crypto';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createSettlementRuns } from '../../ledger/settlement-runs.ts';
+import { WalletError, type WalletClient } from '../../wallet/index.ts';
+import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { expectProgress, settlementRunKit, timeZone, tuning } from '../support/settlement-run-kit.ts';
+import { stackActivities } from '../support/stack-activities.ts';
+import { waitUntil } from '../support/wait-for.ts';
+
+let stack: PartnerStack;
+beforeAll(async () => {
+  stack = await startPartnerStack({ settlements: tuning });
+  await stack.startWorker();
+});
+afterEach(async () => {
+  await stack.admin.clearFaults();
+});
+afterAll(() => stack.close());
+
+const { call, settled, freshDay, plant } = settlementRunKit(() => stack);
+/** The retrieves the wallet call audit records as failed since `since`, counted when asked. */
+const failedRetrievesFrom = (since: Date) => async () =>
+  Number(
+    (
+      await stack.database.$queryRaw<Array<{ n: bigint }>>`
+        SELECT count(*) AS n FROM wallet_call
+        WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
+    )[0]!.n,
+  );
+
+/** A retrieve's failure as the wallet client throws it. */
+const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 'unknown') =>
+  new WalletError({ operation: 'transfers.retrieve', httpStatus, code, outcome, requestReferenceNo: randomUUID() });
+
+/**
+ * A run of a day of 20 fundings, and its settleItems as this process runs it (the test makes each attempt, as Temporal
+ * would), one page of 20: `failure` answers a retrieve with an error, or null for the wallet's own answer.
+ */
+async function pageSettledHere(failure: (transferId: string) => WalletError | null) {
+  const day = await freshDay();
+  await plant(day, 20);
+  const { run } = await createSettlementRuns(stack.database).start({
+    date: day,
+    timeZone,
+    wholeDay: true,
+    requestedBy: 'settlement-run-faults',
+  });
+  const wallet: WalletClient = {
+    ...stack.wallet,
+    retrieveTransfer: async (transferId) => {
+      const error = failure(transferId);
+      if (error) throw error;
+      return stack.wallet.retrieveTransfer(transferId);
+    },
+  };
+  const { settleItems } = stackActivities(stack, { wallet });
+  const input = {
+    runId: run.id,
+    side: 'fundings' as const,
+    after: null,
+    pageSize: 20,
+    maxItems: 100,
+    maxInFlight: 4,
+    inFlight: 4,
+  };
+  return { run, settleItems, input };
+}
+
+describe('a day settled by a durable run, when the wallet will not say what became of a transfer', () => {
+  it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
+    // A lasting 400 for every retrieve, then answers that are no record: each transfer's own answer, tried three
+    // times. The run was retried for ever (RUNNING, 202 to every GET, and a fresh run hit the same item).
+    // And a record that is another transfer's (altered on the way): no record of this one, each time.
+    for (const fault of [
+      { endpoint: 'transfers.retrieve' as const, mode: 'error-before-effect' as const, rate: 1, status: 400 },
+      { endpoint: 'transfers.retrieve' as const, mode: 'garbage-body' as const, rate: 1 },
+      { endpoint: 'transfers.retrieve' as const, mode: 'altered-answer' as const, rate: 1 },
+    ]) {
+      const day = await freshDay();
+      await plant(day, 3);
+      await stack.admin.setFaults([fault]);
+      const report = await settled(day);
+      expect(report.body, fault.mode).toMatchObject({ fundings: { matched: 0, missing: 0, mismatched: 3 } });
+      for (const item of report.body.items as Array<Record<string, unknown>>)
+        expect(item, fault.mode).toMatchObject({
+          result: 'mismatched',
+          walletStatus: null,
+          walletAmount: null,
+          detail: expect.stringContaining("the wallet's record could not be read"),
+        });
+      await stack.admin.clearFaults();
+    }
+  });
+
+  it('asks again in later attempts for transfers whose answers were no record of them for a while (a proxy’s burst): every line matched', async () => {
+    // Before: three tries within about a second and a half, then the line said the record could not be read, for good.
+    const day = await freshDay();
+    await plant(day, 3);
+    const garbled = failedRetrievesFrom(new Date());
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+    expectProgress(await call(`/ops/settlements/${day}`), day);
+    // Every try of the first attempt answered with garbage; the next attempt comes 2 s after it failed.
+    await waitUntil(garbled, (failed) => failed >= 9, 60_000, 50);
+    await stack.admin.clearFaults();
+    const report = await settled(day);
+    expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
+  });
+
+  it('keeps what a page read when one of its transfers fails for good: the attempt tried again retrieves only that one', async () => {
+    // The wallet fails every try of the page's first transfer (a 503: the attempt fails, and Temporal tries it again),
+    // until it is told not to; every other retrieve is the wallet's own answer.
+    const asked = new Map<string, number>();
+    let victim: string | undefined;
+    let failing = true;
+    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+      asked.set(transferId, (asked.get(transferId) ?? 0) + 1);
+      victim ??= transferId;
+      return failing && transferId === victim ? retrieveError(503, 'SERVICE_UNAVAILABLE', 'retryable') : null;
+    });
+    const lines = async () =>
+      Number(
+        (
+          await stack.database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid`
+        )[0]!.n,
+      );
+
+    await expect(new MockActivityEnvironment({ attempt: 1 }).run(settleItems, input)).rejects.toThrow(
+      /SERVICE_UNAVAILABLE/,
+    );
+    // Before: nothing of the page was stored, and the attempt tried again retrieved all twenty again.
+    expect(await lines()).toBe(19);
+    failing = false;
+    const outcome = await new MockActivityEnvironment({ attempt: 2 }).run(settleItems, input);
+    expect(outcome).toMatchObject({ done: true, stored: 1 });
+    expect(await lines()).toBe(20);
+    expect(asked.size).toBe(20);
+    for (const [transferId, times] of asked) expect(times, transferId).toBe(transferId === victim ? 4 : 1);
+  });
+
+  it('counts a transfer’s garbled answers toward its line only when the page went through: garbling at large is waited out, one transfer’s own is said', async () => {
+    // Every answer garbled (a proxy at large), then only the page's first transfer's (its own), then none.
+    let garbling: 'all' | 'one' | 'none' = 'all';
+    let victim: string | undefined;
+    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+      victim ??= transferId;
+      return garbling === 'all' || (garbling === 'one' && transferId === victim)
+        ? retrieveError(200, 'UNPARSABLE_RESPONSE', 'unknown')
+        : null;
+    });
+    const lines = () =>
+      stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+        SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid GROUP BY result`;
+    /** An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before. */
+    let details: unknown;
+    const attempt = async (number: number) => {
+      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+      environment.on('heartbeat', (beat: unknown) => {
+        details = beat;
+      });
+      return environment.run(settleItems, input);
+    };
+    // Three attempts with every answer garbled: each page stops on its failures, and nothing is stored (before: the
+    // third stored its first transfers' lines as `mismatched`, and so on, group by group).
+    for (let number = 1; number <= 3; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
+    expect(await lines()).toEqual([]);
+    // Then one transfer's own, every time: the page goes through, and its line says so after three attempts.
+    garbling = 'one';
+    for (let number = 4; number <= 5; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
+    expect(await attempt(6)).toMatchObject({ done: true });
+    expect(Object.fromEntries((await lines()).map((row) => [row.result, Number(row.n)]))).toEqual({
+      matched: 19,
+      mismatched: 1,
+    });
+  });
+});
