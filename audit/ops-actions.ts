@@ -21,6 +21,7 @@
 import { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
+import { decodeTimeIdCursor, encodeTimeIdCursor } from '../lib/page-cursor.ts';
 
 /**
  * Requests without a session or key recorded one by one per client address, channel and minute; past it, one summary
@@ -426,19 +427,6 @@ export type OpsActionPage =
  */
 export const OPS_ACTIONS_SCANNED_PER_PAGE = 5000;
 
-export function encodeOpsActionCursor(at: Date, id: string): string {
-  return Buffer.from(`${at.toISOString()}|${id}`).toString('base64url');
-}
-
-export function decodeOpsActionCursor(cursor: string): { at: Date; id: bigint } | null {
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(
-    Buffer.from(cursor, 'base64url').toString('utf8'),
-  );
-  if (!match) return null;
-  const at = new Date(match[1]!);
-  return Number.isNaN(at.getTime()) ? null : { at, id: BigInt(match[2]!) };
-}
-
 /** `value` as a LIKE pattern's literal part: its %, _ and \ stand for themselves. */
 const likeLiteral = (value: string) => value.replace(/[\\%_]/g, (char) => `\\${char}`);
 
@@ -448,7 +436,7 @@ const likeLiteral = (value: string) => value.replace(/[\\%_]/g, (char) => `\\${c
  * one day's part of it) and keeps those the filters match.
  */
 export async function listOpsActions(database: Database, query: OpsActionQuery): Promise<OpsActionPage> {
-  const after = query.cursor ? decodeOpsActionCursor(query.cursor) : null;
+  const after = query.cursor ? decodeTimeIdCursor(query.cursor) : null;
   if (query.cursor && !after) return { kind: 'invalid-cursor' };
   const range: Prisma.Sql[] = [];
   // The cursor's time is a plain bound (the index scan starts there, or at the day's end if that
@@ -526,11 +514,11 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
   // A full page goes on after its last row; a short one after the last row it looked through, when it looked through
   // all it may.
   if (matches.length > query.limit && last)
-    return { kind: 'page', items, nextCursor: encodeOpsActionCursor(last.at, last.id), searchedAll: false };
+    return { kind: 'page', items, nextCursor: encodeTimeIdCursor(last.at, last.id), searchedAll: false };
   return {
     kind: 'page',
     items,
-    nextCursor: edge ? encodeOpsActionCursor(edge.at, edge.id.toString()) : null,
+    nextCursor: edge ? encodeTimeIdCursor(edge.at, edge.id.toString()) : null,
     searchedAll: edge !== undefined,
   };
 }

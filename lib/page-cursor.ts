@@ -33,6 +33,31 @@ export function decodeCursor(cursor: string): { createdAt: Date; id: string } | 
   }
 }
 
+/** PostgreSQL's largest bigint: a row id a cursor may name. */
+export const MAX_BIGINT = 9_223_372_036_854_775_807n;
+
+/**
+ * A cursor of rows ordered newest first by a time and a bigint id (the audit's acts, a link's events):
+ * `<ISO time>|<id>`, opaque to clients.
+ */
+export function encodeTimeIdCursor(at: Date, id: string | bigint): string {
+  return Buffer.from(`${at.toISOString()}|${id}`).toString('base64url');
+}
+
+/**
+ * A cursor encodeTimeIdCursor wrote, or null: a forged time before 1970 or an id past a bigint never reaches
+ * PostgreSQL.
+ */
+export function decodeTimeIdCursor(cursor: string): { at: Date; id: bigint } | null {
+  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(
+    Buffer.from(cursor, 'base64url').toString('utf8'),
+  );
+  if (!match) return null;
+  const at = new Date(match[1]!);
+  const id = BigInt(match[2]!);
+  return Number.isNaN(at.getTime()) || at.getTime() < 0 || id > MAX_BIGINT ? null : { at, id };
+}
+
 /** A page of a list: its items, newest first, and the cursor of the next page (null on the last). */
 export const pageSchema = <Item extends z.ZodType>(item: Item) =>
   z.object({ items: z.array(item), nextCursor: z.string().nullable() });

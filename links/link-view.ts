@@ -4,6 +4,7 @@
 import { z } from 'zod';
 import type { LinkView } from '../domain/link.ts';
 import type { Database } from '../lib/database.ts';
+import { decodeTimeIdCursor, encodeTimeIdCursor } from '../lib/page-cursor.ts';
 import { profileByScopeSchema, profileScopes } from '../wallet/index.ts';
 
 export const linkProfileSchema = z.object({
@@ -77,7 +78,7 @@ export async function linkEvents(
   linkId: string,
   page: { limit: number; cursor?: string | undefined },
 ): Promise<{ items: LinkEventView[]; nextCursor: string | null } | null> {
-  const after = page.cursor === undefined ? null : decodeEventCursor(page.cursor);
+  const after = page.cursor === undefined ? null : decodeTimeIdCursor(page.cursor);
   if (page.cursor !== undefined && !after) return null;
   const rows = await database.linkEvent.findMany({
     where: {
@@ -94,18 +95,6 @@ export async function linkEvents(
   const last = items.at(-1);
   return {
     items: items.map(({ id: _id, ...event }) => event),
-    nextCursor:
-      rows.length > page.limit && last
-        ? Buffer.from(`${last.at.toISOString()}|${last.id}`).toString('base64url')
-        : null,
+    nextCursor: rows.length > page.limit && last ? encodeTimeIdCursor(last.at, last.id) : null,
   };
-}
-
-function decodeEventCursor(cursor: string): { at: Date; id: bigint } | null {
-  const match = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z)\|([1-9]\d{0,18})$/.exec(
-    Buffer.from(cursor, 'base64url').toString('utf8'),
-  );
-  if (!match) return null;
-  const at = new Date(match[1]!);
-  return Number.isNaN(at.getTime()) ? null : { at, id: BigInt(match[2]!) };
 }

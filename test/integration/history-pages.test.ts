@@ -1,10 +1,12 @@
-// The audit's filter by person (audit/ops-actions.ts listOpsActions), on the real database: a key's
-// name matches in any case, as keys are named (lib/ops-keys.ts); a person's identity only in the case
-// their provider gives it, as maker-checker compares them (domain/actor.ts): two people whose
-// subjects differ only in case are two people in the audit too.
+// The console's history pages on the real database. The audit's filter by person (audit/ops-actions.ts
+// listOpsActions): a key's name matches in any case, as keys are named (lib/ops-keys.ts); a person's identity only in
+// the case their provider gives it, as maker-checker compares them (domain/actor.ts): two people whose subjects differ
+// only in case are two people in the audit too. And the cursors of the audit and of a link's history
+// (lib/page-cursor.ts decodeTimeIdCursor): a forged one is refused before it reaches PostgreSQL.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listOpsActions } from '../../audit/ops-actions.ts';
+import { linkEvents } from '../../links/link-view.ts';
 import { createDatabase, type Database } from '../../lib/database.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
@@ -41,5 +43,22 @@ describe("the audit's filter by person", () => {
     expect(await whoMatches(`Maria Santos (OIDC:MA-${run})`)).toEqual([]);
     // A display name names every person who carries it: the audit does not know which one is meant.
     expect(await whoMatches('Maria Santos')).toEqual([actors.upper, actors.lower].sort());
+  });
+});
+
+describe('a forged cursor of the audit or of a link’s history', () => {
+  it('is refused before it reaches PostgreSQL: an id past a bigint, a year before 1970 (none has a year 0)', async () => {
+    const forged = ['2026-01-01T00:00:00.000Z|9999999999999999999', '0000-01-01T00:00:00.000Z|1'].map((text) =>
+      Buffer.from(text).toString('base64url'),
+    );
+    for (const cursor of forged) {
+      // Before: each reached PostgreSQL (a bigint out of range, a year 0) and the page answered 500.
+      expect(await listOpsActions(database, { cursor, limit: 10 }), cursor).toEqual({ kind: 'invalid-cursor' });
+      expect(await linkEvents(database, randomUUID(), { cursor, limit: 10 }), cursor).toBeNull();
+    }
+    // One the pages wrote goes on.
+    const written = Buffer.from('2026-01-01T00:00:00.000Z|9223372036854775807').toString('base64url');
+    expect(await listOpsActions(database, { cursor: written, limit: 10 })).toMatchObject({ kind: 'page' });
+    expect(await linkEvents(database, randomUUID(), { cursor: written, limit: 10 })).toMatchObject({ items: [] });
   });
 });
