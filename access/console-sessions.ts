@@ -16,7 +16,6 @@ import { sqlClock, sqlInterval, type Database, type SqlClock } from '../lib/data
 import type { OpsScope } from '../lib/ops-keys.ts';
 import { opsScopes } from '../lib/ops-keys.ts';
 import { hashBearer } from '../links/embedded-sessions.ts';
-import { CONSOLE_IDLE_MINUTES_MAX } from '../lib/config/environment.ts';
 
 export interface ConsolePerson {
   /** `key:<ops key name>` or `oidc:<subject>`: who, whatever their display name. */
@@ -102,7 +101,10 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   const lifetime = sqlInterval(policy.lifetimeMs);
   /**
    * A session's end of life: its sign-in's CONSOLE_SESSION_HOURS, or today's where it is shorter (lowered since, as in
-   * an incident: the sessions already open end by it too). The idle time is today's setting as well.
+   * an incident: the sessions already open end by it too). The idle time is today's setting as well, but never past
+   * the end stored at the session's last write (`ends_at`, under the setting then): a session that went idle is over
+   * whether or not a request read it since, and a longer CONSOLE_IDLE_MINUTES set later takes effect from the
+   * person's next act.
    */
   const endOfLife = Prisma.sql`LEAST(s.expires_at, s.created_at + ${lifetime})`;
 
@@ -115,7 +117,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   ): Promise<{ session: ConsoleSessionView | null; ended: Pick<ConsolePerson, 'personId' | 'via'> | null }> {
     const rows = await database.$queryRaw<SessionRow[]>`
       SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
-             (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at) AS live,
+             (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at AND s.ends_at > t.at) AS live,
              s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
       FROM console_session s, (SELECT ${at()} AS at) t
       WHERE s.cookie_hash = ${hashBearer(cookieValue)}`;
@@ -182,7 +184,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       await database.$executeRaw`
         UPDATE console_session s SET last_seen_at = t.at, ends_at = LEAST(${endOfLife}, t.at + ${idle})
         FROM (SELECT ${at()} AS at) t
-        WHERE s.id = ${session.id}::uuid AND ${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at`;
+        WHERE s.id = ${session.id}::uuid AND ${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at AND s.ends_at > t.at`;
     },
 
     /**
@@ -258,9 +260,8 @@ export type ConsolePurgeTable = 'console_sign_in' | 'console_session';
 /**
  * Deletes up to `batchSize` rows of `table` that ended before `cutoff` (oldest first); answers how
  * many. A sign-in never finished ends at its expiry; a session at the earlier of its idle end and
- * its lifetime's end (`ends_at`), but its idle end is the one of the CONSOLE_IDLE_MINUTES it was
- * written under: one that `read` would still take as live under a longer idle time set since (up to
- * CONSOLE_IDLE_MINUTES_MAX) is kept. A session signed out is deleted at once, not here.
+ * its lifetime's end (`ends_at`, under the settings of its last write: no setting raised since
+ * brings it back). A session signed out is deleted at once, not here.
  */
 export async function purgeEndedConsoleRows(
   database: Database,
@@ -274,9 +275,6 @@ export async function purgeEndedConsoleRows(
         SELECT state FROM console_sign_in WHERE expires_at < ${cutoff} ORDER BY expires_at LIMIT ${batchSize})`;
     case 'console_session':
       return database.$executeRaw`DELETE FROM console_session WHERE id IN (
-        SELECT id FROM console_session
-        WHERE ends_at < ${cutoff}
-          AND (expires_at < ${cutoff} OR last_seen_at + ${sqlInterval(CONSOLE_IDLE_MINUTES_MAX * 60_000)} < ${cutoff})
-        ORDER BY ends_at LIMIT ${batchSize})`;
+        SELECT id FROM console_session WHERE ends_at < ${cutoff} ORDER BY ends_at LIMIT ${batchSize})`;
   }
 }

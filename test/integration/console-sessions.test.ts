@@ -69,4 +69,24 @@ describe('an idle session', () => {
     const anHour = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
     expect(await anHour.read(cookieValue)).toBeNull();
   });
+
+  it('stays over when CONSOLE_IDLE_MINUTES is raised, though no request read it while it was idle; a live one takes the longer time from its next act', async () => {
+    let now = Date.UTC(2026, 11, 4, 9, 0);
+    const clock = () => now;
+    const fifteenMinutes = createConsoleSessions(database, { idleMs: 15 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    const idle = (await fifteenMinutes.start(person, grant)).cookieValue;
+    const live = (await fifteenMinutes.start(person, grant)).cookieValue;
+    // The person acts in `live` 10 minutes in; `idle` is left on a shared desk, and nothing asks for it.
+    now += 10 * MINUTE;
+    await fifteenMinutes.touch((await fifteenMinutes.read(live))!);
+    // 20 minutes in, the setting is raised to an hour (the API restarted with it).
+    now += 10 * MINUTE;
+    const anHour = createConsoleSessions(database, { idleMs: 60 * MINUTE, lifetimeMs: 8 * HOUR }, clock);
+    // Before: read under the hour, the desk's session was live again for 40 more minutes.
+    expect(await anHour.read(idle)).toBeNull();
+    // The live one: its end under 15 minutes is 25 minutes in; an act now writes its end under the hour.
+    await anHour.touch((await anHour.read(live))!);
+    now += 30 * MINUTE;
+    expect(await anHour.read(live)).toMatchObject({ personId: person.personId });
+  });
 });

@@ -221,9 +221,10 @@ describe('purge of expired logins and sessions', () => {
     expect(report.unfinished).toEqual([]);
   });
 
-  it('keeps a console session idle past the CONSOLE_IDLE_MINUTES it signed in under while a longer one set since keeps it live', async () => {
+  it('deletes a console session idle past the CONSOLE_IDLE_MINUTES it was written under, however long one is set since: it is over', async () => {
     // Signed in under 15 idle minutes (its stored end: 15 minutes after its last act), then CONSOLE_IDLE_MINUTES was
-    // raised to a day: read() takes it as live for a day after its last act, so the purge must not delete it.
+    // raised to a day: the session is over all the same (read() takes it as over), so the purge deletes it once its
+    // end is past the retention; one whose end is within the retention is kept.
     const HOUR_MS = 3_600_000;
     const session = async (lastSeenAgoMs: number) => {
       const cookie = randomBytes(32).toString('base64url');
@@ -244,17 +245,19 @@ describe('purge of expired logins and sessions', () => {
       });
       return cookie;
     };
-    const stillLive = await session(2 * HOUR_MS);
+    const endedWithinTheRetention = await session(30 * 60_000);
+    const idleUnderItsSetting = await session(2 * HOUR_MS);
     const idleUnderAnyPolicy = await session(30 * HOUR_MS);
     const stored = (cookie: string) =>
       stack.database.consoleSession.count({ where: { cookieHash: hashBearer(cookie) } });
+    const sessions = createConsoleSessions(stack.database, { idleMs: 24 * HOUR_MS, lifetimeMs: 48 * HOUR_MS });
+    expect(await sessions.read(endedWithinTheRetention)).toBeNull();
 
     await purge({ retentionSeconds: 3600 });
 
     expect(await stored(idleUnderAnyPolicy)).toBe(0);
-    expect(await stored(stillLive)).toBe(1);
-    const sessions = createConsoleSessions(stack.database, { idleMs: 24 * HOUR_MS, lifetimeMs: 48 * HOUR_MS });
-    expect(await sessions.read(stillLive)).toMatchObject({ personId: 'key:purge-idle-test' });
+    expect(await stored(idleUnderItsSetting)).toBe(0);
+    expect(await stored(endedWithinTheRetention)).toBe(1);
   });
 
   it('deletes the audit’s budget counts of minutes that are over, and never an audit row, however old', async () => {
