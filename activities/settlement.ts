@@ -60,9 +60,10 @@ interface SettleItemsCheckpoint {
 }
 
 /**
- * Attempts in which every try of a transfer's retrieve must answer no record of it (a body that is not a record, or
- * another transfer's) before its line says the record could not be read: such answers may be a proxy's or a deploy's
- * for a moment, and a line stored says so for the run's report. Between attempts, Temporal's backoff (2 s, then 4 s).
+ * Attempts whose page went through in which every try of a transfer's retrieve must answer no record of it (a body
+ * that is not a record, or another transfer's) before its line says the record could not be read: such answers may be
+ * a proxy's or a deploy's for a moment, and a line stored says so for the run's report. Between attempts, Temporal's
+ * backoff (2 s, then 4 s, …); a page that stopped on its failures counts for none (settleFundingsPage).
  */
 const UNREADABLE_ATTEMPTS = 3;
 
