@@ -157,8 +157,9 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
 
     /**
      * Endpoints whose deliveries fail: each with its dead letters (FAILED, waiting for a redelivery)
-     * and the deliveries still being retried after a failed attempt (the console's home). Each
-     * endpoint's address comes masked (masked-url.ts): this list is for being shown.
+     * and the deliveries still being retried after a failed attempt (the console's home). Only endpoints still
+     * registered: a deleted one's letters can be redelivered no more. Each endpoint's address comes masked
+     * (masked-url.ts): this list is for being shown.
      */
     async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
       const rows = await database.$queryRaw<
@@ -168,7 +169,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
                COUNT(*) FILTER (WHERE d.status = 'FAILED')::int AS "deadLetters",
                COUNT(*) FILTER (WHERE d.status = 'PENDING' AND d.attempts > 0)::int AS retrying
         FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
-        WHERE d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0)
+        WHERE e.deleted_at IS NULL AND (d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0))
         GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`;
       return rows.map(({ url, ...row }) => ({ ...row, maskedUrl: maskedWebhookUrl(url) }));
     },

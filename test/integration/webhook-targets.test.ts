@@ -1,7 +1,8 @@
 // Where webhooks may go in production (webhooks/target-guard.ts): never an address inside
 // walletflow's own network, checked at registration and again at every delivery attempt on every
 // address the endpoint's name resolves to; https only. In development any http(s) URL still works
-// (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine.
+// (`walletflow webhooks listen` listens on loopback). Real HTTP servers on this machine. And which endpoints the
+// console's home lists as failing: registered ones only (webhooks/webhook-store.ts health).
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -167,5 +168,26 @@ describe('webhook targets', () => {
       await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false }),
     ).toBe(204);
     expect(hits).toBe(1);
+  });
+});
+
+describe('the webhooks the console’s home says are failing', () => {
+  it('are endpoints still registered: a deleted one’s dead letters, which nobody can redeliver, are not counted', async () => {
+    const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+    const endpoint = async () =>
+      (await store.createEndpoint({ url: 'https://partner.example/hooks', events: ['funding.approved'] }, 'ops'))
+        .endpoint.id;
+    const [kept, deleted] = [await endpoint(), await endpoint()];
+    const event = await stack.database.webhookEvent.create({
+      data: { id: `evt_${randomUUID()}`, type: 'funding.approved', body: '{}' },
+    });
+    for (const endpointId of [kept, deleted])
+      await stack.database.webhookDelivery.create({
+        data: { id: randomUUID(), eventId: event.id, endpointId, status: 'FAILED', attempts: 3 },
+      });
+    expect(await store.deleteEndpoint(deleted, 'ops')).toBe(true);
+    const failing = (await store.health()).filter((row) => [kept, deleted].includes(row.endpointId));
+    // Before: the deleted endpoint was listed with its dead letter, for good (the home read them every 5 s).
+    expect(failing).toEqual([expect.objectContaining({ endpointId: kept, deadLetters: 1, retrying: 0 })]);
   });
 });
