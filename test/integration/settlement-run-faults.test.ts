@@ -20,17 +20,9 @@ afterEach(async () => {
 });
 afterAll(() => stack.close());
 
-const { call, settled, freshDay, plant, runsOf, retrievesByTransfer } = settlementRunKit(() => stack);
-/** The retrieves the wallet call audit records as failed since `since`, counted when asked. */
-const failedRetrievesFrom = (since: Date) => async () =>
-  Number(
-    (
-      await stack.database.$queryRaw<Array<{ n: bigint }>>`
-        SELECT count(*) AS n FROM wallet_call
-        WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
-    )[0]!.n,
-  );
-
+const { call, settled, freshDay, plant, runsOf, retrievesByTransfer, failedRetrievesFrom } = settlementRunKit(
+  () => stack,
+);
 describe('a day settled by a durable run', () => {
   it('slows down as a whole on the wallet’s 429s and still finishes, each transfer retrieved once', async () => {
     const day = await freshDay();

@@ -24,17 +24,7 @@ afterEach(async () => {
 });
 afterAll(() => stack.close());
 
-const { call, settled, freshDay, plant } = settlementRunKit(() => stack);
-/** The retrieves the wallet call audit records as failed since `since`, counted when asked. */
-const failedRetrievesFrom = (since: Date) => async () =>
-  Number(
-    (
-      await stack.database.$queryRaw<Array<{ n: bigint }>>`
-        SELECT count(*) AS n FROM wallet_call
-        WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
-    )[0]!.n,
-  );
-
+const { call, settled, freshDay, plant, failedRetrievesFrom } = settlementRunKit(() => stack);
 /** A retrieve's failure as the wallet client throws it. */
 const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 'unknown') =>
   new WalletError({ operation: 'transfers.retrieve', httpStatus, code, outcome, requestReferenceNo: randomUUID() });

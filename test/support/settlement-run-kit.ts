@@ -87,5 +87,15 @@ export function settlementRunKit(stack: () => PartnerStack) {
     return new Map(rows.map((row) => [row.path.split('/').at(-1)!, Number(row.n)]));
   }
 
-  return { call, settled, freshDay, plant, runsOf, retrievesByTransfer };
+  /** The retrieves the wallet call audit records as failed since `since`, counted when asked. */
+  const failedRetrievesFrom = (since: Date) => async () =>
+    Number(
+      (
+        await stack().database.$queryRaw<Array<{ n: bigint }>>`
+          SELECT count(*) AS n FROM wallet_call
+          WHERE operation = 'transfers.retrieve' AND outcome <> 'ok' AND started_at >= ${since}`
+      )[0]!.n,
+    );
+
+  return { call, settled, freshDay, plant, runsOf, retrievesByTransfer, failedRetrievesFrom };
 }
