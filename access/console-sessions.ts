@@ -33,6 +33,9 @@ export type ConsoleGrant =
   /** The provider, and the person's groups that had a console role then. */
   | { via: 'oidc'; issuer: string; groups: readonly string[] };
 
+/** Whose a session that is over was (a sign-out from its browser ends the person's every session, under their name). */
+export type EndedConsoleSession = Pick<ConsolePerson, 'personId' | 'personName' | 'via'>;
+
 export interface ConsoleSessionView extends ConsolePerson {
   id: string;
   csrfToken: string;
@@ -114,7 +117,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
    */
   async function readOrEnded(
     cookieValue: string,
-  ): Promise<{ session: ConsoleSessionView | null; ended: Pick<ConsolePerson, 'personId' | 'via'> | null }> {
+  ): Promise<{ session: ConsoleSessionView | null; ended: EndedConsoleSession | null }> {
     const rows = await database.$queryRaw<SessionRow[]>`
       SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
              (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at AND s.ends_at > t.at) AS live,
@@ -130,7 +133,10 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       await database.$executeRaw`
         UPDATE console_session s SET expires_at = LEAST(s.expires_at, t.at), ends_at = LEAST(s.ends_at, t.at)
         FROM (SELECT ${at()} AS at) t WHERE s.id = ${row.id}::uuid AND (s.expires_at > t.at OR s.ends_at > t.at)`;
-      return { session: null, ended: { personId: row.person_id, via: row.via === 'oidc' ? 'oidc' : 'key' } };
+      return {
+        session: null,
+        ended: { personId: row.person_id, personName: row.person_name, via: row.via === 'oidc' ? 'oidc' : 'key' },
+      };
     }
     const session: ConsoleSessionView = {
       id: row.id,
@@ -213,9 +219,15 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       return count;
     },
 
-    /** When the person last signed out, if they have not signed in through the provider since. */
-    async signedOutAt(personId: string): Promise<Date | null> {
-      return (await database.consoleSignOut.findUnique({ where: { personId } }))?.signedOutAt ?? null;
+    /**
+     * When the person last signed out, if they have not signed in through the provider since, and the database's time
+     * now (what a login's age is measured against: one clock for every API process, the one the sign-out was kept by).
+     */
+    async signOutOf(personId: string): Promise<{ signedOutAt: Date | null; now: Date }> {
+      const [row] = await database.$queryRaw<Array<{ signed_out_at: Date | null; now: Date }>>`
+        SELECT o.signed_out_at, t.at AS now
+        FROM (SELECT ${at()} AS at) t LEFT JOIN console_sign_out o ON o.person_id = ${personId}`;
+      return { signedOutAt: row!.signed_out_at, now: row!.now };
     },
 
     /** The person signed in through the provider after a sign-out at `signedOutAt`: forgotten (a later one stays). */

@@ -13,7 +13,12 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import { setActor } from '../http/actor.ts';
 import { refuseHead, routesOn, type AddRoute } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
-import { sameToken, type ConsoleSessions, type ConsoleSessionView } from '../../access/console-sessions.ts';
+import {
+  sameToken,
+  type ConsoleSessions,
+  type ConsoleSessionView,
+  type EndedConsoleSession,
+} from '../../access/console-sessions.ts';
 import type { ConsoleGrants } from './console-grants.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
@@ -121,8 +126,8 @@ export function consoleSessionOf(res: Response): ConsoleSessionView | undefined 
  * Whose session this browser's cookie named, when it was read now and found over: ended by time (idle, past its
  * lifetime), or on a sign-in that no longer holds. A sign-out from it still signs that person out everywhere.
  */
-export function endedSessionOf(res: Response): Pick<ConsoleSessionView, 'personId' | 'via'> | undefined {
-  return res.locals[ENDED] as Pick<ConsoleSessionView, 'personId' | 'via'> | undefined;
+export function endedSessionOf(res: Response): EndedConsoleSession | undefined {
+  return res.locals[ENDED] as EndedConsoleSession | undefined;
 }
 
 /** Whether this request counted as the person's act (a stream must not: live-region.ts checks). */
@@ -149,7 +154,7 @@ export function readConsoleSession(
 ): RequestHandler {
   return async (req, res, next) => {
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
-    const ended: Array<Pick<ConsoleSessionView, 'personId' | 'via'>> = [];
+    const ended: EndedConsoleSession[] = [];
     const values = cookieValuesOf(req, names.session);
     for (const value of values) {
       const { session: stored, ended: endedNow } = await sessions.readOrEnded(value);
@@ -157,7 +162,7 @@ export function readConsoleSession(
       if (stored && scopes) live.push({ value, stored, scopes });
       // Ended by time, or live by time on a sign-in that no longer holds (the key's secret changed since, the
       // provider's groups no longer give a role): over either way, and whose it was is known.
-      else if (stored) ended.push({ personId: stored.personId, via: stored.via });
+      else if (stored) ended.push({ personId: stored.personId, personName: stored.personName, via: stored.via });
       if (endedNow) ended.push(endedNow);
     }
     // The browser's one session, over: whose it was, for a sign-out (never a guess between two).

@@ -146,7 +146,8 @@ export const FRESH_LOGIN_TOLERANCE_SECONDS = 120;
 /**
  * Whether a login the provider says happened at `authTime` (the ID token's auth_time: its clock, whole seconds) is
  * fresh after `since` (walletflow's database clock): at or after it, to the second, or within
- * FRESH_LOGIN_TOLERANCE_SECONDS of `nowMs`. Without an auth_time, nothing says it is.
+ * FRESH_LOGIN_TOLERANCE_SECONDS of `nowMs` (the database's clock too: an API process's own may be off). Without an
+ * auth_time, nothing says it is.
  */
 export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: number): boolean {
   if (authTime === undefined) return false;
@@ -512,12 +513,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // theirs: a shared desk's browser whose provider still knows the person who left (its marker cookie gone, or a
     // provider that did not ask who is there).
     const personId = `oidc:${claims.sub}`;
-    const signedOutAt = await sessions.signedOutAt(personId);
+    const { signedOutAt, now } = await sessions.signOutOf(personId);
     const freshSince = [signedOutAt, started.freshLoginSince]
       .filter((time): time is Date => time !== null)
       .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
     const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : undefined;
-    if (freshSince && !loginIsFresh(authTime, freshSince, Date.now())) {
+    if (freshSince && !loginIsFresh(authTime, freshSince, now.getTime())) {
       // Audited under the login the provider answered with (whoever left it there), with no scope.
       setActor(res.locals, { kind: 'person', name: personName, scopes: new Set() });
       if (started.freshLoginSince === null) {
@@ -580,7 +581,16 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   add(routes.signOut, async (_req, res) => {
     // A live session, or this browser's own that had ended by time (the person comes back to a desk and signs out):
     // either way every session of the person ends, in every browser.
-    const person = consoleSessionOf(res) ?? endedSessionOf(res);
+    const live = consoleSessionOf(res);
+    const person = live ?? endedSessionOf(res);
+    if (person && !live) {
+      // Audited under whose sessions it ends (with no scope: the session is over), as a live one's sign-out is.
+      setActor(res.locals, {
+        kind: person.via === 'key' ? 'key' : 'person',
+        name: person.personName,
+        scopes: new Set(),
+      });
+    }
     if (person) {
       const ended = await sessions.endEverySessionOf(person.personId, { remember: person.via === 'oidc' });
       deps.logger.info({ person: person.personId, sessions: ended }, 'console: signed out everywhere');

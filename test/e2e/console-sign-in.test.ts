@@ -25,6 +25,8 @@ let narrowedStack: PartnerStack;
 let keyStack: PartnerStack;
 /** How far the key stack's clock is ahead of the real one (idle time passes without waiting for it). */
 let keyClockSkewMs = 0;
+/** How far the OpenID Connect stack's database clock is ahead of its API process's (an API host's clock behind). */
+let oidcDatabaseSkewMs = 0;
 const readerKey = randomBytes(24).toString('base64url');
 const clientSecret = randomBytes(24).toString('base64url');
 
@@ -33,6 +35,7 @@ const staff = [
   { username: 'jose', password: 'jose-pass', name: 'Jose Reyes', groups: ['walletflow-checkers'] },
   { username: 'ana', password: 'ana-pass', name: 'Ana Cruz', groups: ['walletflow-readers'] },
   { username: 'lea', password: 'lea-pass', name: 'Lea Garcia', groups: ['walletflow-readers'] },
+  { username: 'kim', password: 'kim-pass', name: 'Kim Dela Cruz', groups: ['walletflow-readers'] },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
   // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
   {
@@ -69,6 +72,7 @@ beforeAll(async () => {
         'walletflow-readers=read',
       ]);
     },
+    hardening: { sqlClock: () => Date.now() + oidcDatabaseSkewMs },
   });
   narrowedStack = await startPartnerStack({
     console: oidcSettings(['walletflow-makers=read', 'walletflow-checkers=read+approve+resolve']),
@@ -329,6 +333,41 @@ describe('the console’s sign-in through OpenID Connect', () => {
       }
       expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-maria)');
     } finally {
+      await context.close();
+    }
+  });
+
+  it('a login’s age is told by the database’s clock, not the API process’s: with the process ten minutes behind the database and the provider, a login from before the sign-out is still not taken as theirs', async () => {
+    const context = await browser.newContext();
+    // The database and the provider agree; this API process's clock is ten minutes behind both.
+    oidcDatabaseSkewMs = 10 * 60_000;
+    try {
+      // Kim logged in at the provider five minutes ago (by its clock), and signs in to the console with it.
+      idp.setLoginClockOffset(600 - 300);
+      const page = await signInWithProvider(context, oidcStack.apiBase, 'kim', 'kim-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      idp.setLoginClockOffset(600);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
+      // The provider answers with her earlier login, whatever walletflow asks for. Five minutes before the sign-out:
+      // not fresh. Before: measured against this process's clock, it was within two minutes of "now", and taken.
+      idp.ignoreFreshLoginRequests(true);
+      try {
+        await page.getByRole('link', { name: /Sign in with/ }).click();
+        await page.waitForURL((url) => url.pathname === '/console/oidc/callback');
+        await page.getByText('signed you in with a login from before someone signed out here').waitFor();
+      } finally {
+        idp.ignoreFreshLoginRequests(false);
+      }
+      expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-kim' } })).toBe(0);
+      // Her fresh login, by the same clocks: taken.
+      await page.getByRole('link', { name: /Sign in with/ }).click();
+      await logInAtProvider(page, 'kim', 'kim-pass');
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await page.locator('header .who').innerText()).toContain('(oidc:staff-kim)');
+    } finally {
+      oidcDatabaseSkewMs = 0;
+      idp.setLoginClockOffset(0);
       await context.close();
     }
   });

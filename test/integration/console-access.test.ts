@@ -1044,9 +1044,11 @@ describe('a sign-out from a browser whose session already ended', () => {
     await expectSignInAsked(await get(stack.apiBase, '/console', desk));
     await expectSignInAsked(await get(stack.apiBase, '/console', desk));
     // The person comes back to the desk and signs out, from the console's own page.
+    const since = new Date();
     expect(await signOutFromTheConsole(desk)).toBe(303);
     // Before: the desk's session was deleted as ended, so whose it was was lost, and the laptop's stayed live.
     await expectSignInAsked(await get(stack.apiBase, '/console', laptop));
+    await expectSignOutAuditedAs('steady', since);
   });
 
   it('and from a browser whose sign-in no longer holds (signed in with the key’s secret before it was changed)', async () => {
@@ -1063,12 +1065,37 @@ describe('a sign-out from a browser whose session already ended', () => {
     const home = await get(stack.apiBase, '/console', laptop);
     await home.arrayBuffer();
     expect(home.status).toBe(200);
+    const since = new Date();
     expect(await signOutFromTheConsole(desk)).toBe(303);
     // Before: a session live by time whose sign-in no longer held was neither live nor ended, and the sign-out found
     // no one: the laptop's stayed live.
     await expectSignInAsked(await get(stack.apiBase, '/console', laptop));
+    await expectSignOutAuditedAs('steady', since);
   });
 });
+
+/**
+ * The sign-out since `since` is audited under the person whose sessions it ended, with no scope: it ended every one of
+ * them. Before: with no name (the anonymous budget's), so the audit's filter by person never found it.
+ */
+async function expectSignOutAuditedAs(keyName: string, since: Date): Promise<void> {
+  const row = await waitFor(
+    'the sign-out audited',
+    () =>
+      stack.database.opsAction
+        .findFirst({
+          where: { at: { gte: since }, method: 'POST', path: '/console/sign-out' },
+          orderBy: { id: 'desc' },
+        })
+        .then((found) => found ?? undefined),
+    15_000,
+  );
+  expect({ keyName: row.keyName, status: row.status, channel: row.channel }).toEqual({
+    keyName,
+    status: 303,
+    channel: 'console',
+  });
+}
 
 describe('sign-in attempts and wrong keys are limited across API processes', () => {
   it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {

@@ -42,7 +42,7 @@ describe('a console session', () => {
     // from its browser signs that person out everywhere).
     expect(await signedInUnder.readOrEnded(cookieValue)).toEqual({
       session: null,
-      ended: { personId: 'key:maria', via: 'key' },
+      ended: { personId: 'key:maria', personName: 'maria', via: 'key' },
     });
   });
 
