@@ -399,8 +399,8 @@ export interface OpsActionQuery {
   person?: string | undefined;
   /** A kind of act, or `METHOD /path-prefix` (or a path prefix alone). */
   action?: { kind: OpsActionKind } | { method?: string | undefined; pathPrefix: string } | undefined;
-  /** A day as local timestamps of `timeZone` (a SettlementDay): from its midnight to the next. */
-  day?: { start: string; end: string; timeZone: string } | undefined;
+  /** A day of SETTLEMENT_TZ: its first instant and the first of a later day (ledger/settlement.ts SettlementDay). */
+  day?: { startsAt: Date; endsAt: Date } | undefined;
   /** The nextCursor of the previous page. */
   cursor?: string | undefined;
   limit: number;
@@ -447,10 +447,8 @@ export async function listOpsActions(database: Database, query: OpsActionQuery):
       Prisma.sql`at <= ${after.at}::timestamptz AND (at < ${after.at}::timestamptz OR id < ${after.id}::bigint)`,
     );
   if (query.day) {
-    const { start, end, timeZone } = query.day;
-    range.push(
-      Prisma.sql`at >= (${start}::timestamp AT TIME ZONE ${timeZone}) AND at < (${end}::timestamp AT TIME ZONE ${timeZone})`,
-    );
+    const { startsAt, endsAt } = query.day;
+    range.push(Prisma.sql`at >= ${startsAt.toISOString()}::timestamptz AND at < ${endsAt.toISOString()}::timestamptz`);
   }
   const filters: Prisma.Sql[] = [];
   if (query.person) {

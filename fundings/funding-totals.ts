@@ -1,7 +1,7 @@
 // What the ops console's home shows of fundings: those requested on a day (SETTLEMENT_TZ) counted
 // and summed by state, and how many wait in review. Reads of the funding table and the batches'
 // tallies, offered to the API.
-import type { SettlementDay } from '../ledger/settlement.ts';
+import { dayWindow, type SettlementDay } from '../ledger/settlement.ts';
 import { withoutParallelWorkers, type Database } from '../lib/database.ts';
 import type { FundingStatus } from '../domain/funding.ts';
 import { fromNumeric, type StatusTotal } from '../domain/money.ts';
@@ -19,10 +19,11 @@ export async function fundingTotalsOn(
 ): Promise<Array<StatusTotal<FundingStatus>>> {
   // The partial index of fundings outside a batch and the tallies of the day's batches, without parallel workers
   // (lib/database.ts).
+  const { start, end } = dayWindow(day);
   const rows = await withoutParallelWorkers(
     database,
     (read) => read.$queryRaw<Array<{ status: FundingStatus; currency: string; count: bigint; amount: string }>>`
-      WITH day AS (SELECT (${day.start}::timestamp AT TIME ZONE ${day.timeZone}) AS start, (${day.end}::timestamp AT TIME ZONE ${day.timeZone}) AS "end"),
+      WITH day AS (SELECT ${start} AS start, ${end} AS "end"),
       counted AS (
         SELECT f.status::text AS status, f.currency, COUNT(*)::bigint AS count, COALESCE(SUM(f.amount), 0) AS amount
         FROM funding f, day WHERE f.batch_id IS NULL AND f.created_at >= day.start AND f.created_at < day."end"

@@ -6,6 +6,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import type { UserUsage } from '../ledger/limits.ts';
 import { fromNumeric } from '../domain/money.ts';
 import type { Database } from '../lib/database.ts';
+import { settlementDayOf } from '../ledger/settlement.ts';
 
 /** `excludeFundingId`: the funding being stored, counted as "this one", not twice. */
 export async function userUsage(
@@ -14,11 +15,13 @@ export async function userUsage(
   timeZone: string,
   excludeFundingId?: string,
 ): Promise<UserUsage> {
+  // Today's first instant as every read of a day reckons it (ledger/settlement.ts), not PostgreSQL's reading of it.
+  const today = settlementDayOf(new Date(), timeZone).startsAt.toISOString();
   const rows = await db.$queryRaw<
     Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>
   >`
-    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_count,
-           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= (date_trunc('day', now() AT TIME ZONE ${timeZone}) AT TIME ZONE ${timeZone})) AS day_amount,
+    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= ${today}::timestamptz) AS day_count,
+           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= ${today}::timestamptz) AS day_amount,
            COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute' AND batch_id IS NULL) AS minute_count
     FROM funding WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
       AND id <> ${excludeFundingId ?? '00000000-0000-0000-0000-000000000000'}::uuid`;

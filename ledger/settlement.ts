@@ -12,11 +12,19 @@ import type { CsvValue } from '../lib/csv.ts';
 import type { Database } from '../lib/database.ts';
 import { paymentReference, postReference } from './ledger.ts';
 
-/** A day in SETTLEMENT_TZ, as local timestamps: from its midnight to the next. */
+/**
+ * A day (YYYY-MM-DD) in SETTLEMENT_TZ, and the instants it begins and ends there, as this process's time zone data
+ * reckons them (`dayEndsAt`). Every read of a day (the settlement's windows, the home's totals, the audit's day) takes
+ * these instants as they are, so a run's grace, a day's completeness and the rows read agree: PostgreSQL's own reading
+ * of the zone could differ (a midnight that happens twice is its later one; CET is its fixed abbreviation).
+ */
 export interface SettlementDay {
-  start: string;
-  end: string;
+  date: string;
   timeZone: string;
+  /** Its first instant: where the day before ends. */
+  startsAt: Date;
+  /** The first instant of a later day. */
+  endsAt: Date;
 }
 
 /**
@@ -31,19 +39,23 @@ export interface DayCursor {
 /** Before any event: the first page's cursor. */
 const beforeEverything: DayCursor = { at: '1970-01-01T00:00:00.000Z', eventId: '0' };
 
+/** The day's first instant and the first of a later day, as SQL instants: the one way a read bounds a day. */
+export function dayWindow(day: Pick<SettlementDay, 'startsAt' | 'endsAt'>): { start: Prisma.Sql; end: Prisma.Sql } {
+  return {
+    start: Prisma.sql`${day.startsAt.toISOString()}::timestamptz`,
+    end: Prisma.sql`${day.endsAt.toISOString()}::timestamptz`,
+  };
+}
+
 /**
- * The day's midnights in its time zone, as SQL instants, and the cursor a page starts after: how
- * the fundings (fundings/) and the payments (payments/) read their timelines' events of the day.
+ * The day's bounds as SQL instants, and the cursor a page starts after: how the fundings (fundings/) and the payments
+ * (payments/) read their timelines' events of the day.
  */
 export function dayEventsAfter(
   day: SettlementDay,
   after: DayCursor | null,
 ): { start: Prisma.Sql; end: Prisma.Sql; cursor: DayCursor } {
-  return {
-    start: Prisma.sql`(${day.start}::timestamp AT TIME ZONE ${day.timeZone})`,
-    end: Prisma.sql`(${day.end}::timestamp AT TIME ZONE ${day.timeZone})`,
-    cursor: after ?? beforeEverything,
-  };
+  return { ...dayWindow(day), cursor: after ?? beforeEverything };
 }
 
 /** A funding that became APPROVED on the day. */
@@ -210,9 +222,13 @@ export function paymentLine(
 }
 
 /** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
-export function settlementDayOf(at: Date, timeZone: string): SettlementDay & { date: string } {
-  const date = dateFormatOf(timeZone).format(at);
-  return { date, ...dayBounds(date), timeZone };
+export function settlementDayOf(at: Date, timeZone: string): SettlementDay {
+  return settlementDay(localDateOf(at, timeZone), timeZone);
+}
+
+/** The date (YYYY-MM-DD) in `timeZone` at `at`. */
+export function localDateOf(at: Date, timeZone: string): string {
+  return dateFormatOf(timeZone).format(at);
 }
 
 /** One date format per time zone (made once: a format costs far more to make than to use). */
@@ -231,7 +247,7 @@ function dateFormatOf(timeZone: string): Intl.DateTimeFormat {
  * ago: after a 23-hour day (a clock put forward) that is two days back in the first hour.
  */
 export function lastWholeDay(at: Date, timeZone: string): string {
-  const today = new Date(`${settlementDayOf(at, timeZone).date}T00:00:00Z`);
+  const today = new Date(`${localDateOf(at, timeZone)}T00:00:00Z`);
   today.setUTCDate(today.getUTCDate() - 1);
   return today.toISOString().slice(0, 10);
 }
@@ -250,28 +266,36 @@ export const SETTLEMENT_GRACE_MS = 120_000;
  * the day's own calendar: whatever the zone's offsets that day, no rule of thumb about them.
  */
 export function dayEndsAt(date: string, timeZone: string): Date {
-  const next = Date.parse(`${dayBounds(date).end.slice(0, 10)}T00:00:00Z`);
+  const next = Date.parse(`${dateAfter(date, 1)}T00:00:00Z`);
   // Every zone's midnight lies within 14 hours of UTC's (UTC-12 to UTC+14): a bound before it and one after it.
   let before = next - 15 * 3600_000;
   let after = next + 13 * 3600_000;
   while (after - before > 1) {
     const middle = Math.floor((before + after) / 2);
-    if (settlementDayOf(new Date(middle), timeZone).date > date) after = middle;
+    if (localDateOf(new Date(middle), timeZone) > date) after = middle;
     else before = middle;
   }
   return new Date(after);
 }
 
-/** The day `date` (YYYY-MM-DD) of `timeZone`, as a SettlementDay. */
-export function settlementDay(date: string, timeZone: string): SettlementDay & { date: string } {
-  return { date, ...dayBounds(date), timeZone };
+/** The day `date` (YYYY-MM-DD) of `timeZone`, as a SettlementDay (kept once found: a limit check reads today's). */
+export function settlementDay(date: string, timeZone: string): SettlementDay {
+  const key = `${timeZone} ${date}`;
+  let day = knownDays.get(key);
+  if (!day) {
+    if (knownDays.size >= 1000) knownDays.clear();
+    day = { date, timeZone, startsAt: dayEndsAt(dateAfter(date, -1), timeZone), endsAt: dayEndsAt(date, timeZone) };
+    knownDays.set(key, day);
+  }
+  return { ...day };
 }
+const knownDays = new Map<string, SettlementDay>();
 
-/** The day's bounds as local timestamps of SETTLEMENT_TZ ("2026-01-31 00:00:00" to the next midnight). */
-function dayBounds(date: string): { start: string; end: string } {
+/** The calendar date `days` after `date` (YYYY-MM-DD). */
+function dateAfter(date: string, days: number): string {
   const next = new Date(`${date}T00:00:00Z`);
-  next.setUTCDate(next.getUTCDate() + 1);
-  return { start: `${date} 00:00:00`, end: `${next.toISOString().slice(0, 10)} 00:00:00` };
+  next.setUTCDate(next.getUTCDate() + days);
+  return next.toISOString().slice(0, 10);
 }
 
 /** The settlement CSV's header line, as the report has always written it (names unquoted). */

@@ -20,7 +20,7 @@ import {
   settlementCsvTotals,
   dayEndsAt,
   SETTLEMENT_GRACE_MS,
-  settlementDayOf,
+  localDateOf,
 } from '../../ledger/settlement.ts';
 import type { CsvReport, CsvValue } from '../../lib/csv.ts';
 import type { LineCursor, SettlementRun, SettlementRuns } from '../../ledger/settlement-runs.ts';
@@ -87,9 +87,9 @@ export function decodeSettlementCursor(cursor: string): { runId: string; after: 
 export function createSettlementService(deps: SettlementServiceDependencies) {
   const { runs, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const today = () => settlementDayOf(now(), deps.timeZone).date;
+  const today = () => localDateOf(now(), deps.timeZone);
   /** The last day that may still gain events: today, or yesterday within SETTLEMENT_GRACE_MS of its end. */
-  const openDay = () => settlementDayOf(new Date(now().getTime() - SETTLEMENT_GRACE_MS), deps.timeZone).date;
+  const openDay = () => localDateOf(new Date(now().getTime() - SETTLEMENT_GRACE_MS), deps.timeZone);
   /** How long a run of a past day still waits before it reads (its first activity's wait, by this clock: advice). */
   const readAfterMs = (date: string): number =>
     date < today() ? Math.max(0, dayEndsAt(date, deps.timeZone).getTime() + SETTLEMENT_GRACE_MS - now().getTime()) : 0;
@@ -172,9 +172,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   const serves = (run: SettlementRun | null, date: string): run is SettlementRun =>
     run !== null &&
     run.timeZone === deps.timeZone &&
-    (run.wholeDay ||
-      date >= today() ||
-      (date >= openDay() && settlementDayOf(run.createdAt, deps.timeZone).date > date));
+    (run.wholeDay || date >= today() || (date >= openDay() && localDateOf(run.createdAt, deps.timeZone) > date));
 
   return {
     timeZone: deps.timeZone,

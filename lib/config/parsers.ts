@@ -140,9 +140,10 @@ export const configAmount = (fallback: string | undefined) =>
   );
 
 /**
- * An IANA time zone's name (Asia/Manila, UTC). Never an offset: Node reads `+08:00` as UTC+8 and PostgreSQL (its `AT
- * TIME ZONE`, which the day's totals and settlement windows use) as POSIX's UTC-8, and `+0800` not at all, so the two
- * would count different days. A name means the same zone to both: the tz database's.
+ * An IANA time zone's name (Asia/Manila, UTC). Never an offset: `+08:00` is UTC+8 to Node and UTC-8 to POSIX (and to
+ * PostgreSQL's `AT TIME ZONE`), a trap for anyone who reads the setting. A day's instants are reckoned by Node alone
+ * (ledger/settlement.ts SettlementDay) and handed to SQL as instants: PostgreSQL never reads the zone, so its own
+ * readings (CET as a fixed abbreviation, a midnight that happens twice as the later one) cannot split a day.
  */
 export const timeZone = z.preprocess(
   emptyAsUndefined,

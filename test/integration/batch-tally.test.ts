@@ -241,7 +241,8 @@ describe("the home's totals of a day", () => {
       Array<{ status: string; currency: string; count: bigint; amount: string }>
     >`
       SELECT status::text AS status, currency, COUNT(*)::bigint AS count, SUM(amount)::text AS amount FROM funding
-      WHERE created_at >= (${day.start}::timestamp AT TIME ZONE ${timeZone}) AND created_at < (${day.end}::timestamp AT TIME ZONE ${timeZone})
+      WHERE created_at >= (${date}::date::timestamp AT TIME ZONE ${timeZone})
+        AND created_at < ((${date}::date + 1)::timestamp AT TIME ZONE ${timeZone})
       GROUP BY 1, 2 ORDER BY 1, 2`;
     const totals = await fundingTotalsOn(database, day);
     expect(totals).toEqual(
