@@ -460,6 +460,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         review.map((payment) => ({
           id: payment.id,
           walletPaymentId: payment.walletPaymentId,
+          paymentId: payment.walletPaymentId,
           since: payment.updatedAt.toISOString(),
           reason: payment.reviewReason,
         })),

@@ -72,7 +72,17 @@ export interface SweepReport {
   items: Array<{ fundingId: string; status: string; action: RepairAction; detail: string }>;
   /** Payments not final long after they started, restarted when their workflow is gone: the first MAX_SWEEP_LISTED. */
   paymentItems?: Array<{ id: string; status: string; action: RepairAction; detail: string }>;
-  paymentsNeedingReview: Array<{ id: string; walletPaymentId: string | null; since: string; reason: string | null }>;
+  /**
+   * `paymentId` is the wallet's payment id under the name the release before used (as `walletPaymentId` is today's):
+   * the report is read by scripts (`walletflow sweep --json`), whichever build ran the sweep.
+   */
+  paymentsNeedingReview: Array<{
+    id: string;
+    walletPaymentId: string | null;
+    paymentId: string | null;
+    since: string;
+    reason: string | null;
+  }>;
   /** Fundings in NEEDS_REVIEW the wallet could not decide: for ops (POST /ops/fundings/{id}/resolve). */
   fundingsNeedingReview?: Array<{ fundingId: string; transferId: string | null; since: string; reason: string | null }>;
   /** FAILED fundings whose transfer the wallet shows executed: never expected; ops must look now. */

@@ -163,6 +163,7 @@ describe('the sweep', () => {
         currency: 'PHP',
         amount: new Prisma.Decimal('5.00'),
         reviewReason: 'the execute outcome stayed unknown after 4 attempts',
+        walletPaymentId: `wallet-${e}`,
       },
     });
 
@@ -194,6 +195,16 @@ describe('the sweep', () => {
     expect(report.paymentItems?.find((item) => item.id === h)?.action).toBe('workflow-started');
     expect(report.repaired).toBeGreaterThanOrEqual(6);
     expect(report.paymentsNeedingReview.map((payment) => payment.id)).toContain(e);
+    // Each entry keeps the names the previous release's report gave (360981c: id, paymentId, since, reason), beside
+    // today's: a script reading `walletflow sweep --json` goes on across the upgrade, whichever build ran the sweep.
+    // Before: paymentId was renamed walletPaymentId, and read null once the new build was promoted.
+    expect(report.paymentsNeedingReview.find((payment) => payment.id === e)).toEqual({
+      id: e,
+      paymentId: `wallet-${e}`,
+      walletPaymentId: `wallet-${e}`,
+      since: expect.any(String),
+      reason: 'the execute outcome stayed unknown after 4 attempts',
+    });
     expect(report.failedButExecuted?.map((item) => item.fundingId)).toContain(g);
     expect(report.fundingsNeedingReview?.map((item) => item.fundingId)).toContain(b);
 
