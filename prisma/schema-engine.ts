@@ -218,13 +218,11 @@ export const noFilters = { externalTables: [], externalEnums: [] };
 
 /** Applies every migration not yet applied; returns the names applied now. */
 export async function applyMigrations(databaseUrl: string): Promise<string[]> {
-  await refuseInvalidIndexes(databaseUrl);
+  const migrationsList = await loadMigrationList();
+  await refuseInvalidIndexes(databaseUrl, migrationsList);
   const handle = await openSchemaEngine(databaseUrl);
   try {
-    const result = await handle.engine.applyMigrations({
-      migrationsList: await loadMigrationList(),
-      filters: noFilters,
-    });
+    const result = await handle.engine.applyMigrations({ migrationsList, filters: noFilters });
     return result.appliedMigrationNames;
   } finally {
     await handle.close();
@@ -232,20 +230,36 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
 }
 
 /**
- * Refuses to migrate a database holding an index PostgreSQL marks invalid: a `CREATE INDEX CONCURRENTLY` that failed or
- * was cancelled (the way docs/running-at-scale.md offers to build a large table's indexes before an upgrade) leaves one
- * under its name, or one is being built so now. A migration's `CREATE INDEX IF NOT EXISTS` would then skip it, leaving
- * an index every write keeps up and no read uses. Names the index and what to do.
+ * Refuses to apply a migration that creates an index PostgreSQL marks invalid under its name: a `CREATE INDEX
+ * CONCURRENTLY` that failed or was cancelled (the way docs/running-at-scale.md offers to build a large table's indexes
+ * before an upgrade) leaves one, or one is being built so now. The migration's `CREATE INDEX IF NOT EXISTS` would skip
+ * it, leaving an index every write keeps up and no read uses. Names the index and what to do. An invalid index no
+ * pending migration names stops nothing: with nothing to apply (a service's start while an index is built by hand),
+ * migrate applies nothing, as ever.
  */
-async function refuseInvalidIndexes(databaseUrl: string): Promise<void> {
+async function refuseInvalidIndexes(databaseUrl: string, migrations: MigrationList): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    const { rows } = await client.query<{ index: string; table: string }>(`
+    const { rows: invalid } = await client.query<{ index: string; table: string }>(`
       SELECT c.relname AS index, t.relname AS table
       FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_class t ON t.oid = i.indrelid
       WHERE NOT i.indisvalid AND c.relnamespace = current_schema()::regnamespace
       ORDER BY c.relname`);
+    if (invalid.length === 0) return;
+    const { rows: table } = await client.query<{ exists: boolean }>(
+      `SELECT to_regclass('_prisma_migrations') IS NOT NULL AS exists`,
+    );
+    const { rows: applied } = table[0]?.exists
+      ? await client.query<{ name: string }>(`
+          SELECT migration_name AS name FROM _prisma_migrations WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`)
+      : { rows: [] };
+    const done = new Set(applied.map((row) => row.name));
+    const pendingSql = migrations.migrationDirectories
+      .filter((directory) => !done.has(directory.path))
+      .map((directory) => (directory.migrationFile.content.tag === 'ok' ? directory.migrationFile.content.value : ''))
+      .join('\n');
+    const rows = invalid.filter((row) => pendingSql.includes(`"${row.index}"`));
     if (rows.length === 0) return;
     const names = rows.map((row) => `${row.index} (on ${row.table})`).join(', ');
     throw new Error(

@@ -114,21 +114,29 @@ describe('prisma migrations', () => {
     }
   });
 
-  it('refuse to migrate a database holding an invalid index (a CREATE INDEX CONCURRENTLY that failed), naming it', async () => {
+  it('refuse to apply a migration that creates an index left invalid under its name (a CREATE INDEX CONCURRENTLY that failed), naming it; an invalid index no pending migration creates stops nothing', async () => {
     // This worker's own database, made again after the file: one of its indexes marked invalid, as PostgreSQL leaves a
-    // concurrent build that failed or was cancelled. A migration's CREATE INDEX IF NOT EXISTS would skip it.
+    // concurrent build that failed or was cancelled, or one under way.
     const url = testDatabaseUrl();
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     const mark = (valid: boolean) =>
       client.query(`UPDATE pg_index SET indisvalid = ${valid} WHERE indexrelid = 'ops_action_at_id_idx'::regclass`);
+    const creator = '20261127191233_console_pages';
     try {
       await mark(false);
+      // Nothing to apply: a service's start while the index is being built by hand migrates nothing, and is not
+      // refused. Before: every migrate refused while any index was invalid: no service started until the build ended.
+      expect(await applyMigrations(url)).toEqual([]);
+      // The migration that creates it (CREATE INDEX IF NOT EXISTS "ops_action_at_id_idx") not applied yet: it would
+      // skip the invalid index, so nothing is migrated. (It drops the index it replaces: made again for it.)
+      await client.query(`DELETE FROM _prisma_migrations WHERE migration_name = $1`, [creator]);
+      await client.query(`CREATE INDEX "ops_action_at_idx" ON "ops_action" ("at")`);
       await expect(applyMigrations(url)).rejects.toThrow(
         /nothing migrated: an index is invalid: ops_action_at_id_idx \(on ops_action\)\. .*DROP INDEX CONCURRENTLY/,
       );
       await mark(true);
-      expect(await applyMigrations(url)).toEqual([]);
+      expect(await applyMigrations(url)).toEqual([creator]);
     } finally {
       await mark(true);
       await client.end();
