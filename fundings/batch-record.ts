@@ -60,7 +60,7 @@ export interface BatchRecordDependencies {
 }
 
 /** Who made a move, kept on the batch (the audit of ops writes keeps every request too). */
-type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'cancelledBy';
+type Mover = 'approvedBy' | 'rejectedBy' | 'pausedBy' | 'resumedBy' | 'cancelledBy';
 
 export function createBatchRecord(deps: BatchRecordDependencies) {
   const { database, fundings, batchItems } = deps;
@@ -198,10 +198,11 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     /**
      * Moves the batch to `to` if the table allows it from where it stands (or only from `from`,
      * narrower: a resume runs a PAUSED batch, never one awaiting approval); true when this call
-     * moved it. `by`: the ops key that asked (kept as approvedBy, rejectedBy, pausedBy or
-     * cancelledBy). A batch that ends (cancelled, rejected) ends its items not yet started in the
-     * same transaction, FAILED with code CANCELLED, their holds released and each announced, and
-     * then its own webhook, which counts them so.
+     * moved it. `by`: the ops key or person that asked (kept as approvedBy, rejectedBy, pausedBy,
+     * resumedBy or cancelledBy, in the move's own statement). A batch that ends (cancelled,
+     * rejected) ends its items not yet started in the same transaction, FAILED with code
+     * CANCELLED, their holds released and each announced, and then its own webhook, which counts
+     * them so.
      */
     async move(
       batchId: string,

@@ -412,9 +412,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
       return this.moveAndTell(batchId, 'PAUSED', { field: 'pausedBy', name: actor });
     },
 
-    /** A PAUSED batch runs again; one awaiting approval runs only once approved. */
-    async resume(batchId: string): Promise<MoveBatchResult> {
-      return this.moveAndTell(batchId, 'RUNNING', undefined, ['PAUSED']);
+    /** A PAUSED batch runs again (who resumed it kept with the move); one awaiting approval runs only once approved. */
+    async resume(batchId: string, actor: string): Promise<MoveBatchResult> {
+      return this.moveAndTell(batchId, 'RUNNING', { field: 'resumedBy', name: actor }, ['PAUSED']);
     },
 
     /** Items not yet started end CANCELLED and release their share; started items finish. */
@@ -429,7 +429,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
     async moveAndTell(
       batchId: string,
       to: BatchState,
-      by?: { field: 'pausedBy'; name: string },
+      by: { field: 'pausedBy' | 'resumedBy'; name: string },
       only?: readonly BatchState[],
     ): Promise<MoveBatchResult> {
       if (!(await record.find(batchId))) return { kind: 'not-found' };

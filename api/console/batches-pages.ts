@@ -379,7 +379,7 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
   );
   add(
     routes.resume,
-    move('resume', (service, id) => service.resume(id)),
+    move('resume', (service, id, actor) => service.resume(id, actor)),
   );
   add(
     routes.cancel,

@@ -607,7 +607,7 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
   );
   add(
     routes.resumeFundingBatch,
-    move((id) => deps.batches.resume(id)),
+    move((id, actor) => deps.batches.resume(id, actor)),
   );
   add(
     routes.cancelFundingBatch,

@@ -215,6 +215,9 @@ describe('the console’s batches, keyboard only', () => {
       createdBy: MAKER,
       approvedBy: CHECKER,
       pausedBy: MAKER,
+      // Who resumed it, stored with the move as every other move's person is. Before: nobody, only the audit's row
+      // written after the answer (lost with the process).
+      resumedBy: MAKER,
       cancelledBy: MAKER,
     });
     await maker.close();

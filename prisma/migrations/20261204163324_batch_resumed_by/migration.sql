@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "funding_batch" ADD COLUMN     "resumed_by" VARCHAR(128);
