@@ -9,7 +9,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { loadConfig } from '../lib/config.ts';
 import {
-  countUnversionedRuns,
+  countUnversionedRunsOfDeployment,
   currentBuildIdOf,
   describeDeployment,
   setCurrentVersion,
@@ -23,7 +23,7 @@ import { fundWalletWorkflowType } from '../workflows/fund-wallet.contract.ts';
 import { onboardEmbeddedSessionWorkflowType } from '../workflows/onboard-embedded-session.contract.ts';
 import { payWalletWorkflowType } from '../workflows/pay-wallet.contract.ts';
 import { purgeExpiredWorkflowType } from '../workflows/purge-expired.contract.ts';
-import { reconcileFundingsWorkflowType } from '../workflows/sweep.contract.ts';
+import { reconcileFundingsWorkflowType, sweepScheduleId } from '../workflows/sweep.contract.ts';
 import { settleDayWorkflowType } from '../workflows/settle-day.contract.ts';
 
 /**
@@ -66,13 +66,19 @@ export async function runDeploy(action: DeployAction): Promise<number> {
   }
   try {
     const client = new Client({ connection, namespace: config.temporal.namespace });
+    const unversionedRuns = () =>
+      countUnversionedRunsOfDeployment(client, config.temporal.taskQueue, workflowTypes, sweepScheduleId);
     const info = await describeDeployment(client, deploymentName);
     if (!info) {
       console.error(
         `walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`,
       );
-      if (action.kind === 'status')
-        console.error(unversionedLine(await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes)));
+      if (action.kind === 'status') {
+        const unversioned = await unversionedRuns();
+        console.error(unversionedLine(unversioned));
+        if (unversioned.otherTaskQueue)
+          console.error(otherQueueLine(config.temporal.taskQueue, unversioned.otherTaskQueue));
+      }
       return 1;
     }
     const versions: VersionLine[] = (info.versionSummaries ?? []).map((summary) => ({
@@ -90,7 +96,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
     switch (action.kind) {
       case 'status': {
         const rampPercent = info.routingConfig?.rampingVersionPercentage ?? 0;
-        const unversioned = await countUnversionedRuns(client, config.temporal.taskQueue, workflowTypes);
+        const unversioned = await unversionedRuns();
         if (action.json) {
           console.log(
             JSON.stringify(
@@ -120,6 +126,8 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           console.log(`  ${version.buildId.padEnd(26)} ${role}`);
         }
         console.log(unversionedLine(unversioned));
+        if (unversioned.otherTaskQueue)
+          console.log(otherQueueLine(config.temporal.taskQueue, unversioned.otherTaskQueue));
         return 0;
       }
       case 'promote':
@@ -232,6 +240,15 @@ function unversionedLine(unversioned: { total: number; byType: Record<string, nu
     .map(([type, count]) => `${type} ${count}`)
     .join(', ');
   return `unversioned runs open: ${unversioned.total} (${types}): keep the previous release's workers running until this is 0`;
+}
+
+/** The configured task queue is not the one the deployment's Schedules start their runs on. */
+function otherQueueLine(taskQueue: string, otherTaskQueue: string): string {
+  return (
+    `warning: TEMPORAL_TASK_QUEUE is ${taskQueue}, but this deployment's schedules start their runs on ${otherTaskQueue}` +
+    ` (counted above): no worker of this configuration polls it. Keep TEMPORAL_TASK_QUEUE=${otherTaskQueue}` +
+    ' (docs/changing-workflows.md)'
+  );
 }
 
 function drainageWord(status: unknown): string {

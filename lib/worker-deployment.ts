@@ -11,7 +11,7 @@
 // and `walletflow deploy promote|ramp|rollback`
 // moves it otherwise.
 import { readFileSync } from 'node:fs';
-import type { Client } from '@temporalio/client';
+import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { Logger } from './logger.ts';
 import { buildIdOf } from './workflow-bundle.ts';
@@ -63,7 +63,7 @@ export async function describeDeployment(client: Client, deploymentName: string)
  * polling and a build that drops what their histories need must not become current
  * (docs/changing-workflows.md).
  */
-export async function countUnversionedRuns(
+async function countUnversionedRuns(
   client: Client,
   taskQueue: string,
   workflowTypes: readonly string[],
@@ -74,6 +74,39 @@ export async function countUnversionedRuns(
     byType[type] = (await client.workflow.count(query)).count;
   }
   return { total: Object.values(byType).reduce((sum, count) => sum + count, 0), byType };
+}
+
+/**
+ * The unversioned runs `countUnversionedRuns` finds on the configured task queue and, when the deployment's sweep
+ * Schedule starts its runs on another (TEMPORAL_TASK_QUEUE changed since it was made, say by a `.env` the previous
+ * release's compose ignored), on that one too: the previous release's runs are where its workers polled, and a count of
+ * the configured queue alone would say 0 while every one of them is open. `otherTaskQueue`: that queue, or null.
+ */
+export async function countUnversionedRunsOfDeployment(
+  client: Client,
+  taskQueue: string,
+  workflowTypes: readonly string[],
+  scheduleId: string,
+): Promise<{ total: number; byType: Record<string, number>; otherTaskQueue: string | null }> {
+  const here = await countUnversionedRuns(client, taskQueue, workflowTypes);
+  const scheduled = await scheduleTaskQueueOf(client, scheduleId);
+  if (scheduled === null || scheduled === taskQueue) return { ...here, otherTaskQueue: null };
+  const there = await countUnversionedRuns(client, scheduled, workflowTypes);
+  const byType = Object.fromEntries(
+    workflowTypes.map((type) => [type, (here.byType[type] ?? 0) + (there.byType[type] ?? 0)]),
+  );
+  return { total: here.total + there.total, byType, otherTaskQueue: scheduled };
+}
+
+/** The task queue a Schedule starts its workflows on; null when there is no such Schedule. */
+async function scheduleTaskQueueOf(client: Client, scheduleId: string): Promise<string | null> {
+  try {
+    const { action } = await client.schedule.getHandle(scheduleId).describe();
+    return action.type === 'startWorkflow' ? action.taskQueue : null;
+  } catch (error) {
+    if (error instanceof ScheduleNotFoundError) return null;
+    throw error;
+  }
 }
 
 /** A protobuf timestamp in milliseconds, or null when unset. */

@@ -308,6 +308,22 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     expect(registered.versions).toHaveLength(1);
     const build = registered.versions[0]!.buildId;
     expect(registered.unversioned.byType).toMatchObject({ fundWallet: 3, payWallet: 2 });
+    // A configuration whose task queue is not the one the previous release's runs are on (a TEMPORAL_TASK_QUEUE in a
+    // `.env` that the previous release's compose ignored): status still counts them, where the deployment's sweep
+    // Schedule starts its runs, and says so. Before: it counted the configured queue alone and said 0, so the old
+    // workers were stopped with every one of their runs open.
+    const moved = await runCli(['deploy', 'status'], {
+      env: {
+        TEMPORAL_ADDRESS: temporal.address,
+        TEMPORAL_NAMESPACE: temporal.namespace,
+        TEMPORAL_TASK_QUEUE: `${taskQueue}-moved`,
+        WORKER_DEPLOYMENT_NAME: taskQueue.replace(/[^A-Za-z0-9_-]/g, '-'),
+        LOG_LEVEL: 'warn',
+      },
+    });
+    expect(moved.code, moved.stderr).toBe(0);
+    expect(moved.stdout).toContain(`unversioned runs open: ${registered.unversioned.total} (`);
+    expect(moved.stdout).toContain(`this deployment's schedules start their runs on ${taskQueue}`);
 
     step('today’s API, promote');
     // Today's API replaces the old one; then today's build becomes current.
