@@ -254,6 +254,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     person: ConsolePerson,
     grant: ConsoleGrant,
     returnTo: string,
+    /** The provider's sign-in that ends here: its state's cookie is cleared. */
+    signInState?: string,
   ): Promise<void> {
     await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
     const { cookieValue } = await sessions.start(person, grant);
@@ -265,7 +267,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     });
     setCookie(res, cookies.session, cookieValue, { ...cookieOptions, maxAgeSeconds: config.sessionHours * 3600 });
     clearCookie(res, cookies.preSignIn, cookieOptions);
-    clearCookie(res, cookies.signInState, { ...cookieOptions, path: `${CONSOLE_PATH}/oidc`, sameSite: 'Lax' });
+    if (signInState)
+      clearCookie(res, stateCookieName(signInState), {
+        ...cookieOptions,
+        path: `${CONSOLE_PATH}/oidc`,
+        sameSite: 'Lax',
+      });
     clearCookie(res, cookies.signedOut, cookieOptions);
     deps.logger.info({ person: person.personName, via: person.via, scopes: [...person.scopes] }, 'console: signed in');
     const target = escapeHtml(safeReturn(returnTo));
@@ -405,6 +412,13 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
    * person is (`prompt=login`) and to say when they logged in (`max_age=0`: the ID token's auth_time), which the
    * callback checks.
    */
+  /**
+   * The cookie of the sign-in under way whose state is `state` (a random token, base64url): its first 22 characters
+   * (128 bits) name it, anything else a name no sign-in has.
+   */
+  const stateCookieName = (state: string) =>
+    `${cookies.signInState}_${/^[A-Za-z0-9_-]{22,}$/.test(state) ? state.slice(0, 22) : 'none'}`;
+
   async function sendToProvider(
     req: Request,
     res: Response,
@@ -416,7 +430,9 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const codeVerifier = oidc.randomPKCECodeVerifier();
     await sessions.beginSignIn({ state, nonce, ...sign });
     // The callback arrives as a navigation from the provider's site: the state's cookie is Lax.
-    setCookie(res, cookies.signInState, `${state}.${codeVerifier}`, {
+    // A cookie of its own for each sign-in under way (named by its state): two started in one browser (two tabs, a
+    // double click, console tabs restored after a sign-out) each finish, where one name kept only the last.
+    setCookie(res, stateCookieName(state), `${state}.${codeVerifier}`, {
       ...cookieOptions,
       path: `${CONSOLE_PATH}/oidc`,
       sameSite: 'Lax',
@@ -442,7 +458,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     // The state's cookie whose state is the one the provider sent back (a planted one beside it does not shadow it).
     const bound =
-      cookieValuesOf(req, cookies.signInState).find(
+      cookieValuesOf(req, stateCookieName(state ?? '')).find(
         (value) => state !== undefined && sameToken(value.split('.')[0] ?? '', state),
       ) ?? '';
     const [boundState, codeVerifier] = bound.split('.');
@@ -575,6 +591,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       { personId, personName, via: 'oidc', scopes },
       deps.grants.ofGroups(groups),
       started.returnTo,
+      state,
     );
   });
 

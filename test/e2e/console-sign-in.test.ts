@@ -372,6 +372,36 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
+  it('two sign-ins started in one browser (two tabs) each finish: the first one’s callback is not refused', async () => {
+    const context = await browser.newContext();
+    const since = new Date();
+    try {
+      // Both tabs reach the provider's login page before either logs in (console tabs restored after a sign-out).
+      const first = await context.newPage();
+      await first.goto(`${oidcStack.apiBase}/console`);
+      await first.getByRole('link', { name: /Sign in with/ }).click();
+      await first.getByLabel('User name').waitFor();
+      const second = await context.newPage();
+      await second.goto(`${oidcStack.apiBase}/console`);
+      await second.getByRole('link', { name: /Sign in with/ }).click();
+      await second.getByLabel('User name').waitFor();
+      // The first tab logs in first. Before: one cookie held the sign-in under way, the second start's, so the first
+      // callback was refused (400, "started in another browser") and counted as a failed sign-in.
+      await logInAtProvider(first, 'jose', 'jose-pass');
+      await first.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await first.locator('header .who').innerText()).toContain('(oidc:staff-jose)');
+      await logInAtProvider(second, 'jose', 'jose-pass');
+      await second.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await second.locator('header .who').innerText()).toContain('(oidc:staff-jose)');
+      const refused = await oidcStack.database.opsAction.count({
+        where: { at: { gte: since }, path: { startsWith: '/console/oidc/callback' }, status: { gte: 400 } },
+      });
+      expect(refused).toBe(0);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('signing in again in the same browser ends its earlier session (the one its cookie named)', async () => {
     const context = await browser.newContext();
     const since = new Date();
