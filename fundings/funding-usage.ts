@@ -15,15 +15,22 @@ export async function userUsage(
   timeZone: string,
   excludeFundingId?: string,
 ): Promise<UserUsage> {
-  // Today's first instant as every read of a day reckons it (ledger/settlement.ts), not PostgreSQL's reading of it.
-  const today = settlementDayOf(new Date(), timeZone).startsAt.toISOString();
+  // Which day it is, the database's clock says (it stamps created_at, and the minute below is by it too); where each
+  // day begins, Node's time zone data (ledger/settlement.ts, as every read of a day): the days around this process's
+  // today, the latest begun by now(). A process whose clock is ahead by a moment at midnight counts today all the same.
+  const today = settlementDayOf(new Date(), timeZone);
+  const yesterday = settlementDayOf(new Date(today.startsAt.getTime() - 1), timeZone);
+  const [a, b, c] = [yesterday.startsAt, today.startsAt, today.endsAt].map((at) => at.toISOString());
   const rows = await db.$queryRaw<
     Array<{ day_count: bigint; day_amount: Prisma.Decimal | null; minute_count: bigint }>
   >`
-    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= ${today}::timestamptz) AS day_count,
-           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= ${today}::timestamptz) AS day_amount,
+    WITH day AS (
+      SELECT COALESCE(max(s), now() - interval '1 day') AS start
+      FROM (VALUES (${a}::timestamptz), (${b}::timestamptz), (${c}::timestamptz)) v (s) WHERE s <= now())
+    SELECT COUNT(*) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= day.start) AS day_count,
+           SUM(amount) FILTER (WHERE status NOT IN ('DECLINED', 'REJECTED', 'FAILED') AND created_at >= day.start) AS day_amount,
            COUNT(*) FILTER (WHERE created_at >= now() - interval '1 minute' AND batch_id IS NULL) AS minute_count
-    FROM funding WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
+    FROM funding, day WHERE source_partner_user_id = ${partnerUserId} AND created_at >= now() - interval '2 days'
       AND id <> ${excludeFundingId ?? '00000000-0000-0000-0000-000000000000'}::uuid`;
   const row = rows[0];
   return {

@@ -5,7 +5,7 @@
 // database's own rules (zero-sum transactions, append-only entries, balances only through entries,
 // the floor under 100 concurrent withdrawals).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { batchItemRows, createBatchItemsRecord, type NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { createFundingRecord, type NewFunding } from '../../fundings/funding-record.ts';
@@ -18,6 +18,7 @@ import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { checkLedgerInvariants } from '../../harness/ledger-invariants.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { settlementDayOf } from '../../ledger/settlement.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
@@ -276,6 +277,26 @@ describe('limits', () => {
       detail: expect.stringContaining('USER_PER_MINUTE'),
     });
     expect(await account(`USER:${user}`)).toMatchObject({ held: { value: '110.00' } });
+  });
+
+  it('counts the day by the database’s clock: a process whose clock has passed midnight before the database’s still counts today', async () => {
+    const user = newUser();
+    await credit(user, '1000.00');
+    expect(await limited.insert(withdrawal(user, '100.00'))).toBe(true);
+    // This process's clock a minute past the next midnight in SETTLEMENT_TZ (Asia/Manila by default); the database's
+    // is still today. Before: the day began where this process's clock said, today's 100.00 counted for nothing, and
+    // a second 100.00 (past the 150.00 a day) was stored.
+    const nextMidnight = settlementDayOf(new Date(), defaultFundingLimits.timeZone).endsAt.getTime();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(nextMidnight + 60_000);
+      expect(await refusal(withdrawal(user, '100.00'))).toMatchObject({
+        code: 'DAILY_LIMIT_EXCEEDED',
+        detail: expect.stringContaining('50.00 PHP left today'),
+      });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('counts a batch’s items toward the day, not toward the minute: a batch is one request', async () => {
