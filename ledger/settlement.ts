@@ -287,7 +287,7 @@ export function settlementDay(date: string, timeZone: string): SettlementDay {
     day = { date, timeZone, startsAt: dayEndsAt(dateAfter(date, -1), timeZone), endsAt: dayEndsAt(date, timeZone) };
     knownDays.set(key, day);
   }
-  return { ...day };
+  return { ...day, startsAt: new Date(day.startsAt), endsAt: new Date(day.endsAt) };
 }
 const knownDays = new Map<string, SettlementDay>();
 

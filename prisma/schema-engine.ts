@@ -237,6 +237,15 @@ export async function applyMigrations(databaseUrl: string): Promise<string[]> {
  * pending migration names stops nothing: with nothing to apply (a service's start while an index is built by hand),
  * migrate applies nothing, as ever.
  */
+/** Whether `sql` creates an index named `index` (quoted, as every migration names its indexes, or bare). */
+function createsIndex(sql: string, index: string): boolean {
+  const name = index.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(
+    `CREATE\\s+(UNIQUE\\s+)?INDEX\\s+(CONCURRENTLY\\s+)?(IF\\s+NOT\\s+EXISTS\\s+)?("${name}"|${name}\\b)`,
+    'i',
+  ).test(sql);
+}
+
 async function refuseInvalidIndexes(databaseUrl: string, migrations: MigrationList): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
@@ -259,7 +268,7 @@ async function refuseInvalidIndexes(databaseUrl: string, migrations: MigrationLi
       .filter((directory) => !done.has(directory.path))
       .map((directory) => (directory.migrationFile.content.tag === 'ok' ? directory.migrationFile.content.value : ''))
       .join('\n');
-    const rows = invalid.filter((row) => pendingSql.includes(`"${row.index}"`));
+    const rows = invalid.filter((row) => createsIndex(pendingSql, row.index));
     if (rows.length === 0) return;
     const names = rows.map((row) => `${row.index} (on ${row.table})`).join(', ');
     throw new Error(

@@ -49,6 +49,16 @@ describe('a day of SETTLEMENT_TZ', () => {
       expect(differ, timeZone).toEqual([]);
       expect(rows).toHaveLength(365);
     }
+    // The instants themselves, on the days the two readings differed: the first midnight of the Azores' 25 October (its
+    // clocks go back at 01:00 to 00:00), Havana's of 1 November, and a summer midnight of CET (UTC+2 then).
+    const endOf = async (date: string, timeZone: string) => {
+      const { end } = dayEventsAfter(settlementDay(date, timeZone), null);
+      const [row] = await database.$queryRaw<Array<{ end: Date }>>`SELECT ${end} AS "end"`;
+      return row!.end.toISOString();
+    };
+    expect(await endOf('2026-10-24', 'Atlantic/Azores')).toBe('2026-10-25T00:00:00.000Z');
+    expect(await endOf('2026-10-31', 'America/Havana')).toBe('2026-11-01T04:00:00.000Z');
+    expect(await endOf('2026-07-15', 'CET')).toBe('2026-07-15T22:00:00.000Z');
   });
 
   it('counts a funding requested in the hour that follows a midnight that happened twice on the day that hour is on, by the console’s reckoning: not on the day before', async () => {
