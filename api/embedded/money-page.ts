@@ -11,7 +11,9 @@ import { VaultError } from '../../links/token-vault.ts';
 import { amountOf } from '../../fundings/funding-view.ts';
 import { userAccount } from '../../domain/ledger.ts';
 import { formatAmount, thousandthsIn } from '../../domain/money.ts';
-import { isFinalFundingStatus } from '../../domain/funding.ts';
+import { isFinalFundingStatus, type FundingStatus } from '../../domain/funding.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import type { Database } from '../../lib/database.ts';
 import { isFinalPaymentStatus } from '../../domain/payment.ts';
 import { headroomOf } from '../../ledger/limits.ts';
 import { userUsage } from '../../fundings/funding-usage.ts';
@@ -61,18 +63,8 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
     const partnerUserId = await partnerUserOf(linkId);
     const account = await deps.ledger.account(deps.database, userAccount(partnerUserId));
     const available = thousandthsIn(account.available.value);
-    const fundings = await deps.database.funding.findMany({
-      where: { OR: [{ sourcePartnerUserId: partnerUserId }, { linkId }] },
-      orderBy: { createdAt: 'desc' },
-      take: 8,
-      select: { id: true, status: true, amount: true, currency: true, createdAt: true },
-    });
-    const payments = await deps.database.payment.findMany({
-      where: { linkId },
-      orderBy: { createdAt: 'desc' },
-      take: 8,
-      select: { id: true, status: true, amount: true, currency: true, purpose: true, createdAt: true },
-    });
+    const fundings = await latestFundingsOf(deps.database, { partnerUserId, linkId }, 8);
+    const payments = await latestPaymentsOf(deps.database, linkId, 8);
     const items: AppActivity['items'] = [
       ...fundings.map((f) => ({
         kind: 'withdrawal' as const,
@@ -202,4 +194,39 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
   }
 
   return { partnerUserOf, moneyOf, activeLink, home, showHome };
+}
+
+/**
+ * A linked user's latest `take` fundings, newest first: those drawn on their partner balance and those paid to their
+ * wallet, each read from its own index in time order (the partial (source_partner_user_id, created_at) and
+ * (link_id, created_at)) and merged. One query with OR could use neither for its order, and walked every funding back
+ * by time for a user with few (the page and its 2 s polls while a withdrawal is under way).
+ */
+export async function latestFundingsOf(
+  database: Database,
+  user: { partnerUserId: string; linkId: string },
+  take: number,
+): Promise<Array<{ id: string; status: FundingStatus; amount: Prisma.Decimal; currency: string; createdAt: Date }>> {
+  const select = { id: true, status: true, amount: true, currency: true, createdAt: true } as const;
+  const [drawn, paid] = await Promise.all([
+    database.funding.findMany({
+      where: { sourcePartnerUserId: user.partnerUserId },
+      orderBy: { createdAt: 'desc' },
+      take,
+      select,
+    }),
+    database.funding.findMany({ where: { linkId: user.linkId }, orderBy: { createdAt: 'desc' }, take, select }),
+  ]);
+  const byId = new Map([...drawn, ...paid].map((funding) => [funding.id, funding]));
+  return [...byId.values()].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).slice(0, take);
+}
+
+/** A linked user's latest `take` payments, newest first, from the (link_id, created_at) index. */
+export function latestPaymentsOf(database: Database, linkId: string, take: number) {
+  return database.payment.findMany({
+    where: { linkId },
+    orderBy: { createdAt: 'desc' },
+    take,
+    select: { id: true, status: true, amount: true, currency: true, purpose: true, createdAt: true },
+  });
 }

@@ -16,6 +16,7 @@ import {
   isPlannable,
   plannedScans,
   recordingDatabase,
+  rowsExamined,
   type PlannedScan,
   type RecordedStatement,
 } from '../../harness/query-plans.ts';
@@ -26,6 +27,7 @@ import { userUsage } from '../../fundings/funding-usage.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
+import { latestFundingsOf, latestPaymentsOf } from '../../api/embedded/money-page.ts';
 import { newFundingRow } from '../support/new-funding-row.ts';
 
 const serverUrl = inject('databaseUrl');
@@ -135,6 +137,47 @@ describe('flat with data', () => {
       // The sweep's recent FAILED fundings: by (status, updated_at), not every FAILED one.
       const failed = planned.find((each) => /FROM "public"\."funding" WHERE .*"updated_at" >=/.test(each.text));
       expect(failed?.scans.map((scan) => scan.index)).toContain('funding_status_updated_at_idx');
+    } finally {
+      await recording.close();
+    }
+  });
+
+  it('reads the wallet app’s money page (a user’s latest fundings and payments) from indexes in time order: each read examines a page of rows, not every funding', async () => {
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      // A user with history, and one with none yet (a link made today).
+      const [linked] = await explainer
+        .query<{ link_id: string; partner_user_id: string }>(
+          `SELECT f.link_id, l.partner_user_id FROM funding f JOIN link l ON l.id = f.link_id
+         WHERE f.link_id IS NOT NULL GROUP BY 1, 2 ORDER BY count(*) DESC LIMIT 1`,
+        )
+        .then((result) => result.rows);
+      for (const user of [
+        { partnerUserId: linked!.partner_user_id, linkId: linked!.link_id },
+        { partnerUserId: `new-${randomUUID()}`, linkId: randomUUID() },
+      ]) {
+        recording.statements.splice(0);
+        await latestFundingsOf(recording.database, user, 8);
+        await latestPaymentsOf(recording.database, user.linkId, 8);
+        const reads = recording.statements.filter((each) => /FROM "public"\."(funding|payment)" WHERE/.test(each.text));
+        expect(reads.length, JSON.stringify(user)).toBeGreaterThanOrEqual(2);
+        // The user's own rows bound what a read may examine (a plan may read and sort them all), not others'.
+        const [own] = await explainer
+          .query<{ count: string }>(
+            `SELECT (SELECT count(*) FROM funding WHERE source_partner_user_id = $1 OR link_id = $2::uuid)
+                  + (SELECT count(*) FROM payment WHERE link_id = $2::uuid) AS count`,
+            [user.partnerUserId, user.linkId],
+          )
+          .then((result) => result.rows);
+        for (const read of reads) {
+          const table = /FROM "public"\."payment"/.test(read.text) ? 'payment' : 'funding';
+          // Before: one read with OR (source or link) walked every funding back by time for a user with few.
+          expect(
+            await rowsExamined(explainer, read, table),
+            `${JSON.stringify(user)}: ${read.text}`,
+          ).toBeLessThanOrEqual(Math.max(8, Number(own!.count)));
+        }
+      }
     } finally {
       await recording.close();
     }
