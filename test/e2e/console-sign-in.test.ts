@@ -116,6 +116,21 @@ async function signInWithProvider(
   return page;
 }
 
+/**
+ * Sign in again through a provider that ignores walletflow's asking for a fresh login (prompt=login, max_age=0) and
+ * answers with the login it kept: refused as a login from before someone signed out.
+ */
+async function signInRefusedWithAnEarlierLogin(page: Page): Promise<void> {
+  idp.ignoreFreshLoginRequests(true);
+  try {
+    await page.getByRole('link', { name: /Sign in with/ }).click();
+    await page.waitForURL((url) => url.pathname === '/console/oidc/callback');
+    await page.getByText('signed you in with a login from before someone signed out here').waitFor();
+  } finally {
+    idp.ignoreFreshLoginRequests(false);
+  }
+}
+
 /** A person's login on the identity provider's page, which the page is on. */
 async function logInAtProvider(page: Page, username: string, password: string): Promise<void> {
   await page.getByLabel('User name').fill(username);
@@ -294,14 +309,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       // The provider ignores what walletflow asks for (prompt=login, max_age=0) and answers with her earlier login:
       // refused, and nobody is signed in.
       const leaSessions = () => oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-lea' } });
-      idp.ignoreFreshLoginRequests(true);
-      try {
-        await page.getByRole('link', { name: /Sign in with/ }).click();
-        await page.waitForURL((url) => url.pathname === '/console/oidc/callback');
-        await page.getByText('signed you in with a login from before someone signed out here').waitFor();
-      } finally {
-        idp.ignoreFreshLoginRequests(false);
-      }
+      await signInRefusedWithAnEarlierLogin(page);
       expect(await leaSessions()).toBe(0);
       const names = (await context.cookies(`${oidcStack.apiBase}/console`)).map((cookie) => cookie.name);
       expect(names).not.toContain('walletflow_console');
@@ -351,14 +359,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await page.waitForURL(`${oidcStack.apiBase}/console/sign-in`);
       // The provider answers with her earlier login, whatever walletflow asks for. Five minutes before the sign-out:
       // not fresh. Before: measured against this process's clock, it was within two minutes of "now", and taken.
-      idp.ignoreFreshLoginRequests(true);
-      try {
-        await page.getByRole('link', { name: /Sign in with/ }).click();
-        await page.waitForURL((url) => url.pathname === '/console/oidc/callback');
-        await page.getByText('signed you in with a login from before someone signed out here').waitFor();
-      } finally {
-        idp.ignoreFreshLoginRequests(false);
-      }
+      await signInRefusedWithAnEarlierLogin(page);
       expect(await oidcStack.database.consoleSession.count({ where: { personId: 'oidc:staff-kim' } })).toBe(0);
       // Her fresh login, by the same clocks: taken.
       await page.getByRole('link', { name: /Sign in with/ }).click();
