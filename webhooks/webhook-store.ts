@@ -99,6 +99,9 @@ export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
   };
 }
 
+/** How far the console's home counts an endpoint's dead letters, and its deliveries retrying: past it, "more than". */
+export const HEALTH_COUNT_LIMIT = 10_000;
+
 export function createWebhookStore(deps: { database: Database; cipher: TokenCipher }) {
   const { database, cipher } = deps;
 
@@ -159,18 +162,24 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * Endpoints whose deliveries fail: each with its dead letters (FAILED, waiting for a redelivery)
      * and the deliveries still being retried after a failed attempt (the console's home). Only endpoints still
      * registered: a deleted one's letters can be redelivered no more. Each endpoint's address comes masked
-     * (masked-url.ts): this list is for being shown.
+     * (masked-url.ts): this list is for being shown. Each count stops past HEALTH_COUNT_LIMIT (a figure above it means
+     * "more than"): the home reads this at every push, and dead letters are never purged, so a receiver down for days
+     * would make each push count millions.
      */
     async health(): Promise<Array<{ endpointId: string; maskedUrl: string; deadLetters: number; retrying: number }>> {
+      const past = HEALTH_COUNT_LIMIT + 1;
       const rows = await database.$queryRaw<
         Array<{ endpointId: string; url: string; deadLetters: number; retrying: number }>
       >`
-        SELECT e.id::text AS "endpointId", e.url,
-               COUNT(*) FILTER (WHERE d.status = 'FAILED')::int AS "deadLetters",
-               COUNT(*) FILTER (WHERE d.status = 'PENDING' AND d.attempts > 0)::int AS retrying
-        FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
-        WHERE e.deleted_at IS NULL AND (d.status = 'FAILED' OR (d.status = 'PENDING' AND d.attempts > 0))
-        GROUP BY e.id, e.url ORDER BY 3 DESC, 4 DESC LIMIT 50`;
+        SELECT * FROM (
+          SELECT e.id::text AS "endpointId", e.url,
+                 (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_delivery d
+                   WHERE d.endpoint_id = e.id AND d.status = 'FAILED' LIMIT ${past}) f)::int AS "deadLetters",
+                 (SELECT COUNT(*) FROM (SELECT 1 FROM webhook_delivery d
+                   WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.attempts > 0 LIMIT ${past}) r)::int AS retrying
+          FROM webhook_endpoint e WHERE e.deleted_at IS NULL) counted
+        WHERE "deadLetters" > 0 OR retrying > 0
+        ORDER BY "deadLetters" DESC, retrying DESC LIMIT 50`;
       return rows.map(({ url, ...row }) => ({ ...row, maskedUrl: maskedWebhookUrl(url) }));
     },
 

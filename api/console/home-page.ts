@@ -10,6 +10,7 @@ import { fundingsInReview, fundingTotalsOn } from '../../fundings/funding-totals
 import { settlementDayOf } from '../../ledger/settlement.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
 import { paymentsInReview, paymentTotalsOn } from '../../payments/payment-totals.ts';
+import { HEALTH_COUNT_LIMIT } from '../../webhooks/webhook-store.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { defineRoute, htmlAnswer, textSchema, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
@@ -102,6 +103,10 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
   ]);
   const reviews = fundingReviews + paymentReviews;
   const deadLetters = failing.reduce((sum, endpoint) => sum + endpoint.deadLetters, 0);
+  // A count past HEALTH_COUNT_LIMIT stopped there (webhook-store.ts): said as "more than".
+  const countOf = (count: number) =>
+    count > HEALTH_COUNT_LIMIT ? `more than ${HEALTH_COUNT_LIMIT.toLocaleString('en')}` : count.toLocaleString('en');
+  const past = failing.some((endpoint) => endpoint.deadLetters > HEALTH_COUNT_LIMIT);
   const cards = [
     `<section class="card wide" aria-labelledby="h-fundings"><h2 id="h-fundings">Fundings today (${escapeHtml(day.date)})</h2>${totalsTable('Fundings today by state', fundings)}</section>`,
     `<section class="card wide" aria-labelledby="h-payments"><h2 id="h-payments">Payments today</h2>${totalsTable('Payments today by state', payments)}</section>`,
@@ -125,13 +130,13 @@ async function renderFigures(deps: HomeDependencies, scopes: ReadonlySet<OpsScop
     }</section>`,
     `<section class="card${failing.length > 0 ? ' attention' : ''}" aria-labelledby="h-webhooks"><h2 id="h-webhooks">Webhooks</h2>${
       failing.length > 0
-        ? `<p>${deadLetters} dead letter${deadLetters === 1 ? '' : 's'}.</p>${table(
+        ? `<p>${past ? 'more than ' : ''}${deadLetters.toLocaleString('en')} dead letter${deadLetters === 1 ? '' : 's'}.</p>${table(
             'Failing webhook endpoints',
             ['Endpoint', 'Dead letters', 'Retrying'],
             failing.map((endpoint) => [
               `<a href="${CONSOLE_PATH}/webhooks/${endpoint.endpointId}">${escapeHtml(endpoint.maskedUrl)}</a>`,
-              String(endpoint.deadLetters),
-              String(endpoint.retrying),
+              countOf(endpoint.deadLetters),
+              countOf(endpoint.retrying),
             ]),
             new Set([1, 2]),
           )}`

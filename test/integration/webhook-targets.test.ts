@@ -7,12 +7,15 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { sendWebhook } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
-import { createWebhookStore } from '../../webhooks/webhook-store.ts';
+import { createWebhookStore, HEALTH_COUNT_LIMIT } from '../../webhooks/webhook-store.ts';
+import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
 import { createAttemptLimiter } from '../../access/attempt-limits.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -189,5 +192,46 @@ describe('the webhooks the console’s home says are failing', () => {
     const failing = (await store.health()).filter((row) => [kept, deleted].includes(row.endpointId));
     // Before: the deleted endpoint was listed with its dead letter, for good (the home read them every 5 s).
     expect(failing).toEqual([expect.objectContaining({ endpointId: kept, deadLetters: 1, retrying: 0 })]);
+  });
+
+  it('counts an endpoint’s dead letters up to HEALTH_COUNT_LIMIT and says "more than" past it: a push reads no more, however many there are', async () => {
+    const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+    const { endpoint } = await store.createEndpoint(
+      { url: 'https://down-for-days.example/hooks', events: ['funding.approved'] },
+      'ops',
+    );
+    // A receiver down for days: three times the limit in dead letters (never purged), and a few being retried.
+    const run = randomUUID().slice(0, 8);
+    const many = 3 * HEALTH_COUNT_LIMIT;
+    await stack.database.$executeRaw`
+      INSERT INTO webhook_event (id, type, body) SELECT ${`evt_${run}_`} || i, 'funding.approved', '{}'
+      FROM generate_series(1, ${many + 5}) i`;
+    await stack.database.$executeRaw`
+      INSERT INTO webhook_delivery (id, event_id, endpoint_id, status, attempts)
+      SELECT gen_random_uuid(), ${`evt_${run}_`} || i, ${endpoint.id}::uuid,
+             (CASE WHEN i <= ${many} THEN 'FAILED' ELSE 'PENDING' END)::"WebhookDeliveryStatus", 3
+      FROM generate_series(1, ${many + 5}) i`;
+    await stack.database.$executeRaw`ANALYZE webhook_delivery`;
+    const recording = recordingDatabase(testDatabaseUrl());
+    const explainer = new pg.Client({ connectionString: testDatabaseUrl() });
+    await explainer.connect();
+    try {
+      const counted = createWebhookStore({
+        database: recording.database,
+        cipher: createTokenCipher(stack.encryptionKey),
+      });
+      const row = (await counted.health()).find((each) => each.endpointId === endpoint.id);
+      expect(row).toMatchObject({ deadLetters: HEALTH_COUNT_LIMIT + 1, retrying: 5 });
+      // What the push read of the deliveries: up to the limit for each count, not the 30,000 dead letters. Before:
+      // every dead letter and every delivery being retried, at every push of every open home page.
+      const [read] = recording.statements.filter((each) => /webhook_delivery/.test(each.text));
+      // (The other endpoints' few deliveries of this file's other tests are read too.)
+      expect(await rowsExamined(explainer, read!, 'webhook_delivery')).toBeLessThanOrEqual(
+        2 * (HEALTH_COUNT_LIMIT + 1) + 50,
+      );
+    } finally {
+      await explainer.end();
+      await recording.close();
+    }
   });
 });
