@@ -208,11 +208,12 @@ export function createSettlementRuns(database: Database) {
 
     /**
      * The day's items to check, counted as the run begins; `wholeDay`: it begins reading once the day is over (its
-     * grace too), so it covers the whole of it, whenever it was asked for.
+     * grace too), by the database's clock, so it covers the whole of it, whenever it was asked for. It alone says so:
+     * whatever the run was started with is replaced.
      */
     async begin(runId: string, total: number, wholeDay: boolean): Promise<void> {
       const updated = await database.$executeRaw`
-        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = whole_day OR ${wholeDay}
+        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = ${wholeDay}
         WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
       if (updated === 0) throw new SettlementRunNotRunning(runId);
     },

@@ -143,8 +143,9 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     requestedBy: string,
   ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
     for (let attempt = 0; attempt < 3; attempt += 1) {
-      // Whole now if the grace is over; one asked for within it becomes whole as it begins reading after it.
-      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: date < openDay(), requestedBy });
+      // Not whole until it begins reading: its first activity says so by the database's clock (an API host's clock a
+      // few minutes ahead would store a run of part of the day as the whole of it, served for good).
+      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: false, requestedBy });
       const running = await ensureWorkflow(started.run);
       if (running) return { kind: started.kind, run: running };
     }

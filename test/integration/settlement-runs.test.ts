@@ -399,8 +399,13 @@ describe('a day settled by a durable run', () => {
     workerClock = null;
     const answer = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     expect(answer.kind).not.toBe('not-started');
-    const run = (answer as { run: { id: string; wholeDay: boolean } }).run;
-    expect({ kind: answer.kind, wholeDay: run.wholeDay, sameRun: run.id === duringTheDay.run.id }).toMatchObject({
+    const { id } = (answer as { run: { id: string } }).run;
+    // Whole once it began reading (its first activity, by the database's clock: after the day and its grace).
+    const run = await waitUntil(
+      () => runs.find(id),
+      (found) => found?.state === 'SUCCEEDED',
+    );
+    expect({ wholeDay: run!.wholeDay, sameRun: id === duringTheDay.run.id }).toEqual({
       wholeDay: true,
       sameRun: false,
     });
@@ -466,6 +471,37 @@ describe('a day settled by a durable run', () => {
       event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt ?? 1] : [],
     );
     expect(attempts[0]).toBeGreaterThan(1);
+  }, 60_000);
+
+  it('stores a run as the whole day only by the database’s clock: an API host whose clock is past the day and its grace, while the database’s is two minutes before midnight, starts a run that is not whole', async () => {
+    const day = await freshDay();
+    await plant(day, 2);
+    const next = new Date(`${day}T00:00:00Z`);
+    next.setUTCDate(next.getUTCDate() + 1);
+    const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
+    // The worker's settlement clock stands for the database's: two minutes before the day ends.
+    workerClock = midnight - 120_000;
+    const settlements = createSettlementService({
+      runs: createSettlementRuns(stack.database),
+      temporal: stack.temporal,
+      taskQueue: stack.taskQueue,
+      timeZone,
+      options: tuning,
+      logger: createLogger({ level: 'silent' }),
+      // The API's host: a minute past the grace.
+      now: () => new Date(midnight + SETTLEMENT_GRACE_MS + 60_000),
+    });
+    await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    const [first] = await waitUntil(
+      () => runsOf(day),
+      (runs) => runs[0]?.state === 'SUCCEEDED',
+    );
+    // It read the day as it stood two minutes before its end. Before: the API's clock said the day was over, the run
+    // was stored whole, and its report served for good: whatever the day gained in its last minutes was in none.
+    expect(await createSettlementRuns(stack.database).find(first!.id)).toMatchObject({
+      state: 'SUCCEEDED',
+      wholeDay: false,
+    });
   }, 60_000);
 
   it('starts one run for a burst of GETs: every answer a progress body or the report; a HEAD starts none', async () => {
