@@ -14,6 +14,7 @@ import { maskCashInCode } from '../../domain/funding.ts';
 import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundings/batch-service.ts';
 import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { escapeHtml } from '../../lib/html.ts';
+import { overloadOf } from '../../lib/admission.ts';
 import { personActed, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
 import { batchPath } from './batch-page.ts';
@@ -26,19 +27,26 @@ export interface UploadValues {
   name: string;
   source: 'TREASURY' | 'USER_BALANCE';
   partnerUserId: string;
+  /**
+   * The form's idempotency key, drawn again where the same upload is to be sent again (refused for now, or cut off,
+   * with nothing stored by this request): a first send still being stored is then found, not made twice. Absent: a
+   * fresh key (the file must change first).
+   */
+  idempotencyKey?: string;
 }
 
 const emptyValues: UploadValues = { name: '', source: 'TREASURY', partnerUserId: '' };
 
 /**
- * The upload form; a fresh idempotency key each time it is drawn. The CSRF field first, the file last (upload-form.ts).
+ * The upload form; a fresh idempotency key each time it is drawn, but where `values` carry the one to send again. The
+ * CSRF field first, the file last (upload-form.ts).
  */
 export function renderUploadForm(person: SignedInPerson, values: UploadValues = emptyValues): string {
   const option = (value: UploadValues['source'], label: string) =>
     `<option value="${value}"${values.source === value ? ' selected' : ''}>${label}</option>`;
   return `<form method="post" action="${BATCHES_PATH}" enctype="multipart/form-data" class="upload">
 ${csrfField(person)}
-<input type="hidden" name="idempotencyKey" value="${randomUUID()}">
+<input type="hidden" name="idempotencyKey" value="${escapeHtml(values.idempotencyKey ?? randomUUID())}">
 <label for="batch-name">Name</label>
 <input id="batch-name" name="name" type="text" required maxlength="200" value="${escapeHtml(values.name)}" aria-describedby="batch-name-hint">
 <p class="muted" id="batch-name-hint">What the batch is, as people will see it: “May rewards”.</p>
@@ -201,9 +209,15 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         source === 'USER_BALANCE' ? { type: 'USER_BALANCE', partnerUserId } : undefined,
       );
       // As the ops API: a user's balance pays that user's own wallets, unless the person may pay it to others (admin).
-      const result = await batches.create(idempotencyKey, request, person.name, {
-        mayPayOthersBalance: person.scopes.has('admin'),
-      });
+      // A store the admission refuses (its partner user's lane busy): the upload page again, with the same key, as for
+      // a full upload budget, where the console's Busy page drew no form and Back drew one with a fresh key.
+      const result = await batches
+        .create(idempotencyKey, request, person.name, { mayPayOthersBalance: person.scopes.has('admin') })
+        .catch((error: unknown): CreateBatchResult => {
+          const busy = overloadOf(error);
+          if (!busy) throw error;
+          return { kind: 'overloaded', retryAfterSeconds: busy.retryAfterSeconds, detail: busy.reason };
+        });
       await drain();
       if (result.kind === 'aborted' && notUtf8())
         return {
@@ -262,6 +276,10 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
     return;
   }
   const result = handled.result;
+  // Refused for now or cut off, nothing stored by this request: sent again, it is the same upload (the same key), so
+  // a first send still being stored (a double click; an answer lost and the page reloaded) is found, not made twice.
+  const submittedKey = z.uuid().safeParse(outcome.fields.get('idempotencyKey'));
+  const sameUpload: UploadValues = submittedKey.success ? { ...values, idempotencyKey: submittedKey.data } : values;
   switch (result.kind) {
     case 'created':
       res.redirect(303, `${batchPath(result.batch.batchId)}?did=created`);
@@ -328,7 +346,7 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         res,
         400,
         person,
-        values,
+        sameUpload,
         notice('The upload stopped before the whole file arrived: nothing was stored. Try again.', 'error'),
       );
       return;
@@ -339,7 +357,7 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         res,
         503,
         person,
-        values,
+        sameUpload,
         notice(
           `walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`,
           'error',

@@ -37,8 +37,9 @@ const contexts = new Map<string, BrowserContext>();
 beforeAll(async () => {
   browser = await launchChromium();
   stack = await startPartnerStack({
-    // Every batch of 1.00 or more waits for a second person.
-    batches: { approvalThreshold: 1000n, maxInFlight: 4 },
+    // Every batch of 1.00 or more waits for a second person. Uploads at once may hold 64 KiB (about 250 items): a file
+    // of 1,000 is refused for now, as a full budget is.
+    batches: { approvalThreshold: 1000n, maxInFlight: 4, uploadBudgetBytes: 64 * 1024 },
     console: async (apiBase) => {
       idp = await startIdentityProvider({
         clients: [{ clientId: 'walletflow-console', clientSecret, redirectUris: [`${apiBase}/console/oidc/callback`] }],
@@ -226,6 +227,25 @@ describe('the console’s batches, keyboard only', () => {
 });
 
 describe('the console’s batches refuse what a person may not do', () => {
+  it('draws a form refused for now (the upload budget full) again with its own key: sent again, it is the same upload, never a second batch', async () => {
+    const maker = await pageAs('maria', '/console/batches');
+    const key = () => maker.locator('input[name="idempotencyKey"]').inputValue();
+    const sent = await key();
+    const before = await stack.database.fundingBatch.count();
+    const rows = Array.from({ length: 1000 }, (_, index): [string, string, string] => [
+      `big-${index}`,
+      '1234567',
+      '1.00',
+    ]);
+    await upload(maker, 'Too big for now', csvOf(rows));
+    expect(await maker.getByRole('alert').innerText()).toContain('walletflow is storing other batches right now');
+    expect(await stack.database.fundingBatch.count()).toBe(before);
+    // Before: a fresh key, so the person's upload again, as the page asks, made a second batch beside a first send
+    // still being stored (a double click, an answer lost and the page reloaded).
+    expect(await key()).toBe(sent);
+    await maker.close();
+  });
+
   it('refuses a form with a file but without the CSRF token before it (403), and stores nothing', async () => {
     const maker = await pageAs('maria', '/console/batches');
     const csrf = await csrfOf(maker);
