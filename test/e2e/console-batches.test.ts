@@ -227,7 +227,7 @@ describe('the console’s batches, keyboard only', () => {
 });
 
 describe('the console’s batches refuse what a person may not do', () => {
-  it('draws a form refused for now (the upload budget full) again with its own key: sent again, it is the same upload, never a second batch', async () => {
+  it('draws a form refused for now (the upload budget full) again with the idempotency key it was sent with', async () => {
     const maker = await pageAs('maria', '/console/batches');
     const key = () => maker.locator('input[name="idempotencyKey"]').inputValue();
     const sent = await key();
