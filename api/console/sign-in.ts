@@ -408,17 +408,17 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   /**
-   * Begins a sign-in under way and sends the browser to the provider. A fresh login asks the provider to ask who the
-   * person is (`prompt=login`) and to say when they logged in (`max_age=0`: the ID token's auth_time), which the
-   * callback checks.
-   */
-  /**
    * The cookie of the sign-in under way whose state is `state` (a random token, base64url): its first 22 characters
    * (128 bits) name it, anything else a name no sign-in has.
    */
   const stateCookieName = (state: string) =>
     `${cookies.signInState}_${/^[A-Za-z0-9_-]{22,}$/.test(state) ? state.slice(0, 22) : 'none'}`;
 
+  /**
+   * Begins a sign-in under way and sends the browser to the provider. A fresh login asks the provider to ask who the
+   * person is (`prompt=login`) and to say when they logged in (`max_age=0`: the ID token's auth_time), which the
+   * callback checks.
+   */
   async function sendToProvider(
     req: Request,
     res: Response,
