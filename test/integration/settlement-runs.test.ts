@@ -33,6 +33,25 @@ afterEach(async () => {
 });
 afterAll(() => stack.close());
 
+/** The API's settlement service on the stack, its clock `now` (absent: the real one). */
+const settlementServiceAt = (now?: () => number) =>
+  createSettlementService({
+    runs: createSettlementRuns(stack.database),
+    temporal: stack.temporal,
+    taskQueue: stack.taskQueue,
+    timeZone,
+    options: tuning,
+    logger: createLogger({ level: 'silent' }),
+    ...(now ? { now: () => new Date(now()) } : {}),
+  });
+
+/** The midnight that ends `day` in Asia/Manila (UTC+8, no daylight saving time), as the API and the worker read it. */
+function midnightAfter(day: string): number {
+  const next = new Date(`${day}T00:00:00Z`);
+  next.setUTCDate(next.getUTCDate() + 1);
+  return Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
+}
+
 const { call, settled, freshDay, plant, runsOf } = settlementRunKit(() => stack);
 /** The day the first test made disagree: the CLI's report of it exits 1. */
 let dayWithProblems: string | undefined;
@@ -369,26 +388,14 @@ describe('a day settled by a durable run', () => {
     const day = await freshDay();
     await plant(day, 2);
     const runs = createSettlementRuns(stack.database);
-    const settlements = createSettlementService({
-      runs,
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-      timeZone,
-      options: tuning,
-      logger: createLogger({ level: 'silent' }),
-    });
+    const settlements = settlementServiceAt();
     // A GET of the day while it went on started this run (the day so far): it began reading then, at 18:00.
     const evening = Date.parse(`${day}T18:00:00+08:00`);
     workerClock = evening;
-    const duringTheDay = await createSettlementService({
-      runs,
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-      timeZone,
-      options: tuning,
-      logger: createLogger({ level: 'silent' }),
-      now: () => new Date(evening),
-    }).settle(day, { requestedBy: 'settlement-runs.test', waitMs: 0 });
+    const duringTheDay = await settlementServiceAt(() => evening).settle(day, {
+      requestedBy: 'settlement-runs.test',
+      waitMs: 0,
+    });
     if (duringTheDay.kind === 'not-started') throw new Error('the day had begun');
     await waitUntil(
       async () => (await runsOf(day))[0]?.total ?? 0,
@@ -417,22 +424,11 @@ describe('a day settled by a durable run', () => {
   it('within two minutes of a day’s end, starts the day’s run, which begins reading once they have passed: a write of the day committed meanwhile is in it, and no second run is needed', async () => {
     const day = await freshDay();
     await plant(day, 2);
-    const next = new Date(`${day}T00:00:00Z`);
-    next.setUTCDate(next.getUTCDate() + 1);
-    // Midnight in Asia/Manila (UTC+8, no daylight saving time), as the clocks of the API and the worker read it.
-    const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
+    const midnight = midnightAfter(day);
     // 18:00 that day: a report of the day so far.
     let clock = midnight - 6 * 3600_000;
     workerClock = clock;
-    const settlements = createSettlementService({
-      runs: createSettlementRuns(stack.database),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-      timeZone,
-      options: tuning,
-      logger: createLogger({ level: 'silent' }),
-      now: () => new Date(clock),
-    });
+    const settlements = settlementServiceAt(() => clock);
     const evening = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     expect(evening.kind).toBe('report');
     const eveningRun = (evening as { run: SettlementRun }).run;
@@ -476,21 +472,11 @@ describe('a day settled by a durable run', () => {
   it('stores a run as the whole day only by the database’s clock: an API host whose clock is past the day and its grace, while the database’s is two minutes before midnight, starts a run that is not whole', async () => {
     const day = await freshDay();
     await plant(day, 2);
-    const next = new Date(`${day}T00:00:00Z`);
-    next.setUTCDate(next.getUTCDate() + 1);
-    const midnight = Date.parse(`${next.toISOString().slice(0, 10)}T00:00:00+08:00`);
+    const midnight = midnightAfter(day);
     // The worker's settlement clock stands for the database's: two minutes before the day ends.
     workerClock = midnight - 120_000;
-    const settlements = createSettlementService({
-      runs: createSettlementRuns(stack.database),
-      temporal: stack.temporal,
-      taskQueue: stack.taskQueue,
-      timeZone,
-      options: tuning,
-      logger: createLogger({ level: 'silent' }),
-      // The API's host: a minute past the grace.
-      now: () => new Date(midnight + SETTLEMENT_GRACE_MS + 60_000),
-    });
+    // The API's host: a minute past the grace.
+    const settlements = settlementServiceAt(() => midnight + SETTLEMENT_GRACE_MS + 60_000);
     await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
     const [first] = await waitUntil(
       () => runsOf(day),
