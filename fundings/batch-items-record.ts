@@ -228,6 +228,8 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
       tx: Prisma.TransactionClient,
       batchId: string,
       actor: string,
+      /** How the batch ended, as each item's event says it: cancelled, or rejected by the checker before it ran. */
+      ending: 'cancelled' | 'rejected' = 'cancelled',
     ): Promise<EndedBatchItems> {
       const ended: EndedBatchItems = { count: 0, byCreatedAt: new Map() };
       await tallyInOwnRows(tx);
@@ -263,7 +265,7 @@ export function createBatchItemsRecord(deps: BatchItemsRecordDependencies) {
         ended.count += ids.length;
         await tx.$executeRaw`
           INSERT INTO funding_event (funding_id, status, detail)
-          SELECT unnest(${ids}::uuid[]), ${moves.cancel.to}::"FundingStatus", ${`batch cancelled by ${actorWords(actor)}`}`;
+          SELECT unnest(${ids}::uuid[]), ${moves.cancel.to}::"FundingStatus", ${`batch ${ending} by ${actorWords(actor)}`}`;
         await announceFundings(tx, ids);
       }
       return ended;

@@ -227,7 +227,12 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
           });
           if (moved.count !== 1) return false;
           if (to === 'CANCELLED' || to === 'REJECTED')
-            ended = await batchItems.cancelPendingBatchItems(tx, batchId, by?.name ?? 'ops');
+            ended = await batchItems.cancelPendingBatchItems(
+              tx,
+              batchId,
+              by?.name ?? 'ops',
+              to === 'REJECTED' ? 'rejected' : 'cancelled',
+            );
           await announce(tx, batchId, to);
           // The holds last, right before the commit: the accounts they lock are every funding's too.
           if (ended.count > 0) await batchItems.releaseCancelledBatchItems(tx, batchId);

@@ -152,6 +152,13 @@ describe('funding batches', () => {
       completedAt: expect.any(String),
     });
     expect(await treasuryHeld()).toBe(heldBefore);
+    // Each item's timeline says the batch was rejected, by whom. Before: "batch cancelled by" the checker, a cancel
+    // nobody made.
+    const events = await stack.database.fundingEvent.findMany({
+      where: { funding: { batchId: batch.batchId }, status: 'FAILED' },
+      select: { detail: true },
+    });
+    expect(events.map((event) => event.detail)).toEqual(Array(3).fill(expect.stringMatching(/^batch rejected by /)));
     // A decided batch moves no further.
     expect(
       (await send(`/ops/funding-batches/${batch.batchId}/approve`, { method: 'POST', as: approver })).json,
