@@ -19,6 +19,7 @@ import {
   type PaymentPurpose,
 } from '../domain/ledger.ts';
 import type { Database } from '../lib/database.ts';
+import { MAX_BIGINT } from '../lib/page-cursor.ts';
 import { amountOf, fromNumeric, toNumeric } from '../domain/money.ts';
 
 export type LedgerClient = Prisma.TransactionClient | Database;
@@ -623,5 +624,5 @@ export type Ledger = ReturnType<typeof createLedger>;
 /** A ledger entries cursor as clients send it back: the base64url of a positive entry id (a PostgreSQL bigint). */
 export function isEntriesCursor(cursor: string): boolean {
   const id = Buffer.from(cursor, 'base64url').toString('utf8');
-  return /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= 9_223_372_036_854_775_807n;
+  return /^[1-9]\d{0,18}$/.test(id) && BigInt(id) <= MAX_BIGINT;
 }
