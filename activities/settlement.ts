@@ -217,10 +217,17 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         context.info.attempt > 1 ? (context.info.heartbeatDetails as SettleItemsCheckpoint | undefined) : undefined;
       const run = await runningRun(input.runId);
       const day = settlementDay(run.date, run.timeZone);
+      // The attempt's own end: cancelled by Temporal, or over however it ended. A page's retrieves run beside its
+      // ledger read; once the attempt has failed (that read, a store), none of them starts another wallet call: the
+      // attempt tried again asks for the page itself, and calls of an attempt that failed would add to its places.
+      const attempt = new AbortController();
+      const cancel = () => attempt.abort(context.cancellationSignal.reason);
+      if (context.cancellationSignal.aborted) cancel();
+      else context.cancellationSignal.addEventListener('abort', cancel, { once: true });
       const gate = createRetrieveGate({
         maxInFlight: input.maxInFlight,
         inFlight: resumed?.inFlight ?? input.inFlight,
-        cancelled: context.cancellationSignal,
+        cancelled: attempt.signal,
       });
       const checkpoint: SettleItemsCheckpoint = {
         after: resumed?.after !== undefined ? resumed.after : input.after,
@@ -271,6 +278,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         }
       } finally {
         clearInterval(beating);
+        context.cancellationSignal.removeEventListener('abort', cancel);
+        attempt.abort(new Error('the settleItems attempt has ended'));
       }
       return {
         after: done ? null : checkpoint.after,

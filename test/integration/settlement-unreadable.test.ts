@@ -31,9 +31,13 @@ const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 
 
 /**
  * A run of a day of 20 fundings, and its settleItems as this process runs it (the test makes each attempt, as Temporal
- * would), one page of 20: `failure` answers a retrieve with an error, or null for the wallet's own answer.
+ * would), one page of 20: `failure` answers a retrieve with an error, or null for the wallet's own answer; `database`,
+ * the activities' own (the stack's by default).
  */
-async function pageSettledHere(failure: (transferId: string) => WalletError | null) {
+async function pageSettledHere(
+  failure: (transferId: string) => WalletError | null | Promise<WalletError | null>,
+  database: PartnerStack['database'] = stack.database,
+) {
   const day = await freshDay();
   await plant(day, 20);
   const { run } = await createSettlementRuns(stack.database).start({
@@ -45,12 +49,12 @@ async function pageSettledHere(failure: (transferId: string) => WalletError | nu
   const wallet: WalletClient = {
     ...stack.wallet,
     retrieveTransfer: async (transferId) => {
-      const error = failure(transferId);
+      const error = await failure(transferId);
       if (error) throw error;
       return stack.wallet.retrieveTransfer(transferId);
     },
   };
-  const { settleItems } = stackActivities(stack, { wallet });
+  const { settleItems } = stackActivities(stack, { wallet, database });
   const input = {
     runId: run.id,
     side: 'fundings' as const,
@@ -133,6 +137,51 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     expect(await lines()).toBe(20);
     expect(asked.size).toBe(20);
     for (const [transferId, times] of asked) expect(times, transferId).toBe(transferId === victim ? 4 : 1);
+  });
+
+  it('starts no wallet call once its attempt has failed: a page whose ledger read fails leaves no retrieve running', async () => {
+    // Found by a read: a page's retrieves ran beside its ledger read, and when that read failed (a pool time-out, a
+    // reset connection) the attempt failed while its retrieves went on, every one of the page's, answers thrown away;
+    // the attempt tried again retrieved them again beside them: the wallet saw twice the run's places.
+    let readFails = true;
+    const database = new Proxy(stack.database, {
+      get(target, property, receiver) {
+        const value: unknown = Reflect.get(target, property, receiver);
+        if (property !== '$queryRaw' || typeof value !== 'function') return value;
+        return async (strings: TemplateStringsArray, ...values: unknown[]) => {
+          if (readFails && strings.join('?').includes('DISTINCT ON (t.reference)')) {
+            readFails = false;
+            await new Promise((resolve) => setTimeout(resolve, 150));
+            throw new Error('the ledger read failed (a connection reset, as the test makes it)');
+          }
+          return (value as (...args: unknown[]) => unknown).call(target, strings, ...values);
+        };
+      },
+    });
+    const started: number[] = [];
+    const { settleItems, input } = await pageSettledHere(async () => {
+      started.push(Date.now());
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      return null;
+    }, database);
+    const slowInput = { ...input, maxInFlight: 2, inFlight: 2 };
+    await expect(new MockActivityEnvironment({ attempt: 1 }).run(settleItems, slowInput)).rejects.toThrow(
+      /the ledger read failed/,
+    );
+    const failedAt = Date.now();
+    const startedByThen = started.length;
+    // Every retrieve of the page, 20 of them two at a time for 100 ms each, would have started within this wait.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect({ startedByThen, startedAfter: started.filter((at) => at > failedAt).length }).toEqual({
+      startedByThen: expect.any(Number),
+      startedAfter: 0,
+    });
+    expect(startedByThen).toBeLessThan(20);
+    // The attempt tried again settles the whole page.
+    expect(await new MockActivityEnvironment({ attempt: 2 }).run(settleItems, slowInput)).toMatchObject({
+      done: true,
+      stored: 20,
+    });
   });
 
   it('counts a transfer’s garbled answers toward its line only when the page went through: garbling at large is waited out, one transfer’s own is said', async () => {
