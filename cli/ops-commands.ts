@@ -431,8 +431,9 @@ walletflow payments resolve); ${apiExits}`,
     webhooks
       .command('redeliver')
       .description('send a delivery again now (a dead letter, or a delivered one)')
-      .argument('<deliveryId>'),
-  ).action((id: string, options: OpsCommandOptions) =>
+      .argument('<deliveryId>')
+      .option('--actor <name>', 'who sends it again (stored with the key’s name as the delivery’s redeliveredBy)'),
+  ).action((id: string, options: OpsCommandOptions & { actor?: string }) =>
     run(import('./webhook-commands.ts').then((module) => module.runWebhookRedeliver(id, options))),
   );
   webhooks

@@ -82,9 +82,12 @@ export const runWebhookDeliveries = (
     if (body.nextCursor) printText(`next page: --cursor ${body.nextCursor}`);
   });
 
-export const runWebhookRedeliver = (deliveryId: string, options: OpsCommandOptions) =>
+export const runWebhookRedeliver = (deliveryId: string, options: OpsCommandOptions & { actor?: string }) =>
   runOps('webhooks redeliver', options, async (client) => {
-    const { body } = await client.redeliverWebhook({ deliveryId });
+    const { body } = await client.redeliverWebhook({
+      deliveryId,
+      ...(options.actor ? { opsActor: options.actor } : {}),
+    });
     if (options.output === 'json') return printJson(body);
     printText(table([['DELIVERY', 'STATUS', 'EVENT', 'ATTEMPTS', 'CREATED'], deliveryRow(body)]));
   });

@@ -497,6 +497,10 @@ export interface WebhookDelivery {
   attempts: number;
   nextAttemptAt: string | null;
   deliveredAt: string | null;
+  /** who sent it again last: the ops key’s name (with its X-Actor note) or the console’s signed-in person; null until a redelivery */
+  redeliveredBy: string | null;
+  /** when it was last sent again; null until then */
+  redeliveredAt: string | null;
   createdAt: string;
   updatedAt: string;
   log: {
@@ -716,6 +720,8 @@ export type GetWebhookEndpointParams = {
 export type DeleteWebhookEndpointParams = {
   /** the endpoint’s id */
   endpointId: string;
+  /** who deletes it (stored after the key’s name as the endpoint’s `deletedBy`); ignored when malformed; kept as plain text: letters, digits, spaces and . ' - , @ _ (anything else, a parenthesis or a colon, becomes a space) */
+  opsActor?: string;
 };
 
 export type ListWebhookDeliveriesParams = {
@@ -736,6 +742,8 @@ export type ListWebhookDeliveriesParams = {
 export type RedeliverWebhookParams = {
   /** the delivery’s id */
   deliveryId: string;
+  /** who sends it again (stored after the key’s name as the delivery’s `redeliveredBy`); ignored when malformed; kept as plain text: letters, digits, spaces and . ' - , @ _ (anything else, a parenthesis or a colon, becomes a space) */
+  opsActor?: string;
 };
 
 export type ListFundingsAnswer = { status: 200; body: FundingPage };
@@ -876,9 +884,9 @@ const operations: Record<keyof OpsClient, OperationSpec> = {
   startSettlementRun: { method: 'POST', path: "/ops/settlements/{date}/runs", pathParams: ["date"], query: [], headers: {}, body: false },
   createWebhookEndpoint: { method: 'POST', path: "/ops/webhooks/endpoints", pathParams: [], query: [], headers: {}, body: true },
   getWebhookEndpoint: { method: 'GET', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },
-  deleteWebhookEndpoint: { method: 'DELETE', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {}, body: false },
+  deleteWebhookEndpoint: { method: 'DELETE', path: "/ops/webhooks/endpoints/{endpointId}", pathParams: ["endpointId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: false },
   listWebhookDeliveries: { method: 'GET', path: "/ops/webhooks/deliveries", pathParams: [], query: ["status","from","to","limit","cursor","endpointId"], headers: {}, body: false },
-  redeliverWebhook: { method: 'POST', path: "/ops/webhooks/deliveries/{deliveryId}/redeliver", pathParams: ["deliveryId"], query: [], headers: {}, body: false },
+  redeliverWebhook: { method: 'POST', path: "/ops/webhooks/deliveries/{deliveryId}/redeliver", pathParams: ["deliveryId"], query: [], headers: {"opsActor":"X-Ops-Actor"}, body: false },
 };
 
 // ---- runtime ---------------------------------------------------------------------------------

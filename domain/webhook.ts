@@ -136,6 +136,11 @@ export const webhookDeliverySchema = z.object({
   attempts: z.number().int(),
   nextAttemptAt: z.iso.datetime().nullable(),
   deliveredAt: z.iso.datetime().nullable(),
+  redeliveredBy: z.string().nullable().meta({
+    description:
+      'who sent it again last: the ops key’s name (with its X-Actor note) or the console’s signed-in person; null until a redelivery',
+  }),
+  redeliveredAt: z.iso.datetime().nullable().meta({ description: 'when it was last sent again; null until then' }),
   createdAt: z.iso.datetime(),
   updatedAt: z.iso.datetime(),
   log: z.array(webhookAttemptSchema),

@@ -88,6 +88,8 @@ export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
     attempts: delivery.attempts,
     nextAttemptAt: delivery.status === 'PENDING' ? (delivery.nextAttemptAt?.toISOString() ?? null) : null,
     deliveredAt: delivery.deliveredAt?.toISOString() ?? null,
+    redeliveredBy: delivery.redeliveredBy,
+    redeliveredAt: delivery.redeliveredAt?.toISOString() ?? null,
     createdAt: delivery.createdAt.toISOString(),
     updatedAt: delivery.updatedAt.toISOString(),
     log: delivery.attemptLog.map((attempt) => ({
@@ -234,8 +236,9 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
     /**
      * Ops' redelivery: a FAILED (dead-lettered) or SUCCEEDED delivery is due again now, with a new
      * retry window; its log keeps every earlier attempt. The same event id: receivers dedupe on it.
+     * `by` (the ops key's actor, or the console's person) is stored on the delivery with the time.
      */
-    redeliver: (id: string) =>
+    redeliver: (id: string, by: string) =>
       database.$transaction(async (tx) => {
         const delivery = await tx.webhookDelivery.findUnique({
           where: { id },
@@ -246,7 +249,15 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         const moved = await tx.webhookDelivery.updateMany({
           where: { id, status: { in: ['FAILED', 'SUCCEEDED'] } },
           // A fresh retry window and backoff: `attempts` counts from here, the log keeps them all.
-          data: { status: 'PENDING', attempts: 0, nextAttemptAt: new Date(), retryingSince: null, deliveredAt: null },
+          data: {
+            status: 'PENDING',
+            attempts: 0,
+            nextAttemptAt: new Date(),
+            retryingSince: null,
+            deliveredAt: null,
+            redeliveredBy: by.slice(0, 128),
+            redeliveredAt: new Date(),
+          },
         });
         if (moved.count === 0) return { kind: 'pending' as const };
         return {

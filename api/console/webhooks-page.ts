@@ -254,6 +254,12 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
             delivery.nextAttemptAt ? when(delivery.nextAttemptAt, tz) : '<span class="muted">none</span>',
           ],
           ['Delivered', delivery.deliveredAt ? when(delivery.deliveredAt, tz) : '<span class="muted">not yet</span>'],
+          [
+            'Last redelivered',
+            delivery.redeliveredAt
+              ? `${when(delivery.redeliveredAt, tz)} by ${escapeHtml(delivery.redeliveredBy ?? '')}`
+              : '<span class="muted">never</span>',
+          ],
           ['Created', when(delivery.createdAt, tz)],
         ])}${form ? `<div class="actions">${form}</div>` : ''}`,
         delivery.status === 'FAILED',
@@ -280,7 +286,7 @@ export function addWebhooksRoutes(router: Router, deps: WebhooksPageDependencies
   add(routes.redeliver, async (req, res) => {
     const person = personOf(res);
     const id = z.uuid().safeParse(req.params.deliveryId);
-    const result = id.success ? await deps.webhooks.redeliver(id.data) : ({ kind: 'not-found' } as const);
+    const result = id.success ? await deps.webhooks.redeliver(id.data, person.name) : ({ kind: 'not-found' } as const);
     const back = { href: deliveryPath(req.params.deliveryId), label: 'Back to the delivery' };
     switch (result.kind) {
       case 'redelivered':

@@ -27,7 +27,7 @@ import {
 import { validationProblem } from '../http/validation.ts';
 import { sendListPage } from './list-page-response.ts';
 import { opsKeyNameOf } from './ops-key.ts';
-import { resolvedByOf } from './ops-actor.ts';
+import { actorHeader, resolvedByOf } from './ops-actor.ts';
 import { badListQueryAnswer, listFilterDescriptions, malformedBodyCodes } from './ops-answers.ts';
 import { refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 
@@ -103,6 +103,9 @@ const routes = {
       'Delete an endpoint (scope admin): no new deliveries, its pending ones end FAILED; its deliveries stay listed',
     access: { opsScope: 'admin' },
     params: endpointIdParameter,
+    headers: actorHeader(
+      'who deletes it (stored after the key’s name as the endpoint’s `deletedBy`); ignored when malformed',
+    ),
     responses: { '204': { description: 'deleted' }, '404': noSuchEndpoint },
   }),
   listWebhookDeliveries: defineRoute({
@@ -130,6 +133,9 @@ const routes = {
       'Send a FAILED (dead-lettered) or delivered delivery again, now, with a new retry window (scope admin); the same `webhook-id`',
     access: { opsScope: 'admin' },
     params: { deliveryId: { schema: webhookDeliveryIdSchema, description: 'the delivery’s id' } },
+    headers: actorHeader(
+      'who sends it again (stored after the key’s name as the delivery’s `redeliveredBy`); ignored when malformed',
+    ),
     responses: {
       '202': jsonAnswer(named('WebhookDelivery', webhookDeliverySchema), 'due again'),
       '404': problemAnswer('no such delivery', ['WEBHOOK_DELIVERY_NOT_FOUND']),
@@ -222,7 +228,7 @@ export function opsWebhooksRouter(deps: OpsWebhooksDependencies): Router {
       deliveryNotFound(res, req.params.deliveryId);
       return;
     }
-    const result = await deps.webhooks.redeliver(id.data);
+    const result = await deps.webhooks.redeliver(id.data, resolvedByOf(req, res));
     switch (result.kind) {
       case 'redelivered':
         res.status(202).json(result.delivery);

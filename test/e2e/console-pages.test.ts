@@ -506,8 +506,11 @@ describe('a dead-lettered webhook delivery', () => {
       );
       expect(after.attemptLog).toHaveLength(before.attemptLog.length + 1);
       expect(after.attemptLog.at(-1)).toMatchObject({ statusCode: 200, error: null });
+      // Stored under the person who pressed the button, and shown on the delivery.
+      expect(after.redeliveredBy).toBe(recorded('ben'));
       await page.reload();
       expect(await page.getByRole('table', { name: 'Attempts, oldest first' }).innerText()).toContain('HTTP 200');
+      expect(await page.locator('main').innerText()).toContain(`by ${recorded('ben')}`);
       const audited = await eventually(
         () =>
           stack.database.opsAction.findFirst({

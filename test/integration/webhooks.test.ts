@@ -318,8 +318,16 @@ describe('delivery', () => {
     );
 
     accepting = true;
-    const redelivered = await stack.opsFetch(`/ops/webhooks/deliveries/${delivery.id}/redeliver`, { method: 'POST' });
+    expect(delivery).toMatchObject({ redeliveredBy: null, redeliveredAt: null });
+    const redelivered = await stack.opsFetch(`/ops/webhooks/deliveries/${delivery.id}/redeliver`, {
+      method: 'POST',
+      headers: { 'x-ops-actor': 'Dana on call' },
+    });
     expect(redelivered.status).toBe(202);
+    // Who sent it again is stored on the delivery, beside the audit row (contract section 12).
+    const due = (await redelivered.json()) as WebhookDeliveryView;
+    expect(due.redeliveredBy).toBe('default (as Dana on call)');
+    expect(Date.parse(due.redeliveredAt!)).toBeGreaterThan(Date.parse(delivery.updatedAt));
     const done = await eventually(
       () => deliveriesOf(endpoint.id),
       (items) => items.some((item) => item.id === delivery.id && item.status === 'SUCCEEDED'),
@@ -328,6 +336,7 @@ describe('delivery', () => {
     expect(succeeded.status).toBe('SUCCEEDED');
     expect(succeeded.log.at(-1)).toMatchObject({ statusCode: 200, error: null });
     expect(succeeded.log.length).toBe(attemptsBefore + 1);
+    expect(succeeded).toMatchObject({ redeliveredBy: 'default (as Dana on call)', redeliveredAt: due.redeliveredAt });
     const last = partner.received.filter((request) => request.id === eventId).at(-1)!;
     expect(last.verified).toBe(true);
     // A delivery being attempted is not redelivered; an unknown one is not found.
