@@ -11,7 +11,7 @@
 // and `walletflow deploy promote|ramp|rollback`
 // moves it otherwise.
 import { readFileSync } from 'node:fs';
-import { ScheduleNotFoundError, type Client } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { Logger } from './logger.ts';
 import { buildIdOf } from './workflow-bundle.ts';
@@ -98,13 +98,22 @@ export async function countUnversionedRunsOfDeployment(
   return { total: here.total + there.total, byType, otherTaskQueue: scheduled };
 }
 
-/** The task queue a Schedule starts its workflows on; null when there is no such Schedule. */
+/**
+ * The task queue a Schedule starts its workflows on; null when there is no such Schedule. Read from the service's own
+ * answer, not the SDK's `describe()`, which decodes the action's arguments: those are encrypted (PAYLOAD_ENCRYPTION_KEYS)
+ * wherever the Schedule's maker had the codec, and the operator's `deploy status` has no key to read them with, nor
+ * needs one.
+ */
 async function scheduleTaskQueueOf(client: Client, scheduleId: string): Promise<string | null> {
   try {
-    const { action } = await client.schedule.getHandle(scheduleId).describe();
-    return action.type === 'startWorkflow' ? action.taskQueue : null;
+    const { schedule } = await client.workflowService.describeSchedule({
+      namespace: client.options.namespace,
+      scheduleId,
+    });
+    return schedule?.action?.startWorkflow?.taskQueue?.name || null;
   } catch (error) {
-    if (error instanceof ScheduleNotFoundError) return null;
+    // No such Schedule (gRPC NOT_FOUND).
+    if ((error as { code?: number }).code === 5) return null;
     throw error;
   }
 }

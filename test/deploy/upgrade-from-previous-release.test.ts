@@ -15,6 +15,7 @@ import proto from '@temporalio/proto';
 import { Client, Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
+import { dataConverterFor, parsePayloadKeys } from '../../lib/payload-codec.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
 import { startSandbox, type RunningSandbox } from '../../sandbox/server.ts';
 import { sandboxAdminClient, type SandboxAdminClient } from '../../sandbox/admin-client.ts';
@@ -49,6 +50,12 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   const databaseName = `walletflow_upgrade_${process.pid}_${Date.now().toString(36)}`;
   const taskQueue = `upgrade-${randomUUID().slice(0, 8)}`;
   const opsKey = `upgrade-${randomUUID()}`;
+  /**
+   * Both releases encrypt workflow payloads, as compose requires (the Schedules' arguments too); `walletflow deploy`
+   * runs without the key, as an operator's machine does: found by a read, its status could not read the sweep
+   * Schedule's encrypted arguments and exited 1 in every deployment that encrypts.
+   */
+  const payloadKeys = `upgrade-1:${Buffer.alloc(32, 9).toString('base64')}`;
   let apiPort: number;
   const processes: WorkerProcess[] = [];
 
@@ -62,6 +69,7 @@ describe('the first versioned deploy over the previous release, on a real Tempor
     TEMPORAL_NAMESPACE: temporal.namespace,
     TEMPORAL_TASK_QUEUE: taskQueue,
     TOKEN_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64'),
+    PAYLOAD_ENCRYPTION_KEYS: payloadKeys,
     OPS_API_KEYS: `upgrade-ops:read+fund+pay+resolve+accounts+admin+approve:${opsKey}`,
     SESSION_ALLOWED_IPS: '127.0.0.1',
     PORT: String(apiPort),
@@ -132,7 +140,11 @@ describe('the first versioned deploy over the previous release, on a real Tempor
   beforeAll(async () => {
     [release, temporal] = await Promise.all([checkOutPreviousRelease(), startRealTemporal()]);
     connection = await Connection.connect({ address: temporal.address });
-    client = new Client({ connection, namespace: temporal.namespace });
+    client = new Client({
+      connection,
+      namespace: temporal.namespace,
+      dataConverter: dataConverterFor(parsePayloadKeys(payloadKeys)),
+    });
     // Found free and bound by each API itself (PORT), not handed over as the other stacks do (LISTEN_FD): the previous
     // release reads no LISTEN_FD, and both releases' APIs answer on this one port, the sandbox's registration.
     apiPort = await findFreePort();
