@@ -111,6 +111,13 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
    */
   const endOfLife = Prisma.sql`LEAST(s.expires_at, s.created_at + ${lifetime})`;
 
+  /** The session is over from now on (its lifetime and its idle end both now), kept so it says whose it was. */
+  async function endForGood(sessionId: string): Promise<void> {
+    await database.$executeRaw`
+      UPDATE console_session s SET expires_at = LEAST(s.expires_at, t.at), ends_at = LEAST(s.ends_at, t.at)
+      FROM (SELECT ${at()} AS at) t WHERE s.id = ${sessionId}::uuid AND (s.expires_at > t.at OR s.ends_at > t.at)`;
+  }
+
   /**
    * As `read`, and for a session that has ended (idle, past its lifetime), whose it was: a sign-out from that browser
    * still signs the person out everywhere.
@@ -130,9 +137,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       // Ended for good, not deleted: no setting raised later brings it back (its lifetime is over now), and a sign-out
       // from its browser, whatever read it first (an open page's stream, its reconnections), still finds whose it was.
       // The purge deletes it.
-      await database.$executeRaw`
-        UPDATE console_session s SET expires_at = LEAST(s.expires_at, t.at), ends_at = LEAST(s.ends_at, t.at)
-        FROM (SELECT ${at()} AS at) t WHERE s.id = ${row.id}::uuid AND (s.expires_at > t.at OR s.ends_at > t.at)`;
+      await endForGood(row.id);
       return {
         session: null,
         ended: { personId: row.person_id, personName: row.person_name, via: row.via === 'oidc' ? 'oidc' : 'key' },
@@ -179,6 +184,19 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     },
 
     readOrEnded,
+
+    /**
+     * The session's sign-in was found to rest on less than it was granted (its key removed, given another secret or
+     * fewer scopes; its groups' roles taken away; the provider changed): it keeps only `left`, for good, on every
+     * process, and ends when nothing is left. A process still running with the old settings, or a setting put back
+     * later, never gives it back: a role given back needs a new sign-in, as a new one does.
+     */
+    async narrow(sessionId: string, left: ReadonlySet<OpsScope> | null): Promise<void> {
+      if (!left || left.size === 0) return endForGood(sessionId);
+      await database.$executeRaw`
+        UPDATE console_session SET scopes = ARRAY(SELECT s FROM unnest(scopes) s WHERE s = ANY(${[...left]}::text[]))
+        WHERE id = ${sessionId}::uuid AND NOT scopes <@ ${[...left]}::text[]`;
+    },
 
     /**
      * The person did something (a page, a form): the idle time-out starts again, unless the session

@@ -141,6 +141,20 @@ export function personOf(res: Response): SignedInPerson {
 }
 
 /**
+ * The scopes a session may use now (null: none, its sign-in holds no more). Found fewer than stored, they are stored
+ * so, for good: a process not yet restarted with the new settings, or a setting put back later, gives nothing back.
+ */
+async function scopesLeft(
+  sessions: Pick<ConsoleSessions, 'narrow'>,
+  grants: ConsoleGrants,
+  session: ConsoleSessionView,
+): Promise<ReadonlySet<OpsScope> | null> {
+  const scopes = grants.scopesNow(session);
+  if (!scopes || scopes.size < session.scopes.size) await sessions.narrow(session.id, scopes);
+  return scopes;
+}
+
+/**
  * Reads the session cookie: a live session whose sign-in still holds becomes the request's actor,
  * with the scopes it may use now. Where several cookies share the session's name (one planted by a
  * sibling subdomain), each is read: one live session among them is taken; two or more (someone
@@ -158,10 +172,10 @@ export function readConsoleSession(
     const values = cookieValuesOf(req, names.session);
     for (const value of values) {
       const { session: stored, ended: endedNow } = await sessions.readOrEnded(value);
-      const scopes = stored ? grants.scopesNow(stored) : null;
+      const scopes = stored ? await scopesLeft(sessions, grants, stored) : null;
       if (stored && scopes) live.push({ value, stored, scopes });
       // Ended by time, or live by time on a sign-in that no longer holds (the key's secret changed since, the
-      // provider's groups no longer give a role): over either way, and whose it was is known.
+      // provider's groups no longer give a role): over either way, for good, and whose it was is known.
       else if (stored) ended.push({ personId: stored.personId, personName: stored.personName, via: stored.via });
       if (endedNow) ended.push(endedNow);
     }
@@ -174,7 +188,7 @@ export function readConsoleSession(
       res.locals[SESSION] = session;
       res.locals[STILL_LIVE] = async () => {
         const again = await sessions.read(value);
-        return again ? grants.scopesNow(again) : null;
+        return again ? scopesLeft(sessions, grants, again) : null;
       };
       res.locals[TOUCH] = () => sessions.touch(stored);
       setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });
