@@ -310,6 +310,11 @@ describe('walletflow config check', () => {
     expect(() => checkConfiguration({ ...resolved, OPS_API_KEYS: 'k'.repeat(40) })).toThrow(
       /OPS_API_KEYS: entry 1 is a bare key/,
     );
+    // Found by a read: the message said "write it as name:scopes:key", and a bare key's acts are recorded as
+    // `default`'s, so a batch it stored awaiting approval could be approved by its own holder under the new name.
+    expect(() => checkConfiguration({ ...resolved, OPS_API_KEYS: 'k'.repeat(40) })).toThrow(
+      /named default \(default:<scopes>:<key>\).*a batch it stored that awaits approval is then still its own/,
+    );
     expect(() => checkConfiguration({ ...resolved, TEMPORAL_ADDRESS: undefined })).toThrow(/TEMPORAL_ADDRESS/);
   });
 
