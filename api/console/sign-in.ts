@@ -174,6 +174,25 @@ export function providerUnavailable(error: unknown): boolean {
 /** The signed-out cookie's value (what it says is that it is there). */
 const SIGNED_OUT = 'signed-out-ask-again';
 
+/**
+ * The console's paths that are no page to land on after signing in: the sign-in itself, the provider's callback (a
+ * return there counted a failed sign-in against the office's address, audited under the person who had just signed
+ * in), the sign-out, and the live regions' streams.
+ */
+const NOT_A_PAGE = ['sign-in', 'sign-out', 'oidc', 'live'].map((name) => `${CONSOLE_PATH}/${name}`);
+
+/** Whether `path` (a console path, its query off) is one of NOT_A_PAGE or under one, as Express would route it. */
+function isNotAPage(path: string): boolean {
+  let routed: string;
+  try {
+    // Express routes without regard to case, and with or without a slash at the end.
+    routed = decodeURI(path).toLowerCase();
+  } catch {
+    return true;
+  }
+  return NOT_A_PAGE.some((prefix) => routed === prefix || routed.startsWith(`${prefix}/`));
+}
+
 /** A console path to return to after signing in: only this console's own pages. */
 export function safeReturn(value: unknown): string {
   if (
@@ -186,6 +205,7 @@ export function safeReturn(value: unknown): string {
   )
     return CONSOLE_PATH;
   const rest = value.slice(CONSOLE_PATH.length);
+  if (isNotAPage(value.split(/[?#]/)[0]!)) return CONSOLE_PATH;
   // `/console/` is no page (Home is `/console` only).
   return rest === '' || (rest.startsWith('/') && rest !== '/' && !rest.startsWith('/?')) || rest.startsWith('?')
     ? value
