@@ -100,9 +100,9 @@ export async function countUnversionedRunsOfDeployment(
 
 /**
  * The task queue a Schedule starts its workflows on; null when there is no such Schedule. Read from the service's own
- * answer, not the SDK's `describe()`, which decodes the action's arguments: those are encrypted (PAYLOAD_ENCRYPTION_KEYS)
- * wherever the Schedule's maker had the codec, and the operator's `deploy status` has no key to read them with, nor
- * needs one.
+ * answer, not the SDK's `describe()`, which decodes the action's arguments: those are encrypted
+ * (PAYLOAD_ENCRYPTION_KEYS) wherever the Schedule's maker had the codec, and the operator's `deploy status` has no key
+ * to read them with, nor needs one.
  */
 async function scheduleTaskQueueOf(client: Client, scheduleId: string): Promise<string | null> {
   try {
