@@ -156,6 +156,8 @@ export interface AppDependencies {
      * absent: the console's own.
      */
     consoleLive?: { pushEveryMs?: number; stallMs?: number };
+    /** Tests: how often a streamed CSV asks again whether its actor may go on; absent: RECHECK_MS. */
+    reportRecheckMs?: number;
   };
 }
 
@@ -336,7 +338,7 @@ export function createApp(deps: AppDependencies): express.Express {
     });
     // Before the 16 KiB JSON parser: a batch's body carries up to 100,000 items.
     // Every streamed CSV, the ops API's and the console's: at the client's pace, stopped when it goes away.
-    const csvStreams = createCsvStreams({ logger: deps.logger, metrics });
+    const csvStreams = createCsvStreams({ logger: deps.logger, metrics, recheckMs: services.reportRecheckMs });
     ops.use(opsBatchesRouter({ batches, csvStreams }));
     ops.use(express.json({ limit: '16kb' }));
     ops.use(

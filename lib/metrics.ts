@@ -28,7 +28,7 @@ export type OnboardingStartOutcome = 'started' | 'already_closed' | 'failed';
  * How a streamed report ended: whole, the client went away, the client stopped reading past the stall limit, or a
  * failure cut it.
  */
-export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'failed';
+export type ReportStreamOutcome = 'completed' | 'disconnected' | 'stalled' | 'refused' | 'failed';
 
 /**
  * How a console live stream ended: its last render (done), its session ended (signed-out), a newer
@@ -190,7 +190,7 @@ export function createMetrics(options: { defaultMetrics?: boolean; labels?: Reco
   });
   const reportStreams = new Counter({
     name: 'walletflow_report_streams_total',
-    help: 'Streamed reports ended, by report and outcome (completed, disconnected, stalled, failed)',
+    help: 'Streamed reports ended, by report and outcome (completed, disconnected, stalled, refused, failed)',
     labelNames: ['report', 'outcome'] as const,
     registers: [registry],
   });

@@ -10,7 +10,7 @@
 // SameSite=Strict and the Origin check are a second and third line). A request without a live
 // session goes to the sign-in page; a stream without one is told it ended.
 import type { Request, RequestHandler, Response, Router } from 'express';
-import { setActor } from '../http/actor.ts';
+import { scopesNowOf, setActor, setScopesNow } from '../http/actor.ts';
 import { refuseHead, routesOn, type AddRoute } from '../http/route-registration.ts';
 import type { AnyRouteSpec } from '../http/route-spec.ts';
 import {
@@ -102,7 +102,6 @@ export const clearCookie = (res: Response, name: string, options: CookieOptions)
   setCookie(res, name, '', { ...options, maxAgeSeconds: 0 });
 
 const SESSION = 'consoleSession';
-const STILL_LIVE = 'consoleSessionStillLive';
 const ENDED = 'consoleSessionEnded';
 const TOUCH = 'consoleSessionTouch';
 const COUNTED = 'consoleSessionCounted';
@@ -113,8 +112,7 @@ const COUNTED = 'consoleSessionCounted';
  * sign-in no longer holding).
  */
 export function consoleScopesNow(res: Response): Promise<ReadonlySet<OpsScope> | null> {
-  const check = res.locals[STILL_LIVE] as (() => Promise<ReadonlySet<OpsScope> | null>) | undefined;
-  return check ? check() : Promise.resolve(null);
+  return scopesNowOf(res.locals);
 }
 
 /** The request's console session (set by `readConsoleSession`), if one is live: its scopes are those it may use now. */
@@ -186,10 +184,10 @@ export function readConsoleSession(
       const { value, stored, scopes } = only;
       const session: ConsoleSessionView = { ...stored, scopes };
       res.locals[SESSION] = session;
-      res.locals[STILL_LIVE] = async () => {
+      setScopesNow(res.locals, async () => {
         const again = await sessions.read(value);
         return again ? scopesLeft(sessions, grants, again) : null;
-      };
+      });
       res.locals[TOUCH] = () => sessions.touch(stored);
       setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });
     }

@@ -50,6 +50,33 @@ export function checkedScopeOf(locals: Record<string, unknown>): OpsScope | unde
   return locals[CHECKED] as OpsScope | undefined;
 }
 
+const SCOPES_NOW = 'actorScopesNow';
+
+/**
+ * Set by whoever authenticated the request when what the actor rests on may end while a long answer goes on (a console
+ * session: a sign-out, its idle end, a role taken away): reads the scopes the actor may use now, null when none.
+ */
+export function setScopesNow(locals: Record<string, unknown>, read: () => Promise<ReadonlySet<OpsScope> | null>): void {
+  locals[SCOPES_NOW] = read;
+}
+
+/** The actor's scopes now (see setScopesNow); null when none, or when nobody set how to read them. */
+export function scopesNowOf(locals: Record<string, unknown>): Promise<ReadonlySet<OpsScope> | null> {
+  const read = locals[SCOPES_NOW] as (() => Promise<ReadonlySet<OpsScope> | null>) | undefined;
+  return read ? read() : Promise.resolve(null);
+}
+
+/**
+ * Whether a long answer (a CSV read a page at a time) may go on: the actor still has the scope its route checked. An
+ * actor nothing can end meanwhile (an ops key, read when the process started) always may.
+ */
+export async function mayGoOn(locals: Record<string, unknown>): Promise<boolean> {
+  if (locals[SCOPES_NOW] === undefined) return true;
+  const scopes = await scopesNowOf(locals);
+  const scope = checkedScopeOf(locals);
+  return scopes !== null && (scope === undefined || scopes.has(scope));
+}
+
 /**
  * The check a route with a scope runs before its own handlers: 403 SCOPE_REQUIRED without the
  * scope. A request nobody authenticated (a route mounted where no authentication runs) is refused

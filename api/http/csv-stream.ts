@@ -8,11 +8,13 @@
 // iterator's return(): a generator's `finally` releases what it holds); a client that stops
 // reading for longer than the stall limit is cut off, the end of the report included. A failure
 // half-way breaks the answer off (the connection is destroyed), so half a report never looks like
-// a whole one.
+// a whole one. A download from a console session asks again, every RECHECK_MS of it, whether the session still holds
+// the route's scope: one signed out, gone idle or past its lifetime meanwhile gets no more rows.
 import type { Response } from 'express';
 import { csvLine, type CsvReport } from '../../lib/csv.ts';
 import type { Logger } from '../../lib/logger.ts';
 import type { Metrics, ReportStreamOutcome } from '../../lib/metrics.ts';
+import { mayGoOn } from './actor.ts';
 import { paceResponse } from './paced-response.ts';
 
 /** Lines gathered into one write of about this many bytes: fewer, larger chunks on the socket. */
@@ -20,6 +22,9 @@ const WRITE_BYTES = 16 * 1024;
 
 /** How long a client may take nothing before it is cut off (a paused reader holds a page and a connection). */
 export const CSV_STALL_MS = 120_000;
+
+/** How often a download whose actor may end meanwhile (a console session) asks whether it still may go on. */
+export const RECHECK_MS = 10_000;
 
 export interface CsvStreams {
   /**
@@ -33,8 +38,12 @@ export function createCsvStreams(deps: {
   logger: Logger;
   metrics?: Pick<Metrics, 'reportRows' | 'reportStreamEnded'> | undefined;
   stallMs?: number;
+  recheckMs?: number;
+  now?: () => number;
 }): CsvStreams {
   const stallMs = deps.stallMs ?? CSV_STALL_MS;
+  const recheckMs = deps.recheckMs ?? RECHECK_MS;
+  const now = deps.now ?? Date.now;
 
   return {
     async send(res, csv) {
@@ -53,6 +62,7 @@ export function createCsvStreams(deps: {
         counted = rows;
       };
       let outcome: ReportStreamOutcome = 'completed';
+      let checkedAt = now();
       try {
         // Leaving the loop early (return, break, a throw) closes the source: its reads stop there.
         for await (const row of csv.rows) {
@@ -67,7 +77,15 @@ export function createCsvStreams(deps: {
             outcome = state;
             break;
           }
+          if (now() - checkedAt >= recheckMs) {
+            checkedAt = now();
+            if (!(await mayGoOn(res.locals))) {
+              outcome = 'refused';
+              break;
+            }
+          }
         }
+        if (outcome === 'completed' && !(await mayGoOn(res.locals))) outcome = 'refused';
         if (outcome === 'completed') {
           count();
           outcome = await paced.end(pending);
@@ -85,7 +103,7 @@ export function createCsvStreams(deps: {
         if (outcome !== 'failed')
           deps.logger.info(
             { report: csv.report, rows, outcome },
-            'a streamed report stopped: the client went away or stopped reading',
+            'a streamed report stopped: the client went away or stopped reading, or may no longer read it',
           );
       }
       deps.metrics?.reportStreamEnded(csv.report, outcome);

@@ -12,6 +12,7 @@ import { getDefaultHighWaterMark } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opensByItself } from '../../api/console/console-auth.ts';
 import { consoleRoutes } from '../../api/console/console-router.ts';
+import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -39,27 +40,7 @@ beforeAll(async () => {
 afterAll(() => stack?.close());
 
 /** Signs in with an ops key as the sign-in page's form does; answers the session cookie. */
-async function signIn(key: string): Promise<string> {
-  const base = stack.apiBase;
-  const form = await fetch(`${base}/console/sign-in`);
-  await form.arrayBuffer();
-  const pre = form.headers
-    .getSetCookie()
-    .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
-    .split(';')[0]!;
-  const signedIn = await fetch(`${base}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base },
-    body: `_csrf=${pre.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(key)}`,
-  });
-  await signedIn.arrayBuffer();
-  expect(signedIn.status).toBe(200);
-  return signedIn.headers
-    .getSetCookie()
-    .find((cookie) => cookie.startsWith('walletflow_console='))!
-    .split(';')[0]!;
-}
+const signIn = (key: string): Promise<string> => consoleSessionWithKey(stack.apiBase, key);
 
 /**
  * A webhook endpoint at `https://${where}` with a delivery: a dead letter (Home lists it among the failing ones), or

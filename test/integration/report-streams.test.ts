@@ -9,6 +9,7 @@ import type net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
 import { batchRecordsOn } from '../support/batch-records.ts';
+import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { startApiProcess, type ApiProcess } from '../support/api-process.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { sampleValue } from '../support/prometheus-text.ts';
@@ -19,7 +20,8 @@ let stack: PartnerStack;
 let batchId: string;
 
 beforeAll(async () => {
-  stack = await startPartnerStack();
+  // A console download asks again whether its session holds every 200 ms of it (the API's 10 s).
+  stack = await startPartnerStack({ reportRecheckMs: 200 });
   const { credit, insertBatch } = batchRecordsOn(stack.database);
   const partnerUserId = `report-${randomUUID()}`;
   await credit(partnerUserId, BigInt(ITEMS) * 1000n);
@@ -51,11 +53,18 @@ interface Download {
 }
 
 /**
- * GETs the report and reads `firstBytes` of it, then stops reading (the response paused: the sockets' buffers fill).
+ * GETs the report with an ops key (or a console session's cookie) and reads `firstBytes` of it, then stops reading
+ * (the response paused: the sockets' buffers fill).
  */
-function openPaused(base: string, key: string, path: string, firstBytes: number): Promise<Download> {
+function openPaused(
+  base: string,
+  key: string | { cookie: string },
+  path: string,
+  firstBytes: number,
+): Promise<Download> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${base}${path}`, { headers: { authorization: `Bearer ${key}` } });
+    const headers = typeof key === 'string' ? { authorization: `Bearer ${key}` } : { cookie: key.cookie };
+    const request = http.get(`${base}${path}`, { headers });
     request.on('error', reject);
     request.on('response', (response) => {
       if (response.statusCode !== 200) reject(new Error(`the report answered ${response.statusCode}`));
@@ -219,6 +228,38 @@ describe('a 100,000-item report streamed to a client', () => {
     const read = (await settled(rowsRead)) - before;
     expect(read, 'rows read by a report whose client went away').toBeLessThan(ITEMS / 2);
     expect(read).toBeGreaterThan(0);
+  }, 120_000);
+
+  it('to a console session signed out meanwhile: the rest is not read or sent', async () => {
+    // Found by a read: a console download never asked again whether its session held, so one begun before a sign-out
+    // (or the session's idle end) read on, the whole report, at whatever pace its reader took it.
+    const cookie = await consoleSessionWithKey(stack.apiBase, stack.opsKey);
+    const refused = () =>
+      inProcessMetric('walletflow_report_streams_total', { report: 'batch-report', outcome: 'refused' });
+    const [before, refusedBefore] = [await rowsRead(), await refused()];
+    const download = await openPaused(stack.apiBase, { cookie }, `/console/batches/${batchId}/report`, 64 * 1024);
+    const home = await fetch(`${stack.apiBase}/console`, { headers: { cookie } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await home.text())![1]!;
+    const signedOut = await fetch(`${stack.apiBase}/console/sign-out`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+      body: `_csrf=${encodeURIComponent(csrf)}`,
+    });
+    await signedOut.arrayBuffer();
+    expect(signedOut.status).toBe(303);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const whole = await download.readToEnd().then(
+      (body) => body.split('\r\n').length,
+      () => 'cut off' as const,
+    );
+    expect(whole).toBe('cut off');
+    await waitFor(
+      'the API counts the report as refused',
+      async () => ((await refused()) > refusedBefore ? true : undefined),
+      30_000,
+    );
+    expect((await settled(rowsRead)) - before, 'rows read by a download whose session ended').toBeLessThan(ITEMS / 2);
   }, 120_000);
 });
 

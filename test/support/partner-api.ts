@@ -87,6 +87,8 @@ export interface PartnerApiOptions {
   settlements?: SettlementOptions;
   /** The console's live regions: a push interval and a stall bound of the test's; absent: the API's. */
   consoleLive?: { pushEveryMs?: number; stallMs?: number };
+  /** How often a streamed CSV asks again whether its actor may go on; absent: the API's. */
+  reportRecheckMs?: number;
 }
 
 export interface InProcessWorker {
@@ -235,6 +237,7 @@ export async function startPartnerApi(options: PartnerApiOptions): Promise<Partn
         ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
         ...(options.settlements ? { settlements: options.settlements } : {}),
         ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
+        ...(options.reportRecheckMs === undefined ? {} : { reportRecheckMs: options.reportRecheckMs }),
       },
     });
     server.on('request', app);

@@ -115,6 +115,8 @@ export async function startPartnerStack(
     settlements?: SettlementOptions;
     /** The console's live regions: a push interval and a stall bound of the test's (default: the API's). */
     consoleLive?: { pushEveryMs?: number; stallMs?: number };
+    /** How often a streamed CSV asks again whether its actor may go on (default: the API's). */
+    reportRecheckMs?: number;
     /**
      * FUNDING_LANES of the API and the in-process worker (default: the suite's FUNDING_LANES, else
      * `off`: a lane project runs the single-funding files again with `always`, docs/testing.md).
@@ -156,6 +158,7 @@ export async function startPartnerStack(
     ...(options.encryptionKey ? { encryptionKey: options.encryptionKey } : {}),
     ...(options.settlements ? { settlements: options.settlements } : {}),
     ...(options.consoleLive ? { consoleLive: options.consoleLive } : {}),
+    ...(options.reportRecheckMs === undefined ? {} : { reportRecheckMs: options.reportRecheckMs }),
     fundingLanes: options.fundingLanes ?? suiteFundingLanes(),
   });
   const { sandbox, database, refreshPool, tokens, walletConfig, encryptionKey, taskQueue } = api;
