@@ -391,6 +391,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
     async approve(batchId: string, actor: string): Promise<MoveBatchResult> {
       const batch = await record.find(batchId);
       if (!batch) return { kind: 'not-found' };
+      // A batch that awaits no approval is one nobody may approve (409 BATCH_STATE, whoever asks: contract section 14).
+      if (batch.state !== 'AWAITING_APPROVAL') return { kind: 'wrong-state', state: batch.state };
       // The same key (names compared without case, `Alice` is `alice`) or the same person, by their identity.
       if (sameActor(batch.createdBy, actor)) return { kind: 'same-approver' };
       if (!(await record.move(batchId, 'RUNNING', { field: 'approvedBy', name: actor }, ['AWAITING_APPROVAL'])))
