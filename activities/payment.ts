@@ -8,9 +8,9 @@ import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
-import { isWalletError, type WalletClient } from '../wallet/index.ts';
+import { CallNotSent, isWalletError, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
-import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS } from './activity-clock.ts';
+import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { refreshBusyRetry, retryDelayOf, walletRetry } from './wallet-retry.ts';
 import {
   paymentFailureTypes,
@@ -21,11 +21,6 @@ import {
   type PayWalletActivities,
   type ResolvePaymentUpdateInput,
 } from '../workflows/pay-wallet.contract.ts';
-
-/** Not sent: too little of the activity's time was left for the execute to end within it. */
-class ExecuteDeferred extends Error {
-  override readonly name = 'ExecuteDeferred';
-}
 
 export interface PaymentActivityDependencies {
   /** Writes every state change, and counts payments by final state (payments/payment-record.ts). */
@@ -39,6 +34,12 @@ export interface PaymentActivityDependencies {
 
 export function createPaymentActivities(deps: PaymentActivityDependencies): PayWalletActivities {
   const { payments, wallet, logger } = deps;
+  /**
+   * A wallet call's bound, asked right before its request goes out (after any client token it needs was fetched):
+   * sent only while a call of WALLET_TIMEOUT_MS still ends within the attempt; else CallNotSent, nothing sent.
+   */
+  const fitsBefore = (clock: ActivityClock) => () =>
+    callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS);
 
   /** A run whose claim was overtaken writes and calls nothing more. */
   const ownerLost = (id: string) =>
@@ -95,8 +96,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         const created = await deps.vault.withUserToken(payment.linkId, async (token) => {
           // Only the payment's owner creates, and only with the time to finish the call.
           await stopIfOvertaken(id, fence);
-          if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
-          return wallet.createPayment({ userAccessToken: token, amount });
+          return wallet.createPayment({ userAccessToken: token, amount, mayStillSend: fitsBefore(clock) });
         });
         // The answer must be about what was asked: a payment for another amount or
         // merchant is never executed, and is not stored as this payment's; a person looks at it.
@@ -142,7 +142,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
           requestReferenceNo: created.requestReferenceNo,
         };
       } catch (error) {
-        if (error instanceof ExecuteDeferred)
+        if (error instanceof CallNotSent)
           throw ApplicationFailure.retryable('create not sent: it could outlive this attempt', 'WalletCallDeferred');
         if (error instanceof VaultError)
           return {
@@ -179,8 +179,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
       try {
         const result = await deps.vault.withUserToken(payment.linkId, async (token) => {
           await stopIfOvertaken(id, fence);
-          if (!callFitsBefore(clock, deps.walletTimeoutMs ?? DEFAULT_WALLET_TIMEOUT_MS)) throw new ExecuteDeferred();
-          return wallet.executePayment({ userAccessToken: token, walletPaymentId });
+          return wallet.executePayment({ userAccessToken: token, walletPaymentId, mayStillSend: fitsBefore(clock) });
         });
         return { kind: 'succeeded', requestReferenceNo: result.requestReferenceNo };
       } catch (error) {
@@ -197,7 +196,7 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
             },
           };
         }
-        if (error instanceof ExecuteDeferred) {
+        if (error instanceof CallNotSent) {
           return {
             kind: 'not-sent',
             attempt: {

@@ -29,6 +29,18 @@ export interface WalletErrorDetails {
 }
 
 /**
+ * A call its caller's deadline no longer leaves room for, found right before its request would have gone out (after a
+ * client token was fetched, say): nothing was sent. A money call sent then could outlive the activity that sent it,
+ * and the activity's retry would send a second beside it.
+ */
+export class CallNotSent extends Error {
+  override readonly name = 'CallNotSent';
+  constructor(readonly operation: WalletOperation) {
+    super(`${operation} was not sent: it could no longer end before its caller's deadline`);
+  }
+}
+
+/**
  * The message is built from the operation, code, status and outcome only, so it never carries a
  * token, a cash-in code or a key; the service's text stays in `serviceMessage`, redacted.
  */

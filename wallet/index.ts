@@ -4,7 +4,7 @@ export type { WalletClient } from './client.ts';
 export { walletClientConfigSchema } from './config.ts';
 export type { WalletClientConfig } from './config.ts';
 export type { CallStartHook, WalletCallRecord, WalletCallStart } from './call-record.ts';
-export { WalletError, isWalletError, transportCodes } from './errors.ts';
+export { CallNotSent, WalletError, isWalletError, transportCodes } from './errors.ts';
 export type { WalletOperation, WalletService } from './operations.ts';
 export { outcomeOf, outcomeTable } from './outcome.ts';
 export type { FailureCondition, WalletOutcome } from './outcome.ts';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Amount } from '../domain/money.ts';
 import type { ClientTokenCache } from './client-token.ts';
-import { isWalletError } from './errors.ts';
+import { CallNotSent, isWalletError } from './errors.ts';
 import type { WalletOperation } from './operations.ts';
 import { ProfileError } from './profile.ts';
 import type { ProfileReader } from './profile.ts';
@@ -48,16 +48,27 @@ export interface OpSettings {
 export interface OpCalls {
   refreshEmbedded(refreshToken: string): Promise<WalletResult<EmbeddedTokens>>;
   getProfile(userAccessToken: string): Promise<WalletResult<Profile>>;
-  createPayment(input: { userAccessToken: string; amount: Amount }): Promise<WalletResult<Payment>>;
+  createPayment(input: { userAccessToken: string; amount: Amount } & SendWhile): Promise<WalletResult<Payment>>;
   /** The merchant every payment is created for (MERCHANT_P2M_ID): a create answer must name it. */
   readonly merchantP2mId: string;
-  executePayment(input: { userAccessToken: string; walletPaymentId: string }): Promise<WalletResult<Payment>>;
+  executePayment(
+    input: { userAccessToken: string; walletPaymentId: string } & SendWhile,
+  ): Promise<WalletResult<Payment>>;
 }
 
-type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> & {
-  userAccessToken?: string;
-  secrets: readonly string[];
-};
+/**
+ * A money call's bound: asked right before each of its requests goes out (after the client token it needs was
+ * fetched, and again before the one sent once more with a renewed token); false: nothing is sent, `CallNotSent`.
+ */
+export interface SendWhile {
+  mayStillSend?: () => boolean;
+}
+
+type OpRequest<T> = Pick<WalletCall<T>, 'operation' | 'method' | 'path' | 'body' | 'parse'> &
+  SendWhile & {
+    userAccessToken?: string;
+    secrets: readonly string[];
+  };
 
 export function createOpCalls(
   settings: OpSettings,
@@ -65,8 +76,9 @@ export function createOpCalls(
   clientTokens: ClientTokenCache,
   profiles: ProfileReader,
 ): OpCalls {
-  const sendWith = <T>(clientToken: string, call: OpRequest<T>) =>
-    transport.send<T>({
+  const sendWith = <T>(clientToken: string, call: OpRequest<T>) => {
+    if (call.mayStillSend && !call.mayStillSend()) throw new CallNotSent(call.operation);
+    return transport.send<T>({
       operation: call.operation,
       method: call.method,
       baseUrl: settings.opUrl,
@@ -81,6 +93,7 @@ export function createOpCalls(
       secrets: [clientToken, ...(call.userAccessToken === undefined ? [] : [call.userAccessToken]), ...call.secrets],
       parse: call.parse,
     });
+  };
 
   /** A 401 CLIENT_TOKEN_INVALID means nothing happened: renew the client token and send once more. */
   async function opCall<T>(call: OpRequest<T>): Promise<WalletResult<T>> {
@@ -138,25 +151,27 @@ export function createOpCalls(
       });
     },
 
-    async createPayment({ userAccessToken, amount }) {
+    async createPayment({ userAccessToken, amount, mayStillSend }) {
       const wireAmount = toWireAmount(amount, operations.create);
       return opCall({
         operation: operations.create,
         method: 'POST',
         path: '/merchant/payments',
         userAccessToken,
+        ...(mayStillSend ? { mayStillSend } : {}),
         body: JSON.stringify({ p2mId: settings.p2mId, amount: wireAmount }),
         secrets: [],
         parse: parseWith(paymentRecordSchema),
       });
     },
 
-    executePayment({ userAccessToken, walletPaymentId }) {
+    executePayment({ userAccessToken, walletPaymentId, mayStillSend }) {
       return opCall({
         operation: operations.execute,
         method: 'POST',
         path: `/merchant/payments/${encodeURIComponent(walletPaymentId)}/execute`,
         userAccessToken,
+        ...(mayStillSend ? { mayStillSend } : {}),
         secrets: [],
         parse: parseWith(paymentRecordSchema),
       });

@@ -30,6 +30,7 @@ import {
 } from '../../workflows/fund-wallet.contract.ts';
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
+import { createWalletClient } from '../../wallet/index.ts';
 
 let stack: PartnerStack;
 let fundings: ReturnType<typeof createFundingRecord>;
@@ -545,6 +546,50 @@ describe('a review park that did not move', () => {
 });
 
 describe('payments: a stale run of a payment (the same fences in pay-wallet)', () => {
+  it('sends no execute once the attempt’s time went to fetching a client token: nothing goes out that could outlive it', async () => {
+    // Found by a read: the time left was checked once, before a call that first fetched a client token (and, refused,
+    // once more): an execute sent after a slow fetch could outlive its activity, whose retry sent a second beside it.
+    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
+    const id = randomUUID();
+    await payments.insert({
+      id,
+      idempotencyKey: `fenced-${id}`,
+      requestFingerprint: id,
+      workflowId: `fenced-${id}`,
+      linkId,
+      amount: moneyOf({ currency: 'PHP', value: '5.00' }),
+    });
+    const run = runOf(walletGate(stack.wallet), 'warm');
+    const loaded = await inActivity(run.loadPayment, [id]);
+    await inActivity(run.markPaymentCreating, [id, loaded.fence]);
+    const created = await inActivity(run.createPayment, [id, loaded.fence]);
+    if (created.kind !== 'created') throw new Error(`not created: ${created.kind}`);
+    await inActivity(run.beginPaymentExecute, [id, created.requestReferenceNo, loaded.fence]);
+    // A worker that has no client token yet, beside a token endpoint that takes 1.5 s: its 2 s calls fit the attempt's
+    // 4.5 s when it begins, no longer once the token has come.
+    const started: string[] = [];
+    const cold = createWalletClient({
+      ...stack.walletConfig,
+      timeoutMs: 2_000,
+      onCallStart: (call) => {
+        started.push(call.operation);
+        return () => undefined;
+      },
+    });
+    await stack.admin.setFaults([{ endpoint: 'connect.token', mode: 'latency', rate: 1, delayMs: 1_500 }]);
+    try {
+      const late = stackActivities(stack, { wallet: cold, logger, walletTimeoutMs: 2_000 });
+      const outcome = await inActivity(late.executePayment, [id, loaded.fence], { startToCloseTimeoutMs: 4_500 });
+      expect({ outcome, started }).toEqual({
+        outcome: expect.objectContaining({ kind: 'not-sent' }),
+        started: ['connect.token.client_credentials'],
+      });
+    } finally {
+      await stack.admin.clearFaults();
+      await cold.close();
+    }
+  });
+
   it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
     const gate = walletGate(stack.wallet);
     const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });

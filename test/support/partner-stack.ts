@@ -38,6 +38,8 @@ export interface PartnerStack {
   /** The token vault's own pool (the API's; the in-process worker's and createVault's vaults share it). */
   refreshPool: RefreshPool;
   wallet: WalletClient;
+  /** What the stack's wallet clients are made from: a test's own client (a cold client-token cache, say). */
+  walletConfig: WalletClientConfig;
   tokens: TokenStore;
   temporal: Client;
   taskQueue: string;
@@ -199,6 +201,7 @@ export async function startPartnerStack(
     database,
     refreshPool,
     wallet: api.wallet,
+    walletConfig,
     tokens,
     temporal: api.temporal,
     taskQueue,
