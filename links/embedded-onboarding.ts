@@ -11,7 +11,7 @@ import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isWalletError, scopesOf, type WalletClient, type WalletError } from '../wallet/index.ts';
 import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedded-sessions.ts';
-import { saveLinkWithTokens } from './link-record.ts';
+import { LinkUnlinkedSinceError, saveLinkWithTokensIn } from './link-record.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from './token-store.ts';
 
@@ -95,35 +95,53 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
     }
 
     const { profileId, kycStatus, name } = profile.data;
-    const { linkId, created } = await saveLinkWithTokens(database, deps.tokens, {
-      partnerUserId: `wallet:${profileId}`,
-      profileId,
-      maskedUserId: null,
-      kind: 'EMBEDDED',
-      scopes: scopesOf(profile.data),
-      requestReferenceNo: profile.requestReferenceNo,
-      tokens: {
-        accessToken,
-        refreshToken,
-        accessTokenExpiresAt: row.accessTokenExpiresAt,
-        refreshTokenExpiresAt:
-          row.refreshTokenExpiresAt ??
-          refreshTokenExpiry(refreshToken, new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS)),
-      },
-    });
-    await database.embeddedSession.updateMany({
-      where: { id: row.id, status: 'PENDING' },
-      data: {
-        status: 'READY',
-        linkId,
-        firstName: firstNameForPage(name?.firstName),
-        kycStatus,
-        // The link holds the tokens now.
-        accessTokenEncrypted: null,
-        refreshTokenEncrypted: null,
-      },
-    });
-    logger.info({ sessionRecordId, linkId, created }, 'embedded session linked');
+    // The link and the session's READY in one transaction, the session locked and still PENDING: a try that took
+    // longer than its activity (the profile call) and finishes after the session ended FAILED links nothing, and a
+    // link unlinked since the session was stored stays unlinked (an older login never undoes a revoke).
+    let saved: { linkId: string; created: boolean } | null;
+    try {
+      saved = await database.$transaction(async (tx) => {
+        const [session] = await tx.$queryRaw<Array<{ status: string }>>`
+          SELECT status::text AS status FROM embedded_session WHERE id = ${row.id}::uuid FOR UPDATE`;
+        if (session?.status !== 'PENDING') return null;
+        const linked = await saveLinkWithTokensIn(tx, deps.tokens, {
+          partnerUserId: `wallet:${profileId}`,
+          profileId,
+          maskedUserId: null,
+          kind: 'EMBEDDED',
+          scopes: scopesOf(profile.data),
+          requestReferenceNo: profile.requestReferenceNo,
+          loginBegunAt: row.createdAt,
+          tokens: {
+            accessToken,
+            refreshToken,
+            accessTokenExpiresAt: row.accessTokenExpiresAt,
+            refreshTokenExpiresAt:
+              row.refreshTokenExpiresAt ??
+              refreshTokenExpiry(refreshToken, new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS)),
+          },
+        });
+        await tx.embeddedSession.update({
+          where: { id: row.id },
+          data: {
+            status: 'READY',
+            linkId: linked.linkId,
+            firstName: firstNameForPage(name?.firstName),
+            kycStatus,
+            // The link holds the tokens now.
+            accessTokenEncrypted: null,
+            refreshTokenEncrypted: null,
+          },
+        });
+        return linked;
+      });
+    } catch (error) {
+      if (error instanceof LinkUnlinkedSinceError)
+        return { kind: 'done', result: await fail(sessionRecordId, error.code) };
+      throw error;
+    }
+    if (saved)
+      logger.info({ sessionRecordId, linkId: saved.linkId, created: saved.created }, 'embedded session linked');
     return {
       kind: 'done',
       result: resultOf(await database.embeddedSession.findUniqueOrThrow({ where: { id: row.id } })),

@@ -2,6 +2,7 @@
 // profileId (one per kind), with its tokens replaced in the same transaction unless it holds a
 // newer pair. A login never moves
 // a link to another partner user (contract-decisions section 12): that refusal is LinkOwnedError.
+import type { Prisma } from '../generated/prisma/client.ts';
 import type { Database } from '../lib/database.ts';
 import type { PlainTokens, TokenStore } from './token-store.ts';
 
@@ -13,6 +14,11 @@ export interface LinkInput {
   scopes: string[];
   tokens: PlainTokens;
   requestReferenceNo: string | null;
+  /**
+   * When the login this link comes from began (an embedded session stored): a link unlinked after it stays unlinked
+   * (LinkUnlinkedSinceError), the unlink being newer than the login. Absent: any login links again.
+   */
+  loginBegunAt?: Date;
 }
 
 /** The wallet is linked to another partner user: nothing was changed. */
@@ -24,56 +30,76 @@ export class LinkOwnedError extends Error {
   }
 }
 
-export async function saveLinkWithTokens(
+/** The link was unlinked after the login began (an ops or console revoke): the older login does not undo it. */
+export class LinkUnlinkedSinceError extends Error {
+  readonly code = 'LINK_UNLINKED';
+  constructor(readonly linkId: string) {
+    super('the link was unlinked after this login began');
+    this.name = 'LinkUnlinkedSinceError';
+  }
+}
+
+export function saveLinkWithTokens(
   database: Database,
   tokens: TokenStore,
   input: LinkInput,
 ): Promise<{ linkId: string; created: boolean }> {
-  return database.$transaction(async (tx) => {
-    // Locked: two logins of the same wallet for different partner users cannot both pass the check.
-    const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`
-      SELECT id, partner_user_id, status FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
-    if (existing && existing.partner_user_id !== input.partnerUserId) throw new LinkOwnedError(existing.id);
-    const link = await tx.link.upsert({
-      where: { profileId_kind: { profileId: input.profileId, kind: input.kind } },
-      create: {
-        partnerUserId: input.partnerUserId,
-        profileId: input.profileId,
-        maskedUserId: input.maskedUserId,
-        kind: input.kind,
-        scopes: input.scopes,
-        status: 'ACTIVE',
-      },
-      update: {
-        maskedUserId: input.maskedUserId ?? undefined,
-        scopes: input.scopes,
-        status: 'ACTIVE',
-      },
-      select: { id: true, partnerUserId: true },
+  return database.$transaction((tx) => saveLinkWithTokensIn(tx, tokens, input));
+}
+
+/** As saveLinkWithTokens, within the caller's transaction (one that moves what the login came from with it). */
+export async function saveLinkWithTokensIn(
+  tx: Prisma.TransactionClient,
+  tokens: TokenStore,
+  input: LinkInput,
+): Promise<{ linkId: string; created: boolean }> {
+  // Locked: two logins of the same wallet for different partner users cannot both pass the check.
+  const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`
+    SELECT id, partner_user_id, status FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
+  if (existing && existing.partner_user_id !== input.partnerUserId) throw new LinkOwnedError(existing.id);
+  if (existing && existing.status === 'UNLINKED' && input.loginBegunAt) {
+    const unlinkedSince = await tx.linkEvent.count({
+      where: { linkId: existing.id, type: 'UNLINKED', at: { gt: input.loginBegunAt } },
     });
-    // A row created concurrently by another partner user's login is theirs: roll back.
-    if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
-    // Version guard: a late login or onboarding never replaces a newer pair an
-    // active link already holds (a refresh, or a later session, gave it); newer = expires later.
-    const stored = existing
-      ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } })
-      : null;
-    const keepNewer =
-      existing?.status === 'ACTIVE' &&
-      stored !== null &&
-      stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;
-    if (!keepNewer) await tokens.save(tx, link.id, input.tokens);
-    await tx.linkEvent.create({
-      data: {
-        linkId: link.id,
-        partnerUserId: input.partnerUserId,
-        type: existing ? 'RELINKED' : 'LINKED',
-        requestReferenceNo: input.requestReferenceNo,
-        detail: `${input.kind.toLowerCase()} login${keepNewer ? '; the newer tokens it held are kept' : ''}`,
-      },
-    });
-    return { linkId: link.id, created: !existing };
+    if (unlinkedSince > 0) throw new LinkUnlinkedSinceError(existing.id);
+  }
+  const link = await tx.link.upsert({
+    where: { profileId_kind: { profileId: input.profileId, kind: input.kind } },
+    create: {
+      partnerUserId: input.partnerUserId,
+      profileId: input.profileId,
+      maskedUserId: input.maskedUserId,
+      kind: input.kind,
+      scopes: input.scopes,
+      status: 'ACTIVE',
+    },
+    update: {
+      maskedUserId: input.maskedUserId ?? undefined,
+      scopes: input.scopes,
+      status: 'ACTIVE',
+    },
+    select: { id: true, partnerUserId: true },
   });
+  // A row created concurrently by another partner user's login is theirs: roll back.
+  if (link.partnerUserId !== input.partnerUserId) throw new LinkOwnedError(link.id);
+  // Version guard: a late login or onboarding never replaces a newer pair an
+  // active link already holds (a refresh, or a later session, gave it); newer = expires later.
+  const stored = existing
+    ? await tx.tokenSet.findUnique({ where: { linkId: existing.id }, select: { accessTokenExpiresAt: true } })
+    : null;
+  const keepNewer =
+    existing?.status === 'ACTIVE' && stored !== null && stored.accessTokenExpiresAt > input.tokens.accessTokenExpiresAt;
+  if (!keepNewer) await tokens.save(tx, link.id, input.tokens);
+  await tx.linkEvent.create({
+    data: {
+      linkId: link.id,
+      partnerUserId: input.partnerUserId,
+      type: existing ? 'RELINKED' : 'LINKED',
+      requestReferenceNo: input.requestReferenceNo,
+      detail: `${input.kind.toLowerCase()} login${keepNewer ? '; the newer tokens it held are kept' : ''}`,
+    },
+  });
+  return { linkId: link.id, created: !existing };
 }
 
 /**

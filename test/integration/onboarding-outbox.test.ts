@@ -14,10 +14,13 @@ import {
 import { createLogger } from '../../lib/logger.ts';
 import type { OnboardingStartOutcome } from '../../lib/metrics.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
+import { createSessionOnboarding } from '../../links/embedded-onboarding.ts';
+import { unlink } from '../../links/link-record.ts';
 import { storeSessionForOnboarding } from '../../links/onboarding-outbox.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { jwtExpiry } from '../../links/token-expiry.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
@@ -57,8 +60,10 @@ function dispatcher(overrides: Partial<OnboardingDispatcherOptions> = {}): {
  * What the session URL commits for a new user's tokens (session row and outbox row), and nothing else: no start, no
  * wake.
  */
-async function committedSession(): Promise<{ id: string; profileId: string }> {
-  const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+async function committedSession(
+  options: { user?: { userId: string; profileId: string }; taskQueue?: string } = {},
+): Promise<{ id: string; profileId: string }> {
+  const user = options.user ?? (await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' }));
   const tokens = await stack.admin.embeddedTokens(user.userId);
   const cipher = createTokenCipher(stack.encryptionKey);
   const id = randomUUID();
@@ -74,7 +79,7 @@ async function committedSession(): Promise<{ id: string; profileId: string }> {
       refreshTokenExpiresAt: jwtExpiry(tokens.refreshToken),
       expiresAt: new Date(Date.now() + 120_000),
     },
-    stack.taskQueue,
+    options.taskQueue ?? stack.taskQueue,
   );
   return { id, profileId: user.profileId };
 }
@@ -180,5 +185,69 @@ describe('session onboarding outbox', () => {
     if (row) expect(await dispatcher().dispatcher.drain()).toMatchObject({ started: expect.any(Number) });
     expect(await outboxRow(session.id)).toBeNull();
     expect((await stack.temporal.workflow.getHandle(onboardingWorkflowId(session.id)).result()).status).toBe('READY');
+  });
+});
+
+describe('a try at onboarding that outlives its turn', () => {
+  /**
+   * The session's onboarding as its activity runs it, with a profile call that waits to be let through (a try that
+   * took longer than its activity: the activity's retry, or the run, went on meanwhile). Sessions of a queue no
+   * dispatcher takes, so only this try onboards them.
+   */
+  function heldOnboarding() {
+    let letThrough = () => undefined as void;
+    const held = new Promise<void>((resolve) => (letThrough = resolve));
+    let reached = () => undefined as void;
+    const atTheWallet = new Promise<void>((resolve) => (reached = resolve));
+    const onboarding = createSessionOnboarding({
+      database: stack.database,
+      tokens: stack.tokens,
+      cipher: createTokenCipher(stack.encryptionKey),
+      logger: createLogger({ level: 'silent' }),
+      wallet: {
+        getProfile: async (token) => {
+          reached();
+          await held;
+          return stack.wallet.getProfile(token);
+        },
+      },
+    });
+    return { onboarding, atTheWallet, letThrough };
+  }
+  const nobodysQueue = 'onboarding-outbox-test-nobody';
+
+  it('links nothing for a session that ended FAILED meanwhile: the session and the links agree', async () => {
+    // Found by a read: the session was read PENDING outside any transaction, and the link saved after the profile call
+    // in one of its own: a late try made an ACTIVE link for a session its workflow had reported FAILED.
+    const session = await committedSession({ taskQueue: nobodysQueue });
+    const { onboarding, atTheWallet, letThrough } = heldOnboarding();
+    const linking = onboarding.link(session.id);
+    await atTheWallet;
+    await onboarding.fail(session.id, 'ONBOARDING_TIMED_OUT');
+    letThrough();
+    expect(await linking).toMatchObject({ kind: 'done', result: { status: 'FAILED', linkId: null } });
+    expect(await stack.database.link.count({ where: { profileId: session.profileId } })).toBe(0);
+  });
+
+  it('leaves a link unlinked after its session was stored unlinked: an older login never undoes a revoke', async () => {
+    // Found by a read: the link was saved ACTIVE whatever happened since the session was stored, so a try finishing
+    // after ops revoked the link (for a stolen phone, say) gave it its tokens back.
+    const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '0.00' });
+    const session = await committedSession({ user, taskQueue: nobodysQueue });
+    const { onboarding, atTheWallet, letThrough } = heldOnboarding();
+    const linking = onboarding.link(session.id);
+    await atTheWallet;
+    expect(await unlink(stack.database, stack.tokens, linkId, 'ops-on-call')).toBe(true);
+    letThrough();
+    expect(await linking).toMatchObject({ kind: 'done', result: { status: 'FAILED', errorCode: 'LINK_UNLINKED' } });
+    expect(await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).toMatchObject({
+      status: 'UNLINKED',
+    });
+    expect(await stack.database.tokenSet.count({ where: { linkId } })).toBe(0);
+    // The user's own next session (stored after the revoke) links again.
+    const again = await committedSession({ user, taskQueue: nobodysQueue });
+    const next = heldOnboarding();
+    next.letThrough();
+    expect(await next.onboarding.link(again.id)).toMatchObject({ kind: 'done', result: { status: 'READY', linkId } });
   });
 });
