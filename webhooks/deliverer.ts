@@ -138,6 +138,13 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
         claimed.map(async (delivery) => {
           const outcome = await attempt(delivery);
           const status = await store.recordAttempt(delivery, outcome, retry);
+          if (status === 'overtaken') {
+            logger.info(
+              { deliveryId: delivery.id, eventId: delivery.eventId, statusCode: outcome.statusCode },
+              'webhook attempt kept in the log only: its lease ran out, and another claim or a redelivery holds the delivery',
+            );
+            return;
+          }
           if (status === 'SUCCEEDED') report.succeeded += 1;
           else if (status === 'FAILED') report.failed += 1;
           else report.retrying += 1;

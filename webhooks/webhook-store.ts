@@ -53,6 +53,8 @@ export interface ClaimedDelivery {
   body: string;
   attempts: number;
   retryingSince: Date;
+  /** The claim's lease (the next_attempt_at it set): its outcome is recorded only while the delivery still has it. */
+  leasedUntil: Date;
 }
 
 export interface AttemptOutcome {
@@ -274,7 +276,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      */
     async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
       const claimed = await database.$queryRaw<
-        Array<{ id: string; event_id: string; endpoint_id: string; attempts: number; retrying_since: Date }>
+        Array<{
+          id: string;
+          event_id: string;
+          endpoint_id: string;
+          attempts: number;
+          retrying_since: Date;
+          next_attempt_at: Date;
+        }>
       >`
         WITH due AS (
           SELECT d.id FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
@@ -285,7 +294,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         UPDATE webhook_delivery d
         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()
         FROM due WHERE d.id = due.id
-        RETURNING d.id::text AS id, d.event_id, d.endpoint_id::text AS endpoint_id, d.attempts, d.retrying_since`;
+        RETURNING d.id::text AS id, d.event_id, d.endpoint_id::text AS endpoint_id, d.attempts, d.retrying_since, d.next_attempt_at`;
       if (claimed.length === 0) return [];
       const [events, endpoints] = await Promise.all([
         database.webhookEvent.findMany({
@@ -313,17 +322,22 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
             body,
             attempts: row.attempts,
             retryingSince: row.retrying_since,
+            leasedUntil: row.next_attempt_at,
           },
         ];
       });
     },
 
-    /** Writes one attempt to the log and what comes next; answers the delivery's new status. */
+    /**
+     * Writes one attempt to the log and what comes next; answers the delivery's new status. A claim whose lease ran
+     * out meanwhile (a paused process: another claim, or a redelivery, holds the delivery now) writes its attempt to
+     * the log only, and answers `overtaken`: what the delivery's holder records stands.
+     */
     recordAttempt: (
       claim: ClaimedDelivery,
       outcome: AttemptOutcome,
       policy: WebhookRetryPolicy,
-    ): Promise<WebhookDeliveryStatus> =>
+    ): Promise<WebhookDeliveryStatus | 'overtaken'> =>
       database.$transaction(async (tx) => {
         const attempts = claim.attempts + 1;
         await tx.webhookAttempt.create({
@@ -338,8 +352,8 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
         const exhausted = outcome.at.getTime() - claim.retryingSince.getTime() >= policy.retryForMs;
         const status: WebhookDeliveryStatus = delivered ? 'SUCCEEDED' : exhausted ? 'FAILED' : 'PENDING';
-        await tx.webhookDelivery.updateMany({
-          where: { id: claim.id, status: 'PENDING' },
+        const moved = await tx.webhookDelivery.updateMany({
+          where: { id: claim.id, status: 'PENDING', nextAttemptAt: claim.leasedUntil, attempts: claim.attempts },
           data: {
             attempts,
             status,
@@ -348,7 +362,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
               status === 'PENDING' ? new Date(outcome.at.getTime() + retryDelayMs(policy, attempts)) : null,
           },
         });
-        return status;
+        return moved.count === 1 ? status : 'overtaken';
       }),
   };
 }

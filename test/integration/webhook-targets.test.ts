@@ -235,3 +235,47 @@ describe('the webhooks the console’s home says are failing', () => {
     }
   });
 });
+
+describe('a webhook attempt recorded after its claim’s lease ran out', () => {
+  it('changes nothing of the delivery another claim holds: its log keeps the attempt, the holder’s outcome stands', async () => {
+    // Found by a read: an attempt was recorded wherever the delivery was PENDING, so a process paused past its lease
+    // wrote its stale outcome over the claim that held the delivery then: here the last minute of its retry window
+    // ran out by the paused attempt's clock, and the delivery the next claim delivered stayed a dead letter.
+    const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+    const { endpoint } = await store.createEndpoint(
+      { url: 'https://paused-worker.example/hooks', events: ['funding.approved'] },
+      'ops',
+    );
+    const event = await stack.database.webhookEvent.create({
+      data: { id: `evt_${randomUUID()}`, type: 'funding.approved', body: '{}' },
+    });
+    const policy = { baseDelayMs: 1_000, maxDelayMs: 60_000, retryForMs: 60_000 };
+    const id = randomUUID();
+    await stack.database.webhookDelivery.create({
+      data: {
+        id,
+        eventId: event.id,
+        endpointId: endpoint.id,
+        status: 'PENDING',
+        attempts: 5,
+        nextAttemptAt: new Date(Date.now() - 1_000),
+        retryingSince: new Date(Date.now() - policy.retryForMs + 30_000),
+      },
+    });
+    const claimOf = async (leaseMs: number) => {
+      const claim = (await store.claimDue(1_000, leaseMs)).find((each) => each.id === id);
+      if (!claim) throw new Error('the delivery was not claimed');
+      return claim;
+    };
+    const paused = await claimOf(50);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    const holder = await claimOf(60_000);
+    const attempt = (at: Date, statusCode: number) => ({ at, statusCode, error: null, durationMs: 5 });
+    // The paused process comes back with a failure stamped past the window's end; the holder's send is delivered.
+    expect(await store.recordAttempt(paused, attempt(new Date(Date.now() + 60_000), 500), policy)).toBe('overtaken');
+    expect(await store.recordAttempt(holder, attempt(new Date(), 200), policy)).toBe('SUCCEEDED');
+    const delivery = await store.getDelivery(id);
+    expect(delivery).toMatchObject({ status: 'SUCCEEDED', attempts: 6 });
+    expect(delivery!.log.map((each) => each.statusCode).sort()).toEqual([200, 500]);
+  });
+});
