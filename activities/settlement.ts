@@ -17,7 +17,7 @@ import {
   paymentPosts,
   dayEndsAt,
   SETTLEMENT_GRACE_MS,
-  settlementDay,
+  settlementWindowOf,
   type DayCursor,
   type WalletTransferRecord,
 } from '../ledger/settlement.ts';
@@ -200,13 +200,18 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           nonRetryable: false,
           nextRetryDelay: whole - now + 250,
         });
-      const day = settlementDay(run.date, run.timeZone);
+      // Begun reading after the day and its grace: the whole day, however early the run was asked for. Else a report of
+      // the day so far, of the events stamped before the grace preceding now (those written and committed by now, as
+      // the whole day's are by its grace): it says up to when, and reads no further whatever its pages reach. An
+      // attempt tried again after its begin committed keeps the instant its counts were taken at.
+      const wholeDay = now >= whole;
+      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now - SETTLEMENT_GRACE_MS));
+      const day = settlementWindowOf({ ...run, readUntil });
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),
         countPaymentsSucceededOn(database, day),
       ]);
-      // Begun reading after the day and its grace: the whole day, however early the run was asked for.
-      await stopOnNotRunning(() => runs.begin(runId, fundings + payments, now >= whole));
+      await stopOnNotRunning(() => runs.begin(runId, fundings + payments, wholeDay, readUntil));
       logger.info({ runId, date: run.date, fundings, payments }, 'settlement run began');
       return { total: fundings + payments };
     },
@@ -216,7 +221,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       const resumed =
         context.info.attempt > 1 ? (context.info.heartbeatDetails as SettleItemsCheckpoint | undefined) : undefined;
       const run = await runningRun(input.runId);
-      const day = settlementDay(run.date, run.timeZone);
+      const day = settlementWindowOf(run);
       // The attempt's own end: cancelled by Temporal, or over however it ended. A page's retrieves run beside its
       // ledger read; once the attempt has failed (that read, a store), none of them starts another wallet call: the
       // attempt tried again asks for the page itself, and calls of an attempt that failed would add to its places.

@@ -9,6 +9,7 @@ import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-cl
 import { createCountProgress, type CountProgress } from './progress.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
+import { upTo } from '../domain/ledger.ts';
 import { amountText, printJson, printText, runOps, table, type OpsCommandOptions } from './output.ts';
 
 export type LedgerCommandOptions = OpsCommandOptions;
@@ -176,7 +177,7 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
       String(counts.total.count),
       amountText(counts.total.amount),
     ];
-    const scope = report.complete ? '' : `, the day so far (settled at ${report.settledAt})`;
+    const scope = report.complete ? '' : `, the day so far (${upTo(report)})`;
     printText(
       `settlement of ${report.date} (${report.timeZone}${scope})\n${table([['', 'MATCHED', 'MISSING', 'MISMATCHED', 'COUNT', 'TOTAL'], side('fundings', report.fundings), side('payments', report.payments)])}`,
     );

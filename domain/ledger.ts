@@ -153,6 +153,10 @@ export const settlementSchema = z.object({
   settledAt: z.string(),
   /** Whether the day had ended when the run began; false: today's report so far. */
   complete: z.boolean(),
+  readUntil: z.string().nullable().meta({
+    description:
+      'a report of the day so far (`complete: false`) covers the fundings and payments whose approval or success was stamped before this instant (ISO 8601): the database’s time when its run began, less SETTLEMENT_GRACE_MS; null for the whole day (and for runs begun before it was kept)',
+  }),
   fundings: settlementCountsSchema,
   payments: settlementCountsSchema,
   items: z.array(settlementItemSchema),
@@ -181,3 +185,9 @@ export const settlementDateSchema = z.iso
     (date) => date >= '1970-01-01' && date <= '9998-12-31',
     'the date must lie between 1970-01-01 and 9998-12-31',
   );
+
+/** What a report of the day so far covers: up to its read-until instant (older runs: when they were settled). */
+export const upTo = (scope: { settledAt: string; readUntil: string | null }): string =>
+  scope.readUntil === null
+    ? `settled at ${scope.settledAt}`
+    : `events up to ${scope.readUntil}, settled at ${scope.settledAt}`;

@@ -26,6 +26,11 @@ export interface SettlementRun {
   state: SettlementRunState;
   /** The day had ended when the run began (false: today's report so far). */
   wholeDay: boolean;
+  /**
+   * A report of the day so far reads the events stamped before this instant (its begin's database time less
+   * SETTLEMENT_GRACE_MS); null for the whole day, or a run begun before it was kept (then: up to the day's end).
+   */
+  readUntil: Date | null;
   requestedBy: string;
   total: number;
   checked: number;
@@ -58,6 +63,7 @@ interface RunRow {
   time_zone: string;
   state: SettlementRunState;
   whole_day: boolean;
+  read_until: Date | null;
   requested_by: string;
   total: number;
   checked: number;
@@ -67,7 +73,7 @@ interface RunRow {
   finished_at: Date | null;
 }
 
-const runColumns = Prisma.sql`id::text AS id, date, number, time_zone, state::text AS state, whole_day, requested_by, total, checked, summary, failure, created_at, finished_at`;
+const runColumns = Prisma.sql`id::text AS id, date, number, time_zone, state::text AS state, whole_day, read_until, requested_by, total, checked, summary, failure, created_at, finished_at`;
 
 function runOf(row: RunRow): SettlementRun {
   return {
@@ -77,6 +83,7 @@ function runOf(row: RunRow): SettlementRun {
     timeZone: row.time_zone,
     state: row.state,
     wholeDay: row.whole_day,
+    readUntil: row.read_until,
     requestedBy: row.requested_by,
     total: row.total,
     checked: row.checked,
@@ -209,11 +216,12 @@ export function createSettlementRuns(database: Database) {
     /**
      * The day's items to check, counted as the run begins; `wholeDay`: it begins reading once the day is over (its
      * grace too), by the database's clock, so it covers the whole of it, whenever it was asked for. It alone says so:
-     * whatever the run was started with is replaced.
+     * whatever the run was started with is replaced. `readUntil`: where a report of the day so far stops reading (null:
+     * the whole day).
      */
-    async begin(runId: string, total: number, wholeDay: boolean): Promise<void> {
+    async begin(runId: string, total: number, wholeDay: boolean, readUntil: Date | null): Promise<void> {
       const updated = await database.$executeRaw`
-        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = ${wholeDay}
+        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = ${wholeDay}, read_until = ${readUntil}
         WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
       if (updated === 0) throw new SettlementRunNotRunning(runId);
     },

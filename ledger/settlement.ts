@@ -6,7 +6,7 @@
 // of them, the day's bounds and the CSV's lines; the run that applies them a page at a time is the
 // settleDay workflow (activities/settlement.ts), its lines stored by ledger/settlement-runs.ts.
 import { Prisma } from '../generated/prisma/client.ts';
-import type { SettlementCounts, SettlementItem } from '../domain/ledger.ts';
+import { upTo, type SettlementCounts, type SettlementItem } from '../domain/ledger.ts';
 import { amountOf, formatAmount, fromNumeric, thousandthsIn } from '../domain/money.ts';
 import type { CsvValue } from '../lib/csv.ts';
 import type { Database } from '../lib/database.ts';
@@ -222,6 +222,15 @@ export function paymentLine(
 }
 
 /** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
+/**
+ * What a settlement run reads of its day: the whole of it, or for a report of the day so far, the events stamped before
+ * its `readUntil` (so the report covers up to a stated instant, not whatever its reads happened to reach).
+ */
+export function settlementWindowOf(run: { date: string; timeZone: string; readUntil: Date | null }): SettlementDay {
+  const day = settlementDay(run.date, run.timeZone);
+  return run.readUntil !== null && run.readUntil < day.endsAt ? { ...day, endsAt: run.readUntil } : day;
+}
+
 export function settlementDayOf(at: Date, timeZone: string): SettlementDay {
   return settlementDay(localDateOf(at, timeZone), timeZone);
 }
@@ -323,7 +332,7 @@ export const settlementCsvRow = (item: SettlementItem): CsvValue[] => [
 export function settlementCsvTotals(
   date: string,
   sides: { fundings: SettlementCounts; payments: SettlementCounts },
-  scope: { complete: boolean; settledAt: string },
+  scope: { complete: boolean; settledAt: string; readUntil: string | null },
 ): CsvValue[][] {
   return (['fundings', 'payments'] as const).map((kind) => {
     const counts = sides[kind];
@@ -339,7 +348,7 @@ export function settlementCsvTotals(
       null,
       scope.complete
         ? `${counts.total.count} items`
-        : `${counts.total.count} items; the day so far, not the whole day (settled at ${scope.settledAt})`,
+        : `${counts.total.count} items; the day so far, not the whole day (${upTo(scope)})`,
     ];
   });
 }

@@ -283,6 +283,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         runId: run.id,
         settledAt: settledAtOf(run),
         complete: run.wholeDay,
+        readUntil: run.readUntil?.toISOString() ?? null,
         fundings: summary.fundings,
         payments: summary.payments,
         items,
@@ -300,6 +301,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         yield* settlementCsvTotals(run.date, run.summary ?? { fundings: emptyCounts(), payments: emptyCounts() }, {
           complete: run.wholeDay,
           settledAt: settledAtOf(run),
+          readUntil: run.readUntil?.toISOString() ?? null,
         });
       }
       return { report: 'settlement', header: settlementCsvHeader, rows: rows() };

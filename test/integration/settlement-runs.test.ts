@@ -570,6 +570,33 @@ describe('a day settled by a durable run', () => {
     expect((await call('/ops/settlements/2026-02-30/runs', { method: 'POST' })).status).toBe(400);
   });
 
+  it('settles the day so far up to a stated instant: what was stamped before its begin less the grace, however long it reads', async () => {
+    // Found by a read: a report of the day so far read up to the day's end whatever its pages reached, and said
+    // "settled at" its finish: an approval a page had passed before it committed was in no report, and one made after
+    // the funding side was read was missing from a report that claimed a later time.
+    const day = await freshDay();
+    // Approvals at 00:01, 05:46, 11:31 and 17:16 that day (harness/settlement-day.ts spreads them over 23 hours).
+    await plant(day, 4);
+    const begun = Date.parse(`${day}T17:17:30+08:00`);
+    workerClock = begun;
+    const settlements = settlementServiceAt(() => begun);
+    const settled = await settlements.settle(day, { requestedBy: 'settlement-runs.test', waitMs: 30_000 });
+    if (settled.kind !== 'report') throw new Error(`not settled: ${settled.kind}`);
+    const report = await settlements.page(settled.run, null, 1000);
+    expect(report).toMatchObject({
+      complete: false,
+      readUntil: new Date(begun - SETTLEMENT_GRACE_MS).toISOString(),
+      fundings: { matched: 3, missing: 0, mismatched: 0, total: { count: 3 } },
+    });
+    expect(settled.run).toMatchObject({ total: 3, checked: 3 });
+    const csv = settlements.csv(settled.run);
+    const lines: string[] = [];
+    for await (const row of csv.rows) lines.push(row.map(String).join(','));
+    expect(lines.at(-1)).toContain(
+      `the day so far, not the whole day (events up to ${report.readUntil}, settled at ${report.settledAt})`,
+    );
+  });
+
   it('refuses a day that has not begun; settles today so far and says the day is not complete', async () => {
     const today = new Intl.DateTimeFormat('en-CA', { timeZone }).format(new Date());
     const tomorrow = new Date(Date.parse(`${today}T00:00:00Z`) + 86_400_000).toISOString().slice(0, 10);
@@ -588,7 +615,9 @@ describe('a day settled by a durable run', () => {
     expect([csv.status, csv.headers.get('settlement-complete')]).toEqual([200, 'false']);
     const totals = csv.text.split('\r\n').filter(Boolean).slice(-2);
     for (const line of totals)
-      expect(line).toContain(`; the day so far, not the whole day (settled at ${String(report.body.settledAt)})`);
+      expect(line).toContain(
+        `; the day so far, not the whole day (events up to ${String(report.body.readUntil)}, settled at ${String(report.body.settledAt)})`,
+      );
   });
 
   it('walletflow settlement-report follows the run with a progress bar on stderr, then prints the report; exit 1 when a line is not matched', async () => {

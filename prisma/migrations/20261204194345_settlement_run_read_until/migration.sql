@@ -1,0 +1,2 @@
+-- AlterTable
+ALTER TABLE "settlement_run" ADD COLUMN     "read_until" TIMESTAMPTZ(3);
