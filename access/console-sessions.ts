@@ -45,6 +45,8 @@ export interface ConsoleSessionView extends ConsolePerson {
   grant: ConsoleGrant | null;
   /** Whether the person's next act is to be written (the last one written is old enough: `touch`). */
   touchDue: boolean;
+  /** When the person signed in, by the database's clock. */
+  signedInAt: Date;
 }
 
 export interface ConsoleSessionPolicy {
@@ -77,6 +79,7 @@ interface SessionRow {
   csrf_token: string;
   expires_at: Date;
   last_seen_at: Date;
+  created_at: Date;
   /** Whether it is live by the database's clock (within its lifetime and its idle time-out). */
   live: boolean;
   /** Whether its last act is old enough for the next to be written (touch). */
@@ -126,7 +129,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     cookieValue: string,
   ): Promise<{ session: ConsoleSessionView | null; ended: EndedConsoleSession | null }> {
     const rows = await database.$queryRaw<SessionRow[]>`
-      SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at,
+      SELECT s.id::text AS id, s.person_id, s.person_name, s.via, s.scopes, s.key_fingerprint, s.issuer, s.groups, s.csrf_token, ${endOfLife} AS expires_at, s.last_seen_at, s.created_at,
              (${endOfLife} > t.at AND s.last_seen_at + ${idle} > t.at AND s.ends_at > t.at) AS live,
              s.last_seen_at <= t.at - ${sqlInterval(seenEveryMs)} AS touch_due
       FROM console_session s, (SELECT ${at()} AS at) t
@@ -154,6 +157,7 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
       expiresAt: row.expires_at,
       lastSeenAt: row.last_seen_at,
       touchDue: row.touch_due,
+      signedInAt: row.created_at,
     };
     return { session, ended: null };
   }
@@ -185,11 +189,17 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 
     readOrEnded,
 
+    /** The database's time now (the clock sessions are kept by). */
+    async databaseTime(): Promise<Date> {
+      const [row] = await database.$queryRaw<Array<{ at: Date }>>`SELECT ${at()} AS at`;
+      return row!.at;
+    },
+
     /**
      * The session's sign-in was found to rest on less than it was granted (its key removed, given another secret or
-     * fewer scopes; its groups' roles taken away; the provider changed): it keeps only `left`, for good, on every
-     * process, and ends when nothing is left. A process still running with the old settings, or a setting put back
-     * later, never gives it back: a role given back needs a new sign-in, as a new one does.
+     * fewer scopes; its groups' roles taken away; the provider changed), by settings read after it signed in: it keeps
+     * only `left`, for good, on every process, and ends when nothing is left. A process still running with the old
+     * settings, or a setting put back later, never gives it back: a role given back needs a new sign-in.
      */
     async narrow(sessionId: string, left: ReadonlySet<OpsScope> | null): Promise<void> {
       if (!left || left.size === 0) return endForGood(sessionId);

@@ -139,17 +139,42 @@ export function personOf(res: Response): SignedInPerson {
 }
 
 /**
- * The scopes a session may use now (null: none, its sign-in holds no more). Found fewer than stored, they are stored
- * so, for good: a process not yet restarted with the new settings, or a setting put back later, gives nothing back.
+ * The scopes a session may use now, by this process's settings (null: none, its sign-in holds no more). Found fewer
+ * than stored by settings read after the person signed in (this process started since), they are stored so, for
+ * good: a process not yet restarted with them, or a setting put back later, gives nothing back. A session signed in
+ * after this process read its settings may rest on newer, wider ones (a key added or given a new secret on a process
+ * started later, in a rolling restart): it is refused here, for this request only.
  */
 async function scopesLeft(
   sessions: Pick<ConsoleSessions, 'narrow'>,
   grants: ConsoleGrants,
+  settingsReadAt: () => Promise<Date | null>,
   session: ConsoleSessionView,
 ): Promise<ReadonlySet<OpsScope> | null> {
   const scopes = grants.scopesNow(session);
-  if (!scopes || scopes.size < session.scopes.size) await sessions.narrow(session.id, scopes);
+  if (!scopes || scopes.size < session.scopes.size) {
+    const readAt = await settingsReadAt();
+    if (readAt !== null && session.signedInAt < readAt) await sessions.narrow(session.id, scopes);
+  }
   return scopes;
+}
+
+/**
+ * When this process read its settings (OPS_API_KEYS, CONSOLE_OIDC_*: when it started, `startedAt` by its own clock), by
+ * the database's clock, as sessions' sign-ins are kept: asked once; null while the database cannot say.
+ */
+function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>, startedAt: number) {
+  let readAt: Date | null = null;
+  return async (): Promise<Date | null> => {
+    if (readAt) return readAt;
+    try {
+      const now = await sessions.databaseTime();
+      readAt = new Date(now.getTime() - (Date.now() - startedAt));
+    } catch {
+      return null;
+    }
+    return readAt;
+  };
 }
 
 /**
@@ -164,13 +189,14 @@ export function readConsoleSession(
   grants: ConsoleGrants,
   names: ConsoleCookieNames,
 ): RequestHandler {
+  const settingsReadAt = settingsReadAtOf(sessions, Date.now());
   return async (req, res, next) => {
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
     const ended: EndedConsoleSession[] = [];
     const values = cookieValuesOf(req, names.session);
     for (const value of values) {
       const { session: stored, ended: endedNow } = await sessions.readOrEnded(value);
-      const scopes = stored ? await scopesLeft(sessions, grants, stored) : null;
+      const scopes = stored ? await scopesLeft(sessions, grants, settingsReadAt, stored) : null;
       if (stored && scopes) live.push({ value, stored, scopes });
       // Ended by time, or live by time on a sign-in that no longer holds (the key's secret changed since, the
       // provider's groups no longer give a role): over either way, for good, and whose it was is known.
@@ -186,7 +212,7 @@ export function readConsoleSession(
       res.locals[SESSION] = session;
       setScopesNow(res.locals, async () => {
         const again = await sessions.read(value);
-        return again ? scopesLeft(sessions, grants, again) : null;
+        return again ? scopesLeft(sessions, grants, settingsReadAt, again) : null;
       });
       res.locals[TOUCH] = () => sessions.touch(stored);
       setActor(res.locals, { kind: session.via === 'key' ? 'key' : 'person', name: session.personName, scopes });

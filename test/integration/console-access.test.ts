@@ -44,6 +44,25 @@ const now = () => Date.now() + skewMs;
  */
 const freshLimitWindow = () => MINUTE - (Date.now() % MINUTE) + 500;
 
+/** A process started with the new OPS_API_KEYS: without `auditor`, `rotated` under a new secret, `lead` narrowed. */
+const startRestarted = () =>
+  startPartnerApi({
+    databaseUrl: testDatabaseUrl(),
+    temporalAddress: inject('temporalAddress'),
+    namespace: inject('temporalNamespace'),
+    taskQueuePrefix: 'walletflow-test',
+    logger: createLogger({ level: 'silent' }),
+    encryptionKey,
+    trustedProxies: ['127.0.0.1'],
+    hardening: { now, sqlClock: now, attemptCountScope },
+    extraOpsKeys: [
+      `payer:pay:${keys.payer}`,
+      `lead:fund:${keys.lead}`,
+      `rotated:read:${keys.rotatedAgain}`,
+      `steady:read:${keys.steady}`,
+    ],
+  });
+
 /** The first process, with every key. */
 let stack: PartnerStack;
 /** The second, started later without `auditor`, with `rotated` under a new secret and `lead` narrowed to fund. */
@@ -73,22 +92,7 @@ beforeAll(async () => {
       `crowded:read:${keys.crowded}`,
     ],
   });
-  restarted = await startPartnerApi({
-    databaseUrl: testDatabaseUrl(),
-    temporalAddress: inject('temporalAddress'),
-    namespace: inject('temporalNamespace'),
-    taskQueuePrefix: 'walletflow-test',
-    logger: createLogger({ level: 'silent' }),
-    encryptionKey,
-    trustedProxies: ['127.0.0.1'],
-    hardening: { now, sqlClock: now, attemptCountScope },
-    extraOpsKeys: [
-      `payer:pay:${keys.payer}`,
-      `lead:fund:${keys.lead}`,
-      `rotated:read:${keys.rotatedAgain}`,
-      `steady:read:${keys.steady}`,
-    ],
-  });
+  restarted = await startRestarted();
   secure = await startPartnerApi({
     databaseUrl: testDatabaseUrl(),
     temporalAddress: inject('temporalAddress'),
@@ -501,13 +505,29 @@ describe('a session signed in with an ops key rests on that key', () => {
     const notYetRestarted = await get(stack.apiBase, '/console/audit', sessions.rotated);
     await notYetRestarted.arrayBuffer();
     expect(notYetRestarted.status).toBe(200);
-    // walletflow without auditor's key, and with rotated's under a new secret: their sessions are over.
+    // walletflow without auditor's key, and with rotated's under a new secret: their sessions are over. Read first by a
+    // process started with the new keys after they signed in: over for good, so the process with the old keys, as one
+    // whose key was put back, lets them in no more (found by a read: a session was only refused while its key was
+    // missing, and putting it back brought it back).
+    const later = await startRestarted();
+    try {
+      for (const cookie of [sessions.auditor, sessions.rotated]) {
+        await expectSignInAsked(await get(later.apiBase, '/console/audit', cookie));
+        await expectSignInAsked(await get(stack.apiBase, '/console/audit', cookie));
+      }
+      // lead's key now has fund only: the session keeps the narrower scopes, never more than its sign-in's, for good.
+      const narrowed = await get(later.apiBase, '/console/audit', sessions.lead);
+      await narrowed.arrayBuffer();
+      expect(narrowed.status).toBe(403);
+      const stillNarrowed = await get(stack.apiBase, '/console/audit', sessions.lead);
+      await stillNarrowed.arrayBuffer();
+      expect(stillNarrowed.status).toBe(403);
+    } finally {
+      await later.close();
+    }
     for (const cookie of [sessions.auditor, sessions.rotated]) {
       await expectSignInAsked(await get(restarted.apiBase, '/console/audit', cookie));
       await expectSignInAsked(await get(restarted.apiBase, '/console', cookie));
-      // Over for good: the process with the old keys, as one whose key was put back, lets it in no more (found by a
-      // read: the session was only refused while the key was missing, and putting it back brought it back).
-      await expectSignInAsked(await get(stack.apiBase, '/console/audit', cookie));
       const write = await fetch(`${restarted.apiBase}/console/fundings/${randomUUID()}/cancel`, {
         method: 'POST',
         headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', origin: restarted.apiBase },
@@ -538,17 +558,23 @@ describe('a session signed in with an ops key rests on that key', () => {
       expect(await stream.until(endEvent)).toContain('event: end\ndata: signed-out');
       await stream.close();
     }
-    // lead's key now has fund only: the session keeps the narrower scopes, never more than its sign-in's.
     const narrowed = await get(restarted.apiBase, '/console/audit', sessions.lead);
     expect(narrowed.status).toBe(403);
     expect(await narrowed.text()).not.toContain('<table');
-    // For good, as an end is: the process still giving lead's key read gives the session none of it back.
-    const stillNarrowed = await get(stack.apiBase, '/console/audit', sessions.lead);
-    await stillNarrowed.arrayBuffer();
-    expect(stillNarrowed.status).toBe(403);
     // An unchanged key's session goes on, on either process.
     expect((await get(restarted.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
     expect((await get(stack.apiBase, '/console/audit', sessions.steady)).status).toBe(200);
+  });
+
+  it('signed in on a process with newer, wider keys, is refused by one started before it only for that request, in a rolling restart', async () => {
+    // Found by a second read: a process not yet restarted, lacking a key added or given a new secret, ended for good
+    // the sessions signed in with it on a restarted one, at the person's first click that reached it.
+    skewMs = 0;
+    const rotated = await signIn(restarted.apiBase, keys.rotatedAgain);
+    await expectSignInAsked(await get(stack.apiBase, '/console/audit', rotated));
+    const again = await get(restarted.apiBase, '/console/audit', rotated);
+    await again.arrayBuffer();
+    expect(again.status).toBe(200);
   });
 });
 
