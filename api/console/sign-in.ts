@@ -181,12 +181,17 @@ const SIGNED_OUT = 'signed-out-ask-again';
  */
 const NOT_A_PAGE = ['sign-in', 'sign-out', 'oidc', 'live'].map((name) => `${CONSOLE_PATH}/${name}`);
 
-/** Whether `path` (a console path, its query off) is one of NOT_A_PAGE or under one, as Express would route it. */
+/**
+ * Whether `path` (a console path, its query off) is one of NOT_A_PAGE or under one, as a browser resolves it (dot
+ * segments, `%2e` among them) and Express routes it (without regard to case, with or without a slash at the end); a
+ * path a browser would resolve to another is none either.
+ */
 function isNotAPage(path: string): boolean {
   let routed: string;
   try {
-    // Express routes without regard to case, and with or without a slash at the end.
-    routed = decodeURI(path).toLowerCase();
+    const resolved = new URL(path, 'http://console.invalid').pathname;
+    if (resolved !== path) return true;
+    routed = decodeURI(resolved).toLowerCase();
   } catch {
     return true;
   }

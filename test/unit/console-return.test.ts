@@ -31,6 +31,12 @@ describe('the page to return to after signing in', () => {
       '/console/sign-out',
       '/console/live/home',
       '/console/%E0%A4%A',
+      // Dot segments, which a browser resolves before it asks (found by a second read).
+      '/console/fundings/../oidc/callback',
+      '/console/x/%2e%2e/sign-in/oidc',
+      '/console/x/%2E%2E/sign-out',
+      '/console/./live/home',
+      '/console/fundings/..',
     ])
       expect(safeReturn(elsewhere), String(elsewhere)).toBe('/console');
   });
