@@ -499,7 +499,7 @@ export interface WebhookDelivery {
   attempts: number;
   nextAttemptAt: string | null;
   deliveredAt: string | null;
-  /** who sent it again last: the ops key’s name (with its X-Actor note) or the console’s signed-in person; null until a redelivery */
+  /** who sent it again last: the ops key’s name (with its X-Ops-Actor note) or the console’s signed-in person; null until a redelivery */
   redeliveredBy: string | null;
   /** when it was last sent again; null until then */
   redeliveredAt: string | null;

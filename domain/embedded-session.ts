@@ -92,8 +92,15 @@ export interface OnboardEmbeddedSessionResult {
   errorCode: string | null;
 }
 
-/** Onboarding failure codes after which the user must reopen the app from the wallet. */
-export const reopenFromWalletCodes: ReadonlySet<string> = new Set(['REAUTH_REQUIRED', 'USER_TOKEN_INVALID']);
+/**
+ * Onboarding failure codes after which the user must reopen the app from the wallet (LINK_UNLINKED: the link was
+ * revoked after this session began; a session opened since links again).
+ */
+export const reopenFromWalletCodes: ReadonlySet<string> = new Set([
+  'REAUTH_REQUIRED',
+  'USER_TOKEN_INVALID',
+  'LINK_UNLINKED',
+]);
 
 /** The most of a profile's first name the landing page keeps (embedded_session.first_name). */
 export const FIRST_NAME_MAX_CHARACTERS = 100;

@@ -138,7 +138,7 @@ export const webhookDeliverySchema = z.object({
   deliveredAt: z.iso.datetime().nullable(),
   redeliveredBy: z.string().nullable().meta({
     description:
-      'who sent it again last: the ops key’s name (with its X-Actor note) or the console’s signed-in person; null until a redelivery',
+      'who sent it again last: the ops key’s name (with its X-Ops-Actor note) or the console’s signed-in person; null until a redelivery',
   }),
   redeliveredAt: z.iso.datetime().nullable().meta({ description: 'when it was last sent again; null until then' }),
   createdAt: z.iso.datetime(),

@@ -53,9 +53,10 @@ export async function saveLinkWithTokensIn(
   tokens: TokenStore,
   input: LinkInput,
 ): Promise<{ linkId: string; created: boolean }> {
-  // Locked: two logins of the same wallet for different partner users cannot both pass the check.
+  // Locked: two logins of the same wallet for different partner users cannot both pass the check. (NO KEY: a token
+  // refresh's history row, whose reference to the link takes a KEY SHARE lock, does not wait for it.)
   const [existing] = await tx.$queryRaw<Array<{ id: string; partner_user_id: string; status: string }>>`
-    SELECT id, partner_user_id, status FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR UPDATE`;
+    SELECT id, partner_user_id, status FROM link WHERE profile_id = ${input.profileId} AND kind = ${input.kind}::"LinkKind" FOR NO KEY UPDATE`;
   if (existing && existing.partner_user_id !== input.partnerUserId) throw new LinkOwnedError(existing.id);
   if (existing && existing.status === 'UNLINKED' && input.loginBegunAt) {
     const unlinkedSince = await tx.linkEvent.count({
@@ -108,11 +109,15 @@ export async function saveLinkWithTokensIn(
  */
 export async function unlink(database: Database, tokens: TokenStore, linkId: string, actor?: string): Promise<boolean> {
   return database.$transaction(async (tx) => {
-    const link = await tx.link.findUnique({ where: { id: linkId }, select: { id: true } });
+    // The link first, then its tokens, as a login locks them (the other order could deadlock beside one).
+    const [link] = await tx.$queryRaw<Array<{ id: string }>>`
+      SELECT id::text AS id FROM link WHERE id = ${linkId}::uuid FOR NO KEY UPDATE`;
     if (!link) return false;
     await tokens.remove(tx, linkId);
     await tx.link.update({ where: { id: linkId }, data: { status: 'UNLINKED' } });
-    await tx.linkEvent.create({ data: { linkId, type: 'UNLINKED', actor: actor?.slice(0, 128) ?? null } });
+    // Stamped by the database's clock, as sessions are: a login begun before it never undoes it (saveLinkWithTokensIn).
+    await tx.$executeRaw`
+      INSERT INTO link_event (link_id, type, actor, at) VALUES (${linkId}::uuid, 'UNLINKED', ${actor?.slice(0, 128) ?? null}, now())`;
     return true;
   });
 }

@@ -357,6 +357,19 @@ describe('session URL and landing page', () => {
     });
   });
 
+  it('a session whose onboarding found its link revoked since it began asks the user to open the app again', async () => {
+    // Found by a read: LINK_UNLINKED (links/embedded-onboarding.ts) answered 503 "the wallet did not answer in time".
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
+    const { sessionId } = await launch(user.userId);
+    await stack.database.embeddedSession.update({
+      where: { sessionIdHash: hashBearer(sessionId) },
+      data: { status: 'FAILED', errorCode: 'LINK_UNLINKED', linkId: null },
+    });
+    const page = await browser().get(`/app?sessionId=${sessionId}`);
+    expect(page.status).toBe(401);
+    expect(page.text).toContain('open the app again from your wallet');
+  });
+
   it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
     const { sessionId } = await launch(user.userId);

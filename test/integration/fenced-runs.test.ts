@@ -565,21 +565,23 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     const created = await inActivity(run.createPayment, [id, loaded.fence]);
     if (created.kind !== 'created') throw new Error(`not created: ${created.kind}`);
     await inActivity(run.beginPaymentExecute, [id, created.requestReferenceNo, loaded.fence]);
-    // A worker that has no client token yet, beside a token endpoint that takes 1.5 s: its 2 s calls fit the attempt's
-    // 4.5 s when it begins, no longer once the token has come.
+    // A worker that has no client token yet, beside a token endpoint that takes 2.5 s: its 2 s calls
+    // (WALLET_TIMEOUT_MS, and the 2 s margin) fit the attempt's 6 s when it begins, with 2 s to spare, no longer once
+    // the token has come.
+    // (Its client waits 3 s for an answer, so that the slow token comes at all.)
     const started: string[] = [];
     const cold = createWalletClient({
       ...stack.walletConfig,
-      timeoutMs: 2_000,
+      timeoutMs: 3_000,
       onCallStart: (call) => {
         started.push(call.operation);
         return () => undefined;
       },
     });
-    await stack.admin.setFaults([{ endpoint: 'connect.token', mode: 'latency', rate: 1, delayMs: 1_500 }]);
+    await stack.admin.setFaults([{ endpoint: 'connect.token', mode: 'latency', rate: 1, delayMs: 2_500 }]);
     try {
       const late = stackActivities(stack, { wallet: cold, logger, walletTimeoutMs: 2_000 });
-      const outcome = await inActivity(late.executePayment, [id, loaded.fence], { startToCloseTimeoutMs: 4_500 });
+      const outcome = await inActivity(late.executePayment, [id, loaded.fence], { startToCloseTimeoutMs: 6_000 });
       expect({ outcome, started }).toEqual({
         outcome: expect.objectContaining({ kind: 'not-sent' }),
         started: ['connect.token.client_credentials'],
