@@ -69,8 +69,18 @@ export function personActorName(displayName: string, subject: string): string {
   return `${name} (${id})`;
 }
 
-/** A recorded person's identity at the provider, at the end of their recorded name (personActorName). */
-const personIdentity = /\((oidc:[^()]+)\)$/;
+/**
+ * How a wallet user acting on the partner's page in the wallet app (a withdrawal, a deposit) is recorded: their
+ * partner user id, and the wallet's reference of the session they opened the page with (its Request-Reference-No,
+ * which the wallet operator's records know too): `wallet:5f2… (app:REF)`.
+ */
+export function walletUserActorName(partnerUserId: string, sessionReference: string): string {
+  const id = `app:${sessionReference.replace(/[()]/g, '')}`;
+  return `${partnerUserId.replace(/[()]/g, '').slice(0, Math.max(1, 124 - id.length))} (${id})`;
+}
+
+/** A recorded person's identity at the provider, or a wallet user's app session, at the end of the recorded name. */
+const personIdentity = /\(((?:oidc|app):[^()]+)\)$/;
 
 /**
  * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
@@ -84,6 +94,7 @@ export function actorIdentity(actor: string): string {
 
 /** Who acted, in the words of a record's event: a person by their recorded name, an ops key as one. */
 export function actorWords(actor: string): string {
+  if (/\(app:[^()]+\)$/.test(actor)) return `wallet user ${actor}`;
   return personIdentity.test(actor) ? actor : `ops key ${actor}`;
 }
 
@@ -98,8 +109,9 @@ export const sameActor = (a: string, b: string): boolean => actorIdentity(a) ===
 export function actorNamedIn(detail: string | null): string | null {
   if (!detail) return null;
   // An ops key as one, or a person by their recorded name; never walletflow's own `cancelled by ops`.
-  const requested = /(?:requested|cancelled) by (?:ops key (.+)|(.+ \(oidc:[^()]+\)))$/.exec(detail);
-  if (requested) return (requested[1] ?? requested[2])!;
+  const requested =
+    /(?:requested|cancelled) by (?:ops key (.+)|wallet user (.+ \(app:[^()]+\))|(.+ \(oidc:[^()]+\)))$/.exec(detail);
+  if (requested) return (requested[1] ?? requested[2] ?? requested[3])!;
   const resolved = /^resolved [A-Z_]+ by (.+?): /.exec(detail);
   return resolved ? resolved[1]! : null;
 }

@@ -104,8 +104,8 @@ export async function saveLinkWithTokensIn(
 }
 
 /**
- * Removes a link's tokens; the link stays, UNLINKED, for its history. `actor`: the ops key's name, or the console
- * person's.
+ * Removes a link's tokens and ends its web sessions in the wallet app; the link stays, UNLINKED, for its history.
+ * `actor`: the ops key's name, or the console person's.
  */
 export async function unlink(database: Database, tokens: TokenStore, linkId: string, actor?: string): Promise<boolean> {
   return database.$transaction(async (tx) => {
@@ -115,6 +115,10 @@ export async function unlink(database: Database, tokens: TokenStore, linkId: str
     if (!link) return false;
     await tokens.remove(tx, linkId);
     await tx.link.update({ where: { id: linkId }, data: { status: 'UNLINKED' } });
+    // Its web sessions in the wallet app end with it: a copied cookie neither reads the page nor, once the user links
+    // again (the same link), acts in it.
+    await tx.$executeRaw`
+      DELETE FROM app_session a USING embedded_session e WHERE a.embedded_session_id = e.id AND e.link_id = ${linkId}::uuid`;
     // Stamped by the database's clock, as sessions are: a login begun before it never undoes it (saveLinkWithTokensIn).
     await tx.$executeRaw`
       INSERT INTO link_event (link_id, type, actor, at) VALUES (${linkId}::uuid, 'UNLINKED', ${actor?.slice(0, 128) ?? null}, now())`;

@@ -8,6 +8,7 @@
 // user is never asked to send again what is already stored, which a fresh form would make twice.
 import express, { type Request, type Response, type Router } from 'express';
 import { z } from 'zod';
+import { walletUserActorName } from '../../domain/actor.ts';
 import { amountSchema, normaliseAmount, type Amount } from '../../domain/money.ts';
 import { rateLimitedPageAnswer } from '../http/rate-limit.ts';
 import { routesOn } from '../http/route-registration.ts';
@@ -192,11 +193,16 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     const key = `${appIdempotencyPrefix(context.session)}top-up:${context.formKey}`;
     // A withdrawal: the user's partner balance to their own wallet (section 10).
     const partnerUserId = await page.partnerUserOf(context.linkId);
-    const result = await deps.fundings.start(key, {
-      recipient: { type: 'TOKEN', linkId: context.linkId },
-      amount: amount.amount,
-      source: { type: 'USER_BALANCE', partnerUserId },
-    });
+    const result = await deps.fundings.start(
+      key,
+      {
+        recipient: { type: 'TOKEN', linkId: context.linkId },
+        amount: amount.amount,
+        source: { type: 'USER_BALANCE', partnerUserId },
+      },
+      // On whose authority: the user, in the session they opened the page with.
+      walletUserActorName(partnerUserId, context.embedded.requestReferenceNo),
+    );
     switch (result.kind) {
       case 'refused':
         // Refused before anything was stored: said in words at the form, with what is left.
@@ -238,11 +244,11 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
     }
     const key = `${appIdempotencyPrefix(context.session)}pay:${context.formKey}`;
     // A deposit: the user pays in from the wallet; on SUCCEEDED it credits their partner balance.
-    const result = await deps.payments.start(key, {
-      linkId: context.linkId,
-      amount: amount.amount,
-      purpose: 'DEPOSIT',
-    });
+    const result = await deps.payments.start(
+      key,
+      { linkId: context.linkId, amount: amount.amount, purpose: 'DEPOSIT' },
+      walletUserActorName(await page.partnerUserOf(context.linkId), context.embedded.requestReferenceNo),
+    );
     switch (result.kind) {
       case 'created':
       case 'existing':

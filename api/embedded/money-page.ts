@@ -120,7 +120,15 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
       await sleep(200);
       const row = await deps.database.embeddedSession.findUniqueOrThrow({
         where: { id: current.id },
-        select: { id: true, status: true, errorCode: true, linkId: true, firstName: true, kycStatus: true },
+        select: {
+          id: true,
+          status: true,
+          errorCode: true,
+          linkId: true,
+          firstName: true,
+          kycStatus: true,
+          requestReferenceNo: true,
+        },
       });
       current = row;
     }

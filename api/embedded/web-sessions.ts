@@ -21,6 +21,8 @@ export interface AppSessionView {
     linkId: string | null;
     firstName: string | null;
     kycStatus: string | null;
+    /** The wallet's reference of the session URL call that opened it (who acts on the page: walletUserActorName). */
+    requestReferenceNo: string;
   };
 }
 
@@ -72,7 +74,15 @@ export async function readAppSessionByCookie(
     where: { cookieHash: hashBearer(cookieValue) },
     include: {
       embeddedSession: {
-        select: { id: true, status: true, errorCode: true, linkId: true, firstName: true, kycStatus: true },
+        select: {
+          id: true,
+          status: true,
+          errorCode: true,
+          linkId: true,
+          firstName: true,
+          kycStatus: true,
+          requestReferenceNo: true,
+        },
       },
     },
   });

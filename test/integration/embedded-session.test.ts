@@ -9,6 +9,7 @@ import { createLedger } from '../../ledger/ledger.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkflowHandle } from '@temporalio/client';
 import { hashBearer } from '../../links/embedded-sessions.ts';
+import { actorNamedIn } from '../../domain/actor.ts';
 import { opsRoutes } from '../../api/ops/ops-routes.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -490,6 +491,57 @@ describe('landing page forms', () => {
     expect(answer.status).toBe(400);
     expect(answer.text).toContain('Enter an amount in pesos');
     expect(await stack.database.payment.count({ where: { linkId: link.id } })).toBe(0);
+  });
+
+  it('records a withdrawal and a deposit from the page as the user’s own, with the session they opened it with', async () => {
+    // Found by a read: the page's fundings and payments said "requested", by nobody (the console: "By: walletflow");
+    // a day later, its sessions purged, nothing tied the money to the user's session.
+    const { client, home, link, sessionId } = await landedUser();
+    const { requestReferenceNo } = await stack.database.embeddedSession.findUniqueOrThrow({
+      where: { sessionIdHash: hashBearer(sessionId) },
+    });
+    const byTheUser = `by wallet user ${link.partnerUserId} (app:${requestReferenceNo})`;
+    const withdrawn = await client.post('/app/withdraw', {
+      csrf: field(home.text, 'csrf'),
+      formKey: field(home.text, 'formKey'),
+      amount: '5',
+    });
+    expect(withdrawn.status).toBe(303);
+    const fundingId = withdrawn.location!.split('/').pop()!;
+    const again = await client.get('/app');
+    const deposited = await client.post('/app/deposit', {
+      csrf: field(again.text, 'csrf'),
+      formKey: field(again.text, 'formKey'),
+      amount: '5',
+    });
+    expect(deposited.status).toBe(303);
+    const paymentId = deposited.location!.split('/').pop()!;
+    const requested = async () => [
+      (await stack.database.fundingEvent.findFirstOrThrow({ where: { fundingId, status: 'PENDING' } })).detail,
+      (await stack.database.paymentEvent.findFirstOrThrow({ where: { paymentId, status: 'PENDING' } })).detail,
+    ];
+    expect(await requested()).toEqual([`funding requested ${byTheUser}`, `payment requested ${byTheUser}`]);
+    expect(actorNamedIn(`funding requested ${byTheUser}`)).toBe(`${link.partnerUserId} (app:${requestReferenceNo})`);
+  });
+
+  it('ends with a revoke of its link: a copied cookie reads nothing, and does nothing once the user links again', async () => {
+    // Found by a read: web sessions outlived an unlink (the page and its activity still answered), and a new login of
+    // the same wallet made the same link ACTIVE again, so every earlier cookie could withdraw and deposit again.
+    const { client, home, link, user } = await landedUser();
+    const revoked = await stack.opsFetch(`/ops/links/${link.id}`, { method: 'DELETE' });
+    expect(revoked.status).toBeLessThan(300);
+    expect((await client.get('/app/activity')).status).toBe(401);
+    // The user opens the tile again: the same link, ACTIVE again, with new tokens.
+    const { sessionId } = await launch(user.userId);
+    expect((await browser().get(`/app?sessionId=${sessionId}`)).status).toBe(200);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: link.id } })).status).toBe('ACTIVE');
+    const copied = await client.post('/app/withdraw', {
+      csrf: field(home.text, 'csrf'),
+      formKey: field(home.text, 'formKey'),
+      amount: '5',
+    });
+    expect(copied.status).toBe(401);
+    expect(await stack.database.funding.count({ where: { linkId: link.id } })).toBe(0);
   });
 });
 
