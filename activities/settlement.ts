@@ -201,11 +201,11 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           nextRetryDelay: whole - now + 250,
         });
       // Begun reading after the day and its grace: the whole day, however early the run was asked for. Else a report of
-      // the day so far, of the events stamped before the grace preceding now (those written and committed by now, as
-      // the whole day's are by its grace): it says up to when, and reads no further whatever its pages reach. An
-      // attempt tried again after its begin committed keeps the instant its counts were taken at.
+      // the day so far, of the events stamped before now: it says up to when, and reads no further whatever its pages
+      // reach (an approval made while it reads is in none of its pages, not in some). An attempt tried again after its
+      // begin committed keeps the instant its counts were taken at.
       const wholeDay = now >= whole;
-      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now - SETTLEMENT_GRACE_MS));
+      const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now));
       const day = settlementWindowOf({ ...run, readUntil });
       const [fundings, payments] = await Promise.all([
         countFundingsApprovedOn(database, day),

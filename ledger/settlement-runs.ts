@@ -27,8 +27,8 @@ export interface SettlementRun {
   /** The day had ended when the run began (false: today's report so far). */
   wholeDay: boolean;
   /**
-   * A report of the day so far reads the events stamped before this instant (its begin's database time less
-   * SETTLEMENT_GRACE_MS); null for the whole day, or a run begun before it was kept (then: up to the day's end).
+   * A report of the day so far reads the events stamped before this instant (its begin's database time); null for
+   * the whole day, or a run begun before it was kept (then: up to the day's end).
    */
   readUntil: Date | null;
   requestedBy: string;
