@@ -483,13 +483,16 @@ describe('landing page forms', () => {
 
   it('an invalid amount re-shows the form with a message and starts nothing', async () => {
     const { client, home, link } = await landedUser();
-    const answer = await client.post('/app/deposit', {
-      csrf: field(home.text, 'csrf'),
-      formKey: field(home.text, 'formKey'),
-      amount: '-5',
-    });
-    expect(answer.status).toBe(400);
-    expect(answer.text).toContain('Enter an amount in pesos');
+    // A decimal comma too (found by a read: every comma was dropped, so 1,50 deposited 150.00).
+    for (const amount of ['-5', '1,50', '1,5', '12,3', '1,0000', '1,000,00', ',500']) {
+      const answer = await client.post('/app/deposit', {
+        csrf: field(home.text, 'csrf'),
+        formKey: field(home.text, 'formKey'),
+        amount,
+      });
+      expect(answer.status, amount).toBe(400);
+      expect(answer.text).toContain('Enter an amount in pesos');
+    }
     expect(await stack.database.payment.count({ where: { linkId: link.id } })).toBe(0);
   });
 
