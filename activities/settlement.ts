@@ -202,8 +202,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         });
       // Begun reading after the day and its grace: the whole day, however early the run was asked for. Else a report of
       // the day so far, of the events stamped before now: it says up to when, and reads no further whatever its pages
-      // reach (an approval made while it reads is in none of its pages, not in some). An attempt tried again after its
-      // begin committed keeps the instant its counts were taken at.
+      // reach (an approval made after it began is in none of its pages, not in some; one being committed as it began
+      // may wait for a fresh run, as only a whole day's run waits SETTLEMENT_GRACE_MS for those). An attempt tried
+      // again after its begin committed keeps the instant its counts were taken at.
       const wholeDay = now >= whole;
       const readUntil = wholeDay ? null : (run.readUntil ?? new Date(now));
       const day = settlementWindowOf({ ...run, readUntil });

@@ -103,7 +103,8 @@ export const sameActor = (a: string, b: string): boolean => actorIdentity(a) ===
 
 /**
  * Who a funding's or a payment's event names as having acted, as their records word it (actorWords: `funding
- * requested by ops key X`, `cancelled by Maria Santos (oidc:…)`, `resolved APPROVED by X: why`); null when
+ * requested by ops key X`, `cancelled by Maria Santos (oidc:…)`, `payment requested by wallet user wallet:… (app:…)`,
+ * `resolved APPROVED by X: why`); null when
  * walletflow itself moved it (its workflow, the sweep without a person).
  */
 export function actorNamedIn(detail: string | null): string | null {

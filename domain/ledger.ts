@@ -187,7 +187,7 @@ export const settlementDateSchema = z.iso
   );
 
 /** What a report of the day so far covers: up to its read-until instant (older runs: when they were settled). */
-export const upTo = (scope: { settledAt: string; readUntil: string | null }): string =>
-  scope.readUntil === null
+export const upTo = (scope: { settledAt: string; readUntil?: string | null }): string =>
+  scope.readUntil == null
     ? `settled at ${scope.settledAt}`
     : `events up to ${scope.readUntil}, settled at ${scope.settledAt}`;

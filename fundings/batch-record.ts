@@ -80,10 +80,11 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
   ): Promise<bigint> {
     const identity = actorIdentity(createdBy);
     await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended(${`walletflow:batch-approval:${identity}:${sourceUser ?? 'TREASURY'}`}, 0))`;
-    // actorIdentity in SQL: a person's `(oidc:…)` suffix as it is, else the key's name, without case.
+    // actorIdentity in SQL: a person's `(oidc:…)` or a wallet user's `(app:…)` suffix as it is, else the key's name,
+    // without case.
     const rows = await tx.$queryRaw<Array<{ total: Prisma.Decimal | null }>>`
       SELECT SUM(total_amount) AS total FROM funding_batch
-      WHERE COALESCE(substring(created_by from '\\((oidc:[^()]+)\\)$'), lower(created_by)) = ${identity} AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
+      WHERE COALESCE(substring(created_by from '\\(((?:oidc|app):[^()]+)\\)$'), lower(created_by)) = ${identity} AND source_partner_user_id IS NOT DISTINCT FROM ${sourceUser} AND currency = ${currency}
         AND created_at > now() - interval '24 hours' AND approved_by IS NULL AND state <> 'REJECTED'::"FundingBatchState"`;
     const total = rows[0]?.total;
     return total ? fromNumeric(total) : 0n;

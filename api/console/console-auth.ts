@@ -160,21 +160,28 @@ async function scopesLeft(
 }
 
 /**
- * When this process read its settings (OPS_API_KEYS, CONSOLE_OIDC_*: when it started, `startedAt` by its own clock), by
- * the database's clock, as sessions' sign-ins are kept: asked once; null while the database cannot say.
+ * When this process read its settings (OPS_API_KEYS, CONSOLE_OIDC_*: when it started), by the database's clock, as
+ * sessions' sign-ins are kept; null while the database cannot say. Its start stands for its settings being at least
+ * as new as a sign-in before it: a process of an older release started during a rollout, after people signed in on
+ * the new one with a key only the new one has, ends those sessions for good (they sign in again: the safe way).
  */
-function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>, startedAt: number) {
+function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>) {
+  // A monotonic clock: a step of the process's wall clock does not move when it started.
+  const startedAt = performance.now();
   let readAt: Date | null = null;
-  return async (): Promise<Date | null> => {
+  const read = async (): Promise<Date | null> => {
     if (readAt) return readAt;
     try {
       const now = await sessions.databaseTime();
-      readAt = new Date(now.getTime() - (Date.now() - startedAt));
+      readAt = new Date(now.getTime() - (performance.now() - startedAt));
     } catch {
       return null;
     }
     return readAt;
   };
+  // Asked at once, as the process starts (asked again at a narrowing while the database could not say).
+  void read();
+  return read;
 }
 
 /**
@@ -189,7 +196,7 @@ export function readConsoleSession(
   grants: ConsoleGrants,
   names: ConsoleCookieNames,
 ): RequestHandler {
-  const settingsReadAt = settingsReadAtOf(sessions, Date.now());
+  const settingsReadAt = settingsReadAtOf(sessions);
   return async (req, res, next) => {
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
     const ended: EndedConsoleSession[] = [];

@@ -9,6 +9,13 @@ import { CONSOLE_PATH, escapeHtml, idCell, money, stateBadge, table, when } from
 import { card, linkedId, segment } from './page-pieces.ts';
 import { reviewDetails, type ReviewShown } from './review-pieces.ts';
 
+/** Who an event names as having acted, as the console shows it: a wallet user says so; none: walletflow itself. */
+function byWhom(detail: string | null): string {
+  const actor = actorNamedIn(detail);
+  if (actor === null) return 'walletflow';
+  return /\(app:[^()]+\)$/.test(actor) ? `wallet user ${actor}` : actor;
+}
+
 /** A funding's or a payment's history, as both pages show it below their facts. */
 export interface RecordHistory {
   noun: 'funding' | 'payment';
@@ -39,7 +46,7 @@ export function recordHistoryCards(record: RecordHistory, timeZone: string): str
         record.events.map((event) => [
           when(event.at, timeZone),
           stateBadge(event.status),
-          escapeHtml(actorNamedIn(event.detail) ?? 'walletflow'),
+          escapeHtml(byWhom(event.detail)),
           event.requestReferenceNo ? idCell(event.requestReferenceNo, 'Request-Reference-No') : '',
           escapeHtml(event.detail ?? ''),
         ]),

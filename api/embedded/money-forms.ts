@@ -168,8 +168,8 @@ export function addMoneyFormRoutes(router: Router, { deps, sessionOf }: LandingC
       typeof (req.body as Record<string, unknown>)?.amount === 'string'
         ? String((req.body as Record<string, unknown>).amount).trim()
         : '';
-    // A comma only as the thousands' separator (1,000.50): a decimal comma (1,50) is refused, never read as 150.
-    const value = /^\d{1,3}(,\d{3})+(\.\d*)?$/.test(raw) ? raw.replace(/,/g, '') : raw;
+    // No comma, as the form's own pattern: a decimal comma (1,50, 1,500) is refused, never read as 150 or 1500.
+    const value = raw;
     const parsed = amountSchema.safeParse({
       currency: 'PHP',
       value: /^\d+\.$/.test(value) ? value.slice(0, -1) : value,

@@ -110,7 +110,8 @@ export function addSessionEntryRoutes(router: Router, { deps, now, sessionOf }: 
       secure: deps.secureCookies ?? req.secure,
     });
     const session = await readAppSessionByCookie(deps.database, started.cookieValue, new Date(now()));
-    if (!session) throw new Error('the web session created with the consumed session id is not readable');
+    // An older session id used after its link was revoked: the user opens the app again (a new session links again).
+    if (!session) return sendMessage(res, 401, messagePages.reopen);
     await page.showHome(res, session);
   }
 

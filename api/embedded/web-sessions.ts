@@ -64,7 +64,11 @@ export async function readAppSession(database: Database, req: Request, now: Date
   return cookieValue ? readAppSessionByCookie(database, cookieValue, now) : null;
 }
 
-/** The live web session that a cookie value names, or null (unknown or expired). */
+/**
+ * The live web session that a cookie value names, or null (unknown, expired, or its link revoked since its embedded
+ * session began: a revoke ends the sessions it finds, and this ends one begun beside it or opened after it with an
+ * older session id, which a relink of the same wallet would otherwise bring back).
+ */
 export async function readAppSessionByCookie(
   database: Database,
   cookieValue: string,
@@ -82,12 +86,21 @@ export async function readAppSessionByCookie(
           firstName: true,
           kycStatus: true,
           requestReferenceNo: true,
+          createdAt: true,
         },
       },
     },
   });
   if (!row || row.expiresAt.getTime() <= now.getTime()) return null;
-  return { id: row.id, csrfToken: row.csrfToken, expiresAt: row.expiresAt, embeddedSession: row.embeddedSession };
+  const { createdAt, ...embeddedSession } = row.embeddedSession;
+  if (
+    embeddedSession.linkId !== null &&
+    (await database.linkEvent.count({
+      where: { linkId: embeddedSession.linkId, type: 'UNLINKED', at: { gt: createdAt } },
+    })) > 0
+  )
+    return null;
+  return { id: row.id, csrfToken: row.csrfToken, expiresAt: row.expiresAt, embeddedSession };
 }
 
 export function setAppCookie(

@@ -484,7 +484,7 @@ describe('landing page forms', () => {
   it('an invalid amount re-shows the form with a message and starts nothing', async () => {
     const { client, home, link } = await landedUser();
     // A decimal comma too (found by a read: every comma was dropped, so 1,50 deposited 150.00).
-    for (const amount of ['-5', '1,50', '1,5', '12,3', '1,0000', '1,000,00', ',500']) {
+    for (const amount of ['-5', '1,50', '1,5', '12,3', '1,500', '1,000.50', ',500']) {
       const answer = await client.post('/app/deposit', {
         csrf: field(home.text, 'csrf'),
         formKey: field(home.text, 'formKey'),
@@ -531,9 +531,20 @@ describe('landing page forms', () => {
     // Found by a read: web sessions outlived an unlink (the page and its activity still answered), and a new login of
     // the same wallet made the same link ACTIVE again, so every earlier cookie could withdraw and deposit again.
     const { client, home, link, user } = await landedUser();
+    // A second tile opened before the revoke, its session id used only after it (a second read: its web session was
+    // made on the revoked link, and came back with a relink).
+    const older = await launch(user.userId);
+    await waitUntil(
+      () => stack.database.embeddedSession.findUniqueOrThrow({ where: { sessionIdHash: hashBearer(older.sessionId) } }),
+      (row) => row.status === 'READY',
+    );
     const revoked = await stack.opsFetch(`/ops/links/${link.id}`, { method: 'DELETE' });
     expect(revoked.status).toBeLessThan(300);
     expect((await client.get('/app/activity')).status).toBe(401);
+    const lateClient = browser();
+    const late = await lateClient.get(`/app?sessionId=${older.sessionId}`);
+    expect(late.status).toBe(401);
+    expect(late.text).toContain('open the app again from your wallet');
     // The user opens the tile again: the same link, ACTIVE again, with new tokens.
     const { sessionId } = await launch(user.userId);
     expect((await browser().get(`/app?sessionId=${sessionId}`)).status).toBe(200);
@@ -544,6 +555,7 @@ describe('landing page forms', () => {
       amount: '5',
     });
     expect(copied.status).toBe(401);
+    if (lateClient.cookie) expect((await lateClient.get('/app')).status).toBe(401);
     expect(await stack.database.funding.count({ where: { linkId: link.id } })).toBe(0);
   });
 });
