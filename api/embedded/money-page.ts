@@ -22,7 +22,7 @@ import type { LandingContext } from './landing-context.ts';
 import type { AppActivity } from './landing-json.ts';
 import { messagePages } from './landing-messages.ts';
 import { sendMessage, sendPage } from './landing-responses.ts';
-import type { AppSessionView } from './web-sessions.ts';
+import { embeddedSessionShown, type AppSessionView } from './web-sessions.ts';
 
 type EmbeddedSession = AppSessionView['embeddedSession'];
 
@@ -120,15 +120,7 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
       await sleep(200);
       const row = await deps.database.embeddedSession.findUniqueOrThrow({
         where: { id: current.id },
-        select: {
-          id: true,
-          status: true,
-          errorCode: true,
-          linkId: true,
-          firstName: true,
-          kycStatus: true,
-          requestReferenceNo: true,
-        },
+        select: embeddedSessionShown,
       });
       current = row;
     }

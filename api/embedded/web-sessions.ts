@@ -26,6 +26,17 @@ export interface AppSessionView {
   };
 }
 
+/** What a web session's pages read of its embedded session (AppSessionView's `embeddedSession`). */
+export const embeddedSessionShown = {
+  id: true,
+  status: true,
+  errorCode: true,
+  linkId: true,
+  firstName: true,
+  kycStatus: true,
+  requestReferenceNo: true,
+} as const;
+
 /** Creates the web session inside the transaction that consumed the session id. */
 export async function createAppSession(
   tx: Prisma.TransactionClient,
@@ -77,18 +88,7 @@ export async function readAppSessionByCookie(
   const row = await database.appSession.findUnique({
     where: { cookieHash: hashBearer(cookieValue) },
     include: {
-      embeddedSession: {
-        select: {
-          id: true,
-          status: true,
-          errorCode: true,
-          linkId: true,
-          firstName: true,
-          kycStatus: true,
-          requestReferenceNo: true,
-          createdAt: true,
-        },
-      },
+      embeddedSession: { select: { ...embeddedSessionShown, createdAt: true } },
     },
   });
   if (!row || row.expiresAt.getTime() <= now.getTime()) return null;

@@ -44,16 +44,21 @@ const now = () => Date.now() + skewMs;
  */
 const freshLimitWindow = () => MINUTE - (Date.now() % MINUTE) + 500;
 
+/** What every further API process of this deployment shares: the stack's database, Temporal and key. */
+const anotherProcess = () => ({
+  databaseUrl: testDatabaseUrl(),
+  temporalAddress: inject('temporalAddress'),
+  namespace: inject('temporalNamespace'),
+  taskQueuePrefix: 'walletflow-test',
+  logger: createLogger({ level: 'silent' }),
+  encryptionKey,
+  trustedProxies: ['127.0.0.1'],
+});
+
 /** A process started with the new OPS_API_KEYS: without `auditor`, `rotated` under a new secret, `lead` narrowed. */
 const startRestarted = () =>
   startPartnerApi({
-    databaseUrl: testDatabaseUrl(),
-    temporalAddress: inject('temporalAddress'),
-    namespace: inject('temporalNamespace'),
-    taskQueuePrefix: 'walletflow-test',
-    logger: createLogger({ level: 'silent' }),
-    encryptionKey,
-    trustedProxies: ['127.0.0.1'],
+    ...anotherProcess(),
     hardening: { now, sqlClock: now, attemptCountScope },
     extraOpsKeys: [
       `payer:pay:${keys.payer}`,
@@ -94,25 +99,13 @@ beforeAll(async () => {
   });
   restarted = await startRestarted();
   secure = await startPartnerApi({
-    databaseUrl: testDatabaseUrl(),
-    temporalAddress: inject('temporalAddress'),
-    namespace: inject('temporalNamespace'),
-    taskQueuePrefix: 'walletflow-test',
-    logger: createLogger({ level: 'silent' }),
-    encryptionKey,
-    trustedProxies: ['127.0.0.1'],
+    ...anotherProcess(),
     hardening: { now, sqlClock: now, attemptCountScope },
     publicUrl: securePublicUrl,
     extraOpsKeys: [`steady:read:${keys.steady}`],
   });
   ahead = await startPartnerApi({
-    databaseUrl: testDatabaseUrl(),
-    temporalAddress: inject('temporalAddress'),
-    namespace: inject('temporalNamespace'),
-    taskQueuePrefix: 'walletflow-test',
-    logger: createLogger({ level: 'silent' }),
-    encryptionKey,
-    trustedProxies: ['127.0.0.1'],
+    ...anotherProcess(),
     hardening: { now: () => Date.now() + 20 * MINUTE, attemptCountScope },
     extraOpsKeys: [`steady:read:${keys.steady}`],
   });

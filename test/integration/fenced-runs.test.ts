@@ -545,20 +545,26 @@ describe('a review park that did not move', () => {
   });
 });
 
+/** A payment of PHP 5.00 from a new linked user, as the API stores it (no workflow runs it here). */
+async function storedPayment(): Promise<{ linkId: string; id: string }> {
+  const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
+  const id = randomUUID();
+  await payments.insert({
+    id,
+    idempotencyKey: `fenced-${id}`,
+    requestFingerprint: id,
+    workflowId: `fenced-${id}`,
+    linkId,
+    amount: moneyOf({ currency: 'PHP', value: '5.00' }),
+  });
+  return { linkId, id };
+}
+
 describe('payments: a stale run of a payment (the same fences in pay-wallet)', () => {
   it('sends no execute once the attempt’s time went to fetching a client token: nothing goes out that could outlive it', async () => {
     // Found by a read: the time left was checked once, before a call that first fetched a client token (and, refused,
     // once more): an execute sent after a slow fetch could outlive its activity, whose retry sent a second beside it.
-    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
-    const id = randomUUID();
-    await payments.insert({
-      id,
-      idempotencyKey: `fenced-${id}`,
-      requestFingerprint: id,
-      workflowId: `fenced-${id}`,
-      linkId,
-      amount: moneyOf({ currency: 'PHP', value: '5.00' }),
-    });
+    const { id } = await storedPayment();
     const run = runOf(walletGate(stack.wallet), 'warm');
     const loaded = await inActivity(run.loadPayment, [id]);
     await inActivity(run.markPaymentCreating, [id, loaded.fence]);
@@ -594,16 +600,7 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
 
   it('a stale run’s refusal never writes FAILED over the execute the run that took over sent', async () => {
     const gate = walletGate(stack.wallet);
-    const { linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
-    const id = randomUUID();
-    await payments.insert({
-      id,
-      idempotencyKey: `fenced-${id}`,
-      requestFingerprint: id,
-      workflowId: `fenced-${id}`,
-      linkId,
-      amount: moneyOf({ currency: 'PHP', value: '5.00' }),
-    });
+    const { linkId, id } = await storedPayment();
 
     // Run A (the stale copy) loaded the payment and moved it to CREATING; then B took over.
     const a = runOf(gate, 'a');
