@@ -85,22 +85,44 @@ export async function readAppSessionByCookie(
   cookieValue: string,
   now: Date,
 ): Promise<AppSessionView | null> {
-  const row = await database.appSession.findUnique({
-    where: { cookieHash: hashBearer(cookieValue) },
-    include: {
-      embeddedSession: { select: { ...embeddedSessionShown, createdAt: true } },
+  // One read, on every page and every poll: the web session, its embedded session, and whether its link was revoked
+  // since that began (link_event's (link_id, at) index).
+  const [row] = await database.$queryRaw<
+    Array<{
+      id: string;
+      csrf_token: string;
+      expires_at: Date;
+      embedded_id: string;
+      status: AppSessionView['embeddedSession']['status'];
+      error_code: string | null;
+      link_id: string | null;
+      first_name: string | null;
+      kyc_status: string | null;
+      request_reference_no: string;
+      revoked: boolean;
+    }>
+  >`
+    SELECT a.id::text AS id, a.csrf_token, a.expires_at, e.id::text AS embedded_id, e.status::text AS status,
+           e.error_code, e.link_id::text AS link_id, e.first_name, e.kyc_status, e.request_reference_no,
+           EXISTS (SELECT 1 FROM link_event ev
+                   WHERE ev.link_id = e.link_id AND ev.type = 'UNLINKED' AND ev.at > e.created_at) AS revoked
+    FROM app_session a JOIN embedded_session e ON e.id = a.embedded_session_id
+    WHERE a.cookie_hash = ${hashBearer(cookieValue)}`;
+  if (!row || row.expires_at.getTime() <= now.getTime() || row.revoked) return null;
+  return {
+    id: row.id,
+    csrfToken: row.csrf_token,
+    expiresAt: row.expires_at,
+    embeddedSession: {
+      id: row.embedded_id,
+      status: row.status,
+      errorCode: row.error_code,
+      linkId: row.link_id,
+      firstName: row.first_name,
+      kycStatus: row.kyc_status,
+      requestReferenceNo: row.request_reference_no,
     },
-  });
-  if (!row || row.expiresAt.getTime() <= now.getTime()) return null;
-  const { createdAt, ...embeddedSession } = row.embeddedSession;
-  if (
-    embeddedSession.linkId !== null &&
-    (await database.linkEvent.count({
-      where: { linkId: embeddedSession.linkId, type: 'UNLINKED', at: { gt: createdAt } },
-    })) > 0
-  )
-    return null;
-  return { id: row.id, csrfToken: row.csrfToken, expiresAt: row.expiresAt, embeddedSession };
+  };
 }
 
 export function setAppCookie(
