@@ -82,6 +82,9 @@ export function walletUserActorName(partnerUserId: string, sessionReference: str
 /** A recorded person's identity at the provider, or a wallet user's app session, at the end of the recorded name. */
 const personIdentity = /\(((?:oidc|app):[^()]+)\)$/;
 
+/** Whether a recorded actor is a wallet user in the wallet app (walletUserActorName), not a person or a key. */
+export const isWalletUser = (actor: string): boolean => /\(app:[^()]+\)$/.test(actor);
+
 /**
  * The identity behind a recorded actor: a person's `(oidc:…)` suffix as the provider gave it (a subject is
  * case-sensitive: two people may differ only in case), else the name itself (an ops key's name), without regard to
@@ -94,7 +97,7 @@ export function actorIdentity(actor: string): string {
 
 /** Who acted, in the words of a record's event: a person by their recorded name, an ops key as one. */
 export function actorWords(actor: string): string {
-  if (/\(app:[^()]+\)$/.test(actor)) return `wallet user ${actor}`;
+  if (isWalletUser(actor)) return `wallet user ${actor}`;
   return personIdentity.test(actor) ? actor : `ops key ${actor}`;
 }
 
@@ -104,8 +107,7 @@ export const sameActor = (a: string, b: string): boolean => actorIdentity(a) ===
 /**
  * Who a funding's or a payment's event names as having acted, as their records word it (actorWords: `funding
  * requested by ops key X`, `cancelled by Maria Santos (oidc:…)`, `payment requested by wallet user wallet:… (app:…)`,
- * `resolved APPROVED by X: why`); null when
- * walletflow itself moved it (its workflow, the sweep without a person).
+ * `resolved APPROVED by X: why`); null when walletflow itself moved it (its workflow, the sweep without a person).
  */
 export function actorNamedIn(detail: string | null): string | null {
   if (!detail) return null;

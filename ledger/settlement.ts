@@ -221,7 +221,6 @@ export function paymentLine(
   };
 }
 
-/** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
 /**
  * What a settlement run reads of its day: the whole of it, or for a report of the day so far, the events stamped before
  * its `readUntil` (so the report covers up to a stated instant, not whatever its reads happened to reach).
@@ -231,6 +230,7 @@ export function settlementWindowOf(run: { date: string; timeZone: string; readUn
   return run.readUntil !== null && run.readUntil < day.endsAt ? { ...day, endsAt: run.readUntil } : day;
 }
 
+/** The day (YYYY-MM-DD in `timeZone`) that `at` falls on, as a SettlementDay. */
 export function settlementDayOf(at: Date, timeZone: string): SettlementDay {
   return settlementDay(localDateOf(at, timeZone), timeZone);
 }

@@ -3,7 +3,7 @@
 // deliveries with their last attempt. Never a body, a token, a secret or a whole code.
 import type { WalletCallView } from '../../audit/wallet-call-log.ts';
 import type { WebhookDeliveryView } from '../../domain/webhook.ts';
-import { actorNamedIn } from '../../domain/actor.ts';
+import { actorNamedIn, isWalletUser } from '../../domain/actor.ts';
 import type { LedgerEntryDetail } from '../../ledger/ledger.ts';
 import { CONSOLE_PATH, escapeHtml, idCell, money, stateBadge, table, when } from './console-layout.ts';
 import { card, linkedId, segment } from './page-pieces.ts';
@@ -13,7 +13,7 @@ import { reviewDetails, type ReviewShown } from './review-pieces.ts';
 function byWhom(detail: string | null): string {
   const actor = actorNamedIn(detail);
   if (actor === null) return 'walletflow';
-  return /\(app:[^()]+\)$/.test(actor) ? `wallet user ${actor}` : actor;
+  return isWalletUser(actor) ? `wallet user ${actor}` : actor;
 }
 
 /** A funding's or a payment's history, as both pages show it below their facts. */
