@@ -299,6 +299,9 @@ export const consoleRoutesOn = (router: Router): AddRoute =>
 /** Paths reachable without a session: signing in, and the assets. */
 const publicPaths = [/^\/sign-in(\/oidc)?$/, /^\/oidc\/callback$/];
 
+/** Whether the request is for a path reachable without a session (signing in); such a route reads its own form. */
+export const isPublicPath = (req: Request): boolean => publicPaths.some((path) => path.test(req.path));
+
 /**
  * A sign-out whose session already ended (idle, past its lifetime) still signs out: it leaves the
  * browser's marker that makes the next sign-in ask the provider for a fresh login (sign-in.ts). Only
@@ -322,11 +325,7 @@ function fromThisConsole(req: Request, publicUrl: string | undefined): boolean {
 export const requireSignedIn =
   (publicUrl: string | undefined): RequestHandler =>
   (req, res, next) => {
-    if (
-      publicPaths.some((path) => path.test(req.path)) ||
-      consoleSessionOf(res) ||
-      isSignOutWithoutSession(req, res, publicUrl)
-    ) {
+    if (isPublicPath(req) || consoleSessionOf(res) || isSignOutWithoutSession(req, res, publicUrl)) {
       next();
       return;
     }
@@ -382,7 +381,7 @@ export function requireCsrf(publicUrl: string | undefined, formsWithFiles: reado
     if (
       req.method === 'GET' ||
       req.method === 'HEAD' ||
-      publicPaths.some((path) => path.test(req.path)) ||
+      isPublicPath(req) ||
       isSignOutWithoutSession(req, res, publicUrl)
     ) {
       next();

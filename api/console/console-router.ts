@@ -21,6 +21,7 @@ import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
 import {
   consoleCookieNames,
   consoleSessionOf,
+  isPublicPath,
   readConsoleSession,
   requireCsrf,
   requireSignedIn,
@@ -111,7 +112,10 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
     next();
   });
   area.use(requireSignedIn(deps.publicUrl));
-  area.use(express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 }));
+  // Signed-in pages' forms; the sign-in's, which anyone may send, is read by its own route within tighter bounds
+  // (sign-in.ts), never by this reader first.
+  const readForm = express.urlencoded({ extended: false, limit: '64kb', parameterLimit: 50 });
+  area.use((req, res, next) => (isPublicPath(req) ? next() : readForm(req, res, next)));
   // A form with a file is read by its own route, which checks the token before the file (upload-form.ts).
   area.use(requireCsrf(deps.publicUrl, batchFormsWithFiles));
   addSignInRoutes(area, deps);

@@ -159,9 +159,13 @@ export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: n
 
 /**
  * Whether a failed exchange with the identity provider was the provider away (no answer: a network error or a time-out;
- * or a 5xx), not an answer that refused the sign-in (an OAuth error, an ID token that does not verify).
+ * a 5xx; or the provider saying so in its redirect back or its token answer, `temporarily_unavailable` or
+ * `server_error`, the stand-ins for a 503 and a 500 where no status can travel, RFC 6749 4.1.2.1), not an answer that
+ * refused the sign-in (any other OAuth error, an ID token that does not verify).
  */
 export function providerUnavailable(error: unknown): boolean {
+  if (error instanceof oidc.AuthorizationResponseError || error instanceof oidc.ResponseBodyError)
+    if (providerDownCodes.has(error.error)) return true;
   // undici's `fetch failed`, its cause the socket's error: not a TypeError of walletflow's own code.
   if (error instanceof TypeError && error.message === 'fetch failed') return true;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
@@ -170,6 +174,9 @@ export function providerUnavailable(error: unknown): boolean {
     return error.cause instanceof Response && error.cause.status >= 500;
   return false;
 }
+
+/** The OAuth error codes by which a provider says it is down, not that it refuses the sign-in. */
+const providerDownCodes = new Set(['temporarily_unavailable', 'server_error']);
 
 /** The signed-out cookie's value (what it says is that it is there). */
 const SIGNED_OUT = 'signed-out-ask-again';

@@ -525,6 +525,47 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
+  it('answers a provider that sends the browser back saying it is down (temporarily_unavailable, server_error) with 503 and Retry-After, not as a refused sign-in; a refusal (access_denied) is still one', async () => {
+    const failures = async () =>
+      Number(
+        (
+          await oidcStack.database.$queryRaw<Array<{ n: bigint }>>`
+            SELECT COALESCE(sum(count), 0)::bigint AS n FROM attempt_count WHERE kind LIKE '%console-sign-in-failure%'`
+        )[0]!.n,
+      );
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      /** A sign-in begun, then the provider's redirect back with `error` in place of a code (RFC 6749 4.1.2.1). */
+      const sentBackWith = async (error: string) => {
+        await page.goto(`${oidcStack.apiBase}/console`);
+        const authorization = page.waitForRequest((request) => new URL(request.url()).searchParams.has('state'));
+        await page.getByRole('link', { name: /Sign in with/ }).click();
+        const state = new URL((await authorization).url()).searchParams.get('state')!;
+        const callback = new URL(`${oidcStack.apiBase}/console/oidc/callback`);
+        callback.search = new URLSearchParams({ error, state, iss: idp.issuer }).toString();
+        return (await page.goto(callback.href))!;
+      };
+      for (const error of ['temporarily_unavailable', 'server_error']) {
+        const before = await failures();
+        const answer = await sentBackWith(error);
+        // Before: 400 "could not be accepted", counted against the office's address like a refused sign-in.
+        expect(answer.status()).toBe(503);
+        expect(Number(answer.headers()['retry-after'])).toBeGreaterThan(0);
+        await expect(page.getByText('The identity provider cannot be reached just now.').isVisible()).resolves.toBe(
+          true,
+        );
+        expect(await failures()).toBe(before);
+      }
+      const before = await failures();
+      const refused = await sentBackWith('access_denied');
+      expect(refused.status()).toBe(400);
+      expect(await failures()).toBe(before + 1);
+    } finally {
+      await context.close();
+    }
+  });
+
   it('refuses a callback this browser did not start, and a state used twice', async () => {
     const context = await browser.newContext();
     try {

@@ -1213,6 +1213,40 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     await signIn(restarted.apiBase, keys.steady, failing);
   });
 
+  it('reads the sign-in form, which anyone may send, within its own small bounds: past 4 KB or 10 fields it is 413, unread', async () => {
+    const address = nextAddress();
+    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
+    await form.arrayBuffer();
+    const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
+    const post = (body: string) =>
+      fetch(`${stack.apiBase}/console/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          cookie: pre,
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: stack.apiBase,
+          ...from(address),
+        },
+        body,
+      });
+    const head = `_csrf=${pre.split('=')[1]}&return=%2Fconsole`;
+    // Before: the console's form reader for signed-in pages (64 KB, 50 fields) read it first, and the key was tried.
+    for (const body of [
+      `${head}&key=${'k'.repeat(10 * 1024)}`,
+      `${head}&key=x${Array.from({ length: 12 }, (_, index) => `&f${index}=1`).join('')}`,
+    ]) {
+      const answer = await post(body);
+      await answer.arrayBuffer();
+      expect(answer.status).toBe(413);
+      expect(setCookieOf(answer, 'walletflow_console')).toBeUndefined();
+    }
+    // Within bounds, the key signs in as ever.
+    const fine = await post(`${head}&key=${encodeURIComponent(keys.steady)}`);
+    await fine.arrayBuffer();
+    expect(fine.status).toBe(200);
+  });
+
   it('limits starts through the provider per address, more loosely than failures, across processes', async () => {
     skewMs = freshLimitWindow();
     const address = '203.0.113.73';
