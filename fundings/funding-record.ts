@@ -29,7 +29,7 @@ import { fromNumeric, toNumeric, type Money } from '../domain/money.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import { inAdmissionLane } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
-import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
+import { readListPage, readPastCursor, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { resealColumn, type RotationCount } from '../links/token-rotation.ts';
@@ -460,16 +460,19 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
         WHERE t.status = 'PENDING' AND b.state NOT IN ('AWAITING_APPROVAL', 'RUNNING', 'PAUSED')
         GROUP BY t.batch_id HAVING sum(t.count) > 0`;
       if (batches.length === 0) return [];
-      return database.funding.findMany({
-        where: {
-          batchId: { in: batches.map((row) => row.batch_id) },
-          status: 'PENDING',
-          ownerSeenAt: { lt: idleSince },
-          ...afterCursor(after),
+      return readPastCursor(
+        {
+          where: {
+            batchId: { in: batches.map((row) => row.batch_id) },
+            status: 'PENDING' as const,
+            ownerSeenAt: { lt: idleSince },
+          },
+          order: 'asc',
+          after,
+          take: limit,
         },
-        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-        take: limit,
-      });
+        (read) => database.funding.findMany(read),
+      );
     },
 
     /**
@@ -477,11 +480,15 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * after all.
      */
     listFailedWithTransfer: ({ since, after, limit }: { since: Date; after?: SweepCursor; limit: number }) =>
-      database.funding.findMany({
-        where: { status: 'FAILED', transferId: { not: null }, updatedAt: { gte: since }, ...afterCursor(after) },
-        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-        take: limit,
-      }),
+      readPastCursor(
+        {
+          where: { status: 'FAILED' as const, transferId: { not: null }, updatedAt: { gte: since } },
+          order: 'asc',
+          after,
+          take: limit,
+        },
+        (read) => database.funding.findMany(read),
+      ),
 
     /** The funding's cash-in code in clear, for the create call only; null when it has none. */
     cashInCodeOf(funding: Pick<Funding, 'id' | 'cashInCodeEncrypted'>): string | null {

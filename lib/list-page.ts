@@ -24,17 +24,18 @@ export interface ListQuery<Status extends string> {
   cursor?: string | undefined;
 }
 
-/** The `where` of a page: what both Prisma models accept for these columns. */
-export interface PageWhere<Status extends string> {
-  status?: Status;
-  /** `lte`: the cursor's createdAt, so the page's index scan starts at the cursor rather than at the newest row. */
-  createdAt?: { gte?: Date; lt?: Date; lte?: Date };
-  OR?: Array<{ createdAt: { lt: Date } } | { createdAt: Date; id: { lt: string } }>;
+/** The createdAt bounds of a read past a cursor: a list's date filter, and where the cursor is. */
+export interface CreatedAtBounds {
+  gte?: Date;
+  lt?: Date;
+  gt?: Date;
+  equals?: Date;
 }
 
-export interface PageRead<Status extends string> {
-  where: PageWhere<Status>;
-  orderBy: Array<{ createdAt: 'desc' } | { id: 'desc' }>;
+/** A read of rows in (createdAt, id) order: the caller's own `where`, the bounds, the order and how many. */
+export interface PageRead<Where extends object> {
+  where: Where & { createdAt?: CreatedAtBounds; id?: { lt: string } | { gt: string } };
+  orderBy: Array<{ createdAt: 'asc' | 'desc' } | { id: 'asc' | 'desc' }>;
   take: number;
 }
 
@@ -42,35 +43,26 @@ export type ListPage<Row> = { kind: 'page'; items: Row[]; nextCursor: string | n
 
 /**
  * Reads one page, newest first, after the cursor's row. One row more than the limit is read to
- * know whether a next page exists; ties on createdAt are broken by id, so no row is skipped. The
- * cursor's createdAt is also a plain bound (created_at <= c, beside the exact (created_at, id)
- * condition): with the (status, created_at, id) index it is the scan's start, so a page deep in a
- * long history costs what the first one does (the OR alone was only a filter, and the scan started
- * at the newest row every time).
+ * know whether a next page exists; ties on createdAt are broken by id, so no row is skipped.
  */
 export async function readListPage<Status extends string, Row extends { createdAt: Date; id: string }>(
   query: ListQuery<Status>,
-  findMany: (read: PageRead<Status>) => Promise<Row[]>,
+  findMany: (read: PageRead<{ status?: Status }>) => Promise<Row[]>,
 ): Promise<ListPage<Row>> {
   const { status, from, to, limit, cursor } = query;
   const after = cursor ? decodeCursor(cursor) : null;
   if (cursor && !after) return { kind: 'invalid-cursor' };
-  const where: PageWhere<Status> = {
-    ...(status ? { status } : {}),
-    ...(from || to || after
-      ? {
-          createdAt: {
-            ...(from ? { gte: new Date(from) } : {}),
-            ...(to ? { lt: new Date(to) } : {}),
-            ...(after ? { lte: after.createdAt } : {}),
-          },
-        }
-      : {}),
-    ...(after
-      ? { OR: [{ createdAt: { lt: after.createdAt } }, { createdAt: after.createdAt, id: { lt: after.id } }] }
-      : {}),
-  };
-  const rows = await findMany({ where, orderBy: [{ createdAt: 'desc' }, { id: 'desc' }], take: limit + 1 });
+  const where: { status?: Status } = status ? { status } : {};
+  const rows = await readPastCursor(
+    {
+      where,
+      createdAt: { ...(from ? { gte: new Date(from) } : {}), ...(to ? { lt: new Date(to) } : {}) },
+      order: 'desc',
+      ...(after ? { after } : {}),
+      take: limit + 1,
+    },
+    findMany,
+  );
   const items = rows.slice(0, limit);
   const last = items[items.length - 1];
   return {
@@ -80,12 +72,47 @@ export async function readListPage<Status extends string, Row extends { createdA
   };
 }
 
+/**
+ * Up to `take` rows past the cursor's in (createdAt, id) order, oldest first (`asc`) or newest first, within a
+ * createdAt range. Read as two ranges of a (…, created_at, id) index, each starting where the cursor is: first the
+ * rows tied with the cursor's createdAt past its id, then those past its createdAt. One condition
+ * `created_at < c OR (created_at = c AND id < i)` leaves `id < i` a filter: in a tie (a batch's items share their
+ * created_at, 100,000 of them) every page read again every row of the tie before its own, so paging through a batch
+ * cost the square of its size.
+ */
+export async function readPastCursor<Where extends object, Row>(
+  input: {
+    where: Where;
+    createdAt?: { gte?: Date; lt?: Date };
+    order: 'asc' | 'desc';
+    after?: SweepCursor | undefined;
+    take: number;
+  },
+  findMany: (read: PageRead<Where>) => Promise<Row[]>,
+): Promise<Row[]> {
+  const { where, createdAt = {}, order, after, take } = input;
+  const orderBy: PageRead<Where>['orderBy'] = [{ createdAt: order }, { id: order }];
+  const bounded = (bounds: CreatedAtBounds) => (Object.keys(bounds).length > 0 ? { createdAt: bounds } : {});
+  if (!after) return findMany({ where: { ...where, ...bounded(createdAt) }, orderBy, take });
+  const tied = await findMany({
+    where: {
+      ...where,
+      createdAt: { ...createdAt, equals: after.createdAt },
+      id: order === 'desc' ? { lt: after.id } : { gt: after.id },
+    },
+    orderBy,
+    take,
+  });
+  if (tied.length >= take) return tied;
+  const past: CreatedAtBounds =
+    order === 'desc'
+      ? { ...createdAt, lt: createdAt.lt && createdAt.lt < after.createdAt ? createdAt.lt : after.createdAt }
+      : { ...createdAt, gt: after.createdAt };
+  return [...tied, ...(await findMany({ where: { ...where, createdAt: past }, orderBy, take: take - tied.length }))];
+}
+
 /** Where a sweep's page ended: the last row's creation time and id (oldest first, in that order). */
 export interface SweepCursor {
   createdAt: Date;
   id: string;
 }
-
-/** A where-clause for the rows after the cursor in (createdAt, id) order; empty for the first page. */
-export const afterCursor = (after: SweepCursor | undefined) =>
-  after ? { OR: [{ createdAt: { gt: after.createdAt } }, { createdAt: after.createdAt, id: { gt: after.id } }] } : {};

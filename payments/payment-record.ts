@@ -16,7 +16,7 @@ import {
 } from '../domain/payment.ts';
 import { sourcesOf } from '../domain/transitions.ts';
 import type { Database } from '../lib/database.ts';
-import { afterCursor, readListPage, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
+import { readListPage, readPastCursor, type ListPage, type ListQuery, type SweepCursor } from '../lib/list-page.ts';
 import type { Metrics } from '../lib/metrics.ts';
 import { paymentWebhookEventType } from '../domain/webhook.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
@@ -194,15 +194,16 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
 
     /** Payments not final and not in review, created before `createdBefore`, a page at a time: the sweep's work. */
     listUnfinished: ({ createdBefore, after, limit }: { createdBefore: Date; after?: SweepCursor; limit: number }) =>
-      database.payment.findMany({
-        where: {
-          status: { in: ['PENDING', 'CREATING', 'EXECUTING'] },
+      readPastCursor(
+        {
+          where: { status: { in: ['PENDING' as const, 'CREATING' as const, 'EXECUTING' as const] } },
           createdAt: { lt: createdBefore },
-          ...afterCursor(after),
+          order: 'asc',
+          after,
+          take: limit,
         },
-        orderBy: [{ createdAt: 'asc' }, { id: 'asc' }],
-        take: limit,
-      }),
+        (read) => database.payment.findMany(read),
+      ),
 
     /** Payments waiting for a person, longest waiting first: the sweep lists the first of them for ops. */
     listInReview: (limit: number) =>
