@@ -185,18 +185,23 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
     return code;
   });
 
-/** The whole report as one JSON document, written a page at a time. */
+/**
+ * The whole report as one JSON document, printed once every page is read: a page that fails prints nothing (a job's
+ * `> day.json` never keeps half a report), as the CSV is printed only once its totals are there.
+ */
 async function printReportJson(client: OpsClient, first: Settlement): Promise<void> {
   const { items: _items, nextCursor: _next, ...head } = first;
-  process.stdout.write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [`);
+  const lines: string[] = [];
   let page: Settlement = first;
-  let written = 0;
   for (;;) {
-    for (const item of page.items) process.stdout.write(`${written++ === 0 ? '' : ','}\n    ${JSON.stringify(item)}`);
+    for (const item of page.items) lines.push(JSON.stringify(item));
     if (!page.nextCursor) break;
     page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor })).body as Settlement;
   }
-  process.stdout.write(`${written === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
+  const items = lines.length === 0 ? '' : `\n    ${lines.join(',\n    ')}\n  `;
+  process.stdout.write(
+    `${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [${items}],\n  "nextCursor": null\n}\n`,
+  );
 }
 
 /**

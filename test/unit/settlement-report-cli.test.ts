@@ -47,7 +47,13 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (req.method === 'POST' && url.pathname === '/ops/settlements/2026-01-03/runs') {
+    if (url.pathname.endsWith('2026-01-05')) {
+      // A day of two pages whose second the API cannot answer (503 OVERLOADED at the end of the day's load).
+      if (url.searchParams.get('cursor') === 'run-c-2') {
+        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+        res.end(JSON.stringify({ title: 'Service Unavailable', status: 503, code: 'OVERLOADED', detail: 'busy' }));
+      } else json({ ...report('C', counts(2, 0, 0), [item('c-1', 'matched')], 'run-c-2'), date: '2026-01-05' });
+    } else if (req.method === 'POST' && url.pathname === '/ops/settlements/2026-01-03/runs') {
       // Our fresh run, R2, begun at midnight and a second.
       res.writeHead(202, { 'content-type': 'application/json' });
       res.end(
@@ -91,7 +97,11 @@ afterAll(async () => {
   await new Promise((resolve) => server.close(resolve));
 });
 
-async function run(output: 'csv' | 'text', date: string, fresh = false): Promise<{ code: number; printed: string }> {
+async function run(
+  output: 'csv' | 'text' | 'json',
+  date: string,
+  fresh = false,
+): Promise<{ code: number; printed: string }> {
   const printed: string[] = [];
   vi.stubEnv('WALLETFLOW_OPS_KEY', 'k'.repeat(40));
   const write = vi.spyOn(process.stdout, 'write').mockImplementation((text) => printed.push(String(text)) > 0);
@@ -117,6 +127,17 @@ describe('walletflow settlement-report beside a fresh run', () => {
     expect(code).toBe(exitCodes.ok);
     expect(printed).toContain('settlement of 2026-01-01');
   }, 15_000);
+
+  it('--output json: prints the whole report or nothing, never the pages read before one that failed', async () => {
+    const { code, printed } = await run('json', '2026-01-05');
+    expect(code).toBe(exitCodes.api);
+    // Before: the head and the first page's lines, an unclosed document a job's `> day.json` kept.
+    expect(printed).toBe('');
+    const whole = await run('json', '2026-01-01');
+    // A whole one, printed as one document (the latest run's, B's: a line mismatched).
+    expect(whole.code).toBe(exitCodes.failed);
+    expect(JSON.parse(whole.printed)).toMatchObject({ runId: 'B', items: [{ id: 'b-1' }], nextCursor: null });
+  });
 
   it('the table: lists the problems of the run whose counts it printed, by that run’s cursor', async () => {
     const { code, printed } = await run('text', '2026-01-02');
