@@ -140,7 +140,10 @@ export interface AppDependencies {
     fundingLimits?: FundingLimits | undefined;
     /** SETTLEMENT_TZ; absent: Asia/Manila. */
     settlementTimeZone?: string;
-    /** A day's settlement runs: SETTLEMENT_MAX_IN_FLIGHT (and, in tests, small pages); absent: 32 retrieves at once. */
+    /**
+     * A day's settlement runs: SETTLEMENT_MAX_IN_FLIGHT, SETTLEMENT_MAX_RUNS (and, in tests, small pages); absent: 32
+     * retrieves at once, 2 runs.
+     */
     settlements?: SettlementOptions;
     /**
      * Funding batches: BATCH_APPROVAL_THRESHOLD (thousandths; null: none waits), BATCH_MAX_IN_FLIGHT,
@@ -505,6 +508,7 @@ export function createApp(deps: AppDependencies): express.Express {
         code: 'OVERLOADED',
         title: 'Service Unavailable',
         detail:
+          busy.detail ??
           'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After',
       });
       return;

@@ -109,7 +109,7 @@ const app = createApp({
     treasuryLimit: config.treasuryLimit,
     fundingLimits: config.fundingLimits,
     settlementTimeZone: config.settlementTimeZone,
-    settlements: { maxInFlight: config.settlement.maxInFlight },
+    settlements: { maxInFlight: config.settlement.maxInFlight, maxRuns: config.settlement.maxRuns },
     batches: config.batches,
     fundingLanes: config.fundingLanes,
     console: config.console,

@@ -129,6 +129,14 @@ const emptyCounts = (): SettlementCounts => ({
   total: { count: 0, amount: amountOf(0n, 'PHP') },
 });
 
+/** What a run is started with: its day in its time zone, whether the day had ended, who asked. */
+export interface RunStart {
+  date: string;
+  timeZone: string;
+  wholeDay: boolean;
+  requestedBy: string;
+}
+
 export function createSettlementRuns(database: Database) {
   async function find(runId: string): Promise<SettlementRun | null> {
     const rows = await database.$queryRaw<RunRow[]>`SELECT ${runColumns} FROM settlement_run WHERE id = ${runId}::uuid`;
@@ -161,10 +169,46 @@ export function createSettlementRuns(database: Database) {
     return { items, next: rows.length > limit && last ? { kind: last.kind, itemId: last.id } : null };
   }
 
+  /**
+   * A new run of the day, unless one is RUNNING: then that one; or none when `maxRunning` runs of other days are
+   * RUNNING (`full`, with them). Starts take turns (a transaction-scoped advisory lock), so a burst of them, of one
+   * day or many, makes at most one run of a day and never more than `maxRunning` in all, and each is answered with
+   * what it found.
+   */
+  const startWithin = (
+    input: RunStart,
+    maxRunning: number,
+  ): Promise<{ kind: 'started' | 'running'; run: SettlementRun } | { kind: 'full'; running: SettlementRun[] }> =>
+    database.$transaction(async (tx) => {
+      await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended('walletflow:settlement-run-start', 0))`;
+      const open = (
+        await tx.$queryRaw<RunRow[]>`
+          SELECT ${runColumns} FROM settlement_run WHERE state = 'RUNNING' ORDER BY created_at, id`
+      ).map(runOf);
+      const current = open.find((run) => run.date === input.date);
+      if (current) return { kind: 'running' as const, run: current };
+      if (open.length >= maxRunning) return { kind: 'full' as const, running: open };
+      const rows = await tx.$queryRaw<RunRow[]>`
+        INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
+        SELECT ${randomUUID()}::uuid, ${input.date}, COALESCE(MAX(number), 0) + 1, ${input.timeZone}, ${input.wholeDay}, ${input.requestedBy.slice(0, 128)}
+        FROM settlement_run WHERE date = ${input.date}
+        ON CONFLICT DO NOTHING
+        RETURNING ${runColumns}`;
+      if (rows[0]) return { kind: 'started' as const, run: runOf(rows[0]) };
+      // A process of the previous release, which takes no turn, started the day's run meanwhile: that one.
+      const started = (
+        await tx.$queryRaw<RunRow[]>`
+          SELECT ${runColumns} FROM settlement_run WHERE date = ${input.date} AND state = 'RUNNING'`
+      ).map(runOf)[0];
+      if (started) return { kind: 'running' as const, run: started };
+      throw new Error(`settlement of ${input.date}: its next run's number was taken; ask again`);
+    });
+
   return {
     find,
     running,
     page,
+    startWithin,
 
     /** The day's RUNNING run and its newest SUCCEEDED one (the report served), each null when there is none. */
     async latest(date: string): Promise<{ running: SettlementRun | null; finished: SettlementRun | null }> {
@@ -179,30 +223,11 @@ export function createSettlementRuns(database: Database) {
       };
     },
 
-    /**
-     * A new run of the day, unless one is RUNNING: then that one. Concurrent starts make one run
-     * (the partial unique index on the day's RUNNING run; the day's numbers are unique too), and
-     * every one of them is answered with it.
-     */
-    async start(input: {
-      date: string;
-      timeZone: string;
-      wholeDay: boolean;
-      requestedBy: string;
-    }): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
-      for (let attempt = 0; attempt < 5; attempt += 1) {
-        const rows = await database.$queryRaw<RunRow[]>`
-          INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
-          SELECT ${randomUUID()}::uuid, ${input.date}, COALESCE(MAX(number), 0) + 1, ${input.timeZone}, ${input.wholeDay}, ${input.requestedBy.slice(0, 128)}
-          FROM settlement_run WHERE date = ${input.date}
-          ON CONFLICT DO NOTHING
-          RETURNING ${runColumns}`;
-        if (rows[0]) return { kind: 'started', run: runOf(rows[0]) };
-        const current = await running(input.date);
-        if (current) return { kind: 'running', run: current };
-        // Another start took the next number and its run already ended: number again.
-      }
-      throw new Error(`could not start a settlement run of ${input.date}`);
+    /** A new run of the day, unless one is RUNNING: then that one (as startWithin, however many other days run). */
+    async start(input: RunStart): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+      const started = await startWithin(input, Number.POSITIVE_INFINITY);
+      if (started.kind === 'full') throw new Error('no cap, yet full');
+      return started;
     },
 
     /**

@@ -23,6 +23,11 @@ export class Overloaded extends Error {
     /** When to come back (Retry-After, seconds). */
     readonly retryAfterSeconds: number,
     detail: string,
+    /**
+     * What was full: `admission` (the database's slots; the detail is for the log) or a bound of walletflow's own whose
+     * detail is told to the client (`settlement-runs`: SETTLEMENT_MAX_RUNS).
+     */
+    readonly reason: 'admission' | 'settlement-runs' = 'admission',
   ) {
     super(detail);
   }
@@ -206,8 +211,13 @@ const loadErrorCodes = new Set(['P2028', 'P2024']);
  * and, as a safety net behind it, Prisma's own time-outs. Either is answered 503 OVERLOADED with
  * Retry-After, never 500: the request's transaction did not commit, so nothing was stored.
  */
-export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string } | null {
-  if (error instanceof Overloaded) return { retryAfterSeconds: error.retryAfterSeconds, reason: 'admission' };
+export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string; detail?: string } | null {
+  if (error instanceof Overloaded)
+    return {
+      retryAfterSeconds: error.retryAfterSeconds,
+      reason: error.reason,
+      ...(error.reason === 'admission' ? {} : { detail: error.message }),
+    };
   if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code))
     return { retryAfterSeconds: 1, reason: error.code };
   return null;

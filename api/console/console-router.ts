@@ -149,7 +149,10 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       sendConsolePage(res, 503, {
         title: 'Busy',
-        body: notice(`walletflow is busy: nothing was done. Try again in ${busy.retryAfterSeconds} seconds.`, 'error'),
+        body: notice(
+          `walletflow is busy: nothing was done${busy.detail ? ` (${busy.detail})` : ''}. Try again in ${busy.retryAfterSeconds} seconds.`,
+          'error',
+        ),
       });
       return;
     }

@@ -28,10 +28,13 @@ import type { Logger } from '../../lib/logger.ts';
 import { refusalWords, workflowRefusalOf, WorkflowUnavailableError } from '../../lib/workflow-unavailable.ts';
 import { settlementWorkflowId, startSettleDay } from '../../workflows/settle-day.contract.ts';
 import { workflowRunState } from '../../lib/temporal.ts';
+import { Overloaded } from '../../lib/admission.ts';
 
 export interface SettlementOptions {
   /** Wallet retrieves a run makes at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
   maxInFlight: number;
+  /** Runs under way at once, of any days, at most (SETTLEMENT_MAX_RUNS); absent: DEFAULT_MAX_RUNS. */
+  maxRuns?: number;
   /**
    * The run's page size, items per activity and activities per workflow run (tests make them small); absent: the
    * workflow's defaults.
@@ -93,6 +96,21 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   /** How long a run of a past day still waits before it reads (its first activity's wait, by this clock: advice). */
   const readAfterMs = (date: string): number =>
     date < today() ? Math.max(0, dayEndsAt(date, deps.timeZone).getTime() + SETTLEMENT_GRACE_MS - now().getTime()) : 0;
+  const maxRunning = deps.options.maxRuns ?? DEFAULT_MAX_RUNS;
+
+  /**
+   * When to ask again: about when the run will be done at its pace so far, within 1 to 10 s; a run waiting for its
+   * day's grace to pass, when it will begin.
+   */
+  function retryAfterSeconds(run: SettlementRun): number {
+    const elapsed = (now().getTime() - run.createdAt.getTime()) / 1000;
+    // Waiting for the day's grace to pass before it reads: when it will have begun.
+    const waiting = run.checked === 0 ? readAfterMs(run.date) : 0;
+    if (waiting > 0) return Math.min(120, Math.ceil(waiting / 1000) + 1);
+    if (run.checked === 0 || elapsed <= 0) return 2;
+    const left = ((run.total - run.checked) * elapsed) / run.checked;
+    return Math.min(10, Math.max(1, Math.ceil(left)));
+  }
 
   /**
    * The run's workflow, started if it is not running yet (a start that finds it running does
@@ -137,7 +155,35 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     }
   }
 
-  /** A run of the day started, or the one RUNNING; its workflow running either way. */
+  /**
+   * Of the runs that fill every place, those that hold one with no workflow at work on them are given up, so the day
+   * they are of runs again at its next request: a workflow that closed without finishing its run, or one never started
+   * (Temporal refused its start) whose run is older than STALE_START_MS (a younger one is a start under way). Whether
+   * any was; a run whose workflow Temporal cannot describe now keeps its place.
+   */
+  async function freePlaces(open: SettlementRun[]): Promise<boolean> {
+    let freed = false;
+    for (const run of open) {
+      const state = await workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
+        .then((answer) => answer.state)
+        .catch(() => 'running' as const);
+      const stale =
+        state === 'closed' || (state === 'missing' && now().getTime() - run.createdAt.getTime() > STALE_START_MS);
+      if (!stale) continue;
+      logger.warn(
+        { runId: run.id, date: run.date, workflow: state },
+        'settlement run: it held a place with no workflow at work on it; given up, its day runs again when asked',
+      );
+      await runs.fail(run.id, state === 'closed' ? 'WORKFLOW_CLOSED' : 'WORKFLOW_NOT_STARTED');
+      freed = true;
+    }
+    return freed;
+  }
+
+  /**
+   * A run of the day started, or the one RUNNING; its workflow running either way. Every place taken by runs of other
+   * days (SETTLEMENT_MAX_RUNS): Overloaded, nothing recorded (503 OVERLOADED with Retry-After).
+   */
   async function startRun(
     date: string,
     requestedBy: string,
@@ -145,7 +191,19 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     for (let attempt = 0; attempt < 3; attempt += 1) {
       // Not whole until it begins reading: its first activity says so by the database's clock (an API host's clock a
       // few minutes ahead would store a run of part of the day as the whole of it, served for good).
-      const started = await runs.start({ date, timeZone: deps.timeZone, wholeDay: false, requestedBy });
+      const started = await runs.startWithin(
+        { date, timeZone: deps.timeZone, wholeDay: false, requestedBy },
+        maxRunning,
+      );
+      if (started.kind === 'full') {
+        if (await freePlaces(started.running)) continue;
+        const soonest = Math.min(...started.running.map((run) => retryAfterSeconds(run)));
+        throw new Overloaded(
+          Math.max(FULL_RETRY_AFTER_SECONDS, soonest),
+          `${started.running.length} settlement runs are under way (${started.running.map((run) => run.date).join(', ')}), as many as run at once (SETTLEMENT_MAX_RUNS): nothing was started for ${date}`,
+          'settlement-runs',
+        );
+      }
       const running = await ensureWorkflow(started.run);
       if (running) return { kind: started.kind, run: running };
     }
@@ -259,19 +317,7 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       };
     },
 
-    /**
-     * When to ask again: about when the run will be done at its pace so far, within 1 to 10 s; a run waiting for its
-     * day's grace to pass, when it will begin.
-     */
-    retryAfterSeconds(run: SettlementRun): number {
-      const elapsed = (now().getTime() - run.createdAt.getTime()) / 1000;
-      // Waiting for the day's grace to pass before it reads: when it will have begun.
-      const waiting = run.checked === 0 ? readAfterMs(run.date) : 0;
-      if (waiting > 0) return Math.min(120, Math.ceil(waiting / 1000) + 1);
-      if (run.checked === 0 || elapsed <= 0) return 2;
-      const left = ((run.total - run.checked) * elapsed) / run.checked;
-      return Math.min(10, Math.max(1, Math.ceil(left)));
-    },
+    retryAfterSeconds,
 
     /** A page of the stored report: its head and up to `limit` items after `after`. */
     async page(run: SettlementRun, after: LineCursor | null, limit: number): Promise<Settlement> {
@@ -291,7 +337,6 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
       };
     },
 
-    /** The stored report as CSV lines: the header, one line per item read a page at a time, the totals. */
     /**
      * The finished run's report as CSV rows, read a page at a time as the client takes them (api/http/csv-stream.ts).
      */
@@ -311,6 +356,15 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
 
 /** How long a read of a run's workflow may take before the run is answered as it is stored. */
 const DESCRIBE_TIMEOUT_MS = 2000;
+
+/** Settlement runs under way at once, of any days, when SETTLEMENT_MAX_RUNS is not set. */
+export const DEFAULT_MAX_RUNS = 2;
+
+/** A run this old whose workflow Temporal has never seen had its start refused (a start takes a moment). */
+const STALE_START_MS = 60_000;
+
+/** The least Retry-After of a start refused for runs of other days under way. */
+const FULL_RETRY_AFTER_SECONDS = 5;
 
 /** When the run's report was settled (its end; its start while it has none). */
 const settledAtOf = (run: SettlementRun): string => (run.finishedAt ?? run.createdAt).toISOString();

@@ -266,6 +266,8 @@ export const environmentSchema = z
     SETTLEMENT_TZ: timeZone,
     // A day's settlement run: the wallet retrieves it makes at once, at most (its 429s lower it).
     SETTLEMENT_MAX_IN_FLIGHT: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(256).default(32)),
+    // Settlement runs of any days at once: each holds a worker's activity slot for as long as it reads.
+    SETTLEMENT_MAX_RUNS: z.preprocess(emptyAsUndefined, z.coerce.number().int().min(1).max(64).default(2)),
 
     // Funding batches (contract-decisions section 14): a batch whose total is at least the threshold
     // waits for a second key's approval (absent: none do; production requires it); items at once.

@@ -112,8 +112,11 @@ export interface AppConfig {
   fundingLanes: FundingLanesMode;
   /** The day of GET /ops/settlements/{date} and of the daily limits. */
   settlementTimeZone: string;
-  /** A day's settlement run: wallet retrieves at once, at most (SETTLEMENT_MAX_IN_FLIGHT). */
-  settlement: { maxInFlight: number };
+  /**
+   * A day's settlement run: wallet retrieves at once, at most (SETTLEMENT_MAX_IN_FLIGHT); runs of any days at once, at
+   * most (SETTLEMENT_MAX_RUNS).
+   */
+  settlement: { maxInFlight: number; maxRuns: number };
   /** OpenTelemetry traces to an OTLP/HTTP collector; absent: off (nothing of OpenTelemetry is loaded). */
   tracing: TracingConfig | undefined;
   /** The ops console (contract-decisions section 15). */
@@ -325,7 +328,7 @@ export function loadConfig(source: Env = process.env): AppConfig {
       timeZone: e.SETTLEMENT_TZ,
     },
     settlementTimeZone: e.SETTLEMENT_TZ,
-    settlement: { maxInFlight: e.SETTLEMENT_MAX_IN_FLIGHT },
+    settlement: { maxInFlight: e.SETTLEMENT_MAX_IN_FLIGHT, maxRuns: e.SETTLEMENT_MAX_RUNS },
     batches: { approvalThreshold: e.BATCH_APPROVAL_THRESHOLD ?? null, maxInFlight: e.BATCH_MAX_IN_FLIGHT },
     fundingLanes: e.FUNDING_LANES,
     tracing: tracingConfig(e),
