@@ -198,10 +198,10 @@ async function printReportJson(client: OpsClient, first: Settlement): Promise<vo
     if (!page.nextCursor) break;
     page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor })).body as Settlement;
   }
-  const items = lines.length === 0 ? '' : `\n    ${lines.join(',\n    ')}\n  `;
-  process.stdout.write(
-    `${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [${items}],\n  "nextCursor": null\n}\n`,
-  );
+  // Line by line: a day of millions of lines is never one string (V8's longest is about 512 MiB).
+  process.stdout.write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [`);
+  lines.forEach((line, index) => process.stdout.write(`${index === 0 ? '' : ','}\n    ${line}`));
+  process.stdout.write(`${lines.length === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
 }
 
 /**

@@ -120,7 +120,7 @@ const routes = {
       '403': htmlAnswer('no console role'),
       '429': htmlAnswer('too many failed sign-ins from this address (Retry-After)'),
       '503': htmlAnswer(
-        'the identity provider did not answer, or answered 5xx: not counted as a failure (Retry-After)',
+        'the identity provider did not answer, answered 5xx, or said it is down (`temporarily_unavailable`, `server_error`): not counted as a failure (Retry-After)',
       ),
     },
   }),
@@ -349,7 +349,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithKey, readForm, async (req, res) => {
-    const body = req.body as Record<string, unknown>;
+    // No body, or not a form (a POST without one, `text/plain`): nothing was read, as a form without its fields.
+    const body = (req.body ?? {}) as Record<string, unknown>;
     // The form's token against each value of its cookie (a planted one beside it does not shadow it).
     const submitted = typeof body._csrf === 'string' ? body._csrf : undefined;
     const fromThisPage = cookieValuesOf(req, cookies.preSignIn).some((pre) => sameToken(pre, submitted));

@@ -1213,7 +1213,7 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
     await signIn(restarted.apiBase, keys.steady, failing);
   });
 
-  it('reads the sign-in form, which anyone may send, within its own small bounds: past 4 KB or 10 fields it is 413, unread', async () => {
+  it('reads the sign-in form, which anyone may send, within its own small bounds: past 4 KB or 10 fields it is 413, unread; no form at all is a refused form', async () => {
     const address = nextAddress();
     const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
     await form.arrayBuffer();
@@ -1240,6 +1240,17 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
       await answer.arrayBuffer();
       expect(answer.status).toBe(413);
       expect(setCookieOf(answer, 'walletflow_console')).toBeUndefined();
+    }
+    // No form at all (no body, or not a form's type): refused as a form from no sign-in page (it was a 500).
+    for (const init of [{}, { body: 'key=x', headers: { 'content-type': 'text/plain' } }]) {
+      const answer = await fetch(`${stack.apiBase}/console/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        ...init,
+        headers: { cookie: pre, origin: stack.apiBase, ...from(address), ...init.headers },
+      });
+      await answer.arrayBuffer();
+      expect(answer.status).toBe(403);
     }
     // Within bounds, the key signs in as ever.
     const fine = await post(`${head}&key=${encodeURIComponent(keys.steady)}`);

@@ -267,15 +267,18 @@ describe('flat with data', () => {
         cipher: createTokenCipher(randomBytes(32)),
       });
       let cursor: string | undefined;
-      const seen = new Set<string>();
+      const seen: string[] = [];
       for (let page = 0; page < 140; page += 1) {
         const read = await fundings.listPage({ status: 'APPROVED', limit: 20, ...(cursor ? { cursor } : {}) });
         if (read.kind !== 'page') throw new Error('a page');
-        for (const item of read.items) seen.add(item.id);
+        seen.push(...read.items.map((item) => item.id));
         cursor = read.nextCursor!;
       }
-      // No row skipped or read twice across the tie.
-      expect(seen.size).toBe(140 * 20);
+      // Every row once, in the list's order, across the tie: as PostgreSQL orders them.
+      const ordered = await explainer.query<{ id: string }>(
+        `SELECT id::text AS id FROM funding WHERE status = 'APPROVED' ORDER BY created_at DESC, id DESC LIMIT ${140 * 20}`,
+      );
+      expect(seen).toEqual(ordered.rows.map((row) => row.id));
       recording.statements.splice(0);
       const deep = await fundings.listPage({ status: 'APPROVED', limit: 20, cursor });
       expect(deep.kind === 'page' && deep.items.length).toBe(20);
