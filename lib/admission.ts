@@ -207,9 +207,36 @@ export const currentAdmissionLane = (): string | undefined => lanes.getStore();
 const loadErrorCodes = new Set(['P2028', 'P2024']);
 
 /**
- * Whether an error means "the database could not take this request now": the gate's refusal,
- * and, as a safety net behind it, Prisma's own time-outs. Either is answered 503 OVERLOADED with
- * Retry-After, never 500: the request's transaction did not commit, so nothing was stored.
+ * PostgreSQL (or a pooler in front of it) refusing a connection, before any statement of the request ran: too many
+ * connections (53300, P2037 through the pg adapter), not accepting them now (57P03: starting, shutting down, in
+ * recovery), unreachable (P1001), or a pooler's wait for a server connection run out. A raw query's refusal comes as
+ * P2010 (P2039 for other statements) with the adapter's error inside.
+ */
+const refusedConnectionCodes = new Set(['P2037', 'P1001']);
+const refusedConnectionKinds = new Set(['TooManyConnections', 'DatabaseNotReachable']);
+const refusedConnectionStates = new Set(['53300', '57P03']);
+const poolerRefusals = /no more connections allowed|query_wait_timeout|server login has been failing/;
+
+/** Whether the database refused the request's connection: nothing of the request ran. */
+function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {
+  if (refusedConnectionCodes.has(error.code)) return true;
+  if (error.code !== 'P2010' && error.code !== 'P2039') return false;
+  const cause = (error.meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
+  if (!cause) return false;
+  return (
+    refusedConnectionKinds.has(String(cause.kind)) ||
+    refusedConnectionStates.has(String(cause.originalCode)) ||
+    poolerRefusals.test(String(cause.originalMessage ?? ''))
+  );
+}
+
+/**
+ * Whether an error means "the database could not take this request now": the gate's refusal, and, as a safety net
+ * behind it, Prisma's own time-outs and PostgreSQL (or its pooler) refusing a connection under a burst. Each is
+ * answered 503 OVERLOADED with Retry-After, never 500. The gate's refusal and the time-outs come before the request's
+ * transaction commits: nothing was stored. A refused connection is a statement that never ran, but an earlier one of
+ * the request may have committed, so its `detail` says to send the same request again, not that nothing was stored.
+ * (A connection lost in the middle of a statement is not here: what that statement did is not known.)
  */
 export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string; detail?: string } | null {
   if (error instanceof Overloaded)
@@ -220,5 +247,14 @@ export function overloadOf(error: unknown): { retryAfterSeconds: number; reason:
     };
   if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code))
     return { retryAfterSeconds: 1, reason: error.code };
+  // A refused connection may come after the request's own write committed (the answer's read, say): its words say
+  // only what is known.
+  if (error instanceof Prisma.PrismaClientKnownRequestError && refusedConnection(error))
+    return {
+      retryAfterSeconds: 2,
+      reason: `connection-refused:${error.code}`,
+      detail:
+        'the database refused a connection under load: what this request stored, if anything, is not known here; send the same request (same Idempotency-Key) again after Retry-After: it is applied at most once',
+    };
   return null;
 }

@@ -86,6 +86,14 @@ function refusalText(method: string, path: string, status: 401 | 403): string {
   return 'You may not see this page (it needs a role you do not have).';
 }
 
+/** What a person is told of a request refused for load: what is known of it. */
+function busyWords(busy: NonNullable<ReturnType<typeof overloadOf>>): string {
+  // The database refused a connection: an earlier statement of the request may have committed.
+  if (busy.reason.startsWith('connection-refused'))
+    return 'the database refused a connection, so whether this was done is not known here: look before you send it again.';
+  return busy.detail ? `${busy.detail}.` : 'nothing was done.';
+}
+
 export function consoleRouter(deps: ConsoleDependencies): Router {
   const router = strictRouter();
   // Home is `/console` only: mounted at /console, the area would take `/console/` for it too. One
@@ -149,10 +157,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       sendConsolePage(res, 503, {
         title: 'Busy',
-        body: notice(
-          `walletflow is busy: nothing was done${busy.detail ? ` (${busy.detail})` : ''}. Try again in ${busy.retryAfterSeconds} seconds.`,
-          'error',
-        ),
+        body: notice(`walletflow is busy: ${busyWords(busy)} Try again in ${busy.retryAfterSeconds} seconds.`, 'error'),
       });
       return;
     }

@@ -11,6 +11,7 @@ import express, { type ErrorRequestHandler, type RequestHandler, type Response }
 import { z } from 'zod';
 import { requestReferenceNoSchema, sessionPayloadSchema } from '../../domain/embedded-session.ts';
 import type { Database } from '../../lib/database.ts';
+import { overloadOf } from '../../lib/admission.ts';
 import { hashBearer, sessionAccessTokenContext, sessionRefreshTokenContext } from '../../links/embedded-sessions.ts';
 import type { IpAllowlist } from '../../lib/ip-allowlist.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -100,6 +101,11 @@ const createEmbeddedSession = defineRoute({
       'Retry-After': retryAfterHeader,
     }),
     '500': jsonAnswer(sessionRefusalComponent, 'the session could not be stored; retry (`INTERNAL`)'),
+    '503': jsonAnswer(
+      sessionRefusalComponent,
+      'the database could not take the session just now (`OVERLOADED`); retry after Retry-After',
+      { 'Retry-After': retryAfterHeader },
+    ),
   },
 });
 
@@ -216,6 +222,14 @@ export function embeddedSessionRouter(deps: EmbeddedSessionDependencies): Router
           ? `the body must be at most ${SESSION_BODY_LIMIT_BYTES} bytes`
           : refused.message,
       );
+      return;
+    }
+    // The database could not take it now (lib/admission.ts): 503 and when to come back, never 500.
+    const busy = overloadOf(error);
+    if (busy) {
+      deps.logger.warn({ reason: busy.reason }, 'session URL refused for load: 503 OVERLOADED');
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      refuse(res, 503, 'OVERLOADED', 'the session could not be stored just now; retry after Retry-After');
       return;
     }
     deps.logger.error({ err: error, method: req.method, path: req.path }, 'session URL failed');

@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { testDatabaseUrl } from '../support/test-database.ts';
 
 let stack: PartnerStack;
 
@@ -23,6 +24,7 @@ interface Answer {
   status: number;
   code: string | undefined;
   retryAfter: string | null;
+  detail?: string | undefined;
 }
 
 async function post(path: string, body: unknown, key: string): Promise<Answer> {
@@ -168,5 +170,109 @@ describe('bursts on the other money routes: the same for payments and adjustment
       adjustments.every((answer) => answer.status === 201 || isLoadRefusal(answer)),
       JSON.stringify(tally(adjustments)),
     ).toBe(true);
+  }, 120_000);
+});
+
+describe('PostgreSQL refusing connections under a burst', () => {
+  it('a burst past the role’s connection limit (53300, "too many connections"): every answer 2xx, or 503 OVERLOADED with Retry-After; a write sent again with its key is stored once; none 500, the session URL’s neither', async () => {
+    // The API as a role PostgreSQL lets open 3 connections, its pool 10: a burst opens more than it may, as a
+    // production burst meets max_connections or a pooler's limit.
+    const role = `walletflow_limited_${process.pid}`;
+    await stack.database.$executeRawUnsafe(`DROP ROLE IF EXISTS ${role}`);
+    await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 3`);
+    await stack.database.$executeRawUnsafe(
+      `GRANT USAGE ON SCHEMA public TO ${role}; GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`,
+    );
+    await stack.database.$executeRawUnsafe(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+    const url = new URL(testDatabaseUrl());
+    url.username = role;
+    url.password = '';
+    const limited = await startPartnerStack({ databaseUrl: url.href });
+    try {
+      const keys = Array.from({ length: 60 }, () => `refused-${randomUUID()}`);
+      const read = async (): Promise<Answer> => {
+        const response = await limited.opsFetch('/ops/fundings?limit=5');
+        const body = (await response.json()) as { code?: string; detail?: string };
+        return {
+          status: response.status,
+          code: body.code,
+          detail: body.detail,
+          retryAfter: response.headers.get('retry-after'),
+        };
+      };
+      const write = async (key: string): Promise<Answer> => {
+        const response = await limited.opsFetch('/ops/fundings', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'idempotency-key': key },
+          body: JSON.stringify({ recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') }),
+        });
+        const body = (await response.json()) as { code?: string; detail?: string };
+        return {
+          status: response.status,
+          code: body.code,
+          detail: body.detail,
+          retryAfter: response.headers.get('retry-after'),
+        };
+      };
+      const [reads, writes] = await Promise.all([
+        Promise.all(Array.from({ length: 60 }, read)),
+        Promise.all(keys.map(write)),
+      ]);
+      const counts = { reads: tally(reads), writes: tally(writes) };
+      // Before: the refused connections' errors (P2037, P2010 of code 53300) were answered 500 INTERNAL.
+      expect(
+        reads.every((answer) => answer.status === 200 || (isLoadRefusal(answer) && answer.code === 'OVERLOADED')),
+        JSON.stringify(counts),
+      ).toBe(true);
+      expect(
+        writes.every((answer) => answer.status === 202 || (isLoadRefusal(answer) && answer.code === 'OVERLOADED')),
+        JSON.stringify(counts),
+      ).toBe(true);
+      // The limit was met: some were refused.
+      expect(
+        [...reads, ...writes].some((answer) => answer.status === 503),
+        JSON.stringify(counts),
+      ).toBe(true);
+      // A refusal says to send the same request again (a refused connection may come after the funding was stored, at
+      // the answer's read): retried with its key, each is accepted, and stored once.
+      for (const answer of [...reads, ...writes].filter((each) => each.status === 503))
+        expect(answer.detail, JSON.stringify(answer)).toMatch(/same request|nothing was stored/);
+      let pending = keys.filter((_, index) => writes[index]!.status !== 202);
+      for (let round = 0; round < 20 && pending.length > 0; round += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        const retried = await Promise.all(pending.map(write));
+        // 202 stored now, 200 stored before the refusal (the same key answers the funding it stored).
+        const accepted = (answer: Answer) => answer.status === 202 || answer.status === 200;
+        expect(
+          retried.every((answer) => accepted(answer) || isLoadRefusal(answer)),
+          JSON.stringify(tally(retried)),
+        ).toBe(true);
+        pending = pending.filter((_, index) => !accepted(retried[index]!));
+      }
+      expect(pending).toEqual([]);
+      expect(await stack.database.funding.count({ where: { idempotencyKey: { in: keys } } })).toBe(keys.length);
+      // The operator's session URL calls, a burst of them: each 200, or 503 OVERLOADED (it was a 500).
+      const user = await limited.admin.createUser({ kycLevel: 'KYC1', balance: '1.00' });
+      // Beside a burst of reads, as the session URL meets one in production.
+      const [launches] = await Promise.all([
+        Promise.all(
+          Array.from({ length: 40 }, () =>
+            limited.admin.call<{ sessionId?: string; partnerStatus?: number }>('POST', '/launch', {
+              userId: user.userId,
+            }),
+          ),
+        ),
+        Promise.all(Array.from({ length: 80 }, read)),
+      ]);
+      const partnerAnswers = launches.map((launch) => (launch.status === 200 ? 200 : launch.body.partnerStatus));
+      expect(
+        partnerAnswers.every((status) => status === 200 || status === 503),
+        JSON.stringify(partnerAnswers),
+      ).toBe(true);
+    } finally {
+      await limited.close();
+      await stack.database.$executeRawUnsafe(`DROP OWNED BY ${role}`);
+      await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
+    }
   }, 120_000);
 });

@@ -109,6 +109,8 @@ export async function startPartnerStack(
     console?: ConsoleConfig | ((apiBase: string) => Promise<ConsoleConfig>);
     /** The API's PostgreSQL pool size (default: production's). */
     databaseMaxConnections?: number;
+    /** The API's DATABASE_URL (default: the worker's test database as the suite's user): another role on it, say. */
+    databaseUrl?: string;
     /** TOKEN_ENCRYPTION_KEY (and the fingerprint key from it); absent: a random one. */
     encryptionKey?: Buffer;
     /** Another Temporal than the suite's (a real server started by the test). */
@@ -136,7 +138,7 @@ export async function startPartnerStack(
   const dataConverter = dataConverterFor(options.payloadKeys);
   const temporal = options.temporal ?? { address: inject('temporalAddress'), namespace: inject('temporalNamespace') };
   const api = await startPartnerApi({
-    databaseUrl: testDatabaseUrl(),
+    databaseUrl: options.databaseUrl ?? testDatabaseUrl(),
     temporalAddress: temporal.address,
     namespace: temporal.namespace,
     // Test files share one Temporal server: a task queue per stack.
