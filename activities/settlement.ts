@@ -61,21 +61,29 @@ interface SettleItemsCheckpoint {
 
 /**
  * Attempts whose page went through in which every try of a transfer's retrieve must answer no record of it (a body
- * that is not a record, or another transfer's) before its line says the record could not be read: such answers may be
- * a proxy's or a deploy's for a moment, and a line stored says so for the run's report. Between attempts, Temporal's
- * backoff (2 s, then 4 s, …); a page that stopped on its failures counts for none (settleFundingsPage).
+ * that is not a record, or another transfer's) or refuse it (a 4xx of its own) before its line says the record could
+ * not be read: such answers may be a proxy's or a deploy's for a moment, and a line stored says so in the report.
+ * Between attempts, Temporal's backoff (2 s, then 4 s, …); a page that stopped on its failures counts for none
+ * (settleFundingsPage): a refusal of every transfer alike (a gateway's 400 page) is waited out, never stored line by
+ * line.
  */
 const UNREADABLE_ATTEMPTS = 3;
 
-/** A transfer whose answers were no record of it in every try of this attempt, not yet in UNREADABLE_ATTEMPTS. */
+/**
+ * Attempts whose page went through in which every try of a transfer's retrieve failed in a way that may pass (a 5xx, no
+ * answer in time) before its line says the record could not be read: the rest of the day was read meanwhile, so this
+ * one transfer's record is what the wallet cannot give (a record it cannot serialise), and a run retried for it alone
+ * would never finish, nor would a fresh one. With Temporal's backoff, about five minutes.
+ */
+const LASTING_FAILURE_ATTEMPTS = 10;
+
+/** A transfer whose retrieve failed in every try of this attempt, its line not yet due (settleFundingsPage counts). */
 class UnreadableForNow extends Error {
   constructor(
     readonly transferId: string,
     readonly walletError: WalletError,
   ) {
-    super(
-      `the wallet's answers for transfer ${transferId} were no record of it (${walletError.code}); asked again later`,
-    );
+    super(`the wallet gave no record of transfer ${transferId} in any try (${walletError.code}); asked again later`);
   }
 }
 
@@ -115,6 +123,9 @@ function refusesThisTransfer(error: WalletError): boolean {
   // 401 and 403 are walletflow's own credentials or address refused (every transfer alike): the run waits for them.
   return status >= 400 && status < 500 && ![401, 403, 404, 407, 408, 429].includes(status);
 }
+
+/** walletflow's own credentials or address refused (the wallet's or a proxy's): never one transfer's, waited out. */
+const refusesUs = (error: WalletError): boolean => [401, 403, 407].includes(error.httpStatus ?? 0);
 
 export function createSettlementActivities(deps: SettlementActivityDependencies): SettleDayActivities {
   const { database, runs, logger } = deps;
@@ -164,17 +175,21 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           continue;
         }
         if (tries >= RETRIEVE_TRIES) {
-          // This transfer's own answer, every time: the line says it could not be read, and the day goes on (a run
-          // retried for it would never finish); an answer that is no record of it, only once it has been so in every
-          // try of UNREADABLE_ATTEMPTS attempts. Anything that may pass (a 5xx, no answer, our credentials or address
-          // refused, a route not found) fails the attempt, which Temporal tries again.
+          // This transfer's own answer, every time, in enough attempts whose page went through: the line says it could
+          // not be read, and the day goes on (a run retried for it would never finish). An answer that is no record of
+          // it or a refusal of it: UNREADABLE_ATTEMPTS; a failure that may pass (a 5xx, no answer in time, a route not
+          // found): LASTING_FAILURE_ATTEMPTS. Until then, and always for our own credentials or address refused (never
+          // one transfer's), the attempt fails and Temporal tries it again.
           const unreadable = `${error.code} (${error.httpStatus ?? 'no status'})`;
-          if (isNoRecordOfIt(error)) {
-            if (unreadableBefore + 1 >= UNREADABLE_ATTEMPTS) return { unreadable };
-            throw new UnreadableForNow(transferId, error);
-          }
-          if (refusesThisTransfer(error)) return { unreadable };
-          throw walletRetry(error);
+          const attemptsBeforeALine =
+            isNoRecordOfIt(error) || refusesThisTransfer(error)
+              ? UNREADABLE_ATTEMPTS
+              : refusesUs(error)
+                ? Number.POSITIVE_INFINITY
+                : LASTING_FAILURE_ATTEMPTS;
+          if (attemptsBeforeALine === Number.POSITIVE_INFINITY) throw walletRetry(error);
+          if (unreadableBefore + 1 >= attemptsBeforeALine) return { unreadable };
+          throw new UnreadableForNow(transferId, error);
         }
         tries += 1;
         pauseMs = 250 * tries;
@@ -359,9 +374,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       return result.ok ? [fundingLine(funding, result.value, posts)] : [];
     });
     const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
-    // Read: no count of theirs is needed again. Those still no record of them count one attempt more, for the next;
-    // but not in a page that stopped on its failures (the wallet, or a proxy before it, garbling at large, as a 5xx
-    // everywhere would be): the run waits that out, rather than store one false line after another.
+    // Read: no count of theirs is needed again. Those that failed in every try (no record, a refusal, a 5xx) count one
+    // attempt more, for the next; but not in a page that stopped on its failures (the wallet, or a proxy before it,
+    // failing at large: a garbling proxy, a gateway's 400 page, a 5xx everywhere): the run waits that out, rather than
+    // store one false line after another.
     const atLarge = results.filter((result) => !result.ok && 'error' in result).length >= FAILURES_BEFORE_A_PAGE_STOPS;
     fresh.forEach((funding, index) => {
       const result = results[index]!;

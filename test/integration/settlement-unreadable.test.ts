@@ -26,7 +26,7 @@ afterAll(() => stack.close());
 
 const { call, settled, freshDay, plant, failedRetrievesFrom } = settlementRunKit(() => stack);
 /** A retrieve's failure as the wallet client throws it. */
-const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 'unknown') =>
+const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 'unknown' | 'rejected') =>
   new WalletError({ operation: 'transfers.retrieve', httpStatus, code, outcome, requestReferenceNo: randomUUID() });
 
 /**
@@ -220,5 +220,47 @@ describe('a day settled by a durable run, when the wallet will not say what beca
       matched: 19,
       mismatched: 1,
     });
+  });
+
+  it('writes a line for one transfer the wallet answers 5xx every time, once the rest of the day was read for about five minutes of attempts: the day is not held up for good', async () => {
+    let victim: string | undefined;
+    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+      victim ??= transferId;
+      return transferId === victim ? retrieveError(500, 'HTTP_500', 'retryable') : null;
+    });
+    let details: unknown;
+    const attempt = (number: number) => {
+      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+      environment.on('heartbeat', (beat: unknown) => {
+        details = beat;
+      });
+      return environment.run(settleItems, input);
+    };
+    // Before: every attempt failed on it, for ever (a fresh run stopped on the same transfer): no report of the day.
+    for (let number = 1; number <= 9; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_500/);
+    expect(await attempt(10)).toMatchObject({ done: true });
+    const lines = await stack.database.$queryRaw<Array<{ result: string; detail: string | null }>>`
+      SELECT result::text AS result, detail FROM settlement_line WHERE run_id = ${run.id}::uuid ORDER BY result`;
+    expect(lines.filter((line) => line.result === 'matched')).toHaveLength(19);
+    expect(lines.filter((line) => line.result !== 'matched')).toEqual([
+      {
+        result: 'mismatched',
+        detail: expect.stringMatching(/the wallet's record could not be read: HTTP_500 \(500\)/),
+      },
+    ]);
+  });
+
+  it('waits out a refusal of every transfer alike (a gateway’s 400 page at large): no line stored, where each was stored as mismatched', async () => {
+    const { run, settleItems, input } = await pageSettledHere(() => retrieveError(400, 'HTTP_400', 'rejected'));
+    let details: unknown;
+    for (let number = 1; number <= 2; number += 1) {
+      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+      environment.on('heartbeat', (beat: unknown) => {
+        details = beat;
+      });
+      await expect(environment.run(settleItems, input), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
+    }
+    expect(await stack.database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
   });
 });

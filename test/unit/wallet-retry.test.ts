@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import {
   isRateLimited,
   MAX_RETRY_AFTER_MS,
+  MIN_RETRY_AFTER_MS,
   refreshBusyRetry,
   retryDelayOf,
   walletRetry,
@@ -32,9 +33,12 @@ describe('walletRetry', () => {
     expect(walletRetry(limited()).nextRetryDelay).toBeUndefined();
   });
 
-  it('bounds an absurd Retry-After and a past date', () => {
+  it('bounds an absurd Retry-After, and waits a second for a past date or 0 (a call sent again at once, 429 after 429)', () => {
     expect(retryDelayOf(limited(86_400_000))).toBe(MAX_RETRY_AFTER_MS);
-    expect(retryDelayOf(limited(-5))).toBe(0);
+    // Before: 0, and the settlement run's retrieves went out again at once, as fast as the wallet answered.
+    expect(retryDelayOf(limited(-5))).toBe(MIN_RETRY_AFTER_MS);
+    expect(retryDelayOf(limited(0))).toBe(MIN_RETRY_AFTER_MS);
+    expect(retryDelayOf(limited(1500))).toBe(1500);
     expect(retryDelayOf(limited())).toBeUndefined();
   });
 });
