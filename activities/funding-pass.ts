@@ -11,7 +11,8 @@ import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingCarrier } from '../fundings/funding-record.ts';
 import { mismatchReviewReason, type FinishInput, type OnePassOutcome } from '../workflows/fund-wallet.contract.ts';
 import { activityClock, callFitsBefore, pastItsTime, type ActivityClock } from './activity-clock.ts';
-import { isRateLimited, retryDelayOf, walletTransientType } from './wallet-retry.ts';
+import { retryDelayOf } from '../wallet/index.ts';
+import { isRateLimited, walletTransientType } from './wallet-retry.ts';
 import {
   CallWouldOutlive,
   finishOwned,

@@ -8,10 +8,10 @@ import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
-import { CallNotSent, isWalletError, type WalletClient } from '../wallet/index.ts';
+import { CallNotSent, isWalletError, retryDelayOf, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
-import { refreshBusyRetry, retryDelayOf, walletRetry } from './wallet-retry.ts';
+import { refreshBusyRetry, walletRetry } from './wallet-retry.ts';
 import {
   paymentFailureTypes,
   type CreatePaymentOutcome,

@@ -25,7 +25,7 @@ import { SettlementRunNotRunning, type SettlementRun, type SettlementRuns } from
 import { databaseNow, type Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import { countPaymentsSucceededOn, paymentsSucceededOn } from '../payments/payments-succeeded-on.ts';
-import { isWalletError, transportCodes, type WalletClient, type WalletError } from '../wallet/index.ts';
+import { isWalletError, retryDelayOf, transportCodes, type WalletClient, type WalletError } from '../wallet/index.ts';
 import {
   settleDayFailureTypes,
   type SettleDayActivities,
@@ -34,7 +34,7 @@ import {
   type SettlementCursor,
 } from '../workflows/settle-day.contract.ts';
 import { createRetrieveGate, type RetrieveGate } from './retrieve-gate.ts';
-import { retryDelayOf, walletRetry } from './wallet-retry.ts';
+import { walletRetry } from './wallet-retry.ts';
 
 export interface SettlementActivityDependencies {
   database: Database;

@@ -4,23 +4,7 @@
 // policy's backoff; an absurd Retry-After is capped so a funding never sleeps for hours on it.
 import { ApplicationFailure } from '@temporalio/activity';
 import type { TokenRefreshBusy } from '../links/token-vault.ts';
-import type { WalletError } from '../wallet/index.ts';
-
-/** The longest Retry-After honoured as given; a longer one waits this long. */
-export const MAX_RETRY_AFTER_MS = 5 * 60_000;
-
-/**
- * The shortest wait a Retry-After gives: `0`, or a date at or before our clock (a second's rounding, a clock a little
- * ahead), would have the refused call sent again at once, 429 after 429, as fast as the wallet answers.
- */
-export const MIN_RETRY_AFTER_MS = 1000;
-
-/** When the service asked us to come back, bounded; undefined when it did not say. */
-export function retryDelayOf(error: Pick<WalletError, 'retryAfterMs'>): number | undefined {
-  return error.retryAfterMs === undefined
-    ? undefined
-    : Math.min(Math.max(error.retryAfterMs, MIN_RETRY_AFTER_MS), MAX_RETRY_AFTER_MS);
-}
+import { MAX_RETRY_AFTER_MS, retryDelayOf, type WalletError } from '../wallet/index.ts';
 
 /** The ApplicationFailure type of a wallet call worth trying again. */
 export const walletTransientType = 'WalletTransient';

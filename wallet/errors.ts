@@ -74,3 +74,19 @@ export class WalletError extends Error {
 export function isWalletError(error: unknown): error is WalletError {
   return error instanceof WalletError;
 }
+
+/** The longest Retry-After honoured as given; a longer one waits this long. */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000;
+
+/**
+ * The shortest wait a Retry-After gives: `0`, or a date at or before our clock (a second's rounding, a clock a little
+ * ahead), would have the refused call sent again at once, 429 after 429, as fast as the wallet answers.
+ */
+export const MIN_RETRY_AFTER_MS = 1000;
+
+/** When the service asked us to come back, bounded; undefined when it did not say. */
+export function retryDelayOf(error: Pick<WalletError, 'retryAfterMs'>): number | undefined {
+  return error.retryAfterMs === undefined
+    ? undefined
+    : Math.min(Math.max(error.retryAfterMs, MIN_RETRY_AFTER_MS), MAX_RETRY_AFTER_MS);
+}

@@ -4,7 +4,15 @@ export type { WalletClient } from './client.ts';
 export { walletClientConfigSchema } from './config.ts';
 export type { WalletClientConfig } from './config.ts';
 export type { CallStartHook, WalletCallRecord, WalletCallStart } from './call-record.ts';
-export { CallNotSent, WalletError, isWalletError, transportCodes } from './errors.ts';
+export {
+  CallNotSent,
+  MAX_RETRY_AFTER_MS,
+  MIN_RETRY_AFTER_MS,
+  WalletError,
+  isWalletError,
+  retryDelayOf,
+  transportCodes,
+} from './errors.ts';
 export type { WalletOperation, WalletService } from './operations.ts';
 export { outcomeOf, outcomeTable } from './outcome.ts';
 export type { FailureCondition, WalletOutcome } from './outcome.ts';

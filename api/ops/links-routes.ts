@@ -8,7 +8,7 @@ import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from
 import type { Database } from '../../lib/database.ts';
 import { unlink } from '../../links/link-record.ts';
 import type { TokenStore } from '../../links/token-store.ts';
-import { isWalletError, profileByScope, type WalletClient } from '../../wallet/index.ts';
+import { isWalletError, profileByScope, retryDelayOf, type WalletClient } from '../../wallet/index.ts';
 import { findLinks, linkProfileSchema, linkView, type LinkProfileView } from '../../links/link-view.ts';
 import { loginUrlRequestSchema, mintLoginGrant } from '../../links/login-grants.ts';
 import { sendProblem } from '../http/problem.ts';
@@ -19,6 +19,7 @@ import {
   jsonAnswer,
   named,
   problemAnswer,
+  retryAfterHeader,
   type AnyRouteSpec,
 } from '../http/route-spec.ts';
 import { validationProblem } from '../http/validation.ts';
@@ -155,8 +156,9 @@ const routes = {
       '502': problemAnswer('the wallet service did not give the profile', ['WALLET_UNAVAILABLE']),
       // In place of the 503 every ops route may give (ops-answers.ts): this route has one more reason.
       '503': problemAnswer(
-        'the user’s tokens could not be refreshed just now (the link stays usable), or too many requests at once (OVERLOADED, with Retry-After); try again',
-        ['TOKEN_REFRESH_FAILED', 'OVERLOADED'],
+        'the user’s tokens could not be refreshed just now (the link stays usable), the wallet asked for fewer reads (its 429), or too many requests at once (OVERLOADED); each with Retry-After: try again then',
+        ['TOKEN_REFRESH_FAILED', 'WALLET_RATE_LIMITED', 'OVERLOADED'],
+        { 'Retry-After': retryAfterHeader },
       ),
     },
   }),
@@ -315,12 +317,25 @@ export function opsLinksRouter(deps: OpsLinksDependencies): Router {
         return;
       }
       if (error instanceof TokenRefreshError) {
-        // The link stays usable: the refresh failed for the client or the network, not the user.
+        // The link stays usable: the refresh failed for the client or the network, not the user. When to ask again: the
+        // wallet's Retry-After (its 429), else a few seconds.
+        res.setHeader('Retry-After', String(Math.ceil((retryDelayOf(error.walletError) ?? 5000) / 1000)));
         sendProblem(res, {
           status: 503,
           code: 'TOKEN_REFRESH_FAILED',
           title: 'Service Unavailable',
           detail: `the user's tokens could not be refreshed just now: ${error.walletError.code} (Request-Reference-No ${error.walletError.requestReferenceNo}); try again`,
+        });
+        return;
+      }
+      if (isWalletError(error) && error.httpStatus === 429) {
+        // The wallet asked us to slow down: a burst of profile reads is told when to come back, not that it failed.
+        res.setHeader('Retry-After', String(Math.ceil((retryDelayOf(error) ?? 5000) / 1000)));
+        sendProblem(res, {
+          status: 503,
+          code: 'WALLET_RATE_LIMITED',
+          title: 'Service Unavailable',
+          detail: `the wallet service asked for fewer profile reads (429, Request-Reference-No ${error.requestReferenceNo}); ask again after Retry-After`,
         });
         return;
       }

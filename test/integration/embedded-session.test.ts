@@ -13,6 +13,7 @@ import { actorNamedIn } from '../../domain/actor.ts';
 import { opsRoutes } from '../../api/ops/ops-routes.ts';
 import { onboardingWorkflowId } from '../../workflows/onboard-embedded-session.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { waitUntil } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
@@ -638,6 +639,27 @@ describe('GET /ops/links/{linkId}/profile', () => {
     const unlinked = await stack.opsFetch(`/ops/links/${link.id}/profile`);
     expect(unlinked.status).toBe(409);
     expect(await unlinked.json()).toMatchObject({ code: 'LINK_UNLINKED' });
+  });
+
+  it('tells a read the wallet slowed down when to come back: its 429 on the profile, or on the token refresh, is 503 with Retry-After', async () => {
+    const { link } = await landedUser();
+    const expired = await createEmbeddedLink(stack, { kycLevel: 'KYC1' }, { expired: true });
+    try {
+      await stack.admin.setFaults([{ endpoint: 'op.profile', mode: 'rate-limited', rate: 1, retryAfterSeconds: 7 }]);
+      // Before: 502 WALLET_UNAVAILABLE, and no Retry-After.
+      const profile = await stack.opsFetch(`/ops/links/${link.id}/profile`);
+      expect([profile.status, profile.headers.get('retry-after')]).toEqual([503, '7']);
+      expect(await profile.json()).toMatchObject({ code: 'WALLET_RATE_LIMITED' });
+      await stack.admin.setFaults([{ endpoint: 'op.tokens', mode: 'rate-limited', rate: 1, retryAfterSeconds: 9 }]);
+      // Before: 503 TOKEN_REFRESH_FAILED without Retry-After.
+      const refresh = await stack.opsFetch(`/ops/links/${expired.linkId}/profile`);
+      expect([refresh.status, refresh.headers.get('retry-after')]).toEqual([503, '9']);
+      expect(await refresh.json()).toMatchObject({ code: 'TOKEN_REFRESH_FAILED' });
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    // The link stays usable: once the wallet takes reads again, the profile is read.
+    expect((await stack.opsFetch(`/ops/links/${expired.linkId}/profile`)).status).toBe(200);
   });
 });
 

@@ -1,14 +1,8 @@
 // A transient wallet failure becomes a retryable activity failure that waits for the wallet's
 // Retry-After when it gave one (bounded), and carries codes only.
 import { describe, expect, it } from 'vitest';
-import {
-  isRateLimited,
-  MAX_RETRY_AFTER_MS,
-  MIN_RETRY_AFTER_MS,
-  refreshBusyRetry,
-  retryDelayOf,
-  walletRetry,
-} from '../../activities/wallet-retry.ts';
+import { isRateLimited, refreshBusyRetry, walletRetry } from '../../activities/wallet-retry.ts';
+import { MAX_RETRY_AFTER_MS, MIN_RETRY_AFTER_MS, retryDelayOf } from '../../wallet/index.ts';
 import { TokenRefreshBusy } from '../../links/token-vault.ts';
 import { WalletError } from '../../wallet/errors.ts';
 
