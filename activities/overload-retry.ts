@@ -12,7 +12,9 @@ export const databaseOverloadedType = 'DatabaseOverloaded';
 /** `error` as a retryable failure when it is a load refusal; otherwise `error` itself. */
 export function retryableWhenOverloaded(error: unknown): unknown {
   const overload = overloadOf(error);
-  if (!overload) return error;
+  // A refused connection may be a failover or an outage, not a burst: the activity's own retry policy and its backoff
+  // (a funding's create tries for minutes), never a fixed 2 s that would spend its attempts in half a minute.
+  if (!overload || overload.connectionRefused) return error;
   return ApplicationFailure.create({
     message: `the database could not take this now (${overload.reason}): nothing was written; tried again`,
     type: databaseOverloadedType,

@@ -217,6 +217,9 @@ const refusedConnectionKinds = new Set(['TooManyConnections', 'DatabaseNotReacha
 const refusedConnectionStates = new Set(['53300', '57P03']);
 const poolerRefusals = /no more connections allowed|query_wait_timeout|server login has been failing/;
 
+/** pg's pool giving up on a statement's connection after DEFAULT_CONNECT_TIMEOUT_MS (lib/database.ts). */
+const CONNECTION_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
+
 /** Whether the database refused the request's connection: nothing of the request ran. */
 function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {
   if (refusedConnectionCodes.has(error.code)) return true;
@@ -230,6 +233,18 @@ function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean
   );
 }
 
+/** A request the database could not take now: when to come back, why, and words for the client when they differ. */
+export interface Overload {
+  retryAfterSeconds: number;
+  reason: string;
+  detail?: string;
+  /**
+   * PostgreSQL (or its pooler, or the pool's wait) refused a connection: that statement never ran, but one before it in
+   * the same request may have committed; and it may be an outage rather than a burst (a worker keeps its own backoff).
+   */
+  connectionRefused?: true;
+}
+
 /**
  * Whether an error means "the database could not take this request now": the gate's refusal, and, as a safety net
  * behind it, Prisma's own time-outs and PostgreSQL (or its pooler) refusing a connection under a burst. Each is
@@ -238,7 +253,7 @@ function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean
  * the request may have committed, so its `detail` says to send the same request again, not that nothing was stored.
  * (A connection lost in the middle of a statement is not here: what that statement did is not known.)
  */
-export function overloadOf(error: unknown): { retryAfterSeconds: number; reason: string; detail?: string } | null {
+export function overloadOf(error: unknown): Overload | null {
   if (error instanceof Overloaded)
     return {
       retryAfterSeconds: error.retryAfterSeconds,
@@ -249,10 +264,14 @@ export function overloadOf(error: unknown): { retryAfterSeconds: number; reason:
     return { retryAfterSeconds: 1, reason: error.code };
   // A refused connection may come after the request's own write committed (the answer's read, say): its words say
   // only what is known.
-  if (error instanceof Prisma.PrismaClientKnownRequestError && refusedConnection(error))
+  if (
+    (error instanceof Prisma.PrismaClientKnownRequestError && refusedConnection(error)) ||
+    (error instanceof Error && error.message === CONNECTION_WAIT_TIMEOUT)
+  )
     return {
       retryAfterSeconds: 2,
-      reason: `connection-refused:${error.code}`,
+      connectionRefused: true,
+      reason: `connection-refused:${error instanceof Prisma.PrismaClientKnownRequestError ? error.code : 'pool-wait'}`,
       detail:
         'the database refused a connection under load: what this request stored, if anything, is not known here; send the same request (same Idempotency-Key) again after Retry-After: it is applied at most once',
     };

@@ -10,11 +10,28 @@ export type Database = PrismaClient;
 /** A process's PostgreSQL connections (the pg pool's `max`). */
 export const DEFAULT_POOL_SIZE = 10;
 
+/**
+ * How long a statement waits for one of the pool's connections before it fails (`CONNECTION_WAIT_TIMEOUT` in
+ * lib/admission.ts: 503 OVERLOADED at the API, a failed attempt tried again in the worker). Transactions wait in their
+ * line (lib/admission.ts) and find a connection; a statement outside one (a read, a wallet call's audit row) waited in
+ * the pool's own queue without any bound while a burst held every connection.
+ */
+export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+
 export function createDatabase(
   databaseUrl: string,
-  { maxConnections = DEFAULT_POOL_SIZE }: { maxConnections?: number } = {},
+  {
+    maxConnections = DEFAULT_POOL_SIZE,
+    connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
+  }: { maxConnections?: number; connectTimeoutMs?: number } = {},
 ): Database {
-  return new PrismaClient({ adapter: new PrismaPg({ connectionString: databaseUrl, max: maxConnections }) });
+  return new PrismaClient({
+    adapter: new PrismaPg({
+      connectionString: databaseUrl,
+      max: maxConnections,
+      connectionTimeoutMillis: connectTimeoutMs,
+    }),
+  });
 }
 
 /**

@@ -9,7 +9,7 @@ import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { overloadOf } from '../../lib/admission.ts';
+import { overloadOf, type Overload } from '../../lib/admission.ts';
 import { refusalWords, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AttemptLimiter } from '../../access/attempt-limits.ts';
@@ -87,9 +87,9 @@ function refusalText(method: string, path: string, status: 401 | 403): string {
 }
 
 /** What a person is told of a request refused for load: what is known of it. */
-function busyWords(busy: NonNullable<ReturnType<typeof overloadOf>>): string {
+function busyWords(busy: Overload): string {
   // The database refused a connection: an earlier statement of the request may have committed.
-  if (busy.reason.startsWith('connection-refused'))
+  if (busy.connectionRefused)
     return 'the database refused a connection, so whether this was done is not known here: look before you send it again.';
   return busy.detail ? `${busy.detail}.` : 'nothing was done.';
 }

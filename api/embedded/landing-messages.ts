@@ -70,6 +70,14 @@ export const messagePages = {
       'Many people are using this at the same time. Nothing was done with your money: please try again in a few seconds.',
     ],
   },
+  /** The database refused a connection (lib/admission.ts): a withdrawal or deposit may have been stored before it. */
+  busyMaybeKept: {
+    tone: 'error',
+    title: 'Busy right now',
+    paragraphs: [
+      'Many people are using this at the same time. Please try again in a minute. A withdrawal or deposit you already sent is kept, and shows in your activity: look there before you send it again.',
+    ],
+  },
   /**
    * Temporal could not take a call of a request no form words (lib/workflow-unavailable.ts); the forms go to their
    * progress page instead.

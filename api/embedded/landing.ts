@@ -65,18 +65,29 @@ export function landingRouter(deps: LandingDependencies): Router {
       );
       return;
     }
-    // Too many requests at once: nothing was stored; the user is told to try again.
+    // Too many requests at once: nothing was stored; the user is told to try again. A refused connection may come after
+    // a withdrawal was stored (its page's read): the words say to look at the activity first, as the unavailable page.
     const busy = overloadOf(error);
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
-      answer(
-        req,
-        res,
-        503,
-        messagePages.busy,
-        'OVERLOADED',
-        'too many requests at once: nothing was done; try again in a few seconds',
-      );
+      if (busy.connectionRefused)
+        answer(
+          req,
+          res,
+          503,
+          messagePages.busyMaybeKept,
+          'OVERLOADED',
+          'the database refused a connection: what was sent may be kept; look at the activity before sending it again',
+        );
+      else
+        answer(
+          req,
+          res,
+          503,
+          messagePages.busy,
+          'OVERLOADED',
+          'too many requests at once: nothing was done; try again in a few seconds',
+        );
       return;
     }
     // Temporal could not take a call now: said in words, never a 500 (the forms themselves go to their progress page).

@@ -10,6 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
+import { createDatabase } from '../../lib/database.ts';
+import { overloadOf } from '../../lib/admission.ts';
 
 let stack: PartnerStack;
 
@@ -275,4 +277,24 @@ describe('PostgreSQL refusing connections under a burst', () => {
       await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
     }
   }, 120_000);
+
+  it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {
+    // A pool of one connection, held by a statement of 2 s; the wait bound 300 ms (production's: 10 s).
+    const pool = createDatabase(testDatabaseUrl(), { maxConnections: 1, connectTimeoutMs: 300 });
+    try {
+      const holding = pool.$queryRaw`SELECT pg_sleep(2)::text AS slept`.then(() => 'held');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const waited = await pool.$queryRaw`SELECT 1 AS one`.then(
+        () => null,
+        (error: unknown) => error,
+      );
+      // Before: no error at all, the read waited for the connection as long as the holder held it (it fails before the
+      // holder is done: had it waited for the connection, it would have been answered).
+      expect(waited).toBeInstanceOf(Error);
+      expect(overloadOf(waited)).toMatchObject({ retryAfterSeconds: expect.any(Number) });
+      expect(await holding).toBe('held');
+    } finally {
+      await pool.$disconnect();
+    }
+  });
 });

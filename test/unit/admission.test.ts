@@ -7,7 +7,13 @@ import { ApplicationFailure } from '@temporalio/activity';
 import { describe, expect, it } from 'vitest';
 import { databaseOverloadedType, withOverloadRetry } from '../../activities/overload-retry.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
-import { createAdmissionGate, inAdmissionLane, currentAdmissionLane, Overloaded } from '../../lib/admission.ts';
+import {
+  createAdmissionGate,
+  inAdmissionLane,
+  currentAdmissionLane,
+  Overloaded,
+  overloadOf,
+} from '../../lib/admission.ts';
 import {
   apiAdmissionLimits,
   DEFAULT_POOL_SIZE,
@@ -230,6 +236,19 @@ describe('an activity the database refused for load (activities/overload-retry.t
       ),
     );
     expect(timedOut).toMatchObject({ type: databaseOverloadedType, nonRetryable: false, nextRetryDelay: 1000 });
+  });
+
+  it('leaves a refused connection to the activity’s own retry policy: a failover is waited out with its backoff, not spent in 2 s tries', async () => {
+    // Found by a second read: mapped as load, a refused connection got a fixed 2 s retry, and a funding's create spent
+    // its 15 attempts in half a minute of a failover, then ended FAILED.
+    for (const refused of [
+      new Prisma.PrismaClientKnownRequestError('too many connections', { code: 'P2037', clientVersion: 'test' }),
+      new Prisma.PrismaClientKnownRequestError('cannot reach the database', { code: 'P1001', clientVersion: 'test' }),
+      new Error('timeout exceeded when trying to connect'),
+    ]) {
+      expect(overloadOf(refused), refused.message).toMatchObject({ connectionRefused: true });
+      expect(await failureOf(refused), refused.message).toBe(refused);
+    }
   });
 
   it('leaves every other failure as it was', async () => {
