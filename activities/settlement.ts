@@ -53,8 +53,8 @@ interface SettleItemsCheckpoint {
   after: SettlementCursor | null;
   inFlight: number;
   /**
-   * Transfers whose answers were no record of them in every try of an attempt, with how many attempts so far (absent
-   * in a checkpoint of an attempt that had none).
+   * Transfers whose retrieve failed in every try of an attempt whose page went through (no record, a refusal of it, a
+   * 5xx), with how many such attempts so far (absent in a checkpoint of an attempt that had none).
    */
   unreadable?: Record<string, number>;
 }
@@ -378,7 +378,15 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     // attempt more, for the next; but not in a page that stopped on its failures (the wallet, or a proxy before it,
     // failing at large: a garbling proxy, a gateway's 400 page, a 5xx everywhere): the run waits that out, rather than
     // store one false line after another.
-    const atLarge = results.filter((result) => !result.ok && 'error' in result).length >= FAILURES_BEFORE_A_PAGE_STOPS;
+    // Nor in a page where the wallet answered none of this attempt's retrieves: fewer failures than a page stops on (a
+    // small day, or the one transfer left of a page) cannot tell one transfer's failure from the wallet's at large, so
+    // a transfer of the page already read is asked for once; no answer to it either, and the wallet is away.
+    const failures = results.filter((result) => !result.ok && 'error' in result).length;
+    const answered =
+      failures === 0 ||
+      fresh.some((funding, index) => funding.transferId !== null && results[index]!.ok) ||
+      (!cancelled.aborted && (await walletAnswers(page.items.filter((funding) => stored.has(funding.id)))));
+    const atLarge = failures >= FAILURES_BEFORE_A_PAGE_STOPS || !answered;
     fresh.forEach((funding, index) => {
       const result = results[index]!;
       if (result.ok && funding.transferId) delete unreadable[funding.transferId];
@@ -392,6 +400,21 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     if (failed && 'error' in failed)
       throw failed.error instanceof UnreadableForNow ? walletRetry(failed.error.walletError) : failed.error;
     return { stored: newLines, read: page.items.length, next: page.next };
+  }
+
+  /**
+   * Whether the wallet answers a retrieve of one of these transfers (already read in an earlier attempt) now: a record,
+   * or its not-found. False when there is none to ask, or no answer came.
+   */
+  async function walletAnswers(read: ReadonlyArray<{ transferId: string | null }>): Promise<boolean> {
+    const probe = read.find((funding) => funding.transferId !== null)?.transferId;
+    if (!probe) return false;
+    try {
+      await deps.wallet.retrieveTransfer(probe);
+      return true;
+    } catch (error) {
+      return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
+    }
   }
 
   /**
