@@ -6,6 +6,7 @@
 // prints it (a day of 100,000 lines is about 14 MB) and exits by its totals lines.
 import { randomUUID } from 'node:crypto';
 import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-client.generated.ts';
+import { OpsProblemError } from './ops-client.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
 import { CliInputError, exitCodes } from './exit-codes.ts';
 import { listQuery } from './ops-input.ts';
@@ -105,8 +106,18 @@ async function followRun(
 ): Promise<Settlement> {
   const deadline = Date.now() + FOLLOW_LIMIT_MS;
   for (;;) {
-    const answer = await client.getSettlement({ date, limit });
-    if (answer.status === 202) {
+    // As many runs of other days under way as go at once (SETTLEMENT_MAX_RUNS), or the API busy: asked again, as a
+    // script settling a month day by day would want, until the follow's own limit.
+    const answer = await client.getSettlement({ date, limit }).catch((error: unknown) => {
+      if (error instanceof OpsProblemError && error.status === 503 && error.code === 'OVERLOADED') {
+        progress.note(`the API is busy (${error.detail}); asking again`);
+        return null;
+      }
+      throw error;
+    });
+    if (answer === null) {
+      // Nothing to show: asked again after the pause below.
+    } else if (answer.status === 202) {
       const running = answer.body as SettlementProgress;
       progress.update(running.checked, running.total);
     } else {

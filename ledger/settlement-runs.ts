@@ -178,7 +178,11 @@ export function createSettlementRuns(database: Database) {
   const startWithin = (
     input: RunStart,
     maxRunning: number,
-  ): Promise<{ kind: 'started' | 'running'; run: SettlementRun } | { kind: 'full'; running: SettlementRun[] }> =>
+  ): Promise<
+    | { kind: 'started' | 'running'; run: SettlementRun }
+    | { kind: 'full'; running: SettlementRun[]; startedAWhileAgo: Set<string> }
+    | { kind: 'numbered' }
+  > =>
     database.$transaction(async (tx) => {
       await tx.$queryRaw`SELECT 1 AS locked FROM pg_advisory_xact_lock(hashtextextended('walletflow:settlement-run-start', 0))`;
       const open = (
@@ -187,7 +191,12 @@ export function createSettlementRuns(database: Database) {
       ).map(runOf);
       const current = open.find((run) => run.date === input.date);
       if (current) return { kind: 'running' as const, run: current };
-      if (open.length >= maxRunning) return { kind: 'full' as const, running: open };
+      if (open.length >= maxRunning) {
+        // Those begun over a minute ago by the database's clock: a workflow Temporal has never seen is a refused start.
+        const earlier = await tx.$queryRaw<Array<{ id: string }>>`
+          SELECT id::text AS id FROM settlement_run WHERE state = 'RUNNING' AND created_at < now() - interval '1 minute'`;
+        return { kind: 'full' as const, running: open, startedAWhileAgo: new Set(earlier.map((row) => row.id)) };
+      }
       const rows = await tx.$queryRaw<RunRow[]>`
         INSERT INTO settlement_run (id, date, number, time_zone, whole_day, requested_by)
         SELECT ${randomUUID()}::uuid, ${input.date}, COALESCE(MAX(number), 0) + 1, ${input.timeZone}, ${input.wholeDay}, ${input.requestedBy.slice(0, 128)}
@@ -201,7 +210,8 @@ export function createSettlementRuns(database: Database) {
           SELECT ${runColumns} FROM settlement_run WHERE date = ${input.date} AND state = 'RUNNING'`
       ).map(runOf)[0];
       if (started) return { kind: 'running' as const, run: started };
-      throw new Error(`settlement of ${input.date}: its next run's number was taken; ask again`);
+      // Its next number taken by a run that has already ended (the previous release's, which takes no turn): try again.
+      return { kind: 'numbered' as const };
     });
 
   return {
@@ -225,17 +235,21 @@ export function createSettlementRuns(database: Database) {
 
     /** A new run of the day, unless one is RUNNING: then that one (as startWithin, however many other days run). */
     async start(input: RunStart): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
-      const started = await startWithin(input, Number.POSITIVE_INFINITY);
-      if (started.kind === 'full') throw new Error('no cap, yet full');
-      return started;
+      for (let attempt = 0; attempt < 5; attempt += 1) {
+        const started = await startWithin(input, Number.POSITIVE_INFINITY);
+        if (started.kind === 'started' || started.kind === 'running') return started;
+      }
+      throw new Error(`could not start a settlement run of ${input.date}`);
     },
 
     /**
      * Gives a RUNNING run up (its workflow closed without finishing): FAILED with the reason, so the day may run again.
+     * Whether it was RUNNING (false: it had finished or been given up meanwhile, and nothing changed).
      */
-    async fail(runId: string, failure: string): Promise<void> {
-      await database.$executeRaw`
+    async fail(runId: string, failure: string): Promise<boolean> {
+      const changed = await database.$executeRaw`
         UPDATE settlement_run SET state = 'FAILED', failure = ${failure.slice(0, 200)}, finished_at = now() WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
+      return changed > 0;
     },
 
     /**

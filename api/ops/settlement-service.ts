@@ -158,26 +158,26 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
   /**
    * Of the runs that fill every place, those that hold one with no workflow at work on them are given up, so the day
    * they are of runs again at its next request: a workflow that closed without finishing its run, or one never started
-   * (Temporal refused its start) whose run is older than STALE_START_MS (a younger one is a start under way). Whether
-   * any was; a run whose workflow Temporal cannot describe now keeps its place.
+   * (Temporal refused its start) whose run began over a minute ago by the database's clock (`startedAWhileAgo`; a
+   * younger one is a start under way). Whether any was; a run whose workflow Temporal cannot describe now keeps its
+   * place. The runs' workflows are read at once, each within DESCRIBE_TIMEOUT_MS.
    */
-  async function freePlaces(open: SettlementRun[]): Promise<boolean> {
-    let freed = false;
-    for (const run of open) {
-      const state = await workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
-        .then((answer) => answer.state)
-        .catch(() => 'running' as const);
-      const stale =
-        state === 'closed' || (state === 'missing' && now().getTime() - run.createdAt.getTime() > STALE_START_MS);
-      if (!stale) continue;
-      logger.warn(
-        { runId: run.id, date: run.date, workflow: state },
-        'settlement run: it held a place with no workflow at work on it; given up, its day runs again when asked',
-      );
-      await runs.fail(run.id, state === 'closed' ? 'WORKFLOW_CLOSED' : 'WORKFLOW_NOT_STARTED');
-      freed = true;
-    }
-    return freed;
+  async function freePlaces(open: SettlementRun[], startedAWhileAgo: ReadonlySet<string>): Promise<boolean> {
+    const freed = await Promise.all(
+      open.map(async (run) => {
+        const state = await workflowRunState(deps.temporal, settlementWorkflowId(run.date, run.id), DESCRIBE_TIMEOUT_MS)
+          .then((answer) => answer.state)
+          .catch(() => 'running' as const);
+        if (state === 'running' || (state === 'missing' && !startedAWhileAgo.has(run.id))) return false;
+        if (!(await runs.fail(run.id, state === 'closed' ? 'WORKFLOW_CLOSED' : 'WORKFLOW_NOT_STARTED'))) return false;
+        logger.warn(
+          { runId: run.id, date: run.date, workflow: state },
+          'settlement run: it held a place with no workflow at work on it; given up, its day runs again when asked',
+        );
+        return true;
+      }),
+    );
+    return freed.some(Boolean);
   }
 
   /**
@@ -188,6 +188,8 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
     date: string,
     requestedBy: string,
   ): Promise<{ kind: 'started' | 'running'; run: SettlementRun }> {
+    /** The runs that filled every place at the last try, if it found them so. */
+    let full: SettlementRun[] | null = null;
     for (let attempt = 0; attempt < 3; attempt += 1) {
       // Not whole until it begins reading: its first activity says so by the database's clock (an API host's clock a
       // few minutes ahead would store a run of part of the day as the whole of it, served for good).
@@ -196,16 +198,22 @@ export function createSettlementService(deps: SettlementServiceDependencies) {
         maxRunning,
       );
       if (started.kind === 'full') {
-        if (await freePlaces(started.running)) continue;
-        const soonest = Math.min(...started.running.map((run) => retryAfterSeconds(run)));
-        throw new Overloaded(
-          Math.max(FULL_RETRY_AFTER_SECONDS, soonest),
-          `${started.running.length} settlement runs are under way (${started.running.map((run) => run.date).join(', ')}), as many as run at once (SETTLEMENT_MAX_RUNS): nothing was started for ${date}`,
-          'settlement-runs',
-        );
+        full = started.running;
+        if (attempt < 2 && (await freePlaces(started.running, started.startedAWhileAgo))) continue;
+        break;
       }
+      full = null;
+      if (started.kind === 'numbered') continue;
       const running = await ensureWorkflow(started.run);
       if (running) return { kind: started.kind, run: running };
+    }
+    if (full) {
+      const soonest = Math.min(...full.map((run) => retryAfterSeconds(run)));
+      throw new Overloaded(
+        Math.max(FULL_RETRY_AFTER_SECONDS, soonest),
+        `${full.length} settlement runs are under way (${full.map((run) => run.date).join(', ')}), as many as run at once (SETTLEMENT_MAX_RUNS): nothing was started for ${date}`,
+        'settlement-runs',
+      );
     }
     throw new Error(`settlement of ${date}: no run could be started`);
   }
@@ -359,9 +367,6 @@ const DESCRIBE_TIMEOUT_MS = 2000;
 
 /** Settlement runs under way at once, of any days, when SETTLEMENT_MAX_RUNS is not set. */
 export const DEFAULT_MAX_RUNS = 2;
-
-/** A run this old whose workflow Temporal has never seen had its start refused (a start takes a moment). */
-const STALE_START_MS = 60_000;
 
 /** The least Retry-After of a start refused for runs of other days under way. */
 const FULL_RETRY_AFTER_SECONDS = 5;

@@ -423,10 +423,12 @@ async function launch(userId: string): Promise<string> {
 }
 
 beforeAll(async () => {
-  // Generous limits: these properties send hundreds of requests a minute from one address.
+  // Generous limits: these properties send hundreds of requests a minute from one address, and ask for any day's
+  // settlement (a run each, which on a loaded machine may outlast its GET's wait: no bound of runs at once here).
   stack = await startPartnerStack({
     embeddedSessionTtlSeconds: 900,
     hardening: { publicRateLimitPerMinute: 1_000_000, sessionRateLimitPerMinute: 1_000_000 },
+    settlements: { maxInFlight: 32, maxRuns: 64 },
   });
   await stack.startWorker();
 

@@ -39,6 +39,8 @@ const totals = (missing: number, mismatched: number) =>
     .join('');
 
 let server: Server;
+/** How many times the day with runs of other days under way was asked for. */
+let busyAnswers = 0;
 let api: string;
 beforeAll(async () => {
   server = createServer((req, res) => {
@@ -47,7 +49,21 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
-    if (url.pathname.endsWith('2026-01-05')) {
+    if (url.pathname.endsWith('2026-01-06')) {
+      // Two runs of other days under way (SETTLEMENT_MAX_RUNS): the first ask is refused, the next served.
+      busyAnswers += 1;
+      if (busyAnswers === 1) {
+        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
+        res.end(
+          JSON.stringify({
+            title: 'Service Unavailable',
+            status: 503,
+            code: 'OVERLOADED',
+            detail: '2 settlement runs are under way',
+          }),
+        );
+      } else json({ ...report('D', counts(1, 0, 0), [item('d-1', 'matched')], null), date: '2026-01-06' });
+    } else if (url.pathname.endsWith('2026-01-05')) {
       // A day of two pages whose second the API cannot answer (503 OVERLOADED at the end of the day's load).
       if (url.searchParams.get('cursor') === 'run-c-2') {
         res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' });
@@ -126,6 +142,14 @@ describe('walletflow settlement-report beside a fresh run', () => {
     const { code, printed } = await run('text', '2026-01-03', true);
     expect(code).toBe(exitCodes.ok);
     expect(printed).toContain('settlement of 2026-01-01');
+  }, 15_000);
+
+  it('asks again while runs of other days fill every place (503 OVERLOADED), then prints the report', async () => {
+    // Before: exit 3 at the first 503, where a script settling a month day by day wants each day.
+    const { code, printed } = await run('text', '2026-01-06');
+    expect(code).toBe(exitCodes.ok);
+    expect(printed).toContain('settlement of 2026-01-06');
+    expect(busyAnswers).toBe(2);
   }, 15_000);
 
   it('--output json: prints the whole report or nothing, never the pages read before one that failed', async () => {
