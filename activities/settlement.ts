@@ -378,15 +378,21 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     // attempt more, for the next; but not in a page that stopped on its failures (the wallet, or a proxy before it,
     // failing at large: a garbling proxy, a gateway's 400 page, a 5xx everywhere): the run waits that out, rather than
     // store one false line after another.
-    // Nor in a page where the wallet answered none of this attempt's retrieves: fewer failures than a page stops on (a
-    // small day, or the one transfer left of a page) cannot tell one transfer's failure from the wallet's at large, so
-    // a transfer of the page already read is asked for once; no answer to it either, and the wallet is away.
+    // Nor in a page where the wallet described none of this attempt's retrieves: fewer failures than a page stops on
+    // (the one transfer left of a page) cannot tell one transfer's failure from the wallet's at large, so a transfer of
+    // the page it described in an earlier attempt is asked for once; no answer to it either, and the wallet is away.
+    // With none to ask (a small day failing from the start), the attempt counts, as one transfer's own would.
     const failures = results.filter((result) => !result.ok && 'error' in result).length;
-    const answered =
-      failures === 0 ||
-      fresh.some((funding, index) => funding.transferId !== null && results[index]!.ok) ||
-      (!cancelled.aborted && (await walletAnswers(page.items.filter((funding) => stored.has(funding.id)))));
-    const atLarge = failures >= FAILURES_BEFORE_A_PAGE_STOPS || !answered;
+    const described = (index: number) => {
+      const result = results[index]!;
+      return result.ok && result.value !== null && !('unreadable' in result.value);
+    };
+    const atLarge =
+      failures >= FAILURES_BEFORE_A_PAGE_STOPS ||
+      (failures > 0 &&
+        !fresh.some((_, index) => described(index)) &&
+        !cancelled.aborted &&
+        !(await walletAnswers(runId, page.items, stored)));
     fresh.forEach((funding, index) => {
       const result = results[index]!;
       if (result.ok && funding.transferId) delete unreadable[funding.transferId];
@@ -403,17 +409,26 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
   }
 
   /**
-   * Whether the wallet answers a retrieve of one of these transfers (already read in an earlier attempt) now: a record,
-   * or its not-found. False when there is none to ask, or no answer came.
+   * Whether the wallet describes now a transfer of the page it described in an earlier attempt (its stored line holds
+   * the wallet's record): asked once. True when there is none to ask (nothing to tell the wallet away by).
    */
-  async function walletAnswers(read: ReadonlyArray<{ transferId: string | null }>): Promise<boolean> {
-    const probe = read.find((funding) => funding.transferId !== null)?.transferId;
-    if (!probe) return false;
+  async function walletAnswers(
+    runId: string,
+    items: ReadonlyArray<{ id: string; transferId: string | null }>,
+    stored: ReadonlySet<string>,
+  ): Promise<boolean> {
+    const described = await runs.describedItems(
+      runId,
+      'funding',
+      items.filter((funding) => stored.has(funding.id)).map((funding) => funding.id),
+    );
+    const probe = items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId;
+    if (!probe) return true;
     try {
       await deps.wallet.retrieveTransfer(probe);
       return true;
-    } catch (error) {
-      return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
+    } catch {
+      return false;
     }
   }
 

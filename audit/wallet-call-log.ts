@@ -2,6 +2,7 @@
 // call with its Request-Reference-No, operation, status, outcome, error code and duration; and,
 // when given metrics, counts the call and its latency (walletflow_wallet_call…). Offers the calls
 // behind given Request-Reference-Nos to the console (walletCallsByReference).
+import { overloadOf } from '../lib/admission.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Metrics } from '../lib/metrics.ts';
@@ -20,6 +21,21 @@ export interface WalletCallRow {
   startedAt: Date;
 }
 
+/**
+ * The row written again, a second apart, when PostgreSQL or the API's pool refused its connection (lib/admission.ts):
+ * the audit is the settlement's evidence of a call, not to be lost to a burst's wait.
+ */
+async function withConnectionRetries<T>(write: () => Promise<T>, tries = 3): Promise<T> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await write();
+    } catch (error) {
+      if (attempt >= tries || !overloadOf(error)?.connectionRefused) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
 export function createWalletCallLog(
   database: Database,
   logger: Logger,
@@ -29,20 +45,22 @@ export function createWalletCallLog(
     onCall: async (record) => {
       // Counted first: a lost audit row must not lose the sample too.
       metrics?.walletCall(record);
-      await database.walletCall.create({
-        data: {
-          requestReferenceNo: record.requestReferenceNo,
-          service: record.service,
-          operation: record.operation,
-          method: record.method,
-          path: record.path.slice(0, 512),
-          httpStatus: record.httpStatus,
-          outcome: record.outcome,
-          errorCode: record.errorCode?.slice(0, 64) ?? null,
-          durationMs: Math.round(record.durationMs),
-          startedAt: record.startedAt,
-        },
-      });
+      await withConnectionRetries(() =>
+        database.walletCall.create({
+          data: {
+            requestReferenceNo: record.requestReferenceNo,
+            service: record.service,
+            operation: record.operation,
+            method: record.method,
+            path: record.path.slice(0, 512),
+            httpStatus: record.httpStatus,
+            outcome: record.outcome,
+            errorCode: record.errorCode?.slice(0, 64) ?? null,
+            durationMs: Math.round(record.durationMs),
+            startedAt: record.startedAt,
+          },
+        }),
+      );
     },
     // A lost audit row must not fail a money movement; it is logged (ids only) instead.
     onAuditError: (error, record) => {

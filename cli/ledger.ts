@@ -5,6 +5,11 @@
 // reads the stored report a page at a time (json, text); `--output csv` reads the file whole before it
 // prints it (a day of 100,000 lines is about 14 MB) and exits by its totals lines.
 import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { OpsClient, Settlement, SettlementProgress } from '../client/ops-client.generated.ts';
 import { OpsProblemError } from './ops-client.ts';
 import { createCountProgress, type CountProgress } from './progress.ts';
@@ -198,21 +203,41 @@ export const runSettlementReport = (options: LedgerCommandOptions & { date: stri
 
 /**
  * The whole report as one JSON document, printed once every page is read: a page that fails prints nothing (a job's
- * `> day.json` never keeps half a report), as the CSV is printed only once its totals are there.
+ * `> day.json` never keeps half a report), as the CSV is printed only once its totals are there. The pages are written
+ * to a file of the command's own as they come, then the file to stdout: a day of 100,000 lines takes the memory of a
+ * page, not of the report.
  */
 async function printReportJson(client: OpsClient, first: Settlement): Promise<void> {
   const { items: _items, nextCursor: _next, ...head } = first;
-  const lines: string[] = [];
-  let page: Settlement = first;
-  for (;;) {
-    for (const item of page.items) lines.push(JSON.stringify(item));
-    if (!page.nextCursor) break;
-    page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor })).body as Settlement;
+  const folder = await mkdtemp(join(tmpdir(), 'walletflow-settlement-'));
+  const file = join(folder, 'report.json');
+  try {
+    const out = createWriteStream(file, { mode: 0o600 });
+    const write = async (text: string) => {
+      if (!out.write(text)) await once(out, 'drain');
+    };
+    let page: Settlement = first;
+    let written = 0;
+    try {
+      await write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [`);
+      for (;;) {
+        for (const item of page.items) await write(`${written++ === 0 ? '' : ','}\n    ${JSON.stringify(item)}`);
+        if (!page.nextCursor) break;
+        page = (await client.getSettlement({ date: first.date, limit: 1000, cursor: page.nextCursor }))
+          .body as Settlement;
+      }
+      await write(`${written === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
+    } finally {
+      await new Promise<void>((resolve, reject) =>
+        out.end((error?: Error | null) => (error ? reject(error) : resolve())),
+      );
+    }
+    for await (const chunk of createReadStream(file)) {
+      if (!process.stdout.write(chunk as Buffer)) await once(process.stdout, 'drain');
+    }
+  } finally {
+    await rm(folder, { recursive: true, force: true });
   }
-  // Line by line: a day of millions of lines is never one string (V8's longest is about 512 MiB).
-  process.stdout.write(`${JSON.stringify(head, null, 2).slice(0, -2)},\n  "items": [`);
-  lines.forEach((line, index) => process.stdout.write(`${index === 0 ? '' : ','}\n    ${line}`));
-  process.stdout.write(`${lines.length === 0 ? '' : '\n  '}],\n  "nextCursor": null\n}\n`);
 }
 
 /**

@@ -274,6 +274,16 @@ export function createSettlementRuns(database: Database) {
       return new Set(rows.map((row) => row.item_id));
     },
 
+    /** Those of `itemIds` whose stored line holds the wallet's record (it described them), as a set of ids. */
+    async describedItems(runId: string, kind: SettlementLineKind, itemIds: readonly string[]): Promise<Set<string>> {
+      if (itemIds.length === 0) return new Set();
+      const rows = await database.$queryRaw<Array<{ item_id: string }>>`
+        SELECT item_id::text AS item_id FROM settlement_line
+        WHERE run_id = ${runId}::uuid AND kind = ${kind}::"SettlementLineKind" AND item_id = ANY(${[...itemIds]}::uuid[])
+          AND wallet_status IS NOT NULL`;
+      return new Set(rows.map((row) => row.item_id));
+    },
+
     /**
      * A page of lines and the run's progress, in one transaction: a line already stored is left as
      * it was and not counted again. Throws SettlementRunNotRunning (nothing stored) once the run

@@ -217,8 +217,11 @@ const refusedConnectionKinds = new Set(['TooManyConnections', 'DatabaseNotReacha
 const refusedConnectionStates = new Set(['53300', '57P03']);
 const poolerRefusals = /no more connections allowed|query_wait_timeout|server login has been failing/;
 
-/** pg's pool giving up on a statement's connection after DEFAULT_CONNECT_TIMEOUT_MS (lib/database.ts). */
-const CONNECTION_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
+/** pg's pool giving up after API_CONNECT_TIMEOUT_MS (lib/database.ts): waiting for a connection, or opening one. */
+const connectionWaitTimeouts = new Set([
+  'timeout exceeded when trying to connect',
+  'Connection terminated due to connection timeout',
+]);
 
 /** Whether the database refused the request's connection: nothing of the request ran. */
 function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {
@@ -266,7 +269,7 @@ export function overloadOf(error: unknown): Overload | null {
   // only what is known.
   if (
     (error instanceof Prisma.PrismaClientKnownRequestError && refusedConnection(error)) ||
-    (error instanceof Error && error.message === CONNECTION_WAIT_TIMEOUT)
+    (error instanceof Error && connectionWaitTimeouts.has(error.message))
   )
     return {
       retryAfterSeconds: 2,

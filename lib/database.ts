@@ -11,19 +11,24 @@ export type Database = PrismaClient;
 export const DEFAULT_POOL_SIZE = 10;
 
 /**
- * How long a statement waits for one of the pool's connections before it fails (`CONNECTION_WAIT_TIMEOUT` in
- * lib/admission.ts: 503 OVERLOADED at the API, a failed attempt tried again in the worker). Transactions wait in their
- * line (lib/admission.ts) and find a connection; a statement outside one (a read, a wallet call's audit row) waited in
- * the pool's own queue without any bound while a burst held every connection.
+ * How long a statement of the API waits for one of the pool's connections, or for a new one to open, before it fails
+ * (lib/admission.ts: 503 OVERLOADED). A statement outside a transaction (a read) waited in the pool's own queue
+ * without any bound while a burst held every connection. The worker's pools keep no bound: an activity has its own
+ * time-out, and a wallet call's audit row (the settlement's evidence of a payment's execute) or a payment's reads
+ * before its execute must not be dropped or counted unknown for a wait.
  */
-export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+export const API_CONNECT_TIMEOUT_MS = 10_000;
 
 export function createDatabase(
   databaseUrl: string,
   {
     maxConnections = DEFAULT_POOL_SIZE,
-    connectTimeoutMs = DEFAULT_CONNECT_TIMEOUT_MS,
-  }: { maxConnections?: number; connectTimeoutMs?: number } = {},
+    connectTimeoutMs = 0,
+  }: {
+    maxConnections?: number;
+    /** How long a statement waits for a connection; 0: without bound (pg's default). */
+    connectTimeoutMs?: number;
+  } = {},
 ): Database {
   return new PrismaClient({
     adapter: new PrismaPg({
@@ -64,8 +69,9 @@ function createAdmittedDatabase(
   databaseUrl: string,
   maxConnections: number,
   limits: AdmissionLimits,
+  connectTimeoutMs = 0,
 ): { database: Database; admission: AdmissionGate } {
-  const client = createDatabase(databaseUrl, { maxConnections });
+  const client = createDatabase(databaseUrl, { maxConnections, connectTimeoutMs });
   const admission = createAdmissionGate(limits);
   const transaction = client.$transaction.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const admitted = (...args: unknown[]) => admission.run(() => transaction(...args), currentAdmissionLane());
@@ -87,7 +93,12 @@ export function createApiDatabase(
     admission: limits,
   }: { maxConnections?: number; admission?: Partial<AdmissionLimits> } = {},
 ): { database: Database; admission: AdmissionGate } {
-  return createAdmittedDatabase(databaseUrl, maxConnections, { ...apiAdmissionLimits(maxConnections), ...limits });
+  return createAdmittedDatabase(
+    databaseUrl,
+    maxConnections,
+    { ...apiAdmissionLimits(maxConnections), ...limits },
+    API_CONNECT_TIMEOUT_MS,
+  );
 }
 
 /**

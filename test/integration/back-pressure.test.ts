@@ -181,14 +181,16 @@ describe('PostgreSQL refusing connections under a burst', () => {
     // production burst meets max_connections or a pooler's limit.
     const role = `walletflow_limited_${process.pid}`;
     await stack.database.$executeRawUnsafe(`DROP ROLE IF EXISTS ${role}`);
-    await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN CONNECTION LIMIT 3`);
+    // With a password: the suite's own PostgreSQL (no DATABASE_URL) asks for one (without, every request was 500).
+    const password = randomUUID();
+    await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' CONNECTION LIMIT 3`);
     await stack.database.$executeRawUnsafe(
       `GRANT USAGE ON SCHEMA public TO ${role}; GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`,
     );
     await stack.database.$executeRawUnsafe(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
     const url = new URL(testDatabaseUrl());
     url.username = role;
-    url.password = '';
+    url.password = password;
     const limited = await startPartnerStack({ databaseUrl: url.href });
     try {
       const keys = Array.from({ length: 60 }, () => `refused-${randomUUID()}`);

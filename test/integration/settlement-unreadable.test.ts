@@ -68,27 +68,28 @@ async function pageSettledHere(
 }
 
 describe('a day settled by a durable run, when the wallet will not say what became of a transfer', () => {
-  it('waits out a small day’s every retrieve refused or answered with no record (it cannot tell one transfer’s own from the wallet at large): no line stored while it lasts, every line matched once it passes', async () => {
-    // A lasting 400 for every retrieve, a record that is another transfer's (no record of it). Before: after
-    // three tries (then three attempts) each line was stored `mismatched`, saying the record could not be read, in a
-    // report served as the whole day's, for what was a gateway's or a proxy's at large.
+  it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
+    // A lasting 400 for every retrieve, then answers that are no record: each transfer's own answer, tried three
+    // times. The run was retried for ever (RUNNING, 202 to every GET, and a fresh run hit the same item).
+    // And a record that is another transfer's (altered on the way): no record of this one, each time.
     for (const fault of [
       { endpoint: 'transfers.retrieve' as const, mode: 'error-before-effect' as const, rate: 1, status: 400 },
+      { endpoint: 'transfers.retrieve' as const, mode: 'garbage-body' as const, rate: 1 },
       { endpoint: 'transfers.retrieve' as const, mode: 'altered-answer' as const, rate: 1 },
     ]) {
       const day = await freshDay();
       await plant(day, 3);
-      const failed = failedRetrievesFrom(new Date());
       await stack.admin.setFaults([fault]);
-      expectProgress(await call(`/ops/settlements/${day}`), day);
-      // Three attempts' tries (three each of three transfers): the third is when a transfer's own would get its line.
-      await waitUntil(failed, (count) => count >= 27, 45_000, 50);
-      const [lines] = await stack.database.$queryRaw<Array<{ n: bigint }>>`
-        SELECT count(*) AS n FROM settlement_line l JOIN settlement_run r ON r.id = l.run_id WHERE r.date = ${day}`;
-      expect(lines!.n, fault.mode).toBe(0n);
-      await stack.admin.clearFaults();
       const report = await settled(day);
-      expect(report.body, fault.mode).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
+      expect(report.body, fault.mode).toMatchObject({ fundings: { matched: 0, missing: 0, mismatched: 3 } });
+      for (const item of report.body.items as Array<Record<string, unknown>>)
+        expect(item, fault.mode).toMatchObject({
+          result: 'mismatched',
+          walletStatus: null,
+          walletAmount: null,
+          detail: expect.stringContaining("the wallet's record could not be read"),
+        });
+      await stack.admin.clearFaults();
     }
   });
 
@@ -261,5 +262,45 @@ describe('a day settled by a durable run, when the wallet will not say what beca
       await expect(environment.run(settleItems, input), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     }
     expect(await stack.database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
+  });
+
+  it('counts an attempt against the one transfer left of a page only while the wallet describes the others: the wallet away meanwhile is waited out, never that transfer’s line', async () => {
+    let victim: string | undefined;
+    let walletAway = false;
+    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+      victim ??= transferId;
+      if (walletAway) return retrieveError(503, 'HTTP_503', 'retryable');
+      return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
+    });
+    let details: unknown;
+    const attempt = (number: number) => {
+      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+      environment.on('heartbeat', (beat: unknown) => {
+        details = beat;
+      });
+      return environment.run(settleItems, input);
+    };
+    const lines = async () =>
+      Object.fromEntries(
+        (
+          await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+            SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid
+            GROUP BY result`
+        ).map((row) => [row.result, Number(row.n)]),
+      );
+    // The first attempt reads the other 19, and counts one against it; then the wallet is away for 4 attempts, past
+    // the 3 its line needs.
+    await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
+    walletAway = true;
+    for (let number = 2; number <= 5; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_503/);
+    // Before: those attempts counted against it (its page's others stored, the wallet's silence taken for its own), and
+    // the third stored its line as `mismatched`.
+    expect(await lines()).toEqual({ matched: 19 });
+    // Back, and still refusing it alone: its own, counted from where it was, its line at the third such attempt.
+    walletAway = false;
+    await expect(attempt(6)).rejects.toThrow(/HTTP_400/);
+    expect(await attempt(7)).toMatchObject({ done: true });
+    expect(await lines()).toEqual({ matched: 19, mismatched: 1 });
   });
 });
