@@ -194,8 +194,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
     const limited = await startPartnerStack({ databaseUrl: url.href });
     try {
       const keys = Array.from({ length: 60 }, () => `refused-${randomUUID()}`);
-      const read = async (): Promise<Answer> => {
-        const response = await limited.opsFetch('/ops/fundings?limit=5');
+      const answerOf = async (response: Response): Promise<Answer> => {
         const body = (await response.json()) as { code?: string; detail?: string };
         return {
           status: response.status,
@@ -204,20 +203,15 @@ describe('PostgreSQL refusing connections under a burst', () => {
           retryAfter: response.headers.get('retry-after'),
         };
       };
-      const write = async (key: string): Promise<Answer> => {
-        const response = await limited.opsFetch('/ops/fundings', {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', 'idempotency-key': key },
-          body: JSON.stringify({ recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') }),
-        });
-        const body = (await response.json()) as { code?: string; detail?: string };
-        return {
-          status: response.status,
-          code: body.code,
-          detail: body.detail,
-          retryAfter: response.headers.get('retry-after'),
-        };
-      };
+      const read = async () => answerOf(await limited.opsFetch('/ops/fundings?limit=5'));
+      const write = async (key: string) =>
+        answerOf(
+          await limited.opsFetch('/ops/fundings', {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'idempotency-key': key },
+            body: JSON.stringify({ recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') }),
+          }),
+        );
       const [reads, writes] = await Promise.all([
         Promise.all(Array.from({ length: 60 }, read)),
         Promise.all(keys.map(write)),

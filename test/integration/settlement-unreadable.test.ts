@@ -64,7 +64,16 @@ async function pageSettledHere(
     maxInFlight: 4,
     inFlight: 4,
   };
-  return { run, settleItems, input };
+  /** An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before it. */
+  let details: unknown;
+  const attempt = (number: number) => {
+    const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
+    environment.on('heartbeat', (beat: unknown) => {
+      details = beat;
+    });
+    return environment.run(settleItems, input);
+  };
+  return { run, settleItems, input, attempt };
 }
 
 describe('a day settled by a durable run, when the wallet will not say what became of a transfer', () => {
@@ -188,7 +197,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     // Every answer garbled (a proxy at large), then only the page's first transfer's (its own), then none.
     let garbling: 'all' | 'one' | 'none' = 'all';
     let victim: string | undefined;
-    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+    const { run, attempt } = await pageSettledHere((transferId) => {
       victim ??= transferId;
       return garbling === 'all' || (garbling === 'one' && transferId === victim)
         ? retrieveError(200, 'UNPARSABLE_RESPONSE', 'unknown')
@@ -197,15 +206,6 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     const lines = () =>
       stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
         SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid GROUP BY result`;
-    /** An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before. */
-    let details: unknown;
-    const attempt = async (number: number) => {
-      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
-      environment.on('heartbeat', (beat: unknown) => {
-        details = beat;
-      });
-      return environment.run(settleItems, input);
-    };
     // Three attempts with every answer garbled: each page stops on its failures, and nothing is stored (before: the
     // third stored its first transfers' lines as `mismatched`, and so on, group by group).
     for (let number = 1; number <= 3; number += 1)
@@ -224,18 +224,10 @@ describe('a day settled by a durable run, when the wallet will not say what beca
 
   it('writes a line for one transfer the wallet answers 5xx every time, once the rest of the day was read for about five minutes of attempts: the day is not held up for good', async () => {
     let victim: string | undefined;
-    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+    const { run, attempt } = await pageSettledHere((transferId) => {
       victim ??= transferId;
       return transferId === victim ? retrieveError(500, 'HTTP_500', 'retryable') : null;
     });
-    let details: unknown;
-    const attempt = (number: number) => {
-      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
-      environment.on('heartbeat', (beat: unknown) => {
-        details = beat;
-      });
-      return environment.run(settleItems, input);
-    };
     // Before: every attempt failed on it, for ever (a fresh run stopped on the same transfer): no report of the day.
     for (let number = 1; number <= 9; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_500/);
@@ -252,34 +244,20 @@ describe('a day settled by a durable run, when the wallet will not say what beca
   });
 
   it('waits out a refusal of every transfer alike (a gateway’s 400 page at large): no line stored, where each was stored as mismatched', async () => {
-    const { run, settleItems, input } = await pageSettledHere(() => retrieveError(400, 'HTTP_400', 'rejected'));
-    let details: unknown;
-    for (let number = 1; number <= 4; number += 1) {
-      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
-      environment.on('heartbeat', (beat: unknown) => {
-        details = beat;
-      });
-      await expect(environment.run(settleItems, input), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
-    }
+    const { run, attempt } = await pageSettledHere(() => retrieveError(400, 'HTTP_400', 'rejected'));
+    for (let number = 1; number <= 4; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     expect(await stack.database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
   });
 
   it('counts an attempt against the one transfer left of a page only while the wallet describes the others: the wallet away meanwhile is waited out, never that transfer’s line', async () => {
     let victim: string | undefined;
     let walletAway = false;
-    const { run, settleItems, input } = await pageSettledHere((transferId) => {
+    const { run, attempt } = await pageSettledHere((transferId) => {
       victim ??= transferId;
       if (walletAway) return retrieveError(503, 'HTTP_503', 'retryable');
       return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
     });
-    let details: unknown;
-    const attempt = (number: number) => {
-      const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
-      environment.on('heartbeat', (beat: unknown) => {
-        details = beat;
-      });
-      return environment.run(settleItems, input);
-    };
     const lines = async () =>
       Object.fromEntries(
         (
