@@ -181,13 +181,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           // found): LASTING_FAILURE_ATTEMPTS. Until then, and always for our own credentials or address refused (never
           // one transfer's), the attempt fails and Temporal tries it again.
           const unreadable = `${error.code} (${error.httpStatus ?? 'no status'})`;
+          if (refusesUs(error)) throw walletRetry(error);
           const attemptsBeforeALine =
-            isNoRecordOfIt(error) || refusesThisTransfer(error)
-              ? UNREADABLE_ATTEMPTS
-              : refusesUs(error)
-                ? Number.POSITIVE_INFINITY
-                : LASTING_FAILURE_ATTEMPTS;
-          if (attemptsBeforeALine === Number.POSITIVE_INFINITY) throw walletRetry(error);
+            isNoRecordOfIt(error) || refusesThisTransfer(error) ? UNREADABLE_ATTEMPTS : LASTING_FAILURE_ATTEMPTS;
           if (unreadableBefore + 1 >= attemptsBeforeALine) return { unreadable };
           throw new UnreadableForNow(transferId, error);
         }
@@ -417,10 +413,11 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     items: ReadonlyArray<{ id: string; transferId: string | null }>,
     stored: ReadonlySet<string>,
   ): Promise<boolean> {
-    const described = await runs.describedItems(
+    const described = await runs.storedItems(
       runId,
       'funding',
       items.filter((funding) => stored.has(funding.id)).map((funding) => funding.id),
+      { withWalletRecord: true },
     );
     const probe = items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId;
     if (!probe) return true;

@@ -265,22 +265,21 @@ export function createSettlementRuns(database: Database) {
       if (updated === 0) throw new SettlementRunNotRunning(runId);
     },
 
-    /** Which of these items already have a line in the run (a resumed run skips them). */
-    async storedItems(runId: string, kind: SettlementLineKind, itemIds: readonly string[]): Promise<Set<string>> {
-      if (itemIds.length === 0) return new Set();
-      const rows = await database.$queryRaw<Array<{ item_id: string }>>`
-        SELECT item_id::text AS item_id FROM settlement_line
-        WHERE run_id = ${runId}::uuid AND kind = ${kind}::"SettlementLineKind" AND item_id = ANY(${[...itemIds]}::uuid[])`;
-      return new Set(rows.map((row) => row.item_id));
-    },
-
-    /** Those of `itemIds` whose stored line holds the wallet's record (it described them), as a set of ids. */
-    async describedItems(runId: string, kind: SettlementLineKind, itemIds: readonly string[]): Promise<Set<string>> {
+    /**
+     * Which of these items already have a line in the run (a resumed run skips them); `withWalletRecord`: only those
+     * whose line holds the wallet's record (it described them).
+     */
+    async storedItems(
+      runId: string,
+      kind: SettlementLineKind,
+      itemIds: readonly string[],
+      { withWalletRecord = false }: { withWalletRecord?: boolean } = {},
+    ): Promise<Set<string>> {
       if (itemIds.length === 0) return new Set();
       const rows = await database.$queryRaw<Array<{ item_id: string }>>`
         SELECT item_id::text AS item_id FROM settlement_line
         WHERE run_id = ${runId}::uuid AND kind = ${kind}::"SettlementLineKind" AND item_id = ANY(${[...itemIds]}::uuid[])
-          AND wallet_status IS NOT NULL`;
+          ${withWalletRecord ? Prisma.sql`AND wallet_status IS NOT NULL` : Prisma.empty}`;
       return new Set(rows.map((row) => row.item_id));
     },
 

@@ -223,7 +223,7 @@ const connectionWaitTimeouts = new Set([
   'Connection terminated due to connection timeout',
 ]);
 
-/** Whether the database refused the request's connection: nothing of the request ran. */
+/** Whether the database refused a statement's connection: that statement never ran (an earlier one may have). */
 function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {
   if (refusedConnectionCodes.has(error.code)) return true;
   if (error.code !== 'P2010' && error.code !== 'P2039') return false;
