@@ -72,7 +72,7 @@ export interface Tracing {
   walletCallSpan(call: WalletCallFacts): (record: WalletCallEnd) => void;
   /** A SERVER span for an API request. */
   startRequestSpan(method: string, requestId: string | undefined): RequestSpan;
-  /** Exports what is buffered and stops. */
+  /** Exports what is buffered and stops; never rejects (what the collector refused is dropped). */
   shutdown(): Promise<void>;
 }
 
@@ -83,10 +83,59 @@ export interface TracingOptions {
   exporter?: SpanExporter;
 }
 
+/** Connection failures after which a span batch is sent again: nothing reached the collector, or it said nothing. */
+const droppedConnectionCodes = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ECONNABORTED',
+  'EHOSTUNREACH',
+  'EAI_AGAIN',
+]);
+/** The pauses before each sending again of a batch whose connection dropped (jittered by up to half). */
+const RESEND_PAUSES_MS = [100, 400, 1_600];
+
+function droppedConnection(error: Error | undefined): boolean {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'string' && droppedConnectionCodes.has(code);
+}
+
+/**
+ * The OTLP/HTTP exporter, sending a batch again when its connection dropped before an answer (a
+ * collector closing an idle keep-alive connection as the batch is sent, a collector restarting),
+ * as the OTLP specification asks of a client; this release of the exporter sends it once and the
+ * batch's spans are lost. A batch the collector answered (refused, or 429/5xx: the exporter's own
+ * retries) is not sent again here; nor one that timed out, which may have arrived.
+ */
+export function resendOnDroppedConnection(
+  exporter: SpanExporter,
+  pausesMs: readonly number[] = RESEND_PAUSES_MS,
+): SpanExporter {
+  let stopped = false;
+  return {
+    export(spans, resultCallback) {
+      const attempt = (resent: number) =>
+        exporter.export(spans, (result) => {
+          const pause = pausesMs[resent];
+          // A success carries no error: only a dropped connection's batch is sent again.
+          if (stopped || pause === undefined || !droppedConnection(result.error)) return resultCallback(result);
+          setTimeout(() => attempt(resent + 1), pause * (1 + Math.random() / 2));
+        });
+      attempt(0);
+    },
+    shutdown() {
+      stopped = true;
+      return exporter.shutdown();
+    },
+    forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
+  };
+}
+
 /** Installs the tracer provider (W3C trace context, async-local context) and builds the process's hooks. */
 export function startTracing(config: TracingConfig, options: TracingOptions): Tracing {
   const resource = new Resource({ [ATTR_SERVICE_NAME]: config.serviceName ?? options.defaultServiceName });
-  const exporter = options.exporter ?? new OTLPTraceExporter({ url: config.url, headers: config.headers });
+  const exporter =
+    options.exporter ?? resendOnDroppedConnection(new OTLPTraceExporter({ url: config.url, headers: config.headers }));
   // Batched: OTEL_BSP_SCHEDULE_DELAY, OTEL_BSP_MAX_QUEUE_SIZE, … (read by the SDK) tune it.
   const processor: SpanProcessor = new BatchSpanProcessor(exporter);
   const provider = new NodeTracerProvider({ resource, spanProcessors: [processor] });
@@ -155,6 +204,7 @@ export function startTracing(config: TracingConfig, options: TracingOptions): Tr
         },
       };
     },
-    shutdown: () => provider.shutdown(),
+    // Spans the collector did not take by then are lost: that is no failure of the process stopping.
+    shutdown: () => provider.shutdown().catch(() => undefined),
   };
 }
