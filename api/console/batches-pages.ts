@@ -320,12 +320,10 @@ export function addBatchesRoutes(router: Router, deps: BatchesPagesDependencies)
     const id = z.uuid().safeParse(req.params.batchId);
     if (!id.success || !(await batches.view(id.data))) return sendNoBatch(res, personOf(res), req.params.batchId);
     consoleHeaders(res);
-    res
-      .status(200)
-      .type('text/csv; charset=utf-8')
-      .setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
     // The ops API's report, line for line (GET /ops/funding-batches/{id}/report), streamed the same way.
-    await deps.csvStreams.send(res, batchReport(batches, id.data));
+    await deps.csvStreams.send(res, batchReport(batches, id.data), {
+      'Content-Disposition': `attachment; filename="batch-${id.data}.csv"`,
+    });
   });
 
   const move =

@@ -6,10 +6,14 @@
 // client that reads slowly or stops reading holds the API to one page of rows and one buffer of
 // lines; a client that goes away stops the reading at once, and the source is closed (its
 // iterator's return(): a generator's `finally` releases what it holds); a client that stops
-// reading for longer than the stall limit is cut off, the end of the report included. A failure
-// half-way breaks the answer off (the connection is destroyed), so half a report never looks like
-// a whole one. A download from a console session asks again, every RECHECK_MS of it, whether the session still holds
-// the route's scope: one signed out, gone idle or past its lifetime meanwhile gets no more rows.
+// reading for longer than the stall limit is cut off, the end of the report included. The
+// answer's status and the report's headers go out with its first bytes: a failure before them (the
+// first page's read refused under load) is thrown to the route's error handler, which answers it
+// with a status (503 OVERLOADED and Retry-After for a refused connection); a failure after them
+// breaks the answer off (the connection is destroyed), so half a report never looks like a whole
+// one. A download from a console session asks again, every RECHECK_MS of it, whether the session
+// still holds the route's scope: one signed out, gone idle or past its lifetime meanwhile gets no
+// more rows.
 import type { Response } from 'express';
 import { csvLine, type CsvReport } from '../../lib/csv.ts';
 import type { Logger } from '../../lib/logger.ts';
@@ -28,10 +32,15 @@ export const RECHECK_MS = 10_000;
 
 export interface CsvStreams {
   /**
-   * Writes `csv` to `res` (its status and headers already set; the header line first) and ends it;
-   * resolves when the answer is complete or given up: how it ended, and how many rows were read.
+   * Writes `csv` to `res` as a 200 `text/csv` answer with `headers` (its file's name, …), the header line first, and
+   * ends it; resolves when the answer is complete or given up: how it ended, and how many rows were read. Rejects
+   * with a failure that came before anything was sent (nothing of the answer set: the error handler answers it).
    */
-  send(res: Response, csv: CsvReport): Promise<{ outcome: ReportStreamOutcome; rows: number }>;
+  send(
+    res: Response,
+    csv: CsvReport,
+    headers: Record<string, string>,
+  ): Promise<{ outcome: ReportStreamOutcome; rows: number }>;
 }
 
 export function createCsvStreams(deps: {
@@ -44,11 +53,12 @@ export function createCsvStreams(deps: {
   const recheckMs = deps.recheckMs ?? RECHECK_MS;
 
   return {
-    async send(res, csv) {
+    async send(res, csv, headers) {
+      const answer = () => res.status(200).type('text/csv; charset=utf-8').set(headers);
       // A HEAD's answer has no body, and Node drops what is written to it without pushing back: the
       // report would be read whole for nothing. Its headers, then the end; nothing read.
       if (res.req.method === 'HEAD') {
-        res.end();
+        answer().end();
         return { outcome: 'completed', rows: 0 };
       }
       const paced = paceResponse(res, { stallMs });
@@ -61,6 +71,11 @@ export function createCsvStreams(deps: {
       };
       let outcome: ReportStreamOutcome = 'completed';
       let checkedAt = Date.now();
+      let started = false;
+      const start = () => {
+        if (!started) answer();
+        started = true;
+      };
       try {
         // Leaving the loop early (return, break, a throw) closes the source: its reads stop there.
         for await (const row of csv.rows) {
@@ -69,6 +84,7 @@ export function createCsvStreams(deps: {
           if (pending.length < WRITE_BYTES) continue;
           // Writes what is gathered; then, if the socket's buffer is full, waits for it to drain.
           count();
+          start();
           const state = paced.write(pending) ? 'drained' : await paced.room();
           pending = '';
           if (state !== 'drained') {
@@ -86,10 +102,17 @@ export function createCsvStreams(deps: {
         if (outcome === 'completed' && !(await mayGoOn(res.locals))) outcome = 'refused';
         if (outcome === 'completed') {
           count();
+          start();
           outcome = await paced.end(pending);
         }
       } catch (error) {
         outcome = 'failed';
+        if (!started) {
+          // Nothing was sent: the route's error handler answers with a status, and the client can tell.
+          paced.release();
+          deps.metrics?.reportStreamEnded(csv.report, outcome);
+          throw error;
+        }
         deps.logger.error(
           { err: error, report: csv.report, rows },
           'a streamed report broke off: its answer is cut short',

@@ -32,6 +32,8 @@ export interface PacedResponse {
   end(last?: string): Promise<'completed' | PaceStop>;
   /** Breaks the answer off (the connection destroyed): a failure half-way must not look like a whole answer. */
   destroy(): void;
+  /** Lets go of the response, nothing written: another answer (an error's) is given in its place. */
+  release(): void;
   /** The bytes the response holds that the socket has not taken yet. */
   buffered(): number;
 }
@@ -66,6 +68,12 @@ export function paceResponse(res: Response, options: { stallMs: number }): Paced
   };
   res.on('drain', calm);
   res.on('close', onClose);
+
+  const release = () => {
+    calm();
+    res.off('drain', calm);
+    res.off('close', onClose);
+  };
 
   const hasRoom = () => why === null && !res.writableEnded && !res.writableNeedDrain;
 
@@ -113,11 +121,10 @@ export function paceResponse(res: Response, options: { stallMs: number }): Paced
       return whole ? 'completed' : (why ?? 'disconnected');
     },
     destroy() {
-      calm();
-      res.off('drain', calm);
-      res.off('close', onClose);
+      release();
       res.destroy();
     },
+    release,
     buffered: () => res.writableLength,
   };
 }

@@ -583,8 +583,9 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       validationProblem(res, query.error);
       return;
     }
-    res.type('text/csv; charset=utf-8').setHeader('Content-Disposition', `attachment; filename="batch-${id.data}.csv"`);
-    await deps.csvStreams.send(res, batchReport(deps.batches, id.data));
+    await deps.csvStreams.send(res, batchReport(deps.batches, id.data), {
+      'Content-Disposition': `attachment; filename="batch-${id.data}.csv"`,
+    });
   });
 
   const move =

@@ -35,12 +35,10 @@ export async function sendSettlementCsv(
   settlements: Pick<SettlementService, 'csv'>,
   run: SettlementRun,
 ): Promise<void> {
-  res
-    .status(200)
-    .type('text/csv; charset=utf-8')
-    .setHeader('Content-Disposition', `attachment; filename="settlement-${run.date}.csv"`)
-    .setHeader(SETTLEMENT_COMPLETE_HEADER, String(run.wholeDay));
-  await csvStreams.send(res, settlements.csv(run));
+  await csvStreams.send(res, settlements.csv(run), {
+    'Content-Disposition': `attachment; filename="settlement-${run.date}.csv"`,
+    [SETTLEMENT_COMPLETE_HEADER]: String(run.wholeDay),
+  });
 }
 
 export interface OpsSettlementsDependencies {

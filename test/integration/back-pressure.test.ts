@@ -7,6 +7,8 @@
 // nothing but the admission is measured.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
+import { batchRecordsOn } from '../support/batch-records.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
@@ -175,24 +177,36 @@ describe('bursts on the other money routes: the same for payments and adjustment
   }, 120_000);
 });
 
+/**
+ * `work` on a partner stack whose API and worker connect as a role PostgreSQL lets open 3 connections, its pool 10: a
+ * burst opens more than it may, as a production burst meets max_connections or a pooler's limit.
+ */
+async function onLimitedRole(work: (limited: PartnerStack, role: string) => Promise<void>): Promise<void> {
+  const role = `walletflow_limited_${process.pid}`;
+  await stack.database.$executeRawUnsafe(`DROP ROLE IF EXISTS ${role}`);
+  // With a password: the suite's own PostgreSQL (no DATABASE_URL) asks for one (without, every request was 500).
+  const password = randomUUID();
+  await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' CONNECTION LIMIT 3`);
+  await stack.database.$executeRawUnsafe(
+    `GRANT USAGE ON SCHEMA public TO ${role}; GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`,
+  );
+  await stack.database.$executeRawUnsafe(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+  const url = new URL(testDatabaseUrl());
+  url.username = role;
+  url.password = password;
+  const limited = await startPartnerStack({ databaseUrl: url.href });
+  try {
+    await work(limited, role);
+  } finally {
+    await limited.close();
+    await stack.database.$executeRawUnsafe(`DROP OWNED BY ${role}`);
+    await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
+  }
+}
+
 describe('PostgreSQL refusing connections under a burst', () => {
   it('a burst past the role’s connection limit (53300, "too many connections"): every answer 2xx, or 503 OVERLOADED with Retry-After; a write sent again with its key is stored once; none 500, the session URL’s neither', async () => {
-    // The API as a role PostgreSQL lets open 3 connections, its pool 10: a burst opens more than it may, as a
-    // production burst meets max_connections or a pooler's limit.
-    const role = `walletflow_limited_${process.pid}`;
-    await stack.database.$executeRawUnsafe(`DROP ROLE IF EXISTS ${role}`);
-    // With a password: the suite's own PostgreSQL (no DATABASE_URL) asks for one (without, every request was 500).
-    const password = randomUUID();
-    await stack.database.$executeRawUnsafe(`CREATE ROLE ${role} LOGIN PASSWORD '${password}' CONNECTION LIMIT 3`);
-    await stack.database.$executeRawUnsafe(
-      `GRANT USAGE ON SCHEMA public TO ${role}; GRANT ALL ON ALL TABLES IN SCHEMA public TO ${role}`,
-    );
-    await stack.database.$executeRawUnsafe(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
-    const url = new URL(testDatabaseUrl());
-    url.username = role;
-    url.password = password;
-    const limited = await startPartnerStack({ databaseUrl: url.href });
-    try {
+    await onLimitedRole(async (limited) => {
       const keys = Array.from({ length: 60 }, () => `refused-${randomUUID()}`);
       const answerOf = async (response: Response): Promise<Answer> => {
         const body = (await response.json()) as { code?: string; detail?: string };
@@ -267,11 +281,67 @@ describe('PostgreSQL refusing connections under a burst', () => {
         partnerAnswers.every((status) => status === 200 || status === 503),
         JSON.stringify(partnerAnswers),
       ).toBe(true);
-    } finally {
-      await limited.close();
-      await stack.database.$executeRawUnsafe(`DROP OWNED BY ${role}`);
-      await stack.database.$executeRawUnsafe(`DROP ROLE ${role}`);
-    }
+    });
+  }, 120_000);
+
+  it('a batch’s report whose rows cannot be read before its first bytes: a status, never a dropped connection (503 OVERLOADED with Retry-After for a refused connection, a 500 for a table it may not read)', async () => {
+    await onLimitedRole(async (limited, role) => {
+      // A report smaller than one write (16 KiB): every row is read before anything is sent.
+      const batchId = randomUUID();
+      const items: NewBatchItem[] = Array.from({ length: 40 }, (_, index) => {
+        const reference = `refused-${String(index).padStart(3, '0')}`;
+        const idempotencyKey = `batch:${batchId}:${reference}`;
+        return {
+          id: randomUUID(),
+          idempotencyKey,
+          workflowId: `funding-${idempotencyKey}`,
+          reference,
+          recipient: { type: 'CODE', code: String(2_000_000 + index) },
+          amount: 100n,
+        };
+      });
+      const { credit, insertBatch } = batchRecordsOn(stack.database);
+      const partnerUserId = `report-${randomUUID()}`;
+      await credit(partnerUserId, 4000n);
+      await insertBatch(batchId, partnerUserId, items, 0n);
+      /** A download's status, code and Retry-After, and its body read to the end (a dropped connection throws). */
+      const download = async (): Promise<Answer & { lines: number }> => {
+        const response = await limited.opsFetch(`/ops/funding-batches/${batchId}/report`);
+        const body = await response.text();
+        const problem = response.status === 200 ? {} : (JSON.parse(body) as { code?: string });
+        return {
+          status: response.status,
+          code: problem.code,
+          retryAfter: response.headers.get('retry-after'),
+          lines: body.split('\r\n').filter(Boolean).length,
+        };
+      };
+      // Beside a burst of reads, some downloads are refused a connection: each answer is the whole report, or says to
+      // come back.
+      const [downloads, reads] = await Promise.all([
+        Promise.all(Array.from({ length: 60 }, download)),
+        Promise.all(Array.from({ length: 60 }, () => limited.opsFetch('/ops/fundings?limit=5').then((r) => r.status))),
+      ]);
+      const counts = tally(downloads);
+      expect(
+        downloads.every(
+          (answer) =>
+            (answer.status === 200 && answer.lines === items.length + 1) ||
+            (isLoadRefusal(answer) && answer.code === 'OVERLOADED'),
+        ),
+        JSON.stringify(counts),
+      ).toBe(true);
+      expect(reads.every((status) => status === 200 || status === 503)).toBe(true);
+      expect(counts['503 OVERLOADED'], JSON.stringify(counts)).toBeGreaterThan(0);
+      // A table the role may not read: the batch is found, its first page fails; an error's status, not a cut (before,
+      // the connection was dropped, as it was for a first page refused a connection).
+      await stack.database.$executeRawUnsafe(`REVOKE SELECT ON funding FROM ${role}`);
+      const refused = await download();
+      expect(refused).toMatchObject({ status: 500, code: 'INTERNAL' });
+      const again = await limited.opsFetch(`/ops/funding-batches/${batchId}/report`);
+      expect(again.headers.get('content-disposition')).toBeNull();
+      await again.text();
+    });
   }, 120_000);
 
   it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {
