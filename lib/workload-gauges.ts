@@ -5,7 +5,9 @@
 // day of 100,000 items settles in minutes, so a run much older is stuck). One grouped query per
 // table over the (status, created_at) index (the outbox and the runs under way are small), cached
 // a few seconds and shared by every gauge and concurrent scrape, so scraping never loads the
-// database. Every API copy reports the same values: alert on max(), not sum().
+// database: one read at a time, however slow. A scrape waits for it a bounded time (3 s), then
+// answers without these gauges, so the process's other metrics still come when the database is
+// slow, the moment on-call needs them. Every API copy reports the same values: alert on max(), not sum().
 import { Gauge, type Registry } from 'prom-client';
 import { unfinishedFundingStatuses } from '../domain/funding.ts';
 import { finalPaymentStatuses, paymentStatuses, type PaymentStatus } from '../domain/payment.ts';
@@ -101,8 +103,10 @@ export async function readWorkload(database: Database): Promise<Workload> {
 export interface WorkloadGaugeOptions {
   /** How long one read serves scrapes (default 5 s). */
   cacheMs?: number;
+  /** How long a scrape waits for a read under way before it answers without these gauges (default 3 s). */
+  readTimeoutMs?: number;
   now?: () => number;
-  /** A failed read: the gauges report nothing for this scrape (an absent series, not a stale one). */
+  /** A failed read, or one not done in time: the gauges report nothing for this scrape (absent, not stale). */
   onError?: (error: unknown) => void;
 }
 
@@ -115,19 +119,42 @@ export function registerWorkloadGauges(
   if (registry.getSingleMetric(workloadSeries.fundingsInReview)) return;
   const now = options.now ?? Date.now;
   const cacheMs = options.cacheMs ?? 5000;
-  let cached: { at: number; workload: Promise<Workload | null> } | undefined;
+  const readTimeoutMs = options.readTimeoutMs ?? 3000;
+  let cached: { at: number; workload: Workload } | undefined;
+  /** The read under way, shared by every gauge and scrape: never a second one beside it. */
+  let reading: Promise<Workload | null> | undefined;
+  /** The scrape's wait for the read under way, shared by the gauges of one scrape. */
+  let waiting: Promise<Workload | null> | undefined;
   const snapshot = (): Promise<Workload | null> => {
-    if (!cached || now() - cached.at >= cacheMs) {
-      cached = {
-        at: now(),
-        workload: read().catch((error: unknown) => {
+    if (cached && now() - cached.at < cacheMs) return Promise.resolve(cached.workload);
+    const current = (reading ??= read()
+      .then(
+        (workload) => {
+          // Served from when it was read: a read slower than the scrape's wait serves the scrapes after it.
+          cached = { at: now(), workload };
+          return workload;
+        },
+        (error: unknown) => {
           options.onError?.(error);
-          cached = undefined;
           return null;
-        }),
-      };
-    }
-    return cached.workload;
+        },
+      )
+      .finally(() => {
+        reading = undefined;
+      }));
+    waiting ??= new Promise<Workload | null>((resolve) => {
+      const late = setTimeout(() => {
+        options.onError?.(new Error(`the workload was not read within ${readTimeoutMs} ms: absent from this scrape`));
+        resolve(null);
+      }, readTimeoutMs);
+      void current.then((workload) => {
+        clearTimeout(late);
+        resolve(workload);
+      });
+    }).finally(() => {
+      waiting = undefined;
+    });
+    return waiting;
   };
   const ageOf = (counts: { oldestCreatedAt: Date | null }) =>
     counts.oldestCreatedAt ? Math.max(0, (now() - counts.oldestCreatedAt.getTime()) / 1000) : 0;

@@ -8,7 +8,7 @@ import { parseSamples, sampleValue } from '../support/prometheus-text.ts';
 
 const start = Date.parse('2026-01-01T00:00:00Z');
 
-function setup(read: () => Promise<Workload>) {
+function setup(read: () => Promise<Workload>, options: { readTimeoutMs?: number } = {}) {
   let now = start;
   const metrics = createMetrics();
   let reads = 0;
@@ -19,7 +19,7 @@ function setup(read: () => Promise<Workload>) {
       reads += 1;
       return read();
     },
-    { cacheMs: 5000, now: () => now, onError: (error) => errors.push(error) },
+    { cacheMs: 5000, now: () => now, onError: (error) => errors.push(error), ...options },
   );
   return {
     scrape: async () => metrics.registry.metrics(),
@@ -81,5 +81,24 @@ describe('the workload gauges', () => {
     expect(gauges.errors).toHaveLength(1);
     fail = false;
     expect(sampleValue(await gauges.scrape(), 'walletflow_fundings_in_review', {})).toBe(2);
+  });
+
+  it('a read slower than the bound: the scrape answers without them, one read at a time, its values once it is done', async () => {
+    let finish: (workload: Workload) => void = () => undefined;
+    const gauges = setup(() => new Promise<Workload>((resolve) => (finish = resolve)), { readTimeoutMs: 50 });
+    // Before: the scrape waited as long as the read (a database stuck behind a lock held /metrics, and with it every
+    // other metric of the process), and each scrape past the cache window started one more read beside it.
+    const first = await gauges.scrape();
+    expect(sampleValue(first, 'walletflow_fundings_in_review', {})).toBeUndefined();
+    expect(first).toContain('# TYPE walletflow_http_request_duration_seconds histogram');
+    gauges.advance(10_000);
+    const second = await gauges.scrape();
+    expect(sampleValue(second, 'walletflow_fundings_in_review', {})).toBeUndefined();
+    expect(gauges.reads()).toBe(1);
+    expect(gauges.errors).toHaveLength(2);
+    finish(workload);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(sampleValue(await gauges.scrape(), 'walletflow_fundings_in_review', {})).toBe(2);
+    expect(gauges.reads()).toBe(1);
   });
 });
