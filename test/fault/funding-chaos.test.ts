@@ -82,6 +82,13 @@ async function post(body: unknown): Promise<string> {
       body: JSON.stringify(body),
     });
     if (response.status === 202 || response.status === 200) return ((await response.json()) as FundingView).fundingId;
+    // Refused for load: sent again with its key after Retry-After, as a partner would.
+    const retryAfter = Number(response.headers.get('retry-after'));
+    if ((response.status === 503 || response.status === 429) && retryAfter >= 1) {
+      await response.arrayBuffer();
+      await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000));
+      continue;
+    }
     throw new Error(`POST /ops/fundings answered ${response.status}: ${await response.text()}`);
   }
 }

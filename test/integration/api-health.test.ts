@@ -103,10 +103,15 @@ describe('health endpoints', () => {
         },
       },
     });
+    const began = Date.now();
     const answers = await Promise.all(Array.from({ length: 200 }, () => fetch(`${base}/readyz`)));
     expect(answers.every((answer) => answer.status === 200)).toBe(true);
     for (let i = 0; i < 50; i += 1) expect((await fetch(`${base}/readyz`)).status).toBe(200);
-    expect(walletChecks).toBe(1);
+    // One round per READINESS_MAX_AGE_MS of the flood (one, unless a busy machine stretched it past 5 s): never one
+    // per request.
+    const { READINESS_MAX_AGE_MS } = await import('../../api/http/health.ts');
+    expect(walletChecks).toBeGreaterThanOrEqual(1);
+    expect(walletChecks).toBeLessThanOrEqual(1 + Math.floor((Date.now() - began) / READINESS_MAX_AGE_MS));
   });
 
   it('/readyz checks again once its answer is older than its limit', async () => {

@@ -272,7 +272,7 @@ describe('session URL and landing page', () => {
     expect(Object.keys(answer.body)).toEqual(['sessionId']);
     const sessionId = String(answer.body.sessionId);
     expect(sessionId).toMatch(uuidV4);
-    expect(answer.ms).toBeLessThan(2000);
+    // At once: not after onboarding, which no worker runs (a wall-clock bound would measure the machine, not this).
 
     // Stored: hashed id, encrypted tokens; onboarding started by the dispatcher right after the
     // answer (its outbox row gone once the start succeeded), but not done (no worker yet).

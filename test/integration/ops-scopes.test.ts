@@ -197,15 +197,17 @@ describe('every ops write is attributed', () => {
         ...(method === 'DELETE' ? {} : { body: '{}' }),
       });
       await response.arrayBuffer();
-      let row = null;
-      for (let attempt = 0; attempt < 50 && !row; attempt += 1) {
-        // Other test files share the table (POST /ops/fundings has no id of its own): this key's row.
-        row = await stack.database.opsAction.findFirst({
-          where: { method, path: concrete, keyName: 'ops-writer' },
-          orderBy: { id: 'desc' },
-        });
-        if (!row) await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      // Written in the background: waited for by a deadline, as the other audit rows of this file.
+      const row = await waitFor(
+        `${method} ${path} audited`,
+        async () =>
+          // Other test files share the table (POST /ops/fundings has no id of its own): this key's row.
+          (await stack.database.opsAction.findFirst({
+            where: { method, path: concrete, keyName: 'ops-writer' },
+            orderBy: { id: 'desc' },
+          })) ?? undefined,
+        15_000,
+      );
       expect(row, `${method} ${path}`).toMatchObject({
         keyName: 'ops-writer',
         actor: 'Maria at the desk',

@@ -211,14 +211,15 @@ describe('sandbox faults', () => {
   it('late-effect answers 504 at once and executes the transfer delayMs later (contract section 9)', async () => {
     const { user, code } = await recipientCode();
     const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 9);
-    await always('transfers.execute', 'late-effect', { delayMs: 400 });
+    // Long enough that the retrieve below comes first on a busy machine (the sandbox's timer runs in this process).
+    await always('transfers.execute', 'late-effect', { delayMs: 1500 });
     const answer = await executeTransferCall(sandbox, created.body.transferId);
     expect(answer.status).toBe(504);
     // The caller gave up; a retrieve now still shows the intent unexecuted…
     expect((await retrieveTransferCall(sandbox, created.body.transferId)).body.status).toBe('CREATED');
     // …and then the queued execute is processed.
     await expect
-      .poll(async () => (await admin.ledger()).transfers[0], { timeout: 5000 })
+      .poll(async () => (await admin.ledger()).transfers[0], { timeout: 15_000 })
       .toMatchObject({ status: 'APPROVED', executions: 1 });
     expect((await admin.user(user.userId)).balance).toBe('9.00');
   });
@@ -267,14 +268,14 @@ describe('sandbox faults', () => {
       headers: opHeaders(client, accessToken),
       body: { p2mId: sandbox.partner.p2mId, amount: { currency: 'PHP', value: 20 } },
     });
-    await always('op.payments.execute', 'late-effect', { delayMs: 300 });
+    await always('op.payments.execute', 'late-effect', { delayMs: 1500 });
     const execute = await fetch(`${sandbox.url}/op/merchant/payments/${created.body.id}/execute`, {
       method: 'POST',
       headers: opHeaders(client, accessToken),
     });
     expect(execute.status).toBe(504);
     expect((await admin.user(user.userId)).balance).toBe('50.00');
-    await expect.poll(async () => (await admin.user(user.userId)).balance, { timeout: 5000 }).toBe('30.00');
+    await expect.poll(async () => (await admin.user(user.userId)).balance, { timeout: 15_000 }).toBe('30.00');
     expect((await admin.ledger()).payments[0]).toMatchObject({ status: 'EXECUTED', executions: 1 });
   });
 
