@@ -4,9 +4,16 @@
 // record resolved directly, audited the same way. A workflow that cannot take the resolution now
 // (Temporal unreachable or busy, or its task failing: lib/workflow-unavailable.ts) leaves the
 // record as it was, and the caller is told so: never resolved around a workflow that still runs.
+// Nor does one whose run no worker takes up (workers stopped, or none left for the run's pinned
+// build): Temporal holds such an update admitted, and the client asks again for ever, so the
+// resolution is given up after RESOLVE_DEADLINE_MS and answered as a time-out (it may still be
+// taken once a worker runs the workflow).
 import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
+
+/** How long a resolution waits for its workflow to take the update, retries included. */
+export const RESOLVE_DEADLINE_MS = 10_000;
 
 /** A review's record, as resolving it needs it. */
 export interface WaitingRecord {
@@ -39,10 +46,15 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
   update: UpdateDefinition<Ret, Args>,
   args: Args,
   record: WaitingRecord,
+  deadlineMs = RESOLVE_DEADLINE_MS,
 ): Promise<ReviewResult> {
+  // One deadline for every attempt: a call past it fails at once as DEADLINE_EXCEEDED, a time-out.
+  const deadline = Date.now() + deadlineMs;
   for (let attempt = 0; ; attempt += 1) {
     try {
-      await client.workflow.getHandle(workflowId).executeUpdate(update, { args });
+      await client.connection.withDeadline(deadline, () =>
+        client.workflow.getHandle(workflowId).executeUpdate(update, { args }),
+      );
       return { kind: 'resolved', through: 'workflow' };
     } catch (error) {
       if (error instanceof WorkflowNotFoundError)

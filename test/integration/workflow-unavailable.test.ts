@@ -18,6 +18,7 @@ import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import { batchWorkflowId } from '../../workflows/fund-batch.contract.ts';
 import { settlementWorkflowId } from '../../workflows/settle-day.contract.ts';
+import { RESOLVE_DEADLINE_MS } from '../../reviews/resolve-review.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -80,6 +81,46 @@ async function ledgerKinds(fundingId: string): Promise<string[]> {
     })
   ).map((row) => row.kind);
 }
+
+describe('a funding in review whose run no worker takes up (workers stopped)', () => {
+  it('answers POST /ops/fundings/{id}/resolve 503 WORKFLOW_UNAVAILABLE (timed out) with Retry-After, within its deadline, and changes nothing', async () => {
+    // No worker polls the stack's task queue yet: the funding's run waits for one.
+    const started = await send(
+      stack.opsFetch,
+      'POST',
+      '/ops/fundings',
+      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '6.00' } },
+      { 'idempotency-key': randomUUID() },
+    );
+    expect(started.status).toBe(202);
+    const fundingId = started.body.fundingId!;
+    await stack.database.funding.update({
+      where: { id: fundingId },
+      data: {
+        status: 'NEEDS_REVIEW',
+        transferId: `t-${randomUUID()}`,
+        reviewReason: 'the execute’s outcome stayed unknown',
+      },
+    });
+    // Before: the client asked Temporal again for ever (the update admitted, never accepted), and the request hung
+    // until its client gave up.
+    const resolved = await send(
+      (route, init) => stack.opsFetch(route, { ...init, signal: AbortSignal.timeout(RESOLVE_DEADLINE_MS + 20_000) }),
+      'POST',
+      `/ops/fundings/${fundingId}/resolve`,
+      { outcome: 'FAILED', note: 'the operator shows nothing executed' },
+    );
+    expect(resolved.status, JSON.stringify(resolved.body)).toBe(503);
+    expect(resolved.body.code).toBe('WORKFLOW_UNAVAILABLE');
+    expect(Number(resolved.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(resolved.body.detail).toMatch(/did not answer in time/);
+    expect(await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).toMatchObject({
+      status: 'NEEDS_REVIEW',
+      resolvedOutcome: null,
+    });
+    expect(await ledgerKinds(fundingId)).toEqual(['HOLD']);
+  }, 60_000);
+});
 
 describe('a funding in review whose workflow task is failing (a build that cannot run its run)', () => {
   let worker: Awaited<ReturnType<PartnerStack['createWorker']>> | undefined;
