@@ -10,6 +10,7 @@ import { createTokenStore } from '../links/token-store.ts';
 import type { Client } from '@temporalio/client';
 import type { WalletClient } from '../wallet/index.ts';
 import { createSweepActivities } from './sweep.ts';
+import { createSweepMarks } from '../fundings/sweep-marks.ts';
 import { createEmbeddedSessionActivities } from './embedded-session.ts';
 import { createFundingActivities } from './funding.ts';
 import { createBatchActivities } from './batch.ts';
@@ -141,6 +142,7 @@ export function createActivities(deps: ActivityDependencies) {
       }),
       ...createSweepActivities({
         fundings,
+        marks: createSweepMarks(deps.database),
         payments,
         batches: { listActive: batches.listActive, maxInFlight: deps.batchMaxInFlight ?? 32 },
         lanes: deps.lanes === true,

@@ -26,7 +26,8 @@ import {
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { LANE_COUNT, laneWorkflowId, startFundLane } from '../workflows/fund-lane.contract.ts';
-import { walletRetry } from './wallet-retry.ts';
+import { readFrom, type SweepMarks, type SweepPass } from '../fundings/sweep-marks.ts';
+import { isWalletTransient, walletRetry } from './wallet-retry.ts';
 import {
   MAX_SWEEP_LISTED,
   type SweepActivities,
@@ -39,6 +40,8 @@ import { createSweepTally, type SweepTally } from './sweep-tally.ts';
 export interface SweepDependencies {
   /** Finishes the fundings it repairs, counting them by final state (fundings/funding-record.ts). */
   fundings: FundingRecord;
+  /** How far its passes over recently finished fundings have gone (fundings/sweep-marks.ts). */
+  marks: SweepMarks;
   payments: PaymentRecord;
   /** Whether the lanes run (FUNDING_LANES is not `off`): a lane's run that closed is started again. */
   lanes?: boolean;
@@ -67,6 +70,7 @@ export interface SweepDependencies {
 /** Who resolves a review from the wallet's own final state. */
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
+const DAY_MS = DAY_SECONDS * 1000;
 /**
  * A lane's run whose workflow task is on this attempt or later has failed it again and again: it is not working
  * (laneIsWorking). One failed attempt is a worker lost mid-task, which the next worker's attempt gets past.
@@ -74,7 +78,7 @@ const DAY_SECONDS = 86_400;
 const FAILING_TASK_ATTEMPTS = 3;
 
 export function createSweepActivities(deps: SweepDependencies): SweepActivities {
-  const { fundings, payments, logger } = deps;
+  const { fundings, payments, marks, logger } = deps;
 
   const workflowState = async (workflowId: string) => (await workflowRunState(deps.temporal, workflowId)).state;
 
@@ -397,14 +401,32 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
           heartbeat();
         }
       }
-      const failedSince = new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000);
+      // FAILED fundings that had a transfer, each asked of the wallet again in the few sweeps after it failed (from the
+      // pass's mark, fundings/sweep-marks.ts), not in every sweep of a day. One the wallet cannot answer now (a 429, a
+      // 5xx) is asked again next sweep, the mark left where it was; the sweep goes on with the rest and its repairs.
+      const failedSince = readFrom(
+        await marks.through('failed-recheck'),
+        new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000),
+      );
+      let recheckDeferred = 0;
       for await (const funding of everyRow((after) =>
         fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
       )) {
         stopIfCancelled();
-        if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
+        try {
+          if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
+        } catch (error) {
+          if (!isWalletTransient(error)) throw error;
+          recheckDeferred += 1;
+        }
         heartbeat();
       }
+      if (recheckDeferred === 0) await marks.advance('failed-recheck', now);
+      else
+        logger.warn(
+          { deferred: recheckDeferred },
+          'FAILED fundings the wallet could not be asked about now: asked again next sweep',
+        );
       for await (const payment of everyRow((after) =>
         payments.listUnfinished({ createdBefore: before, limit, ...(after ? { after } : {}) }),
       )) {
@@ -415,9 +437,24 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       }
       // The ledger's side: a final funding's hold is settled in the same transaction as its final
       // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
-      for (const open of await fundings.listFinalWithOpenHold(limit)) {
-        stopIfCancelled();
-        tally.holdSettled({ fundingId: open.id, status: open.status, action: await fundings.settleFinalHold(open.id) });
+      // The fundings finished since the pass's mark each sweep; every hold ever written once a day
+      // (a repair in SQL may leave updated_at as it was). A pass that found a page's worth leaves its
+      // mark: the next sweep reads on.
+      const fullPassDue = ((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS);
+      const openHoldPasses: Array<{ pass: SweepPass; since?: Date }> = [
+        {
+          pass: 'open-holds',
+          since: readFrom(await marks.through('open-holds'), new Date(now.getTime() - DAY_MS)),
+        },
+        ...(fullPassDue ? [{ pass: 'open-holds-full' as const }] : []),
+      ];
+      for (const { pass, since } of openHoldPasses) {
+        const open = await fundings.listFinalWithOpenHold({ limit, ...(since ? { since } : {}) });
+        for (const { id, status } of open) {
+          stopIfCancelled();
+          tally.holdSettled({ fundingId: id, status, action: await fundings.settleFinalHold(id) });
+        }
+        if (open.length < limit) await marks.advance(pass, now);
       }
       // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
       // after the batch was stored or approved) or that closed is started again. The runner only

@@ -9,6 +9,11 @@ import { MAX_RETRY_AFTER_MS, retryDelayOf, type WalletError } from '../wallet/in
 /** The ApplicationFailure type of a wallet call worth trying again. */
 export const walletTransientType = 'WalletTransient';
 
+/** A failure walletRetry made: the wallet could not answer now (a 429, a 5xx, no answer). */
+export function isWalletTransient(error: unknown): boolean {
+  return error instanceof ApplicationFailure && error.type === walletTransientType;
+}
+
 export function walletRetry(
   error: WalletError,
   message = `${error.operation} ${error.outcome}: ${error.code} (${error.requestReferenceNo})`,

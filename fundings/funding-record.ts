@@ -546,13 +546,27 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       return inserted === 1;
     },
 
-    /** Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. */
-    listFinalWithOpenHold: (limit: number) =>
-      database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
-        SELECT f.id::text AS id, f.status::text AS status FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
-        WHERE h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
-          AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
-        ORDER BY h.id LIMIT ${limit}`,
+    /**
+     * Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. With
+     * `since`, only those updated since then, by (status, updated_at): what finished lately, whatever the history;
+     * without, every hold ever written (the sweep's pass of once a day).
+     */
+    listFinalWithOpenHold: ({ since, limit }: { since?: Date; limit: number }) =>
+      since
+        ? database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
+            SELECT f.id::text AS id, f.status::text AS status FROM funding f
+            WHERE f.status IN (${finalStatusLiterals}) AND f.updated_at >= ${since}
+              AND EXISTS (
+                SELECT 1 FROM ledger_transaction h
+                WHERE h.funding_id = f.id AND h.kind = 'HOLD'
+                  AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))
+            ORDER BY f.updated_at, f.id LIMIT ${limit}`
+        : database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
+            SELECT f.id::text AS id, f.status::text AS status
+            FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
+            WHERE h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
+              AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
+            ORDER BY h.id LIMIT ${limit}`,
 
     /** Settles the hold of a final funding by its status, under its row lock; what was done. */
     settleFinalHold: (fundingId: string) =>

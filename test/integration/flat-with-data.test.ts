@@ -124,6 +124,8 @@ describe('flat with data', () => {
       expect((await fundings.finish(treasury.id, { status: 'APPROVED', code: null })).moved).toBe(true);
       await ledger.account(recording.database, 'TREASURY');
       await fundings.listFailedWithTransfer({ since: new Date(Date.now() - 86_400_000), limit: 200 });
+      // The sweep's open holds of the fundings finished since its mark: by (status, updated_at), not every hold ever.
+      await fundings.listFinalWithOpenHold({ since: new Date(Date.now() - 15 * 60_000), limit: 200 });
 
       const planned = await plans(recording.statements);
       expect(planned.length).toBeGreaterThan(10);

@@ -197,10 +197,17 @@ describe('two-phase fundings', () => {
       ledger: { ...ledger, settleFunding: async () => 'none' as const },
     });
     await withoutLedger.finish(funding.id, { status: 'APPROVED', code: null, requestReferenceNo: null, detail: null });
-    expect((await fundings.listFinalWithOpenHold(10_000)).map((row) => row.id)).toContain(funding.id);
+    const open = async (since?: Date) =>
+      (await fundings.listFinalWithOpenHold({ limit: 10_000, ...(since ? { since } : {}) })).map((row) => row.id);
+    const aMinuteAgo = new Date(Date.now() - 60_000);
+    expect(await open()).toContain(funding.id);
+    // Among those finished lately too; not among those finished after it.
+    expect(await open(aMinuteAgo)).toContain(funding.id);
+    expect(await open(new Date(Date.now() + 60_000))).not.toContain(funding.id);
     expect(await fundings.settleFinalHold(funding.id)).toBe('posted');
     expect(await fundings.settleFinalHold(funding.id)).toBe('none');
-    expect((await fundings.listFinalWithOpenHold(10_000)).map((row) => row.id)).not.toContain(funding.id);
+    expect(await open()).not.toContain(funding.id);
+    expect(await open(aMinuteAgo)).not.toContain(funding.id);
     expect(await account(`USER:${user}`)).toMatchObject({ balance: { value: '30.00' }, held: { value: '0.00' } });
   });
 });

@@ -329,6 +329,56 @@ describe('the sweep', () => {
   });
 });
 
+describe('the sweep’s FAILED re-checks', () => {
+  /** The retrieves of a transfer the sweep made, answered or not, from the wallet call audit. */
+  const retrievesOf = (transferId: string, outcome?: string) =>
+    stack.database.walletCall.count({
+      where: { operation: 'transfers.retrieve', path: { endsWith: `/${transferId}` }, ...(outcome ? { outcome } : {}) },
+    });
+  /** A FAILED funding whose transfer was created and never executed, finished `ago` ms before now. */
+  async function failedWithTransfer(ago: number) {
+    const { code } = await codeOfNewUser();
+    const created = await stack.wallet.createTransfer({
+      recipient: { type: 'CODE', value: code },
+      amount: { currency: 'PHP', value: '12.00' },
+    });
+    const id = await insertFunding({ status: 'FAILED', code, transferId: created.data.transferId });
+    await stack.database
+      .$executeRaw`UPDATE funding SET updated_at = now() - ${ago} * interval '1 millisecond' WHERE id = ${id}::uuid`;
+    return created.data.transferId;
+  }
+
+  it('asks the wallet about a FAILED funding in the sweeps after it failed, not in every sweep of its day', async () => {
+    // From a sweep that has not run before (its passes' marks gone).
+    await stack.database.sweepMark.deleteMany();
+    const transferId = await failedWithTransfer(30 * 60_000);
+    await sweep();
+    expect(await retrievesOf(transferId)).toBe(1);
+    // Before: every sweep of the 24 hours after it failed asked again (288 a day, each FAILED funding of the day).
+    await sweep();
+    await sweep();
+    expect(await retrievesOf(transferId)).toBe(1);
+  });
+
+  it('one the wallet cannot answer now (429) is asked again next sweep, and the sweep goes on with the rest', async () => {
+    const transferId = await failedWithTransfer(0);
+    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 1 }]);
+    let report: SweepReport;
+    try {
+      // Before: the 429 failed the sweep's attempt, which began again from its first candidate, and the passes after
+      // this one (payments, holds, batches, lanes) never ran.
+      report = await sweep();
+    } finally {
+      await stack.admin.setFaults([]);
+    }
+    expect(report).toMatchObject({ checked: expect.any(Number) });
+    expect(await retrievesOf(transferId, 'ok')).toBe(0);
+    expect(await retrievesOf(transferId)).toBeGreaterThan(0);
+    await sweep();
+    expect(await retrievesOf(transferId, 'ok')).toBe(1);
+  }, 60_000);
+});
+
 describe('the sweep’s clock', () => {
   it('is the database’s: a worker whose clock runs two hours ahead leaves a funding whose owner was just seen alone', async () => {
     const executed = await codeOfNewUser();
