@@ -100,7 +100,11 @@ const routes = {
     tag: 'console',
     summary: 'Start an OpenID Connect sign-in: to the identity provider',
     access: { consoleScope: null },
-    responses: { '303': redirectAnswer('to the identity provider') },
+    responses: {
+      '303': redirectAnswer('to the identity provider'),
+      '429': htmlAnswer('too many sign-ins started from this address (Retry-After)'),
+      '503': htmlAnswer('the identity provider could not be reached (Retry-After)'),
+    },
   }),
   providerCallback: defineRoute({
     method: 'get',
@@ -177,6 +181,8 @@ export function providerUnavailable(error: unknown): boolean {
 
 /** The OAuth error codes by which a provider says it is down, not that it refuses the sign-in. */
 const providerDownCodes = new Set(['temporarily_unavailable', 'server_error']);
+/** When a person is told to try again while the identity provider cannot be reached, or says it is down. */
+const PROVIDER_DOWN_RETRY_AFTER_SECONDS = 30;
 
 /** The signed-out cookie's value (what it says is that it is there). */
 const SIGNED_OUT = 'signed-out-ask-again';
@@ -425,6 +431,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       configuration = await provider();
     } catch (error) {
       deps.logger.error({ err: (error as Error).message }, 'console: the identity provider could not be reached');
+      res.setHeader('Retry-After', String(PROVIDER_DOWN_RETRY_AFTER_SECONDS));
       signInPage(req, res, 503, 'The identity provider cannot be reached just now. Try again in a minute.');
       return;
     }
@@ -532,7 +539,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       // address (an office behind one would be held back for the provider's outage).
       if (providerUnavailable(error)) {
         deps.logger.error({ err: (error as Error).message }, 'console: the identity provider could not be reached');
-        res.setHeader('Retry-After', '30');
+        res.setHeader('Retry-After', String(PROVIDER_DOWN_RETRY_AFTER_SECONDS));
         signInPage(req, res, 503, 'The identity provider cannot be reached just now. Sign in again in a minute.');
         return;
       }

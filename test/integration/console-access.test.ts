@@ -15,6 +15,7 @@ import { CONSOLE_SIGN_IN_STARTS_PER_MINUTE } from '../../api/app.ts';
 import { MAX_STREAMS_PER_PERSON, MAX_STREAMS_PER_SESSION } from '../../api/console/live-region.ts';
 import { ANONYMOUS_AUDIT_PER_CLIENT_PER_MINUTE } from '../../audit/ops-actions.ts';
 import { expressPath } from '../../api/http/route-registration.ts';
+import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { startPartnerApi, type PartnerApi } from '../support/partner-api.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -1319,6 +1320,38 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
       });
       await person.arrayBuffer();
       expect(person.status).toBe(404);
+    }
+  });
+
+  it('answers a start whose identity provider cannot be reached 503 with Retry-After', async () => {
+    const unreachable = await startPartnerApi({
+      ...anotherProcess(),
+      hardening: { now, sqlClock: now, attemptCountScope },
+      console: {
+        // Nothing listens on port 1: the provider's discovery is refused.
+        oidc: {
+          issuer: 'http://127.0.0.1:1/',
+          clientId: 'walletflow-console',
+          clientSecret: randomBytes(16).toString('hex'),
+          roles: parseConsoleRoles(['walletflow-readers=read']),
+          groupsClaim: 'groups',
+        },
+        idleMinutes: 15,
+        sessionHours: 8,
+        temporalUiUrl: undefined,
+      },
+    });
+    try {
+      const start = await fetch(`${unreachable.apiBase}/console/sign-in/oidc`, {
+        redirect: 'manual',
+        headers: { ...from('203.0.113.81'), 'sec-fetch-dest': 'document', 'sec-fetch-mode': 'navigate' },
+      });
+      // Before: 503 "try again in a minute" without Retry-After.
+      expect(start.status).toBe(503);
+      expect(Number(start.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await start.text()).toContain('The identity provider cannot be reached just now.');
+    } finally {
+      await unreachable.close();
     }
   });
 
