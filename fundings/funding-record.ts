@@ -160,6 +160,16 @@ export interface FundingCarrier {
 }
 
 /** The claim's SET of who carries the funding: the carrier's run, or left as it is. */
+/**
+ * A batch item a chunk claimed without recording itself as its carrier (carried_by): the previous release's chunk
+ * (360981c), which never stamps owner_seen_at, still running on an old worker during the upgrade (the migration set
+ * owner_seen_at to the row's updated_at, the batch's store for its items: hours ago). Its every move stamps updated_at,
+ * so it is idle only once that too is older than `idleSince`; today's chunks record their carrier and beat through
+ * owner_seen_at.
+ */
+const previousReleaseChunkIdle = (idleSince: Date) =>
+  Prisma.sql`AND (batch_id IS NULL OR carried_by IS NOT NULL OR updated_at < ${idleSince})`;
+
 export const carriedBySet = (carrier: FundingCarrier | undefined) =>
   carrier
     ? Prisma.sql`carried_by = ${carrier.workflowId}, carried_by_run_id = ${carrier.runId}, carried_by_chunk = ${carrier.chunk ?? null}`
@@ -436,7 +446,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
       const rows = await database.$queryRaw<Array<{ id: string }>>`
         SELECT id FROM funding
         WHERE status IN (${sweepCandidateStatuses}) AND (status <> 'PENDING' OR batch_id IS NULL)
-          AND owner_seen_at < ${idleSince} ${fromCursor}
+          AND owner_seen_at < ${idleSince} ${previousReleaseChunkIdle(idleSince)} ${fromCursor}
         ORDER BY created_at, id LIMIT ${limit}`;
       return byIdsInOrder(rows.map((row) => row.id));
     },
@@ -588,7 +598,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * when there is no such funding or its owner is alive.
      */
     claimIdle: (fundingId: string, idleSince: Date): Promise<ClaimedFunding | null> =>
-      claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince}`),
+      claimWhere(fundingId, Prisma.sql`AND owner_seen_at < ${idleSince} ${previousReleaseChunkIdle(idleSince)}`),
 
     /**
      * A batch chunk's beat for the items it runs (activities/batch.ts): their owner is alive, so

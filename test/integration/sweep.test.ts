@@ -14,6 +14,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts';
 import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
+import { batchRecordsOn } from '../support/batch-records.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { stackActivities } from '../support/stack-activities.ts';
@@ -377,6 +378,56 @@ describe('the sweep’s FAILED re-checks', () => {
     await sweep();
     expect(await retrievesOf(transferId, 'ok')).toBe(1);
   }, 60_000);
+});
+
+describe('the sweep during the upgrade from the previous release', () => {
+  it('leaves alone a batch item a previous-release chunk claimed and is working on, and repairs it once that too is idle', async () => {
+    // A batch of one item, stored two hours ago (no runner: the sweep's own checks of the item are what is tested).
+    const { credit, insertBatch } = batchRecordsOn(stack.database);
+    const partnerUserId = `upgrade-${randomUUID()}`;
+    await credit(partnerUserId, 100_000n);
+    const batchId = randomUUID();
+    const { code } = await codeOfNewUser();
+    const reference = 'item-1';
+    const idempotencyKey = `batch:${batchId}:${reference}`;
+    const itemId = randomUUID();
+    await insertBatch(
+      batchId,
+      partnerUserId,
+      [
+        {
+          id: itemId,
+          idempotencyKey,
+          workflowId: `funding-${idempotencyKey}`,
+          reference,
+          recipient: { type: 'CODE', code },
+          amount: 12_000n,
+        },
+      ],
+      null,
+    );
+    // The previous release's chunk claimed it a moment ago, as its claim wrote it (360981c: status and updated_at, no
+    // carrier, no owner_seen_at), on a row whose owner_seen_at the migration set to its store two hours before.
+    await stack.database.$executeRaw`
+      UPDATE funding SET status = 'CREATING', owner_fence = owner_fence + 1, updated_at = now(),
+        owner_seen_at = now() - interval '2 hours', created_at = now() - interval '2 hours'
+      WHERE id = ${itemId}::uuid`;
+    const fence = async () =>
+      (await stack.database.funding.findUniqueOrThrow({ where: { id: itemId }, select: { ownerFence: true } }))
+        .ownerFence;
+    const claimedBy = await fence();
+    const working = await sweep();
+    // Before: claimed (its fence raised under the old chunk) and its own workflow started beside the chunk.
+    expect(working.items.find((item) => item.fundingId === itemId)).toBeUndefined();
+    expect(await fence()).toBe(claimedBy);
+    expect((await stack.database.funding.findUniqueOrThrow({ where: { id: itemId } })).status).toBe('CREATING');
+    // The old worker stopped mid-chunk: nothing moved for longer than the sweep waits, and it is repaired.
+    await stack.database
+      .$executeRaw`UPDATE funding SET updated_at = now() - interval '1 hour' WHERE id = ${itemId}::uuid`;
+    const idle = await sweep();
+    expect(idle.items.find((item) => item.fundingId === itemId)?.action).toBe('workflow-started');
+    expect(await fence()).toBeGreaterThan(claimedBy);
+  });
 });
 
 describe('the sweep’s clock', () => {
