@@ -4,9 +4,9 @@
 // final state when it has one; recent FAILED fundings with a transfer are checked once more
 // (contract-decisions section 11: no FAILED after money may have moved). Every repair goes through
 // the records (fundings/, payments/) with its event.
-import { CancelledFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { fundingReviewStatus } from '../domain/funding.ts';
+import { fundingReviewStatus, type FundingStatus } from '../domain/funding.ts';
 import type { WalletCallEvidence } from '../domain/review.ts';
 import type { FundingRecord } from '../fundings/funding-record.ts';
 import type { BatchRecord } from '../fundings/batch-record.ts';
@@ -26,8 +26,8 @@ import {
 import { startPayWallet } from '../workflows/pay-wallet.contract.ts';
 import { startFundBatch } from '../workflows/fund-batch.contract.ts';
 import { LANE_COUNT, laneWorkflowId, startFundLane } from '../workflows/fund-lane.contract.ts';
-import { readFrom, type SweepMarks, type SweepPass } from '../fundings/sweep-marks.ts';
-import { isWalletTransient, walletRetry } from './wallet-retry.ts';
+import { readFrom, type SweepMarks } from '../fundings/sweep-marks.ts';
+import { isRateLimited, isWalletTransient, walletRetry } from './wallet-retry.ts';
 import {
   MAX_SWEEP_LISTED,
   type SweepActivities,
@@ -71,6 +71,18 @@ export interface SweepDependencies {
 const RECONCILIATION = 'reconciliation';
 const DAY_SECONDS = 86_400;
 const DAY_MS = DAY_SECONDS * 1000;
+/** How long the sweep waits for a review's workflow to take a resolution (the API waits RESOLVE_DEADLINE_MS). */
+const SWEEP_RESOLVE_DEADLINE_MS = 3000;
+/** Ledger transactions read per range by the daily pass over every hold (a heartbeat between ranges). */
+const OPEN_HOLD_RANGE = 50_000n;
+/** A FAILED funding left unasked in this pass, the wallet having said to slow down. */
+const leftUnasked = new Error('left unasked: the wallet asked to slow down');
+
+/** What one sweep learned that changes how it goes on. */
+interface SweepPassState {
+  /** A resolution timed out: the runs of reviews are not being taken up (no worker for their build). */
+  resolveTimedOut: boolean;
+}
 /**
  * A lane's run whose workflow task is on this attempt or later has failed it again and again: it is not working
  * (laneIsWorking). One failed attempt is a worker lost mid-task, which the next worker's attempt gets past.
@@ -134,7 +146,11 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     outcome: 'APPROVED' | 'DECLINED',
     declineCode: string | null,
     requestReferenceNo: string,
+    pass: SweepPassState,
   ): Promise<boolean> {
+    // A run no worker takes up answers only at the deadline: after one, this sweep leaves the other reviews to the next
+    // (30 of them waiting out 10 s each outlived the sweep's attempt, and nothing after them ran).
+    if (pass.resolveTimedOut) return false;
     const input: ResolveFundingUpdateInput = {
       outcome,
       note: `the wallet shows the transfer ${outcome}`,
@@ -142,10 +158,18 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       code: outcome === 'DECLINED' ? (declineCode ?? 'DECLINED') : null,
       requestReferenceNo,
     };
-    const result = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
-      stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
-      resolveWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
-    });
+    const result = await resolveReview(
+      deps.temporal,
+      funding.workflowId,
+      resolveFundingUpdate,
+      [input],
+      {
+        stillWaiting: async () => (await fundings.find(funding.id))?.status === fundingReviewStatus,
+        resolveWithoutWorkflow: async () => (await fundings.resolve(funding.id, input)).moved,
+      },
+      SWEEP_RESOLVE_DEADLINE_MS,
+    );
+    if (result.kind === 'workflow-unavailable' && result.refusal.reason === 'timed-out') pass.resolveTimedOut = true;
     if (result.kind === 'workflow-unavailable')
       logger.warn(
         { fundingId: funding.id, reason: result.refusal.reason },
@@ -154,7 +178,12 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     return result.kind === 'resolved';
   }
 
-  async function sweepFunding(funding: Funding, idleSince: Date, tally: SweepTally): Promise<void> {
+  async function sweepFunding(
+    funding: Funding,
+    idleSince: Date,
+    tally: SweepTally,
+    pass: SweepPassState,
+  ): Promise<void> {
     const note = (action: RepairAction, detail: string, repaired: boolean) =>
       tally.funding({ fundingId: funding.id, status: funding.status, action, detail }, repaired);
     let fence: number | undefined = undefined;
@@ -180,7 +209,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // A queued execute may have landed since: the wallet's final word resolves the review.
       const read = funding.transferId ? await readTransfer(funding.transferId) : null;
       if (read?.kind === 'read' && (read.status === 'APPROVED' || read.status === 'DECLINED')) {
-        if (await resolveFromWallet(funding, read.status, read.declineCode, read.requestReferenceNo)) {
+        if (await resolveFromWallet(funding, read.status, read.declineCode, read.requestReferenceNo, pass)) {
           note('resolved-from-wallet', `the wallet says ${read.status}`, true);
           return;
         }
@@ -391,40 +420,48 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // Counts of everything, lists of the first few: the report is one Temporal payload (sweep-tally.ts).
       const tally = createSweepTally({ logger, metrics: deps.metrics });
       const { report } = tally;
+      const pass: SweepPassState = { resolveTimedOut: false };
       for (const candidates of [fundings.listUnfinished, fundings.listStrayBatchItems]) {
         for await (const funding of everyRow((after) =>
           candidates({ idleSince: before, limit, ...(after ? { after } : {}) }),
         )) {
           stopIfCancelled();
           report.checked += 1;
-          await sweepFunding(funding, before, tally);
+          await sweepFunding(funding, before, tally, pass);
           heartbeat();
         }
       }
-      // FAILED fundings that had a transfer, each asked of the wallet again in the few sweeps after it failed (from the
-      // pass's mark, fundings/sweep-marks.ts), not in every sweep of a day. One the wallet cannot answer now (a 429, a
-      // 5xx) is asked again next sweep, the mark left where it was; the sweep goes on with the rest and its repairs.
+      // FAILED fundings that had a transfer, each asked of the wallet again in the sweeps of the hour after it failed
+      // (from the pass's mark, fundings/sweep-marks.ts), not in every sweep of a day. One the wallet cannot answer now
+      // (a 5xx, no answer) is asked again next sweep; after a 429 the wallet is asked nothing more in this pass. The
+      // mark moves only up to the first funding left unasked, and the sweep goes on with its other repairs.
       const failedSince = readFrom(
         await marks.through('failed-recheck'),
         new Date(now.getTime() - (input.recheckFailedSeconds ?? DAY_SECONDS) * 1000),
       );
-      let recheckDeferred = 0;
+      let unasked = null as { count: number; oldest: Date } | null;
+      let rateLimited = false;
       for await (const funding of everyRow((after) =>
         fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
       )) {
         stopIfCancelled();
         try {
+          if (rateLimited) throw leftUnasked;
           if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
         } catch (error) {
-          if (!isWalletTransient(error)) throw error;
-          recheckDeferred += 1;
+          if (error !== leftUnasked && !isWalletTransient(error)) throw error;
+          if (error instanceof ApplicationFailure && isRateLimited(error)) rateLimited = true;
+          unasked = {
+            count: (unasked?.count ?? 0) + 1,
+            oldest: unasked && unasked.oldest < funding.updatedAt ? unasked.oldest : funding.updatedAt,
+          };
         }
         heartbeat();
       }
-      if (recheckDeferred === 0) await marks.advance('failed-recheck', now);
-      else
+      await marks.advance('failed-recheck', unasked && unasked.oldest < now ? unasked.oldest : now);
+      if (unasked)
         logger.warn(
-          { deferred: recheckDeferred },
+          { unasked: unasked.count, rateLimited },
           'FAILED fundings the wallet could not be asked about now: asked again next sweep',
         );
       for await (const payment of everyRow((after) =>
@@ -438,23 +475,28 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
       // The ledger's side: a final funding's hold is settled in the same transaction as its final
       // state, so an open one is a crash or a hand-made repair; settle it by the funding's status.
       // The fundings finished since the pass's mark each sweep; every hold ever written once a day
-      // (a repair in SQL may leave updated_at as it was). A pass that found a page's worth leaves its
-      // mark: the next sweep reads on.
-      const fullPassDue = ((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS);
-      const openHoldPasses: Array<{ pass: SweepPass; since?: Date }> = [
-        {
-          pass: 'open-holds',
-          since: readFrom(await marks.through('open-holds'), new Date(now.getTime() - DAY_MS)),
-        },
-        ...(fullPassDue ? [{ pass: 'open-holds-full' as const }] : []),
-      ];
-      for (const { pass, since } of openHoldPasses) {
-        const open = await fundings.listFinalWithOpenHold({ limit, ...(since ? { since } : {}) });
+      // (a repair in SQL may leave updated_at as it was), a range of holds at a time. A read that
+      // found a page's worth leaves its mark: the next sweep reads on.
+      const settleOpen = async (open: Array<{ id: string; status: FundingStatus }>) => {
         for (const { id, status } of open) {
           stopIfCancelled();
           tally.holdSettled({ fundingId: id, status, action: await fundings.settleFinalHold(id) });
         }
-        if (open.length < limit) await marks.advance(pass, now);
+        heartbeat();
+        return open.length < limit;
+      };
+      const openSince = readFrom(await marks.through('open-holds'), new Date(now.getTime() - DAY_MS));
+      if (await settleOpen(await fundings.listFinalWithOpenHold({ since: openSince, limit })))
+        await marks.advance('open-holds', now);
+      if (((await marks.through('open-holds-full')) ?? new Date(0)) <= new Date(now.getTime() - DAY_MS)) {
+        const last = await fundings.lastLedgerTransactionId();
+        let whole = true;
+        for (let after = 0n; after < last; after += OPEN_HOLD_RANGE) {
+          const through = after + OPEN_HOLD_RANGE;
+          whole =
+            (await settleOpen(await fundings.listFinalWithOpenHold({ holdIds: { after, through }, limit }))) && whole;
+        }
+        if (whole) await marks.advance('open-holds-full', now);
       }
       // Batches: a RUNNING or PAUSED batch has a runner; one that never started (the start failed
       // after the batch was stored or approved) or that closed is started again. The runner only

@@ -558,25 +558,34 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /**
      * Final fundings whose hold is still open (a crash between the two, or a hand-made repair): the sweep's work. With
-     * `since`, only those updated since then, by (status, updated_at): what finished lately, whatever the history;
-     * without, every hold ever written (the sweep's pass of once a day).
+     * `since`, those updated since then, by (status, updated_at): what finished lately, whatever the history; with
+     * `holdIds`, those whose hold's id is in the range (the sweep's pass over every hold ever written, once a day, a
+     * range at a time).
      */
-    listFinalWithOpenHold: ({ since, limit }: { since?: Date; limit: number }) =>
-      since
+    listFinalWithOpenHold: (
+      read: ({ since: Date } | { holdIds: { after: bigint; through: bigint } }) & { limit: number },
+    ) =>
+      'since' in read
         ? database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
             SELECT f.id::text AS id, f.status::text AS status FROM funding f
-            WHERE f.status IN (${finalStatusLiterals}) AND f.updated_at >= ${since}
+            WHERE f.status IN (${finalStatusLiterals}) AND f.updated_at >= ${read.since}
               AND EXISTS (
                 SELECT 1 FROM ledger_transaction h
                 WHERE h.funding_id = f.id AND h.kind = 'HOLD'
                   AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id))
-            ORDER BY f.updated_at, f.id LIMIT ${limit}`
+            ORDER BY f.updated_at, f.id LIMIT ${read.limit}`
         : database.$queryRaw<Array<{ id: string; status: FundingStatus }>>`
             SELECT f.id::text AS id, f.status::text AS status
             FROM ledger_transaction h JOIN funding f ON f.id = h.funding_id
-            WHERE h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
+            WHERE h.id > ${read.holdIds.after} AND h.id <= ${read.holdIds.through}
+              AND h.kind = 'HOLD' AND f.status IN (${finalStatusLiterals})
               AND NOT EXISTS (SELECT 1 FROM ledger_transaction s WHERE s.settles_id = h.id)
-            ORDER BY h.id LIMIT ${limit}`,
+            ORDER BY h.id LIMIT ${read.limit}`,
+
+    /** The last ledger transaction's id: where the sweep's pass over every hold ends. */
+    lastLedgerTransactionId: async (): Promise<bigint> =>
+      (await database.$queryRaw<Array<{ id: bigint | null }>>`SELECT max(id) AS id FROM ledger_transaction`)[0]?.id ??
+      0n,
 
     /** Settles the hold of a final funding by its status, under its row lock; what was done. */
     settleFinalHold: (fundingId: string) =>

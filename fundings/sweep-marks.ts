@@ -1,9 +1,9 @@
 // How far each of the sweep's passes over recently finished fundings has gone (the sweep_mark
-// table, written here alone). A pass reads the fundings finished since its mark, less MARK_MARGIN_MS
-// for a transaction stamped before the mark that committed after it, and moves its mark once it has
-// seen all of them: so each funding is looked at in the few sweeps after it finished, not in every
-// sweep of a day (a day of 100,000 fundings read again every five minutes), and a sweep that did not
-// run for hours (Temporal down, workers stopped) takes up from where the last one stopped.
+// table, written here alone). A pass reads the fundings finished since its mark, less MARK_MARGIN_MS,
+// and moves its mark once it has seen all of them: so each funding is looked at in the sweeps of the
+// hour after it finished, not in every sweep of a day (a day of 100,000 fundings read again every
+// five minutes), and a sweep that did not run for hours (Temporal down, workers stopped) takes up
+// from where the last one stopped, as far back as the pass looks at all (a day).
 import type { Database } from '../lib/database.ts';
 
 /**
@@ -13,8 +13,12 @@ import type { Database } from '../lib/database.ts';
  */
 export type SweepPass = 'failed-recheck' | 'open-holds' | 'open-holds-full';
 
-/** How far before its mark a pass reads again: a funding's updated_at is its transaction's start, not its commit. */
-export const MARK_MARGIN_MS = 10 * 60_000;
+/**
+ * How far before its mark a pass reads again. A funding's updated_at is its transaction's start (raw SQL's now()), not
+ * its commit, or the clock of the host that wrote it (Prisma's @updatedAt), while the mark is the database's: the
+ * margin covers a late commit and a host's clock up to an hour behind the database's.
+ */
+export const MARK_MARGIN_MS = 60 * 60_000;
 
 export interface SweepMarks {
   /** Where the pass has gone through; null before its first complete pass. */

@@ -100,6 +100,9 @@ export async function readWorkload(database: Database): Promise<Workload> {
   };
 }
 
+/** After this many scrape waits a read under way is taken to have hung, and the next scrape reads again. */
+const ABANDON_AFTER_WAITS = 20;
+
 export interface WorkloadGaugeOptions {
   /** How long one read serves scrapes (default 5 s). */
   cacheMs?: number;
@@ -120,31 +123,46 @@ export function registerWorkloadGauges(
   const now = options.now ?? Date.now;
   const cacheMs = options.cacheMs ?? 5000;
   const readTimeoutMs = options.readTimeoutMs ?? 3000;
+  /** A failure told, never thrown on: a scrape answers whatever onError does. */
+  const reportError = (error: unknown) => {
+    try {
+      options.onError?.(error);
+    } catch {
+      // Nothing more to say.
+    }
+  };
   let cached: { at: number; workload: Workload } | undefined;
-  /** The read under way, shared by every gauge and scrape: never a second one beside it. */
-  let reading: Promise<Workload | null> | undefined;
+  /**
+   * The read under way, shared by every gauge and scrape: never a second one beside it, unless it has hung for
+   * ABANDON_AFTER_WAITS waits (a connection gone half-open): then it is given up, and the next scrape reads again.
+   */
+  let reading: { started: number; workload: Promise<Workload | null> } | undefined;
   /** The scrape's wait for the read under way, shared by the gauges of one scrape. */
   let waiting: Promise<Workload | null> | undefined;
   const snapshot = (): Promise<Workload | null> => {
     if (cached && now() - cached.at < cacheMs) return Promise.resolve(cached.workload);
-    const current = (reading ??= read()
-      .then(
-        (workload) => {
-          // Served from when it was read: a read slower than the scrape's wait serves the scrapes after it.
-          cached = { at: now(), workload };
-          return workload;
-        },
-        (error: unknown) => {
-          options.onError?.(error);
-          return null;
-        },
-      )
-      .finally(() => {
-        reading = undefined;
-      }));
+    if (reading && now() - reading.started >= readTimeoutMs * ABANDON_AFTER_WAITS) reading = undefined;
+    const current = (reading ??= {
+      started: now(),
+      workload: read()
+        .then(
+          (workload) => {
+            // Served from when it was read: a read slower than the scrape's wait serves the scrapes after it.
+            cached = { at: now(), workload };
+            return workload;
+          },
+          (error: unknown) => {
+            reportError(error);
+            return null;
+          },
+        )
+        .finally(() => {
+          if (reading?.workload === current) reading = undefined;
+        }),
+    }).workload;
     waiting ??= new Promise<Workload | null>((resolve) => {
       const late = setTimeout(() => {
-        options.onError?.(new Error(`the workload was not read within ${readTimeoutMs} ms: absent from this scrape`));
+        reportError(new Error(`the workload was not read within ${readTimeoutMs} ms: absent from this scrape`));
         resolve(null);
       }, readTimeoutMs);
       void current.then((workload) => {

@@ -8,12 +8,27 @@
 // build): Temporal holds such an update admitted, and the client asks again for ever, so the
 // resolution is given up after RESOLVE_DEADLINE_MS and answered as a time-out (it may still be
 // taken once a worker runs the workflow).
-import { WorkflowNotFoundError, WorkflowUpdateFailedError, type Client } from '@temporalio/client';
+import {
+  WorkflowNotFoundError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+  type Client,
+} from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
+import { RETRY_AFTER_SECONDS, workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
 
-/** How long a resolution waits for its workflow to take the update, retries included. */
-export const RESOLVE_DEADLINE_MS = 10_000;
+/**
+ * How long a resolution waits for its workflow to take the update, retries included. Long enough for Temporal to say
+ * a run's task is failing (FAILED_PRECONDITION comes only once the worker failed the task the update asked for: 10 to
+ * 20 s here), whose answer says more than a time-out's.
+ */
+export const RESOLVE_DEADLINE_MS = 25_000;
+
+const timedOut: WorkflowRefusal = {
+  reason: 'timed-out',
+  retryAfterSeconds: RETRY_AFTER_SECONDS['timed-out'],
+  mayHaveBeenTaken: true,
+};
 
 /** A review's record, as resolving it needs it. */
 export interface WaitingRecord {
@@ -61,7 +76,11 @@ export async function resolveReview<Ret, Args extends [unknown, ...unknown[]]>(
         return (await record.resolveWithoutWorkflow())
           ? { kind: 'resolved', through: 'database' }
           : { kind: 'not-waiting' };
-      const refusal = workflowRefusalOf(error, { update: true });
+      // Past the deadline the worker's native connection answers CANCELLED, not DEADLINE_EXCEEDED: a time-out all
+      // the same.
+      const refusal =
+        workflowRefusalOf(error, { update: true }) ??
+        (error instanceof WorkflowUpdateRPCTimeoutOrCancelledError ? timedOut : null);
       // Refused for now: the record is as it was, unless another writer moved it meanwhile.
       if (refusal)
         return (await record.stillWaiting()) ? { kind: 'workflow-unavailable', refusal } : { kind: 'not-waiting' };

@@ -25,7 +25,11 @@ export interface SweepInput {
   olderThanSeconds: number;
   /** Rows read per page; the sweep pages through every candidate. */
   limit?: number;
-  /** How far back FAILED fundings with a transfer are re-checked against the wallet; absent: 24 h. */
+  /**
+   * How far back FAILED fundings with a transfer are re-checked against the wallet at most (a sweep without a mark, or
+   * whose mark is older); absent: 24 h. Each is asked about in the sweeps of the hour after it failed
+   * (fundings/sweep-marks.ts).
+   */
   recheckFailedSeconds?: number;
 }
 

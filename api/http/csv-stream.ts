@@ -106,17 +106,21 @@ export function createCsvStreams(deps: {
           outcome = await paced.end(pending);
         }
       } catch (error) {
-        outcome = 'failed';
-        if (!started) {
+        const stopped = paced.stoppedBy();
+        // The client went (or stalled) first: that is how it ended, and there is no one to answer.
+        if (stopped !== null) outcome = stopped;
+        else if (!started) {
           // Nothing was sent: the route's error handler answers with a status, and the client can tell.
           paced.release();
-          deps.metrics?.reportStreamEnded(csv.report, outcome);
+          deps.metrics?.reportStreamEnded(csv.report, 'failed');
           throw error;
+        } else {
+          outcome = 'failed';
+          deps.logger.error(
+            { err: error, report: csv.report, rows },
+            'a streamed report broke off: its answer is cut short',
+          );
         }
-        deps.logger.error(
-          { err: error, report: csv.report, rows },
-          'a streamed report broke off: its answer is cut short',
-        );
       }
       if (outcome !== 'completed') {
         // Half a report must not look like a whole one (a stalled client's connection is already let go).

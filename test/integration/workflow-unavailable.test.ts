@@ -9,7 +9,7 @@ import path from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../../api/app.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -18,7 +18,9 @@ import { bundleWorkflows } from '../../lib/workflow-bundle.ts';
 import { findFreePort } from '../../stack/ports.ts';
 import { batchWorkflowId } from '../../workflows/fund-batch.contract.ts';
 import { settlementWorkflowId } from '../../workflows/settle-day.contract.ts';
-import { RESOLVE_DEADLINE_MS } from '../../reviews/resolve-review.ts';
+import { NativeConnection } from '@temporalio/worker';
+import { RESOLVE_DEADLINE_MS, resolveReview } from '../../reviews/resolve-review.ts';
+import { resolveFundingUpdate, startFundWallet } from '../../workflows/fund-wallet.contract.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -120,6 +122,50 @@ describe('a funding in review whose run no worker takes up (workers stopped)', (
     });
     expect(await ledgerKinds(fundingId)).toEqual(['HOLD']);
   }, 60_000);
+});
+
+describe('a resolution through the worker’s own connection (the sweep’s), whose run no worker takes up', () => {
+  it('is a time-out refusal, not an error: past the deadline the native connection answers CANCELLED', async () => {
+    const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+    try {
+      const client = new Client({ connection, namespace: inject('temporalNamespace') });
+      // A run on a task queue nobody polls: an update to it is admitted, never accepted.
+      const workflowId = `no-worker-${randomUUID()}`;
+      await startFundWallet(client, {
+        taskQueue: `nobody-polls-${randomUUID()}`,
+        workflowId,
+        fundingId: randomUUID(),
+        status: 'NEEDS_REVIEW',
+        recipientType: 'CODE',
+        reusePolicy: 'reject-duplicate',
+      });
+      try {
+        let waitingChecks = 0;
+        const result = await resolveReview(
+          client,
+          workflowId,
+          resolveFundingUpdate,
+          [{ outcome: 'FAILED', note: 'a test', resolvedBy: 'test', code: null, requestReferenceNo: null }],
+          {
+            stillWaiting: async () => {
+              waitingChecks += 1;
+              return true;
+            },
+            resolveWithoutWorkflow: async () => true,
+          },
+          500,
+        );
+        // Before: WorkflowUpdateRPCTimeoutOrCancelledError thrown (its cause CANCELLED, which no refusal maps), and the
+        // sweep's attempt failed with it.
+        expect(result).toMatchObject({ kind: 'workflow-unavailable', refusal: { reason: 'timed-out' } });
+        expect(waitingChecks).toBe(1);
+      } finally {
+        await client.workflow.getHandle(workflowId).terminate();
+      }
+    } finally {
+      await connection.close();
+    }
+  });
 });
 
 describe('a funding in review whose workflow task is failing (a build that cannot run its run)', () => {

@@ -85,13 +85,14 @@ describe('the workload gauges', () => {
 
   it('a read slower than the bound: the scrape answers without them, one read at a time, its values once it is done', async () => {
     let finish: (workload: Workload) => void = () => undefined;
-    const gauges = setup(() => new Promise<Workload>((resolve) => (finish = resolve)), { readTimeoutMs: 50 });
+    const gauges = setup(() => new Promise<Workload>((resolve) => (finish = resolve)), { readTimeoutMs: 300 });
     // Before: the scrape waited as long as the read (a database stuck behind a lock held /metrics, and with it every
     // other metric of the process), and each scrape past the cache window started one more read beside it.
     const first = await gauges.scrape();
     expect(sampleValue(first, 'walletflow_fundings_in_review', {})).toBeUndefined();
     expect(first).toContain('# TYPE walletflow_http_request_duration_seconds histogram');
-    gauges.advance(10_000);
+    // Past the cache window (5 s), short of giving the read up (twenty waits).
+    gauges.advance(5_000);
     const second = await gauges.scrape();
     expect(sampleValue(second, 'walletflow_fundings_in_review', {})).toBeUndefined();
     expect(gauges.reads()).toBe(1);
@@ -100,5 +101,33 @@ describe('the workload gauges', () => {
     await new Promise((resolve) => setImmediate(resolve));
     expect(sampleValue(await gauges.scrape(), 'walletflow_fundings_in_review', {})).toBe(2);
     expect(gauges.reads()).toBe(1);
+  });
+
+  it('a read that never ends is given up after twenty waits: the next scrape reads again, and an onError that throws stops nothing', async () => {
+    let reads = 0;
+    const metrics = createMetrics();
+    registerWorkloadGauges(
+      metrics.registry,
+      () => {
+        reads += 1;
+        // The first read hangs for good (a connection gone half-open); the second answers.
+        return reads === 1 ? new Promise<Workload>(() => undefined) : Promise.resolve(workload);
+      },
+      {
+        readTimeoutMs: 20,
+        now: () => clock,
+        onError: () => {
+          throw new Error('a logger that fails');
+        },
+      },
+    );
+    let clock = start;
+    expect(sampleValue(await metrics.registry.metrics(), 'walletflow_fundings_in_review', {})).toBeUndefined();
+    clock += 19 * 20;
+    await metrics.registry.metrics();
+    expect(reads).toBe(1);
+    clock += 20;
+    expect(sampleValue(await metrics.registry.metrics(), 'walletflow_fundings_in_review', {})).toBe(2);
+    expect(reads).toBe(2);
   });
 });

@@ -1,0 +1,71 @@
+// The one writer of streamed CSVs (api/http/csv-stream.ts) over real HTTP, where its client and its
+// source fail: a source that fails before anything was sent is the route's to answer (send
+// rejects, nothing of the answer set), unless the client has gone already (nothing to answer).
+import { once } from 'node:events';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express from 'express';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createCsvStreams } from '../../api/http/csv-stream.ts';
+import { createLogger } from '../../lib/logger.ts';
+
+let server: http.Server | undefined;
+afterEach(async () => {
+  server?.closeAllConnections();
+  await new Promise((resolve) => server?.close(resolve) ?? resolve(undefined));
+  server = undefined;
+});
+
+/** Rows whose first read fails once `before` has happened. */
+const failingFirstRead = (before: Promise<unknown>): AsyncIterable<string[]> => ({
+  [Symbol.asyncIterator]: () => ({
+    next: async () => {
+      await before;
+      throw new Error('the first page could not be read');
+    },
+  }),
+});
+
+/** A server whose one route streams `rows` through csvStreams; what send did, once it is done. */
+async function serve(rows: (clientGone: Promise<unknown>) => AsyncIterable<string[]>) {
+  const streams = createCsvStreams({ logger: createLogger({ level: 'silent' }) });
+  const app = express();
+  let settled: Promise<{ outcome?: string; error?: unknown }> = new Promise(() => undefined);
+  app.get('/report', (req, res) => {
+    const clientGone = once(res, 'close');
+    settled = streams.send(res, { report: 'test', header: ['a'], rows: rows(clientGone) }, {}).then(
+      (result) => ({ outcome: result.outcome }),
+      (error: unknown) => {
+        if (!res.headersSent) res.status(503).json({ code: 'OVERLOADED' });
+        return { error };
+      },
+    );
+  });
+  server = app.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/report`, settled: () => settled };
+}
+
+describe('a streamed CSV whose source fails before its first bytes', () => {
+  it('is the route’s to answer with a status while its client waits', async () => {
+    const { url, settled } = await serve(() => failingFirstRead(Promise.resolve()));
+    const response = await fetch(url);
+    expect(response.status).toBe(503);
+    expect(await response.json()).toEqual({ code: 'OVERLOADED' });
+    expect(await settled()).toMatchObject({ error: expect.any(Error) });
+  });
+
+  it('once its client has gone, ends as disconnected: nothing to answer, nothing thrown', async () => {
+    const { url, settled } = await serve((clientGone) => failingFirstRead(clientGone));
+    const request = http.get(url);
+    request.on('error', () => undefined);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    request.destroy();
+    // Before: thrown to the route's error handler, which wrote onto a destroyed answer and logged a 500.
+    await expect
+      .poll(async () => settled().then((done) => done), { timeout: 5000 })
+      .toEqual({
+        outcome: 'disconnected',
+      });
+  });
+});
