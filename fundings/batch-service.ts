@@ -26,6 +26,7 @@ import { keysetRows } from '../lib/keyset-rows.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { UploadBudget } from '../lib/upload-budget.ts';
 import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
+import { readBackDone } from '../lib/admission.ts';
 import { InsufficientFundsError } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
 import { batchStateChangedSignal, batchWorkflowId, startFundBatch } from '../workflows/fund-batch.contract.ts';
@@ -399,7 +400,11 @@ export function createBatchService(deps: BatchServiceDependencies) {
         return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       // The approval is stored whatever Temporal says; a runner it cannot start now is the sweep's to start.
       const refusal = await startRunner(batchId);
-      return { kind: 'moved', batch: (await viewOf(batchId))!, ...(refusal ? { runnerNotStarted: refusal } : {}) };
+      return {
+        kind: 'moved',
+        batch: (await readBackDone('the batch was approved', () => viewOf(batchId)))!,
+        ...(refusal ? { runnerNotStarted: refusal } : {}),
+      };
     },
 
     /** Rejected before it ran: no item starts, every hold is released. */
@@ -407,7 +412,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       if (!(await record.find(batchId))) return { kind: 'not-found' };
       if (!(await record.move(batchId, 'REJECTED', { field: 'rejectedBy', name: actor })))
         return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
-      return { kind: 'moved', batch: (await viewOf(batchId))! };
+      return { kind: 'moved', batch: (await readBackDone('the batch was rejected', () => viewOf(batchId)))! };
     },
 
     async pause(batchId: string, actor: string): Promise<MoveBatchResult> {
@@ -425,7 +430,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       if (!(await record.move(batchId, 'CANCELLED', { field: 'cancelledBy', name: actor })))
         return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await tellRunner(batchId);
-      return { kind: 'moved', batch: (await viewOf(batchId))! };
+      return { kind: 'moved', batch: (await readBackDone('the batch was cancelled', () => viewOf(batchId)))! };
     },
 
     async moveAndTell(
@@ -438,7 +443,8 @@ export function createBatchService(deps: BatchServiceDependencies) {
       if (!(await record.move(batchId, to, by, only)))
         return { kind: 'wrong-state', state: (await record.find(batchId))!.state };
       await tellRunner(batchId);
-      return { kind: 'moved', batch: (await viewOf(batchId))! };
+      const done = `the batch was ${to === 'PAUSED' ? 'paused' : 'resumed'}`;
+      return { kind: 'moved', batch: (await readBackDone(done, () => viewOf(batchId)))! };
     },
 
     /** Batches newest first; the cursor is the last batch's id. */

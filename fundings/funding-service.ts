@@ -33,6 +33,7 @@ import type { FundingPaths } from './funding-paths.ts';
 import { LANE_COUNT } from '../workflows/fund-lane.contract.ts';
 import { fundingView } from './funding-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
+import { readBackDone } from '../lib/admission.ts';
 import {
   fundingCancelledSignal,
   fundingWorkflowId,
@@ -290,7 +291,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         .catch((error: Error) =>
           deps.logger.warn({ fundingId: funding.id, err: error.message }, 'could not nudge the workflow after cancel'),
         );
-      return { kind: 'cancelled', funding: (await view(funding.id))! };
+      return { kind: 'cancelled', funding: (await readBackDone('the funding was cancelled', () => view(funding.id)))! };
     },
 
     /**
@@ -317,8 +318,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
         );
         return { kind: 'workflow-unavailable', refusal: result.refusal };
       }
-      const resolved = (await view(fundingId))!;
-      if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: resolved.status };
+      if (result.kind === 'not-waiting') return { kind: 'not-in-review', status: (await view(fundingId))!.status };
+      const resolved = (await readBackDone(`the funding was resolved ${request.outcome}`, () => view(fundingId)))!;
       deps.logger.info(
         { fundingId, outcome: request.outcome, resolvedBy, through: result.through },
         'funding resolved',

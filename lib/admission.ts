@@ -236,11 +236,38 @@ function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean
   );
 }
 
+/**
+ * A request's act committed, and reading back what it left was then refused for load: it is known to be done, and the
+ * answer says so (never "not known, send it again", which a repeat of a cancel or a resolve answers 409).
+ */
+export class DoneButUnread extends Error {
+  override readonly name = 'DoneButUnread';
+  constructor(
+    /** What was done, in words for the client: `the funding was cancelled`. */
+    readonly done: string,
+    override readonly cause: unknown,
+  ) {
+    super(`${done}; reading it back was refused under load`);
+  }
+}
+
+/** Reads back what a committed act left (`done`, in words); a refusal for load then says the act was done. */
+export async function readBackDone<T>(done: string, read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (overloadOf(error)) throw new DoneButUnread(done, error);
+    throw error;
+  }
+}
+
 /** A request the database could not take now: when to come back, why, and words for the client when they differ. */
 export interface Overload {
   retryAfterSeconds: number;
   reason: string;
   detail?: string;
+  /** What the request did before the refusal (DoneButUnread), in words: done, only not read back. */
+  done?: string;
   /**
    * PostgreSQL (or its pooler, or the pool's wait) refused a connection: that statement never ran, but one before it in
    * the same request may have committed; and it may be an outage rather than a burst (a worker keeps its own backoff).
@@ -257,6 +284,17 @@ export interface Overload {
  * (A connection lost in the middle of a statement is not here: what that statement did is not known.)
  */
 export function overloadOf(error: unknown): Overload | null {
+  if (error instanceof DoneButUnread) {
+    const busy = overloadOf(error.cause);
+    return busy
+      ? {
+          retryAfterSeconds: busy.retryAfterSeconds,
+          reason: `done-unread:${busy.reason}`,
+          done: error.done,
+          detail: `${error.done}, but it could not be read back under load: read it after Retry-After; do not send this request again`,
+        }
+      : null;
+  }
   if (error instanceof Overloaded)
     return {
       retryAfterSeconds: error.retryAfterSeconds,

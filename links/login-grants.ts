@@ -90,7 +90,7 @@ export async function mintLoginGrant(
  * recorded as used). Whoever holds neither cannot name a partner user.
  */
 export async function redeemLoginGrant(
-  database: Database,
+  database: Pick<Database, 'loginGrant'>,
   token: string,
   options: { signingKey: Buffer | undefined; now?: number },
 ): Promise<RedeemedLogin> {

@@ -23,6 +23,7 @@ import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavail
 import { createPaymentRecord } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
+import { readBackDone } from '../lib/admission.ts';
 import {
   paymentWorkflowId,
   resolvePaymentUpdate,
@@ -184,7 +185,10 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       if (result.kind === 'not-waiting')
         return { kind: 'not-in-review', status: (await find(id))?.status ?? payment.status };
       deps.logger.info({ paymentId: payment.id, outcome: request.outcome, resolvedBy }, 'payment resolved');
-      return { kind: 'resolved', payment: (await this.view(payment.id))! };
+      return {
+        kind: 'resolved',
+        payment: (await readBackDone(`the payment was resolved ${request.outcome}`, () => this.view(payment.id)))!,
+      };
     },
   };
 }

@@ -229,24 +229,27 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
-    const grant = await redeemLoginGrant(deps.database, query.data.login, {
-      signingKey: deps.loginSigningKey,
-      now: now(),
+    const state = randomBytes(32).toString('base64url');
+    // The link is spent with the login under way stored, in one transaction: a refusal in between (a connection refused
+    // under load: 503, "start the login again") leaves the link unspent for that try.
+    const grant = await deps.database.$transaction(async (tx) => {
+      const redeemed = await redeemLoginGrant(tx, query.data.login, { signingKey: deps.loginSigningKey, now: now() });
+      if (!redeemed.ok) return redeemed;
+      await tx.loginState.create({
+        data: {
+          stateHash: hashState(state),
+          partnerUserId: redeemed.partnerUserId,
+          mobile: redeemed.mobile ?? null,
+          expiresAt: new Date(now() + LOGIN_STATE_TTL_MS),
+        },
+      });
+      return redeemed;
     });
     if (!grant.ok) {
       deps.logger.warn({ reason: grant.reason }, 'connect start with an unusable login token');
       page(res, 400, refusedLoginPages[grant.reason]);
       return;
     }
-    const state = randomBytes(32).toString('base64url');
-    await deps.database.loginState.create({
-      data: {
-        stateHash: hashState(state),
-        partnerUserId: grant.partnerUserId,
-        mobile: grant.mobile ?? null,
-        expiresAt: new Date(now() + LOGIN_STATE_TTL_MS),
-      },
-    });
     // The callback must come back to this browser: the state is also its cookie (HttpOnly; Lax is
     // sent on the wallet's top-level redirect back to us).
     const cookie = [

@@ -88,6 +88,9 @@ function refusalText(method: string, path: string, status: 401 | 403): string {
 
 /** What a person is told of a request refused for load: what is known of it. */
 function busyWords(busy: Overload): string {
+  // Done, only not shown: the act stands.
+  if (busy.done)
+    return `${busy.done}, but it cannot be shown just now: look at it in a moment, and do not do it again.`;
   // The database refused a connection: an earlier statement of the request may have committed.
   if (busy.connectionRefused)
     return 'the database refused a connection, so whether this was done is not known here: look before you send it again.';

@@ -344,6 +344,44 @@ describe('PostgreSQL refusing connections under a burst', () => {
     });
   }, 120_000);
 
+  it('a cancel whose answer’s read is refused a connection says the funding was cancelled, not that what it stored is not known', async () => {
+    const key = `done-${randomUUID()}`;
+    const created = await post(
+      '/ops/fundings',
+      { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
+      key,
+    );
+    expect(created.status).toBe(202);
+    const { id: fundingId } = await stack.database.funding.findUniqueOrThrow({
+      where: { idempotencyKey: key },
+      select: { id: true },
+    });
+    // The cancel commits; the read of the funding with its events for the answer is then refused a connection, once.
+    const delegate = stack.database.funding;
+    const findUnique = delegate.findUnique;
+    let armed = true;
+    (delegate as { findUnique: unknown }).findUnique = (args: { include?: unknown }) => {
+      if (armed && args.include) {
+        armed = false;
+        return Promise.reject(new Error('timeout exceeded when trying to connect'));
+      }
+      return findUnique.call(delegate, args as Parameters<typeof findUnique>[0]);
+    };
+    try {
+      const response = await stack.opsFetch(`/ops/fundings/${fundingId}/cancel`, { method: 'POST' });
+      const body = (await response.json()) as { code?: string; detail?: string };
+      expect(armed).toBe(false);
+      expect([response.status, body.code]).toEqual([503, 'OVERLOADED']);
+      expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // Before: "what this request stored, if anything, is not known here; send the same request again", and the
+      // repeat answered 409 FUNDING_NOT_CANCELLABLE of the funding this request had cancelled.
+      expect(body.detail).toMatch(/^the funding was cancelled, but it could not be read back under load/);
+    } finally {
+      (delegate as { findUnique: unknown }).findUnique = findUnique;
+    }
+    expect((await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).errorCode).toBe('CANCELLED');
+  });
+
   it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {
     // A pool of one connection, held by a statement of 2 s; the wait bound 300 ms (production's: 10 s).
     const pool = createDatabase(testDatabaseUrl(), { maxConnections: 1, connectTimeoutMs: 300 });

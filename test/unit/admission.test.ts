@@ -13,6 +13,7 @@ import {
   currentAdmissionLane,
   Overloaded,
   overloadOf,
+  readBackDone,
 } from '../../lib/admission.ts';
 import {
   apiAdmissionLimits,
@@ -191,6 +192,26 @@ describe('the admission gate', () => {
     expect(currentAdmissionLane()).toBeUndefined();
     expect(await inAdmissionLane('partner-user:u1', async () => currentAdmissionLane())).toBe('partner-user:u1');
     expect(await inAdmissionLane(null, async () => currentAdmissionLane())).toBeUndefined();
+  });
+});
+
+describe('a committed act whose read back is refused for load (readBackDone)', () => {
+  it('says the act was done, not that what was stored is not known; any other failure stays as it was', async () => {
+    // Found by a read: a cancel, a resolve or a batch's move committed, then its answer's read was refused a
+    // connection, and the 503 said "not known: send the same request again": the repeat answered 409, "only a funding
+    // that has not started executing can be cancelled", of a funding this very request had cancelled.
+    const refused = new Error('timeout exceeded when trying to connect');
+    const error = await readBackDone('the funding was cancelled', () => Promise.reject(refused)).catch(
+      (thrown: unknown) => thrown,
+    );
+    const busy = overloadOf(error);
+    expect(busy).toMatchObject({ done: 'the funding was cancelled', retryAfterSeconds: 2 });
+    expect(busy?.detail).toMatch(/^the funding was cancelled, but it could not be read back under load: /);
+    expect(busy?.detail).not.toMatch(/not known/);
+    expect(busy).not.toHaveProperty('connectionRefused');
+    const other = new Error('a bug');
+    await expect(readBackDone('the funding was cancelled', () => Promise.reject(other))).rejects.toBe(other);
+    await expect(readBackDone('the funding was cancelled', async () => 'read')).resolves.toBe('read');
   });
 });
 
