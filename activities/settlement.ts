@@ -406,7 +406,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
 
   /**
    * Whether the wallet describes now a transfer of the page it described in an earlier attempt (its stored line holds
-   * the wallet's record): asked once. True when there is none to ask (nothing to tell the wallet away by).
+   * the wallet's record), or else one of the run's earlier pages (the day's last page, of a transfer or two): asked
+   * once. True when there is none to ask (a small day failing from the start: nothing to tell the wallet away by).
    */
   async function walletAnswers(
     runId: string,
@@ -419,7 +420,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       items.filter((funding) => stored.has(funding.id)).map((funding) => funding.id),
       { withWalletRecord: true },
     );
-    const probe = items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId;
+    const probe =
+      items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId ??
+      (await runs.describedTransfer(runId));
     if (!probe) return true;
     try {
       await deps.wallet.retrieveTransfer(probe);

@@ -283,6 +283,16 @@ export function createSettlementRuns(database: Database) {
       return new Set(rows.map((row) => row.item_id));
     },
 
+    /** A transfer of the run the wallet described (its funding line holds the wallet's record); null when none yet. */
+    async describedTransfer(runId: string): Promise<string | null> {
+      const rows = await database.$queryRaw<Array<{ wallet_id: string }>>`
+        SELECT wallet_id FROM settlement_line
+        WHERE run_id = ${runId}::uuid AND kind = 'funding'::"SettlementLineKind" AND wallet_status IS NOT NULL
+          AND wallet_id IS NOT NULL
+        LIMIT 1`;
+      return rows[0]?.wallet_id ?? null;
+    },
+
     /**
      * A page of lines and the run's progress, in one transaction: a line already stored is left as
      * it was and not counted again. Throws SettlementRunNotRunning (nothing stored) once the run

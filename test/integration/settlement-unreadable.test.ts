@@ -37,9 +37,10 @@ const retrieveError = (httpStatus: number, code: string, outcome: 'retryable' | 
 async function pageSettledHere(
   failure: (transferId: string) => WalletError | null | Promise<WalletError | null>,
   database: PartnerStack['database'] = stack.database,
+  fundings = 20,
 ) {
   const day = await freshDay();
-  await plant(day, 20);
+  await plant(day, fundings);
   const { run } = await createSettlementRuns(stack.database).start({
     date: day,
     timeZone,
@@ -280,5 +281,34 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     await expect(attempt(6)).rejects.toThrow(/HTTP_400/);
     expect(await attempt(7)).toMatchObject({ done: true });
     expect(await lines()).toEqual({ matched: 19, mismatched: 1 });
+  });
+
+  it('asks the wallet about a transfer of an earlier page when the day’s last page holds one transfer alone: the wallet away meanwhile is waited out there too', async () => {
+    // 21 fundings, pages of 20: the second page is the 21st alone, and none of its own was ever described.
+    const seen = new Set<string>();
+    let victim: string | undefined;
+    let walletAway = false;
+    const { run, attempt } = await pageSettledHere(
+      (transferId) => {
+        if (!seen.has(transferId)) {
+          seen.add(transferId);
+          if (seen.size === 21) victim = transferId;
+        }
+        if (walletAway) return retrieveError(400, 'HTTP_400', 'rejected');
+        return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
+      },
+      stack.database,
+      21,
+    );
+    const lines = () => stack.database.settlementLine.count({ where: { runId: run.id } });
+    await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
+    expect(victim).toBeDefined();
+    expect(await lines()).toBe(20);
+    // A gateway's 400 page at large for 4 attempts, past the 3 a line needs. Before: nothing of that page to ask, the
+    // attempts counted against the 21st, and its line was stored `mismatched` while the wallet was away.
+    walletAway = true;
+    for (let number = 2; number <= 5; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
+    expect(await lines()).toBe(20);
   });
 });
