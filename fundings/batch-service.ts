@@ -86,7 +86,13 @@ export type CreateBatchResult =
   /** The client stopped sending mid-body: 400 REQUEST_ABORTED (if it is still there). */
   | { kind: 'aborted' }
   /** 503 OVERLOADED: the uploads in progress hold the upload budget; nothing was stored. */
-  | { kind: 'overloaded'; retryAfterSeconds: number; detail: string };
+  | {
+      kind: 'overloaded';
+      retryAfterSeconds: number;
+      detail: string;
+      /** A connection the database refused: the batch may have been stored before it (lib/admission.ts). */
+      connectionRefused?: true;
+    };
 
 export type MoveBatchResult =
   /** `runnerNotStarted`: approved, but its runner could not be started now (the sweep starts it at its next run). */

@@ -216,7 +216,12 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         .catch((error: unknown): CreateBatchResult => {
           const busy = overloadOf(error);
           if (!busy) throw error;
-          return { kind: 'overloaded', retryAfterSeconds: busy.retryAfterSeconds, detail: busy.reason };
+          return {
+            kind: 'overloaded',
+            retryAfterSeconds: busy.retryAfterSeconds,
+            detail: busy.reason,
+            ...(busy.connectionRefused ? { connectionRefused: true as const } : {}),
+          };
         });
       await drain();
       if (result.kind === 'aborted' && notUtf8())
@@ -351,7 +356,9 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       );
       return;
     case 'overloaded':
-      // Other uploads hold the memory set aside for uploads now: the same form, sent again in a moment, is taken.
+      // Other uploads hold the memory set aside for uploads now: the same form, sent again in a moment, is taken. A
+      // connection the database refused may come after the batch was stored (its page's read): not known, so not said;
+      // the same form, with its key, finds a batch already stored and stores nothing twice.
       res.setHeader('Retry-After', String(result.retryAfterSeconds));
       sendUploadPage(
         res,
@@ -359,7 +366,9 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         person,
         sameUpload,
         notice(
-          `walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`,
+          result.connectionRefused
+            ? `walletflow could not reach its database just now, so this batch may have been stored: look at the batches, or send this same form again in ${result.retryAfterSeconds} seconds (it stores nothing twice).`
+            : `walletflow is storing other batches right now: nothing was stored. Upload the file again in ${result.retryAfterSeconds} seconds.`,
           'error',
         ),
       );

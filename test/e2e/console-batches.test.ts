@@ -246,6 +246,45 @@ describe('the console’s batches refuse what a person may not do', () => {
     await maker.close();
   });
 
+  it('says a batch whose store the database refused a connection may have been stored, and the same form stores it once', async () => {
+    const maker = await pageAs('maria', '/console/batches');
+    const key = () => maker.locator('input[name="idempotencyKey"]').inputValue();
+    const sent = await key();
+    const before = await stack.database.fundingBatch.count();
+    // The next batch's store is refused, once, as PostgreSQL refuses a connection past its limit (53300): a trigger
+    // raises it (a sequence counts, outside any transaction).
+    const suffix = randomUUID().replaceAll('-', '');
+    await stack.database.$executeRawUnsafe(`CREATE SEQUENCE refuse_${suffix}`);
+    await stack.database.$executeRawUnsafe(`
+      CREATE FUNCTION refuse_${suffix}() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF nextval('refuse_${suffix}') = 1 THEN
+          RAISE EXCEPTION 'sorry, too many clients already' USING ERRCODE = '53300';
+        END IF;
+        RETURN NEW;
+      END $$`);
+    await stack.database.$executeRawUnsafe(
+      `CREATE TRIGGER refuse_${suffix} BEFORE INSERT ON funding_batch FOR EACH ROW EXECUTE FUNCTION refuse_${suffix}()`,
+    );
+    try {
+      await upload(maker, 'Refused once', csvOf([['once-1', '1234567', '2.00']]));
+      const said = await maker.getByRole('alert').innerText();
+      // Before: "nothing was stored", though a refused connection may come after the store (its page's read).
+      expect(said).toContain('may have been stored');
+      expect(said).not.toContain('nothing was stored');
+      expect(await key()).toBe(sent);
+      // The same form again: stored, once.
+      await upload(maker, 'Refused once', csvOf([['once-1', '1234567', '2.00']]));
+      expect(maker.url()).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
+      expect(await stack.database.fundingBatch.count()).toBe(before + 1);
+    } finally {
+      await stack.database.$executeRawUnsafe(`DROP TRIGGER refuse_${suffix} ON funding_batch`);
+      await stack.database.$executeRawUnsafe(`DROP FUNCTION refuse_${suffix}()`);
+      await stack.database.$executeRawUnsafe(`DROP SEQUENCE refuse_${suffix}`);
+      await maker.close();
+    }
+  });
+
   it('refuses a form with a file but without the CSRF token before it (403), and stores nothing', async () => {
     const maker = await pageAs('maria', '/console/batches');
     const csrf = await csrfOf(maker);
