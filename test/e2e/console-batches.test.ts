@@ -13,6 +13,7 @@ import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { seriousAxeFindings } from '../support/axe.ts';
 import { closeChromium, launchChromium } from '../support/browser.ts';
+import { refuseNextInsert } from '../support/refuse-once.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { waitFor } from '../support/wait-for.ts';
 
@@ -251,21 +252,8 @@ describe('the console’s batches refuse what a person may not do', () => {
     const key = () => maker.locator('input[name="idempotencyKey"]').inputValue();
     const sent = await key();
     const before = await stack.database.fundingBatch.count();
-    // The next batch's store is refused, once, as PostgreSQL refuses a connection past its limit (53300): a trigger
-    // raises it (a sequence counts, outside any transaction).
-    const suffix = randomUUID().replaceAll('-', '');
-    await stack.database.$executeRawUnsafe(`CREATE SEQUENCE refuse_${suffix}`);
-    await stack.database.$executeRawUnsafe(`
-      CREATE FUNCTION refuse_${suffix}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF nextval('refuse_${suffix}') = 1 THEN
-          RAISE EXCEPTION 'sorry, too many clients already' USING ERRCODE = '53300';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await stack.database.$executeRawUnsafe(
-      `CREATE TRIGGER refuse_${suffix} BEFORE INSERT ON funding_batch FOR EACH ROW EXECUTE FUNCTION refuse_${suffix}()`,
-    );
+    // The next batch's store is refused, once, as PostgreSQL refuses a connection past its limit.
+    const allow = await refuseNextInsert(stack.database, 'funding_batch');
     try {
       await upload(maker, 'Refused once', csvOf([['once-1', '1234567', '2.00']]));
       const said = await maker.getByRole('alert').innerText();
@@ -278,9 +266,7 @@ describe('the console’s batches refuse what a person may not do', () => {
       expect(maker.url()).toMatch(/\/console\/batches\/[0-9a-f-]{36}\?did=created$/);
       expect(await stack.database.fundingBatch.count()).toBe(before + 1);
     } finally {
-      await stack.database.$executeRawUnsafe(`DROP TRIGGER refuse_${suffix} ON funding_batch`);
-      await stack.database.$executeRawUnsafe(`DROP FUNCTION refuse_${suffix}()`);
-      await stack.database.$executeRawUnsafe(`DROP SEQUENCE refuse_${suffix}`);
+      await allow();
       await maker.close();
     }
   });

@@ -7,8 +7,7 @@
 // nothing but the admission is measured.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
-import { batchRecordsOn } from '../support/batch-records.ts';
+import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
@@ -288,17 +287,10 @@ describe('PostgreSQL refusing connections under a burst', () => {
     await onLimitedRole(async (limited, role) => {
       // A report smaller than one write (16 KiB): every row is read before anything is sent.
       const batchId = randomUUID();
-      const items: NewBatchItem[] = Array.from({ length: 40 }, (_, index) => {
-        const reference = `refused-${String(index).padStart(3, '0')}`;
-        const idempotencyKey = `batch:${batchId}:${reference}`;
-        return {
-          id: randomUUID(),
-          idempotencyKey,
-          workflowId: `funding-${idempotencyKey}`,
-          reference,
-          recipient: { type: 'CODE', code: String(2_000_000 + index) },
-          amount: 100n,
-        };
+      const items = codeItems(batchId, 40, {
+        reference: (index) => `refused-${String(index).padStart(3, '0')}`,
+        code: (index) => String(2_000_000 + index),
+        amount: 100n,
       });
       const { credit, insertBatch } = batchRecordsOn(stack.database);
       const partnerUserId = `report-${randomUUID()}`;

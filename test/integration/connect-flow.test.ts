@@ -1,9 +1,9 @@
 // Standalone login through the connect service, over real HTTP: /connect/start → the sandbox's
 // login forms → /connect/callback, against real PostgreSQL; and every way the callback refuses.
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { loginThroughPages } from '../support/wallet-sandbox.ts';
+import { refuseNextInsert } from '../support/refuse-once.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 
@@ -86,29 +86,14 @@ describe('/connect/start refused under load', () => {
       body: JSON.stringify({ partnerUserId: `partner-user-refused-${Date.now()}`, mobile: user.mobile }),
     });
     const { url } = (await minted.json()) as { url: string };
-    // The next store of a login under way is refused, once, as PostgreSQL refuses a connection past its limit (53300):
-    // a trigger raises it (a sequence counts, outside any transaction).
-    const suffix = randomUUID().replaceAll('-', '');
-    await stack.database.$executeRawUnsafe(`CREATE SEQUENCE refuse_${suffix}`);
-    await stack.database.$executeRawUnsafe(`
-      CREATE FUNCTION refuse_${suffix}() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN
-        IF nextval('refuse_${suffix}') = 1 THEN
-          RAISE EXCEPTION 'sorry, too many clients already' USING ERRCODE = '53300';
-        END IF;
-        RETURN NEW;
-      END $$`);
-    await stack.database.$executeRawUnsafe(
-      `CREATE TRIGGER refuse_${suffix} BEFORE INSERT ON login_state FOR EACH ROW EXECUTE FUNCTION refuse_${suffix}()`,
-    );
+    // The next store of a login under way is refused, once, as PostgreSQL refuses a connection past its limit.
+    const allow = await refuseNextInsert(stack.database, 'login_state');
     try {
       const refused = await fetch(url, { redirect: 'manual' });
       expect(refused.status).toBe(503);
       expect(await refused.text()).toContain('start the login again');
     } finally {
-      await stack.database.$executeRawUnsafe(`DROP TRIGGER refuse_${suffix} ON login_state`);
-      await stack.database.$executeRawUnsafe(`DROP FUNCTION refuse_${suffix}()`);
-      await stack.database.$executeRawUnsafe(`DROP SEQUENCE refuse_${suffix}`);
+      await allow();
     }
     // Before: the link was spent before the refused store, and the advised retry answered 400 "already been used".
     const again = await fetch(url, { redirect: 'manual' });

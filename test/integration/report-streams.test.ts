@@ -7,8 +7,7 @@ import { randomUUID } from 'node:crypto';
 import http, { type ClientRequest, type IncomingMessage } from 'node:http';
 import type net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { NewBatchItem } from '../../fundings/batch-items-record.ts';
-import { batchRecordsOn } from '../support/batch-records.ts';
+import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { startApiProcess, type ApiProcess } from '../support/api-process.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
@@ -26,17 +25,10 @@ beforeAll(async () => {
   const partnerUserId = `report-${randomUUID()}`;
   await credit(partnerUserId, BigInt(ITEMS) * 1000n);
   batchId = randomUUID();
-  const items: NewBatchItem[] = Array.from({ length: ITEMS }, (_, index) => {
-    const reference = `report-${String(index).padStart(6, '0')}`;
-    const idempotencyKey = `batch:${batchId}:${reference}`;
-    return {
-      id: randomUUID(),
-      idempotencyKey,
-      workflowId: `funding-${idempotencyKey}`,
-      reference,
-      recipient: { type: 'CODE', code: String(1_000_000 + index) },
-      amount: 1000n,
-    };
+  const items = codeItems(batchId, ITEMS, {
+    reference: (index) => `report-${String(index).padStart(6, '0')}`,
+    code: (index) => String(1_000_000 + index),
+    amount: 1000n,
   });
   // Stored waiting for approval (no runner): the report reads its items as they are.
   await insertBatch(batchId, partnerUserId, items, 0n);

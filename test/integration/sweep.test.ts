@@ -14,7 +14,7 @@ import { Prisma } from '../../generated/prisma/client.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
 import { MAX_SWEEP_LISTED, startSweep } from '../../workflows/sweep.contract.ts';
 import { LANE_COUNT, laneWorkflowId } from '../../workflows/fund-lane.contract.ts';
-import { batchRecordsOn } from '../support/batch-records.ts';
+import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { stackActivities } from '../support/stack-activities.ts';
@@ -395,24 +395,9 @@ describe('the sweep during the upgrade from the previous release', () => {
     await credit(partnerUserId, 100_000n);
     const batchId = randomUUID();
     const { code } = await codeOfNewUser();
-    const reference = 'item-1';
-    const idempotencyKey = `batch:${batchId}:${reference}`;
-    const itemId = randomUUID();
-    await insertBatch(
-      batchId,
-      partnerUserId,
-      [
-        {
-          id: itemId,
-          idempotencyKey,
-          workflowId: `funding-${idempotencyKey}`,
-          reference,
-          recipient: { type: 'CODE', code },
-          amount: 12_000n,
-        },
-      ],
-      null,
-    );
+    const [item] = codeItems(batchId, 1, { reference: () => 'item-1', code: () => code, amount: 12_000n });
+    const itemId = item!.id;
+    await insertBatch(batchId, partnerUserId, [item!], null);
     // The previous release's chunk claimed it a moment ago, as its claim wrote it (360981c: status and updated_at, no
     // carrier, no owner_seen_at), on a row whose owner_seen_at the migration set to its store two hours before.
     await stack.database.$executeRaw`

@@ -73,6 +73,31 @@ async function cashInCode(): Promise<string> {
   return (await stack.admin.cashInCode(user.userId)).code;
 }
 
+/** A funding of `value` PHP to a fresh cash-in code, accepted (202) through the stack's API: its id. */
+async function startedFunding(value: string): Promise<string> {
+  const started = await send(
+    stack.opsFetch,
+    'POST',
+    '/ops/fundings',
+    { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value } },
+    { 'idempotency-key': randomUUID() },
+  );
+  expect(started.status).toBe(202);
+  return started.body.fundingId!;
+}
+
+/** The funding waits for a person, as one whose execute's outcome stayed unknown does. */
+async function parkInReview(fundingId: string): Promise<void> {
+  await stack.database.funding.update({
+    where: { id: fundingId },
+    data: {
+      status: 'NEEDS_REVIEW',
+      transferId: `t-${randomUUID()}`,
+      reviewReason: 'the execute’s outcome stayed unknown',
+    },
+  });
+}
+
 /** The ledger's transactions of a funding, by kind: its hold, and a post or release once settled. */
 async function ledgerKinds(fundingId: string): Promise<string[]> {
   return (
@@ -87,23 +112,8 @@ async function ledgerKinds(fundingId: string): Promise<string[]> {
 describe('a funding in review whose run no worker takes up (workers stopped)', () => {
   it('answers POST /ops/fundings/{id}/resolve 503 WORKFLOW_UNAVAILABLE (timed out) with Retry-After, within its deadline, and changes nothing', async () => {
     // No worker polls the stack's task queue yet: the funding's run waits for one.
-    const started = await send(
-      stack.opsFetch,
-      'POST',
-      '/ops/fundings',
-      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '6.00' } },
-      { 'idempotency-key': randomUUID() },
-    );
-    expect(started.status).toBe(202);
-    const fundingId = started.body.fundingId!;
-    await stack.database.funding.update({
-      where: { id: fundingId },
-      data: {
-        status: 'NEEDS_REVIEW',
-        transferId: `t-${randomUUID()}`,
-        reviewReason: 'the execute’s outcome stayed unknown',
-      },
-    });
+    const fundingId = await startedFunding('6.00');
+    await parkInReview(fundingId);
     // Before: the client asked Temporal again for ever (the update admitted, never accepted), and the request hung
     // until its client gave up.
     const resolved = await send(
@@ -182,15 +192,7 @@ describe('a funding in review whose workflow task is failing (a build that canno
     // The stack's deployment's current build has no fundWallet: every task of a funding's run fails.
     const code = await withoutFundWallet;
     worker = await stack.createWorker({ workflowBundle: { code }, promote: 'always' });
-    const started = await send(
-      stack.opsFetch,
-      'POST',
-      '/ops/fundings',
-      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '7.00' } },
-      { 'idempotency-key': randomUUID() },
-    );
-    expect(started.status).toBe(202);
-    const fundingId = started.body.fundingId!;
+    const fundingId = await startedFunding('7.00');
     const { workflowId } = await stack.database.funding.findUniqueOrThrow({
       where: { id: fundingId },
       select: { workflowId: true },
@@ -205,15 +207,7 @@ describe('a funding in review whose workflow task is failing (a build that canno
       },
       60_000,
     );
-    // The funding waits for a person, as one whose execute's outcome stayed unknown does.
-    await stack.database.funding.update({
-      where: { id: fundingId },
-      data: {
-        status: 'NEEDS_REVIEW',
-        transferId: `t-${randomUUID()}`,
-        reviewReason: 'the execute’s outcome stayed unknown',
-      },
-    });
+    await parkInReview(fundingId);
     const eventsBefore = await stack.database.fundingEvent.count({ where: { fundingId } });
 
     const resolved = await send(stack.opsFetch, 'POST', `/ops/fundings/${fundingId}/resolve`, {
@@ -325,15 +319,7 @@ describe('an API whose Temporal cannot be reached', () => {
   it('POST /ops/fundings/{id}/cancel: cancelled in the database, its hold released, though its workflow could not be told (200, never 500)', async () => {
     // Started where Temporal answers (its run waits: no build of the stack runs fundWallet), cancelled where it does
     // not.
-    const started = await send(
-      stack.opsFetch,
-      'POST',
-      '/ops/fundings',
-      { recipient: { type: 'CODE', code: await cashInCode() }, amount: { currency: 'PHP', value: '3.00' } },
-      { 'idempotency-key': randomUUID() },
-    );
-    expect(started.status).toBe(202);
-    const id = started.body.fundingId!;
+    const id = await startedFunding('3.00');
     const cancelled = await send(unreachableFetch, 'POST', `/ops/fundings/${id}/cancel`);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     expect(cancelled.body.status).toBe('FAILED');

@@ -12,6 +12,29 @@ import type { Database } from '../../lib/database.ts';
 import { createTokenCipher, type TokenCipher } from '../../lib/token-cipher.ts';
 
 /**
+ * A batch's CODE items as the batch service makes them (keys `batch:<batchId>:<reference>`): `reference` and `code` of
+ * the item's index, each of `amount` thousandths.
+ */
+export function codeItems(
+  batchId: string,
+  count: number,
+  item: { reference: (index: number) => string; code: (index: number) => string; amount: bigint },
+): NewBatchItem[] {
+  return Array.from({ length: count }, (_, index) => {
+    const reference = item.reference(index);
+    const idempotencyKey = `batch:${batchId}:${reference}`;
+    return {
+      id: randomUUID(),
+      idempotencyKey,
+      workflowId: `funding-${idempotencyKey}`,
+      reference,
+      recipient: { type: 'CODE', code: item.code(index) },
+      amount: item.amount,
+    };
+  });
+}
+
+/**
  * `cipher`: the one the codes are sealed with, when something else opens them (a stack's worker); a fresh key
  * otherwise.
  */
