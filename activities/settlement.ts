@@ -420,15 +420,17 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       items.filter((funding) => stored.has(funding.id)).map((funding) => funding.id),
       { withWalletRecord: true },
     );
+    // The run's: another each attempt, so one transfer failing for its own reasons cannot hold the day for good.
     const probe =
       items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId ??
-      (await runs.describedTransfer(runId));
+      (await runs.describedTransfer(runId, Context.current().info.attempt - 1));
     if (!probe) return true;
     try {
       await deps.wallet.retrieveTransfer(probe);
       return true;
-    } catch {
-      return false;
+    } catch (error) {
+      // "No record of it" is the wallet's own word: it answers.
+      return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
     }
   }
 

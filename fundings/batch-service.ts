@@ -408,7 +408,10 @@ export function createBatchService(deps: BatchServiceDependencies) {
       const refusal = await startRunner(batchId);
       return {
         kind: 'moved',
-        batch: (await readBackDone('the batch was approved', () => viewOf(batchId)))!,
+        batch: (await readBackDone(
+          refusal ? 'the batch was approved (its runner starts at the sweep’s next run)' : 'the batch was approved',
+          () => viewOf(batchId),
+        ))!,
         ...(refusal ? { runnerNotStarted: refusal } : {}),
       };
     },

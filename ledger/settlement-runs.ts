@@ -283,14 +283,18 @@ export function createSettlementRuns(database: Database) {
       return new Set(rows.map((row) => row.item_id));
     },
 
-    /** A transfer of the run the wallet described (its funding line holds the wallet's record); null when none yet. */
-    async describedTransfer(runId: string): Promise<string | null> {
-      const rows = await database.$queryRaw<Array<{ wallet_id: string }>>`
+    /**
+     * A transfer of the run the wallet described (its funding line holds the wallet's record): the `skip`th in the
+     * lines' order, or the first when there are not that many; null when none yet.
+     */
+    async describedTransfer(runId: string, skip = 0): Promise<string | null> {
+      const read = (offset: number) => database.$queryRaw<Array<{ wallet_id: string }>>`
         SELECT wallet_id FROM settlement_line
         WHERE run_id = ${runId}::uuid AND kind = 'funding'::"SettlementLineKind" AND wallet_status IS NOT NULL
           AND wallet_id IS NOT NULL
-        LIMIT 1`;
-      return rows[0]?.wallet_id ?? null;
+        ORDER BY item_id OFFSET ${offset} LIMIT 1`;
+      const rows = skip > 0 ? await read(skip) : [];
+      return (rows[0] ?? (await read(0))[0])?.wallet_id ?? null;
     },
 
     /**

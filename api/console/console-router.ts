@@ -88,9 +88,6 @@ function refusalText(method: string, path: string, status: 401 | 403): string {
 
 /** What a person is told of a request refused for load: what is known of it. */
 function busyWords(busy: Overload): string {
-  // Done, only not shown: the act stands.
-  if (busy.done)
-    return `${busy.done}, but it cannot be shown just now: look at it in a moment, and do not do it again.`;
   // The database refused a connection: an earlier statement of the request may have committed.
   if (busy.connectionRefused)
     return 'the database refused a connection, so whether this was done is not known here: look before you send it again.';
@@ -156,6 +153,18 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       return;
     }
     const busy = overloadOf(error);
+    // Done, only not shown: the act stands, and is not to be done again.
+    if (busy?.done) {
+      res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      sendConsolePage(res, 503, {
+        title: 'Done',
+        body: notice(
+          `${busy.done[0]!.toUpperCase()}${busy.done.slice(1)}, but it cannot be shown just now: look at it again in ${busy.retryAfterSeconds} seconds. Do not do it again.`,
+          'ok',
+        ),
+      });
+      return;
+    }
     if (busy) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
       sendConsolePage(res, 503, {

@@ -23,7 +23,7 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
   }),
   '500': problemAnswer('an unexpected failure (logged)', ['INTERNAL']),
   '503': problemAnswer(
-    'too many requests at once (docs/running-at-scale.md): nothing was stored (or, when PostgreSQL refused a connection, as the detail says, what was stored before it is answered by the same request); send the same request, with the same Idempotency-Key, again after Retry-After',
+    'too many requests at once (docs/running-at-scale.md): nothing was stored (or, when PostgreSQL refused a connection, as the detail says, what was stored before it is answered by the same request); send the same request, with the same Idempotency-Key, again after Retry-After. A cancel, resolve or batch move whose act committed before the refusal says so in its detail ("… was cancelled, but it could not be read back"): read the record after Retry-After instead of sending it again',
     ['OVERLOADED'],
     { 'Retry-After': retryAfterHeader },
   ),
@@ -35,7 +35,7 @@ export const opsCommonAnswers: Record<`${number}`, AnswerSpec> = {
  */
 export function workflowUnavailableAnswer(whatIsLeft: string): AnswerSpec {
   return problemAnswer(
-    `OVERLOADED: too many requests at once, nothing was stored (a connection PostgreSQL refused: the detail says what is known); WORKFLOW_UNAVAILABLE: Temporal cannot take the request's workflow call now (unreachable or busy, or the workflow's task is failing, e.g. during a deploy): ${whatIsLeft}. Either way, send the same request (same Idempotency-Key where it has one) again after Retry-After`,
+    `OVERLOADED: too many requests at once, nothing was stored (a connection PostgreSQL refused: the detail says what is known, and an act that committed before it says it was done: read the record instead of sending it again); WORKFLOW_UNAVAILABLE: Temporal cannot take the request's workflow call now (unreachable or busy, or the workflow's task is failing, e.g. during a deploy): ${whatIsLeft}. Either way, send the same request (same Idempotency-Key where it has one) again after Retry-After`,
     ['OVERLOADED', WORKFLOW_UNAVAILABLE],
     { 'Retry-After': retryAfterHeader },
   );

@@ -247,7 +247,7 @@ describe('the console’s batches refuse what a person may not do', () => {
     await maker.close();
   });
 
-  it('says a batch whose store the database refused a connection may have been stored, and the same form stores it once', async () => {
+  it('says a batch whose store was refused a connection may have been stored (the page cannot tell), and the same form then stores it once', async () => {
     const maker = await pageAs('maria', '/console/batches');
     const key = () => maker.locator('input[name="idempotencyKey"]').inputValue();
     const sent = await key();

@@ -8,6 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { batchRecordsOn, codeItems } from '../support/batch-records.ts';
+import { consoleSessionWithKey } from '../support/console-key-sign-in.ts';
 import { createEmbeddedLink } from '../support/embedded-link.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
@@ -336,42 +337,70 @@ describe('PostgreSQL refusing connections under a burst', () => {
     });
   }, 120_000);
 
-  it('a cancel whose answer’s read is refused a connection says the funding was cancelled, not that what it stored is not known', async () => {
-    const key = `done-${randomUUID()}`;
-    const created = await post(
-      '/ops/fundings',
-      { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
-      key,
-    );
-    expect(created.status).toBe(202);
-    const { id: fundingId } = await stack.database.funding.findUniqueOrThrow({
-      where: { idempotencyKey: key },
-      select: { id: true },
-    });
-    // The cancel commits; the read of the funding with its events for the answer is then refused a connection, once.
-    const delegate = stack.database.funding;
-    const findUnique = delegate.findUnique;
-    let armed = true;
-    (delegate as { findUnique: unknown }).findUnique = (args: { include?: unknown }) => {
-      if (armed && args.include) {
-        armed = false;
-        return Promise.reject(new Error('timeout exceeded when trying to connect'));
-      }
-      return findUnique.call(delegate, args as Parameters<typeof findUnique>[0]);
+  it('a cancel whose answer’s read is refused a connection says the funding was cancelled, not that what it stored is not known: the ops API and the console alike', async () => {
+    /** A funding stored through the API (no worker runs: it stays PENDING), its id. */
+    const pending = async () => {
+      const key = `done-${randomUUID()}`;
+      const created = await post(
+        '/ops/fundings',
+        { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
+        key,
+      );
+      expect(created.status).toBe(202);
+      return (await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key }, select: { id: true } }))
+        .id;
     };
-    try {
-      const response = await stack.opsFetch(`/ops/fundings/${fundingId}/cancel`, { method: 'POST' });
-      const body = (await response.json()) as { code?: string; detail?: string };
-      expect(armed).toBe(false);
-      expect([response.status, body.code]).toEqual([503, 'OVERLOADED']);
-      expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-      // Before: "what this request stored, if anything, is not known here; send the same request again", and the
-      // repeat answered 409 FUNDING_NOT_CANCELLABLE of the funding this request had cancelled.
-      expect(body.detail).toMatch(/^the funding was cancelled, but it could not be read back under load/);
-    } finally {
-      (delegate as { findUnique: unknown }).findUnique = findUnique;
-    }
-    expect((await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).errorCode).toBe('CANCELLED');
+    /** `send` with the next read of a funding with its events (the answer's) refused a connection, once. */
+    const withReadBackRefused = async (send: () => Promise<Response>) => {
+      const delegate = stack.database.funding;
+      const findUnique = delegate.findUnique;
+      let armed = true;
+      (delegate as { findUnique: unknown }).findUnique = (args: { include?: unknown }) => {
+        if (armed && args.include) {
+          armed = false;
+          return Promise.reject(new Error('timeout exceeded when trying to connect'));
+        }
+        return findUnique.call(delegate, args as Parameters<typeof findUnique>[0]);
+      };
+      try {
+        const response = await send();
+        expect(armed).toBe(false);
+        expect(response.status).toBe(503);
+        expect(Number(response.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+        return await response.text();
+      } finally {
+        (delegate as { findUnique: unknown }).findUnique = findUnique;
+      }
+    };
+    const cancelled = async (fundingId: string) =>
+      (await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).errorCode;
+
+    const viaOps = await pending();
+    const problem = JSON.parse(
+      await withReadBackRefused(() => stack.opsFetch(`/ops/fundings/${viaOps}/cancel`, { method: 'POST' })),
+    ) as { code?: string; detail?: string };
+    // Before: "what this request stored, if anything, is not known here; send the same request again", and the
+    // repeat answered 409 FUNDING_NOT_CANCELLABLE of the funding this request had cancelled.
+    expect(problem.code).toBe('OVERLOADED');
+    expect(problem.detail).toMatch(/^the funding was cancelled, but it could not be read back under load/);
+    expect(await cancelled(viaOps)).toBe('CANCELLED');
+
+    // The console's form, under a person's session (an ops key's here): a page that says it was done.
+    const viaConsole = await pending();
+    const cookie = await consoleSessionWithKey(stack.apiBase, stack.opsKey);
+    const page = await fetch(`${stack.apiBase}/console/fundings/${viaConsole}`, { headers: { cookie } });
+    const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
+    const said = await withReadBackRefused(() =>
+      fetch(`${stack.apiBase}/console/fundings/${viaConsole}/cancel`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { cookie, origin: stack.apiBase, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: csrf }).toString(),
+      }),
+    );
+    expect(said).toContain('The funding was cancelled, but it cannot be shown just now');
+    expect(said).not.toContain('Try again');
+    expect(await cancelled(viaConsole)).toBe('CANCELLED');
   });
 
   it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {

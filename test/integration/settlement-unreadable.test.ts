@@ -288,6 +288,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     const seen = new Set<string>();
     let victim: string | undefined;
     let walletAway = false;
+    let noRecordOfEarlier = false;
     const { run, attempt } = await pageSettledHere(
       (transferId) => {
         if (!seen.has(transferId)) {
@@ -295,6 +296,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
           if (seen.size === 21) victim = transferId;
         }
         if (walletAway) return retrieveError(400, 'HTTP_400', 'rejected');
+        if (noRecordOfEarlier && transferId !== victim) return retrieveError(404, 'TRANSFER_NOT_FOUND', 'rejected');
         return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
       },
       stack.database,
@@ -310,5 +312,14 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     for (let number = 2; number <= 5; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     expect(await lines()).toBe(20);
+    // Back, still refusing the 21st alone, and saying it has no record of the transfers read before (asked about to
+    // tell it is there): that is its own word, so the 21st's attempts count, and its line comes at the third. Found
+    // by a second read: a probe's every failure was the wallet away, so a probe transfer failing for its own reasons
+    // held the day for good.
+    walletAway = false;
+    noRecordOfEarlier = true;
+    await expect(attempt(6)).rejects.toThrow(/HTTP_400/);
+    expect(await attempt(7)).toMatchObject({ done: true });
+    expect(await lines()).toBe(21);
   });
 });
