@@ -86,47 +86,66 @@ export async function mintLoginGrant(
 }
 
 /**
- * Spends a login token: an ops-minted one by its stored row, a signed one by its signature (then
- * recorded as used). Whoever holds neither cannot name a partner user.
+ * A login token read without the database: a signed one verified (its signature, claims and lifetime), an ops-minted
+ * one as the hash of its stored row. A token refused here costs no statement (a forged one, say).
  */
-export async function redeemLoginGrant(
-  database: Pick<Database, 'loginGrant'>,
+export type ReadLoginToken =
+  | { kind: 'signed'; signature: Buffer; claims: z.infer<typeof signedClaimsSchema> }
+  | { kind: 'minted'; tokenHash: string }
+  | { kind: 'refused'; refusal: Extract<RedeemedLogin, { ok: false }> };
+
+export async function readLoginToken(
   token: string,
   options: { signingKey: Buffer | undefined; now?: number },
+): Promise<ReadLoginToken> {
+  const now = options.now ?? Date.now();
+  const refused = (reason: LoginRefusal): ReadLoginToken => ({ kind: 'refused', refusal: { ok: false, reason } });
+  if (!looksLikeJwt(token)) return { kind: 'minted', tokenHash: hashToken(token) };
+  if (!options.signingKey) return refused('invalid');
+  const signature = canonicalSignature(token);
+  if (!signature) return refused('invalid');
+  let claims: z.infer<typeof signedClaimsSchema>;
+  try {
+    const verified = await jwtVerify(token, options.signingKey, {
+      algorithms: ['HS256'],
+      requiredClaims: ['sub', 'exp'],
+      clockTolerance: CLOCK_TOLERANCE_SECONDS,
+      currentDate: new Date(now),
+    });
+    const { aud } = verified.payload;
+    if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(LOGIN_TOKEN_AUDIENCE))
+      return refused('invalid');
+    const { typ } = verified.protectedHeader;
+    // RFC 7515 4.1.9: "application/" may be left out of typ; both spellings are the same type.
+    if (typ !== undefined && !loginTokenTypes.has(typ.toUpperCase().replace(/^APPLICATION\//, '')))
+      return refused('invalid');
+    const parsed = signedClaimsSchema.safeParse(verified.payload);
+    if (!parsed.success) return refused('invalid');
+    claims = parsed.data;
+  } catch (error) {
+    return refused(error instanceof joseErrors.JWTExpired ? 'expired' : 'invalid');
+  }
+  // A token that lives longer than a login may is refused outright, not shortened.
+  if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000) return refused('invalid');
+  return { kind: 'signed', signature, claims };
+}
+
+/**
+ * Spends a login token readLoginToken took: an ops-minted one by its stored row, a signed one by its signature (then
+ * recorded as used). Whoever holds neither cannot name a partner user.
+ */
+export async function spendLoginGrant(
+  database: Pick<Database, 'loginGrant'>,
+  read: Exclude<ReadLoginToken, { kind: 'refused' }>,
+  options: { now?: number } = {},
 ): Promise<RedeemedLogin> {
   const now = options.now ?? Date.now();
-  if (looksLikeJwt(token)) {
-    if (!options.signingKey) return { ok: false, reason: 'invalid' };
-    const signature = canonicalSignature(token);
-    if (!signature) return { ok: false, reason: 'invalid' };
-    let claims: z.infer<typeof signedClaimsSchema>;
-    try {
-      const verified = await jwtVerify(token, options.signingKey, {
-        algorithms: ['HS256'],
-        requiredClaims: ['sub', 'exp'],
-        clockTolerance: CLOCK_TOLERANCE_SECONDS,
-        currentDate: new Date(now),
-      });
-      const { aud } = verified.payload;
-      if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(LOGIN_TOKEN_AUDIENCE))
-        return { ok: false, reason: 'invalid' };
-      const { typ } = verified.protectedHeader;
-      // RFC 7515 4.1.9: "application/" may be left out of typ; both spellings are the same type.
-      if (typ !== undefined && !loginTokenTypes.has(typ.toUpperCase().replace(/^APPLICATION\//, '')))
-        return { ok: false, reason: 'invalid' };
-      const parsed = signedClaimsSchema.safeParse(verified.payload);
-      if (!parsed.success) return { ok: false, reason: 'invalid' };
-      claims = parsed.data;
-    } catch (error) {
-      return { ok: false, reason: error instanceof joseErrors.JWTExpired ? 'expired' : 'invalid' };
-    }
-    // A token that lives longer than a login may is refused outright, not shortened.
-    if (claims.exp * 1000 > now + LOGIN_GRANT_MAX_TTL_MS + CLOCK_TOLERANCE_SECONDS * 1000)
-      return { ok: false, reason: 'invalid' };
+  if (read.kind === 'signed') {
+    const { claims } = read;
     const recorded = await database.loginGrant.createMany({
       data: [
         {
-          tokenHash: hashSignature(signature),
+          tokenHash: hashSignature(read.signature),
           partnerUserId: claims.sub,
           mobile: claims.mobile ?? null,
           source: 'SIGNED',
@@ -140,7 +159,7 @@ export async function redeemLoginGrant(
     return { ok: true, partnerUserId: claims.sub, mobile: claims.mobile };
   }
   // Spend the row atomically: exactly one start can win it.
-  const tokenHash = hashToken(token);
+  const { tokenHash } = read;
   const spent = await database.loginGrant.updateMany({
     where: { tokenHash, source: 'OPS', usedAt: null, expiresAt: { gt: new Date(now) } },
     data: { usedAt: new Date(now) },

@@ -10,7 +10,7 @@ import { type ErrorRequestHandler, type Request, type Response } from 'express';
 import { z } from 'zod';
 import type { Database } from '../../lib/database.ts';
 import { LinkOwnedError, saveLinkWithTokens } from '../../links/link-record.ts';
-import { redeemLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
+import { readLoginToken, spendLoginGrant, type LoginRefusal } from '../../links/login-grants.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { STANDALONE_REFRESH_LIFETIME_MS } from '../../links/token-expiry.ts';
 import type { TokenStore } from '../../links/token-store.ts';
@@ -229,22 +229,27 @@ export function connectRouter(deps: ConnectDependencies): Router {
       });
       return;
     }
+    // The token read first, without the database (a forged one costs no statement); then the link spent with the login
+    // under way stored, in one transaction: a refusal in between (a connection refused under load: 503, "start the
+    // login again") leaves the link unspent for that try.
+    const read = await readLoginToken(query.data.login, { signingKey: deps.loginSigningKey, now: now() });
     const state = randomBytes(32).toString('base64url');
-    // The link is spent with the login under way stored, in one transaction: a refusal in between (a connection refused
-    // under load: 503, "start the login again") leaves the link unspent for that try.
-    const grant = await deps.database.$transaction(async (tx) => {
-      const redeemed = await redeemLoginGrant(tx, query.data.login, { signingKey: deps.loginSigningKey, now: now() });
-      if (!redeemed.ok) return redeemed;
-      await tx.loginState.create({
-        data: {
-          stateHash: hashState(state),
-          partnerUserId: redeemed.partnerUserId,
-          mobile: redeemed.mobile ?? null,
-          expiresAt: new Date(now() + LOGIN_STATE_TTL_MS),
-        },
-      });
-      return redeemed;
-    });
+    const grant =
+      read.kind === 'refused'
+        ? read.refusal
+        : await deps.database.$transaction(async (tx) => {
+            const spent = await spendLoginGrant(tx, read, { now: now() });
+            if (!spent.ok) return spent;
+            await tx.loginState.create({
+              data: {
+                stateHash: hashState(state),
+                partnerUserId: spent.partnerUserId,
+                mobile: spent.mobile ?? null,
+                expiresAt: new Date(now() + LOGIN_STATE_TTL_MS),
+              },
+            });
+            return spent;
+          });
     if (!grant.ok) {
       deps.logger.warn({ reason: grant.reason }, 'connect start with an unusable login token');
       page(res, 400, refusedLoginPages[grant.reason]);
