@@ -75,8 +75,6 @@ const DAY_MS = DAY_SECONDS * 1000;
 const SWEEP_RESOLVE_DEADLINE_MS = 3000;
 /** Ledger transactions read per range by the daily pass over every hold (a heartbeat between ranges). */
 const OPEN_HOLD_RANGE = 50_000n;
-/** A FAILED funding left unasked in this pass, the wallet having said to slow down. */
-const leftUnasked = new Error('left unasked: the wallet asked to slow down');
 
 /** What one sweep learned that changes how it goes on. */
 interface SweepPassState {
@@ -149,7 +147,7 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
     pass: SweepPassState,
   ): Promise<boolean> {
     // A run no worker takes up answers only at the deadline: after one, this sweep leaves the other reviews to the next
-    // (30 of them waiting out 10 s each outlived the sweep's attempt, and nothing after them ran).
+    // (dozens of them each waiting out a deadline outlived the sweep's attempt, and nothing after them ran).
     if (pass.resolveTimedOut) return false;
     const input: ResolveFundingUpdateInput = {
       outcome,
@@ -445,17 +443,19 @@ export function createSweepActivities(deps: SweepDependencies): SweepActivities 
         fundings.listFailedWithTransfer({ since: failedSince, limit, ...(after ? { after } : {}) }),
       )) {
         stopIfCancelled();
-        try {
-          if (rateLimited) throw leftUnasked;
-          if (funding.transferId) await recheckFailed({ ...funding, transferId: funding.transferId }, tally);
-        } catch (error) {
-          if (error !== leftUnasked && !isWalletTransient(error)) throw error;
-          if (error instanceof ApplicationFailure && isRateLimited(error)) rateLimited = true;
+        const leftUnasked = () => {
           unasked = {
             count: (unasked?.count ?? 0) + 1,
             oldest: unasked && unasked.oldest < funding.updatedAt ? unasked.oldest : funding.updatedAt,
           };
-        }
+        };
+        if (rateLimited) leftUnasked();
+        else if (funding.transferId)
+          await recheckFailed({ ...funding, transferId: funding.transferId }, tally).catch((error: unknown) => {
+            if (!isWalletTransient(error)) throw error;
+            rateLimited = error instanceof ApplicationFailure && isRateLimited(error);
+            leftUnasked();
+          });
         heartbeat();
       }
       await marks.advance('failed-recheck', unasked && unasked.oldest < now ? unasked.oldest : now);
