@@ -141,8 +141,10 @@ export function createMoneyPage({ deps, now }: LandingContext): MoneyPage {
       return null;
     }
     if (embedded.status === 'FAILED' || !embedded.linkId) {
+      // Either way only a fresh session from the wallet can go on (a failed onboarding kept no token to try again
+      // with): 401, never a 503 that asks to come back to this one.
       const reopen = embedded.errorCode !== null && reopenFromWalletCodes.has(embedded.errorCode);
-      sendMessage(res, reopen ? 401 : 503, reopen ? messagePages.reopen : messagePages.onboardingFailed);
+      sendMessage(res, 401, reopen ? messagePages.reopen : messagePages.onboardingFailed);
       return null;
     }
     try {

@@ -42,12 +42,14 @@ const routes = {
       '200': htmlAnswer('the home page (withdraw and deposit), or the loading page while onboarding runs', {
         'Set-Cookie': header(`with a session id that was just used up: the web session cookie \`${APP_COOKIE}\``),
       }),
-      '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
+      '401': htmlAnswer(
+        'no web session, the wallet no longer accepts the user’s tokens, or onboarding gave up (reopen from the wallet)',
+      ),
       '404': htmlAnswer('an unknown session id'),
       '410': htmlAnswer('the session id was already used, or has expired'),
       '429': rateLimitedPageAnswer,
       '500': htmlAnswer('an unexpected failure (logged)'),
-      '503': htmlAnswer('onboarding failed: reopen the app from the wallet'),
+      '503': htmlAnswer('busy: the database or Temporal could not take the request now (Retry-After)'),
     },
   }),
   appLandingHead: defineRoute({
@@ -60,9 +62,9 @@ const routes = {
     query: { schema: landingQuerySchema, descriptions: { sessionId: 'a session id: answered 405, left unused' } },
     responses: {
       '200': { description: 'as GET without a session id, without the body' },
-      '401': { description: 'no web session' },
+      '401': { description: 'no web session, or one to reopen from the wallet' },
       '405': { description: 'a session id is only used by GET', headers: { Allow: header('`GET`') } },
-      '503': { description: 'onboarding failed' },
+      '503': { description: 'busy (Retry-After)' },
     },
   }),
 };

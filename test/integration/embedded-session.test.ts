@@ -372,6 +372,19 @@ describe('session URL and landing page', () => {
     expect(page.text).toContain('open the app again from your wallet');
   });
 
+  it('a session whose onboarding gave up (the wallet did not answer in time) asks the user to open the app again: 401, not a 503 to come back to', async () => {
+    // Found by a read: 503 with no Retry-After, for a state that coming back to cannot change (its tokens are gone).
+    const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
+    const { sessionId } = await launch(user.userId);
+    await stack.database.embeddedSession.update({
+      where: { sessionIdHash: hashBearer(sessionId) },
+      data: { status: 'FAILED', errorCode: 'ONBOARDING_FAILED', linkId: null },
+    });
+    const page = await browser().get(`/app?sessionId=${sessionId}`);
+    expect(page.status).toBe(401);
+    expect(page.text).toContain('open the app again from your wallet');
+  });
+
   it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
     const { sessionId } = await launch(user.userId);
