@@ -420,10 +420,12 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       items.filter((funding) => stored.has(funding.id)).map((funding) => funding.id),
       { withWalletRecord: true },
     );
-    // The run's: another each attempt, so one transfer failing for its own reasons cannot hold the day for good.
-    const probe =
-      items.find((funding) => described.has(funding.id) && funding.transferId !== null)?.transferId ??
-      (await runs.describedTransfer(runId, Context.current().info.attempt - 1));
+    // Another each attempt (one of the page's at random, else of the run's), so one transfer failing for its own
+    // reasons cannot hold the day for good.
+    const ofPage = items.flatMap((funding) =>
+      described.has(funding.id) && funding.transferId !== null ? [funding.transferId] : [],
+    );
+    const probe = ofPage[Math.floor(Math.random() * ofPage.length)] ?? (await runs.describedTransfer(runId));
     if (!probe) return true;
     try {
       await deps.wallet.retrieveTransfer(probe);

@@ -284,17 +284,20 @@ export function createSettlementRuns(database: Database) {
     },
 
     /**
-     * A transfer of the run the wallet described (its funding line holds the wallet's record): the `skip`th in the
-     * lines' order, or the first when there are not that many; null when none yet.
+     * A transfer of the run the wallet described (its funding line holds the wallet's record), the first at or past a
+     * random point of the lines' order (one index seek; another each time, however many times it is asked); null when
+     * none yet.
      */
-    async describedTransfer(runId: string, skip = 0): Promise<string | null> {
-      const read = (offset: number) => database.$queryRaw<Array<{ wallet_id: string }>>`
-        SELECT wallet_id FROM settlement_line
-        WHERE run_id = ${runId}::uuid AND kind = 'funding'::"SettlementLineKind" AND wallet_status IS NOT NULL
-          AND wallet_id IS NOT NULL
-        ORDER BY item_id OFFSET ${offset} LIMIT 1`;
-      const rows = skip > 0 ? await read(skip) : [];
-      return (rows[0] ?? (await read(0))[0])?.wallet_id ?? null;
+    async describedTransfer(runId: string): Promise<string | null> {
+      const from = async (pivot: string) =>
+        (
+          await database.$queryRaw<Array<{ wallet_id: string }>>`
+            SELECT wallet_id FROM settlement_line
+            WHERE run_id = ${runId}::uuid AND kind = 'funding'::"SettlementLineKind" AND item_id >= ${pivot}::uuid
+              AND wallet_status IS NOT NULL AND wallet_id IS NOT NULL
+            ORDER BY item_id LIMIT 1`
+        )[0]?.wallet_id ?? null;
+      return (await from(randomUUID())) ?? from('00000000-0000-0000-0000-000000000000');
     },
 
     /**

@@ -89,6 +89,9 @@ export async function mintLoginGrant(
  * A login token read without the database: a signed one verified (its signature, claims and lifetime), an ops-minted
  * one as the hash of its stored row. A token refused here costs no statement (a forged one, say).
  */
+/** The shape of an ops-minted login token: 32 random bytes in base64url. */
+const mintedToken = /^[A-Za-z0-9_-]{43}$/;
+
 export type ReadLoginToken =
   | { kind: 'signed'; signature: Buffer; claims: z.infer<typeof signedClaimsSchema> }
   | { kind: 'minted'; tokenHash: string }
@@ -100,7 +103,9 @@ export async function readLoginToken(
 ): Promise<ReadLoginToken> {
   const now = options.now ?? Date.now();
   const refused = (reason: LoginRefusal): ReadLoginToken => ({ kind: 'refused', refusal: { ok: false, reason } });
-  if (!looksLikeJwt(token)) return { kind: 'minted', tokenHash: hashToken(token) };
+  // An ops-minted token is 32 random bytes in base64url (mintLoginGrant): anything else names no row.
+  if (!looksLikeJwt(token))
+    return mintedToken.test(token) ? { kind: 'minted', tokenHash: hashToken(token) } : refused('invalid');
   if (!options.signingKey) return refused('invalid');
   const signature = canonicalSignature(token);
   if (!signature) return refused('invalid');

@@ -27,7 +27,7 @@ import {
   requireSignedIn,
 } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
-import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage } from './console-layout.ts';
+import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage, escapeHtml } from './console-layout.ts';
 import type { ConsoleGrants } from './console-grants.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
@@ -156,12 +156,14 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
     // Done, only not shown: the act stands, and is not to be done again.
     if (busy?.done) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
+      // The record's page: a form's path without its verb (…/fundings/{id}/cancel → …/fundings/{id}), not a reload.
+      const record = (req.originalUrl.split('?')[0] ?? '').replace(/\/[a-z-]+$/, '');
       sendConsolePage(res, 503, {
         title: 'Done',
-        body: notice(
+        body: `${notice(
           `${busy.done[0]!.toUpperCase()}${busy.done.slice(1)}, but it cannot be shown just now: look at it again in ${busy.retryAfterSeconds} seconds. Do not do it again.`,
           'ok',
-        ),
+        )}<p><a href="${escapeHtml(record)}">Back to it</a></p>`,
       });
       return;
     }

@@ -83,7 +83,7 @@ const routes = {
       '404': htmlAnswer('no such funding'),
       '409': htmlAnswer('not in NEEDS_REVIEW'),
       '503': htmlAnswer(
-        'its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After',
+        'its workflow cannot take the resolution just now (Temporal unreachable or busy, or its workflow task failing): nothing was done, with Retry-After; or a page titled Done: resolved, only not read back under load (not to be sent again)',
         { 'Retry-After': retryAfterHeader },
       ),
     },

@@ -48,7 +48,9 @@ const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> =>
     `started (or already started by this form; or stored, its start left to the sweep, when Temporal cannot take it just now): to its progress page, ${progressPath}`,
   ),
   '400': htmlAnswer('the page again with a message about the amount, or a malformed form key'),
-  '401': htmlAnswer('no web session, or the wallet no longer accepts the user’s tokens (reopen from the wallet)'),
+  '401': htmlAnswer(
+    'no web session, the wallet no longer accepts the user’s tokens, or onboarding gave up (reopen from the wallet)',
+  ),
   '403': htmlAnswer('the CSRF token is missing or not this session’s'),
   '409': htmlAnswer('this form was already sent with another amount'),
   '422': htmlAnswer(
@@ -59,7 +61,7 @@ const formResponses = (progressPath: string): Record<`${number}`, AnswerSpec> =>
   '429': rateLimitedPageAnswer,
   '500': htmlAnswer('an unexpected failure (logged)'),
   '503': htmlAnswer(
-    'onboarding failed: reopen the app from the wallet; or too many requests at once, or Temporal cannot take a call just now (with Retry-After): try again in a moment',
+    'too many requests at once, or Temporal cannot take a call just now (with Retry-After): try again in a moment',
   ),
 });
 

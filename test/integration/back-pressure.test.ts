@@ -400,6 +400,8 @@ describe('PostgreSQL refusing connections under a burst', () => {
     );
     expect(said).toContain('The funding was cancelled, but it cannot be shown just now');
     expect(said).not.toContain('Try again');
+    // A way back to the funding, not a reload that would send the form again.
+    expect(said).toContain(`<a href="/console/fundings/${viaConsole}">Back to it</a>`);
     expect(await cancelled(viaConsole)).toBe('CANCELLED');
   });
 
