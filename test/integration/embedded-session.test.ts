@@ -359,31 +359,25 @@ describe('session URL and landing page', () => {
     });
   });
 
-  it('a session whose onboarding found its link revoked since it began asks the user to open the app again', async () => {
-    // Found by a read: LINK_UNLINKED (links/embedded-onboarding.ts) answered 503 "the wallet did not answer in time".
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
-    const { sessionId } = await launch(user.userId);
-    await stack.database.embeddedSession.update({
-      where: { sessionIdHash: hashBearer(sessionId) },
-      data: { status: 'FAILED', errorCode: 'LINK_UNLINKED', linkId: null },
-    });
-    const page = await browser().get(`/app?sessionId=${sessionId}`);
-    expect(page.status).toBe(401);
-    expect(page.text).toContain('open the app again from your wallet');
-  });
-
-  it('a session whose onboarding gave up (the wallet did not answer in time) asks the user to open the app again: 401, not a 503 to come back to', async () => {
-    // Found by a read: 503 with no Retry-After, for a state that coming back to cannot change (its tokens are gone).
-    const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
-    const { sessionId } = await launch(user.userId);
-    await stack.database.embeddedSession.update({
-      where: { sessionIdHash: hashBearer(sessionId) },
-      data: { status: 'FAILED', errorCode: 'ONBOARDING_FAILED', linkId: null },
-    });
-    const page = await browser().get(`/app?sessionId=${sessionId}`);
-    expect(page.status).toBe(401);
-    expect(page.text).toContain('open the app again from your wallet');
-  });
+  // Found by reads: LINK_UNLINKED (links/embedded-onboarding.ts) answered 503 "the wallet did not answer in time"; a
+  // failed onboarding, 503 with no Retry-After, for a state that coming back to cannot change (its tokens are gone).
+  it.each([
+    { errorCode: 'LINK_UNLINKED', why: 'found its link revoked since it began' },
+    { errorCode: 'ONBOARDING_FAILED', why: 'gave up (the wallet did not answer in time)' },
+  ])(
+    'a session whose onboarding $why ($errorCode) asks the user to open the app again: 401, not a 503 to come back to',
+    async ({ errorCode }) => {
+      const user = await stack.admin.createUser({ kycLevel: 'KYC1' });
+      const { sessionId } = await launch(user.userId);
+      await stack.database.embeddedSession.update({
+        where: { sessionIdHash: hashBearer(sessionId) },
+        data: { status: 'FAILED', errorCode, linkId: null },
+      });
+      const page = await browser().get(`/app?sessionId=${sessionId}`);
+      expect(page.status).toBe(401);
+      expect(page.text).toContain('open the app again from your wallet');
+    },
+  );
 
   it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
