@@ -68,7 +68,17 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     persistent: true,
     // PostgreSQL refuses to run as root: the package then runs it as a `postgres` system user.
     createPostgresUser: runningAsRoot,
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200', '-c', 'fsync=off'],
+    // JIT off, as on every database walletflow makes (lib/database.ts databaseSettings).
+    postgresFlags: [
+      '-c',
+      'listen_addresses=127.0.0.1',
+      '-c',
+      'max_connections=200',
+      '-c',
+      'fsync=off',
+      '-c',
+      'jit=off',
+    ],
     onLog: (message: unknown) => options.onLog?.(String(message).trimEnd()),
     onError: (message: unknown) => options.onLog?.(String(message).trimEnd()),
   });

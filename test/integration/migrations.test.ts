@@ -63,6 +63,26 @@ describe('prisma migrations', () => {
     }
   });
 
+  it('run on a database without PostgreSQL’s JIT, whether walletflow made it or the suite copied it from its template', async () => {
+    const name = `walletflow_settings_${randomUUID().replace(/-/g, '')}`;
+    const made = await ensureDatabaseExists(databaseUrl, name);
+    try {
+      for (const url of [made, testDatabaseUrl()]) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        try {
+          // The server's own setting is on here (this machine's PostgreSQL): off comes from the database's.
+          const { rows } = await client.query<{ jit: string }>('SHOW jit');
+          expect(rows[0]!.jit, url).toBe('off');
+        } finally {
+          await client.end();
+        }
+      }
+    } finally {
+      await dropDatabase(databaseUrl, name);
+    }
+  });
+
   it('leave no connection open once applied or diffed, so `walletflow migrate` exits when it is done', async () => {
     // A connection left in the pool, and a timer the engine left behind, kept `walletflow migrate` running for 10 s
     // after it printed what it applied.

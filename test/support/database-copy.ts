@@ -2,6 +2,7 @@
 // databases, and each worker's database made again after every file (test/support/test-database.ts). A copy is a
 // fraction of a migration's cost (about 0.1 CPU s against 1), and takes the template's schema whole.
 import pg from 'pg';
+import { configureDatabase } from '../../lib/database.ts';
 
 const quoted = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
 
@@ -18,6 +19,8 @@ export async function copyDatabase(serverUrl: string, template: string, name: st
     for (let attempt = 1; ; attempt += 1) {
       try {
         await client.query(`CREATE DATABASE ${quoted(name)} TEMPLATE ${quoted(template)}`);
+        // A copy takes the template's tables, not its settings: the same as a database walletflow makes.
+        await configureDatabase(client, name);
         return;
       } catch (error) {
         if (attempt >= 5 || (error as { code?: string }).code !== '55006') throw error;
