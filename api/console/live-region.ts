@@ -72,6 +72,8 @@ export interface LiveRender {
 export interface LiveStreams {
   /** Sends `render()` now and every `everyMs`, as `message` events; an `end` event after the last. */
   stream(req: Request, res: Response, render: () => Promise<LiveRender>, everyMs: number): Promise<void>;
+  /** How often a region of pace `everyMs` is pushed here (a test's stack pushes faster). */
+  paceOf(everyMs: number): number;
 }
 
 export interface LiveStreamsOptions {
@@ -104,7 +106,10 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
     bufferedBytes: [...open].reduce((sum, paced) => sum + paced.buffered(), 0),
   }));
 
+  const paceOf = (everyMs: number) => options.pushEveryMs ?? everyMs;
+
   return {
+    paceOf,
     async stream(req, res, render, everyMs) {
       const session = consoleSessionOf(res);
       const scope = checkedScopeOf(res.locals);
@@ -119,7 +124,7 @@ export function createLiveStreams(options: LiveStreamsOptions): LiveStreams {
         res.status(503).end();
         return;
       }
-      const pace = options.pushEveryMs ?? everyMs;
+      const pace = paceOf(everyMs);
       const paced = paceResponse(res, { stallMs });
       open.add(paced);
       let replaced = false;

@@ -601,6 +601,39 @@ describe('every console page and stream needs its scope', () => {
     }
   });
 
+  it('reads the day’s figures once for the home pages a process has open at once, not once a page: each page gets them', async () => {
+    skewMs = 0;
+    const people = await Promise.all(
+      [keys.steady, keys.crowded, keys.lead, keys.auditor].map((key) => signIn(stack.apiBase, key)),
+    );
+    // The payments of the day, the scan the figures cost most: counted, and each held a while as a busy database would.
+    const database = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
+    const original = database.$queryRaw;
+    let paymentDayReads = 0;
+    database.$queryRaw = async (...args: unknown[]) => {
+      const text = Array.isArray(args[0]) ? (args[0] as string[]).join('?') : '';
+      if (/FROM payment\s+WHERE created_at >=/.test(text)) {
+        paymentDayReads += 1;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+      return original.apply(stack.database, args);
+    };
+    try {
+      const streams = await Promise.all(
+        people.map((cookie) => LiveStream.open(stack.apiBase, '/console/live/home', cookie)),
+      );
+      for (const stream of streams) {
+        expect(stream.response.status).toBe(200);
+        expect(await stream.until(firstPush)).toContain('Payments today');
+        await stream.close();
+      }
+      // Before: one read a page (4). The pages opened within the held read's second share it.
+      expect(paymentDayReads).toBe(1);
+    } finally {
+      database.$queryRaw = original;
+    }
+  });
+
   it('a stream checks its own scope again at every push, not only that the session holds: a session that lost read gets no more figures', async () => {
     skewMs = 0;
     const lead = await signIn(stack.apiBase, keys.lead);
