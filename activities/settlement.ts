@@ -77,11 +77,16 @@ const UNREADABLE_ATTEMPTS = 3;
  */
 const LASTING_FAILURE_ATTEMPTS = 10;
 
-/** A transfer whose retrieve failed in every try of this attempt, its line not yet due (settleFundingsPage counts). */
+/**
+ * A transfer whose retrieve failed in every try of this attempt (settleFundingsPage counts it). `lineDue`: the words of
+ * its "could not be read" line, when this is the attempt that stores it, should the page show the wallet answering
+ * others; else null.
+ */
 class UnreadableForNow extends Error {
   constructor(
     readonly transferId: string,
     readonly walletError: WalletError,
+    readonly lineDue: string | null,
   ) {
     super(`the wallet gave no record of transfer ${transferId} in any try (${walletError.code}); asked again later`);
   }
@@ -184,8 +189,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           if (refusesUs(error)) throw walletRetry(error);
           const attemptsBeforeALine =
             isNoRecordOfIt(error) || refusesThisTransfer(error) ? UNREADABLE_ATTEMPTS : LASTING_FAILURE_ATTEMPTS;
-          if (unreadableBefore + 1 >= attemptsBeforeALine) return { unreadable };
-          throw new UnreadableForNow(transferId, error);
+          // Its line is stored only once the page shows the wallet answering others (settleFundingsPage): this attempt
+          // may be the one a failure at large reached.
+          throw new UnreadableForNow(
+            transferId,
+            error,
+            unreadableBefore + 1 >= attemptsBeforeALine ? unreadable : null,
+          );
         }
         tries += 1;
         pauseMs = 250 * tries;
@@ -365,15 +375,10 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         FAILURES_BEFORE_A_PAGE_STOPS,
       ),
     ]);
-    const lines = fresh.flatMap((funding, index) => {
-      const result = results[index]!;
-      return result.ok ? [fundingLine(funding, result.value, posts)] : [];
-    });
-    const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
-    // Read: no count of theirs is needed again. Those that failed in every try (no record, a refusal, a 5xx) count one
-    // attempt more, for the next; but not in a page that stopped on its failures (the wallet, or a proxy before it,
-    // failing at large: a garbling proxy, a gateway's 400 page, a 5xx everywhere): the run waits that out, rather than
-    // store one false line after another.
+    // Those that failed in every try (no record, a refusal, a 5xx) count one attempt more, for the next, and a line
+    // saying the record could not be read is stored for one whose count is reached; but neither in a page that stopped
+    // on its failures (the wallet, or a proxy before it, failing at large: a garbling proxy, a gateway's 400 page, a
+    // 5xx everywhere): the run waits that out, rather than store one false line after another.
     // Nor in a page where the wallet described none of this attempt's retrieves: fewer failures than a page stops on
     // (the one transfer left of a page) cannot tell one transfer's failure from the wallet's at large, so a transfer of
     // the page it described in an earlier attempt is asked for once; no answer to it either, and the wallet is away.
@@ -381,7 +386,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     const failures = results.filter((result) => !result.ok && 'error' in result).length;
     const described = (index: number) => {
       const result = results[index]!;
-      return result.ok && result.value !== null && !('unreadable' in result.value);
+      return result.ok && result.value !== null;
     };
     const atLarge =
       failures >= FAILURES_BEFORE_A_PAGE_STOPS ||
@@ -389,16 +394,29 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         !fresh.some((_, index) => described(index)) &&
         !cancelled.aborted &&
         !(await walletAnswers(runId, page.items, stored)));
+    /** A failure of this attempt whose line is due, the page showing the wallet answering others. */
+    const lineDue = (result: (typeof results)[number]): string | null =>
+      !atLarge && !cancelled.aborted && !result.ok && 'error' in result && result.error instanceof UnreadableForNow
+        ? result.error.lineDue
+        : null;
+    const lines = fresh.flatMap((funding, index) => {
+      const result = results[index]!;
+      if (result.ok) return [fundingLine(funding, result.value, posts)];
+      const unreadableWords = lineDue(result);
+      return unreadableWords === null ? [] : [fundingLine(funding, { unreadable: unreadableWords }, posts)];
+    });
+    const newLines = await stopOnNotRunning(() => runs.store(runId, lines));
     fresh.forEach((funding, index) => {
       const result = results[index]!;
-      if (result.ok && funding.transferId) delete unreadable[funding.transferId];
+      // Read, or its line stored: no count of theirs is needed again.
+      if ((result.ok || lineDue(result) !== null) && funding.transferId) delete unreadable[funding.transferId];
       else if (!atLarge && !result.ok && 'error' in result && result.error instanceof UnreadableForNow)
         unreadable[result.error.transferId] = (unreadable[result.error.transferId] ?? 0) + 1;
     });
     beat();
     // A cancelled attempt says so, whatever else failed in the page first.
     if (cancelled.aborted) throw cancelled.reason;
-    const failed = results.find((result) => !result.ok && 'error' in result);
+    const failed = results.find((result) => !result.ok && 'error' in result && lineDue(result) === null);
     if (failed && 'error' in failed)
       throw failed.error instanceof UnreadableForNow ? walletRetry(failed.error.walletError) : failed.error;
     return { stored: newLines, read: page.items.length, next: page.next };

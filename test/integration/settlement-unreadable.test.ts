@@ -283,6 +283,37 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     expect(await lines()).toEqual({ matched: 19, mismatched: 1 });
   });
 
+  it('stores no line for a transfer whose line is due in an attempt the wallet was away for: the outage is waited out, and the record read once it is back', async () => {
+    let victim: string | undefined;
+    let mode: 'victim' | 'away' | 'well' = 'victim';
+    const { run, attempt } = await pageSettledHere((transferId) => {
+      victim ??= transferId;
+      if (mode === 'away') return retrieveError(400, 'HTTP_400', 'rejected');
+      return mode === 'victim' && transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
+    });
+    const lines = async () =>
+      Object.fromEntries(
+        (
+          await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+            SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid
+            GROUP BY result`
+        ).map((row) => [row.result, Number(row.n)]),
+      );
+    // Two attempts in which the wallet refuses it alone (the others read and stored in the first): two of the three.
+    await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
+    await expect(attempt(2)).rejects.toThrow(/HTTP_400/);
+    expect(await lines()).toEqual({ matched: 19 });
+    // The third, its line's, meets a gateway's 400 page at large (the probe of a transfer read before refused too).
+    // Before: its line was due before the page knew, stored `mismatched`, and the attempt passed.
+    mode = 'away';
+    await expect(attempt(3)).rejects.toThrow(/HTTP_400/);
+    expect(await lines()).toEqual({ matched: 19 });
+    // Back, and answering for it too: its record read, every line matched.
+    mode = 'well';
+    expect(await attempt(4)).toMatchObject({ done: true });
+    expect(await lines()).toEqual({ matched: 20 });
+  });
+
   it('asks the wallet about a transfer of an earlier page when the day’s last page holds one transfer alone: the wallet away meanwhile is waited out there too', async () => {
     // 21 fundings, pages of 20: the second page is the 21st alone, and none of its own was ever described.
     const seen = new Set<string>();
