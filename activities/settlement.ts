@@ -209,6 +209,8 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
   return {
     async beginSettlementRun(runId: string): Promise<{ total: number }> {
       const run = await runningRun(runId);
+      // Begun by an attempt before this one (its answer lost): what it wrote holds (runs.begin writes once).
+      if (run.wholeDay || run.readUntil !== null) return { total: run.total };
       // The database's clock, as the events' times are; a day that ended less than SETTLEMENT_GRACE_MS ago is not read
       // yet: this attempt fails, and Temporal tries it again once the grace is over (nothing is written meanwhile).
       const now = deps.now ? deps.now() : (await databaseNow(database)).getTime();
@@ -233,9 +235,11 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         countFundingsApprovedOn(database, day),
         countPaymentsSucceededOn(database, day),
       ]);
-      await stopOnNotRunning(() => runs.begin(runId, fundings + payments, wholeDay, readUntil));
-      logger.info({ runId, date: run.date, fundings, payments }, 'settlement run began');
-      return { total: fundings + payments };
+      // An attempt overtaken (its worker paused past its time-out) may come after another's begin: the run keeps the
+      // first, and this one answers it.
+      const begun = await stopOnNotRunning(() => runs.begin(runId, fundings + payments, wholeDay, readUntil));
+      logger.info({ runId, date: run.date, fundings, payments, wholeDay: begun.wholeDay }, 'settlement run began');
+      return { total: begun.total };
     },
 
     async settleItems(input: SettleItemsInput): Promise<SettleItemsOutcome> {

@@ -133,6 +133,10 @@ const emptyCounts = (): SettlementCounts => ({
 export interface RunStart {
   date: string;
   timeZone: string;
+  /**
+   * False for every run the service starts: its begin says (runs.begin). True: a run begun whole already (tests that
+   * drive its pages themselves), which no begin changes.
+   */
   wholeDay: boolean;
   requestedBy: string;
 }
@@ -256,13 +260,29 @@ export function createSettlementRuns(database: Database) {
      * The day's items to check, counted as the run begins; `wholeDay`: it begins reading once the day is over (its
      * grace too), by the database's clock, so it covers the whole of it, whenever it was asked for. It alone says so:
      * whatever the run was started with is replaced. `readUntil`: where a report of the day so far stops reading (null:
-     * the whole day).
+     * the whole day). Written once: a run already begun (whole, or read until an instant) keeps what its first begin
+     * wrote, whichever attempt comes later (one overtaken while paused, its worker frozen past its time-out, would
+     * otherwise narrow a whole day's run its pages are reading); answers what the run holds.
      */
-    async begin(runId: string, total: number, wholeDay: boolean, readUntil: Date | null): Promise<void> {
-      const updated = await database.$executeRaw`
-        UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = ${wholeDay}, read_until = ${readUntil}
-        WHERE id = ${runId}::uuid AND state = 'RUNNING'`;
-      if (updated === 0) throw new SettlementRunNotRunning(runId);
+    async begin(
+      runId: string,
+      total: number,
+      wholeDay: boolean,
+      readUntil: Date | null,
+    ): Promise<{ total: number; wholeDay: boolean; readUntil: Date | null }> {
+      const [row] = await database.$queryRaw<
+        Array<{ state: string; total: number; whole_day: boolean; read_until: Date | null }>
+      >`
+        WITH began AS (
+          UPDATE settlement_run SET total = GREATEST(${total}, checked), whole_day = ${wholeDay}, read_until = ${readUntil}
+          WHERE id = ${runId}::uuid AND state = 'RUNNING' AND NOT whole_day AND read_until IS NULL
+          RETURNING state::text AS state, total, whole_day, read_until)
+        SELECT state, total, whole_day, read_until FROM began
+        UNION ALL
+        SELECT state::text, total, whole_day, read_until FROM settlement_run
+        WHERE id = ${runId}::uuid AND NOT EXISTS (SELECT 1 FROM began)`;
+      if (!row || row.state !== 'RUNNING') throw new SettlementRunNotRunning(runId);
+      return { total: row.total, wholeDay: row.whole_day, readUntil: row.read_until };
     },
 
     /**

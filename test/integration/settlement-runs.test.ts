@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { FundingView } from '../../domain/funding.ts';
 import { createSettlementActivities } from '../../activities/settlement.ts';
 import { createSettlementService } from '../../api/ops/settlement-service.ts';
-import { SETTLEMENT_GRACE_MS } from '../../ledger/settlement.ts';
+import { dayEndsAt, SETTLEMENT_GRACE_MS } from '../../ledger/settlement.ts';
 import { createSettlementRuns, type SettlementRun } from '../../ledger/settlement-runs.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
@@ -349,6 +349,54 @@ describe('a day settled by a durable run', () => {
         Array<{ n: bigint }>
       >`SELECT count(*) AS n FROM settlement_line WHERE run_id = ${started.run.id}::uuid`,
     ).toEqual([{ n: 0n }]);
+  });
+
+  it('a begin overtaken while paused keeps what the later attempt wrote: the run reads the whole day its pages read, and says so', async () => {
+    const day = await freshDay();
+    await plant(day, 3);
+    const runs = createSettlementRuns(stack.database);
+    const started = await runs.start({ date: day, timeZone, wholeDay: false, requestedBy: 'settlement-runs.test' });
+    const dayEnd = dayEndsAt(day, timeZone).getTime();
+    // The first attempt takes the time before the day's end, then its worker freezes before it writes (held in its
+    // count); Temporal's second, after the day and its grace, begins the whole day.
+    let counting: () => void = () => {};
+    const atCount = new Promise<void>((resolve) => (counting = resolve));
+    let thaw: () => void = () => {};
+    const frozen = new Promise<void>((resolve) => (thaw = resolve));
+    const frozenDatabase = new Proxy(stack.database, {
+      get(target, property) {
+        if (property !== '$queryRaw') return Reflect.get(target, property) as unknown;
+        return async (...args: Parameters<typeof target.$queryRaw>) => {
+          if (Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('count(DISTINCT ev.funding_id)')) {
+            counting();
+            await frozen;
+          }
+          return target.$queryRaw(...args);
+        };
+      },
+    });
+    const attempt = (database: typeof stack.database, now: number) =>
+      createSettlementActivities({
+        database,
+        runs,
+        wallet: stack.wallet,
+        logger: createLogger({ level: 'silent' }),
+        now: () => now,
+      });
+    const first = attempt(frozenDatabase, dayEnd - 10_000).beginSettlementRun(started.run.id);
+    await atCount;
+    expect(
+      await attempt(stack.database, dayEnd + SETTLEMENT_GRACE_MS + 1000).beginSettlementRun(started.run.id),
+    ).toEqual({ total: 3 });
+    thaw();
+    // Before: its write came last, and the run read the day until ten seconds before its end (a partial report).
+    expect(await first).toEqual({ total: 3 });
+    expect(await runs.find(started.run.id)).toMatchObject({
+      state: 'RUNNING',
+      wholeDay: true,
+      readUntil: null,
+      total: 3,
+    });
   });
 
   it('a finish beside an overtaken attempt’s store counts every line its total does: the store waits, or is counted', async () => {
