@@ -163,7 +163,7 @@ export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: n
 
 /**
  * Whether a failed exchange with the identity provider was the provider away (no answer: a network error or a time-out;
- * a 5xx; or the provider saying so in its redirect back or its token answer, `temporarily_unavailable` or
+ * a 5xx, or a 429: busy; or the provider saying so in its redirect back or its token answer, `temporarily_unavailable` or
  * `server_error`, the stand-ins for a 503 and a 500 where no status can travel, RFC 6749 4.1.2.1), not an answer that
  * refused the sign-in (any other OAuth error, an ID token that does not verify).
  */
@@ -173,9 +173,11 @@ export function providerUnavailable(error: unknown): boolean {
   // undici's `fetch failed`, its cause the socket's error: not a TypeError of walletflow's own code.
   if (error instanceof TypeError && error.message === 'fetch failed') return true;
   if (error instanceof Error && (error.name === 'TimeoutError' || error.name === 'AbortError')) return true;
-  if (error instanceof oidc.ResponseBodyError) return error.status >= 500;
+  // A 429 is the provider busy (a burst of sign-ins at nine), not refusing this one.
+  const busyOrDown = (status: number) => status >= 500 || status === 429;
+  if (error instanceof oidc.ResponseBodyError) return busyOrDown(error.status);
   if (error instanceof oidc.ClientError && error.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM')
-    return error.cause instanceof Response && error.cause.status >= 500;
+    return error.cause instanceof Response && busyOrDown(error.cause.status);
   return false;
 }
 

@@ -18,6 +18,18 @@ describe('an identity provider that is down, told apart from one that refuses', 
     expect(providerUnavailable(tokenAnswer(503, 'invalid_grant'))).toBe(true);
   });
 
+  it('is busy, not refusing, when it answers 429 (a burst of sign-ins at nine): with its error body or a plain one', () => {
+    expect(providerUnavailable(tokenAnswer(429, 'too_many_requests'))).toBe(true);
+    // As openid-client throws a status it does not expect with a body that is no OAuth error.
+    const plain = Object.assign(
+      new oidc.ClientError('unexpected HTTP response status code', {
+        cause: new Response('slow down', { status: 429 }),
+      }),
+      { code: 'OAUTH_RESPONSE_IS_NOT_CONFORM' },
+    );
+    expect(providerUnavailable(plain)).toBe(true);
+  });
+
   it('refuses the sign-in with any other error of a 4xx answer', () => {
     for (const error of ['invalid_grant', 'access_denied', 'invalid_client'])
       expect(providerUnavailable(tokenAnswer(400, error)), error).toBe(false);
