@@ -163,9 +163,9 @@ export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: n
 
 /**
  * Whether a failed exchange with the identity provider was the provider away (no answer: a network error or a time-out;
- * a 5xx, or a 429: busy; or the provider saying so in its redirect back or its token answer, `temporarily_unavailable` or
- * `server_error`, the stand-ins for a 503 and a 500 where no status can travel, RFC 6749 4.1.2.1), not an answer that
- * refused the sign-in (any other OAuth error, an ID token that does not verify).
+ * a 5xx, or a 429: busy; or the provider saying so in its redirect back or its token answer,
+ * `temporarily_unavailable` or `server_error`, the stand-ins for a 503 and a 500 where no status can travel, RFC 6749
+ * 4.1.2.1), not an answer that refused the sign-in (any other OAuth error, an ID token that does not verify).
  */
 export function providerUnavailable(error: unknown): boolean {
   if (error instanceof oidc.AuthorizationResponseError || error instanceof oidc.ResponseBodyError)
