@@ -76,6 +76,11 @@ export type CreateBatchResult =
    */
   | { kind: 'not-started'; batch: BatchView; refusal: WorkflowRefusal; storedBy: 'this-request' | 'an-earlier-request' }
   | { kind: 'key-reused' }
+  /**
+   * The person who sent it may no longer store it once its body was read (their console session ended, or the scopes it
+   * was sent with were taken away meanwhile): nothing stored.
+   */
+  | { kind: 'no-longer-allowed' }
   /** 422 BATCH_INVALID: what is wrong with which rows (row 0: the request or the file itself). */
   | { kind: 'invalid'; errors: BatchRowError[]; errorCount: number }
   | { kind: 'refused'; code: FundingRefusalCode; detail: string }
@@ -380,15 +385,20 @@ export function createBatchService(deps: BatchServiceDependencies) {
       idempotencyKey: string,
       request: BatchRequest,
       actor: string,
-      authority: { mayPayOthersBalance?: boolean } = {},
+      authority: {
+        mayPayOthersBalance?: boolean;
+        /**
+         * Asked once the body was read, before anything is stored: whether whoever sent it may still (a console
+         * session may end while its file arrives). Absent: an ops key's, which nothing ends meanwhile.
+         */
+        stillAllowed?: () => Promise<boolean>;
+      } = {},
     ): Promise<CreateBatchResult> {
       const share = deps.uploadBudget.open();
       try {
-        return await createChecked(
-          idempotencyKey,
-          await checkRequest(request, share, authority.mayPayOthersBalance === true),
-          actor,
-        );
+        const checked = await checkRequest(request, share, authority.mayPayOthersBalance === true);
+        if (authority.stillAllowed && !(await authority.stillAllowed())) return { kind: 'no-longer-allowed' };
+        return await createChecked(idempotencyKey, checked, actor);
       } finally {
         share.close();
       }

@@ -15,6 +15,7 @@ import type { BatchRequest, BatchService, CreateBatchResult } from '../../fundin
 import { BATCH_BODY_LIMIT } from '../../fundings/batch-upload.ts';
 import { escapeHtml } from '../../lib/html.ts';
 import { overloadOf } from '../../lib/admission.ts';
+import { mayGoOn, scopesNowOf } from '../http/actor.ts';
 import { personActed, personOf } from './console-auth.ts';
 import { CONSOLE_PATH, csrfField, notice, sendConsolePage, table, type SignedInPerson } from './console-layout.ts';
 import { batchPath } from './batch-page.ts';
@@ -211,8 +212,14 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       // As the ops API: a user's balance pays that user's own wallets, unless the person may pay it to others (admin).
       // A store the admission refuses (its partner user's lane busy): the upload page again, with the same key, as for
       // a full upload budget, where the console's Busy page drew no form and Back drew one with a fresh key.
+      // The session may end while the file arrives (signed out in another tab, a role taken away, its lifetime over):
+      // asked again before the store, with what it was sent with (admin's too, when it lets the batch pay others).
+      const mayPayOthersBalance = person.scopes.has('admin');
+      const stillAllowed = async () =>
+        (await mayGoOn(res.locals)) &&
+        (!mayPayOthersBalance || ((await scopesNowOf(res.locals))?.has('admin') ?? false));
       const result = await batches
-        .create(idempotencyKey, request, person.name, { mayPayOthersBalance: person.scopes.has('admin') })
+        .create(idempotencyKey, request, person.name, { mayPayOthersBalance, stillAllowed })
         .catch((error: unknown): CreateBatchResult => {
           const busy = overloadOf(error);
           if (!busy) throw error;
@@ -333,6 +340,12 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         ),
       );
       return;
+    case 'no-longer-allowed':
+      sendConsolePage(res, 401, {
+        title: 'Signed out',
+        body: `${notice('Your session ended, or your role changed, while the file was sent: nothing was stored. Sign in again and upload it again.', 'error')}<p><a href="${CONSOLE_PATH}/sign-in">Sign in</a></p>`,
+      });
+      return;
     case 'too-large':
       sendUploadPage(
         res,
@@ -373,6 +386,8 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
         ),
       );
       return;
+    default:
+      result satisfies never;
   }
 }
 

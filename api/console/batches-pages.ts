@@ -81,6 +81,9 @@ const routes = {
       '303': redirectAnswer('stored (or stored before by this form): to the batch'),
       '400': htmlAnswer('no file, or a form that cannot be read'),
       '403': htmlAnswer('no fund scope, or no valid CSRF token before the file'),
+      '401': htmlAnswer(
+        'the session ended (or a scope it was sent with was taken away) while the file arrived; nothing stored',
+      ),
       '413': htmlAnswer('a file larger than 32 MB'),
       '422': htmlAnswer('the file’s problems row by row, or a refusal (money, limits, a reused form); nothing stored'),
     },

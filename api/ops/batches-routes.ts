@@ -525,6 +525,12 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
           detail: `${result.detail}; send the same request (same Idempotency-Key) again after Retry-After`,
         });
         return;
+      case 'no-longer-allowed':
+        // A key's scopes are the process's for its life: only a console session's end can answer this (not asked).
+        refuse({ status: 403, code: 'SCOPE_REQUIRED', title: 'Forbidden', detail: 'nothing was stored' });
+        return;
+      default:
+        result satisfies never;
     }
   });
 

@@ -1088,6 +1088,62 @@ async function signOutFromTheConsole(cookie: string): Promise<number> {
   return signOut.status;
 }
 
+describe('an upload whose session ends while its file arrives', () => {
+  it('stores nothing and says so (401): signed out in another tab while the file was sent', async () => {
+    skewMs = 0;
+    const session = await signIn(stack.apiBase, keys.lead);
+    const csrf = await csrfOf(stack.apiBase, session);
+    const name = `upload-signed-out-${randomUUID()}`;
+    const boundary = `----walletflow${randomBytes(8).toString('hex')}`;
+    const field = (fieldName: string, value: string) =>
+      `--${boundary}\r\nContent-Disposition: form-data; name="${fieldName}"\r\n\r\n${value}\r\n`;
+    const head =
+      field('_csrf', csrf) +
+      field('idempotencyKey', randomUUID()) +
+      field('name', name) +
+      field('source', 'TREASURY') +
+      field('partnerUserId', '') +
+      `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="batch.csv"\r\nContent-Type: text/csv\r\n\r\n` +
+      'reference,recipient_type,recipient,amount\nr-1,CODE,7654321,5.00\n';
+    const answer = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const request = httpRequest(`${stack.apiBase}/console/batches`, {
+        method: 'POST',
+        headers: {
+          cookie: session,
+          'content-type': `multipart/form-data; boundary=${boundary}`,
+          'sec-fetch-site': 'same-origin',
+          'sec-fetch-mode': 'navigate',
+        },
+      });
+      request.on('error', reject);
+      request.on('response', (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      });
+      request.write(head);
+      // Half the file sent; the person signs out in another tab; then the rest arrives.
+      void (async () => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        const signOut = await fetch(`${stack.apiBase}/console/sign-out`, {
+          method: 'POST',
+          headers: { cookie: session, 'content-type': 'application/x-www-form-urlencoded', origin: stack.apiBase },
+          body: `_csrf=${csrf}`,
+          redirect: 'manual',
+        });
+        await signOut.arrayBuffer();
+        expect(signOut.status).toBe(303);
+        request.end(`r-2,CODE,7654322,6.00\n\r\n--${boundary}--\r\n`);
+      })().catch(reject);
+    });
+    const { status, body } = await answer;
+    // Before: stored under the person who had signed out (303 to the batch).
+    expect(status, body).toBe(401);
+    expect(body).toContain('nothing was stored');
+    expect(await stack.database.fundingBatch.count({ where: { name } })).toBe(0);
+  });
+});
+
 describe('a sign-out from a browser whose session already ended', () => {
   it('signs the person out everywhere all the same: their session in another browser ends too', async () => {
     skewMs = 0;
