@@ -132,6 +132,15 @@ export async function runDeploy(action: DeployAction): Promise<number> {
       }
       case 'promote':
         if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        // Temporal ends a ramp only when the build it ramps is the one made current: promoting another would leave the
+        // canary its share of new workflows (and of the auto-upgrade runs), unsaid. Ending it is the operator's act.
+        if (ramping && ramping !== action.buildId) {
+          console.error(
+            `walletflow deploy promote: ${ramping} is ramping (${info.routingConfig?.rampingVersionPercentage ?? 0}% of new workflows), and stays so whatever is current; ` +
+              `end that first with \`walletflow deploy ramp ${ramping} 0\`, or promote ${ramping} itself`,
+          );
+          return 1;
+        }
         await setCurrentVersion(client, { deploymentName, buildId: action.buildId }, identity);
         console.log(
           `deployment ${deploymentName}: ${action.buildId} is now current (was ${current ?? 'none'}); workflows already running stay on their build`,
