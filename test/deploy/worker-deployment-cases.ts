@@ -202,7 +202,8 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(canary.code, canary.stderr).toBe(0);
       const refused = await deployCli('rollback');
       expect([refused.code, refused.stderr]).toEqual([1, expect.stringContaining(`${a.buildId} is ramping (10%`)]);
-      // Nor is another build promoted past it: Temporal would leave the canary its share. Before: promoted, the ramp kept.
+      // Nor is another build promoted past it: Temporal would leave the canary its share. Before: promoted, the ramp
+      // kept.
       const promotedPast = await deployCli('promote', b.buildId);
       expect([promotedPast.code, promotedPast.stderr]).toEqual([
         1,
