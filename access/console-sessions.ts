@@ -163,16 +163,23 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
   }
 
   return {
-    /** A new session for `person` (a new id at every sign-in); answers the cookie's value. */
-    async start(person: ConsolePerson, grant: ConsoleGrant): Promise<{ cookieValue: string; expiresAt: Date }> {
+    /**
+     * A new session for `person` (a new id at every sign-in); answers the cookie's value. `loginAuthTime`: an OpenID
+     * Connect sign-in's login as the provider stamped it (auth_time), kept so a sign-out can tell that login again.
+     */
+    async start(
+      person: ConsolePerson,
+      grant: ConsoleGrant,
+      loginAuthTime?: number,
+    ): Promise<{ cookieValue: string; expiresAt: Date }> {
       const cookieValue = randomBytes(32).toString('base64url');
       const [keyFingerprint, issuer, groups] =
         grant.via === 'key' ? [grant.keyFingerprint, null, []] : [null, grant.issuer, [...grant.groups]];
       const rows = await database.$queryRaw<Array<{ expires_at: Date }>>`
-        INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at)
+        INSERT INTO console_session (id, cookie_hash, person_id, person_name, via, scopes, key_fingerprint, issuer, groups, csrf_token, created_at, last_seen_at, expires_at, ends_at, login_auth_time)
         SELECT ${randomUUID()}::uuid, ${hashBearer(cookieValue)}, ${person.personId}, ${person.personName}, ${person.via}, ${[...person.scopes]}::text[],
                ${keyFingerprint}, ${issuer}, ${groups}::text[], ${randomBytes(32).toString('base64url')}, t.at, t.at,
-               t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle})
+               t.at + ${lifetime}, LEAST(t.at + ${lifetime}, t.at + ${idle}), ${loginAuthTime ?? null}::bigint
         FROM (SELECT ${at()} AS at) t
         RETURNING expires_at`;
       return { cookieValue, expiresAt: rows[0]!.expires_at };
@@ -232,30 +239,44 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
 
     /**
      * Signs the person out everywhere: every session of theirs ends. A person who signs in through the provider
-     * (`remember`) has the time kept (`signedOutAt`) until their next sign-in through it. Answers how many sessions
-     * ended.
+     * (`remember`) has the time kept (`signedOutAt`), with the latest provider login of the sessions it ended, until
+     * their next sign-in through it. Answers how many sessions ended.
      */
     async endEverySessionOf(personId: string, options: { remember: boolean }): Promise<number> {
       const ended = database.consoleSession.deleteMany({ where: { personId } });
       if (!options.remember) return (await ended).count;
-      const [{ count }] = await database.$transaction([
-        ended,
+      // Kept before the sessions go (their logins read in the same transaction).
+      const [, { count }] = await database.$transaction([
         database.$executeRaw`
-          INSERT INTO console_sign_out (person_id, signed_out_at) SELECT ${personId}, t.at FROM (SELECT ${at()} AS at) t
-          ON CONFLICT (person_id) DO UPDATE SET signed_out_at = GREATEST(console_sign_out.signed_out_at, EXCLUDED.signed_out_at)`,
+          INSERT INTO console_sign_out (person_id, signed_out_at, login_auth_time)
+          SELECT ${personId}, t.at, (SELECT max(s.login_auth_time) FROM console_session s WHERE s.person_id = ${personId})
+          FROM (SELECT ${at()} AS at) t
+          ON CONFLICT (person_id) DO UPDATE SET signed_out_at = GREATEST(console_sign_out.signed_out_at, EXCLUDED.signed_out_at),
+            login_auth_time = GREATEST(console_sign_out.login_auth_time, EXCLUDED.login_auth_time)`,
+        ended,
       ]);
       return count;
     },
 
     /**
-     * When the person last signed out, if they have not signed in through the provider since, and the database's time
-     * now (what a login's age is measured against: one clock for every API process, the one the sign-out was kept by).
+     * When the person last signed out, if they have not signed in through the provider since, with the latest provider
+     * login that sign-out ended (its auth_time; null: none known), and the database's time now (what a login's age is
+     * measured against: one clock for every API process, the one the sign-out was kept by).
      */
-    async signOutOf(personId: string): Promise<{ signedOutAt: Date | null; now: Date }> {
-      const [row] = await database.$queryRaw<Array<{ signed_out_at: Date | null; now: Date }>>`
-        SELECT o.signed_out_at, t.at AS now
+    async signOutOf(
+      personId: string,
+    ): Promise<{ signedOutAt: Date | null; signedOutLoginAuthTime: number | null; now: Date }> {
+      const [row] = await database.$queryRaw<
+        Array<{ signed_out_at: Date | null; login_auth_time: bigint | null; now: Date }>
+      >`
+        SELECT o.signed_out_at, o.login_auth_time, t.at AS now
         FROM (SELECT ${at()} AS at) t LEFT JOIN console_sign_out o ON o.person_id = ${personId}`;
-      return { signedOutAt: row!.signed_out_at, now: row!.now };
+      const login = row!.login_auth_time;
+      return {
+        signedOutAt: row!.signed_out_at,
+        signedOutLoginAuthTime: login === null ? null : Number(login),
+        now: row!.now,
+      };
     },
 
     /** The person signed in through the provider after a sign-out at `signedOutAt`: forgotten (a later one stays). */

@@ -283,6 +283,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
     idempotencyKey: string,
     checked: BatchUploadRead,
     actor: string,
+    stillAllowed?: () => Promise<boolean>,
   ): Promise<CreateBatchResult> {
     if (!checked.ok) {
       switch (checked.kind) {
@@ -307,6 +308,9 @@ export function createBatchService(deps: BatchServiceDependencies) {
     const fingerprint = requestFingerprint(deps.fingerprintKey, fingerprintParts(checked.name, source, checked.items));
     const existing = await record.findByIdempotencyKey(idempotencyKey);
     if (existing) return existing.requestFingerprint === fingerprint ? answerStored(existing) : { kind: 'key-reused' };
+    // Asked once the body was read and its key stores nothing yet (a batch this key stored before is answered, whoever
+    // sends it again: nothing is stored twice, and the person signing in again finds it).
+    if (stillAllowed && !(await stillAllowed())) return { kind: 'no-longer-allowed' };
 
     const batchId = randomUUID();
     const count = checked.items.length;
@@ -388,17 +392,20 @@ export function createBatchService(deps: BatchServiceDependencies) {
       authority: {
         mayPayOthersBalance?: boolean;
         /**
-         * Asked once the body was read, before anything is stored: whether whoever sent it may still (a console
-         * session may end while its file arrives). Absent: an ops key's, which nothing ends meanwhile.
+         * Asked once the body was read and its key found new, before anything is stored: whether whoever sent it may
+         * still (a console session may end while its file arrives). Absent: an ops key's, which nothing ends meanwhile.
          */
         stillAllowed?: () => Promise<boolean>;
       } = {},
     ): Promise<CreateBatchResult> {
       const share = deps.uploadBudget.open();
       try {
-        const checked = await checkRequest(request, share, authority.mayPayOthersBalance === true);
-        if (authority.stillAllowed && !(await authority.stillAllowed())) return { kind: 'no-longer-allowed' };
-        return await createChecked(idempotencyKey, checked, actor);
+        return await createChecked(
+          idempotencyKey,
+          await checkRequest(request, share, authority.mayPayOthersBalance === true),
+          actor,
+          authority.stillAllowed,
+        );
       } finally {
         share.close();
       }

@@ -213,11 +213,11 @@ export async function handleUpload(req: Request, res: Response, batches: BatchSe
       // A store the admission refuses (its partner user's lane busy): the upload page again, with the same key, as for
       // a full upload budget, where the console's Busy page drew no form and Back drew one with a fresh key.
       // The session may end while the file arrives (signed out in another tab, a role taken away, its lifetime over):
-      // asked again before the store, with what it was sent with (admin's too, when it lets the batch pay others).
+      // asked again before the store, with what it was sent with (admin's too, when it lets a user's balance pay).
       const mayPayOthersBalance = person.scopes.has('admin');
+      const adminMatters = mayPayOthersBalance && source === 'USER_BALANCE';
       const stillAllowed = async () =>
-        (await mayGoOn(res.locals)) &&
-        (!mayPayOthersBalance || ((await scopesNowOf(res.locals))?.has('admin') ?? false));
+        (await mayGoOn(res.locals)) && (!adminMatters || ((await scopesNowOf(res.locals))?.has('admin') ?? false));
       const result = await batches
         .create(idempotencyKey, request, person.name, { mayPayOthersBalance, stillAllowed })
         .catch((error: unknown): CreateBatchResult => {

@@ -150,11 +150,20 @@ export const FRESH_LOGIN_TOLERANCE_SECONDS = 120;
 /**
  * Whether a login the provider says happened at `authTime` (the ID token's auth_time: its clock, whole seconds) is
  * fresh after `since` (walletflow's database clock): at or after it, to the second, or within
- * FRESH_LOGIN_TOLERANCE_SECONDS of `nowMs` (the database's clock too: an API process's own may be off). Without an
- * auth_time, nothing says it is.
+ * FRESH_LOGIN_TOLERANCE_SECONDS of `nowMs` (the database's clock too: an API process's own may be off). Never when it
+ * is no later than `signedOutLogin`, the login of a session that sign-out ended (the provider's own clock on both
+ * sides, so no tolerance: the same login kept at the provider, whatever the clocks say, however soon after; a new
+ * login stamped in that login's second cannot be told from it, and is refused too). Without an auth_time, nothing
+ * says it is.
  */
-export function loginIsFresh(authTime: number | undefined, since: Date, nowMs: number): boolean {
+export function loginIsFresh(
+  authTime: number | undefined,
+  since: Date,
+  nowMs: number,
+  signedOutLogin: number | null = null,
+): boolean {
   if (authTime === undefined) return false;
+  if (signedOutLogin !== null && authTime <= signedOutLogin) return false;
   return (
     authTime >= Math.floor(since.getTime() / 1000) ||
     authTime >= Math.floor(nowMs / 1000) - FRESH_LOGIN_TOLERANCE_SECONDS
@@ -294,11 +303,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     person: ConsolePerson,
     grant: ConsoleGrant,
     returnTo: string,
-    /** The provider's sign-in that ends here: its state's cookie is cleared. */
-    signInState?: string,
+    /** The provider's sign-in that ends here: its state's cookie is cleared; and its login's auth_time, if told. */
+    provider?: { signInState: string | undefined; loginAuthTime: number | undefined },
   ): Promise<void> {
+    const signInState = provider?.signInState;
     await sessions.endSessionsOfCookies(cookieValuesOf(req, cookies.session));
-    const { cookieValue } = await sessions.start(person, grant);
+    const { cookieValue } = await sessions.start(person, grant, provider?.loginAuthTime);
     // The sign-in is audited under the person's name (the request came without a session).
     setActor(res.locals, {
       kind: person.via === 'key' ? 'key' : 'person',
@@ -571,12 +581,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
     // theirs: a shared desk's browser whose provider still knows the person who left (its marker cookie gone, or a
     // provider that did not ask who is there).
     const personId = `oidc:${claims.sub}`;
-    const { signedOutAt, now } = await sessions.signOutOf(personId);
+    const { signedOutAt, signedOutLoginAuthTime, now } = await sessions.signOutOf(personId);
     const freshSince = [signedOutAt, started.freshLoginSince]
       .filter((time): time is Date => time !== null)
       .reduce<Date | null>((latest, time) => (latest && latest >= time ? latest : time), null);
     const authTime = typeof claims.auth_time === 'number' ? claims.auth_time : undefined;
-    if (freshSince && !loginIsFresh(authTime, freshSince, now.getTime())) {
+    if (freshSince && !loginIsFresh(authTime, freshSince, now.getTime(), signedOutLoginAuthTime)) {
       // Audited under the login the provider answered with (whoever left it there), with no scope.
       setActor(res.locals, { kind: 'person', name: personName, scopes: new Set() });
       if (started.freshLoginSince === null) {
@@ -633,7 +643,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       { personId, personName, via: 'oidc', scopes },
       deps.grants.ofGroups(groups),
       started.returnTo,
-      state,
+      { signInState: state, loginAuthTime: authTime },
     );
   });
 
