@@ -123,8 +123,10 @@ export function readUploadForm<T>(req: Request, options: UploadFormOptions<T>): 
         fields: before,
         work: options.onFile(before, { filename: info.filename, mimeType: info.mimeType, stream }),
       };
-      // Its outcome is taken at the end of the form; a failure is not left unhandled meanwhile.
-      handedOn.work.catch(() => undefined);
+      // Its outcome is taken at the end of the form; a failure is not left unhandled meanwhile, and the file is read to
+      // its end after it (onFile may fail before it reads: the form's end waits for the file's, which an unread stream
+      // never reaches, and no answer came).
+      handedOn.work.catch(() => stream.resume());
     });
     const onLimit = () => {
       if (!handedOn) tooMany = true;

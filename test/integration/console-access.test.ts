@@ -1144,6 +1144,53 @@ describe('an upload whose session ends while its file arrives', () => {
   });
 });
 
+describe('an upload whose session’s touch is refused a connection', () => {
+  it('answers 503 with Retry-After at once and stores nothing, however small the file: the form is read to its end', async () => {
+    skewMs = 0;
+    const session = await signIn(stack.apiBase, keys.lead);
+    const csrf = await csrfOf(stack.apiBase, session);
+    // Past the half minute after which a person's act is written again (touch), which a burst refuses.
+    skewMs = 31_000;
+    const database = stack.database as unknown as Record<'$executeRaw', (...args: unknown[]) => Promise<unknown>>;
+    const original = database.$executeRaw;
+    database.$executeRaw = (...args: unknown[]) => {
+      const text = Array.isArray(args[0]) ? (args[0] as string[]).join('?') : '';
+      if (text.includes('UPDATE console_session s SET last_seen_at'))
+        return Promise.reject(new Error('timeout exceeded when trying to connect'));
+      return original.apply(stack.database, args);
+    };
+    const name = `upload-touch-refused-${randomUUID()}`;
+    const form = new FormData();
+    form.set('_csrf', csrf);
+    form.set('idempotencyKey', randomUUID());
+    form.set('name', name);
+    form.set('source', 'TREASURY');
+    form.set('partnerUserId', '');
+    form.set(
+      'file',
+      new Blob(['reference,recipient_type,recipient,amount\nr-1,CODE,7654321,5.00\n'], { type: 'text/csv' }),
+      'batch.csv',
+    );
+    try {
+      // Before: the file's stream was never read once the touch failed, the form never ended, and no answer came.
+      const answer = await fetch(`${stack.apiBase}/console/batches`, {
+        method: 'POST',
+        headers: { cookie: session, origin: stack.apiBase },
+        body: form,
+        redirect: 'manual',
+        signal: AbortSignal.timeout(10_000),
+      });
+      const body = await answer.text();
+      expect(answer.status, body).toBe(503);
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+    } finally {
+      database.$executeRaw = original;
+      skewMs = 0;
+    }
+    expect(await stack.database.fundingBatch.count({ where: { name } })).toBe(0);
+  });
+});
+
 describe('a sign-out from a browser whose session already ended', () => {
   it('signs the person out everywhere all the same: their session in another browser ends too', async () => {
     skewMs = 0;
