@@ -39,7 +39,7 @@ import type { ConsoleConfig } from '../lib/config.ts';
 import { opsLinksRouter } from './ops/links-routes.ts';
 import { clientErrorOf } from './http/client-errors.ts';
 import { sendProblem } from './http/problem.ts';
-import { overloadOf } from '../lib/admission.ts';
+import { LOST_CONNECTION_RETRY_AFTER_SECONDS, lostConnectionOf, overloadOf } from '../lib/admission.ts';
 import { WORKFLOW_UNAVAILABLE, workflowUnavailableOf } from '../lib/workflow-unavailable.ts';
 import { createTokenVault } from '../links/token-vault.ts';
 import { createIpAllowlist } from '../lib/ip-allowlist.ts';
@@ -510,6 +510,23 @@ export function createApp(deps: AppDependencies): express.Express {
         detail:
           busy.detail ??
           'too many requests at once: nothing was stored; send the same request (same Idempotency-Key) again after Retry-After',
+      });
+      return;
+    }
+    // A read whose database connection was lost (a failover, a restart): it changed nothing, and is asked again.
+    const lost = req.method === 'GET' || req.method === 'HEAD' ? lostConnectionOf(error) : null;
+    if (lost) {
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: lost },
+        'a read lost its database connection: 503',
+      );
+      res.setHeader('Retry-After', String(LOST_CONNECTION_RETRY_AFTER_SECONDS));
+      sendProblem(res, {
+        status: 503,
+        code: 'OVERLOADED',
+        title: 'Service Unavailable',
+        detail:
+          'the database connection was lost while this was read (nothing was changed): ask again after Retry-After',
       });
       return;
     }

@@ -202,9 +202,10 @@ export const currentAdmissionLane = (): string | undefined => lanes.getStore();
 
 /**
  * Prisma's own time-outs under load: a transaction that could not start or ran out of time (P2028), no pool connection
- * in time (P2024).
+ * in time (P2024); and a transaction PostgreSQL rolled back for a write conflict or a deadlock (P2034: 40001, 40P01),
+ * which stored nothing and may be sent again.
  */
-const loadErrorCodes = new Set(['P2028', 'P2024']);
+const loadErrorCodes = new Set(['P2028', 'P2024', 'P2034']);
 
 /**
  * PostgreSQL (or a pooler in front of it) refusing a connection, before any statement of the request ran: too many
@@ -222,6 +223,36 @@ const connectionWaitTimeouts = new Set([
   'timeout exceeded when trying to connect',
   'Connection terminated due to connection timeout',
 ]);
+
+/**
+ * A connection lost while a statement ran (a failover, a restart, a pooler's restart, the server ending it): Prisma's
+ * P1017 (closed) and P1008 (timed out), or the adapter's error with PostgreSQL's shutdown and connection-failure states
+ * (57P01, 57P02, 08xxx), or pg's own words.
+ */
+const lostConnectionCodes = new Set(['P1017', 'P1008']);
+const lostConnectionStates = /^(57P01|57P02|08\d\d\d)$/;
+const lostConnectionMessages =
+  /^(Connection terminated unexpectedly|Connection terminated|read ECONNRESET|write EPIPE)$/;
+
+/** When a read that lost its connection is asked again: a failover takes seconds. */
+export const LOST_CONNECTION_RETRY_AFTER_SECONDS = 2;
+
+/**
+ * Whether a read lost its database connection: what the statement did is not known, so a write's answer cannot say
+ * (a 500 there, as before); a read changed nothing, and is answered 503 with Retry-After (api/app.ts, the console's
+ * pages). Its reason, or null.
+ */
+export function lostConnectionOf(error: unknown): string | null {
+  if (error instanceof Prisma.PrismaClientKnownRequestError) {
+    if (lostConnectionCodes.has(error.code)) return error.code;
+    if (error.code !== 'P2010' && error.code !== 'P2039') return null;
+    const cause = (error.meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
+    const state = String(cause?.originalCode ?? '');
+    return lostConnectionStates.test(state) ? `${error.code}:${state}` : null;
+  }
+  if (error instanceof Error && lostConnectionMessages.test(error.message)) return 'connection-lost';
+  return null;
+}
 
 /** Whether the database refused a statement's connection: that statement never ran (an earlier one may have). */
 function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {

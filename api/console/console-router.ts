@@ -9,7 +9,12 @@ import express, { type ErrorRequestHandler, type Router } from 'express';
 import type { OpsActionLog } from '../../audit/ops-actions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import type { Logger } from '../../lib/logger.ts';
-import { overloadOf, type Overload } from '../../lib/admission.ts';
+import {
+  LOST_CONNECTION_RETRY_AFTER_SECONDS,
+  lostConnectionOf,
+  overloadOf,
+  type Overload,
+} from '../../lib/admission.ts';
 import { refusalWords, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import { clientErrorOf } from '../http/client-errors.ts';
 import type { AttemptLimiter } from '../../access/attempt-limits.ts';
@@ -172,6 +177,18 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       sendConsolePage(res, 503, {
         title: 'Busy',
         body: notice(`walletflow is busy: ${busyWords(busy)} Try again in ${busy.retryAfterSeconds} seconds.`, 'error'),
+      });
+      return;
+    }
+    // A page whose read lost its database connection (a failover): it changed nothing, and is asked for again.
+    if ((req.method === 'GET' || req.method === 'HEAD') && lostConnectionOf(error)) {
+      res.setHeader('Retry-After', String(LOST_CONNECTION_RETRY_AFTER_SECONDS));
+      sendConsolePage(res, 503, {
+        title: 'Busy',
+        body: notice(
+          `walletflow lost its database connection while reading this page: nothing was changed. Reload it in ${LOST_CONNECTION_RETRY_AFTER_SECONDS} seconds.`,
+          'error',
+        ),
       });
       return;
     }

@@ -14,6 +14,7 @@ import { startPartnerStack, type PartnerStack } from '../support/partner-stack.t
 import { testDatabaseUrl } from '../support/test-database.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { overloadOf } from '../../lib/admission.ts';
+import { Prisma } from '../../generated/prisma/client.ts';
 
 let stack: PartnerStack;
 
@@ -403,6 +404,42 @@ describe('PostgreSQL refusing connections under a burst', () => {
     // A way back to the funding, not a reload that would send the form again.
     expect(said).toContain(`<a href="/console/fundings/${viaConsole}">Back to it</a>`);
     expect(await cancelled(viaConsole)).toBe('CANCELLED');
+  });
+
+  it('a read whose connection is lost mid-statement (a failover: 57P01) answers 503 with Retry-After, the ops API and the console alike', async () => {
+    const key = `lost-${randomUUID()}`;
+    const created = await post(
+      '/ops/fundings',
+      { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
+      key,
+    );
+    expect(created.status).toBe(202);
+    const { id } = await stack.database.funding.findUniqueOrThrow({
+      where: { idempotencyKey: key },
+      select: { id: true },
+    });
+    // The error Prisma's pg adapter gives a statement whose backend PostgreSQL ended (pg_terminate_backend, failover).
+    const lost = new Prisma.PrismaClientKnownRequestError('terminating connection due to administrator command', {
+      code: 'P2010',
+      clientVersion: 'test',
+      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: '57P01', kind: 'postgres' } } },
+    });
+    const delegate = stack.database.funding;
+    const findUnique = delegate.findUnique;
+    (delegate as { findUnique: unknown }).findUnique = () => Promise.reject(lost);
+    const cookie = await consoleSessionWithKey(stack.apiBase, stack.opsKey);
+    try {
+      // Before: 500 INTERNAL for a read that changed nothing.
+      const viaOps = await stack.opsFetch(`/ops/fundings/${id}`);
+      expect([viaOps.status, ((await viaOps.json()) as { code?: string }).code]).toEqual([503, 'OVERLOADED']);
+      expect(Number(viaOps.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      const viaConsole = await fetch(`${stack.apiBase}/console/fundings/${id}`, { headers: { cookie } });
+      expect(viaConsole.status).toBe(503);
+      expect(Number(viaConsole.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(await viaConsole.text()).toContain('lost its database connection');
+    } finally {
+      (delegate as { findUnique: unknown }).findUnique = findUnique;
+    }
   });
 
   it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {

@@ -11,6 +11,7 @@ import {
   createAdmissionGate,
   inAdmissionLane,
   currentAdmissionLane,
+  lostConnectionOf,
   Overloaded,
   overloadOf,
   readBackDone,
@@ -270,6 +271,29 @@ describe('an activity the database refused for load (activities/overload-retry.t
       expect(overloadOf(refused), refused.message).toMatchObject({ connectionRefused: true });
       expect(await failureOf(refused), refused.message).toBe(refused);
     }
+  });
+
+  it('tells a read’s lost connection (a failover, a restart) from a refused one, and a rolled-back conflict (P2034) is load', () => {
+    const adapterError = (state: string) =>
+      new Prisma.PrismaClientKnownRequestError(`state ${state}`, {
+        code: 'P2010',
+        clientVersion: 'test',
+        meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: state, kind: 'postgres' } } },
+      });
+    for (const [error, reason] of [
+      [adapterError('57P01'), 'P2010:57P01'],
+      [adapterError('08006'), 'P2010:08006'],
+      [new Prisma.PrismaClientKnownRequestError('closed', { code: 'P1017', clientVersion: 'test' }), 'P1017'],
+      [new Error('Connection terminated unexpectedly'), 'connection-lost'],
+    ] as const) {
+      expect(lostConnectionOf(error), reason).toBe(reason);
+      expect(overloadOf(error), reason).toBeNull();
+    }
+    // Refused before it ran, or another failure: not a lost connection.
+    expect(lostConnectionOf(adapterError('53300'))).toBeNull();
+    expect(lostConnectionOf(new Error('boom'))).toBeNull();
+    const conflict = new Prisma.PrismaClientKnownRequestError('deadlock', { code: 'P2034', clientVersion: 'test' });
+    expect(overloadOf(conflict)).toMatchObject({ reason: 'P2034', retryAfterSeconds: 1 });
   });
 
   it('leaves every other failure as it was', async () => {
