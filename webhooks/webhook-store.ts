@@ -6,7 +6,7 @@
 // an attempt with what comes next (delivered, retried after a backoff, or FAILED: the dead letter).
 import { randomUUID } from 'node:crypto';
 import { maskedWebhookUrl } from './masked-url.ts';
-import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
+import { Prisma, type WebhookAttempt, type WebhookDelivery, type WebhookEndpoint } from '../generated/prisma/client.ts';
 import type {
   CreateWebhookEndpointRequest,
   WebhookDeliveryStatus,
@@ -106,6 +106,9 @@ export function deliveryView(delivery: DeliveryRow): WebhookDeliveryView {
 /** How far the console's home counts an endpoint's dead letters, and its deliveries retrying: past it, "more than". */
 export const HEALTH_COUNT_LIMIT = 10_000;
 
+/** Pending deliveries a deleted endpoint's are failed by, a statement each (deleteEndpoint). */
+const FAIL_CHUNK = 5000;
+
 export function createWebhookStore(deps: { database: Database; cipher: TokenCipher }) {
   const { database, cipher } = deps;
 
@@ -134,21 +137,47 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
       return endpoint ? endpointView(endpoint) : null;
     },
 
-    /** Stops the endpoint's deliveries: no new ones, and its pending ones end FAILED. False when there was none. */
-    /** Deletes an endpoint (its pending deliveries fail), recording who did (the ops key's name). */
-    deleteEndpoint: (id: string, deletedBy?: string): Promise<boolean> =>
-      database.$transaction(async (tx) => {
-        const deleted = await tx.webhookEndpoint.updateMany({
-          where: { id, deletedAt: null },
-          data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null },
+    /**
+     * Deletes an endpoint, recording who did (the ops key's name): no new delivery, and its pending ones end FAILED, a
+     * chunk at a time in statements of their own (an endpoint down for a day has hundreds of thousands: one
+     * transaction of them outlived its time-out, and every DELETE was refused). Deleted first, it gets no attempt
+     * meanwhile (the deliverer claims none of a deleted endpoint's); a delete cut off midway is finished by the next.
+     * False when there was no endpoint, or only a deleted one with nothing left to fail.
+     */
+    async deleteEndpoint(id: string, deletedBy?: string): Promise<boolean> {
+      const deleted = await database.webhookEndpoint.updateMany({
+        where: { id, deletedAt: null },
+        data: { deletedAt: new Date(), deletedBy: deletedBy?.slice(0, 128) ?? null },
+      });
+      if (deleted.count === 0) {
+        const left = await database.webhookDelivery.findFirst({
+          where: { endpointId: id, status: 'PENDING', endpoint: { deletedAt: { not: null } } },
+          select: { id: true },
         });
-        if (deleted.count === 0) return false;
-        await tx.webhookDelivery.updateMany({
-          where: { endpointId: id, status: 'PENDING' },
-          data: { status: 'FAILED', nextAttemptAt: null },
-        });
-        return true;
-      }),
+        if (!left) return false;
+      }
+      // In the (endpoint_id, created_at) index's order, from where the last chunk stopped.
+      let after: { at: Date; id: string } | null = null;
+      for (;;) {
+        const rows: Array<{ n: number; last_at: Date | null; last_id: string | null }> = await database.$queryRaw`
+          WITH chunk AS (
+            SELECT id, created_at FROM webhook_delivery
+            WHERE endpoint_id = ${id}::uuid AND status = 'PENDING'
+              ${after ? Prisma.sql`AND (created_at, id) > (${after.at}, ${after.id}::uuid)` : Prisma.empty}
+            ORDER BY created_at, id LIMIT ${FAIL_CHUNK}),
+          failed AS (
+            UPDATE webhook_delivery d SET status = 'FAILED', next_attempt_at = NULL
+            FROM chunk WHERE d.id = chunk.id AND d.status = 'PENDING')
+          SELECT count(*)::int AS n,
+                 (array_agg(created_at ORDER BY created_at DESC, id DESC))[1] AS last_at,
+                 (array_agg(id::text ORDER BY created_at DESC, id DESC))[1] AS last_id
+          FROM chunk`;
+        const chunk = rows[0];
+        if (!chunk || chunk.n < FAIL_CHUNK || !chunk.last_at || !chunk.last_id) break;
+        after = { at: chunk.last_at, id: chunk.last_id };
+      }
+      return true;
+    },
 
     /** A page of GET /ops/webhooks/deliveries, newest first. */
     async listDeliveries(query: DeliveryListQuery): Promise<ListPage<WebhookDeliveryView>> {

@@ -194,6 +194,51 @@ describe('the webhooks the console’s home says are failing', () => {
     expect(failing).toEqual([expect.objectContaining({ endpointId: kept, deadLetters: 1, retrying: 0 })]);
   });
 
+  it('are gone once deleted however many deliveries were pending: they end FAILED a chunk at a time, each its own statement, with no transaction to outlive', async () => {
+    const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
+    const { id } = (
+      await store.createEndpoint({ url: 'https://partner.example/down', events: ['funding.approved'] }, 'ops')
+    ).endpoint;
+    // A day down: more pending deliveries than a chunk (5,000), two chunks and a bit.
+    const pending = 10_050;
+    await stack.database.$executeRawUnsafe(`
+      WITH events AS (
+        INSERT INTO webhook_event (id, type, body)
+        SELECT 'evt_' || gen_random_uuid(), 'funding.approved', '{}' FROM generate_series(1, ${pending}) RETURNING id)
+      INSERT INTO webhook_delivery (id, event_id, endpoint_id, status, next_attempt_at)
+      SELECT gen_random_uuid(), events.id, '${id}'::uuid, 'PENDING', now() FROM events`);
+    // A busy database: the first statement that fails them waits 5.2 s, past the 5 s an interactive transaction has.
+    await stack.database.$executeRawUnsafe(`CREATE TABLE slow_once (done boolean NOT NULL)`);
+    await stack.database.$executeRawUnsafe(`INSERT INTO slow_once VALUES (false)`);
+    await stack.database.$executeRawUnsafe(`
+      CREATE FUNCTION slow_once() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF (SELECT NOT done FROM slow_once) THEN UPDATE slow_once SET done = true; PERFORM pg_sleep(5.2); END IF;
+        RETURN NULL;
+      END $$`);
+    await stack.database.$executeRawUnsafe(
+      `CREATE TRIGGER slow_once BEFORE UPDATE ON webhook_delivery FOR EACH STATEMENT EXECUTE FUNCTION slow_once()`,
+    );
+    try {
+      // Before: one transaction failed them all; past its 5 s it was rolled back (P2028, answered 503 OVERLOADED), and
+      // every DELETE after it the same.
+      expect(await store.deleteEndpoint(id, 'ops')).toBe(true);
+    } finally {
+      await stack.database.$executeRawUnsafe(`DROP TRIGGER slow_once ON webhook_delivery`);
+      await stack.database.$executeRawUnsafe(`DROP FUNCTION slow_once()`);
+      await stack.database.$executeRawUnsafe(`DROP TABLE slow_once`);
+    }
+    const left = await stack.database.webhookDelivery.groupBy({
+      by: ['status'],
+      where: { endpointId: id },
+      _count: true,
+    });
+    expect(left.map((row) => [row.status, row._count])).toEqual([['FAILED', pending]]);
+    expect(await store.getEndpoint(id)).toBeNull();
+    // Deleted, nothing left to fail: a second DELETE finds no endpoint.
+    expect(await store.deleteEndpoint(id, 'ops')).toBe(false);
+  });
+
   it('counts an endpoint’s dead letters up to HEALTH_COUNT_LIMIT and says "more than" past it: a push reads no more, however many there are', async () => {
     const store = createWebhookStore({ database: stack.database, cipher: createTokenCipher(stack.encryptionKey) });
     const { endpoint } = await store.createEndpoint(
