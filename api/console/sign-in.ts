@@ -27,7 +27,7 @@ import { escapeHtml } from '../../lib/html.ts';
 import type { Logger } from '../../lib/logger.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
-import { setActor } from '../http/actor.ts';
+import { clearActor, setActor } from '../http/actor.ts';
 import { rateKeyOf } from '../http/rate-limit.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import type { OpsKeyGuard } from '../ops/ops-key-guard.ts';
@@ -367,6 +367,8 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   });
 
   add(routes.signInWithKey, readForm, async (req, res) => {
+    // A sign-in acts as nobody until it succeeds: a refusal is not audited under the session the browser still holds.
+    clearActor(res.locals);
     // No body, or not a form (a POST without one, `text/plain`): nothing was read, as a form without its fields.
     const body = (req.body ?? {}) as Record<string, unknown>;
     // The form's token against each value of its cookie (a planted one beside it does not shadow it).
@@ -504,8 +506,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   }
 
   add(routes.providerCallback, async (req, res) => {
-    // A sign-in, though a GET: audited as the writes are, whatever it answers.
+    // A sign-in, though a GET: audited as the writes are, whatever it answers; as nobody until it says who (not the
+    // session the browser still holds, whose cookie a same-site provider's redirect carries).
     auditAsAct(res);
+    clearActor(res.locals);
     const settings = config.oidc;
     const state = typeof req.query.state === 'string' ? req.query.state : undefined;
     // The state's cookie whose state is the one the provider sent back (a planted one beside it does not shadow it).

@@ -36,6 +36,11 @@ export function setActor(locals: Record<string, unknown>, actor: Actor): void {
   locals[ACTOR] = actor;
 }
 
+/** The request acts as nobody from here on (a sign-in, until it succeeds: not the session its browser still holds). */
+export function clearActor(locals: Record<string, unknown>): void {
+  delete locals[ACTOR];
+}
+
 /** The request's actor, if it was authenticated. */
 export function actorOf(locals: Record<string, unknown>): Actor | undefined {
   const actor = locals[ACTOR];

@@ -822,6 +822,41 @@ describe('the console’s audit', () => {
       { status: 401, keyName: null, channel: 'console' },
     ]);
   });
+
+  it('records a wrong key sent from a browser still signed in as someone else without that person’s name', async () => {
+    const since = new Date();
+    const address = nextAddress();
+    const session = await signIn(stack.apiBase, keys.crowded, address);
+    // A sign-in page opened before (its form's cookie), sent with another key while the session is live.
+    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
+    await form.arrayBuffer();
+    const pre = form.headers
+      .getSetCookie()
+      .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
+      .split(';')[0]!;
+    const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
+      method: 'POST',
+      headers: {
+        cookie: `${pre}; ${session}`,
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: stack.apiBase,
+        ...from(address),
+      },
+      body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
+    });
+    await wrong.arrayBuffer();
+    expect(wrong.status).toBe(401);
+    const row = await waitFor(
+      'the wrong key audited',
+      async () =>
+        (await stack.database.opsAction.findFirst({
+          where: { at: { gte: since }, path: '/console/sign-in', method: 'POST', status: 401 },
+        })) ?? undefined,
+      15_000,
+    );
+    // Before: 'crowded', whose session the browser held, as if they had failed a sign-in.
+    expect(row.keyName).toBeNull();
+  });
 });
 
 describe('requests without a session or a key are audited within a budget', () => {
