@@ -141,6 +141,29 @@ async function signIn(...args: Parameters<typeof signInAnswer>): Promise<string>
 /** A cookie the answer sets, as a browser sends it back (`name=value`). */
 const cookiePair = (response: Response, name: string) => setCookieOf(response, name)!.split(';')[0]!;
 
+/** The sign-in form opened from `address`: its form cookie as a browser sends it back (`name=value`). */
+async function signInFormCookie(base: string, address: string): Promise<string> {
+  const form = await fetch(`${base}/console/sign-in`, { headers: from(address) });
+  await form.arrayBuffer();
+  return cookiePair(form, 'walletflow_console_pre');
+}
+
+/** A wrong key sent from the sign-in form (its cookie `pre`, beside `session` if given) at `address`: the status. */
+async function wrongKeyFrom(address: string, pre: string, session?: string): Promise<number> {
+  const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
+    method: 'POST',
+    headers: {
+      cookie: session ? `${pre}; ${session}` : pre,
+      'content-type': 'application/x-www-form-urlencoded',
+      origin: stack.apiBase,
+      ...from(address),
+    },
+    body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
+  });
+  await wrong.arrayBuffer();
+  return wrong.status;
+}
+
 /** The sign-in form's answer to an ops key (200, the session's cookie set). */
 async function signInAnswer(
   base: string,
@@ -149,9 +172,7 @@ async function signInAnswer(
   origin = base,
   extraCookie = '',
 ): Promise<Response> {
-  const form = await fetch(`${base}/console/sign-in`, { headers: from(address) });
-  await form.arrayBuffer();
-  const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
+  const pre = await signInFormCookie(base, address);
   const signedIn = await fetch(`${base}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',
@@ -782,24 +803,8 @@ describe('the console’s audit', () => {
   it('records every sign-in with a key under the key’s name, and a wrong key without one', async () => {
     const since = new Date();
     const address = nextAddress();
-    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
-    await form.arrayBuffer();
-    const pre = form.headers
-      .getSetCookie()
-      .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
-      .split(';')[0]!;
-    const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
-      method: 'POST',
-      headers: {
-        cookie: pre,
-        'content-type': 'application/x-www-form-urlencoded',
-        origin: stack.apiBase,
-        ...from(address),
-      },
-      body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
-    });
-    await wrong.arrayBuffer();
-    expect(wrong.status).toBe(401);
+    const pre = await signInFormCookie(stack.apiBase, address);
+    expect(await wrongKeyFrom(address, pre)).toBe(401);
     await signIn(stack.apiBase, keys.steady, address);
     const rows = await waitFor(
       'both sign-ins audited',
@@ -828,24 +833,8 @@ describe('the console’s audit', () => {
     const address = nextAddress();
     const session = await signIn(stack.apiBase, keys.crowded, address);
     // A sign-in page opened before (its form's cookie), sent with another key while the session is live.
-    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
-    await form.arrayBuffer();
-    const pre = form.headers
-      .getSetCookie()
-      .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
-      .split(';')[0]!;
-    const wrong = await fetch(`${stack.apiBase}/console/sign-in`, {
-      method: 'POST',
-      headers: {
-        cookie: `${pre}; ${session}`,
-        'content-type': 'application/x-www-form-urlencoded',
-        origin: stack.apiBase,
-        ...from(address),
-      },
-      body: `_csrf=${pre.split('=')[1]}&key=${newKey()}`,
-    });
-    await wrong.arrayBuffer();
-    expect(wrong.status).toBe(401);
+    const pre = await signInFormCookie(stack.apiBase, address);
+    expect(await wrongKeyFrom(address, pre, session)).toBe(401);
     const row = await waitFor(
       'the wrong key audited',
       async () =>
@@ -1319,12 +1308,7 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
         expect(limited.status).toBe(429);
         expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
         // The console's sign-in with a wrong key is one more guess from the same address: refused too.
-        const form = await fetch(`${base}/console/sign-in`, { headers: from(rest) });
-        await form.arrayBuffer();
-        const pre = form.headers
-          .getSetCookie()
-          .find((cookie) => cookie.startsWith('walletflow_console_pre='))!
-          .split(';')[0]!;
+        const pre = await signInFormCookie(base, rest);
         const signIn = await fetch(`${base}/console/sign-in`, {
           method: 'POST',
           headers: { cookie: pre, 'content-type': 'application/x-www-form-urlencoded', origin: base, ...from(rest) },
@@ -1387,9 +1371,7 @@ describe('sign-in attempts and wrong keys are limited across API processes', () 
 
   it('reads the sign-in form, which anyone may send, within its own small bounds: past 4 KB or 10 fields it is 413, unread; no form at all is a refused form', async () => {
     const address = nextAddress();
-    const form = await fetch(`${stack.apiBase}/console/sign-in`, { headers: from(address) });
-    await form.arrayBuffer();
-    const pre = setCookieOf(form, 'walletflow_console_pre')!.split(';')[0]!;
+    const pre = await signInFormCookie(stack.apiBase, address);
     const post = (body: string) =>
       fetch(`${stack.apiBase}/console/sign-in`, {
         method: 'POST',

@@ -22,6 +22,15 @@ afterAll(() => stack.close());
 const { call, settled, freshDay, plant, failedRetrievesFrom } = settlementRunKit(() => stack);
 const { pageSettledHere } = settledPageKit(() => stack);
 
+/** A run's stored lines, counted by result. */
+const linesByResult = async (runId: string) =>
+  Object.fromEntries(
+    (
+      await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+        SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${runId}::uuid GROUP BY result`
+    ).map((row) => [row.result, Number(row.n)]),
+  );
+
 describe('a day settled by a durable run, when the wallet fails at large for a while', () => {
   it('asks again in later attempts for transfers whose answers were no record of them for a while (a proxy’s burst): every line matched', async () => {
     // Before: three tries within about a second and a half, then the line said the record could not be read, for good.
@@ -47,23 +56,18 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
         ? retrieveError(200, 'UNPARSABLE_RESPONSE', 'unknown')
         : null;
     });
-    const lines = () =>
-      stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
-        SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid GROUP BY result`;
+    const lines = () => linesByResult(run.id);
     // Three attempts with every answer garbled: each page stops on its failures, and nothing is stored (before: the
     // third stored its first transfers' lines as `mismatched`, and so on, group by group).
     for (let number = 1; number <= 3; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
-    expect(await lines()).toEqual([]);
+    expect(await lines()).toEqual({});
     // Then one transfer's own, every time: the page goes through, and its line says so after three attempts.
     garbling = 'one';
     for (let number = 4; number <= 5; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/UNPARSABLE_RESPONSE/);
     expect(await attempt(6)).toMatchObject({ done: true });
-    expect(Object.fromEntries((await lines()).map((row) => [row.result, Number(row.n)]))).toEqual({
-      matched: 19,
-      mismatched: 1,
-    });
+    expect(await lines()).toEqual({ matched: 19, mismatched: 1 });
   });
 
   it('waits out a refusal of every transfer alike (a gateway’s 400 page at large): no line stored, where each was stored as mismatched', async () => {
@@ -81,14 +85,7 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
       if (walletAway) return retrieveError(503, 'HTTP_503', 'retryable');
       return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
     });
-    const lines = async () =>
-      Object.fromEntries(
-        (
-          await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
-            SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid
-            GROUP BY result`
-        ).map((row) => [row.result, Number(row.n)]),
-      );
+    const lines = () => linesByResult(run.id);
     // The first attempt reads the other 19, and counts one against it; then the wallet is away for 4 attempts, past
     // the 3 its line needs.
     await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
@@ -113,14 +110,7 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
       if (mode === 'away') return retrieveError(400, 'HTTP_400', 'rejected');
       return mode === 'victim' && transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
     });
-    const lines = async () =>
-      Object.fromEntries(
-        (
-          await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
-            SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid
-            GROUP BY result`
-        ).map((row) => [row.result, Number(row.n)]),
-      );
+    const lines = () => linesByResult(run.id);
     // Two attempts in which the wallet refuses it alone (the others read and stored in the first): two of the three.
     await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
     await expect(attempt(2)).rejects.toThrow(/HTTP_400/);
