@@ -204,10 +204,13 @@ export async function pingDatabase(database: Database): Promise<void> {
  */
 export const databaseSettings = [{ name: 'jit', value: 'off' }] as const;
 
+/** `name` as an SQL identifier, quoted (a database's name in CREATE, ALTER and DROP DATABASE). */
+export const quotedIdentifier = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
 /** Applies databaseSettings to `name` (created by this caller, so owned by it) through `client`, on its server. */
 export async function configureDatabase(client: pg.Client, name: string): Promise<void> {
   for (const { name: setting, value } of databaseSettings)
-    await client.query(`ALTER DATABASE "${name.replace(/"/g, '""')}" SET ${setting} = ${value}`);
+    await client.query(`ALTER DATABASE ${quotedIdentifier(name)} SET ${setting} = ${value}`);
 }
 
 /** Creates `name` on the server of `serverUrl` when missing (configured: databaseSettings); returns its URL. */
@@ -219,7 +222,7 @@ export async function ensureDatabaseExists(serverUrl: string, name: string): Pro
   try {
     const exists = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [name]);
     if (exists.rowCount === 0) {
-      await client.query(`CREATE DATABASE "${name.replace(/"/g, '""')}"`);
+      await client.query(`CREATE DATABASE ${quotedIdentifier(name)}`);
       await configureDatabase(client, name);
     }
   } finally {
@@ -237,7 +240,7 @@ export async function dropDatabase(serverUrl: string, name: string): Promise<voi
   const client = new pg.Client({ connectionString: adminUrl.toString() });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS "${name.replace(/"/g, '""')}" WITH (FORCE)`);
+    await client.query(`DROP DATABASE IF EXISTS ${quotedIdentifier(name)} WITH (FORCE)`);
   } finally {
     await client.end();
   }

@@ -2,9 +2,7 @@
 // databases, and each worker's database made again after every file (test/support/test-database.ts). A copy is a
 // fraction of a migration's cost (about 0.1 CPU s against 1), and takes the template's schema whole.
 import pg from 'pg';
-import { configureDatabase } from '../../lib/database.ts';
-
-const quoted = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
+import { configureDatabase, quotedIdentifier as quoted } from '../../lib/database.ts';
 
 /**
  * Makes `name` (absent: it is not dropped first) a copy of `template` on the server of `serverUrl` (its `postgres`

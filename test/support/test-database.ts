@@ -5,7 +5,7 @@
 // statistics (the machine's PostgreSQL runs with autovacuum off: /etc/postgresql/15/main/conf.d/90-ci.conf).
 import pg from 'pg';
 import { inject } from 'vitest';
-import { dropDatabase } from '../../lib/database.ts';
+import { dropDatabase, quotedIdentifier } from '../../lib/database.ts';
 import { copyDatabase } from './database-copy.ts';
 
 export function testDatabaseUrl(): string {
@@ -39,14 +39,13 @@ export function testDatabaseServerUrl(): string {
 export async function resetTestDatabase(): Promise<void> {
   const name = new URL(testDatabaseUrl()).pathname.slice(1);
   const next = `${name}_next`;
-  const quoted = (identifier: string) => `"${identifier.replace(/"/g, '""')}"`;
   await dropDatabase(testDatabaseServerUrl(), next);
   await copyDatabase(testDatabaseServerUrl(), inject('templateDatabaseName'), next);
   const client = new pg.Client({ connectionString: testDatabaseServerUrl() });
   await client.connect();
   try {
-    await client.query(`DROP DATABASE IF EXISTS ${quoted(name)} WITH (FORCE)`);
-    await client.query(`ALTER DATABASE ${quoted(next)} RENAME TO ${quoted(name)}`);
+    await client.query(`DROP DATABASE IF EXISTS ${quotedIdentifier(name)} WITH (FORCE)`);
+    await client.query(`ALTER DATABASE ${quotedIdentifier(next)} RENAME TO ${quotedIdentifier(name)}`);
   } finally {
     await client.end();
   }
