@@ -92,7 +92,7 @@ export function treasuryRoom(treasury: {
 /**
  * What the home shows, read for the day of `date` (its fundings and payments: a scan of the day's rows outside batches,
  * 100,000 a day at volume). One read serves every home page of this process for most of a live round
- * (HOME_FRESH_SHARE).
+ * (HOME_FRESH_SHARE); a page loaded reads them afresh.
  */
 async function readFigures(deps: HomeDependencies, date: string) {
   const day = settlementDay(date, deps.timeZone);
@@ -174,8 +174,9 @@ export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
   const figuresOf = sharedRead((date) => readFigures(deps, date), {
     freshMs: deps.liveStreams.paceOf(HOME_EVERY_MS) * HOME_FRESH_SHARE,
   });
-  const figures = (scopes: ReadonlySet<OpsScope>) =>
-    figuresOf(settlementDayOf(deps.now?.() ?? new Date(), deps.timeZone).date).then((read) =>
+  /** A page loaded reads afresh (it shows every write made before it); its live region's pushes share a read. */
+  const figures = (scopes: ReadonlySet<OpsScope>, how: 'fresh' | 'shared') =>
+    figuresOf[how](settlementDayOf(deps.now?.() ?? new Date(), deps.timeZone).date).then((read) =>
       renderFigures(read, scopes),
     );
 
@@ -185,12 +186,17 @@ export function addHomeRoutes(router: Router, deps: HomeDependencies): void {
       title: 'Home',
       section: 'home',
       person,
-      body: `<div id="home-figures" data-live="${CONSOLE_PATH}/live/home">${await figures(person.scopes)}</div>`,
+      body: `<div id="home-figures" data-live="${CONSOLE_PATH}/live/home">${await figures(person.scopes, 'fresh')}</div>`,
     });
   });
 
   add(routes.homeLive, async (req, res) => {
     const person = personOf(res);
-    await deps.liveStreams.stream(req, res, async () => ({ html: await figures(person.scopes) }), HOME_EVERY_MS);
+    await deps.liveStreams.stream(
+      req,
+      res,
+      async () => ({ html: await figures(person.scopes, 'shared') }),
+      HOME_EVERY_MS,
+    );
   });
 }

@@ -655,6 +655,52 @@ describe('every console page and stream needs its scope', () => {
     }
   });
 
+  it('a page loaded shows what was written before it, though a live region’s read of the figures is under way', async () => {
+    skewMs = 0;
+    const [watching, loading] = await Promise.all([keys.steady, keys.auditor].map((key) => signIn(stack.apiBase, key)));
+    // The first read of the day's payments is held until released: a live region's read, begun before the write below.
+    const database = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
+    const original = database.$queryRaw;
+    let paymentDayReads = 0;
+    let release = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    database.$queryRaw = async (...args: unknown[]) => {
+      const text = Array.isArray(args[0]) ? (args[0] as string[]).join('?') : '';
+      if (/FROM payment\s+WHERE created_at >=/.test(text)) {
+        paymentDayReads += 1;
+        if (paymentDayReads === 1) await held;
+      }
+      return original.apply(stack.database, args);
+    };
+    let stream: LiveStream | undefined;
+    try {
+      stream = await LiveStream.open(stack.apiBase, '/console/live/home', watching);
+      await expect.poll(() => paymentDayReads).toBe(1);
+      // Written while the region's read is under way (its other reads, the webhooks' health among them, have answered).
+      const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'https://written-before.example.com/in', events: ['funding.failed'] }),
+      });
+      expect(created.status).toBe(201);
+      const endpointId = ((await created.json()) as { id: string }).id;
+      const eventId = `evt_${randomUUID()}`;
+      await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
+      await stack.database.webhookDelivery.create({
+        data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
+      });
+      const page = get(stack.apiBase, '/console', loading).then((answer) => answer.text());
+      // Before: the page shared the region's read, begun before the write, and showed no failing endpoint.
+      setTimeout(release, 300);
+      expect(await page).toContain('written-before.example.com');
+      expect(await stream.until(firstPush)).toContain('Payments today');
+    } finally {
+      release();
+      database.$queryRaw = original;
+      await stream?.close();
+    }
+  });
+
   it('a stream checks its own scope again at every push, not only that the session holds: a session that lost read gets no more figures', async () => {
     skewMs = 0;
     const lead = await signIn(stack.apiBase, keys.lead);

@@ -1,5 +1,5 @@
-// sharedRead (lib/shared-read.ts): one read serves the callers while it is under way and for freshMs after it, for
-// its key alone; a failed read is not kept.
+// sharedRead (lib/shared-read.ts): one read serves the shared callers while it is under way and for freshMs after it,
+// for its key alone; a failed read is not kept; a fresh caller reads anew, and its answer serves the shared ones.
 import { describe, expect, it } from 'vitest';
 import { sharedRead } from '../../lib/shared-read.ts';
 
@@ -15,14 +15,14 @@ describe('a shared read', () => {
       },
       { freshMs: 100, now: () => clock },
     );
-    const during = [read('d1'), read('d1'), read('d1')];
+    const during = [read.shared('d1'), read.shared('d1'), read.shared('d1')];
     release(7);
     expect(await Promise.all(during)).toEqual([7, 7, 7]);
     clock = 99;
-    expect(await read('d1')).toBe(7);
+    expect(await read.shared('d1')).toBe(7);
     expect(reads).toEqual(['d1']);
     clock = 100;
-    const after = read('d1');
+    const after = read.shared('d1');
     release(8);
     expect(await after).toBe(8);
     expect(reads).toEqual(['d1', 'd1']);
@@ -39,12 +39,35 @@ describe('a shared read', () => {
       },
       { freshMs: 60_000, now: () => 0 },
     );
-    const failed = await Promise.allSettled([read('d1'), read('d1')]);
+    const failed = await Promise.allSettled([read.shared('d1'), read.shared('d1')]);
     expect(failed.map((answer) => answer.status)).toEqual(['rejected', 'rejected']);
     expect(count).toBe(1);
     fail = false;
-    expect(await read('d1')).toBe('d1:2');
-    expect(await read('d2')).toBe('d2:3');
-    expect(await read('d2')).toBe('d2:3');
+    expect(await read.shared('d1')).toBe('d1:2');
+    expect(await read.shared('d2')).toBe('d2:3');
+    expect(await read.shared('d2')).toBe('d2:3');
+  });
+
+  it('reads anew for a fresh caller though a read is kept or under way, and keeps the answer of the read begun last', async () => {
+    const releases: Array<(value: number) => void> = [];
+    const read = sharedRead(() => new Promise<number>((resolve) => releases.push(resolve)), {
+      freshMs: 60_000,
+      now: () => 0,
+    });
+    const first = read.shared('d1');
+    const fresh = read.fresh('d1');
+    // A fresh caller never joins the read under way: it may have begun before what the caller must see was written.
+    expect(releases).toHaveLength(2);
+    releases[1]!(2);
+    expect(await fresh).toBe(2);
+    releases[0]!(1);
+    expect(await first).toBe(1);
+    // The older read ended last; the newer answer is the one kept.
+    expect(await read.shared('d1')).toBe(2);
+    const again = read.fresh('d1');
+    releases[2]!(3);
+    expect(await again).toBe(3);
+    expect(await read.shared('d1')).toBe(3);
+    expect(releases).toHaveLength(3);
   });
 });
