@@ -171,9 +171,13 @@ function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>) {
   let readAt: Date | null = null;
   const read = async (): Promise<Date | null> => {
     if (readAt) return readAt;
+    // The time before the question was asked, not before its answer came: the database's clock is read as the
+    // question reaches it, and a first read of a process under load (a connection being opened) may take seconds,
+    // which subtracted would put the start before sessions signed in just before it, ending them only per request.
+    const asked = performance.now();
     try {
       const now = await sessions.databaseTime();
-      readAt = new Date(now.getTime() - (performance.now() - startedAt));
+      readAt = new Date(now.getTime() - (asked - startedAt));
     } catch {
       return null;
     }
