@@ -3,7 +3,7 @@
 // only sources of a partner user id), stores a single-use state, sets it in a cookie and redirects
 // to the wallet's login page; /connect/callback checks the state against that cookie, exchanges the
 // code and stores the link's tokens, never moving a link that belongs to another partner user.
-import { overloadOf } from '../../lib/admission.ts';
+import { LOST_CONNECTION_RETRY_AFTER_SECONDS, lostConnectionOf, overloadOf } from '../../lib/admission.ts';
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
@@ -83,6 +83,13 @@ export const callbackQuerySchema = z.object({
 });
 
 const failurePage = htmlAnswer('an unexpected failure (logged)');
+/** Too many logins at once, or the database's connection lost for a moment: nothing to do but start again. */
+const busyPage = htmlAnswer(
+  'busy, or our records not reachable for a moment: start the login again after Retry-After',
+  {
+    'Retry-After': header('seconds to wait'),
+  },
+);
 
 /** A HEAD of a route whose GET spends something single-use: answered 405, nothing spent. */
 const headRefused = (path: '/connect/start' | '/connect/callback', operationId: string, what: string) =>
@@ -123,6 +130,7 @@ const routes = {
       '400': htmlAnswer('no login token, or one that is not valid, used or expired; a bare partnerUserId'),
       '429': rateLimitedPageAnswer,
       '500': failurePage,
+      '503': busyPage,
     },
   }),
   connectCallback: defineRoute({
@@ -144,6 +152,7 @@ const routes = {
       '429': rateLimitedPageAnswer,
       '500': failurePage,
       '502': htmlAnswer('not linked: the wallet service did not answer in time'),
+      '503': busyPage,
     },
   }),
 };
@@ -457,8 +466,9 @@ export function connectRouter(deps: ConnectDependencies): Router {
         });
         return;
       }
-      // Too many requests at once (docs/architecture.md, admission): answered 503 with Retry-After by onError below.
-      if (overloadOf(error)) throw error;
+      // Too many requests at once (docs/architecture.md, admission), or the database connection lost: answered 503
+      // with Retry-After by onError below (nothing could be written here either).
+      if (overloadOf(error) || lostConnectionOf(error)) throw error;
       const code = isWalletError(error) ? error.code : 'INTERNAL';
       deps.logger.warn(
         { code, requestReferenceNo: isWalletError(error) ? error.requestReferenceNo : undefined },
@@ -500,6 +510,21 @@ export function connectRouter(deps: ConnectDependencies): Router {
         tone: 'error',
         title: 'Busy right now',
         paragraphs: ['Many people are logging in at the same time. Please start the login again in a few seconds.'],
+      });
+      return;
+    }
+    // The database connection was lost mid-statement (a failover, a restart): a login started again is always safe.
+    const lost = lostConnectionOf(error);
+    if (lost) {
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: lost },
+        'connect route lost its database connection',
+      );
+      res.setHeader('Retry-After', String(LOST_CONNECTION_RETRY_AFTER_SECONDS));
+      page(res, 503, {
+        tone: 'error',
+        title: 'Not available just now',
+        paragraphs: ['We could not reach our records for a moment. Please start the login again in a few seconds.'],
       });
       return;
     }

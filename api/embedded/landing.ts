@@ -7,7 +7,7 @@
 // page-assets.ts. Under /app every answer is a page, or JSON to the pages' polls: never a problem
 // document.
 import { strictRouter } from '../http/route-registration.ts';
-import { overloadOf } from '../../lib/admission.ts';
+import { LOST_CONNECTION_RETRY_AFTER_SECONDS, lostConnectionOf, overloadOf } from '../../lib/admission.ts';
 import { WORKFLOW_UNAVAILABLE, workflowUnavailableOf } from '../../lib/workflow-unavailable.ts';
 import type { Router } from 'express';
 import { type ErrorRequestHandler, type Request, type Response } from 'express';
@@ -88,6 +88,28 @@ export function landingRouter(deps: LandingDependencies): Router {
           'OVERLOADED',
           'too many requests at once: nothing was done; try again in a few seconds',
         );
+      return;
+    }
+    // The database connection was lost mid-statement (a failover, a restart): never a 500. A page read changed nothing;
+    // a form's write may have been stored before it was lost, and the words say to look at the activity first.
+    const lost = lostConnectionOf(error);
+    if (lost) {
+      deps.logger.warn(
+        { method: req.method, path: req.path, reason: lost },
+        'landing page lost its database connection',
+      );
+      res.setHeader('Retry-After', String(LOST_CONNECTION_RETRY_AFTER_SECONDS));
+      const read = req.method === 'GET' || req.method === 'HEAD';
+      answer(
+        req,
+        res,
+        503,
+        read ? messagePages.busy : messagePages.busyMaybeKept,
+        'OVERLOADED',
+        read
+          ? 'the database connection was lost while this was read (nothing was changed): try again in a few seconds'
+          : 'the database connection was lost: what was sent may be kept; look at the activity before sending it again',
+      );
       return;
     }
     // Temporal could not take a call now: said in words, never a 500 (the forms themselves go to their progress page).

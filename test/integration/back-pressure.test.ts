@@ -442,6 +442,40 @@ describe('PostgreSQL refusing connections under a burst', () => {
     }
   });
 
+  it('a wallet-app page or a login step whose connection is lost mid-statement answers 503 with Retry-After in words, not 500', async () => {
+    const lost = new Prisma.PrismaClientKnownRequestError('terminating connection due to administrator command', {
+      code: 'P2010',
+      clientVersion: 'test',
+      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: '57P01', kind: 'postgres' } } },
+    });
+    const sessions = stack.database.embeddedSession as unknown as { findUnique: unknown };
+    const findUnique = sessions.findUnique;
+    const states = stack.database.loginState as unknown as { updateMany: unknown };
+    const updateMany = states.updateMany;
+    sessions.findUnique = () => Promise.reject(lost);
+    states.updateMany = () => Promise.reject(lost);
+    try {
+      // The wallet app opening the landing page with a session id it does not hold (the read of why it is refused).
+      const landing = await fetch(`${stack.apiBase}/app?sessionId=${randomUUID()}`, { redirect: 'manual' });
+      const landingPage = await landing.text();
+      // Before: 500, "Something went wrong".
+      expect([landing.status, Number(landing.headers.get('retry-after')) >= 1]).toEqual([503, true]);
+      expect(landingPage).toContain('Busy right now');
+      // The login's callback, its state spent in the same statement that was lost.
+      const state = 's'.repeat(43);
+      const callback = await fetch(`${stack.apiBase}/connect/callback?state=${state}&code=c`, {
+        headers: { cookie: `walletflow_login=${state}` },
+        redirect: 'manual',
+      });
+      const callbackPage = await callback.text();
+      expect([callback.status, Number(callback.headers.get('retry-after')) >= 1]).toEqual([503, true]);
+      expect(callbackPage).toContain('Please start the login again in a few seconds');
+    } finally {
+      sessions.findUnique = findUnique;
+      states.updateMany = updateMany;
+    }
+  });
+
   it('a statement outside a transaction waits for a pool connection a bounded time, then fails as a load refusal (it waited without any bound)', async () => {
     // A pool of one connection, held by a statement of 2 s; the wait bound 300 ms (production's: 10 s).
     const pool = createDatabase(testDatabaseUrl(), { maxConnections: 1, connectTimeoutMs: 300 });
