@@ -11,7 +11,7 @@ import { loadConfig } from '../lib/config.ts';
 import {
   countUnversionedRunsOfDeployment,
   currentBuildIdOf,
-  describeDeployment,
+  readDeployment,
   setCurrentVersion,
   millisecondsOf,
 } from '../lib/worker-deployment.ts';
@@ -68,8 +68,9 @@ export async function runDeploy(action: DeployAction): Promise<number> {
     const client = new Client({ connection, namespace: config.temporal.namespace });
     const unversionedRuns = () =>
       countUnversionedRunsOfDeployment(client, config.temporal.taskQueue, workflowTypes, sweepScheduleId);
-    const info = await describeDeployment(client, deploymentName);
-    if (!info) {
+    const read = await readDeployment(client, deploymentName);
+    const info = read?.info;
+    if (!read || !info) {
       console.error(
         `walletflow deploy: no worker has registered the deployment ${deploymentName} yet (start a worker first)`,
       );
@@ -141,7 +142,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           );
           return 1;
         }
-        await setCurrentVersion(client, { deploymentName, buildId: action.buildId }, identity);
+        await setCurrentVersion(client, { deploymentName, buildId: action.buildId }, identity, read.conflictToken);
         console.log(
           `deployment ${deploymentName}: ${action.buildId} is now current (was ${current ?? 'none'}); workflows already running stay on their build`,
         );
@@ -166,6 +167,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           buildId: percent === 0 ? '' : action.buildId,
           percentage: percent,
           identity,
+          ...(read.conflictToken ? { conflictToken: read.conflictToken } : {}),
         });
         console.log(
           percent === 0
@@ -194,13 +196,22 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           );
           return 1;
         }
-        await setCurrentVersion(client, { deploymentName, buildId: previous.buildId }, identity);
+        await setCurrentVersion(client, { deploymentName, buildId: previous.buildId }, identity, read.conflictToken);
         console.log(
           `deployment ${deploymentName}: rolled back to ${previous.buildId} (from ${current}); workflows already running stay on their build`,
         );
         return 0;
       }
     }
+  } catch (error) {
+    // FAILED_PRECONDITION: the routing moved since it was read (another deploy command, a worker promoting itself;
+    // the change carried its token), or the build's task queues are not all registered yet. Nothing was changed.
+    if ((error as { code?: number }).code !== 9) throw error;
+    console.error(
+      `walletflow deploy ${action.kind}: Temporal refused the change, nothing was changed: ${(error as Error).message}; ` +
+        'the routing may have moved since it was read: look with `walletflow deploy status` and run it again',
+    );
+    return 1;
   } finally {
     await connection.close();
   }

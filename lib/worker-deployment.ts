@@ -43,12 +43,21 @@ export function versionedWorkerOptions(version: DeploymentVersion) {
 
 /** What a deployment looks like now: its versions (with their drainage) and which is current and ramping. */
 export async function describeDeployment(client: Client, deploymentName: string) {
+  return (await readDeployment(client, deploymentName))?.info ?? null;
+}
+
+/**
+ * The deployment as `describeDeployment` gives it, with the token of its routing as read: a change of the current
+ * version sent with it is refused (FAILED_PRECONDITION) when the routing moved since, so that what was checked of it
+ * (no other build ramping, no newer build current) still holds when the change is made.
+ */
+export async function readDeployment(client: Client, deploymentName: string) {
   try {
-    const { workerDeploymentInfo: info } = await client.workflowService.describeWorkerDeployment({
+    const { workerDeploymentInfo: info, conflictToken } = await client.workflowService.describeWorkerDeployment({
       namespace: client.options.namespace,
       deploymentName,
     });
-    return info ?? null;
+    return info ? { info, conflictToken: conflictToken?.length ? conflictToken : null } : null;
   } catch (error) {
     // A deployment no worker has registered yet: none.
     if ((error as { code?: number }).code === 5) return null;
@@ -147,12 +156,19 @@ export async function isCurrentVersion(client: Client, version: DeploymentVersio
 }
 
 /** Makes `buildId` the deployment's current version: new workflows go to its workers. */
-export async function setCurrentVersion(client: Client, version: DeploymentVersion, identity: string): Promise<void> {
+export async function setCurrentVersion(
+  client: Client,
+  version: DeploymentVersion,
+  identity: string,
+  /** The routing's token as read (readDeployment): refused if it moved since. Absent: made current whatever it is. */
+  conflictToken?: Uint8Array | null,
+): Promise<void> {
   await client.workflowService.setWorkerDeploymentCurrentVersion({
     namespace: client.options.namespace,
     deploymentName: version.deploymentName,
     buildId: version.buildId,
     identity,
+    ...(conflictToken ? { conflictToken } : {}),
   });
 }
 
@@ -173,7 +189,8 @@ export async function promoteOnStart(
   }
   const deadline = Date.now() + (options.timeoutMs ?? 60_000);
   for (;;) {
-    const info = await describeDeployment(client, version.deploymentName).catch(() => null);
+    const read = await readDeployment(client, version.deploymentName).catch(() => null);
+    const info = read?.info;
     const registered =
       info?.versionSummaries?.some((summary) => summary.deploymentVersion?.buildId === version.buildId) ?? false;
     if (registered && info) {
@@ -204,22 +221,29 @@ export async function promoteOnStart(
       }
       // Nor does a build an operator has routed to: one ramping now (a canary's share is theirs to change), or one
       // that was current or ramping once and was moved away from (a rollback, a promotion past it, a ramp ended). A
-      // worker of it restarting (its containers are kept until its pinned runs finish) would undo that unseen.
+      // worker of it restarting (its containers are kept until its pinned runs finish) would undo that unseen. Nor
+      // any build while another ramps: Temporal ends a ramp only when the build it ramps is made current, so the
+      // canary would keep its share beside this build, unsaid (as `walletflow deploy promote` refuses).
       const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
-      if (policy === 'always' && (ramping === version.buildId || deactivatedAt(info, version.buildId) !== null)) {
+      if (policy === 'always' && (ramping !== null || deactivatedAt(info, version.buildId) !== null)) {
         logger.warn(
           { ...version, current, ramping },
           ramping === version.buildId
             ? 'worker deployment: this build is ramping; its share stays as it is (walletflow deploy promote or ramp changes it)'
-            : 'worker deployment: this build was moved away from (a rollback, a later promotion or a ramp ended); it stays as it is (walletflow deploy promote moves back to it)',
+            : ramping !== null
+              ? 'worker deployment: another build is ramping; this one stays as it is (walletflow deploy promote moves it once the ramp is ended or promoted)'
+              : 'worker deployment: this build was moved away from (a rollback, a later promotion or a ramp ended); it stays as it is (walletflow deploy promote moves back to it)',
         );
         return 'left';
       }
       try {
-        await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`);
+        // With the routing's token as read: moved since (a ramp begun, another build promoted), the change is refused
+        // and everything above is looked at again.
+        await setCurrentVersion(client, version, `walletflow-worker ${version.buildId}`, read?.conflictToken);
       } catch (error) {
         // FAILED_PRECONDITION: the current version's task queues are not all registered for this one
-        // yet (a worker's workflow and activity pollers reach the server one after the other).
+        // yet (a worker's workflow and activity pollers reach the server one after the other), or the routing moved
+        // since it was read.
         if ((error as { code?: number }).code !== 9 || Date.now() >= deadline) throw error;
         await new Promise((resolve) => setTimeout(resolve, 250));
         continue;

@@ -261,10 +261,9 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
     }, 240_000);
 
     it('a restarted dev stack (WORKER_PROMOTE=replace) takes over the runs pinned to the build before it, whose worker is gone: they finish on the new build', async () => {
-      // A and B from the test before: B stops now, A once F4 is under way.
+      // A and B from the test before: A stops once F4 is under way, B once its canary below is ended.
       const [a, b] = workers.splice(0, workers.length);
       if (!a || !b) throw new Error('the test before leaves workers of builds A and B running');
-      await stopWorker(b);
       // F4 starts on A (the current build after the rollback) and waits on the wallet; then A's worker stops, as a dev
       // stack's does.
       await stack.admin.settings({ processingDelayMs: 4000 });
@@ -279,7 +278,10 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       );
       await stopWorker(a);
       await stack.admin.settings({ processingDelayMs: 0 });
-      // Build C (today's commands, another bundle) starts as `walletflow dev` starts its worker.
+      // B ramping (a canary an operator started) as build C (today's commands, another bundle) starts: a worker of C
+      // with WORKER_PROMOTE=always leaves the current version as it is, though C is the newest build. Before: C was
+      // made current, and the canary kept its share beside it, unsaid (Temporal ends a ramp only by promoting it).
+      expect((await deployCli('ramp', b.buildId, '10')).code).toBe(0);
       const c = await stack.createWorker({
         workflowBundle: {
           code: await bundleWorkflows({
@@ -287,9 +289,20 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
             workflowsPath: path.resolve(import.meta.dirname, 'build-c-workflows.ts'),
           }),
         },
-        promote: 'replace',
+        promote: 'never',
       });
       workers.push(c);
+      const quiet = createLogger({ level: 'silent' });
+      const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
+      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+        current: a.buildId,
+        ramping: { buildId: b.buildId },
+      });
+      expect((await deployCli('ramp', b.buildId, '0')).code).toBe(0);
+      await stopWorker(b);
+      // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
+      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
       expect(await finalStatusOf(f4.fundingId)).toBe('APPROVED');
       const h4 = await closedHistoryOf(f4.workflowId);
       const builds = buildsOf(h4);
@@ -298,8 +311,6 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
       expect(failedTasksOf(h4)).toEqual([]);
       // The dev stack restarted on code changed back to an earlier build (A, registered before C): `replace` takes the
       // current version whatever build has it (C has no worker left), where `always` would leave C current.
-      const quiet = createLogger({ level: 'silent' });
-      const versionOf = (buildId: string) => ({ deploymentName: stack.taskQueue, buildId });
       expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'always', quiet)).toBe('left');
       expect(await promoteOnStart(stack.temporal, versionOf(a.buildId), 'replace', quiet)).toBe('promoted');
       expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({ current: a.buildId });
