@@ -57,6 +57,12 @@ interface SettleItemsCheckpoint {
    * 5xx), with how many such attempts so far (absent in a checkpoint of an attempt that had none).
    */
   unreadable?: Record<string, number>;
+  /**
+   * Transfers whose retrieve failed in every try of an attempt that counted for none (its page stopped on failures, or
+   * the wallet was away), not read since: asked for after the rest of their page, and their failures not taken for the
+   * wallet's at large (absent: none). So a page holding several transfers that each fail on their own goes through.
+   */
+  failedAtLarge?: string[];
 }
 
 /**
@@ -264,6 +270,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
         after: resumed?.after !== undefined ? resumed.after : input.after,
         inFlight: gate.inFlight(),
         unreadable: { ...resumed?.unreadable },
+        failedAtLarge: [...(resumed?.failedAtLarge ?? [])],
       };
       if (resumed)
         logger.info(
@@ -358,12 +365,22 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     beat: () => void,
   ) {
     const unreadable = (checkpoint.unreadable ??= {});
+    const failedAtLarge = new Set(checkpoint.failedAtLarge);
     const stored = await runs.storedItems(
       runId,
       'funding',
       page.items.map((funding) => funding.id),
     );
-    const fresh = page.items.filter((funding) => !stored.has(funding.id));
+    /** Failed in every try of an attempt before: its own failure, or the wallet's at large then. */
+    const failedBefore = (transferId: string | null) =>
+      transferId !== null && (unreadable[transferId] !== undefined || failedAtLarge.has(transferId));
+    // Those that failed before are asked for last: the rest of the page is read first, and their failures alone cannot
+    // stop it.
+    const unstored = page.items.filter((funding) => !stored.has(funding.id));
+    const fresh = [
+      ...unstored.filter((funding) => !failedBefore(funding.transferId)),
+      ...unstored.filter((funding) => failedBefore(funding.transferId)),
+    ];
     const [posts, results] = await Promise.all([
       fundingPosts(
         database,
@@ -381,23 +398,32 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     ]);
     // Those that failed in every try (no record, a refusal, a 5xx) count one attempt more, for the next, and a line
     // saying the record could not be read is stored for one whose count is reached; but neither in a page that stopped
-    // on its failures (the wallet, or a proxy before it, failing at large: a garbling proxy, a gateway's 400 page, a
-    // 5xx everywhere): the run waits that out, rather than store one false line after another.
-    // Nor in a page where the wallet described none of this attempt's retrieves: fewer failures than a page stops on
-    // (the one transfer left of a page) cannot tell one transfer's failure from the wallet's at large, so a transfer of
-    // the page it described in an earlier attempt is asked for once; no answer to it either, and the wallet is away.
-    // With none to ask (a small day failing from the start), the attempt counts, as one transfer's own would.
-    const failures = results.filter((result) => !result.ok && 'error' in result).length;
+    // on failures of transfers that had not failed before (the wallet, or a proxy before it, failing at large: a
+    // garbling proxy, a gateway's 400 page, a 5xx everywhere): the run waits that out, rather than store one false line
+    // after another. Those failures mark their transfers, which the next attempt asks for after the rest of the page:
+    // several transfers that each fail on their own, every attempt, then no longer stop it (before, four such held the
+    // day for good).
+    // Nor in a page where the wallet described none of this attempt's retrieves: its failures (the one transfer left of
+    // a page, or those marked) cannot tell one transfer's failure from the wallet's at large, so a transfer of the page
+    // it described in an earlier attempt is asked for once; no answer to it either, and the wallet is away. With none
+    // to ask, a few failures (a small day failing from the start) count, as one transfer's own would; as many as stop
+    // a page do not.
+    const failed = (index: number) => {
+      const result = results[index]!;
+      return !result.ok && 'error' in result;
+    };
+    const failures = fresh.filter((_, index) => failed(index)).length;
+    const newFailures = fresh.filter((funding, index) => failed(index) && !failedBefore(funding.transferId)).length;
     const described = (index: number) => {
       const result = results[index]!;
       return result.ok && result.value !== null;
     };
     const atLarge =
-      failures >= FAILURES_BEFORE_A_PAGE_STOPS ||
+      newFailures >= FAILURES_BEFORE_A_PAGE_STOPS ||
       (failures > 0 &&
         !fresh.some((_, index) => described(index)) &&
         !cancelled.aborted &&
-        !(await walletAnswers(runId, page.items, stored)));
+        !(await walletAnswers(runId, page.items, stored, failures < FAILURES_BEFORE_A_PAGE_STOPS)));
     /** A failure of this attempt whose line is due, the page showing the wallet answering others. */
     const lineDue = (result: (typeof results)[number]): string | null =>
       !atLarge && !cancelled.aborted && !result.ok && 'error' in result && result.error instanceof UnreadableForNow
@@ -413,28 +439,36 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     fresh.forEach((funding, index) => {
       const result = results[index]!;
       // Read, or its line stored: no count of theirs is needed again.
-      if ((result.ok || lineDue(result) !== null) && funding.transferId) delete unreadable[funding.transferId];
-      else if (!atLarge && !result.ok && 'error' in result && result.error instanceof UnreadableForNow)
-        unreadable[result.error.transferId] = (unreadable[result.error.transferId] ?? 0) + 1;
+      if ((result.ok || lineDue(result) !== null) && funding.transferId) {
+        delete unreadable[funding.transferId];
+        failedAtLarge.delete(funding.transferId);
+      } else if (!result.ok && 'error' in result && result.error instanceof UnreadableForNow) {
+        // An attempt cancelled, or one the wallet failed at large, counts for none: the transfer is only marked.
+        if (atLarge || cancelled.aborted) failedAtLarge.add(result.error.transferId);
+        else unreadable[result.error.transferId] = (unreadable[result.error.transferId] ?? 0) + 1;
+      }
     });
+    checkpoint.failedAtLarge = [...failedAtLarge];
     beat();
     // A cancelled attempt says so, whatever else failed in the page first.
     if (cancelled.aborted) throw cancelled.reason;
-    const failed = results.find((result) => !result.ok && 'error' in result && lineDue(result) === null);
-    if (failed && 'error' in failed)
-      throw failed.error instanceof UnreadableForNow ? walletRetry(failed.error.walletError) : failed.error;
+    const unresolved = results.find((result) => !result.ok && 'error' in result && lineDue(result) === null);
+    if (unresolved && 'error' in unresolved)
+      throw unresolved.error instanceof UnreadableForNow ? walletRetry(unresolved.error.walletError) : unresolved.error;
     return { stored: newLines, read: page.items.length, next: page.next };
   }
 
   /**
    * Whether the wallet describes now a transfer of the page it described in an earlier attempt (its stored line holds
    * the wallet's record), or else one of the run's earlier pages (the day's last page, of a transfer or two): asked
-   * once. True when there is none to ask (a small day failing from the start: nothing to tell the wallet away by).
+   * once. With none to ask, `noneToAsk`: true for a few failures (a small day failing from the start: nothing to tell
+   * the wallet away by), false for as many as stop a page (they cannot be told from the wallet away).
    */
   async function walletAnswers(
     runId: string,
     items: ReadonlyArray<{ id: string; transferId: string | null }>,
     stored: ReadonlySet<string>,
+    noneToAsk: boolean,
   ): Promise<boolean> {
     const described = await runs.storedItems(
       runId,
@@ -448,7 +482,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       described.has(funding.id) && funding.transferId !== null ? [funding.transferId] : [],
     );
     const probe = ofPage[Math.floor(Math.random() * ofPage.length)] ?? (await runs.describedTransfer(runId));
-    if (!probe) return true;
+    if (!probe) return noneToAsk;
     try {
       await deps.wallet.retrieveTransfer(probe);
       return true;

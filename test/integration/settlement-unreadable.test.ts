@@ -147,4 +147,62 @@ describe('a day settled by a durable run, when the wallet will not say what beca
       },
     ]);
   });
+
+  it('finishes a page holding four transfers that each refuse to be read, every attempt: their lines say so, the rest are matched', async () => {
+    // The first four asked for (the page's first: the four places an attempt starts with) are refused each time.
+    const victims = new Set<string>();
+    const { run, attempt } = await pageSettledHere((transferId) => {
+      if (victims.size < 4) victims.add(transferId);
+      return victims.has(transferId) ? retrieveError(400, 'HTTP_400', 'rejected') : null;
+    });
+    // The first attempt stops on them (four failures, as a wallet failing at large); the next asks for the rest of the
+    // page first, then for them: their refusals are their own, and count from there, a line at the third.
+    for (let number = 1; number <= 3; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
+    // Before: each attempt stopped on the same four, taken for the wallet away, and the day was never settled.
+    expect(await attempt(4)).toMatchObject({ done: true });
+    const lines = await stack.database.$queryRaw<Array<{ result: string; detail: string | null; n: bigint }>>`
+      SELECT result::text AS result, left(detail, 60) AS detail, count(*) AS n FROM settlement_line
+      WHERE run_id = ${run.id}::uuid GROUP BY 1, 2 ORDER BY 1`;
+    expect(lines.map((line) => ({ ...line, n: Number(line.n) }))).toEqual([
+      { result: 'matched', detail: null, n: 16 },
+      { result: 'mismatched', detail: expect.stringContaining("the wallet's record could not be read"), n: 4 },
+    ]);
+  });
+
+  it('counts no attempt Temporal cancelled toward a transfer’s line: its refusals in it are asked about again', async () => {
+    // The page's first transfer is refused each time; its second is answered only once the attempt is cancelled.
+    const asked: string[] = [];
+    let cancel = () => {};
+    const cancelled = new Promise<void>((resolve) => (cancel = resolve));
+    let cancelling = true;
+    const calls = new Map<string, number>();
+    const { run, attempt } = await pageSettledHere(async (transferId) => {
+      if (!asked.includes(transferId)) asked.push(transferId);
+      const call = (calls.get(transferId) ?? 0) + 1;
+      calls.set(transferId, call);
+      if (transferId === asked[0]) {
+        // Its third try, the last of the attempt: then Temporal cancels the attempt.
+        if (cancelling && call === 3) setTimeout(cancel, 50);
+        return retrieveError(400, 'HTTP_400', 'rejected');
+      }
+      if (cancelling && transferId === asked[1]) await cancelled;
+      return null;
+    });
+    await expect(attempt(1, cancelled)).rejects.toThrow();
+    cancelling = false;
+    // Two attempts more with it refused alone. Before: the cancelled attempt counted, and the third stored its line.
+    for (let number = 2; number <= 3; number += 1)
+      await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
+    expect(await attempt(4)).toMatchObject({ done: true });
+    const lines = await stack.database.settlementLine.groupBy({
+      by: ['result'],
+      where: { runId: run.id },
+      _count: true,
+    });
+    expect(lines.map((line) => [line.result, line._count]).sort()).toEqual([
+      ['matched', 19],
+      ['mismatched', 1],
+    ]);
+  });
 });

@@ -72,7 +72,9 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
 
   it('waits out a refusal of every transfer alike (a gateway’s 400 page at large): no line stored, where each was stored as mismatched', async () => {
     const { run, attempt } = await pageSettledHere(() => retrieveError(400, 'HTTP_400', 'rejected'));
-    for (let number = 1; number <= 4; number += 1)
+    // Seven attempts: past those that mark every transfer of the page as failed before (four or more an attempt), after
+    // which their failures are no longer taken for the wallet's at large by their number alone.
+    for (let number = 1; number <= 7; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     expect(await stack.database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
   });

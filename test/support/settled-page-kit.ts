@@ -52,13 +52,17 @@ export function settledPageKit(stack: () => PartnerStack) {
       maxInFlight: 4,
       inFlight: 4,
     };
-    /** An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before it. */
+    /**
+     * An attempt as Temporal would make it: its number, and the last heartbeat of the attempt before it; `cancelWhen`
+     * resolved, Temporal cancels it.
+     */
     let details: unknown;
-    const attempt = (number: number) => {
+    const attempt = (number: number, cancelWhen?: Promise<void>) => {
       const environment = new MockActivityEnvironment({ attempt: number, heartbeatDetails: details });
       environment.on('heartbeat', (beat: unknown) => {
         details = beat;
       });
+      void cancelWhen?.then(() => environment.cancel('CANCELLED'));
       return environment.run(settleItems, input);
     };
     return { run, settleItems, input, attempt };
