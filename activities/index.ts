@@ -48,6 +48,8 @@ export interface ActivityDependencies {
   now?: () => number;
   /** Tests only: the time the settlement activities take for the database's clock (a day's end and its grace). */
   settlementNow?: () => number;
+  /** Tests only: the settlement's pause between a retrieve's tries (activities/settlement.ts retryPauseMs). */
+  settlementRetryPauseMs?: number;
   /** WALLET_TIMEOUT_MS: how long the token vault's refresh lock must live (links/token-vault.ts). */
   walletTimeoutMs?: number;
   /** BATCH_MAX_IN_FLIGHT: for a batch runner the sweep starts again (default 32). */
@@ -166,6 +168,7 @@ export function createActivities(deps: ActivityDependencies) {
         wallet: deps.wallet,
         logger: deps.logger,
         ...(deps.settlementNow ? { now: deps.settlementNow } : {}),
+        ...(deps.settlementRetryPauseMs !== undefined ? { retryPauseMs: deps.settlementRetryPauseMs } : {}),
       }),
     }),
   );

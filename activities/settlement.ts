@@ -43,6 +43,8 @@ export interface SettlementActivityDependencies {
   logger: Logger;
   /** Tests only: the time taken for the database's clock; absent: the database's now(). */
   now?: () => number;
+  /** Tests only: the pause before a retrieve's next try, times the try's number; absent: RETRY_PAUSE_MS. */
+  retryPauseMs?: number;
 }
 
 /** The failure type of a run's begin while its day is within SETTLEMENT_GRACE_MS of its end (retried at its end). */
@@ -103,6 +105,8 @@ class UnreadableForNow extends Error {
  * Temporal).
  */
 const RETRIEVE_TRIES = 3;
+/** The pause before a retrieve's next try, times the try's number (500 ms, then 750 ms). */
+const RETRY_PAUSE_MS = 250;
 /** When the wallet said 429 without saying when. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
 /**
@@ -204,7 +208,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
           );
         }
         tries += 1;
-        pauseMs = 250 * tries;
+        pauseMs = (deps.retryPauseMs ?? RETRY_PAUSE_MS) * tries;
       } finally {
         gate.release();
       }
