@@ -456,7 +456,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     beat();
     // A cancelled attempt says so, whatever else failed in the page first.
     if (cancelled.aborted) throw cancelled.reason;
-    const unresolved = results.find((result) => !result.ok && 'error' in result && lineDue(result) === null);
+    // A page whose retrieves stopped before each was asked for is not done, whatever lines its failures got: the
+    // attempt fails, and the next asks for the rest (before, a page with more transfers failing alike than an attempt
+    // asks for at once went on with the rest never read, and the day's report was short of them).
+    const notAskedFor = results.some((result) => !result.ok && !('error' in result));
+    const unresolved = results.find(
+      (result) => !result.ok && 'error' in result && (lineDue(result) === null || notAskedFor),
+    );
     if (unresolved && 'error' in unresolved)
       throw unresolved.error instanceof UnreadableForNow ? walletRetry(unresolved.error.walletError) : unresolved.error;
     return { stored: newLines, read: page.items.length, next: page.next };

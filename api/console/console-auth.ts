@@ -171,13 +171,15 @@ function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>) {
   let readAt: Date | null = null;
   const read = async (): Promise<Date | null> => {
     if (readAt) return readAt;
-    // The time before the question was asked, not before its answer came: the database's clock is read as the
-    // question reaches it, and a first read of a process under load (a connection being opened) may take seconds,
-    // which subtracted would put the start before sessions signed in just before it, ending them only per request.
-    const asked = performance.now();
+    // Asked twice: a process's first question may wait seconds for a connection to be opened (under load), and where
+    // in that wait the clock was read is not known, so its answer may date the start seconds early (a session signed
+    // in just before it then counts as after it, refused only per request) or late (one signed in just after it, on a
+    // process with newer settings, ended for good). The second, on the connection then open, is answered at once: its
+    // clock less the time since the start is the start, early by no more than that answer's way back.
     try {
+      await sessions.databaseTime();
       const now = await sessions.databaseTime();
-      readAt = new Date(now.getTime() - (asked - startedAt));
+      readAt = new Date(now.getTime() - (performance.now() - startedAt));
     } catch {
       return null;
     }

@@ -10,51 +10,74 @@ import type { ConsoleGrants } from '../../api/console/console-grants.ts';
 const names = consoleCookieNames(false);
 const cookie = 'a'.repeat(32);
 
+/** A process's first request, for a session signed in `signedInMs` from its start whose key it does not have. */
+async function firstRequest(signedInMs: number, databaseTime: () => Promise<Date>) {
+  const startedAt = Date.now();
+  const session: ConsoleSessionView = {
+    id: 'session-1',
+    personId: 'key:auditor',
+    personName: 'auditor',
+    via: 'key',
+    scopes: new Set(['read']),
+    grant: null,
+    csrfToken: 'csrf',
+    expiresAt: new Date(startedAt + 60_000),
+    lastSeenAt: new Date(startedAt + signedInMs),
+    touchDue: false,
+    signedInAt: new Date(startedAt + signedInMs),
+  };
+  const narrowed: Array<{ id: string; left: unknown }> = [];
+  const sessions = {
+    databaseTime,
+    readOrEnded: async () => ({ session, ended: null }),
+    read: async () => session,
+    narrow: async (id: string, left: unknown) => {
+      narrowed.push({ id, left });
+    },
+    touch: async () => {},
+  } as unknown as ConsoleSessions;
+  const grants = { scopesNow: () => null } as unknown as ConsoleGrants;
+  const handler = readConsoleSession(sessions, grants, names);
+  const res = { locals: {} } as unknown as Response;
+  await new Promise<void>((resolve, reject) => {
+    void Promise.resolve(
+      handler({ headers: { cookie: `${names.session}=${cookie}` } } as Request, res, (error?: unknown) =>
+        error ? reject(error as Error) : resolve(),
+      ),
+    ).catch(reject);
+  });
+  // The session is refused either way (its key is gone here); whether it was ended for good is what differs.
+  expect(res.locals).not.toHaveProperty('consoleSession');
+  return narrowed;
+}
+
+/**
+ * A process whose connection opens a second after its start: every question asked before is answered then, later ones
+ * at once. `readAtAnswer`: the clock is read as the answer is made (PostgreSQL's now(), after the wait); else as the
+ * question is asked (the tests' clock, read as the statement is built).
+ */
+function openingASecondLate(readAtAnswer: boolean) {
+  const opensAt = Date.now() + 1000;
+  return async () => {
+    const asked = new Date();
+    const wait = opensAt - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    return readAtAnswer ? new Date() : asked;
+  };
+}
+
 describe('a process’s settings read', () => {
-  it('is dated when the process started though its first read of the database’s clock answers seconds later', async () => {
+  it('is dated when the process started though the database’s clock, read as asked, answered a second later', async () => {
     // Found in CI: a process started under load without a removed key's entry refused that key's session, signed in
     // a moment before it started, for one request only, because its first clock read's wait was subtracted from when
-    // it started.
-    const startedAt = Date.now();
-    const session: ConsoleSessionView = {
-      id: 'session-1',
-      personId: 'key:auditor',
-      personName: 'auditor',
-      via: 'key',
-      scopes: new Set(['read']),
-      grant: null,
-      csrfToken: 'csrf',
-      expiresAt: new Date(startedAt + 60_000),
-      lastSeenAt: new Date(startedAt - 200),
-      touchDue: false,
-      signedInAt: new Date(startedAt - 200),
-    };
-    const narrowed: Array<{ id: string; left: unknown }> = [];
-    const sessions = {
-      // The database's clock as the question reaches it, answered after a second: a new process's first connection.
-      databaseTime: () => {
-        const at = new Date(Date.now());
-        return new Promise<Date>((resolve) => setTimeout(() => resolve(at), 1000));
-      },
-      readOrEnded: async () => ({ session, ended: null }),
-      read: async () => session,
-      narrow: async (id: string, left: unknown) => {
-        narrowed.push({ id, left });
-      },
-      touch: async () => {},
-    } as unknown as ConsoleSessions;
-    const grants = { scopesNow: () => null } as unknown as ConsoleGrants;
-    const handler = readConsoleSession(sessions, grants, names);
-    const res = { locals: {} } as unknown as Response;
-    await new Promise<void>((resolve, reject) => {
-      void Promise.resolve(
-        handler({ headers: { cookie: `${names.session}=${cookie}` } } as Request, res, (error?: unknown) =>
-          error ? reject(error as Error) : resolve(),
-        ),
-      ).catch(reject);
-    });
-    // Before: dated a second early, after this sign-in: refused, and nothing ended.
-    expect(narrowed).toEqual([{ id: 'session-1', left: null }]);
-    expect(res.locals).not.toHaveProperty('consoleSession');
+    // it started (the tests' clock is read as the question is asked).
+    expect(await firstRequest(-200, openingASecondLate(false))).toEqual([{ id: 'session-1', left: null }]);
+  });
+
+  it('is dated when the process started though the database’s clock, read as answered, answered a second later', async () => {
+    // Found by a second read of the first mend (dating it from the question): PostgreSQL reads now() when the
+    // statement starts, after the connection's wait, so a session signed in just after the start, on a process with
+    // newer keys, was ended for good here.
+    expect(await firstRequest(200, openingASecondLate(true))).toEqual([]);
   });
 });
