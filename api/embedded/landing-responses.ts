@@ -39,3 +39,10 @@ export const rateLimitedPollAnswer = jsonAnswer(
   'too many requests from this address (`RATE_LIMITED`)',
   { 'Retry-After': retryAfterHeader },
 );
+
+/** A poll the database could not answer now (too many at once, or its connection lost): asked again later. */
+export const busyPollAnswer = jsonAnswer(
+  appJsonErrorComponent,
+  'the database could not answer now (`OVERLOADED`: too many requests at once, or its connection lost)',
+  { 'Retry-After': retryAfterHeader },
+);

@@ -16,7 +16,7 @@ import type { AnyRouteSpec } from '../http/route-spec.ts';
 import type { MessagePage } from './landing-pages.ts';
 import { createLandingContext, type LandingDependencies } from './landing-context.ts';
 import { messagePages } from './landing-messages.ts';
-import { limitLandingRequests } from './landing-rate-limit.ts';
+import { isStatusPoll, limitLandingRequests } from './landing-rate-limit.ts';
 import { sendJson, sendMessage } from './landing-responses.ts';
 import { addMoneyFormRoutes, moneyFormRoutes } from './money-forms.ts';
 import { createMoneyPage } from './money-page.ts';
@@ -43,10 +43,10 @@ export function landingRouter(deps: LandingDependencies): Router {
   addMoneyFormRoutes(router, context, page);
   addProgressRoutes(router, context, page);
 
-  // Under /app a page (or the status polls' JSON), never a problem document: unknown paths and
+  // Under /app a page (or the polls' JSON: the statuses and the activity), never a problem document: unknown paths and
   // methods, unreadable forms (the client's fault: its 4xx) and failures (500, logged).
   const answer = (req: Request, res: Response, status: number, content: MessagePage, code: string, text: string) => {
-    if (req.path.endsWith('/status')) sendJson(res, status, { code, message: text });
+    if (isStatusPoll(`${req.baseUrl}${req.path}`)) sendJson(res, status, { code, message: text });
     else sendMessage(res, status, content);
   };
   router.use('/app', (req, res) =>

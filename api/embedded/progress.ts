@@ -16,6 +16,7 @@ import { messagePages } from './landing-messages.ts';
 import {
   appJsonErrorComponent,
   noSessionJsonAnswer,
+  busyPollAnswer,
   rateLimitedPollAnswer,
   sendJson,
   sendMessage,
@@ -62,6 +63,7 @@ const progressRoutesOf = (kind: 'withdraw' | 'payment', path: '/app/withdrawals'
         '401': noSessionJsonAnswer,
         '404': jsonAnswer(appJsonErrorComponent, `no such ${kind} in this web session (\`NOT_FOUND\`)`),
         '429': rateLimitedPollAnswer,
+        '503': busyPollAnswer,
       },
     }),
   };
@@ -85,6 +87,7 @@ const routes = {
       '200': jsonAnswer(named('AppActivity', appActivitySchema), 'the balance and recent activity'),
       '401': noSessionJsonAnswer,
       '429': rateLimitedPollAnswer,
+      '503': busyPollAnswer,
     },
   }),
   appSessionState: defineRoute({
@@ -98,6 +101,7 @@ const routes = {
       '200': jsonAnswer(named('AppSessionState', appSessionStateSchema), 'the state'),
       '401': noSessionJsonAnswer,
       '429': rateLimitedPollAnswer,
+      '503': busyPollAnswer,
     },
   }),
 };

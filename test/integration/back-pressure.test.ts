@@ -461,6 +461,24 @@ describe('PostgreSQL refusing connections under a burst', () => {
       // Before: 500, "Something went wrong".
       expect([landing.status, Number(landing.headers.get('retry-after')) >= 1]).toEqual([503, true]);
       expect(landingPage).toContain('Busy right now');
+      // The money page's poll of its activity (its web session's read lost): JSON, as its 200 and 401 are. Before: the
+      // HTML page, which only the status polls were spared.
+      const raw = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
+      const queryRaw = raw.$queryRaw;
+      raw.$queryRaw = (...args: unknown[]) =>
+        Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('FROM app_session')
+          ? Promise.reject(lost)
+          : queryRaw.apply(stack.database, args);
+      try {
+        const poll = await fetch(`${stack.apiBase}/app/activity`, {
+          headers: { cookie: `walletflow_app=${'a'.repeat(43)}` },
+        });
+        expect([poll.status, Number(poll.headers.get('retry-after')) >= 1]).toEqual([503, true]);
+        expect(poll.headers.get('content-type')).toContain('application/json');
+        expect(((await poll.json()) as { code: string }).code).toBe('OVERLOADED');
+      } finally {
+        raw.$queryRaw = queryRaw;
+      }
       // The login's callback, its state spent in the same statement that was lost.
       const state = 's'.repeat(43);
       const callback = await fetch(`${stack.apiBase}/connect/callback?state=${state}&code=c`, {
