@@ -175,7 +175,13 @@ export const carriedBySet = (carrier: FundingCarrier | undefined) =>
     ? Prisma.sql`carried_by = ${carrier.workflowId}, carried_by_run_id = ${carrier.runId}, carried_by_chunk = ${carrier.chunk ?? null}`
     : Prisma.sql`carried_by = carried_by`;
 
-export const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState"))`;
+/**
+ * A funding outside a batch, or an item of a RUNNING batch no move holds: a cancel (or a pause) under way has the
+ * batch's row locked until it commits, minutes for 100,000 items, and a claim meanwhile takes none of its items (they
+ * stay PENDING, for the cancel to end or the runner to take once the move is over). Read without the lock, the batch
+ * was RUNNING until the cancel committed, and chunks went on starting the items it had not yet reached.
+ */
+export const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState" FOR SHARE OF b SKIP LOCKED))`;
 
 /**
  * The webhooks of moves (contract-decisions section 13), in the moves' own transaction: each

@@ -133,6 +133,40 @@ describe('the batch items and claimed fundings records move items only as the tr
     ).toBe(1);
   });
 
+  it('claims no item of a batch whose cancel is under way (not yet committed): none starts after the cancel was asked', async () => {
+    const byStatus = await batchWithAnItemInEachStatus();
+    const pending = byStatus.get('PENDING')!;
+    const { batchId } = await database.funding.findUniqueOrThrow({ where: { id: pending }, select: { batchId: true } });
+    // The cancel's first statement (batch-record.ts move), its transaction held open as ending 100,000 items holds it.
+    let release = () => {};
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let moved = () => {};
+    const movedNow = new Promise<void>((resolve) => (moved = resolve));
+    const cancel = database
+      .$transaction(
+        async (tx) => {
+          await tx.$executeRaw`UPDATE funding_batch SET state = 'CANCELLED'::"FundingBatchState" WHERE id = ${batchId}::uuid`;
+          moved();
+          await released;
+          throw new Error('rolled back: the test only holds the move');
+        },
+        { timeout: 60_000 },
+      )
+      .catch((error: unknown) => error);
+    await movedNow;
+    try {
+      // Before: the batch read as RUNNING until the cancel committed, and the chunk's claim started the item.
+      expect(await claimedFundings.claimPendingItems([pending])).toEqual([]);
+      expect(await fundings.claimPending(pending)).toBeNull();
+    } finally {
+      release();
+      await cancel;
+    }
+    expect((await database.funding.findUniqueOrThrow({ where: { id: pending } })).status).toBe('PENDING');
+    // The move over (here rolled back, the batch RUNNING again), the item is claimed as before.
+    expect(await claimedFundings.claimPendingItems([pending])).toHaveLength(1);
+  });
+
   it('begins the execute of CREATING items only: the sources of EXECUTING, each with its transfer stored', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
     const moved = await claimedFundings.beginExecuteMany(
