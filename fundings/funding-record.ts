@@ -144,11 +144,6 @@ interface MoveGuard {
 }
 
 /**
- * A fresh funding starts only while nothing holds it back: a single funding always, a batch's item
- * only while its batch is RUNNING (never awaiting approval, paused, cancelled or rejected). The
- * claim of one (claimPending) and the chunk's (batch items record, claimPendingItems) both check it.
- */
-/**
  * The workflow run that claims fundings for its chunk pass when it is not the funding's own: a
  * batch's runner or a lane (recorded on the funding, for its page's link to that run).
  */
@@ -176,12 +171,26 @@ export const carriedBySet = (carrier: FundingCarrier | undefined) =>
     : Prisma.sql`carried_by = carried_by`;
 
 /**
+ * A fresh funding starts only while nothing holds it back: a single funding always, a batch's item only while its
+ * batch is RUNNING (never awaiting approval, paused, cancelled or rejected). The claim of one (claimPending) and the
+ * chunk's (batch items record, claimPendingItems) both check it; the step path's move to CREATING checks
+ * `startsWhileRunning`.
+ *
  * A funding outside a batch, or an item of a RUNNING batch no move holds: a cancel (or a pause) under way has the
  * batch's row locked until it commits, minutes for 100,000 items, and a claim meanwhile takes none of its items (they
  * stay PENDING, for the cancel to end or the runner to take once the move is over). Read without the lock, the batch
  * was RUNNING until the cancel committed, and chunks went on starting the items it had not yet reached.
  */
 export const batchRunning = Prisma.sql`(batch_id IS NULL OR EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = funding.batch_id AND b.state = 'RUNNING'::"FundingBatchState" FOR SHARE OF b SKIP LOCKED))`;
+
+/**
+ * The step path's PENDING → CREATING (markCreating) as `batchRunning` has it, read as committed: an item its batch's
+ * end left PENDING (a stray the sweep finds) is not created and executed by its own workflow, which then ends it
+ * cancelled.
+ */
+const startsWhileRunning: Prisma.FundingWhereInput = {
+  OR: [{ batchId: null }, { batch: { is: { state: 'RUNNING' } } }],
+};
 
 /**
  * The webhooks of moves (contract-decisions section 13), in the moves' own transaction: each
@@ -673,7 +682,7 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
 
     /** A move with no columns of its own (PENDING → CREATING, EXECUTING → RECONCILING), by the funding's owner. */
     move: (fundingId: string, to: 'CREATING' | 'RECONCILING', event: MoveEvent, fence?: Fence) =>
-      move(fundingId, to, event, { fence }),
+      move(fundingId, to, event, { fence, ...(to === 'CREATING' ? { where: startsWhileRunning } : {}) }),
 
     /**
      * Keeps the transferId of a created intent: stored only while the funding is CREATING, not

@@ -167,6 +167,25 @@ describe('the batch items and claimed fundings records move items only as the tr
     expect(await claimedFundings.claimPendingItems([pending])).toHaveLength(1);
   });
 
+  it('never moves to CREATING, on its own workflow’s step path, an item its cancelled batch left PENDING (a stray)', async () => {
+    const byStatus = await batchWithAnItemInEachStatus();
+    const pending = byStatus.get('PENDING')!;
+    const { batchId } = await database.funding.findUniqueOrThrow({ where: { id: pending }, select: { batchId: true } });
+    expect(await batches.move(batchId!, 'CANCELLED', { field: 'cancelledBy', name: 'test' })).toBe(true);
+    // A stray: PENDING though its batch ended (as the sweep's cases build one).
+    const ended = await database.funding.findUniqueOrThrow({ where: { id: pending } });
+    expect([ended.status, ended.errorCode]).toEqual(['FAILED', 'CANCELLED']);
+    await database.funding.update({ where: { id: pending }, data: { status: 'PENDING', errorCode: null } });
+    try {
+      // Before: moved, and its workflow then created and executed the transfer of an item of a cancelled batch.
+      expect(await fundings.move(pending, 'CREATING', { detail: 'creating the transfer intent' })).toBe(false);
+      expect((await database.funding.findUniqueOrThrow({ where: { id: pending } })).status).toBe('PENDING');
+    } finally {
+      // As the cancel left it (its hold released then), for the ledger's checks of the files after this one.
+      await database.funding.update({ where: { id: pending }, data: { status: 'FAILED', errorCode: 'CANCELLED' } });
+    }
+  });
+
   it('begins the execute of CREATING items only: the sources of EXECUTING, each with its transfer stored', async () => {
     const byStatus = await batchWithAnItemInEachStatus();
     const moved = await claimedFundings.beginExecuteMany(
