@@ -47,7 +47,18 @@ export async function fundItemsInOnePass(
     return { outcomes };
   }
   const failed = leaveToItsWorkflow(ctx);
-  const claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+  let claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+  if (claimed.length === 0 && (await ctx.claimed.batchHeld(fundingIds))) {
+    // A move holds the batch (a cancel ending its items): none of them starts, and none is tried one by one either (a
+    // transaction each, for nothing). The chunk waits a while for the move to end, then asks once more; still held, it
+    // leaves them all PENDING, for the runner to dispatch again (before, it answered at once, and the runner sent it
+    // round and round for as long as the cancel took).
+    if (!(await heldNoLonger(ctx, fundingIds, clock))) {
+      for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
+      return { outcomes };
+    }
+    claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+  }
   const claimedIds = new Set(claimed.map((row) => row.id));
   const alone = Promise.all(
     fundingIds
@@ -72,6 +83,24 @@ export async function fundItemsInOnePass(
     await alone;
   }
   return { outcomes };
+}
+
+/** The longest a chunk waits for a move that holds its batch, and how often it looks. */
+const HELD_WAIT_MS = 5000;
+const HELD_LOOK_EVERY_MS = 250;
+
+/** Whether the move holding the batch ended within HELD_WAIT_MS, with a wallet call still fitting the attempt. */
+async function heldNoLonger(
+  ctx: FundingContext,
+  fundingIds: readonly string[],
+  clock: ActivityClock,
+): Promise<boolean> {
+  for (let waited = 0; waited < HELD_WAIT_MS; waited += HELD_LOOK_EVERY_MS) {
+    await new Promise((resolve) => setTimeout(resolve, HELD_LOOK_EVERY_MS));
+    if (!callFitsBefore(clock, ctx.walletTimeoutMs)) return false;
+    if (!(await ctx.claimed.batchHeld(fundingIds))) return true;
+  }
+  return false;
 }
 
 /** A lane chunk's attempt: its clock (read when the activity began), its lease, and who hears what it claimed. */

@@ -27,7 +27,7 @@ export interface FundingActivityDependencies {
   /** The moves of fundings a pass claimed, one or many (fundings/claimed-fundings-record.ts). */
   claimed: Pick<
     ClaimedFundingsRecord,
-    'claimPendingItems' | 'claimNextInLane' | 'beginExecuteMany' | 'finishExecutedMany'
+    'claimPendingItems' | 'batchHeld' | 'claimNextInLane' | 'beginExecuteMany' | 'finishExecutedMany'
   >;
   wallet: Pick<WalletClient, 'createTransfer' | 'executeTransfer' | 'retrieveTransfer'>;
   vault: Pick<TokenVault, 'withUserToken'>;

@@ -103,6 +103,21 @@ export function createClaimedFundingsRecord(deps: ClaimedFundingsRecordDependenc
     },
 
     /**
+     * Whether a move holds the batch of any of these fundings now (a cancel ending its items, in one transaction of a
+     * minute or more at 100,000): its row locked, so no claim takes its items (batchRunning) until the move is over.
+     */
+    async batchHeld(fundingIds: readonly string[]): Promise<boolean> {
+      if (fundingIds.length === 0) return false;
+      const [row] = await database.$queryRaw<Array<{ held: boolean }>>`
+        SELECT EXISTS (
+          SELECT 1 FROM funding f
+          WHERE f.id = ANY(${[...fundingIds]}::uuid[]) AND f.batch_id IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM funding_batch b WHERE b.id = f.batch_id FOR SHARE OF b SKIP LOCKED)
+        ) AS held`;
+      return row?.held ?? false;
+    },
+
+    /**
      * A lane's chunk takes on the next fundings waiting in its lane, oldest first, at most `limit`
      * (workflows/fund-lane.ts): picked and claimed in one statement, so two chunks of a lane never
      * pick the same funding (a row another transaction holds, a cancel, is skipped), each moved to

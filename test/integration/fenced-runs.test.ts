@@ -31,6 +31,7 @@ import {
 import { firstCallAfterBeginExecute, stepPathStart } from '../../workflows/fund-wallet-takeover.ts';
 import { moneyOf } from '../../domain/money.ts';
 import { createWalletClient } from '../../wallet/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 let stack: PartnerStack;
 let fundings: ReturnType<typeof createFundingRecord>;
@@ -360,6 +361,7 @@ describe('a pass that paused after its move to EXECUTING', () => {
       logger,
       claimed: {
         claimPendingItems: claimedFundings.claimPendingItems,
+        batchHeld: claimedFundings.batchHeld,
         claimNextInLane: claimedFundings.claimNextInLane,
         finishExecutedMany: claimedFundings.finishExecutedMany,
         async beginExecuteMany(items) {
@@ -486,6 +488,76 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
       startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
     });
     expect([...again.outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
+  });
+});
+
+describe('a batch chunk while a move holds its batch (a cancel ending its items)', () => {
+  it('tries none of its items one by one and waits for the move a while: once it is over (here rolled back), it claims them', async () => {
+    const gate = walletGate(stack.wallet);
+    const { credit, insertBatch, claimed } = batchRecordsOn(
+      stack.database,
+      undefined,
+      createTokenCipher(stack.encryptionKey),
+    );
+    const partnerUserId = `held-batch-${randomUUID()}`;
+    await credit(partnerUserId, 100_000n);
+    const batchId = randomUUID();
+    const items = await Promise.all(
+      Array.from({ length: 4 }, async (_, index) => {
+        const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+        const { code } = await stack.admin.cashInCode(user.userId);
+        return {
+          id: randomUUID(),
+          idempotencyKey: `batch:${batchId}:${index}`,
+          workflowId: `funding-batch:${batchId}:${index}`,
+          reference: `held-batch-${index}`,
+          recipient: { type: 'CODE' as const, code },
+          amount: 1000n,
+        };
+      }),
+    );
+    await insertBatch(batchId, partnerUserId, items, null);
+    const ids = items.map((item) => item.id);
+    let oneByOne = 0;
+    const pass = createFundingActivities({
+      fundings: {
+        ...fundings,
+        claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
+          oneByOne += 1;
+          return fundings.claimPending(...args);
+        },
+      },
+      claimed,
+      wallet: gate.as('chunk'),
+      vault: stack.createVault(),
+      logger,
+    });
+    // The cancel's first statement, its transaction open as ending 100,000 items keeps it.
+    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+    await holder.connect();
+    const sql = (text: string, values: unknown[] = []) => holder.query({ text, values });
+    let answered = false;
+    try {
+      await sql('BEGIN');
+      await sql(`UPDATE funding_batch SET state = 'CANCELLED' WHERE id = $1`, [batchId]);
+      const chunk = inActivity(pass.fundItemsInOnePass, [ids], {
+        startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+      }).finally(() => (answered = true));
+      await waitFor('the batch held', async () => ((await claimed.batchHeld(ids)) ? true : undefined), 10_000);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Before: it had answered at once, each item tried one by one (a transaction each, for nothing), and the runner
+      // sent it again, round and round, for as long as the cancel took.
+      expect(answered).toBe(false);
+      expect(oneByOne).toBe(0);
+      expect(gate.calls).toEqual([]);
+      await sql('ROLLBACK');
+      const { outcomes } = await chunk;
+      // The move rolled back, the batch RUNNING again: the chunk claimed its items and ran them.
+      expect([...outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
+    } finally {
+      await sql('ROLLBACK').catch(() => undefined);
+      await holder.end();
+    }
   });
 });
 
