@@ -11,8 +11,10 @@ import { loadConfig } from '../lib/config.ts';
 import {
   countUnversionedRunsOfDeployment,
   currentBuildIdOf,
+  rampingBuildIdOf,
   readDeployment,
   setCurrentVersion,
+  UNVERSIONED_RAMP,
   millisecondsOf,
 } from '../lib/worker-deployment.ts';
 import { temporalConnectionOptions } from '../lib/temporal.ts';
@@ -91,7 +93,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
       lastCurrentAt: millisecondsOf(summary.lastCurrentTime),
     }));
     const current = currentBuildIdOf(info);
-    const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
+    const ramping = rampingBuildIdOf(info);
     const known = (buildId: string) => versions.some((version) => version.buildId === buildId);
     const identity = `walletflow deploy (${process.env.USER ?? 'operator'})`;
     switch (action.kind) {
@@ -153,7 +155,9 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           console.error('walletflow deploy ramp: the share must be a number from 0 to 100');
           return 64;
         }
-        if (!known(action.buildId)) return unknownBuild(action.buildId, versions);
+        // A ramp to unversioned workers (started with Temporal's own CLI) is ended by its name, as any other.
+        const endsUnversioned = percent === 0 && action.buildId === UNVERSIONED_RAMP && ramping === UNVERSIONED_RAMP;
+        if (!known(action.buildId) && !endsUnversioned) return unknownBuild(action.buildId, versions);
         if (percent === 0 && ramping !== action.buildId) {
           console.error(
             `walletflow deploy ramp: ${action.buildId} is not ramping (${ramping ? `${ramping} is` : 'no build is'}); nothing ended`,

@@ -150,6 +150,19 @@ export function currentBuildIdOf(info: Awaited<ReturnType<typeof describeDeploym
   return info?.routingConfig?.currentDeploymentVersion?.buildId || null;
 }
 
+/** How a ramp to unversioned workers is named (Temporal: no ramping version, a share above 0). */
+export const UNVERSIONED_RAMP = 'unversioned';
+
+/**
+ * The ramping version's build id, UNVERSIONED_RAMP for a ramp to unversioned workers (Temporal's own CLI can start
+ * one), or null when nothing ramps.
+ */
+export function rampingBuildIdOf(info: Awaited<ReturnType<typeof describeDeployment>>): string | null {
+  const buildId = info?.routingConfig?.rampingDeploymentVersion?.buildId;
+  if (buildId) return buildId;
+  return (info?.routingConfig?.rampingVersionPercentage ?? 0) > 0 ? UNVERSIONED_RAMP : null;
+}
+
 /** Whether `version` is its deployment's current version now (Temporal's answer; an error is the caller's). */
 export async function isCurrentVersion(client: Client, version: DeploymentVersion): Promise<boolean> {
   return currentBuildIdOf(await describeDeployment(client, version.deploymentName)) === version.buildId;
@@ -224,7 +237,7 @@ export async function promoteOnStart(
       // worker of it restarting (its containers are kept until its pinned runs finish) would undo that unseen. Nor
       // any build while another ramps: Temporal ends a ramp only when the build it ramps is made current, so the
       // canary would keep its share beside this build, unsaid (as `walletflow deploy promote` refuses).
-      const ramping = info.routingConfig?.rampingDeploymentVersion?.buildId || null;
+      const ramping = rampingBuildIdOf(info);
       if (policy === 'always' && (ramping !== null || deactivatedAt(info, version.buildId) !== null)) {
         logger.warn(
           { ...version, current, ramping },

@@ -300,6 +300,21 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
         ramping: { buildId: b.buildId },
       });
       expect((await deployCli('ramp', b.buildId, '0')).code).toBe(0);
+      // A ramp to unversioned workers (Temporal's own CLI starts one: no ramping version, a share above 0) is a ramp
+      // too. Before: taken for none, and C was made current beside it.
+      await stack.temporal.workflowService.setWorkerDeploymentRampingVersion({
+        namespace: stack.temporal.options.namespace,
+        deploymentName: stack.taskQueue,
+        buildId: '',
+        percentage: 10,
+        identity: 'test: temporal worker deployment set-ramping-version --unversioned',
+      });
+      expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'always', quiet)).toBe('left');
+      expect(JSON.parse((await deployCli('status', '--json')).stdout)).toMatchObject({
+        current: a.buildId,
+        ramping: { buildId: 'unversioned', percent: 10 },
+      });
+      expect((await deployCli('ramp', 'unversioned', '0')).code).toBe(0);
       await stopWorker(b);
       // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
       expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');
