@@ -593,6 +593,23 @@ describe('a session signed in with an ops key rests on that key', () => {
   });
 });
 
+/** A webhook endpoint to `url` with one dead-lettered delivery (the home's Webhooks card lists it): its id. */
+async function failingEndpoint(url: string): Promise<string> {
+  const created = await stack.opsFetch('/ops/webhooks/endpoints', {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ url, events: ['funding.failed'] }),
+  });
+  expect(created.status).toBe(201);
+  const endpointId = ((await created.json()) as { id: string }).id;
+  const eventId = `evt_${randomUUID()}`;
+  await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
+  await stack.database.webhookDelivery.create({
+    data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
+  });
+  return endpointId;
+}
+
 describe('every console page and stream needs its scope', () => {
   it('Home and its stream need read, as every other page does: a key with only pay sees no figure, batch or webhook', async () => {
     const payer = await signIn(stack.apiBase, keys.payer);
@@ -677,18 +694,7 @@ describe('every console page and stream needs its scope', () => {
       stream = await LiveStream.open(stack.apiBase, '/console/live/home', watching);
       await expect.poll(() => paymentDayReads).toBe(1);
       // Written while the region's read is under way (its other reads, the webhooks' health among them, have answered).
-      const created = await stack.opsFetch('/ops/webhooks/endpoints', {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ url: 'https://written-before.example.com/in', events: ['funding.failed'] }),
-      });
-      expect(created.status).toBe(201);
-      const endpointId = ((await created.json()) as { id: string }).id;
-      const eventId = `evt_${randomUUID()}`;
-      await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
-      await stack.database.webhookDelivery.create({
-        data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
-      });
+      await failingEndpoint('https://written-before.example.com/in');
       const page = get(stack.apiBase, '/console', loading).then((answer) => answer.text());
       // Before: the page shared the region's read, begun before the write, and showed no failing endpoint.
       setTimeout(release, 300);
@@ -726,18 +732,7 @@ describe('every console page and stream needs its scope', () => {
 
   it('Home shows a failing webhook endpoint’s address masked, as the webhooks page does', async () => {
     const url = 'https://hook-user:hook-pass@hooks.example.com/in?token=s3cret-token&kind=funding#s3cret-fragment';
-    const created = await stack.opsFetch('/ops/webhooks/endpoints', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ url, events: ['funding.failed'] }),
-    });
-    expect(created.status).toBe(201);
-    const endpointId = ((await created.json()) as { id: string }).id;
-    const eventId = `evt_${randomUUID()}`;
-    await stack.database.webhookEvent.create({ data: { id: eventId, type: 'funding.failed', body: '{}' } });
-    await stack.database.webhookDelivery.create({
-      data: { id: randomUUID(), eventId, endpointId, status: 'FAILED', attempts: 5 },
-    });
+    const endpointId = await failingEndpoint(url);
     const reader = await signIn(stack.apiBase, keys.auditor);
     for (const path of ['/console', '/console/webhooks', `/console/webhooks/${endpointId}`]) {
       const page = await (await get(stack.apiBase, path, reader)).text();

@@ -422,46 +422,53 @@ describe('a pass that paused after its move to EXECUTING', () => {
   );
 });
 
+/**
+ * A RUNNING batch of four CODE items (fresh sandbox users), its partner credited, for a chunk beside a long
+ * transaction: the gate its wallet calls go through, the batch records, and the items' ids.
+ */
+async function batchOfFour(prefix: string, record: typeof fundings = fundings) {
+  const gate = walletGate(stack.wallet);
+  const { credit, insertBatch, claimed } = batchRecordsOn(
+    stack.database,
+    undefined,
+    createTokenCipher(stack.encryptionKey),
+  );
+  const partnerUserId = `${prefix}-${randomUUID()}`;
+  await credit(partnerUserId, 100_000n);
+  const batchId = randomUUID();
+  const items = await Promise.all(
+    Array.from({ length: 4 }, async (_, index) => {
+      const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
+      const { code } = await stack.admin.cashInCode(user.userId);
+      return {
+        id: randomUUID(),
+        idempotencyKey: `batch:${batchId}:${index}`,
+        workflowId: `funding-batch:${batchId}:${index}`,
+        reference: `${prefix}-${index}`,
+        recipient: { type: 'CODE' as const, code },
+        amount: 1000n,
+      };
+    }),
+  );
+  await insertBatch(batchId, partnerUserId, items, null);
+  // A chunk's activities on `record` (a test may count its calls), and a connection of its own, as a long transaction.
+  const pass = createFundingActivities({
+    fundings: record,
+    claimed,
+    wallet: gate.as('chunk'),
+    vault: stack.createVault(),
+    logger,
+  });
+  const holder = new pg.Client({ connectionString: testDatabaseUrl() });
+  await holder.connect();
+  const sql = (text: string, values: unknown[] = []) => holder.query({ text, values });
+  return { gate, claimed, batchId, ids: items.map((item) => item.id), pass, sql, close: () => holder.end() };
+}
+
 describe('a batch chunk beside a long transaction that holds its items (a batchâ€™s cancel)', () => {
   it('claims none of them and waits on none: it answers at once, the items stay PENDING for the runner, nothing is sent', async () => {
-    const gate = walletGate(stack.wallet);
-    const { credit, insertBatch, claimed } = batchRecordsOn(
-      stack.database,
-      undefined,
-      createTokenCipher(stack.encryptionKey),
-    );
-    const partnerUserId = `held-chunk-${randomUUID()}`;
-    await credit(partnerUserId, 100_000n);
-    const batchId = randomUUID();
-    const items = await Promise.all(
-      Array.from({ length: 4 }, async (_, index) => {
-        const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-        const { code } = await stack.admin.cashInCode(user.userId);
-        const id = randomUUID();
-        return {
-          id,
-          idempotencyKey: `batch:${batchId}:${index}`,
-          workflowId: `funding-batch:${batchId}:${index}`,
-          reference: `held-${index}`,
-          recipient: { type: 'CODE' as const, code },
-          amount: 1000n,
-        };
-      }),
-    );
-    await insertBatch(batchId, partnerUserId, items, null);
-    const ids = items.map((item) => item.id);
-    const pass = createFundingActivities({
-      fundings,
-      claimed,
-      wallet: gate.as('chunk'),
-      vault: stack.createVault(),
-      logger,
-    });
-
+    const { gate, batchId, ids, pass, sql, close } = await batchOfFour('held');
     // A batch's cancel holds its items' rows for its whole transaction: here, until the chunk answers.
-    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
-    await holder.connect();
-    const sql = (text: string, values: unknown[] = []) => holder.query({ text, values });
     try {
       await sql('BEGIN');
       await sql('SELECT id FROM funding WHERE batch_id = $1 FOR UPDATE', [batchId]);
@@ -479,7 +486,7 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
       expect([...outcomes.values()]).toEqual(ids.map(() => ({ kind: 'steps' })));
     } finally {
       await sql('ROLLBACK');
-      await holder.end();
+      await close();
     }
     expect(gate.calls).toEqual([]);
     for (const id of ids) expect((await fundings.get(id)).status).toBe('PENDING');
@@ -493,49 +500,16 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
 
 describe('a batch chunk while a move holds its batch (a cancel ending its items)', () => {
   it('tries none of its items one by one and waits for the move a while: once it is over (here rolled back), it claims them', async () => {
-    const gate = walletGate(stack.wallet);
-    const { credit, insertBatch, claimed } = batchRecordsOn(
-      stack.database,
-      undefined,
-      createTokenCipher(stack.encryptionKey),
-    );
-    const partnerUserId = `held-batch-${randomUUID()}`;
-    await credit(partnerUserId, 100_000n);
-    const batchId = randomUUID();
-    const items = await Promise.all(
-      Array.from({ length: 4 }, async (_, index) => {
-        const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
-        const { code } = await stack.admin.cashInCode(user.userId);
-        return {
-          id: randomUUID(),
-          idempotencyKey: `batch:${batchId}:${index}`,
-          workflowId: `funding-batch:${batchId}:${index}`,
-          reference: `held-batch-${index}`,
-          recipient: { type: 'CODE' as const, code },
-          amount: 1000n,
-        };
-      }),
-    );
-    await insertBatch(batchId, partnerUserId, items, null);
-    const ids = items.map((item) => item.id);
     let oneByOne = 0;
-    const pass = createFundingActivities({
-      fundings: {
-        ...fundings,
-        claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
-          oneByOne += 1;
-          return fundings.claimPending(...args);
-        },
+    const counted = {
+      ...fundings,
+      claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
+        oneByOne += 1;
+        return fundings.claimPending(...args);
       },
-      claimed,
-      wallet: gate.as('chunk'),
-      vault: stack.createVault(),
-      logger,
-    });
+    };
+    const { gate, claimed, batchId, ids, pass, sql, close } = await batchOfFour('held-batch', counted);
     // The cancel's first statement, its transaction open as ending 100,000 items keeps it.
-    const holder = new pg.Client({ connectionString: testDatabaseUrl() });
-    await holder.connect();
-    const sql = (text: string, values: unknown[] = []) => holder.query({ text, values });
     let answered = false;
     try {
       await sql('BEGIN');
@@ -556,7 +530,7 @@ describe('a batch chunk while a move holds its batch (a cancel ending its items)
       expect([...outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
     } finally {
       await sql('ROLLBACK').catch(() => undefined);
-      await holder.end();
+      await close();
     }
   });
 });
