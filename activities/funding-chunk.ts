@@ -50,14 +50,15 @@ export async function fundItemsInOnePass(
   let claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
   if (claimed.length === 0 && (await ctx.claimed.batchHeld(fundingIds))) {
     // A move holds the batch (a cancel ending its items): none of them starts, and none is tried one by one either (a
-    // transaction each, for nothing). The chunk waits a while for the move to end, then asks once more; still held, it
-    // leaves them all PENDING, for the runner to dispatch again (before, it answered at once, and the runner sent it
-    // round and round for as long as the cancel took).
-    if (!(await heldNoLonger(ctx, fundingIds, clock))) {
+    // transaction each, for nothing). The chunk waits a while for the move to end, then asks once more (before, it
+    // answered at once, and the runner sent it round and round for as long as the cancel took).
+    if (await heldNoLonger(ctx, fundingIds, clock)) claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+    // Still held, or the move over and none to claim (a cancel ended them, a pause holds them): none is tried one by
+    // one; each is looked at as it is (activities/carried-chunk.ts: final, or PENDING for the runner).
+    if (claimed.length === 0) {
       for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
       return { outcomes };
     }
-    claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
   }
   const claimedIds = new Set(claimed.map((row) => row.id));
   const alone = Promise.all(

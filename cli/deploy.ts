@@ -140,7 +140,8 @@ export async function runDeploy(action: DeployAction): Promise<number> {
         if (ramping && ramping !== action.buildId) {
           console.error(
             `walletflow deploy promote: ${ramping} is ramping (${info.routingConfig?.rampingVersionPercentage ?? 0}% of new workflows), and stays so whatever is current; ` +
-              `end that first with \`walletflow deploy ramp ${ramping} 0\`, or promote ${ramping} itself`,
+              `end that first with \`walletflow deploy ramp ${ramping} 0\`` +
+              (ramping === UNVERSIONED_RAMP ? '' : `, or promote ${ramping} itself`),
           );
           return 1;
         }
@@ -156,7 +157,7 @@ export async function runDeploy(action: DeployAction): Promise<number> {
           return 64;
         }
         // A ramp to unversioned workers (started with Temporal's own CLI) is ended by its name, as any other.
-        const endsUnversioned = percent === 0 && action.buildId === UNVERSIONED_RAMP && ramping === UNVERSIONED_RAMP;
+        const endsUnversioned = percent === 0 && action.buildId === UNVERSIONED_RAMP;
         if (!known(action.buildId) && !endsUnversioned) return unknownBuild(action.buildId, versions);
         if (percent === 0 && ramping !== action.buildId) {
           console.error(

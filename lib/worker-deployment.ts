@@ -243,9 +243,11 @@ export async function promoteOnStart(
           { ...version, current, ramping },
           ramping === version.buildId
             ? 'worker deployment: this build is ramping; its share stays as it is (walletflow deploy promote or ramp changes it)'
-            : ramping !== null
-              ? 'worker deployment: another build is ramping; this one stays as it is (walletflow deploy promote moves it once the ramp is ended or promoted)'
-              : 'worker deployment: this build was moved away from (a rollback, a later promotion or a ramp ended); it stays as it is (walletflow deploy promote moves back to it)',
+            : ramping === UNVERSIONED_RAMP
+              ? 'worker deployment: unversioned workers are ramping; this build stays as it is (walletflow deploy ramp unversioned 0 ends that ramp)'
+              : ramping !== null
+                ? 'worker deployment: another build is ramping; this one stays as it is (walletflow deploy promote moves it once the ramp is ended or promoted)'
+                : 'worker deployment: this build was moved away from (a rollback, a later promotion or a ramp ended); it stays as it is (walletflow deploy promote moves back to it)',
         );
         return 'left';
       }

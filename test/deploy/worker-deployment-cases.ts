@@ -314,7 +314,13 @@ export function describeWorkerDeployment(name: string, start: () => Promise<Real
         current: a.buildId,
         ramping: { buildId: 'unversioned', percent: 10 },
       });
+      // Refused, with the one way out there is (no promote of unversioned workers).
+      const past = await deployCli('promote', c.buildId);
+      expect([past.code, past.stderr]).toEqual([1, expect.stringContaining('deploy ramp unversioned 0`')]);
+      expect(past.stderr).not.toContain('promote unversioned');
       expect((await deployCli('ramp', 'unversioned', '0')).code).toBe(0);
+      const again = await deployCli('ramp', 'unversioned', '0');
+      expect([again.code, again.stderr]).toEqual([1, expect.stringContaining('unversioned is not ramping')]);
       await stopWorker(b);
       // C then starts as `walletflow dev` starts its worker (WORKER_PROMOTE=replace).
       expect(await promoteOnStart(stack.temporal, versionOf(c.buildId), 'replace', quiet)).toBe('promoted');

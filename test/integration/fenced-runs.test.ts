@@ -426,7 +426,7 @@ describe('a pass that paused after its move to EXECUTING', () => {
  * A RUNNING batch of four CODE items (fresh sandbox users), its partner credited, for a chunk beside a long
  * transaction: the gate its wallet calls go through, the batch records, and the items' ids.
  */
-async function batchOfFour(prefix: string, record: typeof fundings = fundings) {
+async function batchOfFour(prefix: string, record: typeof fundings = fundings, onHeldAsked = () => {}) {
   const gate = walletGate(stack.wallet);
   const { credit, insertBatch, claimed } = batchRecordsOn(
     stack.database,
@@ -454,7 +454,13 @@ async function batchOfFour(prefix: string, record: typeof fundings = fundings) {
   // A chunk's activities on `record` (a test may count its calls), and a connection of its own, as a long transaction.
   const pass = createFundingActivities({
     fundings: record,
-    claimed,
+    claimed: {
+      ...claimed,
+      batchHeld: (fundingIds) => {
+        onHeldAsked();
+        return claimed.batchHeld(fundingIds);
+      },
+    },
     wallet: gate.as('chunk'),
     vault: stack.createVault(),
     logger,
@@ -528,6 +534,41 @@ describe('a batch chunk while a move holds its batch (a cancel ending its items)
       const { outcomes } = await chunk;
       // The move rolled back, the batch RUNNING again: the chunk claimed its items and ran them.
       expect([...outcomes.values()].map((outcome) => outcome.kind)).toEqual(ids.map(() => 'finished'));
+    } finally {
+      await sql('ROLLBACK').catch(() => undefined);
+      await close();
+    }
+  });
+});
+
+describe('a batch chunk whose batch a cancel ended while it waited', () => {
+  it('tries none of its items one by one once the cancel committed: they are looked at as they are', async () => {
+    let oneByOne = 0;
+    const counted = {
+      ...fundings,
+      claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
+        oneByOne += 1;
+        return fundings.claimPending(...args);
+      },
+    };
+    let heldAsked = 0;
+    const { gate, batchId, ids, pass, sql, close } = await batchOfFour('cancelled-batch', counted, () => {
+      heldAsked += 1;
+    });
+    try {
+      await sql('BEGIN');
+      await sql(`UPDATE funding_batch SET state = 'CANCELLED' WHERE id = $1`, [batchId]);
+      const chunk = inActivity(pass.fundItemsInOnePass, [ids], {
+        startToCloseTimeoutMs: fundWalletActivityTimeouts.onePassMs,
+      });
+      // The chunk found its batch held, and waits (it asks again every 250 ms): the cancel commits.
+      await waitFor('the chunk waiting on the move', () => (heldAsked >= 2 ? true : undefined), 10_000);
+      await sql('COMMIT');
+      const { outcomes } = await chunk;
+      // Before: the move over, each item was tried one by one, a transaction each for nothing.
+      expect(oneByOne).toBe(0);
+      expect([...outcomes.values()]).toEqual(ids.map(() => ({ kind: 'steps' })));
+      expect(gate.calls).toEqual([]);
     } finally {
       await sql('ROLLBACK').catch(() => undefined);
       await close();
