@@ -422,6 +422,19 @@ describe('a pass that paused after its move to EXECUTING', () => {
   );
 });
 
+/** The funding record, counting its one-by-one claims (claimPending): how many a chunk tried. */
+function claimsOneByOne() {
+  let count = 0;
+  const counted = {
+    ...fundings,
+    claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
+      count += 1;
+      return fundings.claimPending(...args);
+    },
+  };
+  return { counted, oneByOne: () => count };
+}
+
 /**
  * A RUNNING batch of four CODE items (fresh sandbox users), its partner credited, for a chunk beside a long
  * transaction: the gate its wallet calls go through, the batch records, and the items' ids.
@@ -506,14 +519,7 @@ describe('a batch chunk beside a long transaction that holds its items (a batchâ
 
 describe('a batch chunk while a move holds its batch (a cancel ending its items)', () => {
   it('tries none of its items one by one and waits for the move a while: once it is over (here rolled back), it claims them', async () => {
-    let oneByOne = 0;
-    const counted = {
-      ...fundings,
-      claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
-        oneByOne += 1;
-        return fundings.claimPending(...args);
-      },
-    };
+    const { counted, oneByOne } = claimsOneByOne();
     const { gate, claimed, batchId, ids, pass, sql, close } = await batchOfFour('held-batch', counted);
     // The cancel's first statement, its transaction open as ending 100,000 items keeps it.
     let answered = false;
@@ -528,7 +534,7 @@ describe('a batch chunk while a move holds its batch (a cancel ending its items)
       // Before: it had answered at once, each item tried one by one (a transaction each, for nothing), and the runner
       // sent it again, round and round, for as long as the cancel took.
       expect(answered).toBe(false);
-      expect(oneByOne).toBe(0);
+      expect(oneByOne()).toBe(0);
       expect(gate.calls).toEqual([]);
       await sql('ROLLBACK');
       const { outcomes } = await chunk;
@@ -543,14 +549,7 @@ describe('a batch chunk while a move holds its batch (a cancel ending its items)
 
 describe('a batch chunk whose batch a cancel ended while it waited', () => {
   it('tries none of its items one by one once the cancel committed: they are looked at as they are', async () => {
-    let oneByOne = 0;
-    const counted = {
-      ...fundings,
-      claimPending: (...args: Parameters<typeof fundings.claimPending>) => {
-        oneByOne += 1;
-        return fundings.claimPending(...args);
-      },
-    };
+    const { counted, oneByOne } = claimsOneByOne();
     let heldAsked = 0;
     const { gate, batchId, ids, pass, sql, close } = await batchOfFour('cancelled-batch', counted, () => {
       heldAsked += 1;
@@ -566,7 +565,7 @@ describe('a batch chunk whose batch a cancel ended while it waited', () => {
       await sql('COMMIT');
       const { outcomes } = await chunk;
       // Before: the move over, each item was tried one by one, a transaction each for nothing.
-      expect(oneByOne).toBe(0);
+      expect(oneByOne()).toBe(0);
       expect([...outcomes.values()]).toEqual(ids.map(() => ({ kind: 'steps' })));
       expect(gate.calls).toEqual([]);
     } finally {
