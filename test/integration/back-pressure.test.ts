@@ -71,6 +71,26 @@ async function linkedUser() {
   return { linkId, partnerUserId: `wallet:${user.profileId}` };
 }
 
+/** A funding stored through the API (no worker runs: it stays PENDING), its id. */
+async function storedPending(prefix: string): Promise<string> {
+  const key = `${prefix}-${randomUUID()}`;
+  const created = await post(
+    '/ops/fundings',
+    { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
+    key,
+  );
+  expect(created.status).toBe(202);
+  return (await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key }, select: { id: true } })).id;
+}
+
+/** The error Prisma's pg adapter gives a statement whose backend PostgreSQL ended (pg_terminate_backend, failover). */
+const lostConnection = () =>
+  new Prisma.PrismaClientKnownRequestError('terminating connection due to administrator command', {
+    code: 'P2010',
+    clientVersion: 'test',
+    meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: '57P01', kind: 'postgres' } } },
+  });
+
 describe('a burst of fundings', () => {
   it('1000 at once from the treasury to 100 recipients: no 500; each refusal says when to retry, and the retry with its key is accepted', async () => {
     const recipients = await Promise.all(Array.from({ length: 100 }, () => linkedUser()));
@@ -339,18 +359,6 @@ describe('PostgreSQL refusing connections under a burst', () => {
   }, 120_000);
 
   it('a cancel whose answer’s read is refused a connection says the funding was cancelled, not that what it stored is not known: the ops API and the console alike', async () => {
-    /** A funding stored through the API (no worker runs: it stays PENDING), its id. */
-    const pending = async () => {
-      const key = `done-${randomUUID()}`;
-      const created = await post(
-        '/ops/fundings',
-        { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
-        key,
-      );
-      expect(created.status).toBe(202);
-      return (await stack.database.funding.findUniqueOrThrow({ where: { idempotencyKey: key }, select: { id: true } }))
-        .id;
-    };
     /** `send` with the next read of a funding with its events (the answer's) refused a connection, once. */
     const withReadBackRefused = async (send: () => Promise<Response>) => {
       const delegate = stack.database.funding;
@@ -376,7 +384,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
     const cancelled = async (fundingId: string) =>
       (await stack.database.funding.findUniqueOrThrow({ where: { id: fundingId } })).errorCode;
 
-    const viaOps = await pending();
+    const viaOps = await storedPending('done');
     const problem = JSON.parse(
       await withReadBackRefused(() => stack.opsFetch(`/ops/fundings/${viaOps}/cancel`, { method: 'POST' })),
     ) as { code?: string; detail?: string };
@@ -387,7 +395,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
     expect(await cancelled(viaOps)).toBe('CANCELLED');
 
     // The console's form, under a person's session (an ops key's here): a page that says it was done.
-    const viaConsole = await pending();
+    const viaConsole = await storedPending('done');
     const cookie = await consoleSessionWithKey(stack.apiBase, stack.opsKey);
     const page = await fetch(`${stack.apiBase}/console/fundings/${viaConsole}`, { headers: { cookie } });
     const csrf = /name="_csrf" value="([^"]+)"/.exec(await page.text())?.[1] ?? '';
@@ -407,23 +415,8 @@ describe('PostgreSQL refusing connections under a burst', () => {
   });
 
   it('a read whose connection is lost mid-statement (a failover: 57P01) answers 503 with Retry-After, the ops API and the console alike', async () => {
-    const key = `lost-${randomUUID()}`;
-    const created = await post(
-      '/ops/fundings',
-      { recipient: { type: 'CODE', code: '1234567' }, amount: amount('1.00') },
-      key,
-    );
-    expect(created.status).toBe(202);
-    const { id } = await stack.database.funding.findUniqueOrThrow({
-      where: { idempotencyKey: key },
-      select: { id: true },
-    });
-    // The error Prisma's pg adapter gives a statement whose backend PostgreSQL ended (pg_terminate_backend, failover).
-    const lost = new Prisma.PrismaClientKnownRequestError('terminating connection due to administrator command', {
-      code: 'P2010',
-      clientVersion: 'test',
-      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: '57P01', kind: 'postgres' } } },
-    });
+    const id = await storedPending('lost');
+    const lost = lostConnection();
     const delegate = stack.database.funding;
     const findUnique = delegate.findUnique;
     (delegate as { findUnique: unknown }).findUnique = () => Promise.reject(lost);
@@ -443,11 +436,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
   });
 
   it('a wallet-app page or a login step whose connection is lost mid-statement answers 503 with Retry-After in words, not 500', async () => {
-    const lost = new Prisma.PrismaClientKnownRequestError('terminating connection due to administrator command', {
-      code: 'P2010',
-      clientVersion: 'test',
-      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { originalCode: '57P01', kind: 'postgres' } } },
-    });
+    const lost = lostConnection();
     const sessions = stack.database.embeddedSession as unknown as { findUnique: unknown };
     const findUnique = sessions.findUnique;
     const states = stack.database.loginState as unknown as { updateMany: unknown };
