@@ -3,39 +3,28 @@
 // wallet's 429s slow the run down as a whole and it still finishes; its temporary failure (7011) is waited out; a
 // worker process killed mid-run is replaced and the run goes on where it stopped, retrieving no stored line again.
 // A transfer the wallet will not describe: settlement-unreadable.test.ts; the run's cases: settlement-runs.test.ts.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { settlementWorkflowId, type SettleDayResult } from '../../workflows/settle-day.contract.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
-import { expectProgress, settlementRunKit, tuning } from '../support/settlement-run-kit.ts';
+import { expectProgress, settlementRunKit, tuning, useSettlementStack } from '../support/settlement-run-kit.ts';
 import { waitUntil } from '../support/wait-for.ts';
 import { startWorkerProcess } from '../support/worker-process.ts';
 
-let stack: PartnerStack;
-beforeAll(async () => {
-  stack = await startPartnerStack({ settlements: tuning });
-  await stack.startWorker();
-});
-afterEach(async () => {
-  await stack.admin.clearFaults();
-});
-afterAll(() => stack.close());
+const stack = useSettlementStack();
 
-const { call, settled, freshDay, plant, runsOf, retrievesByTransfer, failedRetrievesFrom } = settlementRunKit(
-  () => stack,
-);
+const { call, settled, freshDay, plant, runsOf, retrievesByTransfer, failedRetrievesFrom } = settlementRunKit(stack);
 describe('a day settled by a durable run', () => {
   it('slows down as a whole on the wallet’s 429s and still finishes, each transfer retrieved once', async () => {
     const day = await freshDay();
     await plant(day, 40);
     const before = await retrievesByTransfer();
-    await stack.admin.setFaults([
+    await stack().admin.setFaults([
       { endpoint: 'transfers.retrieve', mode: 'rate-limited', rate: 0.3, retryAfterSeconds: 1 },
     ]);
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 40, missing: 0, mismatched: 0 } });
     const [run] = await runsOf(day);
-    const result = (await stack.temporal.workflow
-      .getHandle(settlementWorkflowId(day, run!.id))
+    const result = (await stack()
+      .temporal.workflow.getHandle(settlementWorkflowId(day, run!.id))
       .result()) as SettleDayResult;
     expect(result.rateLimited).toBeGreaterThan(0);
     const after = await retrievesByTransfer();
@@ -48,12 +37,12 @@ describe('a day settled by a durable run', () => {
     const day = await freshDay();
     await plant(day, 3);
     const failedRetrieves = failedRetrievesFrom(new Date());
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'temporary-failure', rate: 1 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'temporary-failure', rate: 1 }]);
     expectProgress(await call(`/ops/settlements/${day}`), day);
     // Every transfer asked more than three times (a lasting refusal's count) while the failure lasts: the run holds.
     await waitUntil(failedRetrieves, (failed) => failed >= 12, 60_000, 100);
     expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'RUNNING' })]);
-    await stack.admin.clearFaults();
+    await stack().admin.clearFaults();
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
   });
@@ -62,9 +51,9 @@ describe('a day settled by a durable run', () => {
     const day = await freshDay();
     await plant(day, 200);
     const before = await retrievesByTransfer();
-    await stack.stopWorker();
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 200 }]);
-    const worker = startWorkerProcess(stack.workerEnv());
+    await stack().stopWorker();
+    await stack().admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'latency', rate: 1, delayMs: 200 }]);
+    const worker = startWorkerProcess(stack().workerEnv());
     try {
       expectProgress(await call(`/ops/settlements/${day}`), day);
       const [run] = await runsOf(day);
@@ -75,14 +64,14 @@ describe('a day settled by a durable run', () => {
         100,
       );
       await worker.stop('SIGKILL');
-      const storedBefore = await stack.database.$queryRaw<
+      const storedBefore = await stack().database.$queryRaw<
         Array<{ wallet_id: string }>
       >`SELECT wallet_id FROM settlement_line WHERE run_id = ${run!.id}::uuid`;
       expect(storedBefore.length).toBeGreaterThanOrEqual(60);
       expect(storedBefore.length).toBeLessThan(200);
       // Another worker takes the run on: the stack's own, in this process (a second worker process
       // would prove nothing more, and costs a start of its own).
-      await stack.startWorker();
+      await stack().startWorker();
       const report = await settled(day);
       expect(report.body).toMatchObject({ runId: run!.id, fundings: { matched: 200, missing: 0, mismatched: 0 } });
       expect(await runsOf(day)).toEqual([expect.objectContaining({ state: 'SUCCEEDED', checked: 200, total: 200 })]);
@@ -95,7 +84,7 @@ describe('a day settled by a durable run', () => {
       expect(again.length).toBeLessThanOrEqual(tuning.pageSize);
     } finally {
       await worker.stop('SIGTERM');
-      await stack.startWorker();
+      await stack().startWorker();
     }
   }, 120_000);
 });

@@ -5,24 +5,14 @@
 // that failed calls the wallet no more. The wallet failing at large is settlement-wallet-away.test.ts's; the run's
 // other faults settlement-run-faults.test.ts's, its cases settlement-runs.test.ts's: files of their own.
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { settlementRunKit, tuning } from '../support/settlement-run-kit.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
+import { describe, expect, it } from 'vitest';
+import { settlementRunKit, useSettlementStack } from '../support/settlement-run-kit.ts';
 import { retrieveError, settledPageKit } from '../support/settled-page-kit.ts';
 
-let stack: PartnerStack;
+const stack = useSettlementStack();
 
-beforeAll(async () => {
-  stack = await startPartnerStack({ settlements: tuning });
-  await stack.startWorker();
-});
-afterEach(async () => {
-  await stack.admin.clearFaults();
-});
-afterAll(() => stack.close());
-
-const { settled, freshDay, plant } = settlementRunKit(() => stack);
-const { pageSettledHere } = settledPageKit(() => stack);
+const { settled, freshDay, plant } = settlementRunKit(stack);
+const { pageSettledHere } = settledPageKit(stack);
 
 describe('a day settled by a durable run, when the wallet will not say what became of a transfer', () => {
   it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
@@ -36,7 +26,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     ]) {
       const day = await freshDay();
       await plant(day, 3);
-      await stack.admin.setFaults([fault]);
+      await stack().admin.setFaults([fault]);
       const report = await settled(day);
       expect(report.body, fault.mode).toMatchObject({ fundings: { matched: 0, missing: 0, mismatched: 3 } });
       for (const item of report.body.items as Array<Record<string, unknown>>)
@@ -46,7 +36,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
           walletAmount: null,
           detail: expect.stringContaining("the wallet's record could not be read"),
         });
-      await stack.admin.clearFaults();
+      await stack().admin.clearFaults();
     }
   });
 
@@ -64,7 +54,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     const lines = async () =>
       Number(
         (
-          await stack.database.$queryRaw<Array<{ n: bigint }>>`
+          await stack().database.$queryRaw<Array<{ n: bigint }>>`
             SELECT count(*) AS n FROM settlement_line WHERE run_id = ${run.id}::uuid`
         )[0]!.n,
       );
@@ -87,7 +77,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     // reset connection) the attempt failed while its retrieves went on, every one of the page's, answers thrown away;
     // the attempt tried again retrieved them again beside them: the wallet saw twice the run's places.
     let readFails = true;
-    const database = new Proxy(stack.database, {
+    const database = new Proxy(stack().database, {
       get(target, property, receiver) {
         const value: unknown = Reflect.get(target, property, receiver);
         if (property !== '$queryRaw' || typeof value !== 'function') return value;
@@ -137,7 +127,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     for (let number = 1; number <= 9; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_500/);
     expect(await attempt(10)).toMatchObject({ done: true });
-    const lines = await stack.database.$queryRaw<Array<{ result: string; detail: string | null }>>`
+    const lines = await stack().database.$queryRaw<Array<{ result: string; detail: string | null }>>`
       SELECT result::text AS result, detail FROM settlement_line WHERE run_id = ${run.id}::uuid ORDER BY result`;
     expect(lines.filter((line) => line.result === 'matched')).toHaveLength(19);
     expect(lines.filter((line) => line.result !== 'matched')).toEqual([
@@ -176,7 +166,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     // Before: each attempt stopped on the same four, taken for the wallet away, and the day was never settled; and
     // then, once the first of them had their lines, the page went on with the others never asked for (a report short
     // of them).
-    const lines = await stack.database.$queryRaw<Array<{ result: string; detail: string | null; n: bigint }>>`
+    const lines = await stack().database.$queryRaw<Array<{ result: string; detail: string | null; n: bigint }>>`
       SELECT result::text AS result, left(detail, 60) AS detail, count(*) AS n FROM settlement_line
       WHERE run_id = ${run.id}::uuid GROUP BY 1, 2 ORDER BY 1`;
     expect(lines.map((line) => ({ ...line, n: Number(line.n) }))).toEqual([
@@ -210,7 +200,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     for (let number = 2; number <= 3; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     expect(await attempt(4)).toMatchObject({ done: true });
-    const lines = await stack.database.settlementLine.groupBy({
+    const lines = await stack().database.settlementLine.groupBy({
       by: ['result'],
       where: { runId: run.id },
       _count: true,

@@ -2,31 +2,21 @@
 // while, on the real stack (as settlement-unreadable.test.ts): garbled answers for a while or at large, a gateway's 400
 // page, the wallet away while one transfer of a page is left: asked again and waited out, never stored as a false
 // line; a transfer's own failure is told from the wallet's by asking about another it described.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { expectProgress, settlementRunKit, tuning } from '../support/settlement-run-kit.ts';
+import { describe, expect, it } from 'vitest';
+import { expectProgress, settlementRunKit, useSettlementStack } from '../support/settlement-run-kit.ts';
 import { waitUntil } from '../support/wait-for.ts';
-import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 import { retrieveError, settledPageKit } from '../support/settled-page-kit.ts';
 
-let stack: PartnerStack;
+const stack = useSettlementStack();
 
-beforeAll(async () => {
-  stack = await startPartnerStack({ settlements: tuning });
-  await stack.startWorker();
-});
-afterEach(async () => {
-  await stack.admin.clearFaults();
-});
-afterAll(() => stack.close());
-
-const { call, settled, freshDay, plant, failedRetrievesFrom } = settlementRunKit(() => stack);
-const { pageSettledHere } = settledPageKit(() => stack);
+const { call, settled, freshDay, plant, failedRetrievesFrom } = settlementRunKit(stack);
+const { pageSettledHere } = settledPageKit(stack);
 
 /** A run's stored lines, counted by result. */
 const linesByResult = async (runId: string) =>
   Object.fromEntries(
     (
-      await stack.database.$queryRaw<Array<{ result: string; n: bigint }>>`
+      await stack().database.$queryRaw<Array<{ result: string; n: bigint }>>`
         SELECT result::text AS result, count(*) AS n FROM settlement_line WHERE run_id = ${runId}::uuid GROUP BY result`
     ).map((row) => [row.result, Number(row.n)]),
   );
@@ -37,11 +27,11 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
     const day = await freshDay();
     await plant(day, 3);
     const garbled = failedRetrievesFrom(new Date());
-    await stack.admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
+    await stack().admin.setFaults([{ endpoint: 'transfers.retrieve', mode: 'garbage-body', rate: 1 }]);
     expectProgress(await call(`/ops/settlements/${day}`), day);
     // Every try of the first attempt answered with garbage; the next attempt comes 2 s after it failed.
     await waitUntil(garbled, (failed) => failed >= 9, 60_000, 50);
-    await stack.admin.clearFaults();
+    await stack().admin.clearFaults();
     const report = await settled(day);
     expect(report.body).toMatchObject({ fundings: { matched: 3, missing: 0, mismatched: 0 } });
   });
@@ -76,7 +66,7 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
     // which their failures are no longer taken for the wallet's at large by their number alone.
     for (let number = 1; number <= 7; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
-    expect(await stack.database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
+    expect(await stack().database.settlementLine.count({ where: { runId: run.id } })).toBe(0);
   });
 
   it('counts an attempt against the one transfer left of a page only while the wallet describes the others: the wallet away meanwhile is waited out, never that transfer’s line', async () => {
@@ -144,10 +134,10 @@ describe('a day settled by a durable run, when the wallet fails at large for a w
         if (noRecordOfEarlier && transferId !== victim) return retrieveError(404, 'TRANSFER_NOT_FOUND', 'rejected');
         return transferId === victim ? retrieveError(400, 'HTTP_400', 'rejected') : null;
       },
-      stack.database,
+      stack().database,
       21,
     );
-    const lines = () => stack.database.settlementLine.count({ where: { runId: run.id } });
+    const lines = () => stack().database.settlementLine.count({ where: { runId: run.id } });
     await expect(attempt(1)).rejects.toThrow(/HTTP_400/);
     expect(victim).toBeDefined();
     expect(await lines()).toBe(20);

@@ -2,9 +2,9 @@
 // settlement-run-faults.test.ts), on a stack of their own: the ops API called and its answers read,
 // a report followed until it is served, a fresh past day planted with approved fundings, the run
 // rows of a day and the wallet's successful retrieves of each transfer.
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { plantApprovedDay } from '../../harness/settlement-day.ts';
-import type { PartnerStack } from './partner-stack.ts';
+import { startPartnerStack, type PartnerStack } from './partner-stack.ts';
 import { testDatabaseUrl } from './test-database.ts';
 
 export const timeZone = 'Asia/Manila';
@@ -24,6 +24,26 @@ export function expectProgress(answer: Answer, date: string): void {
   expect(answer.status, answer.text).toBe(202);
   expect(answer.body).toMatchObject({ date, state: 'RUNNING', checked: expect.any(Number), total: expect.any(Number) });
   expect(answer.headers.get('retry-after')).toMatch(/^[1-9]\d*$/);
+}
+
+/**
+ * The settlement files' stack: started (with `tuning` and its worker) before the file's tests, its wallet's faults
+ * cleared after each, closed after the file. Answers the stack, once started.
+ */
+export function useSettlementStack(): () => PartnerStack {
+  let stack: PartnerStack | undefined;
+  beforeAll(async () => {
+    stack = await startPartnerStack({ settlements: tuning });
+    await stack.startWorker();
+  });
+  afterEach(async () => {
+    await stack?.admin.clearFaults();
+  });
+  afterAll(() => stack?.close());
+  return () => {
+    if (!stack) throw new Error('useSettlementStack: the stack is not started yet (its beforeAll has not run)');
+    return stack;
+  };
 }
 
 /** The helpers on the file's stack (`stack()`: started by its beforeAll). */
