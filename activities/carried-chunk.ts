@@ -109,16 +109,18 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
 
   /**
    * What the passes left: each funding not finished handed to its own workflow or left PENDING (the
-   * carrier takes it again); nothing once the lease ended.
+   * carrier takes it again). Once the lease ended, only what `evenIfReplaced` names; the attempt then
+   * fails (Temporal's current attempt goes on).
    */
   async function handOverWhatIsLeft(
     carrier: ChunkCarrier,
     fundingIds: readonly string[],
     passes: Map<string, OnePassOutcome>,
     lease: AttemptLease,
-    options: { evenIfReplaced?: boolean } = {},
+    evenIfReplaced: (fundingId: string) => boolean = () => false,
   ): Promise<BatchItemsOutcome> {
     const outcome: BatchItemsOutcome = { finished: 0, handedOver: 0, notStarted: 0, slowDownMs: null };
+    let replaced = false;
     for (const fundingId of fundingIds) {
       const pass = passes.get(fundingId) ?? 'failed';
       if (pass !== 'failed' && pass.kind === 'finished') {
@@ -126,11 +128,16 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
         continue;
       }
       const why = pass === 'failed' ? 'one pass failed' : `one pass: ${pass.kind}`;
-      // A replaced batch chunk hands nothing over: the current attempt does, from the record (it has
-      // the same items). A lane's does (evenIfReplaced): a retried attempt looks for what its
-      // predecessor claimed, and a claim that commits after it looked would be found by no one; a
-      // start is idempotent, and the funding's workflow claims it anew, fencing out this attempt.
-      if (!options.evenIfReplaced && !lease.current()) throw attemptReplaced(carrier.label);
+      // A replaced attempt hands over only what its own claims took: a claim that committed after
+      // the attempt that replaced it looked at the record (its worker frozen inside the claim's
+      // transaction) would be found by no one but the sweep. The rest is the current attempt's, which
+      // hands it over from the record. A start is idempotent, and the funding's workflow claims it
+      // anew, fencing out this attempt. A lane's retried attempt looks for what its predecessor
+      // claimed, so a lane's replaced attempt hands over all it took.
+      if (!lease.current() && !evenIfReplaced(fundingId)) {
+        replaced = true;
+        continue;
+      }
       // The wallet said "later" (nothing sent): its workflow waits the wallet's Retry-After first.
       const waitBeforeMs =
         pass === 'failed'
@@ -150,6 +157,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
       if (pass !== 'failed' && pass.kind === 'create-later' && pass.rateLimited)
         outcome.slowDownMs = Math.max(outcome.slowDownMs ?? 0, pass.retryAfterMs ?? DEFAULT_SLOW_DOWN_MS);
     }
+    if (replaced) throw attemptReplaced(carrier.label);
     return outcome;
   }
 
@@ -193,9 +201,16 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
     runCarriedChunk: (carrier: ChunkCarrier, fundingIds: string[]): Promise<BatchItemsOutcome> =>
       underLease(carrier, fundingIds, async (lease) => {
         const run = Context.current().info.workflowExecution;
+        // What this attempt's claims took, as each commits: its own to hand over, even once replaced.
+        const claimedHere = new Set<string>();
+        const attempt = {
+          current: lease.current,
+          ...(run ? { carrier: run } : {}),
+          claimed: (ids: string[]) => ids.forEach((id) => claimedHere.add(id)),
+        };
         let passes: Map<string, OnePassOutcome>;
         try {
-          passes = (await deps.funding.fundItemsInOnePass(fundingIds, lease.current, run)).outcomes;
+          passes = (await deps.funding.fundItemsInOnePass(fundingIds, attempt)).outcomes;
         } catch (error) {
           // Nothing is assumed about what the chunk did: a funding past PENDING goes to its own
           // workflow, which claims it (fencing out anything still under way); a PENDING one stays the carrier's.
@@ -205,7 +220,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
           );
           passes = new Map();
         }
-        return handOverWhatIsLeft(carrier, fundingIds, passes, lease);
+        return handOverWhatIsLeft(carrier, fundingIds, passes, lease, (id) => claimedHere.has(id));
       }),
 
     /**
@@ -229,12 +244,13 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
       // Read before the wait for work: start-to-close counts from the activity's start.
       const clock = activityClock();
       const beating: string[] = [];
-      const handOver = { evenIfReplaced: true };
+      // A replaced attempt of a lane hands over all it took (see handOverWhatIsLeft).
+      const allItTook = () => true;
       return underLease(carrier, beating, async (lease) => {
         if (info.attempt > 1) {
           const left = await fundings.leftByChunk(chunk);
           beating.push(...left);
-          return { ...(await handOverWhatIsLeft(carrier, left, new Map(), lease, handOver)), taken: left.length };
+          return { ...(await handOverWhatIsLeft(carrier, left, new Map(), lease, allItTook)), taken: left.length };
         }
         if (!(await waitForWork()) || !lease.current()) return { ...noneTaken };
         let taken: string[];
@@ -256,7 +272,7 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
           taken = await fundings.leftByChunk(chunk);
           passes = new Map();
         }
-        return { ...(await handOverWhatIsLeft(carrier, taken, passes, lease, handOver)), taken: taken.length };
+        return { ...(await handOverWhatIsLeft(carrier, taken, passes, lease, allItTook)), taken: taken.length };
       });
     },
   };

@@ -13,6 +13,19 @@ export interface ItemsPassResult {
   outcomes: Map<string, OnePassOutcome>;
 }
 
+/** A batch chunk's attempt, as its carrier (activities/carried-chunk.ts) runs it. */
+export interface ChunkAttempt {
+  /** False once the chunk's attempt may have been replaced (activities/attempt-lease.ts). */
+  current?: () => boolean;
+  /** The run recorded as the carrier of what it claims. */
+  carrier?: FundingCarrier;
+  /**
+   * Told the ids each claim of this attempt took, as it commits (the set claim's, and each one-by-one claim's): what
+   * only this attempt can hand over, should its claim commit after the attempt that replaced it looked.
+   */
+  claimed?: (fundingIds: string[]) => void;
+}
+
 /**
  * A chunk leaves the funding to its own workflow (which takes it on from the record) and goes on with its other items.
  */
@@ -37,22 +50,27 @@ function leaveToItsWorkflow(ctx: FundingContext) {
 export async function fundItemsInOnePass(
   ctx: FundingContext,
   fundingIds: readonly string[],
-  current?: () => boolean,
-  carrier?: FundingCarrier,
+  attempt: ChunkAttempt = {},
 ): Promise<ItemsPassResult> {
+  const { current, carrier } = attempt;
   const clock: ActivityClock = { ...activityClock(), ...(current ? { current } : {}) };
+  const claimPendingItems = async (ids: readonly string[]) => {
+    const rows = await ctx.claimed.claimPendingItems(ids, carrier);
+    if (rows.length > 0) attempt.claimed?.(rows.map((row) => row.id));
+    return rows;
+  };
   const outcomes = new Map<string, OnePassOutcome>();
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) {
     for (const fundingId of fundingIds) outcomes.set(fundingId, steps);
     return { outcomes };
   }
   const failed = leaveToItsWorkflow(ctx);
-  let claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+  let claimed = await claimPendingItems(fundingIds);
   if (claimed.length === 0 && (await ctx.claimed.batchHeld(fundingIds))) {
     // A move holds the batch (a cancel ending its items): none of them starts, and none is tried one by one either (a
     // transaction each, for nothing). The chunk waits a while for the move to end, then asks once more (before, it
     // answered at once, and the runner sent it round and round for as long as the cancel took).
-    if (await heldNoLonger(ctx, fundingIds, clock)) claimed = await ctx.claimed.claimPendingItems(fundingIds, carrier);
+    if (await heldNoLonger(ctx, fundingIds, clock)) claimed = await claimPendingItems(fundingIds);
     // Still held, or the move over and none to claim (a cancel ended them, a pause holds them): none is tried one by
     // one; each is looked at as it is (activities/carried-chunk.ts: final, or PENDING for the runner).
     if (claimed.length === 0) {
@@ -70,7 +88,11 @@ export async function fundItemsInOnePass(
           // A row another transaction holds (the batch's cancel holds its items until it
           // commits) is left PENDING, not waited on: the runner dispatches it again, and no
           // connection of the worker's line waits on the cancel.
-          outcome = await fundOne(ctx, fundingId, clock, failed, { skipLocked: true, ...(carrier ? { carrier } : {}) });
+          outcome = await fundOne(ctx, fundingId, clock, failed, {
+            skipLocked: true,
+            ...(carrier ? { carrier } : {}),
+            ...(attempt.claimed ? { claimed: attempt.claimed } : {}),
+          });
         } catch (error) {
           outcome = outcomeOfFailure(fundingId, error, failed);
         }

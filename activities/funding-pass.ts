@@ -96,6 +96,16 @@ export async function fundInOnePass(ctx: FundingContext, fundingId: string): Pro
 }
 
 /**
+ * How a pass of one claims its funding: a chunk's item skips a row another transaction holds, records its carrier, and
+ * tells its chunk the claim took it (`claimed`).
+ */
+export interface OneClaim {
+  skipLocked?: boolean;
+  carrier?: FundingCarrier;
+  claimed?: (fundingIds: string[]) => void;
+}
+
+/**
  * A pass of one funding: the claim of one (a single funding's waits for a cancel that holds the
  * row; a chunk's item skips a row another transaction holds), then passClaimed. `steps` when there
  * is no time for a wallet call or the funding is not a fresh PENDING one (someone else took it on,
@@ -106,7 +116,7 @@ export async function fundOne(
   fundingId: string,
   clock: ActivityClock,
   failed: ItemFailure,
-  claim: { skipLocked?: boolean; carrier?: FundingCarrier } = {},
+  claim: OneClaim = {},
 ): Promise<OnePassOutcome> {
   if (!callFitsBefore(clock, ctx.walletTimeoutMs)) return steps;
   const claimed = await claimOne(ctx, fundingId, claim);
@@ -119,13 +129,11 @@ export async function fundOne(
  * the claim left it; null when the funding was not a fresh PENDING one, or when another run's
  * claim or a cancel came between the two.
  */
-async function claimOne(
-  ctx: FundingContext,
-  fundingId: string,
-  claim: { skipLocked?: boolean; carrier?: FundingCarrier },
-): Promise<ClaimedRow | null> {
-  const fence = await ctx.fundings.claimPending(fundingId, claim);
+async function claimOne(ctx: FundingContext, fundingId: string, claim: OneClaim): Promise<ClaimedRow | null> {
+  const { claimed: told, ...how } = claim;
+  const fence = await ctx.fundings.claimPending(fundingId, how);
   if (fence === null) return null;
+  told?.([fundingId]);
   const row = await ctx.fundings.get(fundingId);
   if (row.ownerFence !== fence || row.cancelRequested || row.status !== 'CREATING' || row.transferId !== null)
     return null;

@@ -18,13 +18,19 @@
 // results are the workflow's, declared in its contract (workflows/fund-wallet.contract.ts).
 import type { FundingCarrier } from '../fundings/funding-record.ts';
 import type { FundWalletActivities } from '../workflows/fund-wallet.contract.ts';
-import { fundItemsInOnePass, fundNextInLane, type ItemsPassResult, type LaneAttempt } from './funding-chunk.ts';
+import {
+  fundItemsInOnePass,
+  fundNextInLane,
+  type ChunkAttempt,
+  type ItemsPassResult,
+  type LaneAttempt,
+} from './funding-chunk.ts';
 import { fundingContext, type FundingActivityDependencies } from './funding-context.ts';
 import { fundInOnePass } from './funding-pass.ts';
 import { createFundingSteps } from './funding-steps.ts';
 
 export { isOwnerLost, type FundingActivityDependencies } from './funding-context.ts';
-export type { ItemsPassResult } from './funding-chunk.ts';
+export type { ChunkAttempt, ItemsPassResult } from './funding-chunk.ts';
 
 /** The funding activities, and the chunk pass a batch runs its items through (not an activity of its own). */
 export type FundingActivities = FundWalletActivities & {
@@ -36,14 +42,10 @@ export type FundingActivities = FundWalletActivities & {
     attempt: LaneAttempt,
   ): Promise<ItemsPassResult & { taken: string[] }>;
   /**
-   * `current`: false once the chunk's attempt may have been replaced (activities/attempt-lease.ts): it claims and calls
-   * nothing more.
+   * A batch chunk's pass. `attempt.current`: false once the chunk's attempt may have been replaced
+   * (activities/attempt-lease.ts): it claims and calls nothing more; `attempt.claimed`: told what its claims took.
    */
-  fundItemsInOnePass(
-    fundingIds: readonly string[],
-    current?: () => boolean,
-    carrier?: FundingCarrier,
-  ): Promise<ItemsPassResult>;
+  fundItemsInOnePass(fundingIds: readonly string[], attempt?: ChunkAttempt): Promise<ItemsPassResult>;
 };
 
 export function createFundingActivities(deps: FundingActivityDependencies): FundingActivities {
@@ -51,8 +53,8 @@ export function createFundingActivities(deps: FundingActivityDependencies): Fund
   return {
     ...createFundingSteps(ctx),
     fundInOnePass: (fundingId: string) => fundInOnePass(ctx, fundingId),
-    fundItemsInOnePass: (fundingIds: readonly string[], current?: () => boolean, carrier?: FundingCarrier) =>
-      fundItemsInOnePass(ctx, fundingIds, current, carrier),
+    fundItemsInOnePass: (fundingIds: readonly string[], attempt?: ChunkAttempt) =>
+      fundItemsInOnePass(ctx, fundingIds, attempt),
     fundNextInLane: (lane: number, limit: number, carrier: FundingCarrier, attempt: LaneAttempt) =>
       fundNextInLane(ctx, lane, limit, carrier, attempt),
   };

@@ -14,6 +14,8 @@ import type { createActivities } from '../../activities/index.ts';
 import { createFundingRecord } from '../../fundings/funding-record.ts';
 import { createClaimedFundingsRecord } from '../../fundings/claimed-fundings-record.ts';
 import { createFundingActivities } from '../../activities/funding.ts';
+import { createBatchActivities } from '../../activities/batch.ts';
+import { fundBatchActivityTimeouts } from '../../workflows/fund-batch.contract.ts';
 import { createPaymentRecord } from '../../payments/payment-record.ts';
 import { createLogger } from '../../lib/logger.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
@@ -744,6 +746,84 @@ describe('payments: a stale run of a payment (the same fences in pay-wallet)', (
     const fences = events.map((event) => event.fence).filter((fence): fence is number => fence !== null);
     expect(fences).toEqual([...fences].sort((x, y) => x - y));
   });
+});
+
+// Last but one: it starts the stack's worker, as the last one does.
+describe('a replaced batch chunk attempt whose claim commits late (its worker frozen inside the claim)', () => {
+  it('hands the items its own claim took to their workflows, which end them, each executed once: none is left CREATING for the sweep', async () => {
+    const { gate, claimed, batchId, ids, pass, sql, close } = await batchOfFour('late-claim');
+    const { batches } = batchRecordsOn(stack.database, undefined, createTokenCipher(stack.encryptionKey));
+    const chunkOf = (funding: typeof pass) =>
+      createBatchActivities({
+        batches,
+        fundings,
+        funding,
+        temporal: stack.temporal,
+        taskQueue: stack.taskQueue,
+        logger,
+      });
+    // The first attempt's claim waits at a gate the test opens: its worker frozen inside the claim.
+    let claimReached!: () => void;
+    let openClaim!: () => void;
+    const reached = new Promise<void>((resolve) => (claimReached = resolve));
+    const opened = new Promise<void>((resolve) => (openClaim = resolve));
+    const frozen = createFundingActivities({
+      fundings,
+      claimed: {
+        ...claimed,
+        claimPendingItems: async (...args) => {
+          claimReached();
+          await opened;
+          return claimed.claimPendingItems(...args);
+        },
+      },
+      wallet: gate.as('replaced'),
+      vault: stack.createVault(),
+      logger,
+    });
+    const chunkAttempt = (attempt: number) =>
+      new MockActivityEnvironment({ startToCloseTimeoutMs: fundBatchActivityTimeouts.runItemMs, attempt });
+    const first = chunkAttempt(1);
+    const replaced = settle(first.run(chunkOf(frozen).runBatchItems, batchId, ids));
+    await reached;
+    // Its claim's transaction holds the items' rows, not committed, when Temporal's next attempt runs (here a
+    // connection of the test's holds them): that attempt takes none and finds them PENDING, the runner's to send again.
+    try {
+      await sql('BEGIN');
+      await sql('SELECT id FROM funding WHERE batch_id = $1 FOR UPDATE', [batchId]);
+      const next = await chunkAttempt(2).run(chunkOf(pass).runBatchItems, batchId, ids);
+      expect(next).toEqual({ finished: 0, handedOver: 0, notStarted: 4, slowDownMs: null });
+    } finally {
+      await sql('ROLLBACK');
+      await close();
+    }
+    // The first attempt resumes, replaced (Temporal refused its heartbeat), and its claim commits.
+    first.cancel();
+    openClaim();
+    await replaced;
+    expect(gate.calls).toEqual([]);
+    // Before: it handed nothing over, and the items stayed CREATING with no workflow, found by no one but the sweep
+    // (RECONCILE_AFTER_SECONDS, 15 minutes by default), the runner passing them over as started.
+    for (const id of ids) {
+      const row = await fundings.get(id);
+      const running = await stack.temporal.workflow
+        .getHandle(row.workflowId)
+        .describe()
+        .then(
+          () => true,
+          () => false,
+        );
+      expect({ id, status: row.status, running }).toEqual({ id, status: 'CREATING', running: true });
+    }
+    await stack.startWorker();
+    for (const id of ids) {
+      await stack.temporal.workflow.getHandle((await fundings.get(id)).workflowId).result();
+      const row = await fundings.get(id);
+      expect(row.status).toBe('APPROVED');
+      expect(await executionsOf(await transfersOf(id))).toBe(1);
+      await expectOneOwnerAtATime(id);
+    }
+  }, 120_000);
 });
 
 describe('a live run overtaken by a stale copy’s claim (found by the pause-chaos soak)', () => {
