@@ -194,16 +194,22 @@ function settingsReadAtOf(sessions: Pick<ConsoleSessions, 'databaseTime'>) {
  * Reads the session cookie: a live session whose sign-in still holds becomes the request's actor,
  * with the scopes it may use now. Where several cookies share the session's name (one planted by a
  * sibling subdomain), each is read: one live session among them is taken; two or more (someone
- * else's beside this browser's) are none, never a guess between two people. Nothing here counts as
- * the person's act.
+ * else's beside this browser's) are none, never a guess between two people. A request another
+ * site's page made (sentByAnotherPage) has none, whatever cookie the browser sent with it. Nothing
+ * here counts as the person's act.
  */
 export function readConsoleSession(
   sessions: ConsoleSessions,
   grants: ConsoleGrants,
   names: ConsoleCookieNames,
+  publicUrl?: string,
 ): RequestHandler {
   const settingsReadAt = settingsReadAtOf(sessions);
   return async (req, res, next) => {
+    if (sentByAnotherPage(req, publicUrl)) {
+      next();
+      return;
+    }
     const live: Array<{ value: string; stored: ConsoleSessionView; scopes: ReadonlySet<OpsScope> }> = [];
     const ended: EndedConsoleSession[] = [];
     const values = cookieValuesOf(req, names.session);
@@ -235,6 +241,30 @@ export function readConsoleSession(
 }
 
 const CSRF_PASSED = 'consoleCsrfPassed';
+
+/**
+ * Whether another site's page made the request, as the browser says (Fetch Metadata: not `same-origin` and not `none`;
+ * without it, an Origin that is not ours), other than a person's own GET navigation from it (a click on a link on a
+ * sibling subdomain's page, which SameSite=Strict lets carry the cookie: `Sec-Fetch-User: ?1`). Such a request never
+ * acts under the person's session: a sibling's page could otherwise have their browser send writes (refused for their
+ * form token, yet audited under their name and past the budget of unnamed refusals), or open streams, by an image or
+ * by navigating a window of its own again and again, that end the person's own, or ask for exports, all in their
+ * name. The console's own pages send only same-origin requests.
+ */
+export function sentByAnotherPage(req: Request, publicUrl: string | undefined): boolean {
+  const site = req.get('sec-fetch-site');
+  if (site !== undefined) {
+    if (site === 'same-origin' || site === 'none') return false;
+    return !(
+      req.method === 'GET' &&
+      req.get('sec-fetch-mode') === 'navigate' &&
+      req.get('sec-fetch-dest') === 'document' &&
+      req.get('sec-fetch-user') === '?1'
+    );
+  }
+  const origin = req.get('origin');
+  return origin !== undefined && origin !== ourOrigin(req, publicUrl);
+}
 
 /**
  * Whether a GET is a person's own navigation to a page, as the browser says it (Fetch Metadata):

@@ -109,7 +109,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
   // Before anything that may refuse: a write refused for its session, its token or its scope is
   // recorded too (under the person's name, read when the answer is sent).
   area.use(auditOpsWrites(deps.audit, 'console'));
-  area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies)));
+  area.use(readConsoleSession(deps.sessions, deps.grants, consoleCookieNames(deps.secureCookies), deps.publicUrl));
   // A scope a person lacks is refused with a page, in words (the ops API answers a problem document).
   area.use((_req, res, next) => {
     answerScopeRefusalsWith(res.locals, (answer, refusal) => {

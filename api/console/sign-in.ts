@@ -345,8 +345,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       });
       return;
     }
-    // No identity provider: a named ops key, once; the form's token is a cookie of its own.
-    const token = randomBytes(24).toString('base64url');
+    // No identity provider: a named ops key, once; the form's token is a cookie of its own. The browser keeps one token
+    // while it holds one: a form shown again (another tab, a reload, a signed-out page sent here) leaves the form shown
+    // before still good (before, it was refused, and counted as a failed sign-in).
+    const held = cookieValuesOf(req, cookies.preSignIn);
+    const token =
+      held.length === 1 && /^[A-Za-z0-9_-]{32}$/.test(held[0]!) ? held[0]! : randomBytes(24).toString('base64url');
     setCookie(res, cookies.preSignIn, token, { ...cookieOptions, maxAgeSeconds: 3600 });
     sendConsolePage(res, status, {
       title: 'Sign in',

@@ -202,11 +202,13 @@ const navigation = {
 
 /**
  * A request as a browser sends it, its headers as given (node:http: fetch would put its own
- * Sec-Fetch-Mode on it), answered as a Response; no redirect is followed.
+ * Sec-Fetch-Mode on it), answered as a Response once it ended; no redirect is followed. `timeoutMs`: cut off then
+ * (an answer that does not end, a stream, fails).
  */
-function send(method: string, url: string, headers: Record<string, string>): Promise<Response> {
+function send(method: string, url: string, headers: Record<string, string>, timeoutMs?: number): Promise<Response> {
   return new Promise((resolve, reject) => {
-    const request = httpRequest(url, { method, headers }, (answer) => {
+    const signal = timeoutMs === undefined ? {} : { signal: AbortSignal.timeout(timeoutMs) };
+    const request = httpRequest(url, { method, headers, ...signal }, (answer) => {
       const chunks: Buffer[] = [];
       answer.on('data', (chunk: Buffer) => chunks.push(chunk));
       answer.on('end', () => {
@@ -382,18 +384,19 @@ describe('a console session is kept alive only by what a person does', () => {
     const session = await signIn(stack.apiBase, keys.lead);
     const runs = () => stack.database.settlementRun.count({ where: { date } });
     await stack.database.settlementRun.deleteMany({ where: { date } });
-    for (const [method, headers] of [
-      ['HEAD', navigation],
-      ['GET', { ...navigation, 'sec-purpose': 'prefetch;prerender' }],
-      ['GET', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }],
-      ['GET', navigation],
+    // An image on a sibling subdomain's page has no session at all: it is sent to the sign-in page.
+    for (const [method, headers, status] of [
+      ['HEAD', navigation, 200],
+      ['GET', { ...navigation, 'sec-purpose': 'prefetch;prerender' }, 200],
+      ['GET', { 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', 'sec-fetch-site': 'same-site' }, 303],
+      ['GET', navigation, 200],
     ] as const) {
       const answer = await send(method, `${stack.apiBase}/console/settlements?date=${date}`, {
         cookie: session,
         ...headers,
       });
       await answer.arrayBuffer();
-      expect(answer.status, `${method} ${JSON.stringify(headers)}`).toBe(200);
+      expect(answer.status, `${method} ${JSON.stringify(headers)}`).toBe(status);
       expect(await runs(), `${method} ${JSON.stringify(headers)}`).toBe(0);
     }
     // The page offers the form that starts it.
@@ -841,6 +844,56 @@ describe('the console’s audit', () => {
     ]);
   });
 
+  it('records a write another site’s page made with a person’s cookie under no one’s name: refused as sent without a session, within the budget of unnamed refusals', async () => {
+    skewMs = 0;
+    const since = new Date();
+    const lead = await signIn(stack.apiBase, keys.lead);
+    const fundingId = randomUUID();
+    const address = nextAddress();
+    // A sibling subdomain's page (same site: the Strict cookie goes with it): its forms and its fetches, and either
+    // from a browser too old for Fetch Metadata (the Origin says it).
+    const forged: Record<string, string>[] = [
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document' },
+      { 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'empty' },
+      {},
+    ];
+    const answers: number[] = [];
+    for (let index = 0; index < 45; index += 1) {
+      const answer = await fetch(`${stack.apiBase}/console/fundings/${fundingId}/cancel`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: {
+          cookie: lead,
+          'content-type': 'application/x-www-form-urlencoded',
+          origin: 'https://sibling.example',
+          ...from(address),
+          ...forged[index % forged.length]!,
+        },
+        body: '',
+      });
+      await answer.arrayBuffer();
+      answers.push(answer.status);
+    }
+    expect(answers).toEqual(answers.map(() => 401));
+    // Before: each was refused for its form token (403), and audited under the person's name, past the budget: a
+    // sibling's page could fill the audit with what looked like the person's own attempts.
+    const rows = await waitFor(
+      'the forged writes audited',
+      async () => {
+        const found = await stack.database.opsAction.findMany({
+          where: { at: { gte: since }, path: { contains: fundingId } },
+        });
+        return found.length >= 20 ? found : undefined;
+      },
+      15_000,
+    );
+    expect(rows.filter((row) => row.keyName !== null || row.actor !== null)).toEqual([]);
+    // Within a minute's budget for the address, or two minutes' where the flood ran over into the next.
+    expect(rows.length).toBeLessThanOrEqual(40);
+    // The person's own session goes on.
+    expect((await get(stack.apiBase, '/console/audit', lead, navigation)).status).toBe(200);
+  });
+
   it('records every sign-in with a key under the key’s name, and a wrong key without one', async () => {
     const since = new Date();
     const address = nextAddress();
@@ -1027,6 +1080,48 @@ describe('live streams are bounded per session', () => {
       }
     } finally {
       await Promise.all([...streams, other].map((stream) => stream.close()));
+    }
+  });
+});
+
+describe('a stream another site’s page opens with a person’s cookie', () => {
+  it('has no session and ends none of theirs (an image or an EventSource on a sibling subdomain’s page)', async () => {
+    skewMs = 0;
+    const session = await signIn(stack.apiBase, keys.auditor);
+    const own = await LiveStream.open(stack.apiBase, '/console/live/home', session);
+    try {
+      expect(await own.until(firstPush)).toContain('Treasury');
+      const sibling = { 'sec-fetch-site': 'same-site' };
+      const made: Array<[Record<string, string>, number]> = [
+        [{ ...sibling, 'sec-fetch-mode': 'no-cors', 'sec-fetch-dest': 'image', accept: 'image/*' }, 303],
+        [{ ...sibling, 'sec-fetch-mode': 'cors', 'sec-fetch-dest': 'empty', accept: 'text/event-stream' }, 200],
+        // A window of the sibling's own, navigated there by its script again and again (no person's click).
+        [{ ...sibling, 'sec-fetch-mode': 'navigate', 'sec-fetch-dest': 'document', accept: 'text/html' }, 303],
+      ];
+      // More than the session's bound of streams (4): before, each joined it, and the person's page was told it had
+      // been replaced.
+      for (let index = 0; index < 6; index += 1) {
+        const [headers, status] = made[index % made.length]!;
+        // A redirect to the sign-in page, or a stream told at once that it has no session: either ends (an open stream
+        // would be cut off here, and fail).
+        const answer = await send('GET', `${stack.apiBase}/console/live/home`, { cookie: session, ...headers }, 5000);
+        expect(answer.status).toBe(status);
+        expect(await answer.text()).not.toContain('Treasury');
+      }
+      const before = own.text.length;
+      expect(await own.until((text) => text.length > before && firstPush(text.slice(before)))).not.toContain(
+        'event: end',
+      );
+      // The person's own click on a link on the sibling's page opens theirs.
+      const clicked = await get(stack.apiBase, '/console/audit', session, {
+        ...navigation,
+        ...sibling,
+        'sec-fetch-user': '?1',
+      });
+      await clicked.arrayBuffer();
+      expect(clicked.status).toBe(200);
+    } finally {
+      await own.close();
     }
   });
 });
@@ -1325,6 +1420,33 @@ async function expectSignOutAuditedAs(keyName: string, since: Date): Promise<voi
     channel: 'console',
   });
 }
+
+describe('the key sign-in form shown again in the same browser (another tab, a reload)', () => {
+  it('still signs in from the form shown first: the browser keeps one form token while it holds one', async () => {
+    skewMs = 0;
+    const address = nextAddress();
+    const first = await signInFormCookie(stack.apiBase, address);
+    // The second tab's page, with the browser's cookie: before, it set a new token, and the first tab's form was
+    // refused (403) and counted as a failed sign-in.
+    const again = await fetch(`${stack.apiBase}/console/sign-in`, { headers: { cookie: first, ...from(address) } });
+    await again.arrayBuffer();
+    const jar = cookiePair(again, 'walletflow_console_pre');
+    const signedIn = await fetch(`${stack.apiBase}/console/sign-in`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: {
+        cookie: jar,
+        'content-type': 'application/x-www-form-urlencoded',
+        origin: stack.apiBase,
+        ...from(address),
+      },
+      body: `_csrf=${first.split('=')[1]}&return=%2Fconsole&key=${encodeURIComponent(keys.lead)}`,
+    });
+    await signedIn.arrayBuffer();
+    expect(signedIn.status).toBe(200);
+    expect(setCookieOf(signedIn, 'walletflow_console')).toBeDefined();
+  });
+});
 
 describe('sign-in attempts and wrong keys are limited across API processes', () => {
   it('counts wrong keys once for both processes, at the ops API and the console’s sign-in alike, IPv6 by the /64; the right key is never locked out', async () => {
