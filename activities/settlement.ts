@@ -427,7 +427,7 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
       (failures > 0 &&
         !fresh.some((_, index) => described(index)) &&
         !cancelled.aborted &&
-        !(await walletAnswers(runId, page.items, stored, failures < FAILURES_BEFORE_A_PAGE_STOPS)));
+        !(await walletAnswers(gate, runId, page.items, stored, failures < FAILURES_BEFORE_A_PAGE_STOPS)));
     /** A failure of this attempt whose line is due, the page showing the wallet answering others. */
     const lineDue = (result: (typeof results)[number]): string | null =>
       !atLarge && !cancelled.aborted && !result.ok && 'error' in result && result.error instanceof UnreadableForNow
@@ -472,9 +472,13 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
    * Whether the wallet describes now a transfer of the page it described in an earlier attempt (its stored line holds
    * the wallet's record), or else one of the run's earlier pages (the day's last page, of a transfer or two): asked
    * once. With none to ask, `noneToAsk`: true for a few failures (a small day failing from the start: nothing to tell
-   * the wallet away by), false for as many as stop a page (they cannot be told from the wallet away).
+   * the wallet away by), false for as many as stop a page (they cannot be told from the wallet away). Through the
+   * gate, as every retrieve: a 429 is the wallet there but asking the run to wait, which it does, then asks again
+   * (before, the check went round the gate and took a 429 for the wallet away: while the wallet rate-limited the
+   * partner, a transfer failing on its own never got its line, and the day stayed RUNNING).
    */
   async function walletAnswers(
+    gate: RetrieveGate,
     runId: string,
     items: ReadonlyArray<{ id: string; transferId: string | null }>,
     stored: ReadonlySet<string>,
@@ -493,12 +497,22 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     );
     const probe = ofPage[Math.floor(Math.random() * ofPage.length)] ?? (await runs.describedTransfer(runId));
     if (!probe) return noneToAsk;
-    try {
-      await deps.wallet.retrieveTransfer(probe);
-      return true;
-    } catch (error) {
-      // "No record of it" is the wallet's own word: it answers.
-      return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
+    for (;;) {
+      await gate.acquire();
+      try {
+        await deps.wallet.retrieveTransfer(probe);
+        gate.succeeded();
+        return true;
+      } catch (error) {
+        if (isWalletError(error) && error.httpStatus === 429) {
+          gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
+          continue;
+        }
+        // "No record of it" is the wallet's own word: it answers.
+        return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
+      } finally {
+        gate.release();
+      }
     }
   }
 

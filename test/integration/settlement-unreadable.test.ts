@@ -175,6 +175,45 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     ]);
   });
 
+  it('waits out a 429 to the check that the wallet answers, and asks again: a transfer refused on its own still gets its line while the wallet rate-limits the run', async () => {
+    // The page's first transfer is refused each time. From the second attempt, the check that the wallet answers (a
+    // transfer of the page it described before) is refused once an attempt with 429: the wallet there, asking the run
+    // to wait.
+    let victim: string | undefined;
+    let current = 1;
+    const limitedIn = new Set<number>();
+    const { run, attempt } = await pageSettledHere((transferId) => {
+      victim ??= transferId;
+      if (transferId === victim) return retrieveError(400, 'HTTP_400', 'rejected');
+      if (current > 1 && !limitedIn.has(current)) {
+        limitedIn.add(current);
+        return retrieveError(429, 'RATE_LIMITED', 'retryable');
+      }
+      return null;
+    });
+    const outcomes: string[] = [];
+    for (current = 1; current <= 6 && outcomes.at(-1) !== 'done'; current += 1)
+      outcomes.push(
+        await attempt(current).then(
+          (outcome) => ((outcome as { done?: boolean }).done ? 'done' : 'more'),
+          (error: unknown) => (/HTTP_400/.test(String(error)) ? 'refused' : String(error)),
+        ),
+      );
+    // Before: the check went round the run's gate and took its 429 for the wallet away, so no attempt counted and the
+    // day was never settled.
+    expect(outcomes).toEqual(['refused', 'refused', 'done']);
+    expect([...limitedIn]).toEqual([2, 3]);
+    const lines = await stack().database.settlementLine.groupBy({
+      by: ['result'],
+      where: { runId: run.id },
+      _count: true,
+    });
+    expect(lines.map((line) => [line.result, line._count]).sort()).toEqual([
+      ['matched', 19],
+      ['mismatched', 1],
+    ]);
+  });
+
   it('counts no attempt Temporal cancelled toward a transfer’s line: its refusals in it are asked about again', async () => {
     // The page's first transfer is refused each time; its second is answered only once the attempt is cancelled.
     const asked: string[] = [];
