@@ -109,8 +109,9 @@ export function createCarriedChunks(deps: CarriedChunkDependencies) {
 
   /**
    * What the passes left: each funding not finished handed to its own workflow or left PENDING (the
-   * carrier takes it again). Once the lease ended, only what `evenIfReplaced` names; the attempt then
-   * fails (Temporal's current attempt goes on).
+   * carrier takes it again). Once the lease ended, only what `evenIfReplaced` names; an attempt that
+   * skipped any other then fails (Temporal's current attempt goes on). An answer of a replaced attempt
+   * is refused by Temporal, whichever it gives.
    */
   async function handOverWhatIsLeft(
     carrier: ChunkCarrier,
