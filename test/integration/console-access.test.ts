@@ -413,6 +413,23 @@ describe('a console session is kept alive only by what a person does', () => {
     expect(await runs()).toBe(1);
   });
 
+  it('a day’s live region with no run that covers it offers the form that settles it, never a reload (a GET starts nothing)', async () => {
+    skewMs = 0;
+    const date = `2012-0${1 + Math.floor(Math.random() * 9)}-1${Math.floor(Math.random() * 9)}`;
+    await stack.database.settlementRun.deleteMany({ where: { date } });
+    const session = await signIn(stack.apiBase, keys.lead);
+    const stream = await LiveStream.open(stack.apiBase, `/console/live/settlements/${date}`, session);
+    try {
+      // Before: "reload the page to start one", and a reload only showed the page again (as when today's run, begun
+      // before midnight, ended after it: it covers the day so far, not the whole day).
+      const pushed = await stream.until(firstPush);
+      expect(pushed).not.toContain('reload');
+      expect(pushed).toContain('<form method="post" action="/console/settlements"');
+    } finally {
+      await stream.close();
+    }
+  });
+
   it('a stream on an ended session tells the browser to stop (an end event saying so), whichever stream, whichever way it ended', async () => {
     skewMs = 0;
     const idle = await signIn(stack.apiBase, keys.auditor);
