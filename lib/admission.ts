@@ -203,9 +203,17 @@ export const currentAdmissionLane = (): string | undefined => lanes.getStore();
 /**
  * Prisma's own time-outs under load: a transaction that could not start or ran out of time (P2028), no pool connection
  * in time (P2024); and a transaction PostgreSQL rolled back for a write conflict or a deadlock (P2034: 40001, 40P01),
- * which stored nothing and may be sent again.
+ * which stored nothing and may be sent again. A raw statement's rollback comes as P2010 (P2039 for other statements)
+ * with the adapter's error inside, of kind TransactionWriteConflict.
  */
 const loadErrorCodes = new Set(['P2028', 'P2024', 'P2034']);
+const loadErrorKinds = new Set(['TransactionWriteConflict']);
+
+/** The pg adapter's error inside a raw statement's failure (P2010) or another unmapped one (P2039); else undefined. */
+function adapterCauseOf(error: Prisma.PrismaClientKnownRequestError): Record<string, unknown> | undefined {
+  if (error.code !== 'P2010' && error.code !== 'P2039') return undefined;
+  return (error.meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
+}
 
 /**
  * PostgreSQL (or a pooler in front of it) refusing a connection, before any statement of the request ran: too many
@@ -227,9 +235,11 @@ const connectionWaitTimeouts = new Set([
 /**
  * A connection lost while a statement ran (a failover, a restart, a pooler's restart, the server ending it): Prisma's
  * P1017 (closed) and P1008 (timed out), or the adapter's error with PostgreSQL's shutdown and connection-failure states
- * (57P01, 57P02, 08xxx), or pg's own words.
+ * (57P01, 57P02, 08xxx) or with the socket's own (a reset, ConnectionClosed; a time-out, SocketTimeout: no PostgreSQL
+ * state at all), or pg's own words.
  */
 const lostConnectionCodes = new Set(['P1017', 'P1008']);
+const lostConnectionKinds = new Set(['ConnectionClosed', 'SocketTimeout']);
 const lostConnectionStates = /^(57P01|57P02|08\d\d\d)$/;
 const lostConnectionMessages =
   /^(Connection terminated unexpectedly|Connection terminated|read ECONNRESET|write EPIPE)$/;
@@ -245,9 +255,10 @@ export const LOST_CONNECTION_RETRY_AFTER_SECONDS = 2;
 export function lostConnectionOf(error: unknown): string | null {
   if (error instanceof Prisma.PrismaClientKnownRequestError) {
     if (lostConnectionCodes.has(error.code)) return error.code;
-    if (error.code !== 'P2010' && error.code !== 'P2039') return null;
-    const cause = (error.meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
-    const state = String(cause?.originalCode ?? '');
+    const cause = adapterCauseOf(error);
+    if (!cause) return null;
+    if (lostConnectionKinds.has(String(cause.kind))) return `${error.code}:${String(cause.kind)}`;
+    const state = String(cause.originalCode ?? '');
     return lostConnectionStates.test(state) ? `${error.code}:${state}` : null;
   }
   if (error instanceof Error && lostConnectionMessages.test(error.message)) return 'connection-lost';
@@ -257,8 +268,7 @@ export function lostConnectionOf(error: unknown): string | null {
 /** Whether the database refused a statement's connection: that statement never ran (an earlier one may have). */
 function refusedConnection(error: Prisma.PrismaClientKnownRequestError): boolean {
   if (refusedConnectionCodes.has(error.code)) return true;
-  if (error.code !== 'P2010' && error.code !== 'P2039') return false;
-  const cause = (error.meta?.driverAdapterError as { cause?: Record<string, unknown> } | undefined)?.cause;
+  const cause = adapterCauseOf(error);
   if (!cause) return false;
   return (
     refusedConnectionKinds.has(String(cause.kind)) ||
@@ -334,6 +344,10 @@ export function overloadOf(error: unknown): Overload | null {
     };
   if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code))
     return { retryAfterSeconds: 1, reason: error.code };
+  if (error instanceof Prisma.PrismaClientKnownRequestError) {
+    const kind = String(adapterCauseOf(error)?.kind ?? '');
+    if (loadErrorKinds.has(kind)) return { retryAfterSeconds: 1, reason: `${error.code}:${kind}` };
+  }
   // A refused connection may come after the request's own write committed (the answer's read, say): its words say
   // only what is known.
   if (

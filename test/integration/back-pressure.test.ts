@@ -435,6 +435,30 @@ describe('PostgreSQL refusing connections under a burst', () => {
     }
   });
 
+  it('a raw read whose connection is reset mid-statement (a proxy or pooler restarting: no PostgreSQL state) answers 503 with Retry-After, not 500', async () => {
+    // The adapter's form of it (test/integration/raw-statement-failures.test.ts makes it for real): P2010, its error of
+    // kind ConnectionClosed, no PostgreSQL state.
+    const reset = new Prisma.PrismaClientKnownRequestError('Raw query failed. Code: `N/A`.', {
+      code: 'P2010',
+      clientVersion: 'test',
+      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'ConnectionClosed' } } },
+    });
+    const raw = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
+    const queryRaw = raw.$queryRaw;
+    raw.$queryRaw = (...args: unknown[]) =>
+      Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('settlement_run')
+        ? Promise.reject(reset)
+        : queryRaw.apply(stack.database, args);
+    try {
+      // A day's settlement, whose first read is raw. Before: 500 INTERNAL.
+      const answer = await stack.opsFetch('/ops/settlements/2020-01-01');
+      expect([answer.status, ((await answer.json()) as { code?: string }).code]).toEqual([503, 'OVERLOADED']);
+      expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    } finally {
+      raw.$queryRaw = queryRaw;
+    }
+  });
+
   it('a wallet-app page or a login step whose connection is lost mid-statement answers 503 with Retry-After in words, not 500', async () => {
     const lost = lostConnection();
     const sessions = stack.database.embeddedSession as unknown as { findUnique: unknown };
