@@ -130,7 +130,10 @@ export function createTreasuryFundingsRecord(deps: {
         return await groups.submit(funding);
       } catch (error) {
         if (error instanceof RefusedAlone) throw error.refusal;
-        if (overloadOf(error)) throw error;
+        // A write conflict or a deadlock rolled the group back (nothing stored): each is stored alone, as for any other
+        // refusal of the group; only load is every member's.
+        const busy = overloadOf(error);
+        if (busy && !busy.writeConflict) throw error;
         return deps.insertAlone(funding);
       }
     },

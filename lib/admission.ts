@@ -314,6 +314,8 @@ export interface Overload {
    * the same request may have committed; and it may be an outage rather than a burst (a worker keeps its own backoff).
    */
   connectionRefused?: true;
+  /** PostgreSQL rolled the transaction back for a write conflict or a deadlock: sent again, it most likely passes. */
+  writeConflict?: true;
 }
 
 /**
@@ -343,10 +345,10 @@ export function overloadOf(error: unknown): Overload | null {
       ...(error.reason === 'admission' ? {} : { detail: error.message }),
     };
   if (error instanceof Prisma.PrismaClientKnownRequestError && loadErrorCodes.has(error.code))
-    return { retryAfterSeconds: 1, reason: error.code };
+    return { retryAfterSeconds: 1, reason: error.code, ...(error.code === 'P2034' ? { writeConflict: true } : {}) };
   if (error instanceof Prisma.PrismaClientKnownRequestError) {
     const kind = String(adapterCauseOf(error)?.kind ?? '');
-    if (loadErrorKinds.has(kind)) return { retryAfterSeconds: 1, reason: `${error.code}:${kind}` };
+    if (loadErrorKinds.has(kind)) return { retryAfterSeconds: 1, reason: `${error.code}:${kind}`, writeConflict: true };
   }
   // A refused connection may come after the request's own write committed (the answer's read, say): its words say
   // only what is known.

@@ -529,11 +529,11 @@ export function addAccountsRoutes(router: Router, deps: AccountsPageDependencies
         // Only reads the run: a stream the page opens by itself starts nothing.
         const answer = await deps.settlements.current(date.data);
         if (answer.kind === 'not-started') return { html: notice('That day has not begun.', 'error'), done: true };
-        // No run of the day is working, and none covers it whole (today's run that ended after midnight covers the
-        // day so far only): the form settles it; a reload would not (a GET starts nothing).
+        // No run of the day is working now, and none that finished serves it (today's run that ended after midnight
+        // covers the day so far only): the form settles it; a reload would not (a GET starts nothing).
         if (answer.kind === 'none')
           return {
-            html: `${notice(`${date.data} has no settlement of the whole day: send the form to settle it.`, 'error')}
+            html: `${notice(`No settlement of ${date.data} is running now: send the form to settle it.`, 'error')}
 ${settleForm(person, date.data, deps.timeZone, 'Settle and download CSV')}`,
             done: true,
           };
