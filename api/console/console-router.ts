@@ -158,6 +158,18 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       return;
     }
     const busy = overloadOf(error);
+    const lost = lostConnectionOf(error);
+    // A sign-in step (its start, the provider's callback, the key's form) the database could not finish: signing in
+    // again is always safe, and a reload is not (the callback's state and the provider's code are spent once).
+    if (isPublicPath(req) && (busy || lost)) {
+      const retryAfter = busy?.retryAfterSeconds ?? LOST_CONNECTION_RETRY_AFTER_SECONDS;
+      res.setHeader('Retry-After', String(retryAfter));
+      sendConsolePage(res, 503, {
+        title: 'Busy',
+        body: `${notice(`walletflow could not finish signing you in just now: sign in again in ${retryAfter} seconds.`, 'error')}<p><a href="${CONSOLE_PATH}/sign-in">Sign in</a></p>`,
+      });
+      return;
+    }
     // Done, only not shown: the act stands, and is not to be done again.
     if (busy?.done) {
       res.setHeader('Retry-After', String(busy.retryAfterSeconds));
@@ -181,7 +193,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       return;
     }
     // A page whose read lost its database connection (a failover): it changed nothing, and is asked for again.
-    if ((req.method === 'GET' || req.method === 'HEAD') && lostConnectionOf(error)) {
+    if ((req.method === 'GET' || req.method === 'HEAD') && lost) {
       res.setHeader('Retry-After', String(LOST_CONNECTION_RETRY_AFTER_SECONDS));
       sendConsolePage(res, 503, {
         title: 'Busy',

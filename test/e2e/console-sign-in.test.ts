@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Prisma } from '../../generated/prisma/client.ts';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { closeChromium, launchChromium } from '../support/browser.ts';
@@ -550,6 +551,48 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await page.waitForURL(`${oidcStack.apiBase}/console`);
       expect(await page.locator('header .who').innerText()).toContain('Ana Cruz (oidc:staff-ana)');
     } finally {
+      await context.close();
+    }
+  });
+
+  it('answers a callback whose database read lost its connection 503, saying to sign in again (a reload cannot work: its state is spent), and the next sign-in goes through', async () => {
+    // The pg adapter's form of a reset (test/integration/raw-statement-failures.test.ts makes it for real), once, at
+    // the callback's read of the person's last sign-out.
+    const reset = new Prisma.PrismaClientKnownRequestError('Raw query failed. Code: `N/A`.', {
+      code: 'P2010',
+      clientVersion: 'test',
+      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'ConnectionClosed' } } },
+    });
+    const raw = oidcStack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
+    const queryRaw = raw.$queryRaw;
+    let failOnce = true;
+    raw.$queryRaw = (...args: unknown[]) => {
+      if (failOnce && Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('console_sign_out')) {
+        failOnce = false;
+        return Promise.reject(reset);
+      }
+      return queryRaw.apply(oidcStack.database, args);
+    };
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${oidcStack.apiBase}/console`);
+      await page.getByRole('link', { name: /Sign in with/ }).click();
+      const callback = page.waitForResponse((response) => response.url().includes('/console/oidc/callback'));
+      await logInAtProvider(page, 'ana', 'ana-pass');
+      const answer = await callback;
+      expect(answer.status()).toBe(503);
+      expect(Number(answer.headers()['retry-after'])).toBeGreaterThan(0);
+      // Before: "nothing was changed. Reload it", and a reload of the callback is refused: its state is spent.
+      const text = await page.locator('main').innerText();
+      expect(text).toContain('sign in again');
+      expect(text).not.toContain('Reload');
+      await page.getByRole('link', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('link', { name: /Sign in with/ }).click();
+      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await page.locator('header .who').innerText()).toContain('Ana Cruz (oidc:staff-ana)');
+    } finally {
+      raw.$queryRaw = queryRaw;
       await context.close();
     }
   });
