@@ -80,6 +80,20 @@ export const batchCsvQuerySchema = z
     }
   });
 
+/**
+ * A JSON batch's query: none. Its name and its source are in its body; `name`, `source` and `partnerUserId` are the CSV
+ * form's, and beside a JSON body they are refused rather than ignored (a JSON batch sent with
+ * `?source=USER_BALANCE&partnerUserId=…` and no source in its body was paid by the treasury).
+ */
+const jsonBatchQuerySchema = z.record(z.string(), z.unknown()).superRefine((query, ctx) => {
+  for (const key of Object.keys(query))
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: `a query parameter of the CSV form: a JSON batch gives its name and source in its body`,
+    });
+});
+
 /** The funding source a CSV form's query names (absent: the TREASURY, as for JSON). */
 export function csvQuerySource(query: z.infer<typeof batchCsvQuerySchema>): FundingSource | undefined {
   return query.partnerUserId === undefined
@@ -458,6 +472,12 @@ export function opsBatchesRouter(deps: OpsBatchesDependencies): Router {
       const source = csvQuerySource(query.data);
       request = { kind: 'csv', body: req, name: query.data.name, ...(source ? { source } : {}) };
     } else {
+      const query = jsonBatchQuerySchema.safeParse(req.query);
+      if (!query.success) {
+        validationProblem(res, query.error);
+        discardRest(req);
+        return;
+      }
       request = { kind: 'json', body: req };
     }
     // As for one funding: a user's balance pays that user's own wallets, unless the key may pay it to others (admin).

@@ -502,6 +502,32 @@ describe('funding batches', () => {
     ).toBe(200);
   });
 
+  it('refuses the CSV form’s query beside a JSON body (400 naming it): never a batch the treasury pays in place of the user the query named', async () => {
+    const before = await counts();
+    const heldBefore = await treasuryHeld();
+    const alice = `alice-${randomUUID()}`;
+    for (const query of [
+      `source=USER_BALANCE&partnerUserId=${alice}`,
+      `partnerUserId=${alice}`,
+      `source=TREASURY&partnerUserId=${alice}`,
+      'name=May',
+    ]) {
+      const answer = await send(`/ops/funding-batches?${query}`, {
+        method: 'POST',
+        key: randomUUID(),
+        body: { name: 'May', items: [item('q1', '1234567', '5.00')] },
+      });
+      // Before: 202, a batch with source TREASURY and its total held on the treasury.
+      expect(answer.json, query).toMatchObject({
+        status: 400,
+        code: 'VALIDATION_ERROR',
+        detail: expect.stringContaining(query.split('=')[0]!),
+      });
+    }
+    expect(await counts()).toEqual(before);
+    expect(await treasuryHeld()).toEqual(heldBefore);
+  });
+
   it('answers 400 for a list cursor that names no batch', async () => {
     expect((await send(`/ops/funding-batches?cursor=${randomUUID()}`)).json).toMatchObject({
       status: 400,
