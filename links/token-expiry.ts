@@ -7,11 +7,20 @@ import { decodeJwt } from 'jose';
 /** The standalone refresh token's lifetime (interface: 604800 s); the token response does not carry it. */
 export const STANDALONE_REFRESH_LIFETIME_MS = 604_800_000;
 
-/** A JWT's `exp` as a Date, unverified; null when the token is not a JWT or has no numeric `exp`. */
+/** Year 10000: an `exp` past it (milliseconds sent as seconds, say) is no date PostgreSQL or JavaScript can hold. */
+const END_OF_YEAR_9999_MS = 253_402_300_800_000;
+
+/**
+ * A JWT's `exp` as a Date, unverified; null when the token is not a JWT, has no numeric `exp`, or one outside 1970 to
+ * 9999 (before, such an `exp` became an invalid Date that no statement could store: the session URL answered 500, and
+ * a refreshed pair could not be saved).
+ */
 export function jwtExpiry(token: string): Date | null {
   try {
     const { exp } = decodeJwt(token);
-    return typeof exp === 'number' ? new Date(exp * 1000) : null;
+    if (typeof exp !== 'number') return null;
+    const at = exp * 1000;
+    return Number.isFinite(at) && at >= 0 && at < END_OF_YEAR_9999_MS ? new Date(at) : null;
   } catch {
     return null;
   }

@@ -379,6 +379,21 @@ describe('session URL and landing page', () => {
     },
   );
 
+  it('stores a session whose refresh token’s exp is no date (milliseconds sent as seconds, or negative): 200, its expiry unknown, never 500', async () => {
+    const segment = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    for (const exp of [1e13, -1e13]) {
+      const tokens = await freshTokens();
+      const refreshToken = `${segment({ alg: 'HS256', typ: 'JWT' })}.${segment({ sub: 'someone', exp })}.c2ln`;
+      const answer = await callSessionUrl({ body: JSON.stringify({ ...tokens, refreshToken }) });
+      // Before: 500 INTERNAL ("the session could not be stored; retry"), every time the wallet called again.
+      expect([answer.status, Object.keys(answer.body)], String(exp)).toEqual([200, ['sessionId']]);
+      const row = await stack.database.embeddedSession.findFirstOrThrow({
+        where: { requestReferenceNo: answer.reference },
+      });
+      expect(row.refreshTokenExpiresAt, String(exp)).toBeNull();
+    }
+  });
+
   it('a reused session id gets 410, an unknown or malformed one 404, an expired one 410 — never partner content', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', firstName: 'Liza' });
     const { sessionId } = await launch(user.userId);
