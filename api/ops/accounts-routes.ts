@@ -72,7 +72,10 @@ const routes = {
     query: { schema: accountQuerySchema },
     responses: {
       '200': jsonAnswer(named('Account', accountViewSchema), 'the account (zeros for a user with no entries yet)'),
-      '400': problemAnswer('not an account', ['INVALID_ACCOUNT']),
+      '400': problemAnswer('not an account, or a query that is not one of the view’s', [
+        'INVALID_ACCOUNT',
+        'VALIDATION_ERROR',
+      ]),
     },
   }),
   adjustAccount: defineRoute({
@@ -128,14 +131,19 @@ export function opsAccountsRouter(deps: OpsAccountsDependencies): Router {
 
   add(routes.getAccount, async (req, res) => {
     const segment = accountPathSchema.safeParse(req.params.account);
-    const query = accountQuerySchema.safeParse(req.query);
-    if (!segment.success || !query.success) {
+    if (!segment.success) {
       sendProblem(res, {
         status: 400,
         code: 'INVALID_ACCOUNT',
         title: 'Bad Request',
         detail: 'account must be TREASURY, another system account, or a partner user id',
       });
+      return;
+    }
+    // The query's own refusal, naming it (before: INVALID_ACCOUNT, as if TREASURY were no account).
+    const query = accountQuerySchema.safeParse(req.query);
+    if (!query.success) {
+      validationProblem(res, query.error);
       return;
     }
     const { floor: _floor, ...view } = await deps.ledger.account(

@@ -140,6 +140,15 @@ describe('withdrawals through the ops API', () => {
     expect(started.body.source).toEqual({ type: 'TREASURY' });
     expect((await waitFinal(started.body.fundingId as string)).status).toBe('APPROVED');
     const treasury = (await get('/ops/accounts/TREASURY')).body;
+    // A query that is not the view's is refused naming it, not as if TREASURY were no account (before:
+    // INVALID_ACCOUNT).
+    for (const query of ['currency=php', 'currency=GBP', 'limit=5']) {
+      const refused = await get(`/ops/accounts/TREASURY?${query}`);
+      expect([refused.status, refused.body], query).toEqual([
+        400,
+        expect.objectContaining({ code: 'VALIDATION_ERROR', detail: expect.stringContaining(query.split('=')[0]!) }),
+      ]);
+    }
     expect(treasury.account).toBe('TREASURY');
   });
 
