@@ -434,6 +434,9 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
     /** The funding stored under a key: called after an insert found the key taken. */
     getByIdempotencyKey: (idempotencyKey: string): Promise<FundingWithEvents> =>
       database.funding.findUniqueOrThrow({ where: { idempotencyKey }, include: withFundingEvents }),
+    /** The funding stored under a key, if any: called before a refusal that comes before the store. */
+    findByIdempotencyKey: (idempotencyKey: string): Promise<FundingWithEvents | null> =>
+      database.funding.findUnique({ where: { idempotencyKey }, include: withFundingEvents }),
 
     /** A page of GET /ops/fundings, newest first. */
     listPage: (query: ListQuery<FundingStatus>): Promise<ListPage<FundingWithEvents>> =>

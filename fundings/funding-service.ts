@@ -27,7 +27,7 @@ import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { FundingRefusalCode } from '../domain/ledger.ts';
 import { InsufficientFundsError, type Ledger } from '../ledger/ledger.ts';
 import { LimitRefusal, type FundingLimits } from '../ledger/limits.ts';
-import { createFundingRecord } from './funding-record.ts';
+import { createFundingRecord, type FundingWithEvents } from './funding-record.ts';
 import { createTreasuryFundingsRecord } from './treasury-fundings-record.ts';
 import type { FundingPaths } from './funding-paths.ts';
 import { LANE_COUNT } from '../workflows/fund-lane.contract.ts';
@@ -193,9 +193,34 @@ export function createFundingService(deps: FundingServiceDependencies) {
       actor?: string,
       authority: FundingAuthority = {},
     ): Promise<StartFundingResult> {
-      const foreign = currencyRefusal(body.amount.currency);
-      if (foreign) return { kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign };
       const requestFingerprint = fingerprint(body);
+      /**
+       * A key already taken is answered as the store would answer it (its funding, or IDEMPOTENCY_KEY_REUSED for
+       * another body), whatever the refusal before the store would have said: read only on the way to one, so a
+       * funding that passes costs no extra read.
+       */
+      const unlessKeyTaken = async (refusal: StartFundingResult): Promise<StartFundingResult> => {
+        const earlier = await record.findByIdempotencyKey(idempotencyKey);
+        return earlier ? answerTakenKey(earlier) : refusal;
+      };
+      const answerTakenKey = async (existing: FundingWithEvents): Promise<StartFundingResult> => {
+        if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
+        // The first request may have stored the funding and died (or been refused) before starting its workflow.
+        if (!isFinalFundingStatus(existing.status)) {
+          // A lane's funding is its lane's (or, once the lane handed it over, its own workflow's,
+          // which the hand-over started): the lane is started if it is not running, nothing else.
+          // With lanes off, or a lane no longer run, its own workflow (its claim is atomic against a lane's).
+          const refusal =
+            existing.lane !== null && deps.paths && deps.paths.mode !== 'off' && existing.lane < LANE_COUNT
+              ? await deps.paths.ensureLane(existing.lane)
+              : await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
+          if (refusal)
+            return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
+        }
+        return { kind: 'existing', funding: fundingView(existing) };
+      };
+      const foreign = currencyRefusal(body.amount.currency);
+      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign });
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       let recipientOwner: string | null = null;
       if (body.recipient.type === 'TOKEN') {
@@ -203,7 +228,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
           where: { id: body.recipient.linkId },
           select: { status: true, partnerUserId: true },
         });
-        if (!link) return { kind: 'link-not-found' };
+        if (!link) return unlessKeyTaken({ kind: 'link-not-found' });
         recipientOwner = link.partnerUserId;
       }
       // A user's balance goes to that user's own wallet (a fund key may not pay it elsewhere),
@@ -213,7 +238,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         !authority.mayPayOthersBalance &&
         recipientOwner !== body.source.partnerUserId
       ) {
-        return { kind: 'source-not-recipient' };
+        return unlessKeyTaken({ kind: 'source-not-recipient' });
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;
@@ -261,21 +286,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         );
         return { kind: 'created', funding: (await view(fundingId))! };
       }
-      const existing = await record.getByIdempotencyKey(idempotencyKey);
-      if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
-      // The first request may have stored the funding and died (or been refused) before starting its workflow.
-      if (!isFinalFundingStatus(existing.status)) {
-        // A lane's funding is its lane's (or, once the lane handed it over, its own workflow's,
-        // which the hand-over started): the lane is started if it is not running, nothing else.
-        // With lanes off, or a lane no longer run, its own workflow (its claim is atomic against a lane's).
-        const refusal =
-          existing.lane !== null && deps.paths && deps.paths.mode !== 'off' && existing.lane < LANE_COUNT
-            ? await deps.paths.ensureLane(existing.lane)
-            : await startWorkflow(existing.id, existing.workflowId, existing.recipientType);
-        if (refusal)
-          return { kind: 'not-started', storedBy: 'an-earlier-request', funding: fundingView(existing), refusal };
-      }
-      return { kind: 'existing', funding: fundingView(existing) };
+      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey));
     },
 
     /** `actor`: the ops key's name (recorded in the funding's events). */

@@ -187,6 +187,9 @@ export function createPaymentRecord(deps: PaymentRecordDependencies) {
     /** The payment stored under a key: called after an insert found the key taken. */
     getByIdempotencyKey: (idempotencyKey: string): Promise<PaymentWithEvents> =>
       database.payment.findUniqueOrThrow({ where: { idempotencyKey }, include: withPaymentEvents }),
+    /** The payment stored under a key, if any: called before a refusal that comes before the store. */
+    findByIdempotencyKey: (idempotencyKey: string): Promise<PaymentWithEvents | null> =>
+      database.payment.findUnique({ where: { idempotencyKey }, include: withPaymentEvents }),
 
     /** A page of GET /ops/payments, newest first. */
     listPage: (query: ListQuery<PaymentStatus>): Promise<ListPage<PaymentWithEvents>> =>

@@ -20,7 +20,7 @@ import type { ListPage, ListQuery } from '../lib/list-page.ts';
 import type { Logger } from '../lib/logger.ts';
 import { resolveReview } from '../reviews/resolve-review.ts';
 import { workflowRefusalOf, type WorkflowRefusal } from '../lib/workflow-unavailable.ts';
-import { createPaymentRecord } from './payment-record.ts';
+import { createPaymentRecord, type PaymentWithEvents } from './payment-record.ts';
 import { paymentView } from './payment-view.ts';
 import { requestFingerprint, sha256Hex } from '../lib/idempotency.ts';
 import { readBackDone } from '../lib/admission.ts';
@@ -119,8 +119,6 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
 
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreatePaymentRequest, actor?: string): Promise<StartPaymentResult> {
-      const foreign = currencyRefusal(body.amount.currency);
-      if (foreign) return { kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign };
       const amount = normaliseAmount(body.amount);
       // PURCHASE (or none) fingerprints as before: existing keys keep matching.
       const purpose = body.purpose === 'DEPOSIT' ? ['DEPOSIT'] : [];
@@ -131,8 +129,25 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         amount.value,
         ...purpose,
       ]);
+      /** As the store answers a key already taken, whatever the refusal before the store would have said. */
+      const answerTakenKey = async (existing: PaymentWithEvents): Promise<StartPaymentResult> => {
+        if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
+        // The first request may have stored the payment and died (or been refused) before starting its workflow.
+        if (!isFinalPaymentStatus(existing.status)) {
+          const refusal = await startWorkflow(existing.id, existing.workflowId);
+          if (refusal)
+            return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
+        }
+        return { kind: 'existing', payment: paymentView(existing) };
+      };
+      const unlessKeyTaken = async (refusal: StartPaymentResult): Promise<StartPaymentResult> => {
+        const earlier = await record.findByIdempotencyKey(idempotencyKey);
+        return earlier ? answerTakenKey(earlier) : refusal;
+      };
+      const foreign = currencyRefusal(body.amount.currency);
+      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign });
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
-      if (!link) return { kind: 'link-not-found' };
+      if (!link) return unlessKeyTaken({ kind: 'link-not-found' });
       const id = randomUUID();
       const workflowId = paymentWorkflowId(idempotencyKey, sha256Hex);
       const inserted = await record.insert({
@@ -151,15 +166,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         deps.logger.info({ paymentId: id, workflowId }, 'payment started');
         return { kind: 'created', payment: (await this.view(id))! };
       }
-      const existing = await record.getByIdempotencyKey(idempotencyKey);
-      if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
-      // The first request may have stored the payment and died (or been refused) before starting its workflow.
-      if (!isFinalPaymentStatus(existing.status)) {
-        const refusal = await startWorkflow(existing.id, existing.workflowId);
-        if (refusal)
-          return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
-      }
-      return { kind: 'existing', payment: paymentView(existing) };
+      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey));
     },
 
     /**

@@ -284,6 +284,15 @@ describe('idempotency (contract-decisions section 8)', () => {
     const reused = await postFunding({ recipient: { type: 'CODE', code }, amount: amount('3.00') }, key);
     expect(reused.status).toBe(422);
     expect(reused.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // Whatever another body would be refused for before the store: the key is what is wrong with it. Before: 422
+    // CURRENCY_NOT_ACCEPTED and LINK_NOT_FOUND, as if the key were new.
+    for (const other of [
+      { recipient: { type: 'CODE', code }, amount: { currency: 'USD', value: '2.00' } },
+      { recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: amount('2.00') },
+    ]) {
+      const answer = await postFunding(other, key);
+      expect([answer.status, answer.body.code], JSON.stringify(other)).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    }
   });
 
   it('concurrent requests with one key make one funding and one workflow (none of its own on a lane)', async () => {

@@ -214,6 +214,14 @@ describe('payments', () => {
     expect([first.status, same.status, other.status]).toEqual([202, 200, 422]);
     expect(same.body.id).toBe(first.body.id);
     expect(other.body.code).toBe('IDEMPOTENCY_KEY_REUSED');
+    // Whatever another body would be refused for before the store (before: CURRENCY_NOT_ACCEPTED, LINK_NOT_FOUND).
+    for (const body of [
+      { linkId, amount: { currency: 'USD', value: '1.00' } },
+      { linkId: randomUUID(), amount: { currency: 'PHP', value: '1.00' } },
+    ]) {
+      const answer = await postPayment(body, key);
+      expect([answer.status, answer.body.code], JSON.stringify(body)).toEqual([422, 'IDEMPOTENCY_KEY_REUSED']);
+    }
     const malformed = await postPayment({ linkId: 'x', amount: { currency: 'PHP', value: '1.00' } });
     expect(malformed.status).toBe(400);
     const unknownLink = await postPayment({ linkId: randomUUID(), amount: { currency: 'PHP', value: '1.00' } });
