@@ -23,6 +23,12 @@ export interface FundBatchInput {
   afterId?: string | null;
   /** Carried over a continue-as-new: the rate the runs had reached after the wallet's 429s. */
   inFlight?: number;
+  /**
+   * Carried over a continue-as-new while the wallet's last Retry-After still runs: the workflow time (ms since the
+   * epoch) before which nothing new starts. Absent when no wait outlasted the run (so a run that continued without one
+   * gives the next the same input as before).
+   */
+  resumeAt?: number;
 }
 
 export interface FundBatchResult {

@@ -136,6 +136,7 @@ class BatchRun {
       Math.min(maxInFlight, Math.max(1, Math.floor(input.inFlight ?? input.maxInFlight))),
       maxInFlight,
     );
+    this.rate.resumeAt = input.resumeAt ?? 0;
     this.afterId = input.afterId ?? null;
   }
 
@@ -172,7 +173,15 @@ class BatchRun {
   async continueAsNew(): Promise<never> {
     await condition(() => this.running === 0);
     // A signal that arrives from here on is not lost: the next run reads the state first.
-    return continueAsNew<typeof fundBatch>({ ...this.input, afterId: this.afterId, inFlight: this.rate.inFlight });
+    // A 429 answered while the run waited for its last chunks: its wait goes on in the next run (before, the next run
+    // dispatched at once, inside the wallet's Retry-After).
+    const { resumeAt: _carried, ...input } = this.input;
+    return continueAsNew<typeof fundBatch>({
+      ...input,
+      afterId: this.afterId,
+      inFlight: this.rate.inFlight,
+      ...(this.rate.resumeAt > Date.now() ? { resumeAt: this.rate.resumeAt } : {}),
+    });
   }
 
   /** Paused or awaiting approval: until the next signal (or a re-check, in case one was lost), then the state again. */

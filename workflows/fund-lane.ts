@@ -71,6 +71,7 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
     Math.min(MAX_IN_FLIGHT, Math.max(1, Math.floor(input.inFlight ?? MAX_IN_FLIGHT))),
     MAX_IN_FLIGHT,
   );
+  rate.resumeAt = input.resumeAt ?? 0;
   /** Chunks under way, and the fundings they may take together (their limits). */
   let running = 0;
   let reserved = 0;
@@ -116,7 +117,13 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
     if (dispatched >= chunksPerRun || workflowInfo().continueAsNewSuggested) {
       // Only once no chunk is under way: their outcomes belong to this run.
       await condition(() => running === 0);
-      return continueAsNew<typeof fundLane>({ ...input, inFlight: rate.inFlight });
+      // A 429 answered while the run waited for its last chunks: its wait goes on in the next run.
+      const { resumeAt: _carried, ...rest } = input;
+      return continueAsNew<typeof fundLane>({
+        ...rest,
+        inFlight: rate.inFlight,
+        ...(rate.resumeAt > Date.now() ? { resumeAt: rate.resumeAt } : {}),
+      });
     }
     if (Date.now() < rate.resumeAt) {
       // The wallet asked us to slow down: nothing new until then.

@@ -232,6 +232,36 @@ describe('the batch runner', () => {
     expect(new Set(handedOver)).toEqual(new Set(['COMPLETED']));
   });
 
+  it('keeps waiting out the wallet’s Retry-After across a continue-as-new: the next run starts nothing inside it', async () => {
+    const batchId = await runningBatch(8);
+    // Every create refused with a Retry-After of 6 s while the first run's two chunks (4 items, all it dispatches
+    // before it continues as new) are under way.
+    await stack().admin.setFaults([
+      { endpoint: 'transfers.create', mode: 'rate-limited', rate: 1, retryAfterSeconds: 6 },
+    ]);
+    const handle = await startRunner(batchId, { itemsPerRun: 4, maxInFlight: 4 });
+    const firstRun = (await handle.describe()).runId;
+    const next = await waitUntil(
+      async () => ({ runId: (await handle.describe()).runId, progress: await progressOf(handle) }),
+      (seen) => seen.runId !== firstRun,
+      60_000,
+    );
+    await stack().admin.clearFaults();
+    // Before: the next run began with no wait, and dispatched its items inside the wallet's Retry-After.
+    expect(next.progress.waitingUntil).not.toBeNull();
+    const waitingUntil = new Date(next.progress.waitingUntil!);
+    expect(await resultOf(handle)).toEqual({ state: 'COMPLETED' });
+    const rows = await expectSettled(batchId);
+    expect(rows.map((row) => row.status)).toEqual(Array(8).fill('APPROVED'));
+    // The next run's items (the last four, in id order) were claimed by its chunks once the wait was over.
+    const claims = await stack().database.fundingEvent.findMany({
+      where: { fundingId: { in: rows.slice(4).map((row) => row.id) }, status: 'CREATING' },
+      select: { at: true },
+    });
+    expect(claims.length).toBeGreaterThanOrEqual(4);
+    for (const claim of claims) expect(claim.at.getTime()).toBeGreaterThanOrEqual(waitingUntil.getTime() - 50);
+  });
+
   it('does not slow down for a create that failed otherwise (503 before any effect): those items alone go to their workflows', async () => {
     const batchId = await runningBatch(16);
     const since = new Date();
