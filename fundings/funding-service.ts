@@ -193,17 +193,23 @@ export function createFundingService(deps: FundingServiceDependencies) {
       actor?: string,
       authority: FundingAuthority = {},
     ): Promise<StartFundingResult> {
-      const requestFingerprint = fingerprint(body);
       /**
        * A key already taken is answered as the store would answer it (its funding, or IDEMPOTENCY_KEY_REUSED for
        * another body), whatever the refusal before the store would have said: read only on the way to one, so a
-       * funding that passes costs no extra read.
+       * funding that passes costs no extra read. `requestFingerprint` null: a body no funding was stored with (a
+       * currency walletflow does not take, whose amount no fingerprint may read).
        */
-      const unlessKeyTaken = async (refusal: StartFundingResult): Promise<StartFundingResult> => {
+      const unlessKeyTaken = async (
+        refusal: StartFundingResult,
+        requestFingerprint: string | null,
+      ): Promise<StartFundingResult> => {
         const earlier = await record.findByIdempotencyKey(idempotencyKey);
-        return earlier ? answerTakenKey(earlier) : refusal;
+        return earlier ? answerTakenKey(earlier, requestFingerprint) : refusal;
       };
-      const answerTakenKey = async (existing: FundingWithEvents): Promise<StartFundingResult> => {
+      const answerTakenKey = async (
+        existing: FundingWithEvents,
+        requestFingerprint: string | null,
+      ): Promise<StartFundingResult> => {
         if (existing.requestFingerprint !== requestFingerprint) return { kind: 'key-reused' };
         // The first request may have stored the funding and died (or been refused) before starting its workflow.
         if (!isFinalFundingStatus(existing.status)) {
@@ -220,7 +226,8 @@ export function createFundingService(deps: FundingServiceDependencies) {
         return { kind: 'existing', funding: fundingView(existing) };
       };
       const foreign = currencyRefusal(body.amount.currency);
-      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign });
+      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign }, null);
+      const requestFingerprint = fingerprint(body);
       const workflowId = fundingWorkflowId(idempotencyKey, sha256Hex);
       let recipientOwner: string | null = null;
       if (body.recipient.type === 'TOKEN') {
@@ -228,7 +235,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
           where: { id: body.recipient.linkId },
           select: { status: true, partnerUserId: true },
         });
-        if (!link) return unlessKeyTaken({ kind: 'link-not-found' });
+        if (!link) return unlessKeyTaken({ kind: 'link-not-found' }, requestFingerprint);
         recipientOwner = link.partnerUserId;
       }
       // A user's balance goes to that user's own wallet (a fund key may not pay it elsewhere),
@@ -238,7 +245,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         !authority.mayPayOthersBalance &&
         recipientOwner !== body.source.partnerUserId
       ) {
-        return unlessKeyTaken({ kind: 'source-not-recipient' });
+        return unlessKeyTaken({ kind: 'source-not-recipient' }, requestFingerprint);
       }
       const fundingId = randomUUID();
       const recipient = body.recipient;
@@ -286,7 +293,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
         );
         return { kind: 'created', funding: (await view(fundingId))! };
       }
-      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey));
+      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey), requestFingerprint);
     },
 
     /** `actor`: the ops key's name (recorded in the funding's events). */

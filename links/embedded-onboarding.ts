@@ -5,7 +5,6 @@
 // the link is saved by profileId and the row moves only from PENDING. Two callers: the
 // onboardEmbeddedSession workflow's activity (activities/embedded-session.ts), and the landing
 // page when the user is already there (on demand, ahead of a storm's backlog).
-import { decodeJwt } from 'jose';
 import { firstNameForPage, type OnboardEmbeddedSessionResult } from '../domain/embedded-session.ts';
 import type { Database } from '../lib/database.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -14,6 +13,7 @@ import { sessionAccessTokenContext, sessionRefreshTokenContext } from './embedde
 import { LinkUnlinkedSinceError, saveLinkWithTokensIn } from './link-record.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import type { TokenStore } from './token-store.ts';
+import { jwtExpiry } from './token-expiry.ts';
 
 export interface SessionOnboardingDependencies {
   database: Database;
@@ -35,15 +35,6 @@ export type SessionOnboardingOutcome =
 
 /** The embedded refresh token's lifetime (interface: 1200 s), when its `exp` cannot be read. */
 const EMBEDDED_REFRESH_LIFETIME_MS = 1_200_000;
-
-function refreshTokenExpiry(refreshToken: string, fallback: Date): Date {
-  try {
-    const { exp } = decodeJwt(refreshToken);
-    return typeof exp === 'number' ? new Date(exp * 1000) : fallback;
-  } catch {
-    return fallback;
-  }
-}
 
 const resultOf = (row: {
   id: string;
@@ -118,7 +109,8 @@ export function createSessionOnboarding(deps: SessionOnboardingDependencies) {
             accessTokenExpiresAt: row.accessTokenExpiresAt,
             refreshTokenExpiresAt:
               row.refreshTokenExpiresAt ??
-              refreshTokenExpiry(refreshToken, new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS)),
+              jwtExpiry(refreshToken) ??
+              new Date(row.createdAt.getTime() + EMBEDDED_REFRESH_LIFETIME_MS),
           },
         });
         await tx.embeddedSession.update({

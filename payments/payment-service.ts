@@ -119,6 +119,31 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
 
     /** Validated input only (createPaymentSchema, idempotencyKeySchema). */
     async start(idempotencyKey: string, body: CreatePaymentRequest, actor?: string): Promise<StartPaymentResult> {
+      /** As the store answers a key already taken, whatever the refusal before the store would have said. */
+      const answerTakenKey = async (
+        existing: PaymentWithEvents,
+        fingerprint: string | null,
+      ): Promise<StartPaymentResult> => {
+        if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
+        // The first request may have stored the payment and died (or been refused) before starting its workflow.
+        if (!isFinalPaymentStatus(existing.status)) {
+          const refusal = await startWorkflow(existing.id, existing.workflowId);
+          if (refusal)
+            return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
+        }
+        return { kind: 'existing', payment: paymentView(existing) };
+      };
+      /** `fingerprint` null: a body no payment was stored with (a currency walletflow does not take). */
+      const unlessKeyTaken = async (
+        refusal: StartPaymentResult,
+        fingerprint: string | null,
+      ): Promise<StartPaymentResult> => {
+        const earlier = await record.findByIdempotencyKey(idempotencyKey);
+        return earlier ? answerTakenKey(earlier, fingerprint) : refusal;
+      };
+      // Refused first: its amount may be one no fingerprint can read (GBP).
+      const foreign = currencyRefusal(body.amount.currency);
+      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign }, null);
       const amount = normaliseAmount(body.amount);
       // PURCHASE (or none) fingerprints as before: existing keys keep matching.
       const purpose = body.purpose === 'DEPOSIT' ? ['DEPOSIT'] : [];
@@ -129,25 +154,8 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         amount.value,
         ...purpose,
       ]);
-      /** As the store answers a key already taken, whatever the refusal before the store would have said. */
-      const answerTakenKey = async (existing: PaymentWithEvents): Promise<StartPaymentResult> => {
-        if (existing.requestFingerprint !== fingerprint) return { kind: 'key-reused' };
-        // The first request may have stored the payment and died (or been refused) before starting its workflow.
-        if (!isFinalPaymentStatus(existing.status)) {
-          const refusal = await startWorkflow(existing.id, existing.workflowId);
-          if (refusal)
-            return { kind: 'not-started', storedBy: 'an-earlier-request', payment: paymentView(existing), refusal };
-        }
-        return { kind: 'existing', payment: paymentView(existing) };
-      };
-      const unlessKeyTaken = async (refusal: StartPaymentResult): Promise<StartPaymentResult> => {
-        const earlier = await record.findByIdempotencyKey(idempotencyKey);
-        return earlier ? answerTakenKey(earlier) : refusal;
-      };
-      const foreign = currencyRefusal(body.amount.currency);
-      if (foreign) return unlessKeyTaken({ kind: 'refused', code: CURRENCY_NOT_ACCEPTED, detail: foreign });
       const link = await deps.database.link.findUnique({ where: { id: body.linkId }, select: { id: true } });
-      if (!link) return unlessKeyTaken({ kind: 'link-not-found' });
+      if (!link) return unlessKeyTaken({ kind: 'link-not-found' }, fingerprint);
       const id = randomUUID();
       const workflowId = paymentWorkflowId(idempotencyKey, sha256Hex);
       const inserted = await record.insert({
@@ -166,7 +174,7 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
         deps.logger.info({ paymentId: id, workflowId }, 'payment started');
         return { kind: 'created', payment: (await this.view(id))! };
       }
-      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey));
+      return answerTakenKey(await record.getByIdempotencyKey(idempotencyKey), fingerprint);
     },
 
     /**

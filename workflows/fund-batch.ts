@@ -29,7 +29,7 @@ import {
   type FundBatchInput,
   type FundBatchResult,
 } from './fund-batch.contract.ts';
-import { InFlightRate } from './in-flight-rate.ts';
+import { carriedResumeAt, InFlightRate } from './in-flight-rate.ts';
 
 /**
  * Items dispatched per run before it continues as new, unless the input says: 125 chunks of 16 at
@@ -136,7 +136,7 @@ class BatchRun {
       Math.min(maxInFlight, Math.max(1, Math.floor(input.inFlight ?? input.maxInFlight))),
       maxInFlight,
     );
-    this.rate.resumeAt = input.resumeAt ?? 0;
+    this.rate.resumeAt = carriedResumeAt(input.resumeAt);
     this.afterId = input.afterId ?? null;
   }
 

@@ -24,7 +24,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import { fundBatchActivityTimeouts } from './fund-batch.contract.ts';
-import { InFlightRate } from './in-flight-rate.ts';
+import { carriedResumeAt, InFlightRate } from './in-flight-rate.ts';
 import {
   laneProgressQuery,
   type FundLaneActivities,
@@ -71,7 +71,7 @@ export async function fundLane(input: FundLaneInput): Promise<void> {
     Math.min(MAX_IN_FLIGHT, Math.max(1, Math.floor(input.inFlight ?? MAX_IN_FLIGHT))),
     MAX_IN_FLIGHT,
   );
-  rate.resumeAt = input.resumeAt ?? 0;
+  rate.resumeAt = carriedResumeAt(input.resumeAt);
   /** Chunks under way, and the fundings they may take together (their limits). */
   let running = 0;
   let reserved = 0;

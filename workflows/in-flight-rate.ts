@@ -3,6 +3,7 @@
 // the number, once per episode (the chunks already under way when it halved tell of the same
 // congestion); as many done in a row without one as run at once give one back, up to the most.
 // Deterministic code only: its times are workflow time, and fundBatch and fundLane replay it.
+import { patched } from '@temporalio/workflow';
 
 /** The longest a runner waits on one 429 (the activities already cap the wallet's Retry-After this way). */
 export const MAX_SLOW_DOWN_MS = 5 * 60_000;
@@ -43,4 +44,17 @@ export class InFlightRate {
       this.successes = 0;
     }
   }
+}
+
+/**
+ * The patch behind a wait carried over a continue-as-new (`resumeAt` in the next run's input). A build before it
+ * ignores the field, so a run it started with one (continued on this build, then moved back by a rollback) dispatches
+ * at once: this build, asked to replay that run, must do the same, and does (no marker in its history). A run that
+ * waited so on this build cannot be replayed by a build before it, as for any patch (docs/changing-workflows.md).
+ */
+export const CARRIED_WAIT_PATCH = 'carry-retry-after-over-continue-as-new';
+
+/** The wait a run starts with: its input's `resumeAt`, behind CARRIED_WAIT_PATCH; 0 when it carries none. */
+export function carriedResumeAt(resumeAt: number | undefined): number {
+  return resumeAt !== undefined && patched(CARRIED_WAIT_PATCH) ? resumeAt : 0;
 }

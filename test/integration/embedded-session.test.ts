@@ -391,6 +391,17 @@ describe('session URL and landing page', () => {
         where: { requestReferenceNo: answer.reference },
       });
       expect(row.refreshTokenExpiresAt, String(exp)).toBeNull();
+      // Onboarded all the same, the token's lifetime taken from the interface (a second read found onboarding reading
+      // the exp again with a copy of its own, and failing on the same invalid Date).
+      await stack.startWorker();
+      // Its workflow is started by the outbox's dispatcher, a moment after the answer.
+      await waitUntil(
+        () => stack.database.onboardingOutbox.count({ where: { sessionId: row.id } }),
+        (pending) => pending === 0,
+        10_000,
+      );
+      const onboarded = await stack.temporal.workflow.getHandle(onboardingWorkflowId(row.id)).result();
+      expect(onboarded, String(exp)).toMatchObject({ status: 'READY', errorCode: null });
     }
   });
 

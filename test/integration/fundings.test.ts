@@ -288,6 +288,8 @@ describe('idempotency (contract-decisions section 8)', () => {
     // CURRENCY_NOT_ACCEPTED and LINK_NOT_FOUND, as if the key were new.
     for (const other of [
       { recipient: { type: 'CODE', code }, amount: { currency: 'USD', value: '2.00' } },
+      // A currency walletflow does not know at all: no fingerprint reads it (a second read found it answered 500).
+      { recipient: { type: 'CODE', code }, amount: { currency: 'GBP', value: '2.00' } },
       { recipient: { type: 'TOKEN', linkId: randomUUID() }, amount: amount('2.00') },
     ]) {
       const answer = await postFunding(other, key);

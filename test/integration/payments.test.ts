@@ -217,6 +217,7 @@ describe('payments', () => {
     // Whatever another body would be refused for before the store (before: CURRENCY_NOT_ACCEPTED, LINK_NOT_FOUND).
     for (const body of [
       { linkId, amount: { currency: 'USD', value: '1.00' } },
+      { linkId, amount: { currency: 'GBP', value: '1.00' } },
       { linkId: randomUUID(), amount: { currency: 'PHP', value: '1.00' } },
     ]) {
       const answer = await postPayment(body, key);

@@ -99,6 +99,33 @@ export async function replayStored(options: ReplayWorkerOptions, names: string[]
 }
 
 /**
+ * Replays stored histories (by name) with their run's input changed by `change`: a run a build before started with an
+ * input field it did not know, as today's code must replay it.
+ */
+export async function replayStoredWithInput(
+  options: ReplayWorkerOptions,
+  names: string[],
+  change: (input: Record<string, unknown>) => Record<string, unknown>,
+): Promise<ReplayResult[]> {
+  const histories = await Promise.all(
+    names.map(async (name) => {
+      const history = (await readStoredHistory(name)) as {
+        events: Array<{
+          workflowExecutionStartedEventAttributes?: { input?: { payloads?: Array<{ data?: string }> } };
+        }>;
+      };
+      const started = history.events[0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+      const input = JSON.parse(decodeBase64(started.data!)) as Record<string, unknown>;
+      started.data = Buffer.from(JSON.stringify(change(input))).toString('base64');
+      return { workflowId: name, history };
+    }),
+  );
+  const results: ReplayResult[] = [];
+  for await (const result of Worker.runReplayHistories(options, histories)) results.push(result);
+  return results;
+}
+
+/**
  * For the replay tests: each replay worker logs its life (and webpack's) at INFO, and Core warns
  * of each expected nondeterminism; errors still show. Not for the capture script (its own runtime).
  */
