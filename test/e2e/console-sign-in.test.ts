@@ -8,11 +8,11 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Prisma } from '../../generated/prisma/client.ts';
 import { parseConsoleRoles } from '../../lib/console-roles.ts';
 import { startIdentityProvider, type RunningIdentityProvider } from '../../sandbox/identity-provider.ts';
 import { closeChromium, launchChromium } from '../support/browser.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { connectionReset, failRawQueries } from '../support/raw-failures.ts';
 import { startPartnerStack, type PartnerStack } from '../support/partner-stack.ts';
 
 let browser: Browser;
@@ -556,23 +556,8 @@ describe('the console’s sign-in through OpenID Connect', () => {
   });
 
   it('answers a callback whose database read lost its connection 503, saying to sign in again (a reload cannot work: its state is spent), and the next sign-in goes through', async () => {
-    // The pg adapter's form of a reset (test/integration/raw-statement-failures.test.ts makes it for real), once, at
-    // the callback's read of the person's last sign-out.
-    const reset = new Prisma.PrismaClientKnownRequestError('Raw query failed. Code: `N/A`.', {
-      code: 'P2010',
-      clientVersion: 'test',
-      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'ConnectionClosed' } } },
-    });
-    const raw = oidcStack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
-    const queryRaw = raw.$queryRaw;
-    let failOnce = true;
-    raw.$queryRaw = (...args: unknown[]) => {
-      if (failOnce && Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('console_sign_out')) {
-        failOnce = false;
-        return Promise.reject(reset);
-      }
-      return queryRaw.apply(oidcStack.database, args);
-    };
+    // A reset, once, at the callback's read of the person's last sign-out.
+    const restore = failRawQueries(oidcStack.database, 'console_sign_out', connectionReset(), { once: true });
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
@@ -592,7 +577,7 @@ describe('the console’s sign-in through OpenID Connect', () => {
       await page.waitForURL(`${oidcStack.apiBase}/console`);
       expect(await page.locator('header .who').innerText()).toContain('Ana Cruz (oidc:staff-ana)');
     } finally {
-      raw.$queryRaw = queryRaw;
+      restore();
       await context.close();
     }
   });

@@ -15,6 +15,7 @@ import { testDatabaseUrl } from '../support/test-database.ts';
 import { createDatabase } from '../../lib/database.ts';
 import { overloadOf } from '../../lib/admission.ts';
 import { Prisma } from '../../generated/prisma/client.ts';
+import { connectionReset, failRawQueries } from '../support/raw-failures.ts';
 
 let stack: PartnerStack;
 
@@ -436,26 +437,15 @@ describe('PostgreSQL refusing connections under a burst', () => {
   });
 
   it('a raw read whose connection is reset mid-statement (a proxy or pooler restarting: no PostgreSQL state) answers 503 with Retry-After, not 500', async () => {
-    // The adapter's form of it (test/integration/raw-statement-failures.test.ts makes it for real): P2010, its error of
-    // kind ConnectionClosed, no PostgreSQL state.
-    const reset = new Prisma.PrismaClientKnownRequestError('Raw query failed. Code: `N/A`.', {
-      code: 'P2010',
-      clientVersion: 'test',
-      meta: { driverAdapterError: { name: 'DriverAdapterError', cause: { kind: 'ConnectionClosed' } } },
-    });
-    const raw = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
-    const queryRaw = raw.$queryRaw;
-    raw.$queryRaw = (...args: unknown[]) =>
-      Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('settlement_run')
-        ? Promise.reject(reset)
-        : queryRaw.apply(stack.database, args);
+    // The adapter's form of it: P2010, its error of kind ConnectionClosed, no PostgreSQL state.
+    const restore = failRawQueries(stack.database, 'settlement_run', connectionReset());
     try {
       // A day's settlement, whose first read is raw. Before: 500 INTERNAL.
       const answer = await stack.opsFetch('/ops/settlements/2020-01-01');
       expect([answer.status, ((await answer.json()) as { code?: string }).code]).toEqual([503, 'OVERLOADED']);
       expect(Number(answer.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     } finally {
-      raw.$queryRaw = queryRaw;
+      restore();
     }
   });
 
@@ -476,12 +466,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
       expect(landingPage).toContain('Busy right now');
       // The money page's poll of its activity (its web session's read lost): JSON, as its 200 and 401 are. Before: the
       // HTML page, which only the status polls were spared.
-      const raw = stack.database as unknown as Record<'$queryRaw', (...args: unknown[]) => Promise<unknown>>;
-      const queryRaw = raw.$queryRaw;
-      raw.$queryRaw = (...args: unknown[]) =>
-        Array.isArray(args[0]) && (args[0] as string[]).join('?').includes('FROM app_session')
-          ? Promise.reject(lost)
-          : queryRaw.apply(stack.database, args);
+      const restore = failRawQueries(stack.database, 'FROM app_session', lost);
       try {
         const poll = await fetch(`${stack.apiBase}/app/activity`, {
           headers: { cookie: `walletflow_app=${'a'.repeat(43)}` },
@@ -490,7 +475,7 @@ describe('PostgreSQL refusing connections under a burst', () => {
         expect(poll.headers.get('content-type')).toContain('application/json');
         expect(((await poll.json()) as { code: string }).code).toBe('OVERLOADED');
       } finally {
-        raw.$queryRaw = queryRaw;
+        restore();
       }
       // The login's callback, its state spent in the same statement that was lost.
       const state = 's'.repeat(43);

@@ -14,6 +14,12 @@ const stack = useSettlementStack();
 const { settled, freshDay, plant } = settlementRunKit(stack);
 const { pageSettledHere } = settledPageKit(stack);
 
+/** How many of a run's lines have each result, as [result, count] sorted by result. */
+async function resultsOf(runId: string): Promise<Array<[string, number]>> {
+  const lines = await stack().database.settlementLine.groupBy({ by: ['result'], where: { runId }, _count: true });
+  return lines.map((line): [string, number] => [line.result, line._count]).sort();
+}
+
 describe('a day settled by a durable run, when the wallet will not say what became of a transfer', () => {
   it('finishes the day when the wallet refuses, each time, to say what became of a transfer: that line is not matched, and says why', async () => {
     // A lasting 400 for every retrieve, then answers that are no record: each transfer's own answer, tried three
@@ -203,12 +209,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     // day was never settled.
     expect(outcomes).toEqual(['refused', 'refused', 'done']);
     expect([...limitedIn]).toEqual([2, 3]);
-    const lines = await stack().database.settlementLine.groupBy({
-      by: ['result'],
-      where: { runId: run.id },
-      _count: true,
-    });
-    expect(lines.map((line) => [line.result, line._count]).sort()).toEqual([
+    expect(await resultsOf(run.id)).toEqual([
       ['matched', 19],
       ['mismatched', 1],
     ]);
@@ -239,12 +240,7 @@ describe('a day settled by a durable run, when the wallet will not say what beca
     for (let number = 2; number <= 3; number += 1)
       await expect(attempt(number), `attempt ${number}`).rejects.toThrow(/HTTP_400/);
     expect(await attempt(4)).toMatchObject({ done: true });
-    const lines = await stack().database.settlementLine.groupBy({
-      by: ['result'],
-      where: { runId: run.id },
-      _count: true,
-    });
-    expect(lines.map((line) => [line.result, line._count]).sort()).toEqual([
+    expect(await resultsOf(run.id)).toEqual([
       ['matched', 19],
       ['mismatched', 1],
     ]);

@@ -3,15 +3,10 @@
 // is auto-upgrade (a lane runs for as long as the deployment does and moves to the current build),
 // so a change to its commands must replay these: unguarded it is refused, behind patched() it is
 // not (docs/changing-workflows.md).
-import { describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { fundLaneWorkflowType } from '../../workflows/fund-lane.contract.ts';
-import {
-  historyPaths,
-  installQuietReplayRuntime,
-  replayStoredWithInput,
-  storedHistoriesOf,
-} from '../support/replay-histories.ts';
-import { itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
+import { historyPaths, installQuietReplayRuntime, storedHistoriesOf } from '../support/replay-histories.ts';
+import { itReplaysARunStartedWithAnIgnoredWait, itReplaysEachAgainstTodaysCode } from '../support/replay-each.ts';
 
 installQuietReplayRuntime();
 const stored = storedHistoriesOf(fundLaneWorkflowType);
@@ -23,13 +18,5 @@ describe('fundLane replay', () => {
 
   itReplaysEachAgainstTodaysCode(stored);
 
-  it('replays a run a build before the carried wait started with a resumeAt in its input (it ignored it, and so does this build)', async () => {
-    // As fund-batch.replay.test.ts's: a lane continued as new with a wait pending, then run on a build before it.
-    const bundle = { workflowBundle: { codePath: inject('workflowBundlePath') } };
-    const results = await replayStoredWithInput(bundle, stored, (input) => ({
-      ...input,
-      resumeAt: Date.parse('2999-01-01T00:00:00Z'),
-    }));
-    expect(results.map((result) => [result.workflowId, result.error])).toEqual(stored.map((name) => [name, undefined]));
-  });
+  itReplaysARunStartedWithAnIgnoredWait(stored);
 });

@@ -5,7 +5,7 @@
 // fundWallet alone.
 import type { ReplayResult } from '@temporalio/worker';
 import { expect, inject, it } from 'vitest';
-import { replayStored } from './replay-histories.ts';
+import { replayStored, replayStoredWithInput } from './replay-histories.ts';
 
 export function itReplaysEachAgainstTodaysCode(stored: string[]): void {
   let replayed: Promise<Map<string, ReplayResult>> | undefined;
@@ -23,5 +23,21 @@ export function itReplaysEachAgainstTodaysCode(stored: string[]): void {
     expect(result?.workflowId).toBe(name);
     // The error itself, not just "defined": its message names the mismatching command.
     expect(result?.error).toBeUndefined();
+  });
+}
+
+/**
+ * A run a build before the carried wait (workflows/in-flight-rate.ts CARRIED_WAIT_PATCH) started with a `resumeAt` in
+ * its input, which it ignored: today's code replays it as that build ran it (a run continued as new with a wait
+ * pending, moved back by a rollback, then promoted again).
+ */
+export function itReplaysARunStartedWithAnIgnoredWait(stored: string[]): void {
+  it('replays a run a build before the carried wait started with a resumeAt in its input (it ignored it, and so does this build)', async () => {
+    const bundle = { workflowBundle: { codePath: inject('workflowBundlePath') } };
+    const results = await replayStoredWithInput(bundle, stored, (input) => ({
+      ...input,
+      resumeAt: Date.parse('2999-01-01T00:00:00Z'),
+    }));
+    expect(results.map((result) => [result.workflowId, result.error])).toEqual(stored.map((name) => [name, undefined]));
   });
 }
