@@ -109,6 +109,27 @@ const RETRIEVE_TRIES = 3;
 const RETRY_PAUSE_MS = 250;
 /** When the wallet said 429 without saying when. */
 const DEFAULT_SLOW_DOWN_MS = 1000;
+
+/**
+ * A wallet call through the run's gate (activities/retrieve-gate.ts): in one of its places, never while the wallet has
+ * asked the run to wait. A 429 is not a try: nothing was read, the whole run waits its Retry-After, then the call is
+ * made again. Any other failure is the caller's, its place already given back.
+ */
+async function throughGate<T>(gate: RetrieveGate, call: () => Promise<T>): Promise<T> {
+  for (;;) {
+    await gate.acquire();
+    try {
+      const value = await call();
+      gate.succeeded();
+      return value;
+    } catch (error) {
+      if (!isWalletError(error) || error.httpStatus !== 429) throw error;
+      gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
+    } finally {
+      gate.release();
+    }
+  }
+}
 /**
  * Transfers of a page whose retrieves may fail for good (after their tries) before the page stops starting new ones:
  * a failure or two of one transfer's own leaves the rest of the page read and stored; more is the wallet failing at
@@ -170,24 +191,15 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     transferId: string,
     unreadableBefore: number,
   ): Promise<WalletTransferRecord> {
-    for (let tries = 1; ;) {
-      await gate.acquire();
-      /** How long to wait before the next try, its place given back meanwhile. */
-      let pauseMs = 0;
+    for (let tries = 1; ; tries += 1) {
       try {
-        const { data } = await deps.wallet.retrieveTransfer(transferId);
-        gate.succeeded();
+        const { data } = await throughGate(gate, () => deps.wallet.retrieveTransfer(transferId));
         return { status: data.status, amount: data.amount };
       } catch (error) {
         if (!isWalletError(error)) throw error;
         if (error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND') {
           gate.succeeded();
           return null;
-        }
-        if (error.httpStatus === 429) {
-          // Nothing was read: the whole run waits, then this one is asked again (not a try).
-          gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
-          continue;
         }
         if (tries >= RETRIEVE_TRIES) {
           // This transfer's own answer, every time, in enough attempts whose page went through: the line says it could
@@ -207,12 +219,9 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
             unreadableBefore + 1 >= attemptsBeforeALine ? unreadable : null,
           );
         }
-        tries += 1;
-        pauseMs = (deps.retryPauseMs ?? RETRY_PAUSE_MS) * tries;
-      } finally {
-        gate.release();
       }
-      if (pauseMs > 0) await new Promise((resolve) => setTimeout(resolve, pauseMs));
+      // The next try after a pause, its place given back meanwhile.
+      await new Promise((resolve) => setTimeout(resolve, (deps.retryPauseMs ?? RETRY_PAUSE_MS) * (tries + 1)));
     }
   }
 
@@ -497,22 +506,12 @@ export function createSettlementActivities(deps: SettlementActivityDependencies)
     );
     const probe = ofPage[Math.floor(Math.random() * ofPage.length)] ?? (await runs.describedTransfer(runId));
     if (!probe) return noneToAsk;
-    for (;;) {
-      await gate.acquire();
-      try {
-        await deps.wallet.retrieveTransfer(probe);
-        gate.succeeded();
-        return true;
-      } catch (error) {
-        if (isWalletError(error) && error.httpStatus === 429) {
-          gate.rateLimited(retryDelayOf(error) ?? DEFAULT_SLOW_DOWN_MS);
-          continue;
-        }
-        // "No record of it" is the wallet's own word: it answers.
-        return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
-      } finally {
-        gate.release();
-      }
+    try {
+      await throughGate(gate, () => deps.wallet.retrieveTransfer(probe));
+      return true;
+    } catch (error) {
+      // "No record of it" is the wallet's own word: it answers.
+      return isWalletError(error) && error.httpStatus === 404 && error.code === 'TRANSFER_NOT_FOUND';
     }
   }
 
