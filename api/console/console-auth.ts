@@ -21,7 +21,7 @@ import {
 } from '../../access/console-sessions.ts';
 import type { ConsoleGrants } from './console-grants.ts';
 import type { OpsScope } from '../../lib/ops-keys.ts';
-import { CONSOLE_PATH, notice, sendConsolePage, type SignedInPerson } from './console-layout.ts';
+import { CONSOLE_PATH, notice, sendConsolePage, signInAddress, type SignedInPerson } from './console-layout.ts';
 import { sendEndedStream } from './live-events.ts';
 
 /**
@@ -373,7 +373,7 @@ export const requireSignedIn =
     }
     if (req.method === 'GET' || req.method === 'HEAD') {
       const returnTo = req.originalUrl.startsWith(CONSOLE_PATH) ? req.originalUrl : CONSOLE_PATH;
-      res.redirect(303, `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`);
+      res.redirect(303, signInAddress(returnTo));
       return;
     }
     sendConsolePage(res, 401, {

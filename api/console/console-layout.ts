@@ -12,6 +12,10 @@ import type { OpsScope } from '../../lib/ops-keys.ts';
 import { strictRouter } from '../http/route-registration.ts';
 
 export const CONSOLE_PATH = '/console';
+
+/** The sign-in page's address that returns to `returnTo` (a console page) once signed in. */
+export const signInAddress = (returnTo: string): string =>
+  `${CONSOLE_PATH}/sign-in?return=${encodeURIComponent(returnTo)}`;
 const ASSETS_PATH = `${CONSOLE_PATH}/assets`;
 
 interface Asset {

@@ -32,7 +32,14 @@ import {
   requireSignedIn,
 } from './console-auth.ts';
 import { answerScopeRefusalsWith } from '../http/actor.ts';
-import { consoleAssetsRouter, CONSOLE_PATH, notice, sendConsolePage, escapeHtml } from './console-layout.ts';
+import {
+  consoleAssetsRouter,
+  CONSOLE_PATH,
+  notice,
+  sendConsolePage,
+  escapeHtml,
+  signInAddress,
+} from './console-layout.ts';
 import type { ConsoleGrants } from './console-grants.ts';
 import type { ConsoleServices } from './console-services.ts';
 import { addBatchesRoutes, batchesRoutes, batchFormsWithFiles } from './batches-pages.ts';
@@ -44,7 +51,7 @@ import { addLinksRoutes, linksRoutes } from './links-page.ts';
 import { addPaymentRoutes, paymentRoutes } from './payment-page.ts';
 import { addReviewRoutes, reviewRoutes } from './review-page.ts';
 import { addSearchRoutes, searchRoutes } from './search-page.ts';
-import { addSignInRoutes, signInRoutes } from './sign-in.ts';
+import { addSignInRoutes, signInReturnOf, signInRoutes } from './sign-in.ts';
 import { addWebhooksRoutes, webhooksRoutes } from './webhooks-page.ts';
 
 export interface ConsoleDependencies {
@@ -166,7 +173,7 @@ export function consoleRouter(deps: ConsoleDependencies): Router {
       res.setHeader('Retry-After', String(retryAfter));
       sendConsolePage(res, 503, {
         title: 'Busy',
-        body: `${notice(`walletflow could not finish signing you in just now: sign in again in ${retryAfter} seconds.`, 'error')}<p><a href="${CONSOLE_PATH}/sign-in">Sign in</a></p>`,
+        body: `${notice(`walletflow could not finish signing you in just now: sign in again in ${retryAfter} seconds.`, 'error')}<p><a href="${escapeHtml(signInAddress(signInReturnOf(req, res)))}">Sign in</a></p>`,
       });
       return;
     }

@@ -222,6 +222,19 @@ function isNotAPage(path: string): boolean {
   return NOT_A_PAGE.some((prefix) => routed === prefix || routed.startsWith(`${prefix}/`));
 }
 
+/** Where a sign-in step was to return to: its callback's stored page once read, else its query or form. */
+const SIGN_IN_RETURN = 'consoleSignInReturn';
+
+/**
+ * The page a sign-in step (its start, the key's form, the provider's callback once its state was read) was to return
+ * to, for a link that begins it again: the console's home when it named none, or none that may be gone back to.
+ */
+export function signInReturnOf(req: Request, res: Response): string {
+  return safeReturn(
+    res.locals[SIGN_IN_RETURN] ?? req.query.return ?? (req.body as Record<string, unknown> | undefined)?.return,
+  );
+}
+
 /** A console path to return to after signing in: only this console's own pages. */
 export function safeReturn(value: unknown): string {
   if (
@@ -336,7 +349,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
   }
 
   function signInPage(req: Request, res: Response, status: number, message?: string): void {
-    const returnTo = safeReturn(req.query.return ?? (req.body as Record<string, unknown> | undefined)?.return);
+    const returnTo = signInReturnOf(req, res);
     if (config.oidc) {
       sendConsolePage(res, status, {
         title: 'Sign in',
@@ -528,6 +541,7 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
       settings && state && boundState && codeVerifier && sameToken(boundState, state)
         ? await sessions.takeSignIn(state)
         : null;
+    if (started) res.locals[SIGN_IN_RETURN] = started.returnTo;
     if (!settings || !started || !codeVerifier) {
       await failed(req, res, () =>
         signInPage(

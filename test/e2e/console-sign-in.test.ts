@@ -555,13 +555,14 @@ describe('the console’s sign-in through OpenID Connect', () => {
     }
   });
 
-  it('answers a callback whose database read lost its connection 503, saying to sign in again (a reload cannot work: its state is spent), and the next sign-in goes through', async () => {
+  it('answers a callback whose database read lost its connection 503, saying to sign in again (a reload cannot work: its state is spent), and the next sign-in goes through to the page the person asked for', async () => {
     // A reset, once, at the callback's read of the person's last sign-out.
     const restore = failRawQueries(oidcStack.database, 'console_sign_out', connectionReset(), { once: true });
     const context = await browser.newContext();
     try {
       const page = await context.newPage();
-      await page.goto(`${oidcStack.apiBase}/console`);
+      // Signed out, a person opens the audit page: the sign-in is to bring them back to it.
+      await page.goto(`${oidcStack.apiBase}/console/audit`);
       await page.getByRole('link', { name: /Sign in with/ }).click();
       const callback = page.waitForResponse((response) => response.url().includes('/console/oidc/callback'));
       await logInAtProvider(page, 'ana', 'ana-pass');
@@ -572,9 +573,12 @@ describe('the console’s sign-in through OpenID Connect', () => {
       const text = await page.locator('main').innerText();
       expect(text).toContain('sign in again');
       expect(text).not.toContain('Reload');
-      await page.getByRole('link', { name: 'Sign in', exact: true }).click();
+      // Before: the link went to /console/sign-in, and the sign-in ended on the home page.
+      const again = page.getByRole('link', { name: 'Sign in', exact: true });
+      expect(await again.getAttribute('href')).toBe('/console/sign-in?return=%2Fconsole%2Faudit');
+      await again.click();
       await page.getByRole('link', { name: /Sign in with/ }).click();
-      await page.waitForURL(`${oidcStack.apiBase}/console`);
+      await page.waitForURL(`${oidcStack.apiBase}/console/audit`);
       expect(await page.locator('header .who').innerText()).toContain('Ana Cruz (oidc:staff-ana)');
     } finally {
       restore();
@@ -693,6 +697,30 @@ describe('the console’s sign-in with a named ops key (no identity provider)', 
       expect(forged.type).toMatch(/^text\/html/);
       expect(forged.text).toContain('You may not do this');
     } finally {
+      await context.close();
+    }
+  });
+
+  it('answers a key sign-in whose session could not be stored (a lost connection) 503, with a link that signs in again to the page asked for', async () => {
+    const restore = failRawQueries(keyStack.database, 'INSERT INTO console_session', connectionReset(), { once: true });
+    const context = await browser.newContext();
+    try {
+      const page = await context.newPage();
+      await page.goto(`${keyStack.apiBase}/console/audit`);
+      await page.getByLabel('Your ops key').fill(readerKey);
+      const answer = page.waitForResponse((response) => response.request().method() === 'POST');
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      expect((await answer).status()).toBe(503);
+      expect(await page.locator('main').innerText()).toContain('sign in again');
+      // Before: /console/sign-in, which signs in to the home page.
+      const again = page.getByRole('link', { name: 'Sign in', exact: true });
+      expect(await again.getAttribute('href')).toBe('/console/sign-in?return=%2Fconsole%2Faudit');
+      await again.click();
+      await page.getByLabel('Your ops key').fill(readerKey);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.waitForURL(`${keyStack.apiBase}/console/audit`);
+    } finally {
+      restore();
       await context.close();
     }
   });
