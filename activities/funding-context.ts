@@ -16,7 +16,7 @@ import {
   type TransferProgress,
 } from '../workflows/fund-wallet.contract.ts';
 import type { Logger } from '../lib/logger.ts';
-import { isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
+import { isConflictOf, isWalletError, type Transfer, type WalletClient, type WalletError } from '../wallet/index.ts';
 import type { TokenVault } from '../links/token-vault.ts';
 import { callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { walletRetry } from './wallet-retry.ts';
@@ -149,7 +149,9 @@ export async function sendExecute(ctx: FundingContext, fundingId: string, transf
     return transferProgressOf(result.data, result.requestReferenceNo);
   } catch (error) {
     if (!isWalletError(error)) throw error;
-    if (error.code === 'TRANSFER_EXPIRED') return { kind: 'expired', requestReferenceNo: error.requestReferenceNo };
+    // The wallet's final word only as its 409: the code in a 5xx's body says nothing (retrieve decides, below).
+    if (isConflictOf(error, 'TRANSFER_EXPIRED'))
+      return { kind: 'expired', requestReferenceNo: error.requestReferenceNo };
     if (error.outcome === 'retryable') return { kind: 'retry', error };
     // unknown (time-out, 5xx, 7011, reset, unparsable, 409) or an odd rejection: retrieve decides.
     ctx.logger.warn(

@@ -8,7 +8,7 @@ import { MoneyUnreadable, sameValue, storedAmount, type Amount } from '../domain
 import { isFinalPaymentStatus, type ExecuteAttempt, type FinalPaymentStatus } from '../domain/payment.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { PaymentFence, PaymentRecord } from '../payments/payment-record.ts';
-import { CallNotSent, isWalletError, retryDelayOf, type WalletClient } from '../wallet/index.ts';
+import { CallNotSent, isConflictOf, isWalletError, retryDelayOf, type WalletClient } from '../wallet/index.ts';
 import { TokenRefreshBusy, TokenRefreshError, VaultError, type TokenVault } from '../links/token-vault.ts';
 import { activityClock, callFitsBefore, DEFAULT_WALLET_TIMEOUT_MS, type ActivityClock } from './activity-clock.ts';
 import { refreshBusyRetry, walletRetry } from './wallet-retry.ts';
@@ -234,7 +234,9 @@ export function createPaymentActivities(deps: PaymentActivityDependencies): PayW
         }
         if (!isWalletError(error)) throw error;
         const attempt = attemptOf(error);
-        if (error.code === 'PAYMENT_ALREADY_EXECUTED') return { kind: 'already-executed', attempt };
+        // Proof of an execute that took effect only as the wallet's 409 (contract section 5): the code in a 5xx's body
+        // is no answer of the wallet's, and the outcome stays unknown.
+        if (isConflictOf(error, 'PAYMENT_ALREADY_EXECUTED')) return { kind: 'already-executed', attempt };
         if (error.outcome === 'rejected') return { kind: 'failed', code: error.code, attempt };
         if (error.outcome === 'retryable') {
           const retryAfterMs = retryDelayOf(error);

@@ -28,7 +28,7 @@ export async function executedWalletPayments(
     UNION
     SELECT substring(path from '/merchant/payments/([^/]+)/execute$') AS id FROM wallet_call
     WHERE request_reference_no = ANY(${references}::text[])
-      AND operation = 'op.payments.execute' AND error_code = 'PAYMENT_ALREADY_EXECUTED'
+      AND operation = 'op.payments.execute' AND http_status = 409 AND error_code = 'PAYMENT_ALREADY_EXECUTED'
       AND substring(path from '/merchant/payments/([^/]+)/execute$') = ANY(${walletPaymentIds}::text[])`;
   return new Set(rows.map((row) => row.id));
 }

@@ -77,6 +77,7 @@ export function sandboxAdminClient(sandboxUrl: string, options: AdminClientOptio
         status?: number;
         delayMs?: number;
         retryAfterSeconds?: number;
+        code?: string;
       }>,
       seed = 1,
     ) => ok('PUT', '/faults', { seed, rules }),

@@ -43,14 +43,22 @@ const lateEffectEndpoints: readonly FaultEndpoint[] = ['transfers.execute', 'op.
 /**
  * altered-answer (an extension of section 9): the call takes effect, and its answer comes back
  * altered on the way, as a faulty or hostile gateway would: a create answers ten times the
- * amount, a retrieve or an execute names another transfer. The partner must notice and stop.
+ * amount, a retrieve or an execute names another transfer or payment. The partner must notice and stop.
  */
 const alteredAnswerEndpoints: readonly FaultEndpoint[] = [
   'transfers.create',
   'transfers.execute',
   'transfers.retrieve',
   'op.payments.create',
+  'op.payments.execute',
 ];
+
+/**
+ * A gateway error's `code` (an extension of section 9): error-before-effect and error-after-effect answer their 5xx
+ * with the service's error body carrying that code, as a gateway that relays an upstream error or templates its own in
+ * the service's shape would. A code in a 5xx's body is no answer of the service's: the partner must not read it as one.
+ */
+const codedErrorModes: readonly FaultMode[] = ['error-before-effect', 'error-after-effect'];
 
 const faultRuleInputSchema = z
   .object({
@@ -61,6 +69,11 @@ const faultRuleInputSchema = z
     delayMs: z.number().int().min(0).max(120_000).optional(),
     /** rate-limited: the Retry-After it sends (seconds); absent: 1. */
     retryAfterSeconds: z.number().int().min(0).max(3600).optional(),
+    /** error-before-effect, error-after-effect: the code its body carries, in the service's shape; absent: a page. */
+    code: z
+      .string()
+      .regex(/^[A-Za-z0-9_]{1,64}$/)
+      .optional(),
   })
   .strict()
   .refine((rule) => rule.mode !== 'late-effect' || lateEffectEndpoints.includes(rule.endpoint), {
@@ -70,6 +83,10 @@ const faultRuleInputSchema = z
   .refine((rule) => rule.mode !== 'altered-answer' || alteredAnswerEndpoints.includes(rule.endpoint), {
     message: `altered-answer applies to ${alteredAnswerEndpoints.join(', ')} only`,
     path: ['mode'],
+  })
+  .refine((rule) => rule.code === undefined || codedErrorModes.includes(rule.mode), {
+    message: `code applies to ${codedErrorModes.join(' and ')} only`,
+    path: ['code'],
   });
 
 export const faultConfigurationSchema = z
@@ -88,6 +105,7 @@ export interface FaultRule {
   status?: number;
   delayMs: number;
   retryAfterSeconds?: number;
+  code?: string;
 }
 
 export interface FaultConfiguration {
@@ -129,6 +147,7 @@ export function configureFaults(input: FaultConfigurationInput, defaultSeed: num
       ...(status === undefined ? {} : { status }),
       delayMs: rule.delayMs ?? (rule.mode === 'latency' ? 1000 : rule.mode === 'late-effect' ? 5000 : 0),
       ...(rule.mode === 'rate-limited' ? { retryAfterSeconds: rule.retryAfterSeconds ?? 1 } : {}),
+      ...(rule.code === undefined ? {} : { code: rule.code }),
     };
   });
   return { seed, rules, random: mulberry32(seed) };
@@ -177,8 +196,20 @@ function gatewayPage(status: number): string {
   return `<html><head><title>${status} ${reason}</title></head><body><center><h1>${status} ${reason}</h1></center><hr><center>sandbox-gateway</center></body></html>\n`;
 }
 
-function sendGatewayError(res: Response, status: number): void {
-  res.status(status).type('text/html').send(gatewayPage(status));
+/** A gateway's error: its page, or the service's error body carrying the rule's `code`. */
+function sendGatewayError(
+  res: Response,
+  status: number,
+  coded?: { code: string | undefined; style: ErrorStyle },
+): void {
+  if (coded?.code === undefined) {
+    res.status(status).type('text/html').send(gatewayPage(status));
+    return;
+  }
+  const message = `${status} ${STATUS_CODES[status] ?? 'Error'} (sandbox-gateway)`;
+  res
+    .status(status)
+    .json(coded.style === 'oauth' ? { error: coded.code, error_description: message } : { code: coded.code, message });
 }
 
 function temporaryFailureBody(style: ErrorStyle): unknown {
@@ -258,7 +289,7 @@ export function createLateEffects(shutdown: AbortSignal): LateEffects {
   };
 }
 
-/** The answer as a faulty gateway passes it on: amounts ×10, another transfer id (successes only). */
+/** The answer as a faulty gateway passes it on: amounts ×10, another transfer or payment id (successes only). */
 function altered(endpoint: FaultEndpoint, answer: EndpointAnswer): EndpointAnswer {
   if (answer.status >= 300 || typeof answer.body !== 'object' || answer.body === null) return answer;
   const body = { ...(answer.body as Record<string, unknown>) };
@@ -267,6 +298,8 @@ function altered(endpoint: FaultEndpoint, answer: EndpointAnswer): EndpointAnswe
     if (amount && typeof amount.value === 'number') body.amount = { ...amount, value: amount.value * 10 };
   } else if (typeof body.transferId === 'string') {
     body.transferId = randomUUID();
+  } else if (endpoint === 'op.payments.execute' && typeof body.id === 'string') {
+    body.id = randomUUID();
   }
   return { ...answer, body };
 }
@@ -291,7 +324,7 @@ export function withFaults(
       }
       switch (fault?.mode) {
         case 'error-before-effect':
-          return sendGatewayError(res, fault.status ?? 503);
+          return sendGatewayError(res, fault.status ?? 503, { code: fault.code, style });
         case 'temporary-failure':
           return void res.status(fault.status ?? 400).json(temporaryFailureBody(style));
         case 'rate-limited':
@@ -309,7 +342,7 @@ export function withFaults(
       const answer = await runHandler(handler, req);
       switch (fault?.mode) {
         case 'error-after-effect':
-          return sendGatewayError(res, fault.status ?? 502);
+          return sendGatewayError(res, fault.status ?? 502, { code: fault.code, style });
         case 'reset-after-effect': {
           // A TCP reset, so the caller sees ECONNRESET rather than a clean end of stream.
           const socket = req.socket;

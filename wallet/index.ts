@@ -14,8 +14,8 @@ export {
   transportCodes,
 } from './errors.ts';
 export type { WalletOperation, WalletService } from './operations.ts';
-export { outcomeOf, outcomeTable } from './outcome.ts';
-export type { FailureCondition, WalletOutcome } from './outcome.ts';
+export { isConflictOf, outcomeOf, outcomeTable } from './outcome.ts';
+export type { ConflictCode, FailureCondition, WalletOutcome } from './outcome.ts';
 export type { WalletResult } from './transport.ts';
 export type { UserTokens } from './connect.ts';
 export type { ClientToken } from './client-token.ts';

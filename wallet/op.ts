@@ -30,6 +30,7 @@ const paymentRecordSchema = z
     fee: wireAmountSchema,
   })
   .transform(({ id, ...rest }) => ({ walletPaymentId: id, ...rest }));
+const parsePayment = parseWith(paymentRecordSchema);
 
 export interface EmbeddedTokens {
   accessToken: string;
@@ -161,7 +162,7 @@ export function createOpCalls(
         ...(mayStillSend ? { mayStillSend } : {}),
         body: JSON.stringify({ p2mId: settings.p2mId, amount: wireAmount }),
         secrets: [],
-        parse: parseWith(paymentRecordSchema),
+        parse: parsePayment,
       });
     },
 
@@ -173,7 +174,18 @@ export function createOpCalls(
         userAccessToken,
         ...(mayStillSend ? { mayStillSend } : {}),
         secrets: [],
-        parse: parseWith(paymentRecordSchema),
+        parse: (body) => {
+          // An execute's answer must be about the payment executed, as a transfer's must (wallet/transfers.ts): another
+          // payment's record is no answer at all (outcome unknown: the execute is asked again, whose 409 is proof).
+          const payment = parsePayment(body);
+          if (payment.walletPaymentId !== walletPaymentId)
+            throw new UnusableResponseError(
+              'PAYMENT_MISMATCH',
+              'unknown',
+              'the answer is about another payment than the one executed',
+            );
+          return payment;
+        },
       });
     },
   };

@@ -49,6 +49,18 @@ export function outcomeOf(operation: WalletOperation, condition: FailureConditio
 const temporaryFailureCodes: ReadonlySet<string> = new Set(['7011', 'temporarily_unavailable']);
 const alreadyExecutedCodes: ReadonlySet<string> = new Set(['TRANSFER_ALREADY_EXECUTED', 'PAYMENT_ALREADY_EXECUTED']);
 
+/** The codes the contract answers with 409, each a final word about the call (contract sections 2 and 5). */
+export type ConflictCode = 'TRANSFER_EXPIRED' | 'TRANSFER_ALREADY_EXECUTED' | 'PAYMENT_ALREADY_EXECUTED';
+
+/**
+ * Whether a failed call's answer is the service's 409 `code`: the only answer that says so. The same code in the body
+ * of a 5xx (a gateway relaying or templating an error) or of any other status is no such word: the outcome table
+ * reads that answer by its status.
+ */
+export function isConflictOf(answer: { httpStatus: number | null; code: string }, code: ConflictCode): boolean {
+  return answer.httpStatus === 409 && answer.code === code;
+}
+
 /** Classifies a non-2xx answer. 5xx wins over any code in its body: the service failed. */
 export function conditionOfStatus(httpStatus: number, code: string): FailureCondition {
   if (httpStatus === 429) return 'rate-limited';

@@ -171,6 +171,25 @@ describe('funding paths', () => {
     }
   });
 
+  it('an execute answered 5xx whose body says TRANSFER_EXPIRED is an unknown outcome, read back: APPROVED as the wallet executed it, never FAILED with its hold released', async () => {
+    const { code } = await codeFor();
+    // A gateway that templates its errors in the service's shape: the execute took effect behind it.
+    await stack.admin.setFaults([
+      { endpoint: 'transfers.execute', mode: 'error-after-effect', status: 503, code: 'TRANSFER_EXPIRED', rate: 1 },
+    ]);
+    try {
+      const funding = await waitFinal(
+        (await postFunding({ recipient: { type: 'CODE', code }, amount: amount('6.00') })).body.fundingId,
+      );
+      // Before: FAILED TRANSFER_EXPIRED ("nothing was moved"), its hold released, the user credited all the same.
+      expect({ status: funding.status, error: funding.error }).toEqual({ status: 'APPROVED', error: null });
+      expect(funding.events.map((event) => event.status)).toContain('RECONCILING');
+      expect((await ledgerTransfer(funding.transferId))?.executions).toBe(1);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+  });
+
   it('a create refused with 429 is tried again after its Retry-After, not the retry policy’s shorter backoff', async () => {
     const { code } = await codeFor();
     const since = new Date();

@@ -122,6 +122,64 @@ describe('payments', () => {
     expect((await stack.admin.user(user.userId)).balance).toBe('80.00');
   });
 
+  it('an execute answered 5xx whose body says PAYMENT_ALREADY_EXECUTED is no proof: the outcome stays unknown, and the payment succeeds only once the wallet executed it', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    const since = new Date();
+    // A gateway that templates its errors in the service's shape: nothing reached the wallet.
+    await stack.admin.setFaults([
+      {
+        endpoint: 'op.payments.execute',
+        mode: 'error-before-effect',
+        status: 503,
+        code: 'PAYMENT_ALREADY_EXECUTED',
+        rate: 1,
+      },
+    ]);
+    let id: string;
+    try {
+      id = (await postPayment({ linkId, amount: { currency: 'PHP', value: '30.00' } })).body.id;
+      const deadline = Date.now() + 20_000;
+      while (
+        (await stack.database.walletCall.count({
+          where: { operation: 'op.payments.execute', httpStatus: 503, startedAt: { gte: since } },
+        })) < 1
+      ) {
+        if (Date.now() > deadline) throw new Error('the execute was never sent');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    const payment = await waitFor(id, ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'], 60_000);
+    // Before: SUCCEEDED at the 503, though the wallet had executed nothing (no debit).
+    expect(payment.status).toBe('SUCCEEDED');
+    expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+    expect((await stack.admin.user(user.userId)).balance).toBe('70.00');
+  });
+
+  it('an execute answered with another payment’s record is no answer: the outcome stays unknown, and the next execute’s 409 proves it executed once', async () => {
+    const { user, linkId } = await linkedUser('100.00');
+    await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'altered-answer', rate: 1 }]);
+    try {
+      const payment = await waitFor(
+        (await postPayment({ linkId, amount: { currency: 'PHP', value: '9.00' } })).body.id,
+        ['SUCCEEDED', 'FAILED', 'NEEDS_REVIEW'],
+        60_000,
+      );
+      expect(payment.status).toBe('SUCCEEDED');
+      // Before: SUCCEEDED on the record of another payment, the first answer taken as this one's.
+      expect(payment.events.at(-1)?.detail).toMatch(/PAYMENT_ALREADY_EXECUTED/);
+      const mismatched = await stack.database.walletCall.count({
+        where: { operation: 'op.payments.execute', errorCode: 'PAYMENT_MISMATCH' },
+      });
+      expect(mismatched).toBeGreaterThanOrEqual(1);
+      expect((await ledgerPayment(payment.paymentId))?.executions).toBe(1);
+      expect((await stack.admin.user(user.userId)).balance).toBe('91.00');
+    } finally {
+      await stack.admin.clearFaults();
+    }
+  });
+
   it('an execute the wallet refused to take (429) is sent again without counting as unknown: SUCCEEDED, one debit', async () => {
     const { user, linkId } = await linkedUser('100.00');
     const since = new Date();

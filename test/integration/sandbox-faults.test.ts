@@ -75,6 +75,23 @@ describe('sandbox faults', () => {
     expect((await retrieveTransferCall(sandbox, created.body.transferId)).status).toBe(504);
   });
 
+  it('a gateway error with a code answers the service’s body carrying it (a relayed or templated error); only for the two error modes', async () => {
+    const { user, code } = await recipientCode();
+    const created = await createTransferCall(sandbox, { type: 'CODE', value: code }, 3);
+    await always('transfers.execute', 'error-after-effect', { status: 503, code: 'TRANSFER_EXPIRED' });
+    const answer = await executeTransferCall(sandbox, created.body.transferId);
+    expect([answer.status, answer.body.code]).toEqual([503, 'TRANSFER_EXPIRED']);
+    expect(answer.headers.get('content-type')).toContain('application/json');
+    // The effect took place behind it.
+    expect((await admin.ledger()).transfers[0]).toMatchObject({ status: 'APPROVED', executions: 1 });
+    expect((await admin.user(user.userId)).balance).toBe('3.00');
+    const refused = await callJson(`${sandbox.url}/_sandbox/faults`, {
+      method: 'PUT',
+      body: { rules: [{ endpoint: 'transfers.execute', mode: 'latency', rate: 1, code: 'TRANSFER_EXPIRED' }] },
+    });
+    expect(refused.status).toBe(400);
+  });
+
   it('reset-after-effect drops the connection after the payment executed', async () => {
     const user = await admin.createUser({ mobile: '09171234567', kycLevel: 'KYC1', balance: '50.00' });
     const client = await clientToken(sandbox);

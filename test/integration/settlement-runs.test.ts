@@ -89,13 +89,19 @@ describe('a day settled by a durable run', () => {
      * PAYMENT_ALREADY_EXECUTED, which made it SUCCEEDED. The audit has no successful execute of it, only that answer.
      */
     const provenByTheWallet = async (value: string) => {
+      const since = new Date();
       await stack.admin.setFaults([{ endpoint: 'op.payments.execute', mode: 'error-after-effect', rate: 1 }]);
       const { id } = await post('/ops/payments', { linkId, amount: php(value) });
       try {
         await waitUntil(
           async () =>
             stack.database.walletCall.count({
-              where: { operation: 'op.payments.execute', outcome: { not: 'ok' }, path: { contains: '/payments/' } },
+              where: {
+                operation: 'op.payments.execute',
+                outcome: { not: 'ok' },
+                path: { contains: '/payments/' },
+                startedAt: { gte: since },
+              },
             }),
           (calls) => calls > 0,
           30_000,
@@ -115,6 +121,19 @@ describe('a day settled by a durable run', () => {
     const payment = await pay('2.00');
     const unexecuted = await pay('3.00');
     const proven = await provenByTheWallet('1.50');
+    // One a build before made SUCCEEDED on a 503 whose body said PAYMENT_ALREADY_EXECUTED (a gateway's): no proof.
+    // Its SUCCEEDED names that answer, as that build's would (the audit is append-only: the call is added).
+    const relayed = await provenByTheWallet('1.25');
+    const relayedBy = randomUUID();
+    await stack.database.$executeRaw`
+      INSERT INTO wallet_call (request_reference_no, service, operation, method, path, http_status, outcome, error_code,
+                               duration_ms, started_at)
+      SELECT ${relayedBy}, service, operation, method, path, 503, 'unknown', 'PAYMENT_ALREADY_EXECUTED', 5, now()
+      FROM wallet_call WHERE operation = 'op.payments.execute'
+        AND path LIKE ${`%/merchant/payments/${relayed.paymentId as string}/execute`} LIMIT 1`;
+    await stack.database.$executeRaw`
+      UPDATE payment_event SET request_reference_no = ${relayedBy}
+      WHERE payment_id = ${relayed.id as string}::uuid AND status = 'SUCCEEDED'`;
     const declined = await fund('4.00', blocked.linkId);
     expect([matched, unknownToWallet, otherAmount].map((funding) => funding.status)).toEqual([
       'APPROVED',
@@ -127,7 +146,7 @@ describe('a day settled by a durable run', () => {
     // not know, an amount changed after the fact, a declined transfer recorded APPROVED (its hold
     // released, never posted), a payment whose execute the audit does not show.
     const fundingIds = [matched, unknownToWallet, otherAmount, declined].map((funding) => funding.fundingId);
-    const paymentIds = [payment.id as string, unexecuted.id as string, proven.id as string];
+    const paymentIds = [payment.id as string, unexecuted.id as string, proven.id as string, relayed.id as string];
     const strangerTransfer = randomUUID();
     await stack.database
       .$executeRaw`UPDATE funding SET transfer_id = ${strangerTransfer} WHERE id = ${unknownToWallet.fundingId}::uuid`;
@@ -231,13 +250,24 @@ describe('a day settled by a durable run', () => {
           '1.50',
           null,
         ),
+        // Before: matched, its 503 taken for the wallet's 409.
+        line(
+          'payment',
+          relayed.id as string,
+          relayed.paymentId as string,
+          'missing',
+          '1.25',
+          null,
+          '1.25',
+          'no successful execute in the wallet call audit',
+        ),
       ].sort((a, b) => a.id.localeCompare(b.id));
       expect(report.body).toMatchObject({
         date: day,
         timeZone,
         complete: true,
         fundings: { matched: 1, missing: 1, mismatched: 2, total: { count: 4, amount: php('28.50') } },
-        payments: { matched: 2, missing: 1, mismatched: 0, total: { count: 3, amount: php('6.50') } },
+        payments: { matched: 2, missing: 2, mismatched: 0, total: { count: 4, amount: php('7.75') } },
         nextCursor: null,
       });
       expect(report.body.items).toEqual([...fundingLines, ...paymentLines]);

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { FailureCondition, WalletOperation, WalletOutcome } from '../../wallet/index.ts';
 import { outcomeOf, outcomeTable } from '../../wallet/index.ts';
-import { conditionOfStatus } from '../../wallet/outcome.ts';
+import { conditionOfStatus, isConflictOf } from '../../wallet/outcome.ts';
 import { classifyTransportFailure, parseRetryAfter, redact } from '../../wallet/transport.ts';
 
 const read: WalletOperation[] = ['transfers.retrieve', 'op.profile', 'connect.token.client_credentials'];
@@ -113,6 +113,14 @@ describe('status and code classification', () => {
     expect(classifyTransportFailure(new Error('wrapped', { cause: withCode('ECONNREFUSED') }), false).condition).toBe(
       'connection-refused',
     );
+  });
+
+  it('takes a conflict code for the wallet’s word only as its 409: the same code in a 5xx’s or a 400’s body is not', () => {
+    expect(isConflictOf({ httpStatus: 409, code: 'TRANSFER_EXPIRED' }, 'TRANSFER_EXPIRED')).toBe(true);
+    expect(isConflictOf({ httpStatus: 409, code: 'PAYMENT_ALREADY_EXECUTED' }, 'PAYMENT_ALREADY_EXECUTED')).toBe(true);
+    for (const httpStatus of [502, 503, 504, 500, 400, 404, null])
+      expect(isConflictOf({ httpStatus, code: 'TRANSFER_EXPIRED' }, 'TRANSFER_EXPIRED')).toBe(false);
+    expect(isConflictOf({ httpStatus: 409, code: 'TRANSFER_ALREADY_EXECUTED' }, 'TRANSFER_EXPIRED')).toBe(false);
   });
 
   it('reads Retry-After as seconds or an HTTP date', () => {
