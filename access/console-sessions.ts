@@ -216,6 +216,24 @@ export function createConsoleSessions(database: Database, policy: ConsoleSession
     },
 
     /**
+     * What the provider says of a person at a sign-in holds for every session of theirs through it (another browser,
+     * a cookie copied): each keeps only those of its groups the provider still gives them, and ends, as a narrowed
+     * session does, when none is left. A group given back is not given to the sessions before it: that needs a new
+     * sign-in. Answers how many sessions lost a group.
+     */
+    async narrowToGroups(personId: string, issuer: string, groups: readonly string[]): Promise<number> {
+      const kept = [...groups];
+      return database.$executeRaw`
+        UPDATE console_session s
+        SET groups = ARRAY(SELECT g FROM unnest(s.groups) g WHERE g = ANY(${kept}::text[])),
+            expires_at = CASE WHEN s.groups && ${kept}::text[] THEN s.expires_at ELSE LEAST(s.expires_at, t.at) END,
+            ends_at = CASE WHEN s.groups && ${kept}::text[] THEN s.ends_at ELSE LEAST(s.ends_at, t.at) END
+        FROM (SELECT ${at()} AS at) t
+        WHERE s.person_id = ${personId} AND s.via = 'oidc' AND s.issuer = ${issuer}
+          AND NOT s.groups <@ ${kept}::text[] AND s.ends_at > t.at`;
+    },
+
+    /**
      * The person did something (a page, a form): the idle time-out starts again, unless the session
      * ended meanwhile (a touch never brings an ended session back), by the database's clock.
      * Pushed updates, a page's own requests and assets never come here.

@@ -5,7 +5,8 @@
 // groups still have a role under CONSOLE_OIDC_ROLES. Either way it acts with the scopes its
 // sign-in granted that are still granted: never more than at sign-in (a new role needs a new
 // sign-in), and less as soon as a key or a group loses one. What the provider says of the person
-// later (a group left there) is not seen before they sign in again (docs/security.md).
+// later (a group left there) is not seen before they sign in again, anywhere: that sign-in narrows every session of
+// theirs (access/console-sessions.ts narrowToGroups; docs/security.md).
 import type { ConsoleGrant, ConsoleSessionView } from '../../access/console-sessions.ts';
 import type { ConsoleConfig } from '../../lib/config.ts';
 import { scopesOfGroups } from '../../lib/console-roles.ts';

@@ -642,6 +642,12 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
         ? [groupsValue]
         : [];
     const scopes = scopesOfGroups(settings.roles, groups);
+    // The provider's word now, for the person's other sessions too: a group it no longer gives them is gone from
+    // each (all of them end when no group of theirs has a role).
+    const withRoles = groups.filter((group) => settings.roles.has(group));
+    const narrowed = await sessions.narrowToGroups(personId, settings.issuer, withRoles);
+    if (narrowed > 0)
+      deps.logger.info({ personId, narrowed }, 'console: a sign-in narrowed the person’s other sessions');
     if (scopes.size === 0) {
       // Refused, and audited under who they are.
       setActor(res.locals, { kind: 'person', name: personName, scopes });

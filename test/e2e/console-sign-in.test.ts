@@ -38,6 +38,13 @@ const staff = [
   { username: 'lea', password: 'lea-pass', name: 'Lea Garcia', groups: ['walletflow-readers'] },
   { username: 'kim', password: 'kim-pass', name: 'Kim Dela Cruz', groups: ['walletflow-readers'] },
   { username: 'ren', password: 'ren-pass', name: 'Ren Bautista', groups: ['walletflow-readers'] },
+  // Whose groups a test changes at the provider between sign-ins.
+  {
+    username: 'tess',
+    password: 'tess-pass',
+    name: 'Tess Lim',
+    groups: ['walletflow-makers', 'walletflow-checkers'],
+  },
   { username: 'nobody', password: 'nobody-pass', name: 'No Role', groups: ['marketing'] },
   // A display name chosen to pass for Jose: his identity in parentheses, and a right-to-left override.
   {
@@ -254,6 +261,51 @@ describe('the console’s sign-in through OpenID Connect', () => {
     } finally {
       await maker.close();
       await reader.close();
+    }
+  });
+
+  it('a group the provider takes away, seen at the person’s next sign-in, is gone from their other sessions too; one left with no role ends them all', async () => {
+    const tess = staff.find((member) => member.username === 'tess')!;
+    const laptop = await browser.newContext();
+    const desk = await browser.newContext();
+    const kiosk = await browser.newContext();
+    /** A batch approval from `page`'s session with its own form token: 403 without `approve`, else 404 (no batch). */
+    const approve = (page: Page) =>
+      page.evaluate(async () => {
+        const token = document.querySelector<HTMLInputElement>('header input[name=_csrf]')?.value ?? '';
+        const response = await fetch(`/console/batches/${crypto.randomUUID()}/approve`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: `_csrf=${encodeURIComponent(token)}`,
+        });
+        return response.status;
+      });
+    try {
+      const onLaptop = await signInWithProvider(laptop, oidcStack.apiBase, 'tess', 'tess-pass');
+      await onLaptop.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await approve(onLaptop)).toBe(404);
+      // Her company moves her out of the checkers; she signs in at another desk.
+      tess.groups = ['walletflow-makers'];
+      const atDesk = await signInWithProvider(desk, oidcStack.apiBase, 'tess', 'tess-pass');
+      await atDesk.waitForURL(`${oidcStack.apiBase}/console`);
+      expect(await approve(atDesk)).toBe(403);
+      // Before: the laptop's session kept approving for the rest of its 8 hours.
+      expect(await approve(onLaptop)).toBe(403);
+      const sessions = await oidcStack.database.consoleSession.findMany({ where: { personId: 'oidc:staff-tess' } });
+      expect(sessions.map((session) => session.groups)).toEqual([['walletflow-makers'], ['walletflow-makers']]);
+      // Then out of every console group: the sign-in is refused, and both sessions end.
+      tess.groups = ['marketing'];
+      const atKiosk = await signInWithProvider(kiosk, oidcStack.apiBase, 'tess', 'tess-pass');
+      await atKiosk.getByText('your account has no role in this console').waitFor();
+      for (const page of [onLaptop, atDesk]) {
+        await page.goto(`${oidcStack.apiBase}/console/batches`);
+        expect(page.url()).toContain(`${oidcStack.apiBase}/console/sign-in`);
+      }
+    } finally {
+      tess.groups = ['walletflow-makers', 'walletflow-checkers'];
+      await laptop.close();
+      await desk.close();
+      await kiosk.close();
     }
   });
 
