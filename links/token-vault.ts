@@ -61,11 +61,15 @@ export class TokenRefreshBusy extends Error {
   }
 }
 
-/** Only these refusals say the refresh token itself is dead; nothing else may strand a link. */
+/**
+ * Only these refusals say the refresh token itself is dead, each as the service's 400 (contract section 5; RFC 6749
+ * section 5.2): nothing else may strand a link, the same code under another status (a gateway's 403) included.
+ */
 function refreshTokenRefused(error: WalletError): boolean {
   return (
-    (error.operation === 'op.tokens' && error.code === 'REFRESH_TOKEN_INVALID') ||
-    (error.operation === 'connect.token.refresh_token' && error.code === 'invalid_grant')
+    error.httpStatus === 400 &&
+    ((error.operation === 'op.tokens' && error.code === 'REFRESH_TOKEN_INVALID') ||
+      (error.operation === 'connect.token.refresh_token' && error.code === 'invalid_grant'))
   );
 }
 

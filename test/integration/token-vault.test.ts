@@ -166,6 +166,26 @@ describe('token vault', () => {
     clockOffsetMs += (604_800 + 60) * 1000;
   });
 
+  it('REFRESH_TOKEN_INVALID under another status than the service’s 400 (a gateway’s 403) never strands the link', async () => {
+    const { linkId } = await createEmbeddedLink(stack, {}, { expired: true });
+    await stack.admin.setFaults([
+      { endpoint: 'op.tokens', mode: 'error-before-effect', status: 403, code: 'REFRESH_TOKEN_INVALID', rate: 1 },
+    ]);
+    let failure: unknown;
+    try {
+      failure = await stack
+        .createVault({ now })
+        .getAccessToken(linkId)
+        .catch((error: unknown) => error);
+    } finally {
+      await stack.admin.clearFaults();
+    }
+    // Before: VaultError REAUTH_REQUIRED, the link stranded until the user logs in again.
+    expect(failure).toBeInstanceOf(TokenRefreshError);
+    expect((await stack.database.link.findUniqueOrThrow({ where: { id: linkId } })).status).toBe('ACTIVE');
+    expect((await stack.createVault({ now }).getAccessToken(linkId)).version).toBe(2);
+  });
+
   it('a refused client-credentials grant (a rotated client secret) never strands the link', async () => {
     const { linkId } = await createEmbeddedLink(stack, {}, { expired: true });
     const rotated = stack.createVault({ now, wallet: { clientSecret: 'an-old-client-secret' } });
