@@ -53,6 +53,17 @@ export const resolveFundingSchema = z
   .strict();
 export type ResolveFundingRequest = z.infer<typeof resolveFundingSchema>;
 
+/**
+ * The outcomes a funding in review may be resolved with. An execute is sent only for the transfer stored as the
+ * funding's, in its move to EXECUTING: with none stored (a create answer that did not match the request, its intent
+ * abandoned), nothing was executed, and APPROVED would post money that never moved.
+ */
+export function fundingResolutions(funding: {
+  transferId: string | null;
+}): readonly ResolveFundingRequest['outcome'][] {
+  return funding.transferId === null ? ['FAILED'] : ['APPROVED', 'FAILED'];
+}
+
 /** How a review ends: ops (APPROVED or FAILED), or the wallet's own final state read back by the sweep. */
 export const fundingResolutionOutcomes = ['APPROVED', 'DECLINED', 'FAILED'] as const;
 export type FundingResolutionOutcome = (typeof fundingResolutionOutcomes)[number];

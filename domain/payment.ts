@@ -53,6 +53,15 @@ export const resolvePaymentSchema = z
   .strict();
 export type ResolvePaymentRequest = z.infer<typeof resolvePaymentSchema>;
 
+/**
+ * The outcomes a payment in review may be resolved with. An execute names the wallet payment stored as the payment's:
+ * with none stored (a create answer that did not match the request), nothing was executed, and SUCCEEDED would land
+ * money that never moved.
+ */
+export function paymentResolutions(payment: { paymentId: string | null }): readonly ResolvePaymentRequest['outcome'][] {
+  return payment.paymentId === null ? ['FAILED'] : ['SUCCEEDED', 'FAILED'];
+}
+
 /** One execute attempt as evidence for a review: what was sent and what came back. */
 export const executeAttemptSchema = walletCallEvidenceSchema;
 export type ExecuteAttempt = WalletCallEvidence;

@@ -9,6 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import {
+  fundingResolutions,
   fundingReviewStatus,
   isFinalFundingStatus,
   type CreateFundingRequest,
@@ -100,6 +101,8 @@ export type ResolveFundingResult =
   | { kind: 'resolved'; funding: FundingView }
   | { kind: 'not-found' }
   | { kind: 'not-in-review'; status: string }
+  /** APPROVED for a funding walletflow never sent an execute for (no transfer of its own: its create was refused). */
+  | { kind: 'never-executed' }
   /**
    * Its workflow could not take the resolution now: the funding is still NEEDS_REVIEW (after a time-out, the resolution
    * may still be taken).
@@ -324,6 +327,7 @@ export function createFundingService(deps: FundingServiceDependencies) {
       const funding = await record.find(fundingId);
       if (!funding) return { kind: 'not-found' };
       if (funding.status !== fundingReviewStatus) return { kind: 'not-in-review', status: funding.status };
+      if (!fundingResolutions(funding).includes(request.outcome)) return { kind: 'never-executed' };
       const input: ResolveFundingUpdateInput = { ...request, resolvedBy };
       const result = await resolveReview(deps.temporal, funding.workflowId, resolveFundingUpdate, [input], {
         stillWaiting: async () => (await record.find(fundingId))?.status === fundingReviewStatus,

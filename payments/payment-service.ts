@@ -9,6 +9,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import {
   isFinalPaymentStatus,
+  paymentResolutions,
   type CreatePaymentRequest,
   type PaymentStatus,
   type PaymentView,
@@ -63,6 +64,8 @@ export type ResolvePaymentResult =
   | { kind: 'resolved'; payment: PaymentView }
   | { kind: 'not-found' }
   | { kind: 'not-in-review'; status: string }
+  /** SUCCEEDED for a payment walletflow never sent an execute for (no wallet payment of its own). */
+  | { kind: 'never-executed' }
   /**
    * Its workflow could not take the resolution now: the payment is still NEEDS_REVIEW (after a time-out, the resolution
    * may still be taken).
@@ -185,6 +188,8 @@ export function createPaymentService(deps: PaymentServiceDependencies) {
       const payment = await find(id);
       if (!payment) return { kind: 'not-found' };
       if (payment.status !== 'NEEDS_REVIEW') return { kind: 'not-in-review', status: payment.status };
+      if (!paymentResolutions({ paymentId: payment.walletPaymentId }).includes(request.outcome))
+        return { kind: 'never-executed' };
       const input: ResolvePaymentUpdateInput = { ...request, resolvedBy };
       const result = await resolveReview(deps.temporal, payment.workflowId, resolvePaymentUpdate, [input], {
         stillWaiting: async () => (await find(id))?.status === 'NEEDS_REVIEW',

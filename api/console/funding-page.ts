@@ -6,7 +6,12 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
-import { cancellableFundingStatuses, resolveFundingSchema, type FundingView } from '../../domain/funding.ts';
+import {
+  cancellableFundingStatuses,
+  fundingResolutions,
+  resolveFundingSchema,
+  type FundingView,
+} from '../../domain/funding.ts';
 import { fundingFacts } from '../../fundings/funding-lookup.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
@@ -149,7 +154,7 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
             resolveForm(person, {
               action: `${fundingPath(funding.fundingId)}/resolve`,
               id: funding.fundingId,
-              outcomes: ['APPROVED', 'FAILED'],
+              outcomes: fundingResolutions(funding),
               returnTo: 'record',
             }),
             true,
@@ -285,6 +290,16 @@ export function addFundingRoutes(router: Router, deps: FundingPageDependencies):
           section: 'review',
           title: 'Not resolved',
           message: `The funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved. Nothing was done.`,
+          back,
+        });
+        return;
+      case 'never-executed':
+        sendRefused(res, 409, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message:
+            'walletflow never sent an execute for this funding (the wallet’s create answer did not match the request): nothing was moved, so it cannot be APPROVED. Resolve it FAILED. Nothing was done.',
           back,
         });
         return;

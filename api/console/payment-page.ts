@@ -6,7 +6,7 @@
 import type { Router } from 'express';
 import { z } from 'zod';
 import { walletCallsByReference } from '../../audit/wallet-call-log.ts';
-import { resolvePaymentSchema, type PaymentView } from '../../domain/payment.ts';
+import { paymentResolutions, resolvePaymentSchema, type PaymentView } from '../../domain/payment.ts';
 import { paymentFacts } from '../../payments/payment-lookup.ts';
 import { defineRoute, htmlAnswer, redirectAnswer, retryAfterHeader, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
@@ -112,7 +112,7 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
             resolveForm(person, {
               action: `${paymentPath(payment.id)}/resolve`,
               id: payment.id,
-              outcomes: ['SUCCEEDED', 'FAILED'],
+              outcomes: paymentResolutions(payment),
               returnTo: 'record',
             }),
             true,
@@ -207,6 +207,16 @@ export function addPaymentRoutes(router: Router, deps: PaymentPageDependencies):
           section: 'review',
           title: 'Not resolved',
           message: `The payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved. Nothing was done.`,
+          back,
+        });
+        return;
+      case 'never-executed':
+        sendRefused(res, 409, {
+          person,
+          section: 'review',
+          title: 'Not resolved',
+          message:
+            'walletflow never sent an execute for this payment (the wallet’s create answer did not match the request): nothing was moved, so it cannot be SUCCEEDED. Resolve it FAILED. Nothing was done.',
           back,
         });
         return;

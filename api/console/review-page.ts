@@ -5,8 +5,8 @@
 // scope resolves one here with a note (required); the form posts to the funding's or the
 // payment's resolve and comes back here.
 import type { Router } from 'express';
-import type { FundingView } from '../../domain/funding.ts';
-import type { PaymentView } from '../../domain/payment.ts';
+import { fundingResolutions, type FundingView } from '../../domain/funding.ts';
+import { paymentResolutions, type PaymentView } from '../../domain/payment.ts';
 import { defineRoute, htmlAnswer, type AnyRouteSpec } from '../http/route-spec.ts';
 import { consoleRoutesOn, personOf } from './console-auth.ts';
 import {
@@ -50,7 +50,7 @@ function fundingItem(funding: FundingView, person: SignedInPerson, timeZone: str
 <h3>Funding ${linkedId(`${CONSOLE_PATH}/fundings/${funding.fundingId}`, funding.fundingId, 'funding id')}</h3>
 <p>${money(funding.amount)} from ${source} to ${recipient}; requested ${when(funding.createdAt, timeZone)}, in review since ${when(funding.updatedAt, timeZone)}.</p>
 ${funding.review ? reviewDetails(funding.review, timeZone) : ''}
-${may(person, 'resolve') ? resolveForm(person, { action: `${CONSOLE_PATH}/fundings/${funding.fundingId}/resolve`, id: funding.fundingId, outcomes: ['APPROVED', 'FAILED'], returnTo: 'review' }) : ''}
+${may(person, 'resolve') ? resolveForm(person, { action: `${CONSOLE_PATH}/fundings/${funding.fundingId}/resolve`, id: funding.fundingId, outcomes: fundingResolutions(funding), returnTo: 'review' }) : ''}
 </article>`;
 }
 
@@ -59,7 +59,7 @@ function paymentItem(payment: PaymentView, person: SignedInPerson, timeZone: str
 <h3>Payment ${linkedId(`${CONSOLE_PATH}/payments/${payment.id}`, payment.id, 'payment id')}</h3>
 <p>${money(payment.amount)} (${escapeHtml(payment.purpose)}) from link ${linkedId(`${CONSOLE_PATH}/links/${payment.linkId}`, payment.linkId, 'link id')}; requested ${when(payment.createdAt, timeZone)}, in review since ${when(payment.updatedAt, timeZone)}.</p>
 ${payment.review ? reviewDetails(payment.review, timeZone) : ''}
-${may(person, 'resolve') ? resolveForm(person, { action: `${CONSOLE_PATH}/payments/${payment.id}/resolve`, id: payment.id, outcomes: ['SUCCEEDED', 'FAILED'], returnTo: 'review' }) : ''}
+${may(person, 'resolve') ? resolveForm(person, { action: `${CONSOLE_PATH}/payments/${payment.id}/resolve`, id: payment.id, outcomes: paymentResolutions(payment), returnTo: 'review' }) : ''}
 </article>`;
 }
 

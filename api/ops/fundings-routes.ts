@@ -134,7 +134,10 @@ const routes = {
       '200': jsonAnswer(fundingComponent, 'resolved'),
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchFunding,
-      '409': problemAnswer('the funding is not in NEEDS_REVIEW', ['FUNDING_NOT_IN_REVIEW']),
+      '409': problemAnswer(
+        'the funding is not in NEEDS_REVIEW, or APPROVED for a funding walletflow never executed (no transfer of its own)',
+        ['FUNDING_NOT_IN_REVIEW', 'NEVER_EXECUTED'],
+      ),
       '503': workflowUnavailableAnswer(
         'the funding is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the funding first)',
       ),
@@ -304,6 +307,15 @@ export function opsFundingsRouter(deps: OpsFundingsDependencies): Router {
           code: 'FUNDING_NOT_IN_REVIEW',
           title: 'Conflict',
           detail: `the funding is ${result.status}: only a funding in NEEDS_REVIEW can be resolved`,
+        });
+        return;
+      case 'never-executed':
+        sendProblem(res, {
+          status: 409,
+          code: 'NEVER_EXECUTED',
+          title: 'Conflict',
+          detail:
+            'walletflow never sent an execute for this funding (it has no transfer of its own: the wallet’s create answer did not match the request), so nothing was moved: only FAILED resolves it',
         });
         return;
       case 'workflow-unavailable':

@@ -128,7 +128,10 @@ const routes = {
       '200': jsonAnswer(paymentComponent, 'resolved'),
       '400': problemAnswer('a malformed body', ['VALIDATION_ERROR', ...malformedBodyCodes]),
       '404': noSuchPayment,
-      '409': problemAnswer('the payment is not in NEEDS_REVIEW', ['PAYMENT_NOT_IN_REVIEW']),
+      '409': problemAnswer(
+        'the payment is not in NEEDS_REVIEW, or SUCCEEDED for a payment walletflow never executed (no wallet payment of its own)',
+        ['PAYMENT_NOT_IN_REVIEW', 'NEVER_EXECUTED'],
+      ),
       '503': workflowUnavailableAnswer(
         'the payment is still NEEDS_REVIEW, not resolved (after a time-out its workflow may still take the resolution: read the payment first)',
       ),
@@ -247,6 +250,15 @@ export function opsPaymentsRouter(deps: OpsPaymentsDependencies): Router {
           code: 'PAYMENT_NOT_IN_REVIEW',
           title: 'Conflict',
           detail: `the payment is ${result.status}: only a payment in NEEDS_REVIEW can be resolved`,
+        });
+        return;
+      case 'never-executed':
+        sendProblem(res, {
+          status: 409,
+          code: 'NEVER_EXECUTED',
+          title: 'Conflict',
+          detail:
+            'walletflow never sent an execute for this payment (it has no wallet payment of its own: the wallet’s create answer did not match the request), so nothing was moved: only FAILED resolves it',
         });
         return;
       case 'workflow-unavailable':

@@ -33,6 +33,26 @@ async function post<T>(path: string, body: unknown): Promise<T> {
   return (await response.json()) as T;
 }
 
+/**
+ * A review walletflow knows was never executed is resolved FAILED only: the other outcome is refused, nothing changed.
+ */
+async function resolvedFailedOnly(path: string, notExecuted: 'APPROVED' | 'SUCCEEDED'): Promise<void> {
+  const resolve = (outcome: string) =>
+    stack.opsFetch(`${path}/resolve`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ outcome, note: 'the wallet shows the intent' }),
+    });
+  // Before: 200, its hold posted (or a deposit credited) for money that never moved.
+  const refused = await resolve(notExecuted);
+  expect(refused.status).toBe(409);
+  expect(((await refused.json()) as { code: string }).code).toBe('NEVER_EXECUTED');
+  expect(((await (await stack.opsFetch(path)).json()) as { status: string }).status).toBe('NEEDS_REVIEW');
+  const failed = await resolve('FAILED');
+  expect(failed.status).toBe(200);
+  expect(((await failed.json()) as { status: string }).status).toBe('FAILED');
+}
+
 async function waitUntil<T extends { status: string }>(path: string, statuses: string[]): Promise<T> {
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -44,7 +64,7 @@ async function waitUntil<T extends { status: string }>(path: string, statuses: s
 }
 
 describe('answers checked against the request', () => {
-  it('a transfer created for another amount is never executed: the funding goes to review', async () => {
+  it('a transfer created for another amount is never executed: the funding goes to review, which only FAILED resolves', async () => {
     const user = await stack.admin.createUser({ kycLevel: 'KYC1', balance: '0.00' });
     const { code } = await stack.admin.cashInCode(user.userId);
     await stack.admin.setFaults([{ endpoint: 'transfers.create', mode: 'altered-answer', rate: 1 }]);
@@ -67,9 +87,10 @@ describe('answers checked against the request', () => {
     const created = ledger.transfers.filter((transfer) => transfer.amount.value === '5.00' && transfer.executions > 0);
     expect(created.filter((transfer) => transfer.recipientUserId === user.userId)).toEqual([]);
     expect((await stack.admin.user(user.userId)).balance).toBe('0.00');
+    await resolvedFailedOnly(`/ops/fundings/${funding.fundingId}`, 'APPROVED');
   });
 
-  it('a payment created for another amount is never executed: the payment goes to review', async () => {
+  it('a payment created for another amount is never executed: the payment goes to review, which only FAILED resolves', async () => {
     const { user, linkId } = await createEmbeddedLink(stack, { kycLevel: 'KYC1', balance: '100.00' });
     await stack.admin.setFaults([{ endpoint: 'op.payments.create', mode: 'altered-answer', rate: 1 }]);
     const started = await post<PaymentView>('/ops/payments', { linkId, amount: { currency: 'PHP', value: '7.00' } });
@@ -84,6 +105,7 @@ describe('answers checked against the request', () => {
       (await stack.admin.ledger()).payments.filter((entry) => entry.userId === user.userId && entry.executions > 0),
     ).toEqual([]);
     expect((await stack.admin.user(user.userId)).balance).toBe('100.00');
+    await resolvedFailedOnly(`/ops/payments/${payment.id}`, 'SUCCEEDED');
   });
 
   it('a retrieve answer about another transfer is refused (outcome unknown: asked again)', async () => {
