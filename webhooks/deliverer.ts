@@ -24,8 +24,13 @@ export interface WebhookDelivererOptions {
   retry: WebhookRetryPolicy;
   /** Each attempt's time-out; absent: 10 s. */
   requestTimeoutMs?: number;
-  /** Deliveries claimed (and sent concurrently) per batch; absent: 20. */
-  batchSize?: number;
+  /** Deliveries sent at once, at most; absent: 20. A send that ends frees its place for the next due one at once. */
+  concurrency?: number;
+  /**
+   * Of those, to one endpoint at most (about: a claim may add up to as many again to one below it); absent: a quarter
+   * of `concurrency`. An endpoint that is down or slow holds only its own places, never the others' deliveries.
+   */
+  perEndpoint?: number;
   /**
    * Production (webhooks/target-guard.ts): https only, and never to an address inside walletflow's
    * own network, checked on every address the endpoint's name resolves to when the attempt
@@ -84,13 +89,6 @@ export function sendWebhook(
   });
 }
 
-export interface DeliveryBatchReport {
-  claimed: number;
-  succeeded: number;
-  retrying: number;
-  failed: number;
-}
-
 /** Why no status came back, in a few words (the error's code when Node gives one). */
 function errorOf(error: unknown): string {
   const code = (error as { code?: unknown }).code;
@@ -99,10 +97,35 @@ function errorOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/** What a round of sending reports (the deliverer's activity answers it): claims made, and the attempts' ends. */
+export interface DeliveryRoundCounts {
+  batches: number;
+  claimed: number;
+  succeeded: number;
+  retrying: number;
+  failed: number;
+}
+
+export interface DeliveryRound {
+  /** How long to go on claiming. */
+  roundMs: number;
+  /** How long to wait before claiming again when nothing was due. */
+  pollIntervalMs: number;
+  /** Waits `ms`, or rejects when the round is cancelled (the activity's own sleep). */
+  sleep: (ms: number) => Promise<void>;
+  /** Called between claims and as sends end. */
+  heartbeat: () => void;
+}
+
 export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   const { store, cipher, logger, retry } = options;
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
-  const batchSize = options.batchSize ?? 20;
+  const concurrency = Math.max(1, options.concurrency ?? 20);
+  const perEndpoint = Math.max(1, options.perEndpoint ?? Math.ceil(concurrency / 4));
+  /** Places free before a claim is made again. */
+  const refill = Math.max(1, Math.ceil(concurrency / 4));
+  // The lease outlasts the slowest send with room to record it.
+  const leaseMs = requestTimeoutMs + 30_000;
 
   async function attempt(delivery: ClaimedDelivery): Promise<AttemptOutcome> {
     const at = new Date();
@@ -128,44 +151,99 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     }
   }
 
-  return {
-    /** One batch: claims, sends concurrently, records; an empty report when nothing was due. */
-    async deliverDue(): Promise<DeliveryBatchReport> {
-      // The lease outlasts the slowest send with room to record it.
-      const claimed = await store.claimDue(batchSize, requestTimeoutMs + 30_000);
-      const report: DeliveryBatchReport = { claimed: claimed.length, succeeded: 0, retrying: 0, failed: 0 };
-      await Promise.all(
-        claimed.map(async (delivery) => {
-          const outcome = await attempt(delivery);
-          const status = await store.recordAttempt(delivery, outcome, retry);
-          if (status === 'overtaken') {
-            logger.info(
-              { deliveryId: delivery.id, eventId: delivery.eventId, statusCode: outcome.statusCode },
-              'webhook attempt kept in the log only: its lease ran out, and another claim or a redelivery holds the delivery',
-            );
-            return;
-          }
-          if (status === 'SUCCEEDED') report.succeeded += 1;
-          else if (status === 'FAILED') report.failed += 1;
-          else report.retrying += 1;
-          const fields = {
-            deliveryId: delivery.id,
-            eventId: delivery.eventId,
-            endpointId: delivery.endpointId,
-            statusCode: outcome.statusCode,
-            status,
-          };
-          if (status === 'FAILED')
-            logger.warn(
-              { ...fields, error: outcome.error },
-              'webhook delivery failed: retries exhausted (redeliver with POST /ops/webhooks/deliveries/{id}/redeliver)',
-            );
-          else if (status === 'PENDING')
-            logger.info({ ...fields, error: outcome.error }, 'webhook delivery attempt failed; retrying');
-          else logger.debug(fields, 'webhook delivered');
-        }),
+  /** Sends one claimed delivery and records its attempt, counted in `counts`. */
+  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): Promise<void> {
+    const outcome = await attempt(delivery);
+    const status = await store.recordAttempt(delivery, outcome, retry);
+    if (status === 'overtaken') {
+      logger.info(
+        { deliveryId: delivery.id, eventId: delivery.eventId, statusCode: outcome.statusCode },
+        'webhook attempt kept in the log only: its lease ran out, and another claim or a redelivery holds the delivery',
       );
-      return report;
+      return;
+    }
+    if (status === 'SUCCEEDED') counts.succeeded += 1;
+    else if (status === 'FAILED') counts.failed += 1;
+    else counts.retrying += 1;
+    const fields = {
+      deliveryId: delivery.id,
+      eventId: delivery.eventId,
+      endpointId: delivery.endpointId,
+      statusCode: outcome.statusCode,
+      status,
+    };
+    if (status === 'FAILED')
+      logger.warn(
+        { ...fields, error: outcome.error },
+        'webhook delivery failed: retries exhausted (redeliver with POST /ops/webhooks/deliveries/{id}/redeliver)',
+      );
+    else if (status === 'PENDING')
+      logger.info({ ...fields, error: outcome.error }, 'webhook delivery attempt failed; retrying');
+    else logger.debug(fields, 'webhook delivered');
+  }
+
+  return {
+    /**
+     * Sends due deliveries for `round.roundMs`: up to `concurrency` at once and about `perEndpoint` to one endpoint,
+     * claiming again as soon as a send ends (never waiting for the slowest of a claim), then lets the sends under way
+     * end (their leases cover them). Cancelled (`round.sleep` rejects): the sends under way end, then it rejects too.
+     */
+    async deliverFor(round: DeliveryRound): Promise<DeliveryRoundCounts> {
+      const counts: DeliveryRoundCounts = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
+      const until = Date.now() + round.roundMs;
+      /** Sends under way, by endpoint. */
+      const sending = new Map<string, number>();
+      const underWay = new Set<Promise<void>>();
+      /** Resolved whenever a send ends: the wait for a free place. */
+      let ended: () => void = () => undefined;
+      let oneEnded = new Promise<void>((resolve) => (ended = resolve));
+      const start = (delivery: ClaimedDelivery) => {
+        sending.set(delivery.endpointId, (sending.get(delivery.endpointId) ?? 0) + 1);
+        const send: Promise<void> = deliver(delivery, counts)
+          .catch((error: unknown) =>
+            logger.error({ err: error, deliveryId: delivery.id }, 'webhook attempt not recorded: sent again later'),
+          )
+          .finally(() => {
+            const left = (sending.get(delivery.endpointId) ?? 1) - 1;
+            if (left > 0) sending.set(delivery.endpointId, left);
+            else sending.delete(delivery.endpointId);
+            underWay.delete(send);
+            round.heartbeat();
+            const wake = ended;
+            oneEnded = new Promise<void>((resolve) => (ended = resolve));
+            wake();
+          });
+        underWay.add(send);
+      };
+      try {
+        while (Date.now() < until) {
+          const free = concurrency - underWay.size;
+          // Claimed when enough places are free to be worth a claim (not one statement per send that ends).
+          if (free >= Math.min(refill, concurrency)) {
+            const busy = [...sending].filter(([, count]) => count >= perEndpoint).map(([endpointId]) => endpointId);
+            const batch = await store.claimDue(free, leaseMs, { perEndpoint, busy });
+            counts.batches += 1;
+            counts.claimed += batch.length;
+            for (const delivery of batch) start(delivery);
+            round.heartbeat();
+            // A full claim: more may be due at once.
+            if (batch.length === free) continue;
+            // Nothing more due now: the poll interval; or only an endpoint's that is sent enough already: until one of
+            // the sends ends.
+            const wait = Math.min(round.pollIntervalMs, until - Date.now());
+            if (wait <= 0) break;
+            await Promise.race([round.sleep(wait), ...(busy.length > 0 ? [oneEnded] : [])]);
+            continue;
+          }
+          // Too few places free: the next send to end frees one (the poll interval at most, for the heartbeat).
+          const wait = Math.min(round.pollIntervalMs, until - Date.now());
+          if (wait <= 0) break;
+          await Promise.race([round.sleep(wait), oneEnded]);
+        }
+      } finally {
+        await Promise.all(underWay);
+      }
+      return counts;
     },
   };
 }

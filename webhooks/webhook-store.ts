@@ -302,8 +302,16 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * skipped (SKIP LOCKED), and the lease (next_attempt_at moved ahead) keeps them from every
      * other claim while this one sends. A process that dies mid-send leaves the lease to expire:
      * the delivery is sent again (at least once).
+     * At most `perEndpoint` of one endpoint, the longest due first, and none of the endpoints in `busy` (those the
+     * caller already sends enough to): an endpoint with a backlog (down, or slow) never fills a claim, so the others'
+     * deliveries are taken beside its own (the partial index webhook_delivery_pending_by_endpoint_idx walks each
+     * endpoint's due ones).
      */
-    async claimDue(limit: number, leaseMs: number): Promise<ClaimedDelivery[]> {
+    async claimDue(
+      limit: number,
+      leaseMs: number,
+      fairness: { perEndpoint: number; busy: readonly string[] },
+    ): Promise<ClaimedDelivery[]> {
       const claimed = await database.$queryRaw<
         Array<{
           id: string;
@@ -315,11 +323,16 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
         }>
       >`
         WITH due AS (
-          SELECT d.id FROM webhook_delivery d JOIN webhook_endpoint e ON e.id = d.endpoint_id
-          WHERE d.status = 'PENDING' AND d.next_attempt_at <= now() AND e.deleted_at IS NULL
-          ORDER BY d.next_attempt_at, d.id
-          LIMIT ${limit}
-          FOR UPDATE OF d SKIP LOCKED)
+          SELECT picked.id FROM webhook_endpoint e
+          CROSS JOIN LATERAL (
+            SELECT d.id, d.next_attempt_at FROM webhook_delivery d
+            WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT ${fairness.perEndpoint}
+            FOR UPDATE OF d SKIP LOCKED) picked
+          WHERE e.deleted_at IS NULL AND NOT (e.id = ANY(${[...fairness.busy]}::uuid[]))
+          ORDER BY picked.next_attempt_at, picked.id
+          LIMIT ${limit})
         UPDATE webhook_delivery d
         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()
         FROM due WHERE d.id = due.id

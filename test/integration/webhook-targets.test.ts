@@ -11,9 +11,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opsWebhooksRouter } from '../../api/ops/webhooks-routes.ts';
 import { createTokenCipher } from '../../lib/token-cipher.ts';
-import { sendWebhook } from '../../webhooks/deliverer.ts';
+import { createWebhookDeliverer, sendWebhook } from '../../webhooks/deliverer.ts';
 import { isInternalAddress, publicOnlyLookup, refusedWebhookUrl } from '../../webhooks/target-guard.ts';
 import { createWebhookStore, HEALTH_COUNT_LIMIT } from '../../webhooks/webhook-store.ts';
+import { createLogger } from '../../lib/logger.ts';
 import { recordingDatabase, rowsExamined } from '../../harness/query-plans.ts';
 import { testDatabaseUrl } from '../support/test-database.ts';
 import { opsAuth } from '../../api/ops/ops-auth.ts';
@@ -308,7 +309,9 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
       },
     });
     const claimOf = async (leaseMs: number) => {
-      const claim = (await store.claimDue(1_000, leaseMs)).find((each) => each.id === id);
+      const claim = (await store.claimDue(1_000, leaseMs, { perEndpoint: 1_000, busy: [] })).find(
+        (each) => each.id === id,
+      );
       if (!claim) throw new Error('the delivery was not claimed');
       return claim;
     };
@@ -323,4 +326,84 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
     expect(delivery).toMatchObject({ status: 'SUCCEEDED', attempts: 6 });
     expect(delivery!.log.map((each) => each.statusCode).sort()).toEqual([200, 500]);
   });
+});
+
+describe('an endpoint that does not answer', () => {
+  it('holds only its own places: another endpoint’s deliveries all arrive while its requests are still open', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    // A partner endpoint that takes each request and never answers (a dead host behind a load balancer).
+    const held: Array<() => void> = [];
+    const silent = createServer((_req, res) => held.push(() => res.end()));
+    let arrived = 0;
+    const healthy = createServer((_req, res) => {
+      arrived += 1;
+      res.statusCode = 204;
+      res.end();
+    });
+    const listen = async (server: Server) => {
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      return `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    };
+    const endpoint = async (url: string) =>
+      (await store.createEndpoint({ url, events: ['funding.approved'] }, 'fairness-test')).endpoint.id;
+    const silentId = await endpoint(await listen(silent));
+    const healthyId = await endpoint(await listen(healthy));
+    // The silent endpoint's 60 events are the oldest: before, a claim took them first, and every claim waited for them.
+    const events = async (endpointId: string, count: number, at: Date) => {
+      for (let index = 0; index < count; index += 1) {
+        const event = await stack.database.webhookEvent.create({
+          data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}', createdAt: at },
+        });
+        await stack.database.webhookDelivery.create({
+          data: { id: randomUUID(), eventId: event.id, endpointId, nextAttemptAt: at, createdAt: at },
+        });
+      }
+    };
+    await events(silentId, 60, new Date(Date.now() - 60_000));
+    await events(healthyId, 40, new Date(Date.now() - 30_000));
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+      // Longer than the round: the silent endpoint's requests stay open until the test lets them go.
+      requestTimeoutMs: 30_000,
+      concurrency: 8,
+    });
+    const controller = new AbortController();
+    const round = deliverer.deliverFor({
+      roundMs: 20_000,
+      pollIntervalMs: 100,
+      sleep: (ms) =>
+        new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(resolve, ms);
+          controller.signal.addEventListener('abort', () => {
+            clearTimeout(timer);
+            reject(new Error('round over'));
+          });
+        }),
+      heartbeat: () => undefined,
+    });
+    try {
+      const deadline = Date.now() + 15_000;
+      while (arrived < 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      // Before: the first claim took 8 of the silent endpoint's, and the round waited on them (30 s) with nothing
+      // else sent.
+      expect(arrived).toBe(40);
+      // Two of the 8 places at most (a quarter), taken by the silent endpoint: its requests are still open.
+      expect(held.length).toBe(2);
+      const delivered = await stack.database.webhookDelivery.count({
+        where: { endpointId: healthyId, status: 'SUCCEEDED' },
+      });
+      expect(delivered).toBe(40);
+    } finally {
+      controller.abort();
+      for (const release of held) release();
+      await round.catch(() => undefined);
+      silent.closeAllConnections();
+      await new Promise<void>((resolve) => silent.close(() => resolve()));
+      await new Promise<void>((resolve) => healthy.close(() => resolve()));
+    }
+  }, 60_000);
 });
