@@ -155,7 +155,7 @@ walletflow payments resolve); ${apiExits}`,
   )
     .addHelpText(
       'after',
-      `\nAPPROVED posts the hold; FAILED releases it and says nothing was executed.\nExit codes: 0 resolved; ${apiExits} (409 FUNDING_NOT_IN_REVIEW)`,
+      `\nAPPROVED posts the hold; FAILED releases it and says nothing was executed.\nExit codes: 0 resolved; ${apiExits} (409 FUNDING_NOT_IN_REVIEW; 409 NEVER_EXECUTED: APPROVED for a funding walletflow never executed)`,
     )
     .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
       run(import('./fundings.ts').then((module) => module.runFundingsResolve(id, options))),
@@ -284,7 +284,10 @@ walletflow payments resolve); ${apiExits}`,
       ['SUCCEEDED', 'FAILED'],
     ),
   )
-    .addHelpText('after', `\nExit codes: 0 resolved; ${apiExits} (409 PAYMENT_NOT_IN_REVIEW)`)
+    .addHelpText(
+      'after',
+      `\nExit codes: 0 resolved; ${apiExits} (409 PAYMENT_NOT_IN_REVIEW; 409 NEVER_EXECUTED: SUCCEEDED for a payment never executed)`,
+    )
     .action((id: string, options: OpsCommandOptions & { outcome: string; note: string; actor?: string }) =>
       run(import('./payments.ts').then((module) => module.runPaymentsResolve(id, options))),
     );

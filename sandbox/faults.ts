@@ -54,9 +54,10 @@ const alteredAnswerEndpoints: readonly FaultEndpoint[] = [
 ];
 
 /**
- * A gateway error's `code` (an extension of section 9): error-before-effect and error-after-effect answer their 5xx
- * with the service's error body carrying that code, as a gateway that relays an upstream error or templates its own in
- * the service's shape would. A code in a 5xx's body is no answer of the service's: the partner must not read it as one.
+ * A gateway error's `code` (an extension of section 9): error-before-effect and error-after-effect answer their status
+ * (a 5xx by default) with the service's error body carrying that code, as a gateway that relays an upstream error or
+ * templates its own in the service's shape would. A code under another status than the service gives it is no answer
+ * of the service's: the partner must not read it as one.
  */
 const codedErrorModes: readonly FaultMode[] = ['error-before-effect', 'error-after-effect'];
 

@@ -96,7 +96,7 @@ export function addReviewRoutes(router: Router, deps: ReviewPageDependencies): v
     const body = [
       resolved ? notice(`Resolved ${resolved}: the outcome and your note are recorded under your name.`, 'ok') : '',
       may(person, 'resolve') ? '' : '<p class="muted">Resolving needs the resolve scope.</p>',
-      '<p>Each item waits because no one can know whether the wallet moved the money. Check with the wallet operator (the Request-Reference-Nos below name each call), then resolve it with what they confirmed.</p>',
+      '<p>Each item waits because no one can know whether the wallet moved the money, or because the wallet answered a create with something else than was asked (walletflow executed nothing: FAILED only). Check with the wallet operator (the Request-Reference-Nos below name each call), then resolve it with what they confirmed.</p>',
       card('review-fundings', 'Fundings in review', fundingList),
       card('review-payments', 'Payments in review', paymentList),
     ].join('\n');

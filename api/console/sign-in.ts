@@ -643,9 +643,10 @@ export function addSignInRoutes(router: express.Router, deps: SignInDependencies
         : [];
     const scopes = scopesOfGroups(settings.roles, groups);
     // The provider's word now, for the person's other sessions too: a group it no longer gives them is gone from
-    // each (all of them end when no group of theirs has a role).
-    const withRoles = groups.filter((group) => settings.roles.has(group));
-    const narrowed = await sessions.narrowToGroups(personId, settings.issuer, withRoles);
+    // each (a session left with none ends). The provider's groups, not those with a role here: a process started
+    // before a role was given to a group (a rolling restart) must not take that group from the sessions of others.
+    // A provider that sends no groups claim says the person has none (some leave an empty claim out).
+    const narrowed = await sessions.narrowToGroups(personId, settings.issuer, groups);
     if (narrowed > 0)
       deps.logger.info({ personId, narrowed }, 'console: a sign-in narrowed the person’s other sessions');
     if (scopes.size === 0) {
