@@ -21,7 +21,7 @@ import type { Database } from '../lib/database.ts';
 import { checkBatchUserLimits, lockPartnerUser, type FundingLimits } from '../ledger/limits.ts';
 import { emitWebhookEvent } from '../webhooks/outbox.ts';
 import type { BatchItemRows, BatchItemsRecord, EndedBatchItems } from './batch-items-record.ts';
-import type { FundingRecord } from './funding-record.ts';
+import type { BatchItemTally, FundingRecord } from './funding-record.ts';
 import { userUsage } from './funding-usage.ts';
 
 export interface NewBatch {
@@ -49,7 +49,7 @@ export type InsertedBatch = { stored: false } | { stored: true; needsApproval: b
 export interface BatchRecordDependencies {
   database: Database;
   /** Reads the batch's items (their tally). */
-  fundings: Pick<FundingRecord, 'batchItemTally'>;
+  fundings: Pick<FundingRecord, 'batchItemTally' | 'batchItemTallies'>;
   /** Stores the batch's items and ends the ones not started (fundings/batch-items-record.ts). */
   batchItems: Pick<
     BatchItemsRecord,
@@ -100,7 +100,16 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
 
   /** The batch as the ops API shows it: its items counted and summed by state, its rate and ETA. */
   async function view(batch: FundingBatch, db: Prisma.TransactionClient | Database = database): Promise<BatchView> {
-    const tally = await fundings.batchItemTally(batch.id, db);
+    return viewWith(batch, await fundings.batchItemTally(batch.id, db));
+  }
+
+  /** Batches as the ops API shows them (a page of the list): their tallies read in one statement. */
+  async function views(batches: readonly FundingBatch[]): Promise<BatchView[]> {
+    const tallies = await fundings.batchItemTallies(batches.map((batch) => batch.id));
+    return batches.map((batch) => viewWith(batch, tallies.get(batch.id) ?? []));
+  }
+
+  function viewWith(batch: FundingBatch, tally: BatchItemTally): BatchView {
     const counts: BatchView['counts'] = {};
     const amounts: BatchView['amounts'] = {};
     for (const row of tally) {
@@ -142,6 +151,7 @@ export function createBatchRecord(deps: BatchRecordDependencies) {
     getByIdempotencyKey: (idempotencyKey: string) =>
       database.fundingBatch.findUniqueOrThrow({ where: { idempotencyKey } }),
     view,
+    views,
 
     /**
      * Stores the batch and its items (each with its hold) in one transaction; false when the key

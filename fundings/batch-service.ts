@@ -489,7 +489,7 @@ export function createBatchService(deps: BatchServiceDependencies) {
       });
       const page = rows.slice(0, query.limit);
       return {
-        items: await Promise.all(page.map((batch) => record.view(batch))),
+        items: await record.views(page),
         nextCursor: rows.length > query.limit ? page.at(-1)!.id : null,
       };
     },

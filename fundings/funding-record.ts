@@ -278,6 +278,9 @@ const claimMove = { to: 'CREATING' as const, from: sourcesOf(fundingTransitions,
 /** The row condition of a fenced write: the claim still stands. */
 const fenced = (fence: Fence): Prisma.FundingWhereInput => (fence === undefined ? {} : { ownerFence: fence });
 
+/** A batch's items by status (a cancelled item apart), with their amounts: its rows of funding_batch_tally. */
+export type BatchItemTally = Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>;
+
 export function createFundingRecord(deps: FundingRecordDependencies) {
   const { database } = deps;
   const ledger = deps.ledger ?? createLedger();
@@ -424,6 +427,29 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
   async function byIdsInOrder(ids: string[]): Promise<Funding[]> {
     if (ids.length === 0) return [];
     return database.funding.findMany({ where: { id: { in: ids } }, orderBy: [{ createdAt: 'asc' }, { id: 'asc' }] });
+  }
+
+  /**
+   * The batches' items by status, as `batchItemTally` answers each: a state's figures are the sum over its slots (the
+   * batch's shared rows, its store's, its cancel's).
+   */
+  async function batchItemTallies(
+    batchIds: readonly string[],
+    db: Prisma.TransactionClient | Database = database,
+  ): Promise<Map<string, BatchItemTally>> {
+    const tallies = new Map<string, BatchItemTally>(batchIds.map((id) => [id, []]));
+    if (batchIds.length === 0) return tallies;
+    const rows = await db.$queryRaw<
+      Array<{ batch_id: string; status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>
+    >`
+      SELECT batch_id::text AS batch_id, status, SUM(count)::bigint AS count, SUM(amount) AS amount
+      FROM funding_batch_tally WHERE batch_id = ANY(${[...batchIds]}::uuid[])
+      GROUP BY batch_id, status HAVING SUM(count) > 0 ORDER BY batch_id, status`;
+    for (const row of rows)
+      tallies
+        .get(row.batch_id)
+        ?.push({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) });
+    return tallies;
   }
 
   return {
@@ -890,18 +916,12 @@ export function createFundingRecord(deps: FundingRecordDependencies) {
      * so a 100,000-item batch's progress is a few rows, not a count of its items on every view. Read
      * in the caller's transaction when given one (it sees that transaction's own writes).
      */
-    async batchItemTally(
-      batchId: string,
-      db: Prisma.TransactionClient | Database = database,
-    ): Promise<Array<{ status: FundingStatus | 'CANCELLED'; count: number; amount: bigint }>> {
-      // A state's figures are the sum over its slots (the batch's shared rows, its store's, its cancel's).
-      const rows = await db.$queryRaw<
-        Array<{ status: FundingStatus | 'CANCELLED'; count: bigint; amount: Prisma.Decimal }>
-      >`
-        SELECT status, SUM(count)::bigint AS count, SUM(amount) AS amount FROM funding_batch_tally WHERE batch_id = ${batchId}::uuid
-        GROUP BY status HAVING SUM(count) > 0 ORDER BY status`;
-      return rows.map((row) => ({ status: row.status, count: Number(row.count), amount: fromNumeric(row.amount) }));
+    async batchItemTally(batchId: string, db: Prisma.TransactionClient | Database = database): Promise<BatchItemTally> {
+      return (await batchItemTallies([batchId], db)).get(batchId) ?? [];
     },
+
+    /** The tallies of several batches (a page of the batch list) in one statement, by batch id. */
+    batchItemTallies,
 
     /** A page of a batch's items in reference order, from a cursor (the last reference seen). */
     batchItemsPage: (

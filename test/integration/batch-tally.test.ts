@@ -13,6 +13,7 @@ import { fundingTotalsOn } from '../../fundings/funding-totals.ts';
 import { settlementDay } from '../../ledger/settlement.ts';
 import { createDatabase, dropDatabase, ensureDatabaseExists } from '../../lib/database.ts';
 import { applyMigrations } from '../../prisma/schema-engine.ts';
+import { recordingDatabase } from '../../harness/query-plans.ts';
 import { batchRecordsOn } from '../support/batch-records.ts';
 
 const serverUrl = inject('databaseUrl');
@@ -156,6 +157,24 @@ describe('a batch tally kept by the funding table', () => {
 });
 
 describe('a TRUNCATE of the funding table', () => {
+  it('a page of batches reads their tallies in one statement, each view as its own read gives it', async () => {
+    const stored = await Promise.all([storeBatch(3), storeBatch(5), storeBatch(2)]);
+    const recording = recordingDatabase(databaseUrl);
+    try {
+      const pageRecords = batchRecordsOn(recording.database);
+      const rows = await Promise.all(stored.map(({ batchId }) => batches.find(batchId)));
+      const page = rows.map((row) => row!);
+      recording.statements.length = 0;
+      const views = await pageRecords.batches.views(page);
+      // Before: a statement per batch (a page of 200, 200 statements at once on a pool of 10).
+      expect(recording.statements.filter((each) => each.text.includes('funding_batch_tally'))).toHaveLength(1);
+      expect(views).toEqual(await Promise.all(page.map((row) => batches.view(row))));
+      expect(views.map((view) => view.counts.PENDING)).toEqual([3, 5, 2]);
+    } finally {
+      await recording.close();
+    }
+  });
+
   it("empties the batches' tallies with it: none counts an item that is gone", async () => {
     const { batchId } = await storeBatch(50);
     expect(await tallied(batchId)).toEqual(await counted(batchId));
