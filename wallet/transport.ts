@@ -12,6 +12,7 @@ import { serviceOf } from './operations.ts';
 import type { FailureCondition, WalletOutcome } from './outcome.ts';
 import { conditionOfStatus, outcomeOf } from './outcome.ts';
 import { isUuid } from '../domain/ids.ts';
+import { parseRetryAfter } from '../lib/retry-after.ts';
 
 /** Every successful call returns its data with the Request-Reference-No it was sent with. */
 export interface WalletResult<T> {
@@ -293,13 +294,4 @@ export function redact(text: string, secrets: readonly string[]): string {
   return result
     .replace(/\b\d{7}\b/g, '[redacted]')
     .replace(/[A-Za-z0-9_\-.~+/=]{24,}/g, (match) => (isUuid(match) ? match : '[redacted]'));
-}
-
-/** Retry-After is seconds or an HTTP date (RFC 9110 section 10.2.3). */
-export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
-  if (value === undefined) return undefined;
-  const trimmed = value.trim();
-  if (/^\d+$/.test(trimmed)) return Number(trimmed) * 1000;
-  const date = Date.parse(trimmed);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }

@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import type { FailureCondition, WalletOperation, WalletOutcome } from '../../wallet/index.ts';
 import { outcomeOf, outcomeTable } from '../../wallet/index.ts';
 import { conditionOfStatus, isConflictOf } from '../../wallet/outcome.ts';
-import { classifyTransportFailure, parseRetryAfter, redact } from '../../wallet/transport.ts';
+import { parseRetryAfter } from '../../lib/retry-after.ts';
+import { classifyTransportFailure, redact } from '../../wallet/transport.ts';
 
 const read: WalletOperation[] = ['transfers.retrieve', 'op.profile', 'connect.token.client_credentials'];
 const creates: WalletOperation[] = ['transfers.create', 'op.payments.create'];
