@@ -6,6 +6,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import type { Logger } from '../lib/logger.ts';
+import { parseRetryAfter } from '../lib/retry-after.ts';
 import type { TokenCipher } from '../lib/token-cipher.ts';
 import { webhookHeaders } from './signature.ts';
 import { InternalTargetError, isInternalAddress, publicOnlyLookup } from './target-guard.ts';
@@ -24,11 +25,11 @@ export interface WebhookDelivererOptions {
   retry: WebhookRetryPolicy;
   /** Each attempt's time-out; absent: 10 s. */
   requestTimeoutMs?: number;
-  /** Deliveries sent at once, at most; absent: 20. A send that ends frees its place for the next due one at once. */
+  /** Deliveries sent at once, at most; absent: 20. A send that ends frees its place for the next due one. */
   concurrency?: number;
   /**
-   * Of those, to one endpoint at most (about: a claim may add up to as many again to one below it); absent: a quarter
-   * of `concurrency`. An endpoint that is down or slow holds only its own places, never the others' deliveries.
+   * Of those, to one endpoint at most; absent: half of `concurrency`. One whose last attempt failed gets one at a time
+   * until one is delivered: endpoints that are down or slow hold a place each, never the others' deliveries.
    */
   perEndpoint?: number;
   /**
@@ -40,8 +41,14 @@ export interface WebhookDelivererOptions {
   publicTargetsOnly?: boolean;
 }
 
+/** What an endpoint answered: its status, and the wait its Retry-After asks for, if it gave one. */
+export interface WebhookAnswer {
+  status: number;
+  retryAfterMs: number | undefined;
+}
+
 /**
- * POSTs one webhook and answers the status code (the body is not read). No redirects; `publicOnly`
+ * POSTs one webhook and answers the status code and Retry-After (the body is not read). No redirects; `publicOnly`
  * refuses plain http and any internal address before a byte is sent.
  */
 export function sendWebhook(
@@ -49,7 +56,7 @@ export function sendWebhook(
   headers: Record<string, string>,
   body: string,
   options: { timeoutMs: number; publicOnly: boolean },
-): Promise<number> {
+): Promise<WebhookAnswer> {
   const target = new URL(url);
   if (options.publicOnly) {
     if (target.protocol !== 'https:')
@@ -71,9 +78,10 @@ export function sendWebhook(
       },
       (response) => {
         clearTimeout(timer);
-        // Only the status counts: the body is not read (an endless one holds nothing open).
+        // Only the status and Retry-After count: the body is not read (an endless one holds nothing open).
         response.destroy();
-        resolve(response.statusCode ?? 0);
+        const retryAfter = response.headers['retry-after'];
+        resolve({ status: response.statusCode ?? 0, retryAfterMs: parseRetryAfter(retryAfter, Date.now()) });
       },
     );
     // The whole attempt, not each silence on the socket: a trickle of bytes cannot outlast it.
@@ -121,7 +129,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
   const { store, cipher, logger, retry } = options;
   const requestTimeoutMs = options.requestTimeoutMs ?? 10_000;
   const concurrency = Math.max(1, options.concurrency ?? 20);
-  const perEndpoint = Math.max(1, options.perEndpoint ?? Math.ceil(concurrency / 4));
+  const perEndpoint = Math.max(1, options.perEndpoint ?? Math.ceil(concurrency / 2));
   /** Places free before a claim is made again. */
   const refill = Math.max(1, Math.ceil(concurrency / 4));
   // The lease outlasts the slowest send with room to record it.
@@ -133,7 +141,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     const duration = () => Math.round(performance.now() - started);
     try {
       const secret = cipher.decrypt(delivery.secretEncrypted, webhookSecretContext(delivery.endpointId));
-      const status = await sendWebhook(
+      const { status, retryAfterMs } = await sendWebhook(
         delivery.url,
         {
           'content-type': 'application/json',
@@ -143,24 +151,35 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
         delivery.body,
         { timeoutMs: requestTimeoutMs, publicOnly: options.publicTargetsOnly === true },
       );
-      // The answer's body is not read: only its status counts.
+      // The answer's body is not read: only its status counts, and the wait a 429 or a 503 asks for.
       const ok = status >= 200 && status < 300;
-      return { at, statusCode: status, error: ok ? null : `HTTP ${status}`, durationMs: duration() };
+      const askedToWait = (status === 429 || status === 503) && retryAfterMs !== undefined;
+      return {
+        at,
+        statusCode: status,
+        error: ok ? null : `HTTP ${status}`,
+        durationMs: duration(),
+        ...(askedToWait ? { retryAfterMs } : {}),
+      };
     } catch (error) {
       return { at, statusCode: null, error: errorOf(error), durationMs: duration() };
     }
   }
 
-  /** Sends one claimed delivery and records its attempt, counted in `counts`. */
-  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): Promise<void> {
+  /**
+   * Sends one claimed delivery and records its attempt, counted in `counts`; answers whether the endpoint took it (a
+   * 2xx), whatever the record then said.
+   */
+  async function deliver(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): Promise<boolean> {
     const outcome = await attempt(delivery);
+    const delivered = outcome.statusCode !== null && outcome.statusCode >= 200 && outcome.statusCode < 300;
     const status = await store.recordAttempt(delivery, outcome, retry);
     if (status === 'overtaken') {
       logger.info(
         { deliveryId: delivery.id, eventId: delivery.eventId, statusCode: outcome.statusCode },
         'webhook attempt kept in the log only: its lease ran out, and another claim or a redelivery holds the delivery',
       );
-      return;
+      return delivered;
     }
     if (status === 'SUCCEEDED') counts.succeeded += 1;
     else if (status === 'FAILED') counts.failed += 1;
@@ -180,70 +199,140 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     else if (status === 'PENDING')
       logger.info({ ...fields, error: outcome.error }, 'webhook delivery attempt failed; retrying');
     else logger.debug(fields, 'webhook delivered');
+    return delivered;
+  }
+
+  /**
+   * Sends under way, kept across rounds (a round ends without waiting for them: their leases cover them), by endpoint.
+   */
+  const sending = new Map<string, number>();
+  const underWay = new Set<Promise<void>>();
+  /** Endpoints whose last attempt from here failed: one send at a time to each, until one is delivered. */
+  const failing = new Set<string>();
+  /** Sends ended so far, and the waits for a number more of them to end. */
+  let ends = 0;
+  const endWaits = new Set<{ at: number; resolve: () => void }>();
+
+  const capOf = (endpointId: string) => (failing.has(endpointId) ? 1 : perEndpoint);
+  /** The fewest free places worth a claim for the endpoint (not a statement per send that ends). */
+  const thresholdOf = (endpointId: string) => Math.min(refill, capOf(endpointId));
+  const roomOf = (endpointId: string) => capOf(endpointId) - (sending.get(endpointId) ?? 0);
+
+  /** What each endpoint sent to, or failing, may be claimed for now: 0 below its threshold. */
+  function roomsNow(): Array<{ endpointId: string; room: number }> {
+    return [...new Set([...sending.keys(), ...failing])].map((endpointId) => {
+      const room = roomOf(endpointId);
+      return { endpointId, room: room >= thresholdOf(endpointId) ? room : 0 };
+    });
+  }
+
+  /** The endpoints a claim took all the room of (0 included): they may have more due. */
+  function endpointsCut(
+    batch: readonly ClaimedDelivery[],
+    rooms: ReadonlyArray<{ endpointId: string; room: number }>,
+  ): string[] {
+    const taken = new Map<string, number>();
+    for (const delivery of batch) taken.set(delivery.endpointId, (taken.get(delivery.endpointId) ?? 0) + 1);
+    const given = new Map(rooms.map((each) => [each.endpointId, each.room]));
+    const cut = rooms.filter((each) => (taken.get(each.endpointId) ?? 0) >= each.room).map((each) => each.endpointId);
+    for (const [endpointId, count] of taken) if (!given.has(endpointId) && count >= perEndpoint) cut.push(endpointId);
+    return cut;
+  }
+
+  function start(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): void {
+    const endpointId = delivery.endpointId;
+    sending.set(endpointId, (sending.get(endpointId) ?? 0) + 1);
+    const send: Promise<void> = deliver(delivery, counts)
+      .then((delivered) => {
+        if (delivered === true) failing.delete(endpointId);
+        else if (delivered === false) failing.add(endpointId);
+      })
+      .catch((error: unknown) =>
+        logger.error({ err: error, deliveryId: delivery.id }, 'webhook attempt not recorded: sent again later'),
+      )
+      .finally(() => {
+        const left = (sending.get(endpointId) ?? 1) - 1;
+        if (left > 0) sending.set(endpointId, left);
+        else sending.delete(endpointId);
+        underWay.delete(send);
+        ends += 1;
+        for (const wait of endWaits)
+          if (wait.at <= ends) {
+            endWaits.delete(wait);
+            wait.resolve();
+          }
+      });
+    underWay.add(send);
+  }
+
+  /** Waits `ms`, or until `count` more sends end (absent: the time only). */
+  async function rest(round: DeliveryRound, ms: number, count?: number): Promise<void> {
+    if (count === undefined) return round.sleep(ms);
+    let wait: { at: number; resolve: () => void } | undefined;
+    const ended = new Promise<void>((resolve) => {
+      wait = { at: ends + count, resolve };
+      endWaits.add(wait);
+    });
+    try {
+      await Promise.race([round.sleep(ms), ended]);
+    } finally {
+      endWaits.delete(wait!);
+    }
   }
 
   return {
     /**
-     * Sends due deliveries for `round.roundMs`: up to `concurrency` at once and about `perEndpoint` to one endpoint,
-     * claiming again as soon as a send ends (never waiting for the slowest of a claim), then lets the sends under way
-     * end (their leases cover them). Cancelled (`round.sleep` rejects): the sends under way end, then it rejects too.
+     * Sends due deliveries for `round.roundMs`: up to `concurrency` at once, up to `perEndpoint` to one endpoint (one
+     * to an endpoint whose last attempt failed, until one is delivered), claiming again as places free: never waiting
+     * for the slowest of a claim, and never for the sends still under way at the round's end (the next round counts
+     * them). Cancelled (`round.sleep` rejects): the sends under way end, then it rejects too.
      */
     async deliverFor(round: DeliveryRound): Promise<DeliveryRoundCounts> {
       const counts: DeliveryRoundCounts = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
       const until = Date.now() + round.roundMs;
-      /** Sends under way, by endpoint. */
-      const sending = new Map<string, number>();
-      const underWay = new Set<Promise<void>>();
-      /** Resolved whenever a send ends: the wait for a free place. */
-      let ended: () => void = () => undefined;
-      let oneEnded = new Promise<void>((resolve) => (ended = resolve));
-      const start = (delivery: ClaimedDelivery) => {
-        sending.set(delivery.endpointId, (sending.get(delivery.endpointId) ?? 0) + 1);
-        const send: Promise<void> = deliver(delivery, counts)
-          .catch((error: unknown) =>
-            logger.error({ err: error, deliveryId: delivery.id }, 'webhook attempt not recorded: sent again later'),
-          )
-          .finally(() => {
-            const left = (sending.get(delivery.endpointId) ?? 1) - 1;
-            if (left > 0) sending.set(delivery.endpointId, left);
-            else sending.delete(delivery.endpointId);
-            underWay.delete(send);
-            round.heartbeat();
-            const wake = ended;
-            oneEnded = new Promise<void>((resolve) => (ended = resolve));
-            wake();
-          });
-        underWay.add(send);
-      };
       try {
-        while (Date.now() < until) {
+        for (;;) {
+          const left = until - Date.now();
+          if (left <= 0) break;
+          const wait = Math.min(round.pollIntervalMs, left);
           const free = concurrency - underWay.size;
-          // Claimed when enough places are free to be worth a claim (not one statement per send that ends).
-          if (free >= Math.min(refill, concurrency)) {
-            const busy = [...sending].filter(([, count]) => count >= perEndpoint).map(([endpointId]) => endpointId);
-            const batch = await store.claimDue(free, leaseMs, { perEndpoint, busy });
-            counts.batches += 1;
-            counts.claimed += batch.length;
-            for (const delivery of batch) start(delivery);
+          const worthAClaim = Math.min(refill, concurrency);
+          if (free < worthAClaim) {
+            // Too few places free: until enough sends end (the poll interval at most).
+            await rest(round, wait, worthAClaim - free);
             round.heartbeat();
-            // A full claim: more may be due at once.
-            if (batch.length === free) continue;
-            // Nothing more due now: the poll interval; or only an endpoint's that is sent enough already: until one of
-            // the sends ends.
-            const wait = Math.min(round.pollIntervalMs, until - Date.now());
-            if (wait <= 0) break;
-            await Promise.race([round.sleep(wait), ...(busy.length > 0 ? [oneEnded] : [])]);
             continue;
           }
-          // Too few places free: the next send to end frees one (the poll interval at most, for the heartbeat).
-          const wait = Math.min(round.pollIntervalMs, until - Date.now());
-          if (wait <= 0) break;
-          await Promise.race([round.sleep(wait), oneEnded]);
+          const rooms = roomsNow();
+          const batch = await store.claimDue(free, leaseMs, { perEndpoint, rooms });
+          counts.batches += 1;
+          counts.claimed += batch.length;
+          for (const delivery of batch) start(delivery, counts);
+          round.heartbeat();
+          // A full claim: more may be due at once.
+          if (batch.length === free) continue;
+          // Fewer than asked: nothing more is due, or an endpoint was cut at its share (it got all its room: it may
+          // have more due). Such an endpoint is claimed for again as soon as it has room worth a claim: at once if its
+          // sends ended while the claim was made, else once enough of them end.
+          const cut = endpointsCut(batch, rooms);
+          if (cut.some((endpointId) => roomOf(endpointId) >= thresholdOf(endpointId))) continue;
+          const needs = cut.map((endpointId) =>
+            Math.min(thresholdOf(endpointId) - Math.max(roomOf(endpointId), 0), sending.get(endpointId) ?? 0),
+          );
+          const need = needs.length > 0 ? Math.min(...needs) : 0;
+          await rest(round, wait, need > 0 ? need : undefined);
         }
-      } finally {
+      } catch (error) {
+        // Cancelled, or the database away: what was sent is recorded before the round ends.
         await Promise.all(underWay);
+        throw error;
       }
       return counts;
+    },
+
+    /** Waits for the sends under way to end and be recorded (a worker shutting down; a test's end). */
+    async drain(): Promise<void> {
+      while (underWay.size > 0) await Promise.all(underWay);
     },
   };
 }

@@ -43,6 +43,16 @@ export const defaultWebhookRetryPolicy: WebhookRetryPolicy = {
 export const retryDelayMs = (policy: WebhookRetryPolicy, attempts: number) =>
   Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** Math.min(Math.max(attempts - 1, 0), 40));
 
+/**
+ * The wait before a failed attempt's next: the backoff, or longer when the endpoint asked for longer (its Retry-After),
+ * up to the policy's longest wait (an endpoint cannot push its events past the retry window by asking).
+ */
+export const nextDelayMs = (
+  policy: WebhookRetryPolicy,
+  attempts: number,
+  outcome: Pick<AttemptOutcome, 'retryAfterMs'>,
+): number => Math.max(retryDelayMs(policy, attempts), Math.min(outcome.retryAfterMs ?? 0, policy.maxDelayMs));
+
 /** A claimed delivery: what one attempt needs. The secret stays sealed until the send. */
 export interface ClaimedDelivery {
   id: string;
@@ -62,6 +72,8 @@ export interface AttemptOutcome {
   statusCode: number | null;
   error: string | null;
   durationMs: number;
+  /** The wait the endpoint asked for (Retry-After on a 429 or a 503): the next attempt waits at least that long. */
+  retryAfterMs?: number;
 }
 
 export type DeliveryListQuery = ListQuery<WebhookDeliveryStatus> & { endpointId?: string | undefined };
@@ -302,15 +314,14 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * skipped (SKIP LOCKED), and the lease (next_attempt_at moved ahead) keeps them from every
      * other claim while this one sends. A process that dies mid-send leaves the lease to expire:
      * the delivery is sent again (at least once).
-     * At most `perEndpoint` of one endpoint, the longest due first, and none of the endpoints in `busy` (those the
-     * caller already sends enough to): an endpoint with a backlog (down, or slow) never fills a claim, so the others'
-     * deliveries are taken beside its own (the partial index webhook_delivery_pending_by_endpoint_idx walks each
-     * endpoint's due ones).
+     * Of one endpoint, the longest due first, at most its `rooms` entry (what the caller may still send it), else
+     * `perEndpoint`: an endpoint with a backlog (down, or slow) never fills a claim, so the others' deliveries are
+     * taken beside its own (the partial index webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones).
      */
     async claimDue(
       limit: number,
       leaseMs: number,
-      fairness: { perEndpoint: number; busy: readonly string[] },
+      fairness: { perEndpoint: number; rooms: ReadonlyArray<{ endpointId: string; room: number }> },
     ): Promise<ClaimedDelivery[]> {
       const claimed = await database.$queryRaw<
         Array<{
@@ -322,15 +333,19 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
           next_attempt_at: Date;
         }>
       >`
-        WITH due AS (
+        WITH room AS (
+          SELECT * FROM unnest(${fairness.rooms.map((each) => each.endpointId)}::uuid[],
+                               ${fairness.rooms.map((each) => each.room)}::int[]) AS r(endpoint_id, room)),
+        due AS (
           SELECT picked.id FROM webhook_endpoint e
+          LEFT JOIN room ON room.endpoint_id = e.id
           CROSS JOIN LATERAL (
             SELECT d.id, d.next_attempt_at FROM webhook_delivery d
             WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
             ORDER BY d.next_attempt_at, d.id
-            LIMIT ${fairness.perEndpoint}
+            LIMIT COALESCE(room.room, ${fairness.perEndpoint})
             FOR UPDATE OF d SKIP LOCKED) picked
-          WHERE e.deleted_at IS NULL AND NOT (e.id = ANY(${[...fairness.busy]}::uuid[]))
+          WHERE e.deleted_at IS NULL AND COALESCE(room.room, ${fairness.perEndpoint}) > 0
           ORDER BY picked.next_attempt_at, picked.id
           LIMIT ${limit})
         UPDATE webhook_delivery d
@@ -401,7 +416,7 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
             status,
             deliveredAt: delivered ? outcome.at : null,
             nextAttemptAt:
-              status === 'PENDING' ? new Date(outcome.at.getTime() + retryDelayMs(policy, attempts)) : null,
+              status === 'PENDING' ? new Date(outcome.at.getTime() + nextDelayMs(policy, attempts, outcome)) : null,
           },
         });
         return moved.count === 1 ? status : 'overtaken';

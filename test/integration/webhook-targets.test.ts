@@ -137,7 +137,7 @@ describe('webhook targets', () => {
         timeoutMs: 1000,
         publicOnly: false,
       }).then(
-        (status) => status,
+        (answer) => answer.status,
         (error: { code?: string }) => error.code,
       );
       // The server's answer completes after 4 s: only a time-out on the whole attempt ends it first.
@@ -169,7 +169,8 @@ describe('webhook targets', () => {
     expect(refused).toMatchObject({ code: 'INTERNAL_ADDRESS_REFUSED' });
     // In development, the same target is delivered to.
     expect(
-      await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false }),
+      (await sendWebhook(`http://127.0.0.1:${targetPort}/`, headers, '{}', { timeoutMs: 2000, publicOnly: false }))
+        .status,
     ).toBe(204);
     expect(hits).toBe(1);
   });
@@ -309,7 +310,7 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
       },
     });
     const claimOf = async (leaseMs: number) => {
-      const claim = (await store.claimDue(1_000, leaseMs, { perEndpoint: 1_000, busy: [] })).find(
+      const claim = (await store.claimDue(1_000, leaseMs, { perEndpoint: 1_000, rooms: [] })).find(
         (each) => each.id === id,
       );
       if (!claim) throw new Error('the delivery was not claimed');
@@ -328,6 +329,36 @@ describe('a webhook attempt recorded after its claim’s lease ran out', () => {
   });
 });
 
+/** A round's sleep: rejects at once when `signal` was aborted, or when it is. */
+const roundSleep = (signal: AbortSignal) => (ms: number) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal.aborted) return reject(new Error('round over'));
+    const over = () => {
+      clearTimeout(timer);
+      reject(new Error('round over'));
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', over);
+      resolve();
+    }, ms);
+    signal.addEventListener('abort', over, { once: true });
+  });
+
+/** `count` due deliveries of `endpointId`, each its own event, due since `at`. */
+async function dueDeliveries(endpointId: string, count: number, at: Date): Promise<void> {
+  for (let index = 0; index < count; index += 1) {
+    const event = await stack.database.webhookEvent.create({
+      data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}', createdAt: at },
+    });
+    await stack.database.webhookDelivery.create({
+      data: { id: randomUUID(), eventId: event.id, endpointId, nextAttemptAt: at, createdAt: at },
+    });
+  }
+}
+
+const delivered = (endpointId: string) =>
+  stack.database.webhookDelivery.count({ where: { endpointId, status: 'SUCCEEDED' } });
+
 describe('an endpoint that does not answer', () => {
   it('holds only its own places: another endpoint’s deliveries all arrive while its requests are still open', async () => {
     const cipher = createTokenCipher(stack.encryptionKey);
@@ -335,9 +366,7 @@ describe('an endpoint that does not answer', () => {
     // A partner endpoint that takes each request and never answers (a dead host behind a load balancer).
     const held: Array<() => void> = [];
     const silent = createServer((_req, res) => held.push(() => res.end()));
-    let arrived = 0;
     const healthy = createServer((_req, res) => {
-      arrived += 1;
       res.statusCode = 204;
       res.end();
     });
@@ -350,18 +379,8 @@ describe('an endpoint that does not answer', () => {
     const silentId = await endpoint(await listen(silent));
     const healthyId = await endpoint(await listen(healthy));
     // The silent endpoint's 60 events are the oldest: before, a claim took them first, and every claim waited for them.
-    const events = async (endpointId: string, count: number, at: Date) => {
-      for (let index = 0; index < count; index += 1) {
-        const event = await stack.database.webhookEvent.create({
-          data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}', createdAt: at },
-        });
-        await stack.database.webhookDelivery.create({
-          data: { id: randomUUID(), eventId: event.id, endpointId, nextAttemptAt: at, createdAt: at },
-        });
-      }
-    };
-    await events(silentId, 60, new Date(Date.now() - 60_000));
-    await events(healthyId, 40, new Date(Date.now() - 30_000));
+    await dueDeliveries(silentId, 60, new Date(Date.now() - 60_000));
+    await dueDeliveries(healthyId, 40, new Date(Date.now() - 30_000));
     const deliverer = createWebhookDeliverer({
       store,
       cipher,
@@ -375,35 +394,133 @@ describe('an endpoint that does not answer', () => {
     const round = deliverer.deliverFor({
       roundMs: 20_000,
       pollIntervalMs: 100,
-      sleep: (ms) =>
-        new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(resolve, ms);
-          controller.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            reject(new Error('round over'));
-          });
-        }),
+      sleep: roundSleep(controller.signal),
       heartbeat: () => undefined,
     });
     try {
       const deadline = Date.now() + 15_000;
-      while (arrived < 40 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      while ((await delivered(healthyId)) < 40 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       // Before: the first claim took 8 of the silent endpoint's, and the round waited on them (30 s) with nothing
       // else sent.
-      expect(arrived).toBe(40);
-      // Two of the 8 places at most (a quarter), taken by the silent endpoint: its requests are still open.
-      expect(held.length).toBe(2);
-      const delivered = await stack.database.webhookDelivery.count({
-        where: { endpointId: healthyId, status: 'SUCCEEDED' },
-      });
-      expect(delivered).toBe(40);
+      expect(await delivered(healthyId)).toBe(40);
+      // Half of the 8 places at most, taken by the silent endpoint: its requests are still open.
+      expect(held.length).toBe(4);
     } finally {
       controller.abort();
       for (const release of held) release();
       await round.catch(() => undefined);
+      await deliverer.drain();
       silent.closeAllConnections();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
       await new Promise<void>((resolve) => healthy.close(() => resolve()));
     }
   }, 60_000);
+
+  it('does not slow one that does: a lone endpoint’s backlog goes out as places free, not one claim per poll interval', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    const server = createServer((_req, res) => {
+      res.statusCode = 204;
+      res.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+    const endpointId = (await store.createEndpoint({ url, events: ['funding.approved'] }, 'backlog-test')).endpoint.id;
+    await dueDeliveries(endpointId, 200, new Date(Date.now() - 1_000));
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: { baseDelayMs: 60_000, maxDelayMs: 60_000, retryForMs: 3_600_000 },
+    });
+    const controller = new AbortController();
+    // A poll interval as long as the round: before the second read's mend, a claim cut at the endpoint's share was
+    // taken for "nothing more due", and the round slept a poll interval after the first.
+    const round = deliverer.deliverFor({
+      roundMs: 120_000,
+      pollIntervalMs: 120_000,
+      sleep: roundSleep(controller.signal),
+      heartbeat: () => undefined,
+    });
+    try {
+      const deadline = Date.now() + 40_000;
+      while ((await delivered(endpointId)) < 200 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(await delivered(endpointId)).toBe(200);
+    } finally {
+      controller.abort();
+      await round.catch(() => undefined);
+      await deliverer.drain();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 60_000);
+});
+
+describe('an endpoint that asks to wait', () => {
+  it('gets its next attempt no sooner than its Retry-After on a 429 or a 503, up to the longest wait of the policy', async () => {
+    const cipher = createTokenCipher(stack.encryptionKey);
+    const store = createWebhookStore({ database: stack.database, cipher });
+    const asks = [
+      { status: 429, retryAfter: '120' },
+      { status: 503, retryAfter: '7200' },
+      { status: 500, retryAfter: '120' },
+    ];
+    const endpoints: string[] = [];
+    const servers: Server[] = [];
+    for (const ask of asks) {
+      const server = createServer((_req, res) => {
+        res.writeHead(ask.status, { 'retry-after': ask.retryAfter });
+        res.end();
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      servers.push(server);
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+      endpoints.push(
+        (await store.createEndpoint({ url, events: ['funding.approved'] }, 'retry-after-test')).endpoint.id,
+      );
+    }
+    const deliveries: string[] = [];
+    for (const endpointId of endpoints) {
+      const event = await stack.database.webhookEvent.create({
+        data: { id: `evt_${randomUUID().replaceAll('-', '')}`, type: 'funding.approved', body: '{}' },
+      });
+      const id = randomUUID();
+      deliveries.push(id);
+      await stack.database.webhookDelivery.create({
+        data: { id, eventId: event.id, endpointId, nextAttemptAt: new Date(Date.now() - 1_000) },
+      });
+    }
+    const policy = { baseDelayMs: 1_000, maxDelayMs: 3_600_000, retryForMs: 86_400_000 };
+    const deliverer = createWebhookDeliverer({
+      store,
+      cipher,
+      logger: createLogger({ level: 'silent' }),
+      retry: policy,
+      requestTimeoutMs: 5_000,
+    });
+    try {
+      const deadline = Date.now() + 15_000;
+      const attempted = () =>
+        stack.database.webhookDelivery.findMany({ where: { id: { in: deliveries } }, include: { attemptLog: true } });
+      while ((await attempted()).some((row) => row.attempts === 0) && Date.now() < deadline)
+        await deliverer.deliverFor({
+          roundMs: 200,
+          pollIntervalMs: 50,
+          sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+          heartbeat: () => undefined,
+        });
+      const waits = new Map(
+        (await attempted()).map((row) => [
+          row.id,
+          Math.round((row.nextAttemptAt!.getTime() - row.attemptLog[0]!.at.getTime()) / 1000),
+        ]),
+      );
+      // Before: 1 s each, the backoff's first step, whatever the endpoint asked.
+      expect(deliveries.map((id) => waits.get(id))).toEqual([120, 3600, 1]);
+    } finally {
+      await deliverer.drain();
+      for (const server of servers) await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
 });
