@@ -28,8 +28,8 @@ export interface WebhookDelivererOptions {
   /** Deliveries sent at once, at most; absent: 20. A send that ends frees its place for the next due one. */
   concurrency?: number;
   /**
-   * Of those, to one endpoint at most; absent: half of `concurrency`. One whose last attempt failed gets one at a time
-   * until one is delivered: endpoints that are down or slow hold a place each, never the others' deliveries.
+   * Of those, to one endpoint at most; absent: half of `concurrency`. Only to one whose last attempt from this process
+   * was delivered: any other gets one at a time until one is, so an endpoint that is down holds one place.
    */
   perEndpoint?: number;
   /**
@@ -207,26 +207,38 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
    */
   const sending = new Map<string, number>();
   const underWay = new Set<Promise<void>>();
-  /** Endpoints whose last attempt from here failed: one send at a time to each, until one is delivered. */
-  const failing = new Set<string>();
+  /**
+   * Endpoints whose last attempt from here was delivered: sent up to `perEndpoint` at once. Any other (one that failed
+   * last, or not tried from this process yet: after a restart, one that is down is not known so) one at a time, until
+   * one is delivered.
+   */
+  const trusted = new Set<string>();
+  /** Endpoints whose last claim took all the room they were given: they may have more due. */
+  const backlogged = new Set<string>();
   /** Sends ended so far, and the waits for a number more of them to end. */
   let ends = 0;
   const endWaits = new Set<{ at: number; resolve: () => void }>();
 
-  const capOf = (endpointId: string) => (failing.has(endpointId) ? 1 : perEndpoint);
+  const capOf = (endpointId: string) => (trusted.has(endpointId) ? perEndpoint : 1);
   /** The fewest free places worth a claim for the endpoint (not a statement per send that ends). */
   const thresholdOf = (endpointId: string) => Math.min(refill, capOf(endpointId));
   const roomOf = (endpointId: string) => capOf(endpointId) - (sending.get(endpointId) ?? 0);
 
-  /** What each endpoint sent to, or failing, may be claimed for now: 0 below its threshold. */
-  function roomsNow(): Array<{ endpointId: string; room: number }> {
-    return [...new Set([...sending.keys(), ...failing])].map((endpointId) => {
+  /**
+   * What each endpoint sent to or trusted may be claimed for now (0 below its threshold), and how many it is sent: an
+   * endpoint listed nowhere gets one.
+   */
+  function roomsNow(): Array<{ endpointId: string; room: number; sending: number }> {
+    return [...new Set([...sending.keys(), ...trusted])].map((endpointId) => {
       const room = roomOf(endpointId);
-      return { endpointId, room: room >= thresholdOf(endpointId) ? room : 0 };
+      return { endpointId, room: room >= thresholdOf(endpointId) ? room : 0, sending: sending.get(endpointId) ?? 0 };
     });
   }
 
-  /** The endpoints a claim took all the room of (0 included): they may have more due. */
+  /**
+   * The endpoints that may have more due after a claim: those it took all the room of, and those given none that had
+   * a backlog before (an endpoint with nothing due is not claimed for again at each send's end).
+   */
   function endpointsCut(
     batch: readonly ClaimedDelivery[],
     rooms: ReadonlyArray<{ endpointId: string; room: number }>,
@@ -234,9 +246,13 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     const taken = new Map<string, number>();
     for (const delivery of batch) taken.set(delivery.endpointId, (taken.get(delivery.endpointId) ?? 0) + 1);
     const given = new Map(rooms.map((each) => [each.endpointId, each.room]));
-    const cut = rooms.filter((each) => (taken.get(each.endpointId) ?? 0) >= each.room).map((each) => each.endpointId);
-    for (const [endpointId, count] of taken) if (!given.has(endpointId) && count >= perEndpoint) cut.push(endpointId);
-    return cut;
+    for (const [endpointId, count] of taken) if (!given.has(endpointId)) given.set(endpointId, Math.max(count, 1));
+    for (const [endpointId, room] of given) {
+      if (room === 0) continue;
+      if ((taken.get(endpointId) ?? 0) >= room) backlogged.add(endpointId);
+      else backlogged.delete(endpointId);
+    }
+    return [...given.keys()].filter((endpointId) => backlogged.has(endpointId));
   }
 
   function start(delivery: ClaimedDelivery, counts: DeliveryRoundCounts): void {
@@ -244,8 +260,8 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
     sending.set(endpointId, (sending.get(endpointId) ?? 0) + 1);
     const send: Promise<void> = deliver(delivery, counts)
       .then((delivered) => {
-        if (delivered === true) failing.delete(endpointId);
-        else if (delivered === false) failing.add(endpointId);
+        if (delivered) trusted.add(endpointId);
+        else trusted.delete(endpointId);
       })
       .catch((error: unknown) =>
         logger.error({ err: error, deliveryId: delivery.id }, 'webhook attempt not recorded: sent again later'),
@@ -282,10 +298,11 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
 
   return {
     /**
-     * Sends due deliveries for `round.roundMs`: up to `concurrency` at once, up to `perEndpoint` to one endpoint (one
-     * to an endpoint whose last attempt failed, until one is delivered), claiming again as places free: never waiting
-     * for the slowest of a claim, and never for the sends still under way at the round's end (the next round counts
-     * them). Cancelled (`round.sleep` rejects): the sends under way end, then it rejects too.
+     * Sends due deliveries for `round.roundMs`: up to `concurrency` at once, up to `perEndpoint` to one endpoint
+     * delivered to last (one at a time to any other), claiming again as places free: never waiting for the slowest of
+     * a claim, nor for the sends still under way at the round's end (they go on, within the next round's limits; a
+     * round's counts are those of the sends that ended before it did). Cancelled (`round.sleep` rejects): the sends
+     * under way end, then it rejects too.
      */
     async deliverFor(round: DeliveryRound): Promise<DeliveryRoundCounts> {
       const counts: DeliveryRoundCounts = { batches: 0, claimed: 0, succeeded: 0, retrying: 0, failed: 0 };
@@ -304,7 +321,7 @@ export function createWebhookDeliverer(options: WebhookDelivererOptions) {
             continue;
           }
           const rooms = roomsNow();
-          const batch = await store.claimDue(free, leaseMs, { perEndpoint, rooms });
+          const batch = await store.claimDue(free, leaseMs, { rooms });
           counts.batches += 1;
           counts.claimed += batch.length;
           for (const delivery of batch) start(delivery, counts);

@@ -314,14 +314,15 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
      * skipped (SKIP LOCKED), and the lease (next_attempt_at moved ahead) keeps them from every
      * other claim while this one sends. A process that dies mid-send leaves the lease to expire:
      * the delivery is sent again (at least once).
-     * Of one endpoint, the longest due first, at most its `rooms` entry (what the caller may still send it), else
-     * `perEndpoint`: an endpoint with a backlog (down, or slow) never fills a claim, so the others' deliveries are
-     * taken beside its own (the partial index webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones).
+     * Of one endpoint, the longest due first, at most its `rooms` entry (what the caller may still send it), else one:
+     * an endpoint with a backlog (down, or slow) never fills a claim (the partial index
+     * webhook_delivery_pending_by_endpoint_idx walks each endpoint's due ones). Endpoints sent fewer deliveries now go
+     * first, so a place that frees goes to one with none under way before a backlog takes it again.
      */
     async claimDue(
       limit: number,
       leaseMs: number,
-      fairness: { perEndpoint: number; rooms: ReadonlyArray<{ endpointId: string; room: number }> },
+      fairness: { rooms: ReadonlyArray<{ endpointId: string; room: number; sending?: number }> },
     ): Promise<ClaimedDelivery[]> {
       const claimed = await database.$queryRaw<
         Array<{
@@ -335,7 +336,8 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
       >`
         WITH room AS (
           SELECT * FROM unnest(${fairness.rooms.map((each) => each.endpointId)}::uuid[],
-                               ${fairness.rooms.map((each) => each.room)}::int[]) AS r(endpoint_id, room)),
+                               ${fairness.rooms.map((each) => each.room)}::int[],
+                               ${fairness.rooms.map((each) => each.sending ?? 0)}::int[]) AS r(endpoint_id, room, sending)),
         due AS (
           SELECT picked.id FROM webhook_endpoint e
           LEFT JOIN room ON room.endpoint_id = e.id
@@ -343,10 +345,10 @@ export function createWebhookStore(deps: { database: Database; cipher: TokenCiph
             SELECT d.id, d.next_attempt_at FROM webhook_delivery d
             WHERE d.endpoint_id = e.id AND d.status = 'PENDING' AND d.next_attempt_at <= now()
             ORDER BY d.next_attempt_at, d.id
-            LIMIT COALESCE(room.room, ${fairness.perEndpoint})
+            LIMIT COALESCE(room.room, 1)
             FOR UPDATE OF d SKIP LOCKED) picked
-          WHERE e.deleted_at IS NULL AND COALESCE(room.room, ${fairness.perEndpoint}) > 0
-          ORDER BY picked.next_attempt_at, picked.id
+          WHERE e.deleted_at IS NULL AND COALESCE(room.room, 1) > 0
+          ORDER BY COALESCE(room.sending, 0), picked.next_attempt_at, picked.id
           LIMIT ${limit})
         UPDATE webhook_delivery d
         SET next_attempt_at = now() + make_interval(secs => ${leaseMs / 1000}::float8), retrying_since = COALESCE(d.retrying_since, now()), updated_at = now()
